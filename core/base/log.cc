@@ -1,0 +1,80 @@
+// The logger: formats into a stack buffer (no malloc, so it is safe inside a
+// preload's allocation paths) and writes with the raw write syscall, so an
+// LD_PRELOAD wrapper of write() is never re-entered. errno is preserved.
+#include "core/base/log.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+
+#include "core/base/config.h"
+#include "core/base/errno_guard.h"
+
+namespace ss::log {
+namespace {
+
+// -1 until first read. Read with config::env_int, never through the config
+// cache: the cache logs its own warnings while holding its lock.
+constinit std::atomic<int> g_threshold{-1};
+
+// One line, truncated beyond this; long enough for a path in a warning.
+constexpr size_t kLineCap = 2048;
+
+int read_threshold() {
+  const int t = static_cast<int>(config::env_int(config::Id::kLogLevel));
+  g_threshold.store(t, std::memory_order_relaxed);
+  return t;
+}
+
+const char* level_name(Level level) {
+  static constexpr const char* kNames[] = {"PANIC", "ERROR",  "WARN", "INFO",
+                                           "DETAILS", "DEBUG", "FINE"};
+  const int i = static_cast<int>(level);
+  return (i >= 0 && i < 7) ? kNames[i] : "LOG";
+}
+
+void raw_write(int fd, const char* p, size_t len) {
+  while (len) {
+    const long r = syscall(SYS_write, fd, p, len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return;  // nowhere else to report it
+    p += r;
+    len -= static_cast<size_t>(r);
+  }
+}
+
+}  // namespace
+
+bool enabled(Level level) {
+  int t = g_threshold.load(std::memory_order_relaxed);
+  if (t < 0) t = read_threshold();  // racing first readers compute the same value
+  return static_cast<int>(level) <= t;
+}
+
+void write(Level level, const char* fmt, ...) {
+  if (!enabled(level)) return;
+  // Saved before formatting touches anything, so "%m" still sees the caller's errno.
+  ErrnoGuard keep;
+  char buf[kLineCap];
+  int n = snprintf(buf, sizeof buf, "slipstream[%ld]: %s: ", static_cast<long>(getpid()),
+                   level_name(level));
+  if (n < 0) n = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  // Room is left for the newline; a longer message is cut.
+  int m = vsnprintf(buf + n, sizeof buf - static_cast<size_t>(n) - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0) m = 0;
+  size_t len = static_cast<size_t>(n) + static_cast<size_t>(m);
+  if (len > sizeof buf - 2) len = sizeof buf - 2;
+  while (len > static_cast<size_t>(n) && buf[len - 1] == '\n') --len;  // one line only
+  buf[len++] = '\n';
+  raw_write(STDERR_FILENO, buf, len);
+}
+
+void reload() { read_threshold(); }
+
+}  // namespace ss::log

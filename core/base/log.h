@@ -1,0 +1,34 @@
+// Logging with levels (VMA_TRACELEVEL numbering), written with the raw
+// write(2) syscall so a preload never recurses into itself, and errno is
+// preserved across every call.
+#pragma once
+
+namespace ss::log {
+
+enum class Level : int {
+  kPanic = 0,
+  kError = 1,
+  kWarn = 2,
+  kInfo = 3,
+  kDetails = 4,
+  kDebug = 5,
+  kFine = 6,
+};
+
+// True when messages at `level` are printed (threshold from SLIPSTREAM_LOG_LEVEL).
+bool enabled(Level level);
+// Formats and writes one line "slipstream[pid] LEVEL: message\n" to stderr.
+void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Re-reads the threshold (tests).
+void reload();
+
+}  // namespace ss::log
+
+#define SS_LOG(level, ...)                                  \
+  do {                                                      \
+    if (::ss::log::enabled(level)) ::ss::log::write(level, __VA_ARGS__); \
+  } while (0)
+#define SS_ERROR(...) SS_LOG(::ss::log::Level::kError, __VA_ARGS__)
+#define SS_WARN(...) SS_LOG(::ss::log::Level::kWarn, __VA_ARGS__)
+#define SS_INFO(...) SS_LOG(::ss::log::Level::kInfo, __VA_ARGS__)
+#define SS_DEBUG(...) SS_LOG(::ss::log::Level::kDebug, __VA_ARGS__)

@@ -1,0 +1,94 @@
+#include "core/mem/region.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <new>
+
+#include "core/mem/region_registry.h"
+
+namespace ss::mem {
+namespace {
+
+// The seals a Region carries for life. SHRINK is the one that matters (a
+// truncated memfd SIGBUSes every mapping of it); GROW because the size is
+// fixed at creation; SEAL so nobody holding the fd can add write seals.
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+size_t page_size() {
+  static const size_t ps = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return ps;
+}
+
+}  // namespace
+
+int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out) {
+  if (len == 0 || !out) return -EINVAL;
+  const size_t ps = page_size();
+  if (len > SIZE_MAX - (ps - 1)) return -ENOMEM;
+  len = (len + ps - 1) & ~(ps - 1);
+
+  int fd = memfd_create(name && *name ? name : "slipstream",
+                        MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -errno;
+  int err = 0;
+  void* addr = MAP_FAILED;
+  if (ftruncate(fd, static_cast<off_t>(len)) < 0 ||
+      fcntl(fd, F_ADD_SEALS, kSeals) < 0) {
+    err = -errno;
+  } else {
+    addr = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) err = -errno;
+  }
+  if (err == 0) err = registry::add(addr, len, fd);
+  Region* r = nullptr;
+  if (err == 0) {
+    r = new (std::nothrow) Region(addr, len, fd);
+    if (!r) {
+      registry::remove(addr);
+      err = -ENOMEM;
+    }
+  }
+  if (err != 0) {
+    if (addr != MAP_FAILED) munmap(addr, len);
+    close(fd);
+    return err;
+  }
+  out->reset(r);
+  return 0;
+}
+
+Region::~Region() {
+  // Unregister first so no lookup can hand out a range that is going away.
+  registry::remove(addr_);
+  munmap(addr_, len_);
+  close(fd_);
+}
+
+int Region::map_peer(int fd, size_t len, int prot, void** out) {
+  if (fd < 0 || len == 0 || !out) return -EINVAL;
+  struct stat st;
+  if (fstat(fd, &st) < 0) return -errno;
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) < len) return -EINVAL;
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0) return errno == EINVAL ? -EPERM : -errno;  // not a memfd
+  if (!(seals & F_SEAL_SHRINK)) return -EPERM;
+  void* addr = mmap(nullptr, len, prot, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) return -errno;
+  *out = addr;
+  return 0;
+}
+
+int Region::unmap_peer(void* addr, size_t len) {
+  if (!addr || len == 0) return -EINVAL;
+  return munmap(addr, len) < 0 ? -errno : 0;
+}
+
+bool find_backing(const void* addr, size_t len, int* fd, uint64_t* offset) {
+  return registry::find(addr, len, fd, offset);
+}
+
+}  // namespace ss::mem

@@ -1,0 +1,23 @@
+// Provider selection and construction: the one place that knows which
+// providers exist. SLIPSTREAM_PROVIDER=auto picks shm for a peer on this
+// host, tcp otherwise (verbs once an RDMA device routes to the peer).
+#pragma once
+#include "core/prov/provider.h"
+
+namespace ss::prov {
+
+// The provider for a connection to `dst` (-ENOTSUP/-ENODEV when the
+// configured provider cannot serve it).
+int choose_kind(const sockaddr* dst, socklen_t len, Kind* kind);
+// True when `dst` names an address of this host (in this network namespace).
+bool is_local_address(const sockaddr* dst, socklen_t len);
+
+// Active endpoint for the rsocket whose kernel stream socket is `sock`
+// (non-blocking; possibly bound).
+int create_active(Kind kind, int sock, const sockaddr* dst, socklen_t len,
+                  std::unique_ptr<Endpoint>* out);
+// Listener serving every provider this host can accept on, for the
+// rsocket whose kernel socket `sock` is bound and listening.
+int create_listener(int sock, std::unique_ptr<Listener>* out);
+
+}  // namespace ss::prov

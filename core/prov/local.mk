@@ -1,0 +1,12 @@
+# Connection providers: the interface, selection, and the software providers.
+libslipstream_la_SOURCES += \
+	core/prov/provider.h \
+	core/prov/factory.h \
+	core/prov/factory.cc \
+	core/prov/soft/frame.h \
+	core/prov/soft/region_table.h \
+	core/prov/soft/region_table.cc \
+	core/prov/soft/stream_endpoint.h \
+	core/prov/soft/stream_endpoint.cc \
+	core/prov/soft/listener.h \
+	core/prov/soft/listener.cc

@@ -1,0 +1,60 @@
+// Wire format of the software providers' stream: every operation is a
+// 24-byte big-endian header, optionally followed by `length` payload bytes.
+#pragma once
+#include <endian.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace ss::prov::soft {
+
+enum class FrameType : uint8_t {
+  kHello = 1,       // active -> passive: private data; flags = requested Kind
+  kHelloReply = 2,  // passive -> active: private data; flags = 0 accept, 1 reject
+  kWrite = 3,       // one-sided write into [remote_addr, +length) of rkey
+  kWriteImm = 4,    // the same, then a receive completion carrying imm
+};
+
+constexpr uint32_t kHelloMagic = 0x53535253;  // "SSRS"
+constexpr uint32_t kHelloVersion = 1;
+constexpr size_t kFrameHeaderSize = 24;
+
+struct FrameHeader {
+  FrameType type;
+  uint8_t flags;
+  uint32_t length;
+  uint64_t remote_addr;
+  uint32_t rkey;
+  uint32_t imm;
+};
+
+inline void encode_frame(const FrameHeader& h, uint8_t out[kFrameHeaderSize]) {
+  out[0] = static_cast<uint8_t>(h.type);
+  out[1] = h.flags;
+  out[2] = out[3] = 0;
+  uint32_t len = htobe32(h.length);
+  uint64_t addr = htobe64(h.remote_addr);
+  uint32_t rkey = htobe32(h.rkey);
+  uint32_t imm = htobe32(h.imm);
+  memcpy(out + 4, &len, 4);
+  memcpy(out + 8, &addr, 8);
+  memcpy(out + 16, &rkey, 4);
+  memcpy(out + 20, &imm, 4);
+}
+
+inline void decode_frame(const uint8_t in[kFrameHeaderSize], FrameHeader* h) {
+  uint32_t len, rkey, imm;
+  uint64_t addr;
+  memcpy(&len, in + 4, 4);
+  memcpy(&addr, in + 8, 8);
+  memcpy(&rkey, in + 16, 4);
+  memcpy(&imm, in + 20, 4);
+  h->type = static_cast<FrameType>(in[0]);
+  h->flags = in[1];
+  h->length = be32toh(len);
+  h->remote_addr = be64toh(addr);
+  h->rkey = be32toh(rkey);
+  h->imm = be32toh(imm);
+}
+
+}  // namespace ss::prov::soft

@@ -1,0 +1,118 @@
+#include "core/prov/soft/listener.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/log.h"
+#include "core/prov/soft/frame.h"
+#include "core/prov/soft/stream_endpoint.h"
+
+namespace ss::prov::soft {
+
+namespace {
+// A peer gets this long to send its hello.
+constexpr std::chrono::seconds kHelloTimeout{10};
+constexpr size_t kMaxPendingHellos = 1024;
+}  // namespace
+
+int StreamListener::create(int sock, Kind kind, std::unique_ptr<StreamListener>* out) {
+  std::unique_ptr<StreamListener> l(new StreamListener());
+  l->epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (l->epfd_ < 0) return -errno;
+  int rc = l->add_socket(sock, kind);
+  if (rc) return rc;
+  *out = std::move(l);
+  return 0;
+}
+
+StreamListener::~StreamListener() {
+  for (Pending& p : pending_) ::close(p.fd);
+  if (epfd_ >= 0) ::close(epfd_);
+}
+
+int StreamListener::add_socket(int sock, Kind kind) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = sock;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, sock, &ev) < 0) return -errno;
+  sources_.push_back({sock, kind});
+  return 0;
+}
+
+void StreamListener::accept_new(const Source& src) {
+  while (pending_.size() < kMaxPendingHellos) {
+    int fd = accept4(src.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    Pending p{};
+    p.fd = fd;
+    p.kind = src.kind;
+    p.deadline = std::chrono::steady_clock::now() + kHelloTimeout;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) < 0) {
+      ::close(fd);
+      continue;
+    }
+    pending_.push_back(p);
+  }
+}
+
+int StreamListener::read_hello(Pending& p) {
+  size_t want = kFrameHeaderSize;
+  FrameHeader h{};
+  for (;;) {
+    if (p.got >= kFrameHeaderSize) {
+      decode_frame(p.buf, &h);
+      if (h.type != FrameType::kHello || h.imm != kHelloMagic || h.rkey != kHelloVersion ||
+          h.length > kMaxPrivateData || h.flags != static_cast<uint8_t>(p.kind)) {
+        SS_WARN("listener: malformed connection request dropped");
+        return -1;
+      }
+      want = kFrameHeaderSize + h.length;
+      if (p.got == want) return 1;
+    }
+    // Read exactly the hello: what follows belongs to the endpoint.
+    ssize_t n = ::recv(p.fd, p.buf + p.got, want - p.got, MSG_DONTWAIT);
+    if (n > 0) {
+      p.got += n;
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    return -1;
+  }
+}
+
+void StreamListener::drop(size_t i) {
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, pending_[i].fd, nullptr);
+  ::close(pending_[i].fd);
+  pending_.erase(pending_.begin() + i);
+}
+
+int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
+  for (const Source& s : sources_) accept_new(s);
+  auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    int rc = read_hello(p);
+    if (rc < 0 || (rc == 0 && now > p.deadline)) {
+      drop(i);
+      continue;
+    }
+    if (rc == 0) {
+      i++;
+      continue;
+    }
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
+    *ep = StreamEndpoint::make_passive(p.kind, p.fd, p.buf + kFrameHeaderSize,
+                                       p.got - kFrameHeaderSize);
+    pending_.erase(pending_.begin() + i);
+    return 0;
+  }
+  return -EAGAIN;
+}
+
+}  // namespace ss::prov::soft

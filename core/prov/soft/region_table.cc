@@ -1,0 +1,46 @@
+#include "core/prov/soft/region_table.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace ss::prov::soft {
+
+namespace {
+std::atomic<uint32_t> next_key{1};
+}
+
+MemoryRegion RegionTable::add(void* addr, size_t len, int access) {
+  uint32_t key = next_key.fetch_add(1);
+  if (key == 0) key = next_key.fetch_add(1);  // 0 stays "no key"
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.push_back({reinterpret_cast<uint64_t>(addr), len, key,
+                      (access & kAccessRemoteWrite) != 0});
+  MemoryRegion mr;
+  mr.addr = addr;
+  mr.length = len;
+  mr.lkey = key;
+  mr.rkey = key;
+  return mr;
+}
+
+void RegionTable::remove(const MemoryRegion& mr) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [&](const Entry& e) { return e.key == mr.lkey; }),
+                 entries_.end());
+}
+
+uint8_t* RegionTable::resolve(uint32_t rkey, uint64_t remote_addr, uint32_t len) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& e : entries_) {
+    if (e.key != rkey) continue;
+    if (!e.remote_write) return nullptr;
+    // Written to avoid overflow: addr - base and length - len never wrap.
+    if (remote_addr < e.base || len > e.length || remote_addr - e.base > e.length - len)
+      return nullptr;
+    return reinterpret_cast<uint8_t*>(remote_addr);
+  }
+  return nullptr;
+}
+
+}  // namespace ss::prov::soft

@@ -1,0 +1,35 @@
+// Memory a connection has registered. Software providers check every
+// incoming write against it: a key this connection never exposed, or a
+// range that leaves the region, fails the connection instead of touching
+// memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "core/prov/provider.h"
+
+namespace ss::prov::soft {
+
+class RegionTable {
+ public:
+  // Registers [addr, addr+len); keys are unique process-wide.
+  MemoryRegion add(void* addr, size_t len, int access);
+  void remove(const MemoryRegion& mr);
+  // Where a peer's write of `len` bytes at `remote_addr` under `rkey` lands,
+  // or nullptr when the key is unknown, not remotely writable, or out of range.
+  uint8_t* resolve(uint32_t rkey, uint64_t remote_addr, uint32_t len) const;
+
+ private:
+  struct Entry {
+    uint64_t base;
+    uint64_t length;
+    uint32_t key;
+    bool remote_write;
+  };
+  mutable std::mutex mu_;  // the async-progress thread resolves concurrently
+  std::vector<Entry> entries_;
+};
+
+}  // namespace ss::prov::soft

@@ -1,0 +1,411 @@
+#include "core/prov/soft/stream_endpoint.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/log.h"
+
+namespace ss::prov::soft {
+
+namespace {
+constexpr size_t kRxBufSize = 64 * 1024;
+// Payloads at least this large bypass the staging buffer.
+constexpr size_t kDirectRxMin = 4096;
+constexpr uint8_t kReject = 1;
+}  // namespace
+
+StreamEndpoint::StreamEndpoint(Kind kind, int fd, bool active)
+    : kind_(kind), fd_(fd), active_(active), rx_buf_(kRxBufSize) {
+  // Frames are messages: never hold one back waiting for more (Nagle).
+  int one = 1;
+  if (kind == Kind::kTcp) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+std::unique_ptr<StreamEndpoint> StreamEndpoint::make_active(Kind kind, int fd, const sockaddr* dst,
+                                                            socklen_t dst_len) {
+  std::unique_ptr<StreamEndpoint> ep(new StreamEndpoint(kind, fd, true));
+  if (dst_len > sizeof(ep->dst_)) return nullptr;
+  if (dst_len) memcpy(&ep->dst_, dst, dst_len);
+  ep->dst_len_ = dst_len;
+  return ep;
+}
+
+std::unique_ptr<StreamEndpoint> StreamEndpoint::make_passive(Kind kind, int fd,
+                                                             const uint8_t* pdata,
+                                                             size_t pdata_len) {
+  std::unique_ptr<StreamEndpoint> ep(new StreamEndpoint(kind, fd, false));
+  ep->peer_pdata_len_ = std::min(pdata_len, kMaxPrivateData);
+  memcpy(ep->peer_pdata_, pdata, ep->peer_pdata_len_);
+  ep->cm_ = Cm::kAwaitAccept;
+  return ep;
+}
+
+StreamEndpoint::~StreamEndpoint() {
+  set_async_progress(false);
+}
+
+uint32_t StreamEndpoint::caps() const {
+  uint32_t c = kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace;
+  if (kind_ == Kind::kShm) c |= kCapSameHost;
+  return c;
+}
+
+int StreamEndpoint::setup(EndpointAttr* attr) {
+  // The stream has no queue limits of its own; grant what was asked.
+  attr->sq_size = std::clamp<uint32_t>(attr->sq_size, 16, 0xFFFE);
+  attr->rq_size = std::clamp<uint32_t>(attr->rq_size, 16, 0xFFFE);
+  attr->max_inline = std::min<uint32_t>(attr->max_inline, 0xFFFE);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  max_cq_ = 2 * (attr->sq_size + attr->rq_size) + 64;
+  return 0;
+}
+
+int StreamEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
+  if (!addr || !len) return -EINVAL;
+  *mr = regions_.add(addr, len, access);
+  return 0;
+}
+
+void StreamEndpoint::dereg_mr(MemoryRegion* mr) {
+  regions_.remove(*mr);
+  *mr = MemoryRegion{};
+}
+
+int StreamEndpoint::connect(const void* pdata, size_t len) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!active_ || cm_ != Cm::kIdle || len > kMaxPrivateData) return -EINVAL;
+  if (dst_len_) {
+    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&dst_), dst_len_) < 0 &&
+        errno != EINPROGRESS)
+      return -errno;
+  }
+  FrameHeader h{FrameType::kHello, static_cast<uint8_t>(kind_), static_cast<uint32_t>(len), 0,
+                kHelloVersion, kHelloMagic};
+  Sge sge{reinterpret_cast<uint64_t>(pdata), static_cast<uint32_t>(len), 0};
+  int rc = queue_frame(h, &sge, len ? 1 : 0, 0, false, true);
+  if (rc) return rc;
+  cm_ = Cm::kConnecting;
+  return 0;
+}
+
+int StreamEndpoint::accept(const void* pdata, size_t len) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (active_ || cm_ != Cm::kAwaitAccept || len > kMaxPrivateData) return -EINVAL;
+  FrameHeader h{FrameType::kHelloReply, 0, static_cast<uint32_t>(len), 0, kHelloVersion,
+                kHelloMagic};
+  Sge sge{reinterpret_cast<uint64_t>(pdata), static_cast<uint32_t>(len), 0};
+  int rc = queue_frame(h, &sge, len ? 1 : 0, 0, false, true);
+  if (rc) return rc;
+  cm_ = Cm::kEstablished;
+  return 0;
+}
+
+int StreamEndpoint::reject() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (active_ || cm_ != Cm::kAwaitAccept) return -EINVAL;
+  FrameHeader h{FrameType::kHelloReply, kReject, 0, 0, kHelloVersion, kHelloMagic};
+  queue_frame(h, nullptr, 0, 0, false, true);
+  cm_ = Cm::kClosed;
+  return 0;
+}
+
+const uint8_t* StreamEndpoint::peer_private_data(size_t* len) const {
+  *len = peer_pdata_len_;
+  return peer_pdata_;
+}
+
+void StreamEndpoint::fail(int err, Cm state) {
+  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return;
+  error_ = err;
+  cm_ = state;
+  cm_reported_ = false;
+  // Everything still queued is flushed with an error, as a QP in error would.
+  for (const PendingSend& p : sendq_)
+    if (p.signal) cq_.push_back({p.wr_id, ECONNRESET, WcOp::kSend, 0, 0});
+  sendq_.clear();
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
+void StreamEndpoint::disconnect() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  flush_sends();  // best effort: what the kernel takes now still reaches the peer
+  if (cm_ == Cm::kEstablished) cm_reported_ = true;  // local choice: no event
+  fail(ECONNRESET, Cm::kClosed);
+  cm_reported_ = true;
+}
+
+int StreamEndpoint::cm_progress(CmEvent* ev) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  progress_locked();
+  *ev = CmEvent::kNone;
+  if (cm_reported_) return -EAGAIN;
+  switch (cm_) {
+    case Cm::kEstablished:
+      *ev = CmEvent::kEstablished;
+      break;
+    case Cm::kFailed:
+      *ev = (error_ == ECONNRESET || error_ == EPIPE) && active_ ? CmEvent::kDisconnected
+                                                                 : CmEvent::kError;
+      if (error_ == ECONNREFUSED && active_) *ev = CmEvent::kRejected;
+      break;
+    case Cm::kClosed:
+      *ev = CmEvent::kDisconnected;
+      break;
+    default:
+      return -EAGAIN;
+  }
+  cm_reported_ = true;
+  return 0;
+}
+
+int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id,
+                                bool signal, bool copy_source) {
+  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return -ECONNRESET;
+  PendingSend p;
+  encode_frame(h, p.header);
+  p.iov[0] = {p.header, kFrameHeaderSize};
+  p.iovcnt = 1;
+  p.remaining = kFrameHeaderSize;
+  for (int i = 0; i < nsge; i++) {
+    if (!sge[i].length) continue;
+    p.iov[p.iovcnt++] = {reinterpret_cast<void*>(sge[i].addr), sge[i].length};
+    p.remaining += sge[i].length;
+  }
+  p.wr_id = wr_id;
+  p.signal = signal;
+  bool was_empty = sendq_.empty();
+  sendq_.push_back(std::move(p));
+  // The frame's iovecs point into the deque element: fix the header pointer.
+  PendingSend& q = sendq_.back();
+  q.iov[0].iov_base = q.header;
+  if (was_empty && cm_ != Cm::kConnecting) flush_sends();
+  if (copy_source && !sendq_.empty() && &sendq_.back() == &q && q.iovcnt > 1) {
+    // Still (partly) queued while the caller gets its buffer back: copy it.
+    size_t payload = 0;
+    for (int i = 1; i < q.iovcnt; i++) payload += q.iov[i].iov_len;
+    q.owned.resize(payload);
+    size_t off = 0;
+    for (int i = 1; i < q.iovcnt; i++) {
+      memcpy(q.owned.data() + off, q.iov[i].iov_base, q.iov[i].iov_len);
+      off += q.iov[i].iov_len;
+    }
+    q.iov[1] = {q.owned.data(), payload};
+    q.iovcnt = 2;
+  }
+  return 0;
+}
+
+void StreamEndpoint::flush_sends() {
+  while (!sendq_.empty()) {
+    PendingSend& p = sendq_.front();
+    msghdr msg{};
+    msg.msg_iov = p.iov;
+    msg.msg_iovlen = p.iovcnt;
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) return;
+      fail(errno == EPIPE ? ECONNRESET : errno, Cm::kFailed);
+      return;
+    }
+    p.remaining -= n;
+    if (p.remaining) {
+      // Advance the iovecs past what went out.
+      size_t done = n;
+      int i = 0;
+      while (done && done >= p.iov[i].iov_len) done -= p.iov[i++].iov_len;
+      if (i) {
+        // Keep the header iovec pointing at the header array when it is still pending.
+        memmove(p.iov, p.iov + i, (p.iovcnt - i) * sizeof(iovec));
+        p.iovcnt -= i;
+      }
+      p.iov[0].iov_base = static_cast<uint8_t*>(p.iov[0].iov_base) + done;
+      p.iov[0].iov_len -= done;
+      return;
+    }
+    if (p.signal) cq_.push_back({p.wr_id, 0, WcOp::kSend, 0, 0});
+    sendq_.pop_front();
+  }
+}
+
+// Parses complete frames out of the staging buffer; false when it needs more bytes.
+bool StreamEndpoint::parse_rx() {
+  for (;;) {
+    if (rx_in_payload_) {
+      size_t want = rx_hdr_.length - rx_done_;
+      size_t have = std::min(want, rx_end_ - rx_begin_);
+      if (have) {
+        if (rx_dst_) memcpy(rx_dst_ + rx_done_, rx_buf_.data() + rx_begin_, have);
+        rx_begin_ += have;
+        rx_done_ += have;
+      }
+      if (rx_done_ < rx_hdr_.length) return false;
+      rx_in_payload_ = false;
+      if (rx_hdr_.type == FrameType::kWriteImm) {
+        // A peer that ignores its credits would grow the queue without bound.
+        if (cq_.size() >= max_cq_) {
+          SS_WARN("%s: peer overran its receive credits; connection failed", kind_name(kind_));
+          fail(EPROTO, Cm::kFailed);
+          return false;
+        }
+        cq_.push_back({0, 0, WcOp::kRecvImm, rx_hdr_.imm, rx_hdr_.length});
+      }
+      else if (rx_hdr_.type == FrameType::kHelloReply) {
+        if (rx_hdr_.flags == kReject) {
+          fail(ECONNREFUSED, Cm::kFailed);
+          return false;
+        }
+        cm_ = Cm::kEstablished;
+        cm_reported_ = false;
+      }
+      continue;
+    }
+    if (rx_end_ - rx_begin_ < kFrameHeaderSize) return false;
+    decode_frame(rx_buf_.data() + rx_begin_, &rx_hdr_);
+    rx_begin_ += kFrameHeaderSize;
+    rx_dst_ = nullptr;
+    rx_done_ = 0;
+    switch (rx_hdr_.type) {
+      case FrameType::kHelloReply:
+        if (cm_ != Cm::kAwaitReply || rx_hdr_.imm != kHelloMagic ||
+            rx_hdr_.rkey != kHelloVersion || rx_hdr_.length > kMaxPrivateData) {
+          SS_WARN("%s: malformed connection reply from peer; connection failed",
+                  kind_name(kind_));
+          fail(EPROTO, Cm::kFailed);
+          return false;
+        }
+        rx_dst_ = peer_pdata_;
+        peer_pdata_len_ = rx_hdr_.length;
+        break;
+      case FrameType::kWrite:
+      case FrameType::kWriteImm:
+        if (cm_ != Cm::kEstablished) {
+          fail(EPROTO, Cm::kFailed);
+          return false;
+        }
+        if (rx_hdr_.length) {
+          rx_dst_ = regions_.resolve(rx_hdr_.rkey, rx_hdr_.remote_addr, rx_hdr_.length);
+          if (!rx_dst_) {
+            SS_WARN("%s: peer wrote %u bytes at 0x%llx key %u outside what it was given; "
+                    "connection failed",
+                    kind_name(kind_), rx_hdr_.length,
+                    static_cast<unsigned long long>(rx_hdr_.remote_addr), rx_hdr_.rkey);
+            fail(EPROTO, Cm::kFailed);
+            return false;
+          }
+        }
+        break;
+      default:
+        SS_WARN("%s: unknown frame type %u from peer; connection failed", kind_name(kind_),
+                static_cast<unsigned>(rx_hdr_.type));
+        fail(EPROTO, Cm::kFailed);
+        return false;
+    }
+    rx_in_payload_ = true;
+  }
+}
+
+void StreamEndpoint::progress_rx() {
+  while (cm_ == Cm::kAwaitReply || cm_ == Cm::kEstablished) {
+    if (parse_rx()) continue;
+    if (cm_ != Cm::kAwaitReply && cm_ != Cm::kEstablished) return;
+    if (rx_begin_ == rx_end_) rx_begin_ = rx_end_ = 0;
+    ssize_t n;
+    size_t want = rx_in_payload_ ? rx_hdr_.length - rx_done_ : 0;
+    if (rx_in_payload_ && rx_dst_ && want >= kDirectRxMin) {
+      // Large payload: read it straight into its target.
+      n = ::recv(fd_, rx_dst_ + rx_done_, want, MSG_DONTWAIT);
+      if (n > 0) {
+        rx_done_ += n;
+        continue;
+      }
+    } else {
+      if (rx_end_ == rx_buf_.size()) {
+        memmove(rx_buf_.data(), rx_buf_.data() + rx_begin_, rx_end_ - rx_begin_);
+        rx_end_ -= rx_begin_;
+        rx_begin_ = 0;
+      }
+      n = ::recv(fd_, rx_buf_.data() + rx_end_, rx_buf_.size() - rx_end_, MSG_DONTWAIT);
+      if (n > 0) {
+        rx_end_ += n;
+        continue;
+      }
+    }
+    if (n == 0) {
+      fail(ECONNRESET, Cm::kFailed);
+      return;
+    }
+    if (errno == EAGAIN || errno == EINTR) return;
+    fail(errno, Cm::kFailed);
+    return;
+  }
+}
+
+void StreamEndpoint::progress_locked() {
+  if (cm_ == Cm::kConnecting) {
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, 0) <= 0) return;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err) {
+      fail(err, Cm::kFailed);
+      return;
+    }
+    cm_ = Cm::kAwaitReply;
+  }
+  flush_sends();
+  progress_rx();
+}
+
+int StreamEndpoint::post_send(const SendWr& wr) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (cm_ != Cm::kEstablished) return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET
+                                                                                : -ENOTCONN;
+  uint32_t len = 0;
+  for (int i = 0; i < wr.num_sge; i++) len += wr.sge[i].length;
+  FrameHeader h{wr.op == Op::kWriteImm ? FrameType::kWriteImm : FrameType::kWrite, 0, len,
+                wr.remote_addr, wr.rkey, wr.imm};
+  return queue_frame(h, wr.sge, wr.num_sge, wr.wr_id, true, wr.inline_data);
+}
+
+int StreamEndpoint::poll_cq(Completion* wc, int max) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!async_.joinable()) progress_locked();
+  int n = 0;
+  while (n < max && !cq_.empty()) {
+    wc[n++] = cq_.front();
+    cq_.pop_front();
+  }
+  return n;
+}
+
+int StreamEndpoint::arm() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!cq_.empty() || (!cm_reported_ && cm_ != Cm::kConnecting && cm_ != Cm::kAwaitReply &&
+                       cm_ != Cm::kAwaitAccept))
+    return 1;
+  return 0;
+}
+
+short StreamEndpoint::event_mask() const {
+  short ev = POLLIN;
+  if (cm_ == Cm::kConnecting || !sendq_.empty()) ev |= POLLOUT;
+  return ev;
+}
+
+int StreamEndpoint::set_async_progress(bool on) {
+  // Implemented with the riomap support; until then the application's own
+  // calls drive progress.
+  if (on) return -ENOTSUP;
+  return 0;
+}
+
+}  // namespace ss::prov::soft

@@ -1,0 +1,106 @@
+// An Endpoint over one kernel stream socket (TCP for the tcp provider): the
+// connection handshake, the write/write-with-immediate operations and their
+// completions are all frames (frame.h) on that socket. The receiver places
+// each write straight into the registered target after checking it.
+#pragma once
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/prov/provider.h"
+#include "core/prov/soft/frame.h"
+#include "core/prov/soft/region_table.h"
+
+namespace ss::prov::soft {
+
+class StreamEndpoint : public Endpoint {
+ public:
+  // Active: `fd` is a non-blocking stream socket; connect() starts the
+  // kernel connect to `dst` unless `dst_len` is 0 (already connected).
+  // Passive (from a Listener): `fd` is connected and the hello has been read.
+  static std::unique_ptr<StreamEndpoint> make_active(Kind kind, int fd, const sockaddr* dst,
+                                                     socklen_t dst_len);
+  static std::unique_ptr<StreamEndpoint> make_passive(Kind kind, int fd, const uint8_t* pdata,
+                                                      size_t pdata_len);
+  ~StreamEndpoint() override;
+
+  Kind kind() const override { return kind_; }
+  uint32_t caps() const override;
+  int setup(EndpointAttr* attr) override;
+  int reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) override;
+  void dereg_mr(MemoryRegion* mr) override;
+  int connect(const void* pdata, size_t len) override;
+  int accept(const void* pdata, size_t len) override;
+  int reject() override;
+  int cm_progress(CmEvent* ev) override;
+  const uint8_t* peer_private_data(size_t* len) const override;
+  int cm_error() const override { return error_; }
+  void disconnect() override;
+  int post_send(const SendWr& wr) override;
+  int post_recv(uint64_t) override { return 0; }
+  int poll_cq(Completion* wc, int max) override;
+  int arm() override;
+  int event_fd() const override { return fd_; }
+  short event_mask() const override;
+  void ack_events() override {}
+  int descriptor_fd() const override { return active_ ? -1 : fd_; }
+  int set_async_progress(bool on) override;
+
+ private:
+  enum class Cm { kIdle, kConnecting, kAwaitReply, kAwaitAccept, kEstablished, kClosed, kFailed };
+  struct PendingSend {
+    uint8_t header[kFrameHeaderSize];
+    iovec iov[3];
+    int iovcnt;
+    size_t remaining;
+    std::vector<uint8_t> owned;  // copy of an inline source that did not go out at once
+    uint64_t wr_id;
+    bool signal;                 // produces a send completion
+  };
+
+  StreamEndpoint(Kind kind, int fd, bool active);
+  int queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id, bool signal,
+                  bool copy_source);
+  void flush_sends();
+  void progress_rx();
+  bool parse_rx();
+  void fail(int err, Cm state);
+  void progress_locked();
+  void async_loop();
+
+  const Kind kind_;
+  const int fd_;
+  const bool active_;
+  sockaddr_storage dst_{};
+  socklen_t dst_len_ = 0;
+  Cm cm_ = Cm::kIdle;
+  bool cm_reported_ = false;
+  int error_ = 0;
+  uint8_t peer_pdata_[kMaxPrivateData] = {};
+  size_t peer_pdata_len_ = 0;
+
+  RegionTable regions_;
+  std::deque<PendingSend> sendq_;
+  std::deque<Completion> cq_;
+  size_t max_cq_ = 4 * 0xFFFE;
+
+  // Receive staging: frames are parsed out of it; large payloads go
+  // straight to their target.
+  std::vector<uint8_t> rx_buf_;
+  size_t rx_begin_ = 0, rx_end_ = 0;
+  bool rx_in_payload_ = false;
+  FrameHeader rx_hdr_{};
+  uint8_t* rx_dst_ = nullptr;
+  uint32_t rx_done_ = 0;
+
+  // The lock serialises the application's calls with the async-progress
+  // thread; without that thread it is uncontended.
+  std::recursive_mutex mu_;
+  std::thread async_;
+  std::atomic<bool> async_stop_{false};
+  int async_wake_fd_ = -1;
+};
+
+}  // namespace ss::prov::soft

@@ -1,0 +1,198 @@
+// Stream data path: rsend/rsendv chunking and rrecv/rrecvv from the
+// receive ring.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "librsocket/socket.h"
+
+namespace ss::rs {
+
+namespace {
+// Walks an iovec array as one byte stream.
+class IovCursor {
+ public:
+  IovCursor(const iovec* iov, int cnt) : iov_(iov), cnt_(cnt) { skip_empty(); }
+  // The next `n` bytes as one pointer, or nullptr when they span iovecs.
+  const uint8_t* contiguous(size_t n) const {
+    if (i_ < cnt_ && iov_[i_].iov_len - off_ >= n)
+      return static_cast<const uint8_t*>(iov_[i_].iov_base) + off_;
+    return nullptr;
+  }
+  void copy_out(uint8_t* dst, size_t n) {
+    while (n) {
+      size_t k = std::min(n, iov_[i_].iov_len - off_);
+      memcpy(dst, static_cast<const uint8_t*>(iov_[i_].iov_base) + off_, k);
+      dst += k;
+      n -= k;
+      advance(k);
+    }
+  }
+  void copy_in(const uint8_t* src, size_t n) {
+    while (n) {
+      size_t k = std::min(n, iov_[i_].iov_len - off_);
+      memcpy(static_cast<uint8_t*>(iov_[i_].iov_base) + off_, src, k);
+      src += k;
+      n -= k;
+      advance(k);
+    }
+  }
+  void advance(size_t n) {
+    off_ += n;
+    if (i_ < cnt_ && off_ == iov_[i_].iov_len) {
+      i_++;
+      off_ = 0;
+      skip_empty();
+    }
+  }
+
+ private:
+  void skip_empty() {
+    while (i_ < cnt_ && iov_[i_].iov_len == 0) i_++;
+  }
+  const iovec* iov_;
+  int cnt_;
+  int i_ = 0;
+  size_t off_ = 0;
+};
+
+size_t iov_total(const iovec* iov, int cnt) {
+  size_t t = 0;
+  for (int i = 0; i < cnt; i++) t += iov[i].iov_len;
+  return t;
+}
+}  // namespace
+
+ssize_t Socket::send(const void* buf, size_t len, int flags) {
+  iovec iov{const_cast<void*>(buf), len};
+  return sendv(&iov, 1, flags);
+}
+
+ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
+  std::lock_guard<std::mutex> sg(send_mu_);
+  Lock lk(mu_);
+  bool nonblock = is_nonblocking(flags);
+  if (state_ == kConnecting) {
+    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
+    if (rc) return rc;
+  }
+  if (!(state_ & kWritable) || shut_wr_) return data_error(true);
+  size_t len = iov_total(iov, iovcnt);
+  if (len == 0) return 0;
+  if (std::any_of(iomaps_.begin(), iomaps_.end(), [](const Iomap& m) { return !m.published; })) {
+    int rc = send_iomaps(lk, nonblock);
+    if (rc) return rc;
+  }
+  IovCursor cur(iov, iovcnt);
+  size_t left = len;
+  uint32_t olap = kOlapStartSize;
+  std::vector<uint8_t> gather;
+  while (left) {
+    if (!can_send()) {
+      int rc = wait_for(lk, nonblock, [this] { return can_send() || !(state_ & kWritable); });
+      if (!(state_ & kWritable) || (state_ & kError)) {
+        if (left == len) return data_error(true);
+        break;
+      }
+      if (rc == -EAGAIN) {
+        if (left == len) return -EAGAIN;
+        break;
+      }
+      if (!can_send()) continue;
+    }
+    RsSge& target = target_sgl_[target_sge_];
+    uint32_t xfer = static_cast<uint32_t>(std::min<size_t>(left, olap));
+    xfer = std::min({xfer, sbuf_bytes_avail_, __atomic_load_n(&target.length, __ATOMIC_ACQUIRE)});
+    if (olap < kMaxTransfer) olap *= 2;
+    const uint8_t* src = cur.contiguous(xfer);
+    if (!src) {
+      gather.resize(xfer);
+      cur.copy_out(gather.data(), xfer);
+      src = gather.data();
+    } else {
+      cur.advance(xfer);
+    }
+    int rc = post_data(kOpData, make_imm(kOpData, xfer), src, xfer, src != gather.data(), target.addr, target.key, true);
+    if (rc) {
+      if (left == len) return data_error(true);
+      break;
+    }
+    sseq_no_++;
+    target.addr += xfer;
+    target.length -= xfer;
+    if (target.length == 0) target_sge_ = (target_sge_ + 1) % kSglSize;
+    left -= xfer;
+  }
+  return static_cast<ssize_t>(len - left);
+}
+
+ssize_t Socket::recv(void* buf, size_t len, int flags) {
+  iovec iov{buf, len};
+  return recvv(&iov, 1, flags);
+}
+
+ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
+  std::lock_guard<std::mutex> rg(recv_mu_);
+  Lock lk(mu_);
+  bool nonblock = is_nonblocking(flags);
+  if (state_ == kConnecting) {
+    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
+    if (rc) return rc;
+  }
+  if (!rbuf_) return data_error(false);
+  size_t len = iov_total(iov, iovcnt);
+  if (len == 0) return 0;
+  IovCursor out(iov, iovcnt);
+  size_t total = 0;
+  const bool peek = flags & MSG_PEEK;
+  const bool waitall = (flags & MSG_WAITALL) && !peek;
+  for (;;) {
+    if (rmsg_.empty()) process_cq(lk);
+    if (rmsg_.empty()) {
+      if (total && !waitall) break;
+      if (!(state_ & kReadable)) {
+        if (total) break;
+        if (state_ & kError) return -(err_ ? err_ : ECONNRESET);
+        return 0;  // orderly end of stream
+      }
+      int rc = wait_for(lk, nonblock, [this] { return !rmsg_.empty() || !(state_ & kReadable); });
+      if (rc == -EAGAIN) {
+        if (total) break;
+        return -EAGAIN;
+      }
+      continue;
+    }
+    if (peek) {
+      // Copy across queued messages without consuming any.
+      uint32_t off = rbuf_offset_, skip = rmsg_head_consumed_;
+      for (const Rmsg& m : rmsg_) {
+        if (total == len) break;
+        uint32_t n = static_cast<uint32_t>(std::min<size_t>(m.len - skip, len - total));
+        out.copy_in(rbuf_ + off, n);
+        total += n;
+        off = (off + m.len - skip) % opt_.rbuf_size;
+        skip = 0;
+      }
+      break;
+    }
+    Rmsg& m = rmsg_.front();
+    uint32_t n = static_cast<uint32_t>(std::min<size_t>(m.len - rmsg_head_consumed_, len - total));
+    out.copy_in(rbuf_ + rbuf_offset_, n);
+    total += n;
+    rbuf_offset_ = (rbuf_offset_ + n) % opt_.rbuf_size;
+    rbuf_bytes_avail_ += n;
+    rmsg_head_consumed_ += n;
+    if (rmsg_head_consumed_ == m.len) {
+      rmsg_.pop_front();
+      rmsg_head_consumed_ = 0;
+      rseq_no_++;
+    }
+    if (total == len) break;
+  }
+  give_credits();
+  return static_cast<ssize_t>(total);
+}
+
+}  // namespace ss::rs

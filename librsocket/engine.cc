@@ -1,0 +1,315 @@
+// The rsockets v1 protocol engine: completions, credits, target-SGL
+// updates, control messages and waiting. Runs under Socket::mu_.
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/base/config.h"
+#include "core/base/log.h"
+#include "librsocket/socket.h"
+
+namespace ss::rs {
+
+namespace {
+constexpr int kCqBatch = 32;
+
+RsSge maybe_swap(RsSge s, bool swap) {
+  if (!swap) return s;
+  return {__builtin_bswap64(s.addr), __builtin_bswap32(s.key), __builtin_bswap32(s.length)};
+}
+
+// Fields of our target table change under us (the peer writes them).
+template <typename T>
+T load(const T& v) {
+  return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+}
+}  // namespace
+
+void Socket::set_error(int err) {
+  if (state_ & kConnected) {
+    state_ = kError;
+    err_ = err;
+  }
+}
+
+int Socket::process_cq(Lock&) {
+  if (!ep_) return 0;
+  prov::Completion wc[kCqBatch];
+  int total = 0;
+  for (;;) {
+    int n = ep_->poll_cq(wc, kCqBatch);
+    if (n < 0) {
+      set_error(-n);
+      return n;
+    }
+    for (int i = 0; i < n; i++) handle_completion(wc[i]);
+    total += n;
+    if (n < kCqBatch) break;
+  }
+  if (state_ & kConnected) {
+    prov::CmEvent ev;
+    // The transport went away without a DISCONNECT message: an abortive
+    // close, as a TCP reset. Queued data stays readable.
+    if (ep_->cm_progress(&ev) == 0 &&
+        (ev == prov::CmEvent::kDisconnected || ev == prov::CmEvent::kError))
+      set_error(ECONNRESET);
+  }
+  give_credits();
+  return total;
+}
+
+void Socket::handle_recv(uint32_t imm, uint32_t len) {
+  uint32_t op = imm_op(imm), data = imm_data(imm);
+  switch (op) {
+    case kOpSgl:
+      sseq_comp_ = static_cast<uint16_t>(data);
+      break;
+    case kOpIomapSgl:
+      // Counted as consumed: the sender charged a credit for it (upstream
+      // never gives it back, which slowly closes the window).
+      rseq_no_++;
+      break;
+    case kOpCtrl:
+      if (data == kCtrlDisconnect) {
+        state_ = (state_ & ~(kConnected | kReadable | kWritable)) | kDisconnected;
+      } else if (data == kCtrlShutdown) {
+        if (state_ & kWritable)
+          state_ &= ~kReadable;
+        else
+          state_ = (state_ & ~(kConnected | kReadable)) | kDisconnected;
+      }
+      break;
+    case kOpData:
+      // A peer that ignores credits, or claims more than was written, fails.
+      if (data != len || rmsg_.size() >= opt_.rq_size || data > opt_.rbuf_size) {
+        SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
+                fd_, data, len);
+        set_error(ECONNRESET);
+        ep_->disconnect();
+        return;
+      }
+      if (data) rmsg_.push_back({data});
+      else rseq_no_++;  // nothing to read: consumed at once
+      break;
+    default:
+      SS_WARN("rsocket: fd %d: reserved operation %u from peer; connection failed", fd_, op);
+      set_error(ECONNRESET);
+      ep_->disconnect();
+      break;
+  }
+}
+
+void Socket::handle_completion(const prov::Completion& wc) {
+  if (wc.op == prov::WcOp::kRecvImm) {
+    if (wc.status == 0) {
+      handle_recv(wc.imm, wc.byte_len);
+      if (ep_ && (ep_->caps() & prov::kCapRecvWr)) ep_->post_recv(0);
+    }
+    return;
+  }
+  uint32_t op = imm_op(static_cast<uint32_t>(wc.wr_id));
+  uint32_t data = imm_data(static_cast<uint32_t>(wc.wr_id));
+  switch (op) {
+    case kOpSgl:
+    case kOpCtrl:
+      ctrl_avail_++;
+      break;
+    case kOpData:
+    case kOpWrite:
+      sqe_avail_++;
+      sbuf_bytes_avail_ += data;
+      break;
+    case kOpIomapSgl:
+      sqe_avail_++;
+      sbuf_bytes_avail_ += kIomapEntrySize;
+      break;
+  }
+  if (wc.status && (state_ & kConnected)) set_error(EIO);
+}
+
+bool Socket::can_send() const {
+  return sqe_avail_ > 0 && sbuf_bytes_avail_ >= kSndLowat && sseq_no_ != sseq_comp_ &&
+         load(target_sgl_[target_sge_].length) != 0;
+}
+
+void Socket::give_credits() {
+  if (!(state_ & kConnected) || !ctrl_ready()) return;
+  bool half_free = rbuf_bytes_avail_ >= opt_.rbuf_size / 2;
+  if (half_free || static_cast<int16_t>(rseq_no_ - rseq_comp_) >= 0) send_credits();
+}
+
+int Socket::send_credits() {
+  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + opt_.rq_size / 2);
+  uint32_t limit = static_cast<uint16_t>(rseq_no_ + opt_.rq_size);
+  prov::SendWr wr;
+  wr.op = prov::Op::kWriteImm;
+  wr.wr_id = make_imm(kOpSgl, limit);
+  wr.imm = make_imm(kOpSgl, limit);
+  wr.rkey = remote_sgl_.key;
+  RsSge sge{};
+  if (rbuf_bytes_avail_ >= opt_.rbuf_size / 2) {
+    sge = maybe_swap({reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_mr_.rkey,
+                      opt_.rbuf_size / 2},
+                     swap_sgl_);
+    wr.remote_addr = remote_sgl_.addr + remote_sge_ * sizeof(RsSge);
+    wr.sge[0] = {reinterpret_cast<uint64_t>(&sge), sizeof sge, 0};
+    wr.num_sge = 1;
+    wr.inline_data = true;
+    rbuf_bytes_avail_ -= opt_.rbuf_size / 2;
+    rbuf_free_offset_ = (rbuf_free_offset_ + opt_.rbuf_size / 2) % opt_.rbuf_size;
+    remote_sge_ = (remote_sge_ + 1) % static_cast<int>(remote_sgl_.length);
+  } else {
+    wr.remote_addr = remote_sgl_.addr;
+  }
+  ctrl_avail_--;
+  int rc = ep_->post_send(wr);
+  if (rc) set_error(-rc == ENOTCONN ? ECONNRESET : -rc);
+  return rc;
+}
+
+int Socket::send_ctrl(uint32_t ctrl) {
+  prov::SendWr wr;
+  wr.op = prov::Op::kWriteImm;
+  wr.wr_id = make_imm(kOpCtrl, ctrl);
+  wr.imm = make_imm(kOpCtrl, ctrl);
+  wr.remote_addr = remote_sgl_.addr;
+  wr.rkey = remote_sgl_.key;
+  ctrl_avail_--;
+  return ep_->post_send(wr);
+}
+
+// Posts one write of `len` bytes. From user memory when it fits inline,
+// else staged in the circular sbuf (two SGEs when it wraps).
+int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, bool from_user,
+                      uint64_t raddr, uint32_t rkey, bool with_imm) {
+  prov::SendWr wr;
+  wr.op = with_imm ? prov::Op::kWriteImm : prov::Op::kWrite;
+  wr.wr_id = make_imm(op, len);
+  wr.imm = imm;
+  wr.remote_addr = raddr;
+  wr.rkey = rkey;
+  if (from_user && len <= max_inline_) {
+    wr.sge[0] = {reinterpret_cast<uint64_t>(src), len, 0};
+    wr.num_sge = len ? 1 : 0;
+    wr.inline_data = true;
+  } else {
+    uint32_t first = std::min(len, opt_.sbuf_size - sbuf_head_);
+    memcpy(sbuf_ + sbuf_head_, src, first);
+    wr.sge[0] = {reinterpret_cast<uint64_t>(sbuf_ + sbuf_head_), first, sbuf_mr_.lkey};
+    wr.num_sge = 1;
+    if (first < len) {
+      memcpy(sbuf_, static_cast<const uint8_t*>(src) + first, len - first);
+      wr.sge[1] = {reinterpret_cast<uint64_t>(sbuf_), len - first, sbuf_mr_.lkey};
+      wr.num_sge = 2;
+    }
+    sbuf_head_ = (sbuf_head_ + len) % opt_.sbuf_size;
+  }
+  sqe_avail_--;
+  sbuf_bytes_avail_ -= len;
+  int rc = ep_->post_send(wr);
+  if (rc) {
+    set_error(-rc == ENOTCONN ? ECONNRESET : -rc);
+    return rc;
+  }
+  return 0;
+}
+
+bool Socket::is_nonblocking(int flags) const {
+  return nonblock_ || (flags & MSG_DONTWAIT);
+}
+
+// Sleeps until the endpoint signals (bounded by wake_up_interval).
+int Socket::block_once(Lock& lk) {
+  int r = ep_->arm();
+  if (r != 0) return 0;
+  int fd = ep_->event_fd();
+  short events = ep_->event_mask();
+  lk.unlock();
+  pollfd p{fd, events, 0};
+  int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
+  int n = ::poll(&p, 1, wake > 0 ? wake : -1);
+  lk.lock();
+  if (n > 0 && ep_) ep_->ack_events();
+  return 0;
+}
+
+int Socket::wait_for(Lock& lk, bool nonblock, const std::function<bool()>& pred) {
+  using clock = std::chrono::steady_clock;
+  auto spin_until = clock::time_point::min();
+  for (;;) {
+    if (!ep_) return -ENOTCONN;
+    if (state_ == kConnecting) progress_connect(lk);
+    process_cq(lk);
+    if (pred()) return 0;
+    if (state_ & (kError | kConnectError)) return 0;  // callers check state
+    if (!(state_ & kConnected) && state_ != kConnecting) return 0;
+    if (nonblock) return -EAGAIN;
+    // Busy-poll for polling_time before sleeping.
+    auto now = clock::now();
+    if (spin_until == clock::time_point::min())
+      spin_until = now + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
+    if (now < spin_until) continue;
+    block_once(lk);
+  }
+}
+
+int Socket::data_error(bool sending) const {
+  if (state_ & kError) return err_ ? -err_ : -ECONNRESET;
+  if (sending) {
+    if (shut_wr_) return -EPIPE;
+    if (state_ & kDisconnected) return -EPIPE;
+  }
+  if (state_ == kConnecting) return -EAGAIN;
+  return -ENOTCONN;
+}
+
+}  // namespace ss::rs
+
+namespace ss::rs {
+
+short Socket::readiness(short events) {
+  Lock lk(mu_);
+  short rev = 0;
+  if (state_ == kListening) {
+    rev = accept_queue_.empty() ? 0 : POLLIN;
+  } else if (ep_) {
+    if (state_ == kConnecting) progress_connect(lk);
+    if (state_ == kConnecting) return 0;
+    if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);
+    process_cq(lk);
+    if (!rmsg_.empty() || !(state_ & kReadable)) rev |= POLLIN;
+    if ((state_ & kWritable) && can_send()) rev |= POLLOUT;
+    if (state_ & kDisconnected) rev |= POLLHUP;
+    if (state_ & kError) rev |= POLLERR | POLLHUP;
+  }
+  return rev & (events | POLLERR | POLLHUP);
+}
+
+int Socket::wait_target(int* fd, short* events) {
+  Lock lk(mu_);
+  *fd = -1;
+  if (state_ == kListening) {
+    *fd = accept_efd_;
+    *events = POLLIN;
+    return 0;
+  }
+  if (!ep_ || !(state_ & (kConnected | kOpening))) {
+    // Nothing will change by itself: sleep on nothing, only the timeout.
+    *fd = -2;
+    return 0;
+  }
+  if (ep_->arm() != 0) return 0;
+  *fd = ep_->event_fd();
+  *events = ep_->event_mask();
+  return 0;
+}
+
+void Socket::after_wait() {
+  Lock lk(mu_);
+  if (ep_ && state_ != kListening) ep_->ack_events();
+}
+
+}  // namespace ss::rs

@@ -1,0 +1,224 @@
+// rsetsockopt / rgetsockopt / rfcntl: the options upstream rsockets
+// supports, with socket(7) errno for misuse.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "include/rdma/rsocket.h"
+#include "librsocket/socket.h"
+
+namespace ss::rs {
+
+namespace {
+int read_int(const void* val, socklen_t len, int* out) {
+  if (!val) return -EFAULT;
+  if (len < sizeof(int)) return -EINVAL;
+  memcpy(out, val, sizeof(int));
+  return 0;
+}
+
+int write_value(void* val, socklen_t* len, const void* src, socklen_t size) {
+  if (!val || !len) return -EFAULT;
+  socklen_t n = std::min(*len, size);
+  memcpy(val, src, n);
+  *len = n;
+  return 0;
+}
+
+int write_int(void* val, socklen_t* len, int v) { return write_value(val, len, &v, sizeof v); }
+}  // namespace
+
+int Socket::setsockopt(int level, int name, const void* val, socklen_t len) {
+  std::lock_guard<std::mutex> g(mu_);
+  int v = 0;
+  int rc;
+  const bool opening = state_ & (kOpening | kConnected | kDisconnected | kError | kConnectError);
+  switch (level) {
+    case SOL_SOCKET:
+      if (name == SO_LINGER) {
+        if (!val) return -EFAULT;
+        if (len < sizeof(linger)) return -EINVAL;
+        linger l;
+        memcpy(&l, val, sizeof l);
+        opt_.linger = l.l_onoff != 0;
+        return 0;
+      }
+      if ((rc = read_int(val, len, &v))) return rc;
+      switch (name) {
+        case SO_REUSEADDR:
+          if (::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &v, sizeof v) < 0) return -errno;
+          opt_.reuseaddr = v != 0;
+          return 0;
+        case SO_RCVBUF:
+          if (!rbuf_ && v > 0) opt_.rbuf_size = static_cast<uint32_t>(std::min(v, INT32_MAX / 2)) * 2;
+          return 0;
+        case SO_SNDBUF:
+          if (!sbuf_ && v > 0)
+            opt_.sbuf_size = std::max<uint32_t>(
+                static_cast<uint32_t>(std::min(v, INT32_MAX / 2)) * 2, 2 * kSndLowat);
+          return 0;
+        case SO_KEEPALIVE:
+          opt_.keepalive = v != 0;
+          return 0;
+        case SO_OOBINLINE:
+          opt_.oobinline = v != 0;
+          return 0;
+      }
+      return -ENOTSUP;
+    case IPPROTO_IP:
+      if (name != IP_TOS) return -ENOTSUP;
+      if ((rc = read_int(val, len, &v))) return rc;
+      opt_.tos = v & 0xFF;
+      return 0;
+    case IPPROTO_TCP:
+      if ((rc = read_int(val, len, &v))) return rc;
+      switch (name) {
+        case TCP_NODELAY:
+          opt_.nodelay = v != 0;
+          return 0;
+        case TCP_KEEPIDLE:
+          if (v <= 0) return -EINVAL;
+          opt_.keepidle = static_cast<uint32_t>(v);
+          return 0;
+        case TCP_KEEPCNT:
+        case TCP_KEEPINTVL:
+        case TCP_MAXSEG:
+          return 0;  // accepted and ignored, as upstream
+      }
+      if (name == TCP_CONGESTION) return 0;
+      return -ENOTSUP;
+    case IPPROTO_IPV6:
+      if (name != IPV6_V6ONLY) return -ENOTSUP;
+      if ((rc = read_int(val, len, &v))) return rc;
+      if (domain_ != AF_INET6) return -ENOPROTOOPT;
+      if (::setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v) < 0) return -errno;
+      opt_.v6only = v != 0;
+      return 0;
+    case SOL_RDMA:
+      if (name == RDMA_ROUTE) {
+        if (!val) return -EFAULT;
+        if (len == 0 || len % sizeof(ibv_path_data)) return -EINVAL;
+        // Only the verbs provider follows path records.
+        return -ENOTSUP;
+      }
+      if ((rc = read_int(val, len, &v))) return rc;
+      if (opening) return -EINVAL;
+      switch (name) {
+        case RDMA_SQSIZE:
+          opt_.sq_size = std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize);
+          return 0;
+        case RDMA_RQSIZE:
+          opt_.rq_size = std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize);
+          return 0;
+        case RDMA_INLINE:
+          opt_.inline_size = std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize);
+          return 0;
+        case RDMA_IOMAPSIZE:
+          if (v < 0) return -EINVAL;
+          // Only sizes the 8-bit wire encoding can carry.
+          opt_.iomap_size = decode_iomap_size(encode_iomap_size(std::min(v, 32512)));
+          return 0;
+      }
+      return -ENOTSUP;
+  }
+  return -ENOTSUP;
+}
+
+int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!len) return -EFAULT;
+  switch (level) {
+    case SOL_SOCKET:
+      switch (name) {
+        case SO_REUSEADDR: return write_int(val, len, opt_.reuseaddr);
+        case SO_RCVBUF: return write_int(val, len, static_cast<int>(opt_.rbuf_size));
+        case SO_SNDBUF: return write_int(val, len, static_cast<int>(opt_.sbuf_size));
+        case SO_KEEPALIVE: return write_int(val, len, opt_.keepalive);
+        case SO_OOBINLINE: return write_int(val, len, opt_.oobinline);
+        case SO_BROADCAST: return write_int(val, len, 0);
+        case SO_TYPE: return write_int(val, len, SOCK_STREAM);
+        case SO_DOMAIN: return write_int(val, len, domain_);
+        case SO_ACCEPTCONN: return write_int(val, len, state_ == kListening);
+        case SO_ERROR: {
+          int e = err_;
+          err_ = 0;
+          return write_int(val, len, e);
+        }
+        case SO_LINGER: {
+          linger l{opt_.linger, 0};
+          return write_value(val, len, &l, sizeof l);
+        }
+      }
+      return -ENOTSUP;
+    case IPPROTO_IP:
+      if (name == IP_TOS) return write_int(val, len, opt_.tos);
+      return -ENOTSUP;
+    case IPPROTO_TCP:
+      switch (name) {
+        case TCP_NODELAY: return write_int(val, len, opt_.nodelay);
+        case TCP_KEEPIDLE: return write_int(val, len, static_cast<int>(opt_.keepidle));
+        case TCP_MAXSEG: return write_int(val, len, 2048);
+        case TCP_INFO: {
+          tcp_info info{};
+          info.tcpi_state = (state_ & kConnected) ? TCP_ESTABLISHED : TCP_CLOSE;
+          info.tcpi_snd_cwnd = opt_.sq_size;
+          return write_value(val, len, &info, sizeof info);
+        }
+      }
+      return -ENOTSUP;
+    case IPPROTO_IPV6:
+      if (name == IPV6_V6ONLY) return write_int(val, len, opt_.v6only);
+      return -ENOTSUP;
+    case SOL_RDMA:
+      switch (name) {
+        case RDMA_SQSIZE: return write_int(val, len, static_cast<int>(opt_.sq_size));
+        case RDMA_RQSIZE: return write_int(val, len, static_cast<int>(opt_.rq_size));
+        case RDMA_INLINE: return write_int(val, len, static_cast<int>(opt_.inline_size));
+        case RDMA_IOMAPSIZE: return write_int(val, len, static_cast<int>(opt_.iomap_size));
+        case RDMA_ROUTE: return -ENOTSUP;  // no provider here has path records
+      }
+      return -ENOTSUP;
+  }
+  return -ENOTSUP;
+}
+
+int Socket::fcntl(int cmd, long arg) {
+  std::lock_guard<std::mutex> g(mu_);
+  switch (cmd) {
+    case F_GETFL:
+      return O_RDWR | (nonblock_ ? O_NONBLOCK : 0);
+    case F_SETFL:
+      nonblock_ = (arg & O_NONBLOCK) != 0;
+      return 0;
+    case F_GETFD:
+      return fd_flags_;
+    case F_SETFD:
+      fd_flags_ = static_cast<int>(arg) & FD_CLOEXEC;
+      // The descriptor is a real fd: exec must see the flag.
+      if (::fcntl(fd_, F_SETFD, fd_flags_) < 0) return -errno;
+      return 0;
+  }
+  return -ENOTSUP;
+}
+
+int Socket::getsockname(sockaddr* addr, socklen_t* len) {
+  if (!addr || !len) return -EFAULT;
+  if (::getsockname(fd_, addr, len) < 0) return -errno;
+  return 0;
+}
+
+int Socket::getpeername(sockaddr* addr, socklen_t* len) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!addr || !len) return -EFAULT;
+  if (!(state_ & (kConnected | kDisconnected | kError)) || !peer_len_) return -ENOTCONN;
+  socklen_t n = std::min(*len, peer_len_);
+  memcpy(addr, &peer_addr_, n);
+  *len = peer_len_;
+  return 0;
+}
+
+}  // namespace ss::rs

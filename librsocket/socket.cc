@@ -1,0 +1,398 @@
+// Socket lifecycle: buffers, connection data, connect/listen/accept and
+// shutdown. The protocol engine proper is in engine.cc.
+#include "librsocket/socket.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/base/config.h"
+#include "core/base/log.h"
+#include "core/prov/factory.h"
+#include "librsocket/listen_service.h"
+
+namespace ss::rs {
+
+using config::Id;
+
+namespace {
+uint32_t clamp_qp(uint32_t v) { return std::clamp(v, kQpMinSize, kQpMaxSize); }
+}  // namespace
+
+Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
+  opt_.sq_size = static_cast<uint32_t>(config::get_int(Id::kRsSqsizeDefault));
+  opt_.rq_size = static_cast<uint32_t>(config::get_int(Id::kRsRqsizeDefault));
+  opt_.inline_size = static_cast<uint32_t>(config::get_int(Id::kRsInlineDefault));
+  opt_.sbuf_size = static_cast<uint32_t>(config::get_int(Id::kRsWmemDefault));
+  opt_.rbuf_size = static_cast<uint32_t>(config::get_int(Id::kRsMemDefault));
+  opt_.iomap_size = static_cast<uint32_t>(config::get_int(Id::kRsIomapSize));
+}
+
+Socket::~Socket() {
+  free_buffers();
+  if (accept_efd_ >= 0) ::close(accept_efd_);
+}
+
+void Socket::inherit_from(const Socket& l) {
+  opt_ = l.opt_;
+  // Linux accept() semantics: O_NONBLOCK and FD_CLOEXEC are not inherited
+  // (accept4 flags decide).
+}
+
+int Socket::alloc_buffers() {
+  // rbuf and sbuf sizes must be even (two halves) and at least a page.
+  opt_.rbuf_size = std::max<uint32_t>((opt_.rbuf_size + 1) & ~1u, 2 * kSndLowat);
+  opt_.sbuf_size = std::max<uint32_t>(opt_.sbuf_size, 2 * kSndLowat);
+  int rc = mem::Region::create(opt_.rbuf_size, "rsocket-rbuf", &rbuf_region_);
+  if (!rc) rc = mem::Region::create(opt_.sbuf_size, "rsocket-sbuf", &sbuf_region_);
+  size_t target_len = kSglSize * sizeof(RsSge) + opt_.iomap_size * kIomapEntrySize;
+  if (!rc) rc = mem::Region::create(target_len, "rsocket-target", &target_region_);
+  if (rc) return rc;
+  rbuf_ = static_cast<uint8_t*>(rbuf_region_->addr());
+  sbuf_ = static_cast<uint8_t*>(sbuf_region_->addr());
+  target_sgl_ = static_cast<RsSge*>(target_region_->addr());
+  target_iomap_ = reinterpret_cast<uint8_t*>(target_sgl_ + kSglSize);
+  rc = ep_->reg_mr(rbuf_, opt_.rbuf_size, prov::kAccessRemoteWrite, &rbuf_mr_);
+  if (!rc) rc = ep_->reg_mr(sbuf_, opt_.sbuf_size, prov::kAccessLocal, &sbuf_mr_);
+  if (!rc) rc = ep_->reg_mr(target_sgl_, target_len, prov::kAccessRemoteWrite, &target_mr_);
+  if (rc) return rc;
+
+  sbuf_bytes_avail_ = opt_.sbuf_size;
+  sbuf_head_ = 0;
+  rbuf_bytes_avail_ = opt_.rbuf_size / 2;
+  rbuf_free_offset_ = opt_.rbuf_size / 2;
+  rbuf_offset_ = 0;
+  sqe_avail_ = opt_.sq_size - kQpCtrlSize;
+  ctrl_avail_ = kQpCtrlSize;
+  rseq_comp_ = static_cast<uint16_t>(opt_.rq_size / 2);
+  return 0;
+}
+
+void Socket::free_buffers() {
+  for (Iomap& m : iomaps_)
+    if (ep_) ep_->dereg_mr(&m.mr);
+  iomaps_.clear();
+  if (ep_) {
+    if (rbuf_mr_.lkey) ep_->dereg_mr(&rbuf_mr_);
+    if (sbuf_mr_.lkey) ep_->dereg_mr(&sbuf_mr_);
+    if (target_mr_.lkey) ep_->dereg_mr(&target_mr_);
+  }
+  ep_.reset();
+  rbuf_region_.reset();
+  sbuf_region_.reset();
+  target_region_.reset();
+  rbuf_ = sbuf_ = nullptr;
+  target_sgl_ = nullptr;
+  target_iomap_ = nullptr;
+}
+
+void Socket::build_conn_data(ConnData* cd) {
+  cd->version = kProtocolVersion;
+  cd->flags = kConnFlagIomap | (host_is_big_endian() ? kConnFlagNet : 0);
+  cd->credits = static_cast<uint16_t>(opt_.rq_size);
+  cd->target_iomap_size = encode_iomap_size(opt_.iomap_size);
+  cd->target_sgl = {reinterpret_cast<uint64_t>(target_sgl_), target_mr_.rkey, kSglSize};
+  cd->data_buf = {reinterpret_cast<uint64_t>(rbuf_), rbuf_mr_.rkey, opt_.rbuf_size / 2};
+}
+
+// Takes in the peer's connection data; anything malformed fails the connection.
+int Socket::save_conn_data(const uint8_t* pdata, size_t len) {
+  if (len < kConnDataSize) return -EPROTO;
+  ConnData cd;
+  cd.decode(pdata);
+  if (cd.version != kProtocolVersion) return -ENOTSUP;
+  if (cd.target_sgl.length != kSglSize || cd.credits == 0 || cd.data_buf.length == 0)
+    return -EPROTO;
+  swap_sgl_ = ((cd.flags & kConnFlagNet) != 0) != host_is_big_endian();
+  remote_sgl_ = cd.target_sgl;
+  remote_sge_ = 1;
+  if (cd.flags & kConnFlagIomap) {
+    remote_iomap_ = {remote_sgl_.addr + sizeof(RsSge) * remote_sgl_.length, remote_sgl_.key, 0};
+    remote_iomap_size_ = decode_iomap_size(cd.target_iomap_size);
+  }
+  remote_slots_used_.assign(remote_iomap_size_, false);
+  target_sgl_[0] = cd.data_buf;
+  target_sgl_[1] = {};
+  target_sge_ = 0;
+  sseq_comp_ = cd.credits;
+  return 0;
+}
+
+int Socket::bind(const sockaddr* addr, socklen_t len) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (state_ != kInit) return -EINVAL;
+  if (!addr || len < sizeof(sa_family_t)) return -EINVAL;
+  if (addr->sa_family != domain_) return -EAFNOSUPPORT;
+  if (::bind(fd_, addr, len) < 0) return -errno;
+  state_ = kBound;
+  return 0;
+}
+
+int Socket::listen(int backlog) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (state_ == kListening) {
+      backlog_ = std::max(backlog, 1);
+      return 0;
+    }
+    if (state_ != kInit && state_ != kBound) return -EINVAL;
+    if (::listen(fd_, backlog) < 0) return -errno;
+    int rc = prov::create_listener(fd_, &listener_);
+    if (rc) return rc;
+    accept_efd_ = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
+    if (accept_efd_ < 0) return -errno;
+    backlog_ = std::max(backlog, 1);
+    state_ = kListening;
+  }
+  return ListenService::instance().add(shared_from_this());
+}
+
+int Socket::listener_fd() {
+  std::lock_guard<std::mutex> g(mu_);
+  return listener_ ? listener_->fd() : -1;
+}
+
+// Runs on the listen service thread: each complete request gets its
+// endpoint, buffers and reply, so the peer's connect finishes before the
+// application calls raccept (a single thread may connect to itself).
+void Socket::serve_requests() {
+  for (;;) {
+    std::unique_ptr<prov::Endpoint> ep;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!listener_ || listener_->get_request(&ep) != 0) return;
+      if (accept_queue_.size() >= static_cast<size_t>(backlog_) + 64) {
+        ep->reject();
+        continue;
+      }
+    }
+    int fd = ep->descriptor_fd();
+    auto s = std::make_shared<Socket>(fd, domain_);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      s->inherit_from(*this);
+    }
+    s->ep_ = std::move(ep);
+    size_t plen = 0;
+    const uint8_t* pdata = s->ep_->peer_private_data(&plen);
+    int rc = s->start_endpoint();
+    if (!rc) rc = s->save_conn_data(pdata, plen);
+    if (!rc) {
+      ConnData cd;
+      s->build_conn_data(&cd);
+      uint8_t buf[kConnDataSize];
+      cd.encode(buf);
+      rc = s->ep_->accept(buf, sizeof buf);
+    }
+    if (rc) {
+      SS_WARN("rsocket: connection request on fd %d refused: %s", fd_, strerror(-rc));
+      s->ep_->reject();
+      s->free_buffers();
+      ::close(fd);
+      continue;
+    }
+    s->state_ = kConnecting;
+    std::lock_guard<std::mutex> g(mu_);
+    accept_queue_.push_back(std::move(s));
+    uint64_t one = 1;
+    if (::write(accept_efd_, &one, sizeof one) < 0) SS_DEBUG("accept queue signal failed");
+  }
+}
+
+int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len, int flags) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (state_ != kListening) return -EINVAL;
+      if (!accept_queue_.empty()) {
+        uint64_t v;
+        if (::read(accept_efd_, &v, sizeof v) < 0) SS_DEBUG("accept queue drain failed");
+        *out = std::move(accept_queue_.front());
+        accept_queue_.pop_front();
+        break;
+      }
+      if (nonblock_) return -EAGAIN;
+    }
+    pollfd p{accept_efd_, POLLIN, 0};
+    int wake = static_cast<int>(config::get_int(Id::kRsWakeUpInterval));
+    if (::poll(&p, 1, wake) < 0 && errno != EINTR) return -errno;
+  }
+  Socket& s = **out;
+  {
+    std::unique_lock<std::mutex> lk(s.mu_);
+    // The reply is on its way; the connection is usable now.
+    s.progress_connect(lk);
+    s.nonblock_ = (flags & SOCK_NONBLOCK) != 0;
+    s.fd_flags_ = (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
+    s.peer_len_ = sizeof(s.peer_addr_);
+    if (::getpeername(s.fd_, reinterpret_cast<sockaddr*>(&s.peer_addr_), &s.peer_len_) < 0)
+      s.peer_len_ = 0;
+  }
+  if (addr && len) s.getpeername(addr, len);
+  return 0;
+}
+
+// Queue sizes and buffers for a connection whose peer is known.
+int Socket::start_endpoint() {
+  prov::EndpointAttr attr{clamp_qp(opt_.sq_size), clamp_qp(opt_.rq_size), opt_.inline_size};
+  int rc = ep_->setup(&attr);
+  if (rc) return rc;
+  opt_.sq_size = attr.sq_size;
+  opt_.rq_size = attr.rq_size;
+  max_inline_ = attr.max_inline;
+  opt_.inline_size = attr.max_inline;
+  rc = alloc_buffers();
+  if (rc) return rc;
+  if (ep_->caps() & prov::kCapRecvWr)
+    for (uint32_t i = 0; i < opt_.rq_size; i++)
+      if ((rc = ep_->post_recv(0)) != 0) return rc;
+  return 0;
+}
+
+int Socket::connect(const sockaddr* addr, socklen_t len) {
+  Lock lk(mu_);
+  if (!addr || len < sizeof(sa_family_t)) return -EINVAL;
+  if (state_ == kConnecting) return nonblock_ ? -EALREADY : wait_connected(lk, false);
+  if (state_ & kConnected) return -EISCONN;
+  if (state_ == kListening) return -EINVAL;
+  if (state_ & (kConnectError | kDisconnected | kError)) return -EISCONN;
+  if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return -EAFNOSUPPORT;
+  if (addr->sa_family != domain_) return -EAFNOSUPPORT;
+  if ((addr->sa_family == AF_INET && len < sizeof(sockaddr_in)) ||
+      (addr->sa_family == AF_INET6 && len < sizeof(sockaddr_in6)))
+    return -EINVAL;
+  int rc = prov::choose_kind(addr, len, &kind_);
+  if (rc) return rc;
+  rc = prov::create_active(kind_, fd_, addr, len, &ep_);
+  if (!rc) rc = start_endpoint();
+  if (!rc) {
+    ConnData cd;
+    build_conn_data(&cd);
+    uint8_t buf[kConnDataSize];
+    cd.encode(buf);
+    rc = ep_->connect(buf, sizeof buf);
+  }
+  if (rc) {
+    free_buffers();
+    return rc;
+  }
+  memcpy(&peer_addr_, addr, std::min<size_t>(len, sizeof peer_addr_));
+  peer_len_ = len;
+  state_ = kConnecting;
+  return wait_connected(lk, nonblock_);
+}
+
+int Socket::wait_connected(Lock& lk, bool nonblock) {
+  int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
+  if (rc == -EAGAIN) return -EINPROGRESS;
+  if (rc) return rc;
+  if (state_ & kConnected) return 0;
+  int e = err_ ? err_ : ECONNREFUSED;
+  err_ = 0;  // reported here rather than through SO_ERROR
+  return -e;
+}
+
+// Drives a pending connect one step; 0 while still connecting.
+int Socket::progress_connect(Lock&) {
+  if (state_ != kConnecting) return 0;
+  prov::CmEvent ev;
+  if (ep_->cm_progress(&ev) != 0) return 0;
+  switch (ev) {
+    case prov::CmEvent::kEstablished: {
+      size_t plen = 0;
+      const uint8_t* pdata = ep_->peer_private_data(&plen);
+      // The passive side validated our data already; the active side checks the reply.
+      int rc = ep_->descriptor_fd() >= 0 ? 0 : save_conn_data(pdata, plen);
+      if (rc) {
+        SS_WARN("rsocket: fd %d: malformed connection data from peer", fd_);
+        ep_->disconnect();
+        err_ = -rc == ENOTSUP ? ENOTSUP : ECONNREFUSED;
+        state_ = kConnectError;
+        return 0;
+      }
+      finish_established();
+      return 0;
+    }
+    case prov::CmEvent::kRejected:
+      err_ = ECONNREFUSED;
+      break;
+    default:
+      err_ = ep_->cm_error() ? ep_->cm_error() : ECONNREFUSED;
+      if (err_ == EPROTO || err_ == ECONNRESET) err_ = ECONNREFUSED;
+      break;
+  }
+  state_ = kConnectError;
+  return 0;
+}
+
+void Socket::finish_established() {
+  state_ = kConnectRdwr;
+  SS_DEBUG("rsocket: fd %d connected over %s", fd_, prov::kind_name(ep_->kind()));
+}
+
+int Socket::shutdown(int how) {
+  Lock lk(mu_);
+  if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
+  if (state_ == kListening) {
+    // Linux lets shutdown stop a listener; we simply report success.
+    return 0;
+  }
+  if (!(state_ & kConnected) && !(state_ & kDisconnected)) return -ENOTCONN;
+  if (!(state_ & kConnected)) return 0;
+  uint32_t ctrl;
+  if (how == SHUT_RDWR) {
+    ctrl = kCtrlDisconnect;
+    state_ &= ~(kReadable | kWritable);
+  } else if (how == SHUT_WR) {
+    ctrl = (state_ & kReadable) ? kCtrlShutdown : kCtrlDisconnect;
+    state_ &= ~kWritable;
+  } else {
+    ctrl = (state_ & kWritable) ? 0xFFu : static_cast<uint32_t>(kCtrlDisconnect);
+    state_ &= ~kReadable;
+  }
+  if (how != SHUT_RD) shut_wr_ = true;
+  if (ctrl != 0xFF && !(state_ & (kError | kDisconnected))) {
+    // Bounded wait for a control slot and for the sends to drain (upstream
+    // waits forever here).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    auto expired = [&] { return std::chrono::steady_clock::now() > deadline; };
+    wait_for(lk, false, [&] { return ctrl_ready() || expired() || (state_ & kError); });
+    if (ctrl_ready()) send_ctrl(ctrl);
+    wait_for(lk, false, [&] {
+      return (sqe_avail_ == opt_.sq_size - kQpCtrlSize && ctrl_avail_ == kQpCtrlSize) ||
+             expired() || (state_ & kError);
+    });
+  }
+  if (!(state_ & (kReadable | kWritable))) {
+    state_ = (state_ & ~kConnected) | kDisconnected;
+    ep_->disconnect();
+  }
+  return 0;
+}
+
+void Socket::close() {
+  {
+    Lock lk(mu_);
+    if (state_ == kListening) {
+      lk.unlock();
+      ListenService::instance().remove(this);
+      lk.lock();
+      for (auto& s : accept_queue_) s->close();
+      accept_queue_.clear();
+      listener_.reset();
+    }
+  }
+  if (state_ & kConnected) shutdown(SHUT_RDWR);
+  std::lock_guard<std::mutex> g(mu_);
+  if (ep_) ep_->disconnect();
+  free_buffers();
+  ::close(fd_);
+}
+
+}  // namespace ss::rs

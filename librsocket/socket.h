@@ -1,0 +1,200 @@
+// One rsocket: its state machine, its buffers and the rsockets v1 protocol
+// engine, written once against the provider interface (core/prov).
+// Internally every function returns 0 / a count, or -errno.
+#pragma once
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/mem/region.h"
+#include "core/prov/provider.h"
+#include "librsocket/wire.h"
+
+namespace ss::rs {
+
+// State bits, as upstream numbers them (visible through TCP_INFO and logs).
+enum State : uint32_t {
+  kInit = 0,
+  kBound = 0x1,
+  kListening = 0x2,
+  kOpening = 0x4,
+  kConnecting = 0x44,
+  kConnected = 0x100,
+  kWritable = 0x200,
+  kReadable = 0x400,
+  kConnectRdwr = 0x700,
+  kConnectError = 0x800,
+  kDisconnected = 0x1000,
+  kError = 0x2000,
+};
+
+struct Options {
+  uint32_t sq_size;
+  uint32_t rq_size;
+  uint32_t inline_size;
+  uint32_t sbuf_size;
+  uint32_t rbuf_size;
+  uint32_t iomap_size;  // slots of this side's target table the peer may fill
+  bool nodelay = false, keepalive = false, reuseaddr = false, linger = false, oobinline = false,
+       v6only = false;
+  uint32_t keepidle = 0;
+  int tos = 0;
+};
+
+// A registered user buffer (riomap).
+struct Iomap {
+  int index;  // slot in the peer's table, -1 for PROT_NONE
+  uint64_t offset;
+  void* addr;
+  size_t len;
+  prov::MemoryRegion mr;
+  bool published;
+};
+
+class Socket : public std::enable_shared_from_this<Socket> {
+ public:
+  Socket(int fd, int domain);
+  ~Socket();
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  int fd() const { return fd_; }
+  int domain() const { return domain_; }
+
+  // Lifecycle.
+  int bind(const sockaddr* addr, socklen_t len);
+  int listen(int backlog);
+  int accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len, int flags);
+  int connect(const sockaddr* addr, socklen_t len);
+  int shutdown(int how);
+  void close();  // rclose: shuts down, frees provider resources
+
+  // Data.
+  ssize_t send(const void* buf, size_t len, int flags);
+  ssize_t sendv(const iovec* iov, int iovcnt, int flags);
+  ssize_t recv(void* buf, size_t len, int flags);
+  ssize_t recvv(const iovec* iov, int iovcnt, int flags);
+
+  // Direct placement.
+  off_t iomap(void* buf, size_t len, int prot, int flags, off_t offset);
+  int iounmap(void* buf, size_t len);
+  ssize_t iowrite(const void* buf, size_t count, off_t offset, int flags);
+
+  // Names and options.
+  int getsockname(sockaddr* addr, socklen_t* len);
+  int getpeername(sockaddr* addr, socklen_t* len);
+  int setsockopt(int level, int name, const void* val, socklen_t len);
+  int getsockopt(int level, int name, void* val, socklen_t* len);
+  int fcntl(int cmd, long arg);
+
+  // rpoll support: current readiness (after progress), and what to sleep on.
+  short readiness(short events);
+  // Arms and returns the fd/events to wait on; 0 with *fd=-1 means "ready,
+  // don't sleep".
+  int wait_target(int* fd, short* events);
+  void after_wait();
+
+  // Listen service: drains connection requests into the accept queue.
+  void serve_requests();
+  int listener_fd();
+
+  // Keepalive service.
+  void send_keepalive();
+
+ private:
+  friend class ListenService;
+  using Lock = std::unique_lock<std::mutex>;
+
+  int alloc_buffers();
+  void free_buffers();
+  void build_conn_data(ConnData* cd);
+  int save_conn_data(const uint8_t* pdata, size_t len);
+  int start_endpoint();
+  int progress_connect(Lock& lk);
+  int wait_connected(Lock& lk, bool nonblock);
+  void finish_established();
+  void inherit_from(const Socket& listener);
+
+  // Protocol engine.
+  int process_cq(Lock& lk);
+  void handle_completion(const prov::Completion& wc);
+  void handle_recv(uint32_t imm, uint32_t len);
+  bool can_send() const;
+  bool ctrl_ready() const { return ctrl_avail_ > 0; }
+  void give_credits();
+  int send_credits();
+  int send_ctrl(uint32_t ctrl);
+  int send_iomaps(Lock& lk, bool nonblock);
+  // Posts one write; `op` tags the completion, `imm` (when with_imm) is sent.
+  int post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, bool from_user,
+                uint64_t raddr, uint32_t rkey, bool with_imm);
+  // Waits until pred() holds (progressing the CQ), fails or, when
+  // nonblocking, returns -EAGAIN.
+  int wait_for(Lock& lk, bool nonblock, const std::function<bool()>& pred);
+  int block_once(Lock& lk);
+  void set_error(int err);
+  int data_error(bool sending) const;
+  bool is_nonblocking(int flags) const;
+
+  const int fd_;
+  const int domain_;
+  std::mutex mu_;
+  std::mutex send_mu_, recv_mu_;  // one sender and one receiver at a time
+
+  uint32_t state_ = kInit;
+  int err_ = 0;             // SO_ERROR
+  bool nonblock_ = false;   // O_NONBLOCK (F_SETFL)
+  int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
+  bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
+  Options opt_;
+  sockaddr_storage peer_addr_{};
+  socklen_t peer_len_ = 0;
+
+  prov::Kind kind_ = prov::Kind::kAuto;
+  std::unique_ptr<prov::Endpoint> ep_;
+  std::unique_ptr<prov::Listener> listener_;
+  std::deque<std::shared_ptr<Socket>> accept_queue_;
+  int accept_efd_ = -1;  // counts queued connections (readable when any)
+  int backlog_ = 0;
+
+  // Buffers: rbuf and the target table are written by the peer.
+  std::unique_ptr<mem::Region> rbuf_region_, target_region_, sbuf_region_;
+  prov::MemoryRegion rbuf_mr_{}, target_mr_{}, sbuf_mr_{};
+  uint8_t* rbuf_ = nullptr;
+  uint8_t* sbuf_ = nullptr;
+  RsSge* target_sgl_ = nullptr;        // kSglSize entries, written by the peer
+  uint8_t* target_iomap_ = nullptr;    // opt_.iomap_size entries, written by the peer
+
+  // Send side.
+  uint16_t sseq_no_ = 0, sseq_comp_ = 0;
+  uint32_t sqe_avail_ = 0, ctrl_avail_ = kQpCtrlSize;
+  uint32_t sbuf_bytes_avail_ = 0, sbuf_head_ = 0;
+  int target_sge_ = 0;
+  RsSge remote_sgl_{};
+  int remote_sge_ = 1;
+  RsSge remote_iomap_{};
+  uint32_t remote_iomap_size_ = 0;
+  bool swap_sgl_ = false;
+  uint32_t max_inline_ = 0;
+
+  // Receive side.
+  uint16_t rseq_no_ = 0, rseq_comp_ = 0;
+  uint32_t rbuf_bytes_avail_ = 0, rbuf_free_offset_ = 0, rbuf_offset_ = 0;
+  struct Rmsg {
+    uint32_t len;
+  };
+  std::deque<Rmsg> rmsg_;
+  uint32_t rmsg_head_consumed_ = 0;  // bytes already read from rmsg_.front()
+
+  std::vector<Iomap> iomaps_;
+  std::vector<bool> remote_slots_used_;  // slots of the peer's table we fill
+};
+
+}  // namespace ss::rs

@@ -1,0 +1,4 @@
+# Tests: unit tests of core, the rsocket conformance suite (parametrised
+# over providers), and scripts driving external programs.
+check_PROGRAMS += core_unit_tests
+TESTS += core_unit_tests
