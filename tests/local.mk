@@ -2,3 +2,6 @@
 # over providers), and scripts driving external programs.
 check_PROGRAMS += core_unit_tests
 TESTS += core_unit_tests
+
+include tests/librsocket/local.mk
+include tests/ext/local.mk

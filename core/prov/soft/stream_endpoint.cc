@@ -50,6 +50,8 @@ std::unique_ptr<StreamEndpoint> StreamEndpoint::make_passive(Kind kind, int fd,
 
 StreamEndpoint::~StreamEndpoint() {
   set_async_progress(false);
+  if (async_wake_fd_ >= 0) ::close(async_wake_fd_);
+  if (notify_fd_ >= 0) ::close(notify_fd_);
 }
 
 uint32_t StreamEndpoint::caps() const {
@@ -75,7 +77,12 @@ int StreamEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr)
 }
 
 void StreamEndpoint::dereg_mr(MemoryRegion* mr) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   regions_.remove(*mr);
+  // A write still arriving for this memory is discarded: the owner may free it.
+  auto* base = static_cast<uint8_t*>(mr->addr);
+  if (rx_in_payload_ && rx_dst_ && rx_dst_ >= base && rx_dst_ < base + mr->length)
+    rx_dst_ = nullptr;
   *mr = MemoryRegion{};
 }
 
@@ -187,6 +194,7 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
   PendingSend& q = sendq_.back();
   q.iov[0].iov_base = q.header;
   if (was_empty && cm_ != Cm::kConnecting) flush_sends();
+  if (!sendq_.empty() && async_.joinable()) kick_async();
   if (copy_source && !sendq_.empty() && &sendq_.back() == &q && q.iovcnt > 1) {
     // Still (partly) queued while the caller gets its buffer back: copy it.
     size_t payload = 0;
@@ -378,7 +386,7 @@ int StreamEndpoint::post_send(const SendWr& wr) {
 
 int StreamEndpoint::poll_cq(Completion* wc, int max) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (!async_.joinable()) progress_locked();
+  progress_locked();
   int n = 0;
   while (n < max && !cq_.empty()) {
     wc[n++] = cq_.front();
@@ -392,20 +400,72 @@ int StreamEndpoint::arm() {
   if (!cq_.empty() || (!cm_reported_ && cm_ != Cm::kConnecting && cm_ != Cm::kAwaitReply &&
                        cm_ != Cm::kAwaitAccept))
     return 1;
+  armed_ = true;
   return 0;
 }
 
 short StreamEndpoint::event_mask() const {
+  if (async_.joinable()) return POLLIN;
   short ev = POLLIN;
   if (cm_ == Cm::kConnecting || !sendq_.empty()) ev |= POLLOUT;
   return ev;
 }
 
+void StreamEndpoint::ack_events() {
+  if (notify_fd_ < 0) return;
+  uint64_t v;
+  if (::read(notify_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
+}
+
+void StreamEndpoint::notify_locked() {
+  if (!armed_) return;
+  armed_ = false;
+  uint64_t one = 1;
+  if (::write(notify_fd_, &one, sizeof one) < 0) SS_DEBUG("notify write failed");
+}
+
+void StreamEndpoint::kick_async() {
+  uint64_t one = 1;
+  if (async_wake_fd_ >= 0 && ::write(async_wake_fd_, &one, sizeof one) < 0)
+    SS_DEBUG("async wake failed");
+}
+
 int StreamEndpoint::set_async_progress(bool on) {
-  // Implemented with the riomap support; until then the application's own
-  // calls drive progress.
-  if (on) return -ENOTSUP;
+  if (on == async_.joinable()) return 0;
+  if (!on) {
+    async_stop_ = true;
+    kick_async();
+    async_.join();
+    return 0;
+  }
+  if (async_wake_fd_ < 0) async_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (notify_fd_ < 0) notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (async_wake_fd_ < 0 || notify_fd_ < 0) return -errno;
+  async_stop_ = false;
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  async_ = std::thread([this] { async_loop(); });
   return 0;
+}
+
+void StreamEndpoint::async_loop() {
+  while (!async_stop_) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {async_wake_fd_, POLLIN, 0}};
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) p[0].fd = -1;  // nothing more will come
+      if (!sendq_.empty()) p[0].events |= POLLOUT;
+    }
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
+    if (p[1].revents) {
+      uint64_t v;
+      if (::read(async_wake_fd_, &v, sizeof v) < 0) { /* drained */ }
+    }
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    size_t before = cq_.size();
+    Cm cm_before = cm_;
+    progress_locked();
+    if (cq_.size() != before || cm_ != cm_before) notify_locked();
+  }
 }
 
 }  // namespace ss::prov::soft

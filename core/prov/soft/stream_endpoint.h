@@ -42,9 +42,9 @@ class StreamEndpoint : public Endpoint {
   int post_recv(uint64_t) override { return 0; }
   int poll_cq(Completion* wc, int max) override;
   int arm() override;
-  int event_fd() const override { return fd_; }
+  int event_fd() const override { return async_.joinable() ? notify_fd_ : fd_; }
   short event_mask() const override;
-  void ack_events() override {}
+  void ack_events() override;
   int descriptor_fd() const override { return active_ ? -1 : fd_; }
   int set_async_progress(bool on) override;
 
@@ -98,9 +98,15 @@ class StreamEndpoint : public Endpoint {
   // The lock serialises the application's calls with the async-progress
   // thread; without that thread it is uncontended.
   std::recursive_mutex mu_;
+  // Async progress: the thread places writes and queues completions; the
+  // application then sleeps on notify_fd_, written when it armed.
   std::thread async_;
   std::atomic<bool> async_stop_{false};
   int async_wake_fd_ = -1;
+  int notify_fd_ = -1;
+  bool armed_ = false;
+  void notify_locked();
+  void kick_async();
 };
 
 }  // namespace ss::prov::soft
