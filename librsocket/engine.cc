@@ -30,6 +30,7 @@ T load(const T& v) {
 
 void Socket::set_error(int err) {
   if (state_ & kConnected) {
+    SS_DEBUG("rsocket: fd %d: connection failed: %s (state 0x%x)", fd_, strerror(err), state_);
     state_ = kError;
     err_ = err;
   }
@@ -282,8 +283,10 @@ short Socket::readiness(short events) {
     process_cq(lk);
     if (!rmsg_.empty() || !(state_ & kReadable)) rev |= POLLIN;
     if ((state_ & kWritable) && can_send()) rev |= POLLOUT;
-    if (state_ & kDisconnected) rev |= POLLHUP;
-    if (state_ & kError) rev |= POLLERR | POLLHUP;
+    // Hang-up only once nothing is left to read: an application that stops
+    // at POLLHUP must still get the peer's last bytes (as with TCP's FIN).
+    if ((state_ & kDisconnected) && rmsg_.empty()) rev |= POLLHUP;
+    if ((state_ & kError) && rmsg_.empty()) rev |= POLLERR | POLLHUP;
   }
   return rev & (events | POLLERR | POLLHUP);
 }

@@ -205,20 +205,35 @@ int Socket::fcntl(int cmd, long arg) {
   return -ENOTSUP;
 }
 
-int Socket::getsockname(sockaddr* addr, socklen_t* len) {
-  if (!addr || !len) return -EFAULT;
-  if (::getsockname(fd_, addr, len) < 0) return -errno;
+namespace {
+int copy_name(const sockaddr_storage& ss, socklen_t ss_len, sockaddr* addr, socklen_t* len) {
+  socklen_t n = std::min(*len, ss_len);
+  memcpy(addr, &ss, n);
+  *len = ss_len;
   return 0;
+}
+}  // namespace
+
+int Socket::getsockname(sockaddr* addr, socklen_t* len) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!addr || !len) return -EFAULT;
+  sockaddr_storage ss{};
+  socklen_t ss_len = sizeof ss;
+  // A connection's own name comes from its provider (shm has no kernel socket).
+  int rc = ep_ ? ep_->local_name(&ss, &ss_len) : -ENOTCONN;
+  if (rc && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &ss_len) < 0) return -errno;
+  return copy_name(ss, ss_len, addr, len);
 }
 
 int Socket::getpeername(sockaddr* addr, socklen_t* len) {
   std::lock_guard<std::mutex> g(mu_);
   if (!addr || !len) return -EFAULT;
-  if (!(state_ & (kConnected | kDisconnected | kError)) || !peer_len_) return -ENOTCONN;
-  socklen_t n = std::min(*len, peer_len_);
-  memcpy(addr, &peer_addr_, n);
-  *len = peer_len_;
-  return 0;
+  if (!(state_ & (kConnected | kDisconnected | kError))) return -ENOTCONN;
+  if (peer_len_) return copy_name(peer_addr_, peer_len_, addr, len);
+  sockaddr_storage ss{};
+  socklen_t ss_len = sizeof ss;
+  if (!ep_ || ep_->peer_name(&ss, &ss_len)) return -ENOTCONN;
+  return copy_name(ss, ss_len, addr, len);
 }
 
 }  // namespace ss::rs

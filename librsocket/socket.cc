@@ -230,9 +230,6 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     s.progress_connect(lk);
     s.nonblock_ = (flags & SOCK_NONBLOCK) != 0;
     s.fd_flags_ = (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
-    s.peer_len_ = sizeof(s.peer_addr_);
-    if (::getpeername(s.fd_, reinterpret_cast<sockaddr*>(&s.peer_addr_), &s.peer_len_) < 0)
-      s.peer_len_ = 0;
   }
   if (addr && len) s.getpeername(addr, len);
   return 0;
@@ -364,6 +361,7 @@ int Socket::shutdown(int how) {
     auto expired = [&] { return std::chrono::steady_clock::now() > deadline; };
     wait_for(lk, false, [&] { return ctrl_ready() || expired() || (state_ & kError); });
     if (ctrl_ready()) send_ctrl(ctrl);
+    SS_DEBUG("rsocket: fd %d: shutdown(%d) control %u, state 0x%x, ctrl slots %u, sqe %u", fd_, how, ctrl, state_, ctrl_avail_, sqe_avail_);
     wait_for(lk, false, [&] {
       return (sqe_avail_ == opt_.sq_size - kQpCtrlSize && ctrl_avail_ == kQpCtrlSize) ||
              expired() || (state_ & kError);
@@ -390,9 +388,13 @@ void Socket::close() {
   }
   if (state_ & kConnected) shutdown(SHUT_RDWR);
   std::lock_guard<std::mutex> g(mu_);
-  if (ep_) ep_->disconnect();
+  if (ep_) {
+    ep_->disconnect();
+    ep_->close_descriptor(fd_);
+  } else {
+    ::close(fd_);
+  }
   free_buffers();
-  ::close(fd_);
 }
 
 }  // namespace ss::rs

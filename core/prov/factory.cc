@@ -1,6 +1,7 @@
 #include "core/prov/factory.h"
 
 #include <netinet/in.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 
 #include "core/base/config.h"
 #include "core/base/log.h"
+#include "core/prov/shm/shm_endpoint.h"
 #include "core/prov/soft/listener.h"
 #include "core/prov/soft/stream_endpoint.h"
 
@@ -41,29 +43,103 @@ bool is_local_address(const sockaddr* dst, socklen_t len) {
   return local;
 }
 
+namespace {
+Kind configured() { return static_cast<Kind>(config::get_int(config::Id::kProvider)); }
+
+// Connects a unix socket to the shm rendezvous of `dst`, trying the exact
+// address, then the wildcard of its family.
+int dial_rendezvous(const sockaddr* dst, socklen_t len, int* out) {
+  sockaddr_storage wild{};
+  memcpy(&wild, dst, len);
+  if (wild.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&wild)->sin_addr.s_addr = htonl(INADDR_ANY);
+  else
+    reinterpret_cast<sockaddr_in6*>(&wild)->sin6_addr = in6addr_any;
+  int rc = -ECONNREFUSED;
+  for (const sockaddr* a : {dst, reinterpret_cast<const sockaddr*>(&wild)}) {
+    sockaddr_un un;
+    socklen_t un_len;
+    if ((rc = shm::rendezvous_name(a, len, &un, &un_len))) return rc;
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&un), un_len) == 0) {
+      *out = fd;
+      return 0;
+    }
+    rc = -errno;
+    ::close(fd);
+    if (rc == -EAGAIN) rc = -ECONNREFUSED;  // backlog full: as a refused TCP SYN
+  }
+  return rc;
+}
+
+int create_shm_active(int sock, const sockaddr* dst, socklen_t len,
+                      std::unique_ptr<Endpoint>* out) {
+  int ufd = -1;
+  int rc = dial_rendezvous(dst, len, &ufd);
+  if (rc) return rc;
+  // Give the rsocket a real local name: bind its kernel socket beside the peer.
+  sockaddr_storage local{};
+  socklen_t local_len = sizeof local;
+  if (::getsockname(sock, reinterpret_cast<sockaddr*>(&local), &local_len) == 0) {
+    bool unbound = local.ss_family == AF_INET
+                       ? reinterpret_cast<sockaddr_in*>(&local)->sin_port == 0
+                       : reinterpret_cast<sockaddr_in6*>(&local)->sin6_port == 0;
+    if (unbound) {
+      sockaddr_storage b{};
+      memcpy(&b, dst, len);
+      if (b.ss_family == AF_INET)
+        reinterpret_cast<sockaddr_in*>(&b)->sin_port = 0;
+      else
+        reinterpret_cast<sockaddr_in6*>(&b)->sin6_port = 0;
+      if (::bind(sock, reinterpret_cast<sockaddr*>(&b), len) == 0) {
+        local_len = sizeof local;
+        ::getsockname(sock, reinterpret_cast<sockaddr*>(&local), &local_len);
+      }
+    }
+  }
+  auto ep = shm::ShmEndpoint::make_active(ufd, local, local_len, dst, len);
+  if (!ep) {
+    ::close(ufd);
+    return -ENOMEM;
+  }
+  *out = std::move(ep);
+  return 0;
+}
+
+std::unique_ptr<Endpoint> make_shm_passive(int fd, const uint8_t* pdata, size_t len) {
+  return shm::ShmEndpoint::make_passive(fd, pdata, len);
+}
+}  // namespace
+
 int choose_kind(const sockaddr* dst, socklen_t len, Kind* kind) {
-  auto wanted = static_cast<Kind>(config::get_int(config::Id::kProvider));
-  switch (wanted) {
+  switch (configured()) {
     case Kind::kTcp:
       *kind = Kind::kTcp;
       return 0;
     case Kind::kShm:
-      SS_WARN("provider shm is not available yet (SLIPSTREAM_PROVIDER=shm)");
-      return -ENOTSUP;
+      *kind = Kind::kShm;
+      return 0;
     case Kind::kVerbs:
       SS_WARN("provider verbs is not available yet (SLIPSTREAM_PROVIDER=verbs)");
       return -ENODEV;
     case Kind::kAuto:
       break;
   }
-  (void)dst;
-  (void)len;
-  *kind = Kind::kTcp;
+  *kind = is_local_address(dst, len) ? Kind::kShm : Kind::kTcp;
   return 0;
 }
 
 int create_active(Kind kind, int sock, const sockaddr* dst, socklen_t len,
                   std::unique_ptr<Endpoint>* out) {
+  if (kind == Kind::kShm) {
+    int rc = create_shm_active(sock, dst, len, out);
+    // auto: a local peer without a rendezvous (e.g. not a Slipstream
+    // listener of ours, or another user's) is tried over tcp.
+    if (rc == 0 || configured() == Kind::kShm) return rc;
+    SS_DEBUG("shm rendezvous unavailable (%s); using tcp", strerror(-rc));
+    kind = Kind::kTcp;
+  }
   if (kind != Kind::kTcp) return -ENOTSUP;
   auto ep = soft::StreamEndpoint::make_active(kind, sock, dst, len);
   if (!ep) return -EINVAL;
@@ -75,6 +151,25 @@ int create_listener(int sock, std::unique_ptr<Listener>* out) {
   std::unique_ptr<soft::StreamListener> l;
   int rc = soft::StreamListener::create(sock, Kind::kTcp, &l);
   if (rc) return rc;
+  Kind want = configured();
+  if (want == Kind::kAuto || want == Kind::kShm) {
+    // The shm rendezvous: an abstract unix socket named after our address.
+    sockaddr_storage name{};
+    socklen_t name_len = sizeof name;
+    sockaddr_un un;
+    socklen_t un_len;
+    int ufd = -1;
+    if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &name_len) == 0 &&
+        shm::rendezvous_name(reinterpret_cast<sockaddr*>(&name), name_len, &un, &un_len) == 0 &&
+        (ufd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) >= 0 &&
+        ::bind(ufd, reinterpret_cast<sockaddr*>(&un), un_len) == 0 && ::listen(ufd, 128) == 0) {
+      rc = l->add_socket(ufd, Kind::kShm, &make_shm_passive, true);
+      if (rc) ::close(ufd);
+    } else {
+      SS_INFO("shm rendezvous for listener fd %d unavailable (errno %d); tcp only", sock, errno);
+      if (ufd >= 0) ::close(ufd);
+    }
+  }
   *out = std::move(l);
   return 0;
 }

@@ -9,4 +9,10 @@ libslipstream_la_SOURCES += \
 	core/prov/soft/stream_endpoint.h \
 	core/prov/soft/stream_endpoint.cc \
 	core/prov/soft/listener.h \
-	core/prov/soft/listener.cc
+	core/prov/soft/listener.cc \
+	core/prov/soft/lingering_close.h \
+	core/prov/soft/lingering_close.cc
+libslipstream_la_SOURCES += \
+	core/prov/shm/ring.h \
+	core/prov/shm/shm_endpoint.h \
+	core/prov/shm/shm_endpoint.cc

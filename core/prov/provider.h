@@ -113,9 +113,17 @@ class Endpoint {
   virtual short event_mask() const = 0;
   virtual void ack_events() = 0;
 
+  // Socket names of the connection (AF_INET/AF_INET6), for rgetsockname/rgetpeername.
+  virtual int local_name(sockaddr_storage* addr, socklen_t* len) const = 0;
+  virtual int peer_name(sockaddr_storage* addr, socklen_t* len) const = 0;
+
   // The fd that names an accepted connection (its rsocket descriptor); -1
   // for active endpoints, which keep the descriptor the application made.
   virtual int descriptor_fd() const = 0;
+
+  // Closes the rsocket's descriptor `fd` (the kernel socket it was named
+  // by), in whatever way keeps data already sent deliverable.
+  virtual void close_descriptor(int fd) = 0;
 
   // Places incoming writes even while the application is not calling in
   // (memory read without notification, e.g. riomap targets).

@@ -1,0 +1,13 @@
+# External programs nobody here wrote (Debian's rdmacm-utils: rstream,
+# riostream, rcopy) run on librsocket.so through LD_PRELOAD.  Each script is
+# an automake test (0 pass, 1 fail, 77 skip, 99 hard error); it finds the
+# library in the build directory, which is the directory tests run from
+# (or $top_builddir when set).  common.sh holds their shared helpers.
+ext_test_scripts = \
+	tests/ext/rstream.sh \
+	tests/ext/riostream.sh \
+	tests/ext/rcopy.sh \
+	tests/ext/netns.sh
+dist_check_SCRIPTS += $(ext_test_scripts)
+TESTS += $(ext_test_scripts)
+EXTRA_DIST += tests/ext/common.sh

@@ -13,7 +13,10 @@ enum class FrameType : uint8_t {
   kHelloReply = 2,  // passive -> active: private data; flags = 0 accept, 1 reject
   kWrite = 3,       // one-sided write into [remote_addr, +length) of rkey
   kWriteImm = 4,    // the same, then a receive completion carrying imm
+  kCtrl = 5,        // provider-specific control (flags = subtype), payload <= kMaxCtrlPayload
 };
+
+constexpr size_t kMaxCtrlPayload = 128;
 
 constexpr uint32_t kHelloMagic = 0x53535253;  // "SSRS"
 constexpr uint32_t kHelloVersion = 1;

@@ -13,6 +13,9 @@
 namespace ss::prov::soft {
 
 namespace {
+std::unique_ptr<Endpoint> make_stream_passive(int fd, const uint8_t* pdata, size_t len) {
+  return StreamEndpoint::make_passive(Kind::kTcp, fd, pdata, len);
+}
 // A peer gets this long to send its hello.
 constexpr std::chrono::seconds kHelloTimeout{10};
 constexpr size_t kMaxPendingHellos = 1024;
@@ -22,7 +25,7 @@ int StreamListener::create(int sock, Kind kind, std::unique_ptr<StreamListener>*
   std::unique_ptr<StreamListener> l(new StreamListener());
   l->epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (l->epfd_ < 0) return -errno;
-  int rc = l->add_socket(sock, kind);
+  int rc = l->add_socket(sock, kind, &make_stream_passive, false);
   if (rc) return rc;
   *out = std::move(l);
   return 0;
@@ -30,15 +33,17 @@ int StreamListener::create(int sock, Kind kind, std::unique_ptr<StreamListener>*
 
 StreamListener::~StreamListener() {
   for (Pending& p : pending_) ::close(p.fd);
+  for (Source& s : sources_)
+    if (s.owned) ::close(s.fd);
   if (epfd_ >= 0) ::close(epfd_);
 }
 
-int StreamListener::add_socket(int sock, Kind kind) {
+int StreamListener::add_socket(int sock, Kind kind, PassiveFactory factory, bool owned) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = sock;
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, sock, &ev) < 0) return -errno;
-  sources_.push_back({sock, kind});
+  sources_.push_back({sock, kind, factory, owned});
   return 0;
 }
 
@@ -49,6 +54,7 @@ void StreamListener::accept_new(const Source& src) {
     Pending p{};
     p.fd = fd;
     p.kind = src.kind;
+    p.factory = src.factory;
     p.deadline = std::chrono::steady_clock::now() + kHelloTimeout;
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -107,8 +113,12 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
       continue;
     }
     epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
-    *ep = StreamEndpoint::make_passive(p.kind, p.fd, p.buf + kFrameHeaderSize,
-                                       p.got - kFrameHeaderSize);
+    *ep = p.factory(p.fd, p.buf + kFrameHeaderSize, p.got - kFrameHeaderSize);
+    if (!*ep) {
+      ::close(p.fd);
+      pending_.erase(pending_.begin() + i);
+      continue;
+    }
     pending_.erase(pending_.begin() + i);
     return 0;
   }

@@ -16,8 +16,11 @@ class StreamListener : public Listener {
   // provider its connections speak.
   static int create(int sock, Kind kind, std::unique_ptr<StreamListener>* out);
   ~StreamListener() override;
-  // Also serve `sock` (another listening socket, e.g. the shm rendezvous).
-  int add_socket(int sock, Kind kind);
+  // Builds the endpoint for a connection whose hello arrived (nullptr: refuse).
+  using PassiveFactory = std::unique_ptr<Endpoint> (*)(int fd, const uint8_t* pdata, size_t len);
+  // Also serve `sock` (another listening socket, e.g. the shm rendezvous),
+  // closing it with the listener when `owned`.
+  int add_socket(int sock, Kind kind, PassiveFactory factory, bool owned);
   int fd() const override { return epfd_; }
   int get_request(std::unique_ptr<Endpoint>* ep) override;
 
@@ -25,6 +28,7 @@ class StreamListener : public Listener {
   struct Pending {
     int fd;
     Kind kind;
+    PassiveFactory factory;
     std::chrono::steady_clock::time_point deadline;
     uint8_t buf[24 + kMaxPrivateData];
     size_t got;
@@ -32,6 +36,8 @@ class StreamListener : public Listener {
   struct Source {
     int fd;
     Kind kind;
+    PassiveFactory factory;
+    bool owned;
   };
   StreamListener() = default;
   void accept_new(const Source& src);

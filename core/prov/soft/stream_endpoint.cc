@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
+#include "core/prov/soft/lingering_close.h"
 
 namespace ss::prov::soft {
 
@@ -42,10 +43,35 @@ std::unique_ptr<StreamEndpoint> StreamEndpoint::make_passive(Kind kind, int fd,
                                                              const uint8_t* pdata,
                                                              size_t pdata_len) {
   std::unique_ptr<StreamEndpoint> ep(new StreamEndpoint(kind, fd, false));
-  ep->peer_pdata_len_ = std::min(pdata_len, kMaxPrivateData);
-  memcpy(ep->peer_pdata_, pdata, ep->peer_pdata_len_);
-  ep->cm_ = Cm::kAwaitAccept;
+  ep->init_passive(pdata, pdata_len);
   return ep;
+}
+
+void StreamEndpoint::init_passive(const uint8_t* pdata, size_t pdata_len) {
+  peer_pdata_len_ = std::min(pdata_len, kMaxPrivateData);
+  memcpy(peer_pdata_, pdata, peer_pdata_len_);
+  cm_ = Cm::kAwaitAccept;
+  rx_frames_ = 1;  // the hello, read by the listener
+}
+
+int StreamEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
+  *len = sizeof(*addr);
+  return ::getsockname(fd_, reinterpret_cast<sockaddr*>(addr), len) < 0 ? -errno : 0;
+}
+
+int StreamEndpoint::peer_name(sockaddr_storage* addr, socklen_t* len) const {
+  *len = sizeof(*addr);
+  return ::getpeername(fd_, reinterpret_cast<sockaddr*>(addr), len) < 0 ? -errno : 0;
+}
+
+int StreamEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t*) {
+  SS_WARN("%s: unexpected control frame %u from peer; connection failed", kind_name(kind_),
+          h.flags);
+  return -EPROTO;
+}
+
+ssize_t StreamEndpoint::rx_read(void* buf, size_t len) {
+  return ::recv(fd_, buf, len, MSG_DONTWAIT);
 }
 
 StreamEndpoint::~StreamEndpoint() {
@@ -112,6 +138,7 @@ int StreamEndpoint::accept(const void* pdata, size_t len) {
   int rc = queue_frame(h, &sge, len ? 1 : 0, 0, false, true);
   if (rc) return rc;
   cm_ = Cm::kEstablished;
+  on_established();
   return 0;
 }
 
@@ -138,7 +165,17 @@ void StreamEndpoint::fail(int err, Cm state) {
   for (const PendingSend& p : sendq_)
     if (p.signal) cq_.push_back({p.wr_id, ECONNRESET, WcOp::kSend, 0, 0});
   sendq_.clear();
-  ::shutdown(fd_, SHUT_RDWR);
+  // Only the write side: bytes the peer has not read yet must still reach it.
+  ::shutdown(fd_, SHUT_WR);
+}
+
+void StreamEndpoint::close_descriptor(int fd) {
+  if (fd == fd_ && kind_ == Kind::kTcp) {
+    set_async_progress(false);
+    lingering_close(fd);
+  } else {
+    ::close(fd);
+  }
 }
 
 void StreamEndpoint::disconnect() {
@@ -174,9 +211,11 @@ int StreamEndpoint::cm_progress(CmEvent* ev) {
 }
 
 int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id,
-                                bool signal, bool copy_source) {
+                                bool signal, bool copy_source, int pass_fd) {
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return -ECONNRESET;
+  tx_frames_++;
   PendingSend p;
+  p.pass_fd = pass_fd;
   encode_frame(h, p.header);
   p.iov[0] = {p.header, kFrameHeaderSize};
   p.iovcnt = 1;
@@ -217,7 +256,18 @@ void StreamEndpoint::flush_sends() {
     msghdr msg{};
     msg.msg_iov = p.iov;
     msg.msg_iovlen = p.iovcnt;
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+    if (p.pass_fd >= 0) {
+      msg.msg_control = cbuf;
+      msg.msg_controllen = sizeof cbuf;
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &p.pass_fd, sizeof(int));
+    }
     ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) p.pass_fd = -1;  // the kernel took it with the first byte
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) return;
       fail(errno == EPIPE ? ECONNRESET : errno, Cm::kFailed);
@@ -256,6 +306,15 @@ bool StreamEndpoint::parse_rx() {
       }
       if (rx_done_ < rx_hdr_.length) return false;
       rx_in_payload_ = false;
+      rx_frames_++;
+      if (rx_hdr_.type == FrameType::kCtrl) {
+        int rc = on_ctrl_frame(rx_hdr_, rx_ctrl_);
+        if (rc) {
+          fail(-rc, Cm::kFailed);
+          return false;
+        }
+        continue;
+      }
       if (rx_hdr_.type == FrameType::kWriteImm) {
         // A peer that ignores its credits would grow the queue without bound.
         if (cq_.size() >= max_cq_) {
@@ -272,6 +331,7 @@ bool StreamEndpoint::parse_rx() {
         }
         cm_ = Cm::kEstablished;
         cm_reported_ = false;
+        on_established();
       }
       continue;
     }
@@ -310,6 +370,13 @@ bool StreamEndpoint::parse_rx() {
           }
         }
         break;
+      case FrameType::kCtrl:
+        if (rx_hdr_.length > kMaxCtrlPayload) {
+          fail(EPROTO, Cm::kFailed);
+          return false;
+        }
+        rx_dst_ = rx_ctrl_;
+        break;
       default:
         SS_WARN("%s: unknown frame type %u from peer; connection failed", kind_name(kind_),
                 static_cast<unsigned>(rx_hdr_.type));
@@ -329,7 +396,7 @@ void StreamEndpoint::progress_rx() {
     size_t want = rx_in_payload_ ? rx_hdr_.length - rx_done_ : 0;
     if (rx_in_payload_ && rx_dst_ && want >= kDirectRxMin) {
       // Large payload: read it straight into its target.
-      n = ::recv(fd_, rx_dst_ + rx_done_, want, MSG_DONTWAIT);
+      n = rx_read(rx_dst_ + rx_done_, want);
       if (n > 0) {
         rx_done_ += n;
         continue;
@@ -340,7 +407,7 @@ void StreamEndpoint::progress_rx() {
         rx_end_ -= rx_begin_;
         rx_begin_ = 0;
       }
-      n = ::recv(fd_, rx_buf_.data() + rx_end_, rx_buf_.size() - rx_end_, MSG_DONTWAIT);
+      n = rx_read(rx_buf_.data() + rx_end_, rx_buf_.size() - rx_end_);
       if (n > 0) {
         rx_end_ += n;
         continue;

@@ -47,8 +47,11 @@ class StreamEndpoint : public Endpoint {
   void ack_events() override;
   int descriptor_fd() const override { return active_ ? -1 : fd_; }
   int set_async_progress(bool on) override;
+  void close_descriptor(int fd) override;
+  int local_name(sockaddr_storage* addr, socklen_t* len) const override;
+  int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
 
- private:
+ protected:
   enum class Cm { kIdle, kConnecting, kAwaitReply, kAwaitAccept, kEstablished, kClosed, kFailed };
   struct PendingSend {
     uint8_t header[kFrameHeaderSize];
@@ -58,11 +61,18 @@ class StreamEndpoint : public Endpoint {
     std::vector<uint8_t> owned;  // copy of an inline source that did not go out at once
     uint64_t wr_id;
     bool signal;                 // produces a send completion
+    int pass_fd;                 // sent with the first byte, then -1
   };
 
   StreamEndpoint(Kind kind, int fd, bool active);
+  void init_passive(const uint8_t* pdata, size_t pdata_len);
+  // Queues one frame; `pass_fd` (>= 0) travels with it as SCM_RIGHTS.
   int queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id, bool signal,
-                  bool copy_source);
+                  bool copy_source, int pass_fd = -1);
+  // Hooks for providers built on the stream (shm).
+  virtual int on_ctrl_frame(const FrameHeader& h, const uint8_t* payload);
+  virtual ssize_t rx_read(void* buf, size_t len);
+  virtual void on_established() {}
   void flush_sends();
   void progress_rx();
   bool parse_rx();
@@ -94,6 +104,9 @@ class StreamEndpoint : public Endpoint {
   FrameHeader rx_hdr_{};
   uint8_t* rx_dst_ = nullptr;
   uint32_t rx_done_ = 0;
+  uint8_t rx_ctrl_[kMaxCtrlPayload];
+  uint64_t rx_frames_ = 0;  // frames fully received
+  uint64_t tx_frames_ = 0;  // frames queued
 
   // The lock serialises the application's calls with the async-progress
   // thread; without that thread it is uncontended.

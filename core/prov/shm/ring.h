@@ -1,0 +1,102 @@
+// The completion ring of the shm provider: one per direction, owned (and
+// created) by the receiver, mapped by the sender. Single producer, single
+// consumer; each entry carries its own sequence number, so the consumer
+// polls one cache line per message. The receiver checks every entry: the
+// producer is another process and may be broken or hostile.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ss::prov::shm {
+
+struct RingEntry {
+  std::atomic<uint32_t> seq;  // (position + 1) when the entry is valid
+  uint32_t imm;
+  uint32_t len;
+  uint32_t stream_seq;  // stream frames the sender had queued before this entry
+};
+static_assert(sizeof(RingEntry) == 16);
+
+struct RingControl {
+  alignas(64) std::atomic<uint64_t> tail;      // consumer: entries consumed
+  alignas(64) std::atomic<uint32_t> sleeping;  // consumer: about to block, wake me
+  alignas(64) RingEntry entries[];             // 2^n entries follow
+};
+
+constexpr size_t ring_bytes(uint32_t entries) {
+  return sizeof(RingControl) + static_cast<size_t>(entries) * sizeof(RingEntry);
+}
+
+// Consumer view.
+class RingReader {
+ public:
+  void attach(RingControl* ctl, uint32_t entries) {
+    ctl_ = ctl;
+    mask_ = entries - 1;
+  }
+  bool attached() const { return ctl_ != nullptr; }
+  // The next entry, or nullptr when the producer has not published it.
+  const RingEntry* peek() const {
+    const RingEntry& e = ctl_->entries[tail_ & mask_];
+    return e.seq.load(std::memory_order_acquire) == static_cast<uint32_t>(tail_ + 1) ? &e
+                                                                                      : nullptr;
+  }
+  void pop() {
+    tail_++;
+    ctl_->tail.store(tail_, std::memory_order_release);
+  }
+  // Announces sleep; true when an entry slipped in and the caller must not block.
+  bool prepare_sleep() {
+    ctl_->sleeping.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (peek()) {
+      ctl_->sleeping.store(0, std::memory_order_relaxed);
+      return true;
+    }
+    return false;
+  }
+  void woke() { ctl_->sleeping.store(0, std::memory_order_relaxed); }
+
+ private:
+  RingControl* ctl_ = nullptr;
+  uint32_t mask_ = 0;
+  uint64_t tail_ = 0;
+};
+
+// Producer view.
+class RingWriter {
+ public:
+  void attach(RingControl* ctl, uint32_t entries) {
+    ctl_ = ctl;
+    mask_ = entries - 1;
+    size_ = entries;
+  }
+  bool attached() const { return ctl_ != nullptr; }
+  // False when full. *wake says the consumer sleeps and needs a kick.
+  bool push(uint32_t imm, uint32_t len, uint32_t stream_seq, bool* wake) {
+    if (head_ - cached_tail_ >= size_) {
+      cached_tail_ = ctl_->tail.load(std::memory_order_acquire);
+      // A tail beyond the head is the consumer's bug or malice: treat as full.
+      if (cached_tail_ > head_ || head_ - cached_tail_ >= size_) return false;
+    }
+    RingEntry& e = ctl_->entries[head_ & mask_];
+    e.imm = imm;
+    e.len = len;
+    e.stream_seq = stream_seq;
+    e.seq.store(static_cast<uint32_t>(head_ + 1), std::memory_order_release);
+    head_++;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    *wake = ctl_->sleeping.load(std::memory_order_relaxed) != 0;
+    return true;
+  }
+
+ private:
+  RingControl* ctl_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t size_ = 0;
+  uint64_t head_ = 0;
+  uint64_t cached_tail_ = 0;
+};
+
+}  // namespace ss::prov::shm

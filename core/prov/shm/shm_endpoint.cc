@@ -1,0 +1,465 @@
+#include "core/prov/shm/shm_endpoint.h"
+
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/log.h"
+
+namespace ss::prov::shm {
+
+using soft::FrameHeader;
+using soft::FrameType;
+
+namespace {
+enum CtrlType : uint8_t {
+  kCtrlRing = 1,    // fd: ring memfd; payload: u32 entries
+  kCtrlWake = 2,    // fd: eventfd that wakes the ring's owner
+  kCtrlRegion = 3,  // fd: memfd; payload: base u64, len u64, offset u64, rkey u32
+  kCtrlAddr = 4,    // payload: u8 len, sockaddr of the sender's rsocket
+};
+// Check the stream this often when the ring is idle (peer death, slow-path frames).
+constexpr unsigned kIdlePollsPerStreamCheck = 64;
+
+uint32_t pow2_at_least(uint32_t v) {
+  uint32_t p = 64;
+  while (p < v) p <<= 1;
+  return p;
+}
+}  // namespace
+
+int rendezvous_name(const sockaddr* addr, socklen_t len, sockaddr_un* out, socklen_t* out_len) {
+  char host[INET6_ADDRSTRLEN] = {};
+  unsigned port;
+  if (addr->sa_family == AF_INET && len >= sizeof(sockaddr_in)) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(addr);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (addr->sa_family == AF_INET6 && len >= sizeof(sockaddr_in6)) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+  } else {
+    return -EAFNOSUPPORT;
+  }
+  memset(out, 0, sizeof *out);
+  out->sun_family = AF_UNIX;
+  // Abstract namespace: per network namespace, gone with the socket.
+  int n = snprintf(out->sun_path + 1, sizeof(out->sun_path) - 1, "slipstream/shm/%s/%u", host,
+                   port);
+  *out_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+  return 0;
+}
+
+ShmEndpoint::ShmEndpoint(int ufd, bool active) : StreamEndpoint(Kind::kShm, ufd, active) {}
+
+ShmEndpoint::~ShmEndpoint() {
+  set_async_progress(false);
+  for (PeerRegion& r : peer_regions_) mem::Region::unmap_peer(r.map_base, r.map_len);
+  if (tx_ring_map_) mem::Region::unmap_peer(tx_ring_map_, tx_ring_len_);
+  for (int fd : rx_fds_) ::close(fd);
+  if (tx_wake_fd_ >= 0) ::close(tx_wake_fd_);
+  if (rx_wake_fd_ >= 0) ::close(rx_wake_fd_);
+  if (epfd_ >= 0) ::close(epfd_);
+  if (active_) ::close(fd_);  // passive: the socket names the rsocket, which closes it
+}
+
+int ShmEndpoint::init_common() {
+  rx_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (rx_wake_fd_ < 0 || epfd_ < 0) return -errno;
+  for (int fd : {fd_, rx_wake_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) < 0) return -errno;
+  }
+  return 0;
+}
+
+std::unique_ptr<ShmEndpoint> ShmEndpoint::make_active(int ufd, const sockaddr_storage& local,
+                                                      socklen_t local_len,
+                                                      const sockaddr* dst, socklen_t dst_len) {
+  std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(ufd, true));
+  if (ep->init_common() || dst_len > sizeof(ep->peer_)) return nullptr;
+  ep->local_ = local;
+  ep->local_len_ = local_len;
+  memcpy(&ep->peer_, dst, dst_len);
+  ep->peer_len_ = dst_len;
+  return ep;
+}
+
+std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdata, size_t len) {
+  // Memory is shared only with a peer of our own user (or root).
+  ucred cred{};
+  socklen_t clen = sizeof cred;
+  if (getsockopt(ufd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+      (cred.uid != geteuid() && cred.uid != 0 && geteuid() != 0)) {
+    SS_WARN("shm: connection from uid %u refused: memory is shared only with uid %u",
+            cred.uid, geteuid());
+    return nullptr;
+  }
+  std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(ufd, false));
+  if (ep->init_common()) return nullptr;
+  ep->init_passive(pdata, len);
+  return ep;
+}
+
+uint32_t ShmEndpoint::caps() const { return StreamEndpoint::caps() | kCapSameHost; }
+
+int ShmEndpoint::descriptor_fd() const { return active_ ? -1 : fd_; }
+
+int ShmEndpoint::setup(EndpointAttr* attr) {
+  int rc = StreamEndpoint::setup(attr);
+  if (rc) return rc;
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (rx_ring_region_) return 0;
+  // Room for every message the peer may have in flight: credits, control
+  // messages and iomap updates.
+  rx_ring_entries_ = pow2_at_least(2 * (attr->rq_size + attr->sq_size) + 64);
+  rc = mem::Region::create(ring_bytes(rx_ring_entries_), "slipstream-ring", &rx_ring_region_);
+  if (rc) return rc;
+  rx_ring_.attach(static_cast<RingControl*>(rx_ring_region_->addr()), rx_ring_entries_);
+  return 0;
+}
+
+int ShmEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
+  int rc = StreamEndpoint::reg_mr(addr, len, access, mr);
+  if (rc || !(access & kAccessRemoteWrite)) return rc;
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Announce a{mr->rkey, addr, len};
+  if (announced_)
+    announce_region(a);
+  else
+    to_announce_.push_back(a);
+  return 0;
+}
+
+void ShmEndpoint::dereg_mr(MemoryRegion* mr) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  uint32_t key = mr->rkey;
+  to_announce_.erase(std::remove_if(to_announce_.begin(), to_announce_.end(),
+                                    [key](const Announce& a) { return a.rkey == key; }),
+                     to_announce_.end());
+  // The peer keeps its mapping of memfd-backed memory; the memfd outlives
+  // our use of it only in the peer's view (as a stale RDMA key would).
+  StreamEndpoint::dereg_mr(mr);
+}
+
+void ShmEndpoint::announce_region(const Announce& a) {
+  int fd;
+  uint64_t offset;
+  // Only memfd-backed memory can be shared; writes into the rest travel
+  // on the stream and are placed by the owner.
+  if (!mem::find_backing(a.addr, a.len, &fd, &offset)) return;
+  uint8_t payload[28];
+  uint64_t base = reinterpret_cast<uint64_t>(a.addr), len = a.len;
+  memcpy(payload, &base, 8);
+  memcpy(payload + 8, &len, 8);
+  memcpy(payload + 16, &offset, 8);
+  memcpy(payload + 24, &a.rkey, 4);
+  Sge sge{reinterpret_cast<uint64_t>(payload), sizeof payload, 0};
+  FrameHeader h{FrameType::kCtrl, kCtrlRegion, sizeof payload, 0, 0, 0};
+  queue_frame(h, &sge, 1, 0, false, true, fd);
+}
+
+// After our hello or reply: the ring, its wake-up, our names and regions.
+void ShmEndpoint::send_announcements() {
+  announced_ = true;
+  uint32_t entries = rx_ring_entries_;
+  Sge sge{reinterpret_cast<uint64_t>(&entries), sizeof entries, 0};
+  queue_frame({FrameType::kCtrl, kCtrlRing, sizeof entries, 0, 0, 0}, &sge, 1, 0, false, true,
+              rx_ring_region_->fd());
+  queue_frame({FrameType::kCtrl, kCtrlWake, 0, 0, 0, 0}, nullptr, 0, 0, false, true,
+              rx_wake_fd_);
+  if (active_) {
+    // Our name and the name we dialled: the peer's rgetpeername/rgetsockname.
+    uint8_t addr[2 + 2 * sizeof(sockaddr_in6)];
+    if (local_len_ <= sizeof(sockaddr_in6) && peer_len_ <= sizeof(sockaddr_in6)) {
+      addr[0] = static_cast<uint8_t>(local_len_);
+      memcpy(addr + 1, &local_, local_len_);
+      addr[1 + local_len_] = static_cast<uint8_t>(peer_len_);
+      memcpy(addr + 2 + local_len_, &peer_, peer_len_);
+      uint32_t n = 2u + local_len_ + peer_len_;
+      Sge a{reinterpret_cast<uint64_t>(addr), n, 0};
+      queue_frame({FrameType::kCtrl, kCtrlAddr, n, 0, 0, 0}, &a, 1, 0, false, true);
+    }
+  }
+  for (const Announce& a : to_announce_) announce_region(a);
+  to_announce_.clear();
+}
+
+int ShmEndpoint::connect(const void* pdata, size_t len) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!rx_ring_region_) return -EINVAL;  // setup() first
+  int rc = StreamEndpoint::connect(pdata, len);
+  if (!rc) send_announcements();
+  return rc;
+}
+
+int ShmEndpoint::accept(const void* pdata, size_t len) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!rx_ring_region_) return -EINVAL;
+  int rc = StreamEndpoint::accept(pdata, len);
+  if (!rc) send_announcements();
+  return rc;
+}
+
+ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
+  iovec iov{buf, len};
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n < 0) return n;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < nfds; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      rx_fds_.push_back(fd);
+    }
+  }
+  if (msg.msg_flags & MSG_CTRUNC) {
+    SS_WARN("shm: peer sent more descriptors than announced; connection failed");
+    errno = EPROTO;
+    return -1;
+  }
+  return n;
+}
+
+int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
+  auto take_fd = [this]() {
+    if (rx_fds_.empty()) return -1;
+    int fd = rx_fds_.front();
+    rx_fds_.pop_front();
+    return fd;
+  };
+  switch (h.flags) {
+    case kCtrlRing: {
+      int fd = take_fd();
+      uint32_t entries;
+      if (fd < 0 || h.length != sizeof entries || tx_ring_map_) {
+        if (fd >= 0) ::close(fd);
+        return -EPROTO;
+      }
+      memcpy(&entries, p, sizeof entries);
+      if (entries < 64 || entries > (1u << 20) || (entries & (entries - 1))) {
+        ::close(fd);
+        return -EPROTO;
+      }
+      tx_ring_len_ = ring_bytes(entries);
+      int rc = mem::Region::map_peer(fd, tx_ring_len_, PROT_READ | PROT_WRITE, &tx_ring_map_);
+      ::close(fd);
+      if (rc) {
+        tx_ring_map_ = nullptr;
+        return -EPROTO;
+      }
+      tx_ring_.attach(static_cast<RingControl*>(tx_ring_map_), entries);
+      flush_imms();
+      return 0;
+    }
+    case kCtrlWake: {
+      int fd = take_fd();
+      if (fd < 0 || tx_wake_fd_ >= 0) {
+        if (fd >= 0) ::close(fd);
+        return -EPROTO;
+      }
+      tx_wake_fd_ = fd;
+      return 0;
+    }
+    case kCtrlRegion: {
+      int fd = take_fd();
+      if (fd < 0 || h.length != 28) {
+        if (fd >= 0) ::close(fd);
+        return -EPROTO;
+      }
+      PeerRegion r{};
+      uint64_t offset;
+      memcpy(&r.base, p, 8);
+      memcpy(&r.len, p + 8, 8);
+      memcpy(&offset, p + 16, 8);
+      memcpy(&r.rkey, p + 24, 4);
+      if (r.len == 0 || offset > (1ull << 40) || r.len > (1ull << 40)) {
+        ::close(fd);
+        return -EPROTO;
+      }
+      r.map_len = offset + r.len;
+      int rc = mem::Region::map_peer(fd, r.map_len, PROT_READ | PROT_WRITE, &r.map_base);
+      ::close(fd);
+      if (rc) return -EPROTO;  // a short or unsealed fd is refused
+      r.map = static_cast<uint8_t*>(r.map_base) + offset;
+      peer_regions_.push_back(r);
+      return 0;
+    }
+    case kCtrlAddr: {
+      if (active_ || h.length < 2 || p[0] > sizeof(sockaddr_in6) || h.length < 2u + p[0])
+        return -EPROTO;
+      uint8_t l1 = p[0], l2 = p[1 + l1];
+      if (l2 > sizeof(sockaddr_in6) || h.length != 2u + l1 + l2) return -EPROTO;
+      peer_len_ = l1;
+      memcpy(&peer_, p + 1, l1);
+      local_len_ = l2;
+      memcpy(&local_, p + 2 + l1, l2);
+      return 0;
+    }
+  }
+  return StreamEndpoint::on_ctrl_frame(h, p);
+}
+
+uint8_t* ShmEndpoint::resolve_peer(uint32_t rkey, uint64_t addr, uint32_t len) const {
+  for (const PeerRegion& r : peer_regions_) {
+    if (r.rkey != rkey) continue;
+    if (addr < r.base || len > r.len || addr - r.base > r.len - len) return nullptr;
+    return r.map + (addr - r.base);
+  }
+  return nullptr;
+}
+
+void ShmEndpoint::kick_peer() {
+  uint64_t one = 1;
+  if (tx_wake_fd_ >= 0 && ::write(tx_wake_fd_, &one, sizeof one) < 0)
+    SS_DEBUG("shm: wake-up of peer failed");
+}
+
+void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
+  bool wake = false;
+  if (pending_imms_.empty() && tx_ring_.attached() && tx_ring_.push(imm, len, stream_seq, &wake)) {
+    if (wake) kick_peer();
+    return;
+  }
+  pending_imms_.push_back({imm, len, stream_seq});
+}
+
+void ShmEndpoint::flush_imms() {
+  bool wake = false, any = false;
+  while (!pending_imms_.empty() && tx_ring_.attached()) {
+    const PendingImm& p = pending_imms_.front();
+    bool w = false;
+    if (!tx_ring_.push(p.imm, p.len, p.stream_seq, &w)) break;
+    wake |= w;
+    any = true;
+    pending_imms_.pop_front();
+  }
+  if (any && wake) kick_peer();
+}
+
+int ShmEndpoint::post_send(const SendWr& wr) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (cm_ != Cm::kEstablished)
+    return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET : -ENOTCONN;
+  uint32_t len = 0;
+  for (int i = 0; i < wr.num_sge; i++) len += wr.sge[i].length;
+  if (!tx_ring_.attached()) progress_locked();  // the peer's ring may be on its way
+  uint8_t* dst = len ? resolve_peer(wr.rkey, wr.remote_addr, len) : nullptr;
+  if (len && !dst && peer_regions_.empty()) {
+    progress_locked();
+    dst = resolve_peer(wr.rkey, wr.remote_addr, len);
+  }
+  if (dst || len == 0) {
+    // Fast path: the copy is the transfer.
+    for (int i = 0; i < wr.num_sge; i++) {
+      memcpy(dst, reinterpret_cast<const void*>(wr.sge[i].addr), wr.sge[i].length);
+      dst += wr.sge[i].length;
+    }
+    if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, static_cast<uint32_t>(tx_frames_));
+    cq_.push_back({wr.wr_id, 0, WcOp::kSend, 0, 0});
+    return 0;
+  }
+  // Slow path: the payload goes on the stream; the immediate follows in the
+  // ring, ordered after that frame.
+  FrameHeader h{FrameType::kWrite, 0, len, wr.remote_addr, wr.rkey, 0};
+  int rc = queue_frame(h, wr.sge, wr.num_sge, wr.wr_id, true, wr.inline_data);
+  if (rc) return rc;
+  if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, static_cast<uint32_t>(tx_frames_));
+  return 0;
+}
+
+void ShmEndpoint::drain_ring() {
+  if (!rx_ring_.attached()) return;
+  while (const RingEntry* e = rx_ring_.peek()) {
+    // Frames sent before this entry (slow-path payloads) must land first.
+    if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) {
+      progress_locked();
+      if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) return;
+    }
+    if (cq_.size() >= max_cq_) {
+      SS_WARN("shm: peer overran its receive credits; connection failed");
+      fail(EPROTO, Cm::kFailed);
+      return;
+    }
+    cq_.push_back({0, 0, WcOp::kRecvImm, e->imm, e->len});
+    rx_ring_.pop();
+  }
+}
+
+int ShmEndpoint::poll_cq(Completion* wc, int max) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (cm_ == Cm::kEstablished) drain_ring();
+  if (cq_.empty() && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
+  if (!pending_imms_.empty()) flush_imms();
+  if (!sendq_.empty()) flush_sends();
+  int n = 0;
+  while (n < max && !cq_.empty()) {
+    wc[n++] = cq_.front();
+    cq_.pop_front();
+  }
+  if (n) idle_polls_ = 0;
+  return n;
+}
+
+int ShmEndpoint::arm() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  // Before sleeping, look at the stream once: it may hold frames or EOF.
+  progress_locked();
+  int r = StreamEndpoint::arm();
+  if (r) return r;
+  if (rx_ring_.attached() && rx_ring_.prepare_sleep()) return 1;
+  return 0;
+}
+
+void ShmEndpoint::ack_events() {
+  uint64_t v;
+  if (::read(rx_wake_fd_, &v, sizeof v) < 0) { /* spurious */ }
+  StreamEndpoint::ack_events();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (rx_ring_.attached()) rx_ring_.woke();
+}
+
+int ShmEndpoint::set_async_progress(bool on) {
+  int rc = StreamEndpoint::set_async_progress(on);
+  if (rc || !on || notify_fd_ < 0) return rc;
+  // The application sleeps on the epoll set: include the async notifier.
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = notify_fd_;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, notify_fd_, &ev) < 0 && errno != EEXIST) return -errno;
+  return 0;
+}
+
+int ShmEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
+  if (!local_len_) return -ENOTCONN;
+  *addr = local_;
+  *len = local_len_;
+  return 0;
+}
+
+int ShmEndpoint::peer_name(sockaddr_storage* addr, socklen_t* len) const {
+  if (!peer_len_) return -ENOTCONN;
+  *addr = peer_;
+  *len = peer_len_;
+  return 0;
+}
+
+}  // namespace ss::prov::shm

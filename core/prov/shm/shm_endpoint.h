@@ -1,0 +1,103 @@
+// The shm provider: peers on one host. The connection's unix stream socket
+// (soft CM, frame.h) carries the handshake, the memfds of registered
+// memory (SCM_RIGHTS, only to this connected and credential-checked peer)
+// and any write whose target the sender cannot map. Writes into mapped
+// peer memory are a memcpy; immediates travel in a completion ring in
+// shared memory, with an eventfd kick only when the receiver sleeps.
+#pragma once
+#include <poll.h>
+#include <sys/un.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core/mem/region.h"
+#include "core/prov/shm/ring.h"
+#include "core/prov/soft/stream_endpoint.h"
+
+namespace ss::prov::shm {
+
+class ShmEndpoint : public soft::StreamEndpoint {
+ public:
+  // Active: `ufd` is a unix stream socket connecting to the peer's
+  // rendezvous; `local`/`peer` are the rsocket names reported to the peer.
+  static std::unique_ptr<ShmEndpoint> make_active(int ufd, const sockaddr_storage& local,
+                                                  socklen_t local_len, const sockaddr* dst,
+                                                  socklen_t dst_len);
+  static std::unique_ptr<Endpoint> make_passive(int ufd, const uint8_t* pdata, size_t len);
+  ~ShmEndpoint() override;
+
+  uint32_t caps() const override;
+  int setup(EndpointAttr* attr) override;
+  int reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) override;
+  void dereg_mr(MemoryRegion* mr) override;
+  int connect(const void* pdata, size_t len) override;
+  int accept(const void* pdata, size_t len) override;
+  int post_send(const SendWr& wr) override;
+  int poll_cq(Completion* wc, int max) override;
+  int arm() override;
+  int event_fd() const override { return epfd_; }
+  short event_mask() const override { return POLLIN; }
+  void ack_events() override;
+  int set_async_progress(bool on) override;
+  int local_name(sockaddr_storage* addr, socklen_t* len) const override;
+  int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
+  int descriptor_fd() const override;
+
+ protected:
+  int on_ctrl_frame(const soft::FrameHeader& h, const uint8_t* payload) override;
+  ssize_t rx_read(void* buf, size_t len) override;
+
+ private:
+  struct PeerRegion {
+    uint32_t rkey;
+    uint64_t base;  // the owner's address
+    uint64_t len;
+    uint8_t* map;   // our mapping of [offset, offset+len)
+    void* map_base;
+    size_t map_len;
+  };
+  struct Announce {
+    uint32_t rkey;
+    void* addr;
+    size_t len;
+  };
+  struct PendingImm {
+    uint32_t imm, len, stream_seq;
+  };
+
+  ShmEndpoint(int ufd, bool active);
+  int init_common();
+  void send_announcements();
+  void announce_region(const Announce& a);
+  uint8_t* resolve_peer(uint32_t rkey, uint64_t addr, uint32_t len) const;
+  void push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq);
+  void flush_imms();
+  void drain_ring();
+  void kick_peer();
+
+  int epfd_ = -1;
+  int rx_wake_fd_ = -1;  // ours; the peer writes it
+  int tx_wake_fd_ = -1;  // the peer's
+  std::unique_ptr<mem::Region> rx_ring_region_;
+  uint32_t rx_ring_entries_ = 0;
+  RingReader rx_ring_;
+  void* tx_ring_map_ = nullptr;
+  size_t tx_ring_len_ = 0;
+  RingWriter tx_ring_;
+  std::deque<PendingImm> pending_imms_;
+  std::vector<PeerRegion> peer_regions_;
+  std::vector<Announce> to_announce_;
+  bool announced_ = false;
+  std::deque<int> rx_fds_;  // received with SCM_RIGHTS, consumed in frame order
+  unsigned idle_polls_ = 0;
+  sockaddr_storage local_{}, peer_{};
+  socklen_t local_len_ = 0, peer_len_ = 0;
+};
+
+// Abstract unix-socket name of the shm rendezvous for a listening address.
+int rendezvous_name(const sockaddr* addr, socklen_t len, struct sockaddr_un* out,
+                    socklen_t* out_len);
+
+}  // namespace ss::prov::shm

@@ -1,0 +1,144 @@
+#!/bin/bash
+# rstream and rcopy on Slipstream across two network namespaces joined by a
+# veth pair: the peer is another "host", so the software provider must be
+# tcp, and SLIPSTREAM_PROVIDER=auto (unset) must pick tcp too (checked in
+# the library's debug log when it names the provider).
+#
+# The test creates ss-a-PID and ss-b-PID, a veth pair between them with
+# 10.213.1.1/24 (server, in ss-a) and 10.213.1.2/24 (client, in ss-b), and
+# removes both namespaces on exit.  Nothing is configured, and no traffic
+# is sent, outside those namespaces.  Needs root; skipped otherwise.
+#
+# Run from the build directory: bash $srcdir/tests/ext/netns.sh
+set -u
+. "$(dirname "$0")/common.sh" || { echo "ERROR: $0: common.sh not found"; exit 99; }
+[ "$(id -u)" = 0 ] || ext_skip_all "needs root to create network namespaces"
+command -v ip >/dev/null 2>&1 || ext_skip_all "'ip' (iproute2) not found"
+ext_init rstream rcopy
+
+NS_A=ss-a-$$
+NS_B=ss-b-$$
+ADDR_A=10.213.1.1
+ADDR_B=10.213.1.2
+ns_made=()
+
+# shellcheck disable=SC2317  # called by common.sh's EXIT trap
+ext_cleanup_hook() {
+  local ns
+  for ns in ${ns_made[@]+"${ns_made[@]}"}; do
+    ip netns del "$ns" 2>/dev/null
+  done
+}
+
+# Set-up failures are the host's limits (no netns, no veth): skip.
+setup() {
+  local out ns
+  for ns in "$NS_A" "$NS_B"; do
+    out=$(ip netns add "$ns" 2>&1) || ext_skip_all "ip netns add $ns failed: $out"
+    ns_made+=("$ns")
+    out=$(ip -n "$ns" link set lo up 2>&1) || ext_skip_all "lo up in $ns failed: $out"
+  done
+  out=$(ip -n "$NS_A" link add veth-a type veth peer name veth-b netns "$NS_B" 2>&1) ||
+    ext_skip_all "creating the veth pair failed: $out"
+  if ! { ip -n "$NS_A" addr add "$ADDR_A/24" dev veth-a &&
+         ip -n "$NS_B" addr add "$ADDR_B/24" dev veth-b &&
+         ip -n "$NS_A" link set veth-a up &&
+         ip -n "$NS_B" link set veth-b up; }; then
+    ext_skip_all "configuring the veth pair failed"
+  fi
+  # Wait for the link (carrier) on both ends.
+  local i
+  for i in $(seq 50); do
+    if ip -n "$NS_A" link show veth-a | grep -q LOWER_UP &&
+       ip -n "$NS_B" link show veth-b | grep -q LOWER_UP; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  ext_skip_all "the veth pair did not come up"
+}
+setup
+echo "$ext_name: namespaces $NS_A ($ADDR_A, servers) and $NS_B ($ADDR_B, clients)"
+PFX_S=(ip netns exec "$NS_A")
+PFX_C=(ip netns exec "$NS_B")
+
+# check_auto_kind : with provider auto, fail the case if the library logged
+# a provider other than tcp.
+check_auto_kind() {
+  local kinds
+  kinds=$(grep -ohE 'connected over [a-z]+' "$CASE_DIR/c.err" "$CASE_DIR/s.err" 2>/dev/null |
+    awk '{print $3}' | sort -u | tr '\n' ' ')
+  kinds=${kinds% }
+  if [ -n "$kinds" ] && [ "$kinds" != tcp ]; then
+    WHY="${WHY:+$WHY; }auto picked '$kinds', not tcp, for a peer in another namespace"
+  elif [ -z "$kinds" ] && [ -z "$WHY" ]; then
+    AUTO_NOTE=" (the library did not log which provider it used)"
+  fi
+}
+
+rstream_case() {
+  local label=$1 args=$2
+  # shellcheck disable=SC2086  # $args holds words without spaces
+  ext_pair rstream -b "$ADDR_A" -p @PORT@ $args -- rstream -s "$ADDR_A" -p @PORT@ $args
+  ext_stream_verdict
+  AUTO_NOTE=
+  [ "$label" != auto ] || check_auto_kind
+  ext_report "$label: rstream $ADDR_B -> $ADDR_A $args$AUTO_NOTE"
+}
+
+SRC_FILE=$TMPD/src
+head -c 1048583 /dev/urandom >"$SRC_FILE" || ext_hard_error "cannot write $SRC_FILE"
+
+rcopy_case() {
+  local label=$1 dst
+  ext_new_case
+  ext_next_port
+  dst=$TMPD/dst-$ext_case
+  ext_start_server rcopy -p "$PORT"
+  ext_run_client rcopy "$SRC_FILE" "$ADDR_A:$dst" -p "$PORT"
+  WHY=
+  if ext_timed_out "$C_RC"; then
+    WHY="client hung (killed after ${EXT_TIMEOUT}s)"
+  elif [ "$C_RC" -ne 0 ]; then
+    WHY="client exit $C_RC"
+  elif [ ! -f "$dst" ]; then
+    WHY="no destination file"
+  elif ! cmp -s "$SRC_FILE" "$dst"; then
+    WHY="copy differs: $(cmp "$SRC_FILE" "$dst" 2>&1 | head -n1)"
+  fi
+  if ! kill -0 "$SPID" 2>/dev/null; then
+    wait "$SPID" 2>/dev/null
+    WHY="${WHY:+$WHY; }server died (exit $?)"
+  fi
+  kill -TERM "$SPID" 2>/dev/null
+  wait "$SPID" 2>/dev/null
+  AUTO_NOTE=
+  [ "$label" != auto ] || check_auto_kind
+  ext_report "$label: rcopy 1048583 B $ADDR_B -> $ADDR_A$AUTO_NOTE"
+  rm -f "$dst"
+}
+
+echo "== plain kernel sockets (rstream -T s, no preload): harness sanity"
+run_env_plain
+before=$n_fail
+rstream_case kernel "-T s -T b -T v -S 65536 -C 100"
+n_sanity_fail=$((n_fail - before))
+
+for prov in tcp auto; do
+  if [ "$prov" = auto ]; then
+    echo "== provider auto (SLIPSTREAM_PROVIDER unset; debug log names the provider)"
+    run_env_preload ""
+    RUN_ENV+=(SLIPSTREAM_LOG_LEVEL=debug)
+  else
+    echo "== provider $prov (librsocket.so preloaded on both ends)"
+    run_env_preload "$prov"
+  fi
+  for m in b n; do
+    for sc in 64:1000 1048576:20; do
+      rstream_case "$prov" "-T $m -T v -S ${sc%%:*} -C ${sc##*:}"
+    done
+  done
+  rcopy_case "$prov"
+done
+
+ext_finish

@@ -1,0 +1,203 @@
+// Shared helpers of the rsocket conformance suite: provider selection and
+// probing, loopback addresses, connected pairs, patterns, timed waits and
+// process accounting. Everything here uses only the public rsocket API
+// (include/rdma/rsocket.h) plus core/base/config to switch providers.
+#pragma once
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "include/rdma/rsocket.h"
+
+namespace rsconf {
+
+// ---------------------------------------------------------------------------
+// Providers and parameters
+
+struct ConnParam {
+  const char* provider;  // "tcp", "shm"
+  int family;            // AF_INET, AF_INET6
+};
+
+// Every provider the suite runs on. A provider that is not built/usable
+// shows as SKIPPED with the reason (never as passed).
+std::vector<ConnParam> all_params();
+std::string param_name(const ::testing::TestParamInfo<ConnParam>& info);
+
+// SLIPSTREAM_PROVIDER=name, then ss::config::reload().
+void select_provider(const char* name);
+
+// Tries one loopback connection with the current provider. Returns true
+// and leaves *skip_reason empty when it works; returns true with a reason
+// when the provider (or the address family) is not available (ENOTSUP,
+// ENODEV, no IPv6 loopback); returns false (and records a failure) on any
+// other error: a provider that is there must work.
+bool probe(const char* provider, int family, std::string* skip_reason);
+
+// Base fixture of the parametrised suites: selects the provider, probes it,
+// skips with the reason when it is unavailable.
+class ConnTest : public ::testing::TestWithParam<ConnParam> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  int family() const { return GetParam().family; }
+  const char* provider() const { return GetParam().provider; }
+};
+
+// ---------------------------------------------------------------------------
+// Descriptors and addresses
+
+// Owns an rsocket descriptor: rclose on destruction.
+class RFd {
+ public:
+  RFd() = default;
+  explicit RFd(int fd) : fd_(fd) {}
+  ~RFd() { reset(); }
+  RFd(RFd&& o) noexcept : fd_(o.release()) {}
+  RFd& operator=(RFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  RFd(const RFd&) = delete;
+  RFd& operator=(const RFd&) = delete;
+  int get() const { return fd_; }
+  operator int() const { return fd_; }  // NOLINT: used as an fd everywhere
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Owns a plain kernel descriptor: close on destruction.
+class KFd {
+ public:
+  KFd() = default;
+  explicit KFd(int fd) : fd_(fd) {}
+  ~KFd() { reset(); }
+  KFd(KFd&& o) noexcept : fd_(o.release()) {}
+  KFd& operator=(KFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  KFd(const KFd&) = delete;
+  KFd& operator=(const KFd&) = delete;
+  int get() const { return fd_; }
+  operator int() const { return fd_; }  // NOLINT
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+struct Addr {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss); }
+  sockaddr* sa() { return reinterpret_cast<sockaddr*>(&ss); }
+  int family() const { return ss.ss_family; }
+  uint16_t port() const;
+  std::string str() const;
+};
+
+Addr loopback(int family, uint16_t port = 0);
+// True when both name the same address and port (family-aware).
+bool same_endpoint(const Addr& a, const Addr& b);
+// A loopback port nobody listens on right now (bound then released).
+uint16_t unused_port(int family);
+
+// A listening rsocket on the loopback address, port 0 (ephemeral, read back
+// with rgetsockname). `setup` runs on the socket before rbind.
+struct Listener {
+  RFd fd;
+  Addr addr;
+};
+void make_listener(int family, Listener* l, const std::function<void(int)>& setup = {},
+                   int backlog = 64);
+
+// A connected pair on loopback. `client_setup` runs on the client before
+// rconnect, `listener_setup` on the listener before rlisten (accepted
+// sockets inherit its options). The listener is closed unless keep_listener.
+struct Pair {
+  Listener listener;
+  RFd client;
+  RFd server;
+};
+void connect_pair(int family, Pair* p, const std::function<void(int)>& client_setup = {},
+                  const std::function<void(int)>& listener_setup = {},
+                  bool keep_listener = false);
+// rconnect in a thread while this thread raccepts.
+void connect_to(int family, const Listener& l, RFd* client, RFd* server,
+                const std::function<void(int)>& client_setup = {});
+
+// ---------------------------------------------------------------------------
+// Data
+
+void fill_pattern(uint8_t* buf, size_t len, uint64_t seed, uint64_t offset = 0);
+// Index of the first wrong byte, or SIZE_MAX when all match.
+size_t check_pattern(const uint8_t* buf, size_t len, uint64_t seed, uint64_t offset = 0);
+
+// Blocking loops over short counts. Return bytes done; *err gets errno of
+// the call that stopped early (0 at EOF).
+size_t send_all(int fd, const void* buf, size_t len, int* err = nullptr, int flags = 0);
+size_t recv_all(int fd, void* buf, size_t len, int* err = nullptr, int flags = 0);
+
+// Streams `len` pattern bytes in chunks of up to `chunk` (pseudo-random
+// sizes when randomize).
+size_t send_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize,
+                    int* err = nullptr);
+// Receives and verifies; returns bytes received; *bad_at gets the first
+// mismatching stream offset or SIZE_MAX.
+size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize,
+                    size_t* bad_at, int* err = nullptr);
+
+// ---------------------------------------------------------------------------
+// Waiting and accounting
+
+// Runs fn on a thread and waits up to `seconds` for it. On timeout, calls
+// `unblock` (e.g. rshutdown of the socket fn waits on) and waits again; if
+// fn is still stuck the process aborts (a test must not hang). Returns
+// false when the first wait timed out.
+bool run_with_timeout(const std::function<void()>& fn, int seconds,
+                      const std::function<void()>& unblock = {});
+
+// rpoll on one descriptor until `events` show (or timeout_ms). Returns revents.
+short wait_events(int fd, short events, int timeout_ms = 10000);
+
+int count_threads();
+int count_fds();
+std::set<std::string> list_dir(const char* path);
+// Lines of /proc/self/maps naming /dev/shm or a memfd.
+std::vector<std::string> shared_mappings();
+
+// The current test's name, e.g. "Providers/DataTest.Foo/tcp_v4".
+std::string current_test_name();
+
+// Per-test watchdog (seconds; RS_CONFORMANCE_TIMEOUT overrides).
+int watchdog_seconds();
+
+}  // namespace rsconf

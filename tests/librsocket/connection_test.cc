@@ -1,0 +1,449 @@
+// Connection behaviour on every provider and address family: connect
+// (blocking, non-blocking, to itself), names, blocking modes, MSG_PEEK,
+// MSG_WAITALL, shutdown, rclose, rfcntl.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/librsocket/conformance.h"
+
+namespace rsconf {
+namespace {
+
+class ConnectionTest : public ConnTest {};
+
+std::string errstr(int e) { return std::to_string(e) + " (" + strerror(e) + ")"; }
+
+TEST_P(ConnectionTest, BlockingExchangeBothWays) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  const char ping[] = "ping from client";
+  const char pong[] = "pong from server";
+  ASSERT_EQ(static_cast<ssize_t>(sizeof ping), rsend(p.client, ping, sizeof ping, 0))
+      << strerror(errno);
+  char buf[64] = {};
+  ASSERT_EQ(sizeof ping, recv_all(p.server, buf, sizeof ping));
+  EXPECT_STREQ(ping, buf);
+  ASSERT_EQ(static_cast<ssize_t>(sizeof pong), rwrite(p.server, pong, sizeof pong))
+      << strerror(errno);
+  memset(buf, 0, sizeof buf);
+  size_t got = 0;
+  while (got < sizeof pong) {
+    ssize_t n = rread(p.client, buf + got, sizeof pong - got);
+    ASSERT_GT(n, 0) << "rread: " << strerror(errno);
+    got += static_cast<size_t>(n);
+  }
+  EXPECT_STREQ(pong, buf);
+}
+
+// One thread connects to its own listener without a concurrent raccept: the
+// passive side completes without the application (upstream #512).
+TEST_P(ConnectionTest, SingleThreadConnectsToOwnListener) {
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  int rc = -1, e = 0;
+  bool in_time = run_with_timeout(
+      [&] {
+        rc = rconnect(c, l.addr.sa(), l.addr.len);
+        e = errno;
+      },
+      30, [&] { rshutdown(c, SHUT_RDWR); });
+  ASSERT_TRUE(in_time) << "rconnect to an own listener blocked until raccept was called";
+  ASSERT_EQ(0, rc) << strerror(e);
+  RFd s(raccept(l.fd, nullptr, nullptr));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+  ASSERT_EQ(3, rsend(c, "abc", 3, 0));
+  char b[3];
+  ASSERT_EQ(3u, recv_all(s, b, 3));
+  EXPECT_EQ(0, memcmp(b, "abc", 3));
+}
+
+TEST_P(ConnectionTest, NamesMatchBothEnds) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, {}, {}, /*keep_listener=*/true));
+  Addr c_local, c_peer, s_local, s_peer;
+  c_local.len = c_peer.len = s_local.len = s_peer.len = sizeof(sockaddr_storage);
+  ASSERT_EQ(0, rgetsockname(p.client, c_local.sa(), &c_local.len)) << strerror(errno);
+  ASSERT_EQ(0, rgetpeername(p.client, c_peer.sa(), &c_peer.len)) << strerror(errno);
+  ASSERT_EQ(0, rgetsockname(p.server, s_local.sa(), &s_local.len)) << strerror(errno);
+  ASSERT_EQ(0, rgetpeername(p.server, s_peer.sa(), &s_peer.len)) << strerror(errno);
+  for (const Addr* a : {&c_local, &c_peer, &s_local, &s_peer}) {
+    EXPECT_EQ(family(), a->family()) << a->str();
+    EXPECT_EQ(family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in), a->len);
+    EXPECT_NE(0, a->port()) << a->str();
+  }
+  EXPECT_TRUE(same_endpoint(c_peer, p.listener.addr))
+      << "client's peer " << c_peer.str() << " vs listener " << p.listener.addr.str();
+  EXPECT_TRUE(same_endpoint(s_local, p.listener.addr))
+      << "accepted socket's name " << s_local.str() << " vs listener " << p.listener.addr.str();
+  EXPECT_TRUE(same_endpoint(c_local, s_peer))
+      << "client's name " << c_local.str() << " vs server's peer " << s_peer.str();
+
+  // raccept fills in the same peer address.
+  RFd c2, s2;
+  ASSERT_NO_FATAL_FAILURE(connect_to(family(), p.listener, &c2, &s2));
+  Addr c2_local;
+  c2_local.len = sizeof c2_local.ss;
+  ASSERT_EQ(0, rgetsockname(c2, c2_local.sa(), &c2_local.len));
+  RFd c3(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c3.get(), 0);
+  ASSERT_EQ(0, rconnect(c3, p.listener.addr.sa(), p.listener.addr.len)) << strerror(errno);
+  Addr from;
+  from.len = sizeof from.ss;
+  RFd s3(raccept(p.listener.fd, from.sa(), &from.len));
+  ASSERT_GE(s3.get(), 0) << strerror(errno);
+  Addr c3_local;
+  c3_local.len = sizeof c3_local.ss;
+  ASSERT_EQ(0, rgetsockname(c3, c3_local.sa(), &c3_local.len));
+  EXPECT_TRUE(same_endpoint(from, c3_local)) << from.str() << " vs " << c3_local.str();
+
+  // A short buffer is filled partly; the length says the real size.
+  Addr small;
+  small.len = 4;
+  ASSERT_EQ(0, rgetpeername(p.client, small.sa(), &small.len));
+  EXPECT_EQ(c_peer.len, small.len);
+}
+
+TEST_P(ConnectionTest, NonblockingConnectInProgressThenPolloutThenSoError0) {
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  RFd c(rsocket(family(), SOCK_STREAM | SOCK_NONBLOCK, 0));
+  ASSERT_GE(c.get(), 0) << strerror(errno);
+  int fl = rfcntl(c, F_GETFL);
+  ASSERT_NE(-1, fl);
+  EXPECT_TRUE(fl & O_NONBLOCK) << "SOCK_NONBLOCK not applied at rsocket()";
+  int rc = rconnect(c, l.addr.sa(), l.addr.len);
+  int e = errno;
+  if (rc != 0) {
+    ASSERT_EQ(EINPROGRESS, e) << "non-blocking rconnect: " << errstr(e);
+    // Data calls while connecting do not block.
+    char b;
+    ssize_t n = rrecv(c, &b, 1, 0);
+    EXPECT_EQ(-1, n);
+    rc = rconnect(c, l.addr.sa(), l.addr.len);
+    if (rc != 0) {
+      EXPECT_TRUE(errno == EALREADY || errno == EISCONN) << errstr(errno);
+    }
+  }
+  short rev = wait_events(c, POLLOUT, 20000);
+  ASSERT_TRUE(rev & POLLOUT) << "revents " << rev;
+  EXPECT_FALSE(rev & (POLLERR | POLLHUP | POLLNVAL)) << "revents " << rev;
+  int err = -1;
+  socklen_t len = sizeof err;
+  ASSERT_EQ(0, rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len)) << strerror(errno);
+  EXPECT_EQ(0, err) << strerror(err);
+  EXPECT_EQ(-1, rconnect(c, l.addr.sa(), l.addr.len));
+  EXPECT_EQ(EISCONN, errno) << errstr(errno);
+
+  ASSERT_TRUE(wait_events(l.fd, POLLIN) & POLLIN);
+  RFd s(raccept(l.fd, nullptr, nullptr));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+  ASSERT_EQ(5, rsend(c, "hello", 5, 0)) << strerror(errno);
+  char b[5];
+  ASSERT_EQ(5u, recv_all(s, b, 5));
+  EXPECT_EQ(0, memcmp(b, "hello", 5));
+}
+
+TEST_P(ConnectionTest, NonblockingConnectRefusedReportsSoError) {
+  uint16_t port = unused_port(family());
+  ASSERT_NE(0, port);
+  Addr a = loopback(family(), port);
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  ASSERT_EQ(0, rfcntl(c, F_SETFL, O_NONBLOCK));
+  int rc = rconnect(c, a.sa(), a.len);
+  if (rc == 0) FAIL() << "rconnect to a port nobody listens on succeeded";
+  if (errno == ECONNREFUSED) return;  // refused at once: allowed
+  ASSERT_EQ(EINPROGRESS, errno) << errstr(errno);
+  short rev = wait_events(c, POLLOUT, 20000);
+  EXPECT_TRUE(rev & (POLLERR | POLLOUT)) << "revents " << rev;
+  EXPECT_TRUE(rev & POLLERR) << "a refused connect shows POLLERR; revents " << rev;
+  int err = -1;
+  socklen_t len = sizeof err;
+  ASSERT_EQ(0, rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len));
+  EXPECT_EQ(ECONNREFUSED, err) << errstr(err);
+  err = -1;
+  ASSERT_EQ(0, rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len));
+  EXPECT_EQ(0, err) << "SO_ERROR must clear the pending error";
+}
+
+TEST_P(ConnectionTest, FcntlNonblockRecvEagainThenData) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  int fl = rfcntl(p.server, F_GETFL);
+  ASSERT_NE(-1, fl) << strerror(errno);
+  EXPECT_FALSE(fl & O_NONBLOCK);
+  ASSERT_EQ(0, rfcntl(p.server, F_SETFL, fl | O_NONBLOCK)) << strerror(errno);
+  EXPECT_TRUE(rfcntl(p.server, F_GETFL) & O_NONBLOCK);
+  char b[16];
+  EXPECT_EQ(-1, rrecv(p.server, b, sizeof b, 0));
+  EXPECT_EQ(EAGAIN, errno) << errstr(errno);
+  EXPECT_EQ(-1, rread(p.server, b, sizeof b));
+  EXPECT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << errstr(errno);
+  ASSERT_EQ(4, rsend(p.client, "data", 4, 0));
+  ASSERT_TRUE(wait_events(p.server, POLLIN) & POLLIN);
+  ASSERT_EQ(4, rrecv(p.server, b, sizeof b, 0)) << strerror(errno);
+  EXPECT_EQ(0, memcmp(b, "data", 4));
+  ASSERT_EQ(0, rfcntl(p.server, F_SETFL, fl & ~O_NONBLOCK));
+  EXPECT_FALSE(rfcntl(p.server, F_GETFL) & O_NONBLOCK);
+  // Blocking again: a later send is received by a blocking rrecv.
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    rsend(p.client, "x", 1, 0);
+  });
+  EXPECT_EQ(1, rrecv(p.server, b, 1, 0)) << strerror(errno);
+  t.join();
+}
+
+TEST_P(ConnectionTest, MsgDontwaitOnBlockingSocket) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  char b[8];
+  EXPECT_EQ(-1, rrecv(p.client, b, sizeof b, MSG_DONTWAIT));
+  EXPECT_EQ(EAGAIN, errno) << errstr(errno);
+  EXPECT_FALSE(rfcntl(p.client, F_GETFL) & O_NONBLOCK) << "MSG_DONTWAIT changed the socket";
+  ASSERT_EQ(3, rsend(p.server, "abc", 3, MSG_DONTWAIT)) << strerror(errno);
+  ASSERT_TRUE(wait_events(p.client, POLLIN) & POLLIN);
+  EXPECT_EQ(3, rrecv(p.client, b, sizeof b, MSG_DONTWAIT)) << strerror(errno);
+  EXPECT_EQ(-1, rrecvfrom(p.client, b, sizeof b, MSG_DONTWAIT, nullptr, nullptr));
+  EXPECT_EQ(EAGAIN, errno) << errstr(errno);
+}
+
+TEST_P(ConnectionTest, NonblockingListenerAndAcceptedFlags) {
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l, [](int fd) {
+    ASSERT_EQ(0, rfcntl(fd, F_SETFL, O_NONBLOCK));
+    ASSERT_EQ(0, rfcntl(fd, F_SETFD, FD_CLOEXEC));
+  }));
+  EXPECT_EQ(-1, raccept(l.fd, nullptr, nullptr));
+  EXPECT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << errstr(errno);
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  ASSERT_EQ(0, rconnect(c, l.addr.sa(), l.addr.len)) << strerror(errno);
+  ASSERT_TRUE(wait_events(l.fd, POLLIN) & POLLIN);
+  RFd s(raccept(l.fd, nullptr, nullptr));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+  // Linux accept(): neither O_NONBLOCK nor FD_CLOEXEC is inherited (DESIGN
+  // reference §18 #22).
+  EXPECT_FALSE(rfcntl(s, F_GETFL) & O_NONBLOCK);
+  EXPECT_EQ(0, rfcntl(s, F_GETFD) & FD_CLOEXEC);
+}
+
+TEST_P(ConnectionTest, FcntlFlags) {
+  RFd a(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(a.get(), 0);
+  int fl = rfcntl(a, F_GETFL);
+  ASSERT_NE(-1, fl) << strerror(errno);
+  EXPECT_EQ(O_RDWR, fl & O_ACCMODE);
+  EXPECT_FALSE(fl & O_NONBLOCK);
+  ASSERT_EQ(0, rfcntl(a, F_SETFL, fl | O_NONBLOCK));
+  EXPECT_TRUE(rfcntl(a, F_GETFL) & O_NONBLOCK);
+  ASSERT_EQ(0, rfcntl(a, F_SETFL, fl));
+  EXPECT_FALSE(rfcntl(a, F_GETFL) & O_NONBLOCK);
+  EXPECT_EQ(0, rfcntl(a, F_GETFD));
+  ASSERT_EQ(0, rfcntl(a, F_SETFD, FD_CLOEXEC));
+  EXPECT_EQ(FD_CLOEXEC, rfcntl(a, F_GETFD));
+  ASSERT_EQ(0, rfcntl(a, F_SETFD, 0));
+  EXPECT_EQ(0, rfcntl(a, F_GETFD));
+
+  RFd b(rsocket(family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  ASSERT_GE(b.get(), 0) << strerror(errno);
+  EXPECT_TRUE(rfcntl(b, F_GETFL) & O_NONBLOCK);
+  EXPECT_EQ(FD_CLOEXEC, rfcntl(b, F_GETFD));
+
+  // Only the four commands are supported (upstream: ENOTSUP otherwise).
+  EXPECT_EQ(-1, rfcntl(a, F_GETOWN));
+  EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+
+  // The flags hold on a connected socket too.
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  ASSERT_EQ(0, rfcntl(p.client, F_SETFD, FD_CLOEXEC));
+  EXPECT_EQ(FD_CLOEXEC, rfcntl(p.client, F_GETFD));
+  ASSERT_EQ(0, rfcntl(p.client, F_SETFL, O_NONBLOCK));
+  EXPECT_TRUE(rfcntl(p.client, F_GETFL) & O_NONBLOCK);
+}
+
+TEST_P(ConnectionTest, MsgPeekDoesNotConsume) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  ASSERT_EQ(6, rsend(p.client, "abcdef", 6, 0));
+  ASSERT_TRUE(wait_events(p.server, POLLIN) & POLLIN);
+  char b[16] = {};
+  ASSERT_EQ(3, rrecv(p.server, b, 3, MSG_PEEK)) << strerror(errno);
+  EXPECT_EQ(0, memcmp(b, "abc", 3));
+  memset(b, 0, sizeof b);
+  ASSERT_EQ(6, rrecv(p.server, b, sizeof b, MSG_PEEK));
+  EXPECT_EQ(0, memcmp(b, "abcdef", 6));
+  // Partly consume, then peek at the rest.
+  ASSERT_EQ(2, rrecv(p.server, b, 2, 0));
+  EXPECT_EQ(0, memcmp(b, "ab", 2));
+  memset(b, 0, sizeof b);
+  ASSERT_EQ(4, rrecv(p.server, b, sizeof b, MSG_PEEK | MSG_DONTWAIT));
+  EXPECT_EQ(0, memcmp(b, "cdef", 4));
+  ASSERT_EQ(4, rrecv(p.server, b, sizeof b, 0));
+  EXPECT_EQ(0, memcmp(b, "cdef", 4));
+  EXPECT_EQ(-1, rrecv(p.server, b, sizeof b, MSG_PEEK | MSG_DONTWAIT));
+  EXPECT_EQ(EAGAIN, errno) << errstr(errno);
+
+  // Peek across two separate sends.
+  ASSERT_EQ(3, rsend(p.client, "123", 3, 0));
+  ASSERT_EQ(3, rsend(p.client, "456", 3, 0));
+  ssize_t n = 0;
+  for (int i = 0; i < 1000 && n < 6; i++) {
+    ASSERT_TRUE(wait_events(p.server, POLLIN) & POLLIN);
+    n = rrecv(p.server, b, 6, MSG_PEEK);
+    ASSERT_GT(n, 0) << strerror(errno);
+    if (n < 6) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(6, n);
+  EXPECT_EQ(0, memcmp(b, "123456", 6));
+  ASSERT_EQ(6u, recv_all(p.server, b, 6));
+  EXPECT_EQ(0, memcmp(b, "123456", 6));
+}
+
+TEST_P(ConnectionTest, MsgWaitallGathersSeveralSends) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  constexpr size_t kChunk = 997, kCount = 20, kTotal = kChunk * kCount;
+  std::thread t([&] {
+    std::vector<uint8_t> buf(kChunk);
+    for (size_t i = 0; i < kCount; i++) {
+      fill_pattern(buf.data(), kChunk, 77, i * kChunk);
+      send_all(p.client, buf.data(), kChunk);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<uint8_t> got(kTotal);
+  ssize_t n = rrecv(p.server, got.data(), kTotal, MSG_WAITALL);
+  int e = errno;
+  t.join();
+  ASSERT_EQ(static_cast<ssize_t>(kTotal), n) << "MSG_WAITALL returned early; " << strerror(e);
+  EXPECT_EQ(SIZE_MAX, check_pattern(got.data(), kTotal, 77));
+
+  // At end of stream MSG_WAITALL returns what there was.
+  ASSERT_EQ(10, rsend(p.client, "0123456789", 10, 0));
+  ASSERT_EQ(0, rshutdown(p.client, SHUT_WR)) << strerror(errno);
+  char b[100];
+  EXPECT_EQ(10, rrecv(p.server, b, sizeof b, MSG_WAITALL));
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, MSG_WAITALL));
+}
+
+TEST_P(ConnectionTest, ShutdownWrQueuedDataThenEofHalfClose) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  std::vector<uint8_t> data(100000);
+  fill_pattern(data.data(), data.size(), 5);
+  ASSERT_EQ(data.size(), send_all(p.client, data.data(), data.size() / 2));
+  // The rest goes out in a thread: it may need credits the reader returns.
+  std::thread t([&] {
+    send_all(p.client, data.data() + data.size() / 2, data.size() - data.size() / 2);
+    rshutdown(p.client, SHUT_WR);
+  });
+  std::vector<uint8_t> got(data.size());
+  int err = 0;
+  ASSERT_EQ(data.size(), recv_all(p.server, got.data(), got.size(), &err)) << strerror(err);
+  t.join();
+  EXPECT_EQ(SIZE_MAX, check_pattern(got.data(), got.size(), 5));
+  char b[8];
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0)) << "no EOF after peer SHUT_WR";
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0)) << "EOF is not sticky";
+  short rev = wait_events(p.server, POLLIN, 2000);
+  EXPECT_TRUE(rev & POLLIN) << "EOF must show as readable; revents " << rev;
+
+  // Half close: the other direction still works.
+  ASSERT_EQ(5, rsend(p.server, "after", 5, 0)) << strerror(errno);
+  ASSERT_EQ(5u, recv_all(p.client, b, 5));
+  EXPECT_EQ(0, memcmp(b, "after", 5));
+
+  // Writing after our own SHUT_WR: EPIPE.
+  EXPECT_EQ(-1, rsend(p.client, "x", 1, 0));
+  EXPECT_EQ(EPIPE, errno) << errstr(errno);
+}
+
+TEST_P(ConnectionTest, ShutdownRdStopsReadingKeepsWriting) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  ASSERT_EQ(0, rshutdown(p.client, SHUT_RD)) << strerror(errno);
+  char b[8];
+  ssize_t n = -2;
+  ASSERT_TRUE(run_with_timeout([&] { n = rrecv(p.client, b, sizeof b, 0); }, 10,
+                               [&] { rsend(p.server, "u", 1, 0); }))
+      << "rrecv blocked after SHUT_RD";
+  EXPECT_EQ(0, n);
+  ASSERT_EQ(4, rsend(p.client, "more", 4, 0)) << strerror(errno);
+  ASSERT_EQ(4u, recv_all(p.server, b, 4));
+  EXPECT_EQ(0, memcmp(b, "more", 4));
+}
+
+TEST_P(ConnectionTest, ShutdownRdwrPeerReadsQueuedDataThenEof) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  ASSERT_EQ(7, rsend(p.client, "goodbye", 7, 0));
+  ASSERT_EQ(0, rshutdown(p.client, SHUT_RDWR)) << strerror(errno);
+  char b[16];
+  EXPECT_EQ(0, rrecv(p.client, b, sizeof b, 0));
+  EXPECT_EQ(-1, rsend(p.client, "x", 1, 0));
+  EXPECT_EQ(EPIPE, errno) << errstr(errno);
+  ASSERT_EQ(7u, recv_all(p.server, b, 7));
+  EXPECT_EQ(0, memcmp(b, "goodbye", 7));
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0));
+  // Writing to a peer that is gone fails (EPIPE, or ECONNRESET as upstream).
+  ssize_t n = 0;
+  for (int i = 0; i < 100 && n >= 0; i++) {
+    n = rsend(p.server, "y", 1, 0);
+    if (n >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(-1, n);
+  EXPECT_TRUE(errno == EPIPE || errno == ECONNRESET) << errstr(errno);
+}
+
+TEST_P(ConnectionTest, RcloseGivesPeerDataThenEof) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  std::vector<uint8_t> data(5000);
+  fill_pattern(data.data(), data.size(), 9);
+  ASSERT_EQ(data.size(), send_all(p.client, data.data(), data.size()));
+  int fd = p.client.release();
+  EXPECT_EQ(0, rclose(fd)) << strerror(errno);
+  std::vector<uint8_t> got(data.size());
+  ASSERT_EQ(got.size(), recv_all(p.server, got.data(), got.size()));
+  EXPECT_EQ(SIZE_MAX, check_pattern(got.data(), got.size(), 9));
+  char b;
+  EXPECT_EQ(0, rrecv(p.server, &b, 1, 0));
+  // The descriptor is gone.
+  EXPECT_EQ(-1, rsend(fd, "x", 1, 0));
+  EXPECT_EQ(EBADF, errno) << errstr(errno);
+  EXPECT_EQ(-1, rclose(fd));
+  EXPECT_EQ(EBADF, errno) << errstr(errno);
+}
+
+TEST_P(ConnectionTest, ConnectTwiceIsEisconnAndSendtoWithAddress) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, {}, {}, true));
+  EXPECT_EQ(-1, rconnect(p.client, p.listener.addr.sa(), p.listener.addr.len));
+  EXPECT_EQ(EISCONN, errno) << errstr(errno);
+  EXPECT_EQ(-1, rsendto(p.client, "x", 1, 0, p.listener.addr.sa(), p.listener.addr.len));
+  EXPECT_EQ(EISCONN, errno) << errstr(errno);
+  // Without an address rsendto is rsend.
+  ASSERT_EQ(1, rsendto(p.client, "z", 1, 0, nullptr, 0)) << strerror(errno);
+  char b;
+  ASSERT_EQ(1, rrecv(p.server, &b, 1, 0));
+  EXPECT_EQ('z', b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, ConnectionTest, ::testing::ValuesIn(all_params()),
+                         param_name);
+
+}  // namespace
+}  // namespace rsconf

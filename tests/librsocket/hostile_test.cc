@@ -1,0 +1,474 @@
+// A hostile peer on the tcp provider: a raw kernel TCP client talks to a
+// listening rsocket in this process and breaks the protocol in one way per
+// test. Each time the server must drop that connection (the raw socket
+// sees EOF or a reset), must not crash or corrupt memory (the suite also
+// runs under ASan), and must go on serving: a normal rsocket client then
+// connects and exchanges verified data.
+//
+// Frames follow core/prov/soft/frame.h; the connection data is
+// librsocket/wire.h's ConnData.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/prov/soft/frame.h"
+#include "librsocket/wire.h"
+#include "tests/librsocket/conformance.h"
+
+namespace rsconf {
+namespace {
+
+using ss::prov::soft::FrameHeader;
+using ss::prov::soft::FrameType;
+using ss::prov::soft::kFrameHeaderSize;
+using ss::prov::soft::kHelloMagic;
+using ss::prov::soft::kHelloVersion;
+using ss::rs::ConnData;
+using ss::rs::kConnDataSize;
+
+constexpr uint8_t kTcpKind = 2;  // FrameHeader flags of a tcp hello
+
+// Blocking helpers on the raw kernel socket, bounded by `ms`.
+bool raw_send(int fd, const void* buf, size_t len) {
+  const auto* p = static_cast<const uint8_t*>(buf);
+  while (len) {
+    pollfd pf{fd, POLLOUT, 0};
+    if (poll(&pf, 1, 10000) <= 0) return false;
+    ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;  // the server may have dropped us already
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool raw_recv_exact(int fd, void* buf, size_t len, int ms = 10000) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (len) {
+    pollfd pf{fd, POLLIN, 0};
+    if (poll(&pf, 1, ms) <= 0) return false;
+    ssize_t n = ::recv(fd, p, len, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void send_frame(int fd, const FrameHeader& h, const void* payload = nullptr, size_t len = 0) {
+  uint8_t hdr[kFrameHeaderSize];
+  ss::prov::soft::encode_frame(h, hdr);
+  raw_send(fd, hdr, sizeof hdr);
+  if (len) raw_send(fd, payload, len);
+}
+
+// Waits (up to 20 s) until the server closes or resets the raw connection,
+// discarding whatever it sends first (credit updates, a reject).
+bool dropped(int fd, std::string* why) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  uint8_t buf[4096];
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd pf{fd, POLLIN, 0};
+    int n = poll(&pf, 1, 200);
+    if (n <= 0) continue;
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r == 0) return true;
+    if (r < 0 && (errno == ECONNRESET || errno == EPIPE)) return true;
+    if (r < 0 && errno != EINTR && errno != EAGAIN) {
+      *why = std::string("recv: ") + strerror(errno);
+      return true;
+    }
+  }
+  *why = "the server kept the hostile connection open for 20 s";
+  return false;
+}
+
+class HostileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    ASSERT_TRUE(probe("tcp", AF_INET, &why));
+    if (!why.empty()) GTEST_SKIP() << why;
+    ASSERT_NO_FATAL_FAILURE(make_listener(AF_INET, &l_));
+  }
+
+  void TearDown() override {
+    if (server_thread_.joinable()) {
+      if (server_fd_.get() >= 0) rshutdown(server_fd_, SHUT_RDWR);
+      server_thread_.join();
+    }
+    server_fd_.reset();
+    if (!HasFatalFailure() && !IsSkipped()) {
+      // The listener serves a well-behaved client after the attack.
+      ASSERT_NO_FATAL_FAILURE(legit_exchange());
+    }
+  }
+
+  KFd raw_connect() {
+    KFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    EXPECT_GE(fd.get(), 0);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    EXPECT_EQ(0, ::connect(fd, l_.addr.sa(), l_.addr.len)) << strerror(errno);
+    return fd;
+  }
+
+  // Our (fake) connection data: credits 16, no iomap, made-up targets.
+  static ConnData our_conn_data(uint8_t version = 1) {
+    ConnData cd;
+    cd.version = version;
+    cd.flags = ss::rs::kConnFlagIomap | (ss::rs::host_is_big_endian() ? ss::rs::kConnFlagNet : 0);
+    cd.credits = 16;
+    cd.target_iomap_size = 0;
+    cd.target_sgl = {0x10000, 77, 2};
+    cd.data_buf = {0x20000, 78, 65536};
+    return cd;
+  }
+
+  static void send_hello(int fd, const ConnData& cd) {
+    uint8_t pd[kConnDataSize];
+    cd.encode(pd);
+    FrameHeader h{FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize), 0,
+                  kHelloVersion, kHelloMagic};
+    send_frame(fd, h, pd, sizeof pd);
+  }
+
+  // A well-formed hello; reads the accept reply into server_ and accepts
+  // the connection, whose reader thread starts once `go_` is set (at once
+  // unless hold_reader).
+  void handshake(KFd* raw, bool hold_reader = false) {
+    *raw = raw_connect();
+    ASSERT_GE(raw->get(), 0);
+    send_hello(*raw, our_conn_data());
+    uint8_t hdr[kFrameHeaderSize];
+    ASSERT_TRUE(raw_recv_exact(*raw, hdr, sizeof hdr)) << "no reply to a well-formed hello";
+    FrameHeader h;
+    ss::prov::soft::decode_frame(hdr, &h);
+    ASSERT_EQ(FrameType::kHelloReply, h.type);
+    ASSERT_EQ(0, h.flags) << "well-formed hello rejected";
+    ASSERT_EQ(kConnDataSize, h.length);
+    uint8_t pd[kConnDataSize];
+    ASSERT_TRUE(raw_recv_exact(*raw, pd, sizeof pd));
+    server_.decode(pd);
+    ASSERT_EQ(1, server_.version);
+    ASSERT_GT(server_.credits, 0);
+    ASSERT_GT(server_.data_buf.length, 0u);
+    ASSERT_TRUE(wait_events(l_.fd, POLLIN, 20000) & POLLIN);
+    server_fd_.reset(raccept(l_.fd, nullptr, nullptr));
+    ASSERT_GE(server_fd_.get(), 0) << strerror(errno);
+    go_ = !hold_reader;
+    int sfd = server_fd_;
+    server_thread_ = std::thread([this, sfd] {
+      while (!go_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      char buf[4096];
+      for (;;) {
+        ssize_t n = rrecv(sfd, buf, sizeof buf, 0);
+        if (n <= 0) {
+          last_rc_ = n;
+          last_errno_ = n < 0 ? errno : 0;
+          return;
+        }
+        received_ += static_cast<size_t>(n);
+      }
+    });
+  }
+
+  FrameHeader data_frame(uint64_t addr, uint32_t key, uint32_t len, uint32_t imm_len) const {
+    return {FrameType::kWriteImm, 0, len, addr, key, ss::rs::make_imm(ss::rs::kOpData, imm_len)};
+  }
+
+  // The raw socket is dropped and the server's reader sees an error.
+  void expect_dropped(int raw) {
+    std::string why;
+    EXPECT_TRUE(dropped(raw, &why)) << why;
+    if (server_thread_.joinable()) {
+      bool ok = run_with_timeout([&] { server_thread_.join(); }, 20,
+                                 [&] { rshutdown(server_fd_, SHUT_RDWR); });
+      EXPECT_TRUE(ok) << "the server's rrecv did not return after the protocol violation";
+      EXPECT_EQ(-1, last_rc_) << "a broken connection must not look like an orderly EOF";
+      EXPECT_TRUE(last_errno_ == ECONNRESET || last_errno_ == EPROTO || last_errno_ == EIO)
+          << strerror(last_errno_);
+    }
+  }
+
+  // No connection was queued for the application.
+  void expect_nothing_queued() {
+    pollfd pf{l_.fd, POLLIN, 0};
+    EXPECT_EQ(0, rpoll(&pf, 1, 200)) << "a refused peer reached the accept queue";
+  }
+
+  void legit_exchange() {
+    RFd c, s;
+    ASSERT_NO_FATAL_FAILURE(connect_to(AF_INET, l_, &c, &s));
+    constexpr size_t kLen = 256 * 1024;
+    size_t bad1 = 0, bad2 = 0, got1 = 0, got2 = 0;
+    std::thread t([&] { got1 = recv_pattern(s, kLen, 4242, 30000, true, &bad1); });
+    std::thread t2([&] { send_pattern(s, kLen, 4343, 20000, true); });
+    send_pattern(c, kLen, 4242, 20000, true);
+    got2 = recv_pattern(c, kLen, 4343, 30000, true, &bad2);
+    t.join();
+    t2.join();
+    EXPECT_EQ(kLen, got1);
+    EXPECT_EQ(kLen, got2);
+    EXPECT_EQ(SIZE_MAX, bad1) << "data corrupted after the attack";
+    EXPECT_EQ(SIZE_MAX, bad2) << "data corrupted after the attack";
+  }
+
+  Listener l_;
+  ConnData server_;
+  RFd server_fd_;
+  std::thread server_thread_;
+  std::atomic<bool> go_{false};
+  std::atomic<size_t> received_{0};
+  ssize_t last_rc_ = 0;
+  int last_errno_ = 0;
+};
+
+TEST_F(HostileTest, GarbageInsteadOfHello) {
+  KFd raw = raw_connect();
+  std::string junk = "GET / HTTP/1.1\r\nHost: rsocket\r\n\r\n";
+  junk.append(4000, '\x5a');
+  raw_send(raw, junk.data(), junk.size());
+  expect_dropped(raw);
+  expect_nothing_queued();
+}
+
+TEST_F(HostileTest, HelloWithProtocolVersion7) {
+  KFd raw = raw_connect();
+  send_hello(raw, our_conn_data(7));
+  // The server may answer with a reject; it must never accept.
+  uint8_t hdr[kFrameHeaderSize];
+  if (raw_recv_exact(raw, hdr, sizeof hdr, 10000)) {
+    FrameHeader h;
+    ss::prov::soft::decode_frame(hdr, &h);
+    EXPECT_EQ(FrameType::kHelloReply, h.type);
+    EXPECT_EQ(1, h.flags) << "a version-7 peer was accepted";
+  }
+  expect_dropped(raw);
+  expect_nothing_queued();
+}
+
+TEST_F(HostileTest, HelloWithBadMagicOrFrameVersion) {
+  for (int variant = 0; variant < 3; variant++) {
+    KFd raw = raw_connect();
+    uint8_t pd[kConnDataSize];
+    our_conn_data().encode(pd);
+    FrameHeader h{FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize), 0,
+                  kHelloVersion, kHelloMagic};
+    if (variant == 0) h.imm = 0xDEADBEEF;
+    if (variant == 1) h.rkey = 7;
+    if (variant == 2) h.length = 0x7FFFFFFF;  // hello claiming 2 GiB of private data
+    send_frame(raw, h, pd, sizeof pd);
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    expect_dropped(raw);
+  }
+  expect_nothing_queued();
+}
+
+TEST_F(HostileTest, HelloWithMalformedConnData) {
+  for (int variant = 0; variant < 3; variant++) {
+    KFd raw = raw_connect();
+    ConnData cd = our_conn_data();
+    if (variant == 0) cd.credits = 0;
+    if (variant == 1) cd.target_sgl.length = 1000;
+    if (variant == 2) cd.data_buf.length = 0;
+    uint8_t pd[kConnDataSize];
+    cd.encode(pd);
+    uint32_t len = variant == 2 ? 8 : kConnDataSize;  // variant 2 also truncated
+    FrameHeader h{FrameType::kHello, kTcpKind, len, 0, kHelloVersion, kHelloMagic};
+    send_frame(raw, h, pd, len);
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    uint8_t hdr[kFrameHeaderSize];
+    if (raw_recv_exact(raw, hdr, sizeof hdr, 10000)) {
+      FrameHeader r;
+      ss::prov::soft::decode_frame(hdr, &r);
+      EXPECT_EQ(1, r.flags) << "malformed connection data was accepted";
+    }
+    expect_dropped(raw);
+  }
+  expect_nothing_queued();
+}
+
+TEST_F(HostileTest, WriteImmWithWrongRkey) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint32_t payload = 0x41414141;
+  send_frame(raw, data_frame(server_.data_buf.addr, server_.data_buf.key ^ 0x5A5A, 4, 4),
+             &payload, 4);
+  expect_dropped(raw);
+  EXPECT_EQ(0u, received_.load()) << "data written with a wrong key was delivered";
+}
+
+TEST_F(HostileTest, WriteImmOutsideAdvertisedBuffer) {
+  // Just past the end of the whole receive buffer (both halves).
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint32_t payload = 0x42424242;
+  uint64_t past = server_.data_buf.addr + 2ull * server_.data_buf.length;
+  send_frame(raw, data_frame(past, server_.data_buf.key, 4, 4), &payload, 4);
+  expect_dropped(raw);
+  EXPECT_EQ(0u, received_.load());
+}
+
+TEST_F(HostileTest, WriteImmBelowAdvertisedBuffer) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint32_t payload = 0x43434343;
+  send_frame(raw, data_frame(server_.data_buf.addr - 64, server_.data_buf.key, 4, 4), &payload,
+             4);
+  expect_dropped(raw);
+  EXPECT_EQ(0u, received_.load());
+}
+
+TEST_F(HostileTest, WriteImmStraddlingBufferEnd) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  std::vector<uint8_t> payload(64, 0x44);
+  uint64_t near_end = server_.data_buf.addr + 2ull * server_.data_buf.length - 32;
+  send_frame(raw, data_frame(near_end, server_.data_buf.key, 64, 64), payload.data(),
+             payload.size());
+  expect_dropped(raw);
+}
+
+TEST_F(HostileTest, WriteImmLongerThanBuffer) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint32_t len = 2 * server_.data_buf.length + 4096;
+  std::vector<uint8_t> payload(len, 0x45);
+  FrameHeader h = data_frame(server_.data_buf.addr, server_.data_buf.key, len, len & 0x1FFFFFFF);
+  uint8_t hdr[kFrameHeaderSize];
+  ss::prov::soft::encode_frame(h, hdr);
+  raw_send(raw, hdr, sizeof hdr);
+  // The payload follows for as long as the server takes it.
+  std::thread t([&] { raw_send(raw, payload.data(), payload.size()); });
+  expect_dropped(raw);
+  ::shutdown(raw, SHUT_RDWR);
+  t.join();
+}
+
+TEST_F(HostileTest, WriteImmAbsurdLength) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  send_frame(raw, data_frame(server_.data_buf.addr, server_.data_buf.key, 0xFFFFFFFFu, 4));
+  std::vector<uint8_t> some(8192, 0x46);
+  raw_send(raw, some.data(), some.size());
+  expect_dropped(raw);
+}
+
+TEST_F(HostileTest, PlainWriteAbsurdLengthAndWrongKey) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  FrameHeader h{FrameType::kWrite, 0, 0xFFFFFFF0u, server_.target_sgl.addr, 12345, 0};
+  send_frame(raw, h);
+  expect_dropped(raw);
+}
+
+TEST_F(HostileTest, ImmediateClaimsMoreThanWritten) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint32_t payload = 0x47474747;
+  send_frame(raw, data_frame(server_.data_buf.addr, server_.data_buf.key, 4, 60000), &payload, 4);
+  expect_dropped(raw);
+  EXPECT_LE(received_.load(), 4u) << "the server trusted an immediate over the bytes written";
+}
+
+TEST_F(HostileTest, ReservedOpcodeInImmediate) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint32_t payload = 0x48484848;
+  FrameHeader h{FrameType::kWriteImm, 0, 4, server_.data_buf.addr, server_.data_buf.key,
+                ss::rs::make_imm(ss::rs::kOpRsvdDataMore, 4)};
+  send_frame(raw, h, &payload, 4);
+  expect_dropped(raw);
+}
+
+TEST_F(HostileTest, UnknownFrameType) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  FrameHeader h{static_cast<FrameType>(0x77), 0, 0, 0, 0, 0};
+  send_frame(raw, h);
+  expect_dropped(raw);
+}
+
+TEST_F(HostileTest, FloodBeyondCredits) {
+  KFd raw;
+  // The server's application does not read until the whole flood is in.
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw, /*hold_reader=*/true));
+  const uint32_t credits = server_.credits;
+  const uint32_t count = credits + 50;
+  ASSERT_LT(count, server_.data_buf.length) << "one byte per message must fit the first half";
+  std::vector<uint8_t> stream;
+  for (uint32_t i = 0; i < count; i++) {
+    uint8_t hdr[kFrameHeaderSize];
+    ss::prov::soft::encode_frame(
+        data_frame(server_.data_buf.addr + i, server_.data_buf.key, 1, 1), hdr);
+    stream.insert(stream.end(), hdr, hdr + sizeof hdr);
+    stream.push_back(static_cast<uint8_t>(i));
+  }
+  raw_send(raw, stream.data(), stream.size());
+  go_ = true;
+  expect_dropped(raw);
+  EXPECT_LE(received_.load(), static_cast<size_t>(credits))
+      << "the server accepted more messages than it gave credits for";
+}
+
+TEST_F(HostileTest, PeerVanishesMidFrame) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint8_t hdr[kFrameHeaderSize];
+  ss::prov::soft::encode_frame(data_frame(server_.data_buf.addr, server_.data_buf.key, 1000, 1000),
+                               hdr);
+  raw_send(raw, hdr, sizeof hdr);
+  raw_send(raw, "partial", 7);
+  raw.reset();  // close with the frame unfinished
+  bool ok = run_with_timeout([&] { server_thread_.join(); }, 20,
+                             [&] { rshutdown(server_fd_, SHUT_RDWR); });
+  EXPECT_TRUE(ok) << "the server's rrecv did not notice the peer closing mid-frame";
+  EXPECT_EQ(-1, last_rc_) << "a connection cut mid-frame is not an orderly EOF";
+  EXPECT_EQ(ECONNRESET, last_errno_) << strerror(last_errno_);
+}
+
+TEST_F(HostileTest, SilentPeersDoNotBlockOthers) {
+  // Raw connections that never send a hello must not stall a real client.
+  std::vector<KFd> silent;
+  for (int i = 0; i < 20; i++) silent.push_back(raw_connect());
+  ASSERT_NO_FATAL_FAILURE(legit_exchange());
+  // A hello sent one byte at a time still works.
+  KFd slow = raw_connect();
+  uint8_t pd[kConnDataSize];
+  our_conn_data().encode(pd);
+  uint8_t hdr[kFrameHeaderSize];
+  ss::prov::soft::encode_frame({FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize),
+                                0, kHelloVersion, kHelloMagic},
+                               hdr);
+  std::vector<uint8_t> all(hdr, hdr + sizeof hdr);
+  all.insert(all.end(), pd, pd + sizeof pd);
+  for (uint8_t b : all) {
+    raw_send(slow, &b, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  uint8_t reply[kFrameHeaderSize];
+  ASSERT_TRUE(raw_recv_exact(slow, reply, sizeof reply)) << "no reply to a slow hello";
+  FrameHeader r;
+  ss::prov::soft::decode_frame(reply, &r);
+  EXPECT_EQ(FrameType::kHelloReply, r.type);
+  EXPECT_EQ(0, r.flags);
+  ASSERT_TRUE(wait_events(l_.fd, POLLIN, 20000) & POLLIN);
+  RFd s(raccept(l_.fd, nullptr, nullptr));
+  EXPECT_GE(s.get(), 0);
+}
+
+}  // namespace
+}  // namespace rsconf

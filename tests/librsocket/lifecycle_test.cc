@@ -1,0 +1,323 @@
+// Lifecycle on every provider and address family: nothing is left behind
+// after rclose (threads, descriptors, shared memory), and a peer killed
+// without closing is reported as ECONNRESET, never as a hang.
+//
+// The killed peer is this same binary, re-executed as a helper child: a
+// static initialiser below recognises RS_CONFORMANCE_CHILD and runs the
+// child's part before GoogleTest starts, so no fork() happens after
+// rsockets exist in the child.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/librsocket/conformance.h"
+
+extern char** environ;
+
+namespace rsconf {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Helper child: connects to the parent's listener, sends "hello", reports
+// 'R' on fd 3, then waits to be killed. Any failure reports 'F'.
+
+constexpr int kNotifyFd = 3;
+
+[[noreturn]] void child_fail(const char* what) {
+  char msg[128];
+  int n = snprintf(msg, sizeof msg, "F%s: %s", what, strerror(errno));
+  (void)!write(kNotifyFd, msg, static_cast<size_t>(n));
+  _exit(2);
+}
+
+void run_peer_killed_child() {
+  const char* prov = getenv("RS_CONFORMANCE_PROVIDER");
+  const char* fam = getenv("RS_CONFORMANCE_FAMILY");
+  const char* port = getenv("RS_CONFORMANCE_PORT");
+  if (!prov || !fam || !port) child_fail("environment");
+  select_provider(prov);
+  int family = atoi(fam);
+  Addr a = loopback(family, static_cast<uint16_t>(atoi(port)));
+  int c = rsocket(family, SOCK_STREAM, 0);
+  if (c < 0) child_fail("rsocket");
+  if (rconnect(c, a.sa(), a.len) < 0) child_fail("rconnect");
+  if (rsend(c, "hello", 5, 0) != 5) child_fail("rsend");
+  if (write(kNotifyFd, "R", 1) != 1) _exit(3);
+  for (;;) pause();  // killed by the parent; never closes the rsocket
+}
+
+struct ChildMode {
+  ChildMode() {
+    const char* mode = getenv("RS_CONFORMANCE_CHILD");
+    if (mode && strcmp(mode, "peer_killed") == 0) run_peer_killed_child();
+  }
+} g_child_mode;
+
+// Re-executes this binary as the helper child. Returns its pid; *notify
+// gets the read end of the child's report pipe.
+pid_t spawn_child(const char* provider, int family, uint16_t port, KFd* notify) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return -1;
+  // Everything the child needs is built before fork().
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; e++)
+    if (strncmp(*e, "RS_CONFORMANCE_", 15) != 0) env_store.emplace_back(*e);
+  env_store.emplace_back("RS_CONFORMANCE_CHILD=peer_killed");
+  env_store.emplace_back(std::string("RS_CONFORMANCE_PROVIDER=") + provider);
+  env_store.emplace_back("RS_CONFORMANCE_FAMILY=" + std::to_string(family));
+  env_store.emplace_back("RS_CONFORMANCE_PORT=" + std::to_string(port));
+  std::vector<char*> envp;
+  for (auto& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  char exe[] = "/proc/self/exe";
+  char filter[] = "--gtest_filter=-*";
+  char* argv[] = {exe, filter, nullptr};
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (dup2(p[1], kNotifyFd) < 0) _exit(126);
+    for (int fd = kNotifyFd + 1; fd < 4096; fd++) close(fd);
+    execve(exe, argv, envp.data());
+    _exit(127);
+  }
+  close(p[1]);
+  notify->reset(p[0]);
+  return pid;
+}
+
+// Reads the child's report: true once it said 'R'.
+bool child_ready(int notify, std::string* report) {
+  pollfd pf{notify, POLLIN, 0};
+  if (poll(&pf, 1, 30000) <= 0) {
+    *report = "no report from the child within 30 s";
+    return false;
+  }
+  char buf[256];
+  ssize_t n = read(notify, buf, sizeof buf);
+  if (n <= 0) {
+    *report = "the child exited without reporting";
+    return false;
+  }
+  report->assign(buf, static_cast<size_t>(n));
+  return buf[0] == 'R';
+}
+
+class LifecycleTest : public ConnTest {};
+
+void kill_and_reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// Starts the helper child, accepts its connection and reads its "hello".
+void accept_child(const char* provider, int family, Listener* l, pid_t* pid, RFd* s) {
+  ASSERT_NO_FATAL_FAILURE(make_listener(family, l));
+  KFd notify;
+  *pid = spawn_child(provider, family, l->addr.port(), &notify);
+  ASSERT_GT(*pid, 0) << strerror(errno);
+  std::string report;
+  ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
+  ASSERT_TRUE(wait_events(l->fd, POLLIN, 20000) & POLLIN);
+  s->reset(raccept(l->fd, nullptr, nullptr));
+  ASSERT_GE(s->get(), 0) << strerror(errno);
+  char b[8] = {};
+  ASSERT_EQ(5u, recv_all(*s, b, 5));
+  ASSERT_EQ(0, memcmp(b, "hello", 5));
+}
+
+struct Reaper {
+  pid_t pid = -1;
+  ~Reaper() {
+    if (pid > 0) kill_and_reap(pid);
+  }
+};
+
+// After an abrupt loss: rsend fails too (ECONNRESET, or EPIPE), and rpoll
+// reports the socket as failed or hung up.
+void expect_dead_connection(int s) {
+  ssize_t w = 0;
+  for (int i = 0; i < 100 && w >= 0; i++) w = rsend(s, "x", 1, MSG_DONTWAIT);
+  EXPECT_EQ(-1, w);
+  EXPECT_TRUE(errno == ECONNRESET || errno == EPIPE) << strerror(errno);
+  pollfd pf{s, POLLIN | POLLOUT, 0};
+  EXPECT_EQ(1, rpoll(&pf, 1, 0));
+  EXPECT_TRUE(pf.revents & (POLLERR | POLLHUP)) << "revents " << pf.revents;
+  EXPECT_FALSE(pf.revents & POLLOUT) << "a dead connection is not writable";
+}
+
+TEST_P(LifecycleTest, PeerKilledWhileBlockedInRrecvIsEconnreset) {
+  Listener l;
+  Reaper child;
+  RFd s;
+  ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s));
+  ssize_t n = -2;
+  int e = 0;
+  std::atomic<bool> entered{false};
+  std::thread killer([&] {
+    while (!entered) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill_and_reap(child.pid);
+    child.pid = -1;
+  });
+  char b[8];
+  bool in_time = run_with_timeout(
+      [&] {
+        entered = true;
+        n = rrecv(s, b, sizeof b, 0);
+        e = errno;
+      },
+      20, [&] { rshutdown(s, SHUT_RDWR); });
+  killer.join();
+  ASSERT_TRUE(in_time) << "rrecv stayed blocked after the peer process was killed";
+  EXPECT_EQ(-1, n) << "a killed peer is not an orderly end of stream";
+  EXPECT_EQ(ECONNRESET, e) << strerror(e);
+  expect_dead_connection(s);
+}
+
+TEST_P(LifecycleTest, PeerKilledWithUnreadDataIsEconnreset) {
+  Listener l;
+  Reaper child;
+  RFd s;
+  ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s));
+  // The child never reads this: its kernel resets the connection.
+  std::vector<uint8_t> junk(3000, 0x42);
+  ASSERT_EQ(junk.size(), send_all(s, junk.data(), junk.size()));
+  kill_and_reap(child.pid);
+  child.pid = -1;
+  ssize_t n = -2;
+  int e = 0;
+  bool in_time = run_with_timeout(
+      [&] {
+        char b[8];
+        n = rrecv(s, b, sizeof b, 0);
+        e = errno;
+      },
+      20, [&] { rshutdown(s, SHUT_RDWR); });
+  ASSERT_TRUE(in_time) << "rrecv blocked on a connection whose peer is dead";
+  EXPECT_EQ(-1, n);
+  EXPECT_EQ(ECONNRESET, e) << strerror(e);
+  expect_dead_connection(s);
+  int err = -1;
+  socklen_t len = sizeof err;
+  EXPECT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len));
+}
+
+// Counts, and what /dev/shm and shared mappings hold, before and after.
+struct Snapshot {
+  int threads, fds;
+  std::set<std::string> devshm;
+  std::vector<std::string> maps;
+  static Snapshot take() {
+    return {count_threads(), count_fds(), list_dir("/dev/shm"), shared_mappings()};
+  }
+};
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += "\n  " + x;
+  return s;
+}
+
+TEST_P(LifecycleTest, NothingLeftAfterClose) {
+  const Snapshot before = Snapshot::take();
+  {
+    Listener l;
+    auto iomap1 = [](int fd) {
+      int one = 1;
+      rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &one, sizeof one);
+    };
+    ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l, iomap1));
+    std::vector<uint8_t> target(4096);  // outlives the sockets below
+    std::vector<RFd> clients(4), servers(4);
+    for (int i = 0; i < 4; i++)
+      ASSERT_NO_FATAL_FAILURE(connect_to(family(), l, &clients[i], &servers[i], iomap1));
+    // Traffic both ways on each, with a poller and non-blocking sockets too.
+    for (int i = 0; i < 4; i++) {
+      std::thread t([&] { send_pattern(servers[i], 300000, i, 65536, true); });
+      size_t bad;
+      EXPECT_EQ(300000u, recv_pattern(clients[i], 300000, i, 65536, true, &bad));
+      t.join();
+      ASSERT_EQ(3, rsend(clients[i], "abc", 3, 0));
+      EXPECT_TRUE(wait_events(servers[i], POLLIN) & POLLIN);
+    }
+    ASSERT_EQ(0, rfcntl(clients[1], F_SETFL, O_NONBLOCK));
+    // A mapping (when the provider supports it; the iomap tests check that).
+    if (riomap(servers[2], target.data(), target.size(), PROT_WRITE, 0, 0) == 0)
+      rsend(servers[2], "m", 1, 0);
+    // Ways to end: shutdown first, close with data unread, plain close.
+    rshutdown(clients[0], SHUT_WR);
+    rshutdown(servers[3], SHUT_RDWR);
+    // A connection that is never raccepted, and a non-blocking connect
+    // that may still be in progress when everything closes.
+    RFd queued(rsocket(family(), SOCK_STREAM, 0));
+    ASSERT_GE(queued.get(), 0);
+    ASSERT_EQ(0, rconnect(queued, l.addr.sa(), l.addr.len)) << strerror(errno);
+    RFd pending(rsocket(family(), SOCK_STREAM | SOCK_NONBLOCK, 0));
+    ASSERT_GE(pending.get(), 0);
+    int rc = rconnect(pending, l.addr.sa(), l.addr.len);
+    EXPECT_TRUE(rc == 0 || errno == EINPROGRESS) << strerror(errno);
+    // Listener first, then the sockets (the scope ends in reverse order of
+    // declaration: pending, queued, servers, clients).
+    l.fd.reset();
+  }
+  // Threads that exit on their own get a bounded moment to do so.
+  Snapshot after = Snapshot::take();
+  for (int i = 0; i < 100 && (after.threads != before.threads || after.fds != before.fds); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = Snapshot::take();
+  }
+  EXPECT_EQ(before.threads, after.threads) << "threads left running after every rclose";
+  EXPECT_EQ(before.fds, after.fds) << "descriptors left open after every rclose";
+  std::vector<std::string> new_shm;
+  for (const auto& f : after.devshm)
+    if (!before.devshm.count(f)) new_shm.push_back(f);
+  EXPECT_TRUE(new_shm.empty()) << "files left in /dev/shm:" << join(new_shm);
+  std::vector<std::string> new_maps;
+  for (const auto& m : after.maps)
+    if (std::find(before.maps.begin(), before.maps.end(), m) == before.maps.end())
+      new_maps.push_back(m);
+  EXPECT_TRUE(new_maps.empty()) << "shared mappings left in this process:" << join(new_maps);
+}
+
+TEST_P(LifecycleTest, RepeatedConnectCloseDoesNotGrow) {
+  // Warm up once (lazily created process-wide state), then 50 cycles.
+  {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  }
+  const Snapshot before = Snapshot::take();
+  for (int i = 0; i < 50; i++) {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    ASSERT_EQ(1, rsend(p.client, "c", 1, 0));
+    char b;
+    ASSERT_EQ(1, rrecv(p.server, &b, 1, 0));
+  }
+  Snapshot after = Snapshot::take();
+  for (int i = 0; i < 100 && (after.threads != before.threads || after.fds != before.fds); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = Snapshot::take();
+  }
+  EXPECT_EQ(before.threads, after.threads);
+  EXPECT_EQ(before.fds, after.fds);
+  EXPECT_EQ(before.maps.size(), after.maps.size()) << join(after.maps);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, LifecycleTest, ::testing::ValuesIn(all_params()),
+                         param_name);
+
+}  // namespace
+}  // namespace rsconf

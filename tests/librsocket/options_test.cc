@@ -1,0 +1,315 @@
+// rsetsockopt / rgetsockopt on every provider and address family: the
+// options upstream rsockets supports, when SOL_RDMA options may be set,
+// and ENOTSUP for everything else.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "tests/librsocket/conformance.h"
+
+namespace rsconf {
+namespace {
+
+class OptionsTest : public ConnTest {};
+
+std::string errstr(int e) { return std::to_string(e) + " (" + strerror(e) + ")"; }
+
+int get_int(int fd, int level, int name, int* out) {
+  socklen_t len = sizeof *out;
+  *out = -12345;
+  int rc = rgetsockopt(fd, level, name, out, &len);
+  if (rc == 0 && len != sizeof(int)) return -2;
+  return rc;
+}
+int set_int(int fd, int level, int name, int v) {
+  return rsetsockopt(fd, level, name, &v, sizeof v);
+}
+
+TEST_P(OptionsTest, SoReuseaddr) {
+  RFd s(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(s.get(), 0);
+  int v;
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_REUSEADDR, &v)) << strerror(errno);
+  EXPECT_EQ(0, v);
+  ASSERT_EQ(0, set_int(s, SOL_SOCKET, SO_REUSEADDR, 1)) << strerror(errno);
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_REUSEADDR, &v));
+  EXPECT_NE(0, v);
+  ASSERT_EQ(0, set_int(s, SOL_SOCKET, SO_REUSEADDR, 0));
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_REUSEADDR, &v));
+  EXPECT_EQ(0, v);
+}
+
+TEST_P(OptionsTest, SoRcvbufSndbufAreDoubled) {
+  RFd s(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(s.get(), 0);
+  int v;
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_RCVBUF, &v)) << strerror(errno);
+  EXPECT_GT(v, 0);
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) << strerror(errno);
+  EXPECT_GT(v, 0);
+  ASSERT_EQ(0, set_int(s, SOL_SOCKET, SO_RCVBUF, 65536)) << strerror(errno);
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_RCVBUF, &v));
+  EXPECT_EQ(2 * 65536, v);
+  ASSERT_EQ(0, set_int(s, SOL_SOCKET, SO_SNDBUF, 32768)) << strerror(errno);
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_SNDBUF, &v));
+  EXPECT_EQ(2 * 32768, v);
+  ASSERT_EQ(0, set_int(s, SOL_SOCKET, SO_RCVBUF, 4096));
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_RCVBUF, &v));
+  EXPECT_EQ(8192, v);
+  ASSERT_EQ(0, set_int(s, SOL_SOCKET, SO_SNDBUF, 4096));
+  ASSERT_EQ(0, get_int(s, SOL_SOCKET, SO_SNDBUF, &v));
+  EXPECT_EQ(8192, v);
+  // The sizes hold on the connection made with them.
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, [](int fd) {
+    ASSERT_EQ(0, set_int(fd, SOL_SOCKET, SO_RCVBUF, 16384));
+    ASSERT_EQ(0, set_int(fd, SOL_SOCKET, SO_SNDBUF, 16384));
+  }));
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_RCVBUF, &v));
+  EXPECT_EQ(32768, v);
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_SNDBUF, &v));
+  EXPECT_EQ(32768, v);
+}
+
+TEST_P(OptionsTest, SoKeepaliveAndTcpKeepidle) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  int v;
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_KEEPALIVE, &v)) << strerror(errno);
+  EXPECT_EQ(0, v);
+  ASSERT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_KEEPIDLE, 30)) << strerror(errno);
+  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_KEEPIDLE, &v)) << strerror(errno);
+  EXPECT_EQ(30, v);
+  ASSERT_EQ(0, set_int(p.client, SOL_SOCKET, SO_KEEPALIVE, 1)) << strerror(errno);
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_KEEPALIVE, &v));
+  EXPECT_NE(0, v);
+  // Accepted and ignored, as upstream.
+  EXPECT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_KEEPCNT, 3)) << strerror(errno);
+  EXPECT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_KEEPINTVL, 5)) << strerror(errno);
+  // The connection keeps working with keepalive on.
+  ASSERT_EQ(2, rsend(p.client, "ka", 2, 0));
+  char b[2];
+  ASSERT_EQ(2u, recv_all(p.server, b, 2));
+  ASSERT_EQ(0, set_int(p.client, SOL_SOCKET, SO_KEEPALIVE, 0));
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_KEEPALIVE, &v));
+  EXPECT_EQ(0, v);
+}
+
+TEST_P(OptionsTest, SoLinger) {
+  RFd s(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(s.get(), 0);
+  linger l{1, 5};
+  ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof l)) << strerror(errno);
+  linger out{-1, -1};
+  socklen_t len = sizeof out;
+  ASSERT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_LINGER, &out, &len)) << strerror(errno);
+  EXPECT_EQ(sizeof(linger), len);
+  EXPECT_NE(0, out.l_onoff);
+  l = {0, 0};
+  ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof l));
+  len = sizeof out;
+  ASSERT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_LINGER, &out, &len));
+  EXPECT_EQ(0, out.l_onoff);
+  // A short option value is refused.
+  int one = 1;
+  EXPECT_EQ(-1, rsetsockopt(s, SOL_SOCKET, SO_LINGER, &one, 1));
+  EXPECT_EQ(EINVAL, errno) << errstr(errno);
+}
+
+TEST_P(OptionsTest, SoErrorIsZeroOnHealthySocket) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  int v;
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_ERROR, &v)) << strerror(errno);
+  EXPECT_EQ(0, v);
+  ASSERT_EQ(0, get_int(p.server, SOL_SOCKET, SO_ERROR, &v)) << strerror(errno);
+  EXPECT_EQ(0, v);
+  RFd fresh(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_EQ(0, get_int(fresh, SOL_SOCKET, SO_ERROR, &v));
+  EXPECT_EQ(0, v);
+}
+
+TEST_P(OptionsTest, TcpNodelay) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  int v;
+  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_NODELAY, &v)) << strerror(errno);
+  EXPECT_EQ(0, v);
+  ASSERT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_NODELAY, 1)) << strerror(errno);
+  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_NODELAY, &v));
+  EXPECT_NE(0, v);
+  ASSERT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_NODELAY, 0));
+  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_NODELAY, &v));
+  EXPECT_EQ(0, v);
+}
+
+TEST_P(OptionsTest, TcpMaxseg) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  int v;
+  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_MAXSEG, &v)) << strerror(errno);
+  EXPECT_GT(v, 0);
+  EXPECT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_MAXSEG, 1400)) << "accepted and ignored: "
+                                                                  << strerror(errno);
+}
+
+TEST_P(OptionsTest, TcpInfoState) {
+  RFd fresh(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(fresh.get(), 0);
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  ASSERT_EQ(0, rgetsockopt(fresh, IPPROTO_TCP, TCP_INFO, &ti, &len)) << strerror(errno);
+  EXPECT_NE(TCP_ESTABLISHED, ti.tcpi_state);
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  for (int fd : {p.client.get(), p.server.get()}) {
+    memset(&ti, 0xAB, sizeof ti);
+    len = sizeof ti;
+    ASSERT_EQ(0, rgetsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) << strerror(errno);
+    EXPECT_GT(len, 0u);
+    EXPECT_EQ(TCP_ESTABLISHED, ti.tcpi_state);
+  }
+  ASSERT_EQ(0, rshutdown(p.client, SHUT_RDWR));
+  len = sizeof ti;
+  ASSERT_EQ(0, rgetsockopt(p.client, IPPROTO_TCP, TCP_INFO, &ti, &len));
+  EXPECT_NE(TCP_ESTABLISHED, ti.tcpi_state);
+  // A short buffer gets the start of the structure.
+  uint8_t state = 0xFF;
+  len = 1;
+  ASSERT_EQ(0, rgetsockopt(p.server, IPPROTO_TCP, TCP_INFO, &state, &len));
+  EXPECT_EQ(1u, len);
+}
+
+TEST_P(OptionsTest, Ipv6V6only) {
+  if (family() != AF_INET6) GTEST_SKIP() << "IPV6_V6ONLY applies to AF_INET6 sockets only";
+  RFd s(rsocket(AF_INET6, SOCK_STREAM, 0));
+  ASSERT_GE(s.get(), 0);
+  int v;
+  ASSERT_EQ(0, set_int(s, IPPROTO_IPV6, IPV6_V6ONLY, 1)) << strerror(errno);
+  ASSERT_EQ(0, get_int(s, IPPROTO_IPV6, IPV6_V6ONLY, &v)) << strerror(errno);
+  EXPECT_NE(0, v);
+  ASSERT_EQ(0, set_int(s, IPPROTO_IPV6, IPV6_V6ONLY, 0));
+  ASSERT_EQ(0, get_int(s, IPPROTO_IPV6, IPV6_V6ONLY, &v));
+  EXPECT_EQ(0, v);
+  // A v6-only listener still serves ::1.
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(AF_INET6, &p, {}, [](int fd) {
+    ASSERT_EQ(0, set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+  }));
+  ASSERT_EQ(1, rsend(p.client, "6", 1, 0));
+  char b;
+  ASSERT_EQ(1, rrecv(p.server, &b, 1, 0));
+}
+
+TEST_P(OptionsTest, RdmaSizesSettableBeforeConnectOnly) {
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  int v;
+  for (int name : {RDMA_SQSIZE, RDMA_RQSIZE, RDMA_INLINE, RDMA_IOMAPSIZE}) {
+    ASSERT_EQ(0, get_int(c, SOL_RDMA, name, &v)) << "option " << name << ": " << strerror(errno);
+    EXPECT_GE(v, 0) << "option " << name;
+  }
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_SQSIZE, &v));
+  EXPECT_GT(v, 0);
+  ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_SQSIZE, 128)) << strerror(errno);
+  ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_RQSIZE, 64)) << strerror(errno);
+  ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_INLINE, 32)) << strerror(errno);
+  ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_IOMAPSIZE, 2)) << strerror(errno);
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_SQSIZE, &v));
+  EXPECT_EQ(128, v);
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_RQSIZE, &v));
+  EXPECT_EQ(64, v);
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_INLINE, &v));
+  EXPECT_EQ(32, v);
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_IOMAPSIZE, &v));
+  EXPECT_EQ(2, v);
+  // Clamped to 0xFFFE.
+  ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_SQSIZE, 0x10000));
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_SQSIZE, &v));
+  EXPECT_EQ(0xFFFE, v);
+  ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_SQSIZE, 128));
+
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l, [](int fd) {
+    // A listener takes them before rlisten; accepted sockets inherit them.
+    ASSERT_EQ(0, set_int(fd, SOL_RDMA, RDMA_RQSIZE, 32)) << strerror(errno);
+  }));
+  RFd s;
+  ASSERT_NO_FATAL_FAILURE(connect_to(family(), l, &c, &s, [](int fd) {
+    ASSERT_EQ(0, set_int(fd, SOL_RDMA, RDMA_SQSIZE, 128));
+    ASSERT_EQ(0, set_int(fd, SOL_RDMA, RDMA_IOMAPSIZE, 2));
+  }));
+  for (int fd : {c.get(), s.get()}) {
+    for (int name : {RDMA_SQSIZE, RDMA_RQSIZE, RDMA_INLINE, RDMA_IOMAPSIZE}) {
+      EXPECT_EQ(-1, set_int(fd, SOL_RDMA, name, 16)) << "option " << name << " after connect";
+      EXPECT_EQ(EINVAL, errno) << "option " << name << ": " << errstr(errno);
+    }
+  }
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_SQSIZE, &v));
+  EXPECT_EQ(128, v);
+  ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_IOMAPSIZE, &v));
+  EXPECT_EQ(2, v);
+  ASSERT_EQ(0, get_int(s, SOL_RDMA, RDMA_RQSIZE, &v));
+  EXPECT_EQ(32, v) << "accepted socket did not inherit the listener's RDMA_RQSIZE";
+}
+
+// The iomap size travels in 8 bits: up to 128 as is, above that in units
+// of 256 (reference §10.1: 129..255 round to 128, maximum 32512).
+TEST_P(OptionsTest, RdmaIomapsizeEncoding) {
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  struct {
+    int in, out;
+  } cases[] = {{0, 0}, {1, 1}, {100, 100}, {128, 128}, {200, 128}, {256, 256},
+               {300, 256}, {1024, 1024}, {32512, 32512}};
+  for (auto t : cases) {
+    ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_IOMAPSIZE, t.in)) << t.in << ": " << strerror(errno);
+    int v;
+    ASSERT_EQ(0, get_int(c, SOL_RDMA, RDMA_IOMAPSIZE, &v));
+    EXPECT_EQ(t.out, v) << "RDMA_IOMAPSIZE set to " << t.in;
+  }
+}
+
+TEST_P(OptionsTest, RdmaRouteNotSupportedAndBadLength) {
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  ibv_path_data path{};
+  EXPECT_EQ(-1, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, &path, sizeof path));
+  EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+  EXPECT_EQ(-1, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, &path, 3));
+  EXPECT_EQ(EINVAL, errno) << "bad length: " << errstr(errno);
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  socklen_t len = sizeof path;
+  EXPECT_EQ(-1, rgetsockopt(p.client, SOL_RDMA, RDMA_ROUTE, &path, &len));
+  EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+}
+
+TEST_P(OptionsTest, UnsupportedOptionsAreEnotsup) {
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  struct {
+    int level, name;
+  } cases[] = {{SOL_SOCKET, SO_PRIORITY}, {SOL_SOCKET, SO_RCVLOWAT}, {IPPROTO_TCP, TCP_CORK},
+               {IPPROTO_TCP, TCP_QUICKACK}, {0x7777, 1}, {SOL_RDMA, 99}};
+  for (auto t : cases) {
+    int v = 1;
+    EXPECT_EQ(-1, rsetsockopt(c, t.level, t.name, &v, sizeof v))
+        << "set level " << t.level << " name " << t.name;
+    EXPECT_EQ(ENOTSUP, errno) << "set level " << t.level << " name " << t.name << ": "
+                              << errstr(errno);
+    socklen_t len = sizeof v;
+    EXPECT_EQ(-1, rgetsockopt(c, t.level, t.name, &v, &len))
+        << "get level " << t.level << " name " << t.name;
+    EXPECT_EQ(ENOTSUP, errno) << "get level " << t.level << " name " << t.name << ": "
+                              << errstr(errno);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, OptionsTest, ::testing::ValuesIn(all_params()), param_name);
+
+}  // namespace
+}  // namespace rsconf
