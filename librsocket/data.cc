@@ -102,9 +102,9 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
       }
       if (!can_send()) continue;
     }
-    RsSge& target = target_sgl_[target_sge_];
+    RsSge& target = target_[target_sge_];
     uint32_t xfer = static_cast<uint32_t>(std::min<size_t>(left, olap));
-    xfer = std::min({xfer, sbuf_bytes_avail_, __atomic_load_n(&target.length, __ATOMIC_ACQUIRE)});
+    xfer = std::min({xfer, sbuf_bytes_avail_, target.length});
     if (olap < kMaxTransfer) olap *= 2;
     const uint8_t* src = cur.contiguous(xfer);
     if (!src) {
@@ -114,15 +114,18 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
     } else {
       cur.advance(xfer);
     }
-    int rc = post_data(kOpData, make_imm(kOpData, xfer), src, xfer, src != gather.data(), target.addr, target.key, true);
+    const uint64_t raddr = target.addr;
+    const uint32_t rkey = target.key;
+    target.addr += xfer;
+    target.length -= xfer;
+    if (target.length == 0) target_sge_ = (target_sge_ + 1) % kSglSize;
+    int rc = post_data(kOpData, make_imm(kOpData, xfer), src, xfer, src != gather.data(), raddr,
+                       rkey, true);
     if (rc) {
       if (left == len) return data_error(true);
       break;
     }
     sseq_no_++;
-    target.addr += xfer;
-    target.length -= xfer;
-    if (target.length == 0) target_sge_ = (target_sge_ + 1) % kSglSize;
     left -= xfer;
   }
   return static_cast<ssize_t>(len - left);
@@ -183,6 +186,7 @@ ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
     total += n;
     rbuf_offset_ = (rbuf_offset_ + n) % opt_.rbuf_size;
     rbuf_bytes_avail_ += n;
+    rbuf_queued_ -= n;
     rmsg_head_consumed_ += n;
     if (rmsg_head_consumed_ == m.len) {
       rmsg_.pop_front();

@@ -22,9 +22,12 @@ RsSge maybe_swap(RsSge s, bool swap) {
 }
 
 // Fields of our target table change under us (the peer writes them).
-template <typename T>
-T load(const T& v) {
-  return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+RsSge load(const RsSge& shared) {
+  RsSge s;
+  __atomic_load(&shared.addr, &s.addr, __ATOMIC_ACQUIRE);
+  __atomic_load(&shared.key, &s.key, __ATOMIC_ACQUIRE);
+  __atomic_load(&shared.length, &s.length, __ATOMIC_ACQUIRE);
+  return s;
 }
 }  // namespace
 
@@ -67,11 +70,19 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
   switch (op) {
     case kOpSgl:
       sseq_comp_ = static_cast<uint16_t>(data);
+      if (len == sizeof(RsSge)) {
+        // The update carried a buffer: it is in place now that its
+        // completion is here.
+        target_[sgl_slot_] = load(target_sgl_[sgl_slot_]);
+        sgl_slot_ = (sgl_slot_ + 1) % kSglSize;
+      }
       break;
     case kOpIomapSgl:
       // Counted as consumed: the sender charged a credit for it (upstream
       // never gives it back, which slowly closes the window).
       rseq_no_++;
+      if (data < peer_iomaps_.size())
+        memcpy(&peer_iomaps_[data], target_iomap_ + data * kIomapEntrySize, kIomapEntrySize);
       break;
     case kOpCtrl:
       if (data == kCtrlDisconnect) {
@@ -83,18 +94,27 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
           state_ = (state_ & ~(kConnected | kReadable)) | kDisconnected;
       }
       break;
-    case kOpData:
-      // A peer that ignores credits, or claims more than was written, fails.
-      if (data != len || rmsg_.size() >= opt_.rq_size || data > opt_.rbuf_size) {
+    case kOpData: {
+      // Data lands in order, each message inside one published half of
+      // rbuf. A message that would not (or a peer that ignores its credits)
+      // fails the connection: rrecv never reads outside rbuf.
+      const uint32_t half = opt_.rbuf_size / 2;
+      if (data != len || rmsg_.size() >= opt_.rq_size || data > half ||
+          (rbuf_in_pos_ % half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
         SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
                 fd_, data, len);
         set_error(ECONNRESET);
         ep_->disconnect();
         return;
       }
-      if (data) rmsg_.push_back({data});
-      else rseq_no_++;  // nothing to read: consumed at once
+      rbuf_in_pos_ = (rbuf_in_pos_ + data) % opt_.rbuf_size;
+      rbuf_queued_ += data;
+      if (data)
+        rmsg_.push_back({data});
+      else
+        rseq_no_++;  // nothing to read: consumed at once
       break;
+    }
     default:
       SS_WARN("rsocket: fd %d: reserved operation %u from peer; connection failed", fd_, op);
       set_error(ECONNRESET);
@@ -133,7 +153,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
 
 bool Socket::can_send() const {
   return sqe_avail_ > 0 && sbuf_bytes_avail_ >= kSndLowat && sseq_no_ != sseq_comp_ &&
-         load(target_sgl_[target_sge_].length) != 0;
+         target_[target_sge_].length != 0;
 }
 
 void Socket::give_credits() {
@@ -167,7 +187,9 @@ int Socket::send_credits() {
   }
   ctrl_avail_--;
   int rc = ep_->post_send(wr);
-  if (rc) set_error(-rc == ENOTCONN ? ECONNRESET : -rc);
+  // A transport that is gone is reported by cm_progress, after the
+  // messages that arrived before it: don't fail the socket from here.
+  if (rc) ctrl_avail_++;
   return rc;
 }
 

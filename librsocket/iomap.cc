@@ -116,12 +116,14 @@ ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) 
   uint64_t off = static_cast<uint64_t>(offset);
   uint32_t olap = kOlapStartSize;
   while (left) {
-    // The table is written by the peer; read each entry once.
+    // Only entries whose publication has completed (the shared table may
+    // be mid-update).
     IomapWire e{};
     bool found = false;
-    for (uint32_t i = 0; i < opt_.iomap_size && !found; i++) {
-      memcpy(&e, target_iomap_ + i * kIomapEntrySize, sizeof e);
+    for (const RsIomap& m : peer_iomaps_) {
+      e = {m.offset, m.sge.addr, m.sge.key, m.sge.length};
       found = e.length && off >= e.offset && off - e.offset < e.length;
+      if (found) break;
     }
     if (!found) {
       if (left == count) return -EINVAL;

@@ -14,6 +14,8 @@ librsocket_la_SOURCES = \
 	librsocket/fd_table.cc \
 	librsocket/listen_service.h \
 	librsocket/listen_service.cc \
+	librsocket/keepalive_service.h \
+	librsocket/keepalive_service.cc \
 	librsocket/api.cc
 librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 librsocket_la_LIBADD = libslipstream.la $(PTHREAD_LIBS)

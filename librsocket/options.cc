@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "include/rdma/rsocket.h"
+#include "librsocket/keepalive_service.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -33,6 +34,24 @@ int write_int(void* val, socklen_t* len, int v) { return write_value(val, len, &
 }  // namespace
 
 int Socket::setsockopt(int level, int name, const void* val, socklen_t len) {
+  int rc = setsockopt_locked(level, name, val, len);
+  // Keepalive registration takes the service's lock: outside ours.
+  if (rc == 0 && (level == SOL_SOCKET && name == SO_KEEPALIVE)) {
+    if (opt_.keepalive)
+      KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
+    else
+      KeepaliveService::instance().remove(this);
+  }
+  if (rc == 0 && level == IPPROTO_TCP && name == TCP_KEEPIDLE && opt_.keepalive)
+    KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
+  return rc;
+}
+
+unsigned Socket::keepalive_interval() const {
+  return opt_.keepidle ? opt_.keepidle : default_keepalive_seconds();
+}
+
+int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t len) {
   std::lock_guard<std::mutex> g(mu_);
   int v = 0;
   int rc;

@@ -15,6 +15,7 @@
 #include "core/base/config.h"
 #include "core/base/log.h"
 #include "core/prov/factory.h"
+#include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
 
 namespace ss::rs {
@@ -63,6 +64,7 @@ int Socket::alloc_buffers() {
   if (!rc) rc = ep_->reg_mr(target_sgl_, target_len, prov::kAccessRemoteWrite, &target_mr_);
   if (rc) return rc;
 
+  peer_iomaps_.assign(opt_.iomap_size, RsIomap{});
   sbuf_bytes_avail_ = opt_.sbuf_size;
   sbuf_head_ = 0;
   rbuf_bytes_avail_ = opt_.rbuf_size / 2;
@@ -117,9 +119,10 @@ int Socket::save_conn_data(const uint8_t* pdata, size_t len) {
     remote_iomap_size_ = decode_iomap_size(cd.target_iomap_size);
   }
   remote_slots_used_.assign(remote_iomap_size_, false);
-  target_sgl_[0] = cd.data_buf;
-  target_sgl_[1] = {};
+  target_[0] = cd.data_buf;
+  target_[1] = {};
   target_sge_ = 0;
+  sgl_slot_ = 1;
   sseq_comp_ = cd.credits;
   return 0;
 }
@@ -334,6 +337,7 @@ void Socket::finish_established() {
 }
 
 int Socket::shutdown(int how) {
+  KeepaliveService::instance().remove(this);  // as upstream: any shutdown stops probes
   Lock lk(mu_);
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
   if (state_ == kListening) {
@@ -375,6 +379,7 @@ int Socket::shutdown(int how) {
 }
 
 void Socket::close() {
+  KeepaliveService::instance().remove(this);
   {
     Lock lk(mu_);
     if (state_ == kListening) {
@@ -395,6 +400,19 @@ void Socket::close() {
     ::close(fd_);
   }
   free_buffers();
+}
+
+void Socket::send_keepalive() {
+  Lock lk(mu_);
+  if (!(state_ & kConnected) || !ep_ || !ctrl_ready()) return;
+  // A zero-length plain write: nothing for the peer to process, but a
+  // dead peer makes it fail.
+  prov::SendWr wr;
+  wr.op = prov::Op::kWrite;
+  wr.wr_id = make_imm(kOpCtrl, kCtrlKeepalive);
+  ctrl_avail_--;
+  if (ep_->post_send(wr)) ctrl_avail_++;  // a lost transport shows in process_cq
+  process_cq(lk);
 }
 
 }  // namespace ss::rs

@@ -107,11 +107,13 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   // Keepalive service.
   void send_keepalive();
+  unsigned keepalive_interval() const;
 
  private:
   friend class ListenService;
   using Lock = std::unique_lock<std::mutex>;
 
+  int setsockopt_locked(int level, int name, const void* val, socklen_t len);
   int alloc_buffers();
   void free_buffers();
   void build_conn_data(ConnData* cd);
@@ -176,7 +178,11 @@ class Socket : public std::enable_shared_from_this<Socket> {
   uint16_t sseq_no_ = 0, sseq_comp_ = 0;
   uint32_t sqe_avail_ = 0, ctrl_avail_ = kQpCtrlSize;
   uint32_t sbuf_bytes_avail_ = 0, sbuf_head_ = 0;
+  // Our copy of the peer's receive buffers. The shared entries are read
+  // only after the update's completion: the peer writes them at any time.
+  RsSge target_[kSglSize] = {};
   int target_sge_ = 0;
+  int sgl_slot_ = 1;  // entry the peer's next buffer update lands in
   RsSge remote_sgl_{};
   int remote_sge_ = 1;
   RsSge remote_iomap_{};
@@ -187,6 +193,8 @@ class Socket : public std::enable_shared_from_this<Socket> {
   // Receive side.
   uint16_t rseq_no_ = 0, rseq_comp_ = 0;
   uint32_t rbuf_bytes_avail_ = 0, rbuf_free_offset_ = 0, rbuf_offset_ = 0;
+  uint32_t rbuf_in_pos_ = 0;  // where the peer's next message must land
+  uint32_t rbuf_queued_ = 0;  // bytes received, not yet read
   struct Rmsg {
     uint32_t len;
   };
@@ -194,6 +202,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   uint32_t rmsg_head_consumed_ = 0;  // bytes already read from rmsg_.front()
 
   std::vector<Iomap> iomaps_;
+  std::vector<RsIomap> peer_iomaps_;  // copies of entries the peer published to us
   std::vector<bool> remote_slots_used_;  // slots of the peer's table we fill
 };
 

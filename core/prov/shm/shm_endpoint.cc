@@ -388,9 +388,12 @@ int ShmEndpoint::post_send(const SendWr& wr) {
 
 void ShmEndpoint::drain_ring() {
   if (!rx_ring_.attached()) return;
+  const bool stream_done = cm_ == Cm::kFailed || cm_ == Cm::kClosed;
   while (const RingEntry* e = rx_ring_.peek()) {
-    // Frames sent before this entry (slow-path payloads) must land first.
-    if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) {
+    // Frames sent before this entry (slow-path payloads) must land first;
+    // once the stream has ended, no more will.
+    if (!stream_done &&
+        static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) {
       progress_locked();
       if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) return;
     }
@@ -406,7 +409,7 @@ void ShmEndpoint::drain_ring() {
 
 int ShmEndpoint::poll_cq(Completion* wc, int max) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (cm_ == Cm::kEstablished) drain_ring();
+  if (cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) drain_ring();
   if (cq_.empty() && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
   if (!pending_imms_.empty()) flush_imms();
   if (!sendq_.empty()) flush_sends();
@@ -417,6 +420,25 @@ int ShmEndpoint::poll_cq(Completion* wc, int max) {
   }
   if (n) idle_polls_ = 0;
   return n;
+}
+
+void ShmEndpoint::disconnect() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  // Messages still waiting for ring space go first (the peer drains the
+  // ring while it polls); then the stream closes.
+  for (int i = 0; i < 1000 && !pending_imms_.empty() && tx_ring_.attached(); i++) {
+    flush_imms();
+    if (!pending_imms_.empty()) usleep(1000);
+  }
+  StreamEndpoint::disconnect();
+}
+
+int ShmEndpoint::cm_progress(CmEvent* ev) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  progress_locked();
+  // Messages in the ring were sent before the stream ended: deliver them first.
+  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring();
+  return StreamEndpoint::cm_progress(ev);
 }
 
 int ShmEndpoint::arm() {

@@ -36,6 +36,8 @@ class ShmEndpoint : public soft::StreamEndpoint {
   int accept(const void* pdata, size_t len) override;
   int post_send(const SendWr& wr) override;
   int poll_cq(Completion* wc, int max) override;
+  int cm_progress(CmEvent* ev) override;
+  void disconnect() override;
   int arm() override;
   int event_fd() const override { return epfd_; }
   short event_mask() const override { return POLLIN; }

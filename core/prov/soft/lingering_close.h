@@ -1,14 +1,13 @@
-// Closing a TCP socket that still has unread bytes sends a reset, and a
-// reset makes the peer's kernel drop data we sent that it has not read
-// yet. So a connection is closed the way careful TCP servers do it: write
-// side shut, incoming bytes drained until the peer's FIN (or a bound),
-// then close - on a small thread that exists only while such sockets wait.
+// Closing a TCP socket that still has unread bytes makes the kernel send a
+// reset and throw away what it has not transmitted yet - the tail of our
+// stream, if the peer was slow to read. So the write side is shut first
+// and the socket is closed only once the peer's kernel has acknowledged
+// everything (or a bound expires), draining incoming bytes meanwhile.
 #pragma once
 
 namespace ss::prov::soft {
 
-// Takes ownership of `fd`, a connected stream socket whose write side may
-// still be open.
+// Takes ownership of `fd`, a connected stream socket, and closes it.
 void lingering_close(int fd);
 
 }  // namespace ss::prov::soft

@@ -158,6 +158,8 @@ const uint8_t* StreamEndpoint::peer_private_data(size_t* len) const {
 
 void StreamEndpoint::fail(int err, Cm state) {
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return;
+  SS_DEBUG("%s: fd %d: transport %s: %s", kind_name(kind_), fd_,
+           state == Cm::kClosed ? "closed" : "failed", strerror(err));
   error_ = err;
   cm_ = state;
   cm_reported_ = false;
@@ -191,6 +193,8 @@ int StreamEndpoint::cm_progress(CmEvent* ev) {
   progress_locked();
   *ev = CmEvent::kNone;
   if (cm_reported_) return -EAGAIN;
+  // What arrived before the connection went away is delivered first.
+  if (!cq_.empty() && (cm_ == Cm::kFailed || cm_ == Cm::kClosed)) return -EAGAIN;
   switch (cm_) {
     case Cm::kEstablished:
       *ev = CmEvent::kEstablished;
@@ -234,18 +238,26 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
   q.iov[0].iov_base = q.header;
   if (was_empty && cm_ != Cm::kConnecting) flush_sends();
   if (!sendq_.empty() && async_.joinable()) kick_async();
-  if (copy_source && !sendq_.empty() && &sendq_.back() == &q && q.iovcnt > 1) {
-    // Still (partly) queued while the caller gets its buffer back: copy it.
+  if (copy_source && !sendq_.empty()) {
+    // Still (partly) queued while the caller gets its buffer back: copy
+    // what is left of the payload; the header stays in the element.
+    PendingSend& b = sendq_.back();  // q, which flush_sends did not finish
     size_t payload = 0;
-    for (int i = 1; i < q.iovcnt; i++) payload += q.iov[i].iov_len;
-    q.owned.resize(payload);
-    size_t off = 0;
-    for (int i = 1; i < q.iovcnt; i++) {
-      memcpy(q.owned.data() + off, q.iov[i].iov_base, q.iov[i].iov_len);
-      off += q.iov[i].iov_len;
+    int first_payload = 0;
+    while (first_payload < b.iovcnt && b.iov[first_payload].iov_base >= b.header &&
+           b.iov[first_payload].iov_base < b.header + kFrameHeaderSize)
+      first_payload++;
+    for (int i = first_payload; i < b.iovcnt; i++) payload += b.iov[i].iov_len;
+    if (payload) {
+      b.owned.resize(payload);
+      size_t off = 0;
+      for (int i = first_payload; i < b.iovcnt; i++) {
+        memcpy(b.owned.data() + off, b.iov[i].iov_base, b.iov[i].iov_len);
+        off += b.iov[i].iov_len;
+      }
+      b.iov[first_payload] = {b.owned.data(), payload};
+      b.iovcnt = first_payload + 1;
     }
-    q.iov[1] = {q.owned.data(), payload};
-    q.iovcnt = 2;
   }
   return 0;
 }
@@ -270,6 +282,7 @@ void StreamEndpoint::flush_sends() {
     if (n > 0) p.pass_fd = -1;  // the kernel took it with the first byte
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) return;
+      SS_DEBUG("%s: fd %d: send failed: %s", kind_name(kind_), fd_, strerror(errno));
       fail(errno == EPIPE ? ECONNRESET : errno, Cm::kFailed);
       return;
     }
@@ -414,10 +427,13 @@ void StreamEndpoint::progress_rx() {
       }
     }
     if (n == 0) {
+      SS_DEBUG("%s: fd %d: end of stream (payload %d, want %zu, staged %zu..%zu)",
+               kind_name(kind_), fd_, rx_in_payload_, want, rx_begin_, rx_end_);
       fail(ECONNRESET, Cm::kFailed);
       return;
     }
     if (errno == EAGAIN || errno == EINTR) return;
+    SS_DEBUG("%s: fd %d: receive failed: %s", kind_name(kind_), fd_, strerror(errno));
     fail(errno, Cm::kFailed);
     return;
   }
