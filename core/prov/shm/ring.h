@@ -57,6 +57,10 @@ class RingReader {
     return false;
   }
   void woke() { ctl_->sleeping.store(0, std::memory_order_relaxed); }
+  uint64_t position() const { return tail_; }
+  uint32_t next_seq() const {
+    return ctl_->entries[tail_ & mask_].seq.load(std::memory_order_acquire);
+  }
 
  private:
   RingControl* ctl_ = nullptr;
@@ -90,6 +94,7 @@ class RingWriter {
     *wake = ctl_->sleeping.load(std::memory_order_relaxed) != 0;
     return true;
   }
+  uint64_t position() const { return head_; }
 
  private:
   RingControl* ctl_ = nullptr;

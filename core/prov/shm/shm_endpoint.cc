@@ -430,6 +430,9 @@ void ShmEndpoint::disconnect() {
     flush_imms();
     if (!pending_imms_.empty()) usleep(1000);
   }
+  SS_DEBUG("shm: fd %d: disconnect: ring head %llu, %zu waiting, %zu frames queued", fd_,
+           static_cast<unsigned long long>(tx_ring_.position()), pending_imms_.size(),
+           sendq_.size());
   StreamEndpoint::disconnect();
 }
 
@@ -438,7 +441,7 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
   progress_locked();
   // Messages in the ring were sent before the stream ended: deliver them first.
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring();
-  return StreamEndpoint::cm_progress(ev);
+  return cm_report_locked(ev);
 }
 
 int ShmEndpoint::arm() {

@@ -191,6 +191,10 @@ void StreamEndpoint::disconnect() {
 int StreamEndpoint::cm_progress(CmEvent* ev) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   progress_locked();
+  return cm_report_locked(ev);
+}
+
+int StreamEndpoint::cm_report_locked(CmEvent* ev) {
   *ev = CmEvent::kNone;
   if (cm_reported_) return -EAGAIN;
   // What arrived before the connection went away is delivered first.

@@ -78,6 +78,8 @@ class StreamEndpoint : public Endpoint {
   bool parse_rx();
   void fail(int err, Cm state);
   void progress_locked();
+  // The pending connection event, without progressing the stream.
+  int cm_report_locked(CmEvent* ev);
   void async_loop();
 
   const Kind kind_;
