@@ -8,11 +8,12 @@
 # else the current directory (automake runs tests from the build directory).
 #
 # Knobs (environment):
-#   EXT_TIMEOUT    seconds one client command may take (default 30)
+#   EXT_TIMEOUT    seconds one client command may take (default 20)
 #   EXT_GRACE      seconds a server may take to exit after its client (5)
 #   EXT_PORT_BASE  first TCP port to try (default: random in 17000..31900)
 #   EXT_KEEP=1     keep the scratch directory with every command's output
 #   EXT_VERBOSE=1  print each command before running it
+#   EXT_GDB=1      save gdb stacks of a hung client or server
 #
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 #
@@ -25,8 +26,11 @@ n_pass=0
 n_fail=0
 n_skip=0
 n_sanity_fail=0
-EXT_TIMEOUT=${EXT_TIMEOUT:-30}
+EXT_TIMEOUT=${EXT_TIMEOUT:-20}
 EXT_GRACE=${EXT_GRACE:-5}
+# Largest file any program may write (KiB; ulimit -f): bounds the output of
+# a program that loops on an error (rcopy's server can), and rcopy copies.
+EXT_FSIZE_KB=${EXT_FSIZE_KB:-65536}
 # Hard limit for a background server (rcopy.sh raises it: one server there
 # serves every case).
 SRV_TIMEOUT=$((EXT_TIMEOUT * 3))
@@ -65,11 +69,43 @@ ext_init() {
   done
   TMPD=$(mktemp -d "${TMPDIR:-/tmp}/ss-ext.XXXXXX") || ext_hard_error "mktemp failed"
   trap ext_cleanup EXIT
-  trap 'echo "$ext_name: interrupted"; exit 99' INT TERM HUP
+  local sig
+  for sig in INT TERM HUP; do
+    # shellcheck disable=SC2064  # expand $sig now
+    trap "echo \"ERROR: \$ext_name: killed by SIG$sig (not by a test case)\"; exit 99" "$sig"
+  done
   # The preloaded environment: librsocket.so and, should the library lack
   # a run path, its libslipstream.so beside it.
   PRELOAD_ENV=(LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$BUILDDIR/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
   echo "$ext_name: library $LIB"
+}
+
+# ext_wait PID : wait for a process this script started and forget it, so
+# the EXIT trap never signals a PID that may since have been reused.
+# Returns its exit code.
+ext_wait() {
+  local rc pid keep=()
+  wait "$1" 2>/dev/null
+  rc=$?
+  for pid in ${ext_pids[@]+"${ext_pids[@]}"}; do
+    [ "$pid" = "$1" ] || keep+=("$pid")
+  done
+  ext_pids=(${keep[@]+"${keep[@]}"})
+  return "$rc"
+}
+
+# ext_stop PID : end a process this script started and has not yet waited
+# for (SIGTERM; timeout(1) passes it on), then wait for it.
+ext_stop() {
+  local pid
+  for pid in ${ext_pids[@]+"${ext_pids[@]}"}; do
+    if [ "$pid" = "$1" ]; then
+      kill -TERM "$1" 2>/dev/null
+      ext_wait "$1"
+      return
+    fi
+  done
+  return 0
 }
 
 # Optional hook run by the EXIT trap (netns.sh removes its namespaces).
@@ -131,8 +167,11 @@ run_env_plain() {
 ext_start_server() {
   local i
   [ "${EXT_VERBOSE:-0}" != 1 ] || echo "  server: ${PFX_S[*]-} env ${RUN_ENV[*]} $*"
-  ${PFX_S[@]+"${PFX_S[@]}"} timeout -k 5 "$SRV_TIMEOUT" env "${RUN_ENV[@]}" "$@" \
-    >"$CASE_DIR/s.out" 2>"$CASE_DIR/s.err" </dev/null &
+  (
+    ulimit -f "$EXT_FSIZE_KB"
+    exec ${PFX_S[@]+"${PFX_S[@]}"} timeout -k 5 "$SRV_TIMEOUT" env "${RUN_ENV[@]}" "$@" \
+      >"$CASE_DIR/s.out" 2>"$CASE_DIR/s.err" </dev/null
+  ) &
   SPID=$!
   ext_pids+=("$SPID")
   for i in $(seq 40); do
@@ -145,17 +184,46 @@ ext_start_server() {
   return 0
 }
 
-# ext_run_client CMD... : run the client under timeout; retried while it is
-# refused and the server is still starting (each refused attempt's stderr
-# is kept in c.err, marked, so a report shows the whole story).  Sets C_RC.
+# ext_run_client CMD... : run the client with a deadline of EXT_TIMEOUT
+# seconds (timeout(1) is only the backstop); retried while it is refused
+# and the server is still starting (each refused attempt's stderr is kept
+# in c.err, marked, so a report shows the whole story).  A client still
+# running EXT_GRACE seconds after its server exited is hung as well.  Sets
+# C_RC (124 for a hang) and CLI_HUNG (0; 1 after the server exited; 2 at
+# the deadline).
 ext_run_client() {
-  local tries=0
+  local tries=0 cpid dead_for start
   [ "${EXT_VERBOSE:-0}" != 1 ] || echo "  client: ${PFX_C[*]-} env ${RUN_ENV[*]} $*"
   : >"$CASE_DIR/c.err"
   while :; do
-    ${PFX_C[@]+"${PFX_C[@]}"} timeout -k 5 "$EXT_TIMEOUT" env "${RUN_ENV[@]}" "$@" \
-      >"$CASE_DIR/c.out" 2>"$CASE_DIR/c.err.now" </dev/null
+    CLI_HUNG=0
+    start=$SECONDS
+    (
+      ulimit -f "$EXT_FSIZE_KB"
+      exec ${PFX_C[@]+"${PFX_C[@]}"} timeout -k 5 $((EXT_TIMEOUT + 15)) env "${RUN_ENV[@]}" "$@" \
+        >"$CASE_DIR/c.out" 2>"$CASE_DIR/c.err.now" </dev/null
+    ) &
+    cpid=$!
+    ext_pids+=("$cpid")
+    dead_for=0
+    while kill -0 "$cpid" 2>/dev/null; do
+      sleep 0.02
+      if ! kill -0 "$SPID" 2>/dev/null; then
+        dead_for=$((dead_for + 1))
+        [ "$dead_for" -le $((EXT_GRACE * 50)) ] || CLI_HUNG=1
+      fi
+      [ $((SECONDS - start)) -lt "$EXT_TIMEOUT" ] || CLI_HUNG=2
+      if [ "$CLI_HUNG" != 0 ] && kill -0 "$cpid" 2>/dev/null; then
+        ext_debug_hang "$cpid" client
+        ! kill -0 "$SPID" 2>/dev/null || ext_debug_hang "$SPID" server
+        kill -TERM "$cpid" 2>/dev/null
+        break
+      fi
+      CLI_HUNG=0
+    done
+    ext_wait "$cpid"
     C_RC=$?
+    [ "$CLI_HUNG" = 0 ] || C_RC=124
     cat "$CASE_DIR/c.err.now" >>"$CASE_DIR/c.err"
     if [ "$C_RC" -ne 0 ] && [ "$tries" -lt 20 ] && kill -0 "$SPID" 2>/dev/null &&
        grep -q 'Connection refused' "$CASE_DIR/c.err.now"; then
@@ -169,10 +237,25 @@ ext_run_client() {
   done
 }
 
-# ext_reap_server : give the server EXT_GRACE seconds to exit, kill it
-# otherwise.  Sets S_RC (its exit code) and SRV_HUNG (1 if it was killed).
+# ext_debug_hang PID WHO : with EXT_GDB=1, save the stacks of the program
+# under the timeout process PID in $CASE_DIR/WHO.gdb.
+ext_debug_hang() {
+  local prog
+  [ "${EXT_GDB:-0}" = 1 ] || return 0
+  command -v gdb >/dev/null 2>&1 || return 0
+  prog=$(pgrep -P "$1" | head -n1)
+  [ -n "$prog" ] || return 0
+  timeout 60 gdb -p "$prog" -batch -ex 'thread apply all bt' >"$CASE_DIR/$2.gdb" 2>&1
+  echo "      ($2 stacks saved in $CASE_DIR/$2.gdb)"
+}
+
+# ext_reap_server : give the server EXT_GRACE seconds to exit (1 s when
+# the client failed: the server may be waiting for a connection that never
+# came), kill it otherwise.  Sets S_RC (its exit code) and SRV_HUNG (1 if
+# it was killed).
 ext_reap_server() {
   local i n=$((EXT_GRACE * 20))
+  [ "$C_RC" = 0 ] || n=20
   SRV_HUNG=0
   for ((i = 0; i < n; i++)); do
     kill -0 "$SPID" 2>/dev/null || break
@@ -180,9 +263,10 @@ ext_reap_server() {
   done
   if kill -0 "$SPID" 2>/dev/null; then
     SRV_HUNG=1
+    [ "$C_RC" != 0 ] || ext_debug_hang "$SPID" server
     kill -TERM "$SPID" 2>/dev/null
   fi
-  wait "$SPID" 2>/dev/null
+  ext_wait "$SPID"
   S_RC=$?
 }
 
@@ -236,20 +320,26 @@ ext_explain_rc() {
 # sets WHY to the failure reasons (empty when the case passed).
 ext_stream_verdict() {
   WHY=
-  if ext_timed_out "$C_RC"; then
+  if [ "$CLI_HUNG" = 1 ]; then
+    WHY+="client hung (still running ${EXT_GRACE}s after the server exited; killed); "
+  elif [ "$CLI_HUNG" = 2 ]; then
+    WHY+="client hung (killed after ${EXT_TIMEOUT}s); "
+  elif ext_timed_out "$C_RC"; then
     WHY+="client hung (killed after ${EXT_TIMEOUT}s); "
   elif [ "$C_RC" -ne 0 ]; then
     WHY+="client exit $C_RC$(ext_explain_rc "$C_RC"); "
   fi
-  if [ "$SRV_HUNG" = 1 ]; then
+  if [ "$SRV_HUNG" = 1 ] && [ "$C_RC" = 0 ]; then
     WHY+="server still running ${EXT_GRACE}s after the client ended (killed); "
+  elif [ "$SRV_HUNG" = 1 ]; then
+    WHY+="server left waiting (killed); "
   elif ext_timed_out "$S_RC"; then
     WHY+="server hung (killed by timeout); "
   elif [ "$S_RC" -ne 0 ]; then
     WHY+="server exit $S_RC$(ext_explain_rc "$S_RC"); "
   fi
-  if grep -qi 'verification failed' "$CASE_DIR"/*; then
-    WHY+="$(grep -hi 'verification failed' "$CASE_DIR"/* | head -n1); "
+  if grep -qi 'verification failed' "$CASE_DIR"/*.out "$CASE_DIR"/*.err; then
+    WHY+="$(grep -hi 'verification failed' "$CASE_DIR"/*.out "$CASE_DIR"/*.err | head -n1); "
   fi
   WHY=${WHY%; }
 }

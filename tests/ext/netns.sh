@@ -107,11 +107,10 @@ rcopy_case() {
     WHY="copy differs: $(cmp "$SRC_FILE" "$dst" 2>&1 | head -n1)"
   fi
   if ! kill -0 "$SPID" 2>/dev/null; then
-    wait "$SPID" 2>/dev/null
+    ext_wait "$SPID"
     WHY="${WHY:+$WHY; }server died (exit $?)"
   fi
-  kill -TERM "$SPID" 2>/dev/null
-  wait "$SPID" 2>/dev/null
+  ext_stop "$SPID"
   AUTO_NOTE=
   [ "$label" != auto ] || check_auto_kind
   ext_report "$label: rcopy 1048583 B $ADDR_B -> $ADDR_A$AUTO_NOTE"

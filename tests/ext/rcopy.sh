@@ -36,6 +36,7 @@ for prov in $PROVIDERS; do
   ext_start_server rcopy -p "$PORT"
   first=1
   missing=
+  restart=0
   i=0
   for n in $SIZES; do
     i=$((i + 1))
@@ -45,9 +46,13 @@ for prov in $PROVIDERS; do
       n_skip=$((n_skip + 1))
       continue
     fi
-    if ! kill -0 "$SPID" 2>/dev/null; then
-      # The previous case killed the server (reported there): restart.
-      wait "$SPID" 2>/dev/null
+    if [ "$restart" = 1 ] || ! kill -0 "$SPID" 2>/dev/null; then
+      # After a failed case: an aborted transfer leaves rcopy's server with
+      # the file still open ("cannot open another file", EBUSY to the next
+      # client), or the server died (reported there).  Start a fresh one.
+      ext_stop "$SPID"
+      echo "  (new rcopy server after the failed case)"
+      restart=0
       ext_new_case
       SDIR=$CASE_DIR
       ext_next_port
@@ -71,7 +76,7 @@ for prov in $PROVIDERS; do
       WHY="copy differs: $(cmp "$TMPD/src/$n" "$dst" 2>&1 | head -n1)"
     fi
     if ! kill -0 "$SPID" 2>/dev/null; then
-      wait "$SPID" 2>/dev/null
+      ext_wait "$SPID"
       WHY="${WHY:+$WHY; }server died (exit $?)"
     fi
     if [ "$first" = 1 ] && [ "$prov" = shm ] && [ -n "$WHY" ] && ext_unavailable; then
@@ -83,11 +88,11 @@ for prov in $PROVIDERS; do
     [ "$n" != 0 ] || [ "$C_RC" != 22 ] || [ -n "$WHY" ] ||
       label="$label (rcopy exits 22: it cannot mmap an empty file; server survived)"
     ext_report "$label"
+    [ -z "$WHY" ] || restart=1
     rm -f "$dst"
   done
   [ -z "$missing" ] || echo "SKIP: $prov: all cases: provider unavailable: $missing"
-  kill -TERM "$SPID" 2>/dev/null
-  wait "$SPID" 2>/dev/null
+  ext_stop "$SPID"
 done
 
 ext_finish
