@@ -21,6 +21,8 @@ enum Cap : uint32_t {
   kCapRecvWr = 1u << 4,      // each immediate consumes a posted receive (verbs); else post_recv is a no-op
   kCapAsyncPlace = 1u << 5,  // can place writes while the application is not calling in
   kCapSameHost = 1u << 6,    // peers must share this host
+  kCapCopyOnPost = 1u << 7,  // every post copies (or sends) its source at once: any
+                             // size may be posted straight from user memory
 };
 
 enum class Kind : int { kAuto = 0, kShm = 1, kTcp = 2, kVerbs = 3 };

@@ -438,7 +438,9 @@ void ShmEndpoint::disconnect() {
 
 int ShmEndpoint::cm_progress(CmEvent* ev) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  progress_locked();
+  // Established: the stream matters only for its end (and rare slow-path
+  // frames); poll_cq and arm look at it without a syscall per call here.
+  if (cm_ != Cm::kEstablished) progress_locked();
   // Messages in the ring were sent before the stream ended: deliver them first.
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring();
   return cm_report_locked(ev);

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ constexpr size_t kRxBufSize = 64 * 1024;
 // Payloads at least this large bypass the staging buffer.
 constexpr size_t kDirectRxMin = 4096;
 constexpr uint8_t kReject = 1;
+constexpr unsigned kYieldEvery = 32;
 }  // namespace
 
 StreamEndpoint::StreamEndpoint(Kind kind, int fd, bool active)
@@ -81,7 +83,7 @@ StreamEndpoint::~StreamEndpoint() {
 }
 
 uint32_t StreamEndpoint::caps() const {
-  uint32_t c = kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace;
+  uint32_t c = kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost;
   if (kind_ == Kind::kShm) c |= kCapSameHost;
   return c;
 }
@@ -190,7 +192,8 @@ void StreamEndpoint::disconnect() {
 
 int StreamEndpoint::cm_progress(CmEvent* ev) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  progress_locked();
+  // Once established, poll_cq moves the stream; don't read it twice.
+  if (cm_ != Cm::kEstablished) progress_locked();
   return cm_report_locked(ev);
 }
 
@@ -479,6 +482,11 @@ int StreamEndpoint::poll_cq(Completion* wc, int max) {
     wc[n++] = cq_.front();
     cq_.pop_front();
   }
+  // Loopback TCP is delivered by softirq work that may be pushed to
+  // ksoftirqd; a caller spinning on us would keep it off the CPU for a
+  // scheduler tick or more per message. Give way now and then.
+  if (n == 0 && kind_ == Kind::kTcp && ++empty_polls_ % kYieldEvery == 0) sched_yield();
+  if (n) empty_polls_ = 0;
   return n;
 }
 

@@ -97,6 +97,7 @@ class StreamEndpoint : public Endpoint {
   std::deque<PendingSend> sendq_;
   std::deque<Completion> cq_;
   size_t max_cq_ = 4 * 0xFFFE;
+  unsigned empty_polls_ = 0;
 
   // Receive staging: frames are parsed out of it; large payloads go
   // straight to their target.
