@@ -1,0 +1,14 @@
+# bench/: Google Benchmark fixtures, rsockets against kernel TCP in the same
+# run (bench/run.sh prints the ratios), and bench/rstream.sh (rdmacm-utils'
+# rstream latency on the preloaded library against plain kernel sockets).
+# Nothing here is installed; the scripts are run by hand from the build dir.
+EXTRA_DIST += bench/run.sh bench/rstream.sh
+
+if HAVE_GBENCH
+noinst_PROGRAMS += bench/rsocket_bench
+bench_rsocket_bench_SOURCES = \
+	bench/rsocket_bench.cc \
+	tools/demo_transport.h \
+	tools/demo_transport.cc
+bench_rsocket_bench_LDADD = librsocket.la libslipstream.la -lbenchmark $(PTHREAD_LIBS)
+endif
