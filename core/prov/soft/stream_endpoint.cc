@@ -408,9 +408,12 @@ bool StreamEndpoint::parse_rx() {
 }
 
 void StreamEndpoint::progress_rx() {
+  // A short read means the socket is empty for now: parse what came and
+  // stop, rather than pay one more recv() just to hear EAGAIN.
+  bool drained = false;
   while (cm_ == Cm::kAwaitReply || cm_ == Cm::kEstablished) {
     if (parse_rx()) continue;
-    if (cm_ != Cm::kAwaitReply && cm_ != Cm::kEstablished) return;
+    if (drained || (cm_ != Cm::kAwaitReply && cm_ != Cm::kEstablished)) return;
     if (rx_begin_ == rx_end_) rx_begin_ = rx_end_ = 0;
     ssize_t n;
     size_t want = rx_in_payload_ ? rx_hdr_.length - rx_done_ : 0;
@@ -419,6 +422,7 @@ void StreamEndpoint::progress_rx() {
       n = rx_read(rx_dst_ + rx_done_, want);
       if (n > 0) {
         rx_done_ += n;
+        drained = static_cast<size_t>(n) < want;
         continue;
       }
     } else {
@@ -427,15 +431,16 @@ void StreamEndpoint::progress_rx() {
         rx_end_ -= rx_begin_;
         rx_begin_ = 0;
       }
-      n = rx_read(rx_buf_.data() + rx_end_, rx_buf_.size() - rx_end_);
+      const size_t space = rx_buf_.size() - rx_end_;
+      n = rx_read(rx_buf_.data() + rx_end_, space);
       if (n > 0) {
         rx_end_ += n;
+        drained = static_cast<size_t>(n) < space;
         continue;
       }
     }
     if (n == 0) {
-      SS_DEBUG("%s: fd %d: end of stream (payload %d, want %zu, staged %zu..%zu)",
-               kind_name(kind_), fd_, rx_in_payload_, want, rx_begin_, rx_end_);
+      SS_DEBUG("%s: fd %d: end of stream", kind_name(kind_), fd_);
       fail(ECONNRESET, Cm::kFailed);
       return;
     }
