@@ -152,8 +152,8 @@ ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
   const bool peek = flags & MSG_PEEK;
   const bool waitall = (flags & MSG_WAITALL) && !peek;
   for (;;) {
-    if (rmsg_.empty()) process_cq(lk);
     if (rmsg_.empty()) {
+      // wait_for progresses the completion queue before it would wait.
       if (total && !waitall) break;
       if (!(state_ & kReadable)) {
         if (total) break;

@@ -15,6 +15,7 @@ namespace ss::rs {
 
 namespace {
 constexpr int kCqBatch = 32;
+constexpr unsigned kCmCheckEvery = 16;
 
 RsSge maybe_swap(RsSge s, bool swap) {
   if (!swap) return s;
@@ -53,7 +54,9 @@ int Socket::process_cq(Lock&) {
     total += n;
     if (n < kCqBatch) break;
   }
-  if (state_ & kConnected) {
+  // Transport loss is rare: look for it when nothing arrived, every few
+  // polls (a spinning caller polls millions of times).
+  if ((state_ & kConnected) && total == 0 && ++idle_cq_polls_ % kCmCheckEvery == 0) {
     prov::CmEvent ev;
     // The transport went away without a DISCONNECT message: an abortive
     // close, as a TCP reset. Queued data stays readable.
@@ -214,7 +217,9 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   wr.imm = imm;
   wr.remote_addr = raddr;
   wr.rkey = rkey;
-  if (from_user && len <= max_inline_) {
+  // Providers that take the bytes at post time need no staging copy.
+  const bool direct = from_user && (len <= max_inline_ || (ep_->caps() & prov::kCapCopyOnPost));
+  if (direct) {
     wr.sge[0] = {reinterpret_cast<uint64_t>(src), len, 0};
     wr.num_sge = len ? 1 : 0;
     wr.inline_data = true;
@@ -230,6 +235,7 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
     }
     sbuf_head_ = (sbuf_head_ + len) % opt_.sbuf_size;
   }
+  wr.inline_data = direct;
   sqe_avail_--;
   sbuf_bytes_avail_ -= len;
   int rc = ep_->post_send(wr);
@@ -256,6 +262,7 @@ int Socket::block_once(Lock& lk) {
   int n = ::poll(&p, 1, wake > 0 ? wake : -1);
   lk.lock();
   if (n > 0 && ep_) ep_->ack_events();
+  idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
   return 0;
 }
 
@@ -335,6 +342,7 @@ int Socket::wait_target(int* fd, short* events) {
 void Socket::after_wait() {
   Lock lk(mu_);
   if (ep_ && state_ != kListening) ep_->ack_events();
+  idle_cq_polls_ = kCmCheckEvery - 1;  // a wake-up may be the transport ending
 }
 
 }  // namespace ss::rs

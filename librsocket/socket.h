@@ -155,6 +155,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool nonblock_ = false;   // O_NONBLOCK (F_SETFL)
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
+  unsigned idle_cq_polls_ = 0;
   Options opt_;
   sockaddr_storage peer_addr_{};
   socklen_t peer_len_ = 0;
