@@ -1,6 +1,8 @@
 // The rsockets v1 protocol engine: completions, credits, target-SGL
 // updates, control messages and waiting. Runs under Socket::mu_.
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -65,7 +67,13 @@ int Socket::process_cq(Lock&) {
       set_error(ECONNRESET);
   }
   give_credits();
+  if (total && waiters_) kick_waiters();
   return total;
+}
+
+void Socket::kick_waiters() {
+  uint64_t one = 1;
+  if (wake_fd_ >= 0 && ::write(wake_fd_, &one, sizeof one) < 0) SS_DEBUG("kick failed");
 }
 
 void Socket::handle_recv(uint32_t imm, uint32_t len) {
@@ -250,18 +258,28 @@ bool Socket::is_nonblocking(int flags) const {
   return nonblock_ || (flags & MSG_DONTWAIT);
 }
 
-// Sleeps until the endpoint signals (bounded by wake_up_interval).
+// Sleeps until the endpoint or another thread of this socket signals
+// (bounded by wake_up_interval).
 int Socket::block_once(Lock& lk) {
+  if (wake_fd_ < 0) {
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) return -errno;
+  }
   int r = ep_->arm();
   if (r != 0) return 0;
-  int fd = ep_->event_fd();
-  short events = ep_->event_mask();
+  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {wake_fd_, POLLIN, 0}};
+  waiters_++;
   lk.unlock();
-  pollfd p{fd, events, 0};
   int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
-  int n = ::poll(&p, 1, wake > 0 ? wake : -1);
+  ::poll(p, 2, wake > 0 ? wake : -1);
   lk.lock();
-  if (n > 0 && ep_) ep_->ack_events();
+  waiters_--;
+  if (p[1].revents) {
+    uint64_t v;
+    if (::read(wake_fd_, &v, sizeof v) < 0) { /* another waiter took it */ }
+  }
+  // Always: a provider counts its sleepers and must hear that this one woke.
+  if (ep_) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
   return 0;
 }

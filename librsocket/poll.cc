@@ -84,7 +84,7 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     if (r < 0 && errno != EINTR) return -errno;
     if (r < 0) return -EINTR;
     for (nfds_t i = 0; i < nfds; i++)
-      if (socks[i] && waits[i].revents) socks[i]->after_wait();
+      if (socks[i] && waits[i].fd >= 0) socks[i]->after_wait();
   }
 }
 

@@ -38,6 +38,7 @@ Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
 Socket::~Socket() {
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void Socket::inherit_from(const Socket& l) {
@@ -375,6 +376,7 @@ int Socket::shutdown(int how) {
     state_ = (state_ & ~kConnected) | kDisconnected;
     ep_->disconnect();
   }
+  if (waiters_) kick_waiters();  // blocked readers/writers see the new state
   return 0;
 }
 
@@ -393,6 +395,7 @@ void Socket::close() {
   }
   if (state_ & kConnected) shutdown(SHUT_RDWR);
   std::lock_guard<std::mutex> g(mu_);
+  if (waiters_) kick_waiters();
   if (ep_) {
     ep_->disconnect();
     ep_->close_descriptor(fd_);

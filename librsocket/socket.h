@@ -156,6 +156,12 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   unsigned idle_cq_polls_ = 0;
+  // Threads blocked on this socket. Whoever makes progress (completions
+  // processed, state changed) kicks wake_fd_ so the others re-check: a
+  // sender's credits may arrive through the receiver's processing.
+  int waiters_ = 0;
+  int wake_fd_ = -1;
+  void kick_waiters();
   Options opt_;
   sockaddr_storage peer_addr_{};
   socklen_t peer_len_ = 0;

@@ -105,13 +105,18 @@ struct ConnData {
   }
 };
 
-// The iomap slot count travels in 8 bits: up to 128 as is, else in units of 256.
+// The iomap slot count travels in 8 bits: up to 128 as is, else 0x80 plus
+// the count in units of 256 (so 129..255 come back as 128, 256 as 256).
 constexpr uint8_t encode_iomap_size(uint32_t v) {
   return v <= 128 ? static_cast<uint8_t>(v) : static_cast<uint8_t>(0x80 | ((v >> 8) & 0x7F));
 }
 constexpr uint32_t decode_iomap_size(uint8_t x) {
-  return x & 0x80 ? static_cast<uint32_t>(x & 0x7F) << 8 : x;
+  return x <= 128 ? x : static_cast<uint32_t>(x & 0x7F) << 8;
 }
+static_assert(decode_iomap_size(encode_iomap_size(128)) == 128);
+static_assert(decode_iomap_size(encode_iomap_size(200)) == 128);
+static_assert(decode_iomap_size(encode_iomap_size(300)) == 256);
+static_assert(decode_iomap_size(encode_iomap_size(32512)) == 32512);
 
 inline bool host_is_big_endian() { return htobe16(1) == 1; }
 

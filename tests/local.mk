@@ -5,3 +5,4 @@ TESTS += core_unit_tests
 
 include tests/librsocket/local.mk
 include tests/ext/local.mk
+include tests/rxe/local.mk

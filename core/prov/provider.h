@@ -107,9 +107,11 @@ class Endpoint {
   virtual int post_recv(uint64_t wr_id) = 0;
   virtual int poll_cq(Completion* wc, int max) = 0;
 
-  // Waiting: arm(), then poll(2) event_fd() for event_mask(); after it
-  // fires, ack_events() and run poll_cq()/cm_progress() again. arm()
-  // returns 1 when work is already pending and the caller must not sleep.
+  // Waiting: arm(), then poll(2) event_fd() for event_mask(); after poll
+  // returns (for whatever reason) ack_events() exactly once, then run
+  // poll_cq()/cm_progress() again. arm() returns 1 when work is already
+  // pending and the caller must not sleep (then no ack_events()). Several
+  // threads may wait at once.
   virtual int arm() = 0;
   virtual int event_fd() const = 0;
   virtual short event_mask() const = 0;

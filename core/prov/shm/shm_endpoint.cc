@@ -424,8 +424,9 @@ int ShmEndpoint::poll_cq(Completion* wc, int max) {
 
 void ShmEndpoint::disconnect() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  // Messages still waiting for ring space go first (the peer drains the
-  // ring while it polls); then the stream closes.
+  // Messages still waiting for the ring (its announcement may not have been
+  // read yet, or it is full) go first; then the stream closes.
+  if (!pending_imms_.empty() && !tx_ring_.attached()) progress_locked();
   for (int i = 0; i < 1000 && !pending_imms_.empty() && tx_ring_.attached(); i++) {
     flush_imms();
     if (!pending_imms_.empty()) usleep(1000);
@@ -452,7 +453,11 @@ int ShmEndpoint::arm() {
   progress_locked();
   int r = StreamEndpoint::arm();
   if (r) return r;
-  if (rx_ring_.attached() && rx_ring_.prepare_sleep()) return 1;
+  if (rx_ring_.attached() && rx_ring_.prepare_sleep()) {
+    if (sleepers_ == 0) rx_ring_.woke();
+    return 1;
+  }
+  sleepers_++;
   return 0;
 }
 
@@ -461,7 +466,8 @@ void ShmEndpoint::ack_events() {
   if (::read(rx_wake_fd_, &v, sizeof v) < 0) { /* spurious */ }
   StreamEndpoint::ack_events();
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (rx_ring_.attached()) rx_ring_.woke();
+  // The peer must keep kicking while any thread still sleeps here.
+  if (sleepers_ > 0 && --sleepers_ == 0 && rx_ring_.attached()) rx_ring_.woke();
 }
 
 int ShmEndpoint::set_async_progress(bool on) {

@@ -94,6 +94,7 @@ class ShmEndpoint : public soft::StreamEndpoint {
   bool announced_ = false;
   std::deque<int> rx_fds_;  // received with SCM_RIGHTS, consumed in frame order
   unsigned idle_polls_ = 0;
+  int sleepers_ = 0;  // threads between arm() and ack_events()
   sockaddr_storage local_{}, peer_{};
   socklen_t local_len_ = 0, peer_len_ = 0;
 };
