@@ -159,7 +159,9 @@ void Socket::handle_completion(const prov::Completion& wc) {
       sbuf_bytes_avail_ += kIomapEntrySize;
       break;
   }
-  if (wc.status && (state_ & kConnected)) set_error(EIO);
+  // A flushed send (ECONNRESET) only means the transport ended; that is
+  // reported after the messages that arrived before it, by cm_progress.
+  if (wc.status && wc.status != ECONNRESET && (state_ & kConnected)) set_error(EIO);
 }
 
 bool Socket::can_send() const {
@@ -273,10 +275,11 @@ int Socket::block_once(Lock& lk) {
   int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
   ::poll(p, 2, wake > 0 ? wake : -1);
   lk.lock();
-  waiters_--;
-  if (p[1].revents) {
+  // The kick stays readable until the last waiter leaves: drained earlier,
+  // a waiter that had not yet been scheduled would sleep through it.
+  if (--waiters_ == 0) {
     uint64_t v;
-    if (::read(wake_fd_, &v, sizeof v) < 0) { /* another waiter took it */ }
+    if (::read(wake_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
   }
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();

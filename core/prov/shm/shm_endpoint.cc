@@ -481,7 +481,19 @@ int ShmEndpoint::set_async_progress(bool on) {
   return 0;
 }
 
+// The names travel in a control frame right behind the hello: read it now
+// if the application asks before anything else moved the stream.
+void ShmEndpoint::await_names() const {
+  auto* self = const_cast<ShmEndpoint*>(this);
+  std::lock_guard<std::recursive_mutex> lock(self->mu_);
+  for (int i = 0; i < 1000 && !peer_len_ && !active_ && cm_ == Cm::kEstablished; i++) {
+    self->progress_locked();
+    if (!peer_len_) usleep(100);
+  }
+}
+
 int ShmEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
+  if (!local_len_) await_names();
   if (!local_len_) return -ENOTCONN;
   *addr = local_;
   *len = local_len_;
@@ -489,6 +501,7 @@ int ShmEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
 }
 
 int ShmEndpoint::peer_name(sockaddr_storage* addr, socklen_t* len) const {
+  if (!peer_len_) await_names();
   if (!peer_len_) return -ENOTCONN;
   *addr = peer_;
   *len = peer_len_;

@@ -78,6 +78,7 @@ class ShmEndpoint : public soft::StreamEndpoint {
   void flush_imms();
   void drain_ring();
   void kick_peer();
+  void await_names() const;
 
   int epfd_ = -1;
   int rx_wake_fd_ = -1;  // ours; the peer writes it
