@@ -373,7 +373,7 @@ int ShmEndpoint::post_send(const SendWr& wr) {
       memcpy(dst, reinterpret_cast<const void*>(wr.sge[i].addr), wr.sge[i].length);
       dst += wr.sge[i].length;
     }
-    if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, static_cast<uint32_t>(tx_frames_));
+    if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, last_slow_frame_);
     cq_.push_back({wr.wr_id, 0, WcOp::kSend, 0, 0});
     return 0;
   }
@@ -382,7 +382,8 @@ int ShmEndpoint::post_send(const SendWr& wr) {
   FrameHeader h{FrameType::kWrite, 0, len, wr.remote_addr, wr.rkey, 0};
   int rc = queue_frame(h, wr.sge, wr.num_sge, wr.wr_id, true, wr.inline_data);
   if (rc) return rc;
-  if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, static_cast<uint32_t>(tx_frames_));
+  last_slow_frame_ = static_cast<uint32_t>(tx_frames_);
+  if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, last_slow_frame_);
   return 0;
 }
 
@@ -390,10 +391,15 @@ void ShmEndpoint::drain_ring() {
   if (!rx_ring_.attached()) return;
   const bool stream_done = cm_ == Cm::kFailed || cm_ == Cm::kClosed;
   while (const RingEntry* e = rx_ring_.peek()) {
-    // Frames sent before this entry (slow-path payloads) must land first;
-    // once the stream has ended, no more will.
-    if (!stream_done &&
-        static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) {
+    // Frames sent before this entry (slow-path payloads) must land first.
+    // If the stream ended without them, the message is lost with it:
+    // never deliver a completion whose data did not arrive.
+    if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) {
+      if (stream_done) {
+        SS_DEBUG("shm: fd %d: stream ended before frame %u (read %llu); message dropped", fd_,
+                 e->stream_seq, static_cast<unsigned long long>(rx_frames_));
+        return;
+      }
       progress_locked();
       if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) return;
     }

@@ -184,7 +184,13 @@ void StreamEndpoint::close_descriptor(int fd) {
 
 void StreamEndpoint::disconnect() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  flush_sends();  // best effort: what the kernel takes now still reaches the peer
+  // Frames already queued were accepted from the caller: give them a
+  // bounded chance to reach the kernel before the stream closes.
+  for (int i = 0; i < 100 && !sendq_.empty() && cm_ == Cm::kEstablished; i++) {
+    flush_sends();
+    pollfd p{fd_, POLLOUT, 0};
+    if (!sendq_.empty()) ::poll(&p, 1, 10);
+  }
   if (cm_ == Cm::kEstablished) cm_reported_ = true;  // local choice: no event
   fail(ECONNRESET, Cm::kClosed);
   cm_reported_ = true;
@@ -290,7 +296,16 @@ void StreamEndpoint::flush_sends() {
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) return;
       SS_DEBUG("%s: fd %d: send failed: %s", kind_name(kind_), fd_, strerror(errno));
-      fail(errno == EPIPE ? ECONNRESET : errno, Cm::kFailed);
+      if (errno == EPIPE || errno == ECONNRESET) {
+        // The peer closed: what it sent before is still in our socket.
+        // Flush our queue with errors and let the receive side read on
+        // until the end of the stream, which then fails the connection.
+        for (const PendingSend& q : sendq_)
+          if (q.signal) cq_.push_back({q.wr_id, ECONNRESET, WcOp::kSend, 0, 0});
+        sendq_.clear();
+        return;
+      }
+      fail(errno, Cm::kFailed);
       return;
     }
     p.remaining -= n;
