@@ -2,6 +2,8 @@
 // temporary directory named by SLIPSTREAM_RS_CONF_DIR: a bad value warns and
 // keeps the default, a good one changes the defaults of sockets created
 // afterwards, as rgetsockopt shows.
+#include "core/base/config.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -15,7 +17,6 @@
 #include <string>
 #include <thread>
 
-#include "core/base/config.h"
 #include "tests/librsocket/conformance.h"
 
 namespace rsconf {
@@ -80,8 +81,10 @@ class RsConfigTest : public ::testing::Test {
     for (auto& [k, v] : saved_) {
       if (v) setenv(k.c_str(), v->c_str(), 1);
     }
-    if (saved_dir_) setenv("SLIPSTREAM_RS_CONF_DIR", saved_dir_->c_str(), 1);
-    else unsetenv("SLIPSTREAM_RS_CONF_DIR");
+    if (saved_dir_)
+      setenv("SLIPSTREAM_RS_CONF_DIR", saved_dir_->c_str(), 1);
+    else
+      unsetenv("SLIPSTREAM_RS_CONF_DIR");
     ss::config::reload();
   }
 
@@ -127,8 +130,8 @@ TEST_F(RsConfigTest, BadFileWarnsAndKeepsDefault) {
     RFd s(rsocket(AF_INET, SOCK_STREAM, 0));  // a lazily read file warns here
     err = cap.text();
   }
-  EXPECT_NE(std::string::npos, err.find("sqsize_default")) << "no warning naming the setting: "
-                                                          << err;
+  EXPECT_NE(std::string::npos, err.find("sqsize_default"))
+      << "no warning naming the setting: " << err;
   EXPECT_NE(std::string::npos, err.find("abc")) << "the warning shows the bad value: " << err;
   EXPECT_EQ(384, option_of_new_socket(SOL_RDMA, RDMA_SQSIZE));
 }

@@ -3,18 +3,19 @@
 // process accounting. Everything here uses only the public rsocket API
 // (include/rdma/rsocket.h) plus core/base/config to switch providers.
 #pragma once
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "include/rdma/rsocket.h"
 
@@ -31,6 +32,9 @@ struct ConnParam {
 // Every provider the suite runs on. A provider that is not built/usable
 // shows as SKIPPED with the reason (never as passed).
 std::vector<ConnParam> all_params();
+inline void PrintTo(const ConnParam& p, std::ostream* os) {
+  *os << p.provider << (p.family == AF_INET6 ? " over AF_INET6" : " over AF_INET");
+}
 std::string param_name(const ::testing::TestParamInfo<ConnParam>& info);
 
 // SLIPSTREAM_PROVIDER=name, then ss::config::reload().
@@ -148,8 +152,7 @@ struct Pair {
   RFd server;
 };
 void connect_pair(int family, Pair* p, const std::function<void(int)>& client_setup = {},
-                  const std::function<void(int)>& listener_setup = {},
-                  bool keep_listener = false);
+                  const std::function<void(int)>& listener_setup = {}, bool keep_listener = false);
 // rconnect in a thread while this thread raccepts.
 void connect_to(int family, const Listener& l, RFd* client, RFd* server,
                 const std::function<void(int)>& client_setup = {});
@@ -168,12 +171,13 @@ size_t recv_all(int fd, void* buf, size_t len, int* err = nullptr, int flags = 0
 
 // Streams `len` pattern bytes in chunks of up to `chunk` (pseudo-random
 // sizes when randomize).
+// `progress` (optional) is advanced by every chunk moved.
 size_t send_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize,
-                    int* err = nullptr);
+                    int* err = nullptr, std::atomic<size_t>* progress = nullptr);
 // Receives and verifies; returns bytes received; *bad_at gets the first
 // mismatching stream offset or SIZE_MAX.
-size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize,
-                    size_t* bad_at, int* err = nullptr);
+size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize, size_t* bad_at,
+                    int* err = nullptr, std::atomic<size_t>* progress = nullptr);
 
 // ---------------------------------------------------------------------------
 // Waiting and accounting
@@ -183,7 +187,38 @@ size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool random
 // fn is still stuck the process aborts (a test must not hang). Returns
 // false when the first wait timed out.
 bool run_with_timeout(const std::function<void()>& fn, int seconds,
-                      const std::function<void()>& unblock = {});
+                      const std::function<void()>& unblock = {}, int release_seconds = 20);
+
+// Runs every fn on its own thread and watches `progress`. When it stops
+// moving for `stall_seconds` (a stall: no byte moved at all, however slow
+// the library may be otherwise), calls `unblock` (e.g. rshutdown of the
+// sockets) so the threads return, and reports false. Aborts the process
+// if the threads still do not return.
+bool run_watching_progress(const std::vector<std::function<void()>>& fns,
+                           const std::atomic<size_t>& progress, int stall_seconds,
+                           const std::function<void()>& unblock, int release_seconds = 20);
+
+// Sets an environment variable (and reloads the configuration) for the
+// scope; restores both at exit.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_;
+};
+
+// wake_up_interval, in ms, that tests use to turn a lost wake-up into a
+// stall the stall detectors see (the periodic wake-up would hide it): a
+// call not woken by its event stays blocked for 15 s, which a test notices
+// after kLostWakeUpSeconds; the periodic wake-up then releases it.
+constexpr const char* kLongWakeUpMs = "15000";
+constexpr int kLostWakeUpSeconds = 8;
+constexpr int kLongWakeUpReleaseSeconds = 30;
 
 // rpoll on one descriptor until `events` show (or timeout_ms). Returns revents.
 short wait_events(int fd, short events, int timeout_ms = 10000);

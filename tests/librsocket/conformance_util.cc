@@ -136,8 +136,8 @@ bool probe(const char* provider, int family, std::string* why) {
   if (l < 0) {
     int e = errno;
     if (unavailable_errno(e) || (family == AF_INET6 && e == EAFNOSUPPORT)) {
-      *why = std::string("provider ") + provider + " / " + fam + " not available: rsocket: " +
-             strerror(e);
+      *why = std::string("provider ") + provider + " / " + fam +
+             " not available: rsocket: " + strerror(e);
       return true;
     }
     ADD_FAILURE() << "probe: rsocket(" << fam << ") failed: " << strerror(e);
@@ -178,9 +178,13 @@ bool probe(const char* provider, int family, std::string* why) {
   RFd a_fd;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{l, POLLIN, 0};
-    int n = rpoll(&p, 1, 100);
-    if (n > 0 && (p.revents & POLLIN) && a_fd < 0) a_fd.reset(raccept(l, nullptr, nullptr));
+    if (a_fd < 0) {
+      pollfd p{l, POLLIN, 0};
+      int n = rpoll(&p, 1, 20);
+      if (n > 0 && (p.revents & POLLIN)) a_fd.reset(raccept(l, nullptr, nullptr));
+    } else if (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (done && (crc < 0 || a_fd >= 0)) break;
   }
   if (!done) {
@@ -228,8 +232,7 @@ void KFd::reset(int fd) {
 
 uint16_t Addr::port() const {
   if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
-  if (ss.ss_family == AF_INET6)
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
   return 0;
 }
 
@@ -271,8 +274,7 @@ bool same_endpoint(const Addr& a, const Addr& b) {
            reinterpret_cast<const sockaddr_in*>(&b.ss)->sin_addr.s_addr;
   if (a.family() == AF_INET6)
     return memcmp(&reinterpret_cast<const sockaddr_in6*>(&a.ss)->sin6_addr,
-                  &reinterpret_cast<const sockaddr_in6*>(&b.ss)->sin6_addr,
-                  sizeof(in6_addr)) == 0;
+                  &reinterpret_cast<const sockaddr_in6*>(&b.ss)->sin6_addr, sizeof(in6_addr)) == 0;
   return false;
 }
 
@@ -290,8 +292,7 @@ uint16_t unused_port(int family) {
   return port;
 }
 
-void make_listener(int family, Listener* l, const std::function<void(int)>& setup,
-                   int backlog) {
+void make_listener(int family, Listener* l, const std::function<void(int)>& setup, int backlog) {
   l->fd.reset(rsocket(family, SOCK_STREAM, 0));
   ASSERT_GE(l->fd.get(), 0) << "rsocket: " << strerror(errno);
   if (setup) {
@@ -327,12 +328,12 @@ void connect_to(int family, const Listener& l, RFd* client, RFd* server,
   while (std::chrono::steady_clock::now() < deadline) {
     if (server->get() < 0) {
       pollfd p{l.fd, POLLIN, 0};
-      if (rpoll(&p, 1, 100) > 0 && (p.revents & POLLIN)) {
+      if (rpoll(&p, 1, 20) > 0 && (p.revents & POLLIN)) {
         int s = raccept(l.fd, nullptr, nullptr);
         if (s >= 0) server->reset(s);
       }
     } else if (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (done && (crc < 0 || server->get() >= 0)) break;
   }
@@ -412,7 +413,8 @@ size_t next_chunk(uint64_t* rng, size_t chunk, bool randomize) {
 }
 }  // namespace
 
-size_t send_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize, int* err) {
+size_t send_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize, int* err,
+                    std::atomic<size_t>* progress) {
   std::vector<uint8_t> buf(chunk);
   uint64_t rng = seed ^ 0x5e4d;
   size_t done = 0;
@@ -423,6 +425,7 @@ size_t send_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool random
     int e = 0;
     size_t k = send_all(fd, buf.data(), n, &e);
     done += k;
+    if (progress) *progress += k;
     if (k < n) {
       if (err) *err = e;
       break;
@@ -431,8 +434,8 @@ size_t send_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool random
   return done;
 }
 
-size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize,
-                    size_t* bad_at, int* err) {
+size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool randomize, size_t* bad_at,
+                    int* err, std::atomic<size_t>* progress) {
   std::vector<uint8_t> buf(chunk);
   uint64_t rng = seed ^ 0xa11ce;
   size_t done = 0;
@@ -451,6 +454,7 @@ size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool random
       if (b != SIZE_MAX) *bad_at = done + b;
     }
     done += static_cast<size_t>(n);
+    if (progress) *progress += static_cast<size_t>(n);
   }
   return done;
 }
@@ -458,8 +462,62 @@ size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool random
 // ---------------------------------------------------------------------------
 // Waiting and accounting
 
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  const char* old = getenv(name);
+  had_ = old != nullptr;
+  if (old) old_ = old;
+  setenv(name, value, 1);
+  ss::config::reload();
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_)
+    setenv(name_.c_str(), old_.c_str(), 1);
+  else
+    unsetenv(name_.c_str());
+  ss::config::reload();
+}
+
+bool run_watching_progress(const std::vector<std::function<void()>>& fns,
+                           const std::atomic<size_t>& progress, int stall_seconds,
+                           const std::function<void()>& unblock, int release_seconds) {
+  std::atomic<size_t> running{fns.size()};
+  std::vector<std::thread> threads;
+  for (const auto& fn : fns)
+    threads.emplace_back([&fn, &running] {
+      fn();
+      running--;
+    });
+  bool stalled = false;
+  size_t last = progress.load();
+  auto last_move = std::chrono::steady_clock::now();
+  while (running > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    size_t now = progress.load();
+    if (now != last) {
+      last = now;
+      last_move = std::chrono::steady_clock::now();
+    } else if (!stalled &&
+               std::chrono::steady_clock::now() - last_move > std::chrono::seconds(stall_seconds)) {
+      stalled = true;
+      if (unblock) unblock();
+      last_move = std::chrono::steady_clock::now();
+    } else if (stalled && std::chrono::steady_clock::now() - last_move >
+                              std::chrono::seconds(release_seconds)) {
+      fprintf(stderr,
+              "\n[ STUCK ] %s: transfer threads stayed blocked after shutdown; "
+              "aborting.\n",
+              current_test_name().c_str());
+      fflush(stderr);
+      abort();
+    }
+  }
+  for (auto& t : threads) t.join();
+  return !stalled;
+}
+
 bool run_with_timeout(const std::function<void()>& fn, int seconds,
-                      const std::function<void()>& unblock) {
+                      const std::function<void()>& unblock, int release_seconds) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> fut = done->get_future();
   std::thread t([&fn, done] {
@@ -471,12 +529,14 @@ bool run_with_timeout(const std::function<void()>& fn, int seconds,
     return true;
   }
   if (unblock) unblock();
-  if (fut.wait_for(std::chrono::seconds(20)) == std::future_status::ready) {
+  if (fut.wait_for(std::chrono::seconds(release_seconds)) == std::future_status::ready) {
     t.join();
     return false;
   }
-  fprintf(stderr, "\n[ STUCK ] %s: a call stayed blocked after %d s and could not be "
-          "released; aborting.\n", current_test_name().c_str(), seconds);
+  fprintf(stderr,
+          "\n[ STUCK ] %s: a call stayed blocked after %d s and could not be "
+          "released; aborting.\n",
+          current_test_name().c_str(), seconds);
   fflush(stderr);
   abort();
 }

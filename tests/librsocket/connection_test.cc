@@ -68,6 +68,29 @@ TEST_P(ConnectionTest, SingleThreadConnectsToOwnListener) {
   EXPECT_EQ(0, memcmp(b, "abc", 3));
 }
 
+// Data the active side sends as soon as its rconnect returns, before the
+// passive side calls raccept, is delivered (and wakes the reader).
+TEST_P(ConnectionTest, DataSentBeforeRacceptArrives) {
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  for (int i = 0; i < 20; i++) {
+    SCOPED_TRACE("connection " + std::to_string(i));
+    RFd c(rsocket(family(), SOCK_STREAM, 0));
+    ASSERT_GE(c.get(), 0);
+    ASSERT_EQ(0, rconnect(c, l.addr.sa(), l.addr.len)) << strerror(errno);
+    ASSERT_EQ(5, rsend(c, "early", 5, 0)) << strerror(errno);
+    RFd s(raccept(l.fd, nullptr, nullptr));
+    ASSERT_GE(s.get(), 0) << strerror(errno);
+    char b[5] = {};
+    size_t got = 0;
+    bool ok = run_with_timeout([&] { got = recv_all(s, b, 5); }, 10,
+                               [&] { rshutdown(s, SHUT_RDWR); });
+    ASSERT_TRUE(ok) << "bytes sent before raccept never arrived";
+    ASSERT_EQ(5u, got);
+    EXPECT_EQ(0, memcmp(b, "early", 5));
+  }
+}
+
 TEST_P(ConnectionTest, NamesMatchBothEnds) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, {}, {}, /*keep_listener=*/true));
@@ -336,7 +359,8 @@ TEST_P(ConnectionTest, MsgWaitallGathersSeveralSends) {
   ASSERT_EQ(0, rshutdown(p.client, SHUT_WR)) << strerror(errno);
   char b[100];
   EXPECT_EQ(10, rrecv(p.server, b, sizeof b, MSG_WAITALL));
-  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, MSG_WAITALL));
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, MSG_WAITALL)) << " errno " << strerror(errno);
 }
 
 TEST_P(ConnectionTest, ShutdownWrQueuedDataThenEofHalfClose) {
@@ -344,7 +368,7 @@ TEST_P(ConnectionTest, ShutdownWrQueuedDataThenEofHalfClose) {
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
   std::vector<uint8_t> data(100000);
   fill_pattern(data.data(), data.size(), 5);
-  ASSERT_EQ(data.size(), send_all(p.client, data.data(), data.size() / 2));
+  ASSERT_EQ(data.size() / 2, send_all(p.client, data.data(), data.size() / 2));
   // The rest goes out in a thread: it may need credits the reader returns.
   std::thread t([&] {
     send_all(p.client, data.data() + data.size() / 2, data.size() - data.size() / 2);
@@ -356,8 +380,12 @@ TEST_P(ConnectionTest, ShutdownWrQueuedDataThenEofHalfClose) {
   t.join();
   EXPECT_EQ(SIZE_MAX, check_pattern(got.data(), got.size(), 5));
   char b[8];
-  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0)) << "no EOF after peer SHUT_WR";
-  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0)) << "EOF is not sticky";
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0)) << "no EOF after peer SHUT_WR"
+                                                << " errno " << strerror(errno);
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0)) << "EOF is not sticky"
+                                                << " errno " << strerror(errno);
   short rev = wait_events(p.server, POLLIN, 2000);
   EXPECT_TRUE(rev & POLLIN) << "EOF must show as readable; revents " << rev;
 
@@ -392,12 +420,14 @@ TEST_P(ConnectionTest, ShutdownRdwrPeerReadsQueuedDataThenEof) {
   ASSERT_EQ(7, rsend(p.client, "goodbye", 7, 0));
   ASSERT_EQ(0, rshutdown(p.client, SHUT_RDWR)) << strerror(errno);
   char b[16];
-  EXPECT_EQ(0, rrecv(p.client, b, sizeof b, 0));
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.client, b, sizeof b, 0)) << " errno " << strerror(errno);
   EXPECT_EQ(-1, rsend(p.client, "x", 1, 0));
   EXPECT_EQ(EPIPE, errno) << errstr(errno);
   ASSERT_EQ(7u, recv_all(p.server, b, 7));
   EXPECT_EQ(0, memcmp(b, "goodbye", 7));
-  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0));
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.server, b, sizeof b, 0)) << " errno " << strerror(errno);
   // Writing to a peer that is gone fails (EPIPE, or ECONNRESET as upstream).
   ssize_t n = 0;
   for (int i = 0; i < 100 && n >= 0; i++) {
@@ -420,7 +450,8 @@ TEST_P(ConnectionTest, RcloseGivesPeerDataThenEof) {
   ASSERT_EQ(got.size(), recv_all(p.server, got.data(), got.size()));
   EXPECT_EQ(SIZE_MAX, check_pattern(got.data(), got.size(), 9));
   char b;
-  EXPECT_EQ(0, rrecv(p.server, &b, 1, 0));
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.server, &b, 1, 0)) << " errno " << strerror(errno);
   // The descriptor is gone.
   EXPECT_EQ(-1, rsend(fd, "x", 1, 0));
   EXPECT_EQ(EBADF, errno) << errstr(errno);
@@ -442,8 +473,7 @@ TEST_P(ConnectionTest, ConnectTwiceIsEisconnAndSendtoWithAddress) {
   EXPECT_EQ('z', b);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, ConnectionTest, ::testing::ValuesIn(all_params()),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(Providers, ConnectionTest, ::testing::ValuesIn(all_params()), param_name);
 
 }  // namespace
 }  // namespace rsconf

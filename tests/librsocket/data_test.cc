@@ -9,11 +9,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/base/config.h"
 #include "tests/librsocket/conformance.h"
 
 namespace rsconf {
@@ -27,17 +29,53 @@ struct Result {
 };
 
 // Streams `len` bytes a->b and b->a at the same time: on each socket one
-// thread sends while another receives.
-void duplex(int a, int b, size_t len, size_t chunk, bool randomize, Result* ab, Result* ba) {
-  std::thread t1([&] { ab->sent = send_pattern(a, len, 1000 + len, chunk, randomize, &ab->send_err); });
-  std::thread t2([&] { ba->sent = send_pattern(b, len, 2000 + len, chunk, randomize, &ba->send_err); });
-  std::thread t3([&] {
-    ab->received = recv_pattern(b, len, 1000 + len, chunk, randomize, &ab->bad_at, &ab->recv_err);
-  });
-  ba->received = recv_pattern(a, len, 2000 + len, chunk, randomize, &ba->bad_at, &ba->recv_err);
-  t1.join();
-  t2.join();
-  t3.join();
+// thread sends while another receives. A stall (no byte moving for 30 s)
+// shuts both sockets down and is reported in `stalled`.
+constexpr int kStallSeconds = 30;
+
+void duplex(int a, int b, size_t len, size_t chunk, bool randomize, Result* ab, Result* ba,
+            bool* stalled, int release_seconds = 20, int stall_seconds = kStallSeconds) {
+  std::atomic<size_t> progress{0};
+  bool ok = run_watching_progress(
+      {[&] {
+         ab->sent = send_pattern(a, len, 1000 + len, chunk, randomize, &ab->send_err, &progress);
+       },
+       [&] {
+         ba->sent = send_pattern(b, len, 2000 + len, chunk, randomize, &ba->send_err, &progress);
+       },
+       [&] {
+         ab->received = recv_pattern(b, len, 1000 + len, chunk, randomize, &ab->bad_at,
+                                     &ab->recv_err, &progress);
+       },
+       [&] {
+         ba->received = recv_pattern(a, len, 2000 + len, chunk, randomize, &ba->bad_at,
+                                     &ba->recv_err, &progress);
+       }},
+      progress, stall_seconds,
+      [&] {
+        rshutdown(a, SHUT_RDWR);
+        rshutdown(b, SHUT_RDWR);
+      },
+      release_seconds);
+  *stalled = !ok;
+}
+
+// One direction only: a sender thread, a receiver thread.
+void one_way(int a, int b, size_t len, size_t chunk, bool randomize, Result* r, bool* stalled) {
+  std::atomic<size_t> progress{0};
+  bool ok = run_watching_progress(
+      {[&] {
+         r->sent = send_pattern(a, len, 3000 + len, chunk, randomize, &r->send_err, &progress);
+       },
+       [&] {
+         r->received = recv_pattern(b, len, 3000 + len, chunk, randomize, &r->bad_at, &r->recv_err,
+                                    &progress);
+       }},
+      progress, kStallSeconds, [&] {
+        rshutdown(a, SHUT_RDWR);
+        rshutdown(b, SHUT_RDWR);
+      });
+  *stalled = !ok;
 }
 
 void expect_complete(const Result& r, size_t len, const std::string& what) {
@@ -50,18 +88,21 @@ void expect_complete(const Result& r, size_t len, const std::string& what) {
 TEST_P(DataTest, SizesBothDirectionsAtOnce) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
-  const size_t sizes[] = {1,     2,     3,     7,      64,     100,    1023,      2047,
-                          2048,  2049,  4095,  4096,   4097,   65535,  65536,     65537,
+  const size_t sizes[] = {1,      2,      3,      7,      64,     100,     1023,   2047,
+                          2048,   2049,   4095,   4096,   4097,   65535,   65536,  65537,
                           131071, 131072, 131073, 262147, 524288, 1048575, 1 << 20};
   for (size_t len : sizes) {
     Result ab, ba;
     // Whole-buffer sends and receives, then odd-sized pieces.
-    duplex(p.client, p.server, len, len, false, &ab, &ba);
+    bool stalled = false;
+    duplex(p.client, p.server, len, len, false, &ab, &ba, &stalled);
+    EXPECT_FALSE(stalled) << len << " B: no progress for " << kStallSeconds << " s";
     expect_complete(ab, len, "client->server " + std::to_string(len) + " B");
     expect_complete(ba, len, "server->client " + std::to_string(len) + " B");
     if (HasFailure()) return;
     if (len > 1) {
-      duplex(p.client, p.server, len, std::min<size_t>(len, 9000), true, &ab, &ba);
+      duplex(p.client, p.server, len, std::min<size_t>(len, 9000), true, &ab, &ba, &stalled);
+      EXPECT_FALSE(stalled) << len << " B chunked: no progress for " << kStallSeconds << " s";
       expect_complete(ab, len, "client->server chunked " + std::to_string(len) + " B");
       expect_complete(ba, len, "server->client chunked " + std::to_string(len) + " B");
       if (HasFailure()) return;
@@ -72,11 +113,25 @@ TEST_P(DataTest, SizesBothDirectionsAtOnce) {
 TEST_P(DataTest, LargeTransfersWrapTheRings) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
-  constexpr size_t kLen = 48u << 20;  // hundreds of times the default rbuf
+  // Each direction alone: hundreds of times the default 128 KiB ring.
+  constexpr size_t kOneWay = 48u << 20;
+  for (int dir = 0; dir < 2; dir++) {
+    Result r;
+    bool stalled = false;
+    int from = dir ? p.server.get() : p.client.get(), to = dir ? p.client.get() : p.server.get();
+    one_way(from, to, kOneWay, 200000, true, &r, &stalled);
+    EXPECT_FALSE(stalled) << "no progress for " << kStallSeconds << " s";
+    expect_complete(r, kOneWay, dir ? "server->client" : "client->server");
+    if (HasFailure()) return;
+  }
+  // Both at once.
+  constexpr size_t kDuplex = 4u << 20;
   Result ab, ba;
-  duplex(p.client, p.server, kLen, 200000, true, &ab, &ba);
-  expect_complete(ab, kLen, "client->server");
-  expect_complete(ba, kLen, "server->client");
+  bool stalled = false;
+  duplex(p.client, p.server, kDuplex, 200000, true, &ab, &ba, &stalled);
+  EXPECT_FALSE(stalled) << "no progress for " << kStallSeconds << " s";
+  expect_complete(ab, kDuplex, "client->server");
+  expect_complete(ba, kDuplex, "server->client");
 }
 
 TEST_P(DataTest, SmallBuffersForceCreditAndWrapPaths) {
@@ -94,14 +149,60 @@ TEST_P(DataTest, SmallBuffersForceCreditAndWrapPaths) {
   socklen_t len = sizeof v;
   ASSERT_EQ(0, rgetsockopt(p.server, SOL_SOCKET, SO_RCVBUF, &v, &len));
   EXPECT_EQ(8192, v) << "accepted socket did not inherit the listener's SO_RCVBUF";
+  // Each direction on its own: tiny messages (a credit update every few
+  // bytes), then pieces around the 4 KiB half of the receive ring (a wrap
+  // and a credit update every half).
   for (size_t chunk : {1, 7, 100, 3000, 8192, 20000}) {
-    const size_t total = chunk < 100 ? 64 * 1024 : 2u << 20;
+    const size_t total = chunk < 100 ? 16 * 1024 : 1024 * 1024;
+    for (int dir = 0; dir < 2; dir++) {
+      Result r;
+      bool stalled = false;
+      int from = dir ? p.server.get() : p.client.get(), to = dir ? p.client.get() : p.server.get();
+      one_way(from, to, total, chunk, chunk > 1, &r, &stalled);
+      std::string what = std::string(dir ? "server->client" : "client->server") +
+                         ", chunks up to " + std::to_string(chunk);
+      EXPECT_FALSE(stalled) << what << ": no progress for " << kStallSeconds << " s";
+      expect_complete(r, total, what);
+      if (HasFailure()) return;
+    }
+  }
+  // Both directions at once.
+  for (size_t chunk : {100, 5000}) {
+    const size_t total = 128 * 1024;
     Result ab, ba;
-    duplex(p.client, p.server, total, chunk, chunk > 1, &ab, &ba);
+    bool stalled = false;
+    duplex(p.client, p.server, total, chunk, true, &ab, &ba, &stalled);
+    EXPECT_FALSE(stalled) << "chunks up to " << chunk << ": no progress for " << kStallSeconds
+                          << " s";
     expect_complete(ab, total, "client->server, chunks up to " + std::to_string(chunk));
     expect_complete(ba, total, "server->client, chunks up to " + std::to_string(chunk));
     if (HasFailure()) return;
   }
+}
+
+// Blocked calls must be woken by the event they wait for. With the periodic
+// wake-up (wake_up_interval) made very long, a lost wake-up between the
+// sending and the receiving thread of one socket becomes a stall.
+TEST_P(DataTest, DuplexNeedsNoPeriodicWakeUp) {
+  ScopedEnv wake("SLIPSTREAM_RS_WAKE_UP_INTERVAL", kLongWakeUpMs);
+  auto small = [](int fd) {
+    int v = 4096;
+    ASSERT_EQ(0, rsetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v));
+    ASSERT_EQ(0, rsetsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v));
+  };
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, small, small));
+  constexpr size_t kLen = 8u << 20;  // many chances for the race
+  Result ab, ba;
+  bool stalled = false;
+  duplex(p.client, p.server, kLen, 3000, true, &ab, &ba, &stalled, kLongWakeUpReleaseSeconds,
+         kLostWakeUpSeconds);
+  EXPECT_FALSE(stalled) << "a sender and a receiver on one socket stalled for "
+                        << kLostWakeUpSeconds
+                        << " s: a wake-up was lost (only the periodic wake_up_interval "
+                           "would have rescued it)";
+  expect_complete(ab, kLen, "client->server");
+  expect_complete(ba, kLen, "server->client");
 }
 
 TEST_P(DataTest, ManySmallMessagesBeyondCredits) {
@@ -143,8 +244,7 @@ TEST_P(DataTest, IovecCalls) {
   std::vector<uint8_t> src(7 + 1000 + 3 + 5000 + 1);
   fill_pattern(src.data(), src.size(), 42);
   uint8_t* s = src.data();
-  iovec out[] = {{s, 7}, {s + 7, 0}, {s + 7, 1000}, {s + 1007, 3}, {s + 1010, 5000},
-                 {s + 6010, 1}};
+  iovec out[] = {{s, 7}, {s + 7, 0}, {s + 7, 1000}, {s + 1007, 3}, {s + 1010, 5000}, {s + 6010, 1}};
   ASSERT_EQ(static_cast<ssize_t>(src.size()), rwritev(p.client, out, 6)) << strerror(errno);
 
   // rreadv scatters over every iovec.
@@ -153,8 +253,8 @@ TEST_P(DataTest, IovecCalls) {
   while (got < dst.size()) {
     size_t left = dst.size() - got;
     size_t a = std::min<size_t>(left, 10), b = std::min<size_t>(left - a, 2000);
-    iovec in[] = {{dst.data() + got, a}, {dst.data() + got + a, b},
-                  {dst.data() + got + a + b, left - a - b}};
+    iovec in[] = {
+        {dst.data() + got, a}, {dst.data() + got + a, b}, {dst.data() + got + a + b, left - a - b}};
     ssize_t n = rreadv(p.server, in, 3);
     ASSERT_GT(n, 0) << strerror(errno);
     got += static_cast<size_t>(n);
@@ -268,8 +368,10 @@ TEST_P(DataTest, NonblockingEventLoopBothWays) {
         size_t k = std::min<size_t>(kLen - s.sent, 1 + (s.sent * 13) % 60000);
         fill_pattern(buf.data(), k, s.out_seed, s.sent);
         ssize_t w = rsend(s.fd, buf.data(), k, 0);
-        if (w < 0) ASSERT_EQ(EAGAIN, errno) << strerror(errno);
-        else s.sent += static_cast<size_t>(w);
+        if (w < 0)
+          ASSERT_EQ(EAGAIN, errno) << strerror(errno);
+        else
+          s.sent += static_cast<size_t>(w);
       }
       if (fds[i].revents & POLLIN) {
         ssize_t r = rrecv(s.fd, buf.data(), buf.size(), 0);
@@ -325,22 +427,31 @@ TEST_P(DataTest, FullDuplexOneSocketTwoThreads) {
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
   // The server echoes everything on one thread per direction, through a
   // single rsocket; the client sends and receives on two threads.
-  constexpr size_t kLen = 8u << 20;
-  std::atomic<size_t> echoed{0};
-  std::thread echo([&] {
-    std::vector<uint8_t> b(50000);
-    while (echoed < kLen) {
-      ssize_t n = rrecv(p.server, b.data(), b.size(), 0);
-      if (n <= 0) return;
-      if (send_all(p.server, b.data(), static_cast<size_t>(n)) != static_cast<size_t>(n)) return;
-      echoed += static_cast<size_t>(n);
-    }
-  });
+  constexpr size_t kLen = 4u << 20;
+  std::atomic<size_t> echoed{0}, progress{0};
   Result r;
-  std::thread snd([&] { r.sent = send_pattern(p.client, kLen, 99, 30000, true, &r.send_err); });
-  r.received = recv_pattern(p.client, kLen, 99, 40000, true, &r.bad_at, &r.recv_err);
-  snd.join();
-  echo.join();
+  bool ok = run_watching_progress(
+      {[&] {
+         std::vector<uint8_t> b(50000);
+         while (echoed < kLen) {
+           ssize_t n = rrecv(p.server, b.data(), b.size(), 0);
+           if (n <= 0) return;
+           if (send_all(p.server, b.data(), static_cast<size_t>(n)) != static_cast<size_t>(n))
+             return;
+           echoed += static_cast<size_t>(n);
+           progress += static_cast<size_t>(n);
+         }
+       },
+       [&] { r.sent = send_pattern(p.client, kLen, 99, 30000, true, &r.send_err, &progress); },
+       [&] {
+         r.received =
+             recv_pattern(p.client, kLen, 99, 40000, true, &r.bad_at, &r.recv_err, &progress);
+       }},
+      progress, kStallSeconds, [&] {
+        rshutdown(p.client, SHUT_RDWR);
+        rshutdown(p.server, SHUT_RDWR);
+      });
+  EXPECT_TRUE(ok) << "no progress for " << kStallSeconds << " s";
   expect_complete(r, kLen, "echo");
 }
 
@@ -375,10 +486,18 @@ TEST_P(DataTest, EightSocketsEightThreads) {
   });
   std::vector<Result> res(kN);
   std::vector<int> connect_err(kN, 0);
-  std::vector<std::thread> clients;
+  std::vector<std::atomic<int>> client_fds(kN);
+  for (auto& fd : client_fds) fd = -1;
+  std::atomic<size_t> progress{0};
+  std::vector<std::function<void()>> clients;
   for (int i = 0; i < kN; i++) {
     clients.emplace_back([&, i] {
       RFd c(rsocket(family(), SOCK_STREAM, 0));
+      client_fds[i] = c;
+      struct Forget {  // runs before c is closed
+        std::atomic<int>& fd;
+        ~Forget() { fd = -1; }
+      } forget{client_fds[i]};
       if (c < 0 || rconnect(c, l.addr.sa(), l.addr.len) < 0) {
         connect_err[i] = errno ? errno : -1;
         return;
@@ -402,11 +521,21 @@ TEST_P(DataTest, EightSocketsEightThreads) {
         size_t b = check_pattern(in.data(), k, 500 + i, done);
         if (b != SIZE_MAX && res[i].bad_at == SIZE_MAX) res[i].bad_at = done + b;
         res[i].received += k;
+        progress += k;
         done += k;
       }
     });
   }
-  for (auto& t : clients) t.join();  // clients rclose: the echo threads see EOF
+  // A stalled connection fails the test instead of hanging it: when no
+  // byte moves for a while every socket is shut down, which releases the
+  // blocked calls. The clients rclose at the end: the echo threads see EOF.
+  bool ok = run_watching_progress(clients, progress, kStallSeconds, [&] {
+    for (auto& s : servers)
+      if (s.get() >= 0) rshutdown(s, SHUT_RDWR);
+    for (auto& fd : client_fds)
+      if (fd >= 0) rshutdown(fd, SHUT_RDWR);
+  });
+  EXPECT_TRUE(ok) << "connections stalled: no progress for " << kStallSeconds << " s";
   stop = true;
   acceptor.join();
   for (auto& t : echoes) t.join();

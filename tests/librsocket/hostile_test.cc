@@ -140,8 +140,8 @@ class HostileTest : public ::testing::Test {
   static void send_hello(int fd, const ConnData& cd) {
     uint8_t pd[kConnDataSize];
     cd.encode(pd);
-    FrameHeader h{FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize), 0,
-                  kHelloVersion, kHelloMagic};
+    FrameHeader h{FrameType::kHello, kTcpKind,   static_cast<uint32_t>(kConnDataSize), 0,
+                  kHelloVersion,     kHelloMagic};
     send_frame(fd, h, pd, sizeof pd);
   }
 
@@ -265,8 +265,8 @@ TEST_F(HostileTest, HelloWithBadMagicOrFrameVersion) {
     KFd raw = raw_connect();
     uint8_t pd[kConnDataSize];
     our_conn_data().encode(pd);
-    FrameHeader h{FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize), 0,
-                  kHelloVersion, kHelloMagic};
+    FrameHeader h{FrameType::kHello, kTcpKind,   static_cast<uint32_t>(kConnDataSize), 0,
+                  kHelloVersion,     kHelloMagic};
     if (variant == 0) h.imm = 0xDEADBEEF;
     if (variant == 1) h.rkey = 7;
     if (variant == 2) h.length = 0x7FFFFFFF;  // hello claiming 2 GiB of private data
@@ -305,8 +305,8 @@ TEST_F(HostileTest, WriteImmWithWrongRkey) {
   KFd raw;
   ASSERT_NO_FATAL_FAILURE(handshake(&raw));
   uint32_t payload = 0x41414141;
-  send_frame(raw, data_frame(server_.data_buf.addr, server_.data_buf.key ^ 0x5A5A, 4, 4),
-             &payload, 4);
+  send_frame(raw, data_frame(server_.data_buf.addr, server_.data_buf.key ^ 0x5A5A, 4, 4), &payload,
+             4);
   expect_dropped(raw);
   EXPECT_EQ(0u, received_.load()) << "data written with a wrong key was delivered";
 }
@@ -326,8 +326,7 @@ TEST_F(HostileTest, WriteImmBelowAdvertisedBuffer) {
   KFd raw;
   ASSERT_NO_FATAL_FAILURE(handshake(&raw));
   uint32_t payload = 0x43434343;
-  send_frame(raw, data_frame(server_.data_buf.addr - 64, server_.data_buf.key, 4, 4), &payload,
-             4);
+  send_frame(raw, data_frame(server_.data_buf.addr - 64, server_.data_buf.key, 4, 4), &payload, 4);
   expect_dropped(raw);
   EXPECT_EQ(0u, received_.load());
 }
@@ -388,7 +387,11 @@ TEST_F(HostileTest, ReservedOpcodeInImmediate) {
   KFd raw;
   ASSERT_NO_FATAL_FAILURE(handshake(&raw));
   uint32_t payload = 0x48484848;
-  FrameHeader h{FrameType::kWriteImm, 0, 4, server_.data_buf.addr, server_.data_buf.key,
+  FrameHeader h{FrameType::kWriteImm,
+                0,
+                4,
+                server_.data_buf.addr,
+                server_.data_buf.key,
                 ss::rs::make_imm(ss::rs::kOpRsvdDataMore, 4)};
   send_frame(raw, h, &payload, 4);
   expect_dropped(raw);
@@ -412,8 +415,8 @@ TEST_F(HostileTest, FloodBeyondCredits) {
   std::vector<uint8_t> stream;
   for (uint32_t i = 0; i < count; i++) {
     uint8_t hdr[kFrameHeaderSize];
-    ss::prov::soft::encode_frame(
-        data_frame(server_.data_buf.addr + i, server_.data_buf.key, 1, 1), hdr);
+    ss::prov::soft::encode_frame(data_frame(server_.data_buf.addr + i, server_.data_buf.key, 1, 1),
+                                 hdr);
     stream.insert(stream.end(), hdr, hdr + sizeof hdr);
     stream.push_back(static_cast<uint8_t>(i));
   }
@@ -468,6 +471,110 @@ TEST_F(HostileTest, SilentPeersDoNotBlockOthers) {
   ASSERT_TRUE(wait_events(l_.fd, POLLIN, 20000) & POLLIN);
   RFd s(raccept(l_.fd, nullptr, nullptr));
   EXPECT_GE(s.get(), 0);
+}
+
+// The passive side may publish its second receive-buffer half (an SGL
+// write with immediate) right behind its connect reply; both then arrive in
+// one read at the active side. The active side must keep that entry: the
+// peer writes target_sgl[1] only once, and without it every transfer stalls
+// after the first half. A raw kernel server plays the passive side.
+TEST(TcpWireTest, CreditUpdateArrivingWithConnectReplyIsKept) {
+  std::string why;
+  ASSERT_TRUE(probe("tcp", AF_INET, &why));
+  if (!why.empty()) GTEST_SKIP() << why;
+  KFd ls(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_GE(ls.get(), 0);
+  Addr a = loopback(AF_INET);
+  ASSERT_EQ(0, ::bind(ls, a.sa(), a.len));
+  ASSERT_EQ(0, ::listen(ls, 1));
+  a.len = sizeof a.ss;
+  ASSERT_EQ(0, ::getsockname(ls, a.sa(), &a.len));
+
+  constexpr uint64_t kHalfA = 0x100000, kHalfB = 0x200000;
+  constexpr uint32_t kHalf = 65536, kKey = 5;
+  constexpr size_t kTotal = 100000;
+  std::atomic<size_t> in_a{0}, in_b{0}, elsewhere{0};
+  std::string server_error;
+  KFd conn;
+  std::thread srv([&] {
+    int fd = ::accept(ls, nullptr, nullptr);
+    if (fd < 0) {
+      server_error = "accept failed";
+      return;
+    }
+    conn.reset(fd);
+    uint8_t hello[kFrameHeaderSize + kConnDataSize];
+    if (!raw_recv_exact(fd, hello, sizeof hello)) {
+      server_error = "no hello";
+      return;
+    }
+    FrameHeader h;
+    ss::prov::soft::decode_frame(hello, &h);
+    if (h.type != FrameType::kHello || h.length != kConnDataSize) {
+      server_error = "unexpected hello";
+      return;
+    }
+    ConnData client;
+    client.decode(hello + kFrameHeaderSize);
+    ConnData ours;
+    ours.flags = ss::rs::kConnFlagIomap | (ss::rs::host_is_big_endian() ? ss::rs::kConnFlagNet : 0);
+    ours.credits = 64;
+    ours.target_sgl = {0x300000, 6, 2};
+    ours.data_buf = {kHalfA, kKey, kHalf};
+    std::vector<uint8_t> out(kFrameHeaderSize + kConnDataSize);
+    ss::prov::soft::encode_frame({FrameType::kHelloReply, 0, static_cast<uint32_t>(kConnDataSize),
+                                  0, kHelloVersion, kHelloMagic},
+                                 out.data());
+    ours.encode(out.data() + kFrameHeaderSize);
+    // Right behind the reply: publish the second half into entry 1.
+    ss::rs::RsSge second{kHalfB, kKey, kHalf};  // the client's own byte order
+    uint8_t upd[kFrameHeaderSize];
+    ss::prov::soft::encode_frame(
+        {FrameType::kWriteImm, 0, sizeof second, client.target_sgl.addr + sizeof(ss::rs::RsSge),
+         client.target_sgl.key, ss::rs::make_imm(ss::rs::kOpSgl, ours.credits)},
+        upd);
+    out.insert(out.end(), upd, upd + sizeof upd);
+    const auto* sp = reinterpret_cast<const uint8_t*>(&second);
+    out.insert(out.end(), sp, sp + sizeof second);
+    if (!raw_send(fd, out.data(), out.size())) {
+      server_error = "reply not sent";
+      return;
+    }
+    // Sink: tally where the client's data lands.
+    std::vector<uint8_t> payload;
+    while (in_a + in_b + elsewhere < kTotal) {
+      uint8_t hdr[kFrameHeaderSize];
+      if (!raw_recv_exact(fd, hdr, sizeof hdr, 30000)) return;
+      FrameHeader f;
+      ss::prov::soft::decode_frame(hdr, &f);
+      payload.resize(f.length);
+      if (f.length && !raw_recv_exact(fd, payload.data(), f.length, 30000)) return;
+      if (f.rkey != kKey) continue;  // the client's own credit updates to us
+      if (f.remote_addr >= kHalfA && f.remote_addr < kHalfA + kHalf)
+        in_a += f.length;
+      else if (f.remote_addr >= kHalfB && f.remote_addr < kHalfB + kHalf)
+        in_b += f.length;
+      else
+        elsewhere += f.length;
+    }
+  });
+  RFd c(rsocket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  ASSERT_EQ(0, rconnect(c, a.sa(), a.len)) << strerror(errno);
+  std::vector<uint8_t> data(kTotal, 0x33);
+  size_t sent = 0;
+  bool in_time = run_with_timeout([&] { sent = send_all(c, data.data(), data.size()); }, 10,
+                                  [&] { rshutdown(c, SHUT_RDWR); });
+  EXPECT_TRUE(in_time) << "the sender stalled after " << in_a.load()
+                       << " bytes: the peer's second buffer half, published right behind "
+                          "the connect reply, was lost";
+  EXPECT_EQ(kTotal, sent);
+  if (!in_time && conn.get() >= 0) ::shutdown(conn, SHUT_RDWR);
+  srv.join();
+  EXPECT_EQ("", server_error);
+  EXPECT_EQ(kHalf, in_a.load());
+  EXPECT_EQ(kTotal - kHalf, in_b.load());
+  EXPECT_EQ(0u, elsewhere.load());
 }
 
 }  // namespace

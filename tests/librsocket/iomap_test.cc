@@ -248,7 +248,11 @@ TEST_P(IomapTest, ManyPublicationsDoNotLeakCredits) {
           }
         }
       },
-      60, [&] { rshutdown(T(), SHUT_RDWR); rshutdown(W(), SHUT_RDWR); });
+      60,
+      [&] {
+        rshutdown(T(), SHUT_RDWR);
+        rshutdown(W(), SHUT_RDWR);
+      });
   EXPECT_TRUE(ok) << "the connection stalled after repeated iomap publications";
 }
 

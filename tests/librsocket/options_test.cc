@@ -152,8 +152,8 @@ TEST_P(OptionsTest, TcpMaxseg) {
   int v;
   ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_MAXSEG, &v)) << strerror(errno);
   EXPECT_GT(v, 0);
-  EXPECT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_MAXSEG, 1400)) << "accepted and ignored: "
-                                                                  << strerror(errno);
+  EXPECT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_MAXSEG, 1400))
+      << "accepted and ignored: " << strerror(errno);
 }
 
 TEST_P(OptionsTest, TcpInfoState) {
@@ -196,9 +196,8 @@ TEST_P(OptionsTest, Ipv6V6only) {
   EXPECT_EQ(0, v);
   // A v6-only listener still serves ::1.
   Pair p;
-  ASSERT_NO_FATAL_FAILURE(connect_pair(AF_INET6, &p, {}, [](int fd) {
-    ASSERT_EQ(0, set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1));
-  }));
+  ASSERT_NO_FATAL_FAILURE(connect_pair(
+      AF_INET6, &p, {}, [](int fd) { ASSERT_EQ(0, set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1)); }));
   ASSERT_EQ(1, rsend(p.client, "6", 1, 0));
   char b;
   ASSERT_EQ(1, rrecv(p.server, &b, 1, 0));
@@ -263,8 +262,8 @@ TEST_P(OptionsTest, RdmaIomapsizeEncoding) {
   ASSERT_GE(c.get(), 0);
   struct {
     int in, out;
-  } cases[] = {{0, 0}, {1, 1}, {100, 100}, {128, 128}, {200, 128}, {256, 256},
-               {300, 256}, {1024, 1024}, {32512, 32512}};
+  } cases[] = {{0, 0},     {1, 1},     {100, 100},   {128, 128},    {200, 128},
+               {256, 256}, {300, 256}, {1024, 1024}, {32512, 32512}};
   for (auto t : cases) {
     ASSERT_EQ(0, set_int(c, SOL_RDMA, RDMA_IOMAPSIZE, t.in)) << t.in << ": " << strerror(errno);
     int v;
@@ -293,8 +292,12 @@ TEST_P(OptionsTest, UnsupportedOptionsAreEnotsup) {
   ASSERT_GE(c.get(), 0);
   struct {
     int level, name;
-  } cases[] = {{SOL_SOCKET, SO_PRIORITY}, {SOL_SOCKET, SO_RCVLOWAT}, {IPPROTO_TCP, TCP_CORK},
-               {IPPROTO_TCP, TCP_QUICKACK}, {0x7777, 1}, {SOL_RDMA, 99}};
+  } cases[] = {{SOL_SOCKET, SO_PRIORITY},
+               {SOL_SOCKET, SO_RCVLOWAT},
+               {IPPROTO_TCP, TCP_CORK},
+               {IPPROTO_TCP, TCP_QUICKACK},
+               {0x7777, 1},
+               {SOL_RDMA, 99}};
   for (auto t : cases) {
     int v = 1;
     EXPECT_EQ(-1, rsetsockopt(c, t.level, t.name, &v, sizeof v))

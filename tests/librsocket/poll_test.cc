@@ -40,8 +40,8 @@ TEST_P(PollTest, RpollMixOfRsocketsAndPipe) {
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
   Pipe pp;
   ASSERT_GE(pp.r.get(), 0);
-  pollfd fds[4] = {{p.server, POLLIN, 0}, {pp.r, POLLIN, 0}, {p.client, POLLOUT, 0},
-                   {-1, POLLIN, 0}};
+  pollfd fds[4] = {
+      {p.server, POLLIN, 0}, {pp.r, POLLIN, 0}, {p.client, POLLOUT, 0}, {-1, POLLIN, 0}};
   // Nothing to read yet; the client can write.
   int n = rpoll(fds, 4, 0);
   ASSERT_EQ(1, n) << strerror(errno);
@@ -100,8 +100,8 @@ TEST_P(PollTest, RpollBlockingWokenByRsocketAndByPipe) {
     rsend(p.client, "w", 1, 0);
   });
   int n = -2;
-  bool ok = run_with_timeout([&] { n = rpoll(fds, 2, -1); }, 20,
-                             [&] { (void)!write(pp.w, "u", 1); });
+  bool ok =
+      run_with_timeout([&] { n = rpoll(fds, 2, -1); }, 20, [&] { (void)!write(pp.w, "u", 1); });
   t.join();
   ASSERT_TRUE(ok) << "rpoll(-1) did not wake up for data on an rsocket";
   ASSERT_GE(n, 1);
@@ -113,8 +113,7 @@ TEST_P(PollTest, RpollBlockingWokenByRsocketAndByPipe) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     (void)!write(pp.w, "q", 1);
   });
-  ok = run_with_timeout([&] { n = rpoll(fds, 2, -1); }, 20,
-                        [&] { rsend(p.client, "u", 1, 0); });
+  ok = run_with_timeout([&] { n = rpoll(fds, 2, -1); }, 20, [&] { rsend(p.client, "u", 1, 0); });
   t2.join();
   ASSERT_TRUE(ok) << "rpoll(-1) did not wake up for a pipe among rsockets";
   ASSERT_EQ(1, n);
@@ -131,7 +130,8 @@ TEST_P(PollTest, RpollListenerReadableWhenConnectionWaits) {
   ASSERT_GE(c.get(), 0);
   std::thread t([&] { rconnect(c, l.addr.sa(), l.addr.len); });
   int n = -2;
-  bool ok = run_with_timeout([&] { n = rpoll(&pf, 1, -1); }, 20, [&] { rshutdown(l.fd, SHUT_RDWR); });
+  bool ok =
+      run_with_timeout([&] { n = rpoll(&pf, 1, -1); }, 20, [&] { rshutdown(l.fd, SHUT_RDWR); });
   t.join();
   ASSERT_TRUE(ok) << "rpoll on a listener did not wake for a connection";
   ASSERT_EQ(1, n);
@@ -148,7 +148,8 @@ TEST_P(PollTest, RpollAfterPeerCloseShowsEof) {
   EXPECT_TRUE(rev & POLLIN) << "EOF must be readable; revents " << rev;
   EXPECT_TRUE(rev & POLLHUP) << "a disconnected rsocket reports POLLHUP; revents " << rev;
   char b;
-  EXPECT_EQ(0, rrecv(p.server, &b, 1, 0));
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.server, &b, 1, 0)) << " errno " << strerror(errno);
 }
 
 // Restores fd 0 at scope exit.
@@ -233,12 +234,80 @@ TEST_P(PollTest, RselectBlockingWokenByRsocket) {
   FD_ZERO(&rd);
   FD_SET(p.server, &rd);
   int n = -2;
-  bool ok = run_with_timeout([&] { n = rselect(p.server + 1, &rd, nullptr, nullptr, nullptr); },
-                             20, [&] { rsend(p.client, "u", 1, 0); });
+  bool ok = run_with_timeout([&] { n = rselect(p.server + 1, &rd, nullptr, nullptr, nullptr); }, 20,
+                             [&] { rsend(p.client, "u", 1, 0); });
   t.join();
   ASSERT_TRUE(ok);
   EXPECT_EQ(1, n);
   EXPECT_TRUE(FD_ISSET(p.server, &rd));
+}
+
+// Wake-ups must come from the event itself. With the periodic wake-up made
+// very long, a lost wake-up shows as a call that does not return.
+TEST_P(PollTest, BlockedCallsWokenWithoutPeriodicWakeUp) {
+  ScopedEnv wake("SLIPSTREAM_RS_WAKE_UP_INTERVAL", kLongWakeUpMs);
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  Pipe pp;
+  auto later = [](const std::function<void()>& f) {
+    return std::thread([f] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      f();
+    });
+  };
+  char b[4];
+
+  // rrecv woken by data.
+  ssize_t n = -2;
+  std::thread t = later([&] { rsend(p.client, "a", 1, 0); });
+  bool ok = run_with_timeout([&] { n = rrecv(p.server, b, sizeof b, 0); }, kLostWakeUpSeconds,
+                             [&] { rsend(p.client, "u", 1, 0); }, kLongWakeUpReleaseSeconds);
+  t.join();
+  EXPECT_TRUE(ok) << "a blocked rrecv was not woken by arriving data";
+  EXPECT_GE(n, 1);
+  while (rrecv(p.server, b, sizeof b, MSG_DONTWAIT) > 0) {
+  }
+
+  // rpoll(-1) woken by data on an rsocket.
+  pollfd fds[2] = {{p.server, POLLIN, 0}, {pp.r, POLLIN, 0}};
+  int r = -2;
+  t = later([&] { rsend(p.client, "b", 1, 0); });
+  ok = run_with_timeout([&] { r = rpoll(fds, 2, -1); }, kLostWakeUpSeconds,
+                        [&] { (void)!write(pp.w, "u", 1); }, kLongWakeUpReleaseSeconds);
+  t.join();
+  EXPECT_TRUE(ok) << "rpoll(-1) was not woken by data on an rsocket";
+  EXPECT_TRUE(fds[0].revents & POLLIN);
+  while (rrecv(p.server, b, sizeof b, MSG_DONTWAIT) > 0) {
+  }
+  while (rpoll(&fds[1], 1, 0) > 0 && read(pp.r, b, 1) > 0) {
+  }
+
+  // rpoll(-1) woken by the peer closing.
+  t = later([&] { p.client.reset(); });
+  ok = run_with_timeout([&] { r = rpoll(fds, 1, -1); }, kLostWakeUpSeconds,
+                        [&] { rshutdown(p.server, SHUT_RDWR); }, kLongWakeUpReleaseSeconds);
+  t.join();
+  EXPECT_TRUE(ok) << "rpoll(-1) was not woken by the peer closing";
+  EXPECT_TRUE(fds[0].revents & (POLLIN | POLLHUP));
+}
+
+// rshutdown from another thread releases a thread blocked in rrecv on the
+// same socket (it returns 0, as recv(2) does after shutdown(SHUT_RD)).
+TEST_P(PollTest, RshutdownReleasesThreadBlockedInRrecv) {
+  ScopedEnv wake("SLIPSTREAM_RS_WAKE_UP_INTERVAL", kLongWakeUpMs);
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  ssize_t n = -2;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    rshutdown(p.server, SHUT_RDWR);
+  });
+  char b[4];
+  bool ok = run_with_timeout([&] { n = rrecv(p.server, b, sizeof b, 0); }, kLostWakeUpSeconds,
+                             [&] { rsend(p.client, "u", 1, 0); }, kLongWakeUpReleaseSeconds);
+  t.join();
+  EXPECT_TRUE(ok) << "rrecv stayed blocked after rshutdown(SHUT_RDWR) of its socket";
+  EXPECT_EQ(0, n) << strerror(errno);
 }
 
 // ---------------------------------------------------------------------------
@@ -286,10 +355,12 @@ TEST_P(PollTest, IdleBlockedRrecvSleeps) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
   ssize_t n = -2;
-  Usage u = measure_blocked([&] {
-    char b;
-    n = rrecv(p.server, &b, 1, 0);
-  }, [&] { rsend(p.client, "z", 1, 0); });
+  Usage u = measure_blocked(
+      [&] {
+        char b;
+        n = rrecv(p.server, &b, 1, 0);
+      },
+      [&] { rsend(p.client, "z", 1, 0); });
   ASSERT_EQ(1, n) << strerror(errno);
   expect_idle(u, "a blocked rrecv");
 }
@@ -300,8 +371,7 @@ TEST_P(PollTest, IdleRpollInfiniteSleeps) {
   Pipe pp;
   int n = -2;
   pollfd fds[2] = {{p.server, POLLIN, 0}, {pp.r, POLLIN, 0}};
-  Usage u = measure_blocked([&] { n = rpoll(fds, 2, -1); },
-                            [&] { rsend(p.client, "z", 1, 0); });
+  Usage u = measure_blocked([&] { n = rpoll(fds, 2, -1); }, [&] { rsend(p.client, "z", 1, 0); });
   ASSERT_GE(n, 1) << strerror(errno);
   EXPECT_TRUE(fds[0].revents & POLLIN);
   expect_idle(u, "rpoll(-1)");
@@ -313,11 +383,9 @@ TEST_P(PollTest, IdleBlockedRacceptSleeps) {
   RFd c(rsocket(family(), SOCK_STREAM, 0));
   RFd s;
   std::thread connector;
-  Usage u = measure_blocked([&] { s.reset(raccept(l.fd, nullptr, nullptr)); },
-                            [&] {
-                              connector = std::thread(
-                                  [&] { rconnect(c, l.addr.sa(), l.addr.len); });
-                            });
+  Usage u = measure_blocked(
+      [&] { s.reset(raccept(l.fd, nullptr, nullptr)); },
+      [&] { connector = std::thread([&] { rconnect(c, l.addr.sa(), l.addr.len); }); });
   connector.join();
   ASSERT_GE(s.get(), 0) << strerror(errno);
   expect_idle(u, "a blocked raccept");
@@ -332,12 +400,9 @@ TEST_P(PollTest, IdleSenderWaitingForCreditsSleeps) {
   std::vector<uint8_t> in(kLen);
   size_t got = 0;
   std::thread reader;
-  Usage u = measure_blocked([&] { sent = send_pattern(p.client, kLen, 8, kLen, false); },
-                            [&] {
-                              reader = std::thread([&] {
-                                got = recv_all(p.server, in.data(), kLen);
-                              });
-                            });
+  Usage u = measure_blocked(
+      [&] { sent = send_pattern(p.client, kLen, 8, kLen, false); },
+      [&] { reader = std::thread([&] { got = recv_all(p.server, in.data(), kLen); }); });
   reader.join();
   ASSERT_EQ(kLen, sent);
   ASSERT_EQ(kLen, got);
