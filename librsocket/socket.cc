@@ -230,8 +230,17 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
   Socket& s = **out;
   {
     std::unique_lock<std::mutex> lk(s.mu_);
-    // The reply is on its way; the connection is usable now.
-    s.progress_connect(lk);
+    // The reply is on its way; the provider may still be reading the
+    // peer's announcements that follow its hello. Give it a moment (a
+    // silent peer only leaves the socket connecting, it cannot block us).
+    for (int i = 0; i < 200 && s.state_ == kConnecting; i++) {
+      s.progress_connect(lk);
+      if (s.state_ != kConnecting) break;
+      pollfd p{s.ep_->event_fd(), POLLIN, 0};
+      lk.unlock();
+      ::poll(&p, 1, 5);
+      lk.lock();
+    }
     s.nonblock_ = (flags & SOCK_NONBLOCK) != 0;
     s.fd_flags_ = (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
   }

@@ -450,6 +450,16 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
   if (cm_ != Cm::kEstablished) progress_locked();
   // Messages in the ring were sent before the stream ended: deliver them first.
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring();
+  // Established for the engine only once the peer's ring and wake-up are
+  // here (they follow the hello/reply on the stream): no message posted
+  // afterwards can be left waiting for a ring nobody will poll for.
+  if (cm_ == Cm::kEstablished && !cm_reported_ && (!tx_ring_.attached() || tx_wake_fd_ < 0)) {
+    progress_locked();
+    if (!tx_ring_.attached() || tx_wake_fd_ < 0) {
+      *ev = CmEvent::kNone;
+      return -EAGAIN;
+    }
+  }
   return cm_report_locked(ev);
 }
 
@@ -457,8 +467,17 @@ int ShmEndpoint::arm() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   // Before sleeping, look at the stream once: it may hold frames or EOF.
   progress_locked();
-  int r = StreamEndpoint::arm();
-  if (r) return r;
+  // Waiting for the peer's ring announcement is a wait like any other (a
+  // peer that never sends it must not make us spin).
+  const bool awaiting_ring =
+      cm_ == Cm::kEstablished && !cm_reported_ && (!tx_ring_.attached() || tx_wake_fd_ < 0);
+  if (!awaiting_ring) {
+    int r = StreamEndpoint::arm();
+    if (r) return r;
+  } else {
+    if (!cq_.empty()) return 1;
+    armed_ = true;
+  }
   if (rx_ring_.attached() && rx_ring_.prepare_sleep()) {
     if (sleepers_ == 0) rx_ring_.woke();
     return 1;
