@@ -6,3 +6,4 @@ TESTS += core_unit_tests
 include tests/librsocket/local.mk
 include tests/ext/local.mk
 include tests/rxe/local.mk
+EXTRA_DIST += tests/common/stderr_capture.h
