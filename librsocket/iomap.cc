@@ -12,16 +12,6 @@
 
 namespace ss::rs {
 
-namespace {
-struct IomapWire {  // rs_iomap as it lands in the owner's memory
-  uint64_t offset;
-  uint64_t addr;
-  uint32_t key;
-  uint32_t length;
-};
-static_assert(sizeof(IomapWire) == kIomapEntrySize);
-}  // namespace
-
 off_t Socket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
   std::lock_guard<std::mutex> sg(send_mu_);
   Lock lk(mu_);
@@ -83,13 +73,13 @@ int Socket::send_iomaps(Lock& lk, bool nonblock) {
       if (rc) return rc;
       if (!(state_ & kWritable) || (state_ & kError)) return data_error(true);
     }
-    IomapWire e{m.offset, reinterpret_cast<uint64_t>(m.addr), m.mr.rkey,
-                static_cast<uint32_t>(m.len)};
-    if (swap_sgl_) {
+    RsIomap e{m.offset, {reinterpret_cast<uint64_t>(m.addr), m.mr.rkey,
+                         static_cast<uint32_t>(m.len)}};
+    if (swap_sgl_) {  // written in the byte order of the memory's owner
       e.offset = __builtin_bswap64(e.offset);
-      e.addr = __builtin_bswap64(e.addr);
-      e.key = __builtin_bswap32(e.key);
-      e.length = __builtin_bswap32(e.length);
+      e.sge.addr = __builtin_bswap64(e.sge.addr);
+      e.sge.key = __builtin_bswap32(e.sge.key);
+      e.sge.length = __builtin_bswap32(e.sge.length);
     }
     uint64_t raddr = remote_iomap_.addr + static_cast<uint64_t>(m.index) * kIomapEntrySize;
     int rc = post_data(kOpIomapSgl, make_imm(kOpIomapSgl, m.index), &e, sizeof e, true, raddr,
@@ -115,17 +105,18 @@ ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) 
   size_t left = count;
   uint64_t off = static_cast<uint64_t>(offset);
   uint32_t olap = kOlapStartSize;
+  RsIomap e{};
   while (left) {
     // Only entries whose publication has completed (the shared table may
     // be mid-update).
-    IomapWire e{};
-    bool found = false;
-    for (const RsIomap& m : peer_iomaps_) {
-      e = {m.offset, m.sge.addr, m.sge.key, m.sge.length};
-      found = e.length && off >= e.offset && off - e.offset < e.length;
-      if (found) break;
-    }
-    if (!found) {
+    const RsIomap* hit = nullptr;
+    for (const RsIomap& m : peer_iomaps_)
+      if (m.sge.length && off >= m.offset && off - m.offset < m.sge.length) {
+        hit = &m;
+        break;
+      }
+    if (hit) e = *hit;
+    if (!hit) {
       if (left == count) return -EINVAL;
       break;
     }
@@ -138,9 +129,10 @@ ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) 
       continue;
     }
     uint32_t xfer = static_cast<uint32_t>(std::min<uint64_t>({left, olap, sbuf_bytes_avail_,
-                                                               e.offset + e.length - off}));
+                                                               e.offset + e.sge.length - off}));
     if (olap < kMaxTransfer) olap *= 2;
-    int rc = post_data(kOpWrite, 0, src, xfer, true, e.addr + (off - e.offset), e.key, false);
+    int rc = post_data(kOpWrite, 0, src, xfer, true, e.sge.addr + (off - e.offset), e.sge.key,
+                       false);
     if (rc) {
       if (left == count) return data_error(true);
       break;

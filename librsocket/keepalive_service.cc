@@ -26,7 +26,6 @@ unsigned default_keepalive_seconds() {
 }
 
 void KeepaliveService::add(const std::shared_ptr<Socket>& s, unsigned interval_s) {
-  std::thread old;
   std::lock_guard<std::mutex> g(mu_);
   auto interval = std::chrono::seconds(std::max(interval_s, 1u));
   auto due = std::chrono::steady_clock::now() + interval;

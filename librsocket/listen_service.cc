@@ -28,7 +28,6 @@ void ListenService::wake() {
 }
 
 int ListenService::add(std::shared_ptr<Socket> s) {
-  std::thread old;
   std::lock_guard<std::mutex> g(mu_);
   if (wake_fd_ < 0) {
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

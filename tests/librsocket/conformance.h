@@ -60,22 +60,23 @@ class ConnTest : public ::testing::TestWithParam<ConnParam> {
 // ---------------------------------------------------------------------------
 // Descriptors and addresses
 
-// Owns an rsocket descriptor: rclose on destruction.
-class RFd {
+// Owns a descriptor and closes it with Close on destruction.
+template <int (*Close)(int)>
+class OwnedFd {
  public:
-  RFd() = default;
-  explicit RFd(int fd) : fd_(fd) {}
-  ~RFd() { reset(); }
-  RFd(RFd&& o) noexcept : fd_(o.release()) {}
-  RFd& operator=(RFd&& o) noexcept {
+  OwnedFd() = default;
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  ~OwnedFd() { reset(); }
+  OwnedFd(OwnedFd&& o) noexcept : fd_(o.release()) {}
+  OwnedFd& operator=(OwnedFd&& o) noexcept {
     if (this != &o) {
       reset();
       fd_ = o.release();
     }
     return *this;
   }
-  RFd(const RFd&) = delete;
-  RFd& operator=(const RFd&) = delete;
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
   int get() const { return fd_; }
   operator int() const { return fd_; }  // NOLINT: used as an fd everywhere
   int release() {
@@ -83,40 +84,17 @@ class RFd {
     fd_ = -1;
     return f;
   }
-  void reset(int fd = -1);
+  void reset(int fd = -1) {
+    if (fd_ >= 0) Close(fd_);
+    fd_ = fd;
+  }
 
  private:
   int fd_ = -1;
 };
 
-// Owns a plain kernel descriptor: close on destruction.
-class KFd {
- public:
-  KFd() = default;
-  explicit KFd(int fd) : fd_(fd) {}
-  ~KFd() { reset(); }
-  KFd(KFd&& o) noexcept : fd_(o.release()) {}
-  KFd& operator=(KFd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  KFd(const KFd&) = delete;
-  KFd& operator=(const KFd&) = delete;
-  int get() const { return fd_; }
-  operator int() const { return fd_; }  // NOLINT
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+using RFd = OwnedFd<rclose>;    // an rsocket
+using KFd = OwnedFd<::close>;   // a plain kernel descriptor
 
 struct Addr {
   sockaddr_storage ss{};

@@ -220,16 +220,6 @@ void ConnTest::TearDown() {}
 // ---------------------------------------------------------------------------
 // Descriptors and addresses
 
-void RFd::reset(int fd) {
-  if (fd_ >= 0) rclose(fd_);
-  fd_ = fd;
-}
-
-void KFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 uint16_t Addr::port() const {
   if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
   if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);

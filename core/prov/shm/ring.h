@@ -58,9 +58,6 @@ class RingReader {
   }
   void woke() { ctl_->sleeping.store(0, std::memory_order_relaxed); }
   uint64_t position() const { return tail_; }
-  uint32_t next_seq() const {
-    return ctl_->entries[tail_ & mask_].seq.load(std::memory_order_acquire);
-  }
 
  private:
   RingControl* ctl_ = nullptr;
