@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/prov/factory.h"
 #include "include/rdma/rsocket.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/socket.h"
@@ -121,8 +122,11 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
       if (name == RDMA_ROUTE) {
         if (!val) return -EFAULT;
         if (len == 0 || len % sizeof(ibv_path_data)) return -EINVAL;
+        if (opening) return -EINVAL;
         // Only the verbs provider follows path records.
-        return -ENOTSUP;
+        if (!prov::can_route()) return -ENOTSUP;
+        opt_.route.assign(static_cast<const uint8_t*>(val), static_cast<const uint8_t*>(val) + len);
+        return 0;
       }
       if ((rc = read_int(val, len, &v))) return rc;
       if (opening) return -EINVAL;
@@ -198,11 +202,24 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
         case RDMA_RQSIZE: return write_int(val, len, static_cast<int>(opt_.rq_size));
         case RDMA_INLINE: return write_int(val, len, static_cast<int>(opt_.inline_size));
         case RDMA_IOMAPSIZE: return write_int(val, len, static_cast<int>(opt_.iomap_size));
-        case RDMA_ROUTE: return -ENOTSUP;  // no provider here has path records
+        case RDMA_ROUTE: return get_route(val, len);
       }
       return -ENOTSUP;
   }
   return -ENOTSUP;
+}
+
+// The connection's path records, else the ones the application set.
+int Socket::get_route(void* val, socklen_t* len) const {
+  if (!val) return -EFAULT;
+  if (ep_ && (ep_->caps() & prov::kCapRoute)) {
+    size_t n = *len;
+    int rc = ep_->route(val, &n);
+    if (rc == 0) *len = static_cast<socklen_t>(n);
+    return rc;
+  }
+  if (opt_.route.empty()) return -ENOTSUP;
+  return write_value(val, len, opt_.route.data(), static_cast<socklen_t>(opt_.route.size()));
 }
 
 int Socket::fcntl(int cmd, long arg) {

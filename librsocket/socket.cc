@@ -279,7 +279,8 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
     return -EINVAL;
   int rc = prov::choose_kind(addr, len, &kind_);
   if (rc) return rc;
-  rc = prov::create_active(kind_, fd_, addr, len, &ep_);
+  rc = prov::create_active(kind_, fd_, addr, len, &ep_,
+                           opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size());
   if (!rc) rc = start_endpoint();
   if (!rc) {
     ConnData cd;

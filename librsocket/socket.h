@@ -46,6 +46,7 @@ struct Options {
        v6only = false;
   uint32_t keepidle = 0;
   int tos = 0;
+  std::vector<uint8_t> route;  // RDMA_ROUTE path records (ibv_path_data), for verbs
 };
 
 // A registered user buffer (riomap).
@@ -92,6 +93,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int getpeername(sockaddr* addr, socklen_t* len);
   int setsockopt(int level, int name, const void* val, socklen_t len);
   int getsockopt(int level, int name, void* val, socklen_t* len);
+  int get_route(void* val, socklen_t* len) const;
   int fcntl(int cmd, long arg);
 
   // rpoll support: current readiness (after progress), and what to sleep on.

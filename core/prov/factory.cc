@@ -9,9 +9,13 @@
 
 #include "core/base/config.h"
 #include "core/base/log.h"
+#include "core/prov/listener_set.h"
 #include "core/prov/shm/shm_endpoint.h"
 #include "core/prov/soft/listener.h"
 #include "core/prov/soft/stream_endpoint.h"
+#include "core/prov/verbs/verbs_endpoint.h"
+#include "core/prov/verbs/verbs_listener.h"
+#include "core/res/verbs_manager.h"
 
 namespace ss::prov {
 
@@ -45,6 +49,13 @@ bool is_local_address(const sockaddr* dst, socklen_t len) {
 
 namespace {
 Kind configured() { return static_cast<Kind>(config::get_int(config::Id::kProvider)); }
+
+// Without RDMA: shm for a peer on this host, tcp otherwise.
+Kind software_kind(const sockaddr* dst, socklen_t len) {
+  return is_local_address(dst, len) ? Kind::kShm : Kind::kTcp;
+}
+
+int create_soft_listener(int sock, std::unique_ptr<Listener>* out);
 
 // Connects a unix socket to the shm rendezvous of `dst`, trying the exact
 // address, then the wildcard of its family.
@@ -121,17 +132,38 @@ int choose_kind(const sockaddr* dst, socklen_t len, Kind* kind) {
       *kind = Kind::kShm;
       return 0;
     case Kind::kVerbs:
-      SS_WARN("provider verbs is not available yet (SLIPSTREAM_PROVIDER=verbs)");
+      if (res::device_count() > 0) {
+        *kind = Kind::kVerbs;
+        return 0;
+      }
+      SS_WARN("SLIPSTREAM_PROVIDER=verbs, but this host has no RDMA device");
       return -ENODEV;
     case Kind::kAuto:
       break;
   }
-  *kind = is_local_address(dst, len) ? Kind::kShm : Kind::kTcp;
+  // auto: verbs is tried first where a device exists (create_active falls
+  // back when no device leads to dst).
+  if (res::device_count() > 0)
+    *kind = Kind::kVerbs;
+  else
+    *kind = software_kind(dst, len);
   return 0;
 }
 
+bool can_route() {
+  Kind k = configured();
+  return (k == Kind::kAuto || k == Kind::kVerbs) && res::device_count() > 0;
+}
+
 int create_active(Kind kind, int sock, const sockaddr* dst, socklen_t len,
-                  std::unique_ptr<Endpoint>* out) {
+                  std::unique_ptr<Endpoint>* out, const void* route, size_t route_len) {
+  if (kind == Kind::kVerbs) {
+    int rc = verbs::VerbsEndpoint::make_active(sock, dst, len, route, route_len, out);
+    if (rc == 0 || configured() == Kind::kVerbs) return rc;
+    SS_DEBUG("verbs unavailable for this peer (%s); using the software providers",
+             strerror(-rc));
+    kind = software_kind(dst, len);
+  }
   if (kind == Kind::kShm) {
     int rc = create_shm_active(sock, dst, len, out);
     // auto: a local peer without a rendezvous (e.g. not a Slipstream
@@ -147,7 +179,36 @@ int create_active(Kind kind, int sock, const sockaddr* dst, socklen_t len,
   return 0;
 }
 
-int create_listener(int sock, std::unique_ptr<Listener>* out) {
+int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog) {
+  std::unique_ptr<Listener> soft;
+  int rc = create_soft_listener(sock, &soft);
+  if (rc) return rc;
+  Kind want = configured();
+  if (want != Kind::kAuto && want != Kind::kVerbs) {
+    *out = std::move(soft);
+    return 0;
+  }
+  std::unique_ptr<Listener> rdma;
+  rc = verbs::VerbsListener::create(sock, backlog, &rdma);
+  if (rc) {
+    if (want == Kind::kVerbs) {
+      SS_WARN("SLIPSTREAM_PROVIDER=verbs: cannot listen over rdma_cm: %s", strerror(-rc));
+      return rc;
+    }
+    if (rc != -ENODEV) SS_INFO("rdma_cm listener unavailable (%s)", strerror(-rc));
+    *out = std::move(soft);
+    return 0;
+  }
+  std::unique_ptr<ListenerSet> set;
+  if ((rc = ListenerSet::create(&set)) || (rc = set->add(std::move(soft))) ||
+      (rc = set->add(std::move(rdma))))
+    return rc;
+  *out = std::move(set);
+  return 0;
+}
+
+namespace {
+int create_soft_listener(int sock, std::unique_ptr<Listener>* out) {
   std::unique_ptr<soft::StreamListener> l;
   int rc = soft::StreamListener::create(sock, Kind::kTcp, &l);
   if (rc) return rc;
@@ -173,5 +234,7 @@ int create_listener(int sock, std::unique_ptr<Listener>* out) {
   *out = std::move(l);
   return 0;
 }
+
+}  // namespace
 
 }  // namespace ss::prov

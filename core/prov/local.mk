@@ -1,8 +1,11 @@
-# Connection providers: the interface, selection, and the software providers.
+# Connection providers: the interface, selection, the software providers
+# (soft: tcp, shm) and verbs (rdma_cm + RC queue pairs).
 libslipstream_la_SOURCES += \
 	core/prov/provider.h \
 	core/prov/factory.h \
 	core/prov/factory.cc \
+	core/prov/listener_set.h \
+	core/prov/listener_set.cc \
 	core/prov/soft/frame.h \
 	core/prov/soft/region_table.h \
 	core/prov/soft/region_table.cc \
@@ -16,3 +19,10 @@ libslipstream_la_SOURCES += \
 	core/prov/shm/ring.h \
 	core/prov/shm/shm_endpoint.h \
 	core/prov/shm/shm_endpoint.cc
+libslipstream_la_SOURCES += \
+	core/prov/verbs/cm_events.h \
+	core/prov/verbs/cm_events.cc \
+	core/prov/verbs/verbs_endpoint.h \
+	core/prov/verbs/verbs_endpoint.cc \
+	core/prov/verbs/verbs_listener.h \
+	core/prov/verbs/verbs_listener.cc

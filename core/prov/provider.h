@@ -6,6 +6,7 @@
 #pragma once
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -132,6 +133,15 @@ class Endpoint {
   // Places incoming writes even while the application is not calling in
   // (memory read without notification, e.g. riomap targets).
   virtual int set_async_progress(bool on) = 0;
+
+  // The connection's path records as struct ibv_path_data entries (SOL_RDMA
+  // RDMA_ROUTE); *len in: buffer size, out: bytes written. Providers
+  // without kCapRoute have none.
+  virtual int route(void* buf, size_t* len) const {
+    (void)buf;
+    (void)len;
+    return -ENOTSUP;
+  }
 };
 
 // A passive endpoint factory bound to a listening rsocket.

@@ -25,7 +25,7 @@ namespace rsconf {
 // Providers and parameters
 
 struct ConnParam {
-  const char* provider;  // "tcp", "shm"
+  const char* provider;  // "tcp", "shm", "verbs"
   int family;            // AF_INET, AF_INET6
 };
 

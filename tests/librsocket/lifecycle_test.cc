@@ -73,7 +73,8 @@ pid_t spawn_child(const char* provider, int family, uint16_t port, KFd* notify) 
   // Everything the child needs is built before fork().
   std::vector<std::string> env_store;
   for (char** e = environ; *e; e++)
-    if (strncmp(*e, "RS_CONFORMANCE_", 15) != 0) env_store.emplace_back(*e);
+    if (strncmp(*e, "RS_CONFORMANCE_", 15) != 0 || strncmp(*e, "RS_CONFORMANCE_VERBS_", 21) == 0)
+      env_store.emplace_back(*e);
   env_store.emplace_back("RS_CONFORMANCE_CHILD=peer_killed");
   env_store.emplace_back(std::string("RS_CONFORMANCE_PROVIDER=") + provider);
   env_store.emplace_back("RS_CONFORMANCE_FAMILY=" + std::to_string(family));

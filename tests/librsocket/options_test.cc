@@ -272,19 +272,54 @@ TEST_P(OptionsTest, RdmaIomapsizeEncoding) {
   }
 }
 
-TEST_P(OptionsTest, RdmaRouteNotSupportedAndBadLength) {
+TEST_P(OptionsTest, RdmaRouteBadLengthIsEinval) {
   RFd c(rsocket(family(), SOCK_STREAM, 0));
   ASSERT_GE(c.get(), 0);
   ibv_path_data path{};
-  EXPECT_EQ(-1, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, &path, sizeof path));
-  EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
   EXPECT_EQ(-1, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, &path, 3));
   EXPECT_EQ(EINVAL, errno) << "bad length: " << errstr(errno);
-  Pair p;
-  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  EXPECT_EQ(-1, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, &path, sizeof path + 1));
+  EXPECT_EQ(EINVAL, errno) << "bad length: " << errstr(errno);
+  EXPECT_EQ(-1, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, nullptr, sizeof path));
+  EXPECT_EQ(EFAULT, errno) << errstr(errno);
+}
+
+TEST_P(OptionsTest, RdmaRouteOnlyWhereThereArePaths) {
+  const bool verbs = strcmp(provider(), "verbs") == 0;
+  ibv_path_data path[2] = {};
   socklen_t len = sizeof path;
-  EXPECT_EQ(-1, rgetsockopt(p.client, SOL_RDMA, RDMA_ROUTE, &path, &len));
-  EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+  if (!verbs) {
+    RFd c(rsocket(family(), SOCK_STREAM, 0));
+    ASSERT_GE(c.get(), 0);
+    // No path records on the software providers: a clear error.
+    EXPECT_EQ(-1, rsetsockopt(c, SOL_RDMA, RDMA_ROUTE, &path[0], sizeof path[0]));
+    EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    EXPECT_EQ(-1, rgetsockopt(p.client, SOL_RDMA, RDMA_ROUTE, path, &len));
+    EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+    return;
+  }
+  // verbs: a connection reports the path it resolved; a new socket given
+  // that path connects without resolving a route.
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, {}, {}, true));
+  ASSERT_EQ(0, rgetsockopt(p.client, SOL_RDMA, RDMA_ROUTE, path, &len)) << errstr(errno);
+  ASSERT_GE(len, sizeof path[0]);
+  EXPECT_EQ(0u, len % sizeof path[0]);
+  EXPECT_NE(0u, path[0].flags & IBV_PATH_FLAG_PRIMARY);
+  RFd client, server;
+  ASSERT_NO_FATAL_FAILURE(connect_to(family(), p.listener, &client, &server, [&](int fd) {
+    ASSERT_EQ(0, rsetsockopt(fd, SOL_RDMA, RDMA_ROUTE, path, sizeof path[0])) << errstr(errno);
+  }));
+  char b = 'r';
+  ASSERT_EQ(1, rsend(client, &b, 1, 0)) << errstr(errno);
+  char got = 0;
+  ASSERT_EQ(1, rrecv(server, &got, 1, 0)) << errstr(errno);
+  EXPECT_EQ('r', got);
+  // Once connecting, the route can no longer change.
+  EXPECT_EQ(-1, rsetsockopt(client, SOL_RDMA, RDMA_ROUTE, path, sizeof path[0]));
+  EXPECT_EQ(EINVAL, errno) << errstr(errno);
 }
 
 TEST_P(OptionsTest, UnsupportedOptionsAreEnotsup) {

@@ -1,0 +1,42 @@
+#include "core/prov/listener_set.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace ss::prov {
+
+int ListenerSet::create(std::unique_ptr<ListenerSet>* out) {
+  std::unique_ptr<ListenerSet> s(new (std::nothrow) ListenerSet);
+  if (!s) return -ENOMEM;
+  if ((s->epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
+  *out = std::move(s);
+  return 0;
+}
+
+ListenerSet::~ListenerSet() {
+  members_.clear();
+  if (epfd_ >= 0) ::close(epfd_);
+}
+
+int ListenerSet::add(std::unique_ptr<Listener> member) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, member->fd(), &ev)) return -errno;
+  members_.push_back(std::move(member));
+  return 0;
+}
+
+int ListenerSet::get_request(std::unique_ptr<Endpoint>* ep) {
+  for (size_t i = 0; i < members_.size(); i++) {
+    Listener& m = *members_[(next_ + i) % members_.size()];
+    if (m.get_request(ep) == 0) {
+      next_ = (next_ + i + 1) % members_.size();
+      return 0;
+    }
+  }
+  return -EAGAIN;
+}
+
+}  // namespace ss::prov

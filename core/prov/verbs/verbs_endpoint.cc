@@ -1,0 +1,436 @@
+#include "core/prov/verbs/verbs_endpoint.h"
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/log.h"
+#include "core/prov/verbs/cm_events.h"
+#include "core/res/verbs_manager.h"
+
+namespace ss::prov::verbs {
+
+namespace {
+// Receives are tagged so their completions are known even when flushed
+// (a failed completion carries no valid opcode).
+constexpr uint64_t kRecvTag = 1ull << 63;
+constexpr int kResolveMs = 2000;
+constexpr int kResolveRetries = 3;  // on ETIMEDOUT, as upstream
+// Control messages (16-byte SGL updates) are always posted inline.
+constexpr uint32_t kMinQpInline = 16;
+constexpr uint32_t kQpMaxSize = 0xFFFE;
+
+socklen_t addr_len(const sockaddr* a) {
+  return a->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+bool is_bound(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    return in->sin_port != 0 || in->sin_addr.s_addr != htonl(INADDR_ANY);
+  }
+  if (ss.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    return in6->sin6_port != 0 || !IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr);
+  }
+  return false;
+}
+
+int copy_name(const sockaddr* a, sockaddr_storage* out, socklen_t* len) {
+  if (!a || (a->sa_family != AF_INET && a->sa_family != AF_INET6)) return -ENOTCONN;
+  *len = addr_len(a);
+  memcpy(out, a, *len);
+  return 0;
+}
+
+// Retries on ETIMEDOUT as upstream does (resolution packets may be lost).
+template <typename Start>
+int resolve_step(rdma_event_channel* ch, rdma_cm_event_type want, Start start) {
+  int rc = -ETIMEDOUT;
+  for (int i = 0; i < kResolveRetries && rc == -ETIMEDOUT; i++) {
+    if (start(kResolveMs) != 0) return -errno;
+    rc = await_cm_event(ch, want, kResolveMs + 500);
+  }
+  return rc;
+}
+}  // namespace
+
+int VerbsEndpoint::open_channel() {
+  ch_ = rdma_create_event_channel();
+  if (!ch_) return errno == ENOENT || errno == ENODEV || !errno ? -ENODEV : -errno;
+  return set_nonblocking(ch_->fd);
+}
+
+int VerbsEndpoint::make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
+                               size_t route_len, std::unique_ptr<Endpoint>* out) {
+  if (res::device_count() == 0) return -ENODEV;
+  std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
+  if (!ep) return -ENOMEM;
+  int rc = ep->open_channel();
+  if (rc) return rc;
+  if (rdma_create_id(ep->ch_, &ep->id_, ep.get(), RDMA_PS_TCP)) return -errno;
+
+  sockaddr_storage local{};
+  socklen_t local_len = sizeof local;
+  sockaddr* src = nullptr;
+  if (::getsockname(sock, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 && is_bound(local))
+    src = reinterpret_cast<sockaddr*>(&local);
+  sockaddr_storage to{};
+  memcpy(&to, dst, std::min<size_t>(len, sizeof to));
+  rc = resolve_step(ep->ch_, RDMA_CM_EVENT_ADDR_RESOLVED, [&](int ms) {
+    return rdma_resolve_addr(ep->id_, src, reinterpret_cast<sockaddr*>(&to), ms);
+  });
+  if (rc) return rc == -EADDRNOTAVAIL || rc == -ENODEV ? -ENODEV : rc;
+  if (!ep->id_->verbs) return -ENODEV;
+  if (ep->id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
+    SS_WARN("verbs: %s is an iWARP device; the iWARP variant of rsockets is not supported yet",
+            ibv_get_device_name(ep->id_->verbs->device));
+    return -ENOTSUP;
+  }
+  if (route) {
+    // Path records given with RDMA_ROUTE replace route resolution.
+    if (rdma_set_option(ep->id_, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, const_cast<void*>(route),
+                        route_len))
+      return -errno;
+  } else {
+    rc = resolve_step(ep->ch_, RDMA_CM_EVENT_ROUTE_RESOLVED,
+                      [&](int ms) { return rdma_resolve_route(ep->id_, ms); });
+    if (rc) return rc;
+  }
+  *out = std::move(ep);
+  return 0;
+}
+
+std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void* pdata,
+                                                      size_t len) {
+  std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
+  if (!ep || ep->open_channel() != 0 || rdma_migrate_id(id, ep->ch_) != 0) {
+    SS_WARN("verbs: cannot take a connection request: %s", strerror(errno));
+    rdma_destroy_id(id);
+    return nullptr;
+  }
+  ep->id_ = id;
+  ep->passive_ = true;
+  id->context = ep.get();
+  ep->peer_len_ = std::min(len, sizeof ep->peer_pdata_);
+  if (pdata) memcpy(ep->peer_pdata_, pdata, ep->peer_len_);
+  const sockaddr* local = rdma_get_local_addr(id);
+  int family = local && local->sa_family == AF_INET6 ? AF_INET6 : AF_INET;
+  // The accepted rsocket's descriptor: a kernel socket of its family, so
+  // the socket layer's fd-based calls behave as on an active rsocket.
+  ep->descriptor_ = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (ep->descriptor_ < 0) return nullptr;
+  return ep;
+}
+
+VerbsEndpoint::~VerbsEndpoint() {
+  if (qp_) rdma_destroy_qp(id_);
+  if (cq_) {
+    ack_events();
+    if (ibv_destroy_cq(cq_)) SS_WARN("verbs: ibv_destroy_cq: %s", strerror(errno));
+  }
+  if (comp_) ibv_destroy_comp_channel(comp_);
+  for (HeldMr& h : mrs_) res::mr_cache().release(h.entry);
+  if (id_) rdma_destroy_id(id_);
+  if (ch_) rdma_destroy_event_channel(ch_);
+  if (epfd_ >= 0) ::close(epfd_);
+  if (holds_async_) res::release_async_events();
+}
+
+uint32_t VerbsEndpoint::caps() const {
+  return kCapWrite | kCapWriteImm | kCapInline | kCapRoute | kCapRecvWr | kCapAsyncPlace;
+}
+
+int VerbsEndpoint::setup(EndpointAttr* attr) {
+  ibv_context* ctx = id_->verbs;
+  if (!ctx) return -ENODEV;
+  if (!(pd_ = res::pd_for(ctx))) return -errno;
+  ibv_device_attr dev{};
+  if (int e = ibv_query_device(ctx, &dev)) return -e;
+  const uint32_t max_wr = std::min<uint32_t>(static_cast<uint32_t>(dev.max_qp_wr), kQpMaxSize);
+  attr->sq_size = std::clamp<uint32_t>(attr->sq_size, 16, max_wr);
+  attr->rq_size = std::clamp<uint32_t>(attr->rq_size, 16, max_wr);
+
+  if (!(comp_ = ibv_create_comp_channel(ctx))) return -errno;
+  if (int rc = set_nonblocking(comp_->fd)) return rc;
+  const int cqe = static_cast<int>(attr->sq_size + attr->rq_size);
+  if (!(cq_ = ibv_create_cq(ctx, std::min(cqe, dev.max_cqe), this, comp_, 0))) return -errno;
+
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = cq_;
+  qa.qp_type = IBV_QPT_RC;
+  qa.sq_sig_all = 1;
+  qa.cap.max_send_wr = attr->sq_size;
+  qa.cap.max_recv_wr = attr->rq_size;
+  qa.cap.max_send_sge = 2;
+  qa.cap.max_recv_sge = 1;
+  qa.cap.max_inline_data = std::max(attr->max_inline, kMinQpInline);
+  if (rdma_create_qp(id_, pd_, &qa)) return -errno;
+  qp_ = true;
+  qp_inline_ = qa.cap.max_inline_data;
+  // The engine puts user data inline up to what the application asked for.
+  attr->max_inline = std::min(attr->max_inline, qp_inline_);
+
+  if ((epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
+  for (int fd : {comp_->fd, ch_->fd}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev)) return -errno;
+  }
+  res::hold_async_events(ctx);
+  holds_async_ = true;
+  return 0;
+}
+
+int VerbsEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
+  if (!pd_) return -EINVAL;
+  int flags = IBV_ACCESS_LOCAL_WRITE | (access & kAccessRemoteWrite ? IBV_ACCESS_REMOTE_WRITE : 0);
+  res::MrCache::Entry* e = nullptr;
+  int rc = res::mr_cache().acquire(pd_, addr, len, flags, &e);
+  if (rc) return rc;
+  *mr = {addr, len, e->mr->lkey, e->mr->rkey};
+  std::lock_guard<std::mutex> lk(mr_mu_);
+  mrs_.push_back({*mr, e});
+  return 0;
+}
+
+void VerbsEndpoint::dereg_mr(MemoryRegion* mr) {
+  res::MrCache::Entry* e = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(mr_mu_);
+    auto it = std::find_if(mrs_.begin(), mrs_.end(), [&](const HeldMr& h) {
+      return h.mr.addr == mr->addr && h.mr.length == mr->length && h.mr.lkey == mr->lkey;
+    });
+    if (it == mrs_.end()) return;
+    e = it->entry;
+    mrs_.erase(it);
+  }
+  res::mr_cache().release(e);
+  *mr = {};
+}
+
+int VerbsEndpoint::conn_param(const void* pdata, size_t len, rdma_conn_param* p) const {
+  if (len > kMaxPrivateData) return -EINVAL;
+  *p = {};
+  p->private_data = pdata;
+  p->private_data_len = static_cast<uint8_t>(len);
+  p->responder_resources = 0;
+  p->initiator_depth = 0;
+  p->flow_control = 1;
+  p->retry_count = 7;
+  // Control messages take no credit and may meet an empty receive queue:
+  // the protocol relies on infinite RNR retry.
+  p->rnr_retry_count = 7;
+  return 0;
+}
+
+int VerbsEndpoint::connect(const void* pdata, size_t len) {
+  rdma_conn_param p;
+  if (int rc = conn_param(pdata, len, &p)) return rc;
+  return rdma_connect(id_, &p) ? -errno : 0;
+}
+
+int VerbsEndpoint::accept(const void* pdata, size_t len) {
+  rdma_conn_param p;
+  if (int rc = conn_param(pdata, len, &p)) return rc;
+  return rdma_accept(id_, &p) ? -errno : 0;
+}
+
+int VerbsEndpoint::reject() { return rdma_reject(id_, nullptr, 0) ? -errno : 0; }
+
+void VerbsEndpoint::save_private_data(const rdma_cm_event* ev) {
+  const auto& c = ev->param.conn;
+  peer_len_ = std::min<size_t>(c.private_data_len, sizeof peer_pdata_);
+  if (c.private_data && peer_len_)
+    memcpy(peer_pdata_, c.private_data, peer_len_);
+  else
+    peer_len_ = 0;
+}
+
+const uint8_t* VerbsEndpoint::peer_private_data(size_t* len) const {
+  *len = peer_len_;
+  return peer_pdata_;
+}
+
+int VerbsEndpoint::cm_progress(CmEvent* ev) {
+  std::lock_guard<std::mutex> lk(mu_);
+  *ev = CmEvent::kNone;
+  while (held_event_ == CmEvent::kNone) {
+    rdma_cm_event* e = nullptr;
+    if (rdma_get_cm_event(ch_, &e) != 0) break;
+    switch (e->event) {
+      case RDMA_CM_EVENT_ESTABLISHED:
+        // The passive side got the peer's data with the request.
+        if (!passive_) save_private_data(e);
+        *ev = CmEvent::kEstablished;
+        break;
+      case RDMA_CM_EVENT_REJECTED:
+        cm_err_ = ECONNREFUSED;
+        *ev = CmEvent::kRejected;
+        break;
+      case RDMA_CM_EVENT_CONNECT_ERROR:
+      case RDMA_CM_EVENT_UNREACHABLE:
+      case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        cm_err_ = cm_event_errno(e);
+        held_event_ = CmEvent::kError;
+        break;
+      case RDMA_CM_EVENT_DISCONNECTED:
+        // Completes the exchange (and flushes our queue pair).
+        rdma_disconnect(id_);
+        disconnected_ = true;
+        held_event_ = CmEvent::kDisconnected;
+        break;
+      default:  // TIMEWAIT_EXIT, ADDR_CHANGE...: nothing for the engine
+        break;
+    }
+    rdma_ack_cm_event(e);
+    if (*ev != CmEvent::kNone) return 0;
+  }
+  if (held_event_ == CmEvent::kNone) return -EAGAIN;
+  // What arrived before the connection went away is delivered first.
+  if (cq_ && (stashed_.load(std::memory_order_relaxed) || poll_into_stash_locked())) return -EAGAIN;
+  *ev = held_event_;
+  return 0;
+}
+
+void VerbsEndpoint::disconnect() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (disconnected_) return;
+  disconnected_ = true;
+  rdma_disconnect(id_);  // moves the QP to error: posted work is flushed
+}
+
+int VerbsEndpoint::post_send(const SendWr& wr) {
+  ibv_sge sge[2];
+  uint32_t total = 0;
+  for (int i = 0; i < wr.num_sge; i++) {
+    sge[i] = {wr.sge[i].addr, wr.sge[i].length, wr.sge[i].lkey};
+    total += wr.sge[i].length;
+  }
+  ibv_send_wr sw{};
+  sw.wr_id = wr.wr_id;
+  sw.sg_list = sge;
+  sw.num_sge = wr.num_sge;
+  if (wr.op == Op::kWriteImm) {
+    sw.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    sw.imm_data = htobe32(wr.imm);
+  } else {
+    sw.opcode = IBV_WR_RDMA_WRITE;
+  }
+  sw.wr.rdma.remote_addr = wr.remote_addr;
+  sw.wr.rdma.rkey = wr.rkey;
+  if (wr.inline_data) {
+    if (total > qp_inline_) return -EINVAL;
+    sw.send_flags = IBV_SEND_INLINE;
+  }
+  ibv_send_wr* bad = nullptr;
+  int rc = ibv_post_send(id_->qp, &sw, &bad);
+  return rc ? -rc : 0;
+}
+
+int VerbsEndpoint::post_recv(uint64_t wr_id) {
+  ibv_recv_wr rw{};
+  rw.wr_id = wr_id | kRecvTag;
+  rw.num_sge = 0;  // every notification is immediate data
+  ibv_recv_wr* bad = nullptr;
+  int rc = ibv_post_recv(id_->qp, &rw, &bad);
+  return rc ? -rc : 0;
+}
+
+void VerbsEndpoint::translate(const ibv_wc& in, Completion* out) {
+  out->wr_id = in.wr_id & ~kRecvTag;
+  out->op = (in.wr_id & kRecvTag) ? WcOp::kRecvImm : WcOp::kSend;
+  out->imm = (in.wc_flags & IBV_WC_WITH_IMM) ? be32toh(in.imm_data) : 0;
+  out->byte_len = in.byte_len;
+  switch (in.status) {
+    case IBV_WC_SUCCESS:
+      out->status = 0;
+      break;
+    case IBV_WC_WR_FLUSH_ERR:
+      out->status = ECONNRESET;
+      break;
+    default:
+      SS_DEBUG("verbs: completion error %s (vendor 0x%x)", ibv_wc_status_str(in.status),
+               in.vendor_err);
+      out->status = EIO;
+      break;
+  }
+  // A plain SEND (e.g. an iWARP peer's message) is not this protocol.
+  if (out->op == WcOp::kRecvImm && !out->status && !(in.wc_flags & IBV_WC_WITH_IMM)) {
+    SS_WARN("verbs: peer sent a message without immediate data; connection failed");
+    out->status = EPROTO;
+    rdma_disconnect(id_);
+  }
+}
+
+int VerbsEndpoint::poll_device(Completion* wc, int max) {
+  ibv_wc raw[32];
+  int n = ibv_poll_cq(cq_, std::min(max, 32), raw);
+  if (n < 0) return -EIO;
+  for (int i = 0; i < n; i++) translate(raw[i], &wc[i]);
+  return n;
+}
+
+int VerbsEndpoint::poll_into_stash_locked() {
+  Completion wc[32];
+  int n = poll_device(wc, 32);
+  if (n <= 0) return 0;
+  stash_.insert(stash_.end(), wc, wc + n);
+  stashed_.store(static_cast<int>(stash_.size()), std::memory_order_release);
+  return n;
+}
+
+int VerbsEndpoint::poll_cq(Completion* wc, int max) {
+  if (!cq_ || max <= 0) return 0;
+  int got = 0;
+  if (stashed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lk(mu_);
+    got = std::min<int>(max, static_cast<int>(stash_.size()));
+    std::copy_n(stash_.begin(), got, wc);
+    stash_.erase(stash_.begin(), stash_.begin() + got);
+    stashed_.store(static_cast<int>(stash_.size()), std::memory_order_release);
+  }
+  if (got < max) {
+    int n = poll_device(wc + got, max - got);
+    if (n < 0) return got ? got : n;
+    got += n;
+  }
+  return got;
+}
+
+int VerbsEndpoint::arm() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!cq_) return 1;
+  if (ibv_req_notify_cq(cq_, 0)) return 1;
+  // Completions that came before the request do not raise an event.
+  return stash_.empty() && !poll_into_stash_locked() ? 0 : 1;
+}
+
+void VerbsEndpoint::ack_events() {
+  if (!comp_) return;
+  unsigned n = 0;
+  ibv_cq* cq;
+  void* ctx;
+  while (ibv_get_cq_event(comp_, &cq, &ctx) == 0) n++;
+  if (n) ibv_ack_cq_events(cq_, n);
+}
+
+int VerbsEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
+  return copy_name(rdma_get_local_addr(id_), addr, len);
+}
+
+int VerbsEndpoint::peer_name(sockaddr_storage* addr, socklen_t* len) const {
+  return copy_name(rdma_get_peer_addr(id_), addr, len);
+}
+
+// The descriptor belongs to the rsocket from the moment it is handed out.
+void VerbsEndpoint::close_descriptor(int fd) { ::close(fd); }
+
+int VerbsEndpoint::route(void* buf, size_t* len) const { return export_route(id_, buf, len); }
+
+}  // namespace ss::prov::verbs

@@ -1,0 +1,101 @@
+// The verbs provider: an rsocket connection over rdma_cm and an RC queue
+// pair, as upstream librdmacm's rsockets sets it up (connection data as CM
+// private data, writes with immediate, receives without SGEs, RNR retry 7),
+// so either end may be a stock librdmacm peer.
+#pragma once
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/prov/provider.h"
+#include "core/res/mr_cache.h"
+
+namespace ss::prov::verbs {
+
+class VerbsEndpoint final : public Endpoint {
+ public:
+  // Resolves `dst` (and the route, or uses the RDMA_ROUTE path records in
+  // `route`) within bounded timeouts. The rsocket's kernel socket `sock`
+  // lends its bound address, if any. -ENODEV when no RDMA device leads to
+  // `dst`, -ENOTSUP for iWARP devices (not supported yet).
+  static int make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
+                         size_t route_len, std::unique_ptr<Endpoint>* out);
+  // For a connection request taken from a listener: `id` (whose events are
+  // all acknowledged) moves to a channel of its own. nullptr on failure
+  // (the id is destroyed, which rejects the peer).
+  static std::unique_ptr<Endpoint> make_passive(rdma_cm_id* id, const void* pdata, size_t len);
+
+  ~VerbsEndpoint() override;
+
+  Kind kind() const override { return Kind::kVerbs; }
+  uint32_t caps() const override;
+  int setup(EndpointAttr* attr) override;
+  int reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) override;
+  void dereg_mr(MemoryRegion* mr) override;
+  int connect(const void* pdata, size_t len) override;
+  int accept(const void* pdata, size_t len) override;
+  int reject() override;
+  int cm_progress(CmEvent* ev) override;
+  const uint8_t* peer_private_data(size_t* len) const override;
+  int cm_error() const override { return cm_err_; }
+  void disconnect() override;
+  int post_send(const SendWr& wr) override;
+  int post_recv(uint64_t wr_id) override;
+  int poll_cq(Completion* wc, int max) override;
+  int arm() override;
+  int event_fd() const override { return epfd_; }
+  short event_mask() const override { return POLLIN; }
+  void ack_events() override;
+  int local_name(sockaddr_storage* addr, socklen_t* len) const override;
+  int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
+  int descriptor_fd() const override { return descriptor_; }
+  void close_descriptor(int fd) override;
+  int set_async_progress(bool) override { return 0; }  // the device places writes
+  int route(void* buf, size_t* len) const override;
+
+ private:
+  VerbsEndpoint() = default;
+  int open_channel();
+  int conn_param(const void* pdata, size_t len, rdma_conn_param* p) const;
+  // Moves completions into stash_ (arm's look-ahead); count moved.
+  int poll_into_stash_locked();
+  int poll_device(Completion* wc, int max);
+  void translate(const ibv_wc& in, Completion* out);
+  void save_private_data(const rdma_cm_event* ev);
+
+  rdma_event_channel* ch_ = nullptr;
+  rdma_cm_id* id_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_comp_channel* comp_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  bool qp_ = false;
+  bool holds_async_ = false;
+  bool passive_ = false;
+  int epfd_ = -1;
+  int descriptor_ = -1;
+  uint32_t qp_inline_ = 0;
+
+  mutable std::mutex mu_;  // CM events, the stash, arming
+  std::vector<Completion> stash_;
+  std::atomic<int> stashed_{0};
+  uint8_t peer_pdata_[kMaxPrivateData] = {};
+  size_t peer_len_ = 0;
+  int cm_err_ = 0;
+  bool disconnected_ = false;
+  // A loss event waits until what arrived before it has been polled.
+  CmEvent held_event_ = CmEvent::kNone;
+
+  struct HeldMr {
+    MemoryRegion mr;
+    res::MrCache::Entry* entry;
+  };
+  std::mutex mr_mu_;
+  std::vector<HeldMr> mrs_;
+};
+
+}  // namespace ss::prov::verbs

@@ -1,0 +1,27 @@
+// The verbs side of a listening rsocket: an rdma_cm id bound to the same
+// address and port as the rsocket's kernel socket, listening in the TCP
+// port space, so stock librdmacm clients (and ours on verbs) reach it.
+#pragma once
+#include <rdma/rdma_cma.h>
+
+#include <memory>
+
+#include "core/prov/provider.h"
+
+namespace ss::prov::verbs {
+
+class VerbsListener final : public Listener {
+ public:
+  // -ENODEV when no RDMA device serves the address of `sock`.
+  static int create(int sock, int backlog, std::unique_ptr<Listener>* out);
+  ~VerbsListener() override;
+  int fd() const override { return ch_->fd; }
+  int get_request(std::unique_ptr<Endpoint>* ep) override;
+
+ private:
+  VerbsListener() = default;
+  rdma_event_channel* ch_ = nullptr;
+  rdma_cm_id* id_ = nullptr;
+};
+
+}  // namespace ss::prov::verbs

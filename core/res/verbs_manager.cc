@@ -1,0 +1,175 @@
+#include "core/res/verbs_manager.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/base/log.h"
+#include "core/res/mr_cache.h"
+
+namespace ss::res {
+
+namespace {
+
+bool env_set(const char* name) {
+  const char* v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+struct Device {
+  ibv_context* ctx;
+  ibv_pd* pd;
+};
+
+// Async-event watcher: one thread while connections exist.
+class AsyncWatcher {
+ public:
+  void hold(ibv_context* ctx) {
+    std::lock_guard<std::mutex> lk(mu_);
+    bool known = false;
+    for (ibv_context* c : ctxs_) known |= c == ctx;
+    if (!known) ctxs_.push_back(ctx);
+    if (holders_++ == 0) {
+      stop_ = false;
+      thread_ = std::thread([this] { run(); });
+    }
+  }
+  void release() {
+    std::thread t;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (holders_ == 0 || --holders_ > 0) return;
+      stop_ = true;
+      t = std::move(thread_);
+    }
+    if (t.joinable()) t.join();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::vector<pollfd> fds;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stop_) return;
+        for (ibv_context* c : ctxs_) fds.push_back({c->async_fd, POLLIN, 0});
+      }
+      // Short timeout: a release() must not wait long for this thread.
+      if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
+      for (size_t i = 0; i < fds.size(); i++)
+        if (fds[i].revents & POLLIN) drain(ctxs_at(i));
+    }
+  }
+  ibv_context* ctxs_at(size_t i) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return ctxs_[i];
+  }
+  static void drain(ibv_context* ctx) {
+    ibv_async_event ev;
+    // The fd is non-blocking (set by the manager): read what is there.
+    while (ibv_get_async_event(ctx, &ev) == 0) {
+      bool fatal = ev.event_type == IBV_EVENT_QP_FATAL || ev.event_type == IBV_EVENT_CQ_ERR ||
+                   ev.event_type == IBV_EVENT_DEVICE_FATAL ||
+                   ev.event_type == IBV_EVENT_QP_ACCESS_ERR ||
+                   ev.event_type == IBV_EVENT_QP_REQ_ERR;
+      if (fatal)
+        SS_WARN("verbs: %s: async event %s", ibv_get_device_name(ctx->device),
+                ibv_event_type_str(ev.event_type));
+      else
+        SS_DEBUG("verbs: %s: async event %s", ibv_get_device_name(ctx->device),
+                 ibv_event_type_str(ev.event_type));
+      ibv_ack_async_event(&ev);
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<ibv_context*> ctxs_;  // only grows: contexts live as long as librdmacm
+  int holders_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+class Manager {
+ public:
+  static Manager& get() {
+    // Leaked on purpose: connections may still be closing in atexit
+    // handlers and static destructors of the program.
+    static Manager* m = new Manager;
+    return *m;
+  }
+
+  int device_count() {
+    std::call_once(init_, [this] { init(); });
+    return count_;
+  }
+
+  ibv_pd* pd_for(ibv_context* ctx) {
+    device_count();  // fork mode is settled before the first registration
+    std::lock_guard<std::mutex> lk(mu_);
+    for (Device& d : devices_)
+      if (d.ctx == ctx) return d.pd;
+    ibv_pd* pd = ibv_alloc_pd(ctx);
+    if (!pd) {
+      if (!errno) errno = ENOMEM;
+      SS_WARN("verbs: %s: ibv_alloc_pd failed: %s", ibv_get_device_name(ctx->device),
+              strerror(errno));
+      return nullptr;
+    }
+    set_nonblocking(ctx->async_fd);
+    devices_.push_back({ctx, pd});
+    return pd;
+  }
+
+  MrCache cache;
+  AsyncWatcher watcher;
+  bool fork_safe = false;
+
+ private:
+  void init() {
+    // Before any registration: pages registered afterwards are kept out
+    // of fork children instead of being shared copy-on-write with them.
+    if (env_set("RDMAV_FORK_SAFE") || env_set("IBV_FORK_SAFE")) {
+      int rc = ibv_fork_init();
+      fork_safe = rc == 0;
+      if (rc) SS_WARN("verbs: ibv_fork_init failed: %s", strerror(rc));
+    }
+    int n = 0;
+    ibv_context** list = rdma_get_devices(&n);
+    count_ = list ? n : 0;
+    if (list) rdma_free_devices(list);
+    if (count_ == 0)
+      SS_INFO("verbs: no RDMA device on this host; rsockets use the shm and tcp providers");
+    else
+      SS_DEBUG("verbs: %d RDMA device(s)", count_);
+  }
+  static void set_nonblocking(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  }
+
+  std::once_flag init_;
+  int count_ = 0;
+  std::mutex mu_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace
+
+int device_count() { return Manager::get().device_count(); }
+ibv_pd* pd_for(ibv_context* ctx) { return Manager::get().pd_for(ctx); }
+MrCache& mr_cache() { return Manager::get().cache; }
+void hold_async_events(ibv_context* ctx) { Manager::get().watcher.hold(ctx); }
+void release_async_events() { Manager::get().watcher.release(); }
+bool fork_safe() {
+  Manager::get().device_count();
+  return Manager::get().fork_safe;
+}
+
+}  // namespace ss::res

@@ -1,0 +1,34 @@
+// The verbs resource manager: one per process, shared by every face. It owns
+// what must exist once per device (the protection domain, the async-event
+// watcher) and answers "is there RDMA here at all" without flooding logs.
+// Device contexts themselves are opened once by librdmacm, which every
+// connection goes through; the manager keys its state on them.
+#pragma once
+#include <infiniband/verbs.h>
+
+namespace ss::res {
+
+class MrCache;
+
+// Number of RDMA devices usable through rdma_cm (0: none, logged once at
+// info level). Cheap after the first call.
+int device_count();
+
+// The process-wide protection domain of `ctx` (allocated on first use,
+// kept for the life of the process), or nullptr with errno set.
+ibv_pd* pd_for(ibv_context* ctx);
+
+// The MR cache of the process (registrations by address range).
+MrCache& mr_cache();
+
+// Async events (port changes, QP/CQ faults) are read by a watcher thread
+// that runs while at least one connection holds a reference, so an idle
+// process has no verbs threads. Each ref names the device it uses.
+void hold_async_events(ibv_context* ctx);
+void release_async_events();
+
+// True when libibverbs runs in fork-safe mode (RDMAV_FORK_SAFE or
+// IBV_FORK_SAFE set, which the manager honours before any registration).
+bool fork_safe();
+
+}  // namespace ss::res
