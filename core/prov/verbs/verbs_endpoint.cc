@@ -260,36 +260,43 @@ const uint8_t* VerbsEndpoint::peer_private_data(size_t* len) const {
 int VerbsEndpoint::cm_progress(CmEvent* ev) {
   std::lock_guard<std::mutex> lk(mu_);
   *ev = CmEvent::kNone;
-  while (held_event_ == CmEvent::kNone) {
-    rdma_cm_event* e = nullptr;
-    if (rdma_get_cm_event(ch_, &e) != 0) break;
+  // Every event is read and acknowledged, even after a loss is held: one
+  // left in the channel would keep event_fd() readable for ever.
+  rdma_cm_event* e = nullptr;
+  while (rdma_get_cm_event(ch_, &e) == 0) {
+    CmEvent now = CmEvent::kNone;
     switch (e->event) {
       case RDMA_CM_EVENT_ESTABLISHED:
         // The passive side got the peer's data with the request.
         if (!passive_) save_private_data(e);
-        *ev = CmEvent::kEstablished;
+        now = CmEvent::kEstablished;
         break;
       case RDMA_CM_EVENT_REJECTED:
         cm_err_ = ECONNREFUSED;
-        *ev = CmEvent::kRejected;
+        now = CmEvent::kRejected;
         break;
       case RDMA_CM_EVENT_CONNECT_ERROR:
       case RDMA_CM_EVENT_UNREACHABLE:
       case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        cm_err_ = cm_event_errno(e);
-        held_event_ = CmEvent::kError;
+        if (held_event_ == CmEvent::kNone) {
+          cm_err_ = cm_event_errno(e);
+          held_event_ = CmEvent::kError;
+        }
         break;
       case RDMA_CM_EVENT_DISCONNECTED:
         // Completes the exchange (and flushes our queue pair).
         rdma_disconnect(id_);
         disconnected_ = true;
-        held_event_ = CmEvent::kDisconnected;
+        if (held_event_ == CmEvent::kNone) held_event_ = CmEvent::kDisconnected;
         break;
       default:  // TIMEWAIT_EXIT, ADDR_CHANGE...: nothing for the engine
         break;
     }
     rdma_ack_cm_event(e);
-    if (*ev != CmEvent::kNone) return 0;
+    if (now != CmEvent::kNone) {
+      *ev = now;
+      return 0;
+    }
   }
   if (held_event_ == CmEvent::kNone) return -EAGAIN;
   // What arrived before the connection went away is delivered first.
