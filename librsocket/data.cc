@@ -71,8 +71,8 @@ ssize_t Socket::send(const void* buf, size_t len, int flags) {
 }
 
 ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
-  std::lock_guard<std::mutex> sg(send_mu_);
   Lock lk(mu_);
+  Turn turn(*this, lk, &sending_);
   bool nonblock = is_nonblocking(flags);
   if (state_ == kConnecting) {
     int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
@@ -137,8 +137,8 @@ ssize_t Socket::recv(void* buf, size_t len, int flags) {
 }
 
 ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
-  std::lock_guard<std::mutex> rg(recv_mu_);
   Lock lk(mu_);
+  Turn turn(*this, lk, &receiving_);
   bool nonblock = is_nonblocking(flags);
   if (state_ == kConnecting) {
     int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });

@@ -1,6 +1,7 @@
 // The rsockets v1 protocol engine: completions, credits, target-SGL
 // updates, control messages and waiting. Runs under Socket::mu_.
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -287,24 +288,43 @@ int Socket::block_once(Lock& lk) {
   return 0;
 }
 
-int Socket::wait_for(Lock& lk, bool nonblock, const std::function<bool()>& pred) {
+int Socket::wait_progress(Lock& lk) {
+  if (!ep_) return -ENOTCONN;
+  if (state_ == kConnecting) progress_connect(lk);
+  process_cq(lk);
+  return 0;
+}
+
+int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until) {
   using clock = std::chrono::steady_clock;
-  auto spin_until = clock::time_point::min();
-  for (;;) {
-    if (!ep_) return -ENOTCONN;
-    if (state_ == kConnecting) progress_connect(lk);
-    process_cq(lk);
-    if (pred()) return 0;
-    if (state_ & (kError | kConnectError)) return 0;  // callers check state
-    if (!(state_ & kConnected) && state_ != kConnecting) return 0;
-    if (nonblock) return -EAGAIN;
-    // Busy-poll for polling_time before sleeping.
-    auto now = clock::now();
-    if (spin_until == clock::time_point::min())
-      spin_until = now + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
-    if (now < spin_until) continue;
-    block_once(lk);
+  if (state_ & (kError | kConnectError)) return 0;  // callers check state
+  if (!(state_ & kConnected) && state_ != kConnecting) return 0;
+  if (nonblock) return -EAGAIN;
+  // Busy-poll for polling_time before sleeping.
+  auto now = clock::now();
+  if (*spin_until == clock::time_point::min())
+    *spin_until = now + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
+  if (now >= *spin_until) block_once(lk);
+  return 1;
+}
+
+Socket::Turn::Turn(Socket& s, Lock& lk, bool* busy) : s_(s), busy_(busy) {
+  while (*busy_) {
+    // The holder sleeps with mu_ released: wait as it does, and give way
+    // when that cannot sleep (a connection gone), so the holder can finish.
+    s.wait_for(lk, false, [this] { return !*busy_; });
+    if (*busy_) {
+      lk.unlock();
+      sched_yield();
+      lk.lock();
+    }
   }
+  *busy_ = true;
+}
+
+Socket::Turn::~Turn() {
+  *busy_ = false;
+  if (s_.waiters_) s_.kick_waiters();  // one may be waiting for its turn
 }
 
 int Socket::data_error(bool sending) const {

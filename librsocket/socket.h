@@ -7,8 +7,8 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <chrono>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -138,8 +138,21 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, bool from_user,
                 uint64_t raddr, uint32_t rkey, bool with_imm);
   // Waits until pred() holds (progressing the CQ), fails or, when
-  // nonblocking, returns -EAGAIN.
-  int wait_for(Lock& lk, bool nonblock, const std::function<bool()>& pred);
+  // nonblocking, returns -EAGAIN. A template: the predicate is inlined on
+  // the data path.
+  template <typename Pred>
+  int wait_for(Lock& lk, bool nonblock, Pred&& pred) {
+    auto spin_until = std::chrono::steady_clock::time_point::min();
+    for (;;) {
+      if (int rc = wait_progress(lk)) return rc;
+      if (pred()) return 0;
+      if (int rc = wait_idle(lk, nonblock, &spin_until); rc <= 0) return rc;
+    }
+  }
+  // wait_for's steps: progress the connection and the CQ; then, with pred()
+  // false, decide: 1 to look again (after spinning or sleeping), else return.
+  int wait_progress(Lock& lk);
+  int wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until);
   int block_once(Lock& lk);
   void set_error(int err);
   int data_error(bool sending) const;
@@ -148,7 +161,20 @@ class Socket : public std::enable_shared_from_this<Socket> {
   const int fd_;
   const int domain_;
   std::mutex mu_;
-  std::mutex send_mu_, recv_mu_;  // one sender and one receiver at a time
+  // One sender and one receiver at a time: a flag taken under mu_ and held
+  // across the sleeps that release it (cheaper than a mutex per direction).
+  bool sending_ = false, receiving_ = false;
+  class Turn {
+   public:
+    Turn(Socket& s, Lock& lk, bool* busy);
+    ~Turn();
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+
+   private:
+    Socket& s_;
+    bool* busy_;
+  };
 
   uint32_t state_ = kInit;
   int err_ = 0;             // SO_ERROR
