@@ -77,6 +77,9 @@ enum class CmEvent { kNone, kEstablished, kRejected, kDisconnected, kError };
 constexpr size_t kMaxPrivateData = 56;
 
 // One connection: a queue pair with its completion queue and its CM state.
+// The caller serialises calls on one Endpoint (the rsocket engine makes
+// them under its socket's lock); a provider locks only against threads of
+// its own.
 class Endpoint {
  public:
   virtual ~Endpoint() = default;

@@ -119,7 +119,7 @@ int ShmEndpoint::descriptor_fd() const { return active_ ? -1 : fd_; }
 int ShmEndpoint::setup(EndpointAttr* attr) {
   int rc = StreamEndpoint::setup(attr);
   if (rc) return rc;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (rx_ring_region_) return 0;
   // Room for every message the peer may have in flight: credits, control
   // messages and iomap updates.
@@ -133,7 +133,7 @@ int ShmEndpoint::setup(EndpointAttr* attr) {
 int ShmEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
   int rc = StreamEndpoint::reg_mr(addr, len, access, mr);
   if (rc || !(access & kAccessRemoteWrite)) return rc;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   Announce a{mr->rkey, addr, len};
   if (announced_)
     announce_region(a);
@@ -143,7 +143,7 @@ int ShmEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
 }
 
 void ShmEndpoint::dereg_mr(MemoryRegion* mr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   uint32_t key = mr->rkey;
   to_announce_.erase(std::remove_if(to_announce_.begin(), to_announce_.end(),
                                     [key](const Announce& a) { return a.rkey == key; }),
@@ -197,7 +197,7 @@ void ShmEndpoint::send_announcements() {
 }
 
 int ShmEndpoint::connect(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!rx_ring_region_) return -EINVAL;  // setup() first
   int rc = StreamEndpoint::connect(pdata, len);
   if (!rc) send_announcements();
@@ -205,7 +205,7 @@ int ShmEndpoint::connect(const void* pdata, size_t len) {
 }
 
 int ShmEndpoint::accept(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!rx_ring_region_) return -EINVAL;
   int rc = StreamEndpoint::accept(pdata, len);
   if (!rc) send_announcements();
@@ -356,7 +356,7 @@ void ShmEndpoint::flush_imms() {
 }
 
 int ShmEndpoint::post_send(const SendWr& wr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (cm_ != Cm::kEstablished)
     return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET : -ENOTCONN;
   uint32_t len = 0;
@@ -414,7 +414,7 @@ void ShmEndpoint::drain_ring() {
 }
 
 int ShmEndpoint::poll_cq(Completion* wc, int max) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) drain_ring();
   if (cq_.empty() && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
   if (!pending_imms_.empty()) flush_imms();
@@ -429,7 +429,7 @@ int ShmEndpoint::poll_cq(Completion* wc, int max) {
 }
 
 void ShmEndpoint::disconnect() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Messages still waiting for the ring (its announcement may not have been
   // read yet, or it is full) go first; then the stream closes.
   if (!pending_imms_.empty() && !tx_ring_.attached()) progress_locked();
@@ -444,7 +444,7 @@ void ShmEndpoint::disconnect() {
 }
 
 int ShmEndpoint::cm_progress(CmEvent* ev) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Established: the stream matters only for its end (and rare slow-path
   // frames); poll_cq and arm look at it without a syscall per call here.
   if (cm_ != Cm::kEstablished) progress_locked();
@@ -464,7 +464,7 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
 }
 
 int ShmEndpoint::arm() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Before sleeping, look at the stream once: it may hold frames or EOF.
   progress_locked();
   // Waiting for the peer's ring announcement is a wait like any other (a
@@ -490,7 +490,7 @@ void ShmEndpoint::ack_events() {
   uint64_t v;
   if (::read(rx_wake_fd_, &v, sizeof v) < 0) { /* spurious */ }
   StreamEndpoint::ack_events();
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // The peer must keep kicking while any thread still sleeps here.
   if (sleepers_ > 0 && --sleepers_ == 0 && rx_ring_.attached()) rx_ring_.woke();
 }
@@ -510,7 +510,7 @@ int ShmEndpoint::set_async_progress(bool on) {
 // if the application asks before anything else moved the stream.
 void ShmEndpoint::await_names() const {
   auto* self = const_cast<ShmEndpoint*>(this);
-  std::lock_guard<std::recursive_mutex> lock(self->mu_);
+  Guard lock(*self);
   for (int i = 0; i < 1000 && !peer_len_ && !active_ && cm_ == Cm::kEstablished; i++) {
     self->progress_locked();
     if (!peer_len_) usleep(100);

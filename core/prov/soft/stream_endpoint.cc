@@ -93,7 +93,7 @@ int StreamEndpoint::setup(EndpointAttr* attr) {
   attr->sq_size = std::clamp<uint32_t>(attr->sq_size, 16, 0xFFFE);
   attr->rq_size = std::clamp<uint32_t>(attr->rq_size, 16, 0xFFFE);
   attr->max_inline = std::min<uint32_t>(attr->max_inline, 0xFFFE);
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   max_cq_ = 2 * (attr->sq_size + attr->rq_size) + 64;
   return 0;
 }
@@ -105,7 +105,7 @@ int StreamEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr)
 }
 
 void StreamEndpoint::dereg_mr(MemoryRegion* mr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   regions_.remove(*mr);
   // A write still arriving for this memory is discarded: the owner may free it.
   auto* base = static_cast<uint8_t*>(mr->addr);
@@ -115,7 +115,7 @@ void StreamEndpoint::dereg_mr(MemoryRegion* mr) {
 }
 
 int StreamEndpoint::connect(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!active_ || cm_ != Cm::kIdle || len > kMaxPrivateData) return -EINVAL;
   if (dst_len_) {
     if (::connect(fd_, reinterpret_cast<const sockaddr*>(&dst_), dst_len_) < 0 &&
@@ -132,7 +132,7 @@ int StreamEndpoint::connect(const void* pdata, size_t len) {
 }
 
 int StreamEndpoint::accept(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (active_ || cm_ != Cm::kAwaitAccept || len > kMaxPrivateData) return -EINVAL;
   FrameHeader h{FrameType::kHelloReply, 0, static_cast<uint32_t>(len), 0, kHelloVersion,
                 kHelloMagic};
@@ -145,7 +145,7 @@ int StreamEndpoint::accept(const void* pdata, size_t len) {
 }
 
 int StreamEndpoint::reject() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (active_ || cm_ != Cm::kAwaitAccept) return -EINVAL;
   FrameHeader h{FrameType::kHelloReply, kReject, 0, 0, kHelloVersion, kHelloMagic};
   queue_frame(h, nullptr, 0, 0, false, true);
@@ -183,7 +183,7 @@ void StreamEndpoint::close_descriptor(int fd) {
 }
 
 void StreamEndpoint::disconnect() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Frames already queued were accepted from the caller: give them a
   // bounded chance to reach the kernel before the stream closes.
   for (int i = 0; i < 100 && !sendq_.empty() && cm_ == Cm::kEstablished; i++) {
@@ -197,7 +197,7 @@ void StreamEndpoint::disconnect() {
 }
 
 int StreamEndpoint::cm_progress(CmEvent* ev) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Once established, poll_cq moves the stream; don't read it twice.
   if (cm_ != Cm::kEstablished) progress_locked();
   return cm_report_locked(ev);
@@ -484,7 +484,7 @@ void StreamEndpoint::progress_locked() {
 }
 
 int StreamEndpoint::post_send(const SendWr& wr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (cm_ != Cm::kEstablished) return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET
                                                                                 : -ENOTCONN;
   uint32_t len = 0;
@@ -495,7 +495,7 @@ int StreamEndpoint::post_send(const SendWr& wr) {
 }
 
 int StreamEndpoint::poll_cq(Completion* wc, int max) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   progress_locked();
   int n = 0;
   while (n < max && !cq_.empty()) {
@@ -511,7 +511,7 @@ int StreamEndpoint::poll_cq(Completion* wc, int max) {
 }
 
 int StreamEndpoint::arm() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!cq_.empty() || (!cm_reported_ && cm_ != Cm::kConnecting && cm_ != Cm::kAwaitReply &&
                        cm_ != Cm::kAwaitAccept))
     return 1;
