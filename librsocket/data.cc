@@ -87,7 +87,11 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
   }
   IovCursor cur(iov, iovcnt);
   size_t left = len;
-  uint32_t olap = kOlapStartSize;
+  // Upstream's chunking (small first, then 64 KiB) overlaps staging copies
+  // with transfers; where a post is the whole copy it only adds posts.
+  const bool whole = ep_->caps() & prov::kCapUnchunked;
+  const uint32_t max_xfer = whole ? UINT32_MAX : kMaxTransfer;
+  uint32_t olap = whole ? max_xfer : kOlapStartSize;
   std::vector<uint8_t> gather;
   while (left) {
     if (!can_send()) {
@@ -105,7 +109,7 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
     RsSge& target = target_[target_sge_];
     uint32_t xfer = static_cast<uint32_t>(std::min<size_t>(left, olap));
     xfer = std::min({xfer, sbuf_bytes_avail_, target.length});
-    if (olap < kMaxTransfer) olap *= 2;
+    if (olap < max_xfer) olap *= 2;
     const uint8_t* src = cur.contiguous(xfer);
     if (!src) {
       gather.resize(xfer);

@@ -23,6 +23,9 @@ enum Cap : uint32_t {
   kCapSameHost = 1u << 6,    // peers must share this host
   kCapCopyOnPost = 1u << 7,  // every post copies (or sends) its source at once: any
                              // size may be posted straight from user memory
+  kCapUnchunked = 1u << 8,   // the peer is always Slipstream and a post is one copy:
+                             // a write may fill a whole published buffer at once
+                             // (no 64 KiB rsocket chunks, no small-first ramp)
 };
 
 enum class Kind : int { kAuto = 0, kShm = 1, kTcp = 2, kVerbs = 3 };

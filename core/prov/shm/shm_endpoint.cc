@@ -112,7 +112,9 @@ std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdat
   return ep;
 }
 
-uint32_t ShmEndpoint::caps() const { return StreamEndpoint::caps() | kCapSameHost; }
+uint32_t ShmEndpoint::caps() const {
+  return StreamEndpoint::caps() | kCapSameHost | kCapUnchunked;
+}
 
 int ShmEndpoint::descriptor_fd() const { return active_ ? -1 : fd_; }
 
