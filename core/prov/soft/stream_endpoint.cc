@@ -227,6 +227,40 @@ int StreamEndpoint::cm_report_locked(CmEvent* ev) {
   return 0;
 }
 
+// One sendmsg of what is left of `p`, with its descriptor if it has one.
+ssize_t StreamEndpoint::send_pending(PendingSend& p) {
+  msghdr msg{};
+  msg.msg_iov = p.iov;
+  msg.msg_iovlen = p.iovcnt;
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+  if (p.pass_fd >= 0) {
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &p.pass_fd, sizeof(int));
+  }
+  ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n <= 0) return n;
+  p.pass_fd = -1;  // the kernel took it with the first byte
+  p.remaining -= n;
+  // Advance the iovecs past what went out.
+  size_t done = n;
+  int i = 0;
+  while (i < p.iovcnt && done >= p.iov[i].iov_len) done -= p.iov[i++].iov_len;
+  if (i) {
+    memmove(p.iov, p.iov + i, (p.iovcnt - i) * sizeof(iovec));
+    p.iovcnt -= i;
+  }
+  if (p.iovcnt) {
+    p.iov[0].iov_base = static_cast<uint8_t*>(p.iov[0].iov_base) + done;
+    p.iov[0].iov_len -= done;
+  }
+  return n;
+}
+
 int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id,
                                 bool signal, bool copy_source, int pass_fd) {
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return -ECONNRESET;
@@ -244,32 +278,46 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
   }
   p.wr_id = wr_id;
   p.signal = signal;
-  bool was_empty = sendq_.empty();
+  bool flush = false;
+  if (sendq_.empty() && cm_ != Cm::kConnecting) {
+    // Nothing ahead of it: straight from the stack, queued only if the
+    // kernel does not take it all (no queue element, no allocation).
+    ssize_t n = send_pending(p);
+    if (n > 0 && p.remaining == 0) {
+      if (signal) cq_.push_back({wr_id, 0, WcOp::kSend, 0, 0});
+      return 0;
+    }
+    // A hard error: queue the frame and let flush_sends report it.
+    flush = n < 0 && errno != EAGAIN && errno != EINTR && errno != ENOTCONN;
+  }
   sendq_.push_back(std::move(p));
-  // The frame's iovecs point into the deque element: fix the header pointer.
+  // The frame's iovecs may point into the header they were built with:
+  // move them to the queued copy's header.
   PendingSend& q = sendq_.back();
-  q.iov[0].iov_base = q.header;
-  if (was_empty && cm_ != Cm::kConnecting) flush_sends();
+  for (int i = 0; i < q.iovcnt; i++) {
+    auto* b = static_cast<uint8_t*>(q.iov[i].iov_base);
+    if (b >= p.header && b < p.header + kFrameHeaderSize) q.iov[i].iov_base = q.header + (b - p.header);
+  }
+  if (flush) flush_sends();
   if (!sendq_.empty() && async_.joinable()) kick_async();
-  if (copy_source && !sendq_.empty()) {
+  if (copy_source && !sendq_.empty() && &sendq_.back() == &q) {
     // Still (partly) queued while the caller gets its buffer back: copy
     // what is left of the payload; the header stays in the element.
-    PendingSend& b = sendq_.back();  // q, which flush_sends did not finish
     size_t payload = 0;
     int first_payload = 0;
-    while (first_payload < b.iovcnt && b.iov[first_payload].iov_base >= b.header &&
-           b.iov[first_payload].iov_base < b.header + kFrameHeaderSize)
+    while (first_payload < q.iovcnt && q.iov[first_payload].iov_base >= q.header &&
+           q.iov[first_payload].iov_base < q.header + kFrameHeaderSize)
       first_payload++;
-    for (int i = first_payload; i < b.iovcnt; i++) payload += b.iov[i].iov_len;
+    for (int i = first_payload; i < q.iovcnt; i++) payload += q.iov[i].iov_len;
     if (payload) {
-      b.owned.resize(payload);
+      q.owned.resize(payload);
       size_t off = 0;
-      for (int i = first_payload; i < b.iovcnt; i++) {
-        memcpy(b.owned.data() + off, b.iov[i].iov_base, b.iov[i].iov_len);
-        off += b.iov[i].iov_len;
+      for (int i = first_payload; i < q.iovcnt; i++) {
+        memcpy(q.owned.data() + off, q.iov[i].iov_base, q.iov[i].iov_len);
+        off += q.iov[i].iov_len;
       }
-      b.iov[first_payload] = {b.owned.data(), payload};
-      b.iovcnt = first_payload + 1;
+      q.iov[first_payload] = {q.owned.data(), payload};
+      q.iovcnt = first_payload + 1;
     }
   }
   return 0;
@@ -278,21 +326,7 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
 void StreamEndpoint::flush_sends() {
   while (!sendq_.empty()) {
     PendingSend& p = sendq_.front();
-    msghdr msg{};
-    msg.msg_iov = p.iov;
-    msg.msg_iovlen = p.iovcnt;
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
-    if (p.pass_fd >= 0) {
-      msg.msg_control = cbuf;
-      msg.msg_controllen = sizeof cbuf;
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(c), &p.pass_fd, sizeof(int));
-    }
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) p.pass_fd = -1;  // the kernel took it with the first byte
+    ssize_t n = send_pending(p);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) return;
       SS_DEBUG("%s: fd %d: send failed: %s", kind_name(kind_), fd_, strerror(errno));
@@ -308,21 +342,7 @@ void StreamEndpoint::flush_sends() {
       fail(errno, Cm::kFailed);
       return;
     }
-    p.remaining -= n;
-    if (p.remaining) {
-      // Advance the iovecs past what went out.
-      size_t done = n;
-      int i = 0;
-      while (done && done >= p.iov[i].iov_len) done -= p.iov[i++].iov_len;
-      if (i) {
-        // Keep the header iovec pointing at the header array when it is still pending.
-        memmove(p.iov, p.iov + i, (p.iovcnt - i) * sizeof(iovec));
-        p.iovcnt -= i;
-      }
-      p.iov[0].iov_base = static_cast<uint8_t*>(p.iov[0].iov_base) + done;
-      p.iov[0].iov_len -= done;
-      return;
-    }
+    if (p.remaining) return;
     if (p.signal) cq_.push_back({p.wr_id, 0, WcOp::kSend, 0, 0});
     sendq_.pop_front();
   }

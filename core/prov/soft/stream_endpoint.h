@@ -74,6 +74,8 @@ class StreamEndpoint : public Endpoint {
   virtual ssize_t rx_read(void* buf, size_t len);
   virtual void on_established() {}
   void flush_sends();
+  // One sendmsg of what is left of `p`; advances it. The sendmsg result.
+  ssize_t send_pending(PendingSend& p);
   void progress_rx();
   bool parse_rx();
   void fail(int err, Cm state);
