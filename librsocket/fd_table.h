@@ -3,6 +3,9 @@
 // enough to copy the shared reference; rclose waits out a grace period
 // before dropping the table's reference, so a concurrent lookup never
 // touches a freed slot and a call in progress keeps its socket alive.
+// Each thread remembers its last few lookups (weak references and the
+// table's generation, which every insert and remove bumps): a thread
+// calling on the same sockets repeatedly skips the table.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -36,6 +39,7 @@ class FdTable {
   std::atomic<Node*>* slot(int fd) const;
 
   std::mutex write_mu_;  // insert/remove
+  std::atomic<uint64_t> gen_{0};
   std::atomic<Chunk*> chunks_[kMaxFds / kChunkSize] = {};
 };
 
