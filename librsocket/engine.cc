@@ -257,10 +257,6 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   return 0;
 }
 
-bool Socket::is_nonblocking(int flags) const {
-  return nonblock_ || (flags & MSG_DONTWAIT);
-}
-
 // Sleeps until the endpoint or another thread of this socket signals
 // (bounded by wake_up_interval).
 int Socket::block_once(Lock& lk) {
@@ -308,23 +304,17 @@ int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_p
   return 1;
 }
 
-Socket::Turn::Turn(Socket& s, Lock& lk, bool* busy) : s_(s), busy_(busy) {
+void Socket::Turn::wait(Lock& lk) {
   while (*busy_) {
     // The holder sleeps with mu_ released: wait as it does, and give way
     // when that cannot sleep (a connection gone), so the holder can finish.
-    s.wait_for(lk, false, [this] { return !*busy_; });
+    s_.wait_for(lk, false, [this] { return !*busy_; });
     if (*busy_) {
       lk.unlock();
       sched_yield();
       lk.lock();
     }
   }
-  *busy_ = true;
-}
-
-Socket::Turn::~Turn() {
-  *busy_ = false;
-  if (s_.waiters_) s_.kick_waiters();  // one may be waiting for its turn
 }
 
 int Socket::data_error(bool sending) const {

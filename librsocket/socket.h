@@ -156,7 +156,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int block_once(Lock& lk);
   void set_error(int err);
   int data_error(bool sending) const;
-  bool is_nonblocking(int flags) const;
+  bool is_nonblocking(int flags) const { return nonblock_ || (flags & MSG_DONTWAIT); }
 
   const int fd_;
   const int domain_;
@@ -166,12 +166,20 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool sending_ = false, receiving_ = false;
   class Turn {
    public:
-    Turn(Socket& s, Lock& lk, bool* busy);
-    ~Turn();
+    // Inline: the uncontended case is a flag test on every call.
+    Turn(Socket& s, Lock& lk, bool* busy) : s_(s), busy_(busy) {
+      if (*busy_) wait(lk);
+      *busy_ = true;
+    }
+    ~Turn() {
+      *busy_ = false;
+      if (s_.waiters_) s_.kick_waiters();  // one may be waiting for its turn
+    }
     Turn(const Turn&) = delete;
     Turn& operator=(const Turn&) = delete;
 
    private:
+    void wait(Lock& lk);
     Socket& s_;
     bool* busy_;
   };
