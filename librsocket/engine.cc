@@ -273,8 +273,10 @@ int Socket::block_once(Lock& lk) {
   ::poll(p, 2, wake > 0 ? wake : -1);
   lk.lock();
   // The kick stays readable until the last waiter leaves: drained earlier,
-  // a waiter that had not yet been scheduled would sleep through it.
-  if (--waiters_ == 0) {
+  // a waiter that had not yet been scheduled would sleep through it. Only
+  // a kick this poll saw is drained (no read per wake-up); one that came
+  // later stays and costs at most one spurious wake-up.
+  if (--waiters_ == 0 && (p[1].revents & POLLIN)) {
     uint64_t v;
     if (::read(wake_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
   }
