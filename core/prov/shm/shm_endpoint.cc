@@ -389,10 +389,13 @@ int ShmEndpoint::post_send(const SendWr& wr) {
   return 0;
 }
 
-void ShmEndpoint::drain_ring() {
-  if (!rx_ring_.attached()) return;
+int ShmEndpoint::drain_ring(Completion* out, int max) {
+  if (!rx_ring_.attached()) return 0;
   const bool stream_done = cm_ == Cm::kFailed || cm_ == Cm::kClosed;
-  while (const RingEntry* e = rx_ring_.peek()) {
+  int n = 0;
+  while (!out || n < max) {
+    const RingEntry* e = rx_ring_.peek();
+    if (!e) break;
     // Frames sent before this entry (slow-path payloads) must land first.
     // If the stream ended without them, the message is lost with it:
     // never deliver a completion whose data did not arrive.
@@ -400,32 +403,44 @@ void ShmEndpoint::drain_ring() {
       if (stream_done) {
         SS_DEBUG("shm: fd %d: stream ended before frame %u (read %llu); message dropped", fd_,
                  e->stream_seq, static_cast<unsigned long long>(rx_frames_));
-        return;
+        break;
       }
       progress_locked();
-      if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) return;
+      if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) break;
     }
-    if (cq_.size() >= max_cq_) {
-      SS_WARN("shm: peer overran its receive credits; connection failed");
-      fail(EPROTO, Cm::kFailed);
-      return;
+    const Completion wc{0, 0, WcOp::kRecvImm, e->imm, e->len};
+    if (out) {
+      out[n++] = wc;
+    } else {
+      if (cq_.size() >= max_cq_) {
+        SS_WARN("shm: peer overran its receive credits; connection failed");
+        fail(EPROTO, Cm::kFailed);
+        break;
+      }
+      cq_.push_back(wc);
     }
-    cq_.push_back({0, 0, WcOp::kRecvImm, e->imm, e->len});
     rx_ring_.pop();
   }
+  return n;
 }
 
 int ShmEndpoint::poll_cq(Completion* wc, int max) {
   Guard lock(*this);
-  if (cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) drain_ring();
-  if (cq_.empty() && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
+  auto take_queued = [&](int n) {
+    while (n < max && !cq_.empty()) {
+      wc[n++] = cq_.front();
+      cq_.pop_front();
+    }
+    return n;
+  };
+  // Older completions first; then ring entries straight into `wc` (the
+  // engine consumes them at once, no queue in between).
+  int n = take_queued(0);
+  if (n < max && cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) n += drain_ring(wc + n, max - n);
+  if (n == 0 && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
   if (!pending_imms_.empty()) flush_imms();
   if (!sendq_.empty()) flush_sends();
-  int n = 0;
-  while (n < max && !cq_.empty()) {
-    wc[n++] = cq_.front();
-    cq_.pop_front();
-  }
+  n = take_queued(n);  // what the stream work above completed
   if (n) idle_polls_ = 0;
   return n;
 }
@@ -451,7 +466,7 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
   // frames); poll_cq and arm look at it without a syscall per call here.
   if (cm_ != Cm::kEstablished) progress_locked();
   // Messages in the ring were sent before the stream ended: deliver them first.
-  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring();
+  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring(nullptr, 0);
   // Established for the engine only once the peer's ring and wake-up are
   // here (they follow the hello/reply on the stream): no message posted
   // afterwards can be left waiting for a ring nobody will poll for.
