@@ -188,7 +188,7 @@ ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
     uint32_t n = static_cast<uint32_t>(std::min<size_t>(m.len - rmsg_head_consumed_, len - total));
     out.copy_in(rbuf_ + rbuf_offset_, n);
     total += n;
-    rbuf_offset_ = (rbuf_offset_ + n) % opt_.rbuf_size;
+    rbuf_offset_ = ring_wrap(rbuf_offset_ + n, opt_.rbuf_size);  // n <= one message <= half
     rbuf_bytes_avail_ += n;
     rbuf_queued_ -= n;
     rmsg_head_consumed_ += n;

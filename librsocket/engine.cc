@@ -112,14 +112,14 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       // fails the connection: rrecv never reads outside rbuf.
       const uint32_t half = opt_.rbuf_size / 2;
       if (data != len || rmsg_.size() >= opt_.rq_size || data > half ||
-          (rbuf_in_pos_ % half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
+          ring_wrap(rbuf_in_pos_, half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
         SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
                 fd_, data, len);
         set_error(ECONNRESET);
         ep_->disconnect();
         return;
       }
-      rbuf_in_pos_ = (rbuf_in_pos_ + data) % opt_.rbuf_size;
+      rbuf_in_pos_ = ring_wrap(rbuf_in_pos_ + data, opt_.rbuf_size);  // data <= half
       rbuf_queued_ += data;
       if (data)
         rmsg_.push_back({data});

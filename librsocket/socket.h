@@ -35,6 +35,10 @@ enum State : uint32_t {
   kError = 0x2000,
 };
 
+// `pos` advanced by at most `size` past a position inside a ring of
+// `size`, brought back into it: a compare instead of a division.
+inline uint32_t ring_wrap(uint32_t pos, uint32_t size) { return pos >= size ? pos - size : pos; }
+
 struct Options {
   uint32_t sq_size;
   uint32_t rq_size;
