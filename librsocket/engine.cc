@@ -119,6 +119,9 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
         ep_->disconnect();
         return;
       }
+      // The data was just written, maybe by another core: start fetching
+      // it now, so the miss overlaps the bookkeeping before rrecv copies.
+      __builtin_prefetch(rbuf_ + rbuf_in_pos_);
       rbuf_in_pos_ = ring_wrap(rbuf_in_pos_ + data, opt_.rbuf_size);  // data <= half
       rbuf_queued_ += data;
       if (data)
