@@ -71,8 +71,8 @@ ssize_t Socket::send(const void* buf, size_t len, int flags) {
 }
 
 ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
-  std::lock_guard<std::mutex> sg(send_mu_);
   Lock lk(mu_);
+  Turn turn(*this, lk, &sending_);
   bool nonblock = is_nonblocking(flags);
   if (state_ == kConnecting) {
     int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
@@ -87,7 +87,11 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
   }
   IovCursor cur(iov, iovcnt);
   size_t left = len;
-  uint32_t olap = kOlapStartSize;
+  // Upstream's chunking (small first, then 64 KiB) overlaps staging copies
+  // with transfers; where a post is the whole copy it only adds posts.
+  const bool whole = ep_->caps() & prov::kCapUnchunked;
+  const uint32_t max_xfer = whole ? UINT32_MAX : kMaxTransfer;
+  uint32_t olap = whole ? max_xfer : kOlapStartSize;
   std::vector<uint8_t> gather;
   while (left) {
     if (!can_send()) {
@@ -105,7 +109,7 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
     RsSge& target = target_[target_sge_];
     uint32_t xfer = static_cast<uint32_t>(std::min<size_t>(left, olap));
     xfer = std::min({xfer, sbuf_bytes_avail_, target.length});
-    if (olap < kMaxTransfer) olap *= 2;
+    if (olap < max_xfer) olap *= 2;
     const uint8_t* src = cur.contiguous(xfer);
     if (!src) {
       gather.resize(xfer);
@@ -137,8 +141,8 @@ ssize_t Socket::recv(void* buf, size_t len, int flags) {
 }
 
 ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
-  std::lock_guard<std::mutex> rg(recv_mu_);
   Lock lk(mu_);
+  Turn turn(*this, lk, &receiving_);
   bool nonblock = is_nonblocking(flags);
   if (state_ == kConnecting) {
     int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
@@ -184,7 +188,7 @@ ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
     uint32_t n = static_cast<uint32_t>(std::min<size_t>(m.len - rmsg_head_consumed_, len - total));
     out.copy_in(rbuf_ + rbuf_offset_, n);
     total += n;
-    rbuf_offset_ = (rbuf_offset_ + n) % opt_.rbuf_size;
+    rbuf_offset_ = ring_wrap(rbuf_offset_ + n, opt_.rbuf_size);  // n <= one message <= half
     rbuf_bytes_avail_ += n;
     rbuf_queued_ -= n;
     rmsg_head_consumed_ += n;

@@ -1,6 +1,7 @@
 // The rsockets v1 protocol engine: completions, credits, target-SGL
 // updates, control messages and waiting. Runs under Socket::mu_.
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -111,14 +112,17 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       // fails the connection: rrecv never reads outside rbuf.
       const uint32_t half = opt_.rbuf_size / 2;
       if (data != len || rmsg_.size() >= opt_.rq_size || data > half ||
-          (rbuf_in_pos_ % half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
+          ring_wrap(rbuf_in_pos_, half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
         SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
                 fd_, data, len);
         set_error(ECONNRESET);
         ep_->disconnect();
         return;
       }
-      rbuf_in_pos_ = (rbuf_in_pos_ + data) % opt_.rbuf_size;
+      // The data was just written, maybe by another core: start fetching
+      // it now, so the miss overlaps the bookkeeping before rrecv copies.
+      __builtin_prefetch(rbuf_ + rbuf_in_pos_);
+      rbuf_in_pos_ = ring_wrap(rbuf_in_pos_ + data, opt_.rbuf_size);  // data <= half
       rbuf_queued_ += data;
       if (data)
         rmsg_.push_back({data});
@@ -256,10 +260,6 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   return 0;
 }
 
-bool Socket::is_nonblocking(int flags) const {
-  return nonblock_ || (flags & MSG_DONTWAIT);
-}
-
 // Sleeps until the endpoint or another thread of this socket signals
 // (bounded by wake_up_interval).
 int Socket::block_once(Lock& lk) {
@@ -276,8 +276,10 @@ int Socket::block_once(Lock& lk) {
   ::poll(p, 2, wake > 0 ? wake : -1);
   lk.lock();
   // The kick stays readable until the last waiter leaves: drained earlier,
-  // a waiter that had not yet been scheduled would sleep through it.
-  if (--waiters_ == 0) {
+  // a waiter that had not yet been scheduled would sleep through it. Only
+  // a kick this poll saw is drained (no read per wake-up); one that came
+  // later stays and costs at most one spurious wake-up.
+  if (--waiters_ == 0 && (p[1].revents & POLLIN)) {
     uint64_t v;
     if (::read(wake_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
   }
@@ -287,23 +289,36 @@ int Socket::block_once(Lock& lk) {
   return 0;
 }
 
-int Socket::wait_for(Lock& lk, bool nonblock, const std::function<bool()>& pred) {
+int Socket::wait_progress(Lock& lk) {
+  if (!ep_) return -ENOTCONN;
+  if (state_ == kConnecting) progress_connect(lk);
+  process_cq(lk);
+  return 0;
+}
+
+int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until) {
   using clock = std::chrono::steady_clock;
-  auto spin_until = clock::time_point::min();
-  for (;;) {
-    if (!ep_) return -ENOTCONN;
-    if (state_ == kConnecting) progress_connect(lk);
-    process_cq(lk);
-    if (pred()) return 0;
-    if (state_ & (kError | kConnectError)) return 0;  // callers check state
-    if (!(state_ & kConnected) && state_ != kConnecting) return 0;
-    if (nonblock) return -EAGAIN;
-    // Busy-poll for polling_time before sleeping.
-    auto now = clock::now();
-    if (spin_until == clock::time_point::min())
-      spin_until = now + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
-    if (now < spin_until) continue;
-    block_once(lk);
+  if (state_ & (kError | kConnectError)) return 0;  // callers check state
+  if (!(state_ & kConnected) && state_ != kConnecting) return 0;
+  if (nonblock) return -EAGAIN;
+  // Busy-poll for polling_time before sleeping.
+  auto now = clock::now();
+  if (*spin_until == clock::time_point::min())
+    *spin_until = now + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
+  if (now >= *spin_until) block_once(lk);
+  return 1;
+}
+
+void Socket::Turn::wait(Lock& lk) {
+  while (*busy_) {
+    // The holder sleeps with mu_ released: wait as it does, and give way
+    // when that cannot sleep (a connection gone), so the holder can finish.
+    s_.wait_for(lk, false, [this] { return !*busy_; });
+    if (*busy_) {
+      lk.unlock();
+      sched_yield();
+      lk.lock();
+    }
   }
 }
 

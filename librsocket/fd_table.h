@@ -1,9 +1,15 @@
-// Descriptor -> rsocket map. Lookups hand out shared references so a
-// concurrent rclose can never free a socket another call is using.
+// Descriptor -> rsocket map. Lookups take no lock: slots are atomic
+// pointers read inside an RCU read-side section (liburcu-bp), just long
+// enough to copy the shared reference; rclose waits out a grace period
+// before dropping the table's reference, so a concurrent lookup never
+// touches a freed slot and a call in progress keeps its socket alive.
+// Each thread remembers its last few lookups (weak references and the
+// table's generation, which every insert and remove bumps): a thread
+// calling on the same sockets repeatedly skips the table.
 #pragma once
+#include <atomic>
 #include <memory>
-#include <shared_mutex>
-#include <vector>
+#include <mutex>
 
 namespace ss::rs {
 
@@ -18,9 +24,23 @@ class FdTable {
   std::shared_ptr<Socket> remove(int fd);
 
  private:
+  // Two levels, allocated on first use and never freed (the table lives
+  // as long as the process): no reader ever sees a chunk go away.
+  static constexpr int kChunkBits = 10;
+  static constexpr int kChunkSize = 1 << kChunkBits;
   static constexpr int kMaxFds = 1 << 20;
-  mutable std::shared_mutex mu_;
-  std::vector<std::shared_ptr<Socket>> sockets_;
+  struct Node {
+    std::shared_ptr<Socket> socket;
+  };
+  struct Chunk {
+    std::atomic<Node*> slots[kChunkSize];
+  };
+  FdTable();
+  std::atomic<Node*>* slot(int fd) const;
+
+  std::mutex write_mu_;  // insert/remove
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<Chunk*> chunks_[kMaxFds / kChunkSize] = {};
 };
 
 }  // namespace ss::rs

@@ -13,8 +13,8 @@
 namespace ss::rs {
 
 off_t Socket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
-  std::lock_guard<std::mutex> sg(send_mu_);
   Lock lk(mu_);
+  Turn turn(*this, lk, &sending_);
   if (!buf || !len || flags != 0) return -EINVAL;
   if (prot & ~(PROT_WRITE)) return -EINVAL;
   if (!(state_ & kConnected) || !ep_) return -ENOTCONN;
@@ -50,8 +50,8 @@ off_t Socket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
 }
 
 int Socket::iounmap(void* buf, size_t len) {
-  std::lock_guard<std::mutex> sg(send_mu_);
   Lock lk(mu_);
+  Turn turn(*this, lk, &sending_);
   auto it = std::find_if(iomaps_.begin(), iomaps_.end(),
                          [&](const Iomap& m) { return m.addr == buf && m.len == len; });
   if (it == iomaps_.end()) return -EINVAL;
@@ -92,8 +92,8 @@ int Socket::send_iomaps(Lock& lk, bool nonblock) {
 }
 
 ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) {
-  std::lock_guard<std::mutex> sg(send_mu_);
   Lock lk(mu_);
+  Turn turn(*this, lk, &sending_);
   bool nonblock = is_nonblocking(flags);
   if (!(state_ & kWritable) || shut_wr_) return data_error(true);
   if (count == 0) return 0;

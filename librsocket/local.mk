@@ -18,7 +18,7 @@ librsocket_la_SOURCES = \
 	librsocket/keepalive_service.cc \
 	librsocket/api.cc
 librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
-librsocket_la_LIBADD = libslipstream.la $(PTHREAD_LIBS)
+librsocket_la_LIBADD = libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS)
 librsocket_la_LDFLAGS = -version-info 0:0:0 \
 	-Wl,--version-script=$(top_srcdir)/librsocket/librsocket.map $(AM_LDFLAGS)
 EXTRA_DIST += librsocket/librsocket.map

@@ -7,8 +7,8 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <chrono>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,6 +34,10 @@ enum State : uint32_t {
   kDisconnected = 0x1000,
   kError = 0x2000,
 };
+
+// `pos` advanced by at most `size` past a position inside a ring of
+// `size`, brought back into it: a compare instead of a division.
+inline uint32_t ring_wrap(uint32_t pos, uint32_t size) { return pos >= size ? pos - size : pos; }
 
 struct Options {
   uint32_t sq_size;
@@ -140,17 +144,51 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, bool from_user,
                 uint64_t raddr, uint32_t rkey, bool with_imm);
   // Waits until pred() holds (progressing the CQ), fails or, when
-  // nonblocking, returns -EAGAIN.
-  int wait_for(Lock& lk, bool nonblock, const std::function<bool()>& pred);
+  // nonblocking, returns -EAGAIN. A template: the predicate is inlined on
+  // the data path.
+  template <typename Pred>
+  int wait_for(Lock& lk, bool nonblock, Pred&& pred) {
+    auto spin_until = std::chrono::steady_clock::time_point::min();
+    for (;;) {
+      if (int rc = wait_progress(lk)) return rc;
+      if (pred()) return 0;
+      if (int rc = wait_idle(lk, nonblock, &spin_until); rc <= 0) return rc;
+    }
+  }
+  // wait_for's steps: progress the connection and the CQ; then, with pred()
+  // false, decide: 1 to look again (after spinning or sleeping), else return.
+  int wait_progress(Lock& lk);
+  int wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until);
   int block_once(Lock& lk);
   void set_error(int err);
   int data_error(bool sending) const;
-  bool is_nonblocking(int flags) const;
+  bool is_nonblocking(int flags) const { return nonblock_ || (flags & MSG_DONTWAIT); }
 
   const int fd_;
   const int domain_;
   std::mutex mu_;
-  std::mutex send_mu_, recv_mu_;  // one sender and one receiver at a time
+  // One sender and one receiver at a time: a flag taken under mu_ and held
+  // across the sleeps that release it (cheaper than a mutex per direction).
+  bool sending_ = false, receiving_ = false;
+  class Turn {
+   public:
+    // Inline: the uncontended case is a flag test on every call.
+    Turn(Socket& s, Lock& lk, bool* busy) : s_(s), busy_(busy) {
+      if (*busy_) wait(lk);
+      *busy_ = true;
+    }
+    ~Turn() {
+      *busy_ = false;
+      if (s_.waiters_) s_.kick_waiters();  // one may be waiting for its turn
+    }
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+
+   private:
+    void wait(Lock& lk);
+    Socket& s_;
+    bool* busy_;
+  };
 
   uint32_t state_ = kInit;
   int err_ = 0;             // SO_ERROR

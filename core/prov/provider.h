@@ -24,6 +24,9 @@ enum Cap : uint32_t {
   kCapSameHost = 1u << 6,    // peers must share this host
   kCapCopyOnPost = 1u << 7,  // every post copies (or sends) its source at once: any
                              // size may be posted straight from user memory
+  kCapUnchunked = 1u << 8,   // the peer is always Slipstream and a post is one copy:
+                             // a write may fill a whole published buffer at once
+                             // (no 64 KiB rsocket chunks, no small-first ramp)
 };
 
 enum class Kind : int { kAuto = 0, kShm = 1, kTcp = 2, kVerbs = 3 };
@@ -78,6 +81,9 @@ enum class CmEvent { kNone, kEstablished, kRejected, kDisconnected, kError };
 constexpr size_t kMaxPrivateData = 56;
 
 // One connection: a queue pair with its completion queue and its CM state.
+// The caller serialises calls on one Endpoint (the rsocket engine makes
+// them under its socket's lock); a provider locks only against threads of
+// its own.
 class Endpoint {
  public:
   virtual ~Endpoint() = default;

@@ -7,10 +7,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/base/config.h"
@@ -94,6 +96,36 @@ TEST_F(ErrnoPlain, EbadfOnDescriptorsThatAreNotRsockets) {
   ASSERT_GE(s, 0);
   ASSERT_EQ(0, rclose(s));
   if (fcntl(s, F_GETFD) == -1) expect_all_ebadf(s, "a closed rsocket");
+}
+
+// Descriptor lookups are remembered per thread: one that knew the closed
+// rsocket must find the new one that reuses its number.
+TEST_F(ErrnoPlain, ReusedDescriptorIsTheNewRsocketInEveryThread) {
+  int s = rsocket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  int one = 1;
+  ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+  std::atomic<int> step{0};
+  int seen = -1;
+  std::thread t([&] {
+    int v = 0;
+    socklen_t len = sizeof v;
+    rgetsockopt(s, SOL_SOCKET, SO_REUSEADDR, &v, &len);  // this thread knows s now
+    step = 1;
+    while (step != 2) std::this_thread::yield();
+    len = sizeof v;
+    if (rgetsockopt(s, SOL_SOCKET, SO_REUSEADDR, &v, &len) == 0) seen = v;
+  });
+  while (step != 1) std::this_thread::yield();
+  EXPECT_EQ(0, rclose(s));
+  int s2 = rsocket(AF_INET, SOCK_STREAM, 0);
+  step = 2;
+  t.join();
+  EXPECT_GE(s2, 0);
+  if (s2 == s) {
+    EXPECT_EQ(0, seen) << "a thread's earlier lookup reached the closed rsocket";
+  }
+  if (s2 >= 0) rclose(s2);
 }
 
 TEST_F(ErrnoPlain, RcloseUnknownReturnsMinusOneEbadf) {

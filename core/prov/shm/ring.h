@@ -47,10 +47,12 @@ class RingReader {
     ctl_->tail.store(tail_, std::memory_order_release);
   }
   // Announces sleep; true when an entry slipped in and the caller must not block.
+  // Both sides store then load with seq_cst (the producer: entry, then
+  // `sleeping`), so at least one sees the other: no lost wake-up.
   bool prepare_sleep() {
-    ctl_->sleeping.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (peek()) {
+    ctl_->sleeping.store(1, std::memory_order_seq_cst);
+    const RingEntry& e = ctl_->entries[tail_ & mask_];
+    if (e.seq.load(std::memory_order_seq_cst) == static_cast<uint32_t>(tail_ + 1)) {
       ctl_->sleeping.store(0, std::memory_order_relaxed);
       return true;
     }
@@ -85,10 +87,11 @@ class RingWriter {
     e.imm = imm;
     e.len = len;
     e.stream_seq = stream_seq;
-    e.seq.store(static_cast<uint32_t>(head_ + 1), std::memory_order_release);
+    // One locked store (xchg on x86) publishes the entry and orders it
+    // before the look at `sleeping`; cheaper than a release store + fence.
+    e.seq.store(static_cast<uint32_t>(head_ + 1), std::memory_order_seq_cst);
     head_++;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    *wake = ctl_->sleeping.load(std::memory_order_relaxed) != 0;
+    *wake = ctl_->sleeping.load(std::memory_order_seq_cst) != 0;
     return true;
   }
   uint64_t position() const { return head_; }

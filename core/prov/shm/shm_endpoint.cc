@@ -112,14 +112,16 @@ std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdat
   return ep;
 }
 
-uint32_t ShmEndpoint::caps() const { return StreamEndpoint::caps() | kCapSameHost; }
+uint32_t ShmEndpoint::caps() const {
+  return StreamEndpoint::caps() | kCapSameHost | kCapUnchunked;
+}
 
 int ShmEndpoint::descriptor_fd() const { return active_ ? -1 : fd_; }
 
 int ShmEndpoint::setup(EndpointAttr* attr) {
   int rc = StreamEndpoint::setup(attr);
   if (rc) return rc;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (rx_ring_region_) return 0;
   // Room for every message the peer may have in flight: credits, control
   // messages and iomap updates.
@@ -133,7 +135,7 @@ int ShmEndpoint::setup(EndpointAttr* attr) {
 int ShmEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
   int rc = StreamEndpoint::reg_mr(addr, len, access, mr);
   if (rc || !(access & kAccessRemoteWrite)) return rc;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   Announce a{mr->rkey, addr, len};
   if (announced_)
     announce_region(a);
@@ -143,7 +145,7 @@ int ShmEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
 }
 
 void ShmEndpoint::dereg_mr(MemoryRegion* mr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   uint32_t key = mr->rkey;
   to_announce_.erase(std::remove_if(to_announce_.begin(), to_announce_.end(),
                                     [key](const Announce& a) { return a.rkey == key; }),
@@ -197,7 +199,7 @@ void ShmEndpoint::send_announcements() {
 }
 
 int ShmEndpoint::connect(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!rx_ring_region_) return -EINVAL;  // setup() first
   int rc = StreamEndpoint::connect(pdata, len);
   if (!rc) send_announcements();
@@ -205,7 +207,7 @@ int ShmEndpoint::connect(const void* pdata, size_t len) {
 }
 
 int ShmEndpoint::accept(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!rx_ring_region_) return -EINVAL;
   int rc = StreamEndpoint::accept(pdata, len);
   if (!rc) send_announcements();
@@ -356,7 +358,7 @@ void ShmEndpoint::flush_imms() {
 }
 
 int ShmEndpoint::post_send(const SendWr& wr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (cm_ != Cm::kEstablished)
     return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET : -ENOTCONN;
   uint32_t len = 0;
@@ -387,10 +389,13 @@ int ShmEndpoint::post_send(const SendWr& wr) {
   return 0;
 }
 
-void ShmEndpoint::drain_ring() {
-  if (!rx_ring_.attached()) return;
+int ShmEndpoint::drain_ring(Completion* out, int max) {
+  if (!rx_ring_.attached()) return 0;
   const bool stream_done = cm_ == Cm::kFailed || cm_ == Cm::kClosed;
-  while (const RingEntry* e = rx_ring_.peek()) {
+  int n = 0;
+  while (!out || n < max) {
+    const RingEntry* e = rx_ring_.peek();
+    if (!e) break;
     // Frames sent before this entry (slow-path payloads) must land first.
     // If the stream ended without them, the message is lost with it:
     // never deliver a completion whose data did not arrive.
@@ -398,38 +403,50 @@ void ShmEndpoint::drain_ring() {
       if (stream_done) {
         SS_DEBUG("shm: fd %d: stream ended before frame %u (read %llu); message dropped", fd_,
                  e->stream_seq, static_cast<unsigned long long>(rx_frames_));
-        return;
+        break;
       }
       progress_locked();
-      if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) return;
+      if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) break;
     }
-    if (cq_.size() >= max_cq_) {
-      SS_WARN("shm: peer overran its receive credits; connection failed");
-      fail(EPROTO, Cm::kFailed);
-      return;
+    const Completion wc{0, 0, WcOp::kRecvImm, e->imm, e->len};
+    if (out) {
+      out[n++] = wc;
+    } else {
+      if (cq_.size() >= max_cq_) {
+        SS_WARN("shm: peer overran its receive credits; connection failed");
+        fail(EPROTO, Cm::kFailed);
+        break;
+      }
+      cq_.push_back(wc);
     }
-    cq_.push_back({0, 0, WcOp::kRecvImm, e->imm, e->len});
     rx_ring_.pop();
   }
+  return n;
 }
 
 int ShmEndpoint::poll_cq(Completion* wc, int max) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) drain_ring();
-  if (cq_.empty() && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
+  Guard lock(*this);
+  auto take_queued = [&](int n) {
+    while (n < max && !cq_.empty()) {
+      wc[n++] = cq_.front();
+      cq_.pop_front();
+    }
+    return n;
+  };
+  // Older completions first; then ring entries straight into `wc` (the
+  // engine consumes them at once, no queue in between).
+  int n = take_queued(0);
+  if (n < max && cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) n += drain_ring(wc + n, max - n);
+  if (n == 0 && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
   if (!pending_imms_.empty()) flush_imms();
   if (!sendq_.empty()) flush_sends();
-  int n = 0;
-  while (n < max && !cq_.empty()) {
-    wc[n++] = cq_.front();
-    cq_.pop_front();
-  }
+  n = take_queued(n);  // what the stream work above completed
   if (n) idle_polls_ = 0;
   return n;
 }
 
 void ShmEndpoint::disconnect() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Messages still waiting for the ring (its announcement may not have been
   // read yet, or it is full) go first; then the stream closes.
   if (!pending_imms_.empty() && !tx_ring_.attached()) progress_locked();
@@ -444,12 +461,12 @@ void ShmEndpoint::disconnect() {
 }
 
 int ShmEndpoint::cm_progress(CmEvent* ev) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Established: the stream matters only for its end (and rare slow-path
   // frames); poll_cq and arm look at it without a syscall per call here.
   if (cm_ != Cm::kEstablished) progress_locked();
   // Messages in the ring were sent before the stream ended: deliver them first.
-  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring();
+  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring(nullptr, 0);
   // Established for the engine only once the peer's ring and wake-up are
   // here (they follow the hello/reply on the stream): no message posted
   // afterwards can be left waiting for a ring nobody will poll for.
@@ -464,7 +481,7 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
 }
 
 int ShmEndpoint::arm() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Before sleeping, look at the stream once: it may hold frames or EOF.
   progress_locked();
   // Waiting for the peer's ring announcement is a wait like any other (a
@@ -490,7 +507,7 @@ void ShmEndpoint::ack_events() {
   uint64_t v;
   if (::read(rx_wake_fd_, &v, sizeof v) < 0) { /* spurious */ }
   StreamEndpoint::ack_events();
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // The peer must keep kicking while any thread still sleeps here.
   if (sleepers_ > 0 && --sleepers_ == 0 && rx_ring_.attached()) rx_ring_.woke();
 }
@@ -510,7 +527,7 @@ int ShmEndpoint::set_async_progress(bool on) {
 // if the application asks before anything else moved the stream.
 void ShmEndpoint::await_names() const {
   auto* self = const_cast<ShmEndpoint*>(this);
-  std::lock_guard<std::recursive_mutex> lock(self->mu_);
+  Guard lock(*self);
   for (int i = 0; i < 1000 && !peer_len_ && !active_ && cm_ == Cm::kEstablished; i++) {
     self->progress_locked();
     if (!peer_len_) usleep(100);

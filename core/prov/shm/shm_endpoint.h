@@ -76,7 +76,9 @@ class ShmEndpoint : public soft::StreamEndpoint {
   uint8_t* resolve_peer(uint32_t rkey, uint64_t addr, uint32_t len) const;
   void push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq);
   void flush_imms();
-  void drain_ring();
+  // Ring entries as receive completions: into `out` (at most `max`), or
+  // all of them into cq_ when `out` is null. Returns how many went to `out`.
+  int drain_ring(Completion* out, int max);
   void kick_peer();
   void await_names() const;
 

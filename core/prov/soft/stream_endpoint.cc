@@ -93,7 +93,7 @@ int StreamEndpoint::setup(EndpointAttr* attr) {
   attr->sq_size = std::clamp<uint32_t>(attr->sq_size, 16, 0xFFFE);
   attr->rq_size = std::clamp<uint32_t>(attr->rq_size, 16, 0xFFFE);
   attr->max_inline = std::min<uint32_t>(attr->max_inline, 0xFFFE);
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   max_cq_ = 2 * (attr->sq_size + attr->rq_size) + 64;
   return 0;
 }
@@ -105,7 +105,7 @@ int StreamEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr)
 }
 
 void StreamEndpoint::dereg_mr(MemoryRegion* mr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   regions_.remove(*mr);
   // A write still arriving for this memory is discarded: the owner may free it.
   auto* base = static_cast<uint8_t*>(mr->addr);
@@ -115,7 +115,7 @@ void StreamEndpoint::dereg_mr(MemoryRegion* mr) {
 }
 
 int StreamEndpoint::connect(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!active_ || cm_ != Cm::kIdle || len > kMaxPrivateData) return -EINVAL;
   if (dst_len_) {
     if (::connect(fd_, reinterpret_cast<const sockaddr*>(&dst_), dst_len_) < 0 &&
@@ -132,7 +132,7 @@ int StreamEndpoint::connect(const void* pdata, size_t len) {
 }
 
 int StreamEndpoint::accept(const void* pdata, size_t len) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (active_ || cm_ != Cm::kAwaitAccept || len > kMaxPrivateData) return -EINVAL;
   FrameHeader h{FrameType::kHelloReply, 0, static_cast<uint32_t>(len), 0, kHelloVersion,
                 kHelloMagic};
@@ -145,7 +145,7 @@ int StreamEndpoint::accept(const void* pdata, size_t len) {
 }
 
 int StreamEndpoint::reject() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (active_ || cm_ != Cm::kAwaitAccept) return -EINVAL;
   FrameHeader h{FrameType::kHelloReply, kReject, 0, 0, kHelloVersion, kHelloMagic};
   queue_frame(h, nullptr, 0, 0, false, true);
@@ -183,7 +183,7 @@ void StreamEndpoint::close_descriptor(int fd) {
 }
 
 void StreamEndpoint::disconnect() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Frames already queued were accepted from the caller: give them a
   // bounded chance to reach the kernel before the stream closes.
   for (int i = 0; i < 100 && !sendq_.empty() && cm_ == Cm::kEstablished; i++) {
@@ -197,7 +197,7 @@ void StreamEndpoint::disconnect() {
 }
 
 int StreamEndpoint::cm_progress(CmEvent* ev) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   // Once established, poll_cq moves the stream; don't read it twice.
   if (cm_ != Cm::kEstablished) progress_locked();
   return cm_report_locked(ev);
@@ -227,6 +227,40 @@ int StreamEndpoint::cm_report_locked(CmEvent* ev) {
   return 0;
 }
 
+// One sendmsg of what is left of `p`, with its descriptor if it has one.
+ssize_t StreamEndpoint::send_pending(PendingSend& p) {
+  msghdr msg{};
+  msg.msg_iov = p.iov;
+  msg.msg_iovlen = p.iovcnt;
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+  if (p.pass_fd >= 0) {
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &p.pass_fd, sizeof(int));
+  }
+  ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n <= 0) return n;
+  p.pass_fd = -1;  // the kernel took it with the first byte
+  p.remaining -= n;
+  // Advance the iovecs past what went out.
+  size_t done = n;
+  int i = 0;
+  while (i < p.iovcnt && done >= p.iov[i].iov_len) done -= p.iov[i++].iov_len;
+  if (i) {
+    memmove(p.iov, p.iov + i, (p.iovcnt - i) * sizeof(iovec));
+    p.iovcnt -= i;
+  }
+  if (p.iovcnt) {
+    p.iov[0].iov_base = static_cast<uint8_t*>(p.iov[0].iov_base) + done;
+    p.iov[0].iov_len -= done;
+  }
+  return n;
+}
+
 int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id,
                                 bool signal, bool copy_source, int pass_fd) {
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return -ECONNRESET;
@@ -244,32 +278,46 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
   }
   p.wr_id = wr_id;
   p.signal = signal;
-  bool was_empty = sendq_.empty();
+  bool flush = false;
+  if (sendq_.empty() && cm_ != Cm::kConnecting) {
+    // Nothing ahead of it: straight from the stack, queued only if the
+    // kernel does not take it all (no queue element, no allocation).
+    ssize_t n = send_pending(p);
+    if (n > 0 && p.remaining == 0) {
+      if (signal) cq_.push_back({wr_id, 0, WcOp::kSend, 0, 0});
+      return 0;
+    }
+    // A hard error: queue the frame and let flush_sends report it.
+    flush = n < 0 && errno != EAGAIN && errno != EINTR && errno != ENOTCONN;
+  }
   sendq_.push_back(std::move(p));
-  // The frame's iovecs point into the deque element: fix the header pointer.
+  // The frame's iovecs may point into the header they were built with:
+  // move them to the queued copy's header.
   PendingSend& q = sendq_.back();
-  q.iov[0].iov_base = q.header;
-  if (was_empty && cm_ != Cm::kConnecting) flush_sends();
+  for (int i = 0; i < q.iovcnt; i++) {
+    auto* b = static_cast<uint8_t*>(q.iov[i].iov_base);
+    if (b >= p.header && b < p.header + kFrameHeaderSize) q.iov[i].iov_base = q.header + (b - p.header);
+  }
+  if (flush) flush_sends();
   if (!sendq_.empty() && async_.joinable()) kick_async();
-  if (copy_source && !sendq_.empty()) {
+  if (copy_source && !sendq_.empty() && &sendq_.back() == &q) {
     // Still (partly) queued while the caller gets its buffer back: copy
     // what is left of the payload; the header stays in the element.
-    PendingSend& b = sendq_.back();  // q, which flush_sends did not finish
     size_t payload = 0;
     int first_payload = 0;
-    while (first_payload < b.iovcnt && b.iov[first_payload].iov_base >= b.header &&
-           b.iov[first_payload].iov_base < b.header + kFrameHeaderSize)
+    while (first_payload < q.iovcnt && q.iov[first_payload].iov_base >= q.header &&
+           q.iov[first_payload].iov_base < q.header + kFrameHeaderSize)
       first_payload++;
-    for (int i = first_payload; i < b.iovcnt; i++) payload += b.iov[i].iov_len;
+    for (int i = first_payload; i < q.iovcnt; i++) payload += q.iov[i].iov_len;
     if (payload) {
-      b.owned.resize(payload);
+      q.owned.resize(payload);
       size_t off = 0;
-      for (int i = first_payload; i < b.iovcnt; i++) {
-        memcpy(b.owned.data() + off, b.iov[i].iov_base, b.iov[i].iov_len);
-        off += b.iov[i].iov_len;
+      for (int i = first_payload; i < q.iovcnt; i++) {
+        memcpy(q.owned.data() + off, q.iov[i].iov_base, q.iov[i].iov_len);
+        off += q.iov[i].iov_len;
       }
-      b.iov[first_payload] = {b.owned.data(), payload};
-      b.iovcnt = first_payload + 1;
+      q.iov[first_payload] = {q.owned.data(), payload};
+      q.iovcnt = first_payload + 1;
     }
   }
   return 0;
@@ -278,21 +326,7 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
 void StreamEndpoint::flush_sends() {
   while (!sendq_.empty()) {
     PendingSend& p = sendq_.front();
-    msghdr msg{};
-    msg.msg_iov = p.iov;
-    msg.msg_iovlen = p.iovcnt;
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
-    if (p.pass_fd >= 0) {
-      msg.msg_control = cbuf;
-      msg.msg_controllen = sizeof cbuf;
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(c), &p.pass_fd, sizeof(int));
-    }
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n > 0) p.pass_fd = -1;  // the kernel took it with the first byte
+    ssize_t n = send_pending(p);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) return;
       SS_DEBUG("%s: fd %d: send failed: %s", kind_name(kind_), fd_, strerror(errno));
@@ -308,21 +342,7 @@ void StreamEndpoint::flush_sends() {
       fail(errno, Cm::kFailed);
       return;
     }
-    p.remaining -= n;
-    if (p.remaining) {
-      // Advance the iovecs past what went out.
-      size_t done = n;
-      int i = 0;
-      while (done && done >= p.iov[i].iov_len) done -= p.iov[i++].iov_len;
-      if (i) {
-        // Keep the header iovec pointing at the header array when it is still pending.
-        memmove(p.iov, p.iov + i, (p.iovcnt - i) * sizeof(iovec));
-        p.iovcnt -= i;
-      }
-      p.iov[0].iov_base = static_cast<uint8_t*>(p.iov[0].iov_base) + done;
-      p.iov[0].iov_len -= done;
-      return;
-    }
+    if (p.remaining) return;
     if (p.signal) cq_.push_back({p.wr_id, 0, WcOp::kSend, 0, 0});
     sendq_.pop_front();
   }
@@ -484,7 +504,7 @@ void StreamEndpoint::progress_locked() {
 }
 
 int StreamEndpoint::post_send(const SendWr& wr) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (cm_ != Cm::kEstablished) return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET
                                                                                 : -ENOTCONN;
   uint32_t len = 0;
@@ -495,7 +515,7 @@ int StreamEndpoint::post_send(const SendWr& wr) {
 }
 
 int StreamEndpoint::poll_cq(Completion* wc, int max) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   progress_locked();
   int n = 0;
   while (n < max && !cq_.empty()) {
@@ -511,7 +531,7 @@ int StreamEndpoint::poll_cq(Completion* wc, int max) {
 }
 
 int StreamEndpoint::arm() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Guard lock(*this);
   if (!cq_.empty() || (!cm_reported_ && cm_ != Cm::kConnecting && cm_ != Cm::kAwaitReply &&
                        cm_ != Cm::kAwaitAccept))
     return 1;

@@ -74,6 +74,8 @@ class StreamEndpoint : public Endpoint {
   virtual ssize_t rx_read(void* buf, size_t len);
   virtual void on_established() {}
   void flush_sends();
+  // One sendmsg of what is left of `p`; advances it. The sendmsg result.
+  ssize_t send_pending(PendingSend& p);
   void progress_rx();
   bool parse_rx();
   void fail(int err, Cm state);
@@ -112,8 +114,24 @@ class StreamEndpoint : public Endpoint {
   uint64_t tx_frames_ = 0;  // frames queued
 
   // The lock serialises the application's calls with the async-progress
-  // thread; without that thread it is uncontended.
+  // thread, which always takes it. The application's calls are already
+  // serialised by their rsocket (provider.h), so they take it only while
+  // that thread exists: it is started and joined from such a call.
   std::recursive_mutex mu_;
+  class Guard {
+   public:
+    explicit Guard(StreamEndpoint& ep) : mu_(ep.async_.joinable() ? &ep.mu_ : nullptr) {
+      if (mu_) mu_->lock();
+    }
+    ~Guard() {
+      if (mu_) mu_->unlock();
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    std::recursive_mutex* mu_;
+  };
   // Async progress: the thread places writes and queues completions; the
   // application then sleeps on notify_fd_, written when it armed.
   std::thread async_;
