@@ -20,7 +20,8 @@ read -r p1 f1 s1 e1 < <(counts test-suite.log)
 echo "plain build: $p1 passed, $f1 failed, $s1 skipped, $e1 errors"
 
 # Real verbs: Soft-RoCE in a qemu guest booted from Debian's kernel package
-# (tests/rxe/README.md). Proves the harness with stock rdmacm-utils.
+# (tests/rxe/README.md): interop with stock rdmacm-utils both ways, device
+# counters, the resource manager's tests and the conformance suite on verbs.
 make check-rxe >rxe.log 2>&1
 rxe_status=$?
 tail -5 rxe.log

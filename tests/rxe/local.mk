@@ -1,14 +1,24 @@
 # tests/rxe/: real RDMA verbs on machines whose kernel has none.  rxe-vm.sh
 # boots Debian's kernel in a throw-away qemu guest with Soft-RoCE (rxe0 on a
 # guest-only dummy netdev) and runs a command there, the build and source
-# trees mounted at their own paths; smoke.sh proves the verbs are real.
-# Not in TESTS: `make check-rxe` runs it on its own (README.md there).
-# RXE_VM_FLAGS takes rxe-vm.sh's options (-t SECS, -m MB, -v).
+# trees mounted at their own paths; smoke.sh proves the verbs are real,
+# interop.sh pits Debian's rdmacm-utils against ours on them, figures.sh
+# prints rstream's figures.  check.sh runs smoke, interop and the
+# conformance suite in one boot.
+# Not in TESTS: `make check-rxe` and `make rxe-figures` run on their own
+# (README.md there).  RXE_VM_FLAGS takes rxe-vm.sh's options (-t SECS,
+# -m MB, -v); RXE_ENV, env(1) assignments for the guest side, e.g.
+# RXE_ENV='RXE_PROVIDER=tcp RXE_ONLY=ours:ours'.
 RXE_VM = bash $(abs_top_srcdir)/tests/rxe/rxe-vm.sh
-RXE_VM_FLAGS = -t 300
-EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh
+RXE_VM_FLAGS = -t 1500
+RXE_ENV =
+RXE_RUN = $(RXE_VM) $(RXE_VM_FLAGS) -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- env $(RXE_ENV)
+EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
+	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/figures.sh tests/rxe/check.sh
 
-.PHONY: check-rxe
+.PHONY: check-rxe rxe-figures
 check-rxe:
-	$(RXE_VM) $(RXE_VM_FLAGS) -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' \
-	  -- bash '$(abs_top_srcdir)/tests/rxe/smoke.sh'
+	$(RXE_RUN) bash '$(abs_top_srcdir)/tests/rxe/check.sh' '$(abs_top_builddir)'
+
+rxe-figures:
+	$(RXE_RUN) bash '$(abs_top_srcdir)/tests/rxe/figures.sh' '$(abs_top_builddir)'

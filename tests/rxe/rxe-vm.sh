@@ -20,7 +20,8 @@
 #   -v       verbose: progress on stderr, the guest console at the end
 #
 # Inside the guest CMD runs under bash as root, memlock unlimited, with
-# RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP=192.168.77.1 exported; its output
+# RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP=192.168.77.1 RXE_IP6=fd00:77::1
+# exported (both addresses on dummy0, so on rxe0's GID table); its output
 # (stdout and stderr together) is printed as it comes.  No network
 # leaves the guest: qemu has no NIC, dummy0 exists only inside.
 #
@@ -48,6 +49,7 @@ shift $((OPTIND - 1))
 case $TIMEOUT$MEM in *[!0-9]*) usage >&2; exit 2 ;; esac
 
 GUEST_IP=192.168.77.1
+GUEST_IP6=fd00:77::1
 CACHE=${RXE_VM_CACHE:-${HOME:-/root}/.cache/slipstream-rxe}
 T0=$(date +%s)
 log() { [ "$VERBOSE" = 0 ] || echo "rxe-vm: [$(($(date +%s) - T0))s] $*" >&2; }
@@ -233,6 +235,8 @@ for m in rdma_rxe rdma_ucm ib_uverbs; do modprobe $m || fail "modprobe $m"; done
 modprobe dummy numdummies=0 || fail "modprobe dummy"
 ip link add dummy0 type dummy || fail "add dummy0"
 ip addr add "$RXE_IP/24" dev dummy0 && ip link set dummy0 up || fail "set up dummy0"
+# iproute2 by path: busybox sh prefers its own applet, which lacks nodad
+/bin/ip -6 addr add "$RXE_IP6/64" dev dummy0 nodad || fail "IPv6 address on dummy0"
 rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0"
 i=0
 until grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; do
@@ -251,7 +255,7 @@ if [ "$HOSTUSR" = 1 ]; then
   modprobe overlay && mount -t overlay -o lowerdir=/usr:/host/usr usr /usr || fail "overlay /usr"
   ln -s /rxe-run/alternatives /etc/alternatives   # awk, cc, c++...
 fi
-export RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP
+export RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP RXE_IP6
 ulimit -l unlimited
 echo 1 > /proc/sys/kernel/printk
 echo "rxe-vm(guest): running at $(up)s"
@@ -310,7 +314,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-printf 'RXE_IP=%s\nHOSTUSR=%s\n' "$GUEST_IP" "$HOSTUSR" > "$RUN/config"
+printf 'RXE_IP=%s\nRXE_IP6=%s\nHOSTUSR=%s\n' "$GUEST_IP" "$GUEST_IP6" "$HOSTUSR" > "$RUN/config"
 printf '%s\n' "${SHARES[@]}" > "$RUN/shares"
 { printf 'cd %q || exit 125\n' "$WORKDIR"; printf '%q ' "$@"; echo; } > "$RUN/cmd"
 : > "$RUN/out"

@@ -1,0 +1,48 @@
+#!/bin/bash
+# `make check-rxe`'s guest side: every real-verbs check in ONE boot (a boot
+# costs 10-20 s under TCG).  Runs INSIDE the rxe guest:
+#   tests/rxe/rxe-vm.sh -s BUILD -s SRC -- bash SRC/tests/rxe/check.sh BUILD
+# Steps: smoke.sh (the guest has real verbs), interop.sh (stock rdmacm-utils
+# against ours), the verbs resource manager's unit tests and the rsocket
+# conformance suite on verbs (IPv4 and IPv6, plus hostile rdma_cm peers).  Each step's output comes
+# as it runs, then "=== STEP: exit N (S s)"; exits 1 when a step failed.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:?usage: check.sh BUILD_DIR}" && pwd) || exit 2
+failed=()
+
+# step NAME CMD... : run one step, time it, remember a failure.
+step() {
+  local name=$1 t0=$SECONDS rc
+  shift
+  echo "=== $name"
+  "$@"
+  rc=$?
+  echo "=== $name: exit $rc ($((SECONDS - t0)) s)"
+  [ $rc = 0 ] || failed+=("$name")
+}
+
+step smoke bash "$HERE/smoke.sh"
+step interop bash "$HERE/interop.sh" "$BUILD"
+
+# The GoogleTest suites on real verbs: a missing device or address fails
+# here instead of skipping (RS_CONFORMANCE_REQUIRE, SLIPSTREAM_TEST_REQUIRE_VERBS).
+for t in core_unit_tests rsocket_conformance; do
+  [ -x "$BUILD/$t" ] || { echo "=== $t: missing ($BUILD/$t: make check builds it)"; failed+=("$t"); }
+done
+if [ -x "$BUILD/core_unit_tests" ]; then
+  step res env SLIPSTREAM_TEST_REQUIRE_VERBS=1 "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
+  step res-fork-safe env SLIPSTREAM_TEST_REQUIRE_VERBS=1 RDMAV_FORK_SAFE=1 \
+    "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
+fi
+if [ -x "$BUILD/rsocket_conformance" ]; then
+  step conformance env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$RXE_IP" \
+    RS_CONFORMANCE_VERBS_ADDR6="${RXE_IP6:-}" \
+    "$BUILD/rsocket_conformance" --gtest_filter='*verbs*:VerbsHostile*'
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "check-rxe: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "check-rxe: all steps passed"
