@@ -281,13 +281,13 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   if (rc) return rc;
   rc = prov::create_active(kind_, fd_, addr, len, &ep_,
                            opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size());
-  if (!rc) rc = start_endpoint();
   if (!rc) {
-    ConnData cd;
-    build_conn_data(&cd);
-    uint8_t buf[kConnDataSize];
-    cd.encode(buf);
-    rc = ep_->connect(buf, sizeof buf);
+    // Resolution (verbs) goes on in the background; progress_connect
+    // finishes the connect once the peer is found.
+    rc = ep_->resolve_progress();
+    resolving_ = rc == -EAGAIN;
+    if (!rc) rc = begin_connect();
+    if (resolving_) rc = 0;
   }
   if (rc) {
     free_buffers();
@@ -297,6 +297,17 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   peer_len_ = len;
   state_ = kConnecting;
   return wait_connected(lk, nonblock_);
+}
+
+// Queue pair, buffers and the connect request, once the peer is resolved.
+int Socket::begin_connect() {
+  int rc = start_endpoint();
+  if (rc) return rc;
+  ConnData cd;
+  build_conn_data(&cd);
+  uint8_t buf[kConnDataSize];
+  cd.encode(buf);
+  return ep_->connect(buf, sizeof buf);
 }
 
 int Socket::wait_connected(Lock& lk, bool nonblock) {
@@ -312,6 +323,19 @@ int Socket::wait_connected(Lock& lk, bool nonblock) {
 // Drives a pending connect one step; 0 while still connecting.
 int Socket::progress_connect(Lock&) {
   if (state_ != kConnecting) return 0;
+  if (resolving_) {
+    int rc = ep_->resolve_progress();
+    if (rc == -EAGAIN) return 0;
+    resolving_ = false;
+    if (!rc) rc = begin_connect();
+    if (rc) {
+      // Reported as a failed connect (rconnect's errno or SO_ERROR);
+      // ENODEV: no RDMA device leads to the peer.
+      err_ = -rc;
+      state_ = kConnectError;
+    }
+    return 0;
+  }
   prov::CmEvent ev;
   if (ep_->cm_progress(&ev) != 0) return 0;
   switch (ev) {

@@ -126,6 +126,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int save_conn_data(const uint8_t* pdata, size_t len);
   int start_endpoint();
   int progress_connect(Lock& lk);
+  int begin_connect();
   int wait_connected(Lock& lk, bool nonblock);
   void finish_established();
   void inherit_from(const Socket& listener);
@@ -207,6 +208,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   socklen_t peer_len_ = 0;
 
   prov::Kind kind_ = prov::Kind::kAuto;
+  bool resolving_ = false;  // the provider is still finding the peer (verbs)
   std::unique_ptr<prov::Endpoint> ep_;
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;

@@ -15,6 +15,7 @@
 #include "core/prov/soft/stream_endpoint.h"
 #include "core/prov/verbs/verbs_endpoint.h"
 #include "core/prov/verbs/verbs_listener.h"
+#include "core/res/netdev_map.h"
 #include "core/res/verbs_manager.h"
 
 namespace ss::prov {
@@ -141,12 +142,9 @@ int choose_kind(const sockaddr* dst, socklen_t len, Kind* kind) {
     case Kind::kAuto:
       break;
   }
-  // auto: verbs is tried first where a device exists (create_active falls
-  // back when no device leads to dst).
-  if (res::device_count() > 0)
-    *kind = Kind::kVerbs;
-  else
-    *kind = software_kind(dst, len);
+  // auto: verbs when the interface that carries traffic to dst has an
+  // RDMA device (create_active still falls back if rdma_cm refuses at once).
+  *kind = res::rdma_serves(dst, len) ? Kind::kVerbs : software_kind(dst, len);
   return 0;
 }
 

@@ -90,6 +90,11 @@ class Endpoint {
   virtual Kind kind() const = 0;
   virtual uint32_t caps() const = 0;
 
+  // An active endpoint may still be finding its peer (verbs: address and
+  // route resolution) when it is created: 0 once setup() may run, -EAGAIN
+  // meanwhile (wait with arm()/event_fd() as for completions), else -errno.
+  virtual int resolve_progress() { return 0; }
+
   // Queue sizes: called once before connect/accept; attr gets granted values.
   virtual int setup(EndpointAttr* attr) = 0;
   // Memory the peer may write (kAccessRemoteWrite) is exposed to this

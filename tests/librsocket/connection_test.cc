@@ -147,6 +147,10 @@ TEST_P(ConnectionTest, NonblockingConnectInProgressThenPolloutThenSoError0) {
   EXPECT_TRUE(fl & O_NONBLOCK) << "SOCK_NONBLOCK not applied at rsocket()";
   int rc = rconnect(c, l.addr.sa(), l.addr.len);
   int e = errno;
+  // verbs resolves address and route in the background: never done at once.
+  if (strcmp(provider(), "verbs") == 0) {
+    EXPECT_EQ(-1, rc) << "expected EINPROGRESS";
+  }
   if (rc != 0) {
     ASSERT_EQ(EINPROGRESS, e) << "non-blocking rconnect: " << errstr(e);
     // Data calls while connecting do not block.

@@ -10,7 +10,9 @@
 #     (rstream's exit code means nothing otherwise), 64 B to 1 MiB;
 #   * rdma-used: ours:ours must move at least bytes/active_mtu packets
 #     through rxe0's counters, so a silent fall-back to tcp cannot pass;
-#   * log: at SLIPSTREAM_LOG_LEVEL=debug our ends say "verbs" somewhere;
+#   * log: at SLIPSTREAM_LOG_LEVEL=debug our ends say "verbs" somewhere; with
+#     SLIPSTREAM_PROVIDER=auto the client says it connected over verbs to
+#     rxe0's address and over shm to loopback;
 #   * faults: one end is killed (SIGKILL) mid-transfer; the survivor, always
 #     ours, must exit non-zero within FAULT_T seconds.  (No stock survivor:
 #     upstream's blocking rsend waits on its CQ alone, so a peer that dies
@@ -137,6 +139,21 @@ log_names_verbs() {
   report "$name"
 }
 
+# auto_picks ADDR KIND : ours:ours with SLIPSTREAM_PROVIDER=auto; the
+# client's debug log must say it connected over KIND (verbs for rxe0's
+# address, shm for loopback, where no RDMA device carries the traffic).
+auto_picks() {
+  local addr=$1 kind=$2 name="auto picks $2 for $1 (ours:ours)"
+  want "$name" || return 0
+  EXTRA_ENV=(SLIPSTREAM_PROVIDER=auto SLIPSTREAM_LOG_LEVEL=debug)
+  pair ours ours rstream "$addr" -T b -T v -S 4096 -C 10
+  EXTRA_ENV=()
+  verdict
+  grep -q "connected over $kind" "$CASE_DIR/c.err" ||
+    WHY+="${WHY:+; }the client's log never says 'connected over $kind'"
+  report "$name"
+}
+
 # traffic : a number that grows while a transfer runs: packets through
 # rxe0 plus kernel TCP segments sent (the tcp provider, for
 # RXE_PROVIDER=tcp; nothing else in the guest speaks TCP).
@@ -237,6 +254,8 @@ section "really RDMA"
 rdma_used rstream
 rdma_used riostream
 log_names_verbs
+auto_picks "$RXE_IP" verbs
+auto_picks 127.0.0.1 shm
 
 section "faults (SIGKILL mid-transfer; the survivor must exit non-zero within ${FAULT_T}s)"
 quiet fault stock ours server

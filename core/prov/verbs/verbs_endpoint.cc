@@ -19,7 +19,7 @@ namespace {
 // (a failed completion carries no valid opcode).
 constexpr uint64_t kRecvTag = 1ull << 63;
 constexpr int kResolveMs = 2000;
-constexpr int kResolveRetries = 3;  // on ETIMEDOUT, as upstream
+constexpr int kResolveTries = 3;  // on ETIMEDOUT, as upstream
 // Control messages (16-byte SGL updates) are always posted inline.
 constexpr uint32_t kMinQpInline = 16;
 constexpr uint32_t kQpMaxSize = 0xFFFE;
@@ -47,62 +47,96 @@ int copy_name(const sockaddr* a, sockaddr_storage* out, socklen_t* len) {
   return 0;
 }
 
-// Retries on ETIMEDOUT as upstream does (resolution packets may be lost).
-template <typename Start>
-int resolve_step(rdma_event_channel* ch, rdma_cm_event_type want, Start start) {
-  int rc = -ETIMEDOUT;
-  for (int i = 0; i < kResolveRetries && rc == -ETIMEDOUT; i++) {
-    if (start(kResolveMs) != 0) return -errno;
-    rc = await_cm_event(ch, want, kResolveMs + 500);
-  }
-  return rc;
-}
 }  // namespace
 
 int VerbsEndpoint::open_channel() {
   ch_ = rdma_create_event_channel();
   if (!ch_) return errno == ENOENT || errno == ENODEV || !errno ? -ENODEV : -errno;
-  return set_nonblocking(ch_->fd);
+  if (int rc = set_nonblocking(ch_->fd)) return rc;
+  // One fd to wait on: CM events now, completions once setup() adds its channel.
+  if ((epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = ch_->fd;
+  return epoll_ctl(epfd_, EPOLL_CTL_ADD, ch_->fd, &ev) ? -errno : 0;
 }
 
 int VerbsEndpoint::make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
                                size_t route_len, std::unique_ptr<Endpoint>* out) {
   if (res::device_count() == 0) return -ENODEV;
+  if (len > sizeof(sockaddr_storage)) return -EINVAL;
   std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
   if (!ep) return -ENOMEM;
   int rc = ep->open_channel();
   if (rc) return rc;
   if (rdma_create_id(ep->ch_, &ep->id_, ep.get(), RDMA_PS_TCP)) return -errno;
-
-  sockaddr_storage local{};
-  socklen_t local_len = sizeof local;
-  sockaddr* src = nullptr;
-  if (::getsockname(sock, reinterpret_cast<sockaddr*>(&local), &local_len) == 0 && is_bound(local))
-    src = reinterpret_cast<sockaddr*>(&local);
-  sockaddr_storage to{};
-  memcpy(&to, dst, std::min<size_t>(len, sizeof to));
-  rc = resolve_step(ep->ch_, RDMA_CM_EVENT_ADDR_RESOLVED, [&](int ms) {
-    return rdma_resolve_addr(ep->id_, src, reinterpret_cast<sockaddr*>(&to), ms);
-  });
-  if (rc) return rc == -EADDRNOTAVAIL || rc == -ENODEV ? -ENODEV : rc;
-  if (!ep->id_->verbs) return -ENODEV;
-  if (ep->id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
-    SS_WARN("verbs: %s is an iWARP device; the iWARP variant of rsockets is not supported yet",
-            ibv_get_device_name(ep->id_->verbs->device));
-    return -ENOTSUP;
-  }
-  if (route) {
-    // Path records given with RDMA_ROUTE replace route resolution.
-    if (rdma_set_option(ep->id_, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, const_cast<void*>(route),
-                        route_len))
-      return -errno;
-  } else {
-    rc = resolve_step(ep->ch_, RDMA_CM_EVENT_ROUTE_RESOLVED,
-                      [&](int ms) { return rdma_resolve_route(ep->id_, ms); });
-    if (rc) return rc;
-  }
+  socklen_t local_len = sizeof ep->src_;
+  ep->has_src_ = ::getsockname(sock, reinterpret_cast<sockaddr*>(&ep->src_), &local_len) == 0 &&
+                 is_bound(ep->src_);
+  memcpy(&ep->dst_, dst, len);
+  if (route)
+    ep->route_.assign(static_cast<const uint8_t*>(route),
+                      static_cast<const uint8_t*>(route) + route_len);
+  ep->phase_ = Phase::kAddr;
+  if ((rc = ep->start_resolve_step())) return rc;
   *out = std::move(ep);
   return 0;
+}
+
+int VerbsEndpoint::start_resolve_step() {
+  int rc = phase_ == Phase::kAddr
+               ? rdma_resolve_addr(id_, has_src_ ? reinterpret_cast<sockaddr*>(&src_) : nullptr,
+                                   reinterpret_cast<sockaddr*>(&dst_), kResolveMs)
+               : rdma_resolve_route(id_, kResolveMs);
+  return rc ? -errno : 0;
+}
+
+int VerbsEndpoint::on_resolve_event(const rdma_cm_event* e) {
+  switch (e->event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED:
+      if (phase_ != Phase::kAddr) return 0;
+      if (!id_->verbs) return -ENODEV;
+      if (id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
+        SS_WARN("verbs: %s is an iWARP device; the iWARP variant of rsockets is not supported yet",
+                ibv_get_device_name(id_->verbs->device));
+        return -ENOTSUP;
+      }
+      resolve_tries_ = 0;
+      if (!route_.empty()) {
+        // Path records given with RDMA_ROUTE replace route resolution.
+        if (rdma_set_option(id_, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, route_.data(),
+                            route_.size()))
+          return -errno;
+        phase_ = Phase::kReady;
+        return 0;
+      }
+      phase_ = Phase::kRoute;
+      return start_resolve_step();
+    case RDMA_CM_EVENT_ROUTE_RESOLVED:
+      if (phase_ == Phase::kRoute) phase_ = Phase::kReady;
+      return 0;
+    case RDMA_CM_EVENT_ADDR_ERROR:
+    case RDMA_CM_EVENT_ROUTE_ERROR: {
+      int err = cm_event_errno(e);
+      // Resolution packets may be lost: retry a timed-out step, as upstream.
+      if (err == ETIMEDOUT && ++resolve_tries_ < kResolveTries) return start_resolve_step();
+      return err == EADDRNOTAVAIL || err == ENODEV ? -ENODEV : -err;
+    }
+    default:
+      return 0;
+  }
+}
+
+int VerbsEndpoint::resolve_progress() {
+  std::lock_guard<std::mutex> lk(mu_);
+  rdma_cm_event* e = nullptr;
+  while (phase_ != Phase::kReady && !resolve_err_ && rdma_get_cm_event(ch_, &e) == 0) {
+    int rc = on_resolve_event(e);
+    rdma_ack_cm_event(e);
+    if (rc) resolve_err_ = -rc;
+  }
+  if (resolve_err_) return -resolve_err_;
+  return phase_ == Phase::kReady ? 0 : -EAGAIN;
 }
 
 std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void* pdata,
@@ -146,6 +180,7 @@ uint32_t VerbsEndpoint::caps() const {
 }
 
 int VerbsEndpoint::setup(EndpointAttr* attr) {
+  if (phase_ != Phase::kReady) return -EINVAL;
   ibv_context* ctx = id_->verbs;
   if (!ctx) return -ENODEV;
   if (!(pd_ = res::pd_for(ctx))) return -errno;
@@ -175,13 +210,10 @@ int VerbsEndpoint::setup(EndpointAttr* attr) {
   // The engine puts user data inline up to what the application asked for.
   attr->max_inline = std::min(attr->max_inline, qp_inline_);
 
-  if ((epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
-  for (int fd : {comp_->fd, ch_->fd}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev)) return -errno;
-  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = comp_->fd;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, comp_->fd, &ev)) return -errno;
   res::hold_async_events(ctx);
   holds_async_ = true;
   return 0;
@@ -412,7 +444,7 @@ int VerbsEndpoint::poll_cq(Completion* wc, int max) {
 
 int VerbsEndpoint::arm() {
   std::lock_guard<std::mutex> lk(mu_);
-  if (!cq_) return 1;
+  if (!cq_) return 0;  // still resolving or connecting: CM events wake us
   if (ibv_req_notify_cq(cq_, 0)) return 1;
   // Completions that came before the request do not raise an event.
   return stash_.empty() && !poll_into_stash_locked() ? 0 : 1;

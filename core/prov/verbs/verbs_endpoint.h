@@ -19,10 +19,11 @@ namespace ss::prov::verbs {
 
 class VerbsEndpoint final : public Endpoint {
  public:
-  // Resolves `dst` (and the route, or uses the RDMA_ROUTE path records in
-  // `route`) within bounded timeouts. The rsocket's kernel socket `sock`
-  // lends its bound address, if any. -ENODEV when no RDMA device leads to
-  // `dst`, -ENOTSUP for iWARP devices (not supported yet).
+  // Starts resolving `dst` (address, then route unless RDMA_ROUTE path
+  // records are given in `route`); resolve_progress() reports the outcome
+  // (-ENODEV when no RDMA device leads to `dst`, -ENOTSUP for iWARP
+  // devices, which are not supported yet). The rsocket's kernel socket
+  // `sock` lends its bound address, if any.
   static int make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
                          size_t route_len, std::unique_ptr<Endpoint>* out);
   // For a connection request taken from a listener: `id` (whose events are
@@ -34,6 +35,7 @@ class VerbsEndpoint final : public Endpoint {
 
   Kind kind() const override { return Kind::kVerbs; }
   uint32_t caps() const override;
+  int resolve_progress() override;
   int setup(EndpointAttr* attr) override;
   int reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) override;
   void dereg_mr(MemoryRegion* mr) override;
@@ -61,6 +63,10 @@ class VerbsEndpoint final : public Endpoint {
  private:
   VerbsEndpoint() = default;
   int open_channel();
+  // Starts the current resolution step (address or route); 0 or -errno.
+  int start_resolve_step();
+  // Handles one event of the resolution; 0, or -errno when it failed.
+  int on_resolve_event(const rdma_cm_event* e);
   int conn_param(const void* pdata, size_t len, rdma_conn_param* p) const;
   // Moves completions into stash_ (arm's look-ahead); count moved.
   int poll_into_stash_locked();
@@ -79,6 +85,14 @@ class VerbsEndpoint final : public Endpoint {
   int epfd_ = -1;
   int descriptor_ = -1;
   uint32_t qp_inline_ = 0;
+
+  // Active side's resolution: address, then route, then ready.
+  enum class Phase { kAddr, kRoute, kReady } phase_ = Phase::kReady;
+  int resolve_tries_ = 0;
+  int resolve_err_ = 0;
+  bool has_src_ = false;
+  sockaddr_storage src_{}, dst_{};
+  std::vector<uint8_t> route_;
 
   mutable std::mutex mu_;  // CM events, the stash, arming
   std::vector<Completion> stash_;

@@ -1,0 +1,15 @@
+// Which traffic an RDMA device carries: the interface the kernel would use
+// to reach an address, and whether an RDMA device sits on it (RoCE/Soft-RoCE
+// ports list their netdev in sysfs; IPoIB and hardware NICs link it to
+// their device). This is how `auto` decides for verbs without starting an
+// rdma_cm resolution.
+#pragma once
+#include <sys/socket.h>
+
+namespace ss::res {
+
+// True when traffic to `dst` leaves through an interface that an RDMA
+// device serves (for an address of this host: the interface owning it).
+bool rdma_serves(const sockaddr* dst, socklen_t len);
+
+}  // namespace ss::res
