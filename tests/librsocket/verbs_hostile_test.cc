@@ -31,6 +31,23 @@ using ss::rs::kConnDataSize;
 constexpr size_t kMem = 64 * 1024;
 constexpr int kWaitMs = 20000;
 
+// Waits up to timeout_ms for the next event on the non-blocking channel and
+// requires it to be `want`: 0, -ETIMEDOUT, or the event's failure as -errno.
+int await_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(ch, &ev) == 0) {
+      int rc = ev->event == want ? 0 : -ss::prov::verbs::cm_event_errno(ev);
+      rdma_ack_cm_event(ev);
+      return rc;
+    }
+    pollfd p{ch->fd, POLLIN, 0};
+    poll(&p, 1, 100);
+  }
+  return -ETIMEDOUT;
+}
+
 // An RC connection made by hand with rdma_cm and libibverbs.
 class RawCm {
  public:
@@ -46,7 +63,6 @@ class RawCm {
 
   // Resolves `to` and builds the queue pair with receives posted.
   void open(const Addr& to) {
-    using ss::prov::verbs::await_cm_event;
     ASSERT_NE(nullptr, ch_ = rdma_create_event_channel());
     ASSERT_EQ(0, ss::prov::verbs::set_nonblocking(ch_->fd));
     ASSERT_EQ(0, rdma_create_id(ch_, &id_, nullptr, RDMA_PS_TCP));

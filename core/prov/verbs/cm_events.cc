@@ -1,10 +1,9 @@
 #include "core/prov/verbs/cm_events.h"
 
 #include <fcntl.h>
-#include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 namespace ss::prov::verbs {
@@ -28,24 +27,6 @@ int cm_event_errno(const rdma_cm_event* ev) {
       return ENODEV;
     default:
       return ev->status < 0 ? -ev->status : ECONNREFUSED;
-  }
-}
-
-int await_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, int timeout_ms) {
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    rdma_cm_event* ev = nullptr;
-    if (rdma_get_cm_event(ch, &ev) == 0) {
-      int rc = ev->event == want ? 0 : -cm_event_errno(ev);
-      rdma_ack_cm_event(ev);
-      return rc;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -errno;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-    if (left.count() <= 0) return -ETIMEDOUT;
-    pollfd p{ch->fd, POLLIN, 0};
-    ::poll(&p, 1, static_cast<int>(left.count()) + 1);
   }
 }
 

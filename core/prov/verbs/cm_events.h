@@ -1,5 +1,5 @@
-// rdma_cm helpers of the verbs provider: bounded waits for the resolution
-// events, errno for failure events, path records as struct ibv_path_data.
+// rdma_cm helpers of the verbs provider: errno for failure events, path
+// records as struct ibv_path_data.
 #pragma once
 #include <infiniband/sa.h>
 #include <rdma/rdma_cma.h>
@@ -7,11 +7,6 @@
 #include <cstddef>
 
 namespace ss::prov::verbs {
-
-// Waits up to timeout_ms for the next event on `ch` (a non-blocking
-// channel) and requires it to be `want`. 0, or -errno (-ETIMEDOUT, or the
-// failure the event reports).
-int await_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, int timeout_ms);
 
 // Positive errno for a failed connection event.
 int cm_event_errno(const rdma_cm_event* ev);
