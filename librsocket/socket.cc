@@ -172,7 +172,10 @@ void Socket::serve_requests() {
       std::lock_guard<std::mutex> g(mu_);
       if (!listener_ || listener_->get_request(&ep) != 0) return;
       if (accept_queue_.size() >= static_cast<size_t>(backlog_) + 64) {
+        // Refused: its descriptor was never handed to an rsocket.
+        int dfd = ep->descriptor_fd();
         ep->reject();
+        if (dfd >= 0) ::close(dfd);
         continue;
       }
     }
