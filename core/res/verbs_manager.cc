@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <rdma/rdma_cma.h>
 
 #include <cerrno>
@@ -38,7 +40,10 @@ class AsyncWatcher {
     if (!known) ctxs_.push_back(ctx);
     if (holders_++ == 0) {
       stop_ = false;
+      if (wake_fd_ < 0) wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
       thread_ = std::thread([this] { run(); });
+    } else if (!known) {
+      kick();  // the running thread picks up the new device
     }
   }
   void release() {
@@ -48,8 +53,15 @@ class AsyncWatcher {
       if (holders_ == 0 || --holders_ > 0) return;
       stop_ = true;
       t = std::move(thread_);
+      kick();
     }
     if (t.joinable()) t.join();
+    // Nothing of the watcher stays once the last connection is gone.
+    std::lock_guard<std::mutex> lk(mu_);
+    if (holders_ == 0 && wake_fd_ >= 0) {
+      ::close(wake_fd_);
+      wake_fd_ = -1;
+    }
   }
 
  private:
@@ -59,13 +71,21 @@ class AsyncWatcher {
       {
         std::lock_guard<std::mutex> lk(mu_);
         if (stop_) return;
+        fds.push_back({wake_fd_, POLLIN, 0});
         for (ibv_context* c : ctxs_) fds.push_back({c->async_fd, POLLIN, 0});
       }
-      // Short timeout: a release() must not wait long for this thread.
-      if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
-      for (size_t i = 0; i < fds.size(); i++)
-        if (fds[i].revents & POLLIN) drain(ctxs_at(i));
+      // Sleeps until an event or a kick (stop, new device): no idle wake-ups.
+      if (::poll(fds.data(), fds.size(), wake_fd_ < 0 ? 1000 : -1) <= 0) continue;
+      uint64_t n;
+      if ((fds[0].revents & POLLIN) && ::read(wake_fd_, &n, sizeof n) < 0) continue;
+      for (size_t i = 1; i < fds.size(); i++)
+        if (fds[i].revents & POLLIN) drain(ctxs_at(i - 1));
     }
+  }
+  // With mu_ held.
+  void kick() {
+    uint64_t one = 1;
+    if (wake_fd_ >= 0 && ::write(wake_fd_, &one, sizeof one) < 0) SS_DEBUG("verbs: kick failed");
   }
   ibv_context* ctxs_at(size_t i) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -93,6 +113,7 @@ class AsyncWatcher {
   std::vector<ibv_context*> ctxs_;  // only grows: contexts live as long as librdmacm
   int holders_ = 0;
   bool stop_ = false;
+  int wake_fd_ = -1;  // stop/new-device kicks; open while the thread runs
   std::thread thread_;
 };
 

@@ -234,6 +234,17 @@ class VerbsHostileTest : public ::testing::Test {
     EXPECT_TRUE(err == ECONNRESET || err == EIO || err == EPROTO) << strerror(err);
   }
 
+  // An accepted connection whose peer writes `len` bytes into the
+  // advertised buffer with immediate `imm`: the server fails it.
+  void expect_write_fails(uint32_t len, uint32_t imm) {
+    RawCm raw;
+    RFd server;
+    ASSERT_NO_FATAL_FAILURE(accepted(&raw, &server));
+    const ss::rs::RsSge& buf = raw.peer().data_buf;
+    ASSERT_EQ(0, raw.write_imm(buf.addr, buf.key, len, imm));
+    expect_failed(server);
+  }
+
   Listener l_;
 };
 
@@ -271,22 +282,10 @@ TEST_F(VerbsHostileTest, ZeroCreditsOrBadSglCount) {
 }
 
 TEST_F(VerbsHostileTest, ImmediateClaimsMoreThanWritten) {
-  RawCm raw;
-  RFd server;
-  ASSERT_NO_FATAL_FAILURE(accepted(&raw, &server));
-  const ss::rs::RsSge& buf = raw.peer().data_buf;
-  ASSERT_EQ(0, raw.write_imm(buf.addr, buf.key, 16, ss::rs::make_imm(ss::rs::kOpData, 1000)));
-  expect_failed(server);
+  expect_write_fails(16, ss::rs::make_imm(ss::rs::kOpData, 1000));
 }
 
-TEST_F(VerbsHostileTest, ReservedOperation) {
-  RawCm raw;
-  RFd server;
-  ASSERT_NO_FATAL_FAILURE(accepted(&raw, &server));
-  const ss::rs::RsSge& buf = raw.peer().data_buf;
-  ASSERT_EQ(0, raw.write_imm(buf.addr, buf.key, 0, (5u << 29) | 1));
-  expect_failed(server);
-}
+TEST_F(VerbsHostileTest, ReservedOperation) { expect_write_fails(0, (5u << 29) | 1); }
 
 TEST_F(VerbsHostileTest, WriteBeyondRegisteredMemory) {
   RFd server;
