@@ -77,17 +77,30 @@ void Socket::kick_waiters() {
   if (wake_fd_ >= 0 && ::write(wake_fd_, &one, sizeof one) < 0) SS_DEBUG("kick failed");
 }
 
+// An SGL update may carry a new target buffer, written into its slot
+// before the update's notification: take it, now that this is here.
+void Socket::take_target_buffer(uint32_t len) {
+  RsSge& slot = target_sgl_[sgl_slot_];
+  const bool len_unknown = ep_->caps() & prov::kCapNoWriteLen;
+  if (len_unknown) {
+    // The notification cannot tell a credit-only update from one that
+    // wrote the slot: slots are emptied once taken, so a length means a
+    // new buffer (the peer writes a slot again only after we used it).
+    if (__atomic_load_n(&slot.length, __ATOMIC_ACQUIRE) == 0) return;
+  } else if (len != sizeof(RsSge)) {
+    return;  // credits only
+  }
+  target_[sgl_slot_] = load(slot);
+  if (len_unknown) __atomic_store_n(&slot.length, 0, __ATOMIC_RELAXED);
+  sgl_slot_ = (sgl_slot_ + 1) % kSglSize;
+}
+
 void Socket::handle_recv(uint32_t imm, uint32_t len) {
   uint32_t op = imm_op(imm), data = imm_data(imm);
   switch (op) {
     case kOpSgl:
       sseq_comp_ = static_cast<uint16_t>(data);
-      if (len == sizeof(RsSge)) {
-        // The update carried a buffer: it is in place now that its
-        // completion is here.
-        target_[sgl_slot_] = load(target_sgl_[sgl_slot_]);
-        sgl_slot_ = (sgl_slot_ + 1) % kSglSize;
-      }
+      take_target_buffer(len);
       break;
     case kOpIomapSgl:
       // Counted as consumed: the sender charged a credit for it (upstream
@@ -111,7 +124,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       // rbuf. A message that would not (or a peer that ignores its credits)
       // fails the connection: rrecv never reads outside rbuf.
       const uint32_t half = opt_.rbuf_size / 2;
-      if (data != len || rmsg_.size() >= opt_.rq_size || data > half ||
+      if ((data != len && !(ep_->caps() & prov::kCapNoWriteLen)) || rmsg_.size() >= opt_.rq_size || data > half ||
           ring_wrap(rbuf_in_pos_, half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
         SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
                 fd_, data, len);
@@ -143,6 +156,12 @@ void Socket::handle_completion(const prov::Completion& wc) {
     if (wc.status == 0) {
       handle_recv(wc.imm, wc.byte_len);
       if (ep_ && (ep_->caps() & prov::kCapRecvWr)) ep_->post_recv(0);
+    } else if (wc.status != ECONNRESET && (state_ & kConnected)) {
+      // Not a flush: what arrived was no message of this protocol (e.g. a
+      // send bigger than the receive's buffer).
+      SS_WARN("rsocket: fd %d: receive failed (%s); connection failed", fd_, strerror(wc.status));
+      set_error(ECONNRESET);
+      ep_->disconnect();
     }
     return;
   }

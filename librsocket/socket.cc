@@ -146,8 +146,7 @@ int Socket::listen(int backlog) {
       return 0;
     }
     if (state_ != kInit && state_ != kBound) return -EINVAL;
-    if (::listen(fd_, backlog) < 0) return -errno;
-    int rc = prov::create_listener(fd_, &listener_);
+    int rc = prov::create_listener(fd_, &listener_, backlog);
     if (rc) return rc;
     accept_efd_ = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
     if (accept_efd_ < 0) return -errno;

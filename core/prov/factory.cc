@@ -56,7 +56,23 @@ Kind software_kind(const sockaddr* dst, socklen_t len) {
   return is_local_address(dst, len) ? Kind::kShm : Kind::kTcp;
 }
 
-int create_soft_listener(int sock, std::unique_ptr<Listener>* out);
+// The kernel socket (tcp provider, when `with_tcp`) and the shm rendezvous;
+// *out stays empty when the configuration wants neither.
+int create_soft_listener(int sock, bool with_tcp, std::unique_ptr<Listener>* out);
+
+// listen(2) picks an ephemeral port for an unbound socket; the rdma_cm
+// listener, made first, needs that port already.
+int bind_if_unbound(int sock) {
+  sockaddr_storage name{};
+  socklen_t len = sizeof name;
+  if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &len)) return -errno;
+  const bool v6 = name.ss_family == AF_INET6;
+  const in_port_t port = v6 ? reinterpret_cast<sockaddr_in6*>(&name)->sin6_port
+                            : reinterpret_cast<sockaddr_in*>(&name)->sin_port;
+  if (port != 0) return 0;
+  // getsockname of an unbound socket is the wildcard of its family, port 0.
+  return ::bind(sock, reinterpret_cast<sockaddr*>(&name), len) ? -errno : 0;
+}
 
 // Connects a unix socket to the shm rendezvous of `dst`, trying the exact
 // address, then the wildcard of its family.
@@ -178,26 +194,33 @@ int create_active(Kind kind, int sock, const sockaddr* dst, socklen_t len,
 }
 
 int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog) {
-  std::unique_ptr<Listener> soft;
-  int rc = create_soft_listener(sock, &soft);
-  if (rc) return rc;
+  if (int rc = bind_if_unbound(sock)) return rc;
   Kind want = configured();
-  if (want != Kind::kAuto && want != Kind::kVerbs) {
-    *out = std::move(soft);
-    return 0;
-  }
   std::unique_ptr<Listener> rdma;
-  rc = verbs::VerbsListener::create(sock, backlog, &rdma);
-  if (rc) {
-    if (want == Kind::kVerbs) {
+  bool rdma_has_tcp_port = false;
+  if (want == Kind::kAuto || want == Kind::kVerbs) {
+    // Before the kernel socket listens: an iWARP device needs the port.
+    int rc = verbs::VerbsListener::create(sock, backlog, &rdma, &rdma_has_tcp_port);
+    if (rc && want == Kind::kVerbs) {
       SS_WARN("SLIPSTREAM_PROVIDER=verbs: cannot listen over rdma_cm: %s", strerror(-rc));
       return rc;
     }
-    if (rc != -ENODEV) SS_INFO("rdma_cm listener unavailable (%s)", strerror(-rc));
-    *out = std::move(soft);
+    if (rc && rc != -ENODEV) SS_INFO("rdma_cm listener unavailable (%s)", strerror(-rc));
+  }
+  if (!rdma_has_tcp_port) {
+    if (::listen(sock, backlog) < 0) return -errno;
+  } else if (want == Kind::kAuto) {
+    SS_INFO("an iWARP device holds this listener's port in TCP's port space: "
+            "no tcp-provider peers, verbs and shm only");
+  }
+  std::unique_ptr<Listener> soft;
+  if (int rc = create_soft_listener(sock, !rdma_has_tcp_port, &soft)) return rc;
+  if (!rdma || !soft) {
+    *out = rdma ? std::move(rdma) : std::move(soft);
     return 0;
   }
   std::unique_ptr<ListenerSet> set;
+  int rc;
   if ((rc = ListenerSet::create(&set)) || (rc = set->add(std::move(soft))) ||
       (rc = set->add(std::move(rdma))))
     return rc;
@@ -206,11 +229,12 @@ int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog) {
 }
 
 namespace {
-int create_soft_listener(int sock, std::unique_ptr<Listener>* out) {
-  std::unique_ptr<soft::StreamListener> l;
-  int rc = soft::StreamListener::create(sock, Kind::kTcp, &l);
-  if (rc) return rc;
+int create_soft_listener(int sock, bool with_tcp, std::unique_ptr<Listener>* out) {
   Kind want = configured();
+  if (!with_tcp && want != Kind::kAuto && want != Kind::kShm) return 0;
+  std::unique_ptr<soft::StreamListener> l;
+  int rc = soft::StreamListener::create(with_tcp ? sock : -1, Kind::kTcp, &l);
+  if (rc) return rc;
   if (want == Kind::kAuto || want == Kind::kShm) {
     // The shm rendezvous: an abstract unix socket named after our address.
     sockaddr_storage name{};

@@ -23,7 +23,8 @@ int create_active(Kind kind, int sock, const sockaddr* dst, socklen_t len,
                   std::unique_ptr<Endpoint>* out, const void* route = nullptr,
                   size_t route_len = 0);
 // Listener serving every provider this host can accept on, for the
-// rsocket whose kernel socket `sock` is bound and listening.
+// rsocket whose kernel socket `sock` is not listening yet: it listens
+// (with `backlog`) unless an iWARP device holds its port (rdma_cm only).
 int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog = 128);
 
 }  // namespace ss::prov

@@ -22,6 +22,8 @@ libslipstream_la_SOURCES += \
 libslipstream_la_SOURCES += \
 	core/prov/verbs/cm_events.h \
 	core/prov/verbs/cm_events.cc \
+	core/prov/verbs/msg_send.h \
+	core/prov/verbs/msg_send.cc \
 	core/prov/verbs/verbs_endpoint.h \
 	core/prov/verbs/verbs_endpoint.cc \
 	core/prov/verbs/verbs_listener.h \

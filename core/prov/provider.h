@@ -27,6 +27,9 @@ enum Cap : uint32_t {
   kCapUnchunked = 1u << 8,   // the peer is always Slipstream and a post is one copy:
                              // a write may fill a whole published buffer at once
                              // (no 64 KiB rsocket chunks, no small-first ramp)
+  kCapNoWriteLen = 1u << 9,  // a receive completion's byte_len is not the length of the
+                             // write it announces (iWARP: a 4-byte send follows the
+                             // write); the engine learns from memory what was written
 };
 
 enum class Kind : int { kAuto = 0, kShm = 1, kTcp = 2, kVerbs = 3 };

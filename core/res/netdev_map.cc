@@ -1,14 +1,10 @@
 #include "core/res/netdev_map.h"
 
-#include <dirent.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
-#include <sys/stat.h>
+#include <rdma/rdma_cma.h>
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <string>
 
 #include "core/res/verbs_manager.h"
 
@@ -40,52 +36,24 @@ bool source_for(const sockaddr* dst, socklen_t len, sockaddr_storage* src) {
   return ok;
 }
 
-bool same_ip(const sockaddr* a, const sockaddr_storage& b) {
-  if (!a || a->sa_family != b.ss_family) return false;
-  if (a->sa_family == AF_INET)
-    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
-           reinterpret_cast<const sockaddr_in*>(&b)->sin_addr.s_addr;
-  return memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
-                &reinterpret_cast<const sockaddr_in6*>(&b)->sin6_addr, sizeof(in6_addr)) == 0;
-}
-
-// The interface that owns `addr`, or "".
-std::string interface_of(const sockaddr_storage& addr) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list)) return {};
-  std::string name;
-  for (ifaddrs* i = list; i && name.empty(); i = i->ifa_next)
-    if (same_ip(i->ifa_addr, addr)) name = i->ifa_name;
-  freeifaddrs(list);
-  return name;
-}
-
-// Entries of a sysfs directory (no dot entries).
-template <typename Fn>
-void each_entry(const std::string& dir, Fn fn) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = readdir(d))
-    if (e->d_name[0] != '.') fn(std::string(e->d_name));
-  closedir(d);
-}
-
-bool netdev_has_rdma(const std::string& ifname) {
-  struct stat st;
-  // IPoIB and hardware RoCE NICs: the netdev's device has an infiniband/ folder.
-  if (stat(("/sys/class/net/" + ifname + "/device/infiniband").c_str(), &st) == 0) return true;
-  // RoCE ports (Soft-RoCE included) list their netdev per GID entry.
+// rdma_cm's own answer: binding an id to a local address attaches the
+// device that serves that address (RoCE, iWARP or IPoIB alike), as a
+// listener bound there would get; loopback and wildcard attach none.
+bool rdma_cm_serves(const sockaddr_storage& src) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  if (!ch) return false;
+  rdma_cm_id* id = nullptr;
   bool found = false;
-  const std::string ib = "/sys/class/infiniband/";
-  each_entry(ib, [&](const std::string& dev) {
-    each_entry(ib + dev + "/ports", [&](const std::string& port) {
-      const std::string ndevs = ib + dev + "/ports/" + port + "/gid_attrs/ndevs/";
-      // GID 0 is enough: every RoCE port has it on its netdev.
-      std::ifstream f(ndevs + "0");
-      std::string name;
-      if (f >> name && name == ifname) found = true;
-    });
-  });
+  if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0) {
+    sockaddr_storage a = src;
+    if (a.ss_family == AF_INET)
+      reinterpret_cast<sockaddr_in*>(&a)->sin_port = 0;
+    else
+      reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = 0;
+    found = rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&a)) == 0 && id->verbs;
+    rdma_destroy_id(id);
+  }
+  rdma_destroy_event_channel(ch);
   return found;
 }
 
@@ -95,8 +63,7 @@ bool rdma_serves(const sockaddr* dst, socklen_t len) {
   if (device_count() == 0) return false;
   sockaddr_storage src{};
   if (!source_for(dst, len, &src)) return false;
-  std::string ifname = interface_of(src);
-  return !ifname.empty() && netdev_has_rdma(ifname);
+  return rdma_cm_serves(src);
 }
 
 }  // namespace ss::res

@@ -1,8 +1,7 @@
-// Which traffic an RDMA device carries: the interface the kernel would use
-// to reach an address, and whether an RDMA device sits on it (RoCE/Soft-RoCE
-// ports list their netdev in sysfs; IPoIB and hardware NICs link it to
-// their device). This is how `auto` decides for verbs without starting an
-// rdma_cm resolution.
+// Which traffic an RDMA device carries: the source address the kernel would
+// use to reach an address, and whether rdma_cm finds a device for it (the
+// device a listener bound to that address would get). This is how `auto`
+// decides for verbs without starting an rdma_cm resolution.
 #pragma once
 #include <sys/socket.h>
 

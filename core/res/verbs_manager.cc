@@ -130,6 +130,10 @@ class Manager {
     std::call_once(init_, [this] { init(); });
     return count_;
   }
+  bool any_iwarp() {
+    device_count();
+    return iwarp_;
+  }
 
   ibv_pd* pd_for(ibv_context* ctx) {
     device_count();  // fork mode is settled before the first registration
@@ -164,6 +168,8 @@ class Manager {
     int n = 0;
     ibv_context** list = rdma_get_devices(&n);
     count_ = list ? n : 0;
+    for (int i = 0; i < count_; i++)
+      iwarp_ |= list[i]->device->transport_type == IBV_TRANSPORT_IWARP;
     if (list) rdma_free_devices(list);
     if (count_ == 0)
       SS_INFO("verbs: no RDMA device on this host; rsockets use the shm and tcp providers");
@@ -177,6 +183,7 @@ class Manager {
 
   std::once_flag init_;
   int count_ = 0;
+  bool iwarp_ = false;
   std::mutex mu_;
   std::vector<Device> devices_;
 };
@@ -184,6 +191,7 @@ class Manager {
 }  // namespace
 
 int device_count() { return Manager::get().device_count(); }
+bool any_iwarp_device() { return Manager::get().any_iwarp(); }
 ibv_pd* pd_for(ibv_context* ctx) { return Manager::get().pd_for(ctx); }
 MrCache& mr_cache() { return Manager::get().cache; }
 void hold_async_events(ibv_context* ctx) { Manager::get().watcher.hold(ctx); }

@@ -13,6 +13,9 @@ class MrCache;
 // Number of RDMA devices usable through rdma_cm (0: none, logged once at
 // info level). Cheap after the first call.
 int device_count();
+// True when one of them is an iWARP device (whose rdma_cm listeners take
+// ports in the kernel's own TCP port space).
+bool any_iwarp_device();
 
 // The process-wide protection domain of `ctx` (allocated on first use,
 // kept for the life of the process), or nullptr with errno set.

@@ -107,6 +107,8 @@ struct Addr {
 };
 
 Addr loopback(int family, uint16_t port = 0);
+// True when the verbs tests' address of `family` is on an iWARP device.
+bool verbs_is_iwarp(int family);
 // True when both name the same address and port (family-aware).
 bool same_endpoint(const Addr& a, const Addr& b);
 // A loopback port nobody listens on right now (bound then released).

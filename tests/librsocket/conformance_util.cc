@@ -22,6 +22,8 @@
 #include "core/base/config.h"
 #include "tests/librsocket/conformance.h"
 
+#include <rdma/rdma_cma.h>
+
 namespace rsconf {
 
 // ---------------------------------------------------------------------------
@@ -274,6 +276,21 @@ bool address_override(int family, Addr* a) {
   return inet_pton(family, s, dst) == 1;
 }
 }  // namespace
+
+bool verbs_is_iwarp(int family) {
+  Addr a = loopback(family);
+  rdma_event_channel* ch = rdma_create_event_channel();
+  if (!ch) return false;
+  rdma_cm_id* id = nullptr;
+  bool iwarp = false;
+  if (rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) == 0) {
+    iwarp = rdma_bind_addr(id, a.sa()) == 0 && id->verbs &&
+            id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+    rdma_destroy_id(id);
+  }
+  rdma_destroy_event_channel(ch);
+  return iwarp;
+}
 
 Addr loopback(int family, uint16_t port) {
   Addr a;

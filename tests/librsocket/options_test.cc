@@ -300,6 +300,14 @@ TEST_P(OptionsTest, RdmaRouteOnlyWhereThereArePaths) {
     EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
     return;
   }
+  if (verbs_is_iwarp(family())) {
+    // iWARP connections are routed by TCP: no path records to report.
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    EXPECT_EQ(-1, rgetsockopt(p.client, SOL_RDMA, RDMA_ROUTE, path, &len));
+    EXPECT_EQ(ENOENT, errno) << errstr(errno);
+    return;
+  }
   // verbs: a connection reports the path it resolved; a new socket given
   // that path connects without resolving a route.
   Pair p;

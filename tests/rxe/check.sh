@@ -4,8 +4,10 @@
 #   tests/rxe/rxe-vm.sh -s BUILD -s SRC -- bash SRC/tests/rxe/check.sh BUILD
 # Steps: smoke.sh (the guest has real verbs), interop.sh (stock rdmacm-utils
 # against ours), the verbs resource manager's unit tests and the rsocket
-# conformance suite on verbs (IPv4 and IPv6, plus hostile rdma_cm peers).  Each step's output comes
-# as it runs, then "=== STEP: exit N (S s)"; exits 1 when a step failed.
+# conformance suite on verbs (IPv4 and IPv6, plus hostile rdma_cm peers),
+# all on rxe0 (RoCE); then interop and conformance again on siw0 (iWARP).
+# Each step's output comes as it runs, then "=== STEP: exit N (S s)"; exits
+# 1 when a step failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:?usage: check.sh BUILD_DIR}" && pwd) || exit 2
@@ -39,6 +41,22 @@ if [ -x "$BUILD/rsocket_conformance" ]; then
   step conformance env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$RXE_IP" \
     RS_CONFORMANCE_VERBS_ADDR6="${RXE_IP6:-}" \
     "$BUILD/rsocket_conformance" --gtest_filter='*verbs*:VerbsHostile*'
+fi
+
+# The iWARP variant (write + 4-byte send) on Soft-iWARP: the same interop
+# matrix and conformance suite over siw0's addresses.  rxe-vm.sh leaves
+# SIW_IP empty when siw0 could not be made: that fails here.
+if [ -z "${SIW_IP:-}" ]; then
+  echo "=== siw: no siw0 in this guest (rxe-vm.sh said why, above)"
+  failed+=(siw)
+else
+  step siw-interop env RXE_IP="$SIW_IP" RXE_IP6="${SIW_IP6:-}" RXE_DEV="$SIW_DEV" \
+    RXE_NETDEV="$SIW_NETDEV" RXE_SIZES_QUICK=1 bash "$HERE/interop.sh" "$BUILD"
+  if [ -x "$BUILD/rsocket_conformance" ]; then
+    step siw-conformance env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$SIW_IP" \
+      RS_CONFORMANCE_VERBS_ADDR6="${SIW_IP6:-}" \
+      "$BUILD/rsocket_conformance" --gtest_filter='*verbs*:VerbsHostile*'
+  fi
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

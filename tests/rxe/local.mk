@@ -14,6 +14,7 @@ RXE_VM_FLAGS = -t 1500
 RXE_ENV =
 RXE_RUN = $(RXE_VM) $(RXE_VM_FLAGS) -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- env $(RXE_ENV)
 EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
+	tests/rxe/siw-module.sh \
 	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/figures.sh tests/rxe/check.sh
 
 .PHONY: check-rxe rxe-figures

@@ -1,9 +1,12 @@
 #!/bin/bash
 # Run a command as root inside a throw-away qemu guest that has real RDMA
-# verbs: Soft-RoCE (the kernel's rdma_rxe) as rxe0 on a dummy netdev.  The
-# development and CI machines have no RDMA in their kernel; the guest boots
-# Debian's own kernel package and rdma-core userspace (apt-get download), so
-# the host needs nothing but qemu (installed when missing) and apt.
+# verbs: Soft-RoCE (the kernel's rdma_rxe) as rxe0 on a dummy netdev, and
+# Soft-iWARP (siw) as siw0 on a second one.  The development and CI machines
+# have no RDMA in their kernel; the guest boots Debian's own kernel package
+# and rdma-core userspace (apt-get download), so the host needs nothing but
+# qemu (installed when missing) and apt.  Debian's kernel lacks siw, so
+# siw-module.sh builds siw.ko once per kernel package version (it installs
+# the matching linux-headers, which bring in gcc, and downloads linux-source).
 #
 # usage: rxe-vm.sh [-t SECS] [-s DIR]... [-m MB] [-v] [-H] -- CMD [ARG...]
 #   -t SECS  limit for the whole VM run (default 600)
@@ -21,9 +24,13 @@
 #
 # Inside the guest CMD runs under bash as root, memlock unlimited, with
 # RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP=192.168.77.1 RXE_IP6=fd00:77::1
-# exported (both addresses on dummy0, so on rxe0's GID table); its output
-# (stdout and stderr together) is printed as it comes.  No network
-# leaves the guest: qemu has no NIC, dummy0 exists only inside.
+# exported (both addresses on dummy0, so on rxe0's GID table), and
+# SIW_DEV=siw0 SIW_NETDEV=dummy1 SIW_IP=192.168.78.1 SIW_IP6=fd00:78::1 (on
+# dummy1).  When siw.ko could not be built or siw0 does not come up, a line
+# says so (on stderr, or first in CMD's output) and SIW_IP and SIW_IP6 are
+# empty: tests that need siw must then fail.  CMD's output (stdout and
+# stderr together) is printed as it comes.  No network leaves the guest:
+# qemu has no NIC, dummy0 and dummy1 exist only inside.
 #
 # Exit status: CMD's; 124 when the time limit hit, 125 when the VM or the
 # rxe set-up failed (the console tail is printed), 2 for bad usage.
@@ -32,7 +39,8 @@
 # downloaded packages, the trimmed kernel and the guest initramfs (~70 MB);
 # RXE_VM_ACCEL=auto|kvm|tcg (auto: kvm only when /dev/kvm opens and the CPU
 # shows vmx/svm); RXE_VM_KERNEL pins the kernel package (default: what
-# linux-image-amd64 depends on, remembered in the cache).
+# linux-image-amd64 depends on, remembered in the cache); RXE_VM_SIW=0 skips
+# building siw.ko (no siw0 then).
 set -eu -o pipefail
 
 TIMEOUT=600 MEM=1024 VERBOSE=0 HOSTUSR=1
@@ -50,6 +58,9 @@ case $TIMEOUT$MEM in *[!0-9]*) usage >&2; exit 2 ;; esac
 
 GUEST_IP=192.168.77.1
 GUEST_IP6=fd00:77::1
+SIW_IP=192.168.78.1
+SIW_IP6=fd00:78::1
+HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${RXE_VM_CACHE:-${HOME:-/root}/.cache/slipstream-rxe}
 T0=$(date +%s)
 log() { [ "$VERBOSE" = 0 ] || echo "rxe-vm: [$(($(date +%s) - T0))s] $*" >&2; }
@@ -108,7 +119,9 @@ fi
 
 # ----------------------------------------------------------------- cache
 # debs-HASH/     the guest's userspace packages (apt-get download)
-# kernel-PKG-H/  vmlinux (ELF, booted through PVH), kver, the needed modules
+# kernel-PKG-H/  vmlinux (ELF, booted through PVH), kver, kversion (the
+#                package's version), the needed modules
+# siw-PKG-VER/   siw.ko built by siw-module.sh, build.log
 # busybox        static busybox for depmod and cpio on the host
 # initrd-HASH    uncompressed guest initramfs (rebuilt when this file changes)
 PKGS=(rdma-core ibverbs-providers libibverbs1 librdmacm1 rdmacm-utils
@@ -116,11 +129,15 @@ PKGS=(rdma-core ibverbs-providers libibverbs1 librdmacm1 rdmacm-utils
   libstdc++6 libnl-3-200 libnl-route-3-200 libmnl0 libbsd0 libmd0 libcap2
   libelf1 libbpf1 zlib1g)
 # kernel modules (modprobe names) the guest loads; dependencies follow
-MODS="virtio_pci 9pnet_virtio 9p overlay crc32_generic dummy rdma_rxe rdma_ucm ib_uverbs"
+# (siw.ko, built apart, depends on ib_core and libcrc32c; libcrc32c needs a
+# crc32c provider, which busybox modprobe does not pull in as a softdep)
+MODS="virtio_pci 9pnet_virtio 9p overlay crc32_generic dummy rdma_rxe rdma_ucm
+  ib_uverbs crc32c_generic libcrc32c"
 # programs whose shared libraries must all come from the guest's packages
 NEED_BINS="bin/bash sbin/ip usr/bin/rdma usr/bin/ibv_devices usr/bin/ibv_devinfo
   usr/bin/ibv_rc_pingpong usr/bin/rstream usr/bin/rping
-  usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
+  usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+  usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so"
 
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
@@ -162,6 +179,7 @@ if [ ! -e "$KDIR/.done" ]; then
   (cd "$KDIR" && apt_retry apt-get "${APT_OPTS[@]}" download -q "$KPKG" >/dev/null) \
     || die "apt-get download $KPKG failed"
   dpkg-deb -x "$KDIR/${KPKG}"_*.deb "$KDIR/x"
+  dpkg-deb -f "$KDIR/${KPKG}"_*.deb Version > "$KDIR/kversion"
   rm -f "$KDIR/${KPKG}"_*.deb
   KVER=$(ls "$KDIR/x/lib/modules")
   # The bzImage carries the kernel as xz; the bare ELF boots straight from
@@ -202,6 +220,30 @@ if [ ! -e "$KDIR/.done" ]; then
 fi
 KVER=$(cat "$KDIR/kver")
 
+# Soft-iWARP: CONFIG_RDMA_SIW is unset in Debian 12's kernels, so siw.ko is
+# built out of tree for exactly this kernel package version and cached.  A
+# failure is said (always, not only with -v) but not fatal: rxe still works.
+# It is tried again on the next run (the cause may be a passing apt error).
+SIWKO=
+if [ "${RXE_VM_SIW:-1}" != 0 ]; then
+  KPVER=$(cat "$KDIR/kversion" 2>/dev/null ||
+          apt-cache show --no-all-versions "$KPKG" 2>/dev/null | sed -n 's/^Version: //p' || true)
+  SIWDIR=$CACHE/siw-$KPKG-$KPVER
+  if [ -n "$KPVER" ] && [ ! -e "$SIWDIR/siw.ko" ]; then
+    log "building siw.ko for $KPKG $KPVER (siw-module.sh)"
+    rm -rf "$CACHE"/siw-*/
+    mkdir -p "$SIWDIR"
+    bash "$HERE/siw-module.sh" "$KVER" "$KPVER" "$SIWDIR/siw.ko" > "$SIWDIR/build.log" 2>&1 || {
+      echo "rxe-vm: cannot build siw.ko (Soft-iWARP) for $KPKG $KPVER: no siw0 in the" \
+        "guest, SIW_IP empty; $SIWDIR/build.log ends:"
+      tail -5 "$SIWDIR/build.log" | sed 's/^/  /'
+    } >&2
+  fi
+  [ -z "$KPVER" ] || [ ! -e "$SIWDIR/siw.ko" ] || SIWKO=$SIWDIR/siw.ko
+  [ -n "$KPVER" ] ||
+    echo "rxe-vm: no version known for $KPKG, so no siw.ko: no siw0 in the guest, SIW_IP empty" >&2
+fi
+
 # The guest's /init (busybox sh).  The per-run folder arrives over 9p as
 # "rxerun": config (shell variables), shares (one path a line, tag shareN),
 # cmd (the bash script to run), alternatives (the host's /etc/alternatives,
@@ -223,6 +265,12 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 up() { cut -d' ' -f1 /proc/uptime; }
 fail() { echo "rxe-vm(guest): set-up failed: $*"; dmesg | tail -20; poweroff -f; }
+# siw is optional: say why it is missing, on the console and first in CMD's output
+siw_off() {
+  echo "rxe-vm(guest): no siw0 ($*): SIW_IP and SIW_IP6 are empty" | tee -a /rxe-run/out
+  dmesg | grep -i siw | tail -5
+  SIW_IP= SIW_IP6=
+}
 echo "rxe-vm(guest): init at $(up)s"
 O="-o trans=virtio,version=9p2000.L,msize=262144"
 modprobe virtio_pci && modprobe 9pnet_virtio && modprobe 9p || fail "9p modules"
@@ -243,6 +291,23 @@ until grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; do
   i=$((i + 1)); [ $i -le 100 ] || fail "rxe0 not ACTIVE"; sleep 0.1
 done
 echo "rxe-vm(guest): rxe0 ACTIVE at $(up)s"
+# Soft-iWARP on its own dummy1, so rxe0 and dummy0 stay as they were
+if [ ! -e "/lib/modules/$(uname -r)/updates/siw.ko" ]; then
+  siw_off "siw.ko is not in the initramfs: the host did not build it"
+elif ! { modprobe crc32c_generic && modprobe siw; }; then
+  siw_off "modprobe siw failed"
+elif ! { ip link add dummy1 type dummy && ip addr add "$SIW_IP/24" dev dummy1 &&
+         ip link set dummy1 up && /bin/ip -6 addr add "$SIW_IP6/64" dev dummy1 nodad; }; then
+  siw_off "dummy1 set-up failed"
+elif ! rdma link add siw0 type siw netdev dummy1; then
+  siw_off "rdma link add siw0 failed"
+else
+  i=0
+  until grep -q ACTIVE /sys/class/infiniband/siw0/ports/1/state 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 100 ] || break; sleep 0.1
+  done
+  if [ $i -le 100 ]; then echo "rxe-vm(guest): siw0 ACTIVE at $(up)s"; else siw_off "siw0 not ACTIVE"; fi
+fi
 n=0
 while IFS= read -r d; do
   mkdir -p "$d" && mount -t 9p $O,access=any "share$n" "$d" || fail "mount $d"
@@ -256,18 +321,19 @@ if [ "$HOSTUSR" = 1 ]; then
   ln -s /rxe-run/alternatives /etc/alternatives   # awk, cc, c++...
 fi
 export RXE_DEV=rxe0 RXE_NETDEV=dummy0 RXE_IP RXE_IP6
+export SIW_DEV=siw0 SIW_NETDEV=dummy1 SIW_IP SIW_IP6
 ulimit -l unlimited
 echo 1 > /proc/sys/kernel/printk
 echo "rxe-vm(guest): running at $(up)s"
-/bin/bash /rxe-run/cmd < /dev/null > /rxe-run/out 2>&1
+/bin/bash /rxe-run/cmd < /dev/null >> /rxe-run/out 2>&1
 echo $? > /rxe-run/rc
 echo "rxe-vm(guest): done at $(up)s"
 poweroff -f
 EOF
 }
 
-INITRD=$CACHE/initrd-$( (guest_init; ls "$DEBS"; cd "$KDIR" && find mods | sort) |
-                        md5sum | cut -c1-10)
+INITRD=$CACHE/initrd-$( (guest_init; ls "$DEBS"; [ -z "$SIWKO" ] || md5sum < "$SIWKO"
+                         cd "$KDIR" && find mods | sort) | md5sum | cut -c1-10)
 if [ ! -e "$INITRD" ]; then
   log "building the guest initramfs"
   R=$(mktemp -d "$CACHE/tmp.XXXXXX")
@@ -287,6 +353,10 @@ if [ ! -e "$INITRD" ]; then
   mkdir -p "$R"/{proc,sys,dev,tmp,run,root,etc,lib/modules}
   ln -s bash "$R/bin/sh"
   cp -a "$KDIR/mods/$KVER" "$R/lib/modules/"
+  if [ -n "$SIWKO" ]; then
+    mkdir -p "$R/lib/modules/$KVER/updates"
+    cp "$SIWKO" "$R/lib/modules/$KVER/updates/siw.ko"
+  fi
   "$BB" depmod -b "$R" "$KVER"
   echo 'root:x:0:0:root:/root:/bin/bash' > "$R/etc/passwd"
   echo 'root:x:0:' > "$R/etc/group"
@@ -314,7 +384,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-printf 'RXE_IP=%s\nRXE_IP6=%s\nHOSTUSR=%s\n' "$GUEST_IP" "$GUEST_IP6" "$HOSTUSR" > "$RUN/config"
+printf 'RXE_IP=%s\nRXE_IP6=%s\nSIW_IP=%s\nSIW_IP6=%s\nHOSTUSR=%s\n' \
+  "$GUEST_IP" "$GUEST_IP6" "$SIW_IP" "$SIW_IP6" "$HOSTUSR" > "$RUN/config"
 printf '%s\n' "${SHARES[@]}" > "$RUN/shares"
 { printf 'cd %q || exit 125\n' "$WORKDIR"; printf '%q ' "$@"; echo; } > "$RUN/cmd"
 : > "$RUN/out"

@@ -25,8 +25,10 @@ int StreamListener::create(int sock, Kind kind, std::unique_ptr<StreamListener>*
   std::unique_ptr<StreamListener> l(new StreamListener());
   l->epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (l->epfd_ < 0) return -errno;
-  int rc = l->add_socket(sock, kind, &make_stream_passive, false);
-  if (rc) return rc;
+  if (sock >= 0) {
+    int rc = l->add_socket(sock, kind, &make_stream_passive, false);
+    if (rc) return rc;
+  }
   *out = std::move(l);
   return 0;
 }

@@ -12,8 +12,9 @@ namespace ss::prov::soft {
 
 class StreamListener : public Listener {
  public:
-  // `sock` is a listening stream socket owned by the caller; `kind` is the
-  // provider its connections speak.
+  // `sock` is a listening stream socket owned by the caller (-1: none
+  // yet, add_socket() brings them); `kind` is the provider its connections
+  // speak.
   static int create(int sock, Kind kind, std::unique_ptr<StreamListener>* out);
   ~StreamListener() override;
   // Builds the endpoint for a connection whose hello arrived (nullptr: refuse).

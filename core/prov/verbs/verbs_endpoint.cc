@@ -23,6 +23,7 @@ constexpr int kResolveTries = 3;  // on ETIMEDOUT, as upstream
 // Control messages (16-byte SGL updates) are always posted inline.
 constexpr uint32_t kMinQpInline = 16;
 constexpr uint32_t kQpMaxSize = 0xFFFE;
+constexpr uint32_t kCtrlSpares = 4;  // shutdown, disconnect, keepalive and one more
 
 socklen_t addr_len(const sockaddr* a) {
   return a->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
@@ -96,11 +97,6 @@ int VerbsEndpoint::on_resolve_event(const rdma_cm_event* e) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
       if (phase_ != Phase::kAddr) return 0;
       if (!id_->verbs) return -ENODEV;
-      if (id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
-        SS_WARN("verbs: %s is an iWARP device; the iWARP variant of rsockets is not supported yet",
-                ibv_get_device_name(id_->verbs->device));
-        return -ENOTSUP;
-      }
       resolve_tries_ = 0;
       if (!route_.empty()) {
         // Path records given with RDMA_ROUTE replace route resolution.
@@ -176,7 +172,8 @@ VerbsEndpoint::~VerbsEndpoint() {
 }
 
 uint32_t VerbsEndpoint::caps() const {
-  return kCapWrite | kCapWriteImm | kCapInline | kCapRoute | kCapRecvWr | kCapAsyncPlace;
+  return kCapWrite | kCapWriteImm | kCapInline | kCapRoute | kCapRecvWr | kCapAsyncPlace |
+         (msg_send_ ? uint32_t{kCapNoWriteLen} : 0u);
 }
 
 int VerbsEndpoint::setup(EndpointAttr* attr) {
@@ -187,26 +184,46 @@ int VerbsEndpoint::setup(EndpointAttr* attr) {
   ibv_device_attr dev{};
   if (int e = ibv_query_device(ctx, &dev)) return -e;
   const uint32_t max_wr = std::min<uint32_t>(static_cast<uint32_t>(dev.max_qp_wr), kQpMaxSize);
-  attr->sq_size = std::clamp<uint32_t>(attr->sq_size, 16, max_wr);
-  attr->rq_size = std::clamp<uint32_t>(attr->rq_size, 16, max_wr);
+  const bool iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
+  // On iWARP a message takes two send WQEs; the engine counts messages.
+  const uint32_t wqes_per_msg = iwarp ? 2 : 1;
+  attr->sq_size = std::clamp<uint32_t>(attr->sq_size, 16, max_wr / wqes_per_msg);
+  // iWARP has no RNR retry: a send that finds no receive breaks the
+  // connection. Control messages take no credit, so beyond the rq_size
+  // receives the peer gets credits for, spares wait for them (one control
+  // message per data message at most, plus shutdown and keepalive).
+  const uint32_t rq_max = iwarp ? (max_wr - kCtrlSpares) / 2 : max_wr;
+  attr->rq_size = std::clamp<uint32_t>(attr->rq_size, 16, rq_max);
+  const uint32_t spare_recvs = iwarp ? attr->rq_size + kCtrlSpares : 0;
 
   if (!(comp_ = ibv_create_comp_channel(ctx))) return -errno;
   if (int rc = set_nonblocking(comp_->fd)) return rc;
-  const int cqe = static_cast<int>(attr->sq_size + attr->rq_size);
+  const uint32_t recvs = attr->rq_size + spare_recvs;
+  const int cqe = static_cast<int>(attr->sq_size * wqes_per_msg + recvs);
   if (!(cq_ = ibv_create_cq(ctx, std::min(cqe, dev.max_cqe), this, comp_, 0))) return -errno;
 
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = cq_;
   qa.qp_type = IBV_QPT_RC;
   qa.sq_sig_all = 1;
-  qa.cap.max_send_wr = attr->sq_size;
-  qa.cap.max_recv_wr = attr->rq_size;
+  qa.cap.max_send_wr = attr->sq_size * wqes_per_msg;
+  qa.cap.max_recv_wr = recvs;
   qa.cap.max_send_sge = 2;
   qa.cap.max_recv_sge = 1;
   qa.cap.max_inline_data = std::max(attr->max_inline, kMinQpInline);
   if (rdma_create_qp(id_, pd_, &qa)) return -errno;
   qp_ = true;
   qp_inline_ = qa.cap.max_inline_data;
+  if (iwarp) {
+    // The 4-byte message goes inline (upstream refuses a device that can't).
+    if (qp_inline_ < sizeof(uint32_t)) return -ENOTSUP;
+    msg_send_ = std::make_unique<MsgSend>();
+    if (int rc = msg_send_->init(pd_, recvs)) return rc;
+    // The engine keeps its rq_size posted (one again per completion); the
+    // spares are posted once here and replaced the same way.
+    for (uint32_t i = 0; i < spare_recvs; i++)
+      if (int rc = msg_send_->post_recv(id_->qp, kRecvTag)) return -rc;
+  }
   // The engine puts user data inline up to what the application asked for.
   attr->max_inline = std::min(attr->max_inline, qp_inline_);
 
@@ -251,8 +268,11 @@ int VerbsEndpoint::conn_param(const void* pdata, size_t len, rdma_conn_param* p)
   *p = {};
   p->private_data = pdata;
   p->private_data_len = static_cast<uint8_t>(len);
-  p->responder_resources = 0;
-  p->initiator_depth = 0;
+  // iWARP connections start with an RDMA read (MPA's ready-to-receive):
+  // the active side may issue one, the passive side answers one, as
+  // upstream's connect and its accept (which mirrors the request) do.
+  p->responder_resources = msg_send_ && passive_ ? 1 : 0;
+  p->initiator_depth = msg_send_ && !passive_ ? 1 : 0;
   p->flow_control = 1;
   p->retry_count = 7;
   // Control messages take no credit and may meet an empty receive queue:
@@ -367,12 +387,22 @@ int VerbsEndpoint::post_send(const SendWr& wr) {
     if (total > qp_inline_) return -EINVAL;
     sw.send_flags = IBV_SEND_INLINE;
   }
-  ibv_send_wr* bad = nullptr;
-  int rc = ibv_post_send(id_->qp, &sw, &bad);
+  int rc;
+  if (msg_send_ && wr.op == Op::kWriteImm) {
+    sw.opcode = IBV_WR_RDMA_WRITE;
+    rc = MsgSend::post(id_->qp, &sw, wr.wr_id, wr.imm);
+  } else {
+    ibv_send_wr* bad = nullptr;
+    rc = ibv_post_send(id_->qp, &sw, &bad);
+  }
   return rc ? -rc : 0;
 }
 
 int VerbsEndpoint::post_recv(uint64_t wr_id) {
+  if (msg_send_) {
+    int rc = msg_send_->post_recv(id_->qp, wr_id | kRecvTag);
+    return rc ? -rc : 0;
+  }
   ibv_recv_wr rw{};
   rw.wr_id = wr_id | kRecvTag;
   rw.num_sge = 0;  // every notification is immediate data
@@ -381,38 +411,72 @@ int VerbsEndpoint::post_recv(uint64_t wr_id) {
   return rc ? -rc : 0;
 }
 
-void VerbsEndpoint::translate(const ibv_wc& in, Completion* out) {
+namespace {
+int wc_errno(const ibv_wc& wc) {
+  switch (wc.status) {
+    case IBV_WC_SUCCESS:
+      return 0;
+    case IBV_WC_WR_FLUSH_ERR:
+      return ECONNRESET;
+    default:
+      SS_DEBUG("verbs: completion error %s (vendor 0x%x)", ibv_wc_status_str(wc.status),
+               wc.vendor_err);
+      return EIO;
+  }
+}
+}  // namespace
+
+// The engine fails the connection on a receive that completes in error.
+void VerbsEndpoint::fail_protocol(const char* why, Completion* out) {
+  SS_WARN("verbs: peer %s", why);
+  out->status = EPROTO;
+}
+
+bool VerbsEndpoint::translate(const ibv_wc& in, Completion* out) {
+  if (msg_send_) return translate_msg_send(in, out);
   out->wr_id = in.wr_id & ~kRecvTag;
   out->op = (in.wr_id & kRecvTag) ? WcOp::kRecvImm : WcOp::kSend;
   out->imm = (in.wc_flags & IBV_WC_WITH_IMM) ? be32toh(in.imm_data) : 0;
   out->byte_len = in.byte_len;
-  switch (in.status) {
-    case IBV_WC_SUCCESS:
-      out->status = 0;
-      break;
-    case IBV_WC_WR_FLUSH_ERR:
-      out->status = ECONNRESET;
-      break;
-    default:
-      SS_DEBUG("verbs: completion error %s (vendor 0x%x)", ibv_wc_status_str(in.status),
-               in.vendor_err);
-      out->status = EIO;
-      break;
-  }
+  out->status = wc_errno(in);
   // A plain SEND (e.g. an iWARP peer's message) is not this protocol.
-  if (out->op == WcOp::kRecvImm && !out->status && !(in.wc_flags & IBV_WC_WITH_IMM)) {
-    SS_WARN("verbs: peer sent a message without immediate data; connection failed");
-    out->status = EPROTO;
-    rdma_disconnect(id_);
+  if (out->op == WcOp::kRecvImm && !out->status && !(in.wc_flags & IBV_WC_WITH_IMM))
+    fail_protocol("sent a message without immediate data", out);
+  return true;
+}
+
+bool VerbsEndpoint::translate_msg_send(const ibv_wc& in, Completion* out) {
+  out->status = wc_errno(in);
+  if (in.wr_id & kRecvTag) {
+    out->wr_id = MsgSend::recv_wr_id(in.wr_id) & ~kRecvTag;
+    out->op = WcOp::kRecvImm;
+    out->imm = 0;
+    out->byte_len = 0;  // the write's length is not known here (kCapNoWriteLen)
+    if (!out->status && !msg_send_->message(in, &out->imm))
+      fail_protocol("sent something other than a 4-byte message", out);
+    return true;
   }
+  if (in.wr_id & MsgSend::kWriteHalfTag) {
+    // The message completes with its send; a failed write is reported
+    // there (the send behind it is flushed).
+    if (out->status && !write_half_err_) write_half_err_ = out->status;
+    return false;
+  }
+  out->wr_id = in.wr_id;
+  out->op = WcOp::kSend;
+  out->imm = 0;
+  out->byte_len = in.byte_len;
+  if (out->status && write_half_err_) out->status = write_half_err_;
+  return true;
 }
 
 int VerbsEndpoint::poll_device(Completion* wc, int max) {
   ibv_wc raw[32];
   int n = ibv_poll_cq(cq_, std::min(max, 32), raw);
   if (n < 0) return -EIO;
-  for (int i = 0; i < n; i++) translate(raw[i], &wc[i]);
-  return n;
+  int kept = 0;
+  for (int i = 0; i < n; i++) kept += translate(raw[i], &wc[kept]);
+  return kept;
 }
 
 int VerbsEndpoint::poll_into_stash_locked() {

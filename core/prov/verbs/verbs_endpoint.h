@@ -1,7 +1,8 @@
 // The verbs provider: an rsocket connection over rdma_cm and an RC queue
 // pair, as upstream librdmacm's rsockets sets it up (connection data as CM
-// private data, writes with immediate, receives without SGEs, RNR retry 7),
-// so either end may be a stock librdmacm peer.
+// private data, writes with immediate, receives without SGEs, RNR retry 7;
+// on iWARP devices write + 4-byte send, see msg_send.h), so either end may
+// be a stock librdmacm peer.
 #pragma once
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/prov/provider.h"
+#include "core/prov/verbs/msg_send.h"
 #include "core/res/mr_cache.h"
 
 namespace ss::prov::verbs {
@@ -21,9 +23,8 @@ class VerbsEndpoint final : public Endpoint {
  public:
   // Starts resolving `dst` (address, then route unless RDMA_ROUTE path
   // records are given in `route`); resolve_progress() reports the outcome
-  // (-ENODEV when no RDMA device leads to `dst`, -ENOTSUP for iWARP
-  // devices, which are not supported yet). The rsocket's kernel socket
-  // `sock` lends its bound address, if any.
+  // (-ENODEV when no RDMA device leads to `dst`). The rsocket's kernel
+  // socket `sock` lends its bound address, if any.
   static int make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
                          size_t route_len, std::unique_ptr<Endpoint>* out);
   // For a connection request taken from a listener: `id` (whose events are
@@ -71,7 +72,11 @@ class VerbsEndpoint final : public Endpoint {
   // Moves completions into stash_ (arm's look-ahead); count moved.
   int poll_into_stash_locked();
   int poll_device(Completion* wc, int max);
-  void translate(const ibv_wc& in, Completion* out);
+  // false when the completion is not one the engine sees (the write half
+  // of an iWARP message).
+  bool translate(const ibv_wc& in, Completion* out);
+  bool translate_msg_send(const ibv_wc& in, Completion* out);
+  void fail_protocol(const char* why, Completion* out);
   void save_private_data(const rdma_cm_event* ev);
 
   rdma_event_channel* ch_ = nullptr;
@@ -85,6 +90,9 @@ class VerbsEndpoint final : public Endpoint {
   int epfd_ = -1;
   int descriptor_ = -1;
   uint32_t qp_inline_ = 0;
+  // Set on iWARP devices: messages go as write + send.
+  std::unique_ptr<MsgSend> msg_send_;
+  int write_half_err_ = 0;  // a failed write half, reported with its send
 
   // Active side's resolution: address, then route, then ready.
   enum class Phase { kAddr, kRoute, kReady } phase_ = Phase::kReady;

@@ -10,7 +10,9 @@
 
 namespace ss::prov::verbs {
 
-int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out) {
+int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out,
+                          bool* tcp_port) {
+  *tcp_port = false;
   if (res::device_count() == 0) return -ENODEV;
   sockaddr_storage name{};
   socklen_t len = sizeof name;
@@ -25,7 +27,18 @@ int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out)
   // for the rsocket, which still listens on the other providers.
   if (rdma_bind_addr(l->id_, reinterpret_cast<sockaddr*>(&name)))
     return errno == EADDRNOTAVAIL || errno == ENODEV ? -ENODEV : -errno;
+  // A wildcard id listens on every device, a bound one on its own.
+  const bool iwarp = l->id_->verbs
+                         ? l->id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP
+                         : res::any_iwarp_device();
+  if (iwarp) {
+    // The device binds a kernel TCP socket to this address and port (with
+    // SO_REUSEADDR); the rsocket's socket keeps its name but must share.
+    int on = 1;
+    if (setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on)) return -errno;
+  }
   if (rdma_listen(l->id_, backlog)) return -errno;
+  *tcp_port = iwarp;
   *out = std::move(l);
   return 0;
 }
@@ -53,12 +66,6 @@ int VerbsListener::get_request(std::unique_ptr<Endpoint>* ep) {
       plen = 0;
     // The id can move to a channel of its own only once its event is acked.
     rdma_ack_cm_event(e);
-    if (id->verbs && id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
-      SS_WARN("verbs: connection request on an iWARP device refused (not supported yet)");
-      rdma_reject(id, nullptr, 0);
-      rdma_destroy_id(id);
-      continue;
-    }
     *ep = VerbsEndpoint::make_passive(id, pdata, plen);
     if (*ep) return 0;
   }

@@ -1,0 +1,45 @@
+// The iWARP variant of rsockets (upstream's RS_OPT_MSG_SEND): iWARP has no
+// RDMA write with immediate, so each message is a WRITE of its data (if
+// any) followed by a 4-byte inline SEND carrying the 32-bit message in host
+// byte order, and every receive gets a 4-byte buffer for it. The endpoint
+// keeps its write-with-immediate path; this holds what differs.
+#pragma once
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+namespace ss::prov::verbs {
+
+class MsgSend {
+ public:
+  // Bit 62 of a send wr_id marks the write half of a message: its
+  // completion is not the message's (the SEND's is).
+  static constexpr uint64_t kWriteHalfTag = 1ull << 62;
+
+  MsgSend() = default;
+  MsgSend(const MsgSend&) = delete;
+  MsgSend& operator=(const MsgSend&) = delete;
+  ~MsgSend();
+
+  // Registers `slots` 4-byte receive buffers on `pd`; 0 or -errno.
+  int init(ibv_pd* pd, uint32_t slots);
+  // Posts one receive with the next buffer; its wr_id carries the slot
+  // in bits 32-62, which recv_wr_id() clears again.
+  int post_recv(ibv_qp* qp, uint64_t wr_id);
+  // The message of a successful receive completion; false when the peer
+  // sent something other than a 4-byte message.
+  bool message(const ibv_wc& wc, uint32_t* msg) const;
+  // The wr_id given to post_recv, from a receive completion's.
+  static uint64_t recv_wr_id(uint64_t raw);
+  // Posts `write` (its data, when it has any) then the 4-byte SEND of
+  // `msg` with `wr_id`, in one chain; ibv_post_send's result.
+  static int post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg);
+
+ private:
+  uint32_t* slots_ = nullptr;
+  ibv_mr* mr_ = nullptr;
+  uint32_t count_ = 0;
+  uint32_t next_ = 0;
+};
+
+}  // namespace ss::prov::verbs
