@@ -15,6 +15,7 @@
 
 #include "core/mem/region.h"
 #include "core/prov/provider.h"
+#include "librsocket/futex_mutex.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {
@@ -117,7 +118,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
  private:
   friend class ListenService;
-  using Lock = std::unique_lock<std::mutex>;
+  using Lock = std::unique_lock<FutexMutex>;
 
   int setsockopt_locked(int level, int name, const void* val, socklen_t len);
   int alloc_buffers();
@@ -167,7 +168,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   const int fd_;
   const int domain_;
-  std::mutex mu_;
+  FutexMutex mu_;
   // One sender and one receiver at a time: a flag taken under mu_ and held
   // across the sleeps that release it (cheaper than a mutex per direction).
   bool sending_ = false, receiving_ = false;
