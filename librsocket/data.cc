@@ -89,7 +89,7 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
   size_t left = len;
   // Upstream's chunking (small first, then 64 KiB) overlaps staging copies
   // with transfers; where a post is the whole copy it only adds posts.
-  const bool whole = ep_->caps() & prov::kCapUnchunked;
+  const bool whole = caps_ & prov::kCapUnchunked;
   const uint32_t max_xfer = whole ? UINT32_MAX : kMaxTransfer;
   uint32_t olap = whole ? max_xfer : kOlapStartSize;
   std::vector<uint8_t> gather;

@@ -142,7 +142,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
   if (wc.op == prov::WcOp::kRecvImm) {
     if (wc.status == 0) {
       handle_recv(wc.imm, wc.byte_len);
-      if (ep_ && (ep_->caps() & prov::kCapRecvWr)) ep_->post_recv(0);
+      if (ep_ && (caps_ & prov::kCapRecvWr)) ep_->post_recv(0);
     }
     return;
   }
@@ -232,7 +232,7 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   wr.remote_addr = raddr;
   wr.rkey = rkey;
   // Providers that take the bytes at post time need no staging copy.
-  const bool direct = from_user && (len <= max_inline_ || (ep_->caps() & prov::kCapCopyOnPost));
+  const bool direct = from_user && (len <= max_inline_ || (caps_ & prov::kCapCopyOnPost));
   if (direct) {
     wr.sge[0] = {reinterpret_cast<uint64_t>(src), len, 0};
     wr.num_sge = len ? 1 : 0;

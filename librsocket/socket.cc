@@ -253,6 +253,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
 
 // Queue sizes and buffers for a connection whose peer is known.
 int Socket::start_endpoint() {
+  caps_ = ep_->caps();  // a virtual call the data path would pay per message
   prov::EndpointAttr attr{clamp_qp(opt_.sq_size), clamp_qp(opt_.rq_size), opt_.inline_size};
   int rc = ep_->setup(&attr);
   if (rc) return rc;
@@ -262,7 +263,7 @@ int Socket::start_endpoint() {
   opt_.inline_size = attr.max_inline;
   rc = alloc_buffers();
   if (rc) return rc;
-  if (ep_->caps() & prov::kCapRecvWr)
+  if (caps_ & prov::kCapRecvWr)
     for (uint32_t i = 0; i < opt_.rq_size; i++)
       if ((rc = ep_->post_recv(0)) != 0) return rc;
   return 0;

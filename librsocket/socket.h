@@ -211,6 +211,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   prov::Kind kind_ = prov::Kind::kAuto;
   bool resolving_ = false;  // the provider is still finding the peer (verbs)
   std::unique_ptr<prov::Endpoint> ep_;
+  uint32_t caps_ = 0;  // ep_->caps(), from start_endpoint() on
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
   int accept_efd_ = -1;  // counts queued connections (readable when any)
