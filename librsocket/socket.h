@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/fifo.h"
 #include "core/mem/region.h"
 #include "core/prov/provider.h"
 #include "librsocket/futex_mutex.h"
@@ -249,7 +250,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   struct Rmsg {
     uint32_t len;
   };
-  std::deque<Rmsg> rmsg_;
+  Fifo<Rmsg> rmsg_;
   uint32_t rmsg_head_consumed_ = 0;  // bytes already read from rmsg_.front()
 
   std::vector<Iomap> iomaps_;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/fifo.h"
 #include "core/prov/provider.h"
 #include "core/prov/soft/frame.h"
 #include "core/prov/soft/region_table.h"
@@ -97,7 +98,7 @@ class StreamEndpoint : public Endpoint {
 
   RegionTable regions_;
   std::deque<PendingSend> sendq_;
-  std::deque<Completion> cq_;
+  Fifo<Completion> cq_;
   size_t max_cq_ = 4 * 0xFFFE;
   unsigned empty_polls_ = 0;
 
