@@ -85,6 +85,9 @@ StreamEndpoint::~StreamEndpoint() {
 uint32_t StreamEndpoint::caps() const {
   uint32_t c = kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost;
   if (kind_ == Kind::kShm) c |= kCapSameHost;
+  // The peer speaks our framing, and a post is one sendmsg that copies
+  // into the kernel: a 64 KiB message is one frame, not six.
+  if (kind_ == Kind::kTcp) c |= kCapUnchunked;
   return c;
 }
 
