@@ -107,6 +107,7 @@ class StreamEndpoint : public Endpoint {
   std::vector<uint8_t> rx_buf_;
   size_t rx_begin_ = 0, rx_end_ = 0;
   bool rx_in_payload_ = false;
+  bool rx_expect_large_ = false;  // the last header announced a direct-read payload
   FrameHeader rx_hdr_{};
   uint8_t* rx_dst_ = nullptr;
   uint32_t rx_done_ = 0;
