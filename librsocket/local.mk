@@ -3,7 +3,6 @@ lib_LTLIBRARIES += librsocket.la
 librsocket_la_SOURCES = \
 	librsocket/wire.h \
 	librsocket/socket.h \
-	librsocket/futex_mutex.h \
 	librsocket/socket.cc \
 	librsocket/engine.cc \
 	librsocket/data.cc \

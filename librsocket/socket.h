@@ -16,7 +16,7 @@
 #include "core/base/fifo.h"
 #include "core/mem/region.h"
 #include "core/prov/provider.h"
-#include "librsocket/futex_mutex.h"
+#include "core/base/futex_mutex.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {

@@ -7,6 +7,7 @@ libslipstream_la_SOURCES += \
 	core/base/config_table.cc \
 	core/base/errno_guard.h \
 	core/base/fifo.h \
+	core/base/futex_mutex.h \
 	core/base/log.cc \
 	core/base/log.h
 

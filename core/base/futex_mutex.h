@@ -1,7 +1,8 @@
-// The socket lock: a three-state futex mutex (Drepper, "Futexes Are
-// Tricky", mutex #2). Uncontended lock and unlock are one locked
+// A lock for the data path: a three-state futex mutex (Drepper, "Futexes
+// Are Tricky", mutex #2). Uncontended lock and unlock are one locked
 // instruction each, inline; glibc's pthread_mutex costs ~60 instructions
-// a pair through the gthread wrappers, paid on every rsend/rrecv.
+// a pair through the gthread wrappers, paid on every rsend/rrecv (the
+// socket lock) and every incoming tcp frame (the region table).
 // BasicLockable, so std::unique_lock/lock_guard work with it.
 #pragma once
 #include <linux/futex.h>
@@ -11,7 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace ss::rs {
+namespace ss {
 
 class FutexMutex {
  public:
@@ -47,4 +48,4 @@ class FutexMutex {
   std::atomic<uint32_t> state_{0};
 };
 
-}  // namespace ss::rs
+}  // namespace ss
