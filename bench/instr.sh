@@ -17,4 +17,6 @@ count() {  # provider mode n -> instructions
 for p in shm tcp; do
   a=$(count "$p" pingpong 2000) b=$(count "$p" pingpong 12000)
   echo "$p: $(( (b - a) / 10000 )) instructions per 64 B round trip (4 calls)"
+  a=$(count "$p" empty 2000) b=$(count "$p" empty 12000)
+  echo "$p: $(( (b - a) / 10000 )) instructions per empty non-blocking rrecv (one busy-poll step)"
 done

@@ -5,10 +5,13 @@
 //
 //   rsocket_instr pingpong ROUND_TRIPS [SIZE]   64 B by default
 //   rsocket_instr stream MIB [SIZE]             64 KiB messages by default
+//   rsocket_instr empty CALLS                   non-blocking rrecv with nothing
+//                                               to read (one busy-poll step)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rdma/rsocket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +50,7 @@ bool io_all(int fd, char* buf, size_t len, bool send) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: rsocket_instr pingpong ROUND_TRIPS [SIZE] | stream MIB [SIZE]\n");
+    fprintf(stderr, "usage: rsocket_instr pingpong ROUND_TRIPS [SIZE] | stream MIB [SIZE] | empty CALLS\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -76,6 +79,12 @@ int main(int argc, char** argv) {
       ssize_t n;
       while ((n = rrecv(s, dst.data(), size, MSG_DONTWAIT)) > 0) got += n;
     }
+  } else if (mode == "empty") {
+    for (long i = 0; i < count; i++)
+      if (rrecv(s, dst.data(), size, MSG_DONTWAIT) != -1 || errno != EAGAIN) {
+        perror("rsocket_instr: empty rrecv");
+        return 1;
+      }
   } else {
     for (long i = 0; i < count; i++)
       if (!io_all(c, src.data(), size, true) || !io_all(s, dst.data(), size, false) ||
@@ -87,6 +96,8 @@ int main(int argc, char** argv) {
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (stream)
     printf("%.2f GB/s (one thread, both copies)\n", static_cast<double>(count << 20) / us / 1e3);
+  else if (mode == "empty")
+    printf("%.3f us per empty rrecv\n", us / static_cast<double>(count));
   else
     printf("%.3f us per round trip (4 calls)\n", us / static_cast<double>(count));
   rclose(c);

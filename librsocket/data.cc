@@ -89,7 +89,7 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
   size_t left = len;
   // Upstream's chunking (small first, then 64 KiB) overlaps staging copies
   // with transfers; where a post is the whole copy it only adds posts.
-  const bool whole = ep_->caps() & prov::kCapUnchunked;
+  const bool whole = caps_ & prov::kCapUnchunked;
   const uint32_t max_xfer = whole ? UINT32_MAX : kMaxTransfer;
   uint32_t olap = whole ? max_xfer : kOlapStartSize;
   std::vector<uint8_t> gather;
@@ -174,7 +174,8 @@ ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
     if (peek) {
       // Copy across queued messages without consuming any.
       uint32_t off = rbuf_offset_, skip = rmsg_head_consumed_;
-      for (const Rmsg& m : rmsg_) {
+      for (size_t i = 0; i < rmsg_.size(); i++) {
+        const Rmsg& m = rmsg_[i];
         if (total == len) break;
         uint32_t n = static_cast<uint32_t>(std::min<size_t>(m.len - skip, len - total));
         out.copy_in(rbuf_ + off, n);

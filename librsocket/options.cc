@@ -53,7 +53,7 @@ unsigned Socket::keepalive_interval() const {
 }
 
 int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t len) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   int v = 0;
   int rc;
   const bool opening = state_ & (kOpening | kConnected | kDisconnected | kError | kConnectError);
@@ -152,7 +152,7 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
 }
 
 int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   if (!len) return -EFAULT;
   switch (level) {
     case SOL_SOCKET:
@@ -223,7 +223,7 @@ int Socket::get_route(void* val, socklen_t* len) const {
 }
 
 int Socket::fcntl(int cmd, long arg) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   switch (cmd) {
     case F_GETFL:
       return O_RDWR | (nonblock_ ? O_NONBLOCK : 0);
@@ -251,7 +251,7 @@ int copy_name(const sockaddr_storage& ss, socklen_t ss_len, sockaddr* addr, sock
 }  // namespace
 
 int Socket::getsockname(sockaddr* addr, socklen_t* len) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   if (!addr || !len) return -EFAULT;
   sockaddr_storage ss{};
   socklen_t ss_len = sizeof ss;
@@ -262,7 +262,7 @@ int Socket::getsockname(sockaddr* addr, socklen_t* len) {
 }
 
 int Socket::getpeername(sockaddr* addr, socklen_t* len) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   if (!addr || !len) return -EFAULT;
   if (!(state_ & (kConnected | kDisconnected | kError))) return -ENOTCONN;
   if (peer_len_) return copy_name(peer_addr_, peer_len_, addr, len);

@@ -129,7 +129,7 @@ int Socket::save_conn_data(const uint8_t* pdata, size_t len) {
 }
 
 int Socket::bind(const sockaddr* addr, socklen_t len) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   if (state_ != kInit) return -EINVAL;
   if (!addr || len < sizeof(sa_family_t)) return -EINVAL;
   if (addr->sa_family != domain_) return -EAFNOSUPPORT;
@@ -140,7 +140,7 @@ int Socket::bind(const sockaddr* addr, socklen_t len) {
 
 int Socket::listen(int backlog) {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<FutexMutex> g(mu_);
     if (state_ == kListening) {
       backlog_ = std::max(backlog, 1);
       return 0;
@@ -157,7 +157,7 @@ int Socket::listen(int backlog) {
 }
 
 int Socket::listener_fd() {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   return listener_ ? listener_->fd() : -1;
 }
 
@@ -168,7 +168,7 @@ void Socket::serve_requests() {
   for (;;) {
     std::unique_ptr<prov::Endpoint> ep;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      std::lock_guard<FutexMutex> g(mu_);
       if (!listener_ || listener_->get_request(&ep) != 0) return;
       if (accept_queue_.size() >= static_cast<size_t>(backlog_) + 64) {
         // Refused: its descriptor was never handed to an rsocket.
@@ -181,7 +181,7 @@ void Socket::serve_requests() {
     int fd = ep->descriptor_fd();
     auto s = std::make_shared<Socket>(fd, domain_);
     {
-      std::lock_guard<std::mutex> g(mu_);
+      std::lock_guard<FutexMutex> g(mu_);
       s->inherit_from(*this);
     }
     s->ep_ = std::move(ep);
@@ -204,7 +204,7 @@ void Socket::serve_requests() {
       continue;
     }
     s->state_ = kConnecting;
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<FutexMutex> g(mu_);
     accept_queue_.push_back(std::move(s));
     uint64_t one = 1;
     if (::write(accept_efd_, &one, sizeof one) < 0) SS_DEBUG("accept queue signal failed");
@@ -214,7 +214,7 @@ void Socket::serve_requests() {
 int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len, int flags) {
   for (;;) {
     {
-      std::lock_guard<std::mutex> g(mu_);
+      std::lock_guard<FutexMutex> g(mu_);
       if (state_ != kListening) return -EINVAL;
       if (!accept_queue_.empty()) {
         uint64_t v;
@@ -231,7 +231,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
   }
   Socket& s = **out;
   {
-    std::unique_lock<std::mutex> lk(s.mu_);
+    Lock lk(s.mu_);
     // The reply is on its way; the provider may still be reading the
     // peer's announcements that follow its hello. Give it a moment (a
     // silent peer only leaves the socket connecting, it cannot block us).
@@ -252,6 +252,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
 
 // Queue sizes and buffers for a connection whose peer is known.
 int Socket::start_endpoint() {
+  caps_ = ep_->caps();  // a virtual call the data path would pay per message
   prov::EndpointAttr attr{clamp_qp(opt_.sq_size), clamp_qp(opt_.rq_size), opt_.inline_size};
   int rc = ep_->setup(&attr);
   if (rc) return rc;
@@ -261,7 +262,7 @@ int Socket::start_endpoint() {
   opt_.inline_size = attr.max_inline;
   rc = alloc_buffers();
   if (rc) return rc;
-  if (ep_->caps() & prov::kCapRecvWr)
+  if (caps_ & prov::kCapRecvWr)
     for (uint32_t i = 0; i < opt_.rq_size; i++)
       if ((rc = ep_->post_recv(0)) != 0) return rc;
   return 0;
@@ -430,7 +431,7 @@ void Socket::close() {
     }
   }
   if (state_ & kConnected) shutdown(SHUT_RDWR);
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<FutexMutex> g(mu_);
   if (waiters_) kick_waiters();
   if (ep_) {
     ep_->disconnect();

@@ -13,8 +13,10 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/fifo.h"
 #include "core/mem/region.h"
 #include "core/prov/provider.h"
+#include "core/base/futex_mutex.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {
@@ -117,7 +119,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
  private:
   friend class ListenService;
-  using Lock = std::unique_lock<std::mutex>;
+  using Lock = std::unique_lock<FutexMutex>;
 
   int setsockopt_locked(int level, int name, const void* val, socklen_t len);
   int alloc_buffers();
@@ -168,7 +170,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   const int fd_;
   const int domain_;
-  std::mutex mu_;
+  FutexMutex mu_;
   // One sender and one receiver at a time: a flag taken under mu_ and held
   // across the sleeps that release it (cheaper than a mutex per direction).
   bool sending_ = false, receiving_ = false;
@@ -211,6 +213,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   prov::Kind kind_ = prov::Kind::kAuto;
   bool resolving_ = false;  // the provider is still finding the peer (verbs)
   std::unique_ptr<prov::Endpoint> ep_;
+  uint32_t caps_ = 0;  // ep_->caps(), from start_endpoint() on
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
   int accept_efd_ = -1;  // counts queued connections (readable when any)
@@ -248,7 +251,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   struct Rmsg {
     uint32_t len;
   };
-  std::deque<Rmsg> rmsg_;
+  Fifo<Rmsg> rmsg_;
   uint32_t rmsg_head_consumed_ = 0;  // bytes already read from rmsg_.front()
 
   std::vector<Iomap> iomaps_;

@@ -6,6 +6,8 @@ libslipstream_la_SOURCES += \
 	core/base/config_parse.h \
 	core/base/config_table.cc \
 	core/base/errno_guard.h \
+	core/base/fifo.h \
+	core/base/futex_mutex.h \
 	core/base/log.cc \
 	core/base/log.h
 

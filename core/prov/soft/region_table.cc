@@ -12,7 +12,7 @@ std::atomic<uint32_t> next_key{1};
 MemoryRegion RegionTable::add(void* addr, size_t len, int access) {
   uint32_t key = next_key.fetch_add(1);
   if (key == 0) key = next_key.fetch_add(1);  // 0 stays "no key"
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   entries_.push_back({reinterpret_cast<uint64_t>(addr), len, key,
                       (access & kAccessRemoteWrite) != 0});
   MemoryRegion mr;
@@ -24,14 +24,14 @@ MemoryRegion RegionTable::add(void* addr, size_t len, int access) {
 }
 
 void RegionTable::remove(const MemoryRegion& mr) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
                                 [&](const Entry& e) { return e.key == mr.lkey; }),
                  entries_.end());
 }
 
 uint8_t* RegionTable::resolve(uint32_t rkey, uint64_t remote_addr, uint32_t len) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   for (const Entry& e : entries_) {
     if (e.key != rkey) continue;
     if (!e.remote_write) return nullptr;

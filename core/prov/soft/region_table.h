@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/futex_mutex.h"
 #include "core/prov/provider.h"
 
 namespace ss::prov::soft {
@@ -28,7 +29,9 @@ class RegionTable {
     uint32_t key;
     bool remote_write;
   };
-  mutable std::mutex mu_;  // the async-progress thread resolves concurrently
+  // The async-progress thread resolves concurrently; every incoming write
+  // takes it, so the uncontended case must be cheap.
+  mutable FutexMutex mu_;
   std::vector<Entry> entries_;
 };
 

@@ -85,6 +85,9 @@ StreamEndpoint::~StreamEndpoint() {
 uint32_t StreamEndpoint::caps() const {
   uint32_t c = kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost;
   if (kind_ == Kind::kShm) c |= kCapSameHost;
+  // The peer speaks our framing, and a post is one sendmsg that copies
+  // into the kernel: a 64 KiB message is one frame, not six.
+  if (kind_ == Kind::kTcp) c |= kCapUnchunked;
   return c;
 }
 
@@ -393,6 +396,7 @@ bool StreamEndpoint::parse_rx() {
     if (rx_end_ - rx_begin_ < kFrameHeaderSize) return false;
     decode_frame(rx_buf_.data() + rx_begin_, &rx_hdr_);
     rx_begin_ += kFrameHeaderSize;
+    rx_expect_large_ = rx_hdr_.length >= kDirectRxMin;
     rx_dst_ = nullptr;
     rx_done_ = 0;
     switch (rx_hdr_.type) {
@@ -466,7 +470,12 @@ void StreamEndpoint::progress_rx() {
         rx_end_ -= rx_begin_;
         rx_begin_ = 0;
       }
-      const size_t space = rx_buf_.size() - rx_end_;
+      size_t space = rx_buf_.size() - rx_end_;
+      // After a large payload the next is likely large too: take only its
+      // header, so its payload goes straight to the target below instead
+      // of being copied through here (a 64 KiB stream would stage it all).
+      if (!rx_in_payload_ && rx_expect_large_)
+        space = std::min(space, kFrameHeaderSize - (rx_end_ - rx_begin_));
       n = rx_read(rx_buf_.data() + rx_end_, space);
       if (n > 0) {
         rx_end_ += n;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/fifo.h"
 #include "core/prov/provider.h"
 #include "core/prov/soft/frame.h"
 #include "core/prov/soft/region_table.h"
@@ -97,7 +98,7 @@ class StreamEndpoint : public Endpoint {
 
   RegionTable regions_;
   std::deque<PendingSend> sendq_;
-  std::deque<Completion> cq_;
+  Fifo<Completion> cq_;
   size_t max_cq_ = 4 * 0xFFFE;
   unsigned empty_polls_ = 0;
 
@@ -106,6 +107,7 @@ class StreamEndpoint : public Endpoint {
   std::vector<uint8_t> rx_buf_;
   size_t rx_begin_ = 0, rx_end_ = 0;
   bool rx_in_payload_ = false;
+  bool rx_expect_large_ = false;  // the last header announced a direct-read payload
   FrameHeader rx_hdr_{};
   uint8_t* rx_dst_ = nullptr;
   uint32_t rx_done_ = 0;
