@@ -252,10 +252,12 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
 
 // Queue sizes and buffers for a connection whose peer is known.
 int Socket::start_endpoint() {
-  caps_ = ep_->caps();  // a virtual call the data path would pay per message
   prov::EndpointAttr attr{clamp_qp(opt_.sq_size), clamp_qp(opt_.rq_size), opt_.inline_size};
   int rc = ep_->setup(&attr);
   if (rc) return rc;
+  // Final once setup() knows the device (verbs on iWARP adds kCapNoWriteLen);
+  // read once: a virtual call the data path would pay per message.
+  caps_ = ep_->caps();
   opt_.sq_size = attr.sq_size;
   opt_.rq_size = attr.rq_size;
   max_inline_ = attr.max_inline;

@@ -91,6 +91,7 @@ class Endpoint {
  public:
   virtual ~Endpoint() = default;
   virtual Kind kind() const = 0;
+  // Final once setup() has returned (a device may decide some).
   virtual uint32_t caps() const = 0;
 
   // An active endpoint may still be finding its peer (verbs: address and

@@ -137,6 +137,29 @@ TEST_P(ConnectionTest, NamesMatchBothEnds) {
   EXPECT_EQ(c_peer.len, small.len);
 }
 
+TEST_P(ConnectionTest, BoundClientConnectsFromItsAddress) {
+  // A client that binds first connects from that address and port (on
+  // iWARP the device's own TCP socket shares the binding).
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  Addr bound = loopback(family());
+  RFd c, s;
+  ASSERT_NO_FATAL_FAILURE(connect_to(family(), l, &c, &s, [&](int fd) {
+    ASSERT_EQ(0, rbind(fd, bound.sa(), bound.len)) << strerror(errno);
+    bound.len = sizeof bound.ss;
+    ASSERT_EQ(0, rgetsockname(fd, bound.sa(), &bound.len)) << strerror(errno);
+  }));
+  Addr peer;
+  peer.len = sizeof peer.ss;
+  ASSERT_EQ(0, rgetpeername(s, peer.sa(), &peer.len)) << strerror(errno);
+  EXPECT_TRUE(same_endpoint(bound, peer)) << bound.str() << " vs " << peer.str();
+  char b = 'x';
+  ASSERT_EQ(1, rsend(c, &b, 1, 0)) << strerror(errno);
+  char got = 0;
+  ASSERT_EQ(1, rrecv(s, &got, 1, 0)) << strerror(errno);
+  EXPECT_EQ('x', got);
+}
+
 TEST_P(ConnectionTest, NonblockingConnectInProgressThenPolloutThenSoError0) {
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));

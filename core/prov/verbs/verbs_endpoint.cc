@@ -23,7 +23,8 @@ constexpr int kResolveTries = 3;  // on ETIMEDOUT, as upstream
 // Control messages (16-byte SGL updates) are always posted inline.
 constexpr uint32_t kMinQpInline = 16;
 constexpr uint32_t kQpMaxSize = 0xFFFE;
-constexpr uint32_t kCtrlSpares = 4;  // shutdown, disconnect, keepalive and one more
+constexpr uint32_t kCtrlSpares = 4;  // shutdown, disconnect and slack
+constexpr uint32_t kMinQueue = 16;
 
 socklen_t addr_len(const sockaddr* a) {
   return a->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
@@ -74,6 +75,12 @@ int VerbsEndpoint::make_active(int sock, const sockaddr* dst, socklen_t len, con
   socklen_t local_len = sizeof ep->src_;
   ep->has_src_ = ::getsockname(sock, reinterpret_cast<sockaddr*>(&ep->src_), &local_len) == 0 &&
                  is_bound(ep->src_);
+  if (ep->has_src_ && res::any_iwarp_device()) {
+    // An iWARP device binds its own kernel TCP socket (SO_REUSEADDR) to the
+    // source address and port: the rsocket's socket must share it.
+    int on = 1;
+    if (setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on)) return -errno;
+  }
   memcpy(&ep->dst_, dst, len);
   if (route)
     ep->route_.assign(static_cast<const uint8_t*>(route),
@@ -187,13 +194,16 @@ int VerbsEndpoint::setup(EndpointAttr* attr) {
   const bool iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
   // On iWARP a message takes two send WQEs; the engine counts messages.
   const uint32_t wqes_per_msg = iwarp ? 2 : 1;
-  attr->sq_size = std::clamp<uint32_t>(attr->sq_size, 16, max_wr / wqes_per_msg);
+  const uint32_t sq_max = max_wr / wqes_per_msg;
+  if (sq_max < kMinQueue) return -ENOTSUP;
+  attr->sq_size = std::clamp<uint32_t>(attr->sq_size, kMinQueue, sq_max);
   // iWARP has no RNR retry: a send that finds no receive breaks the
   // connection. Control messages take no credit, so beyond the rq_size
   // receives the peer gets credits for, spares wait for them (one control
-  // message per data message at most, plus shutdown and keepalive).
+  // message per data message at most, plus shutdown and disconnect).
   const uint32_t rq_max = iwarp ? (max_wr - kCtrlSpares) / 2 : max_wr;
-  attr->rq_size = std::clamp<uint32_t>(attr->rq_size, 16, rq_max);
+  if (rq_max < kMinQueue) return -ENOTSUP;
+  attr->rq_size = std::clamp<uint32_t>(attr->rq_size, kMinQueue, rq_max);
   const uint32_t spare_recvs = iwarp ? attr->rq_size + kCtrlSpares : 0;
 
   if (!(comp_ = ibv_create_comp_channel(ctx))) return -errno;
@@ -472,10 +482,15 @@ bool VerbsEndpoint::translate_msg_send(const ibv_wc& in, Completion* out) {
 
 int VerbsEndpoint::poll_device(Completion* wc, int max) {
   ibv_wc raw[32];
-  int n = ibv_poll_cq(cq_, std::min(max, 32), raw);
-  if (n < 0) return -EIO;
   int kept = 0;
-  for (int i = 0; i < n; i++) kept += translate(raw[i], &wc[kept]);
+  // Hidden completions (iWARP write halves) must not end the poll early.
+  while (kept < max) {
+    const int want = std::min(max - kept, 32);
+    int n = ibv_poll_cq(cq_, want, raw);
+    if (n < 0) return kept ? kept : -EIO;
+    for (int i = 0; i < n; i++) kept += translate(raw[i], &wc[kept]);
+    if (n < want) break;
+  }
   return kept;
 }
 
