@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Slipstream out of tree and runs every test: the unit and
-# conformance suites and the external-program tests (make check), then the
-# GoogleTest suites again under ASan/UBSan.
+# conformance suites and the external-program tests (make check), the real
+# verbs checks in a Soft-RoCE/Soft-iWARP guest (make check-rxe), then the
+# GoogleTest suites again under ASan/UBSan, on the host and in the guest.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -40,5 +41,11 @@ san_status=$?
 read -r p2 f2 s2 e2 < <(counts test-suite.log)
 echo "ASan/UBSan build: $p2 passed, $f2 failed, $s2 skipped, $e2 errors"
 
+# The same build's verbs suites in the guest (rxe0 and siw0, IPv4, hostile peers).
+make check-rxe-san >rxe-san.log 2>&1
+rxe_san_status=$?
+tail -3 rxe-san.log
+if [ $rxe_san_status -eq 0 ]; then p2=$((p2 + 1)); else f2=$((f2 + 1)); tail -40 rxe-san.log; fi
+
 echo "$((p1 + p2)) passed, $((f1 + f2 + e1 + e2)) failed, $((s1 + s2)) skipped"
-[ $status -eq 0 ] && [ $san_status -eq 0 ] && [ $rxe_status -eq 0 ]
+[ $status -eq 0 ] && [ $san_status -eq 0 ] && [ $rxe_status -eq 0 ] && [ $rxe_san_status -eq 0 ]

@@ -17,9 +17,17 @@ EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
 	tests/rxe/siw-module.sh \
 	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/figures.sh tests/rxe/check.sh
 
-.PHONY: check-rxe rxe-figures
+.PHONY: check-rxe check-rxe-san rxe-figures
 check-rxe:
 	$(RXE_RUN) bash '$(abs_top_srcdir)/tests/rxe/check.sh' '$(abs_top_builddir)'
+
+# For a build configured with --enable-sanitizers: the GoogleTest suites on
+# rxe0 and siw0 (IPv4 conformance and hostile peers), under ASan/UBSan.
+check-rxe-san:
+	$(RXE_VM) -t 1500 -m 2048 -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- \
+	  env ASAN_OPTIONS=detect_leaks=1 RXE_CHECK_SUITES_ONLY=1 \
+	  RXE_CONFORMANCE_FILTER='*verbs_v4*:VerbsHostile*' \
+	  bash '$(abs_top_srcdir)/tests/rxe/check.sh' '$(abs_top_builddir)'
 
 rxe-figures:
 	$(RXE_RUN) bash '$(abs_top_srcdir)/tests/rxe/figures.sh' '$(abs_top_builddir)'
