@@ -31,13 +31,22 @@ int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out,
   const bool iwarp = l->id_->verbs
                          ? l->id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP
                          : res::any_iwarp_device();
+  int reuse = 0;
+  socklen_t reuse_len = sizeof reuse;
   if (iwarp) {
     // The device binds a kernel TCP socket to this address and port (with
     // SO_REUSEADDR); the rsocket's socket keeps its name but must share.
-    int on = 1;
-    if (setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on)) return -errno;
+    const int on = 1;
+    if (getsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &reuse, &reuse_len) ||
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on))
+      return -errno;
   }
-  if (rdma_listen(l->id_, backlog)) return -errno;
+  if (rdma_listen(l->id_, backlog)) {
+    const int err = errno;
+    // The kernel socket may listen after all: as the application set it.
+    if (iwarp && !reuse) setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
+    return -err;
+  }
   *tcp_port = iwarp;
   *out = std::move(l);
   return 0;
