@@ -77,15 +77,22 @@ transfer() {
   shift 4
   name="$prog $s:$c $addr $*"
   want "$name" || return 0
+  local first=
   for try in 1 2 3; do
     pair "$s" "$c" "$prog" "$addr" "$@"
     verdict
     [ -n "$WHY" ] || [ -n "$(perf_line "$CASE_DIR/c.out")" ] || WHY="client printed no result line"
-    [ "$prog $WHY" = "rstream $RACE" ] && [[ " $* " == *" -T a "* ]] || break
+    [ -n "$WHY" ] && [ -z "$first" ] && first=$WHY
+    [ "$prog $WHY" = "rstream $RACE" ] && [[ " $* " == *" -T a "* ]] && continue
+    # RXE_RETRY_ONCE=1 (siw0): KNOWN, open: a transfer there rarely ends
+    # with the client's ECONNRESET before its last message (docs/status.md);
+    # a second failure fails the case, a pass says what the first run saw.
+    [ -n "$WHY" ] && [ "${RXE_RETRY_ONCE:-0}" = 1 ] && [ "$try" = 1 ] && continue
+    break
   done
   [ "$WHY" != "$RACE" ] || WHY+=" on all 3 tries: the rstream -T a POLLHUP race, see interop.sh"
   report "$name"
-  [ "$try" = 1 ] || [ -n "$WHY" ] || echo "    passed on try $try (before: the -T a POLLHUP race)"
+  [ "$try" = 1 ] || [ -n "$WHY" ] || echo "    passed on try $try (first try: $first)"
 }
 
 # matrix ADDR : every pair, rstream and riostream, every mode and size.
