@@ -150,7 +150,7 @@ int Socket::listen(int backlog) {
     if (rc) {
       // It may have bound an ephemeral port first, as listen(2) would:
       // the socket is bound now, so rbind must say so.
-      if (state_ == kInit && has_local_port()) state_ = kBound;
+      if (state_ == kInit && prov::has_local_port(fd_)) state_ = kBound;
       return rc;
     }
     accept_efd_ = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
@@ -159,14 +159,6 @@ int Socket::listen(int backlog) {
     state_ = kListening;
   }
   return ListenService::instance().add(shared_from_this());
-}
-
-bool Socket::has_local_port() const {
-  sockaddr_storage name{};
-  socklen_t len = sizeof name;
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&name), &len)) return false;
-  return name.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&name)->sin6_port != 0
-                                    : reinterpret_cast<sockaddr_in*>(&name)->sin_port != 0;
 }
 
 int Socket::listener_fd() {

@@ -138,7 +138,6 @@ class Socket : public std::enable_shared_from_this<Socket> {
   void handle_completion(const prov::Completion& wc);
   void handle_recv(uint32_t imm, uint32_t len);
   void take_target_buffer(uint32_t len);
-  bool has_local_port() const;  // the kernel socket is bound to a port
   bool can_send() const;
   bool ctrl_ready() const { return ctrl_avail_ > 0; }
   void give_credits();

@@ -30,6 +30,14 @@ const char* kind_name(Kind kind) {
   return "?";
 }
 
+bool has_local_port(int sock) {
+  sockaddr_storage name{};
+  socklen_t len = sizeof name;
+  if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &len)) return false;
+  return name.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&name)->sin6_port != 0
+                                    : reinterpret_cast<sockaddr_in*>(&name)->sin_port != 0;
+}
+
 bool is_local_address(const sockaddr* dst, socklen_t len) {
   if (len < sizeof(sa_family_t) || len > sizeof(sockaddr_storage)) return false;
   // Binding succeeds only for an address this namespace owns.
@@ -63,14 +71,11 @@ int create_soft_listener(int sock, bool with_tcp, std::unique_ptr<Listener>* out
 // listen(2) picks an ephemeral port for an unbound socket; the rdma_cm
 // listener, made first, needs that port already.
 int bind_if_unbound(int sock) {
+  if (has_local_port(sock)) return 0;
+  // getsockname of an unbound socket is the wildcard of its family, port 0.
   sockaddr_storage name{};
   socklen_t len = sizeof name;
   if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &len)) return -errno;
-  const bool v6 = name.ss_family == AF_INET6;
-  const in_port_t port = v6 ? reinterpret_cast<sockaddr_in6*>(&name)->sin6_port
-                            : reinterpret_cast<sockaddr_in*>(&name)->sin_port;
-  if (port != 0) return 0;
-  // getsockname of an unbound socket is the wildcard of its family, port 0.
   return ::bind(sock, reinterpret_cast<sockaddr*>(&name), len) ? -errno : 0;
 }
 

@@ -9,6 +9,8 @@ namespace ss::prov {
 // The provider for a connection to `dst` (-ENOTSUP/-ENODEV when the
 // configured provider cannot serve it).
 int choose_kind(const sockaddr* dst, socklen_t len, Kind* kind);
+// True when the kernel socket `sock` is bound to a port.
+bool has_local_port(int sock);
 // True when `dst` names an address of this host (in this network namespace).
 bool is_local_address(const sockaddr* dst, socklen_t len);
 
