@@ -159,6 +159,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
 void Socket::handle_completion(const prov::Completion& wc) {
   if (wc.op == prov::WcOp::kRecvImm) {
     if (wc.status == 0) {
+      await_peer_first_ = false;
       handle_recv(wc.imm, wc.byte_len);
       if (ep_ && (caps_ & prov::kCapRecvWr)) ep_->post_recv(0);
     } else if (wc.status != ECONNRESET && (state_ & kConnected)) {
@@ -194,7 +195,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
 
 bool Socket::can_send() const {
   return sqe_avail_ > 0 && sbuf_bytes_avail_ >= kSndLowat && sseq_no_ != sseq_comp_ &&
-         target_[target_sge_].length != 0;
+         target_[target_sge_].length != 0 && !await_peer_first_;
 }
 
 void Socket::give_credits() {

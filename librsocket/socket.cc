@@ -193,6 +193,7 @@ void Socket::serve_requests() {
     size_t plen = 0;
     const uint8_t* pdata = s->ep_->peer_private_data(&plen);
     int rc = s->start_endpoint();
+    s->await_peer_first_ = s->caps_ & prov::kCapActiveSpeaksFirst;
     if (!rc) rc = s->save_conn_data(pdata, plen);
     if (!rc) {
       ConnData cd;
@@ -378,6 +379,9 @@ int Socket::progress_connect(Lock&) {
 
 void Socket::finish_established() {
   state_ = kConnectRdwr;
+  // The connecting side's first message, which frees the accepting side
+  // to send (kCapActiveSpeaksFirst): a credit update, due anyway.
+  if ((caps_ & prov::kCapActiveSpeaksFirst) && ctrl_ready()) send_credits();
   SS_DEBUG("rsocket: fd %d connected over %s", fd_, prov::kind_name(ep_->kind()));
 }
 

@@ -139,7 +139,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   void handle_recv(uint32_t imm, uint32_t len);
   void take_target_buffer(uint32_t len);
   bool can_send() const;
-  bool ctrl_ready() const { return ctrl_avail_ > 0; }
+  bool ctrl_ready() const { return ctrl_avail_ > 0 && !await_peer_first_; }
   void give_credits();
   int send_credits();
   int send_ctrl(uint32_t ctrl);
@@ -214,6 +214,9 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool resolving_ = false;  // the provider is still finding the peer (verbs)
   std::unique_ptr<prov::Endpoint> ep_;
   uint32_t caps_ = 0;  // ep_->caps(), from start_endpoint() on
+  // Accepting side under kCapActiveSpeaksFirst: nothing is sent until the
+  // peer's first message arrived.
+  bool await_peer_first_ = false;
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
   int accept_efd_ = -1;  // counts queued connections (readable when any)

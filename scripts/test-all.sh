@@ -13,6 +13,13 @@ counts() {  # "pass fail skip error" from an automake test-suite.log
        END{print p+0, f+0, s+0, e+0}' "$1"
 }
 
+# digest LOG: what failed in a long log, so CI's excerpt names it: failed
+# steps and tests, assertion sites, sanitizer reports, interop case failures.
+digest() {
+  grep -n -A6 -E '^=== .*: exit [1-9]|\[  FAILED  \]|: Failure$|ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|^FAIL[: ]|^check-rxe: FAILED' "$1" |
+    head -150
+}
+
 cd "$build"
 make -j"$jobs" check >/dev/null 2>&1
 status=$?
@@ -26,7 +33,7 @@ echo "plain build: $p1 passed, $f1 failed, $s1 skipped, $e1 errors"
 make check-rxe >rxe.log 2>&1
 rxe_status=$?
 tail -5 rxe.log
-if [ $rxe_status -eq 0 ]; then p1=$((p1 + 1)); else f1=$((f1 + 1)); cat rxe.log | tail -40; fi
+if [ $rxe_status -eq 0 ]; then p1=$((p1 + 1)); else f1=$((f1 + 1)); digest rxe.log; fi
 
 san=${SAN_BUILD_DIR:-$top/build-san}
 mkdir -p "$san" && cd "$san"
@@ -45,7 +52,7 @@ echo "ASan/UBSan build: $p2 passed, $f2 failed, $s2 skipped, $e2 errors"
 make check-rxe-san >rxe-san.log 2>&1
 rxe_san_status=$?
 tail -3 rxe-san.log
-if [ $rxe_san_status -eq 0 ]; then p2=$((p2 + 1)); else f2=$((f2 + 1)); tail -40 rxe-san.log; fi
+if [ $rxe_san_status -eq 0 ]; then p2=$((p2 + 1)); else f2=$((f2 + 1)); digest rxe-san.log; fi
 
 echo "$((p1 + p2)) passed, $((f1 + f2 + e1 + e2)) failed, $((s1 + s2)) skipped"
 [ $status -eq 0 ] && [ $san_status -eq 0 ] && [ $rxe_status -eq 0 ] && [ $rxe_san_status -eq 0 ]

@@ -30,6 +30,11 @@ enum Cap : uint32_t {
   kCapNoWriteLen = 1u << 9,  // a receive completion's byte_len is not the length of the
                              // write it announces (iWARP: a 4-byte send follows the
                              // write); the engine learns from memory what was written
+  kCapActiveSpeaksFirst = 1u << 10,  // the accepting side must not send before the
+                                     // connecting side's first message (iWARP's MPA
+                                     // without ready-to-receive: siw fails a connect
+                                     // whose reply has data behind it); the connecting
+                                     // side sends one as soon as it is connected
 };
 
 enum class Kind : int { kAuto = 0, kShm = 1, kTcp = 2, kVerbs = 3 };

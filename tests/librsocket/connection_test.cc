@@ -486,6 +486,42 @@ TEST_P(ConnectionTest, RcloseGivesPeerDataThenEof) {
   EXPECT_EQ(EBADF, errno) << errstr(errno);
 }
 
+// The closer's last messages must reach a peer that is still reading and
+// sending credit updates: on iWARP a send completes once TCP holds its
+// bytes, and closing then could reset the connection (the delivery fence).
+TEST_P(ConnectionTest, RcloseRightAfterBulkSendLosesNothing) {
+  constexpr size_t kTotal = 4 << 20, kChunk = 64 << 10, kRead = 8 << 10;
+  std::vector<uint8_t> data(kTotal);
+  fill_pattern(data.data(), data.size(), 21);
+  for (int round = 0; round < 4; round++) {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    int fd = p.client.release();
+    std::thread sender([&] {
+      for (size_t off = 0; off < kTotal; off += kChunk)
+        if (send_all(fd, data.data() + off, kChunk) != kChunk) break;
+      rclose(fd);
+    });
+    std::vector<uint8_t> got(kTotal);
+    size_t have = 0;
+    int err = 0;
+    while (have < kTotal) {
+      const size_t want = std::min(kRead, kTotal - have);
+      const size_t n = recv_all(p.server, got.data() + have, want, &err);
+      have += n;
+      if (n != want) break;
+      // A slow reader: credit updates keep flowing while the sender closes.
+      if (have % (256 << 10) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    sender.join();
+    ASSERT_EQ(kTotal, have) << "round " << round << ": " << errstr(err);
+    EXPECT_EQ(SIZE_MAX, check_pattern(got.data(), got.size(), 21));
+    char b;
+    errno = 0;
+    EXPECT_EQ(0, rrecv(p.server, &b, 1, 0)) << "round " << round << ": " << errstr(errno);
+  }
+}
+
 TEST_P(ConnectionTest, ConnectTwiceIsEisconnAndSendtoWithAddress) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, {}, {}, true));

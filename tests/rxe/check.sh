@@ -58,7 +58,7 @@ if [ -z "${SIW_IP:-}" ]; then
 else
   [ "${RXE_CHECK_SUITES_ONLY:-0}" = 1 ] ||
     step siw-interop env RXE_IP="$SIW_IP" RXE_IP6="${SIW_IP6:-}" RXE_DEV="$SIW_DEV" \
-      RXE_NETDEV="$SIW_NETDEV" RXE_SIZES_QUICK=1 RXE_RETRY_ONCE=1 bash "$HERE/interop.sh" "$BUILD"
+      RXE_NETDEV="$SIW_NETDEV" RXE_SIZES_QUICK=1 bash "$HERE/interop.sh" "$BUILD"
   if [ -x "$BUILD/rsocket_conformance" ]; then
     step siw-conformance env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$SIW_IP" \
       RS_CONFORMANCE_VERBS_ADDR6="${SIW_IP6:-}" \

@@ -84,10 +84,6 @@ transfer() {
     [ -n "$WHY" ] || [ -n "$(perf_line "$CASE_DIR/c.out")" ] || WHY="client printed no result line"
     [ -n "$WHY" ] && [ -z "$first" ] && first=$WHY
     [ "$prog $WHY" = "rstream $RACE" ] && [[ " $* " == *" -T a "* ]] && continue
-    # RXE_RETRY_ONCE=1 (siw0): KNOWN, open: a transfer there rarely ends
-    # with the client's ECONNRESET before its last message (docs/status.md);
-    # a second failure fails the case, a pass says what the first run saw.
-    [ -n "$WHY" ] && [ "${RXE_RETRY_ONCE:-0}" = 1 ] && [ "$try" = 1 ] && continue
     break
   done
   [ "$WHY" != "$RACE" ] || WHY+=" on all 3 tries: the rstream -T a POLLHUP race, see interop.sh"

@@ -74,4 +74,18 @@ int MsgSend::post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg) 
   return ibv_post_send(qp, first, &bad);
 }
 
+int MsgSend::post_fence(ibv_qp* qp) const {
+  // One zero-length SGE (siw wants exactly one for a read sink); neither
+  // side checks keys for zero bytes.
+  ibv_sge sge{reinterpret_cast<uint64_t>(slots_), 0, mr_->lkey};
+  ibv_send_wr rd{};
+  rd.wr_id = kFenceTag;
+  rd.opcode = IBV_WR_RDMA_READ;
+  rd.sg_list = &sge;
+  rd.num_sge = 1;
+  rd.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(qp, &rd, &bad);
+}
+
 }  // namespace ss::prov::verbs

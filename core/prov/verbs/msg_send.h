@@ -15,6 +15,8 @@ class MsgSend {
   // Bit 62 of a send wr_id marks the write half of a message: its
   // completion is not the message's (the SEND's is).
   static constexpr uint64_t kWriteHalfTag = 1ull << 62;
+  // The wr_id of a delivery fence (post_fence); its completion is hidden.
+  static constexpr uint64_t kFenceTag = 1ull << 61;
 
   MsgSend() = default;
   MsgSend(const MsgSend&) = delete;
@@ -34,6 +36,10 @@ class MsgSend {
   // Posts `write` (its data, when it has any) then the 4-byte SEND of
   // `msg` with `wr_id`, in one chain; ibv_post_send's result.
   static int post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg);
+  // Posts a zero-length RDMA READ with kFenceTag: on iWARP a send completes
+  // once TCP holds its bytes, but a read completes only after the peer has
+  // processed everything posted before it. Needs an ORD of 1 or more.
+  int post_fence(ibv_qp* qp) const;
 
  private:
   uint32_t* slots_ = nullptr;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <cstring>
 
 #include "core/base/log.h"
@@ -25,6 +27,9 @@ constexpr uint32_t kMinQpInline = 16;
 constexpr uint32_t kQpMaxSize = 0xFFFE;
 constexpr uint32_t kCtrlSpares = 4;  // shutdown, disconnect and slack
 constexpr uint32_t kMinQueue = 16;
+// A live peer answers the delivery fence within a round trip; a silent
+// one must not hold up close for long.
+constexpr int kFenceMs = 1000;
 
 socklen_t addr_len(const sockaddr* a) {
   return a->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
@@ -143,7 +148,7 @@ int VerbsEndpoint::resolve_progress() {
 }
 
 std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void* pdata,
-                                                      size_t len) {
+                                                      size_t len, uint8_t peer_ird) {
   std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
   if (!ep || ep->open_channel() != 0 || rdma_migrate_id(id, ep->ch_) != 0) {
     SS_WARN("verbs: cannot take a connection request: %s", strerror(errno));
@@ -152,6 +157,7 @@ std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void
   }
   ep->id_ = id;
   ep->passive_ = true;
+  ep->peer_ird_ = peer_ird;
   id->context = ep.get();
   ep->peer_len_ = std::min(len, sizeof ep->peer_pdata_);
   if (pdata) memcpy(ep->peer_pdata_, pdata, ep->peer_len_);
@@ -180,7 +186,7 @@ VerbsEndpoint::~VerbsEndpoint() {
 
 uint32_t VerbsEndpoint::caps() const {
   return kCapWrite | kCapWriteImm | kCapInline | kCapRoute | kCapRecvWr | kCapAsyncPlace |
-         (msg_send_ ? uint32_t{kCapNoWriteLen} : 0u);
+         (msg_send_ ? uint32_t{kCapNoWriteLen | kCapActiveSpeaksFirst} : 0u);
 }
 
 int VerbsEndpoint::setup(EndpointAttr* attr) {
@@ -273,7 +279,7 @@ void VerbsEndpoint::dereg_mr(MemoryRegion* mr) {
   *mr = {};
 }
 
-int VerbsEndpoint::conn_param(const void* pdata, size_t len, rdma_conn_param* p) const {
+int VerbsEndpoint::conn_param(const void* pdata, size_t len, rdma_conn_param* p) {
   if (len > kMaxPrivateData) return -EINVAL;
   *p = {};
   p->private_data = pdata;
@@ -281,8 +287,12 @@ int VerbsEndpoint::conn_param(const void* pdata, size_t len, rdma_conn_param* p)
   // iWARP connections start with an RDMA read (MPA's ready-to-receive):
   // the active side may issue one, the passive side answers one, as
   // upstream's connect and its accept (which mirrors the request) do.
-  p->responder_resources = msg_send_ && passive_ ? 1 : 0;
-  p->initiator_depth = msg_send_ && !passive_ ? 1 : 0;
+  // Beyond upstream, each side answers one read and issues one when the
+  // peer answers: the delivery fence at disconnect (a stock active peer
+  // answers none, so our passive side then closes without it).
+  p->responder_resources = msg_send_ ? 1 : 0;
+  p->initiator_depth = msg_send_ && (!passive_ || peer_ird_ > 0) ? 1 : 0;
+  can_fence_ = p->initiator_depth > 0;
   p->flow_control = 1;
   p->retry_count = 7;
   // Control messages take no credit and may meet an empty receive queue:
@@ -319,6 +329,38 @@ const uint8_t* VerbsEndpoint::peer_private_data(size_t* len) const {
   return peer_pdata_;
 }
 
+CmEvent VerbsEndpoint::on_cm_event_locked(const rdma_cm_event* e) {
+  switch (e->event) {
+    case RDMA_CM_EVENT_ESTABLISHED:
+      // The passive side got the peer's data with the request.
+      if (!passive_) save_private_data(e);
+      established_ = true;
+      // iWARP reports the negotiated ORD here (the kernel's iw_cm puts
+      // it in responder_resources): no reads of ours, no fence.
+      if (e->param.conn.responder_resources == 0) can_fence_ = false;
+      return CmEvent::kEstablished;
+    case RDMA_CM_EVENT_REJECTED:
+      cm_err_ = ECONNREFUSED;
+      return CmEvent::kRejected;
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+      if (held_event_ == CmEvent::kNone) {
+        cm_err_ = cm_event_errno(e);
+        held_event_ = CmEvent::kError;
+      }
+      return CmEvent::kNone;
+    case RDMA_CM_EVENT_DISCONNECTED:
+      // Completes the exchange (and flushes our queue pair).
+      rdma_disconnect(id_);
+      disconnected_ = true;
+      if (held_event_ == CmEvent::kNone) held_event_ = CmEvent::kDisconnected;
+      return CmEvent::kNone;
+    default:  // TIMEWAIT_EXIT, ADDR_CHANGE...: nothing for the engine
+      return CmEvent::kNone;
+  }
+}
+
 int VerbsEndpoint::cm_progress(CmEvent* ev) {
   std::lock_guard<std::mutex> lk(mu_);
   *ev = CmEvent::kNone;
@@ -326,34 +368,7 @@ int VerbsEndpoint::cm_progress(CmEvent* ev) {
   // left in the channel would keep event_fd() readable for ever.
   rdma_cm_event* e = nullptr;
   while (rdma_get_cm_event(ch_, &e) == 0) {
-    CmEvent now = CmEvent::kNone;
-    switch (e->event) {
-      case RDMA_CM_EVENT_ESTABLISHED:
-        // The passive side got the peer's data with the request.
-        if (!passive_) save_private_data(e);
-        now = CmEvent::kEstablished;
-        break;
-      case RDMA_CM_EVENT_REJECTED:
-        cm_err_ = ECONNREFUSED;
-        now = CmEvent::kRejected;
-        break;
-      case RDMA_CM_EVENT_CONNECT_ERROR:
-      case RDMA_CM_EVENT_UNREACHABLE:
-      case RDMA_CM_EVENT_DEVICE_REMOVAL:
-        if (held_event_ == CmEvent::kNone) {
-          cm_err_ = cm_event_errno(e);
-          held_event_ = CmEvent::kError;
-        }
-        break;
-      case RDMA_CM_EVENT_DISCONNECTED:
-        // Completes the exchange (and flushes our queue pair).
-        rdma_disconnect(id_);
-        disconnected_ = true;
-        if (held_event_ == CmEvent::kNone) held_event_ = CmEvent::kDisconnected;
-        break;
-      default:  // TIMEWAIT_EXIT, ADDR_CHANGE...: nothing for the engine
-        break;
-    }
+    const CmEvent now = on_cm_event_locked(e);
     rdma_ack_cm_event(e);
     if (now != CmEvent::kNone) {
       *ev = now;
@@ -370,8 +385,57 @@ int VerbsEndpoint::cm_progress(CmEvent* ev) {
 void VerbsEndpoint::disconnect() {
   std::lock_guard<std::mutex> lk(mu_);
   if (disconnected_) return;
+  if (can_fence_ && established_) fence_delivery_locked();
+  if (disconnected_) return;  // the peer's disconnect came during the fence
   disconnected_ = true;
   rdma_disconnect(id_);  // moves the QP to error: posted work is flushed
+}
+
+bool VerbsEndpoint::connection_live_locked() {
+  rdma_cm_event* e = nullptr;
+  while (held_event_ == CmEvent::kNone && rdma_get_cm_event(ch_, &e) == 0) {
+    on_cm_event_locked(e);
+    rdma_ack_cm_event(e);
+  }
+  // (The QP's state would say more, but siw's query leaves it out.)
+  return held_event_ == CmEvent::kNone;
+}
+
+// Why: siw stops reading its TCP socket when the QP leaves RTS and then
+// closes it; bytes the peer sent meanwhile (credit updates) make that
+// close a reset, which drops whatever our socket had not yet transmitted,
+// though every send had completed. Waiting for a read's answer first
+// means the peer holds all our messages before the reset can happen.
+void VerbsEndpoint::fence_delivery_locked() {
+  if (!connection_live_locked()) return;
+  if (int rc = msg_send_->post_fence(id_->qp)) {
+    SS_DEBUG("verbs: delivery fence not posted: %s", strerror(rc));
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kFenceMs);
+  ibv_wc raw[16];
+  while (std::chrono::steady_clock::now() < deadline) {
+    const int n = ibv_poll_cq(cq_, 16, raw);
+    if (n < 0) break;
+    bool fenced = false;
+    for (int i = 0; i < n; i++) {
+      Completion c;
+      if (raw[i].wr_id == MsgSend::kFenceTag)
+        fenced = true;
+      else if (translate(raw[i], &c))
+        stash_.push_back(c);
+    }
+    stashed_.store(static_cast<int>(stash_.size()), std::memory_order_release);
+    if (fenced) {
+      SS_DEBUG("verbs: delivery fence answered");
+      return;
+    }
+    if (n > 0) continue;
+    // A peer that closed first answers no read: stop at its disconnect.
+    if (!connection_live_locked()) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  SS_DEBUG("verbs: delivery fence unanswered after %d ms", kFenceMs);
 }
 
 int VerbsEndpoint::post_send(const SendWr& wr) {
@@ -466,6 +530,7 @@ bool VerbsEndpoint::translate_msg_send(const ibv_wc& in, Completion* out) {
       fail_protocol("sent something other than a 4-byte message", out);
     return true;
   }
+  if (in.wr_id == MsgSend::kFenceTag) return false;  // answered after its wait ended
   if (in.wr_id & MsgSend::kWriteHalfTag) {
     // The message completes with its send; a failed write is reported
     // there (the send behind it is flushed).

@@ -29,8 +29,10 @@ class VerbsEndpoint final : public Endpoint {
                          size_t route_len, std::unique_ptr<Endpoint>* out);
   // For a connection request taken from a listener: `id` (whose events are
   // all acknowledged) moves to a channel of its own. nullptr on failure
-  // (the id is destroyed, which rejects the peer).
-  static std::unique_ptr<Endpoint> make_passive(rdma_cm_id* id, const void* pdata, size_t len);
+  // (the id is destroyed, which rejects the peer). `peer_ird`: the
+  // request's initiator_depth, the reads the peer will answer.
+  static std::unique_ptr<Endpoint> make_passive(rdma_cm_id* id, const void* pdata, size_t len,
+                                                uint8_t peer_ird);
 
   ~VerbsEndpoint() override;
 
@@ -68,7 +70,7 @@ class VerbsEndpoint final : public Endpoint {
   int start_resolve_step();
   // Handles one event of the resolution; 0, or -errno when it failed.
   int on_resolve_event(const rdma_cm_event* e);
-  int conn_param(const void* pdata, size_t len, rdma_conn_param* p) const;
+  int conn_param(const void* pdata, size_t len, rdma_conn_param* p);
   // Moves completions into stash_ (arm's look-ahead); count moved.
   int poll_into_stash_locked();
   int poll_device(Completion* wc, int max);
@@ -78,6 +80,16 @@ class VerbsEndpoint final : public Endpoint {
   bool translate_msg_send(const ibv_wc& in, Completion* out);
   void fail_protocol(const char* why, Completion* out);
   void save_private_data(const rdma_cm_event* ev);
+  // Before an iWARP disconnect: waits (bounded) until the peer has
+  // everything we sent (see MsgSend::post_fence); other completions are
+  // stashed for the engine.
+  void fence_delivery_locked();
+  // Still connected: no loss event, reading those pending (a peer that
+  // closed its TCP connection shows as DISCONNECTED).
+  bool connection_live_locked();
+  // Applies one CM event to the endpoint's state; what the engine must
+  // see at once (established, rejected), else kNone.
+  CmEvent on_cm_event_locked(const rdma_cm_event* e);
 
   rdma_event_channel* ch_ = nullptr;
   rdma_cm_id* id_ = nullptr;
@@ -93,6 +105,9 @@ class VerbsEndpoint final : public Endpoint {
   // Set on iWARP devices: messages go as write + send.
   std::unique_ptr<MsgSend> msg_send_;
   int write_half_err_ = 0;  // a failed write half, reported with its send
+  uint8_t peer_ird_ = 0;     // passive side: reads the peer answers
+  bool can_fence_ = false;   // iWARP with an ORD of 1 or more
+  bool established_ = false;
 
   // Active side's resolution: address, then route, then ready.
   enum class Phase { kAddr, kRoute, kReady } phase_ = Phase::kReady;

@@ -73,9 +73,12 @@ int VerbsListener::get_request(std::unique_ptr<Endpoint>* ep) {
       memcpy(pdata, e->param.conn.private_data, plen);
     else
       plen = 0;
+    // For the iWARP passive side, the request's initiator_depth is the
+    // peer's IRD: how many reads of ours it will answer.
+    const uint8_t ird = e->param.conn.initiator_depth;
     // The id can move to a channel of its own only once its event is acked.
     rdma_ack_cm_event(e);
-    *ep = VerbsEndpoint::make_passive(id, pdata, plen);
+    *ep = VerbsEndpoint::make_passive(id, pdata, plen, ird);
     if (*ep) return 0;
   }
 }
