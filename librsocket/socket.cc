@@ -381,7 +381,8 @@ void Socket::finish_established() {
   state_ = kConnectRdwr;
   // The connecting side's first message, which frees the accepting side
   // to send (kCapActiveSpeaksFirst): a credit update, due anyway.
-  if ((caps_ & prov::kCapActiveSpeaksFirst) && ctrl_ready()) send_credits();
+  if ((caps_ & prov::kCapActiveSpeaksFirst) && ctrl_ready() && send_credits() == 0)
+    ep_->confirm_first_message();
   SS_DEBUG("rsocket: fd %d connected over %s", fd_, prov::kind_name(ep_->kind()));
 }
 

@@ -122,6 +122,10 @@ class Endpoint {
   virtual int cm_error() const = 0;
   // Flushes the queue pair and tells the peer; idempotent.
   virtual void disconnect() = 0;
+  // The connecting side under kCapActiveSpeaksFirst, right after its first
+  // message: returns (bounded) once the peer has taken it, doing what the
+  // transport needs for that (verbs: siw can strand it unread).
+  virtual void confirm_first_message() {}
 
   // Data path.
   virtual int post_send(const SendWr& wr) = 0;

@@ -88,4 +88,14 @@ int MsgSend::post_fence(ibv_qp* qp) const {
   return ibv_post_send(qp, &rd, &bad);
 }
 
+int MsgSend::post_nudge(ibv_qp* qp) {
+  // No SGE and no target: a zero-length write's tag is not checked.
+  ibv_send_wr wr{};
+  wr.wr_id = kNudgeTag;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  return ibv_post_send(qp, &wr, &bad);
+}
+
 }  // namespace ss::prov::verbs

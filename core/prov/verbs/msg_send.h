@@ -17,6 +17,11 @@ class MsgSend {
   static constexpr uint64_t kWriteHalfTag = 1ull << 62;
   // The wr_id of a delivery fence (post_fence); its completion is hidden.
   static constexpr uint64_t kFenceTag = 1ull << 61;
+  // The wr_id of a nudge (post_nudge); its completion is hidden.
+  static constexpr uint64_t kNudgeTag = 1ull << 60;
+  // Work requests beyond the engine's messages: one fence, the nudges.
+  static constexpr uint32_t kMaxNudges = 8;
+  static constexpr uint32_t kExtraSendWrs = 1 + kMaxNudges;
 
   MsgSend() = default;
   MsgSend(const MsgSend&) = delete;
@@ -40,6 +45,11 @@ class MsgSend {
   // once TCP holds its bytes, but a read completes only after the peer has
   // processed everything posted before it. Needs an ORD of 1 or more.
   int post_fence(ibv_qp* qp) const;
+  // Posts a zero-length RDMA WRITE with kNudgeTag: bytes on the wire that
+  // the peer places nowhere and completes nothing for, so that a peer's
+  // socket holding earlier bytes unread is woken (see
+  // VerbsEndpoint::confirm_first_message).
+  static int post_nudge(ibv_qp* qp);
 
  private:
   uint32_t* slots_ = nullptr;

@@ -200,7 +200,9 @@ int VerbsEndpoint::setup(EndpointAttr* attr) {
   const bool iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
   // On iWARP a message takes two send WQEs; the engine counts messages.
   const uint32_t wqes_per_msg = iwarp ? 2 : 1;
-  const uint32_t sq_max = max_wr / wqes_per_msg;
+  // The fence and its nudges (MsgSend) come on top of the messages.
+  const uint32_t extra_wrs = iwarp ? MsgSend::kExtraSendWrs : 0;
+  const uint32_t sq_max = max_wr > extra_wrs ? (max_wr - extra_wrs) / wqes_per_msg : 0;
   if (sq_max < kMinQueue) return -ENOTSUP;
   attr->sq_size = std::clamp<uint32_t>(attr->sq_size, kMinQueue, sq_max);
   // iWARP has no RNR retry: a send that finds no receive breaks the
@@ -215,14 +217,14 @@ int VerbsEndpoint::setup(EndpointAttr* attr) {
   if (!(comp_ = ibv_create_comp_channel(ctx))) return -errno;
   if (int rc = set_nonblocking(comp_->fd)) return rc;
   const uint32_t recvs = attr->rq_size + spare_recvs;
-  const int cqe = static_cast<int>(attr->sq_size * wqes_per_msg + recvs);
+  const int cqe = static_cast<int>(attr->sq_size * wqes_per_msg + extra_wrs + recvs);
   if (!(cq_ = ibv_create_cq(ctx, std::min(cqe, dev.max_cqe), this, comp_, 0))) return -errno;
 
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = cq_;
   qa.qp_type = IBV_QPT_RC;
   qa.sq_sig_all = 1;
-  qa.cap.max_send_wr = attr->sq_size * wqes_per_msg;
+  qa.cap.max_send_wr = attr->sq_size * wqes_per_msg + extra_wrs;
   qa.cap.max_recv_wr = recvs;
   qa.cap.max_send_sge = 2;
   qa.cap.max_recv_sge = 1;
@@ -408,34 +410,61 @@ bool VerbsEndpoint::connection_live_locked() {
 // means the peer holds all our messages before the reset can happen.
 void VerbsEndpoint::fence_delivery_locked() {
   if (!connection_live_locked()) return;
+  if (await_fence_locked(false)) SS_DEBUG("verbs: delivery fence answered");
+}
+
+// Why: siw's accept sends the MPA reply before it hands its TCP socket
+// to the queue pair; bytes that arrive in between stay unread in the
+// socket until more bytes arrive. Ours as the connecting side speaks
+// first, so its first message can be stranded there (the peer would wait
+// for ever for data we sent). The fence's answer shows the peer took it;
+// until then zero-length writes bring it more bytes.
+void VerbsEndpoint::confirm_first_message() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (passive_ || !can_fence_ || !established_) return;
+  if (await_fence_locked(true)) SS_DEBUG("verbs: the peer took our first message");
+}
+
+bool VerbsEndpoint::await_fence_locked(bool nudge) {
   if (int rc = msg_send_->post_fence(id_->qp)) {
     SS_DEBUG("verbs: delivery fence not posted: %s", strerror(rc));
-    return;
+    return false;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kFenceMs);
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::milliseconds(kFenceMs);
+  // Nudges after 1, 2, 4... ms: a peer that took the read answers within
+  // a round trip, and one whose socket sits unread needs only one.
+  uint32_t nudges = 0;
+  auto next_nudge = clock::now() + std::chrono::milliseconds(1);
   ibv_wc raw[16];
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (clock::now() < deadline) {
     const int n = ibv_poll_cq(cq_, 16, raw);
     if (n < 0) break;
-    bool fenced = false;
+    bool answered = false;
     for (int i = 0; i < n; i++) {
       Completion c;
       if (raw[i].wr_id == MsgSend::kFenceTag)
-        fenced = true;
+        answered = raw[i].status == IBV_WC_SUCCESS;
       else if (translate(raw[i], &c))
         stash_.push_back(c);
     }
     stashed_.store(static_cast<int>(stash_.size()), std::memory_order_release);
-    if (fenced) {
-      SS_DEBUG("verbs: delivery fence answered");
-      return;
+    if (answered) {
+      if (nudges) SS_DEBUG("verbs: the fence was answered after %u nudges", nudges);
+      return true;
     }
     if (n > 0) continue;
     // A peer that closed first answers no read: stop at its disconnect.
-    if (!connection_live_locked()) return;
+    if (!connection_live_locked()) return false;
+    if (nudge && nudges < MsgSend::kMaxNudges && clock::now() >= next_nudge) {
+      if (MsgSend::post_nudge(id_->qp)) return false;
+      next_nudge = clock::now() + std::chrono::milliseconds(2 << nudges);
+      nudges++;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  SS_DEBUG("verbs: delivery fence unanswered after %d ms", kFenceMs);
+  SS_DEBUG("verbs: delivery fence unanswered after %d ms (%u nudges)", kFenceMs, nudges);
+  return false;
 }
 
 int VerbsEndpoint::post_send(const SendWr& wr) {
@@ -530,7 +559,8 @@ bool VerbsEndpoint::translate_msg_send(const ibv_wc& in, Completion* out) {
       fail_protocol("sent something other than a 4-byte message", out);
     return true;
   }
-  if (in.wr_id == MsgSend::kFenceTag) return false;  // answered after its wait ended
+  // A fence answered after its wait ended; a nudge.
+  if (in.wr_id == MsgSend::kFenceTag || in.wr_id == MsgSend::kNudgeTag) return false;
   if (in.wr_id & MsgSend::kWriteHalfTag) {
     // The message completes with its send; a failed write is reported
     // there (the send behind it is flushed).

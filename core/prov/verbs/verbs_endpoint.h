@@ -62,6 +62,7 @@ class VerbsEndpoint final : public Endpoint {
   void close_descriptor(int fd) override;
   int set_async_progress(bool) override { return 0; }  // the device places writes
   int route(void* buf, size_t* len) const override;
+  void confirm_first_message() override;
 
  private:
   VerbsEndpoint() = default;
@@ -84,6 +85,10 @@ class VerbsEndpoint final : public Endpoint {
   // everything we sent (see MsgSend::post_fence); other completions are
   // stashed for the engine.
   void fence_delivery_locked();
+  // Posts the fence and waits (at most kFenceMs) for its answer, stashing
+  // other completions; with `nudge`, zero-length writes follow it while
+  // unanswered. true when answered.
+  bool await_fence_locked(bool nudge);
   // Still connected: no loss event, reading those pending (a peer that
   // closed its TCP connection shows as DISCONNECTED).
   bool connection_live_locked();
