@@ -21,9 +21,11 @@ MsgSend::~MsgSend() {
   free(slots_);
 }
 
-int MsgSend::init(ibv_pd* pd, uint32_t slots) {
-  // Page-aligned, so fork-safe registration (MADV_DONTFORK) touches nothing else.
-  size_t len = (slots * sizeof(uint32_t) + kPage - 1) & ~(kPage - 1);
+int MsgSend::init(ibv_pd* pd, uint32_t slots, bool fence_reads_byte) {
+  fence_reads_byte_ = fence_reads_byte;
+  // Page-aligned, so fork-safe registration (MADV_DONTFORK) touches nothing
+  // else; one slot more, the fence's sink.
+  size_t len = ((slots + 1) * sizeof(uint32_t) + kPage - 1) & ~(kPage - 1);
   void* p = nullptr;
   if (posix_memalign(&p, kPage, len)) return -ENOMEM;
   memset(p, 0, len);
@@ -66,6 +68,9 @@ int MsgSend::post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg) 
   send.send_flags = IBV_SEND_INLINE;  // `msg` lives on this stack frame
   ibv_send_wr* first = &send;
   if (write && write->num_sge) {
+    wrote_ = true;
+    read_src_addr_ = write->wr.rdma.remote_addr;
+    read_src_rkey_ = write->wr.rdma.rkey;
     write->wr_id |= kWriteHalfTag;
     write->next = &send;
     first = write;
@@ -75,14 +80,20 @@ int MsgSend::post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg) 
 }
 
 int MsgSend::post_fence(ibv_qp* qp) const {
-  // One zero-length SGE (siw wants exactly one for a read sink); neither
-  // side checks keys for zero bytes.
-  ibv_sge sge{reinterpret_cast<uint64_t>(slots_), 0, mr_->lkey};
+  if (fence_reads_byte_ && !wrote_) return ENOENT;
+  // One SGE (siw wants exactly one for a read sink), the spare slot; for
+  // zero bytes neither side checks keys.
+  const uint32_t bytes = fence_reads_byte_ ? 1 : 0;
+  ibv_sge sge{reinterpret_cast<uint64_t>(&slots_[count_]), bytes, mr_->lkey};
   ibv_send_wr rd{};
   rd.wr_id = kFenceTag;
   rd.opcode = IBV_WR_RDMA_READ;
   rd.sg_list = &sge;
   rd.num_sge = 1;
+  if (bytes) {
+    rd.wr.rdma.remote_addr = read_src_addr_;
+    rd.wr.rdma.rkey = read_src_rkey_;
+  }
   rd.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
   return ibv_post_send(qp, &rd, &bad);

@@ -28,8 +28,9 @@ class MsgSend {
   MsgSend& operator=(const MsgSend&) = delete;
   ~MsgSend();
 
-  // Registers `slots` 4-byte receive buffers on `pd`; 0 or -errno.
-  int init(ibv_pd* pd, uint32_t slots);
+  // Registers `slots` 4-byte receive buffers (and the fence's sink) on
+  // `pd`; 0 or -errno. `fence_reads_byte`: see post_fence.
+  int init(ibv_pd* pd, uint32_t slots, bool fence_reads_byte);
   // Posts one receive with the next buffer; its wr_id carries the slot
   // in bits 32-62, which recv_wr_id() clears again.
   int post_recv(ibv_qp* qp, uint64_t wr_id);
@@ -40,10 +41,14 @@ class MsgSend {
   static uint64_t recv_wr_id(uint64_t raw);
   // Posts `write` (its data, when it has any) then the 4-byte SEND of
   // `msg` with `wr_id`, in one chain; ibv_post_send's result.
-  static int post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg);
-  // Posts a zero-length RDMA READ with kFenceTag: on iWARP a send completes
-  // once TCP holds its bytes, but a read completes only after the peer has
+  int post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg);
+  // Posts an RDMA READ with kFenceTag: on iWARP a send completes once TCP
+  // holds its bytes, but a read completes only after the peer has
   // processed everything posted before it. Needs an ORD of 1 or more.
+  // Zero-length, except with `fence_reads_byte` (siw): siw answers a
+  // zero-length read that waits behind its own sends with a stale SGE, a
+  // protection error that ends the connection, so there it reads the first
+  // byte our last write went to (ENOENT before any write).
   int post_fence(ibv_qp* qp) const;
   // Posts a zero-length RDMA WRITE with kNudgeTag: bytes on the wire that
   // the peer places nowhere and completes nothing for, so that a peer's
@@ -56,6 +61,10 @@ class MsgSend {
   ibv_mr* mr_ = nullptr;
   uint32_t count_ = 0;
   uint32_t next_ = 0;
+  bool fence_reads_byte_ = false;
+  bool wrote_ = false;  // read_src_ is set
+  uint64_t read_src_addr_ = 0;
+  uint32_t read_src_rkey_ = 0;
 };
 
 }  // namespace ss::prov::verbs

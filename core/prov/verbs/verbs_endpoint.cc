@@ -30,6 +30,8 @@ constexpr uint32_t kMinQueue = 16;
 // A live peer answers the delivery fence within a round trip; a silent
 // one must not hold up close for long.
 constexpr int kFenceMs = 1000;
+// Soft-iWARP's vendor id (ASCII "bmt"): its read responses need care (MsgSend::post_fence).
+constexpr uint32_t kSiwVendorId = 0x626d74;
 
 socklen_t addr_len(const sockaddr* a) {
   return a->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
@@ -236,7 +238,7 @@ int VerbsEndpoint::setup(EndpointAttr* attr) {
     // The 4-byte message goes inline (upstream refuses a device that can't).
     if (qp_inline_ < sizeof(uint32_t)) return -ENOTSUP;
     msg_send_ = std::make_unique<MsgSend>();
-    if (int rc = msg_send_->init(pd_, recvs)) return rc;
+    if (int rc = msg_send_->init(pd_, recvs, dev.vendor_id == kSiwVendorId)) return rc;
     // The engine keeps its rq_size posted (one again per completion); the
     // spares are posted once here and replaced the same way.
     for (uint32_t i = 0; i < spare_recvs; i++)
@@ -493,7 +495,7 @@ int VerbsEndpoint::post_send(const SendWr& wr) {
   int rc;
   if (msg_send_ && wr.op == Op::kWriteImm) {
     sw.opcode = IBV_WR_RDMA_WRITE;
-    rc = MsgSend::post(id_->qp, &sw, wr.wr_id, wr.imm);
+    rc = msg_send_->post(id_->qp, &sw, wr.wr_id, wr.imm);
   } else {
     ibv_send_wr* bad = nullptr;
     rc = ibv_post_send(id_->qp, &sw, &bad);
