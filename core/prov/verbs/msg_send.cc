@@ -69,8 +69,8 @@ int MsgSend::post(ibv_qp* qp, ibv_send_wr* write, uint64_t wr_id, uint32_t msg) 
   ibv_send_wr* first = &send;
   if (write && write->num_sge) {
     wrote_ = true;
-    read_src_addr_ = write->wr.rdma.remote_addr;
-    read_src_rkey_ = write->wr.rdma.rkey;
+    last_write_addr_ = write->wr.rdma.remote_addr;
+    last_write_rkey_ = write->wr.rdma.rkey;
     write->wr_id |= kWriteHalfTag;
     write->next = &send;
     first = write;
@@ -91,20 +91,23 @@ int MsgSend::post_fence(ibv_qp* qp) const {
   rd.sg_list = &sge;
   rd.num_sge = 1;
   if (bytes) {
-    rd.wr.rdma.remote_addr = read_src_addr_;
-    rd.wr.rdma.rkey = read_src_rkey_;
+    rd.wr.rdma.remote_addr = last_write_addr_;
+    rd.wr.rdma.rkey = last_write_rkey_;
   }
   rd.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
   return ibv_post_send(qp, &rd, &bad);
 }
 
-int MsgSend::post_nudge(ibv_qp* qp) {
-  // No SGE and no target: a zero-length write's tag is not checked.
+int MsgSend::post_nudge(ibv_qp* qp) const {
   ibv_send_wr wr{};
   wr.wr_id = kNudgeTag;
   wr.opcode = IBV_WR_RDMA_WRITE;
   wr.send_flags = IBV_SEND_SIGNALED;
+  if (wrote_) {
+    wr.wr.rdma.remote_addr = last_write_addr_;
+    wr.wr.rdma.rkey = last_write_rkey_;
+  }
   ibv_send_wr* bad = nullptr;
   return ibv_post_send(qp, &wr, &bad);
 }

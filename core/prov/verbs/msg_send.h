@@ -53,8 +53,9 @@ class MsgSend {
   // Posts a zero-length RDMA WRITE with kNudgeTag: bytes on the wire that
   // the peer places nowhere and completes nothing for, so that a peer's
   // socket holding earlier bytes unread is woken (see
-  // VerbsEndpoint::confirm_first_message).
-  static int post_nudge(ibv_qp* qp);
+  // VerbsEndpoint::confirm_first_message). It names the target of our
+  // last write: a tag the peer exposes, should a device check it.
+  int post_nudge(ibv_qp* qp) const;
 
  private:
   uint32_t* slots_ = nullptr;
@@ -62,9 +63,9 @@ class MsgSend {
   uint32_t count_ = 0;
   uint32_t next_ = 0;
   bool fence_reads_byte_ = false;
-  bool wrote_ = false;  // read_src_ is set
-  uint64_t read_src_addr_ = 0;
-  uint32_t read_src_rkey_ = 0;
+  bool wrote_ = false;  // last_write_* are set
+  uint64_t last_write_addr_ = 0;
+  uint32_t last_write_rkey_ = 0;
 };
 
 }  // namespace ss::prov::verbs

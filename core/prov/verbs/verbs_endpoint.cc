@@ -459,7 +459,7 @@ bool VerbsEndpoint::await_fence_locked(bool nudge) {
     // A peer that closed first answers no read: stop at its disconnect.
     if (!connection_live_locked()) return false;
     if (nudge && nudges < MsgSend::kMaxNudges && clock::now() >= next_nudge) {
-      if (MsgSend::post_nudge(id_->qp)) return false;
+      if (msg_send_->post_nudge(id_->qp)) return false;
       next_nudge = clock::now() + std::chrono::milliseconds(2 << nudges);
       nudges++;
     }
