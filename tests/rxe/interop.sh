@@ -68,8 +68,12 @@ section() {
 # last data: upstream rpoll reports POLLHUP once disconnected, data or not,
 # and rstream's do_poll gives up on it.  The server has then exited 0 and
 # verified everything it received.  Seen with stock:stock under TCG
-# (2 of 4 -T a sizes in one run), so such a run is tried again (3 tries).
+# (2 of 4 -T a sizes in one run), so such a run is tried again.  Our
+# server provokes it more often than upstream's on siw (stress.sh,
+# rstream -T a 64 B ours:stock 6-10 of 20 runs, stock:stock 1 of 20; see
+# docs/status.md), hence RACE_TRIES tries.
 RACE="client exit 16 (rpoll POLLHUP)"
+RACE_TRIES=6
 
 # transfer PROG SRV CLI ADDR ARGS... : one verified run, reported.
 transfer() {
@@ -78,7 +82,7 @@ transfer() {
   name="$prog $s:$c $addr $*"
   want "$name" || return 0
   local first=
-  for try in 1 2 3; do
+  for ((try = 1; try <= RACE_TRIES; try++)); do
     pair "$s" "$c" "$prog" "$addr" "$@"
     verdict
     [ -n "$WHY" ] || [ -n "$(perf_line "$CASE_DIR/c.out")" ] || WHY="client printed no result line"
@@ -86,7 +90,8 @@ transfer() {
     [ "$prog $WHY" = "rstream $RACE" ] && [[ " $* " == *" -T a "* ]] && continue
     break
   done
-  [ "$WHY" != "$RACE" ] || WHY+=" on all 3 tries: the rstream -T a POLLHUP race, see interop.sh"
+  [ "$try" -le "$RACE_TRIES" ] || try=$RACE_TRIES
+  [ "$WHY" != "$RACE" ] || WHY+=" on all $RACE_TRIES tries: the rstream -T a POLLHUP race, see interop.sh"
   report "$name"
   [ "$try" = 1 ] || [ -n "$WHY" ] || echo "    passed on try $try (first try: $first)"
 }
