@@ -442,18 +442,20 @@ bool VerbsEndpoint::await_fence_locked(bool nudge) {
   while (clock::now() < deadline) {
     const int n = ibv_poll_cq(cq_, 16, raw);
     if (n < 0) break;
-    bool answered = false;
+    const ibv_wc* fence = nullptr;
     for (int i = 0; i < n; i++) {
       Completion c;
       if (raw[i].wr_id == MsgSend::kFenceTag)
-        answered = raw[i].status == IBV_WC_SUCCESS;
+        fence = &raw[i];
       else if (translate(raw[i], &c))
         stash_.push_back(c);
     }
     stashed_.store(static_cast<int>(stash_.size()), std::memory_order_release);
-    if (answered) {
-      if (nudges) SS_DEBUG("verbs: the fence was answered after %u nudges", nudges);
-      return true;
+    // A failed read (flushed, or refused by the peer) will not be answered:
+    // stop waiting for it.
+    if (fence) {
+      if (nudges) SS_DEBUG("verbs: the fence completed after %u nudges", nudges);
+      return fence->status == IBV_WC_SUCCESS;
     }
     if (n > 0) continue;
     // A peer that closed first answers no read: stop at its disconnect.
