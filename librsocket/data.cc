@@ -78,6 +78,9 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
     int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
     if (rc) return rc;
   }
+  // A peer that stopped writing is likely closing: see its DISCONNECT now
+  // (as TCP's reset), not only once the send window runs out.
+  if (!(state_ & kReadable) && (state_ & kConnected)) process_cq(lk);
   if (!(state_ & kWritable) || shut_wr_) return data_error(true);
   size_t len = iov_total(iov, iovcnt);
   if (len == 0) return 0;

@@ -142,6 +142,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       __builtin_prefetch(rbuf_ + rbuf_in_pos_);
       rbuf_in_pos_ = ring_wrap(rbuf_in_pos_ + data, opt_.rbuf_size);  // data <= half
       rbuf_queued_ += data;
+      if (lingering()) peer_wrote_late_ = true;
       if (data)
         rmsg_.push_back({data});
       else
@@ -376,6 +377,7 @@ short Socket::readiness(short events) {
     // Hang-up only once nothing is left to read: an application that stops
     // at POLLHUP must still get the peer's last bytes (as with TCP's FIN).
     if ((state_ & kDisconnected) && rmsg_.empty()) rev |= POLLHUP;
+    if (lingering()) rev |= POLLHUP;  // both ways shut here, as Linux reports
     if ((state_ & kError) && rmsg_.empty()) rev |= POLLERR | POLLHUP;
   }
   return rev & (events | POLLERR | POLLHUP);

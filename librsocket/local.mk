@@ -4,6 +4,7 @@ librsocket_la_SOURCES = \
 	librsocket/wire.h \
 	librsocket/socket.h \
 	librsocket/socket.cc \
+	librsocket/close.cc \
 	librsocket/engine.cc \
 	librsocket/data.cc \
 	librsocket/iomap.cc \
@@ -16,6 +17,8 @@ librsocket_la_SOURCES = \
 	librsocket/listen_service.cc \
 	librsocket/keepalive_service.h \
 	librsocket/keepalive_service.cc \
+	librsocket/linger_service.h \
+	librsocket/linger_service.cc \
 	librsocket/api.cc
 librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 librsocket_la_LIBADD = libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS)

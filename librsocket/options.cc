@@ -65,6 +65,7 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
         linger l;
         memcpy(&l, val, sizeof l);
         opt_.linger = l.l_onoff != 0;
+        opt_.linger_s = l.l_linger;
         return 0;
       }
       if ((rc = read_int(val, len, &v))) return rc;
@@ -172,7 +173,7 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
           return write_int(val, len, e);
         }
         case SO_LINGER: {
-          linger l{opt_.linger, 0};
+          linger l{opt_.linger, opt_.linger_s};
           return write_value(val, len, &l, sizeof l);
         }
       }
@@ -187,7 +188,7 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
         case TCP_MAXSEG: return write_int(val, len, 2048);
         case TCP_INFO: {
           tcp_info info{};
-          info.tcpi_state = (state_ & kConnected) ? TCP_ESTABLISHED : TCP_CLOSE;
+          info.tcpi_state = lingering() ? TCP_FIN_WAIT2 : (state_ & kConnected) ? TCP_ESTABLISHED : TCP_CLOSE;
           info.tcpi_snd_cwnd = opt_.sq_size;
           return write_value(val, len, &info, sizeof info);
         }

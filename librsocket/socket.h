@@ -51,6 +51,7 @@ struct Options {
   bool nodelay = false, keepalive = false, reuseaddr = false, linger = false, oobinline = false,
        v6only = false;
   uint32_t keepidle = 0;
+  int linger_s = 0;  // SO_LINGER's l_linger, used when linger is on
   int tos = 0;
   std::vector<uint8_t> route;  // RDMA_ROUTE path records (ibv_path_data), for verbs
 };
@@ -113,6 +114,10 @@ class Socket : public std::enable_shared_from_this<Socket> {
   void serve_requests();
   int listener_fd();
 
+  // Linger service: one step of a graceful close (socket.cc); true once the
+  // connection is finished (and, after rclose, everything released).
+  bool linger_step();
+
   // Keepalive service.
   void send_keepalive();
   unsigned keepalive_interval() const;
@@ -132,6 +137,16 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int wait_connected(Lock& lk, bool nonblock);
   void finish_established();
   void inherit_from(const Socket& listener);
+  // Graceful close. Our SHUT_RDWR while the peer still sends becomes a
+  // SHUTDOWN; the DISCONNECT waits until the peer closes its end, writes to
+  // our closed end, or the linger time passes: upstream's rpoll reports
+  // POLLHUP on DISCONNECT even with data unread, and programs that stop at
+  // POLLHUP (rstream -T a) would lose our last bytes.
+  bool lingering() const { return (state_ & kConnected) && !(state_ & (kReadable | kWritable)); }
+  std::chrono::milliseconds linger_time() const;
+  void end_linger(Lock& lk);
+  void release();  // what rclose frees: the descriptor and the buffers
+  bool sends_drained() const;
 
   // Protocol engine.
   int process_cq(Lock& lk);
@@ -199,6 +214,10 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool nonblock_ = false;   // O_NONBLOCK (F_SETFL)
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
+  bool in_linger_ = false;  // the linger service holds this socket
+  bool closed_ = false;     // rclose came while lingering: the linger's end releases
+  bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
+  std::chrono::steady_clock::time_point linger_deadline_{};
   unsigned idle_cq_polls_ = 0;
   // Threads blocked on this socket. Whoever makes progress (completions
   // processed, state changed) kicks wake_fd_ so the others re-check: a

@@ -19,6 +19,7 @@ enum class Id : int {
   kRsMemDefault,      // mem_default (rbuf bytes)
   kRsWmemDefault,     // wmem_default (sbuf bytes)
   kRsIomapSize,       // iomap_size
+  kRsCloseLinger,     // SLIPSTREAM_RS_CLOSE_LINGER (ms)
   kCount
 };
 

@@ -49,6 +49,11 @@ constexpr Setting kTable[] = {
      0, 32512, nullptr,
      "default RDMA_IOMAPSIZE, in entries (sent in 8 bits: above 128, rounded "
      "down to a multiple of 256)"},
+    {Id::kRsCloseLinger, "close_linger", "SLIPSTREAM_RS_CLOSE_LINGER", nullptr, Type::kInt, 500,
+     0, 60000, nullptr,
+     "ms a closed connection waits, in the background, for a peer that may "
+     "still be reading to close its end before it is torn down (0: at once, "
+     "as upstream); SO_LINGER overrides it per socket"},
 };
 
 static_assert(sizeof(kTable) / sizeof(kTable[0]) == static_cast<size_t>(Id::kCount),

@@ -108,7 +108,7 @@ TEST_F(ConfigTest, Defaults) {
       {Id::kProvider, 0},           {Id::kLogLevel, 2},          {Id::kRsPollingTime, 10},
       {Id::kRsWakeUpInterval, 500}, {Id::kRsInlineDefault, 64},  {Id::kRsSqsizeDefault, 384},
       {Id::kRsRqsizeDefault, 384},  {Id::kRsMemDefault, 131072}, {Id::kRsWmemDefault, 131072},
-      {Id::kRsIomapSize, 0},
+      {Id::kRsIomapSize, 0},        {Id::kRsCloseLinger, 500},
   };
   for (const auto& w : want) {
     SCOPED_TRACE(setting(w.id)->name);

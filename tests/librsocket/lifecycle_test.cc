@@ -313,6 +313,54 @@ TEST_P(LifecycleTest, NothingLeftAfterClose) {
   EXPECT_TRUE(new_maps.empty()) << "shared mappings left in this process:" << join(new_maps);
 }
 
+// Waits (bounded) for the thread count to come down to `n`.
+bool threads_down_to(int n, int seconds) {
+  for (int i = 0; i < seconds * 20 && count_threads() > n; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return count_threads() <= n;
+}
+
+// rclose while the peer may still be reading: our side says SHUTDOWN and
+// waits for the peer's close (upstream's rpoll reports POLLHUP as soon as
+// a DISCONNECT arrives, data unread or not, and programs stop there).
+TEST_P(LifecycleTest, CloseLingersUntilPeerCloses) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  linger l{1, 30};  // far beyond this test: only the peer's close ends it
+  ASSERT_EQ(0, rsetsockopt(p.server, SOL_SOCKET, SO_LINGER, &l, sizeof l)) << strerror(errno);
+  const Snapshot before = Snapshot::settled();
+  ASSERT_EQ(4, rsend(p.server, "tail", 4, 0));
+  p.server.reset();  // rclose
+  EXPECT_GT(count_threads(), before.threads) << "no linger after rclose";
+  char b[8];
+  ASSERT_EQ(4u, recv_all(p.client, b, 4));
+  EXPECT_EQ(0, memcmp(b, "tail", 4));
+  errno = 0;
+  EXPECT_EQ(0, rrecv(p.client, b, sizeof b, 0)) << "no EOF after the peer's close: " << strerror(errno);
+  short rev = wait_events(p.client, POLLIN);
+  EXPECT_EQ(POLLIN, rev) << "EOF, and no hang-up while the closed side waits for us";
+  p.client.reset();
+  EXPECT_TRUE(threads_down_to(before.threads, 10))
+      << "the linger went on after the peer closed (its limit is 30 s)";
+}
+
+// SO_LINGER {1, 0}: no waiting, the peer is told DISCONNECT at once (as
+// upstream does always).
+TEST_P(LifecycleTest, ZeroLingerDisconnectsAtOnce) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  linger l{1, 0};
+  ASSERT_EQ(0, rsetsockopt(p.server, SOL_SOCKET, SO_LINGER, &l, sizeof l)) << strerror(errno);
+  const Snapshot before = Snapshot::settled();
+  ASSERT_EQ(1, rsend(p.server, "x", 1, 0));
+  p.server.reset();
+  EXPECT_EQ(before.threads, count_threads()) << "a linger despite SO_LINGER {1, 0}";
+  char b;
+  ASSERT_EQ(1u, recv_all(p.client, &b, 1));  // the data still comes first
+  short rev = wait_events(p.client, POLLHUP, 10000);
+  EXPECT_TRUE(rev & POLLHUP) << "revents " << rev;
+}
+
 TEST_P(LifecycleTest, RepeatedConnectCloseDoesNotGrow) {
   // Warm up once (lazily created process-wide state), then 50 cycles.
   {

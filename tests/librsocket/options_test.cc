@@ -108,6 +108,7 @@ TEST_P(OptionsTest, SoLinger) {
   ASSERT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_LINGER, &out, &len)) << strerror(errno);
   EXPECT_EQ(sizeof(linger), len);
   EXPECT_NE(0, out.l_onoff);
+  EXPECT_EQ(5, out.l_linger);
   l = {0, 0};
   ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof l));
   len = sizeof out;

@@ -1,0 +1,151 @@
+// Ending a connection: rshutdown, rclose and the graceful close (linger)
+// between them. See Socket::lingering for why a close may linger.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/base/config.h"
+#include "core/base/log.h"
+#include "librsocket/keepalive_service.h"
+#include "librsocket/linger_service.h"
+#include "librsocket/listen_service.h"
+#include "librsocket/socket.h"
+
+namespace ss::rs {
+
+namespace {
+using clock = std::chrono::steady_clock;
+// After a linger ends on our side, the DISCONNECT gets this long to leave.
+constexpr auto kDisconnectDrain = std::chrono::milliseconds(100);
+constexpr int kMaxLingerSeconds = 60;
+}  // namespace
+
+std::chrono::milliseconds Socket::linger_time() const {
+  if (opt_.linger)  // SO_LINGER: l_linger seconds (0: at once)
+    return std::chrono::seconds(std::clamp(opt_.linger_s, 0, kMaxLingerSeconds));
+  return std::chrono::milliseconds(config::get_int(config::Id::kRsCloseLinger));
+}
+
+bool Socket::sends_drained() const {
+  return sqe_avail_ == opt_.sq_size - kQpCtrlSize && ctrl_avail_ == kQpCtrlSize;
+}
+
+int Socket::shutdown(int how) {
+  KeepaliveService::instance().remove(this);  // as upstream: any shutdown stops probes
+  Lock lk(mu_);
+  if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
+  if (state_ == kListening) {
+    // Linux lets shutdown stop a listener; we simply report success.
+    return 0;
+  }
+  if (!(state_ & kConnected) && !(state_ & kDisconnected)) return -ENOTCONN;
+  if (!(state_ & kConnected) || lingering()) return 0;
+  uint32_t ctrl;
+  bool linger = false;
+  if (how == SHUT_RDWR) {
+    // The peer still sends, so it still reads: tell it only that we stopped
+    // writing, and let it close first.
+    linger = (state_ & kReadable) && linger_time().count() > 0;
+    ctrl = linger ? kCtrlShutdown : kCtrlDisconnect;
+    state_ &= ~(kReadable | kWritable);
+  } else if (how == SHUT_WR) {
+    ctrl = (state_ & kReadable) ? kCtrlShutdown : kCtrlDisconnect;
+    state_ &= ~kWritable;
+  } else {
+    ctrl = (state_ & kWritable) ? 0xFFu : static_cast<uint32_t>(kCtrlDisconnect);
+    state_ &= ~kReadable;
+  }
+  if (how != SHUT_RD) shut_wr_ = true;
+  if (ctrl == 0xFF || (state_ & (kError | kDisconnected))) {
+    linger = false;
+  } else {
+    // Bounded wait for a control slot and for the sends to drain (upstream
+    // waits forever here).
+    auto deadline = clock::now() + std::chrono::seconds(2);
+    auto expired = [&] { return clock::now() > deadline; };
+    wait_for(lk, false, [&] { return ctrl_ready() || expired() || (state_ & kError); });
+    const bool sent = ctrl_ready() && send_ctrl(ctrl) == 0;
+    linger = linger && sent;  // a peer never told we stopped would wait in vain
+    SS_DEBUG("rsocket: fd %d: shutdown(%d) control %u, state 0x%x, ctrl slots %u, sqe %u", fd_,
+             how, ctrl, state_, ctrl_avail_, sqe_avail_);
+    wait_for(lk, false, [&] { return sends_drained() || expired() || (state_ & kError); });
+  }
+  linger = linger && lingering() && !(state_ & kError);
+  if (linger) {
+    linger_deadline_ = clock::now() + linger_time();
+    in_linger_ = true;
+  } else if (!(state_ & (kReadable | kWritable))) {
+    state_ = (state_ & ~kConnected) | kDisconnected;
+    ep_->disconnect();
+  }
+  if (waiters_) kick_waiters();  // blocked readers/writers see the new state
+  lk.unlock();
+  if (linger) LingerService::instance().add(shared_from_this());
+  return 0;
+}
+
+bool Socket::linger_step() {
+  bool release_now;
+  {
+    Lock lk(mu_);
+    if (ep_) process_cq(lk);
+    const auto now = clock::now();
+    if (lingering()) {
+      if (!peer_wrote_late_ && !(state_ & kError) && now < linger_deadline_) return false;
+      // The peer did not close in time, or wrote to our closed end (where
+      // TCP would answer with a reset): we are gone.
+      SS_DEBUG("rsocket: fd %d: linger ends without the peer's close (%s)", fd_,
+               peer_wrote_late_ ? "it wrote to us" : "time");
+      if (!(state_ & kError) && ctrl_ready()) send_ctrl(kCtrlDisconnect);
+      state_ = (state_ & ~kConnected) | kDisconnected;
+      linger_deadline_ = now + kDisconnectDrain;
+    }
+    if (!sends_drained() && !(state_ & kError) && now < linger_deadline_) return false;
+    if (ep_) ep_->disconnect();
+    if (waiters_) kick_waiters();
+    in_linger_ = false;
+    release_now = closed_;
+  }
+  if (release_now) release();
+  return true;
+}
+
+void Socket::close() {
+  KeepaliveService::instance().remove(this);
+  {
+    Lock lk(mu_);
+    if (state_ == kListening) {
+      lk.unlock();
+      ListenService::instance().remove(this);
+      lk.lock();
+      for (auto& s : accept_queue_) s->close();
+      accept_queue_.clear();
+      listener_.reset();
+    }
+  }
+  if (state_ & kConnected) shutdown(SHUT_RDWR);
+  {
+    std::lock_guard<FutexMutex> g(mu_);
+    if (waiters_) kick_waiters();
+    if (in_linger_) {
+      closed_ = true;  // the linger service releases it when done
+      return;
+    }
+  }
+  release();
+}
+
+void Socket::release() {
+  std::lock_guard<FutexMutex> g(mu_);
+  if (ep_) {
+    ep_->disconnect();
+    ep_->close_descriptor(fd_);
+  } else {
+    ::close(fd_);
+  }
+  free_buffers();
+}
+
+}  // namespace ss::rs

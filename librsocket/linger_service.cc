@@ -1,0 +1,83 @@
+#include "librsocket/linger_service.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "librsocket/socket.h"
+
+namespace ss::rs {
+
+namespace {
+// How often a lingering connection is looked at: often enough that the
+// peer's close is answered promptly, rarely enough to cost nothing.
+constexpr auto kStep = std::chrono::milliseconds(2);
+}  // namespace
+
+LingerService& LingerService::instance() {
+  static LingerService* svc = [] {
+    auto* s = new LingerService();  // outlives static destructors
+    // A child has no linger thread and no share in the parent's
+    // connections: it starts with none (else its exit would wait forever).
+    pthread_atfork([] { instance().mu_.lock(); }, [] { instance().mu_.unlock(); },
+                   [] {
+                     LingerService& l = instance();
+                     // Kept, never freed: the parent still owns their resources.
+                     static auto* inherited = new std::vector<std::shared_ptr<Socket>>();
+                     for (auto& s : l.socks_) inherited->push_back(std::move(s));
+                     l.socks_.clear();
+                     l.running_ = false;
+                     l.mu_.unlock();
+                   });
+    return s;
+  }();
+  return *svc;
+}
+
+void LingerService::add(std::shared_ptr<Socket> s) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (std::find(socks_.begin(), socks_.end(), s) != socks_.end()) return;
+  socks_.push_back(std::move(s));
+  if (!running_) {
+    running_ = true;
+    // Detached: it ends by itself once nothing lingers, so no thread is
+    // left behind and exit never has to join one.
+    std::thread([this] { run(); }).detach();
+  }
+}
+
+void LingerService::drain() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [this] { return socks_.empty(); });
+}
+
+void LingerService::run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!socks_.empty()) {
+    std::vector<std::shared_ptr<Socket>> now = socks_;
+    lk.unlock();
+    std::vector<Socket*> done;
+    for (auto& s : now)
+      if (s->linger_step()) done.push_back(s.get());
+    now.clear();
+    lk.lock();
+    socks_.erase(std::remove_if(socks_.begin(), socks_.end(),
+                                [&](const std::shared_ptr<Socket>& s) {
+                                  return std::find(done.begin(), done.end(), s.get()) != done.end();
+                                }),
+                 socks_.end());
+    if (socks_.empty()) break;
+    cv_.wait_for(lk, kStep);
+  }
+  running_ = false;
+  cv_.notify_all();
+}
+
+// Every linger ends by its own deadline, so this wait is bounded.
+__attribute__((destructor)) static void finish_lingering_at_exit() {
+  LingerService::instance().drain();
+}
+
+}  // namespace ss::rs

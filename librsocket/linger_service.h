@@ -1,0 +1,32 @@
+// Linger: connections that rshutdown(SHUT_RDWR)/rclose left waiting for
+// the peer to close its end (Socket::lingering). One thread, alive only
+// while such connections exist, steps each until it is finished; at
+// process exit the library waits for them, each bounded by its own linger
+// time, since the kernel would tear them down with the process.
+#pragma once
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace ss::rs {
+
+class Socket;
+
+class LingerService {
+ public:
+  static LingerService& instance();
+  void add(std::shared_ptr<Socket> s);
+  // Blocks until every lingering connection is finished.
+  void drain();
+
+ private:
+  void run();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<Socket>> socks_;
+  bool running_ = false;
+};
+
+}  // namespace ss::rs
