@@ -4,6 +4,8 @@
 bin_PROGRAMS += tools/slipstream-demo
 tools_slipstream_demo_SOURCES = \
 	tools/slipstream-demo.cc \
+	tools/demo_floor.h \
+	tools/demo_floor.cc \
 	tools/demo_transport.h \
 	tools/demo_transport.cc
 tools_slipstream_demo_LDADD = librsocket.la libslipstream.la $(PTHREAD_LIBS)

@@ -9,7 +9,9 @@
 // sides spinning on MSG_DONTWAIT ("busy-poll"), and two streams (64 KiB and
 // 1 MiB messages) whose checksum the server computes and sends back. Any
 // failure or corruption makes the exit status non-zero; a transport that
-// hangs has its server killed after --timeout seconds.
+// hangs has its server killed after --timeout seconds. First, what the
+// hardware allows in this run (tools/demo_floor.h), to read the shm rows
+// against.
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/demo_floor.h"
 #include "tools/demo_transport.h"
 
 using namespace ssdemo;
@@ -241,6 +244,27 @@ std::string ratio(double v) {
   return b;
 }
 
+// The shm rows against what the hardware allowed in this run.
+void print_floor(const std::vector<Row>& rows, const Floor& f) {
+  if (!f.ok) {
+    printf("hardware floor: not measured (the ping-pong helper did not answer)\n");
+    return;
+  }
+  printf("\nhardware, same run: a cache line bounced between two processes %.2f us one-way\n"
+         "(the floor of any shared-memory round trip); one core's memcpy %.2f GB/s in 64 KiB\n"
+         "pieces, %.2f GB/s in 1 MiB pieces (each side of an shm stream copies once)\n",
+         f.line_one_way_us, f.copy64k_gbps, f.copy1m_gbps);
+  for (const Row& r : rows) {
+    if (!r.ok || !r.ran) continue;
+    if (r.name == "shm (busy-poll)")
+      printf("shm (busy-poll) one-way: %.2f us = floor + %.2f us\n", r.rtt_med_us / 2,
+             r.rtt_med_us / 2 - f.line_one_way_us);
+    if (r.name == "rsocket shm" && r.has_bw)
+      printf("rsocket shm streams: %.0f%% (64 KiB), %.0f%% (1 MiB) of one core's memcpy\n",
+             100 * r.bw64k / f.copy64k_gbps, 100 * r.bw1m / f.copy1m_gbps);
+  }
+}
+
 void print_table(const std::vector<Row>& rows, const Options& o) {
   const Row* kernel = nullptr;
   const Row* kernel_busy = nullptr;
@@ -294,6 +318,12 @@ int main(int argc, char** argv) {
   }
   signal(SIGPIPE, SIG_IGN);
   signal(SIGALRM, on_alarm);
+
+  // Before any rsocket exists: the floor's helper is forked too.
+  g_phase = "hardware floor";
+  alarm(o.timeout_s);
+  const Floor floor = measure_floor(o.iters);
+  alarm(0);
 
   // Fork every server first: no child inherits any rsocket state.
   struct Server {
@@ -354,6 +384,7 @@ int main(int argc, char** argv) {
     rows.push_back(busy);
   }
   print_table(rows, o);
+  print_floor(rows, floor);
   if (failed) fprintf(stderr, "slipstream-demo: FAILED (see the table above)\n");
   return failed ? 1 : 0;
 }
