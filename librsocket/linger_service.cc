@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "librsocket/socket.h"
@@ -31,6 +32,10 @@ LingerService& LingerService::instance() {
                      l.running_ = false;
                      l.mu_.unlock();
                    });
+    // At exit, before the static objects registered earlier are destroyed
+    // (an atexit handler runs before those registered before it); every
+    // linger ends by its own deadline, so this wait is bounded.
+    std::atexit([] { instance().drain(); });
     return s;
   }();
   return *svc;
@@ -75,9 +80,5 @@ void LingerService::run() {
   cv_.notify_all();
 }
 
-// Every linger ends by its own deadline, so this wait is bounded.
-__attribute__((destructor)) static void finish_lingering_at_exit() {
-  LingerService::instance().drain();
-}
 
 }  // namespace ss::rs

@@ -54,6 +54,15 @@ void run_peer_killed_child() {
   if (c < 0) child_fail("rsocket");
   if (rconnect(c, a.sa(), a.len) < 0) child_fail("rconnect");
   if (rsend(c, "hello", 5, 0) != 5) child_fail("rsend");
+  if (getenv("RS_CONFORMANCE_CLOSE_AND_EXIT")) {
+    // Closes with a long linger and exits at once: exit must wait for the
+    // parent's close, or the kernel would end the connection under it.
+    linger l{1, 30};
+    if (rsetsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0) child_fail("SO_LINGER");
+    if (rclose(c) < 0) child_fail("rclose");
+    if (write(kNotifyFd, "R", 1) != 1) _exit(3);
+    exit(0);
+  }
   if (write(kNotifyFd, "R", 1) != 1) _exit(3);
   for (;;) pause();  // killed by the parent; never closes the rsocket
 }
@@ -67,7 +76,8 @@ struct ChildMode {
 
 // Re-executes this binary as the helper child. Returns its pid; *notify
 // gets the read end of the child's report pipe.
-pid_t spawn_child(const char* provider, int family, uint16_t port, KFd* notify) {
+pid_t spawn_child(const char* provider, int family, uint16_t port, KFd* notify,
+                  bool close_and_exit = false) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) return -1;
   // Everything the child needs is built before fork().
@@ -79,6 +89,7 @@ pid_t spawn_child(const char* provider, int family, uint16_t port, KFd* notify) 
   env_store.emplace_back(std::string("RS_CONFORMANCE_PROVIDER=") + provider);
   env_store.emplace_back("RS_CONFORMANCE_FAMILY=" + std::to_string(family));
   env_store.emplace_back("RS_CONFORMANCE_PORT=" + std::to_string(port));
+  if (close_and_exit) env_store.emplace_back("RS_CONFORMANCE_CLOSE_AND_EXIT=1");
   std::vector<char*> envp;
   for (auto& s : env_store) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -346,6 +357,38 @@ TEST_P(LifecycleTest, CloseLingersUntilPeerCloses) {
 
 // SO_LINGER {1, 0}: no waiting, the peer is told DISCONNECT at once (as
 // upstream does always).
+// A process that closes and exits: its exit waits for the linger (else
+// the kernel would tear the connection down with the process, and an
+// upstream peer would see POLLHUP before reading the last bytes).
+TEST_P(LifecycleTest, ExitWaitsForLingeringClose) {
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  KFd notify;
+  pid_t pid = spawn_child(GetParam().provider, family(), l.addr.port(), &notify, true);
+  ASSERT_GT(pid, 0) << strerror(errno);
+  std::string report;
+  ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
+  ASSERT_TRUE(wait_events(l.fd, POLLIN, 20000) & POLLIN);
+  RFd s(raccept(l.fd, nullptr, nullptr));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+  char b[8] = {};
+  ASSERT_EQ(5u, recv_all(s, b, 5));
+  EXPECT_EQ(0, memcmp(b, "hello", 5));
+  EXPECT_EQ(0, rrecv(s, b, sizeof b, 0)) << strerror(errno);
+  // The report pipe closes when the child is gone: not while we are open.
+  pollfd pf{notify, POLLIN, 0};
+  EXPECT_EQ(0, poll(&pf, 1, 1000)) << "the child exited under its lingering connection";
+  s.reset();
+  pf.revents = 0;
+  int gone = poll(&pf, 1, 10000);
+  EXPECT_EQ(1, gone) << "the child still lingers after our close";
+  if (gone != 1) kill(pid, SIGKILL);
+  int st = 0;
+  pid_t r = waitpid(pid, &st, 0);  // it is gone or going: the pipe closed
+  ASSERT_EQ(pid, r) << strerror(errno);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+}
+
 TEST_P(LifecycleTest, ZeroLingerDisconnectsAtOnce) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
