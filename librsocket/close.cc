@@ -42,6 +42,7 @@ int Socket::shutdown(int how) {
   }
   if (!(state_ & kConnected) && !(state_ & kDisconnected)) return -ENOTCONN;
   if (!(state_ & kConnected) || lingering()) return 0;
+  shutting_++;  // its waits release mu_: an rclose meanwhile must not free ep_
   uint32_t ctrl;
   bool linger = false;
   if (how == SHUT_RDWR) {
@@ -81,8 +82,10 @@ int Socket::shutdown(int how) {
     ep_->disconnect();
   }
   if (waiters_) kick_waiters();  // blocked readers/writers see the new state
+  const bool release_now = --shutting_ == 0 && closed_ && !in_linger_;
   lk.unlock();
   if (linger) LingerService::instance().add(shared_from_this());
+  if (release_now) release();  // an rclose came while we slept
   return 0;
 }
 
@@ -98,9 +101,12 @@ bool Socket::linger_step() {
       // TCP would answer with a reset): we are gone.
       SS_DEBUG("rsocket: fd %d: linger ends without the peer's close (%s)", fd_,
                peer_wrote_late_ ? "it wrote to us" : "time");
-      if (!(state_ & kError) && ctrl_ready()) send_ctrl(kCtrlDisconnect);
+      if (!(state_ & kError) && ctrl_ready() && send_ctrl(kCtrlDisconnect) != 0)
+        ctrl_avail_++;  // not posted: the transport is gone anyway
       state_ = (state_ & ~kConnected) | kDisconnected;
       linger_deadline_ = now + kDisconnectDrain;
+    } else {
+      linger_deadline_ = std::min(linger_deadline_, now + kDisconnectDrain);
     }
     if (!sends_drained() && !(state_ & kError) && now < linger_deadline_) return false;
     if (ep_) ep_->disconnect();
@@ -125,12 +131,17 @@ void Socket::close() {
       listener_.reset();
     }
   }
-  if (state_ & kConnected) shutdown(SHUT_RDWR);
+  bool connected;
+  {
+    std::lock_guard<FutexMutex> g(mu_);
+    connected = state_ & kConnected;
+  }
+  if (connected) shutdown(SHUT_RDWR);
   {
     std::lock_guard<FutexMutex> g(mu_);
     if (waiters_) kick_waiters();
-    if (in_linger_) {
-      closed_ = true;  // the linger service releases it when done
+    if (in_linger_ || shutting_) {
+      closed_ = true;  // the linger, or the shutdown under way, releases it
       return;
     }
   }

@@ -200,7 +200,8 @@ bool Socket::can_send() const {
 }
 
 void Socket::give_credits() {
-  if (!(state_ & kConnected) || !ctrl_ready()) return;
+  // Not while lingering: its control slots are kept for the DISCONNECT.
+  if (!(state_ & kConnected) || !(state_ & (kReadable | kWritable)) || !ctrl_ready()) return;
   bool half_free = rbuf_bytes_avail_ >= opt_.rbuf_size / 2;
   if (half_free || static_cast<int16_t>(rseq_no_ - rseq_comp_) >= 0) send_credits();
 }

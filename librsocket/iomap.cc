@@ -17,7 +17,7 @@ off_t Socket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
   Turn turn(*this, lk, &sending_);
   if (!buf || !len || flags != 0) return -EINVAL;
   if (prot & ~(PROT_WRITE)) return -EINVAL;
-  if (!(state_ & kConnected) || !ep_) return -ENOTCONN;
+  if (!(state_ & kConnected) || lingering() || !ep_) return -ENOTCONN;
   if (len > UINT32_MAX) return -EINVAL;
   Iomap m{};
   m.index = -1;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <system_error>
 #include <thread>
 
 #include "librsocket/socket.h"
@@ -27,7 +28,10 @@ LingerService& LingerService::instance() {
                      LingerService& l = instance();
                      // Kept, never freed: the parent still owns their resources.
                      static auto* inherited = new std::vector<std::shared_ptr<Socket>>();
-                     for (auto& s : l.socks_) inherited->push_back(std::move(s));
+                     for (auto& s : l.socks_) {
+                       s->forget_linger();  // an rclose here releases at once
+                       inherited->push_back(std::move(s));
+                     }
                      l.socks_.clear();
                      l.running_ = false;
                      l.mu_.unlock();
@@ -42,19 +46,33 @@ LingerService& LingerService::instance() {
 }
 
 void LingerService::add(std::shared_ptr<Socket> s) {
-  std::lock_guard<std::mutex> g(mu_);
-  if (std::find(socks_.begin(), socks_.end(), s) != socks_.end()) return;
-  socks_.push_back(std::move(s));
-  if (!running_) {
-    running_ = true;
-    // Detached: it ends by itself once nothing lingers, so no thread is
-    // left behind and exit never has to join one.
-    std::thread([this] { run(); }).detach();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (std::find(socks_.begin(), socks_.end(), s) != socks_.end()) return;
+    if (!exiting_) {
+      socks_.push_back(s);
+      if (running_) return;
+      try {
+        // Detached: it ends by itself once nothing lingers, so no thread is
+        // left behind and exit never has to join one.
+        std::thread t([this] { run(); });
+        pthread_setname_np(t.native_handle(), "ss-linger");  // named before it is seen
+        t.detach();
+        running_ = true;
+        return;
+      } catch (const std::system_error&) {
+        socks_.pop_back();  // no thread to be had: the caller does it
+      }
+    }
   }
+  // At exit (the drain has begun) or without a thread: finish it here,
+  // bounded by its linger time.
+  while (!s->linger_step()) std::this_thread::sleep_for(kStep);
 }
 
 void LingerService::drain() {
   std::unique_lock<std::mutex> lk(mu_);
+  exiting_ = true;  // later lingers are finished by whoever starts them
   cv_.wait(lk, [this] { return socks_.empty(); });
 }
 

@@ -1,6 +1,6 @@
 // Linger: connections that rshutdown(SHUT_RDWR)/rclose left waiting for
-// the peer to close its end (Socket::lingering). One thread, alive only
-// while such connections exist, steps each until it is finished; at
+// the peer to close its end (Socket::lingering). One thread ("ss-linger"),
+// alive only while such connections exist, steps each until it is finished; at
 // process exit the library waits for them, each bounded by its own linger
 // time, since the kernel would tear them down with the process.
 #pragma once
@@ -16,8 +16,10 @@ class Socket;
 class LingerService {
  public:
   static LingerService& instance();
+  // Steps `s` in the background; at exit, or when no thread can be
+  // started, in the caller until it is finished.
   void add(std::shared_ptr<Socket> s);
-  // Blocks until every lingering connection is finished.
+  // Blocks until every lingering connection is finished (at exit).
   void drain();
 
  private:
@@ -27,6 +29,7 @@ class LingerService {
   std::condition_variable cv_;
   std::vector<std::shared_ptr<Socket>> socks_;
   bool running_ = false;
+  bool exiting_ = false;
 };
 
 }  // namespace ss::rs

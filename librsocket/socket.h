@@ -114,9 +114,11 @@ class Socket : public std::enable_shared_from_this<Socket> {
   void serve_requests();
   int listener_fd();
 
-  // Linger service: one step of a graceful close (socket.cc); true once the
+  // Linger service: one step of a graceful close (close.cc); true once the
   // connection is finished (and, after rclose, everything released).
   bool linger_step();
+  // In a fork child, where no linger thread owns it (single-threaded there).
+  void forget_linger() { in_linger_ = false; }
 
   // Keepalive service.
   void send_keepalive();
@@ -144,7 +146,6 @@ class Socket : public std::enable_shared_from_this<Socket> {
   // POLLHUP (rstream -T a) would lose our last bytes.
   bool lingering() const { return (state_ & kConnected) && !(state_ & (kReadable | kWritable)); }
   std::chrono::milliseconds linger_time() const;
-  void end_linger(Lock& lk);
   void release();  // what rclose frees: the descriptor and the buffers
   bool sends_drained() const;
 
@@ -215,7 +216,10 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   bool in_linger_ = false;  // the linger service holds this socket
-  bool closed_ = false;     // rclose came while lingering: the linger's end releases
+  int shutting_ = 0;        // threads inside shutdown(), which may sleep
+  // rclose came while a shutdown or a linger was under way: whichever ends
+  // last releases (not the rclose, which would free the endpoint under it).
+  bool closed_ = false;
   bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
   std::chrono::steady_clock::time_point linger_deadline_{};
   unsigned idle_cq_polls_ = 0;
