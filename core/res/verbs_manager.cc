@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,7 +31,11 @@ struct Device {
   ibv_pd* pd;
 };
 
-// Async-event watcher: one thread while connections exist.
+// Async-event watcher: one thread while connections exist. Each thread
+// has its own stop flag and wake-up fd: a connection that arrives while
+// the last one's release is still joining the old thread starts a new one,
+// and must neither revive the old thread (a shared flag reset to "run")
+// nor take the kick meant for it (a shared fd), or that join never ends.
 class AsyncWatcher {
  public:
   void hold(ibv_context* ctx) {
@@ -39,53 +44,58 @@ class AsyncWatcher {
     for (ibv_context* c : ctxs_) known |= c == ctx;
     if (!known) ctxs_.push_back(ctx);
     if (holders_++ == 0) {
-      stop_ = false;
-      if (wake_fd_ < 0) wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-      thread_ = std::thread([this] { run(); });
+      auto w = std::make_unique<Worker>();
+      w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      Worker* raw = w.get();
+      w->thread = std::thread([this, raw] { run(raw); });
+      worker_ = std::move(w);
     } else if (!known) {
-      kick();  // the running thread picks up the new device
-    }
-  }
-  void release() {
-    std::thread t;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (holders_ == 0 || --holders_ > 0) return;
-      stop_ = true;
-      t = std::move(thread_);
-      kick();
-    }
-    if (t.joinable()) t.join();
-    // Nothing of the watcher stays once the last connection is gone.
-    std::lock_guard<std::mutex> lk(mu_);
-    if (holders_ == 0 && wake_fd_ >= 0) {
-      ::close(wake_fd_);
-      wake_fd_ = -1;
+      kick(worker_.get());  // the running thread picks up the new device
     }
   }
 
+  void release() {
+    std::unique_ptr<Worker> w;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (holders_ == 0 || --holders_ > 0) return;
+      w = std::move(worker_);
+      w->stop = true;
+      kick(w.get());
+    }
+    if (w->thread.joinable()) w->thread.join();
+    if (w->wake_fd >= 0) ::close(w->wake_fd);  // nothing of it stays
+  }
+
  private:
-  void run() {
+  struct Worker {
+    std::thread thread;
+    int wake_fd = -1;   // stop/new-device kicks
+    bool stop = false;  // under mu_
+  };
+
+  void run(Worker* w) {
     for (;;) {
       std::vector<pollfd> fds;
       {
         std::lock_guard<std::mutex> lk(mu_);
-        if (stop_) return;
-        fds.push_back({wake_fd_, POLLIN, 0});
+        if (w->stop) return;
+        fds.push_back({w->wake_fd, POLLIN, 0});
         for (ibv_context* c : ctxs_) fds.push_back({c->async_fd, POLLIN, 0});
       }
       // Sleeps until an event or a kick (stop, new device): no idle wake-ups.
-      if (::poll(fds.data(), fds.size(), wake_fd_ < 0 ? 1000 : -1) <= 0) continue;
+      if (::poll(fds.data(), fds.size(), w->wake_fd < 0 ? 1000 : -1) <= 0) continue;
       uint64_t n;
-      if ((fds[0].revents & POLLIN) && ::read(wake_fd_, &n, sizeof n) < 0) continue;
+      if ((fds[0].revents & POLLIN) && ::read(w->wake_fd, &n, sizeof n) < 0) continue;
       for (size_t i = 1; i < fds.size(); i++)
         if (fds[i].revents & POLLIN) drain(ctxs_at(i - 1));
     }
   }
   // With mu_ held.
-  void kick() {
+  static void kick(Worker* w) {
     uint64_t one = 1;
-    if (wake_fd_ >= 0 && ::write(wake_fd_, &one, sizeof one) < 0) SS_DEBUG("verbs: kick failed");
+    if (w && w->wake_fd >= 0 && ::write(w->wake_fd, &one, sizeof one) < 0)
+      SS_DEBUG("verbs: kick failed");
   }
   ibv_context* ctxs_at(size_t i) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -112,9 +122,7 @@ class AsyncWatcher {
   std::mutex mu_;
   std::vector<ibv_context*> ctxs_;  // only grows: contexts live as long as librdmacm
   int holders_ = 0;
-  bool stop_ = false;
-  int wake_fd_ = -1;  // stop/new-device kicks; open while the thread runs
-  std::thread thread_;
+  std::unique_ptr<Worker> worker_;  // the running thread's, while holders_ > 0
 };
 
 class Manager {

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -160,6 +162,33 @@ TEST_F(VerbsResTest, ForkSafeModeFollowsTheEnvironment) {
     ibv_fork_status st = ibv_is_fork_initialized();
     EXPECT_TRUE(st == IBV_FORK_ENABLED || st == IBV_FORK_UNNEEDED) << st;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The last connection's release (joining the watcher thread) racing the
+// next connection's hold: both must return, every time. (A shared stop
+// flag let the new hold revive the old thread: the join never ended.)
+TEST_F(VerbsResTest, AsyncWatcherHoldDuringLastRelease) {
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 600 && !done; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!done) {
+      fprintf(stderr, "AsyncWatcherHoldDuringLastRelease: stuck for 60 s\n");
+      abort();
+    }
+  });
+  for (int i = 0; i < 300; i++) {
+    ss::res::hold_async_events(ctx_);
+    std::thread releaser([] { ss::res::release_async_events(); });
+    ss::res::hold_async_events(ctx_);  // may come before, during or after the join
+    releaser.join();
+    ss::res::release_async_events();
+  }
+  done = true;
+  watchdog.join();
 }
 
 }  // namespace
