@@ -84,19 +84,21 @@ void LingerService::run() {
     std::vector<Socket*> done;
     for (auto& s : now)
       if (s->linger_step()) done.push_back(s.get());
+    lk.lock();
+    auto finished = std::stable_partition(socks_.begin(), socks_.end(), [&](const auto& s) {
+      return std::find(done.begin(), done.end(), s.get()) == done.end();
+    });
+    socks_.erase(finished, socks_.end());
+    lk.unlock();
+    // The last references may go here: endpoints are torn down outside mu_
+    // (rclose callers wait on it), and before an empty list is reported.
     now.clear();
     lk.lock();
-    socks_.erase(std::remove_if(socks_.begin(), socks_.end(),
-                                [&](const std::shared_ptr<Socket>& s) {
-                                  return std::find(done.begin(), done.end(), s.get()) != done.end();
-                                }),
-                 socks_.end());
     if (socks_.empty()) break;
     cv_.wait_for(lk, kStep);
   }
   running_ = false;
   cv_.notify_all();
 }
-
 
 }  // namespace ss::rs
