@@ -1,5 +1,7 @@
 // Stream data path: rsend/rsendv chunking and rrecv/rrecvv from the
-// receive ring.
+// receive ring. One body each way, over a byte source or sink: a single
+// buffer (rsend/rrecv, the common case, compiled without the iovec walk)
+// or an iovec array.
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -15,6 +17,11 @@ namespace {
 class IovCursor {
  public:
   IovCursor(const iovec* iov, int cnt) : iov_(iov), cnt_(cnt) { skip_empty(); }
+  size_t total() const {
+    size_t t = 0;
+    for (int i = 0; i < cnt_; i++) t += iov_[i].iov_len;
+    return t;
+  }
   // The next `n` bytes as one pointer, or nullptr when they span iovecs.
   const uint8_t* contiguous(size_t n) const {
     if (i_ < cnt_ && iov_[i_].iov_len - off_ >= n)
@@ -58,19 +65,50 @@ class IovCursor {
   size_t off_ = 0;
 };
 
-size_t iov_total(const iovec* iov, int cnt) {
-  size_t t = 0;
-  for (int i = 0; i < cnt; i++) t += iov[i].iov_len;
-  return t;
-}
+// One buffer, with IovCursor's interface: always contiguous.
+class BufCursor {
+ public:
+  BufCursor(const void* buf, size_t len) : p_(static_cast<uint8_t*>(const_cast<void*>(buf))), len_(len) {}
+  size_t total() const { return len_; }
+  const uint8_t* contiguous(size_t) const { return p_; }
+  void copy_out(uint8_t* dst, size_t n) {
+    memcpy(dst, p_, n);
+    p_ += n;
+  }
+  void copy_in(const uint8_t* src, size_t n) {
+    memcpy(p_, src, n);
+    p_ += n;
+  }
+  void advance(size_t n) { p_ += n; }
+
+ private:
+  uint8_t* p_;
+  size_t len_;
+};
 }  // namespace
 
 ssize_t Socket::send(const void* buf, size_t len, int flags) {
-  iovec iov{const_cast<void*>(buf), len};
-  return sendv(&iov, 1, flags);
+  BufCursor cur(buf, len);
+  return send_from(cur, flags);
 }
 
 ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
+  IovCursor cur(iov, iovcnt);
+  return send_from(cur, flags);
+}
+
+ssize_t Socket::recv(void* buf, size_t len, int flags) {
+  BufCursor out(buf, len);
+  return recv_into(out, flags);
+}
+
+ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
+  IovCursor out(iov, iovcnt);
+  return recv_into(out, flags);
+}
+
+template <typename Cursor>
+ssize_t Socket::send_from(Cursor& cur, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
   bool nonblock = is_nonblocking(flags);
@@ -82,13 +120,12 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
   // (as TCP's reset), not only once the send window runs out.
   if (!(state_ & kReadable) && (state_ & kConnected)) process_cq(lk);
   if (!(state_ & kWritable) || shut_wr_) return data_error(true);
-  size_t len = iov_total(iov, iovcnt);
+  size_t len = cur.total();
   if (len == 0) return 0;
   if (std::any_of(iomaps_.begin(), iomaps_.end(), [](const Iomap& m) { return !m.published; })) {
     int rc = send_iomaps(lk, nonblock);
     if (rc) return rc;
   }
-  IovCursor cur(iov, iovcnt);
   size_t left = len;
   // Upstream's chunking (small first, then 64 KiB) overlaps staging copies
   // with transfers; where a post is the whole copy it only adds posts.
@@ -138,12 +175,8 @@ ssize_t Socket::sendv(const iovec* iov, int iovcnt, int flags) {
   return static_cast<ssize_t>(len - left);
 }
 
-ssize_t Socket::recv(void* buf, size_t len, int flags) {
-  iovec iov{buf, len};
-  return recvv(&iov, 1, flags);
-}
-
-ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
+template <typename Cursor>
+ssize_t Socket::recv_into(Cursor& out, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &receiving_);
   bool nonblock = is_nonblocking(flags);
@@ -152,9 +185,8 @@ ssize_t Socket::recvv(const iovec* iov, int iovcnt, int flags) {
     if (rc) return rc;
   }
   if (!rbuf_) return data_error(false);
-  size_t len = iov_total(iov, iovcnt);
+  size_t len = out.total();
   if (len == 0) return 0;
-  IovCursor out(iov, iovcnt);
   size_t total = 0;
   const bool peek = flags & MSG_PEEK;
   const bool waitall = (flags & MSG_WAITALL) && !peek;

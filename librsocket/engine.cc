@@ -44,7 +44,11 @@ void Socket::set_error(int err) {
 }
 
 int Socket::process_cq(Lock&) {
-  if (!ep_) return 0;
+  // Not before progress_connect has seen the connection established: the
+  // provider may already hold the peer's first messages (a buffer update
+  // right behind its reply), and setting up from the reply would then
+  // overwrite what they brought.
+  if (!ep_ || state_ == kConnecting) return 0;
   // Where the peer's next message will land: fetch it while we look for
   // its completion, so the two cross-core misses overlap instead of
   // following each other (the sender writes the data before the entry).
@@ -71,6 +75,8 @@ int Socket::process_cq(Lock&) {
         (ev == prov::CmEvent::kDisconnected || ev == prov::CmEvent::kError))
       set_error(ECONNRESET);
   }
+  // Even with nothing new: a reader looping for MSG_WAITALL consumed
+  // since its last look, and the peer may be waiting for those credits.
   give_credits();
   if (total && waiters_) kick_waiters();
   return total;
@@ -172,8 +178,19 @@ void Socket::handle_completion(const prov::Completion& wc) {
     }
     return;
   }
-  uint32_t op = imm_op(static_cast<uint32_t>(wc.wr_id));
-  uint32_t data = imm_data(static_cast<uint32_t>(wc.wr_id));
+  handle_send_completion(wc.wr_id, wc.status);
+}
+
+int Socket::post(const prov::SendWr& wr) {
+  int rc = ep_->post_send(wr);
+  if (rc != prov::kPostDone) return rc;
+  handle_send_completion(wr.wr_id, 0);
+  return 0;
+}
+
+void Socket::handle_send_completion(uint64_t wr_id, int status) {
+  uint32_t op = imm_op(static_cast<uint32_t>(wr_id));
+  uint32_t data = imm_data(static_cast<uint32_t>(wr_id));
   switch (op) {
     case kOpSgl:
     case kOpCtrl:
@@ -191,7 +208,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
   }
   // A flushed send (ECONNRESET) only means the transport ended; that is
   // reported after the messages that arrived before it, by cm_progress.
-  if (wc.status && wc.status != ECONNRESET && (state_ & kConnected)) set_error(EIO);
+  if (status && status != ECONNRESET && (state_ & kConnected)) set_error(EIO);
 }
 
 bool Socket::can_send() const {
@@ -230,7 +247,7 @@ int Socket::send_credits() {
     wr.remote_addr = remote_sgl_.addr;
   }
   ctrl_avail_--;
-  int rc = ep_->post_send(wr);
+  int rc = post(wr);
   // A transport that is gone is reported by cm_progress, after the
   // messages that arrived before it: don't fail the socket from here.
   if (rc) ctrl_avail_++;
@@ -245,7 +262,7 @@ int Socket::send_ctrl(uint32_t ctrl) {
   wr.remote_addr = remote_sgl_.addr;
   wr.rkey = remote_sgl_.key;
   ctrl_avail_--;
-  return ep_->post_send(wr);
+  return post(wr);
 }
 
 // Posts one write of `len` bytes. From user memory when it fits inline,
@@ -279,7 +296,7 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   wr.inline_data = direct;
   sqe_avail_--;
   sbuf_bytes_avail_ -= len;
-  int rc = ep_->post_send(wr);
+  int rc = post(wr);
   if (rc) {
     set_error(-rc == ENOTCONN ? ECONNRESET : -rc);
     return rc;
@@ -313,13 +330,6 @@ int Socket::block_once(Lock& lk) {
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
-  return 0;
-}
-
-int Socket::wait_progress(Lock& lk) {
-  if (!ep_) return -ENOTCONN;
-  if (state_ == kConnecting) progress_connect(lk);
-  process_cq(lk);
   return 0;
 }
 

@@ -395,7 +395,7 @@ void Socket::send_keepalive() {
   wr.op = prov::Op::kWrite;
   wr.wr_id = make_imm(kOpCtrl, kCtrlKeepalive);
   ctrl_avail_--;
-  if (ep_->post_send(wr)) ctrl_avail_++;  // a lost transport shows in process_cq
+  if (post(wr)) ctrl_avail_++;  // a lost transport shows in process_cq
   process_cq(lk);
 }
 

@@ -128,6 +128,12 @@ class Socket : public std::enable_shared_from_this<Socket> {
   friend class ListenService;
   using Lock = std::unique_lock<FutexMutex>;
 
+  // send/sendv and recv/recvv: one body over a single buffer or an iovec
+  // array (data.cc).
+  template <typename Cursor>
+  ssize_t send_from(Cursor& cur, int flags);
+  template <typename Cursor>
+  ssize_t recv_into(Cursor& out, int flags);
   int setsockopt_locked(int level, int name, const void* val, socklen_t len);
   int alloc_buffers();
   void free_buffers();
@@ -152,6 +158,9 @@ class Socket : public std::enable_shared_from_this<Socket> {
   // Protocol engine.
   int process_cq(Lock& lk);
   void handle_completion(const prov::Completion& wc);
+  void handle_send_completion(uint64_t wr_id, int status);
+  // ep_->post_send, accounting at once for a work request done at post time.
+  int post(const prov::SendWr& wr);
   void handle_recv(uint32_t imm, uint32_t len);
   void take_target_buffer(uint32_t len);
   bool can_send() const;
@@ -172,12 +181,19 @@ class Socket : public std::enable_shared_from_this<Socket> {
     for (;;) {
       if (int rc = wait_progress(lk)) return rc;
       if (pred()) return 0;
+      // Inline, what wait_idle would answer a busy-polling caller.
+      if (nonblock && (state_ & (kConnected | kError | kConnectError)) == kConnected) return -EAGAIN;
       if (int rc = wait_idle(lk, nonblock, &spin_until); rc <= 0) return rc;
     }
   }
   // wait_for's steps: progress the connection and the CQ; then, with pred()
   // false, decide: 1 to look again (after spinning or sleeping), else return.
-  int wait_progress(Lock& lk);
+  int wait_progress(Lock& lk) {
+    if (!ep_) return -ENOTCONN;
+    if (state_ == kConnecting) progress_connect(lk);
+    process_cq(lk);
+    return 0;
+  }
   int wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until);
   int block_once(Lock& lk);
   void set_error(int err);

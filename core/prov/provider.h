@@ -70,6 +70,9 @@ struct SendWr {
 
 enum class WcOp : uint8_t { kSend, kRecvImm };
 
+// post_send: done already, no completion will come (see Endpoint::post_send).
+constexpr int kPostDone = 1;
+
 struct Completion {
   uint64_t wr_id;
   int status;  // 0, or a positive errno (EIO: transport error, ECONNRESET: flushed)
@@ -127,7 +130,9 @@ class Endpoint {
   // transport needs for that (verbs: siw can strand it unread).
   virtual void confirm_first_message() {}
 
-  // Data path.
+  // Data path. post_send returns kPostDone when the work request finished
+  // at post time (the bytes are where they were going): no completion
+  // follows for it, the caller accounts for it at once.
   virtual int post_send(const SendWr& wr) = 0;
   virtual int post_recv(uint64_t wr_id) = 0;
   virtual int poll_cq(Completion* wc, int max) = 0;

@@ -390,6 +390,38 @@ TEST_P(ConnectionTest, MsgWaitallGathersSeveralSends) {
   EXPECT_EQ(0, rrecv(p.server, b, sizeof b, MSG_WAITALL)) << " errno " << strerror(errno);
 }
 
+// One MSG_WAITALL read of many receive buffers' worth: the reader must
+// return credits while it is still inside the call, or the blocked writer
+// and it wait for each other for ever.
+TEST_P(ConnectionTest, MsgWaitallLongerThanTheReceiveBuffer) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  constexpr size_t kTotal = 4u << 20;  // far beyond the default buffers
+  std::vector<uint8_t> out(kTotal), got(kTotal);
+  fill_pattern(out.data(), kTotal, 91);
+  size_t sent = 0;
+  ssize_t n = -1;
+  int e = 0;
+  std::thread writer([&] { sent = send_all(p.client, out.data(), kTotal); });
+  // The writer fills the window and blocks first: then only credits the
+  // reader returns from inside its call can move anything.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  bool in_time = run_with_timeout(
+      [&] {
+        n = rrecv(p.server, got.data(), kTotal, MSG_WAITALL);
+        e = errno;
+      },
+      30, [&] {
+        rshutdown(p.server, SHUT_RDWR);
+        rshutdown(p.client, SHUT_RDWR);
+      });
+  writer.join();
+  ASSERT_TRUE(in_time) << "writer and MSG_WAITALL reader stalled (credits not returned)";
+  ASSERT_EQ(kTotal, sent);
+  ASSERT_EQ(static_cast<ssize_t>(kTotal), n) << strerror(e);
+  EXPECT_EQ(SIZE_MAX, check_pattern(got.data(), kTotal, 91));
+}
+
 TEST_P(ConnectionTest, ShutdownWrQueuedDataThenEofHalfClose) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));

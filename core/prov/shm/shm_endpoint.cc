@@ -376,22 +376,20 @@ int ShmEndpoint::post_send(const SendWr& wr) {
       dst += wr.sge[i].length;
     }
     if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, last_slow_frame_);
-    cq_.push_back({wr.wr_id, 0, WcOp::kSend, 0, 0});
-    return 0;
+    return kPostDone;
   }
   // Slow path: the payload goes on the stream; the immediate follows in the
   // ring, ordered after that frame.
   FrameHeader h{FrameType::kWrite, 0, len, wr.remote_addr, wr.rkey, 0};
   int rc = queue_frame(h, wr.sge, wr.num_sge, wr.wr_id, true, wr.inline_data);
-  if (rc) return rc;
+  if (rc < 0) return rc;
   last_slow_frame_ = static_cast<uint32_t>(tx_frames_);
   if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, last_slow_frame_);
-  return 0;
+  return rc;
 }
 
 int ShmEndpoint::drain_ring(Completion* out, int max) {
   if (!rx_ring_.attached()) return 0;
-  const bool stream_done = cm_ == Cm::kFailed || cm_ == Cm::kClosed;
   int n = 0;
   while (!out || n < max) {
     const RingEntry* e = rx_ring_.peek();
@@ -400,7 +398,7 @@ int ShmEndpoint::drain_ring(Completion* out, int max) {
     // If the stream ended without them, the message is lost with it:
     // never deliver a completion whose data did not arrive.
     if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) {
-      if (stream_done) {
+      if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) {
         SS_DEBUG("shm: fd %d: stream ended before frame %u (read %llu); message dropped", fd_,
                  e->stream_seq, static_cast<unsigned long long>(rx_frames_));
         break;
@@ -426,6 +424,15 @@ int ShmEndpoint::drain_ring(Completion* out, int max) {
 
 int ShmEndpoint::poll_cq(Completion* wc, int max) {
   Guard lock(*this);
+  // The busy-poll case first: nothing queued or owed, only the ring to look at.
+  if (cq_.empty() && pending_imms_.empty() && sendq_.empty() && cm_ == Cm::kEstablished) {
+    if (int n = drain_ring(wc, max)) {
+      idle_polls_ = 0;
+      return n;
+    }
+    if (++idle_polls_ % kIdlePollsPerStreamCheck) return 0;
+    progress_locked();  // now and then: the stream's end, a slow-path frame
+  }
   auto take_queued = [&](int n) {
     while (n < max && !cq_.empty()) {
       wc[n++] = cq_.front();

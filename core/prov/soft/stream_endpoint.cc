@@ -286,10 +286,7 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
     // Nothing ahead of it: straight from the stack, queued only if the
     // kernel does not take it all (no queue element, no allocation).
     ssize_t n = send_pending(p);
-    if (n > 0 && p.remaining == 0) {
-      if (signal) cq_.push_back({wr_id, 0, WcOp::kSend, 0, 0});
-      return 0;
-    }
+    if (n > 0 && p.remaining == 0) return signal ? kPostDone : 0;
     // A hard error: queue the frame and let flush_sends report it.
     flush = n < 0 && errno != EAGAIN && errno != EINTR && errno != ENOTCONN;
   }
