@@ -29,4 +29,5 @@ dist_man_MANS += \
 	man/rwrite.3 \
 	man/rwritev.3 \
 	man/slipstream-config.1 \
+	man/slipstream-demo.1 \
 	man/slipstream.7

@@ -1,5 +1,6 @@
 #include "tools/demo_floor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -20,52 +21,87 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// Two counters on their own cache lines: the parent writes ping, the child
-// answers on pong. kStop tells the child to leave.
+// Two counters on their own cache lines: the parent writes ping, the
+// helper answers on pong. kEndSession sends the helper back to sleep.
 struct alignas(64) Line {
   std::atomic<uint64_t> v{0};
   char pad[64 - sizeof(std::atomic<uint64_t>)];
 };
-struct Shared {
-  Line ping, pong;
-};
-constexpr uint64_t kStop = ~0ull;
+constexpr uint64_t kEndSession = ~0ull;
 constexpr size_t kBatch = 1000;  // round trips per timed batch: the clock's cost vanishes
 
-double line_one_way_us(size_t round_trips) {
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
-  if (mem == MAP_FAILED) return 0;
-  auto* sh = new (mem) Shared();
-  pid_t pid = fork();
-  if (pid < 0) {
-    munmap(mem, sizeof(Shared));
-    return 0;
-  }
-  if (pid == 0) {
-    // The child answers until told to stop, or dies with its parent.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    uint64_t seen = 0;
+[[noreturn]] void helper_main(const Line& ping, Line& pong, int cmd_fd) {
+  // Answers a session per byte read; leaves on 'q', on end of file, or
+  // with its parent.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  for (;;) {
+    char c;
+    if (read(cmd_fd, &c, 1) != 1 || c == 'q') _exit(0);
+    uint64_t seen = pong.v.load(std::memory_order_relaxed);
     for (;;) {
-      uint64_t v = sh->ping.v.load(std::memory_order_acquire);
-      if (v == kStop) _exit(0);
+      uint64_t v = ping.v.load(std::memory_order_acquire);
+      if (v == kEndSession) break;
       if (v != seen) {
         seen = v;
-        sh->pong.v.store(v, std::memory_order_release);
+        pong.v.store(v, std::memory_order_release);
       }
     }
   }
+}
+
+}  // namespace
+
+struct LineProbe::Shared {
+  Line ping, pong;
+};
+
+bool LineProbe::start() {
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  if (mem == MAP_FAILED) return false;
+  sh_ = new (mem) Shared();
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return false;
+  pid_ = fork();
+  if (pid_ == 0) {
+    ::close(fds[1]);
+    helper_main(sh_->ping, sh_->pong, fds[0]);
+  }
+  ::close(fds[0]);
+  if (pid_ < 0) {
+    ::close(fds[1]);
+    return false;
+  }
+  cmd_fd_ = fds[1];
+  return true;
+}
+
+LineProbe::~LineProbe() {
+  if (pid_ > 0) {
+    if (write(cmd_fd_, "q", 1) != 1) kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (cmd_fd_ >= 0) ::close(cmd_fd_);
+  if (sh_) munmap(sh_, sizeof(Shared));
+}
+
+double LineProbe::one_way_us(size_t round_trips) {
+  if (pid_ <= 0) return 0;
+  // The session's first ping is in place before the helper wakes: waking
+  // first, it could still read the last session's end and sleep again.
+  sh_->ping.v.store(++n_, std::memory_order_release);
+  if (write(cmd_fd_, "s", 1) != 1) return 0;
+  n_--;  // the first batch sends that ping again
   std::vector<double> batches;
-  uint64_t n = 0;
   const size_t total = std::max<size_t>(round_trips, 10 * kBatch) / kBatch;
   bool stuck = false;
-  for (size_t b = 0; b < total + 2 && !stuck; b++) {  // two warm-up batches
+  for (size_t b = 0; b < total + 2 && !stuck; b++) {  // two warm-up batches (the helper wakes)
     auto t0 = clock::now();
     for (size_t i = 0; i < kBatch; i++) {
-      sh->ping.v.store(++n, std::memory_order_release);
-      for (uint64_t spins = 0; sh->pong.v.load(std::memory_order_acquire) != n; spins++)
+      sh_->ping.v.store(++n_, std::memory_order_release);
+      for (uint64_t spins = 0; sh_->pong.v.load(std::memory_order_acquire) != n_; spins++)
         if ((spins & 0xFFFFFFF) == 0 && spins && clock::now() - t0 > std::chrono::seconds(5)) {
-          stuck = true;  // the child is not running: no figure
+          stuck = true;  // the helper is not running: no figure
           break;
         }
       if (stuck) break;
@@ -73,13 +109,13 @@ double line_one_way_us(size_t round_trips) {
     double us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
     if (b >= 2) batches.push_back(us / kBatch / 2);
   }
-  sh->ping.v.store(kStop, std::memory_order_release);
-  waitpid(pid, nullptr, 0);
-  munmap(mem, sizeof(Shared));
+  sh_->ping.v.store(kEndSession, std::memory_order_release);
   if (stuck || batches.empty()) return 0;
   std::nth_element(batches.begin(), batches.begin() + batches.size() / 2, batches.end());
   return batches[batches.size() / 2];
 }
+
+namespace {
 
 // The stream server's own work on one core, without the other core: copy
 // each piece out of a 1 MiB ring (the shm receive buffer) and checksum it.
@@ -103,9 +139,9 @@ double receiver_gbps(size_t msg) {
 
 }  // namespace
 
-Floor measure_floor(size_t round_trips) {
+Floor measure_floor(LineProbe* probe, size_t round_trips) {
   Floor f;
-  f.line_one_way_us = line_one_way_us(round_trips);
+  f.line_one_way_us = probe->one_way_us(round_trips);
   f.receive64k_gbps = receiver_gbps(64 << 10);
   f.receive1m_gbps = receiver_gbps(1 << 20);
   f.ok = f.line_one_way_us > 0;
