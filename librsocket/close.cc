@@ -101,8 +101,8 @@ bool Socket::linger_step() {
       // TCP would answer with a reset): we are gone.
       SS_DEBUG("rsocket: fd %d: linger ends without the peer's close (%s)", fd_,
                peer_wrote_late_ ? "it wrote to us" : "time");
-      if (!(state_ & kError) && ctrl_ready() && send_ctrl(kCtrlDisconnect) != 0)
-        ctrl_avail_++;  // not posted: the transport is gone anyway
+      // Not posted when the transport is gone anyway.
+      if (!(state_ & kError) && ctrl_ready()) send_ctrl(kCtrlDisconnect);
       state_ = (state_ & ~kConnected) | kDisconnected;
       linger_deadline_ = now + kDisconnectDrain;
     } else {

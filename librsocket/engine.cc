@@ -44,11 +44,11 @@ void Socket::set_error(int err) {
 }
 
 int Socket::process_cq(Lock&) {
-  // Not before progress_connect has seen the connection established: the
+  // Not before the connecting side has set up from the peer's reply: the
   // provider may already hold the peer's first messages (a buffer update
-  // right behind its reply), and setting up from the reply would then
-  // overwrite what they brought.
-  if (!ep_ || state_ == kConnecting) return 0;
+  // right behind the reply), and the set-up would overwrite what they
+  // brought.
+  if (!ep_ || reply_pending_) return 0;
   // Where the peer's next message will land: fetch it while we look for
   // its completion, so the two cross-core misses overlap instead of
   // following each other (the sender writes the data before the entry).
@@ -262,7 +262,9 @@ int Socket::send_ctrl(uint32_t ctrl) {
   wr.remote_addr = remote_sgl_.addr;
   wr.rkey = remote_sgl_.key;
   ctrl_avail_--;
-  return post(wr);
+  int rc = post(wr);
+  if (rc) ctrl_avail_++;  // not posted: the slot stays ours (a close waits for all of them)
+  return rc;
 }
 
 // Posts one write of `len` bytes. From user memory when it fits inline,

@@ -307,6 +307,7 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   memcpy(&peer_addr_, addr, std::min<size_t>(len, sizeof peer_addr_));
   peer_len_ = len;
   state_ = kConnecting;
+  reply_pending_ = true;
   return wait_connected(lk, nonblock_);
 }
 
@@ -344,11 +345,13 @@ int Socket::progress_connect(Lock&) {
       // ENODEV: no RDMA device leads to the peer.
       err_ = -rc;
       state_ = kConnectError;
+      reply_pending_ = false;
     }
     return 0;
   }
   prov::CmEvent ev;
   if (ep_->cm_progress(&ev) != 0) return 0;
+  reply_pending_ = false;  // whatever the outcome, completions may now be processed
   switch (ev) {
     case prov::CmEvent::kEstablished: {
       size_t plen = 0;

@@ -251,6 +251,8 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   prov::Kind kind_ = prov::Kind::kAuto;
   bool resolving_ = false;  // the provider is still finding the peer (verbs)
+  // Connecting side: the peer's reply is not yet taken (process_cq waits).
+  bool reply_pending_ = false;
   std::unique_ptr<prov::Endpoint> ep_;
   uint32_t caps_ = 0;  // ep_->caps(), from start_endpoint() on
   // Accepting side under kCapActiveSpeaksFirst: nothing is sent until the

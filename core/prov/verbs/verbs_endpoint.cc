@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <cstring>
 
@@ -502,7 +503,9 @@ int VerbsEndpoint::post_send(const SendWr& wr) {
     ibv_send_wr* bad = nullptr;
     rc = ibv_post_send(id_->qp, &sw, &bad);
   }
-  return rc ? -rc : 0;
+  // An errno, positive from libibverbs, negative from some providers:
+  // always -errno here (a positive value is kPostDone).
+  return rc ? -std::abs(rc) : 0;
 }
 
 int VerbsEndpoint::post_recv(uint64_t wr_id) {
