@@ -188,6 +188,13 @@ int Socket::post(const prov::SendWr& wr) {
   return 0;
 }
 
+int Socket::post_ctrl(const prov::SendWr& wr) {
+  ctrl_avail_--;
+  int rc = post(wr);
+  if (rc) ctrl_avail_++;  // not posted: the slot stays ours (a close waits for all of them)
+  return rc;
+}
+
 void Socket::handle_send_completion(uint64_t wr_id, int status) {
   uint32_t op = imm_op(static_cast<uint32_t>(wr_id));
   uint32_t data = imm_data(static_cast<uint32_t>(wr_id));
@@ -218,7 +225,7 @@ bool Socket::can_send() const {
 
 void Socket::give_credits() {
   // Not while lingering: its control slots are kept for the DISCONNECT.
-  if (!(state_ & kConnected) || !(state_ & (kReadable | kWritable)) || !ctrl_ready()) return;
+  if (!(state_ & kConnected) || lingering() || !ctrl_ready()) return;
   bool half_free = rbuf_bytes_avail_ >= opt_.rbuf_size / 2;
   if (half_free || static_cast<int16_t>(rseq_no_ - rseq_comp_) >= 0) send_credits();
 }
@@ -246,12 +253,9 @@ int Socket::send_credits() {
   } else {
     wr.remote_addr = remote_sgl_.addr;
   }
-  ctrl_avail_--;
-  int rc = post(wr);
   // A transport that is gone is reported by cm_progress, after the
   // messages that arrived before it: don't fail the socket from here.
-  if (rc) ctrl_avail_++;
-  return rc;
+  return post_ctrl(wr);
 }
 
 int Socket::send_ctrl(uint32_t ctrl) {
@@ -261,10 +265,7 @@ int Socket::send_ctrl(uint32_t ctrl) {
   wr.imm = make_imm(kOpCtrl, ctrl);
   wr.remote_addr = remote_sgl_.addr;
   wr.rkey = remote_sgl_.key;
-  ctrl_avail_--;
-  int rc = post(wr);
-  if (rc) ctrl_avail_++;  // not posted: the slot stays ours (a close waits for all of them)
-  return rc;
+  return post_ctrl(wr);
 }
 
 // Posts one write of `len` bytes. From user memory when it fits inline,

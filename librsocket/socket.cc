@@ -397,8 +397,7 @@ void Socket::send_keepalive() {
   prov::SendWr wr;
   wr.op = prov::Op::kWrite;
   wr.wr_id = make_imm(kOpCtrl, kCtrlKeepalive);
-  ctrl_avail_--;
-  if (post(wr)) ctrl_avail_++;  // a lost transport shows in process_cq
+  post_ctrl(wr);  // a lost transport shows in process_cq
   process_cq(lk);
 }
 

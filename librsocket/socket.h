@@ -161,6 +161,8 @@ class Socket : public std::enable_shared_from_this<Socket> {
   void handle_send_completion(uint64_t wr_id, int status);
   // ep_->post_send, accounting at once for a work request done at post time.
   int post(const prov::SendWr& wr);
+  // post() on one of the control slots, given back when it was not posted.
+  int post_ctrl(const prov::SendWr& wr);
   void handle_recv(uint32_t imm, uint32_t len);
   void take_target_buffer(uint32_t len);
   bool can_send() const;
