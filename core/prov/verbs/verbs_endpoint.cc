@@ -529,10 +529,16 @@ int wc_errno(const ibv_wc& wc) {
     case IBV_WC_WR_FLUSH_ERR:
       return ECONNRESET;
     default:
-      SS_DEBUG("verbs: completion error %s (vendor 0x%x)", ibv_wc_status_str(wc.status),
-               wc.vendor_err);
       return EIO;
   }
+}
+
+// A work request the device failed (not flushed): the connection ends
+// here, and the status is the only account of why.
+void warn_failed(const ibv_wc& wc, const char* what) {
+  if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR)
+    SS_WARN("verbs: %s failed: %s (vendor error 0x%x)", what, ibv_wc_status_str(wc.status),
+            wc.vendor_err);
 }
 }  // namespace
 
@@ -549,6 +555,7 @@ bool VerbsEndpoint::translate(const ibv_wc& in, Completion* out) {
   out->imm = (in.wc_flags & IBV_WC_WITH_IMM) ? be32toh(in.imm_data) : 0;
   out->byte_len = in.byte_len;
   out->status = wc_errno(in);
+  warn_failed(in, out->op == WcOp::kRecvImm ? "a receive" : "a send");
   // A plain SEND (e.g. an iWARP peer's message) is not this protocol.
   if (out->op == WcOp::kRecvImm && !out->status && !(in.wc_flags & IBV_WC_WITH_IMM))
     fail_protocol("sent a message without immediate data", out);
@@ -558,6 +565,7 @@ bool VerbsEndpoint::translate(const ibv_wc& in, Completion* out) {
 bool VerbsEndpoint::translate_msg_send(const ibv_wc& in, Completion* out) {
   out->status = wc_errno(in);
   if (in.wr_id & kRecvTag) {
+    warn_failed(in, "a receive");
     out->wr_id = MsgSend::recv_wr_id(in.wr_id) & ~kRecvTag;
     out->op = WcOp::kRecvImm;
     out->imm = 0;
@@ -568,6 +576,7 @@ bool VerbsEndpoint::translate_msg_send(const ibv_wc& in, Completion* out) {
   }
   // A fence answered after its wait ended; a nudge.
   if (in.wr_id == MsgSend::kFenceTag || in.wr_id == MsgSend::kNudgeTag) return false;
+  warn_failed(in, in.wr_id & MsgSend::kWriteHalfTag ? "a write" : "a send");
   if (in.wr_id & MsgSend::kWriteHalfTag) {
     // The message completes with its send; a failed write is reported
     // there (the send behind it is flushed).
