@@ -232,6 +232,10 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
       rmsg_.pop_front();
       rmsg_head_consumed_ = 0;
       rseq_no_++;
+      // More to copy: a half of rbuf freed now goes back to the peer now,
+      // so it writes there while we copy the rest (a 1 MiB read spans both
+      // halves; credits only at the end would leave the peer idle meanwhile).
+      if (total < len) give_credits();
     }
     if (total == len) break;
   }

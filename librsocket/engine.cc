@@ -167,12 +167,29 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
   }
 }
 
+// Each message uses up a posted receive. A full receive queue (ENOMEM)
+// means our count is wrong while the transport is fine: fail now, rather
+// than let the peer's sends fail later with no cause in sight. Any other
+// failure is the transport going away, which cm_progress reports in order
+// (after the messages that came before it, as an orderly close).
+void Socket::repost_recv() {
+  int rc = ep_->post_recv(0);
+  if (!rc) return;
+  if (rc == -ENOMEM && (state_ & kConnected)) {
+    SS_WARN("rsocket: fd %d: receive queue full when re-posting a receive; connection failed", fd_);
+    set_error(ECONNRESET, "the receive queue overflowed");
+    ep_->disconnect();
+    return;
+  }
+  SS_DEBUG("rsocket: fd %d: re-posting a receive failed (%s)", fd_, strerror(-rc));
+}
+
 void Socket::handle_completion(const prov::Completion& wc) {
   if (wc.op == prov::WcOp::kRecvImm) {
     if (wc.status == 0) {
       await_peer_first_ = false;
       handle_recv(wc.imm, wc.byte_len);
-      if (ep_ && (caps_ & prov::kCapRecvWr)) ep_->post_recv(0);
+      if (ep_ && (caps_ & prov::kCapRecvWr)) repost_recv();
     } else if (wc.status != ECONNRESET && (state_ & kConnected)) {
       // Not a flush: what arrived was no message of this protocol (e.g. a
       // send bigger than the receive's buffer).

@@ -157,6 +157,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   // Protocol engine.
   int process_cq(Lock& lk);
+  void repost_recv();
   void handle_completion(const prov::Completion& wc);
   void handle_send_completion(uint64_t wr_id, int status);
   // ep_->post_send, accounting at once for a work request done at post time.

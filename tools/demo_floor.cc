@@ -30,30 +30,61 @@ struct alignas(64) Line {
 constexpr uint64_t kEndSession = ~0ull;
 constexpr size_t kBatch = 1000;  // round trips per timed batch: the clock's cost vanishes
 
-[[noreturn]] void helper_main(const Line& ping, Line& pong, int cmd_fd) {
-  // Answers a session per byte read; leaves on 'q', on end of file, or
-  // with its parent.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  for (;;) {
-    char c;
-    if (read(cmd_fd, &c, 1) != 1 || c == 'q') _exit(0);
-    uint64_t seen = pong.v.load(std::memory_order_relaxed);
-    for (;;) {
-      uint64_t v = ping.v.load(std::memory_order_acquire);
-      if (v == kEndSession) break;
-      if (v != seen) {
-        seen = v;
-        pong.v.store(v, std::memory_order_release);
-      }
-    }
-  }
-}
+constexpr size_t kRingBytes = 1 << 20;  // as the shm stream's receive buffer
+constexpr uint64_t kRingTotal = 512ull << 20;  // bytes per ring measurement
+constexpr auto kStuck = std::chrono::seconds(5);
 
 }  // namespace
 
 struct LineProbe::Shared {
   Line ping, pong;
+  // The ring: the helper writes pieces at head, this process reads at tail.
+  Line head, tail;
+  std::atomic<uint64_t> piece{0}, end{0};  // set before a ring session starts
+  alignas(4096) uint8_t ring[kRingBytes];
 };
+
+namespace {
+
+void ping_session(LineProbe::Shared& sh) {
+  uint64_t seen = sh.pong.v.load(std::memory_order_relaxed);
+  for (;;) {
+    uint64_t v = sh.ping.v.load(std::memory_order_acquire);
+    if (v == kEndSession) return;
+    if (v != seen) {
+      seen = v;
+      sh.pong.v.store(v, std::memory_order_release);
+    }
+  }
+}
+
+void ring_session(LineProbe::Shared& sh, const uint8_t* src) {
+  const uint64_t piece = sh.piece.load(std::memory_order_acquire);
+  const uint64_t end = sh.end.load(std::memory_order_acquire);
+  for (uint64_t pos = sh.head.v.load(std::memory_order_relaxed); pos < end; pos += piece) {
+    while (pos + piece - sh.tail.v.load(std::memory_order_acquire) > kRingBytes) {
+      // full: the reader makes room
+    }
+    memcpy(sh.ring + pos % kRingBytes, src, piece);
+    sh.head.v.store(pos + piece, std::memory_order_release);
+  }
+}
+
+[[noreturn]] void helper_main(LineProbe::Shared& sh, int cmd_fd) {
+  // A session per byte read ('s': ping-pong, 'r': ring); leaves on 'q', on
+  // end of file, or with its parent (a session it cannot finish is ended
+  // by the parent's SIGKILL).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  std::vector<uint8_t> src(kRingBytes / 2, 0x5A);
+  for (;;) {
+    char c;
+    if (read(cmd_fd, &c, 1) != 1 || c == 'q') _exit(0);
+    if (c == 's') ping_session(sh);
+    if (c == 'r') ring_session(sh, src.data());
+  }
+}
+
+}  // namespace
 
 bool LineProbe::start() {
   void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -65,7 +96,7 @@ bool LineProbe::start() {
   pid_ = fork();
   if (pid_ == 0) {
     ::close(fds[1]);
-    helper_main(sh_->ping, sh_->pong, fds[0]);
+    helper_main(*sh_, fds[0]);
   }
   ::close(fds[0]);
   if (pid_ < 0) {
@@ -115,6 +146,38 @@ double LineProbe::one_way_us(size_t round_trips) {
   return batches[batches.size() / 2];
 }
 
+double LineProbe::ring_gbps(size_t msg) {
+  const size_t piece = std::min(msg, kRingBytes / 2);
+  if (pid_ <= 0 || msg % piece) return 0;
+  const uint64_t total = kRingTotal / msg * msg;
+  sh_->piece.store(piece, std::memory_order_relaxed);
+  sh_->end.store(ring_pos_ + total, std::memory_order_release);
+  if (write(cmd_fd_, "r", 1) != 1) return 0;
+  std::vector<uint8_t> buf(msg);
+  uint64_t h = 0;
+  const auto t0 = clock::now();
+  for (uint64_t done = 0; done < total; done += msg) {
+    for (size_t got = 0; got < msg; got += piece) {
+      for (uint64_t spins = 1; sh_->head.v.load(std::memory_order_acquire) < ring_pos_ + piece; spins++)
+        if ((spins & 0xFFFFF) == 0 && clock::now() - t0 > kStuck) {
+          // The helper is not running: it cannot finish this session.
+          kill(pid_, SIGKILL);
+          waitpid(pid_, nullptr, 0);
+          pid_ = -1;
+          return 0;
+        }
+      memcpy(buf.data() + got, sh_->ring + ring_pos_ % kRingBytes, piece);
+      ring_pos_ += piece;
+      sh_->tail.v.store(ring_pos_, std::memory_order_release);
+    }
+    h ^= message_sum(buf.data(), msg);
+  }
+  const double s = std::chrono::duration<double>(clock::now() - t0).count();
+  volatile uint64_t sink = h;  // the work must stay observable
+  (void)sink;
+  return static_cast<double>(total) / s / 1e9;
+}
+
 namespace {
 
 // The stream server's own work on one core, without the other core: copy
@@ -144,6 +207,8 @@ Floor measure_floor(LineProbe* probe, size_t round_trips) {
   f.line_one_way_us = probe->one_way_us(round_trips);
   f.receive64k_gbps = receiver_gbps(64 << 10);
   f.receive1m_gbps = receiver_gbps(1 << 20);
+  f.ring64k_gbps = probe->ring_gbps(64 << 10);
+  f.ring1m_gbps = probe->ring_gbps(1 << 20);
   f.ok = f.line_one_way_us > 0;
   return f;
 }

@@ -1,8 +1,10 @@
 // What the hardware allows in this run, measured next to the transports so
 // that the shm rows' absolute figures can be read against it: a cache line
 // bounced between two processes (the floor of any shared-memory round
-// trip) and the stream server's work done by one core alone (copy out of
-// the receive ring, checksum), the ceiling of a stream it receives.
+// trip), the stream server's work done by one core alone (copy out of
+// the receive ring, checksum), and the same work on bytes another process
+// keeps writing into a shared ring: the copies any shared-memory stream
+// between two cores makes, with no transport around them.
 #pragma once
 #include <sys/types.h>
 
@@ -26,13 +28,20 @@ class LineProbe {
   // Median over batches of half a round trip, in us; 0 if it could not
   // measure (no helper, or the helper did not answer).
   double one_way_us(size_t round_trips);
+  // A shm stream without a transport, in GB/s (0 if it could not measure): the helper
+  // copies pieces into a shared 1 MiB ring (at most half of it per piece,
+  // as rsockets publishes its receive buffer in halves), this process
+  // copies each `msg` bytes out and checksums them, as the stream server.
+  double ring_gbps(size_t msg);
+
+  struct Shared;  // the memory shared with the helper (demo_floor.cc)
 
  private:
-  struct Shared;
   Shared* sh_ = nullptr;
   pid_t pid_ = -1;
   int cmd_fd_ = -1;  // a byte per session to the helper; 'q' ends it
   uint64_t n_ = 0;   // last ping value, continued across sessions
+  uint64_t ring_pos_ = 0;  // bytes through the ring, continued across sessions
 };
 
 struct Floor {
@@ -42,6 +51,10 @@ struct Floor {
   double line_after_shm_us = 0;    // right after them
   double receive64k_gbps = 0;  // 64 KiB pieces out of a 1 MiB ring, copied and checksummed
   double receive1m_gbps = 0;   // 1 MiB pieces, likewise
+  // The two-core ring (LineProbe::ring_gbps) at the start and right after
+  // the shm rows (0: not measured).
+  double ring64k_gbps = 0, ring1m_gbps = 0;
+  double ring64k_after_shm_gbps = 0, ring1m_after_shm_gbps = 0;
 };
 
 // The start-of-run figures (the probe must be started). Never fails the

@@ -8,7 +8,8 @@ ext_test_scripts = \
 	tests/ext/riostream.sh \
 	tests/ext/rcopy.sh \
 	tests/ext/netns.sh \
-	tests/ext/no_rdma.sh
+	tests/ext/no_rdma.sh \
+	tests/ext/demo.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh

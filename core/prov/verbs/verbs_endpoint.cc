@@ -21,6 +21,15 @@ namespace {
 // Receives are tagged so their completions are known even when flushed
 // (a failed completion carries no valid opcode).
 constexpr uint64_t kRecvTag = 1ull << 63;
+
+// A post's result as -errno. libibverbs returns a positive errno, some
+// providers a negative one, and some -1 with nothing more (which would
+// read as EPERM): that is an I/O error.
+int post_errno(int rc) {
+  if (rc == 0) return 0;
+  if (rc == -1) return -EIO;
+  return -std::abs(rc);
+}
 constexpr int kResolveMs = 2000;
 constexpr int kResolveTries = 3;  // on ETIMEDOUT, as upstream
 // Control messages (16-byte SGL updates) are always posted inline.
@@ -243,7 +252,7 @@ int VerbsEndpoint::setup(EndpointAttr* attr) {
     // The engine keeps its rq_size posted (one again per completion); the
     // spares are posted once here and replaced the same way.
     for (uint32_t i = 0; i < spare_recvs; i++)
-      if (int rc = msg_send_->post_recv(id_->qp, kRecvTag)) return -rc;
+      if (int rc = msg_send_->post_recv(id_->qp, kRecvTag)) return post_errno(rc);
   }
   // The engine puts user data inline up to what the application asked for.
   attr->max_inline = std::min(attr->max_inline, qp_inline_);
@@ -503,22 +512,18 @@ int VerbsEndpoint::post_send(const SendWr& wr) {
     ibv_send_wr* bad = nullptr;
     rc = ibv_post_send(id_->qp, &sw, &bad);
   }
-  // An errno, positive from libibverbs, negative from some providers:
-  // always -errno here (a positive value is kPostDone).
-  return rc ? -std::abs(rc) : 0;
+  return post_errno(rc);  // never positive: that would read as kPostDone
 }
 
 int VerbsEndpoint::post_recv(uint64_t wr_id) {
   if (msg_send_) {
-    int rc = msg_send_->post_recv(id_->qp, wr_id | kRecvTag);
-    return rc ? -rc : 0;
+    return post_errno(msg_send_->post_recv(id_->qp, wr_id | kRecvTag));
   }
   ibv_recv_wr rw{};
   rw.wr_id = wr_id | kRecvTag;
   rw.num_sge = 0;  // every notification is immediate data
   ibv_recv_wr* bad = nullptr;
-  int rc = ibv_post_recv(id_->qp, &rw, &bad);
-  return rc ? -rc : 0;
+  return post_errno(ibv_post_recv(id_->qp, &rw, &bad));
 }
 
 namespace {

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The README's main job: slipstream-demo (--quick) runs its exchanges over
+# kernel TCP, rsocket/shm and rsocket/tcp, checks every stream's checksum
+# and exits non-zero on any failure, corruption or hang; this test also
+# requires every row of the table, with figures, and the hardware lines
+# the shm rows are read against.
+#
+# Run from the build directory: bash $srcdir/tests/ext/demo.sh
+set -u
+name=demo
+b=${top_builddir:-$(pwd)}
+DEMO=$(cd "$b" && pwd)/tools/slipstream-demo
+[ -x "$DEMO" ] || { echo "ERROR: $name: $DEMO not built"; exit 99; }
+out=$(mktemp "${TMPDIR:-/tmp}/ss-demo.XXXXXX") || exit 99
+trap 'rm -f "$out"' EXIT
+fails=0
+check() {  # check LABEL STATUS
+  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+timeout 300 "$DEMO" --quick --timeout 60 >"$out" 2>&1
+rc=$?
+check "demo exits 0 (got $rc)" $((rc != 0))
+num='[0-9]+\.[0-9]+'
+for row in "kernel TCP" "kernel TCP (busy-poll)" "rsocket shm" "shm (busy-poll)" \
+           "rsocket tcp" "tcp (busy-poll)"; do
+  pat="^$(printf '%s' "$row" | sed 's/[()]/\\&/g') +$num +$num +$num "
+  grep -Eq "$pat" "$out"
+  check "row '$row' with figures" $?
+done
+# The streams (blocking rows): a bandwidth for 64 KiB and 1 MiB each.
+for row in "kernel TCP" "rsocket shm" "rsocket tcp"; do
+  grep -E "^$row +$num" "$out" | grep -Eq "\| +$num .*\| +$num "
+  check "row '$row' has both stream figures" $?
+done
+grep -q "^hardware, same run: a cache line bounced" "$out"
+check "the cache-line floor is measured" $?
+grep -Eq "^no transport\): $num / $num GB/s" "$out"
+check "the two-core ring is measured" $?
+if [ $fails -ne 0 ]; then
+  echo "--- demo output"
+  cat "$out"
+  exit 1
+fi
+exit 0
