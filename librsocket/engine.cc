@@ -167,21 +167,18 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
   }
 }
 
-// Each message uses up a posted receive. A full receive queue (ENOMEM)
-// means our count is wrong while the transport is fine: fail now, rather
-// than let the peer's sends fail later with no cause in sight. Any other
-// failure is the transport going away, which cm_progress reports in order
-// (after the messages that came before it, as an orderly close).
+// Each message uses up a posted receive: one that cannot be replaced
+// would leave fewer receives than the credits we give, and the peer's
+// sends would fail later with no cause in sight. Providers post receives
+// without looking at the connection (a dead one flushes them), so a
+// failure is ours (a full queue, ENOMEM) and fails the connection now.
 void Socket::repost_recv() {
   int rc = ep_->post_recv(0);
-  if (!rc) return;
-  if (rc == -ENOMEM && (state_ & kConnected)) {
-    SS_WARN("rsocket: fd %d: receive queue full when re-posting a receive; connection failed", fd_);
-    set_error(ECONNRESET, "the receive queue overflowed");
-    ep_->disconnect();
-    return;
-  }
-  SS_DEBUG("rsocket: fd %d: re-posting a receive failed (%s)", fd_, strerror(-rc));
+  if (!rc || !(state_ & kConnected)) return;
+  SS_WARN("rsocket: fd %d: re-posting a receive failed (%s); connection failed", fd_,
+          strerror(-rc));
+  set_error(ECONNRESET, "re-posting a receive failed");
+  ep_->disconnect();
 }
 
 void Socket::handle_completion(const prov::Completion& wc) {

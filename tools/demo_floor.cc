@@ -61,7 +61,7 @@ void ping_session(LineProbe::Shared& sh) {
 void ring_session(LineProbe::Shared& sh, const uint8_t* src) {
   const uint64_t piece = sh.piece.load(std::memory_order_acquire);
   const uint64_t end = sh.end.load(std::memory_order_acquire);
-  for (uint64_t pos = sh.head.v.load(std::memory_order_relaxed); pos < end; pos += piece) {
+  for (uint64_t pos = 0; pos < end; pos += piece) {
     while (pos + piece - sh.tail.v.load(std::memory_order_acquire) > kRingBytes) {
       // full: the reader makes room
     }
@@ -147,28 +147,36 @@ double LineProbe::one_way_us(size_t round_trips) {
 }
 
 double LineProbe::ring_gbps(size_t msg) {
+  // Pieces tile the ring (none wraps) and messages; every session starts
+  // at 0, which is safe: the helper touches neither position after it
+  // wrote its last piece.
   const size_t piece = std::min(msg, kRingBytes / 2);
-  if (pid_ <= 0 || msg % piece) return 0;
+  if (pid_ <= 0 || msg % piece || kRingBytes % piece) return 0;
   const uint64_t total = kRingTotal / msg * msg;
+  sh_->head.v.store(0, std::memory_order_relaxed);
+  sh_->tail.v.store(0, std::memory_order_relaxed);
   sh_->piece.store(piece, std::memory_order_relaxed);
-  sh_->end.store(ring_pos_ + total, std::memory_order_release);
+  sh_->end.store(total, std::memory_order_release);
   if (write(cmd_fd_, "r", 1) != 1) return 0;
   std::vector<uint8_t> buf(msg);
-  uint64_t h = 0;
+  uint64_t h = 0, pos = 0;
   const auto t0 = clock::now();
+  auto progress = t0;
   for (uint64_t done = 0; done < total; done += msg) {
     for (size_t got = 0; got < msg; got += piece) {
-      for (uint64_t spins = 1; sh_->head.v.load(std::memory_order_acquire) < ring_pos_ + piece; spins++)
-        if ((spins & 0xFFFFF) == 0 && clock::now() - t0 > kStuck) {
-          // The helper is not running: it cannot finish this session.
+      for (uint64_t spins = 1; sh_->head.v.load(std::memory_order_acquire) < pos + piece; spins++)
+        if ((spins & 0xFFFFF) == 0 && clock::now() - progress > kStuck) {
+          // The helper wrote nothing for that long: it is not running, and
+          // could not finish this session.
           kill(pid_, SIGKILL);
           waitpid(pid_, nullptr, 0);
           pid_ = -1;
           return 0;
         }
-      memcpy(buf.data() + got, sh_->ring + ring_pos_ % kRingBytes, piece);
-      ring_pos_ += piece;
-      sh_->tail.v.store(ring_pos_, std::memory_order_release);
+      memcpy(buf.data() + got, sh_->ring + pos % kRingBytes, piece);
+      pos += piece;
+      sh_->tail.v.store(pos, std::memory_order_release);
+      progress = clock::now();
     }
     h ^= message_sum(buf.data(), msg);
   }

@@ -41,7 +41,6 @@ class LineProbe {
   pid_t pid_ = -1;
   int cmd_fd_ = -1;  // a byte per session to the helper; 'q' ends it
   uint64_t n_ = 0;   // last ping value, continued across sessions
-  uint64_t ring_pos_ = 0;  // bytes through the ring, continued across sessions
 };
 
 struct Floor {

@@ -17,7 +17,8 @@ fails=0
 check() {  # check LABEL STATUS
   if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
 }
-timeout 300 "$DEMO" --quick --timeout 60 >"$out" 2>&1
+# Line-buffered: a demo killed by the timeout still leaves what it printed.
+timeout 400 stdbuf -oL "$DEMO" --quick --timeout 60 >"$out" 2>&1
 rc=$?
 check "demo exits 0 (got $rc)" $((rc != 0))
 num='[0-9]+\.[0-9]+'
