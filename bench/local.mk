@@ -1,9 +1,10 @@
 # bench/: Google Benchmark fixtures, rsockets against kernel TCP in the same
 # run (bench/run.sh prints the ratios), and bench/rstream.sh (rdmacm-utils'
 # rstream latency on the preloaded library against plain kernel sockets).
-# bench/instr.sh counts instructions per call with callgrind (bench/rsocket_instr).
+# bench/instr.sh counts instructions per call with callgrind (bench/rsocket_instr);
+# bench/ab.sh compares two builds on shm latency over many alternating runs.
 # Nothing here is installed; the scripts are run by hand from the build dir.
-EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh
+EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh
 
 noinst_PROGRAMS += bench/rsocket_instr
 bench_rsocket_instr_SOURCES = bench/rsocket_instr.cc
