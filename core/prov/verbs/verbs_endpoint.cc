@@ -21,15 +21,6 @@ namespace {
 // Receives are tagged so their completions are known even when flushed
 // (a failed completion carries no valid opcode).
 constexpr uint64_t kRecvTag = 1ull << 63;
-
-// A post's result as -errno. libibverbs returns a positive errno, some
-// providers a negative one, and some -1 with nothing more (which would
-// read as EPERM): that is an I/O error.
-int post_errno(int rc) {
-  if (rc == 0) return 0;
-  if (rc == -1) return -EIO;
-  return -std::abs(rc);
-}
 constexpr int kResolveMs = 2000;
 constexpr int kResolveTries = 3;  // on ETIMEDOUT, as upstream
 // Control messages (16-byte SGL updates) are always posted inline.
@@ -42,6 +33,15 @@ constexpr uint32_t kMinQueue = 16;
 constexpr int kFenceMs = 1000;
 // Soft-iWARP's vendor id (ASCII "bmt"): its read responses need care (MsgSend::post_fence).
 constexpr uint32_t kSiwVendorId = 0x626d74;
+
+// A post's result as -errno. libibverbs returns a positive errno, some
+// providers a negative one, and some -1 with nothing more (which would
+// read as EPERM): that is an I/O error.
+int post_errno(int rc) {
+  if (rc == 0) return 0;
+  if (rc == -1) return -EIO;
+  return -std::abs(rc);
+}
 
 socklen_t addr_len(const sockaddr* a) {
   return a->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
