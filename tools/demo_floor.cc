@@ -34,6 +34,15 @@ constexpr size_t kRingBytes = 1 << 20;  // as the shm stream's receive buffer
 constexpr uint64_t kRingTotal = 512ull << 20;  // bytes per ring measurement
 constexpr auto kStuck = std::chrono::seconds(5);
 
+// GB/s of `bytes` since t0; `checksum` (the work's result) is kept
+// observable, so the compiler cannot drop the work.
+double gbps(uint64_t bytes, clock::time_point t0, uint64_t checksum) {
+  const double s = std::chrono::duration<double>(clock::now() - t0).count();
+  volatile uint64_t sink = checksum;
+  (void)sink;
+  return static_cast<double>(bytes) / s / 1e9;
+}
+
 }  // namespace
 
 struct LineProbe::Shared {
@@ -56,6 +65,14 @@ void ping_session(LineProbe::Shared& sh) {
       sh.pong.v.store(v, std::memory_order_release);
     }
   }
+}
+
+// Spins until the helper's head reaches `pos`; false when it did not move
+// for kStuck since `progress`.
+bool helper_wrote(const LineProbe::Shared& sh, uint64_t pos, clock::time_point progress) {
+  for (uint64_t spins = 1; sh.head.v.load(std::memory_order_acquire) < pos; spins++)
+    if ((spins & 0xFFFFF) == 0 && clock::now() - progress > kStuck) return false;
+  return true;
 }
 
 void ring_session(LineProbe::Shared& sh, const uint8_t* src) {
@@ -164,15 +181,14 @@ double LineProbe::ring_gbps(size_t msg) {
   auto progress = t0;
   for (uint64_t done = 0; done < total; done += msg) {
     for (size_t got = 0; got < msg; got += piece) {
-      for (uint64_t spins = 1; sh_->head.v.load(std::memory_order_acquire) < pos + piece; spins++)
-        if ((spins & 0xFFFFF) == 0 && clock::now() - progress > kStuck) {
-          // The helper wrote nothing for that long: it is not running, and
-          // could not finish this session.
-          kill(pid_, SIGKILL);
-          waitpid(pid_, nullptr, 0);
-          pid_ = -1;
-          return 0;
-        }
+      if (!helper_wrote(*sh_, pos + piece, progress)) {
+        // Nothing written for that long: the helper is not running, and
+        // could not finish this session.
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+        return 0;
+      }
       memcpy(buf.data() + got, sh_->ring + pos % kRingBytes, piece);
       pos += piece;
       sh_->tail.v.store(pos, std::memory_order_release);
@@ -180,10 +196,7 @@ double LineProbe::ring_gbps(size_t msg) {
     }
     h ^= message_sum(buf.data(), msg);
   }
-  const double s = std::chrono::duration<double>(clock::now() - t0).count();
-  volatile uint64_t sink = h;  // the work must stay observable
-  (void)sink;
-  return static_cast<double>(total) / s / 1e9;
+  return gbps(total, t0, h);
 }
 
 namespace {
@@ -191,21 +204,17 @@ namespace {
 // The stream server's own work on one core, without the other core: copy
 // each piece out of a 1 MiB ring (the shm receive buffer) and checksum it.
 double receiver_gbps(size_t msg) {
-  constexpr size_t kRing = 1 << 20;
   constexpr size_t kTotal = 1ull << 30;
-  std::vector<uint8_t> ring(kRing, 0x5A), buf(msg);
+  std::vector<uint8_t> ring(kRingBytes, 0x5A), buf(msg);
   size_t off = 0;
   uint64_t h = 0;
   auto t0 = clock::now();
   for (size_t done = 0; done < kTotal; done += msg) {
     memcpy(buf.data(), ring.data() + off, msg);
     h ^= message_sum(buf.data(), msg);
-    off = off + 2 * msg > kRing ? 0 : off + msg;
+    off = off + 2 * msg > kRingBytes ? 0 : off + msg;
   }
-  double s = std::chrono::duration<double>(clock::now() - t0).count();
-  volatile uint64_t sink = h;  // the work must stay observable
-  (void)sink;
-  return static_cast<double>(kTotal) / s / 1e9;
+  return gbps(kTotal, t0, h);
 }
 
 }  // namespace
