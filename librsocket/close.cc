@@ -40,6 +40,16 @@ int Socket::shutdown(int how) {
     // Linux lets shutdown stop a listener; we simply report success.
     return 0;
   }
+  if (state_ == kConnecting) {
+    // As Linux with a connect in progress: the connect is abandoned and
+    // fails with ECONNRESET (a blocked rconnect returns now); the transport
+    // goes at rclose, as after a refused connect.
+    err_ = ECONNRESET;
+    state_ = kConnectError;
+    reply_pending_ = false;
+    if (waiters_) kick_waiters();
+    return 0;
+  }
   if (!(state_ & kConnected) && !(state_ & kDisconnected)) return -ENOTCONN;
   if (!(state_ & kConnected) || lingering()) return 0;
   shutting_++;  // its waits release mu_: an rclose meanwhile must not free ep_

@@ -86,6 +86,11 @@ int Socket::process_cq(Lock&) {
   return total;
 }
 
+void Socket::fail_connection(const char* why) {
+  set_error(ECONNRESET, why);
+  ep_->disconnect();
+}
+
 void Socket::kick_waiters() {
   uint64_t one = 1;
   if (wake_fd_ >= 0 && ::write(wake_fd_, &one, sizeof one) < 0) SS_DEBUG("kick failed");
@@ -143,8 +148,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
           ring_wrap(rbuf_in_pos_, half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
         SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
                 fd_, data, len);
-        set_error(ECONNRESET, "protocol error");
-        ep_->disconnect();
+        fail_connection("protocol error");
         return;
       }
       // The data was just written, maybe by another core: start fetching
@@ -161,8 +165,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
     }
     default:
       SS_WARN("rsocket: fd %d: reserved operation %u from peer; connection failed", fd_, op);
-      set_error(ECONNRESET, "protocol error");
-      ep_->disconnect();
+      fail_connection("protocol error");
       break;
   }
 }
@@ -177,8 +180,7 @@ void Socket::repost_recv() {
   if (!rc || !(state_ & kConnected)) return;
   SS_WARN("rsocket: fd %d: re-posting a receive failed (%s); connection failed", fd_,
           strerror(-rc));
-  set_error(ECONNRESET, "re-posting a receive failed");
-  ep_->disconnect();
+  fail_connection("re-posting a receive failed");
 }
 
 void Socket::handle_completion(const prov::Completion& wc) {
@@ -191,8 +193,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
       // Not a flush: what arrived was no message of this protocol (e.g. a
       // send bigger than the receive's buffer).
       SS_WARN("rsocket: fd %d: receive failed (%s); connection failed", fd_, strerror(wc.status));
-      set_error(ECONNRESET, "receive failed");
-      ep_->disconnect();
+      fail_connection("receive failed");
     }
     return;
   }

@@ -35,8 +35,7 @@ int ListenService::add(std::shared_ptr<Socket> s) {
   }
   listeners_.push_back(std::move(s));
   if (!thread_.joinable()) {
-    stop_ = false;
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this, g = generation_] { run(g); });
   } else {
     wake();
   }
@@ -54,7 +53,7 @@ void ListenService::remove(Socket* s) {
     keep = std::move(*it);
     listeners_.erase(it);
     if (listeners_.empty() && thread_.joinable()) {
-      stop_ = true;
+      generation_++;
       done = std::move(thread_);
     }
     wake();
@@ -67,13 +66,13 @@ void ListenService::remove(Socket* s) {
   }
 }
 
-void ListenService::run() {
+void ListenService::run(uint64_t generation) {
   std::vector<pollfd> fds;
   std::vector<std::shared_ptr<Socket>> socks;
   for (;;) {
     {
       std::lock_guard<std::mutex> g(mu_);
-      if (stop_) return;
+      if (generation != generation_) return;
       socks = listeners_;
     }
     fds.clear();

@@ -2,6 +2,7 @@
 // listens. It completes connection handshakes so that a peer's connect
 // finishes before the application calls raccept.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,14 +19,18 @@ class ListenService {
   void remove(Socket* s);  // joins the thread when the last listener leaves
 
  private:
-  void run();
+  void run(uint64_t generation);
   void wake();
 
   std::mutex mu_;
   std::vector<std::shared_ptr<Socket>> listeners_;
   std::thread thread_;
   int wake_fd_ = -1;
-  bool stop_ = false;
+  // Bumped when the thread is told to stop: each thread runs while the
+  // generation it started with is current. (One shared stop flag would be
+  // cleared by an add() that starts the next thread before the old one saw
+  // it, and the old one, never stopping, would hang remove()'s join.)
+  uint64_t generation_ = 0;
 };
 
 }  // namespace ss::rs

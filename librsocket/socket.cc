@@ -183,6 +183,7 @@ void Socket::serve_requests() {
         continue;
       }
     }
+    const auto t0 = std::chrono::steady_clock::now();
     int fd = ep->descriptor_fd();
     auto s = std::make_shared<Socket>(fd, domain_);
     {
@@ -193,6 +194,7 @@ void Socket::serve_requests() {
     size_t plen = 0;
     const uint8_t* pdata = s->ep_->peer_private_data(&plen);
     int rc = s->start_endpoint();
+    const auto t1 = std::chrono::steady_clock::now();
     s->await_peer_first_ = s->caps_ & prov::kCapActiveSpeaksFirst;
     if (!rc) rc = s->save_conn_data(pdata, plen);
     if (!rc) {
@@ -202,6 +204,14 @@ void Socket::serve_requests() {
       cd.encode(buf);
       rc = s->ep_->accept(buf, sizeof buf);
     }
+    // A peer's connect waits on this thread: a slow step is worth a line
+    // (a stall here looks like a connect that never reaches raccept).
+    using ms = std::chrono::milliseconds;
+    const auto t2 = std::chrono::steady_clock::now();
+    if (t2 - t0 > std::chrono::seconds(1))
+      SS_WARN("rsocket: fd %d: answering a connection request took %lld ms (set-up %lld ms)",
+              fd_, static_cast<long long>(std::chrono::duration_cast<ms>(t2 - t0).count()),
+              static_cast<long long>(std::chrono::duration_cast<ms>(t1 - t0).count()));
     if (rc) {
       SS_WARN("rsocket: connection request on fd %d refused: %s", fd_, strerror(-rc));
       s->ep_->reject();

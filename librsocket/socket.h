@@ -200,6 +200,8 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until);
   int block_once(Lock& lk);
   void set_error(int err, const char* why);
+  // ECONNRESET for the application, and the transport torn down.
+  void fail_connection(const char* why);
   int data_error(bool sending) const;
   bool is_nonblocking(int flags) const { return nonblock_ || (flags & MSG_DONTWAIT); }
 

@@ -391,10 +391,13 @@ void connect_to(int family, const Listener& l, RFd* client, RFd* server,
     }
     if (done && (crc < 0 || server->get() >= 0)) break;
   }
-  if (!done) rshutdown(cfd, SHUT_RDWR);
+  const bool connect_returned = done;
+  if (!done) rshutdown(cfd, SHUT_RDWR);  // abandons a connect in progress (ECONNRESET)
   t.join();
-  ASSERT_EQ(0, crc) << "rconnect to " << l.addr.str() << ": " << strerror(cerr);
-  ASSERT_GE(server->get(), 0) << "the connection never reached raccept";
+  ASSERT_EQ(0, crc) << "rconnect to " << l.addr.str() << ": " << strerror(cerr)
+                    << (connect_returned ? "" : " (abandoned after 30 s)");
+  ASSERT_GE(server->get(), 0) << "the connection never reached raccept"
+                              << (connect_returned ? "" : " (rconnect returned only after 30 s)");
 }
 
 void connect_pair(int family, Pair* p, const std::function<void(int)>& client_setup,

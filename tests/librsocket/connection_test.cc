@@ -68,6 +68,29 @@ TEST_P(ConnectionTest, SingleThreadConnectsToOwnListener) {
   EXPECT_EQ(0, memcmp(b, "abc", 3));
 }
 
+// The listen service's thread stops with the last listener, and the next
+// rlisten starts another: an rclose of the last listener racing a new
+// rlisten on another thread must return (an old thread that missed its
+// stop would run on, and that rclose would wait for it for ever), and the
+// new listener must be served.
+TEST_P(ConnectionTest, LastListenerCloseRacesNewListen) {
+  for (int round = 0; round < 40 && !HasFailure(); round++) {
+    Listener old_l, fresh;
+    ASSERT_NO_FATAL_FAILURE(make_listener(family(), &old_l));
+    bool in_time = run_with_timeout(
+        [&] {
+          std::thread closer([&] { old_l.fd.reset(); });
+          make_listener(family(), &fresh);
+          closer.join();
+        },
+        30);
+    ASSERT_TRUE(in_time) << "round " << round << ": closing the last listener hung";
+    ASSERT_GE(fresh.fd.get(), 0);
+    RFd c, s;
+    ASSERT_NO_FATAL_FAILURE(connect_to(family(), fresh, &c, &s)) << "round " << round;
+  }
+}
+
 // Data the active side sends as soon as its rconnect returns, before the
 // passive side calls raccept, is delivered (and wakes the reader).
 TEST_P(ConnectionTest, DataSentBeforeRacceptArrives) {

@@ -71,6 +71,18 @@ bool raw_recv_exact(int fd, void* buf, size_t len, int ms = 10000) {
   return true;
 }
 
+// A raw kernel TCP listener on IPv4 loopback (the passive side played by
+// hand); *a gets its address.
+void raw_listener(KFd* ls, Addr* a, int backlog) {
+  ls->reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_GE(ls->get(), 0);
+  *a = loopback(AF_INET);
+  ASSERT_EQ(0, ::bind(*ls, a->sa(), a->len));
+  ASSERT_EQ(0, ::listen(*ls, backlog));
+  a->len = sizeof a->ss;
+  ASSERT_EQ(0, ::getsockname(*ls, a->sa(), &a->len));
+}
+
 void send_frame(int fd, const FrameHeader& h, const void* payload = nullptr, size_t len = 0) {
   uint8_t hdr[kFrameHeaderSize];
   ss::prov::soft::encode_frame(h, hdr);
@@ -477,6 +489,54 @@ TEST_F(HostileTest, SilentPeersDoNotBlockOthers) {
   EXPECT_GE(s.get(), 0);
 }
 
+// A peer that takes the TCP connection but never answers the hello leaves
+// rconnect waiting; rshutdown abandons that connect as Linux does for one in
+// progress: the blocked rconnect returns ECONNRESET (so a caller can always
+// release it), and a non-blocking one reports ECONNRESET through SO_ERROR.
+TEST(TcpWireTest, ShutdownAbandonsAConnectInProgress) {
+  std::string why;
+  ASSERT_TRUE(probe("tcp", AF_INET, &why));
+  if (!why.empty()) GTEST_SKIP() << why;
+  KFd ls;
+  Addr a;
+  // The kernel completes the handshakes; nobody replies to the hello.
+  ASSERT_NO_FATAL_FAILURE(raw_listener(&ls, &a, 4));
+
+  RFd c(rsocket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  int rc = 0, e = 0;
+  std::atomic<bool> returned{false};
+  bool in_time = run_with_timeout(
+      [&] {
+        std::thread t([&] {
+          rc = rconnect(c, a.sa(), a.len);
+          e = errno;
+          returned = true;
+        });
+        // Until the connect is under way, rshutdown answers ENOTCONN.
+        while (!returned && rshutdown(c, SHUT_RDWR) != 0) {
+          EXPECT_EQ(ENOTCONN, errno) << strerror(errno);
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        t.join();
+      },
+      30, [&] { ls.reset(); });  // pending connections are reset: rconnect fails
+  ASSERT_TRUE(in_time) << "rshutdown did not release a blocked rconnect";
+  EXPECT_EQ(-1, rc);
+  EXPECT_EQ(ECONNRESET, e) << strerror(e);
+
+  RFd n(rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+  ASSERT_GE(n.get(), 0);
+  ASSERT_EQ(-1, rconnect(n, a.sa(), a.len));
+  ASSERT_EQ(EINPROGRESS, errno) << strerror(errno);
+  EXPECT_EQ(0, rshutdown(n, SHUT_RDWR)) << strerror(errno);
+  EXPECT_TRUE(wait_events(n, POLLOUT, 5000) & POLLERR);
+  int err = 0;
+  socklen_t len = sizeof err;
+  ASSERT_EQ(0, rgetsockopt(n, SOL_SOCKET, SO_ERROR, &err, &len)) << strerror(errno);
+  EXPECT_EQ(ECONNRESET, err) << strerror(err);
+}
+
 // The passive side may publish its second receive-buffer half (an SGL
 // write with immediate) right behind its connect reply; both then arrive in
 // one read at the active side. The active side must keep that entry: the
@@ -486,13 +546,9 @@ TEST(TcpWireTest, CreditUpdateArrivingWithConnectReplyIsKept) {
   std::string why;
   ASSERT_TRUE(probe("tcp", AF_INET, &why));
   if (!why.empty()) GTEST_SKIP() << why;
-  KFd ls(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  ASSERT_GE(ls.get(), 0);
-  Addr a = loopback(AF_INET);
-  ASSERT_EQ(0, ::bind(ls, a.sa(), a.len));
-  ASSERT_EQ(0, ::listen(ls, 1));
-  a.len = sizeof a.ss;
-  ASSERT_EQ(0, ::getsockname(ls, a.sa(), &a.len));
+  KFd ls;
+  Addr a;
+  ASSERT_NO_FATAL_FAILURE(raw_listener(&ls, &a, 1));
 
   constexpr uint64_t kHalfA = 0x100000, kHalfB = 0x200000;
   constexpr uint32_t kHalf = 65536, kKey = 5;
