@@ -87,6 +87,7 @@ int Socket::process_cq(Lock&) {
 }
 
 void Socket::fail_connection(const char* why) {
+  peer_dropped_ = true;
   set_error(ECONNRESET, why);
   ep_->disconnect();
 }
@@ -185,6 +186,7 @@ void Socket::repost_recv() {
 
 void Socket::handle_completion(const prov::Completion& wc) {
   if (wc.op == prov::WcOp::kRecvImm) {
+    if (peer_dropped_) return;
     if (wc.status == 0) {
       await_peer_first_ = false;
       handle_recv(wc.imm, wc.byte_len);

@@ -242,6 +242,9 @@ class Socket : public std::enable_shared_from_this<Socket> {
   // last releases (not the rclose, which would free the endpoint under it).
   bool closed_ = false;
   bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
+  // fail_connection ran: whatever else the peer sent is not looked at (a
+  // peer flooding bad messages gets one warning, not one per message).
+  bool peer_dropped_ = false;
   std::chrono::steady_clock::time_point linger_deadline_{};
   unsigned idle_cq_polls_ = 0;
   // Threads blocked on this socket. Whoever makes progress (completions

@@ -160,6 +160,28 @@ size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool random
                     int* err = nullptr, std::atomic<size_t>* progress = nullptr);
 
 // ---------------------------------------------------------------------------
+// Helper children: this binary re-executed with RS_CONFORMANCE_CHILD=<mode>
+// and the given NAME=value pairs. The test file that owns a mode runs the
+// child's part from a static initialiser, before GoogleTest starts, so no
+// fork() happens after rsockets exist. A child reports on kChildNotifyFd:
+// "R" (ready; more text may follow) or "F" and what failed.
+
+constexpr int kChildNotifyFd = 3;
+// Reports "F<what>: <errno>" and exits.
+[[noreturn]] void child_fail(const char* what);
+// Returns the child's pid (-1 on failure); *notify gets its report pipe.
+pid_t spawn_child(const char* mode, const std::vector<std::string>& env, KFd* notify);
+// Reads the child's report: true once it said "R".
+bool child_ready(int notify, std::string* report);
+void kill_and_reap(pid_t pid);
+struct Reaper {  // kills and reaps a child at scope exit
+  pid_t pid = -1;
+  ~Reaper() {
+    if (pid > 0) kill_and_reap(pid);
+  }
+};
+
+// ---------------------------------------------------------------------------
 // Waiting and accounting
 
 // Runs fn on a thread and waits up to `seconds` for it. On timeout, calls

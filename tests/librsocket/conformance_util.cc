@@ -4,9 +4,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +26,8 @@
 #include "tests/librsocket/conformance.h"
 
 #include <rdma/rdma_cma.h>
+
+extern char** environ;
 
 namespace rsconf {
 
@@ -571,6 +576,72 @@ bool run_watching_progress(const std::vector<std::function<void()>>& fns,
   }
   for (auto& t : threads) t.join();
   return !stalled;
+}
+
+// ---------------------------------------------------------------------------
+// Helper children
+
+void child_fail(const char* what) {
+  char msg[160];
+  int n = snprintf(msg, sizeof msg, "F%s: %s", what, strerror(errno));
+  (void)!write(kChildNotifyFd, msg, static_cast<size_t>(std::max(n, 0)));
+  _exit(2);
+}
+
+pid_t spawn_child(const char* mode, const std::vector<std::string>& env, KFd* notify) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return -1;
+  // Everything the child needs is built before fork(): our environment
+  // without other children's settings (the verbs addresses stay), then its own.
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; e++)
+    if (strncmp(*e, "RS_CONFORMANCE_", 15) != 0 || strncmp(*e, "RS_CONFORMANCE_VERBS_", 21) == 0)
+      env_store.emplace_back(*e);
+  env_store.emplace_back(std::string("RS_CONFORMANCE_CHILD=") + mode);
+  env_store.insert(env_store.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  char exe[] = "/proc/self/exe";
+  char filter[] = "--gtest_filter=-*";
+  char* argv[] = {exe, filter, nullptr};
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (dup2(p[1], kChildNotifyFd) < 0) _exit(126);
+    for (int fd = kChildNotifyFd + 1; fd < 4096; fd++) close(fd);
+    execve(exe, argv, envp.data());
+    _exit(127);
+  }
+  close(p[1]);
+  if (pid < 0) {
+    close(p[0]);
+    return -1;
+  }
+  notify->reset(p[0]);
+  return pid;
+}
+
+bool child_ready(int notify, std::string* report) {
+  pollfd pf{notify, POLLIN, 0};
+  if (poll(&pf, 1, 30000) <= 0) {
+    *report = "no report from the child within 30 s";
+    return false;
+  }
+  char buf[256];
+  ssize_t n = read(notify, buf, sizeof buf);
+  if (n <= 0) {
+    *report = "the child exited without reporting";
+    return false;
+  }
+  report->assign(buf, static_cast<size_t>(n));
+  return buf[0] == 'R';
+}
+
+void kill_and_reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
 }
 
 bool run_with_timeout(const std::function<void()>& fn, int seconds,

@@ -24,23 +24,12 @@
 
 #include "tests/librsocket/conformance.h"
 
-extern char** environ;
-
 namespace rsconf {
 namespace {
 
 // ---------------------------------------------------------------------------
 // Helper child: connects to the parent's listener, sends "hello", reports
 // 'R' on fd 3, then waits to be killed. Any failure reports 'F'.
-
-constexpr int kNotifyFd = 3;
-
-[[noreturn]] void child_fail(const char* what) {
-  char msg[128];
-  int n = snprintf(msg, sizeof msg, "F%s: %s", what, strerror(errno));
-  (void)!write(kNotifyFd, msg, static_cast<size_t>(n));
-  _exit(2);
-}
 
 void run_peer_killed_child() {
   const char* prov = getenv("RS_CONFORMANCE_PROVIDER");
@@ -60,10 +49,10 @@ void run_peer_killed_child() {
     linger l{1, 30};
     if (rsetsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l) < 0) child_fail("SO_LINGER");
     if (rclose(c) < 0) child_fail("rclose");
-    if (write(kNotifyFd, "R", 1) != 1) _exit(3);
+    if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
     exit(0);
   }
-  if (write(kNotifyFd, "R", 1) != 1) _exit(3);
+  if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
   for (;;) pause();  // killed by the parent; never closes the rsocket
 }
 
@@ -74,71 +63,23 @@ struct ChildMode {
   }
 } g_child_mode;
 
-// Re-executes this binary as the helper child. Returns its pid; *notify
-// gets the read end of the child's report pipe.
-pid_t spawn_child(const char* provider, int family, uint16_t port, KFd* notify,
-                  bool close_and_exit = false) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0) return -1;
-  // Everything the child needs is built before fork().
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; e++)
-    if (strncmp(*e, "RS_CONFORMANCE_", 15) != 0 || strncmp(*e, "RS_CONFORMANCE_VERBS_", 21) == 0)
-      env_store.emplace_back(*e);
-  env_store.emplace_back("RS_CONFORMANCE_CHILD=peer_killed");
-  env_store.emplace_back(std::string("RS_CONFORMANCE_PROVIDER=") + provider);
-  env_store.emplace_back("RS_CONFORMANCE_FAMILY=" + std::to_string(family));
-  env_store.emplace_back("RS_CONFORMANCE_PORT=" + std::to_string(port));
-  if (close_and_exit) env_store.emplace_back("RS_CONFORMANCE_CLOSE_AND_EXIT=1");
-  std::vector<char*> envp;
-  for (auto& s : env_store) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  char exe[] = "/proc/self/exe";
-  char filter[] = "--gtest_filter=-*";
-  char* argv[] = {exe, filter, nullptr};
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (dup2(p[1], kNotifyFd) < 0) _exit(126);
-    for (int fd = kNotifyFd + 1; fd < 4096; fd++) close(fd);
-    execve(exe, argv, envp.data());
-    _exit(127);
-  }
-  close(p[1]);
-  notify->reset(p[0]);
-  return pid;
-}
-
-// Reads the child's report: true once it said 'R'.
-bool child_ready(int notify, std::string* report) {
-  pollfd pf{notify, POLLIN, 0};
-  if (poll(&pf, 1, 30000) <= 0) {
-    *report = "no report from the child within 30 s";
-    return false;
-  }
-  char buf[256];
-  ssize_t n = read(notify, buf, sizeof buf);
-  if (n <= 0) {
-    *report = "the child exited without reporting";
-    return false;
-  }
-  report->assign(buf, static_cast<size_t>(n));
-  return buf[0] == 'R';
+// Starts the peer_killed child for this provider and family.
+pid_t spawn_peer(const char* provider, int family, uint16_t port, KFd* notify,
+                 bool close_and_exit = false) {
+  std::vector<std::string> env = {std::string("RS_CONFORMANCE_PROVIDER=") + provider,
+                                  "RS_CONFORMANCE_FAMILY=" + std::to_string(family),
+                                  "RS_CONFORMANCE_PORT=" + std::to_string(port)};
+  if (close_and_exit) env.emplace_back("RS_CONFORMANCE_CLOSE_AND_EXIT=1");
+  return spawn_child("peer_killed", env, notify);
 }
 
 class LifecycleTest : public ConnTest {};
-
-void kill_and_reap(pid_t pid) {
-  kill(pid, SIGKILL);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-}
 
 // Starts the helper child, accepts its connection and reads its "hello".
 void accept_child(const char* provider, int family, Listener* l, pid_t* pid, RFd* s) {
   ASSERT_NO_FATAL_FAILURE(make_listener(family, l));
   KFd notify;
-  *pid = spawn_child(provider, family, l->addr.port(), &notify);
+  *pid = spawn_peer(provider, family, l->addr.port(), &notify);
   ASSERT_GT(*pid, 0) << strerror(errno);
   std::string report;
   ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
@@ -155,13 +96,6 @@ void accept_child(const char* provider, int family, Listener* l, pid_t* pid, RFd
   ASSERT_EQ(5u, got);
   ASSERT_EQ(0, memcmp(b, "hello", 5));
 }
-
-struct Reaper {
-  pid_t pid = -1;
-  ~Reaper() {
-    if (pid > 0) kill_and_reap(pid);
-  }
-};
 
 // After an abrupt loss: rsend fails too (ECONNRESET, or EPIPE), and rpoll
 // reports the socket as failed or hung up.
@@ -372,7 +306,7 @@ TEST_P(LifecycleTest, ExitWaitsForLingeringClose) {
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
   KFd notify;
-  pid_t pid = spawn_child(GetParam().provider, family(), l.addr.port(), &notify, true);
+  pid_t pid = spawn_peer(GetParam().provider, family(), l.addr.port(), &notify, true);
   ASSERT_GT(pid, 0) << strerror(errno);
   std::string report;
   ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;

@@ -14,6 +14,7 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/errno_test.cc \
 	tests/librsocket/lifecycle_test.cc \
 	tests/librsocket/hostile_test.cc \
+	tests/librsocket/shm_hostile_test.cc \
 	tests/librsocket/verbs_hostile_test.cc \
 	tests/librsocket/config_test.cc
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)

@@ -1,0 +1,247 @@
+// Hostile peers on the shm provider: a client that connects through the
+// library, then writes its own entries into the server's completion ring
+// (which it maps, as every shm sender does). The server must fail that
+// connection (ECONNRESET, never a byte that was not sent), never crash or
+// read outside its buffers (the suite also runs under ASan), and go on
+// serving others.
+//
+// The hostile client is this binary re-executed (RS_CONFORMANCE_CHILD=
+// shm_ring_hostile); it finds the server's ring among the "slipstream-ring"
+// memfds mapped in its process as the one holding its own 5-byte "hello".
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/prov/shm/ring.h"
+#include "librsocket/wire.h"
+#include "tests/common/stderr_capture.h"
+#include "tests/librsocket/conformance.h"
+
+namespace rsconf {
+namespace {
+
+using ss::prov::shm::RingControl;
+using ss::prov::shm::RingEntry;
+using ss::rs::make_imm;
+
+// ---------------------------------------------------------------------------
+// The hostile child
+
+struct PeerRing {
+  RingControl* ctl = nullptr;
+  uint32_t entries = 0;
+  uint64_t head = 0;          // the first position we have not published
+  uint32_t stream_seq = 0;    // what our library's hello entry carried
+};
+
+// The ring's size from its mapping (page-rounded): the largest power of two
+// that fits, as the owner sized it.
+uint32_t entries_in(size_t map_len) {
+  uint32_t n = 64;
+  while (ss::prov::shm::ring_bytes(n * 2) <= map_len) n *= 2;
+  return n;
+}
+
+bool find_peer_ring(PeerRing* out) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  int found = 0;
+  while (std::getline(maps, line)) {
+    if (line.find("slipstream-ring") == std::string::npos) continue;
+    unsigned long lo = 0, hi = 0;
+    if (sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2) continue;
+    auto* ctl = reinterpret_cast<RingControl*>(lo);
+    const uint32_t n = entries_in(hi - lo);
+    // Walk the published entries from the start (few were published).
+    uint64_t pos = 0;
+    bool has_hello = false;
+    uint32_t seq_of_hello = 0;
+    while (pos < n && ctl->entries[pos].seq.load(std::memory_order_acquire) == pos + 1) {
+      const RingEntry& e = ctl->entries[pos];
+      if (e.imm == make_imm(ss::rs::kOpData, 5) && e.len == 5) {
+        has_hello = true;
+        seq_of_hello = e.stream_seq;
+      }
+      pos++;
+    }
+    if (!has_hello) continue;
+    *out = {ctl, n, pos, seq_of_hello};
+    found++;
+  }
+  return found == 1;
+}
+
+void publish(const PeerRing& r, uint64_t pos, uint32_t imm, uint32_t len, uint32_t stream_seq) {
+  RingEntry& e = r.ctl->entries[pos & (r.entries - 1)];
+  e.imm = imm;
+  e.len = len;
+  e.stream_seq = stream_seq;
+  e.seq.store(static_cast<uint32_t>(pos + 1), std::memory_order_release);
+}
+
+void run_hostile_child() {
+  const char* port = getenv("RS_CONFORMANCE_PORT");
+  const char* what = getenv("RS_CONFORMANCE_CASE");
+  if (!port || !what) child_fail("environment");
+  select_provider("shm");
+  Addr a = loopback(AF_INET, static_cast<uint16_t>(atoi(port)));
+  int c = rsocket(AF_INET, SOCK_STREAM, 0);
+  if (c < 0) child_fail("rsocket");
+  if (rconnect(c, a.sa(), a.len) < 0) child_fail("rconnect");
+  if (rsend(c, "hello", 5, 0) != 5) child_fail("rsend");
+  int rcvbuf = 0;
+  socklen_t optlen = sizeof rcvbuf;
+  // The server runs with the same defaults: its published half is ours.
+  if (rgetsockopt(c, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &optlen) < 0) child_fail("SO_RCVBUF");
+  const uint32_t half = static_cast<uint32_t>(rcvbuf) / 2;
+  PeerRing r;
+  errno = 0;
+  if (!find_peer_ring(&r)) child_fail("finding the server's ring");
+  const std::string c_case = what;
+  const uint32_t seq = r.stream_seq;
+  if (c_case == "oversize") {
+    publish(r, r.head, make_imm(ss::rs::kOpData, 1u << 28), 1u << 28, seq);
+  } else if (c_case == "len_mismatch") {
+    publish(r, r.head, make_imm(ss::rs::kOpData, 64), 32, seq);
+  } else if (c_case == "reserved_op") {
+    publish(r, r.head, make_imm(ss::rs::kOpRsvd, 0), 0, seq);
+  } else if (c_case == "crosses_half") {
+    // After the 5-byte hello, a message that would run past the half.
+    publish(r, r.head, make_imm(ss::rs::kOpData, half - 2), half - 2, seq);
+  } else if (c_case == "flood") {
+    // One-byte messages far beyond the receive credits (as many as the ring holds).
+    for (uint64_t i = 0; i < r.entries - r.head; i++)
+      publish(r, r.head + i, make_imm(ss::rs::kOpData, 1), 1, seq);
+  } else if (c_case == "stream_ahead") {
+    // An entry that claims stream frames which never come, then we leave.
+    publish(r, r.head, make_imm(ss::rs::kOpData, 5), 5, seq + 1000);
+    if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
+    _exit(0);
+  } else {
+    errno = EINVAL;
+    child_fail("unknown case");
+  }
+  if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
+  for (;;) pause();  // alive: the server's verdict must not come from our exit
+}
+
+struct ChildMode {
+  ChildMode() {
+    const char* mode = getenv("RS_CONFORMANCE_CHILD");
+    if (mode && strcmp(mode, "shm_ring_hostile") == 0) run_hostile_child();
+  }
+} g_child_mode;
+
+// ---------------------------------------------------------------------------
+// The server
+
+class ShmHostileTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    ASSERT_TRUE(probe("shm", AF_INET, &why));
+    if (!why.empty()) GTEST_SKIP() << why;
+    select_provider("shm");
+  }
+};
+
+// Reads what the connection still delivers, polling without blocking (the
+// hostile child never kicks our wake-up), until it ends. Returns the bytes
+// read after the hello; *last gets the final rrecv's result and errno.
+size_t drain(int s, ssize_t* last, int* err) {
+  size_t extra = 0;
+  char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    ssize_t n = rrecv(s, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      extra += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EAGAIN && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    *last = n;
+    *err = n < 0 ? errno : 0;
+    return extra;
+  }
+}
+
+TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
+  const std::string c_case = GetParam();
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(AF_INET, &l));
+  KFd notify;
+  Reaper child;
+  child.pid = spawn_child("shm_ring_hostile",
+                          {"RS_CONFORMANCE_PORT=" + std::to_string(l.addr.port()),
+                           "RS_CONFORMANCE_CASE=" + c_case},
+                          &notify);
+  ASSERT_GT(child.pid, 0) << strerror(errno);
+  std::string report;
+  ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
+  sstest::StderrCapture cap;  // the bad entries may be seen as early as raccept
+  ASSERT_TRUE(wait_events(l.fd, POLLIN, 20000) & POLLIN);
+  RFd s(raccept(l.fd, nullptr, nullptr));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+  char hello[5];
+  ASSERT_EQ(5u, recv_all(s, hello, 5));
+  ASSERT_EQ(0, memcmp(hello, "hello", 5));
+
+  ssize_t last = 0;
+  int err = 0;
+  const size_t extra = drain(s, &last, &err);
+  const std::string log = cap.text();
+  size_t warnings = 0;
+  for (size_t at = 0; (at = log.find("WARN", at)) != std::string::npos; at++) warnings++;
+  ASSERT_NE(EAGAIN, err) << "the connection neither failed nor ended within 30 s";
+  if (c_case == "stream_ahead") {
+    // Data whose frames never came is never delivered; the end is an EOF
+    // or a reset.
+    EXPECT_EQ(0u, extra);
+    EXPECT_TRUE(last == 0 || err == ECONNRESET) << last << " " << strerror(err);
+  } else {
+    // Messages within the credits, before the first bad one, may be read.
+    if (c_case == "flood") {
+      int rq = 0;
+      socklen_t len = sizeof rq;
+      ASSERT_EQ(0, rgetsockopt(s, SOL_RDMA, RDMA_RQSIZE, &rq, &len)) << strerror(errno);
+      EXPECT_LE(extra, static_cast<size_t>(rq));
+    } else {
+      EXPECT_EQ(0u, extra);
+    }
+    EXPECT_EQ(-1, last);
+    EXPECT_EQ(ECONNRESET, err) << strerror(err);
+    // One line says why; a flood of bad messages is not a flood of lines.
+    EXPECT_EQ(1u, warnings) << log;
+  }
+
+  // The listener serves a well-behaved client afterwards.
+  RFd c2, s2;
+  ASSERT_NO_FATAL_FAILURE(connect_to(AF_INET, l, &c2, &s2));
+  ASSERT_EQ(3, rsend(c2, "abc", 3, 0));
+  char b[3];
+  ASSERT_EQ(3u, recv_all(s2, b, 3));
+  EXPECT_EQ(0, memcmp(b, "abc", 3));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ShmHostileTest,
+                         ::testing::Values("oversize", "len_mismatch", "reserved_op",
+                                           "crosses_half", "flood", "stream_ahead"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+}  // namespace
+}  // namespace rsconf
