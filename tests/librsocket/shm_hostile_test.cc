@@ -1,6 +1,8 @@
 // Hostile peers on the shm provider: a client that connects through the
 // library, then writes its own entries into the server's completion ring
-// (which it maps, as every shm sender does). The server must fail that
+// (which it maps, as every shm sender does), or control frames of its own
+// onto the connection's stream (memfds short or unsealed, a second ring,
+// more descriptors than any frame carries). The server must fail that
 // connection (ECONNRESET, never a byte that was not sent), never crash or
 // read outside its buffers (the suite also runs under ASan), and go on
 // serving others.
@@ -8,7 +10,11 @@
 // The hostile client is this binary re-executed (RS_CONFORMANCE_CHILD=
 // shm_ring_hostile); it finds the server's ring among the "slipstream-ring"
 // memfds mapped in its process as the one holding its own 5-byte "hello".
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +29,8 @@
 #include <vector>
 
 #include "core/prov/shm/ring.h"
+#include "core/prov/shm/shm_endpoint.h"
+#include "core/prov/soft/frame.h"
 #include "librsocket/wire.h"
 #include "tests/common/stderr_capture.h"
 #include "tests/librsocket/conformance.h"
@@ -89,6 +97,93 @@ void publish(const PeerRing& r, uint64_t pos, uint32_t imm, uint32_t len, uint32
   e.seq.store(static_cast<uint32_t>(pos + 1), std::memory_order_release);
 }
 
+// The connection's unix stream (our library's handshake socket): the one
+// connected to a slipstream shm rendezvous.
+int find_stream_fd() {
+  for (int fd = 0; fd < 1024; fd++) {
+    sockaddr_un peer{};
+    socklen_t len = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) < 0) continue;
+    if (peer.sun_family != AF_UNIX || len <= offsetof(sockaddr_un, sun_path) + 1) continue;
+    if (strncmp(peer.sun_path + 1, "slipstream/shm/", 15) == 0) return fd;
+  }
+  return -1;
+}
+
+// One control frame on the stream, with `nfds` descriptors attached.
+void send_ctrl(int stream, uint8_t type, const void* payload, uint32_t len, const int* fds,
+               int nfds) {
+  std::vector<uint8_t> frame(ss::prov::soft::kFrameHeaderSize + len);
+  ss::prov::soft::encode_frame({ss::prov::soft::FrameType::kCtrl, type, len, 0, 0, 0},
+                               frame.data());
+  if (len) memcpy(frame.data() + ss::prov::soft::kFrameHeaderSize, payload, len);
+  iovec iov{frame.data(), frame.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  std::vector<char> cbuf(CMSG_SPACE(sizeof(int) * 16));
+  if (nfds) {
+    msg.msg_control = cbuf.data();
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+  }
+  if (sendmsg(stream, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size()))
+    child_fail("sendmsg");
+}
+
+// A memfd of `size` bytes, sealed against shrinking when `sealed`.
+int make_memfd(size_t size, bool sealed) {
+  int fd = memfd_create("hostile", MFD_CLOEXEC | (sealed ? MFD_ALLOW_SEALING : 0));
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) < 0) child_fail("memfd");
+  if (sealed && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0) child_fail("F_ADD_SEALS");
+  return fd;
+}
+
+// A region announcement: base, length, offset into the memfd, key.
+void announce_region(int stream, uint64_t len, int fd) {
+  uint8_t p[ss::prov::shm::kCtrlRegionPayload] = {};
+  const uint64_t base = 0x100000000ull, offset = 0;
+  const uint32_t rkey = 0x4242;
+  memcpy(p, &base, 8);
+  memcpy(p + 8, &len, 8);
+  memcpy(p + 16, &offset, 8);
+  memcpy(p + 24, &rkey, 4);
+  send_ctrl(stream, ss::prov::shm::kCtrlRegion, p, sizeof p, &fd, fd >= 0 ? 1 : 0);
+}
+
+bool is_stream_case(const std::string& c_case) {
+  return c_case.rfind("region_", 0) == 0 || c_case == "ring_twice" || c_case == "fd_flood";
+}
+
+// Cases on the stream: control frames the server must refuse.
+void stream_case(const std::string& c_case) {
+  using namespace ss::prov::shm;
+  int stream = find_stream_fd();
+  if (stream < 0) child_fail("finding the connection's stream");
+  if (c_case == "region_unsealed") {
+    announce_region(stream, 1 << 16, make_memfd(1 << 16, false));
+  } else if (c_case == "region_short") {
+    announce_region(stream, 1 << 20, make_memfd(4096, true));
+  } else if (c_case == "region_no_fd") {
+    announce_region(stream, 1 << 16, -1);
+  } else if (c_case == "ring_twice") {
+    uint32_t entries = 64;
+    int fd = make_memfd(ring_bytes(entries), true);
+    send_ctrl(stream, kCtrlRing, &entries, sizeof entries, &fd, 1);
+  } else if (c_case == "fd_flood") {
+    int fds[16];
+    for (int& fd : fds) fd = make_memfd(4096, true);
+    send_ctrl(stream, kCtrlWake, nullptr, 0, fds, 16);
+  } else {
+    errno = EINVAL;
+    child_fail("unknown case");
+  }
+}
+
 void run_hostile_child() {
   const char* port = getenv("RS_CONFORMANCE_PORT");
   const char* what = getenv("RS_CONFORMANCE_CASE");
@@ -104,10 +199,19 @@ void run_hostile_child() {
   // The server runs with the same defaults: its published half is ours.
   if (rgetsockopt(c, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &optlen) < 0) child_fail("SO_RCVBUF");
   const uint32_t half = static_cast<uint32_t>(rcvbuf) / 2;
+  const std::string c_case = what;
   PeerRing r;
   errno = 0;
   if (!find_peer_ring(&r)) child_fail("finding the server's ring");
-  const std::string c_case = what;
+  if (is_stream_case(c_case)) {
+    // Only once the server took the hello: frames it cannot parse end the
+    // stream, and a message behind them would be dropped with it.
+    if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
+    for (int i = 0; i < 20000 && r.ctl->tail.load(std::memory_order_acquire) < r.head; i++)
+      usleep(1000);
+    stream_case(c_case);
+    for (;;) pause();
+  }
   const uint32_t seq = r.stream_seq;
   if (c_case == "oversize") {
     publish(r, r.head, make_imm(ss::rs::kOpData, 1u << 28), 1u << 28, seq);
@@ -225,6 +329,7 @@ TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
     EXPECT_EQ(ECONNRESET, err) << strerror(err);
     // One line says why; a flood of bad messages is not a flood of lines.
     EXPECT_EQ(1u, warnings) << log;
+    EXPECT_NE(std::string::npos, log.find("connection failed")) << log;
   }
 
   // The listener serves a well-behaved client afterwards.
@@ -238,7 +343,9 @@ TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, ShmHostileTest,
                          ::testing::Values("oversize", "len_mismatch", "reserved_op",
-                                           "crosses_half", "flood", "stream_ahead"),
+                                           "crosses_half", "flood", "stream_ahead",
+                                           "region_unsealed", "region_short", "region_no_fd",
+                                           "ring_twice", "fd_flood"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -19,12 +19,6 @@ using soft::FrameHeader;
 using soft::FrameType;
 
 namespace {
-enum CtrlType : uint8_t {
-  kCtrlRing = 1,    // fd: ring memfd; payload: u32 entries
-  kCtrlWake = 2,    // fd: eventfd that wakes the ring's owner
-  kCtrlRegion = 3,  // fd: memfd; payload: base u64, len u64, offset u64, rkey u32
-  kCtrlAddr = 4,    // payload: u8 len, sockaddr of the sender's rsocket
-};
 // Check the stream this often when the ring is idle (peer death, slow-path frames).
 constexpr unsigned kIdlePollsPerStreamCheck = 64;
 
@@ -161,7 +155,7 @@ void ShmEndpoint::announce_region(const Announce& a) {
   // Only memfd-backed memory can be shared; writes into the rest travel
   // on the stream and are placed by the owner.
   if (!mem::find_backing(a.addr, a.len, &fd, &offset)) return;
-  uint8_t payload[28];
+  uint8_t payload[kCtrlRegionPayload];
   uint64_t base = reinterpret_cast<uint64_t>(a.addr), len = a.len;
   memcpy(payload, &base, 8);
   memcpy(payload + 8, &len, 8);
@@ -241,6 +235,12 @@ ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
   return n;
 }
 
+int ShmEndpoint::refuse_ctrl(const char* why, int fd) {
+  if (fd >= 0) ::close(fd);
+  SS_WARN("shm: fd %d: %s from peer; connection failed", fd_, why);
+  return -EPROTO;
+}
+
 int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
   auto take_fd = [this]() {
     if (rx_fds_.empty()) return -1;
@@ -252,64 +252,55 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
     case kCtrlRing: {
       int fd = take_fd();
       uint32_t entries;
-      if (fd < 0 || h.length != sizeof entries || tx_ring_map_) {
-        if (fd >= 0) ::close(fd);
-        return -EPROTO;
-      }
+      if (fd < 0 || h.length != sizeof entries || tx_ring_map_)
+        return refuse_ctrl(tx_ring_map_ ? "a second ring" : "a ring without its memfd", fd);
       memcpy(&entries, p, sizeof entries);
-      if (entries < 64 || entries > (1u << 20) || (entries & (entries - 1))) {
-        ::close(fd);
-        return -EPROTO;
-      }
+      if (entries < 64 || entries > (1u << 20) || (entries & (entries - 1)))
+        return refuse_ctrl("a ring of a bad size", fd);
       tx_ring_len_ = ring_bytes(entries);
       int rc = mem::Region::map_peer(fd, tx_ring_len_, PROT_READ | PROT_WRITE, &tx_ring_map_);
-      ::close(fd);
       if (rc) {
         tx_ring_map_ = nullptr;
-        return -EPROTO;
+        return refuse_ctrl("a ring memfd that is short or not sealed", fd);
       }
+      ::close(fd);
       tx_ring_.attach(static_cast<RingControl*>(tx_ring_map_), entries);
       flush_imms();
       return 0;
     }
     case kCtrlWake: {
       int fd = take_fd();
-      if (fd < 0 || tx_wake_fd_ >= 0) {
-        if (fd >= 0) ::close(fd);
-        return -EPROTO;
-      }
+      if (fd < 0 || tx_wake_fd_ >= 0)
+        return refuse_ctrl(fd < 0 ? "a wake-up without its eventfd" : "a second wake-up", fd);
       tx_wake_fd_ = fd;
       return 0;
     }
     case kCtrlRegion: {
       int fd = take_fd();
-      if (fd < 0 || h.length != 28) {
-        if (fd >= 0) ::close(fd);
-        return -EPROTO;
-      }
+      if (fd < 0 || h.length != kCtrlRegionPayload)
+        return refuse_ctrl("a region announcement without its memfd or of a bad length", fd);
       PeerRegion r{};
       uint64_t offset;
       memcpy(&r.base, p, 8);
       memcpy(&r.len, p + 8, 8);
       memcpy(&offset, p + 16, 8);
       memcpy(&r.rkey, p + 24, 4);
-      if (r.len == 0 || offset > (1ull << 40) || r.len > (1ull << 40)) {
-        ::close(fd);
-        return -EPROTO;
-      }
+      if (r.len == 0 || offset > (1ull << 40) || r.len > (1ull << 40))
+        return refuse_ctrl("a region of an absurd size", fd);
       r.map_len = offset + r.len;
       int rc = mem::Region::map_peer(fd, r.map_len, PROT_READ | PROT_WRITE, &r.map_base);
+      if (rc) return refuse_ctrl("a region memfd that is short or not sealed", fd);
       ::close(fd);
-      if (rc) return -EPROTO;  // a short or unsealed fd is refused
       r.map = static_cast<uint8_t*>(r.map_base) + offset;
       peer_regions_.push_back(r);
       return 0;
     }
     case kCtrlAddr: {
       if (active_ || h.length < 2 || p[0] > sizeof(sockaddr_in6) || h.length < 2u + p[0])
-        return -EPROTO;
+        return refuse_ctrl("malformed names", -1);
       uint8_t l1 = p[0], l2 = p[1 + l1];
-      if (l2 > sizeof(sockaddr_in6) || h.length != 2u + l1 + l2) return -EPROTO;
+      if (l2 > sizeof(sockaddr_in6) || h.length != 2u + l1 + l2)
+        return refuse_ctrl("malformed names", -1);
       peer_len_ = l1;
       memcpy(&peer_, p + 1, l1);
       local_len_ = l2;

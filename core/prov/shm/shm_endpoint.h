@@ -18,6 +18,15 @@
 
 namespace ss::prov::shm {
 
+// Control frames on the stream (FrameType::kCtrl, in the header's flags).
+enum CtrlType : uint8_t {
+  kCtrlRing = 1,    // fd: ring memfd; payload: u32 entries
+  kCtrlWake = 2,    // fd: eventfd that wakes the ring's owner
+  kCtrlRegion = 3,  // fd: memfd; payload: base u64, len u64, offset u64, rkey u32
+  kCtrlAddr = 4,    // payload: u8 len, sockaddr of the sender's rsocket
+};
+constexpr uint32_t kCtrlRegionPayload = 28;
+
 class ShmEndpoint : public soft::StreamEndpoint {
  public:
   // Active: `ufd` is a unix stream socket connecting to the peer's
@@ -52,6 +61,8 @@ class ShmEndpoint : public soft::StreamEndpoint {
   ssize_t rx_read(void* buf, size_t len) override;
 
  private:
+  // Logs why a control frame is refused, closes its fd (if any): -EPROTO.
+  int refuse_ctrl(const char* why, int fd);
   struct PeerRegion {
     uint32_t rkey;
     uint64_t base;  // the owner's address
