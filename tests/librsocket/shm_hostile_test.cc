@@ -226,6 +226,9 @@ void run_hostile_child() {
     // One-byte messages far beyond the receive credits (as many as the ring holds).
     for (uint64_t i = 0; i < r.entries - r.head; i++)
       publish(r, r.head + i, make_imm(ss::rs::kOpData, 1), 1, seq);
+  } else if (c_case == "ring_hoard") {
+    // Credits for 65535 messages, and we never take one from our ring.
+    publish(r, r.head, make_imm(ss::rs::kOpSgl, 0xFFFF), 0, seq);
   } else if (c_case == "stream_ahead") {
     // An entry that claims stream frames which never come, then we leave.
     publish(r, r.head, make_imm(ss::rs::kOpData, 5), 5, seq + 1000);
@@ -249,7 +252,7 @@ struct ChildMode {
 // ---------------------------------------------------------------------------
 // The server
 
-class ShmHostileTest : public ::testing::TestWithParam<const char*> {
+class ShmHostileBase : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
@@ -258,6 +261,9 @@ class ShmHostileTest : public ::testing::TestWithParam<const char*> {
     select_provider("shm");
   }
 };
+
+class ShmHostileTest : public ShmHostileBase, public ::testing::WithParamInterface<const char*> {};
+class ShmHostileSender : public ShmHostileBase {};
 
 // Reads what the connection still delivers, polling without blocking (the
 // hostile child never kicks our wake-up), until it ends. Returns the bytes
@@ -339,6 +345,42 @@ TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
   char b[3];
   ASSERT_EQ(3u, recv_all(s2, b, 3));
   EXPECT_EQ(0, memcmp(b, "abc", 3));
+}
+
+// A peer that grants credits and never takes a message from its ring:
+// once the ring is full and as many messages again wait for room, the
+// connection fails (the wait would otherwise grow with every send).
+TEST_F(ShmHostileSender, PeerThatNeverEmptiesItsRingIsDropped) {
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(AF_INET, &l));
+  KFd notify;
+  Reaper child;
+  child.pid = spawn_child("shm_ring_hostile",
+                          {"RS_CONFORMANCE_PORT=" + std::to_string(l.addr.port()),
+                           "RS_CONFORMANCE_CASE=ring_hoard"},
+                          &notify);
+  ASSERT_GT(child.pid, 0) << strerror(errno);
+  std::string report;
+  ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
+  sstest::StderrCapture cap;
+  ASSERT_TRUE(wait_events(l.fd, POLLIN, 20000) & POLLIN);
+  RFd s(raccept(l.fd, nullptr, nullptr));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+  char hello[5];
+  ASSERT_EQ(5u, recv_all(s, hello, 5));
+  ssize_t n = 0;
+  int sent = 0, err = 0;
+  for (; sent < 20000; sent++) {
+    n = rsend(s, "x", 1, MSG_DONTWAIT);
+    if (n != 1) {
+      err = errno;
+      break;
+    }
+  }
+  const std::string log = cap.text();
+  ASSERT_EQ(-1, n) << "all " << sent << " sends went through";
+  EXPECT_EQ(ECONNRESET, err) << strerror(err) << " after " << sent << " sends";
+  EXPECT_NE(std::string::npos, log.find("beyond its credits")) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ShmHostileTest,

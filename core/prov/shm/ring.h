@@ -95,6 +95,7 @@ class RingWriter {
     return true;
   }
   uint64_t position() const { return head_; }
+  uint32_t size() const { return size_; }
 
  private:
   RingControl* ctl_ = nullptr;

@@ -332,6 +332,14 @@ void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
     if (wake) kick_peer();
     return;
   }
+  // The peer sized its ring for every message its credits allow in flight:
+  // a ring full and as many more waiting means it grants credits it does
+  // not back (it would make this queue grow without bound).
+  if (tx_ring_.attached() && pending_imms_.size() >= tx_ring_.size()) {
+    SS_WARN("shm: fd %d: peer leaves its ring full beyond its credits; connection failed", fd_);
+    fail(EPROTO, Cm::kFailed);
+    return;
+  }
   pending_imms_.push_back({imm, len, stream_seq});
 }
 
