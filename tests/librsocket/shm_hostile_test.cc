@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -260,6 +261,32 @@ class ShmHostileBase : public ::testing::Test {
     if (!why.empty()) GTEST_SKIP() << why;
     select_provider("shm");
   }
+  // Starts the hostile child on `c_case`, accepts it into s_ and reads its
+  // hello; stderr is captured into cap_ from before the accept on (the bad
+  // entries may be seen as early as raccept).
+  void accept_hostile(const std::string& c_case) {
+    ASSERT_NO_FATAL_FAILURE(make_listener(AF_INET, &l_));
+    KFd notify;
+    child_.pid = spawn_child("shm_ring_hostile",
+                             {"RS_CONFORMANCE_PORT=" + std::to_string(l_.addr.port()),
+                              "RS_CONFORMANCE_CASE=" + c_case},
+                             &notify);
+    ASSERT_GT(child_.pid, 0) << strerror(errno);
+    std::string report;
+    ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
+    cap_ = std::make_unique<sstest::StderrCapture>();
+    ASSERT_TRUE(wait_events(l_.fd, POLLIN, 20000) & POLLIN);
+    s_.reset(raccept(l_.fd, nullptr, nullptr));
+    ASSERT_GE(s_.get(), 0) << strerror(errno);
+    char hello[5];
+    ASSERT_EQ(5u, recv_all(s_, hello, 5));
+    ASSERT_EQ(0, memcmp(hello, "hello", 5));
+  }
+
+  Reaper child_;
+  Listener l_;
+  std::unique_ptr<sstest::StderrCapture> cap_;
+  RFd s_;
 };
 
 class ShmHostileTest : public ShmHostileBase, public ::testing::WithParamInterface<const char*> {};
@@ -290,29 +317,11 @@ size_t drain(int s, ssize_t* last, int* err) {
 
 TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
   const std::string c_case = GetParam();
-  Listener l;
-  ASSERT_NO_FATAL_FAILURE(make_listener(AF_INET, &l));
-  KFd notify;
-  Reaper child;
-  child.pid = spawn_child("shm_ring_hostile",
-                          {"RS_CONFORMANCE_PORT=" + std::to_string(l.addr.port()),
-                           "RS_CONFORMANCE_CASE=" + c_case},
-                          &notify);
-  ASSERT_GT(child.pid, 0) << strerror(errno);
-  std::string report;
-  ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
-  sstest::StderrCapture cap;  // the bad entries may be seen as early as raccept
-  ASSERT_TRUE(wait_events(l.fd, POLLIN, 20000) & POLLIN);
-  RFd s(raccept(l.fd, nullptr, nullptr));
-  ASSERT_GE(s.get(), 0) << strerror(errno);
-  char hello[5];
-  ASSERT_EQ(5u, recv_all(s, hello, 5));
-  ASSERT_EQ(0, memcmp(hello, "hello", 5));
-
+  ASSERT_NO_FATAL_FAILURE(accept_hostile(c_case));
   ssize_t last = 0;
   int err = 0;
-  const size_t extra = drain(s, &last, &err);
-  const std::string log = cap.text();
+  const size_t extra = drain(s_, &last, &err);
+  const std::string log = cap_->text();
   size_t warnings = 0;
   for (size_t at = 0; (at = log.find("WARN", at)) != std::string::npos; at++) warnings++;
   ASSERT_NE(EAGAIN, err) << "the connection neither failed nor ended within 30 s";
@@ -326,7 +335,7 @@ TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
     if (c_case == "flood") {
       int rq = 0;
       socklen_t len = sizeof rq;
-      ASSERT_EQ(0, rgetsockopt(s, SOL_RDMA, RDMA_RQSIZE, &rq, &len)) << strerror(errno);
+      ASSERT_EQ(0, rgetsockopt(s_, SOL_RDMA, RDMA_RQSIZE, &rq, &len)) << strerror(errno);
       EXPECT_LE(extra, static_cast<size_t>(rq));
     } else {
       EXPECT_EQ(0u, extra);
@@ -340,7 +349,7 @@ TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
 
   // The listener serves a well-behaved client afterwards.
   RFd c2, s2;
-  ASSERT_NO_FATAL_FAILURE(connect_to(AF_INET, l, &c2, &s2));
+  ASSERT_NO_FATAL_FAILURE(connect_to(AF_INET, l_, &c2, &s2));
   ASSERT_EQ(3, rsend(c2, "abc", 3, 0));
   char b[3];
   ASSERT_EQ(3u, recv_all(s2, b, 3));
@@ -351,33 +360,17 @@ TEST_P(ShmHostileTest, BadRingEntryFailsTheConnection) {
 // once the ring is full and as many messages again wait for room, the
 // connection fails (the wait would otherwise grow with every send).
 TEST_F(ShmHostileSender, PeerThatNeverEmptiesItsRingIsDropped) {
-  Listener l;
-  ASSERT_NO_FATAL_FAILURE(make_listener(AF_INET, &l));
-  KFd notify;
-  Reaper child;
-  child.pid = spawn_child("shm_ring_hostile",
-                          {"RS_CONFORMANCE_PORT=" + std::to_string(l.addr.port()),
-                           "RS_CONFORMANCE_CASE=ring_hoard"},
-                          &notify);
-  ASSERT_GT(child.pid, 0) << strerror(errno);
-  std::string report;
-  ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
-  sstest::StderrCapture cap;
-  ASSERT_TRUE(wait_events(l.fd, POLLIN, 20000) & POLLIN);
-  RFd s(raccept(l.fd, nullptr, nullptr));
-  ASSERT_GE(s.get(), 0) << strerror(errno);
-  char hello[5];
-  ASSERT_EQ(5u, recv_all(s, hello, 5));
+  ASSERT_NO_FATAL_FAILURE(accept_hostile("ring_hoard"));
   ssize_t n = 0;
   int sent = 0, err = 0;
   for (; sent < 20000; sent++) {
-    n = rsend(s, "x", 1, MSG_DONTWAIT);
+    n = rsend(s_, "x", 1, MSG_DONTWAIT);
     if (n != 1) {
       err = errno;
       break;
     }
   }
-  const std::string log = cap.text();
+  const std::string log = cap_->text();
   ASSERT_EQ(-1, n) << "all " << sent << " sends went through";
   EXPECT_EQ(ECONNRESET, err) << strerror(err) << " after " << sent << " sends";
   EXPECT_NE(std::string::npos, log.find("beyond its credits")) << log;
