@@ -40,13 +40,13 @@ int Socket::shutdown(int how) {
     // Linux lets shutdown stop a listener; we simply report success.
     return 0;
   }
-  if (state_ == kConnecting) {
+  if (state_ == kConnecting && reply_pending_) {
     // As Linux with a connect in progress: the connect is abandoned and
     // fails with ECONNRESET (a blocked rconnect returns now); the transport
-    // goes at rclose, as after a refused connect.
+    // goes at rclose, as after a refused connect. (An accepted socket still
+    // finishing its handshake is no connect of ours: not abandoned.)
     err_ = ECONNRESET;
     state_ = kConnectError;
-    reply_pending_ = false;
     if (waiters_) kick_waiters();
     return 0;
   }

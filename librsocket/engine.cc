@@ -86,10 +86,19 @@ int Socket::process_cq(Lock&) {
   return total;
 }
 
-void Socket::fail_connection(const char* why) {
-  peer_dropped_ = true;
-  set_error(ECONNRESET, why);
+void Socket::fail_connection(const char* why, bool peer_fault) {
+  peer_dropped_ = peer_dropped_ || peer_fault;
+  if (state_ == kConnecting) {
+    // An accepted socket still finishing its handshake: no event will come
+    // once the transport is torn down, so it fails here.
+    SS_INFO("rsocket: fd %d: connection failed: %s", fd_, why);
+    err_ = ECONNRESET;
+    state_ = kError;
+  } else {
+    set_error(ECONNRESET, why);
+  }
   ep_->disconnect();
+  if (waiters_) kick_waiters();
 }
 
 void Socket::kick_waiters() {
@@ -149,7 +158,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
           ring_wrap(rbuf_in_pos_, half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
         SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
                 fd_, data, len);
-        fail_connection("protocol error");
+        fail_connection("protocol error", true);
         return;
       }
       // The data was just written, maybe by another core: start fetching
@@ -166,7 +175,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
     }
     default:
       SS_WARN("rsocket: fd %d: reserved operation %u from peer; connection failed", fd_, op);
-      fail_connection("protocol error");
+      fail_connection("protocol error", true);
       break;
   }
 }
@@ -181,7 +190,7 @@ void Socket::repost_recv() {
   if (!rc || !(state_ & kConnected)) return;
   SS_WARN("rsocket: fd %d: re-posting a receive failed (%s); connection failed", fd_,
           strerror(-rc));
-  fail_connection("re-posting a receive failed");
+  fail_connection("re-posting a receive failed", false);
 }
 
 void Socket::handle_completion(const prov::Completion& wc) {
@@ -195,7 +204,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
       // Not a flush: what arrived was no message of this protocol (e.g. a
       // send bigger than the receive's buffer).
       SS_WARN("rsocket: fd %d: receive failed (%s); connection failed", fd_, strerror(wc.status));
-      fail_connection("receive failed");
+      fail_connection("receive failed", true);
     }
     return;
   }

@@ -35,7 +35,7 @@ int ListenService::add(std::shared_ptr<Socket> s) {
   }
   listeners_.push_back(std::move(s));
   if (!thread_.joinable()) {
-    thread_ = std::thread([this, g = generation_] { run(g); });
+    thread_ = std::thread([this, gen = generation_] { run(gen); });
   } else {
     wake();
   }

@@ -201,7 +201,8 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int block_once(Lock& lk);
   void set_error(int err, const char* why);
   // ECONNRESET for the application, and the transport torn down.
-  void fail_connection(const char* why);
+  // peer_fault: the peer broke the protocol, and nothing more it sent is read.
+  void fail_connection(const char* why, bool peer_fault);
   int data_error(bool sending) const;
   bool is_nonblocking(int flags) const { return nonblock_ || (flags & MSG_DONTWAIT); }
 

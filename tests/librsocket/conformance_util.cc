@@ -584,7 +584,8 @@ bool run_watching_progress(const std::vector<std::function<void()>>& fns,
 void child_fail(const char* what) {
   char msg[160];
   int n = snprintf(msg, sizeof msg, "F%s: %s", what, strerror(errno));
-  (void)!write(kChildNotifyFd, msg, static_cast<size_t>(std::max(n, 0)));
+  n = std::clamp(n, 0, static_cast<int>(sizeof msg) - 1);  // snprintf's n may exceed what fit
+  (void)!write(kChildNotifyFd, msg, static_cast<size_t>(n));
   _exit(2);
 }
 

@@ -2,7 +2,8 @@
 // library, then writes its own entries into the server's completion ring
 // (which it maps, as every shm sender does), or control frames of its own
 // onto the connection's stream (memfds short or unsealed, a second ring,
-// more descriptors than any frame carries). The server must fail that
+// more descriptors than any frame carries, descriptors on frames that take
+// none). The server must fail that
 // connection (ECONNRESET, never a byte that was not sent), never crash or
 // read outside its buffers (the suite also runs under ASan), and go on
 // serving others.
@@ -157,7 +158,8 @@ void announce_region(int stream, uint64_t len, int fd) {
 }
 
 bool is_stream_case(const std::string& c_case) {
-  return c_case.rfind("region_", 0) == 0 || c_case == "ring_twice" || c_case == "fd_flood";
+  return c_case.rfind("region_", 0) == 0 || c_case == "ring_twice" || c_case == "fd_flood" ||
+         c_case == "fds_hoarded";
 }
 
 // Cases on the stream: control frames the server must refuse.
@@ -175,6 +177,21 @@ void stream_case(const std::string& c_case) {
     uint32_t entries = 64;
     int fd = make_memfd(ring_bytes(entries), true);
     send_ctrl(stream, kCtrlRing, &entries, sizeof entries, &fd, 1);
+  } else if (c_case == "fds_hoarded") {
+    // Valid name frames (they take no descriptor), each carrying four.
+    sockaddr_in in{};
+    in.sin_family = AF_INET;
+    uint8_t names[2 + 2 * sizeof in];
+    names[0] = sizeof in;
+    memcpy(names + 1, &in, sizeof in);
+    names[1 + sizeof in] = sizeof in;
+    memcpy(names + 2 + sizeof in, &in, sizeof in);
+    for (int i = 0; i < 20; i++) {
+      int fds[4];
+      for (int& fd : fds) fd = make_memfd(4096, true);
+      send_ctrl(stream, kCtrlAddr, names, sizeof names, fds, 4);
+      for (int fd : fds) close(fd);
+    }
   } else if (c_case == "fd_flood") {
     int fds[16];
     for (int& fd : fds) fd = make_memfd(4096, true);
@@ -380,7 +397,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, ShmHostileTest,
                          ::testing::Values("oversize", "len_mismatch", "reserved_op",
                                            "crosses_half", "flood", "stream_ahead",
                                            "region_unsealed", "region_short", "region_no_fd",
-                                           "ring_twice", "fd_flood"),
+                                           "ring_twice", "fd_flood", "fds_hoarded"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -21,6 +21,8 @@ using soft::FrameType;
 namespace {
 // Check the stream this often when the ring is idle (peer death, slow-path frames).
 constexpr unsigned kIdlePollsPerStreamCheck = 64;
+// Descriptors received and not yet taken by their frames.
+constexpr size_t kMaxHeldFds = 64;
 
 uint32_t pow2_at_least(uint32_t v) {
   uint32_t p = 64;
@@ -227,8 +229,11 @@ ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
       rx_fds_.push_back(fd);
     }
   }
-  if (msg.msg_flags & MSG_CTRUNC) {
-    SS_WARN("shm: peer sent more descriptors than announced; connection failed");
+  // Each descriptor is taken by the frame it came with, as that frame is
+  // parsed: many held means a peer attaching them to frames that take none
+  // (it would use up our descriptor limit).
+  if ((msg.msg_flags & MSG_CTRUNC) || rx_fds_.size() > kMaxHeldFds) {
+    SS_WARN("shm: fd %d: peer sent more descriptors than announced; connection failed", fd_);
     errno = EPROTO;
     return -1;
   }
@@ -252,8 +257,9 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
     case kCtrlRing: {
       int fd = take_fd();
       uint32_t entries;
-      if (fd < 0 || h.length != sizeof entries || tx_ring_map_)
-        return refuse_ctrl(tx_ring_map_ ? "a second ring" : "a ring without its memfd", fd);
+      if (tx_ring_map_) return refuse_ctrl("a second ring", fd);
+      if (fd < 0 || h.length != sizeof entries)
+        return refuse_ctrl("a ring without its memfd or of a bad length", fd);
       memcpy(&entries, p, sizeof entries);
       if (entries < 64 || entries > (1u << 20) || (entries & (entries - 1)))
         return refuse_ctrl("a ring of a bad size", fd);
@@ -261,7 +267,7 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
       int rc = mem::Region::map_peer(fd, tx_ring_len_, PROT_READ | PROT_WRITE, &tx_ring_map_);
       if (rc) {
         tx_ring_map_ = nullptr;
-        return refuse_ctrl("a ring memfd that is short or not sealed", fd);
+        return refuse_ctrl("a ring memfd that cannot be mapped (short, unsealed, or no memory)", fd);
       }
       ::close(fd);
       tx_ring_.attach(static_cast<RingControl*>(tx_ring_map_), entries);
@@ -289,14 +295,15 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
         return refuse_ctrl("a region of an absurd size", fd);
       r.map_len = offset + r.len;
       int rc = mem::Region::map_peer(fd, r.map_len, PROT_READ | PROT_WRITE, &r.map_base);
-      if (rc) return refuse_ctrl("a region memfd that is short or not sealed", fd);
+      if (rc) return refuse_ctrl("a region memfd that cannot be mapped (short, unsealed, or no memory)", fd);
       ::close(fd);
       r.map = static_cast<uint8_t*>(r.map_base) + offset;
       peer_regions_.push_back(r);
       return 0;
     }
     case kCtrlAddr: {
-      if (active_ || h.length < 2 || p[0] > sizeof(sockaddr_in6) || h.length < 2u + p[0])
+      if (active_) return refuse_ctrl("names sent to the connecting side", -1);
+      if (h.length < 2 || p[0] > sizeof(sockaddr_in6) || h.length < 2u + p[0])
         return refuse_ctrl("malformed names", -1);
       uint8_t l1 = p[0], l2 = p[1 + l1];
       if (l2 > sizeof(sockaddr_in6) || h.length != 2u + l1 + l2)
@@ -337,6 +344,7 @@ void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
   // not back (it would make this queue grow without bound).
   if (tx_ring_.attached() && pending_imms_.size() >= tx_ring_.size()) {
     SS_WARN("shm: fd %d: peer leaves its ring full beyond its credits; connection failed", fd_);
+    pending_imms_.clear();  // nobody will take them: no flush at disconnect
     fail(EPROTO, Cm::kFailed);
     return;
   }
