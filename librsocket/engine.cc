@@ -36,7 +36,9 @@ RsSge load(const RsSge& shared) {
 }  // namespace
 
 void Socket::set_error(int err, const char* why) {
-  if (state_ & kConnected) {
+  // Connecting too: an accepted socket still finishing its handshake gets
+  // no event once its transport is torn down.
+  if ((state_ & kConnected) || state_ == kConnecting) {
     // Info, not warning: a peer that resets is no fault of this process.
     SS_INFO("rsocket: fd %d: connection failed: %s (%s)", fd_, why, strerror(err));
     state_ = kError;
@@ -88,15 +90,7 @@ int Socket::process_cq(Lock&) {
 
 void Socket::fail_connection(const char* why, bool peer_fault) {
   peer_dropped_ = peer_dropped_ || peer_fault;
-  if (state_ == kConnecting) {
-    // An accepted socket still finishing its handshake: no event will come
-    // once the transport is torn down, so it fails here.
-    SS_INFO("rsocket: fd %d: connection failed: %s", fd_, why);
-    err_ = ECONNRESET;
-    state_ = kError;
-  } else {
-    set_error(ECONNRESET, why);
-  }
+  set_error(ECONNRESET, why);
   ep_->disconnect();
   if (waiters_) kick_waiters();
 }
