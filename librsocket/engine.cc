@@ -337,29 +337,40 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   return 0;
 }
 
-// Sleeps until the endpoint or another thread of this socket signals
-// (bounded by wake_up_interval).
-int Socket::block_once(Lock& lk) {
+int Socket::join_waiters() {
   if (wake_fd_ < 0) {
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) return -errno;
   }
-  int r = ep_->arm();
-  if (r != 0) return 0;
-  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {wake_fd_, POLLIN, 0}};
   waiters_++;
+  return 0;
+}
+
+// The kick stays readable until the last waiter leaves: drained earlier, a
+// waiter that had not yet been scheduled would sleep through it. Only a
+// kick this waiter's poll saw is drained (no read per wake-up); one that
+// came later stays and costs at most one spurious wake-up.
+void Socket::leave_waiters(bool kicked) {
+  if (--waiters_ == 0 && kicked) {
+    uint64_t v;
+    if (::read(wake_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
+  }
+}
+
+// Sleeps until the endpoint or another thread of this socket signals
+// (bounded by wake_up_interval).
+int Socket::block_once(Lock& lk) {
+  if (int rc = join_waiters()) return rc;
+  if (ep_->arm() != 0) {
+    leave_waiters(false);
+    return 0;
+  }
+  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {wake_fd_, POLLIN, 0}};
   lk.unlock();
   int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
   ::poll(p, 2, wake > 0 ? wake : -1);
   lk.lock();
-  // The kick stays readable until the last waiter leaves: drained earlier,
-  // a waiter that had not yet been scheduled would sleep through it. Only
-  // a kick this poll saw is drained (no read per wake-up); one that came
-  // later stays and costs at most one spurious wake-up.
-  if (--waiters_ == 0 && (p[1].revents & POLLIN)) {
-    uint64_t v;
-    if (::read(wake_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
-  }
+  leave_waiters(p[1].revents & POLLIN);
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
@@ -427,9 +438,10 @@ short Socket::readiness(short events) {
   return rev & (events | POLLERR | POLLHUP);
 }
 
-int Socket::wait_target(int* fd, short* events) {
+int Socket::wait_target(int* fd, short* events, int* kick_fd) {
   Lock lk(mu_);
   *fd = -1;
+  *kick_fd = -1;
   if (state_ == kListening) {
     *fd = accept_efd_;
     *events = POLLIN;
@@ -440,14 +452,22 @@ int Socket::wait_target(int* fd, short* events) {
     *fd = -2;
     return 0;
   }
-  if (ep_->arm() != 0) return 0;
+  // As a waiter, an rshutdown or another thread's progress on this socket
+  // wakes the rpoll at once (not at the next wake_up_interval).
+  const bool joined = join_waiters() == 0;
+  if (ep_->arm() != 0) {
+    if (joined) leave_waiters(false);
+    return 0;
+  }
   *fd = ep_->event_fd();
   *events = ep_->event_mask();
+  if (joined) *kick_fd = wake_fd_;
   return 0;
 }
 
-void Socket::after_wait() {
+void Socket::after_wait(const pollfd& kick) {
   Lock lk(mu_);
+  if (kick.fd >= 0) leave_waiters(kick.revents & POLLIN);
   if (ep_ && state_ != kListening) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // a wake-up may be the transport ending
 }

@@ -29,14 +29,14 @@ void ListenService::wake() {
 
 int ListenService::add(std::shared_ptr<Socket> s) {
   std::lock_guard<std::mutex> g(mu_);
-  if (wake_fd_ < 0) {
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) return -errno;
-  }
-  listeners_.push_back(std::move(s));
   if (!thread_.joinable()) {
-    thread_ = std::thread([this, gen = generation_] { run(gen); });
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) return -errno;
+    wake_fd_ = fd;
+    listeners_.push_back(std::move(s));
+    thread_ = std::thread([this, gen = generation_, fd] { run(gen, fd); });
   } else {
+    listeners_.push_back(std::move(s));
     wake();
   }
   return 0;
@@ -52,11 +52,12 @@ void ListenService::remove(Socket* s) {
     if (it == listeners_.end()) return;
     keep = std::move(*it);
     listeners_.erase(it);
+    wake();
     if (listeners_.empty() && thread_.joinable()) {
       generation_++;
       done = std::move(thread_);
+      wake_fd_ = -1;  // the stopping thread closes its own
     }
-    wake();
   }
   if (done.joinable()) {
     if (done.get_id() == std::this_thread::get_id())
@@ -66,28 +67,29 @@ void ListenService::remove(Socket* s) {
   }
 }
 
-void ListenService::run(uint64_t generation) {
+void ListenService::run(uint64_t generation, int wake_fd) {
   std::vector<pollfd> fds;
   std::vector<std::shared_ptr<Socket>> socks;
   for (;;) {
     {
       std::lock_guard<std::mutex> g(mu_);
-      if (generation != generation_) return;
+      if (generation != generation_) break;
       socks = listeners_;
     }
     fds.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
+    fds.push_back({wake_fd, POLLIN, 0});
     for (auto& s : socks) fds.push_back({s->listener_fd(), POLLIN, 0});
     int n = ::poll(fds.data(), fds.size(), kHousekeepingMs);
     if (n < 0 && errno != EINTR) SS_WARN("listen service: poll failed: errno %d", errno);
     if (fds[0].revents) {
       uint64_t v;
-      if (::read(wake_fd_, &v, sizeof v) < 0) { /* already drained */ }
+      if (::read(wake_fd, &v, sizeof v) < 0) { /* already drained */ }
     }
     // Serve every listener: also expires hellos that never came.
     for (auto& s : socks) s->serve_requests();
     socks.clear();
   }
+  ::close(wake_fd);  // nobody writes it since the generation moved on
 }
 
 }  // namespace ss::rs

@@ -19,12 +19,14 @@ class ListenService {
   void remove(Socket* s);  // joins the thread when the last listener leaves
 
  private:
-  void run(uint64_t generation);
+  void run(uint64_t generation, int wake_fd);
   void wake();
 
   std::mutex mu_;
   std::vector<std::shared_ptr<Socket>> listeners_;
   std::thread thread_;
+  // The running thread's own wake-up (-1 when none runs): a stopping thread
+  // reading a shared one could eat the wake-up meant for its successor.
   int wake_fd_ = -1;
   // Bumped when the thread is told to stop: each thread runs while the
   // generation it started with is current. (One shared stop flag would be

@@ -39,6 +39,13 @@ int scan(pollfd* fds, nfds_t nfds, std::vector<std::shared_ptr<Socket>>& socks) 
   for (nfds_t i = 0; i < nfds; i++) ready += fds[i].revents != 0;
   return ready;
 }
+// After a sleep (or instead of one): every rsocket that was armed hears it.
+void leave_all(std::vector<std::shared_ptr<Socket>>& socks, const std::vector<pollfd>& waits,
+               nfds_t nfds) {
+  for (nfds_t i = 0; i < nfds; i++)
+    if (socks[i] && (waits[i].fd >= 0 || waits[nfds + i].fd >= 0))
+      socks[i]->after_wait(waits[nfds + i]);
+}
 }  // namespace
 
 int poll(pollfd* fds, nfds_t nfds, int timeout) {
@@ -52,7 +59,8 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
   const auto spin_until =
       start + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
   const int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
-  std::vector<pollfd> waits(nfds);
+  // waits[i]: what entry i sleeps on; waits[nfds + i]: its rsocket's kick.
+  std::vector<pollfd> waits(2 * nfds);
   for (;;) {
     int n = scan(fds, nfds, socks);
     if (n || timeout == 0) return n;
@@ -62,29 +70,32 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
 
     bool ready_now = false;
     for (nfds_t i = 0; i < nfds; i++) {
-      waits[i] = {-1, 0, 0};
+      waits[i] = waits[nfds + i] = {-1, 0, 0};
       if (fds[i].fd < 0) continue;
       if (!socks[i]) {
         waits[i] = {fds[i].fd, fds[i].events, 0};
         continue;
       }
-      int wfd;
+      int wfd, kick;
       short wev = 0;
-      socks[i]->wait_target(&wfd, &wev);
+      socks[i]->wait_target(&wfd, &wev, &kick);
       if (wfd == -1) ready_now = true;
       else if (wfd >= 0) waits[i] = {wfd, wev, 0};
+      if (kick >= 0) waits[nfds + i] = {kick, POLLIN, 0};
     }
-    if (ready_now) continue;
+    if (ready_now) {
+      leave_all(socks, waits, nfds);
+      continue;
+    }
     int ms = wake > 0 ? wake : -1;
     if (!forever) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
       ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
     }
-    int r = ::poll(waits.data(), nfds, ms);
-    if (r < 0 && errno != EINTR) return -errno;
-    if (r < 0) return -EINTR;
-    for (nfds_t i = 0; i < nfds; i++)
-      if (socks[i] && waits[i].fd >= 0) socks[i]->after_wait();
+    int r = ::poll(waits.data(), waits.size(), ms);
+    const int err = errno;
+    leave_all(socks, waits, nfds);
+    if (r < 0) return err == EINTR ? -EINTR : -err;
   }
 }
 

@@ -315,6 +315,30 @@ TEST_P(PollTest, RshutdownReleasesThreadBlockedInRrecv) {
   EXPECT_EQ(0, n) << strerror(errno);
 }
 
+// rshutdown from another thread wakes a thread sleeping in rpoll on that
+// socket, as shutdown(2) wakes poll(2): readable (a read returns 0).
+TEST_P(PollTest, RshutdownWakesThreadBlockedInRpoll) {
+  ScopedEnv wake("SLIPSTREAM_RS_WAKE_UP_INTERVAL", kLongWakeUpMs);
+  for (int how : {SHUT_RD, SHUT_RDWR}) {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    pollfd fd = {p.server, POLLIN, 0};
+    int r = -2;
+    std::thread t([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      rshutdown(p.server, how);
+    });
+    bool ok = run_with_timeout([&] { r = rpoll(&fd, 1, -1); }, kLostWakeUpSeconds,
+                               [&] { rsend(p.client, "u", 1, 0); }, kLongWakeUpReleaseSeconds);
+    t.join();
+    EXPECT_TRUE(ok) << "rpoll(-1) stayed asleep after rshutdown(" << how << ") of its socket";
+    EXPECT_EQ(1, r);
+    EXPECT_TRUE(fd.revents & (POLLIN | POLLHUP)) << "revents 0x" << std::hex << fd.revents;
+    char b[4];
+    EXPECT_EQ(0, rrecv(p.server, b, sizeof b, MSG_DONTWAIT)) << strerror(errno);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Idleness: the CPU time of the thread that blocks, over a window while
 // it is blocked (0.3-1.0 s after it started), must stay under 20%. The
