@@ -5,7 +5,7 @@ pkgs=(
   build-essential autoconf automake libtool autoconf-archive pkgconf
   libibverbs-dev librdmacm-dev liburcu-dev
   googletest libgtest-dev libbenchmark-dev
-  rdmacm-utils iproute2 procps
+  rdmacm-utils iproute2 procps python3
 )
 missing=()
 for p in "${pkgs[@]}"; do
