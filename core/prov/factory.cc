@@ -111,6 +111,10 @@ int create_shm_active(int sock, const sockaddr* dst, socklen_t len,
   int ufd = -1;
   int rc = dial_rendezvous(dst, len, &ufd);
   if (rc) return rc;
+  if (!shm::peer_trusted(ufd, false)) {  // before a byte goes to it
+    ::close(ufd);
+    return -ECONNREFUSED;
+  }
   // Give the rsocket a real local name: bind its kernel socket beside the peer.
   sockaddr_storage local{};
   socklen_t local_len = sizeof local;

@@ -12,6 +12,7 @@
 // shm_ring_hostile); it finds the server's ring among the "slipstream-ring"
 // memfds mapped in its process as the one holding its own 5-byte "hello".
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -391,6 +392,95 @@ TEST_F(ShmHostileSender, PeerThatNeverEmptiesItsRingIsDropped) {
   ASSERT_EQ(-1, n) << "all " << sent << " sends went through";
   EXPECT_EQ(ECONNRESET, err) << strerror(err) << " after " << sent << " sends";
   EXPECT_NE(std::string::npos, log.find("beyond its credits")) << log;
+}
+
+// Another user binds the shm rendezvous name of a port first (abstract
+// names belong to whoever takes them): our connecting side must not
+// take it for the listener. Before a byte (hello, memfds) goes to it, the
+// connect is refused, with a warning naming that user.
+struct Squatter {  // what the squatting child saw on its one connection
+  uint32_t accepted = 0, bytes = 0, fds = 0;
+};
+
+[[noreturn]] void squat(const sockaddr_un& name, socklen_t name_len, int report_fd) {
+  Squatter seen;
+  KFd l(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0 ||
+      bind(l, reinterpret_cast<const sockaddr*>(&name), name_len) != 0 || listen(l, 4) != 0)
+    _exit(2);
+  if (write(report_fd, "r", 1) != 1) _exit(3);
+  pollfd p{l, POLLIN, 0};
+  if (poll(&p, 1, 20000) == 1) {
+    KFd c(accept4(l, nullptr, nullptr, SOCK_CLOEXEC));
+    seen.accepted = c.get() >= 0;
+    // Until the client hangs up (at once, if it refused us).
+    for (int i = 0; c.get() >= 0 && i < 1000; i++) {
+      char buf[512];
+      alignas(cmsghdr) char ctl[CMSG_SPACE(16 * sizeof(int))];
+      iovec iov{buf, sizeof buf};
+      msghdr m{};
+      m.msg_iov = &iov;
+      m.msg_iovlen = 1;
+      m.msg_control = ctl;
+      m.msg_controllen = sizeof ctl;
+      pollfd q{c, POLLIN, 0};
+      if (poll(&q, 1, 5000) != 1) break;
+      ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+      if (n <= 0) break;
+      seen.bytes += static_cast<uint32_t>(n);
+      for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+        if (h->cmsg_type == SCM_RIGHTS) seen.fds += (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    }
+  }
+  _exit(write(report_fd, &seen, sizeof seen) == sizeof seen ? 0 : 3);
+}
+
+TEST(ShmPeerCredentials, ConnectRefusesAnotherUsersRendezvous) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run the squatter as another user";
+  std::string why;
+  ASSERT_TRUE(probe("shm", AF_INET, &why));
+  if (!why.empty()) GTEST_SKIP() << why;
+  select_provider("shm");
+  // A port nobody listens on, held by us for the test.
+  KFd hold(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Addr a = loopback(AF_INET);
+  ASSERT_EQ(0, bind(hold, a.sa(), a.len)) << strerror(errno);
+  ASSERT_EQ(0, getsockname(hold, a.sa(), &a.len));
+  sockaddr_un name;
+  socklen_t name_len;
+  ASSERT_EQ(0, ss::prov::shm::rendezvous_name(a.sa(), a.len, &name, &name_len));
+  int rep[2];
+  ASSERT_EQ(0, pipe2(rep, O_CLOEXEC));
+  KFd report(rep[0]), report_w(rep[1]);
+  Reaper child;
+  child.pid = fork();
+  ASSERT_GE(child.pid, 0) << strerror(errno);
+  if (child.pid == 0) squat(name, name_len, rep[1]);
+  report_w.reset();
+  char ready = 0;
+  ASSERT_EQ(1, read(report, &ready, 1)) << "the squatter could not bind the rendezvous";
+
+  sstest::StderrCapture cap;
+  RFd c(rsocket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  int rc = 0, err = 0;
+  bool returned = run_with_timeout(
+      [&] {
+        rc = rconnect(c, a.sa(), a.len);
+        err = errno;
+      },
+      10, [&] { rshutdown(c, SHUT_RDWR); });
+  c.reset();
+  const std::string log = cap.text();
+  Squatter seen;
+  ASSERT_EQ(static_cast<ssize_t>(sizeof seen), read(report, &seen, sizeof seen));
+  EXPECT_TRUE(returned) << "rconnect waited on another user's rendezvous";
+  EXPECT_EQ(-1, rc);
+  EXPECT_EQ(ECONNREFUSED, err) << strerror(err);
+  EXPECT_EQ(1u, seen.accepted) << "the connect never reached the squatter: nothing was shown";
+  EXPECT_EQ(0u, seen.bytes) << "bytes went to another user's rendezvous";
+  EXPECT_EQ(0u, seen.fds) << "descriptors went to another user's rendezvous";
+  EXPECT_NE(std::string::npos, log.find("rendezvous of uid 65534 refused")) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ShmHostileTest,

@@ -92,16 +92,22 @@ std::unique_ptr<ShmEndpoint> ShmEndpoint::make_active(int ufd, const sockaddr_st
   return ep;
 }
 
-std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdata, size_t len) {
-  // Memory is shared only with a peer of our own user (or root).
+bool peer_trusted(int ufd, bool listening) {
   ucred cred{};
   socklen_t clen = sizeof cred;
-  if (getsockopt(ufd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-      (cred.uid != geteuid() && cred.uid != 0 && geteuid() != 0)) {
-    SS_WARN("shm: connection from uid %u refused: memory is shared only with uid %u",
-            cred.uid, geteuid());
-    return nullptr;
+  if (getsockopt(ufd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+    SS_WARN("shm: peer credentials unavailable (errno %d): connection refused", errno);
+    return false;
   }
+  const uid_t me = geteuid();
+  if (cred.uid == me || cred.uid == 0 || (listening && me == 0)) return true;
+  SS_WARN("shm: %s uid %u refused: memory is shared only with uid %u or root",
+          listening ? "connection from" : "rendezvous of", cred.uid, me);
+  return false;
+}
+
+std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdata, size_t len) {
+  if (!peer_trusted(ufd, true)) return nullptr;
   std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(ufd, false));
   if (ep->init_common()) return nullptr;
   ep->init_passive(pdata, len);

@@ -116,6 +116,13 @@ class ShmEndpoint : public soft::StreamEndpoint {
   socklen_t local_len_ = 0, peer_len_ = 0;
 };
 
+// Whether the process at the other end of the unix socket `ufd` may share
+// our memory: our own user, or root. A root listener also serves other
+// users (what it shares is that connection's own). A connecting side never
+// trusts another user's rendezvous: abstract names belong to whoever binds
+// them first, so another user could stand in for a listener on any port.
+bool peer_trusted(int ufd, bool listening);
+
 // Abstract unix-socket name of the shm rendezvous for a listening address.
 int rendezvous_name(const sockaddr* addr, socklen_t len, struct sockaddr_un* out,
                     socklen_t* out_len);
