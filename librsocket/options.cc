@@ -185,6 +185,9 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
       switch (name) {
         case TCP_NODELAY: return write_int(val, len, opt_.nodelay);
         case TCP_KEEPIDLE: return write_int(val, len, static_cast<int>(opt_.keepidle));
+        case TCP_KEEPCNT:
+        case TCP_KEEPINTVL:
+          return write_int(val, len, 1);  // ignored when set; upstream reads them as 1
         case TCP_MAXSEG: return write_int(val, len, 2048);
         case TCP_INFO: {
           tcp_info info{};

@@ -1,6 +1,6 @@
 // errno for misuse, as the matching socket call would set it: EBADF on
 // descriptors that are not rsockets, ENOTCONN, EINVAL, EAGAIN, EPIPE,
-// ECONNREFUSED, EAFNOSUPPORT, ENOTSUP, EISCONN, EFAULT.
+// ECONNREFUSED, EAFNOSUPPORT, ENOTSUP, EISCONN, EFAULT, EADDRINUSE.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -320,6 +320,20 @@ TEST_P(ErrnoTest, SendAfterOwnShutWrIsEpipe) {
   errno = 0;
   EXPECT_EQ(-1, rsend(p.client, "x", 1, MSG_DONTWAIT));
   EXPECT_EQ(EPIPE, errno) << errstr(errno);
+}
+
+// A second rsocket binding the address a listener holds: EADDRINUSE, as
+// bind(2); the listener goes on accepting.
+TEST_P(ErrnoTest, BindToAListenersAddressIsEaddrinuse) {
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  RFd other(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(other.get(), 0);
+  errno = 0;
+  EXPECT_EQ(-1, rbind(other, l.addr.sa(), l.addr.len));
+  EXPECT_EQ(EADDRINUSE, errno) << errstr(errno);
+  RFd c, s;
+  ASSERT_NO_FATAL_FAILURE(connect_to(family(), l, &c, &s));
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, ErrnoTest, ::testing::ValuesIn(all_params()), param_name);

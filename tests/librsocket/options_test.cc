@@ -89,12 +89,32 @@ TEST_P(OptionsTest, SoKeepaliveAndTcpKeepidle) {
   // Accepted and ignored, as upstream.
   EXPECT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_KEEPCNT, 3)) << strerror(errno);
   EXPECT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_KEEPINTVL, 5)) << strerror(errno);
+  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_KEEPCNT, &v)) << strerror(errno);
+  EXPECT_EQ(1, v);
+  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_KEEPINTVL, &v)) << strerror(errno);
+  EXPECT_EQ(1, v);
   // The connection keeps working with keepalive on.
   ASSERT_EQ(2, rsend(p.client, "ka", 2, 0));
   char b[2];
   ASSERT_EQ(2u, recv_all(p.server, b, 2));
   ASSERT_EQ(0, set_int(p.client, SOL_SOCKET, SO_KEEPALIVE, 0));
   ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_KEEPALIVE, &v));
+  EXPECT_EQ(0, v);
+}
+
+// A flag only, as upstream: stored and read back (rsockets have no
+// out-of-band data to put inline).
+TEST_P(OptionsTest, SoOobinline) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  int v = -1;
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_OOBINLINE, &v)) << strerror(errno);
+  EXPECT_EQ(0, v);
+  ASSERT_EQ(0, set_int(p.client, SOL_SOCKET, SO_OOBINLINE, 1)) << strerror(errno);
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_OOBINLINE, &v));
+  EXPECT_NE(0, v);
+  ASSERT_EQ(0, set_int(p.client, SOL_SOCKET, SO_OOBINLINE, 0));
+  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_OOBINLINE, &v));
   EXPECT_EQ(0, v);
 }
 
