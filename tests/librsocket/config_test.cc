@@ -149,14 +149,36 @@ TEST_F(RsConfigTest, EachFileSetsItsDefault) {
   EXPECT_EQ(2, v);
 }
 
-TEST_F(RsConfigTest, ConnectionWithSmallConfiguredBuffersKeepsData) {
+// polling_time (microseconds) is how long a blocking call spins before it
+// sleeps: with 5 s from the file, a blocked rrecv still spins a second in;
+// with the default (10 us) it sleeps (PollTest.IdleBlockedRrecvSleeps).
+TEST_F(RsConfigTest, PollingTimeFileMakesABlockedCallSpin) {
+  ASSERT_NO_FATAL_FAILURE(write_file("polling_time", "5000000"));
+  ss::config::reload();
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(AF_INET, &p));
+  char b[4];
+  ssize_t n = -2;
+  Usage u = measure_blocked([&] { n = rrecv(p.server, b, sizeof b, 0); },
+                            [&] { rsend(p.client, "w", 1, 0); });
+  EXPECT_EQ(1, n);
+  ASSERT_TRUE(u.blocked_throughout) << "rrecv returned before it was measured";
+  // A spinning thread gets most of a core even beside the other tests.
+  EXPECT_GT(u.share(), 0.20) << "a blocked rrecv used " << u.cpu_s << " s of CPU in " << u.wall_s
+                             << " s: it slept although polling_time said to spin 5 s";
+}
+
+class RsConfigProviders : public RsConfigTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(RsConfigProviders, ConnectionWithSmallConfiguredBuffersKeepsData) {
   ASSERT_NO_FATAL_FAILURE(write_file("mem_default", "8192"));
   ASSERT_NO_FATAL_FAILURE(write_file("wmem_default", "8192"));
   ASSERT_NO_FATAL_FAILURE(write_file("rqsize_default", "16"));
   ss::config::reload();
   std::string why;
-  ASSERT_TRUE(probe("tcp", AF_INET, &why));
+  ASSERT_TRUE(probe(GetParam(), AF_INET, &why));
   if (!why.empty()) GTEST_SKIP() << why;
+  select_provider(GetParam());
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(AF_INET, &p));
   int v = -1;
@@ -171,6 +193,11 @@ TEST_F(RsConfigTest, ConnectionWithSmallConfiguredBuffersKeepsData) {
   EXPECT_EQ(kLen, got);
   EXPECT_EQ(SIZE_MAX, bad);
 }
+
+INSTANTIATE_TEST_SUITE_P(Software, RsConfigProviders, ::testing::Values("tcp", "shm"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
 
 }  // namespace
 }  // namespace rsconf

@@ -231,6 +231,17 @@ std::set<std::string> list_dir(const char* path);
 // Lines of /proc/self/maps naming /dev/shm or a memfd.
 std::vector<std::string> shared_mappings();
 
+// CPU time of a thread blocked in a call, over a window while it is
+// blocked (0.3-1.0 s after it started): measure_blocked runs `blocked` on a
+// thread, measures, then runs `wake` here and joins. The window leaves out
+// what the call does before blocking and after the wake-up.
+struct Usage {
+  double cpu_s = 0, wall_s = 0;
+  bool blocked_throughout = true;  // still inside the call when measured
+  double share() const { return wall_s > 0 ? cpu_s / wall_s : 0; }
+};
+Usage measure_blocked(const std::function<void()>& blocked, const std::function<void()>& wake);
+
 // The current test's name, e.g. "Providers/DataTest.Foo/tcp_v4".
 std::string current_test_name();
 

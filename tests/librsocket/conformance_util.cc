@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <pthread.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -718,6 +720,37 @@ std::vector<std::string> shared_mappings() {
     if (line.find("/dev/shm/") != std::string::npos || line.find("memfd:") != std::string::npos)
       out.push_back(line);
   return out;
+}
+
+namespace {
+double now_s(clockid_t c) {
+  timespec ts{};
+  if (clock_gettime(c, &ts) != 0) return -1;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+}  // namespace
+
+Usage measure_blocked(const std::function<void()>& blocked, const std::function<void()>& wake) {
+  Usage u;
+  std::atomic<bool> started{false}, done{false};
+  std::thread t([&] {
+    started = true;
+    blocked();
+    done = true;
+  });
+  while (!started) std::this_thread::yield();
+  clockid_t cid;
+  pthread_getcpuclockid(t.native_handle(), &cid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  double c0 = now_s(cid), w0 = now_s(CLOCK_MONOTONIC);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  double c1 = now_s(cid), w1 = now_s(CLOCK_MONOTONIC);
+  u.blocked_throughout = !done && c0 >= 0 && c1 >= 0;
+  u.cpu_s = c1 - c0;
+  u.wall_s = w1 - w0;
+  wake();
+  t.join();
+  return u;
 }
 
 }  // namespace rsconf

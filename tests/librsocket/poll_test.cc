@@ -345,45 +345,10 @@ TEST_P(PollTest, RshutdownWakesThreadBlockedInRpoll) {
 // window leaves out what it does before blocking and after the wake-up
 // (e.g. copying a buffer, slow under a sanitizer and emulation).
 
-struct Usage {
-  double cpu_s = 0, wall_s = 0;
-  bool blocked_throughout = true;  // still inside the call when measured
-};
-
-double now_s(clockid_t c) {
-  timespec ts{};
-  if (clock_gettime(c, &ts) != 0) return -1;
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-// Runs `blocked` on a thread; after ~1 s runs `wake` on this thread.
-Usage measure_blocked(const std::function<void()>& blocked, const std::function<void()>& wake) {
-  Usage u;
-  std::atomic<bool> started{false}, done{false};
-  std::thread t([&] {
-    started = true;
-    blocked();
-    done = true;
-  });
-  while (!started) std::this_thread::yield();
-  clockid_t cid;
-  pthread_getcpuclockid(t.native_handle(), &cid);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  double c0 = now_s(cid), w0 = now_s(CLOCK_MONOTONIC);
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
-  double c1 = now_s(cid), w1 = now_s(CLOCK_MONOTONIC);
-  u.blocked_throughout = !done && c0 >= 0 && c1 >= 0;
-  u.cpu_s = c1 - c0;
-  u.wall_s = w1 - w0;
-  wake();
-  t.join();
-  return u;
-}
-
 void expect_idle(const Usage& u, const char* what) {
   ASSERT_TRUE(u.blocked_throughout) << what << " returned before it was measured";
   ASSERT_GT(u.wall_s, 0.0);
-  double share = u.cpu_s / u.wall_s;
+  const double share = u.share();
   EXPECT_LT(share, 0.20) << what << " used " << u.cpu_s << " s of CPU in " << u.wall_s
                          << " s blocked (" << share * 100 << "%): it spins";
 }
