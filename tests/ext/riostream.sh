@@ -2,9 +2,11 @@
 # rdmacm-utils' riostream on Slipstream: riomap/riowrite direct placement.
 # Server (riostream -b) and client (riostream -s) on loopback, both with
 # librsocket.so preloaded, for each software provider.  Custom mode only
-# (-S/-C; the default mode's exit code is meaningless).  Blocking (-T b)
-# and non-blocking (-T n) I/O, each with and without verification (-T v),
-# sizes 64 B to 1 MiB, plus one run with no -T option at all.
+# (-S/-C; the default mode's exit code is meaningless).  Blocking (-T b),
+# non-blocking (-T n) and rpoll (-T a: non-blocking with a spinning rpoll)
+# I/O, each with and without verification (-T v), sizes 64 B to 1 MiB; then
+# blocking I/O after a sleeping rpoll (-T b -T a), and one run with no -T
+# option at all.
 #
 # riostream's receiver busy-waits without a timeout for the last byte of
 # its mapped buffer, so a provider that never places the write hangs: every
@@ -22,14 +24,14 @@ SIZES="64:1000 4096:1000 65536:200 1048576:20"
 MAX_HANGS=2
 
 CASES=()
-for m in b n; do
+for m in b n a; do
   for v in "" v; do
     for sc in $SIZES; do
       CASES+=("-T $m${v:+ -T v} -S ${sc%%:*} -C ${sc##*:}")
     done
   done
 done
-CASES+=("-S 65536 -C 100")
+CASES+=("-T b -T a -T v -S 65536 -C 200" "-S 65536 -C 100")
 
 for prov in $PROVIDERS; do
   echo "== provider $prov (librsocket.so preloaded on both ends)"
