@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -261,10 +262,13 @@ void run_hostile_child() {
   for (;;) pause();  // alive: the server's verdict must not come from our exit
 }
 
+[[noreturn]] void run_listener_as_nobody();  // below, with its test
+
 struct ChildMode {
   ChildMode() {
     const char* mode = getenv("RS_CONFORMANCE_CHILD");
     if (mode && strcmp(mode, "shm_ring_hostile") == 0) run_hostile_child();
+    if (mode && strcmp(mode, "shm_listen_as_nobody") == 0) run_listener_as_nobody();
   }
 } g_child_mode;
 
@@ -394,53 +398,75 @@ TEST_F(ShmHostileSender, PeerThatNeverEmptiesItsRingIsDropped) {
   EXPECT_NE(std::string::npos, log.find("beyond its credits")) << log;
 }
 
-// Another user binds the shm rendezvous name of a port first (abstract
-// names belong to whoever takes them): our connecting side must not
-// take it for the listener. Before a byte (hello, memfds) goes to it, the
-// connect is refused, with a warning naming that user.
-struct Squatter {  // what the squatting child saw on its one connection
-  uint32_t accepted = 0, bytes = 0, fds = 0;
+// ---------------------------------------------------------------------------
+// Peers of another user. Memory is shared only with our own uid or root,
+// and both ends check before a byte goes to the other.
+
+constexpr uid_t kNobody = 65534, kOtherUser = 65533;
+
+// Drops this (forked or re-executed) child to `uid` for good.
+bool become(uid_t uid) {
+  return setgroups(0, nullptr) == 0 && setgid(uid) == 0 && setuid(uid) == 0;
+}
+
+struct Seen {  // what a child saw on its one unix connection
+  uint32_t connected = 0, bytes = 0, fds = 0;
 };
 
-[[noreturn]] void squat(const sockaddr_un& name, socklen_t name_len, int report_fd) {
-  Squatter seen;
-  KFd l(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0 ||
-      bind(l, reinterpret_cast<const sockaddr*>(&name), name_len) != 0 || listen(l, 4) != 0)
-    _exit(2);
-  if (write(report_fd, "r", 1) != 1) _exit(3);
-  pollfd p{l, POLLIN, 0};
-  if (poll(&p, 1, 20000) == 1) {
-    KFd c(accept4(l, nullptr, nullptr, SOCK_CLOEXEC));
-    seen.accepted = c.get() >= 0;
-    // Until the client hangs up (at once, if it refused us).
-    for (int i = 0; c.get() >= 0 && i < 1000; i++) {
-      char buf[512];
-      alignas(cmsghdr) char ctl[CMSG_SPACE(16 * sizeof(int))];
-      iovec iov{buf, sizeof buf};
-      msghdr m{};
-      m.msg_iov = &iov;
-      m.msg_iovlen = 1;
-      m.msg_control = ctl;
-      m.msg_controllen = sizeof ctl;
-      pollfd q{c, POLLIN, 0};
-      if (poll(&q, 1, 5000) != 1) break;
-      ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
-      if (n <= 0) break;
-      seen.bytes += static_cast<uint32_t>(n);
-      for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
-        if (h->cmsg_type == SCM_RIGHTS) seen.fds += (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    }
+// Reads `c` until the other end hangs up (or 5 s pass without a byte).
+void read_until_eof(int c, Seen* seen) {
+  for (int i = 0; i < 1000; i++) {
+    char buf[512];
+    alignas(cmsghdr) char ctl[CMSG_SPACE(16 * sizeof(int))];
+    iovec iov{buf, sizeof buf};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    pollfd q{c, POLLIN, 0};
+    if (poll(&q, 1, 5000) != 1) break;
+    ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+    if (n <= 0) break;
+    seen->bytes += static_cast<uint32_t>(n);
+    for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+      if (h->cmsg_type == SCM_RIGHTS) seen->fds += (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
   }
+}
+
+// Forks a child that runs `body` as `uid` and reports what it saw.
+pid_t fork_as(uid_t uid, int report_fd, const std::function<void(Seen*)>& body) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  Seen seen;
+  if (!become(uid)) _exit(2);
+  body(&seen);
   _exit(write(report_fd, &seen, sizeof seen) == sizeof seen ? 0 : 3);
 }
 
-TEST(ShmPeerCredentials, ConnectRefusesAnotherUsersRendezvous) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to run the squatter as another user";
-  std::string why;
-  ASSERT_TRUE(probe("shm", AF_INET, &why));
-  if (!why.empty()) GTEST_SKIP() << why;
-  select_provider("shm");
+bool read_seen(int fd, Seen* seen) {
+  return read(fd, seen, sizeof *seen) == static_cast<ssize_t>(sizeof *seen);
+}
+
+// The rendezvous of 127.0.0.1:port.
+void rendezvous_of(uint16_t port, sockaddr_un* name, socklen_t* name_len) {
+  Addr a = loopback(AF_INET, port);
+  ASSERT_EQ(0, ss::prov::shm::rendezvous_name(a.sa(), a.len, name, name_len));
+}
+
+class ShmPeerCredentials : public ShmHostileBase {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to run children as other users";
+    ShmHostileBase::SetUp();
+  }
+};
+
+// Another user binds the rendezvous name of a port first (abstract names
+// belong to whoever takes them): our connecting side must not take it for
+// the listener. The connect is refused before a byte (hello, memfds) goes
+// to it, with a warning naming that user.
+TEST_F(ShmPeerCredentials, ConnectRefusesAnotherUsersRendezvous) {
   // A port nobody listens on, held by us for the test.
   KFd hold(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   Addr a = loopback(AF_INET);
@@ -448,14 +474,23 @@ TEST(ShmPeerCredentials, ConnectRefusesAnotherUsersRendezvous) {
   ASSERT_EQ(0, getsockname(hold, a.sa(), &a.len));
   sockaddr_un name;
   socklen_t name_len;
-  ASSERT_EQ(0, ss::prov::shm::rendezvous_name(a.sa(), a.len, &name, &name_len));
+  ASSERT_NO_FATAL_FAILURE(rendezvous_of(a.port(), &name, &name_len));
   int rep[2];
   ASSERT_EQ(0, pipe2(rep, O_CLOEXEC));
   KFd report(rep[0]), report_w(rep[1]);
-  Reaper child;
-  child.pid = fork();
-  ASSERT_GE(child.pid, 0) << strerror(errno);
-  if (child.pid == 0) squat(name, name_len, rep[1]);
+  Reaper squatter;
+  squatter.pid = fork_as(kNobody, rep[1], [&](Seen* seen) {
+    KFd l(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (bind(l, reinterpret_cast<const sockaddr*>(&name), name_len) != 0 || listen(l, 4) != 0)
+      _exit(2);
+    if (write(rep[1], "r", 1) != 1) _exit(3);
+    pollfd p{l, POLLIN, 0};
+    if (poll(&p, 1, 20000) != 1) return;
+    KFd c(accept4(l, nullptr, nullptr, SOCK_CLOEXEC));
+    seen->connected = c.get() >= 0;
+    if (c.get() >= 0) read_until_eof(c, seen);
+  });
+  ASSERT_GT(squatter.pid, 0) << strerror(errno);
   report_w.reset();
   char ready = 0;
   ASSERT_EQ(1, read(report, &ready, 1)) << "the squatter could not bind the rendezvous";
@@ -472,15 +507,74 @@ TEST(ShmPeerCredentials, ConnectRefusesAnotherUsersRendezvous) {
       10, [&] { rshutdown(c, SHUT_RDWR); });
   c.reset();
   const std::string log = cap.text();
-  Squatter seen;
-  ASSERT_EQ(static_cast<ssize_t>(sizeof seen), read(report, &seen, sizeof seen));
+  Seen seen;
+  ASSERT_TRUE(read_seen(report, &seen));
   EXPECT_TRUE(returned) << "rconnect waited on another user's rendezvous";
   EXPECT_EQ(-1, rc);
   EXPECT_EQ(ECONNREFUSED, err) << strerror(err);
-  EXPECT_EQ(1u, seen.accepted) << "the connect never reached the squatter: nothing was shown";
+  EXPECT_EQ(1u, seen.connected) << "the connect never reached the squatter: nothing was shown";
   EXPECT_EQ(0u, seen.bytes) << "bytes went to another user's rendezvous";
   EXPECT_EQ(0u, seen.fds) << "descriptors went to another user's rendezvous";
   EXPECT_NE(std::string::npos, log.find("rendezvous of uid 65534 refused")) << log;
+}
+
+// A listener of one user, a client of another that speaks a well-formed
+// hello on its rendezvous (not through the library, which would refuse
+// first): the listener hangs up without a reply or a descriptor.
+[[noreturn]] void run_listener_as_nobody() {
+  if (!become(kNobody)) child_fail("setuid");
+  select_provider("shm");
+  Addr a = loopback(AF_INET);
+  int l = rsocket(AF_INET, SOCK_STREAM, 0);
+  if (l < 0 || rbind(l, a.sa(), a.len) != 0 || rlisten(l, 4) != 0) child_fail("listen");
+  socklen_t len = sizeof a.ss;
+  if (rgetsockname(l, a.sa(), &len) != 0) child_fail("rgetsockname");
+  const std::string ready = "R" + std::to_string(a.port());
+  if (write(kChildNotifyFd, ready.data(), ready.size()) != static_cast<ssize_t>(ready.size()))
+    _exit(3);
+  for (;;) pause();
+}
+
+TEST_F(ShmPeerCredentials, ListenerRefusesAnotherUsersClient) {
+  sstest::StderrCapture cap;  // the listener's warning comes through our stderr
+  Reaper listener;
+  KFd notify;
+  listener.pid = spawn_child("shm_listen_as_nobody", {}, &notify);
+  ASSERT_GT(listener.pid, 0) << strerror(errno);
+  std::string ready;
+  ASSERT_TRUE(child_ready(notify, &ready)) << "listener: " << ready;
+  const uint16_t port = static_cast<uint16_t>(atoi(ready.c_str() + (ready[0] == 'R')));
+  sockaddr_un name;
+  socklen_t name_len;
+  ASSERT_NO_FATAL_FAILURE(rendezvous_of(port, &name, &name_len));
+  int rep[2];
+  ASSERT_EQ(0, pipe2(rep, O_CLOEXEC));
+  KFd report(rep[0]), report_w(rep[1]);
+  Reaper client;
+  client.pid = fork_as(kOtherUser, rep[1], [&](Seen* seen) {
+    KFd c(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (connect(c, reinterpret_cast<const sockaddr*>(&name), name_len) != 0) return;
+    seen->connected = 1;
+    uint8_t hello[ss::prov::soft::kFrameHeaderSize + ss::rs::kConnDataSize] = {};
+    ss::prov::soft::encode_frame(
+        {ss::prov::soft::FrameType::kHello, static_cast<uint8_t>(ss::prov::Kind::kShm),
+         static_cast<uint32_t>(ss::rs::kConnDataSize), 0, ss::prov::soft::kHelloVersion,
+         ss::prov::soft::kHelloMagic},
+        hello);
+    if (write(c, hello, sizeof hello) != static_cast<ssize_t>(sizeof hello)) return;
+    read_until_eof(c, seen);
+  });
+  ASSERT_GT(client.pid, 0) << strerror(errno);
+  report_w.reset();
+  Seen seen;
+  ASSERT_TRUE(read_seen(report, &seen)) << "the client could not run as uid " << kOtherUser;
+  kill_and_reap(listener.pid);  // its stderr is our capture: it must end first
+  listener.pid = -1;
+  const std::string log = cap.text();
+  EXPECT_EQ(1u, seen.connected);
+  EXPECT_EQ(0u, seen.bytes) << "another user's client got a reply";
+  EXPECT_EQ(0u, seen.fds) << "descriptors went to another user's client";
+  EXPECT_NE(std::string::npos, log.find("connection from uid 65533 refused")) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ShmHostileTest,
