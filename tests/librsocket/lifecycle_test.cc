@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +32,8 @@ namespace {
 // ---------------------------------------------------------------------------
 // Helper child: connects to the parent's listener, sends "hello", reports
 // 'R' on fd 3, then waits to be killed. Any failure reports 'F'.
+// RS_CONFORMANCE_IOMAP: exposes a riomap target (and accepts the parent's).
+// RS_CONFORMANCE_FLOOD: sends until killed, so data is in flight at death.
 
 void run_peer_killed_child() {
   const char* prov = getenv("RS_CONFORMANCE_PROVIDER");
@@ -41,8 +45,14 @@ void run_peer_killed_child() {
   Addr a = loopback(family, static_cast<uint16_t>(atoi(port)));
   int c = rsocket(family, SOCK_STREAM, 0);
   if (c < 0) child_fail("rsocket");
+  const bool iomap = getenv("RS_CONFORMANCE_IOMAP");
+  int one = 1;
+  if (iomap && rsetsockopt(c, SOL_RDMA, RDMA_IOMAPSIZE, &one, sizeof one) < 0)
+    child_fail("RDMA_IOMAPSIZE");
   if (rconnect(c, a.sa(), a.len) < 0) child_fail("rconnect");
-  if (rsend(c, "hello", 5, 0) != 5) child_fail("rsend");
+  alignas(4096) static uint8_t target[4096];
+  if (iomap && riomap(c, target, sizeof target, PROT_WRITE, 0, 0) != 0) child_fail("riomap");
+  if (rsend(c, "hello", 5, 0) != 5) child_fail("rsend");  // also publishes the mapping
   if (getenv("RS_CONFORMANCE_CLOSE_AND_EXIT")) {
     // Closes with a long linger and exits at once: exit must wait for the
     // parent's close, or the kernel would end the connection under it.
@@ -53,6 +63,11 @@ void run_peer_killed_child() {
     exit(0);
   }
   if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
+  if (getenv("RS_CONFORMANCE_FLOOD")) {
+    std::vector<char> chunk(1 << 16, 'c');
+    while (rsend(c, chunk.data(), chunk.size(), 0) > 0) {
+    }
+  }
   for (;;) pause();  // killed by the parent; never closes the rsocket
 }
 
@@ -63,23 +78,27 @@ struct ChildMode {
   }
 } g_child_mode;
 
-// Starts the peer_killed child for this provider and family.
+// Starts the peer_killed child for this provider and family; `extra` adds
+// NAME=value settings (the RS_CONFORMANCE_* options above).
 pid_t spawn_peer(const char* provider, int family, uint16_t port, KFd* notify,
-                 bool close_and_exit = false) {
+                 const std::vector<std::string>& extra = {}) {
   std::vector<std::string> env = {std::string("RS_CONFORMANCE_PROVIDER=") + provider,
                                   "RS_CONFORMANCE_FAMILY=" + std::to_string(family),
                                   "RS_CONFORMANCE_PORT=" + std::to_string(port)};
-  if (close_and_exit) env.emplace_back("RS_CONFORMANCE_CLOSE_AND_EXIT=1");
+  env.insert(env.end(), extra.begin(), extra.end());
   return spawn_child("peer_killed", env, notify);
 }
 
 class LifecycleTest : public ConnTest {};
 
 // Starts the helper child, accepts its connection and reads its "hello".
-void accept_child(const char* provider, int family, Listener* l, pid_t* pid, RFd* s) {
-  ASSERT_NO_FATAL_FAILURE(make_listener(family, l));
+// `setup` runs on the listener (the accepted socket inherits it).
+void accept_child(const char* provider, int family, Listener* l, pid_t* pid, RFd* s,
+                  const std::vector<std::string>& extra = {},
+                  const std::function<void(int)>& setup = {}) {
+  ASSERT_NO_FATAL_FAILURE(make_listener(family, l, setup));
   KFd notify;
-  *pid = spawn_peer(provider, family, l->addr.port(), &notify);
+  *pid = spawn_peer(provider, family, l->addr.port(), &notify, extra);
   ASSERT_GT(*pid, 0) << strerror(errno);
   std::string report;
   ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
@@ -197,6 +216,28 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// Compares with `before` once threads that exit on their own (a linger, a
+// service with nothing left to serve) have had a bounded moment to do so.
+void expect_nothing_left(const Snapshot& before, const char* what) {
+  Snapshot after = Snapshot::take();
+  for (int i = 0; i < 100 && (after.threads != before.threads || after.fds != before.fds); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = Snapshot::take();
+  }
+  EXPECT_EQ(before.threads, after.threads) << "threads left running " << what;
+  EXPECT_EQ(before.fds, after.fds) << "descriptors left open " << what;
+  std::vector<std::string> new_shm;
+  for (const auto& f : after.devshm)
+    if (!before.devshm.count(f)) new_shm.push_back(f);
+  EXPECT_TRUE(new_shm.empty()) << "files left in /dev/shm " << what << ":" << join(new_shm);
+  std::vector<std::string> new_maps;
+  for (const auto& m : after.maps)
+    if (std::find(before.maps.begin(), before.maps.end(), m) == before.maps.end())
+      new_maps.push_back(m);
+  EXPECT_TRUE(new_maps.empty()) << "shared mappings left in this process " << what << ":"
+                                << join(new_maps);
+}
+
 TEST_P(LifecycleTest, NothingLeftAfterClose) {
   const Snapshot before = Snapshot::settled();
   {
@@ -239,23 +280,84 @@ TEST_P(LifecycleTest, NothingLeftAfterClose) {
     // declaration: pending, queued, servers, clients).
     l.fd.reset();
   }
-  // Threads that exit on their own get a bounded moment to do so.
-  Snapshot after = Snapshot::take();
-  for (int i = 0; i < 100 && (after.threads != before.threads || after.fds != before.fds); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    after = Snapshot::take();
+  expect_nothing_left(before, "after every rclose");
+}
+
+// The survivor of a killed peer, once it rcloses, keeps nothing of that
+// connection either, however the peer died.
+TEST_P(LifecycleTest, NothingLeftAfterPeerKilled) {
+  Snapshot before = Snapshot::settled();
+  {
+    // Killed while we wait in rrecv: we see the loss, then close.
+    Listener l;
+    Reaper child;
+    RFd s;
+    ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s));
+    std::atomic<bool> entered{false};
+    std::thread killer([&] {
+      while (!entered) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      kill_and_reap(child.pid);
+      child.pid = -1;
+    });
+    ssize_t n = -2;
+    bool in_time = run_with_timeout(
+        [&] {
+          entered = true;
+          char b[8];
+          n = rrecv(s, b, sizeof b, 0);
+        },
+        20, [&] { rshutdown(s, SHUT_RDWR); });
+    killer.join();
+    ASSERT_TRUE(in_time) << "rrecv stayed blocked after the peer process was killed";
+    EXPECT_EQ(-1, n);
   }
-  EXPECT_EQ(before.threads, after.threads) << "threads left running after every rclose";
-  EXPECT_EQ(before.fds, after.fds) << "descriptors left open after every rclose";
-  std::vector<std::string> new_shm;
-  for (const auto& f : after.devshm)
-    if (!before.devshm.count(f)) new_shm.push_back(f);
-  EXPECT_TRUE(new_shm.empty()) << "files left in /dev/shm:" << join(new_shm);
-  std::vector<std::string> new_maps;
-  for (const auto& m : after.maps)
-    if (std::find(before.maps.begin(), before.maps.end(), m) == before.maps.end())
-      new_maps.push_back(m);
-  EXPECT_TRUE(new_maps.empty()) << "shared mappings left in this process:" << join(new_maps);
+  expect_nothing_left(before, "after the peer was killed under a blocked rrecv");
+
+  before = Snapshot::settled();
+  {
+    Listener l;
+    Reaper child;
+    RFd s;
+    ASSERT_NO_FATAL_FAILURE(
+        accept_child(provider(), family(), &l, &child.pid, &s, {"RS_CONFORMANCE_FLOOD=1"}));
+    // Killed with data in flight both ways: our sends queue (the child
+    // never reads), the child's are read in part.
+    std::vector<char> chunk(1 << 16, 's');
+    for (int i = 0; i < 1000 && rsend(s, chunk.data(), chunk.size(), MSG_DONTWAIT) > 0; i++) {
+    }
+    ASSERT_EQ(chunk.size(), recv_all(s, chunk.data(), chunk.size()));
+    // A linger far beyond the bounded wait: only noticing the death ends it.
+    linger lg{1, 30};
+    ASSERT_EQ(0, rsetsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg)) << strerror(errno);
+    kill_and_reap(child.pid);
+    child.pid = -1;
+    s.reset();  // before any call has seen the loss
+  }
+  expect_nothing_left(before, "after the peer was killed with data in flight both ways");
+
+  before = Snapshot::settled();
+  {
+    alignas(4096) static uint8_t target[4096];  // outlives the socket
+    auto iomap1 = [](int fd) {
+      int one = 1;
+      ASSERT_EQ(0, rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &one, sizeof one)) << strerror(errno);
+    };
+    Listener l;
+    Reaper child;
+    RFd s;
+    ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s,
+                                         {"RS_CONFORMANCE_IOMAP=1"}, iomap1));
+    // Killed with mappings both ways: ours (published by the "m"), and the
+    // child's, written into.
+    ASSERT_EQ(0, riomap(s, target, sizeof target, PROT_WRITE, 0, 0)) << strerror(errno);
+    ASSERT_EQ(1, rsend(s, "m", 1, 0)) << strerror(errno);
+    EXPECT_EQ(5u, riowrite(s, "iowr!", 5, 0, 0)) << strerror(errno);
+    kill_and_reap(child.pid);
+    child.pid = -1;
+    EXPECT_TRUE(wait_events(s, POLLIN) & (POLLERR | POLLHUP)) << "the loss is not reported";
+  }
+  expect_nothing_left(before, "after the peer was killed with mappings set");
 }
 
 // Threads of the linger service (librsocket/linger_service.cc names them).
@@ -306,7 +408,8 @@ TEST_P(LifecycleTest, ExitWaitsForLingeringClose) {
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
   KFd notify;
-  pid_t pid = spawn_peer(GetParam().provider, family(), l.addr.port(), &notify, true);
+  pid_t pid = spawn_peer(GetParam().provider, family(), l.addr.port(), &notify,
+                         {"RS_CONFORMANCE_CLOSE_AND_EXIT=1"});
   ASSERT_GT(pid, 0) << strerror(errno);
   std::string report;
   ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;
