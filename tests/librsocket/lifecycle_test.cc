@@ -129,6 +129,28 @@ void expect_dead_connection(int s) {
   EXPECT_FALSE(pf.revents & POLLOUT) << "a dead connection is not writable";
 }
 
+// Kills the child while this thread is blocked in rrecv on `s`; true when
+// rrecv returned (its result in *n, errno in *e) before the bounded wait.
+bool kill_under_blocked_rrecv(Reaper* child, int s, ssize_t* n, int* e) {
+  std::atomic<bool> entered{false};
+  std::thread killer([&] {
+    while (!entered) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill_and_reap(child->pid);
+    child->pid = -1;
+  });
+  char b[8];
+  bool in_time = run_with_timeout(
+      [&] {
+        entered = true;
+        *n = rrecv(s, b, sizeof b, 0);
+        *e = errno;
+      },
+      20, [&] { rshutdown(s, SHUT_RDWR); });
+  killer.join();
+  return in_time;
+}
+
 TEST_P(LifecycleTest, PeerKilledWhileBlockedInRrecvIsEconnreset) {
   Listener l;
   Reaper child;
@@ -136,23 +158,8 @@ TEST_P(LifecycleTest, PeerKilledWhileBlockedInRrecvIsEconnreset) {
   ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s));
   ssize_t n = -2;
   int e = 0;
-  std::atomic<bool> entered{false};
-  std::thread killer([&] {
-    while (!entered) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    kill_and_reap(child.pid);
-    child.pid = -1;
-  });
-  char b[8];
-  bool in_time = run_with_timeout(
-      [&] {
-        entered = true;
-        n = rrecv(s, b, sizeof b, 0);
-        e = errno;
-      },
-      20, [&] { rshutdown(s, SHUT_RDWR); });
-  killer.join();
-  ASSERT_TRUE(in_time) << "rrecv stayed blocked after the peer process was killed";
+  ASSERT_TRUE(kill_under_blocked_rrecv(&child, s, &n, &e))
+      << "rrecv stayed blocked after the peer process was killed";
   EXPECT_EQ(-1, n) << "a killed peer is not an orderly end of stream";
   EXPECT_EQ(ECONNRESET, e) << strerror(e);
   expect_dead_connection(s);
@@ -293,23 +300,10 @@ TEST_P(LifecycleTest, NothingLeftAfterPeerKilled) {
     Reaper child;
     RFd s;
     ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s));
-    std::atomic<bool> entered{false};
-    std::thread killer([&] {
-      while (!entered) std::this_thread::yield();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      kill_and_reap(child.pid);
-      child.pid = -1;
-    });
     ssize_t n = -2;
-    bool in_time = run_with_timeout(
-        [&] {
-          entered = true;
-          char b[8];
-          n = rrecv(s, b, sizeof b, 0);
-        },
-        20, [&] { rshutdown(s, SHUT_RDWR); });
-    killer.join();
-    ASSERT_TRUE(in_time) << "rrecv stayed blocked after the peer process was killed";
+    int e = 0;
+    ASSERT_TRUE(kill_under_blocked_rrecv(&child, s, &n, &e))
+        << "rrecv stayed blocked after the peer process was killed";
     EXPECT_EQ(-1, n);
   }
   expect_nothing_left(before, "after the peer was killed under a blocked rrecv");
