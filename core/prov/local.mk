@@ -28,3 +28,5 @@ libslipstream_la_SOURCES += \
 	core/prov/verbs/verbs_endpoint.cc \
 	core/prov/verbs/verbs_listener.h \
 	core/prov/verbs/verbs_listener.cc
+
+core_unit_tests_SOURCES += tests/core/prov_caps_test.cc

@@ -22,8 +22,9 @@ enum Cap : uint32_t {
   kCapRecvWr = 1u << 4,      // each immediate consumes a posted receive (verbs); else post_recv is a no-op
   kCapAsyncPlace = 1u << 5,  // can place writes while the application is not calling in
   kCapSameHost = 1u << 6,    // peers must share this host
-  kCapCopyOnPost = 1u << 7,  // every post copies (or sends) its source at once: any
-                             // size may be posted straight from user memory
+  kCapCopyOnPost = 1u << 7,  // a post with inline_data copies (or sends) its source at
+                             // once, whatever its size: any size may be posted straight
+                             // from user memory
   kCapUnchunked = 1u << 8,   // the peer is always Slipstream and a post is one copy:
                              // a write may fill a whole published buffer at once
                              // (no 64 KiB rsocket chunks, no small-first ramp)
