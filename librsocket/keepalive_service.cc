@@ -1,6 +1,7 @@
 #include "librsocket/keepalive_service.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,8 +37,8 @@ void KeepaliveService::add(const std::shared_ptr<Socket>& s, unsigned interval_s
   else
     entries_.push_back({s, s.get(), interval, due});
   if (!thread_.joinable()) {
-    stop_ = false;
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this, gen = generation_] { run(gen); });
+    pthread_setname_np(thread_.native_handle(), "ss-keepalive");
   }
   cv_.notify_all();
 }
@@ -50,7 +51,7 @@ void KeepaliveService::remove(Socket* s) {
                                   [s](const Entry& e) { return e.raw == s; }),
                    entries_.end());
     if (entries_.empty() && thread_.joinable()) {
-      stop_ = true;
+      generation_++;
       done = std::move(thread_);
     }
     cv_.notify_all();
@@ -63,9 +64,9 @@ void KeepaliveService::remove(Socket* s) {
   }
 }
 
-void KeepaliveService::run() {
+void KeepaliveService::run(uint64_t generation) {
   std::unique_lock<std::mutex> lk(mu_);
-  while (!stop_) {
+  while (generation == generation_) {
     auto now = std::chrono::steady_clock::now();
     auto next = now + std::chrono::hours(1);
     std::vector<std::shared_ptr<Socket>> due;

@@ -28,13 +28,17 @@ class KeepaliveService {
     std::chrono::seconds interval;
     std::chrono::steady_clock::time_point due;
   };
-  void run();
+  void run(uint64_t generation);
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Entry> entries_;
-  std::thread thread_;
-  bool stop_ = false;
+  std::thread thread_;  // named ss-keepalive
+  // Bumped when the thread is told to stop: each thread runs while the
+  // generation it started with is current. (A shared stop flag would be
+  // cleared by an add() that starts the next thread before the old one saw
+  // it; the old one would probe on, and remove()'s join never end.)
+  uint64_t generation_ = 0;
 };
 
 // The default interval: /proc/sys/net/ipv4/tcp_keepalive_time, else 7200 s.

@@ -263,6 +263,8 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     s.fd_flags_ = (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
   }
   if (addr && len) s.getpeername(addr, len);
+  // SO_KEEPALIVE came from the listener (as Linux's accept): probe it too.
+  if (s.opt_.keepalive) KeepaliveService::instance().add(*out, s.keepalive_interval());
   return 0;
 }
 

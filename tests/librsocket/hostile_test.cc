@@ -28,6 +28,7 @@
 #include "core/prov/soft/frame.h"
 #include "librsocket/wire.h"
 #include "tests/librsocket/conformance.h"
+#include "tests/librsocket/raw_peer.h"
 
 namespace rsconf {
 namespace {
@@ -40,37 +41,6 @@ using ss::prov::soft::kHelloVersion;
 using ss::rs::ConnData;
 using ss::rs::kConnDataSize;
 
-constexpr uint8_t kTcpKind = 2;  // FrameHeader flags of a tcp hello
-
-// Blocking helpers on the raw kernel socket, bounded by `ms`.
-bool raw_send(int fd, const void* buf, size_t len) {
-  const auto* p = static_cast<const uint8_t*>(buf);
-  while (len) {
-    pollfd pf{fd, POLLOUT, 0};
-    if (poll(&pf, 1, 10000) <= 0) return false;
-    ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;  // the server may have dropped us already
-    p += n;
-    len -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool raw_recv_exact(int fd, void* buf, size_t len, int ms = 10000) {
-  auto* p = static_cast<uint8_t*>(buf);
-  while (len) {
-    pollfd pf{fd, POLLIN, 0};
-    if (poll(&pf, 1, ms) <= 0) return false;
-    ssize_t n = ::recv(fd, p, len, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // A raw kernel TCP listener on IPv4 loopback (the passive side played by
 // hand); *a gets its address.
 void raw_listener(KFd* ls, Addr* a, int backlog) {
@@ -81,13 +51,6 @@ void raw_listener(KFd* ls, Addr* a, int backlog) {
   ASSERT_EQ(0, ::listen(*ls, backlog));
   a->len = sizeof a->ss;
   ASSERT_EQ(0, ::getsockname(*ls, a->sa(), &a->len));
-}
-
-void send_frame(int fd, const FrameHeader& h, const void* payload = nullptr, size_t len = 0) {
-  uint8_t hdr[kFrameHeaderSize];
-  ss::prov::soft::encode_frame(h, hdr);
-  raw_send(fd, hdr, sizeof hdr);
-  if (len) raw_send(fd, payload, len);
 }
 
 // Waits (up to 20 s) until the server closes or resets the raw connection,
@@ -133,32 +96,9 @@ class HostileTest : public ::testing::Test {
   }
 
   KFd raw_connect() {
-    KFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    EXPECT_GE(fd.get(), 0);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    EXPECT_EQ(0, ::connect(fd, l_.addr.sa(), l_.addr.len)) << strerror(errno);
+    KFd fd = rsconf::raw_connect(l_);
+    EXPECT_GE(fd.get(), 0) << strerror(errno);
     return fd;
-  }
-
-  // Our (fake) connection data: credits 16, no iomap, made-up targets.
-  static ConnData our_conn_data(uint8_t version = 1) {
-    ConnData cd;
-    cd.version = version;
-    cd.flags = ss::rs::kConnFlagIomap | (ss::rs::host_is_big_endian() ? ss::rs::kConnFlagNet : 0);
-    cd.credits = 16;
-    cd.target_iomap_size = 0;
-    cd.target_sgl = {0x10000, 77, 2};
-    cd.data_buf = {0x20000, 78, 65536};
-    return cd;
-  }
-
-  static void send_hello(int fd, const ConnData& cd) {
-    uint8_t pd[kConnDataSize];
-    cd.encode(pd);
-    FrameHeader h{FrameType::kHello, kTcpKind,   static_cast<uint32_t>(kConnDataSize), 0,
-                  kHelloVersion,     kHelloMagic};
-    send_frame(fd, h, pd, sizeof pd);
   }
 
   // A well-formed hello; reads the accept reply into server_ and accepts
@@ -167,7 +107,7 @@ class HostileTest : public ::testing::Test {
   void handshake(KFd* raw, bool hold_reader = false) {
     *raw = raw_connect();
     ASSERT_GE(raw->get(), 0);
-    send_hello(*raw, our_conn_data());
+    send_hello(*raw, fake_conn_data());
     uint8_t hdr[kFrameHeaderSize];
     ASSERT_TRUE(raw_recv_exact(*raw, hdr, sizeof hdr)) << "no reply to a well-formed hello";
     FrameHeader h;
@@ -263,7 +203,7 @@ TEST_F(HostileTest, GarbageInsteadOfHello) {
 
 TEST_F(HostileTest, HelloWithProtocolVersion7) {
   KFd raw = raw_connect();
-  send_hello(raw, our_conn_data(7));
+  send_hello(raw, fake_conn_data(7));
   // The server may answer with a reject; it must never accept.
   uint8_t hdr[kFrameHeaderSize];
   if (raw_recv_exact(raw, hdr, sizeof hdr, 10000)) {
@@ -280,7 +220,7 @@ TEST_F(HostileTest, HelloWithBadMagicOrFrameVersion) {
   for (int variant = 0; variant < 3; variant++) {
     KFd raw = raw_connect();
     uint8_t pd[kConnDataSize];
-    our_conn_data().encode(pd);
+    fake_conn_data().encode(pd);
     FrameHeader h{FrameType::kHello, kTcpKind,   static_cast<uint32_t>(kConnDataSize), 0,
                   kHelloVersion,     kHelloMagic};
     if (variant == 0) h.imm = 0xDEADBEEF;
@@ -296,7 +236,7 @@ TEST_F(HostileTest, HelloWithBadMagicOrFrameVersion) {
 TEST_F(HostileTest, HelloWithMalformedConnData) {
   for (int variant = 0; variant < 3; variant++) {
     KFd raw = raw_connect();
-    ConnData cd = our_conn_data();
+    ConnData cd = fake_conn_data();
     if (variant == 0) cd.credits = 0;
     if (variant == 1) cd.target_sgl.length = 1000;
     if (variant == 2) cd.data_buf.length = 0;
@@ -467,7 +407,7 @@ TEST_F(HostileTest, SilentPeersDoNotBlockOthers) {
   // A hello sent one byte at a time still works.
   KFd slow = raw_connect();
   uint8_t pd[kConnDataSize];
-  our_conn_data().encode(pd);
+  fake_conn_data().encode(pd);
   uint8_t hdr[kFrameHeaderSize];
   ss::prov::soft::encode_frame({FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize),
                                 0, kHelloVersion, kHelloMagic},
