@@ -84,10 +84,6 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
           return 0;
         case SO_KEEPALIVE:
           opt_.keepalive = v != 0;
-          if (!opt_.keepalive && liveness_s_ && ep_) {
-            ep_->set_liveness_timeout(0);  // the transport's own patience again
-            liveness_s_ = 0;
-          }
           return 0;
         case SO_OOBINLINE:
           opt_.oobinline = v != 0;

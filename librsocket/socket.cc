@@ -404,13 +404,6 @@ void Socket::finish_established() {
 void Socket::send_keepalive() {
   Lock lk(mu_);
   if (!(state_ & kConnected) || !ep_ || !ctrl_ready()) return;
-  // A peer that vanished silently fails the connection within a few
-  // probes, where the transport would wait longer by itself.
-  const unsigned liveness = kLivenessProbes * keepalive_interval();
-  if (liveness_s_ != liveness) {
-    ep_->set_liveness_timeout(liveness);
-    liveness_s_ = liveness;
-  }
   // A zero-length plain write: nothing for the peer to process, but a
   // dead peer makes it fail.
   prov::SendWr wr;

@@ -251,10 +251,6 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool peer_dropped_ = false;
   std::chrono::steady_clock::time_point linger_deadline_{};
   unsigned idle_cq_polls_ = 0;
-  // Unanswered keepalive intervals after which a silent peer fails the
-  // connection (set on the endpoint with the first probe).
-  static constexpr unsigned kLivenessProbes = 3;
-  unsigned liveness_s_ = 0;  // set on ep_; 0: the transport's default
   // Threads blocked on this socket. Whoever makes progress (completions
   // processed, state changed) kicks wake_fd_ so the others re-check: a
   // sender's credits may arrive through the receiver's processing.

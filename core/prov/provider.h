@@ -164,13 +164,6 @@ class Endpoint {
   // (memory read without notification, e.g. riomap targets).
   virtual int set_async_progress(bool on) = 0;
 
-  // Keepalive is on: fail the connection once what we sent has gone
-  // unacknowledged for `seconds` (0: the transport's own default again).
-  // Only where the transport would otherwise wait far longer for a peer
-  // that vanished silently (tcp: minutes of retransmissions); verbs bounds
-  // it by RC retries, shm's peer is on this host and its socket closes.
-  virtual void set_liveness_timeout(unsigned seconds) { (void)seconds; }
-
   // The connection's path records as struct ibv_path_data entries (SOL_RDMA
   // RDMA_ROUTE); *len in: buffer size, out: bytes written. Providers
   // without kCapRoute have none.

@@ -571,15 +571,6 @@ void StreamEndpoint::kick_async() {
     SS_DEBUG("async wake failed");
 }
 
-void StreamEndpoint::set_liveness_timeout(unsigned seconds) {
-  if (kind_ != Kind::kTcp) return;  // shm: a unix socket, closed when the peer dies
-  // TCP_USER_TIMEOUT: unacknowledged data (a keepalive frame among it)
-  // fails the socket after this long, not after tcp_retries2's ~15 minutes.
-  const unsigned ms = seconds > UINT32_MAX / 1000 ? UINT32_MAX : seconds * 1000;
-  if (::setsockopt(fd_, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) < 0)
-    SS_WARN("tcp: fd %d: TCP_USER_TIMEOUT %u ms not set: %s", fd_, ms, strerror(errno));
-}
-
 int StreamEndpoint::set_async_progress(bool on) {
   if (on == async_.joinable()) return 0;
   if (!on) {

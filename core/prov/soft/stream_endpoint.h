@@ -48,7 +48,6 @@ class StreamEndpoint : public Endpoint {
   void ack_events() override;
   int descriptor_fd() const override { return active_ ? -1 : fd_; }
   int set_async_progress(bool on) override;
-  void set_liveness_timeout(unsigned seconds) override;
   void close_descriptor(int fd) override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
