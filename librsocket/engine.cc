@@ -419,14 +419,20 @@ namespace ss::rs {
 
 short Socket::readiness(short events) {
   Lock lk(mu_);
+  if (state_ != kListening && ep_) {
+    if (state_ == kConnecting) progress_connect(lk);
+    if (state_ != kConnecting && !(state_ & kConnectError)) process_cq(lk);
+  }
+  return ready_now(events);
+}
+
+short Socket::ready_now(short events) {
   short rev = 0;
   if (state_ == kListening) {
     rev = accept_queue_.empty() ? 0 : POLLIN;
   } else if (ep_) {
-    if (state_ == kConnecting) progress_connect(lk);
     if (state_ == kConnecting) return 0;
     if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);
-    process_cq(lk);
     if (!rmsg_.empty() || !(state_ & kReadable)) rev |= POLLIN;
     if ((state_ & kWritable) && can_send()) rev |= POLLOUT;
     // Hang-up only once nothing is left to read: an application that stops
@@ -438,7 +444,7 @@ short Socket::readiness(short events) {
   return rev & (events | POLLERR | POLLHUP);
 }
 
-int Socket::wait_target(int* fd, short* events, int* kick_fd) {
+int Socket::wait_target(short want, int* fd, short* events, int* kick_fd) {
   Lock lk(mu_);
   *fd = -1;
   *kick_fd = -1;
@@ -455,7 +461,9 @@ int Socket::wait_target(int* fd, short* events, int* kick_fd) {
   // As a waiter, an rshutdown or another thread's progress on this socket
   // wakes the rpoll at once (not at the next wake_up_interval).
   const bool joined = join_waiters() == 0;
-  if (ep_->arm() != 0) {
+  // A change since the caller's scan (an rshutdown while we were no
+  // waiter yet) sent no kick: look once more, now that one would.
+  if (ready_now(want) || ep_->arm() != 0) {
     if (joined) leave_waiters(false);
     return 0;
   }

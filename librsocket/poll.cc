@@ -39,12 +39,18 @@ int scan(pollfd* fds, nfds_t nfds, std::vector<std::shared_ptr<Socket>>& socks) 
   for (nfds_t i = 0; i < nfds; i++) ready += fds[i].revents != 0;
   return ready;
 }
+// An rsocket armed for a sleep: its entry, and where its kick sits in the
+// poll set (-1: none).
+struct Armed {
+  nfds_t entry;
+  int kick_slot;
+};
+
 // After a sleep (or instead of one): every rsocket that was armed hears it.
-void leave_all(std::vector<std::shared_ptr<Socket>>& socks, const std::vector<pollfd>& waits,
-               nfds_t nfds) {
-  for (nfds_t i = 0; i < nfds; i++)
-    if (socks[i] && (waits[i].fd >= 0 || waits[nfds + i].fd >= 0))
-      socks[i]->after_wait(waits[nfds + i]);
+void leave_all(std::vector<std::shared_ptr<Socket>>& socks, const std::vector<Armed>& armed,
+               const std::vector<pollfd>& waits) {
+  for (const Armed& a : armed)
+    socks[a.entry]->after_wait(a.kick_slot >= 0 ? waits[a.kick_slot] : pollfd{-1, 0, 0});
 }
 }  // namespace
 
@@ -59,8 +65,11 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
   const auto spin_until =
       start + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
   const int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
-  // waits[i]: what entry i sleeps on; waits[nfds + i]: its rsocket's kick.
-  std::vector<pollfd> waits(2 * nfds);
+  // What the sleep polls: ordinary fds, and for each rsocket what its
+  // provider can wake plus its own kick (only real fds: poll(2) refuses a
+  // set larger than RLIMIT_NOFILE).
+  std::vector<pollfd> waits;
+  std::vector<Armed> armed;
   for (;;) {
     int n = scan(fds, nfds, socks);
     if (n || timeout == 0) return n;
@@ -69,22 +78,24 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     if (now < spin_until) continue;
 
     bool ready_now = false;
-    for (nfds_t i = 0; i < nfds; i++) {
-      waits[i] = waits[nfds + i] = {-1, 0, 0};
+    waits.clear();
+    armed.clear();
+    for (nfds_t i = 0; i < nfds && !ready_now; i++) {
       if (fds[i].fd < 0) continue;
       if (!socks[i]) {
-        waits[i] = {fds[i].fd, fds[i].events, 0};
+        waits.push_back({fds[i].fd, fds[i].events, 0});
         continue;
       }
       int wfd, kick;
       short wev = 0;
-      socks[i]->wait_target(&wfd, &wev, &kick);
+      socks[i]->wait_target(fds[i].events, &wfd, &wev, &kick);
       if (wfd == -1) ready_now = true;
-      else if (wfd >= 0) waits[i] = {wfd, wev, 0};
-      if (kick >= 0) waits[nfds + i] = {kick, POLLIN, 0};
+      else if (wfd >= 0) waits.push_back({wfd, wev, 0});
+      if (kick >= 0) waits.push_back({kick, POLLIN, 0});
+      if (wfd >= 0) armed.push_back({i, kick >= 0 ? static_cast<int>(waits.size() - 1) : -1});
     }
     if (ready_now) {
-      leave_all(socks, waits, nfds);
+      leave_all(socks, armed, waits);
       continue;
     }
     int ms = wake > 0 ? wake : -1;
@@ -94,7 +105,7 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     }
     int r = ::poll(waits.data(), waits.size(), ms);
     const int err = errno;
-    leave_all(socks, waits, nfds);
+    leave_all(socks, armed, waits);
     if (r < 0) return err == EINTR ? -EINTR : -err;
   }
 }

@@ -106,11 +106,12 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   // rpoll support: current readiness (after progress), and what to sleep on.
   short readiness(short events);
-  // Arms and returns the fd/events to wait on; 0 with *fd=-1 means "ready,
-  // don't sleep". *kick_fd (or -1): this socket's wake-up, which other
-  // threads write when its state changes (rshutdown, data they processed);
-  // the caller then counts as a waiter until after_wait() with that entry.
-  int wait_target(int* fd, short* events, int* kick_fd);
+  // Arms and returns the fd/events to wait on for `want`; 0 with *fd=-1
+  // means "ready, don't sleep". *kick_fd (or -1): this socket's wake-up,
+  // which other threads write when its state changes (rshutdown, data they
+  // processed); the caller then counts as a waiter until after_wait() with
+  // that entry.
+  int wait_target(short want, int* fd, short* events, int* kick_fd);
   void after_wait(const pollfd& kick);
 
   // Listen service: drains connection requests into the accept queue.
@@ -258,6 +259,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int wake_fd_ = -1;
   void kick_waiters();
   int join_waiters();               // 0, or -errno when wake_fd_ cannot be made
+  short ready_now(short events);    // readiness from the state as it is (mu_ held)
   void leave_waiters(bool kicked);  // kicked: this waiter's poll saw wake_fd_ readable
   Options opt_;
   sockaddr_storage peer_addr_{};

@@ -80,7 +80,8 @@ int bind_if_unbound(int sock) {
 }
 
 // Connects a unix socket to the shm rendezvous of `dst`, trying the exact
-// address, then the wildcard of its family.
+// address, then the wildcard of its family; only a rendezvous of our own
+// user (or root) is taken.
 int dial_rendezvous(const sockaddr* dst, socklen_t len, int* out) {
   sockaddr_storage wild{};
   memcpy(&wild, dst, len);
@@ -96,12 +97,16 @@ int dial_rendezvous(const sockaddr* dst, socklen_t len, int* out) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
     if (::connect(fd, reinterpret_cast<sockaddr*>(&un), un_len) == 0) {
-      *out = fd;
-      return 0;
+      // Before a byte goes to it; another user's name is passed over.
+      if (shm::peer_trusted(fd, false)) {
+        *out = fd;
+        return 0;
+      }
+      rc = -ECONNREFUSED;
+    } else {
+      rc = errno == EAGAIN ? -ECONNREFUSED : -errno;  // backlog full: as a refused TCP SYN
     }
-    rc = -errno;
     ::close(fd);
-    if (rc == -EAGAIN) rc = -ECONNREFUSED;  // backlog full: as a refused TCP SYN
   }
   return rc;
 }
@@ -111,10 +116,6 @@ int create_shm_active(int sock, const sockaddr* dst, socklen_t len,
   int ufd = -1;
   int rc = dial_rendezvous(dst, len, &ufd);
   if (rc) return rc;
-  if (!shm::peer_trusted(ufd, false)) {  // before a byte goes to it
-    ::close(ufd);
-    return -ECONNREFUSED;
-  }
   // Give the rsocket a real local name: bind its kernel socket beside the peer.
   sockaddr_storage local{};
   socklen_t local_len = sizeof local;
@@ -136,10 +137,7 @@ int create_shm_active(int sock, const sockaddr* dst, socklen_t len,
     }
   }
   auto ep = shm::ShmEndpoint::make_active(ufd, local, local_len, dst, len);
-  if (!ep) {
-    ::close(ufd);
-    return -ENOMEM;
-  }
+  if (!ep) return -ENOMEM;  // the endpoint it made and dropped closed ufd
   *out = std::move(ep);
   return 0;
 }

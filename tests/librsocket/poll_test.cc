@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -313,6 +315,27 @@ TEST_P(PollTest, RshutdownReleasesThreadBlockedInRrecv) {
   t.join();
   EXPECT_TRUE(ok) << "rrecv stayed blocked after rshutdown(SHUT_RDWR) of its socket";
   EXPECT_EQ(0, n) << strerror(errno);
+}
+
+// An rpoll over more entries than half of RLIMIT_NOFILE still sleeps: the
+// set it hands poll(2) holds only real descriptors (poll refuses a larger
+// one with EINVAL; a set of two per entry did so past 512 of 1024).
+TEST_P(PollTest, RpollOverManyEntriesSleeps) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  Pipe pp;
+  rlimit saved{};
+  ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &saved));
+  rlimit lim = saved;
+  lim.rlim_cur = std::min<rlim_t>(saved.rlim_max, 1024);
+  ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &lim)) << strerror(errno);
+  std::vector<pollfd> fds(600, pollfd{pp.r, POLLIN, 0});
+  fds[0] = {p.server, POLLIN, 0};
+  errno = 0;
+  int r = rpoll(fds.data(), fds.size(), 300);  // past polling_time: it sleeps
+  const int err = errno;
+  ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &saved));
+  EXPECT_EQ(0, r) << strerror(err);
 }
 
 // rshutdown from another thread wakes a thread sleeping in rpoll on that
