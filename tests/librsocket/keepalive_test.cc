@@ -46,7 +46,6 @@ namespace {
 using ss::prov::soft::FrameHeader;
 using ss::prov::soft::FrameType;
 using ss::prov::soft::kFrameHeaderSize;
-using ss::rs::ConnData;
 using ss::rs::kConnDataSize;
 using clock_type = std::chrono::steady_clock;
 

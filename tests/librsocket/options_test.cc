@@ -13,8 +13,6 @@
 namespace rsconf {
 namespace {
 
-class OptionsTest : public ConnTest {};
-
 std::string errstr(int e) { return std::to_string(e) + " (" + strerror(e) + ")"; }
 
 int get_int(int fd, int level, int name, int* out) {
@@ -27,6 +25,25 @@ int get_int(int fd, int level, int name, int* out) {
 int set_int(int fd, int level, int name, int v) {
   return rsetsockopt(fd, level, name, &v, sizeof v);
 }
+
+class OptionsTest : public ConnTest {
+ protected:
+  // A flag stored and read back on a connected socket: off by default, on,
+  // off again.
+  void expect_flag_round_trip(int level, int name) {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    int v = -1;
+    ASSERT_EQ(0, get_int(p.client, level, name, &v)) << strerror(errno);
+    EXPECT_EQ(0, v);
+    ASSERT_EQ(0, set_int(p.client, level, name, 1)) << strerror(errno);
+    ASSERT_EQ(0, get_int(p.client, level, name, &v));
+    EXPECT_NE(0, v);
+    ASSERT_EQ(0, set_int(p.client, level, name, 0));
+    ASSERT_EQ(0, get_int(p.client, level, name, &v));
+    EXPECT_EQ(0, v);
+  }
+};
 
 TEST_P(OptionsTest, SoReuseaddr) {
   RFd s(rsocket(family(), SOCK_STREAM, 0));
@@ -105,17 +122,7 @@ TEST_P(OptionsTest, SoKeepaliveAndTcpKeepidle) {
 // A flag only, as upstream: stored and read back (rsockets have no
 // out-of-band data to put inline).
 TEST_P(OptionsTest, SoOobinline) {
-  Pair p;
-  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
-  int v = -1;
-  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_OOBINLINE, &v)) << strerror(errno);
-  EXPECT_EQ(0, v);
-  ASSERT_EQ(0, set_int(p.client, SOL_SOCKET, SO_OOBINLINE, 1)) << strerror(errno);
-  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_OOBINLINE, &v));
-  EXPECT_NE(0, v);
-  ASSERT_EQ(0, set_int(p.client, SOL_SOCKET, SO_OOBINLINE, 0));
-  ASSERT_EQ(0, get_int(p.client, SOL_SOCKET, SO_OOBINLINE, &v));
-  EXPECT_EQ(0, v);
+  expect_flag_round_trip(SOL_SOCKET, SO_OOBINLINE);
 }
 
 TEST_P(OptionsTest, SoLinger) {
@@ -154,17 +161,7 @@ TEST_P(OptionsTest, SoErrorIsZeroOnHealthySocket) {
 }
 
 TEST_P(OptionsTest, TcpNodelay) {
-  Pair p;
-  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
-  int v;
-  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_NODELAY, &v)) << strerror(errno);
-  EXPECT_EQ(0, v);
-  ASSERT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_NODELAY, 1)) << strerror(errno);
-  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_NODELAY, &v));
-  EXPECT_NE(0, v);
-  ASSERT_EQ(0, set_int(p.client, IPPROTO_TCP, TCP_NODELAY, 0));
-  ASSERT_EQ(0, get_int(p.client, IPPROTO_TCP, TCP_NODELAY, &v));
-  EXPECT_EQ(0, v);
+  expect_flag_round_trip(IPPROTO_TCP, TCP_NODELAY);
 }
 
 TEST_P(OptionsTest, TcpMaxseg) {

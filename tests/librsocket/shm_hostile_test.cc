@@ -434,14 +434,21 @@ void read_until_eof(int c, Seen* seen) {
   }
 }
 
-// Forks a child that runs `body` as `uid` and reports what it saw.
-pid_t fork_as(uid_t uid, int report_fd, const std::function<void(Seen*)>& body) {
+// Forks a child that runs `body` as `uid` and reports what it saw on the
+// pipe whose read end goes to *report (`body` may write on its fd first).
+pid_t fork_as(uid_t uid, KFd* report, const std::function<void(Seen*, int report_fd)>& body) {
+  int rep[2];
+  if (pipe2(rep, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
-  if (pid != 0) return pid;
+  if (pid != 0) {
+    close(rep[1]);
+    report->reset(rep[0]);
+    return pid;
+  }
   Seen seen;
   if (!become(uid)) _exit(2);
-  body(&seen);
-  _exit(write(report_fd, &seen, sizeof seen) == sizeof seen ? 0 : 3);
+  body(&seen, rep[1]);
+  _exit(write(rep[1], &seen, sizeof seen) == sizeof seen ? 0 : 3);
 }
 
 bool read_seen(int fd, Seen* seen) {
@@ -475,15 +482,13 @@ TEST_F(ShmPeerCredentials, ConnectRefusesAnotherUsersRendezvous) {
   sockaddr_un name;
   socklen_t name_len;
   ASSERT_NO_FATAL_FAILURE(rendezvous_of(a.port(), &name, &name_len));
-  int rep[2];
-  ASSERT_EQ(0, pipe2(rep, O_CLOEXEC));
-  KFd report(rep[0]), report_w(rep[1]);
+  KFd report;
   Reaper squatter;
-  squatter.pid = fork_as(kNobody, rep[1], [&](Seen* seen) {
+  squatter.pid = fork_as(kNobody, &report, [&](Seen* seen, int report_fd) {
     KFd l(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (bind(l, reinterpret_cast<const sockaddr*>(&name), name_len) != 0 || listen(l, 4) != 0)
       _exit(2);
-    if (write(rep[1], "r", 1) != 1) _exit(3);
+    if (write(report_fd, "r", 1) != 1) _exit(3);
     pollfd p{l, POLLIN, 0};
     if (poll(&p, 1, 20000) != 1) return;
     KFd c(accept4(l, nullptr, nullptr, SOCK_CLOEXEC));
@@ -491,7 +496,6 @@ TEST_F(ShmPeerCredentials, ConnectRefusesAnotherUsersRendezvous) {
     if (c.get() >= 0) read_until_eof(c, seen);
   });
   ASSERT_GT(squatter.pid, 0) << strerror(errno);
-  report_w.reset();
   char ready = 0;
   ASSERT_EQ(1, read(report, &ready, 1)) << "the squatter could not bind the rendezvous";
 
@@ -547,11 +551,9 @@ TEST_F(ShmPeerCredentials, ListenerRefusesAnotherUsersClient) {
   sockaddr_un name;
   socklen_t name_len;
   ASSERT_NO_FATAL_FAILURE(rendezvous_of(port, &name, &name_len));
-  int rep[2];
-  ASSERT_EQ(0, pipe2(rep, O_CLOEXEC));
-  KFd report(rep[0]), report_w(rep[1]);
+  KFd report;
   Reaper client;
-  client.pid = fork_as(kOtherUser, rep[1], [&](Seen* seen) {
+  client.pid = fork_as(kOtherUser, &report, [&](Seen* seen, int) {
     KFd c(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (connect(c, reinterpret_cast<const sockaddr*>(&name), name_len) != 0) return;
     seen->connected = 1;
@@ -565,7 +567,6 @@ TEST_F(ShmPeerCredentials, ListenerRefusesAnotherUsersClient) {
     read_until_eof(c, seen);
   });
   ASSERT_GT(client.pid, 0) << strerror(errno);
-  report_w.reset();
   Seen seen;
   ASSERT_TRUE(read_seen(report, &seen)) << "the client could not run as uid " << kOtherUser;
   kill_and_reap(listener.pid);  // its stderr is our capture: it must end first
