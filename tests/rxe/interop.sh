@@ -74,7 +74,7 @@ section() {
 # verified everything it received.  Only upstream's server provokes it
 # (seen with stock:stock under TCG: 2 of 4 -T a sizes in one run; 1 of 20
 # on siw): ours says SHUTDOWN and lingers until the client has closed
-# (librsocket/close.cc), our client's rpoll reports the hang-up only once
+# (src/librsocket/close.cc), our client's rpoll reports the hang-up only once
 # nothing is left to read.  So a stock:stock run is tried again, up to
 # RACE_TRIES times, and one that hits it on every try, its server having
 # verified everything and exited 0, is reported KNOWN (upstream's bug, in

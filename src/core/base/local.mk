@@ -1,0 +1,16 @@
+# src/core/base: settings table, logging.
+libslipstream_la_SOURCES += \
+	src/core/base/config.cc \
+	src/core/base/config.h \
+	src/core/base/config_parse.cc \
+	src/core/base/config_parse.h \
+	src/core/base/config_table.cc \
+	src/core/base/errno_guard.h \
+	src/core/base/fifo.h \
+	src/core/base/futex_mutex.h \
+	src/core/base/log.cc \
+	src/core/base/log.h
+
+core_unit_tests_SOURCES += \
+	tests/core/base_config_test.cc \
+	tests/core/base_log_test.cc

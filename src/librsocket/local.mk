@@ -1,0 +1,30 @@
+# librsocket.so: the rsocket API (RDMACM_1.0 symbols) over libslipstream.
+lib_LTLIBRARIES += librsocket.la
+librsocket_la_SOURCES = \
+	src/librsocket/wire.h \
+	src/librsocket/socket.h \
+	src/librsocket/socket.cc \
+	src/librsocket/close.cc \
+	src/librsocket/engine.cc \
+	src/librsocket/data.cc \
+	src/librsocket/iomap.cc \
+	src/librsocket/options.cc \
+	src/librsocket/poll.h \
+	src/librsocket/poll.cc \
+	src/librsocket/fd_table.h \
+	src/librsocket/fd_table.cc \
+	src/librsocket/listen_service.h \
+	src/librsocket/listen_service.cc \
+	src/librsocket/keepalive_service.h \
+	src/librsocket/keepalive_service.cc \
+	src/librsocket/linger_service.h \
+	src/librsocket/linger_service.cc \
+	src/librsocket/api.cc
+librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
+librsocket_la_LIBADD = libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS)
+librsocket_la_LDFLAGS = -version-info 0:0:0 \
+	-Wl,--version-script=$(top_srcdir)/src/librsocket/librsocket.map $(AM_LDFLAGS)
+EXTRA_DIST += src/librsocket/librsocket.map
+EXTRA_librsocket_la_DEPENDENCIES = src/librsocket/librsocket.map
+rdmaincludedir = $(includedir)/rdma
+rdmainclude_HEADERS = include/rdma/rsocket.h
