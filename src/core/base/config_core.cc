@@ -1,6 +1,8 @@
 // Core's table: one row per core::Id, in Id order.
 #include "core/base/config_core.h"
 
+#include <type_traits>
+
 namespace ss::config::core {
 namespace {
 
@@ -20,6 +22,8 @@ static_assert(in_id_order(kRows));
 
 }  // namespace
 
+// Never destroyed under a late caller (a service thread at exit).
+static_assert(std::is_trivially_destructible_v<Table<Id>>);
 constinit Table<Id> table{"core", kRows};
 const Enlisted enlisted{table};
 
