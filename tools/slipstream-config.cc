@@ -1,6 +1,8 @@
-// slipstream-config: lists every setting from the one table, with its current
-// value and where that value came from, so an admin can see what a program
-// started from this environment would use.
+// slipstream-config: lists every component's settings from their tables,
+// with the current value and where it came from, so an admin can see what a
+// program started from this environment would use. Linked with every face,
+// whose tables register themselves when the library loads.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -11,31 +13,49 @@
 
 namespace {
 
+using ss::config::Component;
+using ss::config::Setting;
+using ss::config::Source;
+using ss::config::Type;
+
 void usage(FILE* out) {
   fprintf(out,
           "Usage: slipstream-config [--help]\n"
           "\n"
-          "Prints every Slipstream setting: its name, environment variable, file,\n"
-          "current value and where that value came from (default, env NAME or\n"
-          "file PATH), its default, bounds and help. A value in the environment\n"
-          "wins over one in a file, which wins over the default. A bad value is\n"
+          "Prints every Slipstream setting, component by component: its name,\n"
+          "environment variables, file, current value and where that value came\n"
+          "from (default, env NAME, file PATH or a rules file's NAME:LINE), its\n"
+          "default, bounds and help. The first environment variable set wins,\n"
+          "then a rules file, then a file, then the default. A bad value is\n"
           "reported on stderr and the default is used.\n");
 }
 
-std::string where(ss::config::Id id) {
-  switch (ss::config::source(id)) {
-    case ss::config::Source::kDefault: return "default";
-    case ss::config::Source::kEnv: return ss::config::origin(id);
-    case ss::config::Source::kFile: return "file " + ss::config::origin(id);
+std::string where(Component& c, int i) {
+  switch (c.source(i)) {
+    case Source::kDefault: return "default";
+    case Source::kEnv:
+    case Source::kRules: return c.origin(i);
+    case Source::kFile: return "file " + c.origin(i);
   }
   return "?";
 }
 
-std::string default_text(const ss::config::Setting& s) {
+std::string env_text(const Setting& s) {
+  std::string t;
+  for (const char* e : s.env) {
+    if (!e) break;
+    if (!t.empty()) t += ", ";
+    t += e;
+  }
+  if (s.env[0] && s.env[1]) t += " (the first set wins)";
+  return t;
+}
+
+std::string default_text(const Setting& s) {
   switch (s.type) {
-    case ss::config::Type::kInt: return std::to_string(s.def);
-    case ss::config::Type::kString: return s.str_def ? s.str_def : "";
-    case ss::config::Type::kEnum: {
+    case Type::kInt: return std::to_string(s.def);
+    case Type::kString: return s.str_def ? s.str_def : "";
+    case Type::kEnum: {
       char name[64];
       if (ss::config::choice_at(s.str_def, s.def, name, sizeof name)) return name;
       return std::to_string(s.def);
@@ -44,24 +64,26 @@ std::string default_text(const ss::config::Setting& s) {
   return "";
 }
 
-std::string bounds_text(const ss::config::Setting& s) {
+std::string bounds_text(const Setting& s) {
   switch (s.type) {
-    case ss::config::Type::kInt: {
+    case Type::kInt: {
       std::string b = std::to_string(s.min) + ".." + std::to_string(s.max);
+      if (s.unit != ss::config::Unit::kNone) b += " " + std::string(ss::config::unit_text(s.unit));
       if (s.str_def) b += " or " + std::string(s.str_def);
       return b;
     }
-    case ss::config::Type::kEnum: return s.str_def ? s.str_def : "";
-    case ss::config::Type::kString: return "a path";
+    case Type::kEnum: return s.str_def ? s.str_def : "";
+    case Type::kString: return "a path";
   }
   return "";
 }
 
-void print(const ss::config::Setting& s, const std::string& conf_dir) {
-  printf("%s = %s\n", s.name, ss::config::get_string(s.id).c_str());
-  printf("    source:  %s\n", where(s.id).c_str());
-  if (s.env) printf("    env:     %s\n", s.env);
-  if (s.file) printf("    file:    %s/%s\n", conf_dir.c_str(), s.file);
+void print(Component& c, int i, const std::string& dir) {
+  const Setting& s = *c.row(i);
+  printf("%s = %s\n", s.name, c.get_string(i).c_str());
+  printf("    source:  %s\n", where(c, i).c_str());
+  if (s.env[0]) printf("    env:     %s\n", env_text(s).c_str());
+  if (s.file && !dir.empty()) printf("    file:    %s/%s\n", dir.c_str(), s.file);
   printf("    default: %s\n", default_text(s).c_str());
   printf("    bounds:  %s\n", bounds_text(s).c_str());
   printf("    help:    %s\n", s.help);
@@ -79,12 +101,17 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  int n = 0;
-  const ss::config::Setting* rows = ss::config::table(&n);
-  const std::string conf_dir = ss::config::get_string(ss::config::Id::kRsConfDir);
-  for (int i = 0; i < n; ++i) {
-    if (i) printf("\n");
-    print(rows[i], conf_dir);
+  constexpr int kMax = 16;
+  Component* list[kMax];
+  const int n = std::min(ss::config::components(list, kMax), kMax);
+  for (int k = 0; k < n; ++k) {
+    Component& c = *list[k];
+    printf("%s[%s]\n", k ? "\n" : "", c.name());
+    const std::string dir = c.dir_row() >= 0 ? c.get_string(c.dir_row()) : "";
+    for (int i = 0; i < c.count(); ++i) {
+      printf("\n");
+      print(c, i, dir);
+    }
   }
   return 0;
 }

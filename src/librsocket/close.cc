@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/base/config.h"
+#include "librsocket/settings.h"
 #include "core/base/log.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/linger_service.h"
@@ -25,7 +25,7 @@ constexpr int kMaxLingerSeconds = 60;
 std::chrono::milliseconds Socket::linger_time() const {
   if (opt_.linger)  // SO_LINGER: l_linger seconds (0: at once)
     return std::chrono::seconds(std::clamp(opt_.linger_s, 0, kMaxLingerSeconds));
-  return std::chrono::milliseconds(config::get_int(config::Id::kRsCloseLinger));
+  return std::chrono::milliseconds(settings::get(settings::Id::kCloseLinger));
 }
 
 bool Socket::sends_drained() const {

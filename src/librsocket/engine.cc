@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/base/config.h"
+#include "librsocket/settings.h"
 #include "core/base/log.h"
 #include "librsocket/socket.h"
 
@@ -367,7 +367,7 @@ int Socket::block_once(Lock& lk) {
   }
   pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {wake_fd_, POLLIN, 0}};
   lk.unlock();
-  int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
+  int wake = static_cast<int>(settings::get(settings::Id::kWakeUpInterval));
   ::poll(p, 2, wake > 0 ? wake : -1);
   lk.lock();
   leave_waiters(p[1].revents & POLLIN);
@@ -385,7 +385,7 @@ int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_p
   // Busy-poll for polling_time before sleeping.
   auto now = clock::now();
   if (*spin_until == clock::time_point::min())
-    *spin_until = now + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
+    *spin_until = now + std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
   if (now >= *spin_until) block_once(lk);
   return 1;
 }

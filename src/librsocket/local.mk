@@ -2,6 +2,8 @@
 lib_LTLIBRARIES += librsocket.la
 librsocket_la_SOURCES = \
 	src/librsocket/wire.h \
+	src/librsocket/settings.h \
+	src/librsocket/settings.cc \
 	src/librsocket/socket.h \
 	src/librsocket/socket.cc \
 	src/librsocket/close.cc \

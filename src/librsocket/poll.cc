@@ -10,7 +10,7 @@
 #include <chrono>
 #include <vector>
 
-#include "core/base/config.h"
+#include "librsocket/settings.h"
 #include "librsocket/fd_table.h"
 #include "librsocket/socket.h"
 
@@ -63,8 +63,8 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
   const bool forever = timeout < 0;
   const auto deadline = start + std::chrono::milliseconds(std::max(timeout, 0));
   const auto spin_until =
-      start + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
-  const int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
+      start + std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
+  const int wake = static_cast<int>(settings::get(settings::Id::kWakeUpInterval));
   // What the sleep polls: ordinary fds, and for each rsocket what its
   // provider can wake plus its own kick (only real fds: poll(2) refuses a
   // set larger than RLIMIT_NOFILE).

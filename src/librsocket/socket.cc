@@ -12,7 +12,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/base/config.h"
+#include "librsocket/settings.h"
 #include "core/base/log.h"
 #include "core/prov/factory.h"
 #include "librsocket/keepalive_service.h"
@@ -20,19 +20,19 @@
 
 namespace ss::rs {
 
-using config::Id;
+using settings::Id;
 
 namespace {
 uint32_t clamp_qp(uint32_t v) { return std::clamp(v, kQpMinSize, kQpMaxSize); }
 }  // namespace
 
 Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
-  opt_.sq_size = static_cast<uint32_t>(config::get_int(Id::kRsSqsizeDefault));
-  opt_.rq_size = static_cast<uint32_t>(config::get_int(Id::kRsRqsizeDefault));
-  opt_.inline_size = static_cast<uint32_t>(config::get_int(Id::kRsInlineDefault));
-  opt_.sbuf_size = static_cast<uint32_t>(config::get_int(Id::kRsWmemDefault));
-  opt_.rbuf_size = static_cast<uint32_t>(config::get_int(Id::kRsMemDefault));
-  opt_.iomap_size = static_cast<uint32_t>(config::get_int(Id::kRsIomapSize));
+  opt_.sq_size = static_cast<uint32_t>(settings::get(Id::kSqsizeDefault));
+  opt_.rq_size = static_cast<uint32_t>(settings::get(Id::kRqsizeDefault));
+  opt_.inline_size = static_cast<uint32_t>(settings::get(Id::kInlineDefault));
+  opt_.sbuf_size = static_cast<uint32_t>(settings::get(Id::kWmemDefault));
+  opt_.rbuf_size = static_cast<uint32_t>(settings::get(Id::kMemDefault));
+  opt_.iomap_size = static_cast<uint32_t>(settings::get(Id::kIomapSize));
 }
 
 Socket::~Socket() {
@@ -242,7 +242,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
       if (nonblock_) return -EAGAIN;
     }
     pollfd p{accept_efd_, POLLIN, 0};
-    int wake = static_cast<int>(config::get_int(Id::kRsWakeUpInterval));
+    int wake = static_cast<int>(settings::get(Id::kWakeUpInterval));
     if (::poll(&p, 1, wake) < 0 && errno != EINTR) return -errno;
   }
   Socket& s = **out;

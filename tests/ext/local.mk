@@ -9,7 +9,8 @@ ext_test_scripts = \
 	tests/ext/rcopy.sh \
 	tests/ext/netns.sh \
 	tests/ext/no_rdma.sh \
-	tests/ext/demo.sh
+	tests/ext/demo.sh \
+	tests/ext/slipstream_config.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh

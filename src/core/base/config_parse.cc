@@ -23,11 +23,51 @@ int digit(char c, int base) {
   return d < base ? d : -1;
 }
 
-// Upstream (rs_configure) turns a tiny send buffer into twice RS_SNDLOWAT.
-int64_t apply_quirks(Id id, int64_t v) {
-  constexpr int64_t kSndLowat = 2048;
-  if (id == Id::kRsWmemDefault && v < kSndLowat) return kSndLowat << 1;
-  return v;
+// Length of the number at the start of [text, text + len): sign, then
+// 0x-prefixed hex or decimal digits. What follows is a unit suffix.
+size_t number_length(const char* text, size_t len) {
+  size_t i = 0;
+  if (i < len && (text[i] == '+' || text[i] == '-')) ++i;
+  int base = 10;
+  if (i + 2 < len && text[i] == '0' && lower(text[i + 1]) == 'x') base = 16, i += 2;
+  while (i < len && digit(text[i], base) >= 0) ++i;
+  return i;
+}
+
+bool same_word(const char* text, size_t len, const char* word) {
+  size_t i = 0;
+  for (; i < len && word[i]; ++i)
+    if (lower(text[i]) != word[i]) return false;
+  return i == len && !word[i];
+}
+
+// One suffix and its size in the family's base (bytes, or nanoseconds).
+struct Suffix {
+  const char* name;
+  int64_t scale;
+};
+constexpr Suffix kSizes[] = {{"k", int64_t{1} << 10}, {"m", int64_t{1} << 20},
+                             {"g", int64_t{1} << 30}};
+constexpr Suffix kTimes[] = {
+    {"ns", 1}, {"us", 1000}, {"ms", 1000 * 1000}, {"s", 1000 * 1000 * 1000}};
+
+// The row's own unit in its family's base; 0 for kNone.
+int64_t unit_scale(Unit unit) {
+  switch (unit) {
+    case Unit::kNone: return 0;
+    case Unit::kBytes: return 1;
+    case Unit::kUs: return 1000;
+    case Unit::kMs: return 1000 * 1000;
+  }
+  return 0;
+}
+
+// Scale of `suffix` in `unit`'s family, or 0 when the family has no such unit.
+template <size_t N>
+int64_t find_suffix(const Suffix (&table)[N], const char* suffix, size_t len) {
+  for (const Suffix& s : table)
+    if (same_word(suffix, len, s.name)) return s.scale;
+  return 0;
 }
 
 }  // namespace
@@ -45,6 +85,8 @@ const char* check_text(Check c) {
     case Check::kOutOfRange: return "out of range";
     case Check::kNotChoice: return "not a known choice";
     case Check::kTooLong: return "too long";
+    case Check::kBadUnit: return "unknown unit";
+    case Check::kNotWhole: return "not a whole number of the setting's unit";
   }
   return "invalid";
 }
@@ -72,6 +114,46 @@ Check parse_int(const char* text, size_t len, int64_t* out) {
   if (overflow || mag > limit) return Check::kOutOfRange;
   *out = neg ? static_cast<int64_t>(0 - mag) : static_cast<int64_t>(mag);
   return Check::kOk;
+}
+
+Check parse_scaled(const char* text, size_t len, Unit unit, int64_t* out) {
+  trim(&text, &len);
+  const size_t n = number_length(text, len);
+  if (unit == Unit::kNone || n == len || n == 0) return parse_int(text, len, out);
+  int64_t v = 0;
+  if (const Check c = parse_int(text, n, &v); c != Check::kOk) return c;
+  const char* suffix = text + n;
+  size_t slen = len - n;
+  trim(&suffix, &slen);  // "10 ms" reads as "10ms"
+  const int64_t scale = unit == Unit::kBytes ? find_suffix(kSizes, suffix, slen)
+                                             : find_suffix(kTimes, suffix, slen);
+  if (!scale) return Check::kBadUnit;
+  const int64_t per = unit_scale(unit);
+  int64_t base = 0;  // the value in bytes or nanoseconds
+  if (__builtin_mul_overflow(v, scale, &base)) return Check::kOutOfRange;
+  if (base % per) return Check::kNotWhole;
+  *out = base / per;
+  return Check::kOk;
+}
+
+const char* unit_suffix(Unit unit) {
+  switch (unit) {
+    case Unit::kUs: return "us";
+    case Unit::kMs: return "ms";
+    case Unit::kNone:
+    case Unit::kBytes: return "";
+  }
+  return "";
+}
+
+const char* unit_text(Unit unit) {
+  switch (unit) {
+    case Unit::kNone: return "";
+    case Unit::kBytes: return "bytes; or with a unit: k, m, g (powers of 1024)";
+    case Unit::kUs: return "us; or with a unit: ns, us, ms, s";
+    case Unit::kMs: return "ms; or with a unit: ns, us, ms, s";
+  }
+  return "";
 }
 
 int parse_choice(const char* text, size_t len, const char* choices) {
@@ -125,14 +207,14 @@ Check parse_value(const Setting& s, const char* text, size_t len, int64_t* iv, c
       return Check::kOk;
     case Type::kInt: {
       int64_t v = 0;
-      Check c = parse_int(text, len, &v);
+      Check c = parse_scaled(text, len, s.unit, &v);
       if (c == Check::kNotNumber && s.str_def) {
         const int i = parse_choice(text, len, s.str_def);
         if (i >= 0) v = s.min + i, c = Check::kOk;
       }
       if (c != Check::kOk) return c;
       if (v < s.min || v > s.max) return Check::kOutOfRange;
-      *iv = apply_quirks(s.id, v);
+      *iv = s.adjust ? s.adjust(v) : v;
       return Check::kOk;
     }
   }

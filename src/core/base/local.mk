@@ -1,10 +1,11 @@
-# src/core/base: settings table, logging.
+# src/core/base: the settings layer and core's table, logging.
 libslipstream_la_SOURCES += \
 	src/core/base/config.cc \
 	src/core/base/config.h \
 	src/core/base/config_parse.cc \
 	src/core/base/config_parse.h \
-	src/core/base/config_table.cc \
+	src/core/base/config_core.cc \
+	src/core/base/config_core.h \
 	src/core/base/errno_guard.h \
 	src/core/base/fifo.h \
 	src/core/base/futex_mutex.h \

@@ -10,7 +10,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "core/base/config.h"
+#include "core/base/config_core.h"
 #include "core/base/errno_guard.h"
 
 namespace ss::log {
@@ -24,7 +24,7 @@ constinit std::atomic<int> g_threshold{-1};
 constexpr size_t kLineCap = 2048;
 
 int read_threshold() {
-  const int t = static_cast<int>(config::env_int(config::Id::kLogLevel));
+  const int t = static_cast<int>(config::core::table.env_int(config::core::Id::kLogLevel));
   g_threshold.store(t, std::memory_order_relaxed);
   return t;
 }

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/base/config.h"
+#include "core/base/config_core.h"
 #include "core/base/log.h"
 #include "core/prov/listener_set.h"
 #include "core/prov/shm/shm_endpoint.h"
@@ -57,7 +57,9 @@ bool is_local_address(const sockaddr* dst, socklen_t len) {
 }
 
 namespace {
-Kind configured() { return static_cast<Kind>(config::get_int(config::Id::kProvider)); }
+Kind configured() {
+  return static_cast<Kind>(config::core::table.get_int(config::core::Id::kProvider));
+}
 
 // Without RDMA: shm for a peer on this host, tcp otherwise.
 Kind software_kind(const sockaddr* dst, socklen_t len) {

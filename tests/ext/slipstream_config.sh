@@ -1,0 +1,55 @@
+#!/bin/bash
+# slipstream-config as an admin runs it: every component's table is listed
+# (core's and librsocket's, which registers when the library loads), each
+# value with its origin: the environment (the value converted from its
+# unit), a file of the rsocket directory, the default; a bad value gives one
+# warning naming the setting, the value and the default, which is listed.
+#
+# Run from the build directory: bash $srcdir/tests/ext/slipstream_config.sh
+set -u
+name=slipstream_config
+b=${top_builddir:-$(pwd)}
+TOOL=$(cd "$b" && pwd)/tools/slipstream-config
+[ -x "$TOOL" ] || { echo "ERROR: $name: $TOOL not built"; exit 99; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/ss-config.XXXXXX") || exit 99
+trap 'rm -rf "$T"' EXIT
+fails=0
+check() {  # check LABEL STATUS
+  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+# The block of one setting: from "NAME = " to the blank line after it.
+block() { awk -v n="$2 = " 'index($0, n) == 1 {p = 1} p && /^$/ {exit} p' "$1"; }
+
+echo 5s >"$T/wake_up_interval"
+env -u SLIPSTREAM_RS_WAKE_UP_INTERVAL SLIPSTREAM_RS_CONF_DIR="$T" \
+  SLIPSTREAM_RS_MEM_DEFAULT=64k SLIPSTREAM_RS_POLLING_TIME=1x \
+  timeout 30 "$TOOL" >"$T/out" 2>"$T/err"
+rc=$?
+check "exit 0 (got $rc)" "$rc"
+grep -qx '\[core\]' "$T/out"
+check "core's table is listed" $?
+grep -qx '\[rsocket\]' "$T/out"
+check "librsocket's table is listed" $?
+for s in provider log_level rs_conf_dir polling_time wake_up_interval inline_default \
+         sqsize_default rqsize_default mem_default wmem_default iomap_size close_linger; do
+  grep -q "^$s = " "$T/out"
+  check "setting $s is listed" $?
+done
+block "$T/out" mem_default | grep -q '^mem_default = 65536$'
+check "64k from the environment is 65536 bytes" $?
+block "$T/out" mem_default | grep -qx '    source:  env SLIPSTREAM_RS_MEM_DEFAULT'
+check "its origin is the variable" $?
+block "$T/out" wake_up_interval | grep -q '^wake_up_interval = 5000$'
+check "5s from the file is 5000 ms" $?
+block "$T/out" wake_up_interval | grep -qx "    source:  file $T/wake_up_interval"
+check "its origin is the file" $?
+block "$T/out" polling_time | grep -q '^polling_time = 10$'
+check "a bad polling_time lists the default" $?
+block "$T/out" sqsize_default | grep -qx '    source:  default'
+check "an unset setting comes from the default" $?
+n=$(grep -c 'WARN' "$T/err")
+check "one warning (got $n)" "$([ "$n" = 1 ]; echo $?)"
+grep -q 'polling_time: bad value "1x" from env SLIPSTREAM_RS_POLLING_TIME (unknown unit;.*using default 10us' "$T/err"
+check "the warning names the setting, the value and the default" $?
+[ $fails = 0 ] || { cat "$T/err"; exit 1; }
+exit 0
