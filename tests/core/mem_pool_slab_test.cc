@@ -20,19 +20,10 @@
 #include "core/mem/buffer.h"
 #include "core/mem/region.h"
 #include "core/mem/pool.h"
+#include "tests/core/mem_test_pool.h"
 
 namespace ss::mem {
 namespace {
-
-std::unique_ptr<Pool> make_pool(size_t frame, size_t per_slab, size_t max_slabs) {
-  PoolOptions opt;
-  opt.frame_size = frame;
-  opt.frames_per_chunk = per_slab;
-  opt.max_chunks = max_slabs;
-  std::unique_ptr<Pool> p;
-  EXPECT_EQ(Pool::create(opt, &p), 0);
-  return p;
-}
 
 // Records what a provider would see; keys encode (registrar id, serial).
 class FakeRegistrar : public Registrar {
@@ -81,26 +72,16 @@ class FakeRegistrar : public Registrar {
   std::map<void*, std::pair<size_t, uint32_t>> live_;
 };
 
-int create_with(size_t frame, size_t per_chunk, size_t chunks, size_t headroom,
-                std::unique_ptr<Pool>* out) {
-  PoolOptions opt;
-  opt.frame_size = frame;
-  opt.frames_per_chunk = per_chunk;
-  opt.max_chunks = chunks;
-  opt.headroom = headroom;
-  return Pool::create(opt, out);
-}
-
 TEST(SlabPoolTest, CreateRejectsBadArguments) {
   std::unique_ptr<Pool> p;
-  EXPECT_EQ(create_with(0, 4, 1, 0, &p), -EINVAL);
-  EXPECT_EQ(create_with(64, 0, 1, 0, &p), -EINVAL);
-  EXPECT_EQ(create_with(64, 4, 0, 0, &p), -EINVAL);
-  EXPECT_EQ(create_with(64, 4, 1, 0, nullptr), -EINVAL);
-  EXPECT_EQ(create_with(SIZE_MAX, 4, 1, 0, &p), -EINVAL);
-  EXPECT_EQ(create_with(1 << 20, SIZE_MAX / 2, 1, 0, &p), -EINVAL);
-  EXPECT_EQ(create_with(2048, 1 << 20, 1 << 20, 0, &p), -EINVAL);  // > 2^32 frames
-  EXPECT_EQ(create_with(2048, 4, 1, 2048, &p), -EINVAL);  // headroom fills the frame
+  EXPECT_EQ(Pool::create(pool_options(0, 4, 1, 0), &p), -EINVAL);
+  EXPECT_EQ(Pool::create(pool_options(64, 0, 1, 0), &p), -EINVAL);
+  EXPECT_EQ(Pool::create(pool_options(64, 4, 0, 0), &p), -EINVAL);
+  EXPECT_EQ(Pool::create(pool_options(64, 4, 1, 0), nullptr), -EINVAL);
+  EXPECT_EQ(Pool::create(pool_options(SIZE_MAX, 4, 1, 0), &p), -EINVAL);
+  EXPECT_EQ(Pool::create(pool_options(1 << 20, SIZE_MAX / 2, 1, 0), &p), -EINVAL);
+  EXPECT_EQ(Pool::create(pool_options(2048, 1 << 20, 1 << 20, 0), &p), -EINVAL);  // > 2^32 frames
+  EXPECT_EQ(Pool::create(pool_options(2048, 4, 1, 2048), &p), -EINVAL);  // headroom fills the frame
   EXPECT_FALSE(p);
 }
 

@@ -18,4 +18,6 @@ libslipstream_la_SOURCES += \
 
 core_unit_tests_SOURCES += \
 	tests/core/mem_region_test.cc \
-	tests/core/mem_pool_slab_test.cc
+	tests/core/mem_pool_slab_test.cc \
+	tests/core/mem_pool_test.cc \
+	tests/core/mem_test_pool.h
