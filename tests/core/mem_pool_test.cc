@@ -404,7 +404,9 @@ TEST(PoolHugepagesTest, AllowedButUnavailableFallsBackToNormalPages) {
     opt.hugepages = true;
     std::unique_ptr<Pool> p;
     ASSERT_EQ(Pool::create(opt, &p), 0);
-    if (free_hugepages() == 0) EXPECT_FALSE(p->chunk_huge(0));
+    if (free_hugepages() == 0) {
+      EXPECT_FALSE(p->chunk_huge(0));
+    }
     Buffer b = p->get();
     ASSERT_TRUE(b);
     std::memset(b.frame(), 1, b.frame_size());

@@ -65,6 +65,14 @@ class Buffer {
     len_ = static_cast<uint32_t>(n);
     return 0;
   }
+  // Sets the whole view (where a device wrote a packet): -EINVAL past the
+  // frame's end.
+  int set_view(size_t offset, size_t len) {
+    if (!d_ || offset > frame_size() || len > frame_size() - offset) return -EINVAL;
+    off_ = static_cast<uint32_t>(offset);
+    len_ = static_cast<uint32_t>(len);
+    return 0;
+  }
   // Grows the view by n bytes in front (a header goes there): -EINVAL when
   // the headroom is shorter than n.
   int push_head(size_t n) {

@@ -21,3 +21,10 @@ core_unit_tests_SOURCES += \
 	tests/core/mem_pool_slab_test.cc \
 	tests/core/mem_pool_test.cc \
 	tests/core/mem_test_pool.h
+
+# The ring-provider interface (prov/ring.h) proven on the buffer model by a
+# loopback provider that exists only in the tests.
+core_unit_tests_SOURCES += \
+	tests/core/loopback_ring.h \
+	tests/core/loopback_ring.cc \
+	tests/core/prov_ring_loopback_test.cc
