@@ -2,9 +2,11 @@
 // addressed by offset, headroom and per-handle views, chained frames, raw
 // payload pointers given back (and refused), the recycle hook, per-thread
 // caches under four threads, hugepages falling back to normal pages.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -112,6 +114,15 @@ TEST(BufferViewTest, HeadroomPushPullAndIndependentViews) {
   EXPECT_EQ(static_cast<char*>(a.data())[0], 'h');
   EXPECT_EQ(b.pull_head(101), -EINVAL);
   EXPECT_EQ(b.frame(), a.frame());
+
+  // Where a device wrote: any view inside the frame, nothing past it.
+  ASSERT_EQ(b.set_view(256 + 64, 1000), 0);
+  EXPECT_EQ(b.offset(), 320u);
+  EXPECT_EQ(b.size(), 1000u);
+  EXPECT_EQ(b.set_view(2048, 0), 0);
+  EXPECT_EQ(b.set_view(2000, 49), -EINVAL);
+  EXPECT_EQ(b.set_view(2049, 0), -EINVAL);
+  EXPECT_EQ(b.offset(), 2048u);
 }
 
 TEST(BufferChainTest, AppendWalkAndReleaseTheWholeChain) {
@@ -381,6 +392,46 @@ TEST(PoolThreadsTest, ThreadCacheGoesBackWhenTheThreadExits) {
   std::vector<Buffer> all;
   for (Buffer b = p->get(); b; b = p->get()) all.push_back(std::move(b));
   EXPECT_EQ(all.size(), 256u);
+}
+
+TEST(PoolThreadsTest, ForkChildGetsTheCachesOfThreadsItDidNotInherit) {
+  auto p = make_pool(64, 256, 1);
+  ASSERT_TRUE(p);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool cached = false, done = false;
+  std::thread t([&] {
+    {
+      std::vector<Buffer> v;
+      for (int i = 0; i < 40; i++) v.push_back(p->get());
+    }  // now in this thread's cache, which it keeps while it lives
+    std::unique_lock lock(mu);
+    cached = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return done; });
+  });
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return cached; });
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    size_t n = 0;
+    std::vector<Buffer> all;
+    for (Buffer b = p->get(); b; b = p->get()) all.push_back(std::move(b));
+    n = all.size();
+    _exit(n == 256 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  t.join();
 }
 
 // HugePages_Free from /proc/meminfo (0 when absent).

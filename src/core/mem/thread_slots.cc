@@ -1,5 +1,7 @@
 #include "core/mem/thread_slots.h"
 
+#include <pthread.h>
+
 #include <bitset>
 #include <mutex>
 #include <new>
@@ -17,12 +19,7 @@ struct Registry {
   std::bitset<kMaxThreadSlots> used;
   std::vector<Pool*> pools;
 };
-
-// Leaked on purpose: threads may exit after static destructors ran.
-Registry& registry() {
-  static Registry* r = new Registry;
-  return *r;
-}
+Registry& registry();
 
 struct SlotHolder {
   int slot = kUnset;
@@ -36,6 +33,30 @@ struct SlotHolder {
 };
 
 thread_local SlotHolder t_slot;
+
+// fork() copies only the calling thread: the other threads' caches would be
+// stranded in the child. The registry lock is held across fork so the child
+// sees it consistent, then hands those caches back to their pools.
+void before_fork() { registry().mu.lock(); }
+void parent_after_fork() { registry().mu.unlock(); }
+void child_after_fork() {
+  Registry& r = registry();
+  for (int i = 0; i < kMaxThreadSlots; i++) {
+    if (i == t_slot.slot || !r.used.test(static_cast<size_t>(i))) continue;
+    for (Pool* p : r.pools) p->spill_thread_cache(i);
+    r.used.reset(static_cast<size_t>(i));
+  }
+  r.mu.unlock();
+}
+
+// Leaked on purpose: threads may exit after static destructors ran.
+Registry& registry() {
+  static Registry* r = [] {
+    pthread_atfork(before_fork, parent_after_fork, child_after_fork);
+    return new Registry;
+  }();
+  return *r;
+}
 
 }  // namespace
 

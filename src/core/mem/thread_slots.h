@@ -1,6 +1,7 @@
 // Internal to core/mem: a small number per live thread, so each pool can
 // keep one cache per thread in a plain array (no per-pool thread_local
-// lookup), and the list of pools whose caches a thread spills at exit.
+// lookup), and the list of pools whose caches a thread spills at exit (and
+// a fork child spills for the threads it did not inherit).
 #pragma once
 
 namespace ss::mem {
