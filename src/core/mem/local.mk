@@ -14,7 +14,8 @@ libslipstream_la_SOURCES += \
 	src/core/mem/thread_slots.h \
 	src/core/mem/thread_slots.cc \
 	src/core/mem/pool.h \
-	src/core/mem/pool.cc
+	src/core/mem/pool.cc \
+	src/core/mem/pool_frames.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/mem_region_test.cc \

@@ -1,3 +1,4 @@
+// Pool: creation, chunks and their registration.
 #include "core/mem/pool.h"
 
 #include <atomic>
@@ -17,8 +18,6 @@ using detail::FrameDesc;
 namespace {
 
 constexpr uint32_t kMinFrameShift = 6;  // 64 B: a cache line
-constexpr uint32_t kMaxCache = 32;      // frames a thread may keep per pool
-constexpr uint64_t kIndexMask = 0xffffffffu;
 
 uint32_t log2_ceil(size_t n) {
   uint32_t s = 0;
@@ -34,12 +33,6 @@ void dereg_chunk(Registrar* r, Chunk* c, size_t idx, size_t bytes) {
 }
 
 }  // namespace
-
-// Only its thread touches items; n is atomic so free_count() may read it.
-struct alignas(64) Pool::ThreadCache {
-  std::atomic<uint32_t> n{0};
-  uint32_t items[kMaxCache];
-};
 
 Pool::Pool(const PoolOptions& opt, uint32_t frame_shift, uint32_t chunk_shift)
     : frame_shift_(frame_shift),
@@ -61,7 +54,7 @@ int Pool::create(const PoolOptions& opt, std::unique_ptr<Pool>* out) {
   const uint32_t cs = log2_ceil(opt.frames_per_chunk);
   if (opt.headroom >= (size_t{1} << fs)) return -EINVAL;
   // Indices (+1) must fit the free list's 32 bits, chunk bytes a size_t.
-  if (opt.max_chunks > (kIndexMask - 1) >> cs || fs + cs >= 63) return -EINVAL;
+  if (opt.max_chunks > (uint64_t{0xffffffffu} - 1) >> cs || fs + cs >= 63) return -EINVAL;
 
   std::unique_ptr<Pool> p(new (std::nothrow) Pool(opt, fs, cs));
   if (!p) return -ENOMEM;
@@ -146,146 +139,11 @@ int Pool::grow() {
   return 0;
 }
 
-FrameDesc* Pool::desc(uint32_t index) const {
-  return &chunks_[index >> chunk_shift_]->frames[index & ((1u << chunk_shift_) - 1)];
-}
-
 void* Pool::chunk_base(size_t i) const {
   return i < chunk_count() ? chunks_[i]->mem->base() : nullptr;
 }
 
 bool Pool::chunk_huge(size_t i) const { return i < chunk_count() && chunks_[i]->mem->huge(); }
-
-// first..last are already linked through next_free; last's link is set here.
-void Pool::push_shared(FrameDesc* first, FrameDesc* last, size_t n) {
-  uint64_t old = head_.load(std::memory_order_relaxed);
-  uint64_t want;
-  do {
-    last->next_free.store(static_cast<uint32_t>(old & kIndexMask), std::memory_order_relaxed);
-    want = ((old >> 32) + 1) << 32 | (first->index + 1u);
-  } while (!head_.compare_exchange_weak(old, want, std::memory_order_release,
-                                        std::memory_order_relaxed));
-  nfree_.fetch_add(n, std::memory_order_relaxed);
-}
-
-FrameDesc* Pool::pop_shared() {
-  uint64_t old = head_.load(std::memory_order_acquire);
-  for (;;) {
-    const uint32_t top = static_cast<uint32_t>(old & kIndexMask);
-    if (top == 0) return nullptr;
-    FrameDesc* d = desc(top - 1);
-    // May be stale if another thread popped d meanwhile; the count in the
-    // high bits then makes the CAS fail.
-    const uint32_t next = d->next_free.load(std::memory_order_relaxed);
-    const uint64_t want = ((old >> 32) + 1) << 32 | next;
-    if (head_.compare_exchange_weak(old, want, std::memory_order_acquire,
-                                    std::memory_order_acquire)) {
-      nfree_.fetch_sub(1, std::memory_order_relaxed);
-      return d;
-    }
-  }
-}
-
-FrameDesc* Pool::get_frame() {
-  const int slot = cache_cap_ ? detail::thread_slot() : -1;
-  if (slot >= 0) {
-    ThreadCache& c = caches_[slot];
-    uint32_t n = c.n.load(std::memory_order_relaxed);
-    if (n == 0) {  // refill half, one pop at a time
-      while (n < cache_cap_ / 2) {
-        FrameDesc* d = pop_shared();
-        if (!d) break;
-        c.items[n++] = d->index;
-      }
-    }
-    if (n > 0) {
-      c.n.store(n - 1, std::memory_order_relaxed);
-      return desc(c.items[n - 1]);
-    }
-  }
-  if (FrameDesc* d = pop_shared()) return d;
-  std::lock_guard lock(chunk_mu_);
-  if (FrameDesc* d = pop_shared()) return d;  // another thread grew meanwhile
-  return grow() == 0 ? pop_shared() : nullptr;
-}
-
-Buffer Pool::get() {
-  FrameDesc* d = get_frame();
-  if (!d) return Buffer();
-  d->refs.store(1, std::memory_order_relaxed);
-  return Buffer(d, headroom_, 0);
-}
-
-void Pool::put_frame(FrameDesc* d) {
-  const int slot = cache_cap_ ? detail::thread_slot() : -1;
-  if (slot < 0) {
-    push_shared(d, d, 1);
-    return;
-  }
-  ThreadCache& c = caches_[slot];
-  uint32_t n = c.n.load(std::memory_order_relaxed);
-  if (n == cache_cap_) {  // full: the older half goes back in one push
-    const uint32_t keep = cache_cap_ / 2;
-    for (uint32_t i = 0; i + 1 < keep; i++)
-      desc(c.items[i])->next_free.store(c.items[i + 1] + 1, std::memory_order_relaxed);
-    push_shared(desc(c.items[0]), desc(c.items[keep - 1]), keep);
-    for (uint32_t i = keep; i < n; i++) c.items[i - keep] = c.items[i];
-    n -= keep;
-  }
-  c.items[n] = d->index;
-  c.n.store(n + 1, std::memory_order_relaxed);
-}
-
-void Pool::spill_thread_cache(int slot) {
-  if (!cache_cap_ || slot < 0) return;
-  ThreadCache& c = caches_[slot];
-  const uint32_t n = c.n.load(std::memory_order_relaxed);
-  if (n == 0) return;
-  for (uint32_t i = 0; i + 1 < n; i++)
-    desc(c.items[i])->next_free.store(c.items[i + 1] + 1, std::memory_order_relaxed);
-  push_shared(desc(c.items[0]), desc(c.items[n - 1]), n);
-  c.n.store(0, std::memory_order_relaxed);
-}
-
-void Pool::release_frame(FrameDesc* d) {
-  while (d) {
-    // The chain link is this frame's reference on the next one.
-    FrameDesc* next = d->next;
-    d->next = nullptr;
-    Pool* pool = d->chunk->pool;
-    Recycler* r = pool->recycler_.load(std::memory_order_acquire);
-    bool free_it = true;
-    if (r) {
-      d->refs.store(1, std::memory_order_relaxed);
-      Buffer frame(d, pool->headroom_, 0);
-      r->recycle(frame);
-      // Left to us: ours alone unless the recycler kept a share.
-      free_it = frame.d_ && frame.d_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
-      frame.d_ = nullptr;
-    }
-    if (free_it) pool->put_frame(d);
-    d = next && next->refs.fetch_sub(1, std::memory_order_acq_rel) == 1 ? next : nullptr;
-  }
-}
-
-int Pool::from_raw(const void* p, Buffer* out) {
-  if (!p || !out) return -EINVAL;
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  const size_t n = chunk_count();
-  for (size_t i = 0; i < n; i++) {
-    const auto base = reinterpret_cast<uintptr_t>(chunks_[i]->mem->base());
-    if (a < base || a - base >= chunk_bytes()) continue;
-    FrameDesc* d = &chunks_[i]->frames[(a - base) >> frame_shift_];
-    uint32_t lent = d->raw.load(std::memory_order_acquire);
-    do {
-      if (lent == 0) return -EINVAL;  // never lent, given back, or recycled
-    } while (!d->raw.compare_exchange_weak(lent, lent - 1, std::memory_order_acq_rel,
-                                           std::memory_order_acquire));
-    *out = Buffer(d, static_cast<uint32_t>(a - reinterpret_cast<uintptr_t>(d->data)), 0);
-    return 0;
-  }
-  return -EINVAL;
-}
 
 int Pool::add_registrar(Registrar* r) {
   if (!r) return -EINVAL;
@@ -322,14 +180,6 @@ int Pool::remove_registrar(Registrar* r) {
     return 0;
   }
   return -ENOENT;
-}
-
-size_t Pool::free_count() const {
-  size_t n = nfree_.load(std::memory_order_relaxed);
-  if (cache_cap_)
-    for (int i = 0; i < detail::kMaxThreadSlots; i++)
-      n += caches_[i].n.load(std::memory_order_relaxed);
-  return n;
 }
 
 }  // namespace ss::mem

@@ -99,9 +99,18 @@ class Pool {
   void spill_thread_cache(int slot);
 
  private:
-  struct ThreadCache;
+  static constexpr uint32_t kMaxCache = 32;  // frames a thread may keep per pool
+  // Only its thread touches items; n is atomic so free_count() may read it.
+  struct alignas(64) ThreadCache {
+    std::atomic<uint32_t> n{0};
+    uint32_t items[kMaxCache];
+  };
+
   Pool(const PoolOptions& opt, uint32_t frame_shift, uint32_t chunk_shift);
-  detail::FrameDesc* desc(uint32_t index) const;
+  detail::FrameDesc* desc(uint32_t index) const {
+    return &chunks_[index >> chunk_shift_]->frames[index & ((1u << chunk_shift_) - 1)];
+  }
+  void spill(ThreadCache* c, uint32_t count);
   detail::FrameDesc* pop_shared();
   void push_shared(detail::FrameDesc* first, detail::FrameDesc* last, size_t n);
   detail::FrameDesc* get_frame();
