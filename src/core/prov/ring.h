@@ -42,7 +42,8 @@ struct RingQueueConfig {
   // Entries per ring; powers of two (as AF_XDP requires), else -EINVAL.
   uint32_t fill_size = 4096, rx_size = 2048, tx_size = 2048, completion_size = 2048;
   // Released frames of the pool go straight into the fill ring (the pool's
-  // Recycler) while it has room; the rest reach the pool's free list.
+  // Recycler) while it has room; the rest reach the pool's free list. A
+  // pool has one recycler: at most one queue per pool sets this.
   bool recycle_into_fill = true;
   const char* ifname = nullptr;  // the device, for providers bound to one
   uint32_t queue_id = 0;
