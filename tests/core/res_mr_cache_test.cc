@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/mem/slab.h"
+#include "core/mem/pool.h"
 #include "core/res/mr_cache.h"
 #include "core/res/pd_registrar.h"
 #include "core/res/verbs_manager.h"
@@ -123,19 +123,22 @@ TEST_F(VerbsResTest, LookupsDuringChurn) {
   cache_.release(pinned);
 }
 
-// Slabs registered through the manager carry the device's keys.
-TEST_F(VerbsResTest, SlabPoolRegistersThroughPdRegistrar) {
-  std::unique_ptr<ss::mem::SlabPool> pool;
-  ASSERT_EQ(0, ss::mem::SlabPool::create(2048, 16, 2, &pool));
+// Chunks registered through the manager carry the device's keys.
+TEST_F(VerbsResTest, PoolRegistersThroughPdRegistrar) {
+  std::unique_ptr<ss::mem::Pool> pool;
+  ss::mem::PoolOptions opt;
+  opt.frames_per_chunk = 16;
+  opt.max_chunks = 2;
+  ASSERT_EQ(0, ss::mem::Pool::create(opt, &pool));
   ss::res::PdRegistrar reg(pd_);
   size_t before = ss::res::mr_cache().size();
   int idx = pool->add_registrar(&reg);
   ASSERT_GE(idx, 0) << strerror(-idx);
   EXPECT_EQ(before + 1, ss::res::mr_cache().size());
   {
-    ss::mem::Buffer b = pool->alloc();
+    ss::mem::Buffer b = pool->get();
     ASSERT_TRUE(b);
-    MrCache::Entry* e = ss::res::mr_cache().find(pd_, b.data(), pool->buf_size(), kRemote);
+    MrCache::Entry* e = ss::res::mr_cache().find(pd_, b.data(), b.capacity(), kRemote);
     ASSERT_NE(nullptr, e);
     EXPECT_EQ(e->mr->lkey, b.lkey(idx));
     EXPECT_EQ(e->mr->rkey, b.rkey(idx));

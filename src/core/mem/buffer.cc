@@ -1,14 +1,60 @@
 #include "core/mem/buffer.h"
 
-#include "core/mem/slab.h"
+#include "core/mem/pool.h"
 
 namespace ss::mem {
 
 void Buffer::release() {
-  detail::BufDesc* d = d_;
+  detail::FrameDesc* d = d_;
   d_ = nullptr;
-  // acq_rel: every holder's writes happen-before the buffer's next owner.
-  if (d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) d->slab->pool->put(d);
+  // acq_rel: every holder's writes happen-before the frame's next owner.
+  if (d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) Pool::release_frame(d);
+}
+
+int Buffer::append(Buffer&& tail) {
+  if (!d_ || !tail.d_) return -EINVAL;
+  detail::FrameDesc* last = d_;
+  while (last->next) last = last->next;
+  if (last->refs.load(std::memory_order_acquire) != 1 ||
+      tail.d_->refs.load(std::memory_order_acquire) != 1)
+    return -EBUSY;
+  last->next = tail.d_;
+  last->next_off = tail.off_;
+  last->next_len = tail.len_;
+  tail.d_ = nullptr;
+  return 0;
+}
+
+Buffer Buffer::next() const {
+  if (!d_ || !d_->next) return Buffer();
+  d_->next->refs.fetch_add(1, std::memory_order_relaxed);
+  return Buffer(d_->next, d_->next_off, d_->next_len);
+}
+
+int Buffer::unchain(Buffer* rest) {
+  if (!d_ || !rest) return -EINVAL;
+  if (d_->refs.load(std::memory_order_acquire) != 1) return -EBUSY;
+  Buffer r(d_->next, d_->next_off, d_->next_len);  // adopts the link's reference
+  d_->next = nullptr;
+  *rest = std::move(r);
+  return 0;
+}
+
+size_t Buffer::chain_size() const {
+  if (!d_) return 0;
+  size_t n = len_;
+  for (const detail::FrameDesc* f = d_; f->next; f = f->next) n += f->next_len;
+  return n;
+}
+
+void* Buffer::into_raw() {
+  if (!d_) return nullptr;
+  void* p = data();
+  // The handle's reference becomes a raw one: refs is unchanged, so the
+  // frame cannot be recycled while it is lent.
+  d_->raw.fetch_add(1, std::memory_order_release);
+  d_ = nullptr;
+  return p;
 }
 
 }  // namespace ss::mem

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <new>
 
 #include "core/mem/region_registry.h"
@@ -18,21 +19,39 @@ namespace {
 // fixed at creation; SEAL so nobody holding the fd can add write seals.
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
+size_t read_huge_page_size() {
+  FILE* f = fopen("/proc/meminfo", "re");
+  if (!f) return 0;
+  char line[128];
+  size_t kib = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Hugepagesize: %zu kB", &kib) == 1) break;
+  fclose(f);
+  return kib * 1024;
+}
+
+}  // namespace
+
 size_t page_size() {
   static const size_t ps = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return ps;
 }
 
-}  // namespace
+size_t huge_page_size() {
+  static const size_t hs = read_huge_page_size();
+  return hs;
+}
 
-int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out) {
+int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out,
+                   bool hugepages) {
   if (len == 0 || !out) return -EINVAL;
-  const size_t ps = page_size();
+  const size_t ps = hugepages ? huge_page_size() : page_size();
+  if (ps == 0) return -EOPNOTSUPP;
   if (len > SIZE_MAX - (ps - 1)) return -ENOMEM;
   len = (len + ps - 1) & ~(ps - 1);
 
   int fd = memfd_create(name && *name ? name : "slipstream",
-                        MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                        MFD_CLOEXEC | MFD_ALLOW_SEALING | (hugepages ? MFD_HUGETLB : 0));
   if (fd < 0) return -errno;
   int err = 0;
   void* addr = MAP_FAILED;

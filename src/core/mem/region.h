@@ -14,9 +14,10 @@ class Region {
   // shrinking, growing and further seals so a peer holding the fd can never
   // make our mapping SIGBUS), then maps it read/write. The Region is recorded
   // in the process-wide registry that find_backing() consults.
-  // Hugepages (MFD_HUGETLB) are not used yet: they need a setting in
-  // core/base/config; normal pages are always correct.
-  static int create(size_t len, const char* name, std::unique_ptr<Region>* out);
+  // hugepages: MFD_HUGETLB, len rounded to huge_page_size(); fails (no
+  // fallback here: see ChunkMemory) when none are reserved.
+  static int create(size_t len, const char* name, std::unique_ptr<Region>* out,
+                    bool hugepages = false);
 
   // Receiving side: maps a peer's region fd MAP_SHARED with `prot`. Refuses
   // (-EINVAL) an fd shorter than len, and (-EPERM) one that is not sealed
@@ -39,6 +40,10 @@ class Region {
   size_t len_;
   int fd_;
 };
+
+size_t page_size();
+// The default hugepage size (/proc/meminfo), 0 when the kernel has none.
+size_t huge_page_size();
 
 // True when [addr, addr+len) lies entirely inside one live Region; then *fd
 // and *offset (from the start of that Region) say where it is backed. The fd

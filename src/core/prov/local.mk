@@ -2,6 +2,7 @@
 # (soft: tcp, shm) and verbs (rdma_cm + RC queue pairs).
 libslipstream_la_SOURCES += \
 	src/core/prov/provider.h \
+	src/core/prov/ring.h \
 	src/core/prov/factory.h \
 	src/core/prov/factory.cc \
 	src/core/prov/listener_set.h \

@@ -9,22 +9,22 @@ PdRegistrar::~PdRegistrar() {
   for (auto& [addr, e] : held_) mr_cache().release(e);
 }
 
-int PdRegistrar::reg(void* addr, size_t len, uint32_t* lkey, uint32_t* rkey) {
+int PdRegistrar::reg(void* addr, size_t len, mem::RegHandle* out) {
   MrCache::Entry* e = nullptr;
   int rc = mr_cache().acquire(pd_, addr, len, access_, &e);
   if (rc) return rc;
   std::lock_guard<std::mutex> lk(mu_);
   auto [it, fresh] = held_.emplace(addr, e);
-  if (!fresh) {  // the pool registers a slab once; keep one hold per address
+  if (!fresh) {  // the pool registers a chunk once; keep one hold per address
     mr_cache().release(e);
     e = it->second;
   }
-  *lkey = e->mr->lkey;
-  *rkey = e->mr->rkey;
+  out->keys.lkey = e->mr->lkey;
+  out->keys.rkey = e->mr->rkey;
   return 0;
 }
 
-void PdRegistrar::dereg(void* addr, size_t) {
+void PdRegistrar::dereg(void* addr, size_t, const mem::RegHandle&) {
   MrCache::Entry* e = nullptr;
   {
     std::lock_guard<std::mutex> lk(mu_);
