@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/prov/factory.h"
+#include "core/prov/selection.h"
 #include "include/rdma/rsocket.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/socket.h"

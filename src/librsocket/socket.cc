@@ -14,7 +14,8 @@
 
 #include "librsocket/settings.h"
 #include "core/base/log.h"
-#include "core/prov/factory.h"
+#include "core/prov/selection.h"
+#include "core/prov/sock_addr.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
 
@@ -24,6 +25,16 @@ using settings::Id;
 
 namespace {
 uint32_t clamp_qp(uint32_t v) { return std::clamp(v, kQpMinSize, kQpMaxSize); }
+
+// The descriptor of an accepted connection whose provider has none (verbs):
+// a kernel socket of the connection's family, so fd-based calls behave as
+// on an active rsocket.
+int name_accepted(const prov::Endpoint& ep) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  int family = ep.local_name(&local, &len) == 0 && local.ss_family == AF_INET6 ? AF_INET6 : AF_INET;
+  return ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
 }  // namespace
 
 Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
@@ -185,6 +196,10 @@ void Socket::serve_requests() {
     }
     const auto t0 = std::chrono::steady_clock::now();
     int fd = ep->descriptor_fd();
+    if (fd < 0 && (fd = name_accepted(*ep)) < 0) {
+      ep->reject();
+      continue;
+    }
     auto s = std::make_shared<Socket>(fd, domain_);
     {
       std::lock_guard<FutexMutex> g(mu_);
@@ -300,10 +315,8 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   if ((addr->sa_family == AF_INET && len < sizeof(sockaddr_in)) ||
       (addr->sa_family == AF_INET6 && len < sizeof(sockaddr_in6)))
     return -EINVAL;
-  int rc = prov::choose_kind(addr, len, &kind_);
-  if (rc) return rc;
-  rc = prov::create_active(kind_, fd_, addr, len, &ep_,
-                           opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size());
+  int rc = prov::create_active(
+      {fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size()}, &ep_);
   if (!rc) {
     // Resolution (verbs) goes on in the background; progress_connect
     // finishes the connect once the peer is found.
@@ -398,7 +411,7 @@ void Socket::finish_established() {
   // to send (kCapActiveSpeaksFirst): a credit update, due anyway.
   if ((caps_ & prov::kCapActiveSpeaksFirst) && ctrl_ready() && send_credits() == 0)
     ep_->confirm_first_message();
-  SS_DEBUG("rsocket: fd %d connected over %s", fd_, prov::kind_name(ep_->kind()));
+  SS_DEBUG("rsocket: fd %d connected over %s", fd_, ep_->provider_name());
 }
 
 void Socket::send_keepalive() {

@@ -16,7 +16,7 @@
 
 #include "core/base/fifo.h"
 #include "core/mem/region.h"
-#include "core/prov/provider.h"
+#include "core/prov/connection.h"
 #include "core/base/futex_mutex.h"
 #include "librsocket/wire.h"
 
@@ -265,7 +265,6 @@ class Socket : public std::enable_shared_from_this<Socket> {
   sockaddr_storage peer_addr_{};
   socklen_t peer_len_ = 0;
 
-  prov::Kind kind_ = prov::Kind::kAuto;
   bool resolving_ = false;  // the provider is still finding the peer (verbs)
   // Connecting side: the peer's reply is not yet taken (process_cq waits).
   bool reply_pending_ = false;

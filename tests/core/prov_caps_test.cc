@@ -23,11 +23,11 @@
 
 #include <gtest/gtest.h>
 
-#include "core/base/config.h"
 #include "core/mem/region.h"
-#include "core/prov/factory.h"
-#include "core/prov/provider.h"
+#include "core/prov/connection.h"
+#include "core/prov/selection.h"
 #include "tests/common/stderr_capture.h"
+#include "tests/core/prov_fixture.h"
 
 namespace ss::prov {
 namespace {
@@ -127,37 +127,17 @@ SendWr make_wr(Op op, const void* src, uint32_t len, uint64_t raddr, uint32_t rk
   return wr;
 }
 
-class ProvCapTest : public ::testing::TestWithParam<Kind> {
+class ProvCapTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const char* old = getenv("SLIPSTREAM_PROVIDER");
-    had_env_ = old != nullptr;
-    if (old) old_env_ = old;
-    setenv("SLIPSTREAM_PROVIDER", kind_name(GetParam()), 1);
-    config::reload();
-    // A listener via the factory on a loopback kernel socket, as rlisten makes it.
-    lsock_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    ASSERT_GE(lsock_, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(lsock_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(create_listener(lsock_, &listener_, 8), 0);
-    ASSERT_TRUE(listener_);
-    addr_len_ = sizeof addr_;
-    ASSERT_EQ(::getsockname(lsock_, reinterpret_cast<sockaddr*>(&addr_), &addr_len_), 0);
+    env_.use(GetParam().c_str());
+    ASSERT_NO_FATAL_FAILURE(lis_.open());
     ASSERT_NO_FATAL_FAILURE(Connect());
   }
 
   void TearDown() override {
     Drop();
-    listener_.reset();
-    if (lsock_ >= 0) ::close(lsock_);
-    if (had_env_)
-      setenv("SLIPSTREAM_PROVIDER", old_env_.c_str(), 1);
-    else
-      unsetenv("SLIPSTREAM_PROVIDER");
-    config::reload();
+    lis_.close();
   }
 
   // Queue sizes and memory, before connect/accept as the engine does (shm
@@ -180,15 +160,11 @@ class ProvCapTest : public ::testing::TestWithParam<Kind> {
   }
 
   void Connect() {
-    Kind kind;
-    ASSERT_EQ(choose_kind(reinterpret_cast<sockaddr*>(&addr_), addr_len_, &kind), 0);
-    ASSERT_EQ(kind, GetParam());
     act_.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     ASSERT_GE(act_.fd, 0);
-    ASSERT_EQ(
-        create_active(kind, act_.fd, reinterpret_cast<sockaddr*>(&addr_), addr_len_, &act_.ep), 0);
+    ASSERT_EQ(create_active({act_.fd, lis_.sa(), lis_.addr_len}, &act_.ep), 0);
     ASSERT_EQ(act_.ep->resolve_progress(), 0);
-    ASSERT_EQ(act_.ep->kind(), kind);
+    ASSERT_EQ(act_.ep->provider_name(), GetParam());
     ASSERT_NO_FATAL_FAILURE(Prepare(act_));
     ASSERT_EQ(act_.ep->connect(kActivePdata, sizeof kActivePdata), 0);
 
@@ -196,13 +172,13 @@ class ProvCapTest : public ::testing::TestWithParam<Kind> {
     // the active side must be driven meanwhile (tcp: the kernel connect).
     const auto end = Clock::now() + kWait;
     int rc;
-    while ((rc = listener_->get_request(&pas_.ep)) == -EAGAIN && Clock::now() < end) {
+    while ((rc = lis_.listener->get_request(&pas_.ep)) == -EAGAIN && Clock::now() < end) {
       drive(act_);
-      pollfd p{listener_->fd(), POLLIN, 0};
+      pollfd p{lis_.listener->fd(), POLLIN, 0};
       ::poll(&p, 1, 20);
     }
     ASSERT_EQ(rc, 0) << "no connection request within the bound";
-    ASSERT_EQ(pas_.ep->kind(), kind);
+    ASSERT_EQ(pas_.ep->provider_name(), GetParam());
     pas_.fd = pas_.ep->descriptor_fd();
     EXPECT_GE(pas_.fd, 0);
     EXPECT_EQ(act_.ep->descriptor_fd(), -1);
@@ -331,17 +307,13 @@ class ProvCapTest : public ::testing::TestWithParam<Kind> {
   }
 
   uint32_t caps() const { return act_.ep->caps(); }
-  bool is_shm() const { return GetParam() == Kind::kShm; }
+  bool is_shm() const { return GetParam() == "shm"; }
 
   Side act_, pas_;
 
  private:
-  std::unique_ptr<Listener> listener_;
-  int lsock_ = -1;
-  sockaddr_storage addr_{};
-  socklen_t addr_len_ = 0;
-  bool had_env_ = false;
-  std::string old_env_;
+  sstest::ProviderEnv env_;
+  sstest::LoopbackListener lis_;
 };
 
 // Both ends of one provider report the same flags (the engine reads caps()
@@ -640,10 +612,8 @@ TEST_P(ProvCapTest, CapChecksRefuseLocalOnlyRegion) {
                 "local-only");
 }
 
-INSTANTIATE_TEST_SUITE_P(Soft, ProvCapTest, ::testing::Values(Kind::kShm, Kind::kTcp),
-                         [](const ::testing::TestParamInfo<Kind>& i) {
-                           return std::string(kind_name(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Soft, ProvCapTest, ::testing::Values("shm", "tcp"),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
 }  // namespace ss::prov

@@ -8,7 +8,7 @@
 // RandomFrames mixes valid and broken frames from fixed seeds (each round
 // names its seed), the cases above do not think of.
 //
-// Frames follow core/prov/soft/frame.h; the connection data is
+// Frames follow core/prov/util/frame.h; the connection data is
 // librsocket/wire.h's ConnData.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/prov/soft/frame.h"
+#include "core/prov/util/frame.h"
 #include "librsocket/wire.h"
 #include "tests/librsocket/conformance.h"
 #include "tests/librsocket/raw_peer.h"
@@ -33,11 +33,11 @@
 namespace rsconf {
 namespace {
 
-using ss::prov::soft::FrameHeader;
-using ss::prov::soft::FrameType;
-using ss::prov::soft::kFrameHeaderSize;
-using ss::prov::soft::kHelloMagic;
-using ss::prov::soft::kHelloVersion;
+using ss::prov::util::FrameHeader;
+using ss::prov::util::FrameType;
+using ss::prov::util::kFrameHeaderSize;
+using ss::prov::util::kHelloMagic;
+using ss::prov::util::kHelloVersion;
 using ss::rs::ConnData;
 using ss::rs::kConnDataSize;
 
@@ -111,7 +111,7 @@ class HostileTest : public ::testing::Test {
     uint8_t hdr[kFrameHeaderSize];
     ASSERT_TRUE(raw_recv_exact(*raw, hdr, sizeof hdr)) << "no reply to a well-formed hello";
     FrameHeader h;
-    ss::prov::soft::decode_frame(hdr, &h);
+    ss::prov::util::decode_frame(hdr, &h);
     ASSERT_EQ(FrameType::kHelloReply, h.type);
     ASSERT_EQ(0, h.flags) << "well-formed hello rejected";
     ASSERT_EQ(kConnDataSize, h.length);
@@ -208,7 +208,7 @@ TEST_F(HostileTest, HelloWithProtocolVersion7) {
   uint8_t hdr[kFrameHeaderSize];
   if (raw_recv_exact(raw, hdr, sizeof hdr, 10000)) {
     FrameHeader h;
-    ss::prov::soft::decode_frame(hdr, &h);
+    ss::prov::util::decode_frame(hdr, &h);
     EXPECT_EQ(FrameType::kHelloReply, h.type);
     EXPECT_EQ(1, h.flags) << "a version-7 peer was accepted";
   }
@@ -249,7 +249,7 @@ TEST_F(HostileTest, HelloWithMalformedConnData) {
     uint8_t hdr[kFrameHeaderSize];
     if (raw_recv_exact(raw, hdr, sizeof hdr, 10000)) {
       FrameHeader r;
-      ss::prov::soft::decode_frame(hdr, &r);
+      ss::prov::util::decode_frame(hdr, &r);
       EXPECT_EQ(1, r.flags) << "malformed connection data was accepted";
     }
     expect_dropped(raw);
@@ -304,7 +304,7 @@ TEST_F(HostileTest, WriteImmLongerThanBuffer) {
   std::vector<uint8_t> payload(len, 0x45);
   FrameHeader h = data_frame(server_.data_buf.addr, server_.data_buf.key, len, len & 0x1FFFFFFF);
   uint8_t hdr[kFrameHeaderSize];
-  ss::prov::soft::encode_frame(h, hdr);
+  ss::prov::util::encode_frame(h, hdr);
   raw_send(raw, hdr, sizeof hdr);
   // The payload follows for as long as the server takes it.
   std::thread t([&] { raw_send(raw, payload.data(), payload.size()); });
@@ -371,7 +371,7 @@ TEST_F(HostileTest, FloodBeyondCredits) {
   std::vector<uint8_t> stream;
   for (uint32_t i = 0; i < count; i++) {
     uint8_t hdr[kFrameHeaderSize];
-    ss::prov::soft::encode_frame(data_frame(server_.data_buf.addr + i, server_.data_buf.key, 1, 1),
+    ss::prov::util::encode_frame(data_frame(server_.data_buf.addr + i, server_.data_buf.key, 1, 1),
                                  hdr);
     stream.insert(stream.end(), hdr, hdr + sizeof hdr);
     stream.push_back(static_cast<uint8_t>(i));
@@ -387,7 +387,7 @@ TEST_F(HostileTest, PeerVanishesMidFrame) {
   KFd raw;
   ASSERT_NO_FATAL_FAILURE(handshake(&raw));
   uint8_t hdr[kFrameHeaderSize];
-  ss::prov::soft::encode_frame(data_frame(server_.data_buf.addr, server_.data_buf.key, 1000, 1000),
+  ss::prov::util::encode_frame(data_frame(server_.data_buf.addr, server_.data_buf.key, 1000, 1000),
                                hdr);
   raw_send(raw, hdr, sizeof hdr);
   raw_send(raw, "partial", 7);
@@ -409,7 +409,7 @@ TEST_F(HostileTest, SilentPeersDoNotBlockOthers) {
   uint8_t pd[kConnDataSize];
   fake_conn_data().encode(pd);
   uint8_t hdr[kFrameHeaderSize];
-  ss::prov::soft::encode_frame({FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize),
+  ss::prov::util::encode_frame({FrameType::kHello, kTcpKind, static_cast<uint32_t>(kConnDataSize),
                                 0, kHelloVersion, kHelloMagic},
                                hdr);
   std::vector<uint8_t> all(hdr, hdr + sizeof hdr);
@@ -421,7 +421,7 @@ TEST_F(HostileTest, SilentPeersDoNotBlockOthers) {
   uint8_t reply[kFrameHeaderSize];
   ASSERT_TRUE(raw_recv_exact(slow, reply, sizeof reply)) << "no reply to a slow hello";
   FrameHeader r;
-  ss::prov::soft::decode_frame(reply, &r);
+  ss::prov::util::decode_frame(reply, &r);
   EXPECT_EQ(FrameType::kHelloReply, r.type);
   EXPECT_EQ(0, r.flags);
   ASSERT_TRUE(wait_events(l_.fd, POLLIN, 20000) & POLLIN);
@@ -509,7 +509,7 @@ TEST(TcpWireTest, CreditUpdateArrivingWithConnectReplyIsKept) {
       return;
     }
     FrameHeader h;
-    ss::prov::soft::decode_frame(hello, &h);
+    ss::prov::util::decode_frame(hello, &h);
     if (h.type != FrameType::kHello || h.length != kConnDataSize) {
       server_error = "unexpected hello";
       return;
@@ -522,14 +522,14 @@ TEST(TcpWireTest, CreditUpdateArrivingWithConnectReplyIsKept) {
     ours.target_sgl = {0x300000, 6, 2};
     ours.data_buf = {kHalfA, kKey, kHalf};
     std::vector<uint8_t> out(kFrameHeaderSize + kConnDataSize);
-    ss::prov::soft::encode_frame({FrameType::kHelloReply, 0, static_cast<uint32_t>(kConnDataSize),
+    ss::prov::util::encode_frame({FrameType::kHelloReply, 0, static_cast<uint32_t>(kConnDataSize),
                                   0, kHelloVersion, kHelloMagic},
                                  out.data());
     ours.encode(out.data() + kFrameHeaderSize);
     // Right behind the reply: publish the second half into entry 1.
     ss::rs::RsSge second{kHalfB, kKey, kHalf};  // the client's own byte order
     uint8_t upd[kFrameHeaderSize];
-    ss::prov::soft::encode_frame(
+    ss::prov::util::encode_frame(
         {FrameType::kWriteImm, 0, sizeof second, client.target_sgl.addr + sizeof(ss::rs::RsSge),
          client.target_sgl.key, ss::rs::make_imm(ss::rs::kOpSgl, ours.credits)},
         upd);
@@ -546,7 +546,7 @@ TEST(TcpWireTest, CreditUpdateArrivingWithConnectReplyIsKept) {
       uint8_t hdr[kFrameHeaderSize];
       if (!raw_recv_exact(fd, hdr, sizeof hdr, 30000)) return;
       FrameHeader f;
-      ss::prov::soft::decode_frame(hdr, &f);
+      ss::prov::util::decode_frame(hdr, &f);
       payload.resize(f.length);
       if (f.length && !raw_recv_exact(fd, payload.data(), f.length, 30000)) return;
       if (f.rkey != kKey) continue;  // the client's own credit updates to us

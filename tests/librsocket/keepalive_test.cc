@@ -6,7 +6,7 @@
 // RS_CTRL_KEEPALIVE as the work request id only), the keepalive is a
 // zero-length plain RDMA write: no immediate, nothing for the peer's
 // engine to see. On the tcp provider it is a kWrite frame of length 0
-// (core/prov/soft/frame.h); on shm a zero-length write moves nothing.
+// (core/prov/util/frame.h); on shm a zero-length write moves nothing.
 //
 // - KeepaliveTcpWireTest: a raw kernel TCP client speaking the tcp
 //   provider's frames plays the peer of a library server and counts the
@@ -35,7 +35,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/prov/soft/frame.h"
+#include "core/prov/util/frame.h"
 #include "librsocket/wire.h"
 #include "tests/librsocket/conformance.h"
 #include "tests/librsocket/raw_peer.h"
@@ -43,9 +43,9 @@
 namespace rsconf {
 namespace {
 
-using ss::prov::soft::FrameHeader;
-using ss::prov::soft::FrameType;
-using ss::prov::soft::kFrameHeaderSize;
+using ss::prov::util::FrameHeader;
+using ss::prov::util::FrameType;
+using ss::prov::util::kFrameHeaderSize;
 using ss::rs::kConnDataSize;
 using clock_type = std::chrono::steady_clock;
 
@@ -120,7 +120,7 @@ class RawPeer {
   bool next_frame(FrameHeader* h, std::vector<uint8_t>* payload, int ms) {
     uint8_t hdr[kFrameHeaderSize];
     if (!raw_recv_exact(fd_, hdr, sizeof hdr, ms)) return false;
-    ss::prov::soft::decode_frame(hdr, h);
+    ss::prov::util::decode_frame(hdr, h);
     if (h->length > (1u << 20)) return false;  // not the provider's stream
     payload->resize(h->length);
     return h->length == 0 || raw_recv_exact(fd_, payload->data(), h->length, 10000);

@@ -1,5 +1,5 @@
 // A peer played by hand on a raw kernel TCP socket, speaking the tcp
-// provider's frames (core/prov/soft/frame.h): for the hostile-peer and
+// provider's frames (core/prov/util/frame.h): for the hostile-peer and
 // keepalive tests, which must see or break the wire themselves.
 #pragma once
 #include <netinet/in.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "core/prov/soft/frame.h"
+#include "core/prov/util/frame.h"
 #include "librsocket/wire.h"
 #include "tests/librsocket/conformance.h"
 
@@ -48,10 +48,10 @@ inline bool raw_recv_exact(int fd, void* buf, size_t len, int ms = 10000) {
   return true;
 }
 
-inline void send_frame(int fd, const ss::prov::soft::FrameHeader& h, const void* payload = nullptr,
+inline void send_frame(int fd, const ss::prov::util::FrameHeader& h, const void* payload = nullptr,
                        size_t len = 0) {
-  uint8_t hdr[ss::prov::soft::kFrameHeaderSize];
-  ss::prov::soft::encode_frame(h, hdr);
+  uint8_t hdr[ss::prov::util::kFrameHeaderSize];
+  ss::prov::util::encode_frame(h, hdr);
   raw_send(fd, hdr, sizeof hdr);
   if (len) raw_send(fd, payload, len);
 }
@@ -72,9 +72,9 @@ inline void send_hello(int fd, const ss::rs::ConnData& cd) {
   uint8_t pd[ss::rs::kConnDataSize];
   cd.encode(pd);
   send_frame(fd,
-             {ss::prov::soft::FrameType::kHello, kTcpKind,
-              static_cast<uint32_t>(ss::rs::kConnDataSize), 0, ss::prov::soft::kHelloVersion,
-              ss::prov::soft::kHelloMagic},
+             {ss::prov::util::FrameType::kHello, kTcpKind,
+              static_cast<uint32_t>(ss::rs::kConnDataSize), 0, ss::prov::util::kHelloVersion,
+              ss::prov::util::kHelloMagic},
              pd, sizeof pd);
 }
 

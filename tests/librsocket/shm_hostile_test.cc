@@ -33,8 +33,9 @@
 #include <vector>
 
 #include "core/prov/shm/ring.h"
+#include "core/prov/shm/rendezvous.h"
 #include "core/prov/shm/shm_endpoint.h"
-#include "core/prov/soft/frame.h"
+#include "core/prov/util/frame.h"
 #include "librsocket/wire.h"
 #include "tests/common/stderr_capture.h"
 #include "tests/librsocket/conformance.h"
@@ -117,10 +118,10 @@ int find_stream_fd() {
 // One control frame on the stream, with `nfds` descriptors attached.
 void send_ctrl(int stream, uint8_t type, const void* payload, uint32_t len, const int* fds,
                int nfds) {
-  std::vector<uint8_t> frame(ss::prov::soft::kFrameHeaderSize + len);
-  ss::prov::soft::encode_frame({ss::prov::soft::FrameType::kCtrl, type, len, 0, 0, 0},
+  std::vector<uint8_t> frame(ss::prov::util::kFrameHeaderSize + len);
+  ss::prov::util::encode_frame({ss::prov::util::FrameType::kCtrl, type, len, 0, 0, 0},
                                frame.data());
-  if (len) memcpy(frame.data() + ss::prov::soft::kFrameHeaderSize, payload, len);
+  if (len) memcpy(frame.data() + ss::prov::util::kFrameHeaderSize, payload, len);
   iovec iov{frame.data(), frame.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -557,11 +558,11 @@ TEST_F(ShmPeerCredentials, ListenerRefusesAnotherUsersClient) {
     KFd c(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (connect(c, reinterpret_cast<const sockaddr*>(&name), name_len) != 0) return;
     seen->connected = 1;
-    uint8_t hello[ss::prov::soft::kFrameHeaderSize + ss::rs::kConnDataSize] = {};
-    ss::prov::soft::encode_frame(
-        {ss::prov::soft::FrameType::kHello, static_cast<uint8_t>(ss::prov::Kind::kShm),
-         static_cast<uint32_t>(ss::rs::kConnDataSize), 0, ss::prov::soft::kHelloVersion,
-         ss::prov::soft::kHelloMagic},
+    uint8_t hello[ss::prov::util::kFrameHeaderSize + ss::rs::kConnDataSize] = {};
+    ss::prov::util::encode_frame(
+        {ss::prov::util::FrameType::kHello, ss::prov::shm::kProto.hello_tag,
+         static_cast<uint32_t>(ss::rs::kConnDataSize), 0, ss::prov::util::kHelloVersion,
+         ss::prov::util::kHelloMagic},
         hello);
     if (write(c, hello, sizeof hello) != static_cast<ssize_t>(sizeof hello)) return;
     read_until_eof(c, seen);

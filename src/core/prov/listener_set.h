@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/prov/provider.h"
+#include "core/prov/connection.h"
 
 namespace ss::prov {
 

@@ -1,15 +1,11 @@
-// The connection-provider interface: the small set of RDMA-like operations
-// the rsocket protocol engine is written against (one-sided writes, writes
-// with a 32-bit immediate, completions, connection management with private
-// data). Providers: verbs (rdma-core), shm (same host), tcp (kernel TCP).
-// Every call returns 0 / a count, or -errno; nothing throws.
+// The vocabulary of connection providers: capability flags, memory
+// regions, work requests, completions and CM events, shared by the
+// interface (connection.h), the providers and the engine written against
+// them. registry.h says which providers exist and picks one. Every call
+// returns 0 / a count, or -errno; nothing throws.
 #pragma once
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 namespace ss::prov {
 
@@ -37,9 +33,6 @@ enum Cap : uint32_t {
                                      // whose reply has data behind it); the connecting
                                      // side sends one as soon as it is connected
 };
-
-enum class Kind : int { kAuto = 0, kShm = 1, kTcp = 2, kVerbs = 3 };
-const char* kind_name(Kind kind);
 
 enum Access : int { kAccessLocal = 0, kAccessRemoteWrite = 1 };
 
@@ -90,98 +83,8 @@ struct EndpointAttr {
 
 enum class CmEvent { kNone, kEstablished, kRejected, kDisconnected, kError };
 
+// Private data a connection's handshake carries, at most: rdma_cm's bound
+// for RC, which every connection provider honours so one engine runs on all.
 constexpr size_t kMaxPrivateData = 56;
-
-// One connection: a queue pair with its completion queue and its CM state.
-// The caller serialises calls on one Endpoint (the rsocket engine makes
-// them under its socket's lock); a provider locks only against threads of
-// its own.
-class Endpoint {
- public:
-  virtual ~Endpoint() = default;
-  virtual Kind kind() const = 0;
-  // Final once setup() has returned (a device may decide some).
-  virtual uint32_t caps() const = 0;
-
-  // An active endpoint may still be finding its peer (verbs: address and
-  // route resolution) when it is created: 0 once setup() may run, -EAGAIN
-  // meanwhile (wait with arm()/event_fd() as for completions), else -errno.
-  virtual int resolve_progress() { return 0; }
-
-  // Queue sizes: called once before connect/accept; attr gets granted values.
-  virtual int setup(EndpointAttr* attr) = 0;
-  // Memory the peer may write (kAccessRemoteWrite) is exposed to this
-  // connection only; the receiver checks every key, offset and length.
-  virtual int reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) = 0;
-  virtual void dereg_mr(MemoryRegion* mr) = 0;
-
-  // Connection management. connect/accept start the exchange of private
-  // data; cm_progress reports its outcome without blocking (-EAGAIN: none yet).
-  virtual int connect(const void* pdata, size_t len) = 0;
-  virtual int accept(const void* pdata, size_t len) = 0;
-  virtual int reject() = 0;
-  virtual int cm_progress(CmEvent* ev) = 0;
-  virtual const uint8_t* peer_private_data(size_t* len) const = 0;
-  // Positive errno behind a kRejected/kError event (ECONNREFUSED, ETIMEDOUT...).
-  virtual int cm_error() const = 0;
-  // Flushes the queue pair and tells the peer; idempotent.
-  virtual void disconnect() = 0;
-  // The connecting side under kCapActiveSpeaksFirst, right after its first
-  // message: returns (bounded) once the peer has taken it, doing what the
-  // transport needs for that (verbs: siw can strand it unread).
-  virtual void confirm_first_message() {}
-
-  // Data path. post_send returns kPostDone when the work request finished
-  // at post time (the bytes are where they were going): no completion
-  // follows for it, the caller accounts for it at once.
-  virtual int post_send(const SendWr& wr) = 0;
-  virtual int post_recv(uint64_t wr_id) = 0;
-  virtual int poll_cq(Completion* wc, int max) = 0;
-
-  // Waiting: arm(), then poll(2) event_fd() for event_mask(); after poll
-  // returns (for whatever reason) ack_events() exactly once, then run
-  // poll_cq()/cm_progress() again. arm() returns 1 when work is already
-  // pending and the caller must not sleep (then no ack_events()). Several
-  // threads may wait at once.
-  virtual int arm() = 0;
-  virtual int event_fd() const = 0;
-  virtual short event_mask() const = 0;
-  virtual void ack_events() = 0;
-
-  // Socket names of the connection (AF_INET/AF_INET6), for rgetsockname/rgetpeername.
-  virtual int local_name(sockaddr_storage* addr, socklen_t* len) const = 0;
-  virtual int peer_name(sockaddr_storage* addr, socklen_t* len) const = 0;
-
-  // The fd that names an accepted connection (its rsocket descriptor); -1
-  // for active endpoints, which keep the descriptor the application made.
-  virtual int descriptor_fd() const = 0;
-
-  // Closes the rsocket's descriptor `fd` (the kernel socket it was named
-  // by), in whatever way keeps data already sent deliverable.
-  virtual void close_descriptor(int fd) = 0;
-
-  // Places incoming writes even while the application is not calling in
-  // (memory read without notification, e.g. riomap targets).
-  virtual int set_async_progress(bool on) = 0;
-
-  // The connection's path records as struct ibv_path_data entries (SOL_RDMA
-  // RDMA_ROUTE); *len in: buffer size, out: bytes written. Providers
-  // without kCapRoute have none.
-  virtual int route(void* buf, size_t* len) const {
-    (void)buf;
-    (void)len;
-    return -ENOTSUP;
-  }
-};
-
-// A passive endpoint factory bound to a listening rsocket.
-class Listener {
- public:
-  virtual ~Listener() = default;
-  // Readable when get_request() may return a connection request.
-  virtual int fd() const = 0;
-  // A request whose peer private data is ready (-EAGAIN: none).
-  virtual int get_request(std::unique_ptr<Endpoint>* ep) = 0;
-};
 
 }  // namespace ss::prov

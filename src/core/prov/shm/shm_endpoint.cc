@@ -1,10 +1,9 @@
 #include "core/prov/shm/shm_endpoint.h"
 
-#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,11 +11,12 @@
 #include <cstring>
 
 #include "core/base/log.h"
+#include "core/prov/shm/rendezvous.h"
 
 namespace ss::prov::shm {
 
-using soft::FrameHeader;
-using soft::FrameType;
+using util::FrameHeader;
+using util::FrameType;
 
 namespace {
 // Check the stream this often when the ring is idle (peer death, slow-path frames).
@@ -31,30 +31,7 @@ uint32_t pow2_at_least(uint32_t v) {
 }
 }  // namespace
 
-int rendezvous_name(const sockaddr* addr, socklen_t len, sockaddr_un* out, socklen_t* out_len) {
-  char host[INET6_ADDRSTRLEN] = {};
-  unsigned port;
-  if (addr->sa_family == AF_INET && len >= sizeof(sockaddr_in)) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(addr);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-  } else if (addr->sa_family == AF_INET6 && len >= sizeof(sockaddr_in6)) {
-    auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-  } else {
-    return -EAFNOSUPPORT;
-  }
-  memset(out, 0, sizeof *out);
-  out->sun_family = AF_UNIX;
-  // Abstract namespace: per network namespace, gone with the socket.
-  int n = snprintf(out->sun_path + 1, sizeof(out->sun_path) - 1, "slipstream/shm/%s/%u", host,
-                   port);
-  *out_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
-  return 0;
-}
-
-ShmEndpoint::ShmEndpoint(int ufd, bool active) : StreamEndpoint(Kind::kShm, ufd, active) {}
+ShmEndpoint::ShmEndpoint(int ufd, bool active) : StreamEndpoint(kProto, ufd, active) {}
 
 ShmEndpoint::~ShmEndpoint() {
   set_async_progress(false);
@@ -92,20 +69,6 @@ std::unique_ptr<ShmEndpoint> ShmEndpoint::make_active(int ufd, const sockaddr_st
   return ep;
 }
 
-bool peer_trusted(int ufd, bool listening) {
-  ucred cred{};
-  socklen_t clen = sizeof cred;
-  if (getsockopt(ufd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
-    SS_WARN("shm: peer credentials unavailable (errno %d): connection refused", errno);
-    return false;
-  }
-  const uid_t me = geteuid();
-  if (cred.uid == me || cred.uid == 0 || (listening && me == 0)) return true;
-  SS_WARN("shm: %s uid %u refused: memory is shared only with uid %u or root",
-          listening ? "connection from" : "rendezvous of", cred.uid, me);
-  return false;
-}
-
 std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdata, size_t len) {
   if (!peer_trusted(ufd, true)) return nullptr;
   std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(ufd, false));
@@ -117,8 +80,6 @@ std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdat
 uint32_t ShmEndpoint::caps() const {
   return StreamEndpoint::caps() | kCapSameHost | kCapUnchunked;
 }
-
-int ShmEndpoint::descriptor_fd() const { return active_ ? -1 : fd_; }
 
 int ShmEndpoint::setup(EndpointAttr* attr) {
   int rc = StreamEndpoint::setup(attr);

@@ -1,12 +1,12 @@
-// The shm provider: peers on one host. The connection's unix stream socket
-// (soft CM, frame.h) carries the handshake, the memfds of registered
-// memory (SCM_RIGHTS, only to this connected and credential-checked peer)
-// and any write whose target the sender cannot map. Writes into mapped
-// peer memory are a memcpy; immediates travel in a completion ring in
-// shared memory, with an eventfd kick only when the receiver sleeps.
+// The shm provider's endpoint: peers on one host. The connection's unix
+// stream socket (the util stream, util/frame.h) carries the handshake, the
+// memfds of registered memory (SCM_RIGHTS, only to this connected and
+// credential-checked peer) and any write whose target the sender cannot
+// map. Writes into mapped peer memory are a memcpy; immediates travel in a
+// completion ring in shared memory, with an eventfd kick only when the
+// receiver sleeps.
 #pragma once
 #include <poll.h>
-#include <sys/un.h>
 
 #include <deque>
 #include <memory>
@@ -14,7 +14,7 @@
 
 #include "core/mem/region.h"
 #include "core/prov/shm/ring.h"
-#include "core/prov/soft/stream_endpoint.h"
+#include "core/prov/util/stream_endpoint.h"
 
 namespace ss::prov::shm {
 
@@ -27,7 +27,10 @@ enum CtrlType : uint8_t {
 };
 constexpr uint32_t kCtrlRegionPayload = 28;
 
-class ShmEndpoint : public soft::StreamEndpoint {
+// The hello tag is a wire value (util/frame.h): 1 since the first release.
+inline constexpr util::StreamProto kProto{"shm", 1};
+
+class ShmEndpoint final : public util::StreamEndpoint {
  public:
   // Active: `ufd` is a unix stream socket connecting to the peer's
   // rendezvous; `local`/`peer` are the rsocket names reported to the peer.
@@ -54,10 +57,9 @@ class ShmEndpoint : public soft::StreamEndpoint {
   int set_async_progress(bool on) override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
-  int descriptor_fd() const override;
 
  protected:
-  int on_ctrl_frame(const soft::FrameHeader& h, const uint8_t* payload) override;
+  int on_ctrl_frame(const util::FrameHeader& h, const uint8_t* payload) override;
   ssize_t rx_read(void* buf, size_t len) override;
 
  private:
@@ -115,16 +117,5 @@ class ShmEndpoint : public soft::StreamEndpoint {
   sockaddr_storage local_{}, peer_{};
   socklen_t local_len_ = 0, peer_len_ = 0;
 };
-
-// Whether the process at the other end of the unix socket `ufd` may share
-// our memory: our own user, or root. A root listener also serves other
-// users (what it shares is that connection's own). A connecting side never
-// trusts another user's rendezvous: abstract names belong to whoever binds
-// them first, so another user could stand in for a listener on any port.
-bool peer_trusted(int ufd, bool listening);
-
-// Abstract unix-socket name of the shm rendezvous for a listening address.
-int rendezvous_name(const sockaddr* addr, socklen_t len, struct sockaddr_un* out,
-                    socklen_t* out_len);
 
 }  // namespace ss::prov::shm

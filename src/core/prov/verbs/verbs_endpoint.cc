@@ -173,12 +173,6 @@ std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void
   id->context = ep.get();
   ep->peer_len_ = std::min(len, sizeof ep->peer_pdata_);
   if (pdata) memcpy(ep->peer_pdata_, pdata, ep->peer_len_);
-  const sockaddr* local = rdma_get_local_addr(id);
-  int family = local && local->sa_family == AF_INET6 ? AF_INET6 : AF_INET;
-  // The accepted rsocket's descriptor: a kernel socket of its family, so
-  // the socket layer's fd-based calls behave as on an active rsocket.
-  ep->descriptor_ = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (ep->descriptor_ < 0) return nullptr;
   return ep;
 }
 
@@ -661,9 +655,6 @@ int VerbsEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
 int VerbsEndpoint::peer_name(sockaddr_storage* addr, socklen_t* len) const {
   return copy_name(rdma_get_peer_addr(id_), addr, len);
 }
-
-// The descriptor belongs to the rsocket from the moment it is handed out.
-void VerbsEndpoint::close_descriptor(int fd) { ::close(fd); }
 
 int VerbsEndpoint::route(void* buf, size_t* len) const { return export_route(id_, buf, len); }
 

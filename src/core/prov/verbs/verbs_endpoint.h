@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/prov/provider.h"
+#include "core/prov/connection.h"
 #include "core/prov/verbs/msg_send.h"
 #include "core/res/mr_cache.h"
 
@@ -36,7 +36,7 @@ class VerbsEndpoint final : public Endpoint {
 
   ~VerbsEndpoint() override;
 
-  Kind kind() const override { return Kind::kVerbs; }
+  const char* provider_name() const override { return "verbs"; }
   uint32_t caps() const override;
   int resolve_progress() override;
   int setup(EndpointAttr* attr) override;
@@ -58,8 +58,6 @@ class VerbsEndpoint final : public Endpoint {
   void ack_events() override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
-  int descriptor_fd() const override { return descriptor_; }
-  void close_descriptor(int fd) override;
   int set_async_progress(bool) override { return 0; }  // the device places writes
   int route(void* buf, size_t* len) const override;
   void confirm_first_message() override;
@@ -105,7 +103,6 @@ class VerbsEndpoint final : public Endpoint {
   bool holds_async_ = false;
   bool passive_ = false;
   int epfd_ = -1;
-  int descriptor_ = -1;
   uint32_t qp_inline_ = 0;
   // Set on iWARP devices: messages go as write + send.
   std::unique_ptr<MsgSend> msg_send_;

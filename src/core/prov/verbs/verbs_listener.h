@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "core/prov/provider.h"
+#include "core/prov/connection.h"
 
 namespace ss::prov::verbs {
 

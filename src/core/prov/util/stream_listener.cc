@@ -1,4 +1,4 @@
-#include "core/prov/soft/listener.h"
+#include "core/prov/util/stream_listener.h"
 
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -7,56 +7,41 @@
 #include <cstring>
 
 #include "core/base/log.h"
-#include "core/prov/soft/frame.h"
-#include "core/prov/soft/stream_endpoint.h"
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 namespace {
-std::unique_ptr<Endpoint> make_stream_passive(int fd, const uint8_t* pdata, size_t len) {
-  return StreamEndpoint::make_passive(Kind::kTcp, fd, pdata, len);
-}
 // A peer gets this long to send its hello.
 constexpr std::chrono::seconds kHelloTimeout{10};
 constexpr size_t kMaxPendingHellos = 1024;
 }  // namespace
 
-int StreamListener::create(int sock, Kind kind, std::unique_ptr<StreamListener>* out) {
+int StreamListener::create(int sock, const StreamProto& proto, PassiveFactory factory,
+                           bool owned, std::unique_ptr<Listener>* out) {
   std::unique_ptr<StreamListener> l(new StreamListener());
   l->epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (l->epfd_ < 0) return -errno;
-  if (sock >= 0) {
-    int rc = l->add_socket(sock, kind, &make_stream_passive, false);
-    if (rc) return rc;
-  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = sock;
+  if (epoll_ctl(l->epfd_, EPOLL_CTL_ADD, sock, &ev) < 0) return -errno;
+  l->source_ = {sock, &proto, factory, owned};
   *out = std::move(l);
   return 0;
 }
 
 StreamListener::~StreamListener() {
   for (Pending& p : pending_) ::close(p.fd);
-  for (Source& s : sources_)
-    if (s.owned) ::close(s.fd);
+  if (source_.owned) ::close(source_.fd);
   if (epfd_ >= 0) ::close(epfd_);
 }
 
-int StreamListener::add_socket(int sock, Kind kind, PassiveFactory factory, bool owned) {
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = sock;
-  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, sock, &ev) < 0) return -errno;
-  sources_.push_back({sock, kind, factory, owned});
-  return 0;
-}
-
-void StreamListener::accept_new(const Source& src) {
+void StreamListener::accept_new() {
   while (pending_.size() < kMaxPendingHellos) {
-    int fd = accept4(src.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = accept4(source_.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     Pending p{};
     p.fd = fd;
-    p.kind = src.kind;
-    p.factory = src.factory;
     p.deadline = std::chrono::steady_clock::now() + kHelloTimeout;
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -76,7 +61,7 @@ int StreamListener::read_hello(Pending& p) {
     if (p.got >= kFrameHeaderSize) {
       decode_frame(p.buf, &h);
       if (h.type != FrameType::kHello || h.imm != kHelloMagic || h.rkey != kHelloVersion ||
-          h.length > kMaxPrivateData || h.flags != static_cast<uint8_t>(p.kind)) {
+          h.length > kMaxPrivateData || h.flags != source_.proto->hello_tag) {
         SS_WARN("listener: malformed connection request dropped");
         return -1;
       }
@@ -101,7 +86,7 @@ void StreamListener::drop(size_t i) {
 }
 
 int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
-  for (const Source& s : sources_) accept_new(s);
+  accept_new();
   auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < pending_.size();) {
     Pending& p = pending_[i];
@@ -115,7 +100,7 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
       continue;
     }
     epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
-    *ep = p.factory(p.fd, p.buf + kFrameHeaderSize, p.got - kFrameHeaderSize);
+    *ep = source_.factory(p.fd, p.buf + kFrameHeaderSize, p.got - kFrameHeaderSize);
     if (!*ep) {
       ::close(p.fd);
       pending_.erase(pending_.begin() + i);
@@ -127,4 +112,4 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
   return -EAGAIN;
 }
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

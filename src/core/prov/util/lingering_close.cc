@@ -1,4 +1,4 @@
-#include "core/prov/soft/lingering_close.h"
+#include "core/prov/util/lingering_close.h"
 
 #include <linux/sockios.h>
 #include <poll.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <chrono>
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 namespace {
 // A peer that stops reading delays our close by at most this much.
@@ -41,4 +41,4 @@ void lingering_close(int fd) {
   ::close(fd);
 }
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

@@ -1,10 +1,7 @@
-#include "core/prov/soft/stream_endpoint.h"
+#include "core/prov/util/stream_endpoint.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -13,40 +10,24 @@
 #include <cstring>
 
 #include "core/base/log.h"
-#include "core/prov/soft/lingering_close.h"
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 namespace {
 constexpr size_t kRxBufSize = 64 * 1024;
 // Payloads at least this large bypass the staging buffer.
 constexpr size_t kDirectRxMin = 4096;
 constexpr uint8_t kReject = 1;
-constexpr unsigned kYieldEvery = 32;
 }  // namespace
 
-StreamEndpoint::StreamEndpoint(Kind kind, int fd, bool active)
-    : kind_(kind), fd_(fd), active_(active), rx_buf_(kRxBufSize) {
-  // Frames are messages: never hold one back waiting for more (Nagle).
-  int one = 1;
-  if (kind == Kind::kTcp) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
+StreamEndpoint::StreamEndpoint(const StreamProto& proto, int fd, bool active)
+    : proto_(proto), fd_(fd), active_(active), rx_buf_(kRxBufSize) {}
 
-std::unique_ptr<StreamEndpoint> StreamEndpoint::make_active(Kind kind, int fd, const sockaddr* dst,
-                                                            socklen_t dst_len) {
-  std::unique_ptr<StreamEndpoint> ep(new StreamEndpoint(kind, fd, true));
-  if (dst_len > sizeof(ep->dst_)) return nullptr;
-  if (dst_len) memcpy(&ep->dst_, dst, dst_len);
-  ep->dst_len_ = dst_len;
-  return ep;
-}
-
-std::unique_ptr<StreamEndpoint> StreamEndpoint::make_passive(Kind kind, int fd,
-                                                             const uint8_t* pdata,
-                                                             size_t pdata_len) {
-  std::unique_ptr<StreamEndpoint> ep(new StreamEndpoint(kind, fd, false));
-  ep->init_passive(pdata, pdata_len);
-  return ep;
+bool StreamEndpoint::set_destination(const sockaddr* dst, socklen_t len) {
+  if (len > sizeof dst_) return false;
+  memcpy(&dst_, dst, len);
+  dst_len_ = len;
+  return true;
 }
 
 void StreamEndpoint::init_passive(const uint8_t* pdata, size_t pdata_len) {
@@ -67,8 +48,7 @@ int StreamEndpoint::peer_name(sockaddr_storage* addr, socklen_t* len) const {
 }
 
 int StreamEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t*) {
-  SS_WARN("%s: unexpected control frame %u from peer; connection failed", kind_name(kind_),
-          h.flags);
+  SS_WARN("%s: unexpected control frame %u from peer; connection failed", proto_.name, h.flags);
   return -EPROTO;
 }
 
@@ -83,12 +63,7 @@ StreamEndpoint::~StreamEndpoint() {
 }
 
 uint32_t StreamEndpoint::caps() const {
-  uint32_t c = kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost;
-  if (kind_ == Kind::kShm) c |= kCapSameHost;
-  // The peer speaks our framing, and a post is one sendmsg that copies
-  // into the kernel: a 64 KiB message is one frame, not six.
-  if (kind_ == Kind::kTcp) c |= kCapUnchunked;
-  return c;
+  return kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost;
 }
 
 int StreamEndpoint::setup(EndpointAttr* attr) {
@@ -125,7 +100,7 @@ int StreamEndpoint::connect(const void* pdata, size_t len) {
         errno != EINPROGRESS)
       return -errno;
   }
-  FrameHeader h{FrameType::kHello, static_cast<uint8_t>(kind_), static_cast<uint32_t>(len), 0,
+  FrameHeader h{FrameType::kHello, proto_.hello_tag, static_cast<uint32_t>(len), 0,
                 kHelloVersion, kHelloMagic};
   Sge sge{reinterpret_cast<uint64_t>(pdata), static_cast<uint32_t>(len), 0};
   int rc = queue_frame(h, &sge, len ? 1 : 0, 0, false, true);
@@ -163,7 +138,7 @@ const uint8_t* StreamEndpoint::peer_private_data(size_t* len) const {
 
 void StreamEndpoint::fail(int err, Cm state) {
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return;
-  SS_DEBUG("%s: fd %d: transport %s: %s", kind_name(kind_), fd_,
+  SS_DEBUG("%s: fd %d: transport %s: %s", proto_.name, fd_,
            state == Cm::kClosed ? "closed" : "failed", strerror(err));
   error_ = err;
   cm_ = state;
@@ -174,15 +149,6 @@ void StreamEndpoint::fail(int err, Cm state) {
   sendq_.clear();
   // Only the write side: bytes the peer has not read yet must still reach it.
   ::shutdown(fd_, SHUT_WR);
-}
-
-void StreamEndpoint::close_descriptor(int fd) {
-  if (fd == fd_ && kind_ == Kind::kTcp) {
-    set_async_progress(false);
-    lingering_close(fd);
-  } else {
-    ::close(fd);
-  }
 }
 
 void StreamEndpoint::disconnect() {
@@ -329,7 +295,7 @@ void StreamEndpoint::flush_sends() {
     ssize_t n = send_pending(p);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) return;
-      SS_DEBUG("%s: fd %d: send failed: %s", kind_name(kind_), fd_, strerror(errno));
+      SS_DEBUG("%s: fd %d: send failed: %s", proto_.name, fd_, strerror(errno));
       if (errno == EPIPE || errno == ECONNRESET) {
         // The peer closed: what it sent before is still in our socket.
         // Flush our queue with errors and let the receive side read on
@@ -373,7 +339,7 @@ bool StreamEndpoint::parse_rx() {
       if (rx_hdr_.type == FrameType::kWriteImm) {
         // A peer that ignores its credits would grow the queue without bound.
         if (cq_.size() >= max_cq_) {
-          SS_WARN("%s: peer overran its receive credits; connection failed", kind_name(kind_));
+          SS_WARN("%s: peer overran its receive credits; connection failed", proto_.name);
           fail(EPROTO, Cm::kFailed);
           return false;
         }
@@ -401,7 +367,7 @@ bool StreamEndpoint::parse_rx() {
         if (cm_ != Cm::kAwaitReply || rx_hdr_.imm != kHelloMagic ||
             rx_hdr_.rkey != kHelloVersion || rx_hdr_.length > kMaxPrivateData) {
           SS_WARN("%s: malformed connection reply from peer; connection failed",
-                  kind_name(kind_));
+                  proto_.name);
           fail(EPROTO, Cm::kFailed);
           return false;
         }
@@ -419,7 +385,7 @@ bool StreamEndpoint::parse_rx() {
           if (!rx_dst_) {
             SS_WARN("%s: peer wrote %u bytes at 0x%llx key %u outside what it was given; "
                     "connection failed",
-                    kind_name(kind_), rx_hdr_.length,
+                    proto_.name, rx_hdr_.length,
                     static_cast<unsigned long long>(rx_hdr_.remote_addr), rx_hdr_.rkey);
             fail(EPROTO, Cm::kFailed);
             return false;
@@ -434,7 +400,7 @@ bool StreamEndpoint::parse_rx() {
         rx_dst_ = rx_ctrl_;
         break;
       default:
-        SS_WARN("%s: unknown frame type %u from peer; connection failed", kind_name(kind_),
+        SS_WARN("%s: unknown frame type %u from peer; connection failed", proto_.name,
                 static_cast<unsigned>(rx_hdr_.type));
         fail(EPROTO, Cm::kFailed);
         return false;
@@ -481,12 +447,12 @@ void StreamEndpoint::progress_rx() {
       }
     }
     if (n == 0) {
-      SS_DEBUG("%s: fd %d: end of stream", kind_name(kind_), fd_);
+      SS_DEBUG("%s: fd %d: end of stream", proto_.name, fd_);
       fail(ECONNRESET, Cm::kFailed);
       return;
     }
     if (errno == EAGAIN || errno == EINTR) return;
-    SS_DEBUG("%s: fd %d: receive failed: %s", kind_name(kind_), fd_, strerror(errno));
+    SS_DEBUG("%s: fd %d: receive failed: %s", proto_.name, fd_, strerror(errno));
     fail(errno, Cm::kFailed);
     return;
   }
@@ -528,11 +494,6 @@ int StreamEndpoint::poll_cq(Completion* wc, int max) {
     wc[n++] = cq_.front();
     cq_.pop_front();
   }
-  // Loopback TCP is delivered by softirq work that may be pushed to
-  // ksoftirqd; a caller spinning on us would keep it off the CPU for a
-  // scheduler tick or more per message. Give way now and then.
-  if (n == 0 && kind_ == Kind::kTcp && ++empty_polls_ % kYieldEvery == 0) sched_yield();
-  if (n) empty_polls_ = 0;
   return n;
 }
 
@@ -609,4 +570,4 @@ void StreamEndpoint::async_loop() {
   }
 }
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

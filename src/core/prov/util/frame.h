@@ -1,4 +1,4 @@
-// Wire format of the software providers' stream: every operation is a
+// Wire format of the stream providers (tcp, shm): every operation is a
 // 24-byte big-endian header, optionally followed by `length` payload bytes.
 #pragma once
 #include <endian.h>
@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <cstring>
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 enum class FrameType : uint8_t {
-  kHello = 1,       // active -> passive: private data; flags = requested Kind
+  kHello = 1,       // active -> passive: private data; flags = the provider's hello_tag
   kHelloReply = 2,  // passive -> active: private data; flags = 0 accept, 1 reject
   kWrite = 3,       // one-sided write into [remote_addr, +length) of rkey
   kWriteImm = 4,    // the same, then a receive completion carrying imm
@@ -21,6 +21,14 @@ constexpr size_t kMaxCtrlPayload = 128;
 constexpr uint32_t kHelloMagic = 0x53535253;  // "SSRS"
 constexpr uint32_t kHelloVersion = 1;
 constexpr size_t kFrameHeaderSize = 24;
+
+// A provider speaking this stream: its registered name (for logs) and the
+// byte its hellos carry, so a listener refuses a peer of another provider
+// that reached the wrong socket. The tags are wire values: never reuse one.
+struct StreamProto {
+  const char* name;
+  uint8_t hello_tag;
+};
 
 struct FrameHeader {
   FrameType type;
@@ -60,4 +68,4 @@ inline void decode_frame(const uint8_t in[kFrameHeaderSize], FrameHeader* h) {
   h->imm = be32toh(imm);
 }
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

@@ -5,9 +5,9 @@
 // everything (or a bound expires), draining incoming bytes meanwhile.
 #pragma once
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 // Takes ownership of `fd`, a connected stream socket, and closes it.
 void lingering_close(int fd);
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

@@ -1,9 +1,9 @@
-#include "core/prov/soft/region_table.h"
+#include "core/prov/util/region_table.h"
 
 #include <algorithm>
 #include <atomic>
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 namespace {
 std::atomic<uint32_t> next_key{1};
@@ -43,4 +43,4 @@ uint8_t* RegionTable::resolve(uint32_t rkey, uint64_t remote_addr, uint32_t len)
   return nullptr;
 }
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

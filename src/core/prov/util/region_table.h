@@ -1,4 +1,4 @@
-// Memory a connection has registered. Software providers check every
+// Memory a connection has registered. Stream providers check every
 // incoming write against it: a key this connection never exposed, or a
 // range that leaves the region, fails the connection instead of touching
 // memory.
@@ -11,7 +11,7 @@
 #include "core/base/futex_mutex.h"
 #include "core/prov/provider.h"
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 class RegionTable {
  public:
@@ -35,4 +35,4 @@ class RegionTable {
   std::vector<Entry> entries_;
 };
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

@@ -1,7 +1,10 @@
-// An Endpoint over one kernel stream socket (TCP for the tcp provider): the
-// connection handshake, the write/write-with-immediate operations and their
+// An Endpoint over one kernel stream socket, the base of the stream
+// providers (tcp; shm for its handshake and slow path): the connection
+// handshake, the write/write-with-immediate operations and their
 // completions are all frames (frame.h) on that socket. The receiver places
-// each write straight into the registered target after checking it.
+// each write straight into the registered target after checking it. A
+// provider adds what is its own by overriding; nothing here asks which
+// provider it serves.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -10,24 +13,17 @@
 #include <vector>
 
 #include "core/base/fifo.h"
-#include "core/prov/provider.h"
-#include "core/prov/soft/frame.h"
-#include "core/prov/soft/region_table.h"
+#include "core/prov/connection.h"
+#include "core/prov/util/frame.h"
+#include "core/prov/util/region_table.h"
 
-namespace ss::prov::soft {
+namespace ss::prov::util {
 
 class StreamEndpoint : public Endpoint {
  public:
-  // Active: `fd` is a non-blocking stream socket; connect() starts the
-  // kernel connect to `dst` unless `dst_len` is 0 (already connected).
-  // Passive (from a Listener): `fd` is connected and the hello has been read.
-  static std::unique_ptr<StreamEndpoint> make_active(Kind kind, int fd, const sockaddr* dst,
-                                                     socklen_t dst_len);
-  static std::unique_ptr<StreamEndpoint> make_passive(Kind kind, int fd, const uint8_t* pdata,
-                                                      size_t pdata_len);
   ~StreamEndpoint() override;
 
-  Kind kind() const override { return kind_; }
+  const char* provider_name() const override { return proto_.name; }
   uint32_t caps() const override;
   int setup(EndpointAttr* attr) override;
   int reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) override;
@@ -48,7 +44,6 @@ class StreamEndpoint : public Endpoint {
   void ack_events() override;
   int descriptor_fd() const override { return active_ ? -1 : fd_; }
   int set_async_progress(bool on) override;
-  void close_descriptor(int fd) override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
 
@@ -65,7 +60,13 @@ class StreamEndpoint : public Endpoint {
     int pass_fd;                 // sent with the first byte, then -1
   };
 
-  StreamEndpoint(Kind kind, int fd, bool active);
+  // Active: `fd` is a non-blocking stream socket; connect() starts the
+  // kernel connect to `dst` (set_destination) unless none was set (already
+  // connected). Passive (from a StreamListener): `fd` is connected and the
+  // hello has been read: init_passive() takes its private data.
+  StreamEndpoint(const StreamProto& proto, int fd, bool active);
+  // false when `len` does not fit a sockaddr_storage.
+  bool set_destination(const sockaddr* dst, socklen_t len);
   void init_passive(const uint8_t* pdata, size_t pdata_len);
   // Queues one frame; `pass_fd` (>= 0) travels with it as SCM_RIGHTS.
   int queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id, bool signal,
@@ -85,7 +86,7 @@ class StreamEndpoint : public Endpoint {
   int cm_report_locked(CmEvent* ev);
   void async_loop();
 
-  const Kind kind_;
+  const StreamProto& proto_;
   const int fd_;
   const bool active_;
   sockaddr_storage dst_{};
@@ -100,7 +101,6 @@ class StreamEndpoint : public Endpoint {
   std::deque<PendingSend> sendq_;
   Fifo<Completion> cq_;
   size_t max_cq_ = 4 * 0xFFFE;
-  unsigned empty_polls_ = 0;
 
   // Receive staging: frames are parsed out of it; large payloads go
   // straight to their target.
@@ -145,4 +145,4 @@ class StreamEndpoint : public Endpoint {
   void kick_async();
 };
 
-}  // namespace ss::prov::soft
+}  // namespace ss::prov::util

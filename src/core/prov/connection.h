@@ -1,0 +1,158 @@
+// The connection-provider interface: the small set of RDMA-like operations
+// the rsocket protocol engine is written against (one-sided writes, writes
+// with a 32-bit immediate, completions, connection management with private
+// data). Providers register themselves (registry.h): verbs (rdma-core),
+// shm (same host), tcp (kernel TCP).
+#pragma once
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "core/prov/provider.h"
+
+namespace ss::prov {
+
+// One connection: a queue pair with its completion queue and its CM state.
+// The caller serialises calls on one Endpoint (the rsocket engine makes
+// them under its socket's lock); a provider locks only against threads of
+// its own.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // The name the provider registered under (registry.h), for logs and tests.
+  virtual const char* provider_name() const = 0;
+  // Final once setup() has returned (a device may decide some).
+  virtual uint32_t caps() const = 0;
+
+  // An active endpoint may still be finding its peer (verbs: address and
+  // route resolution) when it is created: 0 once setup() may run, -EAGAIN
+  // meanwhile (wait with arm()/event_fd() as for completions), else -errno.
+  virtual int resolve_progress() { return 0; }
+
+  // Queue sizes: called once before connect/accept; attr gets granted values.
+  virtual int setup(EndpointAttr* attr) = 0;
+  // Memory the peer may write (kAccessRemoteWrite) is exposed to this
+  // connection only; the receiver checks every key, offset and length.
+  virtual int reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) = 0;
+  virtual void dereg_mr(MemoryRegion* mr) = 0;
+
+  // Connection management. connect/accept start the exchange of private
+  // data; cm_progress reports its outcome without blocking (-EAGAIN: none yet).
+  virtual int connect(const void* pdata, size_t len) = 0;
+  virtual int accept(const void* pdata, size_t len) = 0;
+  virtual int reject() = 0;
+  virtual int cm_progress(CmEvent* ev) = 0;
+  virtual const uint8_t* peer_private_data(size_t* len) const = 0;
+  // Positive errno behind a kRejected/kError event (ECONNREFUSED, ETIMEDOUT...).
+  virtual int cm_error() const = 0;
+  // Flushes the queue pair and tells the peer; idempotent.
+  virtual void disconnect() = 0;
+  // The connecting side under kCapActiveSpeaksFirst, right after its first
+  // message: returns (bounded) once the peer has taken it, doing what the
+  // transport needs for that (verbs: siw can strand it unread).
+  virtual void confirm_first_message() {}
+
+  // Data path. post_send returns kPostDone when the work request finished
+  // at post time (the bytes are where they were going): no completion
+  // follows for it, the caller accounts for it at once.
+  virtual int post_send(const SendWr& wr) = 0;
+  virtual int post_recv(uint64_t wr_id) = 0;
+  virtual int poll_cq(Completion* wc, int max) = 0;
+
+  // Waiting: arm(), then poll(2) event_fd() for event_mask(); after poll
+  // returns (for whatever reason) ack_events() exactly once, then run
+  // poll_cq()/cm_progress() again. arm() returns 1 when work is already
+  // pending and the caller must not sleep (then no ack_events()). Several
+  // threads may wait at once.
+  virtual int arm() = 0;
+  virtual int event_fd() const = 0;
+  virtual short event_mask() const = 0;
+  virtual void ack_events() = 0;
+
+  // Socket names of the connection (AF_INET/AF_INET6), for rgetsockname/rgetpeername.
+  virtual int local_name(sockaddr_storage* addr, socklen_t* len) const = 0;
+  virtual int peer_name(sockaddr_storage* addr, socklen_t* len) const = 0;
+
+  // Optional: what only the rsocket face asks for. The defaults suit a
+  // provider without the feature.
+
+  // The fd that names an accepted connection (its rsocket descriptor), when
+  // the provider's transport has one; -1: none (the face makes its own), and
+  // always for active endpoints, which keep the descriptor the application made.
+  virtual int descriptor_fd() const { return -1; }
+
+  // Closes the rsocket's descriptor `fd` (the kernel socket it was named
+  // by), in whatever way keeps data already sent deliverable.
+  virtual void close_descriptor(int fd) { ::close(fd); }
+
+  // Places incoming writes even while the application is not calling in
+  // (memory read without notification, e.g. riomap targets); providers
+  // with kCapAsyncPlace only.
+  virtual int set_async_progress(bool on) { return on ? -ENOTSUP : 0; }
+
+  // The connection's path records as struct ibv_path_data entries (SOL_RDMA
+  // RDMA_ROUTE); *len in: buffer size, out: bytes written. Providers
+  // without kCapRoute have none.
+  virtual int route(void* buf, size_t* len) const {
+    (void)buf;
+    (void)len;
+    return -ENOTSUP;
+  }
+};
+
+// A passive endpoint factory bound to a listening rsocket.
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  // Readable when get_request() may return a connection request.
+  virtual int fd() const = 0;
+  // A request whose peer private data is ready (-EAGAIN: none).
+  virtual int get_request(std::unique_ptr<Endpoint>* ep) = 0;
+};
+
+// Where an active connection goes.
+struct Peer {
+  int sock;  // the rsocket's kernel stream socket: non-blocking, possibly bound
+  const sockaddr* dst;
+  socklen_t len;
+  const void* route = nullptr;  // RDMA_ROUTE path records given by the application
+  size_t route_len = 0;
+};
+
+// A listening rsocket being set up (selection.h: create_listener). Every
+// provider that listens adds its own listener; they listen in preference
+// order, so one that must claim the port before the kernel socket listens
+// (iWARP's rdma_cm) ranks above tcp, whose listener is that socket.
+struct ListenSite {
+  int sock;  // bound, not listening yet
+  int backlog;
+  // The port is held in the kernel's TCP port space by another provider:
+  // `sock` must not listen.
+  bool kernel_port_taken = false;
+};
+
+// A connection provider's entry in the registry (registry.h).
+struct ConnectionOps {
+  // SLIPSTREAM_PROVIDER=auto walks the providers from the highest
+  // preference down and takes the first whose probe accepts the peer and
+  // whose create succeeds.
+  int preference;
+  // 0 when this provider may serve a connection to the peer, else -errno.
+  // `named`: the user chose this provider, so say why not (a warning);
+  // otherwise auto is asking, quietly.
+  int (*probe)(const Peer& peer, bool named);
+  int (*create)(const Peer& peer, std::unique_ptr<Endpoint>* out);
+  // This provider's listener for `site`, or none (*out empty) where it
+  // cannot serve one but rlisten should go on; -errno fails rlisten.
+  int (*listen)(ListenSite* site, bool named, std::unique_ptr<Listener>* out);
+  // Whether connections can follow path records (RDMA_ROUTE) on this host;
+  // nullptr: never.
+  bool (*can_route)();
+  // Listens whichever provider is named: its listener is the rsocket's own
+  // kernel socket, which listens anyway.
+  bool listens_always;
+};
+
+}  // namespace ss::prov

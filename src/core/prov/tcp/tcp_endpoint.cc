@@ -1,0 +1,57 @@
+#include "core/prov/tcp/tcp_endpoint.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+
+#include "core/prov/util/lingering_close.h"
+
+namespace ss::prov::tcp {
+
+namespace {
+constexpr unsigned kYieldEvery = 32;
+}  // namespace
+
+TcpEndpoint::TcpEndpoint(int fd, bool active) : StreamEndpoint(kProto, fd, active) {
+  // Frames are messages: never hold one back waiting for more (Nagle).
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+std::unique_ptr<TcpEndpoint> TcpEndpoint::make_active(int fd, const sockaddr* dst,
+                                                      socklen_t len) {
+  std::unique_ptr<TcpEndpoint> ep(new TcpEndpoint(fd, true));
+  if (!ep->set_destination(dst, len)) return nullptr;
+  return ep;
+}
+
+std::unique_ptr<Endpoint> TcpEndpoint::make_passive(int fd, const uint8_t* pdata, size_t len) {
+  std::unique_ptr<TcpEndpoint> ep(new TcpEndpoint(fd, false));
+  ep->init_passive(pdata, len);
+  return ep;
+}
+
+uint32_t TcpEndpoint::caps() const {
+  // The peer speaks our framing, and a post is one sendmsg that copies
+  // into the kernel: a 64 KiB message is one frame, not six.
+  return StreamEndpoint::caps() | kCapUnchunked;
+}
+
+int TcpEndpoint::poll_cq(Completion* wc, int max) {
+  int n = StreamEndpoint::poll_cq(wc, max);
+  // Loopback TCP is delivered by softirq work that may be pushed to
+  // ksoftirqd; a caller spinning on us would keep it off the CPU for a
+  // scheduler tick or more per message. Give way now and then.
+  if (n == 0 && ++empty_polls_ % kYieldEvery == 0) sched_yield();
+  if (n) empty_polls_ = 0;
+  return n;
+}
+
+void TcpEndpoint::close_descriptor(int fd) {
+  if (fd != fd_) return StreamEndpoint::close_descriptor(fd);
+  // Closing with unread bytes would reset the stream and lose our tail.
+  set_async_progress(false);
+  util::lingering_close(fd);
+}
+
+}  // namespace ss::prov::tcp

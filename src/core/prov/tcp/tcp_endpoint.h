@@ -1,0 +1,28 @@
+// The tcp provider's endpoint: the util stream over a kernel TCP socket,
+// plus what TCP itself asks for (no Nagle, a lingering close, giving way
+// to the softirq work that delivers loopback traffic).
+#pragma once
+#include "core/prov/util/stream_endpoint.h"
+
+namespace ss::prov::tcp {
+
+// The hello tag is a wire value (util/frame.h): 2 since the first release.
+inline constexpr util::StreamProto kProto{"tcp", 2};
+
+class TcpEndpoint final : public util::StreamEndpoint {
+ public:
+  // Active: `fd` is the rsocket's non-blocking TCP socket; connect() dials `dst`.
+  static std::unique_ptr<TcpEndpoint> make_active(int fd, const sockaddr* dst, socklen_t len);
+  // Passive (StreamListener::PassiveFactory): `fd` is accepted, its hello read.
+  static std::unique_ptr<Endpoint> make_passive(int fd, const uint8_t* pdata, size_t len);
+
+  uint32_t caps() const override;
+  int poll_cq(Completion* wc, int max) override;
+  void close_descriptor(int fd) override;
+
+ private:
+  TcpEndpoint(int fd, bool active);
+  unsigned empty_polls_ = 0;
+};
+
+}  // namespace ss::prov::tcp
