@@ -1,4 +1,4 @@
-# src/core/base: settings table, logging.
+# src/core/base: settings table, logging, service threads, the fd table.
 libslipstream_la_SOURCES += \
 	src/core/base/config.cc \
 	src/core/base/config.h \
@@ -9,7 +9,9 @@ libslipstream_la_SOURCES += \
 	src/core/base/fifo.h \
 	src/core/base/futex_mutex.h \
 	src/core/base/log.cc \
-	src/core/base/log.h
+	src/core/base/log.h \
+	src/core/base/service_thread.cc \
+	src/core/base/service_thread.h
 
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
