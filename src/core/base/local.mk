@@ -15,4 +15,5 @@ libslipstream_la_SOURCES += \
 
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
-	tests/core/base_log_test.cc
+	tests/core/base_log_test.cc \
+	tests/core/base_service_thread_test.cc
