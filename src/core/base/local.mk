@@ -6,6 +6,8 @@ libslipstream_la_SOURCES += \
 	src/core/base/config_parse.h \
 	src/core/base/config_table.cc \
 	src/core/base/errno_guard.h \
+	src/core/base/fd_table.cc \
+	src/core/base/fd_table.h \
 	src/core/base/fifo.h \
 	src/core/base/futex_mutex.h \
 	src/core/base/log.cc \
@@ -15,5 +17,6 @@ libslipstream_la_SOURCES += \
 
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
+	tests/core/base_fd_table_test.cc \
 	tests/core/base_log_test.cc \
 	tests/core/base_service_thread_test.cc

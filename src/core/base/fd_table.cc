@@ -1,18 +1,19 @@
-#include "librsocket/fd_table.h"
+#include "core/base/fd_table.h"
 
 #include <pthread.h>
 #include <urcu/urcu-bp.h>
 
 #include <cerrno>
-#include <cstdint>
+#include <new>
 
-namespace ss::rs {
+namespace ss {
 
 namespace {
 struct LastLookup {  // one thread's earlier lookup
   int fd = -1;
   uint64_t gen = UINT64_MAX;
-  std::weak_ptr<Socket> socket;  // weak: a cached entry never keeps a closed socket alive
+  FdKind kind = FdKind::kNone;
+  std::weak_ptr<void> object;  // weak: a cached entry never keeps a closed descriptor's object
 };
 // A few entries, by descriptor: a thread serving two sockets keeps both.
 struct LookupCache {
@@ -24,6 +25,11 @@ struct LookupCache {
 thread_local LookupCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 pthread_key_t g_cache_key;
 
+// Generations come from one counter for every table: a thread's cached
+// entry (fd, generation) can only ever match the table it came from.
+std::atomic<uint64_t> g_generation{0};
+uint64_t next_generation() { return g_generation.fetch_add(1, std::memory_order_relaxed) + 1; }
+
 LookupCache* thread_cache() {
   if (LookupCache* c = t_cache) return c;
   auto* c = new (std::nothrow) LookupCache();
@@ -34,20 +40,36 @@ LookupCache* thread_cache() {
   t_cache = c;
   return c;
 }
-}  // namespace
 
-FdTable::FdTable() {
+void init_process_once() {
   pthread_key_create(&g_cache_key, [](void* c) {
     t_cache = nullptr;  // a later destructor of this thread may still look up
     delete static_cast<LookupCache*>(c);
   });
   // A child forked while another thread was inside a lookup would
-  // otherwise wait for that (absent) reader forever in rclose.
+  // otherwise wait for that (absent) reader forever in a remove.
   pthread_atfork(urcu_bp_before_fork, urcu_bp_after_fork_parent, urcu_bp_after_fork_child);
+}
+}  // namespace
+
+FdTable::FdTable() {
+  static std::once_flag once;
+  std::call_once(once, init_process_once);
+  gen_.store(next_generation(), std::memory_order_relaxed);
+}
+
+FdTable::~FdTable() {
+  // No reader is left (the owner's promise): no grace period to wait.
+  for (auto& c : chunks_) {
+    Chunk* chunk = c.load(std::memory_order_relaxed);
+    if (!chunk) continue;
+    for (auto& s : chunk->slots) delete s.load(std::memory_order_relaxed);
+    delete chunk;
+  }
 }
 
 FdTable& FdTable::instance() {
-  // Leaked on purpose: rsockets may be used from atexit handlers and
+  // Leaked on purpose: descriptors may be used from atexit handlers and
   // static destructors of the application.
   static FdTable* table = new FdTable();
   return *table;
@@ -59,9 +81,9 @@ std::atomic<FdTable::Node*>* FdTable::slot(int fd) const {
   return c ? &c->slots[fd & (kChunkSize - 1)] : nullptr;
 }
 
-int FdTable::insert(int fd, std::shared_ptr<Socket> s) {
-  if (fd < 0 || fd >= kMaxFds) return -ENOMEM;
-  auto* node = new (std::nothrow) Node{std::move(s)};
+int FdTable::insert(int fd, FdKind kind, std::shared_ptr<void> object) {
+  if (fd < 0 || fd >= kMaxFds || kind == FdKind::kNone) return fd < 0 ? -EBADF : -ENOMEM;
+  auto* node = new (std::nothrow) Node{kind, std::move(object)};
   if (!node) return -ENOMEM;
   Node* old;
   {
@@ -76,49 +98,65 @@ int FdTable::insert(int fd, std::shared_ptr<Socket> s) {
       chunk.store(c, std::memory_order_release);
     }
     old = slot(fd)->exchange(node, std::memory_order_acq_rel);
-    gen_.fetch_add(1, std::memory_order_release);
+    gen_.store(next_generation(), std::memory_order_release);
   }
-  if (old) {  // a descriptor the kernel reused without rclose: drop the stale entry
+  if (old) {  // a descriptor the kernel reused without a remove: drop the stale entry
     urcu_bp_synchronize_rcu();
     delete old;
   }
   return 0;
 }
 
-std::shared_ptr<Socket> FdTable::get(int fd) const {
+FdKind FdTable::kind(int fd) const {
+  std::atomic<Node*>* s = slot(fd);
+  if (!s) return FdKind::kNone;
+  FdKind k = FdKind::kNone;
+  urcu_bp_read_lock();
+  if (Node* n = s->load(std::memory_order_acquire)) k = n->kind;
+  urcu_bp_read_unlock();
+  return k;
+}
+
+std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
   // The generation is read before the slot: an entry cached from a slot
   // that changed meanwhile carries a stale generation and is never used.
   const uint64_t gen = gen_.load(std::memory_order_acquire);
   LookupCache* cache = thread_cache();
   LastLookup* last =
       cache ? &cache->entries[static_cast<unsigned>(fd) % LookupCache::kEntries] : nullptr;
-  if (last && last->fd == fd && last->gen == gen)
-    if (auto s = last->socket.lock()) return s;
+  if (last && last->fd == fd && last->gen == gen) {
+    if (last->kind != kind) return nullptr;
+    if (auto o = last->object.lock()) return o;
+  }
   std::atomic<Node*>* s = slot(fd);
   if (!s) return nullptr;
-  std::shared_ptr<Socket> out;
+  std::shared_ptr<void> out;
+  FdKind found = FdKind::kNone;
   urcu_bp_read_lock();
-  if (Node* n = s->load(std::memory_order_acquire)) out = n->socket;
+  if (Node* n = s->load(std::memory_order_acquire)) {
+    found = n->kind;
+    if (found == kind) out = n->object;
+  }
   urcu_bp_read_unlock();
-  if (out && last) *last = {fd, gen, out};
+  if (out && last) *last = {fd, gen, found, out};
   return out;
 }
 
-std::shared_ptr<Socket> FdTable::remove(int fd) {
+int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {
   Node* n;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
     std::atomic<Node*>* s = slot(fd);
-    if (!s) return nullptr;
-    n = s->exchange(nullptr, std::memory_order_acq_rel);
-    gen_.fetch_add(1, std::memory_order_release);
+    n = s ? s->load(std::memory_order_relaxed) : nullptr;
+    if (!n || n->kind != kind) return -EBADF;
+    s->store(nullptr, std::memory_order_release);
+    gen_.store(next_generation(), std::memory_order_release);
   }
-  if (!n) return nullptr;
   // Lookups that loaded the node before it left are done with it after this.
   urcu_bp_synchronize_rcu();
-  std::shared_ptr<Socket> out = std::move(n->socket);
+  if (object) *object = std::move(n->object);
   delete n;
-  return out;
+  return 0;
 }
 
-}  // namespace ss::rs
+}  // namespace ss
