@@ -6,6 +6,25 @@
 #include <cerrno>
 #include <new>
 
+// ThreadSanitizer cannot see RCU's ordering: a reader's last touch of a
+// node happens before the writer's free after the grace period. Say so.
+#if defined(__SANITIZE_THREAD__)
+#define SS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SS_TSAN 1
+#endif
+#endif
+#ifdef SS_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define SS_RCU_READER_DONE(n) __tsan_release(n)
+#define SS_RCU_GRACE_PASSED(n) __tsan_acquire(n)
+#else
+#define SS_RCU_READER_DONE(n) ((void)(n))
+#define SS_RCU_GRACE_PASSED(n) ((void)(n))
+#endif
+
 namespace ss {
 
 namespace {
@@ -102,6 +121,7 @@ int FdTable::insert(int fd, FdKind kind, std::shared_ptr<void> object) {
   }
   if (old) {  // a descriptor the kernel reused without a remove: drop the stale entry
     urcu_bp_synchronize_rcu();
+    SS_RCU_GRACE_PASSED(old);
     delete old;
   }
   return 0;
@@ -112,7 +132,10 @@ FdKind FdTable::kind(int fd) const {
   if (!s) return FdKind::kNone;
   FdKind k = FdKind::kNone;
   urcu_bp_read_lock();
-  if (Node* n = s->load(std::memory_order_acquire)) k = n->kind;
+  if (Node* n = s->load(std::memory_order_acquire)) {
+    k = n->kind;
+    SS_RCU_READER_DONE(n);
+  }
   urcu_bp_read_unlock();
   return k;
 }
@@ -136,6 +159,7 @@ std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
   if (Node* n = s->load(std::memory_order_acquire)) {
     found = n->kind;
     if (found == kind) out = n->object;
+    SS_RCU_READER_DONE(n);
   }
   urcu_bp_read_unlock();
   if (out && last) *last = {fd, gen, found, out};
@@ -154,6 +178,7 @@ int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {
   }
   // Lookups that loaded the node before it left are done with it after this.
   urcu_bp_synchronize_rcu();
+  SS_RCU_GRACE_PASSED(n);
   if (object) *object = std::move(n->object);
   delete n;
   return 0;
