@@ -57,7 +57,7 @@ class ServiceThread {
     // False: a fork child starts with no users (its service drops what it
     // inherited); true: inherited users stay and get a thread lazily.
     bool child_keeps_users = true;
-    size_t stack_size = 0;  // 0: the library default
+    size_t stack_size = 0;  // 0: the library default (tests: one that cannot be mapped)
   };
 
   ServiceThread(Options opts, Body body);
@@ -77,8 +77,7 @@ class ServiceThread {
   // with inherited users this starts the thread: 0 or -errno.
   int wake();
 
-  // Threads running now, users counted (tests).
-  bool running() const;
+  bool running() const;  // a thread serves the users now
   int users() const;
 
  private:
