@@ -9,14 +9,15 @@
 #include <cstdarg>
 #include <cstring>
 
+#include "core/base/fd_table.h"
 #include "include/rdma/rsocket.h"
-#include "librsocket/fd_table.h"
 #include "librsocket/poll.h"
 #include "librsocket/socket.h"
 
 #define SS_EXPORT extern "C" __attribute__((visibility("default")))
 
-using ss::rs::FdTable;
+using ss::FdKind;
+using ss::FdTable;
 using ss::rs::Socket;
 
 namespace {
@@ -30,7 +31,9 @@ T ret(T rc) {
   return rc;
 }
 
-std::shared_ptr<Socket> lookup(int fd) { return FdTable::instance().get(fd); }
+std::shared_ptr<Socket> lookup(int fd) {
+  return FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+}
 
 }  // namespace
 
@@ -48,7 +51,7 @@ SS_EXPORT int rsocket(int domain, int type, int protocol) {
   auto s = std::make_shared<Socket>(fd, domain);
   if (flags & SOCK_NONBLOCK) s->fcntl(F_SETFL, O_NONBLOCK);
   if (flags & SOCK_CLOEXEC) s->fcntl(F_SETFD, FD_CLOEXEC);
-  int rc = FdTable::instance().insert(fd, s);
+  int rc = FdTable::instance().insert(fd, FdKind::kRsocket, s);
   if (rc) {
     ::close(fd);
     return ret(rc);
@@ -72,7 +75,7 @@ static int accept_common(int socket, struct sockaddr* addr, socklen_t* addrlen, 
   std::shared_ptr<Socket> child;
   int rc = s->accept(&child, addr, addrlen, flags);
   if (rc) return ret(rc);
-  rc = FdTable::instance().insert(child->fd(), child);
+  rc = FdTable::instance().insert(child->fd(), FdKind::kRsocket, child);
   if (rc) {
     child->close();
     return ret(rc);
@@ -95,7 +98,7 @@ SS_EXPORT int rshutdown(int socket, int how) {
 }
 
 SS_EXPORT int rclose(int socket) {
-  auto s = FdTable::instance().remove(socket);
+  auto s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
   if (!s) return ret(-EBADF);  // upstream returns a positive EBADF here
   s->close();
   return 0;

@@ -1,7 +1,6 @@
 #include "librsocket/keepalive_service.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +9,9 @@
 #include "librsocket/socket.h"
 
 namespace ss::rs {
+
+KeepaliveService::KeepaliveService()
+    : thread_({.name = "ss-keepalive"}, [this](ServiceThread::Run& r) { run(r); }) {}
 
 KeepaliveService& KeepaliveService::instance() {
   static KeepaliveService* svc = new KeepaliveService();  // outlives static destructors
@@ -26,47 +28,37 @@ unsigned default_keepalive_seconds() {
   return v > 0 ? static_cast<unsigned>(v) : 7200;
 }
 
-void KeepaliveService::add(const std::shared_ptr<Socket>& s, unsigned interval_s) {
+int KeepaliveService::add(const std::shared_ptr<Socket>& s, unsigned interval_s) {
   std::lock_guard<std::mutex> g(mu_);
   auto interval = std::chrono::seconds(std::max(interval_s, 1u));
   auto due = std::chrono::steady_clock::now() + interval;
   auto it = std::find_if(entries_.begin(), entries_.end(),
                          [&](const Entry& e) { return e.raw == s.get(); });
-  if (it != entries_.end())
+  if (it != entries_.end()) {
     *it = {s, s.get(), interval, due};
-  else
+  } else {
+    if (int rc = thread_.hold()) return rc;
     entries_.push_back({s, s.get(), interval, due});
-  if (!thread_.joinable()) {
-    thread_ = std::thread([this, gen = generation_] { run(gen); });
-    pthread_setname_np(thread_.native_handle(), "ss-keepalive");
   }
-  cv_.notify_all();
+  thread_.wake();  // it sleeps until the earliest due time
+  return 0;
 }
 
 void KeepaliveService::remove(Socket* s) {
-  std::thread done;
+  size_t gone;
   {
     std::lock_guard<std::mutex> g(mu_);
-    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                  [s](const Entry& e) { return e.raw == s; }),
-                   entries_.end());
-    if (entries_.empty() && thread_.joinable()) {
-      generation_++;
-      done = std::move(thread_);
-    }
-    cv_.notify_all();
+    auto left = std::remove_if(entries_.begin(), entries_.end(),
+                               [s](const Entry& e) { return e.raw == s; });
+    gone = entries_.end() - left;
+    entries_.erase(left, entries_.end());
   }
-  if (done.joinable()) {
-    if (done.get_id() == std::this_thread::get_id())
-      done.detach();
-    else
-      done.join();
-  }
+  while (gone--) thread_.release();  // outside mu_: the last one joins the thread
 }
 
-void KeepaliveService::run(uint64_t generation) {
+void KeepaliveService::run(ServiceThread::Run& run) {
   std::unique_lock<std::mutex> lk(mu_);
-  while (generation == generation_) {
+  while (!run.stopping()) {
     auto now = std::chrono::steady_clock::now();
     auto next = now + std::chrono::hours(1);
     std::vector<std::shared_ptr<Socket>> due;
@@ -77,14 +69,15 @@ void KeepaliveService::run(uint64_t generation) {
       }
       next = std::min(next, e.due);
     }
+    lk.unlock();
     if (!due.empty()) {
-      lk.unlock();
       for (auto& s : due) s->send_keepalive();
       due.clear();
-      lk.lock();
-      continue;
+    } else {
+      auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+      run.sleep(static_cast<int>(ms));
     }
-    cv_.wait_until(lk, next);
+    lk.lock();
   }
 }
 

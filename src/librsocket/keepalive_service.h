@@ -4,11 +4,11 @@
 // completion and the connection fails (EIO/ECONNRESET).
 #pragma once
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
+
+#include "core/base/service_thread.h"
 
 namespace ss::rs {
 
@@ -17,9 +17,10 @@ class Socket;
 class KeepaliveService {
  public:
   static KeepaliveService& instance();
-  // (Re)arms `s` to be probed every `interval_s` seconds.
-  void add(const std::shared_ptr<Socket>& s, unsigned interval_s);
-  void remove(Socket* s);  // joins the thread when the last socket leaves
+  // (Re)arms `s` to be probed every `interval_s` seconds. 0, or -errno
+  // when the first socket cannot start the thread.
+  int add(const std::shared_ptr<Socket>& s, unsigned interval_s);
+  void remove(Socket* s);  // the thread stops when the last socket leaves
 
  private:
   struct Entry {
@@ -28,17 +29,12 @@ class KeepaliveService {
     std::chrono::seconds interval;
     std::chrono::steady_clock::time_point due;
   };
-  void run(uint64_t generation);
+  KeepaliveService();
+  void run(ServiceThread::Run& run);
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Entry> entries_;
-  std::thread thread_;  // named ss-keepalive
-  // Bumped when the thread is told to stop: each thread runs while the
-  // generation it started with is current. (A shared stop flag would be
-  // cleared by an add() that starts the next thread before the old one saw
-  // it; the old one would probe on, and remove()'s join never end.)
-  uint64_t generation_ = 0;
+  std::vector<Entry> entries_;  // one user of thread_ each
+  ServiceThread thread_;
 };
 
 // The default interval: /proc/sys/net/ipv4/tcp_keepalive_time, else 7200 s.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <system_error>
 #include <thread>
 
 #include "librsocket/socket.h"
@@ -17,6 +16,10 @@ namespace {
 // peer's close is answered promptly, rarely enough to cost nothing.
 constexpr auto kStep = std::chrono::milliseconds(2);
 }  // namespace
+
+LingerService::LingerService()
+    : thread_({.name = "ss-linger", .child_keeps_users = false},
+              [this](ServiceThread::Run& r) { run(r); }) {}
 
 LingerService& LingerService::instance() {
   static LingerService* svc = [] {
@@ -33,7 +36,7 @@ LingerService& LingerService::instance() {
                        inherited->push_back(std::move(s));
                      }
                      l.socks_.clear();
-                     l.running_ = false;
+                     l.in_hand_ = 0;
                      l.mu_.unlock();
                    });
     // At exit, before the static objects registered earlier are destroyed
@@ -49,20 +52,11 @@ void LingerService::add(std::shared_ptr<Socket> s) {
   {
     std::lock_guard<std::mutex> g(mu_);
     if (std::find(socks_.begin(), socks_.end(), s) != socks_.end()) return;
-    if (!exiting_) {
-      socks_.push_back(s);
-      if (running_) return;
-      try {
-        // Detached: it ends by itself once nothing lingers, so no thread is
-        // left behind and exit never has to join one.
-        std::thread t([this] { run(); });
-        pthread_setname_np(t.native_handle(), "ss-linger");  // named before it is seen
-        t.detach();
-        running_ = true;
-        return;
-      } catch (const std::system_error&) {
-        socks_.pop_back();  // no thread to be had: the caller does it
-      }
+    // The thread ends by itself once nothing lingers (its own last
+    // release), so exit never has to join one.
+    if (!exiting_ && thread_.hold() == 0) {
+      socks_.push_back(std::move(s));
+      return;
     }
   }
   // At exit (the drain has begun) or without a thread: finish it here,
@@ -73,32 +67,43 @@ void LingerService::add(std::shared_ptr<Socket> s) {
 void LingerService::drain() {
   std::unique_lock<std::mutex> lk(mu_);
   exiting_ = true;  // later lingers are finished by whoever starts them
-  cv_.wait(lk, [this] { return socks_.empty(); });
+  cv_.wait(lk, [this] { return socks_.empty() && in_hand_ == 0; });
 }
 
-void LingerService::run() {
-  std::unique_lock<std::mutex> lk(mu_);
-  while (!socks_.empty()) {
-    std::vector<std::shared_ptr<Socket>> now = socks_;
-    lk.unlock();
+void LingerService::run(ServiceThread::Run& run) {
+  constexpr int kStepMs = std::chrono::milliseconds(kStep).count();
+  while (!run.stopping()) {
+    std::vector<std::shared_ptr<Socket>> now;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      now = socks_;
+    }
     std::vector<Socket*> done;
     for (auto& s : now)
       if (s->linger_step()) done.push_back(s.get());
-    lk.lock();
-    auto finished = std::stable_partition(socks_.begin(), socks_.end(), [&](const auto& s) {
-      return std::find(done.begin(), done.end(), s.get()) == done.end();
-    });
-    socks_.erase(finished, socks_.end());
-    lk.unlock();
-    // The last references may go here: endpoints are torn down outside mu_
-    // (rclose callers wait on it), and before an empty list is reported.
+    if (!done.empty()) {
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        auto finished = std::stable_partition(socks_.begin(), socks_.end(), [&](const auto& s) {
+          return std::find(done.begin(), done.end(), s.get()) == done.end();
+        });
+        socks_.erase(finished, socks_.end());
+        in_hand_ += done.size();
+      }
+      // The last references may go here: endpoints are torn down outside
+      // mu_ (rclose callers wait on it), and before drain hears of it.
+      now.clear();
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        in_hand_ -= done.size();
+        cv_.notify_all();
+      }
+      for (size_t i = 0; i < done.size(); i++) thread_.release();  // the last stops this thread
+      continue;
+    }
     now.clear();
-    lk.lock();
-    if (socks_.empty()) break;
-    cv_.wait_for(lk, kStep);
+    run.sleep(kStepMs);
   }
-  running_ = false;
-  cv_.notify_all();
 }
 
 }  // namespace ss::rs

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/service_thread.h"
+
 namespace ss::rs {
 
 class Socket;
@@ -23,13 +25,17 @@ class LingerService {
   void drain();
 
  private:
-  void run();
+  LingerService();
+  void run(ServiceThread::Run& run);
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::shared_ptr<Socket>> socks_;
-  bool running_ = false;
+  std::condition_variable cv_;  // socks_ emptied (drain)
+  std::vector<std::shared_ptr<Socket>> socks_;  // one user of thread_ each
+  // Finished connections whose last references the thread still holds:
+  // drain waits for their teardown too.
+  size_t in_hand_ = 0;
   bool exiting_ = false;
+  ServiceThread thread_;  // ss-linger; a fork child starts with no users
 };
 
 }  // namespace ss::rs

@@ -13,8 +13,6 @@ librsocket_la_SOURCES = \
 	src/librsocket/options.cc \
 	src/librsocket/poll.h \
 	src/librsocket/poll.cc \
-	src/librsocket/fd_table.h \
-	src/librsocket/fd_table.cc \
 	src/librsocket/listen_service.h \
 	src/librsocket/listen_service.cc \
 	src/librsocket/keepalive_service.h \

@@ -39,12 +39,12 @@ int Socket::setsockopt(int level, int name, const void* val, socklen_t len) {
   // Keepalive registration takes the service's lock: outside ours.
   if (rc == 0 && (level == SOL_SOCKET && name == SO_KEEPALIVE)) {
     if (opt_.keepalive)
-      KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
+      rc = KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
     else
       KeepaliveService::instance().remove(this);
   }
   if (rc == 0 && level == IPPROTO_TCP && name == TCP_KEEPIDLE && opt_.keepalive)
-    KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
+    rc = KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
   return rc;
 }
 

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <vector>
 
+#include "core/base/fd_table.h"
 #include "librsocket/settings.h"
-#include "librsocket/fd_table.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -57,7 +57,8 @@ void leave_all(std::vector<std::shared_ptr<Socket>>& socks, const std::vector<Ar
 int poll(pollfd* fds, nfds_t nfds, int timeout) {
   if (nfds && !fds) return -EFAULT;
   std::vector<std::shared_ptr<Socket>> socks(nfds);
-  for (nfds_t i = 0; i < nfds; i++) socks[i] = FdTable::instance().get(fds[i].fd);
+  for (nfds_t i = 0; i < nfds; i++)
+    socks[i] = FdTable::instance().get<Socket>(fds[i].fd, FdKind::kRsocket);
 
   const auto start = clock::now();
   const bool forever = timeout < 0;

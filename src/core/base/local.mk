@@ -1,4 +1,5 @@
-# src/core/base: the settings layer and core's table, logging.
+# src/core/base: the settings layer and core's table, logging, service
+# threads, the fd table.
 libslipstream_la_SOURCES += \
 	src/core/base/config.cc \
 	src/core/base/config.h \
@@ -7,11 +8,17 @@ libslipstream_la_SOURCES += \
 	src/core/base/config_core.cc \
 	src/core/base/config_core.h \
 	src/core/base/errno_guard.h \
+	src/core/base/fd_table.cc \
+	src/core/base/fd_table.h \
 	src/core/base/fifo.h \
 	src/core/base/futex_mutex.h \
 	src/core/base/log.cc \
-	src/core/base/log.h
+	src/core/base/log.h \
+	src/core/base/service_thread.cc \
+	src/core/base/service_thread.h
 
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
-	tests/core/base_log_test.cc
+	tests/core/base_fd_table_test.cc \
+	tests/core/base_log_test.cc \
+	tests/core/base_service_thread_test.cc

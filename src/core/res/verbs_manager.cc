@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 
@@ -11,10 +10,10 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "core/base/log.h"
+#include "core/base/service_thread.h"
 #include "core/res/mr_cache.h"
 
 namespace ss::res {
@@ -31,71 +30,53 @@ struct Device {
   ibv_pd* pd;
 };
 
-// Async-event watcher: one thread while connections exist. Each thread
-// has its own stop flag and wake-up fd: a connection that arrives while
-// the last one's release is still joining the old thread starts a new one,
-// and must neither revive the old thread (a shared flag reset to "run")
-// nor take the kick meant for it (a shared fd), or that join never ends.
+// Async-event watcher: one thread ("ss-verbs-async") while connections
+// exist, sleeping until a device reports an event.
 class AsyncWatcher {
  public:
-  void hold(ibv_context* ctx) {
+  AsyncWatcher() : thread_({.name = "ss-verbs-async"}, [this](ServiceThread::Run& r) { run(r); }) {}
+
+  int hold(ibv_context* ctx) {
     std::lock_guard<std::mutex> lk(mu_);
+    int rc = thread_.hold();
+    if (rc) {
+      failed_holds_++;  // its release is still to come: it must not count
+      return rc;
+    }
     bool known = false;
     for (ibv_context* c : ctxs_) known |= c == ctx;
-    if (!known) ctxs_.push_back(ctx);
-    if (holders_++ == 0) {
-      auto w = std::make_unique<Worker>();
-      w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-      Worker* raw = w.get();
-      w->thread = std::thread([this, raw] { run(raw); });
-      worker_ = std::move(w);
-    } else if (!known) {
-      kick(worker_.get());  // the running thread picks up the new device
+    if (!known) {
+      ctxs_.push_back(ctx);
+      thread_.wake();  // the running thread picks up the new device
     }
+    return 0;
   }
 
   void release() {
-    std::unique_ptr<Worker> w;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      if (holders_ == 0 || --holders_ > 0) return;
-      w = std::move(worker_);
-      w->stop = true;
-      kick(w.get());
+      if (failed_holds_ > 0) {
+        failed_holds_--;
+        return;
+      }
     }
-    if (w->thread.joinable()) w->thread.join();
-    if (w->wake_fd >= 0) ::close(w->wake_fd);  // nothing of it stays
+    thread_.release();  // outside mu_, which the thread takes
   }
 
  private:
-  struct Worker {
-    std::thread thread;
-    int wake_fd = -1;   // stop/new-device kicks
-    bool stop = false;  // under mu_
-  };
-
-  void run(Worker* w) {
-    for (;;) {
-      std::vector<pollfd> fds;
+  void run(ServiceThread::Run& run) {
+    std::vector<pollfd> fds;
+    while (!run.stopping()) {
       {
         std::lock_guard<std::mutex> lk(mu_);
-        if (w->stop) return;
-        fds.push_back({w->wake_fd, POLLIN, 0});
+        fds.assign(1, pollfd{});  // [0]: the thread's wake-up
         for (ibv_context* c : ctxs_) fds.push_back({c->async_fd, POLLIN, 0});
       }
       // Sleeps until an event or a kick (stop, new device): no idle wake-ups.
-      if (::poll(fds.data(), fds.size(), w->wake_fd < 0 ? 1000 : -1) <= 0) continue;
-      uint64_t n;
-      if ((fds[0].revents & POLLIN) && ::read(w->wake_fd, &n, sizeof n) < 0) continue;
+      if (run.poll(fds, -1) <= 0) continue;
       for (size_t i = 1; i < fds.size(); i++)
         if (fds[i].revents & POLLIN) drain(ctxs_at(i - 1));
     }
-  }
-  // With mu_ held.
-  static void kick(Worker* w) {
-    uint64_t one = 1;
-    if (w && w->wake_fd >= 0 && ::write(w->wake_fd, &one, sizeof one) < 0)
-      SS_DEBUG("verbs: kick failed");
   }
   ibv_context* ctxs_at(size_t i) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -121,8 +102,8 @@ class AsyncWatcher {
 
   std::mutex mu_;
   std::vector<ibv_context*> ctxs_;  // only grows: contexts live as long as librdmacm
-  int holders_ = 0;
-  std::unique_ptr<Worker> worker_;  // the running thread's, while holders_ > 0
+  int failed_holds_ = 0;            // holds that got no thread, released later
+  ServiceThread thread_;
 };
 
 class Manager {
@@ -202,7 +183,7 @@ int device_count() { return Manager::get().device_count(); }
 bool any_iwarp_device() { return Manager::get().any_iwarp(); }
 ibv_pd* pd_for(ibv_context* ctx) { return Manager::get().pd_for(ctx); }
 MrCache& mr_cache() { return Manager::get().cache; }
-void hold_async_events(ibv_context* ctx) { Manager::get().watcher.hold(ctx); }
+int hold_async_events(ibv_context* ctx) { return Manager::get().watcher.hold(ctx); }
 void release_async_events() { Manager::get().watcher.release(); }
 bool fork_safe() {
   Manager::get().device_count();

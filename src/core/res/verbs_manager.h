@@ -26,8 +26,10 @@ MrCache& mr_cache();
 
 // Async events (port changes, QP/CQ faults) are read by a watcher thread
 // that runs while at least one connection holds a reference, so an idle
-// process has no verbs threads. Each ref names the device it uses.
-void hold_async_events(ibv_context* ctx);
+// process has no verbs threads. Each ref names the device it uses. 0, or
+// -errno when the thread cannot be started (the events then go unread);
+// every hold, failed or not, is matched by one release.
+int hold_async_events(ibv_context* ctx);
 void release_async_events();
 
 // True when libibverbs runs in fork-safe mode (RDMAV_FORK_SAFE or

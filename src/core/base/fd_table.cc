@@ -1,0 +1,187 @@
+#include "core/base/fd_table.h"
+
+#include <pthread.h>
+#include <urcu/urcu-bp.h>
+
+#include <cerrno>
+#include <new>
+
+// ThreadSanitizer cannot see RCU's ordering: a reader's last touch of a
+// node happens before the writer's free after the grace period. Say so.
+#if defined(__SANITIZE_THREAD__)
+#define SS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SS_TSAN 1
+#endif
+#endif
+#ifdef SS_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define SS_RCU_READER_DONE(n) __tsan_release(n)
+#define SS_RCU_GRACE_PASSED(n) __tsan_acquire(n)
+#else
+#define SS_RCU_READER_DONE(n) ((void)(n))
+#define SS_RCU_GRACE_PASSED(n) ((void)(n))
+#endif
+
+namespace ss {
+
+namespace {
+struct LastLookup {  // one thread's earlier lookup
+  int fd = -1;
+  uint64_t gen = UINT64_MAX;
+  FdKind kind = FdKind::kNone;
+  std::weak_ptr<void> object;  // weak: a cached entry never keeps a closed descriptor's object
+};
+// A few entries, by descriptor: a thread serving two sockets keeps both.
+struct LookupCache {
+  static constexpr int kEntries = 4;
+  LastLookup entries[kEntries];
+};
+// A plain pointer in initial-exec TLS: no __tls_get_addr or TLS guard per
+// lookup. The cache is freed by a key destructor when its thread exits.
+thread_local LookupCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t g_cache_key;
+
+// Generations come from one counter for every table: a thread's cached
+// entry (fd, generation) can only ever match the table it came from.
+std::atomic<uint64_t> g_generation{0};
+uint64_t next_generation() { return g_generation.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+LookupCache* thread_cache() {
+  if (LookupCache* c = t_cache) return c;
+  auto* c = new (std::nothrow) LookupCache();
+  if (c && pthread_setspecific(g_cache_key, c) != 0) {
+    delete c;
+    c = nullptr;
+  }
+  t_cache = c;
+  return c;
+}
+
+void init_process_once() {
+  pthread_key_create(&g_cache_key, [](void* c) {
+    t_cache = nullptr;  // a later destructor of this thread may still look up
+    delete static_cast<LookupCache*>(c);
+  });
+  // A child forked while another thread was inside a lookup would
+  // otherwise wait for that (absent) reader forever in a remove.
+  pthread_atfork(urcu_bp_before_fork, urcu_bp_after_fork_parent, urcu_bp_after_fork_child);
+}
+}  // namespace
+
+FdTable::FdTable() {
+  static std::once_flag once;
+  std::call_once(once, init_process_once);
+  gen_.store(next_generation(), std::memory_order_relaxed);
+}
+
+FdTable::~FdTable() {
+  // No reader is left (the owner's promise): no grace period to wait.
+  for (auto& c : chunks_) {
+    Chunk* chunk = c.load(std::memory_order_relaxed);
+    if (!chunk) continue;
+    for (auto& s : chunk->slots) delete s.load(std::memory_order_relaxed);
+    delete chunk;
+  }
+}
+
+FdTable& FdTable::instance() {
+  // Leaked on purpose: descriptors may be used from atexit handlers and
+  // static destructors of the application.
+  static FdTable* table = new FdTable();
+  return *table;
+}
+
+std::atomic<FdTable::Node*>* FdTable::slot(int fd) const {
+  if (fd < 0 || fd >= kMaxFds) return nullptr;
+  Chunk* c = chunks_[fd >> kChunkBits].load(std::memory_order_acquire);
+  return c ? &c->slots[fd & (kChunkSize - 1)] : nullptr;
+}
+
+int FdTable::insert(int fd, FdKind kind, std::shared_ptr<void> object) {
+  if (fd < 0 || fd >= kMaxFds || kind == FdKind::kNone) return fd < 0 ? -EBADF : -ENOMEM;
+  auto* node = new (std::nothrow) Node{kind, std::move(object)};
+  if (!node) return -ENOMEM;
+  Node* old;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    auto& chunk = chunks_[fd >> kChunkBits];
+    if (!chunk.load(std::memory_order_relaxed)) {
+      auto* c = new (std::nothrow) Chunk{};
+      if (!c) {
+        delete node;
+        return -ENOMEM;
+      }
+      chunk.store(c, std::memory_order_release);
+    }
+    old = slot(fd)->exchange(node, std::memory_order_acq_rel);
+    gen_.store(next_generation(), std::memory_order_release);
+  }
+  if (old) {  // a descriptor the kernel reused without a remove: drop the stale entry
+    urcu_bp_synchronize_rcu();
+    SS_RCU_GRACE_PASSED(old);
+    delete old;
+  }
+  return 0;
+}
+
+FdKind FdTable::kind(int fd) const {
+  std::atomic<Node*>* s = slot(fd);
+  if (!s) return FdKind::kNone;
+  FdKind k = FdKind::kNone;
+  urcu_bp_read_lock();
+  if (Node* n = s->load(std::memory_order_acquire)) {
+    k = n->kind;
+    SS_RCU_READER_DONE(n);
+  }
+  urcu_bp_read_unlock();
+  return k;
+}
+
+std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
+  // The generation is read before the slot: an entry cached from a slot
+  // that changed meanwhile carries a stale generation and is never used.
+  const uint64_t gen = gen_.load(std::memory_order_acquire);
+  LookupCache* cache = thread_cache();
+  LastLookup* last =
+      cache ? &cache->entries[static_cast<unsigned>(fd) % LookupCache::kEntries] : nullptr;
+  if (last && last->fd == fd && last->gen == gen) {
+    if (last->kind != kind) return nullptr;
+    if (auto o = last->object.lock()) return o;
+  }
+  std::atomic<Node*>* s = slot(fd);
+  if (!s) return nullptr;
+  std::shared_ptr<void> out;
+  FdKind found = FdKind::kNone;
+  urcu_bp_read_lock();
+  if (Node* n = s->load(std::memory_order_acquire)) {
+    found = n->kind;
+    if (found == kind) out = n->object;
+    SS_RCU_READER_DONE(n);
+  }
+  urcu_bp_read_unlock();
+  if (out && last) *last = {fd, gen, found, out};
+  return out;
+}
+
+int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {
+  Node* n;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    std::atomic<Node*>* s = slot(fd);
+    n = s ? s->load(std::memory_order_relaxed) : nullptr;
+    if (!n || n->kind != kind) return -EBADF;
+    s->store(nullptr, std::memory_order_release);
+    gen_.store(next_generation(), std::memory_order_release);
+  }
+  // Lookups that loaded the node before it left are done with it after this.
+  urcu_bp_synchronize_rcu();
+  SS_RCU_GRACE_PASSED(n);
+  if (object) *object = std::move(n->object);
+  delete n;
+  return 0;
+}
+
+}  // namespace ss

@@ -1,0 +1,77 @@
+// Descriptor -> entry map of the process, shared by every face: each entry
+// carries a kind tag (an rsocket, a socket a preload offloads, a kernel
+// descriptor passed through) and the face's object for it.
+//
+// Lookups take no lock: slots are atomic pointers read inside an RCU
+// read-side section (liburcu-bp), just long enough to copy the shared
+// reference; a remove waits out a grace period before dropping the
+// table's reference, so a concurrent lookup never touches a freed slot and
+// a call in progress keeps its object alive. Each thread remembers its
+// last few lookups (weak references and the table's generation, which
+// every insert and remove bumps): a thread calling on the same
+// descriptors repeatedly skips the table.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace ss {
+
+// Each kind names one object type, agreed by the faces that use it.
+enum class FdKind : uint8_t {
+  kNone = 0,       // not in the table
+  kRsocket = 1,    // ss::rs::Socket
+  kOffloaded = 2,  // a socket a preload serves itself
+  kKernel = 3,     // a kernel descriptor a preload passes through (object may be null)
+};
+
+class FdTable {
+ public:
+  static FdTable& instance();  // the process's table
+  FdTable();                   // (tests: a table of their own)
+  ~FdTable();                  // with no lookup or remove still running
+
+  // Sets fd's entry, replacing any (a descriptor the kernel reused).
+  // -ENOMEM when the descriptor is beyond what the table tracks.
+  int insert(int fd, FdKind kind, std::shared_ptr<void> object);
+  FdKind kind(int fd) const;
+  // fd's object when its entry is of `kind`; null otherwise.
+  std::shared_ptr<void> get_object(int fd, FdKind kind) const;
+  template <class T>
+  std::shared_ptr<T> get(int fd, FdKind kind) const {
+    return std::static_pointer_cast<T>(get_object(fd, kind));
+  }
+  // Removes fd's entry if it is of `kind` and hands back its object:
+  // 0, or -EBADF (no entry, or one of another kind, which stays).
+  int remove_object(int fd, FdKind kind, std::shared_ptr<void>* object);
+  template <class T>
+  std::shared_ptr<T> remove(int fd, FdKind kind) {
+    std::shared_ptr<void> o;
+    remove_object(fd, kind, &o);
+    return std::static_pointer_cast<T>(std::move(o));
+  }
+
+ private:
+  // Two levels, allocated on first use and never freed while the table
+  // lives: no reader ever sees a chunk go away.
+  static constexpr int kChunkBits = 10;
+  static constexpr int kChunkSize = 1 << kChunkBits;
+  static constexpr int kMaxFds = 1 << 20;
+  struct Node {
+    FdKind kind;
+    std::shared_ptr<void> object;
+  };
+  struct Chunk {
+    std::atomic<Node*> slots[kChunkSize];
+  };
+  FdTable(const FdTable&) = delete;
+  FdTable& operator=(const FdTable&) = delete;
+  std::atomic<Node*>* slot(int fd) const;
+
+  std::mutex write_mu_;  // insert/remove
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<Chunk*> chunks_[kMaxFds / kChunkSize] = {};
+};
+
+}  // namespace ss

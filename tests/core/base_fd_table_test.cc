@@ -1,0 +1,142 @@
+// FdTable: entries per kind, a lookup of the wrong kind, the per-thread
+// lookup cache staying true to the table, and lock-free lookups while
+// entries are removed and reinserted.
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/base/fd_table.h"
+
+namespace ss {
+namespace {
+
+struct Obj {
+  static constexpr uint32_t kAlive = 0xa11ce, kDead = 0xdead;
+  explicit Obj(int f) : fd(f) {}
+  ~Obj() { magic = kDead; }
+  int fd;
+  volatile uint32_t magic = kAlive;
+};
+
+constexpr FdKind kKinds[] = {FdKind::kRsocket, FdKind::kOffloaded, FdKind::kKernel};
+
+TEST(FdTableTest, InsertGetRemovePerKind) {
+  FdTable t;
+  int fd = 10;
+  for (FdKind k : kKinds) {
+    auto o = std::make_shared<Obj>(fd);
+    ASSERT_EQ(t.insert(fd, k, o), 0);
+    EXPECT_EQ(t.kind(fd), k);
+    EXPECT_EQ(t.get<Obj>(fd, k), o);
+    EXPECT_EQ(t.get<Obj>(fd, k), o);  // again, from the thread's cache
+    EXPECT_EQ(t.remove<Obj>(fd, k), o);
+    EXPECT_EQ(t.kind(fd), FdKind::kNone);
+    EXPECT_EQ(t.get<Obj>(fd, k), nullptr);
+    std::shared_ptr<void> none;
+    EXPECT_EQ(t.remove_object(fd, k, &none), -EBADF);
+    fd++;
+  }
+}
+
+TEST(FdTableTest, GetOfAnotherKindFindsNothing) {
+  FdTable t;
+  auto o = std::make_shared<Obj>(7);
+  ASSERT_EQ(t.insert(7, FdKind::kRsocket, o), 0);
+  ASSERT_EQ(t.get<Obj>(7, FdKind::kRsocket), o);  // now cached for this thread
+  EXPECT_EQ(t.get<Obj>(7, FdKind::kOffloaded), nullptr);
+  EXPECT_EQ(t.get<Obj>(7, FdKind::kKernel), nullptr);
+  // A remove of another kind leaves the entry alone.
+  std::shared_ptr<void> out;
+  EXPECT_EQ(t.remove_object(7, FdKind::kKernel, &out), -EBADF);
+  EXPECT_EQ(out, nullptr);
+  EXPECT_EQ(t.get<Obj>(7, FdKind::kRsocket), o);
+}
+
+TEST(FdTableTest, KernelPassThroughNeedsNoObject) {
+  FdTable t;
+  ASSERT_EQ(t.insert(3, FdKind::kKernel, nullptr), 0);
+  EXPECT_EQ(t.kind(3), FdKind::kKernel);
+  EXPECT_EQ(t.remove_object(3, FdKind::kKernel, nullptr), 0);
+  EXPECT_EQ(t.kind(3), FdKind::kNone);
+}
+
+TEST(FdTableTest, OutOfRangeDescriptors) {
+  FdTable t;
+  auto o = std::make_shared<Obj>(0);
+  EXPECT_EQ(t.insert(-1, FdKind::kRsocket, o), -EBADF);
+  EXPECT_EQ(t.insert(1 << 20, FdKind::kRsocket, o), -ENOMEM);
+  EXPECT_EQ(t.get<Obj>(-1, FdKind::kRsocket), nullptr);
+  EXPECT_EQ(t.kind(1 << 20), FdKind::kNone);
+}
+
+TEST(FdTableTest, ReusedDescriptorReplacesTheCachedEntry) {
+  FdTable t;
+  auto a = std::make_shared<Obj>(5), b = std::make_shared<Obj>(5);
+  ASSERT_EQ(t.insert(5, FdKind::kRsocket, a), 0);
+  ASSERT_EQ(t.get<Obj>(5, FdKind::kRsocket), a);
+  ASSERT_EQ(t.insert(5, FdKind::kOffloaded, b), 0);  // the kernel reused 5
+  EXPECT_EQ(t.get<Obj>(5, FdKind::kRsocket), nullptr);
+  EXPECT_EQ(t.get<Obj>(5, FdKind::kOffloaded), b);
+}
+
+TEST(FdTableTest, TheCacheKeepsNoRemovedObjectAlive) {
+  FdTable t;
+  auto o = std::make_shared<Obj>(9);
+  std::weak_ptr<Obj> seen = o;
+  ASSERT_EQ(t.insert(9, FdKind::kRsocket, std::move(o)), 0);
+  ASSERT_NE(t.get<Obj>(9, FdKind::kRsocket), nullptr);  // cached
+  t.remove<Obj>(9, FdKind::kRsocket);
+  EXPECT_TRUE(seen.expired());
+}
+
+TEST(FdTableTest, TablesDoNotShareCachedLookups) {
+  // Both tables see the same history: a cache keyed on descriptor and a
+  // per-table generation alone would hand one table's object to the other.
+  FdTable t1, t2;
+  auto a = std::make_shared<Obj>(4), b = std::make_shared<Obj>(4);
+  ASSERT_EQ(t1.insert(4, FdKind::kRsocket, a), 0);
+  ASSERT_EQ(t2.insert(4, FdKind::kRsocket, b), 0);
+  EXPECT_EQ(t1.get<Obj>(4, FdKind::kRsocket), a);
+  EXPECT_EQ(t2.get<Obj>(4, FdKind::kRsocket), b);
+  EXPECT_EQ(t1.get<Obj>(4, FdKind::kRsocket), a);
+}
+
+TEST(FdTableTest, ConcurrentLookupsDuringRemove) {
+  FdTable t;
+  constexpr int kFds = 64, kBase = 100, kRounds = 1000, kReaders = 3;
+  for (int fd = kBase; fd < kBase + kFds; fd++)
+    ASSERT_EQ(t.insert(fd, FdKind::kRsocket, std::make_shared<Obj>(fd)), 0);
+  std::atomic<bool> done{false};
+  std::atomic<long> bad{0}, found{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < kReaders; r++)
+    readers.emplace_back([&, r] {
+      while (!done.load(std::memory_order_relaxed))
+        for (int i = 0; i < kFds; i++) {
+          int fd = kBase + (i + r * 7) % kFds;
+          auto o = t.get<Obj>(fd, FdKind::kRsocket);
+          if (!o) continue;
+          found.fetch_add(1, std::memory_order_relaxed);
+          if (o->magic != Obj::kAlive || o->fd != fd) bad.fetch_add(1);
+        }
+    });
+  for (int round = 0; round < kRounds; round++)
+    for (int fd = kBase; fd < kBase + kFds; fd++) {
+      auto o = t.remove<Obj>(fd, FdKind::kRsocket);
+      if (!o || o->fd != fd) bad.fetch_add(1);
+      o.reset();  // the table's reference was the last unless a reader holds one
+      if (t.insert(fd, FdKind::kRsocket, std::make_shared<Obj>(fd))) bad.fetch_add(1);
+    }
+  done = true;
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(found.load(), 0);
+}
+
+}  // namespace
+}  // namespace ss
