@@ -10,7 +10,8 @@ ext_test_scripts = \
 	tests/ext/netns.sh \
 	tests/ext/no_rdma.sh \
 	tests/ext/demo.sh \
-	tests/ext/slipstream_config.sh
+	tests/ext/slipstream_config.sh \
+	tests/ext/abi.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh

@@ -19,4 +19,10 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/config_test.cc \
 	tests/librsocket/keepalive_test.cc \
 	tests/librsocket/raw_peer.h
+# Two pure helpers of core the hostile tests call (the shm rendezvous name,
+# rdma_cm event errno) are compiled in rather than exported: no face needs
+# them, and they hold no state a second copy could split.
+rsocket_conformance_SOURCES += \
+	src/core/prov/shm/rendezvous.cc \
+	src/core/prov/verbs/cm_events.cc
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/base/api.h"
+
 namespace ss::config {
 
 enum class Type { kInt, kString, kEnum };
@@ -111,7 +113,7 @@ class Component {
   // Row i, or nullptr when i is out of range.
   const Setting* row(int i) const { return valid(i) ? &rows_[i] : nullptr; }
   // Index of the row called `name`, or -1.
-  int find(const char* name) const;
+  SS_API int find(const char* name) const;
   // The row naming the directory of one-value files, or -1.
   int dir_row() const { return dir_row_; }
 
@@ -120,9 +122,9 @@ class Component {
     if (!loaded_.load(std::memory_order_acquire)) load();
     return valid(i) ? values_[i].num.load(std::memory_order_relaxed) : 0;
   }
-  std::string get_string(int i);  // any row as text (an enum by its choice name)
-  Source source(int i);
-  std::string origin(int i);
+  SS_API std::string get_string(int i);  // any row as text (an enum by its choice name)
+  SS_API Source source(int i);
+  SS_API std::string origin(int i);
   // The directory of one-value files in effect ("" without one). With the
   // settings lock held (a ValueSource).
   const char* dir_locked() const { return dir_row_ >= 0 ? values_[dir_row_].str : ""; }
@@ -139,8 +141,8 @@ class Component {
   void remove_source(const ValueSource* src);
 
   // Registry membership (idempotent).
-  void enlist();
-  void delist();
+  SS_API void enlist();
+  SS_API void delist();
 
  private:
   friend struct Loader;
@@ -148,7 +150,7 @@ class Component {
   friend Component* find_component(const char* name);
   friend void reload();
   bool valid(int i) const { return i >= 0 && i < count_; }
-  void load();  // first use: registers and reads the table
+  SS_API void load();  // first use: registers and reads the table
 
   const char* name_;
   const Setting* rows_;
@@ -206,11 +208,11 @@ class Enlisted {
 
 // Registered components in registration order (core first): copies up to
 // cap pointers into out and returns how many there are.
-int components(Component** out, int cap);
+SS_API int components(Component** out, int cap);
 // The registered component called `name`, or nullptr.
-Component* find_component(const char* name);
+SS_API Component* find_component(const char* name);
 
 // Re-reads every registered component (tests change env and files).
-void reload();
+SS_API void reload();
 
 }  // namespace ss::config

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/base/api.h"
 #include "core/base/config.h"
 
 namespace ss::config {
@@ -33,13 +34,13 @@ Check parse_scaled(const char* text, size_t len, Unit unit, int64_t* out);
 const char* unit_suffix(Unit unit);
 // What the unit accepts, for warnings and the listing, e.g.
 // "us; or with a unit: ns, us, ms, s".
-const char* unit_text(Unit unit);
+SS_API const char* unit_text(Unit unit);
 
 // Index of `text` (trimmed, case-insensitive) among "a|b|c", or -1.
 int parse_choice(const char* text, size_t len, const char* choices);
 
 // Copies choice number `index` of "a|b|c" into out[cap]; false if none.
-bool choice_at(const char* choices, int64_t index, char* out, size_t cap);
+SS_API bool choice_at(const char* choices, int64_t index, char* out, size_t cap);
 
 // Parses `text` as row `s` wants it, bounds included. kInt/kEnum store *iv;
 // kString copies the trimmed text into str[cap]. The row's `adjust` (an

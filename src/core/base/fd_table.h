@@ -16,6 +16,8 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/api.h"
+
 namespace ss {
 
 // Each kind names one object type, agreed by the faces that use it.
@@ -28,23 +30,23 @@ enum class FdKind : uint8_t {
 
 class FdTable {
  public:
-  static FdTable& instance();  // the process's table
+  SS_API static FdTable& instance();  // the process's table
   FdTable();                   // (tests: a table of their own)
   ~FdTable();                  // with no lookup or remove still running
 
   // Sets fd's entry, replacing any (a descriptor the kernel reused).
   // -ENOMEM when the descriptor is beyond what the table tracks.
-  int insert(int fd, FdKind kind, std::shared_ptr<void> object);
+  SS_API int insert(int fd, FdKind kind, std::shared_ptr<void> object);
   FdKind kind(int fd) const;
   // fd's object when its entry is of `kind`; null otherwise.
-  std::shared_ptr<void> get_object(int fd, FdKind kind) const;
+  SS_API std::shared_ptr<void> get_object(int fd, FdKind kind) const;
   template <class T>
   std::shared_ptr<T> get(int fd, FdKind kind) const {
     return std::static_pointer_cast<T>(get_object(fd, kind));
   }
   // Removes fd's entry if it is of `kind` and hands back its object:
   // 0, or -EBADF (no entry, or one of another kind, which stays).
-  int remove_object(int fd, FdKind kind, std::shared_ptr<void>* object);
+  SS_API int remove_object(int fd, FdKind kind, std::shared_ptr<void>* object);
   template <class T>
   std::shared_ptr<T> remove(int fd, FdKind kind) {
     std::shared_ptr<void> o;

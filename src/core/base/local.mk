@@ -1,6 +1,7 @@
 # src/core/base: the settings layer and core's table, logging, service
 # threads, the fd table.
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
+	src/core/base/api.h \
 	src/core/base/config.cc \
 	src/core/base/config.h \
 	src/core/base/config_parse.cc \

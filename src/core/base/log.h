@@ -3,6 +3,8 @@
 // preserved across every call.
 #pragma once
 
+#include "core/base/api.h"
+
 namespace ss::log {
 
 enum class Level : int {
@@ -16,9 +18,9 @@ enum class Level : int {
 };
 
 // True when messages at `level` are printed (threshold from SLIPSTREAM_LOG_LEVEL).
-bool enabled(Level level);
+SS_API bool enabled(Level level);
 // Formats and writes one line "slipstream[pid] LEVEL: message\n" to stderr.
-void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+SS_API void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // Re-reads the threshold (tests).
 void reload();
 

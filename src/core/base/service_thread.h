@@ -30,6 +30,8 @@
 #include <span>
 #include <vector>
 
+#include "core/base/api.h"
+
 namespace ss {
 
 class ServiceThread {
@@ -41,9 +43,9 @@ class ServiceThread {
     bool stopping() const { return stop_.load(std::memory_order_acquire); }
     // poll(2) over fds[1..] and this thread's wake-up, which is put in
     // fds[0] and drained here. Returns the count of ready entries or -errno.
-    int poll(std::span<pollfd> fds, int timeout_ms);
+    SS_API int poll(std::span<pollfd> fds, int timeout_ms);
     // Sleeps until woken, stopped or timeout_ms passed (-1: no timeout).
-    int sleep(int timeout_ms);
+    SS_API int sleep(int timeout_ms);
 
    private:
     friend class ServiceThread;
@@ -60,7 +62,7 @@ class ServiceThread {
     size_t stack_size = 0;  // 0: the library default (tests: one that cannot be mapped)
   };
 
-  ServiceThread(Options opts, Body body);
+  SS_API ServiceThread(Options opts, Body body);
   ~ServiceThread();  // stops the thread if one runs; the object outlives users
   ServiceThread(const ServiceThread&) = delete;
   ServiceThread& operator=(const ServiceThread&) = delete;
@@ -68,14 +70,14 @@ class ServiceThread {
   // Adds a user, starting the thread if none runs. 0, or -errno (eventfd or
   // thread creation failed) and the user is not counted. Never blocks on
   // the thread: may be called under a lock the body takes.
-  int hold();
+  SS_API int hold();
   // Drops a user; the last one stops the thread and joins it (detaches it
   // when called from the thread itself). Call it without holding any lock
   // the body takes.
-  void release();
+  SS_API void release();
   // Wakes the running thread (its Run::poll/sleep returns). In a fork child
   // with inherited users this starts the thread: 0 or -errno.
-  int wake();
+  SS_API int wake();
 
   bool running() const;  // a thread serves the users now
   int users() const;

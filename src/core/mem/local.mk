@@ -1,6 +1,6 @@
 # src/core/mem: the zero-copy buffer model (regions, chunk memory, pools of
 # frames, buffers, registration).
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
 	src/core/mem/region.h \
 	src/core/mem/region.cc \
 	src/core/mem/region_registry.h \

@@ -1,6 +1,6 @@
 # Providers: the shared vocabulary, the registry and selection; each
 # provider's folder adds its own fragment and registers itself.
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
 	src/core/prov/provider.h \
 	src/core/prov/ring.h \
 	src/core/prov/connection.h \

@@ -6,21 +6,22 @@
 #pragma once
 #include <memory>
 
+#include "core/base/api.h"
 #include "core/prov/connection.h"
 
 namespace ss::prov {
 
 // An active endpoint for `peer`: the named provider's, or auto's first
 // that accepts the peer and creates one (-ENODEV/-ENOTSUP/-errno otherwise).
-int create_active(const Peer& peer, std::unique_ptr<Endpoint>* out);
+SS_API int create_active(const Peer& peer, std::unique_ptr<Endpoint>* out);
 
 // A listener serving every provider that listens for the rsocket whose
 // kernel socket `sock` is not listening yet (binding it first if unbound):
 // the named provider, or all under auto, plus those that always listen.
-int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog = 128);
+SS_API int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog = 128);
 
 // True when a connection could follow path records (RDMA_ROUTE) with the
 // configured providers on this host.
-bool can_route();
+SS_API bool can_route();
 
 }  // namespace ss::prov

@@ -3,10 +3,12 @@
 #pragma once
 #include <sys/socket.h>
 
+#include "core/base/api.h"
+
 namespace ss::prov {
 
 // True when the kernel socket `sock` is bound to a port.
-bool has_local_port(int sock);
+SS_API bool has_local_port(int sock);
 // True when `dst` names an address of this host (in this network namespace).
 bool is_local_address(const sockaddr* dst, socklen_t len);
 // Binds an unbound `sock` to the wildcard of its family and an ephemeral

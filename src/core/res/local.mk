@@ -1,6 +1,6 @@
 # src/core/res: the verbs resource manager (devices, protection domains, MR
 # cache, async events), shared by every face.
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
 	src/core/res/verbs_manager.h \
 	src/core/res/verbs_manager.cc \
 	src/core/res/mr_cache.h \

@@ -1,5 +1,5 @@
 # The shm provider: peers on one host, shared memory found through a rendezvous.
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
 	src/core/prov/shm/ring.h \
 	src/core/prov/shm/rendezvous.h \
 	src/core/prov/shm/rendezvous.cc \

@@ -1,5 +1,5 @@
 # The tcp provider: the util stream over kernel TCP.
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
 	src/core/prov/tcp/tcp_endpoint.h \
 	src/core/prov/tcp/tcp_endpoint.cc \
 	src/core/prov/tcp/tcp_provider.cc

@@ -1,6 +1,6 @@
 # What the stream providers (tcp, shm) share: frames, the handshake, the
 # stream endpoint and listener, the region table, the lingering close.
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
 	src/core/prov/util/frame.h \
 	src/core/prov/util/region_table.h \
 	src/core/prov/util/region_table.cc \

@@ -1,5 +1,5 @@
 # The verbs provider: rdma_cm and RC queue pairs, wire-compatible with rsockets.
-libslipstream_la_SOURCES += \
+libslipstream_core_la_SOURCES += \
 	src/core/prov/verbs/cm_events.h \
 	src/core/prov/verbs/cm_events.cc \
 	src/core/prov/verbs/msg_send.h \
