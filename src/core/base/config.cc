@@ -44,7 +44,7 @@ constinit std::mutex g_mu;
 constinit std::atomic<bool> g_loaded{false};
 constinit std::atomic<int64_t> g_int[kCount];
 constinit std::atomic<int> g_src[kCount];
-constinit Slot g_slot[kCount];  // guarded by g_mu
+constinit Slot g_slot[kCount]{};  // guarded by g_mu
 
 // Setuid programs ignore the environment: it must not point them at files.
 const char* env_value(const Setting& s) { return s.env ? secure_getenv(s.env) : nullptr; }
