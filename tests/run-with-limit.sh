@@ -18,7 +18,12 @@ limit=$((limit * ${TEST_LIMIT_SCALE:-1}))
 
 # timeout(1) puts itself and the test in a process group of their own, which
 # a ^C at the terminal no longer reaches: pass INT/TERM/HUP on ourselves.
-timeout -k 10 "$limit" "$@" &
+# (The trap in the subshell undoes bash's SIGINT/SIGQUIT ignore for
+# background jobs, so the test gets the dispositions it would have had.)
+(
+  trap - INT QUIT
+  exec timeout -k 10 "$limit" "$@"
+) &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null' INT TERM HUP
 while :; do
