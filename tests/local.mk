@@ -17,7 +17,7 @@ TEST_LOG_COMPILER = $(LOG_COMPILER)  # automake's *.test suffix rule
 AM_TESTS_ENVIRONMENT = TEST_LIMIT_DEFAULT='$(TEST_LIMIT_DEFAULT)' \
 	TEST_LIMITS='$(TEST_LIMITS)' TEST_LIMIT_SCALE='$(TEST_LIMIT_SCALE)'; \
 	export TEST_LIMIT_DEFAULT TEST_LIMITS TEST_LIMIT_SCALE;
-EXTRA_DIST += tests/run-with-limit.sh
+EXTRA_DIST += tests/run-with-limit.sh tests/tsan.supp
 
 include tests/librsocket/local.mk
 include tests/ext/local.mk
