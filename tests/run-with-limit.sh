@@ -5,8 +5,9 @@
 #   [TEST_NAME=NAME] run-with-limit.sh TEST [ARG...]
 # NAME is TEST's basename unless given. The limit, in seconds: NAME's entry
 # in TEST_LIMITS ("name=secs ..."), else TEST_LIMIT_DEFAULT (600), times
-# TEST_LIMIT_SCALE (1; sanitizer builds raise it). Past it TEST's process group gets SIGTERM,
-# 10 s later SIGKILL; this prints "TIMEOUT after N s: NAME" and exits 1.
+# TEST_LIMIT_SCALE (1; sanitizer builds raise it). Past it TEST's process
+# group gets SIGTERM, 10 s later SIGKILL; this prints "TIMEOUT after N s:
+# NAME" and exits 1.
 # Otherwise TEST's own exit status passes through (77 skip, 99 error).
 set -u
 name=${TEST_NAME:-${1##*/}}
