@@ -3,6 +3,7 @@
 set -euo pipefail
 pkgs=(
   build-essential autoconf automake libtool autoconf-archive pkgconf
+  clang
   libibverbs-dev librdmacm-dev liburcu-dev
   googletest libgtest-dev libbenchmark-dev
   rdmacm-utils iproute2 procps python3

@@ -1,5 +1,6 @@
 // The C ABI edge: the 27 r-functions of librdmacm's RDMACM_1.0 node.
-// Internals return -errno; here that becomes -1 and errno. Nothing throws.
+// Internals return -errno; here that becomes -1 and errno (edge), and no
+// exception crosses: every function is noexcept.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -8,9 +9,13 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <new>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
 
-#include "core/base/fd_table.h"
 #include "include/rdma/rsocket.h"
+#include "core/base/fd_table.h"
 #include "librsocket/poll.h"
 #include "librsocket/socket.h"
 
@@ -22,8 +27,24 @@ using ss::rs::Socket;
 
 namespace {
 
-template <typename T>
-T ret(T rc) {
+// Every call's one way out: BODY returns a count or -errno, the caller gets
+// that count, or -1 and errno. Nothing inside throws on purpose, but `new`,
+// std::vector and std::thread may: their exceptions stop here as the errno
+// they stand for. Any other exception is a bug, and noexcept turns it into
+// std::terminate rather than an unwind into C code.
+template <typename Body>
+auto edge(Body&& body) noexcept -> decltype(body()) {
+  using T = decltype(body());
+  T rc;
+  try {
+    rc = body();
+  } catch (const std::bad_alloc&) {
+    rc = -ENOMEM;
+  } catch (const std::length_error&) {  // a size no allocation can hold
+    rc = -ENOMEM;
+  } catch (const std::system_error& e) {  // std::thread, std::mutex: an errno value
+    rc = -(e.code().value() > 0 ? e.code().value() : EIO);
+  }
   if (rc < 0) {
     errno = static_cast<int>(-rc);
     return static_cast<T>(-1);
@@ -35,210 +56,213 @@ std::shared_ptr<Socket> lookup(int fd) {
   return FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
 }
 
-}  // namespace
-
-SS_EXPORT int rsocket(int domain, int type, int protocol) {
-  const int flags = type & (SOCK_NONBLOCK | SOCK_CLOEXEC);
-  type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (domain != AF_INET && domain != AF_INET6) return ret(-EAFNOSUPPORT);
-  if (type == SOCK_DGRAM) return ret(-ENOTSUP);  // datagram rsockets: not yet
-  if (type != SOCK_STREAM) return ret(-ESOCKTNOSUPPORT);
-  if (protocol != 0 && protocol != IPPROTO_TCP) return ret(-EPROTONOSUPPORT);
-  // A kernel socket names the rsocket: a unique descriptor, the port
-  // reservation, and the connection manager's stream for software providers.
-  int fd = ::socket(domain, SOCK_STREAM | SOCK_NONBLOCK | (flags & SOCK_CLOEXEC), 0);
-  if (fd < 0) return -1;
-  auto s = std::make_shared<Socket>(fd, domain);
-  if (flags & SOCK_NONBLOCK) s->fcntl(F_SETFL, O_NONBLOCK);
-  if (flags & SOCK_CLOEXEC) s->fcntl(F_SETFD, FD_CLOEXEC);
-  int rc = FdTable::instance().insert(fd, FdKind::kRsocket, s);
-  if (rc) {
-    ::close(fd);
-    return ret(rc);
-  }
-  return fd;
+// edge() around CALL on fd's rsocket; EBADF when fd is none.
+template <typename Call>
+auto on_socket(int fd, Call&& call) noexcept {
+  return edge([&]() -> decltype(call(std::declval<Socket&>())) {
+    auto s = lookup(fd);
+    return s ? call(*s) : -EBADF;
+  });
 }
 
-SS_EXPORT int rbind(int socket, const struct sockaddr* addr, socklen_t addrlen) {
+int accept_common(int socket, struct sockaddr* addr, socklen_t* addrlen, int flags) {
   auto s = lookup(socket);
-  return s ? ret(s->bind(addr, addrlen)) : ret(-EBADF);
-}
-
-SS_EXPORT int rlisten(int socket, int backlog) {
-  auto s = lookup(socket);
-  return s ? ret(s->listen(backlog)) : ret(-EBADF);
-}
-
-static int accept_common(int socket, struct sockaddr* addr, socklen_t* addrlen, int flags) {
-  auto s = lookup(socket);
-  if (!s) return ret(-EBADF);
+  if (!s) return -EBADF;
   std::shared_ptr<Socket> child;
   int rc = s->accept(&child, addr, addrlen, flags);
-  if (rc) return ret(rc);
+  if (rc) return rc;
   rc = FdTable::instance().insert(child->fd(), FdKind::kRsocket, child);
   if (rc) {
     child->close();
-    return ret(rc);
+    return rc;
   }
   return child->fd();
 }
 
-SS_EXPORT int raccept(int socket, struct sockaddr* addr, socklen_t* addrlen) {
-  return accept_common(socket, addr, addrlen, 0);
+}  // namespace
+
+SS_EXPORT int rsocket(int domain, int type, int protocol) noexcept {
+  return edge([&] {
+    const int flags = type & (SOCK_NONBLOCK | SOCK_CLOEXEC);
+    type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (domain != AF_INET && domain != AF_INET6) return -EAFNOSUPPORT;
+    if (type == SOCK_DGRAM) return -ENOTSUP;  // datagram rsockets: not yet
+    if (type != SOCK_STREAM) return -ESOCKTNOSUPPORT;
+    if (protocol != 0 && protocol != IPPROTO_TCP) return -EPROTONOSUPPORT;
+    // A kernel socket names the rsocket: a unique descriptor, the port
+    // reservation, and the connection manager's stream for software providers.
+    int fd = ::socket(domain, SOCK_STREAM | SOCK_NONBLOCK | (flags & SOCK_CLOEXEC), 0);
+    if (fd < 0) return -errno;
+    int rc;
+    try {
+      auto s = std::make_shared<Socket>(fd, domain);
+      if (flags & SOCK_NONBLOCK) s->fcntl(F_SETFL, O_NONBLOCK);
+      if (flags & SOCK_CLOEXEC) s->fcntl(F_SETFD, FD_CLOEXEC);
+      rc = FdTable::instance().insert(fd, FdKind::kRsocket, s);
+    } catch (...) {  // the descriptor is ours until the table holds it
+      ::close(fd);
+      throw;
+    }
+    if (rc) {
+      ::close(fd);
+      return rc;
+    }
+    return fd;
+  });
 }
 
-SS_EXPORT int rconnect(int socket, const struct sockaddr* addr, socklen_t addrlen) {
-  auto s = lookup(socket);
-  return s ? ret(s->connect(addr, addrlen)) : ret(-EBADF);
+SS_EXPORT int rbind(int socket, const struct sockaddr* addr, socklen_t addrlen) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.bind(addr, addrlen); });
 }
 
-SS_EXPORT int rshutdown(int socket, int how) {
-  auto s = lookup(socket);
-  return s ? ret(s->shutdown(how)) : ret(-EBADF);
+SS_EXPORT int rlisten(int socket, int backlog) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.listen(backlog); });
 }
 
-SS_EXPORT int rclose(int socket) {
-  auto s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
-  if (!s) return ret(-EBADF);  // upstream returns a positive EBADF here
-  s->close();
-  return 0;
+SS_EXPORT int raccept(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
+  return edge([&] { return accept_common(socket, addr, addrlen, 0); });
 }
 
-SS_EXPORT ssize_t rrecv(int socket, void* buf, size_t len, int flags) {
-  auto s = lookup(socket);
-  if (!s) return ret<ssize_t>(-EBADF);
-  if (!buf && len) return ret<ssize_t>(-EFAULT);
-  return ret(s->recv(buf, len, flags));
+SS_EXPORT int rconnect(int socket, const struct sockaddr* addr, socklen_t addrlen) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.connect(addr, addrlen); });
+}
+
+SS_EXPORT int rshutdown(int socket, int how) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.shutdown(how); });
+}
+
+SS_EXPORT int rclose(int socket) noexcept {
+  return edge([&] {
+    auto s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
+    if (!s) return -EBADF;  // upstream returns a positive EBADF here
+    s->close();
+    return 0;
+  });
+}
+
+SS_EXPORT ssize_t rrecv(int socket, void* buf, size_t len, int flags) noexcept {
+  return on_socket(socket, [&](Socket& s) -> ssize_t {
+    if (!buf && len) return -EFAULT;
+    return s.recv(buf, len, flags);
+  });
 }
 
 SS_EXPORT ssize_t rrecvfrom(int socket, void* buf, size_t len, int flags,
-                            struct sockaddr* src_addr, socklen_t* addrlen) {
+                            struct sockaddr* src_addr, socklen_t* addrlen) noexcept {
   ssize_t n = rrecv(socket, buf, len, flags);
   if (n >= 0 && src_addr && addrlen) *addrlen = 0;  // stream: no source address
   return n;
 }
 
-SS_EXPORT ssize_t rrecvmsg(int socket, struct msghdr* msg, int flags) {
-  auto s = lookup(socket);
-  if (!s) return ret<ssize_t>(-EBADF);
-  if (!msg) return ret<ssize_t>(-EFAULT);
-  if (msg->msg_iovlen > IOV_MAX) return ret<ssize_t>(-EMSGSIZE);
-  ssize_t n = s->recvv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
-  if (n >= 0) {
-    msg->msg_flags = 0;
-    msg->msg_controllen = 0;
-    msg->msg_namelen = 0;
-  }
-  return ret(n);
+SS_EXPORT ssize_t rrecvmsg(int socket, struct msghdr* msg, int flags) noexcept {
+  return on_socket(socket, [&](Socket& s) -> ssize_t {
+    if (!msg) return -EFAULT;
+    if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
+    ssize_t n = s.recvv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+    if (n >= 0) {
+      msg->msg_flags = 0;
+      msg->msg_controllen = 0;
+      msg->msg_namelen = 0;
+    }
+    return n;
+  });
 }
 
-SS_EXPORT ssize_t rsend(int socket, const void* buf, size_t len, int flags) {
-  auto s = lookup(socket);
-  if (!s) return ret<ssize_t>(-EBADF);
-  if (!buf && len) return ret<ssize_t>(-EFAULT);
-  return ret(s->send(buf, len, flags));
+SS_EXPORT ssize_t rsend(int socket, const void* buf, size_t len, int flags) noexcept {
+  return on_socket(socket, [&](Socket& s) -> ssize_t {
+    if (!buf && len) return -EFAULT;
+    return s.send(buf, len, flags);
+  });
 }
 
 SS_EXPORT ssize_t rsendto(int socket, const void* buf, size_t len, int flags,
-                          const struct sockaddr* dest_addr, socklen_t addrlen) {
+                          const struct sockaddr* dest_addr, socklen_t addrlen) noexcept {
   if (dest_addr || addrlen) {
-    if (!lookup(socket)) return ret<ssize_t>(-EBADF);
-    return ret<ssize_t>(-EISCONN);  // a stream socket has its peer already
+    // a stream socket has its peer already
+    return on_socket(socket, [](Socket&) -> ssize_t { return -EISCONN; });
   }
   return rsend(socket, buf, len, flags);
 }
 
-SS_EXPORT ssize_t rsendmsg(int socket, const struct msghdr* msg, int flags) {
-  auto s = lookup(socket);
-  if (!s) return ret<ssize_t>(-EBADF);
-  if (!msg) return ret<ssize_t>(-EFAULT);
-  if (msg->msg_controllen) return ret<ssize_t>(-ENOTSUP);  // no ancillary data
-  if (msg->msg_iovlen > IOV_MAX) return ret<ssize_t>(-EMSGSIZE);
-  return ret(s->sendv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags));
+SS_EXPORT ssize_t rsendmsg(int socket, const struct msghdr* msg, int flags) noexcept {
+  return on_socket(socket, [&](Socket& s) -> ssize_t {
+    if (!msg) return -EFAULT;
+    if (msg->msg_controllen) return -ENOTSUP;  // no ancillary data
+    if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
+    return s.sendv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+  });
 }
 
-SS_EXPORT ssize_t rread(int socket, void* buf, size_t count) {
+SS_EXPORT ssize_t rread(int socket, void* buf, size_t count) noexcept {
   return rrecv(socket, buf, count, 0);
 }
 
-SS_EXPORT ssize_t rreadv(int socket, const struct iovec* iov, int iovcnt) {
-  auto s = lookup(socket);
-  if (!s) return ret<ssize_t>(-EBADF);
-  if (iovcnt < 0 || iovcnt > IOV_MAX) return ret<ssize_t>(-EINVAL);
-  return ret(s->recvv(iov, iovcnt, 0));
+SS_EXPORT ssize_t rreadv(int socket, const struct iovec* iov, int iovcnt) noexcept {
+  return on_socket(socket, [&](Socket& s) -> ssize_t {
+    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
+    return s.recvv(iov, iovcnt, 0);
+  });
 }
 
-SS_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) {
+SS_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) noexcept {
   return rsend(socket, buf, count, 0);
 }
 
-SS_EXPORT ssize_t rwritev(int socket, const struct iovec* iov, int iovcnt) {
-  auto s = lookup(socket);
-  if (!s) return ret<ssize_t>(-EBADF);
-  if (iovcnt < 0 || iovcnt > IOV_MAX) return ret<ssize_t>(-EINVAL);
-  return ret(s->sendv(iov, iovcnt, 0));
+SS_EXPORT ssize_t rwritev(int socket, const struct iovec* iov, int iovcnt) noexcept {
+  return on_socket(socket, [&](Socket& s) -> ssize_t {
+    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
+    return s.sendv(iov, iovcnt, 0);
+  });
 }
 
-SS_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) {
-  return ret(ss::rs::poll(fds, nfds, timeout));
+SS_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) noexcept {
+  return edge([&] { return ss::rs::poll(fds, nfds, timeout); });
 }
 
 SS_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
-                      struct timeval* timeout) {
-  return ret(ss::rs::select(nfds, readfds, writefds, exceptfds, timeout));
+                      struct timeval* timeout) noexcept {
+  return edge([&] { return ss::rs::select(nfds, readfds, writefds, exceptfds, timeout); });
 }
 
-SS_EXPORT int rgetpeername(int socket, struct sockaddr* addr, socklen_t* addrlen) {
-  auto s = lookup(socket);
-  return s ? ret(s->getpeername(addr, addrlen)) : ret(-EBADF);
+SS_EXPORT int rgetpeername(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.getpeername(addr, addrlen); });
 }
 
-SS_EXPORT int rgetsockname(int socket, struct sockaddr* addr, socklen_t* addrlen) {
-  auto s = lookup(socket);
-  return s ? ret(s->getsockname(addr, addrlen)) : ret(-EBADF);
+SS_EXPORT int rgetsockname(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.getsockname(addr, addrlen); });
 }
 
 SS_EXPORT int rsetsockopt(int socket, int level, int optname, const void* optval,
-                          socklen_t optlen) {
-  auto s = lookup(socket);
-  return s ? ret(s->setsockopt(level, optname, optval, optlen)) : ret(-EBADF);
+                          socklen_t optlen) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.setsockopt(level, optname, optval, optlen); });
 }
 
-SS_EXPORT int rgetsockopt(int socket, int level, int optname, void* optval, socklen_t* optlen) {
-  auto s = lookup(socket);
-  return s ? ret(s->getsockopt(level, optname, optval, optlen)) : ret(-EBADF);
+SS_EXPORT int rgetsockopt(int socket, int level, int optname, void* optval,
+                          socklen_t* optlen) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.getsockopt(level, optname, optval, optlen); });
 }
 
-SS_EXPORT int rfcntl(int socket, int cmd, ...) {
-  auto s = lookup(socket);
-  if (!s) return ret(-EBADF);
+SS_EXPORT int rfcntl(int socket, int cmd, ...) noexcept {
   va_list ap;
   va_start(ap, cmd);
   long arg = (cmd == F_SETFL || cmd == F_SETFD) ? va_arg(ap, long) : 0;
   va_end(ap);
-  return ret(s->fcntl(cmd, arg));
+  return on_socket(socket, [&](Socket& s) { return s.fcntl(cmd, arg); });
 }
 
-SS_EXPORT off_t riomap(int socket, void* buf, size_t len, int prot, int flags, off_t offset) {
-  auto s = lookup(socket);
-  return s ? ret(s->iomap(buf, len, prot, flags, offset)) : ret<off_t>(-EBADF);
+SS_EXPORT off_t riomap(int socket, void* buf, size_t len, int prot, int flags,
+                       off_t offset) noexcept {
+  return on_socket(socket,
+                   [&](Socket& s) -> off_t { return s.iomap(buf, len, prot, flags, offset); });
 }
 
-SS_EXPORT int riounmap(int socket, void* buf, size_t len) {
-  auto s = lookup(socket);
-  return s ? ret(s->iounmap(buf, len)) : ret(-EBADF);
+SS_EXPORT int riounmap(int socket, void* buf, size_t len) noexcept {
+  return on_socket(socket, [&](Socket& s) { return s.iounmap(buf, len); });
 }
 
-SS_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offset, int flags) {
-  auto s = lookup(socket);
-  if (!s) {
-    errno = EBADF;
-    return static_cast<size_t>(-1);
-  }
-  ssize_t n = s->iowrite(buf, count, offset, flags);
-  if (n < 0) {
-    errno = static_cast<int>(-n);
-    return static_cast<size_t>(-1);
-  }
-  return static_cast<size_t>(n);
+// size_t, yet upstream's failure is (size_t)-1 with errno, as edge gives.
+SS_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offset,
+                          int flags) noexcept {
+  return static_cast<size_t>(on_socket(
+      socket, [&](Socket& s) -> ssize_t { return s.iowrite(buf, count, offset, flags); }));
 }

@@ -12,6 +12,7 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/poll_test.cc \
 	tests/librsocket/iomap_test.cc \
 	tests/librsocket/errno_test.cc \
+	tests/librsocket/c_edge_test.cc \
 	tests/librsocket/lifecycle_test.cc \
 	tests/librsocket/hostile_test.cc \
 	tests/librsocket/shm_hostile_test.cc \

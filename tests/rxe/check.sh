@@ -13,12 +13,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:?usage: check.sh BUILD_DIR}" && pwd) || exit 2
 failed=()
 
-# step NAME CMD... : run one step, time it, remember a failure.
+# step NAME SECS CMD... : run one step under a limit of SECS (run-with-limit.sh:
+# a hang fails as "TIMEOUT after SECS s: NAME", inside the VM's own limit),
+# time it, remember a failure.
 step() {
-  local name=$1 t0=$SECONDS rc
-  shift
+  local name=$1 secs=$2 t0=$SECONDS rc
+  shift 2
   echo "=== $name"
-  "$@"
+  TEST_NAME=$name TEST_LIMIT_DEFAULT=$secs TEST_LIMITS= TEST_LIMIT_SCALE=1 \
+    bash "$HERE/../run-with-limit.sh" "$@"
   rc=$?
   echo "=== $name: exit $rc ($((SECONDS - t0)) s)"
   [ $rc = 0 ] || failed+=("$name")
@@ -29,8 +32,8 @@ step() {
 # RXE_CONFORMANCE_FILTER narrows the conformance steps.
 FILTER=${RXE_CONFORMANCE_FILTER:-*verbs*:VerbsHostile*}
 if [ "${RXE_CHECK_SUITES_ONLY:-0}" != 1 ]; then
-  step smoke bash "$HERE/smoke.sh"
-  step interop bash "$HERE/interop.sh" "$BUILD"
+  step smoke 180 bash "$HERE/smoke.sh"
+  step interop 900 bash "$HERE/interop.sh" "$BUILD"
 fi
 
 # The GoogleTest suites on real verbs: a missing device or address fails
@@ -39,12 +42,12 @@ for t in core_unit_tests rsocket_conformance; do
   [ -x "$BUILD/$t" ] || { echo "=== $t: missing ($BUILD/$t: make check builds it)"; failed+=("$t"); }
 done
 if [ -x "$BUILD/core_unit_tests" ]; then
-  step res env SLIPSTREAM_TEST_REQUIRE_VERBS=1 "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
-  step res-fork-safe env SLIPSTREAM_TEST_REQUIRE_VERBS=1 RDMAV_FORK_SAFE=1 \
+  step res 180 env SLIPSTREAM_TEST_REQUIRE_VERBS=1 "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
+  step res-fork-safe 180 env SLIPSTREAM_TEST_REQUIRE_VERBS=1 RDMAV_FORK_SAFE=1 \
     "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
 fi
 if [ -x "$BUILD/rsocket_conformance" ]; then
-  step conformance env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$RXE_IP" \
+  step conformance 900 env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$RXE_IP" \
     RS_CONFORMANCE_VERBS_ADDR6="${RXE_IP6:-}" \
     "$BUILD/rsocket_conformance" --gtest_filter="$FILTER"
 fi
@@ -57,10 +60,10 @@ if [ -z "${SIW_IP:-}" ]; then
   failed+=(siw)
 else
   [ "${RXE_CHECK_SUITES_ONLY:-0}" = 1 ] ||
-    step siw-interop env RXE_IP="$SIW_IP" RXE_IP6="${SIW_IP6:-}" RXE_DEV="$SIW_DEV" \
+    step siw-interop 600 env RXE_IP="$SIW_IP" RXE_IP6="${SIW_IP6:-}" RXE_DEV="$SIW_DEV" \
       RXE_NETDEV="$SIW_NETDEV" RXE_SIZES_QUICK=1 bash "$HERE/interop.sh" "$BUILD"
   if [ -x "$BUILD/rsocket_conformance" ]; then
-    step siw-conformance env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$SIW_IP" \
+    step siw-conformance 900 env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$SIW_IP" \
       RS_CONFORMANCE_VERBS_ADDR6="${SIW_IP6:-}" \
       "$BUILD/rsocket_conformance" --gtest_filter="$FILTER"
   fi
