@@ -116,6 +116,41 @@ TEST(RegionTest, DestructorClosesFd) {
   EXPECT_EQ(errno, EBADF);
 }
 
+// The memfd is handed over once (the shm provider passes it to its peer
+// and closes it); the mapping stays, and nothing else sees the fd again.
+TEST(RegionTest, TakeBackingHandsTheFdOverOnce) {
+  auto r = make(2 * page());
+  ASSERT_TRUE(r);
+  char* base = static_cast<char*>(r->addr());
+  const int held = r->fd();
+  int fd = -1;
+  uint64_t off = 0;
+  ASSERT_TRUE(take_backing(base + page(), 16, &fd, &off));
+  EXPECT_EQ(fd, held);
+  EXPECT_EQ(off, page());
+  EXPECT_EQ(r->fd(), -1);
+  EXPECT_FALSE(find_backing(base, 16, nullptr, nullptr));
+  EXPECT_FALSE(take_backing(base, 16, &fd, &off));
+  // The fd is the caller's: the Region does not close it.
+  r.reset();
+  EXPECT_EQ(fcntl(held, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  close(held);
+}
+
+TEST(RegionTest, DropBackingClosesTheFdAndKeepsTheMapping) {
+  auto r = make(page());
+  ASSERT_TRUE(r);
+  const int held = r->fd();
+  ASSERT_GE(held, 0);
+  drop_backing(r->addr(), 1);
+  errno = 0;
+  EXPECT_EQ(fcntl(held, F_GETFD), -1);
+  EXPECT_EQ(errno, EBADF);
+  EXPECT_EQ(r->fd(), -1);
+  EXPECT_FALSE(find_backing(r->addr(), 1, nullptr, nullptr));
+  static_cast<volatile char*>(r->addr())[r->len() - 1] = 1;
+}
+
 TEST(RegionTest, FindBackingInsideRegion) {
   auto r = make(4 * page());
   ASSERT_TRUE(r);

@@ -5,8 +5,10 @@
 // that is set by what it promises, a flag that is clear by the observable
 // behaviour of its absence. Also the receiver's key/offset/length checks.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -610,6 +612,37 @@ TEST_P(ProvCapTest, CapChecksRefuseLocalOnlyRegion) {
   ExpectRefused(make_wr(Op::kWriteImm, nullptr, 64, reinterpret_cast<uint64_t>(pas_.src_mr.addr),
                         pas_.src_mr.rkey, 0xBAD4),
                 "local-only");
+}
+
+// Peer memory arriving when this process has no descriptor left: the
+// kernel truncates the SCM_RIGHTS. That is EMFILE for the connection, not
+// a peer sending more descriptors than it announced.
+TEST_P(ProvCapTest, OutOfDescriptorsForPeerMemoryIsEmfile) {
+  if (!is_shm()) GTEST_SKIP() << "tcp passes no descriptors";
+  std::unique_ptr<mem::Region> more;
+  ASSERT_EQ(mem::Region::create(1 << 16, "prov-caps-more", &more), 0);
+  MemoryRegion mr{};
+  // Announced at once: the memfd is in flight to the active side.
+  ASSERT_EQ(pas_.ep->reg_mr(more->addr(), 1 << 16, kAccessRemoteWrite, &mr), 0);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = std::min<rlim_t>(old.rlim_cur, 1024);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::string log;
+  {
+    sstest::StderrCapture cap;
+    std::vector<int> used;  // every slot below the limit
+    for (int fd; (fd = fcntl(act_.fd, F_DUPFD_CLOEXEC, 0)) >= 0;) used.push_back(fd);
+    const bool failed = Pump([&] { return act_.failed(); }, {&act_});
+    for (int fd : used) ::close(fd);
+    setrlimit(RLIMIT_NOFILE, &old);
+    log = cap.text();
+    EXPECT_TRUE(failed) << "the connection went on without the peer's memory";
+  }
+  EXPECT_EQ(act_.ep->cm_error(), EMFILE) << strerror(act_.ep->cm_error());
+  EXPECT_EQ(log.find("more descriptors"), std::string::npos) << log;
+  pas_.ep->dereg_mr(&mr);
 }
 
 INSTANTIATE_TEST_SUITE_P(Soft, ProvCapTest, ::testing::Values("shm", "tcp"),

@@ -19,6 +19,7 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/verbs_hostile_test.cc \
 	tests/librsocket/config_test.cc \
 	tests/librsocket/keepalive_test.cc \
+	tests/librsocket/scale_test.cc \
 	tests/librsocket/raw_peer.h
 # Two pure helpers of core the hostile tests call (the shm rendezvous name,
 # rdma_cm event errno) are compiled in rather than exported: no face needs

@@ -65,10 +65,11 @@ int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out,
   if (err == 0) err = registry::add(addr, len, fd);
   Region* r = nullptr;
   if (err == 0) {
-    r = new (std::nothrow) Region(addr, len, fd);
+    r = new (std::nothrow) Region(addr, len);
     if (!r) {
-      registry::remove(addr);
-      err = -ENOMEM;
+      registry::remove(addr);  // closes fd
+      munmap(addr, len);
+      return -ENOMEM;
     }
   }
   if (err != 0) {
@@ -84,7 +85,11 @@ Region::~Region() {
   // Unregister first so no lookup can hand out a range that is going away.
   registry::remove(addr_);
   munmap(addr_, len_);
-  close(fd_);
+}
+
+int Region::fd() const {
+  int fd = -1;
+  return registry::find(addr_, len_, &fd, nullptr) ? fd : -1;
 }
 
 int Region::map_peer(int fd, size_t len, int prot, void** out) {
@@ -109,5 +114,11 @@ int Region::unmap_peer(void* addr, size_t len) {
 bool find_backing(const void* addr, size_t len, int* fd, uint64_t* offset) {
   return registry::find(addr, len, fd, offset);
 }
+
+bool take_backing(const void* addr, size_t len, int* fd, uint64_t* offset) {
+  return registry::find(addr, len, fd, offset, true);
+}
+
+void drop_backing(const void* addr, size_t len) { registry::drop_fd(addr, len); }
 
 }  // namespace ss::mem

@@ -33,14 +33,14 @@ class Region {
 
   void* addr() const { return addr_; }
   size_t len() const { return len_; }
-  int fd() const { return fd_; }
+  // The memfd while the Region still holds it (see take_backing), else -1.
+  int fd() const;
 
  private:
-  Region(void* addr, size_t len, int fd) : addr_(addr), len_(len), fd_(fd) {}
+  Region(void* addr, size_t len) : addr_(addr), len_(len) {}
 
   void* addr_;
   size_t len_;
-  int fd_;
 };
 
 size_t page_size();
@@ -50,7 +50,18 @@ size_t huge_page_size();
 // True when [addr, addr+len) lies entirely inside one live Region; then *fd
 // and *offset (from the start of that Region) say where it is backed. The fd
 // stays owned by the Region: valid only while the caller keeps it alive.
-// Thread-safe and cheap (shared lock + binary search).
+// Thread-safe and cheap (shared lock + binary search). False once the
+// Region's fd was taken or dropped.
 bool find_backing(const void* addr, size_t len, int* fd, uint64_t* offset);
+
+// A Region's memfd exists to be handed to a peer, and every open one counts
+// against the process's descriptor limit, while the mapping needs none. So
+// it is handed over once: the first connection that registers the memory
+// either takes it (take_backing: as find_backing, but the fd is the
+// caller's, to pass and close) or drops it (drop_backing: closes it; no
+// peer will map this memory). Later registrations find no fd and do
+// without (the shm provider writes such memory through its stream).
+bool take_backing(const void* addr, size_t len, int* fd, uint64_t* offset);
+void drop_backing(const void* addr, size_t len);
 
 }  // namespace ss::mem

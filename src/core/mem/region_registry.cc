@@ -1,10 +1,13 @@
 #include "core/mem/region_registry.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <mutex>
 #include <new>
 #include <shared_mutex>
+#include <utility>
 #include <vector>
 
 namespace ss::mem::registry {
@@ -13,7 +16,7 @@ namespace {
 struct Entry {
   uintptr_t start;
   uintptr_t end;  // exclusive
-  int fd;
+  int fd;  // -1 once taken or dropped
 };
 
 struct Registry {
@@ -50,24 +53,49 @@ void remove(const void* addr) {
   Registry& r = reg();
   std::unique_lock lock(r.mu);
   auto it = std::lower_bound(r.entries.begin(), r.entries.end(), a, by_start);
-  if (it != r.entries.end() && it->start == a) r.entries.erase(it);
+  if (it == r.entries.end() || it->start != a) return;
+  if (it->fd >= 0) close(it->fd);
+  r.entries.erase(it);
 }
 
-bool find(const void* addr, size_t len, int* fd, uint64_t* offset) {
-  auto a = reinterpret_cast<uintptr_t>(addr);
-  if (len > UINTPTR_MAX - a) return false;
-  Registry& r = reg();
-  std::shared_lock lock(r.mu);
+namespace {
+// The entry holding [a, a+len), or nullptr (lock held by the caller).
+Entry* holding(Registry& r, uintptr_t a, size_t len) {
+  if (len > UINTPTR_MAX - a) return nullptr;
   // The candidate is the last entry starting at or before a.
   auto it = std::upper_bound(r.entries.begin(), r.entries.end(), a,
                              [](uintptr_t v, const Entry& e) { return v < e.start; });
-  if (it == r.entries.begin()) return false;
+  if (it == r.entries.begin()) return nullptr;
   --it;
   // An empty range still has to point inside the region.
-  if (a >= it->end || a + len > it->end) return false;
-  if (fd) *fd = it->fd;
-  if (offset) *offset = a - it->start;
+  if (a >= it->end || a + len > it->end) return nullptr;
+  return &*it;
+}
+}  // namespace
+
+bool find(const void* addr, size_t len, int* fd, uint64_t* offset, bool take) {
+  Registry& r = reg();
+  // Taking changes the entry: the lock is exclusive then, shared otherwise.
+  std::shared_lock shared(r.mu, std::defer_lock);
+  std::unique_lock exclusive(r.mu, std::defer_lock);
+  if (take)
+    exclusive.lock();
+  else
+    shared.lock();
+  auto a = reinterpret_cast<uintptr_t>(addr);
+  Entry* e = holding(r, a, len);
+  if (!e || e->fd < 0) return false;
+  if (fd) *fd = e->fd;
+  if (offset) *offset = a - e->start;
+  if (take) e->fd = -1;
   return true;
+}
+
+void drop_fd(const void* addr, size_t len) {
+  Registry& r = reg();
+  std::unique_lock lock(r.mu);
+  Entry* e = holding(r, reinterpret_cast<uintptr_t>(addr), len);
+  if (e && e->fd >= 0) close(std::exchange(e->fd, -1));
 }
 
 }  // namespace ss::mem::registry

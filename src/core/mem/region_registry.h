@@ -7,9 +7,14 @@
 
 namespace ss::mem::registry {
 
-// 0, or -ENOMEM. Ranges never overlap: each one is a live mapping.
+// 0, or -ENOMEM. Ranges never overlap: each one is a live mapping. The
+// registry owns `fd` from then on (it closes it at remove or drop).
 int add(const void* addr, size_t len, int fd);
 void remove(const void* addr);
-bool find(const void* addr, size_t len, int* fd, uint64_t* offset);
+// With `take`, the fd becomes the caller's. False when no region holds
+// the range or its fd is gone (taken or dropped).
+bool find(const void* addr, size_t len, int* fd, uint64_t* offset, bool take = false);
+// Closes the fd of the region holding the range, if it still has one.
+void drop_fd(const void* addr, size_t len);
 
 }  // namespace ss::mem::registry

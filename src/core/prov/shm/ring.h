@@ -50,7 +50,7 @@ class RingReader {
   // Both sides store then load with seq_cst (the producer: entry, then
   // `sleeping`), so at least one sees the other: no lost wake-up.
   bool prepare_sleep() {
-    ctl_->sleeping.store(1, std::memory_order_seq_cst);
+    announce_sleep();
     const RingEntry& e = ctl_->entries[tail_ & mask_];
     if (e.seq.load(std::memory_order_seq_cst) == static_cast<uint32_t>(tail_ + 1)) {
       ctl_->sleeping.store(0, std::memory_order_relaxed);
@@ -58,6 +58,8 @@ class RingReader {
     }
     return false;
   }
+  // The flag alone (the producer clears it with each wake-up it sends).
+  void announce_sleep() { ctl_->sleeping.store(1, std::memory_order_seq_cst); }
   void woke() { ctl_->sleeping.store(0, std::memory_order_relaxed); }
   uint64_t position() const { return tail_; }
 
@@ -91,7 +93,10 @@ class RingWriter {
     // before the look at `sleeping`; cheaper than a release store + fence.
     e.seq.store(static_cast<uint32_t>(head_ + 1), std::memory_order_seq_cst);
     head_++;
-    *wake = ctl_->sleeping.load(std::memory_order_seq_cst) != 0;
+    // One wake-up per announced sleep: taking the flag (only when set, so
+    // the busy path stays a load) bounds the wake-ups a sleeper gets.
+    *wake = ctl_->sleeping.load(std::memory_order_seq_cst) != 0 &&
+            ctl_->sleeping.exchange(0, std::memory_order_acq_rel) != 0;
     return true;
   }
   uint64_t position() const { return head_; }

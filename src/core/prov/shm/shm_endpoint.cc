@@ -1,8 +1,6 @@
 #include "core/prov/shm/shm_endpoint.h"
 
 #include <netinet/in.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,6 +21,9 @@ namespace {
 constexpr unsigned kIdlePollsPerStreamCheck = 64;
 // Descriptors received and not yet taken by their frames.
 constexpr size_t kMaxHeldFds = 64;
+// Descriptors one read takes: a frame carries at most one, and the stream
+// stops a read at each message that carries any.
+constexpr size_t kFdsPerRead = 4;
 
 uint32_t pow2_at_least(uint32_t v) {
   uint32_t p = 64;
@@ -38,30 +39,14 @@ ShmEndpoint::~ShmEndpoint() {
   for (PeerRegion& r : peer_regions_) mem::Region::unmap_peer(r.map_base, r.map_len);
   if (tx_ring_map_) mem::Region::unmap_peer(tx_ring_map_, tx_ring_len_);
   for (int fd : rx_fds_) ::close(fd);
-  if (tx_wake_fd_ >= 0) ::close(tx_wake_fd_);
-  if (rx_wake_fd_ >= 0) ::close(rx_wake_fd_);
-  if (epfd_ >= 0) ::close(epfd_);
   if (active_) ::close(fd_);  // passive: the socket names the rsocket, which closes it
-}
-
-int ShmEndpoint::init_common() {
-  rx_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  epfd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (rx_wake_fd_ < 0 || epfd_ < 0) return -errno;
-  for (int fd : {fd_, rx_wake_fd_}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) < 0) return -errno;
-  }
-  return 0;
 }
 
 std::unique_ptr<ShmEndpoint> ShmEndpoint::make_active(int ufd, const sockaddr_storage& local,
                                                       socklen_t local_len,
                                                       const sockaddr* dst, socklen_t dst_len) {
   std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(ufd, true));
-  if (ep->init_common() || dst_len > sizeof(ep->peer_)) return nullptr;
+  if (dst_len > sizeof(ep->peer_)) return nullptr;
   ep->local_ = local;
   ep->local_len_ = local_len;
   memcpy(&ep->peer_, dst, dst_len);
@@ -72,7 +57,6 @@ std::unique_ptr<ShmEndpoint> ShmEndpoint::make_active(int ufd, const sockaddr_st
 std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdata, size_t len) {
   if (!peer_trusted(ufd, true)) return nullptr;
   std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(ufd, false));
-  if (ep->init_common()) return nullptr;
   ep->init_passive(pdata, len);
   return ep;
 }
@@ -122,8 +106,9 @@ void ShmEndpoint::announce_region(const Announce& a) {
   int fd;
   uint64_t offset;
   // Only memfd-backed memory can be shared; writes into the rest travel
-  // on the stream and are placed by the owner.
-  if (!mem::find_backing(a.addr, a.len, &fd, &offset)) return;
+  // on the stream and are placed by the owner. The memfd goes to the
+  // frame, which closes it once passed.
+  if (!mem::take_backing(a.addr, a.len, &fd, &offset)) return;
   uint8_t payload[kCtrlRegionPayload];
   uint64_t base = reinterpret_cast<uint64_t>(a.addr), len = a.len;
   memcpy(payload, &base, 8);
@@ -135,15 +120,15 @@ void ShmEndpoint::announce_region(const Announce& a) {
   queue_frame(h, &sge, 1, 0, false, true, fd);
 }
 
-// After our hello or reply: the ring, its wake-up, our names and regions.
+// After our hello or reply: the ring, our names and regions.
 void ShmEndpoint::send_announcements() {
   announced_ = true;
   uint32_t entries = rx_ring_entries_;
   Sge sge{reinterpret_cast<uint64_t>(&entries), sizeof entries, 0};
+  int ring_fd = -1;
+  mem::take_backing(rx_ring_region_->addr(), rx_ring_region_->len(), &ring_fd, nullptr);
   queue_frame({FrameType::kCtrl, kCtrlRing, sizeof entries, 0, 0, 0}, &sge, 1, 0, false, true,
-              rx_ring_region_->fd());
-  queue_frame({FrameType::kCtrl, kCtrlWake, 0, 0, 0, 0}, nullptr, 0, 0, false, true,
-              rx_wake_fd_);
+              ring_fd);
   if (active_) {
     // Our name and the name we dialled: the peer's rgetpeername/rgetsockname.
     uint8_t addr[2 + 2 * sizeof(sockaddr_in6)];
@@ -179,7 +164,7 @@ int ShmEndpoint::accept(const void* pdata, size_t len) {
 
 ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
   iovec iov{buf, len};
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))];
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(kFdsPerRead * sizeof(int))];
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -187,6 +172,7 @@ ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
   msg.msg_controllen = sizeof cbuf;
   ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   if (n < 0) return n;
+  size_t got = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -195,6 +181,16 @@ ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
       rx_fds_.push_back(fd);
     }
+    got += nfds;
+  }
+  // The kernel truncates when our buffer is full (the peer attached more
+  // than any frame takes) and when it has no descriptor slot left for one:
+  // then fewer arrived than the buffer holds. That is this process out of
+  // descriptors (EMFILE, as the call that needed one gets), not a peer fault.
+  if ((msg.msg_flags & MSG_CTRUNC) && got < kFdsPerRead) {
+    SS_INFO("shm: fd %d: no descriptor left to take the peer's memory; connection failed", fd_);
+    errno = EMFILE;
+    return -1;
   }
   // Each descriptor is taken by the frame it came with, as that frame is
   // parsed: many held means a peer attaching them to frames that take none
@@ -241,13 +237,12 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
       flush_imms();
       return 0;
     }
-    case kCtrlWake: {
-      int fd = take_fd();
-      if (fd < 0 || tx_wake_fd_ >= 0)
-        return refuse_ctrl(fd < 0 ? "a wake-up without its eventfd" : "a second wake-up", fd);
-      tx_wake_fd_ = fd;
+    case kCtrlWake:
+      if (h.length) return refuse_ctrl("a wake-up with a payload", -1);
+      // Reading it woke whoever sleeps on the stream; a sleeper on the
+      // async-progress thread's notifier hears it from here.
+      if (async_.joinable()) notify_locked();
       return 0;
-    }
     case kCtrlRegion: {
       int fd = take_fd();
       if (fd < 0 || h.length != kCtrlRegionPayload)
@@ -294,10 +289,13 @@ uint8_t* ShmEndpoint::resolve_peer(uint32_t rkey, uint64_t addr, uint32_t len) c
   return nullptr;
 }
 
+// The peer sleeps on its end of the stream: one frame wakes it. Frames
+// still queued here mean the kernel holds bytes the peer has not read, so
+// its end is readable already (and a peer that never reads cannot make
+// this queue grow).
 void ShmEndpoint::kick_peer() {
-  uint64_t one = 1;
-  if (tx_wake_fd_ >= 0 && ::write(tx_wake_fd_, &one, sizeof one) < 0)
-    SS_DEBUG("shm: wake-up of peer failed");
+  if (sendq_.empty())
+    queue_frame({FrameType::kCtrl, kCtrlWake, 0, 0, 0, 0}, nullptr, 0, 0, false, false);
 }
 
 void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
@@ -448,12 +446,12 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
   if (cm_ != Cm::kEstablished) progress_locked();
   // Messages in the ring were sent before the stream ended: deliver them first.
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring(nullptr, 0);
-  // Established for the engine only once the peer's ring and wake-up are
-  // here (they follow the hello/reply on the stream): no message posted
-  // afterwards can be left waiting for a ring nobody will poll for.
-  if (cm_ == Cm::kEstablished && !cm_reported_ && (!tx_ring_.attached() || tx_wake_fd_ < 0)) {
+  // Established for the engine only once the peer's ring is here (it
+  // follows the hello/reply on the stream): no message posted afterwards
+  // can be left waiting for a ring nobody will poll for.
+  if (cm_ == Cm::kEstablished && !cm_reported_ && !tx_ring_.attached()) {
     progress_locked();
-    if (!tx_ring_.attached() || tx_wake_fd_ < 0) {
+    if (!tx_ring_.attached()) {
       *ev = CmEvent::kNone;
       return -EAGAIN;
     }
@@ -467,8 +465,7 @@ int ShmEndpoint::arm() {
   progress_locked();
   // Waiting for the peer's ring announcement is a wait like any other (a
   // peer that never sends it must not make us spin).
-  const bool awaiting_ring =
-      cm_ == Cm::kEstablished && !cm_reported_ && (!tx_ring_.attached() || tx_wake_fd_ < 0);
+  const bool awaiting_ring = cm_ == Cm::kEstablished && !cm_reported_ && !tx_ring_.attached();
   if (!awaiting_ring) {
     int r = StreamEndpoint::arm();
     if (r) return r;
@@ -485,23 +482,21 @@ int ShmEndpoint::arm() {
 }
 
 void ShmEndpoint::ack_events() {
-  uint64_t v;
-  if (::read(rx_wake_fd_, &v, sizeof v) < 0) { /* spurious */ }
   StreamEndpoint::ack_events();
   Guard lock(*this);
-  // The peer must keep kicking while any thread still sleeps here.
-  if (sleepers_ > 0 && --sleepers_ == 0 && rx_ring_.attached()) rx_ring_.woke();
-}
-
-int ShmEndpoint::set_async_progress(bool on) {
-  int rc = StreamEndpoint::set_async_progress(on);
-  if (rc || !on || notify_fd_ < 0) return rc;
-  // The application sleeps on the epoll set: include the async notifier.
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = notify_fd_;
-  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, notify_fd_, &ev) < 0 && errno != EEXIST) return -errno;
-  return 0;
+  // Take the wake-up frame off the stream now (the async-progress thread
+  // reads it when there is one), or the next sleep would end at once.
+  if (!async_.joinable()) progress_locked();
+  if (sleepers_ > 0) sleepers_--;
+  if (!rx_ring_.attached()) return;
+  // Each wake-up clears the flag: while another thread still sleeps here,
+  // raise it again, so the peer's next entry wakes that thread too (an
+  // entry that came before is this thread's to process, and its progress
+  // wakes the others).
+  if (sleepers_ == 0)
+    rx_ring_.woke();
+  else
+    rx_ring_.announce_sleep();
 }
 
 // The names travel in a control frame right behind the hello: read it now

@@ -3,11 +3,11 @@
 // memfds of registered memory (SCM_RIGHTS, only to this connected and
 // credential-checked peer) and any write whose target the sender cannot
 // map. Writes into mapped peer memory are a memcpy; immediates travel in a
-// completion ring in shared memory, with an eventfd kick only when the
-// receiver sleeps.
+// completion ring in shared memory. A receiver about to sleep says so in
+// its ring and sleeps on the stream socket; the sender then wakes it with a
+// frame on that stream. Each memfd is closed as soon as it is passed or
+// mapped: a connection holds its stream socket and nothing else.
 #pragma once
-#include <poll.h>
-
 #include <deque>
 #include <memory>
 #include <vector>
@@ -21,14 +21,16 @@ namespace ss::prov::shm {
 // Control frames on the stream (FrameType::kCtrl, in the header's flags).
 enum CtrlType : uint8_t {
   kCtrlRing = 1,    // fd: ring memfd; payload: u32 entries
-  kCtrlWake = 2,    // fd: eventfd that wakes the ring's owner
+  kCtrlWake = 2,    // nothing: wakes the ring's owner, which said it sleeps
   kCtrlRegion = 3,  // fd: memfd; payload: base u64, len u64, offset u64, rkey u32
   kCtrlAddr = 4,    // payload: u8 len, sockaddr of the sender's rsocket
 };
 constexpr uint32_t kCtrlRegionPayload = 28;
 
-// The hello tag is a wire value (util/frame.h): 1 since the first release.
-inline constexpr util::StreamProto kProto{"shm", 1};
+// The hello tag is a wire value (util/frame.h): 3 since wake-ups travel on
+// the stream (1, retired, passed an eventfd): a peer of the other kind is
+// refused at the hello, so auto falls back to tcp instead of hanging.
+inline constexpr util::StreamProto kProto{"shm", 3};
 
 class ShmEndpoint final : public util::StreamEndpoint {
  public:
@@ -51,16 +53,14 @@ class ShmEndpoint final : public util::StreamEndpoint {
   int cm_progress(CmEvent* ev) override;
   void disconnect() override;
   int arm() override;
-  int event_fd() const override { return epfd_; }
-  short event_mask() const override { return POLLIN; }
   void ack_events() override;
-  int set_async_progress(bool on) override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
 
  protected:
   int on_ctrl_frame(const util::FrameHeader& h, const uint8_t* payload) override;
   ssize_t rx_read(void* buf, size_t len) override;
+  bool shares_memory(int access) const override { return access & kAccessRemoteWrite; }
 
  private:
   // Logs why a control frame is refused, closes its fd (if any): -EPROTO.
@@ -83,7 +83,6 @@ class ShmEndpoint final : public util::StreamEndpoint {
   };
 
   ShmEndpoint(int ufd, bool active);
-  int init_common();
   void send_announcements();
   void announce_region(const Announce& a);
   uint8_t* resolve_peer(uint32_t rkey, uint64_t addr, uint32_t len) const;
@@ -95,9 +94,6 @@ class ShmEndpoint final : public util::StreamEndpoint {
   void kick_peer();
   void await_names() const;
 
-  int epfd_ = -1;
-  int rx_wake_fd_ = -1;  // ours; the peer writes it
-  int tx_wake_fd_ = -1;  // the peer's
   std::unique_ptr<mem::Region> rx_ring_region_;
   uint32_t rx_ring_entries_ = 0;
   RingReader rx_ring_;

@@ -49,7 +49,7 @@ int create(const Peer& peer, std::unique_ptr<Endpoint>* out) {
   socklen_t local_len = sizeof local;
   bind_beside(peer.sock, peer.dst, peer.len, &local, &local_len);
   auto ep = ShmEndpoint::make_active(ufd, local, local_len, peer.dst, peer.len);
-  if (!ep) return -ENOMEM;  // the endpoint it made and dropped closed ufd
+  if (!ep) return -EINVAL;  // an address too long; the endpoint it dropped closed ufd
   *out = std::move(ep);
   return 0;
 }

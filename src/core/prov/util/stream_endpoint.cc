@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
+#include "core/mem/region.h"
 
 namespace ss::prov::util {
 
@@ -76,9 +77,17 @@ int StreamEndpoint::setup(EndpointAttr* attr) {
   return 0;
 }
 
+void StreamEndpoint::PassedFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 int StreamEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
   if (!addr || !len) return -EINVAL;
   *mr = regions_.add(addr, len, access);
+  // The mapping outlives its memfd: an open one would only use up a
+  // descriptor per buffer.
+  if (!shares_memory(access)) mem::drop_backing(addr, len);
   return 0;
 }
 
@@ -202,18 +211,19 @@ ssize_t StreamEndpoint::send_pending(PendingSend& p) {
   msg.msg_iov = p.iov;
   msg.msg_iovlen = p.iovcnt;
   alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
-  if (p.pass_fd >= 0) {
+  const int pass_fd = p.pass_fd.get();
+  if (pass_fd >= 0) {
     msg.msg_control = cbuf;
     msg.msg_controllen = sizeof cbuf;
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &p.pass_fd, sizeof(int));
+    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
   }
   ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n <= 0) return n;
-  p.pass_fd = -1;  // the kernel took it with the first byte
+  p.pass_fd.reset();  // the kernel took it with the first byte
   p.remaining -= n;
   // Advance the iovecs past what went out.
   size_t done = n;
@@ -232,10 +242,10 @@ ssize_t StreamEndpoint::send_pending(PendingSend& p) {
 
 int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id,
                                 bool signal, bool copy_source, int pass_fd) {
+  PendingSend p;
+  p.pass_fd = PassedFd(pass_fd);
   if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) return -ECONNRESET;
   tx_frames_++;
-  PendingSend p;
-  p.pass_fd = pass_fd;
   encode_frame(h, p.header);
   p.iov[0] = {p.header, kFrameHeaderSize};
   p.iovcnt = 1;

@@ -10,6 +10,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/base/fifo.h"
@@ -49,6 +50,24 @@ class StreamEndpoint : public Endpoint {
 
  protected:
   enum class Cm { kIdle, kConnecting, kAwaitReply, kAwaitAccept, kEstablished, kClosed, kFailed };
+  // A descriptor travelling with a frame (SCM_RIGHTS): the frame owns it
+  // and closes it once the kernel took it, or when the frame is dropped,
+  // so it holds a slot of our descriptor limit no longer than that.
+  class PassedFd {
+   public:
+    explicit PassedFd(int fd = -1) : fd_(fd) {}
+    PassedFd(PassedFd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+    PassedFd& operator=(PassedFd&& o) noexcept {
+      std::swap(fd_, o.fd_);
+      return *this;
+    }
+    ~PassedFd() { reset(); }
+    int get() const { return fd_; }
+    void reset();
+
+   private:
+    int fd_;
+  };
   struct PendingSend {
     uint8_t header[kFrameHeaderSize];
     iovec iov[3];
@@ -57,7 +76,7 @@ class StreamEndpoint : public Endpoint {
     std::vector<uint8_t> owned;  // copy of an inline source that did not go out at once
     uint64_t wr_id;
     bool signal;                 // produces a send completion
-    int pass_fd;                 // sent with the first byte, then -1
+    PassedFd pass_fd;            // sent with the first byte, then closed
   };
 
   // Active: `fd` is a non-blocking stream socket; connect() starts the
@@ -68,9 +87,17 @@ class StreamEndpoint : public Endpoint {
   // false when `len` does not fit a sockaddr_storage.
   bool set_destination(const sockaddr* dst, socklen_t len);
   void init_passive(const uint8_t* pdata, size_t pdata_len);
-  // Queues one frame; `pass_fd` (>= 0) travels with it as SCM_RIGHTS.
+  // Queues one frame; `pass_fd` (>= 0) travels with it as SCM_RIGHTS and
+  // is the frame's from now on (closed once sent, or with the frame).
   int queue_frame(const FrameHeader& h, const Sge* sge, int nsge, uint64_t wr_id, bool signal,
                   bool copy_source, int pass_fd = -1);
+  // Whether this provider hands memory registered with `access` to its
+  // peer (then the memory's memfd is left for it: mem::take_backing);
+  // otherwise registering closes the memfd, which nobody will map.
+  virtual bool shares_memory(int access) const {
+    (void)access;
+    return false;
+  }
   // Hooks for providers built on the stream (shm).
   virtual int on_ctrl_frame(const FrameHeader& h, const uint8_t* payload);
   virtual ssize_t rx_read(void* buf, size_t len);
