@@ -13,7 +13,11 @@
 #include <sys/select.h>
 #include <sys/mman.h>
 
-/* Slipstream: no call throws, and C++ callers see it in the type. */
+/* Slipstream: no call throws. The calls that never block are noexcept for
+ * C++ callers; those that block (accept, connect, close, the reads and
+ * writes, poll, select) are cancellation points, as their socket calls are,
+ * and are declared without it, as glibc declares those: pthread_cancel
+ * unwinds a thread blocked in one. */
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #define RSOCKET_NOEXCEPT noexcept
 #else
@@ -27,27 +31,27 @@ extern "C" {
 int rsocket(int domain, int type, int protocol) RSOCKET_NOEXCEPT;
 int rbind(int socket, const struct sockaddr *addr, socklen_t addrlen) RSOCKET_NOEXCEPT;
 int rlisten(int socket, int backlog) RSOCKET_NOEXCEPT;
-int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen) RSOCKET_NOEXCEPT;
-int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen) RSOCKET_NOEXCEPT;
+int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen);
+int rconnect(int socket, const struct sockaddr *addr, socklen_t addrlen);
 int rshutdown(int socket, int how) RSOCKET_NOEXCEPT;
-int rclose(int socket) RSOCKET_NOEXCEPT;
+int rclose(int socket);
 
-ssize_t rrecv(int socket, void *buf, size_t len, int flags) RSOCKET_NOEXCEPT;
+ssize_t rrecv(int socket, void *buf, size_t len, int flags);
 ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
-                  struct sockaddr *src_addr, socklen_t *addrlen) RSOCKET_NOEXCEPT;
-ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags) RSOCKET_NOEXCEPT;
-ssize_t rsend(int socket, const void *buf, size_t len, int flags) RSOCKET_NOEXCEPT;
+                  struct sockaddr *src_addr, socklen_t *addrlen);
+ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags);
+ssize_t rsend(int socket, const void *buf, size_t len, int flags);
 ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
-                const struct sockaddr *dest_addr, socklen_t addrlen) RSOCKET_NOEXCEPT;
-ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags) RSOCKET_NOEXCEPT;
-ssize_t rread(int socket, void *buf, size_t count) RSOCKET_NOEXCEPT;
-ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt) RSOCKET_NOEXCEPT;
-ssize_t rwrite(int socket, const void *buf, size_t count) RSOCKET_NOEXCEPT;
-ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt) RSOCKET_NOEXCEPT;
+                const struct sockaddr *dest_addr, socklen_t addrlen);
+ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags);
+ssize_t rread(int socket, void *buf, size_t count);
+ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt);
+ssize_t rwrite(int socket, const void *buf, size_t count);
+ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt);
 
-int rpoll(struct pollfd *fds, nfds_t nfds, int timeout) RSOCKET_NOEXCEPT;
+int rpoll(struct pollfd *fds, nfds_t nfds, int timeout);
 int rselect(int nfds, fd_set *readfds, fd_set *writefds,
-            fd_set *exceptfds, struct timeval *timeout) RSOCKET_NOEXCEPT;
+            fd_set *exceptfds, struct timeval *timeout);
 
 int rgetpeername(int socket, struct sockaddr *addr, socklen_t *addrlen) RSOCKET_NOEXCEPT;
 int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen) RSOCKET_NOEXCEPT;
@@ -69,7 +73,7 @@ int rfcntl(int socket, int cmd, ... /* arg */) RSOCKET_NOEXCEPT;
 
 off_t riomap(int socket, void *buf, size_t len, int prot, int flags, off_t offset) RSOCKET_NOEXCEPT;
 int riounmap(int socket, void *buf, size_t len) RSOCKET_NOEXCEPT;
-size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags) RSOCKET_NOEXCEPT;
+size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags);
 
 #ifdef __cplusplus
 }

@@ -30,10 +30,19 @@ namespace {
 // Every call's one way out: BODY returns a count or -errno, the caller gets
 // that count, or -1 and errno. Nothing inside throws on purpose, but `new`,
 // std::vector and std::thread may: their exceptions stop here as the errno
-// they stand for. Any other exception is a bug, and noexcept turns it into
-// std::terminate rather than an unwind into C code.
-template <typename Body>
-auto edge(Body&& body) noexcept -> decltype(body()) {
+// they stand for. Any other exception is a bug: a noexcept call turns it
+// into std::terminate rather than an unwind into C code.
+//
+// The calls that block are cancellation points, as their socket calls are:
+// pthread_cancel of a thread sleeping in one unwinds it (glibc's forced
+// unwind, which no catch below takes), running our destructors on the way.
+// Those are not noexcept, exactly as glibc declares accept, connect, recv,
+// send, read, write, poll, select and close without __THROW: noexcept
+// would turn a cancellation into std::terminate of the whole program.
+enum class Cancel : bool { kNo = false, kPoint = true };
+
+template <Cancel C = Cancel::kNo, typename Body>
+auto edge(Body&& body) noexcept(C == Cancel::kNo) -> decltype(body()) {
   using T = decltype(body());
   T rc;
   try {
@@ -57,9 +66,9 @@ std::shared_ptr<Socket> lookup(int fd) {
 }
 
 // edge() around CALL on fd's rsocket; EBADF when fd is none.
-template <typename Call>
-auto on_socket(int fd, Call&& call) noexcept {
-  return edge([&]() -> decltype(call(std::declval<Socket&>())) {
+template <Cancel C = Cancel::kNo, typename Call>
+auto on_socket(int fd, Call&& call) noexcept(C == Cancel::kNo) {
+  return edge<C>([&]() -> decltype(call(std::declval<Socket&>())) {
     auto s = lookup(fd);
     return s ? call(*s) : -EBADF;
   });
@@ -119,20 +128,20 @@ SS_EXPORT int rlisten(int socket, int backlog) noexcept {
   return on_socket(socket, [&](Socket& s) { return s.listen(backlog); });
 }
 
-SS_EXPORT int raccept(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
-  return edge([&] { return accept_common(socket, addr, addrlen, 0); });
+SS_EXPORT int raccept(int socket, struct sockaddr* addr, socklen_t* addrlen) {
+  return edge<Cancel::kPoint>([&] { return accept_common(socket, addr, addrlen, 0); });
 }
 
-SS_EXPORT int rconnect(int socket, const struct sockaddr* addr, socklen_t addrlen) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.connect(addr, addrlen); });
+SS_EXPORT int rconnect(int socket, const struct sockaddr* addr, socklen_t addrlen) {
+  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) { return s.connect(addr, addrlen); });
 }
 
 SS_EXPORT int rshutdown(int socket, int how) noexcept {
   return on_socket(socket, [&](Socket& s) { return s.shutdown(how); });
 }
 
-SS_EXPORT int rclose(int socket) noexcept {
-  return edge([&] {
+SS_EXPORT int rclose(int socket) {
+  return edge<Cancel::kPoint>([&] {
     auto s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
     if (!s) return -EBADF;  // upstream returns a positive EBADF here
     s->close();
@@ -140,22 +149,22 @@ SS_EXPORT int rclose(int socket) noexcept {
   });
 }
 
-SS_EXPORT ssize_t rrecv(int socket, void* buf, size_t len, int flags) noexcept {
-  return on_socket(socket, [&](Socket& s) -> ssize_t {
+SS_EXPORT ssize_t rrecv(int socket, void* buf, size_t len, int flags) {
+  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
     if (!buf && len) return -EFAULT;
     return s.recv(buf, len, flags);
   });
 }
 
 SS_EXPORT ssize_t rrecvfrom(int socket, void* buf, size_t len, int flags,
-                            struct sockaddr* src_addr, socklen_t* addrlen) noexcept {
+                            struct sockaddr* src_addr, socklen_t* addrlen) {
   ssize_t n = rrecv(socket, buf, len, flags);
   if (n >= 0 && src_addr && addrlen) *addrlen = 0;  // stream: no source address
   return n;
 }
 
-SS_EXPORT ssize_t rrecvmsg(int socket, struct msghdr* msg, int flags) noexcept {
-  return on_socket(socket, [&](Socket& s) -> ssize_t {
+SS_EXPORT ssize_t rrecvmsg(int socket, struct msghdr* msg, int flags) {
+  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
     if (!msg) return -EFAULT;
     if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
     ssize_t n = s.recvv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
@@ -168,24 +177,24 @@ SS_EXPORT ssize_t rrecvmsg(int socket, struct msghdr* msg, int flags) noexcept {
   });
 }
 
-SS_EXPORT ssize_t rsend(int socket, const void* buf, size_t len, int flags) noexcept {
-  return on_socket(socket, [&](Socket& s) -> ssize_t {
+SS_EXPORT ssize_t rsend(int socket, const void* buf, size_t len, int flags) {
+  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
     if (!buf && len) return -EFAULT;
     return s.send(buf, len, flags);
   });
 }
 
 SS_EXPORT ssize_t rsendto(int socket, const void* buf, size_t len, int flags,
-                          const struct sockaddr* dest_addr, socklen_t addrlen) noexcept {
+                          const struct sockaddr* dest_addr, socklen_t addrlen) {
   if (dest_addr || addrlen) {
     // a stream socket has its peer already
-    return on_socket(socket, [](Socket&) -> ssize_t { return -EISCONN; });
+    return on_socket<Cancel::kPoint>(socket, [](Socket&) -> ssize_t { return -EISCONN; });
   }
   return rsend(socket, buf, len, flags);
 }
 
-SS_EXPORT ssize_t rsendmsg(int socket, const struct msghdr* msg, int flags) noexcept {
-  return on_socket(socket, [&](Socket& s) -> ssize_t {
+SS_EXPORT ssize_t rsendmsg(int socket, const struct msghdr* msg, int flags) {
+  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
     if (!msg) return -EFAULT;
     if (msg->msg_controllen) return -ENOTSUP;  // no ancillary data
     if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
@@ -193,35 +202,35 @@ SS_EXPORT ssize_t rsendmsg(int socket, const struct msghdr* msg, int flags) noex
   });
 }
 
-SS_EXPORT ssize_t rread(int socket, void* buf, size_t count) noexcept {
+SS_EXPORT ssize_t rread(int socket, void* buf, size_t count) {
   return rrecv(socket, buf, count, 0);
 }
 
-SS_EXPORT ssize_t rreadv(int socket, const struct iovec* iov, int iovcnt) noexcept {
-  return on_socket(socket, [&](Socket& s) -> ssize_t {
+SS_EXPORT ssize_t rreadv(int socket, const struct iovec* iov, int iovcnt) {
+  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     return s.recvv(iov, iovcnt, 0);
   });
 }
 
-SS_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) noexcept {
+SS_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) {
   return rsend(socket, buf, count, 0);
 }
 
-SS_EXPORT ssize_t rwritev(int socket, const struct iovec* iov, int iovcnt) noexcept {
-  return on_socket(socket, [&](Socket& s) -> ssize_t {
+SS_EXPORT ssize_t rwritev(int socket, const struct iovec* iov, int iovcnt) {
+  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
     if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
     return s.sendv(iov, iovcnt, 0);
   });
 }
 
-SS_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) noexcept {
-  return edge([&] { return ss::rs::poll(fds, nfds, timeout); });
+SS_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) {
+  return edge<Cancel::kPoint>([&] { return ss::rs::poll(fds, nfds, timeout); });
 }
 
 SS_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
-                      struct timeval* timeout) noexcept {
-  return edge([&] { return ss::rs::select(nfds, readfds, writefds, exceptfds, timeout); });
+                      struct timeval* timeout) {
+  return edge<Cancel::kPoint>([&] { return ss::rs::select(nfds, readfds, writefds, exceptfds, timeout); });
 }
 
 SS_EXPORT int rgetpeername(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
@@ -262,7 +271,7 @@ SS_EXPORT int riounmap(int socket, void* buf, size_t len) noexcept {
 
 // size_t, yet upstream's failure is (size_t)-1 with errno, as edge gives.
 SS_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offset,
-                          int flags) noexcept {
-  return static_cast<size_t>(on_socket(
+                          int flags) {
+  return static_cast<size_t>(on_socket<Cancel::kPoint>(
       socket, [&](Socket& s) -> ssize_t { return s.iowrite(buf, count, offset, flags); }));
 }

@@ -1,6 +1,7 @@
-// The C ABI edge: every r-function is noexcept, and an exception from inside
-// (here std::bad_alloc from a heap that is full) comes out as -1 and ENOMEM
-// instead of unwinding into the C caller.
+// The C ABI edge: no r-function lets an exception out (here std::bad_alloc
+// from a heap that is full comes out as -1 and ENOMEM); the calls that block
+// are cancellation points, and pthread_cancel ends only the cancelled thread.
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,26 +16,26 @@
 namespace rsconf {
 namespace {
 
-// Compile-time: a C++ caller sees every r-function as noexcept.
+// Compile-time: a C++ caller sees every r-function that never blocks as
+// noexcept, and every one that blocks as a cancellation point (no noexcept,
+// as glibc declares the socket calls they stand for).
 static_assert(noexcept(rsocket(0, 0, 0)) && noexcept(rbind(0, nullptr, 0)) &&
-              noexcept(rlisten(0, 0)) && noexcept(raccept(0, nullptr, nullptr)) &&
-              noexcept(rconnect(0, nullptr, 0)) && noexcept(rshutdown(0, 0)) &&
-              noexcept(rclose(0)));
-static_assert(noexcept(rrecv(0, nullptr, 0, 0)) &&
-              noexcept(rrecvfrom(0, nullptr, 0, 0, nullptr, nullptr)) &&
-              noexcept(rrecvmsg(0, nullptr, 0)) && noexcept(rsend(0, nullptr, 0, 0)) &&
-              noexcept(rsendto(0, nullptr, 0, 0, nullptr, 0)) &&
-              noexcept(rsendmsg(0, nullptr, 0)) && noexcept(rread(0, nullptr, 0)) &&
-              noexcept(rreadv(0, nullptr, 0)) && noexcept(rwrite(0, nullptr, 0)) &&
-              noexcept(rwritev(0, nullptr, 0)));
-static_assert(noexcept(rpoll(nullptr, 0, 0)) &&
-              noexcept(rselect(0, nullptr, nullptr, nullptr, nullptr)) &&
+              noexcept(rlisten(0, 0)) && noexcept(rshutdown(0, 0)) &&
               noexcept(rgetpeername(0, nullptr, nullptr)) &&
               noexcept(rgetsockname(0, nullptr, nullptr)) &&
               noexcept(rsetsockopt(0, 0, 0, nullptr, 0)) &&
               noexcept(rgetsockopt(0, 0, 0, nullptr, nullptr)) && noexcept(rfcntl(0, 0)) &&
-              noexcept(riomap(0, nullptr, 0, 0, 0, 0)) && noexcept(riounmap(0, nullptr, 0)) &&
-              noexcept(riowrite(0, nullptr, 0, 0, 0)));
+              noexcept(riomap(0, nullptr, 0, 0, 0, 0)) && noexcept(riounmap(0, nullptr, 0)));
+static_assert(!noexcept(raccept(0, nullptr, nullptr)) && !noexcept(rconnect(0, nullptr, 0)) &&
+              !noexcept(rclose(0)) && !noexcept(rrecv(0, nullptr, 0, 0)) &&
+              !noexcept(rrecvfrom(0, nullptr, 0, 0, nullptr, nullptr)) &&
+              !noexcept(rrecvmsg(0, nullptr, 0)) && !noexcept(rsend(0, nullptr, 0, 0)) &&
+              !noexcept(rsendto(0, nullptr, 0, 0, nullptr, 0)) &&
+              !noexcept(rsendmsg(0, nullptr, 0)) && !noexcept(rread(0, nullptr, 0)) &&
+              !noexcept(rreadv(0, nullptr, 0)) && !noexcept(rwrite(0, nullptr, 0)) &&
+              !noexcept(rwritev(0, nullptr, 0)) && !noexcept(rpoll(nullptr, 0, 0)) &&
+              !noexcept(rselect(0, nullptr, nullptr, nullptr, nullptr)) &&
+              !noexcept(riowrite(0, nullptr, 0, 0, 0)));
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitized = true;  // their allocators abort on exhaustion
@@ -79,6 +80,48 @@ TEST(CEdge, AllocationFailureInsideIsEnomem) {
                                  << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
   EXPECT_EQ(0, WEXITSTATUS(status)) << "1: -1 with another errno, 2: it succeeded, 3: no limit";
 }
+
+// pthread_cancel of a thread blocked in rrecv ends that thread, as it would
+// in recv(2): the program lives on (noexcept there would std::terminate
+// it), and the socket stays usable (the unwind released its lock and turn).
+// In a child, so a terminate fails the test instead of the suite.
+int cancel_blocked_rrecv_in_child(const char* provider) {
+  select_provider(provider);
+  Pair p;
+  connect_pair(AF_INET, &p);
+  if (p.client < 0 || p.server < 0) return 10;
+  pthread_t reader;
+  int server = p.server;
+  auto body = [](void* arg) -> void* {
+    char c;
+    rrecv(*static_cast<int*>(arg), &c, 1, 0);  // nothing comes: blocks
+    return nullptr;
+  };
+  if (pthread_create(&reader, nullptr, body, &server)) return 11;
+  usleep(300 * 1000);  // into its sleep (past polling_time)
+  if (pthread_cancel(reader)) return 12;
+  void* res = nullptr;
+  if (pthread_join(reader, &res) || res != PTHREAD_CANCELED) return 13;
+  char c = 0;
+  if (rsend(p.client, "x", 1, 0) != 1) return 14;
+  if (rrecv(p.server, &c, 1, 0) != 1 || c != 'x') return 15;
+  return 0;
+}
+
+void expect_cancel_ends_only_the_thread(const char* provider) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(cancel_blocked_rrecv_in_child(provider));
+  int status = 0;
+  ASSERT_EQ(pid, waitpid(pid, &status, 0));
+  ASSERT_TRUE(WIFEXITED(status)) << "the cancellation killed the process (signal "
+                                 << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << ")";
+  EXPECT_EQ(0, WEXITSTATUS(status)) << "10: no pair, 11-13: thread not cancelled, "
+                                       "14-15: the socket was unusable after";
+}
+
+TEST(CEdge, CancelThreadBlockedInRrecvShm) { expect_cancel_ends_only_the_thread("shm"); }
+TEST(CEdge, CancelThreadBlockedInRrecvTcp) { expect_cancel_ends_only_the_thread("tcp"); }
 
 }  // namespace
 }  // namespace rsconf
