@@ -12,6 +12,7 @@
 
 #include "core/base/config.h"
 #include "core/base/log.h"
+#include "librsocket/interruptible_sleep.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -358,23 +359,28 @@ void Socket::leave_waiters(bool kicked) {
 }
 
 // Sleeps until the endpoint or another thread of this socket signals
-// (bounded by wake_up_interval).
+// (bounded by wake_up_interval); -EINTR when a signal handler ended it.
 int Socket::block_once(Lock& lk) {
-  if (int rc = join_waiters()) return rc;
+  // Out of descriptors for the kick (EMFILE): sleep on the endpoint alone,
+  // briefly. Another thread's kick is missed for at most kUnkickedSleepMs;
+  // failing the call instead would give an errno no socket call gives.
+  constexpr int kUnkickedSleepMs = 10;
+  const bool joined = join_waiters() == 0;
   if (ep_->arm() != 0) {
-    leave_waiters(false);
+    if (joined) leave_waiters(false);
     return 0;
   }
-  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {wake_fd_, POLLIN, 0}};
+  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {joined ? wake_fd_ : -1, POLLIN, 0}};
+  int ms = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
+  if (!joined) ms = ms > 0 ? std::min(ms, kUnkickedSleepMs) : kUnkickedSleepMs;
   lk.unlock();
-  int wake = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
-  ::poll(p, 2, wake > 0 ? wake : -1);
+  int rc = interruptible_poll(p, 2, ms > 0 ? ms : -1);
   lk.lock();
-  leave_waiters(p[1].revents & POLLIN);
+  if (joined) leave_waiters(p[1].revents & POLLIN);
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
-  return 0;
+  return rc < 0 ? rc : 0;
 }
 
 int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until) {
@@ -386,7 +392,8 @@ int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_p
   auto now = clock::now();
   if (*spin_until == clock::time_point::min())
     *spin_until = now + std::chrono::microseconds(config::get_int(config::Id::kRsPollingTime));
-  if (now >= *spin_until) block_once(lk);
+  if (now >= *spin_until)
+    if (int rc = block_once(lk)) return rc;
   return 1;
 }
 

@@ -11,6 +11,8 @@ librsocket_la_SOURCES = \
 	src/librsocket/options.cc \
 	src/librsocket/poll.h \
 	src/librsocket/poll.cc \
+	src/librsocket/interruptible_sleep.h \
+	src/librsocket/interruptible_sleep.cc \
 	src/librsocket/fd_table.h \
 	src/librsocket/fd_table.cc \
 	src/librsocket/listen_service.h \

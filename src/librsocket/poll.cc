@@ -12,6 +12,7 @@
 
 #include "core/base/config.h"
 #include "librsocket/fd_table.h"
+#include "librsocket/interruptible_sleep.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -103,10 +104,9 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
       ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
     }
-    int r = ::poll(waits.data(), waits.size(), ms);
-    const int err = errno;
+    int r = interruptible_poll(waits.data(), waits.size(), ms, false);  // poll(2): no restart
     leave_all(socks, armed, waits);
-    if (r < 0) return err == EINTR ? -EINTR : -err;
+    if (r < 0) return r;
   }
 }
 

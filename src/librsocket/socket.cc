@@ -15,6 +15,7 @@
 #include "core/base/config.h"
 #include "core/base/log.h"
 #include "core/prov/factory.h"
+#include "librsocket/interruptible_sleep.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
 
@@ -243,7 +244,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     }
     pollfd p{accept_efd_, POLLIN, 0};
     int wake = static_cast<int>(config::get_int(Id::kRsWakeUpInterval));
-    if (::poll(&p, 1, wake) < 0 && errno != EINTR) return -errno;
+    if (int rc = interruptible_poll(&p, 1, wake > 0 ? wake : -1); rc < 0) return rc;
   }
   Socket& s = **out;
   {

@@ -18,5 +18,8 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/verbs_hostile_test.cc \
 	tests/librsocket/config_test.cc \
 	tests/librsocket/keepalive_test.cc \
+	tests/librsocket/stopped_listener.h \
+	tests/librsocket/stopped_listener.cc \
+	tests/librsocket/signal_test.cc \
 	tests/librsocket/raw_peer.h
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)
