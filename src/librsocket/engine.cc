@@ -373,6 +373,7 @@ int Socket::block_once(Lock& lk) {
   pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {joined ? wake_fd_ : -1, POLLIN, 0}};
   int ms = static_cast<int>(config::get_int(config::Id::kRsWakeUpInterval));
   if (!joined) ms = ms > 0 ? std::min(ms, kUnkickedSleepMs) : kUnkickedSleepMs;
+  if (state_ == kConnecting) ms = connect_sleep_ms(ms);
   lk.unlock();
   int rc = interruptible_poll(p, 2, ms > 0 ? ms : -1);
   lk.lock();

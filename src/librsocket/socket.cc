@@ -319,6 +319,8 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   }
   memcpy(&peer_addr_, addr, std::min<size_t>(len, sizeof peer_addr_));
   peer_len_ = len;
+  connect_deadline_ = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(config::get_int(Id::kRsConnectTimeout));
   state_ = kConnecting;
   reply_pending_ = true;
   return wait_connected(lk, nonblock_);
@@ -345,9 +347,28 @@ int Socket::wait_connected(Lock& lk, bool nonblock) {
   return -e;
 }
 
+int Socket::connect_sleep_ms(int ms) const {
+  if (connect_deadline_ == std::chrono::steady_clock::time_point{}) return ms;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(connect_deadline_ -
+                                                           std::chrono::steady_clock::now());
+  int to_deadline = static_cast<int>(std::max<int64_t>(left.count(), 1));
+  return ms > 0 ? std::min(ms, to_deadline) : to_deadline;
+}
+
 // Drives a pending connect one step; 0 while still connecting.
 int Socket::progress_connect(Lock&) {
   if (state_ != kConnecting) return 0;
+  if (connect_deadline_ != std::chrono::steady_clock::time_point{} &&
+      std::chrono::steady_clock::now() >= connect_deadline_) {
+    // The peer took the transport's connection but never answered (a
+    // stopped or overloaded process): as TCP's unanswered SYNs.
+    SS_INFO("rsocket: fd %d: connect timed out", fd_);
+    ep_->disconnect();
+    err_ = ETIMEDOUT;
+    state_ = kConnectError;
+    resolving_ = reply_pending_ = false;
+    return 0;
+  }
   if (resolving_) {
     int rc = ep_->resolve_progress();
     if (rc == -EAGAIN) return 0;

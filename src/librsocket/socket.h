@@ -203,6 +203,8 @@ class Socket : public std::enable_shared_from_this<Socket> {
   }
   int wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until);
   int block_once(Lock& lk);
+  // A sleep of at most `ms` (<= 0: none) cut to wake at the connect deadline.
+  int connect_sleep_ms(int ms) const;
   void set_error(int err, const char* why);
   // ECONNRESET for the application, and the transport torn down.
   // peer_fault: the peer broke the protocol, and nothing more it sent is read.
@@ -267,6 +269,9 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   prov::Kind kind_ = prov::Kind::kAuto;
   bool resolving_ = false;  // the provider is still finding the peer (verbs)
+  // Connecting side: when an unanswered connect fails with ETIMEDOUT
+  // (connect_timeout); the epoch's zero on the accepting side (none).
+  std::chrono::steady_clock::time_point connect_deadline_{};
   // Connecting side: the peer's reply is not yet taken (process_cq waits).
   bool reply_pending_ = false;
   std::unique_ptr<prov::Endpoint> ep_;

@@ -20,6 +20,7 @@ enum class Id : int {
   kRsWmemDefault,     // wmem_default (sbuf bytes)
   kRsIomapSize,       // iomap_size
   kRsCloseLinger,     // SLIPSTREAM_RS_CLOSE_LINGER (ms)
+  kRsConnectTimeout,  // SLIPSTREAM_RS_CONNECT_TIMEOUT (ms)
   kCount
 };
 

@@ -54,6 +54,10 @@ constexpr Setting kTable[] = {
      "ms a closed connection waits, in the background, for a peer that may "
      "still be reading to close its end before it is torn down (0: at once, "
      "as upstream); SO_LINGER overrides it per socket"},
+    {Id::kRsConnectTimeout, "connect_timeout", "SLIPSTREAM_RS_CONNECT_TIMEOUT", nullptr,
+     Type::kInt, 127000, 1, kI32Max, nullptr,
+     "ms a connect waits for the peer's answer before it fails with ETIMEDOUT "
+     "(default: Linux TCP's connect to a silent host, 6 SYN retries)"},
 };
 
 static_assert(sizeof(kTable) / sizeof(kTable[0]) == static_cast<size_t>(Id::kCount),
