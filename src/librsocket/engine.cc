@@ -437,7 +437,7 @@ short Socket::readiness(short events) {
 short Socket::ready_now(short events) {
   short rev = 0;
   if (state_ == kListening) {
-    rev = accept_queue_.empty() ? 0 : POLLIN;
+    rev = accept_queue_.empty() && !accept_err_ ? 0 : POLLIN;  // raccept has an answer
   } else if (ep_) {
     if (state_ == kConnecting) return 0;
     if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "core/base/config.h"
 #include "core/base/log.h"
@@ -164,7 +165,21 @@ int Socket::listen(int backlog) {
 
 int Socket::listener_fd() {
   std::lock_guard<FutexMutex> g(mu_);
-  return listener_ ? listener_->fd() : -1;
+  return listener_ && !accept_starved_ ? listener_->fd() : -1;
+}
+
+void Socket::note_accept_error(int err) {
+  if (accept_err_) return;
+  accept_err_ = err;
+  uint64_t one = 1;  // a blocked raccept wakes to report it
+  if (::write(accept_efd_, &one, sizeof one) < 0) SS_DEBUG("accept queue signal failed");
+}
+
+int Socket::take_accept_error() {
+  if (!accept_err_) return 0;
+  uint64_t v;
+  if (::read(accept_efd_, &v, sizeof v) < 0) SS_DEBUG("accept queue drain failed");
+  return -std::exchange(accept_err_, 0);
 }
 
 // Runs on the listen service thread: each complete request gets its
@@ -175,7 +190,11 @@ void Socket::serve_requests() {
     std::unique_ptr<prov::Endpoint> ep;
     {
       std::lock_guard<FutexMutex> g(mu_);
-      if (!listener_ || listener_->get_request(&ep) != 0) return;
+      if (!listener_) return;
+      int rc = listener_->get_request(&ep);
+      accept_starved_ = rc == -EMFILE || rc == -ENFILE;
+      if (accept_starved_) note_accept_error(-rc);
+      if (rc) return;
       if (accept_queue_.size() >= static_cast<size_t>(backlog_) + 64) {
         // Refused: its descriptor was never handed to an rsocket.
         int dfd = ep->descriptor_fd();
@@ -218,6 +237,10 @@ void Socket::serve_requests() {
       s->ep_->reject();
       s->free_buffers();
       ::close(fd);
+      if (rc == -EMFILE || rc == -ENFILE) {
+        std::lock_guard<FutexMutex> g(mu_);
+        note_accept_error(-rc);
+      }
       continue;
     }
     s->state_ = kConnecting;
@@ -230,6 +253,13 @@ void Socket::serve_requests() {
 
 int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len, int flags) {
   for (;;) {
+    bool starved;
+    {
+      std::lock_guard<FutexMutex> g(mu_);
+      starved = accept_starved_;
+    }
+    // The listen thread only retries now and then: try now, as accept(2).
+    if (starved) serve_requests();
     {
       std::lock_guard<FutexMutex> g(mu_);
       if (state_ != kListening) return -EINVAL;
@@ -240,6 +270,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
         accept_queue_.pop_front();
         break;
       }
+      if (int rc = take_accept_error()) return rc;
       if (nonblock_) return -EAGAIN;
     }
     pollfd p{accept_efd_, POLLIN, 0};

@@ -281,8 +281,16 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool await_peer_first_ = false;
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
-  int accept_efd_ = -1;  // counts queued connections (readable when any)
+  int accept_efd_ = -1;  // counts queued connections and accept_err_ (readable when any)
   int backlog_ = 0;
+  // Out of descriptors (EMFILE/ENFILE) while taking a connection: the next
+  // raccept reports it, as accept(2) would. While starved, a connection
+  // waits in the kernel's backlog and the listen thread stops polling the
+  // listener (it would spin): its periodic pass and raccept retry instead.
+  int accept_err_ = 0;
+  bool accept_starved_ = false;
+  void note_accept_error(int err);  // mu_ held
+  int take_accept_error();          // mu_ held; -errno, or 0 when none
 
   // Buffers: rbuf and the target table are written by the peer.
   std::unique_ptr<mem::Region> rbuf_region_, target_region_, sbuf_region_;

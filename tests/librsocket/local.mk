@@ -22,5 +22,6 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/stopped_listener.cc \
 	tests/librsocket/signal_test.cc \
 	tests/librsocket/connect_timeout_test.cc \
+	tests/librsocket/limits_test.cc \
 	tests/librsocket/raw_peer.h
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)

@@ -137,7 +137,7 @@ int create_shm_active(int sock, const sockaddr* dst, socklen_t len,
     }
   }
   auto ep = shm::ShmEndpoint::make_active(ufd, local, local_len, dst, len);
-  if (!ep) return -ENOMEM;  // the endpoint it made and dropped closed ufd
+  if (!ep) return errno == EMFILE || errno == ENFILE ? -errno : -ENOMEM;  // it closed ufd
   *out = std::move(ep);
   return 0;
 }

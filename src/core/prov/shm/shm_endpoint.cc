@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/un.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -216,6 +217,15 @@ int ShmEndpoint::accept(const void* pdata, size_t len) {
   return rc;
 }
 
+namespace {
+// EMFILE or ENFILE when no descriptor can be made now, else 0.
+int descriptor_shortage(int any_fd) {
+  int probe = ::fcntl(any_fd, F_DUPFD_CLOEXEC, 0);
+  if (probe >= 0) ::close(probe);
+  return probe < 0 && (errno == EMFILE || errno == ENFILE) ? errno : 0;
+}
+}  // namespace
+
 ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
   iovec iov{buf, len};
   alignas(cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))];
@@ -234,6 +244,13 @@ ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
       rx_fds_.push_back(fd);
     }
+  }
+  // The kernel also truncates when it has no descriptor left to install
+  // them in: that is this process out of descriptors, not a peer's fault.
+  if (int e = (msg.msg_flags & MSG_CTRUNC) ? descriptor_shortage(fd_) : 0) {
+    SS_INFO("shm: fd %d: no descriptor left for the peer's memory; connection failed", fd_);
+    errno = e;
+    return -1;
   }
   // Each descriptor is taken by the frame it came with, as that frame is
   // parsed: many held means a peer attaching them to frames that take none

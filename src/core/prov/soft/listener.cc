@@ -49,10 +49,10 @@ int StreamListener::add_socket(int sock, Kind kind, PassiveFactory factory, bool
   return 0;
 }
 
-void StreamListener::accept_new(const Source& src) {
+int StreamListener::accept_new(const Source& src) {
   while (pending_.size() < kMaxPendingHellos) {
     int fd = accept4(src.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) return errno == EMFILE || errno == ENFILE ? -errno : 0;
     Pending p{};
     p.fd = fd;
     p.kind = src.kind;
@@ -67,6 +67,7 @@ void StreamListener::accept_new(const Source& src) {
     }
     pending_.push_back(p);
   }
+  return 0;
 }
 
 int StreamListener::read_hello(Pending& p) {
@@ -101,7 +102,9 @@ void StreamListener::drop(size_t i) {
 }
 
 int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
-  for (const Source& s : sources_) accept_new(s);
+  int starved = 0;  // a connection waits that no descriptor is left for
+  for (const Source& s : sources_)
+    if (int rc = accept_new(s)) starved = rc;
   auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < pending_.size();) {
     Pending& p = pending_[i];
@@ -124,7 +127,7 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
     pending_.erase(pending_.begin() + i);
     return 0;
   }
-  return -EAGAIN;
+  return starved ? starved : -EAGAIN;
 }
 
 }  // namespace ss::prov::soft
