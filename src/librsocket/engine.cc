@@ -452,7 +452,7 @@ short Socket::ready_now(short events) {
   return rev & (events | POLLERR | POLLHUP);
 }
 
-int Socket::wait_target(short want, int* fd, short* events, int* kick_fd) {
+int Socket::wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms) {
   Lock lk(mu_);
   *fd = -1;
   *kick_fd = -1;
@@ -478,6 +478,7 @@ int Socket::wait_target(short want, int* fd, short* events, int* kick_fd) {
   *fd = ep_->event_fd();
   *events = ep_->event_mask();
   if (joined) *kick_fd = wake_fd_;
+  if (state_ == kConnecting) *sleep_ms = connect_sleep_ms(*sleep_ms);
   return 0;
 }
 

@@ -78,6 +78,11 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     if (!forever && now >= deadline) return 0;
     if (now < spin_until) continue;
 
+    int ms = wake > 0 ? wake : -1;
+    if (!forever) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
+    }
     bool ready_now = false;
     waits.clear();
     armed.clear();
@@ -89,7 +94,7 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
       }
       int wfd, kick;
       short wev = 0;
-      socks[i]->wait_target(fds[i].events, &wfd, &wev, &kick);
+      socks[i]->wait_target(fds[i].events, &wfd, &wev, &kick, &ms);
       if (wfd == -1) ready_now = true;
       else if (wfd >= 0) waits.push_back({wfd, wev, 0});
       if (kick >= 0) waits.push_back({kick, POLLIN, 0});
@@ -98,11 +103,6 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     if (ready_now) {
       leave_all(socks, armed, waits);
       continue;
-    }
-    int ms = wake > 0 ? wake : -1;
-    if (!forever) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-      ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
     }
     int r = interruptible_poll(waits.data(), waits.size(), ms, false);  // poll(2): no restart
     leave_all(socks, armed, waits);

@@ -110,8 +110,9 @@ class Socket : public std::enable_shared_from_this<Socket> {
   // means "ready, don't sleep". *kick_fd (or -1): this socket's wake-up,
   // which other threads write when its state changes (rshutdown, data they
   // processed); the caller then counts as a waiter until after_wait() with
-  // that entry.
-  int wait_target(short want, int* fd, short* events, int* kick_fd);
+  // that entry. *sleep_ms (<= 0: unbounded) is cut to end at this socket's
+  // connect deadline, which nothing else would wake the caller for.
+  int wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms);
   void after_wait(const pollfd& kick);
 
   // Listen service: drains connection requests into the accept queue.
