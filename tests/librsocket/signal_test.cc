@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -219,10 +220,20 @@ TEST_P(SignalTest, RrecvRestartsUnderSaRestart) {
   EXPECT_EQ('z', b[0]);
 }
 
-// Every send call of the API, blocked on a full send path.
+// Every send call of the API (riowrite too), blocked on a full send path.
 TEST_P(SignalTest, EverySendCallFailsWithEintr) {
   Pair p;
-  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  auto one_iomap = [](int fd) {
+    int one = 1;
+    ASSERT_EQ(0, rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &one, sizeof one));
+  };
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, one_iomap, one_iomap));
+  // The server publishes a riowrite target (with its first byte).
+  alignas(4096) static uint8_t target[4096];
+  ASSERT_EQ(0, riomap(p.server, target, sizeof target, PROT_WRITE, 0, 0)) << strerror(errno);
+  ASSERT_EQ(1, rsend(p.server, "m", 1, 0));
+  char first = 0;
+  ASSERT_EQ(1, rrecv(p.client, &first, 1, 0));
   ASSERT_NO_FATAL_FAILURE(fill_send_path(p.client));
   char b[4096] = {};
   iovec iov{b, sizeof b};
@@ -235,6 +246,7 @@ TEST_P(SignalTest, EverySendCallFailsWithEintr) {
       {"rwritev", [&] { return rwritev(p.client, &iov, 1); }},
       {"rsendto", [&] { return rsendto(p.client, b, sizeof b, 0, nullptr, 0); }},
       {"rsendmsg", [&] { return rsendmsg(p.client, &m, 0); }},
+      {"riowrite", [&] { return static_cast<long>(riowrite(p.client, b, sizeof b, 0, 0)); }},
   };
   std::thread drainer;
   for (const auto& [name, call] : calls) {
