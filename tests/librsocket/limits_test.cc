@@ -196,6 +196,16 @@ constexpr double kMaxCpuShare = 0.2;
 
 class LimitsTest : public ConnTest {
  protected:
+  void SetUp() override {
+#ifdef __SANITIZE_ADDRESS__
+    // The project's sanitizer build (ASan + UBSan): UBSan's vptr check makes
+    // a pipe to see whether it may read an object (gcc 12's libsanitizer),
+    // so with no descriptor left it reports every virtual call as a bad type
+    // and aborts. These children cannot run under it.
+    GTEST_SKIP() << "UBSan's vptr check needs a free descriptor (gcc 12 libsanitizer)";
+#endif
+    ConnTest::SetUp();
+  }
   pid_t spawn(const char* mode, KFd* notify, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> env = {std::string("RS_CONFORMANCE_PROVIDER=") + provider(),
                                     "RS_CONFORMANCE_FAMILY=" + std::to_string(family()),
