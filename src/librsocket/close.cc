@@ -76,12 +76,17 @@ int Socket::shutdown(int how) {
     // waits forever here).
     auto deadline = clock::now() + std::chrono::seconds(2);
     auto expired = [&] { return clock::now() > deadline; };
-    wait_for(lk, false, [&] { return ctrl_ready() || expired() || (state_ & kError); });
+    // Not cut short by a signal: shutdown(2) does not sleep, nor fail with EINTR.
+    while (wait_for(lk, false, [&] { return ctrl_ready() || expired() || (state_ & kError); }) ==
+           -EINTR) {
+    }
     const bool sent = ctrl_ready() && send_ctrl(ctrl) == 0;
     linger = linger && sent;  // a peer never told we stopped would wait in vain
     SS_DEBUG("rsocket: fd %d: shutdown(%d) control %u, state 0x%x, ctrl slots %u, sqe %u", fd_,
              how, ctrl, state_, ctrl_avail_, sqe_avail_);
-    wait_for(lk, false, [&] { return sends_drained() || expired() || (state_ & kError); });
+    while (wait_for(lk, false, [&] { return sends_drained() || expired() || (state_ & kError); }) ==
+           -EINTR) {
+    }
   }
   linger = linger && lingering() && !(state_ & kError);
   if (linger) {

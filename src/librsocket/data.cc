@@ -140,8 +140,8 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
         if (left == len) return data_error(true);
         break;
       }
-      if (rc == -EAGAIN) {
-        if (left == len) return -EAGAIN;
+      if (rc == -EAGAIN || rc == -EINTR) {  // what moved already is the answer
+        if (left == len) return rc;
         break;
       }
       if (!can_send()) continue;
@@ -200,9 +200,9 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
         return 0;  // orderly end of stream
       }
       int rc = wait_for(lk, nonblock, [this] { return !rmsg_.empty() || !(state_ & kReadable); });
-      if (rc == -EAGAIN) {
+      if (rc == -EAGAIN || rc == -EINTR) {
         if (total) break;
-        return -EAGAIN;
+        return rc;
       }
       continue;
     }

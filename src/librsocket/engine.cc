@@ -12,6 +12,7 @@
 
 #include "librsocket/settings.h"
 #include "core/base/log.h"
+#include "librsocket/interruptible_sleep.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -358,23 +359,29 @@ void Socket::leave_waiters(bool kicked) {
 }
 
 // Sleeps until the endpoint or another thread of this socket signals
-// (bounded by wake_up_interval).
+// (bounded by wake_up_interval); -EINTR when a signal handler ended it.
 int Socket::block_once(Lock& lk) {
-  if (int rc = join_waiters()) return rc;
+  // Out of descriptors for the kick (EMFILE): sleep on the endpoint alone,
+  // briefly. Another thread's kick is missed for at most kUnkickedSleepMs;
+  // failing the call instead would give an errno no socket call gives.
+  constexpr int kUnkickedSleepMs = 10;
+  const bool joined = join_waiters() == 0;
   if (ep_->arm() != 0) {
-    leave_waiters(false);
+    if (joined) leave_waiters(false);
     return 0;
   }
-  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {wake_fd_, POLLIN, 0}};
+  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {joined ? wake_fd_ : -1, POLLIN, 0}};
+  int ms = static_cast<int>(settings::get(settings::Id::kWakeUpInterval));
+  if (!joined) ms = ms > 0 ? std::min(ms, kUnkickedSleepMs) : kUnkickedSleepMs;
+  if (state_ == kConnecting) ms = connect_sleep_ms(ms);
   lk.unlock();
-  int wake = static_cast<int>(settings::get(settings::Id::kWakeUpInterval));
-  ::poll(p, 2, wake > 0 ? wake : -1);
+  int rc = interruptible_poll(p, 2, ms > 0 ? ms : -1);
   lk.lock();
-  leave_waiters(p[1].revents & POLLIN);
+  if (joined) leave_waiters(p[1].revents & POLLIN);
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
-  return 0;
+  return rc < 0 ? rc : 0;
 }
 
 int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until) {
@@ -386,7 +393,8 @@ int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_p
   auto now = clock::now();
   if (*spin_until == clock::time_point::min())
     *spin_until = now + std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
-  if (now >= *spin_until) block_once(lk);
+  if (now >= *spin_until)
+    if (int rc = block_once(lk)) return rc;
   return 1;
 }
 
@@ -429,7 +437,7 @@ short Socket::readiness(short events) {
 short Socket::ready_now(short events) {
   short rev = 0;
   if (state_ == kListening) {
-    rev = accept_queue_.empty() ? 0 : POLLIN;
+    rev = accept_queue_.empty() && !accept_err_ ? 0 : POLLIN;  // raccept has an answer
   } else if (ep_) {
     if (state_ == kConnecting) return 0;
     if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);
@@ -444,7 +452,7 @@ short Socket::ready_now(short events) {
   return rev & (events | POLLERR | POLLHUP);
 }
 
-int Socket::wait_target(short want, int* fd, short* events, int* kick_fd) {
+int Socket::wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms) {
   Lock lk(mu_);
   *fd = -1;
   *kick_fd = -1;
@@ -470,6 +478,7 @@ int Socket::wait_target(short want, int* fd, short* events, int* kick_fd) {
   *fd = ep_->event_fd();
   *events = ep_->event_mask();
   if (joined) *kick_fd = wake_fd_;
+  if (state_ == kConnecting) *sleep_ms = connect_sleep_ms(*sleep_ms);
   return 0;
 }
 

@@ -122,8 +122,8 @@ ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) 
     }
     if (!can_send()) {
       int rc = wait_for(lk, nonblock, [this] { return can_send() || !(state_ & kWritable); });
-      if (!(state_ & kWritable) || (state_ & kError) || rc == -EAGAIN) {
-        if (left == count) return rc == -EAGAIN ? -EAGAIN : data_error(true);
+      if (!(state_ & kWritable) || (state_ & kError) || rc == -EAGAIN || rc == -EINTR) {
+        if (left == count) return rc == -EAGAIN || rc == -EINTR ? rc : data_error(true);
         break;
       }
       continue;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/fd_table.h"
+#include "librsocket/interruptible_sleep.h"
 #include "librsocket/settings.h"
 #include "librsocket/socket.h"
 
@@ -78,6 +79,11 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     if (!forever && now >= deadline) return 0;
     if (now < spin_until) continue;
 
+    int ms = wake > 0 ? wake : -1;
+    if (!forever) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
+    }
     bool ready_now = false;
     waits.clear();
     armed.clear();
@@ -89,7 +95,7 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
       }
       int wfd, kick;
       short wev = 0;
-      socks[i]->wait_target(fds[i].events, &wfd, &wev, &kick);
+      socks[i]->wait_target(fds[i].events, &wfd, &wev, &kick, &ms);
       if (wfd == -1) ready_now = true;
       else if (wfd >= 0) waits.push_back({wfd, wev, 0});
       if (kick >= 0) waits.push_back({kick, POLLIN, 0});
@@ -99,15 +105,9 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
       leave_all(socks, armed, waits);
       continue;
     }
-    int ms = wake > 0 ? wake : -1;
-    if (!forever) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-      ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
-    }
-    int r = ::poll(waits.data(), waits.size(), ms);
-    const int err = errno;
+    int r = interruptible_poll(waits.data(), waits.size(), ms, false);  // poll(2): no restart
     leave_all(socks, armed, waits);
-    if (r < 0) return err == EINTR ? -EINTR : -err;
+    if (r < 0) return r;
   }
 }
 

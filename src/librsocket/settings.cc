@@ -62,6 +62,11 @@ constexpr Setting kRows[] = {
      .help = "how long a closed connection waits, in the background, for a peer that may "
              "still be reading to close its end before it is torn down (0: at once, as "
              "upstream); SO_LINGER overrides it per socket"},
+    {.id = int(Id::kConnectTimeout), .name = "connect_timeout",
+     .env = {"SLIPSTREAM_RS_CONNECT_TIMEOUT"}, .unit = Unit::kMs, .def = 127000, .min = 1,
+     .max = kI32Max,
+     .help = "how long a connect waits for the peer's answer before it fails with ETIMEDOUT "
+             "(default: Linux TCP's connect to a silent host, 6 SYN retries)"},
 };
 static_assert(config::in_id_order(kRows));
 

@@ -1,5 +1,6 @@
 // rsocket's settings: the defaults librdmacm reads from /etc/rdma/rsocket
-// (each also settable from the environment) and Slipstream's close linger.
+// (each also settable from the environment), Slipstream's close linger and
+// connect timeout.
 // Reads are cached: get() is two atomic loads once the table is loaded.
 #pragma once
 #include <cstdint>
@@ -19,6 +20,7 @@ enum class Id : int {
   kWmemDefault,     // wmem_default (sbuf bytes)
   kIomapSize,       // iomap_size (entries)
   kCloseLinger,     // SLIPSTREAM_RS_CLOSE_LINGER (ms)
+  kConnectTimeout,  // SLIPSTREAM_RS_CONNECT_TIMEOUT (ms)
   kCount
 };
 

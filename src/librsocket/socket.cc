@@ -11,11 +11,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "librsocket/settings.h"
 #include "core/base/log.h"
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
+#include "librsocket/interruptible_sleep.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
 
@@ -174,18 +176,37 @@ int Socket::listen(int backlog) {
 
 int Socket::listener_fd() {
   std::lock_guard<FutexMutex> g(mu_);
-  return listener_ ? listener_->fd() : -1;
+  return listener_ && !accept_starved_ ? listener_->fd() : -1;
+}
+
+void Socket::note_accept_error(int err) {
+  if (accept_err_) return;
+  accept_err_ = err;
+  uint64_t one = 1;  // a blocked raccept wakes to report it
+  if (::write(accept_efd_, &one, sizeof one) < 0) SS_DEBUG("accept queue signal failed");
+}
+
+int Socket::take_accept_error() {
+  if (!accept_err_) return 0;
+  uint64_t v;
+  if (::read(accept_efd_, &v, sizeof v) < 0) SS_DEBUG("accept queue drain failed");
+  return -std::exchange(accept_err_, 0);
 }
 
 // Runs on the listen service thread: each complete request gets its
 // endpoint, buffers and reply, so the peer's connect finishes before the
 // application calls raccept (a single thread may connect to itself).
+// raccept runs it too while the listener is out of descriptors.
 void Socket::serve_requests() {
   for (;;) {
     std::unique_ptr<prov::Endpoint> ep;
     {
       std::lock_guard<FutexMutex> g(mu_);
-      if (!listener_ || listener_->get_request(&ep) != 0) return;
+      if (!listener_) return;
+      int rc = listener_->get_request(&ep);
+      accept_starved_ = rc == -EMFILE || rc == -ENFILE;
+      if (accept_starved_) note_accept_error(-rc);
+      if (rc) return;
       if (accept_queue_.size() >= static_cast<size_t>(backlog_) + 64) {
         // Refused: its descriptor was never handed to an rsocket.
         int dfd = ep->descriptor_fd();
@@ -232,6 +253,10 @@ void Socket::serve_requests() {
       s->ep_->reject();
       s->free_buffers();
       ::close(fd);
+      if (rc == -EMFILE || rc == -ENFILE) {
+        std::lock_guard<FutexMutex> g(mu_);
+        note_accept_error(-rc);
+      }
       continue;
     }
     s->state_ = kConnecting;
@@ -244,6 +269,13 @@ void Socket::serve_requests() {
 
 int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len, int flags) {
   for (;;) {
+    bool starved;
+    {
+      std::lock_guard<FutexMutex> g(mu_);
+      starved = accept_starved_;
+    }
+    // The listen thread only retries now and then: try now, as accept(2).
+    if (starved) serve_requests();
     {
       std::lock_guard<FutexMutex> g(mu_);
       if (state_ != kListening) return -EINVAL;
@@ -254,11 +286,12 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
         accept_queue_.pop_front();
         break;
       }
+      if (int rc = take_accept_error()) return rc;
       if (nonblock_) return -EAGAIN;
     }
     pollfd p{accept_efd_, POLLIN, 0};
     int wake = static_cast<int>(settings::get(Id::kWakeUpInterval));
-    if (::poll(&p, 1, wake) < 0 && errno != EINTR) return -errno;
+    if (int rc = interruptible_poll(&p, 1, wake > 0 ? wake : -1); rc < 0) return rc;
   }
   Socket& s = **out;
   {
@@ -331,6 +364,8 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   }
   memcpy(&peer_addr_, addr, std::min<size_t>(len, sizeof peer_addr_));
   peer_len_ = len;
+  connect_deadline_ = std::chrono::steady_clock::now() +
+                      std::chrono::milliseconds(settings::get(Id::kConnectTimeout));
   state_ = kConnecting;
   reply_pending_ = true;
   return wait_connected(lk, nonblock_);
@@ -357,9 +392,28 @@ int Socket::wait_connected(Lock& lk, bool nonblock) {
   return -e;
 }
 
+int Socket::connect_sleep_ms(int ms) const {
+  if (connect_deadline_ == std::chrono::steady_clock::time_point{}) return ms;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(connect_deadline_ -
+                                                           std::chrono::steady_clock::now());
+  int to_deadline = static_cast<int>(std::max<int64_t>(left.count(), 1));
+  return ms > 0 ? std::min(ms, to_deadline) : to_deadline;
+}
+
 // Drives a pending connect one step; 0 while still connecting.
 int Socket::progress_connect(Lock&) {
   if (state_ != kConnecting) return 0;
+  if (connect_deadline_ != std::chrono::steady_clock::time_point{} &&
+      std::chrono::steady_clock::now() >= connect_deadline_) {
+    // The peer took the transport's connection but never answered (a
+    // stopped or overloaded process): as TCP's unanswered SYNs.
+    SS_INFO("rsocket: fd %d: connect timed out", fd_);
+    ep_->disconnect();
+    err_ = ETIMEDOUT;
+    state_ = kConnectError;
+    resolving_ = reply_pending_ = false;
+    return 0;
+  }
   if (resolving_) {
     int rc = ep_->resolve_progress();
     if (rc == -EAGAIN) return 0;

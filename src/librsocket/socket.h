@@ -110,8 +110,9 @@ class Socket : public std::enable_shared_from_this<Socket> {
   // means "ready, don't sleep". *kick_fd (or -1): this socket's wake-up,
   // which other threads write when its state changes (rshutdown, data they
   // processed); the caller then counts as a waiter until after_wait() with
-  // that entry.
-  int wait_target(short want, int* fd, short* events, int* kick_fd);
+  // that entry. *sleep_ms (<= 0: unbounded) is cut to end at this socket's
+  // connect deadline, which nothing else would wake the caller for.
+  int wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms);
   void after_wait(const pollfd& kick);
 
   // Listen service: drains connection requests into the accept queue.
@@ -203,6 +204,8 @@ class Socket : public std::enable_shared_from_this<Socket> {
   }
   int wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until);
   int block_once(Lock& lk);
+  // A sleep of at most `ms` (<= 0: none) cut to wake at the connect deadline.
+  int connect_sleep_ms(int ms) const;
   void set_error(int err, const char* why);
   // ECONNRESET for the application, and the transport torn down.
   // peer_fault: the peer broke the protocol, and nothing more it sent is read.
@@ -266,6 +269,9 @@ class Socket : public std::enable_shared_from_this<Socket> {
   socklen_t peer_len_ = 0;
 
   bool resolving_ = false;  // the provider is still finding the peer (verbs)
+  // Connecting side: when an unanswered connect fails with ETIMEDOUT
+  // (connect_timeout); the epoch's zero on the accepting side (none).
+  std::chrono::steady_clock::time_point connect_deadline_{};
   // Connecting side: the peer's reply is not yet taken (process_cq waits).
   bool reply_pending_ = false;
   std::unique_ptr<prov::Endpoint> ep_;
@@ -275,8 +281,16 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool await_peer_first_ = false;
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
-  int accept_efd_ = -1;  // counts queued connections (readable when any)
+  int accept_efd_ = -1;  // counts queued connections and accept_err_ (readable when any)
   int backlog_ = 0;
+  // Out of descriptors (EMFILE/ENFILE) while taking a connection: the next
+  // raccept reports it, as accept(2) would. While starved, a connection
+  // waits in the kernel's backlog and the listen thread stops polling the
+  // listener (it would spin): its periodic pass and raccept retry instead.
+  int accept_err_ = 0;
+  bool accept_starved_ = false;
+  void note_accept_error(int err);  // mu_ held
+  int take_accept_error();          // mu_ held; -errno, or 0 when none
 
   // Buffers: rbuf and the target table are written by the peer.
   std::unique_ptr<mem::Region> rbuf_region_, target_region_, sbuf_region_;

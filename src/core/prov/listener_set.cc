@@ -29,14 +29,17 @@ int ListenerSet::add(std::unique_ptr<Listener> member) {
 }
 
 int ListenerSet::get_request(std::unique_ptr<Endpoint>* ep) {
+  int starved = 0;
   for (size_t i = 0; i < members_.size(); i++) {
     Listener& m = *members_[(next_ + i) % members_.size()];
-    if (m.get_request(ep) == 0) {
+    int rc = m.get_request(ep);
+    if (rc == 0) {
       next_ = (next_ + i + 1) % members_.size();
       return 0;
     }
+    if (rc == -EMFILE || rc == -ENFILE) starved = rc;
   }
-  return -EAGAIN;
+  return starved ? starved : -EAGAIN;
 }
 
 }  // namespace ss::prov

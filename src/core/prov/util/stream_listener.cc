@@ -36,10 +36,10 @@ StreamListener::~StreamListener() {
   if (epfd_ >= 0) ::close(epfd_);
 }
 
-void StreamListener::accept_new() {
+int StreamListener::accept_new() {
   while (pending_.size() < kMaxPendingHellos) {
     int fd = accept4(source_.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) return errno == EMFILE || errno == ENFILE ? -errno : 0;
     Pending p{};
     p.fd = fd;
     p.deadline = std::chrono::steady_clock::now() + kHelloTimeout;
@@ -52,6 +52,7 @@ void StreamListener::accept_new() {
     }
     pending_.push_back(p);
   }
+  return 0;
 }
 
 int StreamListener::read_hello(Pending& p) {
@@ -86,7 +87,7 @@ void StreamListener::drop(size_t i) {
 }
 
 int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
-  accept_new();
+  const int starved = accept_new();  // a connection waits that no descriptor is left for
   auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < pending_.size();) {
     Pending& p = pending_[i];
@@ -109,7 +110,7 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
     pending_.erase(pending_.begin() + i);
     return 0;
   }
-  return -EAGAIN;
+  return starved ? starved : -EAGAIN;
 }
 
 }  // namespace ss::prov::util

@@ -39,7 +39,8 @@ class StreamListener : public Listener {
     bool owned;
   };
   StreamListener() = default;
-  void accept_new();
+  // 0, or -EMFILE/-ENFILE: a connection waits in the backlog for a descriptor.
+  int accept_new();
   // 1: hello complete, 0: needs more, -1: drop the connection.
   int read_hello(Pending& p);
   void drop(size_t i);
