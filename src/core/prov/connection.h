@@ -108,7 +108,8 @@ class Listener {
   virtual ~Listener() = default;
   // Readable when get_request() may return a connection request.
   virtual int fd() const = 0;
-  // A request whose peer private data is ready (-EAGAIN: none).
+  // A request whose peer private data is ready (-EAGAIN: none; -EMFILE or
+  // -ENFILE: a connection waits that no descriptor is left to take).
   virtual int get_request(std::unique_ptr<Endpoint>* ep) = 0;
 };
 
