@@ -238,6 +238,10 @@ std::vector<std::string> shared_mappings();
 struct Usage {
   double cpu_s = 0, wall_s = 0;
   bool blocked_throughout = true;  // still inside the call when measured
+  // Times the thread went to sleep in the window (voluntary context
+  // switches): 0 for a spinning thread however loaded the machine is,
+  // where its CPU share depends on what else runs. -1: not readable.
+  long sleeps = -1;
   double share() const { return wall_s > 0 ? cpu_s / wall_s : 0; }
 };
 Usage measure_blocked(const std::function<void()>& blocked, const std::function<void()>& wake);

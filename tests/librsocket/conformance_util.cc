@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -730,10 +731,24 @@ double now_s(clockid_t c) {
 }
 }  // namespace
 
+namespace {
+// voluntary_ctxt_switches of thread `tid` of this process, or -1.
+long voluntary_switches(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0)
+      return std::stol(line.substr(line.find(':') + 1));
+  return -1;
+}
+}  // namespace
+
 Usage measure_blocked(const std::function<void()>& blocked, const std::function<void()>& wake) {
   Usage u;
   std::atomic<bool> started{false}, done{false};
+  std::atomic<pid_t> tid{0};
   std::thread t([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
     started = true;
     blocked();
     done = true;
@@ -743,9 +758,12 @@ Usage measure_blocked(const std::function<void()>& blocked, const std::function<
   pthread_getcpuclockid(t.native_handle(), &cid);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   double c0 = now_s(cid), w0 = now_s(CLOCK_MONOTONIC);
+  long s0 = voluntary_switches(tid);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   double c1 = now_s(cid), w1 = now_s(CLOCK_MONOTONIC);
+  long s1 = voluntary_switches(tid);
   u.blocked_throughout = !done && c0 >= 0 && c1 >= 0;
+  if (s0 >= 0 && s1 >= 0) u.sleeps = s1 - s0;
   u.cpu_s = c1 - c0;
   u.wall_s = w1 - w0;
   wake();
