@@ -11,6 +11,7 @@
 
 #include "core/base/fd_table.h"
 #include "include/rdma/rsocket.h"
+#include "librsocket/fork.h"
 #include "librsocket/poll.h"
 #include "librsocket/socket.h"
 
@@ -32,6 +33,7 @@ T ret(T rc) {
 }
 
 std::shared_ptr<Socket> lookup(int fd) {
+  ss::rs::fork::resume_services();
   return FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
 }
 
@@ -75,7 +77,11 @@ static int accept_common(int socket, struct sockaddr* addr, socklen_t* addrlen, 
   std::shared_ptr<Socket> child;
   int rc = s->accept(&child, addr, addrlen, flags);
   if (rc) return ret(rc);
-  rc = FdTable::instance().insert(child->fd(), FdKind::kRsocket, child);
+  {
+    ss::rs::fork::TableGuard table;  // a fork sees it in the table and counted, or neither
+    rc = FdTable::instance().insert(child->fd(), FdKind::kRsocket, child);
+    if (!rc) child->join_processes();
+  }
   if (rc) {
     child->close();
     return ret(rc);
@@ -98,7 +104,12 @@ SS_EXPORT int rshutdown(int socket, int how) {
 }
 
 SS_EXPORT int rclose(int socket) {
-  auto s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
+  std::shared_ptr<Socket> s;
+  {
+    ss::rs::fork::TableGuard table;  // a fork sees it in the table and counted, or neither
+    s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
+    if (s) s->leave_processes();
+  }
   if (!s) return ret(-EBADF);  // upstream returns a positive EBADF here
   s->close();
   return 0;

@@ -18,5 +18,6 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/verbs_hostile_test.cc \
 	tests/librsocket/config_test.cc \
 	tests/librsocket/keepalive_test.cc \
+	tests/librsocket/fork_test.cc \
 	tests/librsocket/raw_peer.h
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)
