@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -46,6 +47,12 @@ void ListenService::before_fork() {
 
 void ListenService::parent_after_fork() {
   for (auto& s : listeners_) {
+    // A raccept or rpoll asleep on the accept queue looks again, and now
+    // serves the listener itself. (The count this leaves in the eventfd
+    // wakes nobody: a shared listener is never waited on through it.)
+    uint64_t one = 1;
+    if (s->accept_efd_ >= 0 && ::write(s->accept_efd_, &one, sizeof one) < 0)
+      SS_DEBUG("listen service: waking acceptors failed");
     s->mu_.unlock();
     s->serve_mu_.unlock();
   }

@@ -191,6 +191,40 @@ TEST_P(ForkTest, PreforkedChildrenAcceptNonBlockingAfterRpoll) {
   prefork(/*parent_keeps_listener=*/true, /*use_rpoll=*/true);
 }
 
+// A raccept asleep in the parent when it forks: the listener is served
+// by whoever calls raccept from then on, so that call must look again at
+// once (not only at its next periodic wake-up, made 15 s here).
+TEST_P(ForkTest, RacceptBlockedAcrossForkServesAfterIt) {
+  ScopedEnv wake("SLIPSTREAM_RS_WAKE_UP_INTERVAL", kLongWakeUpMs);
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  const int lfd = l.fd;
+  std::atomic<int> accepted{-2};
+  std::thread acceptor([&] { accepted = raccept(lfd, nullptr, nullptr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // asleep in raccept
+  Reaper child{fork_child([] { return 0; })};
+  ASSERT_GT(child.pid, 0);
+  ASSERT_EQ("", wait_child(&child, 30));
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  const int cfd = c;
+  int rc = -2;
+  bool in_time = run_with_timeout([&] { rc = rconnect(cfd, l.addr.sa(), l.addr.len); },
+                                  kLostWakeUpSeconds, [&] { rshutdown(cfd, SHUT_RDWR); });
+  EXPECT_TRUE(in_time) << "the raccept asleep across the fork did not serve the connection";
+  EXPECT_EQ(0, rc) << strerror(errno);
+  if (accepted == -2) {  // release it: a connection it can take
+    RFd extra(rsocket(family(), SOCK_STREAM, 0));
+    const int efd = extra;
+    run_with_timeout([&] { rconnect(efd, l.addr.sa(), l.addr.len); }, kLongWakeUpReleaseSeconds,
+                     [&] { rshutdown(efd, SHUT_RDWR); });
+    acceptor.join();
+  } else {
+    acceptor.join();
+  }
+  EXPECT_GE(accepted.load(), 0) << strerror(errno);
+  if (accepted >= 0) rclose(accepted);
+}
+
 // PostgreSQL, rstream -T f: the child serves the connection, the parent
 // closes its copy at once (before any data moved).
 TEST_P(ForkTest, ForkAfterAcceptParentClosesItsCopy) {
