@@ -16,6 +16,7 @@
 
 #include "include/rdma/rsocket.h"
 #include "core/base/fd_table.h"
+#include "librsocket/fork.h"
 #include "librsocket/poll.h"
 #include "librsocket/socket.h"
 
@@ -62,6 +63,7 @@ auto edge(Body&& body) noexcept(C == Cancel::kNo) -> decltype(body()) {
 }
 
 std::shared_ptr<Socket> lookup(int fd) {
+  ss::rs::fork::resume_services();
   return FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
 }
 
@@ -80,7 +82,11 @@ int accept_common(int socket, struct sockaddr* addr, socklen_t* addrlen, int fla
   std::shared_ptr<Socket> child;
   int rc = s->accept(&child, addr, addrlen, flags);
   if (rc) return rc;
-  rc = FdTable::instance().insert(child->fd(), FdKind::kRsocket, child);
+  {
+    ss::rs::fork::TableGuard table;  // a fork sees it in the table and counted, or neither
+    rc = FdTable::instance().insert(child->fd(), FdKind::kRsocket, child);
+    if (!rc) child->join_processes();
+  }
   if (rc) {
     child->close();
     return rc;
@@ -142,7 +148,12 @@ SS_EXPORT int rshutdown(int socket, int how) noexcept {
 
 SS_EXPORT int rclose(int socket) {
   return edge<Cancel::kPoint>([&] {
-    auto s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
+    std::shared_ptr<Socket> s;
+    {
+      ss::rs::fork::TableGuard table;  // a fork sees it in the table and counted, or neither
+      s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
+      if (s) s->leave_processes();
+    }
     if (!s) return -EBADF;  // upstream returns a positive EBADF here
     s->close();
     return 0;

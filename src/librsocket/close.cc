@@ -135,6 +135,15 @@ bool Socket::linger_step() {
 
 void Socket::close() {
   KeepaliveService::instance().remove(this);
+  bool copy;
+  {
+    std::lock_guard<FutexMutex> g(mu_);
+    copy = shared_elsewhere_ || endpoint_foreign();
+  }
+  if (copy) {
+    drop_copy();
+    return;
+  }
   {
     Lock lk(mu_);
     if (state_ == kListening) {
@@ -161,6 +170,27 @@ void Socket::close() {
     }
   }
   release();
+}
+
+bool Socket::endpoint_foreign() const {
+  // A verbs endpoint's objects live in the parent's uverbs context, and
+  // riomap targets are placed by a thread only the parent has: destroying
+  // either from a child would reach into the parent.
+  return ep_ && made_in_ != getpid() && (!(caps_ & prov::kCapForkCopies) || !iomaps_.empty());
+}
+
+void Socket::drop_copy() {
+  std::lock_guard<FutexMutex> g(mu_);
+  if (waiters_) kick_waiters();
+  // An rshutdown under way (or lingering) ends the connection for every
+  // holder, as a kernel shutdown(2) does: it releases when it is done.
+  if (in_linger_ || shutting_) {
+    closed_ = true;
+    return;
+  }
+  if (endpoint_foreign()) (void)ep_.release();  // kept, never destroyed: not ours
+  ::close(fd_);  // no shutdown, no lingering close: the other copy lives on
+  free_buffers();
 }
 
 void Socket::release() {

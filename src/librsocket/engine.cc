@@ -427,6 +427,11 @@ namespace ss::rs {
 
 short Socket::readiness(short events) {
   Lock lk(mu_);
+  if (state_ == kListening && listen_shared_ && accept_queue_.empty()) {
+    lk.unlock();
+    serve_requests(true);  // shared by fork: rpoll takes a request itself
+    lk.lock();
+  }
   if (state_ != kListening && ep_) {
     if (state_ == kConnecting) progress_connect(lk);
     if (state_ != kConnecting && !(state_ & kConnectError)) process_cq(lk);
@@ -438,6 +443,7 @@ short Socket::ready_now(short events) {
   short rev = 0;
   if (state_ == kListening) {
     rev = accept_queue_.empty() && !accept_err_ ? 0 : POLLIN;  // raccept has an answer
+    if (fork_err_) rev = POLLIN | POLLERR;  // raccept says why
   } else if (ep_) {
     if (state_ == kConnecting) return 0;
     if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);
@@ -457,7 +463,7 @@ int Socket::wait_target(short want, int* fd, short* events, int* kick_fd, int* s
   *fd = -1;
   *kick_fd = -1;
   if (state_ == kListening) {
-    *fd = accept_efd_;
+    *fd = listen_shared_ && listener_ ? listener_->fd() : accept_efd_;
     *events = POLLIN;
     return 0;
   }

@@ -21,6 +21,8 @@ class KeepaliveService {
   // when the first socket cannot start the thread.
   int add(const std::shared_ptr<Socket>& s, unsigned interval_s);
   void remove(Socket* s);  // the thread stops when the last socket leaves
+  // In a fork child: the thread is started again for inherited sockets.
+  void resume() { thread_.wake(); }
 
  private:
   struct Entry {

@@ -1,6 +1,8 @@
 #include "librsocket/listen_service.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,12 +17,57 @@ namespace {
 constexpr int kHousekeepingMs = 1000;
 }
 
+// A child starts with no listener in the service: fork shared them all.
 ListenService::ListenService()
-    : thread_({.name = "ss-listen"}, [this](ServiceThread::Run& r) { run(r); }) {}
+    : thread_({.name = "ss-listen", .child_keeps_users = false},
+              [this](ServiceThread::Run& r) { run(r); }) {}
 
 ListenService& ListenService::instance() {
-  static ListenService* svc = new ListenService();  // outlives static destructors
+  static ListenService* svc = [] {
+    auto* s = new ListenService();  // outlives static destructors
+    // After the thread's handlers: ours run first at fork, and take the
+    // listeners' locks before the ServiceThread's lock is taken.
+    pthread_atfork([] { instance().before_fork(); }, [] { instance().parent_after_fork(); },
+                   [] { instance().child_after_fork(); });
+    return s;
+  }();
   return *svc;
+}
+
+// Waits out a request being answered (serve_mu_), so none is cut in half
+// (the child would inherit an endpoint no code of its own refers to).
+void ListenService::before_fork() {
+  mu_.lock();
+  for (auto& s : listeners_) {
+    s->serve_mu_.lock();
+    s->mu_.lock();
+    s->share_listener_by_fork();
+  }
+}
+
+void ListenService::parent_after_fork() {
+  for (auto& s : listeners_) {
+    // A raccept or rpoll asleep on the accept queue looks again, and now
+    // serves the listener itself. (The count this leaves in the eventfd
+    // wakes nobody: a shared listener is never waited on through it.)
+    uint64_t one = 1;
+    if (s->accept_efd_ >= 0 && ::write(s->accept_efd_, &one, sizeof one) < 0)
+      SS_DEBUG("listen service: waking acceptors failed");
+    s->mu_.unlock();
+    s->serve_mu_.unlock();
+  }
+  mu_.unlock();
+  thread_.wake();  // it lets go of them (run)
+}
+
+void ListenService::child_after_fork() {
+  for (auto& s : listeners_) {
+    s->listener_fork_child();
+    s->mu_.unlock();
+    s->serve_mu_.unlock();
+  }
+  listeners_.clear();  // the ServiceThread forgot their holds already
+  mu_.unlock();
 }
 
 int ListenService::add(std::shared_ptr<Socket> s) {
@@ -49,16 +96,24 @@ void ListenService::run(ServiceThread::Run& run) {
   std::vector<pollfd> fds;
   std::vector<std::shared_ptr<Socket>> socks;
   while (!run.stopping()) {
+    size_t shared = 0;
     {
       std::lock_guard<std::mutex> g(mu_);
+      // Shared by a fork since the last look: served inline from now on.
+      auto gone = std::stable_partition(listeners_.begin(), listeners_.end(),
+                                        [](const auto& l) { return !l->listen_shared(); });
+      shared = listeners_.end() - gone;
+      listeners_.erase(gone, listeners_.end());
       socks = listeners_;
     }
+    for (; shared > 0; shared--) thread_.release();  // the last one stops this thread
+    if (run.stopping()) break;
     fds.assign(1, pollfd{});  // [0]: the thread's wake-up
     for (auto& s : socks) fds.push_back({s->listener_fd(), POLLIN, 0});
     int n = run.poll(fds, kHousekeepingMs);
     if (n < 0 && n != -EINTR) SS_WARN("listen service: poll failed: errno %d", -n);
     // Serve every listener: also expires hellos that never came.
-    for (auto& s : socks) s->serve_requests();
+    for (auto& s : socks) s->serve_requests(false);
     socks.clear();
   }
 }

@@ -1,6 +1,16 @@
 // The listen service: one thread per process, alive only while some rsocket
 // listens. It completes connection handshakes so that a peer's connect
 // finishes before the application calls raccept.
+//
+// Fork: a listener inherited by a child is shared, as a kernel listening
+// socket is (the tcp listening socket and the shm rendezvous are kernel
+// sockets, shared by fork): new connections wait in their kernel backlog
+// and must go to whichever process calls raccept. So at each fork every
+// listener leaves this service in the parent and in the child, and is
+// served from then on by the process calling raccept or rpoll on it
+// (Socket::serve_requests). Connections this thread had already answered
+// but not yet handed to raccept stay the parent's (its raccept returns
+// them; its rclose of the listener ends them); a child drops its copies.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -21,6 +31,11 @@ class ListenService {
  private:
   ListenService();
   void run(ServiceThread::Run& run);
+  // Fork handlers: every listener becomes shared; the child takes its
+  // copies over (Socket::listener_fork_child).
+  void before_fork();
+  void parent_after_fork();
+  void child_after_fork();
 
   std::mutex mu_;
   std::vector<std::shared_ptr<Socket>> listeners_;  // one user of thread_ each

@@ -7,6 +7,8 @@ librsocket_la_SOURCES = \
 	src/librsocket/socket.h \
 	src/librsocket/socket.cc \
 	src/librsocket/close.cc \
+	src/librsocket/fork.h \
+	src/librsocket/fork.cc \
 	src/librsocket/engine.cc \
 	src/librsocket/data.cc \
 	src/librsocket/iomap.cc \

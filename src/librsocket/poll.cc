@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/fd_table.h"
+#include "librsocket/fork.h"
 #include "librsocket/interruptible_sleep.h"
 #include "librsocket/settings.h"
 #include "librsocket/socket.h"
@@ -58,6 +59,7 @@ void leave_all(std::vector<std::shared_ptr<Socket>>& socks, const std::vector<Ar
 int poll(pollfd* fds, nfds_t nfds, int timeout) {
   if (nfds && !fds) return -EFAULT;
   std::vector<std::shared_ptr<Socket>> socks(nfds);
+  fork::resume_services();
   for (nfds_t i = 0; i < nfds; i++)
     socks[i] = FdTable::instance().get<Socket>(fds[i].fd, FdKind::kRsocket);
 

@@ -17,6 +17,7 @@
 #include "core/base/log.h"
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
+#include "librsocket/fork.h"
 #include "librsocket/interruptible_sleep.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
@@ -193,16 +194,20 @@ int Socket::take_accept_error() {
   return -std::exchange(accept_err_, 0);
 }
 
-// Runs on the listen service thread: each complete request gets its
-// endpoint, buffers and reply, so the peer's connect finishes before the
-// application calls raccept (a single thread may connect to itself).
-// raccept runs it too while the listener is out of descriptors.
-void Socket::serve_requests() {
+// Each complete request gets its endpoint, buffers and reply, so the
+// peer's connect finishes before the application calls raccept (a single
+// thread may connect to itself). The listen service's thread does this
+// ahead of raccept; for a listener shared by fork, whichever process calls
+// raccept or rpoll does it, one connection at a time, so each request goes
+// to a process that asked (as the kernel hands a connection to one accept).
+// raccept also runs it while the listener is out of descriptors.
+void Socket::serve_requests(bool inline_caller) {
   for (;;) {
+    std::lock_guard<std::mutex> serving(serve_mu_);
     std::unique_ptr<prov::Endpoint> ep;
     {
       std::lock_guard<FutexMutex> g(mu_);
-      if (!listener_) return;
+      if (!listener_ || fork_err_ || listen_shared_ != inline_caller) return;
       int rc = listener_->get_request(&ep);
       accept_starved_ = rc == -EMFILE || rc == -ENFILE;
       if (accept_starved_) note_accept_error(-rc);
@@ -227,6 +232,7 @@ void Socket::serve_requests() {
       s->inherit_from(*this);
     }
     s->ep_ = std::move(ep);
+    s->made_in_ = getpid();
     size_t plen = 0;
     const uint8_t* pdata = s->ep_->peer_private_data(&plen);
     int rc = s->start_endpoint();
@@ -263,33 +269,59 @@ void Socket::serve_requests() {
     std::lock_guard<FutexMutex> g(mu_);
     accept_queue_.push_back(std::move(s));
     uint64_t one = 1;
-    if (::write(accept_efd_, &one, sizeof one) < 0) SS_DEBUG("accept queue signal failed");
+    if (accept_efd_ >= 0 && ::write(accept_efd_, &one, sizeof one) < 0)
+      SS_DEBUG("accept queue signal failed");
+    if (inline_caller) return;
+  }
+}
+
+bool Socket::take_queued(std::shared_ptr<Socket>* out) {
+  if (accept_queue_.empty()) return false;
+  uint64_t v;
+  if (accept_efd_ >= 0 && ::read(accept_efd_, &v, sizeof v) < 0) SS_DEBUG("accept queue drain failed");
+  *out = std::move(accept_queue_.front());
+  accept_queue_.pop_front();
+  return true;
+}
+
+void Socket::listener_fork_child() {
+  // The parent's: handshaken before the fork, not yet raccepted. Our
+  // copies go quietly; the parent's raccept still returns them.
+  for (auto& s : accept_queue_) s->drop_copy();
+  accept_queue_.clear();
+  if (accept_efd_ >= 0) ::close(accept_efd_);  // the parent's counter
+  accept_efd_ = -1;
+  if (int rc = listener_ ? listener_->fork_child() : 0) {
+    SS_WARN("rsocket: fd %d: a fork child cannot serve this listener: %s", fd_, strerror(-rc));
+    fork_err_ = -rc;
   }
 }
 
 int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len, int flags) {
   for (;;) {
-    bool starved;
-    {
-      std::lock_guard<FutexMutex> g(mu_);
-      starved = accept_starved_;
-    }
-    // The listen thread only retries now and then: try now, as accept(2).
-    if (starved) serve_requests();
+    bool shared, starved;
     {
       std::lock_guard<FutexMutex> g(mu_);
       if (state_ != kListening) return -EINVAL;
-      if (!accept_queue_.empty()) {
-        uint64_t v;
-        if (::read(accept_efd_, &v, sizeof v) < 0) SS_DEBUG("accept queue drain failed");
-        *out = std::move(accept_queue_.front());
-        accept_queue_.pop_front();
-        break;
-      }
+      if (fork_err_) return -fork_err_;
+      if (take_queued(out)) break;
+      shared = listen_shared_;
+      starved = accept_starved_;
+    }
+    // Shared by fork: this process takes and answers a request itself; a
+    // half-read one stays parked in the listener for the next call. Out of
+    // descriptors: the listen thread only retries now and then, so try now,
+    // as accept(2) does.
+    if (shared || starved) serve_requests(shared);
+    int wait_fd;
+    {
+      std::lock_guard<FutexMutex> g(mu_);
+      if (state_ == kListening && take_queued(out)) break;
       if (int rc = take_accept_error()) return rc;
       if (nonblock_) return -EAGAIN;
+      wait_fd = shared ? (listener_ ? listener_->fd() : -1) : accept_efd_;
     }
-    pollfd p{accept_efd_, POLLIN, 0};
+    pollfd p{wait_fd, POLLIN, 0};
     int wake = static_cast<int>(settings::get(Id::kWakeUpInterval));
     if (int rc = interruptible_poll(&p, 1, wake > 0 ? wake : -1); rc < 0) return rc;
   }
@@ -348,9 +380,16 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   if ((addr->sa_family == AF_INET && len < sizeof(sockaddr_in)) ||
       (addr->sa_family == AF_INET6 && len < sizeof(sockaddr_in6)))
     return -EINVAL;
-  int rc = prov::create_active(
-      {fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size()}, &ep_);
+  int rc;
+  {
+    fork::TableGuard table;  // a fork sees the connection counted, or not made
+    rc = prov::create_active(
+        {fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size()},
+        &ep_);
+    if (!rc && (ep_->caps() & prov::kCapForkCopies)) fork::join(&share_);
+  }
   if (!rc) {
+    made_in_ = getpid();
     // Resolution (verbs) goes on in the background; progress_connect
     // finishes the connect once the peer is found.
     rc = ep_->resolve_progress();
@@ -468,9 +507,18 @@ void Socket::finish_established() {
   SS_DEBUG("rsocket: fd %d connected over %s", fd_, ep_->provider_name());
 }
 
+void Socket::join_processes() {
+  if (ep_ && (caps_ & prov::kCapForkCopies)) fork::join(&share_);
+}
+
+void Socket::leave_processes() { shared_elsewhere_ = !fork::leave(&share_); }
+
 void Socket::send_keepalive() {
   Lock lk(mu_);
   if (!(state_ & kConnected) || !ep_ || !ctrl_ready()) return;
+  // Held by several processes (after fork), it is not ours alone to speak
+  // on: the last holder probes.
+  if (share_.holders() > 1) return;
   // A zero-length plain write: nothing for the peer to process, but a
   // dead peer makes it fail.
   prov::SendWr wr;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstdint>
 #include <chrono>
 #include <deque>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/base/fifo.h"
+#include "core/base/process_share.h"
 #include "core/mem/region.h"
 #include "core/prov/connection.h"
 #include "core/base/futex_mutex.h"
@@ -115,9 +117,23 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms);
   void after_wait(const pollfd& kick);
 
-  // Listen service: drains connection requests into the accept queue.
-  void serve_requests();
+  // Connection requests into the accept queue: the listen service's
+  // thread drains them; a process serving a listener shared by fork
+  // (`inline_caller`: raccept, rpoll) stops at the first it queued.
+  void serve_requests(bool inline_caller);
   int listener_fd();
+  // Listeners shared by fork (listen_service.h). Called with serve_mu_ and
+  // mu_ held by the fork handlers: for the parent and the child, the
+  // listener is served by whoever calls raccept from now on; in the child,
+  // what the parent had under way or queued stays the parent's.
+  void share_listener_by_fork() { listen_shared_ = true; }
+  void listener_fork_child();
+  bool listen_shared() const { return listen_shared_.load(std::memory_order_relaxed); }
+
+  // Processes holding this connection (fork.h): join when this process
+  // gets it (raccept, rconnect), leave at rclose, under a fork::TableGuard.
+  void join_processes();
+  void leave_processes();
 
   // Linger service: one step of a graceful close (close.cc); true once the
   // connection is finished (and, after rclose, everything released).
@@ -158,6 +174,14 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool lingering() const { return (state_ & kConnected) && !(state_ & (kReadable | kWritable)); }
   std::chrono::milliseconds linger_time() const;
   void release();  // what rclose frees: the descriptor and the buffers
+  // rclose of a copy another process still holds: nothing reaches the peer,
+  // nothing shared is torn down; only this process's descriptors and
+  // mappings go.
+  void drop_copy();
+  // This process is a fork child and the endpoint's objects are not its
+  // own to destroy (mu_ held).
+  bool endpoint_foreign() const;
+  bool take_queued(std::shared_ptr<Socket>* out);  // mu_ held
   bool sends_drained() const;
 
   // Protocol engine.
@@ -291,6 +315,14 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool accept_starved_ = false;
   void note_accept_error(int err);  // mu_ held
   int take_accept_error();          // mu_ held; -errno, or 0 when none
+  // Serving one request (get_request to queued) is never cut by a fork.
+  std::mutex serve_mu_;
+  std::atomic<bool> listen_shared_{false};  // shared by fork: served inline
+  int fork_err_ = 0;  // the child could not take the listener over (errno)
+
+  ProcessShare share_;            // joined: counted at each fork
+  bool shared_elsewhere_ = false;  // rclose found another holder
+  pid_t made_in_ = 0;              // process that made the endpoint
 
   // Buffers: rbuf and the target table are written by the peer.
   std::unique_ptr<mem::Region> rbuf_region_, target_region_, sbuf_region_;

@@ -161,9 +161,9 @@ size_t recv_pattern(int fd, size_t len, uint64_t seed, size_t chunk, bool random
 
 // ---------------------------------------------------------------------------
 // Helper children: this binary re-executed with RS_CONFORMANCE_CHILD=<mode>
-// and the given NAME=value pairs. The test file that owns a mode runs the
-// child's part from a static initialiser, before GoogleTest starts, so no
-// fork() happens after rsockets exist. A child reports on kChildNotifyFd:
+// and the given NAME=value pairs (posix_spawn: no fork handlers run). The
+// test file that owns a mode runs the child's part from a static
+// initialiser, before GoogleTest starts. A child reports on kChildNotifyFd:
 // "R" (ready; more text may follow) or "F" and what failed.
 
 constexpr int kChildNotifyFd = 3;
@@ -230,6 +230,22 @@ int count_fds();
 std::set<std::string> list_dir(const char* path);
 // Lines of /proc/self/maps naming /dev/shm or a memfd.
 std::vector<std::string> shared_mappings();
+
+// Counts, and what /dev/shm and shared mappings hold, before and after.
+struct Snapshot {
+  int threads, fds;
+  std::set<std::string> devshm;
+  std::vector<std::string> maps;
+  static Snapshot take();
+  // A baseline once earlier tests' leftovers that end by themselves (a
+  // detached service thread on its way out) are gone: the counts have held
+  // still for 250 ms (or 3 s have passed).
+  static Snapshot settled();
+};
+// Compares with `before` once threads that exit on their own (a linger, a
+// service with nothing left to serve) have had a bounded moment to do so.
+void expect_nothing_left(const Snapshot& before, const char* what);
+std::string join_lines(const std::vector<std::string>& v);  // one per line, indented
 
 // CPU time of a thread blocked in a call, over a window while it is
 // blocked (0.3-1.0 s after it started): measure_blocked runs `blocked` on a

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -595,8 +596,8 @@ void child_fail(const char* what) {
 pid_t spawn_child(const char* mode, const std::vector<std::string>& env, KFd* notify) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) return -1;
-  // Everything the child needs is built before fork(): our environment
-  // without other children's settings (the verbs addresses stay), then its own.
+  // Our environment without other children's settings (the verbs
+  // addresses stay), then its own.
   std::vector<std::string> env_store;
   for (char** e = environ; *e; e++)
     if (strncmp(*e, "RS_CONFORMANCE_", 15) != 0 || strncmp(*e, "RS_CONFORMANCE_VERBS_", 21) == 0)
@@ -609,16 +610,20 @@ pid_t spawn_child(const char* mode, const std::vector<std::string>& env, KFd* no
   char exe[] = "/proc/self/exe";
   char filter[] = "--gtest_filter=-*";
   char* argv[] = {exe, filter, nullptr};
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (dup2(p[1], kChildNotifyFd) < 0) _exit(126);
-    for (int fd = kChildNotifyFd + 1; fd < 4096; fd++) close(fd);
-    execve(exe, argv, envp.data());
-    _exit(127);
-  }
+  // posix_spawn, as system() and popen() do: no fork handlers run, so our
+  // listeners are not shared with a child that only execs (after fork(),
+  // a listener's connections complete only as a process accepts them).
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], kChildNotifyFd);
+  posix_spawn_file_actions_addclosefrom_np(&fa, kChildNotifyFd + 1);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, exe, &fa, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&fa);
   close(p[1]);
-  if (pid < 0) {
+  if (rc) {
     close(p[0]);
+    errno = rc;
     return -1;
   }
   notify->reset(p[0]);
@@ -769,6 +774,51 @@ Usage measure_blocked(const std::function<void()>& blocked, const std::function<
   wake();
   t.join();
   return u;
+}
+
+// ---------------------------------------------------------------------------
+// What a test leaves behind
+
+Snapshot Snapshot::take() {
+  return {count_threads(), count_fds(), list_dir("/dev/shm"), shared_mappings()};
+}
+
+Snapshot Snapshot::settled() {
+  Snapshot s = take();
+  int still = 0;
+  for (int i = 0; i < 60 && still < 5; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    Snapshot t = take();
+    still = (t.threads == s.threads && t.fds == s.fds) ? still + 1 : 0;
+    s = std::move(t);
+  }
+  return s;
+}
+
+std::string join_lines(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += "\n  " + x;
+  return s;
+}
+
+void expect_nothing_left(const Snapshot& before, const char* what) {
+  Snapshot after = Snapshot::take();
+  for (int i = 0; i < 100 && (after.threads != before.threads || after.fds != before.fds); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = Snapshot::take();
+  }
+  EXPECT_EQ(before.threads, after.threads) << "threads left running " << what;
+  EXPECT_EQ(before.fds, after.fds) << "descriptors left open " << what;
+  std::vector<std::string> new_shm;
+  for (const auto& f : after.devshm)
+    if (!before.devshm.count(f)) new_shm.push_back(f);
+  EXPECT_TRUE(new_shm.empty()) << "files left in /dev/shm " << what << ":" << join_lines(new_shm);
+  std::vector<std::string> new_maps;
+  for (const auto& m : after.maps)
+    if (std::find(before.maps.begin(), before.maps.end(), m) == before.maps.end())
+      new_maps.push_back(m);
+  EXPECT_TRUE(new_maps.empty()) << "shared mappings left in this process " << what << ":"
+                                << join_lines(new_maps);
 }
 
 }  // namespace rsconf

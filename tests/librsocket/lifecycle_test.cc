@@ -193,58 +193,6 @@ TEST_P(LifecycleTest, PeerKilledWithUnreadDataIsEconnreset) {
   EXPECT_EQ(0, rgetsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len));
 }
 
-// Counts, and what /dev/shm and shared mappings hold, before and after.
-struct Snapshot {
-  int threads, fds;
-  std::set<std::string> devshm;
-  std::vector<std::string> maps;
-  static Snapshot take() {
-    return {count_threads(), count_fds(), list_dir("/dev/shm"), shared_mappings()};
-  }
-  // A baseline once earlier tests' leftovers that end by themselves (a
-  // detached service thread on its way out) are gone: the counts have held
-  // still for 250 ms (or 3 s have passed).
-  static Snapshot settled() {
-    Snapshot s = take();
-    int still = 0;
-    for (int i = 0; i < 60 && still < 5; i++) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      Snapshot t = take();
-      still = (t.threads == s.threads && t.fds == s.fds) ? still + 1 : 0;
-      s = std::move(t);
-    }
-    return s;
-  }
-};
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (auto& x : v) s += "\n  " + x;
-  return s;
-}
-
-// Compares with `before` once threads that exit on their own (a linger, a
-// service with nothing left to serve) have had a bounded moment to do so.
-void expect_nothing_left(const Snapshot& before, const char* what) {
-  Snapshot after = Snapshot::take();
-  for (int i = 0; i < 100 && (after.threads != before.threads || after.fds != before.fds); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    after = Snapshot::take();
-  }
-  EXPECT_EQ(before.threads, after.threads) << "threads left running " << what;
-  EXPECT_EQ(before.fds, after.fds) << "descriptors left open " << what;
-  std::vector<std::string> new_shm;
-  for (const auto& f : after.devshm)
-    if (!before.devshm.count(f)) new_shm.push_back(f);
-  EXPECT_TRUE(new_shm.empty()) << "files left in /dev/shm " << what << ":" << join(new_shm);
-  std::vector<std::string> new_maps;
-  for (const auto& m : after.maps)
-    if (std::find(before.maps.begin(), before.maps.end(), m) == before.maps.end())
-      new_maps.push_back(m);
-  EXPECT_TRUE(new_maps.empty()) << "shared mappings left in this process " << what << ":"
-                                << join(new_maps);
-}
-
 TEST_P(LifecycleTest, NothingLeftAfterClose) {
   const Snapshot before = Snapshot::settled();
   {
@@ -498,7 +446,7 @@ TEST_P(LifecycleTest, RepeatedConnectCloseDoesNotGrow) {
   }
   EXPECT_EQ(before.threads, after.threads);
   EXPECT_EQ(before.fds, after.fds);
-  EXPECT_EQ(before.maps.size(), after.maps.size()) << join(after.maps);
+  EXPECT_EQ(before.maps.size(), after.maps.size()) << join_lines(after.maps);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, LifecycleTest, ::testing::ValuesIn(all_params()), param_name);

@@ -1,5 +1,5 @@
 # src/core/base: the settings layer and core's table, logging, service
-# threads, the fd table.
+# threads, the fd table, counts of processes sharing an object after fork.
 libslipstream_core_la_SOURCES += \
 	src/core/base/api.h \
 	src/core/base/config.cc \
@@ -15,6 +15,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/futex_mutex.h \
 	src/core/base/log.cc \
 	src/core/base/log.h \
+	src/core/base/process_share.cc \
+	src/core/base/process_share.h \
 	src/core/base/service_thread.cc \
 	src/core/base/service_thread.h
 

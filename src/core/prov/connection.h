@@ -111,6 +111,13 @@ class Listener {
   // A request whose peer private data is ready (-EAGAIN: none; -EMFILE or
   // -ENFILE: a connection waits that no descriptor is left to take).
   virtual int get_request(std::unique_ptr<Endpoint>* ep) = 0;
+  // In a fork child, before it serves the inherited listener: makes
+  // private what fork left shared but one process must own (an epoll set
+  // another process would change under it), and drops the child's copies
+  // of requests under way, which stay the parent's. 0; -ENOTSUP when the
+  // listener cannot serve from a child (the caller must then neither use
+  // nor destroy it: its objects are the parent's); else -errno.
+  virtual int fork_child() { return -ENOTSUP; }
 };
 
 // Where an active connection goes.

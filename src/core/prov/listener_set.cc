@@ -28,6 +28,27 @@ int ListenerSet::add(std::unique_ptr<Listener> member) {
   return 0;
 }
 
+int ListenerSet::fork_child() {
+  ::close(epfd_);  // shared with the parent: a set of our own replaces it
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) return -errno;
+  std::vector<std::unique_ptr<Listener>> kept;
+  for (auto& m : members_) {
+    int rc = m->fork_child();
+    if (rc == -ENOTSUP) {
+      (void)m.release();  // the parent's objects (rdma_cm ids): not ours to destroy
+      continue;
+    }
+    if (rc) return rc;
+    kept.push_back(std::move(m));
+  }
+  members_.clear();
+  next_ = 0;
+  for (auto& m : kept)
+    if (int rc = add(std::move(m))) return rc;
+  return 0;
+}
+
 int ListenerSet::get_request(std::unique_ptr<Endpoint>* ep) {
   int starved = 0;
   for (size_t i = 0; i < members_.size(); i++) {

@@ -32,6 +32,10 @@ enum Cap : uint32_t {
                                      // without ready-to-receive: siw fails a connect
                                      // whose reply has data behind it); the connecting
                                      // side sends one as soon as it is connected
+  kCapForkCopies = 1u << 11,  // a fork child's copy of the connection works on its own
+                              // (kernel streams, shared memory): either process may use
+                              // it once the other dropped its copy. Without it (verbs)
+                              // the connection stays with the process that made it
 };
 
 enum Access : int { kAccessLocal = 0, kAccessRemoteWrite = 1 };

@@ -60,7 +60,7 @@ bool rdma_cm_serves(const sockaddr_storage& src) {
 }  // namespace
 
 bool rdma_serves(const sockaddr* dst, socklen_t len) {
-  if (device_count() == 0) return false;
+  if (device_count() <= 0) return false;
   sockaddr_storage src{};
   if (!source_for(dst, len, &src)) return false;
   return rdma_cm_serves(src);

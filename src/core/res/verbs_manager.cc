@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -116,8 +117,10 @@ class Manager {
   }
 
   int device_count() {
-    std::call_once(init_, [this] { init(); });
-    return count_;
+    if (settled_.load(std::memory_order_acquire)) return count_;
+    std::lock_guard<std::mutex> lk(init_mu_);
+    if (!settled_.load(std::memory_order_relaxed)) init();
+    return settled_.load(std::memory_order_relaxed) ? count_ : -unsettled_errno_;
   }
   bool any_iwarp() {
     device_count();
@@ -149,13 +152,22 @@ class Manager {
   void init() {
     // Before any registration: pages registered afterwards are kept out
     // of fork children instead of being shared copy-on-write with them.
-    if (env_set("RDMAV_FORK_SAFE") || env_set("IBV_FORK_SAFE")) {
+    if (!fork_tried_ && (env_set("RDMAV_FORK_SAFE") || env_set("IBV_FORK_SAFE"))) {
+      fork_tried_ = true;
       int rc = ibv_fork_init();
       fork_safe = rc == 0;
       if (rc) SS_WARN("verbs: ibv_fork_init failed: %s", strerror(rc));
     }
     int n = 0;
+    errno = 0;
     ibv_context** list = rdma_get_devices(&n);
+    // Out of descriptors, librdmacm sees no device: that says nothing about
+    // the host, so nothing is settled and the next call asks again (a
+    // process that started starved would otherwise never use RDMA).
+    if (!list && (errno == EMFILE || errno == ENFILE)) {
+      unsettled_errno_ = errno;
+      return;
+    }
     count_ = list ? n : 0;
     for (int i = 0; i < count_; i++)
       iwarp_ |= list[i]->device->transport_type == IBV_TRANSPORT_IWARP;
@@ -164,13 +176,17 @@ class Manager {
       SS_INFO("verbs: no RDMA device on this host; rsockets use the shm and tcp providers");
     else
       SS_DEBUG("verbs: %d RDMA device(s)", count_);
+    settled_.store(true, std::memory_order_release);
   }
   static void set_nonblocking(int fd) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
   }
 
-  std::once_flag init_;
+  std::mutex init_mu_;
+  std::atomic<bool> settled_{false};  // count_ and iwarp_ are final
+  int unsettled_errno_ = EMFILE;      // why the last try settled nothing
+  bool fork_tried_ = false;           // ibv_fork_init runs once, whatever init() does
   int count_ = 0;
   bool iwarp_ = false;
   std::mutex mu_;

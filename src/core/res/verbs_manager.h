@@ -11,7 +11,9 @@ namespace ss::res {
 class MrCache;
 
 // Number of RDMA devices usable through rdma_cm (0: none, logged once at
-// info level). Cheap after the first call.
+// info level), or -EMFILE/-ENFILE when the process has no descriptor left
+// to look (nothing is settled then: the next call looks again). Cheap once
+// settled.
 int device_count();
 // True when one of them is an iWARP device (whose rdma_cm listeners take
 // ports in the kernel's own TCP port space).

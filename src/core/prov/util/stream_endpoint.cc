@@ -64,7 +64,8 @@ StreamEndpoint::~StreamEndpoint() {
 }
 
 uint32_t StreamEndpoint::caps() const {
-  return kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost;
+  return kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost |
+         kCapForkCopies;
 }
 
 int StreamEndpoint::setup(EndpointAttr* attr) {

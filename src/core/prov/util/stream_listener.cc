@@ -16,18 +16,40 @@ constexpr std::chrono::seconds kHelloTimeout{10};
 constexpr size_t kMaxPendingHellos = 1024;
 }  // namespace
 
-int StreamListener::create(int sock, const StreamProto& proto, PassiveFactory factory,
-                           bool owned, std::unique_ptr<Listener>* out) {
-  std::unique_ptr<StreamListener> l(new StreamListener());
-  l->epfd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (l->epfd_ < 0) return -errno;
+namespace {
+// A new epoll set watching the listening socket `sock`: the fd or -errno.
+int watch_source(int sock) {
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return -errno;
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = sock;
-  if (epoll_ctl(l->epfd_, EPOLL_CTL_ADD, sock, &ev) < 0) return -errno;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, sock, &ev) == 0) return ep;
+  int err = errno;
+  ::close(ep);
+  return -err;
+}
+}  // namespace
+
+int StreamListener::create(int sock, const StreamProto& proto, PassiveFactory factory,
+                           bool owned, std::unique_ptr<Listener>* out) {
+  std::unique_ptr<StreamListener> l(new StreamListener());
+  l->epfd_ = watch_source(sock);
+  if (l->epfd_ < 0) return l->epfd_;
   l->source_ = {sock, &proto, factory, owned};
   *out = std::move(l);
   return 0;
+}
+
+int StreamListener::fork_child() {
+  // The epoll set is the parent's too: no epoll_ctl on it here (that
+  // would change the parent's), only our copies of its descriptors go.
+  // Hellos being read are the parent's: it answers them.
+  for (Pending& p : pending_) ::close(p.fd);
+  pending_.clear();
+  ::close(epfd_);
+  epfd_ = watch_source(source_.fd);
+  return epfd_ < 0 ? epfd_ : 0;
 }
 
 StreamListener::~StreamListener() {

@@ -24,6 +24,7 @@ class StreamListener : public Listener {
   ~StreamListener() override;
   int fd() const override { return epfd_; }
   int get_request(std::unique_ptr<Endpoint>* ep) override;
+  int fork_child() override;
 
  private:
   struct Pending {

@@ -82,7 +82,7 @@ int VerbsEndpoint::open_channel() {
 
 int VerbsEndpoint::make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
                                size_t route_len, std::unique_ptr<Endpoint>* out) {
-  if (res::device_count() == 0) return -ENODEV;
+  if (int n = res::device_count(); n <= 0) return n < 0 ? n : -ENODEV;
   if (len > sizeof(sockaddr_storage)) return -EINVAL;
   std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
   if (!ep) return -ENOMEM;

@@ -13,7 +13,7 @@ namespace ss::prov::verbs {
 int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out,
                           bool* tcp_port) {
   *tcp_port = false;
-  if (res::device_count() == 0) return -ENODEV;
+  if (int n = res::device_count(); n <= 0) return n < 0 ? n : -ENODEV;
   sockaddr_storage name{};
   socklen_t len = sizeof name;
   if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &len)) return -errno;

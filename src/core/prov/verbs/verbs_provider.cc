@@ -20,7 +20,9 @@ bool has_device() { return res::device_count() > 0; }
 
 int probe(const Peer& peer, bool named) {
   if (!named) return res::rdma_serves(peer.dst, peer.len) ? 0 : -ENETUNREACH;
-  if (has_device()) return 0;
+  int n = res::device_count();
+  if (n > 0) return 0;
+  if (n < 0) return n;  // out of descriptors: as the call that needed one
   SS_WARN("SLIPSTREAM_PROVIDER=verbs, but this host has no RDMA device");
   return -ENODEV;
 }

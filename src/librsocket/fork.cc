@@ -1,0 +1,113 @@
+#include "librsocket/fork.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "core/base/fd_table.h"
+#include "core/base/log.h"
+#include "librsocket/keepalive_service.h"
+
+namespace ss::rs::fork {
+
+std::atomic<bool> g_child_unresumed{false};
+
+namespace {
+
+struct Registry {
+  std::shared_mutex table_mu;  // TableGuard: shared; fork: exclusive
+  std::mutex mu;               // shares
+  std::vector<ProcessShare*> shares;
+  int saved_errno = 0;
+};
+
+// fork() reports failure only through errno: cleared before it, it is
+// non-zero in the parent handler when fork failed (glibc runs the parent
+// handlers with the fork's errno). Nothing between our two handlers sets
+// errno otherwise: the other handlers only lock and unlock.
+void before_fork();
+void parent_after_fork();
+void child_after_fork();
+
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry();  // leaked: handlers may run at any time
+    // Registered after the fd table's handlers (urcu's), so ours run before
+    // theirs at fork: an rclose holding a TableGuard may be waiting for an
+    // RCU grace period, which urcu's handler would stop until after fork.
+    FdTable::instance();
+    pthread_atfork(before_fork, parent_after_fork, child_after_fork);
+    return reg;
+  }();
+  return *r;
+}
+
+void before_fork() {
+  Registry& r = registry();
+  r.table_mu.lock();
+  r.mu.lock();
+  for (ProcessShare* s : r.shares) s->add_holder();
+  r.saved_errno = errno;
+  errno = 0;
+}
+
+void parent_after_fork() {
+  Registry& r = registry();
+  if (errno != 0)  // no child: nobody took the holds
+    for (ProcessShare* s : r.shares) s->remove_holder();
+  else
+    errno = r.saved_errno;
+  r.mu.unlock();
+  // A rwlock write-held by the forking thread cannot be unlocked here
+  // (glibc checks the writer's thread id, a new one in the child): a fresh
+  // one replaces it, nobody else being in this process.
+  new (&r.table_mu) std::shared_mutex();
+}
+
+void child_after_fork() {
+  Registry& r = registry();
+  errno = r.saved_errno;
+  r.mu.unlock();
+  // A rwlock write-held by the forking thread cannot be unlocked here
+  // (glibc checks the writer's thread id, a new one in the child): a fresh
+  // one replaces it, nobody else being in this process.
+  new (&r.table_mu) std::shared_mutex();
+  g_child_unresumed.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+TableGuard::TableGuard() : lk_(registry().table_mu) {}
+
+int join(ProcessShare* share) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mu);
+  if (int rc = share->open()) {
+    SS_DEBUG("rsocket: no process share (%d): this connection closes as if never forked", rc);
+    return rc;
+  }
+  r.shares.push_back(share);
+  return 0;
+}
+
+bool leave(ProcessShare* share) {
+  if (!share->is_open()) return true;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mu);
+  auto it = std::find(r.shares.begin(), r.shares.end(), share);
+  if (it != r.shares.end()) {
+    *it = r.shares.back();
+    r.shares.pop_back();
+  }
+  return share->drop();
+}
+
+void resume_services_slow() {
+  if (g_child_unresumed.exchange(false)) KeepaliveService::instance().resume();
+}
+
+}  // namespace ss::rs::fork

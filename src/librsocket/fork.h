@@ -1,0 +1,50 @@
+// Connections across fork(). A child inherits every rsocket, as it
+// inherits kernel sockets; either process may go on using a connection
+// once the other has closed its copy. So an rclose tells the peer only
+// when no other process holds the connection: each connection carries a
+// count of the processes holding it (core/base/process_share.h), raised
+// for every counted connection just before each fork.
+//
+// The count must match what the child can close: a connection counted is
+// in the child's descriptor table, and one in the table is counted. So the
+// steps "enter the fd table and join" (raccept) and "leave the fd table
+// and the count" (rclose) hold a TableGuard, which fork waits out.
+// (Listeners shared by fork: listen_service.h.)
+#pragma once
+#include <atomic>
+#include <shared_mutex>
+
+#include "core/base/process_share.h"
+
+namespace ss::rs::fork {
+
+class TableGuard {
+ public:
+  TableGuard();
+  TableGuard(const TableGuard&) = delete;
+  TableGuard& operator=(const TableGuard&) = delete;
+
+ private:
+  std::shared_lock<std::shared_mutex> lk_;
+};
+
+// Opens `share` for a connection this process now holds and counts it at
+// every fork. 0, or -errno: then it is not counted, and its close acts as
+// that of the only holder (as before fork support).
+int join(ProcessShare* share);
+// Stops counting `share` and drops this process's hold: true when this
+// process was the last holder (always, for a share never joined).
+bool leave(ProcessShare* share);
+
+// Set in a fork child until the first call that resumes services there.
+extern std::atomic<bool> g_child_unresumed;
+void resume_services_slow();
+// In a fork child, starts again the service threads its inherited
+// connections need (keepalive): lazily, at the first rsocket call after
+// the fork, never in fork itself. A load and a branch otherwise.
+inline void resume_services() {
+  if (__builtin_expect(g_child_unresumed.load(std::memory_order_relaxed), false))
+    resume_services_slow();
+}
+
+}  // namespace ss::rs::fork

@@ -1,0 +1,291 @@
+// Fork: rsockets inherited through fork() behave as kernel sockets do.
+// A listener shared by pre-forked children accepts in whichever child
+// calls raccept (nginx, apache prefork), with the parent keeping its copy
+// or closing it; a connection inherited by a child goes on working in one
+// process after the other closed its copy (PostgreSQL's fork after
+// accept, and the reverse). Nothing is left behind once the children exit.
+//
+// This test process is the forking server, as those servers are; the
+// children use only the rsocket API and leave with _exit. A child that
+// hangs is ended by alarm() (a failure: its exit status says so); the
+// parent's calls are bounded by run_with_timeout.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/librsocket/conformance.h"
+
+namespace rsconf {
+namespace {
+
+constexpr size_t kBytes = 16384;       // each way, per connection
+constexpr uint32_t kConnections = 20;  // served by the pre-forked children
+constexpr uint32_t kQuit = 0xFFFFFFFFu;  // tells a worker to leave
+constexpr unsigned kChildSeconds = 40;   // a child's alarm
+constexpr int kCallSeconds = 20;         // the parent's bound on its part
+
+// Runs `body` in a forked child, which exits with its result (0: good).
+pid_t fork_child(const std::function<int()>& body) {
+  fflush(nullptr);  // nothing buffered is written twice
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(kChildSeconds);
+    _exit(body());
+  }
+  return pid;
+}
+
+// Waits up to `seconds` for the child to exit (then kills it): "" when it
+// exited with 0, else what happened.
+std::string wait_child(Reaper* child, int seconds) {
+  int st = 0;
+  for (int i = 0; i < seconds * 20; i++) {
+    pid_t r = waitpid(child->pid, &st, WNOHANG);
+    if (r == child->pid) {
+      child->pid = -1;
+      if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return "";
+      if (WIFEXITED(st)) return "child exited with " + std::to_string(WEXITSTATUS(st));
+      return "child killed by signal " + std::to_string(WTERMSIG(st)) +
+             (WTERMSIG(st) == SIGALRM ? " (its alarm: it hung)" : "");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return "child still running after " + std::to_string(seconds) + " s";
+}
+
+// The server's side of one exchange: the client's index, its pattern
+// (checked), a reply pattern. 0, or which step failed.
+int serve_one(int c, uint32_t* index) {
+  if (recv_all(c, index, sizeof *index) != sizeof *index) return 10;
+  if (*index == kQuit) return 0;
+  std::vector<uint8_t> b(kBytes);
+  if (recv_all(c, b.data(), kBytes) != kBytes) return 11;
+  if (check_pattern(b.data(), kBytes, *index) != SIZE_MAX) return 12;
+  fill_pattern(b.data(), kBytes, *index + 1000);
+  if (send_all(c, b.data(), kBytes) != kBytes) return 13;
+  return 0;
+}
+
+// A pre-forked worker: accepts and serves until told to quit. With
+// `use_rpoll`, the listener is non-blocking and rpoll says when to accept
+// (as event-driven servers do).
+int worker(int listener, bool use_rpoll) {
+  if (use_rpoll && rfcntl(listener, F_SETFL, O_NONBLOCK) < 0) return 20;
+  for (;;) {
+    if (use_rpoll) {
+      pollfd p{listener, POLLIN, 0};
+      if (rpoll(&p, 1, -1) < 0) return 21;
+    }
+    int c = raccept(listener, nullptr, nullptr);
+    if (c < 0 && use_rpoll && errno == EAGAIN) continue;  // another worker took it
+    if (c < 0) return 22;
+    uint32_t index = 0;
+    int rc = serve_one(c, &index);
+    rclose(c);
+    if (rc || index == kQuit) {
+      rclose(listener);
+      return rc;
+    }
+  }
+}
+
+// The client's side of one exchange on `c`; then the server's close must
+// arrive as an orderly end (EOF). "" or what failed.
+std::string client_one(int c, uint32_t index) {
+  if (send_all(c, &index, sizeof index) != sizeof index) return "rsend index: " + std::string(strerror(errno));
+  if (index == kQuit) return "";
+  std::vector<uint8_t> b(kBytes);
+  fill_pattern(b.data(), kBytes, index);
+  int err = 0;
+  if (send_all(c, b.data(), kBytes, &err) != kBytes) return "rsend: " + std::string(strerror(err));
+  if (recv_all(c, b.data(), kBytes, &err) != kBytes)
+    return "reply cut short: " + std::string(err ? strerror(err) : "EOF");
+  if (check_pattern(b.data(), kBytes, index + 1000) != SIZE_MAX) return "reply corrupted";
+  char x;
+  ssize_t n = rrecv(c, &x, 1, 0);
+  if (n != 0) return "no orderly end after the reply: " + std::string(n < 0 ? strerror(errno) : "data");
+  return "";
+}
+
+// Connects to `a` and runs one exchange; *current names the socket so that
+// a stuck call can be shut down from outside.
+std::string exchange(int family, const Addr& a, uint32_t index, std::atomic<int>* current) {
+  RFd c(rsocket(family, SOCK_STREAM, 0));
+  if (c < 0) return "rsocket: " + std::string(strerror(errno));
+  current->store(c);
+  std::string failed;
+  if (rconnect(c, a.sa(), a.len) < 0)
+    failed = "rconnect: " + std::string(strerror(errno));
+  else
+    failed = client_one(c, index);
+  current->store(-1);
+  return failed.empty() ? "" : "connection " + std::to_string(index) + ": " + failed;
+}
+
+class ForkTest : public ConnTest {
+ protected:
+  void SetUp() override {
+    ConnTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // rsocket(7): a verbs connection stays with the process that made it.
+    if (strcmp(provider(), "verbs") == 0)
+      GTEST_SKIP() << "verbs connections do not cross fork (rsocket(7), FORK)";
+  }
+
+  // Two workers forked after rlisten serve kConnections connections on
+  // the inherited listener, then one quit message each.
+  void prefork(bool parent_keeps_listener, bool use_rpoll) {
+    const Snapshot before = Snapshot::settled();
+    {
+      Listener l;
+      ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+      const int lfd = l.fd;
+      Reaper w0{fork_child([&] { return worker(lfd, use_rpoll); })};
+      Reaper w1{fork_child([&] { return worker(lfd, use_rpoll); })};
+      ASSERT_GT(w0.pid, 0);
+      ASSERT_GT(w1.pid, 0);
+      if (!parent_keeps_listener) l.fd.reset();
+      std::atomic<int> current{-1};
+      std::string failed;
+      bool in_time = run_with_timeout(
+          [&] {
+            for (uint32_t i = 0; i < kConnections && failed.empty(); i++)
+              failed = exchange(family(), l.addr, i, &current);
+            for (int k = 0; k < 2 && failed.empty(); k++)
+              failed = exchange(family(), l.addr, kQuit, &current);
+          },
+          kCallSeconds, [&] {
+            int c = current.load();
+            if (c >= 0) rshutdown(c, SHUT_RDWR);
+          });
+      EXPECT_TRUE(in_time) << "a connection to the pre-forked workers hung";
+      ASSERT_EQ("", failed);
+      EXPECT_EQ("", wait_child(&w0, 30)) << "worker 1";
+      EXPECT_EQ("", wait_child(&w1, 30)) << "worker 2";
+    }
+    expect_nothing_left(before, "after the workers exited and the listener was closed");
+  }
+};
+
+TEST_P(ForkTest, PreforkedChildrenAcceptWhileParentKeepsListener) {
+  prefork(/*parent_keeps_listener=*/true, /*use_rpoll=*/false);
+}
+
+TEST_P(ForkTest, PreforkedChildrenAcceptAfterParentClosedListener) {
+  prefork(/*parent_keeps_listener=*/false, /*use_rpoll=*/false);
+}
+
+TEST_P(ForkTest, PreforkedChildrenAcceptNonBlockingAfterRpoll) {
+  prefork(/*parent_keeps_listener=*/true, /*use_rpoll=*/true);
+}
+
+// A raccept asleep in the parent when it forks: the listener is served
+// by whoever calls raccept from then on, so that call must look again at
+// once (not only at its next periodic wake-up, made 15 s here).
+TEST_P(ForkTest, RacceptBlockedAcrossForkServesAfterIt) {
+  ScopedEnv wake("SLIPSTREAM_RS_WAKE_UP_INTERVAL", kLongWakeUpMs);
+  Listener l;
+  ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+  const int lfd = l.fd;
+  std::atomic<int> accepted{-2};
+  std::thread acceptor([&] { accepted = raccept(lfd, nullptr, nullptr); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // asleep in raccept
+  Reaper child{fork_child([] { return 0; })};
+  ASSERT_GT(child.pid, 0);
+  ASSERT_EQ("", wait_child(&child, 30));
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  const int cfd = c;
+  int rc = -2;
+  bool in_time = run_with_timeout([&] { rc = rconnect(cfd, l.addr.sa(), l.addr.len); },
+                                  kLostWakeUpSeconds, [&] { rshutdown(cfd, SHUT_RDWR); });
+  EXPECT_TRUE(in_time) << "the raccept asleep across the fork did not serve the connection";
+  EXPECT_EQ(0, rc) << strerror(errno);
+  if (accepted == -2) {  // release it: a connection it can take
+    RFd extra(rsocket(family(), SOCK_STREAM, 0));
+    const int efd = extra;
+    run_with_timeout([&] { rconnect(efd, l.addr.sa(), l.addr.len); }, kLongWakeUpReleaseSeconds,
+                     [&] { rshutdown(efd, SHUT_RDWR); });
+    acceptor.join();
+  } else {
+    acceptor.join();
+  }
+  EXPECT_GE(accepted.load(), 0) << strerror(errno);
+  if (accepted >= 0) rclose(accepted);
+}
+
+// PostgreSQL, rstream -T f: the child serves the connection, the parent
+// closes its copy at once (before any data moved).
+TEST_P(ForkTest, ForkAfterAcceptParentClosesItsCopy) {
+  const Snapshot before = Snapshot::settled();
+  {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    const int server = p.server;
+    Reaper child{fork_child([&] {
+      uint32_t index = 0;
+      int rc = serve_one(server, &index);
+      return rclose(server) == 0 ? rc : 30;
+    })};
+    ASSERT_GT(child.pid, 0);
+    p.server.reset();
+    const int c = p.client;
+    std::string failed;
+    bool in_time = run_with_timeout([&] { failed = client_one(c, 7); }, kCallSeconds,
+                                    [&] { rshutdown(c, SHUT_RDWR); });
+    EXPECT_TRUE(in_time) << "the exchange with the child hung";
+    EXPECT_EQ("", failed) << "the parent's rclose of its copy reached the child's connection";
+    EXPECT_EQ("", wait_child(&child, 30));
+  }
+  expect_nothing_left(before, "after the child exited");
+}
+
+// The reverse: a child closes its copy and exits; the parent goes on.
+TEST_P(ForkTest, ForkAfterAcceptChildClosesItsCopy) {
+  const Snapshot before = Snapshot::settled();
+  {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    const int server = p.server;
+    Reaper child{fork_child([&] { return rclose(server) == 0 ? 0 : 30; })};
+    ASSERT_GT(child.pid, 0);
+    ASSERT_EQ("", wait_child(&child, 30));
+    const int c = p.client;
+    std::string failed;
+    int served = -1;
+    bool in_time = run_with_timeout(
+        [&] {
+          std::thread t([&] {
+            uint32_t index = 0;
+            served = serve_one(server, &index);
+            p.server.reset();  // our close is the last: an orderly end for the client
+          });
+          failed = client_one(c, 9);
+          t.join();
+        },
+        kCallSeconds, [&] {
+          rshutdown(c, SHUT_RDWR);
+          rshutdown(server, SHUT_RDWR);
+        });
+    EXPECT_TRUE(in_time) << "the exchange after the child's close hung";
+    EXPECT_EQ(0, served) << "the child's rclose of its copy reached our connection";
+    EXPECT_EQ("", failed);
+  }
+  expect_nothing_left(before, "after the child exited");
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, ForkTest, ::testing::ValuesIn(all_params()), param_name);
+
+}  // namespace
+}  // namespace rsconf
