@@ -314,14 +314,15 @@ TEST(SlabPoolTest, FailedRegistrationIsUndone) {
 }
 
 TEST(SlabPoolTest, RegistrarSlotsAreBounded) {
+  // Registrars outlive the pool (its destructor deregisters from them).
+  std::vector<std::unique_ptr<FakeRegistrar>> rs;
+  FakeRegistrar extra(99);
   auto p = make_pool(64, 1, 1);
   ASSERT_TRUE(p);
-  std::vector<std::unique_ptr<FakeRegistrar>> rs;
   for (size_t i = 0; i < kMaxRegistrars; i++) {
     rs.push_back(std::make_unique<FakeRegistrar>(static_cast<uint32_t>(i)));
     EXPECT_EQ(p->add_registrar(rs.back().get()), static_cast<int>(i));
   }
-  FakeRegistrar extra(99);
   EXPECT_EQ(p->add_registrar(&extra), -ENOSPC);
   EXPECT_EQ(extra.regs(), 0);
   EXPECT_EQ(p->add_registrar(nullptr), -EINVAL);

@@ -44,9 +44,9 @@ class UmemRegistrar : public Registrar {
 };
 
 TEST(PoolUmemTest, OneAreaFramesAtBasePlusIndexTimesFrameSize) {
+  UmemRegistrar umem;  // before the pool: its destructor deregisters from it
   auto p = make_pool(2048, 64, 1, 256, Backing::kPrivate);
   ASSERT_TRUE(p);
-  UmemRegistrar umem;
   const int idx = p->add_registrar(&umem);
   ASSERT_GE(idx, 0);
   char* base = static_cast<char*>(p->chunk_base(0));
