@@ -62,10 +62,7 @@ void parent_after_fork() {
   else
     errno = r.saved_errno;
   r.mu.unlock();
-  // A rwlock write-held by the forking thread cannot be unlocked here
-  // (glibc checks the writer's thread id, a new one in the child): a fresh
-  // one replaces it, nobody else being in this process.
-  new (&r.table_mu) std::shared_mutex();
+  r.table_mu.unlock();  // the thread that locked it in before_fork
 }
 
 void child_after_fork() {
