@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 
@@ -159,13 +160,13 @@ class Manager {
       if (rc) SS_WARN("verbs: ibv_fork_init failed: %s", strerror(rc));
     }
     int n = 0;
-    errno = 0;
     ibv_context** list = rdma_get_devices(&n);
-    // Out of descriptors, librdmacm sees no device: that says nothing about
-    // the host, so nothing is settled and the next call asks again (a
-    // process that started starved would otherwise never use RDMA).
-    if (!list && (errno == EMFILE || errno == ENFILE)) {
-      unsettled_errno_ = errno;
+    // Out of descriptors, librdmacm sees no device (and says ENODEV): that
+    // says nothing about the host, so nothing is settled and the next call
+    // asks again (a process that started starved would otherwise never
+    // use RDMA).
+    if ((!list || n == 0) && (unsettled_errno_ = descriptor_shortage())) {
+      if (list) rdma_free_devices(list);
       return;
     }
     count_ = list ? n : 0;
@@ -178,6 +179,15 @@ class Manager {
       SS_DEBUG("verbs: %d RDMA device(s)", count_);
     settled_.store(true, std::memory_order_release);
   }
+  // EMFILE or ENFILE when this process cannot make a descriptor now, else 0.
+  static int descriptor_shortage() {
+    int fd = eventfd(0, EFD_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+      return 0;
+    }
+    return errno == EMFILE || errno == ENFILE ? errno : 0;
+  }
   static void set_nonblocking(int fd) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -185,7 +195,7 @@ class Manager {
 
   std::mutex init_mu_;
   std::atomic<bool> settled_{false};  // count_ and iwarp_ are final
-  int unsettled_errno_ = EMFILE;      // why the last try settled nothing
+  int unsettled_errno_ = 0;           // why the last try settled nothing
   bool fork_tried_ = false;           // ibv_fork_init runs once, whatever init() does
   int count_ = 0;
   bool iwarp_ = false;
