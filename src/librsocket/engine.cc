@@ -265,7 +265,7 @@ int Socket::send_credits() {
   RsSge sge{};
   const bool publish = rbuf_bytes_avail_ >= opt_.rbuf_size / 2;
   if (publish) {
-    sge = maybe_swap({reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_mr_.rkey,
+    sge = maybe_swap({reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_rkey_,
                       opt_.rbuf_size / 2},
                      swap_sgl_);
     wr.remote_addr = remote_sgl_.addr + remote_sge_ * sizeof(RsSge);
@@ -318,11 +318,11 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   } else {
     uint32_t first = std::min(len, opt_.sbuf_size - sbuf_head_);
     memcpy(sbuf_ + sbuf_head_, src, first);
-    wr.sge[0] = {reinterpret_cast<uint64_t>(sbuf_ + sbuf_head_), first, sbuf_mr_.lkey};
+    wr.sge[0] = {reinterpret_cast<uint64_t>(sbuf_ + sbuf_head_), first, sbuf_lkey_};
     wr.num_sge = 1;
     if (first < len) {
       memcpy(sbuf_, static_cast<const uint8_t*>(src) + first, len - first);
-      wr.sge[1] = {reinterpret_cast<uint64_t>(sbuf_), len - first, sbuf_mr_.lkey};
+      wr.sge[1] = {reinterpret_cast<uint64_t>(sbuf_), len - first, sbuf_lkey_};
       wr.num_sge = 2;
     }
     sbuf_head_ = (sbuf_head_ + len) % opt_.sbuf_size;

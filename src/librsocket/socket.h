@@ -17,9 +17,9 @@
 
 #include "core/base/fifo.h"
 #include "core/base/process_share.h"
-#include "core/mem/region.h"
 #include "core/prov/connection.h"
 #include "core/base/futex_mutex.h"
+#include "librsocket/conn_buffer.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {
@@ -324,9 +324,11 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool shared_elsewhere_ = false;  // rclose found another holder
   pid_t made_in_ = 0;              // process that made the endpoint
 
-  // Buffers: rbuf and the target table are written by the peer.
-  std::unique_ptr<mem::Region> rbuf_region_, target_region_, sbuf_region_;
-  prov::MemoryRegion rbuf_mr_{}, target_mr_{}, sbuf_mr_{};
+  // Buffers (conn_buffer.h): rbuf and the target table are written by
+  // the peer. The pointers and keys the data path reads are copied out.
+  ConnBuffer rbuf_mem_{prov::kAccessRemoteWrite}, target_mem_{prov::kAccessRemoteWrite},
+      sbuf_mem_{prov::kAccessLocal};
+  uint32_t rbuf_rkey_ = 0, sbuf_lkey_ = 0;
   uint8_t* rbuf_ = nullptr;
   uint8_t* sbuf_ = nullptr;
   RsSge* target_sgl_ = nullptr;        // kSglSize entries, written by the peer

@@ -8,15 +8,18 @@
 #pragma once
 #include <cstddef>
 
+#include "core/base/api.h"
 #include "core/mem/registrar.h"
 #include "core/prov/connection.h"
 
 namespace ss::prov {
 
+// Built and destroyed out of line: the faces import those two, and the
+// vtable stays inside the core.
 class EndpointRegistrar : public mem::Registrar {
  public:
-  explicit EndpointRegistrar(int access, Endpoint* ep = nullptr);
-  ~EndpointRegistrar() override;
+  SS_API explicit EndpointRegistrar(int access, Endpoint* ep = nullptr);
+  SS_API ~EndpointRegistrar() override;
   EndpointRegistrar(const EndpointRegistrar&) = delete;
   EndpointRegistrar& operator=(const EndpointRegistrar&) = delete;
   // The endpoint registrations go to; nullptr when there is none, or it is
