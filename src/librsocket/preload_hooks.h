@@ -1,0 +1,29 @@
+// librsocket's private hooks for librspreload (src/preload): an rsocket
+// built around a kernel TCP socket the program already holds, so the
+// program's descriptor number IS the rsocket. Exported under the private
+// node SLIPSTREAM_RSPRELOAD_PRIVATE (librsocket.map); nothing else may
+// call them. Each returns 0 (or a value), or -1 and errno.
+#pragma once
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Makes the kernel stream socket `fd` (AF_INET/AF_INET6, not yet connected
+// or listening) an rsocket at the same number, keeping its O_NONBLOCK and
+// FD_CLOEXEC as the program set them. The rsocket connects and listens
+// only over providers that never use the kernel socket's own stream (shm's
+// rendezvous, verbs' rdma_cm), so the stream stays free for plain TCP.
+int ss_rspreload_adopt(int fd, int domain);
+
+// Undoes ss_rspreload_adopt after an rconnect that failed: `fd` is a plain
+// kernel socket again (its O_NONBLOCK as the rsocket had it), not closed.
+int ss_rspreload_release(int fd);
+
+// The provider name ("shm", "verbs", "tcp") of fd's connection; nullptr
+// when fd is no rsocket or has no connection yet.
+const char* ss_rspreload_provider(int fd);
+
+#ifdef __cplusplus
+}
+#endif
