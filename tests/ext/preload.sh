@@ -1,0 +1,167 @@
+#!/bin/bash
+# librspreload with unmodified Debian programs on loopback (docs/status.md,
+# issue 14). Every case checks the exit codes, the bytes (cmp), and each
+# process's own count of where its connections went
+# (SLIPSTREAM_PRELOAD_STATS), so a connection silently left on kernel TCP
+# fails a case that expects rsockets, and one that reached rsockets fails a
+# case that must fall back:
+#   both ends preloaded: socat client-speaks-first and server-speaks-first,
+#     python3 -m http.server + curl                       -> shm on both ends
+#   one end preloaded, both ways, both speaking orders    -> kernel TCP
+#   a unix socket under the preload                       -> untouched
+# Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
+set -u
+name=preload.sh
+B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
+PRELOAD=$B/.libs/librspreload.so
+[ -f "$PRELOAD" ] || { echo "ERROR: $name: $PRELOAD not found: build first"; exit 99; }
+for p in socat curl python3 ss cmp timeout; do
+  command -v $p >/dev/null || { echo "SKIP: $name: $p not found (scripts/install-deps.sh)"; exit 77; }
+done
+T=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload.XXXXXX") || exit 99
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+port=$((20000 + RANDOM % 9000))
+head -c 3000000 /dev/urandom >"$T/in"
+mkdir -p "$T/www" && cp "$T/in" "$T/www/blob"
+
+fail() { echo "FAIL: $case: $*"; bad=1; }
+
+# run_env PRELOADED(0/1) CMD...: the command, preloaded or not, with its
+# counts under $T/st.
+run_env() {
+  local pre=$1
+  shift
+  if [ "$pre" = 1 ]; then
+    env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" timeout 30 "$@"
+  else
+    timeout 30 "$@"
+  fi
+}
+
+wait_listening() {  # port
+  local i
+  for i in $(seq 100); do
+    ss -Hltn "sport = :$1" | grep -q . && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# expect_counts COMM RSOCKETS KERNEL: the sum over the processes named COMM.
+expect_counts() {
+  local comm=$1 want_rs=$2 want_k=$3 rs=0 k=0 f line n
+  for f in "$T"/st/rspreload.*; do
+    [ -f "$f" ] || continue
+    line=$(cat "$f")
+    case " $line " in *" comm=$comm "*) ;; *) continue ;; esac
+    n=$(sed 's/.* rsockets=\([0-9]*\) .*/\1/' <<<"$line")
+    rs=$((rs + n))
+    k=$((k + $(sed 's/.*kernel_tcp=\([0-9]*\).*/\1/' <<<"$line")))
+    grep -q " shm=$n " <<<"$line" || fail "$comm: not all on shm (loopback): $line"
+  done
+  [ "$rs" = "$want_rs" ] && [ "$k" = "$want_k" ] ||
+    fail "$comm: rsockets=$rs kernel_tcp=$k, expected $want_rs and $want_k"
+}
+
+begin() {
+  case=$1
+  bad=0
+  port=$((port + 1))
+  rm -rf "$T/st" "$T/out"
+  mkdir -p "$T/st"
+}
+
+end() {
+  if [ "$bad" = 0 ]; then echo "PASS: $case"; else fails=$((fails + 1)); fi
+}
+
+# socat_case NAME SERVER_PRELOADED CLIENT_PRELOADED DIRECTION(up: client
+# sends; down: server speaks first and sends)
+socat_case() {
+  local srv_pre=$2 cli_pre=$3 dir=$4 src rc s_rc
+  begin "$1"
+  if [ "$dir" = up ]; then
+    run_env "$srv_pre" socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
+  else
+    run_env "$srv_pre" socat -u OPEN:"$T/in" TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr &
+  fi
+  src=$!
+  pids+=("$src")
+  wait_listening $port || fail "server never listened"
+  if [ "$dir" = up ]; then
+    run_env "$cli_pre" socat -u OPEN:"$T/in" TCP:127.0.0.1:$port
+  else
+    run_env "$cli_pre" socat -u TCP:127.0.0.1:$port CREATE:"$T/out"
+  fi
+  rc=$?
+  wait "$src"
+  s_rc=$?
+  [ "$rc" = 0 ] || fail "client exit $rc"
+  [ "$s_rc" = 0 ] || fail "server exit $s_rc"
+  cmp -s "$T/in" "$T/out" || fail "bytes differ"
+  local want_rs=$((srv_pre && cli_pre))
+  [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ] && expect_counts socat 2 0
+  [ "$want_rs" = 0 ] && [ $((srv_pre + cli_pre)) = 1 ] && expect_counts socat 0 1
+  end
+}
+
+socat_case "socat both preloaded, client speaks first" 1 1 up
+socat_case "socat both preloaded, server speaks first" 1 1 down
+socat_case "preloaded socat client, plain server, client speaks first" 0 1 up
+socat_case "preloaded socat client, plain server, server speaks first" 0 1 down
+socat_case "plain socat client, preloaded server, client speaks first" 1 0 up
+socat_case "plain socat client, preloaded server, server speaks first" 1 0 down
+
+# http_case NAME SERVER_PRELOADED CLIENT_PRELOADED REQUESTS
+http_case() {
+  local srv_pre=$2 cli_pre=$3 n=$4 spid i rc
+  begin "$1"
+  (cd "$T/www" && run_env "$srv_pre" python3 -m http.server --bind 127.0.0.1 $port) \
+    >"$T/http.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  for i in $(seq "$n"); do
+    run_env "$cli_pre" curl -sf -o "$T/out" "http://127.0.0.1:$port/blob"
+    rc=$?
+    [ "$rc" = 0 ] || fail "curl $i exit $rc"
+    cmp -s "$T/in" "$T/out" || fail "curl $i: bytes differ"
+  done
+  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
+    expect_counts curl "$n" 0
+    expect_counts python3 "$n" 0
+  elif [ "$cli_pre" = 1 ]; then
+    expect_counts curl 0 "$n"
+  else
+    expect_counts python3 0 "$n"
+  fi
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  end
+}
+
+http_case "python3 http.server + curl, both preloaded" 1 1 3
+http_case "preloaded curl, plain http.server" 0 1 2
+http_case "plain curl, preloaded http.server" 1 0 2
+
+# Not TCP: a unix socket passes through untouched (no rsocket, no count).
+begin "unix socket under the preload"
+run_env 1 socat -u UNIX-LISTEN:"$T/sock" CREATE:"$T/out" &
+spid=$!
+pids+=("$spid")
+for i in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
+run_env 1 socat -u OPEN:"$T/in" UNIX-CONNECT:"$T/sock" || fail "client failed"
+wait "$spid" || fail "server failed"
+cmp -s "$T/in" "$T/out" || fail "bytes differ"
+ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "a unix socket was counted: $(cat "$T"/st/*)"
+end
+
+[ "$fails" = 0 ] || { echo "$name: $fails case(s) failed"; exit 1; }
+echo "$name: all cases passed"

@@ -1,0 +1,287 @@
+// Socket semantics a program relies on, asserted as Linux's kernel TCP
+// gives them. differential.sh runs this binary twice, once plain and once
+// under librspreload (both ends of each connection in this process), and
+// both runs must pass: the preload gives the same return values, errno
+// and readiness. Built with _FORTIFY_SOURCE=2, so glibc's __recv_chk,
+// __read_chk and __poll_chk are the calls made where it applies.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+sockaddr_in loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+// A listening socket on 127.0.0.1 and an ephemeral port.
+int make_listener(int flags = 0, uint16_t* port = nullptr) {
+  int l = socket(AF_INET, SOCK_STREAM | flags, 0);
+  if (l < 0) return -1;
+  int one = 1;
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a = loopback(0);
+  if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(l, 16)) return -1;
+  socklen_t len = sizeof a;
+  getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+  if (port) *port = ntohs(a.sin_port);
+  return l;
+}
+
+struct Pair {
+  int l = -1, c = -1, s = -1;
+  uint16_t port = 0;
+  ~Pair() {
+    for (int fd : {c, s, l})
+      if (fd >= 0) close(fd);
+  }
+};
+
+// A connected pair through a listener: c connected, s accepted.
+void connect_pair(Pair* p) {
+  p->l = make_listener(0, &p->port);
+  ASSERT_GE(p->l, 0) << strerror(errno);
+  p->c = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(p->c, 0);
+  sockaddr_in a = loopback(p->port);
+  ASSERT_EQ(connect(p->c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  p->s = accept(p->l, nullptr, nullptr);
+  ASSERT_GE(p->s, 0) << strerror(errno);
+}
+
+ssize_t read_full(int fd, char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = recv(fd, buf + got, n - got, 0);
+    if (r <= 0) return r;
+    got += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(got);
+}
+
+TEST(Differential, DataBothWaysIntact) {
+  Pair p;
+  connect_pair(&p);
+  std::vector<char> out(1 << 20), in(out.size());
+  for (size_t i = 0; i < out.size(); i++) out[i] = static_cast<char>(i * 7 + 3);
+  std::thread writer([&] {
+    size_t sent = 0;
+    while (sent < out.size()) {
+      ssize_t w = send(p.c, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+      if (w <= 0) return;
+      sent += static_cast<size_t>(w);
+    }
+  });
+  EXPECT_EQ(read_full(p.s, in.data(), in.size()), static_cast<ssize_t>(in.size()));
+  writer.join();
+  EXPECT_EQ(in, out);
+  char b[8];
+  ASSERT_EQ(write(p.s, "reply", 5), 5);
+  EXPECT_EQ(read(p.c, b, sizeof b), 5);  // __read_chk under fortify
+  EXPECT_EQ(memcmp(b, "reply", 5), 0);
+}
+
+TEST(Differential, VectoredCalls) {
+  Pair p;
+  connect_pair(&p);
+  char a[] = "abc", b[] = "defgh";
+  iovec iov[2] = {{a, 3}, {b, 5}};
+  ASSERT_EQ(writev(p.c, iov, 2), 8);
+  msghdr m{};
+  iovec riov[2];
+  char x[4], y[4];
+  riov[0] = {x, 4};
+  riov[1] = {y, 4};
+  m.msg_iov = riov;
+  m.msg_iovlen = 2;
+  size_t got = 0;
+  while (got < 8) {
+    ssize_t r = recvmsg(p.s, &m, 0);
+    ASSERT_GT(r, 0);
+    got += static_cast<size_t>(r);
+    if (got < 8) {  // the rest lands after what came
+      riov[0] = {got < 4 ? x + got : y + (got - 4), got < 4 ? 4 - got : 8 - got};
+      riov[1] = {y, got < 4 ? 4u : 0u};
+      m.msg_iovlen = got < 4 ? 2 : 1;
+    }
+  }
+  EXPECT_EQ(memcmp(x, "abcd", 4), 0);
+  EXPECT_EQ(memcmp(y, "efgh", 4), 0);
+  msghdr sm{};
+  iovec siov{a, 3};
+  sm.msg_iov = &siov;
+  sm.msg_iovlen = 1;
+  EXPECT_EQ(sendmsg(p.s, &sm, 0), 3);
+  char r[3];
+  EXPECT_EQ(read_full(p.c, r, 3), 3);
+  ASSERT_EQ(send(p.s, "12345678", 8, 0), 8);
+  ssize_t n = readv(p.c, iov, 2);
+  ASSERT_GT(n, 0);
+  char all[8];
+  memcpy(all, a, 3);
+  memcpy(all + 3, b, 5);
+  if (n < 8) {
+    ASSERT_EQ(read_full(p.c, all + n, static_cast<size_t>(8 - n)), 8 - n);
+  }
+  EXPECT_EQ(memcmp(all, "12345678", 8), 0);
+}
+
+TEST(Differential, NamesMatch) {
+  Pair p;
+  connect_pair(&p);
+  sockaddr_in peer{}, local{};
+  socklen_t len = sizeof peer;
+  ASSERT_EQ(getpeername(p.c, reinterpret_cast<sockaddr*>(&peer), &len), 0);
+  EXPECT_EQ(ntohs(peer.sin_port), p.port);
+  EXPECT_EQ(peer.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+  len = sizeof local;
+  ASSERT_EQ(getsockname(p.s, reinterpret_cast<sockaddr*>(&local), &len), 0);
+  EXPECT_EQ(ntohs(local.sin_port), p.port);
+  sockaddr_in cl{}, sp{};
+  len = sizeof cl;
+  ASSERT_EQ(getsockname(p.c, reinterpret_cast<sockaddr*>(&cl), &len), 0);
+  len = sizeof sp;
+  ASSERT_EQ(getpeername(p.s, reinterpret_cast<sockaddr*>(&sp), &len), 0);
+  EXPECT_EQ(cl.sin_port, sp.sin_port);
+}
+
+TEST(Differential, OptionsAndFlags) {
+  Pair p;
+  connect_pair(&p);
+  int v = -1;
+  socklen_t len = sizeof v;
+  ASSERT_EQ(getsockopt(p.c, SOL_SOCKET, SO_TYPE, &v, &len), 0);
+  EXPECT_EQ(v, SOCK_STREAM);
+  len = sizeof v;
+  ASSERT_EQ(getsockopt(p.c, SOL_SOCKET, SO_ERROR, &v, &len), 0);
+  EXPECT_EQ(v, 0);
+  int one = 1;
+  EXPECT_EQ(setsockopt(p.c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), 0);
+  EXPECT_EQ(fcntl(p.c, F_GETFL) & O_NONBLOCK, 0);
+  ASSERT_EQ(fcntl(p.c, F_SETFL, fcntl(p.c, F_GETFL) | O_NONBLOCK), 0);
+  EXPECT_NE(fcntl(p.c, F_GETFL) & O_NONBLOCK, 0);
+  char b[4];
+  EXPECT_EQ(recv(p.c, b, sizeof b, 0), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(recv(p.s, b, sizeof b, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(fcntl(p.c, F_SETFD, FD_CLOEXEC), 0);
+  EXPECT_EQ(fcntl(p.c, F_GETFD), FD_CLOEXEC);
+}
+
+TEST(Differential, SocketFlagsHonoured) {
+  uint16_t port;
+  int l = make_listener(SOCK_NONBLOCK | SOCK_CLOEXEC, &port);
+  ASSERT_GE(l, 0);
+  EXPECT_NE(fcntl(l, F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(fcntl(l, F_GETFD), FD_CLOEXEC);
+  EXPECT_EQ(accept(l, nullptr, nullptr), -1);  // nobody yet
+  EXPECT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK);
+  int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in a = loopback(port);
+  int rc = connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  EXPECT_TRUE(rc == 0 || errno == EINPROGRESS) << strerror(errno);
+  pollfd pl{l, POLLIN, 0};
+  ASSERT_EQ(poll(&pl, 1, 10000), 1);  // __poll_chk under fortify
+  int s = accept4(l, nullptr, nullptr, SOCK_NONBLOCK);
+  ASSERT_GE(s, 0) << strerror(errno);
+  EXPECT_NE(fcntl(s, F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(fcntl(s, F_GETFD), 0);
+  pollfd pc{c, POLLOUT, 0};
+  ASSERT_EQ(poll(&pc, 1, 10000), 1);
+  int err = -1;
+  socklen_t len = sizeof err;
+  ASSERT_EQ(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+  EXPECT_EQ(err, 0);
+  close(s);
+  close(c);
+  close(l);
+}
+
+TEST(Differential, EofAfterShutdownAndClose) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(shutdown(p.c, SHUT_WR), 0);
+  char b[4];
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);
+  ASSERT_EQ(send(p.s, "x", 1, 0), 1);  // the other way still works
+  EXPECT_EQ(recv(p.c, b, sizeof b, 0), 1);
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  pollfd pc{p.c, POLLIN, 0};
+  ASSERT_EQ(poll(&pc, 1, 10000), 1);
+  EXPECT_NE(pc.revents & (POLLIN | POLLHUP), 0);
+  EXPECT_EQ(recv(p.c, b, sizeof b, 0), 0);
+}
+
+TEST(Differential, SelectOverMixedDescriptors) {
+  Pair p;
+  connect_pair(&p);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  ASSERT_EQ(write(pipefd[1], "p", 1), 1);
+  ASSERT_EQ(send(p.c, "s", 1, 0), 1);
+  for (int round = 0; round < 100; round++) {  // until both show (the byte is on its way)
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(pipefd[0], &r);
+    FD_SET(p.s, &r);
+    timeval tv{10, 0};
+    int n = select(std::max(pipefd[0], p.s) + 1, &r, nullptr, nullptr, &tv);
+    ASSERT_GE(n, 1);
+    EXPECT_TRUE(FD_ISSET(pipefd[0], &r));
+    if (n == 2) {
+      EXPECT_TRUE(FD_ISSET(p.s, &r));
+      break;
+    }
+  }
+  char b;
+  EXPECT_EQ(recv(p.s, &b, 1, 0), 1);
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+TEST(Differential, RefusedWithNoListener) {
+  uint16_t port;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0);
+  close(l);  // the port is free now: nobody listens
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(c);
+}
+
+TEST(Differential, UdpUntouched) {
+  int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(a, 0);
+  sockaddr_in addr = loopback(0);
+  ASSERT_EQ(bind(b, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  getsockname(b, reinterpret_cast<sockaddr*>(&addr), &len);
+  ASSERT_EQ(sendto(a, "dgram", 5, 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 5);
+  char buf[8];
+  EXPECT_EQ(recvfrom(b, buf, sizeof buf, 0, nullptr, nullptr), 5);
+  close(a);
+  close(b);
+}
+
+}  // namespace
