@@ -24,6 +24,20 @@ int ss_rspreload_release(int fd);
 // when fd is no rsocket or has no connection yet.
 const char* ss_rspreload_provider(int fd);
 
+// The preload's settings (component "preload", listed by
+// slipstream-config): the value of row `id`.
+enum ss_rspreload_setting_id {
+  SS_RSPRELOAD_ENABLED,    // SLIPSTREAM_PRELOAD: 0 leaves every socket to the kernel
+  SS_RSPRELOAD_SQ_SIZE,    // RS_SQ_SIZE: RDMA_SQSIZE of each new rsocket (0: rsocket's default)
+  SS_RSPRELOAD_RQ_SIZE,    // RS_RQ_SIZE
+  SS_RSPRELOAD_INLINE,     // RS_INLINE
+  SS_RSPRELOAD_STATS_DIR,  // SLIPSTREAM_PRELOAD_STATS (a string)
+  SS_RSPRELOAD_SETTING_COUNT
+};
+long long ss_rspreload_setting(int id);
+// A string row into buf[cap]; its length, or -1 and errno.
+long ss_rspreload_setting_str(int id, char* buf, unsigned long cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,6 +36,22 @@ bool is_tcp(int domain, int type, int protocol) {
          (protocol == 0 || protocol == IPPROTO_TCP);
 }
 
+// RS_SQ_SIZE, RS_RQ_SIZE, RS_INLINE (settings of the "preload"
+// component) on a new rsocket, as upstream's preload applies them.
+void apply_sizes(int fd) {
+  static constexpr struct {
+    int setting, option;
+  } kSizes[] = {{SS_RSPRELOAD_SQ_SIZE, RDMA_SQSIZE},
+                {SS_RSPRELOAD_RQ_SIZE, RDMA_RQSIZE},
+                {SS_RSPRELOAD_INLINE, RDMA_INLINE}};
+  for (auto [setting, option] : kSizes) {
+    int v = static_cast<int>(ss_rspreload_setting(setting));
+    if (v > 0 && rsetsockopt(fd, SOL_RDMA, option, &v, sizeof v))
+      SS_WARN("librspreload: fd %d: rsocket option %d = %d refused: %s", fd, option, v,
+              strerror(errno));
+  }
+}
+
 void forget(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
 
 int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
@@ -43,6 +59,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain) {
     InRsocket in;
     if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
+      apply_sizes(fd);
       int rc = rconnect(fd, addr, len);
       if (rc == 0 || errno == EINPROGRESS || errno == EINTR) {
         stats::count_rsocket(ss_rspreload_provider(fd));
@@ -83,6 +100,7 @@ int listen_fresh(int fd, int backlog) {
   e->nonblock = fl & O_NONBLOCK;
   InRsocket in;
   bool adopted = ss_rspreload_adopt(rs_fd, e->domain) == 0;
+  if (adopted) apply_sizes(rs_fd);  // accepted rsockets inherit them
   if (!adopted || rfcntl(rs_fd, F_SETFL, O_NONBLOCK) || rlisten(rs_fd, backlog)) {
     SS_INFO("librspreload: fd %d: no rsocket listener beside the kernel one (%s): kernel TCP only",
             fd, strerror(errno));
@@ -193,7 +211,9 @@ using namespace ss::preload;
 
 SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
   int fd = real().socket(domain, type, protocol);
-  if (fd < 0 || libc_only() || !is_tcp(domain, type, protocol)) return fd;
+  if (fd < 0 || libc_only() || !is_tcp(domain, type, protocol) ||
+      !ss_rspreload_setting(SS_RSPRELOAD_ENABLED))
+    return fd;
   std::shared_ptr<Entry> e(new (std::nothrow) Entry);
   if (e) {
     e->domain = domain;

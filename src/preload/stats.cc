@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
+#include "librsocket/preload_hooks.h"
 #include "preload/real.h"
 #include "preload/route.h"
 
@@ -23,10 +23,12 @@ std::atomic<unsigned long> shm{0}, verbs{0}, tcp{0}, kernel{0};
 std::mutex file_mu;
 
 void publish() {
-  const char* dir = getenv("SLIPSTREAM_PRELOAD_STATS");
-  if (!dir || !*dir) return;
   const int saved = errno;
-  char path[4096], line[512];
+  char dir[2048], path[4096], line[512];
+  if (ss_rspreload_setting_str(SS_RSPRELOAD_STATS_DIR, dir, sizeof dir) <= 0) {
+    errno = saved;
+    return;
+  }
   snprintf(path, sizeof path, "%s/rspreload.%d", dir, static_cast<int>(getpid()));
   const unsigned long s = shm, v = verbs, t = tcp;
   int n = snprintf(line, sizeof line, "pid=%d comm=%s rsockets=%lu shm=%lu verbs=%lu tcp=%lu kernel_tcp=%lu\n",

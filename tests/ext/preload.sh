@@ -9,6 +9,8 @@
 #     python3 -m http.server + curl                       -> shm on both ends
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
 #   a unix socket under the preload                       -> untouched
+#   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
+#   SLIPSTREAM_PRELOAD=0                                  -> untouched
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload.sh
@@ -150,6 +152,28 @@ http_case() {
 http_case "python3 http.server + curl, both preloaded" 1 1 3
 http_case "preloaded curl, plain http.server" 0 1 2
 http_case "plain curl, preloaded http.server" 1 0 2
+
+# Upstream's RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE (settings of the "preload"
+# component) apply to the rsockets made; still on rsockets, bytes intact.
+RUN_SIZES=(RS_SQ_SIZE=64 RS_RQ_SIZE=64 RS_INLINE=32)
+export "${RUN_SIZES[@]}"
+socat_case "socat both preloaded, RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set" 1 1 up
+unset RS_SQ_SIZE RS_RQ_SIZE RS_INLINE
+
+# SLIPSTREAM_PRELOAD=0: the preload leaves every socket to the kernel
+# (nothing is tracked, so nothing is counted).
+begin "SLIPSTREAM_PRELOAD=0 on both ends"
+export SLIPSTREAM_PRELOAD=0
+run_env 1 socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+run_env 1 socat -u OPEN:"$T/in" TCP:127.0.0.1:$port || fail "client failed"
+wait "$spid" || fail "server failed"
+unset SLIPSTREAM_PRELOAD
+cmp -s "$T/in" "$T/out" || fail "bytes differ"
+ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "sockets were tracked: $(cat "$T"/st/*)"
+end
 
 # Not TCP: a unix socket passes through untouched (no rsocket, no count).
 begin "unix socket under the preload"
