@@ -26,16 +26,28 @@ int unsupported(int fd, const char* what) {
   return -1;
 }
 
+}  // namespace
+
+int ss::preload::set_fd_flags(int fd, int flags) {
+  if (rfcntl(fd, F_SETFD, flags)) return -1;
+  return real().fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+namespace {
+
 int fcntl_any(int fd, int cmd, long arg) {
   switch (route(fd)) {
     case Route::kRsocket: {
       switch (cmd) {
         case F_GETFL:
         case F_SETFL:
-        case F_GETFD:
-        case F_SETFD: {
+        case F_GETFD: {
           InRsocket in;
           return rfcntl(fd, cmd, arg);
+        }
+        case F_SETFD: {
+          InRsocket in;
+          return set_fd_flags(fd, static_cast<int>(arg));
         }
         case F_DUPFD:
         case F_DUPFD_CLOEXEC:

@@ -64,6 +64,13 @@ inline Route route(int fd) {
   }
 }
 
+// FD_CLOEXEC of rsocket `fd` as the program sets it (rfcntl F_GETFD
+// answers it), while the kernel descriptor stays close-on-exec: a program
+// exec'd with it would otherwise hold a kernel socket that is not the
+// connection (shm's carries frames), where now it gets EBADF. Called
+// inside InRsocket.
+int set_fd_flags(int fd, int flags);
+
 inline std::shared_ptr<Entry> entry(int fd) {
   return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
 }

@@ -56,9 +56,11 @@ void forget(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
 
 int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   auto e = entry(fd);
+  const int fd_flags = real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
   if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain) {
     InRsocket in;
     if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
+      set_fd_flags(fd, fd_flags & FD_CLOEXEC);
       apply_sizes(fd);
       int rc = rconnect(fd, addr, len);
       if (rc == 0 || errno == EINPROGRESS || errno == EINTR) {
@@ -67,7 +69,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
       }
       // No rsocket listener there: nothing went on the TCP stream yet.
       SS_DEBUG("librspreload: fd %d: no rsocket peer (%s): kernel TCP", fd, strerror(errno));
-      if (ss_rspreload_release(fd)) {
+      if (ss_rspreload_release(fd) || real().fcntl(fd, F_SETFD, fd_flags)) {
         SS_WARN("librspreload: fd %d: cannot hand the socket back to the kernel: %s", fd,
                 strerror(errno));
         errno = ECONNREFUSED;
@@ -120,7 +122,7 @@ int listen_fresh(int fd, int backlog) {
 // An rsocket accepted by librsocket, with accept4's flags.
 int take_rsocket(int c, int flags) {
   if (((flags & SOCK_NONBLOCK) && rfcntl(c, F_SETFL, O_NONBLOCK)) ||
-      rfcntl(c, F_SETFD, (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0)) {
+      set_fd_flags(c, (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0)) {
     int err = errno;
     rclose(c);
     errno = err;

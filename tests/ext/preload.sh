@@ -11,6 +11,7 @@
 #   a unix socket under the preload                       -> untouched
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
 #   SLIPSTREAM_PRELOAD=0                                  -> untouched
+#   exec with an rsocket open                             -> EBADF there
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload.sh
@@ -173,6 +174,31 @@ wait "$spid" || fail "server failed"
 unset SLIPSTREAM_PRELOAD
 cmp -s "$T/in" "$T/out" || fail "bytes differ"
 ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "sockets were tracked: $(cat "$T"/st/*)"
+end
+
+# exec with an rsocket left open: the new program gets EBADF for it (a
+# clear error), never a kernel socket that is not the connection; the
+# connection itself goes on in the parent.
+begin "exec with an rsocket inherited: EBADF in the new program"
+cat >"$T/exec_srv.py" <<'PY'
+import socket, subprocess, sys
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(1)
+c, _ = l.accept()
+child = subprocess.run([sys.executable, "-c", "import os, sys; os.fstat(int(sys.argv[1]))",
+                        str(c.fileno())], pass_fds=(c.fileno(),), stderr=subprocess.PIPE)
+c.sendall(b"child-exit=%d " % child.returncode + (b"EBADF" if b"Bad file descriptor" in child.stderr else b"-"))
+c.close()
+PY
+run_env 1 python3 "$T/exec_srv.py" $port &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+run_env 1 socat -u TCP:127.0.0.1:$port CREATE:"$T/out" || fail "client failed"
+wait "$spid" || fail "server failed"
+[ "$(cat "$T/out")" = "child-exit=1 EBADF" ] || fail "the exec'd child: $(cat "$T/out")"
+expect_counts python3 1 0
 end
 
 # Not TCP: a unix socket passes through untouched (no rsocket, no count).
