@@ -1,9 +1,11 @@
 // poll and select over mixed descriptors: librsocket's rpoll serves them
 // once any is ours; a listener counts as readable when either its kernel
 // socket or its rsocket listener has a connection waiting. epoll is not
-// interposed yet: adding one of ours to an epoll set fails with EPERM and
-// one log line rather than watching a kernel socket that is not the
-// connection.
+// interposed yet: a listener added to an epoll set becomes a plain kernel
+// listener (its rsocket listener goes, so rsocket clients fall back to
+// kernel TCP, and the set watches exactly what accept takes); adding a
+// connected rsocket fails with EPERM and one log line rather than
+// watching a kernel socket that is not the connection.
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -124,7 +126,11 @@ SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval*
 
 SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexcept {
   Route r = route(fd);
-  if (op != EPOLL_CTL_DEL && (r == Route::kRsocket || r == Route::kListener)) {
+  if (op != EPOLL_CTL_DEL && r == Route::kListener) {
+    SS_INFO("librspreload: listener fd %d added to an epoll set: kernel TCP only", fd);
+    to_kernel_listener(fd);
+  }
+  if (op != EPOLL_CTL_DEL && r == Route::kRsocket) {
     SS_WARN("librspreload: epoll on rsocket fd %d is not supported yet (EPERM): use poll or select",
             fd);
     errno = EPERM;

@@ -71,6 +71,10 @@ inline Route route(int fd) {
 // inside InRsocket.
 int set_fd_flags(int fd, int flags);
 
+// Listener `fd` becomes a plain kernel listener: its rsocket listener
+// closes, the program's O_NONBLOCK goes back on the kernel socket.
+void to_kernel_listener(int fd);
+
 inline std::shared_ptr<Entry> entry(int fd) {
   return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
 }

@@ -183,6 +183,17 @@ bool ours(Route r) { return r == Route::kRsocket || r == Route::kListener; }
 
 }  // namespace
 
+void to_kernel_listener(int fd) {
+  auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
+  if (!e || e->rs_fd < 0) return;
+  {
+    InRsocket in;
+    rclose(e->rs_fd);
+  }
+  int fl = real().fcntl(fd, F_GETFL);
+  if (fl >= 0) real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
 // Closes `fd` whatever it is (also for dup2/dup3 over one of ours).
 int close_fd(int fd) {
   switch (route(fd)) {
@@ -190,15 +201,9 @@ int close_fd(int fd) {
       InRsocket in;
       return rclose(fd);
     }
-    case Route::kListener: {
-      auto e = entry(fd);
-      forget(fd);
-      if (e && e->rs_fd >= 0) {
-        InRsocket in;
-        rclose(e->rs_fd);
-      }
+    case Route::kListener:
+      to_kernel_listener(fd);
       return real().close(fd);
-    }
     case Route::kFresh:
       forget(fd);
       return real().close(fd);

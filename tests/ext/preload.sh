@@ -12,6 +12,7 @@
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
 #   SLIPSTREAM_PRELOAD=0                                  -> untouched
 #   exec with an rsocket open                             -> EBADF there
+#   an epoll (asyncio) server, preloaded client           -> kernel TCP
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload.sh
@@ -199,6 +200,36 @@ run_env 1 socat -u TCP:127.0.0.1:$port CREATE:"$T/out" || fail "client failed"
 wait "$spid" || fail "server failed"
 [ "$(cat "$T/out")" = "child-exit=1 EBADF" ] || fail "the exec'd child: $(cat "$T/out")"
 expect_counts python3 1 0
+end
+
+# An epoll server (asyncio): its listener, added to an epoll set, becomes
+# a plain kernel listener, so a preloaded client falls back to kernel TCP
+# (epoll over rsockets is not there yet); bytes intact, the client's
+# count shows kernel TCP (the server's listener is no longer tracked).
+begin "asyncio (epoll) echo server and a preloaded client: kernel TCP"
+cat >"$T/epoll_srv.py" <<'PY'
+import asyncio, sys
+async def echo(r, w):
+    w.write(await r.read())
+    await w.drain()
+    w.close()
+    done.set()
+async def main():
+    global done
+    done = asyncio.Event()
+    s = await asyncio.start_server(echo, "127.0.0.1", int(sys.argv[1]))
+    await done.wait()
+    s.close()
+asyncio.run(main())
+PY
+run_env 1 python3 "$T/epoll_srv.py" $port &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+run_env 1 socat TCP:127.0.0.1:$port - <"$T/in" >"$T/out" || fail "client failed"
+wait "$spid" || fail "server failed"
+cmp -s "$T/in" "$T/out" || fail "bytes differ"
+expect_counts socat 0 1
 end
 
 # Not TCP: a unix socket passes through untouched (no rsocket, no count).
