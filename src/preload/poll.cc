@@ -128,7 +128,7 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexc
   Route r = route(fd);
   if (op != EPOLL_CTL_DEL && r == Route::kListener) {
     SS_INFO("librspreload: listener fd %d added to an epoll set: kernel TCP only", fd);
-    to_kernel_listener(fd);
+    to_kernel_listener(fd, true);
   }
   if (op != EPOLL_CTL_DEL && r == Route::kRsocket) {
     SS_WARN("librspreload: epoll on rsocket fd %d is not supported yet (EPERM): use poll or select",

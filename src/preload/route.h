@@ -72,8 +72,9 @@ inline Route route(int fd) {
 int set_fd_flags(int fd, int flags);
 
 // Listener `fd` becomes a plain kernel listener: its rsocket listener
-// closes, the program's O_NONBLOCK goes back on the kernel socket.
-void to_kernel_listener(int fd);
+// closes; `restore_blocking`: the program's O_NONBLOCK goes back on the
+// kernel socket (whose open file fork children may share).
+void to_kernel_listener(int fd, bool restore_blocking);
 
 inline std::shared_ptr<Entry> entry(int fd) {
   return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);

@@ -183,13 +183,14 @@ bool ours(Route r) { return r == Route::kRsocket || r == Route::kListener; }
 
 }  // namespace
 
-void to_kernel_listener(int fd) {
+void to_kernel_listener(int fd, bool restore_blocking) {
   auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
   if (!e || e->rs_fd < 0) return;
   {
     InRsocket in;
     rclose(e->rs_fd);
   }
+  if (!restore_blocking) return;
   int fl = real().fcntl(fd, F_GETFL);
   if (fl >= 0) real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
@@ -202,7 +203,9 @@ int close_fd(int fd) {
       return rclose(fd);
     }
     case Route::kListener:
-      to_kernel_listener(fd);
+      // The flags stay: fork children may share the kernel socket's open
+      // file, and their accept relies on it never blocking.
+      to_kernel_listener(fd, false);
       return real().close(fd);
     case Route::kFresh:
       forget(fd);

@@ -13,6 +13,7 @@
 #   SLIPSTREAM_PRELOAD=0                                  -> untouched
 #   exec with an rsocket open                             -> EBADF there
 #   an epoll (asyncio) server, preloaded client           -> kernel TCP
+#   pre-forked workers accepting, preloaded clients       -> shm
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload.sh
@@ -230,6 +231,49 @@ run_env 1 socat TCP:127.0.0.1:$port - <"$T/in" >"$T/out" || fail "client failed"
 wait "$spid" || fail "server failed"
 cmp -s "$T/in" "$T/out" || fail "bytes differ"
 expect_counts socat 0 1
+end
+
+# A pre-forking server (listen, fork two workers that accept, the parent
+# closes its copy): four preloaded clients, each echoed back intact, all
+# on rsockets in the workers.
+begin "pre-forked workers accepting on an inherited listener"
+cat >"$T/fork_srv.py" <<'PY'
+import os, socket, sys
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(8)
+kids = []
+for i in range(2):
+    pid = os.fork()
+    if pid == 0:
+        for j in range(2):
+            c, _ = l.accept()
+            data = b""
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    break
+                data += b
+            c.sendall(data)
+            c.close()
+        os._exit(0)
+    kids.append(pid)
+l.close()
+status = [os.waitpid(k, 0)[1] for k in kids]
+sys.exit(0 if status == [0, 0] else 1)
+PY
+run_env 1 python3 "$T/fork_srv.py" $port &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+head -c 200000 "$T/in" >"$T/in.small"
+for i in 1 2 3 4; do
+  run_env 1 socat TCP:127.0.0.1:$port - <"$T/in.small" >"$T/out" || fail "client $i failed"
+  cmp -s "$T/in.small" "$T/out" || fail "client $i: bytes differ"
+done
+wait "$spid" || fail "server failed"
+expect_counts python3 4 0
+expect_counts socat 4 0
 end
 
 # Not TCP: a unix socket passes through untouched (no rsocket, no count).
