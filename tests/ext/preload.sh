@@ -14,6 +14,7 @@
 #   exec with an rsocket open                             -> EBADF there
 #   an epoll (asyncio) server, preloaded client           -> kernel TCP
 #   pre-forked workers accepting, preloaded clients       -> shm
+#   fork after accept (a child per connection)            -> shm
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload.sh
@@ -233,12 +234,45 @@ cmp -s "$T/in" "$T/out" || fail "bytes differ"
 expect_counts socat 0 1
 end
 
-# A pre-forking server (listen, fork two workers that accept, the parent
-# closes its copy): four preloaded clients, each echoed back intact, all
-# on rsockets in the workers.
-begin "pre-forked workers accepting on an inherited listener"
-cat >"$T/fork_srv.py" <<'PY'
+# echo_case NAME SCRIPT CLIENTS: a preloaded python echo server SCRIPT
+# (port as argument) and CLIENTS preloaded socat clients one after the
+# other, each echoed back intact, every connection on rsockets.
+echo_case() {
+  local script=$2 n=$3 spid i
+  begin "$1"
+  run_env 1 python3 "$script" $port &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  head -c 200000 "$T/in" >"$T/in.small"
+  for i in $(seq "$n"); do
+    run_env 1 socat TCP:127.0.0.1:$port - <"$T/in.small" >"$T/out" || fail "client $i failed"
+    cmp -s "$T/in.small" "$T/out" || fail "client $i: bytes differ"
+  done
+  wait "$spid" || fail "server failed"
+  expect_counts python3 "$n" 0
+  expect_counts socat "$n" 0
+  end
+}
+
+# Serves one connection on `c` in a fork child: echo until EOF.
+cat >"$T/echo_child.py" <<'PY'
+def echo(c):
+    data = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        data += b
+    c.sendall(data)
+    c.close()
+PY
+
+# A pre-forking server: listen, fork two workers that accept, the parent
+# closes its copy of the listener.
+cat >"$T/prefork_srv.py" <<'PY'
 import os, socket, sys
+from echo_child import echo
 l = socket.socket()
 l.bind(("127.0.0.1", int(sys.argv[1])))
 l.listen(8)
@@ -247,34 +281,35 @@ for i in range(2):
     pid = os.fork()
     if pid == 0:
         for j in range(2):
-            c, _ = l.accept()
-            data = b""
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                data += b
-            c.sendall(data)
-            c.close()
+            echo(l.accept()[0])
         os._exit(0)
     kids.append(pid)
 l.close()
-status = [os.waitpid(k, 0)[1] for k in kids]
-sys.exit(0 if status == [0, 0] else 1)
+sys.exit(0 if [os.waitpid(k, 0)[1] for k in kids] == [0, 0] else 1)
 PY
-run_env 1 python3 "$T/fork_srv.py" $port &
-spid=$!
-pids+=("$spid")
-wait_listening $port || fail "server never listened"
-head -c 200000 "$T/in" >"$T/in.small"
-for i in 1 2 3 4; do
-  run_env 1 socat TCP:127.0.0.1:$port - <"$T/in.small" >"$T/out" || fail "client $i failed"
-  cmp -s "$T/in.small" "$T/out" || fail "client $i: bytes differ"
-done
-wait "$spid" || fail "server failed"
-expect_counts python3 4 0
-expect_counts socat 4 0
-end
+echo_case "pre-forked workers accepting on an inherited listener" "$T/prefork_srv.py" 4
+
+# Fork after accept (a PostgreSQL-style backend per connection): the
+# child serves the connection, the parent closes its copy.
+cat >"$T/forkaccept_srv.py" <<'PY'
+import os, socket, sys
+from echo_child import echo
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(8)
+kids = []
+for i in range(3):
+    c, _ = l.accept()
+    pid = os.fork()
+    if pid == 0:
+        l.close()
+        echo(c)
+        os._exit(0)
+    c.close()
+    kids.append(pid)
+sys.exit(0 if [os.waitpid(k, 0)[1] for k in kids] == [0, 0, 0] else 1)
+PY
+echo_case "fork after accept: a child per connection" "$T/forkaccept_srv.py" 3
 
 # Not TCP: a unix socket passes through untouched (no rsocket, no count).
 begin "unix socket under the preload"
