@@ -84,6 +84,42 @@ SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   return rsendmsg(fd, msg, flags);
 }
 
+// The batch calls on an rsocket: one recvmsg/sendmsg per message. After
+// the first message none waits (MSG_WAITFORONE's rule, which a stream
+// gives anyway); recvmmsg's timeout is not applied.
+SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
+  if (!rs(fd)) return real().recvmmsg(fd, v, vlen, flags, tmo);
+  flags &= ~MSG_WAITFORONE;
+  unsigned int i = 0;
+  for (; i < vlen; i++) {
+    ssize_t n = recvmsg(fd, &v[i].msg_hdr, i ? flags | MSG_DONTWAIT : flags);
+    if (n < 0) {
+      if (!i) return -1;
+      break;
+    }
+    v[i].msg_len = static_cast<unsigned int>(n);
+    if (n == 0) {  // end of stream: this one counts, nothing follows
+      i++;
+      break;
+    }
+  }
+  return static_cast<int>(i);
+}
+
+SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
+  if (!rs(fd)) return real().sendmmsg(fd, v, vlen, flags);
+  unsigned int i = 0;
+  for (; i < vlen; i++) {
+    ssize_t n = sendmsg(fd, &v[i].msg_hdr, flags);
+    if (n < 0) {
+      if (!i) return -1;
+      break;
+    }
+    v[i].msg_len = static_cast<unsigned int>(n);
+  }
+  return static_cast<int>(i);
+}
+
 SS_PRELOAD_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
   if (n > buflen) __chk_fail();
   return read(fd, buf, n);

@@ -7,6 +7,8 @@
 // connected rsocket fails with EPERM and one log line rather than
 // watching a kernel socket that is not the connection.
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 
@@ -122,6 +124,63 @@ SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval*
     if ((q.events & POLLPRI) && (q.revents & POLLPRI)) FD_SET(q.fd, x), count++;
   }
   return count;
+}
+
+namespace {
+
+int timespec_ms(const timespec* t) {
+  if (!t) return -1;
+  long long ms = t->tv_sec * 1000LL + (t->tv_nsec + 999999) / 1000000;
+  return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
+}
+
+// The signal mask for the call's duration. Unlike the kernel's, the swap
+// is not atomic with the wait: a signal the mask lets in just before the
+// wait starts does not cut it short.
+class MaskForCall {
+ public:
+  explicit MaskForCall(const sigset_t* mask) : set_(mask != nullptr) {
+    if (set_) pthread_sigmask(SIG_SETMASK, mask, &old_);
+  }
+  ~MaskForCall() {
+    if (!set_) return;
+    const int saved = errno;
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    errno = saved;
+  }
+  MaskForCall(const MaskForCall&) = delete;
+  MaskForCall& operator=(const MaskForCall&) = delete;
+
+ private:
+  bool set_;
+  sigset_t old_;
+};
+
+bool bad_timespec(const timespec* t) {
+  if (t && (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000)) {
+    errno = EINVAL;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SS_PRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask) {
+  if (libc_only() || !fds || !any_ours(fds, n)) return real().ppoll(fds, n, t, mask);
+  if (bad_timespec(t)) return -1;
+  MaskForCall m(mask);
+  return poll(fds, n, timespec_ms(t));
+}
+
+SS_PRELOAD_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const timespec* t,
+                              const sigset_t* mask) {
+  if (libc_only()) return real().pselect(nfds, r, w, x, t, mask);
+  if (bad_timespec(t)) return -1;
+  MaskForCall m(mask);
+  if (!t) return select(nfds, r, w, x, nullptr);
+  timeval tv{t->tv_sec, static_cast<suseconds_t>((t->tv_nsec + 999) / 1000)};
+  return select(nfds, r, w, x, &tv);
 }
 
 SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexcept {

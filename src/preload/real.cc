@@ -61,6 +61,11 @@ void resolve_all() {
   SS_REAL(dup3);
   SS_REAL(sendfile);
   SS_REAL(epoll_ctl);
+  SS_REAL(ppoll);
+  SS_REAL(pselect);
+  SS_REAL(recvmmsg);
+  SS_REAL(sendmmsg);
+  SS_REAL(close_range);
 #undef SS_REAL
 }
 

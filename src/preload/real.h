@@ -8,6 +8,9 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <csignal>
+#include <ctime>
+
 namespace ss::preload {
 
 struct RealCalls {
@@ -42,6 +45,11 @@ struct RealCalls {
   int (*dup3)(int, int, int);
   ssize_t (*sendfile)(int, int, off_t*, size_t);
   int (*epoll_ctl)(int, int, int, void*);
+  int (*ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
+  int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
+  int (*recvmmsg)(int, mmsghdr*, unsigned int, int, timespec*);
+  int (*sendmmsg)(int, mmsghdr*, unsigned int, int);
+  int (*close_range)(unsigned int, unsigned int, int);
 };
 
 // libc's calls (never null: a name libc lacks aborts at the first call

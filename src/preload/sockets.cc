@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <linux/close_range.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -284,6 +286,23 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 }
 
 SS_PRELOAD_EXPORT int close(int fd) { return close_fd(fd); }
+
+// Ours in the range are closed as close() closes them (an rsocket's
+// connection ends, the table forgets them), then the kernel closes the
+// rest; with CLOSE_RANGE_CLOEXEC only flags change (ours are
+// close-on-exec already).
+SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
+  if (!libc_only() && !(flags & CLOSE_RANGE_CLOEXEC)) {
+    rlimit lim{};
+    unsigned int top = last;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        lim.rlim_cur - 1 < top)
+      top = static_cast<unsigned int>(lim.rlim_cur - 1);
+    for (unsigned int fd = first; fd <= top && fd < (1u << 20); fd++)
+      if (route(static_cast<int>(fd)) != Route::kKernel) close_fd(static_cast<int>(fd));
+  }
+  return real().close_range(first, last, flags);
+}
 
 SS_PRELOAD_EXPORT int dup(int fd) noexcept {
   if (ours(route(fd))) return refuse_dup(fd, "dup");

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -256,6 +257,64 @@ TEST(Differential, SelectOverMixedDescriptors) {
   EXPECT_EQ(recv(p.s, &b, 1, 0), 1);
   close(pipefd[0]);
   close(pipefd[1]);
+}
+
+TEST(Differential, PpollAndPselect) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(send(p.c, "z", 1, 0), 1);
+  sigset_t mask;
+  sigemptyset(&mask);
+  pollfd pf{p.s, POLLIN, 0};
+  timespec ts{10, 0};
+  ASSERT_EQ(ppoll(&pf, 1, &ts, &mask), 1);
+  EXPECT_NE(pf.revents & POLLIN, 0);
+  fd_set r;
+  FD_ZERO(&r);
+  FD_SET(p.s, &r);
+  ASSERT_EQ(pselect(p.s + 1, &r, nullptr, nullptr, &ts, &mask), 1);
+  EXPECT_TRUE(FD_ISSET(p.s, &r));
+  timespec bad{0, 1000000000};
+  EXPECT_EQ(ppoll(&pf, 1, &bad, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST(Differential, BatchCalls) {
+  Pair p;
+  connect_pair(&p);
+  char a[] = "ab", b[] = "cd";
+  iovec ia{a, 2}, ib{b, 2};
+  mmsghdr out[2] = {};
+  out[0].msg_hdr.msg_iov = &ia;
+  out[0].msg_hdr.msg_iovlen = 1;
+  out[1].msg_hdr.msg_iov = &ib;
+  out[1].msg_hdr.msg_iovlen = 1;
+  ASSERT_EQ(sendmmsg(p.c, out, 2, 0), 2);
+  EXPECT_EQ(out[0].msg_len, 2u);
+  EXPECT_EQ(out[1].msg_len, 2u);
+  char got[4];
+  iovec ig{got, 4};
+  mmsghdr in[1] = {};
+  in[0].msg_hdr.msg_iov = &ig;
+  in[0].msg_hdr.msg_iovlen = 1;
+  ASSERT_EQ(recvmmsg(p.s, in, 1, 0, nullptr), 1);
+  ASSERT_GE(in[0].msg_len, 1u);
+  size_t n = in[0].msg_len;
+  if (n < 4) {
+    ASSERT_EQ(read_full(p.s, got + n, 4 - n), static_cast<ssize_t>(4 - n));
+  }
+  EXPECT_EQ(memcmp(got, "abcd", 4), 0);
+}
+
+TEST(Differential, CloseRangeEndsTheConnection) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(close_range(static_cast<unsigned>(p.c), static_cast<unsigned>(p.c), 0), 0);
+  EXPECT_EQ(fcntl(p.c, F_GETFD), -1);
+  EXPECT_EQ(errno, EBADF);
+  p.c = -1;
+  char b[4];
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);  // the peer sees the end
 }
 
 TEST(Differential, RefusedWithNoListener) {
