@@ -24,6 +24,11 @@ int ss_rspreload_release(int fd);
 // when fd is no rsocket or has no connection yet.
 const char* ss_rspreload_provider(int fd);
 
+// Whether upstream's preload_config rules (in the rsocket configuration
+// directory) give this program's socket(domain, type, protocol) to the
+// preload: 1 or 0. No file, or no valid rule in it: 1.
+int ss_rspreload_takes(int domain, int type, int protocol);
+
 // The preload's settings (component "preload", listed by
 // slipstream-config): the value of row `id`.
 enum ss_rspreload_setting_id {

@@ -224,7 +224,7 @@ using namespace ss::preload;
 SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
   int fd = real().socket(domain, type, protocol);
   if (fd < 0 || libc_only() || !is_tcp(domain, type, protocol) ||
-      !ss_rspreload_setting(SS_RSPRELOAD_ENABLED))
+      !ss_rspreload_setting(SS_RSPRELOAD_ENABLED) || !ss_rspreload_takes(domain, type, protocol))
     return fd;
   std::shared_ptr<Entry> e(new (std::nothrow) Entry);
   if (e) {

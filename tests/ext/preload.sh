@@ -11,6 +11,7 @@
 #   a unix socket under the preload                       -> untouched
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
 #   SLIPSTREAM_PRELOAD=0                                  -> untouched
+#   preload_config: a rule for another program / for socat -> untouched / shm
 #   exec with an rsocket open                             -> EBADF there
 #   an epoll (asyncio) server, preloaded client           -> kernel TCP
 #   pre-forked workers accepting, preloaded clients       -> shm
@@ -164,20 +165,39 @@ export "${RUN_SIZES[@]}"
 socat_case "socat both preloaded, RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set" 1 1 up
 unset RS_SQ_SIZE RS_RQ_SIZE RS_INLINE
 
+# untracked_case NAME: socat both ends preloaded, yet the preload must
+# leave every socket alone (nothing tracked, nothing counted).
+untracked_case() {
+  local spid
+  begin "$1"
+  run_env 1 socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  run_env 1 socat -u OPEN:"$T/in" TCP:127.0.0.1:$port || fail "client failed"
+  wait "$spid" || fail "server failed"
+  cmp -s "$T/in" "$T/out" || fail "bytes differ"
+  ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "sockets were tracked: $(cat "$T"/st/*)"
+  end
+}
+
+# Upstream's preload_config rules (in the rsocket configuration
+# directory): a rule for another program leaves socat's sockets to the
+# kernel (nothing tracked); a case-insensitive prefix rule, after a
+# comment and a line that is no rule, takes them.
+mkdir -p "$T/conf"
+export SLIPSTREAM_RS_CONF_DIR=$T/conf
+printf '# only this one\nnginx inet stream tcp\n' >"$T/conf/preload_config"
+untracked_case "preload_config naming another program: socat untouched"
+printf '# socat only\nno rule here\nSOC * STREAM *\n' >"$T/conf/preload_config"
+socat_case "preload_config with a prefix rule for socat: rsockets" 1 1 up
+unset SLIPSTREAM_RS_CONF_DIR
+
 # SLIPSTREAM_PRELOAD=0: the preload leaves every socket to the kernel
 # (nothing is tracked, so nothing is counted).
-begin "SLIPSTREAM_PRELOAD=0 on both ends"
 export SLIPSTREAM_PRELOAD=0
-run_env 1 socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
-spid=$!
-pids+=("$spid")
-wait_listening $port || fail "server never listened"
-run_env 1 socat -u OPEN:"$T/in" TCP:127.0.0.1:$port || fail "client failed"
-wait "$spid" || fail "server failed"
+untracked_case "SLIPSTREAM_PRELOAD=0 on both ends"
 unset SLIPSTREAM_PRELOAD
-cmp -s "$T/in" "$T/out" || fail "bytes differ"
-ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "sockets were tracked: $(cat "$T"/st/*)"
-end
 
 # exec with an rsocket left open: the new program gets EBADF for it (a
 # clear error), never a kernel socket that is not the connection; the
