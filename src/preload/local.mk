@@ -10,6 +10,8 @@ librspreload_la_SOURCES = \
 	src/preload/route.h \
 	src/preload/stats.h \
 	src/preload/stats.cc \
+	src/preload/dup.h \
+	src/preload/dup.cc \
 	src/preload/sockets.cc \
 	src/preload/data.cc \
 	src/preload/options.cc \

@@ -10,6 +10,7 @@
 
 #include "core/base/log.h"
 #include "include/rdma/rsocket.h"
+#include "preload/dup.h"
 #include "preload/export.h"
 #include "preload/real.h"
 #include "preload/route.h"
@@ -51,7 +52,7 @@ int fcntl_any(int fd, int cmd, long arg) {
         }
         case F_DUPFD:
         case F_DUPFD_CLOEXEC:
-          return unsupported(fd, "fcntl(F_DUPFD)");
+          return dups::dup_rsocket(fd, static_cast<int>(arg), false);
         default:
           return unsupported(fd, "this fcntl command");
       }

@@ -17,10 +17,13 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <set>
+#include <utility>
 
 #include "core/base/log.h"
 #include "include/rdma/rsocket.h"
 #include "librsocket/preload_hooks.h"
+#include "preload/dup.h"
 #include "preload/export.h"
 #include "preload/real.h"
 #include "preload/route.h"
@@ -29,6 +32,8 @@
 namespace ss::preload {
 
 thread_local int t_in_rsocket = 0;
+
+int close_fd(int fd);
 
 namespace {
 
@@ -173,15 +178,29 @@ int accept_any(int fd, sockaddr* addr, socklen_t* len, int flags) {
   }
 }
 
-// dup of a connection the preload serves: not yet (one connection shared
-// by two descriptors until the last close is issue 14's next step).
+// dup of a listener (kernel listener and rsocket listener): not yet.
 int refuse_dup(int fd, const char* call) {
-  SS_WARN("librspreload: %s of rsocket fd %d is not supported yet (EOPNOTSUPP)", call, fd);
+  SS_WARN("librspreload: %s of listening fd %d is not supported yet (EOPNOTSUPP)", call, fd);
   errno = EOPNOTSUPP;
   return -1;
 }
 
-bool ours(Route r) { return r == Route::kRsocket || r == Route::kListener; }
+// dup2 (flags < 0) or dup3 of `fd` onto `fd2`, whatever either is.
+int dup_onto(int fd, int fd2, int flags) {
+  const char* call = flags < 0 ? "dup2" : "dup3";
+  const Route r = route(fd);
+  if (r == Route::kListener) return refuse_dup(fd, call);
+  if (fd == fd2) return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+  if (dups::held(fd2)) {
+    SS_WARN("librspreload: %s onto fd %d, still held by an rsocket (shared or closing): EBUSY", call, fd2);
+    errno = EBUSY;
+    return -1;
+  }
+  if (real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
+  if (route(fd2) != Route::kKernel) close_fd(fd2);
+  if (r == Route::kRsocket) return dups::dup_rsocket(fd, fd2, true);
+  return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+}
 
 }  // namespace
 
@@ -201,8 +220,9 @@ void to_kernel_listener(int fd, bool restore_blocking) {
 int close_fd(int fd) {
   switch (route(fd)) {
     case Route::kRsocket: {
-      InRsocket in;
-      return rclose(fd);
+      int rc;
+      if (dups::close_shared(fd, &rc)) return rc;
+      return dups::close_last(fd);
     }
     case Route::kListener:
       // The flags stay: fork children may share the kernel socket's open
@@ -285,38 +305,56 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
   }
 }
 
-SS_PRELOAD_EXPORT int close(int fd) { return close_fd(fd); }
+SS_PRELOAD_EXPORT int close(int fd) {
+  if (libc_only()) {
+    int rc = real().close(fd);
+    dups::release(fd);  // librsocket's own close of a number it held (gone even on EINTR)
+    return rc;
+  }
+  return close_fd(fd);
+}
 
 // Ours in the range are closed as close() closes them (an rsocket's
-// connection ends, the table forgets them), then the kernel closes the
-// rest; with CLOSE_RANGE_CLOEXEC only flags change (ours are
-// close-on-exec already).
+// connection ends, the table forgets them) and the kernel closes the
+// rest: not ours, whose numbers librsocket may still hold for a lingering
+// close (a number freed under it would be closed again once reused). With
+// CLOSE_RANGE_CLOEXEC only flags change (ours are close-on-exec already).
 SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
-  if (!libc_only() && !(flags & CLOSE_RANGE_CLOEXEC)) {
-    rlimit lim{};
-    unsigned int top = last;
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-        lim.rlim_cur - 1 < top)
-      top = static_cast<unsigned int>(lim.rlim_cur - 1);
+  if (libc_only() || (flags & CLOSE_RANGE_CLOEXEC)) return real().close_range(first, last, flags);
+  rlimit lim{};
+  unsigned int top = last;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      lim.rlim_cur - 1 < top)
+    top = static_cast<unsigned int>(lim.rlim_cur - 1);
+  std::set<int> ours;
+  try {
     for (unsigned int fd = first; fd <= top && fd < (1u << 20); fd++)
-      if (route(static_cast<int>(fd)) != Route::kKernel) close_fd(static_cast<int>(fd));
+      if (route(static_cast<int>(fd)) != Route::kKernel) ours.insert(static_cast<int>(fd));
+  } catch (const std::bad_alloc&) {
+    errno = ENOMEM;
+    return -1;
   }
-  return real().close_range(first, last, flags);
+  for (int fd : ours) close_fd(fd);
+  return dups::close_range_around(first, last, flags, std::move(ours));
 }
 
 SS_PRELOAD_EXPORT int dup(int fd) noexcept {
-  if (ours(route(fd))) return refuse_dup(fd, "dup");
-  return real().dup(fd);
+  switch (route(fd)) {
+    case Route::kRsocket:
+      return dups::dup_rsocket(fd, 0, false);
+    case Route::kListener:
+      return refuse_dup(fd, "dup");
+    default:
+      return real().dup(fd);
+  }
 }
 
-SS_PRELOAD_EXPORT int dup2(int fd, int fd2) noexcept {
-  if (ours(route(fd))) return refuse_dup(fd, "dup2");
-  if (fd != fd2 && route(fd2) != Route::kKernel && real().fcntl(fd, F_GETFD) >= 0) close_fd(fd2);
-  return real().dup2(fd, fd2);
-}
+SS_PRELOAD_EXPORT int dup2(int fd, int fd2) noexcept { return dup_onto(fd, fd2, -1); }
 
 SS_PRELOAD_EXPORT int dup3(int fd, int fd2, int flags) noexcept {
-  if (ours(route(fd))) return refuse_dup(fd, "dup3");
-  if (fd != fd2 && route(fd2) != Route::kKernel && real().fcntl(fd, F_GETFD) >= 0) close_fd(fd2);
-  return real().dup3(fd, fd2, flags);
+  if (flags < 0) {  // not a flag set dup3 takes (and dup_onto's mark for dup2)
+    errno = EINVAL;
+    return -1;
+  }
+  return dup_onto(fd, fd2, flags);
 }
