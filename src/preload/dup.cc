@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <mutex>
@@ -24,6 +25,7 @@ struct Group {
 std::mutex mu;
 std::map<const void*, Group> groups;  // by rsocket object
 std::set<int> held_fds;  // parked or lingering
+std::atomic<size_t> n_held{0};  // held_fds.size(), read without the lock
 
 }  // namespace
 
@@ -59,8 +61,10 @@ bool close_shared(int fd, int* rc) {
   Group& grp = it->second;
   FdTable::instance().remove_object(fd, FdKind::kRsocket, nullptr);
   if (--grp.refs > 0) {
-    if (fd == grp.owner)
+    if (fd == grp.owner) {
       held_fds.insert(fd);  // librsocket still acts on this number
+      n_held = held_fds.size();
+    }
     else
       real().close(fd);
     *rc = 0;
@@ -82,17 +86,21 @@ int close_last(int fd) {
   {
     std::lock_guard<std::mutex> g(mu);
     held_fds.insert(fd);  // before rclose: its close of the number releases it
+    n_held = held_fds.size();
   }
   InRsocket in;
   return rclose(fd);
 }
 
 void release(int fd) {
+  if (!n_held) return;
   std::lock_guard<std::mutex> g(mu);
   held_fds.erase(fd);
+  n_held = held_fds.size();
 }
 
 bool held(int fd) {
+  if (!n_held) return false;
   std::lock_guard<std::mutex> g(mu);
   return held_fds.count(fd) != 0;
 }

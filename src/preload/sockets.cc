@@ -311,6 +311,10 @@ SS_PRELOAD_EXPORT int close(int fd) {
     dups::release(fd);  // librsocket's own close of a number it held (gone even on EINTR)
     return rc;
   }
+  if (route(fd) == Route::kKernel && dups::held(fd)) {
+    errno = EBADF;  // closed already as the program sees it; librsocket closes it
+    return -1;
+  }
   return close_fd(fd);
 }
 

@@ -362,6 +362,15 @@ TEST(Differential, ClosingADupKeepsTheOriginal) {
   EXPECT_EQ(errno, EINVAL);
 }
 
+TEST(Differential, SecondCloseIsEbadf) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(close(p.c), 0);
+  EXPECT_EQ(close(p.c), -1);  // (under the preload the number may still be held)
+  EXPECT_EQ(errno, EBADF);
+  p.c = -1;
+}
+
 TEST(Differential, RefusedWithNoListener) {
   uint16_t port;
   int l = make_listener(0, &port);
