@@ -1,5 +1,7 @@
 // Data calls: an rsocket's go to librsocket, every other descriptor's to
 // libc. The fortify (_chk) variants check their buffer as glibc's do.
+#include <pthread.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -19,6 +21,17 @@ using namespace ss::preload;
 
 namespace {
 bool rs(int fd) { return route(fd) == Route::kRsocket; }
+
+// A send on a connection that can no longer send raises SIGPIPE in the
+// calling thread, as the kernel's does, unless MSG_NOSIGNAL.
+ssize_t pipe_signal(ssize_t n, int flags) {
+  if (n < 0 && errno == EPIPE && !(flags & MSG_NOSIGNAL)) {
+    const int saved = errno;
+    pthread_kill(pthread_self(), SIGPIPE);
+    errno = saved;
+  }
+  return n;
+}
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
@@ -36,13 +49,13 @@ SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int cnt) {
 SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
   if (!rs(fd)) return real().write(fd, buf, n);
   InRsocket in;
-  return rwrite(fd, buf, n);
+  return pipe_signal(rwrite(fd, buf, n), 0);
 }
 
 SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int cnt) {
   if (!rs(fd)) return real().writev(fd, iov, cnt);
   InRsocket in;
-  return rwritev(fd, iov, cnt);
+  return pipe_signal(rwritev(fd, iov, cnt), 0);
 }
 
 SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
@@ -67,7 +80,7 @@ SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
   if (!rs(fd)) return real().send(fd, buf, n, flags);
   InRsocket in;
-  return rsend(fd, buf, n, flags);
+  return pipe_signal(rsend(fd, buf, n, flags), flags);
 }
 
 // A connected TCP socket ignores the address (Linux's tcp_sendmsg): so does this.
@@ -75,13 +88,13 @@ SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, c
                                  socklen_t to_len) {
   if (!rs(fd)) return real().sendto(fd, buf, n, flags, to, to_len);
   InRsocket in;
-  return rsend(fd, buf, n, flags);
+  return pipe_signal(rsend(fd, buf, n, flags), flags);
 }
 
 SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   if (!rs(fd)) return real().sendmsg(fd, msg, flags);
   InRsocket in;
-  return rsendmsg(fd, msg, flags);
+  return pipe_signal(rsendmsg(fd, msg, flags), flags);
 }
 
 // The batch calls on an rsocket: one recvmsg/sendmsg per message. After
@@ -152,7 +165,7 @@ static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count)
     ssize_t w;
     {
       InRsocket in;
-      w = rsend(out, buf, static_cast<size_t>(n), 0);
+      w = pipe_signal(rsend(out, buf, static_cast<size_t>(n), 0), 0);
     }
     const ssize_t sent = w < 0 ? 0 : w;
     if (offset)

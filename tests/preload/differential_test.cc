@@ -12,11 +12,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -369,6 +371,51 @@ TEST(Differential, SecondCloseIsEbadf) {
   EXPECT_EQ(close(p.c), -1);  // (under the preload the number may still be held)
   EXPECT_EQ(errno, EBADF);
   p.c = -1;
+}
+
+TEST(Differential, SendfileOffsets) {
+  Pair p;
+  connect_pair(&p);
+  char path[] = "/tmp/ss-diff-XXXXXX";
+  int f = mkstemp(path);
+  ASSERT_GE(f, 0);
+  unlink(path);
+  ASSERT_EQ(write(f, "0123456789", 10), 10);
+  ASSERT_EQ(lseek(f, 2, SEEK_SET), 2);
+  off_t off = 5;
+  ASSERT_EQ(sendfile(p.c, f, &off, 3), 3);  // from *off; the position stays
+  EXPECT_EQ(off, 8);
+  EXPECT_EQ(lseek(f, 0, SEEK_CUR), 2);
+  ASSERT_EQ(sendfile(p.c, f, nullptr, 4), 4);  // from the position, which moves
+  EXPECT_EQ(lseek(f, 0, SEEK_CUR), 6);
+  char b[7];
+  ASSERT_EQ(read_full(p.s, b, 7), 7);
+  EXPECT_EQ(memcmp(b, "5672345", 7), 0);
+  close(f);
+}
+
+std::atomic<int> g_sigpipes{0};
+
+TEST(Differential, SendAfterPeerClosedRaisesSigpipe) {
+  struct sigaction sa {}, old{};
+  sa.sa_handler = [](int) { g_sigpipes++; };
+  ASSERT_EQ(sigaction(SIGPIPE, &sa, &old), 0);
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  char b[4];
+  ASSERT_EQ(recv(p.c, b, sizeof b, 0), 0);  // the end has arrived
+  ssize_t n = 0;
+  for (int i = 0; i < 1000 && n >= 0; i++) n = send(p.c, "x", 1, 0);
+  EXPECT_EQ(n, -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_GT(g_sigpipes.load(), 0);
+  const int before = g_sigpipes.load();
+  EXPECT_EQ(send(p.c, "x", 1, MSG_NOSIGNAL), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(g_sigpipes.load(), before);
+  sigaction(SIGPIPE, &old, nullptr);
 }
 
 TEST(Differential, RefusedWithNoListener) {
