@@ -8,6 +8,7 @@
 #include <new>
 
 #include "core/base/fd_table.h"
+#include "librsocket/fork.h"
 #include "librsocket/socket.h"
 
 #define SS_EXPORT extern "C" __attribute__((visibility("default")))
@@ -53,7 +54,12 @@ SS_EXPORT int ss_rspreload_adopt(int fd, int domain) {
 }
 
 SS_EXPORT int ss_rspreload_release(int fd) {
-  auto s = FdTable::instance().remove<Socket>(fd, FdKind::kRsocket);
+  std::shared_ptr<Socket> s;
+  {
+    ss::rs::fork::TableGuard table;  // as rclose: out of the table and the process count together
+    s = FdTable::instance().remove<Socket>(fd, FdKind::kRsocket);
+    if (s) s->leave_processes();  // a connect that got as far as the peer joined
+  }
   if (!s) return fail(EBADF);
   const bool nonblock = s->fcntl(F_GETFL, 0) & O_NONBLOCK;
   // The Socket goes without close(): it owns no provider resource after a
