@@ -126,17 +126,19 @@ socat_case "preloaded socat client, plain server, server speaks first" 0 1 down
 socat_case "plain socat client, preloaded server, client speaks first" 1 0 up
 socat_case "plain socat client, preloaded server, server speaks first" 1 0 down
 
-# http_case NAME SERVER_PRELOADED CLIENT_PRELOADED REQUESTS
+# http_case NAME SERVER_PRELOADED CLIENT_PRELOADED REQUESTS [ADDRESS]
 http_case() {
-  local srv_pre=$2 cli_pre=$3 n=$4 spid i rc
+  local srv_pre=$2 cli_pre=$3 n=$4 host=${5:-127.0.0.1} url spid i rc
   begin "$1"
-  (cd "$T/www" && run_env "$srv_pre" python3 -m http.server --bind 127.0.0.1 $port) \
+  url=http://$host:$port/blob
+  [ "$host" = ::1 ] && url="http://[::1]:$port/blob"
+  (cd "$T/www" && run_env "$srv_pre" python3 -m http.server --bind "$host" $port) \
     >"$T/http.log" 2>&1 &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
   for i in $(seq "$n"); do
-    run_env "$cli_pre" curl -sf -o "$T/out" "http://127.0.0.1:$port/blob"
+    run_env "$cli_pre" curl -sf -o "$T/out" "$url"
     rc=$?
     [ "$rc" = 0 ] || fail "curl $i exit $rc"
     cmp -s "$T/in" "$T/out" || fail "curl $i: bytes differ"
@@ -155,6 +157,7 @@ http_case() {
 }
 
 http_case "python3 http.server + curl, both preloaded" 1 1 3
+http_case "python3 http.server + curl on ::1, both preloaded" 1 1 2 ::1
 http_case "preloaded curl, plain http.server" 0 1 2
 http_case "plain curl, preloaded http.server" 1 0 2
 
