@@ -66,6 +66,7 @@ void resolve_all() {
   SS_REAL(recvmmsg);
   SS_REAL(sendmmsg);
   SS_REAL(close_range);
+  SS_REAL(fdopen);
 #undef SS_REAL
 }
 

@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include <csignal>
+#include <cstdio>
 #include <ctime>
 
 namespace ss::preload {
@@ -50,6 +51,7 @@ struct RealCalls {
   int (*recvmmsg)(int, mmsghdr*, unsigned int, int, timespec*);
   int (*sendmmsg)(int, mmsghdr*, unsigned int, int);
   int (*close_range)(unsigned int, unsigned int, int);
+  FILE* (*fdopen)(int, const char*);
 };
 
 // libc's calls (never null: a name libc lacks aborts at the first call

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -416,6 +417,26 @@ TEST(Differential, SendAfterPeerClosedRaisesSigpipe) {
   EXPECT_EQ(errno, EPIPE);
   EXPECT_EQ(g_sigpipes.load(), before);
   sigaction(SIGPIPE, &old, nullptr);
+}
+
+TEST(Differential, StdioOverAConnection) {
+  Pair p;
+  connect_pair(&p);
+  FILE* out = fdopen(p.c, "w");
+  ASSERT_NE(out, nullptr);
+  p.c = -1;  // the stream owns it now
+  FILE* in = fdopen(p.s, "r");
+  ASSERT_NE(in, nullptr);
+  p.s = -1;
+  ASSERT_GT(fprintf(out, "line %d\n", 42), 0);
+  ASSERT_EQ(fflush(out), 0);
+  char line[32] = {};
+  ASSERT_NE(fgets(line, sizeof line, in), nullptr);
+  EXPECT_STREQ(line, "line 42\n");
+  ASSERT_EQ(fclose(out), 0);  // the end reaches the reader
+  EXPECT_EQ(fgets(line, sizeof line, in), nullptr);
+  EXPECT_TRUE(feof(in));
+  fclose(in);
 }
 
 TEST(Differential, RefusedWithNoListener) {
