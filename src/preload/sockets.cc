@@ -342,6 +342,19 @@ SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int fla
   return dups::close_range_around(first, last, flags, std::move(ours));
 }
 
+// glibc's closefrom closes with its internal close_range, past the
+// preload: it comes through close_range here instead.
+SS_PRELOAD_EXPORT void closefrom(int lowfd) noexcept {
+  if (lowfd < 0) lowfd = 0;
+  if (close_range(static_cast<unsigned int>(lowfd), ~0u, 0) == 0) return;
+  // No close_range in the kernel: every number up to the limit, as glibc does.
+  rlimit lim{};
+  int top = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                ? static_cast<int>(lim.rlim_cur)
+                : (1 << 20);
+  for (int fd = lowfd; fd < top; fd++) close(fd);
+}
+
 SS_PRELOAD_EXPORT int dup(int fd) noexcept {
   switch (route(fd)) {
     case Route::kRsocket:

@@ -419,6 +419,20 @@ TEST(Differential, SendAfterPeerClosedRaisesSigpipe) {
   sigaction(SIGPIPE, &old, nullptr);
 }
 
+TEST(Differential, ClosefromEndsTheConnection) {
+  Pair p;
+  connect_pair(&p);
+  // The connection's only descriptor high up, where closefrom takes it
+  // and nothing of the test program's.
+  int c2 = fcntl(p.c, F_DUPFD, 1000);
+  ASSERT_GE(c2, 1000);
+  ASSERT_EQ(close(p.c), 0);
+  p.c = -1;
+  closefrom(1000);
+  char b[4];
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);  // the last descriptor went: the end
+}
+
 TEST(Differential, StdioOverAConnection) {
   Pair p;
   connect_pair(&p);
