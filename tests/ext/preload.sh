@@ -40,17 +40,19 @@ mkdir -p "$T/www" && cp "$T/in" "$T/www/blob"
 
 fail() { echo "FAIL: $case: $*"; bad=1; }
 
-# run_env PRELOADED(0/1) CMD...: the command, preloaded or not, with its
-# counts under $T/st.
-run_env() {
+# bg_env PRELOADED(0/1) CMD...: becomes the command (exec), preloaded or
+# not, with its counts under $T/st; started with `&`, $! is the command
+# itself, so killing it reaches the program. run_env runs it in the
+# foreground.
+bg_env() {
   local pre=$1
   shift
   if [ "$pre" = 1 ]; then
-    env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" timeout 30 "$@"
-  else
-    timeout 30 "$@"
+    exec env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" timeout 30 "$@"
   fi
+  exec timeout 30 "$@"
 }
+run_env() { (bg_env "$@"); }
 
 wait_listening() {  # port
   local i
@@ -95,9 +97,9 @@ socat_case() {
   local srv_pre=$2 cli_pre=$3 dir=$4 src rc s_rc
   begin "$1"
   if [ "$dir" = up ]; then
-    run_env "$srv_pre" socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
+    bg_env "$srv_pre" socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
   else
-    run_env "$srv_pre" socat -u OPEN:"$T/in" TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr &
+    bg_env "$srv_pre" socat -u OPEN:"$T/in" TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr &
   fi
   src=$!
   pids+=("$src")
@@ -132,7 +134,7 @@ http_case() {
   begin "$1"
   url=http://$host:$port/blob
   [ "$host" = ::1 ] && url="http://[::1]:$port/blob"
-  (cd "$T/www" && run_env "$srv_pre" python3 -m http.server --bind "$host" $port) \
+  bg_env "$srv_pre" python3 -m http.server --directory "$T/www" --bind "$host" $port \
     >"$T/http.log" 2>&1 &
   spid=$!
   pids+=("$spid")
@@ -173,7 +175,7 @@ unset RS_SQ_SIZE RS_RQ_SIZE RS_INLINE
 untracked_case() {
   local spid
   begin "$1"
-  run_env 1 socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
+  bg_env 1 socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
@@ -217,7 +219,7 @@ child = subprocess.run([sys.executable, "-c", "import os, sys; os.fstat(int(sys.
 c.sendall(b"child-exit=%d " % child.returncode + (b"EBADF" if b"Bad file descriptor" in child.stderr else b"-"))
 c.close()
 PY
-run_env 1 python3 "$T/exec_srv.py" $port &
+bg_env 1 python3 "$T/exec_srv.py" $port &
 spid=$!
 pids+=("$spid")
 wait_listening $port || fail "server never listened"
@@ -247,7 +249,7 @@ async def main():
     s.close()
 asyncio.run(main())
 PY
-run_env 1 python3 "$T/epoll_srv.py" $port &
+bg_env 1 python3 "$T/epoll_srv.py" $port &
 spid=$!
 pids+=("$spid")
 wait_listening $port || fail "server never listened"
@@ -263,7 +265,7 @@ end
 echo_case() {
   local script=$2 n=$3 spid i
   begin "$1"
-  run_env 1 python3 "$script" $port &
+  bg_env 1 python3 "$script" $port &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
@@ -336,7 +338,7 @@ echo_case "fork after accept: a child per connection" "$T/forkaccept_srv.py" 3
 
 # Not TCP: a unix socket passes through untouched (no rsocket, no count).
 begin "unix socket under the preload"
-run_env 1 socat -u UNIX-LISTEN:"$T/sock" CREATE:"$T/out" &
+bg_env 1 socat -u UNIX-LISTEN:"$T/sock" CREATE:"$T/out" &
 spid=$!
 pids+=("$spid")
 for i in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done

@@ -39,11 +39,12 @@ done
 head -c 2000000 /dev/urandom >"$T/in"
 fails=0
 port=$((20000 + RANDOM % 9000))
-# run NS CMD...: preloaded, counting into $T/st
+# run NS CMD...: becomes the command (exec; `&` makes $! the program),
+# preloaded, counting into $T/st
 run() {
   local ns=$1
   shift
-  ip netns exec "$ns" env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" timeout 30 "$@"
+  exec ip netns exec "$ns" env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" timeout 30 "$@"
 }
 for dir in up down; do
   case_name="both preloaded across namespaces, $([ $dir = up ] && echo client || echo server) speaks first"
@@ -61,9 +62,9 @@ for dir in up down; do
     sleep 0.1
   done
   if [ $dir = up ]; then
-    run "$Z" socat -u OPEN:"$T/in" TCP:$ADDR:$port || bad=1
+    (run "$Z" socat -u OPEN:"$T/in" TCP:$ADDR:$port) || bad=1
   else
-    run "$Z" socat -u TCP:$ADDR:$port CREATE:"$T/out" || bad=1
+    (run "$Z" socat -u TCP:$ADDR:$port CREATE:"$T/out") || bad=1
   fi
   wait "$spid" || bad=1
   spid=
