@@ -25,6 +25,10 @@ librsocket_la_SOURCES = \
 	src/librsocket/keepalive_service.cc \
 	src/librsocket/linger_service.h \
 	src/librsocket/linger_service.cc \
+	src/librsocket/preload_hooks.h \
+	src/librsocket/preload_hooks.cc \
+	src/librsocket/preload_settings.cc \
+	src/librsocket/preload_rules.cc \
 	src/librsocket/api.cc
 librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 librsocket_la_LIBADD = libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS)

@@ -152,7 +152,7 @@ int Socket::listen(int backlog) {
       return 0;
     }
     if (state_ != kInit && state_ != kBound) return -EINVAL;
-    int rc = prov::create_listener(fd_, &listener_, backlog);
+    int rc = prov::create_listener(fd_, &listener_, backlog, off_stream_);
     if (rc) {
       // It may have bound an ephemeral port first, as listen(2) would:
       // the socket is bound now, so rbind must say so.
@@ -375,9 +375,9 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   int rc;
   {
     fork::TableGuard table;  // a fork sees the connection counted, or not made
-    rc = prov::create_active(
-        {fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size()},
-        &ep_);
+    rc = prov::create_active({fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(),
+                              opt_.route.size(), off_stream_},
+                             &ep_);
     if (!rc && (ep_->caps() & prov::kCapForkCopies)) fork::join(&share_);
   }
   if (!rc) {

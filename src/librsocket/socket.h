@@ -78,6 +78,10 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   int fd() const { return fd_; }
   int domain() const { return domain_; }
+  // librspreload (preload_hooks.h): connect and listen only over providers
+  // that leave the kernel socket's stream to plain TCP.
+  void set_off_stream() { off_stream_ = true; }
+  const char* provider_name();  // the connection's provider, or nullptr
 
   // Lifecycle.
   int bind(const sockaddr* addr, socklen_t len);
@@ -266,6 +270,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   uint32_t state_ = kInit;
   int err_ = 0;             // SO_ERROR
   bool nonblock_ = false;   // O_NONBLOCK (F_SETFL)
+  bool off_stream_ = false;  // set_off_stream()
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   bool in_linger_ = false;  // the linger service holds this socket

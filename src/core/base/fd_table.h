@@ -37,7 +37,7 @@ class FdTable {
   // Sets fd's entry, replacing any (a descriptor the kernel reused).
   // -ENOMEM when the descriptor is beyond what the table tracks.
   SS_API int insert(int fd, FdKind kind, std::shared_ptr<void> object);
-  FdKind kind(int fd) const;
+  SS_API FdKind kind(int fd) const;
   // fd's object when its entry is of `kind`; null otherwise.
   SS_API std::shared_ptr<void> get_object(int fd, FdKind kind) const;
   template <class T>

@@ -18,6 +18,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/process_share.cc \
 	src/core/base/process_share.h \
 	src/core/base/service_thread.cc \
+	src/core/base/library_thread.h \
+	src/core/base/library_thread.cc \
 	src/core/base/service_thread.h
 
 core_unit_tests_SOURCES += \
