@@ -1,7 +1,5 @@
-// poll_mixed and select_mixed over fake Pollables (entered in a table of
-// the test's own, each named by a /dev/null descriptor, which the kernel
-// would report ready at once: a Pollable's readiness comes only from the
-// object) and kernel descriptors (a pipe, an eventfd).
+// poll_mixed and select_mixed over fake Pollables (wait_helpers.h) and
+// kernel descriptors (a pipe, an eventfd).
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -24,11 +22,8 @@ namespace {
 
 using testing::FakePollable;
 
-// Sleep at once, no periodic wake-up: only a wake-up ends a sleep.
-constexpr PollTiming kSleepAtOnce{std::chrono::microseconds(0), 0};
-// The test's own bound on a wait meant to end by a wake-up (a broken
-// wake-up then shows as a 0, not a hang).
-constexpr int kLongMs = 30000;
+using testing::kLongMs;
+using testing::kSleepAtOnce;
 
 class MixedPollTest : public ::testing::Test {
  protected:
@@ -38,33 +33,21 @@ class MixedPollTest : public ::testing::Test {
     ASSERT_GE(efd_, 0);
   }
   void TearDown() override {
-    for (auto& [fd, kind] : objs_) {
-      table_.remove_object(fd, kind, nullptr);
-      ::close(fd);
-    }
     ::close(pipe_[0]);
     ::close(pipe_[1]);
     ::close(efd_);
   }
-  // A fake Pollable in the table under a fresh descriptor; `kind`: any.
   int add(std::shared_ptr<FakePollable>* out, FdKind kind = FdKind::kOffloaded) {
-    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    EXPECT_GE(fd, 0);
-    auto o = std::make_shared<FakePollable>();
-    EXPECT_EQ(table_.insert(fd, kind, o), 0);
-    objs_.push_back({fd, kind});
-    *out = o;
-    return fd;
+    return fakes_.add(out, kind);
   }
   int poll(pollfd* fds, nfds_t n, int timeout, const PollTiming& t = kSleepAtOnce) {
-    return poll_mixed(fds, n, timeout, t, table_);
+    return poll_mixed(fds, n, timeout, t, fakes_.table);
   }
   void put_pipe() { ASSERT_EQ(::write(pipe_[1], "x", 1), 1); }
 
-  FdTable table_;
+  testing::PollableTable fakes_;
   int pipe_[2] = {-1, -1};
   int efd_ = -1;
-  std::vector<std::pair<int, FdKind>> objs_;
 };
 
 TEST_F(MixedPollTest, ReadinessComesFromTheObject) {
@@ -273,7 +256,7 @@ TEST_F(MixedPollTest, SelectOverMixedDescriptors) {
   FD_SET(pipe_[1], &wr);
   int nfds = std::max({fa, fb, pipe_[0], pipe_[1]}) + 1;
   timeval tv{0, 0};
-  EXPECT_EQ(select_mixed(nfds, &rd, &wr, nullptr, &tv, kSleepAtOnce, table_), 3);
+  EXPECT_EQ(select_mixed(nfds, &rd, &wr, nullptr, &tv, kSleepAtOnce, fakes_.table), 3);
   EXPECT_TRUE(FD_ISSET(fa, &rd));
   EXPECT_FALSE(FD_ISSET(fb, &rd));
   EXPECT_TRUE(FD_ISSET(fb, &wr));
@@ -284,16 +267,16 @@ TEST_F(MixedPollTest, SelectOverMixedDescriptors) {
 TEST_F(MixedPollTest, SelectErrors) {
   fd_set rd;
   FD_ZERO(&rd);
-  EXPECT_EQ(select_mixed(-1, &rd, nullptr, nullptr, nullptr, kSleepAtOnce, table_), -EINVAL);
-  EXPECT_EQ(select_mixed(FD_SETSIZE + 1, &rd, nullptr, nullptr, nullptr, kSleepAtOnce, table_),
+  EXPECT_EQ(select_mixed(-1, &rd, nullptr, nullptr, nullptr, kSleepAtOnce, fakes_.table), -EINVAL);
+  EXPECT_EQ(select_mixed(FD_SETSIZE + 1, &rd, nullptr, nullptr, nullptr, kSleepAtOnce, fakes_.table),
             -EINVAL);
   timeval neg{-1, 0};
-  EXPECT_EQ(select_mixed(1, &rd, nullptr, nullptr, &neg, kSleepAtOnce, table_), -EINVAL);
+  EXPECT_EQ(select_mixed(1, &rd, nullptr, nullptr, &neg, kSleepAtOnce, fakes_.table), -EINVAL);
   int closed = dup(0);
   ::close(closed);
   FD_SET(closed, &rd);
   timeval zero{0, 0};
-  EXPECT_EQ(select_mixed(closed + 1, &rd, nullptr, nullptr, &zero, kSleepAtOnce, table_), -EBADF);
+  EXPECT_EQ(select_mixed(closed + 1, &rd, nullptr, nullptr, &zero, kSleepAtOnce, fakes_.table), -EBADF);
 }
 
 }  // namespace

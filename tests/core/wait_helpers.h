@@ -14,10 +14,24 @@
 #include <mutex>
 #include <thread>
 
+#include <fcntl.h>
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/base/fd_table.h"
 #include "core/base/kick.h"
+#include "core/base/mixed_poll.h"
 #include "core/base/pollable.h"
 
 namespace ss::testing {
+
+// Sleep at once, no periodic wake-up: only a wake-up ends a sleep.
+constexpr PollTiming kSleepAtOnce{std::chrono::microseconds(0), 0};
+// The test's own bound on a wait meant to end by a wake-up (a broken
+// wake-up then shows as a 0, not a hang).
+constexpr int kLongMs = 30000;
 
 // A Pollable with a provider-like event fd (`source`: an eventfd the test
 // writes) and a Kick, as rsocket's Socket has.
@@ -30,8 +44,17 @@ class FakePollable final : public Pollable {
   void set_ready(short ev) {
     std::lock_guard<std::mutex> g(mu_);
     ready_ = ev;
+    changes_++;
     kick_.wake();
   }
+  // An event that leaves readiness as it was (more data on a readable
+  // object): only its change count says so.
+  void another_event() {
+    std::lock_guard<std::mutex> g(mu_);
+    changes_++;
+    kick_.wake();
+  }
+  void set_counts_changes(bool on) { counts_changes_ = on; }
   // A change nobody signals (only a re-scan finds it).
   void set_ready_silently(short ev) {
     std::lock_guard<std::mutex> g(mu_);
@@ -39,7 +62,11 @@ class FakePollable final : public Pollable {
   }
   // The provider's event: ready and the source fd readable, no kick.
   void signal_source(short ev) {
-    set_ready_silently(ev);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ready_ = ev;
+      changes_++;
+    }
     uint64_t one = 1;
     if (::write(source_, &one, sizeof one) < 0) abort();
   }
@@ -75,6 +102,11 @@ class FakePollable final : public Pollable {
     armed++;
     return t;
   }
+  bool change_count(uint64_t* count) override {
+    std::lock_guard<std::mutex> g(mu_);
+    *count = changes_;
+    return counts_changes_;
+  }
   void after_wait(const WaitTarget& t, bool kicked) override {
     std::lock_guard<std::mutex> g(mu_);
     if (t.kick_fd >= 0) kick_.leave(kicked);
@@ -92,7 +124,36 @@ class FakePollable final : public Pollable {
   short ready_ = 0;
   short ready_at_arm_ = 0;
   bool time_only_ = false;
+  bool counts_changes_ = false;
+  uint64_t changes_ = 0;
   int cut_ms_ = 0;
+};
+
+// Fake Pollables in a table of the test's own, each named by a /dev/null
+// descriptor (which the kernel would report ready at once: a Pollable's
+// readiness must come only from the object), removed and closed at the end.
+class PollableTable {
+ public:
+  ~PollableTable() {
+    for (auto& [fd, kind] : entries_) {
+      table.remove_object(fd, kind, nullptr);
+      ::close(fd);
+    }
+  }
+  // A fresh fake under a fresh descriptor, entered with `kind` (any).
+  int add(std::shared_ptr<FakePollable>* out, FdKind kind = FdKind::kOffloaded) {
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd < 0) abort();
+    auto o = std::make_shared<FakePollable>();
+    if (table.insert(fd, kind, o) != 0) abort();
+    entries_.push_back({fd, kind});
+    *out = o;
+    return fd;
+  }
+  FdTable table;
+
+ private:
+  std::vector<std::pair<int, FdKind>> entries_;
 };
 
 // SIGUSR1's handler for the scope, with or without SA_RESTART.

@@ -1,7 +1,7 @@
 # src/core/base: the settings layer and core's table, logging, service
 # threads, the fd table, counts of processes sharing an object after fork,
 # and the readiness/wait module (interruptible_poll, Pollable, Kick,
-# poll_mixed).
+# poll_mixed, EpollSet).
 libslipstream_core_la_SOURCES += \
 	src/core/base/api.h \
 	src/core/base/config.cc \
@@ -10,6 +10,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/config_parse.h \
 	src/core/base/config_core.cc \
 	src/core/base/config_core.h \
+	src/core/base/epoll_set.cc \
+	src/core/base/epoll_set.h \
 	src/core/base/errno_guard.h \
 	src/core/base/fd_table.cc \
 	src/core/base/fd_table.h \
@@ -28,10 +30,13 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/process_share.h \
 	src/core/base/service_thread.cc \
 	src/core/base/service_thread.h \
+	src/core/base/sleep_set.cc \
+	src/core/base/sleep_set.h \
 	src/core/base/spin_phase.h
 
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
+	tests/core/base_epoll_set_test.cc \
 	tests/core/base_fd_table_test.cc \
 	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \

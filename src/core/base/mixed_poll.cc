@@ -8,17 +8,14 @@
 #include <memory>
 #include <vector>
 
-#include "core/base/interruptible_poll.h"
 #include "core/base/pollable.h"
-#include "core/base/spin_phase.h"
+#include "core/base/sleep_set.h"
 
 namespace ss {
 
 namespace {
-using clock = std::chrono::steady_clock;
-
-// One call's state: the Pollables behind the entries, and the kernel poll
-// sets, built once and reused by every pass.
+// One call's state: the Pollables behind the entries, and the kernel
+// descriptors' poll set, built once and reused by every pass.
 class MixedPoll {
  public:
   MixedPoll(pollfd* fds, nfds_t nfds, const FdTable& table) : fds_(fds), nfds_(nfds), objs_(nfds) {
@@ -43,56 +40,20 @@ class MixedPoll {
     return ready;
   }
 
-  // Arms every Pollable and gathers the sleep's poll set (only real fds:
-  // poll(2) refuses a set larger than RLIMIT_NOFILE). False when one is
-  // ready now: no sleep then, but disarm() all the same.
-  bool arm(int* sleep_ms) {
-    waits_.clear();
-    armed_.clear();
-    for (nfds_t i = 0; i < nfds_; i++) {
-      if (fds_[i].fd < 0) continue;
-      if (!objs_[i]) {
-        waits_.push_back({fds_[i].fd, fds_[i].events, 0});
-        continue;
-      }
-      WaitTarget t = objs_[i]->wait_target(fds_[i].events, sleep_ms);
-      if (t.fd == WaitTarget::kReady) return false;
-      if (t.fd < 0) continue;  // kTimeOnly
-      waits_.push_back({t.fd, t.events, 0});
-      int kick_slot = -1;
-      if (t.kick_fd >= 0) {
-        kick_slot = static_cast<int>(waits_.size());
-        waits_.push_back({t.kick_fd, POLLIN, 0});
-      }
-      armed_.push_back({i, t, kick_slot});
-    }
+  // The sleep's set: the kernel descriptors, each Pollable armed.
+  bool arm(SleepSet* sleep, int* sleep_ms) {
+    for (const pollfd& p : plain_) sleep->add_kernel(p.fd, p.events);
+    for (nfds_t i = 0; i < nfds_; i++)
+      if (objs_[i] && !sleep->arm(objs_[i].get(), fds_[i].events, sleep_ms)) return false;
     return true;
   }
 
-  int sleep(int ms) {  // poll(2) is never restarted
-    return interruptible_poll(waits_.data(), waits_.size(), ms, false);
-  }
-
-  // After a sleep (or instead of one): every armed Pollable hears it.
-  void disarm() {
-    for (const Armed& a : armed_)
-      objs_[a.entry]->after_wait(a.target,
-                                 a.kick_slot >= 0 && (waits_[a.kick_slot].revents & POLLIN));
-  }
-
  private:
-  struct Armed {
-    nfds_t entry;
-    WaitTarget target;
-    int kick_slot;  // where its kick sits in waits_, or -1
-  };
   pollfd* fds_;
   nfds_t nfds_;
   std::vector<std::shared_ptr<Pollable>> objs_;  // null: a kernel descriptor
   std::vector<pollfd> plain_;                     // the kernel descriptors, for scan()
   std::vector<nfds_t> plain_idx_;
-  std::vector<pollfd> waits_;
-  std::vector<Armed> armed_;
 };
 }  // namespace
 
@@ -100,25 +61,9 @@ int poll_mixed(pollfd* fds, nfds_t nfds, int timeout, const PollTiming& timing,
                const FdTable& table) {
   if (nfds && !fds) return -EFAULT;
   MixedPoll mp(fds, nfds, table);
-  const bool forever = timeout < 0;
-  const auto deadline = clock::now() + std::chrono::milliseconds(std::max(timeout, 0));
-  SpinPhase spin;
-  for (;;) {
-    int n = mp.scan();
-    if (n || timeout == 0) return n;
-    auto now = clock::now();
-    if (!forever && now >= deadline) return 0;
-    if (!spin.over(now, [&] { return timing.spin; })) continue;
-
-    int ms = timing.wake_interval_ms > 0 ? timing.wake_interval_ms : -1;
-    if (!forever) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-      ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
-    }
-    int r = mp.arm(&ms) ? mp.sleep(ms) : 0;
-    mp.disarm();
-    if (r < 0) return r;
-  }
+  return look_spin_sleep(
+      timeout, timing, [&] { return mp.scan(); },
+      [&](SleepSet* sleep, int* ms) { return mp.arm(sleep, ms); });
 }
 
 int select_mixed(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv,

@@ -8,6 +8,8 @@
 #pragma once
 #include <poll.h>
 
+#include <cstdint>
+
 namespace ss {
 
 // What one object's sleep waits on.
@@ -32,6 +34,11 @@ class Pollable {
   // After the sleep, for each target with fd >= 0; `kicked`: the sleep saw
   // its kick_fd readable.
   virtual void after_wait(const WaitTarget& armed, bool kicked) = 0;
+  // Optional, for edge-triggered epoll: a count that moves with every
+  // event (data arrived, space freed, state changed), read before
+  // readiness(). false: not counted, and EPOLLET on this object reports as
+  // level-triggered (spurious events, never a lost one).
+  virtual bool change_count(uint64_t* count) { return false; }
 
  protected:
   // Owned through the fd table's shared_ptr, never deleted as a Pollable;
