@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <set>
 #include <thread>
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "core/base/epoll_set.h"
+#include "core/base/mixed_poll.h"
 #include "tests/core/wait_helpers.h"
 
 namespace ss {
@@ -49,6 +51,18 @@ class EpollSetTest : public ::testing::Test {
     std::multiset<uint64_t> tags;
     for (int i = 0; i < n; i++) tags.insert(evs[i].data.u64);
     return tags;
+  }
+  // A long wait, during which another thread does act() once `fake` is
+  // armed again (so only a wake-up can end the sleep): the tags reported.
+  std::multiset<uint64_t> wait_until(FakePollable* fake, const std::function<void()>& act) {
+    const int armed = fake->armed;
+    std::thread t([&] {
+      while (fake->armed == armed) std::this_thread::yield();
+      act();
+    });
+    std::multiset<uint64_t> got = wait(kLongMs);
+    t.join();
+    return got;
   }
   void put_pipe() { ASSERT_EQ(::write(pipe_[1], "x", 1), 1); }
   void drain_pipe() {
@@ -125,14 +139,8 @@ TEST_F(EpollSetTest, EdgeTriggeredSleeperWokenByANewEvent) {
   ASSERT_EQ(ctl(EPOLL_CTL_ADD, fa, EPOLLIN | EPOLLET, 1), 0);
   a->set_ready(POLLIN);
   EXPECT_EQ(wait(0), Tags{1});
-  const int armed = a->armed;
-  std::thread t([&] {
-    while (a->armed == armed) std::this_thread::yield();
-    a->another_event();  // readable all along: only the event wakes it
-  });
-  Tags got = wait(kLongMs);
-  t.join();
-  EXPECT_EQ(got, Tags{1});
+  // Readable all along: only the event wakes it.
+  EXPECT_EQ(wait_until(a.get(), [&] { a->another_event(); }), Tags{1});
 }
 
 TEST_F(EpollSetTest, OneShotUntilModified) {
@@ -184,23 +192,10 @@ TEST_F(EpollSetTest, SleeperWokenByAKickAndByTheKernelPart) {
   int fa = add(&a);
   ASSERT_EQ(ctl(EPOLL_CTL_ADD, fa, EPOLLOUT, 1), 0);
   ASSERT_EQ(ctl(EPOLL_CTL_ADD, pipe_[0], EPOLLIN, 2), 0);
-  std::thread t([&] {
-    while (a->armed == 0) std::this_thread::yield();
-    a->set_ready(POLLOUT);
-  });
-  Tags got = wait(kLongMs);
-  t.join();
-  EXPECT_EQ(got, Tags{1});
+  EXPECT_EQ(wait_until(a.get(), [&] { a->set_ready(POLLOUT); }), Tags{1});
   EXPECT_EQ(a->armed, a->disarmed);
   a->set_ready(0);
-  const int armed = a->armed;
-  std::thread u([&] {
-    while (a->armed == armed) std::this_thread::yield();
-    put_pipe();
-  });
-  got = wait(kLongMs);
-  u.join();
-  EXPECT_EQ(got, Tags{2});
+  EXPECT_EQ(wait_until(a.get(), [&] { put_pipe(); }), Tags{2});
 }
 
 TEST_F(EpollSetTest, NestedThroughTheRealEpollFd) {
@@ -221,6 +216,79 @@ TEST_F(EpollSetTest, NestedThroughTheRealEpollFd) {
   ASSERT_EQ(n, 1);
   EXPECT_EQ(got.data.u64, 9u);
   EXPECT_EQ(wait(0), Tags{1});  // the inner set says which
+}
+
+// A mixed set in the fd table (under its real epoll fd, as a preload
+// would enter it) is a Pollable: nested in another set, its Pollables
+// count too, and looking at it consumes nothing.
+class NestedEpollSetTest : public EpollSetTest {
+ protected:
+  void SetUp() override {
+    EpollSetTest::SetUp();
+    std::unique_ptr<EpollSet> inner;
+    ASSERT_EQ(EpollSet::create(EPOLL_CLOEXEC, &inner), 0);
+    inner_ = std::move(inner);
+    ASSERT_EQ(fakes_.table.insert(inner_->kernel_fd(), FdKind::kOffloaded, inner_), 0);
+    fa_ = add(&a_);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.u64 = 7;
+    a_->set_counts_changes(true);
+    ASSERT_EQ(inner_->ctl(EPOLL_CTL_ADD, fa_, &ev, fakes_.table), 0);
+    ASSERT_EQ(ctl(EPOLL_CTL_ADD, inner_->kernel_fd(), EPOLLIN, 9), 0);
+  }
+  void TearDown() override {
+    fakes_.table.remove_object(inner_->kernel_fd(), FdKind::kOffloaded, nullptr);
+    EpollSetTest::TearDown();
+  }
+  std::shared_ptr<EpollSet> inner_;
+  std::shared_ptr<FakePollable> a_;
+  int fa_ = -1;
+};
+
+TEST_F(NestedEpollSetTest, InnerPollablesMakeTheInnerSetReady) {
+  EXPECT_EQ(wait(0), Tags{});
+  a_->set_ready(POLLIN);
+  EXPECT_EQ(wait(0), Tags{9});
+  EXPECT_EQ(wait(0), Tags{9});  // level-triggered in the outer set
+  // The inner set's edge is still there to take.
+  epoll_event ev{};
+  ASSERT_EQ(inner_->wait(&ev, 1, 0, kSleepAtOnce), 1);
+  EXPECT_EQ(ev.data.u64, 7u);
+  EXPECT_EQ(wait(0), Tags{});  // taken: nothing new inside
+  pollfd p{inner_->kernel_fd(), POLLIN, 0};
+  EXPECT_EQ(poll_mixed(&p, 1, 0, kSleepAtOnce, fakes_.table), 0);
+  a_->another_event();
+  EXPECT_EQ(poll_mixed(&p, 1, 0, kSleepAtOnce, fakes_.table), 1);
+}
+
+TEST_F(NestedEpollSetTest, SleeperWokenThroughTheInnerSet) {
+  // A kick, seen through the second epoll fd.
+  EXPECT_EQ(wait_until(a_.get(), [&] { a_->set_ready(POLLIN); }), Tags{9});
+  EXPECT_EQ(a_->armed, a_->disarmed);
+  EXPECT_FALSE(a_->kick_readable());  // the waiter that saw it drained it
+  // And through the inner set's kernel part.
+  ASSERT_EQ(inner_->ctl(EPOLL_CTL_ADD, pipe_[0], nullptr, fakes_.table), -EFAULT);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 8;
+  ASSERT_EQ(inner_->ctl(EPOLL_CTL_ADD, pipe_[0], &ev, fakes_.table), 0);
+  epoll_event taken{};
+  ASSERT_EQ(inner_->wait(&taken, 1, 0, kSleepAtOnce), 1);  // a's edge
+  EXPECT_EQ(wait_until(a_.get(), [&] { put_pipe(); }), Tags{9});
+}
+
+TEST_F(NestedEpollSetTest, LoopsAreRefused) {
+  // The outer set holds inner_: entered in the table, it cannot go into
+  // inner_ (ELOOP, as the kernel says).
+  std::shared_ptr<EpollSet> outer(std::move(set_));
+  const int outer_fd = outer->kernel_fd();
+  ASSERT_EQ(fakes_.table.insert(outer_fd, FdKind::kOffloaded, outer), 0);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  EXPECT_EQ(inner_->ctl(EPOLL_CTL_ADD, outer_fd, &ev, fakes_.table), -ELOOP);
+  EXPECT_EQ(outer->ctl(EPOLL_CTL_ADD, outer_fd, &ev, fakes_.table), -EINVAL);  // itself
+  fakes_.table.remove_object(outer_fd, FdKind::kOffloaded, nullptr);
 }
 
 TEST_F(EpollSetTest, ReadyMembersTakeTurnsWhenMaxeventsIsSmall) {

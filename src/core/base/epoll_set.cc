@@ -4,6 +4,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/base/sleep_set.h"
@@ -23,7 +24,10 @@ int EpollSet::create(int flags, std::unique_ptr<EpollSet>* out) {
   return 0;
 }
 
-EpollSet::~EpollSet() { ::close(epfd_); }
+EpollSet::~EpollSet() {
+  ::close(epfd_);
+  if (arm_fd_ >= 0) ::close(arm_fd_);
+}
 
 EpollSet::Member* EpollSet::find(int fd) {
   for (Member& m : members_)
@@ -34,6 +38,12 @@ EpollSet::Member* EpollSet::find(int fd) {
 int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
   if (fd == epfd_) return -EINVAL;  // a set in itself
   std::shared_ptr<Pollable> obj = fd >= 0 ? table.get_pollable(fd) : nullptr;
+  // A set that holds this one, at any depth (or nested too deep), as the
+  // kernel: ELOOP. Looked at before taking mu_ (the other set locks its own).
+  constexpr int kMaxNesting = 4;
+  if (auto* inner = dynamic_cast<EpollSet*>(obj.get());
+      inner && op == EPOLL_CTL_ADD && inner->reaches(this, kMaxNesting))
+    return -ELOOP;
   std::lock_guard<std::mutex> g(mu_);
   Member* m = find(fd);
   if (m && m->obj.expired()) {  // closed since: gone from the set, as in the kernel
@@ -63,12 +73,32 @@ int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
   }
 }
 
-short EpollSet::edge(Member* m, short rev, bool counted, uint64_t count) {
-  if (!counted) return rev;  // no count: level-triggered
-  short fresh = static_cast<short>(rev & ~m->reported);  // risen since reported
-  if (count != m->seen) fresh = rev;                      // an event since: all of it
-  m->seen = count;
-  m->reported = rev;  // bits that went away may fire again
+bool EpollSet::reaches(const EpollSet* set, int depth) {
+  if (set == this) return true;
+  if (depth == 0) return true;  // too deep to follow: refused as a loop
+  std::vector<std::shared_ptr<Pollable>> objs;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (Member& m : members_)
+      if (auto o = m.obj.lock()) objs.push_back(std::move(o));
+  }
+  for (auto& o : objs)
+    if (auto* inner = dynamic_cast<EpollSet*>(o.get()); inner && inner->reaches(set, depth - 1))
+      return true;
+  return false;
+}
+
+short EpollSet::due(Member& m, Pollable& obj, bool commit) {
+  uint64_t changes = 0;
+  const bool counted = (m.events & EPOLLET) && obj.change_count(&changes);
+  short rev = obj.readiness(static_cast<short>(m.events & kPollBits));
+  if (!counted) return rev;  // level-triggered (EPOLLET without a count too)
+  short fresh = static_cast<short>(rev & ~m.reported);  // risen since reported
+  if (changes != m.seen) fresh = rev;                   // an event since: all of it
+  if (commit) {
+    m.seen = changes;
+    m.reported = rev;  // bits that went away may fire again
+  }
   return fresh ? rev : 0;
 }
 
@@ -79,10 +109,7 @@ int EpollSet::collect(epoll_event* events, int max) {
     Member& m = members_[(next_ + k) % count];
     std::shared_ptr<Pollable> obj = m.obj.lock();
     if (!obj || m.disabled) continue;
-    uint64_t changes = 0;
-    const bool counted = (m.events & EPOLLET) && obj->change_count(&changes);
-    short rev = obj->readiness(static_cast<short>(m.events & kPollBits));
-    if (m.events & EPOLLET) rev = edge(&m, rev, counted, changes);
+    short rev = due(m, *obj, true);
     if (!rev) continue;
     if (m.events & EPOLLONESHOT) m.disabled = true;
     events[n++] = {static_cast<uint32_t>(static_cast<uint16_t>(rev)), m.data};
@@ -130,6 +157,109 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
         std::lock_guard<std::mutex> g(mu_);
         return arm(sleep, ms, &held);
       });
+}
+
+short EpollSet::readiness(short events) {
+  if (!(events & POLLIN)) return 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (Member& m : members_) {
+      std::shared_ptr<Pollable> obj = m.obj.lock();
+      if (obj && !m.disabled && due(m, *obj, false)) return POLLIN;
+    }
+  }
+  pollfd p{epfd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 ? POLLIN : 0;
+}
+
+bool EpollSet::watch(int fd, short events, Arming* a) {
+  auto& [sleepers, mask] = watched_[fd];
+  const uint32_t want = mask | static_cast<uint16_t>(events);
+  if (!sleepers || want != mask) {
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.fd = fd;
+    if (::epoll_ctl(arm_fd_, sleepers ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0) {
+      if (!sleepers) watched_.erase(fd);
+      return false;
+    }
+    mask = want;
+  }
+  sleepers++;
+  a->watched.push_back(fd);
+  return true;
+}
+
+void EpollSet::unwatch(Arming* a) {
+  for (int fd : a->watched) {
+    auto it = watched_.find(fd);
+    if (it == watched_.end() || --it->second.first > 0) continue;
+    ::epoll_ctl(arm_fd_, EPOLL_CTL_DEL, fd, nullptr);  // gone already if closed meanwhile
+    watched_.erase(it);
+  }
+}
+
+void EpollSet::leave_members(Arming* a) {
+  // Which kicks fired: one look at all of them.
+  std::vector<pollfd> kicks;
+  for (auto& [obj, t] : a->armed)
+    if (t.kick_fd >= 0) kicks.push_back({t.kick_fd, POLLIN, 0});
+  if (!kicks.empty() && ::poll(kicks.data(), kicks.size(), 0) < 0)
+    for (pollfd& k : kicks) k.revents = 0;
+  size_t k = 0;
+  for (auto& [obj, t] : a->armed)
+    obj->after_wait(t, t.kick_fd >= 0 && (kicks[k++].revents & POLLIN));
+}
+
+WaitTarget EpollSet::wait_target(short events, int* sleep_ms) {
+  // Out of descriptors for the second epoll fd, or one that cannot watch
+  // a target: sleeps of this long at most, as a Kick without its eventfd.
+  constexpr int kUnwatchedSleepMs = 10;
+  auto cut = [&] { *sleep_ms = *sleep_ms < 0 ? kUnwatchedSleepMs : std::min(*sleep_ms, kUnwatchedSleepMs); };
+  if (!(events & POLLIN)) return {WaitTarget::kTimeOnly};
+  std::lock_guard<std::mutex> g(mu_);
+  if (arm_fd_ < 0) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    if (fd >= 0 && ::epoll_ctl(fd, EPOLL_CTL_ADD, epfd_, &ev) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+    if (fd < 0) {
+      cut();
+      return {WaitTarget::kTimeOnly};
+    }
+    arm_fd_ = fd;
+  }
+  auto a = std::make_unique<Arming>();
+  for (Member& m : members_) {
+    std::shared_ptr<Pollable> obj = m.obj.lock();
+    if (!obj || m.disabled) continue;
+    uint32_t want = m.events & kPollBits;
+    if (m.events & EPOLLET) want &= ~static_cast<uint32_t>(static_cast<uint16_t>(m.reported));
+    WaitTarget t = obj->wait_target(static_cast<short>(want), sleep_ms);
+    if (t.fd == WaitTarget::kReady) {
+      leave_members(a.get());
+      unwatch(a.get());
+      return {};
+    }
+    if (t.fd < 0) continue;
+    a->armed.push_back({obj, t});
+    if (!watch(t.fd, t.events, a.get())) cut();
+    if (t.kick_fd >= 0 && !watch(t.kick_fd, POLLIN, a.get())) cut();
+  }
+  WaitTarget out{arm_fd_, POLLIN, -1};
+  out.tag = reinterpret_cast<uintptr_t>(a.release());
+  return out;
+}
+
+void EpollSet::after_wait(const WaitTarget& armed, bool) {
+  std::unique_ptr<Arming> a(reinterpret_cast<Arming*>(armed.tag));
+  if (!a) return;
+  leave_members(a.get());
+  std::lock_guard<std::mutex> g(mu_);
+  unwatch(a.get());
 }
 
 }  // namespace ss

@@ -21,6 +21,7 @@ struct WaitTarget {
   // The object's kick eventfd, or -1. Set: the caller counts as the
   // object's waiter until after_wait().
   int kick_fd = -1;
+  uintptr_t tag = 0;  // the object's own, handed back to its after_wait
 };
 
 class Pollable {
