@@ -17,8 +17,6 @@ librsocket_la_SOURCES = \
 	src/librsocket/options.cc \
 	src/librsocket/poll.h \
 	src/librsocket/poll.cc \
-	src/librsocket/interruptible_sleep.h \
-	src/librsocket/interruptible_sleep.cc \
 	src/librsocket/listen_service.h \
 	src/librsocket/listen_service.cc \
 	src/librsocket/keepalive_service.h \

@@ -18,7 +18,7 @@
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
 #include "librsocket/fork.h"
-#include "librsocket/interruptible_sleep.h"
+#include "core/base/interruptible_poll.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
 
@@ -52,7 +52,6 @@ Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
 Socket::~Socket() {
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void Socket::inherit_from(const Socket& l) {
