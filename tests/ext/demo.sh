@@ -37,7 +37,21 @@ grep -q "^hardware, same run: a cache line bounced" "$out"
 check "the cache-line floor is measured" $?
 grep -Eq "^no transport\): $num / $num GB/s" "$out"
 check "the two-core ring is measured" $?
+# The README's demo then runs the kernel-TCP exchange again under
+# librspreload (scripts/demo.sh): both processes must have run their one
+# connection on rsockets, none on kernel TCP, and the row must have figures.
+stats=$(mktemp -d "${TMPDIR:-/tmp}/ss-demo-stats.XXXXXX") || exit 99
+trap 'rm -f "$out"; rm -rf "$stats"' EXIT
+LD_PRELOAD=$(cd "$b" && pwd)/.libs/librspreload.so SLIPSTREAM_PRELOAD_STATS=$stats \
+  timeout 200 stdbuf -oL "$DEMO" --quick --timeout 60 --transports kernel >>"$out" 2>&1
+rc=$?
+check "preloaded demo exits 0 (got $rc)" $((rc != 0))
+grep -Eq "^kernel TCP +$num +$num +$num .*\| +$num .*\| +$num " "$out"
+check "preloaded kernel-TCP row with figures" $?
+n=$(cat "$stats"/rspreload.* 2>/dev/null | grep -c 'rsockets=1 shm=1 .*kernel_tcp=0')
+check "both preloaded processes ran their connection on rsockets (shm): $n of 2" $((n != 2))
 if [ $fails -ne 0 ]; then
+  cat "$stats"/rspreload.* 2>/dev/null
   echo "--- demo output"
   cat "$out"
   exit 1
