@@ -8,6 +8,9 @@ xdp_ring_tests_SOURCES = \
 	tests/xdp/netns_pair.h \
 	tests/xdp/netns_pair.cc \
 	tests/xdp/xdp_ring_test.cc
+# Another program to attach first: our own object file.
+xdp_ring_tests_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DSS_STEER_OBJ='"$(abs_top_builddir)/src/core/prov/xdp/steer.bpf.o"'
 xdp_ring_tests_LDFLAGS = $(libslipstream_core_la_OBJECTS) $(AM_LDFLAGS)
 EXTRA_xdp_ring_tests_DEPENDENCIES = $(libslipstream_core_la_OBJECTS)
 xdp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) -lgtest $(PTHREAD_LIBS)

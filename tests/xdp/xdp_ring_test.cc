@@ -6,12 +6,15 @@
 // exits 77 (skipped) and says why.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <linux/if_ether.h>
 #include <net/if.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -317,6 +320,51 @@ TEST_F(XdpRing, DropFlowIsDroppedAndCounted) {
   close(kernel_sock);
 }
 
+// The namespaces without the fixture's queues.
+class XdpRingRefused : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(ns_.error(), ""); }
+  // The id of the XDP program on xa, or "" when none.
+  std::string prog_id() const {
+    const std::string out = sstest::output("ip -n " + ns_.name_a() + " -d link show dev xa");
+    const size_t at = out.find("prog/xdp id ");
+    return at == std::string::npos ? "" : out.substr(at, out.find_first_of(" \n", at + 12) - at);
+  }
+  NetnsPair ns_;
+};
+
+TEST_F(XdpRingRefused, AnotherProgramOnTheDeviceIsKept) {
+  ASSERT_EQ(
+      sstest::run("ip -n " + ns_.name_a() + " link set dev xa xdp obj " SS_STEER_OBJ " sec xdp"),
+      0);
+  const std::string theirs = prog_id();
+  ASSERT_NE(theirs, "");
+  Served s;
+  EXPECT_EQ(open_queue(0, &s), -EBUSY);
+  EXPECT_EQ(prog_id(), theirs) << "never replaced";
+  ASSERT_EQ(sstest::run("ip -n " + ns_.name_a() + " link set dev xa xdp off"), 0);
+  EXPECT_EQ(prog_id(), "");
+}
+
+TEST_F(XdpRingRefused, WithoutPrivilegeTheQueueIsRefused) {
+  // A child without capabilities (root's uid alone does not pass bpf()).
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[2] = {};
+    if (syscall(SYS_capset, &hdr, none) != 0) _exit(2);
+    Served s;
+    const int err = open_queue(0, &s);
+    _exit(err == -EPERM || err == -EACCES ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not EPERM/EACCES, 2: capset failed";
+  EXPECT_EQ(prog_id(), "");
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -329,5 +377,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "SKIP: xdp_ring_tests need iproute2 and ethtool\n");
     return 77;
   }
-  return RUN_ALL_TESTS();
+  int rc = RUN_ALL_TESTS();
+  // Every test removes its namespaces (and so the veth) in its teardown.
+  for (const char *side : {"a", "b"}) {
+    const std::string name = std::string("ssxdp-") + side + "-" + std::to_string(getpid());
+    if (sstest::netns_exists(name)) {
+      fprintf(stderr, "FAIL: namespace %s left behind\n", name.c_str());
+      rc = 1;
+    }
+  }
+  return rc;
 }
