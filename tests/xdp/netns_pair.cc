@@ -14,14 +14,14 @@
 
 namespace sstest {
 
-int run(const std::string &cmd) {
+int run(const std::string& cmd) {
   const int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
   return rc == -1 ? -1 : WEXITSTATUS(rc);
 }
 
-std::string output(const std::string &cmd) {
+std::string output(const std::string& cmd) {
   std::string out;
-  FILE *f = popen((cmd + " 2>&1").c_str(), "r");
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
   if (!f) return out;
   char buf[512];
   size_t n;
@@ -30,11 +30,11 @@ std::string output(const std::string &cmd) {
   return out;
 }
 
-bool netns_exists(const std::string &name) {
+bool netns_exists(const std::string& name) {
   return access(("/run/netns/" + name).c_str(), F_OK) == 0;
 }
 
-sockaddr_in inet(const char *ip, uint16_t port) {
+sockaddr_in inet(const char* ip, uint16_t port) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(port);
@@ -57,7 +57,7 @@ NetnsPair::NetnsPair()
       nb + "link set " + kIfB + " up",
       "ip netns exec " + b_ + " ethtool -K " + kIfB + " tx off",
   };
-  for (const auto &s : steps)
+  for (const auto& s : steps)
     if (run(s) != 0) {
       error_ = "failed: " + s;
       return;

@@ -14,18 +14,18 @@ namespace sstest {
 
 class NetnsPair {
  public:
-  static constexpr const char *kIfA = "xa";
-  static constexpr const char *kIfB = "xb";
-  static constexpr const char *kIpA = "10.199.0.1";
-  static constexpr const char *kIpB = "10.199.0.2";
+  static constexpr const char* kIfA = "xa";
+  static constexpr const char* kIfB = "xb";
+  static constexpr const char* kIpA = "10.199.0.1";
+  static constexpr const char* kIpB = "10.199.0.2";
 
   // Empty error() on success; otherwise what failed.
   NetnsPair();
   // Back to the original namespace, both namespaces deleted.
   ~NetnsPair();
-  const std::string &error() const { return error_; }
-  const std::string &name_a() const { return a_; }
-  const std::string &name_b() const { return b_; }
+  const std::string& error() const { return error_; }
+  const std::string& name_a() const { return a_; }
+  const std::string& name_b() const { return b_; }
 
   // A socket made in namespace b (the thread stays in a), or -1.
   int socket_in_b(int type) const;
@@ -40,12 +40,12 @@ class NetnsPair {
 };
 
 // Runs a shell command; its exit status (or -1).
-int run(const std::string &cmd);
+int run(const std::string& cmd);
 // Its standard output.
-std::string output(const std::string &cmd);
+std::string output(const std::string& cmd);
 // Whether a namespace of that name exists.
-bool netns_exists(const std::string &name);
+bool netns_exists(const std::string& name);
 
-sockaddr_in inet(const char *ip, uint16_t port);
+sockaddr_in inet(const char* ip, uint16_t port);
 
 }  // namespace sstest

@@ -58,8 +58,8 @@ struct Served {
   std::unique_ptr<RingQueue> queue;
 };
 
-int open_queue(uint32_t queue_id, Served *s) {
-  const ss::prov::Descriptor *d = ss::prov::find_provider("xdp", ss::prov::Family::kRing);
+int open_queue(uint32_t queue_id, Served* s) {
+  const ss::prov::Descriptor* d = ss::prov::find_provider("xdp", ss::prov::Family::kRing);
   if (!d || !d->ring) return -ENOENT;
   s->pool = make_pool();
   RingQueueConfig cfg;
@@ -78,18 +78,18 @@ int open_queue(uint32_t queue_id, Served *s) {
 
 // The UDP payload of an Ethernet/IPv4/UDP frame, or "" when it is not one
 // for `port`.
-std::string udp_payload(const Buffer &b, uint16_t port) {
-  const auto *p = static_cast<const uint8_t *>(b.data());
+std::string udp_payload(const Buffer& b, uint16_t port) {
+  const auto* p = static_cast<const uint8_t*>(b.data());
   if (b.size() < sizeof(ethhdr) + sizeof(iphdr) + sizeof(udphdr)) return "";
-  const auto *ip = reinterpret_cast<const iphdr *>(p + sizeof(ethhdr));
+  const auto* ip = reinterpret_cast<const iphdr*>(p + sizeof(ethhdr));
   const size_t ihl = ip->ihl * 4u;
   if (ip->protocol != IPPROTO_UDP || b.size() < sizeof(ethhdr) + ihl + sizeof(udphdr)) return "";
-  const auto *udp = reinterpret_cast<const udphdr *>(p + sizeof(ethhdr) + ihl);
+  const auto* udp = reinterpret_cast<const udphdr*>(p + sizeof(ethhdr) + ihl);
   if (ntohs(udp->dest) != port) return "";
   const size_t len = ntohs(udp->len) - sizeof(udphdr);
   const size_t at = sizeof(ethhdr) + ihl + sizeof(udphdr);
   if (at + len > b.size()) return "";
-  return std::string(reinterpret_cast<const char *>(p + at), len);
+  return std::string(reinterpret_cast<const char*>(p + at), len);
 }
 
 bool readable(int fd) {
@@ -129,13 +129,13 @@ class XdpRing : public ::testing::Test {
     const auto end = std::chrono::steady_clock::now() + kWait;
     while (got.size() < want && std::chrono::steady_clock::now() < end) {
       std::vector<pollfd> fds;
-      for (auto &s : served_) {
+      for (auto& s : served_) {
         short ev = 0;
         const int fd = s.queue->poll_fd(ss::prov::Ring::kRx, &ev);
         if (fd >= 0) fds.push_back({fd, ev, 0});
       }
       poll(fds.data(), fds.size(), 100);
-      for (auto &s : served_) {
+      for (auto& s : served_) {
         Buffer pkts[16];
         const int n = s.queue->rx(pkts, 16);
         EXPECT_GE(n, 0);
@@ -161,9 +161,9 @@ TEST_F(XdpRing, SteeredPortArrivesOnTheRingOtherPortsOnTheKernel) {
   const int steered_sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   const int kernel_sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_in sa = sstest::inet("0.0.0.0", kSteeredPort);
-  ASSERT_EQ(bind(steered_sock, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+  ASSERT_EQ(bind(steered_sock, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
   sa = sstest::inet("0.0.0.0", kKernelPort);
-  ASSERT_EQ(bind(kernel_sock, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+  ASSERT_EQ(bind(kernel_sock, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
 
   const int tx = ns_->socket_in_b(SOCK_DGRAM);
   ASSERT_GE(tx, 0);
@@ -173,12 +173,12 @@ TEST_F(XdpRing, SteeredPortArrivesOnTheRingOtherPortsOnTheKernel) {
     sent.push_back("steered datagram " + std::to_string(i));
     sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
     ASSERT_EQ(sendto(tx, sent.back().data(), sent.back().size(), 0,
-                     reinterpret_cast<sockaddr *>(&sa), sizeof sa),
+                     reinterpret_cast<sockaddr*>(&sa), sizeof sa),
               static_cast<ssize_t>(sent.back().size()));
   }
   const std::string to_kernel = "for the kernel";
   sa = sstest::inet(NetnsPair::kIpA, kKernelPort);
-  ASSERT_EQ(sendto(tx, to_kernel.data(), to_kernel.size(), 0, reinterpret_cast<sockaddr *>(&sa),
+  ASSERT_EQ(sendto(tx, to_kernel.data(), to_kernel.size(), 0, reinterpret_cast<sockaddr*>(&sa),
                    sizeof sa),
             static_cast<ssize_t>(to_kernel.size()));
 
@@ -200,7 +200,7 @@ TEST_F(XdpRing, SteeredPortArrivesOnTheRingOtherPortsOnTheKernel) {
   EXPECT_GT(after.passed,
             before.passed);  // ARP and the kernel's datagram at least
   uint64_t rx_total = 0;
-  for (auto &s : served_) rx_total += s.queue->stats().rx_packets;
+  for (auto& s : served_) rx_total += s.queue->stats().rx_packets;
   EXPECT_EQ(rx_total, static_cast<uint64_t>(kCount));
 
   ASSERT_EQ(xdp::remove_flow(NetnsPair::kIfA, flow), 0);
@@ -211,16 +211,16 @@ TEST_F(XdpRing, SteeredPortArrivesOnTheRingOtherPortsOnTheKernel) {
 }
 
 // An Ethernet/IPv4/UDP frame from a to b, written into a pool frame.
-void build_udp(Buffer *b, const uint8_t dst_mac[6], const uint8_t src_mac[6],
-               const std::string &payload) {
+void build_udp(Buffer* b, const uint8_t dst_mac[6], const uint8_t src_mac[6],
+               const std::string& payload) {
   const size_t len = sizeof(ethhdr) + sizeof(iphdr) + sizeof(udphdr) + payload.size();
   ASSERT_EQ(b->set_size(len), 0);
-  auto *p = static_cast<uint8_t *>(b->data());
-  auto *eth = reinterpret_cast<ethhdr *>(p);
+  auto* p = static_cast<uint8_t*>(b->data());
+  auto* eth = reinterpret_cast<ethhdr*>(p);
   memcpy(eth->h_dest, dst_mac, 6);
   memcpy(eth->h_source, src_mac, 6);
   eth->h_proto = htons(ETH_P_IP);
-  auto *ip = reinterpret_cast<iphdr *>(p + sizeof(ethhdr));
+  auto* ip = reinterpret_cast<iphdr*>(p + sizeof(ethhdr));
   memset(ip, 0, sizeof *ip);
   ip->version = 4;
   ip->ihl = 5;
@@ -230,11 +230,11 @@ void build_udp(Buffer *b, const uint8_t dst_mac[6], const uint8_t src_mac[6],
   inet_pton(AF_INET, NetnsPair::kIpA, &ip->saddr);
   inet_pton(AF_INET, NetnsPair::kIpB, &ip->daddr);
   uint32_t sum = 0;
-  const auto *w = reinterpret_cast<const uint16_t *>(ip);
+  const auto* w = reinterpret_cast<const uint16_t*>(ip);
   for (size_t i = 0; i < sizeof *ip / 2; i++) sum += w[i];
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
   ip->check = static_cast<uint16_t>(~sum);
-  auto *udp = reinterpret_cast<udphdr *>(p + sizeof(ethhdr) + sizeof(iphdr));
+  auto* udp = reinterpret_cast<udphdr*>(p + sizeof(ethhdr) + sizeof(iphdr));
   udp->source = htons(kSteeredPort);
   udp->dest = htons(kPeerPort);
   udp->len = htons(static_cast<uint16_t>(sizeof(udphdr) + payload.size()));
@@ -246,7 +246,7 @@ TEST_F(XdpRing, FrameSentFromTheRingReachesAKernelSocketInThePeer) {
   const int rx = ns_->socket_in_b(SOCK_DGRAM);
   ASSERT_GE(rx, 0);
   sockaddr_in sa = sstest::inet("0.0.0.0", kPeerPort);
-  ASSERT_EQ(bind(rx, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+  ASSERT_EQ(bind(rx, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
   uint8_t mac_b[6], mac_a[6];
   ASSERT_TRUE(ns_->mac_b(mac_b));
   {
@@ -257,7 +257,7 @@ TEST_F(XdpRing, FrameSentFromTheRingReachesAKernelSocketInThePeer) {
     memcpy(mac_a, ifr.ifr_hwaddr.sa_data, 6);
     close(fd);
   }
-  RingQueue &q = *served_[0].queue;
+  RingQueue& q = *served_[0].queue;
   ASSERT_TRUE(q.caps() & ss::prov::kRingCapNeedsKick);
   const std::string payload = "sent from the ring";
   Buffer pkt = served_[0].pool->get();
@@ -304,11 +304,11 @@ TEST_F(XdpRing, DropFlowIsDroppedAndCounted) {
   // ARP goes first (passed), so the datagram itself is the one dropped.
   sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kKernelPort);
   const int kernel_sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(bind(kernel_sock, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
-  ASSERT_EQ(sendto(tx, "x", 1, 0, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 1);
+  ASSERT_EQ(bind(kernel_sock, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(sendto(tx, "x", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 1);
   ASSERT_TRUE(readable(kernel_sock));  // the path works
   sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
-  ASSERT_EQ(sendto(tx, "y", 1, 0, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 1);
+  ASSERT_EQ(sendto(tx, "y", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 1);
   xdp::Counters c;
   const auto end = std::chrono::steady_clock::now() + kWait;
   do {
@@ -367,7 +367,7 @@ TEST_F(XdpRingRefused, WithoutPrivilegeTheQueueIsRefused) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (geteuid() != 0) {
     fprintf(stderr, "SKIP: xdp_ring_tests need root (network namespaces, XDP)\n");
@@ -379,7 +379,7 @@ int main(int argc, char **argv) {
   }
   int rc = RUN_ALL_TESTS();
   // Every test removes its namespaces (and so the veth) in its teardown.
-  for (const char *side : {"a", "b"}) {
+  for (const char* side : {"a", "b"}) {
     const std::string name = std::string("ssxdp-") + side + "-" + std::to_string(getpid());
     if (sstest::netns_exists(name)) {
       fprintf(stderr, "FAIL: namespace %s left behind\n", name.c_str());

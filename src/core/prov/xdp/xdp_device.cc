@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,7 +29,7 @@ namespace {
 
 // libbpf's own messages go to our log at debug level: a preloaded program's
 // stderr is not ours to fill.
-int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list ap) {
   if (!ss::log::enabled(ss::log::Level::kDebug)) return 0;
   char line[512];
   vsnprintf(line, sizeof line, fmt, ap);
@@ -37,17 +38,25 @@ int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
   return 0;
 }
 
+// Interface indexes repeat across network namespaces: a netdev is its
+// namespace (the calling thread's) and its index.
 struct Open {
+  ino_t netns;
   int ifindex;
   std::weak_ptr<Device> dev;
 };
+
+ino_t current_netns() {
+  struct stat st {};
+  return stat("/proc/thread-self/ns/net", &st) == 0 ? st.st_ino : 0;
+}
 std::mutex open_mu;
-std::vector<Open> &open_devices() {
+std::vector<Open>& open_devices() {
   static std::vector<Open> v;
   return v;
 }
 
-ss_flow_key key_of(const Flow &f) {
+ss_flow_key key_of(const Flow& f) {
   ss_flow_key k{};
   k.ip = f.ip;
   k.port = f.port;
@@ -55,28 +64,30 @@ ss_flow_key key_of(const Flow &f) {
   return k;
 }
 
-bool valid(const Flow &f) { return f.proto == IPPROTO_UDP || f.proto == IPPROTO_TCP; }
+bool valid(const Flow& f) { return f.proto == IPPROTO_UDP || f.proto == IPPROTO_TCP; }
 
 }  // namespace
 
-std::shared_ptr<Device> Device::find(const char *ifname) {
+std::shared_ptr<Device> Device::find(const char* ifname) {
   const int ifindex = ifname ? static_cast<int>(if_nametoindex(ifname)) : 0;
   if (!ifindex) return nullptr;
+  const ino_t netns = current_netns();
   std::lock_guard lock(open_mu);
-  for (auto &o : open_devices())
-    if (o.ifindex == ifindex)
+  for (auto& o : open_devices())
+    if (o.netns == netns && o.ifindex == ifindex)
       if (auto d = o.dev.lock()) return d;
   return nullptr;
 }
 
-int Device::open(const char *ifname, std::shared_ptr<Device> *out) {
+int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
   if (!ifname || !out) return -EINVAL;
   const int ifindex = static_cast<int>(if_nametoindex(ifname));
   if (!ifindex) return -ENODEV;
+  const ino_t netns = current_netns();
   std::lock_guard lock(open_mu);
-  auto &devs = open_devices();
-  for (auto &o : devs)
-    if (o.ifindex == ifindex)
+  auto& devs = open_devices();
+  for (auto& o : devs)
+    if (o.netns == netns && o.ifindex == ifindex)
       if (auto d = o.dev.lock()) {
         *out = std::move(d);
         return 0;
@@ -105,7 +116,7 @@ int Device::open(const char *ifname, std::shared_ptr<Device> *out) {
   SS_DEBUG("xdp: %s: steering program attached (%s mode)", ifname,
            dev->native_ ? "native" : "generic");
   for (auto it = devs.begin(); it != devs.end();) it = it->dev.expired() ? devs.erase(it) : it + 1;
-  devs.push_back({ifindex, dev});
+  devs.push_back({netns, ifindex, dev});
   *out = std::move(dev);
   return 0;
 }
@@ -127,7 +138,7 @@ int Device::clear_socket(uint32_t queue) {
   return 0;
 }
 
-int Device::add_flow(const Flow &f) {
+int Device::add_flow(const Flow& f) {
   if (!valid(f)) return -EINVAL;
   const ss_flow_key k = key_of(f);
   const __u32 action = f.drop ? SS_FLOW_DROP : SS_FLOW_REDIRECT;
@@ -136,14 +147,14 @@ int Device::add_flow(const Flow &f) {
   return 0;
 }
 
-int Device::remove_flow(const Flow &f) {
+int Device::remove_flow(const Flow& f) {
   if (!valid(f)) return -EINVAL;
   const ss_flow_key k = key_of(f);
   if (bpf_map__delete_elem(skel_->maps.flows, &k, sizeof k, 0)) return -errno;
   return 0;
 }
 
-int Device::counters(Counters *out) const {
+int Device::counters(Counters* out) const {
   if (!out) return -EINVAL;
   const int ncpu = libbpf_num_possible_cpus();
   if (ncpu <= 0) return ncpu ? ncpu : -EINVAL;
@@ -162,22 +173,22 @@ int Device::counters(Counters *out) const {
   return 0;
 }
 
-int add_flow(const char *ifname, const Flow &f) {
+int add_flow(const char* ifname, const Flow& f) {
   auto d = Device::find(ifname);
   return d ? d->add_flow(f) : -ENODEV;
 }
 
-int remove_flow(const char *ifname, const Flow &f) {
+int remove_flow(const char* ifname, const Flow& f) {
   auto d = Device::find(ifname);
   return d ? d->remove_flow(f) : -ENODEV;
 }
 
-int counters(const char *ifname, Counters *out) {
+int counters(const char* ifname, Counters* out) {
   auto d = Device::find(ifname);
   return d ? d->counters(out) : -ENODEV;
 }
 
-int rx_queue_count(const char *ifname) {
+int rx_queue_count(const char* ifname) {
   if (!ifname || strlen(ifname) >= IFNAMSIZ) return -EINVAL;
   // ethtool, not /sys: sysfs shows the namespace it was mounted in, the
   // socket the calling thread's.
@@ -187,7 +198,7 @@ int rx_queue_count(const char *ifname) {
   ch.cmd = ETHTOOL_GCHANNELS;
   ifreq ifr{};
   memcpy(ifr.ifr_name, ifname, strlen(ifname));
-  ifr.ifr_data = reinterpret_cast<char *>(&ch);
+  ifr.ifr_data = reinterpret_cast<char*>(&ch);
   const int rc = ioctl(fd, SIOCETHTOOL, &ifr);
   const int err = errno;
   close(fd);

@@ -35,12 +35,12 @@ class Device {
   // The process's Device for ifname, attaching the program on first use.
   // -ENODEV unknown netdev, -EPERM/-EACCES without CAP_NET_ADMIN/CAP_BPF,
   // -EBUSY another XDP program is attached, -EOPNOTSUPP no XDP.
-  static int open(const char *ifname, std::shared_ptr<Device> *out);
+  static int open(const char* ifname, std::shared_ptr<Device>* out);
   // The Device already open for ifname, or nullptr.
-  static std::shared_ptr<Device> find(const char *ifname);
+  static std::shared_ptr<Device> find(const char* ifname);
   ~Device();
-  Device(const Device &) = delete;
-  Device &operator=(const Device &) = delete;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
 
   int ifindex() const { return ifindex_; }
   bool native() const { return native_; }  // driver mode (else generic)
@@ -50,26 +50,26 @@ class Device {
   int clear_socket(uint32_t queue);
 
   // 0 or -errno (-ENOSPC when the table is full, -EINVAL bad protocol).
-  int add_flow(const Flow &f);
-  int remove_flow(const Flow &f);  // -ENOENT when not steered
-  int counters(Counters *out) const;
+  int add_flow(const Flow& f);
+  int remove_flow(const Flow& f);  // -ENOENT when not steered
+  int counters(Counters* out) const;
 
  private:
   Device() = default;
-  ss_steer *skel_ = nullptr;
-  bpf_link *link_ = nullptr;
+  ss_steer* skel_ = nullptr;
+  bpf_link* link_ = nullptr;
   int ifindex_ = 0;
   bool native_ = false;
 };
 
 // Steering by netdev name, on the Device open there: -ENODEV when no queue
 // (or other holder) has it open.
-int add_flow(const char *ifname, const Flow &f);
-int remove_flow(const char *ifname, const Flow &f);
-int counters(const char *ifname, Counters *out);
+int add_flow(const char* ifname, const Flow& f);
+int remove_flow(const char* ifname, const Flow& f);
+int counters(const char* ifname, Counters* out);
 
 // The netdev's number of rx queues (every one needs a socket: traffic may
 // arrive on any), or -errno.
-int rx_queue_count(const char *ifname);
+int rx_queue_count(const char* ifname);
 
 }  // namespace ss::prov::xdp

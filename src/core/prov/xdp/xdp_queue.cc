@@ -17,7 +17,7 @@ namespace {
 
 bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
 
-bool valid(const RingQueueConfig &c) {
+bool valid(const RingQueueConfig& c) {
   if (!c.pool || !c.ifname || strlen(c.ifname) >= 16) return false;
   if (!pow2(c.fill_size) || !pow2(c.rx_size) || !pow2(c.tx_size) || !pow2(c.completion_size))
     return false;
@@ -28,14 +28,14 @@ bool valid(const RingQueueConfig &c) {
 
 }  // namespace
 
-XdpQueue::XdpQueue(const RingQueueConfig &cfg) : cfg_(cfg) {
+XdpQueue::XdpQueue(const RingQueueConfig& cfg) : cfg_(cfg) {
   memcpy(ifname_, cfg.ifname, strlen(cfg.ifname));
   shift_ = static_cast<uint32_t>(__builtin_ctzll(cfg.pool->frame_size()));
   in_fill_.resize(cfg.pool->frame_count());
   in_tx_.resize(cfg.pool->frame_count());
 }
 
-int XdpQueue::create(const RingQueueConfig &cfg, std::unique_ptr<RingQueue> *out) {
+int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out) {
   if (!out || !valid(cfg)) return -EINVAL;
   std::unique_ptr<XdpQueue> q(new XdpQueue(cfg));
   int err = Device::open(q->ifname_, &q->dev_);  // logs its own failure
@@ -115,16 +115,16 @@ XdpQueue::~XdpQueue() {
   std::vector<Buffer> frames;
   {
     std::lock_guard lock(mu_);
-    for (auto &b : in_fill_)
+    for (auto& b : in_fill_)
       if (b) frames.push_back(std::move(b));
-    for (auto &b : in_tx_)
+    for (auto& b : in_tx_)
       if (b) frames.push_back(std::move(b));
   }
   frames.clear();  // released outside the lock
   if (reg_index_ >= 0) cfg_.pool->remove_registrar(this);
 }
 
-int XdpQueue::reg(void *addr, size_t len, mem::RegHandle *out) {
+int XdpQueue::reg(void* addr, size_t len, mem::RegHandle* out) {
   if (addr != cfg_.pool->chunk_base(0)) return -EINVAL;  // one area only
   out->offset = 0;
   return 0;
@@ -136,7 +136,7 @@ uint32_t XdpQueue::caps() const {
   return caps;
 }
 
-int XdpQueue::fill_locked(Buffer *frames, int n) {
+int XdpQueue::fill_locked(Buffer* frames, int n) {
   const uint32_t room = xsk_prod_nb_free(&fill_, static_cast<uint32_t>(n));
   const uint32_t take = room < static_cast<uint32_t>(n) ? room : static_cast<uint32_t>(n);
   uint32_t idx = 0;
@@ -150,7 +150,7 @@ int XdpQueue::fill_locked(Buffer *frames, int n) {
   return static_cast<int>(take);
 }
 
-int XdpQueue::fill(Buffer *frames, int n) {
+int XdpQueue::fill(Buffer* frames, int n) {
   if (!frames || n < 0) return -EINVAL;
   for (int i = 0; i < n; i++) {
     if (!frames[i] || frames[i].pool() != cfg_.pool) return -EINVAL;
@@ -162,12 +162,12 @@ int XdpQueue::fill(Buffer *frames, int n) {
   return took;
 }
 
-void XdpQueue::recycle(Buffer &frame) {
+void XdpQueue::recycle(Buffer& frame) {
   std::lock_guard lock(mu_);
   if (fill_locked(&frame, 1) != 1) stats_.fill_full++;  // left to the free list
 }
 
-int XdpQueue::rx(Buffer *out, int max) {
+int XdpQueue::rx(Buffer* out, int max) {
   if (!out || max < 0) return -EINVAL;
   for (int i = 0; i < max; i++) out[i].reset();  // never release under the lock
   std::lock_guard lock(mu_);
@@ -175,8 +175,8 @@ int XdpQueue::rx(Buffer *out, int max) {
   const uint32_t got = xsk_ring_cons__peek(&rx_, static_cast<uint32_t>(max), &idx);
   int n = 0;
   for (uint32_t i = 0; i < got; i++) {
-    const xdp_desc *d = xsk_ring_cons__rx_desc(&rx_, idx + i);
-    Buffer &slot = in_fill_[index_of(d->addr)];
+    const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, idx + i);
+    Buffer& slot = in_fill_[index_of(d->addr)];
     if (!slot) continue;  // a frame we never gave: cannot happen with a sane kernel
     const uint64_t in_frame = d->addr & ((uint64_t{1} << shift_) - 1);
     if (slot.set_view(in_frame, d->len)) continue;
@@ -187,7 +187,7 @@ int XdpQueue::rx(Buffer *out, int max) {
   return n;
 }
 
-int XdpQueue::tx(Buffer *pkts, int n) {
+int XdpQueue::tx(Buffer* pkts, int n) {
   if (!pkts || n < 0) return -EINVAL;
   for (int i = 0; i < n; i++)
     if (!pkts[i] || pkts[i].pool() != cfg_.pool || pkts[i].next()) return -EINVAL;
@@ -204,7 +204,7 @@ int XdpQueue::tx(Buffer *pkts, int n) {
   uint32_t idx = 0;
   if (!take || xsk_ring_prod__reserve(&tx_, take, &idx) != take) return 0;
   for (uint32_t i = 0; i < take; i++) {
-    xdp_desc *d = xsk_ring_prod__tx_desc(&tx_, idx + i);
+    xdp_desc* d = xsk_ring_prod__tx_desc(&tx_, idx + i);
     d->addr = pkts[i].reg(reg_index_).offset + pkts[i].chunk_offset();
     d->len = static_cast<uint32_t>(pkts[i].size());
     d->options = 0;
@@ -222,7 +222,7 @@ int XdpQueue::kick() {
   return -errno;
 }
 
-int XdpQueue::complete(Buffer *out, int max) {
+int XdpQueue::complete(Buffer* out, int max) {
   if (!out || max < 0) return -EINVAL;
   for (int i = 0; i < max; i++) out[i].reset();
   std::lock_guard lock(mu_);
@@ -230,7 +230,7 @@ int XdpQueue::complete(Buffer *out, int max) {
   const uint32_t got = xsk_ring_cons__peek(&comp_, static_cast<uint32_t>(max), &idx);
   int n = 0;
   for (uint32_t i = 0; i < got; i++) {
-    Buffer &slot = in_tx_[index_of(*xsk_ring_cons__comp_addr(&comp_, idx + i))];
+    Buffer& slot = in_tx_[index_of(*xsk_ring_cons__comp_addr(&comp_, idx + i))];
     if (slot) out[n++] = std::move(slot);
   }
   xsk_ring_cons__release(&comp_, got);
@@ -239,7 +239,7 @@ int XdpQueue::complete(Buffer *out, int max) {
   return n;
 }
 
-int XdpQueue::poll_fd(Ring r, short *events) const {
+int XdpQueue::poll_fd(Ring r, short* events) const {
   if (!events) return -EINVAL;
   if (r == Ring::kRx) {
     *events = POLLIN;

@@ -25,33 +25,33 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   // cfg.ifname and cfg.queue_id name the queue. -EINVAL for a pool that is
   // not one area of 2048- or 4096-byte frames or sizes not powers of two;
   // Device::open's errors; -EBUSY when another socket has the queue.
-  static int create(const RingQueueConfig &cfg, std::unique_ptr<RingQueue> *out);
+  static int create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out);
   ~XdpQueue() override;
 
   uint32_t caps() const override;
-  int fill(mem::Buffer *frames, int n) override;
-  int rx(mem::Buffer *out, int max) override;
-  int tx(mem::Buffer *pkts, int n) override;
+  int fill(mem::Buffer* frames, int n) override;
+  int rx(mem::Buffer* out, int max) override;
+  int tx(mem::Buffer* pkts, int n) override;
   int kick() override;
-  int complete(mem::Buffer *out, int max) override;
-  int poll_fd(Ring r, short *events) const override;
+  int complete(mem::Buffer* out, int max) override;
+  int poll_fd(Ring r, short* events) const override;
   RingStats stats() const override;
 
-  void recycle(mem::Buffer &frame) override;
+  void recycle(mem::Buffer& frame) override;
   // The UMEM is the pool's one area: its chunk starts at UMEM offset 0.
-  int reg(void *addr, size_t len, mem::RegHandle *out) override;
-  void dereg(void *addr, size_t len, const mem::RegHandle &h) override {}
+  int reg(void* addr, size_t len, mem::RegHandle* out) override;
+  void dereg(void* addr, size_t len, const mem::RegHandle& h) override {}
 
  private:
-  explicit XdpQueue(const RingQueueConfig &cfg);
+  explicit XdpQueue(const RingQueueConfig& cfg);
   int bind(bool zero_copy);
   void unbind();
   uint32_t index_of(uint64_t addr) const { return static_cast<uint32_t>(addr >> shift_); }
-  uint64_t frame_addr(const mem::Buffer &b) const {
+  uint64_t frame_addr(const mem::Buffer& b) const {
     return b.reg(reg_index_).offset + b.chunk_offset() - b.offset();
   }
   // Puts frames into the fill ring; mu_ held.
-  int fill_locked(mem::Buffer *frames, int n);
+  int fill_locked(mem::Buffer* frames, int n);
 
   const RingQueueConfig cfg_;
   char ifname_[16] = {};  // IFNAMSIZ
@@ -59,8 +59,8 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   int reg_index_ = -1;
   bool zero_copy_ = false, steered_ = false, recycling_ = false;
   std::shared_ptr<Device> dev_;
-  xsk_umem *umem_ = nullptr;
-  xsk_socket *xsk_ = nullptr;
+  xsk_umem* umem_ = nullptr;
+  xsk_socket* xsk_ = nullptr;
   xsk_ring_prod fill_{}, tx_{};
   xsk_ring_cons rx_{}, comp_{};
 
