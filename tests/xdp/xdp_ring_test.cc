@@ -58,7 +58,8 @@ struct Served {
   std::unique_ptr<RingQueue> queue;
 };
 
-int open_queue(uint32_t queue_id, Served* s) {
+// Fills half the pool's frames into the fill ring unless `fill` is false.
+int open_queue(uint32_t queue_id, Served* s, bool fill = true) {
   const ss::prov::Descriptor* d = ss::prov::find_provider("xdp", ss::prov::Family::kRing);
   if (!d || !d->ring) return -ENOENT;
   s->pool = make_pool();
@@ -69,7 +70,7 @@ int open_queue(uint32_t queue_id, Served* s) {
   cfg.fill_size = 4096;
   cfg.rx_size = cfg.tx_size = cfg.completion_size = 1024;
   int err = d->ring->create(cfg, &s->queue);
-  if (err) return err;
+  if (err || !fill) return err;
   std::vector<Buffer> frames;
   for (int i = 0; i < kFrames / 2; i++) frames.push_back(s->pool->get());
   const int n = s->queue->fill(frames.data(), static_cast<int>(frames.size()));
@@ -363,6 +364,35 @@ TEST_F(XdpRingRefused, WithoutPrivilegeTheQueueIsRefused) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not EPERM/EACCES, 2: capset failed";
   EXPECT_EQ(prog_id(), "");
+}
+
+using XdpRingBare = XdpRingRefused;
+
+TEST_F(XdpRingBare, AnEmptyFillRingDropsAndCounts) {
+  const int nq = xdp::rx_queue_count(NetnsPair::kIfA);
+  ASSERT_GT(nq, 0);
+  std::vector<Served> served(static_cast<size_t>(nq));
+  for (int q = 0; q < nq; q++)
+    ASSERT_EQ(open_queue(static_cast<uint32_t>(q), &served[q], false), 0);
+  xdp::Flow flow;
+  flow.proto = IPPROTO_UDP;
+  flow.port = htons(kSteeredPort);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, flow), 0);
+  const int tx = ns_.socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(tx, 0);
+  const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  ASSERT_EQ(sendto(tx, "lost", 4, 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 4);
+  auto dropped = [&] {
+    uint64_t n = 0;
+    for (auto& s : served) n += s.queue->stats().rx_dropped_no_fill;
+    return n;
+  };
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  while (!dropped() && std::chrono::steady_clock::now() < end) usleep(1000);
+  EXPECT_GE(dropped(), 1u);
+  Buffer pkt;
+  for (auto& s : served) EXPECT_EQ(s.queue->rx(&pkt, 1), 0);
+  close(tx);
 }
 
 }  // namespace
