@@ -58,8 +58,8 @@ struct Served {
   std::unique_ptr<RingQueue> queue;
 };
 
-// Fills half the pool's frames into the fill ring unless `fill` is false.
-int open_queue(uint32_t queue_id, Served* s, bool fill = true) {
+// Puts `fill` frames (half the pool's by default) into the fill ring.
+int open_queue(uint32_t queue_id, Served* s, int fill = kFrames / 2) {
   const ss::prov::Descriptor* d = ss::prov::find_provider("xdp", ss::prov::Family::kRing);
   if (!d || !d->ring) return -ENOENT;
   s->pool = make_pool();
@@ -72,9 +72,29 @@ int open_queue(uint32_t queue_id, Served* s, bool fill = true) {
   int err = d->ring->create(cfg, &s->queue);
   if (err || !fill) return err;
   std::vector<Buffer> frames;
-  for (int i = 0; i < kFrames / 2; i++) frames.push_back(s->pool->get());
+  for (int i = 0; i < fill; i++) frames.push_back(s->pool->get());
   const int n = s->queue->fill(frames.data(), static_cast<int>(frames.size()));
   return n == static_cast<int>(frames.size()) ? 0 : (n < 0 ? n : -ENOSPC);
+}
+
+// Every rx queue of xa (traffic may arrive on any), each filled with `fill`
+// frames: 0 or the first error.
+int open_all(int fill, std::vector<Served>* out) {
+  const int nq = xdp::rx_queue_count(NetnsPair::kIfA);
+  if (nq <= 0) return nq ? nq : -ENODEV;
+  out->resize(static_cast<size_t>(nq));
+  for (int q = 0; q < nq; q++)
+    if (int err = open_queue(static_cast<uint32_t>(q), &(*out)[static_cast<size_t>(q)], fill))
+      return err;
+  return 0;
+}
+
+// UDP to kSteeredPort on any address of a.
+xdp::Flow steered_flow() {
+  xdp::Flow flow;
+  flow.proto = IPPROTO_UDP;
+  flow.port = htons(kSteeredPort);
+  return flow;
 }
 
 // The UDP payload of an Ethernet/IPv4/UDP frame, or "" when it is not one
@@ -104,13 +124,8 @@ class XdpRing : public ::testing::Test {
     ns_ = std::make_unique<NetnsPair>();
     ASSERT_EQ(ns_->error(), "");
     ASSERT_FALSE(ns_->xdp_attached()) << "a fresh veth has no program";
-    const int nq = xdp::rx_queue_count(NetnsPair::kIfA);
-    ASSERT_GT(nq, 0) << strerror(-nq);
-    for (int q = 0; q < nq; q++) {
-      served_.emplace_back();
-      const int err = open_queue(static_cast<uint32_t>(q), &served_.back());
-      ASSERT_EQ(err, 0) << "queue " << q << ": " << strerror(-err);
-    }
+    const int err = open_all(kFrames / 2, &served_);
+    ASSERT_EQ(err, 0) << strerror(-err);
     ASSERT_TRUE(ns_->xdp_attached());
   }
   void TearDown() override {
@@ -151,9 +166,7 @@ class XdpRing : public ::testing::Test {
 };
 
 TEST_F(XdpRing, SteeredPortArrivesOnTheRingOtherPortsOnTheKernel) {
-  xdp::Flow flow;
-  flow.proto = IPPROTO_UDP;
-  flow.port = htons(kSteeredPort);  // wildcard address
+  const xdp::Flow flow = steered_flow();  // wildcard address
   ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, flow), 0);
   xdp::Counters before;
   ASSERT_EQ(xdp::counters(NetnsPair::kIfA, &before), 0);
@@ -294,10 +307,8 @@ TEST_F(XdpRing, ASecondSocketOnATakenQueueIsRefused) {
 }
 
 TEST_F(XdpRing, DropFlowIsDroppedAndCounted) {
-  xdp::Flow flow;
-  flow.proto = IPPROTO_UDP;
-  inet_pton(AF_INET, NetnsPair::kIpA, &flow.ip);
-  flow.port = htons(kSteeredPort);
+  xdp::Flow flow = steered_flow();
+  inet_pton(AF_INET, NetnsPair::kIpA, &flow.ip);  // this address only
   flow.drop = true;
   ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, flow), 0);
   const int tx = ns_->socket_in_b(SOCK_DGRAM);
@@ -369,15 +380,9 @@ TEST_F(XdpRingRefused, WithoutPrivilegeTheQueueIsRefused) {
 using XdpRingBare = XdpRingRefused;
 
 TEST_F(XdpRingBare, AnEmptyFillRingDropsAndCounts) {
-  const int nq = xdp::rx_queue_count(NetnsPair::kIfA);
-  ASSERT_GT(nq, 0);
-  std::vector<Served> served(static_cast<size_t>(nq));
-  for (int q = 0; q < nq; q++)
-    ASSERT_EQ(open_queue(static_cast<uint32_t>(q), &served[q], false), 0);
-  xdp::Flow flow;
-  flow.proto = IPPROTO_UDP;
-  flow.port = htons(kSteeredPort);
-  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, flow), 0);
+  std::vector<Served> served;
+  ASSERT_EQ(open_all(0, &served), 0);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, steered_flow()), 0);
   const int tx = ns_.socket_in_b(SOCK_DGRAM);
   ASSERT_GE(tx, 0);
   const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
@@ -392,6 +397,34 @@ TEST_F(XdpRingBare, AnEmptyFillRingDropsAndCounts) {
   EXPECT_GE(dropped(), 1u);
   Buffer pkt;
   for (auto& s : served) EXPECT_EQ(s.queue->rx(&pkt, 1), 0);
+  close(tx);
+}
+
+TEST_F(XdpRingBare, ReleasedFramesRecycleIntoTheFillRing) {
+  constexpr int kFill = 4, kRounds = 40;  // far more datagrams than filled frames
+  std::vector<Served> served;
+  ASSERT_EQ(open_all(kFill, &served), 0);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, steered_flow()), 0);
+  const int tx = ns_.socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(tx, 0);
+  const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  for (int i = 0; i < kRounds; i++) {
+    const std::string msg = "round " + std::to_string(i);
+    ASSERT_EQ(
+        sendto(tx, msg.data(), msg.size(), 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa),
+        static_cast<ssize_t>(msg.size()));
+    std::string got;
+    const auto end = std::chrono::steady_clock::now() + kWait;
+    while (got.empty() && std::chrono::steady_clock::now() < end) {
+      for (auto& s : served) {
+        Buffer pkt;
+        if (s.queue->rx(&pkt, 1) == 1) got = udp_payload(pkt, kSteeredPort);
+      }  // the released frame goes straight back into its queue's fill ring
+      if (got.empty()) usleep(200);
+    }
+    ASSERT_EQ(got, msg);
+  }
+  for (auto& s : served) EXPECT_EQ(s.queue->stats().rx_dropped_no_fill, 0u);
   close(tx);
 }
 
