@@ -15,8 +15,9 @@ libslipstream_core_la_LIBADD += $(XDP_LIBS)
 nodist_libslipstream_core_la_SOURCES = src/core/prov/xdp/steer.skel.h
 BUILT_SOURCES = src/core/prov/xdp/steer.skel.h
 # BUILT_SOURCES covers `make all` and `make check` only; a named target
-# (make core_unit_tests) in a fresh tree needs the header first too.
-src/core/prov/xdp/libslipstream_core_la-xdp_device.lo: src/core/prov/xdp/steer.skel.h
+# (make core_unit_tests) in a fresh tree needs the header first too. (A
+# rule naming the object itself would replace automake's compile rule.)
+$(libslipstream_core_la_OBJECTS): src/core/prov/xdp/steer.skel.h
 CLEANFILES = src/core/prov/xdp/steer.skel.h src/core/prov/xdp/steer.bpf.o
 
 src/core/prov/xdp/steer.bpf.o: $(top_srcdir)/src/core/prov/xdp/steer.bpf.c \

@@ -64,6 +64,16 @@ ss_flow_key key_of(const Flow& f) {
   return k;
 }
 
+// An XDP bpf_link (its descriptor) or -errno.
+int link_xdp(int prog, int ifindex, uint32_t flags) {
+  LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = flags);
+  const int fd = bpf_link_create(prog, ifindex, BPF_XDP, &opts);
+  return fd < 0 ? -errno : fd;
+}
+
+// Errors that another mode would not cure: no privilege, the netdev taken.
+bool refusal(int err) { return err == EPERM || err == EACCES || err == EBUSY || err == ENODEV; }
+
 bool valid(const Flow& f) { return f.proto == IPPROTO_UDP || f.proto == IPPROTO_TCP; }
 
 }  // namespace
@@ -104,10 +114,15 @@ int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
     return err;
   }
   // A bpf_link: gone with the process, and EBUSY rather than replacing
-  // another program. Flags 0: native mode if the driver has it.
-  dev->link_ = bpf_program__attach_xdp(dev->skel_->progs.ss_steer, ifindex);
-  if (!dev->link_) {
-    const int err = errno ? -errno : -EOPNOTSUPP;
+  // another program. Flags 0 let the kernel take native mode when the
+  // driver has XDP; a driver that refuses it here (veth: the peer's MTU
+  // too large) gets generic mode instead.
+  const int prog = bpf_program__fd(dev->skel_->progs.ss_steer);
+  dev->link_fd_ = link_xdp(prog, ifindex, 0);
+  if (dev->link_fd_ < 0 && !refusal(-dev->link_fd_))
+    dev->link_fd_ = link_xdp(prog, ifindex, XDP_FLAGS_SKB_MODE);
+  if (dev->link_fd_ < 0) {
+    const int err = dev->link_fd_;
     SS_INFO("xdp: %s: cannot attach the steering program: %s", ifname, strerror(-err));
     return err;
   }
@@ -122,7 +137,7 @@ int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
 }
 
 Device::~Device() {
-  if (link_) bpf_link__destroy(link_);
+  if (link_fd_ >= 0) close(link_fd_);  // detaches the program
   if (skel_) ss_steer__destroy(skel_);
 }
 

@@ -10,7 +10,6 @@
 #include <memory>
 
 struct ss_steer;
-struct bpf_link;
 
 namespace ss::prov::xdp {
 
@@ -57,7 +56,7 @@ class Device {
  private:
   Device() = default;
   ss_steer* skel_ = nullptr;
-  bpf_link* link_ = nullptr;
+  int link_fd_ = -1;  // the bpf_link
   int ifindex_ = 0;
   bool native_ = false;
 };
