@@ -48,7 +48,11 @@ NetnsPair::NetnsPair()
   const std::string steps[] = {
       "ip netns add " + a_,
       "ip netns add " + b_,
-      na + "link add " + kIfA + " type veth peer name " + kIfB + " netns " + b_,
+      // Two queues each way, both in use: traffic may arrive on either.
+      na + "link add " + kIfA + " numrxqueues 2 numtxqueues 2 type veth peer name " + kIfB +
+          " netns " + b_ + " numrxqueues 2 numtxqueues 2",
+      "ip netns exec " + a_ + " ethtool -L " + kIfA + " rx 2 tx 2",
+      "ip netns exec " + b_ + " ethtool -L " + kIfB + " rx 2 tx 2",
       na + "addr add " + kIpA + "/24 dev " + kIfA,
       nb + "addr add " + kIpB + "/24 dev " + kIfB,
       na + "link set lo up",

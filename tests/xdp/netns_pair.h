@@ -1,5 +1,6 @@
-// Two network namespaces joined by a veth pair, made and removed by the
-// test (traffic stays inside them): "a" (where the rings run) holds xa
+// Two network namespaces joined by a veth pair (two rx and two tx queues
+// in use on each end), made and removed by the test (traffic stays inside
+// them): "a" (where the rings run) holds xa
 // 10.199.0.1/24, "b" (the kernel peer) holds xb 10.199.0.2/24 with
 // checksum offload off, so its frames carry full checksums. The calling
 // thread enters "a" for the pair's life; sockets for "b" come from

@@ -141,6 +141,11 @@ class XdpRing : public ::testing::Test {
     const int err = open_all(kFrames / 2, &served_);
     ASSERT_EQ(err, 0) << strerror(-err);
     ASSERT_TRUE(ns_->xdp_attached());
+    // A socket on every rx queue in use (two: see NetnsPair).
+    const std::string link = sstest::output("ip -n " + ns_->name_a() + " -d link show dev xa");
+    const size_t at = link.find("numrxqueues ");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(served_.size(), std::stoul(link.substr(at + 12)));
   }
   void TearDown() override {
     served_.clear();  // queues before their pools: Served's member order
