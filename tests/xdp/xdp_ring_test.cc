@@ -243,6 +243,36 @@ TEST_F(XdpRing, SteeredPortArrivesOnTheRingOtherPortsOnTheKernel) {
   close(steered_sock);
 }
 
+// The peer's kernel picks its tx queue (and so our rx queue) by flow hash:
+// 16 flows all on one queue of two would be a 1 in 32768 chance.
+TEST_F(XdpRing, SteeredFramesArriveOnEveryQueue) {
+  ASSERT_EQ(served_.size(), 2u);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, steered_flow()), 0);
+  constexpr int kFlows = 16;
+  const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  for (int i = 0; i < kFlows; i++) {
+    const int tx = ns_->socket_in_b(SOCK_DGRAM);  // its own source port: its own flow
+    ASSERT_GE(tx, 0);
+    ASSERT_EQ(sendto(tx, "f", 1, 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 1);
+    close(tx);
+  }
+  std::vector<int> per_queue(served_.size());
+  int total = 0;
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  while (total < kFlows && std::chrono::steady_clock::now() < end) {
+    for (size_t q = 0; q < served_.size(); q++) {
+      Buffer pkts[16];
+      const int n = served_[q].queue->rx(pkts, 16);
+      ASSERT_GE(n, 0);
+      per_queue[q] += n;
+      total += n;
+    }
+    usleep(200);
+  }
+  EXPECT_EQ(total, kFlows);
+  for (size_t q = 0; q < served_.size(); q++) EXPECT_GT(per_queue[q], 0) << "queue " << q;
+}
+
 // An Ethernet/IPv4/UDP frame from a to b, written into a pool frame.
 void build_udp(Buffer* b, const uint8_t dst_mac[6], const uint8_t src_mac[6],
                const std::string& payload) {
