@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -26,6 +27,7 @@
 #include "core/prov/registry.h"
 #include "core/prov/ring.h"
 #include "core/prov/xdp/xdp_device.h"
+#include "tests/common/stderr_capture.h"
 #include "tests/xdp/netns_pair.h"
 
 namespace {
@@ -351,8 +353,13 @@ TEST_F(XdpRing, FrameSentFromTheRingReachesAKernelSocketInThePeer) {
 
 TEST_F(XdpRing, ASecondSocketOnATakenQueueIsRefused) {
   Served second;
+  sstest::StderrCapture log;
   EXPECT_EQ(open_queue(0, &second), -EBUSY);
+  const std::string text = log.text();
   EXPECT_FALSE(second.queue);
+  // One warning (shown at the default log level) naming the queue.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("WARN: xdp: xa queue 0: "), std::string::npos) << text;
 }
 
 TEST_F(XdpRing, DropFlowIsDroppedAndCounted) {

@@ -110,7 +110,7 @@ int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
   dev->skel_ = ss_steer__open_and_load();
   if (!dev->skel_) {
     const int err = errno ? -errno : -EPERM;
-    SS_INFO("xdp: %s: cannot load the steering program: %s", ifname, strerror(-err));
+    SS_WARN("xdp: %s: cannot load the steering program: %s", ifname, strerror(-err));
     return err;
   }
   // A bpf_link: gone with the process, and EBUSY rather than replacing
@@ -123,7 +123,7 @@ int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
     dev->link_fd_ = link_xdp(prog, ifindex, XDP_FLAGS_SKB_MODE);
   if (dev->link_fd_ < 0) {
     const int err = dev->link_fd_;
-    SS_INFO("xdp: %s: cannot attach the steering program: %s", ifname, strerror(-err));
+    SS_WARN("xdp: %s: cannot attach the steering program: %s", ifname, strerror(-err));
     return err;
   }
   LIBBPF_OPTS(bpf_xdp_query_opts, q);

@@ -46,7 +46,7 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
   err = q->bind(true);
   if (err == -EOPNOTSUPP || err == -EINVAL) err = q->bind(false);  // no zero-copy here
   if (err) {
-    SS_INFO(
+    SS_WARN(
         "xdp: %s queue %u: cannot bind an AF_XDP socket: %s (its traffic "
         "stays with the kernel)",
         q->ifname_, cfg.queue_id, strerror(-err));
@@ -54,7 +54,7 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
   }
   err = q->dev_->set_socket(cfg.queue_id, xsk_socket__fd(q->xsk_));
   if (err) {
-    SS_INFO("xdp: %s queue %u: cannot steer to the socket: %s", q->ifname_, cfg.queue_id,
+    SS_WARN("xdp: %s queue %u: cannot steer to the socket: %s", q->ifname_, cfg.queue_id,
             strerror(-err));
     return err;
   }
