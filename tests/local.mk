@@ -22,6 +22,7 @@ EXTRA_DIST += tests/run-with-limit.sh tests/tsan.supp
 
 include tests/librsocket/local.mk
 include tests/ext/local.mk
+include tests/preload/local.mk
 include tests/rxe/local.mk
 include tests/xdp/local.mk
 EXTRA_DIST += tests/common/stderr_capture.h

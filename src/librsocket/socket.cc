@@ -18,7 +18,7 @@
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
 #include "librsocket/fork.h"
-#include "librsocket/interruptible_sleep.h"
+#include "core/base/interruptible_poll.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
 
@@ -52,7 +52,6 @@ Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
 Socket::~Socket() {
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void Socket::inherit_from(const Socket& l) {
@@ -152,7 +151,7 @@ int Socket::listen(int backlog) {
       return 0;
     }
     if (state_ != kInit && state_ != kBound) return -EINVAL;
-    int rc = prov::create_listener(fd_, &listener_, backlog);
+    int rc = prov::create_listener(fd_, &listener_, backlog, off_stream_);
     if (rc) {
       // It may have bound an ephemeral port first, as listen(2) would:
       // the socket is bound now, so rbind must say so.
@@ -375,9 +374,9 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   int rc;
   {
     fork::TableGuard table;  // a fork sees the connection counted, or not made
-    rc = prov::create_active(
-        {fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size()},
-        &ep_);
+    rc = prov::create_active({fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(),
+                              opt_.route.size(), off_stream_},
+                             &ep_);
     if (!rc && (ep_->caps() & prov::kCapForkCopies)) fork::join(&share_);
   }
   if (!rc) {
