@@ -5,6 +5,7 @@ pkgs=(
   build-essential autoconf automake libtool autoconf-archive pkgconf
   clang
   libibverbs-dev librdmacm-dev liburcu-dev
+  libxdp-dev libbpf-dev bpftool ethtool
   googletest libgtest-dev libbenchmark-dev
   rdmacm-utils iproute2 procps python3 socat curl
 )

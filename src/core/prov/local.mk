@@ -19,6 +19,7 @@ include src/core/prov/util/local.mk
 include src/core/prov/tcp/local.mk
 include src/core/prov/shm/local.mk
 include src/core/prov/verbs/local.mk
+include src/core/prov/xdp/local.mk
 
 core_unit_tests_SOURCES += \
 	tests/core/prov_fixture.h \

@@ -92,4 +92,9 @@ class RingQueue {
 
 using RingCreateFn = int (*)(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out);
 
+// A ring provider's operations, in its registry Descriptor (registry.h).
+struct RingOps {
+  RingCreateFn create;  // one queue of cfg.ifname's rx queue cfg.queue_id
+};
+
 }  // namespace ss::prov

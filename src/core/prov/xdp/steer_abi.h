@@ -1,0 +1,35 @@
+/* What the steering program (steer.bpf.c) and prov/xdp share: the flow
+ * key, the actions and the counter slots. C, so both compilers read it. */
+#ifndef SS_PROV_XDP_STEER_ABI_H
+#define SS_PROV_XDP_STEER_ABI_H
+
+#include <linux/types.h>
+
+/* One steered flow: destination address and port (network byte order) and
+ * IP protocol. ip 0 is the wildcard (a socket bound to INADDR_ANY). */
+struct ss_flow_key {
+  __u32 ip;
+  __u16 port;
+  __u8 proto;
+  __u8 pad; /* always 0: the key is hashed as raw bytes */
+};
+
+/* What a steered flow's frames get. */
+enum ss_flow_action {
+  SS_FLOW_REDIRECT = 1, /* to the XSK of the frame's rx queue (kernel if none) */
+  SS_FLOW_DROP = 2,     /* dropped (tests inject loss with it) */
+};
+
+/* Per-CPU counter slots. */
+enum ss_counter {
+  SS_CNT_REDIRECTED = 0, /* handed to an XSK */
+  SS_CNT_PASSED = 1,     /* not steered: to the kernel */
+  SS_CNT_DROPPED = 2,    /* a SS_FLOW_DROP flow */
+  SS_CNT_NO_SOCKET = 3,  /* steered, but no XSK on that queue: to the kernel */
+  SS_CNT_MAX = 4,
+};
+
+#define SS_MAX_FLOWS 4096
+#define SS_MAX_QUEUES 64
+
+#endif

@@ -1,0 +1,74 @@
+// One netdev under AF_XDP: our steering program (steer.bpf.c, embedded as a
+// bpftool skeleton) attached through a bpf_link, its XSKMAP (one socket per
+// rx queue), its flow table and its counters. One Device per netdev per
+// process, shared by that netdev's queues and the flows steered to them;
+// the link (and so the program) goes away with the last holder, or with the
+// process. The kernel picks native mode where the driver has it, generic
+// otherwise; a netdev with another XDP program gets EBUSY, never a replacement.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+struct ss_steer;
+
+namespace ss::prov::xdp {
+
+// A steered flow. ip and port in network byte order; ip 0 is every address.
+struct Flow {
+  uint8_t proto = 0;  // IPPROTO_UDP, IPPROTO_TCP
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  bool drop = false;  // drop its frames instead (loss injection in tests)
+};
+
+// Sums of the program's per-CPU counters.
+struct Counters {
+  uint64_t redirected = 0;  // to an XSK
+  uint64_t passed = 0;      // not steered: to the kernel
+  uint64_t dropped = 0;     // flows with drop set
+  uint64_t no_socket = 0;   // steered, no XSK on that queue: to the kernel
+};
+
+class Device {
+ public:
+  // The process's Device for ifname, attaching the program on first use.
+  // -ENODEV unknown netdev, -EPERM/-EACCES without CAP_NET_ADMIN/CAP_BPF,
+  // -EBUSY another XDP program is attached, -EOPNOTSUPP no XDP.
+  static int open(const char* ifname, std::shared_ptr<Device>* out);
+  // The Device already open for ifname, or nullptr.
+  static std::shared_ptr<Device> find(const char* ifname);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  int ifindex() const { return ifindex_; }
+  bool native() const { return native_; }  // driver mode (else generic)
+
+  // The XSK serving rx queue `queue` (its descriptor), or none.
+  int set_socket(uint32_t queue, int xsk_fd);
+  int clear_socket(uint32_t queue);
+
+  // 0 or -errno (-ENOSPC when the table is full, -EINVAL bad protocol).
+  int add_flow(const Flow& f);
+  int remove_flow(const Flow& f);  // -ENOENT when not steered
+  int counters(Counters* out) const;
+
+ private:
+  Device() = default;
+  ss_steer* skel_ = nullptr;
+  int link_fd_ = -1;  // the bpf_link
+  int ifindex_ = 0;
+  bool native_ = false;
+};
+
+// Steering by netdev name, on the Device open there: -ENODEV when no queue
+// (or other holder) has it open.
+int add_flow(const char* ifname, const Flow& f);
+int remove_flow(const char* ifname, const Flow& f);
+int counters(const char* ifname, Counters* out);
+
+// The netdev's number of rx queues (every one needs a socket: traffic may
+// arrive on any), or -errno.
+int rx_queue_count(const char* ifname);
+
+}  // namespace ss::prov::xdp

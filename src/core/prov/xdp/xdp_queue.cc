@@ -1,0 +1,270 @@
+#include "core/prov/xdp/xdp_queue.h"
+
+#include <linux/if_xdp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/log.h"
+
+namespace ss::prov::xdp {
+
+using mem::Buffer;
+
+namespace {
+
+bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
+
+bool valid(const RingQueueConfig& c) {
+  if (!c.pool || !c.ifname || strlen(c.ifname) >= 16) return false;
+  if (!pow2(c.fill_size) || !pow2(c.rx_size) || !pow2(c.tx_size) || !pow2(c.completion_size))
+    return false;
+  // Aligned UMEM mode: one area, frames of 2048 bytes up to a page.
+  const size_t fs = c.pool->frame_size();
+  return c.pool->max_chunks() == 1 && (fs == 2048 || fs == 4096);
+}
+
+}  // namespace
+
+XdpQueue::XdpQueue(const RingQueueConfig& cfg) : cfg_(cfg) {
+  memcpy(ifname_, cfg.ifname, strlen(cfg.ifname));
+  shift_ = static_cast<uint32_t>(__builtin_ctzll(cfg.pool->frame_size()));
+  in_fill_.resize(cfg.pool->frame_count());
+  in_tx_.resize(cfg.pool->frame_count());
+}
+
+int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out) {
+  if (!out || !valid(cfg)) return -EINVAL;
+  std::unique_ptr<XdpQueue> q(new XdpQueue(cfg));
+  int err = Device::open(q->ifname_, &q->dev_);  // logs its own failure
+  if (err) return err;
+  err = cfg.pool->add_registrar(q.get());
+  if (err < 0) return err;
+  q->reg_index_ = err;
+  err = q->bind(true);
+  if (err == -EOPNOTSUPP || err == -EINVAL) err = q->bind(false);  // no zero-copy here
+  if (err) {
+    SS_WARN(
+        "xdp: %s queue %u: cannot bind an AF_XDP socket: %s (its traffic "
+        "stays with the kernel)",
+        q->ifname_, cfg.queue_id, strerror(-err));
+    return err;
+  }
+  err = q->dev_->set_socket(cfg.queue_id, xsk_socket__fd(q->xsk_));
+  if (err) {
+    SS_WARN("xdp: %s queue %u: cannot steer to the socket: %s", q->ifname_, cfg.queue_id,
+            strerror(-err));
+    return err;
+  }
+  q->steered_ = true;
+  if (cfg.recycle_into_fill) {
+    cfg.pool->set_recycler(q.get());
+    q->recycling_ = true;
+  }
+  *out = std::move(q);
+  return 0;
+}
+
+int XdpQueue::bind(bool zero_copy) {
+  const size_t headroom = cfg_.pool->headroom();
+  xsk_umem_config ucfg{};
+  ucfg.fill_size = cfg_.fill_size;
+  ucfg.comp_size = cfg_.completion_size;
+  ucfg.frame_size = static_cast<uint32_t>(cfg_.pool->frame_size());
+  // The kernel leaves XDP_PACKET_HEADROOM in front anyway; ask for more
+  // only where the pool wants more.
+  ucfg.frame_headroom =
+      headroom > XDP_PACKET_HEADROOM ? static_cast<uint32_t>(headroom - XDP_PACKET_HEADROOM) : 0;
+  int err = xsk_umem__create(&umem_, cfg_.pool->chunk_base(0), cfg_.pool->chunk_bytes(), &fill_,
+                             &comp_, &ucfg);
+  if (err) {
+    umem_ = nullptr;
+    return err;
+  }
+  xsk_socket_config scfg{};
+  scfg.rx_size = cfg_.rx_size;
+  scfg.tx_size = cfg_.tx_size;
+  scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // our program, our XSKMAP
+  scfg.bind_flags = zero_copy ? XDP_ZEROCOPY : XDP_COPY;
+  err = xsk_socket__create(&xsk_, ifname_, cfg_.queue_id, umem_, &rx_, &tx_, &scfg);
+  if (err) {
+    xsk_ = nullptr;
+    unbind();  // a failed bind leaves the UMEM's socket unusable: start again
+    return err;
+  }
+  xdp_options opts{};
+  socklen_t len = sizeof opts;
+  zero_copy_ = getsockopt(xsk_socket__fd(xsk_), SOL_XDP, XDP_OPTIONS, &opts, &len) == 0 &&
+               (opts.flags & XDP_OPTIONS_ZEROCOPY);
+  return 0;
+}
+
+void XdpQueue::unbind() {
+  if (xsk_) xsk_socket__delete(xsk_);
+  if (umem_) xsk_umem__delete(umem_);
+  xsk_ = nullptr;
+  umem_ = nullptr;
+}
+
+XdpQueue::~XdpQueue() {
+  if (recycling_) cfg_.pool->set_recycler(nullptr);
+  if (steered_) dev_->clear_socket(cfg_.queue_id);
+  unbind();  // the kernel lets go of every frame here
+  std::vector<Buffer> frames;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& b : in_fill_)
+      if (b) frames.push_back(std::move(b));
+    for (auto& b : in_tx_)
+      if (b) frames.push_back(std::move(b));
+  }
+  frames.clear();  // released outside the lock
+  if (reg_index_ >= 0) cfg_.pool->remove_registrar(this);
+}
+
+int XdpQueue::reg(void* addr, size_t len, mem::RegHandle* out) {
+  if (addr != cfg_.pool->chunk_base(0)) return -EINVAL;  // one area only
+  out->offset = 0;
+  return 0;
+}
+
+uint32_t XdpQueue::caps() const {
+  uint32_t caps = kRingCapHeadroom | kRingCapNeedsKick;
+  if (zero_copy_) caps |= kRingCapZeroCopy;
+  return caps;
+}
+
+int XdpQueue::fill_locked(Buffer* frames, int n) {
+  const uint32_t room = xsk_prod_nb_free(&fill_, static_cast<uint32_t>(n));
+  const uint32_t take = room < static_cast<uint32_t>(n) ? room : static_cast<uint32_t>(n);
+  uint32_t idx = 0;
+  if (!take || xsk_ring_prod__reserve(&fill_, take, &idx) != take) return 0;
+  for (uint32_t i = 0; i < take; i++) {
+    const uint64_t addr = frame_addr(frames[i]);
+    in_fill_[index_of(addr)] = std::move(frames[i]);
+    *xsk_ring_prod__fill_addr(&fill_, idx + i) = addr;
+  }
+  xsk_ring_prod__submit(&fill_, take);
+  return static_cast<int>(take);
+}
+
+int XdpQueue::fill(Buffer* frames, int n) {
+  if (!frames || n < 0) return -EINVAL;
+  for (int i = 0; i < n; i++) {
+    if (!frames[i] || frames[i].pool() != cfg_.pool) return -EINVAL;
+    if (frames[i].use_count() != 1) return -EBUSY;
+  }
+  std::lock_guard lock(mu_);
+  const int took = fill_locked(frames, n);
+  stats_.fill_full += static_cast<uint64_t>(n - took);
+  return took;
+}
+
+void XdpQueue::recycle(Buffer& frame) {
+  std::lock_guard lock(mu_);
+  if (fill_locked(&frame, 1) != 1) stats_.fill_full++;  // left to the free list
+}
+
+int XdpQueue::rx(Buffer* out, int max) {
+  if (!out || max < 0) return -EINVAL;
+  for (int i = 0; i < max; i++) out[i].reset();  // never release under the lock
+  std::lock_guard lock(mu_);
+  uint32_t idx = 0;
+  const uint32_t got = xsk_ring_cons__peek(&rx_, static_cast<uint32_t>(max), &idx);
+  int n = 0;
+  for (uint32_t i = 0; i < got; i++) {
+    const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, idx + i);
+    Buffer& slot = in_fill_[index_of(d->addr)];
+    if (!slot) continue;  // a frame we never gave: cannot happen with a sane kernel
+    const uint64_t in_frame = d->addr & ((uint64_t{1} << shift_) - 1);
+    if (slot.set_view(in_frame, d->len)) continue;
+    out[n++] = std::move(slot);
+  }
+  xsk_ring_cons__release(&rx_, got);
+  stats_.rx_packets += static_cast<uint64_t>(n);
+  return n;
+}
+
+int XdpQueue::tx(Buffer* pkts, int n) {
+  if (!pkts || n < 0) return -EINVAL;
+  for (int i = 0; i < n; i++)
+    if (!pkts[i] || pkts[i].pool() != cfg_.pool || pkts[i].next()) return -EINVAL;
+  std::lock_guard lock(mu_);
+  // Every queued packet must find room on the completion ring.
+  uint32_t room = xsk_prod_nb_free(&tx_, static_cast<uint32_t>(n));
+  const uint32_t comp_room = cfg_.completion_size - tx_inflight_;
+  if (room > comp_room) room = comp_room;
+  uint32_t take = 0;
+  while (take < room && take < static_cast<uint32_t>(n) &&
+         !in_tx_[index_of(frame_addr(pkts[take]))])
+    take++;  // a frame already in flight ends the batch
+  if (!take && n && room && in_tx_[index_of(frame_addr(pkts[0]))]) return -EBUSY;
+  uint32_t idx = 0;
+  if (!take || xsk_ring_prod__reserve(&tx_, take, &idx) != take) return 0;
+  for (uint32_t i = 0; i < take; i++) {
+    xdp_desc* d = xsk_ring_prod__tx_desc(&tx_, idx + i);
+    d->addr = pkts[i].reg(reg_index_).offset + pkts[i].chunk_offset();
+    d->len = static_cast<uint32_t>(pkts[i].size());
+    d->options = 0;
+    in_tx_[index_of(d->addr)] = std::move(pkts[i]);
+  }
+  xsk_ring_prod__submit(&tx_, take);
+  tx_inflight_ += take;
+  return static_cast<int>(take);
+}
+
+int XdpQueue::kick() {
+  if (sendto(xsk_socket__fd(xsk_), nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return 0;
+  // The kernel is busy or out of buffers for now: the frames stay queued.
+  if (errno == EAGAIN || errno == EBUSY || errno == ENOBUFS) return 0;
+  return -errno;
+}
+
+int XdpQueue::complete(Buffer* out, int max) {
+  if (!out || max < 0) return -EINVAL;
+  for (int i = 0; i < max; i++) out[i].reset();
+  std::lock_guard lock(mu_);
+  uint32_t idx = 0;
+  const uint32_t got = xsk_ring_cons__peek(&comp_, static_cast<uint32_t>(max), &idx);
+  int n = 0;
+  for (uint32_t i = 0; i < got; i++) {
+    Buffer& slot = in_tx_[index_of(*xsk_ring_cons__comp_addr(&comp_, idx + i))];
+    if (slot) out[n++] = std::move(slot);
+  }
+  xsk_ring_cons__release(&comp_, got);
+  tx_inflight_ -= got;
+  stats_.tx_packets += got;
+  return n;
+}
+
+int XdpQueue::poll_fd(Ring r, short* events) const {
+  if (!events) return -EINVAL;
+  if (r == Ring::kRx) {
+    *events = POLLIN;
+    return xsk_socket__fd(xsk_);
+  }
+  if (r == Ring::kTx) {
+    *events = POLLOUT;
+    return xsk_socket__fd(xsk_);
+  }
+  return -EOPNOTSUPP;  // the fill and completion rings have no wake-up
+}
+
+RingStats XdpQueue::stats() const {
+  RingStats s;
+  {
+    std::lock_guard lock(mu_);
+    s = stats_;
+  }
+  xdp_statistics ks{};
+  socklen_t len = sizeof ks;
+  if (getsockopt(xsk_socket__fd(xsk_), SOL_XDP, XDP_STATISTICS, &ks, &len) == 0) {
+    s.rx_dropped_rx_full = ks.rx_ring_full;
+    s.rx_dropped_no_fill = ks.rx_fill_ring_empty_descs;
+  }
+  return s;
+}
+
+}  // namespace ss::prov::xdp

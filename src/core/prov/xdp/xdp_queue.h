@@ -1,0 +1,74 @@
+// One AF_XDP socket on one rx queue of a netdev, as a prov::RingQueue. The
+// UMEM is the queue's pool: one contiguous area (max_chunks 1), its frames
+// the UMEM frames (aligned mode, frame size 2048 or 4096), so the Buffers in
+// the fill, rx, tx and completion rings are the frames the kernel reads and
+// writes. Bound zero-copy where the driver allows it, else in copy mode.
+// While a frame sits in a kernel ring the queue holds its Buffer, found
+// again by the descriptor's address.
+#pragma once
+#include <xdp/xsk.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/mem/buffer.h"
+#include "core/mem/pool.h"
+#include "core/mem/registrar.h"
+#include "core/prov/ring.h"
+#include "core/prov/xdp/xdp_device.h"
+
+namespace ss::prov::xdp {
+
+class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Registrar {
+ public:
+  // cfg.ifname and cfg.queue_id name the queue. -EINVAL for a pool that is
+  // not one area of 2048- or 4096-byte frames or sizes not powers of two;
+  // Device::open's errors; -EBUSY when another socket has the queue.
+  static int create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out);
+  ~XdpQueue() override;
+
+  uint32_t caps() const override;
+  int fill(mem::Buffer* frames, int n) override;
+  int rx(mem::Buffer* out, int max) override;
+  int tx(mem::Buffer* pkts, int n) override;
+  int kick() override;
+  int complete(mem::Buffer* out, int max) override;
+  int poll_fd(Ring r, short* events) const override;
+  RingStats stats() const override;
+
+  void recycle(mem::Buffer& frame) override;
+  // The UMEM is the pool's one area: its chunk starts at UMEM offset 0.
+  int reg(void* addr, size_t len, mem::RegHandle* out) override;
+  void dereg(void* addr, size_t len, const mem::RegHandle& h) override {}
+
+ private:
+  explicit XdpQueue(const RingQueueConfig& cfg);
+  int bind(bool zero_copy);
+  void unbind();
+  uint32_t index_of(uint64_t addr) const { return static_cast<uint32_t>(addr >> shift_); }
+  uint64_t frame_addr(const mem::Buffer& b) const {
+    return b.reg(reg_index_).offset + b.chunk_offset() - b.offset();
+  }
+  // Puts frames into the fill ring; mu_ held.
+  int fill_locked(mem::Buffer* frames, int n);
+
+  const RingQueueConfig cfg_;
+  char ifname_[16] = {};  // IFNAMSIZ
+  uint32_t shift_ = 0;
+  int reg_index_ = -1;
+  bool zero_copy_ = false, steered_ = false, recycling_ = false;
+  std::shared_ptr<Device> dev_;
+  xsk_umem* umem_ = nullptr;
+  xsk_socket* xsk_ = nullptr;
+  xsk_ring_prod fill_{}, tx_{};
+  xsk_ring_cons rx_{}, comp_{};
+
+  mutable std::mutex mu_;             // every ring: the recycler fills from any thread
+  std::vector<mem::Buffer> in_fill_;  // by frame index: in the fill/rx rings
+  std::vector<mem::Buffer> in_tx_;    // by frame index: in the tx/completion rings
+  uint32_t tx_inflight_ = 0;
+  RingStats stats_;
+};
+
+}  // namespace ss::prov::xdp

@@ -1,0 +1,17 @@
+# The xdp ring provider over veth between two namespaces the tests make and
+# remove. Needs root (exit 77, skipped, otherwise). Linked with core's
+# objects, as core_unit_tests is (see Makefile.am).
+if HAVE_XDP
+check_PROGRAMS += xdp_ring_tests
+TESTS += xdp_ring_tests
+xdp_ring_tests_SOURCES = \
+	tests/xdp/netns_pair.h \
+	tests/xdp/netns_pair.cc \
+	tests/xdp/xdp_ring_test.cc
+# Another program to attach first: our own object file.
+xdp_ring_tests_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DSS_STEER_OBJ='"$(abs_top_builddir)/src/core/prov/xdp/steer.bpf.o"'
+xdp_ring_tests_LDFLAGS = $(libslipstream_core_la_OBJECTS) $(AM_LDFLAGS)
+EXTRA_xdp_ring_tests_DEPENDENCIES = $(libslipstream_core_la_OBJECTS)
+xdp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) -lgtest $(PTHREAD_LIBS)
+endif

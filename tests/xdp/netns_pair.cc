@@ -1,0 +1,107 @@
+#include "tests/xdp/netns_pair.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace sstest {
+
+int run(const std::string& cmd) {
+  const int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
+  return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+std::string output(const std::string& cmd) {
+  std::string out;
+  FILE* f = popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return out;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  pclose(f);
+  return out;
+}
+
+bool netns_exists(const std::string& name) {
+  return access(("/run/netns/" + name).c_str(), F_OK) == 0;
+}
+
+sockaddr_in inet(const char* ip, uint16_t port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, ip, &sa.sin_addr);
+  return sa;
+}
+
+NetnsPair::NetnsPair()
+    : a_("ssxdp-a-" + std::to_string(getpid())), b_("ssxdp-b-" + std::to_string(getpid())) {
+  const std::string na = "ip -n " + a_ + " ", nb = "ip -n " + b_ + " ";
+  const std::string steps[] = {
+      "ip netns add " + a_,
+      "ip netns add " + b_,
+      // Two queues each way, both in use: traffic may arrive on either.
+      na + "link add " + kIfA + " numrxqueues 2 numtxqueues 2 type veth peer name " + kIfB +
+          " netns " + b_ + " numrxqueues 2 numtxqueues 2",
+      "ip netns exec " + a_ + " ethtool -L " + kIfA + " rx 2 tx 2",
+      "ip netns exec " + b_ + " ethtool -L " + kIfB + " rx 2 tx 2",
+      na + "addr add " + kIpA + "/24 dev " + kIfA,
+      nb + "addr add " + kIpB + "/24 dev " + kIfB,
+      na + "link set lo up",
+      nb + "link set lo up",
+      na + "link set " + kIfA + " up",
+      nb + "link set " + kIfB + " up",
+      "ip netns exec " + b_ + " ethtool -K " + kIfB + " tx off",
+  };
+  for (const auto& s : steps)
+    if (run(s) != 0) {
+      error_ = "failed: " + s;
+      return;
+    }
+  orig_ns_ = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  ns_a_ = open(("/run/netns/" + a_).c_str(), O_RDONLY | O_CLOEXEC);
+  ns_b_ = open(("/run/netns/" + b_).c_str(), O_RDONLY | O_CLOEXEC);
+  if (orig_ns_ < 0 || ns_a_ < 0 || ns_b_ < 0 || setns(ns_a_, CLONE_NEWNET) != 0)
+    error_ = std::string("cannot enter namespace a: ") + strerror(errno);
+}
+
+NetnsPair::~NetnsPair() {
+  if (orig_ns_ >= 0) setns(orig_ns_, CLONE_NEWNET);
+  for (int fd : {orig_ns_, ns_a_, ns_b_})
+    if (fd >= 0) close(fd);
+  // Deleting a namespace destroys its end of the veth, and so the pair.
+  run("ip netns del " + a_);
+  run("ip netns del " + b_);
+}
+
+int NetnsPair::socket_in_b(int type) const {
+  if (setns(ns_b_, CLONE_NEWNET) != 0) return -1;
+  const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  setns(ns_a_, CLONE_NEWNET);
+  return fd;
+}
+
+bool NetnsPair::mac_b(uint8_t out[6]) const {
+  const int fd = socket_in_b(SOCK_DGRAM);
+  if (fd < 0) return false;
+  ifreq ifr{};
+  strncpy(ifr.ifr_name, kIfB, IFNAMSIZ - 1);
+  const bool ok = ioctl(fd, SIOCGIFHWADDR, &ifr) == 0;
+  close(fd);
+  if (ok) memcpy(out, ifr.ifr_hwaddr.sa_data, 6);
+  return ok;
+}
+
+bool NetnsPair::xdp_attached() const {
+  return output("ip -n " + a_ + " -d link show dev " + kIfA).find("prog/xdp") != std::string::npos;
+}
+
+}  // namespace sstest

@@ -1,0 +1,520 @@
+// The xdp ring provider over a veth pair between two namespaces: frames the
+// kernel sends from b to a steered port arrive on a's rings, other ports
+// reach a's kernel sockets, a frame sent from a ring reaches a kernel socket
+// in b, a second socket on a taken queue is refused, and nothing is left
+// attached afterwards. Needs root (namespaces, XDP): without it the binary
+// exits 77 (skipped) and says why.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <linux/if_ether.h>
+#include <net/if.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/mem/pool.h"
+#include "core/prov/registry.h"
+#include "core/prov/ring.h"
+#include "core/prov/xdp/xdp_device.h"
+#include "tests/common/stderr_capture.h"
+#include "tests/xdp/netns_pair.h"
+
+namespace {
+
+using ss::mem::Buffer;
+using ss::mem::Pool;
+using ss::prov::RingQueue;
+using ss::prov::RingQueueConfig;
+using sstest::NetnsPair;
+namespace xdp = ss::prov::xdp;
+
+constexpr uint16_t kSteeredPort = 9000, kKernelPort = 9001, kPeerPort = 9100;
+constexpr int kFrames = 2048;                     // per queue's pool
+constexpr auto kWait = std::chrono::seconds(10);  // a bound on waiting, not a check
+
+std::unique_ptr<Pool> make_pool() {
+  ss::mem::PoolOptions opt;
+  opt.frame_size = 2048;
+  opt.frames_per_chunk = kFrames;
+  opt.max_chunks = 1;
+  opt.backing = ss::mem::Backing::kPrivate;
+  std::unique_ptr<Pool> p;
+  EXPECT_EQ(Pool::create(opt, &p), 0);
+  return p;
+}
+
+// One ring queue with its own pool (a pool has one recycler).
+struct Served {
+  std::unique_ptr<Pool> pool;
+  std::unique_ptr<RingQueue> queue;
+};
+
+// Puts `fill` frames (half the pool's by default) into the fill ring.
+int open_queue(uint32_t queue_id, Served* s, int fill = kFrames / 2) {
+  const ss::prov::Descriptor* d = ss::prov::find_provider("xdp", ss::prov::Family::kRing);
+  if (!d || !d->ring) return -ENOENT;
+  s->pool = make_pool();
+  RingQueueConfig cfg;
+  cfg.pool = s->pool.get();
+  cfg.ifname = NetnsPair::kIfA;
+  cfg.queue_id = queue_id;
+  cfg.fill_size = 4096;
+  cfg.rx_size = cfg.tx_size = cfg.completion_size = 1024;
+  int err = d->ring->create(cfg, &s->queue);
+  if (err || !fill) return err;
+  std::vector<Buffer> frames;
+  for (int i = 0; i < fill; i++) frames.push_back(s->pool->get());
+  const int n = s->queue->fill(frames.data(), static_cast<int>(frames.size()));
+  return n == static_cast<int>(frames.size()) ? 0 : (n < 0 ? n : -ENOSPC);
+}
+
+// Every rx queue of xa (traffic may arrive on any), each filled with `fill`
+// frames: 0 or the first error.
+int open_all(int fill, std::vector<Served>* out) {
+  const int nq = xdp::rx_queue_count(NetnsPair::kIfA);
+  if (nq <= 0) return nq ? nq : -ENODEV;
+  out->resize(static_cast<size_t>(nq));
+  for (int q = 0; q < nq; q++)
+    if (int err = open_queue(static_cast<uint32_t>(q), &(*out)[static_cast<size_t>(q)], fill))
+      return err;
+  return 0;
+}
+
+// UDP to kSteeredPort on any address of a.
+xdp::Flow steered_flow() {
+  xdp::Flow flow;
+  flow.proto = IPPROTO_UDP;
+  flow.port = htons(kSteeredPort);
+  return flow;
+}
+
+// The UDP payload of an Ethernet/IPv4/UDP frame, or "" when it is not one
+// for `port`.
+std::string udp_payload(const Buffer& b, uint16_t port) {
+  const auto* p = static_cast<const uint8_t*>(b.data());
+  if (b.size() < sizeof(ethhdr) + sizeof(iphdr) + sizeof(udphdr)) return "";
+  const auto* ip = reinterpret_cast<const iphdr*>(p + sizeof(ethhdr));
+  const size_t ihl = ip->ihl * 4u;
+  if (ip->protocol != IPPROTO_UDP || b.size() < sizeof(ethhdr) + ihl + sizeof(udphdr)) return "";
+  const auto* udp = reinterpret_cast<const udphdr*>(p + sizeof(ethhdr) + ihl);
+  if (ntohs(udp->dest) != port) return "";
+  const size_t len = ntohs(udp->len) - sizeof(udphdr);
+  const size_t at = sizeof(ethhdr) + ihl + sizeof(udphdr);
+  if (at + len > b.size()) return "";
+  return std::string(reinterpret_cast<const char*>(p + at), len);
+}
+
+// The payload of the next steered datagram on any of the queues ("" if
+// none came); its frame is released at once (and recycles).
+std::string receive_one(std::vector<Served>& served) {
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  while (std::chrono::steady_clock::now() < end) {
+    for (auto& s : served) {
+      Buffer pkt;
+      if (s.queue->rx(&pkt, 1) == 1) return udp_payload(pkt, kSteeredPort);
+    }
+    usleep(200);
+  }
+  return "";
+}
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())) == 1;
+}
+
+class XdpRing : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ns_ = std::make_unique<NetnsPair>();
+    ASSERT_EQ(ns_->error(), "");
+    ASSERT_FALSE(ns_->xdp_attached()) << "a fresh veth has no program";
+    const int err = open_all(kFrames / 2, &served_);
+    ASSERT_EQ(err, 0) << strerror(-err);
+    ASSERT_TRUE(ns_->xdp_attached());
+    // A socket on every rx queue in use (two: see NetnsPair).
+    const std::string link = sstest::output("ip -n " + ns_->name_a() + " -d link show dev xa");
+    const size_t at = link.find("numrxqueues ");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(served_.size(), std::stoul(link.substr(at + 12)));
+  }
+  void TearDown() override {
+    served_.clear();  // queues before their pools: Served's member order
+    if (ns_) {
+      EXPECT_FALSE(ns_->xdp_attached()) << "the program must go with the last queue";
+      const std::string a = ns_->name_a(), b = ns_->name_b();
+      ns_.reset();
+      EXPECT_FALSE(sstest::netns_exists(a));
+      EXPECT_FALSE(sstest::netns_exists(b));
+    }
+  }
+
+  // Payloads of `want` packets for `port`, from whichever queue they came.
+  std::vector<std::string> receive(size_t want, uint16_t port) {
+    std::vector<std::string> got;
+    const auto end = std::chrono::steady_clock::now() + kWait;
+    while (got.size() < want && std::chrono::steady_clock::now() < end) {
+      std::vector<pollfd> fds;
+      for (auto& s : served_) {
+        short ev = 0;
+        const int fd = s.queue->poll_fd(ss::prov::Ring::kRx, &ev);
+        if (fd >= 0) fds.push_back({fd, ev, 0});
+      }
+      poll(fds.data(), fds.size(), 100);
+      for (auto& s : served_) {
+        Buffer pkts[16];
+        const int n = s.queue->rx(pkts, 16);
+        EXPECT_GE(n, 0);
+        for (int i = 0; i < n; i++) got.push_back(udp_payload(pkts[i], port));
+      }  // released frames recycle into that queue's fill ring
+    }
+    return got;
+  }
+
+  std::unique_ptr<NetnsPair> ns_;
+  std::vector<Served> served_;
+};
+
+TEST_F(XdpRing, SteeredPortArrivesOnTheRingOtherPortsOnTheKernel) {
+  const xdp::Flow flow = steered_flow();  // wildcard address
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, flow), 0);
+  xdp::Counters before;
+  ASSERT_EQ(xdp::counters(NetnsPair::kIfA, &before), 0);
+
+  // Kernel sockets in a on both ports: the steered one must stay silent.
+  const int steered_sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const int kernel_sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa = sstest::inet("0.0.0.0", kSteeredPort);
+  ASSERT_EQ(bind(steered_sock, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  sa = sstest::inet("0.0.0.0", kKernelPort);
+  ASSERT_EQ(bind(kernel_sock, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+
+  const int tx = ns_->socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(tx, 0);
+  constexpr int kCount = 20;
+  std::vector<std::string> sent;
+  for (int i = 0; i < kCount; i++) {
+    sent.push_back("steered datagram " + std::to_string(i));
+    sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+    ASSERT_EQ(sendto(tx, sent.back().data(), sent.back().size(), 0,
+                     reinterpret_cast<sockaddr*>(&sa), sizeof sa),
+              static_cast<ssize_t>(sent.back().size()));
+  }
+  const std::string to_kernel = "for the kernel";
+  sa = sstest::inet(NetnsPair::kIpA, kKernelPort);
+  ASSERT_EQ(sendto(tx, to_kernel.data(), to_kernel.size(), 0, reinterpret_cast<sockaddr*>(&sa),
+                   sizeof sa),
+            static_cast<ssize_t>(to_kernel.size()));
+
+  std::vector<std::string> got = receive(kCount, kSteeredPort);
+  std::sort(got.begin(), got.end());
+  std::sort(sent.begin(), sent.end());
+  EXPECT_EQ(got, sent);
+
+  ASSERT_TRUE(readable(kernel_sock));
+  char buf[64];
+  ssize_t n = recv(kernel_sock, buf, sizeof buf, 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), to_kernel);
+  EXPECT_EQ(recv(steered_sock, buf, sizeof buf, MSG_DONTWAIT), -1) << "a steered datagram";
+
+  xdp::Counters after;
+  ASSERT_EQ(xdp::counters(NetnsPair::kIfA, &after), 0);
+  EXPECT_EQ(after.redirected - before.redirected, static_cast<uint64_t>(kCount));
+  EXPECT_GT(after.passed,
+            before.passed);  // ARP and the kernel's datagram at least
+  uint64_t rx_total = 0;
+  for (auto& s : served_) rx_total += s.queue->stats().rx_packets;
+  EXPECT_EQ(rx_total, static_cast<uint64_t>(kCount));
+
+  ASSERT_EQ(xdp::remove_flow(NetnsPair::kIfA, flow), 0);
+  EXPECT_EQ(xdp::remove_flow(NetnsPair::kIfA, flow), -ENOENT);
+  close(tx);
+  close(kernel_sock);
+  close(steered_sock);
+}
+
+// The peer's kernel picks its tx queue (and so our rx queue) by flow hash:
+// 16 flows all on one queue of two would be a 1 in 32768 chance.
+TEST_F(XdpRing, SteeredFramesArriveOnEveryQueue) {
+  ASSERT_EQ(served_.size(), 2u);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, steered_flow()), 0);
+  constexpr int kFlows = 16;
+  const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  for (int i = 0; i < kFlows; i++) {
+    const int tx = ns_->socket_in_b(SOCK_DGRAM);  // its own source port: its own flow
+    ASSERT_GE(tx, 0);
+    ASSERT_EQ(sendto(tx, "f", 1, 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 1);
+    close(tx);
+  }
+  std::vector<int> per_queue(served_.size());
+  int total = 0;
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  while (total < kFlows && std::chrono::steady_clock::now() < end) {
+    for (size_t q = 0; q < served_.size(); q++) {
+      Buffer pkts[16];
+      const int n = served_[q].queue->rx(pkts, 16);
+      ASSERT_GE(n, 0);
+      per_queue[q] += n;
+      total += n;
+    }
+    usleep(200);
+  }
+  EXPECT_EQ(total, kFlows);
+  for (size_t q = 0; q < served_.size(); q++) EXPECT_GT(per_queue[q], 0) << "queue " << q;
+}
+
+// An Ethernet/IPv4/UDP frame from a to b, written into a pool frame.
+void build_udp(Buffer* b, const uint8_t dst_mac[6], const uint8_t src_mac[6],
+               const std::string& payload) {
+  const size_t len = sizeof(ethhdr) + sizeof(iphdr) + sizeof(udphdr) + payload.size();
+  ASSERT_EQ(b->set_size(len), 0);
+  auto* p = static_cast<uint8_t*>(b->data());
+  auto* eth = reinterpret_cast<ethhdr*>(p);
+  memcpy(eth->h_dest, dst_mac, 6);
+  memcpy(eth->h_source, src_mac, 6);
+  eth->h_proto = htons(ETH_P_IP);
+  auto* ip = reinterpret_cast<iphdr*>(p + sizeof(ethhdr));
+  memset(ip, 0, sizeof *ip);
+  ip->version = 4;
+  ip->ihl = 5;
+  ip->ttl = 64;
+  ip->protocol = IPPROTO_UDP;
+  ip->tot_len = htons(static_cast<uint16_t>(len - sizeof(ethhdr)));
+  inet_pton(AF_INET, NetnsPair::kIpA, &ip->saddr);
+  inet_pton(AF_INET, NetnsPair::kIpB, &ip->daddr);
+  uint32_t sum = 0;
+  const auto* w = reinterpret_cast<const uint16_t*>(ip);
+  for (size_t i = 0; i < sizeof *ip / 2; i++) sum += w[i];
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  ip->check = static_cast<uint16_t>(~sum);
+  auto* udp = reinterpret_cast<udphdr*>(p + sizeof(ethhdr) + sizeof(iphdr));
+  udp->source = htons(kSteeredPort);
+  udp->dest = htons(kPeerPort);
+  udp->len = htons(static_cast<uint16_t>(sizeof(udphdr) + payload.size()));
+  udp->check = 0;  // none: allowed over IPv4
+  memcpy(udp + 1, payload.data(), payload.size());
+}
+
+TEST_F(XdpRing, FrameSentFromTheRingReachesAKernelSocketInThePeer) {
+  const int rx = ns_->socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(rx, 0);
+  sockaddr_in sa = sstest::inet("0.0.0.0", kPeerPort);
+  ASSERT_EQ(bind(rx, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  uint8_t mac_b[6], mac_a[6];
+  ASSERT_TRUE(ns_->mac_b(mac_b));
+  {
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq ifr{};
+    strncpy(ifr.ifr_name, NetnsPair::kIfA, IFNAMSIZ - 1);
+    ASSERT_EQ(ioctl(fd, SIOCGIFHWADDR, &ifr), 0);
+    memcpy(mac_a, ifr.ifr_hwaddr.sa_data, 6);
+    close(fd);
+  }
+  RingQueue& q = *served_[0].queue;
+  ASSERT_TRUE(q.caps() & ss::prov::kRingCapNeedsKick);
+  const std::string payload = "sent from the ring";
+  Buffer pkt = served_[0].pool->get();
+  ASSERT_TRUE(pkt);
+  build_udp(&pkt, mac_b, mac_a, payload);
+  ASSERT_EQ(q.tx(&pkt, 1), 1);
+  EXPECT_FALSE(pkt) << "the ring took the packet";
+  ASSERT_EQ(q.kick(), 0);
+
+  Buffer done;
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  int n = 0;
+  while (!(n = q.complete(&done, 1)) && std::chrono::steady_clock::now() < end) {
+    q.kick();
+    usleep(1000);
+  }
+  ASSERT_EQ(n, 1);
+  EXPECT_EQ(udp_payload(done, kPeerPort), payload) << "the completion gives the packet back";
+
+  ASSERT_TRUE(readable(rx));
+  char buf[64];
+  const ssize_t got = recv(rx, buf, sizeof buf, 0);
+  ASSERT_GT(got, 0);
+  EXPECT_EQ(std::string(buf, static_cast<size_t>(got)), payload);
+  EXPECT_EQ(q.stats().tx_packets, 1u);
+  close(rx);
+}
+
+TEST_F(XdpRing, ASecondSocketOnATakenQueueIsRefused) {
+  Served second;
+  sstest::StderrCapture log;
+  EXPECT_EQ(open_queue(0, &second), -EBUSY);
+  const std::string text = log.text();
+  EXPECT_FALSE(second.queue);
+  // One warning (shown at the default log level) naming the queue.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("WARN: xdp: xa queue 0: "), std::string::npos) << text;
+}
+
+TEST_F(XdpRing, DropFlowIsDroppedAndCounted) {
+  xdp::Flow flow = steered_flow();
+  inet_pton(AF_INET, NetnsPair::kIpA, &flow.ip);  // this address only
+  flow.drop = true;
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, flow), 0);
+  const int tx = ns_->socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(tx, 0);
+  // ARP goes first (passed), so the datagram itself is the one dropped.
+  sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kKernelPort);
+  const int kernel_sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(bind(kernel_sock, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(sendto(tx, "x", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 1);
+  ASSERT_TRUE(readable(kernel_sock));  // the path works
+  sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  ASSERT_EQ(sendto(tx, "y", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 1);
+  xdp::Counters c;
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  do {
+    ASSERT_EQ(xdp::counters(NetnsPair::kIfA, &c), 0);
+  } while (c.dropped == 0 && std::chrono::steady_clock::now() < end && !usleep(1000));
+  EXPECT_EQ(c.dropped, 1u);
+  EXPECT_EQ(c.redirected, 0u);
+  close(tx);
+  close(kernel_sock);
+}
+
+// The namespaces without the fixture's queues.
+class XdpRingRefused : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(ns_.error(), ""); }
+  // The id of the XDP program on xa, or "" when none.
+  std::string prog_id() const {
+    const std::string out = sstest::output("ip -n " + ns_.name_a() + " -d link show dev xa");
+    const size_t at = out.find("prog/xdp id ");
+    return at == std::string::npos ? "" : out.substr(at, out.find_first_of(" \n", at + 12) - at);
+  }
+  NetnsPair ns_;
+};
+
+TEST_F(XdpRingRefused, AnotherProgramOnTheDeviceIsKept) {
+  ASSERT_EQ(
+      sstest::run("ip -n " + ns_.name_a() + " link set dev xa xdp obj " SS_STEER_OBJ " sec xdp"),
+      0);
+  const std::string theirs = prog_id();
+  ASSERT_NE(theirs, "");
+  Served s;
+  EXPECT_EQ(open_queue(0, &s), -EBUSY);
+  EXPECT_EQ(prog_id(), theirs) << "never replaced";
+  ASSERT_EQ(sstest::run("ip -n " + ns_.name_a() + " link set dev xa xdp off"), 0);
+  EXPECT_EQ(prog_id(), "");
+}
+
+TEST_F(XdpRingRefused, WithoutPrivilegeTheQueueIsRefused) {
+  // A child without capabilities (root's uid alone does not pass bpf()).
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[2] = {};
+    if (syscall(SYS_capset, &hdr, none) != 0) _exit(2);
+    Served s;
+    const int err = open_queue(0, &s);
+    _exit(err == -EPERM || err == -EACCES ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not EPERM/EACCES, 2: capset failed";
+  EXPECT_EQ(prog_id(), "");
+}
+
+using XdpRingBare = XdpRingRefused;
+
+TEST_F(XdpRingBare, AnEmptyFillRingDropsAndCounts) {
+  std::vector<Served> served;
+  ASSERT_EQ(open_all(0, &served), 0);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, steered_flow()), 0);
+  const int tx = ns_.socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(tx, 0);
+  const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  ASSERT_EQ(sendto(tx, "lost", 4, 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 4);
+  auto dropped = [&] {
+    uint64_t n = 0;
+    for (auto& s : served) n += s.queue->stats().rx_dropped_no_fill;
+    return n;
+  };
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  while (!dropped() && std::chrono::steady_clock::now() < end) usleep(1000);
+  EXPECT_GE(dropped(), 1u);
+  Buffer pkt;
+  for (auto& s : served) EXPECT_EQ(s.queue->rx(&pkt, 1), 0);
+  close(tx);
+}
+
+TEST_F(XdpRingBare, ReleasedFramesRecycleIntoTheFillRing) {
+  constexpr int kFill = 4, kRounds = 40;  // far more datagrams than filled frames
+  std::vector<Served> served;
+  ASSERT_EQ(open_all(kFill, &served), 0);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, steered_flow()), 0);
+  const int tx = ns_.socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(tx, 0);
+  const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  for (int i = 0; i < kRounds; i++) {
+    const std::string msg = "round " + std::to_string(i);
+    ASSERT_EQ(
+        sendto(tx, msg.data(), msg.size(), 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa),
+        static_cast<ssize_t>(msg.size()));
+    ASSERT_EQ(receive_one(served), msg);
+  }
+  for (auto& s : served) EXPECT_EQ(s.queue->stats().rx_dropped_no_fill, 0u);
+  close(tx);
+}
+
+TEST_F(XdpRingBare, GenericModeWhereTheDriverRefusesNative) {
+  // veth refuses native XDP while its peer's MTU exceeds a page.
+  ASSERT_EQ(sstest::run("ip -n " + ns_.name_b() + " link set xb mtu 9000"), 0);
+  std::vector<Served> served;
+  ASSERT_EQ(open_all(kFrames / 2, &served), 0);
+  auto dev = xdp::Device::find(NetnsPair::kIfA);
+  ASSERT_TRUE(dev);
+  EXPECT_FALSE(dev->native());
+  EXPECT_NE(sstest::output("ip -n " + ns_.name_a() + " -d link show dev xa").find("xdpgeneric"),
+            std::string::npos);
+  dev.reset();
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, steered_flow()), 0);
+  const int tx = ns_.socket_in_b(SOCK_DGRAM);
+  ASSERT_GE(tx, 0);
+  const sockaddr_in sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  ASSERT_EQ(sendto(tx, "generic", 7, 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 7);
+  EXPECT_EQ(receive_one(served), "generic");
+  close(tx);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (geteuid() != 0) {
+    fprintf(stderr, "SKIP: xdp_ring_tests need root (network namespaces, XDP)\n");
+    return 77;
+  }
+  if (sstest::run("ip netns list") != 0 || sstest::run("ethtool --version") != 0) {
+    fprintf(stderr, "SKIP: xdp_ring_tests need iproute2 and ethtool\n");
+    return 77;
+  }
+  int rc = RUN_ALL_TESTS();
+  // Every test removes its namespaces (and so the veth) in its teardown.
+  for (const char* side : {"a", "b"}) {
+    const std::string name = std::string("ssxdp-") + side + "-" + std::to_string(getpid());
+    if (sstest::netns_exists(name)) {
+      fprintf(stderr, "FAIL: namespace %s left behind\n", name.c_str());
+      rc = 1;
+    }
+  }
+  return rc;
+}
