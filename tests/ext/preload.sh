@@ -13,7 +13,7 @@
 #   SLIPSTREAM_PRELOAD=0                                  -> untouched
 #   preload_config: a rule for another program / for socat -> untouched / shm
 #   exec with an rsocket open                             -> EBADF there
-#   an epoll (asyncio) server, preloaded client           -> kernel TCP
+#   an epoll (asyncio) server, preloaded client           -> shm
 #   pre-forked workers accepting, preloaded clients       -> shm
 #   fork after accept (a child per connection)            -> shm
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
@@ -229,11 +229,10 @@ wait "$spid" || fail "server failed"
 expect_counts python3 1 0
 end
 
-# An epoll server (asyncio): its listener, added to an epoll set, becomes
-# a plain kernel listener, so a preloaded client falls back to kernel TCP
-# (epoll over rsockets is not there yet); bytes intact, the client's
-# count shows kernel TCP (the server's listener is no longer tracked).
-begin "asyncio (epoll) echo server and a preloaded client: kernel TCP"
+# An epoll server (asyncio: its listener and each connection in one epoll
+# set, waited on by epoll_wait): both ends on rsockets, bytes intact, each
+# process's count proves it.
+begin "asyncio (epoll) echo server and a preloaded client: shm"
 cat >"$T/epoll_srv.py" <<'PY'
 import asyncio, sys
 async def echo(r, w):
@@ -256,7 +255,8 @@ wait_listening $port || fail "server never listened"
 run_env 1 socat TCP:127.0.0.1:$port - <"$T/in" >"$T/out" || fail "client failed"
 wait "$spid" || fail "server failed"
 cmp -s "$T/in" "$T/out" || fail "bytes differ"
-expect_counts socat 0 1
+expect_counts socat 1 0
+expect_counts python3 1 0
 end
 
 # echo_case NAME SCRIPT CLIENTS: a preloaded python echo server SCRIPT
