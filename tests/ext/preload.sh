@@ -16,6 +16,7 @@
 #   an epoll (asyncio) server, preloaded client           -> shm
 #   pre-forked workers accepting, preloaded clients       -> shm
 #   fork after accept (a child per connection)            -> shm
+#   an epoll set of kernel descriptors only               -> the kernel's syscalls
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload.sh
@@ -347,6 +348,38 @@ wait "$spid" || fail "server failed"
 cmp -s "$T/in" "$T/out" || fail "bytes differ"
 ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "a unix socket was counted: $(cat "$T"/st/*)"
 end
+
+# An epoll set of kernel descriptors only costs what the kernel's does:
+# between two marks, the preloaded program makes the same syscalls as the
+# plain one (strace), its epoll_waits (idle ones included) and nothing else.
+cat >"$T/epoll_kernel.py" <<'PY'
+import os, select
+r, w = os.pipe()
+ep = select.epoll()
+ep.register(r, select.EPOLLIN)
+os.write(2, b"MARK\n")
+for _ in range(5):
+    ep.poll(0.01)  # idle: the timeout ends each (a busy phase would show)
+os.write(w, b"x")
+ep.poll(-1)
+os.write(2, b"END\n")
+PY
+# The syscalls between the marks, one name per line.
+marked_syscalls() {
+  strace -f -o "$T/strace" "$@" 2>/dev/null
+  sed -n '/"MARK\\n"/,/"END\\n"/p' "$T/strace" | sed -e 's/^[0-9]* *//' -e 's/(.*//' |
+    grep -v '^write$'
+}
+if command -v strace >/dev/null; then
+  begin "epoll over kernel descriptors only: the kernel's syscalls, no more"
+  plain=$(marked_syscalls python3 "$T/epoll_kernel.py")
+  pre=$(marked_syscalls env LD_PRELOAD="$PRELOAD" python3 "$T/epoll_kernel.py")
+  [ "$(grep -c '^epoll_wait$' <<<"$pre")" = 6 ] || fail "preloaded: $(tr '\n' ' ' <<<"$pre")"
+  [ "$plain" = "$pre" ] || fail "plain: $(tr '\n' ' ' <<<"$plain") preloaded: $(tr '\n' ' ' <<<"$pre")"
+  end
+else
+  echo "SKIP: epoll over kernel descriptors only (no strace)"
+fi
 
 [ "$fails" = 0 ] || { echo "$name: $fails case(s) failed"; exit 1; }
 echo "$name: all cases passed"
