@@ -172,10 +172,12 @@ int close_epoll(int fd) {
 }
 
 void leave_epoll_sets(int fd) {
+  std::shared_ptr<Pollable> obj = FdTable::instance().get_pollable(fd);
+  if (!obj || (route(fd) == Route::kRsocket && !dups::last_descriptor(fd))) return;
   std::lock_guard<std::mutex> g(sets_mu);
   InRsocket in;
   for (auto& w : all_sets())
-    if (auto ep = w.lock()) ep->set->ctl(EPOLL_CTL_DEL, fd, nullptr);
+    if (auto ep = w.lock()) ep->set->forget(obj.get());
 }
 
 }  // namespace ss::preload

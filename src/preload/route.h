@@ -89,8 +89,9 @@ void to_kernel_listener(int fd, bool restore_blocking);
 
 // close() of epoll set `fd` (the table forgets it, the kernel closes it).
 int close_epoll(int fd);
-// Rsocket or listener `fd` is closing: it leaves every epoll set of the
-// process (the kernel's rule for a descriptor's last close).
+// Rsocket or listener `fd` is closing: when no other descriptor names
+// it, it leaves every epoll set of the process (the kernel's rule: a
+// set holds an open file until its last close).
 void leave_epoll_sets(int fd);
 
 inline std::shared_ptr<Entry> entry(int fd) {

@@ -340,6 +340,29 @@ TEST(DifferentialEpoll, CloseLeavesTheSet) {
   EXPECT_EQ(errno, EBADF);
 }
 
+// A set holds the connection until its last descriptor closes: closing
+// the number it was added under while a duplicate lives keeps it there
+// (its events still carry that number's data).
+TEST(DifferentialEpoll, DuplicateKeepsItInTheSet) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  const int s = p.s;
+  const int d = dup(p.s);
+  ASSERT_GE(d, 0);
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  epoll_event ev{};
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, s);
+  pollfd pf{d, POLLIN, 0};  // the duplicate is the connection for poll too
+  EXPECT_EQ(poll(&pf, 1, 0), 1);
+  ASSERT_EQ(close(d), 0);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+}
+
 // Two threads asleep on one set; one-shot members: each event goes to one.
 TEST(DifferentialEpoll, OneSetSeveralThreads) {
   Pair p1, p2;

@@ -47,6 +47,17 @@ class EpollSet final : public Pollable {
   // maxevents <= 0, -EINTR when a signal handler ran: never restarted).
   SS_API int wait(epoll_event* events, int maxevents, int timeout_ms, const PollTiming& timing);
 
+  // The descriptor behind `obj` was closed for the last time: every
+  // member naming it leaves, whatever number it was added under (the
+  // kernel's rule; the object may outlive the close, as a lingering one).
+  void forget(const Pollable* obj) {
+    std::lock_guard<std::mutex> g(mu_);
+    std::erase_if(members_, [obj](const Member& m) {
+      auto o = m.obj.lock();
+      return !o || o.get() == obj;
+    });
+  }
+
   // No Pollable member (kernel descriptors only, or none): epoll_wait(2)
   // on kernel_fd() answers as wait() would, without its busy phase.
   bool kernel_only() {
