@@ -60,7 +60,7 @@ struct EpollFd {
     ev.events = EPOLLIN;
     ev.data.u64 = marker();
     waking = true;  // before a waiter can see the eventfd
-    if (wake_fd < 0 || real().epoll_ctl(fd, EPOLL_CTL_ADD, wake_fd, &ev) != 0) {
+    if (wake_fd < 0 || real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_ADD, wake_fd, &ev) != 0) {
       waking = false;
       SS_WARN("librspreload: epoll fd %d: cannot wake its kernel waiters: %s", fd, strerror(errno));
     }
@@ -74,12 +74,14 @@ struct EpollFd {
     if (!waking || kernel_waiters > 0) return;
     std::lock_guard<std::mutex> g(wake_mu);
     if (!waking || kernel_waiters > 0) return;
-    real().epoll_ctl(fd, EPOLL_CTL_DEL, wake_fd, nullptr);
+    real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_DEL, wake_fd, nullptr);
     waking = false;
   }
-  // Drops the wake-up's entries from an answer: the count left.
-  int drop_marker(epoll_event* events, int n) const {
-    if (n <= 0 || !waking) return n;
+  // Drops the wake-up's entries from an answer: the count left. A kernel
+  // waiter looks only while `waking` (which cannot end before it leaves);
+  // a mixed wait always (it may have seen the eventfd just before it left).
+  int drop_marker(epoll_event* events, int n, bool always = false) const {
+    if (n <= 0 || !(always || waking)) return n;
     int k = 0;
     for (int i = 0; i < n; i++)
       if (events[i].data.u64 != marker()) events[k++] = events[i];
@@ -130,7 +132,7 @@ int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout) {
   for (;;) {
     int n = ep.set->wait(events, max, timeout, timing);
     if (n < 0) return fail(n);
-    int k = ep.drop_marker(events, n);
+    int k = ep.drop_marker(events, n, true);
     if (k > 0 || n == 0) return k;
     // Only the wake-up of kernel waiters: look again once it is gone.
     ep.retire_wake();
