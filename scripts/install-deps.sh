@@ -7,7 +7,7 @@ pkgs=(
   libibverbs-dev librdmacm-dev liburcu-dev
   libxdp-dev libbpf-dev bpftool ethtool
   googletest libgtest-dev libbenchmark-dev
-  rdmacm-utils iproute2 procps python3 socat curl
+  rdmacm-utils iproute2 procps python3 socat curl strace
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -408,6 +408,7 @@ short Socket::ready_now(short events) {
     if ((state_ & kWritable) && can_send()) rev |= POLLOUT;
     // Hang-up only once nothing is left to read: an application that stops
     // at POLLHUP must still get the peer's last bytes (as with TCP's FIN).
+    if (!(state_ & kReadable)) rev |= POLLRDHUP;  // the peer shut down writing
     if ((state_ & kDisconnected) && rmsg_.empty()) rev |= POLLHUP;
     if (lingering()) rev |= POLLHUP;  // both ways shut here, as Linux reports
     if ((state_ & kError) && rmsg_.empty()) rev |= POLLERR | POLLHUP;
@@ -439,6 +440,14 @@ WaitTarget Socket::wait_target(short events, int* sleep_ms) {
   if (joined) t.kick_fd = kick_.fd();
   if (state_ == kConnecting) *sleep_ms = connect_sleep_ms(*sleep_ms);
   return t;
+}
+
+bool Socket::change_count(uint64_t* count) {
+  Lock lk(mu_);
+  if (state_ == kListening) return false;
+  if (ep_ && !(state_ & kConnectError) && state_ != kConnecting) process_cq(lk);
+  *count = changes_;
+  return true;
 }
 
 void Socket::after_wait(const WaitTarget& armed, bool kicked) {

@@ -4,6 +4,7 @@
 #include "librsocket/poll.h"
 
 #include "core/base/mixed_poll.h"
+#include "librsocket/preload_hooks.h"
 #include "librsocket/fork.h"
 #include "librsocket/settings.h"
 
@@ -26,3 +27,10 @@ int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv) {
 }
 
 }  // namespace ss::rs
+
+extern "C" __attribute__((visibility("default"))) void ss_rspreload_poll_timing(
+    long long* spin_us, int* wake_interval_ms) {
+  const ss::PollTiming t = ss::rs::timing();
+  *spin_us = t.spin.count();
+  *wake_interval_ms = t.wake_interval_ms;
+}

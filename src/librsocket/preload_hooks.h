@@ -29,6 +29,11 @@ const char* ss_rspreload_provider(int fd);
 // preload: 1 or 0. No file, or no valid rule in it: 1.
 int ss_rspreload_takes(int domain, int type, int protocol);
 
+// rpoll's timing for the preload's epoll_wait: the busy phase
+// (polling_time, microseconds) and the longest sleep (wake_up_interval,
+// ms; <= 0: none). Also starts a fork child's services again, as rpoll.
+void ss_rspreload_poll_timing(long long* spin_us, int* wake_interval_ms);
+
 // The preload's settings (component "preload", listed by
 // slipstream-config): the value of row `id`.
 enum ss_rspreload_setting_id {

@@ -121,6 +121,9 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
   short readiness(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool kicked) override;
+  // Edge-triggered epoll: the count of events after progressing the
+  // connection (a listener: none, it reports level-triggered).
+  bool change_count(uint64_t* count) override;
 
   // Connection requests into the accept queue: the listen service's
   // thread drains them; a process serving a listener shared by fork
@@ -290,7 +293,12 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
   // re-check: a sender's credits may arrive through the receiver's
   // processing.
   Kick kick_;
-  void kick_waiters() { kick_.wake(); }
+  // Every kick is an event: edge-triggered epoll's change count.
+  uint64_t changes_ = 0;
+  void kick_waiters() {
+    changes_++;
+    kick_.wake();
+  }
   short ready_now(short events);  // readiness from the state as it is (mu_ held)
   Options opt_;
   sockaddr_storage peer_addr_{};

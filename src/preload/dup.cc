@@ -27,6 +27,8 @@ std::map<const void*, Group> groups;  // by rsocket object
 std::set<int> held_fds;  // parked or lingering
 std::atomic<size_t> n_held{0};  // held_fds.size(), read without the lock
 
+std::shared_ptr<Pollable> pollable_of(int fd) { return FdTable::instance().get_pollable(fd); }
+
 }  // namespace
 
 int dup_rsocket(int fd, int at, bool exact) {
@@ -43,7 +45,8 @@ int dup_rsocket(int fd, int at, bool exact) {
   // The kernel descriptor is close-on-exec as every rsocket's (set_fd_flags).
   int nfd = exact ? real().dup3(fd, at, O_CLOEXEC) : real().fcntl(fd, F_DUPFD_CLOEXEC, at);
   if (nfd < 0) return -1;
-  if (int rc = FdTable::instance().insert(nfd, FdKind::kRsocket, obj)) {
+  // The same object, a Pollable too (poll and epoll on the duplicate).
+  if (int rc = FdTable::instance().insert(nfd, FdKind::kRsocket, obj, pollable_of(fd).get())) {
     real().close(nfd);
     errno = -rc;
     return -1;
@@ -58,6 +61,7 @@ bool close_shared(int fd, int* rc) {
   auto obj = FdTable::instance().get_object(fd, FdKind::kRsocket);
   auto it = obj ? groups.find(obj.get()) : groups.end();
   if (it == groups.end()) return false;
+  auto pollable = pollable_of(fd);
   Group& grp = it->second;
   FdTable::instance().remove_object(fd, FdKind::kRsocket, nullptr);
   if (--grp.refs > 0) {
@@ -75,7 +79,7 @@ bool close_shared(int fd, int* rc) {
   groups.erase(it);
   if (fd != owner) {
     real().close(fd);
-    FdTable::instance().insert(owner, FdKind::kRsocket, obj);
+    FdTable::instance().insert(owner, FdKind::kRsocket, obj, pollable.get());
   }
   g.unlock();
   *rc = close_last(owner);
@@ -97,6 +101,13 @@ void release(int fd) {
   std::lock_guard<std::mutex> g(mu);
   held_fds.erase(fd);
   n_held = held_fds.size();
+}
+
+bool last_descriptor(int fd) {
+  std::lock_guard<std::mutex> g(mu);
+  auto obj = FdTable::instance().get_object(fd, FdKind::kRsocket);
+  auto it = obj ? groups.find(obj.get()) : groups.end();
+  return it == groups.end() || it->second.refs <= 1;
 }
 
 bool held(int fd) {

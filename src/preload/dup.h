@@ -22,6 +22,10 @@ int dup_rsocket(int fd, int at, bool exact);
 // only descriptor (the caller rcloses it).
 bool close_shared(int fd, int* rc);
 
+// Whether closing rsocket `fd` ends its connection: no other descriptor
+// of the program names it.
+bool last_descriptor(int fd);
+
 // Whether `fd` is a held number.
 bool held(int fd);
 

@@ -15,7 +15,10 @@ librspreload_la_SOURCES = \
 	src/preload/sockets.cc \
 	src/preload/data.cc \
 	src/preload/options.cc \
+	src/preload/wait_args.h \
 	src/preload/poll.cc \
+	src/preload/listener_ready.cc \
+	src/preload/epoll.cc \
 	src/preload/stdio.cc
 # Its names are libc's: no fortify wrappers around the definitions.
 librspreload_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE

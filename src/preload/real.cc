@@ -60,7 +60,12 @@ void resolve_all() {
   SS_REAL(dup2);
   SS_REAL(dup3);
   SS_REAL(sendfile);
+  SS_REAL(epoll_create);
+  SS_REAL(epoll_create1);
   SS_REAL(epoll_ctl);
+  SS_REAL(epoll_wait);
+  SS_REAL(epoll_pwait);
+  SS_REAL(epoll_pwait2);
   SS_REAL(ppoll);
   SS_REAL(pselect);
   SS_REAL(recvmmsg);

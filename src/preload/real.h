@@ -3,6 +3,7 @@
 // first calls of several threads race on nothing.
 #pragma once
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -45,7 +46,12 @@ struct RealCalls {
   int (*dup2)(int, int);
   int (*dup3)(int, int, int);
   ssize_t (*sendfile)(int, int, off_t*, size_t);
-  int (*epoll_ctl)(int, int, int, void*);
+  int (*epoll_create)(int);
+  int (*epoll_create1)(int);
+  int (*epoll_ctl)(int, int, int, epoll_event*);
+  int (*epoll_wait)(int, epoll_event*, int, int);
+  int (*epoll_pwait)(int, epoll_event*, int, int, const sigset_t*);
+  int (*epoll_pwait2)(int, epoll_event*, int, const timespec*, const sigset_t*);
   int (*ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
   int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
   int (*recvmmsg)(int, mmsghdr*, unsigned int, int, timespec*);

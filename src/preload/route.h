@@ -35,19 +35,28 @@ class InRsocket {
 };
 
 // What the preload holds for a TCP socket that is not an rsocket (yet):
-// fd table entries of kind kOffloaded.
-struct Entry {
+// fd table entries of kind kOffloaded. A Pollable (listener_ready.cc), so
+// that poll, select and epoll see a listener's two queues as one: readable
+// when the kernel listener or the rsocket listener has a connection.
+struct Entry final : Pollable {
   enum class State { kFresh, kListener };
   std::atomic<State> state{State::kFresh};
+  int fd = -1;  // the program's descriptor (the kernel socket)
   int domain = 0;
   // kListener: the rsocket listening for rsocket peers beside the kernel
   // listening socket (a dup of the program's descriptor), and the
   // program's view of O_NONBLOCK (the kernel socket itself never blocks).
   int rs_fd = -1;
   std::atomic<bool> nonblock{false};
+
+  short readiness(short events) override;
+  WaitTarget wait_target(short events, int* sleep_ms) override;
+  void after_wait(const WaitTarget& armed, bool kicked) override;
 };
 
-enum class Route { kKernel, kRsocket, kFresh, kListener };
+// kEpoll: one of the preload's epoll sets (epoll.cc), fd-table kind
+// kKernel: the kernel's descriptor, an EpollSet beside it.
+enum class Route { kKernel, kRsocket, kFresh, kListener, kEpoll };
 
 inline Route route(int fd) {
   if (libc_only()) return Route::kKernel;
@@ -59,6 +68,8 @@ inline Route route(int fd) {
       if (!e) return Route::kKernel;  // closed meanwhile
       return e->state.load() == Entry::State::kListener ? Route::kListener : Route::kFresh;
     }
+    case FdKind::kKernel:
+      return Route::kEpoll;
     default:
       return Route::kKernel;
   }
@@ -75,6 +86,13 @@ int set_fd_flags(int fd, int flags);
 // closes; `restore_blocking`: the program's O_NONBLOCK goes back on the
 // kernel socket (whose open file fork children may share).
 void to_kernel_listener(int fd, bool restore_blocking);
+
+// close() of epoll set `fd` (the table forgets it, the kernel closes it).
+int close_epoll(int fd);
+// Rsocket or listener `fd` is closing: when no other descriptor names
+// it, it leaves every epoll set of the process (the kernel's rule: a
+// set holds an open file until its last close).
+void leave_epoll_sets(int fd);
 
 inline std::shared_ptr<Entry> entry(int fd) {
   return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);

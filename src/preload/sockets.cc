@@ -20,6 +20,7 @@
 #include <set>
 #include <utility>
 
+#include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "include/rdma/rsocket.h"
 #include "librsocket/preload_hooks.h"
@@ -139,6 +140,20 @@ int take_rsocket(int c, int flags) {
   return c;
 }
 
+// One sleep of a blocking accept on both queues, with accept(2)'s rule
+// for a signal: restarted after an SA_RESTART handler, EINTR otherwise
+// (core's interruptible_poll). 0 (look again) or -errno.
+int sleep_until_readable(Entry& e) {
+  int ms = -1;
+  InRsocket in;
+  WaitTarget t = e.wait_target(POLLIN, &ms);
+  if (t.fd == WaitTarget::kReady) return 0;
+  pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};
+  int rc = interruptible_poll(p, 2, ms);
+  e.after_wait(t, t.kick_fd >= 0 && (p[1].revents & POLLIN));
+  return rc < 0 ? rc : 0;
+}
+
 // Whichever comes first: an rsocket peer (librsocket's accept queue) or
 // a plain TCP client (the kernel's).
 int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
@@ -158,9 +173,10 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
     if (e->nonblock) return -1;
-    pollfd p[2] = {{fd, POLLIN, 0}, {e->rs_fd, POLLIN, 0}};
-    InRsocket in;
-    if (rpoll(p, 2, -1) < 0) return -1;  // EINTR, as accept(2)
+    if (int rc = sleep_until_readable(*e)) {
+      errno = -rc;
+      return -1;
+    }
   }
 }
 
@@ -220,6 +236,7 @@ void to_kernel_listener(int fd, bool restore_blocking) {
 int close_fd(int fd) {
   switch (route(fd)) {
     case Route::kRsocket: {
+      leave_epoll_sets(fd);
       int rc;
       if (dups::close_shared(fd, &rc)) return rc;
       return dups::close_last(fd);
@@ -227,11 +244,14 @@ int close_fd(int fd) {
     case Route::kListener:
       // The flags stay: fork children may share the kernel socket's open
       // file, and their accept relies on it never blocking.
+      leave_epoll_sets(fd);
       to_kernel_listener(fd, false);
       return real().close(fd);
     case Route::kFresh:
       forget(fd);
       return real().close(fd);
+    case Route::kEpoll:
+      return close_epoll(fd);
     default:
       return real().close(fd);
   }
@@ -248,6 +268,7 @@ SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
     return fd;
   std::shared_ptr<Entry> e(new (std::nothrow) Entry);
   if (e) {
+    e->fd = fd;
     e->domain = domain;
     if (ss::FdTable::instance().insert(fd, ss::FdKind::kOffloaded, e) == 0) return fd;
   }

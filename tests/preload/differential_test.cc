@@ -25,60 +25,15 @@
 #include <thread>
 #include <vector>
 
+#include "tests/preload/pair.h"
+
 namespace {
 
-sockaddr_in loopback(uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
-
-// A listening socket on 127.0.0.1 and an ephemeral port.
-int make_listener(int flags = 0, uint16_t* port = nullptr) {
-  int l = socket(AF_INET, SOCK_STREAM | flags, 0);
-  if (l < 0) return -1;
-  int one = 1;
-  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a = loopback(0);
-  if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(l, 16)) return -1;
-  socklen_t len = sizeof a;
-  getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
-  if (port) *port = ntohs(a.sin_port);
-  return l;
-}
-
-struct Pair {
-  int l = -1, c = -1, s = -1;
-  uint16_t port = 0;
-  ~Pair() {
-    for (int fd : {c, s, l})
-      if (fd >= 0) close(fd);
-  }
-};
-
-// A connected pair through a listener: c connected, s accepted.
-void connect_pair(Pair* p) {
-  p->l = make_listener(0, &p->port);
-  ASSERT_GE(p->l, 0) << strerror(errno);
-  p->c = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(p->c, 0);
-  sockaddr_in a = loopback(p->port);
-  ASSERT_EQ(connect(p->c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
-  p->s = accept(p->l, nullptr, nullptr);
-  ASSERT_GE(p->s, 0) << strerror(errno);
-}
-
-ssize_t read_full(int fd, char* buf, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = recv(fd, buf + got, n - got, 0);
-    if (r <= 0) return r;
-    got += static_cast<size_t>(r);
-  }
-  return static_cast<ssize_t>(got);
-}
+using differential::connect_pair;
+using differential::loopback;
+using differential::make_listener;
+using differential::Pair;
+using differential::read_full;
 
 TEST(Differential, DataBothWaysIntact) {
   Pair p;

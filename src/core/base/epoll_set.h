@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/api.h"
 #include "core/base/fd_table.h"
 #include "core/base/mixed_poll.h"
 #include "core/base/pollable.h"
@@ -26,8 +27,8 @@ class SleepSet;
 class EpollSet final : public Pollable {
  public:
   // epoll_create1(flags) for the kernel part: 0 or -errno.
-  static int create(int flags, std::unique_ptr<EpollSet>* out);
-  ~EpollSet() override;
+  SS_API static int create(int flags, std::unique_ptr<EpollSet>* out);
+  SS_API ~EpollSet() override;
   EpollSet(const EpollSet&) = delete;
   EpollSet& operator=(const EpollSet&) = delete;
 
@@ -39,11 +40,30 @@ class EpollSet final : public Pollable {
   // epoll_ctl(2): 0 or -errno as the kernel gives it (EEXIST, ENOENT,
   // EBADF, EINVAL, EPERM, ELOOP). A descriptor whose fd-table entry holds
   // a Pollable joins the list here, any other goes to the kernel.
-  int ctl(int op, int fd, const epoll_event* ev, const FdTable& table = FdTable::instance());
+  SS_API int ctl(int op, int fd, const epoll_event* ev,
+                 const FdTable& table = FdTable::instance());
 
   // epoll_wait(2): a count, 0 on timeout, or -errno (-EINVAL for
   // maxevents <= 0, -EINTR when a signal handler ran: never restarted).
-  int wait(epoll_event* events, int maxevents, int timeout_ms, const PollTiming& timing);
+  SS_API int wait(epoll_event* events, int maxevents, int timeout_ms, const PollTiming& timing);
+
+  // The descriptor behind `obj` was closed for the last time: every
+  // member naming it leaves, whatever number it was added under (the
+  // kernel's rule; the object may outlive the close, as a lingering one).
+  void forget(const Pollable* obj) {
+    std::lock_guard<std::mutex> g(mu_);
+    std::erase_if(members_, [obj](const Member& m) {
+      auto o = m.obj.lock();
+      return !o || o.get() == obj;
+    });
+  }
+
+  // No Pollable member (kernel descriptors only, or none): epoll_wait(2)
+  // on kernel_fd() answers as wait() would, without its busy phase.
+  bool kernel_only() {
+    std::lock_guard<std::mutex> g(mu_);
+    return members_.empty();
+  }
 
   // Pollable: POLLIN when wait() would report something (nothing is
   // consumed: edge and one-shot state stay). A sleep waits on a second

@@ -52,7 +52,7 @@ class FdTable {
   // fd's object when its entry is of `kind`; null otherwise.
   SS_API std::shared_ptr<void> get_object(int fd, FdKind kind) const;
   // fd's object as a Pollable, whatever its kind; null when it is none.
-  std::shared_ptr<Pollable> get_pollable(int fd) const;
+  SS_API std::shared_ptr<Pollable> get_pollable(int fd) const;
   template <class T>
   std::shared_ptr<T> get(int fd, FdKind kind) const {
     return std::static_pointer_cast<T>(get_object(fd, kind));

@@ -1,0 +1,435 @@
+// epoll in the differential suite: the same answers plain and under
+// librspreload, where the connections and listeners are rsockets and the
+// sets mix them with kernel descriptors. Also a blocking accept and a
+// signal, with and without SA_RESTART. Timeouts only bound the waits;
+// nothing asserts on wall time.
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/timerfd.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "tests/preload/pair.h"
+
+namespace {
+
+using differential::connect_pair;
+using differential::loopback;
+using differential::make_listener;
+using differential::Pair;
+
+constexpr int kLongMs = 10000;  // a bound, never reached when things work
+
+int add(int ep, int fd, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+// One epoll_wait for a single event (maxevents 1).
+int wait_one(int ep, int timeout, epoll_event* ev) {
+  return epoll_wait(ep, ev, 1, timeout);
+}
+
+struct Epoll {
+  int fd = epoll_create1(EPOLL_CLOEXEC);
+  ~Epoll() { close(fd); }
+};
+
+TEST(DifferentialEpoll, LevelTriggered) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_GE(ep.fd, 0);
+  EXPECT_EQ(fcntl(ep.fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  EXPECT_EQ(add(ep.fd, p.s, EPOLLIN), -1);
+  EXPECT_EQ(errno, EEXIST);
+  epoll_event ev{};
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, p.s);
+  EXPECT_EQ(ev.events, static_cast<uint32_t>(EPOLLIN));
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 1);  // still readable: again
+  char b;
+  ASSERT_EQ(recv(p.s, &b, 1, 0), 1);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  ASSERT_EQ(epoll_ctl(ep.fd, EPOLL_CTL_DEL, p.s, nullptr), 0);
+  EXPECT_EQ(epoll_ctl(ep.fd, EPOLL_CTL_DEL, p.s, nullptr), -1);
+  EXPECT_EQ(errno, ENOENT);
+}
+
+TEST(DifferentialEpoll, WritableAndModify) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.c, EPOLLOUT), 0);
+  epoll_event ev{};
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.events, static_cast<uint32_t>(EPOLLOUT));
+  ev.events = EPOLLIN;
+  ev.data.fd = p.c;
+  ASSERT_EQ(epoll_ctl(ep.fd, EPOLL_CTL_MOD, p.c, &ev), 0);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+  EXPECT_EQ(epoll_ctl(ep.fd, EPOLL_CTL_MOD, p.c, &ev), -1);  // only with ADD
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST(DifferentialEpoll, EdgeTriggered) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN | EPOLLET), 0);
+  epoll_event ev{};
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.events, static_cast<uint32_t>(EPOLLIN));
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);  // nothing new since
+  ASSERT_EQ(send(p.c, "b", 1, 0), 1);
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);  // a new arrival: again
+  char b[2];
+  EXPECT_EQ(differential::read_full(p.s, b, 2), 2);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+}
+
+TEST(DifferentialEpoll, OneShotUntilModified) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN | EPOLLONESHOT), 0);
+  epoll_event ev{};
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  ASSERT_EQ(send(p.c, "b", 1, 0), 1);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);  // disabled
+  ev.events = EPOLLIN | EPOLLONESHOT;
+  ev.data.fd = p.s;
+  ASSERT_EQ(epoll_ctl(ep.fd, EPOLL_CTL_MOD, p.s, &ev), 0);
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, p.s);
+}
+
+TEST(DifferentialEpoll, RdhupAfterPeerShutdown) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN | EPOLLRDHUP), 0);
+  ASSERT_EQ(shutdown(p.c, SHUT_WR), 0);
+  epoll_event ev{};
+  for (int round = 0; round < 100 && !(ev.events & EPOLLRDHUP); round++)
+    ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.events, static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP));
+  char b;
+  EXPECT_EQ(recv(p.s, &b, 1, 0), 0);
+}
+
+TEST(DifferentialEpoll, MixedWithPipeEventfdTimerfd) {
+  Pair p;
+  connect_pair(&p);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  int efd = eventfd(0, EFD_CLOEXEC);
+  int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+  ASSERT_GE(efd, 0);
+  ASSERT_GE(tfd, 0);
+  Epoll ep;
+  for (int fd : {p.s, pipefd[0], efd, tfd}) ASSERT_EQ(add(ep.fd, fd, EPOLLIN), 0);
+  itimerspec it{};
+  it.it_value.tv_nsec = 1000000;
+  ASSERT_EQ(timerfd_settime(tfd, 0, &it, nullptr), 0);
+  ASSERT_EQ(write(pipefd[1], "p", 1), 1);
+  uint64_t one = 1;
+  ASSERT_EQ(write(efd, &one, sizeof one), 8);
+  ASSERT_EQ(send(p.c, "s", 1, 0), 1);
+  std::set<int> seen;
+  for (int round = 0; round < 100 && seen.size() < 4; round++) {
+    epoll_event evs[8];
+    int n = epoll_wait(ep.fd, evs, 8, kLongMs);
+    ASSERT_GE(n, 1);
+    for (int i = 0; i < n; i++) {
+      EXPECT_EQ(evs[i].events, static_cast<uint32_t>(EPOLLIN));
+      seen.insert(evs[i].data.fd);
+      epoll_ctl(ep.fd, EPOLL_CTL_DEL, evs[i].data.fd, nullptr);  // seen: out
+    }
+  }
+  EXPECT_EQ(seen, (std::set<int>{p.s, pipefd[0], efd, tfd}));
+  for (int fd : {pipefd[0], pipefd[1], efd, tfd}) close(fd);
+}
+
+TEST(DifferentialEpoll, NestedSets) {
+  Pair p;
+  connect_pair(&p);
+  Epoll inner, outer;
+  ASSERT_EQ(add(inner.fd, p.s, EPOLLIN), 0);
+  ASSERT_EQ(add(outer.fd, inner.fd, EPOLLIN), 0);
+  EXPECT_EQ(add(inner.fd, outer.fd, EPOLLIN), -1);  // a loop
+  EXPECT_EQ(errno, ELOOP);
+  EXPECT_EQ(add(inner.fd, inner.fd, EPOLLIN), -1);  // itself
+  EXPECT_EQ(errno, EINVAL);
+  epoll_event ev{};
+  EXPECT_EQ(wait_one(outer.fd, 0, &ev), 0);
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  ASSERT_EQ(wait_one(outer.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, inner.fd);
+  ASSERT_EQ(wait_one(inner.fd, 0, &ev), 1);
+  EXPECT_EQ(ev.data.fd, p.s);
+  pollfd pf{inner.fd, POLLIN, 0};  // poll sees the set's members too
+  EXPECT_EQ(poll(&pf, 1, 0), 1);
+}
+
+TEST(DifferentialEpoll, Timeouts) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  epoll_event ev{};
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  EXPECT_EQ(wait_one(ep.fd, 30, &ev), 0);
+  timespec ts{0, 20000000};
+  EXPECT_EQ(epoll_pwait2(ep.fd, &ev, 1, &ts, nullptr), 0);
+  timespec bad{0, 1000000000};
+  EXPECT_EQ(epoll_pwait2(ep.fd, &ev, 1, &bad, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(epoll_wait(ep.fd, &ev, 0, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  // Unbounded: ends with the first byte.
+  std::thread sender([&] {
+    usleep(20000);
+    send(p.c, "a", 1, 0);
+  });
+  sigset_t none;
+  sigemptyset(&none);
+  EXPECT_EQ(epoll_pwait(ep.fd, &ev, 1, -1, &none), 1);
+  EXPECT_EQ(ev.data.fd, p.s);
+  sender.join();
+}
+
+std::atomic<int> g_signals{0};
+
+// Signals `t` until `done`, with a handler installed with `flags`.
+struct SignalStorm {
+  SignalStorm(pthread_t t, int flags) : target(t) {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { g_signals++; };
+    sa.sa_flags = flags;
+    sigaction(SIGUSR1, &sa, &old);
+    th = std::thread([this] {
+      while (!done) {
+        pthread_kill(target, SIGUSR1);
+        usleep(5000);
+      }
+    });
+  }
+  ~SignalStorm() {
+    done = true;
+    th.join();
+    sigaction(SIGUSR1, &old, nullptr);
+  }
+  pthread_t target;
+  std::atomic<bool> done{false};
+  std::thread th;
+  struct sigaction old {};
+};
+
+TEST(DifferentialEpoll, WaitFailsWithEintrEvenWithSaRestart) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  epoll_event ev{};
+  int rc, err;
+  {
+    SignalStorm storm(pthread_self(), SA_RESTART);
+    rc = wait_one(ep.fd, -1, &ev);
+    err = errno;
+  }
+  EXPECT_EQ(rc, -1);
+  EXPECT_EQ(err, EINTR);
+}
+
+// A blocking accept on a listener while signals arrive: restarted after
+// an SA_RESTART handler (a connection comes), EINTR otherwise.
+void accept_under_signals(int flags, bool restarted) {
+  uint16_t port = 0;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0);
+  const int before = g_signals.load();
+  std::atomic<int> got{-2}, err{0};
+  std::atomic<bool> waiting{false};
+  pthread_t acceptor_id;
+  std::thread acceptor([&] {
+    waiting = true;
+    int c = accept(l, nullptr, nullptr);
+    err = errno;
+    got = c;
+  });
+  acceptor_id = acceptor.native_handle();
+  while (!waiting) usleep(1000);
+  int c = -1;
+  {
+    SignalStorm storm(acceptor_id, flags);
+    while (g_signals.load() < before + 5 && got == -2) usleep(1000);
+    if (restarted) {
+      EXPECT_EQ(got.load(), -2);  // still in accept after the signals
+      c = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a = loopback(port);
+      EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    }
+    while (got == -2) usleep(1000);
+  }
+  acceptor.join();
+  if (restarted) {
+    EXPECT_GE(got.load(), 0);
+    close(got);
+  } else {
+    EXPECT_EQ(got.load(), -1);
+    EXPECT_EQ(err.load(), EINTR);
+  }
+  if (c >= 0) close(c);
+  close(l);
+}
+
+TEST(DifferentialEpoll, BlockingAcceptRestartsWithSaRestart) { accept_under_signals(SA_RESTART, true); }
+
+TEST(DifferentialEpoll, BlockingAcceptEintrWithoutSaRestart) { accept_under_signals(0, false); }
+
+TEST(DifferentialEpoll, ListenerInASet) {
+  uint16_t port = 0;
+  int l = make_listener(SOCK_NONBLOCK, &port);
+  ASSERT_GE(l, 0);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, l, EPOLLIN), 0);
+  epoll_event ev{};
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, l);
+  int s = accept(l, nullptr, nullptr);
+  ASSERT_GE(s, 0) << strerror(errno);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  EXPECT_EQ(accept(l, nullptr, nullptr), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  for (int fd : {s, c, l}) close(fd);
+}
+
+TEST(DifferentialEpoll, CloseLeavesTheSet) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  epoll_event ev{};
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  const int s = p.s;
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  EXPECT_EQ(epoll_ctl(ep.fd, EPOLL_CTL_DEL, s, nullptr), -1);
+  EXPECT_EQ(errno, EBADF);
+}
+
+// A set holds the connection until its last descriptor closes: closing
+// the number it was added under while a duplicate lives keeps it there
+// (its events still carry that number's data).
+TEST(DifferentialEpoll, DuplicateKeepsItInTheSet) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  const int s = p.s;
+  const int d = dup(p.s);
+  ASSERT_GE(d, 0);
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  epoll_event ev{};
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, s);
+  pollfd pf{d, POLLIN, 0};  // the duplicate is the connection for poll too
+  EXPECT_EQ(poll(&pf, 1, 0), 1);
+  ASSERT_EQ(close(d), 0);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+}
+
+// Two threads asleep on one set; one-shot members: each event goes to one.
+TEST(DifferentialEpoll, OneSetSeveralThreads) {
+  Pair p1, p2;
+  connect_pair(&p1);
+  connect_pair(&p2);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p1.s, EPOLLIN | EPOLLONESHOT), 0);
+  ASSERT_EQ(add(ep.fd, p2.s, EPOLLIN | EPOLLONESHOT), 0);
+  std::atomic<int> a{-1}, b{-1};
+  std::thread t1([&] {
+    epoll_event ev{};
+    if (wait_one(ep.fd, kLongMs, &ev) == 1) a = ev.data.fd;
+  });
+  std::thread t2([&] {
+    epoll_event ev{};
+    if (wait_one(ep.fd, kLongMs, &ev) == 1) b = ev.data.fd;
+  });
+  ASSERT_EQ(send(p1.c, "a", 1, 0), 1);
+  ASSERT_EQ(send(p2.c, "b", 1, 0), 1);
+  t1.join();
+  t2.join();
+  EXPECT_EQ((std::set<int>{a.load(), b.load()}), (std::set<int>{p1.s, p2.s}));
+}
+
+// A thread asleep on a set of kernel descriptors when a connection joins
+// it wakes for the connection's first byte.
+TEST(DifferentialEpoll, ConnectionJoiningASetInUse) {
+  Pair p;
+  connect_pair(&p);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, pipefd[0], EPOLLIN), 0);
+  std::atomic<int> got{-1};
+  std::atomic<bool> started{false};
+  std::thread waiter([&] {
+    started = true;
+    epoll_event ev{};
+    if (wait_one(ep.fd, kLongMs, &ev) == 1) got = ev.data.fd;
+  });
+  while (!started) usleep(1000);
+  usleep(20000);  // most likely asleep by now (either way the test holds)
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  waiter.join();
+  EXPECT_EQ(got.load(), p.s);
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+// An idle wait sleeps: a second of it costs little CPU time (a spinning
+// wait would cost about a second).
+TEST(DifferentialEpoll, IdleWaitSleeps) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  rusage before{}, after{};
+  ASSERT_EQ(getrusage(RUSAGE_THREAD, &before), 0);
+  epoll_event ev{};
+  EXPECT_EQ(wait_one(ep.fd, 1000, &ev), 0);
+  ASSERT_EQ(getrusage(RUSAGE_THREAD, &after), 0);
+  auto us = [](const rusage& r) {
+    return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000LL + r.ru_utime.tv_usec +
+           r.ru_stime.tv_usec;
+  };
+  EXPECT_LT(us(after) - us(before), 300000);
+}
+
+}  // namespace
