@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/fd_table.h"
+#include "librsocket/dgram_dispatch.h"
 #include "librsocket/fork.h"
 #include "librsocket/interruptible_sleep.h"
 #include "librsocket/settings.h"
@@ -22,7 +23,7 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 // One pass: readiness of every entry; returns how many have revents.
-int scan(pollfd* fds, nfds_t nfds, std::vector<std::shared_ptr<Socket>>& socks) {
+int scan(pollfd* fds, nfds_t nfds, std::vector<PollEntry>& socks) {
   int ready = 0;
   std::vector<pollfd> plain;
   std::vector<nfds_t> plain_idx;
@@ -30,7 +31,7 @@ int scan(pollfd* fds, nfds_t nfds, std::vector<std::shared_ptr<Socket>>& socks) 
     fds[i].revents = 0;
     if (fds[i].fd < 0) continue;
     if (socks[i]) {
-      fds[i].revents = socks[i]->readiness(fds[i].events);
+      fds[i].revents = socks[i].readiness(fds[i].events);
     } else {
       plain.push_back({fds[i].fd, fds[i].events, 0});
       plain_idx.push_back(i);
@@ -49,19 +50,19 @@ struct Armed {
 };
 
 // After a sleep (or instead of one): every rsocket that was armed hears it.
-void leave_all(std::vector<std::shared_ptr<Socket>>& socks, const std::vector<Armed>& armed,
+void leave_all(std::vector<PollEntry>& socks, const std::vector<Armed>& armed,
                const std::vector<pollfd>& waits) {
   for (const Armed& a : armed)
-    socks[a.entry]->after_wait(a.kick_slot >= 0 ? waits[a.kick_slot] : pollfd{-1, 0, 0});
+    socks[a.entry].after_wait(a.kick_slot >= 0 ? waits[a.kick_slot] : pollfd{-1, 0, 0});
 }
 }  // namespace
 
 int poll(pollfd* fds, nfds_t nfds, int timeout) {
   if (nfds && !fds) return -EFAULT;
-  std::vector<std::shared_ptr<Socket>> socks(nfds);
+  std::vector<PollEntry> socks(nfds);
   fork::resume_services();
   for (nfds_t i = 0; i < nfds; i++)
-    socks[i] = FdTable::instance().get<Socket>(fds[i].fd, FdKind::kRsocket);
+    socks[i] = PollEntry::lookup(fds[i].fd);
 
   const auto start = clock::now();
   const bool forever = timeout < 0;
@@ -97,7 +98,7 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
       }
       int wfd, kick;
       short wev = 0;
-      socks[i]->wait_target(fds[i].events, &wfd, &wev, &kick, &ms);
+      socks[i].wait_target(fds[i].events, &wfd, &wev, &kick, &ms);
       if (wfd == -1) ready_now = true;
       else if (wfd >= 0) waits.push_back({wfd, wev, 0});
       if (kick >= 0) waits.push_back({kick, POLLIN, 0});

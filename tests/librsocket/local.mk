@@ -26,6 +26,7 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/connect_timeout_test.cc \
 	tests/librsocket/limits_test.cc \
 	tests/librsocket/fork_test.cc \
+	tests/librsocket/dgram_test.cc \
 	tests/librsocket/raw_peer.h
 # Two pure helpers of core the hostile tests call (the shm rendezvous name,
 # rdma_cm event errno) are compiled in rather than exported: no face needs
