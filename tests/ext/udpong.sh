@@ -20,12 +20,7 @@ ext_init udpong
 SIZES="64 256 1024"
 MODES="b n a"
 
-IPV6_SKIP=
-if [ "$(cat /proc/sys/net/ipv6/conf/lo/disable_ipv6 2>/dev/null || echo 1)" != 0 ]; then
-  IPV6_SKIP="IPv6 is disabled on lo (or absent)"
-elif ! ip -6 addr show dev lo 2>/dev/null | grep -q 'inet6 ::1/'; then
-  IPV6_SKIP="lo has no ::1 address"
-fi
+ext_ipv6_loopback
 
 # start_server ADDR ARGS... : one udpong server on a fresh port; sets SPID, PORT.
 start_server() {
