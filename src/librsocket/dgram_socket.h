@@ -1,9 +1,12 @@
-// A datagram rsocket (SOCK_DGRAM): UDP's semantics, carried today over the
-// rsocket's own kernel UDP socket (its descriptor), each datagram behind a
-// DgramHeader (dgram_wire.h). Internally every function returns 0 / a
-// count, or -errno. The kernel socket is the receive ring: SO_RCVBUF
-// sizes it, the kernel drops into a full one (never blocking the sender)
-// and its drop count comes back with every datagram (SO_RXQ_OVFL).
+// A datagram rsocket (SOCK_DGRAM): UDP's semantics over two transports.
+// To peers on this host whose rendezvous answers (dgram_shm.h), datagrams
+// go into their receive ring in shared memory; to any other peer over the
+// rsocket's own kernel UDP socket (its descriptor), each behind a
+// DgramHeader (dgram_wire.h). A receive takes from its ring first, then
+// from the kernel socket. Internally every function returns 0 / a count,
+// or -errno. Both receive queues drop when full, never blocking the
+// sender, and count: the ring itself, the kernel with every datagram
+// (SO_RXQ_OVFL).
 #pragma once
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,6 +16,7 @@
 #include <memory>
 #include <mutex>
 
+#include "librsocket/dgram_shm.h"
 #include "librsocket/dgram_wire.h"
 
 namespace ss::rs {
@@ -21,7 +25,7 @@ class DgramSocket {
  public:
   // A new datagram rsocket of `domain`; `flags`: SOCK_NONBLOCK, SOCK_CLOEXEC.
   static int create(int domain, int flags, std::shared_ptr<DgramSocket>* out);
-  explicit DgramSocket(int fd) : fd_(fd) {}
+  DgramSocket(int fd, int domain) : fd_(fd), domain_(domain) {}
   ~DgramSocket();  // closes the descriptor: no call is using it any more
   DgramSocket(const DgramSocket&) = delete;
   DgramSocket& operator=(const DgramSocket&) = delete;
@@ -50,9 +54,25 @@ class DgramSocket {
   // rpoll's interface, the same shape as Socket's (socket.h).
   short readiness(short events);
   int wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms);
-  void after_wait(const pollfd&) {}
+  void after_wait(const pollfd& kick);
 
  private:
+  // Opens the shared-memory receive side once the socket has a name.
+  void open_receiver();  // recv_mu_ held
+  // Our name for shm senders' slots; binds to the wildcard first when
+  // unbound, as UDP's first send does. -errno.
+  int own_name(sockaddr_storage* name);
+  // The ring's next good datagram, dropping bad ones and, on a connected
+  // socket, those from elsewhere (as the kernel filters). recv_mu_ held.
+  DgramSlot* ring_head(sockaddr_storage* src, socklen_t* src_len);
+  short readiness_locked(short events);  // recv_mu_ held
+  // The epoll set a sleeper waits on (kernel socket, rendezvous, ring
+  // wake-up), made at the first wait. recv_mu_ held; -errno.
+  int wait_set();
+  void count_malformed(DgramFault fault);
+  // Answers senders at the rendezvous; a ring made now joins the wait set
+  // and learns of sleepers already waiting. recv_mu_ held.
+  void serve_senders();
   // One receive attempt that never sleeps: -EAGAIN when nothing good is
   // queued. recv_mu_ held.
   ssize_t try_recv(msghdr* msg, int flags);
@@ -68,11 +88,22 @@ class DgramSocket {
   }
 
   const int fd_;
+  const int domain_;
+  const bool shm_ = dgram_shm_enabled();
+  DgramShmReceiver rx_;  // recv_mu_
+  DgramShmSender tx_;
+  int wait_fd_ = -1;           // recv_mu_
+  int sleeping_ = 0;           // recv_mu_: threads between wait_target and after_wait
+  bool wait_has_event_ = false;  // recv_mu_: the ring's eventfd is in wait_fd_
+  sockaddr_storage peer_{};    // recv_mu_: the connected destination (ss_family 0: none)
+  std::mutex name_mu_;
+  sockaddr_storage name_{};    // name_mu_: our name once bound (ss_family 0: not yet)
   // One receiver at a time inside a receive: a datagram peeked and found bad
   // is then taken off the queue, and must be that one.
   std::mutex recv_mu_;
   std::atomic<bool> nonblock_{false};
   std::atomic<bool> shut_rd_{false};     // rshutdown(SHUT_RD) or rclose: reads give 0
+  std::atomic<bool> shut_wr_{false};     // rshutdown(SHUT_WR) or rclose: sends give EPIPE
   std::atomic<uint8_t> peer_version_{0};  // the connected destination's DgramHeader version; 0: none
   std::atomic<uint64_t> overflow_{0};     // the kernel's drops (SO_RXQ_OVFL), as of the last datagram
   std::atomic<uint64_t> malformed_{0};    // our drops: datagrams dgram_check refused

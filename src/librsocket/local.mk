@@ -15,6 +15,10 @@ librsocket_la_SOURCES = \
 	src/librsocket/dgram_wire.h \
 	src/librsocket/dgram_socket.h \
 	src/librsocket/dgram_socket.cc \
+	src/librsocket/dgram_ring.h \
+	src/librsocket/dgram_ring.cc \
+	src/librsocket/dgram_shm.h \
+	src/librsocket/dgram_shm.cc \
 	src/librsocket/dgram_dispatch.h \
 	src/librsocket/options.cc \
 	src/librsocket/poll.h \

@@ -1,11 +1,16 @@
 // The datagram part of the conformance suite: SOCK_DGRAM rsockets keep
 // UDP's semantics and errno, parametrised over the transports datagram
-// rsockets have (today the kernel's UDP; shared memory to come) and both
-// address families.
+// rsockets have and both address families: "udp" (SLIPSTREAM_PROVIDER=tcp:
+// the kernel's UDP only) and "shm" (SLIPSTREAM_PROVIDER=shm: shared-memory
+// rings between these same-host sockets once a destination's rendezvous
+// answered, which `warm` waits for).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "librsocket/dgram_ring.h"
 #include "tests/librsocket/conformance.h"
 
 using namespace rsconf;
@@ -64,6 +70,7 @@ bool is_datagram(const uint8_t* p, size_t len, uint64_t* id) {
 class DgramTest : public ::testing::TestWithParam<DgramParam> {
  protected:
   void SetUp() override {
+    select_provider(shm() ? "shm" : "tcp");
     if (family() == AF_INET6) {
       KFd k(::socket(AF_INET6, SOCK_DGRAM, 0));
       Addr a = loopback(AF_INET6);
@@ -71,6 +78,20 @@ class DgramTest : public ::testing::TestWithParam<DgramParam> {
     }
   }
   int family() const { return GetParam().family; }
+  bool shm() const { return strcmp(GetParam().transport, "shm") == 0; }
+
+  // Until a destination's rendezvous answered, datagrams to it travel over
+  // UDP: one datagram there and back, so the next ones take the ring.
+  void warm(int from, int to, const Addr& to_addr) {
+    ASSERT_EQ(1, rsendto(from, "w", 1, 0, to_addr.sa(), to_addr.len)) << errstr(errno);
+    char c;
+    ASSERT_EQ(1, rrecv(to, &c, 1, 0));
+  }
+  // What waits in the kernel socket under rsocket `fd` (its descriptor).
+  static bool kernel_queue_empty(int fd) {
+    char c;
+    return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+  }
 
   // A datagram rsocket bound to a loopback port of its own.
   RFd bound(Addr* name = nullptr) {
@@ -196,6 +217,7 @@ TEST_P(DgramTest, SendtoRecvfromKeepsBoundariesAndGivesTheSource) {
   Addr a, b;
   RFd s = bound(&a);
   RFd r = bound(&b);
+  warm(s, r, b);
   const size_t sizes[] = {1, 0, 100, kMaxPayload, 7, 1024};
   for (size_t i = 0; i < std::size(sizes); i++) {
     std::vector<uint8_t> d = datagram(i, sizes[i]);
@@ -241,6 +263,7 @@ TEST_P(DgramTest, ShortBufferTruncatesAndDiscardsTheRest) {
   Addr b;
   RFd s = bound();
   RFd r = bound(&b);
+  warm(s, r, b);
   std::vector<uint8_t> d0 = datagram(0, 100), d1 = datagram(1, 50), d2 = datagram(2, 300);
   for (auto* d : {&d0, &d1, &d2}) ASSERT_EQ(ssize_t(d->size()), rsendto(s, d->data(), d->size(), 0, b.sa(), b.len));
   uint8_t buf[400];
@@ -267,6 +290,7 @@ TEST_P(DgramTest, ConnectSetsTheDefaultDestinationAndAfUnspecDissolvesIt) {
   RFd s = bound(&a);
   RFd r = bound(&b);
   ASSERT_EQ(0, rconnect(s, b.sa(), b.len)) << errstr(errno);
+  warm(s, r, b);
   std::vector<uint8_t> d[4] = {datagram(0, 10), datagram(1, 20), datagram(2, 30), datagram(3, 40)};
   ASSERT_EQ(10, rsend(s, d[0].data(), 10, 0));
   ASSERT_EQ(20, rwrite(s, d[1].data(), 20));
@@ -320,6 +344,7 @@ TEST_P(DgramTest, ConnectedSocketAsLinuxUdp) {
   RFd s = bound(&a);
   RFd r = bound(&b);
   RFd other = bound(&c);
+  warm(other, r, b);  // other's datagrams to r take the ring
   ASSERT_EQ(0, rconnect(s, b.sa(), b.len));
   ASSERT_EQ(0, rconnect(r, a.sa(), a.len));
   EXPECT_EQ(3, rsendto(s, "abc", 3, 0, c.sa(), c.len)) << errstr(errno);
@@ -338,6 +363,7 @@ TEST_P(DgramTest, MsgPeekLeavesTheDatagram) {
   Addr b;
   RFd s = bound();
   RFd r = bound(&b);
+  warm(s, r, b);
   ASSERT_EQ(5, rsendto(s, "hello", 5, 0, b.sa(), b.len));
   ASSERT_EQ(5, rsendto(s, "world", 5, 0, b.sa(), b.len));
   char buf[16];
@@ -370,6 +396,7 @@ TEST_P(DgramTest, RpollAndRselectReadiness) {
   Addr b;
   RFd s = bound();
   RFd r = bound(&b);
+  warm(s, r, b);
   pollfd p[2] = {{r, POLLIN, 0}, {s, POLLOUT, 0}};
   ASSERT_EQ(1, rpoll(p, 2, 0));
   EXPECT_EQ(0, p[0].revents);
@@ -403,6 +430,7 @@ TEST_P(DgramTest, BlockedReadWokenByDatagramAndByShutdown) {
   Addr b;
   RFd s = bound();
   RFd r = bound(&b);
+  warm(s, r, b);
   ssize_t got = -2;
   char buf[8];
   EXPECT_TRUE(run_with_timeout(
@@ -470,9 +498,14 @@ size_t drain(int fd, std::vector<uint64_t>* ids, size_t len, bool* corrupt) {
 TEST_P(DgramTest, FullRingDropsAndCountsWithoutBlockingTheSender) {
   Addr b;
   RFd s = bound();
-  RFd r = bound(&b);
-  int small = 16 * 1024;
+  RFd r(rsocket(family(), SOCK_DGRAM, 0));
+  int small = 16 * 1024;  // before rbind: it sizes the ring too
   ASSERT_EQ(0, rsetsockopt(r, SOL_SOCKET, SO_RCVBUF, &small, sizeof small));
+  b = loopback(family());
+  ASSERT_EQ(0, rbind(r, b.sa(), b.len));
+  b.len = sizeof b.ss;
+  ASSERT_EQ(0, rgetsockname(r, b.sa(), &b.len));
+  warm(s, r, b);
   const size_t kSent = 2000, kLen = 1000;
   // Nobody reads meanwhile: a blocked sender would hang here (watchdog).
   for (uint64_t i = 0; i < kSent; i++) {
@@ -503,20 +536,29 @@ TEST_P(DgramTest, ThreadsSendToOneSocketAtOnce) {
   rsetsockopt(r, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);  // the kernel caps it
   constexpr int kThreads = 8, kEach = 500;
   constexpr size_t kLen = 256;
-  std::atomic<bool> done{false};
-  std::vector<uint64_t> ids;
+  RFd shared = bound();  // threads share one socket, and each has its own
+  warm(shared, r, b);
+  const uint64_t marker_id = uint64_t(kThreads) * kEach;
+  std::atomic<bool> sent_all{false};
+  std::vector<uint64_t> ids;  // the reader's until it is joined
   bool corrupt = false;
+  // Reads until the marker (sent after every sender finished) came, or
+  // nothing came for 10 s after that.
   std::thread reader([&] {
-    while (!done) {
+    int idle = 0;
+    while (std::find(ids.begin(), ids.end(), marker_id) == ids.end() && idle < 10) {
       pollfd p{r, POLLIN, 0};
-      if (rpoll(&p, 1, 50) > 0) drain(r, &ids, kLen, &corrupt);
+      int n = rpoll(&p, 1, 1000);
+      if (n > 0) drain(r, &ids, kLen, &corrupt);
+      idle = (n == 0 && sent_all) ? idle + 1 : 0;
     }
   });
   std::vector<std::thread> senders;
-  RFd shared = bound();  // threads share one socket, and each has its own
   for (int t = 0; t < kThreads; t++) {
     senders.emplace_back([&, t] {
       RFd own = bound();
+      // Not warmed: the first datagrams go over UDP, while the reader
+      // answers the rendezvous, then the ring takes over.
       for (uint64_t i = 0; i < kEach; i++) {
         uint64_t id = uint64_t(t) * kEach + i;
         std::vector<uint8_t> d = datagram(id, kLen);
@@ -527,21 +569,15 @@ TEST_P(DgramTest, ThreadsSendToOneSocketAtOnce) {
   }
   for (auto& t : senders) t.join();
   RFd last = bound();
-  std::vector<uint8_t> marker = datagram(kThreads * kEach, kLen);
+  std::vector<uint8_t> marker = datagram(marker_id, kLen);
   ASSERT_EQ(ssize_t(kLen), rsendto(last, marker.data(), kLen, 0, b.sa(), b.len));
-  // The reader stops once the marker came in.
-  while (std::find(ids.begin(), ids.end(), uint64_t(kThreads * kEach)) == ids.end()) {
-    pollfd p{r, POLLIN, 0};
-    if (rpoll(&p, 1, 10000) == 0) break;
-    usleep(1000);
-  }
-  done = true;
+  sent_all = true;
   reader.join();
   drain(r, &ids, kLen, &corrupt);
   EXPECT_FALSE(corrupt);
   std::set<uint64_t> unique(ids.begin(), ids.end());
   EXPECT_EQ(unique.size(), ids.size()) << "a datagram came twice";
-  ASSERT_TRUE(unique.count(kThreads * kEach)) << "the marker never came";
+  ASSERT_TRUE(unique.count(marker_id)) << "the marker never came";
   EXPECT_EQ(size_t(kThreads * kEach), unique.size() - 1 + drops_of(r).overflow)
       << "every datagram received or counted as dropped";
 }
@@ -668,8 +704,129 @@ TEST_P(DgramTest, HostileDatagramsAreDroppedAndCounted) {
   EXPECT_EQ(EAGAIN, errno);
 }
 
+// Rings, rendezvous, wake-ups and mappings go with the sockets.
+TEST_P(DgramTest, NothingLeftAfterRclose) {
+  Snapshot before = Snapshot::settled();
+  {
+    Addr a, b;
+    RFd s = bound(&a);
+    RFd r = bound(&b);
+    warm(s, r, b);
+    warm(r, s, a);
+    ASSERT_EQ(2, rsendto(s, "hi", 2, 0, b.sa(), b.len));
+    char buf[4];
+    ASSERT_EQ(2, rrecv(r, buf, sizeof buf, 0));
+    pollfd p{r, POLLIN, 0};
+    EXPECT_EQ(0, rpoll(&p, 1, 50));  // a wait: the wait set is made
+  }
+  expect_nothing_left(before, "datagram rsockets closed");
+}
+
+// A same-host sender that writes the ring itself (it maps it, as every
+// sender does) with what no Slipstream sender writes: a length beyond the
+// slot, an address version of neither family. Dropped and counted; the
+// good datagram behind them arrives whole.
+class DgramShmTest : public DgramTest {};
+
+TEST_P(DgramShmTest, HostileRingEntriesAreDroppedAndCounted) {
+  Addr b;
+  RFd r = bound(&b);
+  RFd s = bound();
+  warm(s, r, b);  // r's ring exists now
+  // Dial r's rendezvous as a sender does and take its ring.
+  char host[INET6_ADDRSTRLEN];
+  const void* ip = family() == AF_INET
+                       ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&b.ss)->sin_addr)
+                       : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&b.ss)->sin6_addr);
+  inet_ntop(family(), ip, host, sizeof host);
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  int n = snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "slipstream/dgram/%s/%u", host, b.port());
+  KFd u(::socket(AF_UNIX, SOCK_SEQPACKET, 0));
+  ASSERT_EQ(0, ::connect(u, reinterpret_cast<sockaddr*>(&un),
+                         static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)));
+  pollfd p{r, POLLIN, 0};
+  EXPECT_EQ(0, rpoll(&p, 1, 0));  // r answers the rendezvous
+  char buf[8];
+  iovec iov{buf, sizeof buf};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))];
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof ctl;
+  ASSERT_EQ(4, ::recvmsg(u, &m, 0));
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  ASSERT_TRUE(c && c->cmsg_type == SCM_RIGHTS);
+  int fds[2];
+  memcpy(fds, CMSG_DATA(c), sizeof fds);
+  KFd memfd(fds[0]), efd(fds[1]);
+  struct stat st {};
+  ASSERT_EQ(0, fstat(memfd, &st));
+  void* ring = mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  ASSERT_NE(MAP_FAILED, ring);
+  const uint32_t slots = ss::rs::dgram_ring_slots(static_cast<size_t>(st.st_size));
+  ASSERT_GT(slots, 0u);
+  const uint8_t lo4[4] = {127, 0, 0, 1};
+  const char good[] = "good";
+  iovec g{const_cast<char*>(good), 4};
+  bool wake;
+  // Pushed as a sender would, then spoiled before r looks.
+  auto* base = reinterpret_cast<ss::rs::DgramSlot*>(static_cast<uint8_t*>(ring) +
+                                                    sizeof(ss::rs::DgramRingHeader));
+  uint64_t tail = static_cast<ss::rs::DgramRingHeader*>(ring)->tail.load();
+  ASSERT_TRUE(ss::rs::dgram_ring_push(ring, slots, lo4, 4, htons(9), &g, 1, 4, &wake));
+  base[tail & (slots - 1)].len = 100000;  // beyond the slot
+  ASSERT_TRUE(ss::rs::dgram_ring_push(ring, slots, lo4, 4, htons(9), &g, 1, 4, &wake));
+  base[(tail + 1) & (slots - 1)].version = 5;  // neither family
+  ASSERT_TRUE(ss::rs::dgram_ring_push(ring, slots, lo4, 4, htons(9), &g, 1, 4, &wake));
+  memset(buf, 0, sizeof buf);
+  Addr src;
+  src.len = sizeof src.ss;
+  ASSERT_EQ(4, rrecvfrom(r, buf, sizeof buf, 0, src.sa(), &src.len)) << errstr(errno);
+  EXPECT_EQ(0, memcmp(buf, "good", 4));
+  EXPECT_EQ(9, src.port());
+  EXPECT_EQ(2u, drops_of(r).malformed);
+  errno = 0;
+  EXPECT_EQ(-1, rrecv(r, buf, sizeof buf, MSG_DONTWAIT));
+  EXPECT_EQ(EAGAIN, errno);
+  munmap(ring, st.st_size);
+}
+
+// Which queue carries datagrams: over shm, the ring once warmed (the
+// kernel socket stays empty), both ways, and to and from a connected
+// socket; over udp, the kernel socket.
+TEST_P(DgramTest, TransportCarriesTheDatagrams) {
+  Addr a, b;
+  RFd s = bound(&a);
+  RFd r = bound(&b);
+  warm(s, r, b);
+  warm(r, s, a);
+  for (int round = 0; round < 2; round++) {
+    if (round) {
+      ASSERT_EQ(0, rconnect(s, b.sa(), b.len));
+      ASSERT_EQ(0, rconnect(r, a.sa(), a.len));
+    }
+    ASSERT_EQ(4, rsendto(s, "ping", 4, 0, round ? nullptr : b.sa(), round ? 0 : b.len));
+    EXPECT_EQ(shm(), kernel_queue_empty(r)) << (shm() ? "shm: went over UDP" : "udp: not in the kernel");
+    char buf[8];
+    Addr src;
+    src.len = sizeof src.ss;
+    ASSERT_EQ(4, rrecvfrom(r, buf, sizeof buf, 0, src.sa(), &src.len));
+    EXPECT_TRUE(same_endpoint(src, a)) << src.str();
+    ASSERT_EQ(4, rsendto(r, "pong", 4, 0, round ? nullptr : a.sa(), round ? 0 : a.len));
+    EXPECT_EQ(shm(), kernel_queue_empty(s));
+    ASSERT_EQ(4, rrecv(s, buf, sizeof buf, 0));
+    EXPECT_EQ(0, memcmp(buf, "pong", 4));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, DgramTest,
-                         ::testing::Values(DgramParam{"udp", AF_INET}, DgramParam{"udp", AF_INET6}),
+                         ::testing::Values(DgramParam{"udp", AF_INET}, DgramParam{"udp", AF_INET6},
+                                           DgramParam{"shm", AF_INET}, DgramParam{"shm", AF_INET6}),
+                         dgram_name);
+INSTANTIATE_TEST_SUITE_P(Transports, DgramShmTest,
+                         ::testing::Values(DgramParam{"shm", AF_INET}, DgramParam{"shm", AF_INET6}),
                          dgram_name);
 
 }  // namespace

@@ -33,5 +33,6 @@ rsocket_conformance_SOURCES = \
 # them, and they hold no state a second copy could split.
 rsocket_conformance_SOURCES += \
 	src/core/prov/shm/rendezvous.cc \
-	src/core/prov/verbs/cm_events.cc
+	src/core/prov/verbs/cm_events.cc \
+	src/librsocket/dgram_ring.cc
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)
