@@ -464,6 +464,30 @@ TEST_P(DgramTest, BlockedReadWokenByDatagramAndByShutdown) {
   EXPECT_EQ(EPIPE, errno) << errstr(errno);
 }
 
+// rclose from another thread releases a reader asleep on the socket (the
+// descriptor closes once that call is out).
+TEST_P(DgramTest, RcloseReleasesABlockedReader) {
+  Addr a, b;
+  RFd s = bound(&a);
+  int r = bound(&b).release();
+  warm(s, r, b);  // its ring and wait set exist
+  ssize_t got = -2;
+  EXPECT_TRUE(run_with_timeout(
+      [&] {
+        std::thread t([&] {
+          usleep(100 * 1000);
+          EXPECT_EQ(0, rclose(r));
+        });
+        char buf[8];
+        got = rrecv(r, buf, sizeof buf, 0);
+        t.join();
+      },
+      20));
+  EXPECT_TRUE(got == 0 || (got == -1 && errno == EBADF)) << got << " " << errstr(errno);
+  // The sender now goes back to UDP, to nobody: no crash, no block.
+  EXPECT_EQ(1, rsendto(s, "x", 1, 0, b.sa(), b.len));
+}
+
 TEST_P(DgramTest, RcvbufAndSndbuf) {
   RFd s = bound();
   for (int opt : {SO_RCVBUF, SO_SNDBUF}) {
