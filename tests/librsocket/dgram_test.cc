@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -486,6 +488,39 @@ TEST_P(DgramTest, RcloseReleasesABlockedReader) {
   EXPECT_TRUE(got == 0 || (got == -1 && errno == EBADF)) << got << " " << errstr(errno);
   // The sender now goes back to UDP, to nobody: no crash, no block.
   EXPECT_EQ(1, rsendto(s, "x", 1, 0, b.sa(), b.len));
+}
+
+// A handler without SA_RESTART ends a blocked read with EINTR, as for a
+// UDP socket.
+void on_usr1(int) {}
+TEST_P(DgramTest, SignalWithoutRestartInterruptsABlockedRead) {
+  struct sigaction sa {}, old {};
+  sa.sa_handler = on_usr1;
+  ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+  Addr b;
+  RFd s = bound();
+  RFd r = bound(&b);
+  warm(s, r, b);
+  ssize_t got = -2;
+  int err = 0;
+  std::atomic<bool> started{false};
+  EXPECT_TRUE(run_with_timeout(
+      [&] {
+        std::thread t([&] {
+          started = true;
+          char buf[8];
+          got = rrecv(r, buf, sizeof buf, 0);
+          err = errno;
+        });
+        while (!started) usleep(1000);
+        usleep(100 * 1000);
+        pthread_kill(t.native_handle(), SIGUSR1);
+        t.join();
+      },
+      20, [&] { rsendto(s, "x", 1, 0, b.sa(), b.len); }));
+  EXPECT_EQ(-1, got);
+  EXPECT_EQ(EINTR, err) << errstr(err);
+  sigaction(SIGUSR1, &old, nullptr);
 }
 
 TEST_P(DgramTest, RcvbufAndSndbuf) {
