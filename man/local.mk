@@ -25,6 +25,7 @@ dist_man_MANS += \
 	man/rsetsockopt.3 \
 	man/rshutdown.3 \
 	man/rsocket.3 \
+	man/librspreload.7 \
 	man/rsocket.7 \
 	man/rwrite.3 \
 	man/rwritev.3 \

@@ -6,7 +6,7 @@ pkgs=(
   clang
   libibverbs-dev librdmacm-dev liburcu-dev
   googletest libgtest-dev libbenchmark-dev
-  rdmacm-utils iproute2 procps python3
+  rdmacm-utils iproute2 procps python3 socat curl
 )
 missing=()
 for p in "${pkgs[@]}"; do

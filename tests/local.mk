@@ -22,5 +22,6 @@ EXTRA_DIST += tests/run-with-limit.sh tests/tsan.supp
 
 include tests/librsocket/local.mk
 include tests/ext/local.mk
+include tests/preload/local.mk
 include tests/rxe/local.mk
 EXTRA_DIST += tests/common/stderr_capture.h

@@ -47,7 +47,7 @@ int Socket::shutdown(int how) {
     // finishing its handshake is no connect of ours: not abandoned.)
     err_ = ECONNRESET;
     state_ = kConnectError;
-    if (waiters_) kick_waiters();
+    kick_waiters();
     return 0;
   }
   if (!(state_ & kConnected) && !(state_ & kDisconnected)) return -ENOTCONN;
@@ -96,7 +96,7 @@ int Socket::shutdown(int how) {
     state_ = (state_ & ~kConnected) | kDisconnected;
     ep_->disconnect();
   }
-  if (waiters_) kick_waiters();  // blocked readers/writers see the new state
+  kick_waiters();  // blocked readers/writers see the new state
   const bool release_now = --shutting_ == 0 && closed_ && !in_linger_;
   lk.unlock();
   if (linger) LingerService::instance().add(shared_from_this());
@@ -125,7 +125,7 @@ bool Socket::linger_step() {
     }
     if (!sends_drained() && !(state_ & kError) && now < linger_deadline_) return false;
     if (ep_) ep_->disconnect();
-    if (waiters_) kick_waiters();
+    kick_waiters();
     in_linger_ = false;
     release_now = closed_;
   }
@@ -163,7 +163,7 @@ void Socket::close() {
   if (connected) shutdown(SHUT_RDWR);
   {
     std::lock_guard<FutexMutex> g(mu_);
-    if (waiters_) kick_waiters();
+    kick_waiters();
     if (in_linger_ || shutting_) {
       closed_ = true;  // the linger, or the shutdown under way, releases it
       return;
@@ -181,7 +181,7 @@ bool Socket::endpoint_foreign() const {
 
 void Socket::drop_copy() {
   std::lock_guard<FutexMutex> g(mu_);
-  if (waiters_) kick_waiters();
+  kick_waiters();
   // An rshutdown under way (or lingering) ends the connection for every
   // holder, as a kernel shutdown(2) does: it releases when it is done.
   if (in_linger_ || shutting_) {

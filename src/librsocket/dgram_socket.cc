@@ -17,7 +17,7 @@
 
 #include "core/base/log.h"
 #include "include/rdma/rsocket.h"
-#include "librsocket/interruptible_sleep.h"
+#include "core/base/interruptible_poll.h"
 #include "librsocket/settings.h"
 
 namespace ss::rs {
@@ -401,13 +401,15 @@ ssize_t DgramSocket::recv(msghdr* msg, int flags) {
     if (spin_until == std::chrono::steady_clock::time_point::min())
       spin_until = now + std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
     if (now < spin_until) continue;
-    int wfd, kick, ms = -1;
-    short ev;
-    if (int rc = wait_target(POLLIN, &wfd, &ev, &kick, &ms)) return rc;
-    if (wfd < 0) continue;  // became readable meanwhile
-    pollfd p{wfd, ev, 0};
+    int ms = -1;
+    WaitTarget t = wait_target(POLLIN, &ms);
+    if (t.fd < 0) {  // became readable meanwhile, or no wait set could be made
+      if (t.tag) return -static_cast<ssize_t>(t.tag);
+      continue;
+    }
+    pollfd p{t.fd, t.events, 0};
     int rc = interruptible_poll(&p, 1, -1);
-    after_wait(pollfd{-1, 0, 0});
+    after_wait(t, false);
     if (rc < 0) return rc;
   }
 }
@@ -477,30 +479,34 @@ int DgramSocket::wait_set() {
   return 0;
 }
 
-int DgramSocket::wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms) {
+// tag: an errno when no wait set could be made (fd kReady: the caller
+// looks again, and a blocking receive returns it).
+WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   (void)sleep_ms;  // no deadline of its own
-  *kick_fd = -1;
-  *fd = -1;
+  WaitTarget t;
   std::lock_guard<std::mutex> g(recv_mu_);
-  if (readiness_locked(want)) return 0;
-  if (int rc = wait_set()) return rc;
+  if (readiness_locked(want)) return t;
+  if (int rc = wait_set()) {
+    t.tag = static_cast<uintptr_t>(-rc);
+    return t;
+  }
   // Raised before the last look: a sender publishing after it wakes us.
   if (sleeping_++ == 0) rx_.set_sleeping(true);
   if (readiness_locked(want)) {
     if (--sleeping_ == 0) rx_.set_sleeping(false);
-    return 0;
+    return t;
   }
   if (want & POLLIN) {
-    *fd = wait_fd_;
-    *events = POLLIN;
+    t.fd = wait_fd_;
+    t.events = POLLIN;
   } else {  // writability: the kernel socket says
-    *fd = fd_;
-    *events = want;
+    t.fd = fd_;
+    t.events = want;
   }
-  return 0;
+  return t;
 }
 
-void DgramSocket::after_wait(const pollfd&) {
+void DgramSocket::after_wait(const WaitTarget&, bool) {
   std::lock_guard<std::mutex> g(recv_mu_);
   if (--sleeping_ == 0) rx_.set_sleeping(false);
   if (rx_.event_fd() >= 0) {

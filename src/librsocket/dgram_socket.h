@@ -16,12 +16,13 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/pollable.h"
 #include "librsocket/dgram_shm.h"
 #include "librsocket/dgram_wire.h"
 
 namespace ss::rs {
 
-class DgramSocket {
+class DgramSocket final : public Pollable {
  public:
   // A new datagram rsocket of `domain`; `flags`: SOCK_NONBLOCK, SOCK_CLOEXEC.
   static int create(int domain, int flags, std::shared_ptr<DgramSocket>* out);
@@ -51,10 +52,10 @@ class DgramSocket {
   int getsockopt(int level, int name, void* val, socklen_t* len);
   int fcntl(int cmd, long arg);
 
-  // rpoll's interface, the same shape as Socket's (socket.h).
-  short readiness(short events);
-  int wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms);
-  void after_wait(const pollfd& kick);
+  // Pollable (core/base/pollable.h): rpoll, and this socket's own sleeps.
+  short readiness(short events) override;
+  WaitTarget wait_target(short events, int* sleep_ms) override;
+  void after_wait(const WaitTarget& armed, bool kicked) override;
 
  private:
   // Opens the shared-memory receive side once the socket has a name.

@@ -2,8 +2,6 @@
 // updates, control messages and waiting. Runs under Socket::mu_.
 #include <poll.h>
 #include <sched.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,7 +10,6 @@
 
 #include "librsocket/settings.h"
 #include "core/base/log.h"
-#include "librsocket/interruptible_sleep.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -85,7 +82,7 @@ int Socket::process_cq(Lock&) {
   // Even with nothing new: a reader looping for MSG_WAITALL consumed
   // since its last look, and the peer may be waiting for those credits.
   give_credits();
-  if (total && waiters_) kick_waiters();
+  if (total) kick_waiters();
   return total;
 }
 
@@ -93,12 +90,7 @@ void Socket::fail_connection(const char* why, bool peer_fault) {
   peer_dropped_ = peer_dropped_ || peer_fault;
   set_error(ECONNRESET, why);
   ep_->disconnect();
-  if (waiters_) kick_waiters();
-}
-
-void Socket::kick_waiters() {
-  uint64_t one = 1;
-  if (wake_fd_ >= 0 && ::write(wake_fd_, &one, sizeof one) < 0) SS_DEBUG("kick failed");
+  kick_waiters();
 }
 
 // An SGL update may carry a new target buffer, written into its slot
@@ -265,7 +257,7 @@ int Socket::send_credits() {
   RsSge sge{};
   const bool publish = rbuf_bytes_avail_ >= opt_.rbuf_size / 2;
   if (publish) {
-    sge = maybe_swap({reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_mr_.rkey,
+    sge = maybe_swap({reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_rkey_,
                       opt_.rbuf_size / 2},
                      swap_sgl_);
     wr.remote_addr = remote_sgl_.addr + remote_sge_ * sizeof(RsSge);
@@ -318,11 +310,11 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   } else {
     uint32_t first = std::min(len, opt_.sbuf_size - sbuf_head_);
     memcpy(sbuf_ + sbuf_head_, src, first);
-    wr.sge[0] = {reinterpret_cast<uint64_t>(sbuf_ + sbuf_head_), first, sbuf_mr_.lkey};
+    wr.sge[0] = {reinterpret_cast<uint64_t>(sbuf_ + sbuf_head_), first, sbuf_lkey_};
     wr.num_sge = 1;
     if (first < len) {
       memcpy(sbuf_, static_cast<const uint8_t*>(src) + first, len - first);
-      wr.sge[1] = {reinterpret_cast<uint64_t>(sbuf_), len - first, sbuf_mr_.lkey};
+      wr.sge[1] = {reinterpret_cast<uint64_t>(sbuf_), len - first, sbuf_lkey_};
       wr.num_sge = 2;
     }
     sbuf_head_ = (sbuf_head_ + len) % opt_.sbuf_size;
@@ -338,62 +330,27 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   return 0;
 }
 
-int Socket::join_waiters() {
-  if (wake_fd_ < 0) {
-    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) return -errno;
-  }
-  waiters_++;
-  return 0;
-}
-
-// The kick stays readable until the last waiter leaves: drained earlier, a
-// waiter that had not yet been scheduled would sleep through it. Only a
-// kick this waiter's poll saw is drained (no read per wake-up); one that
-// came later stays and costs at most one spurious wake-up.
-void Socket::leave_waiters(bool kicked) {
-  if (--waiters_ == 0 && kicked) {
-    uint64_t v;
-    if (::read(wake_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
-  }
-}
-
 // Sleeps until the endpoint or another thread of this socket signals
 // (bounded by wake_up_interval); -EINTR when a signal handler ended it.
 int Socket::block_once(Lock& lk) {
-  // Out of descriptors for the kick (EMFILE): sleep on the endpoint alone,
-  // briefly. Another thread's kick is missed for at most kUnkickedSleepMs;
-  // failing the call instead would give an errno no socket call gives.
-  constexpr int kUnkickedSleepMs = 10;
-  const bool joined = join_waiters() == 0;
-  if (ep_->arm() != 0) {
-    if (joined) leave_waiters(false);
-    return 0;
-  }
-  pollfd p[2] = {{ep_->event_fd(), ep_->event_mask(), 0}, {joined ? wake_fd_ : -1, POLLIN, 0}};
+  if (ep_->arm() != 0) return 0;  // something arrived meanwhile: look again
   int ms = static_cast<int>(settings::get(settings::Id::kWakeUpInterval));
-  if (!joined) ms = ms > 0 ? std::min(ms, kUnkickedSleepMs) : kUnkickedSleepMs;
   if (state_ == kConnecting) ms = connect_sleep_ms(ms);
-  lk.unlock();
-  int rc = interruptible_poll(p, 2, ms > 0 ? ms : -1);
-  lk.lock();
-  if (joined) leave_waiters(p[1].revents & POLLIN);
+  int rc = kick_.sleep(lk, {ep_->event_fd(), ep_->event_mask(), 0}, ms);
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
-  return rc < 0 ? rc : 0;
+  return rc;
 }
 
-int Socket::wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until) {
-  using clock = std::chrono::steady_clock;
+int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin) {
   if (state_ & (kError | kConnectError)) return 0;  // callers check state
   if (!(state_ & kConnected) && state_ != kConnecting) return 0;
   if (nonblock) return -EAGAIN;
   // Busy-poll for polling_time before sleeping.
-  auto now = clock::now();
-  if (*spin_until == clock::time_point::min())
-    *spin_until = now + std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
-  if (now >= *spin_until)
+  if (spin->over(std::chrono::steady_clock::now(), [] {
+        return std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
+      }))
     if (int rc = block_once(lk)) return rc;
   return 1;
 }
@@ -458,39 +415,35 @@ short Socket::ready_now(short events) {
   return rev & (events | POLLERR | POLLHUP);
 }
 
-int Socket::wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms) {
+WaitTarget Socket::wait_target(short events, int* sleep_ms) {
   Lock lk(mu_);
-  *fd = -1;
-  *kick_fd = -1;
+  WaitTarget t;
   if (state_ == kListening) {
-    *fd = listen_shared_ && listener_ ? listener_->fd() : accept_efd_;
-    *events = POLLIN;
-    return 0;
+    t.fd = listen_shared_ && listener_ ? listener_->fd() : accept_efd_;
+    t.events = POLLIN;
+    return t;
   }
-  if (!ep_ || !(state_ & (kConnected | kOpening))) {
-    // Nothing will change by itself: sleep on nothing, only the timeout.
-    *fd = -2;
-    return 0;
-  }
+  // Nothing will change by itself: sleep on nothing, only the timeout.
+  if (!ep_ || !(state_ & (kConnected | kOpening))) return {WaitTarget::kTimeOnly};
   // As a waiter, an rshutdown or another thread's progress on this socket
   // wakes the rpoll at once (not at the next wake_up_interval).
-  const bool joined = join_waiters() == 0;
+  const bool joined = kick_.join() == 0;
   // A change since the caller's scan (an rshutdown while we were no
   // waiter yet) sent no kick: look once more, now that one would.
-  if (ready_now(want) || ep_->arm() != 0) {
-    if (joined) leave_waiters(false);
-    return 0;
+  if (ready_now(events) || ep_->arm() != 0) {
+    if (joined) kick_.leave(false);
+    return t;  // kReady
   }
-  *fd = ep_->event_fd();
-  *events = ep_->event_mask();
-  if (joined) *kick_fd = wake_fd_;
+  t.fd = ep_->event_fd();
+  t.events = ep_->event_mask();
+  if (joined) t.kick_fd = kick_.fd();
   if (state_ == kConnecting) *sleep_ms = connect_sleep_ms(*sleep_ms);
-  return 0;
+  return t;
 }
 
-void Socket::after_wait(const pollfd& kick) {
+void Socket::after_wait(const WaitTarget& armed, bool kicked) {
   Lock lk(mu_);
-  if (kick.fd >= 0) leave_waiters(kick.revents & POLLIN);
+  if (armed.kick_fd >= 0) kick_.leave(kicked);
   if (ep_ && state_ != kListening) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // a wake-up may be the transport ending
 }

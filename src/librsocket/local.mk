@@ -6,6 +6,8 @@ librsocket_la_SOURCES = \
 	src/librsocket/settings.cc \
 	src/librsocket/socket.h \
 	src/librsocket/socket.cc \
+	src/librsocket/conn_buffer.h \
+	src/librsocket/conn_buffer.cc \
 	src/librsocket/close.cc \
 	src/librsocket/fork.h \
 	src/librsocket/fork.cc \
@@ -23,14 +25,16 @@ librsocket_la_SOURCES = \
 	src/librsocket/options.cc \
 	src/librsocket/poll.h \
 	src/librsocket/poll.cc \
-	src/librsocket/interruptible_sleep.h \
-	src/librsocket/interruptible_sleep.cc \
 	src/librsocket/listen_service.h \
 	src/librsocket/listen_service.cc \
 	src/librsocket/keepalive_service.h \
 	src/librsocket/keepalive_service.cc \
 	src/librsocket/linger_service.h \
 	src/librsocket/linger_service.cc \
+	src/librsocket/preload_hooks.h \
+	src/librsocket/preload_hooks.cc \
+	src/librsocket/preload_settings.cc \
+	src/librsocket/preload_rules.cc \
 	src/librsocket/api.cc
 librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 librsocket_la_LIBADD = libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS)

@@ -1,3 +1,5 @@
+// rpoll and rselect: core's poll over mixed descriptors (core/base/mixed_poll.h)
+// with rsocket's polling_time and wake_up_interval.
 #pragma once
 #include <poll.h>
 #include <sys/select.h>

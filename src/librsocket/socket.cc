@@ -18,7 +18,7 @@
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
 #include "librsocket/fork.h"
-#include "librsocket/interruptible_sleep.h"
+#include "core/base/interruptible_poll.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
 
@@ -52,7 +52,6 @@ Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
 Socket::~Socket() {
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
 void Socket::inherit_from(const Socket& l) {
@@ -65,19 +64,17 @@ int Socket::alloc_buffers() {
   // rbuf and sbuf sizes must be even (two halves) and at least a page.
   opt_.rbuf_size = std::max<uint32_t>((opt_.rbuf_size + 1) & ~1u, 2 * kSndLowat);
   opt_.sbuf_size = std::max<uint32_t>(opt_.sbuf_size, 2 * kSndLowat);
-  int rc = mem::Region::create(opt_.rbuf_size, "rsocket-rbuf", &rbuf_region_);
-  if (!rc) rc = mem::Region::create(opt_.sbuf_size, "rsocket-sbuf", &sbuf_region_);
-  size_t target_len = kSglSize * sizeof(RsSge) + opt_.iomap_size * kIomapEntrySize;
-  if (!rc) rc = mem::Region::create(target_len, "rsocket-target", &target_region_);
+  const size_t target_len = kSglSize * sizeof(RsSge) + opt_.iomap_size * kIomapEntrySize;
+  int rc = rbuf_mem_.alloc(opt_.rbuf_size, "rsocket-rbuf", ep_.get());
+  if (!rc) rc = sbuf_mem_.alloc(opt_.sbuf_size, "rsocket-sbuf", ep_.get());
+  if (!rc) rc = target_mem_.alloc(target_len, "rsocket-target", ep_.get());
   if (rc) return rc;
-  rbuf_ = static_cast<uint8_t*>(rbuf_region_->addr());
-  sbuf_ = static_cast<uint8_t*>(sbuf_region_->addr());
-  target_sgl_ = static_cast<RsSge*>(target_region_->addr());
+  rbuf_ = rbuf_mem_.data();
+  sbuf_ = sbuf_mem_.data();
+  target_sgl_ = reinterpret_cast<RsSge*>(target_mem_.data());
   target_iomap_ = reinterpret_cast<uint8_t*>(target_sgl_ + kSglSize);
-  rc = ep_->reg_mr(rbuf_, opt_.rbuf_size, prov::kAccessRemoteWrite, &rbuf_mr_);
-  if (!rc) rc = ep_->reg_mr(sbuf_, opt_.sbuf_size, prov::kAccessLocal, &sbuf_mr_);
-  if (!rc) rc = ep_->reg_mr(target_sgl_, target_len, prov::kAccessRemoteWrite, &target_mr_);
-  if (rc) return rc;
+  rbuf_rkey_ = rbuf_mem_.rkey();
+  sbuf_lkey_ = sbuf_mem_.lkey();
 
   peer_iomaps_.assign(opt_.iomap_size, RsIomap{});
   sbuf_bytes_avail_ = opt_.sbuf_size;
@@ -95,16 +92,10 @@ void Socket::free_buffers() {
   for (Iomap& m : iomaps_)
     if (ep_) ep_->dereg_mr(&m.mr);
   iomaps_.clear();
-  if (ep_) {
-    if (rbuf_mr_.lkey) ep_->dereg_mr(&rbuf_mr_);
-    if (sbuf_mr_.lkey) ep_->dereg_mr(&sbuf_mr_);
-    if (target_mr_.lkey) ep_->dereg_mr(&target_mr_);
-  }
+  for (ConnBuffer* b : {&rbuf_mem_, &sbuf_mem_, &target_mem_}) b->free(ep_ != nullptr);
   ep_.reset();
-  rbuf_region_.reset();
-  sbuf_region_.reset();
-  target_region_.reset();
   rbuf_ = sbuf_ = nullptr;
+  rbuf_rkey_ = sbuf_lkey_ = 0;
   target_sgl_ = nullptr;
   target_iomap_ = nullptr;
 }
@@ -114,8 +105,8 @@ void Socket::build_conn_data(ConnData* cd) {
   cd->flags = kConnFlagIomap | (host_is_big_endian() ? kConnFlagNet : 0);
   cd->credits = static_cast<uint16_t>(opt_.rq_size);
   cd->target_iomap_size = encode_iomap_size(opt_.iomap_size);
-  cd->target_sgl = {reinterpret_cast<uint64_t>(target_sgl_), target_mr_.rkey, kSglSize};
-  cd->data_buf = {reinterpret_cast<uint64_t>(rbuf_), rbuf_mr_.rkey, opt_.rbuf_size / 2};
+  cd->target_sgl = {reinterpret_cast<uint64_t>(target_sgl_), target_mem_.rkey(), kSglSize};
+  cd->data_buf = {reinterpret_cast<uint64_t>(rbuf_), rbuf_rkey_, opt_.rbuf_size / 2};
 }
 
 // Takes in the peer's connection data; anything malformed fails the connection.
@@ -160,7 +151,7 @@ int Socket::listen(int backlog) {
       return 0;
     }
     if (state_ != kInit && state_ != kBound) return -EINVAL;
-    int rc = prov::create_listener(fd_, &listener_, backlog);
+    int rc = prov::create_listener(fd_, &listener_, backlog, off_stream_);
     if (rc) {
       // It may have bound an ephemeral port first, as listen(2) would:
       // the socket is bound now, so rbind must say so.
@@ -383,9 +374,9 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   int rc;
   {
     fork::TableGuard table;  // a fork sees the connection counted, or not made
-    rc = prov::create_active(
-        {fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(), opt_.route.size()},
-        &ep_);
+    rc = prov::create_active({fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(),
+                              opt_.route.size(), off_stream_},
+                             &ep_);
     if (!rc && (ep_->caps() & prov::kCapForkCopies)) fork::join(&share_);
   }
   if (!rc) {

@@ -16,10 +16,13 @@
 #include <vector>
 
 #include "core/base/fifo.h"
+#include "core/base/kick.h"
+#include "core/base/pollable.h"
+#include "core/base/spin_phase.h"
 #include "core/base/process_share.h"
-#include "core/mem/region.h"
 #include "core/prov/connection.h"
 #include "core/base/futex_mutex.h"
+#include "librsocket/conn_buffer.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {
@@ -69,7 +72,8 @@ struct Iomap {
   bool published;
 };
 
-class Socket : public std::enable_shared_from_this<Socket> {
+// A Pollable in the fd table: rpoll and rselect (core's poll_mixed) ask it.
+class Socket final : public std::enable_shared_from_this<Socket>, public Pollable {
  public:
   Socket(int fd, int domain);
   ~Socket();
@@ -78,6 +82,10 @@ class Socket : public std::enable_shared_from_this<Socket> {
 
   int fd() const { return fd_; }
   int domain() const { return domain_; }
+  // librspreload (preload_hooks.h): connect and listen only over providers
+  // that leave the kernel socket's stream to plain TCP.
+  void set_off_stream() { off_stream_ = true; }
+  const char* provider_name();  // the connection's provider, or nullptr
 
   // Lifecycle.
   int bind(const sockaddr* addr, socklen_t len);
@@ -106,16 +114,13 @@ class Socket : public std::enable_shared_from_this<Socket> {
   int get_route(void* val, socklen_t* len) const;
   int fcntl(int cmd, long arg);
 
-  // rpoll support: current readiness (after progress), and what to sleep on.
-  short readiness(short events);
-  // Arms and returns the fd/events to wait on for `want`; 0 with *fd=-1
-  // means "ready, don't sleep". *kick_fd (or -1): this socket's wake-up,
-  // which other threads write when its state changes (rshutdown, data they
-  // processed); the caller then counts as a waiter until after_wait() with
-  // that entry. *sleep_ms (<= 0: unbounded) is cut to end at this socket's
-  // connect deadline, which nothing else would wake the caller for.
-  int wait_target(short want, int* fd, short* events, int* kick_fd, int* sleep_ms);
-  void after_wait(const pollfd& kick);
+  // Pollable (rpoll, rselect): readiness after progressing the connection
+  // and its completions; a sleep waits on the provider's event fd (a
+  // listener's queue) and the kick, and is cut to end at the connect
+  // deadline, which nothing else would wake the caller for.
+  short readiness(short events) override;
+  WaitTarget wait_target(short events, int* sleep_ms) override;
+  void after_wait(const WaitTarget& armed, bool kicked) override;
 
   // Connection requests into the accept queue: the listen service's
   // thread drains them; a process serving a listener shared by fork
@@ -209,13 +214,13 @@ class Socket : public std::enable_shared_from_this<Socket> {
   // the data path.
   template <typename Pred>
   int wait_for(Lock& lk, bool nonblock, Pred&& pred) {
-    auto spin_until = std::chrono::steady_clock::time_point::min();
+    SpinPhase spin;
     for (;;) {
       if (int rc = wait_progress(lk)) return rc;
       if (pred()) return 0;
       // Inline, what wait_idle would answer a busy-polling caller.
       if (nonblock && (state_ & (kConnected | kError | kConnectError)) == kConnected) return -EAGAIN;
-      if (int rc = wait_idle(lk, nonblock, &spin_until); rc <= 0) return rc;
+      if (int rc = wait_idle(lk, nonblock, &spin); rc <= 0) return rc;
     }
   }
   // wait_for's steps: progress the connection and the CQ; then, with pred()
@@ -226,7 +231,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
     process_cq(lk);
     return 0;
   }
-  int wait_idle(Lock& lk, bool nonblock, std::chrono::steady_clock::time_point* spin_until);
+  int wait_idle(Lock& lk, bool nonblock, SpinPhase* spin);
   int block_once(Lock& lk);
   // A sleep of at most `ms` (<= 0: none) cut to wake at the connect deadline.
   int connect_sleep_ms(int ms) const;
@@ -252,7 +257,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
     }
     ~Turn() {
       *busy_ = false;
-      if (s_.waiters_) s_.kick_waiters();  // one may be waiting for its turn
+      s_.kick_.wake();  // one may be waiting for its turn
     }
     Turn(const Turn&) = delete;
     Turn& operator=(const Turn&) = delete;
@@ -266,6 +271,7 @@ class Socket : public std::enable_shared_from_this<Socket> {
   uint32_t state_ = kInit;
   int err_ = 0;             // SO_ERROR
   bool nonblock_ = false;   // O_NONBLOCK (F_SETFL)
+  bool off_stream_ = false;  // set_off_stream()
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   bool in_linger_ = false;  // the linger service holds this socket
@@ -279,15 +285,13 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool peer_dropped_ = false;
   std::chrono::steady_clock::time_point linger_deadline_{};
   unsigned idle_cq_polls_ = 0;
-  // Threads blocked on this socket. Whoever makes progress (completions
-  // processed, state changed) kicks wake_fd_ so the others re-check: a
-  // sender's credits may arrive through the receiver's processing.
-  int waiters_ = 0;
-  int wake_fd_ = -1;
-  void kick_waiters();
-  int join_waiters();               // 0, or -errno when wake_fd_ cannot be made
-  short ready_now(short events);    // readiness from the state as it is (mu_ held)
-  void leave_waiters(bool kicked);  // kicked: this waiter's poll saw wake_fd_ readable
+  // Threads blocked on this socket (blocking calls, rpoll). Whoever makes
+  // progress (completions processed, state changed) kicks so the others
+  // re-check: a sender's credits may arrive through the receiver's
+  // processing.
+  Kick kick_;
+  void kick_waiters() { kick_.wake(); }
+  short ready_now(short events);  // readiness from the state as it is (mu_ held)
   Options opt_;
   sockaddr_storage peer_addr_{};
   socklen_t peer_len_ = 0;
@@ -324,9 +328,11 @@ class Socket : public std::enable_shared_from_this<Socket> {
   bool shared_elsewhere_ = false;  // rclose found another holder
   pid_t made_in_ = 0;              // process that made the endpoint
 
-  // Buffers: rbuf and the target table are written by the peer.
-  std::unique_ptr<mem::Region> rbuf_region_, target_region_, sbuf_region_;
-  prov::MemoryRegion rbuf_mr_{}, target_mr_{}, sbuf_mr_{};
+  // Buffers (conn_buffer.h): rbuf and the target table are written by
+  // the peer. The pointers and keys the data path reads are copied out.
+  ConnBuffer rbuf_mem_{prov::kAccessRemoteWrite}, target_mem_{prov::kAccessRemoteWrite},
+      sbuf_mem_{prov::kAccessLocal};
+  uint32_t rbuf_rkey_ = 0, sbuf_lkey_ = 0;
   uint8_t* rbuf_ = nullptr;
   uint8_t* sbuf_ = nullptr;
   RsSge* target_sgl_ = nullptr;        // kSglSize entries, written by the peer

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include <poll.h>
+
 #include <gtest/gtest.h>
 
 #include "core/base/fd_table.h"
@@ -23,20 +25,29 @@ struct Obj {
   volatile uint32_t magic = kAlive;
 };
 
+struct PollableObj final : Obj, Pollable {
+  using Obj::Obj;
+  short readiness(short) override { return POLLIN; }
+  WaitTarget wait_target(short, int*) override { return {}; }
+  void after_wait(const WaitTarget&, bool) override {}
+};
+
 constexpr FdKind kKinds[] = {FdKind::kRsocket, FdKind::kOffloaded, FdKind::kKernel};
 
+// Each kind's entry, and a Pollable found as one whatever its kind.
 TEST(FdTableTest, InsertGetRemovePerKind) {
   FdTable t;
   int fd = 10;
   for (FdKind k : kKinds) {
-    auto o = std::make_shared<Obj>(fd);
+    auto o = std::make_shared<PollableObj>(fd);
     ASSERT_EQ(t.insert(fd, k, o), 0);
     EXPECT_EQ(t.kind(fd), k);
-    EXPECT_EQ(t.get<Obj>(fd, k), o);
-    EXPECT_EQ(t.get<Obj>(fd, k), o);  // again, from the thread's cache
-    EXPECT_EQ(t.remove<Obj>(fd, k), o);
+    EXPECT_EQ(t.get<PollableObj>(fd, k), o);
+    EXPECT_EQ(t.get<PollableObj>(fd, k), o);  // again, from the thread's cache
+    EXPECT_EQ(t.get_pollable(fd).get(), static_cast<Pollable*>(o.get()));
+    EXPECT_EQ(t.remove<PollableObj>(fd, k), o);
     EXPECT_EQ(t.kind(fd), FdKind::kNone);
-    EXPECT_EQ(t.get<Obj>(fd, k), nullptr);
+    EXPECT_EQ(t.get<PollableObj>(fd, k), nullptr);
     std::shared_ptr<void> none;
     EXPECT_EQ(t.remove_object(fd, k, &none), -EBADF);
     fd++;
@@ -63,6 +74,36 @@ TEST(FdTableTest, KernelPassThroughNeedsNoObject) {
   EXPECT_EQ(t.kind(3), FdKind::kKernel);
   EXPECT_EQ(t.remove_object(3, FdKind::kKernel, nullptr), 0);
   EXPECT_EQ(t.kind(3), FdKind::kNone);
+}
+
+TEST(FdTableTest, APollableSharesTheEntrysOwnership) {
+  FdTable t;
+  auto o = std::make_shared<PollableObj>(20);
+  std::weak_ptr<PollableObj> seen = o;
+  ASSERT_EQ(t.insert(20, FdKind::kOffloaded, std::move(o)), 0);
+  std::shared_ptr<Pollable> p = t.get_pollable(20);
+  ASSERT_NE(p, nullptr);
+  t.remove<PollableObj>(20, FdKind::kOffloaded);
+  EXPECT_FALSE(seen.expired());  // a poll in progress keeps its object
+  p.reset();
+  EXPECT_TRUE(seen.expired());
+  EXPECT_EQ(t.get_pollable(20), nullptr);
+}
+
+TEST(FdTableTest, NoPollableForOtherObjects) {
+  FdTable t;
+  auto o = std::make_shared<Obj>(30);
+  ASSERT_EQ(t.insert(30, FdKind::kOffloaded, o), 0);
+  ASSERT_EQ(t.insert(31, FdKind::kKernel, nullptr), 0);
+  EXPECT_EQ(t.get_pollable(30), nullptr);
+  ASSERT_EQ(t.get<Obj>(30, FdKind::kOffloaded), o);  // cached now
+  EXPECT_EQ(t.get_pollable(30), nullptr);
+  EXPECT_EQ(t.get_pollable(31), nullptr);
+  EXPECT_EQ(t.get_pollable(32), nullptr);
+  // A Pollable entered as an opaque object is not one.
+  auto q = std::make_shared<PollableObj>(33);
+  ASSERT_EQ(t.insert(33, FdKind::kOffloaded, std::shared_ptr<void>(q)), 0);
+  EXPECT_EQ(t.get_pollable(33), nullptr);
 }
 
 TEST(FdTableTest, OutOfRangeDescriptors) {

@@ -85,6 +85,28 @@ TEST(PoolUmemTest, PrivateAreaIsNotAPeerRegion) {
   EXPECT_TRUE(find_backing(shared->chunk_base(0), shared->chunk_bytes(), nullptr, nullptr));
 }
 
+// As librsocket holds a connection buffer (conn_buffer.h): one frame, one
+// chunk, the buffer's size rounded up to a power of two, and that chunk is
+// one memfd region a peer can map, holding nothing else.
+TEST(PoolConnBufferTest, OneFramePoolIsOneWholePeerRegion) {
+  auto p = make_pool(100000, 1, 1);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->frame_size(), 131072u);
+  EXPECT_EQ(p->chunk_bytes(), 131072u);
+  Buffer b = p->get();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b.data(), p->chunk_base(0));
+  EXPECT_EQ(b.capacity(), 131072u);
+  int fd = -1;
+  uint64_t off = 1;
+  EXPECT_TRUE(find_backing(b.data(), b.capacity(), &fd, &off));
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(off, 0u);
+  EXPECT_FALSE(p->get()) << "a second buffer would share the peer's mapping";
+  b.reset();
+  EXPECT_EQ(p->free_count(), 1u);
+}
+
 TEST(BufferViewTest, HeadroomPushPullAndIndependentViews) {
   auto p = make_pool(2048, 4, 1, 128);
   ASSERT_TRUE(p);

@@ -25,7 +25,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/mem/pool.h"
 #include "core/mem/region.h"
+#include "core/prov/endpoint_registrar.h"
 #include "core/prov/connection.h"
 #include "core/prov/selection.h"
 #include "tests/common/stderr_capture.h"
@@ -643,6 +645,42 @@ TEST_P(ProvCapTest, OutOfDescriptorsForPeerMemoryIsEmfile) {
   EXPECT_EQ(act_.ep->cm_error(), EMFILE) << strerror(act_.ep->cm_error());
   EXPECT_EQ(log.find("more descriptors"), std::string::npos) << log;
   pas_.ep->dereg_mr(&mr);
+}
+
+// A pool frame registered through its connection's EndpointRegistrar (as
+// librsocket's buffers are) is a target like any other: a write with the
+// keys Buffer::reg() gives lands in the frame (on shm through the peer's
+// mapping of the frame's own chunk), and one past the chunk's end is
+// refused.
+TEST_P(ProvCapTest, PoolFrameRegisteredThroughItsEndpoint) {
+  EndpointRegistrar reg(kAccessRemoteWrite, pas_.ep.get());  // outlives the pool
+  mem::PoolOptions o;
+  o.frame_size = 65536;
+  o.frames_per_chunk = 1;
+  o.max_chunks = 1;
+  std::unique_ptr<mem::Pool> pool;
+  ASSERT_EQ(mem::Pool::create(o, &pool), 0);
+  const int idx = pool->add_registrar(&reg);
+  ASSERT_GE(idx, 0);
+  mem::Buffer frame = pool->get();
+  ASSERT_TRUE(frame);
+  const auto base = reinterpret_cast<uint64_t>(frame.data());
+  std::vector<uint8_t> payload(4096);
+  fill(payload.data(), payload.size(), 500);
+  ASSERT_TRUE(ImmThrough(act_, pas_, payload.data(), 4096, base + 1024, frame.rkey(idx), 0x600D,
+                         true));
+  EXPECT_TRUE(matches(static_cast<uint8_t*>(frame.data()) + 1024, 4096, 500));
+  EXPECT_TRUE(all_are(frame.data(), 1024, 0)) << "bytes before the write's offset";
+  ExpectHealthy();
+  ExpectRefused(make_wr(Op::kWriteImm, nullptr, 64, base + pool->chunk_bytes() - 16,
+                        frame.rkey(idx), 0xBAD5),
+                "past the pool chunk");
+  EXPECT_TRUE(all_are(static_cast<uint8_t*>(frame.data()) + pool->chunk_bytes() - 16, 16, 0))
+      << "bytes landed at the chunk's end";
+  // The endpoint goes before the memory it may still be writing into, and
+  // with it the registration: the pool's end must not call it.
+  Drop();
+  reg.set_endpoint(nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(Soft, ProvCapTest, ::testing::Values("shm", "tcp"),

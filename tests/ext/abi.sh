@@ -49,6 +49,7 @@ sed 's/^/  other export: /' "$T/stray"
 # Every export has a user: a face, a tool, a bench program or the
 # conformance suite imports it (libtool keeps the real programs in .libs/).
 users=("$FACE")
+[ -f "$B/.libs/librspreload.so" ] && users+=("$B/.libs/librspreload.so")
 for p in tools/slipstream-config tools/slipstream-demo bench/rsocket_instr bench/rsocket_bench \
          rsocket_conformance; do
   d=$(dirname "$p")/.libs/$(basename "$p")

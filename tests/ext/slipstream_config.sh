@@ -30,8 +30,11 @@ grep -qx '\[core\]' "$T/out"
 check "core's table is listed" $?
 grep -qx '\[rsocket\]' "$T/out"
 check "librsocket's table is listed" $?
+grep -qx '\[preload\]' "$T/out"
+check "librspreload's table is listed" $?
 for s in provider log_level rs_conf_dir polling_time wake_up_interval inline_default \
-         sqsize_default rqsize_default mem_default wmem_default iomap_size close_linger; do
+         sqsize_default rqsize_default mem_default wmem_default iomap_size close_linger \
+         enabled sq_size rq_size inline stats_dir; do
   grep -q "^$s = " "$T/out"
   check "setting $s is listed" $?
 done

@@ -28,11 +28,12 @@ extern "C" void __tsan_release(void* addr);
 namespace ss {
 
 namespace {
-struct LastLookup {  // one thread's earlier lookup
+struct LastLookup {  // one thread's earlier lookup (40 bytes: kind sits in fd's padding)
   int fd = -1;
-  uint64_t gen = UINT64_MAX;
   FdKind kind = FdKind::kNone;
+  uint64_t gen = UINT64_MAX;
   std::weak_ptr<void> object;  // weak: a cached entry never keeps a closed descriptor's object
+  Pollable* pollable = nullptr;
 };
 // A few entries, by descriptor: a thread serving two sockets keeps both.
 struct LookupCache {
@@ -49,8 +50,8 @@ pthread_key_t g_cache_key;
 std::atomic<uint64_t> g_generation{0};
 uint64_t next_generation() { return g_generation.fetch_add(1, std::memory_order_relaxed) + 1; }
 
-LookupCache* thread_cache() {
-  if (LookupCache* c = t_cache) return c;
+// The first lookup of a thread makes its cache.
+[[gnu::noinline]] LookupCache* new_thread_cache() {
   auto* c = new (std::nothrow) LookupCache();
   if (c && pthread_setspecific(g_cache_key, c) != 0) {
     delete c;
@@ -58,6 +59,14 @@ LookupCache* thread_cache() {
   }
   t_cache = c;
   return c;
+}
+
+// fd's place in this thread's cache (null when the cache cannot be made).
+// Inlined: it is on every call's path.
+[[gnu::always_inline]] inline LastLookup* cached(int fd) {
+  LookupCache* cache = t_cache;
+  if (!cache) cache = new_thread_cache();
+  return cache ? &cache->entries[static_cast<unsigned>(fd) % LookupCache::kEntries] : nullptr;
 }
 
 void init_process_once() {
@@ -100,9 +109,9 @@ std::atomic<FdTable::Node*>* FdTable::slot(int fd) const {
   return c ? &c->slots[fd & (kChunkSize - 1)] : nullptr;
 }
 
-int FdTable::insert(int fd, FdKind kind, std::shared_ptr<void> object) {
+int FdTable::insert(int fd, FdKind kind, std::shared_ptr<void> object, Pollable* pollable) {
   if (fd < 0 || fd >= kMaxFds || kind == FdKind::kNone) return fd < 0 ? -EBADF : -ENOMEM;
-  auto* node = new (std::nothrow) Node{kind, std::move(object)};
+  auto* node = new (std::nothrow) Node{kind, std::move(object), pollable};
   if (!node) return -ENOMEM;
   Node* old;
   {
@@ -140,30 +149,53 @@ FdKind FdTable::kind(int fd) const {
   return k;
 }
 
+std::shared_ptr<void> FdTable::read_slot(int fd, FdKind* kind, Pollable** pollable) const {
+  std::atomic<Node*>* s = slot(fd);
+  if (!s) return nullptr;
+  std::shared_ptr<void> out;
+  urcu_bp_read_lock();
+  if (Node* n = s->load(std::memory_order_acquire)) {
+    *kind = n->kind;
+    *pollable = n->pollable;
+    out = n->object;
+    SS_RCU_READER_DONE(n);
+  }
+  urcu_bp_read_unlock();
+  return out;
+}
+
+// get_object and get_pollable: the thread's cache first (`last` is fd's
+// entry there, or null), then the table. The generation is read before
+// the slot: an entry cached from a slot that changed meanwhile carries a
+// stale generation and is never used.
 std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
-  // The generation is read before the slot: an entry cached from a slot
-  // that changed meanwhile carries a stale generation and is never used.
   const uint64_t gen = gen_.load(std::memory_order_acquire);
-  LookupCache* cache = thread_cache();
-  LastLookup* last =
-      cache ? &cache->entries[static_cast<unsigned>(fd) % LookupCache::kEntries] : nullptr;
+  LastLookup* last = cached(fd);
   if (last && last->fd == fd && last->gen == gen) {
     if (last->kind != kind) return nullptr;
     if (auto o = last->object.lock()) return o;
   }
-  std::atomic<Node*>* s = slot(fd);
-  if (!s) return nullptr;
-  std::shared_ptr<void> out;
   FdKind found = FdKind::kNone;
-  urcu_bp_read_lock();
-  if (Node* n = s->load(std::memory_order_acquire)) {
-    found = n->kind;
-    if (found == kind) out = n->object;
-    SS_RCU_READER_DONE(n);
-  }
-  urcu_bp_read_unlock();
-  if (out && last) *last = {fd, gen, found, out};
+  Pollable* p = nullptr;
+  std::shared_ptr<void> out = read_slot(fd, &found, &p);
+  if (!out || found != kind) return nullptr;
+  if (last) *last = {fd, found, gen, out, p};
   return out;
+}
+
+std::shared_ptr<Pollable> FdTable::get_pollable(int fd) const {
+  const uint64_t gen = gen_.load(std::memory_order_acquire);
+  LastLookup* last = cached(fd);
+  if (last && last->fd == fd && last->gen == gen) {
+    if (!last->pollable) return nullptr;
+    if (auto o = last->object.lock()) return std::shared_ptr<Pollable>(std::move(o), last->pollable);
+  }
+  FdKind found = FdKind::kNone;
+  Pollable* p = nullptr;
+  std::shared_ptr<void> out = read_slot(fd, &found, &p);
+  if (!out || !p) return nullptr;
+  if (last) *last = {fd, found, gen, out, p};
+  return std::shared_ptr<Pollable>(std::move(out), p);  // shares the entry's ownership
 }
 
 int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {

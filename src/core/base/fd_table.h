@@ -15,8 +15,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "core/base/api.h"
+#include "core/base/pollable.h"
 
 namespace ss {
 
@@ -37,10 +39,21 @@ class FdTable {
 
   // Sets fd's entry, replacing any (a descriptor the kernel reused).
   // -ENOMEM when the descriptor is beyond what the table tracks.
-  SS_API int insert(int fd, FdKind kind, std::shared_ptr<void> object);
-  FdKind kind(int fd) const;
+  // `pollable`: the object as a Pollable (poll_mixed waits on it), or null.
+  SS_API int insert(int fd, FdKind kind, std::shared_ptr<void> object,
+                    Pollable* pollable = nullptr);
+  // An object that implements Pollable is entered as one.
+  template <class T>
+  int insert(int fd, FdKind kind, std::shared_ptr<T> object) {
+    Pollable* p = nullptr;
+    if constexpr (std::is_base_of_v<Pollable, T>) p = object.get();
+    return insert(fd, kind, std::shared_ptr<void>(std::move(object)), p);
+  }
+  SS_API FdKind kind(int fd) const;
   // fd's object when its entry is of `kind`; null otherwise.
   SS_API std::shared_ptr<void> get_object(int fd, FdKind kind) const;
+  // fd's object as a Pollable, whatever its kind; null when it is none.
+  std::shared_ptr<Pollable> get_pollable(int fd) const;
   template <class T>
   std::shared_ptr<T> get(int fd, FdKind kind) const {
     return std::static_pointer_cast<T>(get_object(fd, kind));
@@ -64,6 +77,7 @@ class FdTable {
   struct Node {
     FdKind kind;
     std::shared_ptr<void> object;
+    Pollable* pollable;  // the object as a Pollable, or null
   };
   struct Chunk {
     std::atomic<Node*> slots[kChunkSize];
@@ -71,6 +85,9 @@ class FdTable {
   FdTable(const FdTable&) = delete;
   FdTable& operator=(const FdTable&) = delete;
   std::atomic<Node*>* slot(int fd) const;
+  // fd's entry as the table holds it (an RCU read): its object (null
+  // when none), *kind and *pollable.
+  std::shared_ptr<void> read_slot(int fd, FdKind* kind, Pollable** pollable) const;
 
   std::mutex write_mu_;  // insert/remove
   std::atomic<uint64_t> gen_{0};

@@ -1,5 +1,7 @@
 # src/core/base: the settings layer and core's table, logging, service
-# threads, the fd table, counts of processes sharing an object after fork.
+# threads, the fd table, counts of processes sharing an object after fork,
+# and the readiness/wait module (interruptible_poll, Pollable, Kick,
+# poll_mixed, EpollSet).
 libslipstream_core_la_SOURCES += \
 	src/core/base/api.h \
 	src/core/base/config.cc \
@@ -8,20 +10,38 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/config_parse.h \
 	src/core/base/config_core.cc \
 	src/core/base/config_core.h \
+	src/core/base/epoll_set.cc \
+	src/core/base/epoll_set.h \
 	src/core/base/errno_guard.h \
 	src/core/base/fd_table.cc \
 	src/core/base/fd_table.h \
 	src/core/base/fifo.h \
 	src/core/base/futex_mutex.h \
+	src/core/base/interruptible_poll.cc \
+	src/core/base/interruptible_poll.h \
+	src/core/base/kick.cc \
+	src/core/base/kick.h \
 	src/core/base/log.cc \
 	src/core/base/log.h \
+	src/core/base/mixed_poll.cc \
+	src/core/base/mixed_poll.h \
+	src/core/base/pollable.h \
 	src/core/base/process_share.cc \
 	src/core/base/process_share.h \
 	src/core/base/service_thread.cc \
-	src/core/base/service_thread.h
+	src/core/base/library_thread.h \
+	src/core/base/library_thread.cc \
+	src/core/base/service_thread.h \
+	src/core/base/sleep_set.cc \
+	src/core/base/sleep_set.h \
+	src/core/base/spin_phase.h
 
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
+	tests/core/base_epoll_set_test.cc \
 	tests/core/base_fd_table_test.cc \
+	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \
-	tests/core/base_service_thread_test.cc
+	tests/core/base_mixed_poll_test.cc \
+	tests/core/base_service_thread_test.cc \
+	tests/core/wait_helpers.h

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/base/library_thread.h"
 #include "core/base/log.h"
 
 namespace ss {
@@ -113,6 +114,7 @@ ServiceThread::~ServiceThread() {
 }
 
 void* ServiceThread::thread_main(void* arg) {
+  mark_library_thread();
   auto* self = static_cast<std::pair<ServiceThread*, std::shared_ptr<Worker>>*>(arg);
   ServiceThread* owner = self->first;
   std::shared_ptr<Worker> w = std::move(self->second);

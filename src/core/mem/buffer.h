@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/base/api.h"
 #include "core/mem/descriptor.h"
 
 namespace ss::mem {
@@ -127,7 +128,7 @@ class Buffer {
  private:
   friend class Pool;
   Buffer(detail::FrameDesc* d, uint32_t off, uint32_t len) : d_(d), off_(off), len_(len) {}
-  void release();  // out of line: the last reference goes back to the pool
+  SS_API void release();  // out of line: the last reference goes back to the pool
 
   detail::FrameDesc* d_ = nullptr;
   uint32_t off_ = 0, len_ = 0;

@@ -74,13 +74,15 @@ int Pool::create(const PoolOptions& opt, std::unique_ptr<Pool>* out) {
     int err = p->grow();
     if (err) return err;
   }
-  detail::track_pool(p.get());
+  // Only caches need a thread's exit or a fork to find the pool: a pool
+  // without them (one per connection buffer) stays off the list they scan.
+  if (p->cache_cap_) detail::track_pool(p.get());
   *out = std::move(p);
   return 0;
 }
 
 Pool::~Pool() {
-  detail::untrack_pool(this);
+  if (cache_cap_) detail::untrack_pool(this);
   std::lock_guard lock(chunk_mu_);
   const size_t total = frame_count(), nfree = free_count();
   if (nfree != total)

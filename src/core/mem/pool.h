@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/api.h"
 #include "core/mem/buffer.h"
 #include "core/mem/chunk_memory.h"
 #include "core/mem/descriptor.h"
@@ -49,17 +50,17 @@ class Pool {
   // -EINVAL for zero sizes, headroom >= frame size or more than 2^32 - 2
   // frames; the first chunk is made now so a system that cannot provide the
   // memory fails here, not on the data path.
-  static int create(const PoolOptions& opt, std::unique_ptr<Pool>* out);
+  SS_API static int create(const PoolOptions& opt, std::unique_ptr<Pool>* out);
   // Deregisters every chunk from every registrar. Every Buffer (and raw
   // pointer) must have been given back first; one still out is logged.
-  ~Pool();
+  SS_API ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
   // A frame with one holder, view (headroom, 0); an empty Buffer when the
   // pool is exhausted (max_chunks reached, or a new chunk could not be made
   // or registered). Frames cached by other threads are not searched.
-  Buffer get();
+  SS_API Buffer get();
 
   // Takes back a reference lent with Buffer::into_raw: p may point anywhere
   // inside the frame; the handle's view starts at p with size 0. -EINVAL
@@ -72,7 +73,7 @@ class Pool {
   // -ENOSPC beyond kMaxRegistrars, or reg()'s error (after undoing the
   // chunks it had registered). r must outlive the pool or be removed. Add
   // registrars before frames circulate among threads.
-  int add_registrar(Registrar* r);
+  SS_API int add_registrar(Registrar* r);
   // Deregisters every chunk from r and frees its index: 0 or -ENOENT.
   int remove_registrar(Registrar* r);
 

@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/base/api.h"
-
 namespace ss::mem {
 
 class Region {
@@ -18,8 +16,8 @@ class Region {
   // in the process-wide registry that find_backing() consults.
   // hugepages: MFD_HUGETLB, len rounded to huge_page_size(); fails (no
   // fallback here: see ChunkMemory) when none are reserved.
-  SS_API static int create(size_t len, const char* name, std::unique_ptr<Region>* out,
-                           bool hugepages = false);
+  static int create(size_t len, const char* name, std::unique_ptr<Region>* out,
+                    bool hugepages = false);
 
   // Receiving side: maps a peer's region fd MAP_SHARED with `prot`. Refuses
   // (-EINVAL) an fd shorter than len, and (-EPERM) one that is not sealed
@@ -27,7 +25,7 @@ class Region {
   static int map_peer(int fd, size_t len, int prot, void** out);
   static int unmap_peer(void* addr, size_t len);
 
-  SS_API ~Region();
+  ~Region();
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;
 

@@ -17,7 +17,7 @@ inline constexpr int kMaxThreadSlots = 64;
 // (that thread then uses the pools' shared lists only).
 int thread_slot();
 
-// Pools are tracked from creation to destruction; a thread exiting spills
+// Pools with thread caches are tracked from creation to destruction; a thread exiting spills
 // its cache of every tracked pool while holding the same lock, so a pool is
 // never destroyed under a spill.
 void track_pool(Pool* p);

@@ -127,6 +127,9 @@ struct Peer {
   socklen_t len;
   const void* route = nullptr;  // RDMA_ROUTE path records given by the application
   size_t route_len = 0;
+  // Only providers that never use `sock`'s own stream (librspreload: the
+  // port may be a plain TCP program's, which must not see a hello).
+  bool off_stream = false;
 };
 
 // A listening rsocket being set up (selection.h: create_listener). Every
@@ -159,7 +162,8 @@ struct ConnectionOps {
   // nullptr: never.
   bool (*can_route)();
   // Listens whichever provider is named: its listener is the rsocket's own
-  // kernel socket, which listens anyway.
+  // kernel socket, which listens anyway. Such a provider carries the
+  // connection on that socket's stream, so an off-stream caller skips it.
   bool listens_always;
 };
 

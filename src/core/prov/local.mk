@@ -11,7 +11,9 @@ libslipstream_core_la_SOURCES += \
 	src/core/prov/sock_addr.h \
 	src/core/prov/sock_addr.cc \
 	src/core/prov/listener_set.h \
-	src/core/prov/listener_set.cc
+	src/core/prov/listener_set.cc \
+	src/core/prov/endpoint_registrar.h \
+	src/core/prov/endpoint_registrar.cc
 
 include src/core/prov/util/local.mk
 include src/core/prov/tcp/local.mk
@@ -21,4 +23,5 @@ include src/core/prov/verbs/local.mk
 core_unit_tests_SOURCES += \
 	tests/core/prov_fixture.h \
 	tests/core/prov_caps_test.cc \
+	tests/core/prov_endpoint_registrar_test.cc \
 	tests/core/prov_registry_test.cc

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/library_thread.h"
 #include "core/base/log.h"
 #include "core/mem/region.h"
 
@@ -556,7 +557,10 @@ int StreamEndpoint::set_async_progress(bool on) {
   if (async_wake_fd_ < 0 || notify_fd_ < 0) return -errno;
   async_stop_ = false;
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  async_ = std::thread([this] { async_loop(); });
+  async_ = std::thread([this] {
+    mark_library_thread();
+    async_loop();
+  });
   return 0;
 }
 

@@ -1,11 +1,11 @@
-#include "librsocket/interruptible_sleep.h"
+#include "core/base/interruptible_poll.h"
 
 #include <pthread.h>
 #include <signal.h>
 
 #include <cerrno>
 
-namespace ss::rs {
+namespace ss {
 
 namespace {
 // Faults reach a thread while it runs its own code, never while it sleeps
@@ -43,4 +43,4 @@ int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartabl
   return 0;
 }
 
-}  // namespace ss::rs
+}  // namespace ss

@@ -1,9 +1,11 @@
-// The one place a blocking rsocket call sleeps: poll(2) on what can wake
-// it, with the kernel's rules for a signal handler that runs meanwhile.
+// The one place a blocking call of any face sleeps: poll(2) on what can
+// wake it, with the kernel's rules for a signal handler that runs meanwhile.
 #pragma once
 #include <poll.h>
 
-namespace ss::rs {
+#include "core/base/api.h"
+
+namespace ss {
 
 // poll(2) for a blocking call: its count, 0 on timeout, or -errno.
 // poll(2) itself fails with EINTR whenever a handler ran, SA_RESTART or
@@ -11,7 +13,7 @@ namespace ss::rs {
 // SA_RESTART (signal(7)). So: -EINTR when the call should fail, and 0
 // (a wake-up that finds nothing, the caller looks again and sleeps again)
 // when the kernel would have restarted it. `restartable` false: always
-// -EINTR (rpoll, as poll(2) is never restarted).
-int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable = true);
+// -EINTR (poll and select, which the kernel never restarts).
+SS_API int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable = true);
 
-}  // namespace ss::rs
+}  // namespace ss

@@ -1,0 +1,265 @@
+#include "core/base/epoll_set.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/base/sleep_set.h"
+
+namespace ss {
+
+namespace {
+// The poll(2) bits of an epoll event mask (the values are the same).
+constexpr uint32_t kPollBits = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLRDHUP |
+                               EPOLLRDNORM | EPOLLRDBAND | EPOLLWRNORM | EPOLLWRBAND;
+}  // namespace
+
+int EpollSet::create(int flags, std::unique_ptr<EpollSet>* out) {
+  int fd = epoll_create1(flags);
+  if (fd < 0) return -errno;
+  out->reset(new EpollSet(fd));
+  return 0;
+}
+
+EpollSet::~EpollSet() {
+  ::close(epfd_);
+  if (arm_fd_ >= 0) ::close(arm_fd_);
+}
+
+EpollSet::Member* EpollSet::find(int fd) {
+  for (Member& m : members_)
+    if (m.fd == fd) return &m;
+  return nullptr;
+}
+
+int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
+  if (fd == epfd_) return -EINVAL;  // a set in itself
+  std::shared_ptr<Pollable> obj = fd >= 0 ? table.get_pollable(fd) : nullptr;
+  // A set that holds this one, at any depth (or nested too deep), as the
+  // kernel: ELOOP. Looked at before taking mu_ (the other set locks its own).
+  constexpr int kMaxNesting = 4;
+  if (auto* inner = dynamic_cast<EpollSet*>(obj.get());
+      inner && op == EPOLL_CTL_ADD && inner->reaches(this, kMaxNesting))
+    return -ELOOP;
+  std::lock_guard<std::mutex> g(mu_);
+  Member* m = find(fd);
+  if (m && m->obj.expired()) {  // closed since: gone from the set, as in the kernel
+    members_.erase(members_.begin() + (m - members_.data()));
+    m = nullptr;
+  }
+  if (!obj && !m) {  // the kernel's, errors and all
+    if (::epoll_ctl(epfd_, op, fd, const_cast<epoll_event*>(ev)) != 0) return -errno;
+    return 0;
+  }
+  if (op != EPOLL_CTL_DEL && !ev) return -EFAULT;
+  switch (op) {
+    case EPOLL_CTL_ADD:
+      if (m) return -EEXIST;
+      members_.push_back({fd, ev->events, ev->data, obj});
+      return 0;
+    case EPOLL_CTL_MOD:
+      if (!m) return -ENOENT;
+      *m = {fd, ev->events, ev->data, m->obj};  // re-armed: edge state and one-shot reset
+      return 0;
+    case EPOLL_CTL_DEL:
+      if (!m) return -ENOENT;
+      members_.erase(members_.begin() + (m - members_.data()));
+      return 0;
+    default:
+      return -EINVAL;
+  }
+}
+
+bool EpollSet::reaches(const EpollSet* set, int depth) {
+  if (set == this) return true;
+  if (depth == 0) return true;  // too deep to follow: refused as a loop
+  std::vector<std::shared_ptr<Pollable>> objs;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (Member& m : members_)
+      if (auto o = m.obj.lock()) objs.push_back(std::move(o));
+  }
+  for (auto& o : objs)
+    if (auto* inner = dynamic_cast<EpollSet*>(o.get()); inner && inner->reaches(set, depth - 1))
+      return true;
+  return false;
+}
+
+short EpollSet::due(Member& m, Pollable& obj, bool commit) {
+  uint64_t changes = 0;
+  const bool counted = (m.events & EPOLLET) && obj.change_count(&changes);
+  short rev = obj.readiness(static_cast<short>(m.events & kPollBits));
+  if (!counted) return rev;  // level-triggered (EPOLLET without a count too)
+  short fresh = static_cast<short>(rev & ~m.reported);  // risen since reported
+  if (changes != m.seen) fresh = rev;                   // an event since: all of it
+  if (commit) {
+    m.seen = changes;
+    m.reported = rev;  // bits that went away may fire again
+  }
+  return fresh ? rev : 0;
+}
+
+int EpollSet::collect(epoll_event* events, int max) {
+  int n = 0;
+  const size_t count = members_.size();
+  for (size_t k = 0; k < count && n < max; k++) {
+    Member& m = members_[(next_ + k) % count];
+    std::shared_ptr<Pollable> obj = m.obj.lock();
+    if (!obj || m.disabled) continue;
+    short rev = due(m, *obj, true);
+    if (!rev) continue;
+    if (m.events & EPOLLONESHOT) m.disabled = true;
+    events[n++] = {static_cast<uint32_t>(static_cast<uint16_t>(rev)), m.data};
+  }
+  if (count) next_ = (next_ + 1) % count;
+  return n;
+}
+
+bool EpollSet::arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<Pollable>>* held) {
+  sleep->add_kernel(epfd_, POLLIN);
+  held->clear();
+  for (Member& m : members_) {
+    std::shared_ptr<Pollable> obj = m.obj.lock();
+    if (!obj || m.disabled) continue;
+    held->push_back(obj);
+    // Edge-triggered and reported: sleep until the object's next event
+    // (its wake-ups say when), not until it is ready, which it is.
+    uint32_t want = m.events & kPollBits;
+    if (m.events & EPOLLET) want &= ~static_cast<uint32_t>(static_cast<uint16_t>(m.reported));
+    if (!sleep->arm(obj.get(), static_cast<short>(want), sleep_ms)) return false;
+  }
+  return true;
+}
+
+int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTiming& timing) {
+  if (maxevents <= 0) return -EINVAL;
+  if (!events) return -EFAULT;
+  std::vector<std::shared_ptr<Pollable>> held;  // alive while armed
+  // One waiter at a time looks at the members (their edge and one-shot
+  // state); the lock is not held across the sleep.
+  return look_spin_sleep(
+      timeout, timing,
+      [&] {
+        int n;
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          n = collect(events, maxevents);
+        }
+        if (n == maxevents) return n;
+        int k = ::epoll_wait(epfd_, events + n, maxevents - n, 0);
+        if (k < 0) return n ? n : -errno;
+        return n + k;
+      },
+      [&](SleepSet* sleep, int* ms) {
+        std::lock_guard<std::mutex> g(mu_);
+        return arm(sleep, ms, &held);
+      });
+}
+
+short EpollSet::readiness(short events) {
+  if (!(events & POLLIN)) return 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (Member& m : members_) {
+      std::shared_ptr<Pollable> obj = m.obj.lock();
+      if (obj && !m.disabled && due(m, *obj, false)) return POLLIN;
+    }
+  }
+  pollfd p{epfd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 ? POLLIN : 0;
+}
+
+bool EpollSet::watch(int fd, short events, Arming* a) {
+  auto& [sleepers, mask] = watched_[fd];
+  const uint32_t want = mask | static_cast<uint16_t>(events);
+  if (!sleepers || want != mask) {
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.fd = fd;
+    if (::epoll_ctl(arm_fd_, sleepers ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0) {
+      if (!sleepers) watched_.erase(fd);
+      return false;
+    }
+    mask = want;
+  }
+  sleepers++;
+  a->watched.push_back(fd);
+  return true;
+}
+
+void EpollSet::unwatch(Arming* a) {
+  for (int fd : a->watched) {
+    auto it = watched_.find(fd);
+    if (it == watched_.end() || --it->second.first > 0) continue;
+    ::epoll_ctl(arm_fd_, EPOLL_CTL_DEL, fd, nullptr);  // gone already if closed meanwhile
+    watched_.erase(it);
+  }
+}
+
+void EpollSet::leave_members(Arming* a) {
+  // Which kicks fired: one look at all of them.
+  std::vector<pollfd> kicks;
+  for (auto& [obj, t] : a->armed)
+    if (t.kick_fd >= 0) kicks.push_back({t.kick_fd, POLLIN, 0});
+  if (!kicks.empty() && ::poll(kicks.data(), kicks.size(), 0) < 0)
+    for (pollfd& k : kicks) k.revents = 0;
+  size_t k = 0;
+  for (auto& [obj, t] : a->armed)
+    obj->after_wait(t, t.kick_fd >= 0 && (kicks[k++].revents & POLLIN));
+}
+
+WaitTarget EpollSet::wait_target(short events, int* sleep_ms) {
+  // Out of descriptors for the second epoll fd, or one that cannot watch
+  // a target: sleeps of this long at most, as a Kick without its eventfd.
+  constexpr int kUnwatchedSleepMs = 10;
+  auto cut = [&] { *sleep_ms = *sleep_ms < 0 ? kUnwatchedSleepMs : std::min(*sleep_ms, kUnwatchedSleepMs); };
+  if (!(events & POLLIN)) return {WaitTarget::kTimeOnly};
+  std::lock_guard<std::mutex> g(mu_);
+  if (arm_fd_ < 0) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    if (fd >= 0 && ::epoll_ctl(fd, EPOLL_CTL_ADD, epfd_, &ev) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+    if (fd < 0) {
+      cut();
+      return {WaitTarget::kTimeOnly};
+    }
+    arm_fd_ = fd;
+  }
+  auto a = std::make_unique<Arming>();
+  for (Member& m : members_) {
+    std::shared_ptr<Pollable> obj = m.obj.lock();
+    if (!obj || m.disabled) continue;
+    uint32_t want = m.events & kPollBits;
+    if (m.events & EPOLLET) want &= ~static_cast<uint32_t>(static_cast<uint16_t>(m.reported));
+    WaitTarget t = obj->wait_target(static_cast<short>(want), sleep_ms);
+    if (t.fd == WaitTarget::kReady) {
+      leave_members(a.get());
+      unwatch(a.get());
+      return {};
+    }
+    if (t.fd < 0) continue;
+    a->armed.push_back({obj, t});
+    if (!watch(t.fd, t.events, a.get())) cut();
+    if (t.kick_fd >= 0 && !watch(t.kick_fd, POLLIN, a.get())) cut();
+  }
+  WaitTarget out{arm_fd_, POLLIN, -1};
+  out.tag = reinterpret_cast<uintptr_t>(a.release());
+  return out;
+}
+
+void EpollSet::after_wait(const WaitTarget& armed, bool) {
+  std::unique_ptr<Arming> a(reinterpret_cast<Arming*>(armed.tag));
+  if (!a) return;
+  leave_members(a.get());
+  std::lock_guard<std::mutex> g(mu_);
+  unwatch(a.get());
+}
+
+}  // namespace ss

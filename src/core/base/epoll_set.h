@@ -1,0 +1,97 @@
+// An epoll instance over mixed descriptors, the piece the preloads'
+// epoll_* wrappers sit on: kernel descriptors live in a real epoll fd (the
+// kernel keeps their level, edge and one-shot state), Pollables (fd-table
+// objects) in a list here, with the same three modes emulated from their
+// readiness. epoll_wait looks at both, spins for a while, then sleeps on
+// the real epoll fd and every Pollable's wait target and kick. A set is a
+// Pollable itself: in the fd table under its real epoll fd, it can be
+// polled (poll_mixed) or nested in another set with its Pollables seen.
+#pragma once
+#include <sys/epoll.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/base/fd_table.h"
+#include "core/base/mixed_poll.h"
+#include "core/base/pollable.h"
+
+namespace ss {
+
+class SleepSet;
+
+class EpollSet final : public Pollable {
+ public:
+  // epoll_create1(flags) for the kernel part: 0 or -errno.
+  static int create(int flags, std::unique_ptr<EpollSet>* out);
+  ~EpollSet() override;
+  EpollSet(const EpollSet&) = delete;
+  EpollSet& operator=(const EpollSet&) = delete;
+
+  // The real epoll fd: the kernel part. Added to a kernel epoll set (or
+  // to a mixed one while this set is not in the fd table), it shows the
+  // kernel part only.
+  int kernel_fd() const { return epfd_; }
+
+  // epoll_ctl(2): 0 or -errno as the kernel gives it (EEXIST, ENOENT,
+  // EBADF, EINVAL, EPERM, ELOOP). A descriptor whose fd-table entry holds
+  // a Pollable joins the list here, any other goes to the kernel.
+  int ctl(int op, int fd, const epoll_event* ev, const FdTable& table = FdTable::instance());
+
+  // epoll_wait(2): a count, 0 on timeout, or -errno (-EINVAL for
+  // maxevents <= 0, -EINTR when a signal handler ran: never restarted).
+  int wait(epoll_event* events, int maxevents, int timeout_ms, const PollTiming& timing);
+
+  // Pollable: POLLIN when wait() would report something (nothing is
+  // consumed: edge and one-shot state stay). A sleep waits on a second
+  // epoll fd holding the real one and the armed members' targets and
+  // kicks for its duration.
+  short readiness(short events) override;
+  WaitTarget wait_target(short events, int* sleep_ms) override;
+  void after_wait(const WaitTarget& armed, bool kicked) override;
+
+ private:
+  explicit EpollSet(int epfd) : epfd_(epfd) {}
+  struct Member {
+    int fd;
+    uint32_t events;  // as given: the poll bits, EPOLLET, EPOLLONESHOT
+    epoll_data_t data;
+    std::weak_ptr<Pollable> obj;  // closed (gone): the member leaves, as in the kernel
+    // Edge-triggered: the bits reported and not yet gone, and the
+    // object's change count when they were.
+    short reported = 0;
+    uint64_t seen = 0;
+    bool disabled = false;        // one-shot, reported: until EPOLL_CTL_MOD
+  };
+  Member* find(int fd);
+  // What wait() would report for `m` now; `commit`: as reported (its
+  // edge state moves on).
+  short due(Member& m, Pollable& obj, bool commit);
+  // Whether `set` is this one or nested in it (`depth` levels left).
+  bool reaches(const EpollSet* set, int depth);
+  // One nested sleep: the members armed and the fds it watches.
+  struct Arming {
+    std::vector<std::pair<std::shared_ptr<Pollable>, WaitTarget>> armed;
+    std::vector<int> watched;
+  };
+  // The fd joins arm_fd_ for one more sleep (mu_ held); false if it cannot.
+  bool watch(int fd, short events, Arming* a);
+  // After a nested sleep: the members hear it; then (mu_ held) the fds leave.
+  static void leave_members(Arming* a);
+  void unwatch(Arming* a);
+  // Ready Pollable members into events[0..max): the count.
+  int collect(epoll_event* events, int max);
+  bool arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<Pollable>>* held);
+
+  const int epfd_;
+  std::mutex mu_;  // members_
+  std::vector<Member> members_;
+  size_t next_ = 0;  // where collect() starts: no member starves the others
+  int arm_fd_ = -1;  // made at the first nested sleep
+  std::map<int, std::pair<int, uint32_t>> watched_;  // fd in arm_fd_ -> sleepers, events
+};
+
+}  // namespace ss

@@ -1,0 +1,35 @@
+// poll(2) and select(2) over a mix of descriptors: those whose fd-table
+// entry (of any kind) holds a Pollable, and kernel descriptors. A busy
+// phase first (each pass asks every Pollable and polls the kernel
+// descriptors without sleeping), then sleeps in interruptible_poll on the
+// kernel descriptors and each Pollable's wait target and kick, bounded by
+// the wake-up interval and the caller's timeout. librsocket's rpoll and
+// rselect are this; the preloads' poll, select and epoll sit on it.
+#pragma once
+#include <poll.h>
+#include <sys/select.h>
+
+#include <chrono>
+
+#include "core/base/api.h"
+#include "core/base/fd_table.h"
+
+namespace ss {
+
+struct PollTiming {
+  std::chrono::microseconds spin{0};  // busy phase before the first sleep
+  // > 0: no sleep lasts longer, so a Pollable whose wake-up was missed is
+  // looked at again; <= 0: sleeps end only at a wake-up or the timeout.
+  int wake_interval_ms = 0;
+};
+
+// poll(2)'s answer (a count, 0 on timeout) or -errno; -EINTR when a signal
+// handler ran (poll is never restarted).
+SS_API int poll_mixed(pollfd* fds, nfds_t nfds, int timeout_ms, const PollTiming& timing,
+                      const FdTable& table = FdTable::instance());
+// select(2) through poll_mixed: a count or -errno (-EBADF for a closed
+// descriptor, -EINVAL for a bad nfds or timeout).
+SS_API int select_mixed(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv,
+                        const PollTiming& timing, const FdTable& table = FdTable::instance());
+
+}  // namespace ss

@@ -1,0 +1,50 @@
+// What an fd-table object implements so that one poll over mixed
+// descriptors (poll_mixed, select_mixed; the preloads' poll, select and
+// epoll) can wait on it beside kernel descriptors. The object's descriptor
+// is only its name: its readiness comes from readiness(), and a sleep waits
+// on what wait_target() names (a provider's event fd, a listener's queue)
+// and on the object's Kick, which other threads write when they change its
+// state.
+#pragma once
+#include <poll.h>
+
+#include <cstdint>
+
+namespace ss {
+
+// What one object's sleep waits on.
+struct WaitTarget {
+  static constexpr int kReady = -1;     // ready now: look again, no sleep
+  static constexpr int kTimeOnly = -2;  // nothing changes by itself: only the timeout
+  int fd = kReady;                      // >= 0: a descriptor to poll for `events`
+  short events = 0;
+  // The object's kick eventfd, or -1. Set: the caller counts as the
+  // object's waiter until after_wait().
+  int kick_fd = -1;
+  uintptr_t tag = 0;  // the object's own, handed back to its after_wait
+};
+
+class Pollable {
+ public:
+  // revents for `events` from the state after progressing it (POLLERR and
+  // POLLHUP whether asked or not, as poll(2)).
+  virtual short readiness(short events) = 0;
+  // Arms a sleep on `events`. `*sleep_ms` (< 0: unbounded) may be cut to a
+  // deadline of the object's own that nothing else would wake it for.
+  virtual WaitTarget wait_target(short events, int* sleep_ms) = 0;
+  // After the sleep, for each target with fd >= 0; `kicked`: the sleep saw
+  // its kick_fd readable.
+  virtual void after_wait(const WaitTarget& armed, bool kicked) = 0;
+  // Optional, for edge-triggered epoll: a count that moves with every
+  // event (data arrived, space freed, state changed), read before
+  // readiness(). false: not counted, and EPOLLET on this object reports as
+  // level-triggered (spurious events, never a lost one).
+  virtual bool change_count(uint64_t* count) { return false; }
+
+ protected:
+  // Owned through the fd table's shared_ptr, never deleted as a Pollable;
+  // virtual all the same, so an implementation need not be final.
+  virtual ~Pollable() = default;
+};
+
+}  // namespace ss

@@ -1,0 +1,76 @@
+// librspreload's private hooks (preload_hooks.h).
+#include "librsocket/preload_hooks.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <memory>
+#include <new>
+
+#include "core/base/fd_table.h"
+#include "librsocket/fork.h"
+#include "librsocket/socket.h"
+
+#define SS_EXPORT extern "C" __attribute__((visibility("default")))
+
+using ss::FdKind;
+using ss::FdTable;
+using ss::rs::Socket;
+
+namespace {
+int fail(int err) {
+  errno = err;
+  return -1;
+}
+}  // namespace
+
+const char* Socket::provider_name() {
+  std::lock_guard<ss::FutexMutex> g(mu_);
+  return ep_ ? ep_->provider_name() : nullptr;
+}
+
+SS_EXPORT int ss_rspreload_adopt(int fd, int domain) {
+  if (domain != AF_INET && domain != AF_INET6) return fail(EAFNOSUPPORT);
+  const int fl = ::fcntl(fd, F_GETFL);
+  const int fdfl = ::fcntl(fd, F_GETFD);
+  if (fl < 0 || fdfl < 0) return -1;
+  std::shared_ptr<Socket> s;
+  try {
+    s = std::make_shared<Socket>(fd, domain);
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM);
+  }
+  s->set_off_stream();
+  if (fl & O_NONBLOCK) s->fcntl(F_SETFL, O_NONBLOCK);
+  if (int rc = s->fcntl(F_SETFD, fdfl & FD_CLOEXEC)) return fail(-rc);
+  // The rsocket's kernel socket never blocks (Peer::sock); the program's
+  // view of O_NONBLOCK is the rsocket's own flag from now on.
+  if (::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+  if (int rc = FdTable::instance().insert(fd, FdKind::kRsocket, std::move(s))) {
+    ::fcntl(fd, F_SETFL, fl);
+    return fail(-rc);
+  }
+  return 0;
+}
+
+SS_EXPORT int ss_rspreload_release(int fd) {
+  std::shared_ptr<Socket> s;
+  {
+    ss::rs::fork::TableGuard table;  // as rclose: out of the table and the process count together
+    s = FdTable::instance().remove<Socket>(fd, FdKind::kRsocket);
+    if (s) s->leave_processes();  // a connect that got as far as the peer joined
+  }
+  if (!s) return fail(EBADF);
+  const bool nonblock = s->fcntl(F_GETFL, 0) & O_NONBLOCK;
+  // The Socket goes without close(): it owns no provider resource after a
+  // failed connect, and the descriptor stays the program's.
+  s.reset();
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) < 0) return -1;
+  return 0;
+}
+
+SS_EXPORT const char* ss_rspreload_provider(int fd) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  return s ? s->provider_name() : nullptr;
+}

@@ -1,0 +1,48 @@
+// librsocket's private hooks for librspreload (src/preload): an rsocket
+// built around a kernel TCP socket the program already holds, so the
+// program's descriptor number IS the rsocket. Exported under the private
+// node SLIPSTREAM_RSPRELOAD_PRIVATE (librsocket.map); nothing else may
+// call them. Each returns 0 (or a value), or -1 and errno.
+#pragma once
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Makes the kernel stream socket `fd` (AF_INET/AF_INET6, not yet connected
+// or listening) an rsocket at the same number, keeping its O_NONBLOCK and
+// FD_CLOEXEC as the program set them. The rsocket connects and listens
+// only over providers that never use the kernel socket's own stream (shm's
+// rendezvous, verbs' rdma_cm), so the stream stays free for plain TCP.
+int ss_rspreload_adopt(int fd, int domain);
+
+// Undoes ss_rspreload_adopt after an rconnect that failed: `fd` is a plain
+// kernel socket again (its O_NONBLOCK as the rsocket had it), not closed.
+int ss_rspreload_release(int fd);
+
+// The provider name ("shm", "verbs", "tcp") of fd's connection; nullptr
+// when fd is no rsocket or has no connection yet.
+const char* ss_rspreload_provider(int fd);
+
+// Whether upstream's preload_config rules (in the rsocket configuration
+// directory) give this program's socket(domain, type, protocol) to the
+// preload: 1 or 0. No file, or no valid rule in it: 1.
+int ss_rspreload_takes(int domain, int type, int protocol);
+
+// The preload's settings (component "preload", listed by
+// slipstream-config): the value of row `id`.
+enum ss_rspreload_setting_id {
+  SS_RSPRELOAD_ENABLED,    // SLIPSTREAM_PRELOAD: 0 leaves every socket to the kernel
+  SS_RSPRELOAD_SQ_SIZE,    // RS_SQ_SIZE: RDMA_SQSIZE of each new rsocket (0: rsocket's default)
+  SS_RSPRELOAD_RQ_SIZE,    // RS_RQ_SIZE
+  SS_RSPRELOAD_INLINE,     // RS_INLINE
+  SS_RSPRELOAD_STATS_DIR,  // SLIPSTREAM_PRELOAD_STATS (a string)
+  SS_RSPRELOAD_SETTING_COUNT
+};
+long long ss_rspreload_setting(int id);
+// A string row into buf[cap]; its length, or -1 and errno.
+long ss_rspreload_setting_str(int id, char* buf, unsigned long cap);
+
+#ifdef __cplusplus
+}
+#endif

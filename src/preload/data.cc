@@ -1,0 +1,189 @@
+// Data calls: an rsocket's go to librsocket, every other descriptor's to
+// libc. The fortify (_chk) variants check their buffer as glibc's do.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "include/rdma/rsocket.h"
+#include "preload/export.h"
+#include "preload/real.h"
+#include "preload/route.h"
+
+extern "C" void __chk_fail(void) __attribute__((noreturn));
+
+using namespace ss::preload;
+
+namespace {
+bool rs(int fd) { return route(fd) == Route::kRsocket; }
+
+// A send on a connection that can no longer send raises SIGPIPE in the
+// calling thread, as the kernel's does, unless MSG_NOSIGNAL.
+ssize_t pipe_signal(ssize_t n, int flags) {
+  if (n < 0 && errno == EPIPE && !(flags & MSG_NOSIGNAL)) {
+    const int saved = errno;
+    pthread_kill(pthread_self(), SIGPIPE);
+    errno = saved;
+  }
+  return n;
+}
+}  // namespace
+
+SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
+  if (!rs(fd)) return real().read(fd, buf, n);
+  InRsocket in;
+  return rread(fd, buf, n);
+}
+
+SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int cnt) {
+  if (!rs(fd)) return real().readv(fd, iov, cnt);
+  InRsocket in;
+  return rreadv(fd, iov, cnt);
+}
+
+SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
+  if (!rs(fd)) return real().write(fd, buf, n);
+  InRsocket in;
+  return pipe_signal(rwrite(fd, buf, n), 0);
+}
+
+SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int cnt) {
+  if (!rs(fd)) return real().writev(fd, iov, cnt);
+  InRsocket in;
+  return pipe_signal(rwritev(fd, iov, cnt), 0);
+}
+
+SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
+  if (!rs(fd)) return real().recv(fd, buf, n, flags);
+  InRsocket in;
+  return rrecv(fd, buf, n, flags);
+}
+
+SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from,
+                                   socklen_t* from_len) {
+  if (!rs(fd)) return real().recvfrom(fd, buf, n, flags, from, from_len);
+  InRsocket in;
+  return rrecvfrom(fd, buf, n, flags, from, from_len);
+}
+
+SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+  if (!rs(fd)) return real().recvmsg(fd, msg, flags);
+  InRsocket in;
+  return rrecvmsg(fd, msg, flags);
+}
+
+SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
+  if (!rs(fd)) return real().send(fd, buf, n, flags);
+  InRsocket in;
+  return pipe_signal(rsend(fd, buf, n, flags), flags);
+}
+
+// A connected TCP socket ignores the address (Linux's tcp_sendmsg): so does this.
+SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to,
+                                 socklen_t to_len) {
+  if (!rs(fd)) return real().sendto(fd, buf, n, flags, to, to_len);
+  InRsocket in;
+  return pipe_signal(rsend(fd, buf, n, flags), flags);
+}
+
+SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+  if (!rs(fd)) return real().sendmsg(fd, msg, flags);
+  InRsocket in;
+  return pipe_signal(rsendmsg(fd, msg, flags), flags);
+}
+
+// The batch calls on an rsocket: one recvmsg/sendmsg per message. After
+// the first message none waits (MSG_WAITFORONE's rule, which a stream
+// gives anyway); recvmmsg's timeout is not applied.
+SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
+  if (!rs(fd)) return real().recvmmsg(fd, v, vlen, flags, tmo);
+  flags &= ~MSG_WAITFORONE;
+  unsigned int i = 0;
+  for (; i < vlen; i++) {
+    ssize_t n = recvmsg(fd, &v[i].msg_hdr, i ? flags | MSG_DONTWAIT : flags);
+    if (n < 0) {
+      if (!i) return -1;
+      break;
+    }
+    v[i].msg_len = static_cast<unsigned int>(n);
+    if (n == 0) {  // end of stream: this one counts, nothing follows
+      i++;
+      break;
+    }
+  }
+  return static_cast<int>(i);
+}
+
+SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
+  if (!rs(fd)) return real().sendmmsg(fd, v, vlen, flags);
+  unsigned int i = 0;
+  for (; i < vlen; i++) {
+    ssize_t n = sendmsg(fd, &v[i].msg_hdr, flags);
+    if (n < 0) {
+      if (!i) return -1;
+      break;
+    }
+    v[i].msg_len = static_cast<unsigned int>(n);
+  }
+  return static_cast<int>(i);
+}
+
+SS_PRELOAD_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  if (n > buflen) __chk_fail();
+  return read(fd, buf, n);
+}
+
+SS_PRELOAD_EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+  if (n > buflen) __chk_fail();
+  return recv(fd, buf, n, flags);
+}
+
+SS_PRELOAD_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags,
+                                         sockaddr* from, socklen_t* from_len) {
+  if (n > buflen) __chk_fail();
+  return recvfrom(fd, buf, n, flags, from, from_len);
+}
+
+// To an rsocket: the file's bytes read and sent in pieces. The file
+// position (or *offset, leaving the position alone) moves by what was
+// sent, as sendfile(2) says; upstream's mmap version gets all three wrong.
+static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count) {
+  char buf[64 * 1024];
+  size_t total = 0;
+  while (total < count) {
+    const size_t want = std::min(sizeof buf, count - total);
+    ssize_t n = offset ? pread(in_fd, buf, want, *offset) : real().read(in_fd, buf, want);
+    if (n <= 0) {
+      if (n < 0 && !total) return -1;
+      break;
+    }
+    ssize_t w;
+    {
+      InRsocket in;
+      w = pipe_signal(rsend(out, buf, static_cast<size_t>(n), 0), 0);
+    }
+    const ssize_t sent = w < 0 ? 0 : w;
+    if (offset)
+      *offset += sent;
+    else if (sent < n)
+      lseek(in_fd, sent - n, SEEK_CUR);  // unsent bytes stay unread
+    total += static_cast<size_t>(sent);
+    if (w < 0 && !total) return -1;
+    if (sent < n) break;
+  }
+  return static_cast<ssize_t>(total);
+}
+
+SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t count) noexcept {
+  if (!rs(out)) return real().sendfile(out, in_fd, offset, count);
+  return sendfile_rsocket(out, in_fd, offset, count);
+}
+
+SS_PRELOAD_EXPORT ssize_t sendfile64(int out, int in_fd, off_t* offset, size_t count) noexcept {
+  return sendfile(out, in_fd, offset, count);
+}

@@ -1,0 +1,124 @@
+#include "preload/dup.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "include/rdma/rsocket.h"
+#include "preload/real.h"
+#include "preload/route.h"
+
+namespace ss::preload::dups {
+
+namespace {
+
+struct Group {
+  int owner;  // the number the rsocket was made at
+  int refs;   // descriptors of the program that name it
+};
+
+std::mutex mu;
+std::map<const void*, Group> groups;  // by rsocket object
+std::set<int> held_fds;  // parked or lingering
+std::atomic<size_t> n_held{0};  // held_fds.size(), read without the lock
+
+}  // namespace
+
+int dup_rsocket(int fd, int at, bool exact) {
+  std::lock_guard<std::mutex> g(mu);
+  auto obj = FdTable::instance().get_object(fd, FdKind::kRsocket);
+  if (!obj) {
+    errno = EBADF;
+    return -1;
+  }
+  if (exact && held_fds.count(at)) {
+    errno = EBUSY;
+    return -1;
+  }
+  // The kernel descriptor is close-on-exec as every rsocket's (set_fd_flags).
+  int nfd = exact ? real().dup3(fd, at, O_CLOEXEC) : real().fcntl(fd, F_DUPFD_CLOEXEC, at);
+  if (nfd < 0) return -1;
+  if (int rc = FdTable::instance().insert(nfd, FdKind::kRsocket, obj)) {
+    real().close(nfd);
+    errno = -rc;
+    return -1;
+  }
+  auto [it, fresh] = groups.try_emplace(obj.get(), Group{fd, 1});
+  it->second.refs++;
+  return nfd;
+}
+
+bool close_shared(int fd, int* rc) {
+  std::unique_lock<std::mutex> g(mu);
+  auto obj = FdTable::instance().get_object(fd, FdKind::kRsocket);
+  auto it = obj ? groups.find(obj.get()) : groups.end();
+  if (it == groups.end()) return false;
+  Group& grp = it->second;
+  FdTable::instance().remove_object(fd, FdKind::kRsocket, nullptr);
+  if (--grp.refs > 0) {
+    if (fd == grp.owner) {
+      held_fds.insert(fd);  // librsocket still acts on this number
+      n_held = held_fds.size();
+    }
+    else
+      real().close(fd);
+    *rc = 0;
+    return true;
+  }
+  // The last one: the rsocket closes at its own number.
+  const int owner = grp.owner;
+  groups.erase(it);
+  if (fd != owner) {
+    real().close(fd);
+    FdTable::instance().insert(owner, FdKind::kRsocket, obj);
+  }
+  g.unlock();
+  *rc = close_last(owner);
+  return true;
+}
+
+int close_last(int fd) {
+  {
+    std::lock_guard<std::mutex> g(mu);
+    held_fds.insert(fd);  // before rclose: its close of the number releases it
+    n_held = held_fds.size();
+  }
+  InRsocket in;
+  return rclose(fd);
+}
+
+void release(int fd) {
+  if (!n_held) return;
+  std::lock_guard<std::mutex> g(mu);
+  held_fds.erase(fd);
+  n_held = held_fds.size();
+}
+
+bool held(int fd) {
+  if (!n_held) return false;
+  std::lock_guard<std::mutex> g(mu);
+  return held_fds.count(fd) != 0;
+}
+
+int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep) {
+  {
+    std::lock_guard<std::mutex> g(mu);
+    keep.insert(held_fds.begin(), held_fds.end());
+  }
+  unsigned int from = first;
+  for (int p : keep) {
+    const unsigned int u = static_cast<unsigned int>(p);
+    if (u < from || u > last) continue;
+    if (u > from && real().close_range(from, u - 1, flags)) return -1;
+    from = u + 1;
+    if (from == 0) return 0;  // wrapped past the largest number
+  }
+  return from <= last ? real().close_range(from, last, flags) : 0;
+}
+
+}  // namespace ss::preload::dups

@@ -1,0 +1,37 @@
+# librspreload.so: unmodified TCP programs on rsockets (LD_PRELOAD), a
+# module under ${libdir}/rsocket as upstream installs it, with upstream's
+# compat names as links (install hook below).
+rspreloadexecdir = $(libdir)/rsocket
+rspreloadexec_LTLIBRARIES = librspreload.la
+librspreload_la_SOURCES = \
+	src/preload/export.h \
+	src/preload/real.h \
+	src/preload/real.cc \
+	src/preload/route.h \
+	src/preload/stats.h \
+	src/preload/stats.cc \
+	src/preload/dup.h \
+	src/preload/dup.cc \
+	src/preload/sockets.cc \
+	src/preload/data.cc \
+	src/preload/options.cc \
+	src/preload/poll.cc \
+	src/preload/stdio.cc
+# Its names are libc's: no fortify wrappers around the definitions.
+librspreload_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
+librspreload_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
+librspreload_la_LIBADD = librsocket.la libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS) -ldl
+librspreload_la_LDFLAGS = -module -avoid-version -shared \
+	-Wl,--version-script=$(top_srcdir)/src/preload/librspreload.map $(AM_LDFLAGS)
+EXTRA_DIST += src/preload/librspreload.map
+EXTRA_librspreload_la_DEPENDENCIES = src/preload/librspreload.map
+
+install-exec-hook: install-rspreload-links
+install-rspreload-links:
+	cd $(DESTDIR)$(rspreloadexecdir) && \
+	  ln -sf librspreload.so librspreload.so.1 && \
+	  ln -sf librspreload.so librspreload.so.1.0.0
+uninstall-hook: uninstall-rspreload-links
+uninstall-rspreload-links:
+	rm -f $(DESTDIR)$(rspreloadexecdir)/librspreload.so.1 $(DESTDIR)$(rspreloadexecdir)/librspreload.so.1.0.0
+.PHONY: install-rspreload-links uninstall-rspreload-links

@@ -1,0 +1,144 @@
+// Names, options, shutdown, fcntl and ioctl. An rsocket answers for
+// itself; a listener's kernel socket answers except for O_NONBLOCK, which
+// the preload keeps for the program (the kernel socket never blocks).
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdarg>
+
+#include "core/base/log.h"
+#include "include/rdma/rsocket.h"
+#include "preload/dup.h"
+#include "preload/export.h"
+#include "preload/real.h"
+#include "preload/route.h"
+
+using namespace ss::preload;
+
+namespace {
+
+bool rs(int fd) { return route(fd) == Route::kRsocket; }
+
+int unsupported(int fd, const char* what) {
+  SS_WARN("librspreload: %s on rsocket fd %d is not supported yet (EOPNOTSUPP)", what, fd);
+  errno = EOPNOTSUPP;
+  return -1;
+}
+
+}  // namespace
+
+int ss::preload::set_fd_flags(int fd, int flags) {
+  if (rfcntl(fd, F_SETFD, flags)) return -1;
+  return real().fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+namespace {
+
+int fcntl_any(int fd, int cmd, long arg) {
+  switch (route(fd)) {
+    case Route::kRsocket: {
+      switch (cmd) {
+        case F_GETFL:
+        case F_SETFL:
+        case F_GETFD: {
+          InRsocket in;
+          return rfcntl(fd, cmd, arg);
+        }
+        case F_SETFD: {
+          InRsocket in;
+          return set_fd_flags(fd, static_cast<int>(arg));
+        }
+        case F_DUPFD:
+        case F_DUPFD_CLOEXEC:
+          return dups::dup_rsocket(fd, static_cast<int>(arg), false);
+        default:
+          return unsupported(fd, "this fcntl command");
+      }
+    }
+    case Route::kListener: {
+      auto e = entry(fd);
+      if (!e) break;
+      if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return unsupported(fd, "fcntl(F_DUPFD)");
+      if (cmd == F_GETFL) {
+        int fl = real().fcntl(fd, F_GETFL);
+        return fl < 0 ? fl : (fl & ~O_NONBLOCK) | (e->nonblock ? O_NONBLOCK : 0);
+      }
+      if (cmd == F_SETFL) {
+        int rc = real().fcntl(fd, F_SETFL, arg | O_NONBLOCK);
+        if (!rc) e->nonblock = arg & O_NONBLOCK;
+        return rc;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return real().fcntl(fd, cmd, arg);
+}
+
+}  // namespace
+
+SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen_t* len) noexcept {
+  if (!rs(fd)) return real().getsockopt(fd, level, name, val, len);
+  InRsocket in;
+  return rgetsockopt(fd, level, name, val, len);
+}
+
+SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val,
+                                 socklen_t len) noexcept {
+  if (!rs(fd)) return real().setsockopt(fd, level, name, val, len);
+  InRsocket in;
+  return rsetsockopt(fd, level, name, val, len);
+}
+
+SS_PRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) noexcept {
+  if (!rs(fd)) return real().getsockname(fd, addr, len);
+  InRsocket in;
+  return rgetsockname(fd, addr, len);
+}
+
+SS_PRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) noexcept {
+  if (!rs(fd)) return real().getpeername(fd, addr, len);
+  InRsocket in;
+  return rgetpeername(fd, addr, len);
+}
+
+SS_PRELOAD_EXPORT int shutdown(int fd, int how) noexcept {
+  if (!rs(fd)) return real().shutdown(fd, how);
+  InRsocket in;
+  return rshutdown(fd, how);
+}
+
+// The third argument, where there is one, is an int or a pointer: a long
+// carries either.
+SS_PRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  long arg = va_arg(ap, long);
+  va_end(ap);
+  return fcntl_any(fd, cmd, arg);
+}
+
+// The same call under glibc's large-file name (one off_t on 64-bit).
+SS_PRELOAD_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+SS_PRELOAD_EXPORT int ioctl(int fd, unsigned long req, ...) noexcept {
+  va_list ap;
+  va_start(ap, req);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  Route r = route(fd);
+  if ((r == Route::kRsocket || r == Route::kListener) && req == FIONBIO) {
+    if (!arg) {
+      errno = EFAULT;
+      return -1;
+    }
+    int fl = fcntl_any(fd, F_GETFL, 0);
+    if (fl < 0) return -1;
+    return fcntl_any(fd, F_SETFL, *static_cast<int*>(arg) ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+  }
+  if (r == Route::kRsocket) return unsupported(fd, "ioctl");
+  return real().ioctl(fd, req, arg);
+}

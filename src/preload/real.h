@@ -1,0 +1,61 @@
+// The calls the preload stands in for, as the next library (libc) has
+// them: resolved once with dlsym(RTLD_NEXT) under pthread_once, so the
+// first calls of several threads race on nothing.
+#pragma once
+#include <poll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+
+namespace ss::preload {
+
+struct RealCalls {
+  int (*socket)(int, int, int);
+  int (*bind)(int, const sockaddr*, socklen_t);
+  int (*listen)(int, int);
+  int (*accept)(int, sockaddr*, socklen_t*);
+  int (*accept4)(int, sockaddr*, socklen_t*, int);
+  int (*connect)(int, const sockaddr*, socklen_t);
+  ssize_t (*read)(int, void*, size_t);
+  ssize_t (*readv)(int, const iovec*, int);
+  ssize_t (*write)(int, const void*, size_t);
+  ssize_t (*writev)(int, const iovec*, int);
+  ssize_t (*recv)(int, void*, size_t, int);
+  ssize_t (*recvfrom)(int, void*, size_t, int, sockaddr*, socklen_t*);
+  ssize_t (*recvmsg)(int, msghdr*, int);
+  ssize_t (*send)(int, const void*, size_t, int);
+  ssize_t (*sendto)(int, const void*, size_t, int, const sockaddr*, socklen_t);
+  ssize_t (*sendmsg)(int, const msghdr*, int);
+  int (*close)(int);
+  int (*shutdown)(int, int);
+  int (*getsockopt)(int, int, int, void*, socklen_t*);
+  int (*setsockopt)(int, int, int, const void*, socklen_t);
+  int (*getsockname)(int, sockaddr*, socklen_t*);
+  int (*getpeername)(int, sockaddr*, socklen_t*);
+  int (*fcntl)(int, int, ...);
+  int (*ioctl)(int, unsigned long, ...);
+  int (*poll)(pollfd*, nfds_t, int);
+  int (*select)(int, fd_set*, fd_set*, fd_set*, timeval*);
+  int (*dup)(int);
+  int (*dup2)(int, int);
+  int (*dup3)(int, int, int);
+  ssize_t (*sendfile)(int, int, off_t*, size_t);
+  int (*epoll_ctl)(int, int, int, void*);
+  int (*ppoll)(pollfd*, nfds_t, const timespec*, const sigset_t*);
+  int (*pselect)(int, fd_set*, fd_set*, fd_set*, const timespec*, const sigset_t*);
+  int (*recvmmsg)(int, mmsghdr*, unsigned int, int, timespec*);
+  int (*sendmmsg)(int, mmsghdr*, unsigned int, int);
+  int (*close_range)(unsigned int, unsigned int, int);
+  FILE* (*fdopen)(int, const char*);
+};
+
+// libc's calls (never null: a name libc lacks aborts at the first call
+// with a log line, which no glibc this builds on does).
+const RealCalls& real();
+
+}  // namespace ss::preload

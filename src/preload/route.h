@@ -1,0 +1,83 @@
+// Which way a call on a descriptor goes. One lock-free lookup in core's
+// fd table (FdTable::kind) decides; a descriptor that is not ours goes
+// straight to libc. A thread already inside librsocket (InRsocket) always
+// goes to libc: librsocket's own calls on the kernel sockets it holds
+// pass through the preload's names too, as do the calls of the threads
+// the library starts for itself (in_library_thread).
+#pragma once
+#include <atomic>
+#include <memory>
+
+#include "core/base/fd_table.h"
+#include "core/base/library_thread.h"
+
+namespace ss::preload {
+
+// Per-thread depth of calls the preload made into librsocket.
+extern thread_local int t_in_rsocket;
+
+// True in the library's own threads; asked once per thread (they mark
+// themselves before their first call).
+inline bool library_thread() {
+  static thread_local signed char known = -1;
+  if (known < 0) known = in_library_thread() ? 1 : 0;
+  return known;
+}
+
+inline bool libc_only() { return t_in_rsocket || library_thread(); }
+
+class InRsocket {
+ public:
+  InRsocket() { ++t_in_rsocket; }
+  ~InRsocket() { --t_in_rsocket; }
+  InRsocket(const InRsocket&) = delete;
+  InRsocket& operator=(const InRsocket&) = delete;
+};
+
+// What the preload holds for a TCP socket that is not an rsocket (yet):
+// fd table entries of kind kOffloaded.
+struct Entry {
+  enum class State { kFresh, kListener };
+  std::atomic<State> state{State::kFresh};
+  int domain = 0;
+  // kListener: the rsocket listening for rsocket peers beside the kernel
+  // listening socket (a dup of the program's descriptor), and the
+  // program's view of O_NONBLOCK (the kernel socket itself never blocks).
+  int rs_fd = -1;
+  std::atomic<bool> nonblock{false};
+};
+
+enum class Route { kKernel, kRsocket, kFresh, kListener };
+
+inline Route route(int fd) {
+  if (libc_only()) return Route::kKernel;
+  switch (FdTable::instance().kind(fd)) {
+    case FdKind::kRsocket:
+      return Route::kRsocket;
+    case FdKind::kOffloaded: {
+      auto e = FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
+      if (!e) return Route::kKernel;  // closed meanwhile
+      return e->state.load() == Entry::State::kListener ? Route::kListener : Route::kFresh;
+    }
+    default:
+      return Route::kKernel;
+  }
+}
+
+// FD_CLOEXEC of rsocket `fd` as the program sets it (rfcntl F_GETFD
+// answers it), while the kernel descriptor stays close-on-exec: a program
+// exec'd with it would otherwise hold a kernel socket that is not the
+// connection (shm's carries frames), where now it gets EBADF. Called
+// inside InRsocket.
+int set_fd_flags(int fd, int flags);
+
+// Listener `fd` becomes a plain kernel listener: its rsocket listener
+// closes; `restore_blocking`: the program's O_NONBLOCK goes back on the
+// kernel socket (whose open file fork children may share).
+void to_kernel_listener(int fd, bool restore_blocking);
+
+inline std::shared_ptr<Entry> entry(int fd) {
+  return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
+}
+
+}  // namespace ss::preload

@@ -1,0 +1,377 @@
+// Making, connecting, listening, accepting, closing and duplicating TCP
+// sockets. A new TCP socket is a kernel socket the preload watches
+// (Entry kFresh); connect makes it an rsocket only when the peer is proven
+// to speak rsockets without a byte on its TCP stream (a Slipstream
+// listener's shm rendezvous, verbs' rdma_cm), otherwise it stays the
+// kernel's. listen keeps the kernel listening socket for plain clients and
+// adds an rsocket listener beside it (Entry kListener): docs/architecture.md,
+// "librspreload".
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <linux/close_range.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <set>
+#include <utility>
+
+#include "core/base/log.h"
+#include "include/rdma/rsocket.h"
+#include "librsocket/preload_hooks.h"
+#include "preload/dup.h"
+#include "preload/export.h"
+#include "preload/real.h"
+#include "preload/route.h"
+#include "preload/stats.h"
+
+namespace ss::preload {
+
+thread_local int t_in_rsocket = 0;
+
+int close_fd(int fd);
+
+namespace {
+
+bool is_tcp(int domain, int type, int protocol) {
+  type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  return (domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM &&
+         (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
+// RS_SQ_SIZE, RS_RQ_SIZE, RS_INLINE (settings of the "preload"
+// component) on a new rsocket, as upstream's preload applies them.
+void apply_sizes(int fd) {
+  static constexpr struct {
+    int setting, option;
+  } kSizes[] = {{SS_RSPRELOAD_SQ_SIZE, RDMA_SQSIZE},
+                {SS_RSPRELOAD_RQ_SIZE, RDMA_RQSIZE},
+                {SS_RSPRELOAD_INLINE, RDMA_INLINE}};
+  for (auto [setting, option] : kSizes) {
+    int v = static_cast<int>(ss_rspreload_setting(setting));
+    if (v > 0 && rsetsockopt(fd, SOL_RDMA, option, &v, sizeof v))
+      SS_WARN("librspreload: fd %d: rsocket option %d = %d refused: %s", fd, option, v,
+              strerror(errno));
+  }
+}
+
+void forget(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
+
+int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
+  auto e = entry(fd);
+  const int fd_flags = real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
+  if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain) {
+    InRsocket in;
+    if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
+      set_fd_flags(fd, fd_flags & FD_CLOEXEC);
+      apply_sizes(fd);
+      int rc = rconnect(fd, addr, len);
+      if (rc == 0 || errno == EINPROGRESS || errno == EINTR) {
+        stats::count_rsocket(ss_rspreload_provider(fd));
+        return rc;
+      }
+      // No rsocket listener there: nothing went on the TCP stream yet.
+      SS_DEBUG("librspreload: fd %d: no rsocket peer (%s): kernel TCP", fd, strerror(errno));
+      if (ss_rspreload_release(fd) || real().fcntl(fd, F_SETFD, fd_flags)) {
+        SS_WARN("librspreload: fd %d: cannot hand the socket back to the kernel: %s", fd,
+                strerror(errno));
+        errno = ECONNREFUSED;
+        return -1;
+      }
+    }
+  }
+  forget(fd);
+  int rc = real().connect(fd, addr, len);
+  if (rc == 0 || errno == EINPROGRESS) stats::count_kernel();
+  return rc;
+}
+
+// Beside the program's kernel listening socket `fd`, an rsocket listening
+// on a duplicate of it (same address, so the same shm rendezvous name). The
+// kernel socket never blocks from now on; Entry::nonblock is the program's.
+int listen_fresh(int fd, int backlog) {
+  int rc = real().listen(fd, backlog);
+  if (rc) return rc;
+  auto e = entry(fd);
+  if (!e) return 0;
+  int fl = real().fcntl(fd, F_GETFL);
+  int rs_fd = real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (fl < 0 || rs_fd < 0) {
+    SS_WARN("librspreload: fd %d: kernel TCP only (%s)", fd, strerror(errno));
+    if (rs_fd >= 0) real().close(rs_fd);
+    forget(fd);
+    return 0;
+  }
+  e->nonblock = fl & O_NONBLOCK;
+  InRsocket in;
+  bool adopted = ss_rspreload_adopt(rs_fd, e->domain) == 0;
+  if (adopted) apply_sizes(rs_fd);  // accepted rsockets inherit them
+  if (!adopted || rfcntl(rs_fd, F_SETFL, O_NONBLOCK) || rlisten(rs_fd, backlog)) {
+    SS_INFO("librspreload: fd %d: no rsocket listener beside the kernel one (%s): kernel TCP only",
+            fd, strerror(errno));
+    if (adopted)
+      rclose(rs_fd);
+    else
+      real().close(rs_fd);
+    real().fcntl(fd, F_SETFL, fl);
+    forget(fd);
+    return 0;
+  }
+  e->rs_fd = rs_fd;
+  e->state = Entry::State::kListener;
+  return 0;
+}
+
+// An rsocket accepted by librsocket, with accept4's flags.
+int take_rsocket(int c, int flags) {
+  if (((flags & SOCK_NONBLOCK) && rfcntl(c, F_SETFL, O_NONBLOCK)) ||
+      set_fd_flags(c, (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0)) {
+    int err = errno;
+    rclose(c);
+    errno = err;
+    return -1;
+  }
+  stats::count_rsocket(ss_rspreload_provider(c));
+  return c;
+}
+
+// Whichever comes first: an rsocket peer (librsocket's accept queue) or
+// a plain TCP client (the kernel's).
+int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  auto e = entry(fd);
+  if (!e) return real().accept4(fd, addr, len, flags);
+  for (;;) {
+    {
+      InRsocket in;
+      int c = raccept(e->rs_fd, addr, len);
+      if (c >= 0) return take_rsocket(c, flags);
+      if (errno != EAGAIN) return -1;
+    }
+    int c = real().accept4(fd, addr, len, flags);
+    if (c >= 0) {
+      stats::count_kernel();
+      return c;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    if (e->nonblock) return -1;
+    pollfd p[2] = {{fd, POLLIN, 0}, {e->rs_fd, POLLIN, 0}};
+    InRsocket in;
+    if (rpoll(p, 2, -1) < 0) return -1;  // EINTR, as accept(2)
+  }
+}
+
+int accept_any(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  switch (route(fd)) {
+    case Route::kListener:
+      return accept_listener(fd, addr, len, flags);
+    case Route::kRsocket: {
+      InRsocket in;
+      int c = raccept(fd, addr, len);
+      return c < 0 ? c : take_rsocket(c, flags);
+    }
+    default:
+      return real().accept4(fd, addr, len, flags);
+  }
+}
+
+// dup of a listener (kernel listener and rsocket listener): not yet.
+int refuse_dup(int fd, const char* call) {
+  SS_WARN("librspreload: %s of listening fd %d is not supported yet (EOPNOTSUPP)", call, fd);
+  errno = EOPNOTSUPP;
+  return -1;
+}
+
+// dup2 (flags < 0) or dup3 of `fd` onto `fd2`, whatever either is.
+int dup_onto(int fd, int fd2, int flags) {
+  const char* call = flags < 0 ? "dup2" : "dup3";
+  const Route r = route(fd);
+  if (r == Route::kListener) return refuse_dup(fd, call);
+  if (fd == fd2) return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+  if (dups::held(fd2)) {
+    SS_WARN("librspreload: %s onto fd %d, still held by an rsocket (shared or closing): EBUSY", call, fd2);
+    errno = EBUSY;
+    return -1;
+  }
+  if (real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
+  if (route(fd2) != Route::kKernel) close_fd(fd2);
+  if (r == Route::kRsocket) return dups::dup_rsocket(fd, fd2, true);
+  return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+}
+
+}  // namespace
+
+void to_kernel_listener(int fd, bool restore_blocking) {
+  auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
+  if (!e || e->rs_fd < 0) return;
+  {
+    InRsocket in;
+    rclose(e->rs_fd);
+  }
+  if (!restore_blocking) return;
+  int fl = real().fcntl(fd, F_GETFL);
+  if (fl >= 0) real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+// Closes `fd` whatever it is (also for dup2/dup3 over one of ours).
+int close_fd(int fd) {
+  switch (route(fd)) {
+    case Route::kRsocket: {
+      int rc;
+      if (dups::close_shared(fd, &rc)) return rc;
+      return dups::close_last(fd);
+    }
+    case Route::kListener:
+      // The flags stay: fork children may share the kernel socket's open
+      // file, and their accept relies on it never blocking.
+      to_kernel_listener(fd, false);
+      return real().close(fd);
+    case Route::kFresh:
+      forget(fd);
+      return real().close(fd);
+    default:
+      return real().close(fd);
+  }
+}
+
+}  // namespace ss::preload
+
+using namespace ss::preload;
+
+SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
+  int fd = real().socket(domain, type, protocol);
+  if (fd < 0 || libc_only() || !is_tcp(domain, type, protocol) ||
+      !ss_rspreload_setting(SS_RSPRELOAD_ENABLED) || !ss_rspreload_takes(domain, type, protocol))
+    return fd;
+  std::shared_ptr<Entry> e(new (std::nothrow) Entry);
+  if (e) {
+    e->domain = domain;
+    if (ss::FdTable::instance().insert(fd, ss::FdKind::kOffloaded, e) == 0) return fd;
+  }
+  SS_WARN("librspreload: fd %d: cannot track it (out of memory): kernel TCP", fd);
+  return fd;
+}
+
+SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept {
+  if (route(fd) == Route::kRsocket) {
+    InRsocket in;
+    return rbind(fd, addr, len);
+  }
+  return real().bind(fd, addr, len);
+}
+
+SS_PRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
+  switch (route(fd)) {
+    case Route::kFresh:
+      return listen_fresh(fd, backlog);
+    case Route::kRsocket: {
+      InRsocket in;
+      return rlisten(fd, backlog);
+    }
+    case Route::kListener: {  // a new backlog for both
+      auto e = entry(fd);
+      if (e) {
+        InRsocket in;
+        rlisten(e->rs_fd, backlog);
+      }
+      return real().listen(fd, backlog);
+    }
+    default:
+      return real().listen(fd, backlog);
+  }
+}
+
+SS_PRELOAD_EXPORT int accept(int fd, sockaddr* addr, socklen_t* len) {
+  return accept_any(fd, addr, len, 0);
+}
+
+SS_PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  return accept_any(fd, addr, len, flags);
+}
+
+SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
+  switch (route(fd)) {
+    case Route::kFresh:
+      return connect_fresh(fd, addr, len);
+    case Route::kRsocket: {
+      InRsocket in;
+      return rconnect(fd, addr, len);
+    }
+    default:
+      return real().connect(fd, addr, len);
+  }
+}
+
+SS_PRELOAD_EXPORT int close(int fd) {
+  if (libc_only()) {
+    int rc = real().close(fd);
+    dups::release(fd);  // librsocket's own close of a number it held (gone even on EINTR)
+    return rc;
+  }
+  if (route(fd) == Route::kKernel && dups::held(fd)) {
+    errno = EBADF;  // closed already as the program sees it; librsocket closes it
+    return -1;
+  }
+  return close_fd(fd);
+}
+
+// Ours in the range are closed as close() closes them (an rsocket's
+// connection ends, the table forgets them) and the kernel closes the
+// rest: not ours, whose numbers librsocket may still hold for a lingering
+// close (a number freed under it would be closed again once reused). With
+// CLOSE_RANGE_CLOEXEC only flags change (ours are close-on-exec already).
+SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
+  if (libc_only() || (flags & CLOSE_RANGE_CLOEXEC)) return real().close_range(first, last, flags);
+  rlimit lim{};
+  unsigned int top = last;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      lim.rlim_cur - 1 < top)
+    top = static_cast<unsigned int>(lim.rlim_cur - 1);
+  std::set<int> ours;
+  try {
+    for (unsigned int fd = first; fd <= top && fd < (1u << 20); fd++)
+      if (route(static_cast<int>(fd)) != Route::kKernel) ours.insert(static_cast<int>(fd));
+  } catch (const std::bad_alloc&) {
+    errno = ENOMEM;
+    return -1;
+  }
+  for (int fd : ours) close_fd(fd);
+  return dups::close_range_around(first, last, flags, std::move(ours));
+}
+
+// glibc's closefrom closes with its internal close_range, past the
+// preload: it comes through close_range here instead.
+SS_PRELOAD_EXPORT void closefrom(int lowfd) noexcept {
+  if (lowfd < 0) lowfd = 0;
+  if (close_range(static_cast<unsigned int>(lowfd), ~0u, 0) == 0) return;
+  // No close_range in the kernel: every number up to the limit, as glibc does.
+  rlimit lim{};
+  int top = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                ? static_cast<int>(lim.rlim_cur)
+                : (1 << 20);
+  for (int fd = lowfd; fd < top; fd++) close(fd);
+}
+
+SS_PRELOAD_EXPORT int dup(int fd) noexcept {
+  switch (route(fd)) {
+    case Route::kRsocket:
+      return dups::dup_rsocket(fd, 0, false);
+    case Route::kListener:
+      return refuse_dup(fd, "dup");
+    default:
+      return real().dup(fd);
+  }
+}
+
+SS_PRELOAD_EXPORT int dup2(int fd, int fd2) noexcept { return dup_onto(fd, fd2, -1); }
+
+SS_PRELOAD_EXPORT int dup3(int fd, int fd2, int flags) noexcept {
+  if (flags < 0) {  // not a flag set dup3 takes (and dup_onto's mark for dup2)
+    errno = EINVAL;
+    return -1;
+  }
+  return dup_onto(fd, fd2, flags);
+}

@@ -1,0 +1,14 @@
+// Proof of where connections went: per-process counts of connections set
+// up on rsockets (by provider) and on kernel TCP. With the setting
+// preload.stats_dir (SLIPSTREAM_PRELOAD_STATS=DIR) each process keeps DIR/rspreload.PID up to
+// date (rewritten at each new connection, so a killed server leaves its
+// counts), one line:
+//   pid=P comm=NAME rsockets=N shm=A verbs=B tcp=C kernel_tcp=M
+#pragma once
+
+namespace ss::preload::stats {
+
+void count_rsocket(const char* provider);  // a connection made or accepted on an rsocket
+void count_kernel();                       // a connection the kernel carries
+
+}  // namespace ss::preload::stats

@@ -1,0 +1,352 @@
+#!/bin/bash
+# librspreload with unmodified Debian programs on loopback (docs/status.md,
+# issue 14). Every case checks the exit codes, the bytes (cmp), and each
+# process's own count of where its connections went
+# (SLIPSTREAM_PRELOAD_STATS), so a connection silently left on kernel TCP
+# fails a case that expects rsockets, and one that reached rsockets fails a
+# case that must fall back:
+#   both ends preloaded: socat client-speaks-first and server-speaks-first,
+#     python3 -m http.server + curl                       -> shm on both ends
+#   one end preloaded, both ways, both speaking orders    -> kernel TCP
+#   a unix socket under the preload                       -> untouched
+#   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
+#   SLIPSTREAM_PRELOAD=0                                  -> untouched
+#   preload_config: a rule for another program / for socat -> untouched / shm
+#   exec with an rsocket open                             -> EBADF there
+#   an epoll (asyncio) server, preloaded client           -> kernel TCP
+#   pre-forked workers accepting, preloaded clients       -> shm
+#   fork after accept (a child per connection)            -> shm
+# Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
+set -u
+name=preload.sh
+B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
+PRELOAD=$B/.libs/librspreload.so
+[ -f "$PRELOAD" ] || { echo "ERROR: $name: $PRELOAD not found: build first"; exit 99; }
+for p in socat curl python3 ss cmp timeout; do
+  command -v $p >/dev/null || { echo "SKIP: $name: $p not found (scripts/install-deps.sh)"; exit 77; }
+done
+T=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload.XXXXXX") || exit 99
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+port=$((20000 + RANDOM % 9000))
+head -c 3000000 /dev/urandom >"$T/in"
+mkdir -p "$T/www" && cp "$T/in" "$T/www/blob"
+
+fail() { echo "FAIL: $case: $*"; bad=1; }
+
+# bg_env PRELOADED(0/1) CMD...: becomes the command (exec), preloaded or
+# not, with its counts under $T/st; started with `&`, $! is the command
+# itself, so killing it reaches the program. run_env runs it in the
+# foreground.
+bg_env() {
+  local pre=$1
+  shift
+  if [ "$pre" = 1 ]; then
+    exec env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" timeout 30 "$@"
+  fi
+  exec timeout 30 "$@"
+}
+run_env() { (bg_env "$@"); }
+
+wait_listening() {  # port
+  local i
+  for i in $(seq 100); do
+    ss -Hltn "sport = :$1" | grep -q . && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# expect_counts COMM RSOCKETS KERNEL: the sum over the processes named COMM.
+expect_counts() {
+  local comm=$1 want_rs=$2 want_k=$3 rs=0 k=0 f line n
+  for f in "$T"/st/rspreload.*; do
+    [ -f "$f" ] || continue
+    line=$(cat "$f")
+    case " $line " in *" comm=$comm "*) ;; *) continue ;; esac
+    n=$(sed 's/.* rsockets=\([0-9]*\) .*/\1/' <<<"$line")
+    rs=$((rs + n))
+    k=$((k + $(sed 's/.*kernel_tcp=\([0-9]*\).*/\1/' <<<"$line")))
+    grep -q " shm=$n " <<<"$line" || fail "$comm: not all on shm (loopback): $line"
+  done
+  [ "$rs" = "$want_rs" ] && [ "$k" = "$want_k" ] ||
+    fail "$comm: rsockets=$rs kernel_tcp=$k, expected $want_rs and $want_k"
+}
+
+begin() {
+  case=$1
+  bad=0
+  port=$((port + 1))
+  rm -rf "$T/st" "$T/out"
+  mkdir -p "$T/st"
+}
+
+end() {
+  if [ "$bad" = 0 ]; then echo "PASS: $case"; else fails=$((fails + 1)); fi
+}
+
+# socat_case NAME SERVER_PRELOADED CLIENT_PRELOADED DIRECTION(up: client
+# sends; down: server speaks first and sends)
+socat_case() {
+  local srv_pre=$2 cli_pre=$3 dir=$4 src rc s_rc
+  begin "$1"
+  if [ "$dir" = up ]; then
+    bg_env "$srv_pre" socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
+  else
+    bg_env "$srv_pre" socat -u OPEN:"$T/in" TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr &
+  fi
+  src=$!
+  pids+=("$src")
+  wait_listening $port || fail "server never listened"
+  if [ "$dir" = up ]; then
+    run_env "$cli_pre" socat -u OPEN:"$T/in" TCP:127.0.0.1:$port
+  else
+    run_env "$cli_pre" socat -u TCP:127.0.0.1:$port CREATE:"$T/out"
+  fi
+  rc=$?
+  wait "$src"
+  s_rc=$?
+  [ "$rc" = 0 ] || fail "client exit $rc"
+  [ "$s_rc" = 0 ] || fail "server exit $s_rc"
+  cmp -s "$T/in" "$T/out" || fail "bytes differ"
+  local want_rs=$((srv_pre && cli_pre))
+  [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ] && expect_counts socat 2 0
+  [ "$want_rs" = 0 ] && [ $((srv_pre + cli_pre)) = 1 ] && expect_counts socat 0 1
+  end
+}
+
+socat_case "socat both preloaded, client speaks first" 1 1 up
+socat_case "socat both preloaded, server speaks first" 1 1 down
+socat_case "preloaded socat client, plain server, client speaks first" 0 1 up
+socat_case "preloaded socat client, plain server, server speaks first" 0 1 down
+socat_case "plain socat client, preloaded server, client speaks first" 1 0 up
+socat_case "plain socat client, preloaded server, server speaks first" 1 0 down
+
+# http_case NAME SERVER_PRELOADED CLIENT_PRELOADED REQUESTS [ADDRESS]
+http_case() {
+  local srv_pre=$2 cli_pre=$3 n=$4 host=${5:-127.0.0.1} url spid i rc
+  begin "$1"
+  url=http://$host:$port/blob
+  [ "$host" = ::1 ] && url="http://[::1]:$port/blob"
+  bg_env "$srv_pre" python3 -m http.server --directory "$T/www" --bind "$host" $port \
+    >"$T/http.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  for i in $(seq "$n"); do
+    run_env "$cli_pre" curl -sf -o "$T/out" "$url"
+    rc=$?
+    [ "$rc" = 0 ] || fail "curl $i exit $rc"
+    cmp -s "$T/in" "$T/out" || fail "curl $i: bytes differ"
+  done
+  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
+    expect_counts curl "$n" 0
+    expect_counts python3 "$n" 0
+  elif [ "$cli_pre" = 1 ]; then
+    expect_counts curl 0 "$n"
+  else
+    expect_counts python3 0 "$n"
+  fi
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  end
+}
+
+http_case "python3 http.server + curl, both preloaded" 1 1 3
+http_case "python3 http.server + curl on ::1, both preloaded" 1 1 2 ::1
+http_case "preloaded curl, plain http.server" 0 1 2
+http_case "plain curl, preloaded http.server" 1 0 2
+
+# Upstream's RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE (settings of the "preload"
+# component) apply to the rsockets made; still on rsockets, bytes intact.
+RUN_SIZES=(RS_SQ_SIZE=64 RS_RQ_SIZE=64 RS_INLINE=32)
+export "${RUN_SIZES[@]}"
+socat_case "socat both preloaded, RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set" 1 1 up
+unset RS_SQ_SIZE RS_RQ_SIZE RS_INLINE
+
+# untracked_case NAME: socat both ends preloaded, yet the preload must
+# leave every socket alone (nothing tracked, nothing counted).
+untracked_case() {
+  local spid
+  begin "$1"
+  bg_env 1 socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  run_env 1 socat -u OPEN:"$T/in" TCP:127.0.0.1:$port || fail "client failed"
+  wait "$spid" || fail "server failed"
+  cmp -s "$T/in" "$T/out" || fail "bytes differ"
+  ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "sockets were tracked: $(cat "$T"/st/*)"
+  end
+}
+
+# Upstream's preload_config rules (in the rsocket configuration
+# directory): a rule for another program leaves socat's sockets to the
+# kernel (nothing tracked); a case-insensitive prefix rule, after a
+# comment and a line that is no rule, takes them.
+mkdir -p "$T/conf"
+export SLIPSTREAM_RS_CONF_DIR=$T/conf
+printf '# only this one\nnginx inet stream tcp\n' >"$T/conf/preload_config"
+untracked_case "preload_config naming another program: socat untouched"
+printf '# socat only\nno rule here\nSOC * STREAM *\n' >"$T/conf/preload_config"
+socat_case "preload_config with a prefix rule for socat: rsockets" 1 1 up
+unset SLIPSTREAM_RS_CONF_DIR
+
+# SLIPSTREAM_PRELOAD=0: the preload leaves every socket to the kernel
+# (nothing is tracked, so nothing is counted).
+export SLIPSTREAM_PRELOAD=0
+untracked_case "SLIPSTREAM_PRELOAD=0 on both ends"
+unset SLIPSTREAM_PRELOAD
+
+# exec with an rsocket left open: the new program gets EBADF for it (a
+# clear error), never a kernel socket that is not the connection; the
+# connection itself goes on in the parent.
+begin "exec with an rsocket inherited: EBADF in the new program"
+cat >"$T/exec_srv.py" <<'PY'
+import socket, subprocess, sys
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(1)
+c, _ = l.accept()
+child = subprocess.run([sys.executable, "-c", "import os, sys; os.fstat(int(sys.argv[1]))",
+                        str(c.fileno())], pass_fds=(c.fileno(),), stderr=subprocess.PIPE)
+c.sendall(b"child-exit=%d " % child.returncode + (b"EBADF" if b"Bad file descriptor" in child.stderr else b"-"))
+c.close()
+PY
+bg_env 1 python3 "$T/exec_srv.py" $port &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+run_env 1 socat -u TCP:127.0.0.1:$port CREATE:"$T/out" || fail "client failed"
+wait "$spid" || fail "server failed"
+[ "$(cat "$T/out")" = "child-exit=1 EBADF" ] || fail "the exec'd child: $(cat "$T/out")"
+expect_counts python3 1 0
+end
+
+# An epoll server (asyncio): its listener, added to an epoll set, becomes
+# a plain kernel listener, so a preloaded client falls back to kernel TCP
+# (epoll over rsockets is not there yet); bytes intact, the client's
+# count shows kernel TCP (the server's listener is no longer tracked).
+begin "asyncio (epoll) echo server and a preloaded client: kernel TCP"
+cat >"$T/epoll_srv.py" <<'PY'
+import asyncio, sys
+async def echo(r, w):
+    w.write(await r.read())
+    await w.drain()
+    w.close()
+    done.set()
+async def main():
+    global done
+    done = asyncio.Event()
+    s = await asyncio.start_server(echo, "127.0.0.1", int(sys.argv[1]))
+    await done.wait()
+    s.close()
+asyncio.run(main())
+PY
+bg_env 1 python3 "$T/epoll_srv.py" $port &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+run_env 1 socat TCP:127.0.0.1:$port - <"$T/in" >"$T/out" || fail "client failed"
+wait "$spid" || fail "server failed"
+cmp -s "$T/in" "$T/out" || fail "bytes differ"
+expect_counts socat 0 1
+end
+
+# echo_case NAME SCRIPT CLIENTS: a preloaded python echo server SCRIPT
+# (port as argument) and CLIENTS preloaded socat clients one after the
+# other, each echoed back intact, every connection on rsockets.
+echo_case() {
+  local script=$2 n=$3 spid i
+  begin "$1"
+  bg_env 1 python3 "$script" $port &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  head -c 200000 "$T/in" >"$T/in.small"
+  for i in $(seq "$n"); do
+    run_env 1 socat TCP:127.0.0.1:$port - <"$T/in.small" >"$T/out" || fail "client $i failed"
+    cmp -s "$T/in.small" "$T/out" || fail "client $i: bytes differ"
+  done
+  wait "$spid" || fail "server failed"
+  expect_counts python3 "$n" 0
+  expect_counts socat "$n" 0
+  end
+}
+
+# Serves one connection on `c` in a fork child: echo until EOF.
+cat >"$T/echo_child.py" <<'PY'
+def echo(c):
+    data = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        data += b
+    c.sendall(data)
+    c.close()
+PY
+
+# A pre-forking server: listen, fork two workers that accept, the parent
+# closes its copy of the listener.
+cat >"$T/prefork_srv.py" <<'PY'
+import os, socket, sys
+from echo_child import echo
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(8)
+kids = []
+for i in range(2):
+    pid = os.fork()
+    if pid == 0:
+        for j in range(2):
+            echo(l.accept()[0])
+        os._exit(0)
+    kids.append(pid)
+l.close()
+sys.exit(0 if [os.waitpid(k, 0)[1] for k in kids] == [0, 0] else 1)
+PY
+echo_case "pre-forked workers accepting on an inherited listener" "$T/prefork_srv.py" 4
+
+# Fork after accept (a PostgreSQL-style backend per connection): the
+# child serves the connection, the parent closes its copy.
+cat >"$T/forkaccept_srv.py" <<'PY'
+import os, socket, sys
+from echo_child import echo
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(8)
+kids = []
+for i in range(3):
+    c, _ = l.accept()
+    pid = os.fork()
+    if pid == 0:
+        l.close()
+        echo(c)
+        os._exit(0)
+    c.close()
+    kids.append(pid)
+sys.exit(0 if [os.waitpid(k, 0)[1] for k in kids] == [0, 0, 0] else 1)
+PY
+echo_case "fork after accept: a child per connection" "$T/forkaccept_srv.py" 3
+
+# Not TCP: a unix socket passes through untouched (no rsocket, no count).
+begin "unix socket under the preload"
+bg_env 1 socat -u UNIX-LISTEN:"$T/sock" CREATE:"$T/out" &
+spid=$!
+pids+=("$spid")
+for i in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
+run_env 1 socat -u OPEN:"$T/in" UNIX-CONNECT:"$T/sock" || fail "client failed"
+wait "$spid" || fail "server failed"
+cmp -s "$T/in" "$T/out" || fail "bytes differ"
+ls "$T"/st/rspreload.* >/dev/null 2>&1 && fail "a unix socket was counted: $(cat "$T"/st/*)"
+end
+
+[ "$fails" = 0 ] || { echo "$name: $fails case(s) failed"; exit 1; }
+echo "$name: all cases passed"

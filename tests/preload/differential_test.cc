@@ -1,0 +1,482 @@
+// Socket semantics a program relies on, asserted as Linux's kernel TCP
+// gives them. differential.sh runs this binary twice, once plain and once
+// under librspreload (both ends of each connection in this process), and
+// both runs must pass: the preload gives the same return values, errno
+// and readiness. Built with _FORTIFY_SOURCE=2, so glibc's __recv_chk,
+// __read_chk and __poll_chk are the calls made where it applies.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+sockaddr_in loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+// A listening socket on 127.0.0.1 and an ephemeral port.
+int make_listener(int flags = 0, uint16_t* port = nullptr) {
+  int l = socket(AF_INET, SOCK_STREAM | flags, 0);
+  if (l < 0) return -1;
+  int one = 1;
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a = loopback(0);
+  if (bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) || listen(l, 16)) return -1;
+  socklen_t len = sizeof a;
+  getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
+  if (port) *port = ntohs(a.sin_port);
+  return l;
+}
+
+struct Pair {
+  int l = -1, c = -1, s = -1;
+  uint16_t port = 0;
+  ~Pair() {
+    for (int fd : {c, s, l})
+      if (fd >= 0) close(fd);
+  }
+};
+
+// A connected pair through a listener: c connected, s accepted.
+void connect_pair(Pair* p) {
+  p->l = make_listener(0, &p->port);
+  ASSERT_GE(p->l, 0) << strerror(errno);
+  p->c = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(p->c, 0);
+  sockaddr_in a = loopback(p->port);
+  ASSERT_EQ(connect(p->c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  p->s = accept(p->l, nullptr, nullptr);
+  ASSERT_GE(p->s, 0) << strerror(errno);
+}
+
+ssize_t read_full(int fd, char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = recv(fd, buf + got, n - got, 0);
+    if (r <= 0) return r;
+    got += static_cast<size_t>(r);
+  }
+  return static_cast<ssize_t>(got);
+}
+
+TEST(Differential, DataBothWaysIntact) {
+  Pair p;
+  connect_pair(&p);
+  std::vector<char> out(1 << 20), in(out.size());
+  for (size_t i = 0; i < out.size(); i++) out[i] = static_cast<char>(i * 7 + 3);
+  std::thread writer([&] {
+    size_t sent = 0;
+    while (sent < out.size()) {
+      ssize_t w = send(p.c, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+      if (w <= 0) return;
+      sent += static_cast<size_t>(w);
+    }
+  });
+  EXPECT_EQ(read_full(p.s, in.data(), in.size()), static_cast<ssize_t>(in.size()));
+  writer.join();
+  EXPECT_EQ(in, out);
+  char b[8];
+  ASSERT_EQ(write(p.s, "reply", 5), 5);
+  EXPECT_EQ(read(p.c, b, sizeof b), 5);  // __read_chk under fortify
+  EXPECT_EQ(memcmp(b, "reply", 5), 0);
+}
+
+TEST(Differential, VectoredCalls) {
+  Pair p;
+  connect_pair(&p);
+  char a[] = "abc", b[] = "defgh";
+  iovec iov[2] = {{a, 3}, {b, 5}};
+  ASSERT_EQ(writev(p.c, iov, 2), 8);
+  msghdr m{};
+  iovec riov[2];
+  char x[4], y[4];
+  riov[0] = {x, 4};
+  riov[1] = {y, 4};
+  m.msg_iov = riov;
+  m.msg_iovlen = 2;
+  size_t got = 0;
+  while (got < 8) {
+    ssize_t r = recvmsg(p.s, &m, 0);
+    ASSERT_GT(r, 0);
+    got += static_cast<size_t>(r);
+    if (got < 8) {  // the rest lands after what came
+      riov[0] = {got < 4 ? x + got : y + (got - 4), got < 4 ? 4 - got : 8 - got};
+      riov[1] = {y, got < 4 ? 4u : 0u};
+      m.msg_iovlen = got < 4 ? 2 : 1;
+    }
+  }
+  EXPECT_EQ(memcmp(x, "abcd", 4), 0);
+  EXPECT_EQ(memcmp(y, "efgh", 4), 0);
+  msghdr sm{};
+  iovec siov{a, 3};
+  sm.msg_iov = &siov;
+  sm.msg_iovlen = 1;
+  EXPECT_EQ(sendmsg(p.s, &sm, 0), 3);
+  char r[3];
+  EXPECT_EQ(read_full(p.c, r, 3), 3);
+  ASSERT_EQ(send(p.s, "12345678", 8, 0), 8);
+  ssize_t n = readv(p.c, iov, 2);
+  ASSERT_GT(n, 0);
+  char all[8];
+  memcpy(all, a, 3);
+  memcpy(all + 3, b, 5);
+  if (n < 8) {
+    ASSERT_EQ(read_full(p.c, all + n, static_cast<size_t>(8 - n)), 8 - n);
+  }
+  EXPECT_EQ(memcmp(all, "12345678", 8), 0);
+}
+
+TEST(Differential, NamesMatch) {
+  Pair p;
+  connect_pair(&p);
+  sockaddr_in peer{}, local{};
+  socklen_t len = sizeof peer;
+  ASSERT_EQ(getpeername(p.c, reinterpret_cast<sockaddr*>(&peer), &len), 0);
+  EXPECT_EQ(ntohs(peer.sin_port), p.port);
+  EXPECT_EQ(peer.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+  len = sizeof local;
+  ASSERT_EQ(getsockname(p.s, reinterpret_cast<sockaddr*>(&local), &len), 0);
+  EXPECT_EQ(ntohs(local.sin_port), p.port);
+  sockaddr_in cl{}, sp{};
+  len = sizeof cl;
+  ASSERT_EQ(getsockname(p.c, reinterpret_cast<sockaddr*>(&cl), &len), 0);
+  len = sizeof sp;
+  ASSERT_EQ(getpeername(p.s, reinterpret_cast<sockaddr*>(&sp), &len), 0);
+  EXPECT_EQ(cl.sin_port, sp.sin_port);
+}
+
+TEST(Differential, OptionsAndFlags) {
+  Pair p;
+  connect_pair(&p);
+  int v = -1;
+  socklen_t len = sizeof v;
+  ASSERT_EQ(getsockopt(p.c, SOL_SOCKET, SO_TYPE, &v, &len), 0);
+  EXPECT_EQ(v, SOCK_STREAM);
+  len = sizeof v;
+  ASSERT_EQ(getsockopt(p.c, SOL_SOCKET, SO_ERROR, &v, &len), 0);
+  EXPECT_EQ(v, 0);
+  int one = 1;
+  EXPECT_EQ(setsockopt(p.c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), 0);
+  EXPECT_EQ(fcntl(p.c, F_GETFL) & O_NONBLOCK, 0);
+  ASSERT_EQ(fcntl(p.c, F_SETFL, fcntl(p.c, F_GETFL) | O_NONBLOCK), 0);
+  EXPECT_NE(fcntl(p.c, F_GETFL) & O_NONBLOCK, 0);
+  char b[4];
+  EXPECT_EQ(recv(p.c, b, sizeof b, 0), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(recv(p.s, b, sizeof b, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(fcntl(p.c, F_SETFD, FD_CLOEXEC), 0);
+  EXPECT_EQ(fcntl(p.c, F_GETFD), FD_CLOEXEC);
+}
+
+TEST(Differential, SocketFlagsHonoured) {
+  uint16_t port;
+  int l = make_listener(SOCK_NONBLOCK | SOCK_CLOEXEC, &port);
+  ASSERT_GE(l, 0);
+  EXPECT_NE(fcntl(l, F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(fcntl(l, F_GETFD), FD_CLOEXEC);
+  EXPECT_EQ(accept(l, nullptr, nullptr), -1);  // nobody yet
+  EXPECT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK);
+  int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  sockaddr_in a = loopback(port);
+  int rc = connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  EXPECT_TRUE(rc == 0 || errno == EINPROGRESS) << strerror(errno);
+  pollfd pl{l, POLLIN, 0};
+  ASSERT_EQ(poll(&pl, 1, 10000), 1);  // __poll_chk under fortify
+  int s = accept4(l, nullptr, nullptr, SOCK_NONBLOCK);
+  ASSERT_GE(s, 0) << strerror(errno);
+  EXPECT_NE(fcntl(s, F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(fcntl(s, F_GETFD), 0);
+  pollfd pc{c, POLLOUT, 0};
+  ASSERT_EQ(poll(&pc, 1, 10000), 1);
+  int err = -1;
+  socklen_t len = sizeof err;
+  ASSERT_EQ(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+  EXPECT_EQ(err, 0);
+  close(s);
+  close(c);
+  close(l);
+}
+
+TEST(Differential, EofAfterShutdownAndClose) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(shutdown(p.c, SHUT_WR), 0);
+  char b[4];
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);
+  ASSERT_EQ(send(p.s, "x", 1, 0), 1);  // the other way still works
+  EXPECT_EQ(recv(p.c, b, sizeof b, 0), 1);
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  pollfd pc{p.c, POLLIN, 0};
+  ASSERT_EQ(poll(&pc, 1, 10000), 1);
+  EXPECT_NE(pc.revents & (POLLIN | POLLHUP), 0);
+  EXPECT_EQ(recv(p.c, b, sizeof b, 0), 0);
+}
+
+TEST(Differential, SelectOverMixedDescriptors) {
+  Pair p;
+  connect_pair(&p);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  ASSERT_EQ(write(pipefd[1], "p", 1), 1);
+  ASSERT_EQ(send(p.c, "s", 1, 0), 1);
+  for (int round = 0; round < 100; round++) {  // until both show (the byte is on its way)
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(pipefd[0], &r);
+    FD_SET(p.s, &r);
+    timeval tv{10, 0};
+    int n = select(std::max(pipefd[0], p.s) + 1, &r, nullptr, nullptr, &tv);
+    ASSERT_GE(n, 1);
+    EXPECT_TRUE(FD_ISSET(pipefd[0], &r));
+    if (n == 2) {
+      EXPECT_TRUE(FD_ISSET(p.s, &r));
+      break;
+    }
+  }
+  char b;
+  EXPECT_EQ(recv(p.s, &b, 1, 0), 1);
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+TEST(Differential, PpollAndPselect) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(send(p.c, "z", 1, 0), 1);
+  sigset_t mask;
+  sigemptyset(&mask);
+  pollfd pf{p.s, POLLIN, 0};
+  timespec ts{10, 0};
+  ASSERT_EQ(ppoll(&pf, 1, &ts, &mask), 1);
+  EXPECT_NE(pf.revents & POLLIN, 0);
+  fd_set r;
+  FD_ZERO(&r);
+  FD_SET(p.s, &r);
+  ASSERT_EQ(pselect(p.s + 1, &r, nullptr, nullptr, &ts, &mask), 1);
+  EXPECT_TRUE(FD_ISSET(p.s, &r));
+  timespec bad{0, 1000000000};
+  EXPECT_EQ(ppoll(&pf, 1, &bad, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST(Differential, BatchCalls) {
+  Pair p;
+  connect_pair(&p);
+  char a[] = "ab", b[] = "cd";
+  iovec ia{a, 2}, ib{b, 2};
+  mmsghdr out[2] = {};
+  out[0].msg_hdr.msg_iov = &ia;
+  out[0].msg_hdr.msg_iovlen = 1;
+  out[1].msg_hdr.msg_iov = &ib;
+  out[1].msg_hdr.msg_iovlen = 1;
+  ASSERT_EQ(sendmmsg(p.c, out, 2, 0), 2);
+  EXPECT_EQ(out[0].msg_len, 2u);
+  EXPECT_EQ(out[1].msg_len, 2u);
+  char got[4];
+  iovec ig{got, 4};
+  mmsghdr in[1] = {};
+  in[0].msg_hdr.msg_iov = &ig;
+  in[0].msg_hdr.msg_iovlen = 1;
+  ASSERT_EQ(recvmmsg(p.s, in, 1, 0, nullptr), 1);
+  ASSERT_GE(in[0].msg_len, 1u);
+  size_t n = in[0].msg_len;
+  if (n < 4) {
+    ASSERT_EQ(read_full(p.s, got + n, 4 - n), static_cast<ssize_t>(4 - n));
+  }
+  EXPECT_EQ(memcmp(got, "abcd", 4), 0);
+}
+
+TEST(Differential, CloseRangeEndsTheConnection) {
+  Pair p;
+  connect_pair(&p);
+  // (Under the preload the number may stay taken while the rsocket's
+  // close lingers in the background: librspreload(7).)
+  ASSERT_EQ(close_range(static_cast<unsigned>(p.c), static_cast<unsigned>(p.c), 0), 0);
+  p.c = -1;
+  char b[4];
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);  // the peer sees the end
+}
+
+// Bytes sent on `from` arrive at `to`, one round trip.
+void expect_link(int from, int to) {
+  char b[4];
+  ASSERT_EQ(send(from, "ping", 4, 0), 4);
+  ASSERT_EQ(read_full(to, b, 4), 4);
+  EXPECT_EQ(memcmp(b, "ping", 4), 0);
+}
+
+TEST(Differential, DupSharesTheConnectionUntilTheLastClose) {
+  Pair p;
+  connect_pair(&p);
+  int d = dup(p.c);
+  ASSERT_GE(d, 0) << strerror(errno);
+  expect_link(d, p.s);
+  ASSERT_EQ(close(p.c), 0);  // the original goes first: the dup still works
+  p.c = -1;
+  expect_link(d, p.s);
+  expect_link(p.s, d);
+  int hi = fcntl(d, F_DUPFD_CLOEXEC, 100);
+  ASSERT_GE(hi, 100) << strerror(errno);
+  ASSERT_EQ(close(d), 0);
+  expect_link(hi, p.s);
+  int t = open("/dev/null", O_RDONLY);
+  ASSERT_GE(t, 0);
+  ASSERT_EQ(dup2(hi, t), t);  // replaces /dev/null
+  ASSERT_EQ(close(hi), 0);
+  expect_link(t, p.s);
+  char b[4];
+  ASSERT_EQ(close(t), 0);  // the last: the peer sees the end
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);
+}
+
+TEST(Differential, ClosingADupKeepsTheOriginal) {
+  Pair p;
+  connect_pair(&p);
+  int d = dup(p.s);
+  ASSERT_GE(d, 0);
+  ASSERT_EQ(close(d), 0);
+  expect_link(p.c, p.s);
+  expect_link(p.s, p.c);
+  EXPECT_EQ(dup2(p.s, p.s), p.s);
+  EXPECT_EQ(dup3(p.s, p.s, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST(Differential, SecondCloseIsEbadf) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(close(p.c), 0);
+  EXPECT_EQ(close(p.c), -1);  // (under the preload the number may still be held)
+  EXPECT_EQ(errno, EBADF);
+  p.c = -1;
+}
+
+TEST(Differential, SendfileOffsets) {
+  Pair p;
+  connect_pair(&p);
+  char path[] = "/tmp/ss-diff-XXXXXX";
+  int f = mkstemp(path);
+  ASSERT_GE(f, 0);
+  unlink(path);
+  ASSERT_EQ(write(f, "0123456789", 10), 10);
+  ASSERT_EQ(lseek(f, 2, SEEK_SET), 2);
+  off_t off = 5;
+  ASSERT_EQ(sendfile(p.c, f, &off, 3), 3);  // from *off; the position stays
+  EXPECT_EQ(off, 8);
+  EXPECT_EQ(lseek(f, 0, SEEK_CUR), 2);
+  ASSERT_EQ(sendfile(p.c, f, nullptr, 4), 4);  // from the position, which moves
+  EXPECT_EQ(lseek(f, 0, SEEK_CUR), 6);
+  char b[7];
+  ASSERT_EQ(read_full(p.s, b, 7), 7);
+  EXPECT_EQ(memcmp(b, "5672345", 7), 0);
+  close(f);
+}
+
+std::atomic<int> g_sigpipes{0};
+
+TEST(Differential, SendAfterPeerClosedRaisesSigpipe) {
+  struct sigaction sa {}, old{};
+  sa.sa_handler = [](int) { g_sigpipes++; };
+  ASSERT_EQ(sigaction(SIGPIPE, &sa, &old), 0);
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  char b[4];
+  ASSERT_EQ(recv(p.c, b, sizeof b, 0), 0);  // the end has arrived
+  ssize_t n = 0;
+  for (int i = 0; i < 1000 && n >= 0; i++) n = send(p.c, "x", 1, 0);
+  EXPECT_EQ(n, -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_GT(g_sigpipes.load(), 0);
+  const int before = g_sigpipes.load();
+  EXPECT_EQ(send(p.c, "x", 1, MSG_NOSIGNAL), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(g_sigpipes.load(), before);
+  sigaction(SIGPIPE, &old, nullptr);
+}
+
+TEST(Differential, ClosefromEndsTheConnection) {
+  Pair p;
+  connect_pair(&p);
+  // The connection's only descriptor high up, where closefrom takes it
+  // and nothing of the test program's.
+  int c2 = fcntl(p.c, F_DUPFD, 1000);
+  ASSERT_GE(c2, 1000);
+  ASSERT_EQ(close(p.c), 0);
+  p.c = -1;
+  closefrom(1000);
+  char b[4];
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);  // the last descriptor went: the end
+}
+
+TEST(Differential, StdioOverAConnection) {
+  Pair p;
+  connect_pair(&p);
+  FILE* out = fdopen(p.c, "w");
+  ASSERT_NE(out, nullptr);
+  p.c = -1;  // the stream owns it now
+  FILE* in = fdopen(p.s, "r");
+  ASSERT_NE(in, nullptr);
+  p.s = -1;
+  ASSERT_GT(fprintf(out, "line %d\n", 42), 0);
+  ASSERT_EQ(fflush(out), 0);
+  char line[32] = {};
+  ASSERT_NE(fgets(line, sizeof line, in), nullptr);
+  EXPECT_STREQ(line, "line 42\n");
+  ASSERT_EQ(fclose(out), 0);  // the end reaches the reader
+  EXPECT_EQ(fgets(line, sizeof line, in), nullptr);
+  EXPECT_TRUE(feof(in));
+  fclose(in);
+}
+
+TEST(Differential, RefusedWithNoListener) {
+  uint16_t port;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0);
+  close(l);  // the port is free now: nobody listens
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(c);
+}
+
+TEST(Differential, UdpUntouched) {
+  int a = socket(AF_INET, SOCK_DGRAM, 0), b = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(a, 0);
+  sockaddr_in addr = loopback(0);
+  ASSERT_EQ(bind(b, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  getsockname(b, reinterpret_cast<sockaddr*>(&addr), &len);
+  ASSERT_EQ(sendto(a, "dgram", 5, 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 5);
+  char buf[8];
+  EXPECT_EQ(recvfrom(b, buf, sizeof buf, 0, nullptr, nullptr), 5);
+  close(a);
+  close(b);
+}
+
+}  // namespace

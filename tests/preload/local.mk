@@ -1,0 +1,12 @@
+# librspreload's tests: the differential suite (one GoogleTest binary run
+# plain and preloaded by differential.sh) and Debian programs
+# (tests/ext/preload.sh). The binary links nothing of ours: the preload
+# alone brings Slipstream in. Fortified, so glibc's _chk calls are made.
+check_PROGRAMS += preload_differential_test
+preload_differential_test_SOURCES = tests/preload/differential_test.cc
+preload_differential_test_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
+preload_differential_test_CXXFLAGS = $(AM_CXXFLAGS) -O2
+preload_differential_test_LDADD = $(GTEST_LIBS)
+dist_check_SCRIPTS += tests/preload/differential.sh
+TESTS += tests/preload/differential.sh
+TEST_LIMITS += differential.sh=240
