@@ -8,6 +8,7 @@
 #include <rdma/rdma_cma.h>
 #include <sys/socket.h>
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -63,6 +64,15 @@ enum {
   RDMA_INLINE,
   RDMA_IOMAPSIZE,
   RDMA_ROUTE
+};
+
+/* Slipstream extension, not in librdmacm: rgetsockopt(fd, SOL_RDMA,
+ * SS_DGRAM_DROPS, &drops, &len) on a datagram rsocket gives what it
+ * dropped (rsocket(7), rgetsockopt(3)). */
+#define SS_DGRAM_DROPS 0x5344
+struct ss_dgram_drops {
+  uint64_t overflow;  /* the receive ring was full (as of the last datagram received) */
+  uint64_t malformed; /* not a datagram of ours: short, wrong tag or header, family mismatch */
 };
 
 int rsetsockopt(int socket, int level, int optname,

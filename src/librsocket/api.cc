@@ -16,6 +16,7 @@
 
 #include "include/rdma/rsocket.h"
 #include "core/base/fd_table.h"
+#include "librsocket/dgram_dispatch.h"
 #include "librsocket/fork.h"
 #include "librsocket/poll.h"
 #include "librsocket/socket.h"
@@ -24,6 +25,7 @@
 
 using ss::FdKind;
 using ss::FdTable;
+using ss::rs::DgramSocket;
 using ss::rs::Socket;
 
 namespace {
@@ -67,18 +69,47 @@ std::shared_ptr<Socket> lookup(int fd) {
   return FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
 }
 
-// edge() around CALL on fd's rsocket; EBADF when fd is none.
-template <Cancel C = Cancel::kNo, typename Call>
-auto on_socket(int fd, Call&& call) noexcept(C == Cancel::kNo) {
-  return edge<C>([&]() -> decltype(call(std::declval<Socket&>())) {
-    auto s = lookup(fd);
-    return s ? call(*s) : -EBADF;
+// edge() around STREAM or DGRAM on fd's rsocket of that type; EBADF when
+// fd is neither. `check` (0 or -errno) vets the arguments first, once fd
+// is known to be an rsocket, as the kernel looks at the descriptor first.
+template <Cancel C = Cancel::kNo, typename Stream, typename Dgram>
+auto on_either(int fd, Stream&& stream, Dgram&& dgram, int check = 0) noexcept(C == Cancel::kNo) {
+  return edge<C>([&]() -> decltype(stream(std::declval<Socket&>())) {
+    if (auto s = lookup(fd)) return check ? check : stream(*s);
+    if (auto d = ss::rs::lookup_dgram(fd)) return check ? check : dgram(*d);
+    return -EBADF;
   });
+}
+
+// What a datagram rsocket does not do (listen, accept, riomap).
+template <typename T = int>
+T not_on_datagrams(DgramSocket&) {
+  return -EOPNOTSUPP;
+}
+
+// A one-buffer send or receive as the msghdr a datagram rsocket takes.
+msghdr one_buffer(iovec* iov, const void* buf, size_t len, const sockaddr* name,
+                  socklen_t namelen) {
+  *iov = {const_cast<void*>(buf), len};
+  msghdr m{};
+  m.msg_name = const_cast<sockaddr*>(name);
+  m.msg_namelen = namelen;
+  m.msg_iov = iov;
+  m.msg_iovlen = 1;
+  return m;
+}
+
+// rreadv's and rwritev's buffers as the msghdr a datagram rsocket takes.
+msghdr iov_only(const iovec* iov, int iovcnt) {
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = static_cast<size_t>(iovcnt);
+  return m;
 }
 
 int accept_common(int socket, struct sockaddr* addr, socklen_t* addrlen, int flags) {
   auto s = lookup(socket);
-  if (!s) return -EBADF;
+  if (!s) return ss::rs::lookup_dgram(socket) ? -EOPNOTSUPP : -EBADF;
   std::shared_ptr<Socket> child;
   int rc = s->accept(&child, addr, addrlen, flags);
   if (rc) return rc;
@@ -101,7 +132,14 @@ SS_EXPORT int rsocket(int domain, int type, int protocol) noexcept {
     const int flags = type & (SOCK_NONBLOCK | SOCK_CLOEXEC);
     type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (domain != AF_INET && domain != AF_INET6) return -EAFNOSUPPORT;
-    if (type == SOCK_DGRAM) return -ENOTSUP;  // datagram rsockets: not yet
+    if (type == SOCK_DGRAM) {
+      if (protocol != 0 && protocol != IPPROTO_UDP) return -EPROTONOSUPPORT;
+      std::shared_ptr<DgramSocket> d;
+      if (int rc = DgramSocket::create(domain, flags, &d)) return rc;
+      // On failure the object closes its descriptor.
+      if (int rc = FdTable::instance().insert(d->fd(), FdKind::kRsocketDgram, d)) return rc;
+      return d->fd();
+    }
     if (type != SOCK_STREAM) return -ESOCKTNOSUPPORT;
     if (protocol != 0 && protocol != IPPROTO_TCP) return -EPROTONOSUPPORT;
     // A kernel socket names the rsocket: a unique descriptor, the port
@@ -127,11 +165,14 @@ SS_EXPORT int rsocket(int domain, int type, int protocol) noexcept {
 }
 
 SS_EXPORT int rbind(int socket, const struct sockaddr* addr, socklen_t addrlen) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.bind(addr, addrlen); });
+  return on_either(
+      socket, [&](Socket& s) { return s.bind(addr, addrlen); },
+      [&](DgramSocket& d) { return d.bind(addr, addrlen); });
 }
 
 SS_EXPORT int rlisten(int socket, int backlog) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.listen(backlog); });
+  return on_either(
+      socket, [&](Socket& s) { return s.listen(backlog); }, not_on_datagrams<>);
 }
 
 SS_EXPORT int raccept(int socket, struct sockaddr* addr, socklen_t* addrlen) {
@@ -139,11 +180,15 @@ SS_EXPORT int raccept(int socket, struct sockaddr* addr, socklen_t* addrlen) {
 }
 
 SS_EXPORT int rconnect(int socket, const struct sockaddr* addr, socklen_t addrlen) {
-  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) { return s.connect(addr, addrlen); });
+  return on_either<Cancel::kPoint>(
+      socket, [&](Socket& s) { return s.connect(addr, addrlen); },
+      [&](DgramSocket& d) { return d.connect(addr, addrlen); });
 }
 
 SS_EXPORT int rshutdown(int socket, int how) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.shutdown(how); });
+  return on_either(
+      socket, [&](Socket& s) { return s.shutdown(how); },
+      [&](DgramSocket& d) { return d.shutdown(how); });
 }
 
 SS_EXPORT int rclose(int socket) {
@@ -154,63 +199,85 @@ SS_EXPORT int rclose(int socket) {
       s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
       if (s) s->leave_processes();
     }
-    if (!s) return -EBADF;  // upstream returns a positive EBADF here
+    if (!s) {
+      auto d = FdTable::instance().remove<DgramSocket>(socket, FdKind::kRsocketDgram);
+      if (!d) return -EBADF;  // upstream returns a positive EBADF here
+      d->close();  // the descriptor closes with the last call using it
+      return 0;
+    }
     s->close();
     return 0;
   });
 }
 
-SS_EXPORT ssize_t rrecv(int socket, void* buf, size_t len, int flags) {
-  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
-    if (!buf && len) return -EFAULT;
-    return s.recv(buf, len, flags);
-  });
-}
-
 SS_EXPORT ssize_t rrecvfrom(int socket, void* buf, size_t len, int flags,
                             struct sockaddr* src_addr, socklen_t* addrlen) {
-  ssize_t n = rrecv(socket, buf, len, flags);
-  if (n >= 0 && src_addr && addrlen) *addrlen = 0;  // stream: no source address
-  return n;
+  return on_either<Cancel::kPoint>(
+      socket,
+      [&](Socket& s) -> ssize_t {
+        ssize_t n = s.recv(buf, len, flags);
+        if (n >= 0 && src_addr && addrlen) *addrlen = 0;  // stream: no source address
+        return n;
+      },
+      [&](DgramSocket& d) -> ssize_t {
+        if (src_addr && !addrlen) return -EFAULT;
+        iovec iov;
+        msghdr m = one_buffer(&iov, buf, len, src_addr, src_addr ? *addrlen : 0);
+        ssize_t n = d.recv(&m, flags);
+        if (n >= 0 && src_addr) *addrlen = m.msg_namelen;
+        return n;
+      },
+      !buf && len ? -EFAULT : 0);
+}
+
+SS_EXPORT ssize_t rrecv(int socket, void* buf, size_t len, int flags) {
+  return rrecvfrom(socket, buf, len, flags, nullptr, nullptr);
 }
 
 SS_EXPORT ssize_t rrecvmsg(int socket, struct msghdr* msg, int flags) {
-  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
-    if (!msg) return -EFAULT;
-    if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
-    ssize_t n = s.recvv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
-    if (n >= 0) {
-      msg->msg_flags = 0;
-      msg->msg_controllen = 0;
-      msg->msg_namelen = 0;
-    }
-    return n;
-  });
-}
-
-SS_EXPORT ssize_t rsend(int socket, const void* buf, size_t len, int flags) {
-  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
-    if (!buf && len) return -EFAULT;
-    return s.send(buf, len, flags);
-  });
+  return on_either<Cancel::kPoint>(
+      socket,
+      [&](Socket& s) -> ssize_t {
+        if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
+        ssize_t n = s.recvv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+        if (n >= 0) {
+          msg->msg_flags = 0;
+          msg->msg_controllen = 0;
+          msg->msg_namelen = 0;
+        }
+        return n;
+      },
+      [&](DgramSocket& d) -> ssize_t { return d.recv(msg, flags); }, msg ? 0 : -EFAULT);
 }
 
 SS_EXPORT ssize_t rsendto(int socket, const void* buf, size_t len, int flags,
                           const struct sockaddr* dest_addr, socklen_t addrlen) {
-  if (dest_addr || addrlen) {
-    // a stream socket has its peer already
-    return on_socket<Cancel::kPoint>(socket, [](Socket&) -> ssize_t { return -EISCONN; });
-  }
-  return rsend(socket, buf, len, flags);
+  return on_either<Cancel::kPoint>(
+      socket,
+      [&](Socket& s) -> ssize_t {
+        if (dest_addr || addrlen) return -EISCONN;  // a stream socket has its peer already
+        return s.send(buf, len, flags);
+      },
+      [&](DgramSocket& d) -> ssize_t {
+        iovec iov;
+        return d.send(one_buffer(&iov, buf, len, dest_addr, addrlen), flags);
+      },
+      !buf && len ? -EFAULT : 0);
+}
+
+SS_EXPORT ssize_t rsend(int socket, const void* buf, size_t len, int flags) {
+  return rsendto(socket, buf, len, flags, nullptr, 0);
 }
 
 SS_EXPORT ssize_t rsendmsg(int socket, const struct msghdr* msg, int flags) {
-  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
-    if (!msg) return -EFAULT;
-    if (msg->msg_controllen) return -ENOTSUP;  // no ancillary data
-    if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
-    return s.sendv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
-  });
+  return on_either<Cancel::kPoint>(
+      socket,
+      [&](Socket& s) -> ssize_t {
+        if (msg->msg_controllen) return -ENOTSUP;  // no ancillary data
+        if (msg->msg_iovlen > IOV_MAX) return -EMSGSIZE;
+        return s.sendv(msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+      },
+      [&](DgramSocket& d) -> ssize_t { return d.send(*msg, flags); }, msg ? 0 : -EFAULT);
 }
 
 SS_EXPORT ssize_t rread(int socket, void* buf, size_t count) {
@@ -218,10 +285,13 @@ SS_EXPORT ssize_t rread(int socket, void* buf, size_t count) {
 }
 
 SS_EXPORT ssize_t rreadv(int socket, const struct iovec* iov, int iovcnt) {
-  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
-    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
-    return s.recvv(iov, iovcnt, 0);
-  });
+  return on_either<Cancel::kPoint>(
+      socket, [&](Socket& s) -> ssize_t { return s.recvv(iov, iovcnt, 0); },
+      [&](DgramSocket& d) -> ssize_t {
+        msghdr m = iov_only(iov, iovcnt);
+        return d.recv(&m, 0);
+      },
+      iovcnt < 0 || iovcnt > IOV_MAX ? -EINVAL : 0);
 }
 
 SS_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) {
@@ -229,10 +299,13 @@ SS_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) {
 }
 
 SS_EXPORT ssize_t rwritev(int socket, const struct iovec* iov, int iovcnt) {
-  return on_socket<Cancel::kPoint>(socket, [&](Socket& s) -> ssize_t {
-    if (iovcnt < 0 || iovcnt > IOV_MAX) return -EINVAL;
-    return s.sendv(iov, iovcnt, 0);
-  });
+  return on_either<Cancel::kPoint>(
+      socket, [&](Socket& s) -> ssize_t { return s.sendv(iov, iovcnt, 0); },
+      [&](DgramSocket& d) -> ssize_t {
+        msghdr m = iov_only(iov, iovcnt);
+        return d.send(m, 0);
+      },
+      iovcnt < 0 || iovcnt > IOV_MAX ? -EINVAL : 0);
 }
 
 SS_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) {
@@ -245,21 +318,29 @@ SS_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* excep
 }
 
 SS_EXPORT int rgetpeername(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.getpeername(addr, addrlen); });
+  return on_either(
+      socket, [&](Socket& s) { return s.getpeername(addr, addrlen); },
+      [&](DgramSocket& d) { return d.getpeername(addr, addrlen); });
 }
 
 SS_EXPORT int rgetsockname(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.getsockname(addr, addrlen); });
+  return on_either(
+      socket, [&](Socket& s) { return s.getsockname(addr, addrlen); },
+      [&](DgramSocket& d) { return d.getsockname(addr, addrlen); });
 }
 
 SS_EXPORT int rsetsockopt(int socket, int level, int optname, const void* optval,
                           socklen_t optlen) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.setsockopt(level, optname, optval, optlen); });
+  return on_either(
+      socket, [&](Socket& s) { return s.setsockopt(level, optname, optval, optlen); },
+      [&](DgramSocket& d) { return d.setsockopt(level, optname, optval, optlen); });
 }
 
 SS_EXPORT int rgetsockopt(int socket, int level, int optname, void* optval,
                           socklen_t* optlen) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.getsockopt(level, optname, optval, optlen); });
+  return on_either(
+      socket, [&](Socket& s) { return s.getsockopt(level, optname, optval, optlen); },
+      [&](DgramSocket& d) { return d.getsockopt(level, optname, optval, optlen); });
 }
 
 SS_EXPORT int rfcntl(int socket, int cmd, ...) noexcept {
@@ -267,22 +348,27 @@ SS_EXPORT int rfcntl(int socket, int cmd, ...) noexcept {
   va_start(ap, cmd);
   long arg = (cmd == F_SETFL || cmd == F_SETFD) ? va_arg(ap, long) : 0;
   va_end(ap);
-  return on_socket(socket, [&](Socket& s) { return s.fcntl(cmd, arg); });
+  return on_either(
+      socket, [&](Socket& s) { return s.fcntl(cmd, arg); },
+      [&](DgramSocket& d) { return d.fcntl(cmd, arg); });
 }
 
 SS_EXPORT off_t riomap(int socket, void* buf, size_t len, int prot, int flags,
                        off_t offset) noexcept {
-  return on_socket(socket,
-                   [&](Socket& s) -> off_t { return s.iomap(buf, len, prot, flags, offset); });
+  return on_either(
+      socket, [&](Socket& s) -> off_t { return s.iomap(buf, len, prot, flags, offset); },
+      not_on_datagrams<off_t>);
 }
 
 SS_EXPORT int riounmap(int socket, void* buf, size_t len) noexcept {
-  return on_socket(socket, [&](Socket& s) { return s.iounmap(buf, len); });
+  return on_either(
+      socket, [&](Socket& s) { return s.iounmap(buf, len); }, not_on_datagrams<>);
 }
 
 // size_t, yet upstream's failure is (size_t)-1 with errno, as edge gives.
 SS_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offset,
                           int flags) {
-  return static_cast<size_t>(on_socket<Cancel::kPoint>(
-      socket, [&](Socket& s) -> ssize_t { return s.iowrite(buf, count, offset, flags); }));
+  return static_cast<size_t>(on_either<Cancel::kPoint>(
+      socket, [&](Socket& s) -> ssize_t { return s.iowrite(buf, count, offset, flags); },
+      not_on_datagrams<ssize_t>));
 }

@@ -14,6 +14,14 @@ librsocket_la_SOURCES = \
 	src/librsocket/engine.cc \
 	src/librsocket/data.cc \
 	src/librsocket/iomap.cc \
+	src/librsocket/dgram_wire.h \
+	src/librsocket/dgram_socket.h \
+	src/librsocket/dgram_socket.cc \
+	src/librsocket/dgram_ring.h \
+	src/librsocket/dgram_ring.cc \
+	src/librsocket/dgram_shm.h \
+	src/librsocket/dgram_shm.cc \
+	src/librsocket/dgram_dispatch.h \
 	src/librsocket/options.cc \
 	src/librsocket/poll.h \
 	src/librsocket/poll.cc \

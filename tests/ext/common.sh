@@ -80,6 +80,17 @@ ext_init() {
   echo "$ext_name: library $LIB"
 }
 
+# ext_ipv6_loopback : sets IPV6_SKIP to why ::1 cannot be used on lo, or
+# empty when it can.
+ext_ipv6_loopback() {
+  IPV6_SKIP=
+  if [ "$(cat /proc/sys/net/ipv6/conf/lo/disable_ipv6 2>/dev/null || echo 1)" != 0 ]; then
+    IPV6_SKIP="IPv6 is disabled on lo (or absent)"
+  elif ! ip -6 addr show dev lo 2>/dev/null | grep -q 'inet6 ::1/'; then
+    IPV6_SKIP="lo has no ::1 address"
+  fi
+}
+
 # ext_wait PID : wait for a process this script started and forget it, so
 # the EXIT trap never signals a PID that may since have been reused.
 # Returns its exit code.

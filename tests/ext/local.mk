@@ -7,6 +7,7 @@ ext_test_scripts = \
 	tests/ext/rstream.sh \
 	tests/ext/riostream.sh \
 	tests/ext/rcopy.sh \
+	tests/ext/udpong.sh \
 	tests/ext/netns.sh \
 	tests/ext/no_rdma.sh \
 	tests/ext/demo.sh \
@@ -20,4 +21,4 @@ EXTRA_DIST += tests/ext/common.sh
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
-	no_rdma.sh=60 demo.sh=120 preload.sh=120 preload_netns.sh=60
+	no_rdma.sh=60 demo.sh=120 preload.sh=120 preload_netns.sh=60 udpong.sh=90

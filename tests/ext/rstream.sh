@@ -38,12 +38,7 @@ EXTRA=(
 )
 
 # IPv6 loopback: skipped when the host has none.
-IPV6_SKIP=
-if [ "$(cat /proc/sys/net/ipv6/conf/lo/disable_ipv6 2>/dev/null || echo 1)" != 0 ]; then
-  IPV6_SKIP="IPv6 is disabled on lo (or absent)"
-elif ! ip -6 addr show dev lo 2>/dev/null | grep -q 'inet6 ::1/'; then
-  IPV6_SKIP="lo has no ::1 address"
-fi
+ext_ipv6_loopback
 
 # rstream_case LABEL "FAMILY ARGS..." : one server/client run; sets WHY.
 rstream_case() {

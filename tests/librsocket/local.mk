@@ -26,11 +26,14 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/connect_timeout_test.cc \
 	tests/librsocket/limits_test.cc \
 	tests/librsocket/fork_test.cc \
+	tests/librsocket/dgram_test.cc \
 	tests/librsocket/raw_peer.h
-# Two pure helpers of core the hostile tests call (the shm rendezvous name,
-# rdma_cm event errno) are compiled in rather than exported: no face needs
-# them, and they hold no state a second copy could split.
+# Pure helpers the hostile tests call (core's shm rendezvous name and
+# rdma_cm event errno, librsocket's datagram ring) are compiled in rather
+# than exported: no program needs them, and they hold no state a second
+# copy could split.
 rsocket_conformance_SOURCES += \
 	src/core/prov/shm/rendezvous.cc \
-	src/core/prov/verbs/cm_events.cc
+	src/core/prov/verbs/cm_events.cc \
+	src/librsocket/dgram_ring.cc
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)

@@ -28,6 +28,7 @@ enum class FdKind : uint8_t {
   kRsocket = 1,    // ss::rs::Socket
   kOffloaded = 2,  // a socket a preload serves itself
   kKernel = 3,     // a kernel descriptor a preload passes through (object may be null)
+  kRsocketDgram = 4,  // ss::rs::DgramSocket (a datagram rsocket)
 };
 
 class FdTable {
