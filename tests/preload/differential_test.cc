@@ -16,6 +16,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -274,6 +275,36 @@ TEST(Differential, PselectOverKernelDescriptorsOnly) {
   sigaction(SIGUSR1, &old, nullptr);
   close(pipefd[0]);
   close(pipefd[1]);
+}
+
+// A vfork child shares our memory: its close, dup2 and closefrom before
+// exec (CPython's subprocess with close_fds=True) close its own
+// descriptors only, never the parent's connections or their table.
+[[noreturn]] void close_all_and_exec(int s, int c) {
+  close(s);
+  dup2(0, c);
+  closefrom(3);
+  execl("/bin/true", "true", static_cast<char*>(nullptr));
+  _exit(127);
+}
+
+TEST(Differential, VforkChildClosingEverythingLeavesTheConnection) {
+  Pair p;
+  connect_pair(&p);
+  const int s = p.s, c = p.c;
+  const pid_t pid = vfork();
+  if (pid == 0) close_all_and_exec(s, c);
+  ASSERT_GT(pid, 0) << strerror(errno);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  char b[8];
+  ASSERT_EQ(send(p.c, "ping", 4, MSG_NOSIGNAL), 4) << strerror(errno);
+  ASSERT_EQ(read_full(p.s, b, 4), 4) << strerror(errno);
+  EXPECT_EQ(memcmp(b, "ping", 4), 0);
+  ASSERT_EQ(send(p.s, "pong", 4, MSG_NOSIGNAL), 4) << strerror(errno);
+  ASSERT_EQ(read_full(p.c, b, 4), 4) << strerror(errno);
+  EXPECT_EQ(memcmp(b, "pong", 4), 0);
 }
 
 TEST(Differential, BatchCalls) {
