@@ -78,6 +78,17 @@ int fcntl_any(int fd, int cmd, long arg) {
   return real().fcntl(fd, cmd, arg);
 }
 
+// In a vfork child (which shares our tables): libc's, except that an
+// rsocket's kernel descriptor stays close-on-exec, as set_fd_flags keeps
+// it, so the exec'd program gets EBADF for it.
+int vfork_child_fcntl(int fd, int cmd, long arg) {
+  if (route(fd) == Route::kRsocket) {
+    if (cmd == F_SETFD) arg |= FD_CLOEXEC;
+    if (cmd == F_DUPFD) cmd = F_DUPFD_CLOEXEC;
+  }
+  return real().fcntl(fd, cmd, arg);
+}
+
 }  // namespace
 
 SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen_t* len) noexcept {
@@ -118,6 +129,7 @@ SS_PRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
   va_start(ap, cmd);
   long arg = va_arg(ap, long);
   va_end(ap);
+  if (in_vfork_child()) return vfork_child_fcntl(fd, cmd, arg);
   return fcntl_any(fd, cmd, arg);
 }
 

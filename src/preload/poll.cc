@@ -34,6 +34,19 @@ bool any_ours(const pollfd* fds, nfds_t n) {
   return false;
 }
 
+// The poll events select's three sets ask of fd.
+short set_events(int fd, const fd_set* r, const fd_set* w, const fd_set* x) {
+  return static_cast<short>(((r && FD_ISSET(fd, r)) ? POLLIN : 0) |
+                            ((w && FD_ISSET(fd, w)) ? POLLOUT : 0) |
+                            ((x && FD_ISSET(fd, x)) ? POLLPRI : 0));
+}
+
+bool any_ours(int nfds, const fd_set* r, const fd_set* w, const fd_set* x) {
+  for (int fd = 0; fd < nfds; fd++)
+    if (set_events(fd, r, w, x) && pollable_route(fd)) return true;
+  return false;
+}
+
 }  // namespace
 
 SS_PRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
@@ -55,9 +68,7 @@ SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval*
   bool ours = false;
   try {
     for (int fd = 0; fd < nfds; fd++) {
-      short ev = static_cast<short>(((r && FD_ISSET(fd, r)) ? POLLIN : 0) |
-                                    ((w && FD_ISSET(fd, w)) ? POLLOUT : 0) |
-                                    ((x && FD_ISSET(fd, x)) ? POLLPRI : 0));
+      short ev = set_events(fd, r, w, x);
       if (!ev) continue;
       p.push_back({fd, ev, 0});
       ours = ours || pollable_route(fd);
@@ -105,10 +116,16 @@ SS_PRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigs
 
 SS_PRELOAD_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const timespec* t,
                               const sigset_t* mask) {
-  if (libc_only()) return real().pselect(nfds, r, w, x, t, mask);
+  // Kernel-only sets keep the kernel's atomic mask swap: a program that
+  // unblocks SIGCHLD only inside pselect must not lose it.
+  if (libc_only() || nfds <= 0 || nfds > FD_SETSIZE || !any_ours(nfds, r, w, x))
+    return real().pselect(nfds, r, w, x, t, mask);
   if (bad_timespec(t)) return -1;
   MaskForCall m(mask);
   if (!t) return select(nfds, r, w, x, nullptr);
-  timeval tv{t->tv_sec, static_cast<suseconds_t>((t->tv_nsec + 999) / 1000)};
+  // Rounded up to whole microseconds, carrying into seconds (select
+  // rejects tv_usec 1000000).
+  long usec = (t->tv_nsec + 999) / 1000;
+  timeval tv{t->tv_sec + usec / 1000000, static_cast<suseconds_t>(usec % 1000000)};
   return select(nfds, r, w, x, &tv);
 }

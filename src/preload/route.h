@@ -26,6 +26,13 @@ inline bool library_thread() {
 
 inline bool libc_only() { return t_in_rsocket || library_thread(); }
 
+// True in a vfork child: it shares the parent's memory, so the preload's
+// tables and connections are the parent's. close, close_range, closefrom,
+// dup2/dup3 and fcntl then act as libc alone and touch no table (CPython's
+// subprocess closes every descriptor that way before exec); an rsocket's
+// kernel descriptor and its copies stay close-on-exec there.
+bool in_vfork_child();
+
 class InRsocket {
  public:
   InRsocket() { ++t_in_rsocket; }

@@ -9,11 +9,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <linux/close_range.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -33,6 +35,27 @@
 namespace ss::preload {
 
 thread_local int t_in_rsocket = 0;
+
+namespace {
+
+// This process's pid, recorded at load and in every fork child: a caller
+// whose getpid() differs is a vfork child (or a clone(CLONE_VM) one)
+// running on our memory.
+std::atomic<pid_t> g_pid{0};
+
+void record_pid() { g_pid.store(getpid(), std::memory_order_relaxed); }
+
+__attribute__((constructor)) void record_pid_at_load() {
+  record_pid();
+  pthread_atfork(nullptr, nullptr, record_pid);
+}
+
+}  // namespace
+
+bool in_vfork_child() {
+  const pid_t pid = g_pid.load(std::memory_order_relaxed);
+  return pid != 0 && getpid() != pid;
+}
 
 int close_fd(int fd);
 
@@ -205,8 +228,14 @@ int refuse_dup(int fd, const char* call) {
 int dup_onto(int fd, int fd2, int flags) {
   const char* call = flags < 0 ? "dup2" : "dup3";
   const Route r = route(fd);
-  if (r == Route::kListener) return refuse_dup(fd, call);
   if (fd == fd2) return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+  if (in_vfork_child()) {
+    // libc's, but a copy of an rsocket's kernel descriptor is close-on-exec
+    // (the exec'd program gets EBADF, never a socket that is not the connection).
+    if (r == Route::kRsocket) return real().dup3(fd, fd2, (flags < 0 ? 0 : flags) | O_CLOEXEC);
+    return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+  }
+  if (r == Route::kListener) return refuse_dup(fd, call);
   if (dups::held(fd2)) {
     SS_WARN("librspreload: %s onto fd %d, still held by an rsocket (shared or closing): EBUSY", call, fd2);
     errno = EBUSY;
@@ -327,6 +356,7 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 }
 
 SS_PRELOAD_EXPORT int close(int fd) {
+  if (in_vfork_child()) return real().close(fd);
   if (libc_only()) {
     int rc = real().close(fd);
     dups::release(fd);  // librsocket's own close of a number it held (gone even on EINTR)
@@ -345,7 +375,8 @@ SS_PRELOAD_EXPORT int close(int fd) {
 // close (a number freed under it would be closed again once reused). With
 // CLOSE_RANGE_CLOEXEC only flags change (ours are close-on-exec already).
 SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
-  if (libc_only() || (flags & CLOSE_RANGE_CLOEXEC)) return real().close_range(first, last, flags);
+  if (libc_only() || in_vfork_child() || (flags & CLOSE_RANGE_CLOEXEC))
+    return real().close_range(first, last, flags);
   rlimit lim{};
   unsigned int top = last;
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&

@@ -1,6 +1,7 @@
 // The logger: threshold from SLIPSTREAM_LOG_LEVEL, line format, truncation,
 // errno preservation.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -158,6 +159,25 @@ TEST_F(LogTest, PercentMSeesTheCallersErrno) {
   errno = ENOENT;
   SS_WARN("open: %m");
   EXPECT_EQ(prefix("WARN") + "open: " + strerror(ENOENT) + "\n", cap.text());
+}
+
+// fd 2 a connection (an inetd-style program): a line there would land
+// in the peer's stream, so none is written.
+TEST_F(LogTest, NothingWrittenWhenStderrIsASocket) {
+  fflush(stderr);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  const int saved = dup(STDERR_FILENO);
+  ASSERT_GE(saved, 0);
+  ASSERT_EQ(dup2(sv[0], STDERR_FILENO), STDERR_FILENO);
+  SS_WARN("must not reach the peer");
+  SS_ERROR("nor this");
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  close(sv[0]);  // the peer now sees EOF after whatever was written
+  char b[64];
+  EXPECT_EQ(read(sv[1], b, sizeof b), 0);
+  close(sv[1]);
 }
 
 }  // namespace

@@ -10,11 +10,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -235,6 +237,74 @@ TEST(Differential, PpollAndPselect) {
   timespec bad{0, 1000000000};
   EXPECT_EQ(ppoll(&pf, 1, &bad, nullptr), -1);
   EXPECT_EQ(errno, EINVAL);
+}
+
+// Kernel-only sets: a timeout of 999999999 ns is valid, and the mask is
+// swapped atomically with the wait, so a signal pending before the call
+// and let in by pselect's mask cuts it short at once.
+TEST(Differential, PselectOverKernelDescriptorsOnly) {
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  ASSERT_EQ(write(pipefd[1], "p", 1), 1);
+  fd_set r;
+  FD_ZERO(&r);
+  FD_SET(pipefd[0], &r);
+  timespec ts{0, 999999999};
+  EXPECT_EQ(pselect(pipefd[0] + 1, &r, nullptr, nullptr, &ts, nullptr), 1) << strerror(errno);
+  EXPECT_TRUE(FD_ISSET(pipefd[0], &r));
+  char b;
+  ASSERT_EQ(read(pipefd[0], &b, 1), 1);
+
+  struct sigaction sa {}, old {};
+  sa.sa_handler = [](int) {};
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  sigset_t block, before, during;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &before), 0);
+  ASSERT_EQ(pthread_kill(pthread_self(), SIGUSR1), 0);  // pending, blocked
+  during = before;
+  sigdelset(&during, SIGUSR1);
+  FD_ZERO(&r);
+  FD_SET(pipefd[0], &r);
+  timespec limit{5, 0};  // no data comes: the signal ends it, else a timeout (0)
+  errno = 0;
+  EXPECT_EQ(pselect(pipefd[0] + 1, &r, nullptr, nullptr, &limit, &during), -1);
+  EXPECT_EQ(errno, EINTR);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  sigaction(SIGUSR1, &old, nullptr);
+  close(pipefd[0]);
+  close(pipefd[1]);
+}
+
+// A vfork child shares our memory: its close, dup2 and closefrom before
+// exec (CPython's subprocess with close_fds=True) close its own
+// descriptors only, never the parent's connections or their table.
+[[noreturn]] void close_all_and_exec(int s, int c) {
+  close(s);
+  dup2(0, c);
+  closefrom(3);
+  execl("/bin/true", "true", static_cast<char*>(nullptr));
+  _exit(127);
+}
+
+TEST(Differential, VforkChildClosingEverythingLeavesTheConnection) {
+  Pair p;
+  connect_pair(&p);
+  const int s = p.s, c = p.c;
+  const pid_t pid = vfork();
+  if (pid == 0) close_all_and_exec(s, c);
+  ASSERT_GT(pid, 0) << strerror(errno);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  char b[8];
+  ASSERT_EQ(send(p.c, "ping", 4, MSG_NOSIGNAL), 4) << strerror(errno);
+  ASSERT_EQ(read_full(p.s, b, 4), 4) << strerror(errno);
+  EXPECT_EQ(memcmp(b, "ping", 4), 0);
+  ASSERT_EQ(send(p.s, "pong", 4, MSG_NOSIGNAL), 4) << strerror(errno);
+  ASSERT_EQ(read_full(p.c, b, 4), 4) << strerror(errno);
+  EXPECT_EQ(memcmp(b, "pong", 4), 0);
 }
 
 TEST(Differential, BatchCalls) {

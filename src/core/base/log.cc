@@ -3,6 +3,7 @@
 // LD_PRELOAD wrapper of write() is never re-entered. errno is preserved.
 #include "core/base/log.h"
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -46,6 +47,15 @@ void raw_write(int fd, const char* p, size_t len) {
   }
 }
 
+// fd 2 a socket: an inetd-style program's connection, or under the
+// preload a kernel socket carrying an rsocket's frames. A line written
+// there would corrupt the peer's stream, so it is dropped (there is no
+// log file setting to send it to instead).
+bool stderr_is_socket() {
+  struct stat st;
+  return fstat(STDERR_FILENO, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 }  // namespace
 
 bool enabled(Level level) {
@@ -72,7 +82,7 @@ void write(Level level, const char* fmt, ...) {
   if (len > sizeof buf - 2) len = sizeof buf - 2;
   while (len > static_cast<size_t>(n) && buf[len - 1] == '\n') --len;  // one line only
   buf[len++] = '\n';
-  raw_write(STDERR_FILENO, buf, len);
+  if (!stderr_is_socket()) raw_write(STDERR_FILENO, buf, len);
 }
 
 void reload() { read_threshold(); }
