@@ -213,6 +213,35 @@ TEST_P(DgramTest, UnconnectedSendIsEdestaddrreq) {
   EXPECT_EQ(EDESTADDRREQ, errno) << errstr(errno);
 }
 
+// A destination length the kernel's UDP refuses (beyond a sockaddr_storage,
+// short of the family's) gets its EINVAL over every transport; one it takes
+// (the family's size up to a sockaddr_storage) reaches the same socket.
+TEST_P(DgramTest, DestinationLengthAsTheKernelsUdp) {
+  Addr b;
+  RFd s = bound();
+  RFd r = bound(&b);
+  warm(s, r, b);
+  KFd k = raw_socket();
+  sockaddr_storage room[2] = {};  // what a caller passing 200 bytes owns
+  memcpy(room, &b.ss, b.len);
+  auto* to = reinterpret_cast<sockaddr*>(room);
+  const socklen_t full = family() == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  for (socklen_t len : {socklen_t{200}, socklen_t{sizeof(sockaddr_storage) + 1}, socklen_t(full - 5)}) {
+    errno = 0;
+    EXPECT_EQ(-1, ::sendto(k, "x", 1, 0, to, len)) << len;
+    EXPECT_EQ(EINVAL, errno) << "the kernel, length " << len;
+    errno = 0;
+    EXPECT_EQ(-1, rsendto(s, "x", 1, 0, to, len)) << len;
+    EXPECT_EQ(EINVAL, errno) << "length " << len << ": " << errstr(errno);
+  }
+  for (socklen_t len : {full, socklen_t{sizeof(sockaddr_storage)}}) {
+    ASSERT_EQ(1, rsendto(s, "y", 1, 0, to, len)) << len << ": " << errstr(errno);
+    char c = 0;
+    ASSERT_EQ(1, rrecv(r, &c, 1, 0));
+    EXPECT_EQ('y', c);
+  }
+}
+
 // --- data --------------------------------------------------------------------
 
 TEST_P(DgramTest, SendtoRecvfromKeepsBoundariesAndGivesTheSource) {
