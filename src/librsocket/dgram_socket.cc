@@ -522,10 +522,14 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   return t;
 }
 
-void DgramSocket::after_wait(const WaitTarget&, bool) {
+// As Kick::leave: the wake-up stays readable until the last sleeper
+// leaves (drained earlier, another one asleep on it would miss its
+// datagram), and only a wait on the wait set (a reader's) drains it.
+void DgramSocket::after_wait(const WaitTarget& armed, bool) {
   std::lock_guard<std::mutex> g(recv_mu_);
-  if (--sleeping_ == 0) rx_.set_sleeping(false);
-  if (rx_.event_fd() >= 0) {
+  if (--sleeping_ > 0) return;
+  rx_.set_sleeping(false);
+  if (armed.fd >= 0 && armed.fd == wait_fd_ && rx_.event_fd() >= 0) {
     uint64_t n;
     if (::read(rx_.event_fd(), &n, sizeof n) < 0) {
       // EAGAIN: nobody wrote it

@@ -495,6 +495,33 @@ TEST_P(DgramTest, BlockedReadWokenByDatagramAndByShutdown) {
   EXPECT_EQ(EPIPE, errno) << errstr(errno);
 }
 
+// Several readers asleep on one socket and as many datagrams: every reader
+// gets one (the first one woken must not swallow the others' wake-up).
+TEST_P(DgramTest, EveryBlockedReaderGetsItsDatagram) {
+  constexpr int kReaders = 4, kRounds = 20;
+  Addr b;
+  RFd s = bound();
+  RFd r = bound(&b);
+  warm(s, r, b);
+  std::atomic<int> got{0};
+  EXPECT_TRUE(run_with_timeout(
+      [&] {
+        for (int round = 0; round < kRounds; round++) {
+          std::vector<std::thread> readers;
+          for (int i = 0; i < kReaders; i++)
+            readers.emplace_back([&] {
+              char c;
+              if (rrecv(r, &c, 1, 0) == 1) got++;
+            });
+          usleep(50 * 1000);  // most of them asleep by now
+          for (int i = 0; i < kReaders; i++) rsendto(s, "d", 1, 0, b.sa(), b.len);
+          for (auto& t : readers) t.join();
+        }
+      },
+      60, [&] { rshutdown(r, SHUT_RDWR); }));
+  EXPECT_EQ(kReaders * kRounds, got.load());
+}
+
 // rclose from another thread releases a reader asleep on the socket (the
 // descriptor closes once that call is out).
 TEST_P(DgramTest, RcloseReleasesABlockedReader) {
