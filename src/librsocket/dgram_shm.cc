@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "core/base/config.h"
 #include "core/base/log.h"
@@ -81,6 +83,18 @@ bool local(const sockaddr* a, socklen_t len) {
   bool ok = s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&t), len) == 0;
   if (s >= 0) close(s);
   return ok;
+}
+
+// An eventfd, made non-blocking: an owner handing anything else (a full
+// pipe) could hang our wake-up write, under our lock.
+bool take_event_fd(int fd) {
+  char what[32];
+  char path[32];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(path, what, sizeof what);
+  static constexpr char kEventFd[] = "anon_inode:[eventfd]";
+  return n == sizeof kEventFd - 1 && memcmp(what, kEventFd, sizeof kEventFd - 1) == 0 &&
+         fcntl(fd, F_SETFL, O_NONBLOCK) == 0;
 }
 
 std::string key_of(const sockaddr* a, socklen_t len) {
@@ -200,9 +214,14 @@ void DgramShmSender::dial(const sockaddr* dst, socklen_t len, Dest* d) {
     reinterpret_cast<sockaddr_in*>(&wild)->sin_addr.s_addr = htonl(INADDR_ANY);
   else
     reinterpret_cast<sockaddr_in6*>(&wild)->sin6_addr = in6addr_any;
-  const bool is_local = local(dst, len);
+  // Another host's address is never a rendezvous of ours; an address
+  // seldom becomes local, and a later local owner is found by the next
+  // socket.
+  if (!local(dst, len)) {
+    d->remote = true;
+    return;
+  }
   for (const sockaddr* a : {dst, reinterpret_cast<const sockaddr*>(&wild)}) {
-    if (!is_local) break;  // another host's address: never a rendezvous of ours
     sockaddr_un un;
     socklen_t ulen;
     if (rendezvous(a, &un, &ulen)) break;
@@ -239,7 +258,8 @@ void DgramShmSender::take_answer(Dest* d) {
   bool ok = n == sizeof kAnswer && memcmp(buf, kAnswer, sizeof kAnswer) == 0 && nfds == 2;
   struct stat st {};
   const int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-  ok = ok && fstat(fds[0], &st) == 0 && (fcntl(fds[0], F_GET_SEALS) & want) == want;
+  ok = ok && fstat(fds[0], &st) == 0 && (fcntl(fds[0], F_GET_SEALS) & want) == want &&
+       take_event_fd(fds[1]);
   uint32_t slots = ok ? dgram_ring_slots(static_cast<size_t>(st.st_size)) : 0;
   void* p = slots ? mmap(nullptr, dgram_ring_bytes(slots), PROT_READ | PROT_WRITE, MAP_SHARED,
                          fds[0], 0)
@@ -247,7 +267,11 @@ void DgramShmSender::take_answer(Dest* d) {
   for (int i = 0; i < nfds; i++)
     if (i != 1 || p == MAP_FAILED) ::close(fds[i]);
   if (p == MAP_FAILED) {
-    if (n >= 0) SS_WARN("rsocket: a datagram peer's ring answer was refused; using UDP");
+    if (n >= 0) {
+      refused_++;
+      if (!warned_) SS_WARN("rsocket: a datagram peer's ring answer was refused; using UDP");
+      warned_ = true;
+    }
     forget(d);
     return;
   }
@@ -257,10 +281,26 @@ void DgramShmSender::take_answer(Dest* d) {
   d->event_fd = fds[1];
 }
 
+// A new destination past the bound first drops those holding no ring
+// (other hosts', owners not answering): one sending to many addresses
+// keeps a bounded map, and at worst dials some of them again.
+DgramShmSender::Dest& DgramShmSender::dest_of(const sockaddr* dst, socklen_t len) {
+  constexpr size_t kMaxIdle = 256;
+  std::string key = key_of(dst, len);
+  auto it = dests_.find(key);
+  if (it != dests_.end()) return it->second;
+  if (dests_.size() >= kMaxIdle) {
+    for (auto i = dests_.begin(); i != dests_.end();)
+      i = i->second.ring || i->second.ufd >= 0 ? std::next(i) : dests_.erase(i);
+  }
+  return dests_[std::move(key)];
+}
+
 int DgramShmSender::send(const sockaddr* dst, socklen_t dst_len, const sockaddr* src,
                          const iovec* iov, size_t iovcnt, size_t len) {
   std::lock_guard<std::mutex> g(mu_);
-  Dest& d = dests_[key_of(dst, dst_len)];
+  Dest& d = dest_of(dst, dst_len);
+  if (d.remote) return 0;
   if (!d.ring) {
     if (d.ufd < 0) {
       if (std::chrono::steady_clock::now() < d.retry_at) return 0;

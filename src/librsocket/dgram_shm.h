@@ -75,6 +75,16 @@ class DgramShmSender {
   // `src`: our own name, as the receiver reports it.
   int send(const sockaddr* dst, socklen_t dst_len, const sockaddr* src, const iovec* iov,
            size_t iovcnt, size_t len);
+  // Destinations remembered (tests: the count stays bounded).
+  size_t destinations() {
+    std::lock_guard<std::mutex> g(mu_);
+    return dests_.size();
+  }
+  // Owners' answers refused (not a sealed ring and an eventfd).
+  uint64_t refused() {
+    std::lock_guard<std::mutex> g(mu_);
+    return refused_;
+  }
 
  private:
   struct Dest {
@@ -84,14 +94,18 @@ class DgramShmSender {
     uint32_t slots = 0;
     int event_fd = -1;
     pid_t owner = 0;
+    bool remote = false;  // another host's address: UDP for good
     uint32_t pushes = 0;
     std::chrono::steady_clock::time_point retry_at{};
   };
   void dial(const sockaddr* dst, socklen_t len, Dest* d);
   void take_answer(Dest* d);
   void forget(Dest* d);
+  Dest& dest_of(const sockaddr* dst, socklen_t len);
   std::mutex mu_;
-  std::map<std::string, Dest> dests_;
+  std::map<std::string, Dest> dests_;  // bounded: dest_of
+  uint64_t refused_ = 0;
+  bool warned_ = false;
 };
 
 }  // namespace ss::rs

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -79,6 +80,18 @@ int iov_total(const iovec* iov, size_t n, size_t* total) {
 }
 
 int os_result(int rc) { return rc < 0 ? -errno : rc; }
+
+// The length of a destination as the kernel's UDP takes it: EINVAL beyond
+// a sockaddr_storage or short of its family's (sockaddr_in6 without its
+// scope id passes, RFC 2133's size); else the family's own size, so one
+// address is always one key to the shared-memory sender.
+int dest_len(const sockaddr* a, socklen_t len) {
+  if (len > sizeof(sockaddr_storage)) return -EINVAL;
+  if (a->sa_family == AF_INET) return len < sizeof(sockaddr_in) ? -EINVAL : int(sizeof(sockaddr_in));
+  if (a->sa_family == AF_INET6)
+    return len < offsetof(sockaddr_in6, sin6_scope_id) ? -EINVAL : int(sizeof(sockaddr_in6));
+  return static_cast<int>(len);
+}
 }  // namespace
 
 int DgramSocket::create(int domain, int flags, std::shared_ptr<DgramSocket>* out) {
@@ -207,6 +220,8 @@ ssize_t DgramSocket::send(const msghdr& msg, int flags) {
   uint8_t version;
   if (msg.msg_name) {
     if (msg.msg_namelen < sizeof(sa_family_t)) return -EINVAL;
+    if (int rc = dest_len(static_cast<const sockaddr*>(msg.msg_name), msg.msg_namelen); rc < 0)
+      return rc;
     version = dgram_ip_version(static_cast<const sockaddr*>(msg.msg_name));
     if (!version) return -EAFNOSUPPORT;
   } else {
@@ -215,9 +230,10 @@ ssize_t DgramSocket::send(const msghdr& msg, int flags) {
   }
   if (shm_) {
     sockaddr_storage dst{}, self{};
-    socklen_t dlen = msg.msg_namelen;
+    socklen_t dlen;
     if (msg.msg_name) {
-      memcpy(&dst, msg.msg_name, std::min<size_t>(dlen, sizeof dst));
+      memcpy(&dst, msg.msg_name, msg.msg_namelen);  // checked above: it fits
+      dlen = static_cast<socklen_t>(dest_len(reinterpret_cast<sockaddr*>(&dst), msg.msg_namelen));
     } else {
       dlen = sizeof dst;
       if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&dst), &dlen) < 0) return -errno;
@@ -506,10 +522,14 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   return t;
 }
 
-void DgramSocket::after_wait(const WaitTarget&, bool) {
+// As Kick::leave: the wake-up stays readable until the last sleeper
+// leaves (drained earlier, another one asleep on it would miss its
+// datagram), and only a wait on the wait set (a reader's) drains it.
+void DgramSocket::after_wait(const WaitTarget& armed, bool) {
   std::lock_guard<std::mutex> g(recv_mu_);
-  if (--sleeping_ == 0) rx_.set_sleeping(false);
-  if (rx_.event_fd() >= 0) {
+  if (--sleeping_ > 0) return;
+  rx_.set_sleeping(false);
+  if (armed.fd >= 0 && armed.fd == wait_fd_ && rx_.event_fd() >= 0) {
     uint64_t n;
     if (::read(rx_.event_fd(), &n, sizeof n) < 0) {
       // EAGAIN: nobody wrote it

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "librsocket/dgram_ring.h"
+#include "librsocket/dgram_shm.h"
 #include "tests/librsocket/conformance.h"
 
 using namespace rsconf;
@@ -211,6 +212,35 @@ TEST_P(DgramTest, UnconnectedSendIsEdestaddrreq) {
   errno = 0;
   EXPECT_EQ(-1, rsendmsg(s, &m, 0));
   EXPECT_EQ(EDESTADDRREQ, errno) << errstr(errno);
+}
+
+// A destination length the kernel's UDP refuses (beyond a sockaddr_storage,
+// short of the family's) gets its EINVAL over every transport; one it takes
+// (the family's size up to a sockaddr_storage) reaches the same socket.
+TEST_P(DgramTest, DestinationLengthAsTheKernelsUdp) {
+  Addr b;
+  RFd s = bound();
+  RFd r = bound(&b);
+  warm(s, r, b);
+  KFd k = raw_socket();
+  sockaddr_storage room[2] = {};  // what a caller passing 200 bytes owns
+  memcpy(room, &b.ss, b.len);
+  auto* to = reinterpret_cast<sockaddr*>(room);
+  const socklen_t full = family() == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  for (socklen_t len : {socklen_t{200}, socklen_t{sizeof(sockaddr_storage) + 1}, socklen_t(full - 5)}) {
+    errno = 0;
+    EXPECT_EQ(-1, ::sendto(k, "x", 1, 0, to, len)) << len;
+    EXPECT_EQ(EINVAL, errno) << "the kernel, length " << len;
+    errno = 0;
+    EXPECT_EQ(-1, rsendto(s, "x", 1, 0, to, len)) << len;
+    EXPECT_EQ(EINVAL, errno) << "length " << len << ": " << errstr(errno);
+  }
+  for (socklen_t len : {full, socklen_t{sizeof(sockaddr_storage)}}) {
+    ASSERT_EQ(1, rsendto(s, "y", 1, 0, to, len)) << len << ": " << errstr(errno);
+    char c = 0;
+    ASSERT_EQ(1, rrecv(r, &c, 1, 0));
+    EXPECT_EQ('y', c);
+  }
 }
 
 // --- data --------------------------------------------------------------------
@@ -464,6 +494,33 @@ TEST_P(DgramTest, BlockedReadWokenByDatagramAndByShutdown) {
   errno = 0;
   EXPECT_EQ(-1, rsend(s, "x", 1, 0));
   EXPECT_EQ(EPIPE, errno) << errstr(errno);
+}
+
+// Several readers asleep on one socket and as many datagrams: every reader
+// gets one (the first one woken must not swallow the others' wake-up).
+TEST_P(DgramTest, EveryBlockedReaderGetsItsDatagram) {
+  constexpr int kReaders = 4, kRounds = 20;
+  Addr b;
+  RFd s = bound();
+  RFd r = bound(&b);
+  warm(s, r, b);
+  std::atomic<int> got{0};
+  EXPECT_TRUE(run_with_timeout(
+      [&] {
+        for (int round = 0; round < kRounds; round++) {
+          std::vector<std::thread> readers;
+          for (int i = 0; i < kReaders; i++)
+            readers.emplace_back([&] {
+              char c;
+              if (rrecv(r, &c, 1, 0) == 1) got++;
+            });
+          usleep(50 * 1000);  // most of them asleep by now
+          for (int i = 0; i < kReaders; i++) rsendto(s, "d", 1, 0, b.sa(), b.len);
+          for (auto& t : readers) t.join();
+        }
+      },
+      60, [&] { rshutdown(r, SHUT_RDWR); }));
+  EXPECT_EQ(kReaders * kRounds, got.load());
 }
 
 // rclose from another thread releases a reader asleep on the socket (the
@@ -878,6 +935,103 @@ TEST_P(DgramTest, TransportCarriesTheDatagrams) {
     ASSERT_EQ(4, rrecv(s, buf, sizeof buf, 0));
     EXPECT_EQ(0, memcmp(buf, "pong", 4));
   }
+}
+
+// The shared-memory sender on its own (compiled into this binary as the
+// ring is): what it remembers, and what it takes from an owner.
+sockaddr_in v4(const char* ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+// Sending to many addresses that no owner here answers (TEST-NET-1: no
+// host of ours) keeps the sender's map bounded. send() itself sends
+// nothing: it only says "over UDP".
+TEST(DgramShmSenderTest, UnansweredDestinationsStayBounded) {
+  ss::rs::DgramShmSender tx;
+  sockaddr_in self = v4("127.0.0.1", 9);
+  char c = 'x';
+  iovec v{&c, 1};
+  for (int i = 0; i < 2000; i++) {
+    sockaddr_in dst = v4("192.0.2.1", static_cast<uint16_t>(1000 + i));
+    EXPECT_EQ(0, tx.send(reinterpret_cast<sockaddr*>(&dst), sizeof dst,
+                         reinterpret_cast<sockaddr*>(&self), &v, 1, 1));
+  }
+  EXPECT_LE(tx.destinations(), 300u);
+}
+
+// A same-user owner answering with a ring and a full blocking pipe where
+// the eventfd belongs: refused (counted), the datagram goes over UDP, and
+// the sender never blocks in its wake-up write.
+TEST(DgramShmSenderTest, AnOwnerHandingAPipeIsRefused) {
+  KFd udp(::socket(AF_INET, SOCK_DGRAM, 0));
+  Addr name = loopback(AF_INET);
+  ASSERT_EQ(0, ::bind(udp, name.sa(), name.len));
+  name.len = sizeof name.ss;
+  ASSERT_EQ(0, ::getsockname(udp, name.sa(), &name.len));
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  int n = snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "slipstream/dgram/127.0.0.1/%u", name.port());
+  KFd listener(::socket(AF_UNIX, SOCK_SEQPACKET, 0));
+  ASSERT_EQ(0, ::bind(listener, reinterpret_cast<sockaddr*>(&un),
+                      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)));
+  ASSERT_EQ(0, ::listen(listener, 4));
+
+  ss::rs::DgramShmSender tx;
+  sockaddr_in self = v4("127.0.0.1", 9);
+  char c = 'x';
+  iovec v{&c, 1};
+  auto send = [&] {
+    return tx.send(name.sa(), name.len, reinterpret_cast<sockaddr*>(&self), &v, 1, 1);
+  };
+  ASSERT_EQ(0, send());  // dialled; not answered yet
+  KFd conn(::accept(listener, nullptr, nullptr));
+  ASSERT_GE(conn.get(), 0);
+  // A sealed ring whose owner "sleeps", and a full pipe.
+  const uint32_t slots = 2;
+  const size_t bytes = ss::rs::dgram_ring_bytes(slots);
+  KFd memfd(memfd_create("hostile-ring", MFD_ALLOW_SEALING));
+  ASSERT_EQ(0, ftruncate(memfd, static_cast<off_t>(bytes)));
+  ASSERT_EQ(0, fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+  void* ring = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  ASSERT_NE(MAP_FAILED, ring);
+  ss::rs::dgram_ring_init(ring, slots);
+  static_cast<ss::rs::DgramRingHeader*>(ring)->sleepers.store(1);
+  int pp[2];
+  ASSERT_EQ(0, pipe(pp));
+  KFd rd(pp[0]), wr(pp[1]);
+  ASSERT_EQ(0, fcntl(wr, F_SETFL, O_NONBLOCK));
+  std::vector<char> junk(65536);
+  while (::write(wr, junk.data(), junk.size()) > 0) {
+  }
+  ASSERT_EQ(0, fcntl(wr, F_SETFL, 0));  // blocking again, and full
+  char answer[4] = {'S', 'S', 'D', 'R'};
+  iovec a{answer, sizeof answer};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &a;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = sizeof ctl;
+  cmsghdr* cm = CMSG_FIRSTHDR(&m);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  int fds[2] = {memfd.get(), wr.get()};
+  memcpy(CMSG_DATA(cm), fds, sizeof fds);
+  ASSERT_EQ(4, ::sendmsg(conn, &m, 0));
+
+  int rc = -1;
+  EXPECT_TRUE(run_with_timeout([&] { rc = send(); }, 20, [&] {
+    while (::read(rd, junk.data(), junk.size()) == static_cast<ssize_t>(junk.size())) {
+    }
+  }));
+  EXPECT_EQ(0, rc) << "the hostile ring was taken";
+  EXPECT_EQ(1u, tx.refused());
+  munmap(ring, bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DgramTest,
