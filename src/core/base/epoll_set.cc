@@ -39,11 +39,16 @@ int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
   if (fd == epfd_) return -EINVAL;  // a set in itself
   std::shared_ptr<Pollable> obj = fd >= 0 ? table.get_pollable(fd) : nullptr;
   // A set that holds this one, at any depth (or nested too deep), as the
-  // kernel: ELOOP. Looked at before taking mu_ (the other set locks its own).
+  // kernel: ELOOP. Looked at before taking mu_ (the other set locks its own),
+  // under one global lock held until the insert, as the kernel's epnested
+  // mutex: "A into B" and "B into A" at once cannot both pass the check.
   constexpr int kMaxNesting = 4;
-  if (auto* inner = dynamic_cast<EpollSet*>(obj.get());
-      inner && op == EPOLL_CTL_ADD && inner->reaches(this, kMaxNesting))
-    return -ELOOP;
+  static std::mutex nesting;
+  std::unique_lock<std::mutex> nest(nesting, std::defer_lock);
+  if (auto* inner = dynamic_cast<EpollSet*>(obj.get()); inner && op == EPOLL_CTL_ADD) {
+    nest.lock();
+    if (inner->reaches(this, kMaxNesting)) return -ELOOP;
+  }
   std::lock_guard<std::mutex> g(mu_);
   Member* m = find(fd);
   if (m && m->obj.expired()) {  // closed since: gone from the set, as in the kernel
