@@ -5,7 +5,9 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -61,6 +63,25 @@ class EpollSetTest : public ::testing::Test {
       act();
     });
     std::multiset<uint64_t> got = wait(kLongMs);
+    t.join();
+    return got;
+  }
+  // As wait_until, but the wait has no timeout: after act(), a watchdog
+  // gives the sleeper kLongMs, then wakes it through the pipe (tag 99).
+  std::multiset<uint64_t> wait_watched(FakePollable* fake, const std::function<void()>& act) {
+    EXPECT_EQ(ctl(EPOLL_CTL_ADD, pipe_[0], EPOLLIN, 99), 0);
+    const int armed = fake->armed;
+    std::atomic<bool> back{false};
+    std::thread t([&] {
+      while (fake->armed == armed) std::this_thread::yield();
+      act();
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLongMs);
+      while (!back.load() && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!back.load()) put_pipe();
+    });
+    std::multiset<uint64_t> got = wait(-1);
+    back.store(true);
     t.join();
     return got;
   }
@@ -196,6 +217,32 @@ TEST_F(EpollSetTest, SleeperWokenByAKickAndByTheKernelPart) {
   EXPECT_EQ(a->armed, a->disarmed);
   a->set_ready(0);
   EXPECT_EQ(wait_until(a.get(), [&] { put_pipe(); }), Tags{2});
+}
+
+// A sleep is armed from the members it saw: one added, or a one-shot one
+// re-armed, while the thread sleeps must wake it. The sleeper waits with
+// no timeout and no wake-up interval (kSleepAtOnce); a watchdog writes the
+// pipe (tag 99) if it is still asleep after kLongMs, so a missed wake-up
+// shows as 99 among the tags, never as a hang.
+TEST_F(EpollSetTest, SleeperSeesAMemberAddedDuringItsSleep) {
+  std::shared_ptr<FakePollable> a, idle;
+  int fa = add(&a), fi = add(&idle);
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, fi, EPOLLIN, 2), 0);  // armed: the thread sleeps
+  a->set_ready(POLLIN);
+  EXPECT_EQ(wait_watched(idle.get(), [&] { EXPECT_EQ(ctl(EPOLL_CTL_ADD, fa, EPOLLIN, 1), 0); }),
+            Tags{1});
+}
+
+TEST_F(EpollSetTest, SleeperSeesAOneShotMemberRearmedDuringItsSleep) {
+  std::shared_ptr<FakePollable> a, idle;
+  int fa = add(&a), fi = add(&idle);
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, fi, EPOLLIN, 2), 0);
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, fa, EPOLLIN | EPOLLONESHOT, 1), 0);
+  a->set_ready(POLLIN);
+  EXPECT_EQ(wait(0), Tags{1});  // reported: disabled until MOD
+  EXPECT_EQ(wait_watched(idle.get(),
+                         [&] { EXPECT_EQ(ctl(EPOLL_CTL_MOD, fa, EPOLLIN | EPOLLONESHOT, 1), 0); }),
+            Tags{1});
 }
 
 TEST_F(EpollSetTest, NestedThroughTheRealEpollFd) {

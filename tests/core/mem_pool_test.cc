@@ -327,6 +327,46 @@ TEST(PoolRecycleTest, ReleasedFramesGoToTheRecyclerFirst) {
   EXPECT_EQ(p->free_count(), 16u);
 }
 
+// A recycler that notes any call running once it counts as destroyed.
+class WatchedRecycler : public Recycler {
+ public:
+  void recycle(Buffer&) override {  // leaves the frame: the free list takes it
+    if (dead.load()) called_after.store(true);
+    calls.fetch_add(1);
+    for (int i = 0; i < 4; i++) std::this_thread::yield();  // a call in progress
+    if (dead.load()) called_after.store(true);
+  }
+  std::atomic<bool> dead{false}, called_after{false};
+  std::atomic<int> calls{0};
+};
+
+// set_recycler(nullptr) returns only once no release is inside the old
+// recycler (the XdpQueue destroys its own right after): never called after.
+TEST(PoolRecycleTest, ClearedRecyclerIsNeverCalledAfterSetReturns) {
+  constexpr int kRounds = 200, kThreads = 2;
+  auto p = make_pool(256, 64, 1, 32);
+  ASSERT_TRUE(p);
+  for (int round = 0; round < kRounds; round++) {
+    auto r = std::make_unique<WatchedRecycler>();
+    p->set_recycler(r.get());
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; t++)
+      threads.emplace_back([&] {
+        while (!stop.load()) p->get().reset();
+      });
+    while (r->calls.load() < 8) std::this_thread::yield();
+    p->set_recycler(nullptr);
+    r->dead.store(true);  // destroyed, as far as the pool may know
+    const int calls = r->calls.load();
+    for (int i = 0; i < 100 && r->calls.load() == calls; i++) std::this_thread::yield();
+    stop.store(true);
+    for (auto& th : threads) th.join();
+    ASSERT_FALSE(r->called_after.load()) << "round " << round;
+    EXPECT_EQ(r->calls.load(), calls);
+  }
+}
+
 // Four threads get, share, hand over, lend and give back frames at once;
 // each frame is owned by one thread at a time (tags survive) and every frame
 // is back at the end.

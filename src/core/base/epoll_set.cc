@@ -39,11 +39,16 @@ int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
   if (fd == epfd_) return -EINVAL;  // a set in itself
   std::shared_ptr<Pollable> obj = fd >= 0 ? table.get_pollable(fd) : nullptr;
   // A set that holds this one, at any depth (or nested too deep), as the
-  // kernel: ELOOP. Looked at before taking mu_ (the other set locks its own).
+  // kernel: ELOOP. Looked at before taking mu_ (the other set locks its own),
+  // under one global lock held until the insert, as the kernel's epnested
+  // mutex: "A into B" and "B into A" at once cannot both pass the check.
   constexpr int kMaxNesting = 4;
-  if (auto* inner = dynamic_cast<EpollSet*>(obj.get());
-      inner && op == EPOLL_CTL_ADD && inner->reaches(this, kMaxNesting))
-    return -ELOOP;
+  static std::mutex nesting;
+  std::unique_lock<std::mutex> nest(nesting, std::defer_lock);
+  if (auto* inner = dynamic_cast<EpollSet*>(obj.get()); inner && op == EPOLL_CTL_ADD) {
+    nest.lock();
+    if (inner->reaches(this, kMaxNesting)) return -ELOOP;
+  }
   std::lock_guard<std::mutex> g(mu_);
   Member* m = find(fd);
   if (m && m->obj.expired()) {  // closed since: gone from the set, as in the kernel
@@ -59,10 +64,12 @@ int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
     case EPOLL_CTL_ADD:
       if (m) return -EEXIST;
       members_.push_back({fd, ev->events, ev->data, obj});
+      kick_.wake();  // a sleeper armed before the add looks again
       return 0;
     case EPOLL_CTL_MOD:
       if (!m) return -ENOENT;
       *m = {fd, ev->events, ev->data, m->obj};  // re-armed: edge state and one-shot reset
+      kick_.wake();
       return 0;
     case EPOLL_CTL_DEL:
       if (!m) return -ENOENT;
@@ -118,8 +125,12 @@ int EpollSet::collect(epoll_event* events, int max) {
   return n;
 }
 
-bool EpollSet::arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<Pollable>>* held) {
+bool EpollSet::arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<Pollable>>* held,
+                   bool* joined) {
   sleep->add_kernel(epfd_, POLLIN);
+  // The members change (ctl) while this thread sleeps: their kick wakes it.
+  *joined = kick_.join() == 0;
+  if (*joined) sleep->add_kernel(kick_.fd(), POLLIN);
   held->clear();
   for (Member& m : members_) {
     std::shared_ptr<Pollable> obj = m.obj.lock();
@@ -138,14 +149,22 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
   if (maxevents <= 0) return -EINVAL;
   if (!events) return -EFAULT;
   std::vector<std::shared_ptr<Pollable>> held;  // alive while armed
+  bool joined = false;                          // a waiter of kick_ since the last arm
+  auto leave = [&] {  // mu_ held
+    if (!joined) return;
+    pollfd k{kick_.fd(), POLLIN, 0};
+    kick_.leave(::poll(&k, 1, 0) > 0 && (k.revents & POLLIN));
+    joined = false;
+  };
   // One waiter at a time looks at the members (their edge and one-shot
   // state); the lock is not held across the sleep.
-  return look_spin_sleep(
+  int rc = look_spin_sleep(
       timeout, timing,
       [&] {
         int n;
         {
           std::lock_guard<std::mutex> g(mu_);
+          leave();
           n = collect(events, maxevents);
         }
         if (n == maxevents) return n;
@@ -155,8 +174,11 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
       },
       [&](SleepSet* sleep, int* ms) {
         std::lock_guard<std::mutex> g(mu_);
-        return arm(sleep, ms, &held);
+        return arm(sleep, ms, &held, &joined);
       });
+  std::lock_guard<std::mutex> g(mu_);
+  leave();  // an interrupted sleep returns without a last look
+  return rc;
 }
 
 short EpollSet::readiness(short events) {
@@ -249,16 +271,19 @@ WaitTarget EpollSet::wait_target(short events, int* sleep_ms) {
     if (!watch(t.fd, t.events, a.get())) cut();
     if (t.kick_fd >= 0 && !watch(t.kick_fd, POLLIN, a.get())) cut();
   }
-  WaitTarget out{arm_fd_, POLLIN, -1};
+  // As in wait(): a ctl during the sleep kicks it.
+  a->joined = kick_.join() == 0;
+  WaitTarget out{arm_fd_, POLLIN, a->joined ? kick_.fd() : -1};
   out.tag = reinterpret_cast<uintptr_t>(a.release());
   return out;
 }
 
-void EpollSet::after_wait(const WaitTarget& armed, bool) {
+void EpollSet::after_wait(const WaitTarget& armed, bool kicked) {
   std::unique_ptr<Arming> a(reinterpret_cast<Arming*>(armed.tag));
   if (!a) return;
   leave_members(a.get());
   std::lock_guard<std::mutex> g(mu_);
+  if (a->joined) kick_.leave(kicked);
   unwatch(a.get());
 }
 

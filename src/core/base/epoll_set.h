@@ -17,6 +17,7 @@
 
 #include "core/base/api.h"
 #include "core/base/fd_table.h"
+#include "core/base/kick.h"
 #include "core/base/mixed_poll.h"
 #include "core/base/pollable.h"
 
@@ -96,6 +97,7 @@ class EpollSet final : public Pollable {
   struct Arming {
     std::vector<std::pair<std::shared_ptr<Pollable>, WaitTarget>> armed;
     std::vector<int> watched;
+    bool joined = false;  // a waiter of kick_
   };
   // The fd joins arm_fd_ for one more sleep (mu_ held); false if it cannot.
   bool watch(int fd, short events, Arming* a);
@@ -104,11 +106,14 @@ class EpollSet final : public Pollable {
   void unwatch(Arming* a);
   // Ready Pollable members into events[0..max): the count.
   int collect(epoll_event* events, int max);
-  bool arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<Pollable>>* held);
+  // `joined`: this thread became a waiter of kick_ (it leaves after the sleep).
+  bool arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<Pollable>>* held,
+           bool* joined);
 
   const int epfd_;
-  std::mutex mu_;  // members_
+  std::mutex mu_;  // members_, kick_
   std::vector<Member> members_;
+  Kick kick_;  // woken by ctl ADD/MOD: sleepers armed from the old members look again
   size_t next_ = 0;  // where collect() starts: no member starves the others
   int arm_fd_ = -1;  // made at the first nested sleep
   std::map<int, std::pair<int, uint32_t>> watched_;  // fd in arm_fd_ -> sleepers, events

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "core/base/api.h"
 #include "core/mem/buffer.h"
@@ -77,9 +78,13 @@ class Pool {
   // Deregisters every chunk from r and frees its index: 0 or -ENOENT.
   int remove_registrar(Registrar* r);
 
-  // r (or nullptr) sees released frames from now on; r must stay alive
-  // until it is replaced and no release that may have seen it is running.
-  void set_recycler(Recycler* r) { recycler_.store(r, std::memory_order_release); }
+  // r (or nullptr) sees released frames from now on. Returns once no
+  // release is inside the previous one (recycle never blocks: a short
+  // wait), so the previous one may be destroyed then.
+  void set_recycler(Recycler* r) {
+    recycler_.store(r, std::memory_order_seq_cst);
+    while (in_recycler_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  }
 
   size_t frame_size() const { return size_t{1} << frame_shift_; }
   size_t headroom() const { return headroom_; }
@@ -132,6 +137,9 @@ class Pool {
   Registrar* registrars_[kMaxRegistrars] = {};
 
   std::atomic<Recycler*> recycler_{nullptr};
+  // Releases between their load of recycler_ and the end of its recycle():
+  // raised before the load, so set_recycler() sees it or they see the new one.
+  std::atomic<int> in_recycler_{0};
 
   // The shared free list: a Treiber stack of frame indices (+1) in the low
   // 32 bits, a change count in the high 32 against ABA.

@@ -54,6 +54,7 @@ struct RingStats {
   uint64_t rx_dropped_no_fill = 0;    // arrived while the fill ring was empty
   uint64_t rx_dropped_rx_full = 0;    // arrived while the rx ring was full
   uint64_t fill_full = 0;             // frames refused by a full fill ring
+  uint64_t rx_dropped_bad_desc = 0;   // rx descriptor outside its frame: refilled
 };
 
 class RingQueue {

@@ -170,6 +170,9 @@ void XdpQueue::recycle(Buffer& frame) {
 int XdpQueue::rx(Buffer* out, int max) {
   if (!out || max < 0) return -EINVAL;
   for (int i = 0; i < max; i++) out[i].reset();  // never release under the lock
+  // Bad descriptors' frames the fill ring had no room for: released after
+  // the lock (declared before it), to the free list.
+  std::vector<Buffer> refused;
   std::lock_guard lock(mu_);
   uint32_t idx = 0;
   const uint32_t got = xsk_ring_cons__peek(&rx_, static_cast<uint32_t>(max), &idx);
@@ -179,7 +182,17 @@ int XdpQueue::rx(Buffer* out, int max) {
     Buffer& slot = in_fill_[index_of(d->addr)];
     if (!slot) continue;  // a frame we never gave: cannot happen with a sane kernel
     const uint64_t in_frame = d->addr & ((uint64_t{1} << shift_) - 1);
-    if (slot.set_view(in_frame, d->len)) continue;
+    if (slot.set_view(in_frame, d->len)) {
+      // A descriptor outside its frame: dropped, the frame straight back to
+      // the fill ring (parked, it would shrink the fill supply for good).
+      stats_.rx_dropped_bad_desc++;
+      Buffer back = std::move(slot);
+      if (fill_locked(&back, 1) != 1) {
+        stats_.fill_full++;
+        refused.push_back(std::move(back));
+      }
+      continue;
+    }
     out[n++] = std::move(slot);
   }
   xsk_ring_cons__release(&rx_, got);
