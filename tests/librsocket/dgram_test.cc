@@ -263,7 +263,7 @@ TEST_P(DgramTest, SendtoRecvfromKeepsBoundariesAndGivesTheSource) {
     ssize_t n = rrecvfrom(r, buf, sizeof buf, 0, src.sa(), &src.len);
     ASSERT_EQ(static_cast<ssize_t>(sizes[i]), n) << "datagram " << i << ": " << errstr(errno);
     std::vector<uint8_t> d = datagram(i, sizes[i]);
-    EXPECT_EQ(0, memcmp(d.data(), buf, d.size())) << "datagram " << i;
+    EXPECT_TRUE(d.empty() || memcmp(d.data(), buf, d.size()) == 0) << "datagram " << i;
     EXPECT_TRUE(same_endpoint(src, a)) << src.str() << " vs " << a.str();
   }
 }
