@@ -56,6 +56,7 @@ bool dgram_ring_push(void* ring, uint32_t slots, const uint8_t* src_addr, uint8_
   memcpy(s->addr, src_addr, version == 4 ? 4 : 16);
   size_t off = 0;
   for (size_t i = 0; i < iovcnt; i++) {
+    if (iov[i].iov_len == 0) continue;  // its base may be null
     memcpy(s->data + off, iov[i].iov_base, iov[i].iov_len);
     off += iov[i].iov_len;
   }

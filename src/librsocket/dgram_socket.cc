@@ -352,6 +352,7 @@ ssize_t DgramSocket::try_recv(msghdr* msg, int flags) {
     size_t off = 0;
     for (size_t i = 0; i < msg->msg_iovlen && off < payload; i++) {
       size_t n = std::min(payload - off, msg->msg_iov[i].iov_len);
+      if (n == 0) continue;  // an empty iovec's base may be null
       memcpy(msg->msg_iov[i].iov_base, s->data + off, n);
       off += n;
     }
