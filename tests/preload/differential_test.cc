@@ -420,6 +420,43 @@ TEST(Differential, SendfileOffsets) {
   close(f);
 }
 
+// Linux does not send from a socket or a pipe: ESPIPE with an offset,
+// EINVAL without, whatever the destination, and the bytes stay unread.
+TEST(Differential, SendfileFromAConnectionIsRefused) {
+  Pair p;
+  connect_pair(&p);
+  Pair q;
+  connect_pair(&q);
+  ASSERT_EQ(send(p.c, "abc", 3, 0), 3);
+  char path[] = "/tmp/ss-diff-XXXXXX";
+  int f = mkstemp(path);
+  ASSERT_GE(f, 0);
+  unlink(path);
+  off_t off = 0;
+  for (int out : {q.c, f, p.l}) {
+    EXPECT_EQ(sendfile(out, p.s, nullptr, 3), -1) << "out " << out;
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(sendfile(out, p.s, &off, 3), -1) << "out " << out;
+    EXPECT_EQ(errno, ESPIPE);
+  }
+  EXPECT_EQ(sendfile(q.c, p.l, nullptr, 3), -1);  // a listener as the source
+  EXPECT_EQ(errno, EINVAL);
+  int pp[2];
+  ASSERT_EQ(pipe(pp), 0);  // a pipe as the source
+  ASSERT_EQ(write(pp[1], "d", 1), 1);
+  EXPECT_EQ(sendfile(q.c, pp[0], nullptr, 1), -1);
+  EXPECT_EQ(errno, EINVAL);
+  char d;
+  EXPECT_EQ(read(pp[0], &d, 1), 1);
+  close(pp[0]);
+  close(pp[1]);
+  EXPECT_EQ(off, 0);
+  char b[3];
+  ASSERT_EQ(read_full(p.s, b, 3), 3);
+  EXPECT_EQ(memcmp(b, "abc", 3), 0);
+  close(f);
+}
+
 std::atomic<int> g_sigpipes{0};
 
 TEST(Differential, SendAfterPeerClosedRaisesSigpipe) {
