@@ -1,6 +1,7 @@
 #include "preload/dup.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +27,17 @@ std::mutex mu;
 std::map<const void*, Group> groups;  // by rsocket object
 std::set<int> held_fds;  // parked or lingering
 std::atomic<size_t> n_held{0};  // held_fds.size(), read without the lock
+
+// A fork child has only the forking thread: mu is taken around fork so
+// the child's tables are whole and its first dup or close does not wait
+// for a thread that is not there. Registered after the fd table's
+// (urcu's) handlers, so ours run before theirs: a thread inside mu may
+// need urcu's locks. No one holding librsocket's fork TableGuard takes
+// mu, so its handler may run after ours.
+__attribute__((constructor)) void lock_around_fork() {
+  FdTable::instance();
+  pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
+}
 
 std::shared_ptr<Pollable> pollable_of(int fd) { return FdTable::instance().get_pollable(fd); }
 

@@ -307,6 +307,38 @@ TEST(Differential, VforkChildClosingEverythingLeavesTheConnection) {
   EXPECT_EQ(memcmp(b, "pong", 4), 0);
 }
 
+// A fork while another thread duplicates and closes a connection: the
+// child's own dup and close of it go through, whatever that thread was
+// doing at the fork (a child stuck on a lock held at the fork dies of
+// its alarm and fails the test).
+TEST(Differential, ForkWhileAnotherThreadDuplicates) {
+  Pair p;
+  connect_pair(&p);
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) {
+      int d = dup(p.c);
+      if (d >= 0) close(d);
+    }
+  });
+  int failed_children = 0;
+  for (int i = 0; i < 200 && !failed_children; i++) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(10);
+      int d = dup(p.c);
+      _exit(d >= 0 && close(d) == 0 ? 0 : 1);
+    }
+    ASSERT_GT(pid, 0) << strerror(errno);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed_children++;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(failed_children, 0);
+}
+
 TEST(Differential, BatchCalls) {
   Pair p;
   connect_pair(&p);
