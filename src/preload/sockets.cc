@@ -178,10 +178,13 @@ int sleep_until_readable(Entry& e) {
 }
 
 // Whichever comes first: an rsocket peer (librsocket's accept queue) or
-// a plain TCP client (the kernel's).
+// a plain TCP client (the kernel's). The Entry is held throughout and
+// both queues are reached through its own numbers, so a close of `fd` by
+// another thread leaves this accept waiting on the listener, as Linux's
+// accept holds its file, and never on a socket that took the number.
 int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
   auto e = entry(fd);
-  if (!e) return real().accept4(fd, addr, len, flags);
+  if (!e || e->state.load() != Entry::State::kListener) return real().accept4(fd, addr, len, flags);
   for (;;) {
     {
       InRsocket in;
@@ -189,7 +192,7 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
       if (c >= 0) return take_rsocket(c, flags);
       if (errno != EAGAIN) return -1;
     }
-    int c = real().accept4(fd, addr, len, flags);
+    int c = real().accept4(e->kernel_fd(), addr, len, flags);
     if (c >= 0) {
       stats::count_kernel();
       return c;
@@ -249,14 +252,15 @@ int dup_onto(int fd, int fd2, int flags) {
 
 }  // namespace
 
+Entry::~Entry() {
+  if (rs_fd < 0) return;
+  InRsocket in;
+  rclose(rs_fd);
+}
+
 void to_kernel_listener(int fd, bool restore_blocking) {
   auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
-  if (!e || e->rs_fd < 0) return;
-  {
-    InRsocket in;
-    rclose(e->rs_fd);
-  }
-  if (!restore_blocking) return;
+  if (!e || e->rs_fd < 0 || !restore_blocking) return;
   int fl = real().fcntl(fd, F_GETFL);
   if (fl >= 0) real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
