@@ -46,7 +46,9 @@ class InRsocket {
 // that poll, select and epoll see a listener's two queues as one: readable
 // when the kernel listener or the rsocket listener has a connection.
 struct Entry final : Pollable {
-  enum class State { kFresh, kListener };
+  // kStopped: out of the table, listening ended (shutdown, a kernel epoll
+  // set): an accept still holding it sees the kernel socket only.
+  enum class State { kFresh, kListener, kStopped };
   std::atomic<State> state{State::kFresh};
   int fd = -1;  // the program's descriptor (the kernel socket)
   int domain = 0;
@@ -109,6 +111,10 @@ int set_fd_flags(int fd, int flags);
 // in progress may hold it); `restore_blocking`: the program's O_NONBLOCK
 // goes back on the kernel socket (whose open file fork children may share).
 void to_kernel_listener(int fd, bool restore_blocking);
+
+// shutdown() of listener `fd`: SHUT_RD (or SHUT_RDWR) stops both
+// listeners, and the socket is fresh again (it may listen or connect).
+int shutdown_listener(int fd, int how);
 
 // close() of epoll set `fd` (the table forgets it, the kernel closes it).
 int close_epoll(int fd);

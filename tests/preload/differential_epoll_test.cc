@@ -396,6 +396,44 @@ TEST(DifferentialEpoll, ListenerClosedUnderABlockedAccept) {
     if (fd >= 0) close(fd);
 }
 
+// shutdown of a listener as Linux: SHUT_WR changes nothing; SHUT_RD
+// stops it: a blocked accept wakes with EINVAL, later accepts fail with
+// EINVAL, a new client is refused (rsocket peers included); it may
+// listen again.
+TEST(DifferentialEpoll, ShutdownStopsAListener) {
+  uint16_t port = 0;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0);
+  sockaddr_in a = loopback(port);
+  EXPECT_EQ(shutdown(l, SHUT_WR), 0);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  int s = accept(l, nullptr, nullptr);
+  EXPECT_GE(s, 0) << strerror(errno);
+  auto* acc = new Acceptor(l);
+  ASSERT_TRUE(wait_until_in_accept(acc->tid));
+  EXPECT_EQ(shutdown(l, SHUT_RD), 0);
+  ASSERT_TRUE(Acceptor::finish(acc, kLongMs));
+  EXPECT_EQ(acc->got.load(), -1);
+  EXPECT_EQ(acc->err.load(), EINVAL);
+  delete acc;
+  int c2 = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_EQ(connect(c2, reinterpret_cast<sockaddr*>(&a), sizeof a), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  EXPECT_EQ(accept(l, nullptr, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  // It may listen again (on a new port: an ephemeral one is given back).
+  ASSERT_EQ(listen(l, 4), 0) << strerror(errno);
+  socklen_t alen = sizeof a;
+  ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&a), &alen), 0);
+  int c3 = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(c3, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  int s3 = accept(l, nullptr, nullptr);
+  EXPECT_GE(s3, 0) << strerror(errno);
+  for (int fd : {s3, c3, c2, s, c, l})
+    if (fd >= 0) close(fd);
+}
+
 TEST(DifferentialEpoll, ListenerInASet) {
   uint16_t port = 0;
   int l = make_listener(SOCK_NONBLOCK, &port);
