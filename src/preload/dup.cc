@@ -108,11 +108,17 @@ int close_last(int fd) {
   return rclose(fd);
 }
 
-void release(int fd) {
-  if (!n_held) return;
-  std::lock_guard<std::mutex> g(mu);
-  held_fds.erase(fd);
-  n_held = held_fds.size();
+int close_released(int fd) {
+  if (n_held) {
+    // Freed and no longer held in one step, as held() sees it: a thread
+    // given the number by the kernel finds it free.
+    std::lock_guard<std::mutex> g(mu);
+    if (held_fds.erase(fd)) {
+      n_held = held_fds.size();
+      return real().close(fd);  // gone even on EINTR
+    }
+  }
+  return real().close(fd);
 }
 
 bool last_descriptor(int fd) {
@@ -129,10 +135,10 @@ bool held(int fd) {
 }
 
 int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep) {
-  {
-    std::lock_guard<std::mutex> g(mu);
-    keep.insert(held_fds.begin(), held_fds.end());
-  }
+  // Held throughout: a number librsocket frees meanwhile would otherwise
+  // be skipped though the program may have it already.
+  std::lock_guard<std::mutex> g(mu);
+  keep.insert(held_fds.begin(), held_fds.end());
   unsigned int from = first;
   for (int p : keep) {
     const unsigned int u = static_cast<unsigned int>(p);

@@ -382,11 +382,7 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 
 SS_PRELOAD_EXPORT int close(int fd) {
   if (in_vfork_child()) return real().close(fd);
-  if (libc_only()) {
-    int rc = real().close(fd);
-    dups::release(fd);  // librsocket's own close of a number it held (gone even on EINTR)
-    return rc;
-  }
+  if (libc_only()) return dups::close_released(fd);  // librsocket's own close
   if (route(fd) == Route::kKernel && dups::held(fd)) {
     errno = EBADF;  // closed already as the program sees it; librsocket closes it
     return -1;

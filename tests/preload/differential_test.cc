@@ -431,6 +431,33 @@ TEST(Differential, SecondCloseIsEbadf) {
   p.c = -1;
 }
 
+// Connections close in one thread while another takes and closes
+// numbers: a number the kernel hands out is the program's at once, never
+// refused (EBADF, EBUSY) as one still in use for a closing connection.
+TEST(Differential, FreedNumbersAreFreeAtOnce) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> refused{0}, taken{0};
+  std::thread taker([&] {
+    const int null_fd = open("/dev/null", O_RDONLY);
+    while (!stop) {
+      int fd = open("/dev/null", O_RDONLY);
+      if (fd < 0) continue;
+      taken++;
+      if (dup2(null_fd, fd) != fd) refused++;
+      if (close(fd) != 0) refused++;
+    }
+    close(null_fd);
+  });
+  for (int i = 0; i < 300 && !refused; i++) {
+    Pair p;
+    connect_pair(&p);
+  }
+  stop = true;
+  taker.join();
+  EXPECT_GT(taken.load(), 0);
+  EXPECT_EQ(refused.load(), 0);
+}
+
 TEST(Differential, SendfileOffsets) {
   Pair p;
   connect_pair(&p);
