@@ -452,6 +452,7 @@ TEST(Differential, FreedNumbersAreFreeAtOnce) {
     Pair p;
     connect_pair(&p);
   }
+  while (!taken) usleep(1000);
   stop = true;
   taker.join();
   EXPECT_GT(taken.load(), 0);
