@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -149,10 +150,23 @@ SS_PRELOAD_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buf
   return recvfrom(fd, buf, n, flags, from, from_len);
 }
 
+// Linux refuses a socket (a connection's kernel socket above all, which
+// must never be read here), a pipe or a directory as the source before a
+// byte moves: ESPIPE with an offset on one that cannot seek, EINVAL
+// otherwise. 0 when `in_fd` may be read.
+static int refuse_source(int in_fd, const off_t* offset) {
+  struct stat st {};
+  if (fstat(in_fd, &st)) return -1;
+  if (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISDIR(st.st_mode)) return 0;
+  errno = offset && lseek(in_fd, 0, SEEK_CUR) < 0 ? ESPIPE : EINVAL;
+  return -1;
+}
+
 // To an rsocket: the file's bytes read and sent in pieces. The file
 // position (or *offset, leaving the position alone) moves by what was
 // sent, as sendfile(2) says; upstream's mmap version gets all three wrong.
 static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count) {
+  if (refuse_source(in_fd, offset)) return -1;
   char buf[64 * 1024];
   size_t total = 0;
   while (total < count) {

@@ -1,6 +1,7 @@
 #include "preload/dup.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +27,17 @@ std::mutex mu;
 std::map<const void*, Group> groups;  // by rsocket object
 std::set<int> held_fds;  // parked or lingering
 std::atomic<size_t> n_held{0};  // held_fds.size(), read without the lock
+
+// A fork child has only the forking thread: mu is taken around fork so
+// the child's tables are whole and its first dup or close does not wait
+// for a thread that is not there. Registered after the fd table's
+// (urcu's) handlers, so ours run before theirs: a thread inside mu may
+// need urcu's locks. No one holding librsocket's fork TableGuard takes
+// mu, so its handler may run after ours.
+__attribute__((constructor)) void lock_around_fork() {
+  FdTable::instance();
+  pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
+}
 
 std::shared_ptr<Pollable> pollable_of(int fd) { return FdTable::instance().get_pollable(fd); }
 
@@ -96,11 +108,17 @@ int close_last(int fd) {
   return rclose(fd);
 }
 
-void release(int fd) {
-  if (!n_held) return;
-  std::lock_guard<std::mutex> g(mu);
-  held_fds.erase(fd);
-  n_held = held_fds.size();
+int close_released(int fd) {
+  if (n_held) {
+    // Freed and no longer held in one step, as held() sees it: a thread
+    // given the number by the kernel finds it free.
+    std::lock_guard<std::mutex> g(mu);
+    if (held_fds.erase(fd)) {
+      n_held = held_fds.size();
+      return real().close(fd);  // gone even on EINTR
+    }
+  }
+  return real().close(fd);
 }
 
 bool last_descriptor(int fd) {
@@ -117,10 +135,10 @@ bool held(int fd) {
 }
 
 int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep) {
-  {
-    std::lock_guard<std::mutex> g(mu);
-    keep.insert(held_fds.begin(), held_fds.end());
-  }
+  // Held throughout: a number librsocket frees meanwhile would otherwise
+  // be skipped though the program may have it already.
+  std::lock_guard<std::mutex> g(mu);
+  keep.insert(held_fds.begin(), held_fds.end());
   unsigned int from = first;
   for (int p : keep) {
     const unsigned int u = static_cast<unsigned int>(p);

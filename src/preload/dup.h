@@ -33,8 +33,9 @@ bool held(int fd);
 // the close lingers.
 int close_last(int fd);
 
-// librsocket closes a number it held (a lingering close ended).
-void release(int fd);
+// librsocket's close of `fd` (a number it held when a lingering close
+// ends): freed and released together.
+int close_released(int fd);
 
 // close_range(2) over [first, last] that leaves held numbers and `skip`
 // open.

@@ -27,7 +27,7 @@ std::shared_ptr<Pollable> rsocket_listener(const Entry& e) {
 }  // namespace
 
 short Entry::readiness(short events) {
-  pollfd p{fd, events, 0};
+  pollfd p{kernel_fd(), events, 0};
   short rev = real().poll(&p, 1, 0) > 0 ? p.revents : 0;
   if (events & POLLIN)
     if (auto rs = rsocket_listener(*this)) {
@@ -38,7 +38,7 @@ short Entry::readiness(short events) {
 }
 
 WaitTarget Entry::wait_target(short events, int* sleep_ms) {
-  const WaitTarget kernel{fd, events, -1};
+  const WaitTarget kernel{kernel_fd(), events, -1};
   auto rs = (events & POLLIN) ? rsocket_listener(*this) : nullptr;
   if (!rs) return kernel;
   WaitTarget t;
@@ -49,7 +49,7 @@ WaitTarget Entry::wait_target(short events, int* sleep_ms) {
   if (t.fd == WaitTarget::kReady) return t;
   if (t.fd < 0) return kernel;  // the rsocket listener changes by itself no more
   if (t.kick_fd < 0 && t.tag == 0) {
-    t.kick_fd = fd;
+    t.kick_fd = kernel_fd();
     t.tag = kKernelInKick;
     return t;
   }
@@ -60,7 +60,7 @@ WaitTarget Entry::wait_target(short events, int* sleep_ms) {
 }
 
 void Entry::after_wait(const WaitTarget& armed, bool kicked) {
-  if (armed.fd == fd) return;  // the kernel socket alone
+  if (armed.fd == kernel_fd()) return;  // the kernel socket alone
   WaitTarget t = armed;
   if (t.tag == kKernelInKick) {
     t.kick_fd = -1;

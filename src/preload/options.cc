@@ -117,9 +117,16 @@ SS_PRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) noexce
 }
 
 SS_PRELOAD_EXPORT int shutdown(int fd, int how) noexcept {
-  if (!rs(fd)) return real().shutdown(fd, how);
-  InRsocket in;
-  return rshutdown(fd, how);
+  switch (route(fd)) {
+    case Route::kRsocket: {
+      InRsocket in;
+      return rshutdown(fd, how);
+    }
+    case Route::kListener:
+      return shutdown_listener(fd, how);
+    default:
+      return real().shutdown(fd, how);
+  }
 }
 
 // The third argument, where there is one, is an int or a pointer: a long

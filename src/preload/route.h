@@ -46,15 +46,32 @@ class InRsocket {
 // that poll, select and epoll see a listener's two queues as one: readable
 // when the kernel listener or the rsocket listener has a connection.
 struct Entry final : Pollable {
-  enum class State { kFresh, kListener };
+  // kStopped: out of the table, listening ended (shutdown, a kernel epoll
+  // set): an accept still holding it sees the kernel socket only.
+  enum class State { kFresh, kListener, kStopped };
   std::atomic<State> state{State::kFresh};
   int fd = -1;  // the program's descriptor (the kernel socket)
   int domain = 0;
   // kListener: the rsocket listening for rsocket peers beside the kernel
   // listening socket (a dup of the program's descriptor), and the
   // program's view of O_NONBLOCK (the kernel socket itself never blocks).
-  int rs_fd = -1;
+  // The Entry owns rs_fd (rclosed with it): an accept holding the Entry
+  // acts on the listener through rs_fd, a number that no other thread's
+  // close can free meanwhile.
+  std::atomic<int> rs_fd{-1};
   std::atomic<bool> nonblock{false};
+
+  Entry() = default;
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
+  ~Entry() override;
+
+  // The kernel socket, by a number valid as long as the Entry: a
+  // listener's own duplicate, else the program's descriptor.
+  int kernel_fd() const {
+    const int r = rs_fd.load();
+    return r >= 0 ? r : fd;
+  }
 
   short readiness(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
@@ -89,10 +106,15 @@ inline Route route(int fd) {
 // inside InRsocket.
 int set_fd_flags(int fd, int flags);
 
-// Listener `fd` becomes a plain kernel listener: its rsocket listener
-// closes; `restore_blocking`: the program's O_NONBLOCK goes back on the
-// kernel socket (whose open file fork children may share).
+// Listener `fd` becomes a plain kernel listener: the table forgets it
+// and its rsocket listener closes with the Entry's last holder (an accept
+// in progress may hold it); `restore_blocking`: the program's O_NONBLOCK
+// goes back on the kernel socket (whose open file fork children may share).
 void to_kernel_listener(int fd, bool restore_blocking);
+
+// shutdown() of listener `fd`: SHUT_RD (or SHUT_RDWR) stops both
+// listeners, and the socket is fresh again (it may listen or connect).
+int shutdown_listener(int fd, int how);
 
 // close() of epoll set `fd` (the table forgets it, the kernel closes it).
 int close_epoll(int fd);

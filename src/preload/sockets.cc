@@ -85,6 +85,17 @@ void apply_sizes(int fd) {
 
 void forget(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
 
+// TCP socket `fd` is watched from now on (Entry kFresh).
+void track_fresh(int fd, int domain) {
+  std::shared_ptr<Entry> e(new (std::nothrow) Entry);
+  if (e) {
+    e->fd = fd;
+    e->domain = domain;
+    if (FdTable::instance().insert(fd, FdKind::kOffloaded, e) == 0) return;
+  }
+  SS_WARN("librspreload: fd %d: cannot track it (out of memory): kernel TCP", fd);
+}
+
 int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   auto e = entry(fd);
   const int fd_flags = real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
@@ -178,18 +189,21 @@ int sleep_until_readable(Entry& e) {
 }
 
 // Whichever comes first: an rsocket peer (librsocket's accept queue) or
-// a plain TCP client (the kernel's).
+// a plain TCP client (the kernel's). The Entry is held throughout and
+// both queues are reached through its own numbers, so a close of `fd` by
+// another thread leaves this accept waiting on the listener, as Linux's
+// accept holds its file, and never on a socket that took the number.
 int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
   auto e = entry(fd);
-  if (!e) return real().accept4(fd, addr, len, flags);
+  if (!e || e->state.load() != Entry::State::kListener) return real().accept4(fd, addr, len, flags);
   for (;;) {
-    {
+    if (e->state.load() == Entry::State::kListener) {
       InRsocket in;
       int c = raccept(e->rs_fd, addr, len);
       if (c >= 0) return take_rsocket(c, flags);
       if (errno != EAGAIN) return -1;
     }
-    int c = real().accept4(fd, addr, len, flags);
+    int c = real().accept4(e->kernel_fd(), addr, len, flags);
     if (c >= 0) {
       stats::count_kernel();
       return c;
@@ -249,16 +263,33 @@ int dup_onto(int fd, int fd2, int flags) {
 
 }  // namespace
 
+Entry::~Entry() {
+  if (rs_fd < 0) return;
+  InRsocket in;
+  rclose(rs_fd);
+}
+
 void to_kernel_listener(int fd, bool restore_blocking) {
   auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
-  if (!e || e->rs_fd < 0) return;
-  {
-    InRsocket in;
-    rclose(e->rs_fd);
-  }
-  if (!restore_blocking) return;
+  if (!e || e->rs_fd < 0 || !restore_blocking) return;
+  e->state = Entry::State::kStopped;
   int fl = real().fcntl(fd, F_GETFL);
   if (fl >= 0) real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+// Linux's SHUT_RD on a listener makes it an unconnected socket again:
+// its pending clients are reset, a blocked accept wakes with EINVAL (the
+// kernel socket's POLLHUP wakes ours) and later ones fail so. The rsocket
+// listener stops with it (closed at its Entry's last holder) and epoll
+// sets forget the listener.
+int shutdown_listener(int fd, int how) {
+  auto e = entry(fd);
+  int rc = real().shutdown(fd, how);
+  if (rc || !e || (how != SHUT_RD && how != SHUT_RDWR)) return rc;
+  leave_epoll_sets(fd);
+  to_kernel_listener(fd, true);
+  track_fresh(fd, e->domain);
+  return 0;
 }
 
 // Closes `fd` whatever it is (also for dup2/dup3 over one of ours).
@@ -295,13 +326,7 @@ SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
   if (fd < 0 || libc_only() || !is_tcp(domain, type, protocol) ||
       !ss_rspreload_setting(SS_RSPRELOAD_ENABLED) || !ss_rspreload_takes(domain, type, protocol))
     return fd;
-  std::shared_ptr<Entry> e(new (std::nothrow) Entry);
-  if (e) {
-    e->fd = fd;
-    e->domain = domain;
-    if (ss::FdTable::instance().insert(fd, ss::FdKind::kOffloaded, e) == 0) return fd;
-  }
-  SS_WARN("librspreload: fd %d: cannot track it (out of memory): kernel TCP", fd);
+  track_fresh(fd, domain);
   return fd;
 }
 
@@ -357,11 +382,7 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 
 SS_PRELOAD_EXPORT int close(int fd) {
   if (in_vfork_child()) return real().close(fd);
-  if (libc_only()) {
-    int rc = real().close(fd);
-    dups::release(fd);  // librsocket's own close of a number it held (gone even on EINTR)
-    return rc;
-  }
+  if (libc_only()) return dups::close_released(fd);  // librsocket's own close
   if (route(fd) == Route::kKernel && dups::held(fd)) {
     errno = EBADF;  // closed already as the program sees it; librsocket closes it
     return -1;

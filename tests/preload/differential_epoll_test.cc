@@ -10,9 +10,11 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <set>
 #include <thread>
 
@@ -24,6 +26,7 @@ using differential::connect_pair;
 using differential::loopback;
 using differential::make_listener;
 using differential::Pair;
+using differential::read_full;
 
 constexpr int kLongMs = 10000;  // a bound, never reached when things work
 
@@ -302,6 +305,134 @@ void accept_under_signals(int flags, bool restarted) {
 TEST(DifferentialEpoll, BlockingAcceptRestartsWithSaRestart) { accept_under_signals(SA_RESTART, true); }
 
 TEST(DifferentialEpoll, BlockingAcceptEintrWithoutSaRestart) { accept_under_signals(0, false); }
+
+// Whether thread `tid` sleeps in accept (or in the poll of the preload's
+// accept): its state and its system call, read until it does.
+bool wait_until_in_accept(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", static_cast<int>(tid));
+  std::set<long> calls = {SYS_accept, SYS_accept4, SYS_ppoll};
+#ifdef SYS_poll
+  calls.insert(SYS_poll);
+#endif
+  for (int i = 0; i < kLongMs; i++) {
+    FILE* f = fopen(path, "r");
+    long nr = -1;
+    if (f) {
+      if (fscanf(f, "%ld", &nr) != 1) nr = -1;
+      fclose(f);
+    }
+    if (calls.count(nr)) return true;
+    usleep(1000);
+  }
+  return false;
+}
+
+// A thread blocked in accept(l), its result in got and err. finish():
+// whether it returned within `ms`; one that did not is left asleep and
+// its Acceptor leaked (the test fails; process exit ends it).
+struct Acceptor {
+  std::atomic<pid_t> tid{0};
+  std::atomic<int> got{-2}, err{0};
+  int done[2] = {-1, -1};
+  std::thread t;
+  explicit Acceptor(int l) {
+    if (pipe(done)) return;
+    t = std::thread([this, l] {
+      tid = static_cast<pid_t>(syscall(SYS_gettid));
+      int c = accept(l, nullptr, nullptr);
+      err = errno;
+      got = c;
+      (void)!write(done[1], "x", 1);
+    });
+    while (!tid) usleep(1000);
+  }
+  static bool finish(Acceptor* a, int ms) {
+    pollfd p{a->done[0], POLLIN, 0};
+    if (poll(&p, 1, ms) != 1) {
+      a->t.detach();
+      return false;
+    }
+    a->t.join();
+    return true;
+  }
+  ~Acceptor() {
+    close(done[0]);
+    close(done[1]);
+  }
+};
+
+// Linux's accept holds its listener: closed by another thread meanwhile,
+// the listener goes on listening while that accept waits, and a client
+// still reaches it through the accept. A socket made meanwhile (on the
+// freed numbers) is never acted on.
+TEST(DifferentialEpoll, ListenerClosedUnderABlockedAccept) {
+  uint16_t port = 0, other_port = 0;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0);
+  auto* acc = new Acceptor(l);
+  ASSERT_TRUE(wait_until_in_accept(acc->tid));
+  ASSERT_EQ(close(l), 0);
+  int other = make_listener(0, &other_port);
+  ASSERT_GE(other, 0);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  ASSERT_TRUE(Acceptor::finish(acc, kLongMs));
+  const int s = acc->got;
+  ASSERT_GE(s, 0) << strerror(acc->err);
+  delete acc;
+  char b[2];
+  ASSERT_EQ(send(c, "hi", 2, 0), 2);
+  ASSERT_EQ(read_full(s, b, 2), 2);
+  EXPECT_EQ(memcmp(b, "hi", 2), 0);
+  // The other listener was left alone: its client waits for it.
+  int c3 = socket(AF_INET, SOCK_STREAM, 0);
+  a = loopback(other_port);
+  ASSERT_EQ(connect(c3, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  int s3 = accept(other, nullptr, nullptr);
+  EXPECT_GE(s3, 0) << strerror(errno);
+  for (int fd : {s3, c3, c, s, other})
+    if (fd >= 0) close(fd);
+}
+
+// shutdown of a listener as Linux: SHUT_WR changes nothing; SHUT_RD
+// stops it: a blocked accept wakes with EINVAL, later accepts fail with
+// EINVAL, a new client is refused (rsocket peers included); it may
+// listen again.
+TEST(DifferentialEpoll, ShutdownStopsAListener) {
+  uint16_t port = 0;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0);
+  sockaddr_in a = loopback(port);
+  EXPECT_EQ(shutdown(l, SHUT_WR), 0);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  int s = accept(l, nullptr, nullptr);
+  EXPECT_GE(s, 0) << strerror(errno);
+  auto* acc = new Acceptor(l);
+  ASSERT_TRUE(wait_until_in_accept(acc->tid));
+  EXPECT_EQ(shutdown(l, SHUT_RD), 0);
+  ASSERT_TRUE(Acceptor::finish(acc, kLongMs));
+  EXPECT_EQ(acc->got.load(), -1);
+  EXPECT_EQ(acc->err.load(), EINVAL);
+  delete acc;
+  int c2 = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_EQ(connect(c2, reinterpret_cast<sockaddr*>(&a), sizeof a), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  EXPECT_EQ(accept(l, nullptr, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  // It may listen again (on a new port: an ephemeral one is given back).
+  ASSERT_EQ(listen(l, 4), 0) << strerror(errno);
+  socklen_t alen = sizeof a;
+  ASSERT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&a), &alen), 0);
+  int c3 = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(c3, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  int s3 = accept(l, nullptr, nullptr);
+  EXPECT_GE(s3, 0) << strerror(errno);
+  for (int fd : {s3, c3, c2, s, c, l})
+    if (fd >= 0) close(fd);
+}
 
 TEST(DifferentialEpoll, ListenerInASet) {
   uint16_t port = 0;

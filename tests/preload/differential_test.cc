@@ -307,6 +307,38 @@ TEST(Differential, VforkChildClosingEverythingLeavesTheConnection) {
   EXPECT_EQ(memcmp(b, "pong", 4), 0);
 }
 
+// A fork while another thread duplicates and closes a connection: the
+// child's own dup and close of it go through, whatever that thread was
+// doing at the fork (a child stuck on a lock held at the fork dies of
+// its alarm and fails the test).
+TEST(Differential, ForkWhileAnotherThreadDuplicates) {
+  Pair p;
+  connect_pair(&p);
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop) {
+      int d = dup(p.c);
+      if (d >= 0) close(d);
+    }
+  });
+  int failed_children = 0;
+  for (int i = 0; i < 200 && !failed_children; i++) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(10);
+      int d = dup(p.c);
+      _exit(d >= 0 && close(d) == 0 ? 0 : 1);
+    }
+    ASSERT_GT(pid, 0) << strerror(errno);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed_children++;
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(failed_children, 0);
+}
+
 TEST(Differential, BatchCalls) {
   Pair p;
   connect_pair(&p);
@@ -399,6 +431,34 @@ TEST(Differential, SecondCloseIsEbadf) {
   p.c = -1;
 }
 
+// Connections close in one thread while another takes and closes
+// numbers: a number the kernel hands out is the program's at once, never
+// refused (EBADF, EBUSY) as one still in use for a closing connection.
+TEST(Differential, FreedNumbersAreFreeAtOnce) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> refused{0}, taken{0};
+  std::thread taker([&] {
+    const int null_fd = open("/dev/null", O_RDONLY);
+    while (!stop) {
+      int fd = open("/dev/null", O_RDONLY);
+      if (fd < 0) continue;
+      taken++;
+      if (dup2(null_fd, fd) != fd) refused++;
+      if (close(fd) != 0) refused++;
+    }
+    close(null_fd);
+  });
+  for (int i = 0; i < 300 && !refused; i++) {
+    Pair p;
+    connect_pair(&p);
+  }
+  while (!taken) usleep(1000);
+  stop = true;
+  taker.join();
+  EXPECT_GT(taken.load(), 0);
+  EXPECT_EQ(refused.load(), 0);
+}
+
 TEST(Differential, SendfileOffsets) {
   Pair p;
   connect_pair(&p);
@@ -417,6 +477,43 @@ TEST(Differential, SendfileOffsets) {
   char b[7];
   ASSERT_EQ(read_full(p.s, b, 7), 7);
   EXPECT_EQ(memcmp(b, "5672345", 7), 0);
+  close(f);
+}
+
+// Linux does not send from a socket or a pipe: ESPIPE with an offset,
+// EINVAL without, whatever the destination, and the bytes stay unread.
+TEST(Differential, SendfileFromAConnectionIsRefused) {
+  Pair p;
+  connect_pair(&p);
+  Pair q;
+  connect_pair(&q);
+  ASSERT_EQ(send(p.c, "abc", 3, 0), 3);
+  char path[] = "/tmp/ss-diff-XXXXXX";
+  int f = mkstemp(path);
+  ASSERT_GE(f, 0);
+  unlink(path);
+  off_t off = 0;
+  for (int out : {q.c, f, p.l}) {
+    EXPECT_EQ(sendfile(out, p.s, nullptr, 3), -1) << "out " << out;
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(sendfile(out, p.s, &off, 3), -1) << "out " << out;
+    EXPECT_EQ(errno, ESPIPE);
+  }
+  EXPECT_EQ(sendfile(q.c, p.l, nullptr, 3), -1);  // a listener as the source
+  EXPECT_EQ(errno, EINVAL);
+  int pp[2];
+  ASSERT_EQ(pipe(pp), 0);  // a pipe as the source
+  ASSERT_EQ(write(pp[1], "d", 1), 1);
+  EXPECT_EQ(sendfile(q.c, pp[0], nullptr, 1), -1);
+  EXPECT_EQ(errno, EINVAL);
+  char d;
+  EXPECT_EQ(read(pp[0], &d, 1), 1);
+  close(pp[0]);
+  close(pp[1]);
+  EXPECT_EQ(off, 0);
+  char b[3];
+  ASSERT_EQ(read_full(p.s, b, 3), 3);
+  EXPECT_EQ(memcmp(b, "abc", 3), 0);
   close(f);
 }
 
