@@ -65,6 +65,15 @@ comm -23 "$T/exported" "$T/imported" >"$T/unused"
 check "every export is imported by one of: ${users[*]##*/}" $?
 sed 's/^/  unused export: /' "$T/unused"
 
+# Packet-ring libraries are the xdp provider's (libslipstream_xdp.la):
+# rsocket programs and everything librspreload runs must not load them.
+for lib in "$CORE" "$FACE"; do
+  readelf -d -W "$lib" | grep NEEDED | grep -E 'lib(xdp|bpf|elf)\.so' >"$T/ring_libs"
+  [ ! -s "$T/ring_libs" ]
+  check "${lib##*/} needs no packet-ring library" $?
+  sed 's/^/  needed: /' "$T/ring_libs"
+done
+
 # The face requires the node from the core.
 readelf -V -W "$FACE" | grep -A20 'File: libslipstream.so.0' | grep -q "Name: $node"
 check "librsocket.so requires $node from libslipstream.so.0" $?

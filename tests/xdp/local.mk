@@ -1,6 +1,7 @@
 # The xdp ring provider over veth between two namespaces the tests make and
 # remove. Needs root (exit 77, skipped, otherwise). Linked with core's
-# objects, as core_unit_tests is (see Makefile.am).
+# objects and the provider's, as core_unit_tests is with core's (see
+# Makefile.am): whole objects, so the provider's Registration runs.
 if HAVE_XDP
 check_PROGRAMS += xdp_ring_tests
 TESTS += xdp_ring_tests
@@ -9,9 +10,12 @@ xdp_ring_tests_SOURCES = \
 	tests/xdp/netns_pair.cc \
 	tests/xdp/xdp_ring_test.cc
 # Another program to attach first: our own object file.
-xdp_ring_tests_CPPFLAGS = $(AM_CPPFLAGS) \
+xdp_ring_tests_CPPFLAGS = $(libslipstream_xdp_la_CPPFLAGS) \
 	-DSS_STEER_OBJ='"$(abs_top_builddir)/src/core/prov/xdp/steer.bpf.o"'
-xdp_ring_tests_LDFLAGS = $(libslipstream_core_la_OBJECTS) $(AM_LDFLAGS)
-EXTRA_xdp_ring_tests_DEPENDENCIES = $(libslipstream_core_la_OBJECTS)
-xdp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) -lgtest $(PTHREAD_LIBS)
+xdp_ring_tests_LDFLAGS = $(libslipstream_core_la_OBJECTS) \
+	$(libslipstream_xdp_la_OBJECTS) $(AM_LDFLAGS)
+EXTRA_xdp_ring_tests_DEPENDENCIES = $(libslipstream_core_la_OBJECTS) \
+	$(libslipstream_xdp_la_OBJECTS)
+xdp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) \
+	$(libslipstream_xdp_la_LIBADD) -lgtest $(PTHREAD_LIBS)
 endif
