@@ -3,9 +3,11 @@
 # rstream latency on the preloaded library against plain kernel sockets).
 # bench/instr.sh counts instructions per call with callgrind (bench/rsocket_instr);
 # bench/ab.sh compares two builds on shm latency over many alternating runs;
-# bench/udpong.sh datagram echo latency and rate against kernel UDP.
+# bench/udpong.sh datagram echo latency and rate against kernel UDP;
+# bench/preload_apps.sh redis and iperf3, plain against preloaded.
 # Nothing here is installed; the scripts are run by hand from the build dir.
-EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh
+EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh \
+	bench/preload_apps.sh
 
 noinst_PROGRAMS += bench/rsocket_instr
 bench_rsocket_instr_SOURCES = bench/rsocket_instr.cc
