@@ -1,14 +1,16 @@
 // Fuzz target: the rsocket protocol engine's view of its peer: the
-// connection data in the peer's hello (save_conn_data) and the immediates,
-// lengths and target-SGL/iomap entries of what the peer writes afterwards
-// (handle_recv, take_target_buffer, the data path). The engine runs as in
-// any program: an rsocket listener on the tcp provider accepts the fuzzer,
-// a raw TCP socket speaking the provider's frames, and the application's
-// calls (rrecv, rsend, rpoll, rshutdown) drive it. The fuzzer knows what
-// the rsocket's reply told it (its buffers' addresses and keys), as any
-// peer does.
+// connection data in the peer's hello or reply (save_conn_data) and the
+// immediates, lengths and target-SGL/iomap entries of what the peer writes
+// afterwards (handle_recv, take_target_buffer, the data path). The engine
+// runs as in any program: an rsocket listener on the tcp provider accepts
+// the fuzzer (or an rsocket connects to it), a raw TCP socket speaking the
+// provider's frames, and the application's calls (rrecv, rsend, rpoll,
+// rshutdown) drive it. The fuzzer knows what the rsocket's own connection
+// data told it (its buffers' addresses and keys), as any peer does.
 //
-// Input: u8 hello length (above 56: 40), the hello's private data, then
+// Input: u8 mode (bit 7 set: the rsocket connects to us and our reply
+// carries the private data; clear: we connect and our hello does; bits
+// 0-6 the private data's length, above 56: 40), the private data, then
 // records, each a tag byte then its bytes:
 //   tag % 8 == 0  raw: u8 n, then n+1 bytes written as they are
 //           == 1  a write: u8 flags (bits 0-1 the target: rbuf, target SGL,
@@ -42,8 +44,10 @@ using namespace ss::prov::util;
 using ss::rs::ConnData;
 
 constexpr uint8_t kTcpHelloTag = 2;  // tcp's hello tag (tcp_endpoint.h)
-int g_listener = -1;
+int g_listener = -1;  // an rsocket listener on tcp
 sockaddr_in g_addr{};
+int g_klistener = -1;  // a kernel listener for rsockets that connect
+sockaddr_in g_kaddr{};
 
 bool send_all(int fd, const void* buf, size_t len) {
   const auto* p = static_cast<const uint8_t*>(buf);
@@ -85,38 +89,85 @@ void drain(int fd) {
   }
 }
 
-// One connection: the hello, the rsocket's reply, the records.
-void play(fuzz::Input& in) {
-  int raw = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (raw < 0) return;
-  int one = 1;
-  setsockopt(raw, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (::connect(raw, reinterpret_cast<sockaddr*>(&g_addr), sizeof g_addr) < 0) {
-    ::close(raw);
-    return;
+// The frame of `type` that must come next: its private data into
+// pdata[kMaxPrivateData]; the length, or -1 (anything else came, or
+// nothing in time).
+int recv_hello(int raw, FrameType type, uint8_t* pdata) {
+  uint8_t hdr[kFrameHeaderSize];
+  FrameHeader h{};
+  if (!recv_exact(raw, hdr, sizeof hdr)) return -1;
+  decode_frame(hdr, &h);
+  if (h.type != type || h.length > ss::prov::kMaxPrivateData ||
+      (type == FrameType::kHelloReply && h.flags) || !recv_exact(raw, pdata, h.length))
+    return -1;
+  return static_cast<int>(h.length);
+}
+
+// The rsocket accepts our connection: our hello carries the fuzzer's
+// connection data; its reply names its buffers. The accepted rsocket, or -1.
+int accept_one(int raw, const uint8_t* pdata, uint8_t plen, ConnData* cd) {
+  if (::connect(raw, reinterpret_cast<sockaddr*>(&g_addr), sizeof g_addr) < 0) return -1;
+  send_frame(raw, {FrameType::kHello, kTcpHelloTag, plen, 0, kHelloVersion, kHelloMagic}, pdata,
+             plen);
+  uint8_t reply[ss::prov::kMaxPrivateData];
+  if (recv_hello(raw, FrameType::kHelloReply, reply) != ss::rs::kConnDataSize) return -1;
+  cd->decode(reply);
+  pollfd lp{g_listener, POLLIN, 0};
+  return rpoll(&lp, 1, 2000) == 1 ? raccept(g_listener, nullptr, nullptr) : -1;
+}
+
+// An rsocket connects to us (a kernel listener): its hello names its
+// buffers; our reply carries the fuzzer's connection data. The connected
+// (or failed) rsocket, or -1; *raw is our end.
+int connect_one(int* raw, const uint8_t* pdata, uint8_t plen, ConnData* cd) {
+  const int s = rsocket(AF_INET, SOCK_STREAM, 0);
+  if (s < 0) return -1;
+  rfcntl(s, F_SETFL, O_NONBLOCK);
+  if (rconnect(s, reinterpret_cast<sockaddr*>(&g_kaddr), sizeof g_kaddr) == 0 ||
+      errno == EINPROGRESS) {
+    pollfd kp{g_klistener, POLLIN, 0};
+    if (poll(&kp, 1, 2000) == 1) *raw = accept4(g_klistener, nullptr, nullptr, SOCK_CLOEXEC);
   }
-  uint8_t plen = in.u8();
+  uint8_t hello[ss::prov::kMaxPrivateData];
+  if (*raw < 0 || recv_hello(*raw, FrameType::kHello, hello) != ss::rs::kConnDataSize) {
+    rclose(s);
+    return -1;
+  }
+  cd->decode(hello);
+  send_frame(*raw, {FrameType::kHelloReply, 0, plen, 0, kHelloVersion, kHelloMagic}, pdata, plen);
+  pollfd p{s, POLLOUT, 0};
+  rpoll(&p, 1, 2000);  // connected, or refused our data
+  return s;
+}
+
+// One connection: the handshake, then the records.
+void play(fuzz::Input& in) {
+  int raw = -1;
+  // Byte 0: bit 7 set, the rsocket connects; the rest, the private data's
+  // length (above 56: 40).
+  const uint8_t mode = in.u8();
+  uint8_t plen = mode & 0x7f;
   if (plen > ss::prov::kMaxPrivateData) plen = ss::rs::kConnDataSize;
   uint8_t pdata[ss::prov::kMaxPrivateData] = {};
   const uint8_t* b;
   const size_t got = in.take(plen, &b);
   memcpy(pdata, b, got);
-  send_frame(raw, {FrameType::kHello, kTcpHelloTag, plen, 0, kHelloVersion, kHelloMagic}, pdata,
-             plen);
-  // The reply: refused, or the rsocket's own connection data.
-  uint8_t hdr[kFrameHeaderSize];
-  FrameHeader h{};
-  uint8_t reply[ss::prov::kMaxPrivateData];
-  if (!recv_exact(raw, hdr, sizeof hdr)) return (void)::close(raw);
-  decode_frame(hdr, &h);
-  if (h.type != FrameType::kHelloReply || h.flags || h.length != ss::rs::kConnDataSize ||
-      !recv_exact(raw, reply, h.length))
-    return (void)::close(raw);
   ConnData cd;
-  cd.decode(reply);
-  pollfd lp{g_listener, POLLIN, 0};
-  const int acc = rpoll(&lp, 1, 2000) == 1 ? raccept(g_listener, nullptr, nullptr) : -1;
-  if (acc < 0) return (void)::close(raw);
+  int acc;
+  if (mode & 0x80) {
+    acc = connect_one(&raw, pdata, plen, &cd);
+  } else {
+    raw = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    acc = raw < 0 ? -1 : accept_one(raw, pdata, plen, &cd);
+  }
+  if (raw >= 0) {
+    int one = 1;
+    setsockopt(raw, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  if (acc < 0) {
+    if (raw >= 0) ::close(raw);
+    return;
+  }
   const ss::rs::RsSge targets[3] = {
       cd.data_buf, cd.target_sgl,
       {cd.target_sgl.addr + sizeof(ss::rs::RsSge) * cd.target_sgl.length, cd.target_sgl.key, 0}};
@@ -178,6 +229,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       rlisten(g_listener, 64) ||
       rgetsockname(g_listener, reinterpret_cast<sockaddr*>(&g_addr), &len) ||
       rfcntl(g_listener, F_SETFL, O_NONBLOCK) < 0)
+    abort();
+  g_klistener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  g_kaddr.sin_family = AF_INET;
+  g_kaddr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  len = sizeof g_kaddr;
+  if (g_klistener < 0 || ::bind(g_klistener, reinterpret_cast<sockaddr*>(&g_kaddr), len) ||
+      ::listen(g_klistener, 64) ||
+      getsockname(g_klistener, reinterpret_cast<sockaddr*>(&g_kaddr), &len))
     abort();
   return 0;
 }
