@@ -58,5 +58,16 @@ fuzz-smoke: fuzz
 	$(FUZZ_RUN) $(FUZZ_BIN_DIR) $(FUZZ_SMOKE_S) $(FUZZ_TARGETS)
 fuzz-long: fuzz
 	$(FUZZ_RUN) $(FUZZ_BIN_DIR) $(FUZZ_S) $(FUZZ_TARGETS)
-.PHONY: fuzz fuzz-smoke fuzz-long
+# Line coverage (llvm-cov) of each target's parser files over a corpus
+# (FUZZ_CORPUS: the seeds; a long run's FUZZ_KEEP directory says more):
+# fuzz-cov/ holds the targets built with clang's source-based coverage.
+FUZZ_CORPUS = $(abs_top_srcdir)/tests/fuzz/corpus
+fuzz-coverage:
+	@mkdir -p fuzz-cov && cd fuzz-cov && \
+	{ test -f Makefile || $(abs_top_srcdir)/configure -q CC=clang CXX=clang++ --enable-fuzzing \
+	  CXXFLAGS='-O1 -g -fprofile-instr-generate -fcoverage-mapping' \
+	  LDFLAGS=-fprofile-instr-generate; } && $(MAKE) $(FUZZ_TARGETS)
+	bash $(top_srcdir)/tests/fuzz/coverage.sh $(abs_top_builddir)/fuzz-cov $(FUZZ_CORPUS) \
+	  $(FUZZ_TARGETS)
+.PHONY: fuzz fuzz-smoke fuzz-long fuzz-coverage
 EXTRA_DIST += tests/fuzz
