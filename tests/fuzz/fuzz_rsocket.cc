@@ -9,9 +9,10 @@
 // data told it (its buffers' addresses and keys), as any peer does.
 //
 // Input: u8 mode (bit 7 set: the rsocket connects to us and our reply
-// carries the private data; clear: we connect and our hello does; bits
-// 0-6 the private data's length, above 56: 40), the private data, then
-// records, each a tag byte then its bytes:
+// carries the private data; clear: we connect and our hello does, its
+// 24-byte header next in the input when bit 6 is set; bits 0-5 the
+// private data's length, above 56: 40), the private data, then records,
+// each a tag byte then its bytes:
 //   tag % 8 == 0  raw: u8 n, then n+1 bytes written as they are
 //           == 1  a write: u8 flags (bits 0-1 the target: rbuf, target SGL,
 //                 iomap table, or u32 key and u64 address from the input;
@@ -105,10 +106,19 @@ int recv_hello(int raw, FrameType type, uint8_t* pdata) {
 
 // The rsocket accepts our connection: our hello carries the fuzzer's
 // connection data; its reply names its buffers. The accepted rsocket, or -1.
-int accept_one(int raw, const uint8_t* pdata, uint8_t plen, ConnData* cd) {
+// `hello`: the hello's header as the input gives it, or null for a good one.
+int accept_one(int raw, const uint8_t* hello, const uint8_t* pdata, uint8_t plen, ConnData* cd) {
   if (::connect(raw, reinterpret_cast<sockaddr*>(&g_addr), sizeof g_addr) < 0) return -1;
-  send_frame(raw, {FrameType::kHello, kTcpHelloTag, plen, 0, kHelloVersion, kHelloMagic}, pdata,
-             plen);
+  if (hello) {
+    // Then our side ends there: a hello that promises more than it brings
+    // is dropped at once, not after the listener's 10 s.
+    send_all(raw, hello, kFrameHeaderSize);
+    send_all(raw, pdata, plen);
+    ::shutdown(raw, SHUT_WR);
+  } else {
+    send_frame(raw, {FrameType::kHello, kTcpHelloTag, plen, 0, kHelloVersion, kHelloMagic}, pdata,
+               plen);
+  }
   uint8_t reply[ss::prov::kMaxPrivateData];
   if (recv_hello(raw, FrameType::kHelloReply, reply) != ss::rs::kConnDataSize) return -1;
   cd->decode(reply);
@@ -143,10 +153,18 @@ int connect_one(int* raw, const uint8_t* pdata, uint8_t plen, ConnData* cd) {
 // One connection: the handshake, then the records.
 void play(fuzz::Input& in) {
   int raw = -1;
-  // Byte 0: bit 7 set, the rsocket connects; the rest, the private data's
+  // Byte 0: bit 7 set, the rsocket connects; bit 6 set (when it does
+  // not), 24 bytes of hello header follow; bits 0-5, the private data's
   // length (above 56: 40).
   const uint8_t mode = in.u8();
-  uint8_t plen = mode & 0x7f;
+  uint8_t hello[kFrameHeaderSize] = {};
+  const bool raw_hello = (mode & 0xc0) == 0x40;
+  if (raw_hello) {
+    const uint8_t* h;
+    const size_t n = in.take(sizeof hello, &h);
+    memcpy(hello, h, n);
+  }
+  uint8_t plen = mode & 0x3f;
   if (plen > ss::prov::kMaxPrivateData) plen = ss::rs::kConnDataSize;
   uint8_t pdata[ss::prov::kMaxPrivateData] = {};
   const uint8_t* b;
@@ -158,7 +176,7 @@ void play(fuzz::Input& in) {
     acc = connect_one(&raw, pdata, plen, &cd);
   } else {
     raw = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    acc = raw < 0 ? -1 : accept_one(raw, pdata, plen, &cd);
+    acc = raw < 0 ? -1 : accept_one(raw, raw_hello ? hello : nullptr, pdata, plen, &cd);
   }
   if (raw >= 0) {
     int one = 1;
