@@ -72,6 +72,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   char tmpl[] = "/tmp/slipstream-fuzz-config.XXXXXX";
   if (!mkdtemp(tmpl)) abort();
   g_dir = tmpl;
+  atexit([] { rmdir(g_dir.c_str()); });  // its files go with each input
   return 0;
 }
 
