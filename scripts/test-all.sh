@@ -3,9 +3,9 @@
 # conformance suites and the external-program tests (make check, gcc with
 # -Werror), the real verbs checks in a Soft-RoCE/Soft-iWARP guest (make
 # check-rxe), the whole tree with clang -Werror and its unit tests, the
-# GoogleTest suites under ASan/UBSan on the host and in the guest, and under
-# ThreadSanitizer on shm and tcp. Every test binary runs under a time limit
-# (tests/run-with-limit.sh). Last line: "N passed, N failed, N skipped".
+# GoogleTest suites under ASan/UBSan on the host and in the guest, under
+# ThreadSanitizer on shm and tcp, and each libFuzzer target briefly. Every
+# test binary runs under a time limit (tests/run-with-limit.sh). Last line: "N passed, N failed, N skipped".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -82,6 +82,20 @@ guest rxe check-rxe
 if variant "${CLANG_BUILD_DIR:-$top/build-clang}" CC=clang CXX=clang++ --enable-werror; then
   check "clang build (-Werror)" TESTS=core_unit_tests
 fi
+
+# libFuzzer (tests/fuzz): `make fuzz-smoke` configures and builds
+# fuzz-build (clang, ASan/UBSan) and runs each parser's target for
+# FUZZ_SMOKE_S seconds from its seed corpus; one count per target, and one
+# failure when the build fails.
+cd "$build"
+make fuzz-smoke >fuzz-smoke.log 2>&1
+fuzz_status=$?
+grep '^fuzz fuzz_' fuzz-smoke.log
+fuzz_pass=$(grep -c '^fuzz fuzz_.*: PASS' fuzz-smoke.log)
+fuzz_fail=$(grep -c '^fuzz fuzz_.*: FAIL' fuzz-smoke.log)
+[ $fuzz_status -eq 0 ] || [ "$fuzz_fail" -gt 0 ] || { fuzz_fail=1; tail -30 fuzz-smoke.log; }
+[ "$fuzz_fail" -eq 0 ] || digest fuzz-smoke.log
+passed=$((passed + fuzz_pass)) failed=$((failed + fuzz_fail))
 
 # ASan/UBSan. Only the in-process suites: a sanitized library cannot be
 # preloaded into uninstrumented programs such as rstream. Then the same

@@ -25,4 +25,5 @@ include tests/ext/local.mk
 include tests/preload/local.mk
 include tests/rxe/local.mk
 include tests/xdp/local.mk
+include tests/fuzz/local.mk
 EXTRA_DIST += tests/common/stderr_capture.h

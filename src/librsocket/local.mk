@@ -34,6 +34,7 @@ librsocket_la_SOURCES = \
 	src/librsocket/preload_hooks.h \
 	src/librsocket/preload_hooks.cc \
 	src/librsocket/preload_settings.cc \
+	src/librsocket/preload_rules.h \
 	src/librsocket/preload_rules.cc \
 	src/librsocket/api.cc
 librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -19,6 +19,7 @@
 
 #include "core/base/log.h"
 #include "librsocket/preload_hooks.h"
+#include "librsocket/preload_rules.h"
 #include "librsocket/settings.h"
 
 #define SS_EXPORT extern "C" __attribute__((visibility("default")))
@@ -29,11 +30,6 @@ namespace {
 
 constexpr int kAny = -1;
 constexpr int kAfIb = 27;  // AF_IB, which older headers lack
-
-struct Rule {
-  std::string program;  // "*" or a case-insensitive prefix of the program's name
-  int domain, type, protocol;
-};
 
 struct Keyword {
   const char* word;
@@ -62,7 +58,13 @@ bool keyword(const char* w, const Keyword (&table)[N], int* out) {
   return false;
 }
 
-std::vector<Rule> rules;
+bool matches(const ss::rs::PreloadRule& r, const char* prog, int domain, int type, int protocol) {
+  if (r.program != "*" && strncasecmp(prog, r.program.c_str(), r.program.size())) return false;
+  return (r.domain == kAny || r.domain == domain) && (r.type == kAny || r.type == type) &&
+         (r.protocol == kAny || r.protocol == protocol);
+}
+
+std::vector<ss::rs::PreloadRule> rules;
 std::once_flag loaded;
 
 void load() {
@@ -70,6 +72,16 @@ void load() {
                      "/preload_config";
   FILE* f = fopen(path.c_str(), "re");
   if (!f) return;
+  rules = ss::rs::read_preload_rules(f, path.c_str());
+  fclose(f);
+}
+
+}  // namespace
+
+namespace ss::rs {
+
+std::vector<PreloadRule> read_preload_rules(FILE* f, const char* path) {
+  std::vector<PreloadRule> out;
   char line[512];
   int n = 0;
   while (fgets(line, sizeof line, f)) {
@@ -77,27 +89,31 @@ void load() {
     char prog[64], dom[16], type[16], proto[16];
     const char* p = line + strspn(line, " \t");
     if (*p == '#' || *p == '\n' || !*p) continue;
-    Rule r;
+    PreloadRule r;
     if (sscanf(p, "%63s %15s %15s %15s", prog, dom, type, proto) != 4 ||
         !keyword(dom, kDomains, &r.domain) || !keyword(type, kTypes, &r.type) ||
         !keyword(proto, kProtocols, &r.protocol)) {
-      SS_WARN("librspreload: %s:%d: not a rule (program domain type protocol): skipped",
-              path.c_str(), n);
+      SS_WARN("librspreload: %s:%d: not a rule (program domain type protocol): skipped", path,
+              n);
       continue;
     }
     r.program = prog;
-    rules.push_back(std::move(r));
+    out.push_back(std::move(r));
   }
-  fclose(f);
+  return out;
 }
 
-bool matches(const Rule& r, const char* prog, int domain, int type, int protocol) {
-  if (r.program != "*" && strncasecmp(prog, r.program.c_str(), r.program.size())) return false;
-  return (r.domain == kAny || r.domain == domain) && (r.type == kAny || r.type == type) &&
-         (r.protocol == kAny || r.protocol == protocol);
+bool preload_rules_take(const std::vector<PreloadRule>& rs, const char* prog, int domain,
+                        int type, int protocol) {
+  if (rs.empty()) return true;
+  type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (protocol == 0) protocol = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
+  for (const PreloadRule& r : rs)
+    if (matches(r, prog, domain, type, protocol)) return true;
+  return false;
 }
 
-}  // namespace
+}  // namespace ss::rs
 
 SS_EXPORT int ss_rspreload_takes(int domain, int type, int protocol) {
   try {
@@ -105,11 +121,6 @@ SS_EXPORT int ss_rspreload_takes(int domain, int type, int protocol) {
   } catch (...) {
     return 1;  // no rules could be read: as with no file
   }
-  if (rules.empty()) return 1;
-  type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (protocol == 0) protocol = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
   const char* prog = program_invocation_short_name ? program_invocation_short_name : "";
-  for (const Rule& r : rules)
-    if (matches(r, prog, domain, type, protocol)) return 1;
-  return 0;
+  return ss::rs::preload_rules_take(rules, prog, domain, type, protocol);
 }

@@ -342,8 +342,9 @@ int ShmEndpoint::post_send(const SendWr& wr) {
     dst = resolve_peer(wr.rkey, wr.remote_addr, len);
   }
   if (dst || len == 0) {
-    // Fast path: the copy is the transfer.
-    for (int i = 0; i < wr.num_sge; i++) {
+    // Fast path: the copy is the transfer (none for an empty message,
+    // whose dst is null: memcpy must not see it).
+    for (int i = 0; len && i < wr.num_sge; i++) {
       memcpy(dst, reinterpret_cast<const void*>(wr.sge[i].addr), wr.sge[i].length);
       dst += wr.sge[i].length;
     }

@@ -1,0 +1,73 @@
+# libFuzzer targets (tests/fuzz/README.md): one per parser, each driving
+# the real parsing code. They need clang's -fsanitize=fuzzer, and the
+# library code they reach instrumented (fuzzer-no-link, ASan, UBSan), so
+# they live in a build directory of their own, configured with
+# --enable-fuzzing: from any other build directory `make fuzz` configures
+# ./fuzz-build (clang, -Werror) and builds them there. `make fuzz-smoke` runs
+# each for FUZZ_SMOKE_S seconds, `make fuzz-long FUZZ_S=600` for FUZZ_S; both
+# start from the seed corpus copied to a temporary directory and fail on any
+# crash, leak or sanitizer report.
+FUZZ_TARGETS = fuzz_config fuzz_tcp_stream fuzz_shm_stream fuzz_rsocket \
+	fuzz_preload_rules fuzz_dgram
+EXTRA_PROGRAMS = $(FUZZ_TARGETS)
+# Like core_unit_tests: every object of core (and of librsocket), not an
+# archive's pick, so the providers' static registrations are all there.
+FUZZ_LINK_OBJECTS = $(libslipstream_core_la_OBJECTS) $(librsocket_la_OBJECTS)
+FUZZ_LINK_FLAGS = -fsanitize=fuzzer $(FUZZ_LINK_OBJECTS) $(AM_LDFLAGS)
+FUZZ_LINK_LIBS = $(libslipstream_core_la_LIBADD)
+
+fuzz_config_SOURCES = tests/fuzz/fuzz_config.cc
+fuzz_config_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_config_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_config_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+fuzz_tcp_stream_SOURCES = tests/fuzz/fuzz_tcp_stream.cc tests/fuzz/stream_peer.h
+fuzz_tcp_stream_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_tcp_stream_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_tcp_stream_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+fuzz_shm_stream_SOURCES = tests/fuzz/fuzz_shm_stream.cc tests/fuzz/stream_peer.h
+fuzz_shm_stream_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_shm_stream_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_shm_stream_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+fuzz_rsocket_SOURCES = tests/fuzz/fuzz_rsocket.cc tests/fuzz/stream_peer.h
+fuzz_rsocket_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_rsocket_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_rsocket_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+fuzz_preload_rules_SOURCES = tests/fuzz/fuzz_preload_rules.cc
+fuzz_preload_rules_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_preload_rules_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_preload_rules_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+fuzz_dgram_SOURCES = tests/fuzz/fuzz_dgram.cc
+fuzz_dgram_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_dgram_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_dgram_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+
+FUZZ_SMOKE_S = 15
+FUZZ_S = 600
+FUZZ_RUN = bash $(top_srcdir)/tests/fuzz/run.sh $(top_srcdir)/tests/fuzz
+if FUZZING
+FUZZ_BIN_DIR = $(abs_top_builddir)
+fuzz: $(FUZZ_TARGETS)
+else
+FUZZ_BIN_DIR = $(abs_top_builddir)/fuzz-build
+fuzz:
+	@mkdir -p fuzz-build && cd fuzz-build && \
+	{ test -f Makefile || $(abs_top_srcdir)/configure -q CC=clang CXX=clang++ \
+	  --enable-fuzzing --enable-werror; } && $(MAKE) fuzz
+endif
+fuzz-smoke: fuzz
+	$(FUZZ_RUN) $(FUZZ_BIN_DIR) $(FUZZ_SMOKE_S) $(FUZZ_TARGETS)
+fuzz-long: fuzz
+	$(FUZZ_RUN) $(FUZZ_BIN_DIR) $(FUZZ_S) $(FUZZ_TARGETS)
+# Line coverage (llvm-cov) of each target's parser files over a corpus
+# (FUZZ_CORPUS: the seeds; a long run's FUZZ_KEEP directory says more):
+# fuzz-cov/ holds the targets built with clang's source-based coverage.
+FUZZ_CORPUS = $(abs_top_srcdir)/tests/fuzz/corpus
+fuzz-coverage:
+	@mkdir -p fuzz-cov && cd fuzz-cov && \
+	{ test -f Makefile || $(abs_top_srcdir)/configure -q CC=clang CXX=clang++ --enable-fuzzing \
+	  CXXFLAGS='-O1 -g -fprofile-instr-generate -fcoverage-mapping' \
+	  LDFLAGS=-fprofile-instr-generate; } && $(MAKE) $(FUZZ_TARGETS)
+	bash $(top_srcdir)/tests/fuzz/coverage.sh $(abs_top_builddir)/fuzz-cov $(FUZZ_CORPUS) \
+	  $(FUZZ_TARGETS)
+.PHONY: fuzz fuzz-smoke fuzz-long fuzz-coverage
+EXTRA_DIST += tests/fuzz
