@@ -616,6 +616,13 @@ class DualStackTest : public ConnTest {
     EXPECT_EQ(0, rgetsockname(*l, name.sa(), &name.len)) << strerror(errno);
     return name.port();
   }
+  // An rsocket of `family` connecting to loopback:port; rconnect's result.
+  int connect_loopback(int family, uint16_t port, RFd* c) {
+    c->reset(rsocket(family, SOCK_STREAM, 0));
+    EXPECT_GE(c->get(), 0) << strerror(errno);
+    Addr dst = loopback(family, port);
+    return rconnect(*c, dst.sa(), dst.len);
+  }
 };
 
 std::vector<ConnParam> dual_stack_params() {
@@ -637,10 +644,9 @@ TEST_P(DualStackTest, Ipv4PeerReachesAWildcardIpv6Listener) {
   RFd l;
   const uint16_t port = listen_any6(&l, 0);
   ASSERT_FALSE(HasFailure());
-  RFd c(rsocket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_GE(c.get(), 0);
-  Addr dst = loopback(AF_INET, port);
-  ASSERT_EQ(0, rconnect(c, dst.sa(), dst.len)) << strerror(errno);
+  RFd c;
+  ASSERT_EQ(0, connect_loopback(AF_INET, port, &c)) << strerror(errno);
+  const Addr dst = loopback(AF_INET, port);
   Addr from;
   from.len = sizeof from.ss;
   RFd s(raccept(l, from.sa(), &from.len));
@@ -672,16 +678,12 @@ TEST_P(DualStackTest, Ipv6OnlyListenerRefusesIpv4Peers) {
   RFd l;
   const uint16_t port = listen_any6(&l, 1);
   ASSERT_FALSE(HasFailure());
-  RFd c(rsocket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_GE(c.get(), 0);
-  Addr dst = loopback(AF_INET, port);
-  EXPECT_EQ(-1, rconnect(c, dst.sa(), dst.len));
+  RFd c;
+  EXPECT_EQ(-1, connect_loopback(AF_INET, port, &c));
   EXPECT_EQ(ECONNREFUSED, errno) << strerror(errno);
   // IPv6 peers still reach it.
-  RFd c6(rsocket(AF_INET6, SOCK_STREAM, 0));
-  ASSERT_GE(c6.get(), 0);
-  Addr dst6 = loopback(AF_INET6, port);
-  ASSERT_EQ(0, rconnect(c6, dst6.sa(), dst6.len)) << strerror(errno);
+  RFd c6;
+  ASSERT_EQ(0, connect_loopback(AF_INET6, port, &c6)) << strerror(errno);
   RFd s(raccept(l, nullptr, nullptr));
   EXPECT_GE(s.get(), 0) << strerror(errno);
 }
