@@ -246,7 +246,22 @@ int Socket::fcntl(int cmd, long arg) {
 }
 
 namespace {
-int copy_name(const sockaddr_storage& ss, socklen_t ss_len, sockaddr* addr, socklen_t* len) {
+// A name as the socket's family gives it: an AF_INET6 socket reached by an
+// IPv4 peer (a dual-stack listener's connection over shm) reports IPv4
+// addresses as v4-mapped IPv6 ones, as the kernel's does.
+int copy_name(int domain, sockaddr_storage ss, socklen_t ss_len, sockaddr* addr, socklen_t* len) {
+  if (domain == AF_INET6 && ss.ss_family == AF_INET) {
+    sockaddr_in in;
+    memcpy(&in, &ss, sizeof in);
+    sockaddr_in6 in6{};
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = in.sin_port;
+    in6.sin6_addr.s6_addr[10] = 0xff;
+    in6.sin6_addr.s6_addr[11] = 0xff;
+    memcpy(&in6.sin6_addr.s6_addr[12], &in.sin_addr, 4);
+    memcpy(&ss, &in6, sizeof in6);
+    ss_len = sizeof in6;
+  }
   socklen_t n = std::min(*len, ss_len);
   memcpy(addr, &ss, n);
   *len = ss_len;
@@ -262,18 +277,18 @@ int Socket::getsockname(sockaddr* addr, socklen_t* len) {
   // A connection's own name comes from its provider (shm has no kernel socket).
   int rc = ep_ ? ep_->local_name(&ss, &ss_len) : -ENOTCONN;
   if (rc && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &ss_len) < 0) return -errno;
-  return copy_name(ss, ss_len, addr, len);
+  return copy_name(domain_, ss, ss_len, addr, len);
 }
 
 int Socket::getpeername(sockaddr* addr, socklen_t* len) {
   std::lock_guard<FutexMutex> g(mu_);
   if (!addr || !len) return -EFAULT;
   if (!(state_ & (kConnected | kDisconnected | kError))) return -ENOTCONN;
-  if (peer_len_) return copy_name(peer_addr_, peer_len_, addr, len);
+  if (peer_len_) return copy_name(domain_, peer_addr_, peer_len_, addr, len);
   sockaddr_storage ss{};
   socklen_t ss_len = sizeof ss;
   if (!ep_ || ep_->peer_name(&ss, &ss_len)) return -ENOTCONN;
-  return copy_name(ss, ss_len, addr, len);
+  return copy_name(domain_, ss, ss_len, addr, len);
 }
 
 }  // namespace ss::rs

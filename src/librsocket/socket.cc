@@ -31,11 +31,15 @@ uint32_t clamp_qp(uint32_t v) { return std::clamp(v, kQpMinSize, kQpMaxSize); }
 
 // The descriptor of an accepted connection whose provider has none (verbs):
 // a kernel socket of the connection's family, so fd-based calls behave as
-// on an active rsocket.
-int name_accepted(const prov::Endpoint& ep) {
+// on an active rsocket. An AF_INET6 listener's connections are AF_INET6,
+// IPv4 peers included (a dual-stack listener, as the kernel's).
+int name_accepted(const prov::Endpoint& ep, int listener_domain) {
   sockaddr_storage local{};
   socklen_t len = sizeof local;
-  int family = ep.local_name(&local, &len) == 0 && local.ss_family == AF_INET6 ? AF_INET6 : AF_INET;
+  int family = listener_domain == AF_INET6 ||
+                       (ep.local_name(&local, &len) == 0 && local.ss_family == AF_INET6)
+                   ? AF_INET6
+                   : AF_INET;
   return ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 }
 }  // namespace
@@ -213,7 +217,7 @@ void Socket::serve_requests(bool inline_caller) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     int fd = ep->descriptor_fd();
-    if (fd < 0 && (fd = name_accepted(*ep)) < 0) {
+    if (fd < 0 && (fd = name_accepted(*ep, domain_)) < 0) {
       ep->reject();
       continue;
     }

@@ -593,5 +593,103 @@ TEST_P(ConnectionTest, ConnectTwiceIsEisconnAndSendtoWithAddress) {
 
 INSTANTIATE_TEST_SUITE_P(Providers, ConnectionTest, ::testing::ValuesIn(all_params()), param_name);
 
+// An AF_INET6 listener on the wildcard: without IPV6_V6ONLY IPv4 peers
+// reach it too, as the kernel's (their names v4-mapped on its side); with
+// it they are refused. The provider is forced, so a connection that only
+// the kernel could make fails here. (Not run on verbs: rdma_cm's own
+// rules decide there.)
+class DualStackTest : public ConnTest {
+ protected:
+  // An AF_INET6 listener on [::] with IPV6_V6ONLY = v6only; its port.
+  uint16_t listen_any6(RFd* l, int v6only) {
+    l->reset(rsocket(AF_INET6, SOCK_STREAM, 0));
+    EXPECT_GE(l->get(), 0) << strerror(errno);
+    EXPECT_EQ(0, rsetsockopt(*l, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only))
+        << strerror(errno);
+    sockaddr_in6 any{};
+    any.sin6_family = AF_INET6;
+    any.sin6_addr = in6addr_any;
+    EXPECT_EQ(0, rbind(*l, reinterpret_cast<sockaddr*>(&any), sizeof any)) << strerror(errno);
+    EXPECT_EQ(0, rlisten(*l, 8)) << strerror(errno);
+    Addr name;
+    name.len = sizeof name.ss;
+    EXPECT_EQ(0, rgetsockname(*l, name.sa(), &name.len)) << strerror(errno);
+    return name.port();
+  }
+  // An rsocket of `family` connecting to loopback:port; rconnect's result.
+  int connect_loopback(int family, uint16_t port, RFd* c) {
+    c->reset(rsocket(family, SOCK_STREAM, 0));
+    EXPECT_GE(c->get(), 0) << strerror(errno);
+    Addr dst = loopback(family, port);
+    return rconnect(*c, dst.sa(), dst.len);
+  }
+};
+
+std::vector<ConnParam> dual_stack_params() {
+  std::vector<ConnParam> v;
+  for (const ConnParam& p : all_params())
+    if (p.family == AF_INET6 && strcmp(p.provider, "verbs") != 0) v.push_back(p);
+  return v;
+}
+
+bool v4_mapped(const Addr& a, uint16_t port) {
+  if (a.family() != AF_INET6 || a.len != sizeof(sockaddr_in6)) return false;
+  auto& in6 = reinterpret_cast<const sockaddr_in6&>(a.ss);
+  const in_addr lo{htonl(INADDR_LOOPBACK)};
+  return IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr) && memcmp(&in6.sin6_addr.s6_addr[12], &lo, 4) == 0 &&
+         ntohs(in6.sin6_port) == port;
+}
+
+TEST_P(DualStackTest, Ipv4PeerReachesAWildcardIpv6Listener) {
+  RFd l;
+  const uint16_t port = listen_any6(&l, 0);
+  ASSERT_FALSE(HasFailure());
+  RFd c;
+  ASSERT_EQ(0, connect_loopback(AF_INET, port, &c)) << strerror(errno);
+  const Addr dst = loopback(AF_INET, port);
+  Addr from;
+  from.len = sizeof from.ss;
+  RFd s(raccept(l, from.sa(), &from.len));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+
+  Addr c_local, c_peer, s_local, s_peer;
+  c_local.len = c_peer.len = s_local.len = s_peer.len = sizeof(sockaddr_storage);
+  ASSERT_EQ(0, rgetsockname(c, c_local.sa(), &c_local.len)) << strerror(errno);
+  ASSERT_EQ(0, rgetpeername(c, c_peer.sa(), &c_peer.len)) << strerror(errno);
+  ASSERT_EQ(0, rgetsockname(s, s_local.sa(), &s_local.len)) << strerror(errno);
+  ASSERT_EQ(0, rgetpeername(s, s_peer.sa(), &s_peer.len)) << strerror(errno);
+  EXPECT_TRUE(same_endpoint(c_peer, dst)) << c_peer.str();
+  EXPECT_EQ(AF_INET, c_local.family()) << c_local.str();
+  EXPECT_TRUE(v4_mapped(from, c_local.port())) << from.str() << " for " << c_local.str();
+  EXPECT_TRUE(v4_mapped(s_peer, c_local.port())) << s_peer.str();
+  EXPECT_TRUE(v4_mapped(s_local, port)) << s_local.str();
+
+  char b = 'x', got = 0;
+  ASSERT_EQ(1, rsend(c, &b, 1, 0)) << strerror(errno);
+  ASSERT_EQ(1, rrecv(s, &got, 1, 0)) << strerror(errno);
+  EXPECT_EQ('x', got);
+  b = 'y';
+  ASSERT_EQ(1, rsend(s, &b, 1, 0)) << strerror(errno);
+  ASSERT_EQ(1, rrecv(c, &got, 1, 0)) << strerror(errno);
+  EXPECT_EQ('y', got);
+}
+
+TEST_P(DualStackTest, Ipv6OnlyListenerRefusesIpv4Peers) {
+  RFd l;
+  const uint16_t port = listen_any6(&l, 1);
+  ASSERT_FALSE(HasFailure());
+  RFd c;
+  EXPECT_EQ(-1, connect_loopback(AF_INET, port, &c));
+  EXPECT_EQ(ECONNREFUSED, errno) << strerror(errno);
+  // IPv6 peers still reach it.
+  RFd c6;
+  ASSERT_EQ(0, connect_loopback(AF_INET6, port, &c6)) << strerror(errno);
+  RFd s(raccept(l, nullptr, nullptr));
+  EXPECT_GE(s.get(), 0) << strerror(errno);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, DualStackTest, ::testing::ValuesIn(dual_stack_params()),
+                         param_name);
+
 }  // namespace
 }  // namespace rsconf

@@ -19,7 +19,9 @@ int rendezvous_name(const sockaddr* addr, socklen_t len, sockaddr_un* out, sockl
 bool peer_trusted(int ufd, bool listening);
 
 // Connects a non-blocking unix socket (*out) to the rendezvous of `dst`:
-// the exact address, then the wildcard of its family.
+// the exact address, then the wildcard of its family, then a dual-stack
+// listener on its port (an AF_INET6 wildcard without IPV6_V6ONLY, which
+// IPv4 peers reach too, as the kernel's does).
 int dial_rendezvous(const sockaddr* dst, socklen_t len, int* out);
 
 // The listening rendezvous of the rsocket whose kernel socket `sock` is
