@@ -5,7 +5,8 @@
 # check-rxe), the whole tree with clang -Werror and its unit tests, the
 # GoogleTest suites under ASan/UBSan on the host and in the guest, under
 # ThreadSanitizer on shm and tcp, and each libFuzzer target briefly. Every
-# test binary runs under a time limit (tests/run-with-limit.sh). Last line: "N passed, N failed, N skipped".
+# test binary runs under a time limit (tests/run-with-limit.sh). Last line:
+# "N passed, N failed, N skipped".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
