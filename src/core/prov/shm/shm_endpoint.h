@@ -30,7 +30,7 @@ constexpr uint32_t kCtrlRegionPayload = 28;
 // The hello tag is a wire value (util/frame.h): 3 since wake-ups travel on
 // the stream (1, retired, passed an eventfd): a peer of the other kind is
 // refused at the hello, so auto falls back to tcp instead of hanging.
-inline constexpr util::StreamProto kProto{"shm", 3};
+inline constexpr util::StreamProto kProto{"shm", 3, 4096};
 
 class ShmEndpoint final : public util::StreamEndpoint {
  public:
