@@ -119,8 +119,9 @@ run_load() {
     churn_loop "$prov" 2>/dev/null & pids+=($!)
     kill_loop "$prov" 2>/dev/null & pids+=($!)
   done
-  while [ "$SECONDS" -lt "$END" ]; do
-    sleep "$INTERVAL"
+  local left
+  while left=$((END - SECONDS)) && [ "$left" -gt 0 ]; do
+    sleep $((left < INTERVAL ? left : INTERVAL))
     kill -0 "$SERVER" 2>/dev/null || break
     sample load
   done
