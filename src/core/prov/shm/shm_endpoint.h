@@ -65,6 +65,9 @@ class ShmEndpoint final : public util::StreamEndpoint {
  private:
   // Logs why a control frame is refused, closes its fd (if any): -EPROTO.
   int refuse_ctrl(const char* why, int fd);
+  // A peer memfd map_peer refused (rc): ENOMEM passes through, the rest
+  // is the peer's fault (EPROTO). Closes fd.
+  int unmappable(const char* what, int rc, int fd);
   struct PeerRegion {
     uint32_t rkey;
     uint64_t base;  // the owner's address
