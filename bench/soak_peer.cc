@@ -187,7 +187,7 @@ int riowrite_client(uint16_t port, uint32_t size, uint32_t rounds) {
   for (uint32_t r = 0; r < rounds; r++) {
     for (size_t i = 0; i < size; i++) buf[i] = pattern(r, i);
     char verdict = 0;
-    if (riowrite(fd, buf.data(), size, off, 0) != static_cast<ssize_t>(size)) fail("riowrite");
+    if (riowrite(fd, buf.data(), size, off, 0) != size) fail("riowrite");  // size_t, as upstream
     if (!io_all(fd, &r, sizeof r, true) || !io_all(fd, &verdict, 1, false)) fail("round");
     if (verdict != '+') {
       fprintf(stderr, "soak_peer: riowrite round %u: the server found wrong bytes\n", r);
@@ -212,7 +212,7 @@ int hang_client(uint16_t port) {
   off_t off = 0;
   const int fd = start_riowrite(port, 65536, &off);
   std::vector<uint8_t> half(32768, 0x5a);
-  if (riowrite(fd, half.data(), half.size(), off, 0) != static_cast<ssize_t>(32768))
+  if (riowrite(fd, half.data(), half.size(), off, 0) != half.size())
     fail("riowrite");
   for (;;) pause();
 }
