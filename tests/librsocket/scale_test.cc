@@ -347,8 +347,19 @@ class ScaleTest : public ConnTest {
   }
 };
 
+// The kernel caps a listen backlog here; an shm connect past a full one is
+// refused at once (TCP retries its SYN), and every connect is in flight.
+int somaxconn() {
+  std::ifstream in("/proc/sys/net/core/somaxconn");
+  int v = 0;
+  return in >> v ? v : 0;
+}
+
 TEST_P(ScaleTest, ThousandConnectionsEachVerifiedBothWays) {
   const int n = connections();
+  if (strcmp(provider(), "shm") == 0 && somaxconn() < n)
+    GTEST_SKIP() << "net.core.somaxconn " << somaxconn() << " < " << n
+                 << " connects in flight at once (shm refuses past a full backlog)";
   rlimit old;
   std::string why;
   if (!set_fd_limit(&old, &why)) GTEST_SKIP() << why;
