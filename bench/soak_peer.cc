@@ -7,7 +7,8 @@
 //     first byte is 'W' is a riowrite session (below); any other is echoed
 //     until EOF, so rdmacm-utils' rstream -s (custom mode) is a client too.
 //     Runs until SIGTERM; a connection's failure (a killed peer) ends only
-//     that connection and is counted.
+//     that connection and is counted. SOAK_PEER_LEAK=1 leaks a descriptor
+//     per session (to see bench/soak.sh fail).
 //   soak_peer riowrite PORT SIZE ROUNDS
 //     Sends 'W'; the server riomaps a SIZE-byte buffer and sends its
 //     offset; each round riowrites a pattern seeded by the round there,
@@ -109,6 +110,9 @@ void serve_one(int fd) {
   }
   // A killed peer ends its session early: counted, not fatal.
   if (!ok) g_failed++;
+  // SOAK_PEER_LEAK=1: a descriptor leaked per session, to see soak.sh fail.
+  static const bool leak = getenv("SOAK_PEER_LEAK") != nullptr;
+  if (leak) (void)dup(0);
   g_sessions++;
   rclose(fd);
 }
