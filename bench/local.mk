@@ -4,14 +4,20 @@
 # bench/instr.sh counts instructions per call with callgrind (bench/rsocket_instr);
 # bench/ab.sh compares two builds on shm latency over many alternating runs;
 # bench/udpong.sh datagram echo latency and rate against kernel UDP;
-# bench/preload_apps.sh redis and iperf3, plain against preloaded.
+# bench/preload_apps.sh redis and iperf3, plain against preloaded;
+# bench/soak.sh a timed mixed load against one long-lived bench/soak_peer
+# that must not grow (descriptors, threads, RSS, memfds, /dev/shm).
 # Nothing here is installed; the scripts are run by hand from the build dir.
 EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh \
-	bench/preload_apps.sh
+	bench/preload_apps.sh bench/soak.sh
 
 noinst_PROGRAMS += bench/rsocket_instr
 bench_rsocket_instr_SOURCES = bench/rsocket_instr.cc
 bench_rsocket_instr_LDADD = librsocket.la libslipstream.la $(PTHREAD_LIBS)
+
+noinst_PROGRAMS += bench/soak_peer
+bench_soak_peer_SOURCES = bench/soak_peer.cc
+bench_soak_peer_LDADD = librsocket.la libslipstream.la $(PTHREAD_LIBS)
 
 if HAVE_GBENCH
 noinst_PROGRAMS += bench/rsocket_bench

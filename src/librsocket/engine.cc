@@ -31,6 +31,13 @@ RsSge load(const RsSge& shared) {
   __atomic_load(&shared.length, &s.length, __ATOMIC_ACQUIRE);
   return s;
 }
+// The errno of a connection whose transport failed: ENOMEM when this
+// process had no room for the peer's memory (a socket call out of memory
+// says so), else a reset.
+int transport_errno(const prov::Endpoint& ep) {
+  return ep.cm_error() == ENOMEM ? ENOMEM : ECONNRESET;
+}
+
 }  // namespace
 
 void Socket::set_error(int err, const char* why) {
@@ -76,7 +83,7 @@ int Socket::process_cq(Lock&) {
       if (ev == prov::CmEvent::kDisconnected)
         set_error(ECONNRESET, "the transport ended without a disconnect message");
       else if (ev == prov::CmEvent::kError)
-        set_error(ECONNRESET, "the transport failed");
+        set_error(transport_errno(*ep_), "the transport failed");
     }
   }
   // Even with nothing new: a reader looping for MSG_WAITALL consumed
@@ -324,7 +331,8 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
   sbuf_bytes_avail_ -= len;
   int rc = post(wr);
   if (rc) {
-    set_error(-rc == ENOTCONN ? ECONNRESET : -rc, "posting a write failed");
+    const bool lost = -rc == ENOTCONN || -rc == ECONNRESET;  // the transport's end
+    set_error(lost ? transport_errno(*ep_) : -rc, "posting a write failed");
     return rc;
   }
   return 0;

@@ -118,7 +118,7 @@ int dial_rendezvous(const sockaddr* dst, socklen_t len, int* out) {
   return rc;
 }
 
-int open_rendezvous(int sock, int* out) {
+int open_rendezvous(int sock, int backlog, int* out) {
   sockaddr_storage name{};
   socklen_t name_len = sizeof name;
   sockaddr_un un;
@@ -133,7 +133,7 @@ int open_rendezvous(int sock, int* out) {
   }
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&un), un_len) || ::listen(fd, 128)) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&un), un_len) || ::listen(fd, backlog)) {
     int rc = -errno;
     ::close(fd);
     return rc;

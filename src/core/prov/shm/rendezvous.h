@@ -25,7 +25,9 @@ bool peer_trusted(int ufd, bool listening);
 int dial_rendezvous(const sockaddr* dst, socklen_t len, int* out);
 
 // The listening rendezvous of the rsocket whose kernel socket `sock` is
-// bound (*out: a non-blocking unix socket, the caller's to close).
-int open_rendezvous(int sock, int* out);
+// bound (*out: a non-blocking unix socket, the caller's to close), with
+// rlisten's backlog, as the kernel socket (a fixed one refused connects
+// that a tcp listener of the same backlog queues).
+int open_rendezvous(int sock, int backlog, int* out);
 
 }  // namespace ss::prov::shm

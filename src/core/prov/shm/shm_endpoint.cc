@@ -209,6 +209,20 @@ int ShmEndpoint::refuse_ctrl(const char* why, int fd) {
   return -EPROTO;
 }
 
+// A memfd this process has no room to map (address space, map count) is
+// its own shortage, not the peer's fault: the connection fails with ENOMEM,
+// which rconnect (or the next call) reports, as a socket call out of memory.
+int ShmEndpoint::unmappable(const char* what, int rc, int fd) {
+  ::close(fd);
+  if (rc == -ENOMEM) {
+    SS_WARN("shm: fd %d: no memory to map the peer's %s; connection failed", fd_, what);
+    return rc;
+  }
+  SS_WARN("shm: fd %d: a %s memfd from peer that cannot be mapped (%s); connection failed", fd_,
+          what, strerror(-rc));
+  return -EPROTO;
+}
+
 int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
   auto take_fd = [this]() {
     if (rx_fds_.empty()) return -1;
@@ -230,7 +244,7 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
       int rc = mem::Region::map_peer(fd, tx_ring_len_, PROT_READ | PROT_WRITE, &tx_ring_map_);
       if (rc) {
         tx_ring_map_ = nullptr;
-        return refuse_ctrl("a ring memfd that cannot be mapped (short, unsealed, or no memory)", fd);
+        return unmappable("ring", rc, fd);
       }
       ::close(fd);
       tx_ring_.attach(static_cast<RingControl*>(tx_ring_map_), entries);
@@ -257,7 +271,7 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
         return refuse_ctrl("a region of an absurd size", fd);
       r.map_len = offset + r.len;
       int rc = mem::Region::map_peer(fd, r.map_len, PROT_READ | PROT_WRITE, &r.map_base);
-      if (rc) return refuse_ctrl("a region memfd that cannot be mapped (short, unsealed, or no memory)", fd);
+      if (rc) return unmappable("region", rc, fd);
       ::close(fd);
       r.map = static_cast<uint8_t*>(r.map_base) + offset;
       peer_regions_.push_back(r);

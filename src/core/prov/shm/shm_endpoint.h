@@ -30,7 +30,7 @@ constexpr uint32_t kCtrlRegionPayload = 28;
 // The hello tag is a wire value (util/frame.h): 3 since wake-ups travel on
 // the stream (1, retired, passed an eventfd): a peer of the other kind is
 // refused at the hello, so auto falls back to tcp instead of hanging.
-inline constexpr util::StreamProto kProto{"shm", 3};
+inline constexpr util::StreamProto kProto{"shm", 3, 4096};
 
 class ShmEndpoint final : public util::StreamEndpoint {
  public:
@@ -65,6 +65,9 @@ class ShmEndpoint final : public util::StreamEndpoint {
  private:
   // Logs why a control frame is refused, closes its fd (if any): -EPROTO.
   int refuse_ctrl(const char* why, int fd);
+  // A peer memfd map_peer refused (rc): ENOMEM passes through, the rest
+  // is the peer's fault (EPROTO). Closes fd.
+  int unmappable(const char* what, int rc, int fd);
   struct PeerRegion {
     uint32_t rkey;
     uint64_t base;  // the owner's address

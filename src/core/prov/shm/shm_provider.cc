@@ -57,7 +57,7 @@ int create(const Peer& peer, std::unique_ptr<Endpoint>* out) {
 // Without a rendezvous the rsocket still listens on the other providers.
 int listen(ListenSite* site, bool, std::unique_ptr<Listener>* out) {
   int ufd = -1;
-  int rc = open_rendezvous(site->sock, &ufd);
+  int rc = open_rendezvous(site->sock, site->backlog, &ufd);
   if (!rc && (rc = util::StreamListener::create(ufd, kProto, &ShmEndpoint::make_passive,
                                                 true, out)))
     ::close(ufd);  // the listener owns it only once made

@@ -7,7 +7,7 @@
 namespace ss::prov::tcp {
 
 // The hello tag is a wire value (util/frame.h): 2 since the first release.
-inline constexpr util::StreamProto kProto{"tcp", 2};
+inline constexpr util::StreamProto kProto{"tcp", 2, 64 * 1024};
 
 class TcpEndpoint final : public util::StreamEndpoint {
  public:

@@ -28,6 +28,11 @@ constexpr size_t kFrameHeaderSize = 24;
 struct StreamProto {
   const char* name;
   uint8_t hello_tag;
+  // Bytes of receive staging per connection: frames are parsed out of it,
+  // payloads of 4 KiB and more bypass it (StreamEndpoint::progress_rx).
+  // What fits a provider: tcp's stream carries every small message, shm's
+  // only control frames, wake-ups and writes to memory it cannot map.
+  uint32_t rx_staging = 64 * 1024;
 };
 
 struct FrameHeader {

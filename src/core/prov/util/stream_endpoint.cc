@@ -16,14 +16,17 @@
 namespace ss::prov::util {
 
 namespace {
-constexpr size_t kRxBufSize = 64 * 1024;
 // Payloads at least this large bypass the staging buffer.
 constexpr size_t kDirectRxMin = 4096;
 constexpr uint8_t kReject = 1;
 }  // namespace
 
 StreamEndpoint::StreamEndpoint(const StreamProto& proto, int fd, bool active)
-    : proto_(proto), fd_(fd), active_(active), rx_buf_(kRxBufSize) {}
+    : proto_(proto),
+      fd_(fd),
+      active_(active),
+      rx_size_(std::max<size_t>(proto.rx_staging, kFrameHeaderSize)),
+      rx_buf_(new uint8_t[rx_size_]) {}  // not zeroed: pages the stream never reaches stay free
 
 bool StreamEndpoint::set_destination(const sockaddr* dst, socklen_t len) {
   if (len > sizeof dst_) return false;
@@ -333,7 +336,7 @@ bool StreamEndpoint::parse_rx() {
       size_t want = rx_hdr_.length - rx_done_;
       size_t have = std::min(want, rx_end_ - rx_begin_);
       if (have) {
-        if (rx_dst_) memcpy(rx_dst_ + rx_done_, rx_buf_.data() + rx_begin_, have);
+        if (rx_dst_) memcpy(rx_dst_ + rx_done_, rx_buf_.get() + rx_begin_, have);
         rx_begin_ += have;
         rx_done_ += have;
       }
@@ -369,7 +372,7 @@ bool StreamEndpoint::parse_rx() {
       continue;
     }
     if (rx_end_ - rx_begin_ < kFrameHeaderSize) return false;
-    decode_frame(rx_buf_.data() + rx_begin_, &rx_hdr_);
+    decode_frame(rx_buf_.get() + rx_begin_, &rx_hdr_);
     rx_begin_ += kFrameHeaderSize;
     rx_expect_large_ = rx_hdr_.length >= kDirectRxMin;
     rx_dst_ = nullptr;
@@ -440,18 +443,18 @@ void StreamEndpoint::progress_rx() {
         continue;
       }
     } else {
-      if (rx_end_ == rx_buf_.size()) {
-        memmove(rx_buf_.data(), rx_buf_.data() + rx_begin_, rx_end_ - rx_begin_);
+      if (rx_end_ == rx_size_) {
+        memmove(rx_buf_.get(), rx_buf_.get() + rx_begin_, rx_end_ - rx_begin_);
         rx_end_ -= rx_begin_;
         rx_begin_ = 0;
       }
-      size_t space = rx_buf_.size() - rx_end_;
+      size_t space = rx_size_ - rx_end_;
       // After a large payload the next is likely large too: take only its
       // header, so its payload goes straight to the target below instead
       // of being copied through here (a 64 KiB stream would stage it all).
       if (!rx_in_payload_ && rx_expect_large_)
         space = std::min(space, kFrameHeaderSize - (rx_end_ - rx_begin_));
-      n = rx_read(rx_buf_.data() + rx_end_, space);
+      n = rx_read(rx_buf_.get() + rx_end_, space);
       if (n > 0) {
         rx_end_ += n;
         drained = static_cast<size_t>(n) < space;

@@ -8,6 +8,7 @@
 #pragma once
 #include <atomic>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -129,9 +130,10 @@ class StreamEndpoint : public Endpoint {
   Fifo<Completion> cq_;
   size_t max_cq_ = 4 * 0xFFFE;
 
-  // Receive staging: frames are parsed out of it; large payloads go
-  // straight to their target.
-  std::vector<uint8_t> rx_buf_;
+  // Receive staging (proto_.rx_staging bytes): frames are parsed out of
+  // it; large payloads go straight to their target.
+  size_t rx_size_;
+  std::unique_ptr<uint8_t[]> rx_buf_;
   size_t rx_begin_ = 0, rx_end_ = 0;
   bool rx_in_payload_ = false;
   bool rx_expect_large_ = false;  // the last header announced a direct-read payload
