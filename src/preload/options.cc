@@ -99,7 +99,14 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
 
 SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val,
                                  socklen_t len) noexcept {
-  if (!rs(fd)) return real().setsockopt(fd, level, name, val, len);
+  if (!rs(fd)) {
+    int rc = real().setsockopt(fd, level, name, val, len);
+    if (rc == 0 && level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF) &&
+        len >= sizeof(int))
+      if (auto e = entry(fd))
+        (name == SO_SNDBUF ? e->sndbuf : e->rcvbuf) = *static_cast<const int*>(val);
+    return rc;
+  }
   InRsocket in;
   return rsetsockopt(fd, level, name, val, len);
 }

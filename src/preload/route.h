@@ -60,6 +60,12 @@ struct Entry final : Pollable {
   // close can free meanwhile.
   std::atomic<int> rs_fd{-1};
   std::atomic<bool> nonblock{false};
+  // SO_SNDBUF/SO_RCVBUF the program set while the socket was fresh (0: not
+  // set): the kernel socket took them, the rsocket made at connect or
+  // listen takes them too (as upstream's preload copies a program's
+  // options set before the rsocket exists).
+  std::atomic<int> sndbuf{0};
+  std::atomic<int> rcvbuf{0};
 
   Entry() = default;
   Entry(const Entry&) = delete;

@@ -68,8 +68,9 @@ bool is_tcp(int domain, int type, int protocol) {
 }
 
 // RS_SQ_SIZE, RS_RQ_SIZE, RS_INLINE (settings of the "preload"
-// component) on a new rsocket, as upstream's preload applies them.
-void apply_sizes(int fd) {
+// component) on a new rsocket, as upstream's preload applies them, and
+// the buffer sizes the program gave the socket `e` before it was one.
+void apply_sizes(int fd, const Entry& e) {
   static constexpr struct {
     int setting, option;
   } kSizes[] = {{SS_RSPRELOAD_SQ_SIZE, RDMA_SQSIZE},
@@ -81,6 +82,10 @@ void apply_sizes(int fd) {
       SS_WARN("librspreload: fd %d: rsocket option %d = %d refused: %s", fd, option, v,
               strerror(errno));
   }
+  for (auto [name, v] :
+       {std::pair{SO_SNDBUF, e.sndbuf.load()}, std::pair{SO_RCVBUF, e.rcvbuf.load()}})
+    if (v > 0 && rsetsockopt(fd, SOL_SOCKET, name, &v, sizeof v))
+      SS_WARN("librspreload: fd %d: buffer size %d refused: %s", fd, v, strerror(errno));
 }
 
 void forget(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
@@ -103,7 +108,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
     InRsocket in;
     if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
       set_fd_flags(fd, fd_flags & FD_CLOEXEC);
-      apply_sizes(fd);
+      apply_sizes(fd, *e);
       int rc = rconnect(fd, addr, len);
       if (rc == 0 || errno == EINPROGRESS || errno == EINTR) {
         stats::count_rsocket(ss_rspreload_provider(fd));
@@ -144,7 +149,7 @@ int listen_fresh(int fd, int backlog) {
   e->nonblock = fl & O_NONBLOCK;
   InRsocket in;
   bool adopted = ss_rspreload_adopt(rs_fd, e->domain) == 0;
-  if (adopted) apply_sizes(rs_fd);  // accepted rsockets inherit them
+  if (adopted) apply_sizes(rs_fd, *e);  // accepted rsockets inherit them
   if (!adopted || rfcntl(rs_fd, F_SETFL, O_NONBLOCK) || rlisten(rs_fd, backlog)) {
     SS_INFO("librspreload: fd %d: no rsocket listener beside the kernel one (%s): kernel TCP only",
             fd, strerror(errno));
