@@ -286,14 +286,26 @@ void DgramShmSender::take_answer(Dest* d) {
 // keeps a bounded map, and at worst dials some of them again.
 DgramShmSender::Dest& DgramShmSender::dest_of(const sockaddr* dst, socklen_t len) {
   constexpr size_t kMaxIdle = 256;
+  if (last_ && last_len_ == len && memcmp(&last_dst_, dst, len) == 0) return *last_;
   std::string key = key_of(dst, len);
   auto it = dests_.find(key);
-  if (it != dests_.end()) return it->second;
-  if (dests_.size() >= kMaxIdle) {
-    for (auto i = dests_.begin(); i != dests_.end();)
-      i = i->second.ring || i->second.ufd >= 0 ? std::next(i) : dests_.erase(i);
+  Dest* d;
+  if (it != dests_.end()) {
+    d = &it->second;
+  } else {
+    if (dests_.size() >= kMaxIdle) {
+      last_ = nullptr;  // may be erased below
+      for (auto i = dests_.begin(); i != dests_.end();)
+        i = i->second.ring || i->second.ufd >= 0 ? std::next(i) : dests_.erase(i);
+    }
+    d = &dests_[std::move(key)];
   }
-  return dests_[std::move(key)];
+  if (size_t(len) <= sizeof last_dst_) {
+    memcpy(&last_dst_, dst, len);
+    last_len_ = len;
+    last_ = d;
+  }
+  return *d;
 }
 
 int DgramShmSender::send(const sockaddr* dst, socklen_t dst_len, const sockaddr* src,

@@ -104,6 +104,11 @@ class DgramShmSender {
   Dest& dest_of(const sockaddr* dst, socklen_t len);
   std::mutex mu_;
   std::map<std::string, Dest> dests_;  // bounded: dest_of
+  // The destination of the last send, found again without a lookup (a
+  // stream of datagrams to one peer is the common case).
+  Dest* last_ = nullptr;
+  socklen_t last_len_ = 0;
+  sockaddr_storage last_dst_{};
   uint64_t refused_ = 0;
   bool warned_ = false;
 };

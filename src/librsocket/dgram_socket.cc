@@ -153,12 +153,20 @@ int DgramSocket::connect(const sockaddr* addr, socklen_t len) {
   int rc = os_result(::connect(fd_, addr, len));
   if (rc) return rc;
   peer_version_ = addr->sa_family == AF_UNSPEC ? 0 : dgram_ip_version(addr);
-  std::lock_guard<std::mutex> g(recv_mu_);
-  peer_ = {};
+  sockaddr_storage peer{};
+  socklen_t pl = 0;
   if (addr->sa_family != AF_UNSPEC) {
-    socklen_t pl = sizeof peer_;
-    ::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer_), &pl);  // in our family's form
+    pl = sizeof peer;
+    if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &pl) < 0)  // our family's form
+      pl = 0, peer = {};
   }
+  {
+    std::lock_guard<std::mutex> n(name_mu_);
+    send_peer_ = peer;
+    send_peer_len_ = pl;
+  }
+  std::lock_guard<std::mutex> g(recv_mu_);
+  peer_ = peer;
   open_receiver();  // connect bound it
   return 0;
 }
@@ -234,9 +242,11 @@ ssize_t DgramSocket::send(const msghdr& msg, int flags) {
     if (msg.msg_name) {
       memcpy(&dst, msg.msg_name, msg.msg_namelen);  // checked above: it fits
       dlen = static_cast<socklen_t>(dest_len(reinterpret_cast<sockaddr*>(&dst), msg.msg_namelen));
-    } else {
-      dlen = sizeof dst;
-      if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&dst), &dlen) < 0) return -errno;
+    } else {  // connected: the name connect() recorded (no syscall per datagram)
+      std::lock_guard<std::mutex> n(name_mu_);
+      if (!send_peer_len_) return -EDESTADDRREQ;
+      dst = send_peer_;
+      dlen = send_peer_len_;
     }
     if (dst.ss_family == domain_ && own_name(&self) == 0 &&
         tx_.send(reinterpret_cast<sockaddr*>(&dst), dlen, reinterpret_cast<sockaddr*>(&self),
@@ -339,7 +349,7 @@ DgramSlot* DgramSocket::ring_head(sockaddr_storage* src, socklen_t* src_len) {
   return nullptr;
 }
 
-ssize_t DgramSocket::try_recv(msghdr* msg, int flags) {
+ssize_t DgramSocket::try_recv(msghdr* msg, int flags, bool repeat) {
   DgramHeader h;
   sockaddr_storage src;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))];
@@ -367,6 +377,7 @@ ssize_t DgramSocket::try_recv(msghdr* msg, int flags) {
     msg->msg_flags = payload > room ? MSG_TRUNC : 0;
     return static_cast<ssize_t>((flags & MSG_TRUNC) ? payload : off);
   }
+  if (repeat && !kernel_look_due()) return -EAGAIN;
   serve_senders();
   for (;;) {
     msghdr m{};
@@ -405,11 +416,11 @@ ssize_t DgramSocket::recv(msghdr* msg, int flags) {
   // A blocking receive busy-polls for polling_time before it sleeps, as
   // the stream engine does.
   auto spin_until = std::chrono::steady_clock::time_point::min();
-  for (;;) {
+  for (bool repeat = false;; repeat = true) {
     ssize_t n;
     {
       std::lock_guard<std::mutex> g(recv_mu_);
-      n = try_recv(msg, flags);
+      n = try_recv(msg, flags, repeat);
     }
     if (n != -EAGAIN) return n;
     if (shut_rd_) return 0;  // as a UDP read after shutdown
@@ -451,20 +462,38 @@ void DgramSocket::drop_bad_heads() {
 
 short DgramSocket::readiness(short events) {
   std::lock_guard<std::mutex> g(recv_mu_);
-  return readiness_locked(events);
+  return readiness_locked(events, true);
 }
 
-short DgramSocket::readiness_locked(short events) {
+short DgramSocket::readiness_repeat(short events) {
+  std::lock_guard<std::mutex> g(recv_mu_);
+  return readiness_locked(events, false);
+}
+
+bool DgramSocket::kernel_look_due() {
+  if (kernel_hint_ || rx_.event_fd() < 0 ||
+      ++ring_only_looks_ >= settings::get(settings::Id::kDgramKernelRatio)) {
+    kernel_hint_ = false;
+    ring_only_looks_ = 0;
+    return true;
+  }
+  return false;
+}
+
+short DgramSocket::readiness_locked(short events, bool full) {
   if (events & POLLIN) {
     sockaddr_storage src;
     socklen_t len;
     if (ring_head(&src, &len)) return static_cast<short>(POLLIN | (events & POLLOUT));
+    // Spinning on readability alone: the ring, and the kernel now and then.
+    if (!full && events == POLLIN && !shut_rd_ && !kernel_look_due()) return 0;
     serve_senders();
     drop_bad_heads();
   }
   pollfd p{fd_, static_cast<short>(events | POLLRDHUP), 0};
   if (::poll(&p, 1, 0) < 0) return 0;
   short r = p.revents & static_cast<short>(events | POLLERR | POLLHUP | POLLNVAL);
+  if (r & (POLLIN | POLLERR)) kernel_hint_ = true;  // the next receive looks there
   if (shut_rd_ && (events & POLLIN)) r |= POLLIN;  // a read returns 0 at once
   return r;
 }
@@ -502,14 +531,14 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   (void)sleep_ms;  // no deadline of its own
   WaitTarget t;
   std::lock_guard<std::mutex> g(recv_mu_);
-  if (readiness_locked(want)) return t;
+  if (readiness_locked(want, true)) return t;
   if (int rc = wait_set()) {
     t.tag = static_cast<uintptr_t>(-rc);
     return t;
   }
   // Raised before the last look: a sender publishing after it wakes us.
   if (sleeping_++ == 0) rx_.set_sleeping(true);
-  if (readiness_locked(want)) {
+  if (readiness_locked(want, true)) {
     if (--sleeping_ == 0) rx_.set_sleeping(false);
     return t;
   }
@@ -528,6 +557,7 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
 // datagram), and only a wait on the wait set (a reader's) drains it.
 void DgramSocket::after_wait(const WaitTarget& armed, bool) {
   std::lock_guard<std::mutex> g(recv_mu_);
+  kernel_hint_ = true;  // whatever woke us, the next look covers everything
   if (--sleeping_ > 0) return;
   rx_.set_sleeping(false);
   if (armed.fd >= 0 && armed.fd == wait_fd_ && rx_.event_fd() >= 0) {

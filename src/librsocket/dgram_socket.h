@@ -54,6 +54,7 @@ class DgramSocket final : public Pollable {
 
   // Pollable (core/base/pollable.h): rpoll, and this socket's own sleeps.
   short readiness(short events) override;
+  short readiness_repeat(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool kicked) override;
 
@@ -66,7 +67,16 @@ class DgramSocket final : public Pollable {
   // The ring's next good datagram, dropping bad ones and, on a connected
   // socket, those from elsewhere (as the kernel filters). recv_mu_ held.
   DgramSlot* ring_head(sockaddr_storage* src, socklen_t* src_len);
-  short readiness_locked(short events);  // recv_mu_ held
+  // `full`: look at the kernel socket whatever kernel_look_due() says
+  // (before a sleep). recv_mu_ held.
+  short readiness_locked(short events, bool full);
+  // Whether a repeated look goes beyond the ring to the kernel socket and
+  // the rendezvous (syscalls): always until a sender's ring exists, then
+  // every dgram_kernel_ratio-th look, or at once when the kernel reported
+  // readiness or a sleep ended. A call's first look always does (so
+  // EAGAIN from a non-blocking call means both queues are empty).
+  // recv_mu_ held.
+  bool kernel_look_due();
   // The epoll set a sleeper waits on (kernel socket, rendezvous, ring
   // wake-up), made at the first wait. recv_mu_ held; -errno.
   int wait_set();
@@ -75,8 +85,9 @@ class DgramSocket final : public Pollable {
   // and learns of sleepers already waiting. recv_mu_ held.
   void serve_senders();
   // One receive attempt that never sleeps: -EAGAIN when nothing good is
-  // queued. recv_mu_ held.
-  ssize_t try_recv(msghdr* msg, int flags);
+  // queued; `repeat` (a blocking receive spinning): the kernel socket only
+  // when kernel_look_due(). recv_mu_ held.
+  ssize_t try_recv(msghdr* msg, int flags, bool repeat);
   // Counts a bad datagram and, when it was only peeked, takes it off the
   // queue. recv_mu_ held.
   void drop(DgramFault fault, bool peeked);
@@ -97,8 +108,12 @@ class DgramSocket final : public Pollable {
   int sleeping_ = 0;           // recv_mu_: threads between wait_target and after_wait
   bool wait_has_event_ = false;  // recv_mu_: the ring's eventfd is in wait_fd_
   sockaddr_storage peer_{};    // recv_mu_: the connected destination (ss_family 0: none)
+  uint32_t ring_only_looks_ = 0;  // recv_mu_: looks at the ring alone since the kernel's
+  bool kernel_hint_ = true;       // recv_mu_: the kernel side may hold something
   std::mutex name_mu_;
   sockaddr_storage name_{};    // name_mu_: our name once bound (ss_family 0: not yet)
+  sockaddr_storage send_peer_{};  // name_mu_: peer_ for senders, as the kernel names it
+  socklen_t send_peer_len_ = 0;   // name_mu_: 0: not connected
   // One receiver at a time inside a receive: a datagram peeked and found bad
   // is then taken off the queue, and must be that one.
   std::mutex recv_mu_;

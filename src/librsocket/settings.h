@@ -21,6 +21,7 @@ enum class Id : int {
   kIomapSize,       // iomap_size (entries)
   kCloseLinger,     // SLIPSTREAM_RS_CLOSE_LINGER (ms)
   kConnectTimeout,  // SLIPSTREAM_RS_CONNECT_TIMEOUT (ms)
+  kDgramKernelRatio,  // SLIPSTREAM_RS_DGRAM_KERNEL_RATIO (ring looks per kernel look)
   kCount
 };
 

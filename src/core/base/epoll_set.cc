@@ -95,10 +95,11 @@ bool EpollSet::reaches(const EpollSet* set, int depth) {
   return false;
 }
 
-short EpollSet::due(Member& m, Pollable& obj, bool commit) {
+short EpollSet::due(Member& m, Pollable& obj, bool commit, bool repeat) {
   uint64_t changes = 0;
   const bool counted = (m.events & EPOLLET) && obj.change_count(&changes);
-  short rev = obj.readiness(static_cast<short>(m.events & kPollBits));
+  const auto want = static_cast<short>(m.events & kPollBits);
+  short rev = repeat ? obj.readiness_repeat(want) : obj.readiness(want);
   if (!counted) return rev;  // level-triggered (EPOLLET without a count too)
   short fresh = static_cast<short>(rev & ~m.reported);  // risen since reported
   if (changes != m.seen) fresh = rev;                   // an event since: all of it
@@ -109,14 +110,14 @@ short EpollSet::due(Member& m, Pollable& obj, bool commit) {
   return fresh ? rev : 0;
 }
 
-int EpollSet::collect(epoll_event* events, int max) {
+int EpollSet::collect(epoll_event* events, int max, bool repeat) {
   int n = 0;
   const size_t count = members_.size();
   for (size_t k = 0; k < count && n < max; k++) {
     Member& m = members_[(next_ + k) % count];
     std::shared_ptr<Pollable> obj = m.obj.lock();
     if (!obj || m.disabled) continue;
-    short rev = due(m, *obj, true);
+    short rev = due(m, *obj, true, repeat);
     if (!rev) continue;
     if (m.events & EPOLLONESHOT) m.disabled = true;
     events[n++] = {static_cast<uint32_t>(static_cast<uint16_t>(rev)), m.data};
@@ -160,12 +161,12 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
   // state); the lock is not held across the sleep.
   int rc = look_spin_sleep(
       timeout, timing,
-      [&] {
+      [&](bool repeat) {
         int n;
         {
           std::lock_guard<std::mutex> g(mu_);
           leave();
-          n = collect(events, maxevents);
+          n = collect(events, maxevents, repeat);
         }
         if (n == maxevents) return n;
         int k = ::epoll_wait(epfd_, events + n, maxevents - n, 0);
@@ -187,7 +188,7 @@ short EpollSet::readiness(short events) {
     std::lock_guard<std::mutex> g(mu_);
     for (Member& m : members_) {
       std::shared_ptr<Pollable> obj = m.obj.lock();
-      if (obj && !m.disabled && due(m, *obj, false)) return POLLIN;
+      if (obj && !m.disabled && due(m, *obj, false, false)) return POLLIN;
     }
   }
   pollfd p{epfd_, POLLIN, 0};

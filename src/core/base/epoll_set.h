@@ -89,8 +89,8 @@ class EpollSet final : public Pollable {
   };
   Member* find(int fd);
   // What wait() would report for `m` now; `commit`: as reported (its
-  // edge state moves on).
-  short due(Member& m, Pollable& obj, bool commit);
+  // edge state moves on); `repeat`: a look again while spinning.
+  short due(Member& m, Pollable& obj, bool commit, bool repeat);
   // Whether `set` is this one or nested in it (`depth` levels left).
   bool reaches(const EpollSet* set, int depth);
   // One nested sleep: the members armed and the fds it watches.
@@ -105,7 +105,7 @@ class EpollSet final : public Pollable {
   static void leave_members(Arming* a);
   void unwatch(Arming* a);
   // Ready Pollable members into events[0..max): the count.
-  int collect(epoll_event* events, int max);
+  int collect(epoll_event* events, int max, bool repeat);
   // `joined`: this thread became a waiter of kick_ (it leaves after the sleep).
   bool arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<Pollable>>* held,
            bool* joined);

@@ -29,10 +29,14 @@ class MixedPoll {
     }
   }
 
-  // One pass without sleeping: how many entries have revents.
-  int scan() {
-    for (nfds_t i = 0; i < nfds_; i++)
-      fds_[i].revents = objs_[i] ? objs_[i]->readiness(fds_[i].events) : 0;
+  // One pass without sleeping: how many entries have revents. `repeat`:
+  // a look again while spinning (Pollable::readiness_repeat).
+  int scan(bool repeat) {
+    for (nfds_t i = 0; i < nfds_; i++) {
+      Pollable* o = objs_[i].get();
+      fds_[i].revents = !o ? 0 : repeat ? o->readiness_repeat(fds_[i].events)
+                                        : o->readiness(fds_[i].events);
+    }
     if (!plain_.empty() && ::poll(plain_.data(), plain_.size(), 0) > 0)
       for (size_t k = 0; k < plain_.size(); k++) fds_[plain_idx_[k]].revents = plain_[k].revents;
     int ready = 0;
@@ -62,7 +66,7 @@ int poll_mixed(pollfd* fds, nfds_t nfds, int timeout, const PollTiming& timing,
   if (nfds && !fds) return -EFAULT;
   MixedPoll mp(fds, nfds, table);
   return look_spin_sleep(
-      timeout, timing, [&] { return mp.scan(); },
+      timeout, timing, [&](bool repeat) { return mp.scan(repeat); },
       [&](SleepSet* sleep, int* ms) { return mp.arm(sleep, ms); });
 }
 

@@ -44,8 +44,10 @@ class SleepSet {
   std::vector<Armed> armed_;
 };
 
-// The loop: `scan()` (a count of what is ready, or -errno) until it finds
-// something or the timeout (ms, < 0: none) passes; after the busy phase,
+// The loop: `scan(repeat)` (a count of what is ready, or -errno) until it
+// finds something or the timeout (ms, < 0: none) passes; `repeat` is false
+// for the first scan and the first after each sleep (Pollable's
+// readiness_repeat() for the others); after the busy phase,
 // `arm(&sleep, &ms)` fills the sleep set (false: something is ready now)
 // and the thread sleeps on it. The result of the last scan, 0 on timeout,
 // or -errno (-EINTR when a signal handler ran).
@@ -56,8 +58,10 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   const auto deadline = clock::now() + std::chrono::milliseconds(std::max(timeout, 0));
   SpinPhase spin;
   SleepSet sleep;
+  bool repeat = false;
   for (;;) {
-    int n = scan();
+    int n = scan(repeat);
+    repeat = true;
     if (n || timeout == 0) return n;
     auto now = clock::now();
     if (!forever && now >= deadline) return 0;
@@ -71,6 +75,7 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
     sleep.clear();
     int r = arm(&sleep, &ms) ? sleep.sleep(ms) : 0;
     sleep.disarm();
+    repeat = false;
     if (r < 0) return r;
   }
 }
