@@ -8,7 +8,7 @@
 # start from the seed corpus copied to a temporary directory and fail on any
 # crash, leak or sanitizer report.
 FUZZ_TARGETS = fuzz_config fuzz_tcp_stream fuzz_shm_stream fuzz_rsocket \
-	fuzz_preload_rules fuzz_dgram
+	fuzz_preload_rules fuzz_dgram fuzz_net_frame
 EXTRA_PROGRAMS = $(FUZZ_TARGETS)
 # Like core_unit_tests: every object of core (and of librsocket), not an
 # archive's pick, so the providers' static registrations are all there.
@@ -40,6 +40,10 @@ fuzz_dgram_SOURCES = tests/fuzz/fuzz_dgram.cc
 fuzz_dgram_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_dgram_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_dgram_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+fuzz_net_frame_SOURCES = tests/fuzz/fuzz_net_frame.cc
+fuzz_net_frame_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_net_frame_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_net_frame_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
 
 FUZZ_SMOKE_S = 15
 FUZZ_S = 600

@@ -1,3 +1,27 @@
 # core/net: the userspace Ethernet, IPv4, IPv6 and UDP layer over ring
 # providers (frames parsed and built, checksums, routes and neighbours from
 # the kernel by rtnetlink). Each part adds its sources to core below.
+
+# Frames: parse and verify a received one, build one to send (pure code).
+libslipstream_core_la_SOURCES += \
+	src/core/net/byte_order.h \
+	src/core/net/checksum.h \
+	src/core/net/checksum.cc \
+	src/core/net/ethernet.h \
+	src/core/net/ipv4.h \
+	src/core/net/ipv6.h \
+	src/core/net/udp.h \
+	src/core/net/udp.cc \
+	src/core/net/frame_fields.h \
+	src/core/net/frame_reason.h \
+	src/core/net/frame_reason.cc \
+	src/core/net/frame_parse.h \
+	src/core/net/frame_parse.cc \
+	src/core/net/frame_build.h \
+	src/core/net/frame_build.cc
+
+core_unit_tests_SOURCES += \
+	tests/core/net_frame_util.h \
+	tests/core/net_checksum_test.cc \
+	tests/core/net_frame_parse_test.cc \
+	tests/core/net_frame_build_test.cc

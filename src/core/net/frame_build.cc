@@ -1,0 +1,94 @@
+#include "core/net/frame_build.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/net/checksum.h"
+#include "core/net/ethernet.h"
+#include "core/net/ipv4.h"
+#include "core/net/ipv6.h"
+#include "core/net/udp.h"
+
+namespace ss::net {
+namespace {
+
+constexpr size_t kIpMaxLen = 0xffff;  // a 16-bit length field (no jumbograms)
+
+void write_ipv4(uint8_t* p, const FrameFields& f, size_t total) {
+  p[0] = 0x45;  // version 4, IHL 5
+  p[kIpv4TosOffset] = f.tos;
+  store_be16(p + kIpv4TotalLenOffset, static_cast<uint16_t>(total));
+  store_be16(p + kIpv4IdOffset, f.ip_id);
+  store_be16(p + kIpv4FragOffset, f.dont_fragment ? kIpv4FlagDf : 0);
+  p[kIpv4TtlOffset] = f.ttl;
+  p[kIpv4ProtoOffset] = kIpProtoUdp;
+  store_be16(p + kIpv4ChecksumOffset, 0);
+  memcpy(p + kIpv4SrcOffset, f.src_ip, kIpv4AddrLen);
+  memcpy(p + kIpv4DstOffset, f.dst_ip, kIpv4AddrLen);
+  Checksum c;
+  c.add(p, kIpv4MinHeaderLen);
+  store_be16(p + kIpv4ChecksumOffset, c.result());
+}
+
+void write_ipv6(uint8_t* p, const FrameFields& f, size_t payload_len) {
+  store_be32(p, 6u << 28 | static_cast<uint32_t>(f.tos) << 20 | (f.flow_label & kIpv6FlowLabelMask));
+  store_be16(p + kIpv6PayloadLenOffset, static_cast<uint16_t>(payload_len));
+  p[kIpv6NextHeaderOffset] = kIpProtoUdp;
+  p[kIpv6HopLimitOffset] = f.ttl;
+  memcpy(p + kIpv6SrcOffset, f.src_ip, kIpv6AddrLen);
+  memcpy(p + kIpv6DstOffset, f.dst_ip, kIpv6AddrLen);
+}
+
+// u: the UDP header, the payload right after it.
+void write_udp(uint8_t* u, const FrameFields& f, size_t udp_len) {
+  store_be16(u, f.src_port);
+  store_be16(u + 2, f.dst_port);
+  store_be16(u + kUdpLenOffset, static_cast<uint16_t>(udp_len));
+  store_be16(u + kUdpChecksumOffset, 0);
+  Checksum c = udp_pseudo_header_sum(f.ip_version, f.src_ip, f.dst_ip,
+                                     static_cast<uint32_t>(udp_len));
+  c.add(u, kUdpHeaderLen);
+  c.add(u + kUdpHeaderLen, udp_len - kUdpHeaderLen);
+  const uint16_t sum = c.result();
+  store_be16(u + kUdpChecksumOffset, sum ? sum : 0xffff);  // zero means "none"
+}
+
+}  // namespace
+
+size_t frame_header_len(uint8_t ip_version) {
+  const size_t ip = ip_version == 4 ? kIpv4MinHeaderLen : ip_version == 6 ? kIpv6HeaderLen : 0;
+  return ip ? kEthHeaderLen + ip + kUdpHeaderLen : 0;
+}
+
+ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload_len, size_t mtu) {
+  const size_t hlen = frame_header_len(f.ip_version);
+  if (!hlen) return -EINVAL;
+  if (buf.size() < hlen || payload_len > buf.size() - hlen) return -ENOBUFS;
+  const size_t udp_len = kUdpHeaderLen + payload_len;
+  const size_t ip_hlen = hlen - kEthHeaderLen - kUdpHeaderLen;
+  const size_t ip_len = ip_hlen + udp_len;
+  // IPv4's total length counts its header, IPv6's payload length does not.
+  const size_t length_field = f.ip_version == 4 ? ip_len : udp_len;
+  if (ip_len > mtu || length_field > kIpMaxLen) return -EMSGSIZE;
+  uint8_t* p = buf.data();
+  memcpy(p, f.dst_mac, kMacLen);
+  memcpy(p + kMacLen, f.src_mac, kMacLen);
+  store_be16(p + kEthTypeOffset, f.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
+  if (f.ip_version == 4)
+    write_ipv4(p + kEthHeaderLen, f, ip_len);
+  else
+    write_ipv6(p + kEthHeaderLen, f, udp_len);
+  write_udp(p + kEthHeaderLen + ip_hlen, f, udp_len);
+  return static_cast<ssize_t>(hlen + payload_len);
+}
+
+Ipv4IdSequence::Ipv4IdSequence() : last_(0) {
+  // Best effort: a fixed start only makes IDs guessable, as they were
+  // before Linux randomised them.
+  if (getrandom(&last_, sizeof last_, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof last_))
+    last_ = 0;
+}
+
+}  // namespace ss::net
