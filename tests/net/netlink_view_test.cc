@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,8 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/net/netlink_view.h"
 #include "tests/common/netns_pair.h"
@@ -242,6 +245,37 @@ TEST_P(NetlinkViewTest, MtuChangeIsSeen) {
   EXPECT_TRUE(settle([&] { return view_->link(ifindex_, &l) && l.mtu == 1400; }));
   ASSERT_EQ(route(to(fam().b), &r), 0);
   EXPECT_EQ(r.mtu, 1400u);
+}
+
+// Data-path readers on other threads while the owner applies events: every
+// answer they get is whole and true for some moment, and the last word wins.
+TEST_P(NetlinkViewTest, ReadersRunWhileEventsApply) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; t++)
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        Route r;
+        Link l;
+        Neighbour n;
+        if (view_->route(to(fam().b), &r) != 0 || r.ifindex != ifindex_ || r.mtu < 1280 ||
+            !view_->link(ifindex_, &l) || l.name != NetnsPair::kIfA ||
+            view_->neighbour(ifindex_, ip(fam().b), &n) != 0)
+          bad++;
+      }
+    });
+  for (unsigned mtu : {1450u, 1400u, 1350u, 1300u}) {
+    ip_a("link set " + std::string(NetnsPair::kIfA) + " mtu " + std::to_string(mtu));
+    Link l;
+    EXPECT_TRUE(settle([&] { return view_->link(ifindex_, &l) && l.mtu == mtu; })) << mtu;
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  Route r;
+  ASSERT_EQ(route(to(fam().b), &r), 0);
+  EXPECT_EQ(r.mtu, 1300u);
 }
 
 TEST_P(NetlinkViewTest, AddressesAddedLaterAreLocal) {

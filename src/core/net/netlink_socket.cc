@@ -48,12 +48,15 @@ int NetlinkSocket::request(nlmsghdr* nlh, const Handler& on_msg) {
   for (;;) {
     const ssize_t n = mnl_socket_recvfrom(nl_, buf_.data(), buf_.size());
     if (n < 0) return -errno;
+    // A leftover of an earlier request (another sequence number; the
+    // kernel never mixes two answers in one read): skip it.
+    if (static_cast<size_t>(n) >= sizeof(nlmsghdr) &&
+        reinterpret_cast<const nlmsghdr*>(buf_.data())->nlmsg_seq != seq)
+      continue;
     const int rc = mnl_cb_run(buf_.data(), static_cast<size_t>(n), seq, portid_, run_handler,
                               const_cast<Handler*>(&on_msg));
     if (rc == MNL_CB_STOP) return 0;
-    // EPROTO/ESRCH: a leftover of an earlier request (another sequence
-    // number): skip it and read on.
-    if (rc == MNL_CB_ERROR && errno != EPROTO && errno != ESRCH) return -errno;
+    if (rc == MNL_CB_ERROR) return -errno;
   }
 }
 

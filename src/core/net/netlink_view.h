@@ -48,7 +48,8 @@ class NetlinkView {
   // Readable when change events wait for process_events().
   int fd() const;
   // Applies every queued event; when the kernel dropped some (ENOBUFS),
-  // reads everything again (resync). 0 or -errno.
+  // reads everything again (resync). 0 or -errno. One thread at a time
+  // (the owner's); the lookups below may run on any thread meanwhile.
   int process_events();
 
   // The way to f.dst: 0 and *out, or -errno as the kernel gives it
