@@ -6,8 +6,8 @@ if HAVE_XDP
 check_PROGRAMS += xdp_ring_tests
 TESTS += xdp_ring_tests
 xdp_ring_tests_SOURCES = \
-	tests/xdp/netns_pair.h \
-	tests/xdp/netns_pair.cc \
+	tests/common/netns_pair.h \
+	tests/common/netns_pair.cc \
 	tests/xdp/xdp_ring_test.cc
 # Another program to attach first: our own object file.
 xdp_ring_tests_CPPFLAGS = $(libslipstream_xdp_la_CPPFLAGS) \

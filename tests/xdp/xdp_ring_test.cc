@@ -28,7 +28,7 @@
 #include "core/prov/ring.h"
 #include "core/prov/xdp/xdp_device.h"
 #include "tests/common/stderr_capture.h"
-#include "tests/xdp/netns_pair.h"
+#include "tests/common/netns_pair.h"
 
 namespace {
 
@@ -137,7 +137,7 @@ bool readable(int fd) {
 class XdpRing : public ::testing::Test {
  protected:
   void SetUp() override {
-    ns_ = std::make_unique<NetnsPair>();
+    ns_ = std::make_unique<NetnsPair>("ssxdp");
     ASSERT_EQ(ns_->error(), "");
     ASSERT_FALSE(ns_->xdp_attached()) << "a fresh veth has no program";
     const int err = open_all(kFrames / 2, &served_);
@@ -398,7 +398,7 @@ class XdpRingRefused : public ::testing::Test {
     const size_t at = out.find("prog/xdp id ");
     return at == std::string::npos ? "" : out.substr(at, out.find_first_of(" \n", at + 12) - at);
   }
-  NetnsPair ns_;
+  NetnsPair ns_{"ssxdp"};
 };
 
 TEST_F(XdpRingRefused, AnotherProgramOnTheDeviceIsKept) {

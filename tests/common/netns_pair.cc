@@ -1,4 +1,4 @@
-#include "tests/xdp/netns_pair.h"
+#include "tests/common/netns_pair.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -42,8 +42,8 @@ sockaddr_in inet(const char* ip, uint16_t port) {
   return sa;
 }
 
-NetnsPair::NetnsPair()
-    : a_("ssxdp-a-" + std::to_string(getpid())), b_("ssxdp-b-" + std::to_string(getpid())) {
+NetnsPair::NetnsPair(const std::string& prefix)
+    : a_(prefix + "-a-" + std::to_string(getpid())), b_(prefix + "-b-" + std::to_string(getpid())) {
   const std::string na = "ip -n " + a_ + " ", nb = "ip -n " + b_ + " ";
   const std::string steps[] = {
       "ip netns add " + a_,
@@ -55,6 +55,8 @@ NetnsPair::NetnsPair()
       "ip netns exec " + b_ + " ethtool -L " + kIfB + " rx 2 tx 2",
       na + "addr add " + kIpA + "/24 dev " + kIfA,
       nb + "addr add " + kIpB + "/24 dev " + kIfB,
+      na + "addr add " + kIp6A + "/64 dev " + kIfA + " nodad",
+      nb + "addr add " + kIp6B + "/64 dev " + kIfB + " nodad",
       na + "link set lo up",
       nb + "link set lo up",
       na + "link set " + kIfA + " up",
@@ -89,11 +91,16 @@ int NetnsPair::socket_in_b(int type) const {
   return fd;
 }
 
-bool NetnsPair::mac_b(uint8_t out[6]) const {
-  const int fd = socket_in_b(SOCK_DGRAM);
+bool NetnsPair::mac_b(uint8_t out[6]) const { return read_mac(socket_in_b(SOCK_DGRAM), kIfB, out); }
+
+bool NetnsPair::mac_a(uint8_t out[6]) const {
+  return read_mac(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), kIfA, out);
+}
+
+bool NetnsPair::read_mac(int fd, const char* ifname, uint8_t out[6]) {
   if (fd < 0) return false;
   ifreq ifr{};
-  strncpy(ifr.ifr_name, kIfB, IFNAMSIZ - 1);
+  strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
   const bool ok = ioctl(fd, SIOCGIFHWADDR, &ifr) == 0;
   close(fd);
   if (ok) memcpy(out, ifr.ifr_hwaddr.sa_data, 6);
