@@ -8,3 +8,8 @@ nodist_EXTRA_libvmacompat_la_SOURCES = dummy.cc
 libvmacompat_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 libvmacompat_la_LIBADD = libslipstream.la $(PTHREAD_LIBS)
 libvmacompat_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
+# <mellanox/vma_extra.h>: the Extra API's types and vma_get_api(), as
+# libvma installs it (vma_extra(7)); tests/ext/vma_extra_header.sh checks
+# the installed copy.
+mellanoxincludedir = $(includedir)/mellanox
+mellanoxinclude_HEADERS = include/mellanox/vma_extra.h
