@@ -3,6 +3,11 @@
 # adds its sources below; the preload (libvma.so) will link it.
 lib_LTLIBRARIES += libvmacompat.la
 libvmacompat_la_SOURCES =
+# The Extra API table with its honest mask (vma_extra(7)); the preload
+# will hand it out through getsockopt(SO_VMA_GET_API).
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/extra_table.h \
+	src/libvmacompat/extra_table.cc
 # Never built: makes libtool link the library as C++.
 nodist_EXTRA_libvmacompat_la_SOURCES = dummy.cc
 libvmacompat_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
