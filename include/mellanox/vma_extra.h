@@ -383,14 +383,20 @@ typedef struct vma_api_t vma_api_t;
  * dlopen()s the library makes the same getsockopt call through the
  * library's getsockopt.  The call stays a plain getsockopt(...) so that a
  * program redirecting getsockopt by macro redirects this one too. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define SLIPSTREAM_VMA_EXTRA_NULL nullptr /* quiet under -Wzero-as-null-pointer-constant */
+#else
+#define SLIPSTREAM_VMA_EXTRA_NULL NULL
+#endif
 static inline struct vma_api_t *vma_get_api(void)
 {
-	struct vma_api_t *api = NULL;
+	struct vma_api_t *api = SLIPSTREAM_VMA_EXTRA_NULL;
 	socklen_t len = sizeof(api);
 
 	if (getsockopt(-1, SOL_SOCKET, SO_VMA_GET_API, &api, &len) < 0)
-		return NULL;
+		return SLIPSTREAM_VMA_EXTRA_NULL;
 	return api;
 }
+#undef SLIPSTREAM_VMA_EXTRA_NULL
 
 #endif /* SLIPSTREAM_MELLANOX_VMA_EXTRA_H */
