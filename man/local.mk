@@ -31,4 +31,6 @@ dist_man_MANS += \
 	man/rwritev.3 \
 	man/slipstream-config.1 \
 	man/slipstream-demo.1 \
-	man/slipstream.7
+	man/slipstream.7 \
+	man/vma_extra.7 \
+	man/vma_get_api.3

@@ -3,8 +3,18 @@
 # adds its sources below; the preload (libvma.so) will link it.
 lib_LTLIBRARIES += libvmacompat.la
 libvmacompat_la_SOURCES =
+# The Extra API table with its honest mask (vma_extra(7)); the preload
+# will hand it out through getsockopt(SO_VMA_GET_API).
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/extra_table.h \
+	src/libvmacompat/extra_table.cc
 # Never built: makes libtool link the library as C++.
 nodist_EXTRA_libvmacompat_la_SOURCES = dummy.cc
 libvmacompat_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 libvmacompat_la_LIBADD = libslipstream.la $(PTHREAD_LIBS)
 libvmacompat_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
+# <mellanox/vma_extra.h>: the Extra API's types and vma_get_api(), as
+# libvma installs it (vma_extra(7)); tests/ext/vma_extra_header.sh checks
+# the installed copy.
+mellanoxincludedir = $(includedir)/mellanox
+mellanoxinclude_HEADERS = include/mellanox/vma_extra.h
