@@ -8,3 +8,15 @@ nodist_EXTRA_libvmacompat_la_SOURCES = dummy.cc
 libvmacompat_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 libvmacompat_la_LIBADD = libslipstream.la $(PTHREAD_LIBS)
 libvmacompat_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
+# vma_stats: the vmastat.<pid> publisher, and the reader vma_stats and the
+# unit tests share (stats_proc, stats_reader, stats_format need no core).
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/stats_layout.h \
+	src/libvmacompat/stats_proc.h \
+	src/libvmacompat/stats_proc.cc \
+	src/libvmacompat/stats_publisher.h \
+	src/libvmacompat/stats_publisher.cc \
+	src/libvmacompat/stats_reader.h \
+	src/libvmacompat/stats_reader.cc \
+	src/libvmacompat/stats_format.h \
+	src/libvmacompat/stats_format.cc
