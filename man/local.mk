@@ -31,4 +31,5 @@ dist_man_MANS += \
 	man/rwritev.3 \
 	man/slipstream-config.1 \
 	man/slipstream-demo.1 \
-	man/slipstream.7
+	man/slipstream.7 \
+	man/vma_stats.8
