@@ -16,6 +16,8 @@ libvmacompat_la_SOURCES += \
 	src/libvmacompat/stats_proc.cc \
 	src/libvmacompat/stats_publisher.h \
 	src/libvmacompat/stats_publisher.cc \
+	src/libvmacompat/stats_process.h \
+	src/libvmacompat/stats_process.cc \
 	src/libvmacompat/stats_reader.h \
 	src/libvmacompat/stats_reader.cc \
 	src/libvmacompat/stats_format.h \

@@ -163,11 +163,15 @@ std::unique_ptr<Publisher> Publisher::create(const std::string& dir, uint32_t fd
 
 Publisher::~Publisher() {
   if (!header_) return;
-  if (!path_.empty() && getpid() == owner_pid_) {
-    store(header_->state, kClosing);
-    unlink(path_.c_str());
-  }
+  remove_file();
   munmap(header_, size_);
+}
+
+void Publisher::remove_file() {
+  if (path_.empty() || getpid() != owner_pid_) return;
+  store(header_->state, kClosing);
+  unlink(path_.c_str());
+  path_.clear();
 }
 
 SocketBlock* Publisher::socket_block(uint32_t i) const {

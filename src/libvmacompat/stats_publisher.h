@@ -72,11 +72,11 @@ class Publisher {
   // kMaxFdBlocks); `dir` "" keeps the blocks in private memory instead, as
   // libvma does. nullptr with errno set when the file cannot be made.
   static std::unique_ptr<Publisher> create(const std::string& dir, uint32_t fd_blocks);
-  ~Publisher();  // unmaps; removes the file in the process that made it
+  ~Publisher();  // remove_file(), then unmaps
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
 
-  const std::string& path() const { return path_; }  // "" when private
+  const std::string& path() const { return path_; }  // "" when private or removed
   uint32_t fd_blocks() const { return header_->fd_blocks; }
 
   // Claims a free block for `fd` (type SOCK_DGRAM etc.); empty when all are taken.
@@ -84,6 +84,10 @@ class Publisher {
   void close_socket(SocketStats& s);
   GroupStats open_group(GroupKind kind, int id, const char* name);
   void close_group(GroupStats& g);
+
+  // Marks the file closing and removes it, the mapping kept (at exit:
+  // handles stay valid). Only in the process that made it; once.
+  void remove_file();
 
   // The child of a fork keeps its handles but must not write into, nor
   // remove, its parent's file: the mapping becomes a private copy.

@@ -14,12 +14,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
 
 #include "libvmacompat/stats_format.h"
 #include "libvmacompat/stats_proc.h"
+#include "libvmacompat/stats_process.h"
 #include "libvmacompat/stats_publisher.h"
 #include "libvmacompat/stats_reader.h"
 
@@ -203,6 +205,43 @@ TEST_F(StatsTest, RemovedAtExitAndStaleAfterAKill) {
       unlink(path.c_str());
     }
   }
+}
+
+// The face's publisher: its file goes at exit, yet a handle used by an
+// atexit handler that runs later still writes into valid memory.
+SocketStats g_late;
+void late_close() {
+  g_late.add(kRxPackets);
+  if (Publisher* p = process_stats()) p->close_socket(g_late);
+}
+
+int child_status(const std::function<int()>& child) {
+  const pid_t pid = fork();
+  if (pid == 0) exit(child());
+  int status = -1;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(StatsTest, ProcessStatsRemovedAtExitHandlesStayValid) {
+  const std::string dir = dir_;
+  const int status = child_status([&] {
+    atexit(late_close);  // registered first: runs after the publisher's handler
+    Publisher* p = start_process_stats(dir, 2);
+    if (!p || p != start_process_stats("elsewhere", 9) || p->path().empty()) return 3;
+    g_late = p->open_socket(4, SOCK_DGRAM, true);
+    return g_late ? 0 : 4;
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(list_stats_files(dir_).empty()) << "removed at exit";
+}
+
+TEST_F(StatsTest, ProcessStatsFallsBackToPrivateMemory) {
+  const int status = child_status([] {
+    Publisher* p = start_process_stats("/nonexistent/ss-vmastat", 2);
+    return p && p->path().empty() && p->open_socket(1, SOCK_DGRAM, true) ? 0 : 3;
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(StatsTest, ReusedPidIsStale) {
