@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ constexpr char kUsage[] =
     "  -i, --interval=SEC       seconds between prints (1)\n"
     "  -c, --cycles=N           prints, 0 = until the process ends (default 0)\n"
     "  -v, --view=1|2|3|5       basic, with rx queue, full, netstat-like\n"
-    "  -d, --details=1          totals (the only mode)\n"
+    "  -d, --details=1|2        totals, or per second over each interval\n"
     "  -s, --sockets=LIST       only these fds: 3,5-9\n"
     "  -V, --version            version\n"
     "  -h, --help               this text\n";
@@ -48,6 +49,12 @@ bool number(const char* text, long lo, long hi, long* out) {
   if (end == text || *end || errno || v < lo || v > hi) return false;
   *out = v;
   return true;
+}
+
+double seconds_now() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
 struct Options {
@@ -100,17 +107,25 @@ int run(const Options& o) {
     if (const int rc = find_pid(o, &pid)) return rc;
   }
   const std::string path = stats_path(o.dir, static_cast<int>(pid));
-  for (long i = 0; o.cycles == 0 || i < o.cycles; ++i) {
-    if (i) sleep(static_cast<unsigned>(o.interval));
+  // Per second: a first reading, then each print is the rate since the last.
+  Snapshot before;
+  double before_s = 0;
+  const long first = o.view.per_second ? -1 : 0;
+  for (long i = first; o.cycles == 0 || i < o.cycles; ++i) {
+    if (i > first) sleep(static_cast<unsigned>(o.interval));
     Snapshot s;
     std::string error;
     const bool ok = read_stats_file(path, &s, &error);
     if (ok && s.pid != pid) error = path + ": belongs to process " + std::to_string(s.pid);
     if (ok && s.pid == pid && !is_stale(s)) {
-      print_view(stdout, s, o.view);
+      const double now_s = seconds_now();
+      if (!o.view.per_second) print_view(stdout, s, o.view);
+      else if (i >= 0) print_view(stdout, per_second(before, s, now_s - before_s), o.view);
+      before = std::move(s);
+      before_s = now_s;
       continue;
     }
-    if (i) {  // it was running a moment ago
+    if (i > first) {  // it was running a moment ago
       printf("vma_stats: process %ld ended\n", pid);
       return 0;
     }
@@ -171,10 +186,7 @@ int main(int argc, char** argv) {
         break;
       case 'd':
         if (!number(optarg, 1, 2, &v)) return usage_error("bad details mode '%s'", optarg);
-        if (v == 2) {
-          fprintf(stderr, "vma_stats: -d 2 (per-second deltas) is not supported; totals only\n");
-          return 2;
-        }
+        o.view.per_second = v == 2;
         break;
       case 'z': case 'l': case 'S': case 'D':
         fprintf(stderr, "vma_stats: -%c is not supported: Slipstream's library takes no requests from "
@@ -195,5 +207,6 @@ int main(int argc, char** argv) {
     }
   }
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  if (o.view.per_second && o.interval == 0) return usage_error("-d 2 needs an interval of 1 s or more%s", "");
   return run(o);
 }

@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 namespace ss::vma::stats {
 
@@ -178,7 +179,41 @@ void print_netstat(FILE* out, const Snapshot& s, const ViewOptions& v) {
   }
 }
 
+bool socket_cumulative(uint32_t c) {
+  return c < kRxReadyPktCount && c != kRxReadyPktMax && c != kRxReadyByteMax;
+}
+
+bool group_cumulative(uint32_t kind, uint32_t c) {
+  switch (kind) {
+    case kRing: return c < kRingCounters && c != kRingModerationCount && c != kRingModerationPeriodUs;
+    case kBufferPool: return c == kPoolNoBuffers;
+    default: return c < kIomuxCounters;
+  }
+}
+
+uint64_t rate(uint64_t now, uint64_t before, double seconds) {
+  return now < before ? 0 : static_cast<uint64_t>(static_cast<double>(now - before) / seconds + 0.5);
+}
+
 }  // namespace
+
+Snapshot per_second(const Snapshot& before, const Snapshot& now, double seconds) {
+  Snapshot out = now;
+  if (seconds < 1e-3) seconds = 1e-3;
+  auto rates = [&](const auto& was, auto& is, auto cumulative) {
+    if (was.seq != is.seq) return false;  // reopened since
+    for (uint32_t c = 0; c < std::size(is.c); ++c)
+      if (cumulative(is, c)) is.c[c] = rate(is.c[c], was.c[c], seconds);
+    return true;
+  };
+  keep_matching(before.sockets, &out.sockets, [&](const SocketBlock& was, SocketBlock& is) {
+    return rates(was, is, [](const SocketBlock&, uint32_t c) { return socket_cumulative(c); });
+  });
+  keep_matching(before.groups, &out.groups, [&](const GroupBlock& was, GroupBlock& is) {
+    return rates(was, is, [](const GroupBlock& g, uint32_t c) { return group_cumulative(g.kind, c); });
+  });
+  return out;
+}
 
 bool parse_fd_list(const std::string& text, std::vector<std::pair<int, int>>* ranges) {
   ranges->clear();
@@ -204,8 +239,9 @@ bool parse_fd_list(const std::string& text, std::vector<std::pair<int, int>>* ra
 
 void print_view(FILE* out, const Snapshot& s, const ViewOptions& v) {
   fprintf(out, "%s", kLine);
-  fprintf(out, "vma_stats: process %d (%s), Slipstream %u.%u.%u, %zu of %u fd blocks in use\n", s.pid,
-          s.app_name.c_str(), s.ver_info[0], s.ver_info[1], s.ver_info[2], s.sockets.size(), s.fd_blocks);
+  fprintf(out, "vma_stats: process %d (%s), Slipstream %u.%u.%u, %zu of %u fd blocks in use%s\n", s.pid,
+          s.app_name.c_str(), s.ver_info[0], s.ver_info[1], s.ver_info[2], s.sockets.size(), s.fd_blocks,
+          v.per_second ? ", counters per second" : "");
   if (s.garbled) fprintf(out, "vma_stats: %u garbled blocks skipped\n", s.garbled);
   switch (v.level) {
     case 1:

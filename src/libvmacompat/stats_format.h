@@ -18,7 +18,13 @@ namespace ss::vma::stats {
 struct ViewOptions {
   int level = 1;                               // 1, 2, 3 or 5
   std::vector<std::pair<int, int>> fd_ranges;  // empty: every fd
+  bool per_second = false;                     // says so in the title
 };
+
+// `now`'s counters as rates over the `seconds` since `before` (vma_stats
+// -d 2); gauges and maxima as they are; blocks not in `before` with the
+// same sequence (opened since) left out.
+Snapshot per_second(const Snapshot& before, const Snapshot& now, double seconds);
 
 // "3", "1,4-7": false on anything else (for `vma_stats -s`).
 bool parse_fd_list(const std::string& text, std::vector<std::pair<int, int>>* ranges);

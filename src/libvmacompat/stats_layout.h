@@ -38,7 +38,8 @@ enum SocketCounter : uint32_t {
   kRxPollOsHit, kRxOsErrors, kRxOsEagain, kRxMigrations,
   kTxPackets, kTxBytes, kTxErrors, kTxDrops, kTxOsPackets, kTxOsBytes, kTxOsErrors,
   kTxOsEagain, kTxMigrations, kTxEagain, kTxRetransmits, kTxDummy,
-  // Gauges (set, not added).
+  // Gauges (set, not added); with kRxReadyPktMax and kRxReadyByteMax, never
+  // shown per second.
   kRxReadyPktCount, kRxReadyByteCount, kRxReadyByteLimit, kRxZcopyPktCount,
   kLastRxTid, kLastTxTid,
   kSocketCounters
@@ -99,7 +100,7 @@ struct Header {
   uint32_t state;        // kLive once filled; kClosing at exit
   int32_t pid;
   uint64_t start_ticks;  // the process's start (/proc/PID/stat field 22)
-  uint32_t reader_counter;
+  uint32_t reader_counter;  // libvma's; unused: our counters are live, not copied for readers
   uint8_t ver_info[4];   // major, minor, revision, release
   char protocol[32];     // kProtocol
   char app_name[32];     // the process's name (comm), for `vma_stats -n`

@@ -38,16 +38,6 @@ bool same_group(const GroupBlock& a, const GroupBlock& b) {
   return a.seq == b.seq && a.seq % 2 == 0 && memcmp(&a.kind, &b.kind, kGroupIdentity) == 0;
 }
 
-// Keeps the entries of `later` whose block `earlier` holds the same way.
-template <typename Entry, typename Same>
-void keep_agreed(const std::vector<Entry>& earlier, std::vector<Entry>* later, Same same) {
-  auto it = earlier.begin();
-  std::erase_if(*later, [&](const Entry& e) {
-    while (it != earlier.end() && it->index < e.index) ++it;
-    return it == earlier.end() || it->index != e.index || !same(it->block, e.block);
-  });
-}
-
 }  // namespace
 
 bool parse(const void* data, size_t size, Snapshot* out, std::string* error) {
@@ -110,8 +100,10 @@ bool parse(const void* data, size_t size, Snapshot* out, std::string* error) {
 }
 
 void settle(const Snapshot& first, Snapshot* second) {
-  keep_agreed(first.sockets, &second->sockets, same_socket);
-  keep_agreed(first.groups, &second->groups, same_group);
+  keep_matching(first.sockets, &second->sockets,
+                [](const SocketBlock& a, const SocketBlock& b) { return same_socket(a, b); });
+  keep_matching(first.groups, &second->groups,
+                [](const GroupBlock& a, const GroupBlock& b) { return same_group(a, b); });
 }
 
 bool read_stats_file(const std::string& path, Snapshot* out, std::string* error) {

@@ -40,6 +40,22 @@ struct Snapshot {
 // One copy of a file. false with *error set (one line, no newline) when the
 // bytes are not a vmastat file of this layout, or are cut short.
 bool parse(const void* data, size_t size, Snapshot* out, std::string* error);
+// Keeps the entries of `later` that an entry of `earlier` with the same
+// index has and `keep(earlier_block, later_block)` accepts (it may change
+// the later block). Both in index order, as parse makes them.
+template <typename Entry, typename Keep>
+void keep_matching(const std::vector<Entry>& earlier, std::vector<Entry>* later, Keep keep) {
+  auto it = earlier.begin();
+  size_t kept = 0;
+  for (Entry& e : *later) {
+    while (it != earlier.end() && it->index < e.index) ++it;
+    if (it == earlier.end() || it->index != e.index || !keep(it->block, e.block)) continue;
+    if (&(*later)[kept] != &e) (*later)[kept] = e;
+    ++kept;
+  }
+  later->resize(kept);
+}
+
 // Keeps in `second` the blocks `first` (read just before) agrees with.
 void settle(const Snapshot& first, Snapshot* second);
 // Reads `path` twice, parses and settles both copies.

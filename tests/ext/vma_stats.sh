@@ -95,6 +95,11 @@ vs "$T/name" -k "$T/dir" -n vma_stats_publi -c 1
 has "$T/name" "process $pid "
 check "-n finds the process by name" $?
 
+vs "$T/d2" -k "$T/dir" -p "$pid" -d 2 -i 1 -c 1
+has "$T/d2" "counters per second" && has "$T/d2" "^ 7 +Rx: +0 +0 +0 +0 " &&
+  [ "$(grep -Ec '^ 7 +Rx:' "$T/d2")" = 1 ]
+check "-d 2: one print of rates, zero for a quiet process" $?
+
 bad=$((pid + 100000))
 vs "$T/bad" -k "$T/dir" -p "$bad" -c 1
 rc=$?

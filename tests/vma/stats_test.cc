@@ -368,6 +368,31 @@ TEST_F(StatsTest, BlocksTheTwoCopiesDisagreeOnAreLeftOut) {
   EXPECT_EQ(second.sockets[0].block.c[kRxPackets], 9u);
 }
 
+TEST_F(StatsTest, PerSecondRatesOverTheInterval) {
+  auto pub = Publisher::create(dir_, 3);
+  ASSERT_TRUE(pub);
+  SocketStats kept = pub->open_socket(3, SOCK_DGRAM, true);
+  SocketStats reopened = pub->open_socket(4, SOCK_DGRAM, true);
+  kept.add(kRxPackets, 100);
+  kept.raise(kRxReadyPktMax, 50);
+  kept.set(kRxReadyByteLimit, 65536);
+  Snapshot before, now;
+  std::string error;
+  ASSERT_TRUE(read_stats_file(pub->path(), &before, &error)) << error;
+  kept.add(kRxPackets, 400);
+  kept.add(kTxBytes, 2000);
+  pub->close_socket(reopened);
+  reopened = pub->open_socket(4, SOCK_DGRAM, true);
+  ASSERT_TRUE(read_stats_file(pub->path(), &now, &error)) << error;
+  const Snapshot rates = per_second(before, now, 2.0);
+  ASSERT_EQ(rates.sockets.size(), 1u) << "a block reopened since is left out";
+  const uint64_t* c = rates.sockets[0].block.c;
+  EXPECT_EQ(c[kRxPackets], 200u);
+  EXPECT_EQ(c[kTxBytes], 1000u);
+  EXPECT_EQ(c[kRxReadyPktMax], 50u) << "maxima as they are";
+  EXPECT_EQ(c[kRxReadyByteLimit], 65536u) << "gauges as they are";
+}
+
 TEST(StatsFormat, FdLists) {
   std::vector<std::pair<int, int>> r;
   ASSERT_TRUE(parse_fd_list("3,5-9", &r));
