@@ -33,4 +33,5 @@ dist_man_MANS += \
 	man/slipstream-demo.1 \
 	man/slipstream.7 \
 	man/vma_extra.7 \
-	man/vma_get_api.3
+	man/vma_get_api.3 \
+	man/vma_stats.8

@@ -28,4 +28,5 @@ include tests/rxe/local.mk
 include tests/xdp/local.mk
 include tests/net/local.mk
 include tests/fuzz/local.mk
+include tests/vma/local.mk
 EXTRA_DIST += tests/common/stderr_capture.h

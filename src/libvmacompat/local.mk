@@ -18,3 +18,18 @@ libvmacompat_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
 # the installed copy.
 mellanoxincludedir = $(includedir)/mellanox
 mellanoxinclude_HEADERS = include/mellanox/vma_extra.h
+
+# vma_stats: the vmastat.<pid> publisher, and the reader vma_stats and the
+# unit tests share (stats_proc, stats_reader, stats_format need no core).
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/stats_layout.h \
+	src/libvmacompat/stats_proc.h \
+	src/libvmacompat/stats_proc.cc \
+	src/libvmacompat/stats_publisher.h \
+	src/libvmacompat/stats_publisher.cc \
+	src/libvmacompat/stats_process.h \
+	src/libvmacompat/stats_process.cc \
+	src/libvmacompat/stats_reader.h \
+	src/libvmacompat/stats_reader.cc \
+	src/libvmacompat/stats_format.h \
+	src/libvmacompat/stats_format.cc

@@ -1,0 +1,19 @@
+# Unit tests of libvmacompat (one binary; each part adds its sources). Like
+# core_unit_tests (Makefile.am), they link the objects themselves, core's
+# whole and libvmacompat's, and never load the shared libraries.
+check_PROGRAMS += vma_unit_tests
+TESTS += vma_unit_tests
+vma_unit_tests_SOURCES =
+vma_unit_tests_SOURCES += tests/vma/stats_test.cc
+VMA_TEST_OBJECTS = $(libvmacompat_la_OBJECTS) $(libslipstream_core_la_OBJECTS)
+vma_unit_tests_LDFLAGS = $(VMA_TEST_OBJECTS) $(AM_LDFLAGS)
+EXTRA_vma_unit_tests_DEPENDENCIES = $(VMA_TEST_OBJECTS)
+vma_unit_tests_LDADD = $(libslipstream_core_la_LIBADD) $(GTEST_LIBS)
+TEST_LIMITS += vma_unit_tests=120
+
+# A process publishing known counters, for tests/ext/vma_stats.sh.
+check_PROGRAMS += tests/vma/vma_stats_publisher
+tests_vma_vma_stats_publisher_SOURCES = tests/vma/vma_stats_publisher.cc
+tests_vma_vma_stats_publisher_LDFLAGS = $(VMA_TEST_OBJECTS) $(AM_LDFLAGS)
+EXTRA_tests_vma_vma_stats_publisher_DEPENDENCIES = $(VMA_TEST_OBJECTS)
+tests_vma_vma_stats_publisher_LDADD = $(libslipstream_core_la_LIBADD)
