@@ -26,4 +26,5 @@ include tests/preload/local.mk
 include tests/rxe/local.mk
 include tests/xdp/local.mk
 include tests/fuzz/local.mk
+include tests/vma/local.mk
 EXTRA_DIST += tests/common/stderr_capture.h

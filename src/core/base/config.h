@@ -55,6 +55,7 @@ struct Setting {
   const char* str_def = nullptr;       // kString default; kEnum "a|b|c"; kInt names for min, min+1...
   const char* help = nullptr;
   int64_t (*adjust)(int64_t) = nullptr;  // upstream quirk applied to an accepted kInt
+  bool empty_ok = false;               // kString: "" is a value (libvma's "disabled")
 };
 
 // True when every row sits at its Id's index (lookups index directly).
@@ -137,7 +138,7 @@ class Component {
 
   // Consults `src` after the environment and before the directory, then
   // re-reads this component. 0, or -ENOSPC beyond kMaxSources.
-  int add_source(const ValueSource* src);
+  SS_API int add_source(const ValueSource* src);
   void remove_source(const ValueSource* src);
 
   // Registry membership (idempotent).
