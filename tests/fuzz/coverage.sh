@@ -22,6 +22,7 @@ files_of() {
     fuzz_rsocket) echo src/librsocket/engine.cc src/librsocket/socket.cc src/librsocket/data.cc ;;
     fuzz_preload_rules) echo src/librsocket/preload_rules.cc ;;
     fuzz_dgram) echo src/librsocket/dgram_socket.cc src/librsocket/dgram_ring.cc ;;
+    fuzz_vma_conf) echo src/libvmacompat/rules_parse.cc src/libvmacompat/rules_match.cc ;;
   esac
 }
 

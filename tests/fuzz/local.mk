@@ -8,7 +8,7 @@
 # start from the seed corpus copied to a temporary directory and fail on any
 # crash, leak or sanitizer report.
 FUZZ_TARGETS = fuzz_config fuzz_tcp_stream fuzz_shm_stream fuzz_rsocket \
-	fuzz_preload_rules fuzz_dgram
+	fuzz_preload_rules fuzz_dgram fuzz_vma_conf
 EXTRA_PROGRAMS = $(FUZZ_TARGETS)
 # Like core_unit_tests: every object of core (and of librsocket), not an
 # archive's pick, so the providers' static registrations are all there.
@@ -40,6 +40,12 @@ fuzz_dgram_SOURCES = tests/fuzz/fuzz_dgram.cc
 fuzz_dgram_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_dgram_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_dgram_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+# libvma.conf and add_conf_rule: libvmacompat's objects beside core's.
+FUZZ_VMA_OBJECTS = $(libslipstream_core_la_OBJECTS) $(libvmacompat_la_OBJECTS)
+fuzz_vma_conf_SOURCES = tests/fuzz/vma_conf_fuzz.cc
+fuzz_vma_conf_LDFLAGS = -fsanitize=fuzzer $(FUZZ_VMA_OBJECTS) $(AM_LDFLAGS)
+fuzz_vma_conf_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_vma_conf_DEPENDENCIES = $(FUZZ_VMA_OBJECTS)
 
 FUZZ_SMOKE_S = 15
 FUZZ_S = 600

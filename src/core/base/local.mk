@@ -44,5 +44,6 @@ core_unit_tests_SOURCES += \
 	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \
 	tests/core/base_mixed_poll_test.cc \
+	tests/core/base_rule_lines_test.cc \
 	tests/core/base_service_thread_test.cc \
 	tests/core/wait_helpers.h
