@@ -17,9 +17,10 @@ FUZZ_LINK_FLAGS = -fsanitize=fuzzer $(FUZZ_LINK_OBJECTS) $(AM_LDFLAGS)
 FUZZ_LINK_LIBS = $(libslipstream_core_la_LIBADD)
 
 fuzz_config_SOURCES = tests/fuzz/fuzz_config.cc
-fuzz_config_LDFLAGS = $(FUZZ_LINK_FLAGS)
+# With libvmacompat's objects too: the VMA table and its VMA_SPEC source.
+fuzz_config_LDFLAGS = $(FUZZ_LINK_FLAGS) $(libvmacompat_la_OBJECTS)
 fuzz_config_LDADD = $(FUZZ_LINK_LIBS)
-EXTRA_fuzz_config_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+EXTRA_fuzz_config_DEPENDENCIES = $(FUZZ_LINK_OBJECTS) $(libvmacompat_la_OBJECTS)
 fuzz_tcp_stream_SOURCES = tests/fuzz/fuzz_tcp_stream.cc tests/fuzz/stream_peer.h
 fuzz_tcp_stream_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_tcp_stream_LDADD = $(FUZZ_LINK_LIBS)
