@@ -9,3 +9,6 @@ dist_rsconf_DATA = \
 	conf/rsocket/sqsize_default \
 	conf/rsocket/wake_up_interval \
 	conf/rsocket/wmem_default
+# The VMA face's rules file (libvma.conf(5)), as ${sysconfdir}/libvma.conf,
+# where libvmacompat looks unless VMA_CONFIG_FILE says otherwise.
+dist_sysconf_DATA = conf/libvma.conf

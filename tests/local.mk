@@ -21,7 +21,6 @@ AM_TESTS_ENVIRONMENT = TEST_LIMIT_DEFAULT='$(TEST_LIMIT_DEFAULT)' \
 EXTRA_DIST += tests/run-with-limit.sh tests/tsan.supp
 
 include tests/librsocket/local.mk
-include tests/libvmacompat/local.mk
 include tests/ext/local.mk
 include tests/preload/local.mk
 include tests/rxe/local.mk

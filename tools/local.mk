@@ -4,7 +4,7 @@ tools_slipstream_config_SOURCES = tools/slipstream-config.cc
 # Every face, so each face's settings table registers when it loads: the
 # tool calls none of their functions, hence --no-as-needed.
 tools_slipstream_config_LDFLAGS = -Wl,--no-as-needed $(AM_LDFLAGS)
-tools_slipstream_config_LDADD = librsocket.la libslipstream.la
+tools_slipstream_config_LDADD = librsocket.la libvmacompat.la libslipstream.la
 # vma_stats: reads the VMA face's vmastat.<pid> files. It compiles the
 # reader's files itself (they need nothing of core), so it runs without
 # any Slipstream library, on a file of any process.

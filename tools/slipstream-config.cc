@@ -24,10 +24,11 @@ void usage(FILE* out) {
           "\n"
           "Prints every Slipstream setting, component by component: its name,\n"
           "environment variables, file, current value and where that value came\n"
-          "from (default, env NAME, file PATH or a rules file's NAME:LINE), its\n"
-          "default, bounds and help. The first environment variable set wins,\n"
-          "then a rules file, then a file, then the default. A bad value is\n"
-          "reported on stderr and the default is used.\n");
+          "from (default, env NAME, file PATH or a profile such as\n"
+          "VMA_SPEC=latency), its default, bounds and help. The first\n"
+          "environment variable set wins, then a profile, then a file, then\n"
+          "the default. A bad value is reported on stderr and the default is\n"
+          "used.\n");
 }
 
 std::string where(Component& c, int i) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/base/log.h"
+#include "core/base/rule_lines.h"
 #include "librsocket/preload_hooks.h"
 #include "librsocket/preload_rules.h"
 #include "librsocket/settings.h"
@@ -81,25 +82,23 @@ void load() {
 namespace ss::rs {
 
 std::vector<PreloadRule> read_preload_rules(FILE* f, const char* path) {
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
   std::vector<PreloadRule> out;
-  char line[512];
-  int n = 0;
-  while (fgets(line, sizeof line, f)) {
-    n++;
-    char prog[64], dom[16], type[16], proto[16];
-    const char* p = line + strspn(line, " \t");
-    if (*p == '#' || *p == '\n' || !*p) continue;
+  config::for_each_rule_line(text, [&](const config::RuleLine& l) {
     PreloadRule r;
-    if (sscanf(p, "%63s %15s %15s %15s", prog, dom, type, proto) != 4 ||
-        !keyword(dom, kDomains, &r.domain) || !keyword(type, kTypes, &r.type) ||
-        !keyword(proto, kProtocols, &r.protocol)) {
+    // Words past the fourth are ignored, as upstream's sscanf did.
+    if (l.count < 4 || !keyword(std::string(l.word[1]).c_str(), kDomains, &r.domain) ||
+        !keyword(std::string(l.word[2]).c_str(), kTypes, &r.type) ||
+        !keyword(std::string(l.word[3]).c_str(), kProtocols, &r.protocol)) {
       SS_WARN("librspreload: %s:%d: not a rule (program domain type protocol): skipped", path,
-              n);
-      continue;
+              l.number);
+      return;
     }
-    r.program = prog;
+    r.program = std::string(l.word[0]);
     out.push_back(std::move(r));
-  }
+  });
   return out;
 }
 

@@ -8,6 +8,17 @@ libvmacompat_la_SOURCES =
 libvmacompat_la_SOURCES += \
 	src/libvmacompat/extra_table.h \
 	src/libvmacompat/extra_table.cc
+# libvma.conf and the VMA_* settings.
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/conf_file.cc \
+	src/libvmacompat/conf_file.h \
+	src/libvmacompat/rules.h \
+	src/libvmacompat/rules_match.cc \
+	src/libvmacompat/rules_parse.cc \
+	src/libvmacompat/settings.cc \
+	src/libvmacompat/settings.h \
+	src/libvmacompat/settings_choices.h \
+	src/libvmacompat/settings_spec.cc
 # Never built: makes libtool link the library as C++.
 nodist_EXTRA_libvmacompat_la_SOURCES = dummy.cc
 libvmacompat_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -50,6 +50,7 @@ sed 's/^/  other export: /' "$T/stray"
 # conformance suite imports it (libtool keeps the real programs in .libs/).
 users=("$FACE")
 [ -f "$B/.libs/librspreload.so" ] && users+=("$B/.libs/librspreload.so")
+[ -f "$B/.libs/libvmacompat.so" ] && users+=("$B/.libs/libvmacompat.so")
 for p in tools/slipstream-config tools/slipstream-demo bench/rsocket_instr bench/rsocket_bench \
          rsocket_conformance; do
   d=$(dirname "$p")/.libs/$(basename "$p")

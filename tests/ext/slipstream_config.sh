@@ -1,7 +1,7 @@
 #!/bin/bash
 # slipstream-config as an admin runs it: every component's table is listed
-# (core's and librsocket's, which registers when the library loads), each
-# value with its origin: the environment (the value converted from its
+# (core's, librsocket's and libvmacompat's, each registering when its
+# library loads), each value with its origin: the environment (the value converted from its
 # unit), a file of the rsocket directory, the default; a bad value gives one
 # warning naming the setting, the value and the default, which is listed.
 #
@@ -54,5 +54,36 @@ n=$(grep -c 'WARN' "$T/err")
 check "one warning (got $n)" "$([ "$n" = 1 ]; echo $?)"
 grep -q 'polling_time: bad value "1x" from env SLIPSTREAM_RS_POLLING_TIME (unknown unit;.*using default 10us' "$T/err"
 check "the warning names the setting, the value and the default" $?
+
+# The VMA face's table (libvmacompat): libvma's variables, VMA_SPEC's
+# profile as the origin of the values it changes, an explicit variable over
+# the profile, and a bad value warned with the default.
+env VMA_SPEC=latency VMA_SELECT_POLL=250 VMA_TX_BUFS=lots \
+  timeout 30 "$TOOL" >"$T/vma.out" 2>"$T/vma.err"
+rc=$?
+check "vma: exit 0 (got $rc)" "$rc"
+grep -qx '\[vma\]' "$T/vma.out"
+check "libvmacompat's table is listed" $?
+for v in VMA_TRACELEVEL VMA_LOG_FILE VMA_CONFIG_FILE VMA_APPLICATION_ID VMA_STATS_FILE \
+         VMA_STATS_SHMEM_DIR VMA_STATS_FD_NUM VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_RX_BUFS \
+         VMA_TX_BUFS VMA_RX_POLL VMA_SELECT_POLL VMA_RX_UDP_POLL_OS_RATIO \
+         VMA_SELECT_POLL_OS_RATIO VMA_RING_ALLOCATION_LOGIC_RX VMA_RING_ALLOCATION_LOGIC_TX \
+         VMA_MTU VMA_MEM_ALLOC_TYPE VMA_FORK; do
+  grep -qx "    env:     $v" "$T/vma.out"
+  check "variable $v is listed" $?
+done
+block "$T/vma.out" rx_poll | grep -q '^rx_poll = -1$'
+check "VMA_SPEC=latency makes rx_poll -1" $?
+block "$T/vma.out" rx_poll | grep -qx '    source:  VMA_SPEC=latency'
+check "its origin is the profile" $?
+block "$T/vma.out" select_poll | grep -q '^select_poll = 250$'
+check "an explicit VMA_SELECT_POLL wins over the profile" $?
+block "$T/vma.out" tx_bufs | grep -q '^tx_bufs = 200000$'
+check "a bad VMA_TX_BUFS lists the default" $?
+n=$(grep -c 'WARN' "$T/vma.err")
+check "vma: one warning (got $n)" "$([ "$n" = 1 ]; echo $?)"
+grep -q 'tx_bufs: bad value "lots" from env VMA_TX_BUFS (.*using default 200000' "$T/vma.err"
+check "the warning names the variable, the value and the default" $?
+cat "$T/vma.err" >>"$T/err"
 [ $fails = 0 ] || { cat "$T/err"; exit 1; }
 exit 0

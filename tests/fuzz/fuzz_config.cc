@@ -1,10 +1,11 @@
 // Fuzz target: configuration values, as every registered settings table
-// (core, rsocket, preload) reads them. The input, split at NUL bytes, gives
-// one text per row; each text reaches the real code three ways: the row's
-// parser (parse_value), the loader through each of the value sources
-// (environment, an added rules-style source, the one-value files of the
-// configuration directory, read by read_small_file), and the readers of a
-// loaded value (get_string, origin, the listing's texts).
+// (core, rsocket, preload, vma) reads them. The input, split at NUL bytes,
+// gives one text per row; each text reaches the real code three ways: the
+// row's parser (parse_value), the loader through each of the value sources
+// (environment, the VMA table's VMA_SPEC profile, an added rules-style
+// source, the one-value files of the configuration directory, read by
+// read_small_file), and the readers of a loaded value (get_string, origin,
+// the listing's texts).
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>

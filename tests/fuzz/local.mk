@@ -8,7 +8,7 @@
 # start from the seed corpus copied to a temporary directory and fail on any
 # crash, leak or sanitizer report.
 FUZZ_TARGETS = fuzz_config fuzz_tcp_stream fuzz_shm_stream fuzz_rsocket \
-	fuzz_preload_rules fuzz_dgram fuzz_net_frame fuzz_vma_stats
+	fuzz_preload_rules fuzz_dgram fuzz_net_frame fuzz_vma_stats fuzz_vma_conf
 EXTRA_PROGRAMS = $(FUZZ_TARGETS)
 # Like core_unit_tests: every object of core (and of librsocket), not an
 # archive's pick, so the providers' static registrations are all there.
@@ -17,9 +17,10 @@ FUZZ_LINK_FLAGS = -fsanitize=fuzzer $(FUZZ_LINK_OBJECTS) $(AM_LDFLAGS)
 FUZZ_LINK_LIBS = $(libslipstream_core_la_LIBADD)
 
 fuzz_config_SOURCES = tests/fuzz/fuzz_config.cc
-fuzz_config_LDFLAGS = $(FUZZ_LINK_FLAGS)
+# With libvmacompat's objects too: the VMA table and its VMA_SPEC source.
+fuzz_config_LDFLAGS = $(FUZZ_LINK_FLAGS) $(libvmacompat_la_OBJECTS)
 fuzz_config_LDADD = $(FUZZ_LINK_LIBS)
-EXTRA_fuzz_config_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+EXTRA_fuzz_config_DEPENDENCIES = $(FUZZ_LINK_OBJECTS) $(libvmacompat_la_OBJECTS)
 fuzz_tcp_stream_SOURCES = tests/fuzz/fuzz_tcp_stream.cc tests/fuzz/stream_peer.h
 fuzz_tcp_stream_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_tcp_stream_LDADD = $(FUZZ_LINK_LIBS)
@@ -50,6 +51,12 @@ fuzz_vma_stats_SOURCES = tests/fuzz/fuzz_vma_stats.cc \
 	src/libvmacompat/stats_reader.cc \
 	src/libvmacompat/stats_format.cc
 fuzz_vma_stats_LDFLAGS = -fsanitize=fuzzer $(AM_LDFLAGS)
+# libvma.conf and add_conf_rule: libvmacompat's objects beside core's.
+FUZZ_VMA_OBJECTS = $(libslipstream_core_la_OBJECTS) $(libvmacompat_la_OBJECTS)
+fuzz_vma_conf_SOURCES = tests/fuzz/vma_conf_fuzz.cc
+fuzz_vma_conf_LDFLAGS = -fsanitize=fuzzer $(FUZZ_VMA_OBJECTS) $(AM_LDFLAGS)
+fuzz_vma_conf_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_vma_conf_DEPENDENCIES = $(FUZZ_VMA_OBJECTS)
 
 FUZZ_SMOKE_S = 15
 FUZZ_S = 600

@@ -1,15 +1,21 @@
 # Unit tests of libvmacompat (one binary; each part adds its sources). Like
-# core_unit_tests (Makefile.am), they link the objects themselves, core's
-# whole and libvmacompat's, and never load the shared libraries.
+# core_unit_tests (Makefile.am): they reach the library's internals, so they
+# link its objects and core's whole, ahead of the tests', and never load
+# libslipstream.so or libvmacompat.so.
 check_PROGRAMS += vma_unit_tests
 TESTS += vma_unit_tests
 vma_unit_tests_SOURCES =
 vma_unit_tests_SOURCES += tests/vma/stats_test.cc
+vma_unit_tests_SOURCES += tests/vma/rules_test.cc
+vma_unit_tests_SOURCES += tests/vma/settings_test.cc
+vma_unit_tests_SOURCES += tests/vma/extra_table_test.cc
 VMA_TEST_OBJECTS = $(libvmacompat_la_OBJECTS) $(libslipstream_core_la_OBJECTS)
 vma_unit_tests_LDFLAGS = $(VMA_TEST_OBJECTS) $(AM_LDFLAGS)
 EXTRA_vma_unit_tests_DEPENDENCIES = $(VMA_TEST_OBJECTS)
 vma_unit_tests_LDADD = $(libslipstream_core_la_LIBADD) $(GTEST_LIBS)
 TEST_LIMITS += vma_unit_tests=120
+# The installed default libvma.conf is read from the source tree.
+vma_unit_tests_CPPFLAGS = $(AM_CPPFLAGS) -DSRCDIR='"$(abs_top_srcdir)"'
 
 # A process publishing known counters, for tests/ext/vma_stats.sh.
 check_PROGRAMS += tests/vma/vma_stats_publisher

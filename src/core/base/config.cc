@@ -86,7 +86,9 @@ void expected_text(const Setting& s, char* out, size_t cap) {
                s.str_def ? s.str_def : "");
       return;
     case Type::kEnum: snprintf(out, cap, "one of %s", s.str_def); return;
-    case Type::kString: snprintf(out, cap, "a non-empty path under %zu bytes", kStrCap); return;
+    case Type::kString:
+      snprintf(out, cap, "a %spath under %zu bytes", s.empty_ok ? "" : "non-empty ", kStrCap);
+      return;
   }
 }
 

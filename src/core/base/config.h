@@ -4,7 +4,7 @@
 // rows. A value comes from the first of:
 //   1. the row's environment names, in the order the row lists them (the
 //      first one that is set wins, even when its value is bad);
-//   2. the component's added sources (a rules file such as libvma.conf), in
+//   2. the component's added sources (the VMA face's VMA_SPEC profile), in
 //      the order they were added;
 //   3. the row's one-value file in the component's directory (as
 //      /etc/rdma/rsocket);
@@ -55,6 +55,7 @@ struct Setting {
   const char* str_def = nullptr;       // kString default; kEnum "a|b|c"; kInt names for min, min+1...
   const char* help = nullptr;
   int64_t (*adjust)(int64_t) = nullptr;  // upstream quirk applied to an accepted kInt
+  bool empty_ok = false;               // kString: "" is a value (libvma's "disabled")
 };
 
 // True when every row sits at its Id's index (lookups index directly).
@@ -71,14 +72,14 @@ struct Value {
   std::atomic<int64_t> num{0};
   std::atomic<int> src{0};
   char str[kStrCap]{};
-  char origin[kOriginCap]{};  // "default", "env NAME", a file path, "libvma.conf:12"
+  char origin[kOriginCap]{};  // "default", "env NAME", a file path, "VMA_SPEC=latency"
 };
 
 class Component;
 
 // A place values come from besides the environment. The component's
 // directory of one-value files is one (built in); a face implements another
-// for a rules file such as libvma.conf. Called with the settings lock held:
+// such as the VMA face's VMA_SPEC profile. Called with the settings lock held:
 // it must not read settings itself.
 class ValueSource {
  public:
@@ -137,7 +138,7 @@ class Component {
 
   // Consults `src` after the environment and before the directory, then
   // re-reads this component. 0, or -ENOSPC beyond kMaxSources.
-  int add_source(const ValueSource* src);
+  SS_API int add_source(const ValueSource* src);
   void remove_source(const ValueSource* src);
 
   // Registry membership (idempotent).

@@ -192,7 +192,7 @@ bool choice_at(const char* choices, int64_t index, char* out, size_t cap) {
 Check parse_value(const Setting& s, const char* text, size_t len, int64_t* iv, char* str,
                   size_t cap) {
   trim(&text, &len);
-  if (!len) return Check::kEmpty;
+  if (!len && !(s.type == Type::kString && s.empty_ok)) return Check::kEmpty;
   switch (s.type) {
     case Type::kEnum: {
       const int i = parse_choice(text, len, s.str_def);

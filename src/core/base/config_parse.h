@@ -37,7 +37,7 @@ const char* unit_suffix(Unit unit);
 SS_API const char* unit_text(Unit unit);
 
 // Index of `text` (trimmed, case-insensitive) among "a|b|c", or -1.
-int parse_choice(const char* text, size_t len, const char* choices);
+SS_API int parse_choice(const char* text, size_t len, const char* choices);
 
 // Copies choice number `index` of "a|b|c" into out[cap]; false if none.
 SS_API bool choice_at(const char* choices, int64_t index, char* out, size_t cap);

@@ -28,6 +28,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/pollable.h \
 	src/core/base/process_share.cc \
 	src/core/base/process_share.h \
+	src/core/base/rule_lines.h \
 	src/core/base/service_thread.cc \
 	src/core/base/library_thread.h \
 	src/core/base/library_thread.cc \
@@ -43,5 +44,6 @@ core_unit_tests_SOURCES += \
 	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \
 	tests/core/base_mixed_poll_test.cc \
+	tests/core/base_rule_lines_test.cc \
 	tests/core/base_service_thread_test.cc \
 	tests/core/wait_helpers.h

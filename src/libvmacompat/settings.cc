@@ -1,0 +1,170 @@
+// The VMA face's table: one row per settings::Id, in Id order, each read
+// from libvma's variable name. Defaults are libvma's code defaults (where
+// its README differs, the code wins: VMA_FORK 1, VMA_MEM_ALLOC_TYPE 2).
+// Enumerations list every spelling libvma accepts as a choice; the
+// accessors below turn a choice into libvma's number.
+#include "libvmacompat/settings.h"
+
+#include <cstdlib>
+
+#include "core/base/config_parse.h"
+
+#include "libvmacompat/settings_choices.h"
+
+// Makefile.am passes ${sysconfdir}/libvma.conf; a build without it falls
+// back to libvma's location.
+#ifndef SS_VMA_CONF_FILE
+#define SS_VMA_CONF_FILE "/etc/libvma.conf"
+#endif
+
+namespace ss::vma::settings {
+namespace {
+
+using config::Setting;
+using config::Type;
+using config::Unit;
+
+constexpr int64_t kI32Max = 0x7FFFFFFFll;
+
+// libvma forces a zero VMA_RX_POLL to one poll.
+constexpr int64_t at_least_one_poll(int64_t v) { return v == 0 ? 1 : v; }
+
+constexpr Setting kRows[] = {
+    {.id = int(Id::kTraceLevel), .name = "tracelevel", .env = {"VMA_TRACELEVEL"},
+     .type = Type::kEnum, .def = kTraceInfoChoice, .str_def = kTraceChoices,
+     .help = "log level: none, panic (0), error (1), warn (2), info (3), details, debug (4), "
+             "fine (5), finer (6), all; numbers are libvma's, not its internal levels"},
+    {.id = int(Id::kLogDetails), .name = "log_details", .env = {"VMA_LOG_DETAILS"}, .def = 0,
+     .max = 3, .help = "log line prefix: 0 basic, 1 thread id, 2 pid too, 3 time too"},
+    {.id = int(Id::kLogColors), .name = "log_colors", .env = {"VMA_LOG_COLORS"}, .def = 1,
+     .max = 1, .help = "colour log lines on a terminal"},
+    {.id = int(Id::kLogFile), .name = "log_file", .env = {"VMA_LOG_FILE"},
+     .type = Type::kString, .str_def = "",
+     .help = "log to this file instead of stderr (\"\"); a %d is replaced by the pid",
+     .empty_ok = true},
+    {.id = int(Id::kConfigFile), .name = "config_file", .env = {"VMA_CONFIG_FILE"},
+     .type = Type::kString, .str_def = SS_VMA_CONF_FILE,
+     .help = "the libvma.conf rules file (libvma.conf(5))"},
+    {.id = int(Id::kApplicationId), .name = "application_id", .env = {"VMA_APPLICATION_ID"},
+     .type = Type::kString, .str_def = "VMA_DEFAULT_APPLICATION_ID",
+     .help = "selects libvma.conf's application-id sections; with the default only "
+             "sections whose id is * apply"},
+    {.id = int(Id::kStatsFile), .name = "stats_file", .env = {"VMA_STATS_FILE"},
+     .type = Type::kString, .str_def = "",
+     .help = "per-socket statistics written here at close (\"\": none); a %d is replaced "
+             "by the pid",
+     .empty_ok = true},
+    {.id = int(Id::kStatsShmemDir), .name = "stats_shmem_dir", .env = {"VMA_STATS_SHMEM_DIR"},
+     .type = Type::kString, .str_def = "/tmp/",
+     .help = "directory of the vmastat.<pid> shared-memory statistics (\"\": none)",
+     .empty_ok = true},
+    {.id = int(Id::kStatsFdNum), .name = "stats_fd_num", .env = {"VMA_STATS_FD_NUM"},
+     .def = 100, .max = 1024, .help = "sockets tracked in the shared-memory statistics"},
+    {.id = int(Id::kSpec), .name = "spec", .env = {"VMA_SPEC"}, .type = Type::kEnum, .def = 0,
+     .str_def = kSpecChoices,
+     .help = "a tuning profile, by name or number (latency = 15, ultra-latency = 10, ...); "
+             "its values are defaults an explicit variable overrides"},
+    {.id = int(Id::kOffloadedSockets), .name = "offloaded_sockets",
+     .env = {"VMA_OFFLOADED_SOCKETS"}, .def = 1, .max = 1,
+     .help = "new sockets are offloaded (1) or kernel sockets until thread_offload (0)"},
+    {.id = int(Id::kRxBufs), .name = "rx_bufs", .env = {"VMA_RX_BUFS"}, .def = 200000, .min = 1,
+     .max = kI32Max, .help = "receive buffers in the global pool"},
+    {.id = int(Id::kTxBufs), .name = "tx_bufs", .env = {"VMA_TX_BUFS"}, .def = 200000, .min = 1,
+     .max = kI32Max, .help = "send buffers in the global pool"},
+    {.id = int(Id::kRxWre), .name = "rx_wre", .env = {"VMA_RX_WRE"}, .def = 16000, .min = 1,
+     .max = kI32Max, .help = "receive ring entries per ring"},
+    {.id = int(Id::kTxWre), .name = "tx_wre", .env = {"VMA_TX_WRE"}, .def = 2048, .min = 1,
+     .max = kI32Max, .help = "send ring entries per ring"},
+    {.id = int(Id::kRxPoll), .name = "rx_poll", .env = {"VMA_RX_POLL"}, .def = 100000, .min = -1,
+     .max = kI32Max,
+     .help = "ring polls in a blocking receive before it sleeps (-1: poll forever; 0 is "
+             "taken as 1)",
+     .adjust = at_least_one_poll},
+    {.id = int(Id::kRxPollInit), .name = "rx_poll_init", .env = {"VMA_RX_POLL_INIT"}, .def = 0,
+     .min = -1, .max = kI32Max,
+     .help = "polls of a UDP socket before its first IP_ADD_MEMBERSHIP"},
+    {.id = int(Id::kRxUdpPollOsRatio), .name = "rx_udp_poll_os_ratio",
+     .env = {"VMA_RX_UDP_POLL_OS_RATIO"}, .def = 100, .max = kI32Max,
+     .help = "a blocking receive checks the kernel socket once per this many ring polls "
+             "(0: never)"},
+    {.id = int(Id::kRxBytesMin), .name = "rx_bytes_min", .env = {"VMA_RX_BYTES_MIN"},
+     .unit = Unit::kBytes, .def = 65536, .max = kI32Max,
+     .help = "smallest receive queue per socket, whatever SO_RCVBUF says"},
+    {.id = int(Id::kSelectPoll), .name = "select_poll", .env = {"VMA_SELECT_POLL"},
+     .unit = Unit::kUs, .def = 100000, .min = -1, .max = kI32Max,
+     .help = "busy polling in select, poll and epoll_wait before they sleep (-1: forever, "
+             "0: sleep at once)"},
+    {.id = int(Id::kSelectPollOsRatio), .name = "select_poll_os_ratio",
+     .env = {"VMA_SELECT_POLL_OS_RATIO"}, .def = 10, .max = kI32Max,
+     .help = "select/poll/epoll check kernel descriptors once per this many ring polls "
+             "(0: never while polling)"},
+    {.id = int(Id::kSelectSkipOs), .name = "select_skip_os", .env = {"VMA_SELECT_SKIP_OS"},
+     .def = 4, .max = kI32Max,
+     .help = "select/poll/epoll skip the kernel check this many times in a row"},
+    {.id = int(Id::kProgressEngineInterval), .name = "progress_engine_interval",
+     .env = {"VMA_PROGRESS_ENGINE_INTERVAL"}, .unit = Unit::kMs, .def = 10, .max = kI32Max,
+     .help = "how often the internal thread drains the rings (0: never)"},
+    {.id = int(Id::kRingAllocationLogicRx), .name = "ring_allocation_logic_rx",
+     .env = {"VMA_RING_ALLOCATION_LOGIC_RX"}, .type = Type::kEnum, .def = 0,
+     .str_def = kRingLogicChoices,
+     .help = "receive rings: 0 per interface, 1 per IP, 10 per socket, 20 per thread, "
+             "30 per core, 31 per core with attached threads"},
+    {.id = int(Id::kRingAllocationLogicTx), .name = "ring_allocation_logic_tx",
+     .env = {"VMA_RING_ALLOCATION_LOGIC_TX"}, .type = Type::kEnum, .def = 0,
+     .str_def = kRingLogicChoices, .help = "send rings, as ring_allocation_logic_rx"},
+    {.id = int(Id::kThreadMode), .name = "thread_mode", .env = {"VMA_THREAD_MODE"}, .def = 1,
+     .max = 3,
+     .help = "0 single thread, 1 multi (spin locks), 2 multi (mutexes), 3 more threads "
+             "than cores"},
+    {.id = int(Id::kMemAllocType), .name = "mem_alloc_type", .env = {"VMA_MEM_ALLOC_TYPE"},
+     .def = 2, .max = 2,
+     .help = "buffer memory: 0 anonymous, 1 contiguous, 2 hugepages (falls back to "
+             "anonymous with a warning)"},
+    {.id = int(Id::kFork), .name = "fork", .env = {"VMA_FORK"}, .def = 1, .max = 1,
+     .help = "prepare for fork() so a child's inherited sockets keep working"},
+    {.id = int(Id::kCloseOnDup2), .name = "close_on_dup2", .env = {"VMA_CLOSE_ON_DUP2"},
+     .def = 1, .max = 1, .help = "dup2 onto an offloaded socket closes it first"},
+    {.id = int(Id::kMtu), .name = "mtu", .env = {"VMA_MTU"}, .def = 0, .max = 65535,
+     .help = "MTU of offloaded traffic (0: the interface's)"},
+    {.id = int(Id::kMss), .name = "mss", .env = {"VMA_MSS"}, .def = 0, .max = 65535,
+     .help = "TCP MSS (0: MTU - 40)"},
+    {.id = int(Id::kTxMcLoopback), .name = "tx_mc_loopback", .env = {"VMA_TX_MC_LOOPBACK"},
+     .def = 1, .max = 1, .help = "initial IP_MULTICAST_LOOP of a socket"},
+    {.id = int(Id::kTxNonblockedEagains), .name = "tx_nonblocked_eagains",
+     .env = {"VMA_TX_NONBLOCKED_EAGAINS"}, .def = 0, .max = 1,
+     .help = "a UDP send the ring has no room for fails with EAGAIN (1) or is dropped (0)"},
+    {.id = int(Id::kSocketXtreme), .name = "socketxtreme", .env = {"VMA_SOCKETXTREME"},
+     .def = 0, .max = 1, .help = "socketXtreme mode (the Extra API's ring polling)"},
+    {.id = int(Id::kHandleSigintr), .name = "handle_sigintr", .env = {"VMA_HANDLE_SIGINTR"},
+     .def = 0, .max = 1, .help = "intercept SIGINT handlers"},
+};
+static_assert(config::in_id_order(kRows));
+
+}  // namespace
+
+constinit config::Table<Id> table{"vma", kRows};
+const config::Enlisted enlisted{table};
+
+TraceLevel trace_level() {
+  const int64_t i = get(Id::kTraceLevel);
+  return i >= 0 && i < int64_t(sizeof kTraceLevels / sizeof kTraceLevels[0])
+             ? static_cast<TraceLevel>(kTraceLevels[i])
+             : TraceLevel::kInfo;
+}
+
+Spec spec() { return spec_of_choice(static_cast<int>(get(Id::kSpec))); }
+
+int ring_allocation_logic(Id id) {
+  char text[8];
+  if (!config::choice_at(kRingLogicChoices, get(id), text, sizeof text)) return 0;
+  return atoi(text);
+}
+
+std::string path_with_pid(Id id, long pid) {
+  std::string path = get_string(id);
+  const size_t at = path.find("%d");
+  if (at != std::string::npos) path.replace(at, 2, std::to_string(pid));
+  return path;
+}
+
+}  // namespace ss::vma::settings
