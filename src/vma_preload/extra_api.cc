@@ -7,6 +7,7 @@
 #include "libvmacompat/conf_file.h"
 #include "libvmacompat/extra_table.h"
 #include "vma_preload/decision.h"
+#include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
 
 namespace ss::vma::preload {
@@ -26,6 +27,17 @@ void dump_one(log::Level level, int fd) {
   log::write(level, "VMA decision : %s", transport_name(d.wanted));
   log::write(level, "Stats block : %s", s->stats ? "yes (offloaded 0)" : "none free");
   log::write(level, "%s", kFrame);
+}
+
+// The entries as the table holds them: -1/errno, never an exception.
+int entry_add_conf_rule(const char* rule) {
+  return edge_call([&] { return add_conf_rule(rule); });
+}
+int entry_thread_offload(int offload, pthread_t tid) {
+  return edge_call([&] { return thread_offload(offload, tid); });
+}
+int entry_dump_fd_stats(int fd, int level) {
+  return edge_call([&] { return dump_fd_stats(fd, level); });
 }
 
 }  // namespace
@@ -50,9 +62,9 @@ int dump_fd_stats(int fd, int level) {
 vma_api_t* extra_api() {
   static vma_api_t table = [] {
     vma_api_t given{};
-    given.add_conf_rule = add_conf_rule;
-    given.thread_offload = thread_offload;
-    given.dump_fd_stats = dump_fd_stats;
+    given.add_conf_rule = entry_add_conf_rule;
+    given.thread_offload = entry_thread_offload;
+    given.dump_fd_stats = entry_dump_fd_stats;
     return build_extra_table(given);
   }();
   return &table;

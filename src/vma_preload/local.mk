@@ -8,6 +8,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/banner.cc \
 	src/vma_preload/decision.h \
 	src/vma_preload/decision.cc \
+	src/vma_preload/edge.h \
 	src/vma_preload/extra_api.h \
 	src/vma_preload/extra_api.cc \
 	src/vma_preload/kernel_socket.h \

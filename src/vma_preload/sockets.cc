@@ -9,11 +9,11 @@
 
 #include <mellanox/vma_extra.h>
 
-#include "core/base/errno_guard.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
+#include "vma_preload/edge.h"
 #include "vma_preload/extra_api.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/start.h"
@@ -24,22 +24,20 @@ namespace vp = ss::vma::preload;
 SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
   vp::start();
   const int fd = real().socket(domain, type, protocol);
-  if (fd >= 0) vp::track_socket(fd, domain, type, protocol);
+  if (fd >= 0) vp::edge_quiet("socket", fd, [&] { vp::track_socket(fd, domain, type, protocol); });
   return fd;
 }
 
 SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) {
   const int r = real().bind(fd, addr, len);
-  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel) {
-    ss::ErrnoGuard keep;
-    vp::socket_bound(fd);
-  }
+  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    vp::edge_quiet("bind", fd, [&] { vp::socket_bound(fd); });
   return r;
 }
 
 SS_PRELOAD_EXPORT int close(int fd) {
   // Before the kernel frees the number, which another thread may then reuse.
-  vp::untrack_socket(fd);
+  vp::edge_quiet("close", fd, [&] { vp::untrack_socket(fd); });
   return real().close(fd);
 }
 
@@ -53,9 +51,11 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
       return -1;
     }
     vp::start();
-    *static_cast<vma_api_t**>(val) = vp::extra_api();
-    *len = sizeof(vma_api_t*);
-    return 0;
+    return vp::edge_call([&] {
+      *static_cast<vma_api_t**>(val) = vp::extra_api();
+      *len = sizeof(vma_api_t*);
+      return 0;
+    });
   }
   return real().getsockopt(fd, level, name, val, len);
 }

@@ -14,8 +14,12 @@ pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 void start_once() {
   // The face's logs follow the face's own setting, as libvma's do.
-  log::set_threshold(static_cast<int>(settings::trace_level()));
-  print_banner();
+  try {
+    log::set_threshold(static_cast<int>(settings::trace_level()));
+    print_banner();
+  } catch (...) {  // never through pthread_once or a constructor
+    SS_WARN("libvma.so: start-up ran out of memory; the banner is incomplete");
+  }
 }
 
 __attribute__((constructor)) void at_load() { start(); }
