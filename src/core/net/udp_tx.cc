@@ -43,6 +43,11 @@ SendResult UdpTx::to_kernel(ToKernel why) {
   return SendResult{SendStatus::kUseKernel, 0, why};
 }
 
+void UdpTx::reap() {
+  std::lock_guard lock(mu_);
+  reclaim();
+}
+
 void UdpTx::reclaim() {
   const UdpRing& r = stack_->cfg_.rings.front();
   Buffer done[32];

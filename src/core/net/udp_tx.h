@@ -75,6 +75,9 @@ class UdpTx {
   // ep's), EAGAIN (tx ring full), ENOBUFS (no frame), or the route's errno.
   SendResult send(UdpEndpoint& ep, const UdpAddr& dst, std::span<const uint8_t> payload);
   UdpTxCounters counters() const;
+  // Takes sent frames back from the completion ring now (a send does it
+  // too): what an idle sender's owner calls so the frames recycle.
+  void reap();
 
  private:
   mem::Buffer take_frame();  // mu_ held
