@@ -1,6 +1,6 @@
 // The UDP endpoint layer (core/net/udp_stack.h, udp_tx.h) on the xdp
 // provider's rings over a veth pair between two namespaces: the offloaded
-// endpoint in a, kernel sockets in b. Datagrams from b arrive through the
+// endpoint in a, kernel sockets in b, IPv4 and IPv6. Datagrams from b arrive through the
 // rings (the program's redirect counter moves, a's kernel socket on the
 // same port gets none); the endpoint's sends reach b's kernel socket (whose
 // kernel verified the checksums), the next hop resolved through NetlinkView;
@@ -221,54 +221,71 @@ TEST_F(UdpRing, DatagramsFromAKernelPeerArriveThroughTheRings) {
   close(shadow);
 }
 
-// The steering program passes IPv6 to the kernel: an IPv6 endpoint is
-// refused (the face keeps it on its kernel socket), and IPv6 datagrams
-// reach the kernel socket.
-TEST_F(UdpRing, Ipv6StaysWithTheKernel) {
-  std::unique_ptr<UdpEndpoint> v6;
-  EXPECT_EQ(stack_->bind(UdpAddr{IpAddr::parse(NetnsPair::kIp6A), kPort}, false, &v6),
-            -EAFNOSUPPORT);
+// A wildcard IPv6 endpoint without IPV6_V6ONLY takes both families
+// through the rings; a kernel socket on the port gets neither.
+TEST_F(UdpRing, DualEndpointReceivesIpv4AndIpv6) {
   ASSERT_EQ(stack_->bind(UdpAddr{IpAddr::parse("::"), kPort}, true, &ep_), 0);
   EXPECT_TRUE(ep_->steered(AF_INET));
-  EXPECT_FALSE(ep_->steered(AF_INET6));
-
-  const int shadow = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_in6 sa{};
-  sa.sin6_family = AF_INET6;
-  sa.sin6_port = htons(kPort);
-  ASSERT_EQ(::bind(shadow, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 0);
-  const int tx = ns_->socket_in_b(SOCK_DGRAM, AF_INET6);
-  ASSERT_GE(tx, 0);
-  inet_pton(AF_INET6, NetnsPair::kIp6A, &sa.sin6_addr);
-  ASSERT_EQ(sendto(tx, "v6", 2, 0, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 2);
-  pollfd p{shadow, POLLIN, 0};
-  ASSERT_EQ(poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())), 1);
-  char buf[8];
-  EXPECT_EQ(recv(shadow, buf, sizeof buf, 0), 2);
-  EXPECT_EQ(stack_->rx_counters().delivered, 0u);
-  close(tx);
+  EXPECT_TRUE(ep_->steered(AF_INET6));
+  const int shadow = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);  // takes v4 too
+  sockaddr_storage ss;
+  socklen_t len = IpAddr::parse("::").to_sockaddr(kPort, 0, &ss);
+  ASSERT_EQ(::bind(shadow, reinterpret_cast<const sockaddr*>(&ss), len), 0);
+  const uint64_t before = redirected();
+  for (const char* peer : {NetnsPair::kIpB, NetnsPair::kIp6B}) {
+    const IpAddr from = IpAddr::parse(peer);
+    const int tx = ns_->socket_in_b(SOCK_DGRAM, from.family);
+    ASSERT_GE(tx, 0);
+    len = from.to_sockaddr(kPeerPort, 0, &ss);
+    ASSERT_EQ(::bind(tx, reinterpret_cast<const sockaddr*>(&ss), len), 0);
+    len = IpAddr::parse(from.family == AF_INET ? NetnsPair::kIpA : NetnsPair::kIp6A)
+              .to_sockaddr(kPort, 0, &ss);
+    const std::string msg = std::string("from ") + peer;
+    ASSERT_EQ(sendto(tx, msg.data(), msg.size(), 0, reinterpret_cast<const sockaddr*>(&ss), len),
+              static_cast<ssize_t>(msg.size()));
+    Datagram d;
+    ASSERT_TRUE(next(&d)) << peer;
+    EXPECT_EQ(std::string(static_cast<const char*>(d.buf.data()), d.buf.size()), msg);
+    EXPECT_EQ(d.src, (UdpAddr{from, kPeerPort}));
+    close(tx);
+  }
+  EXPECT_EQ(redirected() - before, 2u);
+  char c;
+  EXPECT_EQ(recv(shadow, &c, 1, MSG_DONTWAIT), -1) << "the kernel socket got a datagram";
   close(shadow);
 }
 
-TEST_F(UdpRing, SendsReachAKernelPeerOverTheRing) {
-  bind_ep(NetnsPair::kIpA, kPort);
-  const int rx = ns_->socket_in_b(SOCK_DGRAM);
-  ASSERT_EQ(bound_socket(rx, NetnsPair::kIpB, kPeerPort), 0);
+// The endpoint sends to a kernel socket in b, IPv4 and IPv6: the
+// first datagram waits for the next hop (sent through a kernel socket, as
+// the face does), the rest go over the ring; b's kernel delivers them all
+// (it verified their checksums).
+class UdpRingSend : public UdpRing, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(UdpRingSend, SendsReachAKernelPeerOverTheRing) {
+  const bool v4 = std::string(GetParam()) == "v4";
+  bind_ep(v4 ? NetnsPair::kIpA : NetnsPair::kIp6A, kPort);
+  const IpAddr peer = IpAddr::parse(v4 ? NetnsPair::kIpB : NetnsPair::kIp6B);
+  const IpAddr local = ep_->local().ip;
+  sockaddr_storage ss;
+  socklen_t len = peer.to_sockaddr(kPeerPort, 0, &ss);
+  const int rx = ns_->socket_in_b(SOCK_DGRAM, peer.family);
+  ASSERT_EQ(::bind(rx, reinterpret_cast<const sockaddr*>(&ss), len), 0);
   // What the face sends a "use the kernel" datagram through.
-  const int shadow = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(bound_socket(shadow, NetnsPair::kIpA, kPort), 0);
-  const UdpAddr dst{IpAddr::parse(NetnsPair::kIpB), kPeerPort};
-  const sockaddr_in to = sstest::inet(NetnsPair::kIpB, kPeerPort);
+  const int shadow = socket(local.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage ls;
+  const socklen_t llen = local.to_sockaddr(kPort, 0, &ls);
+  ASSERT_EQ(::bind(shadow, reinterpret_cast<const sockaddr*>(&ls), llen), 0);
+  const UdpAddr dst{peer, kPeerPort};
   constexpr int kCount = 30;
+  const size_t max = v4 ? 1472 : 1452;  // the MTU's worth
   int via_kernel = 0;
   for (int i = 0; i < kCount; i++) {
-    const std::string p = payload(i, static_cast<size_t>(1 + i * 53 % 1472));
+    const std::string p = payload(i, 1 + static_cast<size_t>(i * 53) % max);
     const ss::net::SendResult r = tx_->send(*ep_, dst, bytes_of(p));
     ASSERT_NE(r.status, SendStatus::kError) << strerror(r.err);
     if (r.status == SendStatus::kUseKernel) {
       ASSERT_EQ(r.why, ToKernel::kNeighbourPending);
-      ASSERT_EQ(sendto(shadow, p.data(), p.size(), 0, reinterpret_cast<const sockaddr*>(&to),
-                       sizeof to),
+      ASSERT_EQ(sendto(shadow, p.data(), p.size(), 0, reinterpret_cast<const sockaddr*>(&ss), len),
                 static_cast<ssize_t>(p.size()));
       via_kernel++;
       // The kernel resolves b while sending; its event makes the view ready.
@@ -286,18 +303,18 @@ TEST_F(UdpRing, SendsReachAKernelPeerOverTheRing) {
   EXPECT_EQ(tx_->counters().sent, static_cast<uint64_t>(kCount - via_kernel));
   std::vector<std::string> got, want;
   for (int i = 0; i < kCount; i++) {
-    want.push_back(payload(i, static_cast<size_t>(1 + i * 53 % 1472)));
+    want.push_back(payload(i, 1 + static_cast<size_t>(i * 53) % max));
     pollfd p{rx, POLLIN, 0};
     ASSERT_EQ(poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())), 1)
         << "datagram " << i << " never arrived";
     char buf[2048];
-    sockaddr_in from{};
-    socklen_t len = sizeof from;
-    const ssize_t n = recvfrom(rx, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+    sockaddr_storage from{};
+    socklen_t flen = sizeof from;
+    const ssize_t n = recvfrom(rx, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &flen);
     ASSERT_GT(n, 0);
     got.emplace_back(buf, static_cast<size_t>(n));
-    EXPECT_EQ(from.sin_addr.s_addr, inet_addr(NetnsPair::kIpA));
-    EXPECT_EQ(ntohs(from.sin_port), kPort);
+    EXPECT_EQ(flen, llen);
+    EXPECT_EQ(memcmp(&from, &ls, llen), 0) << "the source is the endpoint's";
   }
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
@@ -308,15 +325,18 @@ TEST_F(UdpRing, SendsReachAKernelPeerOverTheRing) {
   close(shadow);
 }
 
+INSTANTIATE_TEST_SUITE_P(Families, UdpRingSend, ::testing::Values("v4", "v6"),
+                         [](const auto& info) { return std::string(info.param); });
+
 TEST_F(UdpRing, LocalDestinationsUseTheKernel) {
-  bind_ep("0.0.0.0", kPort);
+  ASSERT_EQ(stack_->bind(UdpAddr{IpAddr::parse("::"), kPort}, true, &ep_), 0);
   const std::string p = "same host";
-  for (const char* local : {NetnsPair::kIpA, "127.0.0.1"}) {
+  for (const char* local : {NetnsPair::kIpA, "127.0.0.1", NetnsPair::kIp6A, "::1"}) {
     const ss::net::SendResult r = tx_->send(*ep_, UdpAddr{IpAddr::parse(local), kPeerPort}, bytes_of(p));
     EXPECT_EQ(r.status, SendStatus::kUseKernel) << local;
     EXPECT_EQ(r.why, ToKernel::kLocal) << local;
   }
-  EXPECT_EQ(tx_->counters().to_kernel[static_cast<size_t>(ToKernel::kLocal)], 2u);
+  EXPECT_EQ(tx_->counters().to_kernel[static_cast<size_t>(ToKernel::kLocal)], 4u);
   EXPECT_EQ(tx_->counters().sent, 0u);
 }
 

@@ -8,9 +8,16 @@
 namespace ss::prov::xdp {
 
 int XdpUdpSteering::flow(const net::IpAddr& ip, uint16_t port, Flow* out) {
-  if (ip.family != AF_INET) return -EAFNOSUPPORT;
   out->proto = IPPROTO_UDP;
-  memcpy(&out->ip, ip.bytes, 4);
+  if (ip.family == AF_INET) {
+    out->version = 4;
+    memcpy(&out->ip, ip.bytes, 4);
+  } else if (ip.family == AF_INET6) {
+    out->version = 6;
+    memcpy(out->ip6, ip.bytes, 16);
+  } else {
+    return -EAFNOSUPPORT;
+  }
   out->port = htons(port);
   return 0;
 }

@@ -1,6 +1,5 @@
 // The UDP endpoint layer's flow table (net::UdpSteering) on a netdev's
-// steering program. IPv4 only: the program passes IPv6 to the kernel, so
-// an IPv6 flow is -EAFNOSUPPORT (the endpoint's kernel socket serves it).
+// steering program, IPv4 and IPv6.
 #pragma once
 #include <memory>
 
@@ -17,7 +16,7 @@ class XdpUdpSteering final : public net::UdpSteering {
   int remove(const net::IpAddr& ip, uint16_t port) override;
 
  private:
-  // The program's key for (ip, port): -EAFNOSUPPORT for IPv6.
+  // The program's flow for (ip, port): -EAFNOSUPPORT for another family.
   static int flow(const net::IpAddr& ip, uint16_t port, Flow* out);
   std::shared_ptr<Device> dev_;
 };
