@@ -214,6 +214,19 @@ TEST_F(UdpStackTest, BindSteersAndUnbindRemoves) {
   EXPECT_EQ(stack_->rx_counters().no_endpoint, 1u);
 }
 
+TEST_F(UdpStackTest, BadBindsAreRefused) {
+  std::unique_ptr<UdpEndpoint> ep;
+  EXPECT_EQ(stack_->bind(UdpAddr{IpAddr{}, 9000}, false, &ep), -EINVAL) << "no family";
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("0.0.0.0"), 9000}, true, &ep), -EINVAL) << "dual v4";
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("fd00::2"), 9000}, true, &ep), -EINVAL) << "dual, not any";
+  auto v4 = bind("0.0.0.0", 9000);
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("::"), 9000}, true, &ep), -EADDRINUSE) << "v4 taken";
+  EXPECT_FALSE(ep);
+  EXPECT_EQ(steer_.flows.size(), 1u) << "the refused binds steered nothing";
+  auto v6only = bind("::", 9000);  // without v4: no conflict
+  EXPECT_EQ(steer_.flows.size(), 2u);
+}
+
 TEST_F(UdpStackTest, DemuxExactBeforeWildcardAndDualTakesV4) {
   auto exact = bind("10.0.0.2", 9000);
   auto wild = bind("0.0.0.0", 9000);

@@ -16,6 +16,11 @@
 //
 // Locking: one mutex over the demux table and the endpoints' queues, held
 // while the rings are polled; frames are released outside it.
+//
+// Lifetimes: endpoints and the UdpTx go before their stack, the stack
+// before its ring queues, each queue before its pool. Addresses are as
+// the wire has them: an IPv4-mapped IPv6 address is the face's to turn
+// into IPv4 first.
 #pragma once
 #include <cstdint>
 #include <deque>
