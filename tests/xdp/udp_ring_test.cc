@@ -344,7 +344,7 @@ TEST_F(UdpRing, LocalDestinationsUseTheKernel) {
 // the program redirects them (it checks no checksums), the stack drops
 // each by its reason; a good one after them shows the path works.
 TEST_F(UdpRing, MalformedFramesAreDroppedByReason) {
-  bind_ep(NetnsPair::kIpA, kPort);
+  ASSERT_EQ(stack_->bind(UdpAddr{IpAddr::parse("::"), kPort}, true, &ep_), 0);
   const int pkt = ns_->socket_in_b(SOCK_RAW, AF_PACKET, htons(ETH_P_ALL));
   ASSERT_GE(pkt, 0);
   ifreq ifr{};
@@ -354,17 +354,21 @@ TEST_F(UdpRing, MalformedFramesAreDroppedByReason) {
   ll.sll_family = AF_PACKET;
   ll.sll_ifindex = ifr.ifr_ifindex;
   ll.sll_halen = 6;
-  ss::net::FrameFields f;
-  ASSERT_TRUE(ns_->mac_a(f.dst_mac));
-  ASSERT_TRUE(ns_->mac_b(f.src_mac));
-  memcpy(ll.sll_addr, f.dst_mac, 6);
-  inet_pton(AF_INET, NetnsPair::kIpB, f.src_ip);
-  inet_pton(AF_INET, NetnsPair::kIpA, f.dst_ip);
-  f.src_port = kPeerPort;
-  f.dst_port = kPort;
-  auto send = [&](const std::string& body, auto mangle) {
+  ss::net::FrameFields f4;
+  ASSERT_TRUE(ns_->mac_a(f4.dst_mac));
+  ASSERT_TRUE(ns_->mac_b(f4.src_mac));
+  memcpy(ll.sll_addr, f4.dst_mac, 6);
+  f4.src_port = kPeerPort;
+  f4.dst_port = kPort;
+  ss::net::FrameFields f6 = f4;
+  inet_pton(AF_INET, NetnsPair::kIpB, f4.src_ip);
+  inet_pton(AF_INET, NetnsPair::kIpA, f4.dst_ip);
+  f6.ip_version = 6;
+  inet_pton(AF_INET6, NetnsPair::kIp6B, f6.src_ip);
+  inet_pton(AF_INET6, NetnsPair::kIp6A, f6.dst_ip);
+  auto send = [&](const ss::net::FrameFields& f, const std::string& body, auto mangle) {
     uint8_t frame[1600] = {};
-    memcpy(frame + ss::net::frame_header_len(4), body.data(), body.size());
+    memcpy(frame + ss::net::frame_header_len(f.ip_version), body.data(), body.size());
     ssize_t len = ss::net::build_frame(frame, f, body.size(), 1500);
     ASSERT_GT(len, 0);
     size_t n = static_cast<size_t>(len);
@@ -372,19 +376,40 @@ TEST_F(UdpRing, MalformedFramesAreDroppedByReason) {
     ASSERT_EQ(sendto(pkt, frame, n, 0, reinterpret_cast<sockaddr*>(&ll), sizeof ll),
               static_cast<ssize_t>(n));
   };
+  constexpr size_t kUdp4 = 14 + 20, kUdp6 = 14 + 40;  // where UDP starts
   const uint64_t before = redirected();
-  send("bad udp checksum", [](uint8_t* p, size_t* n) { p[*n - 1] ^= 0x20; });
-  send("truncated frame", [](uint8_t*, size_t* n) { *n -= 5; });
-  send("bad ip checksum", [](uint8_t* p, size_t*) { p[14 + 8] ^= 1; });  // TTL
-  send("good", [](uint8_t*, size_t*) {});
+  send(f4, "bad udp checksum", [](uint8_t* p, size_t* n) { p[*n - 1] ^= 0x20; });
+  send(f4, "truncated frame", [](uint8_t*, size_t* n) { *n -= 5; });
+  send(f4, "bad ip checksum", [](uint8_t* p, size_t*) { p[14 + 8] ^= 1; });  // TTL
+  send(f4, "udp length", [](uint8_t* p, size_t*) { p[kUdp4 + 5] += 1; });
+  send(f6, "v6 bad udp checksum", [](uint8_t* p, size_t* n) { p[*n - 1] ^= 0x20; });
+  send(f6, "v6 no checksum", [](uint8_t* p, size_t*) { p[kUdp6 + 6] = p[kUdp6 + 7] = 0; });
+  // A fragment never reaches the ring: the program passes it to the kernel.
+  send(f4, "fragment", [](uint8_t* p, size_t*) { p[14 + 6] |= 0x20; });  // MF
+  send(f4, "good", [](uint8_t*, size_t*) {});
   Datagram d;
   ASSERT_TRUE(next(&d));
   EXPECT_EQ(std::string(static_cast<const char*>(d.buf.data()), d.buf.size()), "good");
-  EXPECT_EQ(redirected() - before, 4u) << "the program steered all four";
+  // The frames may have come on either queue: all seven parsed, at most.
+  auto parsed = [&] {
+    uint64_t n = 0;
+    for (uint64_t k : stack_->rx_counters().frames.by_reason) n += k;
+    return n;
+  };
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  while (parsed() < 7 && std::chrono::steady_clock::now() < end) {
+    ASSERT_GE(stack_->poll_rx(), 0);
+    wait_rings();
+  }
   const ss::net::UdpRxCounters c = stack_->rx_counters();
-  EXPECT_EQ(c.frames[FrameReason::kBadUdpChecksum], 1u);
+  EXPECT_EQ(parsed(), 7u);
+  EXPECT_EQ(redirected() - before, 7u) << "the program steered all but the fragment";
+  EXPECT_EQ(c.frames[FrameReason::kBadUdpChecksum], 2u);
   EXPECT_EQ(c.frames[FrameReason::kIpLengthPastFrame], 1u);
   EXPECT_EQ(c.frames[FrameReason::kBadIpChecksum], 1u);
+  EXPECT_EQ(c.frames[FrameReason::kBadUdpLength], 1u);
+  EXPECT_EQ(c.frames[FrameReason::kZeroUdpChecksumV6], 1u);
+  EXPECT_EQ(c.frames[FrameReason::kIpv4Fragment], 0u);
   EXPECT_EQ(c.delivered, 1u);
   EXPECT_EQ(ep_->queued(), 0u);
   close(pkt);
