@@ -10,7 +10,8 @@ TESTS += core_unit_tests
 # the rest; sanitizer runs raise TEST_LIMIT_SCALE (`make check
 # TEST_LIMIT_SCALE=3`).
 TEST_LIMIT_DEFAULT = 300
-TEST_LIMITS = core_unit_tests=120 rsocket_conformance=600 xdp_ring_tests=120 net_netns_tests=300
+TEST_LIMITS = core_unit_tests=120 rsocket_conformance=600 xdp_ring_tests=120 net_netns_tests=300 \
+	udp_ring_tests=120
 TEST_LIMIT_SCALE = 1
 LOG_COMPILER = bash $(top_srcdir)/tests/run-with-limit.sh
 # The same for automake's *.test suffix rule (a test dropped in by hand).

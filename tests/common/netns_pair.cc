@@ -1,5 +1,7 @@
 #include "tests/common/netns_pair.h"
 
+#include <gtest/gtest.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -84,9 +86,9 @@ NetnsPair::~NetnsPair() {
   run("ip netns del " + b_);
 }
 
-int NetnsPair::socket_in_b(int type) const {
+int NetnsPair::socket_in_b(int type, int family, int protocol) const {
   if (setns(ns_b_, CLONE_NEWNET) != 0) return -1;
-  const int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  const int fd = socket(family, type | SOCK_CLOEXEC, protocol);
   setns(ns_a_, CLONE_NEWNET);
   return fd;
 }
@@ -109,6 +111,28 @@ bool NetnsPair::read_mac(int fd, const char* ifname, uint8_t out[6]) {
 
 bool NetnsPair::xdp_attached() const {
   return output("ip -n " + a_ + " -d link show dev " + kIfA).find("prog/xdp") != std::string::npos;
+}
+
+int netns_test_main(int argc, char** argv, const char* binary, const char* prefix) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (geteuid() != 0) {
+    fprintf(stderr, "SKIP: %s need root (network namespaces, veth, XDP)\n", binary);
+    return 77;
+  }
+  if (run("ip netns list") != 0 || run("ethtool --version") != 0) {
+    fprintf(stderr, "SKIP: %s need iproute2 and ethtool\n", binary);
+    return 77;
+  }
+  int rc = RUN_ALL_TESTS();
+  // Every test removes its namespaces (and so the veth) in its teardown.
+  for (const char* side : {"a", "b"}) {
+    const std::string name = std::string(prefix) + "-" + side + "-" + std::to_string(getpid());
+    if (netns_exists(name)) {
+      fprintf(stderr, "FAIL: namespace %s left behind\n", name.c_str());
+      rc = 1;
+    }
+  }
+  return rc;
 }
 
 }  // namespace sstest

@@ -33,7 +33,7 @@ class NetnsPair {
   const std::string& name_b() const { return b_; }
 
   // A socket made in namespace b (the thread stays in a), or -1.
-  int socket_in_b(int type) const;
+  int socket_in_b(int type, int family = AF_INET, int protocol = 0) const;
   // xb's MAC address, read in b; xa's, read in a.
   bool mac_b(uint8_t out[6]) const;
   bool mac_a(uint8_t out[6]) const;
@@ -54,5 +54,10 @@ std::string output(const std::string& cmd);
 bool netns_exists(const std::string& name);
 
 sockaddr_in inet(const char* ip, uint16_t port);
+
+// main() of a test binary whose tests make NetnsPairs named `prefix`:
+// exits 77 (skipped, saying why) without root, iproute2 or ethtool; runs
+// the tests; fails if a namespace of this process was left behind.
+int netns_test_main(int argc, char** argv, const char* binary, const char* prefix);
 
 }  // namespace sstest

@@ -338,22 +338,5 @@ TEST(NetlinkViewLinks, LostEventsResync) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (geteuid() != 0) {
-    fprintf(stderr, "SKIP: net_netns_tests need root (network namespaces, veth)\n");
-    return 77;
-  }
-  if (sstest::run("ip netns list") != 0 || sstest::run("ethtool --version") != 0) {
-    fprintf(stderr, "SKIP: net_netns_tests need iproute2 and ethtool\n");
-    return 77;
-  }
-  int rc = RUN_ALL_TESTS();
-  for (const char* side : {"a", "b"}) {
-    const std::string name = std::string("ssnet-") + side + "-" + std::to_string(getpid());
-    if (sstest::netns_exists(name)) {
-      fprintf(stderr, "FAIL: namespace %s left behind\n", name.c_str());
-      rc = 1;
-    }
-  }
-  return rc;
+  return sstest::netns_test_main(argc, argv, "net_netns_tests", "ssnet");
 }

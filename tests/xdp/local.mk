@@ -19,3 +19,21 @@ EXTRA_xdp_ring_tests_DEPENDENCIES = $(libslipstream_core_la_OBJECTS) \
 xdp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) \
 	$(libslipstream_xdp_la_LIBADD) -lgtest $(PTHREAD_LIBS)
 endif
+
+# The UDP endpoint layer (core/net/udp_*) on the xdp provider's rings, in
+# namespaces as above. Root only (exit 77 otherwise).
+if HAVE_XDP
+check_PROGRAMS += udp_ring_tests
+TESTS += udp_ring_tests
+udp_ring_tests_SOURCES = \
+	tests/common/netns_pair.h \
+	tests/common/netns_pair.cc \
+	tests/xdp/udp_ring_test.cc
+udp_ring_tests_CPPFLAGS = $(libslipstream_xdp_la_CPPFLAGS)
+udp_ring_tests_LDFLAGS = $(libslipstream_core_la_OBJECTS) \
+	$(libslipstream_xdp_la_OBJECTS) $(AM_LDFLAGS)
+EXTRA_udp_ring_tests_DEPENDENCIES = $(libslipstream_core_la_OBJECTS) \
+	$(libslipstream_xdp_la_OBJECTS)
+udp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) \
+	$(libslipstream_xdp_la_LIBADD) -lgtest $(PTHREAD_LIBS)
+endif

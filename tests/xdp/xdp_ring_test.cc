@@ -498,23 +498,5 @@ TEST_F(XdpRingBare, GenericModeWhereTheDriverRefusesNative) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  if (geteuid() != 0) {
-    fprintf(stderr, "SKIP: xdp_ring_tests need root (network namespaces, XDP)\n");
-    return 77;
-  }
-  if (sstest::run("ip netns list") != 0 || sstest::run("ethtool --version") != 0) {
-    fprintf(stderr, "SKIP: xdp_ring_tests need iproute2 and ethtool\n");
-    return 77;
-  }
-  int rc = RUN_ALL_TESTS();
-  // Every test removes its namespaces (and so the veth) in its teardown.
-  for (const char* side : {"a", "b"}) {
-    const std::string name = std::string("ssxdp-") + side + "-" + std::to_string(getpid());
-    if (sstest::netns_exists(name)) {
-      fprintf(stderr, "FAIL: namespace %s left behind\n", name.c_str());
-      rc = 1;
-    }
-  }
-  return rc;
+  return sstest::netns_test_main(argc, argv, "xdp_ring_tests", "ssxdp");
 }

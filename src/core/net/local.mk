@@ -41,3 +41,15 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/netlink_view.h \
 	src/core/net/route_query.cc \
 	src/core/net/route_query.h
+
+# UDP endpoints over ring providers: bind (steering + demux), receive
+# (parse, demux, zero-copy queues), send (route, neighbour, build, tx ring).
+libslipstream_core_la_SOURCES += \
+	src/core/net/udp_stack.h \
+	src/core/net/udp_stack.cc \
+	src/core/net/udp_tx.h \
+	src/core/net/udp_tx.cc \
+	src/core/net/udp_route.h \
+	src/core/net/udp_route.cc
+
+core_unit_tests_SOURCES += tests/core/net_udp_stack_test.cc

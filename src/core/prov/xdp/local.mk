@@ -18,6 +18,8 @@ libslipstream_xdp_la_SOURCES = \
 	src/core/prov/xdp/xdp_device.cc \
 	src/core/prov/xdp/xdp_queue.h \
 	src/core/prov/xdp/xdp_queue.cc \
+	src/core/prov/xdp/xdp_steering.h \
+	src/core/prov/xdp/xdp_steering.cc \
 	src/core/prov/xdp/xdp_provider.cc
 libslipstream_xdp_la_LIBADD = $(XDP_LIBS)
 nodist_libslipstream_xdp_la_SOURCES = src/core/prov/xdp/steer.skel.h

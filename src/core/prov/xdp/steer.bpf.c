@@ -1,12 +1,13 @@
-/* Slipstream's steering program: frames of offloaded flows ({protocol,
- * destination IPv4 address, destination port}, or the same with address 0)
- * go to the AF_XDP socket of the queue they arrived on; everything else
- * (ARP, IPv6 for now, fragments, other protocols and ports) goes to the
- * kernel. Counts what it did per CPU. */
+/* Slipstream's steering program: frames of offloaded flows ({IP version,
+ * protocol, destination address, destination port}, or the same with
+ * address 0) go to the AF_XDP socket of the queue they arrived on;
+ * everything else (ARP, ND, fragments, IPv6 extension headers, other
+ * protocols and ports) goes to the kernel. Counts what it did per CPU. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -40,33 +41,54 @@ static __always_inline int count(__u32 slot, int action) {
   return action;
 }
 
-SEC("xdp")
-int ss_steer(struct xdp_md *ctx) {
-  void *data = (void *)(long)ctx->data;
-  void *end = (void *)(long)ctx->data_end;
-  struct ethhdr *eth = data;
-  if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
-    return count(SS_CNT_PASSED, XDP_PASS);
-  struct iphdr *ip = (void *)(eth + 1);
-  if ((void *)(ip + 1) > end || ip->ihl < 5) return count(SS_CNT_PASSED, XDP_PASS);
-  /* A fragment (more fragments, or an offset) carries no whole datagram. */
-  if (ip->frag_off & bpf_htons(0x3fff)) return count(SS_CNT_PASSED, XDP_PASS);
-  if (ip->protocol != IPPROTO_UDP && ip->protocol != IPPROTO_TCP)
-    return count(SS_CNT_PASSED, XDP_PASS);
-  /* Both UDP and TCP start with the source and destination ports. */
-  struct udphdr *l4 = (void *)ip + ip->ihl * 4;
-  if ((void *)(l4 + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
-
-  struct ss_flow_key key = {.ip = ip->daddr, .port = l4->dest, .proto = ip->protocol};
-  __u32 *action = bpf_map_lookup_elem(&flows, &key);
+/* The flow's frame to its socket, or to the kernel when not steered. */
+static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key) {
+  __u32 *action = bpf_map_lookup_elem(&flows, key);
   if (!action) {
-    key.ip = 0;
-    action = bpf_map_lookup_elem(&flows, &key);
+    __builtin_memset(key->ip, 0, sizeof key->ip);
+    action = bpf_map_lookup_elem(&flows, key);
   }
   if (!action) return count(SS_CNT_PASSED, XDP_PASS);
   if (*action == SS_FLOW_DROP) return count(SS_CNT_DROPPED, XDP_DROP);
   int verdict = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
   return count(verdict == XDP_REDIRECT ? SS_CNT_REDIRECTED : SS_CNT_NO_SOCKET, verdict);
+}
+
+static __always_inline int l4_proto(__u8 p) { return p == IPPROTO_UDP || p == IPPROTO_TCP; }
+
+SEC("xdp")
+int ss_steer(struct xdp_md *ctx) {
+  void *data = (void *)(long)ctx->data;
+  void *end = (void *)(long)ctx->data_end;
+  struct ethhdr *eth = data;
+  struct ss_flow_key key = {};
+  struct udphdr *l4; /* UDP and TCP both start with the two ports */
+  if ((void *)(eth + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
+  if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+    struct iphdr *ip = (void *)(eth + 1);
+    if ((void *)(ip + 1) > end || ip->ihl < 5) return count(SS_CNT_PASSED, XDP_PASS);
+    /* A fragment (more fragments, or an offset) carries no whole datagram. */
+    if (ip->frag_off & bpf_htons(0x3fff)) return count(SS_CNT_PASSED, XDP_PASS);
+    if (!l4_proto(ip->protocol)) return count(SS_CNT_PASSED, XDP_PASS);
+    l4 = (void *)ip + ip->ihl * 4;
+    __builtin_memcpy(key.ip, &ip->daddr, 4);
+    key.proto = ip->protocol;
+    key.version = 4;
+  } else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+    struct ipv6hdr *ip6 = (void *)(eth + 1);
+    if ((void *)(ip6 + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
+    /* Extension headers (fragments among them) are the kernel's. */
+    if (!l4_proto(ip6->nexthdr)) return count(SS_CNT_PASSED, XDP_PASS);
+    l4 = (void *)(ip6 + 1);
+    __builtin_memcpy(key.ip, &ip6->daddr, 16);
+    key.proto = ip6->nexthdr;
+    key.version = 6;
+  } else {
+    return count(SS_CNT_PASSED, XDP_PASS);
+  }
+  if ((void *)(l4 + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
+  key.port = l4->dest;
+  return steer(ctx, &key);
 }
 
 char LICENSE[] SEC("license") = "GPL";

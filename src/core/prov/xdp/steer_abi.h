@@ -5,13 +5,14 @@
 
 #include <linux/types.h>
 
-/* One steered flow: destination address and port (network byte order) and
- * IP protocol. ip 0 is the wildcard (a socket bound to INADDR_ANY). */
+/* One steered flow: IP version, destination address and port (network
+ * byte order) and IP protocol. An IPv4 address fills ip[0..3] (the rest
+ * stays 0); all zero is the wildcard (a socket bound to any address). */
 struct ss_flow_key {
-  __u32 ip;
+  __u8 ip[16];
   __u16 port;
   __u8 proto;
-  __u8 pad; /* always 0: the key is hashed as raw bytes */
+  __u8 version; /* 4 or 6; the key is hashed as raw bytes, no padding */
 };
 
 /* What a steered flow's frames get. */

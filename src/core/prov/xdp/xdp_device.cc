@@ -58,9 +58,13 @@ std::vector<Open>& open_devices() {
 
 ss_flow_key key_of(const Flow& f) {
   ss_flow_key k{};
-  k.ip = f.ip;
+  if (f.version == 4)
+    memcpy(k.ip, &f.ip, 4);
+  else
+    memcpy(k.ip, f.ip6, 16);
   k.port = f.port;
   k.proto = f.proto;
+  k.version = f.version;
   return k;
 }
 
@@ -74,7 +78,9 @@ int link_xdp(int prog, int ifindex, uint32_t flags) {
 // Errors that another mode would not cure: no privilege, the netdev taken.
 bool refusal(int err) { return err == EPERM || err == EACCES || err == EBUSY || err == ENODEV; }
 
-bool valid(const Flow& f) { return f.proto == IPPROTO_UDP || f.proto == IPPROTO_TCP; }
+bool valid(const Flow& f) {
+  return (f.proto == IPPROTO_UDP || f.proto == IPPROTO_TCP) && (f.version == 4 || f.version == 6);
+}
 
 }  // namespace
 

@@ -13,10 +13,13 @@ struct ss_steer;
 
 namespace ss::prov::xdp {
 
-// A steered flow. ip and port in network byte order; ip 0 is every address.
+// A steered flow. ip, ip6 and port in network byte order; an address of
+// zeros is every address of its version.
 struct Flow {
-  uint8_t proto = 0;  // IPPROTO_UDP, IPPROTO_TCP
+  uint8_t proto = 0;    // IPPROTO_UDP, IPPROTO_TCP
+  uint8_t version = 4;  // 4: ip; 6: ip6
   uint32_t ip = 0;
+  uint8_t ip6[16] = {};
   uint16_t port = 0;
   bool drop = false;  // drop its frames instead (loss injection in tests)
 };
@@ -48,7 +51,8 @@ class Device {
   int set_socket(uint32_t queue, int xsk_fd);
   int clear_socket(uint32_t queue);
 
-  // 0 or -errno (-ENOSPC when the table is full, -EINVAL bad protocol).
+  // 0 or -errno (-ENOSPC when the table is full, -EINVAL bad protocol
+  // or version).
   int add_flow(const Flow& f);
   int remove_flow(const Flow& f);  // -ENOENT when not steered
   int counters(Counters* out) const;

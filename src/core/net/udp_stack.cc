@@ -1,0 +1,216 @@
+#include "core/net/udp_stack.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/net/frame_parse.h"
+
+namespace ss::net {
+
+using mem::Buffer;
+
+namespace {
+
+bool any_ip(const IpAddr& a) {
+  for (size_t i = 0; i < a.size(); i++)
+    if (a.bytes[i]) return false;
+  return true;
+}
+
+IpAddr any_of(sa_family_t family) {
+  IpAddr a;
+  a.family = family;
+  return a;
+}
+
+sa_family_t family_of(uint8_t ip_version) { return ip_version == 4 ? AF_INET : AF_INET6; }
+
+}  // namespace
+
+UdpEndpoint::UdpEndpoint(UdpStack* stack, const UdpAddr& local, bool dual)
+    : stack_(stack), local_(local), dual_(dual) {}
+
+UdpEndpoint::~UdpEndpoint() { stack_->unbind(this); }
+
+void UdpEndpoint::connect(const UdpAddr& peer) {
+  std::lock_guard lock(stack_->mu_);
+  peer_ = peer;
+}
+
+bool UdpEndpoint::steered(sa_family_t family) const {
+  return family == AF_INET ? steered_v4_ : family == AF_INET6 && steered_v6_;
+}
+
+size_t UdpEndpoint::queued() const {
+  std::lock_guard lock(stack_->mu_);
+  return queue_.size();
+}
+
+int UdpEndpoint::recv_zcopy(Datagram* out) {
+  std::vector<Buffer> drop;  // released after the lock
+  std::lock_guard lock(stack_->mu_);
+  if (queue_.empty()) {
+    const int n = stack_->poll_locked(64, &drop);
+    if (n < 0) return n;
+  }
+  if (queue_.empty()) return 0;
+  *out = std::move(queue_.front());
+  queue_.pop_front();
+  return 1;
+}
+
+ssize_t UdpEndpoint::recv(void* buf, size_t len, UdpAddr* src, size_t* full_len) {
+  Datagram d;
+  const int n = recv_zcopy(&d);
+  if (n <= 0) return n ? n : -EAGAIN;
+  const size_t copy = d.buf.size() < len ? d.buf.size() : len;
+  if (copy) memcpy(buf, d.buf.data(), copy);
+  if (src) *src = d.src;
+  if (full_len) *full_len = d.buf.size();
+  return static_cast<ssize_t>(copy);
+}  // d.buf released here: the frame recycles
+
+UdpStack::Key UdpStack::key(sa_family_t family, const uint8_t* ip, uint16_t port) {
+  Key k{};
+  k.family = family;
+  memcpy(k.ip, ip, family == AF_INET ? 4 : 16);
+  k.port = port;
+  return k;
+}
+
+int UdpStack::create(const Config& cfg, std::unique_ptr<UdpStack>* out) {
+  if (!out || cfg.rings.empty() || !cfg.steering) return -EINVAL;
+  for (const UdpRing& r : cfg.rings)
+    if (!r.queue || !r.pool) return -EINVAL;
+  std::unique_ptr<UdpStack> s(new UdpStack(cfg));
+  for (const UdpRing& r : cfg.rings) {
+    std::vector<Buffer> frames;
+    for (uint32_t i = 0; i < cfg.initial_fill; i++) {
+      Buffer b = r.pool->get();
+      if (!b) break;
+      frames.push_back(std::move(b));
+    }
+    const int n = r.queue->fill(frames.data(), static_cast<int>(frames.size()));
+    if (n < 0) return n;
+  }  // frames the ring refused go back to the pool here
+  *out = std::move(s);
+  return 0;
+}
+
+UdpStack::~UdpStack() = default;
+
+int UdpStack::bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out) {
+  const sa_family_t fam = local.ip.family;
+  if (!out || (fam != AF_INET && fam != AF_INET6) || (dual && (fam != AF_INET6 || !any_ip(local.ip))))
+    return -EINVAL;
+  std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(this, local, dual));
+  std::lock_guard lock(mu_);
+  const Key k = key(fam, local.ip.bytes, local.port);
+  const Key k4 = key(AF_INET, any_of(AF_INET).bytes, local.port);
+  if (demux_.count(k) || (dual && demux_.count(k4))) return -EADDRINUSE;
+  // The steering is asked under the lock: bind and unbind of one port
+  // never interleave their flow changes.
+  int err = cfg_.steering->add(local.ip, local.port);
+  if (err && err != -EAFNOSUPPORT) return err;
+  (fam == AF_INET ? ep->steered_v4_ : ep->steered_v6_) = !err;
+  if (dual) {
+    const int e4 = cfg_.steering->add(any_of(AF_INET), local.port);
+    if (e4 && e4 != -EAFNOSUPPORT) {
+      if (ep->steered_v6_) cfg_.steering->remove(local.ip, local.port);
+      return e4;
+    }
+    ep->steered_v4_ = !e4;
+  }
+  if (!ep->steered_v4_ && !ep->steered_v6_) return -EAFNOSUPPORT;
+  // Even an unsteered family's entry stays: frames of it never reach the
+  // rings, and the key keeps the port taken here.
+  demux_[k] = ep.get();
+  if (dual) demux_[k4] = ep.get();
+  *out = std::move(ep);
+  return 0;
+}
+
+void UdpStack::unbind(UdpEndpoint* ep) {
+  std::deque<Datagram> queued;  // released after the lock
+  std::lock_guard lock(mu_);
+  const UdpAddr& l = ep->local_;
+  if (ep->steered_v4_ || ep->steered_v6_) {
+    if (l.ip.family == AF_INET ? ep->steered_v4_ : ep->steered_v6_)
+      cfg_.steering->remove(l.ip, l.port);
+    if (ep->dual_ && ep->steered_v4_) cfg_.steering->remove(any_of(AF_INET), l.port);
+  }
+  // Only its own entries: a failed bind's endpoint has none, and the
+  // address may be another endpoint's.
+  for (const Key& k : {key(l.ip.family, l.ip.bytes, l.port), key(AF_INET, any_of(AF_INET).bytes, l.port)}) {
+    auto it = demux_.find(k);
+    if (it != demux_.end() && it->second == ep) demux_.erase(it);
+  }
+  queued.swap(ep->queue_);
+}
+
+UdpEndpoint* UdpStack::find_locked(const FrameFields& f) const {
+  const sa_family_t fam = family_of(f.ip_version);
+  auto it = demux_.find(key(fam, f.dst_ip, f.dst_port));
+  if (it == demux_.end()) it = demux_.find(key(fam, any_of(fam).bytes, f.dst_port));
+  return it == demux_.end() ? nullptr : it->second;
+}
+
+void UdpStack::deliver_locked(Buffer&& frame, std::vector<Buffer>* drop) {
+  if (frame.next()) {  // a provider with kRingCapChained: one frame's UDP only, for now
+    rx_.chained++;
+    drop->push_back(std::move(frame));
+    return;
+  }
+  ParsedFrame p;
+  const auto* data = static_cast<const uint8_t*>(frame.data());
+  const FrameReason why = parse_frame({data, frame.size()}, &p);
+  rx_.frames.count(why);
+  if (why != FrameReason::kAccepted) {
+    if (frame_verdict(why) == FrameVerdict::kToKernel) rx_.to_kernel_lost++;
+    drop->push_back(std::move(frame));
+    return;
+  }
+  UdpEndpoint* ep = find_locked(p.fields);
+  const sa_family_t fam = family_of(p.fields.ip_version);
+  UdpAddr src{IpAddr::raw(fam, p.fields.src_ip, fam == AF_INET ? 4 : 16), p.fields.src_port};
+  if (!ep) {
+    rx_.no_endpoint++;
+  } else if (!ep->peer_.ip.empty() && !(ep->peer_ == src)) {
+    rx_.not_from_peer++;
+  } else if (ep->queue_.size() >= cfg_.queue_limit) {
+    rx_.queue_full++;
+  } else {
+    const size_t at = frame.offset() + static_cast<size_t>(p.payload.data() - data);
+    frame.set_view(at, p.payload.size());  // inside the frame: parse_frame read only there
+    ep->queue_.push_back(Datagram{std::move(frame), src});
+    rx_.delivered++;
+    return;
+  }
+  drop->push_back(std::move(frame));
+}
+
+int UdpStack::poll_locked(int budget, std::vector<Buffer>* drop) {
+  int total = 0;
+  for (const UdpRing& r : cfg_.rings) {
+    Buffer frames[32];
+    const int want = budget < 32 ? budget : 32;
+    const int n = r.queue->rx(frames, want);
+    if (n < 0) return n;
+    for (int i = 0; i < n; i++) deliver_locked(std::move(frames[i]), drop);
+    total += n;
+  }
+  return total;
+}
+
+int UdpStack::poll_rx(int budget) {
+  std::vector<Buffer> drop;
+  std::lock_guard lock(mu_);
+  return poll_locked(budget, &drop);
+}
+
+UdpRxCounters UdpStack::rx_counters() const {
+  std::lock_guard lock(mu_);
+  return rx_;
+}
+
+}  // namespace ss::net

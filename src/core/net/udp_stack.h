@@ -1,0 +1,180 @@
+// The UDP endpoint layer over ring providers: what the VMA face puts
+// behind each offloaded UDP socket. A UdpStack serves the rx queues of one
+// netdev (every queue: traffic may arrive on any): bind() steers an
+// endpoint's (address, port) to the rings through the provider's flow
+// table and enters it in the demux table; poll_rx() parses every received
+// frame (parse_frame), counts what is not delivered, and queues the rest
+// on their endpoint, the frame's Buffer kept with its view on the UDP
+// payload (zero copy: the receiver holds the UMEM frame until it lets the
+// Buffer go, which recycles it into the fill ring). Sending is udp_tx.h.
+//
+// A frame the ring hands over cannot go back to the kernel (AF_XDP has no
+// re-injection): one the parser gives "to the kernel" is counted as lost
+// (rx_to_kernel_lost). The steering program passes such frames before they
+// reach the ring, so the counter stays at zero unless a flow's steering and
+// the parser disagree.
+//
+// Locking: one mutex over the demux table and the endpoints' queues, held
+// while the rings are polled; frames are released outside it.
+//
+// Lifetimes: endpoints and the UdpTx go before their stack, the stack
+// before its ring queues, each queue before its pool. Addresses are as
+// the wire has them: an IPv4-mapped IPv6 address is the face's to turn
+// into IPv4 first.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/mem/buffer.h"
+#include "core/mem/pool.h"
+#include "core/net/frame_build.h"
+#include "core/net/frame_reason.h"
+#include "core/net/netlink_addr.h"
+#include "core/prov/ring.h"
+
+namespace ss::net {
+
+// A UDP address: ip (AF_INET or AF_INET6; all zero bytes: any) and port
+// (host order).
+struct UdpAddr {
+  IpAddr ip;
+  uint16_t port = 0;
+  friend bool operator==(const UdpAddr&, const UdpAddr&) = default;
+};
+
+// The provider's flow table (the xdp provider's steering program): frames
+// for UDP to (ip, port) go to the rings instead of the kernel. ip all zero
+// is every address of its family. 0 or -errno; -EAFNOSUPPORT for a family
+// the provider cannot steer.
+class UdpSteering {
+ public:
+  virtual ~UdpSteering() = default;
+  virtual int add(const IpAddr& ip, uint16_t port) = 0;
+  virtual int remove(const IpAddr& ip, uint16_t port) = 0;
+};
+
+// One received datagram: buf's view is the payload, inside its frame.
+struct Datagram {
+  mem::Buffer buf;
+  UdpAddr src;
+};
+
+struct UdpRxCounters {
+  FrameCounters frames;           // by parse_frame's reason (kAccepted: parsed whole)
+  uint64_t delivered = 0;         // queued on an endpoint
+  uint64_t no_endpoint = 0;       // parsed, but no endpoint has its address and port
+  uint64_t not_from_peer = 0;     // a connected endpoint's, from another source
+  uint64_t queue_full = 0;        // the endpoint's receive queue was full
+  uint64_t to_kernel_lost = 0;    // a "to the kernel" frame on the ring: not re-injectable
+  uint64_t chained = 0;           // spread over several frames: dropped (not from AF_XDP)
+};
+
+class UdpStack;
+
+// An offloaded UDP socket's state in the stack. Made by UdpStack::bind;
+// its destruction unbinds it (flows removed, demux entries gone, queued
+// datagrams released).
+class UdpEndpoint {
+ public:
+  ~UdpEndpoint();
+  UdpEndpoint(const UdpEndpoint&) = delete;
+  UdpEndpoint& operator=(const UdpEndpoint&) = delete;
+
+  const UdpAddr& local() const { return local_; }
+  // Accept only datagrams from `peer` (as a connected UDP socket); an
+  // empty peer (family AF_UNSPEC) accepts everyone again.
+  void connect(const UdpAddr& peer);
+  const UdpAddr& peer() const { return peer_; }
+  // Whether `family` was steered to the rings (the other one, if the
+  // endpoint takes both, stays with the kernel socket).
+  bool steered(sa_family_t family) const;
+
+  // Zero-copy receive: polls the rings, then moves the oldest datagram
+  // into *out. 1, or 0 when none waits. The caller releases out->buf when
+  // done (the frame then goes back to the fill ring).
+  int recv_zcopy(Datagram* out);
+  // Copying receive: at most len bytes into buf, *full_len the datagram's
+  // size (larger: truncated, as MSG_TRUNC), *src its source. The copied
+  // length, or -EAGAIN when none waits.
+  ssize_t recv(void* buf, size_t len, UdpAddr* src, size_t* full_len);
+  size_t queued() const;
+
+  // Send-side state (udp_tx.cc): IPv4 IDs, TTL / hop limit, TOS.
+  Ipv4IdSequence ip_id;
+  uint8_t ttl = 64, tos = 0;
+
+ private:
+  friend class UdpStack;
+  friend class UdpTx;
+  UdpEndpoint(UdpStack* stack, const UdpAddr& local, bool dual);
+  UdpStack* stack_;
+  UdpAddr local_;
+  bool dual_;  // an IPv6 wildcard that also takes IPv4 (no IPV6_V6ONLY)
+  bool steered_v4_ = false, steered_v6_ = false;
+  UdpAddr peer_;                 // under the stack's mutex
+  std::deque<Datagram> queue_;   // under the stack's mutex
+};
+
+// One rx queue of the netdev and its pool (a pool per queue: a pool has
+// one recycler, the queue's fill ring).
+struct UdpRing {
+  prov::RingQueue* queue = nullptr;
+  mem::Pool* pool = nullptr;
+};
+
+class UdpStack {
+ public:
+  struct Config {
+    std::vector<UdpRing> rings;   // every rx queue of the netdev; tx uses the first
+    UdpSteering* steering = nullptr;
+    int ifindex = 0;              // the netdev's (sends routed elsewhere go to the kernel)
+    uint32_t initial_fill = 1024; // frames put in each fill ring at create
+    size_t queue_limit = 4096;    // datagrams an endpoint holds before dropping
+  };
+  // Fills each fill ring. -EINVAL for a config without rings or steering.
+  static int create(const Config& cfg, std::unique_ptr<UdpStack>* out);
+  ~UdpStack();
+
+  // Binds (local.ip all zero: every address of its family; dual: an IPv6
+  // wildcard that takes IPv4 too). Steers each family it takes: a family
+  // the provider cannot steer is left to the kernel socket (steered()
+  // says which); -EAFNOSUPPORT when none could be, -EADDRINUSE when the
+  // address and port are bound here already, else the steering's -errno.
+  int bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out);
+
+  // Receives up to `budget` frames from every ring and queues them on
+  // their endpoints. The number of frames taken, or -errno.
+  int poll_rx(int budget = 64);
+
+  UdpRxCounters rx_counters() const;
+  const Config& config() const { return cfg_; }
+  int ifindex() const { return cfg_.ifindex; }
+
+ private:
+  friend class UdpEndpoint;
+  friend class UdpTx;
+  struct Key {
+    sa_family_t family;
+    uint8_t ip[16];
+    uint16_t port;
+    friend auto operator<=>(const Key&, const Key&) = default;
+  };
+  static Key key(sa_family_t family, const uint8_t* ip, uint16_t port);
+  explicit UdpStack(const Config& cfg) : cfg_(cfg) {}
+  void unbind(UdpEndpoint* ep);
+  UdpEndpoint* find_locked(const FrameFields& f) const;
+  // Takes one received frame; what it does not keep goes to *drop.
+  void deliver_locked(mem::Buffer&& frame, std::vector<mem::Buffer>* drop);
+  int poll_locked(int budget, std::vector<mem::Buffer>* drop);
+
+  const Config cfg_;
+  mutable std::mutex mu_;                // everything below and the endpoints' queues
+  std::map<Key, UdpEndpoint*> demux_;
+  UdpRxCounters rx_;
+};
+
+}  // namespace ss::net

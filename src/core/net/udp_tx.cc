@@ -1,0 +1,144 @@
+#include "core/net/udp_tx.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/net/frame_build.h"
+
+namespace ss::net {
+
+using mem::Buffer;
+
+const char* to_kernel_name(ToKernel why) {
+  switch (why) {
+    case ToKernel::kLocal: return "local";
+    case ToKernel::kNotUnicast: return "not_unicast";
+    case ToKernel::kOtherDevice: return "other_device";
+    case ToKernel::kNeighbourPending: return "neighbour_pending";
+    case ToKernel::kNeighbourFailed: return "neighbour_failed";
+    case ToKernel::kOverMtu: return "over_mtu";
+    case ToKernel::kOverFrame: return "over_frame";
+    case ToKernel::kCount: break;
+  }
+  return "?";
+}
+
+UdpTx::~UdpTx() {
+  std::lock_guard lock(mu_);
+  spare_.clear();
+}
+
+UdpTxCounters UdpTx::counters() const {
+  std::lock_guard lock(mu_);
+  return c_;
+}
+
+SendResult UdpTx::fail(int err) {
+  c_.errors += err != EAGAIN && err != ENOBUFS;
+  return SendResult{SendStatus::kError, err, ToKernel::kCount};
+}
+
+SendResult UdpTx::to_kernel(ToKernel why) {
+  c_.to_kernel[static_cast<size_t>(why)]++;
+  return SendResult{SendStatus::kUseKernel, 0, why};
+}
+
+void UdpTx::reap() {
+  std::lock_guard lock(mu_);
+  reclaim();
+}
+
+void UdpTx::reclaim() {
+  const UdpRing& r = stack_->cfg_.rings.front();
+  Buffer done[32];
+  int n;
+  while ((n = r.queue->complete(done, 32)) > 0)
+    for (int i = 0; i < n; i++)
+      if (spare_.size() < kSpare) spare_.push_back(std::move(done[i]));
+  // the rest of done[] is released as it is reused or goes out of scope
+}
+
+Buffer UdpTx::take_frame() {
+  reclaim();
+  if (!spare_.empty()) {
+    Buffer b = std::move(spare_.back());
+    spare_.pop_back();
+    // Back to a fresh frame's view: headroom in front.
+    const size_t head = stack_->cfg_.rings.front().pool->headroom();
+    if (b.set_view(head, 0) == 0) return b;
+  }
+  return stack_->cfg_.rings.front().pool->get();
+}
+
+SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8_t> payload) {
+  std::lock_guard lock(mu_);
+  UdpAddr dst = to;
+  if (dst.ip.empty()) {
+    std::lock_guard slock(stack_->mu_);
+    dst = ep.peer_;
+  }
+  if (dst.ip.empty()) return fail(EDESTADDRREQ);
+  const IpAddr& local = ep.local().ip;
+  const bool family_ok = dst.ip.family == local.family || (dst.ip.family == AF_INET && ep.dual_);
+  if (!family_ok) return fail(EAFNOSUPPORT);
+
+  Flow flow;
+  flow.dst = dst.ip;
+  if (local.family == dst.ip.family) {
+    bool any = true;
+    for (size_t i = 0; i < local.size(); i++) any = any && !local.bytes[i];
+    if (!any) flow.src = local;
+  }
+  flow.sport = ep.local().port;
+  flow.dport = dst.port;
+  TxPath path;
+  ToKernel why = ToKernel::kCount;
+  const int r = resolver_->resolve(flow, &path, &why);
+  if (r < 0) return fail(-r);
+  if (r > 0) return to_kernel(why);
+
+  FrameFields f;
+  memcpy(f.src_mac, path.src_mac, 6);
+  memcpy(f.dst_mac, path.dst_mac, 6);
+  f.ip_version = dst.ip.family == AF_INET ? 4 : 6;
+  memcpy(f.src_ip, path.src.bytes, path.src.size());
+  memcpy(f.dst_ip, dst.ip.bytes, dst.ip.size());
+  f.src_port = ep.local().port;
+  f.dst_port = dst.port;
+  f.ttl = ep.ttl;
+  f.tos = ep.tos;
+  if (f.ip_version == 4) f.ip_id = ep.ip_id.next();
+
+  Buffer frame = take_frame();
+  if (!frame) {
+    c_.no_buffer++;
+    return fail(ENOBUFS);
+  }
+  const size_t head = frame_header_len(f.ip_version);
+  if (head + payload.size() > frame.capacity()) return to_kernel(ToKernel::kOverFrame);
+  auto* p = static_cast<uint8_t*>(frame.data());
+  if (!payload.empty()) memcpy(p + head, payload.data(), payload.size());
+  const ssize_t len = build_frame({p, frame.capacity()}, f, payload.size(), path.mtu);
+  if (len == -EMSGSIZE) return to_kernel(ToKernel::kOverMtu);
+  if (len < 0) return fail(static_cast<int>(-len));
+  frame.set_size(static_cast<size_t>(len));
+
+  prov::RingQueue& q = *stack_->cfg_.rings.front().queue;
+  int took = q.tx(&frame, 1);
+  if (took == 0) {  // full: let the device drain, take completions back, once
+    q.kick();
+    reclaim();
+    took = q.tx(&frame, 1);
+  }
+  if (took < 0) return fail(-took);
+  if (took == 0) {
+    c_.ring_full++;
+    return fail(EAGAIN);
+  }
+  const int err = q.kick();
+  if (err) return fail(-err);
+  c_.sent++;
+  return SendResult{SendStatus::kSent, 0, ToKernel::kCount};
+}
+
+}  // namespace ss::net

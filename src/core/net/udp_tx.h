@@ -1,0 +1,96 @@
+// The send path of the UDP endpoint layer (udp_stack.h): destination ->
+// route -> next hop's MAC -> source address -> MTU -> build_frame into a
+// frame of the first ring's pool -> tx ring and kick. Whatever the rings
+// should not carry is answered kUseKernel with the reason, and the caller
+// sends that datagram through its kernel socket: same-host destinations
+// (they never pass XDP), other interfaces, broadcast and multicast routes,
+// a next hop not resolved yet (nothing waits: the kernel resolves it while
+// the kernel socket carries the datagram), datagrams over the MTU (we
+// never fragment) or over a frame.
+//
+// Sent frames come back on the completion ring; the next send reuses a few
+// of them and releases the rest (they recycle into the fill ring).
+#pragma once
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "core/mem/buffer.h"
+#include "core/net/route_query.h"
+#include "core/net/udp_stack.h"
+
+namespace ss::net {
+
+// Why a datagram goes through the kernel socket.
+enum class ToKernel : uint8_t {
+  kLocal,             // this host's address: same-host traffic never passes XDP
+  kNotUnicast,        // a broadcast, multicast or other route
+  kOtherDevice,       // routed out of another interface (or one without a MAC)
+  kNeighbourPending,  // next hop being resolved by the kernel
+  kNeighbourFailed,   // next hop unreachable: the kernel reports it
+  kOverMtu,           // needs fragmenting: refused here
+  kOverFrame,         // does not fit one ring frame
+  kCount
+};
+constexpr size_t kToKernelCount = static_cast<size_t>(ToKernel::kCount);
+const char* to_kernel_name(ToKernel why);
+
+// What a frame to a destination needs.
+struct TxPath {
+  IpAddr src;  // the source address to put in the frame
+  uint8_t src_mac[6] = {}, dst_mac[6] = {};
+  uint32_t mtu = 0;  // the largest IP datagram
+};
+
+// Answers the path for a flow: 0 and *out, 1 and *why (use the kernel),
+// or -errno (the kernel's routing error: ENETUNREACH...).
+class TxResolver {
+ public:
+  virtual ~TxResolver() = default;
+  virtual int resolve(const Flow& f, TxPath* out, ToKernel* why) = 0;
+};
+
+enum class SendStatus : uint8_t { kSent, kUseKernel, kError };
+struct SendResult {
+  SendStatus status = SendStatus::kError;
+  int err = 0;                         // kError: the errno
+  ToKernel why = ToKernel::kCount;     // kUseKernel: the reason
+};
+
+struct UdpTxCounters {
+  uint64_t sent = 0;
+  uint64_t to_kernel[kToKernelCount] = {};
+  uint64_t ring_full = 0;   // tx ring full: EAGAIN
+  uint64_t no_buffer = 0;   // no free frame: ENOBUFS
+  uint64_t errors = 0;      // routing errors and failed kicks
+};
+
+class UdpTx {
+ public:
+  UdpTx(UdpStack* stack, TxResolver* resolver) : stack_(stack), resolver_(resolver) {}
+  ~UdpTx();
+  // Sends `payload` from ep to dst (dst.ip empty: ep's connected peer).
+  // kError with EDESTADDRREQ (no destination), EAFNOSUPPORT (family not
+  // ep's), EAGAIN (tx ring full), ENOBUFS (no frame), or the route's errno.
+  SendResult send(UdpEndpoint& ep, const UdpAddr& dst, std::span<const uint8_t> payload);
+  UdpTxCounters counters() const;
+  // Takes sent frames back from the completion ring now (a send does it
+  // too): what an idle sender's owner calls so the frames recycle.
+  void reap();
+
+ private:
+  mem::Buffer take_frame();  // mu_ held
+  void reclaim();            // mu_ held: completions into spare_ (a few) or released
+  SendResult fail(int err);
+  SendResult to_kernel(ToKernel why);
+
+  static constexpr size_t kSpare = 64;
+  UdpStack* stack_;
+  TxResolver* resolver_;
+  mutable std::mutex mu_;
+  std::vector<mem::Buffer> spare_;  // completed frames kept for the next sends
+  UdpTxCounters c_;
+};
+
+}  // namespace ss::net

@@ -1,0 +1,417 @@
+// The UDP endpoint layer (core/net/udp_stack.h, udp_tx.h) over the test
+// loopback ring provider: the peer queue's tx lands on the stack's rx ring
+// and the stack's tx on the peer's rx. Bind and steering, demux (exact,
+// wildcard, dual, IPv6), malformed and unwanted frames counted by reason,
+// connected filtering, zero-copy hold and release, the send path's frames,
+// IP IDs and its "use the kernel" answers. No root needed.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/mem/pool.h"
+#include "core/net/frame_build.h"
+#include "core/net/frame_parse.h"
+#include "core/net/udp_stack.h"
+#include "core/net/udp_tx.h"
+#include "tests/core/loopback_ring.h"
+#include "tests/core/mem_test_pool.h"
+
+namespace ss::net {
+namespace {
+
+using mem::Backing;
+using mem::Buffer;
+using mem::Pool;
+using sstest::LoopbackQueue;
+
+IpAddr ip(const char* s) { return IpAddr::parse(s); }
+IpAddr any(sa_family_t f) {
+  IpAddr a;
+  a.family = f;
+  return a;
+}
+
+// Records the flows; refuses IPv6 when told to (as the xdp program does).
+class FakeSteering : public UdpSteering {
+ public:
+  int add(const IpAddr& a, uint16_t port) override {
+    if (a.family == AF_INET6 && !v6) return -EAFNOSUPPORT;
+    return flows.insert({a, port}).second ? 0 : -EEXIST;
+  }
+  int remove(const IpAddr& a, uint16_t port) override {
+    return flows.erase({a, port}) ? 0 : -ENOENT;
+  }
+  bool v6 = true;
+  std::set<std::pair<IpAddr, uint16_t>> flows;
+};
+
+// Answers every flow with `path`, or with `why` when kernel is set.
+class FakeResolver : public TxResolver {
+ public:
+  int resolve(const Flow& f, TxPath* out, ToKernel* w) override {
+    last = f;
+    if (err) return err;
+    if (kernel) {
+      *w = why;
+      return 1;
+    }
+    *out = path;
+    return 0;
+  }
+  TxPath path;
+  bool kernel = false;
+  ToKernel why = ToKernel::kLocal;
+  int err = 0;
+  Flow last;
+};
+
+// A queue whose tx ring is full while `full` is set.
+class FullTx final : public prov::RingQueue {
+ public:
+  explicit FullTx(prov::RingQueue* q) : q_(q) {}
+  uint32_t caps() const override { return q_->caps(); }
+  int fill(Buffer* f, int n) override { return q_->fill(f, n); }
+  int rx(Buffer* o, int m) override { return q_->rx(o, m); }
+  int tx(Buffer* p, int n) override { return full ? 0 : q_->tx(p, n); }
+  int kick() override { return q_->kick(); }
+  int complete(Buffer* o, int m) override { return q_->complete(o, m); }
+  int poll_fd(prov::Ring r, short* e) const override { return q_->poll_fd(r, e); }
+  prov::RingStats stats() const override { return q_->stats(); }
+  bool full = false;
+
+ private:
+  prov::RingQueue* q_;
+};
+
+const uint8_t kMacPeer[6] = {2, 0, 0, 0, 0, 0xa}, kMacUs[6] = {2, 0, 0, 0, 0, 0xb};
+
+class UdpStackTest : public ::testing::Test {
+ protected:
+  void SetUp() override { make(64); }
+  void make(uint32_t initial_fill, size_t queue_limit = 4096) {
+    pp_ = mem::make_pool(2048, 256, 1, 256, Backing::kPrivate);
+    ps_ = mem::make_pool(2048, 256, 1, 256, Backing::kPrivate);
+    ASSERT_TRUE(pp_ && ps_);
+    prov::RingQueueConfig cp, cs;
+    cp.pool = pp_.get();
+    cs.pool = ps_.get();
+    cp.fill_size = cs.fill_size = 128;
+    ASSERT_EQ(LoopbackQueue::create_pair(cp, cs, false, &peer_, &ring_), 0);
+    std::vector<Buffer> v;
+    for (int i = 0; i < 64; i++) v.push_back(pp_->get());
+    ASSERT_EQ(peer_->fill(v.data(), 64), 64);
+    full_ = std::make_unique<FullTx>(ring_.get());
+    UdpStack::Config cfg;
+    cfg.rings = {UdpRing{full_.get(), ps_.get()}};
+    cfg.steering = &steer_;
+    cfg.initial_fill = initial_fill;
+    cfg.queue_limit = queue_limit;
+    ASSERT_EQ(UdpStack::create(cfg, &stack_), 0);
+    tx_ = std::make_unique<UdpTx>(stack_.get(), &resolver_);
+    resolver_.path.src = ip("10.0.0.2");
+    memcpy(resolver_.path.src_mac, kMacUs, 6);
+    memcpy(resolver_.path.dst_mac, kMacPeer, 6);
+    resolver_.path.mtu = 1500;
+  }
+  void TearDown() override {
+    tx_.reset();
+    stack_.reset();
+    full_.reset();
+    peer_.reset();
+    ring_.reset();
+    for (Pool* p : {pp_.get(), ps_.get()}) {
+      if (p) {
+        EXPECT_EQ(p->free_count(), p->frame_count()) << "a frame leaked";
+      }
+    }
+  }
+
+  // A frame from the peer (src:sport) to dst:dport carrying payload, as
+  // the kernel would send it; `mangle` changes its bytes before it goes.
+  template <typename F>
+  void inject(const char* src, uint16_t sport, const char* dst, uint16_t dport,
+              const std::string& payload, F mangle) {
+    FrameFields f;
+    const IpAddr s = ip(src), d = ip(dst);
+    f.ip_version = s.family == AF_INET ? 4 : 6;
+    memcpy(f.src_ip, s.bytes, s.size());
+    memcpy(f.dst_ip, d.bytes, d.size());
+    memcpy(f.src_mac, kMacPeer, 6);
+    memcpy(f.dst_mac, kMacUs, 6);
+    f.src_port = sport;
+    f.dst_port = dport;
+    Buffer b = pp_->get();
+    ASSERT_TRUE(b);
+    auto* p = static_cast<uint8_t*>(b.data());
+    memcpy(p + frame_header_len(f.ip_version), payload.data(), payload.size());
+    const ssize_t len = build_frame({p, b.capacity()}, f, payload.size(), 1500);
+    ASSERT_GT(len, 0);
+    size_t n = static_cast<size_t>(len);
+    mangle(p, &n);
+    b.set_size(n);
+    ASSERT_EQ(peer_->tx(&b, 1), 1);
+    Buffer done[4];
+    while (peer_->complete(done, 4) > 0) {
+    }
+  }
+  void inject(const char* src, uint16_t sport, const char* dst, uint16_t dport,
+              const std::string& payload) {
+    inject(src, sport, dst, dport, payload, [](uint8_t*, size_t*) {});
+  }
+  std::unique_ptr<UdpEndpoint> bind(const char* addr, uint16_t port, bool dual = false) {
+    std::unique_ptr<UdpEndpoint> ep;
+    EXPECT_EQ(stack_->bind(UdpAddr{ip(addr), port}, dual, &ep), 0);
+    return ep;
+  }
+  std::string recv(UdpEndpoint& ep, UdpAddr* src = nullptr) {
+    char buf[2048];
+    size_t full = 0;
+    const ssize_t n = ep.recv(buf, sizeof buf, src, &full);
+    if (n < 0) return "<" + std::to_string(-n) + ">";
+    EXPECT_EQ(static_cast<size_t>(n), full);
+    return std::string(buf, static_cast<size_t>(n));
+  }
+  // The next frame the stack sent, parsed ("" payload and false if none).
+  bool sent(ParsedFrame* out, std::string* payload) {
+    Buffer b;
+    if (peer_->rx(&b, 1) != 1) return false;
+    const auto* d = static_cast<const uint8_t*>(b.data());
+    if (parse_frame({d, b.size()}, out) != FrameReason::kAccepted) return false;
+    payload->assign(reinterpret_cast<const char*>(out->payload.data()), out->payload.size());
+    return true;
+  }
+
+  std::unique_ptr<Pool> pp_, ps_;
+  std::unique_ptr<LoopbackQueue> peer_, ring_;
+  std::unique_ptr<FullTx> full_;
+  FakeSteering steer_;
+  FakeResolver resolver_;
+  std::unique_ptr<UdpStack> stack_;
+  std::unique_ptr<UdpTx> tx_;
+};
+
+TEST_F(UdpStackTest, BindSteersAndUnbindRemoves) {
+  auto ep = bind("10.0.0.2", 9000);
+  EXPECT_TRUE(steer_.flows.count({ip("10.0.0.2"), 9000}));
+  EXPECT_TRUE(ep->steered(AF_INET));
+  std::unique_ptr<UdpEndpoint> dup;
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("10.0.0.2"), 9000}, false, &dup), -EADDRINUSE);
+  EXPECT_FALSE(dup);
+  // The refused bind left the first one's entry and flow alone.
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "still mine");
+  EXPECT_EQ(recv(*ep), "still mine");
+  EXPECT_EQ(steer_.flows.size(), 1u);
+  ep.reset();
+  EXPECT_TRUE(steer_.flows.empty());
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "nobody");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_EQ(stack_->rx_counters().no_endpoint, 1u);
+}
+
+TEST_F(UdpStackTest, BadBindsAreRefused) {
+  std::unique_ptr<UdpEndpoint> ep;
+  EXPECT_EQ(stack_->bind(UdpAddr{IpAddr{}, 9000}, false, &ep), -EINVAL) << "no family";
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("0.0.0.0"), 9000}, true, &ep), -EINVAL) << "dual v4";
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("fd00::2"), 9000}, true, &ep), -EINVAL) << "dual, not any";
+  auto v4 = bind("0.0.0.0", 9000);
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("::"), 9000}, true, &ep), -EADDRINUSE) << "v4 taken";
+  EXPECT_FALSE(ep);
+  EXPECT_EQ(steer_.flows.size(), 1u) << "the refused binds steered nothing";
+  auto v6only = bind("::", 9000);  // without v4: no conflict
+  EXPECT_EQ(steer_.flows.size(), 2u);
+}
+
+TEST_F(UdpStackTest, DemuxExactBeforeWildcardAndDualTakesV4) {
+  auto exact = bind("10.0.0.2", 9000);
+  auto wild = bind("0.0.0.0", 9000);
+  auto dual = bind("::", 9001, true);
+  auto v6 = bind("fd00::2", 9002);
+  EXPECT_TRUE(steer_.flows.count({any(AF_INET), 9001}));
+  EXPECT_TRUE(steer_.flows.count({any(AF_INET6), 9001}));
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "exact");
+  inject("10.0.0.1", 5001, "10.0.0.3", 9000, "wild");
+  inject("10.0.0.1", 5002, "10.0.0.2", 9001, "dual v4");
+  inject("fd00::1", 5003, "fd00::2", 9001, "dual v6");
+  inject("fd00::1", 5004, "fd00::2", 9002, std::string(1400, 'x'));
+  UdpAddr src;
+  EXPECT_EQ(recv(*exact, &src), "exact");
+  EXPECT_EQ(src, (UdpAddr{ip("10.0.0.1"), 5000}));
+  EXPECT_EQ(recv(*wild, &src), "wild");
+  EXPECT_EQ(src.port, 5001);
+  EXPECT_EQ(recv(*dual, &src), "dual v4");
+  EXPECT_EQ(src, (UdpAddr{ip("10.0.0.1"), 5002}));
+  EXPECT_EQ(recv(*dual, &src), "dual v6");
+  EXPECT_EQ(src, (UdpAddr{ip("fd00::1"), 5003}));
+  EXPECT_EQ(recv(*v6), std::string(1400, 'x'));
+  EXPECT_EQ(recv(*exact), "<" + std::to_string(EAGAIN) + ">");
+  const UdpRxCounters c = stack_->rx_counters();
+  EXPECT_EQ(c.delivered, 5u);
+  EXPECT_EQ(c.frames[FrameReason::kAccepted], 5u);
+}
+
+TEST_F(UdpStackTest, UnsteerableFamilyIsLeftToTheKernel) {
+  steer_.v6 = false;
+  std::unique_ptr<UdpEndpoint> ep;
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("fd00::2"), 9000}, false, &ep), -EAFNOSUPPORT);
+  EXPECT_FALSE(ep);
+  auto dual = bind("::", 9000, true);
+  EXPECT_TRUE(dual->steered(AF_INET));
+  EXPECT_FALSE(dual->steered(AF_INET6));
+  dual.reset();
+  EXPECT_TRUE(steer_.flows.empty());
+}
+
+TEST_F(UdpStackTest, MalformedAndKernelFramesAreCountedNeverDelivered) {
+  auto ep = bind("0.0.0.0", 9000);
+  auto flip_payload = [](uint8_t* p, size_t* n) { p[*n - 1] ^= 0x40; };
+  auto truncate = [](uint8_t*, size_t* n) { *n = 14 + 20 + 4; };
+  auto bad_ip_sum = [](uint8_t* p, size_t*) { p[14 + 8] ^= 1; };  // TTL, sum kept
+  auto arp = [](uint8_t* p, size_t*) { p[12] = 0x08, p[13] = 0x06; };
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "bad udp sum", flip_payload);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "truncated", truncate);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "bad ip sum", bad_ip_sum);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "not ip", arp);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "good");
+  EXPECT_EQ(recv(*ep), "good");
+  EXPECT_EQ(recv(*ep), "<" + std::to_string(EAGAIN) + ">");
+  const UdpRxCounters c = stack_->rx_counters();
+  EXPECT_EQ(c.frames[FrameReason::kBadUdpChecksum], 1u);
+  EXPECT_EQ(c.frames[FrameReason::kIpLengthPastFrame], 1u);
+  EXPECT_EQ(c.frames[FrameReason::kBadIpChecksum], 1u);
+  EXPECT_EQ(c.frames[FrameReason::kNotIp], 1u);
+  EXPECT_EQ(c.to_kernel_lost, 1u);
+  EXPECT_EQ(c.delivered, 1u);
+}
+
+TEST_F(UdpStackTest, ConnectedEndpointTakesOnlyItsPeer) {
+  auto ep = bind("10.0.0.2", 9000);
+  ep->connect(UdpAddr{ip("10.0.0.1"), 5000});
+  inject("10.0.0.1", 5001, "10.0.0.2", 9000, "other port");
+  inject("10.0.0.9", 5000, "10.0.0.2", 9000, "other host");
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "peer");
+  EXPECT_EQ(recv(*ep), "peer");
+  EXPECT_EQ(stack_->rx_counters().not_from_peer, 2u);
+  ep->connect(UdpAddr{});
+  inject("10.0.0.9", 5000, "10.0.0.2", 9000, "anyone");
+  EXPECT_EQ(recv(*ep), "anyone");
+}
+
+TEST_F(UdpStackTest, FullQueueDropsAndCounts) {
+  stack_.reset();
+  tx_.reset();
+  TearDown();
+  make(64, 2);
+  auto ep = bind("10.0.0.2", 9000);
+  for (int i = 0; i < 3; i++) inject("10.0.0.1", 5000, "10.0.0.2", 9000, std::to_string(i));
+  EXPECT_EQ(stack_->poll_rx(), 3);
+  EXPECT_EQ(stack_->rx_counters().queue_full, 1u);
+  EXPECT_EQ(recv(*ep), "0");
+  EXPECT_EQ(recv(*ep), "1");
+}
+
+// The payload stays in the ring's frame; a held frame is not refilled, and
+// its release puts it back in the fill ring.
+TEST_F(UdpStackTest, ZeroCopyFramesAreHeldUntilReleased) {
+  stack_.reset();
+  tx_.reset();
+  TearDown();
+  make(2);  // two frames in the stack's fill ring
+  auto ep = bind("10.0.0.2", 9000);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "first");
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "second");
+  Datagram a, b;
+  ASSERT_EQ(ep->recv_zcopy(&a), 1);
+  ASSERT_EQ(ep->recv_zcopy(&b), 1);
+  EXPECT_EQ(a.buf.pool(), ps_.get()) << "the ring's own frame";
+  EXPECT_EQ(std::string(static_cast<const char*>(a.buf.data()), a.buf.size()), "first");
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "lost: no fill frame");
+  EXPECT_EQ(ring_->stats().rx_dropped_no_fill, 1u);
+  EXPECT_EQ(ep->recv_zcopy(&b), 0) << "b keeps its datagram when none waits";
+  EXPECT_EQ(std::string(static_cast<const char*>(b.buf.data()), b.buf.size()), "second");
+  void* frame_a = a.buf.frame();
+  a.buf.reset();  // back into the fill ring
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "third");
+  Datagram c;
+  ASSERT_EQ(ep->recv_zcopy(&c), 1);
+  EXPECT_EQ(c.buf.frame(), frame_a) << "the released frame, recycled";
+  EXPECT_EQ(std::string(static_cast<const char*>(c.buf.data()), c.buf.size()), "third");
+  EXPECT_EQ(std::string(static_cast<const char*>(b.buf.data()), b.buf.size()), "second");
+}
+
+TEST_F(UdpStackTest, SendBuildsTheFrameWithCountingIds) {
+  auto ep = bind("0.0.0.0", 9000);
+  const std::string msg = "to the peer";
+  const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
+  const UdpAddr dst{ip("10.0.0.1"), 7000};
+  ASSERT_EQ(tx_->send(*ep, dst, span).status, SendStatus::kSent);
+  ASSERT_EQ(tx_->send(*ep, dst, span).status, SendStatus::kSent);
+  EXPECT_TRUE(resolver_.last.src.empty()) << "a wildcard bind: the route picks";
+  EXPECT_EQ(resolver_.last.sport, 9000);
+  EXPECT_EQ(resolver_.last.dport, 7000);
+  ParsedFrame p1, p2;
+  std::string got;
+  ASSERT_TRUE(sent(&p1, &got));
+  EXPECT_EQ(got, msg);
+  ASSERT_TRUE(sent(&p2, &got));
+  EXPECT_EQ(memcmp(p1.fields.src_ip, resolver_.path.src.bytes, 4), 0);
+  EXPECT_EQ(memcmp(p1.fields.dst_ip, dst.ip.bytes, 4), 0);
+  EXPECT_EQ(memcmp(p1.fields.dst_mac, kMacPeer, 6), 0);
+  EXPECT_EQ(p1.fields.src_port, 9000);
+  EXPECT_EQ(p1.fields.dst_port, 7000);
+  EXPECT_TRUE(p1.fields.dont_fragment);
+  EXPECT_EQ(static_cast<uint16_t>(p1.fields.ip_id + 1), p2.fields.ip_id);
+  EXPECT_EQ(tx_->counters().sent, 2u);
+
+  // Connected: no destination needed; none at all is EDESTADDRREQ.
+  EXPECT_EQ(tx_->send(*ep, UdpAddr{}, span).err, EDESTADDRREQ);
+  ep->connect(dst);
+  EXPECT_EQ(tx_->send(*ep, UdpAddr{}, span).status, SendStatus::kSent);
+  EXPECT_EQ(tx_->send(*ep, UdpAddr{ip("fd00::1"), 7000}, span).err, EAFNOSUPPORT);
+}
+
+TEST_F(UdpStackTest, SendAnswersUseTheKernel) {
+  auto ep = bind("10.0.0.2", 9000);
+  const std::string big(1500 - 28 + 1, 'b'), fits(1500 - 28, 'f');
+  auto span = [](const std::string& s) {
+    return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  const UdpAddr dst{ip("10.0.0.1"), 7000};
+  SendResult r = tx_->send(*ep, dst, span(big));
+  EXPECT_EQ(r.status, SendStatus::kUseKernel);
+  EXPECT_EQ(r.why, ToKernel::kOverMtu);
+  EXPECT_EQ(tx_->send(*ep, dst, span(fits)).status, SendStatus::kSent);
+  EXPECT_EQ(resolver_.last.src, ip("10.0.0.2")) << "the bound address";
+  resolver_.kernel = true;
+  resolver_.why = ToKernel::kNeighbourPending;
+  r = tx_->send(*ep, dst, span(fits));
+  EXPECT_EQ(r.status, SendStatus::kUseKernel);
+  EXPECT_EQ(r.why, ToKernel::kNeighbourPending);
+  resolver_.kernel = false;
+  resolver_.err = -ENETUNREACH;
+  EXPECT_EQ(tx_->send(*ep, dst, span(fits)).err, ENETUNREACH);
+  const UdpTxCounters c = tx_->counters();
+  EXPECT_EQ(c.to_kernel[static_cast<size_t>(ToKernel::kOverMtu)], 1u);
+  EXPECT_EQ(c.to_kernel[static_cast<size_t>(ToKernel::kNeighbourPending)], 1u);
+  EXPECT_EQ(c.sent, 1u);
+}
+
+TEST_F(UdpStackTest, FullTxRingIsEagain) {
+  auto ep = bind("10.0.0.2", 9000);
+  full_->full = true;
+  const uint8_t x = 'x';
+  const SendResult r = tx_->send(*ep, UdpAddr{ip("10.0.0.1"), 7000}, {&x, 1});
+  EXPECT_EQ(r.status, SendStatus::kError);
+  EXPECT_EQ(r.err, EAGAIN);
+  EXPECT_EQ(tx_->counters().ring_full, 1u);
+  full_->full = false;
+  EXPECT_EQ(tx_->send(*ep, UdpAddr{ip("10.0.0.1"), 7000}, {&x, 1}).status, SendStatus::kSent);
+}
+
+}  // namespace
+}  // namespace ss::net
