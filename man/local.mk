@@ -26,6 +26,7 @@ dist_man_MANS += \
 	man/rshutdown.3 \
 	man/rsocket.3 \
 	man/librspreload.7 \
+	man/libvma.7 \
 	man/libvma.conf.5 \
 	man/libvmacompat.7 \
 	man/rsocket.7 \

@@ -8,7 +8,7 @@ pkgs=(
   libxdp-dev libbpf-dev bpftool ethtool
   googletest libgtest-dev libbenchmark-dev
   rdmacm-utils iproute2 procps python3 socat curl strace
-  iperf3 redis-server redis-tools
+  iperf3 redis-server redis-tools sockperf
 )
 missing=()
 for p in "${pkgs[@]}"; do

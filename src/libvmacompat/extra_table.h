@@ -6,6 +6,7 @@
 // its bit stays clear.  Internal: the preload hands the table out through
 // getsockopt(-1, SOL_SOCKET, SO_VMA_GET_API); nothing here is exported.
 #pragma once
+#include "core/base/api.h"
 #include <mellanox/vma_extra.h>
 
 // Every function slot of vma_api_t with its mask bit, in table order: the
@@ -38,6 +39,6 @@ namespace ss::vma {
 // `provided`: the library's entries (null: not implemented); its
 // vma_extra_supported_mask is ignored.  Every slot of the result is
 // callable.
-vma_api_t build_extra_table(const vma_api_t& provided);
+SS_API vma_api_t build_extra_table(const vma_api_t& provided);
 
 }  // namespace ss::vma

@@ -1,10 +1,11 @@
 # libvmacompat: the VMA-compatible face (libvma.conf, VMA_* settings, the
 # Extra API, vma_stats), a library of its own over libslipstream. Each part
-# adds its sources below; the preload (libvma.so) will link it.
+# adds its sources below; the preload (libvma.so, src/vma_preload) links it
+# and is the one user of its exports (SS_API).
 lib_LTLIBRARIES += libvmacompat.la
 libvmacompat_la_SOURCES =
-# The Extra API table with its honest mask (vma_extra(7)); the preload
-# will hand it out through getsockopt(SO_VMA_GET_API).
+# The Extra API table with its honest mask (vma_extra(7)); libvma.so hands
+# it out through getsockopt(SO_VMA_GET_API).
 libvmacompat_la_SOURCES += \
 	src/libvmacompat/extra_table.h \
 	src/libvmacompat/extra_table.cc

@@ -5,6 +5,7 @@
 // fuzz target drive it directly. The process's own set (conf_file.h) is
 // built from VMA_CONFIG_FILE.
 #pragma once
+#include "core/base/api.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -103,6 +104,6 @@ class RuleSet {
 
 // Text of a role and transport as the file spells them.
 const char* role_name(Role r);
-const char* transport_name(Transport t);
+SS_API const char* transport_name(Transport t);
 
 }  // namespace ss::vma

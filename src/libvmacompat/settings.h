@@ -5,6 +5,7 @@
 // explicit variable overrides, as libvma applies the profile first.
 // Reads are cached: get() is two atomic loads once the table is loaded.
 #pragma once
+#include "core/base/api.h"
 #include <cstdint>
 #include <string>
 
@@ -51,7 +52,7 @@ enum class Id : int {
   kCount
 };
 
-extern config::Table<Id> table;
+SS_API extern config::Table<Id> table;
 
 inline int64_t get(Id id) { return table.get_int(id); }
 inline std::string get_string(Id id) { return table.get_string(id); }
@@ -60,7 +61,7 @@ inline std::string get_string(Id id) { return table.get_string(id); }
 // not: "4" means debug, internal 5.
 enum class TraceLevel : int { kNone = -1, kPanic, kError, kWarn, kInfo, kDetails, kDebug,
                               kFine, kFiner, kAll };
-TraceLevel trace_level();
+SS_API TraceLevel trace_level();
 
 // VMA_SPEC's profiles, by libvma's enum order (its numeric form).
 enum class Spec : int { kNone, kUltraLatency, kLatency, k29West, kWombatFh, kMcd, kMcdIrq,

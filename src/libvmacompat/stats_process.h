@@ -5,6 +5,7 @@
 // atexit handler still writes into valid memory. A forked child's copy is
 // detached from its parent's file (Publisher::detach_after_fork).
 #pragma once
+#include "core/base/api.h"
 
 #include <cstdint>
 #include <string>
@@ -16,8 +17,8 @@ namespace ss::vma::stats {
 // Creates the publisher (the first call only; later calls return it).
 // Falls back to private memory when the file cannot be made, so it is
 // never nullptr.
-Publisher* start_process_stats(const std::string& dir, uint32_t fd_blocks);
+SS_API Publisher* start_process_stats(const std::string& dir, uint32_t fd_blocks);
 // The publisher once started, else nullptr.
-Publisher* process_stats();
+SS_API Publisher* process_stats();
 
 }  // namespace ss::vma::stats

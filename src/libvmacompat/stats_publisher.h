@@ -6,6 +6,7 @@
 // socket's receive or send side). Opening and closing a block claims and
 // frees it with one compare-and-swap on its state.
 #pragma once
+#include "core/base/api.h"
 
 #include <sys/socket.h>
 
@@ -41,10 +42,10 @@ class SocketStats {
   void set(SocketCounter c, uint64_t v) const { if (b_) detail::set(b_->c[c], v); }
   void raise(SocketCounter c, uint64_t v) const { if (b_) detail::raise(b_->c[c], v); }
   // The identity fields, each written under the block's sequence.
-  void set_bound(const sockaddr* sa, socklen_t len) const;
+  SS_API void set_bound(const sockaddr* sa, socklen_t len) const;
   void set_connected(const sockaddr* sa, socklen_t len) const;
   void set_mc_tx_if(const sockaddr* sa, socklen_t len) const;
-  void set_flags(bool offloaded, bool blocking, bool mc_loop) const;
+  SS_API void set_flags(bool offloaded, bool blocking, bool mc_loop) const;
 
  private:
   friend class Publisher;
@@ -80,8 +81,8 @@ class Publisher {
   uint32_t fd_blocks() const { return header_->fd_blocks; }
 
   // Claims a free block for `fd` (type SOCK_DGRAM etc.); empty when all are taken.
-  SocketStats open_socket(int fd, int socket_type, bool offloaded);
-  void close_socket(SocketStats& s);
+  SS_API SocketStats open_socket(int fd, int socket_type, bool offloaded);
+  SS_API void close_socket(SocketStats& s);
   GroupStats open_group(GroupKind kind, int id, const char* name);
   void close_group(GroupStats& g);
 

@@ -12,8 +12,8 @@
 #include <cerrno>
 
 #include "include/rdma/rsocket.h"
-#include "preload/export.h"
-#include "preload/real.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 
 extern "C" void __chk_fail(void) __attribute__((noreturn));
@@ -36,50 +36,50 @@ ssize_t pipe_signal(ssize_t n, int flags) {
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
-  if (!rs(fd)) return real().read(fd, buf, n);
+  if (!rs(fd)) return ss::interpose::real().read(fd, buf, n);
   InRsocket in;
   return rread(fd, buf, n);
 }
 
 SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int cnt) {
-  if (!rs(fd)) return real().readv(fd, iov, cnt);
+  if (!rs(fd)) return ss::interpose::real().readv(fd, iov, cnt);
   InRsocket in;
   return rreadv(fd, iov, cnt);
 }
 
 SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-  if (!rs(fd)) return real().write(fd, buf, n);
+  if (!rs(fd)) return ss::interpose::real().write(fd, buf, n);
   InRsocket in;
   return pipe_signal(rwrite(fd, buf, n), 0);
 }
 
 SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int cnt) {
-  if (!rs(fd)) return real().writev(fd, iov, cnt);
+  if (!rs(fd)) return ss::interpose::real().writev(fd, iov, cnt);
   InRsocket in;
   return pipe_signal(rwritev(fd, iov, cnt), 0);
 }
 
 SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  if (!rs(fd)) return real().recv(fd, buf, n, flags);
+  if (!rs(fd)) return ss::interpose::real().recv(fd, buf, n, flags);
   InRsocket in;
   return rrecv(fd, buf, n, flags);
 }
 
 SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from,
                                    socklen_t* from_len) {
-  if (!rs(fd)) return real().recvfrom(fd, buf, n, flags, from, from_len);
+  if (!rs(fd)) return ss::interpose::real().recvfrom(fd, buf, n, flags, from, from_len);
   InRsocket in;
   return rrecvfrom(fd, buf, n, flags, from, from_len);
 }
 
 SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
-  if (!rs(fd)) return real().recvmsg(fd, msg, flags);
+  if (!rs(fd)) return ss::interpose::real().recvmsg(fd, msg, flags);
   InRsocket in;
   return rrecvmsg(fd, msg, flags);
 }
 
 SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  if (!rs(fd)) return real().send(fd, buf, n, flags);
+  if (!rs(fd)) return ss::interpose::real().send(fd, buf, n, flags);
   InRsocket in;
   return pipe_signal(rsend(fd, buf, n, flags), flags);
 }
@@ -87,13 +87,13 @@ SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
 // A connected TCP socket ignores the address (Linux's tcp_sendmsg): so does this.
 SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to,
                                  socklen_t to_len) {
-  if (!rs(fd)) return real().sendto(fd, buf, n, flags, to, to_len);
+  if (!rs(fd)) return ss::interpose::real().sendto(fd, buf, n, flags, to, to_len);
   InRsocket in;
   return pipe_signal(rsend(fd, buf, n, flags), flags);
 }
 
 SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  if (!rs(fd)) return real().sendmsg(fd, msg, flags);
+  if (!rs(fd)) return ss::interpose::real().sendmsg(fd, msg, flags);
   InRsocket in;
   return pipe_signal(rsendmsg(fd, msg, flags), flags);
 }
@@ -102,7 +102,7 @@ SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
 // the first message none waits (MSG_WAITFORONE's rule, which a stream
 // gives anyway); recvmmsg's timeout is not applied.
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
-  if (!rs(fd)) return real().recvmmsg(fd, v, vlen, flags, tmo);
+  if (!rs(fd)) return ss::interpose::real().recvmmsg(fd, v, vlen, flags, tmo);
   flags &= ~MSG_WAITFORONE;
   unsigned int i = 0;
   for (; i < vlen; i++) {
@@ -121,7 +121,7 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 }
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
-  if (!rs(fd)) return real().sendmmsg(fd, v, vlen, flags);
+  if (!rs(fd)) return ss::interpose::real().sendmmsg(fd, v, vlen, flags);
   unsigned int i = 0;
   for (; i < vlen; i++) {
     ssize_t n = sendmsg(fd, &v[i].msg_hdr, flags);
@@ -171,7 +171,7 @@ static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count)
   size_t total = 0;
   while (total < count) {
     const size_t want = std::min(sizeof buf, count - total);
-    ssize_t n = offset ? pread(in_fd, buf, want, *offset) : real().read(in_fd, buf, want);
+    ssize_t n = offset ? pread(in_fd, buf, want, *offset) : ss::interpose::real().read(in_fd, buf, want);
     if (n <= 0) {
       if (n < 0 && !total) return -1;
       break;
@@ -194,7 +194,7 @@ static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count)
 }
 
 SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t count) noexcept {
-  if (!rs(out)) return real().sendfile(out, in_fd, offset, count);
+  if (!rs(out)) return ss::interpose::real().sendfile(out, in_fd, offset, count);
   return sendfile_rsocket(out, in_fd, offset, count);
 }
 

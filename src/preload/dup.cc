@@ -11,7 +11,7 @@
 #include <set>
 
 #include "include/rdma/rsocket.h"
-#include "preload/real.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 
 namespace ss::preload::dups {
@@ -55,11 +55,11 @@ int dup_rsocket(int fd, int at, bool exact) {
     return -1;
   }
   // The kernel descriptor is close-on-exec as every rsocket's (set_fd_flags).
-  int nfd = exact ? real().dup3(fd, at, O_CLOEXEC) : real().fcntl(fd, F_DUPFD_CLOEXEC, at);
+  int nfd = exact ? ss::interpose::real().dup3(fd, at, O_CLOEXEC) : ss::interpose::real().fcntl(fd, F_DUPFD_CLOEXEC, at);
   if (nfd < 0) return -1;
   // The same object, a Pollable too (poll and epoll on the duplicate).
   if (int rc = FdTable::instance().insert(nfd, FdKind::kRsocket, obj, pollable_of(fd).get())) {
-    real().close(nfd);
+    ss::interpose::real().close(nfd);
     errno = -rc;
     return -1;
   }
@@ -82,7 +82,7 @@ bool close_shared(int fd, int* rc) {
       n_held = held_fds.size();
     }
     else
-      real().close(fd);
+      ss::interpose::real().close(fd);
     *rc = 0;
     return true;
   }
@@ -90,7 +90,7 @@ bool close_shared(int fd, int* rc) {
   const int owner = grp.owner;
   groups.erase(it);
   if (fd != owner) {
-    real().close(fd);
+    ss::interpose::real().close(fd);
     FdTable::instance().insert(owner, FdKind::kRsocket, obj, pollable.get());
   }
   g.unlock();
@@ -115,10 +115,10 @@ int close_released(int fd) {
     std::lock_guard<std::mutex> g(mu);
     if (held_fds.erase(fd)) {
       n_held = held_fds.size();
-      return real().close(fd);  // gone even on EINTR
+      return ss::interpose::real().close(fd);  // gone even on EINTR
     }
   }
-  return real().close(fd);
+  return ss::interpose::real().close(fd);
 }
 
 bool last_descriptor(int fd) {
@@ -143,11 +143,11 @@ int close_range_around(unsigned int first, unsigned int last, int flags, std::se
   for (int p : keep) {
     const unsigned int u = static_cast<unsigned int>(p);
     if (u < from || u > last) continue;
-    if (u > from && real().close_range(from, u - 1, flags)) return -1;
+    if (u > from && ss::interpose::real().close_range(from, u - 1, flags)) return -1;
     from = u + 1;
     if (from == 0) return 0;  // wrapped past the largest number
   }
-  return from <= last ? real().close_range(from, last, flags) : 0;
+  return from <= last ? ss::interpose::real().close_range(from, last, flags) : 0;
 }
 
 }  // namespace ss::preload::dups

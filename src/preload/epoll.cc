@@ -25,8 +25,8 @@
 #include "core/base/log.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
-#include "preload/export.h"
-#include "preload/real.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 #include "preload/wait_args.h"
 
@@ -38,7 +38,7 @@ namespace {
 struct EpollFd {
   explicit EpollFd(std::unique_ptr<EpollSet> s) : set(std::move(s)) {}
   ~EpollFd() {
-    if (wake_fd >= 0) real().close(wake_fd);
+    if (wake_fd >= 0) ss::interpose::real().close(wake_fd);
   }
   std::unique_ptr<EpollSet> set;
   int fd = -1;  // the program's descriptor
@@ -60,7 +60,7 @@ struct EpollFd {
     ev.events = EPOLLIN;
     ev.data.u64 = marker();
     waking = true;  // before a waiter can see the eventfd
-    if (wake_fd < 0 || real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_ADD, wake_fd, &ev) != 0) {
+    if (wake_fd < 0 || ss::interpose::real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_ADD, wake_fd, &ev) != 0) {
       waking = false;
       SS_WARN("librspreload: epoll fd %d: cannot wake its kernel waiters: %s", fd, strerror(errno));
     }
@@ -74,7 +74,7 @@ struct EpollFd {
     if (!waking || kernel_waiters > 0) return;
     std::lock_guard<std::mutex> g(wake_mu);
     if (!waking || kernel_waiters > 0) return;
-    real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_DEL, wake_fd, nullptr);
+    ss::interpose::real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_DEL, wake_fd, nullptr);
     waking = false;
   }
   // Drops the wake-up's entries from an answer: the count left. A kernel
@@ -120,7 +120,7 @@ int ctl_on_kernel_set(int epfd, int op, int fd, epoll_event* ev) {
     errno = EPERM;
     return -1;
   }
-  return real().epoll_ctl(epfd, op, fd, ev);
+  return ss::interpose::real().epoll_ctl(epfd, op, fd, ev);
 }
 
 int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout) {
@@ -170,7 +170,7 @@ int close_epoll(int fd) {
     InRsocket in;  // the set's own descriptors close as libc's
     FdTable::instance().remove<EpollFd>(fd, FdKind::kKernel);
   }
-  return real().close(fd);
+  return ss::interpose::real().close(fd);
 }
 
 void leave_epoll_sets(int fd) {
@@ -191,7 +191,7 @@ using ss::FdTable;
 using ss::Pollable;
 
 SS_PRELOAD_EXPORT int epoll_create1(int flags) noexcept {
-  if (libc_only()) return real().epoll_create1(flags);
+  if (libc_only()) return ss::interpose::real().epoll_create1(flags);
   if (flags & ~EPOLL_CLOEXEC) {
     errno = EINVAL;
     return -1;
@@ -201,7 +201,7 @@ SS_PRELOAD_EXPORT int epoll_create1(int flags) noexcept {
     InRsocket in;
     if (int rc = EpollSet::create(EPOLL_CLOEXEC, &set)) return fail(rc);
   }
-  const int fd = real().fcntl(set->kernel_fd(), (flags & EPOLL_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+  const int fd = ss::interpose::real().fcntl(set->kernel_fd(), (flags & EPOLL_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
   if (fd < 0) {
     const int err = errno;
     InRsocket in;
@@ -231,7 +231,7 @@ SS_PRELOAD_EXPORT int epoll_create1(int flags) noexcept {
 }
 
 SS_PRELOAD_EXPORT int epoll_create(int size) noexcept {
-  if (libc_only()) return real().epoll_create(size);
+  if (libc_only()) return ss::interpose::real().epoll_create(size);
   if (size <= 0) {
     errno = EINVAL;
     return -1;
@@ -240,7 +240,7 @@ SS_PRELOAD_EXPORT int epoll_create(int size) noexcept {
 }
 
 SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexcept {
-  if (libc_only()) return real().epoll_ctl(epfd, op, fd, ev);
+  if (libc_only()) return ss::interpose::real().epoll_ctl(epfd, op, fd, ev);
   auto ep = set_of(epfd);
   if (!ep) return ctl_on_kernel_set(epfd, op, fd, ev);
   const Route r = route(fd);
@@ -271,25 +271,25 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexc
 
 SS_PRELOAD_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
   std::shared_ptr<EpollFd> ep;
-  if (libc_only() || !(ep = set_of(epfd))) return real().epoll_wait(epfd, events, max, timeout);
+  if (libc_only() || !(ep = set_of(epfd))) return ss::interpose::real().epoll_wait(epfd, events, max, timeout);
   return wait_any(*ep, events, max, timeout, nullptr,
-                  [&] { return real().epoll_wait(epfd, events, max, timeout); });
+                  [&] { return ss::interpose::real().epoll_wait(epfd, events, max, timeout); });
 }
 
 SS_PRELOAD_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int timeout,
                                   const sigset_t* mask) {
   std::shared_ptr<EpollFd> ep;
   if (libc_only() || !(ep = set_of(epfd)))
-    return real().epoll_pwait(epfd, events, max, timeout, mask);
+    return ss::interpose::real().epoll_pwait(epfd, events, max, timeout, mask);
   return wait_any(*ep, events, max, timeout, mask,
-                  [&] { return real().epoll_pwait(epfd, events, max, timeout, mask); });
+                  [&] { return ss::interpose::real().epoll_pwait(epfd, events, max, timeout, mask); });
 }
 
 SS_PRELOAD_EXPORT int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* t,
                                    const sigset_t* mask) {
   std::shared_ptr<EpollFd> ep;
-  if (libc_only() || !(ep = set_of(epfd))) return real().epoll_pwait2(epfd, events, max, t, mask);
+  if (libc_only() || !(ep = set_of(epfd))) return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask);
   if (bad_timespec(t)) return -1;
   return wait_any(*ep, events, max, timespec_ms(t), mask,
-                  [&] { return real().epoll_pwait2(epfd, events, max, t, mask); });
+                  [&] { return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask); });
 }

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "preload/real.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 
 namespace ss::preload {
@@ -28,7 +28,7 @@ std::shared_ptr<Pollable> rsocket_listener(const Entry& e) {
 
 short Entry::readiness(short events) {
   pollfd p{kernel_fd(), events, 0};
-  short rev = real().poll(&p, 1, 0) > 0 ? p.revents : 0;
+  short rev = ss::interpose::real().poll(&p, 1, 0) > 0 ? p.revents : 0;
   if (events & POLLIN)
     if (auto rs = rsocket_listener(*this)) {
       InRsocket in;

@@ -4,9 +4,6 @@
 rspreloadexecdir = $(libdir)/rsocket
 rspreloadexec_LTLIBRARIES = librspreload.la
 librspreload_la_SOURCES = \
-	src/preload/export.h \
-	src/preload/real.h \
-	src/preload/real.cc \
 	src/preload/route.h \
 	src/preload/stats.h \
 	src/preload/stats.cc \
@@ -23,7 +20,7 @@ librspreload_la_SOURCES = \
 # Its names are libc's: no fortify wrappers around the definitions.
 librspreload_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 librspreload_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
-librspreload_la_LIBADD = librsocket.la libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS) -ldl
+librspreload_la_LIBADD = libinterpose.la librsocket.la libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS) -ldl
 librspreload_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(top_srcdir)/src/preload/librspreload.map $(AM_LDFLAGS)
 EXTRA_DIST += src/preload/librspreload.map

@@ -11,8 +11,8 @@
 #include "core/base/log.h"
 #include "include/rdma/rsocket.h"
 #include "preload/dup.h"
-#include "preload/export.h"
-#include "preload/real.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 
 using namespace ss::preload;
@@ -31,7 +31,7 @@ int unsupported(int fd, const char* what) {
 
 int ss::preload::set_fd_flags(int fd, int flags) {
   if (rfcntl(fd, F_SETFD, flags)) return -1;
-  return real().fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return ss::interpose::real().fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
 namespace {
@@ -62,11 +62,11 @@ int fcntl_any(int fd, int cmd, long arg) {
       if (!e) break;
       if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return unsupported(fd, "fcntl(F_DUPFD)");
       if (cmd == F_GETFL) {
-        int fl = real().fcntl(fd, F_GETFL);
+        int fl = ss::interpose::real().fcntl(fd, F_GETFL);
         return fl < 0 ? fl : (fl & ~O_NONBLOCK) | (e->nonblock ? O_NONBLOCK : 0);
       }
       if (cmd == F_SETFL) {
-        int rc = real().fcntl(fd, F_SETFL, arg | O_NONBLOCK);
+        int rc = ss::interpose::real().fcntl(fd, F_SETFL, arg | O_NONBLOCK);
         if (!rc) e->nonblock = arg & O_NONBLOCK;
         return rc;
       }
@@ -75,7 +75,7 @@ int fcntl_any(int fd, int cmd, long arg) {
     default:
       break;
   }
-  return real().fcntl(fd, cmd, arg);
+  return ss::interpose::real().fcntl(fd, cmd, arg);
 }
 
 // In a vfork child (which shares our tables): libc's, except that an
@@ -86,13 +86,13 @@ int vfork_child_fcntl(int fd, int cmd, long arg) {
     if (cmd == F_SETFD) arg |= FD_CLOEXEC;
     if (cmd == F_DUPFD) cmd = F_DUPFD_CLOEXEC;
   }
-  return real().fcntl(fd, cmd, arg);
+  return ss::interpose::real().fcntl(fd, cmd, arg);
 }
 
 }  // namespace
 
 SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen_t* len) noexcept {
-  if (!rs(fd)) return real().getsockopt(fd, level, name, val, len);
+  if (!rs(fd)) return ss::interpose::real().getsockopt(fd, level, name, val, len);
   InRsocket in;
   return rgetsockopt(fd, level, name, val, len);
 }
@@ -100,7 +100,7 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
 SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val,
                                  socklen_t len) noexcept {
   if (!rs(fd)) {
-    int rc = real().setsockopt(fd, level, name, val, len);
+    int rc = ss::interpose::real().setsockopt(fd, level, name, val, len);
     if (rc == 0 && level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF) &&
         len >= sizeof(int))
       if (auto e = entry(fd))
@@ -112,13 +112,13 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val,
 }
 
 SS_PRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) noexcept {
-  if (!rs(fd)) return real().getsockname(fd, addr, len);
+  if (!rs(fd)) return ss::interpose::real().getsockname(fd, addr, len);
   InRsocket in;
   return rgetsockname(fd, addr, len);
 }
 
 SS_PRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) noexcept {
-  if (!rs(fd)) return real().getpeername(fd, addr, len);
+  if (!rs(fd)) return ss::interpose::real().getpeername(fd, addr, len);
   InRsocket in;
   return rgetpeername(fd, addr, len);
 }
@@ -132,7 +132,7 @@ SS_PRELOAD_EXPORT int shutdown(int fd, int how) noexcept {
     case Route::kListener:
       return shutdown_listener(fd, how);
     default:
-      return real().shutdown(fd, how);
+      return ss::interpose::real().shutdown(fd, how);
   }
 }
 
@@ -166,5 +166,5 @@ SS_PRELOAD_EXPORT int ioctl(int fd, unsigned long req, ...) noexcept {
     return fcntl_any(fd, F_SETFL, *static_cast<int*>(arg) ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
   }
   if (r == Route::kRsocket) return unsupported(fd, "ioctl");
-  return real().ioctl(fd, req, arg);
+  return ss::interpose::real().ioctl(fd, req, arg);
 }

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "include/rdma/rsocket.h"
-#include "preload/export.h"
-#include "preload/real.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 #include "preload/wait_args.h"
 
@@ -50,7 +50,7 @@ bool any_ours(int nfds, const fd_set* r, const fd_set* w, const fd_set* x) {
 }  // namespace
 
 SS_PRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  if (libc_only() || !fds || !any_ours(fds, n)) return real().poll(fds, n, timeout);
+  if (libc_only() || !fds || !any_ours(fds, n)) return ss::interpose::real().poll(fds, n, timeout);
   InRsocket in;
   return rpoll(fds, n, timeout);
 }
@@ -63,7 +63,7 @@ SS_PRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdsl
 // select through poll when any descriptor is ours. The timeout is not
 // updated with the time left (Linux does; POSIX leaves it unspecified).
 SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
-  if (libc_only() || nfds <= 0 || nfds > FD_SETSIZE) return real().select(nfds, r, w, x, tv);
+  if (libc_only() || nfds <= 0 || nfds > FD_SETSIZE) return ss::interpose::real().select(nfds, r, w, x, tv);
   std::vector<pollfd> p;
   bool ours = false;
   try {
@@ -77,7 +77,7 @@ SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval*
     errno = ENOMEM;
     return -1;
   }
-  if (!ours) return real().select(nfds, r, w, x, tv);
+  if (!ours) return ss::interpose::real().select(nfds, r, w, x, tv);
   int timeout = -1;
   if (tv) {
     if (tv->tv_sec < 0 || tv->tv_usec < 0) {
@@ -108,7 +108,7 @@ SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval*
 
 
 SS_PRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask) {
-  if (libc_only() || !fds || !any_ours(fds, n)) return real().ppoll(fds, n, t, mask);
+  if (libc_only() || !fds || !any_ours(fds, n)) return ss::interpose::real().ppoll(fds, n, t, mask);
   if (bad_timespec(t)) return -1;
   MaskForCall m(mask);
   return poll(fds, n, timespec_ms(t));
@@ -119,7 +119,7 @@ SS_PRELOAD_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const t
   // Kernel-only sets keep the kernel's atomic mask swap: a program that
   // unblocks SIGCHLD only inside pselect must not lose it.
   if (libc_only() || nfds <= 0 || nfds > FD_SETSIZE || !any_ours(nfds, r, w, x))
-    return real().pselect(nfds, r, w, x, t, mask);
+    return ss::interpose::real().pselect(nfds, r, w, x, t, mask);
   if (bad_timespec(t)) return -1;
   MaskForCall m(mask);
   if (!t) return select(nfds, r, w, x, nullptr);

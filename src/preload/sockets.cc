@@ -27,8 +27,8 @@
 #include "include/rdma/rsocket.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
-#include "preload/export.h"
-#include "preload/real.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 #include "preload/stats.h"
 
@@ -103,7 +103,7 @@ void track_fresh(int fd, int domain) {
 
 int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   auto e = entry(fd);
-  const int fd_flags = real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
+  const int fd_flags = ss::interpose::real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
   if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain) {
     InRsocket in;
     if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
@@ -116,7 +116,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
       }
       // No rsocket listener there: nothing went on the TCP stream yet.
       SS_DEBUG("librspreload: fd %d: no rsocket peer (%s): kernel TCP", fd, strerror(errno));
-      if (ss_rspreload_release(fd) || real().fcntl(fd, F_SETFD, fd_flags)) {
+      if (ss_rspreload_release(fd) || ss::interpose::real().fcntl(fd, F_SETFD, fd_flags)) {
         SS_WARN("librspreload: fd %d: cannot hand the socket back to the kernel: %s", fd,
                 strerror(errno));
         errno = ECONNREFUSED;
@@ -125,7 +125,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
     }
   }
   forget(fd);
-  int rc = real().connect(fd, addr, len);
+  int rc = ss::interpose::real().connect(fd, addr, len);
   if (rc == 0 || errno == EINPROGRESS) stats::count_kernel();
   return rc;
 }
@@ -134,15 +134,15 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
 // on a duplicate of it (same address, so the same shm rendezvous name). The
 // kernel socket never blocks from now on; Entry::nonblock is the program's.
 int listen_fresh(int fd, int backlog) {
-  int rc = real().listen(fd, backlog);
+  int rc = ss::interpose::real().listen(fd, backlog);
   if (rc) return rc;
   auto e = entry(fd);
   if (!e) return 0;
-  int fl = real().fcntl(fd, F_GETFL);
-  int rs_fd = real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  int fl = ss::interpose::real().fcntl(fd, F_GETFL);
+  int rs_fd = ss::interpose::real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (fl < 0 || rs_fd < 0) {
     SS_WARN("librspreload: fd %d: kernel TCP only (%s)", fd, strerror(errno));
-    if (rs_fd >= 0) real().close(rs_fd);
+    if (rs_fd >= 0) ss::interpose::real().close(rs_fd);
     forget(fd);
     return 0;
   }
@@ -156,8 +156,8 @@ int listen_fresh(int fd, int backlog) {
     if (adopted)
       rclose(rs_fd);
     else
-      real().close(rs_fd);
-    real().fcntl(fd, F_SETFL, fl);
+      ss::interpose::real().close(rs_fd);
+    ss::interpose::real().fcntl(fd, F_SETFL, fl);
     forget(fd);
     return 0;
   }
@@ -200,7 +200,7 @@ int sleep_until_readable(Entry& e) {
 // accept holds its file, and never on a socket that took the number.
 int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
   auto e = entry(fd);
-  if (!e || e->state.load() != Entry::State::kListener) return real().accept4(fd, addr, len, flags);
+  if (!e || e->state.load() != Entry::State::kListener) return ss::interpose::real().accept4(fd, addr, len, flags);
   for (;;) {
     if (e->state.load() == Entry::State::kListener) {
       InRsocket in;
@@ -208,7 +208,7 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
       if (c >= 0) return take_rsocket(c, flags);
       if (errno != EAGAIN) return -1;
     }
-    int c = real().accept4(e->kernel_fd(), addr, len, flags);
+    int c = ss::interpose::real().accept4(e->kernel_fd(), addr, len, flags);
     if (c >= 0) {
       stats::count_kernel();
       return c;
@@ -232,7 +232,7 @@ int accept_any(int fd, sockaddr* addr, socklen_t* len, int flags) {
       return c < 0 ? c : take_rsocket(c, flags);
     }
     default:
-      return real().accept4(fd, addr, len, flags);
+      return ss::interpose::real().accept4(fd, addr, len, flags);
   }
 }
 
@@ -247,12 +247,12 @@ int refuse_dup(int fd, const char* call) {
 int dup_onto(int fd, int fd2, int flags) {
   const char* call = flags < 0 ? "dup2" : "dup3";
   const Route r = route(fd);
-  if (fd == fd2) return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+  if (fd == fd2) return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
   if (in_vfork_child()) {
     // libc's, but a copy of an rsocket's kernel descriptor is close-on-exec
     // (the exec'd program gets EBADF, never a socket that is not the connection).
-    if (r == Route::kRsocket) return real().dup3(fd, fd2, (flags < 0 ? 0 : flags) | O_CLOEXEC);
-    return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+    if (r == Route::kRsocket) return ss::interpose::real().dup3(fd, fd2, (flags < 0 ? 0 : flags) | O_CLOEXEC);
+    return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
   }
   if (r == Route::kListener) return refuse_dup(fd, call);
   if (dups::held(fd2)) {
@@ -260,10 +260,10 @@ int dup_onto(int fd, int fd2, int flags) {
     errno = EBUSY;
     return -1;
   }
-  if (real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
+  if (ss::interpose::real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
   if (route(fd2) != Route::kKernel) close_fd(fd2);
   if (r == Route::kRsocket) return dups::dup_rsocket(fd, fd2, true);
-  return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+  return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
 }
 
 }  // namespace
@@ -278,8 +278,8 @@ void to_kernel_listener(int fd, bool restore_blocking) {
   auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
   if (!e || e->rs_fd < 0 || !restore_blocking) return;
   e->state = Entry::State::kStopped;
-  int fl = real().fcntl(fd, F_GETFL);
-  if (fl >= 0) real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+  int fl = ss::interpose::real().fcntl(fd, F_GETFL);
+  if (fl >= 0) ss::interpose::real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
 // Linux's SHUT_RD on a listener makes it an unconnected socket again:
@@ -289,7 +289,7 @@ void to_kernel_listener(int fd, bool restore_blocking) {
 // sets forget the listener.
 int shutdown_listener(int fd, int how) {
   auto e = entry(fd);
-  int rc = real().shutdown(fd, how);
+  int rc = ss::interpose::real().shutdown(fd, how);
   if (rc || !e || (how != SHUT_RD && how != SHUT_RDWR)) return rc;
   leave_epoll_sets(fd);
   to_kernel_listener(fd, true);
@@ -311,14 +311,14 @@ int close_fd(int fd) {
       // file, and their accept relies on it never blocking.
       leave_epoll_sets(fd);
       to_kernel_listener(fd, false);
-      return real().close(fd);
+      return ss::interpose::real().close(fd);
     case Route::kFresh:
       forget(fd);
-      return real().close(fd);
+      return ss::interpose::real().close(fd);
     case Route::kEpoll:
       return close_epoll(fd);
     default:
-      return real().close(fd);
+      return ss::interpose::real().close(fd);
   }
 }
 
@@ -327,7 +327,7 @@ int close_fd(int fd) {
 using namespace ss::preload;
 
 SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
-  int fd = real().socket(domain, type, protocol);
+  int fd = ss::interpose::real().socket(domain, type, protocol);
   if (fd < 0 || libc_only() || !is_tcp(domain, type, protocol) ||
       !ss_rspreload_setting(SS_RSPRELOAD_ENABLED) || !ss_rspreload_takes(domain, type, protocol))
     return fd;
@@ -340,7 +340,7 @@ SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept
     InRsocket in;
     return rbind(fd, addr, len);
   }
-  return real().bind(fd, addr, len);
+  return ss::interpose::real().bind(fd, addr, len);
 }
 
 SS_PRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
@@ -357,10 +357,10 @@ SS_PRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
         InRsocket in;
         rlisten(e->rs_fd, backlog);
       }
-      return real().listen(fd, backlog);
+      return ss::interpose::real().listen(fd, backlog);
     }
     default:
-      return real().listen(fd, backlog);
+      return ss::interpose::real().listen(fd, backlog);
   }
 }
 
@@ -381,12 +381,12 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
       return rconnect(fd, addr, len);
     }
     default:
-      return real().connect(fd, addr, len);
+      return ss::interpose::real().connect(fd, addr, len);
   }
 }
 
 SS_PRELOAD_EXPORT int close(int fd) {
-  if (in_vfork_child()) return real().close(fd);
+  if (in_vfork_child()) return ss::interpose::real().close(fd);
   if (libc_only()) return dups::close_released(fd);  // librsocket's own close
   if (route(fd) == Route::kKernel && dups::held(fd)) {
     errno = EBADF;  // closed already as the program sees it; librsocket closes it
@@ -402,7 +402,7 @@ SS_PRELOAD_EXPORT int close(int fd) {
 // CLOSE_RANGE_CLOEXEC only flags change (ours are close-on-exec already).
 SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
   if (libc_only() || in_vfork_child() || (flags & CLOSE_RANGE_CLOEXEC))
-    return real().close_range(first, last, flags);
+    return ss::interpose::real().close_range(first, last, flags);
   rlimit lim{};
   unsigned int top = last;
   if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
@@ -440,7 +440,7 @@ SS_PRELOAD_EXPORT int dup(int fd) noexcept {
     case Route::kListener:
       return refuse_dup(fd, "dup");
     default:
-      return real().dup(fd);
+      return ss::interpose::real().dup(fd);
   }
 }
 

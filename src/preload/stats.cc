@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "librsocket/preload_hooks.h"
-#include "preload/real.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 
 extern char* program_invocation_short_name;
@@ -38,8 +38,8 @@ void publish() {
   InRsocket to_libc;  // the file's own calls are libc's
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0) {
-    (void)!real().write(fd, line, static_cast<size_t>(n));
-    real().close(fd);
+    (void)!ss::interpose::real().write(fd, line, static_cast<size_t>(n));
+    ss::interpose::real().close(fd);
   }
   errno = saved;
 }

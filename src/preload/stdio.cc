@@ -7,8 +7,8 @@
 #include <cstdio>
 
 #include "core/base/log.h"
-#include "preload/export.h"
-#include "preload/real.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
 #include "preload/route.h"
 
 extern "C" ssize_t read(int, void*, size_t);
@@ -38,7 +38,7 @@ int cookie_close(void* c) { return close_fd(fd_of(c)); }
 using namespace ss::preload;
 
 SS_PRELOAD_EXPORT FILE* fdopen(int fd, const char* mode) noexcept {
-  if (route(fd) != Route::kRsocket) return real().fdopen(fd, mode);
+  if (route(fd) != Route::kRsocket) return ss::interpose::real().fdopen(fd, mode);
   cookie_io_functions_t io{cookie_read, cookie_write, nullptr, cookie_close};
   FILE* f = fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
   if (f) SS_DEBUG("librspreload: fdopen of rsocket fd %d: a cookie stream", fd);

@@ -51,6 +51,7 @@ sed 's/^/  other export: /' "$T/stray"
 users=("$FACE")
 [ -f "$B/.libs/librspreload.so" ] && users+=("$B/.libs/librspreload.so")
 [ -f "$B/.libs/libvmacompat.so" ] && users+=("$B/.libs/libvmacompat.so")
+[ -f "$B/.libs/libvma.so" ] && users+=("$B/.libs/libvma.so")
 for p in tools/slipstream-config tools/slipstream-demo bench/rsocket_instr bench/rsocket_bench \
          rsocket_conformance; do
   d=$(dirname "$p")/.libs/$(basename "$p")

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/config.h"
 #include "core/base/fd_passing.h"
 #include "librsocket/dgram_ring.h"
 #include "librsocket/dgram_shm.h"
@@ -1014,6 +1015,66 @@ TEST(DgramShmSenderTest, AnOwnerHandingAPipeIsRefused) {
   EXPECT_EQ(0, rc) << "the hostile ring was taken";
   EXPECT_EQ(1u, tx.refused());
   munmap(ring, bytes);
+}
+
+// With a ring, a spinning receive looks at the kernel socket only every
+// dgram_kernel_ratio-th time; a call's first look covers both queues.
+std::vector<uint8_t> good_datagram(int family, const char* text) {
+  std::vector<uint8_t> d = header(kTag, family == AF_INET6 ? 6 : 4);
+  d.insert(d.end(), text, text + strlen(text));
+  return d;
+}
+
+TEST_P(DgramShmTest, NonBlockingEagainMeansBothQueuesAreEmpty) {
+  Addr b;
+  RFd r = bound(&b);
+  RFd s = bound();
+  warm(s, r, b);  // r's ring exists: its repeated looks skip the kernel
+  KFd raw = raw_socket();
+  for (int round = 0; round < 3; round++) {
+    std::vector<uint8_t> d = good_datagram(family(), "kern");
+    ASSERT_EQ(ssize_t(d.size()), ::sendto(raw, d.data(), d.size(), 0, b.sa(), b.len));
+    pollfd k{r, POLLIN, 0};  // the kernel socket under r
+    ASSERT_EQ(1, ::poll(&k, 1, 5000));
+    char buf[8] = {};
+    if (round == 1) {  // readiness first, as a poll loop does
+      pollfd p{r, POLLIN, 0};
+      ASSERT_EQ(1, rpoll(&p, 1, 0));
+    }
+    // The first call finds it, however many ring-only looks came before.
+    ASSERT_EQ(4, rrecv(r, buf, sizeof buf, MSG_DONTWAIT)) << "round " << round << errstr(errno);
+    EXPECT_EQ(0, memcmp(buf, "kern", 4));
+    errno = 0;
+    EXPECT_EQ(-1, rrecv(r, buf, sizeof buf, MSG_DONTWAIT));
+    EXPECT_EQ(EAGAIN, errno);
+  }
+}
+
+TEST_P(DgramShmTest, SpinningReceiveStillTakesKernelDatagrams) {
+  Addr b;
+  RFd r = bound(&b);
+  RFd s = bound();
+  warm(s, r, b);
+  // A spin far longer than the test waits: the datagram must be found by
+  // the spin's own looks at the kernel socket, not by the look before a
+  // sleep.
+  setenv("SLIPSTREAM_RS_POLLING_TIME", "60s", 1);
+  ss::config::reload();
+  std::atomic<ssize_t> got{-2};
+  char buf[8] = {};
+  std::thread reader([&] { got = rrecv(r, buf, sizeof buf, 0); });
+  usleep(20000);  // the reader is spinning by now (or soon: either way it must see it)
+  KFd raw = raw_socket();
+  std::vector<uint8_t> d = good_datagram(family(), "spin");
+  ASSERT_EQ(ssize_t(d.size()), ::sendto(raw, d.data(), d.size(), 0, b.sa(), b.len));
+  for (int i = 0; i < 2000 && got == -2; i++) usleep(10000);  // up to 20 s, far below 60
+  const ssize_t seen = got;
+  if (seen == -2) rshutdown(r, SHUT_RD);  // ends the spin: a read after shutdown gives 0
+  reader.join();
+  unsetenv("SLIPSTREAM_RS_POLLING_TIME");
+  ss::config::reload();
+  ASSERT_EQ(4, seen) << "the spinning receive never looked at its kernel socket";
+  EXPECT_EQ(0, memcmp(buf, "spin", 4));
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DgramTest,

@@ -29,6 +29,7 @@ enum class FdKind : uint8_t {
   kOffloaded = 2,  // a socket a preload serves itself
   kKernel = 3,     // a kernel descriptor a preload passes through (object may be null)
   kRsocketDgram = 4,  // ss::rs::DgramSocket (a datagram rsocket)
+  kVmaKernel = 5,     // ss::vma::preload::KernelSocket (the VMA preload gave it the kernel)
 };
 
 class FdTable {

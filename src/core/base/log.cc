@@ -17,14 +17,18 @@
 namespace ss::log {
 namespace {
 
-// -1 until first read. Read with config::env_int, never through the config
-// cache: the cache logs its own warnings while holding its lock.
-constinit std::atomic<int> g_threshold{-1};
+// kUnread until first read (-1 is a threshold: nothing printed). Read with
+// config::env_int, never through the config cache: the cache logs its own
+// warnings while holding its lock.
+constexpr int kUnread = -100;
+constinit std::atomic<int> g_threshold{kUnread};
+constinit std::atomic<bool> g_fixed{false};  // set_threshold() was called
 
 // One line, truncated beyond this; long enough for a path in a warning.
 constexpr size_t kLineCap = 2048;
 
 int read_threshold() {
+  if (g_fixed.load(std::memory_order_relaxed)) return g_threshold.load(std::memory_order_relaxed);
   const int t = static_cast<int>(config::core::table.env_int(config::core::Id::kLogLevel));
   g_threshold.store(t, std::memory_order_relaxed);
   return t;
@@ -60,7 +64,7 @@ bool stderr_is_socket() {
 
 bool enabled(Level level) {
   int t = g_threshold.load(std::memory_order_relaxed);
-  if (t < 0) t = read_threshold();  // racing first readers compute the same value
+  if (t == kUnread) t = read_threshold();  // racing first readers compute the same value
   return static_cast<int>(level) <= t;
 }
 
@@ -86,5 +90,10 @@ void write(Level level, const char* fmt, ...) {
 }
 
 void reload() { read_threshold(); }
+
+void set_threshold(int level) {
+  g_threshold.store(level, std::memory_order_relaxed);
+  g_fixed.store(true, std::memory_order_relaxed);
+}
 
 }  // namespace ss::log

@@ -23,6 +23,9 @@ SS_API bool enabled(Level level);
 SS_API void write(Level level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // Re-reads the threshold (tests).
 void reload();
+// Replaces the threshold for the rest of the process (a face whose own
+// setting names it: the VMA preload's VMA_TRACELEVEL; -1 prints nothing).
+SS_API void set_threshold(int level);
 
 }  // namespace ss::log
 

@@ -1,4 +1,4 @@
-#include "preload/real.h"
+#include "interpose/real.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace ss::preload {
+namespace ss::interpose {
 
 namespace {
 
@@ -19,7 +19,7 @@ void resolve(F* slot, const char* name) {
   void* p = dlsym(RTLD_NEXT, name);
   if (!p) {
     // No logging layer here: it writes through these very calls.
-    static const char kMsg[] = "librspreload: libc has no ";
+    static const char kMsg[] = "slipstream preload: libc has no ";
     (void)!::syscall(1, 2, kMsg, sizeof kMsg - 1);
     (void)!::syscall(1, 2, name, strlen(name));
     (void)!::syscall(1, 2, "\n", 1);
@@ -82,4 +82,4 @@ const RealCalls& real() {
   return calls;
 }
 
-}  // namespace ss::preload
+}  // namespace ss::interpose

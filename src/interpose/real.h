@@ -1,6 +1,10 @@
-// The calls the preload stands in for, as the next library (libc) has
+// The calls a preload stands in for, as the next library (libc) has
 // them: resolved once with dlsym(RTLD_NEXT) under pthread_once, so the
-// first calls of several threads race on nothing.
+// first calls of several threads race on nothing. Shared by both preloads
+// (librspreload, libvma.so) as a convenience library linked into each: the
+// code must live in the module itself, since RTLD_NEXT searches the
+// objects after the caller's (libslipstream, loaded after libc, would find
+// no socket() there).
 #pragma once
 #include <poll.h>
 #include <sys/epoll.h>
@@ -13,7 +17,7 @@
 #include <cstdio>
 #include <ctime>
 
-namespace ss::preload {
+namespace ss::interpose {
 
 struct RealCalls {
   int (*socket)(int, int, int);
@@ -64,4 +68,4 @@ struct RealCalls {
 // with a log line, which no glibc this builds on does).
 const RealCalls& real();
 
-}  // namespace ss::preload
+}  // namespace ss::interpose

@@ -1,0 +1,10 @@
+# The libc calls both preloads stand in for (dlsym(RTLD_NEXT)): one table,
+# a convenience library linked into each module, never into a shared
+# library of its own (RTLD_NEXT must start from the preload module).
+noinst_LTLIBRARIES += libinterpose.la
+libinterpose_la_SOURCES = \
+	src/interpose/export.h \
+	src/interpose/real.h \
+	src/interpose/real.cc
+libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
+libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -1,0 +1,60 @@
+#include "vma_preload/decision.h"
+
+#include <mutex>
+#include <set>
+
+#include "core/base/log.h"
+#include "libvmacompat/conf_file.h"
+#include "libvmacompat/settings.h"
+
+namespace ss::vma::preload {
+namespace {
+
+// Threads whose sockets go against VMA_OFFLOADED_SOCKETS (libvma keeps the
+// same: a thread is listed only while it differs). Never destroyed: a
+// socket opened by a late destructor still asks.
+constinit std::mutex g_mu;
+std::set<pthread_t>* g_flipped = nullptr;  // guarded by g_mu
+
+bool default_offloaded() { return settings::get(settings::Id::kOffloadedSockets) != 0; }
+
+}  // namespace
+
+Decision decide_socket(int protocol) {
+  bool offloaded = default_offloaded();
+  bool flipped;
+  {
+    std::lock_guard lock(g_mu);
+    flipped = g_flipped && g_flipped->count(pthread_self());
+  }
+  if (flipped) offloaded = !offloaded;
+  if (!offloaded)
+    return {Transport::kOs, flipped ? "thread_offload(0) for this thread"
+                                    : "VMA_OFFLOADED_SOCKETS=0"};
+  if (conf_socket_transport(protocol) == Transport::kOs)
+    return {Transport::kOs, protocol == IPPROTO_TCP
+                                ? "libvma.conf rule: use os for tcp_server and tcp_client"
+                                : "libvma.conf rule: use os for udp_receiver and udp_sender"};
+  return {Transport::kVma, "offload not built yet"};
+}
+
+Decision decide_udp_bind(const sockaddr* local, socklen_t len) {
+  if (conf_transport(Role::kUdpReceiver, local, len, nullptr, 0) == Transport::kOs)
+    return {Transport::kOs, "libvma.conf rule: use os udp_receiver for its address"};
+  return {Transport::kVma, "offload not built yet"};
+}
+
+int thread_offload(int offload, pthread_t tid) {
+  const bool want = offload != 0;
+  SS_DEBUG("thread_offload: thread %lu: sockets it creates %s", static_cast<unsigned long>(tid),
+           want ? "offloaded" : "on the kernel");
+  std::lock_guard lock(g_mu);
+  if (!g_flipped) g_flipped = new std::set<pthread_t>;
+  if (want == default_offloaded())
+    g_flipped->erase(tid);
+  else
+    g_flipped->insert(tid);
+  return 0;
+}
+
+}  // namespace ss::vma::preload

@@ -1,0 +1,97 @@
+#include "vma_preload/kernel_socket.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+
+#include "core/base/fd_table.h"
+#include "core/base/log.h"
+#include "libvmacompat/stats_process.h"
+#include "vma_preload/start.h"
+
+namespace ss::vma::preload {
+namespace {
+
+std::atomic<int> g_highest{-1};
+
+// The base type and the protocol the rules know it by, or 0 when the
+// preload leaves the socket alone.
+int rule_protocol(int domain, int type, int protocol) {
+  if (domain != AF_INET && domain != AF_INET6) return 0;
+  if (type == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP)) return IPPROTO_UDP;
+  if (type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP)) return IPPROTO_TCP;
+  return 0;
+}
+
+}  // namespace
+
+KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool blocking,
+                           Decision d)
+    : fd(fd_), family(family_), type(type_), protocol(protocol_), wanted_(d.wanted), why_(d.why) {
+  stats::Publisher* p = socket_stats();
+  if (!p) return;
+  stats = p->open_socket(fd, type, /*offloaded=*/false);
+  // The family, through the unbound address; libvma's multicast loop default.
+  sockaddr_storage any{};
+  any.ss_family = static_cast<sa_family_t>(family);
+  stats.set_bound(reinterpret_cast<const sockaddr*>(&any),
+                  family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  stats.set_flags(/*offloaded=*/false, blocking, /*mc_loop=*/true);
+}
+
+KernelSocket::~KernelSocket() {
+  if (stats::Publisher* p = stats::process_stats()) p->close_socket(stats);
+}
+
+Decision KernelSocket::decision() const {
+  return {wanted_.load(std::memory_order_relaxed), why_.load(std::memory_order_relaxed)};
+}
+
+void KernelSocket::set_decision(Decision d) {
+  wanted_.store(d.wanted, std::memory_order_relaxed);
+  why_.store(d.why, std::memory_order_relaxed);
+}
+
+void track_socket(int fd, int domain, int type, int protocol) {
+  const int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  const int proto = rule_protocol(domain, base, protocol);
+  if (!proto) return;
+  const Decision d = decide_socket(proto);
+  auto rec = std::make_shared<KernelSocket>(fd, domain, base, proto, !(type & SOCK_NONBLOCK), d);
+  if (FdTable::instance().insert(fd, FdKind::kVmaKernel, std::move(rec)) < 0) {
+    SS_DEBUG("socket fd %d: beyond the fd table, not recorded (kernel)", fd);
+    return;
+  }
+  for (int h = g_highest.load(std::memory_order_relaxed);
+       fd > h && !g_highest.compare_exchange_weak(h, fd, std::memory_order_relaxed);) {
+  }
+  SS_DEBUG("socket fd %d (%s, %s): kernel (%s)", fd, domain == AF_INET6 ? "AF_INET6" : "AF_INET",
+           proto == IPPROTO_UDP ? "udp" : "tcp", d.why);
+}
+
+void socket_bound(int fd) {
+  const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel);
+  if (!s) return;
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return;
+  s->stats.set_bound(reinterpret_cast<const sockaddr*>(&a), len);
+  if (s->protocol != IPPROTO_UDP || s->decision().wanted != Transport::kVma) return;
+  const Decision d = decide_udp_bind(reinterpret_cast<const sockaddr*>(&a), len);
+  if (d.wanted == Transport::kVma) return;
+  s->set_decision(d);
+  SS_DEBUG("bind fd %d: kernel (%s)", fd, d.why);
+}
+
+void untrack_socket(int fd) {
+  FdTable& t = FdTable::instance();
+  if (t.kind(fd) != FdKind::kVmaKernel) return;  // lock-free for every other close
+  t.remove<KernelSocket>(fd, FdKind::kVmaKernel);
+}
+
+int highest_tracked_fd() { return g_highest.load(std::memory_order_relaxed); }
+
+}  // namespace ss::vma::preload

@@ -1,0 +1,71 @@
+// The socket calls libvma.so stands in for so far: socket, bind and close
+// (the decision and the vmastat block), getsockopt and setsockopt (the Extra
+// API and the SO_VMA_* options). Everything else reaches libc unchanged
+// (no wrapper): every socket is the kernel's in this release. glibc has
+// no _chk variant of these.
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include <mellanox/vma_extra.h>
+
+#include "core/base/fd_table.h"
+#include "core/base/log.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
+#include "vma_preload/edge.h"
+#include "vma_preload/extra_api.h"
+#include "vma_preload/kernel_socket.h"
+#include "vma_preload/start.h"
+
+using ss::interpose::real;
+namespace vp = ss::vma::preload;
+
+SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
+  vp::start();
+  const int fd = real().socket(domain, type, protocol);
+  if (fd >= 0) vp::edge_quiet("socket", fd, [&] { vp::track_socket(fd, domain, type, protocol); });
+  return fd;
+}
+
+SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) {
+  const int r = real().bind(fd, addr, len);
+  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    vp::edge_quiet("bind", fd, [&] { vp::socket_bound(fd); });
+  return r;
+}
+
+SS_PRELOAD_EXPORT int close(int fd) {
+  // Before the kernel frees the number, which another thread may then reuse.
+  vp::edge_quiet("close", fd, [&] { vp::untrack_socket(fd); });
+  return real().close(fd);
+}
+
+SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen_t* len) {
+  // libvma answers on fd -1 only (reference §1); a real fd's SO_VMA_GET_API
+  // is the kernel's to refuse (ENOPROTOOPT).
+  if (fd == -1 && level == SOL_SOCKET && name == SO_VMA_GET_API && len &&
+      *len >= sizeof(vma_api_t*)) {
+    if (!val) {
+      errno = EFAULT;
+      return -1;
+    }
+    vp::start();
+    return vp::edge_call([&] {
+      *static_cast<vma_api_t**>(val) = vp::extra_api();
+      *len = sizeof(vma_api_t*);
+      return 0;
+    });
+  }
+  return real().getsockopt(fd, level, name, val, len);
+}
+
+SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, socklen_t len) {
+  // SO_VMA_* on a socket libvma does not offload go to the kernel, which
+  // refuses them (ENOPROTOOPT); every socket is such a socket here.
+  if (level == SOL_SOCKET && name >= SO_VMA_USER_DATA && name <= SO_VMA_SHUTDOWN_RX &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    SS_DEBUG("setsockopt fd %d: option %d is an offloaded socket's; the kernel serves this one",
+             fd, name);
+  return real().setsockopt(fd, level, name, val, len);
+}

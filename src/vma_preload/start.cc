@@ -1,0 +1,37 @@
+#include "vma_preload/start.h"
+
+#include <pthread.h>
+
+#include "core/base/log.h"
+#include "libvmacompat/settings.h"
+#include "libvmacompat/stats_process.h"
+#include "vma_preload/banner.h"
+
+namespace ss::vma::preload {
+namespace {
+
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+void start_once() {
+  // The face's logs follow the face's own setting, as libvma's do.
+  try {
+    log::set_threshold(static_cast<int>(settings::trace_level()));
+    print_banner();
+  } catch (...) {  // never through pthread_once or a constructor
+    SS_WARN("libvma.so: start-up ran out of memory; the banner is incomplete");
+  }
+}
+
+__attribute__((constructor)) void at_load() { start(); }
+
+}  // namespace
+
+void start() { pthread_once(&g_once, start_once); }
+
+stats::Publisher* socket_stats() {
+  if (stats::Publisher* p = stats::process_stats()) return p;
+  return stats::start_process_stats(settings::get_string(settings::Id::kStatsShmemDir),
+                                    static_cast<uint32_t>(settings::get(settings::Id::kStatsFdNum)));
+}
+
+}  // namespace ss::vma::preload
