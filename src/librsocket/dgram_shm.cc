@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/base/config.h"
+#include "core/base/fd_passing.h"
 #include "core/base/log.h"
 
 namespace ss::rs {
@@ -161,19 +162,8 @@ void DgramShmReceiver::serve() {
     if (c < 0) return;
     if (trusted(c, nullptr) && (ring_ || make_ring() == 0)) {
       iovec iov{const_cast<char*>(kAnswer), sizeof kAnswer};
-      alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
-      msghdr m{};
-      m.msg_iov = &iov;
-      m.msg_iovlen = 1;
-      m.msg_control = ctl;
-      m.msg_controllen = sizeof ctl;
-      cmsghdr* cm = CMSG_FIRSTHDR(&m);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-      int fds[2] = {memfd_, event_fd_};
-      memcpy(CMSG_DATA(cm), fds, sizeof fds);
-      sendmsg(c, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+      const int fds[2] = {memfd_, event_fd_};
+      (void)send_with_fds(c, &iov, 1, fds, 2, MSG_DONTWAIT);
     }
     ::close(c);
   }
@@ -239,20 +229,9 @@ void DgramShmSender::dial(const sockaddr* dst, socklen_t len, Dest* d) {
 void DgramShmSender::take_answer(Dest* d) {
   char buf[8];
   iovec iov{buf, sizeof buf};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(4 * sizeof(int))];
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  ssize_t n = recvmsg(d->ufd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n < 0 && errno == EAGAIN) return;  // not answered yet
-  int fds[4], nfds = 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      int k = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-      for (int i = 0; i < k && nfds < 4; i++) memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-    }
+  int fds[2], nfds = 0;
+  ssize_t n = recv_with_fds(d->ufd, &iov, 1, fds, 2, &nfds, MSG_DONTWAIT);
+  if (n == -EAGAIN) return;  // not answered yet
   ::close(d->ufd);
   d->ufd = -1;
   bool ok = n == sizeof kAnswer && memcmp(buf, kAnswer, sizeof kAnswer) == 0 && nfds == 2;
@@ -267,7 +246,10 @@ void DgramShmSender::take_answer(Dest* d) {
   for (int i = 0; i < nfds; i++)
     if (i != 1 || p == MAP_FAILED) ::close(fds[i]);
   if (p == MAP_FAILED) {
-    if (n >= 0) {
+    // An answer that came (with more descriptors than a ring and its
+    // eventfd: EPROTO) was refused; a failed read, or no descriptor slot
+    // left here (EMFILE), is no answer.
+    if (n >= 0 || n == -EPROTO) {
       refused_++;
       if (!warned_) SS_WARN("rsocket: a datagram peer's ring answer was refused; using UDP");
       warned_ = true;

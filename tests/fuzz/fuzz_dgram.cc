@@ -39,6 +39,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/base/fd_passing.h"
 #include "librsocket/dgram_ring.h"
 #include "librsocket/dgram_wire.h"
 #include "tests/fuzz/stream_peer.h"
@@ -73,8 +74,9 @@ void take_ring(uint16_t port) {
     if (poll(&q, 1, 10) == 1) break;
   }
   char buf[8];
-  std::deque<int> fds;
-  if (fuzz::recv_with_fds(u, buf, sizeof buf, &fds) > 0 && fds.size() == 2) {
+  iovec iov{buf, sizeof buf};
+  int fds[2], got = 0;
+  if (ss::recv_with_fds(u, &iov, 1, fds, 2, &got, MSG_DONTWAIT) > 0 && got == 2) {
     struct stat st {};
     if (fstat(fds[0], &st) == 0) {
       void* m = mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
@@ -85,7 +87,7 @@ void take_ring(uint16_t port) {
       }
     }
   }
-  for (int fd : fds) ::close(fd);
+  for (int i = 0; i < got; i++) ::close(fds[i]);
   ::close(u);
 }
 

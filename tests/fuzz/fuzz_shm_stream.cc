@@ -19,6 +19,7 @@
 #include <deque>
 #include <vector>
 
+#include "core/base/fd_passing.h"
 #include "core/prov/shm/ring.h"
 #include "core/prov/shm/shm_endpoint.h"
 #include "tests/fuzz/stream_peer.h"
@@ -52,21 +53,8 @@ class ShmPeer final : public fuzz::StreamPeer {
   void send_bytes(const uint8_t* b, size_t n) override {
     if (!n) return;
     iovec iov{const_cast<uint8_t*>(b), n};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(2 * sizeof(int))];
-    if (!to_send_.empty()) {
-      const size_t k = to_send_.size() > 2 ? 2 : to_send_.size();
-      msg.msg_control = cbuf;
-      msg.msg_controllen = CMSG_SPACE(k * sizeof(int));
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(k * sizeof(int));
-      for (size_t i = 0; i < k; i++) memcpy(CMSG_DATA(c) + i * sizeof(int), &to_send_[i], sizeof(int));
-    }
-    (void)::sendmsg(peer_fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const int k = to_send_.size() > 2 ? 2 : static_cast<int>(to_send_.size());
+    (void)ss::send_with_fds(peer_fd(), &iov, 1, to_send_.data(), k, MSG_DONTWAIT);
     for (int fd : to_send_) ::close(fd);  // ours closed; the endpoint has its copies
     to_send_.clear();
   }
@@ -76,7 +64,11 @@ class ShmPeer final : public fuzz::StreamPeer {
   void drain() override {
     for (;;) {
       uint8_t buf[4096];
-      const ssize_t n = fuzz::recv_with_fds(peer_fd(), buf, sizeof buf, &got_fds_);
+      iovec iov{buf, sizeof buf};
+      int fds[ss::kMaxPassedFds], got = 0;
+      const ssize_t n =
+          ss::recv_with_fds(peer_fd(), &iov, 1, fds, ss::kMaxPassedFds, &got, MSG_DONTWAIT);
+      got_fds_.insert(got_fds_.end(), fds, fds + got);
       if (n <= 0) return;
       stream_.insert(stream_.end(), buf, buf + n);
       parse_stream();

@@ -61,29 +61,6 @@ class Input {
   size_t n_;
 };
 
-// One recvmsg of up to `len` bytes, without waiting; the descriptors that
-// came with them are appended to *fds. The recvmsg result.
-inline ssize_t recv_with_fds(int fd, void* buf, size_t len, std::deque<int>* fds) {
-  iovec iov{buf, len};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(8 * sizeof(int))];
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  const ssize_t n = ::recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n < 0) return n;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-      int got;
-      memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-      fds->push_back(got);
-    }
-  }
-  return n;
-}
-
 constexpr int kRegions = 2;
 // A small target and one above the direct-read threshold (4 KiB).
 constexpr size_t kRegionSize[kRegions] = {256, 96 * 1024};

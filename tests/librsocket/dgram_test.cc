@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/base/config.h"
+#include "core/base/fd_passing.h"
 #include "librsocket/dgram_ring.h"
 #include "librsocket/dgram_shm.h"
 #include "tests/librsocket/conformance.h"
@@ -866,17 +867,9 @@ TEST_P(DgramShmTest, HostileRingEntriesAreDroppedAndCounted) {
   EXPECT_EQ(0, rpoll(&p, 1, 0));  // r answers the rendezvous
   char buf[8];
   iovec iov{buf, sizeof buf};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))];
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  ASSERT_EQ(4, ::recvmsg(u, &m, 0));
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
-  ASSERT_TRUE(c && c->cmsg_type == SCM_RIGHTS);
-  int fds[2];
-  memcpy(fds, CMSG_DATA(c), sizeof fds);
+  int fds[2], got = 0;
+  ASSERT_EQ(4, ss::recv_with_fds(u, &iov, 1, fds, 2, &got, 0));
+  ASSERT_EQ(2, got);
   KFd memfd(fds[0]), efd(fds[1]);
   struct stat st {};
   ASSERT_EQ(0, fstat(memfd, &st));
@@ -1011,19 +1004,8 @@ TEST(DgramShmSenderTest, AnOwnerHandingAPipeIsRefused) {
   ASSERT_EQ(0, fcntl(wr, F_SETFL, 0));  // blocking again, and full
   char answer[4] = {'S', 'S', 'D', 'R'};
   iovec a{answer, sizeof answer};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &a;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl;
-  m.msg_controllen = sizeof ctl;
-  cmsghdr* cm = CMSG_FIRSTHDR(&m);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-  int fds[2] = {memfd.get(), wr.get()};
-  memcpy(CMSG_DATA(cm), fds, sizeof fds);
-  ASSERT_EQ(4, ::sendmsg(conn, &m, 0));
+  const int fds[2] = {memfd.get(), wr.get()};
+  ASSERT_EQ(4, ss::send_with_fds(conn, &a, 1, fds, 2, 0));
 
   int rc = -1;
   EXPECT_TRUE(run_with_timeout([&] { rc = send(); }, 20, [&] {

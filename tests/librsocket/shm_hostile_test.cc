@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/fd_passing.h"
 #include "core/prov/shm/ring.h"
 #include "core/prov/shm/rendezvous.h"
 #include "core/prov/shm/shm_endpoint.h"
@@ -123,20 +124,7 @@ void send_ctrl(int stream, uint8_t type, const void* payload, uint32_t len, cons
                                frame.data());
   if (len) memcpy(frame.data() + ss::prov::util::kFrameHeaderSize, payload, len);
   iovec iov{frame.data(), frame.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  std::vector<char> cbuf(CMSG_SPACE(sizeof(int) * 16));
-  if (nfds) {
-    msg.msg_control = cbuf.data();
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-  }
-  if (sendmsg(stream, &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size()))
+  if (ss::send_with_fds(stream, &iov, 1, fds, nfds, 0) != static_cast<ssize_t>(frame.size()))
     child_fail("sendmsg");
 }
 
@@ -418,20 +406,21 @@ struct Seen {  // what a child saw on its one unix connection
 void read_until_eof(int c, Seen* seen) {
   for (int i = 0; i < 1000; i++) {
     char buf[512];
-    alignas(cmsghdr) char ctl[CMSG_SPACE(16 * sizeof(int))];
     iovec iov{buf, sizeof buf};
-    msghdr m{};
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof ctl;
+    int fds[ss::kMaxPassedFds], got = 0;
     pollfd q{c, POLLIN, 0};
     if (poll(&q, 1, 5000) != 1) break;
-    ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+    ssize_t n = ss::recv_with_fds(c, &iov, 1, fds, ss::kMaxPassedFds, &got, 0);
+    // A message of more than we take, or more than this process could
+    // hold, brought some all the same.
+    if (n == -EPROTO || n == -EMFILE) {
+      seen->fds++;
+      continue;
+    }
     if (n <= 0) break;
     seen->bytes += static_cast<uint32_t>(n);
-    for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
-      if (h->cmsg_type == SCM_RIGHTS) seen->fds += (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    seen->fds += static_cast<uint32_t>(got);
+    for (int i = 0; i < got; i++) close(fds[i]);
   }
 }
 

@@ -1,7 +1,7 @@
 # src/core/base: the settings layer and core's table, logging, service
-# threads, the fd table, counts of processes sharing an object after fork,
-# and the readiness/wait module (interruptible_poll, Pollable, Kick,
-# poll_mixed, EpollSet).
+# threads, the fd table, descriptor passing (SCM_RIGHTS), counts of
+# processes sharing an object after fork, and the readiness/wait module
+# (interruptible_poll, Pollable, Kick, poll_mixed, EpollSet).
 libslipstream_core_la_SOURCES += \
 	src/core/base/api.h \
 	src/core/base/config.cc \
@@ -13,6 +13,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/epoll_set.cc \
 	src/core/base/epoll_set.h \
 	src/core/base/errno_guard.h \
+	src/core/base/fd_passing.cc \
+	src/core/base/fd_passing.h \
 	src/core/base/fd_table.cc \
 	src/core/base/fd_table.h \
 	src/core/base/fifo.h \
@@ -40,6 +42,7 @@ libslipstream_core_la_SOURCES += \
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
 	tests/core/base_epoll_set_test.cc \
+	tests/core/base_fd_passing_test.cc \
 	tests/core/base_fd_table_test.cc \
 	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \

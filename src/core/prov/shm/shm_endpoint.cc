@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/fd_passing.h"
 #include "core/base/log.h"
 #include "core/prov/shm/rendezvous.h"
 
@@ -22,7 +23,7 @@ constexpr unsigned kIdlePollsPerStreamCheck = 64;
 // Descriptors received and not yet taken by their frames.
 constexpr size_t kMaxHeldFds = 64;
 // Descriptors one read takes: a frame carries at most one, and the stream
-// stops a read at each message that carries any.
+// stops a read at each message that carries any (more is the peer's fault).
 constexpr size_t kFdsPerRead = 4;
 
 uint32_t pow2_at_least(uint32_t v) {
@@ -164,40 +165,22 @@ int ShmEndpoint::accept(const void* pdata, size_t len) {
 
 ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
   iovec iov{buf, len};
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(kFdsPerRead * sizeof(int))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n < 0) return n;
-  size_t got = 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < nfds; i++) {
-      int fd;
-      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      rx_fds_.push_back(fd);
-    }
-    got += nfds;
-  }
-  // The kernel truncates when our buffer is full (the peer attached more
-  // than any frame takes) and when it has no descriptor slot left for one:
-  // then fewer arrived than the buffer holds. That is this process out of
-  // descriptors (EMFILE, as the call that needed one gets), not a peer fault.
-  if ((msg.msg_flags & MSG_CTRUNC) && got < kFdsPerRead) {
+  int fds[kFdsPerRead], got = 0;
+  ssize_t n = recv_with_fds(fd_, &iov, 1, fds, kFdsPerRead, &got, MSG_DONTWAIT);
+  rx_fds_.insert(rx_fds_.end(), fds, fds + got);
+  // EMFILE: the kernel had no descriptor slot left for one, this process's
+  // shortage, not a peer fault. Each descriptor is taken by the frame it
+  // came with, as that frame is parsed: more in one read than any frame
+  // takes, or many held, means a peer attaching them to frames that take
+  // none (it would use up our descriptor limit).
+  if (n == -EMFILE) {
     SS_INFO("shm: fd %d: no descriptor left to take the peer's memory; connection failed", fd_);
-    errno = EMFILE;
-    return -1;
-  }
-  // Each descriptor is taken by the frame it came with, as that frame is
-  // parsed: many held means a peer attaching them to frames that take none
-  // (it would use up our descriptor limit).
-  if ((msg.msg_flags & MSG_CTRUNC) || rx_fds_.size() > kMaxHeldFds) {
+  } else if (n == -EPROTO || rx_fds_.size() > kMaxHeldFds) {
     SS_WARN("shm: fd %d: peer sent more descriptors than announced; connection failed", fd_);
-    errno = EPROTO;
+    n = -EPROTO;
+  }
+  if (n < 0) {
+    errno = static_cast<int>(-n);
     return -1;
   }
   return n;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/fd_passing.h"
 #include "core/base/library_thread.h"
 #include "core/base/log.h"
 #include "core/mem/region.h"
@@ -212,22 +213,13 @@ int StreamEndpoint::cm_report_locked(CmEvent* ev) {
 
 // One sendmsg of what is left of `p`, with its descriptor if it has one.
 ssize_t StreamEndpoint::send_pending(PendingSend& p) {
-  msghdr msg{};
-  msg.msg_iov = p.iov;
-  msg.msg_iovlen = p.iovcnt;
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
   const int pass_fd = p.pass_fd.get();
-  if (pass_fd >= 0) {
-    msg.msg_control = cbuf;
-    msg.msg_controllen = sizeof cbuf;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  ssize_t n = send_with_fds(fd_, p.iov, p.iovcnt, &pass_fd, pass_fd >= 0 ? 1 : 0, MSG_DONTWAIT);
+  if (n < 0) {
+    errno = static_cast<int>(-n);
+    return -1;
   }
-  ssize_t n = ::sendmsg(fd_, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  if (n <= 0) return n;
+  if (n == 0) return 0;
   p.pass_fd.reset();  // the kernel took it with the first byte
   p.remaining -= n;
   // Advance the iovecs past what went out.
