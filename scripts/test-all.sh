@@ -99,11 +99,13 @@ fuzz_fail=$(grep -c '^fuzz fuzz_.*: FAIL' fuzz-smoke.log)
 passed=$((passed + fuzz_pass)) failed=$((failed + fuzz_fail))
 
 # ASan/UBSan. Only the in-process suites: a sanitized library cannot be
-# preloaded into uninstrumented programs such as rstream. Then the same
+# preloaded into uninstrumented programs such as rstream (the VMA face's
+# and core/net's namespace suites are in-process too). Then the same
 # build's verbs suites in the guest (rxe0 and siw0, IPv4, hostile peers).
 if variant "${SAN_BUILD_DIR:-$top/build-san}" --enable-sanitizers; then
   ASAN_OPTIONS=detect_leaks=1 check "ASan/UBSan build" \
-    TESTS="core_unit_tests rsocket_conformance" TEST_LIMIT_SCALE=3
+    TESTS="core_unit_tests rsocket_conformance vma_unit_tests net_netns_tests xdp_ring_tests udp_ring_tests" \
+    TEST_LIMIT_SCALE=3
   guest rxe-san check-rxe-san
 fi
 

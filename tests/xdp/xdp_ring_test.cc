@@ -7,10 +7,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
-#include <linux/if_ether.h>
 #include <net/if.h>
-#include <netinet/ip.h>
-#include <netinet/udp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -24,6 +21,8 @@
 #include <vector>
 
 #include "core/mem/pool.h"
+#include "core/net/frame_build.h"
+#include "core/net/frame_parse.h"
 #include "core/prov/registry.h"
 #include "core/prov/ring.h"
 #include "core/prov/xdp/xdp_device.h"
@@ -99,20 +98,15 @@ xdp::Flow steered_flow() {
   return flow;
 }
 
-// The UDP payload of an Ethernet/IPv4/UDP frame, or "" when it is not one
-// for `port`.
+// The UDP payload of an Ethernet/IP/UDP frame, or "" when it is not a
+// good one for `port` (core/net's parser: checksums verified too).
 std::string udp_payload(const Buffer& b, uint16_t port) {
-  const auto* p = static_cast<const uint8_t*>(b.data());
-  if (b.size() < sizeof(ethhdr) + sizeof(iphdr) + sizeof(udphdr)) return "";
-  const auto* ip = reinterpret_cast<const iphdr*>(p + sizeof(ethhdr));
-  const size_t ihl = ip->ihl * 4u;
-  if (ip->protocol != IPPROTO_UDP || b.size() < sizeof(ethhdr) + ihl + sizeof(udphdr)) return "";
-  const auto* udp = reinterpret_cast<const udphdr*>(p + sizeof(ethhdr) + ihl);
-  if (ntohs(udp->dest) != port) return "";
-  const size_t len = ntohs(udp->len) - sizeof(udphdr);
-  const size_t at = sizeof(ethhdr) + ihl + sizeof(udphdr);
-  if (at + len > b.size()) return "";
-  return std::string(reinterpret_cast<const char*>(p + at), len);
+  ss::net::ParsedFrame f;
+  std::span<const uint8_t> frame(static_cast<const uint8_t*>(b.data()), b.size());
+  if (ss::net::parse_frame(frame, &f) != ss::net::FrameReason::kAccepted ||
+      f.fields.dst_port != port)
+    return "";
+  return std::string(reinterpret_cast<const char*>(f.payload.data()), f.payload.size());
 }
 
 // The payload of the next steered datagram on any of the queues ("" if
@@ -275,36 +269,23 @@ TEST_F(XdpRing, SteeredFramesArriveOnEveryQueue) {
   for (size_t q = 0; q < served_.size(); q++) EXPECT_GT(per_queue[q], 0) << "queue " << q;
 }
 
-// An Ethernet/IPv4/UDP frame from a to b, written into a pool frame.
+// An Ethernet/IPv4/UDP frame from a to b, written into a pool frame by
+// core/net's builder (checksums filled).
 void build_udp(Buffer* b, const uint8_t dst_mac[6], const uint8_t src_mac[6],
                const std::string& payload) {
-  const size_t len = sizeof(ethhdr) + sizeof(iphdr) + sizeof(udphdr) + payload.size();
-  ASSERT_EQ(b->set_size(len), 0);
+  ss::net::FrameFields f;
+  memcpy(f.dst_mac, dst_mac, 6);
+  memcpy(f.src_mac, src_mac, 6);
+  inet_pton(AF_INET, NetnsPair::kIpA, f.src_ip);
+  inet_pton(AF_INET, NetnsPair::kIpB, f.dst_ip);
+  f.src_port = kSteeredPort;
+  f.dst_port = kPeerPort;
+  const size_t head = ss::net::frame_header_len(4);
+  ASSERT_EQ(b->set_size(head + payload.size()), 0);
   auto* p = static_cast<uint8_t*>(b->data());
-  auto* eth = reinterpret_cast<ethhdr*>(p);
-  memcpy(eth->h_dest, dst_mac, 6);
-  memcpy(eth->h_source, src_mac, 6);
-  eth->h_proto = htons(ETH_P_IP);
-  auto* ip = reinterpret_cast<iphdr*>(p + sizeof(ethhdr));
-  memset(ip, 0, sizeof *ip);
-  ip->version = 4;
-  ip->ihl = 5;
-  ip->ttl = 64;
-  ip->protocol = IPPROTO_UDP;
-  ip->tot_len = htons(static_cast<uint16_t>(len - sizeof(ethhdr)));
-  inet_pton(AF_INET, NetnsPair::kIpA, &ip->saddr);
-  inet_pton(AF_INET, NetnsPair::kIpB, &ip->daddr);
-  uint32_t sum = 0;
-  const auto* w = reinterpret_cast<const uint16_t*>(ip);
-  for (size_t i = 0; i < sizeof *ip / 2; i++) sum += w[i];
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  ip->check = static_cast<uint16_t>(~sum);
-  auto* udp = reinterpret_cast<udphdr*>(p + sizeof(ethhdr) + sizeof(iphdr));
-  udp->source = htons(kSteeredPort);
-  udp->dest = htons(kPeerPort);
-  udp->len = htons(static_cast<uint16_t>(sizeof(udphdr) + payload.size()));
-  udp->check = 0;  // none: allowed over IPv4
-  memcpy(udp + 1, payload.data(), payload.size());
+  memcpy(p + head, payload.data(), payload.size());
+  ASSERT_EQ(ss::net::build_frame({p, head + payload.size()}, f, payload.size(), 1500),
+            static_cast<ssize_t>(head + payload.size()));
 }
 
 TEST_F(XdpRing, FrameSentFromTheRingReachesAKernelSocketInThePeer) {
