@@ -315,6 +315,23 @@ TEST_F(UdpStackTest, FullQueueDropsAndCounts) {
   EXPECT_EQ(recv(*ep), "1");
 }
 
+// Nothing to put in the fill ring at create (initial_fill 0, or a pool
+// with no free frame) is no error: frames arrive once a release refills
+// it. Found by fuzz_udp_stack (create gave the provider's -EINVAL).
+TEST_F(UdpStackTest, CreatesWithNothingToFill) {
+  stack_.reset();
+  tx_.reset();
+  TearDown();
+  make(0);
+  auto ep = bind("10.0.0.2", 9000);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "lost: no fill frame");
+  EXPECT_EQ(stack_->poll_rx(), 0);
+  EXPECT_EQ(ring_->stats().rx_dropped_no_fill, 1u);
+  ps_->get().reset();  // a release recycles into the fill ring
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "arrives");
+  EXPECT_EQ(recv(*ep), "arrives");
+}
+
 // The payload stays in the ring's frame; a held frame is not refilled, and
 // its release puts it back in the fill ring.
 TEST_F(UdpStackTest, ZeroCopyFramesAreHeldUntilReleased) {

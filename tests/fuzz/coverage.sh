@@ -23,6 +23,7 @@ files_of() {
     fuzz_preload_rules) echo src/librsocket/preload_rules.cc ;;
     fuzz_dgram) echo src/librsocket/dgram_socket.cc src/librsocket/dgram_ring.cc ;;
     fuzz_net_frame) echo src/core/net/frame_parse.cc src/core/net/frame_build.cc src/core/net/checksum.cc ;;
+    fuzz_udp_stack) echo src/core/net/udp_stack.cc ;;
     fuzz_vma_stats) echo src/libvmacompat/stats_reader.cc src/libvmacompat/stats_format.cc ;;
     fuzz_vma_conf) echo src/libvmacompat/rules_parse.cc src/libvmacompat/rules_match.cc ;;
   esac

@@ -8,7 +8,8 @@
 # start from the seed corpus copied to a temporary directory and fail on any
 # crash, leak or sanitizer report.
 FUZZ_TARGETS = fuzz_config fuzz_tcp_stream fuzz_shm_stream fuzz_rsocket \
-	fuzz_preload_rules fuzz_dgram fuzz_net_frame fuzz_vma_stats fuzz_vma_conf
+	fuzz_preload_rules fuzz_dgram fuzz_net_frame fuzz_udp_stack fuzz_vma_stats \
+	fuzz_vma_conf
 EXTRA_PROGRAMS = $(FUZZ_TARGETS)
 # Like core_unit_tests: every object of core (and of librsocket), not an
 # archive's pick, so the providers' static registrations are all there.
@@ -45,6 +46,12 @@ fuzz_net_frame_SOURCES = tests/fuzz/fuzz_net_frame.cc
 fuzz_net_frame_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_net_frame_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_net_frame_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+# The stack over the unit tests' loopback ring provider (not shipped).
+fuzz_udp_stack_SOURCES = tests/fuzz/fuzz_udp_stack.cc tests/core/loopback_ring.cc \
+	tests/core/loopback_ring.h
+fuzz_udp_stack_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_udp_stack_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_udp_stack_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
 # The vma_stats reader needs nothing of core: its own files only.
 fuzz_vma_stats_SOURCES = tests/fuzz/fuzz_vma_stats.cc \
 	src/libvmacompat/stats_proc.cc \

@@ -90,6 +90,7 @@ int UdpStack::create(const Config& cfg, std::unique_ptr<UdpStack>* out) {
       if (!b) break;
       frames.push_back(std::move(b));
     }
+    if (frames.empty()) continue;  // providers take no empty array (-EINVAL)
     const int n = r.queue->fill(frames.data(), static_cast<int>(frames.size()));
     if (n < 0) return n;
   }  // frames the ring refused go back to the pool here
