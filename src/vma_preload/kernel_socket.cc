@@ -30,7 +30,13 @@ int rule_protocol(int domain, int type, int protocol) {
 
 KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool blocking,
                            Decision d)
-    : fd(fd_), family(family_), type(type_), protocol(protocol_), wanted_(d.wanted), why_(d.why) {
+    : fd(fd_),
+      family(family_),
+      type(type_),
+      protocol(protocol_),
+      created_blocking(blocking),
+      wanted_(d.wanted),
+      why_(d.why) {
   stats::Publisher* p = socket_stats();
   if (!p) return;
   stats = p->open_socket(fd, type, /*offloaded=*/false);
@@ -53,6 +59,28 @@ Decision KernelSocket::decision() const {
 void KernelSocket::set_decision(Decision d) {
   wanted_.store(d.wanted, std::memory_order_relaxed);
   why_.store(d.why, std::memory_order_relaxed);
+}
+
+void KernelSocket::try_offload() {
+  if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  if (offload_tried_) return;
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return;
+  const uint16_t port = a.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port
+                                                : reinterpret_cast<sockaddr_in*>(&a)->sin_port;
+  if (port == 0) return;  // not bound yet: the next call that binds it tries
+  offload_tried_ = true;
+  offload_owner_ = UdpOffload::attach(fd, family, a);
+  if (!offload_owner_) {
+    SS_INFO("fd %d (udp port %u): kernel (no netdev of its address has rings)", fd, ntohs(port));
+    return;
+  }
+  stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+  offload_.store(offload_owner_.get(), std::memory_order_release);
+  SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)", fd, ntohs(port),
+           offload_owner_->legs());
 }
 
 void track_socket(int fd, int domain, int type, int protocol) {
@@ -81,7 +109,10 @@ void socket_bound(int fd) {
   s->stats.set_bound(reinterpret_cast<const sockaddr*>(&a), len);
   if (s->protocol != IPPROTO_UDP || s->decision().wanted != Transport::kVma) return;
   const Decision d = decide_udp_bind(reinterpret_cast<const sockaddr*>(&a), len);
-  if (d.wanted == Transport::kVma) return;
+  if (d.wanted == Transport::kVma) {
+    s->try_offload();
+    return;
+  }
   s->set_decision(d);
   SS_DEBUG("bind fd %d: kernel (%s)", fd, d.why);
 }

@@ -1,12 +1,17 @@
-// A socket the VMA preload decided on and gave the kernel: the fd table's
-// kVmaKernel object. It holds the decision and the socket's vmastat block
-// (marked not offloaded: the kernel serves it), freed with the record when
-// the program closes the socket or its number is reused.
+// A socket the VMA preload decided on: the fd table's kVmaKernel object,
+// the program's descriptor being the kernel socket. It holds the decision,
+// the socket's vmastat block and, for a UDP socket decided "vma" once bound
+// on an address a netdev's rings can serve, its offloaded path (offload()),
+// freed with the record when the program closes the socket or its number
+// is reused.
 #pragma once
 #include <atomic>
+#include <memory>
+#include <mutex>
 
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
+#include "vma_preload/udp_offload.h"
 
 namespace ss::vma::preload {
 
@@ -20,10 +25,21 @@ struct KernelSocket {
   Decision decision() const;
   void set_decision(Decision d);
 
+  // The offloaded path, or null (the kernel serves the socket).
+  UdpOffload* offload() const { return offload_.load(std::memory_order_acquire); }
+  // Gives a bound UDP socket decided "vma" its offloaded path, once (not
+  // before the kernel gave it a port). Stats show offloaded=1 if it got one.
+  void try_offload();
+
   const int fd, family, type, protocol;  // type without SOCK_NONBLOCK/SOCK_CLOEXEC
+  const bool created_blocking;
   stats::SocketStats stats;  // empty when every block is taken
 
  private:
+  std::mutex offload_mu_;
+  bool offload_tried_ = false;                  // under offload_mu_
+  std::unique_ptr<UdpOffload> offload_owner_;   // under offload_mu_
+  std::atomic<UdpOffload*> offload_{nullptr};
   std::atomic<Transport> wanted_;
   std::atomic<const char*> why_;  // a string literal
 };
@@ -31,8 +47,10 @@ struct KernelSocket {
 // Records a new UDP or TCP socket of AF_INET/AF_INET6 (any other socket is
 // left alone), logging the decision at debug.
 void track_socket(int fd, int domain, int type, int protocol);
-// After a successful bind() of fd: the bound address into its block and,
-// for UDP, the udp_receiver rules' decision (logged at debug).
+// After a successful bind() of fd (or a call that bound it implicitly:
+// connect, the first send): the bound address into its block, for UDP the
+// udp_receiver rules' decision (logged at debug), then the offloaded path
+// if it is still "vma".
 void socket_bound(int fd);
 // Drops fd's record, if any (close()).
 void untrack_socket(int fd);
