@@ -72,18 +72,23 @@ void KernelSocket::try_offload() {
                                                 : reinterpret_cast<sockaddr_in*>(&a)->sin_port;
   if (port == 0) return;  // not bound yet: the next call that binds it tries
   offload_tried_ = true;
+  g_making_rings = true;
   offload_owner_ = UdpOffload::attach(fd, family, a);
+  g_making_rings = false;
   if (!offload_owner_) {
     SS_INFO("fd %d (udp port %u): kernel (no netdev of its address has rings)", fd, ntohs(port));
     return;
   }
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
   offload_.store(offload_owner_.get(), std::memory_order_release);
-  SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)", fd, ntohs(port),
-           offload_owner_->legs());
+  SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
+           offload_owner_->legs(), stats ? "" : " (no vmastat block)");
 }
 
+thread_local bool g_making_rings = false;
+
 void track_socket(int fd, int domain, int type, int protocol) {
+  if (g_making_rings) return;
   const int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
   const int proto = rule_protocol(domain, base, protocol);
   if (!proto) return;

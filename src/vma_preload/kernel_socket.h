@@ -44,6 +44,10 @@ struct KernelSocket {
   std::atomic<const char*> why_;  // a string literal
 };
 
+// Set while the preload makes its rings: the sockets it opens then (an
+// ethtool query, netlink) are its own, never recorded.
+extern thread_local bool g_making_rings;
+
 // Records a new UDP or TCP socket of AF_INET/AF_INET6 (any other socket is
 // left alone), logging the decision at debug.
 void track_socket(int fd, int domain, int type, int protocol);
