@@ -1,6 +1,7 @@
 #!/bin/bash
-# The VMA preload, libvma.so (libvma(7)), in this release: every socket is
-# served by the kernel, but the face is alive.
+# The VMA preload, libvma.so (libvma(7)), around its offload (which
+# tests/ext/vma_netns.sh shows): here, on 127.0.0.1, the kernel serves
+# every socket, and the face is alive.
 #  (a) tests/ext/vma_preload_prog.c, built against the INSTALLED
 #      <mellanox/vma_extra.h> only: vma_get_api() under the preload (exact
 #      mask, every missing entry -1/EOPNOTSUPP, add_conf_rule, thread_offload
