@@ -9,6 +9,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/real.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/start.h"
 
@@ -59,6 +60,22 @@ Decision KernelSocket::decision() const {
 void KernelSocket::set_decision(Decision d) {
   wanted_.store(d.wanted, std::memory_order_relaxed);
   why_.store(d.why, std::memory_order_relaxed);
+}
+
+short KernelSocket::readiness(short events) {
+  pollfd p{fd, events, 0};
+  short r = interpose::real().poll(&p, 1, 0) == 1 ? p.revents : 0;
+  if ((events & POLLIN) && !(r & POLLIN))
+    if (UdpOffload* o = offload(); o && o->ring_readable()) r |= POLLIN;
+  return r;
+}
+
+WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
+  if (offload() && (events & POLLIN) && (*sleep_ms < 0 || *sleep_ms > 1)) *sleep_ms = 1;
+  WaitTarget t;
+  t.fd = fd;
+  t.events = events;
+  return t;
 }
 
 void KernelSocket::try_offload() {

@@ -9,13 +9,18 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/pollable.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
 #include "vma_preload/udp_offload.h"
 
 namespace ss::vma::preload {
 
-struct KernelSocket {
+// A Pollable (poll_mixed, select_mixed): readable when the rings or the
+// kernel socket have a datagram. The sleep waits on the kernel socket only
+// (a WaitTarget has one descriptor), cut to 1 ms while the socket is
+// offloaded so that the rings are looked at again.
+struct KernelSocket final : Pollable {
   KernelSocket(int fd, int family, int type, int protocol, bool blocking, Decision decision);
   ~KernelSocket();
   KernelSocket(const KernelSocket&) = delete;
@@ -23,6 +28,10 @@ struct KernelSocket {
 
   // The decision, changed once by bind() (a udp_receiver port rule).
   Decision decision() const;
+
+  short readiness(short events) override;
+  WaitTarget wait_target(short events, int* sleep_ms) override;
+  void after_wait(const WaitTarget&, bool) override {}
   void set_decision(Decision d);
 
   // The offloaded path, or null (the kernel serves the socket).

@@ -16,6 +16,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/kernel_socket.cc \
 	src/vma_preload/netdev_rings.h \
 	src/vma_preload/netdev_rings.cc \
+	src/vma_preload/poll_calls.cc \
 	src/vma_preload/sockets.cc \
 	src/vma_preload/start.h \
 	src/vma_preload/start.cc \

@@ -157,6 +157,11 @@ bool UdpOffload::head_locked() {
   return false;
 }
 
+bool UdpOffload::ring_readable() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return head_locked();
+}
+
 ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags) {
   const auto* p = static_cast<const uint8_t*>(head_->buf.data());
   const size_t full = head_->buf.size();

@@ -38,6 +38,8 @@ class UdpOffload {
   // the default destination (AF_UNSPEC: disconnected).
   void connect(const sockaddr* peer, socklen_t len);
   size_t legs() const { return legs_.size(); }
+  // Whether a datagram waits on the rings (polls them once).
+  bool ring_readable();
 
  private:
   struct Leg {

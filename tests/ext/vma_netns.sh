@@ -18,6 +18,8 @@
 #      epoll: poll, select and epoll over offloaded sockets are not done
 #      yet): completes, its socket offloaded (debug line), and A's kernel
 #      counter moved by fewer than the replies sockperf received.
+#  (d) sockperf's server in A under the preload, waiting in poll, then in
+#      select, ping-pong from B on the kernel: the same proof.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_netns.sh
 set -u
@@ -142,6 +144,22 @@ else
   echo "SKIP: setpriv or user nobody missing: the unprivileged fallback not run"
 fi
 
+# sockperf_proof LABEL PRELOADED-LOG PORT-REGEX, after a ping-pong whose
+# client wrote $T/sp.client and exited $rc, A's counter read into $before:
+# it completed, the preloaded side's socket was offloaded, and A's kernel
+# received fewer datagrams than sockperf counted replies.
+sockperf_proof() {
+  local after got bad=0
+  after=$(kernel_udp_in 4)
+  got=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$T/sp.client" | head -1)
+  echo "  kernel UDP in A: $before -> $after; sockperf received ${got:-?} replies"
+  { [ $rc = 0 ] && has "$T/sp.client" "Summary: Latency is"; } || { echo "  client exit $rc"; bad=1; }
+  has "$2" "DEBUG: fd [0-9]+ \(udp port $3\): offloaded on 1 netdev" || bad=1
+  [ "${got:-0}" -gt 0 ] && [ $((after - before)) -lt "${got:-0}" ] ||
+    { echo "  the kernel received them"; bad=1; }
+  check "$1" $bad
+}
+
 # (c) sockperf: the kernel's server in B, the preloaded ping-pong client in
 # A (recvfrom; sockperf's server waits in epoll, not offloaded yet). The
 # proof: the round trips it reports against A's kernel UDP counter.
@@ -154,17 +172,31 @@ if command -v sockperf >/dev/null; then
   ip netns exec "$A" env VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" timeout 60 \
     sockperf ping-pong -i $IP4B -p $port --time 2 >"$T/sp.client" 2>&1
   rc=$?
-  after=$(kernel_udp_in 4)
-  got=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$T/sp.client" | head -1)
-  echo "  kernel UDP in A: $before -> $after; sockperf received ${got:-?} replies"
-  bad=0
-  { [ $rc = 0 ] && has "$T/sp.client" "Summary: Latency is"; } || { echo "  client exit $rc"; bad=1; }
-  has "$T/sp.client" "DEBUG: fd [0-9]+ \(udp port [0-9]+\): offloaded on 1 netdev" || bad=1
-  [ "${got:-0}" -gt 0 ] && [ $((after - before)) -lt "${got:-0}" ] ||
-    { echo "  the kernel received them"; bad=1; }
-  check "sockperf ping-pong, preloaded client in A, kernel server in B: offloaded" $bad
+  sockperf_proof "sockperf ping-pong, preloaded client in A, kernel server in B: offloaded" \
+    "$T/sp.client" "[0-9]+"
 else
   echo "SKIP: sockperf not installed: part (c) not run"
+fi
+
+# (d) sockperf's server preloaded in A, waiting in poll and in select (a
+# feed file: sockperf takes -F with -f only), ping-pong from B's kernel.
+if command -v sockperf >/dev/null; then
+  for mux in poll select; do
+    port=$((port + 1))
+    echo "U:$IP4:$port" >"$T/feed"
+    ip netns exec "$A" env VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" timeout 60 \
+      sockperf server -f "$T/feed" -F $mux >"$T/sp.server" 2>&1 &
+    spid=$!
+    pids+=($spid)
+    for _ in $(seq 100); do grep -q 'offloaded on 1 netdev\|no rings' "$T/sp.server" && break; sleep 0.1; done
+    before=$(kernel_udp_in 4)
+    ip netns exec "$Z" timeout 60 sockperf ping-pong -i $IP4 -p $port --time 2 >"$T/sp.client" 2>&1
+    rc=$?
+    kill $spid 2>/dev/null
+    wait $spid 2>/dev/null
+    sockperf_proof "sockperf server preloaded in A waiting in $mux, ping-pong from B: offloaded" \
+      "$T/sp.server" $port
+  done
 fi
 
 echo "$name: $fails failure(s)"
