@@ -16,6 +16,7 @@
 
 #include "include/rdma/rsocket.h"
 #include "core/base/fd_table.h"
+#include "core/base/msghdr_of.h"
 #include "librsocket/dgram_dispatch.h"
 #include "librsocket/fork.h"
 #include "librsocket/poll.h"
@@ -25,6 +26,8 @@
 
 using ss::FdKind;
 using ss::FdTable;
+using ss::iov_only;
+using ss::one_buffer;
 using ss::rs::DgramSocket;
 using ss::rs::Socket;
 
@@ -85,26 +88,6 @@ auto on_either(int fd, Stream&& stream, Dgram&& dgram, int check = 0) noexcept(C
 template <typename T = int>
 T not_on_datagrams(DgramSocket&) {
   return -EOPNOTSUPP;
-}
-
-// A one-buffer send or receive as the msghdr a datagram rsocket takes.
-msghdr one_buffer(iovec* iov, const void* buf, size_t len, const sockaddr* name,
-                  socklen_t namelen) {
-  *iov = {const_cast<void*>(buf), len};
-  msghdr m{};
-  m.msg_name = const_cast<sockaddr*>(name);
-  m.msg_namelen = namelen;
-  m.msg_iov = iov;
-  m.msg_iovlen = 1;
-  return m;
-}
-
-// rreadv's and rwritev's buffers as the msghdr a datagram rsocket takes.
-msghdr iov_only(const iovec* iov, int iovcnt) {
-  msghdr m{};
-  m.msg_iov = const_cast<iovec*>(iov);
-  m.msg_iovlen = static_cast<size_t>(iovcnt);
-  return m;
 }
 
 int accept_common(int socket, struct sockaddr* addr, socklen_t* addrlen, int flags) {

@@ -35,13 +35,14 @@ Decision decide_socket(int protocol) {
     return {Transport::kOs, protocol == IPPROTO_TCP
                                 ? "libvma.conf rule: use os for tcp_server and tcp_client"
                                 : "libvma.conf rule: use os for udp_receiver and udp_sender"};
-  return {Transport::kVma, "offload not built yet"};
+  return {Transport::kVma, protocol == IPPROTO_TCP ? "TCP offload not built yet"
+                                                  : "until bound; then rings where its netdev has them"};
 }
 
 Decision decide_udp_bind(const sockaddr* local, socklen_t len) {
   if (conf_transport(Role::kUdpReceiver, local, len, nullptr, 0) == Transport::kOs)
     return {Transport::kOs, "libvma.conf rule: use os udp_receiver for its address"};
-  return {Transport::kVma, "offload not built yet"};
+  return {Transport::kVma, "rings where its netdev has them"};
 }
 
 int thread_offload(int offload, pthread_t tid) {

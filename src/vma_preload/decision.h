@@ -1,8 +1,9 @@
 // What libvma would do with a new socket (reference vma-abi.md §10.1, §6):
 // VMA_OFFLOADED_SOCKETS, flipped for a thread that thread_offload() named,
 // then libvma.conf's rules at socket() (conf_socket_transport). The
-// decision is recorded and logged; in this release every socket is served
-// by the kernel whatever it says.
+// decision is recorded and logged; a UDP socket decided "vma" is offloaded
+// once bound where a netdev has rings (kernel_socket.h), TCP stays with the
+// kernel in this release.
 #pragma once
 #include <pthread.h>
 

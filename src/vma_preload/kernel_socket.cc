@@ -9,6 +9,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/real.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/start.h"
 
@@ -30,7 +31,13 @@ int rule_protocol(int domain, int type, int protocol) {
 
 KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool blocking,
                            Decision d)
-    : fd(fd_), family(family_), type(type_), protocol(protocol_), wanted_(d.wanted), why_(d.why) {
+    : fd(fd_),
+      family(family_),
+      type(type_),
+      protocol(protocol_),
+      created_blocking(blocking),
+      wanted_(d.wanted),
+      why_(d.why) {
   stats::Publisher* p = socket_stats();
   if (!p) return;
   stats = p->open_socket(fd, type, /*offloaded=*/false);
@@ -55,7 +62,50 @@ void KernelSocket::set_decision(Decision d) {
   why_.store(d.why, std::memory_order_relaxed);
 }
 
+short KernelSocket::readiness(short events) {
+  pollfd p{fd, events, 0};
+  short r = interpose::real().poll(&p, 1, 0) == 1 ? p.revents : 0;
+  if ((events & POLLIN) && !(r & POLLIN))
+    if (UdpOffload* o = offload(); o && o->ring_readable()) r |= POLLIN;
+  return r;
+}
+
+WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
+  if (offload() && (events & POLLIN) && (*sleep_ms < 0 || *sleep_ms > 1)) *sleep_ms = 1;
+  WaitTarget t;
+  t.fd = fd;
+  t.events = events;
+  return t;
+}
+
+void KernelSocket::try_offload() {
+  if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  if (offload_tried_) return;
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return;
+  const uint16_t port = a.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&a)->sin6_port
+                                                : reinterpret_cast<sockaddr_in*>(&a)->sin_port;
+  if (port == 0) return;  // not bound yet: the next call that binds it tries
+  offload_tried_ = true;
+  g_making_rings = true;
+  offload_owner_ = UdpOffload::attach(fd, family, a);
+  g_making_rings = false;
+  if (!offload_owner_) {
+    SS_INFO("fd %d (udp port %u): kernel (no netdev of its address has rings)", fd, ntohs(port));
+    return;
+  }
+  stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+  offload_.store(offload_owner_.get(), std::memory_order_release);
+  SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
+           offload_owner_->legs(), stats ? "" : " (no vmastat block)");
+}
+
+thread_local bool g_making_rings = false;
+
 void track_socket(int fd, int domain, int type, int protocol) {
+  if (g_making_rings) return;
   const int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
   const int proto = rule_protocol(domain, base, protocol);
   if (!proto) return;
@@ -81,7 +131,10 @@ void socket_bound(int fd) {
   s->stats.set_bound(reinterpret_cast<const sockaddr*>(&a), len);
   if (s->protocol != IPPROTO_UDP || s->decision().wanted != Transport::kVma) return;
   const Decision d = decide_udp_bind(reinterpret_cast<const sockaddr*>(&a), len);
-  if (d.wanted == Transport::kVma) return;
+  if (d.wanted == Transport::kVma) {
+    s->try_offload();
+    return;
+  }
   s->set_decision(d);
   SS_DEBUG("bind fd %d: kernel (%s)", fd, d.why);
 }

@@ -1,16 +1,26 @@
-// A socket the VMA preload decided on and gave the kernel: the fd table's
-// kVmaKernel object. It holds the decision and the socket's vmastat block
-// (marked not offloaded: the kernel serves it), freed with the record when
-// the program closes the socket or its number is reused.
+// A socket the VMA preload decided on: the fd table's kVmaKernel object,
+// the program's descriptor being the kernel socket. It holds the decision,
+// the socket's vmastat block and, for a UDP socket decided "vma" once bound
+// on an address a netdev's rings can serve, its offloaded path (offload()),
+// freed with the record when the program closes the socket or its number
+// is reused.
 #pragma once
 #include <atomic>
+#include <memory>
+#include <mutex>
 
+#include "core/base/pollable.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
+#include "vma_preload/udp_offload.h"
 
 namespace ss::vma::preload {
 
-struct KernelSocket {
+// A Pollable (poll_mixed, select_mixed): readable when the rings or the
+// kernel socket have a datagram. The sleep waits on the kernel socket only
+// (a WaitTarget has one descriptor), cut to 1 ms while the socket is
+// offloaded so that the rings are looked at again.
+struct KernelSocket final : Pollable {
   KernelSocket(int fd, int family, int type, int protocol, bool blocking, Decision decision);
   ~KernelSocket();
   KernelSocket(const KernelSocket&) = delete;
@@ -18,21 +28,42 @@ struct KernelSocket {
 
   // The decision, changed once by bind() (a udp_receiver port rule).
   Decision decision() const;
+
+  short readiness(short events) override;
+  WaitTarget wait_target(short events, int* sleep_ms) override;
+  void after_wait(const WaitTarget&, bool) override {}
   void set_decision(Decision d);
 
+  // The offloaded path, or null (the kernel serves the socket).
+  UdpOffload* offload() const { return offload_.load(std::memory_order_acquire); }
+  // Gives a bound UDP socket decided "vma" its offloaded path, once (not
+  // before the kernel gave it a port). Stats show offloaded=1 if it got one.
+  void try_offload();
+
   const int fd, family, type, protocol;  // type without SOCK_NONBLOCK/SOCK_CLOEXEC
+  const bool created_blocking;
   stats::SocketStats stats;  // empty when every block is taken
 
  private:
+  std::mutex offload_mu_;
+  bool offload_tried_ = false;                  // under offload_mu_
+  std::unique_ptr<UdpOffload> offload_owner_;   // under offload_mu_
+  std::atomic<UdpOffload*> offload_{nullptr};
   std::atomic<Transport> wanted_;
   std::atomic<const char*> why_;  // a string literal
 };
 
+// Set while the preload makes its rings: the sockets it opens then (an
+// ethtool query, netlink) are its own, never recorded.
+extern thread_local bool g_making_rings;
+
 // Records a new UDP or TCP socket of AF_INET/AF_INET6 (any other socket is
 // left alone), logging the decision at debug.
 void track_socket(int fd, int domain, int type, int protocol);
-// After a successful bind() of fd: the bound address into its block and,
-// for UDP, the udp_receiver rules' decision (logged at debug).
+// After a successful bind() of fd (or a call that bound it implicitly:
+// connect, the first send): the bound address into its block, for UDP the
+// udp_receiver rules' decision (logged at debug), then the offloaded path
+// if it is still "vma".
 void socket_bound(int fd);
 // Drops fd's record, if any (close()).
 void untrack_socket(int fd);

@@ -1,7 +1,8 @@
 # libvma.so: the VMA face's preload (LD_PRELOAD=libvma.so, libvma(7)), a
-# module installed under libvma's own name beside libvmacompat. In this
-# release it decides, records and counts every UDP/TCP socket as libvma
-# would and gives each to the kernel; it answers the Extra API.
+# module installed under libvma's own name beside libvmacompat. It decides,
+# records and counts every UDP/TCP socket as libvma would, offloads bound
+# UDP sockets on the xdp provider's rings (linked whole, when configure
+# found it) and answers the Extra API.
 lib_LTLIBRARIES += libvma.la
 libvma_la_SOURCES = \
 	src/vma_preload/banner.h \
@@ -13,11 +14,21 @@ libvma_la_SOURCES = \
 	src/vma_preload/extra_api.cc \
 	src/vma_preload/kernel_socket.h \
 	src/vma_preload/kernel_socket.cc \
+	src/vma_preload/netdev_rings.h \
+	src/vma_preload/netdev_rings.cc \
+	src/vma_preload/poll_calls.cc \
 	src/vma_preload/sockets.cc \
 	src/vma_preload/start.h \
-	src/vma_preload/start.cc
+	src/vma_preload/start.cc \
+	src/vma_preload/udp_calls.cc \
+	src/vma_preload/udp_offload.h \
+	src/vma_preload/udp_offload.cc
 # Its names are libc's: no fortify wrappers around the definitions.
 libvma_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libvma_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 libvma_la_LIBADD = libinterpose.la libvmacompat.la libslipstream.la $(PTHREAD_LIBS) -ldl
 libvma_la_LDFLAGS = -module -avoid-version -shared $(AM_LDFLAGS)
+if HAVE_XDP
+libvma_la_CPPFLAGS += $(libslipstream_xdp_la_CPPFLAGS) -DSS_VMA_XDP=1
+libvma_la_LIBADD += libslipstream_xdp.la
+endif

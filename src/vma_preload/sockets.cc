@@ -1,8 +1,7 @@
-// The socket calls libvma.so stands in for so far: socket, bind and close
-// (the decision and the vmastat block), getsockopt and setsockopt (the Extra
-// API and the SO_VMA_* options). Everything else reaches libc unchanged
-// (no wrapper): every socket is the kernel's in this release. glibc has
-// no _chk variant of these.
+// The socket calls of libvma.so's bookkeeping: socket, bind and close (the
+// decision, the vmastat block, the offloaded path at bind), getsockopt and
+// setsockopt (the Extra API and the SO_VMA_* options). The data calls are
+// udp_calls.cc. glibc has no _chk variant of these.
 #include <sys/socket.h>
 
 #include <cerrno>

@@ -25,6 +25,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/kick.h \
 	src/core/base/log.cc \
 	src/core/base/log.h \
+	src/core/base/msghdr_of.h \
 	src/core/base/mixed_poll.cc \
 	src/core/base/mixed_poll.h \
 	src/core/base/pollable.h \

@@ -110,7 +110,7 @@ class Buffer {
   // (so no chain is changed under another holder and no loop can form).
   int append(Buffer&& tail);
   // A new handle on the next frame of the packet (empty at the end).
-  Buffer next() const;
+  SS_API Buffer next() const;
   // Moves the rest of the chain out into *rest: -EBUSY if this frame is shared.
   int unchain(Buffer* rest);
   // Bytes in this view and every linked one.

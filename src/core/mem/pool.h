@@ -76,7 +76,7 @@ class Pool {
   // registrars before frames circulate among threads.
   SS_API int add_registrar(Registrar* r);
   // Deregisters every chunk from r and frees its index: 0 or -ENOENT.
-  int remove_registrar(Registrar* r);
+  SS_API int remove_registrar(Registrar* r);
 
   // r (or nullptr) sees released frames from now on. Returns once no
   // release is inside the previous one (recycle never blocks: a short
@@ -93,7 +93,7 @@ class Pool {
   size_t chunk_count() const { return nchunks_.load(std::memory_order_acquire); }
   size_t frame_count() const { return chunk_count() << chunk_shift_; }
   // Frames in chunk i: [chunk_base(i), chunk_base(i) + chunk_bytes()).
-  void* chunk_base(size_t i) const;
+  SS_API void* chunk_base(size_t i) const;
   size_t chunk_bytes() const { return frames_per_chunk() << frame_shift_; }
   bool chunk_huge(size_t i) const;
   // Frames nobody holds: on the shared list or in a thread's cache (exact

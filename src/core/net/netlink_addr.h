@@ -1,6 +1,7 @@
 // An IPv4 or IPv6 address as rtnetlink carries it (4 or 16 bytes, network
 // order): the key of core/net's route, neighbour and address tables.
 #pragma once
+#include "core/base/api.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -39,7 +40,7 @@ struct IpAddr {
   std::string str() const;
   // A sockaddr_in or sockaddr_in6 with `port` (host order) and, for v6,
   // `scope` (the interface of a link-local address).
-  socklen_t to_sockaddr(uint16_t port, uint32_t scope, sockaddr_storage* out) const;
+  SS_API socklen_t to_sockaddr(uint16_t port, uint32_t scope, sockaddr_storage* out) const;
 
   friend bool operator==(const IpAddr& a, const IpAddr& b) {
     return a.family == b.family && std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0;

@@ -14,6 +14,7 @@
 // out or to apply one event (never across a system call); a second one
 // serialises the request socket for misses. See docs/architecture.md.
 #pragma once
+#include "core/base/api.h"
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,17 +41,17 @@ class NetlinkView {
   };
 
   // Subscribes, then reads the links and addresses: 0 or -errno.
-  static int open(const Options& opts, std::unique_ptr<NetlinkView>* out);
-  ~NetlinkView();
+  SS_API static int open(const Options& opts, std::unique_ptr<NetlinkView>* out);
+  SS_API ~NetlinkView();
   NetlinkView(const NetlinkView&) = delete;
   NetlinkView& operator=(const NetlinkView&) = delete;
 
   // Readable when change events wait for process_events().
-  int fd() const;
+  SS_API int fd() const;
   // Applies every queued event; when the kernel dropped some (ENOBUFS),
   // reads everything again (resync). 0 or -errno. One thread at a time
   // (the owner's); the lookups below may run on any thread meanwhile.
-  int process_events();
+  SS_API int process_events();
 
   // The way to f.dst: 0 and *out, or -errno as the kernel gives it
   // (ENETUNREACH, EHOSTUNREACH, EACCES, EINVAL).

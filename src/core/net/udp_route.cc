@@ -30,4 +30,8 @@ int NetlinkTxResolver::resolve(const Flow& f, TxPath* out, ToKernel* why) {
   return 0;
 }
 
+std::unique_ptr<TxResolver> make_netlink_resolver(NetlinkView* view, int ifindex) {
+  return std::make_unique<NetlinkTxResolver>(view, ifindex);
+}
+
 }  // namespace ss::net

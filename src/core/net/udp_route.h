@@ -2,6 +2,9 @@
 // interface's MAC and MTU, the next hop's MAC. What the rings of
 // `ifindex` cannot carry is answered "use the kernel" with the reason.
 #pragma once
+#include <memory>
+
+#include "core/base/api.h"
 #include "core/net/netlink_view.h"
 #include "core/net/udp_tx.h"
 
@@ -16,5 +19,9 @@ class NetlinkTxResolver final : public TxResolver {
   NetlinkView* view_;
   int ifindex_;
 };
+
+// A NetlinkTxResolver for a face outside libslipstream (the class's
+// vtable stays inside).
+SS_API std::unique_ptr<TxResolver> make_netlink_resolver(NetlinkView* view, int ifindex);
 
 }  // namespace ss::net

@@ -22,6 +22,7 @@
 // the wire has them: an IPv4-mapped IPv6 address is the face's to turn
 // into IPv4 first.
 #pragma once
+#include "core/base/api.h"
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -80,14 +81,14 @@ class UdpStack;
 // datagrams released).
 class UdpEndpoint {
  public:
-  ~UdpEndpoint();
+  SS_API ~UdpEndpoint();
   UdpEndpoint(const UdpEndpoint&) = delete;
   UdpEndpoint& operator=(const UdpEndpoint&) = delete;
 
   const UdpAddr& local() const { return local_; }
   // Accept only datagrams from `peer` (as a connected UDP socket); an
   // empty peer (family AF_UNSPEC) accepts everyone again.
-  void connect(const UdpAddr& peer);
+  SS_API void connect(const UdpAddr& peer);
   const UdpAddr& peer() const { return peer_; }
   // Whether `family` was steered to the rings (the other one, if the
   // endpoint takes both, stays with the kernel socket).
@@ -96,7 +97,7 @@ class UdpEndpoint {
   // Zero-copy receive: polls the rings, then moves the oldest datagram
   // into *out. 1, or 0 when none waits. The caller releases out->buf when
   // done (the frame then goes back to the fill ring).
-  int recv_zcopy(Datagram* out);
+  SS_API int recv_zcopy(Datagram* out);
   // Copying receive: at most len bytes into buf, *full_len the datagram's
   // size (larger: truncated, as MSG_TRUNC), *src its source. The copied
   // length, or -EAGAIN when none waits.
@@ -136,15 +137,15 @@ class UdpStack {
     size_t queue_limit = 4096;    // datagrams an endpoint holds before dropping
   };
   // Fills each fill ring. -EINVAL for a config without rings or steering.
-  static int create(const Config& cfg, std::unique_ptr<UdpStack>* out);
-  ~UdpStack();
+  SS_API static int create(const Config& cfg, std::unique_ptr<UdpStack>* out);
+  SS_API ~UdpStack();
 
   // Binds (local.ip all zero: every address of its family; dual: an IPv6
   // wildcard that takes IPv4 too). Steers each family it takes: a family
   // the provider cannot steer is left to the kernel socket (steered()
   // says which); -EAFNOSUPPORT when none could be, -EADDRINUSE when the
   // address and port are bound here already, else the steering's -errno.
-  int bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out);
+  SS_API int bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out);
 
   // Receives up to `budget` frames from every ring and queues them on
   // their endpoints. The number of frames taken, or -errno.

@@ -11,6 +11,7 @@
 // Sent frames come back on the completion ring; the next send reuses a few
 // of them and releases the rest (they recycle into the fill ring).
 #pragma once
+#include "core/base/api.h"
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -69,11 +70,11 @@ struct UdpTxCounters {
 class UdpTx {
  public:
   UdpTx(UdpStack* stack, TxResolver* resolver) : stack_(stack), resolver_(resolver) {}
-  ~UdpTx();
+  SS_API ~UdpTx();
   // Sends `payload` from ep to dst (dst.ip empty: ep's connected peer).
   // kError with EDESTADDRREQ (no destination), EAFNOSUPPORT (family not
   // ep's), EAGAIN (tx ring full), ENOBUFS (no frame), or the route's errno.
-  SendResult send(UdpEndpoint& ep, const UdpAddr& dst, std::span<const uint8_t> payload);
+  SS_API SendResult send(UdpEndpoint& ep, const UdpAddr& dst, std::span<const uint8_t> payload);
   UdpTxCounters counters() const;
   // Takes sent frames back from the completion ring now (a send does it
   // too): what an idle sender's owner calls so the frames recycle.

@@ -4,6 +4,7 @@
 // by name (SLIPSTREAM_PROVIDER) and walks are ordered by the family's own
 // rules (connection.h: preference), never by registration order.
 #pragma once
+#include "core/base/api.h"
 #include <cstdint>
 #include <vector>
 
@@ -28,7 +29,7 @@ struct Descriptor {
 // afterwards.
 class Registration {
  public:
-  explicit Registration(const Descriptor& descriptor);
+  SS_API explicit Registration(const Descriptor& descriptor);
   Registration(const Registration&) = delete;
   Registration& operator=(const Registration&) = delete;
 

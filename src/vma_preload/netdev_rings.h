@@ -1,0 +1,43 @@
+// The process's rings on one netdev, made on first need and kept until the
+// process exits (the kernel then frees the UMEM, the XSKs and the bpf_link):
+// an xdp queue with its own pool on every rx queue, the steering program's
+// flow table, a UdpStack over them and its UdpTx. One NetlinkView for the
+// process, kept current by a service thread ("vma-netlink") that runs
+// process_events() when the kernel announces a change.
+#pragma once
+#include <poll.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/mem/pool.h"
+#include "core/net/udp_stack.h"
+#include "core/net/udp_tx.h"
+#include "core/prov/ring.h"
+
+namespace ss::vma::preload {
+
+struct NetdevRings {
+  struct Queue {
+    std::unique_ptr<mem::Pool> pool;
+    std::unique_ptr<prov::RingQueue> queue;  // before its pool
+  };
+  std::string ifname;
+  int ifindex = 0;
+  std::vector<Queue> queues;
+  std::unique_ptr<net::UdpSteering> steering;
+  std::unique_ptr<net::UdpStack> stack;
+  std::unique_ptr<net::TxResolver> resolver;
+  std::unique_ptr<net::UdpTx> tx;
+
+  // The rings' wake-ups (readable when a frame arrived), appended to fds.
+  void poll_fds(std::vector<pollfd>* fds) const;
+};
+
+// ifname's rings, made now if needed; null when the netdev cannot have
+// them (no permission, no XDP, a queue taken, no xdp provider in this
+// build): logged once per netdev, and asked again never.
+NetdevRings* netdev_rings(const std::string& ifname);
+
+}  // namespace ss::vma::preload

@@ -1,0 +1,143 @@
+// The data calls of the VMA preload: recv, recvfrom, recvmsg, read, readv,
+// send, sendto, sendmsg, write, writev and connect. A descriptor without an
+// offloaded path costs one lock-free fd-table lookup before libc (two for
+// a recorded socket not offloaded). A recorded UDP socket that is not bound
+// yet gets its offloaded path after the call that binds it implicitly (its
+// first send, connect).
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "core/base/fd_table.h"
+#include "core/base/msghdr_of.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
+#include "vma_preload/edge.h"
+#include "vma_preload/kernel_socket.h"
+
+using ss::interpose::real;
+namespace vp = ss::vma::preload;
+
+namespace {
+
+// fd's record when the preload has one (nullptr: straight to libc).
+std::shared_ptr<vp::KernelSocket> record(int fd) {
+  ss::FdTable& t = ss::FdTable::instance();
+  if (t.kind(fd) != ss::FdKind::kVmaKernel) return nullptr;
+  return t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+}
+
+// The offloaded path's calls, no exception past them (edge.h).
+ssize_t off_recv(vp::KernelSocket& s, msghdr* m, int flags) noexcept {
+  try {
+    return s.offload()->recvmsg(s, m, flags);
+  } catch (...) {
+    errno = ENOMEM;
+    return -1;
+  }
+}
+
+ssize_t off_send(vp::KernelSocket& s, const msghdr* m, int flags) noexcept {
+  try {
+    return s.offload()->sendmsg(s, m, flags);
+  } catch (...) {
+    errno = ENOMEM;
+    return -1;
+  }
+}
+
+// After a kernel call that may have bound fd (a send, connect).
+void maybe_bound(vp::KernelSocket* s, int fd) {
+  if (s && !s->offload() && s->protocol == IPPROTO_UDP)
+    vp::edge_quiet("send", fd, [&] { vp::socket_bound(fd); });
+}
+
+ssize_t recv_path(int fd, msghdr* m, int flags) {
+  const auto s = record(fd);
+  if (!s || !s->offload()) return real().recvmsg(fd, m, flags);
+  return off_recv(*s, m, flags);
+}
+
+ssize_t send_path(int fd, const msghdr* m, int flags) {
+  const auto s = record(fd);
+  if (s && s->offload()) return off_send(*s, m, flags);
+  const ssize_t r = real().sendmsg(fd, m, flags);
+  if (r >= 0) maybe_bound(s.get(), fd);
+  return r;
+}
+
+}  // namespace
+
+SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_path(fd, m, flags); }
+
+SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from,
+                                   socklen_t* fromlen) {
+  const auto s = record(fd);
+  if (!s || !s->offload()) return real().recvfrom(fd, buf, len, flags, from, fromlen);
+  iovec iov;
+  msghdr m = ss::one_buffer(&iov, buf, len, from, from && fromlen ? *fromlen : 0);
+  const ssize_t r = off_recv(*s, &m, flags);
+  if (r >= 0 && from && fromlen) *fromlen = m.msg_namelen;
+  return r;
+}
+
+SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t len, int flags) {
+  return recvfrom(fd, buf, len, flags, nullptr, nullptr);
+}
+
+SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
+  const auto s = record(fd);
+  if (!s || !s->offload()) return real().read(fd, buf, len);
+  iovec iov;
+  msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
+  return off_recv(*s, &m, 0);
+}
+
+SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
+  const auto s = record(fd);
+  if (!s || !s->offload() || n < 0) return real().readv(fd, iov, n);
+  msghdr m = ss::iov_only(iov, n);
+  return off_recv(*s, &m, 0);
+}
+
+SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* m, int flags) {
+  return send_path(fd, m, flags);
+}
+
+SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t len, int flags,
+                                 const sockaddr* to, socklen_t tolen) {
+  iovec iov;
+  const msghdr m = ss::one_buffer(&iov, buf, len, to, to ? tolen : 0);
+  return send_path(fd, &m, flags);
+}
+
+SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t len, int flags) {
+  return sendto(fd, buf, len, flags, nullptr, 0);
+}
+
+SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
+  const auto s = record(fd);
+  if (!s || !s->offload()) return real().write(fd, buf, len);
+  iovec iov;
+  const msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
+  return off_send(*s, &m, 0);
+}
+
+SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
+  const auto s = record(fd);
+  if (!s || !s->offload() || n < 0) return real().writev(fd, iov, n);
+  const msghdr m = ss::iov_only(iov, n);
+  return off_send(*s, &m, 0);
+}
+
+SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* to, socklen_t len) {
+  const int r = real().connect(fd, to, len);
+  if (r < 0) return r;
+  const auto s = record(fd);
+  maybe_bound(s.get(), fd);
+  if (s && s->offload()) vp::edge_quiet("connect", fd, [&] { s->offload()->connect(to, len); });
+  return r;
+}

@@ -1,0 +1,289 @@
+#include "vma_preload/udp_offload.h"
+
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "core/base/log.h"
+#include "interpose/real.h"
+#include "libvmacompat/settings.h"
+#include "vma_preload/kernel_socket.h"
+#include "vma_preload/netdev_rings.h"
+
+namespace ss::vma::preload {
+namespace {
+
+using interpose::real;
+namespace vs = vma::settings;
+
+// A socket address as the wire has it: an IPv4-mapped IPv6 address is IPv4.
+net::UdpAddr wire_addr(const sockaddr* sa, socklen_t len) {
+  net::UdpAddr a;
+  if (sa && sa->sa_family == AF_INET && len >= sizeof(sockaddr_in)) {
+    const auto* s4 = reinterpret_cast<const sockaddr_in*>(sa);
+    a.ip = net::IpAddr::v4(s4->sin_addr);
+    a.port = ntohs(s4->sin_port);
+  } else if (sa && sa->sa_family == AF_INET6 && len >= sizeof(sockaddr_in6)) {
+    const auto* s6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+      in_addr v4;
+      std::memcpy(&v4, &s6->sin6_addr.s6_addr[12], 4);
+      a.ip = net::IpAddr::v4(v4);
+    } else {
+      a.ip = net::IpAddr::v6(s6->sin6_addr);
+    }
+    a.port = ntohs(s6->sin6_port);
+  }
+  return a;
+}
+
+bool is_any(const net::IpAddr& ip) {
+  return std::all_of(ip.bytes, ip.bytes + ip.size(), [](uint8_t b) { return b == 0; });
+}
+
+// The source for the program: IPv4 shown IPv4-mapped to an IPv6 socket.
+socklen_t program_addr(const net::UdpAddr& a, int family, sockaddr_storage* out) {
+  std::memset(out, 0, sizeof *out);
+  if (family == AF_INET6 && a.ip.family == AF_INET) {
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(out);
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(a.port);
+    s6->sin6_addr.s6_addr[10] = s6->sin6_addr.s6_addr[11] = 0xff;
+    std::memcpy(&s6->sin6_addr.s6_addr[12], a.ip.bytes, 4);
+    return sizeof(sockaddr_in6);
+  }
+  return a.ip.to_sockaddr(a.port, 0, out);
+}
+
+// The netdevs a socket bound at `ip` can receive through: the one holding
+// the address, or, for a wildcard, every netdev (but loopback) with an
+// address of a family the socket takes.
+std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {
+  std::set<std::string> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) < 0) return out;
+  const bool any = is_any(ip);
+  for (const ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    const int fam = i->ifa_addr->sa_family;
+    if (fam != AF_INET && fam != AF_INET6) continue;
+    const net::UdpAddr a = wire_addr(i->ifa_addr, fam == AF_INET ? sizeof(sockaddr_in)
+                                                                 : sizeof(sockaddr_in6));
+    if (any ? (fam == ip.family || (dual && fam == AF_INET)) : a.ip == ip) out.insert(i->ifa_name);
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+size_t iov_total(const msghdr* m) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->msg_iovlen; i++) n += m->msg_iov[i].iov_len;
+  return n;
+}
+
+bool nonblocking(int fd, int flags) {
+  if (flags & MSG_DONTWAIT) return true;
+  const int fl = real().fcntl(fd, F_GETFL);
+  return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+// SO_RCVTIMEO in milliseconds (-1: none).
+int rcv_timeout_ms(int fd) {
+  timeval tv{};
+  socklen_t len = sizeof tv;
+  if (real().getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) < 0) return -1;
+  if (tv.tv_sec == 0 && tv.tv_usec == 0) return -1;
+  return static_cast<int>(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+}
+
+}  // namespace
+
+std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family,
+                                               const sockaddr_storage& bound) {
+  const net::UdpAddr local = wire_addr(reinterpret_cast<const sockaddr*>(&bound), sizeof bound);
+  if (local.ip.empty() || local.port == 0) return nullptr;
+  bool dual = false;
+  if (family == AF_INET6 && local.ip.family == AF_INET6 && is_any(local.ip)) {
+    int v6only = 0;
+    socklen_t len = sizeof v6only;
+    dual = real().getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
+  }
+  std::unique_ptr<UdpOffload> o(new UdpOffload(fd, family));
+  for (const std::string& dev : netdevs_for(local.ip, dual)) {
+    NetdevRings* r = netdev_rings(dev);
+    if (!r) continue;
+    std::unique_ptr<net::UdpEndpoint> ep;
+    if (const int err = r->stack->bind(local, dual, &ep); err < 0) {
+      SS_WARN("fd %d: %s refused port %u (%s); the kernel serves it there", fd, dev.c_str(),
+              local.port, std::strerror(-err));
+      continue;
+    }
+    o->legs_.push_back({r, std::move(ep)});
+  }
+  if (o->legs_.empty()) return nullptr;
+  return o;
+}
+
+UdpOffload::~UdpOffload() = default;
+
+void UdpOffload::connect(const sockaddr* peer, socklen_t len) {
+  const net::UdpAddr p = wire_addr(peer, len);
+  connected_.store(false, std::memory_order_release);
+  peer_ = p;
+  for (Leg& l : legs_) l.ep->connect(p);
+  connected_.store(!p.ip.empty(), std::memory_order_release);
+}
+
+bool UdpOffload::head_locked() {
+  if (head_) return true;
+  for (size_t i = 0; i < legs_.size(); i++) {
+    Leg& l = legs_[(next_leg_ + i) % legs_.size()];
+    net::Datagram d;
+    if (l.ep->recv_zcopy(&d) == 1) {
+      head_ = std::move(d);
+      next_leg_ = (next_leg_ + i + 1) % legs_.size();
+      return true;
+    }
+  }
+  return false;
+}
+
+bool UdpOffload::ring_readable() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return head_locked();
+}
+
+ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags) {
+  const auto* p = static_cast<const uint8_t*>(head_->buf.data());
+  const size_t full = head_->buf.size();
+  size_t done = 0;
+  for (size_t i = 0; i < m->msg_iovlen && done < full; i++) {
+    const size_t n = std::min(m->msg_iov[i].iov_len, full - done);
+    std::memcpy(m->msg_iov[i].iov_base, p + done, n);
+    done += n;
+  }
+  if (m->msg_name && m->msg_namelen > 0) {
+    sockaddr_storage ss;
+    const socklen_t len = program_addr(head_->src, family_, &ss);
+    std::memcpy(m->msg_name, &ss, std::min(len, m->msg_namelen));
+    m->msg_namelen = len;
+  }
+  m->msg_controllen = 0;
+  m->msg_flags = done < full ? MSG_TRUNC : 0;
+  if (!(flags & MSG_PEEK)) head_.reset();  // the frame goes back to its fill ring
+  return static_cast<ssize_t>((flags & MSG_TRUNC) ? full : done);
+}
+
+void UdpOffload::wait(int timeout_ms) {
+  std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+  for (const Leg& l : legs_) l.rings->poll_fds(&fds);
+  real().poll(fds.data(), fds.size(), timeout_ms);
+}
+
+ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
+  using clock = std::chrono::steady_clock;
+  const int64_t ratio = vs::get(vs::Id::kRxUdpPollOsRatio);
+  const int64_t spin_us = vs::get(vs::Id::kRxPoll);
+  bool first = true, sleeping = false;
+  clock::time_point spin_end{}, deadline = clock::time_point::max();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (head_locked()) {
+        const size_t bytes = head_->buf.size();
+        const ssize_t r = copy_head_locked(m, flags);
+        if (!(flags & MSG_PEEK)) {
+          s.stats.add(stats::kRxPackets);
+          s.stats.add(stats::kRxBytes, bytes);
+        }
+        return r;
+      }
+    }
+    const uint64_t look = looks_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (first || sleeping || (ratio > 0 && look % static_cast<uint64_t>(ratio) == 0)) {
+      const ssize_t r = real().recvmsg(fd_, m, flags | MSG_DONTWAIT);
+      if (r >= 0) {
+        if (!(flags & MSG_PEEK)) {
+          s.stats.add(stats::kRxOsPackets);
+          s.stats.add(stats::kRxOsBytes, static_cast<uint64_t>(r));
+        }
+        return r;
+      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        s.stats.add(stats::kRxOsErrors);
+        return -1;
+      }
+    }
+    if (first) {
+      first = false;
+      if (nonblocking(fd_, flags)) {
+        s.stats.add(stats::kRxEagain);
+        errno = EAGAIN;
+        return -1;
+      }
+      spin_end = spin_us < 0 ? clock::time_point::max()
+                             : clock::now() + std::chrono::microseconds(spin_us);
+      if (const int t = rcv_timeout_ms(fd_); t >= 0)
+        deadline = clock::now() + std::chrono::milliseconds(t);
+      continue;
+    }
+    const auto now = clock::now();
+    if (now >= deadline) {
+      errno = EAGAIN;
+      return -1;
+    }
+    if (now < spin_end) continue;
+    // Sleep on the kernel socket and the rings' wake-ups; bounded, since
+    // another thread's poll may take a frame for us off a ring we sleep on.
+    sleeping = true;
+    int slice = 50;
+    if (deadline != clock::time_point::max())
+      slice = static_cast<int>(std::clamp<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, 1, 50));
+    wait(slice);
+  }
+}
+
+ssize_t UdpOffload::sendmsg(KernelSocket& s, const msghdr* m, int flags) {
+  net::UdpAddr dst;
+  if (m->msg_name && m->msg_namelen > 0) dst = wire_addr(static_cast<const sockaddr*>(m->msg_name),
+                                                         m->msg_namelen);
+  else if (connected_.load(std::memory_order_acquire)) dst = peer_;
+  const size_t total = iov_total(m);
+  uint8_t payload[2048];
+  if (!dst.ip.empty() && !(flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) && total <= sizeof payload) {
+    size_t off = 0;
+    for (size_t i = 0; i < m->msg_iovlen; i++) {
+      std::memcpy(payload + off, m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
+      off += m->msg_iov[i].iov_len;
+    }
+    for (Leg& l : legs_) {
+      const net::SendResult r = l.rings->tx->send(*l.ep, dst, {payload, total});
+      if (r.status == net::SendStatus::kSent) {
+        s.stats.add(stats::kTxPackets);
+        s.stats.add(stats::kTxBytes, total);
+        return static_cast<ssize_t>(total);
+      }
+      if (r.status == net::SendStatus::kError) break;  // the kernel gives its own answer
+    }
+  }
+  const ssize_t r = real().sendmsg(fd_, m, flags);
+  if (r >= 0) {
+    s.stats.add(stats::kTxOsPackets);
+    s.stats.add(stats::kTxOsBytes, static_cast<uint64_t>(r));
+  } else {
+    s.stats.add(stats::kTxOsErrors);
+  }
+  return r;
+}
+
+}  // namespace ss::vma::preload

@@ -1,0 +1,66 @@
+// The offloaded path of a UDP socket the VMA preload decided "vma": beside
+// its kernel socket (the program's descriptor, which keeps bind, ephemeral
+// ports and same-host peers), an endpoint on the UdpStack of each netdev
+// the bound address can arrive through (netdev_rings.h). Receive looks at
+// the rings first and at the kernel socket every VMA_RX_UDP_POLL_OS_RATIO-th
+// look (a call's first look covers both); send goes through UdpTx, and
+// whatever it answers "use the kernel" through the kernel socket.
+#pragma once
+#include <sys/socket.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/net/udp_stack.h"
+
+namespace ss::vma::preload {
+
+struct KernelSocket;
+struct NetdevRings;
+
+class UdpOffload {
+ public:
+  // Endpoints for fd bound at `local` (family: the socket's; dual: an
+  // IPv6 socket that takes IPv4 too), on each netdev that can serve it.
+  // Null when none could (each refusal logged once by its netdev).
+  static std::unique_ptr<UdpOffload> attach(int fd, int family, const sockaddr_storage& local);
+  ~UdpOffload();
+  UdpOffload(const UdpOffload&) = delete;
+  UdpOffload& operator=(const UdpOffload&) = delete;
+
+  // recvmsg/sendmsg for the socket: the kernel's results and errnos.
+  ssize_t recvmsg(KernelSocket& s, msghdr* m, int flags);
+  ssize_t sendmsg(KernelSocket& s, const msghdr* m, int flags);
+  // After the kernel socket's connect(): its peer filters receive and is
+  // the default destination (AF_UNSPEC: disconnected).
+  void connect(const sockaddr* peer, socklen_t len);
+  size_t legs() const { return legs_.size(); }
+  // Whether a datagram waits on the rings (polls them once).
+  bool ring_readable();
+
+ private:
+  struct Leg {
+    NetdevRings* rings;
+    std::unique_ptr<net::UdpEndpoint> ep;
+  };
+  UdpOffload(int fd, int family) : fd_(fd), family_(family) {}
+  // One look at the rings: the head datagram (kept for MSG_PEEK) or none.
+  bool head_locked();
+  ssize_t copy_head_locked(msghdr* m, int flags);
+  // Sleeps until the kernel socket or a ring is readable, or timeout_ms.
+  void wait(int timeout_ms);
+
+  const int fd_, family_;
+  std::vector<Leg> legs_;
+  std::mutex mu_;                         // head_, next_leg_
+  std::optional<net::Datagram> head_;     // taken from a ring, not yet consumed
+  size_t next_leg_ = 0;
+  std::atomic<uint64_t> looks_{0};        // for VMA_RX_UDP_POLL_OS_RATIO
+  std::atomic<bool> connected_{false};
+  net::UdpAddr peer_;                     // written before connected_ is set
+};
+
+}  // namespace ss::vma::preload
