@@ -8,6 +8,8 @@
 #   both ends preloaded: socat client-speaks-first and server-speaks-first,
 #     python3 -m http.server + curl                       -> shm on both ends
 #   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1) -> shm
+#   memcached + python3 client/memcslap, nginx (2 forked workers) + curl,
+#     sockperf TCP ping-pong                                -> shm
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
 #   a unix socket under the preload                       -> untouched
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
@@ -24,7 +26,8 @@ name=preload.sh
 B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
 PRELOAD=$B/.libs/librspreload.so
 [ -f "$PRELOAD" ] || { echo "ERROR: $name: $PRELOAD not found: build first"; exit 99; }
-for p in socat curl python3 ss cmp timeout redis-server redis-cli redis-benchmark iperf3; do
+for p in socat curl python3 ss cmp timeout redis-server redis-cli redis-benchmark iperf3 \
+  memcached memcslap nginx sockperf sha256sum; do
   command -v $p >/dev/null || { echo "SKIP: $name: $p not found (scripts/install-deps.sh)"; exit 77; }
 done
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload.XXXXXX") || exit 99
@@ -215,6 +218,109 @@ PY
 }
 iperf_case ::1
 iperf_case 127.0.0.1
+
+# memcached (libevent's epoll loop, worker threads): a 100 KB value set
+# and read back over memcached's text protocol by a preloaded python3
+# client (raw socket), then memcslap's 4 client threads; every connection
+# of each process on rsockets.
+begin "memcached with a python3 client and memcslap, all preloaded"
+head -c 100000 "$T/in" >"$T/value.bin"
+cat >"$T/memc_client.py" <<'PY'
+import socket, sys
+value = open(sys.argv[2], "rb").read()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+f = s.makefile("rb")
+s.sendall(b"set blob 0 0 %d\r\n" % len(value) + value + b"\r\n")
+if f.readline() != b"STORED\r\n":
+    sys.exit("set: not stored")
+s.sendall(b"get blob\r\n")
+head = f.readline().split()
+if head[:2] != [b"VALUE", b"blob"] or int(head[3]) != len(value):
+    sys.exit("get: %r" % head)
+got = f.read(len(value))
+if f.read(2) != b"\r\n" or f.readline() != b"END\r\n" or got != value:
+    sys.exit("get: the value read back differs")
+s.sendall(b"quit\r\n")
+PY
+# -u root: memcached run by root must be told whom to run as (only then
+# read); root keeps it able to write its counts under $T.
+bg_env 1 memcached -p $port -U 0 -l 127.0.0.1 -u root >"$T/memcached.log" 2>&1 &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+run_env 1 python3 "$T/memc_client.py" $port "$T/value.bin" || fail "python3 client failed"
+run_env 1 memcslap -s 127.0.0.1:$port -c 4 -e 500 -t set >"$T/slap" 2>&1 ||
+  fail "memcslap set failed: $(tail -c 300 "$T/slap")"
+run_env 1 memcslap -s 127.0.0.1:$port -c 4 -e 500 -t get >>"$T/slap" 2>&1 ||
+  fail "memcslap get failed: $(tail -c 300 "$T/slap")"
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+expect_counts memcached some 0
+expect_counts python3 1 0
+expect_counts memcslap some 0
+end
+
+# nginx: master and two forked worker processes accepting on the
+# inherited listener (epoll, sendfile on, daemon off), a config of the
+# test's own; one preloaded curl fetches the 3 MB file twice on one
+# keep-alive connection (its second transfer made no new connect), then
+# three more curls; every copy matches by sha256, all on rsockets.
+begin "nginx (master, 2 workers, epoll, sendfile) + curl, all preloaded"
+mkdir -p "$T/nginx"
+cat >"$T/nginx/nginx.conf" <<NGX
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $T/nginx/nginx.pid;
+error_log $T/nginx/error.log;
+events { use epoll; worker_connections 64; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_timeout 30;
+  client_body_temp_path $T/nginx/body;
+  proxy_temp_path $T/nginx/proxy;
+  fastcgi_temp_path $T/nginx/fastcgi;
+  uwsgi_temp_path $T/nginx/uwsgi;
+  scgi_temp_path $T/nginx/scgi;
+  server { listen 127.0.0.1:$port; root $T/www; }
+}
+NGX
+bg_env 1 nginx -e "$T/nginx/error.log" -c "$T/nginx/nginx.conf" -p "$T/nginx" >"$T/nginx.log" 2>&1 &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened: $(tail -c 300 "$T/nginx/error.log")"
+want=$(sha256sum <"$T/in")
+url=http://127.0.0.1:$port/blob
+connects=$(run_env 1 curl -sf -w '%{num_connects} ' -o "$T/out1" "$url" -o "$T/out2" "$url") ||
+  fail "curl (keep-alive) failed"
+[ "$connects" = "1 0 " ] || fail "keep-alive: new connects per transfer: $connects"
+for i in 1 2 3 4 5; do
+  [ "$i" -gt 2 ] && { run_env 1 curl -sf -o "$T/out$i" "$url" || fail "curl $i failed"; }
+  [ "$(sha256sum <"$T/out$i")" = "$want" ] || fail "transfer $i: sha256 differs"
+done
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+expect_counts curl 4 0
+expect_counts nginx 4 0
+end
+
+# sockperf TCP ping-pong (its default epoll multiplexer on both ends) for
+# 2 s: both preloaded, its report parsed for an average latency.
+begin "sockperf TCP ping-pong, both preloaded"
+bg_env 1 sockperf server --tcp -i 127.0.0.1 -p $port >"$T/sp_srv.log" 2>&1 &
+spid=$!
+pids+=("$spid")
+wait_listening $port || fail "server never listened"
+run_env 1 sockperf ping-pong --tcp -i 127.0.0.1 -p $port --time 2 >"$T/sp.log" 2>&1 ||
+  fail "sockperf client failed: $(tail -c 300 "$T/sp.log")"
+lat=$(sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' "$T/sp.log" | head -n1)
+awk -v l="${lat:-0}" 'BEGIN {exit !(l > 0)}' || fail "no latency in the report: $(tail -c 300 "$T/sp.log")"
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+expect_counts sockperf 2 0
+end
 
 # Upstream's RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE (settings of the "preload"
 # component) apply to the rsockets made; still on rsockets, bytes intact.
