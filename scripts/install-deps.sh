@@ -9,11 +9,11 @@ pkgs=(
   googletest libgtest-dev libbenchmark-dev
   rdmacm-utils iproute2 procps python3 socat curl strace
   iperf3 redis-server redis-tools sockperf
-  memcached libmemcached-tools nginx-light apache2-utils
+  memcached libmemcached-tools nginx-light apache2-utils postgresql
 )
 # Servers the tests start themselves, on ports of their own: none left
 # running or enabled by the install.
-services=(redis-server memcached nginx)
+services=(redis-server memcached nginx postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

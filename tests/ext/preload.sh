@@ -10,6 +10,8 @@
 #   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1) -> shm
 #   memcached + python3 client/memcslap, nginx (2 forked workers) + curl,
 #     sockperf TCP ping-pong                                -> shm
+#   PostgreSQL (a backend forked per connection) + psql/pgbench, run as
+#     the postgres user (root only, else skipped)           -> shm
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
 #   a unix socket under the preload                       -> untouched
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
@@ -32,10 +34,11 @@ for p in socat curl python3 ss cmp timeout redis-server redis-cli redis-benchmar
 done
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload.XXXXXX") || exit 99
 pids=()
+pg_dirs=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$T"
+  rm -rf "$T" "${pg_dirs[@]}"
 }
 trap cleanup EXIT
 fails=0
@@ -321,6 +324,55 @@ kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 expect_counts sockperf 2 0
 end
+
+# PostgreSQL (a backend forked per connection after accept; the
+# postmaster closes its copy): psql sends a 200 KB value and reads it
+# back intact, pgbench -i and 4 clients of 200 transactions each, no
+# failure; every connection of the postmaster and the clients on
+# rsockets. PostgreSQL refuses to run as root, and shm shares memory only
+# within one uid, so server and clients run as the postgres user, with
+# a directory of their own.
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+if [ "$(id -u)" = 0 ] && [ -x "$pg_bin/postgres" ] && id postgres >/dev/null 2>&1 &&
+  command -v runuser >/dev/null; then
+  begin "PostgreSQL + psql and pgbench, all as postgres, all preloaded"
+  PG=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload-pg.XXXXXX") && chmod 755 "$PG" || exit 99
+  pg_dirs+=("$PG")
+  mkdir "$PG/st" && chown -R postgres "$PG"
+  # as_pg CMD...: as the postgres user, preloaded, counts under $PG/st.
+  as_pg() {
+    exec runuser -u postgres -- env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$PG/st" \
+      timeout 60 "$@"
+  }
+  runuser -u postgres -- "$pg_bin/initdb" -D "$PG/data" -A trust -U postgres --no-sync \
+    >"$PG/initdb.log" 2>&1 || fail "initdb: $(tail -c 300 "$PG/initdb.log")"
+  (as_pg "$pg_bin/postgres" -D "$PG/data" -p $port -k "$PG" -c listen_addresses=127.0.0.1 \
+    -c fsync=off) >"$PG/server.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened: $(tail -c 300 "$PG/server.log")"
+  psql=("$pg_bin/psql" -h 127.0.0.1 -p $port -U postgres -X -At -v ON_ERROR_STOP=1)
+  printf "select '%s';\n" "$(cat "$T/value")" >"$PG/query.sql"
+  (as_pg "${psql[@]}" -f "$PG/query.sql") >"$T/out" 2>"$T/psql.err" ||
+    fail "psql failed: $(tail -c 300 "$T/psql.err")"
+  cmp -s <(cat "$T/value"; echo) "$T/out" || fail "psql: the value read back differs"
+  pgbench=("$pg_bin/pgbench" -h 127.0.0.1 -p $port -U postgres)
+  (as_pg "${pgbench[@]}" -i -s 1 -q postgres) >"$T/pgbench" 2>&1 ||
+    fail "pgbench -i failed: $(tail -c 300 "$T/pgbench")"
+  (as_pg "${pgbench[@]}" -c 4 -t 200 postgres) >"$T/pgbench" 2>&1 ||
+    fail "pgbench failed: $(tail -c 300 "$T/pgbench")"
+  grep -q '^number of transactions actually processed: 800/800$' "$T/pgbench" ||
+    fail "pgbench: $(tail -c 300 "$T/pgbench")"
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  cp "$PG"/st/* "$T/st/" 2>/dev/null
+  expect_counts postgres 7 0
+  expect_counts psql 1 0
+  expect_counts pgbench 6 0
+  end
+else
+  echo "SKIP: PostgreSQL (needs root, the postgres user and $pg_bin/postgres)"
+fi
 
 # Upstream's RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE (settings of the "preload"
 # component) apply to the rsockets made; still on rsockets, bytes intact.
