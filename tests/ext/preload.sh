@@ -9,7 +9,7 @@
 #     python3 -m http.server + curl                       -> shm on both ends
 #   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1) -> shm
 #   memcached + python3 client/memcslap, nginx (2 forked workers) + curl,
-#     sockperf TCP ping-pong                                -> shm
+#     sockperf TCP ping-pong (recvfrom; epoll, poll, select), throughput -> shm
 #   PostgreSQL (a backend forked per connection) + psql/pgbench, run as
 #     the postgres user (root only, else skipped)           -> shm
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
@@ -309,21 +309,44 @@ expect_counts curl 4 0
 expect_counts nginx 4 0
 end
 
-# sockperf TCP ping-pong (its default epoll multiplexer on both ends) for
-# 2 s: both preloaded, its report parsed for an average latency.
-begin "sockperf TCP ping-pong, both preloaded"
-bg_env 1 sockperf server --tcp -i 127.0.0.1 -p $port >"$T/sp_srv.log" 2>&1 &
-spid=$!
-pids+=("$spid")
-wait_listening $port || fail "server never listened"
-run_env 1 sockperf ping-pong --tcp -i 127.0.0.1 -p $port --time 2 >"$T/sp.log" 2>&1 ||
-  fail "sockperf client failed: $(tail -c 300 "$T/sp.log")"
-lat=$(sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' "$T/sp.log" | head -n1)
-awk -v l="${lat:-0}" 'BEGIN {exit !(l > 0)}' || fail "no latency in the report: $(tail -c 300 "$T/sp.log")"
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
-expect_counts sockperf 2 0
-end
+# sockperf_case NAME MODE MUX [PATTERN]: sockperf's server and MODE
+# client (ping-pong 2 s, or throughput 1 s), both preloaded. MUX "-": one
+# TCP connection (sockperf then blocks in recvfrom); else two connections
+# from a feed file, both ends waiting in MUX (epoll, poll, select), 1 s.
+# The client's report must carry a positive figure (PATTERN: avg-latency
+# by default), both processes' connections on rsockets.
+sockperf_case() {
+  local mode=$2 mux=$3 pattern=${4:-avg-latency=} spid conn time=1 n=2 fig
+  begin "$1"
+  if [ "$mux" = - ]; then
+    conn=(--tcp -i 127.0.0.1 -p $port)
+    n=1
+    [ "$mode" = ping-pong ] && time=2
+  else
+    printf 'T:127.0.0.1:%d\nT:127.0.0.1:%d\n' $port $((port + 1)) >"$T/feed"
+    conn=(-f "$T/feed" -F "$mux")
+  fi
+  bg_env 1 sockperf server "${conn[@]}" >"$T/sp_srv.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  [ "$n" = 1 ] || wait_listening $((port + 1)) || fail "server never listened on its second port"
+  [ "$mux" = - ] || port=$((port + 1))
+  run_env 1 sockperf "$mode" "${conn[@]}" --time $time >"$T/sp.log" 2>&1 ||
+    fail "sockperf client failed: $(tail -c 300 "$T/sp.log")"
+  fig=$(grep -a -o "$pattern[0-9.]*" "$T/sp.log" | head -n1)
+  awk -v f="${fig#"$pattern"}" 'BEGIN {exit !(f > 0)}' ||
+    fail "no figure ($pattern) in the report: $(tail -c 300 "$T/sp.log")"
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  expect_counts sockperf $((2 * n)) 0
+  end
+}
+sockperf_case "sockperf TCP ping-pong, one connection, both preloaded" ping-pong -
+for mux in epoll poll select; do
+  sockperf_case "sockperf TCP ping-pong, two connections in $mux, both preloaded" ping-pong $mux
+done
+sockperf_case "sockperf TCP throughput, both preloaded" throughput - "BandWidth is "
 
 # PostgreSQL (a backend forked per connection after accept; the
 # postmaster closes its copy): psql sends a 200 KB value and reads it
