@@ -10,6 +10,7 @@
 #   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1) -> shm
 #   memcached + python3 client/memcslap, nginx (2 forked workers) + curl,
 #     sockperf TCP ping-pong (recvfrom; epoll, poll, select), throughput -> shm
+#   memcached, nginx with one end preloaded, both ways     -> kernel TCP
 #   PostgreSQL (a backend forked per connection) + psql/pgbench, run as
 #     the postgres user (root only, else skipped)           -> shm
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
@@ -90,6 +91,21 @@ expect_counts() {
     fail "$comm: rsockets=$rs kernel_tcp=$k, expected $want_rs and $want_k"
 }
 
+# expect_pair SERVER CLIENT SERVER_PRELOADED CLIENT_PRELOADED N: N
+# connections between the two programs, on rsockets in both when both are
+# preloaded, else on kernel TCP in the preloaded one.
+expect_pair() {
+  local srv=$1 cli=$2 srv_pre=$3 cli_pre=$4 n=$5
+  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
+    expect_counts "$srv" "$n" 0
+    expect_counts "$cli" "$n" 0
+  elif [ "$cli_pre" = 1 ]; then
+    expect_counts "$cli" 0 "$n"
+  else
+    expect_counts "$srv" 0 "$n"
+  fi
+}
+
 begin() {
   case=$1
   bad=0
@@ -156,14 +172,7 @@ http_case() {
     [ "$rc" = 0 ] || fail "curl $i exit $rc"
     cmp -s "$T/in" "$T/out" || fail "curl $i: bytes differ"
   done
-  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
-    expect_counts curl "$n" 0
-    expect_counts python3 "$n" 0
-  elif [ "$cli_pre" = 1 ]; then
-    expect_counts curl 0 "$n"
-  else
-    expect_counts python3 0 "$n"
-  fi
+  expect_pair python3 curl "$srv_pre" "$cli_pre" "$n"
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
   end
@@ -222,11 +231,11 @@ PY
 iperf_case ::1
 iperf_case 127.0.0.1
 
-# memcached (libevent's epoll loop, worker threads): a 100 KB value set
-# and read back over memcached's text protocol by a preloaded python3
-# client (raw socket), then memcslap's 4 client threads; every connection
-# of each process on rsockets.
-begin "memcached with a python3 client and memcslap, all preloaded"
+# memc_case NAME SERVER_PRELOADED CLIENT_PRELOADED: memcached (libevent's
+# epoll loop, worker threads) and a python3 client (raw socket) setting a
+# 100 KB value and reading it back over memcached's text protocol; both
+# preloaded, memcslap's 4 client threads follow (set, get). Counted as
+# expect_pair says.
 head -c 100000 "$T/in" >"$T/value.bin"
 cat >"$T/memc_client.py" <<'PY'
 import socket, sys
@@ -245,69 +254,87 @@ if f.read(2) != b"\r\n" or f.readline() != b"END\r\n" or got != value:
     sys.exit("get: the value read back differs")
 s.sendall(b"quit\r\n")
 PY
-# -u root: memcached run by root must be told whom to run as (only then
-# read); root keeps it able to write its counts under $T.
-bg_env 1 memcached -p $port -U 0 -l 127.0.0.1 -u root >"$T/memcached.log" 2>&1 &
-spid=$!
-pids+=("$spid")
-wait_listening $port || fail "server never listened"
-run_env 1 python3 "$T/memc_client.py" $port "$T/value.bin" || fail "python3 client failed"
-run_env 1 memcslap -s 127.0.0.1:$port -c 4 -e 500 -t set >"$T/slap" 2>&1 ||
-  fail "memcslap set failed: $(tail -c 300 "$T/slap")"
-run_env 1 memcslap -s 127.0.0.1:$port -c 4 -e 500 -t get >>"$T/slap" 2>&1 ||
-  fail "memcslap get failed: $(tail -c 300 "$T/slap")"
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
-expect_counts memcached some 0
-expect_counts python3 1 0
-expect_counts memcslap some 0
-end
+memc_case() {
+  local srv_pre=$2 cli_pre=$3 spid t
+  begin "$1"
+  # -u root: memcached run by root must be told whom to run as (only
+  # then read); root keeps it able to write its counts under $T.
+  bg_env "$srv_pre" memcached -p $port -U 0 -l 127.0.0.1 -u root >"$T/memcached.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  run_env "$cli_pre" python3 "$T/memc_client.py" $port "$T/value.bin" || fail "python3 client failed"
+  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
+    for t in set get; do
+      run_env 1 memcslap -s 127.0.0.1:$port -c 4 -e 500 -t $t >"$T/slap" 2>&1 ||
+        fail "memcslap $t failed: $(tail -c 300 "$T/slap")"
+    done
+    expect_counts memcslap some 0
+    expect_counts memcached some 0  # python3's and memcslap's
+    expect_counts python3 1 0
+  else
+    expect_pair memcached python3 "$srv_pre" "$cli_pre" 1
+  fi
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  end
+}
+memc_case "memcached with a python3 client and memcslap, all preloaded" 1 1
+memc_case "preloaded python3 client, plain memcached" 0 1
+memc_case "plain python3 client, preloaded memcached" 1 0
 
-# nginx: master and two forked worker processes accepting on the
-# inherited listener (epoll, sendfile on, daemon off), a config of the
-# test's own; one preloaded curl fetches the 3 MB file twice on one
-# keep-alive connection (its second transfer made no new connect), then
-# three more curls; every copy matches by sha256, all on rsockets.
-begin "nginx (master, 2 workers, epoll, sendfile) + curl, all preloaded"
-mkdir -p "$T/nginx"
-cat >"$T/nginx/nginx.conf" <<NGX
+# nginx_case NAME SERVER_PRELOADED CLIENT_PRELOADED CURLS: nginx's master
+# and two forked worker processes accepting on the inherited listener
+# (epoll, sendfile on, daemon off), a config of the test's own; curl
+# fetches the 3 MB file twice on one keep-alive connection (its second
+# transfer made no new connect), then CURLS more curls; every copy matches
+# by sha256. Counted as expect_pair says.
+nginx_case() {
+  local srv_pre=$2 cli_pre=$3 more=$4 spid want url connects i d=$T/nginx
+  begin "$1"
+  mkdir -p "$d"
+  cat >"$d/nginx.conf" <<NGX
 daemon off;
 master_process on;
 worker_processes 2;
 user root;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log;
+pid $d/nginx.pid;
+error_log $d/error.log;
 events { use epoll; worker_connections 64; }
 http {
   access_log off;
   sendfile on;
   keepalive_timeout 30;
-  client_body_temp_path $T/nginx/body;
-  proxy_temp_path $T/nginx/proxy;
-  fastcgi_temp_path $T/nginx/fastcgi;
-  uwsgi_temp_path $T/nginx/uwsgi;
-  scgi_temp_path $T/nginx/scgi;
+  client_body_temp_path $d/body;
+  proxy_temp_path $d/proxy;
+  fastcgi_temp_path $d/fastcgi;
+  uwsgi_temp_path $d/uwsgi;
+  scgi_temp_path $d/scgi;
   server { listen 127.0.0.1:$port; root $T/www; }
 }
 NGX
-bg_env 1 nginx -e "$T/nginx/error.log" -c "$T/nginx/nginx.conf" -p "$T/nginx" >"$T/nginx.log" 2>&1 &
-spid=$!
-pids+=("$spid")
-wait_listening $port || fail "server never listened: $(tail -c 300 "$T/nginx/error.log")"
-want=$(sha256sum <"$T/in")
-url=http://127.0.0.1:$port/blob
-connects=$(run_env 1 curl -sf -w '%{num_connects} ' -o "$T/out1" "$url" -o "$T/out2" "$url") ||
-  fail "curl (keep-alive) failed"
-[ "$connects" = "1 0 " ] || fail "keep-alive: new connects per transfer: $connects"
-for i in 1 2 3 4 5; do
-  [ "$i" -gt 2 ] && { run_env 1 curl -sf -o "$T/out$i" "$url" || fail "curl $i failed"; }
-  [ "$(sha256sum <"$T/out$i")" = "$want" ] || fail "transfer $i: sha256 differs"
-done
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
-expect_counts curl 4 0
-expect_counts nginx 4 0
-end
+  bg_env "$srv_pre" nginx -e "$d/error.log" -c "$d/nginx.conf" -p "$d" >"$T/nginx.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened: $(tail -c 300 "$d/error.log")"
+  want=$(sha256sum <"$T/in")
+  url=http://127.0.0.1:$port/blob
+  rm -f "$T"/out*
+  connects=$(run_env "$cli_pre" curl -sf -w '%{num_connects} ' -o "$T/out1" "$url" -o "$T/out2" "$url") ||
+    fail "curl (keep-alive) failed"
+  [ "$connects" = "1 0 " ] || fail "keep-alive: new connects per transfer: $connects"
+  for ((i = 1; i <= 2 + more; i++)); do
+    [ "$i" -gt 2 ] && { run_env "$cli_pre" curl -sf -o "$T/out$i" "$url" || fail "curl $i failed"; }
+    [ "$(sha256sum <"$T/out$i")" = "$want" ] || fail "transfer $i: sha256 differs"
+  done
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  expect_pair nginx curl "$srv_pre" "$cli_pre" $((1 + more))
+  end
+}
+nginx_case "nginx (master, 2 workers, epoll, sendfile) + curl, all preloaded" 1 1 3
+nginx_case "preloaded curl, plain nginx" 0 1 0
+nginx_case "plain curl, preloaded nginx (2 workers)" 1 0 0
 
 # sockperf_case NAME MODE MUX [PATTERN]: sockperf's server and MODE
 # client (ping-pong 2 s, or throughput 1 s), both preloaded. MUX "-": one
