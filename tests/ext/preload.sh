@@ -7,7 +7,8 @@
 # case that must fall back:
 #   both ends preloaded: socat client-speaks-first and server-speaks-first,
 #     python3 -m http.server + curl                       -> shm on both ends
-#   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1) -> shm
+#   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1;
+#     -P 4, -R, --bidir)                                  -> shm
 #   memcached + python3 client/memcslap, nginx (2 forked workers) + curl,
 #     sockperf TCP ping-pong (recvfrom; epoll, poll, select), throughput -> shm
 #   memcached, nginx with one end preloaded, both ways     -> kernel TCP
@@ -205,31 +206,38 @@ expect_counts redis-cli 3 0
 expect_counts redis-benchmark some 0
 end
 
-# iperf3: its server listens on [::] (dual-stack), reached from ::1 and
-# from 127.0.0.1 (a v4-mapped peer, as the kernel's); control and data
-# connections on rsockets, data moved (iperf3's own JSON report). Not a
-# byte check: iperf3's server stops counting at the end message, so on
-# kernel TCP too it reports up to a few MB less than was sent.
+# iperf_case HOST CONNECTIONS [ARGS...]: iperf3's server listens on [::]
+# (dual-stack), reached from ::1 or from 127.0.0.1 (a v4-mapped peer, as
+# the kernel's); its control and data connections (CONNECTIONS on each
+# side) on rsockets, data moved both ways the run asks (iperf3's own JSON
+# report). Not a byte check: iperf3's server stops counting at the end
+# message, so on kernel TCP too it reports up to a few MB less than was
+# sent.
 iperf_case() {
-  local host=$1 spid
-  begin "iperf3 to $host, [::] server, both preloaded"
+  local host=$1 conns=$2 spid
+  shift 2
+  begin "iperf3${*:+ $*} to $host, [::] server, both preloaded"
   bg_env 1 iperf3 -s -1 -p $port >"$T/iperf_srv.log" 2>&1 &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
-  run_env 1 iperf3 -c "$host" -p $port -t 1 -J >"$T/iperf.json" || fail "iperf3 client failed"
+  run_env 1 iperf3 -c "$host" -p $port -t 1 -J "$@" >"$T/iperf.json" || fail "iperf3 client failed"
   wait "$spid" || fail "iperf3 server failed"
   python3 - "$T/iperf.json" <<'PY' || fail "iperf3 report: $(tail -c 300 "$T/iperf.json")"
 import json, sys
 end = json.load(open(sys.argv[1]))["end"]
-sent, got = end["sum_sent"]["bytes"], end["sum_received"]["bytes"]
-sys.exit(0 if 0 < got <= sent else 1)
+ways = [""] + (["_bidir_reverse"] if "sum_sent_bidir_reverse" in end else [])
+sys.exit(0 if all(0 < end["sum_received" + w]["bytes"] <= end["sum_sent" + w]["bytes"]
+                  for w in ways) else 1)
 PY
-  expect_counts iperf3 4 0
+  expect_counts iperf3 $((2 * conns)) 0
   end
 }
-iperf_case ::1
-iperf_case 127.0.0.1
+iperf_case ::1 2
+iperf_case 127.0.0.1 2
+iperf_case ::1 5 -P 4
+iperf_case ::1 2 -R
+iperf_case ::1 3 --bidir
 
 # memc_case NAME SERVER_PRELOADED CLIENT_PRELOADED: memcached (libevent's
 # epoll loop, worker threads) and a python3 client (raw socket) setting a
