@@ -185,7 +185,8 @@ http_case "preloaded curl, plain http.server" 0 1 2
 http_case "plain curl, preloaded http.server" 1 0 2
 
 # Servers built on their own event loops. redis: a 200 KB value set and
-# read back by redis-cli, then redis-benchmark's 10 clients, every
+# read back by redis-cli, then redis-benchmark's 10 clients and its 50
+# pipelining 16 requests (SET and GET rates reported), every
 # connection on rsockets (both processes' counts, nothing on kernel TCP).
 begin "redis-server with redis-cli and redis-benchmark, all preloaded"
 base64 -w0 "$T/in" | head -c 200000 >"$T/value"
@@ -197,8 +198,12 @@ wait_listening $port || fail "server never listened"
 run_env 1 redis-cli -p $port -x set blob <"$T/value" >/dev/null || fail "redis-cli set failed"
 run_env 1 redis-cli -p $port --raw get blob >"$T/out" || fail "redis-cli get failed"
 cmp -s <(cat "$T/value"; echo) "$T/out" || fail "value read back differs"
-run_env 1 redis-benchmark -p $port -h 127.0.0.1 -n 2000 -c 10 -t set,get -q >"$T/bench" 2>&1 ||
-  fail "redis-benchmark failed: $(tail -c 300 "$T/bench")"
+for args in "-n 2000 -c 10" "-n 20000 -c 50 -P 16"; do
+  run_env 1 redis-benchmark -p $port -h 127.0.0.1 $args -t set,get -q >"$T/bench" 2>&1 ||
+    fail "redis-benchmark $args failed: $(tail -c 300 "$T/bench")"
+  [ "$(tr '\r' '\n' <"$T/bench" | grep -c -E '^(SET|GET): [0-9.]+ requests per second')" = 2 ] ||
+    fail "redis-benchmark $args: $(tail -c 300 "$T/bench")"
+done
 run_env 1 redis-cli -p $port shutdown nosave >/dev/null 2>&1
 wait "$spid" 2>/dev/null
 expect_counts redis-server some 0
