@@ -9,7 +9,7 @@ pkgs=(
   googletest libgtest-dev libbenchmark-dev
   rdmacm-utils iproute2 procps python3 socat curl strace
   iperf3 redis-server redis-tools sockperf
-  memcached libmemcached-tools nginx-light apache2-utils postgresql
+  memcached libmemcached-tools nginx-light apache2-utils wrk postgresql
 )
 # Servers the tests start themselves, on ports of their own: none left
 # running or enabled by the install.
