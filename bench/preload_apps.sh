@@ -22,6 +22,7 @@ for p in redis-server redis-benchmark redis-cli iperf3 python3 memcached memcsla
 done
 [ -f "$LIB" ] || { echo "preload_apps.sh: $LIB not found (run from the build directory)" >&2; exit 2; }
 case $LIB in /*) ;; *) LIB=$PWD/${LIB#./} ;; esac
+. "$(dirname "$0")/../tests/ext/nginx_conf.sh" || exit 2
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-apps.XXXXXX") || exit 2
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$T"' EXIT
@@ -113,24 +114,7 @@ nginx_ab() {
   local pre=$1 i spid d=$T/nginx
   port=$((port + 1))
   mkdir -p "$d/www" && head -c 4096 /dev/urandom >"$d/www/small"
-  cat >"$d/nginx.conf" <<NGX
-daemon off;
-worker_processes 2;
-user root;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { use epoll; worker_connections 256; }
-http {
-  access_log off;
-  sendfile on;
-  client_body_temp_path $d/body;
-  proxy_temp_path $d/proxy;
-  fastcgi_temp_path $d/fastcgi;
-  uwsgi_temp_path $d/uwsgi;
-  scgi_temp_path $d/scgi;
-  server { listen 127.0.0.1:$port; root $d/www; }
-}
-NGX
+  nginx_conf "$d" $port "$d/www"
   serve "$pre" nginx -e "$d/error.log" -c "$d/nginx.conf" -p "$d" >/dev/null 2>&1 &
   spid=$!
   PIDS+=("$spid")

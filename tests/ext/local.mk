@@ -21,6 +21,8 @@ ext_test_scripts = \
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh
+# nginx's config, sourced by preload.sh and bench/preload_apps.sh.
+EXTRA_DIST += tests/ext/nginx_conf.sh
 # Compiled by vma_extra_header.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 # Compiled by vma_preload.sh against the installed header.

@@ -35,6 +35,7 @@ for p in socat curl python3 ss cmp timeout redis-server redis-cli redis-benchmar
   memcached memcslap nginx wrk sockperf sha256sum; do
   command -v $p >/dev/null || { echo "SKIP: $name: $p not found (scripts/install-deps.sh)"; exit 77; }
 done
+. "$(dirname "$0")/nginx_conf.sh" || exit 99
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload.XXXXXX") || exit 99
 pids=()
 pg_dirs=()
@@ -307,28 +308,7 @@ memc_case "plain python3 client, preloaded memcached" 1 0
 nginx_case() {
   local srv_pre=$2 cli_pre=$3 more=$4 spid want url connects i d=$T/nginx
   begin "$1"
-  mkdir -p "$d"
-  cat >"$d/nginx.conf" <<NGX
-daemon off;
-master_process on;
-worker_processes 2;
-user root;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { use epoll; worker_connections 64; }
-http {
-  access_log off;
-  sendfile on;
-  keepalive_timeout 30;
-  keepalive_requests 1000000;
-  client_body_temp_path $d/body;
-  proxy_temp_path $d/proxy;
-  fastcgi_temp_path $d/fastcgi;
-  uwsgi_temp_path $d/uwsgi;
-  scgi_temp_path $d/scgi;
-  server { listen 127.0.0.1:$port; root $T/www; }
-}
-NGX
+  nginx_conf "$d" $port "$T/www"
   bg_env "$srv_pre" nginx -e "$d/error.log" -c "$d/nginx.conf" -p "$d" >"$T/nginx.log" 2>&1 &
   spid=$!
   pids+=("$spid")
