@@ -4,7 +4,8 @@
 # bench/instr.sh counts instructions per call with callgrind (bench/rsocket_instr);
 # bench/ab.sh compares two builds on shm latency over many alternating runs;
 # bench/udpong.sh datagram echo latency and rate against kernel UDP;
-# bench/preload_apps.sh redis and iperf3, plain against preloaded;
+# bench/preload_apps.sh redis, iperf3, memcached, nginx and sockperf,
+# plain against preloaded;
 # bench/soak.sh a timed mixed load against one long-lived bench/soak_peer
 # that must not grow (descriptors, threads, RSS, memfds, /dev/shm).
 # Nothing here is installed; the scripts are run by hand from the build dir.

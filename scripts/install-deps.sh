@@ -9,7 +9,11 @@ pkgs=(
   googletest libgtest-dev libbenchmark-dev
   rdmacm-utils iproute2 procps python3 socat curl strace
   iperf3 redis-server redis-tools sockperf
+  memcached libmemcached-tools nginx-light apache2-utils wrk postgresql
 )
+# Servers the tests start themselves, on ports of their own: none left
+# running or enabled by the install.
+services=(redis-server memcached nginx postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,5 +21,16 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # policy-rc.d 101: apt's maintainer scripts start no service.
+  own_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  [ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
+  if [ -d /run/systemd/system ]; then
+    systemctl disable --now "${services[@]}" >/dev/null 2>&1 || true
+  fi
 fi

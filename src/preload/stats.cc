@@ -22,6 +22,16 @@ namespace {
 std::atomic<unsigned long> shm{0}, verbs{0}, tcp{0}, kernel{0};
 std::mutex file_mu;
 
+// The program's name as it started, copied when the library loads:
+// programs that rewrite their argv for ps (nginx's "nginx: worker
+// process", PostgreSQL's backends) change the string
+// program_invocation_short_name points into.
+struct ProgramName {
+  char s[64];
+  ProgramName() { snprintf(s, sizeof s, "%s", program_invocation_short_name); }
+};
+const ProgramName program_name;
+
 void publish() {
   const int saved = errno;
   char dir[2048], path[4096], line[512];
@@ -32,7 +42,7 @@ void publish() {
   snprintf(path, sizeof path, "%s/rspreload.%d", dir, static_cast<int>(getpid()));
   const unsigned long s = shm, v = verbs, t = tcp;
   int n = snprintf(line, sizeof line, "pid=%d comm=%s rsockets=%lu shm=%lu verbs=%lu tcp=%lu kernel_tcp=%lu\n",
-                   static_cast<int>(getpid()), program_invocation_short_name, s + v + t, s, v, t,
+                   static_cast<int>(getpid()), program_name.s, s + v + t, s, v, t,
                    kernel.load());
   std::lock_guard<std::mutex> g(file_mu);
   InRsocket to_libc;  // the file's own calls are libc's

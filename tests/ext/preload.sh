@@ -7,7 +7,14 @@
 # case that must fall back:
 #   both ends preloaded: socat client-speaks-first and server-speaks-first,
 #     python3 -m http.server + curl                       -> shm on both ends
-#   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1) -> shm
+#   redis-server + redis-cli/redis-benchmark, iperf3 (::1, 127.0.0.1;
+#     -P 4, -R, --bidir)                                  -> shm
+#   memcached + python3 client/memcslap, nginx (2 forked workers) + curl
+#     (3 MB keep-alive, 100 MB) and wrk,
+#     sockperf TCP ping-pong (recvfrom; epoll, poll, select), throughput -> shm
+#   memcached, nginx with one end preloaded, both ways     -> kernel TCP
+#   PostgreSQL (a backend forked per connection) + psql/pgbench, run as
+#     the postgres user (root only, else skipped)           -> shm
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
 #   a unix socket under the preload                       -> untouched
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
@@ -24,15 +31,18 @@ name=preload.sh
 B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
 PRELOAD=$B/.libs/librspreload.so
 [ -f "$PRELOAD" ] || { echo "ERROR: $name: $PRELOAD not found: build first"; exit 99; }
-for p in socat curl python3 ss cmp timeout redis-server redis-cli redis-benchmark iperf3; do
+for p in socat curl python3 ss cmp timeout redis-server redis-cli redis-benchmark iperf3 \
+  memcached memcslap nginx wrk sockperf sha256sum; do
   command -v $p >/dev/null || { echo "SKIP: $name: $p not found (scripts/install-deps.sh)"; exit 77; }
 done
+. "$(dirname "$0")/nginx_conf.sh" || exit 99
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload.XXXXXX") || exit 99
 pids=()
+pg_dirs=()
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  rm -rf "$T"
+  rm -rf "$T" "${pg_dirs[@]}"
 }
 trap cleanup EXIT
 fails=0
@@ -82,6 +92,21 @@ expect_counts() {
   if [ "$want_rs" = some ] && [ "$rs" -gt 0 ]; then want_rs=$rs; fi
   [ "$rs" = "$want_rs" ] && [ "$k" = "$want_k" ] ||
     fail "$comm: rsockets=$rs kernel_tcp=$k, expected $want_rs and $want_k"
+}
+
+# expect_pair SERVER CLIENT SERVER_PRELOADED CLIENT_PRELOADED N: N
+# connections between the two programs, on rsockets in both when both are
+# preloaded, else on kernel TCP in the preloaded one.
+expect_pair() {
+  local srv=$1 cli=$2 srv_pre=$3 cli_pre=$4 n=$5
+  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
+    expect_counts "$srv" "$n" 0
+    expect_counts "$cli" "$n" 0
+  elif [ "$cli_pre" = 1 ]; then
+    expect_counts "$cli" 0 "$n"
+  else
+    expect_counts "$srv" 0 "$n"
+  fi
 }
 
 begin() {
@@ -150,14 +175,7 @@ http_case() {
     [ "$rc" = 0 ] || fail "curl $i exit $rc"
     cmp -s "$T/in" "$T/out" || fail "curl $i: bytes differ"
   done
-  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
-    expect_counts curl "$n" 0
-    expect_counts python3 "$n" 0
-  elif [ "$cli_pre" = 1 ]; then
-    expect_counts curl 0 "$n"
-  else
-    expect_counts python3 0 "$n"
-  fi
+  expect_pair python3 curl "$srv_pre" "$cli_pre" "$n"
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
   end
@@ -169,7 +187,8 @@ http_case "preloaded curl, plain http.server" 0 1 2
 http_case "plain curl, preloaded http.server" 1 0 2
 
 # Servers built on their own event loops. redis: a 200 KB value set and
-# read back by redis-cli, then redis-benchmark's 10 clients, every
+# read back by redis-cli, then redis-benchmark's 10 clients and its 50
+# pipelining 16 requests (SET and GET rates reported), every
 # connection on rsockets (both processes' counts, nothing on kernel TCP).
 begin "redis-server with redis-cli and redis-benchmark, all preloaded"
 base64 -w0 "$T/in" | head -c 200000 >"$T/value"
@@ -181,8 +200,12 @@ wait_listening $port || fail "server never listened"
 run_env 1 redis-cli -p $port -x set blob <"$T/value" >/dev/null || fail "redis-cli set failed"
 run_env 1 redis-cli -p $port --raw get blob >"$T/out" || fail "redis-cli get failed"
 cmp -s <(cat "$T/value"; echo) "$T/out" || fail "value read back differs"
-run_env 1 redis-benchmark -p $port -h 127.0.0.1 -n 2000 -c 10 -t set,get -q >"$T/bench" 2>&1 ||
-  fail "redis-benchmark failed: $(tail -c 300 "$T/bench")"
+for args in "-n 2000 -c 10" "-n 20000 -c 50 -P 16"; do
+  run_env 1 redis-benchmark -p $port -h 127.0.0.1 $args -t set,get -q >"$T/bench" 2>&1 ||
+    fail "redis-benchmark $args failed: $(tail -c 300 "$T/bench")"
+  [ "$(tr '\r' '\n' <"$T/bench" | grep -c -E '^(SET|GET): [0-9.]+ requests per second')" = 2 ] ||
+    fail "redis-benchmark $args: $(tail -c 300 "$T/bench")"
+done
 run_env 1 redis-cli -p $port shutdown nosave >/dev/null 2>&1
 wait "$spid" 2>/dev/null
 expect_counts redis-server some 0
@@ -190,31 +213,238 @@ expect_counts redis-cli 3 0
 expect_counts redis-benchmark some 0
 end
 
-# iperf3: its server listens on [::] (dual-stack), reached from ::1 and
-# from 127.0.0.1 (a v4-mapped peer, as the kernel's); control and data
-# connections on rsockets, data moved (iperf3's own JSON report). Not a
-# byte check: iperf3's server stops counting at the end message, so on
-# kernel TCP too it reports up to a few MB less than was sent.
+# iperf_case HOST CONNECTIONS [ARGS...]: iperf3's server listens on [::]
+# (dual-stack), reached from ::1 or from 127.0.0.1 (a v4-mapped peer, as
+# the kernel's); its control and data connections (CONNECTIONS on each
+# side) on rsockets, data moved both ways the run asks (iperf3's own JSON
+# report). Not a byte check: iperf3's server stops counting at the end
+# message, so on kernel TCP too it reports up to a few MB less than was
+# sent.
 iperf_case() {
-  local host=$1 spid
-  begin "iperf3 to $host, [::] server, both preloaded"
+  local host=$1 conns=$2 spid
+  shift 2
+  begin "iperf3${*:+ $*} to $host, [::] server, both preloaded"
   bg_env 1 iperf3 -s -1 -p $port >"$T/iperf_srv.log" 2>&1 &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
-  run_env 1 iperf3 -c "$host" -p $port -t 1 -J >"$T/iperf.json" || fail "iperf3 client failed"
+  run_env 1 iperf3 -c "$host" -p $port -t 1 -J "$@" >"$T/iperf.json" || fail "iperf3 client failed"
   wait "$spid" || fail "iperf3 server failed"
   python3 - "$T/iperf.json" <<'PY' || fail "iperf3 report: $(tail -c 300 "$T/iperf.json")"
 import json, sys
 end = json.load(open(sys.argv[1]))["end"]
-sent, got = end["sum_sent"]["bytes"], end["sum_received"]["bytes"]
-sys.exit(0 if 0 < got <= sent else 1)
+ways = [""] + (["_bidir_reverse"] if "sum_sent_bidir_reverse" in end else [])
+sys.exit(0 if all(0 < end["sum_received" + w]["bytes"] <= end["sum_sent" + w]["bytes"]
+                  for w in ways) else 1)
 PY
-  expect_counts iperf3 4 0
+  expect_counts iperf3 $((2 * conns)) 0
   end
 }
-iperf_case ::1
-iperf_case 127.0.0.1
+iperf_case ::1 2
+iperf_case 127.0.0.1 2
+iperf_case ::1 5 -P 4
+iperf_case ::1 2 -R
+iperf_case ::1 3 --bidir
+
+# memc_case NAME SERVER_PRELOADED CLIENT_PRELOADED: memcached (libevent's
+# epoll loop, worker threads) and a python3 client (raw socket) setting a
+# 100 KB value and reading it back over memcached's text protocol; both
+# preloaded, memcslap's 4 client threads follow (set, get). Counted as
+# expect_pair says.
+head -c 100000 "$T/in" >"$T/value.bin"
+cat >"$T/memc_client.py" <<'PY'
+import socket, sys
+value = open(sys.argv[2], "rb").read()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+f = s.makefile("rb")
+s.sendall(b"set blob 0 0 %d\r\n" % len(value) + value + b"\r\n")
+if f.readline() != b"STORED\r\n":
+    sys.exit("set: not stored")
+s.sendall(b"get blob\r\n")
+head = f.readline().split()
+if head[:2] != [b"VALUE", b"blob"] or int(head[3]) != len(value):
+    sys.exit("get: %r" % head)
+got = f.read(len(value))
+if f.read(2) != b"\r\n" or f.readline() != b"END\r\n" or got != value:
+    sys.exit("get: the value read back differs")
+s.sendall(b"quit\r\n")
+PY
+memc_case() {
+  local srv_pre=$2 cli_pre=$3 spid t
+  begin "$1"
+  # -u root: memcached run by root must be told whom to run as (only
+  # then read); root keeps it able to write its counts under $T.
+  bg_env "$srv_pre" memcached -p $port -U 0 -l 127.0.0.1 -u root >"$T/memcached.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  run_env "$cli_pre" python3 "$T/memc_client.py" $port "$T/value.bin" || fail "python3 client failed"
+  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
+    for t in set get; do
+      run_env 1 memcslap -s 127.0.0.1:$port -c 4 -e 500 -t $t >"$T/slap" 2>&1 ||
+        fail "memcslap $t failed: $(tail -c 300 "$T/slap")"
+    done
+    expect_counts memcslap some 0
+    expect_counts memcached some 0  # python3's and memcslap's
+    expect_counts python3 1 0
+  else
+    expect_pair memcached python3 "$srv_pre" "$cli_pre" 1
+  fi
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  end
+}
+memc_case "memcached with a python3 client and memcslap, all preloaded" 1 1
+memc_case "preloaded python3 client, plain memcached" 0 1
+memc_case "plain python3 client, preloaded memcached" 1 0
+
+# nginx_case NAME SERVER_PRELOADED CLIENT_PRELOADED CURLS: nginx's master
+# and two forked worker processes accepting on the inherited listener
+# (epoll, sendfile on, daemon off), a config of the test's own; curl
+# fetches the 3 MB file twice on one keep-alive connection (its second
+# transfer made no new connect), then CURLS more curls; every copy matches
+# by sha256. Both preloaded, nginx_load follows. Counted as expect_pair
+# says.
+nginx_case() {
+  local srv_pre=$2 cli_pre=$3 more=$4 spid want url connects i d=$T/nginx
+  begin "$1"
+  nginx_conf "$d" $port "$T/www"
+  bg_env "$srv_pre" nginx -e "$d/error.log" -c "$d/nginx.conf" -p "$d" >"$T/nginx.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened: $(tail -c 300 "$d/error.log")"
+  want=$(sha256sum <"$T/in")
+  url=http://127.0.0.1:$port/blob
+  rm -f "$T"/out*
+  connects=$(run_env "$cli_pre" curl -sf -w '%{num_connects} ' -o "$T/out1" "$url" -o "$T/out2" "$url") ||
+    fail "curl (keep-alive) failed"
+  [ "$connects" = "1 0 " ] || fail "keep-alive: new connects per transfer: $connects"
+  for ((i = 1; i <= 2 + more; i++)); do
+    [ "$i" -gt 2 ] && { run_env "$cli_pre" curl -sf -o "$T/out$i" "$url" || fail "curl $i failed"; }
+    [ "$(sha256sum <"$T/out$i")" = "$want" ] || fail "transfer $i: sha256 differs"
+  done
+  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
+    nginx_load $port
+    expect_counts curl $((2 + more)) 0
+    expect_counts wrk some 0
+    expect_counts nginx some 0  # curl's and wrk's
+  else
+    expect_pair nginx curl "$srv_pre" "$cli_pre" $((1 + more))
+  fi
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  end
+}
+# nginx_load PORT: a 100 MB file through curl (sha256 compared), then wrk
+# (2 threads, 10 connections, 1 s) on a 4 KB file: requests made, no
+# socket error, no status other than 200. nginx keeps wrk's connections
+# (keepalive_requests): wrk's event loop takes descriptors below 10 + 3
+# per connection only, and a connection under the preload holds about
+# three (sockets and an eventfd; seen in /proc/PID/fd) and a closed one
+# its numbers while its close lingers, so reconnecting every 1000
+# requests (nginx's default) runs past that: wrk counts a connect error.
+nginx_load() {
+  local url=http://127.0.0.1:$1
+  head -c 100000000 /dev/urandom >"$T/www/big"
+  head -c 4096 "$T/in" >"$T/www/small"
+  run_env 1 curl -sf -o "$T/out.big" "$url/big" || fail "curl of 100 MB failed"
+  [ "$(sha256sum <"$T/out.big")" = "$(sha256sum <"$T/www/big")" ] || fail "100 MB: sha256 differs"
+  rm -f "$T/www/big" "$T/out.big"
+  run_env 1 wrk -t 2 -c 10 -d 1s "$url/small" >"$T/wrk" 2>&1 || fail "wrk failed: $(tail -c 300 "$T/wrk")"
+  awk '/^Requests\/sec:/ {r = $2} /Socket errors|Non-2xx/ {bad = 1}
+    END {exit !(r > 0 && !bad)}' "$T/wrk" || fail "wrk: $(tail -c 400 "$T/wrk")"
+}
+nginx_case "nginx (master, 2 workers, epoll, sendfile) + curl and wrk, all preloaded" 1 1 3
+nginx_case "preloaded curl, plain nginx" 0 1 0
+nginx_case "plain curl, preloaded nginx (2 workers)" 1 0 0
+
+# sockperf_case NAME MODE MUX [PATTERN]: sockperf's server and MODE
+# client (ping-pong 2 s, or throughput 1 s), both preloaded. MUX "-": one
+# TCP connection (sockperf then blocks in recvfrom); else two connections
+# from a feed file, both ends waiting in MUX (epoll, poll, select), 1 s.
+# The client's report must carry a positive figure (PATTERN: avg-latency
+# by default), both processes' connections on rsockets.
+sockperf_case() {
+  local mode=$2 mux=$3 pattern=${4:-avg-latency=} spid conn time=1 n=2 fig
+  begin "$1"
+  if [ "$mux" = - ]; then
+    conn=(--tcp -i 127.0.0.1 -p $port)
+    n=1
+    [ "$mode" = ping-pong ] && time=2
+  else
+    printf 'T:127.0.0.1:%d\nT:127.0.0.1:%d\n' $port $((port + 1)) >"$T/feed"
+    conn=(-f "$T/feed" -F "$mux")
+  fi
+  bg_env 1 sockperf server "${conn[@]}" >"$T/sp_srv.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  [ "$n" = 1 ] || wait_listening $((port + 1)) || fail "server never listened on its second port"
+  [ "$mux" = - ] || port=$((port + 1))
+  run_env 1 sockperf "$mode" "${conn[@]}" --time $time >"$T/sp.log" 2>&1 ||
+    fail "sockperf client failed: $(tail -c 300 "$T/sp.log")"
+  fig=$(grep -a -o "$pattern[0-9.]*" "$T/sp.log" | head -n1)
+  awk -v f="${fig#"$pattern"}" 'BEGIN {exit !(f > 0)}' ||
+    fail "no figure ($pattern) in the report: $(tail -c 300 "$T/sp.log")"
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  expect_counts sockperf $((2 * n)) 0
+  end
+}
+sockperf_case "sockperf TCP ping-pong, one connection, both preloaded" ping-pong -
+for mux in epoll poll select; do
+  sockperf_case "sockperf TCP ping-pong, two connections in $mux, both preloaded" ping-pong $mux
+done
+sockperf_case "sockperf TCP throughput, both preloaded" throughput - "BandWidth is "
+
+# PostgreSQL (a backend forked per connection after accept; the
+# postmaster closes its copy): psql sends a 200 KB value and reads it
+# back intact, pgbench -i and 4 clients of 200 transactions each, no
+# failure; every connection of the postmaster and the clients on
+# rsockets. PostgreSQL refuses to run as root, and shm shares memory only
+# within one uid, so server and clients run as the postgres user, with
+# a directory of their own.
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+if [ "$(id -u)" = 0 ] && [ -x "$pg_bin/postgres" ] && id postgres >/dev/null 2>&1 &&
+  command -v runuser >/dev/null; then
+  begin "PostgreSQL + psql and pgbench, all as postgres, all preloaded"
+  PG=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload-pg.XXXXXX") && chmod 755 "$PG" || exit 99
+  pg_dirs+=("$PG")
+  mkdir "$PG/st" && chown -R postgres "$PG"
+  # as_pg CMD...: as the postgres user, preloaded, counts under $PG/st.
+  as_pg() {
+    exec runuser -u postgres -- env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$PG/st" \
+      timeout 60 "$@"
+  }
+  runuser -u postgres -- "$pg_bin/initdb" -D "$PG/data" -A trust -U postgres --no-sync \
+    >"$PG/initdb.log" 2>&1 || fail "initdb: $(tail -c 300 "$PG/initdb.log")"
+  (as_pg "$pg_bin/postgres" -D "$PG/data" -p $port -k "$PG" -c listen_addresses=127.0.0.1 \
+    -c fsync=off) >"$PG/server.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened: $(tail -c 300 "$PG/server.log")"
+  psql=("$pg_bin/psql" -h 127.0.0.1 -p $port -U postgres -X -At -v ON_ERROR_STOP=1)
+  printf "select '%s';\n" "$(cat "$T/value")" >"$PG/query.sql"
+  (as_pg "${psql[@]}" -f "$PG/query.sql") >"$T/out" 2>"$T/psql.err" ||
+    fail "psql failed: $(tail -c 300 "$T/psql.err")"
+  cmp -s <(cat "$T/value"; echo) "$T/out" || fail "psql: the value read back differs"
+  pgbench=("$pg_bin/pgbench" -h 127.0.0.1 -p $port -U postgres)
+  (as_pg "${pgbench[@]}" -i -s 1 -q postgres) >"$T/pgbench" 2>&1 ||
+    fail "pgbench -i failed: $(tail -c 300 "$T/pgbench")"
+  (as_pg "${pgbench[@]}" -c 4 -t 200 postgres) >"$T/pgbench" 2>&1 ||
+    fail "pgbench failed: $(tail -c 300 "$T/pgbench")"
+  grep -q '^number of transactions actually processed: 800/800$' "$T/pgbench" ||
+    fail "pgbench: $(tail -c 300 "$T/pgbench")"
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  cp "$PG"/st/* "$T/st/" 2>/dev/null
+  expect_counts postgres 7 0
+  expect_counts psql 1 0
+  expect_counts pgbench 6 0
+  end
+else
+  echo "SKIP: PostgreSQL (needs root, the postgres user and $pg_bin/postgres)"
+fi
 
 # Upstream's RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE (settings of the "preload"
 # component) apply to the rsockets made; still on rsockets, bytes intact.

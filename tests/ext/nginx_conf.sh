@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# nginx_conf DIR PORT ROOT: writes DIR/nginx.conf, an nginx of its own
+# (sourced by tests/ext/preload.sh and bench/preload_apps.sh): master and
+# two worker processes in the foreground (daemon off), epoll, sendfile,
+# serving ROOT on 127.0.0.1:PORT, every file it writes under DIR. Run it
+# as `nginx -e DIR/error.log -c DIR/nginx.conf -p DIR`. user root: run by
+# root, workers read ROOT and write counts wherever the caller's files
+# are (the directive is ignored otherwise). nginx keeps a connection for
+# as many requests as the client makes (keepalive_requests).
+nginx_conf() {
+  local d=$1 port=$2 root=$3
+  mkdir -p "$d"
+  cat >"$d/nginx.conf" <<NGX
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { use epoll; worker_connections 256; }
+http {
+  access_log off;
+  sendfile on;
+  keepalive_timeout 30;
+  keepalive_requests 1000000;
+  client_body_temp_path $d/body;
+  proxy_temp_path $d/proxy;
+  fastcgi_temp_path $d/fastcgi;
+  uwsgi_temp_path $d/uwsgi;
+  scgi_temp_path $d/scgi;
+  server { listen 127.0.0.1:$port; root $root; }
+}
+NGX
+}
