@@ -9,7 +9,7 @@
 # bench/soak.sh a timed mixed load against one long-lived bench/soak_peer
 # that must not grow (descriptors, threads, RSS, memfds, /dev/shm).
 # Nothing here is installed; the scripts are run by hand from the build dir.
-EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh \
+EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh bench/vma_sockperf.sh \
 	bench/preload_apps.sh bench/soak.sh
 
 noinst_PROGRAMS += bench/rsocket_instr

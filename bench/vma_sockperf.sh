@@ -1,0 +1,83 @@
+#!/bin/bash
+# libvma.so against the kernel with Debian's sockperf: UDP 64 B ping-pong
+# across a veth pair between two network namespaces this script makes and
+# removes (B's tx checksum offload off, as the offload needs; no traffic
+# leaves them). Three runs in the same minute, each SOCKPERF_TIME seconds:
+#   kernel      both ends plain sockets
+#   client      the ping-pong client under LD_PRELOAD=libvma.so (offloaded
+#               in A), the server on the kernel in B
+#   both        both ends under the preload (the server waits in poll)
+# Prints p50, p99, p99.9 and the average (us) per run and p50 as a ratio to
+# the kernel's. Whether a preloaded socket really used the rings is printed
+# from the library's own info line ("<netdev>: UDP offloaded on N rx
+# queue(s)");
+# a run without it is marked NOT OFFLOADED.
+#
+#   cd build && sudo bash ../bench/vma_sockperf.sh      (root: namespaces, XDP)
+set -u
+B=$(pwd)
+LIB=${1:-$B/.libs/libvma.so}
+TIME=${SOCKPERF_TIME:-3}
+[ -f "$LIB" ] || { echo "vma_sockperf.sh: $LIB not found (run from the build directory)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "vma_sockperf.sh: needs root (namespaces, XDP)" >&2; exit 2; }
+command -v sockperf >/dev/null || { echo "vma_sockperf.sh: sockperf not found (Debian: sockperf)" >&2; exit 2; }
+A=ss-bva-$$ Z=ss-bvb-$$ IPA=10.217.0.1 IPB=10.217.0.2 PORT=11211
+T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vmabench.XXXXXX")
+cleanup() {
+  pkill -f "sockperf server -f $T/" 2>/dev/null
+  ip netns del "$A" 2>/dev/null
+  ip netns del "$Z" 2>/dev/null
+  [ -n "${KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
+}
+trap cleanup EXIT
+ip netns add "$A" && ip netns add "$Z" &&
+  ip -n "$A" link add va type veth peer name vb netns "$Z" &&
+  ip -n "$A" addr add $IPA/24 dev va && ip -n "$Z" addr add $IPB/24 dev vb &&
+  ip -n "$A" link set va up && ip -n "$Z" link set vb up &&
+  ip -n "$A" link set lo up && ip -n "$Z" link set lo up &&
+  ip netns exec "$Z" ethtool -K vb tx off >/dev/null &&
+  ip netns exec "$A" ethtool -K va tx off >/dev/null || { echo "vma_sockperf.sh: namespace set-up failed" >&2; exit 2; }
+for _ in $(seq 50); do ip -n "$Z" link show vb | grep -q LOWER_UP && break; sleep 0.1; done
+echo "U:$IPB:$PORT" >"$T/feed"
+export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
+
+# run NAME SERVER_PRELOAD CLIENT_PRELOAD -> "p50 p99 p999 avg offload-note"
+run() {
+  local name=$1 sp=$2 cp=$3
+  local senv=() cenv=()
+  [ "$sp" = 1 ] && senv=(env LD_PRELOAD="$LIB")
+  [ "$cp" = 1 ] && cenv=(env LD_PRELOAD="$LIB")
+  ip netns exec "$Z" timeout $((TIME + 20)) "${senv[@]}" sockperf server -f "$T/feed" -F poll \
+    >"$T/$name.server" 2>&1 &
+  sleep 1
+  ip netns exec "$A" timeout $((TIME + 15)) "${cenv[@]}" sockperf ping-pong -i $IPB -p $PORT \
+    -m 64 --time "$TIME" >"$T/$name.client" 2>&1
+  pkill -f "sockperf server -f $T/feed" 2>/dev/null
+  wait 2>/dev/null
+  local pct note=""
+  pct() { sed -n "s/.*percentile $1 = *\([0-9.]*\).*/\1/p" "$T/$name.client" | head -1; }
+  local avg
+  avg=$(sed -n 's/.*Summary: Latency is *\([0-9.]*\).*/\1/p' "$T/$name.client" | head -1)
+  for side in server client; do
+    local want=$sp
+    [ $side = client ] && want=$cp
+    [ "$want" = 1 ] || continue
+    grep -q ": UDP offloaded on" "$T/$name.$side" || note="$note NOT-OFFLOADED($side)"
+  done
+  echo "$(pct 50.000) $(pct 99.000) $(pct 99.900) ${avg:-} ${note:-offload-ok}"
+}
+
+printf "sockperf UDP ping-pong, 64 B, %s s each, across veth (A -> B)\n" "$TIME"
+printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "p50" "p99" "p99.9" "avg" "p50 vs" ""
+printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "(us)" "(us)" "(us)" "(us)" "kernel" ""
+k50=""
+for cfg in "kernel:0:0:kernel sockets both ends" "client:0:1:client under libvma.so" \
+  "both:1:1:both ends under libvma.so"; do
+  IFS=: read -r name sp cp label <<<"$cfg"
+  read -r p50 p99 p999 avg note < <(run "$name" "$sp" "$cp")
+  [ -z "$p50" ] && { printf "%-34s %8s  (sockperf failed: %s)\n" "$label" "fail" "$(tail -1 "$T/$name.client")"; continue; }
+  [ "$name" = kernel ] && k50=$p50
+  ratio=$(awk -v a="$p50" -v k="$k50" 'BEGIN { if (k > 0) printf "%.2fx", a / k; else print "-" }')
+  [ "$name" = kernel ] && note=""
+  printf "%-34s %8s %8s %9s %8s %9s  %s\n" "$label" "$p50" "$p99" "$p999" "$avg" "$ratio" "$note"
+done
