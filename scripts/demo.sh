@@ -4,7 +4,10 @@
 # the ratio to kernel TCP. Then the same program's kernel-TCP exchange
 # again, unmodified, with librspreload on both ends: its connections move
 # onto rsockets (each process's count, SLIPSTREAM_PRELOAD_STATS, shows it)
-# and the two runs' kernel-TCP rows are compared.
+# and the two runs' kernel-TCP rows are compared. Last, the VMA face:
+# Debian's sockperf UDP ping-pong across a veth pair between two network
+# namespaces, on kernel sockets and then under libvma.so (offloaded onto
+# AF_XDP rings; needs root).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$("$top/scripts/build.sh")
@@ -32,3 +35,11 @@ awk -v r0="$rtt0" -v r1="$rtt1" -v k0="$k0" -v k1="$k1" -v m0="$m0" -v m1="$m1" 
 }'
 echo "connections per process (rsockets by provider, and kernel TCP):"
 cat "$work"/stats/rspreload.*
+
+echo
+echo "libvma.so: sockperf's UDP ping-pong, unmodified, offloaded onto AF_XDP rings"
+if [ "$(id -u)" = 0 ] && command -v sockperf >/dev/null; then
+  (cd "$build" && SOCKPERF_TIME=${SOCKPERF_TIME:-2} bash "$top/bench/vma_sockperf.sh")
+else
+  echo "(skipped: needs root and sockperf, for the namespaces and XDP)"
+fi

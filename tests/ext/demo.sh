@@ -50,6 +50,21 @@ grep -Eq "^kernel TCP +$num +$num +$num .*\| +$num .*\| +$num " "$out"
 check "preloaded kernel-TCP row with figures" $?
 n=$(cat "$stats"/rspreload.* 2>/dev/null | grep -c 'rsockets=1 shm=1 .*kernel_tcp=0')
 check "both preloaded processes ran their connection on rsockets (shm): $n of 2" $((n != 2))
+# Then the VMA face's part (scripts/demo.sh runs bench/vma_sockperf.sh):
+# every row with figures, and each preloaded side on its rings.
+if [ "$(id -u)" = 0 ] && command -v sockperf >/dev/null; then
+  bench=$(cd "$(dirname "$0")/../../bench" && pwd)/vma_sockperf.sh
+  (cd "$b" && SOCKPERF_TIME=1 timeout 120 bash "$bench") >>"$out" 2>&1
+  check "vma_sockperf exits 0 (got $?)" $?
+  grep -Eq "^kernel sockets both ends +$num +$num +$num" "$out"
+  check "vma row 'kernel sockets both ends' with figures" $?
+  for row in "client under libvma.so" "both ends under libvma.so"; do
+    grep -Eq "^$row +$num +$num +$num +$num +$num""x +offload-ok" "$out"
+    check "vma row '$row' with figures, offloaded" $?
+  done
+else
+  echo "SKIP (not counted): the VMA part needs root and sockperf"
+fi
 if [ $fails -ne 0 ]; then
   cat "$stats"/rspreload.* 2>/dev/null
   echo "--- demo output"
