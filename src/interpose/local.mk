@@ -5,6 +5,7 @@ noinst_LTLIBRARIES += libinterpose.la
 libinterpose_la_SOURCES = \
 	src/interpose/export.h \
 	src/interpose/real.h \
+	src/interpose/wait_args.h \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -28,7 +28,7 @@
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "preload/route.h"
-#include "preload/wait_args.h"
+#include "interpose/wait_args.h"
 
 namespace ss::preload {
 
@@ -159,7 +159,7 @@ int wait_any(EpollFd& ep, epoll_event* events, int max, int timeout, const sigse
       ep.leave_kernel_wait();
     }
   }
-  MaskForCall m(mask);
+  ss::interpose::MaskForCall m(mask);
   return wait_mixed(ep, events, max, timeout);
 }
 
@@ -185,6 +185,7 @@ void leave_epoll_sets(int fd) {
 }  // namespace ss::preload
 
 using namespace ss::preload;
+using namespace ss::interpose;
 using ss::EpollSet;
 using ss::FdKind;
 using ss::FdTable;

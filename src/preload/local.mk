@@ -12,7 +12,6 @@ librspreload_la_SOURCES = \
 	src/preload/sockets.cc \
 	src/preload/data.cc \
 	src/preload/options.cc \
-	src/preload/wait_args.h \
 	src/preload/poll.cc \
 	src/preload/listener_ready.cc \
 	src/preload/epoll.cc \

@@ -13,11 +13,12 @@
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "preload/route.h"
-#include "preload/wait_args.h"
+#include "interpose/wait_args.h"
 
 extern "C" void __chk_fail(void) __attribute__((noreturn));
 
 using namespace ss::preload;
+using namespace ss::interpose;
 
 namespace {
 

@@ -102,6 +102,16 @@ void KernelSocket::try_offload() {
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
 }
 
+void KernelSocket::hand_back(const char* why) {
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  offload_tried_ = true;
+  if (!offload_owner_) return;
+  offload_.store(nullptr, std::memory_order_release);  // new calls: the kernel's
+  stats.add(stats::kRxReadyPktDrop, offload_owner_->drain(why));
+  offload_owner_.reset();  // the endpoints give the port back
+  stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
+}
+
 thread_local bool g_making_rings = false;
 
 void track_socket(int fd, int domain, int type, int protocol) {

@@ -39,6 +39,13 @@ struct KernelSocket final : Pollable {
   // Gives a bound UDP socket decided "vma" its offloaded path, once (not
   // before the kernel gave it a port). Stats show offloaded=1 if it got one.
   void try_offload();
+  // Takes the socket off the rings for good, or keeps a socket not yet
+  // offloaded from ever being: the kernel receives for it again (a
+  // waiting call the preload does not serve, `why`, would sleep through
+  // the rings). Ring datagrams not yet read are dropped (counted in
+  // kRxReadyPktDrop). Must not race a data call on the socket in another
+  // thread (libvma(7), BUGS).
+  void hand_back(const char* why);
 
   const int fd, family, type, protocol;  // type without SOCK_NONBLOCK/SOCK_CLOEXEC
   const bool created_blocking;

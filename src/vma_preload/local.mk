@@ -11,6 +11,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/decision.cc \
 	src/vma_preload/edge.h \
 	src/vma_preload/extra_api.h \
+	src/vma_preload/epoll_calls.cc \
 	src/vma_preload/extra_api.cc \
 	src/vma_preload/kernel_socket.h \
 	src/vma_preload/kernel_socket.cc \

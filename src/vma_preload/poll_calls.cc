@@ -2,8 +2,9 @@
 // offloaded path, core's poll_mixed / select_mixed serve the call, the
 // socket's record (a Pollable) counting as readable when the rings or its
 // kernel socket have a datagram; otherwise libc's. A busy phase of
-// VMA_SELECT_POLL microseconds first, as libvma. ppoll, pselect and epoll
-// are not covered yet (libvma(7), STATUS).
+// VMA_SELECT_POLL microseconds first, as libvma. ppoll and pselect are
+// these with the caller's signal mask swapped in around the wait
+// (interpose/wait_args.h). epoll: epoll_calls.cc.
 #include <poll.h>
 #include <sys/select.h>
 
@@ -14,6 +15,7 @@
 #include "core/base/mixed_poll.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
+#include "interpose/wait_args.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 
@@ -47,6 +49,22 @@ ss::PollTiming timing() {
   return {std::chrono::microseconds(us < 0 ? int64_t{3600} * 1000000 : us), 1};
 }
 
+// Whether a poll set or select's sets hold an offloaded socket (never on
+// poll_mixed's own calls).
+bool any_offloaded(const pollfd* fds, nfds_t n) {
+  for (nfds_t i = 0; !t_in_mixed && fds && i < n; i++)
+    if (offloaded(fds[i].fd)) return true;
+  return false;
+}
+
+bool any_offloaded(int nfds, const fd_set* r, const fd_set* w, const fd_set* x) {
+  for (int fd = 0; !t_in_mixed && nfds <= FD_SETSIZE && fd < nfds; fd++)
+    if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
+        offloaded(fd))
+      return true;
+  return false;
+}
+
 int result(int r) {
   if (r >= 0) return r;
   errno = -r;
@@ -56,9 +74,7 @@ int result(int r) {
 }  // namespace
 
 SS_PRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  bool ours = false;
-  for (nfds_t i = 0; !t_in_mixed && fds && i < n && !ours; i++) ours = offloaded(fds[i].fd);
-  if (!ours) return real().poll(fds, n, timeout);
+  if (!any_offloaded(fds, n)) return real().poll(fds, n, timeout);
   InMixed in;
   try {
     return result(ss::poll_mixed(fds, n, timeout, timing()));
@@ -74,11 +90,7 @@ SS_PRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdsl
 }
 
 SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
-  bool ours = false;
-  for (int fd = 0; !t_in_mixed && nfds <= FD_SETSIZE && fd < nfds && !ours; fd++)
-    ours = ((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
-           offloaded(fd);
-  if (!ours) return real().select(nfds, r, w, x, tv);
+  if (!any_offloaded(nfds, r, w, x)) return real().select(nfds, r, w, x, tv);
   InMixed in;
   try {
     return result(ss::select_mixed(nfds, r, w, x, tv, timing()));
@@ -86,4 +98,30 @@ SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval*
     errno = ENOMEM;
     return -1;
   }
+}
+
+// Sets without an offloaded socket keep the kernel's atomic mask swap.
+SS_PRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask) {
+  if (!any_offloaded(fds, n)) return real().ppoll(fds, n, t, mask);
+  if (ss::interpose::bad_timespec(t)) return -1;
+  ss::interpose::MaskForCall m(mask);
+  return poll(fds, n, ss::interpose::timespec_ms(t));
+}
+
+SS_PRELOAD_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask,
+                                  size_t fdslen) {
+  if (fdslen / sizeof *fds < n) __chk_fail();
+  return ppoll(fds, n, t, mask);
+}
+
+SS_PRELOAD_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const timespec* t,
+                              const sigset_t* mask) {
+  if (!any_offloaded(nfds, r, w, x)) return real().pselect(nfds, r, w, x, t, mask);
+  if (ss::interpose::bad_timespec(t)) return -1;
+  ss::interpose::MaskForCall m(mask);
+  if (!t) return select(nfds, r, w, x, nullptr);
+  // Rounded up to whole microseconds, carried into seconds.
+  const long usec = (t->tv_nsec + 999) / 1000;
+  timeval tv{t->tv_sec + usec / 1000000, static_cast<suseconds_t>(usec % 1000000)};
+  return select(nfds, r, w, x, &tv);
 }

@@ -162,6 +162,21 @@ bool UdpOffload::ring_readable() {
   return head_locked();
 }
 
+size_t UdpOffload::drain(const char* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t dropped = head_ ? 1 : 0;
+  head_.reset();
+  for (Leg& l : legs_) {
+    net::Datagram d;
+    size_t here = 0;
+    while (l.ep->recv_zcopy(&d) == 1) here++;
+    dropped += here;
+    SS_INFO("%s: fd %d handed back to the kernel (%s); %zu datagram(s) on the rings dropped",
+            l.rings->ifname.c_str(), fd_, why, here);
+  }
+  return dropped;
+}
+
 ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags) {
   const auto* p = static_cast<const uint8_t*>(head_->buf.data());
   const size_t full = head_->buf.size();

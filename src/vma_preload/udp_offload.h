@@ -40,6 +40,10 @@ class UdpOffload {
   size_t legs() const { return legs_.size(); }
   // Whether a datagram waits on the rings (polls them once).
   bool ring_readable();
+  // Empties what the rings hold for the socket (before its endpoints,
+  // freed with this object, give the port back to the kernel): the
+  // datagrams dropped, each netdev's log line naming the socket and `why`.
+  size_t drain(const char* why);
 
  private:
   struct Leg {

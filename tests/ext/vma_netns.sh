@@ -9,17 +9,24 @@
 #      says Offloaded with exactly COUNT packets received and sent offloaded,
 #      and A's kernel UDP counter (Udp InDatagrams / Udp6InDatagrams) did
 #      not move by COUNT.
+#      The same with the server waiting for each datagram in ppoll, then
+#      in pselect (ECHO_WAIT): none sleeps through the rings.
 #  (b) Fallback: VMA_OFFLOADED_SOCKETS=0, and a server without privileges
 #      (setpriv to nobody: no XDP attach), both still echo everything, the
 #      block says Not offloaded, and the kernel counter grew by COUNT (which
 #      shows the counter is the right witness).
 #  (c) Debian's sockperf ping-pong (recvfrom) in A under the preload
-#      against its server in B on the kernel (sockperf's server waits in
-#      epoll: poll, select and epoll over offloaded sockets are not done
-#      yet): completes, its socket offloaded (debug line), and A's kernel
-#      counter moved by fewer than the replies sockperf received.
+#      against its server in B on the kernel: completes, its socket
+#      offloaded (debug line), and A's kernel counter moved by fewer than
+#      the replies sockperf received.
 #  (d) sockperf's server in A under the preload, waiting in poll, then in
 #      select, ping-pong from B on the kernel: the same proof.
+#  (e) sockperf's server in A under the preload with its default
+#      multiplexer (epoll, for two sockets: with one it blocks in
+#      recvfrom, case (d)'s proof holds for that) and with -F epoll: epoll is not offloaded, so
+#      the socket is handed back to the kernel (the log line, vmastat Not
+#      offloaded) and the ping-pong completes, A's kernel counter growing
+#      by at least the replies.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_netns.sh
 set -u
@@ -131,6 +138,8 @@ echo_case "IPv4 echo through the rings: $COUNT datagrams intact, offloaded, kern
   4 $IP4 offloaded
 echo_case "IPv6 echo through the rings: $COUNT datagrams intact, offloaded, kernel silent" \
   6 $IP6 offloaded
+echo_case "waiting in ppoll and pselect: $COUNT datagrams intact, offloaded, kernel silent" \
+  4 $IP4 offloaded env ECHO_WAIT=1
 
 # (b) fallback.
 echo_case "VMA_OFFLOADED_SOCKETS=0: echoed by the kernel, not offloaded" \
@@ -148,10 +157,12 @@ fi
 # client wrote $T/sp.client and exited $rc, A's counter read into $before:
 # it completed, the preloaded side's socket was offloaded, and A's kernel
 # received fewer datagrams than sockperf counted replies.
+# The replies sockperf's client ($T/sp.client) counted.
+replies() { sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$T/sp.client" | head -1; }
 sockperf_proof() {
   local after got bad=0
   after=$(kernel_udp_in 4)
-  got=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$T/sp.client" | head -1)
+  got=$(replies)
   echo "  kernel UDP in A: $before -> $after; sockperf received ${got:-?} replies"
   { [ $rc = 0 ] && has "$T/sp.client" "Summary: Latency is"; } || { echo "  client exit $rc"; bad=1; }
   has "$2" "DEBUG: fd [0-9]+ \(udp port $3\): offloaded on 1 netdev" || bad=1
@@ -161,8 +172,7 @@ sockperf_proof() {
 }
 
 # (c) sockperf: the kernel's server in B, the preloaded ping-pong client in
-# A (recvfrom; sockperf's server waits in epoll, not offloaded yet). The
-# proof: the round trips it reports against A's kernel UDP counter.
+# A (recvfrom). The proof: the round trips it reports against A's kernel UDP counter.
 if command -v sockperf >/dev/null; then
   port=$((port + 1))
   ip netns exec "$Z" timeout 60 sockperf server -i $IP4B -p $port >"$T/sp.server" 2>&1 &
@@ -178,24 +188,65 @@ else
   echo "SKIP: sockperf not installed: part (c) not run"
 fi
 
+# serve_and_ping LOG-REGEX SERVER-ARGS...: sockperf's server preloaded in
+# A at debug ($spid: not under timeout, so that it is sockperf's pid for
+# vma_stats; a hang shows as the client's failure), then once its log
+# $T/sp.server matches LOG-REGEX a 2 s ping-pong from B's kernel to $port
+# ($rc, $T/sp.client); A's counter in $before and $after.
+serve_and_ping() {
+  local want=$1
+  shift
+  ip netns exec "$A" env VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" \
+    sockperf server "$@" >"$T/sp.server" 2>&1 &
+  spid=$!
+  pids+=($spid)
+  for _ in $(seq 100); do grep -Eq "$want|no rings" "$T/sp.server" && break; sleep 0.1; done
+  before=$(kernel_udp_in 4)
+  ip netns exec "$Z" timeout 60 sockperf ping-pong -i $IP4 -p $port --time 2 >"$T/sp.client" 2>&1
+  rc=$?
+  after=$(kernel_udp_in 4)
+}
+
 # (d) sockperf's server preloaded in A, waiting in poll and in select (a
 # feed file: sockperf takes -F with -f only), ping-pong from B's kernel.
 if command -v sockperf >/dev/null; then
   for mux in poll select; do
     port=$((port + 1))
     echo "U:$IP4:$port" >"$T/feed"
-    ip netns exec "$A" env VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" timeout 60 \
-      sockperf server -f "$T/feed" -F $mux >"$T/sp.server" 2>&1 &
-    spid=$!
-    pids+=($spid)
-    for _ in $(seq 100); do grep -q 'offloaded on 1 netdev\|no rings' "$T/sp.server" && break; sleep 0.1; done
-    before=$(kernel_udp_in 4)
-    ip netns exec "$Z" timeout 60 sockperf ping-pong -i $IP4 -p $port --time 2 >"$T/sp.client" 2>&1
-    rc=$?
+    serve_and_ping "offloaded on 1 netdev" -f "$T/feed" -F $mux
     kill $spid 2>/dev/null
     wait $spid 2>/dev/null
     sockperf_proof "sockperf server preloaded in A waiting in $mux, ping-pong from B: offloaded" \
       "$T/sp.server" $port
+  done
+fi
+
+# (e) sockperf's server preloaded in A waiting in epoll: by default (a
+# feed of two sockets) and with -F epoll (one).
+if command -v sockperf >/dev/null; then
+  for how in default "-F epoll"; do
+    port=$((port + 1))
+    echo "U:$IP4:$port" >"$T/feed"
+    args=(-f "$T/feed" -F epoll)
+    if [ "$how" = default ]; then
+      echo "U:$IP4:$((port + 1000))" >>"$T/feed"
+      args=(-f "$T/feed")
+    fi
+    serve_and_ping "handed back" "${args[@]}"
+    block $spid >"$T/block"
+    kill $spid 2>/dev/null
+    wait $spid 2>/dev/null
+    got=$(replies)
+    echo "  kernel UDP in A: $before -> $after; sockperf received ${got:-?} replies"
+    bad=0
+    { [ $rc = 0 ] && has "$T/sp.client" "Summary: Latency is"; } || { echo "  client exit $rc"; bad=1; }
+    has "$T/sp.server" "using epoll" || bad=1
+    has "$T/sp.server" "INFO: va: fd [0-9]+ handed back to the kernel \(epoll not offloaded yet\)" || bad=1
+    has "$T/block" "^- UDP, Not offloaded" || bad=1
+    ! grep -q "^- UDP, Offloaded" "$T/block" || { echo "  a socket still offloaded"; bad=1; }
+    [ "${got:-0}" -gt 0 ] && [ $((after - before)) -ge "${got:-0}" ] ||
+      { echo "  the kernel counter did not grow by the replies"; bad=1; }
+    check "sockperf server preloaded in A waiting in epoll ($how): handed back to the kernel, completes" $bad
   done
 fi
 

@@ -3,15 +3,21 @@
  *   address of the family, prints "ready PID FD", echoes COUNT datagrams
  *   back to their senders with recvfrom/sendto (a blocking socket: the
  *   preload's spin-then-sleep path); with ECHO_HOLD set, then waits for a
- *   line on stdin before closing (its vmastat block stays readable).
+ *   line on stdin before closing (its vmastat block stays readable); with
+ *   ECHO_WAIT set, waits for each datagram first in ppoll (even ones) or
+ *   pselect (odd ones), SIGUSR1 blocked for the wait, 20 s at most.
  * client ADDR PORT COUNT: (kernel) sends COUNT datagrams of different
  *   lengths and contents, each checked when it comes back; exit 0 if all
  *   did, 1 otherwise (a 5 s timeout per datagram). */
+#define _GNU_SOURCE /* ppoll */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -58,6 +64,28 @@ static int client(const char* addr, unsigned short port, int count) {
   return 0;
 }
 
+/* ppoll or pselect until fd is readable: 1, or 0 after printing why not. */
+static int wait_readable(int fd, int i) {
+  const struct timespec t = {20, 0};
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGUSR1);
+  int r;
+  if (i % 2 == 0) {
+    struct pollfd p = {fd, POLLIN, 0};
+    r = ppoll(&p, 1, &t, &mask);
+    r = r == 1 && (p.revents & POLLIN);
+  } else {
+    fd_set rs;
+    FD_ZERO(&rs);
+    FD_SET(fd, &rs);
+    r = pselect(fd + 1, &rs, NULL, NULL, &t, &mask);
+    r = r == 1 && FD_ISSET(fd, &rs);
+  }
+  if (!r) fprintf(stderr, "datagram %d: %s did not see it\n", i, i % 2 ? "pselect" : "ppoll");
+  return r;
+}
+
 int main(int argc, char** argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: %s server 4|6 PORT COUNT | client ADDR PORT COUNT\n", argv[0]);
@@ -91,7 +119,9 @@ int main(int argc, char** argv) {
   printf("ready %d %d\n", (int)getpid(), fd);
   fflush(stdout);
   char buf[2048];
+  const int wait = getenv("ECHO_WAIT") != NULL;
   for (int i = 0; i < count; i++) {
+    if (wait && !wait_readable(fd, i)) return 1;
     struct sockaddr_storage from;
     socklen_t flen = sizeof from;
     const ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr*)&from, &flen);

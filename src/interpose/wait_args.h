@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <ctime>
 
-namespace ss::preload {
+namespace ss::interpose {
 
 // Milliseconds, rounded up (a wait never ends early); -1 for none.
 inline int timespec_ms(const timespec* t) {
@@ -47,4 +47,4 @@ class MaskForCall {
   sigset_t old_;
 };
 
-}  // namespace ss::preload
+}  // namespace ss::interpose
