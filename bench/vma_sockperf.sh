@@ -2,11 +2,15 @@
 # libvma.so against the kernel with Debian's sockperf: UDP 64 B ping-pong
 # across a veth pair between two network namespaces this script makes and
 # removes (B's tx checksum offload off, as the offload needs; no traffic
-# leaves them). Three runs in the same minute, each SOCKPERF_TIME seconds:
+# leaves them). Four runs in the same minute, each SOCKPERF_TIME seconds,
+# the server blocking in recvfrom (sockperf's mode for one socket):
 #   kernel      both ends plain sockets
+#   busypoll    the same with the kernel's busy polling on
+#               (net.core.busy_read and busy_poll 50 us, global sysctls:
+#               set for this run only and put back)
 #   client      the ping-pong client under LD_PRELOAD=libvma.so (offloaded
 #               in A), the server on the kernel in B
-#   both        both ends under the preload (the server waits in poll)
+#   both        both ends under the preload
 # Prints p50, p99, p99.9 and the average (us) per run and p50 as a ratio to
 # the kernel's. Whether a preloaded socket really used the rings is printed
 # from the library's own info line ("<netdev>: UDP offloaded on N rx
@@ -23,8 +27,18 @@ TIME=${SOCKPERF_TIME:-3}
 command -v sockperf >/dev/null || { echo "vma_sockperf.sh: sockperf not found (Debian: sockperf)" >&2; exit 2; }
 A=ss-bva-$$ Z=ss-bvb-$$ IPA=10.217.0.1 IPB=10.217.0.2 PORT=11211
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vmabench.XXXXXX")
+BR=$(sysctl -n net.core.busy_read 2>/dev/null) BP=$(sysctl -n net.core.busy_poll 2>/dev/null)
+busy() {  # busy on|off
+  [ -n "$BR" ] && [ -n "$BP" ] || return 0
+  if [ "$1" = on ]; then
+    sysctl -qw net.core.busy_read=50 net.core.busy_poll=50
+  else
+    sysctl -qw net.core.busy_read="$BR" net.core.busy_poll="$BP"
+  fi
+}
 cleanup() {
-  pkill -f "sockperf server -f $T/" 2>/dev/null
+  busy off
+  pkill -f "sockperf server -i $IPB -p $PORT" 2>/dev/null
   ip netns del "$A" 2>/dev/null
   ip netns del "$Z" 2>/dev/null
   [ -n "${KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
@@ -38,7 +52,6 @@ ip netns add "$A" && ip netns add "$Z" &&
   ip netns exec "$Z" ethtool -K vb tx off >/dev/null &&
   ip netns exec "$A" ethtool -K va tx off >/dev/null || { echo "vma_sockperf.sh: namespace set-up failed" >&2; exit 2; }
 for _ in $(seq 50); do ip -n "$Z" link show vb | grep -q LOWER_UP && break; sleep 0.1; done
-echo "U:$IPB:$PORT" >"$T/feed"
 export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 
 # run NAME SERVER_PRELOAD CLIENT_PRELOAD -> "p50 p99 p999 avg offload-note"
@@ -47,13 +60,15 @@ run() {
   local senv=() cenv=()
   [ "$sp" = 1 ] && senv=(env LD_PRELOAD="$LIB")
   [ "$cp" = 1 ] && cenv=(env LD_PRELOAD="$LIB")
-  ip netns exec "$Z" timeout $((TIME + 20)) "${senv[@]}" sockperf server -f "$T/feed" -F poll \
+  [ "$name" = busypoll ] && busy on
+  ip netns exec "$Z" timeout $((TIME + 20)) "${senv[@]}" sockperf server -i $IPB -p $PORT \
     >"$T/$name.server" 2>&1 &
   sleep 1
   ip netns exec "$A" timeout $((TIME + 15)) "${cenv[@]}" sockperf ping-pong -i $IPB -p $PORT \
     -m 64 --time "$TIME" >"$T/$name.client" 2>&1
-  pkill -f "sockperf server -f $T/feed" 2>/dev/null
+  pkill -f "sockperf server -i $IPB -p $PORT" 2>/dev/null
   wait 2>/dev/null
+  busy off
   local pct note=""
   pct() { sed -n "s/.*percentile $1 = *\([0-9.]*\).*/\1/p" "$T/$name.client" | head -1; }
   local avg
@@ -71,13 +86,14 @@ printf "sockperf UDP ping-pong, 64 B, %s s each, across veth (A -> B)\n" "$TIME"
 printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "p50" "p99" "p99.9" "avg" "p50 vs" ""
 printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "(us)" "(us)" "(us)" "(us)" "kernel" ""
 k50=""
-for cfg in "kernel:0:0:kernel sockets both ends" "client:0:1:client under libvma.so" \
+for cfg in "kernel:0:0:kernel sockets both ends" "busypoll:0:0:kernel, busy_read/busy_poll 50" \
+  "client:0:1:client under libvma.so" \
   "both:1:1:both ends under libvma.so"; do
   IFS=: read -r name sp cp label <<<"$cfg"
   read -r p50 p99 p999 avg note < <(run "$name" "$sp" "$cp")
   [ -z "$p50" ] && { printf "%-34s %8s  (sockperf failed: %s)\n" "$label" "fail" "$(tail -1 "$T/$name.client")"; continue; }
   [ "$name" = kernel ] && k50=$p50
   ratio=$(awk -v a="$p50" -v k="$k50" 'BEGIN { if (k > 0) printf "%.2fx", a / k; else print "-" }')
-  [ "$name" = kernel ] && note=""
+  [ "$sp$cp" = 00 ] && note=""
   printf "%-34s %8s %8s %9s %8s %9s  %s\n" "$label" "$p50" "$p99" "$p999" "$avg" "$ratio" "$note"
 done
