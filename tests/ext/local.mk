@@ -21,7 +21,7 @@ ext_test_scripts = \
 	tests/ext/vma_netns.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
-EXTRA_DIST += tests/ext/common.sh
+EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh
 # nginx's config, sourced by preload.sh and bench/preload_apps.sh.
 EXTRA_DIST += tests/ext/nginx_conf.sh
 # Compiled by vma_extra_header.sh against the installed header.

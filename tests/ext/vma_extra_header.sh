@@ -46,10 +46,7 @@ INC=${HDR%/mellanox/vma_extra.h}
 echo "$name: installed header $HDR"
 
 WFLAGS=(-Wall -Wextra -pedantic -Werror)
-fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 
 # build_run INC OUT COMPILER ARG...: compile, then run; 0 if both succeed.
 # Output in $T/OUT.log.

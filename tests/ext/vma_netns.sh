@@ -58,13 +58,7 @@ cleanup() {
 }
 trap cleanup EXIT
 skip() { echo "SKIP: $name: $*"; exit 77; }
-fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
-has() {  # has FILE REGEX: the line is there
-  grep -Eq -- "$2" "$1" || { echo "  missing /$2/ in:"; sed 's/^/    /' "$1" | tail -30; return 1; }
-}
+. "$(dirname "$0")/check.sh"
 
 ip netns add "$A" && ip netns add "$Z" || skip "ip netns add failed"
 ip -n "$A" link add va type veth peer name vb netns "$Z" || skip "no veth pair"

@@ -39,13 +39,7 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
-fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
-has() {  # has FILE REGEX: the line is there
-  grep -Eq -- "$2" "$1" || { echo "  missing /$2/ in:"; sed 's/^/    /' "$1" | tail -40; return 1; }
-}
+. "$(dirname "$0")/check.sh"
 # No host libvma.conf: an empty file unless a test names one.
 : >"$T/empty.conf"
 export VMA_CONFIG_FILE=$T/empty.conf VMA_STATS_SHMEM_DIR=

@@ -23,13 +23,7 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
-fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
-has() {  # has FILE REGEX: the line is there
-  grep -Eq -- "$2" "$1" || { echo "  missing /$2/ in:"; sed 's/^/    /' "$1"; return 1; }
-}
+. "$(dirname "$0")/check.sh"
 vs() {  # vs OUT ARGS...: runs the tool, bounded, and returns its status
   local out=$1
   shift
