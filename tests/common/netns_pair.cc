@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -113,6 +116,29 @@ bool NetnsPair::xdp_attached() const {
   return output("ip -n " + a_ + " -d link show dev " + kIfA).find("prog/xdp") != std::string::npos;
 }
 
+namespace {
+// A run that crashed or was killed (a sanitizer abort, a time limit's
+// SIGKILL) never reached its teardown: its namespaces carry its pid in
+// their names, so a later run removes those whose process is gone.
+void remove_stale_pairs(const char* prefix) {
+  DIR* d = opendir("/run/netns");
+  if (!d) return;
+  const std::string head = std::string(prefix) + "-";
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, head.size(), head) != 0) continue;
+    const size_t dash = name.rfind('-');
+    const long pid = strtol(name.c_str() + dash + 1, nullptr, 10);
+    // Only a process that is gone: a live one's run is still going.
+    if (pid <= 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    fprintf(stderr, "note: removing %s, left by a run that ended without its teardown\n",
+            name.c_str());
+    run("ip netns del " + name + " 2>/dev/null");
+  }
+  closedir(d);
+}
+}  // namespace
+
 int netns_test_main(int argc, char** argv, const char* binary, const char* prefix) {
   ::testing::InitGoogleTest(&argc, argv);
   if (geteuid() != 0) {
@@ -123,6 +149,7 @@ int netns_test_main(int argc, char** argv, const char* binary, const char* prefi
     fprintf(stderr, "SKIP: %s need iproute2 and ethtool\n", binary);
     return 77;
   }
+  remove_stale_pairs(prefix);
   int rc = RUN_ALL_TESTS();
   // Every test removes its namespaces (and so the veth) in its teardown.
   for (const char* side : {"a", "b"}) {
