@@ -112,8 +112,9 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
   bool nonblock = is_nonblocking(flags);
+  const Deadline until = deadline_after_us(opt_.sndtimeo_us);
   if (state_ == kConnecting) {
-    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
+    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; }, until);
     if (rc) return rc;
   }
   // A peer that stopped writing is likely closing: see its DISCONNECT now
@@ -135,7 +136,8 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
   std::vector<uint8_t> gather;
   while (left) {
     if (!can_send()) {
-      int rc = wait_for(lk, nonblock, [this] { return can_send() || !(state_ & kWritable); });
+      int rc = wait_for(
+          lk, nonblock, [this] { return can_send() || !(state_ & kWritable); }, until);
       if (!(state_ & kWritable) || (state_ & kError)) {
         if (left == len) return data_error(true);
         break;
@@ -180,8 +182,9 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &receiving_);
   bool nonblock = is_nonblocking(flags);
+  const Deadline until = deadline_after_us(opt_.rcvtimeo_us);
   if (state_ == kConnecting) {
-    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
+    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; }, until);
     if (rc) return rc;
   }
   if (!rbuf_) return data_error(false);
@@ -199,7 +202,8 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
         if (state_ & kError) return -(err_ ? err_ : ECONNRESET);
         return 0;  // orderly end of stream
       }
-      int rc = wait_for(lk, nonblock, [this] { return !rmsg_.empty() || !(state_ & kReadable); });
+      int rc = wait_for(
+          lk, nonblock, [this] { return !rmsg_.empty() || !(state_ & kReadable); }, until);
       if (rc == -EAGAIN || rc == -EINTR) {
         if (total) break;
         return rc;

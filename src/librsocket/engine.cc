@@ -339,10 +339,11 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
 }
 
 // Sleeps until the endpoint or another thread of this socket signals
-// (bounded by wake_up_interval); -EINTR when a signal handler ended it.
-int Socket::block_once(Lock& lk) {
+// (bounded by wake_up_interval and `until`); -EINTR when a signal handler
+// ended it.
+int Socket::block_once(Lock& lk, Deadline until) {
   if (ep_->arm() != 0) return 0;  // something arrived meanwhile: look again
-  int ms = static_cast<int>(settings::get(settings::Id::kWakeUpInterval));
+  int ms = sleep_ms_until(until, static_cast<int>(settings::get(settings::Id::kWakeUpInterval)));
   if (state_ == kConnecting) ms = connect_sleep_ms(ms);
   int rc = kick_.sleep(lk, {ep_->event_fd(), ep_->event_mask(), 0}, ms);
   // Always: a provider counts its sleepers and must hear that this one woke.
@@ -351,15 +352,17 @@ int Socket::block_once(Lock& lk) {
   return rc;
 }
 
-int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin) {
+int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until) {
   if (state_ & (kError | kConnectError)) return 0;  // callers check state
   if (!(state_ & kConnected) && state_ != kConnecting) return 0;
   if (nonblock) return -EAGAIN;
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= until) return -EAGAIN;  // SO_RCVTIMEO/SO_SNDTIMEO ran out, as the kernel's
   // Busy-poll for polling_time before sleeping.
-  if (spin->over(std::chrono::steady_clock::now(), [] {
+  if (spin->over(now, [] {
         return std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
       }))
-    if (int rc = block_once(lk)) return rc;
+    if (int rc = block_once(lk, until)) return rc;
   return 1;
 }
 

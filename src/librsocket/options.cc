@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -32,6 +33,32 @@ int write_value(void* val, socklen_t* len, const void* src, socklen_t size) {
 }
 
 int write_int(void* val, socklen_t* len, int v) { return write_value(val, len, &v, sizeof v); }
+
+bool is_timeout_option(int name) {
+  return name == SO_RCVTIMEO || name == SO_SNDTIMEO
+#if defined(SO_RCVTIMEO_NEW) && SO_RCVTIMEO_NEW != SO_RCVTIMEO
+         || name == SO_RCVTIMEO_NEW || name == SO_SNDTIMEO_NEW
+#endif
+      ;
+}
+
+bool is_receive_timeout(int name) {
+#if defined(SO_RCVTIMEO_NEW) && SO_RCVTIMEO_NEW != SO_RCVTIMEO
+  if (name == SO_RCVTIMEO_NEW) return true;
+#endif
+  return name == SO_RCVTIMEO;
+}
+
+// SO_RCVTIMEO/SO_SNDTIMEO as a blocking call's bound (Options): 0 for
+// ever (a zero timeval), -1 at once (a negative tv_sec, as the kernel
+// takes it). Called after the kernel accepted the value (errnos are its).
+int64_t timeout_us(const void* val) {
+  timeval tv;
+  memcpy(&tv, val, sizeof tv);
+  if (tv.tv_sec < 0) return -1;
+  if (tv.tv_sec > INT64_MAX / 1000000 - 1) return 0;  // beyond any wait: for ever
+  return int64_t{tv.tv_sec} * 1000000 + tv.tv_usec;
+}
 }  // namespace
 
 int Socket::setsockopt(int level, int name, const void* val, socklen_t len) {
@@ -59,6 +86,13 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
   const bool opening = state_ & (kOpening | kConnected | kDisconnected | kError | kConnectError);
   switch (level) {
     case SOL_SOCKET:
+      if (is_timeout_option(name)) {
+        // The rsocket's own kernel socket checks the value (EINVAL, EDOM)
+        // and keeps it for getsockopt, rounded as the kernel rounds.
+        if (::setsockopt(fd_, SOL_SOCKET, name, val, len) < 0) return -errno;
+        (is_receive_timeout(name) ? opt_.rcvtimeo_us : opt_.sndtimeo_us) = timeout_us(val);
+        return 0;
+      }
       if (name == SO_LINGER) {
         if (!val) return -EFAULT;
         if (len < sizeof(linger)) return -EINVAL;
@@ -177,6 +211,7 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
           return write_value(val, len, &l, sizeof l);
         }
       }
+      if (is_timeout_option(name)) return ::getsockopt(fd_, SOL_SOCKET, name, val, len) < 0 ? -errno : 0;
       return -ENOTSUP;
     case IPPROTO_IP:
       if (name == IP_TOS) return write_int(val, len, opt_.tos);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,7 +62,15 @@ Socket::~Socket() {
 void Socket::inherit_from(const Socket& l) {
   opt_ = l.opt_;
   // Linux accept() semantics: O_NONBLOCK and FD_CLOEXEC are not inherited
-  // (accept4 flags decide).
+  // (accept4 flags decide). The timeouts are, and getsockopt reads them
+  // from the kernel socket: give ours the listener's.
+  if (opt_.rcvtimeo_us || opt_.sndtimeo_us)
+    for (int name : {SO_RCVTIMEO, SO_SNDTIMEO}) {
+      timeval tv{};
+      socklen_t n = sizeof tv;
+      if (::getsockopt(l.fd_, SOL_SOCKET, name, &tv, &n) == 0)
+        ::setsockopt(fd_, SOL_SOCKET, name, &tv, n);
+    }
 }
 
 int Socket::alloc_buffers() {
@@ -428,10 +437,7 @@ int Socket::wait_connected(Lock& lk, bool nonblock) {
 
 int Socket::connect_sleep_ms(int ms) const {
   if (connect_deadline_ == std::chrono::steady_clock::time_point{}) return ms;
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(connect_deadline_ -
-                                                           std::chrono::steady_clock::now());
-  int to_deadline = static_cast<int>(std::max<int64_t>(left.count(), 1));
-  return ms > 0 ? std::min(ms, to_deadline) : to_deadline;
+  return sleep_ms_until(connect_deadline_, ms);
 }
 
 // Drives a pending connect one step; 0 while still connecting.

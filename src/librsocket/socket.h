@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/deadline.h"
 #include "core/base/fifo.h"
 #include "core/base/kick.h"
 #include "core/base/pollable.h"
@@ -59,6 +60,9 @@ struct Options {
   uint32_t keepidle = 0;
   int linger_s = 0;  // SO_LINGER's l_linger, used when linger is on
   int tos = 0;
+  // SO_RCVTIMEO / SO_SNDTIMEO in microseconds (0: a blocking call waits
+  // for ever, as the kernel's zero timeval).
+  int64_t rcvtimeo_us = 0, sndtimeo_us = 0;
   std::vector<uint8_t> route;  // RDMA_ROUTE path records (ibv_path_data), for verbs
 };
 
@@ -215,15 +219,16 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
   // Waits until pred() holds (progressing the CQ), fails or, when
   // nonblocking, returns -EAGAIN. A template: the predicate is inlined on
   // the data path.
+  // `until`: SO_RCVTIMEO/SO_SNDTIMEO's end, -EAGAIN once it passed.
   template <typename Pred>
-  int wait_for(Lock& lk, bool nonblock, Pred&& pred) {
+  int wait_for(Lock& lk, bool nonblock, Pred&& pred, Deadline until = Deadline::max()) {
     SpinPhase spin;
     for (;;) {
       if (int rc = wait_progress(lk)) return rc;
       if (pred()) return 0;
       // Inline, what wait_idle would answer a busy-polling caller.
       if (nonblock && (state_ & (kConnected | kError | kConnectError)) == kConnected) return -EAGAIN;
-      if (int rc = wait_idle(lk, nonblock, &spin); rc <= 0) return rc;
+      if (int rc = wait_idle(lk, nonblock, &spin, until); rc <= 0) return rc;
     }
   }
   // wait_for's steps: progress the connection and the CQ; then, with pred()
@@ -234,8 +239,8 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
     process_cq(lk);
     return 0;
   }
-  int wait_idle(Lock& lk, bool nonblock, SpinPhase* spin);
-  int block_once(Lock& lk);
+  int wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until);
+  int block_once(Lock& lk, Deadline until);
   // A sleep of at most `ms` (<= 0: none) cut to wake at the connect deadline.
   int connect_sleep_ms(int ms) const;
   void set_error(int err, const char* why);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <linux/close_range.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,9 +20,11 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <set>
 #include <utility>
 
+#include "core/base/deadline.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "include/rdma/rsocket.h"
@@ -67,9 +70,23 @@ bool is_tcp(int domain, int type, int protocol) {
          (protocol == 0 || protocol == IPPROTO_TCP);
 }
 
+// SO_RCVTIMEO/SO_SNDTIMEO of kernel socket `from` onto rsocket `to`: the
+// program set them on its descriptor before it was an rsocket, or on a
+// listener whose accepted connections take them, as the kernel's do.
+void carry_timeouts(int from, int to) {
+  for (int name : {SO_RCVTIMEO, SO_SNDTIMEO}) {
+    timeval tv{};
+    socklen_t n = sizeof tv;
+    if (ss::interpose::real().getsockopt(from, SOL_SOCKET, name, &tv, &n) == 0 &&
+        (tv.tv_sec || tv.tv_usec) && rsetsockopt(to, SOL_SOCKET, name, &tv, n))
+      SS_WARN("librspreload: fd %d: timeout option %d refused: %s", to, name, strerror(errno));
+  }
+}
+
 // RS_SQ_SIZE, RS_RQ_SIZE, RS_INLINE (settings of the "preload"
 // component) on a new rsocket, as upstream's preload applies them, and
-// the buffer sizes the program gave the socket `e` before it was one.
+// the buffer sizes and timeouts the program gave the socket `e` before it
+// was one (the timeouts are on its kernel socket, the rsocket's own).
 void apply_sizes(int fd, const Entry& e) {
   static constexpr struct {
     int setting, option;
@@ -86,6 +103,7 @@ void apply_sizes(int fd, const Entry& e) {
        {std::pair{SO_SNDBUF, e.sndbuf.load()}, std::pair{SO_RCVBUF, e.rcvbuf.load()}})
     if (v > 0 && rsetsockopt(fd, SOL_SOCKET, name, &v, sizeof v))
       SS_WARN("librspreload: fd %d: buffer size %d refused: %s", fd, v, strerror(errno));
+  carry_timeouts(fd, fd);
 }
 
 void forget(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
@@ -181,14 +199,15 @@ int take_rsocket(int c, int flags) {
 
 // One sleep of a blocking accept on both queues, with accept(2)'s rule
 // for a signal: restarted after an SA_RESTART handler, EINTR otherwise
-// (core's interruptible_poll). 0 (look again) or -errno.
-int sleep_until_readable(Entry& e) {
+// (core's interruptible_poll), and not past `until`. 0 (look again) or
+// -errno.
+int sleep_until_readable(Entry& e, Deadline until) {
   int ms = -1;
   InRsocket in;
   WaitTarget t = e.wait_target(POLLIN, &ms);
   if (t.fd == WaitTarget::kReady) return 0;
   pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};
-  int rc = interruptible_poll(p, 2, ms);
+  int rc = interruptible_poll(p, 2, sleep_ms_until(until, ms));
   e.after_wait(t, t.kick_fd >= 0 && (p[1].revents & POLLIN));
   return rc < 0 ? rc : 0;
 }
@@ -198,14 +217,28 @@ int sleep_until_readable(Entry& e) {
 // both queues are reached through its own numbers, so a close of `fd` by
 // another thread leaves this accept waiting on the listener, as Linux's
 // accept holds its file, and never on a socket that took the number.
+// The listener's SO_RCVTIMEO (kept by its kernel socket) bounds a
+// blocking accept, as accept(2)'s.
+Deadline accept_deadline(int kernel_fd) {
+  timeval tv{};
+  socklen_t n = sizeof tv;
+  if (ss::interpose::real().getsockopt(kernel_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &n) < 0)
+    return Deadline::max();
+  return deadline_after_us(int64_t{tv.tv_sec} * 1000000 + tv.tv_usec);
+}
+
 int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
   auto e = entry(fd);
   if (!e || e->state.load() != Entry::State::kListener) return ss::interpose::real().accept4(fd, addr, len, flags);
+  std::optional<Deadline> until;  // read before the first sleep only
   for (;;) {
     if (e->state.load() == Entry::State::kListener) {
       InRsocket in;
       int c = raccept(e->rs_fd, addr, len);
-      if (c >= 0) return take_rsocket(c, flags);
+      if (c >= 0) {
+        carry_timeouts(e->kernel_fd(), c);  // set on the listener after listen too
+        return take_rsocket(c, flags);
+      }
       if (errno != EAGAIN) return -1;
     }
     int c = ss::interpose::real().accept4(e->kernel_fd(), addr, len, flags);
@@ -215,7 +248,12 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
     if (e->nonblock) return -1;
-    if (int rc = sleep_until_readable(*e)) {
+    if (!until) until = accept_deadline(e->kernel_fd());
+    if (std::chrono::steady_clock::now() >= *until) {
+      errno = EAGAIN;
+      return -1;
+    }
+    if (int rc = sleep_until_readable(*e, *until)) {
       errno = -rc;
       return -1;
     }

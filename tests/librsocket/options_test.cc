@@ -4,9 +4,15 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/librsocket/conformance.h"
 
@@ -346,6 +352,55 @@ TEST_P(OptionsTest, RdmaRouteOnlyWhereThereArePaths) {
   // Once connecting, the route can no longer change.
   EXPECT_EQ(-1, rsetsockopt(client, SOL_RDMA, RDMA_ROUTE, path, sizeof path[0]));
   EXPECT_EQ(EINVAL, errno) << errstr(errno);
+}
+
+// SO_RCVTIMEO/SO_SNDTIMEO bound a blocking rrecv and rsend (EAGAIN, as
+// the kernel's), an accepted socket takes its listener's, and rgetsockopt
+// reads the value back. A call that ignored its timeout is ended by a
+// watchdog 20 s later (rshutdown of the peer), so it fails, not hangs.
+TEST_P(OptionsTest, TimeoutsEndBlockingCallsWithEagain) {
+  const timeval tv{0, 100 * 1000};
+  auto timed = [&](int fd) {
+    ASSERT_EQ(0, rsetsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv)) << strerror(errno);
+    ASSERT_EQ(0, rsetsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv)) << strerror(errno);
+  };
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, timed, timed));
+  timeval got{};
+  socklen_t len = sizeof got;
+  ASSERT_EQ(0, rgetsockopt(p.server, SOL_SOCKET, SO_RCVTIMEO, &got, &len)) << strerror(errno);
+  EXPECT_EQ(len, sizeof got);
+  EXPECT_EQ(got.tv_sec * 1000000 + got.tv_usec, 100000) << "the accepted socket's";
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 200 && !done; i++) usleep(100 * 1000);
+    if (!done) {
+      rshutdown(p.client, SHUT_RDWR);
+      rshutdown(p.server, SHUT_RDWR);
+    }
+  });
+  char b[16];
+  EXPECT_EQ(-1, rrecv(p.client, b, sizeof b, 0));
+  EXPECT_EQ(EAGAIN, errno) << errstr(errno);
+  EXPECT_EQ(-1, rrecv(p.server, b, sizeof b, 0));
+  EXPECT_EQ(EAGAIN, errno) << errstr(errno);
+  std::vector<char> chunk(64 * 1024, 'y');  // nobody reads: the buffers fill
+  size_t total = 0;
+  int err = 0;
+  while (total < (64u << 20)) {
+    ssize_t n = rsend(p.client, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    total += static_cast<size_t>(n);
+  }
+  EXPECT_EQ(EAGAIN, err) << "after " << total << " bytes: " << errstr(err);
+  timeval bad{0, 1000000};
+  EXPECT_EQ(-1, rsetsockopt(p.client, SOL_SOCKET, SO_RCVTIMEO, &bad, sizeof bad));
+  EXPECT_EQ(EDOM, errno) << errstr(errno);
+  done = true;
+  watchdog.join();
 }
 
 TEST_P(OptionsTest, UnsupportedOptionsAreEnotsup) {

@@ -38,7 +38,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/service_thread.h \
 	src/core/base/sleep_set.cc \
 	src/core/base/sleep_set.h \
-	src/core/base/spin_phase.h
+	src/core/base/spin_phase.h \
+	src/core/base/deadline.h
 
 core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
