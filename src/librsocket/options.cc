@@ -280,6 +280,14 @@ int Socket::fcntl(int cmd, long arg) {
   return -ENOTSUP;
 }
 
+int Socket::queued_bytes(bool in) {
+  Lock lk(mu_);
+  if (state_ == kListening) return -EINVAL;
+  if (!ep_ || !rbuf_) return 0;  // not connected yet: nothing either way
+  if (!(state_ & kConnectError) && state_ != kConnecting) process_cq(lk);
+  return static_cast<int>(in ? rbuf_queued_ : opt_.sbuf_size - sbuf_bytes_avail_);
+}
+
 namespace {
 // A name as the socket's family gives it: an AF_INET6 socket reached by an
 // IPv4 peer (a dual-stack listener's connection over shm) reports IPv4

@@ -74,3 +74,10 @@ SS_EXPORT const char* ss_rspreload_provider(int fd) {
   auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
   return s ? s->provider_name() : nullptr;
 }
+
+SS_EXPORT int ss_rspreload_queued(int fd, int in) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  if (!s) return fail(EBADF);
+  int n = s->queued_bytes(in != 0);
+  return n < 0 ? fail(-n) : n;
+}

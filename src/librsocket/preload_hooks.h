@@ -24,6 +24,10 @@ int ss_rspreload_release(int fd);
 // when fd is no rsocket or has no connection yet.
 const char* ss_rspreload_provider(int fd);
 
+// ioctl's FIONREAD/SIOCINQ (`in` 1) or SIOCOUTQ (`in` 0) of rsocket fd:
+// the byte count, or -1 and errno (EBADF: no rsocket; EINVAL: a listener).
+int ss_rspreload_queued(int fd, int in);
+
 // Whether upstream's preload_config rules (in the rsocket configuration
 // directory) give this program's socket(domain, type, protocol) to the
 // preload: 1 or 0. No file, or no valid rule in it: 1.

@@ -117,6 +117,10 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
   int getsockopt(int level, int name, void* val, socklen_t* len);
   int get_route(void* val, socklen_t* len) const;
   int fcntl(int cmd, long arg);
+  // FIONREAD/SIOCINQ (`in`: bytes received, not yet read) or SIOCOUTQ
+  // (bytes written, not yet taken by the transport), after progressing the
+  // completions; -EINVAL on a listener, as the kernel's.
+  int queued_bytes(bool in);
 
   // Pollable (rpoll, rselect): readiness after progressing the connection
   // and its completions; a sleep waits on the provider's event fd (a

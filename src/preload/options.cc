@@ -2,6 +2,7 @@
 // itself; a listener's kernel socket answers except for O_NONBLOCK, which
 // the preload keeps for the program (the kernel socket never blocks).
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -10,6 +11,7 @@
 
 #include "core/base/log.h"
 #include "include/rdma/rsocket.h"
+#include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -165,6 +167,17 @@ SS_PRELOAD_EXPORT int ioctl(int fd, unsigned long req, ...) noexcept {
     if (fl < 0) return -1;
     return fcntl_any(fd, F_SETFL, *static_cast<int*>(arg) ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
   }
-  if (r == Route::kRsocket) return unsupported(fd, "ioctl");
+  if (r == Route::kRsocket) {
+    if (req != FIONREAD && req != SIOCOUTQ) return unsupported(fd, "this ioctl request");
+    if (!arg) {
+      errno = EFAULT;
+      return -1;
+    }
+    InRsocket in;
+    int n = ss_rspreload_queued(fd, req == FIONREAD);  // SIOCINQ is FIONREAD
+    if (n < 0) return -1;
+    *static_cast<int*>(arg) = n;
+    return 0;
+  }
   return ss::interpose::real().ioctl(fd, req, arg);
 }

@@ -1,11 +1,15 @@
-// SO_RCVTIMEO and SO_SNDTIMEO as Linux's kernel TCP gives them: a blocking
-// recv, send or accept that waited that long returns EAGAIN (a send that
-// moved some bytes returns their count), an accepted socket takes its
-// listener's, options set before connect stay, and getsockopt reads back
-// what the kernel rounds. Part of the differential suite: plain and
-// preloaded runs must both pass.
+// What a program asks of a connection's queues and waits, as Linux's
+// kernel TCP answers: SO_RCVTIMEO and SO_SNDTIMEO (a blocking recv, send
+// or accept that waited that long returns EAGAIN, a send that moved some
+// bytes their count; an accepted socket takes its listener's; options set
+// before connect stay; getsockopt reads back what the kernel rounds), and
+// the FIONREAD/SIOCOUTQ byte counts. Part of the differential suite:
+// plain and preloaded runs must both pass.
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -145,6 +149,35 @@ TEST(DifferentialTimeout, BadValuesAndZero) {
   char b;
   EXPECT_EQ(recv(p.c, &b, 1, 0), 1) << "a zero timeout waits for ever";
   late.join();
+}
+
+// FIONREAD counts what is there to read; SIOCOUTQ falls to 0 once the
+// peer has the bytes; a listener's FIONREAD is EINVAL.
+TEST(DifferentialQueues, FionreadAndSiocoutq) {
+  differential::Pair p;
+  differential::connect_pair(&p);
+  int n = -1;
+  ASSERT_EQ(ioctl(p.s, FIONREAD, &n), 0) << strerror(errno);
+  EXPECT_EQ(n, 0);
+  ASSERT_EQ(send(p.c, "hello", 5, 0), 5);
+  pollfd pf{p.s, POLLIN, 0};
+  ASSERT_EQ(poll(&pf, 1, 10000), 1);
+  ASSERT_EQ(ioctl(p.s, FIONREAD, &n), 0) << strerror(errno);
+  EXPECT_EQ(n, 5);
+  char b[2];
+  ASSERT_EQ(recv(p.s, b, 2, 0), 2);
+  ASSERT_EQ(ioctl(p.s, SIOCINQ, &n), 0) << strerror(errno);
+  EXPECT_EQ(n, 3);
+  n = -1;
+  for (int i = 0; i < 1000 && n != 0; i++) {  // until the transport took them
+    ASSERT_EQ(ioctl(p.c, SIOCOUTQ, &n), 0) << strerror(errno);
+    if (n) usleep(10 * 1000);
+  }
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(ioctl(p.l, FIONREAD, &n), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ioctl(p.c, FIONREAD, nullptr), -1);
+  EXPECT_EQ(errno, EFAULT);
 }
 
 }  // namespace
