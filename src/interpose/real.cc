@@ -60,6 +60,7 @@ void resolve_all() {
   SS_REAL(dup2);
   SS_REAL(dup3);
   SS_REAL(sendfile);
+  SS_REAL(splice);
   SS_REAL(epoll_create);
   SS_REAL(epoll_create1);
   SS_REAL(epoll_ctl);

@@ -6,6 +6,7 @@
 // objects after the caller's (libslipstream, loaded after libc, would find
 // no socket() there).
 #pragma once
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -50,6 +51,7 @@ struct RealCalls {
   int (*dup2)(int, int);
   int (*dup3)(int, int, int);
   ssize_t (*sendfile)(int, int, off_t*, size_t);
+  ssize_t (*splice)(int, loff_t*, int, loff_t*, size_t, unsigned int);
   int (*epoll_create)(int);
   int (*epoll_create1)(int);
   int (*epoll_ctl)(int, int, int, epoll_event*);

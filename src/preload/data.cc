@@ -15,6 +15,7 @@
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "preload/route.h"
+#include "preload/sigpipe.h"
 
 extern "C" void __chk_fail(void) __attribute__((noreturn));
 
@@ -23,16 +24,6 @@ using namespace ss::preload;
 namespace {
 bool rs(int fd) { return route(fd) == Route::kRsocket; }
 
-// A send on a connection that can no longer send raises SIGPIPE in the
-// calling thread, as the kernel's does, unless MSG_NOSIGNAL.
-ssize_t pipe_signal(ssize_t n, int flags) {
-  if (n < 0 && errno == EPIPE && !(flags & MSG_NOSIGNAL)) {
-    const int saved = errno;
-    pthread_kill(pthread_self(), SIGPIPE);
-    errno = saved;
-  }
-  return n;
-}
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {

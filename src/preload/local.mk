@@ -11,6 +11,8 @@ librspreload_la_SOURCES = \
 	src/preload/dup.cc \
 	src/preload/sockets.cc \
 	src/preload/data.cc \
+	src/preload/sigpipe.h \
+	src/preload/splice.cc \
 	src/preload/options.cc \
 	src/preload/poll.cc \
 	src/preload/listener_ready.cc \
