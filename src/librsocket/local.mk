@@ -34,6 +34,8 @@ librsocket_la_SOURCES = \
 	src/librsocket/preload_hooks.h \
 	src/librsocket/preload_hooks.cc \
 	src/librsocket/preload_settings.cc \
+	src/librsocket/preload_ports.h \
+	src/librsocket/preload_ports.cc \
 	src/librsocket/preload_rules.h \
 	src/librsocket/preload_rules.cc \
 	src/librsocket/api.cc

@@ -24,6 +24,10 @@ int ss_rspreload_release(int fd);
 // when fd is no rsocket or has no connection yet.
 const char* ss_rspreload_provider(int fd);
 
+// Whether TCP `port` is one the settings leave to the kernel (the
+// "kernel_ports" list): 1 or 0.
+int ss_rspreload_kernel_port(unsigned port);
+
 // ioctl's FIONREAD/SIOCINQ (`in` 1) or SIOCOUTQ (`in` 0) of rsocket fd:
 // the byte count, or -1 and errno (EBADF: no rsocket; EINVAL: a listener).
 int ss_rspreload_queued(int fd, int in);
@@ -46,6 +50,7 @@ enum ss_rspreload_setting_id {
   SS_RSPRELOAD_RQ_SIZE,    // RS_RQ_SIZE
   SS_RSPRELOAD_INLINE,     // RS_INLINE
   SS_RSPRELOAD_STATS_DIR,  // SLIPSTREAM_PRELOAD_STATS (a string)
+  SS_RSPRELOAD_KERNEL_PORTS,  // SLIPSTREAM_PRELOAD_KERNEL_PORTS (a string)
   SS_RSPRELOAD_SETTING_COUNT
 };
 long long ss_rspreload_setting(int id);

@@ -13,7 +13,7 @@
 namespace ss::rs::preload_settings {
 namespace {
 
-enum class Id : int { kEnabled, kSqSize, kRqSize, kInline, kStatsDir, kCount };
+enum class Id : int { kEnabled, kSqSize, kRqSize, kInline, kStatsDir, kKernelPorts, kCount };
 static_assert(int(Id::kCount) == SS_RSPRELOAD_SETTING_COUNT);
 
 using config::Setting;
@@ -40,6 +40,10 @@ constexpr Setting kRows[] = {
      .type = Type::kString, .str_def = "",
      .help = "directory where each process keeps rspreload.PID: its connections on "
              "rsockets and on kernel TCP (empty: none)"},
+    {.id = int(Id::kKernelPorts), .name = "kernel_ports", .env = {"SLIPSTREAM_PRELOAD_KERNEL_PORTS"},
+     .type = Type::kString, .str_def = "",
+     .help = "ports left to kernel TCP: connects to them and listeners on them "
+             "(22,5432,8000-8099; empty: none)"},
 };
 static_assert(config::in_id_order(kRows));
 
@@ -58,7 +62,7 @@ SS_EXPORT long long ss_rspreload_setting(int id) {
 }
 
 SS_EXPORT long ss_rspreload_setting_str(int id, char* buf, unsigned long cap) {
-  if (id != SS_RSPRELOAD_STATS_DIR || !buf || !cap) {
+  if ((id != SS_RSPRELOAD_STATS_DIR && id != SS_RSPRELOAD_KERNEL_PORTS) || !buf || !cap) {
     errno = EINVAL;
     return -1;
   }

@@ -119,10 +119,20 @@ void track_fresh(int fd, int domain) {
   SS_WARN("librspreload: fd %d: cannot track it (out of memory): kernel TCP", fd);
 }
 
+// The TCP port of an AF_INET/AF_INET6 address (0 when it is neither).
+unsigned port_of(const sockaddr* addr, socklen_t len) {
+  if (addr->sa_family == AF_INET && len >= sizeof(sockaddr_in))
+    return ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
+  if (addr->sa_family == AF_INET6 && len >= sizeof(sockaddr_in6))
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(addr)->sin6_port);
+  return 0;
+}
+
 int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   auto e = entry(fd);
   const int fd_flags = ss::interpose::real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
-  if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain) {
+  if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain &&
+      !ss_rspreload_kernel_port(port_of(addr, len))) {
     InRsocket in;
     if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
       set_fd_flags(fd, fd_flags & FD_CLOEXEC);
@@ -156,6 +166,13 @@ int listen_fresh(int fd, int backlog) {
   if (rc) return rc;
   auto e = entry(fd);
   if (!e) return 0;
+  sockaddr_storage name{};
+  socklen_t name_len = sizeof name;
+  if (ss::interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&name), &name_len) == 0 &&
+      ss_rspreload_kernel_port(port_of(reinterpret_cast<sockaddr*>(&name), name_len))) {
+    forget(fd);  // a port the settings leave to the kernel
+    return 0;
+  }
   int fl = ss::interpose::real().fcntl(fd, F_GETFL);
   int rs_fd = ss::interpose::real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (fl < 0 || rs_fd < 0) {

@@ -19,6 +19,7 @@
 #   a unix socket under the preload                       -> untouched
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
 #   SLIPSTREAM_PRELOAD=0                                  -> untouched
+#   SLIPSTREAM_PRELOAD_KERNEL_PORTS listing the port      -> kernel TCP
 #   preload_config: a rule for another program / for socat -> untouched / shm
 #   exec with an rsocket open                             -> EBADF there
 #   an epoll (asyncio) server, preloaded client           -> shm
@@ -484,6 +485,39 @@ untracked_case "preload_config naming another program: socat untouched"
 printf '# socat only\nno rule here\nSOC * STREAM *\n' >"$T/conf/preload_config"
 socat_case "preload_config with a prefix rule for socat: rsockets" 1 1 up
 unset SLIPSTREAM_RS_CONF_DIR
+
+# SLIPSTREAM_PRELOAD_KERNEL_PORTS: a listed port (here inside a range
+# and a list) stays on kernel TCP, both ends preloaded: the client's
+# connect is counted kernel TCP, the listener is not tracked; a list
+# without the port leaves rsockets; a bad list is a warning naming the
+# setting, and rsockets (the default: no port).
+kernel_ports_case() {
+  local list=$1 want=$2 spid
+  begin "SLIPSTREAM_PRELOAD_KERNEL_PORTS=\"${list//PORT/$((port + 1))}\": $want"
+  export SLIPSTREAM_PRELOAD_KERNEL_PORTS=${list//PORT/$port}
+  bg_env 1 socat -u TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr CREATE:"$T/out" 2>"$T/ports.err" &
+  spid=$!
+  pids+=("$spid")
+  wait_listening $port || fail "server never listened"
+  run_env 1 socat -u OPEN:"$T/in" TCP:127.0.0.1:$port 2>>"$T/ports.err" || fail "client failed"
+  wait "$spid" || fail "server failed"
+  unset SLIPSTREAM_PRELOAD_KERNEL_PORTS
+  cmp -s "$T/in" "$T/out" || fail "bytes differ"
+  case $want in
+    kernel) expect_counts socat 0 1 ;;
+    rsockets) expect_counts socat 2 0 ;;
+    warning)
+      expect_counts socat 2 0
+      grep -q 'SLIPSTREAM_PRELOAD_KERNEL_PORTS="1-x"' "$T/ports.err" ||
+        fail "no warning naming the setting: $(cat "$T/ports.err")"
+      ;;
+  esac
+  end
+}
+kernel_ports_case "22, 100-200 ,PORT" kernel
+kernel_ports_case "1-PORT" kernel
+kernel_ports_case "22,1-1000" rsockets
+kernel_ports_case "1-x" warning
 
 # SLIPSTREAM_PRELOAD=0: the preload leaves every socket to the kernel
 # (nothing is tracked, so nothing is counted).
