@@ -355,3 +355,36 @@ SS_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offse
       socket, [&](Socket& s) -> ssize_t { return s.iowrite(buf, count, offset, flags); },
       not_on_datagrams<ssize_t>));
 }
+
+// librspreload's private names for the same functions (rsocket_own.h):
+// in a program linked with upstream's librdmacm, the public names reach
+// librdmacm's definitions first.
+#define SS_OWN_ALIAS(f) \
+  extern "C" __attribute__((visibility("default"), alias(#f))) decltype(f) ss_rs_##f;
+SS_OWN_ALIAS(rsocket)
+SS_OWN_ALIAS(rbind)
+SS_OWN_ALIAS(rlisten)
+SS_OWN_ALIAS(raccept)
+SS_OWN_ALIAS(rconnect)
+SS_OWN_ALIAS(rshutdown)
+SS_OWN_ALIAS(rclose)
+SS_OWN_ALIAS(rrecv)
+SS_OWN_ALIAS(rrecvfrom)
+SS_OWN_ALIAS(rrecvmsg)
+SS_OWN_ALIAS(rsend)
+SS_OWN_ALIAS(rsendto)
+SS_OWN_ALIAS(rsendmsg)
+SS_OWN_ALIAS(rread)
+SS_OWN_ALIAS(rreadv)
+SS_OWN_ALIAS(rwrite)
+SS_OWN_ALIAS(rwritev)
+SS_OWN_ALIAS(rpoll)
+SS_OWN_ALIAS(rselect)
+SS_OWN_ALIAS(rgetpeername)
+SS_OWN_ALIAS(rgetsockname)
+SS_OWN_ALIAS(rsetsockopt)
+SS_OWN_ALIAS(rgetsockopt)
+SS_OWN_ALIAS(rfcntl)
+SS_OWN_ALIAS(riomap)
+SS_OWN_ALIAS(riounmap)
+SS_OWN_ALIAS(riowrite)

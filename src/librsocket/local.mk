@@ -35,13 +35,17 @@ librsocket_la_SOURCES = \
 	src/librsocket/preload_hooks.cc \
 	src/librsocket/preload_settings.cc \
 	src/librsocket/preload_ports.h \
+	src/librsocket/rsocket_own.h \
 	src/librsocket/preload_ports.cc \
 	src/librsocket/preload_rules.h \
 	src/librsocket/preload_rules.cc \
 	src/librsocket/api.cc
 librsocket_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 librsocket_la_LIBADD = libslipstream.la $(URCU_LIBS) $(PTHREAD_LIBS)
-librsocket_la_LDFLAGS = -version-info 0:0:0 \
+# -Bsymbolic-functions: librsocket's own calls of its r-functions stay
+# its own where upstream's librdmacm comes earlier in a program's lookup
+# order (librspreload in a program linked with librdmacm).
+librsocket_la_LDFLAGS = -version-info 0:0:0 -Wl,-Bsymbolic-functions \
 	-Wl,--version-script=$(top_srcdir)/src/librsocket/librsocket.map $(AM_LDFLAGS)
 EXTRA_DIST += src/librsocket/librsocket.map
 EXTRA_librsocket_la_DEPENDENCIES = src/librsocket/librsocket.map

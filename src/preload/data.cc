@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "include/rdma/rsocket.h"
+#include "librsocket/rsocket_own.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "preload/route.h"

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <set>
 
-#include "include/rdma/rsocket.h"
+#include "librsocket/rsocket_own.h"
 #include "interpose/real.h"
 #include "preload/route.h"
 

@@ -10,7 +10,7 @@
 #include <cstdarg>
 
 #include "core/base/log.h"
-#include "include/rdma/rsocket.h"
+#include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
 #include "interpose/export.h"

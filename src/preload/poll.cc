@@ -9,7 +9,7 @@
 #include <new>
 #include <vector>
 
-#include "include/rdma/rsocket.h"
+#include "librsocket/rsocket_own.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "preload/route.h"

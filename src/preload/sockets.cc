@@ -27,7 +27,7 @@
 #include "core/base/deadline.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
-#include "include/rdma/rsocket.h"
+#include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
 #include "interpose/export.h"

@@ -3,7 +3,8 @@
 # costs 10-20 s under TCG).  Runs INSIDE the rxe guest:
 #   tests/rxe/rxe-vm.sh -s BUILD -s SRC -- bash SRC/tests/rxe/check.sh BUILD
 # Steps: smoke.sh (the guest has real verbs), interop.sh (stock rdmacm-utils
-# against ours), the verbs resource manager's unit tests and the rsocket
+# against ours), preload.sh (librspreload on verbs, upstream's on the other
+# end, fallback), the verbs resource manager's unit tests and the rsocket
 # conformance suite on verbs (IPv4 and IPv6, plus hostile rdma_cm peers),
 # all on rxe0 (RoCE); then interop and conformance again on siw0 (iWARP).
 # Each step's output comes as it runs, then "=== STEP: exit N (S s)"; exits
@@ -34,6 +35,7 @@ FILTER=${RXE_CONFORMANCE_FILTER:-*verbs*:VerbsHostile*}
 if [ "${RXE_CHECK_SUITES_ONLY:-0}" != 1 ]; then
   step smoke 180 bash "$HERE/smoke.sh"
   step interop 900 bash "$HERE/interop.sh" "$BUILD"
+  step preload 300 bash "$HERE/preload.sh" "$BUILD"
 fi
 
 # The GoogleTest suites on real verbs: a missing device or address fails

@@ -13,6 +13,7 @@ rxe_init() {
   BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" 2>/dev/null && pwd) || { echo "no build directory $1"; exit 2; }
   : "${RXE_IP:?run me inside tests/rxe/rxe-vm.sh}" "${RXE_DEV:=rxe0}"
   LIB=$BUILD/.libs/librsocket.so
+  STOCK_RSPRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
   OURS_PROV=${RXE_PROVIDER:-verbs}
   CMD_T=${RXE_CMD_TIMEOUT:-60}
   GRACE=10   # seconds a server may take to exit after its client (TCG is slow)
@@ -40,13 +41,22 @@ rxe_cleanup() {
   if [ "${RXE_KEEP:-0}" = 1 ]; then echo "outputs kept in $WORK"; else rm -rf "$WORK"; fi
 }
 
-# end_env END : sets ENV to the env(1) arguments of a "stock" or "ours" end.
+# end_env END : sets ENV to the env(1) arguments of an end: "stock" or
+# "ours" (rdmacm-utils on librdmacm or on our librsocket), "rspre",
+# "rspre-stock" or "plain" (a sockets program under a preload or none).
 end_env() {
   case $1 in
     stock) ENV=(-u LD_PRELOAD -u SLIPSTREAM_PROVIDER) ;;
     # (info: a failed connection says why, on stderr, for show_stderr)
     ours) ENV=(LD_PRELOAD="$LIB" LD_LIBRARY_PATH="$BUILD/.libs" SLIPSTREAM_PROVIDER="$OURS_PROV"
                SLIPSTREAM_LOG_LEVEL=info ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"}) ;;
+    # librspreload (tests/rxe/preload.sh): ours, and upstream's from the
+    # guest's librdmacm1; "plain" is the program on kernel sockets.
+    rspre) ENV=(LD_PRELOAD="$BUILD/.libs/librspreload.so" LD_LIBRARY_PATH="$BUILD/.libs"
+                SLIPSTREAM_PROVIDER="$OURS_PROV" SLIPSTREAM_LOG_LEVEL=info
+                SLIPSTREAM_PRELOAD_STATS="$WORK/st" ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"}) ;;
+    rspre-stock) ENV=(-u SLIPSTREAM_PROVIDER LD_PRELOAD="$STOCK_RSPRELOAD") ;;
+    plain) ENV=(-u LD_PRELOAD -u SLIPSTREAM_PROVIDER) ;;
     *) echo "bad end $1"; exit 2 ;;
   esac
 }
@@ -242,3 +252,33 @@ show_stderr() {
 # perf_line FILE : rstream/riostream's result line (name bytes xfers iters
 # total time Gb/sec usec/xfer) from FILE, empty when there is none.
 perf_line() { awk '$1 == "custom" && NF == 8' "$1" | tail -n1; }
+
+# Case bookkeeping of the guest scripts: PASS/FAIL/SKIP/KNOWN lines, their
+# counts, RXE_ONLY filtering (ONLY) and timed sections.
+ONLY=${RXE_ONLY:-}
+n_pass=0 n_fail=0 n_skip=0 n_known=0 n_filtered=0
+
+# want NAME : false (and counted) when RXE_ONLY filters the case out.
+want() {
+  [ -z "$ONLY" ] || echo "$1" | grep -qE -- "$ONLY" && return 0
+  n_filtered=$((n_filtered + 1))
+  return 1
+}
+pass() { echo "PASS $1"; n_pass=$((n_pass + 1)); }
+fail() { echo "FAIL $1 ($2)"; n_fail=$((n_fail + 1)); show_stderr; }
+skip() { echo "SKIP $1 ($2)"; n_skip=$((n_skip + 1)); }
+# known NAME WHY : a failure documented as open (docs/status.md): neither
+# passed nor failed, counted and printed with its stderr.
+known() { echo "KNOWN $1 ($2)"; n_known=$((n_known + 1)); show_stderr; }
+report() {
+  if [ -z "$WHY" ]; then pass "$1"; else fail "$1" "$WHY"; fi
+  echo "${CASE_TIMES%% *} $1: $CASE_TIMES" >>"$WORK/times"
+}
+T_SEC=$SECONDS SEC=
+# section [TITLE] : close the running section (its time), open TITLE.
+section() {
+  [ -z "$SEC" ] || echo "-- $SEC: $((SECONDS - T_SEC)) s"
+  SEC=${1:-} T_SEC=$SECONDS
+  [ -z "$SEC" ] || echo "== $SEC"
+}
+

@@ -33,7 +33,6 @@ set -u
 rxe_init "${1:-}"
 
 PAIRS=${RXE_PAIRS:-stock:stock stock:ours ours:stock ours:ours}
-ONLY=${RXE_ONLY:-}
 FAULT_T=30   # seconds the survivor may take to notice its dead peer
 RSTREAM_SIZES="64:100 4096:100 65536:20 1048576:4"   # size:count
 RIO_SIZES="4096:100 65536:20 1048576:4"
@@ -41,32 +40,6 @@ if [ "${RXE_SIZES_QUICK:-0}" = 1 ]; then   # a second device: ends of the range
   RSTREAM_SIZES="64:100 1048576:4"
   RIO_SIZES="65536:20 1048576:4"
 fi
-n_pass=0 n_fail=0 n_skip=0 n_known=0 n_filtered=0
-
-# want NAME : false (and counted) when RXE_ONLY filters the case out.
-want() {
-  [ -z "$ONLY" ] || echo "$1" | grep -qE -- "$ONLY" && return 0
-  n_filtered=$((n_filtered + 1))
-  return 1
-}
-pass() { echo "PASS $1"; n_pass=$((n_pass + 1)); }
-fail() { echo "FAIL $1 ($2)"; n_fail=$((n_fail + 1)); show_stderr; }
-skip() { echo "SKIP $1 ($2)"; n_skip=$((n_skip + 1)); }
-# known NAME WHY : a failure documented as open (docs/status.md): neither
-# passed nor failed, counted and printed with its stderr.
-known() { echo "KNOWN $1 ($2)"; n_known=$((n_known + 1)); show_stderr; }
-report() {
-  if [ -z "$WHY" ]; then pass "$1"; else fail "$1" "$WHY"; fi
-  echo "${CASE_TIMES%% *} $1: $CASE_TIMES" >>"$WORK/times"
-}
-T_SEC=$SECONDS SEC=
-# section [TITLE] : close the running section (its time), open TITLE.
-section() {
-  [ -z "$SEC" ] || echo "-- $SEC: $((SECONDS - T_SEC)) s"
-  SEC=${1:-} T_SEC=$SECONDS
-  [ -z "$SEC" ] || echo "== $SEC"
-}
-
 # RACE: rstream -T a's client fails with rpoll's POLLHUP (exit 16) when
 # the server's in-band DISCONNECT is processed before the client read the
 # last data: upstream rpoll reports POLLHUP once disconnected, data or not,

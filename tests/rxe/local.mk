@@ -15,7 +15,7 @@ RXE_ENV =
 RXE_RUN = $(RXE_VM) $(RXE_VM_FLAGS) -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- env $(RXE_ENV)
 EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
 	tests/rxe/siw-module.sh \
-	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/figures.sh tests/rxe/check.sh \
+	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/preload.sh tests/rxe/figures.sh tests/rxe/check.sh \
 	tests/rxe/stress.sh
 
 .PHONY: check-rxe check-rxe-san rxe-figures

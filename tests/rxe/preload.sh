@@ -1,0 +1,91 @@
+#!/bin/bash
+# librspreload on real verbs; runs INSIDE the rxe guest:
+#   tests/rxe/rxe-vm.sh -s BUILD -s SRC -- bash SRC/tests/rxe/preload.sh BUILD
+# Debian's rstream in socket mode (-T s: plain socket(), connect(), send(),
+# recv() calls, as any TCP program makes them) with both ends, one end or
+# no end under a preload, over $RXE_IP, verified (-T v) in custom mode:
+#   * rspre:rspre: both ends on our librspreload with SLIPSTREAM_PROVIDER=verbs
+#     (blocking, non-blocking and 64 B to 1 MiB): the connections must be
+#     on rsockets over verbs by each process's own count
+#     (SLIPSTREAM_PRELOAD_STATS) and rxe0's packet counters must grow by at
+#     least the bytes / active_mtu, so a fall-back to kernel TCP fails;
+#   * rspre-stock:rspre and rspre:rspre-stock: upstream's librspreload (the
+#     guest's librdmacm1) on the other end, the same proof on ours;
+#   * plain:rspre and rspre:plain: one end on kernel sockets: our end
+#     falls back to kernel TCP (counted so), bytes verified.
+# Prints PASS/FAIL per case and "N passed, N failed, ..."; exits 1 on a
+# failure. Knobs: RXE_ONLY=REGEX, RXE_CMD_TIMEOUT (60), RXE_KEEP=1.
+set -u
+# shellcheck source=tests/rxe/common.sh
+. "$(dirname "$0")/common.sh" || exit 2
+rxe_init "${1:-}"
+mkdir -p "$WORK/st"
+
+# stats_sum FIELD : FIELD summed over the rstream processes' counts of
+# this case (they are removed before each case).
+stats_sum() {
+  awk -v f="$1" '/comm=rstream / {for (i = 1; i <= NF; i++) if ($i ~ "^" f "=") {sub(f "=", "", $i); n += $i}}
+                 END {print n + 0}' "$WORK"/st/rspreload.* 2>/dev/null || echo 0
+}
+
+# rs_case SRV CLI WANT ARGS... : one rstream -T s run; WANT is "verbs"
+# (our ends' connections on rsockets over verbs, RDMA seen on rxe0) or
+# "kernel" (our end's connection on kernel TCP).
+rs_case() {
+  local s=$1 c=$2 want=$3 name ours=0 size=64 count=100 mtu s0 r0 s1 r1 need v k
+  shift 3
+  name="rstream -T s $s:$c $* ($want)"
+  want "$name" || return 0
+  [ "$s" = rspre ] && ours=$((ours + 1))
+  [ "$c" = rspre ] && ours=$((ours + 1))
+  local a=("$@") i
+  for ((i = 0; i < ${#a[@]}; i++)); do
+    [ "${a[i]}" = -S ] && size=${a[i + 1]}
+    [ "${a[i]}" = -C ] && count=${a[i + 1]}
+  done
+  rm -f "$WORK"/st/rspreload.*
+  s0=$(count sent_pkts) r0=$(count rcvd_pkts)
+  pair "$s" "$c" rstream "$RXE_IP" -T s "$@"
+  s1=$(count sent_pkts) r1=$(count rcvd_pkts)
+  verdict
+  [ -n "$WHY" ] || [ -n "$(perf_line "$CASE_DIR/c.out")" ] || WHY="client printed no result line"
+  v=$(stats_sum verbs) k=$(stats_sum kernel_tcp)
+  if [ "$want" = verbs ]; then
+    [ "$v" = "$ours" ] && [ "$k" = 0 ] ||
+      WHY+="${WHY:+; }our ends counted verbs=$v kernel_tcp=$k, want verbs=$ours kernel_tcp=0"
+    mtu=$(ibv_devinfo -d "$RXE_DEV" 2>/dev/null | awk '/active_mtu:/ {print $2; exit}')
+    need=$((size * count / ${mtu:-1024}))
+    [ $((s1 - s0)) -ge $need ] && [ $((r1 - r0)) -ge $need ] ||
+      WHY+="${WHY:+; }rxe0 carried too little: sent_pkts +$((s1 - s0)), rcvd_pkts +$((r1 - r0)), need >= $need"
+  else
+    [ "$v" = 0 ] && [ "$k" = "$ours" ] ||
+      WHY+="${WHY:+; }our end counted verbs=$v kernel_tcp=$k, want kernel_tcp=$ours"
+  fi
+  report "$name"
+  [ -n "$WHY" ] || echo "    verbs=$v kernel_tcp=$k; rxe0 sent_pkts +$((s1 - s0)), rcvd_pkts +$((r1 - r0))"
+}
+
+T_ALL=$SECONDS
+echo "== librspreload on $RXE_DEV ($RXE_IP): ours = $BUILD/.libs/librspreload.so, SLIPSTREAM_PROVIDER=$OURS_PROV"
+[ -f "$BUILD/.libs/librspreload.so" ] || fail "setup" "no librspreload.so: build first"
+[ -f "$STOCK_RSPRELOAD" ] || fail "setup" "no upstream librspreload at $STOCK_RSPRELOAD"
+
+section "both ends ours"
+rs_case rspre rspre verbs -T b -T v -S 64 -C 1000
+rs_case rspre rspre verbs -T b -T v -S 1048576 -C 4
+rs_case rspre rspre verbs -T n -T v -S 65536 -C 20
+
+section "upstream's librspreload on the other end"
+rs_case rspre-stock rspre verbs -T b -T v -S 65536 -C 20
+rs_case rspre rspre-stock verbs -T b -T v -S 65536 -C 20
+
+section "fallback to kernel TCP (one end plain)"
+rs_case plain rspre kernel -T b -T v -S 65536 -C 20
+rs_case rspre plain kernel -T b -T v -S 65536 -C 20
+rs_case plain rspre kernel -T n -T v -S 65536 -C 20
+
+[ "$n_filtered" = 0 ] || echo "($n_filtered cases not selected by RXE_ONLY)"
+section
+echo "preload: $((SECONDS - T_ALL)) s"
+echo "$n_pass passed, $n_fail failed, $n_skip skipped"
+[ "$n_fail" = 0 ]
