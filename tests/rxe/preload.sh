@@ -5,7 +5,8 @@
 # recv() calls, as any TCP program makes them) with both ends, one end or
 # no end under a preload, over $RXE_IP, verified (-T v) in custom mode:
 #   * rspre:rspre: both ends on our librspreload with SLIPSTREAM_PROVIDER=verbs
-#     (blocking, non-blocking and 64 B to 1 MiB): the connections must be
+#     (blocking, non-blocking and 64 B to 1 MiB; and with no provider named,
+#     auto, which must pick verbs for rxe0's address): the connections must be
 #     on rsockets over verbs by each process's own count
 #     (SLIPSTREAM_PRELOAD_STATS) and rxe0's packet counters must grow by at
 #     least the bytes / active_mtu, so a fall-back to kernel TCP fails;
@@ -34,7 +35,7 @@ stats_sum() {
 rs_case() {
   local s=$1 c=$2 want=$3 name ours=0 size=64 count=100 mtu s0 r0 s1 r1 need v k
   shift 3
-  name="rstream -T s $s:$c $* ($want)"
+  name="rstream -T s $s:$c $* ($want${EXTRA_ENV[*]+, ${EXTRA_ENV[*]}})"
   want "$name" || return 0
   [ "$s" = rspre ] && ours=$((ours + 1))
   [ "$c" = rspre ] && ours=$((ours + 1))
@@ -74,6 +75,11 @@ section "both ends ours"
 rs_case rspre rspre verbs -T b -T v -S 64 -C 1000
 rs_case rspre rspre verbs -T b -T v -S 1048576 -C 4
 rs_case rspre rspre verbs -T n -T v -S 65536 -C 20
+
+# No provider named: rxe0's address leads to an RDMA device, so verbs.
+EXTRA_ENV=(SLIPSTREAM_PROVIDER=auto)
+rs_case rspre rspre verbs -T b -T v -S 65536 -C 20
+EXTRA_ENV=()
 
 section "upstream's librspreload on the other end"
 rs_case rspre-stock rspre verbs -T b -T v -S 65536 -C 20
