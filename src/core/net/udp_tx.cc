@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/net/frame_build.h"
+#include "core/net/multicast.h"
 
 namespace ss::net {
 
@@ -82,12 +83,19 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   const bool family_ok = dst.ip.family == local.family || (dst.ip.family == AF_INET && ep.dual_);
   if (!family_ok) return fail(EAFNOSUPPORT);
 
+  // A group: out of IP_MULTICAST_IF's interface (else the route's), from
+  // its address when it was named by one.
+  const bool group = is_multicast(dst.ip);
   Flow flow;
   flow.dst = dst.ip;
   if (local.family == dst.ip.family) {
     bool any = true;
     for (size_t i = 0; i < local.size(); i++) any = any && !local.bytes[i];
-    if (!any) flow.src = local;
+    if (!any && !is_multicast(local)) flow.src = local;
+  }
+  if (group) {
+    flow.oif = ep.mc_ifindex;
+    if (flow.src.empty() && ep.mc_src.family == dst.ip.family) flow.src = ep.mc_src;
   }
   flow.sport = ep.local().port;
   flow.dport = dst.port;
@@ -105,7 +113,7 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   memcpy(f.dst_ip, dst.ip.bytes, dst.ip.size());
   f.src_port = ep.local().port;
   f.dst_port = dst.port;
-  f.ttl = ep.ttl;
+  f.ttl = group ? ep.mc_ttl : ep.ttl;
   f.tos = ep.tos;
   if (f.ip_version == 4) f.ip_id = ep.ip_id.next();
 
@@ -138,6 +146,8 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   const int err = q.kick();
   if (err) return fail(-err);
   c_.sent++;
+  // The frame stays untouched until its completion is reaped under mu_.
+  if (group && ep.mc_loop) stack_->loop_back({p, static_cast<size_t>(len)});
   return SendResult{SendStatus::kSent, 0, ToKernel::kCount};
 }
 
