@@ -7,12 +7,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/base/api.h"
 #include "core/net/netlink_addr.h"
 
 namespace ss::net {
 
 // 224.0.0.0/4 or ff00::/8.
-bool is_multicast(const IpAddr& a);
+SS_API bool is_multicast(const IpAddr& a);
 // The group's Ethernet address into mac; false when `group` is not one.
 bool multicast_mac(const IpAddr& group, uint8_t mac[6]);
 
