@@ -25,6 +25,10 @@
 #      no kernel duplicate); off, none.
 #  (f) Without privileges (no XDP) the kernel carries the group: received,
 #      Not offloaded, the kernel counter moving.
+#  (g) Debian's sockperf: its server preloaded in A on a group (-i GROUP,
+#      then a feed file of two groups waiting in select), ping-pong to the
+#      group from B's kernel: completes, the server's sockets offloaded and
+#      A's kernel counter moving by fewer than the replies.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_mcast.sh
 set -u
@@ -201,6 +205,43 @@ if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
   check "without privileges: the kernel carries the group, all $COUNT received" $bad
 else
   echo "SKIP: setpriv or user nobody missing: the unprivileged fallback not run"
+fi
+
+# (g) sockperf's server on groups, preloaded in A; B's kernel pings.
+if command -v sockperf >/dev/null; then
+  ip -n "$Z" route add 224.0.0.0/4 dev mcb
+  for how in "-i" "-f"; do
+    port=$((port + 1))
+    args=(-i $G4 -p $port)
+    if [ "$how" = -f ]; then
+      printf 'U:%s:%s\nU:239.216.0.8:%s\n' $G4 $port $port >"$T/feed"
+      args=(-f "$T/feed" -F select)
+    fi
+    ip netns exec "$A" env VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" \
+      sockperf server "${args[@]}" >"$T/sp.server" 2>&1 &
+    spid=$!
+    pids+=($spid)
+    wait_line "$T/sp.server" "offloaded on 1 netdev|no rings" || true
+    before=$(kernel_udp In 4)
+    ip netns exec "$Z" timeout 60 sockperf ping-pong -i $G4 -p $port --time 2 >"$T/sp.client" 2>&1
+    rc=$?
+    after=$(kernel_udp In 4)
+    block $spid >"$T/block"
+    kill $spid 2>/dev/null
+    wait $spid 2>/dev/null
+    got=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$T/sp.client" | head -1)
+    echo "  kernel UDP in A: $before -> $after; sockperf received ${got:-?} replies"
+    bad=0
+    { [ $rc = 0 ] && has "$T/sp.client" "Summary: Latency is"; } || { echo "  client exit $rc"; bad=1; }
+    has "$T/block" "^- UDP, Offloaded" || bad=1
+    has "$T/block" "^Rx Offload: [0-9]+ KB / [1-9][0-9]* /" || bad=1
+    [ "$how" = -i ] || has "$T/sp.server" "using select" || bad=1
+    [ "${got:-0}" -gt 0 ] && [ $((after - before)) -lt "${got:-0}" ] ||
+      { echo "  the kernel received them"; bad=1; }
+    check "sockperf server preloaded in A on a group ($how), ping-pong from B: offloaded" $bad
+  done
+else
+  echo "SKIP: sockperf not installed: part (g) not run"
 fi
 
 echo "$name: $fails failure(s)"
