@@ -111,14 +111,14 @@ void sync_send_locked(KernelSocket& s, UdpOffload& o) {
   const int mc_ttl = v4 ? get_int(s.fd, IPPROTO_IP, IP_MULTICAST_TTL, 1) : s.mcast.v6_mc_hops;
   const bool loop = v4 ? get_int(s.fd, IPPROTO_IP, IP_MULTICAST_LOOP, 1)
                        : get_int(s.fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 1);
-  o.for_each_leg([&](int, net::UdpEndpoint& ep) {
-    ep.ttl = static_cast<uint8_t>(ttl);
-    ep.tos = static_cast<uint8_t>(tos);
-    ep.mc_ttl = static_cast<uint8_t>(mc_ttl);
-    ep.mc_loop = loop;
-    ep.mc_ifindex = s.mcast.mc_ifindex;
-    ep.mc_src = s.mcast.mc_src;
-  });
+  net::UdpTxOptions opt;
+  opt.ttl = static_cast<uint8_t>(ttl);
+  opt.tos = static_cast<uint8_t>(tos);
+  opt.mc_ttl = static_cast<uint8_t>(mc_ttl);
+  opt.mc_loop = loop;
+  opt.mc_ifindex = s.mcast.mc_ifindex;
+  opt.mc_src = s.mcast.mc_src;
+  o.for_each_leg([&](int, net::UdpEndpoint& ep) { ep.set_tx_options(opt); });
   s.stats.set_flags(/*offloaded=*/true, s.created_blocking, loop);
 }
 

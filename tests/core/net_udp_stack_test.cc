@@ -532,9 +532,11 @@ TEST_F(UdpStackTest, GroupSendUsesItsTtlInterfaceAndLoop) {
   ASSERT_EQ(member->join(ip("239.1.2.3"), {}), 0);
   const std::string msg = "to the group";
   const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
-  tx->mc_ifindex = 7;
-  tx->mc_src = ip("10.0.0.2");
-  tx->tos = 0x10;
+  UdpTxOptions opt;
+  opt.mc_ifindex = 7;
+  opt.mc_src = ip("10.0.0.2");
+  opt.tos = 0x10;
+  tx->set_tx_options(opt);
   ASSERT_EQ(tx_->send(*tx, UdpAddr{ip("239.1.2.3"), 9100}, span).status, SendStatus::kSent);
   EXPECT_EQ(resolver_.last.oif, 7) << "IP_MULTICAST_IF's interface";
   EXPECT_EQ(resolver_.last.src, ip("10.0.0.2")) << "... and its address";
@@ -550,8 +552,9 @@ TEST_F(UdpStackTest, GroupSendUsesItsTtlInterfaceAndLoop) {
   EXPECT_EQ(stack_->rx_counters().looped, 1u);
   EXPECT_EQ(recv(*tx), again()) << "not a member: no copy";
 
-  tx->mc_loop = false;
-  tx->mc_ttl = 32;
+  opt.mc_loop = false;
+  opt.mc_ttl = 32;
+  tx->set_tx_options(opt);
   ASSERT_EQ(tx_->send(*tx, UdpAddr{ip("239.1.2.3"), 9100}, span).status, SendStatus::kSent);
   ASSERT_TRUE(sent(&p, &got));
   EXPECT_EQ(p.fields.ttl, 32);

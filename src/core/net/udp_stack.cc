@@ -37,6 +37,11 @@ void UdpEndpoint::connect(const UdpAddr& peer) {
   peer_ = peer;
 }
 
+void UdpEndpoint::set_tx_options(const UdpTxOptions& o) {
+  std::lock_guard lock(stack_->mu_);
+  tx_ = o;
+}
+
 bool UdpEndpoint::steered(sa_family_t family) const {
   return family == AF_INET ? steered_v4_ : family == AF_INET6 && steered_v6_;
 }

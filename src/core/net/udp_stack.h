@@ -90,6 +90,17 @@ struct UdpRxCounters {
 
 class UdpStack;
 
+// What a socket's options say about its sends: TTL / hop limit and TOS;
+// for groups the TTL, loop (local members get a copy), out interface (0:
+// the route's) and source (empty: the bound address or the route's).
+struct UdpTxOptions {
+  uint8_t ttl = 64, tos = 0;
+  uint8_t mc_ttl = 1;
+  bool mc_loop = true;
+  int mc_ifindex = 0;
+  IpAddr mc_src;
+};
+
 // An offloaded UDP socket's state in the stack. Made by UdpStack::bind;
 // its destruction unbinds it (flows removed, demux entries gone, queued
 // datagrams released).
@@ -127,16 +138,11 @@ class UdpEndpoint {
   // Leaves `group`: 0, or -ENOENT when not a member.
   SS_API int leave(const IpAddr& group);
 
-  // Send-side state (udp_tx.cc), set by the socket's owner: IPv4 IDs, TTL
-  // / hop limit, TOS; for groups: TTL, loop (local members get a copy),
-  // out interface (0: the route's) and source (empty: the bound or the
-  // route's).
+  // The send options (any thread; a send reads them under the same lock).
+  SS_API void set_tx_options(const UdpTxOptions& o);
+
+  // IPv4 IDs (udp_tx.cc, under the sender's lock).
   Ipv4IdSequence ip_id;
-  uint8_t ttl = 64, tos = 0;
-  uint8_t mc_ttl = 1;
-  bool mc_loop = true;
-  int mc_ifindex = 0;
-  IpAddr mc_src;
 
  private:
   friend class UdpStack;
@@ -149,6 +155,7 @@ class UdpEndpoint {
   bool bound_ = false;  // entered in the demux table (a failed bind's is not)
   bool steered_v4_ = false, steered_v6_ = false;
   UdpAddr peer_;                 // under the stack's mutex
+  UdpTxOptions tx_;              // under the stack's mutex
   std::deque<Datagram> queue_;   // under the stack's mutex
 };
 

@@ -74,9 +74,11 @@ Buffer UdpTx::take_frame() {
 SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8_t> payload) {
   std::lock_guard lock(mu_);
   UdpAddr dst = to;
-  if (dst.ip.empty()) {
+  UdpTxOptions opt;
+  {
     std::lock_guard slock(stack_->mu_);
-    dst = ep.peer_;
+    if (dst.ip.empty()) dst = ep.peer_;
+    opt = ep.tx_;
   }
   if (dst.ip.empty()) return fail(EDESTADDRREQ);
   const IpAddr& local = ep.local().ip;
@@ -94,8 +96,8 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
     if (!any && !is_multicast(local)) flow.src = local;
   }
   if (group) {
-    flow.oif = ep.mc_ifindex;
-    if (flow.src.empty() && ep.mc_src.family == dst.ip.family) flow.src = ep.mc_src;
+    flow.oif = opt.mc_ifindex;
+    if (flow.src.empty() && opt.mc_src.family == dst.ip.family) flow.src = opt.mc_src;
   }
   flow.sport = ep.local().port;
   flow.dport = dst.port;
@@ -113,8 +115,8 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   memcpy(f.dst_ip, dst.ip.bytes, dst.ip.size());
   f.src_port = ep.local().port;
   f.dst_port = dst.port;
-  f.ttl = group ? ep.mc_ttl : ep.ttl;
-  f.tos = ep.tos;
+  f.ttl = group ? opt.mc_ttl : opt.ttl;
+  f.tos = opt.tos;
   if (f.ip_version == 4) f.ip_id = ep.ip_id.next();
 
   Buffer frame = take_frame();
@@ -147,7 +149,7 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   if (err) return fail(-err);
   c_.sent++;
   // The frame stays untouched until its completion is reaped under mu_.
-  if (group && ep.mc_loop) stack_->loop_back({p, static_cast<size_t>(len)});
+  if (group && opt.mc_loop) stack_->loop_back({p, static_cast<size_t>(len)});
   return SendResult{SendStatus::kSent, 0, ToKernel::kCount};
 }
 
