@@ -279,13 +279,14 @@ void UdpStack::deliver_group_locked(Buffer&& frame, size_t at, size_t len, const
   if (it == groups_.end()) {
     rx_.no_endpoint++;
   } else {
-    bool admitted = false;
+    uint64_t admitted = 0;
     for (const Member& m : it->second) {
       if (!m.filter.admits(src.ip)) continue;
-      admitted = true;
+      admitted++;
       queue_locked(m.ep, frame.share(), at, len, src, drop);  // one frame, a handle each
     }
-    rx_.source_filtered += !admitted;
+    if (admitted) rx_.group_copies += admitted - 1;
+    else rx_.source_filtered++;
   }
   drop->push_back(std::move(frame));
 }

@@ -85,6 +85,7 @@ struct UdpRxCounters {
   uint64_t to_kernel_lost = 0;    // a "to the kernel" frame on the ring: not re-injectable
   uint64_t chained = 0;           // spread over several frames: dropped (not from AF_XDP)
   uint64_t source_filtered = 0;   // a group's frame no member's source filter admits
+  uint64_t group_copies = 0;      // handles a group's frame gave beyond its first member
   uint64_t looped = 0;            // our own multicast sends delivered here (IP_MULTICAST_LOOP)
 };
 
