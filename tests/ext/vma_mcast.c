@@ -6,7 +6,8 @@
  *   joined to GROUP on IFNAME (IPv4: ip_mreq by the interface's address,
  *   or ip_mreq_source for SOURCE; IPv6: ipv6_mreq by index, or
  *   MCAST_JOIN_SOURCE_GROUP; with MC_ANY_IF, no interface named: the
- *   kernel's route to the group picks it), prints "ready PID", then every socket
+ *   kernel's route to the group picks it; with MC_GROUP_REQ, any-source
+ *   joins by MCAST_JOIN_GROUP), prints "ready PID", then every socket
  *   receives COUNT datagrams in order (10 s timeout each; with SOURCE
  *   every one must come from it). Then, with MC_LEAVE set, each leaves
  *   the group and prints "left"; it waits for a line on stdin, then no
@@ -101,6 +102,16 @@ static void membership(int fd, const char* source, int join) {
   struct in_addr ia = ifaddr4;
   const unsigned ix = any_if ? 0 : (unsigned)ifindex;
   if (any_if) ia.s_addr = INADDR_ANY;
+  if (getenv("MC_GROUP_REQ") && !source) { /* RFC 3678's protocol-independent form */
+    struct group_req g;
+    memset(&g, 0, sizeof g);
+    g.gr_interface = ix;
+    memcpy(&g.gr_group, &group, glen);
+    r = setsockopt(fd, fam == AF_INET ? IPPROTO_IP : IPPROTO_IPV6,
+                   join ? MCAST_JOIN_GROUP : MCAST_LEAVE_GROUP, &g, sizeof g);
+    if (r < 0) die(join ? "join" : "leave");
+    return;
+  }
   if (fam == AF_INET && !source) {
     struct ip_mreq m = {((struct sockaddr_in*)&group)->sin_addr, ia};
     r = setsockopt(fd, IPPROTO_IP, join ? IP_ADD_MEMBERSHIP : IP_DROP_MEMBERSHIP, &m, sizeof m);

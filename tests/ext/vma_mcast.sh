@@ -20,9 +20,10 @@
 #  (d) A preloaded sender in A to a group: a kernel receiver in B gets
 #      every datagram with the TTL / hop limit set (IP_RECVTTL), and A's
 #      kernel sent none of them; IPv4 and IPv6.
-#  (e) IP_MULTICAST_LOOP with a member socket in the sender's process:
+#  (e) IP_MULTICAST_LOOP with a member socket in the sender's process
+#      (joined by MCAST_JOIN_GROUP):
 #      on, the member gets each datagram exactly once (our stack's loop,
-#      no kernel duplicate); off, none.
+#      no kernel duplicate); off, none; A's kernel sent none of them.
 #  (f) Without privileges (no XDP) the kernel carries the group: received,
 #      Not offloaded, the kernel counter moving.
 #  (g) Debian's sockperf: its server preloaded in A on a group (-i GROUP,
@@ -178,10 +179,13 @@ done
 for loop in 1 0; do
   port=$((port + 1))
   bad=0
-  ip netns exec "$A" env MC_MEMBER=1 VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" timeout 60 \
+  before=$(kernel_udp Out 4)
+  ip netns exec "$A" env MC_MEMBER=1 MC_GROUP_REQ=1 VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" timeout 60 \
     "$T/mc" send 4 $G4 $port $COUNT mca 1 $loop >"$T/sout" 2>"$T/serr" ||
     { echo "  sender: $(grep -v DEBUG "$T/serr" | tail -5)"; bad=1; }
   has "$T/sout" "^sent [0-9]+ ok" || bad=1
+  after=$(kernel_udp Out 4)
+  [ $((after - before)) -lt $COUNT ] || { echo "  the kernel sent them: $before -> $after"; bad=1; }
   [ "$(grep -c "offloaded on 1 netdev" "$T/serr")" = 2 ] ||
     { echo "  not both sockets offloaded:"; grep "offloaded\|kernel (" "$T/serr" | head; bad=1; }
   what="each datagram once"
