@@ -7,7 +7,8 @@
  *   or ip_mreq_source for SOURCE; IPv6: ipv6_mreq by index, or
  *   MCAST_JOIN_SOURCE_GROUP; with MC_ANY_IF, no interface named: the
  *   kernel's route to the group picks it; with MC_GROUP_REQ, any-source
- *   joins by MCAST_JOIN_GROUP), prints "ready PID", then every socket
+ *   joins by MCAST_JOIN_GROUP; with MC_MSFILTER, IPv4, the join is then
+ *   restated by IP_MSFILTER), prints "ready PID", then every socket
  *   receives COUNT datagrams in order (10 s timeout each; with SOURCE
  *   every one must come from it). Then, with MC_LEAVE set, each leaves
  *   the group and prints "left"; it waits for a line on stdin, then no
@@ -207,6 +208,15 @@ int main(int argc, char** argv) {
     for (int s = 0; s < nsock && s < 8; s++) {
       fds[s] = bound_socket(port, NULL);
       membership(fds[s], source, 1);
+      if (getenv("MC_MSFILTER") && fam == AF_INET) { /* the same any-source join, as a list */
+        struct ip_msfilter f;
+        memset(&f, 0, sizeof f);
+        f.imsf_multiaddr = ((struct sockaddr_in*)&group)->sin_addr;
+        f.imsf_interface = ifaddr4;
+        f.imsf_fmode = MCAST_EXCLUDE;
+        if (setsockopt(fds[s], IPPROTO_IP, IP_MSFILTER, &f, IP_MSFILTER_SIZE(0)) < 0)
+          die("IP_MSFILTER");
+      }
     }
     printf("ready %d\n", (int)getpid());
     for (int i = 0; i < count && !bad; i++)

@@ -24,8 +24,9 @@
 #      (joined by MCAST_JOIN_GROUP):
 #      on, the member gets each datagram exactly once (our stack's loop,
 #      no kernel duplicate); off, none; A's kernel sent none of them.
-#  (f) Without privileges (no XDP) the kernel carries the group: received,
-#      Not offloaded, the kernel counter moving.
+#  (f) Without privileges (no XDP), and after IP_MSFILTER (whole source
+#      lists are not mirrored: the socket is handed back), the kernel
+#      carries the group: received, Not offloaded, the kernel counter moving.
 #  (g) Debian's sockperf: its server preloaded in A on a group (-i GROUP,
 #      then a feed file of two groups waiting in select), ping-pong to the
 #      group from B's kernel: completes, the server's sockets offloaded and
@@ -193,11 +194,14 @@ for loop in 1 0; do
   check "IP_MULTICAST_LOOP $loop: the sender's own member socket gets $what" $bad
 done
 
-# (f) no XDP (an unprivileged receiver): the kernel carries the group.
-if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+# (f) no XDP (an unprivileged receiver), and IP_MSFILTER: the kernel
+# carries the group.
+kernel_case() {
+  local label=$1
+  shift
   port=$((port + 1))
   bad=0
-  RX_PREFIX="setpriv --reuid=nobody --regid=nogroup --clear-groups" preloaded_receiver 4 $G4 1
+  RX_PREFIX="$*" preloaded_receiver 4 $G4 1
   before=$(kernel_udp In 4)
   send_from_b 4 $G4 $port 3 || bad=1
   wait_line "$T/rout" '^left' || bad=1
@@ -206,10 +210,16 @@ if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
   finish_receiver || bad=1
   has "$T/block" "^- UDP, Not offloaded" || bad=1
   [ $((after - before)) -ge $COUNT ] || { echo "  the kernel counter did not move"; bad=1; }
-  check "without privileges: the kernel carries the group, all $COUNT received" $bad
+  check "$label: the kernel carries the group, all $COUNT received" $bad
+}
+if command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+  kernel_case "without privileges" setpriv --reuid=nobody --regid=nogroup --clear-groups
 else
   echo "SKIP: setpriv or user nobody missing: the unprivileged fallback not run"
 fi
+kernel_case "IP_MSFILTER" env MC_MSFILTER=1
+has "$T/rerr" "fd [0-9]+ handed back to the kernel \(source filter lists not offloaded\)"
+check "IP_MSFILTER: one line says the socket was handed back" $?
 
 # (g) sockperf's server on groups, preloaded in A; B's kernel pings.
 if command -v sockperf >/dev/null; then
