@@ -28,6 +28,13 @@ int rule_protocol(int domain, int type, int protocol) {
   return 0;
 }
 
+// A new socket's IP_MULTICAST_LOOP: VMA_TX_MC_LOOPBACK for a UDP socket
+// libvma would offload, the kernel's default (on) for the others.
+bool mc_loop_initial(int protocol, Decision d) {
+  return protocol != IPPROTO_UDP || d.wanted != Transport::kVma ||
+         settings::get(settings::Id::kTxMcLoopback) != 0;
+}
+
 }  // namespace
 
 KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool blocking,
@@ -47,7 +54,7 @@ KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool 
   any.ss_family = static_cast<sa_family_t>(family);
   stats.set_bound(reinterpret_cast<const sockaddr*>(&any),
                   family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
-  stats.set_flags(/*offloaded=*/false, blocking, settings::get(settings::Id::kTxMcLoopback) != 0);
+  stats.set_flags(/*offloaded=*/false, blocking, mc_loop_initial(protocol, d));
 }
 
 KernelSocket::~KernelSocket() {
@@ -125,9 +132,10 @@ void track_socket(int fd, int domain, int type, int protocol) {
   const int proto = rule_protocol(domain, base, protocol);
   if (!proto) return;
   const Decision d = decide_socket(proto);
-  // VMA_TX_MC_LOOPBACK: the socket's initial IP_MULTICAST_LOOP (the kernel's
-  // default is on), set on the kernel socket, whose value the rings follow.
-  if (proto == IPPROTO_UDP && !settings::get(settings::Id::kTxMcLoopback)) {
+  // VMA_TX_MC_LOOPBACK: a socket libvma would offload starts with that
+  // IP_MULTICAST_LOOP (the kernel's default is on), set on the kernel
+  // socket, whose value the rings follow; the others keep the kernel's.
+  if (!mc_loop_initial(proto, d)) {
     const int off = 0;
     interpose::real().setsockopt(fd, domain == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
                                  domain == AF_INET6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP,

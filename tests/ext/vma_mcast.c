@@ -15,9 +15,10 @@
  *   socket may have anything more (non-blocking receive). Exit 0 if so.
  * send 4|6 GROUP PORT COUNT IFNAME [TTL [LOOP [SOURCE]]]: one socket bound
  *   to SOURCE (else the wildcard) port 0, IP_MULTICAST_IF IFNAME, the TTL /
- *   hop limit and loop given, sends COUNT datagrams; with MC_MEMBER set,
- *   a second socket of the same process joined to GROUP on PORT must then
- *   receive every one once (LOOP 1) or none (LOOP 0).
+ *   hop limit and loop given (-1: left as is), sends COUNT datagrams; with
+ *   MC_MEMBER set, a second socket of the same process joined to GROUP on
+ *   PORT must then receive every one once (LOOP 1, or MC_LOOPED=1) or none
+ *   (LOOP 0, or MC_LOOPED=0).
  * krecv 4|6 GROUP PORT COUNT IFNAME TTL: one socket joined as recv does,
  *   with IP_RECVTTL / IPV6_RECVHOPLIMIT: COUNT datagrams in order, each
  *   with that TTL. */
@@ -260,7 +261,9 @@ int main(int argc, char** argv) {
       usleep(200); /* paces a burst, not a timing assertion */
     }
     if (member >= 0) {
-      if (loop != 0)
+      /* LOOP -1 leaves the socket's default; MC_LOOPED says what it is. */
+      const char* looped = getenv("MC_LOOPED");
+      if (looped ? atoi(looped) : loop != 0)
         for (int i = 0; i < count && !bad; i++) bad |= expect(member, i, NULL, -1);
       usleep(200000); /* anything further (a duplicate, a copy with loop off) has arrived */
       bad |= nothing_more(member);

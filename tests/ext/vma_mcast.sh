@@ -22,8 +22,9 @@
 #      kernel sent none of them; IPv4 and IPv6.
 #  (e) IP_MULTICAST_LOOP with a member socket in the sender's process
 #      (joined by MCAST_JOIN_GROUP):
-#      on, the member gets each datagram exactly once (our stack's loop,
-#      no kernel duplicate); off, none; A's kernel sent none of them.
+#      on (set, or the default), the member gets each datagram exactly
+#      once (our stack's loop, no kernel duplicate); off (set, or
+#      VMA_TX_MC_LOOPBACK=0's default), none; A's kernel sent none of them.
 #  (f) Without privileges (no XDP), and after IP_MSFILTER (whole source
 #      lists are not mirrored: the socket is handed back), the kernel
 #      carries the group: received, Not offloaded, the kernel counter moving.
@@ -176,12 +177,15 @@ for fam in 4 6; do
   check "IPv$fam preloaded sender to a group: B's kernel got all $COUNT with TTL 7, offloaded" $bad
 done
 
-# (e) IP_MULTICAST_LOOP with a member in the sender's process.
-for loop in 1 0; do
+# (e) IP_MULTICAST_LOOP with a member in the sender's process: set on, set
+# off, the default (on), and VMA_TX_MC_LOOPBACK=0's default (off).
+for how in "1 1" "0 0" "-1 1" "-1 0 VMA_TX_MC_LOOPBACK=0"; do
+  read -r loop looped setting <<<"$how"
   port=$((port + 1))
   bad=0
   before=$(kernel_udp Out 4)
-  ip netns exec "$A" env MC_MEMBER=1 MC_GROUP_REQ=1 VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" timeout 60 \
+  ip netns exec "$A" env MC_MEMBER=1 MC_GROUP_REQ=1 MC_LOOPED=$looped ${setting:-} \
+    VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" timeout 60 \
     "$T/mc" send 4 $G4 $port $COUNT mca 1 $loop >"$T/sout" 2>"$T/serr" ||
     { echo "  sender: $(grep -v DEBUG "$T/serr" | tail -5)"; bad=1; }
   has "$T/sout" "^sent [0-9]+ ok" || bad=1
@@ -190,8 +194,10 @@ for loop in 1 0; do
   [ "$(grep -c "offloaded on 1 netdev" "$T/serr")" = 2 ] ||
     { echo "  not both sockets offloaded:"; grep "offloaded\|kernel (" "$T/serr" | head; bad=1; }
   what="each datagram once"
-  [ $loop = 0 ] && what="none"
-  check "IP_MULTICAST_LOOP $loop: the sender's own member socket gets $what" $bad
+  [ "$looped" = 0 ] && what="none"
+  label="IP_MULTICAST_LOOP $loop"
+  [ "$loop" = -1 ] && label="IP_MULTICAST_LOOP left at its default${setting:+ with $setting}"
+  check "$label: the sender's own member socket gets $what" $bad
 done
 
 # (f) no XDP (an unprivileged receiver), and IP_MSFILTER: the kernel
