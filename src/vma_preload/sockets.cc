@@ -1,7 +1,8 @@
 // The socket calls of libvma.so's bookkeeping: socket, bind and close (the
 // decision, the vmastat block, the offloaded path at bind), getsockopt and
-// setsockopt (the Extra API and the SO_VMA_* options). The data calls are
-// udp_calls.cc. glibc has no _chk variant of these.
+// setsockopt (the Extra API and the SO_VMA_* options; IPPROTO_IP/IPV6
+// options of a recorded socket through udp_multicast.h). The data calls
+// are udp_calls.cc. glibc has no _chk variant of these.
 #include <netinet/in.h>
 #include <sys/socket.h>
 
