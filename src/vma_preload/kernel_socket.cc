@@ -10,6 +10,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "interpose/real.h"
+#include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/start.h"
 
@@ -25,6 +26,13 @@ int rule_protocol(int domain, int type, int protocol) {
   if (type == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP)) return IPPROTO_UDP;
   if (type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP)) return IPPROTO_TCP;
   return 0;
+}
+
+// A new socket's IP_MULTICAST_LOOP: VMA_TX_MC_LOOPBACK for a UDP socket
+// libvma would offload, the kernel's default (on) for the others.
+bool mc_loop_initial(int protocol, Decision d) {
+  return protocol != IPPROTO_UDP || d.wanted != Transport::kVma ||
+         settings::get(settings::Id::kTxMcLoopback) != 0;
 }
 
 }  // namespace
@@ -46,7 +54,7 @@ KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool 
   any.ss_family = static_cast<sa_family_t>(family);
   stats.set_bound(reinterpret_cast<const sockaddr*>(&any),
                   family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
-  stats.set_flags(/*offloaded=*/false, blocking, /*mc_loop=*/true);
+  stats.set_flags(/*offloaded=*/false, blocking, mc_loop_initial(protocol, d));
 }
 
 KernelSocket::~KernelSocket() {
@@ -96,8 +104,12 @@ void KernelSocket::try_offload() {
     SS_INFO("fd %d (udp port %u): kernel (no netdev of its address has rings)", fd, ntohs(port));
     return;
   }
-  stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
-  offload_.store(offload_owner_.get(), std::memory_order_release);
+  {
+    // setsockopt's mirroring waits for what was set so far to be applied.
+    std::lock_guard<std::mutex> ml(mcast.mu);
+    mcast_attach_locked(*this, *offload_owner_);
+    offload_.store(offload_owner_.get(), std::memory_order_release);
+  }
   SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
 }
@@ -120,6 +132,15 @@ void track_socket(int fd, int domain, int type, int protocol) {
   const int proto = rule_protocol(domain, base, protocol);
   if (!proto) return;
   const Decision d = decide_socket(proto);
+  // VMA_TX_MC_LOOPBACK: a socket libvma would offload starts with that
+  // IP_MULTICAST_LOOP (the kernel's default is on), set on the kernel
+  // socket, whose value the rings follow; the others keep the kernel's.
+  if (!mc_loop_initial(proto, d)) {
+    const int off = 0;
+    interpose::real().setsockopt(fd, domain == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
+                                 domain == AF_INET6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP,
+                                 &off, sizeof off);
+  }
   auto rec = std::make_shared<KernelSocket>(fd, domain, base, proto, !(type & SOCK_NONBLOCK), d);
   if (FdTable::instance().insert(fd, FdKind::kVmaKernel, std::move(rec)) < 0) {
     SS_DEBUG("socket fd %d: beyond the fd table, not recorded (kernel)", fd);

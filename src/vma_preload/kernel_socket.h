@@ -12,6 +12,7 @@
 #include "core/base/pollable.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
+#include "vma_preload/udp_multicast.h"
 #include "vma_preload/udp_offload.h"
 
 namespace ss::vma::preload {
@@ -50,6 +51,7 @@ struct KernelSocket final : Pollable {
   const int fd, family, type, protocol;  // type without SOCK_NONBLOCK/SOCK_CLOEXEC
   const bool created_blocking;
   stats::SocketStats stats;  // empty when every block is taken
+  McastState mcast;          // memberships and send options (udp_multicast.h)
 
  private:
   std::mutex offload_mu_;

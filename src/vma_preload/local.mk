@@ -15,6 +15,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/extra_api.cc \
 	src/vma_preload/kernel_socket.h \
 	src/vma_preload/kernel_socket.cc \
+	src/vma_preload/mcast_options.h \
+	src/vma_preload/mcast_options.cc \
 	src/vma_preload/netdev_rings.h \
 	src/vma_preload/netdev_rings.cc \
 	src/vma_preload/poll_calls.cc \
@@ -22,6 +24,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/start.h \
 	src/vma_preload/start.cc \
 	src/vma_preload/udp_calls.cc \
+	src/vma_preload/udp_multicast.h \
+	src/vma_preload/udp_multicast.cc \
 	src/vma_preload/udp_offload.h \
 	src/vma_preload/udp_offload.cc
 # Its names are libc's: no fortify wrappers around the definitions.

@@ -97,6 +97,19 @@ void NetdevRings::poll_fds(std::vector<pollfd>* fds) const {
   }
 }
 
+int route_ifindex(const net::IpAddr& dst) {
+  net::NetlinkView* view;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (open_view_locked() < 0) return 0;
+    view = g_view;
+  }
+  net::Flow f;
+  f.dst = dst;
+  net::Route r;
+  return view->route(f, &r) == 0 ? r.ifindex : 0;
+}
+
 NetdevRings* netdev_rings(const std::string& ifname) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (auto it = g_rings.find(ifname); it != g_rings.end()) return it->second;

@@ -40,4 +40,8 @@ struct NetdevRings {
 // build): logged once per netdev, and asked again never.
 NetdevRings* netdev_rings(const std::string& ifname);
 
+// The interface the kernel routes `dst` out of (the process's NetlinkView;
+// a multicast join names none); 0 when there is no answer.
+int route_ifindex(const net::IpAddr& dst);
+
 }  // namespace ss::vma::preload

@@ -1,7 +1,9 @@
 // The socket calls of libvma.so's bookkeeping: socket, bind and close (the
 // decision, the vmastat block, the offloaded path at bind), getsockopt and
-// setsockopt (the Extra API and the SO_VMA_* options). The data calls are
-// udp_calls.cc. glibc has no _chk variant of these.
+// setsockopt (the Extra API and the SO_VMA_* options; IPPROTO_IP/IPV6
+// options of a recorded socket through udp_multicast.h). The data calls
+// are udp_calls.cc. glibc has no _chk variant of these.
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -66,5 +68,9 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     SS_DEBUG("setsockopt fd %d: option %d is an offloaded socket's; the kernel serves this one",
              fd, name);
+  if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      return vp::ip_setsockopt(*s, level, name, val, len);
   return real().setsockopt(fd, level, name, val, len);
 }

@@ -71,7 +71,7 @@ std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {
   std::set<std::string> out;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) < 0) return out;
-  const bool any = is_any(ip);
+  const bool any = is_any(ip) || net::is_multicast(ip);  // a group arrives where it is joined
   for (const ifaddrs* i = list; i; i = i->ifa_next) {
     if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK)) continue;
     const int fam = i->ifa_addr->sa_family;
@@ -117,12 +117,18 @@ std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family,
     socklen_t len = sizeof v6only;
     dual = real().getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
   }
+  // What the kernel let share the port (SO_REUSEADDR/SO_REUSEPORT) may
+  // share the endpoint's too: several members of one group and port.
+  int reuse = 0, reuse_port = 0;
+  socklen_t rlen = sizeof reuse, plen = sizeof reuse_port;
+  real().getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &rlen);
+  real().getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &reuse_port, &plen);
   std::unique_ptr<UdpOffload> o(new UdpOffload(fd, family));
   for (const std::string& dev : netdevs_for(local.ip, dual)) {
     NetdevRings* r = netdev_rings(dev);
     if (!r) continue;
     std::unique_ptr<net::UdpEndpoint> ep;
-    if (const int err = r->stack->bind(local, dual, &ep); err < 0) {
+    if (const int err = r->stack->bind(local, dual, &ep, reuse || reuse_port); err < 0) {
       SS_WARN("fd %d: %s refused port %u (%s); the kernel serves it there", fd, dev.c_str(),
               local.port, std::strerror(-err));
       continue;
@@ -134,6 +140,10 @@ std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family,
 }
 
 UdpOffload::~UdpOffload() = default;
+
+void UdpOffload::for_each_leg(const std::function<void(int, net::UdpEndpoint&)>& f) {
+  for (Leg& l : legs_) f(l.rings->ifindex, *l.ep);
+}
 
 void UdpOffload::connect(const sockaddr* peer, socklen_t len) {
   const net::UdpAddr p = wire_addr(peer, len);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,9 @@ class UdpOffload {
   // the default destination (AF_UNSPEC: disconnected).
   void connect(const sockaddr* peer, socklen_t len);
   size_t legs() const { return legs_.size(); }
+  // Each leg's netdev index and endpoint (udp_multicast.cc sets their
+  // memberships and send options).
+  void for_each_leg(const std::function<void(int ifindex, net::UdpEndpoint&)>& f);
   // Whether a datagram waits on the rings (polls them once).
   bool ring_readable();
   // Empties what the rings hold for the socket (before its endpoints,

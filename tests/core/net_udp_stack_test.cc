@@ -3,7 +3,9 @@
 // and the stack's tx on the peer's rx. Bind and steering, demux (exact,
 // wildcard, dual, IPv6), malformed and unwanted frames counted by reason,
 // connected filtering, zero-copy hold and release, the send path's frames,
-// IP IDs and its "use the kernel" answers. No root needed.
+// IP IDs and its "use the kernel" answers; multicast: joins steer the
+// group, every member gets each datagram, source filters, leave, shared
+// binds, sends with the group's TTL, interface and loop. No root needed.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -164,9 +166,10 @@ class UdpStackTest : public ::testing::Test {
               const std::string& payload) {
     inject(src, sport, dst, dport, payload, [](uint8_t*, size_t*) {});
   }
-  std::unique_ptr<UdpEndpoint> bind(const char* addr, uint16_t port, bool dual = false) {
+  std::unique_ptr<UdpEndpoint> bind(const char* addr, uint16_t port, bool dual = false,
+                                    bool shared = false) {
     std::unique_ptr<UdpEndpoint> ep;
-    EXPECT_EQ(stack_->bind(UdpAddr{ip(addr), port}, dual, &ep), 0);
+    EXPECT_EQ(stack_->bind(UdpAddr{ip(addr), port}, dual, &ep, shared), 0);
     return ep;
   }
   std::string recv(UdpEndpoint& ep, UdpAddr* src = nullptr) {
@@ -428,6 +431,139 @@ TEST_F(UdpStackTest, FullTxRingIsEagain) {
   EXPECT_EQ(tx_->counters().ring_full, 1u);
   full_->full = false;
   EXPECT_EQ(tx_->send(*ep, UdpAddr{ip("10.0.0.1"), 7000}, {&x, 1}).status, SendStatus::kSent);
+}
+
+std::string again() { return "<" + std::to_string(EAGAIN) + ">"; }
+
+TEST_F(UdpStackTest, GroupMembersEachGetEveryDatagram) {
+  auto a = bind("0.0.0.0", 9100, false, true);
+  auto b = bind("0.0.0.0", 9100, false, true);
+  auto other_port = bind("0.0.0.0", 9101);
+  EXPECT_EQ(steer_.flows.size(), 2u) << "one flow per wildcard port, counted";
+  inject("10.0.0.1", 5000, "239.1.2.3", 9100, "before the join");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_EQ(stack_->rx_counters().no_endpoint, 1u) << "a wildcard bind takes no group";
+  ASSERT_EQ(a->join(ip("239.1.2.3"), {}), 0);
+  ASSERT_EQ(b->join(ip("239.1.2.3"), {}), 0);
+  ASSERT_EQ(other_port->join(ip("239.1.2.3"), {}), 0);
+  EXPECT_TRUE(steer_.flows.count({ip("239.1.2.3"), 9100}));
+  EXPECT_TRUE(steer_.flows.count({ip("239.1.2.3"), 9101}));
+  inject("10.0.0.1", 5000, "239.1.2.3", 9100, "one");
+  inject("10.0.0.1", 5000, "239.1.2.3", 9100, "two");
+  inject("10.0.0.1", 5000, "239.1.2.4", 9100, "another group");
+  UdpAddr src;
+  EXPECT_EQ(recv(*a, &src), "one");
+  EXPECT_EQ(src, (UdpAddr{ip("10.0.0.1"), 5000}));
+  EXPECT_EQ(recv(*b), "one");
+  EXPECT_EQ(recv(*a), "two");
+  EXPECT_EQ(recv(*b), "two");
+  EXPECT_EQ(recv(*a), again());
+  EXPECT_EQ(recv(*other_port), again()) << "its port only";
+  // Unicast to the shared port: the newest bind, once.
+  inject("10.0.0.1", 5000, "10.0.0.2", 9100, "unicast");
+  EXPECT_EQ(recv(*b), "unicast");
+  EXPECT_EQ(recv(*a), again());
+  // Leaving: the flow stays while a member remains, then goes.
+  EXPECT_EQ(a->leave(ip("239.1.2.3")), 0);
+  EXPECT_EQ(a->leave(ip("239.1.2.3")), -ENOENT);
+  EXPECT_TRUE(steer_.flows.count({ip("239.1.2.3"), 9100}));
+  inject("10.0.0.1", 5000, "239.1.2.3", 9100, "three");
+  EXPECT_EQ(recv(*b), "three");
+  EXPECT_EQ(recv(*a), again());
+  b.reset();  // close: its membership goes with it
+  EXPECT_FALSE(steer_.flows.count({ip("239.1.2.3"), 9100}));
+  EXPECT_TRUE(steer_.flows.count({any(AF_INET), 9100})) << "a's bind still holds its flow";
+  a.reset();
+  other_port.reset();
+  EXPECT_TRUE(steer_.flows.empty());
+}
+
+TEST_F(UdpStackTest, SharedBindsOnlyWhenEveryOneShares) {
+  auto a = bind("0.0.0.0", 9100);
+  std::unique_ptr<UdpEndpoint> b;
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("0.0.0.0"), 9100}, false, &b, true), -EADDRINUSE);
+  a.reset();
+  a = bind("0.0.0.0", 9100, false, true);
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("0.0.0.0"), 9100}, false, &b, false), -EADDRINUSE);
+  EXPECT_EQ(stack_->bind(UdpAddr{ip("0.0.0.0"), 9100}, false, &b, true), 0);
+  b.reset();
+  EXPECT_TRUE(steer_.flows.count({any(AF_INET), 9100})) << "still a's";
+}
+
+TEST_F(UdpStackTest, SourceFiltersAndGroupBinds) {
+  auto ssm = bind("239.1.2.3", 9100, false, true);  // bound to the group itself
+  EXPECT_TRUE(steer_.flows.empty()) << "a group bind steers nothing before its join";
+  auto excl = bind("0.0.0.0", 9100, false, true);
+  McastFilter only;
+  only.include = true;
+  only.sources = {ip("10.0.0.1")};
+  ASSERT_EQ(ssm->join(ip("239.1.2.3"), only), 0);
+  McastFilter block;
+  block.sources = {ip("10.0.0.1")};
+  ASSERT_EQ(excl->join(ip("239.1.2.3"), block), 0);
+  inject("10.0.0.1", 5000, "239.1.2.3", 9100, "from .1");
+  inject("10.0.0.9", 5000, "239.1.2.3", 9100, "from .9");
+  EXPECT_EQ(recv(*ssm), "from .1");
+  EXPECT_EQ(recv(*ssm), again());
+  EXPECT_EQ(recv(*excl), "from .9");
+  EXPECT_EQ(recv(*excl), again());
+  // No member admits .5 once the exclude list names it.
+  block.sources.push_back(ip("10.0.0.5"));
+  ASSERT_EQ(excl->join(ip("239.1.2.3"), block), 0);
+  inject("10.0.0.5", 5000, "239.1.2.3", 9100, "from .5");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_EQ(stack_->rx_counters().source_filtered, 1u);
+  // What cannot be joined.
+  EXPECT_EQ(ssm->join(ip("239.9.9.9"), {}), -EINVAL) << "bound to another group";
+  EXPECT_EQ(excl->join(ip("10.0.0.7"), {}), -EINVAL) << "not a group";
+  EXPECT_EQ(excl->join(ip("ff0e::1"), {}), -EINVAL) << "v6 group, v4 socket";
+  auto dual = bind("::", 9200, true);
+  EXPECT_EQ(dual->join(ip("239.1.2.3"), {}), 0) << "a dual socket takes v4 groups";
+  EXPECT_EQ(dual->join(ip("ff0e::1:2"), {}), 0);
+  inject("fd00::1", 5000, "ff0e::1:2", 9200, "v6 group");
+  UdpAddr src;
+  EXPECT_EQ(recv(*dual, &src), "v6 group");
+  EXPECT_EQ(src, (UdpAddr{ip("fd00::1"), 5000}));
+}
+
+TEST_F(UdpStackTest, GroupSendUsesItsTtlInterfaceAndLoop) {
+  auto tx = bind("0.0.0.0", 9100, false, true);
+  auto member = bind("0.0.0.0", 9100, false, true);
+  ASSERT_EQ(member->join(ip("239.1.2.3"), {}), 0);
+  const std::string msg = "to the group";
+  const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
+  UdpTxOptions opt;
+  opt.mc_ifindex = 7;
+  opt.mc_src = ip("10.0.0.2");
+  opt.tos = 0x10;
+  tx->set_tx_options(opt);
+  ASSERT_EQ(tx_->send(*tx, UdpAddr{ip("239.1.2.3"), 9100}, span).status, SendStatus::kSent);
+  EXPECT_EQ(resolver_.last.oif, 7) << "IP_MULTICAST_IF's interface";
+  EXPECT_EQ(resolver_.last.src, ip("10.0.0.2")) << "... and its address";
+  ParsedFrame p;
+  std::string got;
+  ASSERT_TRUE(sent(&p, &got));
+  EXPECT_EQ(got, msg);
+  EXPECT_EQ(p.fields.ttl, 1) << "a group's TTL defaults to 1";
+  EXPECT_EQ(p.fields.tos, 0x10);
+  UdpAddr src;
+  EXPECT_EQ(recv(*member, &src), msg) << "looped to the local member";
+  EXPECT_EQ(src.port, 9100);
+  EXPECT_EQ(stack_->rx_counters().looped, 1u);
+  EXPECT_EQ(recv(*tx), again()) << "not a member: no copy";
+
+  opt.mc_loop = false;
+  opt.mc_ttl = 32;
+  tx->set_tx_options(opt);
+  ASSERT_EQ(tx_->send(*tx, UdpAddr{ip("239.1.2.3"), 9100}, span).status, SendStatus::kSent);
+  ASSERT_TRUE(sent(&p, &got));
+  EXPECT_EQ(p.fields.ttl, 32);
+  EXPECT_EQ(recv(*member), again()) << "loop off";
+  // Unicast keeps the unicast TTL.
+  ASSERT_EQ(tx_->send(*tx, UdpAddr{ip("10.0.0.1"), 9100}, span).status, SendStatus::kSent);
+  ASSERT_TRUE(sent(&p, &got));
+  EXPECT_EQ(p.fields.ttl, 64);
+  EXPECT_EQ(resolver_.last.oif, 0);
 }
 
 }  // namespace

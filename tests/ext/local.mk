@@ -18,10 +18,11 @@ ext_test_scripts = \
 	tests/ext/vma_extra_header.sh \
 	tests/ext/vma_stats.sh \
 	tests/ext/vma_preload.sh \
-	tests/ext/vma_netns.sh
+	tests/ext/vma_netns.sh \
+	tests/ext/vma_mcast.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
-EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh
+EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
 # nginx's config, sourced by preload.sh and bench/preload_apps.sh.
 EXTRA_DIST += tests/ext/nginx_conf.sh
 # Compiled by vma_extra_header.sh against the installed header.
@@ -30,9 +31,11 @@ EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 EXTRA_DIST += tests/ext/vma_preload_prog.c
 # Compiled by vma_netns.sh.
 EXTRA_DIST += tests/ext/vma_udp_echo.c
+# Compiled by vma_mcast.sh.
+EXTRA_DIST += tests/ext/vma_mcast.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=120 preload.sh=180 preload_netns.sh=60 udpong.sh=90 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
-	vma_netns.sh=120
+	vma_netns.sh=120 vma_mcast.sh=120

@@ -31,46 +31,10 @@
 # Run from the build directory: bash $srcdir/tests/ext/vma_netns.sh
 set -u
 name=vma_netns.sh
-here=$(cd "$(dirname "$0")" && pwd) || exit 99
-B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
-LIB=$B/.libs/libvma.so
-TOOL=$B/tools/vma_stats
-for f in "$LIB" "$TOOL"; do
-  [ -e "$f" ] || { echo "ERROR: $name: $f not built"; exit 99; }
-done
-[ "$(id -u)" = 0 ] || { echo "SKIP: $name: needs root for namespaces and XDP"; exit 77; }
-for p in ip ethtool timeout; do
-  command -v $p >/dev/null || { echo "SKIP: $name: $p not found"; exit 77; }
-done
-CC=$(command -v cc || command -v gcc || command -v clang) ||
-  { echo "SKIP: $name: no C compiler"; exit 77; }
-unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID
 A=ss-va-$$ Z=ss-vb-$$
 IP4=10.215.0.1 IP4B=10.215.0.2 IP6=fd00:215::1 IP6B=fd00:215::2
-T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vmanetns.XXXXXX") || exit 99
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  exec 3>&- 2>/dev/null
-  ip netns del "$A" 2>/dev/null
-  ip netns del "$Z" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-skip() { echo "SKIP: $name: $*"; exit 77; }
-. "$(dirname "$0")/check.sh"
-
-ip netns add "$A" && ip netns add "$Z" || skip "ip netns add failed"
-ip -n "$A" link add va type veth peer name vb netns "$Z" || skip "no veth pair"
-ip -n "$A" addr add $IP4/24 dev va && ip -n "$Z" addr add $IP4B/24 dev vb &&
-  ip -n "$A" addr add $IP6/64 dev va nodad && ip -n "$Z" addr add $IP6B/64 dev vb nodad &&
-  ip -n "$A" link set va up && ip -n "$Z" link set vb up &&
-  ip -n "$A" link set lo up && ip -n "$Z" link set lo up || skip "configuring the pair failed"
-ip netns exec "$Z" ethtool -K vb tx off >/dev/null 2>&1 || skip "ethtool -K vb tx off failed"
-for _ in $(seq 50); do
-  ip -n "$Z" link show vb | grep -q LOWER_UP && break
-  sleep 0.1
-done
+. "$(dirname "$0")/vma_pair.sh"
+vma_pair "$A" "$Z" va vb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
 
 # Readable by nobody for (b): the program and the stats directory.
 chmod 755 "$T"
@@ -79,15 +43,7 @@ mkdir -m 1777 "$T/stats"
 export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/null
 
 # A's kernel count of UDP datagrams received for family 4 or 6.
-kernel_udp_in() {
-  if [ "$1" = 6 ]; then
-    ip netns exec "$A" awk '$1 == "Udp6InDatagrams" {print $2}' /proc/net/snmp6
-  else
-    ip netns exec "$A" awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ {print $2}' /proc/net/snmp
-  fi
-}
-# The vmastat block of the one socket of process $1, as vma_stats -v 3 shows it.
-block() { timeout 20 "$TOOL" -k "$T/stats" -p "$1" -v 3 -c 1 2>&1; }
+kernel_udp_in() { kernel_udp In "$1"; }
 
 COUNT=200
 port=$((21000 + RANDOM % 8000))

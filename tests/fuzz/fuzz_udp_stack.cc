@@ -5,7 +5,7 @@
 // Each input builds a fresh stack, so every input starts alike.
 //
 // Input: u8 queue limit (1 + b % 8), u8 initial fill, then records, each an
-// op byte (% 9) and its bytes:
+// op byte (% 10) and its bytes (address index 3 is a group):
 //   0  raw frame: u16 length (% 3500), that many bytes
 //   1  built frame: u8 flags (bit 0 IPv6, bits 1-2 source, 3-4 dest,
 //      5-6 source port), u8 dest port, u8 payload length (* 6), u8 n
@@ -18,16 +18,22 @@
 //   4  release a held datagram: u8 index
 //   5  unbind: u8 slot
 //   6  bind: u8 slot, u8 kind (bits 0-2 % 5: v4 exact, v4 any, v6 exact,
-//      v6 any, dual; bits 3-4 the exact address), u8 port
+//      v6 any, dual; bits 3-4 the exact address; bit 5 shared), u8 port
 //   7  connect: u8 slot, u8 peer (bit 7: disconnect)
 //   8  poll_rx: u8 budget (% 70)
+//   9  membership: u8 slot, u8 op (bit 7 leave, else join with a filter:
+//      bit 4 one source (bits 0-1), bit 6 including it, else excluding;
+//      bit 5 the IPv4 group on an IPv6 endpoint)
 // Properties (abort on violation): a delivered payload lies inside its
 // frame, one frame, at the offset and size of the UDP payload of a frame
 // that was sent, from its source, to the endpoint's address and port; a
 // connected endpoint gets only its peer's datagrams (those queued before
-// connect excepted); every frame sent is counted once: by the ring (no
-// fill, rx full) or the stack (a parse reason or chained; an accepted one
-// as delivered, no endpoint, not from peer or queue full), and every
+// connect excepted); a group's datagram only to a member whose filter
+// admitted its source at some point since the bind; every frame sent is
+// counted once: by the ring (no fill, rx full) or the stack (a parse
+// reason or chained; an accepted one as delivered, no endpoint, not from
+// peer, queue full or source filtered, a group's once per member it
+// reached: delivered + ... = accepted + group copies), and every
 // delivered one is received or dropped with its endpoint; at the end every
 // frame of both pools is free again.
 #include <cerrno>
@@ -85,8 +91,8 @@ class Reader {
 };
 
 IpAddr addr(int family, int i) {
-  static const char* const v4[] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.9"};
-  static const char* const v6[] = {"fd00::1", "fd00::2", "fd00::3", "fd00::9"};
+  static const char* const v4[] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "239.0.0.1"};
+  static const char* const v6[] = {"fd00::1", "fd00::2", "fd00::3", "ff0e::1"};
   return IpAddr::parse(family == AF_INET ? v4[i & 3] : v6[i & 3]);
 }
 const uint16_t kPorts[] = {9000, 9001, 5000, 53};
@@ -111,6 +117,8 @@ struct Sent {
 
 struct Slot {
   std::unique_ptr<UdpEndpoint> ep;
+  std::vector<std::pair<IpAddr, McastFilter>> filters;  // every one joined with since bind
+  std::set<IpAddr> joined;                              // groups it is a member of
   UdpAddr peer;       // as connected (family AF_UNSPEC: none)
   size_t exempt = 0;  // queued before the last connect: from anyone
 };
@@ -222,7 +230,7 @@ class Harness {
     const bool wild = type == 1 || type >= 3, dual = type == 4;
     UdpAddr a{wild ? IpAddr{} : addr(fam, kind >> 3), kPorts[port & 3]};
     a.ip.family = static_cast<sa_family_t>(fam);
-    const int r = stack_->bind(a, dual, &s.ep);
+    const int r = stack_->bind(a, dual, &s.ep, kind & 0x20);
     check(r == 0 || r == -EADDRINUSE);
     check((r == 0) == static_cast<bool>(s.ep));
   }
@@ -244,6 +252,28 @@ class Harness {
     s.exempt = s.ep->queued();
   }
 
+  void membership(Slot& s, uint8_t b) {
+    if (!s.ep) return;
+    const IpAddr& l = s.ep->local().ip;
+    const IpAddr group = addr((b & 0x20) ? AF_INET : l.family, 3);
+    if (b & 0x80) {
+      // A left group's earlier filters still explain what was queued.
+      check(s.ep->leave(group) == (s.joined.erase(group) ? 0 : -ENOENT));
+      return;
+    }
+    McastFilter f;
+    if (b & 0x10) {
+      f.include = b & 0x40;
+      f.sources.push_back(addr(group.family, b));
+    }
+    const int r = s.ep->join(group, f);
+    check(r == 0 || r == -EINVAL);
+    if (r == 0) {
+      s.filters.push_back({group, f});
+      s.joined.insert(group);
+    }
+  }
+
   // The datagram's source against the endpoint's peer.
   void check_peer(Slot& s, const UdpAddr& src) {
     if (s.exempt) {
@@ -254,10 +284,17 @@ class Harness {
   }
 
   // Whether the endpoint takes the frame's destination: its own address,
-  // or it is its family's wildcard (a dual one's is steered for IPv4 too).
-  static bool to_endpoint(const UdpEndpoint& ep, const Sent& f) {
+  // or it is its family's wildcard (a dual one's is steered for IPv4 too);
+  // a group's only as a member that admitted the source.
+  static bool to_endpoint(const Slot& s, const Sent& f) {
+    const UdpEndpoint& ep = *s.ep;
     const UdpAddr& l = ep.local();
     if (f.dst.port != l.port) return false;
+    if (is_multicast(f.dst.ip)) {
+      for (const auto& [g, filter] : s.filters)
+        if (g == f.dst.ip && filter.admits(f.src.ip)) return true;
+      return false;
+    }
     if (f.dst.ip == l.ip) return true;
     IpAddr any;
     any.family = l.ip.family;
@@ -279,7 +316,7 @@ class Harness {
     received_++;
     bool found = false;
     for (const Sent& f : frames_)
-      if (f.payload_len == full && f.src == src && to_endpoint(*s.ep, f) &&
+      if (f.payload_len == full && f.src == src && to_endpoint(s, f) &&
           !memcmp(buf, f.frame.data() + f.payload_at, static_cast<size_t>(n)))
         found = true;
     check(found);
@@ -304,7 +341,7 @@ class Harness {
     for (const Sent& f : frames_)
       if (f.frame.size() <= room && !memcmp(base, f.frame.data(), f.frame.size()) &&
           f.payload_at == at && f.payload_len == d.buf.size() && f.src == d.src &&
-          to_endpoint(*s.ep, f))
+          to_endpoint(s, f))
         found = true;
     check(found);
     check_peer(s, d.src);
@@ -334,8 +371,8 @@ class Harness {
         to_kernel += c.frames.by_reason[r];
     }
     check(st.rx_packets == parsed + c.chained);
-    check(c.frames[FrameReason::kAccepted] ==
-          c.delivered + c.no_endpoint + c.not_from_peer + c.queue_full);
+    check(c.frames[FrameReason::kAccepted] + c.group_copies ==
+          c.delivered + c.no_endpoint + c.not_from_peer + c.queue_full + c.source_filtered);
     check(c.to_kernel_lost == to_kernel);
     check(c.delivered == received_ + dropped_);
     check(steer_.flows.empty());
@@ -376,7 +413,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr size_t kSlots = 4;
   Slot slots[kSlots];
   while (!in.done()) {
-    switch (in.u8() % 9) {
+    switch (in.u8() % 10) {
       case 0: {
         const size_t n = in.u16() % 3500;
         h.send(in.bytes(n));
@@ -403,6 +440,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case 8: h.poll(in.u8()); break;
+      case 9: {
+        Slot& s = slots[in.u8() % kSlots];
+        h.membership(s, in.u8());
+        break;
+      }
     }
   }
   h.finish(slots, kSlots);

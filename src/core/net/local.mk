@@ -45,6 +45,8 @@ libslipstream_core_la_SOURCES += \
 # UDP endpoints over ring providers: bind (steering + demux), receive
 # (parse, demux, zero-copy queues), send (route, neighbour, build, tx ring).
 libslipstream_core_la_SOURCES += \
+	src/core/net/multicast.h \
+	src/core/net/multicast.cc \
 	src/core/net/udp_stack.h \
 	src/core/net/udp_stack.cc \
 	src/core/net/udp_tx.h \
@@ -52,4 +54,4 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/udp_route.h \
 	src/core/net/udp_route.cc
 
-core_unit_tests_SOURCES += tests/core/net_udp_stack_test.cc
+core_unit_tests_SOURCES += tests/core/net_udp_stack_test.cc tests/core/net_multicast_test.cc

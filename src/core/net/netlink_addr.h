@@ -37,7 +37,7 @@ struct IpAddr {
 
   size_t size() const { return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0; }
   bool empty() const { return family == AF_UNSPEC; }
-  std::string str() const;
+  SS_API std::string str() const;
   // A sockaddr_in or sockaddr_in6 with `port` (host order) and, for v6,
   // `scope` (the interface of a link-local address).
   SS_API socklen_t to_sockaddr(uint16_t port, uint32_t scope, sockaddr_storage* out) const;

@@ -55,7 +55,7 @@ class NetlinkView {
 
   // The way to f.dst: 0 and *out, or -errno as the kernel gives it
   // (ENETUNREACH, EHOSTUNREACH, EACCES, EINVAL).
-  int route(const Flow& f, Route* out);
+  SS_API int route(const Flow& f, Route* out);
   // ifindex's link: false when there is none.
   bool link(int ifindex, Link* out);
   bool is_local(const IpAddr& a);

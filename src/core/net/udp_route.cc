@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/net/multicast.h"
+
 namespace ss::net {
 
 int NetlinkTxResolver::resolve(const Flow& f, TxPath* out, ToKernel* why) {
@@ -12,21 +14,25 @@ int NetlinkTxResolver::resolve(const Flow& f, TxPath* out, ToKernel* why) {
   Route r;
   if (int err = view_->route(f, &r)) return err;
   if (r.type == RouteType::kLocal) return kernel(ToKernel::kLocal);
-  if (r.type != RouteType::kUnicast) return kernel(ToKernel::kNotUnicast);
+  const bool group = is_multicast(f.dst);
+  if (r.type != RouteType::kUnicast && !(group && r.type == RouteType::kMulticast))
+    return kernel(ToKernel::kNotUnicast);
   Link link;
   if (r.ifindex != ifindex_ || !view_->link(r.ifindex, &link) || !link.has_mac)
     return kernel(ToKernel::kOtherDevice);
+  out->mtu = r.mtu ? r.mtu : link.mtu;
+  memcpy(out->src_mac, link.mac, 6);
+  out->src = f.src.empty() ? r.prefsrc : f.src;
+  // No source the kernel would pick: let it say what is wrong.
+  if (out->src.family != f.dst.family) return kernel(ToKernel::kNotUnicast);
+  // A group needs no neighbour: its frames go to its own Ethernet address.
+  if (group) return multicast_mac(f.dst, out->dst_mac) ? 0 : kernel(ToKernel::kNotUnicast);
   Neighbour n;
   // Not even asked (netlink failed): the kernel socket resolves it.
   if (view_->neighbour(r.ifindex, r.next_hop(f), &n) < 0) return kernel(ToKernel::kNeighbourPending);
   if (n.state == NeighState::kPending) return kernel(ToKernel::kNeighbourPending);
   if (n.state == NeighState::kFailed) return kernel(ToKernel::kNeighbourFailed);
-  out->src = f.src.empty() ? r.prefsrc : f.src;
-  // No source the kernel would pick: let it say what is wrong.
-  if (out->src.family != f.dst.family) return kernel(ToKernel::kNotUnicast);
-  memcpy(out->src_mac, link.mac, 6);
   memcpy(out->dst_mac, n.mac, 6);
-  out->mtu = r.mtu ? r.mtu : link.mtu;
   return 0;
 }
 

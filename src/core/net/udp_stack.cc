@@ -27,8 +27,8 @@ sa_family_t family_of(uint8_t ip_version) { return ip_version == 4 ? AF_INET : A
 
 }  // namespace
 
-UdpEndpoint::UdpEndpoint(UdpStack* stack, const UdpAddr& local, bool dual)
-    : stack_(stack), local_(local), dual_(dual) {}
+UdpEndpoint::UdpEndpoint(UdpStack* stack, const UdpAddr& local, bool dual, bool shared)
+    : stack_(stack), local_(local), dual_(dual), shared_(shared) {}
 
 UdpEndpoint::~UdpEndpoint() { stack_->unbind(this); }
 
@@ -37,9 +37,23 @@ void UdpEndpoint::connect(const UdpAddr& peer) {
   peer_ = peer;
 }
 
+void UdpEndpoint::set_tx_options(const UdpTxOptions& o) {
+  std::lock_guard lock(stack_->mu_);
+  tx_ = o;
+}
+
 bool UdpEndpoint::steered(sa_family_t family) const {
   return family == AF_INET ? steered_v4_ : family == AF_INET6 && steered_v6_;
 }
+
+int UdpEndpoint::join(const IpAddr& group, const McastFilter& filter) {
+  if (!is_multicast(group)) return -EINVAL;
+  if (group.family != local_.ip.family && !(dual_ && group.family == AF_INET)) return -EINVAL;
+  if (!any_ip(local_.ip) && !(local_.ip == group)) return -EINVAL;
+  return stack_->join(this, group, filter);
+}
+
+int UdpEndpoint::leave(const IpAddr& group) { return stack_->leave(this, group); }
 
 size_t UdpEndpoint::queued() const {
   std::lock_guard lock(stack_->mu_);
@@ -100,24 +114,51 @@ int UdpStack::create(const Config& cfg, std::unique_ptr<UdpStack>* out) {
 
 UdpStack::~UdpStack() = default;
 
-int UdpStack::bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out) {
+bool UdpStack::can_bind_locked(const Key& k, bool shared) const {
+  auto it = demux_.find(k);
+  if (it == demux_.end()) return true;
+  if (!shared) return false;
+  for (const UdpEndpoint* e : it->second)
+    if (!e->shared_) return false;
+  return true;
+}
+
+int UdpStack::steer_ref_locked(const IpAddr& ip, uint16_t port) {
+  const Key k = key(ip.family, ip.bytes, port);
+  if (int& refs = steer_refs_[k]; refs++ > 0) return 0;
+  // The steering is asked under the lock: binds, joins and their undoing
+  // never interleave their flow changes.
+  const int err = cfg_.steering->add(ip, port);
+  if (err) steer_refs_.erase(k);
+  return err;
+}
+
+void UdpStack::steer_unref_locked(const IpAddr& ip, uint16_t port) {
+  auto it = steer_refs_.find(key(ip.family, ip.bytes, port));
+  if (it == steer_refs_.end() || --it->second > 0) return;
+  steer_refs_.erase(it);
+  cfg_.steering->remove(ip, port);
+}
+
+int UdpStack::bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out,
+                   bool shared) {
   const sa_family_t fam = local.ip.family;
   if (!out || (fam != AF_INET && fam != AF_INET6) || (dual && (fam != AF_INET6 || !any_ip(local.ip))))
     return -EINVAL;
-  std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(this, local, dual));
+  std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(this, local, dual, shared));
   std::lock_guard lock(mu_);
   const Key k = key(fam, local.ip.bytes, local.port);
   const Key k4 = key(AF_INET, any_of(AF_INET).bytes, local.port);
-  if (demux_.count(k) || (dual && demux_.count(k4))) return -EADDRINUSE;
-  // The steering is asked under the lock: bind and unbind of one port
-  // never interleave their flow changes.
-  int err = cfg_.steering->add(local.ip, local.port);
+  if (!can_bind_locked(k, shared) || (dual && !can_bind_locked(k4, shared))) return -EADDRINUSE;
+  // A group's frames are steered by its joins.
+  const bool group = is_multicast(local.ip);
+  int err = group ? 0 : steer_ref_locked(local.ip, local.port);
   if (err && err != -EAFNOSUPPORT) return err;
   (fam == AF_INET ? ep->steered_v4_ : ep->steered_v6_) = !err;
   if (dual) {
-    const int e4 = cfg_.steering->add(any_of(AF_INET), local.port);
+    const int e4 = steer_ref_locked(any_of(AF_INET), local.port);
     if (e4 && e4 != -EAFNOSUPPORT) {
-      if (ep->steered_v6_) cfg_.steering->remove(local.ip, local.port);
+      if (ep->steered_v6_) steer_unref_locked(local.ip, local.port);
       return e4;
     }
     ep->steered_v4_ = !e4;
@@ -125,8 +166,9 @@ int UdpStack::bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>
   if (!ep->steered_v4_ && !ep->steered_v6_) return -EAFNOSUPPORT;
   // Even an unsteered family's entry stays: frames of it never reach the
   // rings, and the key keeps the port taken here.
-  demux_[k] = ep.get();
-  if (dual) demux_[k4] = ep.get();
+  demux_[k].push_back(ep.get());
+  if (dual) demux_[k4].push_back(ep.get());
+  ep->bound_ = true;
   *out = std::move(ep);
   return 0;
 }
@@ -134,26 +176,68 @@ int UdpStack::bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>
 void UdpStack::unbind(UdpEndpoint* ep) {
   std::deque<Datagram> queued;  // released after the lock
   std::lock_guard lock(mu_);
-  const UdpAddr& l = ep->local_;
-  if (ep->steered_v4_ || ep->steered_v6_) {
-    if (l.ip.family == AF_INET ? ep->steered_v4_ : ep->steered_v6_)
-      cfg_.steering->remove(l.ip, l.port);
-    if (ep->dual_ && ep->steered_v4_) cfg_.steering->remove(any_of(AF_INET), l.port);
+  if (!ep->bound_) return;  // a failed bind undid its own steering
+  for (auto g = groups_.begin(); g != groups_.end();) {
+    auto& m = g->second;
+    std::erase_if(m, [ep](const Member& x) { return x.ep == ep; });
+    if (m.empty()) {
+      steer_unref_locked(IpAddr::raw(g->first.family, g->first.ip, g->first.family == AF_INET ? 4 : 16),
+                         g->first.port);
+      g = groups_.erase(g);
+    } else {
+      ++g;
+    }
   }
-  // Only its own entries: a failed bind's endpoint has none, and the
-  // address may be another endpoint's.
+  const UdpAddr& l = ep->local_;
+  if (!is_multicast(l.ip) && (l.ip.family == AF_INET ? ep->steered_v4_ : ep->steered_v6_))
+    steer_unref_locked(l.ip, l.port);
+  if (ep->dual_ && ep->steered_v4_) steer_unref_locked(any_of(AF_INET), l.port);
+  // Only its own entries: the address may be other endpoints' too.
   for (const Key& k : {key(l.ip.family, l.ip.bytes, l.port), key(AF_INET, any_of(AF_INET).bytes, l.port)}) {
     auto it = demux_.find(k);
-    if (it != demux_.end() && it->second == ep) demux_.erase(it);
+    if (it == demux_.end()) continue;
+    std::erase(it->second, ep);
+    if (it->second.empty()) demux_.erase(it);
   }
   queued.swap(ep->queue_);
+}
+
+int UdpStack::join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filter) {
+  std::lock_guard lock(mu_);
+  const Key k = key(group.family, group.bytes, ep->local_.port);
+  auto it = groups_.find(k);
+  if (it != groups_.end()) {
+    for (Member& m : it->second)
+      if (m.ep == ep) {
+        m.filter = filter;
+        return 0;
+      }
+  } else {
+    if (const int err = steer_ref_locked(group, ep->local_.port)) return err;
+    it = groups_.emplace(k, std::vector<Member>{}).first;
+  }
+  it->second.push_back(Member{ep, filter});
+  return 0;
+}
+
+int UdpStack::leave(UdpEndpoint* ep, const IpAddr& group) {
+  std::lock_guard lock(mu_);
+  if (group.family != AF_INET && group.family != AF_INET6) return -ENOENT;
+  auto it = groups_.find(key(group.family, group.bytes, ep->local_.port));
+  if (it == groups_.end()) return -ENOENT;
+  if (!std::erase_if(it->second, [ep](const Member& m) { return m.ep == ep; })) return -ENOENT;
+  if (it->second.empty()) {
+    groups_.erase(it);
+    steer_unref_locked(group, ep->local_.port);
+  }
+  return 0;
 }
 
 UdpEndpoint* UdpStack::find_locked(const FrameFields& f) const {
   const sa_family_t fam = family_of(f.ip_version);
   auto it = demux_.find(key(fam, f.dst_ip, f.dst_port));
   if (it == demux_.end()) it = demux_.find(key(fam, any_of(fam).bytes, f.dst_port));
-  return it == demux_.end() ? nullptr : it->second;
+  return it == demux_.end() ? nullptr : it->second.back();  // the newest bound
 }
 
 void UdpStack::deliver_locked(Buffer&& frame, std::vector<Buffer>* drop) {
@@ -171,18 +255,50 @@ void UdpStack::deliver_locked(Buffer&& frame, std::vector<Buffer>* drop) {
     drop->push_back(std::move(frame));
     return;
   }
-  UdpEndpoint* ep = find_locked(p.fields);
   const sa_family_t fam = family_of(p.fields.ip_version);
-  UdpAddr src{IpAddr::raw(fam, p.fields.src_ip, fam == AF_INET ? 4 : 16), p.fields.src_port};
+  const size_t ipl = fam == AF_INET ? 4 : 16;
+  UdpAddr src{IpAddr::raw(fam, p.fields.src_ip, ipl), p.fields.src_port};
+  const size_t at = frame.offset() + static_cast<size_t>(p.payload.data() - data);
+  if (is_multicast(IpAddr::raw(fam, p.fields.dst_ip, ipl))) {
+    deliver_group_locked(std::move(frame), at, p.payload.size(),
+                         key(fam, p.fields.dst_ip, p.fields.dst_port), src, drop);
+    return;
+  }
+  UdpEndpoint* ep = find_locked(p.fields);
   if (!ep) {
     rx_.no_endpoint++;
-  } else if (!ep->peer_.ip.empty() && !(ep->peer_ == src)) {
+    drop->push_back(std::move(frame));
+    return;
+  }
+  queue_locked(ep, std::move(frame), at, p.payload.size(), src, drop);
+}
+
+void UdpStack::deliver_group_locked(Buffer&& frame, size_t at, size_t len, const Key& group,
+                                    const UdpAddr& src, std::vector<Buffer>* drop) {
+  auto it = groups_.find(group);
+  if (it == groups_.end()) {
+    rx_.no_endpoint++;
+  } else {
+    uint64_t admitted = 0;
+    for (const Member& m : it->second) {
+      if (!m.filter.admits(src.ip)) continue;
+      admitted++;
+      queue_locked(m.ep, frame.share(), at, len, src, drop);  // one frame, a handle each
+    }
+    if (admitted) rx_.group_copies += admitted - 1;
+    else rx_.source_filtered++;
+  }
+  drop->push_back(std::move(frame));
+}
+
+void UdpStack::queue_locked(UdpEndpoint* ep, Buffer&& frame, size_t at, size_t len,
+                            const UdpAddr& src, std::vector<Buffer>* drop) {
+  if (!ep->peer_.ip.empty() && !(ep->peer_ == src)) {
     rx_.not_from_peer++;
   } else if (ep->queue_.size() >= cfg_.queue_limit) {
     rx_.queue_full++;
   } else {
-    const size_t at = frame.offset() + static_cast<size_t>(p.payload.data() - data);
-    frame.set_view(at, p.payload.size());  // inside the frame: parse_frame read only there
+    frame.set_view(at, len);  // inside the frame: parse_frame read only there
     ep->queue_.push_back(Datagram{std::move(frame), src});
     rx_.delivered++;
     return;
@@ -207,6 +323,20 @@ int UdpStack::poll_rx(int budget) {
   std::vector<Buffer> drop;
   std::lock_guard lock(mu_);
   return poll_locked(budget, &drop);
+}
+
+void UdpStack::loop_back(std::span<const uint8_t> bytes) {
+  std::vector<Buffer> drop;  // released after the lock
+  Buffer b = cfg_.rings.front().pool->get();
+  std::lock_guard lock(mu_);
+  if (!b || b.set_size(bytes.size()) != 0) {
+    rx_.queue_full++;  // no frame to copy into: lost as on a full queue
+    drop.push_back(std::move(b));
+    return;
+  }
+  memcpy(b.data(), bytes.data(), bytes.size());
+  rx_.looped++;
+  deliver_locked(std::move(b), &drop);
 }
 
 UdpRxCounters UdpStack::rx_counters() const {

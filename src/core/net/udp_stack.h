@@ -14,6 +14,16 @@
 // reach the ring, so the counter stays at zero unless a flow's steering and
 // the parser disagree.
 //
+// Multicast: an endpoint joins a group (join(), with a source filter); the
+// group's frames to its port are steered while any endpoint is a member
+// and each member the filter admits gets its own handle on the frame (one
+// frame, no copies). Several endpoints may share an address and port when
+// every one was bound `shared` (the socket's SO_REUSEADDR/SO_REUSEPORT):
+// each group member on it gets the group's datagrams, unicast goes to the
+// last one bound (as Linux's lookup finds the newest socket first).
+// Steering flows are counted by their holders (binds and groups): asked
+// for by the first, removed with the last.
+//
 // Locking: one mutex over the demux table and the endpoints' queues, held
 // while the rings are polled; frames are released outside it.
 //
@@ -28,12 +38,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "core/mem/buffer.h"
 #include "core/mem/pool.h"
 #include "core/net/frame_build.h"
 #include "core/net/frame_reason.h"
+#include "core/net/multicast.h"
 #include "core/net/netlink_addr.h"
 #include "core/prov/ring.h"
 
@@ -72,9 +84,23 @@ struct UdpRxCounters {
   uint64_t queue_full = 0;        // the endpoint's receive queue was full
   uint64_t to_kernel_lost = 0;    // a "to the kernel" frame on the ring: not re-injectable
   uint64_t chained = 0;           // spread over several frames: dropped (not from AF_XDP)
+  uint64_t source_filtered = 0;   // a group's frame no member's source filter admits
+  uint64_t group_copies = 0;      // handles a group's frame gave beyond its first member
+  uint64_t looped = 0;            // our own multicast sends delivered here (IP_MULTICAST_LOOP)
 };
 
 class UdpStack;
+
+// What a socket's options say about its sends: TTL / hop limit and TOS;
+// for groups the TTL, loop (local members get a copy), out interface (0:
+// the route's) and source (empty: the bound address or the route's).
+struct UdpTxOptions {
+  uint8_t ttl = 64, tos = 0;
+  uint8_t mc_ttl = 1;
+  bool mc_loop = true;
+  int mc_ifindex = 0;
+  IpAddr mc_src;
+};
 
 // An offloaded UDP socket's state in the stack. Made by UdpStack::bind;
 // its destruction unbinds it (flows removed, demux entries gone, queued
@@ -104,19 +130,33 @@ class UdpEndpoint {
   ssize_t recv(void* buf, size_t len, UdpAddr* src, size_t* full_len);
   size_t queued() const;
 
-  // Send-side state (udp_tx.cc): IPv4 IDs, TTL / hop limit, TOS.
+  // Joins multicast `group` (the endpoint's family, or IPv4 on a dual
+  // endpoint) with `filter`, or replaces the filter when a member already.
+  // -EINVAL for an address that is not a group, a family the endpoint
+  // does not take or an endpoint bound to another address (it would get
+  // none of the group's datagrams); else 0 or the steering's -errno.
+  SS_API int join(const IpAddr& group, const McastFilter& filter);
+  // Leaves `group`: 0, or -ENOENT when not a member.
+  SS_API int leave(const IpAddr& group);
+
+  // The send options (any thread; a send reads them under the same lock).
+  SS_API void set_tx_options(const UdpTxOptions& o);
+
+  // IPv4 IDs (udp_tx.cc, under the sender's lock).
   Ipv4IdSequence ip_id;
-  uint8_t ttl = 64, tos = 0;
 
  private:
   friend class UdpStack;
   friend class UdpTx;
-  UdpEndpoint(UdpStack* stack, const UdpAddr& local, bool dual);
+  UdpEndpoint(UdpStack* stack, const UdpAddr& local, bool dual, bool shared);
   UdpStack* stack_;
   UdpAddr local_;
-  bool dual_;  // an IPv6 wildcard that also takes IPv4 (no IPV6_V6ONLY)
+  bool dual_;    // an IPv6 wildcard that also takes IPv4 (no IPV6_V6ONLY)
+  bool shared_;  // may share its address and port with other shared ones
+  bool bound_ = false;  // entered in the demux table (a failed bind's is not)
   bool steered_v4_ = false, steered_v6_ = false;
   UdpAddr peer_;                 // under the stack's mutex
+  UdpTxOptions tx_;              // under the stack's mutex
   std::deque<Datagram> queue_;   // under the stack's mutex
 };
 
@@ -144,12 +184,20 @@ class UdpStack {
   // wildcard that takes IPv4 too). Steers each family it takes: a family
   // the provider cannot steer is left to the kernel socket (steered()
   // says which); -EAFNOSUPPORT when none could be, -EADDRINUSE when the
-  // address and port are bound here already, else the steering's -errno.
-  SS_API int bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out);
+  // address and port are bound here already (unless this bind and every
+  // earlier one are `shared`), else the steering's -errno. A group address
+  // is steered by joins, not by the bind.
+  SS_API int bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out,
+                  bool shared = false);
 
   // Receives up to `budget` frames from every ring and queues them on
   // their endpoints. The number of frames taken, or -errno.
   int poll_rx(int budget = 64);
+
+  // A frame we sent to a group, for the local members (IP_MULTICAST_LOOP):
+  // copied into a frame of the first ring's pool and delivered as if
+  // received.
+  void loop_back(std::span<const uint8_t> frame);
 
   UdpRxCounters rx_counters() const;
   const Config& config() const { return cfg_; }
@@ -165,16 +213,34 @@ class UdpStack {
     friend auto operator<=>(const Key&, const Key&) = default;
   };
   static Key key(sa_family_t family, const uint8_t* ip, uint16_t port);
+  struct Member {
+    UdpEndpoint* ep;
+    McastFilter filter;
+  };
   explicit UdpStack(const Config& cfg) : cfg_(cfg) {}
   void unbind(UdpEndpoint* ep);
+  int join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filter);
+  int leave(UdpEndpoint* ep, const IpAddr& group);
+  bool can_bind_locked(const Key& k, bool shared) const;
+  // The steering's flow for (ip, port), counted by its holders.
+  int steer_ref_locked(const IpAddr& ip, uint16_t port);
+  void steer_unref_locked(const IpAddr& ip, uint16_t port);
   UdpEndpoint* find_locked(const FrameFields& f) const;
   // Takes one received frame; what it does not keep goes to *drop.
   void deliver_locked(mem::Buffer&& frame, std::vector<mem::Buffer>* drop);
+  // A group's frame to each member whose filter admits src.
+  void deliver_group_locked(mem::Buffer&& frame, size_t at, size_t len, const Key& group,
+                            const UdpAddr& src, std::vector<mem::Buffer>* drop);
+  // Queues frame (view [at, at+len)) on ep unless its peer or queue refuse.
+  void queue_locked(UdpEndpoint* ep, mem::Buffer&& frame, size_t at, size_t len,
+                    const UdpAddr& src, std::vector<mem::Buffer>* drop);
   int poll_locked(int budget, std::vector<mem::Buffer>* drop);
 
   const Config cfg_;
   mutable std::mutex mu_;                // everything below and the endpoints' queues
-  std::map<Key, UdpEndpoint*> demux_;
+  std::map<Key, std::vector<UdpEndpoint*>> demux_;  // in bind order
+  std::map<Key, std::vector<Member>> groups_;       // (group, port): its members
+  std::map<Key, int> steer_refs_;                   // flows asked for, by holders
   UdpRxCounters rx_;
 };
 

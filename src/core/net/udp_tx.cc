@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/net/frame_build.h"
+#include "core/net/multicast.h"
 
 namespace ss::net {
 
@@ -73,21 +74,30 @@ Buffer UdpTx::take_frame() {
 SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8_t> payload) {
   std::lock_guard lock(mu_);
   UdpAddr dst = to;
-  if (dst.ip.empty()) {
+  UdpTxOptions opt;
+  {
     std::lock_guard slock(stack_->mu_);
-    dst = ep.peer_;
+    if (dst.ip.empty()) dst = ep.peer_;
+    opt = ep.tx_;
   }
   if (dst.ip.empty()) return fail(EDESTADDRREQ);
   const IpAddr& local = ep.local().ip;
   const bool family_ok = dst.ip.family == local.family || (dst.ip.family == AF_INET && ep.dual_);
   if (!family_ok) return fail(EAFNOSUPPORT);
 
+  // A group: out of IP_MULTICAST_IF's interface (else the route's), from
+  // its address when it was named by one.
+  const bool group = is_multicast(dst.ip);
   Flow flow;
   flow.dst = dst.ip;
   if (local.family == dst.ip.family) {
     bool any = true;
     for (size_t i = 0; i < local.size(); i++) any = any && !local.bytes[i];
-    if (!any) flow.src = local;
+    if (!any && !is_multicast(local)) flow.src = local;
+  }
+  if (group) {
+    flow.oif = opt.mc_ifindex;
+    if (flow.src.empty() && opt.mc_src.family == dst.ip.family) flow.src = opt.mc_src;
   }
   flow.sport = ep.local().port;
   flow.dport = dst.port;
@@ -105,8 +115,8 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   memcpy(f.dst_ip, dst.ip.bytes, dst.ip.size());
   f.src_port = ep.local().port;
   f.dst_port = dst.port;
-  f.ttl = ep.ttl;
-  f.tos = ep.tos;
+  f.ttl = group ? opt.mc_ttl : opt.ttl;
+  f.tos = opt.tos;
   if (f.ip_version == 4) f.ip_id = ep.ip_id.next();
 
   Buffer frame = take_frame();
@@ -138,6 +148,8 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   const int err = q.kick();
   if (err) return fail(-err);
   c_.sent++;
+  // The frame stays untouched until its completion is reaped under mu_.
+  if (group && opt.mc_loop) stack_->loop_back({p, static_cast<size_t>(len)});
   return SendResult{SendStatus::kSent, 0, ToKernel::kCount};
 }
 

@@ -1,6 +1,7 @@
 /* Slipstream's steering program: frames of offloaded flows ({IP version,
  * protocol, destination address, destination port}, or the same with
- * address 0) go to the AF_XDP socket of the queue they arrived on;
+ * address 0, but not for a group) go to the AF_XDP socket of the queue
+ * they arrived on;
  * everything else (ARP, ND, fragments, IPv6 extension headers, other
  * protocols and ports) goes to the kernel. Counts what it did per CPU. */
 #include <linux/bpf.h>
@@ -41,10 +42,17 @@ static __always_inline int count(__u32 slot, int action) {
   return action;
 }
 
-/* The flow's frame to its socket, or to the kernel when not steered. */
+/* A group address (224.0.0.0/4, ff00::/8): only its own flow takes it. */
+static __always_inline int group_dst(const struct ss_flow_key *key) {
+  return key->version == 4 ? (key->ip[0] & 0xf0) == 0xe0 : key->ip[0] == 0xff;
+}
+
+/* The flow's frame to its socket, or to the kernel when not steered. A
+ * group's frame is steered by the group's flow only (a join), never by a
+ * wildcard bind: kernel sockets of this host may have joined it. */
 static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key) {
   __u32 *action = bpf_map_lookup_elem(&flows, key);
-  if (!action) {
+  if (!action && !group_dst(key)) {
     __builtin_memset(key->ip, 0, sizeof key->ip);
     action = bpf_map_lookup_elem(&flows, key);
   }

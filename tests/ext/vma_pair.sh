@@ -1,0 +1,70 @@
+# shellcheck shell=bash
+# What the VMA face's namespace scripts (vma_netns.sh, vma_mcast.sh) share
+# (sourced, after setting $name; not a test by itself): the preload and
+# vma_stats from the build directory, root and tools checked (exit 77
+# otherwise), $T a scratch directory, $pids killed and the namespaces
+# removed on exit, check/has (check.sh), and:
+#   vma_pair A Z IFA IFB "A's CIDRs" "Z's CIDRs": namespaces A and Z joined
+#     by veth IFA-IFB (Z's tx checksum offload off), addresses added (IPv6
+#     without DAD), links up; skips the test when that fails.
+#   kernel_udp In|Out 4|6: namespace $A's kernel count of UDP datagrams.
+#   block PID: the vmastat blocks of PID, as vma_stats -v 3 shows them.
+here=$(cd "$(dirname "$0")" && pwd) || exit 99
+B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
+LIB=$B/.libs/libvma.so
+TOOL=$B/tools/vma_stats
+for f in "$LIB" "$TOOL"; do
+  [ -e "$f" ] || { echo "ERROR: $name: $f not built"; exit 99; }
+done
+[ "$(id -u)" = 0 ] || { echo "SKIP: $name: needs root for namespaces and XDP"; exit 77; }
+for p in ip ethtool timeout; do
+  command -v $p >/dev/null || { echo "SKIP: $name: $p not found"; exit 77; }
+done
+CC=$(command -v cc || command -v gcc || command -v clang) ||
+  { echo "SKIP: $name: no C compiler"; exit 77; }
+unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID
+T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vma.XXXXXX") || exit 99
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  exec 3>&- 2>/dev/null
+  [ -n "${A:-}" ] && ip netns del "$A" 2>/dev/null
+  [ -n "${Z:-}" ] && ip netns del "$Z" 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+skip() { echo "SKIP: $name: $*"; exit 77; }
+. "$here/check.sh"
+
+pair_addr() {  # pair_addr NETNS IF CIDR (IPv6 without DAD)
+  local nodad=
+  case $3 in *:*) nodad=nodad ;; esac
+  ip -n "$1" addr add "$3" dev "$2" $nodad || skip "adding $3 failed"
+}
+vma_pair() {
+  local a_if=$3 z_if=$4 cidr
+  A=$1 Z=$2
+  ip netns add "$A" && ip netns add "$Z" || skip "ip netns add failed"
+  ip -n "$A" link add name "$a_if" type veth peer name "$z_if" netns "$Z" || skip "no veth pair"
+  for cidr in $5; do pair_addr "$A" "$a_if" "$cidr"; done
+  for cidr in $6; do pair_addr "$Z" "$z_if" "$cidr"; done
+  ip -n "$A" link set "$a_if" up && ip -n "$Z" link set "$z_if" up &&
+    ip -n "$A" link set lo up && ip -n "$Z" link set lo up || skip "configuring the pair failed"
+  ip netns exec "$Z" ethtool -K "$z_if" tx off >/dev/null 2>&1 || skip "ethtool -K $z_if tx off failed"
+  for _ in $(seq 50); do
+    ip -n "$Z" link show "$z_if" | grep -q LOWER_UP && break
+    sleep 0.1
+  done
+}
+
+kernel_udp() {
+  if [ "$2" = 6 ]; then
+    ip netns exec "$A" awk -v k="Udp6$1Datagrams" '$1 == k {print $2}' /proc/net/snmp6
+  else
+    ip netns exec "$A" awk -v f="$1Datagrams" '$1 == "Udp:" && $2 !~ /^[0-9]+$/ {
+        for (i = 2; i <= NF; i++) if ($i == f) c = i }
+      $1 == "Udp:" && $2 ~ /^[0-9]+$/ {print $c}' /proc/net/snmp
+  fi
+}
+
+block() { timeout 20 "$TOOL" -k "$T/stats" -p "$1" -v 3 -c 1 2>&1; }
