@@ -28,6 +28,7 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/fork_test.cc \
 	tests/librsocket/dgram_test.cc \
 	tests/librsocket/dgram_ds_wire_test.cc \
+	tests/librsocket/dgram_ds_peers_test.cc \
 	tests/librsocket/raw_peer.h
 # Pure helpers the hostile tests call (core's shm rendezvous name and
 # rdma_cm event errno, librsocket's datagram ring, shared-memory sender
@@ -38,5 +39,6 @@ rsocket_conformance_SOURCES += \
 	src/core/prov/verbs/cm_events.cc \
 	src/librsocket/dgram_ring.cc \
 	src/librsocket/dgram_shm.cc \
-	src/librsocket/dgram_ds_wire.cc
+	src/librsocket/dgram_ds_wire.cc \
+	src/librsocket/dgram_ds_peers.cc
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)
