@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/res/verbs_manager.h"
+#include "tests/common/rxe_counter.h"
 
 namespace {
 
@@ -37,16 +38,6 @@ sockaddr_storage parse(const char* ip) {
 }
 
 const sockaddr* sa(const sockaddr_storage& s) { return reinterpret_cast<const sockaddr*>(&s); }
-
-// The device counter `name` of the guest's rxe device; -1 when unreadable.
-long counter(const char* name) {
-  const char* dev = getenv("RXE_DEV");
-  std::ifstream f(std::string("/sys/class/infiniband/") + (dev ? dev : "rxe0") +
-                  "/ports/1/hw_counters/" + name);
-  long v = -1;
-  f >> v;
-  return f ? v : -1;
-}
 
 class VerbsResUd : public ::testing::Test {
  protected:
@@ -92,7 +83,7 @@ class VerbsResUd : public ::testing::Test {
     ibv_ah* again = nullptr;
     ASSERT_EQ(0, a->ah_for(sa(addr), &again));
     EXPECT_EQ(ah, again);  // resolved once
-    const long sent0 = counter("sent_pkts"), rcvd0 = counter("rcvd_pkts");
+    const long sent0 = rxe_counter("sent_pkts"), rcvd0 = rxe_counter("rcvd_pkts");
     const char head[8] = {'h', 'e', 'a', 'd', 0, 1, 2, 3};
     const size_t most = a->max_msg() - sizeof head;
     ASSERT_GE(most, 248u);
@@ -128,12 +119,12 @@ class VerbsResUd : public ::testing::Test {
       EXPECT_EQ(v, back);
     }
     // the device carried them
-    std::printf("%s: rxe sent_pkts +%ld, rcvd_pkts +%ld\n", ip, counter("sent_pkts") - sent0,
-                counter("rcvd_pkts") - rcvd0);
+    std::printf("%s: rxe sent_pkts +%ld, rcvd_pkts +%ld\n", ip, rxe_counter("sent_pkts") - sent0,
+                rxe_counter("rcvd_pkts") - rcvd0);
     if (counted) {
       ASSERT_GE(sent0, 0) << "no hw_counters for RXE_DEV";
-      EXPECT_GE(counter("sent_pkts") - sent0, 105);
-      EXPECT_GE(counter("rcvd_pkts") - rcvd0, 105);
+      EXPECT_GE(rxe_counter("sent_pkts") - sent0, 105);
+      EXPECT_GE(rxe_counter("rcvd_pkts") - rcvd0, 105);
     }
   }
 };

@@ -29,6 +29,7 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/dgram_test.cc \
 	tests/librsocket/dgram_ds_wire_test.cc \
 	tests/librsocket/dgram_ds_peers_test.cc \
+	tests/librsocket/dgram_verbs_test.cc \
 	tests/librsocket/raw_peer.h
 # Pure helpers the hostile tests call (core's shm rendezvous name and
 # rdma_cm event errno, librsocket's datagram ring, shared-memory sender

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/api.h"
+
 namespace ss::prov::verbs {
 
 class UdQp {
@@ -30,8 +32,8 @@ class UdQp {
   // `slots` receive and send slots each. -ENODEV when no RDMA device owns
   // the address, -EOPNOTSUPP on an iWARP device (no unreliable datagrams),
   // else -errno.
-  static int create(const sockaddr* addr, uint32_t slots, std::unique_ptr<UdQp>* out);
-  ~UdQp();
+  SS_API static int create(const sockaddr* addr, uint32_t slots, std::unique_ptr<UdQp>* out);
+  SS_API ~UdQp();
   UdQp(const UdQp&) = delete;
   UdQp& operator=(const UdQp&) = delete;
 
@@ -46,20 +48,20 @@ class UdQp {
 
   // The address handle to whatever QP listens at IP address `dst`
   // (resolved once, then kept; at most ~4 s for address and route). -errno.
-  int ah_for(const sockaddr* dst, ibv_ah** out);
+  SS_API int ah_for(const sockaddr* dst, ibv_ah** out);
   // One UD SEND of `head` then `iov` (at most max_msg() bytes together: else
   // -EMSGSIZE) to QP `qpn` behind `ah`. -EAGAIN when every send slot is
   // still in flight.
-  int send(ibv_ah* ah, uint32_t qpn, const void* head, size_t head_len, const iovec* iov,
+  SS_API int send(ibv_ah* ah, uint32_t qpn, const void* head, size_t head_len, const iovec* iov,
            size_t iovcnt);
   // The oldest received datagram, past its GRH: valid until pop(). -EAGAIN
   // when none; receives that failed are re-posted and skipped.
-  int front(const uint8_t** data, size_t* len);
+  SS_API int front(const uint8_t** data, size_t* len);
   // Gives the front slot back to the device.
-  void pop();
+  SS_API void pop();
   // Asks for an event on the next completion (after acknowledging those
   // read from event_fd()); 0 or -errno.
-  int arm();
+  SS_API int arm();
 
  private:
   UdQp() = default;
