@@ -28,11 +28,7 @@ constexpr char kAnswer[4] = {'S', 'S', 'D', 'R'};
 constexpr auto kRetry = std::chrono::milliseconds(200);
 
 bool dgram_shm_setting() {
-  config::Component* core = config::find_component("core");
-  if (!core) return true;
-  int row = core->find("provider");
-  if (row < 0) return true;
-  std::string p = core->get_string(row);
+  std::string p = dgram_provider_setting();
   return p == "auto" || p == "shm";
 }
 
@@ -104,6 +100,12 @@ std::string key_of(const sockaddr* a, socklen_t len) {
 }  // namespace
 
 bool dgram_shm_enabled() { return dgram_shm_setting(); }
+
+std::string dgram_provider_setting() {
+  config::Component* core = config::find_component("core");
+  int row = core ? core->find("provider") : -1;
+  return row < 0 ? "auto" : core->get_string(row);
+}
 
 // --- the owner ---------------------------------------------------------------
 

@@ -21,6 +21,8 @@ namespace ss::rs {
 
 // Whether SLIPSTREAM_PROVIDER lets datagrams use shared memory (auto, shm).
 bool dgram_shm_enabled();
+// SLIPSTREAM_PROVIDER as core's configuration holds it ("auto" unset).
+std::string dgram_provider_setting();
 
 // The owner's side: rendezvous, ring and wake-up.
 class DgramShmReceiver {

@@ -165,9 +165,14 @@ int DgramSocket::connect(const sockaddr* addr, socklen_t len) {
     send_peer_ = peer;
     send_peer_len_ = pl;
   }
-  std::lock_guard<std::mutex> g(recv_mu_);
-  peer_ = peer;
-  open_receiver();  // connect bound it
+  {
+    std::lock_guard<std::mutex> g(recv_mu_);
+    peer_ = peer;
+    open_receiver();  // connect bound it
+  }
+  // Over verbs the QP toward the peer is made now, so that a device that
+  // cannot carry it (iWARP, or none) fails rconnect, as upstream's does.
+  if (verbs_ && addr->sa_family != AF_UNSPEC) return verbs_->prepare(addr, len);
   return 0;
 }
 
@@ -235,6 +240,22 @@ ssize_t DgramSocket::send(const msghdr& msg, int flags) {
   } else {
     version = peer_version_.load(std::memory_order_relaxed);
     if (!version) return -EDESTADDRREQ;
+  }
+  if (verbs_) {
+    sockaddr_storage self, dst{};
+    socklen_t dlen;
+    if (int rc = own_name(&self)) return rc;  // bound, as UDP's first send does
+    if (msg.msg_name) {
+      memcpy(&dst, msg.msg_name, msg.msg_namelen);
+      dlen = static_cast<socklen_t>(dest_len(reinterpret_cast<sockaddr*>(&dst), msg.msg_namelen));
+    } else {
+      std::lock_guard<std::mutex> n(name_mu_);
+      if (!send_peer_len_) return -EDESTADDRREQ;
+      dst = send_peer_;
+      dlen = send_peer_len_;
+    }
+    return verbs_->send(reinterpret_cast<sockaddr*>(&dst), dlen, msg.msg_iov, msg.msg_iovlen, len,
+                        MSG_NOSIGNAL | (nonblocking(flags) ? MSG_DONTWAIT : 0));
   }
   if (shm_) {
     sockaddr_storage dst{}, self{};
@@ -350,6 +371,7 @@ DgramSlot* DgramSocket::ring_head(sockaddr_storage* src, socklen_t* src_len) {
 }
 
 ssize_t DgramSocket::try_recv(msghdr* msg, int flags, bool repeat) {
+  if (verbs_) return verbs_->recv(msg, flags, peer_, &count_malformed_cb, this);
   DgramHeader h;
   sockaddr_storage src;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))];
@@ -484,11 +506,12 @@ short DgramSocket::readiness_locked(short events, bool full) {
   if (events & POLLIN) {
     sockaddr_storage src;
     socklen_t len;
-    if (ring_head(&src, &len)) return static_cast<short>(POLLIN | (events & POLLOUT));
+    if (ring_head(&src, &len) || (verbs_ && verbs_->readable()))
+      return static_cast<short>(POLLIN | (events & POLLOUT));
     // Spinning on readability alone: the ring, and the kernel now and then.
     if (!full && events == POLLIN && !shut_rd_ && !kernel_look_due()) return 0;
     serve_senders();
-    drop_bad_heads();
+    if (!verbs_) drop_bad_heads();  // (ours: upstream's headers are not bad there)
   }
   pollfd p{fd_, static_cast<short>(events | POLLRDHUP), 0};
   if (::poll(&p, 1, 0) < 0) return 0;
@@ -515,6 +538,14 @@ int DgramSocket::wait_set() {
     ::epoll_ctl(ep, EPOLL_CTL_ADD, fd_, &ev);
     if (rx_.is_open()) ::epoll_ctl(ep, EPOLL_CTL_ADD, rx_.listen_fd(), &ev);
     wait_fd_ = ep;
+  }
+  if (verbs_) {
+    for (int qfd : verbs_->new_event_fds()) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ::epoll_ctl(wait_fd_, EPOLL_CTL_ADD, qfd, &ev);
+    }
+    verbs_->arm();  // the look that follows catches what came before
   }
   if (!wait_has_event_ && rx_.event_fd() >= 0) {
     epoll_event ev{};

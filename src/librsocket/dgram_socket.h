@@ -18,6 +18,7 @@
 
 #include "core/base/pollable.h"
 #include "librsocket/dgram_shm.h"
+#include "librsocket/dgram_verbs.h"
 #include "librsocket/dgram_wire.h"
 
 namespace ss::rs {
@@ -26,7 +27,9 @@ class DgramSocket final : public Pollable {
  public:
   // A new datagram rsocket of `domain`; `flags`: SOCK_NONBLOCK, SOCK_CLOEXEC.
   static int create(int domain, int flags, std::shared_ptr<DgramSocket>* out);
-  DgramSocket(int fd, int domain) : fd_(fd), domain_(domain) {}
+  DgramSocket(int fd, int domain)
+      : fd_(fd), domain_(domain),
+        verbs_(dgram_verbs_enabled() ? std::make_unique<DgramVerbs>(fd, domain) : nullptr) {}
   ~DgramSocket();  // closes the descriptor: no call is using it any more
   DgramSocket(const DgramSocket&) = delete;
   DgramSocket& operator=(const DgramSocket&) = delete;
@@ -81,6 +84,9 @@ class DgramSocket final : public Pollable {
   // wake-up), made at the first wait. recv_mu_ held; -errno.
   int wait_set();
   void count_malformed(DgramFault fault);
+  static void count_malformed_cb(void* self, DgramFault fault) {
+    static_cast<DgramSocket*>(self)->count_malformed(fault);
+  }
   // Answers senders at the rendezvous; a ring made now joins the wait set
   // and learns of sleepers already waiting. recv_mu_ held.
   void serve_senders();
@@ -102,6 +108,9 @@ class DgramSocket final : public Pollable {
   const int fd_;
   const int domain_;
   const bool shm_ = dgram_shm_enabled();
+  // SLIPSTREAM_PROVIDER=verbs: upstream's protocol over UD queue pairs
+  // instead of our UDP format (no shared memory then).
+  const std::unique_ptr<DgramVerbs> verbs_;
   DgramShmReceiver rx_;  // recv_mu_
   DgramShmSender tx_;
   int wait_fd_ = -1;           // recv_mu_

@@ -15,6 +15,12 @@ librsocket_la_SOURCES = \
 	src/librsocket/data.cc \
 	src/librsocket/iomap.cc \
 	src/librsocket/dgram_wire.h \
+	src/librsocket/dgram_ds_wire.h \
+	src/librsocket/dgram_ds_wire.cc \
+	src/librsocket/dgram_ds_peers.h \
+	src/librsocket/dgram_ds_peers.cc \
+	src/librsocket/dgram_verbs.h \
+	src/librsocket/dgram_verbs.cc \
 	src/librsocket/dgram_socket.h \
 	src/librsocket/dgram_socket.cc \
 	src/librsocket/dgram_ring.h \

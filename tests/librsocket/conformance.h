@@ -111,6 +111,9 @@ Addr loopback(int family, uint16_t port = 0);
 bool verbs_is_iwarp(int family);
 // True when both name the same address and port (family-aware).
 bool same_endpoint(const Addr& a, const Addr& b);
+// An IPv4 / IPv6 address from its text (`flow`: sin6_flowinfo, host order).
+sockaddr_in v4(const char* ip, uint16_t port);
+sockaddr_in6 v6(const char* ip, uint16_t port, uint32_t flow = 0);
 // A loopback port nobody listens on right now (bound then released).
 uint16_t unused_port(int family);
 

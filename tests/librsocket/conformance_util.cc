@@ -341,6 +341,23 @@ bool same_endpoint(const Addr& a, const Addr& b) {
   return false;
 }
 
+sockaddr_in v4(const char* ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+sockaddr_in6 v6(const char* ip, uint16_t port, uint32_t flow) {
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_port = htons(port);
+  a.sin6_flowinfo = htonl(flow);
+  inet_pton(AF_INET6, ip, &a.sin6_addr);
+  return a;
+}
+
 uint16_t unused_port(int family) {
   int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;

@@ -933,13 +933,6 @@ TEST_P(DgramTest, TransportCarriesTheDatagrams) {
 
 // The shared-memory sender on its own (compiled into this binary as the
 // ring is): what it remembers, and what it takes from an owner.
-sockaddr_in v4(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
 
 // Sending to many addresses that no owner here answers (TEST-NET-1: no
 // host of ours) keeps the sender's map bounded. send() itself sends

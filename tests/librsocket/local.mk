@@ -27,14 +27,19 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/limits_test.cc \
 	tests/librsocket/fork_test.cc \
 	tests/librsocket/dgram_test.cc \
+	tests/librsocket/dgram_ds_wire_test.cc \
+	tests/librsocket/dgram_ds_peers_test.cc \
+	tests/librsocket/dgram_verbs_test.cc \
 	tests/librsocket/raw_peer.h
 # Pure helpers the hostile tests call (core's shm rendezvous name and
-# rdma_cm event errno, librsocket's datagram ring and shared-memory
-# sender) are compiled in rather than exported: no program needs them, and
+# rdma_cm event errno, librsocket's datagram ring, shared-memory sender
+# and upstream's datagram headers) are compiled in rather than exported: no program needs them, and
 # they hold no state a second copy could split.
 rsocket_conformance_SOURCES += \
 	src/core/prov/shm/rendezvous.cc \
 	src/core/prov/verbs/cm_events.cc \
 	src/librsocket/dgram_ring.cc \
-	src/librsocket/dgram_shm.cc
+	src/librsocket/dgram_shm.cc \
+	src/librsocket/dgram_ds_wire.cc \
+	src/librsocket/dgram_ds_peers.cc
 rsocket_conformance_LDADD = librsocket.la libslipstream.la $(VERBS_LIBS) $(GTEST_LIBS)

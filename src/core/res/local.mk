@@ -11,4 +11,5 @@ libslipstream_core_la_SOURCES += \
 	src/core/res/netdev_map.cc
 
 core_unit_tests_SOURCES += \
-	tests/core/res_mr_cache_test.cc
+	tests/core/res_mr_cache_test.cc \
+	tests/core/res_ud_qp_test.cc

@@ -8,4 +8,6 @@ libslipstream_core_la_SOURCES += \
 	src/core/prov/verbs/verbs_endpoint.cc \
 	src/core/prov/verbs/verbs_listener.h \
 	src/core/prov/verbs/verbs_listener.cc \
-	src/core/prov/verbs/verbs_provider.cc
+	src/core/prov/verbs/verbs_provider.cc \
+	src/core/prov/verbs/ud_qp.h \
+	src/core/prov/verbs/ud_qp.cc

@@ -1,0 +1,78 @@
+// A datagram rsocket's verbs side (SLIPSTREAM_PROVIDER=verbs), upstream
+// librdmacm's protocol: one UD QP per local address (core's UdQp), the
+// UDP-assisted QPN exchange (dgram_ds_peers.h) over the rsocket's own UDP
+// socket, then UD SENDs behind a DsHeader (dgram_ds_wire.h). Internally
+// every function returns 0 / a count, or -errno. The owner (DgramSocket)
+// serialises receives; sends may come from any thread.
+#pragma once
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/prov/verbs/ud_qp.h"
+#include "librsocket/dgram_ds_peers.h"
+#include "librsocket/dgram_wire.h"
+
+namespace ss::rs {
+
+// True when datagram rsockets run over verbs (the core provider setting).
+bool dgram_verbs_enabled();
+
+class DgramVerbs {
+ public:
+  DgramVerbs(int fd, int domain) : fd_(fd), domain_(domain) {}
+
+  // Makes sure a QP serves `dst` (rconnect, and each send): -ENODEV when no
+  // RDMA device owns the local address toward it, -EOPNOTSUPP on iWARP.
+  int prepare(const sockaddr* dst, socklen_t len);
+  // One datagram of `len` bytes to `dst`: a UD SEND once its QP is known,
+  // else over UDP behind a DsUdpHeader. EMSGSIZE beyond what a UD message
+  // takes (the port's MTU less the header).
+  ssize_t send(const sockaddr* dst, socklen_t dlen, const iovec* iov, size_t iovcnt, size_t len,
+               int os_flags);
+  // The next good datagram, from the QPs then the UDP socket (exchange
+  // headers handled on the way); -EAGAIN when none. `peer` (ss_family 0:
+  // none): a connected socket's filter. Bad datagrams go to `drop`.
+  ssize_t recv(msghdr* msg, int flags, const sockaddr_storage& peer,
+               void (*drop)(void* ctx, DgramFault f), void* ctx);
+  // A datagram is queued on a QP.
+  bool readable();
+  // The QPs' event descriptors, each once (for the owner's wait set):
+  // those not handed out before.
+  std::vector<int> new_event_fds();
+  // Asks every QP for an event on its next completion.
+  void arm();
+
+ private:
+  struct LocalQp {
+    sockaddr_storage ip;
+    std::unique_ptr<prov::verbs::UdQp> qp;
+    bool fd_given = false;
+  };
+  // The local address toward `dst` (our bound one unless a wildcard or
+  // loopback, then the kernel's route's), with our UDP port. mu_ held.
+  int source_for(const sockaddr* dst, socklen_t len, sockaddr_storage* src);
+  // The QP of local address `src`, made at the first need. mu_ held.
+  int qp_for(const sockaddr_storage& src, prov::verbs::UdQp** out);
+  // Handles an exchange header from `src`; true when `buf`'s payload is to
+  // be delivered (from *off on).
+  bool on_udp(const uint8_t* buf, size_t n, const sockaddr* src, size_t* off, DgramFault* fault);
+  // recv's two halves: from the QPs, from the UDP socket; -EAGAIN when empty.
+  ssize_t recv_ud(msghdr* msg, int flags, const sockaddr_storage& peer,
+                  void (*drop)(void* ctx, DgramFault f), void* ctx);
+  ssize_t recv_udp(msghdr* msg, int flags, void (*drop)(void* ctx, DgramFault f), void* ctx);
+
+  const int fd_;
+  const int domain_;
+  std::mutex mu_;
+  std::vector<LocalQp> qps_;  // mu_
+  DsPeers peers_;             // mu_
+  size_t next_qp_ = 0;        // receive: round robin over qps_ (owner's lock)
+  bool udp_first_ = false;    // receive: whose turn it is to be looked at first (owner's lock)
+};
+
+}  // namespace ss::rs
