@@ -6,6 +6,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/export.h \
 	src/interpose/real.h \
 	src/interpose/wait_args.h \
+	src/interpose/epoll_glue.h \
+	src/interpose/epoll_glue.cc \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
