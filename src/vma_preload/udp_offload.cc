@@ -133,7 +133,9 @@ std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family,
   return o;
 }
 
-UdpOffload::~UdpOffload() = default;
+UdpOffload::~UdpOffload() {
+  if (wait_fd_ >= 0) real().close(wait_fd_);
+}
 
 void UdpOffload::connect(const sockaddr* peer, socklen_t len) {
   const net::UdpAddr p = wire_addr(peer, len);
@@ -199,9 +201,11 @@ ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags) {
 }
 
 void UdpOffload::wait(int timeout_ms) {
-  std::vector<pollfd> fds{{fd_, POLLIN, 0}};
-  for (const Leg& l : legs_) l.rings->poll_fds(&fds);
-  real().poll(fds.data(), fds.size(), timeout_ms);
+  const WaitTarget t = wait_target(POLLIN, &timeout_ms);
+  if (t.fd < 0) return;  // a datagram is there
+  pollfd p{t.fd, t.events, 0};
+  real().poll(&p, 1, timeout_ms);
+  after_wait(t);
 }
 
 ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
@@ -257,13 +261,14 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
       return -1;
     }
     if (now < spin_end) continue;
-    // Sleep on the kernel socket and the rings' wake-ups; bounded, since
-    // another thread's poll may take a frame for us off a ring we sleep on.
+    // Sleep on the kernel socket, the rings' wake-ups and our endpoints'
+    // kicks (another thread's poll may take a frame for us off a ring).
     sleeping = true;
-    int slice = 50;
+    int slice = -1;
     if (deadline != clock::time_point::max())
       slice = static_cast<int>(std::clamp<int64_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, 1, 50));
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, 1,
+          INT32_MAX));
     wait(slice);
   }
 }

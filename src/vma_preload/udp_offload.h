@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/base/pollable.h"
 #include "core/net/udp_stack.h"
 
 namespace ss::vma::preload {
@@ -45,6 +46,20 @@ class UdpOffload {
   // datagrams dropped, each netdev's log line naming the socket and `why`.
   size_t drain(const char* why);
 
+  // Sleeping on the socket (udp_offload_wait.cc): poll, select and epoll
+  // (KernelSocket's Pollable) and a blocking receive. One sleep for
+  // `events` (POLLIN, with or without POLLOUT): a target on the socket's
+  // wait set, an epoll fd holding the kernel socket, every ring's wake-up
+  // and every endpoint's kick (a datagram another thread's poll of the
+  // rings queued for us); kReady when a datagram is there now. `*sleep_ms`
+  // is cut when a piece of the set could not be made (out of descriptors).
+  WaitTarget wait_target(short events, int* sleep_ms);
+  void after_wait(const WaitTarget& armed);
+  // Datagrams the rings brought the socket so far (polls them first).
+  uint64_t arrivals();
+  // Queues what the rings hold on its endpoints (kicking their sleepers).
+  void poll_rings();
+
  private:
   struct Leg {
     NetdevRings* rings;
@@ -65,6 +80,11 @@ class UdpOffload {
   std::atomic<uint64_t> looks_{0};        // for VMA_RX_UDP_POLL_OS_RATIO
   std::atomic<bool> connected_{false};
   net::UdpAddr peer_;                     // written before connected_ is set
+  // The wait set (udp_offload_wait.cc), made at the first sleep.
+  std::mutex wait_mu_;
+  int wait_fd_ = -1;                      // wait_mu_
+  std::vector<int> wait_kicks_;           // wait_mu_: each leg's kick fd in the set, or -1
+  int pollout_sleepers_ = 0;              // wait_mu_: the kernel socket watched for POLLOUT too
 };
 
 }  // namespace ss::vma::preload

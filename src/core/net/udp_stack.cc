@@ -46,6 +46,22 @@ size_t UdpEndpoint::queued() const {
   return queue_.size();
 }
 
+int UdpEndpoint::join_waiters() {
+  std::lock_guard lock(stack_->mu_);
+  const int err = waiters_.join();
+  return err < 0 ? err : waiters_.fd();
+}
+
+void UdpEndpoint::leave_waiters(bool woken) {
+  std::lock_guard lock(stack_->mu_);
+  waiters_.leave(woken);
+}
+
+uint64_t UdpEndpoint::arrivals() const {
+  std::lock_guard lock(stack_->mu_);
+  return arrivals_;
+}
+
 int UdpEndpoint::recv_zcopy(Datagram* out) {
   std::vector<Buffer> drop;  // released after the lock
   std::lock_guard lock(stack_->mu_);
@@ -184,6 +200,8 @@ void UdpStack::deliver_locked(Buffer&& frame, std::vector<Buffer>* drop) {
     const size_t at = frame.offset() + static_cast<size_t>(p.payload.data() - data);
     frame.set_view(at, p.payload.size());  // inside the frame: parse_frame read only there
     ep->queue_.push_back(Datagram{std::move(frame), src});
+    ep->arrivals_++;
+    ep->waiters_.wake();
     rx_.delivered++;
     return;
   }

@@ -30,6 +30,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/kick.h"
 #include "core/mem/buffer.h"
 #include "core/mem/pool.h"
 #include "core/net/frame_build.h"
@@ -104,6 +105,18 @@ class UdpEndpoint {
   ssize_t recv(void* buf, size_t len, UdpAddr* src, size_t* full_len);
   size_t queued() const;
 
+  // A sleep waiting for this endpoint's datagrams: another thread's poll
+  // of the rings may queue one here and leave the ring empty, so the
+  // sleeper also waits on this kick, which every datagram queued wakes.
+  // join_waiters: the kick's eventfd, counted as one more waiter (before
+  // the sleeper's last look), or -errno; leave_waiters after the sleep
+  // (`woken`: it saw the eventfd readable).
+  SS_API int join_waiters();
+  SS_API void leave_waiters(bool woken);
+  // Datagrams queued here since bind: moves with every arrival (what an
+  // edge-triggered epoll counts).
+  SS_API uint64_t arrivals() const;
+
   // Send-side state (udp_tx.cc): IPv4 IDs, TTL / hop limit, TOS.
   Ipv4IdSequence ip_id;
   uint8_t ttl = 64, tos = 0;
@@ -118,6 +131,8 @@ class UdpEndpoint {
   bool steered_v4_ = false, steered_v6_ = false;
   UdpAddr peer_;                 // under the stack's mutex
   std::deque<Datagram> queue_;   // under the stack's mutex
+  uint64_t arrivals_ = 0;        // under the stack's mutex
+  Kick waiters_;                 // under the stack's mutex
 };
 
 // One rx queue of the netdev and its pool (a pool per queue: a pool has
@@ -149,7 +164,7 @@ class UdpStack {
 
   // Receives up to `budget` frames from every ring and queues them on
   // their endpoints. The number of frames taken, or -errno.
-  int poll_rx(int budget = 64);
+  SS_API int poll_rx(int budget = 64);
 
   UdpRxCounters rx_counters() const;
   const Config& config() const { return cfg_; }
