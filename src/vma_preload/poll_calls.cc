@@ -61,9 +61,11 @@ bool mixed(int fd) {
 }
 
 // Whether a poll set or select's sets hold an offloaded socket (never on
-// poll_mixed's own calls).
-bool any_offloaded(const pollfd* fds, nfds_t n) {
-  for (nfds_t i = 0; !vp::t_in_mux && fds && i < n; i++)
+// poll_mixed's own calls). Not `const pollfd*`: glibc declares poll's fds
+// write-only, and gcc then warns (-Wmaybe-uninitialized) at a read-only pass.
+bool any_offloaded(pollfd* fds, nfds_t n) {
+  if (vp::t_in_mux || !fds) return false;
+  for (nfds_t i = 0; i < n; i++)
     if (mixed(fds[i].fd)) return true;
   return false;
 }

@@ -211,9 +211,9 @@ void UdpOffload::wait(int timeout_ms) {
 ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
   using clock = std::chrono::steady_clock;
   const int64_t ratio = vs::get(vs::Id::kRxUdpPollOsRatio);
-  const int64_t spin_us = vs::get(vs::Id::kRxPoll);
+  int64_t polls = vs::get(vs::Id::kRxPoll);  // ring polls before a sleep (-1: for good)
   bool first = true, sleeping = false;
-  clock::time_point spin_end{}, deadline = clock::time_point::max();
+  clock::time_point deadline = clock::time_point::max();
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -249,8 +249,6 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
         errno = EAGAIN;
         return -1;
       }
-      spin_end = spin_us < 0 ? clock::time_point::max()
-                             : clock::now() + std::chrono::microseconds(spin_us);
       if (const int t = rcv_timeout_ms(fd_); t >= 0)
         deadline = clock::now() + std::chrono::milliseconds(t);
       continue;
@@ -260,7 +258,7 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
       errno = EAGAIN;
       return -1;
     }
-    if (now < spin_end) continue;
+    if (polls < 0 || polls-- > 0) continue;
     // Sleep on the kernel socket, the rings' wake-ups and our endpoints'
     // kicks (another thread's poll may take a frame for us off a ring).
     sleeping = true;
