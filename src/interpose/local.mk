@@ -1,4 +1,5 @@
 # The libc calls both preloads stand in for (dlsym(RTLD_NEXT)): one table,
+# and what their waiting calls share (wait_args.h, the epoll glue):
 # a convenience library linked into each module, never into a shared
 # library of its own (RTLD_NEXT must start from the preload module).
 noinst_LTLIBRARIES += libinterpose.la
