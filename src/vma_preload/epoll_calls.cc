@@ -5,7 +5,8 @@
 // every other descriptor (TCP, kernel UDP, pipes, eventfds) goes into the
 // set's kernel part. A set without members is the kernel's alone. Sets
 // nest (a set is a Pollable member of another), as libvma's cannot
-// (libvma #219).
+// (libvma #219). A kernel epoll set the preload does not know takes a
+// socket only as the kernel's (KernelSocket::hand_back).
 #include <sys/epoll.h>
 
 #include <cerrno>
@@ -15,6 +16,8 @@
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "interpose/wait_args.h"
+#include "vma_preload/edge.h"
+#include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
 
 namespace vp = ss::vma::preload;
@@ -53,8 +56,19 @@ SS_PRELOAD_EXPORT int epoll_create(int size) {
 
 SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
   const auto ep = set_of(epfd);
-  if (!ep) return real().epoll_ctl(epfd, op, fd, ev);
-  return ip::ctl_epoll(*ep, op, fd, ev);
+  if (ep) return ip::ctl_epoll(*ep, op, fd, ev);
+  // A kernel epoll set the preload does not know (a raw syscall's, one the
+  // fd table could not take, one inherited across exec) sees only the
+  // kernel socket: a socket with (or that may get) an offloaded path is
+  // handed back to the kernel for good, so no program sleeps through its
+  // rings.
+  if (!vp::t_in_mux && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    vp::edge_quiet("epoll_ctl", fd, [&] {
+      const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+      if (s && !s->kernel_served()) s->hand_back("in an epoll set the preload does not know");
+    });
+  return real().epoll_ctl(epfd, op, fd, ev);
 }
 
 SS_PRELOAD_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {

@@ -63,10 +63,19 @@ void KernelSocket::set_decision(Decision d) {
   why_.store(d.why, std::memory_order_relaxed);
 }
 
+namespace {
+// The socket whose change_count this thread just read: its next look
+// (EpollSet reads the count, then the readiness) takes no new frame off
+// the rings, which the count would not cover (a second edge, spurious).
+thread_local const KernelSocket* t_counted = nullptr;
+}  // namespace
+
 short KernelSocket::look(short events, bool kernel) {
   short r = 0;
   UdpOffload* o = offload();
-  if (o && (events & POLLIN) && o->ring_readable()) {
+  const bool counted = t_counted == this;
+  t_counted = nullptr;
+  if (o && (events & POLLIN) && (counted ? o->queued() : o->ring_readable())) {
     r = POLLIN;
     if (events == POLLIN) return r;  // no syscall when the rings answer
   }
@@ -104,6 +113,7 @@ bool KernelSocket::change_count(uint64_t* count) {
   UdpOffload* o = offload();
   if (!o) return false;
   *count = o->arrivals();
+  t_counted = this;
   return true;
 }
 

@@ -48,7 +48,8 @@ class UdpOffload {
 
   // Sleeping on the socket (udp_offload_wait.cc): poll, select and epoll
   // (KernelSocket's Pollable) and a blocking receive. One sleep for
-  // `events` (POLLIN, with or without POLLOUT): a target on the socket's
+  // `events` (POLLIN, with or without POLLOUT; none: an edge-triggered
+  // epoll member waiting for its next datagram): a target on the socket's
   // wait set, an epoll fd holding the kernel socket, every ring's wake-up
   // and every endpoint's kick (a datagram another thread's poll of the
   // rings queued for us); kReady when a datagram is there now. `*sleep_ms`
@@ -56,9 +57,12 @@ class UdpOffload {
   WaitTarget wait_target(short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed);
   // Datagrams the rings brought the socket so far (polls them first).
+  // A sleep for no event (an edge-triggered member, reported) ends at
+  // once when the count moved since the last call: a datagram another
+  // thread queued before the sleeper joined its kicks.
   uint64_t arrivals();
-  // Queues what the rings hold on its endpoints (kicking their sleepers).
-  void poll_rings();
+  // Whether a datagram is queued for the socket, the rings not polled.
+  bool queued();
 
  private:
   struct Leg {
@@ -71,6 +75,9 @@ class UdpOffload {
   ssize_t copy_head_locked(msghdr* m, int flags);
   // Sleeps until the kernel socket or a ring is readable, or timeout_ms.
   void wait(int timeout_ms);
+  // Queues what the rings hold on the endpoints (kicking their sleepers).
+  void poll_rings();
+  uint64_t count_arrivals();  // the endpoints' counts, rings not polled
 
   const int fd_, family_;
   std::vector<Leg> legs_;
@@ -85,6 +92,7 @@ class UdpOffload {
   int wait_fd_ = -1;                      // wait_mu_
   std::vector<int> wait_kicks_;           // wait_mu_: each leg's kick fd in the set, or -1
   int pollout_sleepers_ = 0;              // wait_mu_: the kernel socket watched for POLLOUT too
+  std::atomic<uint64_t> last_arrivals_{0};  // what arrivals() last answered
 };
 
 }  // namespace ss::vma::preload

@@ -100,7 +100,7 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   // sleep from starting), then the last look, now that a datagram queued
   // for us would kick.
   poll_rings();
-  if ((events & POLLIN) && ring_readable()) {
+  if ((events & POLLIN) ? ring_readable() : !events && count_arrivals() != last_arrivals_) {
     after_wait(t);
     return {};
   }
@@ -131,10 +131,24 @@ void UdpOffload::poll_rings() {
   for (Leg& l : legs_) l.rings->stack->poll_rx();
 }
 
-uint64_t UdpOffload::arrivals() {
-  poll_rings();  // the rings' frames queued first: the count is read after
+bool UdpOffload::queued() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (head_) return true;
+  for (Leg& l : legs_)
+    if (l.ep->queued()) return true;
+  return false;
+}
+
+uint64_t UdpOffload::count_arrivals() {
   uint64_t n = 0;
   for (Leg& l : legs_) n += l.ep->arrivals();
+  return n;
+}
+
+uint64_t UdpOffload::arrivals() {
+  poll_rings();  // the rings' frames queued first: the count is read after
+  const uint64_t n = count_arrivals();
+  last_arrivals_ = n;
   return n;
 }
 

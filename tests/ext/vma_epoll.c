@@ -8,7 +8,9 @@
  *   unread), the pipe and the eventfd beside the socket, EPOLLET (once per
  *   datagram, not again while unread), EPOLLONESHOT (once, then only after
  *   EPOLL_CTL_MOD), a set nested in the set; then a blocking receive that
- *   sleeps until its datagram. Every datagram is read and checked. Prints "received N sent M" (the datagrams and commands), then
+ *   sleeps until its datagram; a second socket in a kernel epoll set the
+ *   preload does not know (raw syscall), handed back to the kernel. Every
+ *   datagram of the first socket is read and checked. Prints "received N sent M" (the datagrams and commands), then
  *   waits for a line on stdin (its vmastat block stays readable). Exit 0 if
  *   every check passed; each failure is printed.
  * peer PORT: (kernel) serves the commands until "end". */
@@ -22,6 +24,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,6 +222,26 @@ static int server_main(const char* ip, int port, const char* peer_ip, int peer_p
   printf("idle blocking recv: wall %.0f ms, cpu %.0f ms\n", wall, cpu);
   CHECK(got, "blocking recv: no datagram");
   CHECK(cpu < wall / 4, "blocking recv: cpu %.0f ms of %.0f ms: it did not sleep", cpu, wall);
+
+  /* A kernel epoll set the preload does not know (a raw syscall's): a
+   * second socket added there is handed back to the kernel, and the
+   * kernel's epoll_wait sees its datagram. */
+  const int raw = (int)syscall(SYS_epoll_create1, EPOLL_CLOEXEC);
+  const int sock2 = socket(AF_INET, SOCK_DGRAM, 0);
+  struct sockaddr_in a2 = addr_of(ip, port + 1);
+  CHECK(raw >= 0 && sock2 >= 0 && bind(sock2, (struct sockaddr*)&a2, sizeof a2) == 0,
+        "raw set, second socket: %s", strerror(errno));
+  ev.events = EPOLLIN;
+  ev.data.u64 = 8;
+  CHECK(epoll_ctl(raw, EPOLL_CTL_ADD, sock2, &ev) == 0, "raw set add: %s", strerror(errno));
+  const char two[] = "send 1 0";
+  CHECK(sendto(sock2, two, sizeof two - 1, 0, (struct sockaddr*)&peer, sizeof peer) ==
+            (ssize_t)sizeof two - 1, "raw set: command: %s", strerror(errno));
+  CHECK(reported(raw, 5000, 8, &n), "raw set: the handed-back socket's datagram not reported");
+  char d2[64];
+  CHECK(recv(sock2, d2, sizeof d2, MSG_DONTWAIT) > 0, "raw set: nothing to read");
+  close(sock2);
+  close(raw);
 
   const char end[] = "end";
   sendto(sock, end, 3, 0, (struct sockaddr*)&peer, sizeof peer);

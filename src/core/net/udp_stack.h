@@ -103,7 +103,7 @@ class UdpEndpoint {
   // size (larger: truncated, as MSG_TRUNC), *src its source. The copied
   // length, or -EAGAIN when none waits.
   ssize_t recv(void* buf, size_t len, UdpAddr* src, size_t* full_len);
-  size_t queued() const;
+  SS_API size_t queued() const;
 
   // A sleep waiting for this endpoint's datagrams: another thread's poll
   // of the rings may queue one here and leave the ring empty, so the
