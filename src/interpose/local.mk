@@ -1,4 +1,5 @@
 # The libc calls both preloads stand in for (dlsym(RTLD_NEXT)): one table,
+# and what their waiting calls share (wait_args.h, the epoll glue):
 # a convenience library linked into each module, never into a shared
 # library of its own (RTLD_NEXT must start from the preload module).
 noinst_LTLIBRARIES += libinterpose.la
@@ -6,6 +7,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/export.h \
 	src/interpose/real.h \
 	src/interpose/wait_args.h \
+	src/interpose/epoll_glue.h \
+	src/interpose/epoll_glue.cc \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

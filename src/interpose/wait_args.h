@@ -44,7 +44,7 @@ class MaskForCall {
 
  private:
   bool set_;
-  sigset_t old_;
+  sigset_t old_{};  // read only when set_ (initialised: no -Wmaybe-uninitialized)
 };
 
 }  // namespace ss::interpose

@@ -8,96 +8,45 @@
 // syscall a program without the preload makes. A thread asleep there when
 // the first Pollable joins is woken by an eventfd entered in the kernel
 // set for the purpose, which no caller ever sees.
-#include <fcntl.h>
+// librspreload's epoll: the shared glue (interpose/epoll_glue.h) on
+// core's EpollSet, with the rsocket rules around it: a connection cannot
+// join a kernel epoll set the preload does not know (EPERM), a listener
+// added there becomes a kernel listener, and a socket neither connected nor
+// listening that joins a set stays the kernel's for good.
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <memory>
-#include <mutex>
-#include <new>
-#include <vector>
 
-#include "core/base/epoll_set.h"
 #include "core/base/log.h"
-#include "librsocket/preload_hooks.h"
-#include "preload/dup.h"
+#include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
-#include "preload/route.h"
 #include "interpose/wait_args.h"
+#include "librsocket/preload_hooks.h"
+#include "preload/dup.h"
+#include "preload/route.h"
 
 namespace ss::preload {
 
 namespace {
 
-// The fd-table object of one of the preload's epoll descriptors.
-struct EpollFd {
-  explicit EpollFd(std::unique_ptr<EpollSet> s) : set(std::move(s)) {}
-  ~EpollFd() {
-    if (wake_fd >= 0) ss::interpose::real().close(wake_fd);
-  }
-  std::unique_ptr<EpollSet> set;
-  int fd = -1;  // the program's descriptor
-  // Threads in the kernel's epoll_wait on fd, and the eventfd that wakes
-  // them (in the kernel set while `waking`) when the set stops being
-  // kernel-only under them.
-  std::atomic<int> kernel_waiters{0};
-  std::atomic<bool> waking{false};
-  std::mutex wake_mu;
-  int wake_fd = -1;
+using ss::interpose::EpollFd;
 
-  uint64_t marker() const { return reinterpret_cast<uintptr_t>(this); }
-
-  void wake_kernel_waiters() {
-    std::lock_guard<std::mutex> g(wake_mu);
-    if (waking) return;
-    if (wake_fd < 0) wake_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);  // readable for good
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = marker();
-    waking = true;  // before a waiter can see the eventfd
-    if (wake_fd < 0 || ss::interpose::real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_ADD, wake_fd, &ev) != 0) {
-      waking = false;
-      SS_WARN("librspreload: epoll fd %d: cannot wake its kernel waiters: %s", fd, strerror(errno));
-    }
-  }
-  void leave_kernel_wait() {
-    kernel_waiters--;
-    retire_wake();
-  }
-  // Once no kernel waiter is left, the eventfd leaves the kernel set.
-  void retire_wake() {
-    if (!waking || kernel_waiters > 0) return;
-    std::lock_guard<std::mutex> g(wake_mu);
-    if (!waking || kernel_waiters > 0) return;
-    ss::interpose::real().epoll_ctl(set->kernel_fd(), EPOLL_CTL_DEL, wake_fd, nullptr);
-    waking = false;
-  }
-  // Drops the wake-up's entries from an answer: the count left. A kernel
-  // waiter looks only while `waking` (which cannot end before it leaves);
-  // a mixed wait always (it may have seen the eventfd just before it left).
-  int drop_marker(epoll_event* events, int n, bool always = false) const {
-    if (n <= 0 || !(always || waking)) return n;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-      if (events[i].data.u64 != marker()) events[k++] = events[i];
-    return k;
-  }
-};
-
-std::mutex sets_mu;
-std::vector<std::weak_ptr<EpollFd>>& all_sets() {
-  static auto* v = new std::vector<std::weak_ptr<EpollFd>>;  // outlives exit-time closes
-  return *v;
+ss::PollTiming rsocket_timing() {
+  long long spin_us = 0;
+  int wake_ms = 0;
+  ss_rspreload_poll_timing(&spin_us, &wake_ms);
+  return {std::chrono::microseconds(spin_us), wake_ms};
 }
+
+const ss::interpose::EpollFace kFace{
+    "librspreload", rsocket_timing, [] { ++t_in_rsocket; }, [] { --t_in_rsocket; }};
 
 std::shared_ptr<EpollFd> set_of(int epfd) {
   if (route(epfd) != Route::kEpoll) return nullptr;
-  return FdTable::instance().get<EpollFd>(epfd, FdKind::kKernel);
+  return ss::interpose::epoll_fd(epfd);
 }
 
 int fail(int rc) {
@@ -123,112 +72,25 @@ int ctl_on_kernel_set(int epfd, int op, int fd, epoll_event* ev) {
   return ss::interpose::real().epoll_ctl(epfd, op, fd, ev);
 }
 
-int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout) {
-  long long spin_us = 0;
-  int wake_ms = 0;
-  InRsocket in;
-  ss_rspreload_poll_timing(&spin_us, &wake_ms);
-  const PollTiming timing{std::chrono::microseconds(spin_us), wake_ms};
-  for (;;) {
-    int n = ep.set->wait(events, max, timeout, timing);
-    if (n < 0) return fail(n);
-    int k = ep.drop_marker(events, n, true);
-    if (k > 0 || n == 0) return k;
-    // Only the wake-up of kernel waiters: look again once it is gone.
-    ep.retire_wake();
-  }
-}
-
-// epoll_wait, epoll_pwait, epoll_pwait2 on set `ep`: `kernel()` is the
-// program's own call (mask and all), made when the kernel alone answers.
-template <class KernelCall>
-int wait_any(EpollFd& ep, epoll_event* events, int max, int timeout, const sigset_t* mask,
-             KernelCall kernel) {
-  if (max > 0 && events) {
-    ep.kernel_waiters++;
-    if (ep.set->kernel_only()) {
-      int n = kernel();
-      const int err = errno;
-      int k = ep.drop_marker(events, n);
-      ep.leave_kernel_wait();
-      errno = err;
-      if (k != 0 || n <= 0) return k;
-      // Woken because a Pollable joined: wait again, now on both (the
-      // timeout starts again).
-    } else {
-      ep.leave_kernel_wait();
-    }
-  }
-  ss::interpose::MaskForCall m(mask);
-  return wait_mixed(ep, events, max, timeout);
-}
-
 }  // namespace
 
-int close_epoll(int fd) {
-  {
-    InRsocket in;  // the set's own descriptors close as libc's
-    FdTable::instance().remove<EpollFd>(fd, FdKind::kKernel);
-  }
-  return ss::interpose::real().close(fd);
-}
+int close_epoll(int fd) { return ss::interpose::close_epoll(kFace, fd); }
 
 void leave_epoll_sets(int fd) {
   std::shared_ptr<Pollable> obj = FdTable::instance().get_pollable(fd);
   if (!obj || (route(fd) == Route::kRsocket && !dups::last_descriptor(fd))) return;
-  std::lock_guard<std::mutex> g(sets_mu);
-  InRsocket in;
-  for (auto& w : all_sets())
-    if (auto ep = w.lock()) ep->set->forget(obj.get());
+  ss::interpose::leave_epoll_sets(kFace, obj.get());
 }
 
 }  // namespace ss::preload
 
 using namespace ss::preload;
-using namespace ss::interpose;
-using ss::EpollSet;
 using ss::FdKind;
 using ss::FdTable;
-using ss::Pollable;
 
 SS_PRELOAD_EXPORT int epoll_create1(int flags) noexcept {
   if (libc_only()) return ss::interpose::real().epoll_create1(flags);
-  if (flags & ~EPOLL_CLOEXEC) {
-    errno = EINVAL;
-    return -1;
-  }
-  std::unique_ptr<EpollSet> set;
-  {
-    InRsocket in;
-    if (int rc = EpollSet::create(EPOLL_CLOEXEC, &set)) return fail(rc);
-  }
-  const int fd = ss::interpose::real().fcntl(set->kernel_fd(), (flags & EPOLL_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
-  if (fd < 0) {
-    const int err = errno;
-    InRsocket in;
-    set.reset();
-    errno = err;
-    return -1;
-  }
-  std::shared_ptr<EpollFd> ep(new (std::nothrow) EpollFd(std::move(set)));
-  if (ep) {
-    ep->fd = fd;
-    Pollable* p = ep->set.get();
-    std::lock_guard<std::mutex> g(sets_mu);
-    auto& sets = all_sets();
-    try {
-      std::erase_if(sets, [](const std::weak_ptr<EpollFd>& w) { return w.expired(); });
-      sets.push_back(ep);
-      if (FdTable::instance().insert(fd, FdKind::kKernel, ep, p) == 0) return fd;
-      sets.pop_back();
-    } catch (const std::bad_alloc&) {
-    }
-  }
-  // The duplicate alone is a kernel epoll descriptor like any other.
-  SS_WARN("librspreload: epoll fd %d: cannot track it: kernel descriptors only", fd);
-  InRsocket in;
-  ep.reset();
-  return fd;
+  return ss::interpose::create_epoll(kFace, flags);
 }
 
 SS_PRELOAD_EXPORT int epoll_create(int size) noexcept {
@@ -246,35 +108,23 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexc
   if (!ep) return ctl_on_kernel_set(epfd, op, fd, ev);
   const Route r = route(fd);
   if (r == Route::kKernel && dups::held(fd)) return fail(-EBADF);  // closed, as the program sees it
-  if (op != EPOLL_CTL_DEL) {
-    if (r == Route::kEpoll && set_of(fd) == ep) return fail(-EINVAL);  // a set in itself
-    if (r != Route::kKernel && ev && (ev->events & EPOLLEXCLUSIVE) &&
-        (op == EPOLL_CTL_MOD || (ev->events & EPOLLONESHOT)))
-      return fail(-EINVAL);  // the kernel's rules for EPOLLEXCLUSIVE
-    if (r == Route::kFresh) {
-      // Neither connected nor listening: it stays the kernel's for good,
-      // so the set watches what the program will use.
-      SS_DEBUG("librspreload: fd %d joins an epoll set before connect/listen: kernel TCP", fd);
-      FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
-    }
+  if (op != EPOLL_CTL_DEL && r == Route::kFresh) {
+    if (ev && (ev->events & EPOLLEXCLUSIVE) && (op == EPOLL_CTL_MOD || (ev->events & EPOLLONESHOT)))
+      return fail(-EINVAL);  // refused before the socket is given up
+    // Neither connected nor listening: it stays the kernel's for good,
+    // so the set watches what the program will use.
+    SS_DEBUG("librspreload: fd %d joins an epoll set before connect/listen: kernel TCP", fd);
+    FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
   }
-  const bool was_kernel_only = ep->set->kernel_only();
-  int rc;
-  {
-    InRsocket in;
-    rc = ep->set->ctl(op, fd, ev);
-  }
-  if (rc) return fail(rc);
-  if (was_kernel_only && ep->kernel_waiters > 0 && !ep->set->kernel_only())
-    ep->wake_kernel_waiters();
-  return 0;
+  return ss::interpose::ctl_epoll(*ep, op, fd, ev);
 }
 
 SS_PRELOAD_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
   std::shared_ptr<EpollFd> ep;
   if (libc_only() || !(ep = set_of(epfd))) return ss::interpose::real().epoll_wait(epfd, events, max, timeout);
-  return wait_any(*ep, events, max, timeout, nullptr,
-                  [&] { return ss::interpose::real().epoll_wait(epfd, events, max, timeout); });
+  return ss::interpose::wait_epoll(*ep, events, max, timeout, nullptr, [&] {
+    return ss::interpose::real().epoll_wait(epfd, events, max, timeout);
+  });
 }
 
 SS_PRELOAD_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int timeout,
@@ -282,15 +132,17 @@ SS_PRELOAD_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int ti
   std::shared_ptr<EpollFd> ep;
   if (libc_only() || !(ep = set_of(epfd)))
     return ss::interpose::real().epoll_pwait(epfd, events, max, timeout, mask);
-  return wait_any(*ep, events, max, timeout, mask,
-                  [&] { return ss::interpose::real().epoll_pwait(epfd, events, max, timeout, mask); });
+  return ss::interpose::wait_epoll(*ep, events, max, timeout, mask, [&] {
+    return ss::interpose::real().epoll_pwait(epfd, events, max, timeout, mask);
+  });
 }
 
 SS_PRELOAD_EXPORT int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* t,
                                    const sigset_t* mask) {
   std::shared_ptr<EpollFd> ep;
   if (libc_only() || !(ep = set_of(epfd))) return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask);
-  if (bad_timespec(t)) return -1;
-  return wait_any(*ep, events, max, timespec_ms(t), mask,
-                  [&] { return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask); });
+  if (ss::interpose::bad_timespec(t)) return -1;
+  return ss::interpose::wait_epoll(*ep, events, max, ss::interpose::timespec_ms(t), mask, [&] {
+    return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask);
+  });
 }

@@ -1,27 +1,96 @@
-// epoll is not offloaded yet: the kernel's epoll sees only the kernel
-// socket, so a program asleep there would never hear of a datagram on the
-// rings. A socket entering an epoll set is therefore handed back to the
-// kernel for good (KernelSocket::hand_back: its port unsteered, the rings'
-// unread datagrams dropped, one log line, vmastat "Not offloaded"), and a
-// socket in a set before its bind is never offloaded. The other epoll
-// calls are libc's. (librspreload's EpollSet path, src/preload/epoll.cc,
-// is the way to offload them; libvma(7), STATUS.)
+// epoll in libvma.so: the shared glue (interpose/epoll_glue.h) on core's
+// EpollSet, as librspreload's. An offloaded UDP socket (and one that may
+// still be: UDP decided "vma", not bound yet) joins a set as a member, its
+// readiness the rings' and its kernel socket's, its sleep on its wait set;
+// every other descriptor (TCP, kernel UDP, pipes, eventfds) goes into the
+// set's kernel part. A set without members is the kernel's alone. Sets
+// nest (a set is a Pollable member of another), as libvma's cannot
+// (libvma #219). A kernel epoll set the preload does not know takes a
+// socket only as the kernel's (KernelSocket::hand_back).
 #include <sys/epoll.h>
 
+#include <cerrno>
+
 #include "core/base/fd_table.h"
+#include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
+#include "interpose/wait_args.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
+#include "vma_preload/mux.h"
 
 namespace vp = ss::vma::preload;
+namespace ip = ss::interpose;
+using ip::real;
+
+namespace ss::vma::preload {
+
+const interpose::EpollFace kEpollFace{"libvma", mux_timing, [] { ++t_in_mux; },
+                                      [] { --t_in_mux; }};
+
+}  // namespace ss::vma::preload
+
+namespace {
+
+std::shared_ptr<ip::EpollFd> set_of(int epfd) {
+  if (vp::t_in_mux) return nullptr;
+  return ip::epoll_fd(epfd);
+}
+
+}  // namespace
+
+SS_PRELOAD_EXPORT int epoll_create1(int flags) {
+  if (vp::t_in_mux) return real().epoll_create1(flags);
+  return ip::create_epoll(vp::kEpollFace, flags);
+}
+
+SS_PRELOAD_EXPORT int epoll_create(int size) {
+  if (vp::t_in_mux) return real().epoll_create(size);
+  if (size <= 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return ip::create_epoll(vp::kEpollFace, 0);
+}
 
 SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
-  if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
+  const auto ep = set_of(epfd);
+  if (ep) return ip::ctl_epoll(*ep, op, fd, ev);
+  // A kernel epoll set the preload does not know (a raw syscall's, one the
+  // fd table could not take, one inherited across exec) sees only the
+  // kernel socket: a socket with (or that may get) an offloaded path is
+  // handed back to the kernel for good, so no program sleeps through its
+  // rings.
+  if (!vp::t_in_mux && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     vp::edge_quiet("epoll_ctl", fd, [&] {
-      if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
-        s->hand_back("epoll not offloaded yet");
+      const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+      if (s && !s->kernel_served()) s->hand_back("in an epoll set the preload does not know");
     });
-  return ss::interpose::real().epoll_ctl(epfd, op, fd, ev);
+  return real().epoll_ctl(epfd, op, fd, ev);
+}
+
+SS_PRELOAD_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
+  const auto ep = set_of(epfd);
+  if (!ep) return real().epoll_wait(epfd, events, max, timeout);
+  return ip::wait_epoll(*ep, events, max, timeout, nullptr,
+                        [&] { return real().epoll_wait(epfd, events, max, timeout); });
+}
+
+SS_PRELOAD_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int timeout,
+                                  const sigset_t* mask) {
+  const auto ep = set_of(epfd);
+  if (!ep) return real().epoll_pwait(epfd, events, max, timeout, mask);
+  return ip::wait_epoll(*ep, events, max, timeout, mask,
+                        [&] { return real().epoll_pwait(epfd, events, max, timeout, mask); });
+}
+
+SS_PRELOAD_EXPORT int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* t,
+                                   const sigset_t* mask) {
+  const auto ep = set_of(epfd);
+  if (!ep) return real().epoll_pwait2(epfd, events, max, t, mask);
+  if (ip::bad_timespec(t)) return -1;
+  return ip::wait_epoll(*ep, events, max, ip::timespec_ms(t), mask,
+                        [&] { return real().epoll_pwait2(epfd, events, max, t, mask); });
 }

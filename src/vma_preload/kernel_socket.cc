@@ -70,20 +70,65 @@ void KernelSocket::set_decision(Decision d) {
   why_.store(d.why, std::memory_order_relaxed);
 }
 
-short KernelSocket::readiness(short events) {
+namespace {
+// The socket whose change_count this thread just read: its next look
+// (EpollSet reads the count, then the readiness) takes no new frame off
+// the rings, which the count would not cover (a second edge, spurious).
+thread_local const KernelSocket* t_counted = nullptr;
+}  // namespace
+
+short KernelSocket::look(short events, bool kernel) {
+  short r = 0;
+  UdpOffload* o = offload();
+  const bool counted = t_counted == this;
+  t_counted = nullptr;
+  if (o && (events & POLLIN) && (counted ? o->queued() : o->ring_readable())) {
+    r = POLLIN;
+    if (events == POLLIN) return r;  // no syscall when the rings answer
+  }
+  if (!kernel) return r;
   pollfd p{fd, events, 0};
-  short r = interpose::real().poll(&p, 1, 0) == 1 ? p.revents : 0;
-  if ((events & POLLIN) && !(r & POLLIN))
-    if (UdpOffload* o = offload(); o && o->ring_readable()) r |= POLLIN;
-  return r;
+  return static_cast<short>(r | (interpose::real().poll(&p, 1, 0) == 1 ? p.revents : 0));
+}
+
+short KernelSocket::readiness(short events) { return look(events, true); }
+
+short KernelSocket::readiness_repeat(short events) {
+  if (events != POLLIN || !offload()) return look(events, true);
+  const int64_t ratio = settings::get(settings::Id::kSelectPollOsRatio);
+  const uint64_t n = repeats_.fetch_add(1, std::memory_order_relaxed) + 1;
+  return look(events, ratio > 0 && n % static_cast<uint64_t>(ratio) == 0);
 }
 
 WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
-  if (offload() && (events & POLLIN) && (*sleep_ms < 0 || *sleep_ms > 1)) *sleep_ms = 1;
+  // No bit at all: an edge-triggered epoll member waiting for its next
+  // datagram (it sleeps on the wait set too).
+  if (UdpOffload* o = offload(); o && ((events & POLLIN) || !events))
+    return o->wait_target(events, sleep_ms);
   WaitTarget t;
   t.fd = fd;
   t.events = events;
   return t;
+}
+
+void KernelSocket::after_wait(const WaitTarget& armed, bool) {
+  if (!armed.tag) return;
+  if (UdpOffload* o = offload()) o->after_wait(armed);
+}
+
+bool KernelSocket::change_count(uint64_t* count) {
+  UdpOffload* o = offload();
+  if (!o) return false;
+  *count = o->arrivals();
+  t_counted = this;
+  return true;
+}
+
+bool KernelSocket::kernel_served() {
+  if (offload()) return false;
+  if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return true;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  return offload_tried_;  // tried and refused (or handed back): the kernel's for good
 }
 
 void KernelSocket::try_offload() {

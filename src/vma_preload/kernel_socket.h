@@ -17,10 +17,13 @@
 
 namespace ss::vma::preload {
 
-// A Pollable (poll_mixed, select_mixed): readable when the rings or the
-// kernel socket have a datagram. The sleep waits on the kernel socket only
-// (a WaitTarget has one descriptor), cut to 1 ms while the socket is
-// offloaded so that the rings are looked at again.
+// A Pollable (poll_mixed, select_mixed, EpollSet): readable when the rings
+// or the kernel socket have a datagram, writable as the kernel socket (a
+// send the rings cannot take goes through it). An offloaded socket's sleep
+// waits on its wait set (udp_offload_wait.cc: the kernel socket, the
+// rings' wake-ups, its endpoints' kicks); any other socket's on the kernel
+// socket. A socket that can no longer be offloaded is kernel_served(): an
+// epoll set leaves it to the kernel.
 struct KernelSocket final : Pollable {
   KernelSocket(int fd, int family, int type, int protocol, bool blocking, Decision decision);
   ~KernelSocket();
@@ -31,8 +34,15 @@ struct KernelSocket final : Pollable {
   Decision decision() const;
 
   short readiness(short events) override;
+  // While spinning, the kernel socket once per VMA_SELECT_POLL_OS_RATIO
+  // looks (0: never) when only POLLIN is asked; the rings every time.
+  short readiness_repeat(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
-  void after_wait(const WaitTarget&, bool) override {}
+  void after_wait(const WaitTarget& armed, bool) override;
+  // Offloaded: the datagrams the rings brought (a datagram the kernel
+  // socket receives meanwhile raises no new edge while POLLIN stands).
+  bool change_count(uint64_t* count) override;
+  bool kernel_served() override;
   void set_decision(Decision d);
 
   // The offloaded path, or null (the kernel serves the socket).
@@ -60,6 +70,9 @@ struct KernelSocket final : Pollable {
   std::atomic<UdpOffload*> offload_{nullptr};
   std::atomic<Transport> wanted_;
   std::atomic<const char*> why_;  // a string literal
+  std::atomic<uint64_t> repeats_{0};  // readiness_repeat looks, for the OS ratio
+  // The look of readiness(): the rings, and the kernel socket if `kernel`.
+  short look(short events, bool kernel);
 };
 
 // Set while the preload makes its rings: the sockets it opens then (an

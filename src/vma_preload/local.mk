@@ -27,7 +27,9 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_multicast.h \
 	src/vma_preload/udp_multicast.cc \
 	src/vma_preload/udp_offload.h \
-	src/vma_preload/udp_offload.cc
+	src/vma_preload/udp_offload.cc \
+	src/vma_preload/udp_offload_wait.cc \
+	src/vma_preload/mux.h
 # Its names are libc's: no fortify wrappers around the definitions.
 libvma_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libvma_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -2,9 +2,11 @@
 // offloaded path, core's poll_mixed / select_mixed serve the call, the
 // socket's record (a Pollable) counting as readable when the rings or its
 // kernel socket have a datagram; otherwise libc's. A busy phase of
-// VMA_SELECT_POLL microseconds first, as libvma. ppoll and pselect are
+// VMA_SELECT_POLL microseconds first, as libvma; the sleep then lasts
+// until a wake-up (the socket's wait set: its rings, its kernel socket)
+// or the timeout. ppoll and pselect are
 // these with the caller's signal mask swapped in around the wait
-// (interpose/wait_args.h). epoll: epoll_calls.cc.
+// (interpose/wait_args.h). epoll: epoll_calls.cc (mux.h).
 #include <poll.h>
 #include <sys/select.h>
 
@@ -18,6 +20,7 @@
 #include "interpose/wait_args.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
+#include "vma_preload/mux.h"
 
 extern "C" void __chk_fail(void) __attribute__((noreturn));
 
@@ -25,42 +28,52 @@ using ss::interpose::real;
 namespace vp = ss::vma::preload;
 namespace vs = ss::vma::settings;
 
-namespace {
+namespace ss::vma::preload {
 
-// Set while core's poll_mixed runs on this thread: its own ::poll calls
-// (kernel descriptors, wait targets) are libc's.
-thread_local bool t_in_mixed = false;
-
-struct InMixed {
-  InMixed() { t_in_mixed = true; }
-  ~InMixed() { t_in_mixed = false; }
-};
+thread_local int t_in_mux = 0;
 
 bool offloaded(int fd) {
   ss::FdTable& t = ss::FdTable::instance();
   if (fd < 0 || t.kind(fd) != ss::FdKind::kVmaKernel) return false;
-  const auto s = t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  const auto s = t.get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
   return s && s->offload();
 }
 
-ss::PollTiming timing() {
+ss::PollTiming mux_timing() {
   const int64_t us = vs::get(vs::Id::kSelectPoll);
   // -1: spin for good (an hour at a time: poll_mixed still sleeps after).
-  return {std::chrono::microseconds(us < 0 ? int64_t{3600} * 1000000 : us), 1};
+  return {std::chrono::microseconds(us < 0 ? int64_t{3600} * 1000000 : us), 0};
+}
+
+}  // namespace ss::vma::preload
+
+namespace {
+
+using vp::InMux;
+using vp::mux_timing;
+
+// An offloaded socket, or an epoll set with members: poll_mixed's to serve.
+bool mixed(int fd) {
+  if (fd < 0) return false;
+  const ss::FdKind k = ss::FdTable::instance().kind(fd);
+  if (k == ss::FdKind::kVmaKernel) return vp::offloaded(fd);
+  return k == ss::FdKind::kKernel && ss::interpose::mixed_epoll(fd);
 }
 
 // Whether a poll set or select's sets hold an offloaded socket (never on
-// poll_mixed's own calls).
-bool any_offloaded(const pollfd* fds, nfds_t n) {
-  for (nfds_t i = 0; !t_in_mixed && fds && i < n; i++)
-    if (offloaded(fds[i].fd)) return true;
+// poll_mixed's own calls). Not `const pollfd*`: glibc declares poll's fds
+// write-only, and gcc then warns (-Wmaybe-uninitialized) at a read-only pass.
+bool any_offloaded(pollfd* fds, nfds_t n) {
+  if (vp::t_in_mux || !fds) return false;
+  for (nfds_t i = 0; i < n; i++)
+    if (mixed(fds[i].fd)) return true;
   return false;
 }
 
 bool any_offloaded(int nfds, const fd_set* r, const fd_set* w, const fd_set* x) {
-  for (int fd = 0; !t_in_mixed && nfds <= FD_SETSIZE && fd < nfds; fd++)
+  for (int fd = 0; !vp::t_in_mux && nfds <= FD_SETSIZE && fd < nfds; fd++)
     if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
-        offloaded(fd))
+        mixed(fd))
       return true;
   return false;
 }
@@ -75,9 +88,9 @@ int result(int r) {
 
 SS_PRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   if (!any_offloaded(fds, n)) return real().poll(fds, n, timeout);
-  InMixed in;
+  InMux in;
   try {
-    return result(ss::poll_mixed(fds, n, timeout, timing()));
+    return result(ss::poll_mixed(fds, n, timeout, mux_timing()));
   } catch (...) {
     errno = ENOMEM;
     return -1;
@@ -91,9 +104,9 @@ SS_PRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdsl
 
 SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
   if (!any_offloaded(nfds, r, w, x)) return real().select(nfds, r, w, x, tv);
-  InMixed in;
+  InMux in;
   try {
-    return result(ss::select_mixed(nfds, r, w, x, tv, timing()));
+    return result(ss::select_mixed(nfds, r, w, x, tv, mux_timing()));
   } catch (...) {
     errno = ENOMEM;
     return -1;

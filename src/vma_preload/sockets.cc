@@ -12,11 +12,13 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/extra_api.h"
 #include "vma_preload/kernel_socket.h"
+#include "vma_preload/mux.h"
 #include "vma_preload/start.h"
 
 using ss::interpose::real;
@@ -37,6 +39,11 @@ SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) {
 }
 
 SS_PRELOAD_EXPORT int close(int fd) {
+  // One of our epoll sets (epoll_calls.cc): its members leave with it. A
+  // socket leaves the sets it is in when its record goes (weak members).
+  if (!vp::t_in_mux && ss::FdTable::instance().kind(fd) == ss::FdKind::kKernel &&
+      ss::interpose::epoll_fd(fd))
+    return ss::interpose::close_epoll(vp::kEpollFace, fd);
   // Before the kernel frees the number, which another thread may then reuse.
   vp::edge_quiet("close", fd, [&] { vp::untrack_socket(fd); });
   return real().close(fd);

@@ -139,7 +139,9 @@ std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family,
   return o;
 }
 
-UdpOffload::~UdpOffload() = default;
+UdpOffload::~UdpOffload() {
+  if (wait_fd_ >= 0) real().close(wait_fd_);
+}
 
 void UdpOffload::for_each_leg(const std::function<void(int, net::UdpEndpoint&)>& f) {
   for (Leg& l : legs_) f(l.rings->ifindex, *l.ep);
@@ -209,17 +211,19 @@ ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags) {
 }
 
 void UdpOffload::wait(int timeout_ms) {
-  std::vector<pollfd> fds{{fd_, POLLIN, 0}};
-  for (const Leg& l : legs_) l.rings->poll_fds(&fds);
-  real().poll(fds.data(), fds.size(), timeout_ms);
+  const WaitTarget t = wait_target(POLLIN, &timeout_ms);
+  if (t.fd < 0) return;  // a datagram is there
+  pollfd p{t.fd, t.events, 0};
+  real().poll(&p, 1, timeout_ms);
+  after_wait(t);
 }
 
 ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
   using clock = std::chrono::steady_clock;
   const int64_t ratio = vs::get(vs::Id::kRxUdpPollOsRatio);
-  const int64_t spin_us = vs::get(vs::Id::kRxPoll);
+  int64_t polls = vs::get(vs::Id::kRxPoll);  // ring polls before a sleep (-1: for good)
   bool first = true, sleeping = false;
-  clock::time_point spin_end{}, deadline = clock::time_point::max();
+  clock::time_point deadline = clock::time_point::max();
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -255,8 +259,6 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
         errno = EAGAIN;
         return -1;
       }
-      spin_end = spin_us < 0 ? clock::time_point::max()
-                             : clock::now() + std::chrono::microseconds(spin_us);
       if (const int t = rcv_timeout_ms(fd_); t >= 0)
         deadline = clock::now() + std::chrono::milliseconds(t);
       continue;
@@ -266,14 +268,15 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
       errno = EAGAIN;
       return -1;
     }
-    if (now < spin_end) continue;
-    // Sleep on the kernel socket and the rings' wake-ups; bounded, since
-    // another thread's poll may take a frame for us off a ring we sleep on.
+    if (polls < 0 || polls-- > 0) continue;
+    // Sleep on the kernel socket, the rings' wake-ups and our endpoints'
+    // kicks (another thread's poll may take a frame for us off a ring).
     sleeping = true;
-    int slice = 50;
+    int slice = -1;
     if (deadline != clock::time_point::max())
       slice = static_cast<int>(std::clamp<int64_t>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, 1, 50));
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, 1,
+          INT32_MAX));
     wait(slice);
   }
 }

@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/base/pollable.h"
 #include "core/net/udp_stack.h"
 
 namespace ss::vma::preload {
@@ -49,6 +50,24 @@ class UdpOffload {
   // datagrams dropped, each netdev's log line naming the socket and `why`.
   size_t drain(const char* why);
 
+  // Sleeping on the socket (udp_offload_wait.cc): poll, select and epoll
+  // (KernelSocket's Pollable) and a blocking receive. One sleep for
+  // `events` (POLLIN, with or without POLLOUT; none: an edge-triggered
+  // epoll member waiting for its next datagram): a target on the socket's
+  // wait set, an epoll fd holding the kernel socket, every ring's wake-up
+  // and every endpoint's kick (a datagram another thread's poll of the
+  // rings queued for us); kReady when a datagram is there now. `*sleep_ms`
+  // is cut when a piece of the set could not be made (out of descriptors).
+  WaitTarget wait_target(short events, int* sleep_ms);
+  void after_wait(const WaitTarget& armed);
+  // Datagrams the rings brought the socket so far (polls them first).
+  // A sleep for no event (an edge-triggered member, reported) ends at
+  // once when the count moved since the last call: a datagram another
+  // thread queued before the sleeper joined its kicks.
+  uint64_t arrivals();
+  // Whether a datagram is queued for the socket, the rings not polled.
+  bool queued();
+
  private:
   struct Leg {
     NetdevRings* rings;
@@ -60,6 +79,9 @@ class UdpOffload {
   ssize_t copy_head_locked(msghdr* m, int flags);
   // Sleeps until the kernel socket or a ring is readable, or timeout_ms.
   void wait(int timeout_ms);
+  // Queues what the rings hold on the endpoints (kicking their sleepers).
+  void poll_rings();
+  uint64_t count_arrivals();  // the endpoints' counts, rings not polled
 
   const int fd_, family_;
   std::vector<Leg> legs_;
@@ -69,6 +91,12 @@ class UdpOffload {
   std::atomic<uint64_t> looks_{0};        // for VMA_RX_UDP_POLL_OS_RATIO
   std::atomic<bool> connected_{false};
   net::UdpAddr peer_;                     // written before connected_ is set
+  // The wait set (udp_offload_wait.cc), made at the first sleep.
+  std::mutex wait_mu_;
+  int wait_fd_ = -1;                      // wait_mu_
+  std::vector<int> wait_kicks_;           // wait_mu_: each leg's kick fd in the set, or -1
+  int pollout_sleepers_ = 0;              // wait_mu_: the kernel socket watched for POLLOUT too
+  std::atomic<uint64_t> last_arrivals_{0};  // what arrivals() last answered
 };
 
 }  // namespace ss::vma::preload

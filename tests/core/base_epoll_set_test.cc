@@ -122,6 +122,32 @@ TEST_F(EpollSetTest, LevelTriggeredOverMixedDescriptors) {
   EXPECT_EQ(wait(-1), Tags{2});
 }
 
+TEST_F(EpollSetTest, AKernelServedObjectGoesToTheKernelPart) {
+  // The fake under the pipe's number: served by the kernel, the set asks
+  // the pipe (edge state the kernel's), never the object.
+  auto fake = std::make_shared<FakePollable>();
+  fake->set_kernel_served(true);
+  ASSERT_EQ(fakes_.table.insert(pipe_[0], FdKind::kOffloaded, fake), 0);
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, pipe_[0], EPOLLIN | EPOLLET, 5), 0);
+  EXPECT_TRUE(set_->kernel_only());
+  fake->set_ready(POLLIN);
+  EXPECT_EQ(wait(0), Tags{});  // the object's readiness is not asked
+  put_pipe();
+  EXPECT_EQ(wait(0), Tags{5});
+  EXPECT_EQ(wait(0), Tags{});  // the kernel's edge: once
+  EXPECT_EQ(fake->scans.load(), 0);
+  // Once a member, always one: served by the kernel later, it stays.
+  std::shared_ptr<FakePollable> m;
+  const int fm = add(&m);
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, fm, EPOLLIN, 6), 0);
+  m->set_kernel_served(true);
+  m->set_ready(POLLIN);
+  EXPECT_EQ(ctl(EPOLL_CTL_MOD, fm, EPOLLIN, 7), 0);
+  EXPECT_FALSE(set_->kernel_only());
+  EXPECT_EQ(wait(0), Tags{7});
+  fakes_.table.remove_object(pipe_[0], FdKind::kOffloaded, nullptr);
+}
+
 TEST_F(EpollSetTest, EdgeTriggeredReportsEachEventOnce) {
   std::shared_ptr<FakePollable> a;
   int fa = add(&a);

@@ -2,11 +2,13 @@
 // loopback ring provider: the peer queue's tx lands on the stack's rx ring
 // and the stack's tx on the peer's rx. Bind and steering, demux (exact,
 // wildcard, dual, IPv6), malformed and unwanted frames counted by reason,
-// connected filtering, zero-copy hold and release, the send path's frames,
-// IP IDs and its "use the kernel" answers; multicast: joins steer the
-// group, every member gets each datagram, source filters, leave, shared
-// binds, sends with the group's TTL, interface and loop. No root needed.
+// connected filtering, zero-copy hold and release, sleepers' kicks and
+// arrival counts, the send path's frames, IP IDs and its "use the kernel"
+// answers; multicast: joins steer the group, every member gets each
+// datagram, source filters, leave, shared binds, sends with the group's
+// TTL, interface and loop. No root needed.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <cerrno>
 #include <cstring>
@@ -305,6 +307,39 @@ TEST_F(UdpStackTest, ConnectedEndpointTakesOnlyItsPeer) {
   EXPECT_EQ(recv(*ep), "anyone");
 }
 
+// A sleeper's kick: readable once another poll of the rings queues a
+// datagram on the endpoint (not for another endpoint's), and arrivals()
+// counts what was queued, dropped ones not.
+TEST_F(UdpStackTest, QueuedDatagramsKickWaitersAndCount) {
+  auto ep = bind("10.0.0.2", 9000);
+  auto other = bind("10.0.0.2", 9001);
+  const int kick = ep->join_waiters();
+  ASSERT_GE(kick, 0);
+  auto readable = [&] {
+    pollfd p{kick, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  };
+  EXPECT_FALSE(readable());
+  inject("10.0.0.1", 5000, "10.0.0.2", 9001, "not ours");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_FALSE(readable());
+  EXPECT_EQ(ep->arrivals(), 0u);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "ours");
+  EXPECT_EQ(stack_->poll_rx(), 1);  // another thread's poll, in a real program
+  EXPECT_TRUE(readable());
+  EXPECT_EQ(ep->arrivals(), 1u);
+  ep->leave_waiters(true);  // the last waiter saw it: drained
+  EXPECT_FALSE(readable());
+  // No waiter: a datagram writes nothing (one test of a count).
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "again");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_FALSE(readable());
+  EXPECT_EQ(ep->arrivals(), 2u);
+  EXPECT_EQ(recv(*ep), "ours");
+  EXPECT_EQ(recv(*ep), "again");
+  EXPECT_EQ(recv(*other), "not ours");
+}
+
 TEST_F(UdpStackTest, FullQueueDropsAndCounts) {
   stack_.reset();
   tx_.reset();
@@ -314,6 +349,7 @@ TEST_F(UdpStackTest, FullQueueDropsAndCounts) {
   for (int i = 0; i < 3; i++) inject("10.0.0.1", 5000, "10.0.0.2", 9000, std::to_string(i));
   EXPECT_EQ(stack_->poll_rx(), 3);
   EXPECT_EQ(stack_->rx_counters().queue_full, 1u);
+  EXPECT_EQ(ep->arrivals(), 2u);  // the dropped one not
   EXPECT_EQ(recv(*ep), "0");
   EXPECT_EQ(recv(*ep), "1");
 }

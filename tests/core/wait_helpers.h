@@ -71,6 +71,9 @@ class FakePollable final : public Pollable {
     if (::write(source_, &one, sizeof one) < 0) abort();
   }
   void set_time_only(bool on) { time_only_ = on; }
+  // Pollable::kernel_served's answer (an epoll set then leaves it to the kernel).
+  void set_kernel_served(bool on) { kernel_served_ = on; }
+  bool kernel_served() override { return kernel_served_; }
   void set_sleep_cut(int ms) { cut_ms_ = ms; }
   // The next wait_target finds the object ready (a change between the
   // caller's scan and its arming).
@@ -125,6 +128,7 @@ class FakePollable final : public Pollable {
   short ready_at_arm_ = 0;
   bool time_only_ = false;
   bool counts_changes_ = false;
+  std::atomic<bool> kernel_served_{false};
   uint64_t changes_ = 0;
   int cut_ms_ = 0;
 };

@@ -30,7 +30,7 @@ EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 # Compiled by vma_preload.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_preload_prog.c
 # Compiled by vma_netns.sh.
-EXTRA_DIST += tests/ext/vma_udp_echo.c
+EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
 # Compiled by vma_mcast.sh.
 EXTRA_DIST += tests/ext/vma_mcast.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
@@ -38,4 +38,4 @@ EXTRA_DIST += tests/ext/vma_mcast.c
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=120 preload.sh=180 preload_netns.sh=60 udpong.sh=90 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
-	vma_netns.sh=120 vma_mcast.sh=120
+	vma_netns.sh=240 vma_mcast.sh=120

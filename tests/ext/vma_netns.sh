@@ -23,10 +23,17 @@
 #      select, ping-pong from B on the kernel: the same proof.
 #  (e) sockperf's server in A under the preload with its default
 #      multiplexer (epoll, for two sockets: with one it blocks in
-#      recvfrom, case (d)'s proof holds for that) and with -F epoll: epoll is not offloaded, so
-#      the socket is handed back to the kernel (the log line, vmastat Not
-#      offloaded) and the ping-pong completes, A's kernel counter growing
-#      by at least the replies.
+#      recvfrom, case (d)'s proof holds for that) and with -F epoll: the
+#      same proof (epoll serves offloaded sockets).
+#  (f) tests/ext/vma_epoll.c in A under the preload, its peer in B on the
+#      kernel: one epoll set mixing the offloaded socket, a pipe and an
+#      eventfd (level, EPOLLET, EPOLLONESHOT, a nested set, ELOOP), idle
+#      waits (flat and nested epoll, a blocking receive) that sleep (CPU
+#      time under a quarter of the wall time) and wake on the first
+#      datagram; every datagram read through the rings (vmastat counts
+#      them all, A's kernel counter does not). A second socket added to
+#      a kernel epoll set the preload does not know (a raw syscall's) is
+#      handed back to the kernel (the log line) and its datagram seen.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_netns.sh
 set -u
@@ -182,23 +189,47 @@ if command -v sockperf >/dev/null; then
       echo "U:$IP4:$((port + 1000))" >>"$T/feed"
       args=(-f "$T/feed")
     fi
-    serve_and_ping "handed back" "${args[@]}"
+    serve_and_ping "offloaded on 1 netdev" "${args[@]}"
     block $spid >"$T/block"
     kill $spid 2>/dev/null
     wait $spid 2>/dev/null
-    got=$(replies)
-    echo "  kernel UDP in A: $before -> $after; sockperf received ${got:-?} replies"
-    bad=0
-    { [ $rc = 0 ] && has "$T/sp.client" "Summary: Latency is"; } || { echo "  client exit $rc"; bad=1; }
-    has "$T/sp.server" "using epoll" || bad=1
-    has "$T/sp.server" "INFO: va: fd [0-9]+ handed back to the kernel \(epoll not offloaded yet\)" || bad=1
-    has "$T/block" "^- UDP, Not offloaded" || bad=1
-    ! grep -q "^- UDP, Offloaded" "$T/block" || { echo "  a socket still offloaded"; bad=1; }
-    [ "${got:-0}" -gt 0 ] && [ $((after - before)) -ge "${got:-0}" ] ||
-      { echo "  the kernel counter did not grow by the replies"; bad=1; }
-    check "sockperf server preloaded in A waiting in epoll ($how): handed back to the kernel, completes" $bad
+    has "$T/sp.server" "using epoll"
+    check "sockperf server preloaded in A ($how): it waits in epoll" $?
+    has "$T/block" "^- UDP, Offloaded" && ! grep -q "^- UDP, Not offloaded" "$T/block"
+    check "sockperf server preloaded in A ($how): vmastat shows its sockets offloaded" $?
+    sockperf_proof "sockperf server preloaded in A waiting in epoll ($how), ping-pong from B: offloaded" \
+      "$T/sp.server" $port
   done
 fi
+
+# (f) epoll over an offloaded socket, a pipe and an eventfd.
+"$CC" -O2 -Wall -o "$T/epoll" "$here/vma_epoll.c" || { echo "ERROR: $name: build failed"; exit 99; }
+port=$((port + 1))
+peer_port=$((port + 1000))
+ip netns exec "$Z" timeout 90 "$T/epoll" peer $peer_port >"$T/peer" 2>&1 &
+pids+=($!)
+rm -f "$T/hold" && mkfifo "$T/hold"
+before=$(kernel_udp_in 4)
+ip netns exec "$A" env VMA_TRACELEVEL=debug LD_PRELOAD="$LIB" \
+  timeout 90 "$T/epoll" server $IP4 $port $IP4B $peer_port <"$T/hold" >"$T/out" 2>"$T/err" &
+pids+=($!)
+exec 3>"$T/hold"
+for _ in $(seq 600); do grep -q '^received' "$T/out" && break; sleep 0.1; done
+after=$(kernel_udp_in 4)
+read -r _ epid <"$T/out"
+block "${epid:-0}" >"$T/block"
+exec 3>&-
+bad=0
+wait "${pids[-1]}" || { echo "  the program failed: $(grep FAIL "$T/err" | head -5)"; bad=1; }
+sed -n 's/^idle/  idle/p' "$T/out"
+read -r _ got _ sent < <(grep '^received' "$T/out")
+echo "  kernel UDP in A: $before -> $after; received ${got:-?} datagrams; $(grep -E 'Rx Offload|Tx Offload' "$T/block" | tr '\n' ' ')"
+has "$T/err" "DEBUG: fd [0-9]+ \(udp port $port\): offloaded on 1 netdev" || bad=1
+has "$T/err" "INFO: va: fd [0-9]+ handed back to the kernel \(in an epoll set the preload does not know\)" || bad=1
+has "$T/block" "^Rx Offload: [0-9]+ KB / ${got:-x} /" || bad=1
+has "$T/block" "^Tx Offload: [0-9]+ KB / ${sent:-x} /" || bad=1
+[ "${got:-0}" -gt 0 ] && [ $((after - before)) -lt "${got:-0}" ] || { echo "  the kernel received them"; bad=1; }
+check "epoll over an offloaded socket, a pipe and an eventfd: level, EPOLLET, EPOLLONESHOT, nested; idle epoll and recv sleep; all through the rings" $bad
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

@@ -38,6 +38,7 @@ EpollSet::Member* EpollSet::find(int fd) {
 int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
   if (fd == epfd_) return -EINVAL;  // a set in itself
   std::shared_ptr<Pollable> obj = fd >= 0 ? table.get_pollable(fd) : nullptr;
+  if (obj && obj->kernel_served()) obj = nullptr;  // the kernel's (a member already stays one)
   // A set that holds this one, at any depth (or nested too deep), as the
   // kernel: ELOOP. Looked at before taking mu_ (the other set locks its own),
   // under one global lock held until the insert, as the kernel's epnested

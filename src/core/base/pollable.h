@@ -45,6 +45,11 @@ class Pollable {
   // readiness(). false: not counted, and EPOLLET on this object reports as
   // level-triggered (spurious events, never a lost one).
   virtual bool change_count(uint64_t* count) { return false; }
+  // Optional: true while the descriptor's own kernel readiness is the
+  // whole answer, for good (a socket a preload left to the kernel). An
+  // epoll set adding it then puts it in its kernel part, where the kernel
+  // keeps its edge and one-shot state.
+  virtual bool kernel_served() { return false; }
 
  protected:
   // Owned through the fd table's shared_ptr, never deleted as a Pollable;

@@ -60,6 +60,22 @@ size_t UdpEndpoint::queued() const {
   return queue_.size();
 }
 
+int UdpEndpoint::join_waiters() {
+  std::lock_guard lock(stack_->mu_);
+  const int err = waiters_.join();
+  return err < 0 ? err : waiters_.fd();
+}
+
+void UdpEndpoint::leave_waiters(bool woken) {
+  std::lock_guard lock(stack_->mu_);
+  waiters_.leave(woken);
+}
+
+uint64_t UdpEndpoint::arrivals() const {
+  std::lock_guard lock(stack_->mu_);
+  return arrivals_;
+}
+
 int UdpEndpoint::recv_zcopy(Datagram* out) {
   std::vector<Buffer> drop;  // released after the lock
   std::lock_guard lock(stack_->mu_);
@@ -300,6 +316,8 @@ void UdpStack::queue_locked(UdpEndpoint* ep, Buffer&& frame, size_t at, size_t l
   } else {
     frame.set_view(at, len);  // inside the frame: parse_frame read only there
     ep->queue_.push_back(Datagram{std::move(frame), src});
+    ep->arrivals_++;
+    ep->waiters_.wake();
     rx_.delivered++;
     return;
   }

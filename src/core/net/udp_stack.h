@@ -41,6 +41,7 @@
 #include <span>
 #include <vector>
 
+#include "core/base/kick.h"
 #include "core/mem/buffer.h"
 #include "core/mem/pool.h"
 #include "core/net/frame_build.h"
@@ -128,7 +129,19 @@ class UdpEndpoint {
   // size (larger: truncated, as MSG_TRUNC), *src its source. The copied
   // length, or -EAGAIN when none waits.
   ssize_t recv(void* buf, size_t len, UdpAddr* src, size_t* full_len);
-  size_t queued() const;
+  SS_API size_t queued() const;
+
+  // A sleep waiting for this endpoint's datagrams: another thread's poll
+  // of the rings may queue one here and leave the ring empty, so the
+  // sleeper also waits on this kick, which every datagram queued wakes.
+  // join_waiters: the kick's eventfd, counted as one more waiter (before
+  // the sleeper's last look), or -errno; leave_waiters after the sleep
+  // (`woken`: it saw the eventfd readable).
+  SS_API int join_waiters();
+  SS_API void leave_waiters(bool woken);
+  // Datagrams queued here since bind: moves with every arrival (what an
+  // edge-triggered epoll counts).
+  SS_API uint64_t arrivals() const;
 
   // Joins multicast `group` (the endpoint's family, or IPv4 on a dual
   // endpoint) with `filter`, or replaces the filter when a member already.
@@ -158,6 +171,8 @@ class UdpEndpoint {
   UdpAddr peer_;                 // under the stack's mutex
   UdpTxOptions tx_;              // under the stack's mutex
   std::deque<Datagram> queue_;   // under the stack's mutex
+  uint64_t arrivals_ = 0;        // under the stack's mutex
+  Kick waiters_;                 // under the stack's mutex
 };
 
 // One rx queue of the netdev and its pool (a pool per queue: a pool has
@@ -192,7 +207,7 @@ class UdpStack {
 
   // Receives up to `budget` frames from every ring and queues them on
   // their endpoints. The number of frames taken, or -errno.
-  int poll_rx(int budget = 64);
+  SS_API int poll_rx(int budget = 64);
 
   // A frame we sent to a group, for the local members (IP_MULTICAST_LOOP):
   // copied into a frame of the first ring's pool and delivered as if

@@ -1,0 +1,131 @@
+// epoll over mixed descriptors for both preloads (librspreload's
+// preload/epoll.cc, libvma.so's vma_preload/epoll_calls.cc), on core's
+// EpollSet. The program's epoll descriptor is a duplicate of the set's
+// kernel epoll fd (so the kernel's own calls on it act on the same set),
+// in the fd table as kind kKernel with the EpollSet as its Pollable (poll,
+// select and other sets see its members). Kernel descriptors go into the
+// kernel set; descriptors whose fd-table object is a Pollable (an rsocket,
+// an offloaded socket, another mixed set) become the EpollSet's members. A
+// set without such a member is waited on by the kernel alone: the same
+// syscall a program without the preload makes. A thread asleep there when
+// the first member joins is woken by an eventfd entered in the kernel set
+// for the purpose, which no caller ever sees.
+//
+// What differs between the preloads is an EpollFace: its name in log
+// lines, the busy phase of a mixed wait, and how its own calls reach libc
+// (the set's epoll_ctl, epoll_wait and poll on its kernel descriptors pass
+// through the preload's names).
+#pragma once
+#include <signal.h>
+#include <sys/epoll.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "core/base/epoll_set.h"
+#include "core/base/mixed_poll.h"
+#include "interpose/wait_args.h"
+
+namespace ss::interpose {
+
+struct EpollFace {
+  const char* name;                // log lines' prefix
+  ss::PollTiming (*timing)();      // a mixed wait's busy phase and wake-up interval
+  // Entered around the glue's calls into core (nesting): the preload's
+  // wrappers then hand every call to libc.
+  void (*enter)();
+  void (*leave)();
+};
+
+// While alive, the face's own calls reach libc.
+class InFace {
+ public:
+  explicit InFace(const EpollFace& f) : f_(f) { f_.enter(); }
+  ~InFace() { f_.leave(); }
+  InFace(const InFace&) = delete;
+  InFace& operator=(const InFace&) = delete;
+
+ private:
+  const EpollFace& f_;
+};
+
+// The fd-table object of one of a preload's epoll descriptors.
+struct EpollFd {
+  EpollFd(const EpollFace& f, std::unique_ptr<EpollSet> s) : face(f), set(std::move(s)) {}
+  ~EpollFd();
+  const EpollFace& face;
+  std::unique_ptr<EpollSet> set;
+  int fd = -1;  // the program's descriptor
+  // Threads in the kernel's epoll_wait on fd, and the eventfd that wakes
+  // them (in the kernel set while `waking`) when the set stops being
+  // kernel-only under them.
+  std::atomic<int> kernel_waiters{0};
+  std::atomic<bool> waking{false};
+  std::mutex wake_mu;
+  int wake_fd = -1;
+
+  uint64_t marker() const { return reinterpret_cast<uintptr_t>(this); }
+  void wake_kernel_waiters();
+  void leave_kernel_wait() {
+    kernel_waiters--;
+    retire_wake();
+  }
+  // Once no kernel waiter is left, the eventfd leaves the kernel set.
+  void retire_wake();
+  // Drops the wake-up's entries from an answer: the count left. A kernel
+  // waiter looks only while `waking` (which cannot end before it leaves);
+  // a mixed wait always (it may have seen the eventfd just before it left).
+  int drop_marker(epoll_event* events, int n, bool always = false) const;
+};
+
+// epoll_create1 (flags checked): the program's descriptor or -1/errno. A
+// set the fd table cannot take stays a plain kernel epoll descriptor.
+int create_epoll(const EpollFace& face, int flags);
+// fd's EpollFd when it is one of the preloads' epoll descriptors.
+std::shared_ptr<EpollFd> epoll_fd(int fd);
+// Whether fd would join a mixed set as a member (its fd-table object is
+// a Pollable that is not left to the kernel).
+bool epoll_member(int fd);
+// Whether fd is an epoll descriptor with members: poll and select must
+// look at it through poll_mixed.
+bool mixed_epoll(int fd);
+// epoll_ctl on a known set: 0 or -1/errno, as the kernel answers (a set
+// in itself EINVAL, EPOLLEXCLUSIVE on a member as the kernel's rules).
+int ctl_epoll(EpollFd& ep, int op, int fd, epoll_event* ev);
+// close() of epoll descriptor fd: the table forgets it, libc closes it.
+int close_epoll(const EpollFace& face, int fd);
+// `obj` (a member's object) was closed for the last time: it leaves
+// every set of the process (the kernel's rule).
+void leave_epoll_sets(const EpollFace& face, const Pollable* obj);
+
+// A mixed wait (the EpollSet's spin and sleep): a count or -1/errno.
+int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout);
+
+// epoll_wait, epoll_pwait, epoll_pwait2 on set `ep`: `kernel()` is the
+// program's own call (mask and all), made when the kernel alone answers.
+template <class KernelCall>
+int wait_epoll(EpollFd& ep, epoll_event* events, int max, int timeout, const sigset_t* mask,
+               KernelCall kernel) {
+  if (max > 0 && events) {
+    ep.kernel_waiters++;
+    if (ep.set->kernel_only()) {
+      int n = kernel();
+      const int err = errno;
+      int k = ep.drop_marker(events, n);
+      ep.leave_kernel_wait();
+      errno = err;
+      if (k != 0 || n <= 0) return k;
+      // Woken because a member joined: wait again, now on both (the
+      // timeout starts again).
+    } else {
+      ep.leave_kernel_wait();
+    }
+  }
+  MaskForCall m(mask);
+  return wait_mixed(ep, events, max, timeout);
+}
+
+}  // namespace ss::interpose
