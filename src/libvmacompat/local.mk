@@ -9,6 +9,13 @@ libvmacompat_la_SOURCES =
 libvmacompat_la_SOURCES += \
 	src/libvmacompat/extra_table.h \
 	src/libvmacompat/extra_table.cc
+# The packets the Extra API lends and the receive callback (libvma.so's
+# recvfrom_zcopy, free_packets, register_recv_callback).
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/held_packets.h \
+	src/libvmacompat/held_packets.cc \
+	src/libvmacompat/recv_callback.h \
+	src/libvmacompat/recv_callback.cc
 # libvma.conf and the VMA_* settings.
 libvmacompat_la_SOURCES += \
 	src/libvmacompat/conf_file.cc \

@@ -9,6 +9,7 @@
 #include "vma_preload/decision.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
+#include "vma_preload/zcopy.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -65,6 +66,7 @@ vma_api_t* extra_api() {
     given.add_conf_rule = entry_add_conf_rule;
     given.thread_offload = entry_thread_offload;
     given.dump_fd_stats = entry_dump_fd_stats;
+    add_rx_entries(&given);
     return build_extra_table(given);
   }();
   return &table;

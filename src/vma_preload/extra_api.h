@@ -1,7 +1,9 @@
 // The Extra API the preload hands out (getsockopt(-1, SOL_SOCKET,
 // SO_VMA_GET_API)): libvmacompat's table with what is real so far, so its
 // mask has exactly these bits: add_conf_rule (the rule decides later
-// sockets), thread_offload (the thread's later sockets) and dump_fd_stats.
+// sockets), thread_offload (the thread's later sockets), dump_fd_stats,
+// and the receive entries of zcopy.h (recvfrom_zcopy, free_packets,
+// register_recv_callback).
 // Every other entry fails with -1/EOPNOTSUPP.
 #pragma once
 #include <mellanox/vma_extra.h>

@@ -143,7 +143,7 @@ void KernelSocket::try_offload() {
   if (port == 0) return;  // not bound yet: the next call that binds it tries
   offload_tried_ = true;
   g_making_rings = true;
-  offload_owner_ = UdpOffload::attach(fd, family, a);
+  offload_owner_ = UdpOffload::attach(fd, family, a, &rx_extras);
   g_making_rings = false;
   if (!offload_owner_) {
     SS_INFO("fd %d (udp port %u): kernel (no netdev of its address has rings)", fd, ntohs(port));

@@ -62,6 +62,7 @@ struct KernelSocket final : Pollable {
   const bool created_blocking;
   stats::SocketStats stats;  // empty when every block is taken
   McastState mcast;          // memberships and send options (udp_multicast.h)
+  RxExtras rx_extras;        // the Extra API's (zcopy.cc); before offload_owner_
 
  private:
   std::mutex offload_mu_;

@@ -29,7 +29,10 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_offload.h \
 	src/vma_preload/udp_offload.cc \
 	src/vma_preload/udp_offload_wait.cc \
-	src/vma_preload/mux.h
+	src/vma_preload/mux.h \
+	src/vma_preload/rx_extras.h \
+	src/vma_preload/zcopy.h \
+	src/vma_preload/zcopy.cc
 # Its names are libc's: no fortify wrappers around the definitions.
 libvma_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libvma_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

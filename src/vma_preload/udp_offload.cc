@@ -107,8 +107,8 @@ int rcv_timeout_ms(int fd) {
 
 }  // namespace
 
-std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family,
-                                               const sockaddr_storage& bound) {
+std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family, const sockaddr_storage& bound,
+                                               RxExtras* extras) {
   const net::UdpAddr local = wire_addr(reinterpret_cast<const sockaddr*>(&bound), sizeof bound);
   if (local.ip.empty() || local.port == 0) return nullptr;
   bool dual = false;
@@ -123,7 +123,7 @@ std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family,
   socklen_t rlen = sizeof reuse, plen = sizeof reuse_port;
   real().getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &rlen);
   real().getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &reuse_port, &plen);
-  std::unique_ptr<UdpOffload> o(new UdpOffload(fd, family));
+  std::unique_ptr<UdpOffload> o(new UdpOffload(fd, family, extras));
   for (const std::string& dev : netdevs_for(local.ip, dual)) {
     NetdevRings* r = netdev_rings(dev);
     if (!r) continue;
@@ -157,10 +157,12 @@ void UdpOffload::connect(const sockaddr* peer, socklen_t len) {
 
 bool UdpOffload::head_locked() {
   if (head_) return true;
+  if (extras_->callback.running_here()) return false;  // called from inside it
   for (size_t i = 0; i < legs_.size(); i++) {
     Leg& l = legs_[(next_leg_ + i) % legs_.size()];
     net::Datagram d;
-    if (l.ep->recv_zcopy(&d) == 1) {
+    while (l.ep->recv_zcopy(&d) == 1) {
+      if (!callback_passes(l, &d)) continue;
       head_ = std::move(d);
       next_leg_ = (next_leg_ + i + 1) % legs_.size();
       return true;
@@ -169,13 +171,19 @@ bool UdpOffload::head_locked() {
   return false;
 }
 
+bool UdpOffload::callback_passes(Leg& l, net::Datagram* d) {
+  if (!extras_->callback.active()) return true;
+  const auto queued = static_cast<uint32_t>(l.ep->queued());
+  return extras_->callback.pass(fd_, d, l.ep->local(), queued, 0, &extras_->held);
+}
+
 bool UdpOffload::ring_readable() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   return head_locked();
 }
 
 size_t UdpOffload::drain(const char* why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   size_t dropped = head_ ? 1 : 0;
   head_.reset();
   for (Leg& l : legs_) {
@@ -189,11 +197,11 @@ size_t UdpOffload::drain(const char* why) {
   return dropped;
 }
 
-ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags) {
+ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy) {
   const auto* p = static_cast<const uint8_t*>(head_->buf.data());
   const size_t full = head_->buf.size();
   size_t done = 0;
-  for (size_t i = 0; i < m->msg_iovlen && done < full; i++) {
+  for (size_t i = 0; i < m->msg_iovlen && done < full && !zcopy; i++) {
     const size_t n = std::min(m->msg_iov[i].iov_len, full - done);
     std::memcpy(m->msg_iov[i].iov_base, p + done, n);
     done += n;
@@ -205,6 +213,12 @@ ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags) {
     m->msg_namelen = len;
   }
   m->msg_controllen = 0;
+  if (zcopy) {  // the frame goes to the caller, uncopied
+    m->msg_flags = 0;
+    *zcopy = std::move(*head_);
+    head_.reset();
+    return static_cast<ssize_t>(full);
+  }
   m->msg_flags = done < full ? MSG_TRUNC : 0;
   if (!(flags & MSG_PEEK)) head_.reset();  // the frame goes back to its fill ring
   return static_cast<ssize_t>((flags & MSG_TRUNC) ? full : done);
@@ -218,7 +232,8 @@ void UdpOffload::wait(int timeout_ms) {
   after_wait(t);
 }
 
-ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
+ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram* zcopy) {
+  if (flags & MSG_PEEK) zcopy = nullptr;  // a peek copies
   using clock = std::chrono::steady_clock;
   const int64_t ratio = vs::get(vs::Id::kRxUdpPollOsRatio);
   int64_t polls = vs::get(vs::Id::kRxPoll);  // ring polls before a sleep (-1: for good)
@@ -226,10 +241,10 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags) {
   clock::time_point deadline = clock::time_point::max();
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::recursive_mutex> lock(mu_);
       if (head_locked()) {
         const size_t bytes = head_->buf.size();
-        const ssize_t r = copy_head_locked(m, flags);
+        const ssize_t r = copy_head_locked(m, flags, zcopy);
         if (!(flags & MSG_PEEK)) {
           s.stats.add(stats::kRxPackets);
           s.stats.add(stats::kRxBytes, bytes);

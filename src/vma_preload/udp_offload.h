@@ -17,6 +17,7 @@
 
 #include "core/base/pollable.h"
 #include "core/net/udp_stack.h"
+#include "vma_preload/rx_extras.h"
 
 namespace ss::vma::preload {
 
@@ -28,13 +29,19 @@ class UdpOffload {
   // Endpoints for fd bound at `local` (family: the socket's; dual: an
   // IPv6 socket that takes IPv4 too), on each netdev that can serve it.
   // Null when none could (each refusal logged once by its netdev).
-  static std::unique_ptr<UdpOffload> attach(int fd, int family, const sockaddr_storage& local);
+  // extras: the socket's (outlives this object); its receive callback
+  // sees every datagram taken off the rings.
+  static std::unique_ptr<UdpOffload> attach(int fd, int family, const sockaddr_storage& local,
+                                            RxExtras* extras);
   ~UdpOffload();
   UdpOffload(const UdpOffload&) = delete;
   UdpOffload& operator=(const UdpOffload&) = delete;
 
   // recvmsg/sendmsg for the socket: the kernel's results and errnos.
-  ssize_t recvmsg(KernelSocket& s, msghdr* m, int flags);
+  // zcopy (recvfrom_zcopy): a datagram from the rings is moved there
+  // instead of copied (m gets its source only); one from the kernel
+  // socket is copied into m as usual, *zcopy left empty.
+  ssize_t recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram* zcopy = nullptr);
   ssize_t sendmsg(KernelSocket& s, const msghdr* m, int flags);
   // After the kernel socket's connect(): its peer filters receive and is
   // the default destination (AF_UNSPEC: disconnected).
@@ -73,10 +80,13 @@ class UdpOffload {
     NetdevRings* rings;
     std::unique_ptr<net::UdpEndpoint> ep;
   };
-  UdpOffload(int fd, int family) : fd_(fd), family_(family) {}
+  UdpOffload(int fd, int family, RxExtras* extras) : fd_(fd), family_(family), extras_(extras) {}
   // One look at the rings: the head datagram (kept for MSG_PEEK) or none.
+  // Datagrams the receive callback drops or holds are not the head.
   bool head_locked();
-  ssize_t copy_head_locked(msghdr* m, int flags);
+  // The receive callback's verdict on d, taken off l: true to deliver it.
+  bool callback_passes(Leg& l, net::Datagram* d);
+  ssize_t copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy);
   // Sleeps until the kernel socket or a ring is readable, or timeout_ms.
   void wait(int timeout_ms);
   // Queues what the rings hold on the endpoints (kicking their sleepers).
@@ -84,8 +94,11 @@ class UdpOffload {
   uint64_t count_arrivals();  // the endpoints' counts, rings not polled
 
   const int fd_, family_;
+  RxExtras* const extras_;
   std::vector<Leg> legs_;
-  std::mutex mu_;                         // head_, next_leg_
+  // head_, next_leg_; recursive: the receive callback, run under it, may
+  // call the socket's receive or poll (they then skip the rings).
+  std::recursive_mutex mu_;
   std::optional<net::Datagram> head_;     // taken from a ring, not yet consumed
   size_t next_leg_ = 0;
   std::atomic<uint64_t> looks_{0};        // for VMA_RX_UDP_POLL_OS_RATIO

@@ -132,7 +132,7 @@ void UdpOffload::poll_rings() {
 }
 
 bool UdpOffload::queued() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (head_) return true;
   for (Leg& l : legs_)
     if (l.ep->queued()) return true;

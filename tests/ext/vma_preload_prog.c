@@ -1,7 +1,8 @@
 /* The VMA preload seen by a program built against the installed
  * <mellanox/vma_extra.h> only (tests/ext/vma_preload.sh).  Modes:
  *   api     the Extra API under the preload: the table, its exact mask,
- *           every missing entry -1/EOPNOTSUPP, add_conf_rule (a port
+ *           every missing entry -1/EOPNOTSUPP, the receive entries on an
+ *           unbound socket, add_conf_rule (a port
  *           rule deciding at bind, wildcard rules at socket),
  *           thread_offload, dump_fd_stats, SO_VMA_* on a kernel socket,
  *           SO_VMA_GET_API on a real fd; prints "FAIL: ..." per failure.
@@ -60,7 +61,8 @@ static int mode_api(void)
 {
 	struct vma_api_t *api = vma_get_api();
 	const uint64_t want = VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_THREAD_OFFLOAD |
-			      VMA_EXTRA_API_DUMP_FD_STATS;
+			      VMA_EXTRA_API_DUMP_FD_STATS | VMA_EXTRA_API_RECVFROM_ZCOPY |
+			      VMA_EXTRA_API_FREE_PACKETS | VMA_EXTRA_API_REGISTER_RECV_CALLBACK;
 	char buf[256];
 	int flags = 0, key = 0, r, err;
 	uint16_t hlen = 0;
@@ -71,8 +73,9 @@ static int mode_api(void)
 		return 1;
 	}
 	expect(vma_get_api() == api, "vma_get_api() returns the same table every time");
-	snprintf(buf, sizeof buf, "mask is exactly add_conf_rule|thread_offload|dump_fd_stats "
-		 "(got 0x%llx)", (unsigned long long)api->vma_extra_supported_mask);
+	snprintf(buf, sizeof buf, "mask is exactly add_conf_rule|thread_offload|dump_fd_stats|"
+		 "recvfrom_zcopy|free_packets|register_recv_callback (got 0x%llx)",
+		 (unsigned long long)api->vma_extra_supported_mask);
 	expect(api->vma_extra_supported_mask == want, buf);
 
 	int s = udp_socket();
@@ -80,9 +83,17 @@ static int mode_api(void)
 	printf("udp fd %d\n", s);
 	fflush(stdout);
 
-	CALL_UNSUPPORTED(register_recv_callback, s, NULL, NULL);
-	CALL_UNSUPPORTED(recvfrom_zcopy, s, buf, sizeof buf, &flags, NULL, NULL);
-	CALL_UNSUPPORTED(free_packets, s, NULL, 0);
+	/* The receive entries on a socket not bound yet (vma_zcopy.sh has
+	 * them on the rings): accepted, the kernel's answer, nothing held. */
+	expect(api->register_recv_callback(s, NULL, NULL) == 0,
+	       "register_recv_callback(unbound udp fd, NULL) returns 0");
+	flags = MSG_DONTWAIT | MSG_VMA_ZCOPY;
+	errno = 0;
+	r = api->recvfrom_zcopy(s, buf, sizeof buf, &flags, NULL, NULL);
+	err = errno;
+	expect(r == -1 && err == EAGAIN && !(flags & MSG_VMA_ZCOPY),
+	       "recvfrom_zcopy(unbound udp fd, MSG_DONTWAIT): -1/EAGAIN, MSG_VMA_ZCOPY clear");
+	expect(api->free_packets(s, NULL, 0) == 0, "free_packets(udp fd, none) returns 0");
 	CALL_UNSUPPORTED(socketxtreme_poll, s, NULL, 0, 0);
 	CALL_UNSUPPORTED(get_socket_rings_num, s);
 	CALL_UNSUPPORTED(get_socket_rings_fds, s, NULL, 0);

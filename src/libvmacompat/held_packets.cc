@@ -1,0 +1,56 @@
+#include "libvmacompat/held_packets.h"
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace ss::vma {
+
+void* HeldPackets::hold(net::Datagram&& d) {
+  void* id = d.buf.frame();
+  std::lock_guard lock(mu_);
+  held_.insert_or_assign(id, std::move(d));
+  return id;
+}
+
+int HeldPackets::release(const vma_packet_t* pkts, size_t count) {
+  if (!count) return 0;
+  if (!pkts) return -ENOENT;
+  std::vector<net::Datagram> freed;  // released after the lock
+  freed.reserve(count);
+  std::lock_guard lock(mu_);
+  // Every record is read first: a bad one anywhere leaves them all held.
+  std::vector<const void*> ids(count);
+  for (size_t i = 0; i < count; i++) {
+    std::memcpy(&ids[i], &pkts[i].packet_id, sizeof ids[i]);  // packed record
+    if (!held_.count(ids[i])) return -ENOENT;
+    for (size_t k = 0; k < i; k++)
+      if (ids[k] == ids[i]) return -ENOENT;
+  }
+  for (const void* id : ids) {
+    auto it = held_.find(id);
+    freed.push_back(std::move(it->second));
+    held_.erase(it);
+  }
+  return 0;
+}
+
+size_t HeldPackets::size() const {
+  std::lock_guard lock(mu_);
+  return held_.size();
+}
+
+ssize_t write_one_packet(void* buf, void* id, const net::Datagram& d) {
+  // Through memcpy: the records are packed, buf need not be aligned.
+  auto* out = static_cast<uint8_t*>(buf);
+  const size_t one = 1;
+  const iovec iov{d.buf.data(), d.buf.size()};
+  std::memcpy(out + offsetof(vma_packets_t, n_packet_num), &one, sizeof one);
+  uint8_t* pkt = out + offsetof(vma_packets_t, pkts);
+  std::memcpy(pkt + offsetof(vma_packet_t, packet_id), &id, sizeof id);
+  std::memcpy(pkt + offsetof(vma_packet_t, sz_iov), &one, sizeof one);
+  std::memcpy(pkt + offsetof(vma_packet_t, iov), &iov, sizeof iov);
+  return static_cast<ssize_t>(d.buf.size());
+}
+
+}  // namespace ss::vma

@@ -1,0 +1,45 @@
+// The packets the Extra API lends a program (vma_extra(7)): a datagram
+// handed out by recvfrom_zcopy, or kept by a receive callback's
+// VMA_PACKET_HOLD, stays in its UMEM frame, held here under its packet_id
+// until free_packets gives it back (the frame then recycles into its fill
+// ring). An id not held here (foreign, made up, freed already) is refused
+// without touching anything; a socket's table dies with the socket,
+// releasing what the program never freed.
+#pragma once
+#include "core/base/api.h"
+#include <mellanox/vma_extra.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/net/udp_stack.h"
+
+namespace ss::vma {
+
+class HeldPackets {
+ public:
+  // Keeps d (its buffer non-empty); its packet_id (the frame's address:
+  // unique while held).
+  SS_API void* hold(net::Datagram&& d);
+  // Releases the count packets of pkts (fixed 16-byte records, as libvma
+  // walks them for UDP): all of them, or none when one id is not held or
+  // appears twice: -ENOENT. 0 on success.
+  SS_API int release(const vma_packet_t* pkts, size_t count);
+  SS_API size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<const void*, net::Datagram> held_;
+};
+
+// Bytes a recvfrom_zcopy buffer needs for one UDP packet: the
+// vma_packets_t header, one vma_packet_t and its one iovec.
+constexpr size_t kZcopyOnePacket = sizeof(vma_packets_t) + sizeof(vma_packet_t) + sizeof(iovec);
+
+// Writes the one-packet vma_packets_t for `id` whose payload is d's view
+// into buf (kZcopyOnePacket bytes at least). Returns the payload size.
+SS_API ssize_t write_one_packet(void* buf, void* id, const net::Datagram& d);
+
+}  // namespace ss::vma
