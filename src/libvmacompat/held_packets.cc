@@ -6,11 +6,13 @@
 
 namespace ss::vma {
 
-void* HeldPackets::hold(net::Datagram&& d) {
-  void* id = d.buf.frame();
+void* HeldPackets::new_id() {
+  return reinterpret_cast<void*>(next_id_.fetch_add(1, std::memory_order_relaxed));
+}
+
+void HeldPackets::hold(void* id, net::Datagram&& d) {
   std::lock_guard lock(mu_);
-  held_.insert_or_assign(id, std::move(d));
-  return id;
+  held_.emplace(id, std::move(d));
 }
 
 int HeldPackets::release(const vma_packet_t* pkts, size_t count) {

@@ -4,13 +4,17 @@
 // until free_packets gives it back (the frame then recycles into its fill
 // ring). An id not held here (foreign, made up, freed already) is refused
 // without touching anything; a socket's table dies with the socket,
-// releasing what the program never freed.
+// releasing what the program never freed. Ids are a counter, never the
+// frame's address, so a late second free of a recycled frame's old id
+// cannot free the frame's next datagram.
 #pragma once
 #include "core/base/api.h"
 #include <mellanox/vma_extra.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <unordered_map>
 
@@ -20,9 +24,10 @@ namespace ss::vma {
 
 class HeldPackets {
  public:
-  // Keeps d (its buffer non-empty); its packet_id (the frame's address:
-  // unique while held).
-  SS_API void* hold(net::Datagram&& d);
+  // A packet_id never given before (for a datagram about to be held).
+  SS_API void* new_id();
+  // Keeps d (its buffer non-empty) under id (from new_id()).
+  SS_API void hold(void* id, net::Datagram&& d);
   // Releases the count packets of pkts (fixed 16-byte records, as libvma
   // walks them for UDP): all of them, or none when one id is not held or
   // appears twice: -ENOENT. 0 on success.
@@ -30,6 +35,7 @@ class HeldPackets {
   SS_API size_t size() const;
 
  private:
+  std::atomic<uintptr_t> next_id_{1};
   mutable std::mutex mu_;
   std::unordered_map<const void*, net::Datagram> held_;
 };

@@ -36,7 +36,7 @@ bool RecvCallback::pass(int fd, net::Datagram* d, const net::UdpAddr& local, uin
   iovec iov{d->buf.data(), d->buf.size()};
   vma_info_t info{};
   info.struct_sz = sizeof info;
-  info.packet_id = d->buf.frame();  // HeldPackets' id, should it be held
+  info.packet_id = held->new_id();  // its id, should it be held
   info.src = reinterpret_cast<sockaddr_in*>(&src);
   info.dst = reinterpret_cast<sockaddr_in*>(&dst);
   info.payload_sz = d->buf.size();
@@ -51,7 +51,7 @@ bool RecvCallback::pass(int fd, net::Datagram* d, const net::UdpAddr& local, uin
       d->buf.reset();  // the frame recycles
       return false;
     case VMA_PACKET_HOLD:
-      held->hold(std::move(*d));
+      held->hold(info.packet_id, std::move(*d));
       return false;
     default:
       return true;

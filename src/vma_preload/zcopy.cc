@@ -51,8 +51,10 @@ int recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from, so
   if (r < 0) return -1;
   if (from && fromlen) *fromlen = m.msg_namelen;
   if (d.buf) {
-    write_one_packet(buf, d.buf.frame(), d);
-    s->rx_extras.held.hold(std::move(d));
+    HeldPackets& held = s->rx_extras.held;
+    void* id = held.new_id();
+    write_one_packet(buf, id, d);
+    held.hold(id, std::move(d));
     *flags |= MSG_VMA_ZCOPY;
   }
   return static_cast<int>(r);

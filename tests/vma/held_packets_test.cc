@@ -44,8 +44,10 @@ class HeldPacketsTest : public ::testing::Test {
 TEST_F(HeldPacketsTest, HoldsUntilReleasedOnce) {
   HeldPackets held;
   const size_t all = pool->free_count();
-  void* a = held.hold(datagram("one"));
-  void* b = held.hold(datagram("two"));
+  void* a = held.new_id();
+  held.hold(a, datagram("one"));
+  void* b = held.new_id();
+  held.hold(b, datagram("two"));
   EXPECT_NE(a, b);
   EXPECT_EQ(held.size(), 2u);
   EXPECT_EQ(pool->free_count(), all - 2);
@@ -56,9 +58,27 @@ TEST_F(HeldPacketsTest, HoldsUntilReleasedOnce) {
   EXPECT_EQ(held.size(), 1u);
 }
 
+TEST_F(HeldPacketsTest, OldIdOfARecycledFrameFreesNothing) {
+  HeldPackets held;
+  void* a = held.new_id();
+  net::Datagram one = datagram("one");
+  void* frame = one.buf.frame();
+  held.hold(a, std::move(one));
+  vma_packet_t pa = record(a);
+  EXPECT_EQ(held.release(&pa, 1), 0);
+  void* b = held.new_id();
+  net::Datagram two = datagram("two");
+  EXPECT_EQ(two.buf.frame(), frame);  // the pool lends the same frame again
+  held.hold(b, std::move(two));
+  EXPECT_NE(a, b);
+  EXPECT_EQ(held.release(&pa, 1), -ENOENT);
+  EXPECT_EQ(held.size(), 1u);
+}
+
 TEST_F(HeldPacketsTest, BadReleaseLosesNothing) {
   HeldPackets held;
-  void* a = held.hold(datagram("one"));
+  void* a = held.new_id();
+  held.hold(a, datagram("one"));
   int foreign = 0;
   vma_packet_t two[2] = {record(a), record(&foreign)};
   EXPECT_EQ(held.release(two, 2), -ENOENT);
@@ -75,7 +95,7 @@ TEST_F(HeldPacketsTest, TableReleasesWhatIsLeft) {
   const size_t all = pool->free_count();
   {
     HeldPackets held;
-    held.hold(datagram("one"));
+    held.hold(held.new_id(), datagram("one"));
     EXPECT_EQ(pool->free_count(), all - 1);
   }
   EXPECT_EQ(pool->free_count(), all);
@@ -85,10 +105,11 @@ TEST_F(HeldPacketsTest, OnePacketRecordPointsIntoTheFrame) {
   net::Datagram d = datagram("payload");
   alignas(8) uint8_t buf[kZcopyOnePacket + 1];
   // Unaligned on purpose: the records are packed.
-  EXPECT_EQ(write_one_packet(buf + 1, d.buf.frame(), d), 7);
+  int id = 0;
+  EXPECT_EQ(write_one_packet(buf + 1, &id, d), 7);
   const auto* pk = reinterpret_cast<const vma_packets_t*>(buf + 1);
   EXPECT_EQ(pk->n_packet_num, 1u);
-  EXPECT_EQ(pk->pkts[0].packet_id, d.buf.frame());
+  EXPECT_EQ(pk->pkts[0].packet_id, &id);
   EXPECT_EQ(pk->pkts[0].sz_iov, 1u);
   EXPECT_EQ(pk->pkts[0].iov[0].iov_base, d.buf.data());
   EXPECT_EQ(pk->pkts[0].iov[0].iov_len, 7u);
