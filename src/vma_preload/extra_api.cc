@@ -9,6 +9,7 @@
 #include "vma_preload/decision.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
+#include "vma_preload/ring_fds.h"
 #include "vma_preload/zcopy.h"
 
 namespace ss::vma::preload {
@@ -67,6 +68,7 @@ vma_api_t* extra_api() {
     given.thread_offload = entry_thread_offload;
     given.dump_fd_stats = entry_dump_fd_stats;
     add_rx_entries(&given);
+    add_ring_entries(&given);
     return build_extra_table(given);
   }();
   return &table;

@@ -2,8 +2,9 @@
 // SO_VMA_GET_API)): libvmacompat's table with what is real so far, so its
 // mask has exactly these bits: add_conf_rule (the rule decides later
 // sockets), thread_offload (the thread's later sockets), dump_fd_stats,
-// and the receive entries of zcopy.h (recvfrom_zcopy, free_packets,
-// register_recv_callback).
+// the receive entries of zcopy.h (recvfrom_zcopy, free_packets,
+// register_recv_callback) and the ring entries of ring_fds.h
+// (get_socket_rings_num, get_socket_rings_fds).
 // Every other entry fails with -1/EOPNOTSUPP.
 #pragma once
 #include <mellanox/vma_extra.h>

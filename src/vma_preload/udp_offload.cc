@@ -224,6 +224,10 @@ ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy)
   return static_cast<ssize_t>((flags & MSG_TRUNC) ? full : done);
 }
 
+void UdpOffload::ring_fds(std::vector<pollfd>* fds) const {
+  for (const Leg& l : legs_) l.rings->poll_fds(fds);
+}
+
 void UdpOffload::wait(int timeout_ms) {
   const WaitTarget t = wait_target(POLLIN, &timeout_ms);
   if (t.fd < 0) return;  // a datagram is there

@@ -6,6 +6,7 @@
 // look (a call's first look covers both); send goes through UdpTx, and
 // whatever it answers "use the kernel" through the kernel socket.
 #pragma once
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -50,6 +51,9 @@ class UdpOffload {
   // Each leg's netdev index and endpoint (udp_multicast.cc sets their
   // memberships and send options).
   void for_each_leg(const std::function<void(int ifindex, net::UdpEndpoint&)>& f);
+  // The rings' wake-ups of every leg (readable while a frame waits on
+  // that ring, for this socket or another one on the netdev), appended.
+  void ring_fds(std::vector<pollfd>* fds) const;
   // Whether a datagram waits on the rings (polls them once).
   bool ring_readable();
   // Empties what the rings hold for the socket (before its endpoints,

@@ -20,15 +20,17 @@
 #include "vma_preload/kernel_socket.h"
 
 namespace ss::vma::preload {
-namespace {
 
-// fd's record when it is a UDP socket the preload may offload (libvma's
-// "offloaded socket"): the callback and the lent packets live there.
-std::shared_ptr<KernelSocket> udp_record(int fd) {
+std::shared_ptr<KernelSocket> extra_api_udp_socket(int fd) {
   auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel);
-  if (!s || s->protocol != IPPROTO_UDP || s->decision().wanted != Transport::kVma) return nullptr;
+  if (!s || s->protocol != IPPROTO_UDP || s->decision().wanted != Transport::kVma) {
+    errno = EINVAL;
+    return nullptr;
+  }
   return s;
 }
+
+namespace {
 
 int recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from, socklen_t* fromlen) {
   if (!flags) {
@@ -61,11 +63,8 @@ int recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from, so
 }
 
 int free_packets(int fd, vma_packet_t* pkts, size_t count) {
-  const auto s = udp_record(fd);
-  if (!s) {
-    errno = EINVAL;
-    return -1;
-  }
+  const auto s = extra_api_udp_socket(fd);
+  if (!s) return -1;
   if (const int r = s->rx_extras.held.release(pkts, count); r < 0) {
     errno = -r;
     return -1;
@@ -74,11 +73,8 @@ int free_packets(int fd, vma_packet_t* pkts, size_t count) {
 }
 
 int register_recv_callback(int fd, vma_recv_callback_t cb, void* context) {
-  const auto s = udp_record(fd);
-  if (!s) {
-    errno = EINVAL;
-    return -1;
-  }
+  const auto s = extra_api_udp_socket(fd);
+  if (!s) return -1;
   s->rx_extras.callback.set(cb, context);
   return 0;
 }

@@ -4,7 +4,16 @@
 #pragma once
 #include <mellanox/vma_extra.h>
 
+#include <memory>
+
 namespace ss::vma::preload {
+
+struct KernelSocket;
+
+// fd's record when it is a UDP socket the preload may offload (libvma's
+// "offloaded socket": the Extra API's socket entries take it, bound or
+// not), else null with errno EINVAL.
+std::shared_ptr<KernelSocket> extra_api_udp_socket(int fd);
 
 // Puts the three entries into the table the preload builds.
 void add_rx_entries(vma_api_t* given);

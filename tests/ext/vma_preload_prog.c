@@ -62,7 +62,8 @@ static int mode_api(void)
 	struct vma_api_t *api = vma_get_api();
 	const uint64_t want = VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_THREAD_OFFLOAD |
 			      VMA_EXTRA_API_DUMP_FD_STATS | VMA_EXTRA_API_RECVFROM_ZCOPY |
-			      VMA_EXTRA_API_FREE_PACKETS | VMA_EXTRA_API_REGISTER_RECV_CALLBACK;
+			      VMA_EXTRA_API_FREE_PACKETS | VMA_EXTRA_API_REGISTER_RECV_CALLBACK |
+			      VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
 	char buf[256];
 	int flags = 0, key = 0, r, err;
 	uint16_t hlen = 0;
@@ -74,7 +75,8 @@ static int mode_api(void)
 	}
 	expect(vma_get_api() == api, "vma_get_api() returns the same table every time");
 	snprintf(buf, sizeof buf, "mask is exactly add_conf_rule|thread_offload|dump_fd_stats|"
-		 "recvfrom_zcopy|free_packets|register_recv_callback (got 0x%llx)",
+		 "recvfrom_zcopy|free_packets|register_recv_callback|get_socket_rings_num|"
+		 "get_socket_rings_fds (got 0x%llx)",
 		 (unsigned long long)api->vma_extra_supported_mask);
 	expect(api->vma_extra_supported_mask == want, buf);
 
@@ -95,8 +97,11 @@ static int mode_api(void)
 	       "recvfrom_zcopy(unbound udp fd, MSG_DONTWAIT): -1/EAGAIN, MSG_VMA_ZCOPY clear");
 	expect(api->free_packets(s, NULL, 0) == 0, "free_packets(udp fd, none) returns 0");
 	CALL_UNSUPPORTED(socketxtreme_poll, s, NULL, 0, 0);
-	CALL_UNSUPPORTED(get_socket_rings_num, s);
-	CALL_UNSUPPORTED(get_socket_rings_fds, s, NULL, 0);
+	expect(api->get_socket_rings_num(s) == 0, "get_socket_rings_num(unbound udp fd) returns 0");
+	errno = 0;
+	r = api->get_socket_rings_fds(s, NULL, 0);
+	err = errno;
+	expect(r == -1 && err == EINVAL, "get_socket_rings_fds(udp fd, NULL, 0): -1/EINVAL");
 	CALL_UNSUPPORTED(get_socket_tx_ring_fd, s, NULL, 0);
 	CALL_UNSUPPORTED(socketxtreme_free_vma_packets, NULL, 0);
 	CALL_UNSUPPORTED(socketxtreme_ref_vma_buff, NULL);

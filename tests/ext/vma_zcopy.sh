@@ -8,8 +8,9 @@
 # payload intact and outside the program's memory, freed at once: COUNT is
 # more than the rings' frames, so they recycle), refuses bad frees with
 # ENOENT losing nothing, counts a receive callback's DROP/RECV/HOLD
-# verdicts, and shows the copy fallback (kernel-path data, a socket left
-# to the kernel). The proof that the rings carried the datagrams: A's
+# verdicts, polls the socket's ring descriptors (get_socket_rings_fds:
+# quiet, readable on a datagram, quiet once it is read), and shows the
+# copy fallback (kernel-path data, a socket left to the kernel). The proof that the rings carried the datagrams: A's
 # kernel UDP counter grows by the program's two kernel-path datagrams, not
 # by COUNT.
 #
@@ -72,7 +73,7 @@ echo "  kernel UDP in A: $before -> $after"
 has "$T/err" "za: UDP offloaded on"
 check "the receiver's netdev has rings" $?
 [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure"
-check "recvfrom_zcopy, free_packets, register_recv_callback: every check of the program (exit $rrc)" $?
+check "recvfrom_zcopy, free_packets, register_recv_callback, ring fds: every check of the program (exit $rrc)" $?
 delta=$((after - before))
 [ $delta -le 2 ]
 check "A's kernel received only the 2 kernel-path datagrams, not the $COUNT + 120 of the rings ($delta)" $?

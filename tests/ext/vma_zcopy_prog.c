@@ -15,15 +15,21 @@
  *           payload, source checked), recvfrom gets exactly the RECV ones,
  *           the HOLD ones freed by free_packets afterwards (once: again is
  *           -1/ENOENT); unregistered with NULL;
- *       (3) copy fallback: a datagram from this host (through the kernel
+ *       (3) the socket's ring fds (get_socket_rings_num/_fds): poll on
+ *           them quiet with nothing sent, POLLIN when the sender's one
+ *           datagram arrives, quiet again once it is read; EINVAL for a
+ *           NULL or empty array; a socket not bound yet has none;
+ *       (4) copy fallback: a datagram from this host (through the kernel
  *           socket) comes copied, MSG_VMA_ZCOPY clear; a socket the
  *           preload leaves to the kernel (thread_offload(0)): copied, flag
- *           clear, register_recv_callback and free_packets -1/EINVAL.
+ *           clear, register_recv_callback, free_packets and
+ *           get_socket_rings_num -1/EINVAL.
  *       Prints "FAIL: ..." per failure, "PASS: N failure(s)", and
  *       "phase zcopy done" after (1) (the script reads the kernel's UDP
  *       counter around it).
  *   send IP PORT COUNT  (the kernel peer) sends (1) in batches of BATCH,
- *       each batch acknowledged by the receiver, then (2) on its signal.
+ *       each batch acknowledged by the receiver, then (2) and (3) on its
+ *       signals.
  *   rate IP PORT SECONDS MODE  receives 64 B datagrams for SECONDS with
  *       recvfrom_zcopy + free_packets (MODE zcopy) or recv (copy), both
  *       MSG_DONTWAIT in a busy loop, and prints "received N in S s: R/s".
@@ -309,6 +315,54 @@ static void callback_phase(struct vma_api_t *api, int fd, const struct sockaddr_
 	ack(fd, peer, "done");
 }
 
+/* (3) the socket's ring descriptors: quiet while nothing waits, POLLIN
+ * when the sender's one datagram arrives, quiet again once it is read. */
+static void rings_phase(struct vma_api_t *api, int fd, const struct sockaddr_in *peer)
+{
+	int rings[16], n, r, err, unbound;
+	uint8_t in[2048];
+	uint32_t i;
+	uint8_t tag;
+	char m[200];
+	struct pollfd p[16];
+
+	n = api->get_socket_rings_num(fd);
+	snprintf(m, sizeof m, "get_socket_rings_num: at least one ring (%d)", n);
+	expect(n >= 1 && n <= 16, m);
+	if (n < 1 || n > 16)
+		return;
+	expect(api->get_socket_rings_fds(fd, rings, 16) == n, "get_socket_rings_fds gives them all");
+	r = api->get_socket_rings_fds(fd, rings, 0);
+	err = errno;
+	expect_err(r, err, EINVAL, "get_socket_rings_fds(size 0)");
+	r = api->get_socket_rings_fds(fd, NULL, 4);
+	err = errno;
+	expect_err(r, err, EINVAL, "get_socket_rings_fds(NULL)");
+	unbound = socket(AF_INET, SOCK_DGRAM, 0);
+	snprintf(m, sizeof m, "a socket not bound yet has no rings (%d)",
+		 api->get_socket_rings_num(unbound));
+	expect(api->get_socket_rings_num(unbound) == 0, m);
+	close(unbound);
+	for (int k = 0; k < n; k++)
+		p[k] = (struct pollfd){rings[k], POLLIN, 0};
+	snprintf(m, sizeof m, "the rings are quiet with nothing sent (poll: %d)", poll(p, (nfds_t)n, 0));
+	expect(poll(p, (nfds_t)n, 0) == 0, m);
+	ack(fd, peer, "rings");
+	r = poll(p, (nfds_t)n, 10000);
+	int readable = 0;
+	for (int k = 0; k < n && r > 0; k++)
+		readable += (p[k].revents & POLLIN) != 0;
+	snprintf(m, sizeof m, "a ring is readable when the datagram arrives (poll %d, %d POLLIN)", r,
+		 readable);
+	expect(r >= 1 && readable >= 1, m);
+	r = (int)recv(fd, in, sizeof in, MSG_DONTWAIT);
+	expect(r > 0 && datagram_ok(in, (size_t)r, &i, &tag) && i == 99,
+	       "the datagram the ring showed is read from the socket");
+	snprintf(m, sizeof m, "the rings are quiet again once it is read (poll: %d)", poll(p, (nfds_t)n, 0));
+	expect(poll(p, (nfds_t)n, 0) == 0, m);
+	ack(fd, peer, "end");
+}
+
 /* One datagram from a kernel-path sender to fd, read with recvfrom_zcopy:
  * copied, flag clear. */
 static void copy_case(struct vma_api_t *api, int fd, const struct sockaddr_in *to, const char *what)
@@ -334,7 +388,8 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 {
 	struct vma_api_t *api = vma_get_api();
 	const uint64_t rx_bits = VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_FREE_PACKETS |
-				 VMA_EXTRA_API_REGISTER_RECV_CALLBACK;
+				 VMA_EXTRA_API_REGISTER_RECV_CALLBACK |
+				 VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
 	struct sockaddr_in a = addr_of(ip, port), peer;
 	socklen_t plen = sizeof peer;
 	char hello[16];
@@ -344,7 +399,8 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 		return 1;
 	}
 	expect((api->vma_extra_supported_mask & rx_bits) == rx_bits,
-	       "the mask has RECVFROM_ZCOPY, FREE_PACKETS and REGISTER_RECV_CALLBACK");
+	       "the mask has RECVFROM_ZCOPY, FREE_PACKETS, REGISTER_RECV_CALLBACK, "
+	       "GET_SOCKET_RINGS_NUM and GET_SOCKET_RINGS_FDS");
 	const int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
 		perror("socket/bind");
@@ -362,6 +418,7 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 	printf("phase zcopy done\n");
 	fflush(stdout);
 	callback_phase(api, fd, &peer);
+	rings_phase(api, fd, &peer);
 
 	copy_case(api, fd, &a, "a datagram from this host (the kernel socket's)");
 	/* A socket the preload leaves to the kernel. */
@@ -376,6 +433,8 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 	expect_err(r, errno, EINVAL, "register_recv_callback(a kernel socket)");
 	r = free_one(api, k, &lo);
 	expect_err(r, errno, EINVAL, "free_packets(a kernel socket)");
+	r = api->get_socket_rings_num(k);
+	expect_err(r, errno, EINVAL, "get_socket_rings_num(a kernel socket)");
 	printf("PASS: %d failure(s)\n", fails);
 	return fails != 0;
 }
@@ -416,7 +475,10 @@ static int mode_send(const char *ip, int port, uint32_t count)
 	static const uint8_t order[3] = {VMA_PACKET_DROP, VMA_PACKET_HOLD, VMA_PACKET_RECV};
 	for (uint32_t i = 0; i < 3 * CB_EACH; i++)
 		send(fd, out, fill_datagram(out, i, order[i % 3]), 0);
-	return wait_for(fd, "done") < 0;
+	if (wait_for(fd, "done") < 0 || wait_for(fd, "rings") < 0)
+		return 1;
+	send(fd, out, fill_datagram(out, 99, 1), 0);
+	return wait_for(fd, "end") < 0;
 }
 
 static double now(void)
