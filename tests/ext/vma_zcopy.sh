@@ -4,7 +4,7 @@
 # sender) joined by veth (B's tx checksum offload off), made here and
 # removed on exit; no traffic leaves them. Needs root (exit 77 otherwise).
 # tests/ext/vma_zcopy_prog.c, built against the installed header only,
-# receives COUNT datagrams with recvfrom_zcopy (each MSG_VMA_ZCOPY, its
+# receives COUNT datagrams (IPv4: 10000, IPv6: 1000) with recvfrom_zcopy (each MSG_VMA_ZCOPY, its
 # payload intact and outside the program's memory, freed at once: COUNT is
 # more than the rings' frames, so they recycle), refuses bad frees with
 # ENOENT losing nothing, counts a receive callback's DROP/RECV/HOLD
@@ -24,7 +24,7 @@ LIB=$B/.libs/libvma.so
 . "$(dirname "$0")/vma_pair.sh"
 vma_pair_needs
 A=ss-za-$$ Z=ss-zb-$$
-IP4=10.216.0.1 IP4B=10.216.0.2
+IP4=10.216.0.1 IP4B=10.216.0.2 IP6=fd00:216::1 IP6B=fd00:216::2
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vmazcopy.XXXXXX") || exit 99
 pids=()
 cleanup() {
@@ -49,34 +49,45 @@ PROG=$T/prog
 "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$INC" "$here/vma_zcopy_prog.c" -o "$PROG" -lpthread \
   >"$T/cc.log" 2>&1 || { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
 
-vma_pair_make "$A" "$Z" za zb $IP4/24 $IP4B/24
-kernel_udp_in() { ip netns exec "$A" awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ {print $2}' /proc/net/snmp; }
+vma_pair_make "$A" "$Z" za zb $IP4/24 $IP4B/24 $IP6/64 $IP6B/64
+# A's kernel count of UDP datagrams received, IPv4 and IPv6 together.
+kernel_udp_in() {
+  ip netns exec "$A" awk '($1 == "Udp:" && $2 ~ /^[0-9]+$/) || $1 == "Udp6InDatagrams" { n += $2 }
+    END { print n + 0 }' /proc/net/snmp /proc/net/snmp6
+}
 
-COUNT=${VMA_ZCOPY_COUNT:-10000}
 port=$((21000 + RANDOM % 8000))
-before=$(kernel_udp_in)
-ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
-  VMA_TRACELEVEL=info timeout 90 "$PROG" recv $IP4 $port $COUNT >"$T/out" 2>"$T/err" &
-rpid=$!
-pids+=($rpid)
-for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
-ip netns exec "$Z" timeout 90 "$PROG" send $IP4 $port $COUNT >"$T/send" 2>&1
-src=$?
-wait $rpid
-rrc=$?
-after=$(kernel_udp_in)
-sed -n 's/^/  program: /p' "$T/out" | grep -v "program: ready"
-[ $src = 0 ] || echo "  sender (exit $src): $(cat "$T/send")"
-[ $rrc = 0 ] || echo "  receiver (exit $rrc): $(tail -5 "$T/err")"
-echo "  kernel UDP in A: $before -> $after"
+# zcopy_case LABEL ADDR COUNT: the program's receiver on ADDR in A, its
+# sender in B; every check of the program, and A's kernel counter.
+zcopy_case() {
+  local label=$1 addr=$2 count=$3 before after src rrc rpid
+  port=$((port + 1))
+  before=$(kernel_udp_in)
+  ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
+    VMA_TRACELEVEL=info timeout 90 "$PROG" recv "$addr" $port "$count" >"$T/out" 2>"$T/err" &
+  rpid=$!
+  pids+=($rpid)
+  for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
+  ip netns exec "$Z" timeout 90 "$PROG" send "$addr" $port "$count" >"$T/send" 2>&1
+  src=$?
+  wait $rpid
+  rrc=$?
+  after=$(kernel_udp_in)
+  sed -n 's/^/  program: /p' "$T/out" | grep -v "program: ready"
+  [ $src = 0 ] || echo "  sender (exit $src): $(cat "$T/send")"
+  [ $rrc = 0 ] || echo "  receiver (exit $rrc): $(tail -5 "$T/err")"
+  echo "  kernel UDP in A: $before -> $after"
+  has "$T/err" "za: UDP offloaded on"
+  check "$label: the receiver's netdev has rings" $?
+  [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure"
+  check "$label: recvfrom_zcopy, free_packets, register_recv_callback, ring fds: every check of the program (exit $rrc)" $?
+  local delta=$((after - before))
+  [ $delta -le 2 ]
+  check "$label: A's kernel received only the 2 kernel-path datagrams, not the $count + 120 of the rings ($delta)" $?
+}
 
-has "$T/err" "za: UDP offloaded on"
-check "the receiver's netdev has rings" $?
-[ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure"
-check "recvfrom_zcopy, free_packets, register_recv_callback, ring fds: every check of the program (exit $rrc)" $?
-delta=$((after - before))
-[ $delta -le 2 ]
-check "A's kernel received only the 2 kernel-path datagrams, not the $COUNT + 120 of the rings ($delta)" $?
+zcopy_case IPv4 $IP4 "${VMA_ZCOPY_COUNT:-10000}"
+zcopy_case IPv6 $IP6 1000
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

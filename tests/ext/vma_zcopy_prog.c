@@ -55,6 +55,7 @@
 #define CB_EACH 40 /* datagrams of each verdict in (2) */
 
 static int fails;
+static int g_family; /* the receiving socket's */
 
 static void expect(int ok, const char *what)
 {
@@ -65,18 +66,30 @@ static void expect(int ok, const char *what)
 	}
 }
 
-static struct sockaddr_in addr_of(const char *ip, int port)
+/* An IPv4 or IPv6 address and port (by the text's form). */
+static struct sockaddr_storage addr_of(const char *ip, int port)
 {
-	struct sockaddr_in a;
+	struct sockaddr_storage a;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&a;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&a;
 
 	memset(&a, 0, sizeof a);
-	a.sin_family = AF_INET;
-	a.sin_port = htons((uint16_t)port);
-	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+	if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+	} else if (inet_pton(AF_INET6, ip, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+	} else {
 		fprintf(stderr, "bad address %s\n", ip);
 		exit(2);
 	}
 	return a;
+}
+
+static socklen_t alen(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
 /* Datagram i of phase (1): 4 bytes of i, then a pattern of i. */
@@ -137,9 +150,9 @@ static int outside_program(const void *p, const void *buf, size_t len)
 	return line[0] && !strstr(line, "[heap]") && !strstr(line, "[stack]") && !strstr(line, self);
 }
 
-static void ack(int fd, const struct sockaddr_in *to, const char *what)
+static void ack(int fd, const struct sockaddr_storage *to, const char *what)
 {
-	sendto(fd, what, strlen(what), 0, (const struct sockaddr *)to, sizeof *to);
+	sendto(fd, what, strlen(what), 0, (const struct sockaddr *)to, alen(to));
 }
 
 static int free_one(struct vma_api_t *api, int fd, void *id)
@@ -169,7 +182,7 @@ static void zcopy_phase(struct vma_api_t *api, int fd, uint32_t count)
 		struct vma_packets_t pk;
 		uint8_t raw[256];
 	} buf;
-	struct sockaddr_in from;
+	struct sockaddr_storage from;
 	socklen_t flen;
 	uint32_t got = 0, bad = 0, outside = 0;
 	int flags = 0, r;
@@ -254,7 +267,7 @@ static vma_recv_callback_retval_t on_packet(int fd, size_t sz_iov, struct iovec 
 	uint8_t tag;
 
 	if (fd != st->fd || sz_iov != 1 || info->struct_sz < sizeof *info ||
-	    info->payload_sz != iov[0].iov_len || !info->src || info->src->sin_family != AF_INET ||
+	    info->payload_sz != iov[0].iov_len || !info->src || info->src->sin_family != g_family ||
 	    !datagram_ok(iov[0].iov_base, iov[0].iov_len, &i, &tag) || tag > 2) {
 		st->bad++;
 		return VMA_PACKET_RECV;
@@ -266,7 +279,7 @@ static vma_recv_callback_retval_t on_packet(int fd, size_t sz_iov, struct iovec 
 }
 
 /* (2) the callback's verdicts. */
-static void callback_phase(struct vma_api_t *api, int fd, const struct sockaddr_in *peer)
+static void callback_phase(struct vma_api_t *api, int fd, const struct sockaddr_storage *peer)
 {
 	struct cb_state st;
 	uint8_t in[2048];
@@ -317,7 +330,7 @@ static void callback_phase(struct vma_api_t *api, int fd, const struct sockaddr_
 
 /* (3) the socket's ring descriptors: quiet while nothing waits, POLLIN
  * when the sender's one datagram arrives, quiet again once it is read. */
-static void rings_phase(struct vma_api_t *api, int fd, const struct sockaddr_in *peer)
+static void rings_phase(struct vma_api_t *api, int fd, const struct sockaddr_storage *peer)
 {
 	int rings[16], n, r, err, unbound;
 	uint8_t in[2048];
@@ -365,17 +378,18 @@ static void rings_phase(struct vma_api_t *api, int fd, const struct sockaddr_in 
 
 /* One datagram from a kernel-path sender to fd, read with recvfrom_zcopy:
  * copied, flag clear. */
-static void copy_case(struct vma_api_t *api, int fd, const struct sockaddr_in *to, const char *what)
+static void copy_case(struct vma_api_t *api, int fd, const struct sockaddr_storage *to,
+		      const char *what)
 {
 	uint8_t out[1100], buf[1100];
 	int flags = MSG_VMA_ZCOPY, r;
-	const int s = socket(AF_INET, SOCK_DGRAM, 0);
+	const int s = socket(to->ss_family, SOCK_DGRAM, 0);
 	const size_t n = fill_datagram(out, 7, 1);
 	uint32_t i;
 	uint8_t tag;
 	char m[200];
 
-	sendto(s, out, n, 0, (const struct sockaddr *)to, sizeof *to);
+	sendto(s, out, n, 0, (const struct sockaddr *)to, alen(to));
 	r = api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
 	snprintf(m, sizeof m, "%s: recvfrom_zcopy copies it, MSG_VMA_ZCOPY clear (%d, flags 0x%x)",
 		 what, r, flags);
@@ -390,7 +404,7 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 	const uint64_t rx_bits = VMA_EXTRA_API_RECVFROM_ZCOPY | VMA_EXTRA_API_FREE_PACKETS |
 				 VMA_EXTRA_API_REGISTER_RECV_CALLBACK |
 				 VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
-	struct sockaddr_in a = addr_of(ip, port), peer;
+	struct sockaddr_storage a = addr_of(ip, port), peer;
 	socklen_t plen = sizeof peer;
 	char hello[16];
 
@@ -401,8 +415,9 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 	expect((api->vma_extra_supported_mask & rx_bits) == rx_bits,
 	       "the mask has RECVFROM_ZCOPY, FREE_PACKETS, REGISTER_RECV_CALLBACK, "
 	       "GET_SOCKET_RINGS_NUM and GET_SOCKET_RINGS_FDS");
-	const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+	g_family = a.ss_family;
+	const int fd = socket(a.ss_family, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, alen(&a)) < 0) {
 		perror("socket/bind");
 		return 1;
 	}
@@ -424,9 +439,9 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 	/* A socket the preload leaves to the kernel. */
 	expect(api->thread_offload(0, pthread_self()) == 0, "thread_offload(0)");
 	const int k = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in lo = addr_of("127.0.0.1", 0);
+	struct sockaddr_storage lo = addr_of("127.0.0.1", 0);
 	socklen_t llen = sizeof lo;
-	bind(k, (struct sockaddr *)&lo, sizeof lo);
+	bind(k, (struct sockaddr *)&lo, alen(&lo));
 	getsockname(k, (struct sockaddr *)&lo, &llen);
 	copy_case(api, k, &lo, "a socket left to the kernel");
 	int r = api->register_recv_callback(k, on_packet, NULL);
@@ -454,13 +469,13 @@ static int wait_for(int fd, const char *what)
 
 static int mode_send(const char *ip, int port, uint32_t count)
 {
-	struct sockaddr_in to = addr_of(ip, port);
-	const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_storage to = addr_of(ip, port);
+	const int fd = socket(to.ss_family, SOCK_DGRAM, 0);
 	struct timeval tv = {10, 0};
 	uint8_t out[1100];
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	connect(fd, (struct sockaddr *)&to, sizeof to);
+	connect(fd, (struct sockaddr *)&to, alen(&to));
 	send(fd, "hello", 5, 0);
 	if (wait_for(fd, "go") < 0)
 		return 1;
@@ -493,8 +508,8 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 {
 	struct vma_api_t *api = vma_get_api();
 	const int zcopy = strcmp(how, "zcopy") == 0;
-	struct sockaddr_in a = addr_of(ip, port);
-	const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_storage a = addr_of(ip, port);
+	const int fd = socket(a.ss_family, SOCK_DGRAM, 0);
 	uint8_t buf[2048];
 	unsigned long n = 0, copied = 0;
 	int flags;
@@ -503,7 +518,7 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 		fprintf(stderr, "no Extra API\n");
 		return 1;
 	}
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, alen(&a)) < 0) {
 		perror("bind");
 		return 1;
 	}
@@ -540,13 +555,13 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 
 static int mode_blast(const char *ip, int port, double seconds)
 {
-	struct sockaddr_in to = addr_of(ip, port);
-	const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_storage to = addr_of(ip, port);
+	const int fd = socket(to.ss_family, SOCK_DGRAM, 0);
 	uint8_t out[64];
 	unsigned long n = 0;
 
 	memset(out, 'x', sizeof out);
-	connect(fd, (struct sockaddr *)&to, sizeof to);
+	connect(fd, (struct sockaddr *)&to, alen(&to));
 	const double t0 = now();
 	double t = t0;
 	while (t - t0 < seconds) {
