@@ -18,28 +18,18 @@
 #   cd build && sudo bash ../bench/vma_zcopy.sh      (root: namespaces, XDP)
 set -u
 name=vma_zcopy.sh
-B=$(pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-LIB=${1:-$B/.libs/libvma.so}
 TIME=${RATE_TIME:-3}
 RUNS=${RATE_RUNS:-3}
-[ -f "$LIB" ] || { echo "$name: $LIB not found (run from the build directory)" >&2; exit 2; }
-. "$here/../tests/ext/vma_pair.sh"
-vma_pair_needs
 A=ss-bza-$$ Z=ss-bzb-$$ IPA=10.218.0.1 IPB=10.218.0.2 PORT=11311
-T=$(mktemp -d "${TMPDIR:-/tmp}/ss-zcopybench.XXXXXX")
-cleanup() {
-  ip netns del "$A" 2>/dev/null
-  ip netns del "$Z" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
+# Root and tools checked, $T, $LIB, clean-up and vma_pair (exit 77: skipped).
+top_builddir=$(pwd) . "$(dirname "$0")/../tests/ext/vma_pair.sh"
+here=$(cd "$(dirname "$0")" && pwd)
 make -s -C "$B" install-mellanoxincludeHEADERS DESTDIR="$T/root" >/dev/null 2>&1 ||
   { echo "$name: installing the header failed" >&2; exit 2; }
 HDR=$(find "$T/root" -path '*/mellanox/vma_extra.h' -type f)
 "$CC" -std=gnu11 -O2 -I"${HDR%/mellanox/vma_extra.h}" "$here/../tests/ext/vma_zcopy_prog.c" \
   -o "$T/prog" -lpthread || { echo "$name: the program did not build" >&2; exit 2; }
-vma_pair_make "$A" "$Z" za zb $IPA/24 $IPB/24
+vma_pair "$A" "$Z" za zb "$IPA/24" "$IPB/24"
 export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 
 # one MODE -> "received/s sent/s note"

@@ -9,7 +9,7 @@
 #     without DAD), links up; skips the test when that fails.
 #   kernel_udp In|Out 4|6: namespace $A's kernel count of UDP datagrams.
 #   block PID: the vmastat blocks of PID, as vma_stats -v 3 shows them.
-here=$(cd "$(dirname "$0")" && pwd) || exit 99
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99  # this file's: benches source it too
 B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
 LIB=$B/.libs/libvma.so
 TOOL=$B/tools/vma_stats

@@ -4,37 +4,23 @@
 # sender) joined by veth (B's tx checksum offload off), made here and
 # removed on exit; no traffic leaves them. Needs root (exit 77 otherwise).
 # tests/ext/vma_zcopy_prog.c, built against the installed header only,
-# receives COUNT datagrams (IPv4: 10000, IPv6: 1000) with recvfrom_zcopy (each MSG_VMA_ZCOPY, its
-# payload intact and outside the program's memory, freed at once: COUNT is
+# receives COUNT datagrams (IPv4: 10000, IPv6: 1000) with recvfrom_zcopy
+# (each MSG_VMA_ZCOPY, its payload intact and outside the program's memory, freed at once: COUNT is
 # more than the rings' frames, so they recycle), refuses bad frees with
 # ENOENT losing nothing, counts a receive callback's DROP/RECV/HOLD
 # verdicts, polls the socket's ring descriptors (get_socket_rings_fds:
 # quiet, readable on a datagram, quiet once it is read), and shows the
-# copy fallback (kernel-path data, a socket left to the kernel). The proof that the rings carried the datagrams: A's
-# kernel UDP counter grows by the program's two kernel-path datagrams, not
-# by COUNT.
+# copy fallback (kernel-path data, a socket left to the kernel). The
+# proof that the rings carried the datagrams: A's kernel UDP counter grows
+# by the program's two kernel-path datagrams, not by COUNT. Namespaces,
+# scratch and clean-up: tests/ext/vma_pair.sh.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_zcopy.sh
 set -u
 name=vma_zcopy.sh
-here=$(cd "$(dirname "$0")" && pwd) || exit 99
-B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
-LIB=$B/.libs/libvma.so
-[ -e "$LIB" ] || { echo "ERROR: $name: $LIB not built"; exit 99; }
-. "$(dirname "$0")/vma_pair.sh"
-vma_pair_needs
 A=ss-za-$$ Z=ss-zb-$$
-IP4=10.216.0.1 IP4B=10.216.0.2 IP6=fd00:216::1 IP6B=fd00:216::2
-T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vmazcopy.XXXXXX") || exit 99
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  ip netns del "$A" 2>/dev/null
-  ip netns del "$Z" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/check.sh"
+IP4=10.220.0.1 IP4B=10.220.0.2 IP6=fd00:220::1 IP6B=fd00:220::2
+. "$(dirname "$0")/vma_pair.sh"
 
 # The program, against the installed header only.
 if ! ${MAKE:-make} -s -C "$B" install-mellanoxincludeHEADERS DESTDIR="$T/root" >"$T/install.log" 2>&1; then
@@ -49,12 +35,9 @@ PROG=$T/prog
 "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$INC" "$here/vma_zcopy_prog.c" -o "$PROG" -lpthread \
   >"$T/cc.log" 2>&1 || { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
 
-vma_pair_make "$A" "$Z" za zb $IP4/24 $IP4B/24 $IP6/64 $IP6B/64
+vma_pair "$A" "$Z" za zb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
 # A's kernel count of UDP datagrams received, IPv4 and IPv6 together.
-kernel_udp_in() {
-  ip netns exec "$A" awk '($1 == "Udp:" && $2 ~ /^[0-9]+$/) || $1 == "Udp6InDatagrams" { n += $2 }
-    END { print n + 0 }' /proc/net/snmp /proc/net/snmp6
-}
+kernel_udp_in() { echo $(($(kernel_udp In 4) + $(kernel_udp In 6))); }
 
 port=$((21000 + RANDOM % 8000))
 # zcopy_case LABEL ADDR COUNT: the program's receiver on ADDR in A, its
