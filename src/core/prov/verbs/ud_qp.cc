@@ -153,7 +153,7 @@ int UdQp::setup(const sockaddr* addr, uint32_t slots) {
   void* m = mmap(nullptr, buf_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return -errno;
   buf_ = static_cast<uint8_t*>(m);
-  if (!(mr_ = ibv_reg_mr(pd_, buf_, buf_len_, IBV_ACCESS_LOCAL_WRITE))) return -errno;
+  if (!(mr_ = ibv_reg_mr(pd_, buf_, buf_len_, int{IBV_ACCESS_LOCAL_WRITE}))) return -errno;
   for (uint32_t i = 0; i < slots_; i++) {
     if (int rc = post_recv(i)) return rc;
     free_send_.push_back(i);
