@@ -85,8 +85,10 @@ ssize_t pipe_to_connection(int in, int out, size_t len, unsigned flags) {
 
 }  // namespace
 
+// Not noexcept: glibc declares splice without it (a cancellation point);
+// nothing here throws.
 SS_PRELOAD_EXPORT ssize_t splice(int in, loff_t* off_in, int out, loff_t* off_out, size_t len,
-                                 unsigned int flags) noexcept {
+                                 unsigned int flags) {
   const bool rs_in = route(in) == Route::kRsocket, rs_out = route(out) == Route::kRsocket;
   if (!rs_in && !rs_out) return ss::interpose::real().splice(in, off_in, out, off_out, len, flags);
   // The kernel's checks: one end a pipe (else EINVAL), no offset on the
