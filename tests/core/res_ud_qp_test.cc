@@ -96,8 +96,9 @@ class VerbsResUd : public ::testing::Test {
       ASSERT_TRUE(take(b.get(), &got)) << "nothing arrived, " << len << " bytes";
       ASSERT_EQ(sizeof head + len, got.size());
       EXPECT_EQ(0, std::memcmp(got.data(), head, sizeof head));
-      if (len)  // (an empty payload's data() may be null: no memcmp)
+      if (len) {  // (an empty payload's data() may be null: no memcmp)
         EXPECT_EQ(0, std::memcmp(got.data() + sizeof head, payload.data(), len)) << len;
+      }
     }
     std::vector<uint8_t> big(most + 1);  // beyond the MTU: refused, not lost
     iovec iov{big.data(), big.size()};
