@@ -3,6 +3,8 @@
 // own: the descriptor is a real UDP socket).
 #include "librsocket/dgram_socket.h"
 
+#include "librsocket/dgram_deliver.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -381,23 +383,9 @@ ssize_t DgramSocket::try_recv(msghdr* msg, int flags, bool repeat) {
   socklen_t src_len;
   if (DgramSlot* s = ring_head(&src, &src_len)) {
     const size_t payload = std::min<size_t>(s->len, kDgramMaxPayload);
-    size_t off = 0;
-    for (size_t i = 0; i < msg->msg_iovlen && off < payload; i++) {
-      size_t n = std::min(payload - off, msg->msg_iov[i].iov_len);
-      if (n == 0) continue;  // an empty iovec's base may be null
-      memcpy(msg->msg_iov[i].iov_base, s->data + off, n);
-      off += n;
-    }
+    ssize_t r = deliver_datagram(msg, flags, s->data, payload, src, src_len);
     if (!(flags & MSG_PEEK)) rx_.release(s);
-    if (msg->msg_name) {
-      memcpy(msg->msg_name, &src, std::min<size_t>(msg->msg_namelen, src_len));
-      msg->msg_namelen = src_len;
-    } else {
-      msg->msg_namelen = 0;
-    }
-    msg->msg_controllen = 0;
-    msg->msg_flags = payload > room ? MSG_TRUNC : 0;
-    return static_cast<ssize_t>((flags & MSG_TRUNC) ? payload : off);
+    return r;
   }
   if (repeat && !kernel_look_due()) return -EAGAIN;
   serve_senders();

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
+#include "librsocket/dgram_deliver.h"
 #include "librsocket/dgram_ds_wire.h"
 #include "librsocket/dgram_shm.h"
 
@@ -59,33 +60,6 @@ void set_port(sockaddr_storage* a, uint16_t port_be) {
 
 uint16_t port_of(const sockaddr_storage& a) {
   return reinterpret_cast<const sockaddr_in&>(a).sin_port;
-}
-
-// Copies `n` bytes to the caller's buffers; the count copied.
-size_t scatter(const msghdr& msg, const uint8_t* data, size_t n) {
-  size_t off = 0;
-  for (size_t i = 0; i < msg.msg_iovlen && off < n; i++) {
-    size_t k = std::min(n - off, msg.msg_iov[i].iov_len);
-    if (k) std::memcpy(msg.msg_iov[i].iov_base, data + off, k);
-    off += k;
-  }
-  return off;
-}
-
-ssize_t deliver(msghdr* msg, int flags, const uint8_t* data, size_t n, const sockaddr_storage& src,
-                socklen_t src_len) {
-  size_t room = 0;
-  for (size_t i = 0; i < msg->msg_iovlen; i++) room += msg->msg_iov[i].iov_len;
-  size_t got = scatter(*msg, data, n);
-  if (msg->msg_name) {
-    std::memcpy(msg->msg_name, &src, std::min<size_t>(msg->msg_namelen, src_len));
-    msg->msg_namelen = src_len;
-  } else {
-    msg->msg_namelen = 0;
-  }
-  msg->msg_controllen = 0;
-  msg->msg_flags = n > room ? MSG_TRUNC : 0;
-  return static_cast<ssize_t>((flags & MSG_TRUNC) ? n : got);
 }
 
 }  // namespace
@@ -260,7 +234,7 @@ ssize_t DgramVerbs::recv_ud(msghdr* msg, int flags, const sockaddr_storage& peer
         qp->pop();  // not from our connected peer: the kernel drops those too
         continue;
       }
-      ssize_t r = deliver(msg, flags, d + hl, n - hl, src, sl);
+      ssize_t r = deliver_datagram(msg, flags, d + hl, n - hl, src, sl);
       if (!peek) qp->pop();
       next_qp_ = (next_qp_ + k + 1) % qps.size();
       return r;
@@ -303,7 +277,7 @@ ssize_t DgramVerbs::recv_udp(msghdr* msg, int flags, void (*drop)(void* ctx, Dgr
       if (f != DgramFault::kNone) drop(ctx, f);
       continue;  // bad, or an exchange header only
     }
-    return deliver(msg, flags, buf + off, static_cast<size_t>(n) - off, src, m.msg_namelen);
+    return deliver_datagram(msg, flags, buf + off, static_cast<size_t>(n) - off, src, m.msg_namelen);
   }
 }
 

@@ -21,6 +21,7 @@ librsocket_la_SOURCES = \
 	src/librsocket/dgram_ds_peers.cc \
 	src/librsocket/dgram_verbs.h \
 	src/librsocket/dgram_verbs.cc \
+	src/librsocket/dgram_deliver.h \
 	src/librsocket/dgram_socket.h \
 	src/librsocket/dgram_socket.cc \
 	src/librsocket/dgram_ring.h \
