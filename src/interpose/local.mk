@@ -7,6 +7,7 @@ libinterpose_la_SOURCES = \
 	src/interpose/export.h \
 	src/interpose/real.h \
 	src/interpose/wait_args.h \
+	src/interpose/mmsg.h \
 	src/interpose/epoll_glue.h \
 	src/interpose/epoll_glue.cc \
 	src/interpose/real.cc

@@ -63,6 +63,9 @@ struct KernelSocket final : Pollable {
   stats::SocketStats stats;  // empty when every block is taken
   McastState mcast;          // memberships and send options (udp_multicast.h)
   RxExtras rx_extras;        // the Extra API's (zcopy.cc); before offload_owner_
+  // An error the offloaded path met after recvmmsg's first datagram: the
+  // kernel keeps such an error for the socket's next recvmmsg (0: none).
+  std::atomic<int> late_error{0};
 
  private:
   std::mutex offload_mu_;

@@ -1,5 +1,5 @@
-// The data calls of the VMA preload: recv, recvfrom, recvmsg, read, readv,
-// send, sendto, sendmsg, write, writev and connect. A descriptor without an
+// The data calls of the VMA preload: recv, recvfrom, recvmsg, recvmmsg,
+// read, readv, send, sendto, sendmsg, sendmmsg, write, writev and connect. A descriptor without an
 // offloaded path costs one lock-free fd-table lookup before libc (two for
 // a recorded socket not offloaded). A recorded UDP socket that is not bound
 // yet gets its offloaded path after the call that binds it implicitly (its
@@ -14,6 +14,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/msghdr_of.h"
 #include "interpose/export.h"
+#include "interpose/mmsg.h"
 #include "interpose/real.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
@@ -72,6 +73,33 @@ ssize_t send_path(int fd, const msghdr* m, int flags) {
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_path(fd, m, flags); }
+
+// An offloaded socket's batch: each entry through its offloaded path (the
+// rings, then its kernel socket), with the kernel's rules (interpose/mmsg.h).
+SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
+  const auto s = record(fd);
+  if (!s || !s->offload()) return real().recvmmsg(fd, v, vlen, flags, tmo);
+  if (const int e = s->late_error.exchange(0, std::memory_order_relaxed)) {
+    errno = e;
+    return -1;
+  }
+  int late = 0;
+  const int r = ss::interpose::recvmmsg_each(v, vlen, flags, tmo, &late,
+                                             [&](msghdr* m, int f) { return off_recv(*s, m, f); });
+  if (late) s->late_error.store(late, std::memory_order_relaxed);
+  return r;
+}
+
+SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
+  const auto s = record(fd);
+  if (!s || !s->offload()) {
+    const int r = real().sendmmsg(fd, v, vlen, flags);
+    if (r > 0) maybe_bound(s.get(), fd);
+    return r;
+  }
+  return ss::interpose::sendmmsg_each(v, vlen, flags,
+                                      [&](const msghdr* m, int f) { return off_send(*s, m, f); });
+}
 
 SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from,
                                    socklen_t* fromlen) {

@@ -1,0 +1,311 @@
+/* The socket calls vma_calls.sh checks, run the same way plain (the
+ * kernel's answers) and under LD_PRELOAD=libvma.so (the rings').
+ * peer PORT: (kernel, the other namespace) a dual-stack UDP socket on
+ *   PORT; "burst N TAG" makes it send N datagrams "TAG i ..." (lengths
+ *   burst_len(i)) back to the asker, "quit" ends it, anything else comes
+ *   back as it is.
+ * mmsg ADDR PORT PEER PEERPORT: recvmmsg and sendmmsg on a UDP socket bound
+ *   at ADDR:PORT, every rule of interpose/mmsg.h, data checked.
+ * Each check prints PASS/FAIL; the last line is "done: N failure(s)", the
+ * exit status 0 when N is 0. */
+#define _GNU_SOURCE /* recvmmsg, sendmmsg */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+static void check(int ok, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("%s: ", ok ? "PASS" : "FAIL");
+  vprintf(fmt, ap);
+  printf("\n");
+  fflush(stdout);
+  va_end(ap);
+  if (!ok) failures++;
+}
+
+static socklen_t make_addr(const char* ip, unsigned short port, struct sockaddr_storage* ss) {
+  memset(ss, 0, sizeof *ss);
+  struct sockaddr_in6* s6 = (struct sockaddr_in6*)ss;
+  struct sockaddr_in* s4 = (struct sockaddr_in*)ss;
+  if (inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1) {
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(port);
+    return sizeof *s6;
+  }
+  if (inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(port);
+    return sizeof *s4;
+  }
+  fprintf(stderr, "bad address %s\n", ip);
+  exit(2);
+}
+
+/* Datagram i of a burst: "TAG i" then a pattern of its own, burst_len(i) bytes. */
+static size_t burst_len(int i) { return 24 + (size_t)(i * 173) % 1200; }
+static size_t fill(char* p, const char* tag, int i) {
+  const size_t n = burst_len(i);
+  memset(p, 0, n);
+  int h = snprintf(p, n, "%s %d", tag, i);
+  for (size_t k = (size_t)h + 1; k < n; k++) p[k] = (char)('a' + (k * 7 + (size_t)i) % 26);
+  return n;
+}
+/* Whether the first `got` bytes of p are datagram i of TAG. */
+static int is_datagram(const char* p, size_t got, const char* tag, int i) {
+  char want[2048];
+  const size_t n = fill(want, tag, i);
+  return got <= n && memcmp(p, want, got) == 0;
+}
+
+/* ---- peer ---- */
+static int peer(unsigned short port) {
+  int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+  int off = 0;
+  setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+  if (fd < 0 || bind(fd, (struct sockaddr*)&a, sizeof a) < 0) {
+    perror("peer: bind");
+    return 1;
+  }
+  printf("ready\n");
+  fflush(stdout);
+  char buf[4096], out[2048], tag[64];
+  for (;;) {
+    struct sockaddr_storage from;
+    socklen_t flen = sizeof from;
+    ssize_t n = recvfrom(fd, buf, sizeof buf - 1, 0, (struct sockaddr*)&from, &flen);
+    if (n < 0) continue;
+    buf[n] = 0;
+    int count;
+    if (!strcmp(buf, "quit")) return 0;
+    if (sscanf(buf, "burst %d %63s", &count, tag) == 2) {
+      for (int i = 0; i < count; i++)
+        sendto(fd, out, fill(out, tag, i), 0, (struct sockaddr*)&from, flen);
+      continue;
+    }
+    sendto(fd, buf, (size_t)n, 0, (struct sockaddr*)&from, flen);
+  }
+}
+
+/* ---- helpers of the checks ---- */
+static struct sockaddr_storage g_peer;
+static socklen_t g_peer_len;
+
+static int bound_socket(const char* ip, unsigned short port) {
+  struct sockaddr_storage a;
+  socklen_t len = make_addr(ip, port, &a);
+  int fd = socket(a.ss_family, SOCK_DGRAM, 0);
+  if (fd < 0 || bind(fd, (struct sockaddr*)&a, len) < 0) {
+    perror("bind");
+    exit(2);
+  }
+  return fd;
+}
+
+static void ask(int fd, const char* fmt, ...) {
+  char msg[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (sendto(fd, msg, strlen(msg), 0, (struct sockaddr*)&g_peer, g_peer_len) < 0) perror("ask");
+}
+
+enum { kVec = 16 };
+static char g_bufs[kVec][2048];
+static struct iovec g_iov[kVec];
+static struct sockaddr_storage g_names[kVec];
+static struct mmsghdr g_v[kVec];
+
+static void reset_vec(void) {
+  memset(g_v, 0, sizeof g_v);
+  for (int i = 0; i < kVec; i++) {
+    g_iov[i].iov_base = g_bufs[i];
+    g_iov[i].iov_len = sizeof g_bufs[i];
+    g_v[i].msg_hdr.msg_iov = &g_iov[i];
+    g_v[i].msg_hdr.msg_iovlen = 1;
+    g_v[i].msg_hdr.msg_name = &g_names[i];
+    g_v[i].msg_hdr.msg_namelen = sizeof g_names[i];
+    g_v[i].msg_len = 12345;
+  }
+}
+
+/* Whether entry e holds datagram i of TAG whole, from the peer. */
+static int entry_is(int e, const char* tag, int i) {
+  const struct msghdr* m = &g_v[e].msg_hdr;
+  return g_v[e].msg_len == burst_len(i) && is_datagram(g_bufs[e], g_v[e].msg_len, tag, i) &&
+         m->msg_namelen == g_peer_len && !(m->msg_flags & MSG_TRUNC) &&
+         memcmp(&g_names[e], &g_peer, g_peer_len) == 0;
+}
+
+static int nothing_left(int fd) {
+  reset_vec();
+  return recvmmsg(fd, g_v, kVec, MSG_DONTWAIT, NULL) == -1 && errno == EAGAIN;
+}
+
+/* ---- mmsg ---- */
+static void mmsg_recv_checks(int fd, const char* ip) {
+  reset_vec();
+  check(recvmmsg(fd, g_v, 0, MSG_DONTWAIT, NULL) == 0, "recvmmsg vlen 0: 0");
+  int r = recvmmsg(fd, NULL, 1, MSG_DONTWAIT, NULL), e = errno;
+  check(r == -1 && e == EFAULT, "recvmmsg of a null vector: EFAULT (%s)", strerror(e));
+  struct timespec bad[2] = {{0, 1000000000L}, {-1, 0}};
+  for (int k = 0; k < 2; k++) {
+    r = recvmmsg(fd, g_v, 1, MSG_DONTWAIT, &bad[k]);
+    e = errno;
+    check(r == -1 && e == EINVAL, "recvmmsg timeout {%ld, %ld}: EINVAL (%s)",
+          (long)bad[k].tv_sec, bad[k].tv_nsec, strerror(e));
+  }
+  r = recvmmsg(fd, g_v, kVec, MSG_DONTWAIT, NULL);
+  e = errno;
+  check(r == -1 && e == EAGAIN, "recvmmsg with nothing there, MSG_DONTWAIT: EAGAIN (%s)",
+        strerror(e));
+
+  /* A blocking call without MSG_WAITFORONE waits for every entry. */
+  ask(fd, "burst %d A", kVec);
+  reset_vec();
+  g_iov[5].iov_len = 10;
+  r = recvmmsg(fd, g_v, kVec, 0, NULL);
+  int ok = r == kVec;
+  for (int e = 0; ok && e < kVec; e++)
+    ok = e == 5 ? g_v[e].msg_len == 10 && (g_v[e].msg_hdr.msg_flags & MSG_TRUNC) &&
+                      is_datagram(g_bufs[e], 10, "A", e)
+                : entry_is(e, "A", e);
+  check(ok, "blocking recvmmsg of %d: %d, each datagram whole with its msg_len and source, "
+            "a 10-byte entry truncated (msg_len 10, MSG_TRUNC)", kVec, r);
+
+  /* MSG_WAITFORONE: from the second datagram on, nothing waits. */
+  ask(fd, "burst 3 B");
+  int total = 0, calls = 0, in_order = 1;
+  while (total < 3 && calls < 10) {
+    reset_vec();
+    r = recvmmsg(fd, g_v, 8, MSG_WAITFORONE, NULL);
+    calls++;
+    if (r < 1 || total + r > 3) break;
+    for (int e = 0; e < r; e++) in_order &= entry_is(e, "B", total + e);
+    total += r;
+  }
+  check(total == 3 && in_order && nothing_left(fd),
+        "MSG_WAITFORONE with vlen 8 and 3 datagrams: each call 1..3 and back without waiting "
+        "for 8 (%d in %d call(s), in order: %d)", total, calls, in_order);
+
+  /* The timeout, looked at after each datagram, the time left written back. */
+  ask(fd, "burst 4 C");
+  reset_vec();
+  struct timespec t = {30, 0};
+  r = recvmmsg(fd, g_v, 4, 0, &t);
+  ok = r == 4;
+  for (int e = 0; ok && e < 4; e++) ok = entry_is(e, "C", e);
+  check(ok && t.tv_sec >= 0 && t.tv_sec <= 30 && t.tv_nsec >= 0 && t.tv_nsec < 1000000000L &&
+            (t.tv_sec < 30 || t.tv_nsec == 0),
+        "recvmmsg of 4 with a 30 s timeout: %d, the time left written back {%ld, %ld}", r,
+        (long)t.tv_sec, t.tv_nsec);
+  ask(fd, "burst 2 D");
+  reset_vec();
+  t.tv_sec = 0;
+  t.tv_nsec = 1;
+  r = recvmmsg(fd, g_v, 4, 0, &t);
+  check(r == 1 && entry_is(0, "D", 0) && t.tv_sec == 0 && t.tv_nsec == 0,
+        "a 1 ns timeout: the first datagram, then the call ends (%d, {%ld, %ld})", r,
+        (long)t.tv_sec, t.tv_nsec);
+  reset_vec();
+  t.tv_sec = t.tv_nsec = 0;
+  r = recvmmsg(fd, g_v, 4, 0, &t);
+  check(r == 1 && entry_is(0, "D", 1) && t.tv_sec == 0 && t.tv_nsec == 0 && nothing_left(fd),
+        "a zero timeout: one datagram (%d)", r);
+
+  /* One datagram on the kernel socket (a same-host sender) among the rings'. */
+  int local = socket(g_peer.ss_family, SOCK_DGRAM, 0);
+  struct sockaddr_storage me;
+  socklen_t me_len = sizeof me;
+  getsockname(fd, (struct sockaddr*)&me, &me_len);
+  char lbuf[2048];
+  const size_t llen = fill(lbuf, "L", 0);
+  ssize_t sent = sendto(local, lbuf, llen, 0, (struct sockaddr*)&me, me_len);
+  ask(fd, "burst 2 H");
+  reset_vec();
+  r = recvmmsg(fd, g_v, 3, 0, NULL);
+  int seen_l = 0, seen_h = 0;
+  for (int e = 0; e < r && e < 3; e++) {
+    if (g_v[e].msg_len == llen && is_datagram(g_bufs[e], llen, "L", 0)) seen_l++;
+    else if (entry_is(e, "H", seen_h)) seen_h++;
+  }
+  check(sent == (ssize_t)llen && r == 3 && seen_l == 1 && seen_h == 2 && nothing_left(fd),
+        "recvmmsg of 3: a same-host datagram (kernel socket) and 2 from %s's peer (%d)", ip, r);
+  close(local);
+}
+
+static void mmsg_send_checks(int fd) {
+  reset_vec();
+  check(sendmmsg(fd, g_v, 0, 0) == 0, "sendmmsg vlen 0: 0");
+  int r = sendmmsg(fd, NULL, 1, 0), e = errno;
+  check(r == -1 && e == EFAULT, "sendmmsg of a null vector: EFAULT (%s)", strerror(e));
+  /* Six to the peer, which echoes each. */
+  enum { kSend = 6 };
+  static char out[kSend][2048];
+  struct iovec iov[kSend];
+  struct mmsghdr v[kSend];
+  memset(v, 0, sizeof v);
+  for (int i = 0; i < kSend; i++) {
+    iov[i].iov_base = out[i];
+    iov[i].iov_len = fill(out[i], "S", i);
+    v[i].msg_hdr.msg_iov = &iov[i];
+    v[i].msg_hdr.msg_iovlen = 1;
+    v[i].msg_hdr.msg_name = &g_peer;
+    v[i].msg_hdr.msg_namelen = g_peer_len;
+  }
+  r = sendmmsg(fd, v, kSend, 0);
+  int ok = r == kSend;
+  for (int i = 0; ok && i < kSend; i++) ok = v[i].msg_len == burst_len(i);
+  reset_vec();
+  int back = recvmmsg(fd, g_v, kSend, 0, NULL);
+  for (int e = 0; ok && e < kSend; e++) ok = back == kSend && entry_is(e, "S", e);
+  check(ok, "sendmmsg of %d: %d, each msg_len its length; the peer's echoes all back (%d)", kSend,
+        r, back);
+  /* An error after the first: the count of those sent. */
+  for (int i = 0; i < kSend; i++) v[i].msg_len = 777;
+  v[3].msg_hdr.msg_namelen = 3;
+  r = sendmmsg(fd, v, kSend, 0);
+  reset_vec();
+  back = recvmmsg(fd, g_v, 3, 0, NULL);
+  ok = r == 3 && back == 3 && v[3].msg_len == 777;
+  for (int e = 0; ok && e < 3; e++) ok = entry_is(e, "S", e);
+  check(ok && nothing_left(fd),
+        "sendmmsg with entry 3 invalid: 3 (%d), those 3 echoed (%d), nothing more", r, back);
+  v[0].msg_hdr.msg_namelen = 3;
+  r = sendmmsg(fd, v, kSend, 0);
+  e = errno;
+  check(r == -1 && e == EINVAL, "sendmmsg with entry 0 invalid: -1 EINVAL (%d, %s)", r,
+        strerror(e));
+}
+
+static int mmsg(const char* ip, unsigned short port, const char* peer_ip, unsigned short peer_port) {
+  g_peer_len = make_addr(peer_ip, peer_port, &g_peer);
+  int fd = bound_socket(ip, port);
+  mmsg_recv_checks(fd, ip);
+  mmsg_send_checks(fd);
+  close(fd);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc == 3 && !strcmp(argv[1], "peer")) return peer((unsigned short)atoi(argv[2]));
+  if (argc == 6 && !strcmp(argv[1], "mmsg"))
+    mmsg(argv[2], (unsigned short)atoi(argv[3]), argv[4], (unsigned short)atoi(argv[5]));
+  else {
+    fprintf(stderr, "usage: %s peer PORT | mmsg ADDR PORT PEER PEERPORT\n", argv[0]);
+    return 2;
+  }
+  printf("done: %d failure(s)\n", failures);
+  return failures != 0;
+}

@@ -1,0 +1,74 @@
+#!/bin/bash
+# Socket calls on offloaded UDP sockets under libvma.so, each proven on the
+# rings: namespaces A (the program) and B (a kernel peer, tests/ext/
+# vma_calls.c's "peer") joined by veth (B's tx checksum offload off), made
+# here and removed on exit; no traffic leaves them. Needs root (exit 77
+# otherwise). Each case runs tests/ext/vma_calls.c in A twice: plain (the
+# kernel's answers, which its checks encode; A's kernel UDP counters move
+# by every datagram, so they are the right witness) and under the preload
+# (the same checks pass, "UDP offloaded on" logged, and A's kernel UDP
+# counters stay flat but for the few datagrams the kernel path must carry).
+#  mmsg: recvmmsg and sendmmsg (vlen 0, a null vector, bad timeouts, a
+#        blocking batch, MSG_TRUNC entries, MSG_WAITFORONE, the timeout
+#        written back and ending the call, a kernel-socket datagram among
+#        the rings', sendmmsg's msg_len and its count on a later error).
+#
+# Run from the build directory: bash $srcdir/tests/ext/vma_calls.sh
+set -u
+name=vma_calls.sh
+A=ss-ca-$$ Z=ss-cb-$$
+IP4=10.221.0.1 IP4B=10.221.0.2 IP6=fd00:221::1 IP6B=fd00:221::2
+. "$(dirname "$0")/vma_pair.sh"
+PROG=$T/calls
+"$CC" -std=gnu11 -O2 -Wall -Wextra -Werror "$here/vma_calls.c" -o "$PROG" >"$T/cc.log" 2>&1 ||
+  { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
+vma_pair "$A" "$Z" ca cb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
+mkdir -m 1777 "$T/stats"
+export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/null
+
+PEERPORT=$((21000 + RANDOM % 8000))
+ip netns exec "$Z" timeout 600 "$PROG" peer $PEERPORT >"$T/peer" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^ready' "$T/peer" && break; sleep 0.1; done
+port=$((PEERPORT + 100))
+
+# run_case LABEL FAMILY PRELOADED(0|1) MIN-IN MIN-OUT MODE ARGS...: the
+# program in A; plain, A's kernel UDP counters must grow by at least
+# MIN-IN/MIN-OUT; preloaded, by at most 3 each.
+run_case() {
+  local label=$1 fam=$2 pre=$3 min_in=$4 min_out=$5 in0 out0 in1 out1 rc how
+  shift 5
+  in0=$(kernel_udp In "$fam") out0=$(kernel_udp Out "$fam")
+  if [ "$pre" = 1 ]; then
+    how="preloaded"
+    ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=info timeout 120 "$PROG" "$@" \
+      >"$T/out" 2>"$T/err"
+  else
+    how="plain"
+    ip netns exec "$A" timeout 120 "$PROG" "$@" >"$T/out" 2>"$T/err"
+  fi
+  rc=$?
+  in1=$(kernel_udp In "$fam") out1=$(kernel_udp Out "$fam")
+  sed 's/^/  program: /' "$T/out"
+  [ $rc = 0 ] || echo "  exit $rc: $(tail -5 "$T/err")"
+  echo "  kernel UDP in A: in $in0 -> $in1, out $out0 -> $out1"
+  [ $rc = 0 ] && has "$T/out" "^done: 0 failure"
+  check "$label ($how): every check of the program" $?
+  if [ "$pre" = 1 ]; then
+    has "$T/err" "ca: UDP offloaded on"
+    check "$label (preloaded): the netdev has rings" $?
+    [ $((in1 - in0)) -le 3 ] && [ $((out1 - out0)) -le 3 ]
+    check "$label (preloaded): the rings carried the datagrams (kernel in +$((in1 - in0)), out +$((out1 - out0)))" $?
+  else
+    [ $((in1 - in0)) -ge "$min_in" ] && [ $((out1 - out0)) -ge "$min_out" ]
+    check "$label (plain): the kernel counted them (in +$((in1 - in0)) >= $min_in, out +$((out1 - out0)) >= $min_out)" $?
+  fi
+}
+
+for pre in 0 1; do
+  run_case "mmsg IPv4" 4 $pre 36 15 mmsg $IP4 $((port += 1)) $IP4B $PEERPORT
+  run_case "mmsg IPv6" 6 $pre 36 15 mmsg $IP6 $((port += 1)) $IP6B $PEERPORT
+done
+
+echo "$name: $fails failure(s)"
+[ $fails = 0 ]
