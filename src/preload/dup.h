@@ -1,14 +1,9 @@
-// dup of a connection: every descriptor of one rsocket shares it until
-// the last is closed. The rsocket keeps the number it was made at (its
-// kernel socket, which librsocket acts on), so when the program closes
-// that number while a duplicate lives, the number stays open until the
-// last close; so does the number of a closed rsocket whose close lingers
-// in the background (librsocket closes it when done). Such a number is
-// "held": dup2/dup3 onto it fails with EBUSY (dup2(2)'s error for a
-// number it cannot take yet) and close_range leaves it, so librsocket
-// never closes a number the program got back for something else.
+// dup of a connection: the rsocket face of the shared duplicates
+// (interpose/dup_share.h, which says what a "held" number is): every
+// descriptor of one rsocket shares it until the last is closed; the
+// number of a closed rsocket whose close lingers in the background stays
+// held until librsocket closes it.
 #pragma once
-#include <set>
 
 namespace ss::preload::dups {
 
@@ -36,9 +31,5 @@ int close_last(int fd);
 // librsocket's close of `fd` (a number it held when a lingering close
 // ends): freed and released together.
 int close_released(int fd);
-
-// close_range(2) over [first, last] that leaves held numbers and `skip`
-// open.
-int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> skip);
 
 }  // namespace ss::preload::dups

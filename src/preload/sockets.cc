@@ -10,8 +10,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <linux/close_range.h>
-#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,7 +19,6 @@
 #include <cstring>
 #include <new>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "core/base/deadline.h"
@@ -30,6 +27,7 @@
 #include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
+#include "interpose/dup_share.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "preload/route.h"
@@ -452,40 +450,18 @@ SS_PRELOAD_EXPORT int close(int fd) {
 
 // Ours in the range are closed as close() closes them (an rsocket's
 // connection ends, the table forgets them) and the kernel closes the
-// rest: not ours, whose numbers librsocket may still hold for a lingering
-// close (a number freed under it would be closed again once reused). With
-// CLOSE_RANGE_CLOEXEC only flags change (ours are close-on-exec already).
+// rest, around the numbers librsocket holds (interpose/dup_share.h).
 SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
-  if (libc_only() || in_vfork_child() || (flags & CLOSE_RANGE_CLOEXEC))
-    return ss::interpose::real().close_range(first, last, flags);
-  rlimit lim{};
-  unsigned int top = last;
-  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      lim.rlim_cur - 1 < top)
-    top = static_cast<unsigned int>(lim.rlim_cur - 1);
-  std::set<int> ours;
-  try {
-    for (unsigned int fd = first; fd <= top && fd < (1u << 20); fd++)
-      if (route(static_cast<int>(fd)) != Route::kKernel) ours.insert(static_cast<int>(fd));
-  } catch (const std::bad_alloc&) {
-    errno = ENOMEM;
-    return -1;
-  }
-  for (int fd : ours) close_fd(fd);
-  return dups::close_range_around(first, last, flags, std::move(ours));
+  if (libc_only() || in_vfork_child()) return ss::interpose::real().close_range(first, last, flags);
+  return ss::interpose::dups::close_range_with(
+      first, last, flags, [](int fd) { return route(fd) != Route::kKernel; },
+      [](int fd) { close_fd(fd); });
 }
 
 // glibc's closefrom closes with its internal close_range, past the
 // preload: it comes through close_range here instead.
 SS_PRELOAD_EXPORT void closefrom(int lowfd) noexcept {
-  if (lowfd < 0) lowfd = 0;
-  if (close_range(static_cast<unsigned int>(lowfd), ~0u, 0) == 0) return;
-  // No close_range in the kernel: every number up to the limit, as glibc does.
-  rlimit lim{};
-  int top = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
-                ? static_cast<int>(lim.rlim_cur)
-                : (1 << 20);
-  for (int fd = lowfd; fd < top; fd++) close(fd);
+  ss::interpose::dups::closefrom_with(lowfd, close_range, close);
 }
 
 SS_PRELOAD_EXPORT int dup(int fd) noexcept {

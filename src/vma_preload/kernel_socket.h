@@ -93,6 +93,9 @@ void track_socket(int fd, int domain, int type, int protocol);
 void socket_bound(int fd);
 // Drops fd's record, if any (close()).
 void untrack_socket(int fd);
+// close() of a recorded socket's number (dup_calls.cc): the socket's
+// record and kernel socket go with its last number.
+int close_recorded(int fd);
 // The highest fd ever recorded (dump_fd_stats(0) walks up to it).
 int highest_tracked_fd();
 

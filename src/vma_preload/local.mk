@@ -10,6 +10,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/decision.h \
 	src/vma_preload/decision.cc \
 	src/vma_preload/edge.h \
+	src/vma_preload/dup_calls.cc \
 	src/vma_preload/extra_api.h \
 	src/vma_preload/epoll_calls.cc \
 	src/vma_preload/extra_api.cc \

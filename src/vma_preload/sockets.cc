@@ -12,6 +12,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/dup_share.h"
 #include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -44,8 +45,11 @@ SS_PRELOAD_EXPORT int close(int fd) {
   if (!vp::t_in_mux && ss::FdTable::instance().kind(fd) == ss::FdKind::kKernel &&
       ss::interpose::epoll_fd(fd))
     return ss::interpose::close_epoll(vp::kEpollFace, fd);
-  // Before the kernel frees the number, which another thread may then reuse.
-  vp::edge_quiet("close", fd, [&] { vp::untrack_socket(fd); });
+  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel) return vp::close_recorded(fd);
+  if (ss::interpose::dups::held(fd)) {
+    errno = EBADF;  // closed already as the program sees it; kept for a duplicate
+    return -1;
+  }
   return real().close(fd);
 }
 

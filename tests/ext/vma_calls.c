@@ -6,11 +6,16 @@
  *   back as it is.
  * mmsg ADDR PORT PEER PEERPORT: recvmmsg and sendmmsg on a UDP socket bound
  *   at ADDR:PORT, every rule of interpose/mmsg.h, data checked.
+ * dup ADDR PORT PEER PEERPORT: dup, fcntl F_DUPFD(_CLOEXEC), dup2, dup3 and
+ *   close_range of such a socket (PORT and PORT+1): every number receives
+ *   the socket's datagrams until the last is closed, then the port is free.
  * Each check prints PASS/FAIL; the last line is "done: N failure(s)", the
  * exit status 0 when N is 0. */
 #define _GNU_SOURCE /* recvmmsg, sendmmsg */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -288,8 +293,7 @@ static void mmsg_send_checks(int fd) {
         strerror(e));
 }
 
-static int mmsg(const char* ip, unsigned short port, const char* peer_ip, unsigned short peer_port) {
-  g_peer_len = make_addr(peer_ip, peer_port, &g_peer);
+static int mmsg(const char* ip, unsigned short port) {
   int fd = bound_socket(ip, port);
   mmsg_recv_checks(fd, ip);
   mmsg_send_checks(fd);
@@ -297,13 +301,113 @@ static int mmsg(const char* ip, unsigned short port, const char* peer_ip, unsign
   return 0;
 }
 
+/* ---- dup ---- */
+/* Whether a blocking receive on fd gets datagram i of TAG whole. */
+static int recv_is(int fd, const char* tag, int i) {
+  char buf[2048];
+  struct sockaddr_storage from;
+  socklen_t flen = sizeof from;
+  ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr*)&from, &flen);
+  return n == (ssize_t)burst_len(i) && is_datagram(buf, (size_t)n, tag, i) && flen == g_peer_len &&
+         memcmp(&from, &g_peer, flen) == 0;
+}
+
+static int cloexec(int fd) { return (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0; }
+
+/* Whether ip:port can be bound again (the socket that had it is gone);
+ * the new socket, or -1. */
+static int rebind(const char* ip, unsigned short port) {
+  struct sockaddr_storage a;
+  socklen_t len = make_addr(ip, port, &a);
+  int fd = socket(a.ss_family, SOCK_DGRAM, 0);
+  if (bind(fd, (struct sockaddr*)&a, len) == 0) return fd;
+  close(fd);
+  return -1;
+}
+
+static void dups(const char* ip, unsigned short port) {
+  int fd = bound_socket(ip, port);
+  int d = dup(fd);
+  ask(fd, "burst 4 A");
+  int ok = d >= 0 && d != fd && !cloexec(d) && recv_is(d, "A", 0) && recv_is(fd, "A", 1) &&
+           recv_is(d, "A", 2);
+  reset_vec();
+  ok = ok && recvmmsg(d, g_v, 1, 0, NULL) == 1 && entry_is(0, "A", 3) && nothing_left(fd);
+  check(ok, "dup: %d and %d both receive the socket's datagrams, in turn", fd, d);
+
+  int r = close(fd);
+  ask(d, "burst 3 B");
+  ok = r == 0 && recv_is(d, "B", 0) && recv_is(d, "B", 1) && recv_is(d, "B", 2);
+  r = close(fd);
+  int e = errno;
+  check(ok && r == -1 && e == EBADF,
+        "the first number closed: the duplicate sends and receives; a second close EBADF (%s)",
+        strerror(e));
+
+  int c = fcntl(d, F_DUPFD_CLOEXEC, 100);
+  ask(c, "burst 3 C");
+  struct pollfd p = {c, POLLIN, 0};
+  ok = c >= 100 && cloexec(c) && !cloexec(d) && poll(&p, 1, 20000) == 1 && (p.revents & POLLIN) &&
+       recv_is(d, "C", 0) && recv_is(c, "C", 1);
+  int f = fcntl(d, F_DUPFD, c);
+  ok = ok && f > c && !cloexec(f) && recv_is(f, "C", 2);
+  check(ok, "fcntl F_DUPFD_CLOEXEC at 100 (%d, close-on-exec) and F_DUPFD (%d): poll and receive "
+            "on each number", c, f);
+
+  errno = 0;
+  int bad = dup3(d, 120, 12345);
+  e = errno;
+  int same3 = dup3(d, d, 0), e3 = errno;
+  ok = bad == -1 && e == EINVAL && same3 == -1 && e3 == EINVAL && dup2(d, d) == d;
+  int g = dup3(d, 121, O_CLOEXEC);
+  ok = ok && g == 121 && cloexec(g);
+  check(ok, "dup3 bad flags EINVAL, onto itself EINVAL, dup2 onto itself the number, dup3 "
+            "O_CLOEXEC at 121 (%d)", g);
+
+  /* dup2 onto a second socket's number closes that socket: its port is free. */
+  int s2 = bound_socket(ip, (unsigned short)(port + 1));
+  ask(s2, "burst 1 X");
+  ok = recv_is(s2, "X", 0);
+  int at = dup2(d, s2);
+  ask(s2, "burst 2 D");
+  ok = ok && at == s2 && recv_is(s2, "D", 0) && recv_is(g, "D", 1);
+  int s3 = rebind(ip, (unsigned short)(port + 1));
+  if (s3 >= 0) ask(s3, "burst 8 E");
+  for (int i = 0; s3 >= 0 && i < 8; i++) ok = ok && recv_is(s3, "E", i);
+  check(ok && s3 >= 0,
+        "dup2 onto another socket's number (%d): the number now names the first socket; the "
+        "second socket's port bound again (%d) and its 8 datagrams received there", s2, s3);
+  close(s3);
+
+  /* close_range of one number, then of the rest: the port is free only then. */
+  r = close_range((unsigned)g, (unsigned)g, 0);
+  ask(d, "burst 2 G");
+  ok = r == 0 && fcntl(g, F_GETFD) == -1 && recv_is(c, "G", 0) && recv_is(f, "G", 1) &&
+       rebind(ip, port) == -1;
+  close(c);
+  close(f);
+  close(s2);
+  int fresh = rebind(ip, port);
+  ok = ok && fresh == -1;
+  r = close_range((unsigned)d, (unsigned)d, 0);
+  fresh = rebind(ip, port);
+  if (fresh >= 0) ask(fresh, "burst 2 F");
+  ok = ok && r == 0 && fresh >= 0 && recv_is(fresh, "F", 0) && recv_is(fresh, "F", 1);
+  check(ok, "close_range and close of the numbers one by one: the port stays taken until the "
+            "last is closed, then a new socket binds it and receives");
+  close(fresh);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 3 && !strcmp(argv[1], "peer")) return peer((unsigned short)atoi(argv[2]));
+  if (argc == 6) g_peer_len = make_addr(argv[4], (unsigned short)atoi(argv[5]), &g_peer);
   if (argc == 6 && !strcmp(argv[1], "mmsg"))
-    mmsg(argv[2], (unsigned short)atoi(argv[3]), argv[4], (unsigned short)atoi(argv[5]));
+    mmsg(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "dup"))
+    dups(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg ADDR PORT PEER PEERPORT\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup ADDR PORT PEER PEERPORT\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

@@ -12,6 +12,11 @@
 #        blocking batch, MSG_TRUNC entries, MSG_WAITFORONE, the timeout
 #        written back and ending the call, a kernel-socket datagram among
 #        the rings', sendmmsg's msg_len and its count on a later error).
+#  dup:  dup, fcntl F_DUPFD(_CLOEXEC), dup2, dup3 and close_range: every
+#        number of a socket receives its datagrams (the first number
+#        closed too), close-on-exec as asked, dup2 onto another socket's
+#        number closes that socket (its port bound again and served on the
+#        rings), the port stays taken until the last number is closed.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_calls.sh
 set -u
@@ -68,6 +73,8 @@ run_case() {
 for pre in 0 1; do
   run_case "mmsg IPv4" 4 $pre 36 15 mmsg $IP4 $((port += 1)) $IP4B $PEERPORT
   run_case "mmsg IPv6" 6 $pre 36 15 mmsg $IP6 $((port += 1)) $IP6B $PEERPORT
+  run_case "dup IPv4" 4 $pre 25 8 dup $IP4 $((port += 2)) $IP4B $PEERPORT
+  run_case "dup IPv6" 6 $pre 25 8 dup $IP6 $((port += 2)) $IP6B $PEERPORT
 done
 
 echo "$name: $fails failure(s)"

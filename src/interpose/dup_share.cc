@@ -1,0 +1,178 @@
+#include "interpose/dup_share.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <utility>
+#include <mutex>
+#include <new>
+
+#include "interpose/real.h"
+
+namespace ss::interpose::dups {
+
+namespace {
+
+struct Group {
+  int owner;  // the number the object was made at
+  int refs;   // numbers of the program that name it
+};
+
+std::mutex mu;
+std::map<const void*, Group> groups;  // by object
+std::set<int> held_fds;               // kept open for a face
+std::atomic<size_t> n_held{0};        // held_fds.size(), read without the lock
+
+// A fork child has only the forking thread: mu is taken around fork so
+// the child's tables are whole and its first dup or close does not wait
+// for a thread that is not there. Registered after the fd table's
+// (urcu's) handlers, so ours run before theirs: a thread inside mu may
+// need urcu's locks. No one holding librsocket's fork TableGuard takes
+// mu, so its handler may run after ours.
+__attribute__((constructor)) void lock_around_fork() {
+  FdTable::instance();
+  pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
+}
+
+}  // namespace
+
+int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec) {
+  std::lock_guard<std::mutex> g(mu);
+  FdTable& t = FdTable::instance();
+  auto obj = t.get_object(fd, kind);
+  if (!obj) {
+    errno = EBADF;
+    return -1;
+  }
+  if (exact && held_fds.count(at)) {
+    errno = EBUSY;
+    return -1;
+  }
+  const int nfd = exact ? real().dup3(fd, at, cloexec ? O_CLOEXEC : 0)
+                        : real().fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, at);
+  if (nfd < 0) return -1;
+  // The same object, a Pollable too (poll and epoll on the duplicate).
+  if (const int rc = t.insert(nfd, kind, obj, t.get_pollable(fd).get())) {
+    real().close(nfd);
+    errno = -rc;
+    return -1;
+  }
+  auto it = groups.try_emplace(obj.get(), Group{fd, 1}).first;
+  it->second.refs++;
+  return nfd;
+}
+
+bool close_shared(int fd, FdKind kind, int* rc, int* own) {
+  std::lock_guard<std::mutex> g(mu);
+  FdTable& t = FdTable::instance();
+  *own = fd;
+  auto obj = t.get_object(fd, kind);
+  auto it = obj ? groups.find(obj.get()) : groups.end();
+  if (it == groups.end()) return false;
+  auto pollable = t.get_pollable(fd);
+  Group& grp = it->second;
+  t.remove_object(fd, kind, nullptr);
+  if (--grp.refs > 0) {
+    if (fd == grp.owner) {
+      held_fds.insert(fd);  // the face still acts on this number
+      n_held = held_fds.size();
+    } else {
+      real().close(fd);
+    }
+    *rc = 0;
+    return true;
+  }
+  // The last one: the object closes at its own number.
+  *own = grp.owner;
+  groups.erase(it);
+  if (fd != *own) {
+    real().close(fd);
+    t.insert(*own, kind, obj, pollable.get());
+  }
+  return false;
+}
+
+bool last_descriptor(int fd, FdKind kind) {
+  std::lock_guard<std::mutex> g(mu);
+  auto obj = FdTable::instance().get_object(fd, kind);
+  auto it = obj ? groups.find(obj.get()) : groups.end();
+  return it == groups.end() || it->second.refs <= 1;
+}
+
+bool held(int fd) {
+  if (!n_held) return false;
+  std::lock_guard<std::mutex> g(mu);
+  return held_fds.count(fd) != 0;
+}
+
+void hold(int fd) {
+  std::lock_guard<std::mutex> g(mu);
+  held_fds.insert(fd);
+  n_held = held_fds.size();
+}
+
+int close_released(int fd) {
+  if (n_held) {
+    std::lock_guard<std::mutex> g(mu);
+    if (held_fds.erase(fd)) {
+      n_held = held_fds.size();
+      return real().close(fd);  // gone even on EINTR
+    }
+  }
+  return real().close(fd);
+}
+
+int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep) {
+  // Held throughout: a number a face frees meanwhile would otherwise be
+  // skipped though the program may have it already.
+  std::lock_guard<std::mutex> g(mu);
+  keep.insert(held_fds.begin(), held_fds.end());
+  unsigned int from = first;
+  for (int p : keep) {
+    const unsigned int u = static_cast<unsigned int>(p);
+    if (u < from || u > last) continue;
+    if (u > from && real().close_range(from, u - 1, flags)) return -1;
+    from = u + 1;
+    if (from == 0) return 0;  // wrapped past the largest number
+  }
+  return from <= last ? real().close_range(from, last, flags) : 0;
+}
+
+int close_range_with(unsigned int first, unsigned int last, int flags,
+                     const std::function<bool(int)>& ours, const std::function<void(int)>& close_one) {
+  if (flags & CLOSE_RANGE_CLOEXEC) return real().close_range(first, last, flags);
+  rlimit lim{};
+  unsigned int top = last;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      lim.rlim_cur - 1 < top)
+    top = static_cast<unsigned int>(lim.rlim_cur - 1);
+  std::set<int> mine;
+  try {
+    for (unsigned int fd = first; fd <= top && fd < (1u << 20); fd++)
+      if (ours(static_cast<int>(fd))) mine.insert(static_cast<int>(fd));
+  } catch (const std::bad_alloc&) {
+    errno = ENOMEM;
+    return -1;
+  }
+  for (int fd : mine) close_one(fd);
+  return close_range_around(first, last, flags, std::move(mine));
+}
+
+void closefrom_with(int lowfd, int (*close_range_fn)(unsigned int, unsigned int, int),
+                    int (*close_fn)(int)) {
+  if (lowfd < 0) lowfd = 0;
+  if (close_range_fn(static_cast<unsigned int>(lowfd), ~0u, 0) == 0) return;
+  rlimit lim{};
+  const int top = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                      ? static_cast<int>(lim.rlim_cur)
+                      : (1 << 20);
+  for (int fd = lowfd; fd < top; fd++) close_fn(fd);
+}
+
+}  // namespace ss::interpose::dups

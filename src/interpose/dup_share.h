@@ -1,0 +1,65 @@
+// Duplicates of a socket a preload keeps in the fd table (an rsocket, an
+// offloaded UDP socket): every number of the program that names one
+// object shares it until the last is closed, counted here per object.
+// The object keeps the number it was made at (its kernel socket, which
+// the face acts on), so when the program closes that number while a
+// duplicate lives, the number stays open until the last close; so does a
+// number a face still closes in the background (librsocket's lingering
+// close). Such a number is "held": dup2/dup3 onto it fails with EBUSY
+// (dup2(2)'s error for a number it cannot take yet) and close_range
+// leaves it, so a face never acts on a number the program got back for
+// something else. Shared by both preloads (one of them per process).
+#pragma once
+#include <functional>
+#include <set>
+
+#include "core/base/fd_table.h"
+
+namespace ss::interpose::dups {
+
+// A duplicate of `fd` (an entry of `kind`): at `at` exactly (dup2/dup3:
+// free, or not the preload's), else at the lowest free number >= `at`
+// (dup, F_DUPFD); close-on-exec if `cloexec`. The new number shares fd's
+// object in the table; the new number or -1 and errno.
+int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec);
+
+// close() of `fd` (an entry of `kind`): true with *rc set when other
+// numbers still share its object (fd forgotten; its number closed, or
+// held when it is the object's own). False when fd is its object's last
+// number: *own is the number the object was made at (fd's entry moved
+// there and fd closed, when they differ), for the face to close as a
+// socket with no duplicate.
+bool close_shared(int fd, FdKind kind, int* rc, int* own);
+
+// Whether closing `fd` (an entry of `kind`) ends its object: no other
+// number of the program names it.
+bool last_descriptor(int fd, FdKind kind);
+
+// Whether `fd` is a held number; hold() makes it one (before a face's
+// close that ends in close_released()).
+bool held(int fd);
+void hold(int fd);
+
+// The real close of `fd`, no longer held once it is freed (one step, as
+// held() sees it: a thread the kernel gives the number finds it free).
+int close_released(int fd);
+
+// close_range(2) over [first, last] that leaves held numbers and `keep`
+// open.
+int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep);
+
+// A preload's close_range(2): the numbers in the range `ours` names are
+// closed by `close_one` (as close() closes them: a socket's duplicates
+// counted, its record dropped) and the kernel closes the rest around
+// them and the held numbers (a number freed under a face would be closed
+// again once reused). With CLOSE_RANGE_CLOEXEC only flags change.
+int close_range_with(unsigned int first, unsigned int last, int flags,
+                     const std::function<bool(int)>& ours, const std::function<void(int)>& close_one);
+
+// closefrom(3) over close_range_fn (the preload's close_range), else,
+// without close_range in the kernel, close_fn on every number up to the
+// limit, as glibc does.
+void closefrom_with(int lowfd, int (*close_range_fn)(unsigned int, unsigned int, int),
+                    int (*close_fn)(int));
+
+}  // namespace ss::interpose::dups

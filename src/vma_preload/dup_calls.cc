@@ -1,0 +1,114 @@
+// Duplicates of a recorded socket (libvma.so): dup, dup2, dup3, fcntl's
+// F_DUPFD and F_DUPFD_CLOEXEC, close, close_range and closefrom, on the
+// duplicates both preloads share (interpose/dup_share.h). Every number of
+// one socket names its one record (its offloaded path, vmastat block and
+// decision) until the last is closed; the number the socket was made at
+// stays open (held) while a duplicate lives, since the record acts on it.
+// A dup2/dup3 onto a recorded socket closes that socket as close() does.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdint>
+
+#include "core/base/fd_table.h"
+#include "interpose/dup_share.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
+#include "vma_preload/edge.h"
+#include "vma_preload/kernel_socket.h"
+
+using ss::interpose::real;
+namespace vp = ss::vma::preload;
+namespace dups = ss::interpose::dups;
+
+namespace {
+
+bool recorded(int fd) { return ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel; }
+
+int dup_recorded(int fd, int at, bool exact, bool cloexec) {
+  return vp::edge_call([&] { return dups::dup_entry(fd, ss::FdKind::kVmaKernel, at, exact, cloexec); });
+}
+
+// dup2 (flags < 0) or dup3 of fd onto fd2.
+int dup_onto(int fd, int fd2, int flags) {
+  const bool ours = recorded(fd), theirs = recorded(fd2);
+  if (fd == fd2 || (!ours && !theirs && !dups::held(fd2)))
+    return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+  if (flags > 0 && (flags & ~O_CLOEXEC)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (dups::held(fd2)) {
+    SS_WARN("%s onto fd %d, still held for a socket's duplicate: EBUSY", flags < 0 ? "dup2" : "dup3",
+            fd2);
+    errno = EBUSY;
+    return -1;
+  }
+  if (real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
+  if (theirs) vp::close_recorded(fd2);
+  if (ours) return dup_recorded(fd, fd2, true, flags > 0);
+  return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
+}
+
+}  // namespace
+
+namespace ss::vma::preload {
+
+int close_recorded(int fd) {
+  int rc = 0, own = fd;
+  bool shared = false;
+  edge_quiet("close", fd, [&] {
+    shared = dups::close_shared(fd, FdKind::kVmaKernel, &rc, &own);
+    // Before the kernel frees the number, which another thread may then reuse.
+    if (!shared) untrack_socket(own);
+  });
+  return shared ? rc : dups::close_released(own);
+}
+
+}  // namespace ss::vma::preload
+
+SS_PRELOAD_EXPORT int dup(int fd) {
+  if (!recorded(fd)) return real().dup(fd);
+  return dup_recorded(fd, 0, false, false);
+}
+
+SS_PRELOAD_EXPORT int dup2(int fd, int fd2) { return dup_onto(fd, fd2, -1); }
+
+SS_PRELOAD_EXPORT int dup3(int fd, int fd2, int flags) {
+  if (flags < 0) {  // not a flag set dup3 takes (and dup_onto's mark for dup2)
+    errno = EINVAL;
+    return -1;
+  }
+  return dup_onto(fd, fd2, flags);
+}
+
+// The third argument, where there is one, is an int or a pointer: a long
+// carries either.
+SS_PRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  const long arg = va_arg(ap, long);
+  va_end(ap);
+  if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && recorded(fd)) {
+    if (arg < 0 || arg > INT32_MAX) {
+      errno = EINVAL;
+      return -1;
+    }
+    return dup_recorded(fd, static_cast<int>(arg), false, cmd == F_DUPFD_CLOEXEC);
+  }
+  return real().fcntl(fd, cmd, arg);
+}
+
+// The same call under glibc's large-file name (one off_t on 64-bit).
+SS_PRELOAD_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
+
+SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
+  return dups::close_range_with(
+      first, last, flags, recorded, [](int fd) { vp::close_recorded(fd); });
+}
+
+// glibc's closefrom closes with its internal close_range, past the
+// preload: it comes through close_range here instead.
+SS_PRELOAD_EXPORT void closefrom(int lowfd) { dups::closefrom_with(lowfd, close_range, close); }
