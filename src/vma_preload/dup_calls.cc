@@ -28,7 +28,10 @@ namespace {
 bool recorded(int fd) { return ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel; }
 
 int dup_recorded(int fd, int at, bool exact, bool cloexec) {
-  return vp::edge_call([&] { return dups::dup_entry(fd, ss::FdKind::kVmaKernel, at, exact, cloexec); });
+  const int nfd = vp::edge_call(
+      [&] { return dups::dup_entry(fd, ss::FdKind::kVmaKernel, at, exact, cloexec); });
+  if (nfd >= 0) vp::note_number(nfd);  // a fork child finds the record there too
+  return nfd;
 }
 
 // dup2 (flags < 0) or dup3 of fd onto fd2.

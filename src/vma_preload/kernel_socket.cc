@@ -125,6 +125,7 @@ bool KernelSocket::change_count(uint64_t* count) {
 }
 
 bool KernelSocket::kernel_served() {
+  if (in_fork_child()) return true;
   if (offload()) return false;
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return true;
   std::lock_guard<std::mutex> lock(offload_mu_);
@@ -133,6 +134,10 @@ bool KernelSocket::kernel_served() {
 
 void KernelSocket::try_offload() {
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return;
+  if (in_fork_child()) {
+    SS_DEBUG("fd %d: kernel (a fork child: the rings are its parent's)", fd);
+    return;
+  }
   std::lock_guard<std::mutex> lock(offload_mu_);
   if (offload_tried_) return;
   sockaddr_storage a{};
@@ -160,6 +165,7 @@ void KernelSocket::try_offload() {
 }
 
 void KernelSocket::hand_back(const char* why) {
+  if (in_fork_child()) return;  // the kernel's already; the rings are the parent's
   std::lock_guard<std::mutex> lock(offload_mu_);
   offload_tried_ = true;
   if (!offload_owner_) return;
@@ -191,9 +197,7 @@ void track_socket(int fd, int domain, int type, int protocol) {
     SS_DEBUG("socket fd %d: beyond the fd table, not recorded (kernel)", fd);
     return;
   }
-  for (int h = g_highest.load(std::memory_order_relaxed);
-       fd > h && !g_highest.compare_exchange_weak(h, fd, std::memory_order_relaxed);) {
-  }
+  note_number(fd);
   SS_DEBUG("socket fd %d (%s, %s): kernel (%s)", fd, domain == AF_INET6 ? "AF_INET6" : "AF_INET",
            proto == IPPROTO_UDP ? "udp" : "tcp", d.why);
 }
@@ -222,5 +226,11 @@ void untrack_socket(int fd) {
 }
 
 int highest_tracked_fd() { return g_highest.load(std::memory_order_relaxed); }
+
+void note_number(int fd) {
+  for (int h = g_highest.load(std::memory_order_relaxed);
+       fd > h && !g_highest.compare_exchange_weak(h, fd, std::memory_order_relaxed);) {
+  }
+}
 
 }  // namespace ss::vma::preload

@@ -17,6 +17,14 @@
 
 namespace ss::vma::preload {
 
+// Set in a fork child of a process that had rings (fork_child.cc): the
+// rings, the XDP program and every offloaded path are the parent's, so
+// the child's sockets, inherited or new, are served by their kernel
+// sockets, and the inherited records are never freed (their endpoints
+// and lent frames would touch the parent's steering and fill rings).
+extern std::atomic<bool> g_fork_child;
+inline bool in_fork_child() { return g_fork_child.load(std::memory_order_relaxed); }
+
 // A Pollable (poll_mixed, select_mixed, EpollSet): readable when the rings
 // or the kernel socket have a datagram, writable as the kernel socket (a
 // send the rings cannot take goes through it). An offloaded socket's sleep
@@ -45,8 +53,11 @@ struct KernelSocket final : Pollable {
   bool kernel_served() override;
   void set_decision(Decision d);
 
-  // The offloaded path, or null (the kernel serves the socket).
-  UdpOffload* offload() const { return offload_.load(std::memory_order_acquire); }
+  // The offloaded path, or null (the kernel serves the socket; always in
+  // a fork child).
+  UdpOffload* offload() const {
+    return in_fork_child() ? nullptr : offload_.load(std::memory_order_acquire);
+  }
   // Gives a bound UDP socket decided "vma" its offloaded path, once (not
   // before the kernel gave it a port). Stats show offloaded=1 if it got one.
   void try_offload();
@@ -96,7 +107,9 @@ void untrack_socket(int fd);
 // close() of a recorded socket's number (dup_calls.cc): the socket's
 // record and kernel socket go with its last number.
 int close_recorded(int fd);
-// The highest fd ever recorded (dump_fd_stats(0) walks up to it).
+// The highest fd ever recorded (dump_fd_stats(0) walks up to it);
+// note_number() raises it for a duplicate's number.
 int highest_tracked_fd();
+void note_number(int fd);
 
 }  // namespace ss::vma::preload

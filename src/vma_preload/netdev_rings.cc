@@ -10,6 +10,7 @@
 #include "core/base/service_thread.h"
 #include "core/net/netlink_view.h"
 #include "core/net/udp_route.h"
+#include "interpose/real.h"
 #if SS_VMA_XDP
 #include "core/prov/xdp/xdp_device.h"
 #include "core/prov/xdp/xdp_queue.h"
@@ -80,6 +81,11 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   if (const int err = open_view_locked(); err < 0) return err;
   r->resolver = net::make_netlink_resolver(g_view, r->ifindex);
   r->tx = std::make_unique<net::UdpTx>(r->stack.get(), r->resolver.get());
+  for (const NetdevRings::Queue& q : r->queues) {
+    short ev = 0;
+    if (const int fd = q.queue->poll_fd(prov::Ring::kRx, &ev); fd >= 0) r->kernel_fds.push_back(fd);
+  }
+  if (const auto dev = prov::xdp::Device::find(ifname.c_str())) dev->fds(&r->kernel_fds);
   *out = std::move(r);
   return 0;
 }
@@ -108,6 +114,20 @@ int route_ifindex(const net::IpAddr& dst) {
   f.dst = dst;
   net::Route r;
   return view->route(f, &r) == 0 ? r.ifindex : 0;
+}
+
+void lock_rings_for_fork() { g_mu.lock(); }
+void unlock_rings_after_fork() { g_mu.unlock(); }
+
+bool close_rings_in_fork_child() {
+  bool any = false;
+  for (auto& [name, r] : g_rings) {
+    if (!r) continue;
+    any = true;
+    for (const int fd : r->kernel_fds) interpose::real().close(fd);
+    r->kernel_fds.clear();
+  }
+  return any;
 }
 
 NetdevRings* netdev_rings(const std::string& ifname) {

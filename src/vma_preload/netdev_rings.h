@@ -30,6 +30,10 @@ struct NetdevRings {
   std::unique_ptr<net::UdpStack> stack;
   std::unique_ptr<net::TxResolver> resolver;
   std::unique_ptr<net::UdpTx> tx;
+  // What keeps the rings and the program alive in the kernel (each
+  // queue's AF_XDP socket, the program's link, program and maps): a fork
+  // child closes its copies, so the parent's exit takes them away.
+  std::vector<int> kernel_fds;
 
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
@@ -39,6 +43,13 @@ struct NetdevRings {
 // them (no permission, no XDP, a queue taken, no xdp provider in this
 // build): logged once per netdev, and asked again never.
 NetdevRings* netdev_rings(const std::string& ifname);
+
+// Around fork (fork_child.cc): the registry held while the process forks;
+// in the child, every netdev's kernel_fds closed (true when there were
+// rings), then the registry released.
+void lock_rings_for_fork();
+void unlock_rings_after_fork();
+bool close_rings_in_fork_child();
 
 // The interface the kernel routes `dst` out of (the process's NetlinkView;
 // a multicast join names none); 0 when there is no answer.

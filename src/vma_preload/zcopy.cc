@@ -65,6 +65,10 @@ int recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from, so
 int free_packets(int fd, vma_packet_t* pkts, size_t count) {
   const auto s = extra_api_udp_socket(fd);
   if (!s) return -1;
+  if (in_fork_child()) {  // the frames are the parent's: none is this process's to free
+    errno = ENOENT;
+    return -1;
+  }
   if (const int r = s->rx_extras.held.release(pkts, count); r < 0) {
     errno = -r;
     return -1;

@@ -9,6 +9,12 @@
  * dup ADDR PORT PEER PEERPORT: dup, fcntl F_DUPFD(_CLOEXEC), dup2, dup3 and
  *   close_range of such a socket (PORT and PORT+1): every number receives
  *   the socket's datagrams until the last is closed, then the port is free.
+ * fork ADDR PORT PEER PEERPORT: a child's inherited socket (a receive, a
+ *   send whose replies reach the port, close, exit) and a new one; the
+ *   parent's socket receiving after the child is gone; a child receiving
+ *   on its inherited socket once the parent closed its copy.
+ * fork-exit ADDR PORT PEER PEERPORT: a process P binds, receives, forks C
+ *   and exits; C's inherited socket then receives.
  * Each check prints PASS/FAIL; the last line is "done: N failure(s)", the
  * exit status 0 when N is 0. */
 #define _GNU_SOURCE /* recvmmsg, sendmmsg */
@@ -23,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int failures;
@@ -105,6 +112,12 @@ static int peer(unsigned short port) {
 static struct sockaddr_storage g_peer;
 static socklen_t g_peer_len;
 
+/* A receive that waits longer has lost its datagram: it fails its check. */
+static void set_timeout(int fd) {
+  struct timeval tv = {20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
 static int bound_socket(const char* ip, unsigned short port) {
   struct sockaddr_storage a;
   socklen_t len = make_addr(ip, port, &a);
@@ -113,6 +126,7 @@ static int bound_socket(const char* ip, unsigned short port) {
     perror("bind");
     exit(2);
   }
+  set_timeout(fd);
   return fd;
 }
 
@@ -320,6 +334,7 @@ static int rebind(const char* ip, unsigned short port) {
   struct sockaddr_storage a;
   socklen_t len = make_addr(ip, port, &a);
   int fd = socket(a.ss_family, SOCK_DGRAM, 0);
+  set_timeout(fd);
   if (bind(fd, (struct sockaddr*)&a, len) == 0) return fd;
   close(fd);
   return -1;
@@ -398,6 +413,122 @@ static void dups(const char* ip, unsigned short port) {
   close(fresh);
 }
 
+/* ---- fork ---- */
+static int child_status(pid_t c) {
+  int st = 0;
+  if (waitpid(c, &st, 0) != c) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void forks(const char* ip, unsigned short port) {
+  int fd = bound_socket(ip, port);
+  ask(fd, "burst 2 P");
+  check(recv_is(fd, "P", 0) && recv_is(fd, "P", 1), "before fork: the socket receives");
+  pid_t c = fork();
+  if (c == 0) {
+    int bad = 0;
+    char b[16];
+    ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+    if (!(n == -1 && errno == EAGAIN)) bad |= 1;
+    ask(fd, "burst 3 K");  /* the replies reach the port: the parent reads them */
+    int s = bound_socket(ip, (unsigned short)(port + 1));
+    ask(s, "burst 2 N");
+    if (!recv_is(s, "N", 0) || !recv_is(s, "N", 1)) bad |= 2;
+    close(s);
+    if (close(fd) != 0) bad |= 4;
+    exit(bad);  /* atexit handlers and static destructors too */
+  }
+  int st = child_status(c);
+  check(st == 0, "fork child: a receive on the inherited socket EAGAIN, a send through it, a new "
+                 "socket bound and received on, the inherited one closed, exit (status %d)", st);
+  check(recv_is(fd, "K", 0) && recv_is(fd, "K", 1) && recv_is(fd, "K", 2),
+        "the parent receives the replies to the child's send");
+  ask(fd, "burst 4 Q");
+  int ok = 1;
+  for (int i = 0; i < 4; i++) ok = ok && recv_is(fd, "Q", i);
+  check(ok && nothing_left(fd), "the child gone, the parent's socket receives");
+
+  /* The parent closes its copy: the child's inherited socket gets the port's datagrams. */
+  int pp[2];
+  if (pipe(pp) < 0) exit(2);
+  c = fork();
+  if (c == 0) {
+    char x;
+    close(pp[1]);
+    if (read(pp[0], &x, 1) != 1) _exit(9);
+    ask(fd, "burst 5 W");
+    int bad = 0;
+    for (int i = 0; i < 5; i++) bad |= !recv_is(fd, "W", i);
+    _exit(bad);
+  }
+  close(pp[0]);
+  close(fd);
+  if (write(pp[1], "x", 1) != 1) exit(2);
+  close(pp[1]);
+  st = child_status(c);
+  check(st == 0, "the parent closed the socket: the child's inherited copy sends and receives "
+                 "(status %d)", st);
+}
+
+/* Whether fd gets a reply to "burst 1 Y" within a few tries (the rings'
+ * steering goes with the process that held it, not at once). */
+static int reply_comes(int fd) {
+  for (int tries = 0; tries < 10; tries++) {
+    ask(fd, "burst 1 Y");
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 2000) == 1) return 1;
+  }
+  return 0;
+}
+
+/* A blocking receive of datagram i of Z, skipping late "Y" replies. */
+static int recv_z(int fd, int i) {
+  char buf[2048];
+  for (;;) {
+    struct sockaddr_storage from;
+    socklen_t flen = sizeof from;
+    ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr*)&from, &flen);
+    if (n > 2 && buf[0] == 'Y' && buf[1] == ' ') continue;
+    return n == (ssize_t)burst_len(i) && is_datagram(buf, (size_t)n, "Z", i);
+  }
+}
+
+static void fork_exit(const char* ip, unsigned short port) {
+  int res[2];
+  if (pipe(res) < 0) exit(2);
+  pid_t p = fork();
+  if (p == 0) { /* P */
+    close(res[0]);
+    int fd = bound_socket(ip, port);
+    ask(fd, "burst 2 R");
+    const int ok = recv_is(fd, "R", 0) && recv_is(fd, "R", 1);
+    int gone[2];
+    if (pipe(gone) < 0) _exit(2);
+    if (fork() == 0) { /* C */
+      char x;
+      close(gone[1]);
+      while (read(gone[0], &x, 1) > 0) {
+      } /* end of file: P has exited */
+      int good = reply_comes(fd);
+      if (good) ask(fd, "burst 5 Z");
+      for (int i = 0; good && i < 5; i++) good = recv_z(fd, i);
+      if (write(res[1], good ? "c" : "C", 1) != 1) _exit(2);
+      _exit(0);
+    }
+    if (write(res[1], ok ? "p" : "P", 1) != 1) _exit(2);
+    _exit(0); /* the socket, its rings and everything else close with the process */
+  }
+  close(res[1]);
+  char got[8] = {0};
+  size_t n = 0;
+  ssize_t r;
+  while (n < sizeof got - 1 && (r = read(res[0], got + n, sizeof got - 1 - n)) > 0) n += (size_t)r;
+  child_status(p);
+  check(strchr(got, 'p') != NULL, "P received before it forked (%s)", got);
+  check(strchr(got, 'c') != NULL,
+        "P exited without closing: its child C's inherited socket receives (%s)", got);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 3 && !strcmp(argv[1], "peer")) return peer((unsigned short)atoi(argv[2]));
@@ -406,8 +537,12 @@ int main(int argc, char** argv) {
     mmsg(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "dup"))
     dups(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "fork"))
+    forks(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
+    fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup ADDR PORT PEER PEERPORT\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit ADDR PORT PEER PEERPORT\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

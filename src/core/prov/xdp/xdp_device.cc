@@ -147,6 +147,19 @@ Device::~Device() {
   if (skel_) ss_steer__destroy(skel_);
 }
 
+void Device::fds(std::vector<int>* out) const {
+  if (link_fd_ >= 0) out->push_back(link_fd_);
+  if (!skel_) return;
+  bpf_program* p;
+  bpf_object__for_each_program(p, skel_->obj) {
+    if (bpf_program__fd(p) >= 0) out->push_back(bpf_program__fd(p));
+  }
+  bpf_map* m;
+  bpf_object__for_each_map(m, skel_->obj) {
+    if (bpf_map__fd(m) >= 0) out->push_back(bpf_map__fd(m));
+  }
+}
+
 int Device::set_socket(uint32_t queue, int xsk_fd) {
   if (queue >= SS_MAX_QUEUES) return -EINVAL;
   if (bpf_map__update_elem(skel_->maps.xsks, &queue, sizeof queue, &xsk_fd, sizeof xsk_fd, 0))

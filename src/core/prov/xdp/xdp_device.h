@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 struct ss_steer;
 
@@ -56,6 +57,10 @@ class Device {
   int add_flow(const Flow& f);
   int remove_flow(const Flow& f);  // -ENOENT when not steered
   int counters(Counters* out) const;
+  // The descriptors that keep the program attached (the link, the
+  // program, its maps, which hold the XSKs), appended: a fork child that
+  // must not keep the parent's steering alive closes its copies.
+  void fds(std::vector<int>* out) const;
 
  private:
   Device() = default;

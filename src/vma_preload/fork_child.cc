@@ -1,0 +1,68 @@
+// fork() under libvma.so. The parent keeps everything: its rings, the
+// XDP program, its offloaded sockets. A child of a process that had rings
+// gets its sockets served by their kernel sockets (in_fork_child()): the
+// rings are single-producer/single-consumer queues the parent keeps
+// using, and the steering program sends the port's frames to the
+// parent's rings, so the child's inherited socket sends through the
+// kernel and receives what reaches its kernel socket (same-host peers,
+// and everything once no process holds the port on rings: the parent
+// closed the socket or exited). The child closes its copies of the
+// descriptors that keep the rings and the program alive, so they go with
+// the parent; it keeps a reference to every inherited record, whose
+// destructor would take the port's steering away from the parent and
+// give lent frames to the parent's fill rings. Its new sockets are the
+// kernel's (the child makes no rings). A child of a process without
+// rings is a process like any other. vfork children run no fork
+// handlers and share the parent's memory: nothing changes for them.
+#include <pthread.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "core/base/fd_table.h"
+#include "core/base/log.h"
+#include "vma_preload/kernel_socket.h"
+#include "vma_preload/netdev_rings.h"
+
+namespace ss::vma::preload {
+
+std::atomic<bool> g_fork_child{false};
+
+namespace {
+
+// Every inherited record, never released (the child's copy of memory;
+// allocation is safe in a fork handler under glibc).
+void keep_inherited_records() {
+  static auto* kept = new std::vector<std::shared_ptr<KernelSocket>>;
+  FdTable& t = FdTable::instance();
+  const int top = highest_tracked_fd();
+  for (int fd = 0; fd <= top; fd++)
+    if (t.kind(fd) == FdKind::kVmaKernel)
+      if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel)) kept->push_back(std::move(s));
+}
+
+void in_child() {
+  const bool had_rings = close_rings_in_fork_child();
+  unlock_rings_after_fork();
+  if (!had_rings && !in_fork_child()) return;
+  g_fork_child.store(true, std::memory_order_relaxed);
+  try {
+    keep_inherited_records();
+  } catch (...) {
+    // Out of memory in a fresh child: a record closed later may still
+    // unsteer its port for the parent. Said once.
+    SS_WARN("fork child: could not keep the inherited sockets' records");
+  }
+}
+
+// Registered after the fd table's (urcu's) handlers: the child's runs
+// after theirs, so its table lookups work.
+__attribute__((constructor)) void watch_fork() {
+  FdTable::instance();
+  pthread_atfork(lock_rings_for_fork, unlock_rings_after_fork, in_child);
+}
+
+}  // namespace
+
+}  // namespace ss::vma::preload
