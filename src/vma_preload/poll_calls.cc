@@ -6,10 +6,13 @@
 // until a wake-up (the socket's wait set: its rings, its kernel socket)
 // or the timeout. ppoll and pselect are
 // these with the caller's signal mask swapped in around the wait
-// (interpose/wait_args.h). epoll: epoll_calls.cc (mux.h).
+// (interpose/wait_args.h). epoll: epoll_calls.cc (mux.h). The plain kernel
+// descriptors of a mixed set follow VMA_SELECT_SKIP_OS and
+// VMA_SELECT_POLL_OS_RATIO (mux_timing()).
 #include <poll.h>
 #include <sys/select.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 
@@ -39,10 +42,26 @@ bool offloaded(int fd) {
   return s && s->offload();
 }
 
+namespace {
+std::atomic<int64_t> g_skip_os_count{0};  // libvma's m_n_skip_os_count, for every thread
+}  // namespace
+
 ss::PollTiming mux_timing() {
   const int64_t us = vs::get(vs::Id::kSelectPoll);
+  ss::PollTiming t;
   // -1: spin for good (an hour at a time: poll_mixed still sleeps after).
-  return {std::chrono::microseconds(us < 0 ? int64_t{3600} * 1000000 : us), 0};
+  t.spin = std::chrono::microseconds(us < 0 ? int64_t{3600} * 1000000 : us);
+  // The plain kernel descriptors of the set: on the first pass of one call
+  // in VMA_SELECT_SKIP_OS (0 and 1: every call), then every
+  // VMA_SELECT_POLL_OS_RATIO-th pass (0: none while spinning), as libvma.
+  t.os_ratio = static_cast<int>(vs::get(vs::Id::kSelectPollOsRatio));
+  if (g_skip_os_count.fetch_sub(1, std::memory_order_relaxed) - 1 <= 0) {
+    g_skip_os_count.store(vs::get(vs::Id::kSelectSkipOs), std::memory_order_relaxed);
+    t.os_first = true;
+  } else {
+    t.os_first = false;
+  }
+  return t;
 }
 
 }  // namespace ss::vma::preload

@@ -122,6 +122,27 @@ TEST_F(EpollSetTest, LevelTriggeredOverMixedDescriptors) {
   EXPECT_EQ(wait(-1), Tags{2});
 }
 
+// PollTiming::os_first false: the set's kernel part waits for a later
+// pass; a sleep looks at it after.
+TEST_F(EpollSetTest, KernelPartSkippedOnTheFirstPassWhenAsked) {
+  std::shared_ptr<FakePollable> a;
+  int fa = add(&a);
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, fa, EPOLLIN, 1), 0);
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, pipe_[0], EPOLLIN, 3), 0);
+  a->set_ready(POLLIN);
+  put_pipe();
+  PollTiming skip = kSleepAtOnce;
+  skip.os_first = false;
+  skip.os_ratio = 0;
+  epoll_event evs[4];
+  ASSERT_EQ(set_->wait(evs, 4, 0, skip), 1);
+  EXPECT_EQ(evs[0].data.u64, 1u);
+  EXPECT_EQ(wait(0), (Tags{1, 3}));  // the default looks every pass
+  a->set_ready(0);
+  ASSERT_EQ(set_->wait(evs, 4, kLongMs, skip), 1);
+  EXPECT_EQ(evs[0].data.u64, 3u);
+}
+
 TEST_F(EpollSetTest, AKernelServedObjectGoesToTheKernelPart) {
   // The fake under the pipe's number: served by the kernel, the set asks
   // the pipe (edge state the kernel's), never the object.

@@ -95,6 +95,41 @@ TEST_F(MixedPollTest, KernelDescriptorsMixedIn) {
   EXPECT_EQ(bad.revents, POLLNVAL);
 }
 
+// PollTiming::os_first false (libvma's VMA_SELECT_SKIP_OS): the kernel
+// descriptors wait for a later pass, and a sleep always looks at them after.
+TEST_F(MixedPollTest, KernelDescriptorsSkippedOnTheFirstPassWhenAsked) {
+  std::shared_ptr<FakePollable> a;
+  int fa = add(&a);
+  a->set_ready(POLLIN);
+  put_pipe();
+  pollfd fds[] = {{fa, POLLIN, 0}, {pipe_[0], POLLIN, 0}};
+  PollTiming skip = kSleepAtOnce;
+  skip.os_first = false;
+  skip.os_ratio = 0;
+  EXPECT_EQ(poll(fds, 2, 0, skip), 1);
+  EXPECT_EQ(fds[1].revents, 0);
+  EXPECT_EQ(poll(fds, 2, 0), 2);  // the default looks every pass
+  EXPECT_EQ(fds[1].revents, POLLIN);
+  a->set_ready(0);  // nothing else: the sleep finds the pipe, the look after it reports it
+  EXPECT_EQ(poll(fds, 2, kLongMs, skip), 1);
+  EXPECT_EQ(fds[1].revents, POLLIN);
+}
+
+TEST(PollTimingTest, LooksAtOsByPass) {
+  PollTiming t;
+  EXPECT_TRUE(looks_at_os(t, 0, false));
+  EXPECT_TRUE(looks_at_os(t, 5, false));
+  t.os_first = false;
+  t.os_ratio = 3;
+  EXPECT_FALSE(looks_at_os(t, 0, false));
+  EXPECT_FALSE(looks_at_os(t, 1, false));
+  EXPECT_TRUE(looks_at_os(t, 3, false));
+  EXPECT_TRUE(looks_at_os(t, 4, true));  // the first pass after a sleep
+  t.os_ratio = 0;
+  EXPECT_FALSE(looks_at_os(t, 3, false));
+  EXPECT_TRUE(looks_at_os(t, 3, true));
+}
+
 TEST_F(MixedPollTest, TimeoutReturnsZeroAndLeavesNoWaiter) {
   std::shared_ptr<FakePollable> a, b;
   int fa = add(&a), fb = add(&b);

@@ -15,6 +15,10 @@
  *   on its inherited socket once the parent closed its copy.
  * fork-exit ADDR PORT PEER PEERPORT: a process P binds, receives, forks C
  *   and exits; C's inherited socket then receives.
+ * skipos ADDR PORT PEER PEERPORT N: 8 polls, then 8 epoll_waits (timeout 0)
+ *   of a readable socket and a readable pipe: the socket is reported every
+ *   time, the pipe N times of 8 (the kernel: 8; libvma's
+ *   VMA_SELECT_SKIP_OS=4: 2).
  * Each check prints PASS/FAIL; the last line is "done: N failure(s)", the
  * exit status 0 when N is 0. */
 #define _GNU_SOURCE /* recvmmsg, sendmmsg */
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -529,20 +534,61 @@ static void fork_exit(const char* ip, unsigned short port) {
         "P exited without closing: its child C's inherited socket receives (%s)", got);
 }
 
+/* ---- skipos ---- */
+static void skip_os(const char* ip, unsigned short port, int expect) {
+  int fd = bound_socket(ip, port);
+  ask(fd, "burst 1 S");
+  char b[64];
+  ssize_t n = recv(fd, b, sizeof b, MSG_PEEK); /* there now; not a poll (which counts) */
+  int pp[2];
+  if (pipe(pp) < 0 || write(pp[1], "x", 1) != 1) exit(2);
+  struct pollfd p[2] = {{fd, POLLIN, 0}, {pp[0], POLLIN, 0}};
+  int sock_seen = 0, pipe_seen = 0;
+  for (int i = 0; i < 8; i++) {
+    p[0].revents = p[1].revents = 0;
+    const int r = poll(p, 2, 0);
+    sock_seen += r >= 1 && (p[0].revents & POLLIN);
+    pipe_seen += (p[1].revents & POLLIN) != 0;
+  }
+  check(n > 0 && sock_seen == 8 && pipe_seen == expect,
+        "8 polls: the socket ready in %d, the pipe in %d (expected 8 and %d)", sock_seen,
+        pipe_seen, expect);
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+  ev.data.fd = pp[0];
+  epoll_ctl(ep, EPOLL_CTL_ADD, pp[0], &ev);
+  sock_seen = pipe_seen = 0;
+  for (int i = 0; i < 8; i++) {
+    struct epoll_event out[4];
+    const int r = epoll_wait(ep, out, 4, 0);
+    for (int k = 0; k < r; k++) {
+      sock_seen += out[k].data.fd == fd;
+      pipe_seen += out[k].data.fd == pp[0];
+    }
+  }
+  check(sock_seen == 8 && pipe_seen == expect,
+        "8 epoll_waits: the socket ready in %d, the pipe in %d (expected 8 and %d)", sock_seen,
+        pipe_seen, expect);
+  check(recv_is(fd, "S", 0), "the datagram read (the kernel counts it when read)");
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 3 && !strcmp(argv[1], "peer")) return peer((unsigned short)atoi(argv[2]));
-  if (argc == 6) g_peer_len = make_addr(argv[4], (unsigned short)atoi(argv[5]), &g_peer);
+  if (argc >= 6) g_peer_len = make_addr(argv[4], (unsigned short)atoi(argv[5]), &g_peer);
   if (argc == 6 && !strcmp(argv[1], "mmsg"))
     mmsg(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "dup"))
     dups(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "fork"))
     forks(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 7 && !strcmp(argv[1], "skipos"))
+    skip_os(argv[2], (unsigned short)atoi(argv[3]), atoi(argv[6]));
   else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit ADDR PORT PEER PEERPORT\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

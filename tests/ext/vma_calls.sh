@@ -23,6 +23,11 @@
 #        the rings after the child closed its copy and exited; a child
 #        receiving through its kernel socket once the parent closed its
 #        copy, and once the parent exited without closing it.
+#  skipos: a readable offloaded socket and a readable pipe, 8 polls and 8
+#        epoll_waits with timeout 0: the kernel reports the pipe every
+#        time; libvma's VMA_SELECT_SKIP_OS (default 4) looks at the plain
+#        kernel descriptors on the first pass of one call in 4 (2 of 8),
+#        and VMA_SELECT_SKIP_OS=1 in every call.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_calls.sh
 set -u
@@ -54,7 +59,7 @@ run_case() {
   in0=$(kernel_udp In "$fam") out0=$(kernel_udp Out "$fam")
   if [ "$pre" = 1 ]; then
     how="preloaded"
-    ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=info timeout 120 "$PROG" "$@" \
+    ip netns exec "$A" env ${PRE_ENV:-} LD_PRELOAD="$LIB" VMA_TRACELEVEL=info timeout 120 "$PROG" "$@" \
       >"$T/out" 2>"$T/err"
   else
     how="plain"
@@ -89,6 +94,13 @@ for pre in 0 1; do
   run_case "fork IPv4" 4 $pre 16 5 8 4 fork $IP4 $((port += 2)) $IP4B $PEERPORT
   run_case "fork IPv6" 6 $pre 16 5 8 4 fork $IP6 $((port += 2)) $IP6B $PEERPORT
   run_case "fork, parent exits, IPv4" 4 $pre 8 3 - - fork-exit $IP4 $((port += 1)) $IP4B $PEERPORT
+  if [ $pre = 0 ]; then
+    run_case "VMA_SELECT_SKIP_OS" 4 0 1 1 - - skipos $IP4 $((port += 1)) $IP4B $PEERPORT 8
+  else
+    run_case "VMA_SELECT_SKIP_OS default (4)" 4 1 1 1 0 1 skipos $IP4 $((port += 1)) $IP4B $PEERPORT 2
+    PRE_ENV=VMA_SELECT_SKIP_OS=1 run_case "VMA_SELECT_SKIP_OS=1" 4 1 1 1 0 1 \
+      skipos $IP4 $((port += 1)) $IP4B $PEERPORT 8
+  fi
 done
 
 echo "$name: $fails failure(s)"

@@ -152,6 +152,7 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
   if (!events) return -EFAULT;
   std::vector<std::shared_ptr<Pollable>> held;  // alive while armed
   bool joined = false;                          // a waiter of kick_ since the last arm
+  uint64_t passes = 0;                          // for timing.os_first and os_ratio
   auto leave = [&] {  // mu_ held
     if (!joined) return;
     pollfd k{kick_.fd(), POLLIN, 0};
@@ -169,7 +170,7 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
           leave();
           n = collect(events, maxevents, repeat);
         }
-        if (n == maxevents) return n;
+        if (n == maxevents || !looks_at_os(timing, passes++, !repeat)) return n;
         int k = ::epoll_wait(epfd_, events + n, maxevents - n, 0);
         if (k < 0) return n ? n : -errno;
         return n + k;

@@ -18,7 +18,8 @@ namespace {
 // descriptors' poll set, built once and reused by every pass.
 class MixedPoll {
  public:
-  MixedPoll(pollfd* fds, nfds_t nfds, const FdTable& table) : fds_(fds), nfds_(nfds), objs_(nfds) {
+  MixedPoll(pollfd* fds, nfds_t nfds, const PollTiming& timing, const FdTable& table)
+      : fds_(fds), nfds_(nfds), timing_(timing), objs_(nfds) {
     for (nfds_t i = 0; i < nfds; i++) {
       if (fds[i].fd < 0) continue;
       objs_[i] = table.get_pollable(fds[i].fd);
@@ -37,7 +38,8 @@ class MixedPoll {
       fds_[i].revents = !o ? 0 : repeat ? o->readiness_repeat(fds_[i].events)
                                         : o->readiness(fds_[i].events);
     }
-    if (!plain_.empty() && ::poll(plain_.data(), plain_.size(), 0) > 0)
+    if (!plain_.empty() && looks_at_os(timing_, passes_++, !repeat) &&
+        ::poll(plain_.data(), plain_.size(), 0) > 0)
       for (size_t k = 0; k < plain_.size(); k++) fds_[plain_idx_[k]].revents = plain_[k].revents;
     int ready = 0;
     for (nfds_t i = 0; i < nfds_; i++) ready += fds_[i].revents != 0;
@@ -55,6 +57,8 @@ class MixedPoll {
  private:
   pollfd* fds_;
   nfds_t nfds_;
+  const PollTiming& timing_;
+  uint64_t passes_ = 0;
   std::vector<std::shared_ptr<Pollable>> objs_;  // null: a kernel descriptor
   std::vector<pollfd> plain_;                     // the kernel descriptors, for scan()
   std::vector<nfds_t> plain_idx_;
@@ -64,7 +68,7 @@ class MixedPoll {
 int poll_mixed(pollfd* fds, nfds_t nfds, int timeout, const PollTiming& timing,
                const FdTable& table) {
   if (nfds && !fds) return -EFAULT;
-  MixedPoll mp(fds, nfds, table);
+  MixedPoll mp(fds, nfds, timing, table);
   return look_spin_sleep(
       timeout, timing, [&](bool repeat) { return mp.scan(repeat); },
       [&](SleepSet* sleep, int* ms) { return mp.arm(sleep, ms); });

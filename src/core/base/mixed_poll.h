@@ -10,6 +10,7 @@
 #include <sys/select.h>
 
 #include <chrono>
+#include <cstdint>
 
 #include "core/base/api.h"
 #include "core/base/fd_table.h"
@@ -21,7 +22,23 @@ struct PollTiming {
   // > 0: no sleep lasts longer, so a Pollable whose wake-up was missed is
   // looked at again; <= 0: sleeps end only at a wake-up or the timeout.
   int wake_interval_ms = 0;
+  // The kernel descriptors (those without a Pollable, an epoll set's
+  // kernel part): looked at on the call's first pass if os_first, on
+  // every os_ratio-th pass of the busy phase after it (0: none), and on
+  // the first pass after each sleep (the sleep waits on them). libvma's
+  // VMA_SELECT_SKIP_OS and VMA_SELECT_POLL_OS_RATIO; the defaults look
+  // at them on every pass.
+  int os_ratio = 1;
+  bool os_first = true;
 };
+
+// Whether pass `pass` of a call (0: the first; `after_sleep`: the first
+// since a sleep) looks at the kernel descriptors.
+inline bool looks_at_os(const PollTiming& t, uint64_t pass, bool after_sleep) {
+  if (pass == 0) return t.os_first;
+  if (after_sleep) return true;
+  return t.os_ratio > 0 && pass % static_cast<uint64_t>(t.os_ratio) == 0;
+}
 
 // poll(2)'s answer (a count, 0 on timeout) or -errno; -EINTR when a signal
 // handler ran (poll is never restarted).
