@@ -83,7 +83,7 @@ class Publisher {
   // Claims a free block for `fd` (type SOCK_DGRAM etc.); empty when all are taken.
   SS_API SocketStats open_socket(int fd, int socket_type, bool offloaded);
   SS_API void close_socket(SocketStats& s);
-  GroupStats open_group(GroupKind kind, int id, const char* name);
+  SS_API GroupStats open_group(GroupKind kind, int id, const char* name);
   void close_group(GroupStats& g);
 
   // Marks the file closing and removes it, the mapping kept (at exit:

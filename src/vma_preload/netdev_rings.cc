@@ -11,6 +11,8 @@
 #include "core/net/netlink_view.h"
 #include "core/net/udp_route.h"
 #include "interpose/real.h"
+#include "libvmacompat/stats_layout.h"
+#include "vma_preload/start.h"
 #if SS_VMA_XDP
 #include "core/prov/xdp/xdp_device.h"
 #include "core/prov/xdp/xdp_queue.h"
@@ -29,11 +31,22 @@ std::mutex g_mu;
 std::map<std::string, NetdevRings*> g_rings;  // null: refused, never asked again
 net::NetlinkView* g_view = nullptr;           // never freed: the service thread reads it
 
+// Also refreshes the rings' vmastat blocks once a second.
 void follow_kernel(ServiceThread::Run& run) {
   while (!run.stopping()) {
     pollfd fds[2] = {{-1, 0, 0}, {g_view->fd(), POLLIN, 0}};
-    if (run.poll(fds, -1) > 0 && (fds[1].revents & POLLIN)) g_view->process_events();
+    if (run.poll(fds, 1000) > 0 && (fds[1].revents & POLLIN)) g_view->process_events();
+    publish_ring_counters();
   }
+}
+
+// The frames parse_frame dropped as malformed (not those for the kernel).
+uint64_t malformed(const net::FrameCounters& f) {
+  uint64_t n = 0;
+  for (size_t r = static_cast<size_t>(net::FrameReason::kTruncatedEthernet);
+       r < net::kFrameReasonCount; r++)
+    n += f.by_reason[r];
+  return n;
 }
 
 // The process's NetlinkView and its service thread, g_mu held. 0 or -errno.
@@ -86,6 +99,8 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     if (const int fd = q.queue->poll_fd(prov::Ring::kRx, &ev); fd >= 0) r->kernel_fds.push_back(fd);
   }
   if (const auto dev = prov::xdp::Device::find(ifname.c_str())) dev->fds(&r->kernel_fds);
+  if (stats::Publisher* p = socket_stats())
+    r->stats = p->open_group(stats::kRing, static_cast<int>(g_rings.size()), ifname.c_str());
   *out = std::move(r);
   return 0;
 }
@@ -114,6 +129,35 @@ int route_ifindex(const net::IpAddr& dst) {
   f.dst = dst;
   net::Route r;
   return view->route(f, &r) == 0 ? r.ifindex : 0;
+}
+
+void publish_ring_counters() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const auto& [name, r] : g_rings) {
+    if (!r || !r->stats) continue;
+    const net::UdpRxCounters rx = r->stack->rx_counters();
+    const net::UdpTxCounters tx = r->tx->counters();
+    uint64_t ring_drops = 0;
+    for (const NetdevRings::Queue& q : r->queues) {
+      const prov::RingStats rs = q.queue->stats();
+      ring_drops += rs.rx_dropped_no_fill + rs.rx_dropped_rx_full;
+    }
+    uint64_t redirected = 0, dropped = 0;
+#if SS_VMA_XDP
+    prov::xdp::Counters xc;
+    if (prov::xdp::counters(name.c_str(), &xc) == 0) {
+      redirected = xc.redirected;
+      dropped = xc.dropped;
+    }
+#endif
+    r->stats.set(stats::kRingRxPackets, rx.delivered);
+    r->stats.set(stats::kRingRxBytes, rx.delivered_bytes);
+    r->stats.set(stats::kRingTxPackets, tx.sent);
+    r->stats.set(stats::kRingTxBytes, tx.sent_bytes);
+    r->stats.set(stats::kRingXdpRedirected, redirected);
+    r->stats.set(stats::kRingXdpDropped, dropped + ring_drops);
+    r->stats.set(stats::kRingRxMalformed, malformed(rx.frames));
+  }
 }
 
 void lock_rings_for_fork() { g_mu.lock(); }

@@ -15,6 +15,7 @@
 #include "core/net/udp_stack.h"
 #include "core/net/udp_tx.h"
 #include "core/prov/ring.h"
+#include "libvmacompat/stats_publisher.h"
 
 namespace ss::vma::preload {
 
@@ -34,6 +35,9 @@ struct NetdevRings {
   // queue's AF_XDP socket, the program's link, program and maps): a fork
   // child closes its copies, so the parent's exit takes them away.
   std::vector<int> kernel_fds;
+  // The netdev's ring block in vmastat (empty without one), refreshed by
+  // publish_ring_counters().
+  stats::GroupStats stats;
 
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
@@ -43,6 +47,12 @@ struct NetdevRings {
 // them (no permission, no XDP, a queue taken, no xdp provider in this
 // build): logged once per netdev, and asked again never.
 NetdevRings* netdev_rings(const std::string& ifname);
+
+// Every netdev's counters into its vmastat ring block: datagrams and
+// payload bytes the rings delivered and sent, the steering program's
+// redirects and drops (and the rings' own drops), malformed frames. The
+// service thread runs it once a second.
+void publish_ring_counters();
 
 // Around fork (fork_child.cc): the registry held while the process forks;
 // in the child, every netdev's kernel_fds closed (true when there were

@@ -6,7 +6,8 @@
 #  (a) tests/ext/vma_udp_echo.c as server in A under the preload, IPv4 and
 #      IPv6, a kernel client in B: every datagram comes back intact, and
 #      the proof that the rings carried them: the socket's vmastat block
-#      says Offloaded with exactly COUNT packets received and sent offloaded,
+#      says Offloaded with exactly COUNT packets received and sent offloaded
+#      (the netdev's ring block too, with their bytes and the XDP redirects),
 #      and A's kernel UDP counter (Udp InDatagrams / Udp6InDatagrams) did
 #      not move by COUNT.
 #      The same with the server waiting for each datagram in ppoll, then
@@ -75,6 +76,14 @@ echo_case() {
   fi
   after=$(kernel_udp_in "$fam")
   block "${pid:-0}" >"$T/block"
+  if [ "$expect" = offloaded ]; then
+    # The netdev's ring block, refreshed once a second: read until it counts them all.
+    for _ in $(seq 20); do
+      grep -Eq "^Tx Offload: [0-9]+ KB / $COUNT \[" "$T/block" && break
+      sleep 0.5
+      block "${pid:-0}" >"$T/block"
+    done
+  fi
   exec 3>&-
   wait "${pids[-1]}" || { echo "  server failed: $(tail -5 "$T/err")"; bad=1; }
   echo "  kernel UDP in A: $before -> $after; $(grep -E 'Offloaded|Rx Offload|Tx Offload|Rx OS|Tx OS' "$T/block" | tr '\n' ' ')"
@@ -82,6 +91,11 @@ echo_case() {
     has "$T/block" "^- UDP, Offloaded" || bad=1
     has "$T/block" "^Rx Offload: [0-9]+ KB / $COUNT /" || bad=1
     has "$T/block" "^Tx Offload: [0-9]+ KB / $COUNT /" || bad=1
+    # The ring's block: the netdev's datagrams and their payload bytes.
+    has "$T/block" "RING_XDP=\[0\] va" || bad=1
+    has "$T/block" "^Rx Offload: [1-9][0-9]* KB / $COUNT \[" || bad=1
+    has "$T/block" "^Tx Offload: [1-9][0-9]* KB / $COUNT \[" || bad=1
+    has "$T/block" "^XDP: [1-9][0-9]* / 0 \[redirected/dropped\], malformed dropped 0" || bad=1
     [ $((after - before)) -lt $COUNT ] || { echo "  the kernel received them"; bad=1; }
   else
     has "$T/block" "^- UDP, Not offloaded" || bad=1

@@ -319,6 +319,7 @@ void UdpStack::queue_locked(UdpEndpoint* ep, Buffer&& frame, size_t at, size_t l
     ep->arrivals_++;
     ep->waiters_.wake();
     rx_.delivered++;
+    rx_.delivered_bytes += len;
     return;
   }
   drop->push_back(std::move(frame));

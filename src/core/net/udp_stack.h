@@ -80,6 +80,7 @@ struct Datagram {
 struct UdpRxCounters {
   FrameCounters frames;           // by parse_frame's reason (kAccepted: parsed whole)
   uint64_t delivered = 0;         // queued on an endpoint
+  uint64_t delivered_bytes = 0;   // their payloads
   uint64_t no_endpoint = 0;       // parsed, but no endpoint has its address and port
   uint64_t not_from_peer = 0;     // a connected endpoint's, from another source
   uint64_t queue_full = 0;        // the endpoint's receive queue was full
@@ -214,7 +215,7 @@ class UdpStack {
   // received.
   void loop_back(std::span<const uint8_t> frame);
 
-  UdpRxCounters rx_counters() const;
+  SS_API UdpRxCounters rx_counters() const;
   const Config& config() const { return cfg_; }
   int ifindex() const { return cfg_.ifindex; }
 

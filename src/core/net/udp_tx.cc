@@ -148,6 +148,7 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   const int err = q.kick();
   if (err) return fail(-err);
   c_.sent++;
+  c_.sent_bytes += payload.size();
   // The frame stays untouched until its completion is reaped under mu_.
   if (group && opt.mc_loop) stack_->loop_back({p, static_cast<size_t>(len)});
   return SendResult{SendStatus::kSent, 0, ToKernel::kCount};

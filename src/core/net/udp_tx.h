@@ -61,6 +61,7 @@ struct SendResult {
 
 struct UdpTxCounters {
   uint64_t sent = 0;
+  uint64_t sent_bytes = 0;  // their payloads
   uint64_t to_kernel[kToKernelCount] = {};
   uint64_t ring_full = 0;   // tx ring full: EAGAIN
   uint64_t no_buffer = 0;   // no free frame: ENOBUFS
@@ -75,7 +76,7 @@ class UdpTx {
   // kError with EDESTADDRREQ (no destination), EAFNOSUPPORT (family not
   // ep's), EAGAIN (tx ring full), ENOBUFS (no frame), or the route's errno.
   SS_API SendResult send(UdpEndpoint& ep, const UdpAddr& dst, std::span<const uint8_t> payload);
-  UdpTxCounters counters() const;
+  SS_API UdpTxCounters counters() const;
   // Takes sent frames back from the completion ring now (a send does it
   // too): what an idle sender's owner calls so the frames recycle.
   void reap();
