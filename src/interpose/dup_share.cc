@@ -80,7 +80,10 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
   t.remove_object(fd, kind, nullptr);
   if (--grp.refs > 0) {
     if (fd == grp.owner) {
-      held_fds.insert(fd);  // the face still acts on this number
+      // The face still acts on this number; closed as the program sees
+      // it, so no exec'd program gets it either.
+      real().fcntl(fd, F_SETFD, FD_CLOEXEC);
+      held_fds.insert(fd);
       n_held = held_fds.size();
     } else {
       real().close(fd);

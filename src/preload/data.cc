@@ -13,6 +13,7 @@
 
 #include "librsocket/rsocket_own.h"
 #include "interpose/export.h"
+#include "interpose/fortify_receives.h"
 #include "interpose/real.h"
 #include "preload/route.h"
 #include "preload/sigpipe.h"
@@ -125,21 +126,7 @@ SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags)
   return static_cast<int>(i);
 }
 
-SS_PRELOAD_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
-  if (n > buflen) __chk_fail();
-  return read(fd, buf, n);
-}
-
-SS_PRELOAD_EXPORT ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
-  if (n > buflen) __chk_fail();
-  return recv(fd, buf, n, flags);
-}
-
-SS_PRELOAD_EXPORT ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags,
-                                         sockaddr* from, socklen_t* from_len) {
-  if (n > buflen) __chk_fail();
-  return recvfrom(fd, buf, n, flags, from, from_len);
-}
+SS_PRELOAD_FORTIFY_RECEIVES
 
 // Linux refuses a socket (a connection's kernel socket above all, which
 // must never be read here), a pipe or a directory as the source before a

@@ -12,9 +12,12 @@
 // destructor would take the port's steering away from the parent and
 // give lent frames to the parent's fill rings. Its new sockets are the
 // kernel's (the child makes no rings). A child of a process without
-// rings is a process like any other. vfork children run no fork
-// handlers and share the parent's memory: nothing changes for them.
+// rings is a process like any other. vfork is fork here, as libvma
+// makes it: a vfork child shares its parent's memory, so its calls under
+// the preload (a close of an offloaded socket before exec) would change
+// the parent's records.
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -22,6 +25,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/export.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 
@@ -66,3 +70,5 @@ __attribute__((constructor)) void watch_fork() {
 }  // namespace
 
 }  // namespace ss::vma::preload
+
+SS_PRELOAD_EXPORT pid_t vfork() { return fork(); }

@@ -1,5 +1,6 @@
 // The data calls of the VMA preload: recv, recvfrom, recvmsg, recvmmsg,
-// read, readv, send, sendto, sendmsg, sendmmsg, write, writev and connect. A descriptor without an
+// read, readv (and fortify's __recv_chk, __recvfrom_chk, __read_chk),
+// send, sendto, sendmsg, sendmmsg, write, writev and connect. A descriptor without an
 // offloaded path costs one lock-free fd-table lookup before libc (two for
 // a recorded socket not offloaded). A recorded UDP socket that is not bound
 // yet gets its offloaded path after the call that binds it implicitly (its
@@ -14,6 +15,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/msghdr_of.h"
 #include "interpose/export.h"
+#include "interpose/fortify_receives.h"
 #include "interpose/mmsg.h"
 #include "interpose/real.h"
 #include "vma_preload/edge.h"
@@ -130,6 +132,8 @@ SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
   msghdr m = ss::iov_only(iov, n);
   return off_recv(*s, &m, 0);
 }
+
+SS_PRELOAD_FORTIFY_RECEIVES
 
 SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* m, int flags) {
   return send_path(fd, m, flags);

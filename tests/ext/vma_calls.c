@@ -15,6 +15,11 @@
  *   on its inherited socket once the parent closed its copy.
  * fork-exit ADDR PORT PEER PEERPORT: a process P binds, receives, forks C
  *   and exits; C's inherited socket then receives.
+ * chk ADDR PORT PEER PEERPORT: recv, recvfrom and read of a buffer whose
+ *   size the compiler knows (built with _FORTIFY_SOURCE: glibc's __recv_chk,
+ *   __recvfrom_chk and __read_chk).
+ * vfork ADDR PORT PEER PEERPORT: a vfork child closes the socket and exits;
+ *   the parent's socket still receives.
  * skipos ADDR PORT PEER PEERPORT N: 8 polls, then 8 epoll_waits (timeout 0)
  *   of a readable socket and a readable pipe: the socket is reported every
  *   time, the pipe N times of 8 (the kernel: 8; libvma's
@@ -360,9 +365,12 @@ static void dups(const char* ip, unsigned short port) {
   ok = r == 0 && recv_is(d, "B", 0) && recv_is(d, "B", 1) && recv_is(d, "B", 2);
   r = close(fd);
   int e = errno;
-  check(ok && r == -1 && e == EBADF,
-        "the first number closed: the duplicate sends and receives; a second close EBADF (%s)",
-        strerror(e));
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "test ! -e /dev/fd/%d", fd);
+  const int gone_in_exec = system(cmd) == 0;
+  check(ok && r == -1 && e == EBADF && gone_in_exec,
+        "the first number closed: the duplicate sends and receives; a second close EBADF (%s); "
+        "an exec'd program does not have it (%d)", strerror(e), gone_in_exec);
 
   int c = fcntl(d, F_DUPFD_CLOEXEC, 100);
   ask(c, "burst 3 C");
@@ -534,6 +542,43 @@ static void fork_exit(const char* ip, unsigned short port) {
         "P exited without closing: its child C's inherited socket receives (%s)", got);
 }
 
+/* ---- chk, vfork ---- */
+static void chk(const char* ip, unsigned short port) {
+  int fd = bound_socket(ip, port);
+  ask(fd, "burst 3 T");
+  char buf[2048];
+  volatile size_t len = sizeof buf; /* not a constant: fortify calls the _chk variant */
+  struct sockaddr_storage from;
+  socklen_t flen = sizeof from;
+  ssize_t a = recv(fd, buf, len, 0);
+  int ok = a == (ssize_t)burst_len(0) && is_datagram(buf, (size_t)a, "T", 0);
+  ssize_t b = recvfrom(fd, buf, len, 0, (struct sockaddr*)&from, &flen);
+  ok = ok && b == (ssize_t)burst_len(1) && is_datagram(buf, (size_t)b, "T", 1) &&
+       flen == g_peer_len && memcmp(&from, &g_peer, flen) == 0;
+  ssize_t c = read(fd, buf, len);
+  ok = ok && c == (ssize_t)burst_len(2) && is_datagram(buf, (size_t)c, "T", 2);
+  check(ok, "recv, recvfrom and read into a buffer of known size: %zd, %zd, %zd bytes", a, b, c);
+  close(fd);
+}
+
+static void vforks(const char* ip, unsigned short port) {
+  int fd = bound_socket(ip, port);
+  ask(fd, "burst 1 V");
+  check(recv_is(fd, "V", 0), "before vfork: the socket receives");
+  pid_t c = vfork();
+  if (c == 0) {
+    close(fd);
+    _exit(0);
+  }
+  const int st = child_status(c);
+  ask(fd, "burst 4 U");
+  int ok = st == 0;
+  for (int i = 0; i < 4; i++) ok = ok && recv_is(fd, "U", i);
+  check(ok, "a vfork child closed the socket and exited (status %d): the parent's socket receives",
+        st);
+  close(fd);
+}
+
 /* ---- skipos ---- */
 static void skip_os(const char* ip, unsigned short port, int expect) {
   int fd = bound_socket(ip, port);
@@ -583,12 +628,16 @@ int main(int argc, char** argv) {
     dups(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "fork"))
     forks(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "chk"))
+    chk(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "vfork"))
+    vforks(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 7 && !strcmp(argv[1], "skipos"))
     skip_os(argv[2], (unsigned short)atoi(argv[3]), atoi(argv[6]));
   else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|vfork ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

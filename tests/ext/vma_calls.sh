@@ -23,6 +23,11 @@
 #        the rings after the child closed its copy and exited; a child
 #        receiving through its kernel socket once the parent closed its
 #        copy, and once the parent exited without closing it.
+#  chk:  a program built with _FORTIFY_SOURCE receiving with recv,
+#        recvfrom and read into buffers of known size (glibc's __recv_chk,
+#        __recvfrom_chk, __read_chk): on the rings too.
+#  vfork: a vfork child closing the socket leaves the parent's on the
+#        rings (vfork is fork under the preload, as libvma makes it).
 #  skipos: a readable offloaded socket and a readable pipe, 8 polls and 8
 #        epoll_waits with timeout 0: the kernel reports the pipe every
 #        time; libvma's VMA_SELECT_SKIP_OS (default 4) looks at the plain
@@ -38,6 +43,14 @@ IP4=10.221.0.1 IP4B=10.221.0.2 IP6=fd00:221::1 IP6B=fd00:221::2
 PROG=$T/calls
 "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror "$here/vma_calls.c" -o "$PROG" >"$T/cc.log" 2>&1 ||
   { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
+# The same program built with _FORTIFY_SOURCE, for the "chk" case: it
+# must call glibc's _chk receive variants, or the case proves nothing.
+PROG_F=$T/calls-fortified
+"$CC" -std=gnu11 -O2 -D_FORTIFY_SOURCE=2 -Wall -Wextra -Werror "$here/vma_calls.c" -o "$PROG_F" \
+  >"$T/cc.log" 2>&1 || { cat "$T/cc.log"; echo "ERROR: $name: the fortified program did not build"; exit 99; }
+for f in __recv_chk __recvfrom_chk __read_chk; do
+  nm -D "$PROG_F" | grep -q " U $f" || { echo "ERROR: $name: the fortified program does not call $f"; exit 99; }
+done
 vma_pair "$A" "$Z" ca cb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
 mkdir -m 1777 "$T/stats"
 export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/null
@@ -94,6 +107,8 @@ for pre in 0 1; do
   run_case "fork IPv4" 4 $pre 16 5 8 4 fork $IP4 $((port += 2)) $IP4B $PEERPORT
   run_case "fork IPv6" 6 $pre 16 5 8 4 fork $IP6 $((port += 2)) $IP6B $PEERPORT
   run_case "fork, parent exits, IPv4" 4 $pre 8 3 - - fork-exit $IP4 $((port += 1)) $IP4B $PEERPORT
+  PROG=$PROG_F run_case "fortified receives, IPv4" 4 $pre 3 1 0 1 chk $IP4 $((port += 1)) $IP4B $PEERPORT
+  run_case "vfork, IPv4" 4 $pre 5 2 0 1 vfork $IP4 $((port += 1)) $IP4B $PEERPORT
   if [ $pre = 0 ]; then
     run_case "VMA_SELECT_SKIP_OS" 4 0 1 1 - - skipos $IP4 $((port += 1)) $IP4B $PEERPORT 8
   else
