@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
@@ -228,12 +229,13 @@ void UdpOffload::ring_fds(std::vector<pollfd>* fds) const {
   for (const Leg& l : legs_) l.rings->poll_fds(fds);
 }
 
-void UdpOffload::wait(int timeout_ms) {
+int UdpOffload::wait(int timeout_ms, bool restartable) {
   const WaitTarget t = wait_target(POLLIN, &timeout_ms);
-  if (t.fd < 0) return;  // a datagram is there
+  if (t.fd < 0) return 0;  // a datagram is there
   pollfd p{t.fd, t.events, 0};
-  real().poll(&p, 1, timeout_ms);
+  const int r = interruptible_poll(&p, 1, timeout_ms, restartable);
   after_wait(t);
+  return r == -EINTR ? -EINTR : 0;
 }
 
 ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram* zcopy) {
@@ -296,7 +298,12 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
       slice = static_cast<int>(std::clamp<int64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1, 1,
           INT32_MAX));
-    wait(slice);
+    // A handler's signal fails the call as the kernel's (signal(7): not
+    // restarted when SO_RCVTIMEO is set).
+    if (wait(slice, deadline == clock::time_point::max()) == -EINTR) {
+      errno = EINTR;
+      return -1;
+    }
   }
 }
 

@@ -91,8 +91,10 @@ class UdpOffload {
   // The receive callback's verdict on d, taken off l: true to deliver it.
   bool callback_passes(Leg& l, net::Datagram* d);
   ssize_t copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy);
-  // Sleeps until the kernel socket or a ring is readable, or timeout_ms.
-  void wait(int timeout_ms);
+  // Sleeps until the kernel socket or a ring is readable, or timeout_ms:
+  // 0, or -EINTR when a signal handler ran and the kernel would fail the
+  // receive (no SA_RESTART, or not `restartable`: SO_RCVTIMEO is set).
+  int wait(int timeout_ms, bool restartable);
   // Queues what the rings hold on the endpoints (kicking their sleepers).
   void poll_rings();
   uint64_t count_arrivals();  // the endpoints' counts, rings not polled

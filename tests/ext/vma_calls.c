@@ -20,6 +20,10 @@
  *   __recvfrom_chk and __read_chk).
  * vfork ADDR PORT PEER PEERPORT: a vfork child closes the socket and exits;
  *   the parent's socket still receives.
+ * eintr ADDR PORT PEER PEERPORT: a blocking recv with nothing there, a
+ *   SIGALRM handler running meanwhile: EINTR without SA_RESTART; with it,
+ *   the recv goes on (the handler asks the peer for the datagram it then
+ *   gets); with SA_RESTART and SO_RCVTIMEO set, EINTR (signal(7)).
  * skipos ADDR PORT PEER PEERPORT N: 8 polls, then 8 epoll_waits (timeout 0)
  *   of a readable socket and a readable pipe: the socket is reported every
  *   time, the pipe N times of 8 (the kernel: 8; libvma's
@@ -32,6 +36,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -579,6 +584,53 @@ static void vforks(const char* ip, unsigned short port) {
   close(fd);
 }
 
+/* ---- eintr ---- */
+static int g_alarm_fd = -1;
+static void on_alarm(int sig) {
+  (void)sig;
+  if (g_alarm_fd >= 0) {
+    const char msg[] = "burst 1 R";
+    sendto(g_alarm_fd, msg, sizeof msg - 1, 0, (struct sockaddr*)&g_peer, g_peer_len);
+  }
+}
+
+/* A blocking recv on fd while SIGALRM (flags) comes in a second; its
+ * result and errno. */
+static ssize_t recv_alarmed(int fd, int flags, int ask_in_handler, int* err) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = flags;
+  sigaction(SIGALRM, &sa, NULL);
+  g_alarm_fd = ask_in_handler ? fd : -1;
+  char buf[2048];
+  alarm(1);
+  errno = 0;
+  ssize_t r = recv(fd, buf, sizeof buf, 0);
+  *err = errno;
+  alarm(0);
+  if (r > 0 && !is_datagram(buf, (size_t)r, "R", 0)) r = -2;
+  return r;
+}
+
+static void eintr(const char* ip, unsigned short port) {
+  int fd = bound_socket(ip, port);
+  struct timeval none = {0, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+  int e;
+  ssize_t r = recv_alarmed(fd, 0, 0, &e);
+  check(r == -1 && e == EINTR, "a handler without SA_RESTART: recv fails with EINTR (%zd, %s)", r,
+        strerror(e));
+  r = recv_alarmed(fd, SA_RESTART, 1, &e);
+  check(r == (ssize_t)burst_len(0),
+        "with SA_RESTART: recv goes on and gets the datagram the handler asked for (%zd, %s)", r,
+        strerror(e));
+  set_timeout(fd);
+  r = recv_alarmed(fd, SA_RESTART, 0, &e);
+  check(r == -1 && e == EINTR, "with SA_RESTART and SO_RCVTIMEO: EINTR (%zd, %s)", r, strerror(e));
+  close(fd);
+}
+
 /* ---- skipos ---- */
 static void skip_os(const char* ip, unsigned short port, int expect) {
   int fd = bound_socket(ip, port);
@@ -630,6 +682,8 @@ int main(int argc, char** argv) {
     forks(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "chk"))
     chk(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "eintr"))
+    eintr(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "vfork"))
     vforks(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 7 && !strcmp(argv[1], "skipos"))
@@ -637,7 +691,7 @@ int main(int argc, char** argv) {
   else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|vfork ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|vfork|eintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

@@ -28,6 +28,9 @@
 #        __recvfrom_chk, __read_chk): on the rings too.
 #  vfork: a vfork child closing the socket leaves the parent's on the
 #        rings (vfork is fork under the preload, as libvma makes it).
+#  eintr: a blocking recv on an offloaded socket and a signal handler:
+#        EINTR without SA_RESTART, restarted with it (and then gets the
+#        datagram from the rings), EINTR with SA_RESTART and SO_RCVTIMEO.
 #  skipos: a readable offloaded socket and a readable pipe, 8 polls and 8
 #        epoll_waits with timeout 0: the kernel reports the pipe every
 #        time; libvma's VMA_SELECT_SKIP_OS (default 4) looks at the plain
@@ -109,6 +112,7 @@ for pre in 0 1; do
   run_case "fork, parent exits, IPv4" 4 $pre 8 3 - - fork-exit $IP4 $((port += 1)) $IP4B $PEERPORT
   PROG=$PROG_F run_case "fortified receives, IPv4" 4 $pre 3 1 0 1 chk $IP4 $((port += 1)) $IP4B $PEERPORT
   run_case "vfork, IPv4" 4 $pre 5 2 0 1 vfork $IP4 $((port += 1)) $IP4B $PEERPORT
+  run_case "signals, IPv4" 4 $pre 1 1 0 1 eintr $IP4 $((port += 1)) $IP4B $PEERPORT
   if [ $pre = 0 ]; then
     run_case "VMA_SELECT_SKIP_OS" 4 0 1 1 - - skipos $IP4 $((port += 1)) $IP4B $PEERPORT 8
   else
