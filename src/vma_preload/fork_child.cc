@@ -11,7 +11,9 @@
 // the parent; it keeps a reference to every inherited record, whose
 // destructor would take the port's steering away from the parent and
 // give lent frames to the parent's fill rings. Its new sockets are the
-// kernel's (the child makes no rings). A child of a process without
+// kernel's (the child makes no rings), and it takes none of the locks a
+// parent's thread may have held at fork (the rings' registry, a socket's
+// offload and multicast locks): those paths end first in a child. A child of a process without
 // rings is a process like any other. vfork is fork here, as libvma
 // makes it: a vfork child shares its parent's memory, so its calls under
 // the preload (a close of an offloaded socket before exec) would change
@@ -48,7 +50,6 @@ void keep_inherited_records() {
 
 void in_child() {
   const bool had_rings = close_rings_in_fork_child();
-  unlock_rings_after_fork();
   if (!had_rings && !in_fork_child()) return;
   g_fork_child.store(true, std::memory_order_relaxed);
   try {
@@ -64,7 +65,7 @@ void in_child() {
 // after theirs, so its table lookups work.
 __attribute__((constructor)) void watch_fork() {
   FdTable::instance();
-  pthread_atfork(lock_rings_for_fork, unlock_rings_after_fork, in_child);
+  pthread_atfork(nullptr, nullptr, in_child);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <net/if.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -29,6 +30,25 @@ constexpr uint32_t kFill = 2048, kRing = 1024;
 
 std::mutex g_mu;
 std::map<std::string, NetdevRings*> g_rings;  // null: refused, never asked again
+
+// Every netdev's kernel_fds, for a fork child: appended under g_mu, read
+// without it (entries before the count are whole).
+constexpr size_t kMaxKernelFds = 1024;
+std::atomic<int> g_kernel_fds[kMaxKernelFds];
+std::atomic<size_t> g_n_kernel_fds{0};
+
+void publish_kernel_fds(const NetdevRings& r) {
+  for (const int fd : r.kernel_fds) {
+    const size_t i = g_n_kernel_fds.load(std::memory_order_relaxed);
+    if (i == kMaxKernelFds) {
+      SS_WARN("%s: more ring descriptors than a fork child can close (%zu); a child may keep "
+              "the rings alive after its parent", r.ifname.c_str(), kMaxKernelFds);
+      return;
+    }
+    g_kernel_fds[i].store(fd, std::memory_order_relaxed);
+    g_n_kernel_fds.store(i + 1, std::memory_order_release);
+  }
+}
 net::NetlinkView* g_view = nullptr;           // never freed: the service thread reads it
 
 // Also refreshes the rings' vmastat blocks once a second.
@@ -160,18 +180,10 @@ void publish_ring_counters() {
   }
 }
 
-void lock_rings_for_fork() { g_mu.lock(); }
-void unlock_rings_after_fork() { g_mu.unlock(); }
-
 bool close_rings_in_fork_child() {
-  bool any = false;
-  for (auto& [name, r] : g_rings) {
-    if (!r) continue;
-    any = true;
-    for (const int fd : r->kernel_fds) interpose::real().close(fd);
-    r->kernel_fds.clear();
-  }
-  return any;
+  const size_t n = g_n_kernel_fds.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; i++) interpose::real().close(g_kernel_fds[i].load(std::memory_order_relaxed));
+  return n > 0;
 }
 
 NetdevRings* netdev_rings(const std::string& ifname) {
@@ -186,6 +198,7 @@ NetdevRings* netdev_rings(const std::string& ifname) {
     return nullptr;
   }
   SS_INFO("%s: UDP offloaded on %zu rx queue(s)", ifname.c_str(), r->queues.size());
+  publish_kernel_fds(*r);
   return g_rings[ifname] = r.release();
 }
 

@@ -54,11 +54,10 @@ NetdevRings* netdev_rings(const std::string& ifname);
 // service thread runs it once a second.
 void publish_ring_counters();
 
-// Around fork (fork_child.cc): the registry held while the process forks;
-// in the child, every netdev's kernel_fds closed (true when there were
-// rings), then the registry released.
-void lock_rings_for_fork();
-void unlock_rings_after_fork();
+// In a fork child (fork_child.cc): every netdev's kernel_fds closed, from
+// a list published without a lock (the registry's lock may be held by a
+// thread the child does not have; the child never takes it). True when
+// the parent had rings.
 bool close_rings_in_fork_child();
 
 // The interface the kernel routes `dst` out of (the process's NetlinkView;
