@@ -314,7 +314,10 @@ ssize_t UdpOffload::sendmsg(KernelSocket& s, const msghdr* m, int flags) {
   else if (connected_.load(std::memory_order_acquire)) dst = peer_;
   const size_t total = iov_total(m);
   uint8_t payload[2048];
-  if (!dst.ip.empty() && !(flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) && total <= sizeof payload) {
+  // Ancillary data (a TTL, TOS or source for this datagram) is the
+  // kernel's to apply: such a send goes through the kernel socket.
+  if (!dst.ip.empty() && !(flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) && total <= sizeof payload &&
+      m->msg_controllen == 0) {
     size_t off = 0;
     for (size_t i = 0; i < m->msg_iovlen; i++) {
       std::memcpy(payload + off, m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);

@@ -103,17 +103,34 @@ static int peer(unsigned short port) {
     perror("peer: bind");
     return 1;
   }
+  int on = 1;
+  setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof on);
+  setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof on);
   printf("ready\n");
   fflush(stdout);
   char buf[4096], out[2048], tag[64];
   for (;;) {
     struct sockaddr_storage from;
-    socklen_t flen = sizeof from;
-    ssize_t n = recvfrom(fd, buf, sizeof buf - 1, 0, (struct sockaddr*)&from, &flen);
+    char ctl[256];
+    struct iovec iov = {buf, sizeof buf - 1};
+    struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov,
+                       .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+    ssize_t n = recvmsg(fd, &m, 0);
     if (n < 0) continue;
+    socklen_t flen = m.msg_namelen;
     buf[n] = 0;
     int count;
     if (!strcmp(buf, "quit")) return 0;
+    if (!strcmp(buf, "ttl?")) { /* the TTL or hop limit it arrived with */
+      int ttl = -1;
+      for (struct cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
+            (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT))
+          memcpy(&ttl, CMSG_DATA(c), sizeof ttl);
+      const int len = snprintf(out, sizeof out, "ttl %d", ttl);
+      sendto(fd, out, (size_t)len, 0, (struct sockaddr*)&from, flen);
+      continue;
+    }
     if (sscanf(buf, "burst %d %63s", &count, tag) == 2) {
       for (int i = 0; i < count; i++)
         sendto(fd, out, fill(out, tag, i), 0, (struct sockaddr*)&from, flen);
@@ -315,6 +332,37 @@ static void mmsg_send_checks(int fd) {
   for (int e = 0; ok && e < 3; e++) ok = entry_is(e, "S", e);
   check(ok && nothing_left(fd),
         "sendmmsg with entry 3 invalid: 3 (%d), those 3 echoed (%d), nothing more", r, back);
+  /* A TTL (hop limit) as ancillary data: the datagram leaves with it. */
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  char q[] = "ttl?";
+  struct iovec qv = {q, 4};
+  struct mmsghdr t[1];
+  memset(t, 0, sizeof t);
+  t[0].msg_hdr.msg_name = &g_peer;
+  t[0].msg_hdr.msg_namelen = g_peer_len;
+  t[0].msg_hdr.msg_iov = &qv;
+  t[0].msg_hdr.msg_iovlen = 1;
+  t[0].msg_hdr.msg_control = ctl.buf;
+  t[0].msg_hdr.msg_controllen = sizeof ctl.buf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&t[0].msg_hdr);
+  c->cmsg_level = g_peer.ss_family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP;
+  c->cmsg_type = g_peer.ss_family == AF_INET6 ? IPV6_HOPLIMIT : IP_TTL;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  const int seven = 7;
+  memcpy(CMSG_DATA(c), &seven, sizeof seven);
+  char ans[64] = {0};
+  ssize_t a1 = sendmsg(fd, &t[0].msg_hdr, 0);
+  ssize_t g1 = recv(fd, ans, sizeof ans - 1, 0);
+  const int ok1 = a1 == 4 && g1 > 0 && !strcmp(ans, "ttl 7");
+  memset(ans, 0, sizeof ans);
+  int a2 = sendmmsg(fd, t, 1, 0);
+  ssize_t g2 = recv(fd, ans, sizeof ans - 1, 0);
+  check(ok1 && a2 == 1 && g2 > 0 && !strcmp(ans, "ttl 7"),
+        "sendmsg and sendmmsg with a TTL as ancillary data: the peer saw TTL 7 (%s)", ans);
+
   v[0].msg_hdr.msg_namelen = 3;
   r = sendmmsg(fd, v, kSend, 0);
   e = errno;

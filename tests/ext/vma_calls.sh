@@ -11,7 +11,8 @@
 #  mmsg: recvmmsg and sendmmsg (vlen 0, a null vector, bad timeouts, a
 #        blocking batch, MSG_TRUNC entries, MSG_WAITFORONE, the timeout
 #        written back and ending the call, a kernel-socket datagram among
-#        the rings', sendmmsg's msg_len and its count on a later error).
+#        the rings', sendmmsg's msg_len and its count on a later error,
+#        a TTL as ancillary data of sendmsg and sendmmsg honoured).
 #  dup:  dup, fcntl F_DUPFD(_CLOEXEC), dup2, dup3 and close_range: every
 #        number of a socket receives its datagrams (the first number
 #        closed too), close-on-exec as asked, dup2 onto another socket's
@@ -102,8 +103,8 @@ run_case() {
 }
 
 for pre in 0 1; do
-  run_case "mmsg IPv4" 4 $pre 36 15 3 3 mmsg $IP4 $((port += 1)) $IP4B $PEERPORT
-  run_case "mmsg IPv6" 6 $pre 36 15 3 3 mmsg $IP6 $((port += 1)) $IP6B $PEERPORT
+  run_case "mmsg IPv4" 4 $pre 36 15 3 4 mmsg $IP4 $((port += 1)) $IP4B $PEERPORT
+  run_case "mmsg IPv6" 6 $pre 36 15 3 4 mmsg $IP6 $((port += 1)) $IP6B $PEERPORT
   run_case "dup IPv4" 4 $pre 25 8 3 3 dup $IP4 $((port += 2)) $IP4B $PEERPORT
   run_case "dup IPv6" 6 $pre 25 8 3 3 dup $IP6 $((port += 2)) $IP6B $PEERPORT
   # The parent's 9 datagrams on the rings; the child's 7 and 3 sends the kernel's.
