@@ -8,6 +8,7 @@
 #include <poll.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,16 @@ struct NetdevRings {
   std::unique_ptr<net::TxResolver> resolver;
   std::unique_ptr<net::UdpTx> tx;
 
+  // socketXtreme (socketxtreme.h): the endpoints whose datagrams
+  // socketxtreme_poll on any of these rings reports, with their sockets.
+  struct XtremeMember {
+    int fd;
+    net::UdpEndpoint* ep;
+  };
+  std::mutex xtreme_mu;
+  std::vector<XtremeMember> xtreme;  // xtreme_mu
+  size_t xtreme_next = 0;            // xtreme_mu: the member the next poll starts at
+
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
 };
@@ -39,6 +50,9 @@ struct NetdevRings {
 // them (no permission, no XDP, a queue taken, no xdp provider in this
 // build): logged once per netdev, and asked again never.
 NetdevRings* netdev_rings(const std::string& ifname);
+
+// The netdev one of whose rings' wake-ups (poll_fds) is fd, else null.
+NetdevRings* netdev_rings_of_ring_fd(int fd);
 
 // The interface the kernel routes `dst` out of (the process's NetlinkView;
 // a multicast join names none); 0 when there is no answer.

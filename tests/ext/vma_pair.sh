@@ -22,7 +22,7 @@ for p in ip ethtool timeout; do
 done
 CC=$(command -v cc || command -v gcc || command -v clang) ||
   { echo "SKIP: $name: no C compiler"; exit 77; }
-unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID
+unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID VMA_SOCKETXTREME
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vma.XXXXXX") || exit 99
 pids=()
 cleanup() {

@@ -1,7 +1,9 @@
 /* The VMA preload seen by a program built against the installed
  * <mellanox/vma_extra.h> only (tests/ext/vma_preload.sh).  Modes:
  *   api     the Extra API under the preload: the table, its exact mask,
- *           every missing entry -1/EOPNOTSUPP, the receive entries on an
+ *           every missing entry -1/EOPNOTSUPP, the four socketXtreme ones
+ *           too (VMA_SOCKETXTREME unset: libvma sets their bits and fails
+ *           them so), the receive entries on an
  *           unbound socket, add_conf_rule (a port
  *           rule deciding at bind, wildcard rules at socket),
  *           thread_offload, dump_fd_stats, SO_VMA_* on a kernel socket,
@@ -63,7 +65,10 @@ static int mode_api(void)
 	const uint64_t want = VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_THREAD_OFFLOAD |
 			      VMA_EXTRA_API_DUMP_FD_STATS | VMA_EXTRA_API_RECVFROM_ZCOPY |
 			      VMA_EXTRA_API_FREE_PACKETS | VMA_EXTRA_API_REGISTER_RECV_CALLBACK |
-			      VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
+			      VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS |
+			      VMA_EXTRA_API_SOCKETXTREME_POLL | VMA_EXTRA_API_SOCKETXTREME_FREE_VMA_PACKETS |
+			      VMA_EXTRA_API_SOCKETXTREME_REF_VMA_BUFF |
+			      VMA_EXTRA_API_SOCKETXTREME_FREE_VMA_BUFF;
 	char buf[256];
 	int flags = 0, key = 0, r, err;
 	uint16_t hlen = 0;
@@ -76,7 +81,7 @@ static int mode_api(void)
 	expect(vma_get_api() == api, "vma_get_api() returns the same table every time");
 	snprintf(buf, sizeof buf, "mask is exactly add_conf_rule|thread_offload|dump_fd_stats|"
 		 "recvfrom_zcopy|free_packets|register_recv_callback|get_socket_rings_num|"
-		 "get_socket_rings_fds (got 0x%llx)",
+		 "get_socket_rings_fds|the four socketxtreme ones (got 0x%llx)",
 		 (unsigned long long)api->vma_extra_supported_mask);
 	expect(api->vma_extra_supported_mask == want, buf);
 
