@@ -20,7 +20,8 @@ ext_test_scripts = \
 	tests/ext/vma_preload.sh \
 	tests/ext/vma_netns.sh \
 	tests/ext/vma_mcast.sh \
-	tests/ext/vma_zcopy.sh
+	tests/ext/vma_zcopy.sh \
+	tests/ext/vma_xtreme.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
@@ -36,9 +37,11 @@ EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
 EXTRA_DIST += tests/ext/vma_mcast.c
 # Compiled by vma_zcopy.sh (and bench/vma_zcopy.sh) against the installed header.
 EXTRA_DIST += tests/ext/vma_zcopy_prog.c
+# Compiled by vma_xtreme.sh against the installed header.
+EXTRA_DIST += tests/ext/vma_xtreme_prog.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=120 preload.sh=180 preload_netns.sh=60 udpong.sh=90 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
-	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120
+	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120
