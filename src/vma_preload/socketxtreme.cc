@@ -7,11 +7,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
+#include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/xtreme_buffs.h"
 #include "vma_preload/edge.h"
+#include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 
 namespace ss::vma::preload {
@@ -49,6 +52,15 @@ int result(int r) {
   return -1;
 }
 
+// Counts `packets` datagrams of `bytes` received offloaded on fd's vmastat
+// block (its record looked up: the member keeps only the fd).
+void count_rx(int fd, uint64_t packets, uint64_t bytes) {
+  if (const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel)) {
+    s->stats.add(stats::kRxPackets, packets);
+    s->stats.add(stats::kRxBytes, bytes);
+  }
+}
+
 // d as completion c of socket fd: its frame lent, one buffer. False when
 // no frame could be had for it (the datagram is dropped).
 bool complete(int fd, net::Datagram&& d, vma_completion_t* c) {
@@ -83,20 +95,35 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     return -1;
   }
   unsigned int got = 0;
-  std::lock_guard<std::mutex> lock(r->xtreme_mu);
-  const size_t m = r->xtreme.size();
-  if (m == 0) {
-    r->stack->poll_rx();  // the other sockets' datagrams still leave the rings
-    return 0;
+  // Each member's take, counted after the lock: a socket's record may be
+  // its last reference, and dropping it leaves xtreme_mu's list.
+  struct Taken {
+    int fd;
+    uint64_t packets, bytes;
+  };
+  std::vector<Taken> taken;
+  {
+    std::lock_guard<std::mutex> lock(r->xtreme_mu);
+    const size_t m = r->xtreme.size();
+    if (m == 0) {
+      r->stack->poll_rx();  // the other sockets' datagrams still leave the rings
+      return 0;
+    }
+    const size_t first = r->xtreme_next % m;
+    for (size_t i = 0; i < m && got < n; i++) {
+      const NetdevRings::XtremeMember& x = r->xtreme[(first + i) % m];
+      net::Datagram d;
+      Taken t{x.fd, 0, 0};
+      while (got < n && x.ep->recv_zcopy(&d) == 1)
+        if (complete(x.fd, std::move(d), &comps[got])) {
+          t.packets++;
+          t.bytes += comps[got++].packet.total_len;
+        }
+      if (t.packets) taken.push_back(t);
+    }
+    r->xtreme_next = first + 1;  // the next poll starts at the next socket
   }
-  const size_t first = r->xtreme_next % m;
-  for (size_t i = 0; i < m && got < n; i++) {
-    const NetdevRings::XtremeMember& x = r->xtreme[(first + i) % m];
-    net::Datagram d;
-    while (got < n && x.ep->recv_zcopy(&d) == 1)
-      if (complete(x.fd, std::move(d), &comps[got])) got++;
-  }
-  r->xtreme_next = first + 1;  // the next poll starts at the next socket
+  for (const Taken& t : taken) count_rx(t.fd, t.packets, t.bytes);
   return static_cast<int>(got);
 }
 

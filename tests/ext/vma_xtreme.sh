@@ -8,7 +8,8 @@
 # completion, source and payload checked, freed at once; ref/free counts,
 # double and bogus frees refused with EINVAL, EBADFD for a descriptor that
 # is not a ring's, never more completions than asked. The proof that the
-# rings carried them: A's kernel UDP counter does not move. With
+# rings carried them: A's kernel UDP counter does not move, the socket's
+# vmastat block counts them received offloaded. With
 # VMA_SOCKETXTREME unset the four entries are -1/EOPNOTSUPP (bits set).
 # Namespaces, scratch and clean-up: tests/ext/vma_pair.sh.
 #
@@ -26,27 +27,36 @@ vma_pair "$A" "$Z" xa xb "$IP4/24" "$IP4B/24"
 port=$((21000 + RANDOM % 8000))
 count=${VMA_XTREME_COUNT:-10000}
 
+mkdir -m 1777 "$T/stats"
+mkfifo "$T/hold"
 before=$(kernel_udp In 4)
-ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
-  VMA_SOCKETXTREME=1 timeout 90 "$PROG" recv $IP4 $port "$count" $IP4B >"$T/out" 2>"$T/err" &
+ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR="$T/stats" \
+  VMA_SOCKETXTREME=1 XTREME_HOLD=1 timeout 90 "$PROG" recv $IP4 $port "$count" $IP4B \
+  <"$T/hold" >"$T/out" 2>"$T/err" &
 rpid=$!
 pids+=($rpid)
+exec 3>"$T/hold"
 for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
 ip netns exec "$Z" timeout 90 "$PROG" send $IP4 $port "$count" >"$T/send" 2>&1
 src=$?
+for _ in $(seq 100); do grep -q '^held' "$T/out" && break; sleep 0.1; done
+block "$(sed -n 's/^held //p' "$T/out")" >"$T/block"
+exec 3>&-
 wait $rpid
 rrc=$?
 after=$(kernel_udp In 4)
-sed -n 's/^/  program: /p' "$T/out" | grep -v "program: ready"
+sed -n 's/^/  program: /p' "$T/out" | grep -v "program: \(ready\|held\)"
 [ $src = 0 ] || echo "  sender (exit $src): $(cat "$T/send")"
 [ $rrc = 0 ] || echo "  receiver (exit $rrc): $(tail -5 "$T/err")"
-echo "  kernel UDP in A: $before -> $after"
+echo "  kernel UDP in A: $before -> $after; $(grep -E 'Offloaded|Rx Offload|Rx OS' "$T/block" | tr '\n' ' ')"
 has "$T/err" "xa: UDP offloaded on"
 check "the receiver's netdev has rings" $?
 [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure"
 check "socketxtreme_poll: all $count datagrams from the ring fds, completions, sources, payloads, ref/free counts, refusals (exit $rrc)" $?
 [ $((after - before)) -eq 0 ]
 check "A's kernel received none of the $count datagrams ($before -> $after)" $?
+has "$T/block" "^- UDP, Offloaded" && has "$T/block" "^Rx Offload: [0-9]+ KB / $count /"
+check "the socket's vmastat block: offloaded, $count datagrams received offloaded" $?
 
 port=$((port + 1))
 ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
