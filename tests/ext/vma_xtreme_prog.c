@@ -1,17 +1,19 @@
 /* socketXtreme under libvma.so, built against the installed
  * <mellanox/vma_extra.h> only (tests/ext/vma_xtreme.sh).
  *   recv IP PORT COUNT PEER  (under LD_PRELOAD=libvma.so with
- *       VMA_SOCKETXTREME=1, in the offloaded namespace) binds IP:PORT,
- *       checks the mask's four socketXtreme bits, the refusals
+ *       VMA_SOCKETXTREME=1, in the offloaded namespace) binds IP:PORT and
+ *       IP:PORT+1 (one netdev: the same ring fds), checks the mask's four
+ *       socketXtreme bits, the refusals
  *       (socketxtreme_poll on the socket's own fd and on -1: EBADFD;
  *       free_vma_buff/ref_vma_buff of a made-up vma_buff_t and NULL,
  *       free_vma_packets of NULL, of a packet without buffers and of a
  *       made-up buffer: -1/EINVAL), prints "ready", then loops
- *       socketxtreme_poll over the socket's ring fds until COUNT
- *       datagrams came: each completion VMA_SOCKETXTREME_PACKET|EPOLLIN,
- *       user_data the fd, src PEER, one buffer (next NULL, len ==
- *       total_len), its payload datagram i in order; never more than the
- *       n asked for. Every datagram is freed at once (COUNT exceeds the
+ *       socketxtreme_poll over the first socket's ring fds until COUNT
+ *       datagrams came to both: each completion
+ *       VMA_SOCKETXTREME_PACKET|EPOLLIN, user_data the socket's fd, src
+ *       PEER, one buffer (next NULL, len == total_len), its payload the
+ *       socket's next datagram (socket k gets i = k, k + 2, ...); never
+ *       more than the n asked for. Every datagram is freed at once (COUNT exceeds the
  *       rings' frames: they must recycle); every 50th is first
  *       referenced (2), freed by ref count (1), then by
  *       free_vma_packets (the frame back), and a second free of either
@@ -25,8 +27,9 @@
  *       Prints "FAIL: ..." per failure and "PASS: N failure(s)".
  *   off IP PORT  (under the preload, VMA_SOCKETXTREME unset): the bits
  *       still set, the four entries -1/EOPNOTSUPP, on a real ring fd too.
- *   send IP PORT COUNT  (the kernel peer) sends COUNT datagrams in
- *       batches of BATCH, each acknowledged by the receiver. */
+ *   send IP PORT COUNT  (the kernel peer) sends COUNT datagrams, i to
+ *       PORT + i % 2, in batches of BATCH, each acknowledged by the
+ *       receiver. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -227,14 +230,17 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 	struct vma_api_t *api = api_or_exit();
 	struct sockaddr_in peer = addr_of(peer_ip, 0), from;
 	struct vma_completion_t comps[8];
-	int rings[MAX_RINGS], nrings, s, r;
-	uint32_t got = 0;
+	int rings[MAX_RINGS], rings2[MAX_RINGS], nrings, s[2], r;
+	uint32_t got = 0, next[2] = {0, 1}; /* socket k gets datagrams k, k + 2, ... */
 	uint8_t buf[2048];
 	char m[160];
 
-	s = bound_socket(ip, port);
-	nrings = rings_of(api, s, rings);
-	refusals(api, s);
+	s[0] = bound_socket(ip, port);
+	s[1] = bound_socket(ip, port + 1);
+	nrings = rings_of(api, s[0], rings);
+	expect(rings_of(api, s[1], rings2) == nrings && !memcmp(rings, rings2, sizeof(int) * (size_t)nrings),
+	       "both sockets have the netdev's rings");
+	refusals(api, s[0]);
 	printf("ready\n");
 	fflush(stdout);
 	while (got < count && nrings > 0) {
@@ -254,22 +260,28 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 				expect(comps[r].events == 0xa5a5a5a5a5a5a5a5ull,
 				       "socketxtreme_poll wrote past its count");
 			for (int c = 0; c < r; c++) {
-				if (!completion_ok(&comps[c], s, &peer, got))
+				/* user_data names the socket; each socket's datagrams in order. */
+				const int w = comps[c].user_data == (uint64_t)s[1];
+
+				if (!completion_ok(&comps[c], s[w], &peer, next[w]))
 					goto out;
 				if (got == 0)
 					from = comps[c].src; /* the sender, for acknowledgements */
-				free_packet(api, &comps[c].packet, got);
+				free_packet(api, &comps[c].packet, next[w]);
+				next[w] += 2;
 				got++;
 				if (got % BATCH == 0 || got == count)
-					sendto(s, "ack", 3, 0, (struct sockaddr *)&from, sizeof from);
+					sendto(s[0], "ack", 3, 0, (struct sockaddr *)&from, sizeof from);
 			}
 		}
 	}
 out:
 	snprintf(m, sizeof m, "all %u datagrams through socketxtreme_poll (got %u)", count, got);
 	expect(got == count, m);
-	r = (int)recvfrom(s, buf, sizeof buf, MSG_DONTWAIT, NULL, NULL);
-	expect_err(r, errno, EAGAIN, "recvfrom after the loop (every datagram was polled)");
+	for (int k = 0; k < 2; k++) {
+		r = (int)recvfrom(s[k], buf, sizeof buf, MSG_DONTWAIT, NULL, NULL);
+		expect_err(r, errno, EAGAIN, "recvfrom after the loop (every datagram was polled)");
+	}
 	for (int k = 0; k < nrings; k++) {
 		r = api->socketxtreme_poll(rings[k], comps, 8, 0);
 		expect(r == 0, "socketxtreme_poll with nothing sent returns 0");
@@ -324,6 +336,7 @@ static int mode_send(const char *ip, int port, uint32_t count)
 		for (; i < end; i++) {
 			const size_t n = fill_datagram(d, i);
 
+			to.sin_port = htons((uint16_t)(port + (int)(i % 2)));
 			if (sendto(s, d, n, 0, (struct sockaddr *)&to, sizeof to) != (ssize_t)n) {
 				perror("sendto");
 				return 1;
