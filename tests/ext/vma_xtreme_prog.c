@@ -25,10 +25,14 @@
  *       it then prints "held PID" and waits for stdin to close (its
  *       vmastat block is read meanwhile).
  *       Prints "FAIL: ..." per failure and "PASS: N failure(s)".
+ *   mrecv GROUP PORT COUNT PEER IFADDR  (as recv) two sockets of the
+ *       process on GROUP:PORT, joined on IFADDR: every datagram reaches
+ *       both from one shared frame; each member's COUNT completions
+ *       checked (payload, order, user_data) and freed as in recv.
  *   off IP PORT  (under the preload, VMA_SOCKETXTREME unset): the bits
  *       still set, the four entries -1/EOPNOTSUPP, on a real ring fd too.
- *   send IP PORT COUNT  (the kernel peer) sends COUNT datagrams, i to
- *       PORT + i % 2, in batches of BATCH, each acknowledged by the
+ *   send IP PORT COUNT NPORTS  (the kernel peer) sends COUNT datagrams,
+ *       i to PORT + i % NPORTS, in batches of BATCH, each acknowledged by the
  *       receiver. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -322,7 +326,7 @@ static int mode_off(const char *ip, int port)
 	return fails ? 1 : 0;
 }
 
-static int mode_send(const char *ip, int port, uint32_t count)
+static int mode_send(const char *ip, int port, uint32_t count, int nports)
 {
 	struct sockaddr_in to = addr_of(ip, port);
 	struct timeval tv = {10, 0};
@@ -336,7 +340,7 @@ static int mode_send(const char *ip, int port, uint32_t count)
 		for (; i < end; i++) {
 			const size_t n = fill_datagram(d, i);
 
-			to.sin_port = htons((uint16_t)(port + (int)(i % 2)));
+			to.sin_port = htons((uint16_t)(port + (int)(i % (uint32_t)nports)));
 			if (sendto(s, d, n, 0, (struct sockaddr *)&to, sizeof to) != (ssize_t)n) {
 				perror("sendto");
 				return 1;
@@ -350,15 +354,81 @@ static int mode_send(const char *ip, int port, uint32_t count)
 	return 0;
 }
 
+/* Two members of GROUP:PORT (SO_REUSEADDR, joined on IFADDR): each
+ * datagram reaches both from one frame; every completion checked and
+ * freed, both get all COUNT in order. */
+static int mode_mrecv(const char *group, int port, uint32_t count, const char *peer_ip,
+		      const char *ifaddr)
+{
+	struct vma_api_t *api = api_or_exit();
+	struct sockaddr_in peer = addr_of(peer_ip, 0), a = addr_of(group, port), from;
+	struct vma_completion_t comps[8];
+	struct ip_mreq mr;
+	int rings[MAX_RINGS], nrings, s[2], one = 1, r;
+	uint32_t next[2] = {0, 0}, acked = 0;
+	char m[160];
+
+	memset(&mr, 0, sizeof mr);
+	mr.imr_multiaddr = a.sin_addr;
+	inet_pton(AF_INET, ifaddr, &mr.imr_interface);
+	for (int k = 0; k < 2; k++) {
+		s[k] = socket(AF_INET, SOCK_DGRAM, 0);
+		if (s[k] < 0 || setsockopt(s[k], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+		    bind(s[k], (struct sockaddr *)&a, sizeof a) < 0 ||
+		    setsockopt(s[k], IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof mr) < 0) {
+			perror("member socket");
+			return 2;
+		}
+	}
+	nrings = rings_of(api, s[0], rings);
+	printf("ready\n");
+	fflush(stdout);
+	while ((next[0] < count || next[1] < count) && nrings > 0) {
+		for (int k = 0; k < nrings; k++) {
+			r = api->socketxtreme_poll(rings[k], comps, 8, 0);
+			if (r < 0) {
+				snprintf(m, sizeof m, "socketxtreme_poll: %s", strerror(errno));
+				expect(0, m);
+				goto out;
+			}
+			for (int c = 0; c < r; c++) {
+				const int w = comps[c].user_data == (uint64_t)s[1];
+
+				if (next[w] >= count || !completion_ok(&comps[c], s[w], &peer, next[w]))
+					goto out;
+				if (!next[0] && !next[1])
+					from = comps[c].src;
+				free_packet(api, &comps[c].packet, next[w]++);
+			}
+			while (acked < count && (next[0] < next[1] ? next[0] : next[1]) >=
+						 (acked + BATCH < count ? acked + BATCH : count)) {
+				sendto(s[0], "ack", 3, 0, (struct sockaddr *)&from, sizeof from);
+				acked += BATCH;
+			}
+		}
+	}
+out:
+	snprintf(m, sizeof m, "both members got all %u datagrams (got %u and %u)", count, next[0],
+		 next[1]);
+	expect(next[0] == count && next[1] == count, m);
+	printf("PASS: %d failure(s)\n", fails);
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 6 && !strcmp(argv[1], "recv"))
 		return mode_recv(argv[2], atoi(argv[3]), (uint32_t)strtoul(argv[4], NULL, 10), argv[5]);
 	if (argc == 4 && !strcmp(argv[1], "off"))
 		return mode_off(argv[2], atoi(argv[3]));
-	if (argc == 5 && !strcmp(argv[1], "send"))
-		return mode_send(argv[2], atoi(argv[3]), (uint32_t)strtoul(argv[4], NULL, 10));
-	fprintf(stderr, "usage: %s recv IP PORT COUNT PEER | off IP PORT | send IP PORT COUNT\n",
+	if (argc == 6 && !strcmp(argv[1], "send"))
+		return mode_send(argv[2], atoi(argv[3]), (uint32_t)strtoul(argv[4], NULL, 10),
+				 atoi(argv[5]));
+	if (argc == 7 && !strcmp(argv[1], "mrecv"))
+		return mode_mrecv(argv[2], atoi(argv[3]), (uint32_t)strtoul(argv[4], NULL, 10), argv[5],
+				  argv[6]);
+	fprintf(stderr, "usage: %s recv IP PORT COUNT PEER | mrecv GROUP PORT COUNT PEER IFADDR | "
+		"off IP PORT | send IP PORT COUNT NPORTS\n",
 		argv[0]);
 	return 2;
 }
