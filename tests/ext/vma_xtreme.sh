@@ -30,27 +30,37 @@ port=$((21000 + RANDOM % 8000))  # and port + 1
 count=${VMA_XTREME_COUNT:-10000}
 
 mkdir -m 1777 "$T/stats"
-mkfifo "$T/hold"
-before=$(kernel_udp In 4)
-ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR="$T/stats" \
-  VMA_SOCKETXTREME=1 XTREME_HOLD=1 timeout 90 "$PROG" recv $IP4 $port "$count" $IP4B \
-  <"$T/hold" >"$T/out" 2>"$T/err" &
-rpid=$!
-pids+=($rpid)
-exec 3>"$T/hold"
-for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
-ip netns exec "$Z" timeout 90 "$PROG" send $IP4 $port "$count" 2 >"$T/send" 2>&1
-src=$?
-for _ in $(seq 100); do grep -q '^held' "$T/out" && break; sleep 0.1; done
-block "$(sed -n 's/^held //p' "$T/out")" >"$T/block"
-exec 3>&-
-wait $rpid
-rrc=$?
-after=$(kernel_udp In 4)
-sed -n 's/^/  program: /p' "$T/out" | grep -v "program: \(ready\|held\)"
-[ $src = 0 ] || echo "  sender (exit $src): $(cat "$T/send")"
-[ $rrc = 0 ] || echo "  receiver (exit $rrc): $(tail -5 "$T/err")"
-echo "  kernel UDP in A: $before -> $after; $(grep -E 'Offloaded|Rx Offload|Rx OS' "$T/block" | tr '\n' ' ')"
+# xtreme_run "SENDER ARGS" RECEIVER ARGS...: the program's receiver
+# preloaded in A with VMA_SOCKETXTREME=1 and XTREME_HOLD (its vmastat
+# blocks read into $T/block before it exits), its sender in B; $src,
+# $rrc, A's counter in $before and $after, the program's lines shown.
+xtreme_run() {
+  local send=$1
+  shift
+  rm -f "$T/hold" && mkfifo "$T/hold"
+  before=$(kernel_udp In 4)
+  ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR="$T/stats" \
+    VMA_SOCKETXTREME=1 XTREME_HOLD=1 timeout 90 "$PROG" "$@" <"$T/hold" >"$T/out" 2>"$T/err" &
+  rpid=$!
+  pids+=($rpid)
+  exec 3>"$T/hold"
+  for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
+  # shellcheck disable=SC2086  # the sender's arguments, split
+  ip netns exec "$Z" timeout 90 "$PROG" send $send >"$T/send" 2>&1
+  src=$?
+  for _ in $(seq 100); do grep -q '^held' "$T/out" && break; sleep 0.1; done
+  block "$(sed -n 's/^held //p' "$T/out")" >"$T/block"
+  exec 3>&-
+  wait $rpid
+  rrc=$?
+  after=$(kernel_udp In 4)
+  sed -n 's/^/  program: /p' "$T/out" | grep -v "program: \(ready\|held\)"
+  [ $src = 0 ] || echo "  sender (exit $src): $(cat "$T/send")"
+  [ $rrc = 0 ] || echo "  receiver (exit $rrc): $(tail -5 "$T/err")"
+  echo "  kernel UDP in A: $before -> $after; $(grep -E 'Offloaded|Rx Offload|Rx OS' "$T/block" | tr '\n' ' ')"
+}
+
+xtreme_run "$IP4 $port $count 2" recv $IP4 $port "$count" $IP4B
 has "$T/err" "xa: UDP offloaded on"
 check "the receiver's netdev has rings" $?
 [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure"
@@ -66,23 +76,10 @@ check "the sockets' vmastat blocks: offloaded, $((count / 2)) datagrams each rec
 ip -n "$Z" route add 224.0.0.0/4 dev xb || skip "no multicast route in B"
 port=$((port + 2))
 mcount=${VMA_XTREME_MCOUNT:-5000}
-before=$(kernel_udp In 4)
-ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
-  VMA_SOCKETXTREME=1 timeout 90 "$PROG" mrecv $GROUP $port "$mcount" $IP4B $IP4 \
-  >"$T/mout" 2>"$T/merr" &
-rpid=$!
-pids+=($rpid)
-for _ in $(seq 100); do grep -q '^ready' "$T/mout" && break; sleep 0.1; done
-ip netns exec "$Z" timeout 90 "$PROG" send $GROUP $port "$mcount" 1 >"$T/send" 2>&1
-src=$?
-wait $rpid
-rrc=$?
-after=$(kernel_udp In 4)
-sed -n 's/^/  program: /p' "$T/mout" | grep -v "program: ready"
-[ $src = 0 ] || echo "  sender (exit $src): $(cat "$T/send")"
-[ $rrc = 0 ] || echo "  receiver (exit $rrc): $(tail -5 "$T/merr")"
-[ $src = 0 ] && [ $rrc = 0 ] && has "$T/mout" "^PASS: 0 failure" && [ "$after" = "$before" ]
-check "multicast: two members each got all $mcount datagrams of a shared frame through socketxtreme_poll, freed without a refusal; A's kernel counter flat ($before -> $after)" $?
+xtreme_run "$GROUP $port $mcount 1" mrecv $GROUP $port "$mcount" $IP4B $IP4
+[ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure" && [ "$after" = "$before" ] &&
+  [ "$(grep -Ec "^Rx Offload: [0-9]+ KB / $mcount /" "$T/block")" = 2 ]
+check "multicast: two members each got all $mcount datagrams of a shared frame through socketxtreme_poll (vmastat: $mcount each), freed without a refusal; A's kernel counter flat ($before -> $after)" $?
 
 port=$((port + 1))
 ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \

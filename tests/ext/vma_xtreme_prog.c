@@ -143,6 +143,22 @@ static int rings_of(struct vma_api_t *api, int s, int *rings)
 	return n;
 }
 
+/* The verdict; with XTREME_HOLD set, "held PID" and a wait for stdin to
+ * close (the script reads our vmastat blocks meanwhile). */
+static int finish(void)
+{
+	char buf[64];
+
+	printf("PASS: %d failure(s)\n", fails);
+	if (getenv("XTREME_HOLD")) {
+		printf("held %d\n", (int)getpid());
+		fflush(stdout);
+		while (read(0, buf, sizeof buf) > 0)
+			;
+	}
+	return fails ? 1 : 0;
+}
+
 /* The refusals, before any datagram. */
 static void refusals(struct vma_api_t *api, int s)
 {
@@ -290,14 +306,7 @@ out:
 		r = api->socketxtreme_poll(rings[k], comps, 8, 0);
 		expect(r == 0, "socketxtreme_poll with nothing sent returns 0");
 	}
-	printf("PASS: %d failure(s)\n", fails);
-	if (getenv("XTREME_HOLD")) { /* the script reads our vmastat block */
-		printf("held %d\n", (int)getpid());
-		fflush(stdout);
-		while (read(0, buf, sizeof buf) > 0)
-			;
-	}
-	return fails ? 1 : 0;
+	return finish();
 }
 
 static int mode_off(const char *ip, int port)
@@ -411,8 +420,7 @@ out:
 	snprintf(m, sizeof m, "both members got all %u datagrams (got %u and %u)", count, next[0],
 		 next[1]);
 	expect(next[0] == count && next[1] == count, m);
-	printf("PASS: %d failure(s)\n", fails);
-	return fails ? 1 : 0;
+	return finish();
 }
 
 int main(int argc, char **argv)
