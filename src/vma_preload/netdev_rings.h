@@ -19,6 +19,8 @@
 
 namespace ss::vma::preload {
 
+struct RxExtras;
+
 struct NetdevRings {
   struct Queue {
     std::unique_ptr<mem::Pool> pool;
@@ -37,6 +39,7 @@ struct NetdevRings {
   struct XtremeMember {
     int fd;
     net::UdpEndpoint* ep;
+    const RxExtras* extras;  // the socket's SO_VMA_USER_DATA
   };
   std::mutex xtreme_mu;
   std::vector<XtremeMember> xtreme;  // xtreme_mu

@@ -16,6 +16,7 @@
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/rx_extras.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -61,13 +62,13 @@ void count_rx(int fd, uint64_t packets, uint64_t bytes) {
   }
 }
 
-// d as completion c of socket fd: its frame lent, one buffer. False when
+// d as completion c of member x: its frame lent, one buffer. False when
 // no frame could be had for it (the datagram is dropped).
-bool complete(int fd, net::Datagram&& d, vma_completion_t* c) {
+bool complete(const NetdevRings::XtremeMember& x, net::Datagram&& d, vma_completion_t* c) {
   const net::UdpAddr src = d.src;
   vma_buff_t* b = nullptr;
   if (const int err = buffs().lend(std::move(d), &b); err < 0) {
-    SS_DEBUG("socketxtreme_poll: fd %d: a datagram dropped (%s)", fd, std::strerror(-err));
+    SS_DEBUG("socketxtreme_poll: fd %d: a datagram dropped (%s)", x.fd, std::strerror(-err));
     return false;
   }
   std::memset(c, 0, sizeof *c);
@@ -75,7 +76,7 @@ bool complete(int fd, net::Datagram&& d, vma_completion_t* c) {
   c->packet.total_len = b->len;
   c->packet.buff_lst = b;
   c->events = static_cast<uint64_t>(VMA_SOCKETXTREME_PACKET) | EPOLLIN;
-  c->user_data = static_cast<uint64_t>(fd);  // SO_VMA_USER_DATA's default
+  c->user_data = x.extras->user_data(x.fd);
   c->src.sin_family = AF_INET;
   c->src.sin_port = htons(src.port);
   std::memcpy(&c->src.sin_addr, src.ip.bytes, sizeof c->src.sin_addr);
@@ -115,7 +116,7 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
       net::Datagram d;
       Taken t{x.fd, 0, 0};
       while (got < n && x.ep->recv_zcopy(&d) == 1)
-        if (complete(x.fd, std::move(d), &comps[got])) {
+        if (complete(x, std::move(d), &comps[got])) {
           t.packets++;
           t.bytes += comps[got++].packet.total_len;
         }
@@ -160,9 +161,9 @@ int entry_free_vma_buff(vma_buff_t* b) {
 
 bool socketxtreme_mode() { return vs::get(vs::Id::kSocketXtreme) != 0; }
 
-void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep) {
+void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtras* extras) {
   std::lock_guard<std::mutex> lock(rings->xtreme_mu);
-  rings->xtreme.push_back({fd, ep});
+  rings->xtreme.push_back({fd, ep, extras});
 }
 
 void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep) {

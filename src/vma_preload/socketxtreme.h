@@ -19,11 +19,13 @@ class UdpEndpoint;
 namespace ss::vma::preload {
 
 struct NetdevRings;
+struct RxExtras;
 
 // Whether VMA_SOCKETXTREME is on.
 bool socketxtreme_mode();
-// Membership of socket fd's endpoint ep on rings (udp_offload.cc).
-void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep);
+// Membership of socket fd's endpoint ep on rings (udp_offload.cc); extras:
+// the socket's (its SO_VMA_USER_DATA), outliving the membership.
+void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtras* extras);
 void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep);
 
 // Puts the four entries into the table the preload builds.

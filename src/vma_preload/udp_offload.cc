@@ -140,7 +140,7 @@ std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family, const sockadd
   // socketXtreme reports IPv4 only (vma_completion_t's source is a sockaddr_in).
   o->xtreme_ = family == AF_INET && socketxtreme_mode();
   if (o->xtreme_)
-    for (Leg& l : o->legs_) xtreme_join(l.rings, fd, l.ep.get());
+    for (Leg& l : o->legs_) xtreme_join(l.rings, fd, l.ep.get(), extras);
   return o;
 }
 

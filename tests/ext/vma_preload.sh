@@ -6,7 +6,8 @@
 #      <mellanox/vma_extra.h> only: vma_get_api() under the preload (exact
 #      mask, every missing entry -1/EOPNOTSUPP and the socketXtreme ones
 #      too with VMA_SOCKETXTREME unset (bits set, as libvma), add_conf_rule, thread_offload
-#      and dump_fd_stats real, SO_VMA_* on a kernel socket ENOPROTOOPT);
+#      and dump_fd_stats real, SO_VMA_USER_DATA on a UDP socket, SO_VMA_*
+#      on a kernel socket ENOPROTOOPT);
 #      NULL/EBADF without it. The debug lines show each socket's decision
 #      and its change by add_conf_rule, thread_offload and a libvma.conf
 #      file; the banner appears at libvma's levels only.
@@ -71,7 +72,7 @@ VMA_TRACELEVEL=debug pre "$PROG" api >"$T/api.out" 2>"$T/api.err"
 rc=$?
 sed -n 's/^FAIL/  program: FAIL/p' "$T/api.out"
 [ $rc = 0 ] && has "$T/api.out" "^PASS: 0 failure"
-check "Extra API under the preload: table, exact mask, 12 entries -1/EOPNOTSUPP (4 of them socketXtreme, off), add_conf_rule, thread_offload, SO_VMA_* ENOPROTOOPT (exit $rc)" $?
+check "Extra API under the preload: table, exact mask, 12 entries -1/EOPNOTSUPP (4 of them socketXtreme, off), add_conf_rule, thread_offload, SO_VMA_USER_DATA, SO_VMA_* ENOPROTOOPT (exit $rc)" $?
 fd=$(sed -n 's/^udp fd //p' "$T/api.out")
 rfd=$(sed -n 's/^rule fd //p' "$T/api.out")
 tfd=$(sed -n 's/^thread fd //p' "$T/api.out")

@@ -6,7 +6,8 @@
  *           them so), the receive entries on an
  *           unbound socket, add_conf_rule (a port
  *           rule deciding at bind, wildcard rules at socket),
- *           thread_offload, dump_fd_stats, SO_VMA_* on a kernel socket,
+ *           thread_offload, dump_fd_stats, SO_VMA_USER_DATA on a UDP socket,
+ *           SO_VMA_* on a kernel socket,
  *           SO_VMA_GET_API on a real fd; prints "FAIL: ..." per failure.
  *   noapi   without the preload: vma_get_api() is NULL.
  *   hold    a UDP socket bound to 127.0.0.1, "ready PID FD" on stdout,
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,13 +167,29 @@ static int mode_api(void)
 	printf("back fd %d\n", back);
 	fflush(stdout);
 
+	/* SO_VMA_USER_DATA on a UDP socket the library may offload: the fd
+	 * until set, then the value; optlen exactly sizeof(void *). */
+	void *ud = NULL, *got_ud = NULL;
+	socklen_t udlen = sizeof got_ud;
+	r = getsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &got_ud, &udlen);
+	expect(r == 0 && udlen == sizeof got_ud && got_ud == (void *)(intptr_t)s,
+	       "SO_VMA_USER_DATA of a UDP socket is its fd until set");
+	ud = &s;
+	r = setsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &ud, sizeof ud);
+	expect(r == 0, "setsockopt(SO_VMA_USER_DATA) on a UDP socket returns 0");
+	r = getsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &got_ud, &udlen);
+	expect(r == 0 && got_ud == ud, "getsockopt(SO_VMA_USER_DATA) gives the value set");
+	errno = 0;
+	r = setsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &ud, 4);
+	err = errno;
+	expect(r == -1 && err == EINVAL, "SO_VMA_USER_DATA with a 4-byte optlen: EINVAL");
 	/* SO_VMA_* on a socket the kernel serves: what libvma does for a socket
 	 * it does not offload, the kernel's ENOPROTOOPT. */
-	void *ud = &s;
 	errno = 0;
-	r = setsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &ud, sizeof ud);
+	r = setsockopt(by_thread, SOL_SOCKET, SO_VMA_USER_DATA, &ud, sizeof ud);
 	err = errno;
-	expect(r == -1 && err == ENOPROTOOPT, "SO_VMA_USER_DATA on a kernel socket: ENOPROTOOPT");
+	expect(r == -1 && err == ENOPROTOOPT,
+	       "SO_VMA_USER_DATA on a kernel socket (TCP, thread_offload(0)): ENOPROTOOPT");
 	struct vma_ring_alloc_logic_attr ra;
 	memset(&ra, 0, sizeof ra);
 	ra.comp_mask = VMA_RING_ALLOC_MASK_RING_USER_ID;

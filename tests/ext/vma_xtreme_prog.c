@@ -10,7 +10,8 @@
  *       made-up buffer: -1/EINVAL), prints "ready", then loops
  *       socketxtreme_poll over the first socket's ring fds until COUNT
  *       datagrams came to both: each completion
- *       VMA_SOCKETXTREME_PACKET|EPOLLIN, user_data the socket's fd, src
+ *       VMA_SOCKETXTREME_PACKET|EPOLLIN, user_data the first socket's fd
+ *       and the value the second's SO_VMA_USER_DATA was set to, src
  *       PEER, one buffer (next NULL, len == total_len), its payload the
  *       socket's next datagram (socket k gets i = k, k + 2, ...); never
  *       more than the n asked for. Every datagram is freed at once (COUNT exceeds the
@@ -189,13 +190,14 @@ static void refusals(struct vma_api_t *api, int s)
 	expect_err(r, errno, EINVAL, "socketxtreme_free_vma_packets(a made-up buffer)");
 }
 
-/* Completion c against datagram `want` of socket s from peer. */
-static int completion_ok(const struct vma_completion_t *c, int s, const struct sockaddr_in *peer,
-			 uint32_t want)
+/* Completion c against datagram `want` of the socket whose user_data is
+ * ud, from peer. */
+static int completion_ok(const struct vma_completion_t *c, uint64_t ud,
+			 const struct sockaddr_in *peer, uint32_t want)
 {
 	const struct vma_buff_t *b = c->packet.buff_lst;
 	char m[256];
-	int ok = c->events == (VMA_SOCKETXTREME_PACKET | EPOLLIN) && c->user_data == (uint64_t)s &&
+	int ok = c->events == (VMA_SOCKETXTREME_PACKET | EPOLLIN) && c->user_data == ud &&
 		 c->src.sin_family == AF_INET && c->src.sin_addr.s_addr == peer->sin_addr.s_addr &&
 		 c->src.sin_port != 0 && c->packet.num_bufs == 1 && b && !b->next &&
 		 b->len == c->packet.total_len && datagram_is(b->payload, b->len, want);
@@ -257,6 +259,11 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 
 	s[0] = bound_socket(ip, port);
 	s[1] = bound_socket(ip, port + 1);
+	/* user_data: the first socket's fd (the default), the second's set. */
+	void *tag = (void *)(uintptr_t)0x5e7da7aULL;
+	const uint64_t ud[2] = {(uint64_t)s[0], (uint64_t)(uintptr_t)tag};
+	r = setsockopt(s[1], SOL_SOCKET, SO_VMA_USER_DATA, &tag, sizeof tag);
+	expect(r == 0, "setsockopt(SO_VMA_USER_DATA) on the second socket");
 	nrings = rings_of(api, s[0], rings);
 	expect(rings_of(api, s[1], rings2) == nrings && !memcmp(rings, rings2, sizeof(int) * (size_t)nrings),
 	       "both sockets have the netdev's rings");
@@ -281,9 +288,9 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 				       "socketxtreme_poll wrote past its count");
 			for (int c = 0; c < r; c++) {
 				/* user_data names the socket; each socket's datagrams in order. */
-				const int w = comps[c].user_data == (uint64_t)s[1];
+				const int w = comps[c].user_data == ud[1];
 
-				if (!completion_ok(&comps[c], s[w], &peer, next[w]))
+				if (!completion_ok(&comps[c], ud[w], &peer, next[w]))
 					goto out;
 				if (got == 0)
 					from = comps[c].src; /* the sender, for acknowledgements */
@@ -403,7 +410,8 @@ static int mode_mrecv(const char *group, int port, uint32_t count, const char *p
 			for (int c = 0; c < r; c++) {
 				const int w = comps[c].user_data == (uint64_t)s[1];
 
-				if (next[w] >= count || !completion_ok(&comps[c], s[w], &peer, next[w]))
+				if (next[w] >= count ||
+				    !completion_ok(&comps[c], (uint64_t)s[w], &peer, next[w]))
 					goto out;
 				if (!next[0] && !next[1])
 					from = comps[c].src;
