@@ -96,6 +96,13 @@ std::vector<PreloadRule> read_preload_rules(FILE* f, const char* path) {
               l.number);
       return;
     }
+    // Upstream's preload would make such sockets rsockets; ours leaves
+    // every socket but TCP to the kernel (issue 14), so say the rule is
+    // kept for matching only rather than let it look honoured.
+    if (r.type == SOCK_DGRAM || r.protocol == IPPROTO_UDP || r.domain == kAfIb)
+      SS_WARN("librspreload: %s:%d: UDP and AF_IB sockets stay on the kernel under this "
+              "preload (datagram rsockets: LD_PRELOAD=librsocket.so); rule kept for matching",
+              path, l.number);
     r.program = std::string(l.word[0]);
     out.push_back(std::move(r));
   });

@@ -16,6 +16,10 @@ libvmacompat_la_SOURCES += \
 	src/libvmacompat/held_packets.cc \
 	src/libvmacompat/recv_callback.h \
 	src/libvmacompat/recv_callback.cc
+# The buffers socketXtreme lends (vma_buff_t in the frame's headroom).
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/xtreme_buffs.h \
+	src/libvmacompat/xtreme_buffs.cc
 # libvma.conf and the VMA_* settings.
 libvmacompat_la_SOURCES += \
 	src/libvmacompat/conf_file.cc \

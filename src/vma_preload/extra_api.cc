@@ -10,6 +10,7 @@
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/ring_fds.h"
+#include "vma_preload/socketxtreme.h"
 #include "vma_preload/zcopy.h"
 
 namespace ss::vma::preload {
@@ -69,6 +70,7 @@ vma_api_t* extra_api() {
     given.dump_fd_stats = entry_dump_fd_stats;
     add_rx_entries(&given);
     add_ring_entries(&given);
+    add_xtreme_entries(&given);
     return build_extra_table(given);
   }();
   return &table;

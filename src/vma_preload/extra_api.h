@@ -4,7 +4,8 @@
 // sockets), thread_offload (the thread's later sockets), dump_fd_stats,
 // the receive entries of zcopy.h (recvfrom_zcopy, free_packets,
 // register_recv_callback) and the ring entries of ring_fds.h
-// (get_socket_rings_num, get_socket_rings_fds).
+// (get_socket_rings_num, get_socket_rings_fds), and socketxtreme.h's four
+// (set always, as libvma: they fail with EOPNOTSUPP unless VMA_SOCKETXTREME=1).
 // Every other entry fails with -1/EOPNOTSUPP.
 #pragma once
 #include <mellanox/vma_extra.h>

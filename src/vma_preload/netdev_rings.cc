@@ -202,4 +202,17 @@ NetdevRings* netdev_rings(const std::string& ifname) {
   return g_rings[ifname] = r.release();
 }
 
+NetdevRings* netdev_rings_of_ring_fd(int fd) {
+  if (fd < 0) return nullptr;
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const auto& [name, r] : g_rings) {
+    if (!r) continue;
+    for (const NetdevRings::Queue& q : r->queues) {
+      short ev = 0;
+      if (q.queue->poll_fd(prov::Ring::kRx, &ev) == fd) return r;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace ss::vma::preload

@@ -8,6 +8,7 @@
 #include <poll.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@
 #include "libvmacompat/stats_publisher.h"
 
 namespace ss::vma::preload {
+
+struct RxExtras;
 
 struct NetdevRings {
   struct Queue {
@@ -39,6 +42,17 @@ struct NetdevRings {
   // publish_ring_counters().
   stats::GroupStats stats;
 
+  // socketXtreme (socketxtreme.h): the endpoints whose datagrams
+  // socketxtreme_poll on any of these rings reports, with their sockets.
+  struct XtremeMember {
+    int fd;
+    net::UdpEndpoint* ep;
+    const RxExtras* extras;  // the socket's SO_VMA_USER_DATA
+  };
+  std::mutex xtreme_mu;
+  std::vector<XtremeMember> xtreme;  // xtreme_mu
+  size_t xtreme_next = 0;            // xtreme_mu: the member the next poll starts at
+
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
 };
@@ -59,6 +73,9 @@ void publish_ring_counters();
 // thread the child does not have; the child never takes it). True when
 // the parent had rings.
 bool close_rings_in_fork_child();
+
+// The netdev one of whose rings' wake-ups (poll_fds) is fd, else null.
+NetdevRings* netdev_rings_of_ring_fd(int fd);
 
 // The interface the kernel routes `dst` out of (the process's NetlinkView;
 // a multicast join names none); 0 when there is no answer.

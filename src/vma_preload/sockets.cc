@@ -21,6 +21,7 @@
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
 #include "vma_preload/start.h"
+#include "vma_preload/user_data.h"
 
 using ss::interpose::real;
 namespace vp = ss::vma::preload;
@@ -69,10 +70,14 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
       return 0;
     });
   }
+  if (level == SOL_SOCKET && name == SO_VMA_USER_DATA)
+    if (int r; vp::user_data_getsockopt(fd, val, len, &r)) return r;
   return real().getsockopt(fd, level, name, val, len);
 }
 
 SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, socklen_t len) {
+  if (level == SOL_SOCKET && name == SO_VMA_USER_DATA)
+    if (int r; vp::user_data_setsockopt(fd, val, len, &r)) return r;
   // SO_VMA_* on a socket libvma does not offload go to the kernel, which
   // refuses them (ENOPROTOOPT); every socket is such a socket here.
   if (level == SOL_SOCKET && name >= SO_VMA_USER_DATA && name <= SO_VMA_SHUTDOWN_RX &&

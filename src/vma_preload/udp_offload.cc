@@ -19,6 +19,7 @@
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/socketxtreme.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -137,10 +138,16 @@ std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family, const sockadd
     o->legs_.push_back({r, std::move(ep)});
   }
   if (o->legs_.empty()) return nullptr;
+  // socketXtreme reports IPv4 only (vma_completion_t's source is a sockaddr_in).
+  o->xtreme_ = family == AF_INET && socketxtreme_mode();
+  if (o->xtreme_)
+    for (Leg& l : o->legs_) xtreme_join(l.rings, fd, l.ep.get(), extras);
   return o;
 }
 
 UdpOffload::~UdpOffload() {
+  if (xtreme_)
+    for (Leg& l : legs_) xtreme_leave(l.rings, l.ep.get());
   if (wait_fd_ >= 0) real().close(wait_fd_);
 }
 

@@ -101,6 +101,7 @@ class UdpOffload {
 
   const int fd_, family_;
   RxExtras* const extras_;
+  bool xtreme_ = false;                   // a socketXtreme member on every leg's rings
   std::vector<Leg> legs_;
   // head_, next_leg_; recursive: the receive callback, run under it, may
   // call the socket's receive or poll (they then skip the rings).

@@ -21,6 +21,7 @@ ext_test_scripts = \
 	tests/ext/vma_netns.sh \
 	tests/ext/vma_mcast.sh \
 	tests/ext/vma_zcopy.sh \
+	tests/ext/vma_xtreme.sh \
 	tests/ext/vma_calls.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
@@ -37,6 +38,8 @@ EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
 EXTRA_DIST += tests/ext/vma_mcast.c
 # Compiled by vma_zcopy.sh (and bench/vma_zcopy.sh) against the installed header.
 EXTRA_DIST += tests/ext/vma_zcopy_prog.c
+# Compiled by vma_xtreme.sh against the installed header.
+EXTRA_DIST += tests/ext/vma_xtreme_prog.c
 # Compiled by vma_calls.sh.
 EXTRA_DIST += tests/ext/vma_calls.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
@@ -44,4 +47,5 @@ EXTRA_DIST += tests/ext/vma_calls.c
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=120 preload.sh=180 preload_netns.sh=60 udpong.sh=90 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
-	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_calls.sh=120
+	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
+	vma_calls.sh=120

@@ -486,6 +486,14 @@ printf '# only this one\nnginx inet stream tcp\n' >"$T/conf/preload_config"
 untracked_case "preload_config naming another program: socat untouched"
 printf '# socat only\nno rule here\nSOC * STREAM *\n' >"$T/conf/preload_config"
 socat_case "preload_config with a prefix rule for socat: rsockets" 1 1 up
+# A rule asking for UDP sockets, which this preload leaves to the kernel:
+# a warning naming the line, and (the only rule) TCP untouched.
+printf '# udp\nsocat inet dgram udp\n' >"$T/conf/preload_config"
+untracked_case "preload_config with a UDP rule only: TCP untouched" 2>"$T/dgram.err"
+begin "preload_config asking for UDP: warned, naming the line"
+grep -q "preload_config:2: UDP and AF_IB sockets stay on the kernel" "$T/dgram.err" ||
+  fail "no warning: $(cat "$T/dgram.err")"
+end
 unset SLIPSTREAM_RS_CONF_DIR
 
 # SLIPSTREAM_PRELOAD_KERNEL_PORTS: a listed port (here inside a range

@@ -9,6 +9,8 @@
 #     without DAD), links up; skips the test when that fails.
 #   kernel_udp In|Out 4|6: namespace $A's kernel count of UDP datagrams.
 #   block PID: the vmastat blocks of PID, as vma_stats -v 3 shows them.
+#   header_prog SRC [LIBS]: the Extra API header installed under $T, SRC
+#     (a C file beside this one) built against it only as $PROG.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99  # this file's: benches source it too
 B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
 LIB=$B/.libs/libvma.so
@@ -22,7 +24,7 @@ for p in ip ethtool timeout; do
 done
 CC=$(command -v cc || command -v gcc || command -v clang) ||
   { echo "SKIP: $name: no C compiler"; exit 77; }
-unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID
+unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID VMA_SOCKETXTREME
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vma.XXXXXX") || exit 99
 pids=()
 cleanup() {
@@ -68,3 +70,18 @@ kernel_udp() {
 }
 
 block() { timeout 20 "$TOOL" -k "$T/stats" -p "$1" -v 3 -c 1 2>&1; }
+
+header_prog() {
+  if ! ${MAKE:-make} -s -C "$B" install-mellanoxincludeHEADERS DESTDIR="$T/root" >"$T/install.log" 2>&1; then
+    cat "$T/install.log"
+    echo "ERROR: $name: make install-mellanoxincludeHEADERS failed"
+    exit 99
+  fi
+  local hdr inc
+  hdr=$(find "$T/root" -path '*/mellanox/vma_extra.h' -type f)
+  [ -n "$hdr" ] || { echo "ERROR: $name: no header installed"; exit 99; }
+  inc=${hdr%/mellanox/vma_extra.h}
+  PROG=$T/prog
+  "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$inc" "$here/$1" -o "$PROG" ${2:-} \
+    >"$T/cc.log" 2>&1 || { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
+}

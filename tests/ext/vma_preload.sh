@@ -4,8 +4,10 @@
 # every socket, and the face is alive.
 #  (a) tests/ext/vma_preload_prog.c, built against the INSTALLED
 #      <mellanox/vma_extra.h> only: vma_get_api() under the preload (exact
-#      mask, every missing entry -1/EOPNOTSUPP, add_conf_rule, thread_offload
-#      and dump_fd_stats real, SO_VMA_* on a kernel socket ENOPROTOOPT);
+#      mask, every missing entry -1/EOPNOTSUPP and the socketXtreme ones
+#      too with VMA_SOCKETXTREME unset (bits set, as libvma), add_conf_rule, thread_offload
+#      and dump_fd_stats real, SO_VMA_USER_DATA on a UDP socket, SO_VMA_*
+#      on a kernel socket ENOPROTOOPT);
 #      NULL/EBADF without it. The debug lines show each socket's decision
 #      and its change by add_conf_rule, thread_offload and a libvma.conf
 #      file; the banner appears at libvma's levels only.
@@ -27,7 +29,7 @@ for f in "$LIB" "$TOOL" "$B/Makefile"; do
   [ -e "$f" ] || { echo "ERROR: $name: $f not built"; exit 99; }
 done
 unset CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH LD_PRELOAD VMA_TRACELEVEL VMA_SPEC \
-  VMA_OFFLOADED_SOCKETS VMA_STATS_SHMEM_DIR VMA_APPLICATION_ID
+  VMA_OFFLOADED_SOCKETS VMA_STATS_SHMEM_DIR VMA_APPLICATION_ID VMA_SOCKETXTREME
 CC=$(command -v cc || command -v gcc || command -v clang) ||
   { echo "SKIP: $name: no C compiler"; exit 77; }
 
@@ -70,7 +72,7 @@ VMA_TRACELEVEL=debug pre "$PROG" api >"$T/api.out" 2>"$T/api.err"
 rc=$?
 sed -n 's/^FAIL/  program: FAIL/p' "$T/api.out"
 [ $rc = 0 ] && has "$T/api.out" "^PASS: 0 failure"
-check "Extra API under the preload: table, exact mask, 12 entries -1/EOPNOTSUPP, add_conf_rule, thread_offload, SO_VMA_* ENOPROTOOPT (exit $rc)" $?
+check "Extra API under the preload: table, exact mask, 12 entries -1/EOPNOTSUPP (4 of them socketXtreme, off), add_conf_rule, thread_offload, SO_VMA_USER_DATA, SO_VMA_* ENOPROTOOPT (exit $rc)" $?
 fd=$(sed -n 's/^udp fd //p' "$T/api.out")
 rfd=$(sed -n 's/^rule fd //p' "$T/api.out")
 tfd=$(sed -n 's/^thread fd //p' "$T/api.out")
@@ -91,8 +93,11 @@ has "$T/api.err" "socket fd $tfd \(AF_INET, tcp\): kernel \(thread_offload\(0\) 
 check "thread_offload(0) then (1) changed this thread's next TCP sockets' decisions" $?
 grep -n 'not provided by this library' "$T/api.err" | grep -c . >"$T/nwarn"
 nwarn=$(cat "$T/nwarn")
-[ "$nwarn" = 12 ]
-check "each missing entry warned once (12 warnings, got $nwarn)" $?
+[ "$nwarn" = 8 ]
+check "each missing entry warned once (8 warnings, got $nwarn)" $?
+nwarn=$(grep -c 'needs VMA_SOCKETXTREME=1 (EOPNOTSUPP)' "$T/api.err")
+[ "$nwarn" = 4 ]
+check "each socketXtreme entry warned once while VMA_SOCKETXTREME is unset (4 warnings, got $nwarn)" $?
 
 # libvma.conf from VMA_CONFIG_FILE decides too; VMA_OFFLOADED_SOCKETS=0.
 printf 'use os udp_receiver *:*\nuse os udp_sender *:*\n' >"$T/os.conf"

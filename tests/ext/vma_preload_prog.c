@@ -1,10 +1,13 @@
 /* The VMA preload seen by a program built against the installed
  * <mellanox/vma_extra.h> only (tests/ext/vma_preload.sh).  Modes:
  *   api     the Extra API under the preload: the table, its exact mask,
- *           every missing entry -1/EOPNOTSUPP, the receive entries on an
+ *           every missing entry -1/EOPNOTSUPP, the four socketXtreme ones
+ *           too (VMA_SOCKETXTREME unset: libvma sets their bits and fails
+ *           them so), the receive entries on an
  *           unbound socket, add_conf_rule (a port
  *           rule deciding at bind, wildcard rules at socket),
- *           thread_offload, dump_fd_stats, SO_VMA_* on a kernel socket,
+ *           thread_offload, dump_fd_stats, SO_VMA_USER_DATA on a UDP socket,
+ *           SO_VMA_* on a kernel socket,
  *           SO_VMA_GET_API on a real fd; prints "FAIL: ..." per failure.
  *   noapi   without the preload: vma_get_api() is NULL.
  *   hold    a UDP socket bound to 127.0.0.1, "ready PID FD" on stdout,
@@ -16,6 +19,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +67,10 @@ static int mode_api(void)
 	const uint64_t want = VMA_EXTRA_API_ADD_CONF_RULE | VMA_EXTRA_API_THREAD_OFFLOAD |
 			      VMA_EXTRA_API_DUMP_FD_STATS | VMA_EXTRA_API_RECVFROM_ZCOPY |
 			      VMA_EXTRA_API_FREE_PACKETS | VMA_EXTRA_API_REGISTER_RECV_CALLBACK |
-			      VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS;
+			      VMA_EXTRA_API_GET_SOCKET_RINGS_NUM | VMA_EXTRA_API_GET_SOCKET_RINGS_FDS |
+			      VMA_EXTRA_API_SOCKETXTREME_POLL | VMA_EXTRA_API_SOCKETXTREME_FREE_VMA_PACKETS |
+			      VMA_EXTRA_API_SOCKETXTREME_REF_VMA_BUFF |
+			      VMA_EXTRA_API_SOCKETXTREME_FREE_VMA_BUFF;
 	char buf[256];
 	int flags = 0, key = 0, r, err;
 	uint16_t hlen = 0;
@@ -76,7 +83,7 @@ static int mode_api(void)
 	expect(vma_get_api() == api, "vma_get_api() returns the same table every time");
 	snprintf(buf, sizeof buf, "mask is exactly add_conf_rule|thread_offload|dump_fd_stats|"
 		 "recvfrom_zcopy|free_packets|register_recv_callback|get_socket_rings_num|"
-		 "get_socket_rings_fds (got 0x%llx)",
+		 "get_socket_rings_fds|the four socketxtreme ones (got 0x%llx)",
 		 (unsigned long long)api->vma_extra_supported_mask);
 	expect(api->vma_extra_supported_mask == want, buf);
 
@@ -160,13 +167,29 @@ static int mode_api(void)
 	printf("back fd %d\n", back);
 	fflush(stdout);
 
+	/* SO_VMA_USER_DATA on a UDP socket the library may offload: the fd
+	 * until set, then the value; optlen exactly sizeof(void *). */
+	void *ud = NULL, *got_ud = NULL;
+	socklen_t udlen = sizeof got_ud;
+	r = getsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &got_ud, &udlen);
+	expect(r == 0 && udlen == sizeof got_ud && got_ud == (void *)(intptr_t)s,
+	       "SO_VMA_USER_DATA of a UDP socket is its fd until set");
+	ud = &s;
+	r = setsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &ud, sizeof ud);
+	expect(r == 0, "setsockopt(SO_VMA_USER_DATA) on a UDP socket returns 0");
+	r = getsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &got_ud, &udlen);
+	expect(r == 0 && got_ud == ud, "getsockopt(SO_VMA_USER_DATA) gives the value set");
+	errno = 0;
+	r = setsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &ud, 4);
+	err = errno;
+	expect(r == -1 && err == EINVAL, "SO_VMA_USER_DATA with a 4-byte optlen: EINVAL");
 	/* SO_VMA_* on a socket the kernel serves: what libvma does for a socket
 	 * it does not offload, the kernel's ENOPROTOOPT. */
-	void *ud = &s;
 	errno = 0;
-	r = setsockopt(s, SOL_SOCKET, SO_VMA_USER_DATA, &ud, sizeof ud);
+	r = setsockopt(by_thread, SOL_SOCKET, SO_VMA_USER_DATA, &ud, sizeof ud);
 	err = errno;
-	expect(r == -1 && err == ENOPROTOOPT, "SO_VMA_USER_DATA on a kernel socket: ENOPROTOOPT");
+	expect(r == -1 && err == ENOPROTOOPT,
+	       "SO_VMA_USER_DATA on a kernel socket (TCP, thread_offload(0)): ENOPROTOOPT");
 	struct vma_ring_alloc_logic_attr ra;
 	memset(&ra, 0, sizeof ra);
 	ra.comp_mask = VMA_RING_ALLOC_MASK_RING_USER_ID;

@@ -23,17 +23,7 @@ IP4=10.220.0.1 IP4B=10.220.0.2 IP6=fd00:220::1 IP6B=fd00:220::2
 . "$(dirname "$0")/vma_pair.sh"
 
 # The program, against the installed header only.
-if ! ${MAKE:-make} -s -C "$B" install-mellanoxincludeHEADERS DESTDIR="$T/root" >"$T/install.log" 2>&1; then
-  cat "$T/install.log"
-  echo "ERROR: $name: make install-mellanoxincludeHEADERS failed"
-  exit 99
-fi
-HDR=$(find "$T/root" -path '*/mellanox/vma_extra.h' -type f)
-[ -n "$HDR" ] || { echo "ERROR: $name: no header installed"; exit 99; }
-INC=${HDR%/mellanox/vma_extra.h}
-PROG=$T/prog
-"$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$INC" "$here/vma_zcopy_prog.c" -o "$PROG" -lpthread \
-  >"$T/cc.log" 2>&1 || { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
+header_prog vma_zcopy_prog.c -lpthread
 
 vma_pair "$A" "$Z" za zb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
 # A's kernel count of UDP datagrams received, IPv4 and IPv6 together.

@@ -119,7 +119,7 @@ class Buffer {
   // Lends this reference out as data(), for an application or a device that
   // knows only pointers; the handle becomes empty. Pool::from_raw takes the
   // reference back. nullptr for an empty handle.
-  void* into_raw();
+  SS_API void* into_raw();
 
   // Current number of holders (diagnostics and tests; racy by nature).
   uint32_t use_count() const { return d_ ? d_->refs.load(std::memory_order_relaxed) : 0; }

@@ -67,7 +67,7 @@ class Pool {
   // inside the frame; the handle's view starts at p with size 0. -EINVAL
   // (and *out untouched) when p is not inside one of this pool's frames or
   // that frame has no lent reference (stale, or already given back).
-  int from_raw(const void* p, Buffer* out);
+  SS_API int from_raw(const void* p, Buffer* out);
 
   // Registers all existing and future chunks with r. Returns the index to
   // pass to Buffer::reg() (>= 0), or -errno: -EEXIST if r is already added,

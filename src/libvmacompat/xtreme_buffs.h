@@ -1,0 +1,63 @@
+// The buffers socketXtreme lends a program (vma_extra(7)): a datagram's
+// UMEM frame, described by a vma_buff_t the program reads. The vma_buff_t
+// lives at the start of the frame itself (the headroom in front of the
+// packet, which nothing uses while the frame is lent), with a tag and a
+// reference count beside it, so a pointer the program gives back maps to
+// its frame by address alone: no table, no lock. A pointer is taken only
+// when it is the start of a frame of a pool that lent, carries this
+// object's tag and has a count above 0 (changed by compare-and-swap); the
+// frame itself goes back through Pool::from_raw, which refuses a frame not
+// lent. So a made-up pointer, a buffer freed already or one never handed
+// out is refused (-EINVAL) and nothing is freed twice. As with libvma, a
+// pointer kept past its free may name the frame's next datagram once the
+// frame is lent again.
+#pragma once
+#include "core/base/api.h"
+#include <mellanox/vma_extra.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "core/mem/pool.h"
+#include "core/net/udp_stack.h"
+
+namespace ss::vma {
+
+class XtremeBuffs {
+ public:
+  SS_API XtremeBuffs();
+  // Lends d's payload as a one-buffer chain with count 1 (*out). The frame
+  // is lent in place when d holds it alone with room in front of the
+  // payload, else the payload is copied into a fresh frame of its pool (a
+  // multicast frame other members share). 0, or -ENOBUFS (no frame for
+  // the copy; d is then dropped).
+  SS_API int lend(net::Datagram&& d, vma_buff_t** out);
+  // One more reference on b: the new count, or -EINVAL when b is not a
+  // lent buffer (-EOVERFLOW at INT32_MAX).
+  SS_API int ref(vma_buff_t* b);
+  // One reference less: the new count (0: the frame went back to its
+  // fill ring), or -EINVAL when b is not a lent buffer.
+  SS_API int unref(vma_buff_t* b);
+  // Drops each packet's reference on every buffer of its chain. All or
+  // nothing: -EINVAL for NULL, a negative num, a packet without buffers,
+  // a buffer not lent or listed twice (none is freed then). 0 on success.
+  SS_API int free_packets(const vma_packet_desc_t* pkts, int num);
+
+  // Bytes at the frame's start the descriptor takes.
+  static size_t header_size();
+
+ private:
+  struct Lent;
+  static constexpr size_t kMaxPools = 64;
+  Lent* find(const void* b) const;
+  // Registers p (a pool whose frames may be lent): false when full.
+  bool add_pool(mem::Pool* p);
+  const uint64_t tag_;
+  std::mutex add_mu_;  // adding a pool (rare); readers take none
+  std::atomic<size_t> npools_{0};
+  std::atomic<mem::Pool*> pools_[kMaxPools] = {};
+};
+
+}  // namespace ss::vma

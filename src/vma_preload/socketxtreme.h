@@ -1,0 +1,34 @@
+// The Extra API's socketXtreme entries (vma_extra(7)): socketxtreme_poll,
+// socketxtreme_free_vma_packets, socketxtreme_ref_vma_buff and
+// socketxtreme_free_vma_buff. As libvma they are always in the table with
+// their mask bits set, and fail with -1/EOPNOTSUPP (warned once) unless
+// VMA_SOCKETXTREME=1. In that mode every offloaded IPv4 UDP socket joins
+// the socketXtreme members of each netdev it has rings on
+// (NetdevRings::xtreme), and socketxtreme_poll on any ring fd of that
+// netdev (get_socket_rings_fds) reports its datagrams as completions,
+// each UMEM frame lent as a vma_buff_t (libvmacompat/xtreme_buffs.h).
+// A datagram is taken once: by socketxtreme_poll or by a receive call on
+// the socket, whichever asks first.
+#pragma once
+#include <mellanox/vma_extra.h>
+
+namespace ss::net {
+class UdpEndpoint;
+}
+
+namespace ss::vma::preload {
+
+struct NetdevRings;
+struct RxExtras;
+
+// Whether VMA_SOCKETXTREME is on.
+bool socketxtreme_mode();
+// Membership of socket fd's endpoint ep on rings (udp_offload.cc); extras:
+// the socket's (its SO_VMA_USER_DATA), outliving the membership.
+void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtras* extras);
+void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep);
+
+// Puts the four entries into the table the preload builds.
+void add_xtreme_entries(vma_api_t* given);
+
+}  // namespace ss::vma::preload

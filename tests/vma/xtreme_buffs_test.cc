@@ -1,0 +1,134 @@
+// The buffers socketXtreme lends (libvmacompat/xtreme_buffs.h), on frames
+// of a test pool: the vma_buff_t sits at the frame's start and describes
+// the payload in place; the frame stays out of the pool until its count
+// reaches 0; ref/unref return the new count; a made-up pointer, one
+// inside a frame but not at its start, a freed buffer and a packet list
+// naming a buffer twice are refused with nothing freed; a shared frame
+// (multicast) is copied.
+#include "libvmacompat/xtreme_buffs.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "tests/core/mem_test_pool.h"
+
+namespace ss::vma {
+namespace {
+
+class XtremeBuffsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { pool = mem::make_pool(2048, 16, 1); }
+  // A datagram of `text` at `at` in a frame of the pool (as the rings
+  // leave it: headers and XDP headroom in front).
+  net::Datagram datagram(const char* text, size_t at = 298) {
+    net::Datagram d;
+    d.buf = pool->get();
+    EXPECT_TRUE(d.buf);
+    const size_t n = std::strlen(text);
+    EXPECT_EQ(d.buf.set_view(at, n), 0);
+    std::memcpy(d.buf.data(), text, n);
+    d.src = {net::IpAddr::parse("10.0.0.2"), 4000};
+    return d;
+  }
+  static vma_packet_desc_t packet(vma_buff_t* b) {
+    vma_packet_desc_t p{};
+    p.num_bufs = 1;
+    p.total_len = b ? b->len : 0;
+    p.buff_lst = b;
+    return p;
+  }
+  std::unique_ptr<mem::Pool> pool;
+  XtremeBuffs buffs;
+};
+
+TEST_F(XtremeBuffsTest, LentInPlaceAtTheFrameStart) {
+  const size_t all = pool->free_count();
+  net::Datagram d = datagram("hello");
+  void* frame = d.buf.frame();
+  void* payload = d.buf.data();
+  vma_buff_t* b = nullptr;
+  ASSERT_EQ(buffs.lend(std::move(d), &b), 0);
+  EXPECT_EQ(static_cast<void*>(b), frame);
+  EXPECT_EQ(b->payload, payload);
+  EXPECT_EQ(b->len, 5);
+  EXPECT_EQ(b->next, nullptr);
+  EXPECT_EQ(std::memcmp(b->payload, "hello", 5), 0);
+  EXPECT_EQ(pool->free_count(), all - 1);
+  EXPECT_EQ(buffs.ref(b), 2);
+  EXPECT_EQ(buffs.ref(b), 3);
+  EXPECT_EQ(buffs.unref(b), 2);
+  EXPECT_EQ(buffs.unref(b), 1);
+  EXPECT_EQ(pool->free_count(), all - 1);
+  EXPECT_EQ(buffs.unref(b), 0);
+  EXPECT_EQ(pool->free_count(), all);  // the frame is back
+  EXPECT_EQ(buffs.unref(b), -EINVAL);  // freed already
+  EXPECT_EQ(buffs.ref(b), -EINVAL);
+  EXPECT_EQ(pool->free_count(), all);
+}
+
+TEST_F(XtremeBuffsTest, ForeignPointersRefused) {
+  vma_buff_t* b = nullptr;
+  ASSERT_EQ(buffs.lend(datagram("x"), &b), 0);
+  vma_buff_t stack{};
+  EXPECT_EQ(buffs.ref(&stack), -EINVAL);
+  EXPECT_EQ(buffs.unref(&stack), -EINVAL);
+  EXPECT_EQ(buffs.unref(nullptr), -EINVAL);
+  // Inside the lent frame, but not its start; a frame never lent.
+  auto* inside = reinterpret_cast<vma_buff_t*>(reinterpret_cast<char*>(b) + 8);
+  EXPECT_EQ(buffs.unref(inside), -EINVAL);
+  mem::Buffer other = pool->get();
+  EXPECT_EQ(buffs.unref(static_cast<vma_buff_t*>(other.frame())), -EINVAL);
+  // Another XtremeBuffs does not take this one's buffers.
+  XtremeBuffs stranger;
+  EXPECT_EQ(stranger.unref(b), -EINVAL);
+  EXPECT_EQ(buffs.unref(b), 0);
+}
+
+TEST_F(XtremeBuffsTest, FreePacketsAllOrNothing) {
+  const size_t all = pool->free_count();
+  vma_buff_t *a = nullptr, *b = nullptr;
+  ASSERT_EQ(buffs.lend(datagram("one"), &a), 0);
+  ASSERT_EQ(buffs.lend(datagram("two"), &b), 0);
+  EXPECT_EQ(buffs.free_packets(nullptr, 1), -EINVAL);
+  vma_packet_desc_t twice[2] = {packet(a), packet(a)};
+  EXPECT_EQ(buffs.free_packets(twice, 2), -EINVAL);
+  vma_buff_t fake{};
+  vma_packet_desc_t bad[2] = {packet(a), packet(&fake)};
+  EXPECT_EQ(buffs.free_packets(bad, 2), -EINVAL);
+  vma_packet_desc_t none[1] = {packet(nullptr)};
+  EXPECT_EQ(buffs.free_packets(none, 1), -EINVAL);
+  EXPECT_EQ(pool->free_count(), all - 2);  // nothing freed by the refusals
+  EXPECT_EQ(buffs.ref(b), 2);              // b outlives its packet's free
+  vma_packet_desc_t good[2] = {packet(a), packet(b)};
+  EXPECT_EQ(buffs.free_packets(good, 2), 0);
+  EXPECT_EQ(pool->free_count(), all - 1);
+  EXPECT_EQ(buffs.free_packets(good, 1), -EINVAL);  // a is freed already
+  EXPECT_EQ(buffs.unref(b), 0);
+  EXPECT_EQ(pool->free_count(), all);
+}
+
+TEST_F(XtremeBuffsTest, SharedOrCrampedFramesCopied) {
+  net::Datagram d = datagram("group");
+  mem::Buffer member = d.buf.share();  // another member's handle
+  vma_buff_t* b = nullptr;
+  ASSERT_EQ(buffs.lend(std::move(d), &b), 0);
+  EXPECT_NE(static_cast<void*>(b), member.frame());
+  EXPECT_NE(b->payload, member.data());
+  EXPECT_EQ(b->len, 5);
+  EXPECT_EQ(std::memcmp(b->payload, "group", 5), 0);
+  EXPECT_EQ(member.use_count(), 1u);  // the member's frame untouched
+  EXPECT_EQ(buffs.unref(b), 0);
+  // No room in front of the payload for the descriptor: copied too.
+  net::Datagram tight = datagram("tight", 8);
+  void* tight_frame = tight.buf.frame();
+  ASSERT_EQ(buffs.lend(std::move(tight), &b), 0);
+  EXPECT_NE(static_cast<void*>(b), tight_frame);
+  EXPECT_EQ(std::memcmp(b->payload, "tight", 5), 0);
+  EXPECT_EQ(buffs.unref(b), 0);
+}
+
+}  // namespace
+}  // namespace ss::vma
