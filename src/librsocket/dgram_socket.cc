@@ -456,13 +456,8 @@ void DgramSocket::drop_bad_heads() {
   for (;;) {
     DgramHeader h;
     sockaddr_storage src;
-    iovec v{&h, sizeof h};
-    msghdr m{};
-    m.msg_name = &src;
-    m.msg_namelen = sizeof src;
-    m.msg_iov = &v;
-    m.msg_iovlen = 1;
-    ssize_t n = ::recvmsg(fd_, &m, MSG_DONTWAIT | MSG_TRUNC | MSG_PEEK);
+    socklen_t sl;
+    ssize_t n = recv_kernel_datagram(fd_, &h, sizeof h, MSG_PEEK, &src, &sl);
     if (n < 0) return;
     DgramFault fault = dgram_check(h, static_cast<size_t>(n), reinterpret_cast<sockaddr*>(&src));
     if (fault == DgramFault::kNone) return;
@@ -494,12 +489,15 @@ short DgramSocket::readiness_locked(short events, bool full) {
   if (events & POLLIN) {
     sockaddr_storage src;
     socklen_t len;
-    if (ring_head(&src, &len) || (verbs_ && verbs_->readable()))
+    if (ring_head(&src, &len) || (verbs_ && verbs_->readable(peer_, &count_malformed_cb, this)))
       return static_cast<short>(POLLIN | (events & POLLOUT));
     // Spinning on readability alone: the ring, and the kernel now and then.
     if (!full && events == POLLIN && !shut_rd_ && !kernel_look_due()) return 0;
     serve_senders();
-    if (!verbs_) drop_bad_heads();  // (ours: upstream's headers are not bad there)
+    if (verbs_)
+      verbs_->settle_udp(&count_malformed_cb, this);  // exchange headers are no readiness
+    else
+      drop_bad_heads();  // (ours: upstream's headers are not bad there)
   }
   pollfd p{fd_, static_cast<short>(events | POLLRDHUP), 0};
   if (::poll(&p, 1, 0) < 0) return 0;

@@ -178,6 +178,7 @@ bool DgramVerbs::on_udp(const uint8_t* buf, size_t n, const sockaddr* src, size_
                   &local) ||
        qp_for(local, &qp)))
     qp = nullptr;  // no QP toward it: our datagrams to it stay on UDP
+  if (a.learned) SS_DEBUG("rsocket: fd %d: learned QPN %u (op %d)", fd_, info.qpn, info.op);
   if (a.learned && qp) {
     ibv_ah* ah = nullptr;
     if (DsPeer* p = peers_.find(src); p && qp->ah_for(reinterpret_cast<sockaddr*>(&p->qp_addr), &ah) == 0)
@@ -207,9 +208,30 @@ ssize_t DgramVerbs::recv(msghdr* msg, int flags, const sockaddr_storage& peer,
   return r;
 }
 
+bool DgramVerbs::ud_head(UdQp* qp, const sockaddr_storage& peer,
+                         void (*drop)(void* ctx, DgramFault f), void* ctx, UdHead* h) {
+  while (qp->front(&h->data, &h->len) == 0) {
+    h->sl = sizeof h->src;
+    DgramFault f = ds_header_check(h->data, h->len, domain_, &h->hl, &h->src, &h->sl);
+    if (f != DgramFault::kNone) {
+      SS_DEBUG("rsocket: fd %d: UD datagram refused: %s", fd_, dgram_fault_name(f));
+      drop(ctx, f);
+      qp->pop();
+      continue;
+    }
+    if (peer.ss_family && !ds_same_endpoint(reinterpret_cast<const sockaddr*>(&peer),
+                                            reinterpret_cast<sockaddr*>(&h->src))) {
+      SS_DEBUG("rsocket: fd %d: UD datagram not from the connected peer: dropped", fd_);
+      qp->pop();  // not from our connected peer: the kernel drops those too
+      continue;
+    }
+    return true;
+  }
+  return false;
+}
+
 ssize_t DgramVerbs::recv_ud(msghdr* msg, int flags, const sockaddr_storage& peer,
                             void (*drop)(void* ctx, DgramFault f), void* ctx) {
-  const bool peek = flags & MSG_PEEK;
   std::vector<UdQp*> qps;
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -217,28 +239,12 @@ ssize_t DgramVerbs::recv_ud(msghdr* msg, int flags, const sockaddr_storage& peer
   }
   for (size_t k = 0; k < qps.size(); k++) {
     UdQp* qp = qps[(next_qp_ + k) % qps.size()];
-    const uint8_t* d;
-    size_t n;
-    while (qp->front(&d, &n) == 0) {
-      size_t hl;
-      sockaddr_storage src;
-      socklen_t sl;
-      DgramFault f = ds_header_check(d, n, domain_, &hl, &src, &sl);
-      if (f != DgramFault::kNone) {
-        drop(ctx, f);
-        qp->pop();
-        continue;
-      }
-      if (peer.ss_family && !ds_same_endpoint(reinterpret_cast<const sockaddr*>(&peer),
-                                              reinterpret_cast<sockaddr*>(&src))) {
-        qp->pop();  // not from our connected peer: the kernel drops those too
-        continue;
-      }
-      ssize_t r = deliver_datagram(msg, flags, d + hl, n - hl, src, sl);
-      if (!peek) qp->pop();
-      next_qp_ = (next_qp_ + k + 1) % qps.size();
-      return r;
-    }
+    UdHead h;
+    if (!ud_head(qp, peer, drop, ctx, &h)) continue;
+    ssize_t r = deliver_datagram(msg, flags, h.data + h.hl, h.len - h.hl, h.src, h.sl);
+    if (!(flags & MSG_PEEK)) qp->pop();
+    next_qp_ = (next_qp_ + k + 1) % qps.size();
+    return r;
   }
   return -EAGAIN;
 }
@@ -249,45 +255,54 @@ ssize_t DgramVerbs::recv_udp(msghdr* msg, int flags, void (*drop)(void* ctx, Dgr
   for (;;) {
     uint8_t buf[kDgramSlot + 1];
     sockaddr_storage src;
-    iovec v{buf, sizeof buf};
-    msghdr m{};
-    m.msg_name = &src;
-    m.msg_namelen = sizeof src;
-    m.msg_iov = &v;
-    m.msg_iovlen = 1;
-    ssize_t n = ::recvmsg(fd_, &m, MSG_DONTWAIT | MSG_TRUNC | (peek ? MSG_PEEK : 0));
+    socklen_t sl;
+    ssize_t n = recv_kernel_datagram(fd_, buf, sizeof buf, peek ? MSG_PEEK : 0, &src, &sl);
     if (n < 0) return -errno;
     size_t off = 0;
-    DgramFault f = DgramFault::kNone;
-    bool keep;
     const auto* from = reinterpret_cast<sockaddr*>(&src);
     if (peek) {  // a data datagram stays queued; the exchange acts when it is taken
-      DsUdpInfo info{};
-      f = ds_udp_header_check(buf, static_cast<size_t>(n), from, &info);
-      keep = f == DgramFault::kNone && info.op == kDsOpData;
-      off = info.length;
-      if (!keep) {
-        ::recv(fd_, nullptr, 0, MSG_DONTWAIT);  // the one just peeked
-        if (f == DgramFault::kNone) on_udp(buf, static_cast<size_t>(n), from, &off, &f);
-      }
+      if (take_unless_data(buf, static_cast<size_t>(n), from, &off, drop, ctx)) continue;
     } else {
-      keep = on_udp(buf, static_cast<size_t>(n), from, &off, &f);
+      DgramFault f = DgramFault::kNone;
+      if (!on_udp(buf, static_cast<size_t>(n), from, &off, &f)) {
+        if (f != DgramFault::kNone) drop(ctx, f);
+        continue;  // bad, or an exchange header only
+      }
     }
-    if (!keep) {
-      if (f != DgramFault::kNone) drop(ctx, f);
-      continue;  // bad, or an exchange header only
-    }
-    return deliver_datagram(msg, flags, buf + off, static_cast<size_t>(n) - off, src, m.msg_namelen);
+    return deliver_datagram(msg, flags, buf + off, static_cast<size_t>(n) - off, src, sl);
   }
 }
 
-bool DgramVerbs::readable() {
-  std::lock_guard<std::mutex> g(mu_);
-  for (LocalQp& l : qps_) {
-    const uint8_t* d;
-    size_t n;
-    if (l.qp->front(&d, &n) == 0) return true;
+bool DgramVerbs::take_unless_data(const uint8_t* buf, size_t n, const sockaddr* src, size_t* off,
+                                  void (*drop)(void* ctx, DgramFault f), void* ctx) {
+  DsUdpInfo info{};
+  DgramFault f = ds_udp_header_check(buf, n, src, &info);
+  *off = info.length;
+  if (f == DgramFault::kNone && info.op == kDsOpData) return false;
+  ::recv(fd_, nullptr, 0, MSG_DONTWAIT);  // the one just peeked
+  if (f == DgramFault::kNone) on_udp(buf, n, src, off, &f);
+  if (f != DgramFault::kNone) drop(ctx, f);
+  return true;
+}
+
+void DgramVerbs::settle_udp(void (*drop)(void* ctx, DgramFault f), void* ctx) {
+  for (;;) {
+    uint8_t buf[kDgramSlot + 1];
+    sockaddr_storage src;
+    socklen_t sl;
+    ssize_t n = recv_kernel_datagram(fd_, buf, sizeof buf, MSG_PEEK, &src, &sl);
+    size_t off;
+    const auto* from = reinterpret_cast<sockaddr*>(&src);
+    if (n < 0 || !take_unless_data(buf, static_cast<size_t>(n), from, &off, drop, ctx)) return;
   }
+}
+
+bool DgramVerbs::readable(const sockaddr_storage& peer, void (*drop)(void* ctx, DgramFault f),
+                          void* ctx) {
+  std::lock_guard<std::mutex> g(mu_);
+  UdHead h;
+  for (LocalQp& l : qps_)
+    if (ud_head(l.qp.get(), peer, drop, ctx, &h)) return true;
   return false;
 }
 

@@ -39,8 +39,15 @@ class DgramVerbs {
   // none): a connected socket's filter. Bad datagrams go to `drop`.
   ssize_t recv(msghdr* msg, int flags, const sockaddr_storage& peer,
                void (*drop)(void* ctx, DgramFault f), void* ctx);
-  // A datagram is queued on a QP.
-  bool readable();
+  // A datagram a receive would deliver is queued on a QP (those it would
+  // not are taken off, as recv does).
+  bool readable(const sockaddr_storage& peer, void (*drop)(void* ctx, DgramFault f), void* ctx);
+  // Takes exchange-only and bad datagrams off the head of the UDP socket
+  // (learning from them, counting them), so that the socket is readable
+  // only when a receive would deliver: a readiness that a receive then
+  // answers with EAGAIN makes udpong resend a request, and the stale
+  // reply to it later derails udpong's next exchange for good.
+  void settle_udp(void (*drop)(void* ctx, DgramFault f), void* ctx);
   // The QPs' event descriptors, each once (for the owner's wait set):
   // those not handed out before.
   std::vector<int> new_event_fds();
@@ -61,10 +68,27 @@ class DgramVerbs {
   // Handles an exchange header from `src`; true when `buf`'s payload is to
   // be delivered (from *off on).
   bool on_udp(const uint8_t* buf, size_t n, const sockaddr* src, size_t* off, DgramFault* fault);
+  // The head of `qp` that a receive would deliver (past its DsHeader of
+  // `hl` bytes, from `src`); refused ones and, with a `peer`, others'
+  // are taken off on the way. False when none.
+  struct UdHead {
+    const uint8_t* data;
+    size_t len;
+    size_t hl;
+    sockaddr_storage src;
+    socklen_t sl;
+  };
+  bool ud_head(prov::verbs::UdQp* qp, const sockaddr_storage& peer,
+               void (*drop)(void* ctx, DgramFault f), void* ctx, UdHead* h);
   // recv's two halves: from the QPs, from the UDP socket; -EAGAIN when empty.
   ssize_t recv_ud(msghdr* msg, int flags, const sockaddr_storage& peer,
                   void (*drop)(void* ctx, DgramFault f), void* ctx);
   ssize_t recv_udp(msghdr* msg, int flags, void (*drop)(void* ctx, DgramFault f), void* ctx);
+  // After a peek at the UDP socket's head (`buf`, `n` bytes from `src`): a
+  // good data datagram stays queued (false; *off: where its payload
+  // starts); anything else is taken off and acted on (true).
+  bool take_unless_data(const uint8_t* buf, size_t n, const sockaddr* src, size_t* off,
+                        void (*drop)(void* ctx, DgramFault f), void* ctx);
 
   const int fd_;
   const int domain_;

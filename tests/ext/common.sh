@@ -119,11 +119,50 @@ ext_stop() {
   return 0
 }
 
-# Optional hook run by the EXIT trap (netns.sh removes its namespaces).
+# Optional hook run by the EXIT trap.
 ext_cleanup_hook() { :; }
 
+# Namespaces ext_netns_pair made (removed by the EXIT trap).
+ext_ns_made=()
+
+# ext_netns_pair A Z "A's CIDRs" "Z's CIDRs" : network namespaces A and Z
+# (lo up in each) joined by a veth pair, veth-a in A and veth-b in Z, with
+# those addresses (IPv6 without duplicate detection), up and carrying.
+# Set-up failures are the host's limits (no netns, no veth): the test is
+# skipped.  Needs root.
+ext_netns_pair() {
+  local a=$1 z=$2 out ns cidr i nodad
+  for ns in "$a" "$z"; do
+    out=$(ip netns add "$ns" 2>&1) || ext_skip_all "ip netns add $ns failed: $out"
+    ext_ns_made+=("$ns")
+    out=$(ip -n "$ns" link set lo up 2>&1) || ext_skip_all "lo up in $ns failed: $out"
+  done
+  out=$(ip -n "$a" link add veth-a type veth peer name veth-b netns "$z" 2>&1) ||
+    ext_skip_all "creating the veth pair failed: $out"
+  for cidr in $3; do
+    nodad=
+    case $cidr in *:*) nodad=nodad ;; esac
+    ip -n "$a" addr add "$cidr" dev veth-a $nodad || ext_skip_all "adding $cidr in $a failed"
+  done
+  for cidr in $4; do
+    nodad=
+    case $cidr in *:*) nodad=nodad ;; esac
+    ip -n "$z" addr add "$cidr" dev veth-b $nodad || ext_skip_all "adding $cidr in $z failed"
+  done
+  ip -n "$a" link set veth-a up && ip -n "$z" link set veth-b up ||
+    ext_skip_all "setting the veth pair up failed"
+  for i in $(seq 50); do
+    if ip -n "$a" link show veth-a | grep -q LOWER_UP &&
+       ip -n "$z" link show veth-b | grep -q LOWER_UP; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  ext_skip_all "the veth pair did not come up"
+}
+
 ext_cleanup() {
-  local rc=$? pid i
+  local rc=$? pid i ns
   for pid in ${ext_pids[@]+"${ext_pids[@]}"}; do
     kill -TERM "$pid" 2>/dev/null
   done
@@ -136,6 +175,9 @@ ext_cleanup() {
     wait "$pid" 2>/dev/null
   done
   ext_cleanup_hook
+  for ns in ${ext_ns_made[@]+"${ext_ns_made[@]}"}; do
+    ip netns del "$ns" 2>/dev/null
+  done
   if [ -n "$TMPD" ]; then
     if [ "${EXT_KEEP:-0}" = 1 ]; then
       echo "$ext_name: outputs kept in $TMPD"

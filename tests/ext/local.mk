@@ -8,6 +8,7 @@ ext_test_scripts = \
 	tests/ext/riostream.sh \
 	tests/ext/rcopy.sh \
 	tests/ext/udpong.sh \
+	tests/ext/udpong_netns.sh \
 	tests/ext/netns.sh \
 	tests/ext/no_rdma.sh \
 	tests/ext/demo.sh \
@@ -26,6 +27,8 @@ ext_test_scripts = \
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
+# Sourced by udpong.sh and udpong_netns.sh; run by udpong_netns.sh.
+EXTRA_DIST += tests/ext/udpong_cases.sh tests/ext/udp_tags.py
 # nginx's config, sourced by preload.sh and bench/preload_apps.sh.
 EXTRA_DIST += tests/ext/nginx_conf.sh
 # Compiled by vma_extra_header.sh against the installed header.
@@ -46,6 +49,7 @@ EXTRA_DIST += tests/ext/vma_calls.c
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=120 preload.sh=180 preload_netns.sh=60 udpong.sh=90 \
+	udpong_netns.sh=90 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
 	vma_calls.sh=120

@@ -32,44 +32,7 @@ NS_A=ss-a-$$
 NS_B=ss-b-$$
 ADDR_A=10.213.1.1
 ADDR_B=10.213.1.2
-ns_made=()
-
-# shellcheck disable=SC2317  # called by common.sh's EXIT trap
-ext_cleanup_hook() {
-  local ns
-  for ns in ${ns_made[@]+"${ns_made[@]}"}; do
-    ip netns del "$ns" 2>/dev/null
-  done
-}
-
-# Set-up failures are the host's limits (no netns, no veth): skip.
-setup() {
-  local out ns
-  for ns in "$NS_A" "$NS_B"; do
-    out=$(ip netns add "$ns" 2>&1) || ext_skip_all "ip netns add $ns failed: $out"
-    ns_made+=("$ns")
-    out=$(ip -n "$ns" link set lo up 2>&1) || ext_skip_all "lo up in $ns failed: $out"
-  done
-  out=$(ip -n "$NS_A" link add veth-a type veth peer name veth-b netns "$NS_B" 2>&1) ||
-    ext_skip_all "creating the veth pair failed: $out"
-  if ! { ip -n "$NS_A" addr add "$ADDR_A/24" dev veth-a &&
-         ip -n "$NS_B" addr add "$ADDR_B/24" dev veth-b &&
-         ip -n "$NS_A" link set veth-a up &&
-         ip -n "$NS_B" link set veth-b up; }; then
-    ext_skip_all "configuring the veth pair failed"
-  fi
-  # Wait for the link (carrier) on both ends.
-  local i
-  for i in $(seq 50); do
-    if ip -n "$NS_A" link show veth-a | grep -q LOWER_UP &&
-       ip -n "$NS_B" link show veth-b | grep -q LOWER_UP; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  ext_skip_all "the veth pair did not come up"
-}
-setup
+ext_netns_pair "$NS_A" "$NS_B" "$ADDR_A/24" "$ADDR_B/24"
 echo "$ext_name: namespaces $NS_A ($ADDR_A, servers) and $NS_B ($ADDR_B, clients)"
 PFX_S=(ip netns exec "$NS_A")
 PFX_C=(ip netns exec "$NS_B")

@@ -67,6 +67,29 @@ class DgramVerbsTest : public ::testing::TestWithParam<int> {
     }
     return -1;
   }
+  // A kernel UDP socket on the device's address (its name in *name), the
+  // stand-in for a peer speaking upstream's exchange by hand.
+  KFd raw_peer(Addr* name) {
+    KFd raw(::socket(family(), SOCK_DGRAM, 0));
+    Addr a = loopback(family());
+    EXPECT_EQ(0, ::bind(raw, a.sa(), a.len)) << errstr(errno);
+    name->len = sizeof name->ss;
+    EXPECT_EQ(0, ::getsockname(raw, name->sa(), &name->len));
+    return raw;
+  }
+  // Upstream's UDP-socket header into `h` (28 bytes of room): op `op`,
+  // QPN 0xabcdef, `from`'s address; its length.
+  size_t udp_header(uint8_t* h, uint8_t op, const Addr& from) {
+    const bool v6 = family() == AF_INET6;
+    const uint8_t head[12] = {0x55, 0x55, 0x55, 0x55, uint8_t(v6 ? 6 : 4), op, uint8_t(v6 ? 28 : 16), 0,
+                              0x00, 0xab, 0xcd, 0xef};
+    memcpy(h, head, sizeof head);
+    if (v6)
+      memcpy(h + 12, &reinterpret_cast<const sockaddr_in6*>(&from.ss)->sin6_addr, 16);
+    else
+      memcpy(h + 12, &reinterpret_cast<const sockaddr_in*>(&from.ss)->sin_addr, 4);
+    return v6 ? 28 : 16;
+  }
   bool iwarp_ = false;
 };
 
@@ -148,19 +171,10 @@ TEST_P(DgramVerbsTest, HostileExchangeHeaders) {
   if (iwarp_) GTEST_SKIP() << "iWARP: no unreliable datagrams (OnIwarpEopnotsupp)";
   Addr bn, rn, from;
   RFd b = bound(&bn);
-  KFd raw(::socket(family(), SOCK_DGRAM, 0));
-  Addr ra = loopback(family());
-  ASSERT_EQ(0, ::bind(raw, ra.sa(), ra.len));
-  rn.len = sizeof rn.ss;
-  ASSERT_EQ(0, ::getsockname(raw, rn.sa(), &rn.len));
+  KFd raw = raw_peer(&rn);
   const bool v6 = family() == AF_INET6;
-  uint8_t good[28 + 2] = {0x55, 0x55, 0x55, 0x55, uint8_t(v6 ? 6 : 4), 0, uint8_t(v6 ? 28 : 16), 0,
-                          0x00, 0xab, 0xcd, 0xef};
-  if (v6)
-    memcpy(good + 12, &reinterpret_cast<sockaddr_in6*>(&rn.ss)->sin6_addr, 16);
-  else
-    memcpy(good + 12, &reinterpret_cast<sockaddr_in*>(&rn.ss)->sin_addr, 4);
-  const size_t hl = v6 ? 28 : 16;
+  uint8_t good[28 + 2];
+  const size_t hl = udp_header(good, 0, rn);
   memcpy(good + hl, "ok", 2);
   std::vector<std::vector<uint8_t>> bad;
   bad.emplace_back(good, good + hl + 2);
@@ -192,6 +206,39 @@ TEST_P(DgramVerbsTest, HostileExchangeHeaders) {
   EXPECT_EQ(0, ctrl[8]);  // a 24-bit QPN
   // sending back to a QP that is nobody's: accepted, lost as UD loses it
   EXPECT_EQ(2, rsendto(b, "no", 2, 0, rn.sa(), rn.len)) << errstr(errno);
+}
+
+// Exchange-only and bad datagrams on the UDP socket are no readiness:
+// rpoll takes them off (learning, counting) and waits on. (A readable
+// report that the receive answered with EAGAIN made udpong resend its
+// login, and the stale second answer then kept udpong resending for ever.)
+TEST_P(DgramVerbsTest, ControlHeadersAreNoReadiness) {
+  if (iwarp_) GTEST_SKIP() << "iWARP: no unreliable datagrams (OnIwarpEopnotsupp)";
+  Addr bn, rn, from;
+  RFd b = bound(&bn);
+  KFd raw = raw_peer(&rn);
+  uint8_t hdr[28 + 2];
+  const size_t hl = udp_header(hdr, 7, rn);
+  ss_dgram_drops d0{}, d1{};
+  socklen_t dl = sizeof d0;
+  ASSERT_EQ(0, rgetsockopt(b, SOL_RDMA, SS_DGRAM_DROPS, &d0, &dl));
+  ASSERT_EQ(8, ::sendto(raw, "SSDGxxxx", 8, 0, bn.sa(), bn.len));  // another tag
+  ASSERT_EQ(ssize_t(hl), ::sendto(raw, hdr, hl, 0, bn.sa(), bn.len));  // control: "my QPN"
+  pollfd p{b, POLLIN, 0};
+  EXPECT_EQ(0, rpoll(&p, 1, 200)) << "revents " << p.revents;
+  dl = sizeof d1;
+  ASSERT_EQ(0, rgetsockopt(b, SOL_RDMA, SS_DGRAM_DROPS, &d1, &dl));
+  EXPECT_EQ(d0.malformed + 1, d1.malformed) << "rpoll did not take the bad one off";
+  char buf[64];
+  EXPECT_EQ(-1, rrecvfrom(b, buf, sizeof buf, MSG_DONTWAIT, from.sa(), &from.len));
+  EXPECT_EQ(EAGAIN, errno);
+  hdr[5] = 0;  // data, behind the same header
+  memcpy(hdr + hl, "ok", 2);
+  ASSERT_EQ(ssize_t(hl + 2), ::sendto(raw, hdr, hl + 2, 0, bn.sa(), bn.len));
+  EXPECT_EQ(1, rpoll(&p, 1, 10000));
+  from.len = sizeof from.ss;
+  ASSERT_EQ(2, take(b, buf, sizeof buf, &from)) << errstr(errno);
+  EXPECT_EQ(0, memcmp(buf, "ok", 2));
 }
 
 TEST_P(DgramVerbsTest, OnIwarpEopnotsupp) {

@@ -4,8 +4,9 @@
 #   tests/rxe/rxe-vm.sh -s BUILD -s SRC -- bash SRC/tests/rxe/check.sh BUILD
 # Steps: smoke.sh (the guest has real verbs), interop.sh (stock rdmacm-utils
 # against ours), preload.sh (librspreload on verbs, upstream's on the other
-# end, fallback), the verbs resource manager's unit tests and the rsocket
-# conformance suite on verbs (IPv4 and IPv6, plus hostile rdma_cm peers),
+# end, fallback), udpong.sh (udpong ours:ours on datagram rsockets), the
+# verbs resource manager's unit tests and the rsocket conformance suite on
+# verbs (IPv4 and IPv6, plus hostile rdma_cm peers),
 # all on rxe0 (RoCE); then interop and conformance again on siw0 (iWARP).
 # Each step's output comes as it runs, then "=== STEP: exit N (S s)"; exits
 # 1 when a step failed.
@@ -36,6 +37,7 @@ if [ "${RXE_CHECK_SUITES_ONLY:-0}" != 1 ]; then
   step smoke 180 bash "$HERE/smoke.sh"
   step interop 900 bash "$HERE/interop.sh" "$BUILD"
   step preload 300 bash "$HERE/preload.sh" "$BUILD"
+  step udpong 240 bash "$HERE/udpong.sh" "$BUILD"
 fi
 
 # The GoogleTest suites on real verbs: a missing device or address fails

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "core/base/log.h"
@@ -182,9 +183,15 @@ int UdQp::ah_for(const sockaddr* dst, ibv_ah** out) {
       if (same_ip(reinterpret_cast<sockaddr*>(&d.addr), dst)) return *out = d.ah, 0;
   }
   ibv_ah_attr attr{};
-  if (int rc = resolve_ah_attr(rdma_get_local_addr(id_), dst, id_->verbs, &attr)) return rc;
-  ibv_ah* ah = ibv_create_ah(pd_, &attr);
-  if (!ah) return -errno;
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = resolve_ah_attr(rdma_get_local_addr(id_), dst, id_->verbs, &attr);
+  ibv_ah* ah = rc ? nullptr : ibv_create_ah(pd_, &attr);
+  if (!rc && !ah) rc = -errno;
+  SS_DEBUG("verbs: UD address handle: %s after %lld ms", rc ? strerror(-rc) : "made",
+           static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - t0)
+                                      .count()));
+  if (rc) return rc;
   std::lock_guard<std::mutex> lk(mu_);
   Dest d{};
   std::memcpy(&d.addr, dst, addr_len(dst));
@@ -242,10 +249,14 @@ void UdQp::poll_locked() {
     for (int i = 0; i < n; i++) {
       const uint32_t slot = static_cast<uint32_t>(wc[i].wr_id);
       if (wc[i].wr_id & kSendFlag) {
+        if (wc[i].status != IBV_WC_SUCCESS)
+          SS_DEBUG("verbs: UD send failed: %s", ibv_wc_status_str(wc[i].status));
         free_send_.push_back(slot);
       } else if (wc[i].status == IBV_WC_SUCCESS && wc[i].byte_len >= kGrh) {
         ready_.push_back({slot, wc[i].byte_len - static_cast<uint32_t>(kGrh)});
       } else if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+        SS_DEBUG("verbs: UD receive failed: %s (%u bytes)", ibv_wc_status_str(wc[i].status),
+                 wc[i].byte_len);
         post_recv(slot);  // a failed receive: the slot goes back to the device
       }
     }
