@@ -26,6 +26,8 @@ if HAVE_GBENCH
 noinst_PROGRAMS += bench/rsocket_bench
 bench_rsocket_bench_SOURCES = \
 	bench/rsocket_bench.cc \
+	bench/dgram_echo.h \
+	bench/dgram_echo.cc \
 	tools/demo_transport.h \
 	tools/demo_transport.cc
 bench_rsocket_bench_LDADD = librsocket.la libslipstream.la -lbenchmark $(PTHREAD_LIBS)

@@ -7,6 +7,12 @@
 //   Stream64K/<t>        64 KiB messages streamed to the server, which
 //   Stream1M/<t>         checksums them; the last iteration waits for its
 //                        verified answer (items = messages, bytes = payload)
+//   DgramPingPong64/<t>  64 B datagram echoes, blocking rsend/rrecv on a
+//                        connected socket (kernel: UDP), the server echoing
+//                        with rrecvfrom/rsendto (items = round trips)
+//   DgramRate64/<t>      64 B datagrams one way, blocking sends; the server
+//                        counts them (items = datagrams it received, so a
+//                        drop lowers the rate; counter `lost` = sent - received)
 //
 // Each transport's server is a separate process, forked in main() before
 // this process creates any rsocket, so the two ends never share the
@@ -27,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/dgram_echo.h"
 #include "tools/demo_transport.h"
 
 using namespace ssdemo;
@@ -41,6 +48,16 @@ struct Endpoint {
   Conn conn;
 };
 std::map<Transport, Endpoint> g_ends;
+
+// The datagram servers, one per transport.
+struct DgramEnd {
+  int pid = -1;
+  int port = 0;
+  std::string error;
+  bool connected = false;
+  DgramClient client;
+};
+std::map<Transport, DgramEnd> g_dgram;
 
 // Watchdog: a run that takes longer than g_watchdog seconds (env
 // RSOCKET_BENCH_WATCHDOG, default 60) gets its server killed (the client's
@@ -67,11 +84,13 @@ void on_alarm(int) {
   _exit(3);
 }
 
-// Arms the watchdog for one run of a benchmark on `t`; disarms when destroyed.
+// Arms the watchdog for one run of a benchmark served by `server`;
+// disarms when destroyed.
 struct Watch {
-  explicit Watch(Transport t) {
+  explicit Watch(Transport t) : Watch(g_ends[t].pid) {}
+  explicit Watch(int server) {
     g_fired = 0;
-    g_current_server = g_ends[t].pid;
+    g_current_server = server;
     alarm(g_watchdog);
   }
   ~Watch() {
@@ -169,6 +188,71 @@ void BM_Stream(benchmark::State& state, Transport t, size_t size) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * size));
 }
 
+// The datagram client of `t`, or nullptr (the run skipped with the reason).
+DgramClient* dgram_client(benchmark::State& state, Transport t) {
+  DgramEnd& e = g_dgram[t];
+  if (e.error.empty() && !e.connected) {
+    if (int rc = dgram_connect(t, e.port, 100, &e.client))
+      e.error = std::string("connect: ") + strerror(-rc);
+    else
+      e.connected = true;
+  }
+  if (!e.error.empty()) {
+    state.SkipWithError(e.error.c_str());
+    return nullptr;
+  }
+  return &e.client;
+}
+
+void dgram_broken(benchmark::State& state, Transport t, const char* what, int rc) {
+  DgramEnd& e = g_dgram[t];
+  e.error = std::string(what) + ": " + strerror(-rc) + " (transport disabled for this run)";
+  if (e.connected) e.client.close();
+  e.connected = false;
+  state.SkipWithError(e.error.c_str());
+}
+
+void BM_DgramPingPong(benchmark::State& state, Transport t) {
+  Watch watch(g_dgram[t].pid);
+  DgramClient* c = dgram_client(state, t);
+  if (!c) return;
+  constexpr size_t kSize = 64;
+  uint8_t out[kSize], in[kSize];
+  for (size_t i = 0; i < kSize; i++) out[i] = static_cast<uint8_t>(i * 7 + 1);
+  out[0] = kDgramPing;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    memcpy(out + 8, &i, sizeof i);
+    if (int rc = c->ping(out, in, kSize)) return dgram_broken(state, t, "echo", rc);
+    i++;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * kSize);
+}
+
+void BM_DgramRate(benchmark::State& state, Transport t) {
+  Watch watch(g_dgram[t].pid);
+  DgramClient* c = dgram_client(state, t);
+  if (!c) return;
+  constexpr size_t kSize = 64;
+  uint8_t out[kSize] = {kDgramOneWay};
+  uint64_t got = 0;
+  int rc = c->tally(&got);  // what came before is not this run's
+  uint64_t i = 0;
+  for (auto _ : state) {
+    if (!rc) {
+      memcpy(out + 8, &i, sizeof i);
+      rc = c->one_way(out, kSize);
+    }
+    if (!rc && ++i == static_cast<uint64_t>(state.max_iterations))
+      rc = c->tally(&got);  // the drain is part of the measurement
+  }
+  if (rc) return dgram_broken(state, t, "one way", rc);
+  state.SetItemsProcessed(static_cast<int64_t>(got));
+  state.SetBytesProcessed(static_cast<int64_t>(got * kSize));
+  state.counters["lost"] = static_cast<double>(i > got ? i - got : 0);
+}
+
 void register_all() {
   // By benchmark, then transport: each rsocket row runs right after the
   // kernel row it is compared with.
@@ -187,6 +271,14 @@ void register_all() {
   for (Transport t : kAllTransports)
     benchmark::RegisterBenchmark((std::string("Stream1M/") + transport_name(t)).c_str(),
                                  BM_Stream, t, size_t{1} << 20)
+        ->UseRealTime();
+  for (Transport t : kAllTransports)
+    benchmark::RegisterBenchmark((std::string("DgramPingPong64/") + transport_name(t)).c_str(),
+                                 BM_DgramPingPong, t)
+        ->UseRealTime();
+  for (Transport t : kAllTransports)
+    benchmark::RegisterBenchmark((std::string("DgramRate64/") + transport_name(t)).c_str(),
+                                 BM_DgramRate, t)
         ->UseRealTime();
 }
 
@@ -208,6 +300,12 @@ int main(int argc, char** argv) {
       e.error = std::string("server did not start: ") + strerror(-r);
     else
       e.pid = r;
+    DgramEnd& d = g_dgram[t];
+    r = spawn_server_with(dgram_server_main, t, &d.port);
+    if (r < 0)
+      d.error = std::string("datagram server did not start: ") + strerror(-r);
+    else
+      d.pid = r;
   }
 
   register_all();
@@ -229,6 +327,21 @@ int main(int argc, char** argv) {
       kill(e.pid, SIGKILL);
       const char* why = nullptr;
       reap_server(e.pid, 1000, &why);
+    }
+  }
+  for (auto& [t, d] : g_dgram) {
+    if (d.pid < 0) continue;
+    const bool used = d.connected;
+    if (used) d.client.close();  // asks the server to quit
+    if (!used) kill(d.pid, SIGKILL);
+    const char* why = nullptr;
+    if (reap_server(d.pid, used ? 10000 : 1000, &why) != 0 && used) {
+      fprintf(stderr, "rsocket_bench: %s datagram server: %s\n", transport_name(t), why);
+      status = 1;
+    }
+    if (!d.error.empty()) {
+      fprintf(stderr, "rsocket_bench: %s datagrams: %s\n", transport_name(t), d.error.c_str());
+      status = 1;
     }
   }
   for (auto& [t, e] : g_ends)

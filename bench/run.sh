@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs bench/rsocket_bench (builds nothing) and prints each rsocket row
-# against the kernel TCP row of the same benchmark, measured in the same run.
+# against the kernel row of the same benchmark (TCP; UDP for the Dgram
+# rows), measured in the same run.
 #
 #   bench/run.sh [BINARY] [BENCHMARK FLAGS...]
 #
@@ -126,7 +127,8 @@ for bench in benches:
             "%.0f" % items if items else "-", ratio))
 print()
 print("vs kernel: items/s of the row / items/s of the kernel row of the same benchmark,")
-print("same run; above 1 is faster than kernel TCP. PingPong GB/s counts both directions.")
+print("same run; above 1 is faster than the kernel (TCP; UDP for the Dgram rows). PingPong GB/s")
+print("counts both directions.")
 sys.exit(status)
 EOF
 prc=$?

@@ -71,14 +71,6 @@ void set_buffers(const Ops& ops, int fd) {
   ops.setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
 }
 
-sockaddr_in loopback(int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
-
 // Serves one connection until kQuit (0) or a clean end of stream between
 // commands (0); anything else is an error (-errno) with a message on stderr.
 int serve(Conn& c, Transport t) {
@@ -145,13 +137,7 @@ int serve(Conn& c, Transport t) {
 int server_main(Transport t, int wfd) {
   select_provider(t);
   const Ops& ops = ops_for(t);
-  auto fail = [&](const char* what, int err) {
-    fprintf(stderr, "server (%s): %s: %s\n", transport_name(t), what, strerror(err));
-    int32_t v = -err;
-    if (wfd >= 0 && ::write(wfd, &v, sizeof v) < 0) {
-    }
-    return 1;
-  };
+  auto fail = [&](const char* what, int err) { return server_failed("server", t, wfd, what, err); };
   int lfd = ops.socket(AF_INET, SOCK_STREAM, 0);
   if (lfd < 0) return fail("socket", errno);
   int one = 1;
@@ -180,6 +166,23 @@ int server_main(Transport t, int wfd) {
 }
 
 }  // namespace
+
+sockaddr_in loopback(int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+int server_failed(const char* server, Transport t, int wfd, const char* what, int err) {
+  fprintf(stderr, "%s (%s): %s: %s\n", server, transport_name(t), what, strerror(err));
+  int32_t v = -err;
+  if (wfd >= 0 && ::write(wfd, &v, sizeof v) < 0) {
+    // the parent has stopped waiting for the port
+  }
+  return 1;
+}
 
 const char* transport_name(Transport t) {
   switch (t) {
@@ -293,6 +296,10 @@ uint64_t StreamSource::expected(uint64_t count) const {
 }
 
 int spawn_server(Transport t, int* port, int timeout_ms) {
+  return spawn_server_with(server_main, t, port, timeout_ms);
+}
+
+int spawn_server_with(ServerMain main, Transport t, int* port, int timeout_ms) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) return -errno;
   fflush(nullptr);
@@ -309,7 +316,7 @@ int spawn_server(Transport t, int* port, int timeout_ms) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);  // the parent died before prctl
     signal(SIGPIPE, SIG_IGN);
-    int rc = server_main(t, p[1]);
+    int rc = main(t, p[1]);
     fflush(nullptr);
     _exit(rc);
   }

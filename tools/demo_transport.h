@@ -10,6 +10,7 @@
 //                    checksums them and answers a StreamReply;
 //   kQuit            the server closes the connection and exits 0.
 #pragma once
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -102,6 +103,15 @@ class StreamSource {
 // child dies with its parent. Returns the child's pid and sets *port, or
 // -errno. Call it before this process creates any rsocket.
 int spawn_server(Transport t, int* port, int timeout_ms = 10000);
+// The same with another server: `main` runs in the child, writes its
+// port (an int32, or -errno) to `wfd` and returns the exit status.
+using ServerMain = int (*)(Transport t, int wfd);
+int spawn_server_with(ServerMain main, Transport t, int* port, int timeout_ms = 10000);
+// A server child's failure: says why on stderr and passes -err up the
+// port pipe `wfd` (when still open, else -1); returns exit status 1.
+int server_failed(const char* server, Transport t, int wfd, const char* what, int err);
+// 127.0.0.1:port.
+sockaddr_in loopback(int port);
 // Reaps a server: 0 when it exited 0, else -1 with a reason in *why.
 int reap_server(int pid, int timeout_ms, const char** why);
 

@@ -381,14 +381,15 @@ ssize_t DgramSocket::try_recv(msghdr* msg, int flags, bool repeat) {
   size_t room;
   if (int rc = iov_total(msg->msg_iov, msg->msg_iovlen, &room)) return rc;
   socklen_t src_len;
-  if (DgramSlot* s = ring_head(&src, &src_len)) {
+  auto from_ring = [&](DgramSlot* s) {
     const size_t payload = std::min<size_t>(s->len, kDgramMaxPayload);
     ssize_t r = deliver_datagram(msg, flags, s->data, payload, src, src_len);
     if (!(flags & MSG_PEEK)) rx_.release(s);
     return r;
-  }
+  };
+  if (DgramSlot* s = ring_head(&src, &src_len)) return from_ring(s);
   if (repeat && !kernel_look_due()) return -EAGAIN;
-  serve_senders();
+  if (serve_due()) serve_senders();
   for (;;) {
     msghdr m{};
     m.msg_name = &src;
@@ -400,7 +401,12 @@ ssize_t DgramSocket::try_recv(msghdr* msg, int flags, bool repeat) {
     const bool peek = flags & MSG_PEEK;
     // MSG_TRUNC: the whole length, however little the buffers take.
     ssize_t n = ::recvmsg(fd_, &m, MSG_DONTWAIT | MSG_TRUNC | (peek ? MSG_PEEK : 0));
-    if (n < 0) return -errno;
+    if (n < 0) {
+      const int err = errno;
+      // What a sender published meanwhile is taken now, not at the next call.
+      if (DgramSlot* s = err == EAGAIN ? ring_head(&src, &src_len) : nullptr) return from_ring(s);
+      return -err;
+    }
     note_overflow(m);
     DgramFault fault = dgram_check(h, static_cast<size_t>(n), reinterpret_cast<sockaddr*>(&src));
     if (fault != DgramFault::kNone) {
@@ -425,8 +431,13 @@ ssize_t DgramSocket::recv(msghdr* msg, int flags) {
   if (msg->msg_iovlen > IOV_MAX - 1) return -EMSGSIZE;
   // A blocking receive busy-polls for polling_time before it sleeps, as
   // the stream engine does.
+  // Its looks are repeats from the start: ring data is returned without
+  // a syscall (UDP orders nothing between the two paths); the kernel
+  // socket is looked at every dgram_kernel_ratio-th pass, and fully
+  // (wait_target) before any sleep. A non-blocking call's one look covers
+  // both, so that EAGAIN means both queues are empty.
   auto spin_until = std::chrono::steady_clock::time_point::min();
-  for (bool repeat = false;; repeat = true) {
+  for (bool repeat = !nonblocking(flags);; repeat = true) {
     ssize_t n;
     {
       std::lock_guard<std::mutex> g(recv_mu_);
@@ -452,15 +463,15 @@ ssize_t DgramSocket::recv(msghdr* msg, int flags) {
   }
 }
 
-void DgramSocket::drop_bad_heads() {
+bool DgramSocket::drop_bad_heads() {
   for (;;) {
     DgramHeader h;
     sockaddr_storage src;
     socklen_t sl;
     ssize_t n = recv_kernel_datagram(fd_, &h, sizeof h, MSG_PEEK, &src, &sl);
-    if (n < 0) return;
+    if (n < 0) return errno != EAGAIN;  // an error is for the receive to report
     DgramFault fault = dgram_check(h, static_cast<size_t>(n), reinterpret_cast<sockaddr*>(&src));
-    if (fault == DgramFault::kNone) return;
+    if (fault == DgramFault::kNone) return true;
     drop(fault, true);
   }
 }
@@ -475,34 +486,42 @@ short DgramSocket::readiness_repeat(short events) {
   return readiness_locked(events, false);
 }
 
-bool DgramSocket::kernel_look_due() {
-  if (kernel_hint_ || rx_.event_fd() < 0 ||
-      ++ring_only_looks_ >= settings::get(settings::Id::kDgramKernelRatio)) {
-    kernel_hint_ = false;
-    ring_only_looks_ = 0;
+bool DgramSocket::EveryNth::due(bool always) {
+  if (hint || always || ++skipped >= settings::get(settings::Id::kDgramKernelRatio)) {
+    hint = false;
+    skipped = 0;
     return true;
   }
   return false;
 }
 
+bool DgramSocket::kernel_look_due() { return kernel_look_.due(rx_.event_fd() < 0); }
+
+bool DgramSocket::serve_due() { return serve_.due(rx_.event_fd() < 0); }
+
 short DgramSocket::readiness_locked(short events, bool full) {
+  sockaddr_storage src;
+  socklen_t len;
   if (events & POLLIN) {
-    sockaddr_storage src;
-    socklen_t len;
     if (ring_head(&src, &len) || (verbs_ && verbs_->readable(peer_, &count_malformed_cb, this)))
       return static_cast<short>(POLLIN | (events & POLLOUT));
     // Spinning on readability alone: the ring, and the kernel now and then.
     if (!full && events == POLLIN && !shut_rd_ && !kernel_look_due()) return 0;
-    serve_senders();
-    if (verbs_)
-      verbs_->settle_udp(&count_malformed_cb, this);  // exchange headers are no readiness
-    else
-      drop_bad_heads();  // (ours: upstream's headers are not bad there)
   }
-  pollfd p{fd_, static_cast<short>(events | POLLRDHUP), 0};
-  if (::poll(&p, 1, 0) < 0) return 0;
-  short r = p.revents & static_cast<short>(events | POLLERR | POLLHUP | POLLNVAL);
-  if (r & (POLLIN | POLLERR)) kernel_hint_ = true;  // the next receive looks there
+  // One syscall for the kernel socket and, when reading, the rendezvous.
+  pollfd p[2] = {{fd_, static_cast<short>(events | POLLRDHUP), 0},
+                 {(events & POLLIN) ? rx_.listen_fd() : -1, POLLIN, 0}};
+  if (::poll(p, 2, 0) < 0) return 0;
+  if (p[1].revents & POLLIN) serve_senders();
+  short r = p[0].revents & static_cast<short>(events | POLLERR | POLLHUP | POLLNVAL);
+  // Readable means a receive delivers: bad datagrams (and over verbs the
+  // exchange headers, which are no data there) are taken off first.
+  if ((r & POLLIN) &&
+      !(verbs_ ? verbs_->settle_udp(&count_malformed_cb, this) : drop_bad_heads()))
+    r &= ~POLLIN;
+  if (r & (POLLIN | POLLERR)) kernel_look_.hint = true;  // the next receive looks there
+  // What a sender published meanwhile counts now.
+  if ((events & POLLIN) && !(r & POLLIN) && ring_head(&src, &len)) r |= POLLIN;
   if (shut_rd_ && (events & POLLIN)) r |= POLLIN;  // a read returns 0 at once
   return r;
 }
@@ -574,7 +593,8 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
 // datagram), and only a wait on the wait set (a reader's) drains it.
 void DgramSocket::after_wait(const WaitTarget& armed, bool) {
   std::lock_guard<std::mutex> g(recv_mu_);
-  kernel_hint_ = true;  // whatever woke us, the next look covers everything
+  kernel_look_.hint = true;  // whatever woke us, the next look covers everything
+  serve_.hint = true;
   if (--sleeping_ > 0) return;
   rx_.set_sleeping(false);
   if (armed.fd >= 0 && armed.fd == wait_fd_ && rx_.event_fd() >= 0) {

@@ -76,10 +76,17 @@ class DgramSocket final : public Pollable {
   // Whether a repeated look goes beyond the ring to the kernel socket and
   // the rendezvous (syscalls): always until a sender's ring exists, then
   // every dgram_kernel_ratio-th look, or at once when the kernel reported
-  // readiness or a sleep ended. A call's first look always does (so
-  // EAGAIN from a non-blocking call means both queues are empty).
+  // readiness or a sleep ended. A non-blocking call's look, and the look
+  // before a sleep, always do (EAGAIN means both queues are empty); a
+  // blocking call spins with repeats from its first look.
   // recv_mu_ held.
   bool kernel_look_due();
+  // Whether a look at the kernel socket also answers the rendezvous
+  // (accept4): always until a sender's ring exists, then every
+  // dgram_kernel_ratio-th time or after a sleep (a sender dialling a
+  // sleeper wakes it). Meanwhile a new sender's datagrams go over UDP,
+  // where that look finds them. recv_mu_ held.
+  bool serve_due();
   // The epoll set a sleeper waits on (kernel socket, rendezvous, ring
   // wake-up), made at the first wait. recv_mu_ held; -errno.
   int wait_set();
@@ -92,14 +99,16 @@ class DgramSocket final : public Pollable {
   void serve_senders();
   // One receive attempt that never sleeps: -EAGAIN when nothing good is
   // queued; `repeat` (a blocking receive spinning): the kernel socket only
-  // when kernel_look_due(). recv_mu_ held.
+  // when kernel_look_due(). The ring is looked at again after the kernel's
+  // EAGAIN (a datagram published during the syscall). recv_mu_ held.
   ssize_t try_recv(msghdr* msg, int flags, bool repeat);
   // Counts a bad datagram and, when it was only peeked, takes it off the
   // queue. recv_mu_ held.
   void drop(DgramFault fault, bool peeked);
-  // Drops bad datagrams at the head of the queue (rpoll: readable means a
-  // good one waits). recv_mu_ held.
-  void drop_bad_heads();
+  // Drops bad datagrams at the head of the kernel queue (rpoll: readable
+  // means a good one waits): whether a good one (or an error) is next.
+  // recv_mu_ held.
+  bool drop_bad_heads();
   void note_overflow(const msghdr& m);
   bool nonblocking(int flags) const {
     return (flags & MSG_DONTWAIT) || nonblock_.load(std::memory_order_relaxed);
@@ -117,8 +126,15 @@ class DgramSocket final : public Pollable {
   int sleeping_ = 0;           // recv_mu_: threads between wait_target and after_wait
   bool wait_has_event_ = false;  // recv_mu_: the ring's eventfd is in wait_fd_
   sockaddr_storage peer_{};    // recv_mu_: the connected destination (ss_family 0: none)
-  uint32_t ring_only_looks_ = 0;  // recv_mu_: looks at the ring alone since the kernel's
-  bool kernel_hint_ = true;       // recv_mu_: the kernel side may hold something
+  // A costly look (syscalls) taken at every dgram_kernel_ratio-th chance,
+  // or at the next one when hinted.
+  struct EveryNth {
+    bool hint = true;      // something may be waiting there
+    uint32_t skipped = 0;  // chances passed since the last look
+    bool due(bool always);
+  };
+  EveryNth kernel_look_;  // recv_mu_: the kernel socket (chances: looks at the ring)
+  EveryNth serve_;        // recv_mu_: the rendezvous (chances: looks at the kernel socket)
   std::mutex name_mu_;
   sockaddr_storage name_{};    // name_mu_: our name once bound (ss_family 0: not yet)
   sockaddr_storage send_peer_{};  // name_mu_: peer_ for senders, as the kernel names it

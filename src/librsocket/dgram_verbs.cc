@@ -285,15 +285,16 @@ bool DgramVerbs::take_unless_data(const uint8_t* buf, size_t n, const sockaddr* 
   return true;
 }
 
-void DgramVerbs::settle_udp(void (*drop)(void* ctx, DgramFault f), void* ctx) {
+bool DgramVerbs::settle_udp(void (*drop)(void* ctx, DgramFault f), void* ctx) {
   for (;;) {
     uint8_t buf[kDgramSlot + 1];
     sockaddr_storage src;
     socklen_t sl;
     ssize_t n = recv_kernel_datagram(fd_, buf, sizeof buf, MSG_PEEK, &src, &sl);
+    if (n < 0) return errno != EAGAIN;  // an error is for the receive to report
     size_t off;
     const auto* from = reinterpret_cast<sockaddr*>(&src);
-    if (n < 0 || !take_unless_data(buf, static_cast<size_t>(n), from, &off, drop, ctx)) return;
+    if (!take_unless_data(buf, static_cast<size_t>(n), from, &off, drop, ctx)) return true;
   }
 }
 

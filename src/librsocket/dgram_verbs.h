@@ -46,8 +46,9 @@ class DgramVerbs {
   // (learning from them, counting them), so that the socket is readable
   // only when a receive would deliver: a readiness that a receive then
   // answers with EAGAIN makes udpong resend a request, and the stale
-  // reply to it later derails udpong's next exchange for good.
-  void settle_udp(void (*drop)(void* ctx, DgramFault f), void* ctx);
+  // reply to it later derails udpong's next exchange for good. True when
+  // a datagram to deliver (or an error to report) is left at the head.
+  bool settle_udp(void (*drop)(void* ctx, DgramFault f), void* ctx);
   // The QPs' event descriptors, each once (for the owner's wait set):
   // those not handed out before.
   std::vector<int> new_event_fds();

@@ -70,9 +70,10 @@ constexpr Setting kRows[] = {
     {.id = int(Id::kDgramKernelRatio), .name = "dgram_kernel_ratio",
      .env = {"SLIPSTREAM_RS_DGRAM_KERNEL_RATIO"}, .def = 64, .min = 1, .max = 1 << 20,
      .help = "a datagram rsocket with a shared-memory ring looks at its ring this many "
-             "times per look at its kernel socket while it polls (1: every time; as "
-             "VMA_RX_POLL_OS_RATIO); readiness the kernel reported and every sleep look "
-             "at both"},
+             "times per look at its kernel socket while it polls, and answers its "
+             "rendezvous every this-many-th kernel look (1: every time; as "
+             "VMA_RX_POLL_OS_RATIO); readiness the kernel reported, non-blocking calls "
+             "and every sleep look at both"},
 };
 static_assert(config::in_id_order(kRows));
 

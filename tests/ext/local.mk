@@ -9,6 +9,7 @@ ext_test_scripts = \
 	tests/ext/rcopy.sh \
 	tests/ext/udpong.sh \
 	tests/ext/udpong_netns.sh \
+	tests/ext/dgram_spin.sh \
 	tests/ext/netns.sh \
 	tests/ext/no_rdma.sh \
 	tests/ext/demo.sh \
@@ -37,6 +38,8 @@ EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 EXTRA_DIST += tests/ext/vma_preload_prog.c
 # Compiled by vma_netns.sh.
 EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
+# Compiled by dgram_spin.sh.
+EXTRA_DIST += tests/ext/dgram_spin_prog.c
 # Compiled by vma_mcast.sh.
 EXTRA_DIST += tests/ext/vma_mcast.c
 # Compiled by vma_zcopy.sh (and bench/vma_zcopy.sh) against the installed header.
@@ -49,7 +52,7 @@ EXTRA_DIST += tests/ext/vma_calls.c
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=120 preload.sh=180 preload_netns.sh=60 udpong.sh=90 \
-	udpong_netns.sh=90 \
+	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
 	vma_calls.sh=120

@@ -29,10 +29,12 @@ class Pollable {
   // revents for `events` from the state after progressing it (POLLERR and
   // POLLHUP whether asked or not, as poll(2)).
   virtual short readiness(short events) = 0;
-  // The same look repeated while the caller spins (never a call's first
-  // look, never the look before a sleep: wait_target() sees everything):
-  // an object may skip its costly checks (syscalls) on most of them, as
-  // VMA's *_POLL_OS_RATIO settings do. By default a full look.
+  // The look of a caller that spins (from the first look of a call that
+  // may wait; never the look of one that may not, the first after a
+  // sleep or the last before a timeout, nor the look before a sleep:
+  // wait_target() sees everything): an object may skip its costly checks
+  // (syscalls) on most of them, as VMA's *_POLL_OS_RATIO settings do. By
+  // default a full look.
   virtual short readiness_repeat(short events) { return readiness(events); }
   // Arms a sleep on `events`. `*sleep_ms` (< 0: unbounded) may be cut to a
   // deadline of the object's own that nothing else would wake it for.

@@ -45,12 +45,15 @@ class SleepSet {
 };
 
 // The loop: `scan(repeat)` (a count of what is ready, or -errno) until it
-// finds something or the timeout (ms, < 0: none) passes; `repeat` is false
-// for the first scan and the first after each sleep (Pollable's
-// readiness_repeat() for the others); after the busy phase,
-// `arm(&sleep, &ms)` fills the sleep set (false: something is ready now)
-// and the thread sleeps on it. The result of the last scan, 0 on timeout,
-// or -errno (-EINTR when a signal handler ran).
+// finds something or the timeout (ms, < 0: none) passes; after the busy
+// phase, `arm(&sleep, &ms)` fills the sleep set (false: something is ready
+// now; each object's arming looks fully) and the thread sleeps on it.
+// `repeat` is false (a full look) for the scan of a call that may not wait
+// (timeout 0), the first after each sleep, and the last before returning
+// 0 on timeout; every other scan is a repeat (Pollable's
+// readiness_repeat()), from a waiting call's first: nothing is reported
+// missing without a full look. The result of the last scan, 0 on
+// timeout, or -errno (-EINTR when a signal handler ran).
 template <class Scan, class Arm>
 int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& arm) {
   using clock = std::chrono::steady_clock;
@@ -58,13 +61,13 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   const auto deadline = clock::now() + std::chrono::milliseconds(std::max(timeout, 0));
   SpinPhase spin;
   SleepSet sleep;
-  bool repeat = false;
+  bool full = timeout == 0;
   for (;;) {
-    int n = scan(repeat);
-    repeat = true;
+    int n = scan(!full);
     if (n || timeout == 0) return n;
     auto now = clock::now();
-    if (!forever && now >= deadline) return 0;
+    if (!forever && now >= deadline) return full ? 0 : scan(false);
+    full = false;
     if (!spin.over(now, [&] { return timing.spin; })) continue;
 
     int ms = timing.wake_interval_ms > 0 ? timing.wake_interval_ms : -1;
@@ -75,7 +78,7 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
     sleep.clear();
     int r = arm(&sleep, &ms) ? sleep.sleep(ms) : 0;
     sleep.disarm();
-    repeat = false;
+    full = true;
     if (r < 0) return r;
   }
 }
