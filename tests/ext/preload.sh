@@ -661,7 +661,8 @@ echo_case "fork after accept: a child per connection" "$T/forkaccept_srv.py" 3
 
 # A non-blocking connect as event loops make it (connect: EINPROGRESS;
 # writable by poll, select or epoll (asyncio); SO_ERROR 0; then the
-# bytes, echoed back) by a preloaded client, to a server that is
+# bytes, echoed back; or made blocking at once, its send waiting for the
+# connect) by a preloaded client, to a server that is
 #  * plain: shm's rendezvous refuses at once, kernel TCP;
 #  * preloaded, but stopped (SIGSTOP) while the client connects: the
 #    kernel queues the rsocket connect on the listener's rendezvous, nobody
@@ -706,7 +707,7 @@ nb_case() {
   fi
   end
 }
-for how in poll select asyncio; do
+for how in poll select asyncio blocking; do
   nb_case $how plain
   nb_case $how stopped
 done

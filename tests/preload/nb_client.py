@@ -1,7 +1,9 @@
 # A non-blocking connect as event loops make it: connect (EINPROGRESS),
 # writable by poll, select or epoll (asyncio), SO_ERROR 0; then stdin's
-# bytes sent, the echo copied to stdout.
-#   python3 nb_client.py HOST PORT poll|select|asyncio <in >out
+# bytes sent, the echo copied to stdout. "blocking": no wait, the socket
+# made blocking at once, its first send waits for the connect (Linux's
+# rule).
+#   python3 nb_client.py HOST PORT poll|select|asyncio|blocking <in >out
 import asyncio, errno, select, socket, sys
 
 host, port, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -21,17 +23,18 @@ s.setblocking(False)
 rc = s.connect_ex((host, port))
 if rc != errno.EINPROGRESS:
     sys.exit("connect: %s, wanted EINPROGRESS" % errno.errorcode.get(rc, rc))
-if how == "poll":
-    p = select.poll()
-    p.register(s, select.POLLOUT)
-    ready = p.poll(30000)
-else:
-    ready = select.select([], [s], [], 30)[1]
-if not ready:
-    sys.exit("never writable")
-err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-if err:
-    sys.exit("SO_ERROR " + errno.errorcode.get(err, str(err)))
+if how != "blocking":
+    if how == "poll":
+        p = select.poll()
+        p.register(s, select.POLLOUT)
+        ready = p.poll(30000)
+    else:
+        ready = select.select([], [s], [], 30)[1]
+    if not ready:
+        sys.exit("never writable")
+    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if err:
+        sys.exit("SO_ERROR " + errno.errorcode.get(err, str(err)))
 s.setblocking(True)
 s.sendall(data)
 s.shutdown(socket.SHUT_WR)

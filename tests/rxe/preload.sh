@@ -75,7 +75,7 @@ rs_case() {
 # late_case HOW: our tests/preload/nb_server.py on $RXE_IP, stopped
 # (SIGSTOP) once it listens, so rdma_cm queues our client's connect
 # request and nobody answers; our nb_client.py (HOW: poll, select,
-# asyncio's epoll) connects non-blocking, its rsocket connect times out
+# asyncio's epoll, or a blocking send at once) connects non-blocking, its rsocket connect times out
 # after EINPROGRESS (connect_timeout 500 ms) and must carry on over kernel
 # TCP: its debug line says the fallback was late, its count is
 # kernel_tcp=1 verbs=0, the echo is intact. Continued, the server skips
@@ -138,7 +138,7 @@ section "fallback to kernel TCP (one end plain)"
 rs_case plain rspre kernel -T b -T v -S 65536 -C 20
 rs_case rspre plain kernel -T b -T v -S 65536 -C 20
 rs_case plain rspre kernel -T n -T v -S 65536 -C 20
-for how in poll select asyncio; do late_case $how; done
+for how in poll select asyncio blocking; do late_case $how; done
 
 [ "$n_filtered" = 0 ] || echo "($n_filtered cases not selected by RXE_ONLY)"
 section
