@@ -707,7 +707,7 @@ nb_case() {
   fi
   end
 }
-for how in poll select asyncio blocking; do
+for how in poll select epoll asyncio blocking; do
   nb_case $how plain
   nb_case $how stopped
 done

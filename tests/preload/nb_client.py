@@ -1,9 +1,11 @@
 # A non-blocking connect as event loops make it: connect (EINPROGRESS),
 # writable by poll, select or epoll (asyncio), SO_ERROR 0; then stdin's
-# bytes sent, the echo copied to stdout. "blocking": no wait, the socket
-# made blocking at once, its first send waits for the connect (Linux's
-# rule).
-#   python3 nb_client.py HOST PORT poll|select|asyncio|blocking <in >out
+# bytes sent, the echo copied to stdout. "epoll": one epoll set, the
+# socket registered once while it connects (EPOLLOUT), then modified to
+# EPOLLIN (ENOENT if the set lost it) and the echo read as it reports it.
+# "blocking": no wait, the socket made blocking at once, its first send
+# waits for the connect (Linux's rule).
+#   python3 nb_client.py HOST PORT poll|select|epoll|asyncio|blocking <in >out
 import asyncio, errno, select, socket, sys
 
 host, port, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -24,7 +26,11 @@ rc = s.connect_ex((host, port))
 if rc != errno.EINPROGRESS:
     sys.exit("connect: %s, wanted EINPROGRESS" % errno.errorcode.get(rc, rc))
 if how != "blocking":
-    if how == "poll":
+    if how == "epoll":
+        ep = select.epoll()
+        ep.register(s, select.EPOLLOUT)
+        ready = ep.poll(30)
+    elif how == "poll":
         p = select.poll()
         p.register(s, select.POLLOUT)
         ready = p.poll(30000)
@@ -38,7 +44,11 @@ if how != "blocking":
 s.setblocking(True)
 s.sendall(data)
 s.shutdown(socket.SHUT_WR)
+if how == "epoll":
+    ep.modify(s, select.EPOLLIN)
 while True:
+    if how == "epoll" and not ep.poll(30):
+        sys.exit("epoll: no EPOLLIN")
     b = s.recv(65536)
     if not b:
         break

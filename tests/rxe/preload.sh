@@ -138,7 +138,7 @@ section "fallback to kernel TCP (one end plain)"
 rs_case plain rspre kernel -T b -T v -S 65536 -C 20
 rs_case rspre plain kernel -T b -T v -S 65536 -C 20
 rs_case plain rspre kernel -T n -T v -S 65536 -C 20
-for how in poll select asyncio blocking; do late_case $how; done
+for how in poll select epoll asyncio blocking; do late_case $how; done
 
 [ "$n_filtered" = 0 ] || echo "($n_filtered cases not selected by RXE_ONLY)"
 section
