@@ -430,6 +430,11 @@ if [ "$(id -u)" = 0 ] && [ -x "$pg_bin/postgres" ] && id postgres >/dev/null 2>&
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened: $(tail -c 300 "$PG/server.log")"
+  # It listens before its startup ends ("the database system is starting up").
+  for i in $(seq 300); do
+    grep -q "ready to accept connections" "$PG/server.log" && break
+    sleep 0.1
+  done
   psql=("$pg_bin/psql" -h 127.0.0.1 -p $port -U postgres -X -At -v ON_ERROR_STOP=1)
   printf "select '%s';\n" "$(cat "$T/value")" >"$PG/query.sql"
   (as_pg "${psql[@]}" -f "$PG/query.sql") >"$T/out" 2>"$T/psql.err" ||
