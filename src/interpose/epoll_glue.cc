@@ -142,11 +142,22 @@ int close_epoll(const EpollFace& face, int fd) {
   return real().close(fd);
 }
 
-void leave_epoll_sets(const EpollFace& face, const Pollable* obj) {
+namespace {
+template <class Fn>
+void each_set(const EpollFace& face, Fn fn) {
   std::lock_guard<std::mutex> g(sets_mu);
   InFace in(face);
   for (auto& w : all_sets())
-    if (auto ep = w.lock()) ep->set->forget(obj);
+    if (auto ep = w.lock()) fn(*ep->set);
+}
+}  // namespace
+
+void leave_epoll_sets(const EpollFace& face, const Pollable* obj) {
+  each_set(face, [obj](EpollSet& s) { s.forget(obj); });
+}
+
+void kernel_in_epoll_sets(const EpollFace& face, const Pollable* obj) {
+  each_set(face, [obj](EpollSet& s) { s.to_kernel(obj); });
 }
 
 int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout) {

@@ -100,6 +100,9 @@ int close_epoll(const EpollFace& face, int fd);
 // `obj` (a member's object) was closed for the last time: it leaves
 // every set of the process (the kernel's rule).
 void leave_epoll_sets(const EpollFace& face, const Pollable* obj);
+// `obj` became a plain kernel descriptor: in every set it moves to the
+// kernel part (EpollSet::to_kernel).
+void kernel_in_epoll_sets(const EpollFace& face, const Pollable* obj);
 
 // A mixed wait (the EpollSet's spin and sleep): a count or -1/errno.
 int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout);

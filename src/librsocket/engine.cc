@@ -408,6 +408,10 @@ short Socket::readiness(short events) {
 }
 
 short Socket::ready_now(short events) {
+  if (fell_back_) {  // the kernel socket's own connect (fall_back_to_kernel)
+    pollfd p{fd_, events, 0};
+    return ::poll(&p, 1, 0) > 0 ? p.revents : 0;
+  }
   short rev = 0;
   if (state_ == kListening) {
     rev = accept_queue_.empty() && !accept_err_ ? 0 : POLLIN;  // raccept has an answer
@@ -435,6 +439,11 @@ WaitTarget Socket::wait_target(short events, int* sleep_ms) {
     t.events = POLLIN;
     return t;
   }
+  if (fell_back_) {
+    t.fd = fd_;
+    t.events = events;
+    return t;
+  }
   // Nothing will change by itself: sleep on nothing, only the timeout.
   if (!ep_ || !(state_ & (kConnected | kOpening))) return {WaitTarget::kTimeOnly};
   // As a waiter, an rshutdown or another thread's progress on this socket
@@ -455,7 +464,7 @@ WaitTarget Socket::wait_target(short events, int* sleep_ms) {
 
 bool Socket::change_count(uint64_t* count) {
   Lock lk(mu_);
-  if (state_ == kListening) return false;
+  if (state_ == kListening || fell_back_) return false;
   if (ep_ && !(state_ & kConnectError) && state_ != kConnecting) process_cq(lk);
   *count = changes_;
   return true;

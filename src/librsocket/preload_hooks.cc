@@ -53,25 +53,37 @@ SS_EXPORT int ss_rspreload_adopt(int fd, int domain) {
   return 0;
 }
 
+namespace {
+// fd's adopted rsocket: connected or connecting, or moved to kernel TCP
+// after a late failure (kRsocketFallback).
+std::shared_ptr<Socket> adopted(int fd) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  return s ? s : FdTable::instance().get<Socket>(fd, FdKind::kRsocketFallback);
+}
+}  // namespace
+
 SS_EXPORT int ss_rspreload_release(int fd) {
   std::shared_ptr<Socket> s;
   {
     ss::rs::fork::TableGuard table;  // as rclose: out of the table and the process count together
     s = FdTable::instance().remove<Socket>(fd, FdKind::kRsocket);
+    if (!s) s = FdTable::instance().remove<Socket>(fd, FdKind::kRsocketFallback);
     if (s) s->leave_processes();  // a connect that got as far as the peer joined
   }
   if (!s) return fail(EBADF);
   const bool nonblock = s->fcntl(F_GETFL, 0) & O_NONBLOCK;
-  // The Socket goes without close(): it owns no provider resource after a
-  // failed connect, and the descriptor stays the program's.
+  const int fd_flags = s->fcntl(F_GETFD, 0);
+  // The Socket goes without close(): its provider resources go with the
+  // object (a connect that failed holds no connection), and the
+  // descriptor stays the program's.
   s.reset();
   int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0 || ::fcntl(fd, F_SETFL, nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) < 0) return -1;
-  return 0;
+  return ::fcntl(fd, F_SETFD, fd_flags < 0 ? 0 : fd_flags);
 }
 
 SS_EXPORT const char* ss_rspreload_provider(int fd) {
-  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  auto s = adopted(fd);
   return s ? s->provider_name() : nullptr;
 }
 

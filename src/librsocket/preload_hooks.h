@@ -16,8 +16,10 @@ extern "C" {
 // rendezvous, verbs' rdma_cm), so the stream stays free for plain TCP.
 int ss_rspreload_adopt(int fd, int domain);
 
-// Undoes ss_rspreload_adopt after an rconnect that failed: `fd` is a plain
-// kernel socket again (its O_NONBLOCK as the rsocket had it), not closed.
+// Undoes ss_rspreload_adopt after an rconnect that failed, at once or
+// after EINPROGRESS (the fd table's kRsocketFallback: the kernel socket
+// connects to the peer by itself then): `fd` is a plain kernel socket
+// again (O_NONBLOCK and FD_CLOEXEC as the rsocket had them), not closed.
 int ss_rspreload_release(int fd);
 
 // The provider name ("shm", "verbs", "tcp") of fd's connection; nullptr

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "librsocket/settings.h"
+#include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
@@ -411,7 +412,11 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
                       std::chrono::milliseconds(settings::get(Id::kConnectTimeout));
   state_ = kConnecting;
   reply_pending_ = true;
-  return wait_connected(lk, nonblock_);
+  rc = wait_connected(lk, nonblock_);
+  // Still connecting when the caller goes: a later failure of an
+  // off-stream connect falls back to kernel TCP (librspreload).
+  late_fallback_ = off_stream_ && state_ == kConnecting;
+  return rc;
 }
 
 // Queue pair, buffers and the connect request, once the peer is resolved.
@@ -430,6 +435,17 @@ int Socket::wait_connected(Lock& lk, bool nonblock) {
   if (rc == -EAGAIN) return -EINPROGRESS;
   if (rc) return rc;
   if (state_ & kConnected) return 0;
+  if (fell_back_) {
+    // Moved to kernel TCP while this call waited: the kernel's answer.
+    if (!nonblock) {
+      pollfd p{fd_, POLLOUT, 0};
+      lk.unlock();
+      rc = interruptible_poll(&p, 1, -1);
+      lk.lock();
+      if (rc < 0) return rc;
+    }
+    return ::connect(fd_, reinterpret_cast<const sockaddr*>(&peer_addr_), peer_len_) ? -errno : 0;
+  }
   int e = err_ ? err_ : ECONNREFUSED;
   err_ = 0;  // reported here rather than through SO_ERROR
   return -e;
@@ -441,7 +457,34 @@ int Socket::connect_sleep_ms(int ms) const {
 }
 
 // Drives a pending connect one step; 0 while still connecting.
-int Socket::progress_connect(Lock&) {
+int Socket::progress_connect(Lock& lk) {
+  int rc = progress_connect_step(lk);
+  if (late_fallback_ && state_ != kConnecting) {
+    if (state_ == kConnectError) fall_back_to_kernel();
+    late_fallback_ = false;
+  }
+  return rc;
+}
+
+void Socket::fall_back_to_kernel() {
+  auto& table = FdTable::instance();
+  if (table.get_object(fd_, FdKind::kRsocket).get() != this) return;  // being closed
+  const int rsocket_err = err_;
+  if (::connect(fd_, reinterpret_cast<const sockaddr*>(&peer_addr_), peer_len_) &&
+      errno != EINPROGRESS) {
+    err_ = errno;  // the kernel refused as well: SO_ERROR says so
+    return;
+  }
+  SS_DEBUG("rsocket: fd %d: no rsocket peer after all (%s): kernel TCP", fd_,
+           strerror(rsocket_err));
+  err_ = 0;
+  fell_back_ = true;
+  if (int rc = table.insert(fd_, FdKind::kRsocketFallback, shared_from_this()))
+    SS_WARN("rsocket: fd %d: kernel TCP fallback not recorded: %s", fd_, strerror(-rc));
+  kick_waiters();  // rpoll and epoll look at the kernel socket from now on
+}
+
+int Socket::progress_connect_step(Lock&) {
   if (state_ != kConnecting) return 0;
   if (connect_deadline_ != std::chrono::steady_clock::time_point{} &&
       std::chrono::steady_clock::now() >= connect_deadline_) {

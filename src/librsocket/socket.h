@@ -178,6 +178,9 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
   int save_conn_data(const uint8_t* pdata, size_t len);
   int start_endpoint();
   int progress_connect(Lock& lk);
+  int progress_connect_step(Lock& lk);
+  // librspreload's late fallback: fell_back_ (below).
+  void fall_back_to_kernel();
   int begin_connect();
   int wait_connected(Lock& lk, bool nonblock);
   void finish_established();
@@ -284,6 +287,14 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
   int err_ = 0;             // SO_ERROR
   bool nonblock_ = false;   // O_NONBLOCK (F_SETFL)
   bool off_stream_ = false;  // set_off_stream()
+  // Off-stream connect under way after rconnect answered EINPROGRESS (or
+  // EINTR): should it fail, the kernel socket, which nothing has touched,
+  // connects to the peer over TCP instead (fell_back_): the fd table then
+  // names this socket kRsocketFallback, its readiness is the kernel
+  // socket's, and librspreload makes the descriptor the kernel's at the
+  // program's next call on it.
+  bool late_fallback_ = false;
+  bool fell_back_ = false;
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   bool in_linger_ = false;  // the linger service holds this socket

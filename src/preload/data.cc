@@ -25,69 +25,90 @@ using namespace ss::preload;
 namespace {
 bool rs(int fd) { return route(fd) == Route::kRsocket; }
 
+// The call on rsocket `fd` through librsocket (`r`), or through the
+// kernel (`k`) when the descriptor is not one or stops being one under
+// the call: a blocking call on a connecting rsocket whose connect fell
+// back to kernel TCP meanwhile answers ENOTCONN with nothing moved
+// (Socket::fall_back_to_kernel), and the kernel's call then waits for
+// the kernel connect, as it would have without the preload.
+template <class R, class K>
+ssize_t on_rsocket(int fd, R r, K k) {
+  if (!rs(fd)) return k();
+  ssize_t n;
+  {
+    InRsocket in;
+    n = r();
+  }
+  if (n < 0 && errno == ENOTCONN && ss::FdTable::instance().kind(fd) == ss::FdKind::kRsocketFallback) {
+    finish_late_fallback(fd);
+    return k();
+  }
+  return n;
+}
+
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
-  if (!rs(fd)) return ss::interpose::real().read(fd, buf, n);
-  InRsocket in;
-  return rread(fd, buf, n);
+  return on_rsocket(
+      fd, [&] { return rread(fd, buf, n); },
+      [&] { return ss::interpose::real().read(fd, buf, n); });
 }
 
 SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int cnt) {
-  if (!rs(fd)) return ss::interpose::real().readv(fd, iov, cnt);
-  InRsocket in;
-  return rreadv(fd, iov, cnt);
+  return on_rsocket(
+      fd, [&] { return rreadv(fd, iov, cnt); },
+      [&] { return ss::interpose::real().readv(fd, iov, cnt); });
 }
 
 SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-  if (!rs(fd)) return ss::interpose::real().write(fd, buf, n);
-  InRsocket in;
-  return pipe_signal(rwrite(fd, buf, n), 0);
+  return on_rsocket(
+      fd, [&] { return pipe_signal(rwrite(fd, buf, n), 0); },
+      [&] { return ss::interpose::real().write(fd, buf, n); });
 }
 
 SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int cnt) {
-  if (!rs(fd)) return ss::interpose::real().writev(fd, iov, cnt);
-  InRsocket in;
-  return pipe_signal(rwritev(fd, iov, cnt), 0);
+  return on_rsocket(
+      fd, [&] { return pipe_signal(rwritev(fd, iov, cnt), 0); },
+      [&] { return ss::interpose::real().writev(fd, iov, cnt); });
 }
 
 SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  if (!rs(fd)) return ss::interpose::real().recv(fd, buf, n, flags);
-  InRsocket in;
-  return rrecv(fd, buf, n, flags);
+  return on_rsocket(
+      fd, [&] { return rrecv(fd, buf, n, flags); },
+      [&] { return ss::interpose::real().recv(fd, buf, n, flags); });
 }
 
 SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from,
                                    socklen_t* from_len) {
-  if (!rs(fd)) return ss::interpose::real().recvfrom(fd, buf, n, flags, from, from_len);
-  InRsocket in;
-  return rrecvfrom(fd, buf, n, flags, from, from_len);
+  return on_rsocket(
+      fd, [&] { return rrecvfrom(fd, buf, n, flags, from, from_len); },
+      [&] { return ss::interpose::real().recvfrom(fd, buf, n, flags, from, from_len); });
 }
 
 SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
-  if (!rs(fd)) return ss::interpose::real().recvmsg(fd, msg, flags);
-  InRsocket in;
-  return rrecvmsg(fd, msg, flags);
+  return on_rsocket(
+      fd, [&] { return rrecvmsg(fd, msg, flags); },
+      [&] { return ss::interpose::real().recvmsg(fd, msg, flags); });
 }
 
 SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  if (!rs(fd)) return ss::interpose::real().send(fd, buf, n, flags);
-  InRsocket in;
-  return pipe_signal(rsend(fd, buf, n, flags), flags);
+  return on_rsocket(
+      fd, [&] { return pipe_signal(rsend(fd, buf, n, flags), flags); },
+      [&] { return ss::interpose::real().send(fd, buf, n, flags); });
 }
 
 // A connected TCP socket ignores the address (Linux's tcp_sendmsg): so does this.
 SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to,
                                  socklen_t to_len) {
-  if (!rs(fd)) return ss::interpose::real().sendto(fd, buf, n, flags, to, to_len);
-  InRsocket in;
-  return pipe_signal(rsend(fd, buf, n, flags), flags);
+  return on_rsocket(
+      fd, [&] { return pipe_signal(rsend(fd, buf, n, flags), flags); },
+      [&] { return ss::interpose::real().sendto(fd, buf, n, flags, to, to_len); });
 }
 
 SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  if (!rs(fd)) return ss::interpose::real().sendmsg(fd, msg, flags);
-  InRsocket in;
-  return pipe_signal(rsendmsg(fd, msg, flags), flags);
+  return on_rsocket(
+      fd, [&] { return pipe_signal(rsendmsg(fd, msg, flags), flags); },
+      [&] { return ss::interpose::real().sendmsg(fd, msg, flags); });
 }
 
 // The batch calls on an rsocket: one recvmsg/sendmsg per message. After

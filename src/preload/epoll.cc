@@ -82,6 +82,8 @@ void leave_epoll_sets(int fd) {
   ss::interpose::leave_epoll_sets(kFace, obj.get());
 }
 
+void kernel_in_epoll_sets(const Pollable* obj) { ss::interpose::kernel_in_epoll_sets(kFace, obj); }
+
 }  // namespace ss::preload
 
 using namespace ss::preload;

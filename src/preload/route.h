@@ -88,11 +88,20 @@ struct Entry final : Pollable {
 // kKernel: the kernel's descriptor, an EpollSet beside it.
 enum class Route { kKernel, kRsocket, kFresh, kListener, kEpoll };
 
+// A connect librsocket moved to kernel TCP after EINPROGRESS (fd-table
+// kind kRsocketFallback): the descriptor becomes the kernel's, in the
+// program's epoll sets too. route() calls it at the program's first call
+// on the descriptor since (sockets.cc).
+void finish_late_fallback(int fd);
+
 inline Route route(int fd) {
   if (libc_only()) return Route::kKernel;
   switch (FdTable::instance().kind(fd)) {
     case FdKind::kRsocket:
       return Route::kRsocket;
+    case FdKind::kRsocketFallback:
+      finish_late_fallback(fd);
+      return Route::kKernel;
     case FdKind::kOffloaded: {
       auto e = FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
       if (!e) return Route::kKernel;  // closed meanwhile
@@ -128,6 +137,9 @@ int close_epoll(int fd);
 // it, it leaves every epoll set of the process (the kernel's rule: a
 // set holds an open file until its last close).
 void leave_epoll_sets(int fd);
+// `obj` (a connection that fell back) is a kernel descriptor now: it
+// moves to the kernel part of every epoll set.
+void kernel_in_epoll_sets(const Pollable* obj);
 
 inline std::shared_ptr<Entry> entry(int fd) {
   return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -142,7 +143,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
       }
       // No rsocket listener there: nothing went on the TCP stream yet.
       SS_DEBUG("librspreload: fd %d: no rsocket peer (%s): kernel TCP", fd, strerror(errno));
-      if (ss_rspreload_release(fd) || ss::interpose::real().fcntl(fd, F_SETFD, fd_flags)) {
+      if (ss_rspreload_release(fd)) {
         SS_WARN("librspreload: fd %d: cannot hand the socket back to the kernel: %s", fd,
                 strerror(errno));
         errno = ECONNREFUSED;
@@ -155,6 +156,22 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   if (rc == 0 || errno == EINPROGRESS) stats::count_kernel();
   return rc;
 }
+
+}  // namespace
+
+void finish_late_fallback(int fd) {
+  InRsocket in;
+  std::shared_ptr<Pollable> obj = FdTable::instance().get_pollable(fd);
+  char provider[16] = "";
+  if (const char* p = ss_rspreload_provider(fd)) snprintf(provider, sizeof provider, "%s", p);
+  if (!obj || FdTable::instance().kind(fd) != FdKind::kRsocketFallback) return;
+  if (ss_rspreload_release(fd)) return;  // another thread's call did it
+  SS_DEBUG("librspreload: fd %d: connect fell back to kernel TCP after EINPROGRESS", fd);
+  kernel_in_epoll_sets(obj.get());
+  stats::moved_to_kernel(provider);
+}
+
+namespace {
 
 // Beside the program's kernel listening socket `fd`, an rsocket listening
 // on a duplicate of it (same address, so the same shm rendezvous name). The

@@ -54,16 +54,22 @@ void publish() {
   errno = saved;
 }
 
+std::atomic<unsigned long>& counter_of(const char* provider) {
+  if (provider && !strcmp(provider, "shm")) return shm;
+  if (provider && !strcmp(provider, "verbs")) return verbs;
+  return tcp;
+}
+
 }  // namespace
 
 void count_rsocket(const char* provider) {
-  if (provider && !strcmp(provider, "shm"))
-    shm++;
-  else if (provider && !strcmp(provider, "verbs"))
-    verbs++;
-  else
-    tcp++;
+  counter_of(provider)++;
   publish();
+}
+
+void moved_to_kernel(const char* provider) {
+  counter_of(provider)--;
+  count_kernel();
 }
 
 void count_kernel() {

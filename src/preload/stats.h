@@ -10,5 +10,8 @@ namespace ss::preload::stats {
 
 void count_rsocket(const char* provider);  // a connection made or accepted on an rsocket
 void count_kernel();                       // a connection the kernel carries
+// A connection counted on `provider` that went to the kernel after all
+// (a connect that failed after EINPROGRESS).
+void moved_to_kernel(const char* provider);
 
 }  // namespace ss::preload::stats

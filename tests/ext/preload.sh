@@ -430,6 +430,11 @@ if [ "$(id -u)" = 0 ] && [ -x "$pg_bin/postgres" ] && id postgres >/dev/null 2>&
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened: $(tail -c 300 "$PG/server.log")"
+  # It listens before its startup ends ("the database system is starting up").
+  for i in $(seq 300); do
+    grep -q "ready to accept connections" "$PG/server.log" && break
+    sleep 0.1
+  done
   psql=("$pg_bin/psql" -h 127.0.0.1 -p $port -U postgres -X -At -v ON_ERROR_STOP=1)
   printf "select '%s';\n" "$(cat "$T/value")" >"$PG/query.sql"
   (as_pg "${psql[@]}" -f "$PG/query.sql") >"$T/out" 2>"$T/psql.err" ||
@@ -666,6 +671,59 @@ for i in range(3):
 sys.exit(0 if [os.waitpid(k, 0)[1] for k in kids] == [0, 0, 0] else 1)
 PY
 echo_case "fork after accept: a child per connection" "$T/forkaccept_srv.py" 3
+
+# A non-blocking connect as event loops make it (connect: EINPROGRESS;
+# writable by poll, select or epoll (asyncio); SO_ERROR 0; then the
+# bytes, echoed back; or made blocking at once, its send waiting for the
+# connect) by a preloaded client, to a server that is
+#  * plain: shm's rendezvous refuses at once, kernel TCP;
+#  * preloaded, but stopped (SIGSTOP) while the client connects: the
+#    kernel queues the rsocket connect on the listener's rendezvous, nobody
+#    answers, it times out (connect_timeout 300 ms) after EINPROGRESS, and
+#    the connect falls back to kernel TCP late (the client's debug line
+#    says so). The program's wait sees the kernel connection writable, as
+#    without the preload. Continued, the server may first accept the
+#    rsocket connection the client gave up (reset, as a kernel server
+#    accepting an abandoned connection), then the kernel one.
+head -c 300000 "$T/in" >"$T/in.nb"
+NB=$(cd "$(dirname "$0")/../preload" && pwd)
+# nb_case HOW SERVER(plain|stopped)
+nb_case() {
+  local how=$1 srv=$2 spid cpid i rc
+  begin "non-blocking connect ($how), preloaded client, $srv server: kernel TCP"
+  rm -f "$T/srv.pid" "$T/nb.err"
+  bg_env $([ "$srv" = plain ] && echo 0 || echo 1) python3 "$NB/nb_server.py" 127.0.0.1 $port "$T/srv.pid" &
+  spid=$!
+  pids+=("$spid")
+  for i in $(seq 100); do [ -s "$T/srv.pid" ] && break; sleep 0.1; done
+  [ "$srv" = stopped ] && kill -STOP "$(cat "$T/srv.pid")"
+  SLIPSTREAM_RS_CONNECT_TIMEOUT=300 SLIPSTREAM_LOG_LEVEL=debug \
+    bg_env 1 python3 "$NB/nb_client.py" 127.0.0.1 $port "$how" <"$T/in.nb" >"$T/out" 2>"$T/nb.err" &
+  cpid=$!
+  pids+=("$cpid")
+  if [ "$srv" = stopped ]; then
+    for i in $(seq 100); do grep -q "after EINPROGRESS" "$T/nb.err" && break; sleep 0.1; done
+    grep -q "after EINPROGRESS" "$T/nb.err" || fail "no late fallback logged"
+    kill -CONT "$(cat "$T/srv.pid")"
+  fi
+  wait "$cpid"
+  rc=$?
+  [ "$rc" = 0 ] || fail "client exit $rc: $(grep -v DEBUG "$T/nb.err" | tail -3)"
+  wait "$spid" || fail "server failed"
+  cmp -s "$T/in.nb" "$T/out" || fail "bytes differ"
+  if [ "$srv" = plain ]; then
+    expect_counts python3 0 1
+  else  # the server's own counts apart: kernel TCP for the connection it served
+    mv "$T/st/rspreload.$(cat "$T/srv.pid")" "$T/srv.st" || fail "no server counts"
+    grep -q " kernel_tcp=1$" "$T/srv.st" || fail "server: $(cat "$T/srv.st")"
+    expect_counts python3 0 1
+  fi
+  end
+}
+for how in poll select epoll asyncio blocking; do
+  nb_case $how plain
+  nb_case $how stopped
+done
 
 # Not TCP: a unix socket passes through untouched (no rsocket, no count).
 begin "unix socket under the preload"

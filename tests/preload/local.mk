@@ -12,3 +12,6 @@ preload_differential_test_LDADD = $(GTEST_LIBS)
 dist_check_SCRIPTS += tests/preload/differential.sh
 TESTS += tests/preload/differential.sh
 TEST_LIMITS += differential.sh=240
+# A non-blocking client and an echo server, used by tests/ext/preload.sh
+# and tests/rxe/preload.sh (the late fallback of a non-blocking connect).
+EXTRA_DIST += tests/preload/nb_client.py tests/preload/nb_server.py

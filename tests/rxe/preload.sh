@@ -13,9 +13,15 @@
 #   * rspre-stock:rspre and rspre:rspre-stock: upstream's librspreload (the
 #     guest's librdmacm1) on the other end, the same proof on ours;
 #   * plain:rspre and rspre:plain: one end on kernel sockets: our end
-#     falls back to kernel TCP (counted so), bytes verified. (A
-#     non-blocking connect that rdma_cm refuses after EINPROGRESS does not
-#     fall back yet: docs/status.md, issue 14.)
+#     falls back to kernel TCP (counted so), bytes verified; with a
+#     non-blocking connect (-T n) rdma_cm refuses at once or after
+#     EINPROGRESS (a late fallback), the outcome must be the same;
+#   * siw0 (iWARP), when the guest has it: the same pairs, all on kernel
+#     TCP (below: why);
+#   * the late fallback made certain (late_case): a preloaded server,
+#     stopped, takes the rsocket connect and never answers; the client's
+#     non-blocking connect times out after EINPROGRESS and carries on over
+#     kernel TCP (tests/preload/nb_client.py: poll, select, epoll).
 # Prints PASS/FAIL per case and "N passed, N failed, ..."; exits 1 on a
 # failure. Knobs: RXE_ONLY=REGEX, RXE_CMD_TIMEOUT (60), RXE_KEEP=1.
 set -u
@@ -24,10 +30,10 @@ set -u
 rxe_init "${1:-}"
 mkdir -p "$WORK/st"
 
-# stats_sum FIELD : FIELD summed over the rstream processes' counts of
-# this case (they are removed before each case).
+# stats_sum FIELD [COMM] : FIELD summed over the counts of this case's
+# processes named COMM (rstream; they are removed before each case).
 stats_sum() {
-  awk -v f="$1" '/comm=rstream / {for (i = 1; i <= NF; i++) if ($i ~ "^" f "=") {sub(f "=", "", $i); n += $i}}
+  awk -v f="$1" -v c="comm=${2:-rstream} " 'index($0, c) {for (i = 1; i <= NF; i++) if ($i ~ "^" f "=") {sub(f "=", "", $i); n += $i}}
                  END {print n + 0}' "$WORK"/st/rspreload.* 2>/dev/null || echo 0
 }
 
@@ -37,9 +43,9 @@ stats_sum() {
 rs_case() {
   local s=$1 c=$2 want=$3 name ours=0 size=64 count=100 mtu s0 r0 s1 r1 need v k
   shift 3
-  name="rstream -T s $s:$c $* ($want${EXTRA_ENV[*]+, ${EXTRA_ENV[*]}})"
+  name="rstream -T s $s:$c $* ($want${EXTRA_ENV[*]+, ${EXTRA_ENV[*]}}${ON:+, $ON})"
   want "$name" || return 0
-  [ "$s" = rspre ] && ours=$((ours + 1))
+  [ "$s" = rspre ] && [ -z "${SERVER_UNCOUNTED:-}" ] && ours=$((ours + 1))
   [ "$c" = rspre ] && ours=$((ours + 1))
   local a=("$@") i
   for ((i = 0; i < ${#a[@]}; i++)); do
@@ -68,6 +74,49 @@ rs_case() {
   [ -n "$WHY" ] || echo "    verbs=$v kernel_tcp=$k; rxe0 sent_pkts +$((s1 - s0)), rcvd_pkts +$((r1 - r0))"
 }
 
+# late_case HOW: our tests/preload/nb_server.py on $RXE_IP, stopped
+# (SIGSTOP) once it listens, so rdma_cm queues our client's connect
+# request and nobody answers; our nb_client.py (HOW: poll, select,
+# asyncio's epoll, or a blocking send at once) connects non-blocking, its rsocket connect times out
+# after EINPROGRESS (connect_timeout 500 ms) and must carry on over kernel
+# TCP: its debug line says the fallback was late, its count is
+# kernel_tcp=1 verbs=0, the echo is intact. Continued, the server skips
+# the rsocket connection the client gave up, if it sees it.
+NB=$(cd "$(dirname "$0")/../preload" && pwd)
+late_case() {
+  local how=$1 name pid i v k
+  name="non-blocking connect ($how), stopped server: late fallback to kernel TCP"
+  want "$name" || return 0
+  new_case
+  rm -f "$WORK"/st/rspreload.*
+  head -c 200000 /dev/urandom >"$CASE_DIR/in"
+  start_server rspre python3 "$NB/nb_server.py" "$RXE_IP" "$PORT" "$CASE_DIR/pid"
+  for i in $(seq 100); do [ -s "$CASE_DIR/pid" ] && break; sleep 0.1; done
+  pid=$(cat "$CASE_DIR/pid" 2>/dev/null)
+  WHY=
+  [ -n "$pid" ] && kill -STOP "$pid" || WHY="server never listened; "
+  EXTRA_ENV=(SLIPSTREAM_RS_CONNECT_TIMEOUT=500 SLIPSTREAM_LOG_LEVEL=debug)
+  end_env rspre
+  EXTRA_ENV=()
+  timeout -k 5 "$CMD_T" env "${ENV[@]}" python3 "$NB/nb_client.py" "$RXE_IP" "$PORT" "$how" \
+    <"$CASE_DIR/in" >"$CASE_DIR/c.out" 2>"$CASE_DIR/c.err" &
+  local cpid=$!
+  for i in $(seq 200); do grep -q "after EINPROGRESS" "$CASE_DIR/c.err" && break; sleep 0.1; done
+  grep -q "after EINPROGRESS" "$CASE_DIR/c.err" || WHY+="no late fallback logged; "
+  [ -z "$pid" ] || kill -CONT "$pid"
+  wait "$cpid"
+  C_RC=$?
+  [ "$C_RC" = 0 ] || WHY+="client exit $C_RC; "
+  quiet reap_server
+  [ "$S_RC" = 0 ] || WHY+="server exit $S_RC; "
+  cmp -s "$CASE_DIR/in" "$CASE_DIR/c.out" || WHY+="bytes differ; "
+  rm -f "$WORK/st/rspreload.$pid"  # the server's: it may count the given-up connection
+  v=$(stats_sum verbs python3) k=$(stats_sum kernel_tcp python3)
+  [ "$v" = 0 ] && [ "$k" = 1 ] || WHY+="client counted verbs=$v kernel_tcp=$k, want kernel_tcp=1"
+  WHY=${WHY%; }
+  report "$name"
+}
+
 T_ALL=$SECONDS
 echo "== librspreload on $RXE_DEV ($RXE_IP): ours = $BUILD/.libs/librspreload.so, SLIPSTREAM_PROVIDER=$OURS_PROV"
 [ -f "$BUILD/.libs/librspreload.so" ] || fail "setup" "no librspreload.so: build first"
@@ -90,6 +139,25 @@ rs_case rspre rspre-stock verbs -T b -T v -S 65536 -C 20
 section "fallback to kernel TCP (one end plain)"
 rs_case plain rspre kernel -T b -T v -S 65536 -C 20
 rs_case rspre plain kernel -T b -T v -S 65536 -C 20
+rs_case plain rspre kernel -T n -T v -S 65536 -C 20
+for how in poll select epoll asyncio blocking; do late_case $how; done
+
+# iWARP (siw0): rdma_cm's port space there is TCP's own, and its connect a
+# TCP connection to the port carrying MPA's bytes. Our client refuses an
+# iWARP device before it connects (a plain server must not read MPA), and
+# our listener cannot have an rdma_cm listener on the port its kernel
+# socket holds (EADDRINUSE): every case ends on kernel TCP, bytes intact.
+# That listener is then the kernel's alone, and what it accepts is not
+# counted (SERVER_UNCOUNTED): our clients' counts are checked.
+if [ -n "${SIW_IP:-}" ]; then
+  section "iWARP ($SIW_DEV): kernel TCP"
+  RXE_IP=$SIW_IP ON=$SIW_DEV SERVER_UNCOUNTED=1
+  rs_case rspre rspre kernel -T b -T v -S 65536 -C 20
+  rs_case rspre rspre kernel -T n -T v -S 65536 -C 20
+  rs_case plain rspre kernel -T b -T v -S 65536 -C 20
+  rs_case plain rspre kernel -T n -T v -S 65536 -C 20
+  rs_case rspre plain kernel -T b -T v -S 65536 -C 20
+fi
 
 [ "$n_filtered" = 0 ] || echo "($n_filtered cases not selected by RXE_ONLY)"
 section

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
+#include "core/base/log.h"
 #include "core/base/sleep_set.h"
 
 namespace ss {
@@ -27,6 +29,19 @@ int EpollSet::create(int flags, std::unique_ptr<EpollSet>* out) {
 EpollSet::~EpollSet() {
   ::close(epfd_);
   if (arm_fd_ >= 0) ::close(arm_fd_);
+}
+
+void EpollSet::to_kernel(const Pollable* obj) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::erase_if(members_, [this, obj](const Member& m) {
+    auto o = m.obj.lock();
+    if (!o || o.get() != obj) return false;
+    // Disabled, the kernel keeps only the flags of an entry (EP_PRIVATE_BITS).
+    epoll_event ev{m.disabled ? m.events & ~kPollBits : m.events, m.data};
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, m.fd, &ev) != 0)
+      SS_WARN("epoll set %d: fd %d cannot move to the kernel set: %s", epfd_, m.fd, strerror(errno));
+    return true;
+  });
 }
 
 EpollSet::Member* EpollSet::find(int fd) {

@@ -59,6 +59,13 @@ class EpollSet final : public Pollable {
     });
   }
 
+  // The descriptor behind `obj` is the kernel's from now on (a preload
+  // gave a connection back to kernel TCP): each member naming it moves to
+  // the kernel part, events and data as given (a one-shot member already
+  // reported stays disabled there). One that the kernel refuses (out of
+  // memory) is dropped with a warning.
+  SS_API void to_kernel(const Pollable* obj);
+
   // No Pollable member (kernel descriptors only, or none): epoll_wait(2)
   // on kernel_fd() answers as wait() would, without its busy phase.
   bool kernel_only() {

@@ -30,6 +30,10 @@ enum class FdKind : uint8_t {
   kKernel = 3,     // a kernel descriptor a preload passes through (object may be null)
   kRsocketDgram = 4,  // ss::rs::DgramSocket (a datagram rsocket)
   kVmaKernel = 5,     // ss::vma::preload::KernelSocket (the VMA preload gave it the kernel)
+  // ss::rs::Socket whose librspreload connect failed after EINPROGRESS: its
+  // kernel socket now connects over TCP; librspreload makes the descriptor
+  // the kernel's at its next call on it.
+  kRsocketFallback = 6,
 };
 
 class FdTable {

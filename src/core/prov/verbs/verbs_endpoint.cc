@@ -81,7 +81,8 @@ int VerbsEndpoint::open_channel() {
 }
 
 int VerbsEndpoint::make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
-                               size_t route_len, std::unique_ptr<Endpoint>* out) {
+                               size_t route_len, bool off_stream,
+                               std::unique_ptr<Endpoint>* out) {
   if (int n = res::device_count(); n <= 0) return n < 0 ? n : -ENODEV;
   if (len > sizeof(sockaddr_storage)) return -EINVAL;
   std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
@@ -92,7 +93,8 @@ int VerbsEndpoint::make_active(int sock, const sockaddr* dst, socklen_t len, con
   socklen_t local_len = sizeof ep->src_;
   ep->has_src_ = ::getsockname(sock, reinterpret_cast<sockaddr*>(&ep->src_), &local_len) == 0 &&
                  is_bound(ep->src_);
-  if (ep->has_src_ && res::any_iwarp_device()) {
+  ep->off_stream_ = off_stream;
+  if (ep->has_src_ && !off_stream && res::any_iwarp_device()) {
     // An iWARP device binds its own kernel TCP socket (SO_REUSEADDR) to the
     // source address and port: the rsocket's socket must share it.
     int on = 1;
@@ -121,6 +123,11 @@ int VerbsEndpoint::on_resolve_event(const rdma_cm_event* e) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
       if (phase_ != Phase::kAddr) return 0;
       if (!id_->verbs) return -ENODEV;
+      if (off_stream_ && id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
+        SS_DEBUG("verbs: %s is iWARP: its connect would be a TCP connection to the port",
+                 ibv_get_device_name(id_->verbs->device));
+        return -ENOTSUP;
+      }
       resolve_tries_ = 0;
       if (!route_.empty()) {
         // Path records given with RDMA_ROUTE replace route resolution.

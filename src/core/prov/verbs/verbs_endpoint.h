@@ -24,9 +24,13 @@ class VerbsEndpoint final : public Endpoint {
   // Starts resolving `dst` (address, then route unless RDMA_ROUTE path
   // records are given in `route`); resolve_progress() reports the outcome
   // (-ENODEV when no RDMA device leads to `dst`). The rsocket's kernel
-  // socket `sock` lends its bound address, if any.
+  // socket `sock` lends its bound address, if any. `off_stream`
+  // (librspreload): `sock`'s port may be a plain TCP program's, so an
+  // iWARP device, whose rdma_cm connect is a TCP connection to that very
+  // port with MPA's bytes on it, is refused (-ENOTSUP) once the address
+  // resolves to one, before anything is sent.
   static int make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
-                         size_t route_len, std::unique_ptr<Endpoint>* out);
+                         size_t route_len, bool off_stream, std::unique_ptr<Endpoint>* out);
   // For a connection request taken from a listener: `id` (whose events are
   // all acknowledged) moves to a channel of its own. nullptr on failure
   // (the id is destroyed, which rejects the peer). `peer_ird`: the
@@ -116,6 +120,7 @@ class VerbsEndpoint final : public Endpoint {
   int resolve_tries_ = 0;
   int resolve_err_ = 0;
   bool has_src_ = false;
+  bool off_stream_ = false;  // make_active's: no iWARP device
   sockaddr_storage src_{}, dst_{};
   std::vector<uint8_t> route_;
 

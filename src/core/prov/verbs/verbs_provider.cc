@@ -30,7 +30,7 @@ int probe(const Peer& peer, bool named) {
 // auto goes on to the next provider if rdma_cm refuses at once.
 int create(const Peer& peer, std::unique_ptr<Endpoint>* out) {
   return VerbsEndpoint::make_active(peer.sock, peer.dst, peer.len, peer.route, peer.route_len,
-                                    out);
+                                    peer.off_stream, out);
 }
 
 int listen(ListenSite* site, bool named, std::unique_ptr<Listener>* out) {
