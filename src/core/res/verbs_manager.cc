@@ -145,6 +145,19 @@ class Manager {
     return pd;
   }
 
+  int usable_here() {
+    device_count();
+    const pid_t by = opened_by_.load(std::memory_order_relaxed);
+    const pid_t self = getpid();
+    if (by == 0 || by == self) return 0;
+    if (told_.exchange(self) != self)
+      SS_WARN("verbs: unavailable in this fork child of process %d, whose RDMA device contexts "
+              "librdmacm keeps (the kernel refuses them to another process): use the tcp or "
+              "shm provider here, or exec (rsocket(7), Fork)",
+              static_cast<int>(by));
+    return -EOPNOTSUPP;
+  }
+
   MrCache cache;
   AsyncWatcher watcher;
   bool fork_safe = false;
@@ -170,6 +183,7 @@ class Manager {
       return;
     }
     count_ = list ? n : 0;
+    if (count_ > 0) opened_by_.store(getpid(), std::memory_order_relaxed);  // librdmacm keeps them
     for (int i = 0; i < count_; i++)
       iwarp_ |= list[i]->device->transport_type == IBV_TRANSPORT_IWARP;
     if (list) rdma_free_devices(list);
@@ -199,6 +213,8 @@ class Manager {
   bool fork_tried_ = false;           // ibv_fork_init runs once, whatever init() does
   int count_ = 0;
   bool iwarp_ = false;
+  std::atomic<pid_t> opened_by_{0};  // the process whose librdmacm opened the devices
+  std::atomic<pid_t> told_{0};       // the process usable_here() warned in
   std::mutex mu_;
   std::vector<Device> devices_;
 };
@@ -207,6 +223,7 @@ class Manager {
 
 int device_count() { return Manager::get().device_count(); }
 bool any_iwarp_device() { return Manager::get().any_iwarp(); }
+int usable_here() { return Manager::get().usable_here(); }
 ibv_pd* pd_for(ibv_context* ctx) { return Manager::get().pd_for(ctx); }
 MrCache& mr_cache() { return Manager::get().cache; }
 int hold_async_events(ibv_context* ctx) { return Manager::get().watcher.hold(ctx); }

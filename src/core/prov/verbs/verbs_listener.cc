@@ -14,6 +14,7 @@ int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out,
                           bool* tcp_port) {
   *tcp_port = false;
   if (int n = res::device_count(); n <= 0) return n < 0 ? n : -ENODEV;
+  if (int rc = res::usable_here()) return rc;
   sockaddr_storage name{};
   socklen_t len = sizeof name;
   if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &len)) return -errno;
