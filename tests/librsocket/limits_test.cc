@@ -288,8 +288,6 @@ class LimitsTest : public ConnTest {
 };
 
 TEST_P(LimitsTest, ListenerOutOfDescriptorsReportsEmfileWithoutSpinning) {
-  if (std::string(provider()) == "verbs")  // listed as missing in docs/status.md
-    GTEST_SKIP() << "not done on verbs: a starved rdma_cm listener rejects the request";
   KFd notify;
   Reaper child;
   Addr a;

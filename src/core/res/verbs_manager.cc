@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 
@@ -14,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/fd_spare.h"
 #include "core/base/log.h"
 #include "core/base/service_thread.h"
 #include "core/res/mr_cache.h"
@@ -178,7 +178,7 @@ class Manager {
     // says nothing about the host, so nothing is settled and the next call
     // asks again (a process that started starved would otherwise never
     // use RDMA).
-    if ((!list || n == 0) && (unsettled_errno_ = descriptor_shortage())) {
+    if ((!list || n == 0) && (unsettled_errno_ = -descriptor_shortage())) {
       if (list) rdma_free_devices(list);
       return;
     }
@@ -192,15 +192,6 @@ class Manager {
     else
       SS_DEBUG("verbs: %d RDMA device(s)", count_);
     settled_.store(true, std::memory_order_release);
-  }
-  // EMFILE or ENFILE when this process cannot make a descriptor now, else 0.
-  static int descriptor_shortage() {
-    int fd = eventfd(0, EFD_CLOEXEC);
-    if (fd >= 0) {
-      ::close(fd);
-      return 0;
-    }
-    return errno == EMFILE || errno == ENFILE ? errno : 0;
   }
   static void set_nonblocking(int fd) {
     int fl = fcntl(fd, F_GETFL);
