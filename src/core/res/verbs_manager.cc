@@ -164,6 +164,12 @@ class Manager {
 
  private:
   void init() {
+    // libibverbs reads its drivers' configuration once per process (and
+    // libibverbs and librdmacm scan sysfs and open every device): begun
+    // short of descriptors, it would find no driver for good, and the
+    // process never any device. So the first look waits until a few are
+    // free; meanwhile callers get EMFILE/ENFILE, as the call that needed one.
+    if ((unsettled_errno_ = -descriptor_shortage(kDescriptorsToLook))) return;
     // Before any registration: pages registered afterwards are kept out
     // of fork children instead of being shared copy-on-write with them.
     if (!fork_tried_ && (env_set("RDMAV_FORK_SAFE") || env_set("IBV_FORK_SAFE"))) {
@@ -174,10 +180,9 @@ class Manager {
     }
     int n = 0;
     ibv_context** list = rdma_get_devices(&n);
-    // Out of descriptors, librdmacm sees no device (and says ENODEV): that
-    // says nothing about the host, so nothing is settled and the next call
-    // asks again (a process that started starved would otherwise never
-    // use RDMA).
+    // Out of descriptors after all (another thread took them), librdmacm
+    // sees no device (and says ENODEV): that says nothing about the host,
+    // so nothing is settled and the next call asks again.
     if ((!list || n == 0) && (unsettled_errno_ = -descriptor_shortage())) {
       if (list) rdma_free_devices(list);
       return;
@@ -198,6 +203,9 @@ class Manager {
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
   }
 
+  // Enough for libibverbs' and librdmacm's first look (config files,
+  // sysfs, netlink, one context per device) on a host with a few devices.
+  static constexpr int kDescriptorsToLook = 16;
   std::mutex init_mu_;
   std::atomic<bool> settled_{false};  // count_ and iwarp_ are final
   int unsettled_errno_ = 0;           // why the last try settled nothing
