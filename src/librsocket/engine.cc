@@ -427,6 +427,8 @@ short Socket::ready_now(short events) {
     if ((state_ & kDisconnected) && rmsg_.empty()) rev |= POLLHUP;
     if (lingering()) rev |= POLLHUP;  // both ways shut here, as Linux reports
     if ((state_ & kError) && rmsg_.empty()) rev |= POLLERR | POLLHUP;
+  } else if (state_ == kError) {
+    rev = POLLIN | POLLOUT | POLLERR;  // left to its maker (fork): each call says why
   }
   return rev & (events | POLLERR | POLLHUP);
 }

@@ -1,6 +1,7 @@
 #include "librsocket/fork.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +23,8 @@ struct Registry {
   std::shared_mutex table_mu;  // TableGuard: shared; fork: exclusive
   std::mutex mu;               // shares
   std::vector<ProcessShare*> shares;
+  std::vector<Unforkable*> unforkable;  // also under mu
+  std::mutex resume_mu;                 // resume_services_slow, one caller at a time
   int saved_errno = 0;
 };
 
@@ -73,6 +76,7 @@ void child_after_fork() {
   // (glibc checks the writer's thread id, a new one in the child): a fresh
   // one replaces it, nobody else being in this process.
   new (&r.table_mu) std::shared_mutex();
+  new (&r.resume_mu) std::mutex();  // a parent thread may have held it
   g_child_unresumed.store(true, std::memory_order_relaxed);
 }
 
@@ -103,8 +107,38 @@ bool leave(ProcessShare* share) {
   return share->drop();
 }
 
+void track(Unforkable* c) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mu);
+  r.unforkable.push_back(c);
+}
+
+void untrack(Unforkable* c) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mu);
+  auto it = std::find(r.unforkable.begin(), r.unforkable.end(), c);
+  if (it == r.unforkable.end()) return;
+  *it = r.unforkable.back();
+  r.unforkable.pop_back();
+}
+
 void resume_services_slow() {
-  if (g_child_unresumed.exchange(false)) KeepaliveService::instance().resume();
+  Registry& r = registry();
+  std::lock_guard<std::mutex> resuming(r.resume_mu);
+  if (!g_child_unresumed.load(std::memory_order_relaxed)) return;  // done meanwhile
+  std::vector<Unforkable*> inherited;
+  {
+    std::lock_guard<std::mutex> g(r.mu);
+    inherited.swap(r.unforkable);
+  }
+  size_t left = 0;
+  for (Unforkable* c : inherited) left += c->leave_to_maker();
+  if (left)
+    SS_WARN("rsocket: fork child %d: %zu inherited verbs connection(s) stay with the process "
+            "that made them; here they fail with EOPNOTSUPP (rsocket(7), Fork)",
+            static_cast<int>(getpid()), left);
+  g_child_unresumed.store(false, std::memory_order_relaxed);
+  KeepaliveService::instance().resume();
 }
 
 }  // namespace ss::rs::fork

@@ -36,12 +36,29 @@ int join(ProcessShare* share);
 // process was the last holder (always, for a share never joined).
 bool leave(ProcessShare* share);
 
+// Connections whose endpoint only the process that made it can use
+// (verbs: the rdma_cm id, QP, CQs and registrations live in that
+// process's rdma_cm and uverbs files; a child's use would fail there or
+// reach into the parent's queues). Tracked while this process holds them;
+// in a fork child, resume_services cuts them loose before any call uses
+// them: they fail with EOPNOTSUPP, nothing of the maker's is touched.
+class Unforkable {
+ public:
+  virtual ~Unforkable() = default;
+  // In a fork child: lets go of the maker's objects; true when it did.
+  virtual bool leave_to_maker() = 0;
+};
+void track(Unforkable* c);
+void untrack(Unforkable* c);
+
 // Set in a fork child until the first call that resumes services there.
 extern std::atomic<bool> g_child_unresumed;
 void resume_services_slow();
-// In a fork child, starts again the service threads its inherited
-// connections need (keepalive): lazily, at the first rsocket call after
-// the fork, never in fork itself. A load and a branch otherwise.
+// In a fork child, cuts loose the inherited Unforkable connections and
+// starts again the service threads its other connections need
+// (keepalive): lazily, at the first rsocket call after the fork, never in
+// fork itself (a caller meanwhile waits for it). A load and a branch
+// otherwise.
 inline void resume_services() {
   if (__builtin_expect(g_child_unresumed.load(std::memory_order_relaxed), false))
     resume_services_slow();

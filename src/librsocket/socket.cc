@@ -56,6 +56,7 @@ Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
 }
 
 Socket::~Socket() {
+  if (tracked_) fork::untrack(this);
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
 }
@@ -296,7 +297,13 @@ void Socket::listener_fork_child() {
   accept_queue_.clear();
   if (accept_efd_ >= 0) ::close(accept_efd_);  // the parent's counter
   accept_efd_ = -1;
-  if (int rc = listener_ ? listener_->fork_child() : 0) {
+  int rc = listener_ ? listener_->fork_child() : 0;
+  if (rc == -ENOTSUP) {
+    // Its rdma_cm id is the parent's (rsocket(7), Fork): never used nor
+    // destroyed here. raccept says so, once it is asked.
+    (void)listener_.release();
+    fork_err_ = EOPNOTSUPP;
+  } else if (rc) {
     SS_WARN("rsocket: fd %d: a fork child cannot serve this listener: %s", fd_, strerror(-rc));
     fork_err_ = -rc;
   }
@@ -308,7 +315,13 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     {
       std::lock_guard<FutexMutex> g(mu_);
       if (state_ != kListening) return -EINVAL;
-      if (fork_err_) return -fork_err_;
+      if (fork_err_) {
+        if (fork_err_ == EOPNOTSUPP && !fork_err_told_)
+          SS_WARN("rsocket: fd %d: a fork child cannot accept on a verbs listener: its rdma_cm "
+                  "id stays with the process that made it (rsocket(7), Fork)", fd_);
+        fork_err_told_ = true;
+        return -fork_err_;
+      }
       if (take_queued(out)) break;
       shared = listen_shared_;
       starved = accept_starved_;
@@ -391,7 +404,7 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
     rc = prov::create_active({fd_, addr, len, opt_.route.empty() ? nullptr : opt_.route.data(),
                               opt_.route.size(), off_stream_},
                              &ep_);
-    if (!rc && (ep_->caps() & prov::kCapForkCopies)) fork::join(&share_);
+    if (!rc) join_processes();
   }
   if (!rc) {
     made_in_ = getpid();
@@ -552,10 +565,33 @@ void Socket::finish_established() {
 }
 
 void Socket::join_processes() {
-  if (ep_ && (caps_ & prov::kCapForkCopies)) fork::join(&share_);
+  if (!ep_) return;
+  if (ep_->caps() & prov::kCapForkCopies) {
+    fork::join(&share_);
+  } else {
+    fork::track(this);
+    tracked_ = true;
+  }
 }
 
-void Socket::leave_processes() { shared_elsewhere_ = !fork::leave(&share_); }
+void Socket::leave_processes() {
+  if (std::exchange(tracked_, false)) fork::untrack(this);
+  shared_elsewhere_ = !fork::leave(&share_);
+}
+
+bool Socket::leave_to_maker() {
+  tracked_ = false;  // fork::resume_services_slow took it off the list
+  std::unique_lock<FutexMutex> g(mu_, std::try_to_lock);
+  // Locked by a thread of the parent's (none here): unusable anyway.
+  if (!g.owns_lock() || !ep_) return false;
+  (void)ep_.release();  // the maker's objects: never used nor destroyed here
+  free_buffers();       // our copies; their registrations are let go of, not undone
+  state_ = kError;
+  err_ = EOPNOTSUPP;
+  resolving_ = reply_pending_ = false;
+  kick_waiters();
+  return true;
+}
 
 void Socket::send_keepalive() {
   Lock lk(mu_);

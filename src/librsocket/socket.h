@@ -24,6 +24,7 @@
 #include "core/prov/connection.h"
 #include "core/base/futex_mutex.h"
 #include "librsocket/conn_buffer.h"
+#include "librsocket/fork.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {
@@ -77,7 +78,9 @@ struct Iomap {
 };
 
 // A Pollable in the fd table: rpoll and rselect (core's poll_mixed) ask it.
-class Socket final : public std::enable_shared_from_this<Socket>, public Pollable {
+class Socket final : public std::enable_shared_from_this<Socket>,
+                     public Pollable,
+                     public fork::Unforkable {
  public:
   Socket(int fd, int domain);
   ~Socket();
@@ -148,8 +151,12 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
 
   // Processes holding this connection (fork.h): join when this process
   // gets it (raccept, rconnect), leave at rclose, under a fork::TableGuard.
+  // A connection that cannot cross fork (verbs) is tracked instead.
   void join_processes();
   void leave_processes();
+  // fork::Unforkable: in a fork child, the maker's endpoint is let go of
+  // (never used nor destroyed) and the connection fails with EOPNOTSUPP.
+  bool leave_to_maker() override;
 
   // Linger service: one step of a graceful close (close.cc); true once the
   // connection is finished (and, after rclose, everything released).
@@ -351,10 +358,12 @@ class Socket final : public std::enable_shared_from_this<Socket>, public Pollabl
   std::mutex serve_mu_;
   std::atomic<bool> listen_shared_{false};  // shared by fork: served inline
   int fork_err_ = 0;  // the child could not take the listener over (errno)
+  bool fork_err_told_ = false;  // raccept logged why (once)
 
   ProcessShare share_;            // joined: counted at each fork
   bool shared_elsewhere_ = false;  // rclose found another holder
   pid_t made_in_ = 0;              // process that made the endpoint
+  bool tracked_ = false;           // fork::track()ed (mu_ not needed: join and leave)
 
   // Buffers (conn_buffer.h): rbuf and the target table are written by
   // the peer. The pointers and keys the data path reads are copied out.

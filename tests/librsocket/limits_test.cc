@@ -288,8 +288,6 @@ class LimitsTest : public ConnTest {
 };
 
 TEST_P(LimitsTest, ListenerOutOfDescriptorsReportsEmfileWithoutSpinning) {
-  if (std::string(provider()) == "verbs")  // listed as missing in docs/status.md
-    GTEST_SKIP() << "not done on verbs: a starved rdma_cm listener rejects the request";
   KFd notify;
   Reaper child;
   Addr a;
@@ -340,9 +338,6 @@ TEST_P(LimitsTest, BlockingCallWithoutSpareDescriptorSleeps) {
 }
 
 TEST_P(LimitsTest, RconnectOutOfDescriptorsFailsWithEmfile) {
-  if (std::string(provider()) == "verbs")  // listed as missing in docs/status.md
-    GTEST_SKIP() << "not done on verbs: a process whose first verbs call runs out of "
-                    "descriptors is told ENODEV (rdma_cm sees no device then)";
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
   KFd notify;

@@ -15,6 +15,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/errno_guard.h \
 	src/core/base/fd_passing.cc \
 	src/core/base/fd_passing.h \
+	src/core/base/fd_spare.cc \
+	src/core/base/fd_spare.h \
 	src/core/base/fd_table.cc \
 	src/core/base/fd_table.h \
 	src/core/base/fifo.h \

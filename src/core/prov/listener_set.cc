@@ -33,10 +33,12 @@ int ListenerSet::fork_child() {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) return -errno;
   std::vector<std::unique_ptr<Listener>> kept;
+  bool parents = false;
   for (auto& m : members_) {
     int rc = m->fork_child();
     if (rc == -ENOTSUP) {
       (void)m.release();  // the parent's objects (rdma_cm ids): not ours to destroy
+      parents = true;
       continue;
     }
     if (rc) return rc;
@@ -44,6 +46,14 @@ int ListenerSet::fork_child() {
   }
   members_.clear();
   next_ = 0;
+  // Requests for a member left to the parent would wait there for ever:
+  // the child serves none rather than a part. The rest (ours) end here;
+  // the empty set holds nothing, whoever forgets it.
+  if (parents) {
+    ::close(epfd_);
+    epfd_ = -1;
+    return -ENOTSUP;
+  }
   for (auto& m : kept)
     if (int rc = add(std::move(m))) return rc;
   return 0;

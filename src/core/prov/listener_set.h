@@ -18,7 +18,8 @@ class ListenerSet final : public Listener {
   int fd() const override { return epfd_; }
   // Takes turns among the members so a busy one cannot starve the others.
   int get_request(std::unique_ptr<Endpoint>* ep) override;
-  // Members that cannot serve from a child are left out of the child's set.
+  // -ENOTSUP when a member cannot serve from a child (its objects are the
+  // parent's: left alone); the set is then left empty, holding nothing.
   int fork_child() override;
 
  private:

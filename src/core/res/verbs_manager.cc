@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 
@@ -14,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/fd_spare.h"
 #include "core/base/log.h"
 #include "core/base/service_thread.h"
 #include "core/res/mr_cache.h"
@@ -145,12 +145,31 @@ class Manager {
     return pd;
   }
 
+  int usable_here() {
+    device_count();
+    const pid_t by = opened_by_.load(std::memory_order_relaxed);
+    const pid_t self = getpid();
+    if (by == 0 || by == self) return 0;
+    if (told_.exchange(self) != self)
+      SS_WARN("verbs: unavailable in this fork child of process %d, whose RDMA device contexts "
+              "librdmacm keeps (the kernel refuses them to another process): use the tcp or "
+              "shm provider here, or exec (rsocket(7), Fork)",
+              static_cast<int>(by));
+    return -EOPNOTSUPP;
+  }
+
   MrCache cache;
   AsyncWatcher watcher;
   bool fork_safe = false;
 
  private:
   void init() {
+    // libibverbs reads its drivers' configuration once per process (and
+    // libibverbs and librdmacm scan sysfs and open every device): begun
+    // short of descriptors, it would find no driver for good, and the
+    // process never any device. So the first look waits until a few are
+    // free; meanwhile callers get EMFILE/ENFILE, as the call that needed one.
+    if ((unsettled_errno_ = -descriptor_shortage(kDescriptorsToLook))) return;
     // Before any registration: pages registered afterwards are kept out
     // of fork children instead of being shared copy-on-write with them.
     if (!fork_tried_ && (env_set("RDMAV_FORK_SAFE") || env_set("IBV_FORK_SAFE"))) {
@@ -161,15 +180,15 @@ class Manager {
     }
     int n = 0;
     ibv_context** list = rdma_get_devices(&n);
-    // Out of descriptors, librdmacm sees no device (and says ENODEV): that
-    // says nothing about the host, so nothing is settled and the next call
-    // asks again (a process that started starved would otherwise never
-    // use RDMA).
-    if ((!list || n == 0) && (unsettled_errno_ = descriptor_shortage())) {
+    // Out of descriptors after all (another thread took them), librdmacm
+    // sees no device (and says ENODEV): that says nothing about the host,
+    // so nothing is settled and the next call asks again.
+    if ((!list || n == 0) && (unsettled_errno_ = -descriptor_shortage())) {
       if (list) rdma_free_devices(list);
       return;
     }
     count_ = list ? n : 0;
+    if (count_ > 0) opened_by_.store(getpid(), std::memory_order_relaxed);  // librdmacm keeps them
     for (int i = 0; i < count_; i++)
       iwarp_ |= list[i]->device->transport_type == IBV_TRANSPORT_IWARP;
     if (list) rdma_free_devices(list);
@@ -179,26 +198,22 @@ class Manager {
       SS_DEBUG("verbs: %d RDMA device(s)", count_);
     settled_.store(true, std::memory_order_release);
   }
-  // EMFILE or ENFILE when this process cannot make a descriptor now, else 0.
-  static int descriptor_shortage() {
-    int fd = eventfd(0, EFD_CLOEXEC);
-    if (fd >= 0) {
-      ::close(fd);
-      return 0;
-    }
-    return errno == EMFILE || errno == ENFILE ? errno : 0;
-  }
   static void set_nonblocking(int fd) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
   }
 
+  // Enough for libibverbs' and librdmacm's first look (config files,
+  // sysfs, netlink, one context per device) on a host with a few devices.
+  static constexpr int kDescriptorsToLook = 16;
   std::mutex init_mu_;
   std::atomic<bool> settled_{false};  // count_ and iwarp_ are final
   int unsettled_errno_ = 0;           // why the last try settled nothing
   bool fork_tried_ = false;           // ibv_fork_init runs once, whatever init() does
   int count_ = 0;
   bool iwarp_ = false;
+  std::atomic<pid_t> opened_by_{0};  // the process whose librdmacm opened the devices
+  std::atomic<pid_t> told_{0};       // the process usable_here() warned in
   std::mutex mu_;
   std::vector<Device> devices_;
 };
@@ -207,6 +222,7 @@ class Manager {
 
 int device_count() { return Manager::get().device_count(); }
 bool any_iwarp_device() { return Manager::get().any_iwarp(); }
+int usable_here() { return Manager::get().usable_here(); }
 ibv_pd* pd_for(ibv_context* ctx) { return Manager::get().pd_for(ctx); }
 MrCache& mr_cache() { return Manager::get().cache; }
 int hold_async_events(ibv_context* ctx) { return Manager::get().watcher.hold(ctx); }

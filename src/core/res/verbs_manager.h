@@ -19,6 +19,13 @@ int device_count();
 // ports in the kernel's own TCP port space).
 bool any_iwarp_device();
 
+// 0 when this process may use verbs; -EOPNOTSUPP in a fork child of the
+// process that opened the devices (logged once per process): librdmacm
+// keeps the device contexts it opened, for good, and the kernel refuses
+// write() on a uverbs or rdma_cm file to any other process (EACCES), so
+// neither the parent's connections nor new ones can work there.
+int usable_here();
+
 // The process-wide protection domain of `ctx` (allocated on first use,
 // kept for the life of the process), or nullptr with errno set.
 ibv_pd* pd_for(ibv_context* ctx);

@@ -1,8 +1,11 @@
 #include "core/prov/verbs/verbs_listener.h"
 
+#include <poll.h>
+
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/fd_spare.h"
 #include "core/base/log.h"
 #include "core/prov/verbs/cm_events.h"
 #include "core/prov/verbs/verbs_endpoint.h"
@@ -10,10 +13,17 @@
 
 namespace ss::prov::verbs {
 
+namespace {
+// What answering one request makes: the connection's rdma_cm channel and
+// epoll set, its completion channel, the rsocket's name, and a spare.
+constexpr int kDescriptorsPerRequest = 5;
+}  // namespace
+
 int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out,
                           bool* tcp_port) {
   *tcp_port = false;
   if (int n = res::device_count(); n <= 0) return n < 0 ? n : -ENODEV;
+  if (int rc = res::usable_here()) return rc;
   sockaddr_storage name{};
   socklen_t len = sizeof name;
   if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &len)) return -errno;
@@ -59,6 +69,13 @@ VerbsListener::~VerbsListener() {
 
 int VerbsListener::get_request(std::unique_ptr<Endpoint>* ep) {
   for (;;) {
+    // Out of descriptors, a request taken now could only be refused (its
+    // channel, epoll set, completion channel and name need one each): it
+    // stays queued in rdma_cm, the peer waiting as in a kernel backlog,
+    // and the caller hears EMFILE, as from accept(2).
+    pollfd p{ch_->fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return -EAGAIN;
+    if (int rc = descriptor_shortage(kDescriptorsPerRequest)) return rc;
     rdma_cm_event* e = nullptr;
     if (rdma_get_cm_event(ch_, &e) != 0) return errno == EINTR ? -EAGAIN : -errno;
     if (e->event != RDMA_CM_EVENT_CONNECT_REQUEST) {

@@ -19,7 +19,8 @@ namespace {
 bool has_device() { return res::device_count() > 0; }
 
 int probe(const Peer& peer, bool named) {
-  if (!named) return res::rdma_serves(peer.dst, peer.len) ? 0 : -ENETUNREACH;
+  if (!named) return res::rdma_serves(peer.dst, peer.len) && !res::usable_here() ? 0 : -ENETUNREACH;
+  if (int rc = res::usable_here()) return rc;
   int n = res::device_count();
   if (n > 0) return 0;
   if (n < 0) return n;  // out of descriptors: as the call that needed one
