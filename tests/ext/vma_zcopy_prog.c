@@ -33,8 +33,9 @@
  *   rate IP PORT SECONDS MODE  receives 64 B datagrams for SECONDS with
  *       recvfrom_zcopy + free_packets (MODE zcopy) or recv (copy), both
  *       MSG_DONTWAIT in a busy loop, prints "received N in S s: R/s (C
- *       copied, E empty)" (E: calls that found nothing: the sender was
- *       slower), and lingers 4 s (its stats block refreshes once a
+ *       copied, E empty, P ns each)" (E: calls that found nothing, the
+ *       sender being slower; P: what such a call cost before the sender
+ *       started), and lingers 4 s (its stats block refreshes once a
  *       second: the bench reads it then). The sender: bench/udp_blast.c. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -529,6 +530,18 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 	const int deep = 64 << 20;
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &deep, sizeof deep) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &deep, sizeof deep);
+	/* What a call finding nothing costs (nothing is sent before "ready"):
+	 * with the empty calls counted below, the time the receiver was busy. */
+	const unsigned long probes = 100000;
+	double t_empty = now();
+	for (unsigned long i = 0; i < probes; i++) {
+		flags = MSG_DONTWAIT;
+		if (zcopy)
+			api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
+		else
+			recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+	}
+	t_empty = (now() - t_empty) / (double)probes;
 	printf("ready\n");
 	fflush(stdout);
 	/* The clock starts at the first datagram. */
@@ -557,8 +570,8 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 		if ((n & 255) == 0 || r < 0)
 			t = now();
 	}
-	printf("received %lu in %.2f s: %.0f/s (%lu copied, %lu empty)\n", n, t - t0,
-	       (double)n / (t - t0), copied, empty);
+	printf("received %lu in %.2f s: %.0f/s (%lu copied, %lu empty, %.0f ns each)\n", n, t - t0,
+	       (double)n / (t - t0), copied, empty, t_empty * 1e9);
 	fflush(stdout);
 	sleep(4);
 	return 0;
