@@ -16,7 +16,9 @@
 #   mmsg     one kernel UDP socket, 64 datagrams per sendmmsg
 #   send     one kernel UDP socket, send() in a loop (session 16's)
 # RATE_MODES lists the receivers to run (default: all three, in that
-# order). RATE_PIN=1 pins the receiver to CPU 0 and the sender to CPU 1.
+# order). RATE_PIN=1 pins the receiver to CPU 0 and the sender to CPU 1;
+# RATE_PIN=2 also moves A's receive work to CPU 0 (see below). Without
+# it a veth runs the receive's kernel part on the sender's CPU.
 # Prints each run's received and sent rates and where the rest went (the
 # kernel run: A's UDP receive-buffer and checksum errors; a preloaded run:
 # its rings' XDP redirected/dropped and malformed counts, from vma_stats),
@@ -26,7 +28,8 @@
 # "busy": the share of the receiver's time not spent in calls that found
 # nothing (the cost of such a call measured before the sender starts);
 # below 100%, the sender was the limit, and "own" (received per busy
-# second) estimates the receiver's own limit.
+# second) roughly estimates the receiver's own limit (noisy: the cost of
+# an empty call varies).
 #
 #   cd build && sudo bash ../bench/vma_zcopy.sh      (root: namespaces, XDP)
 set -u
@@ -51,7 +54,14 @@ mkdir -p "$T/stats" && export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/
 send_how=("$SENDER")
 [ "$SENDER" = packet ] && send_how+=(zb "$(ip netns exec "$A" cat /sys/class/net/za/address)")
 rx_cpu=() tx_cpu=()
-[ "${RATE_PIN:-0}" = 1 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
+[ "${RATE_PIN:-0}" != 0 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
+# RATE_PIN=2: A's share of the kernel's receive work on the receiver's CPU
+# too, as a NIC's interrupt would put it (RPS for the kernel's stack; the
+# veth's NAPI threaded and pinned for XDP), the sender's CPU only sending.
+if [ "${RATE_PIN:-0}" = 2 ]; then
+  ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/queues/rx-0/rps_cpus' ||
+    { echo "$name: RATE_PIN=2: no RPS" >&2; exit 2; }
+fi
 # A's kernel UDP counters: "RcvbufErrors InCsumErrors"
 udp_errors() {
   ip netns exec "$A" awk '$1 == "Udp:" && $2 !~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) c[$i] = i }
@@ -70,6 +80,10 @@ one() {
     >"$T/rx" 2>"$T/rx.err" &
   local rpid=$!
   for _ in $(seq 100); do grep -q '^ready' "$T/rx" && break; sleep 0.05; done
+  if [ "${RATE_PIN:-0}" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
+    ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
+    for p in $(pgrep '^napi/za-'); do taskset -pc 0 "$p" >/dev/null; done
+  fi
   ip netns exec "$Z" "${tx_cpu[@]}" timeout $((TIME + 20)) "$T/blast" $IPA $PORT "$TIME.5" "${send_how[@]}" \
     >"$T/tx" 2>&1
   # The receiver lingers 4 s after its report: its stats block, refreshed
@@ -108,7 +122,7 @@ one() {
 }
 
 declare -A best
-echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1)}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=${RATE_PIN:-0})}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run  receiver  received/s    sent/s  receiver busy, own limit; the rest; note"
 for r in $(seq "$RUNS"); do
   for mode in $MODES; do
