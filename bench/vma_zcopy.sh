@@ -1,25 +1,43 @@
 #!/bin/bash
 # The 64 B UDP receive rate of libvma.so's recvfrom_zcopy (+ free_packets)
 # against recvfrom through the same offload and against the kernel's
-# recvfrom, in the same run: a kernel sender in namespace B blasts 64 B
-# datagrams over veth (B's tx checksum offload off) for RATE_TIME seconds
-# at a receiver in A that busy-loops (MSG_DONTWAIT) with one of
+# recvfrom, in the same run: bench/udp_blast.c in namespace B sends 64 B
+# datagrams over veth (B's tx checksum offload off) for RATE_TIME + 0.5
+# seconds at a receiver in A that busy-loops (MSG_DONTWAIT) for RATE_TIME
+# seconds from its first datagram with one of
 #   kernel   recv on a plain socket (no preload)
 #   copy     recv under LD_PRELOAD=libvma.so (offloaded: rings, copied)
 #   zcopy    recvfrom_zcopy + free_packets under the preload
 # (tests/ext/vma_zcopy_prog.c, built against the installed header), the
-# three alternating RATE_RUNS times. Prints each run's received and sent
-# rates, and the best of each receiver as a ratio to the kernel's. Each
-# preloaded run must log its rings ("UDP offloaded on"), and zcopy's must
-# have copied nothing, else the row is marked. The sender (one kernel
-# socket, send() in a loop) is the limit when a receiver takes nearly all
-# it sent: its rate is printed beside each run.
+# three alternating RATE_RUNS times. RATE_SENDER picks the sender:
+#   packet   (default) prebuilt Ethernet/IPv4/UDP frames, checksums
+#            computed, 64 per sendmmsg on an AF_PACKET socket with
+#            PACKET_QDISC_BYPASS: no UDP/IP stack on the sending side
+#   mmsg     one kernel UDP socket, 64 datagrams per sendmmsg
+#   send     one kernel UDP socket, send() in a loop (session 16's)
+# RATE_MODES lists the receivers to run (default: all three, in that
+# order). RATE_PIN=1 pins the receiver to CPU 0 and the sender to CPU 1;
+# RATE_PIN=2 also moves A's receive work to CPU 0 (see below). Without
+# it a veth runs the receive's kernel part on the sender's CPU.
+# Prints each run's received and sent rates and where the rest went (the
+# kernel run: A's UDP receive-buffer and checksum errors; a preloaded run:
+# its rings' XDP redirected/dropped and malformed counts, from vma_stats),
+# and the best of each receiver as a ratio to the kernel's. Each preloaded
+# run must log its rings ("UDP offloaded on") and have dropped no frame as
+# malformed, zcopy's must have copied nothing, else the row is marked.
+# "busy": the share of the receiver's time not spent in calls that found
+# nothing (the cost of such a call measured before the sender starts);
+# below 100%, the sender was the limit, and "own" (received per busy
+# second) roughly estimates the receiver's own limit (noisy: the cost of
+# an empty call varies).
 #
 #   cd build && sudo bash ../bench/vma_zcopy.sh      (root: namespaces, XDP)
 set -u
 name=vma_zcopy.sh
 TIME=${RATE_TIME:-3}
 RUNS=${RATE_RUNS:-3}
+SENDER=${RATE_SENDER:-packet}
+MODES=${RATE_MODES:-kernel copy zcopy}
 A=ss-bza-$$ Z=ss-bzb-$$ IPA=10.218.0.1 IPB=10.218.0.2 PORT=11311
 # Root and tools checked, $T, $LIB, clean-up and vma_pair (exit 77: skipped).
 top_builddir=$(pwd) . "$(dirname "$0")/../tests/ext/vma_pair.sh"
@@ -29,42 +47,94 @@ make -s -C "$B" install-mellanoxincludeHEADERS DESTDIR="$T/root" >/dev/null 2>&1
 HDR=$(find "$T/root" -path '*/mellanox/vma_extra.h' -type f)
 "$CC" -std=gnu11 -O2 -I"${HDR%/mellanox/vma_extra.h}" "$here/../tests/ext/vma_zcopy_prog.c" \
   -o "$T/prog" -lpthread || { echo "$name: the program did not build" >&2; exit 2; }
+"$CC" -std=gnu11 -O2 "$here/udp_blast.c" -o "$T/blast" ||
+  { echo "$name: the sender did not build" >&2; exit 2; }
 vma_pair "$A" "$Z" za zb "$IPA/24" "$IPB/24"
-export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
+mkdir -p "$T/stats" && export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/null
+send_how=("$SENDER")
+[ "$SENDER" = packet ] && send_how+=(zb "$(ip netns exec "$A" cat /sys/class/net/za/address)")
+rx_cpu=() tx_cpu=()
+[ "${RATE_PIN:-0}" != 0 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
+# RATE_PIN=2: A's share of the kernel's receive work on the receiver's CPU
+# too, as a NIC's interrupt would put it (RPS for the kernel's stack; the
+# veth's NAPI threaded and pinned for XDP), the sender's CPU only sending.
+if [ "${RATE_PIN:-0}" = 2 ]; then
+  ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/queues/rx-0/rps_cpus' ||
+    { echo "$name: RATE_PIN=2: no RPS" >&2; exit 2; }
+fi
+# A's kernel UDP counters: "RcvbufErrors InCsumErrors"
+udp_errors() {
+  ip netns exec "$A" awk '$1 == "Udp:" && $2 !~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) c[$i] = i }
+    $1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $c["RcvbufErrors"], $c["InCsumErrors"] }' /proc/net/snmp
+}
 
-# one MODE -> "received/s sent/s note"
+# one MODE -> "received/s sent/s where-the-rest-went note"
 one() {
   local mode=$1 pre=() how=copy
   [ "$mode" = kernel ] || pre=(env LD_PRELOAD="$LIB" VMA_TRACELEVEL=info)
   [ "$mode" = zcopy ] && how=zcopy
   PORT=$((PORT + 1))
-  ip netns exec "$A" "${pre[@]}" timeout $((TIME + 20)) "$T/prog" rate $IPA $PORT "$TIME" $how \
+  local e0 e1 rb0 cs0 rb1 cs1
+  e0=$(udp_errors)
+  ip netns exec "$A" "${rx_cpu[@]}" "${pre[@]}" timeout $((TIME + 20)) "$T/prog" rate $IPA $PORT "$TIME" $how \
     >"$T/rx" 2>"$T/rx.err" &
   local rpid=$!
   for _ in $(seq 100); do grep -q '^ready' "$T/rx" && break; sleep 0.05; done
-  ip netns exec "$Z" timeout $((TIME + 20)) "$T/prog" blast $IPA $PORT $((TIME + 1)) >"$T/tx" 2>&1
-  wait $rpid
-  local got sent note=""
+  if [ "${RATE_PIN:-0}" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
+    ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
+    for p in $(pgrep '^napi/za-'); do taskset -pc 0 "$p" >/dev/null; done
+  fi
+  ip netns exec "$Z" "${tx_cpu[@]}" timeout $((TIME + 20)) "$T/blast" $IPA $PORT "$TIME.5" "${send_how[@]}" \
+    >"$T/tx" 2>&1
+  # The receiver lingers 4 s after its report: its stats block, refreshed
+  # once a second, is read after the sender stopped.
+  local got sent note="" rest
+  if [ "$mode" = kernel ]; then
+    wait $rpid
+    e1=$(udp_errors)
+    read -r rb0 cs0 <<<"$e0"
+    read -r rb1 cs1 <<<"$e1"
+    rest="rcvbuf errors $((rb1 - rb0)), csum errors $((cs1 - cs0))"
+    [ $((cs1 - cs0)) = 0 ] || note="BAD CHECKSUMS"
+  else
+    sleep 1.2
+    # "XDP: R / D [redirected/dropped], malformed dropped M"
+    rest=$(block "$(pgrep -n -f "^$T/prog rate")" | sed -n 's/^XDP: \([0-9]*\) \/ \([0-9]*\) .*malformed dropped \([0-9]*\).*/xdp redirected \1, dropped \2, malformed \3/p' | head -1)
+    wait $rpid
+    case $rest in
+      *"malformed 0") ;;
+      "") note="NO STATS" ;;
+      *) note="MALFORMED" ;;
+    esac
+  fi
   got=$(sed -n 's/.*: \([0-9]*\)\/s.*/\1/p' "$T/rx")
+  # busy: the share of the receiver's time not spent in calls that found
+  # nothing; own: what it received per busy second (its own limit, roughly)
+  local busy own
+  read -r busy own < <(awk '/^received/ { gsub(/[(),]/, ""); n = $2; s = $4; e = $9; p = $11
+    b = s - e * p / 1e9; if (b < 0.01 * s) b = 0.01 * s
+    printf "%.0f%% %.0f\n", 100 * b / s, n / b }' "$T/rx")
+  rest="busy ${busy:-?}, own ${own:-?}/s; $rest"
   sent=$(sed -n 's/.*: \([0-9]*\)\/s.*/\1/p' "$T/tx")
-  if [ "$mode" != kernel ] && ! grep -q "UDP offloaded on" "$T/rx.err"; then note="NOT OFFLOADED"; fi
-  if [ "$mode" = zcopy ] && ! grep -q "(0 copied)" "$T/rx"; then note="$note COPIED"; fi
-  echo "${got:-0} ${sent:-0} $note"
+  if [ "$mode" != kernel ] && ! grep -q "UDP offloaded on" "$T/rx.err"; then note="$note NOT OFFLOADED"; fi
+  if [ "$mode" = zcopy ] && ! grep -q "(0 copied" "$T/rx"; then note="$note COPIED"; fi
+  echo "${got:-0}|${sent:-0}|$rest|$note"
 }
 
 declare -A best
-echo "run  receiver  received/s  sent/s  note"
+echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=${RATE_PIN:-0})}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "run  receiver  received/s    sent/s  receiver busy, own limit; the rest; note"
 for r in $(seq "$RUNS"); do
-  for mode in kernel copy zcopy; do
-    read -r got sent note < <(one $mode)
-    printf '%3s  %-8s  %10s  %6s  %s\n' "$r" "$mode" "$got" "$sent" "$note"
+  for mode in $MODES; do
+    IFS='|' read -r got sent rest note < <(one $mode)
+    printf '%3s  %-8s  %10s  %8s  %s; %s\n' "$r" "$mode" "$got" "$sent" "$rest" "$note"
     [ "${best[$mode]:-0}" -ge "$got" ] || best[$mode]=$got
   done
 done
 k=${best[kernel]:-0}
 echo
-echo "best of $RUNS (receive rate, ratio to the kernel's):"
-for mode in kernel copy zcopy; do
+echo "best of $RUNS (receive rate, ratio to the kernel's); load: $(cut -d' ' -f1-3 /proc/loadavg):"
+for mode in $MODES; do
   awk -v m=$mode -v g="${best[$mode]:-0}" -v k="$k" \
     'BEGIN { printf "  %-8s %10d/s  %.2fx\n", m, g, k ? g / k : 0 }'
 done
