@@ -15,12 +15,13 @@
 # machine one run can wait out another program's time slice, or udpong's
 # own retransmission after a loss.
 # Knobs: UDPONG_COUNT (default 20000), UDPONG_MODE (b, n or a; default b),
-# UDPONG_RUNS.
+# UDPONG_RUNS, UDPONG_ROWS (which of "kernel shm udp" to run; default all).
 set -u
 LIB=${1:-./.libs/librsocket.so}
 COUNT=${UDPONG_COUNT:-20000}
 MODE=${UDPONG_MODE:-b}
 RUNS=${UDPONG_RUNS:-5}
+ROWS=${UDPONG_ROWS:-kernel shm udp}
 
 command -v udpong >/dev/null 2>&1 || { echo "udpong.sh: udpong not found (Debian: rdmacm-utils)" >&2; exit 2; }
 [ -f "$LIB" ] || { echo "udpong.sh: $LIB not found (run from the build directory, or pass the path)" >&2; exit 2; }
@@ -61,8 +62,13 @@ run() {
 }
 
 printf '%-28s %12s %14s\n' "udpong -T $MODE, 64 B" "echo us/xfer" "rate us/xfer"
-run kernel -u LD_PRELOAD -- -T s
-run shm LD_PRELOAD="$LIB" SLIPSTREAM_PROVIDER=shm --
-run udp LD_PRELOAD="$LIB" SLIPSTREAM_PROVIDER=tcp --
-# shellcheck disable=SC2154  # set by run through eval
-awk -v k="$LAT_kernel" -v s="$LAT_shm" 'BEGIN { if (s > 0) printf "echo latency, kernel UDP / shm: %.1fx\n", k / s }'
+for row in $ROWS; do
+  case $row in
+    kernel) run kernel -u LD_PRELOAD -- -T s ;;
+    shm) run shm LD_PRELOAD="$LIB" SLIPSTREAM_PROVIDER=shm -- ;;
+    udp) run udp LD_PRELOAD="$LIB" SLIPSTREAM_PROVIDER=tcp -- ;;
+    *) echo "udpong.sh: no row \"$row\" (kernel, shm, udp)" >&2; exit 2 ;;
+  esac
+done
+awk -v k="${LAT_kernel:-0}" -v s="${LAT_shm:-0}" \
+  'BEGIN { if (k > 0 && s > 0) printf "echo latency, kernel UDP / shm: %.1fx\n", k / s }'

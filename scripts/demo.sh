@@ -4,7 +4,9 @@
 # the ratio to kernel TCP. Then the same program's kernel-TCP exchange
 # again, unmodified, with librspreload on both ends: its connections move
 # onto rsockets (each process's count, SLIPSTREAM_PRELOAD_STATS, shows it)
-# and the two runs' kernel-TCP rows are compared. Last, the VMA face:
+# and the two runs' kernel-TCP rows are compared. Then datagrams:
+# rdmacm-utils' udpong, unmodified, on kernel UDP sockets and on datagram
+# rsockets over shared memory (LD_PRELOAD=librsocket.so). Last, the VMA face:
 # Debian's sockperf UDP ping-pong across a veth pair between two network
 # namespaces, on kernel sockets and then under libvma.so (offloaded onto
 # AF_XDP rings; needs root).
@@ -35,6 +37,11 @@ awk -v r0="$rtt0" -v r1="$rtt1" -v k0="$k0" -v k1="$k1" -v m0="$m0" -v m1="$m1" 
 }'
 echo "connections per process (rsockets by provider, and kernel TCP):"
 cat "$work"/stats/rspreload.*
+
+echo
+echo "librsocket datagrams: rdmacm-utils' udpong, unmodified, on kernel UDP sockets and on"
+echo "datagram rsockets over shared memory (LD_PRELOAD=librsocket.so on both ends)"
+(cd "$build" && UDPONG_RUNS=${UDPONG_RUNS:-3} UDPONG_ROWS="kernel shm" bash "$top/bench/udpong.sh")
 
 echo
 echo "libvma.so: sockperf's UDP ping-pong, unmodified, offloaded onto AF_XDP rings"

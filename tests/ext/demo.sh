@@ -50,6 +50,17 @@ grep -Eq "^kernel TCP +$num +$num +$num .*\| +$num .*\| +$num " "$out"
 check "preloaded kernel-TCP row with figures" $?
 n=$(cat "$stats"/rspreload.* 2>/dev/null | grep -c 'rsockets=1 shm=1 .*kernel_tcp=0')
 check "both preloaded processes ran their connection on rsockets (shm): $n of 2" $((n != 2))
+# Then datagrams (scripts/demo.sh runs bench/udpong.sh, its kernel and
+# shm rows): both with figures. The shm row's udpong runs on our library:
+# stock librdmacm finds no RDMA device here, and its row would say "fail".
+udpong=$(cd "$(dirname "$0")/../../bench" && pwd)/udpong.sh
+(cd "$b" && UDPONG_RUNS=3 UDPONG_COUNT=2000 UDPONG_ROWS="kernel shm" timeout 100 bash "$udpong") \
+  >>"$out" 2>&1
+check "udpong part exits 0 (got $?)" $?
+for row in kernel shm; do
+  grep -Eq "^$row +$num +$num *$" "$out"
+  check "udpong row '$row' with figures" $?
+done
 # Then the VMA face's part (scripts/demo.sh runs bench/vma_sockperf.sh):
 # every row with figures, and each preloaded side on its rings.
 if [ "$(id -u)" = 0 ] && command -v sockperf >/dev/null; then
