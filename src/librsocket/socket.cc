@@ -492,7 +492,10 @@ void Socket::fall_back_to_kernel() {
            strerror(rsocket_err));
   err_ = 0;
   fell_back_ = true;
-  if (int rc = table.insert(fd_, FdKind::kRsocketFallback, shared_from_this()))
+  // Only while the entry is still ours: an rclose racing this (it removes
+  // the entry before it waits for mu_) must not find it back.
+  const int rc = table.replace(fd_, FdKind::kRsocket, FdKind::kRsocketFallback, shared_from_this());
+  if (rc && rc != -ESTALE)
     SS_WARN("rsocket: fd %d: kernel TCP fallback not recorded: %s", fd_, strerror(-rc));
   kick_waiters();  // rpoll and epoll look at the kernel socket from now on
 }

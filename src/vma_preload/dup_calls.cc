@@ -14,6 +14,7 @@
 
 #include "core/base/fd_table.h"
 #include "interpose/dup_share.h"
+#include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "vma_preload/edge.h"
@@ -107,9 +108,17 @@ SS_PRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
 // The same call under glibc's large-file name (one off_t on 64-bit).
 SS_PRELOAD_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
+// Recorded sockets and our epoll sets in the range go through close()
+// (sockets.cc), which ends each as its own close would; the kernel closes
+// the rest.
 SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
   return dups::close_range_with(
-      first, last, flags, recorded, [](int fd) { vp::close_recorded(fd); });
+      first, last, flags,
+      [](int fd) {
+        return recorded(fd) || (ss::FdTable::instance().kind(fd) == ss::FdKind::kKernel &&
+                                ss::interpose::epoll_fd(fd));
+      },
+      [](int fd) { close(fd); });
 }
 
 // glibc's closefrom closes with its internal close_range, past the

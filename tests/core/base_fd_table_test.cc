@@ -68,6 +68,27 @@ TEST(FdTableTest, GetOfAnotherKindFindsNothing) {
   EXPECT_EQ(t.get<Obj>(7, FdKind::kRsocket), o);
 }
 
+// replace changes an entry only while it is still the expected one: a
+// removed entry (a close that won the race) is never brought back.
+TEST(FdTableTest, ReplaceOnlyWhileTheEntryIsUnchanged) {
+  FdTable t;
+  auto o = std::make_shared<PollableObj>(9);
+  auto other = std::make_shared<PollableObj>(9);
+  EXPECT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, o), -ESTALE);  // no entry
+  EXPECT_EQ(t.kind(9), FdKind::kNone);
+  ASSERT_EQ(t.insert(9, FdKind::kRsocket, o), 0);
+  EXPECT_EQ(t.replace(9, FdKind::kOffloaded, FdKind::kKernel, o), -ESTALE);  // another kind
+  EXPECT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, other), -ESTALE);  // another object
+  EXPECT_EQ(t.get<PollableObj>(9, FdKind::kRsocket), o);
+  ASSERT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, o), 0);
+  EXPECT_EQ(t.kind(9), FdKind::kKernel);
+  EXPECT_EQ(t.get<PollableObj>(9, FdKind::kKernel), o);
+  EXPECT_EQ(t.get_pollable(9).get(), static_cast<Pollable*>(o.get()));
+  EXPECT_EQ(t.remove<PollableObj>(9, FdKind::kKernel), o);
+  EXPECT_EQ(t.replace(9, FdKind::kKernel, FdKind::kRsocket, o), -ESTALE);  // removed: stays so
+  EXPECT_EQ(t.kind(9), FdKind::kNone);
+}
+
 TEST(FdTableTest, KernelPassThroughNeedsNoObject) {
   FdTable t;
   ASSERT_EQ(t.insert(3, FdKind::kKernel, nullptr), 0);

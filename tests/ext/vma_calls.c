@@ -476,6 +476,27 @@ static void dups(const char* ip, unsigned short port) {
   ok = ok && r == 0 && fresh >= 0 && recv_is(fresh, "F", 0) && recv_is(fresh, "F", 1);
   check(ok, "close_range and close of the numbers one by one: the port stays taken until the "
             "last is closed, then a new socket binds it and receives");
+
+  /* An epoll set in a close_range is gone as the kernel's would be: its
+     number then names nothing (EBADF), and a pipe reusing it is a pipe. */
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN};
+  ev.data.fd = fresh;
+  ok = ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fresh, &ev) == 0;
+  r = close_range((unsigned)ep, (unsigned)ep, 0);
+  errno = 0;
+  ok = ok && r == 0 && epoll_ctl(ep, EPOLL_CTL_DEL, fresh, NULL) == -1 && errno == EBADF;
+  int pp[2] = {-1, -1};
+  if (ok && pipe(pp) == 0 && write(pp[1], "x", 1) == 1) {
+    struct pollfd pf = {.fd = pp[0], .events = POLLIN};
+    ok = poll(&pf, 1, 0) == 1 && pf.revents == POLLIN;
+  } else {
+    ok = 0;
+  }
+  check(ok, "close_range over an epoll set: its number EBADF for epoll_ctl, a pipe reusing it "
+            "polls as a pipe (fds %d %d)", ep, pp[0]);
+  if (pp[0] >= 0) close(pp[0]);
+  if (pp[1] >= 0) close(pp[1]);
   close(fresh);
 }
 

@@ -110,12 +110,31 @@ std::atomic<FdTable::Node*>* FdTable::slot(int fd) const {
 }
 
 int FdTable::insert(int fd, FdKind kind, std::shared_ptr<void> object, Pollable* pollable) {
+  return put(fd, kind, std::move(object), pollable, nullptr);
+}
+
+int FdTable::replace(int fd, FdKind from, const void* expected, FdKind to,
+                     std::shared_ptr<void> object, Pollable* pollable) {
+  const Expected e{from, expected};
+  return put(fd, to, std::move(object), pollable, &e);
+}
+
+int FdTable::put(int fd, FdKind kind, std::shared_ptr<void> object, Pollable* pollable,
+                 const Expected* expect) {
   if (fd < 0 || fd >= kMaxFds || kind == FdKind::kNone) return fd < 0 ? -EBADF : -ENOMEM;
   auto* node = new (std::nothrow) Node{kind, std::move(object), pollable};
   if (!node) return -ENOMEM;
   Node* old;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
+    if (expect) {  // writers hold write_mu_, so the slot cannot change under this look
+      std::atomic<Node*>* s = slot(fd);
+      Node* cur = s ? s->load(std::memory_order_relaxed) : nullptr;
+      if (!cur || cur->kind != expect->kind || cur->object.get() != expect->object) {
+        delete node;
+        return -ESTALE;
+      }
+    }
     auto& chunk = chunks_[fd >> kChunkBits];
     if (!chunk.load(std::memory_order_relaxed)) {
       auto* c = new (std::nothrow) Chunk{};

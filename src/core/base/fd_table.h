@@ -54,6 +54,18 @@ class FdTable {
     if constexpr (std::is_base_of_v<Pollable, T>) p = object.get();
     return insert(fd, kind, std::shared_ptr<void>(std::move(object)), p);
   }
+  // Sets fd's entry only while it is still (`from`, `expected`): a thread
+  // changing an entry's kind must not bring back one that a close removed
+  // meanwhile. 0, or -ESTALE (the entry changed; nothing done).
+  SS_API int replace(int fd, FdKind from, const void* expected, FdKind to,
+                     std::shared_ptr<void> object, Pollable* pollable = nullptr);
+  template <class T>
+  int replace(int fd, FdKind from, FdKind to, std::shared_ptr<T> object) {
+    Pollable* p = nullptr;
+    if constexpr (std::is_base_of_v<Pollable, T>) p = object.get();
+    const void* expected = object.get();
+    return replace(fd, from, expected, to, std::shared_ptr<void>(std::move(object)), p);
+  }
   SS_API FdKind kind(int fd) const;
   // fd's object when its entry is of `kind`; null otherwise.
   SS_API std::shared_ptr<void> get_object(int fd, FdKind kind) const;
@@ -84,6 +96,13 @@ class FdTable {
     std::shared_ptr<void> object;
     Pollable* pollable;  // the object as a Pollable, or null
   };
+  struct Expected {
+    FdKind kind;
+    const void* object;
+  };
+  // insert and replace: the entry set, if `expect` (when given) still holds.
+  int put(int fd, FdKind kind, std::shared_ptr<void> object, Pollable* pollable,
+          const Expected* expect);
   struct Chunk {
     std::atomic<Node*> slots[kChunkSize];
   };
