@@ -1,5 +1,7 @@
 #include "vma_preload/decision.h"
 
+#include <pthread.h>
+
 #include <mutex>
 #include <set>
 
@@ -17,6 +19,11 @@ constinit std::mutex g_mu;
 std::set<pthread_t>* g_flipped = nullptr;  // guarded by g_mu
 
 bool default_offloaded() { return settings::get(settings::Id::kOffloadedSockets) != 0; }
+
+// Held across fork, so a child never inherits it locked by a thread of
+// the parent that does not exist there (its first socket() would wait).
+[[maybe_unused]] const int g_atfork = pthread_atfork([] { g_mu.lock(); }, [] { g_mu.unlock(); },
+                                                     [] { g_mu.unlock(); });
 
 }  // namespace
 
