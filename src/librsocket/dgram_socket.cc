@@ -387,8 +387,12 @@ ssize_t DgramSocket::try_recv(msghdr* msg, int flags, bool repeat) {
     if (!(flags & MSG_PEEK)) rx_.release(s);
     return r;
   };
-  if (DgramSlot* s = ring_head(&src, &src_len)) return from_ring(s);
-  if (repeat && !kernel_look_due()) return -EAGAIN;
+  // A ring that stays busy must not starve the kernel socket (senders on
+  // other hosts, or not yet switched to the ring): a ring delivery counts
+  // as a chance too, so every Nth call looks there first.
+  DgramSlot* head = ring_head(&src, &src_len);
+  if (head && !kernel_look_due()) return from_ring(head);
+  if (!head && repeat && !kernel_look_due()) return -EAGAIN;
   if (serve_due()) serve_senders();
   for (;;) {
     msghdr m{};

@@ -1070,6 +1070,34 @@ TEST_P(DgramShmTest, SpinningReceiveStillTakesKernelDatagrams) {
   EXPECT_EQ(0, memcmp(buf, "spin", 4));
 }
 
+// A ring kept full by a local sender still lets a datagram waiting in the
+// kernel socket through (a remote sender's): every Nth receive looks there.
+TEST_P(DgramShmTest, ABusyRingDoesNotStarveTheKernelSocket) {
+  Addr b;
+  RFd r = bound(&b);
+  RFd s = bound();
+  warm(s, r, b);
+  char buf[64];
+  for (int i = 0; i < 5000; i++)  // far more than the ring holds: it is full
+    ASSERT_EQ(4, rsendto(s, "ring", 4, 0, b.sa(), b.len)) << errstr(errno);
+  KFd raw = raw_socket();
+  std::vector<uint8_t> d = good_datagram(family(), "kern");
+  ASSERT_EQ(ssize_t(d.size()), ::sendto(raw, d.data(), d.size(), 0, b.sa(), b.len));
+  pollfd k{r, POLLIN, 0};  // the kernel socket under r has it
+  ASSERT_EQ(1, ::poll(&k, 1, 5000));
+  // One receive, one send: the ring never empties.
+  int taken = 0;
+  bool kernel_seen = false;
+  for (; taken < 5000 && !kernel_seen; taken++) {
+    ssize_t n = rrecv(r, buf, sizeof buf, 0);
+    ASSERT_EQ(4, n) << errstr(errno);
+    kernel_seen = memcmp(buf, "kern", 4) == 0;
+    ASSERT_EQ(4, rsendto(s, "ring", 4, 0, b.sa(), b.len));
+  }
+  EXPECT_TRUE(kernel_seen) << "the kernel socket's datagram waited behind " << taken
+                           << " ring deliveries";
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, DgramTest,
                          ::testing::Values(DgramParam{"udp", AF_INET}, DgramParam{"udp", AF_INET6},
                                            DgramParam{"shm", AF_INET}, DgramParam{"shm", AF_INET6}),
