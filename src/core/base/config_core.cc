@@ -17,6 +17,17 @@ constexpr Setting kRows[] = {
      .def = 2, .min = 0, .max = 6, .str_def = "panic|error|warn|info|details|debug|fine",
      .help = "log threshold, a number or a name: 0 panic, 1 error, 2 warn, 3 info, "
              "4 details, 5 debug, 6 fine"},
+    {.id = int(Id::kSideProbeTimeout), .name = "side_probe_timeout",
+     .env = {"SLIPSTREAM_SIDE_PROBE_TIMEOUT"}, .unit = Unit::kMs, .def = 20, .min = 0,
+     .max = 10000,
+     .help = "librspreload, a peer on another host: how long a connect waits for the "
+             "peer's answer on the side channel before it goes over kernel TCP "
+             "(an ICMP port unreachable ends it at once); 0: never ask, kernel TCP"},
+    {.id = int(Id::kSideProbeMemory), .name = "side_probe_memory",
+     .env = {"SLIPSTREAM_SIDE_PROBE_MEMORY"}, .unit = Unit::kMs, .def = 30000, .min = 0,
+     .max = 3600000,
+     .help = "how long a peer that did not answer a side-channel probe is remembered, "
+             "so connects to it go straight to kernel TCP; 0: ask every time"},
 };
 static_assert(in_id_order(kRows));
 

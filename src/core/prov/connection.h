@@ -127,8 +127,9 @@ struct Peer {
   socklen_t len;
   const void* route = nullptr;  // RDMA_ROUTE path records given by the application
   size_t route_len = 0;
-  // Only providers that never use `sock`'s own stream (librspreload: the
-  // port may be a plain TCP program's, which must not see a hello).
+  // Nothing on `sock`'s stream to the port it names unless the peer is
+  // known to speak rsockets (librspreload: the port may be a plain TCP
+  // program's, which must not see a hello).
   bool off_stream = false;
 };
 
@@ -142,6 +143,9 @@ struct ListenSite {
   // The port is held in the kernel's TCP port space by another provider:
   // `sock` must not listen.
   bool kernel_port_taken = false;
+  // `sock` is a program's (librspreload: its own listen makes it the
+  // kernel's listener): a provider must not listen on it, only beside it.
+  bool off_stream = false;
 };
 
 // A connection provider's entry in the registry (registry.h).

@@ -41,7 +41,6 @@ std::vector<const Descriptor*> by_preference() {
 int create_active(const Peer& peer, std::unique_ptr<Endpoint>* out) {
   const Descriptor* named;
   if (int rc = configured(&named)) return rc;
-  if (named && peer.off_stream && named->connection->listens_always) return -ENOTSUP;
   if (named) {
     const ConnectionOps& ops = *named->connection;
     int rc = ops.probe(peer, true);
@@ -50,7 +49,6 @@ int create_active(const Peer& peer, std::unique_ptr<Endpoint>* out) {
   int rc = -ENOTSUP;
   for (const Descriptor* d : by_preference()) {
     const ConnectionOps& ops = *d->connection;
-    if (peer.off_stream && ops.listens_always) continue;
     if (ops.probe(peer, false)) continue;
     if ((rc = ops.create(peer, out)) == 0) return 0;
     SS_DEBUG("%s unavailable for this peer (%s); trying the next provider", d->name,
@@ -64,11 +62,11 @@ int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog, bool 
   if (int rc = configured(&named)) return rc;
   if (int rc = bind_if_unbound(sock)) return rc;
   ListenSite site{sock, backlog};
+  site.off_stream = off_stream;
   std::vector<std::unique_ptr<Listener>> made;
   for (const Descriptor* d : by_preference()) {
     const ConnectionOps& ops = *d->connection;
     if (named && d != named && !ops.listens_always) continue;
-    if (off_stream && ops.listens_always) continue;
     std::unique_ptr<Listener> l;
     if (int rc = ops.listen(&site, d == named, &l)) return rc;
     if (l) made.push_back(std::move(l));

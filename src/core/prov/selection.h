@@ -18,9 +18,9 @@ SS_API int create_active(const Peer& peer, std::unique_ptr<Endpoint>* out);
 // A listener serving every provider that listens for the rsocket whose
 // kernel socket `sock` is not listening yet (binding it first if unbound):
 // the named provider, or all under auto, plus those that always listen.
-// `off_stream`: only providers that leave `sock`'s stream alone (the
-// preload's kernel socket listens for plain TCP clients itself); -ENOTSUP
-// when none does.
+// `off_stream`: providers leave `sock`'s stream alone (the preload's
+// kernel socket listens for plain TCP clients itself; tcp listens beside
+// it, side_listener.h); -ENOTSUP when none listens.
 SS_API int create_listener(int sock, std::unique_ptr<Listener>* out, int backlog = 128,
                            bool off_stream = false);
 

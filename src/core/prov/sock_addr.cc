@@ -8,12 +8,24 @@
 
 namespace ss::prov {
 
+uint16_t port_of(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return 0;
+}
+
+void set_port(sockaddr_storage* a, uint16_t port) {
+  if (a->ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(a)->sin_port = htons(port);
+  else if (a->ss_family == AF_INET6)
+    reinterpret_cast<sockaddr_in6*>(a)->sin6_port = htons(port);
+}
+
 bool has_local_port(int sock) {
   sockaddr_storage name{};
   socklen_t len = sizeof name;
   if (::getsockname(sock, reinterpret_cast<sockaddr*>(&name), &len)) return false;
-  return name.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&name)->sin6_port != 0
-                                    : reinterpret_cast<sockaddr_in*>(&name)->sin_port != 0;
+  return port_of(name) != 0;
 }
 
 bool is_local_address(const sockaddr* dst, socklen_t len) {
@@ -21,12 +33,8 @@ bool is_local_address(const sockaddr* dst, socklen_t len) {
   // Binding succeeds only for an address this namespace owns.
   sockaddr_storage ss{};
   memcpy(&ss, dst, len);
-  if (ss.ss_family == AF_INET)
-    reinterpret_cast<sockaddr_in*>(&ss)->sin_port = 0;
-  else if (ss.ss_family == AF_INET6)
-    reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = 0;
-  else
-    return false;
+  if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return false;
+  set_port(&ss, 0);
   int fd = ::socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   bool local = ::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0;

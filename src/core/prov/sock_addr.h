@@ -3,12 +3,18 @@
 #pragma once
 #include <sys/socket.h>
 
+#include <cstdint>
+
 #include "core/base/api.h"
 
 namespace ss::prov {
 
 // True when the kernel socket `sock` is bound to a port.
 SS_API bool has_local_port(int sock);
+// The port of an AF_INET/AF_INET6 address (0 for another family), and
+// setting it (other families untouched).
+uint16_t port_of(const sockaddr_storage& a);
+void set_port(sockaddr_storage* a, uint16_t port);
 // True when `dst` names an address of this host (in this network namespace).
 bool is_local_address(const sockaddr* dst, socklen_t len);
 // Binds an unbound `sock` to the wildcard of its family and an ephemeral

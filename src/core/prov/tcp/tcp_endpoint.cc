@@ -4,6 +4,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 
+#include "core/prov/sock_addr.h"
 #include "core/prov/util/lingering_close.h"
 
 namespace ss::prov::tcp {
@@ -12,7 +13,8 @@ namespace {
 constexpr unsigned kYieldEvery = 32;
 }  // namespace
 
-TcpEndpoint::TcpEndpoint(int fd, bool active) : StreamEndpoint(kProto, fd, active) {
+TcpEndpoint::TcpEndpoint(int fd, bool active)
+    : StreamEndpoint(kProto, fd, active), active_side_(active) {
   // Frames are messages: never hold one back waiting for more (Nagle).
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -45,6 +47,18 @@ int TcpEndpoint::poll_cq(Completion* wc, int max) {
   if (n == 0 && ++empty_polls_ % kYieldEvery == 0) sched_yield();
   if (n) empty_polls_ = 0;
   return n;
+}
+
+int TcpEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
+  int rc = StreamEndpoint::local_name(addr, len);
+  if (rc == 0 && shown_port_ && !active_side_) set_port(addr, shown_port_);
+  return rc;
+}
+
+int TcpEndpoint::peer_name(sockaddr_storage* addr, socklen_t* len) const {
+  int rc = StreamEndpoint::peer_name(addr, len);
+  if (rc == 0 && shown_port_ && active_side_) set_port(addr, shown_port_);
+  return rc;
 }
 
 void TcpEndpoint::close_descriptor(int fd) {

@@ -19,10 +19,18 @@ class TcpEndpoint final : public util::StreamEndpoint {
   uint32_t caps() const override;
   int poll_cq(Completion* wc, int max) override;
   void close_descriptor(int fd) override;
+  // A connection through the side channel (side_probe.h) runs between a
+  // port of the peer's and the side port; the program's names show the
+  // program's port instead: the peer's (active) or ours (passive).
+  void show_port(uint16_t port) { shown_port_ = port; }
+  int local_name(sockaddr_storage* addr, socklen_t* len) const override;
+  int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
 
  private:
   TcpEndpoint(int fd, bool active);
   unsigned empty_polls_ = 0;
+  uint16_t shown_port_ = 0;
+  bool active_side_;
 };
 
 }  // namespace ss::prov::tcp

@@ -1,0 +1,40 @@
+// The listening half of the tcp provider's side channel (side_probe.h):
+// beside a program's listening socket on port P, a TCP listener of our own
+// on an ephemeral port Q (the rsocket connections) and a UDP socket on
+// P's number answering probes with Q. Accepted endpoints name P as their
+// local port, as the program's own socket would.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "core/prov/connection.h"
+
+namespace ss::prov::tcp {
+
+class SideListener final : public Listener {
+ public:
+  // Beside `sock` (bound, about to listen). 0 with *out empty when the
+  // UDP port is another socket's (no side channel then, kernel TCP for
+  // peers on other hosts); else -errno.
+  static int create(int sock, int backlog, std::unique_ptr<Listener>* out);
+  ~SideListener() override;
+  int fd() const override { return epfd_; }
+  // Answers the probes waiting, then hands out a connection if one is ready.
+  int get_request(std::unique_ptr<Endpoint>* ep) override;
+  // The UDP socket stays shared with the parent (whoever reads a probe
+  // answers it, with the same port); the stream listener takes its part.
+  int fork_child() override;
+
+ private:
+  SideListener() = default;
+  int watch();  // a fresh epfd_ over the stream listener and the UDP socket
+  void answer_probes();
+
+  std::unique_ptr<Listener> stream_;
+  int udp_ = -1;
+  int epfd_ = -1;
+  uint16_t port_ = 0;       // P, the program's
+  uint16_t side_port_ = 0;  // Q, ours
+};
+
+}  // namespace ss::prov::tcp
