@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/base/log.h"
+#include "core/base/own_epoll.h"
 #include "include/rdma/rsocket.h"
 #include "core/base/interruptible_poll.h"
 #include "librsocket/settings.h"
@@ -540,7 +541,7 @@ void DgramSocket::serve_senders() {
 
 int DgramSocket::wait_set() {
   if (wait_fd_ < 0) {
-    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int ep = own_epoll();
     if (ep < 0) return -errno;
     epoll_event ev{};
     ev.events = EPOLLIN;

@@ -4,10 +4,13 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <new>
 
 #include "core/base/fd_table.h"
+#include "core/prov/sock_addr.h"
+#include "core/prov/tcp/side_listener.h"
 #include "librsocket/fork.h"
 #include "librsocket/socket.h"
 
@@ -80,6 +83,14 @@ SS_EXPORT int ss_rspreload_release(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0 || ::fcntl(fd, F_SETFL, nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) < 0) return -1;
   return ::fcntl(fd, F_SETFD, fd_flags < 0 ? 0 : fd_flags);
+}
+
+SS_EXPORT int ss_rspreload_yield_udp_port(const sockaddr* addr, unsigned len) {
+  sockaddr_storage a{};
+  if (!addr || len > sizeof a) return 0;
+  memcpy(&a, addr, len);
+  const uint16_t port = ss::prov::port_of(a);
+  return port && ss::prov::tcp::yield_side_port(port) ? 1 : 0;
 }
 
 SS_EXPORT const char* ss_rspreload_provider(int fd) {

@@ -5,6 +5,8 @@
 // call them. Each returns 0 (or a value), or -1 and errno.
 #pragma once
 
+#include <sys/socket.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -12,8 +14,9 @@ extern "C" {
 // Makes the kernel stream socket `fd` (AF_INET/AF_INET6, not yet connected
 // or listening) an rsocket at the same number, keeping its O_NONBLOCK and
 // FD_CLOEXEC as the program set them. The rsocket connects and listens
-// only over providers that never use the kernel socket's own stream (shm's
-// rendezvous, verbs' rdma_cm), so the stream stays free for plain TCP.
+// only over providers that never use the kernel socket's own stream
+// unasked (shm's rendezvous, verbs' rdma_cm, tcp's side channel), so the
+// stream stays free for plain TCP.
 int ss_rspreload_adopt(int fd, int domain);
 
 // Undoes ss_rspreload_adopt after an rconnect that failed, at once or
@@ -21,6 +24,12 @@ int ss_rspreload_adopt(int fd, int domain);
 // connects to the peer by itself then): `fd` is a plain kernel socket
 // again (O_NONBLOCK and FD_CLOEXEC as the rsocket had them), not closed.
 int ss_rspreload_release(int fd);
+
+// The program's bind of a UDP socket to `addr` failed with EADDRINUSE:
+// when a listener's side channel (the tcp provider's, docs/architecture.md
+// "librspreload") holds that port number, it gives the port up. 1 when it
+// did (bind again), else 0.
+int ss_rspreload_yield_udp_port(const struct sockaddr* addr, unsigned len);
 
 // The provider name ("shm", "verbs", "tcp") of fd's connection; nullptr
 // when fd is no rsocket or has no connection yet.

@@ -483,6 +483,7 @@ void Socket::fall_back_to_kernel() {
   auto& table = FdTable::instance();
   if (table.get_object(fd_, FdKind::kRsocket).get() != this) return;  // being closed
   const int rsocket_err = err_;
+  prov::disconnect_stream(fd_);  // tcp's side channel may have connected it elsewhere
   if (::connect(fd_, reinterpret_cast<const sockaddr*>(&peer_addr_), peer_len_) &&
       errno != EINPROGRESS) {
     err_ = errno;  // the kernel refused as well: SO_ERROR says so

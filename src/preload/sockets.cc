@@ -25,6 +25,7 @@
 #include "core/base/deadline.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
+#include "core/prov/sock_addr.h"
 #include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
@@ -130,10 +131,12 @@ unsigned port_of(const sockaddr* addr, socklen_t len) {
 int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   auto e = entry(fd);
   const int fd_flags = ss::interpose::real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
+  bool tried = false;
   if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain &&
       !ss_rspreload_kernel_port(port_of(addr, len))) {
     InRsocket in;
     if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
+      tried = true;
       set_fd_flags(fd, fd_flags & FD_CLOEXEC);
       apply_sizes(fd, *e);
       int rc = rconnect(fd, addr, len);
@@ -152,6 +155,8 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
     }
   }
   forget(fd);
+  // tcp's side channel may have connected it to the peer's side port.
+  if (tried) ss::prov::disconnect_stream(fd);
   int rc = ss::interpose::real().connect(fd, addr, len);
   if (rc == 0 || errno == EINPROGRESS) stats::count_kernel();
   return rc;
@@ -405,12 +410,27 @@ SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
   return fd;
 }
 
+// A UDP bind refused because a listener's side channel answers on that
+// port number (the program's own TCP port, as iperf3's UDP test binds):
+// the side channel gives the port up and the bind is tried again.
+static int bind_after_side_channel(int fd, const sockaddr* addr, socklen_t len) {
+  int type = 0;
+  socklen_t tl = sizeof type;
+  if (libc_only() || ss::interpose::real().getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+      type != SOCK_DGRAM || !ss_rspreload_yield_udp_port(addr, len)) {
+    errno = EADDRINUSE;
+    return -1;
+  }
+  return ss::interpose::real().bind(fd, addr, len);
+}
+
 SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept {
   if (route(fd) == Route::kRsocket) {
     InRsocket in;
     return rbind(fd, addr, len);
   }
-  return ss::interpose::real().bind(fd, addr, len);
+  int rc = ss::interpose::real().bind(fd, addr, len);
+  return rc < 0 && errno == EADDRINUSE ? bind_after_side_channel(fd, addr, len) : rc;
 }
 
 SS_PRELOAD_EXPORT int listen(int fd, int backlog) noexcept {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -215,6 +216,40 @@ TEST_F(SideListenerTest, ATakenUdpPortMeansNoSideChannel) {
   std::unique_ptr<Listener> l;
   EXPECT_EQ(create_listener(prog_, &l, 8, true), -ENOTSUP);
   ::close(taken);
+}
+
+}  // namespace
+}  // namespace ss::prov::tcp
+
+namespace ss::prov::tcp {
+namespace {
+
+// A fork child takes its copy over (pre-forking servers): its listener
+// answers probes and its descriptor wakes for them.
+TEST_F(SideListenerTest, AForkChildAnswersProbes) {
+  env_.use(nullptr);  // auto: a set of shm's listener and the side listener
+  ASSERT_EQ(::listen(prog_, 8), 0);
+  std::unique_ptr<Listener> l;
+  ASSERT_EQ(create_listener(prog_, &l, 8, true), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (l->fork_child()) _exit(2);
+    for (int i = 0; i < 500; i++) {
+      pollfd p{l->fd(), POLLIN, 0};
+      if (::poll(&p, 1, 10) == 1) {
+        std::unique_ptr<Endpoint> ep;
+        l->get_request(&ep);
+        _exit(0);  // woken by the probe, answered it
+      }
+    }
+    _exit(3);
+  }
+  int side = probe_side_port(reinterpret_cast<sockaddr*>(&a_), sizeof a_, 5000);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_GT(side, 0) << strerror(-side);
 }
 
 }  // namespace

@@ -5,12 +5,14 @@
 
 #include <cerrno>
 
+#include "core/base/own_epoll.h"
+
 namespace ss::prov {
 
 int ListenerSet::create(std::unique_ptr<ListenerSet>* out) {
   std::unique_ptr<ListenerSet> s(new (std::nothrow) ListenerSet);
   if (!s) return -ENOMEM;
-  if ((s->epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
+  if ((s->epfd_ = own_epoll()) < 0) return -errno;
   *out = std::move(s);
   return 0;
 }
@@ -30,7 +32,7 @@ int ListenerSet::add(std::unique_ptr<Listener> member) {
 
 int ListenerSet::fork_child() {
   ::close(epfd_);  // shared with the parent: a set of our own replaces it
-  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  epfd_ = own_epoll();
   if (epfd_ < 0) return -errno;
   std::vector<std::unique_ptr<Listener>> kept;
   bool parents = false;

@@ -42,6 +42,12 @@ bool is_local_address(const sockaddr* dst, socklen_t len) {
   return local;
 }
 
+void disconnect_stream(int sock) {
+  sockaddr unspec{};
+  unspec.sa_family = AF_UNSPEC;
+  ::connect(sock, &unspec, sizeof unspec);
+}
+
 int bind_if_unbound(int sock) {
   if (has_local_port(sock)) return 0;
   // getsockname of an unbound socket is the wildcard of its family, port 0.

@@ -13,10 +13,15 @@ namespace ss::prov {
 SS_API bool has_local_port(int sock);
 // The port of an AF_INET/AF_INET6 address (0 for another family), and
 // setting it (other families untouched).
-uint16_t port_of(const sockaddr_storage& a);
+SS_API uint16_t port_of(const sockaddr_storage& a);
 void set_port(sockaddr_storage* a, uint16_t port);
 // True when `dst` names an address of this host (in this network namespace).
 bool is_local_address(const sockaddr* dst, socklen_t len);
+// Makes the TCP socket `sock` unconnected again, whatever a provider did
+// with it (tcp's side channel connects the program's socket to the peer's
+// side port): Linux's connect(AF_UNSPEC), which aborts a connect under way
+// and keeps a bound port, so a kernel connect elsewhere can follow.
+SS_API void disconnect_stream(int sock);
 // Binds an unbound `sock` to the wildcard of its family and an ephemeral
 // port, as listen(2) would (a provider may need the port before it listens).
 int bind_if_unbound(int sock);

@@ -1,13 +1,19 @@
 #include "core/prov/tcp/side_listener.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "core/base/log.h"
+#include "core/base/own_epoll.h"
 #include "core/prov/sock_addr.h"
 #include "core/prov/tcp/side_probe.h"
 #include "core/prov/tcp/tcp_endpoint.h"
@@ -18,6 +24,22 @@ namespace ss::prov::tcp {
 namespace {
 
 constexpr int kProbesPerCall = 64;  // a flood of probes cannot hold a caller
+
+// Every side listener of the process, for yield_side_port. Held briefly
+// (never while a probe is answered) and across fork (pthread_atfork at
+// load, so its prepare handler runs after every later one's), so a child
+// never inherits it locked.
+struct Registry {
+  std::mutex mu;
+  std::vector<SideListener*> all;
+};
+Registry* const g_registry = new Registry;  // never destroyed under a late caller
+void lock_registry() { g_registry->mu.lock(); }
+void unlock_registry() { g_registry->mu.unlock(); }
+__attribute__((constructor)) void registry_across_fork() {
+  pthread_atfork(lock_registry, unlock_registry, unlock_registry);
+}
+Registry& registry() { return *g_registry; }
 
 // A socket of `type` on `name` (its port changed to `port`), with `like`'s
 // IPV6_V6ONLY so a dual-stack listener's side channel is dual-stack too.
@@ -73,6 +95,10 @@ int SideListener::create(int sock, int backlog, std::unique_ptr<Listener>* out) 
     return rc;
   }
   if (int rc = l->watch()) return rc;
+  {
+    std::lock_guard<std::mutex> g(registry().mu);
+    registry().all.push_back(l.get());
+  }
   SS_DEBUG("tcp: side channel of port %u: UDP %u answers, TCP %u listens", l->port_, l->port_,
            l->side_port_);
   *out = std::move(l);
@@ -80,6 +106,11 @@ int SideListener::create(int sock, int backlog, std::unique_ptr<Listener>* out) 
 }
 
 SideListener::~SideListener() {
+  {
+    std::lock_guard<std::mutex> g(registry().mu);
+    auto& all = registry().all;
+    all.erase(std::remove(all.begin(), all.end(), this), all.end());
+  }
   stream_.reset();
   if (udp_ >= 0) ::close(udp_);
   if (epfd_ >= 0) ::close(epfd_);
@@ -87,9 +118,10 @@ SideListener::~SideListener() {
 
 int SideListener::watch() {
   if (epfd_ >= 0) ::close(epfd_);
-  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  epfd_ = own_epoll();
   if (epfd_ < 0) return -errno;
   for (int fd : {stream_->fd(), udp_}) {
+    if (fd == udp_ && yielded_) continue;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -124,6 +156,30 @@ void SideListener::answer_probes() {
     ::sendto(udp_, out, sizeof out, MSG_DONTWAIT | MSG_NOSIGNAL,
              reinterpret_cast<sockaddr*>(&from), from_len);
   }
+}
+
+bool yield_side_port(uint16_t port) {
+  bool yielded = false;
+  std::lock_guard<std::mutex> g(registry().mu);
+  for (SideListener* l : registry().all) {
+    if (l->port_ != port || l->yielded_) continue;
+    // An unbound socket takes the number's place (dup2 is atomic): the
+    // port is free, the bound socket leaves the epoll set, and a thread
+    // answering probes meanwhile reads an empty socket, never a number
+    // reused by another.
+    int unbound = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (unbound < 0 || ::dup3(unbound, l->udp_, O_CLOEXEC) < 0) {
+      if (unbound >= 0) ::close(unbound);
+      continue;
+    }
+    ::close(unbound);
+    l->yielded_ = true;
+    yielded = true;
+    SS_INFO("tcp: UDP port %u given to the program: peers that probe from now on reach "
+            "port %u over kernel TCP",
+            port, port);
+  }
+  return yielded;
 }
 
 int SideListener::get_request(std::unique_ptr<Endpoint>* ep) {

@@ -7,9 +7,17 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/base/api.h"
 #include "core/prov/connection.h"
 
 namespace ss::prov::tcp {
+
+// The program binds a UDP socket to a port a side listener of this process
+// answers on (iperf3's UDP test binds its TCP port's number): the side
+// listeners on that port give it up (no new probes answered; peers that
+// probe later reach the program's port over kernel TCP). True when one
+// did, so the program's bind is worth trying again.
+SS_API bool yield_side_port(uint16_t port);
 
 class SideListener final : public Listener {
  public:
@@ -27,11 +35,13 @@ class SideListener final : public Listener {
 
  private:
   SideListener() = default;
+  friend bool yield_side_port(uint16_t port);
   int watch();  // a fresh epfd_ over the stream listener and the UDP socket
   void answer_probes();
 
   std::unique_ptr<Listener> stream_;
   int udp_ = -1;
+  bool yielded_ = false;  // udp_ is an unbound stand-in (under the registry's lock)
   int epfd_ = -1;
   uint16_t port_ = 0;       // P, the program's
   uint16_t side_port_ = 0;  // Q, ours

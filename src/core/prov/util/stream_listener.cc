@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
+#include "core/base/own_epoll.h"
 
 namespace ss::prov::util {
 
@@ -19,7 +20,7 @@ constexpr size_t kMaxPendingHellos = 1024;
 namespace {
 // A new epoll set watching the listening socket `sock`: the fd or -errno.
 int watch_source(int sock) {
-  int ep = epoll_create1(EPOLL_CLOEXEC);
+  int ep = own_epoll();
   if (ep < 0) return -errno;
   epoll_event ev{};
   ev.events = EPOLLIN;

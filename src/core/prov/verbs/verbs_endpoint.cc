@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
+#include "core/base/own_epoll.h"
 #include "core/prov/verbs/cm_events.h"
 #include "core/res/verbs_manager.h"
 
@@ -73,7 +74,7 @@ int VerbsEndpoint::open_channel() {
   if (!ch_) return errno == ENOENT || errno == ENODEV || !errno ? -ENODEV : -errno;
   if (int rc = set_nonblocking(ch_->fd)) return rc;
   // One fd to wait on: CM events now, completions once setup() adds its channel.
-  if ((epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) return -errno;
+  if ((epfd_ = own_epoll()) < 0) return -errno;
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = ch_->fd;
