@@ -11,7 +11,7 @@
 #     -P 4, -R, --bidir)                                  -> shm
 #   memcached + python3 client/memcslap, nginx (2 forked workers) + curl
 #     (3 MB keep-alive, 100 MB) and wrk,
-#     sockperf TCP ping-pong (recvfrom; epoll, poll, select), throughput -> shm
+#     sockperf TCP ping-pong (recvfrom; epoll, poll, select), throughput, under-load -> shm
 #   memcached, nginx with one end preloaded, both ways     -> kernel TCP
 #   PostgreSQL (a backend forked per connection) + psql/pgbench, run as
 #     the postgres user (root only, else skipped)           -> shm
@@ -376,7 +376,7 @@ sockperf_case() {
   if [ "$mux" = - ]; then
     conn=(--tcp -i 127.0.0.1 -p $port)
     n=1
-    [ "$mode" = ping-pong ] && time=2
+    [ "$mode" = throughput ] || time=2
   else
     printf 'T:127.0.0.1:%d\nT:127.0.0.1:%d\n' $port $((port + 1)) >"$T/feed"
     conn=(-f "$T/feed" -F "$mux")
@@ -387,7 +387,10 @@ sockperf_case() {
   wait_listening $port || fail "server never listened"
   [ "$n" = 1 ] || wait_listening $((port + 1)) || fail "server never listened on its second port"
   [ "$mux" = - ] || port=$((port + 1))
-  [ "$mode" = ping-pong ] && rate=(--mps 500000)
+  case $mode in
+    ping-pong) rate=(--mps 500000) ;;
+    under-load) rate=(--mps 10000) ;;
+  esac
   run_env 1 sockperf "$mode" "${conn[@]}" "${rate[@]}" --time $time >"$T/sp.log" 2>&1 ||
     fail "sockperf client failed: $(tail -c 300 "$T/sp.log")"
   fig=$(grep -a -o "$pattern[0-9.]*" "$T/sp.log" | head -n1)
@@ -403,6 +406,7 @@ for mux in epoll poll select; do
   sockperf_case "sockperf TCP ping-pong, two connections in $mux, both preloaded" ping-pong $mux
 done
 sockperf_case "sockperf TCP throughput, both preloaded" throughput - "BandWidth is "
+sockperf_case "sockperf TCP under-load (10,000 messages a second), both preloaded" under-load -
 
 # PostgreSQL (a backend forked per connection after accept; the
 # postmaster closes its copy): psql sends a 200 KB value and reads it
