@@ -6,6 +6,7 @@
 // the library starts for itself (in_library_thread).
 #pragma once
 #include <atomic>
+#include <cerrno>
 #include <memory>
 
 #include "core/base/fd_table.h"
@@ -111,6 +112,29 @@ inline Route route(int fd) {
       return Route::kEpoll;
     default:
       return Route::kKernel;
+  }
+}
+
+// Call `r` (librsocket's) on rsocket `fd`, or `k` (libc's) when `fd` is
+// not one. A connect that fell back late moves the descriptor to the
+// kernel under calls already past route(): librsocket then answers
+// ENOTCONN (a call that waited on the connect) or EBADF (the rsocket left
+// its table) with nothing moved, whichever thread's call made the switch.
+// Such a call is routed again: on the kernel socket it waits for the
+// kernel's connect as it would have without the preload. A descriptor
+// still an rsocket keeps librsocket's answer.
+template <class R, class K>
+auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
+  for (int tries = 0;; tries++) {
+    if (route(fd) != Route::kRsocket) return k();  // finishes a late fallback
+    decltype(k()) n;
+    {
+      InRsocket in;
+      n = r();
+    }
+    if (n >= 0 || (errno != ENOTCONN && errno != EBADF) || tries == 2 ||
+        FdTable::instance().kind(fd) == FdKind::kRsocket)
+      return n;
   }
 }
 
