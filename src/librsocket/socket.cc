@@ -443,22 +443,18 @@ int Socket::begin_connect() {
   return ep_->connect(buf, sizeof buf);
 }
 
+// A blocking wait ends at SO_SNDTIMEO with EINPROGRESS, as connect(2)'s.
 int Socket::wait_connected(Lock& lk, bool nonblock) {
-  int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
+  int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; },
+                    deadline_after_us(opt_.sndtimeo_us));
   if (rc == -EAGAIN) return -EINPROGRESS;
   if (rc) return rc;
   if (state_ & kConnected) return 0;
-  if (fell_back_) {
-    // Moved to kernel TCP while this call waited: the kernel's answer.
-    if (!nonblock) {
-      pollfd p{fd_, POLLOUT, 0};
-      lk.unlock();
-      rc = interruptible_poll(&p, 1, -1);
-      lk.lock();
-      if (rc < 0) return rc;
-    }
-    return ::connect(fd_, reinterpret_cast<const sockaddr*>(&peer_addr_), peer_len_) ? -errno : 0;
-  }
+  // Moved to kernel TCP while this call waited (fall_back_to_kernel):
+  // librspreload repeats the call on the kernel socket, by the program's
+  // own descriptor, which waits for the kernel's connect (SO_SNDTIMEO,
+  // signals) or answers EALREADY or EISCONN as the kernel does.
+  if (fell_back_) return -ENOTCONN;
   int e = err_ ? err_ : ECONNREFUSED;
   err_ = 0;  // reported here rather than through SO_ERROR
   return -e;

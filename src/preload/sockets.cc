@@ -446,10 +446,10 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
   switch (route(fd)) {
     case Route::kFresh:
       return connect_fresh(fd, addr, len);
-    case Route::kRsocket: {
-      InRsocket in;
-      return rconnect(fd, addr, len);
-    }
+    case Route::kRsocket:  // a connect repeated (EINPROGRESS, EINTR) may find it fell back
+      return on_rsocket(
+          fd, [&] { return rconnect(fd, addr, len); },
+          [&] { return ss::interpose::real().connect(fd, addr, len); });
     default:
       return ss::interpose::real().connect(fd, addr, len);
   }

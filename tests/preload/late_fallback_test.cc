@@ -203,4 +203,57 @@ TEST(DifferentialLateFallback, ReceiveBlockedAcrossTheSwitch) {
   close(c);
 }
 
+// Unblocks what a broken preload would leave waiting for good: after
+// kLongMs the stand-in refuses and the kernel listener's queue drains.
+struct Watchdog {
+  std::atomic<bool> done{false}, fired{false};
+  std::thread t;
+  explicit Watchdog(StalledPeer* peer) {
+    t = std::thread([this, peer] {
+      for (int i = 0; i < kLongMs / 10 && !done; i++) usleep(10000);
+      if (done) return;
+      fired = true;
+      peer->refuse();
+      peer->drain_queue();
+    });
+  }
+  ~Watchdog() {
+    done = true;
+    t.join();
+  }
+};
+
+// A blocking connect ends at SO_SNDTIMEO with EINPROGRESS, as connect(2)'s
+// (the rsocket's wait ignored it). Repeated once the rsocket connect
+// failed, it is the kernel's connect, which waits for the kernel
+// connection (SO_SNDTIMEO again: EALREADY), on the program's descriptor
+// (librsocket's own wait polled the number with no timeout, then
+// connected it, whichever socket held it by then).
+TEST(DifferentialLateFallback, BlockingConnectHonoursSndtimeoAndRepeats) {
+  StalledPeer peer(0);
+  ASSERT_TRUE(peer.ok()) << strerror(errno);
+  peer.fill_queue();
+  Watchdog watchdog(&peer);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{0, 200000};
+  ASSERT_EQ(setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv), 0);
+  sockaddr_in a = loopback(peer.port);
+  EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), -1);
+  EXPECT_EQ(errno, EINPROGRESS);
+  EXPECT_FALSE(watchdog.fired) << "the connect waited past SO_SNDTIMEO";
+  peer.refuse();
+  EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), -1);
+  EXPECT_EQ(errno, EALREADY);
+  EXPECT_FALSE(watchdog.fired) << "the repeated connect waited past SO_SNDTIMEO";
+  peer.drain_queue();
+  pollfd p{c, POLLOUT, 0};
+  EXPECT_EQ(poll(&p, 1, kLongMs), 1);
+  int so_error = -1;
+  socklen_t len = sizeof so_error;
+  EXPECT_EQ(getsockopt(c, SOL_SOCKET, SO_ERROR, &so_error, &len), 0);
+  EXPECT_EQ(so_error, 0);
+  EXPECT_EQ(peer.dialed, preloaded());
+  close(c);
+}
+
 }  // namespace
