@@ -302,6 +302,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // program's next call on it.
   bool late_fallback_ = false;
   bool fell_back_ = false;
+  // fell_back_: the kernel socket in an edge-triggered epoll of its own,
+  // whose events count as changes_ (edge-triggered epoll's change count
+  // until librspreload hands the descriptor to the kernel); -1: not counted.
+  int kernel_events_ep_ = -1;
+  void watch_kernel_events();
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   bool in_linger_ = false;  // the linger service holds this socket

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -253,6 +254,40 @@ TEST(DifferentialLateFallback, BlockingConnectHonoursSndtimeoAndRepeats) {
   EXPECT_EQ(getsockopt(c, SOL_SOCKET, SO_ERROR, &so_error, &len), 0);
   EXPECT_EQ(so_error, 0);
   EXPECT_EQ(peer.dialed, preloaded());
+  close(c);
+}
+
+// Edge-triggered epoll on a connection that fell back, before the
+// program's next call on it makes it the kernel's (the set still holds it
+// as librsocket's): each kernel event reported once, as the kernel's
+// EPOLLET (it reported level-triggered: every wait again).
+TEST(DifferentialLateFallback, EdgeTriggeredBeforeTheNextCall) {
+  StalledPeer peer;
+  ASSERT_TRUE(peer.ok()) << strerror(errno);
+  int c = start_connect(peer);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+  ev.data.fd = c;
+  ASSERT_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev), 0);
+  peer.refuse();
+  // Only the set's waits look at c until the end.
+  epoll_event got{};
+  EXPECT_EQ(epoll_wait(ep, &got, 1, kLongMs), 1);
+  EXPECT_EQ(got.events, static_cast<uint32_t>(EPOLLOUT));
+  EXPECT_EQ(epoll_wait(ep, &got, 1, 0), 0) << "events " << got.events;
+  int s = peer.accept_kernel();
+  EXPECT_GE(s, 0);
+  EXPECT_EQ(send(s, "x", 1, 0), 1);
+  EXPECT_EQ(epoll_wait(ep, &got, 1, kLongMs), 1);
+  EXPECT_EQ(got.events, static_cast<uint32_t>(EPOLLIN | EPOLLOUT));
+  EXPECT_EQ(epoll_wait(ep, &got, 1, 0), 0) << "events " << got.events;
+  char b = 0;
+  EXPECT_EQ(recv(c, &b, 1, 0), 1);
+  EXPECT_EQ(b, 'x');
+  EXPECT_EQ(peer.dialed, preloaded());
+  close(s);
+  close(ep);
   close(c);
 }
 
