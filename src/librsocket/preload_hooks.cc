@@ -29,6 +29,11 @@ const char* Socket::provider_name() {
   return ep_ ? ep_->provider_name() : nullptr;
 }
 
+bool Socket::fell_back() {
+  std::lock_guard<ss::FutexMutex> g(mu_);
+  return fell_back_;
+}
+
 SS_EXPORT int ss_rspreload_adopt(int fd, int domain) {
   if (domain != AF_INET && domain != AF_INET6) return fail(EAFNOSUPPORT);
   const int fl = ::fcntl(fd, F_GETFL);
@@ -80,6 +85,11 @@ SS_EXPORT int ss_rspreload_release(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0 || ::fcntl(fd, F_SETFL, nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK) < 0) return -1;
   return ::fcntl(fd, F_SETFD, fd_flags < 0 ? 0 : fd_flags);
+}
+
+SS_EXPORT int ss_rspreload_fell_back(int fd) {
+  auto s = adopted(fd);
+  return s && s->fell_back() ? 1 : 0;
 }
 
 SS_EXPORT const char* ss_rspreload_provider(int fd) {

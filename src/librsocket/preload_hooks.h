@@ -22,6 +22,11 @@ int ss_rspreload_adopt(int fd, int domain);
 // again (O_NONBLOCK and FD_CLOEXEC as the rsocket had them), not closed.
 int ss_rspreload_release(int fd);
 
+// Whether rsocket `fd` (any of its numbers: a duplicate made while it
+// connected keeps kind kRsocket) is one whose connect moved to kernel TCP
+// after EINPROGRESS: 1 or 0.
+int ss_rspreload_fell_back(int fd);
+
 // The provider name ("shm", "verbs", "tcp") of fd's connection; nullptr
 // when fd is no rsocket or has no connection yet.
 const char* ss_rspreload_provider(int fd);

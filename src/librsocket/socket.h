@@ -93,6 +93,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // that leave the kernel socket's stream to plain TCP.
   void set_off_stream() { off_stream_ = true; }
   const char* provider_name();  // the connection's provider, or nullptr
+  bool fell_back();             // librspreload's late fallback happened (fell_back_)
 
   // Lifecycle.
   int bind(const sockaddr* addr, socklen_t len);

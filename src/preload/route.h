@@ -90,10 +90,15 @@ struct Entry final : Pollable {
 enum class Route { kKernel, kRsocket, kFresh, kListener, kEpoll };
 
 // A connect librsocket moved to kernel TCP after EINPROGRESS (fd-table
-// kind kRsocketFallback): the descriptor becomes the kernel's, in the
-// program's epoll sets too. route() calls it at the program's first call
-// on the descriptor since (sockets.cc).
+// kind kRsocketFallback at the rsocket's own number): the descriptor and
+// its duplicates become the kernel's, in the program's epoll sets too.
+// route() calls it at the program's first call on the descriptor since,
+// on_rsocket at a duplicate's (sockets.cc).
 void finish_late_fallback(int fd);
+
+// Whether rsocket `fd`'s connect fell back to kernel TCP (any of its
+// numbers: a duplicate's entry stays kRsocket).
+bool fell_back(int fd);
 
 inline Route route(int fd) {
   if (libc_only()) return Route::kKernel;
@@ -132,9 +137,16 @@ auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
       InRsocket in;
       n = r();
     }
-    if (n >= 0 || (errno != ENOTCONN && errno != EBADF) || tries == 2 ||
-        FdTable::instance().kind(fd) == FdKind::kRsocket)
-      return n;
+    if (n >= 0 || (errno != ENOTCONN && errno != EBADF) || tries == 2) return n;
+    if (FdTable::instance().kind(fd) == FdKind::kRsocket) {
+      // A duplicate made while connecting: its entry stays kRsocket.
+      const int err = errno;
+      if (!fell_back(fd)) {
+        errno = err;
+        return n;
+      }
+      finish_late_fallback(fd);
+    }
   }
 }
 

@@ -291,4 +291,38 @@ TEST(DifferentialLateFallback, EdgeTriggeredBeforeTheNextCall) {
   close(c);
 }
 
+// A duplicate made while the connect is under way follows the switch: it
+// reads and writes the kernel connection (it got ENOTCONN), and the two
+// numbers stay one connection until the last close (the duplicate's group
+// outlived the switch, and its last close ended the original's number).
+TEST(DifferentialLateFallback, DuplicateFollowsTheSwitch) {
+  StalledPeer peer;
+  ASSERT_TRUE(peer.ok()) << strerror(errno);
+  int c = start_connect(peer);
+  ASSERT_TRUE(set_blocking(c));
+  int d = dup(c);
+  ASSERT_GE(d, 0);
+  peer.refuse();
+  pollfd p{d, POLLOUT, 0};
+  EXPECT_EQ(poll(&p, 1, kLongMs), 1);
+  EXPECT_EQ(p.revents, POLLOUT);
+  int s = peer.accept_kernel();
+  ASSERT_GE(s, 0);
+  EXPECT_EQ(send(s, "ab", 2, 0), 2);
+  char b = 0;
+  EXPECT_EQ(recv(d, &b, 1, MSG_WAITALL), 1) << strerror(errno);
+  EXPECT_EQ(b, 'a');
+  EXPECT_EQ(recv(c, &b, 1, MSG_WAITALL), 1) << strerror(errno);
+  EXPECT_EQ(b, 'b');
+  EXPECT_EQ(fcntl(d, F_GETFD), 0);  // dup's own: no close-on-exec
+  EXPECT_EQ(close(c), 0);
+  EXPECT_EQ(send(d, "y", 1, 0), 1) << strerror(errno);
+  EXPECT_EQ(recv(s, &b, 1, MSG_WAITALL), 1);
+  EXPECT_EQ(b, 'y');
+  EXPECT_EQ(close(d), 0);
+  EXPECT_EQ(recv(s, &b, 1, 0), 0);  // the last close ended the connection
+  EXPECT_EQ(peer.dialed, preloaded());
+  close(s);
+}
+
 }  // namespace
