@@ -480,6 +480,19 @@ bool Socket::change_count(uint64_t* count) {
   return true;
 }
 
+bool Socket::failed_unread() {
+  Lock lk(mu_);
+  if (ep_ && (state_ & kConnected) && !(state_ & kError)) {
+    // What a sleep's arming reads (a stream provider's end of stream,
+    // which an established endpoint's cm_progress leaves to it), without
+    // the sleep; then a look that checks the connection itself.
+    if (ep_->arm() == 0) ep_->ack_events();
+    idle_cq_polls_ = kCmCheckEvery - 1;
+    process_cq(lk);
+  }
+  return (state_ & (kError | kConnectError)) && rmsg_.empty();
+}
+
 void Socket::after_wait(const WaitTarget& armed, bool kicked) {
   Lock lk(mu_);
   if (armed.kick_fd >= 0) kick_.leave(kicked);

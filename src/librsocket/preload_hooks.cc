@@ -92,6 +92,11 @@ SS_EXPORT int ss_rspreload_fell_back(int fd) {
   return s && s->fell_back() ? 1 : 0;
 }
 
+SS_EXPORT int ss_rspreload_failed(int fd) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  return s && s->failed_unread() ? 1 : 0;
+}
+
 SS_EXPORT const char* ss_rspreload_provider(int fd) {
   auto s = adopted(fd);
   return s ? s->provider_name() : nullptr;

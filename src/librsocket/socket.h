@@ -94,6 +94,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   void set_off_stream() { off_stream_ = true; }
   const char* provider_name();  // the connection's provider, or nullptr
   bool fell_back();             // librspreload's late fallback happened (fell_back_)
+  // The connection failed with nothing left to read, its transport looked
+  // at now (not only every few idle polls).
+  bool failed_unread();
 
   // Lifecycle.
   int bind(const sockaddr* addr, socklen_t len);

@@ -240,6 +240,14 @@ int take_rsocket(int c, int flags) {
   return c;
 }
 
+// Whether accepted rsocket `c` is a connection its client gave up on
+// before it was established (its connect timed out while this process
+// was stopped or slow, and went on over kernel TCP: librspreload's late
+// fallback): failed, nothing to read (a peer that closed cleanly is an
+// end of stream, kept). TCP never completes such a connection (its
+// SYN-ACK goes unanswered), so the accept drops it. Inside InRsocket.
+bool abandoned(int c) { return ss_rspreload_failed(c) == 1; }
+
 // One sleep of a blocking accept on both queues, with accept(2)'s rule
 // for a signal: restarted after an SA_RESTART handler, EINTR otherwise
 // (core's interruptible_poll), and not past `until`. 0 (look again) or
@@ -278,6 +286,12 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
     if (e->state.load() == Entry::State::kListener) {
       InRsocket in;
       int c = raccept(e->rs_fd, addr, len);
+      if (c >= 0 && abandoned(c)) {
+        SS_DEBUG("librspreload: fd %d: a connection its client gave up on: dropped", fd);
+        rclose(c);
+        stats::count_abandoned();
+        continue;
+      }
       if (c >= 0) {
         carry_timeouts(e->kernel_fd(), c);  // set on the listener after listen too
         return take_rsocket(c, flags);
