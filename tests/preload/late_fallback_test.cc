@@ -125,6 +125,18 @@ int start_connect(const StalledPeer& peer) {
   return c;
 }
 
+// `c` writable with SO_ERROR 0, as a connect that went through (made
+// the kernel's by these calls under the preload, when it fell back).
+void expect_connected(int c) {
+  pollfd p{c, POLLOUT, 0};
+  EXPECT_EQ(poll(&p, 1, kLongMs), 1);
+  EXPECT_TRUE(p.revents & POLLOUT);
+  int so_error = -1;
+  socklen_t len = sizeof so_error;
+  EXPECT_EQ(getsockopt(c, SOL_SOCKET, SO_ERROR, &so_error, &len), 0);
+  EXPECT_EQ(so_error, 0);
+}
+
 bool set_blocking(int fd) {
   int fl = fcntl(fd, F_GETFL);
   return fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0;
@@ -185,13 +197,7 @@ TEST(DifferentialLateFallback, ReceiveBlockedAcrossTheSwitch) {
   ASSERT_TRUE(differential::wait_until_in(tid, {SYS_recvfrom}, kLongMs));
   holder.hold(receiver.native_handle());
   peer.refuse();
-  pollfd p{c, POLLOUT, 0};
-  EXPECT_EQ(poll(&p, 1, kLongMs), 1);
-  EXPECT_TRUE(p.revents & POLLOUT);
-  int so_error = -1;
-  socklen_t len = sizeof so_error;
-  EXPECT_EQ(getsockopt(c, SOL_SOCKET, SO_ERROR, &so_error, &len), 0);
-  EXPECT_EQ(so_error, 0);
+  expect_connected(c);
   holder.release();
   int s = peer.accept_kernel();
   EXPECT_GE(s, 0);
@@ -199,6 +205,36 @@ TEST(DifferentialLateFallback, ReceiveBlockedAcrossTheSwitch) {
   receiver.join();
   EXPECT_EQ(got.load(), 5) << strerror(err.load());
   EXPECT_EQ(memcmp(buf, "hello", 5), 0);
+  EXPECT_EQ(peer.dialed, preloaded());
+  close(s);
+  close(c);
+}
+
+// poll blocked across the switch another thread makes: it goes on
+// waiting on the kernel connection and sees the peer's byte.
+TEST(DifferentialLateFallback, PollBlockedAcrossTheSwitch) {
+  StalledPeer peer;
+  ASSERT_TRUE(peer.ok()) << strerror(errno);
+  int c = start_connect(peer);
+  std::atomic<pid_t> tid{0};
+  std::atomic<int> got{-2};
+  std::atomic<short> revents{0};
+  std::thread poller([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    pollfd p{c, POLLIN, 0};
+    got = poll(&p, 1, kLongMs);
+    revents = p.revents;
+  });
+  while (!tid) usleep(1000);
+  ASSERT_TRUE(differential::wait_until_in(tid, {}, kLongMs));
+  peer.refuse();
+  expect_connected(c);
+  int s = peer.accept_kernel();
+  EXPECT_GE(s, 0);
+  EXPECT_EQ(send(s, "x", 1, 0), 1);
+  poller.join();
+  EXPECT_EQ(got.load(), 1);
+  EXPECT_EQ(revents.load(), POLLIN);
   EXPECT_EQ(peer.dialed, preloaded());
   close(s);
   close(c);
@@ -247,12 +283,7 @@ TEST(DifferentialLateFallback, BlockingConnectHonoursSndtimeoAndRepeats) {
   EXPECT_EQ(errno, EALREADY);
   EXPECT_FALSE(watchdog.fired) << "the repeated connect waited past SO_SNDTIMEO";
   peer.drain_queue();
-  pollfd p{c, POLLOUT, 0};
-  EXPECT_EQ(poll(&p, 1, kLongMs), 1);
-  int so_error = -1;
-  socklen_t len = sizeof so_error;
-  EXPECT_EQ(getsockopt(c, SOL_SOCKET, SO_ERROR, &so_error, &len), 0);
-  EXPECT_EQ(so_error, 0);
+  expect_connected(c);
   EXPECT_EQ(peer.dialed, preloaded());
   close(c);
 }
