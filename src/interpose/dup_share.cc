@@ -12,6 +12,7 @@
 #include <utility>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include "interpose/real.h"
 
@@ -20,8 +21,8 @@ namespace ss::interpose::dups {
 namespace {
 
 struct Group {
-  int owner;  // the number the object was made at
-  int refs;   // numbers of the program that name it
+  int owner;              // the number the object was made at
+  std::set<int> numbers;  // the program's numbers that name it
 };
 
 std::mutex mu;
@@ -63,8 +64,8 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec) {
     errno = -rc;
     return -1;
   }
-  auto it = groups.try_emplace(obj.get(), Group{fd, 1}).first;
-  it->second.refs++;
+  auto it = groups.try_emplace(obj.get(), Group{fd, {fd}}).first;
+  it->second.numbers.insert(nfd);
   return nfd;
 }
 
@@ -78,7 +79,8 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
   auto pollable = t.get_pollable(fd);
   Group& grp = it->second;
   t.remove_object(fd, kind, nullptr);
-  if (--grp.refs > 0) {
+  grp.numbers.erase(fd);
+  if (!grp.numbers.empty()) {
     if (fd == grp.owner) {
       // The face still acts on this number; closed as the program sees
       // it, so no exec'd program gets it either.
@@ -105,7 +107,28 @@ bool last_descriptor(int fd, FdKind kind) {
   std::lock_guard<std::mutex> g(mu);
   auto obj = FdTable::instance().get_object(fd, kind);
   auto it = obj ? groups.find(obj.get()) : groups.end();
-  return it == groups.end() || it->second.refs <= 1;
+  return it == groups.end() || it->second.numbers.size() <= 1;
+}
+
+std::vector<int> dissolve(int fd) {
+  std::lock_guard<std::mutex> g(mu);
+  FdTable& t = FdTable::instance();
+  auto obj = t.get_object(fd, t.kind(fd));
+  auto it = obj ? groups.find(obj.get()) : groups.end();
+  if (it == groups.end()) return {};
+  const Group grp = std::move(it->second);
+  groups.erase(it);
+  std::vector<int> others;
+  for (int n : grp.numbers) {
+    if (n == fd) continue;
+    t.remove_object(n, t.kind(n), nullptr);
+    others.push_back(n);
+  }
+  if (!grp.numbers.count(grp.owner) && held_fds.erase(grp.owner)) {
+    n_held = held_fds.size();
+    real().close(grp.owner);  // closed as the program sees it, and no face acts on it now
+  }
+  return others;
 }
 
 bool held(int fd) {

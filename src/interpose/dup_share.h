@@ -12,6 +12,7 @@
 #pragma once
 #include <functional>
 #include <set>
+#include <vector>
 
 #include "core/base/fd_table.h"
 
@@ -34,6 +35,13 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own);
 // Whether closing `fd` (an entry of `kind`) ends its object: no other
 // number of the program names it.
 bool last_descriptor(int fd, FdKind kind);
+
+// The object `fd` names is no longer a face's (librspreload's late
+// fallback hands a connection to the kernel): its other numbers leave the
+// table (the caller makes `fd` the kernel's), a held number of it is
+// closed, and its group ends. The other numbers, now plain duplicates of
+// fd's kernel descriptor.
+std::vector<int> dissolve(int fd);
 
 // Whether `fd` is a held number; hold() makes it one (before a face's
 // close that ends in close_released()).

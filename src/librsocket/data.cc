@@ -117,6 +117,7 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
     int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; }, until);
     if (rc) return rc;
   }
+  if (fell_back_) return -ENOTCONN;  // nothing moved: librspreload repeats it on the kernel socket
   // A peer that stopped writing is likely closing: see its DISCONNECT now
   // (as TCP's reset), not only once the send window runs out.
   if (!(state_ & kReadable) && (state_ & kConnected)) process_cq(lk);
@@ -187,6 +188,7 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
     int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; }, until);
     if (rc) return rc;
   }
+  if (fell_back_) return -ENOTCONN;  // as in send_from
   if (!rbuf_) return data_error(false);
   size_t len = out.total();
   if (len == 0) return 0;

@@ -2,6 +2,7 @@
 // updates, control messages and waiting. Runs under Socket::mu_.
 #include <poll.h>
 #include <sched.h>
+#include <sys/epoll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -466,10 +467,30 @@ WaitTarget Socket::wait_target(short events, int* sleep_ms) {
 
 bool Socket::change_count(uint64_t* count) {
   Lock lk(mu_);
-  if (state_ == kListening || fell_back_) return false;
+  if (state_ == kListening) return false;
+  if (fell_back_) {  // the kernel socket's own events (watch_kernel_events)
+    if (kernel_events_ep_ < 0) return false;
+    epoll_event ev;
+    if (::epoll_wait(kernel_events_ep_, &ev, 1, 0) > 0) changes_++;
+    *count = changes_;
+    return true;
+  }
   if (ep_ && !(state_ & kConnectError) && state_ != kConnecting) process_cq(lk);
   *count = changes_;
   return true;
+}
+
+bool Socket::failed_unread() {
+  Lock lk(mu_);
+  if (ep_ && (state_ & kConnected) && !(state_ & kError)) {
+    // What a sleep's arming reads (a stream provider's end of stream,
+    // which an established endpoint's cm_progress leaves to it), without
+    // the sleep; then a look that checks the connection itself.
+    if (ep_->arm() == 0) ep_->ack_events();
+    idle_cq_polls_ = kCmCheckEvery - 1;
+    process_cq(lk);
+  }
+  return (state_ & (kError | kConnectError)) && rmsg_.empty();
 }
 
 void Socket::after_wait(const WaitTarget& armed, bool kicked) {

@@ -32,6 +32,11 @@ const char* Socket::provider_name() {
   return ep_ ? ep_->provider_name() : nullptr;
 }
 
+bool Socket::fell_back() {
+  std::lock_guard<ss::FutexMutex> g(mu_);
+  return fell_back_;
+}
+
 SS_EXPORT int ss_rspreload_adopt(int fd, int domain) {
   if (domain != AF_INET && domain != AF_INET6) return fail(EAFNOSUPPORT);
   const int fl = ::fcntl(fd, F_GETFL);
@@ -91,6 +96,16 @@ SS_EXPORT int ss_rspreload_yield_udp_port(const sockaddr* addr, unsigned len) {
   memcpy(&a, addr, len);
   const uint16_t port = ss::prov::port_of(a);
   return port && ss::prov::tcp::yield_side_port(port) ? 1 : 0;
+}
+
+SS_EXPORT int ss_rspreload_fell_back(int fd) {
+  auto s = adopted(fd);
+  return s && s->fell_back() ? 1 : 0;
+}
+
+SS_EXPORT int ss_rspreload_failed(int fd) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  return s && s->failed_unread() ? 1 : 0;
 }
 
 SS_EXPORT const char* ss_rspreload_provider(int fd) {

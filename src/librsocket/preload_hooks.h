@@ -31,6 +31,15 @@ int ss_rspreload_release(int fd);
 // did (bind again), else 0.
 int ss_rspreload_yield_udp_port(const struct sockaddr* addr, unsigned len);
 
+// Whether rsocket `fd` (any of its numbers: a duplicate made while it
+// connected keeps kind kRsocket) is one whose connect moved to kernel TCP
+// after EINPROGRESS: 1 or 0.
+int ss_rspreload_fell_back(int fd);
+
+// Whether rsocket `fd`'s connection failed (reset, a failed set-up) with
+// nothing left to read, its transport looked at now: 1 or 0.
+int ss_rspreload_failed(int fd);
+
 // The provider name ("shm", "verbs", "tcp") of fd's connection; nullptr
 // when fd is no rsocket or has no connection yet.
 const char* ss_rspreload_provider(int fd);

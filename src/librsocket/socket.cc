@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -59,6 +60,7 @@ Socket::~Socket() {
   if (tracked_) fork::untrack(this);
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
+  if (kernel_events_ep_ >= 0) ::close(kernel_events_ep_);
 }
 
 void Socket::inherit_from(const Socket& l) {
@@ -443,22 +445,18 @@ int Socket::begin_connect() {
   return ep_->connect(buf, sizeof buf);
 }
 
+// A blocking wait ends at SO_SNDTIMEO with EINPROGRESS, as connect(2)'s.
 int Socket::wait_connected(Lock& lk, bool nonblock) {
-  int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; });
+  int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; },
+                    deadline_after_us(opt_.sndtimeo_us));
   if (rc == -EAGAIN) return -EINPROGRESS;
   if (rc) return rc;
   if (state_ & kConnected) return 0;
-  if (fell_back_) {
-    // Moved to kernel TCP while this call waited: the kernel's answer.
-    if (!nonblock) {
-      pollfd p{fd_, POLLOUT, 0};
-      lk.unlock();
-      rc = interruptible_poll(&p, 1, -1);
-      lk.lock();
-      if (rc < 0) return rc;
-    }
-    return ::connect(fd_, reinterpret_cast<const sockaddr*>(&peer_addr_), peer_len_) ? -errno : 0;
-  }
+  // Moved to kernel TCP while this call waited (fall_back_to_kernel):
+  // librspreload repeats the call on the kernel socket, by the program's
+  // own descriptor, which waits for the kernel's connect (SO_SNDTIMEO,
+  // signals) or answers EALREADY or EISCONN as the kernel does.
+  if (fell_back_) return -ENOTCONN;
   int e = err_ ? err_ : ECONNREFUSED;
   err_ = 0;  // reported here rather than through SO_ERROR
   return -e;
@@ -493,12 +491,32 @@ void Socket::fall_back_to_kernel() {
            strerror(rsocket_err));
   err_ = 0;
   fell_back_ = true;
+  watch_kernel_events();
   // Only while the entry is still ours: an rclose racing this (it removes
   // the entry before it waits for mu_) must not find it back.
   const int rc = table.replace(fd_, FdKind::kRsocket, FdKind::kRsocketFallback, shared_from_this());
   if (rc && rc != -ESTALE)
     SS_WARN("rsocket: fd %d: kernel TCP fallback not recorded: %s", fd_, strerror(-rc));
-  kick_waiters();  // rpoll and epoll look at the kernel socket from now on
+  // rpoll and epoll look at the kernel socket from now on. Not an event
+  // of its own (changes_ stays): the look that made the switch already
+  // answered from the kernel socket, and another set's member finds its
+  // bits risen since it last reported.
+  kick_.wake();
+}
+
+void Socket::watch_kernel_events() {
+  const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  epoll_event ev{EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP | EPOLLET, {}};
+  if (ep >= 0 && ::epoll_ctl(ep, EPOLL_CTL_ADD, fd_, &ev) == 0) {
+    // The state as it is now is what the caller's look reports: not an event.
+    ::epoll_wait(ep, &ev, 1, 0);
+    kernel_events_ep_ = ep;
+    return;
+  }
+  SS_WARN("rsocket: fd %d: kernel events not counted (%s): EPOLLET reports level-triggered until "
+          "the descriptor is the kernel's",
+          fd_, strerror(errno));
+  if (ep >= 0) ::close(ep);
 }
 
 int Socket::progress_connect_step(Lock&) {

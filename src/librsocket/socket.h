@@ -93,6 +93,10 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // that leave the kernel socket's stream to plain TCP.
   void set_off_stream() { off_stream_ = true; }
   const char* provider_name();  // the connection's provider, or nullptr
+  bool fell_back();             // librspreload's late fallback happened (fell_back_)
+  // The connection failed with nothing left to read, its transport looked
+  // at now (not only every few idle polls).
+  bool failed_unread();
 
   // Lifecycle.
   int bind(const sockaddr* addr, socklen_t len);
@@ -302,6 +306,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // program's next call on it.
   bool late_fallback_ = false;
   bool fell_back_ = false;
+  // fell_back_: the kernel socket in an edge-triggered epoll of its own,
+  // whose events count as changes_ (edge-triggered epoll's change count
+  // until librspreload hands the descriptor to the kernel); -1: not counted.
+  int kernel_events_ep_ = -1;
+  void watch_kernel_events();
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   bool in_linger_ = false;  // the linger service holds this socket

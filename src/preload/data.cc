@@ -24,28 +24,6 @@ using namespace ss::preload;
 
 namespace {
 bool rs(int fd) { return route(fd) == Route::kRsocket; }
-
-// The call on rsocket `fd` through librsocket (`r`), or through the
-// kernel (`k`) when the descriptor is not one or stops being one under
-// the call: a blocking call on a connecting rsocket whose connect fell
-// back to kernel TCP meanwhile answers ENOTCONN with nothing moved
-// (Socket::fall_back_to_kernel), and the kernel's call then waits for
-// the kernel connect, as it would have without the preload.
-template <class R, class K>
-ssize_t on_rsocket(int fd, R r, K k) {
-  if (!rs(fd)) return k();
-  ssize_t n;
-  {
-    InRsocket in;
-    n = r();
-  }
-  if (n < 0 && errno == ENOTCONN && ss::FdTable::instance().kind(fd) == ss::FdKind::kRsocketFallback) {
-    finish_late_fallback(fd);
-    return k();
-  }
-  return n;
-}
-
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
@@ -193,8 +171,9 @@ static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count)
 }
 
 SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t count) noexcept {
-  if (!rs(out)) return ss::interpose::real().sendfile(out, in_fd, offset, count);
-  return sendfile_rsocket(out, in_fd, offset, count);
+  return on_rsocket(
+      out, [&] { return sendfile_rsocket(out, in_fd, offset, count); },
+      [&] { return ss::interpose::real().sendfile(out, in_fd, offset, count); });
 }
 
 SS_PRELOAD_EXPORT ssize_t sendfile64(int out, int in_fd, off_t* offset, size_t count) noexcept {

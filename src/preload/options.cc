@@ -21,8 +21,6 @@ using namespace ss::preload;
 
 namespace {
 
-bool rs(int fd) { return route(fd) == Route::kRsocket; }
-
 int unsupported(int fd, const char* what) {
   SS_WARN("librspreload: %s on rsocket fd %d is not supported yet (EOPNOTSUPP)", what, fd);
   errno = EOPNOTSUPP;
@@ -94,35 +92,35 @@ int vfork_child_fcntl(int fd, int cmd, long arg) {
 }  // namespace
 
 SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen_t* len) noexcept {
-  if (!rs(fd)) return ss::interpose::real().getsockopt(fd, level, name, val, len);
-  InRsocket in;
-  return rgetsockopt(fd, level, name, val, len);
+  return on_rsocket(
+      fd, [&] { return rgetsockopt(fd, level, name, val, len); },
+      [&] { return ss::interpose::real().getsockopt(fd, level, name, val, len); });
 }
 
 SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val,
                                  socklen_t len) noexcept {
-  if (!rs(fd)) {
-    int rc = ss::interpose::real().setsockopt(fd, level, name, val, len);
-    if (rc == 0 && level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF) &&
-        len >= sizeof(int))
-      if (auto e = entry(fd))
-        (name == SO_SNDBUF ? e->sndbuf : e->rcvbuf) = *static_cast<const int*>(val);
-    return rc;
-  }
-  InRsocket in;
-  return rsetsockopt(fd, level, name, val, len);
+  return on_rsocket(
+      fd, [&] { return rsetsockopt(fd, level, name, val, len); },
+      [&] {
+        int rc = ss::interpose::real().setsockopt(fd, level, name, val, len);
+        if (rc == 0 && level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF) &&
+            len >= sizeof(int))
+          if (auto e = entry(fd))
+            (name == SO_SNDBUF ? e->sndbuf : e->rcvbuf) = *static_cast<const int*>(val);
+        return rc;
+      });
 }
 
 SS_PRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) noexcept {
-  if (!rs(fd)) return ss::interpose::real().getsockname(fd, addr, len);
-  InRsocket in;
-  return rgetsockname(fd, addr, len);
+  return on_rsocket(
+      fd, [&] { return rgetsockname(fd, addr, len); },
+      [&] { return ss::interpose::real().getsockname(fd, addr, len); });
 }
 
 SS_PRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) noexcept {
-  if (!rs(fd)) return ss::interpose::real().getpeername(fd, addr, len);
-  InRsocket in;
-  return rgetpeername(fd, addr, len);
+  return on_rsocket(
+      fd, [&] { return rgetpeername(fd, addr, len); },
+      [&] { return ss::interpose::real().getpeername(fd, addr, len); });
 }
 
 SS_PRELOAD_EXPORT int shutdown(int fd, int how) noexcept {

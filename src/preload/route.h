@@ -6,6 +6,7 @@
 // the library starts for itself (in_library_thread).
 #pragma once
 #include <atomic>
+#include <cerrno>
 #include <memory>
 
 #include "core/base/fd_table.h"
@@ -89,10 +90,15 @@ struct Entry final : Pollable {
 enum class Route { kKernel, kRsocket, kFresh, kListener, kEpoll };
 
 // A connect librsocket moved to kernel TCP after EINPROGRESS (fd-table
-// kind kRsocketFallback): the descriptor becomes the kernel's, in the
-// program's epoll sets too. route() calls it at the program's first call
-// on the descriptor since (sockets.cc).
+// kind kRsocketFallback at the rsocket's own number): the descriptor and
+// its duplicates become the kernel's, in the program's epoll sets too.
+// route() calls it at the program's first call on the descriptor since,
+// on_rsocket at a duplicate's (sockets.cc).
 void finish_late_fallback(int fd);
+
+// Whether rsocket `fd`'s connect fell back to kernel TCP (any of its
+// numbers: a duplicate's entry stays kRsocket).
+bool fell_back(int fd);
 
 inline Route route(int fd) {
   if (libc_only()) return Route::kKernel;
@@ -111,6 +117,36 @@ inline Route route(int fd) {
       return Route::kEpoll;
     default:
       return Route::kKernel;
+  }
+}
+
+// Call `r` (librsocket's) on rsocket `fd`, or `k` (libc's) when `fd` is
+// not one. A connect that fell back late moves the descriptor to the
+// kernel under calls already past route(): librsocket then answers
+// ENOTCONN (a call that waited on the connect) or EBADF (the rsocket left
+// its table) with nothing moved, whichever thread's call made the switch.
+// Such a call is routed again: on the kernel socket it waits for the
+// kernel's connect as it would have without the preload. A descriptor
+// still an rsocket keeps librsocket's answer.
+template <class R, class K>
+auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
+  for (int tries = 0;; tries++) {
+    if (route(fd) != Route::kRsocket) return k();  // finishes a late fallback
+    decltype(k()) n;
+    {
+      InRsocket in;
+      n = r();
+    }
+    if (n >= 0 || (errno != ENOTCONN && errno != EBADF) || tries == 2) return n;
+    if (FdTable::instance().kind(fd) == FdKind::kRsocket) {
+      // A duplicate made while connecting: its entry stays kRsocket.
+      const int err = errno;
+      if (!fell_back(fd)) {
+        errno = err;
+        return n;
+      }
+      finish_late_fallback(fd);
+    }
   }
 }
 

@@ -21,6 +21,7 @@
 #include <new>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "core/base/deadline.h"
 #include "core/base/interruptible_poll.h"
@@ -164,13 +165,23 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
 
 }  // namespace
 
+bool fell_back(int fd) {
+  InRsocket in;
+  return ss_rspreload_fell_back(fd) == 1;
+}
+
 void finish_late_fallback(int fd) {
   InRsocket in;
   std::shared_ptr<Pollable> obj = FdTable::instance().get_pollable(fd);
   char provider[16] = "";
   if (const char* p = ss_rspreload_provider(fd)) snprintf(provider, sizeof provider, "%s", p);
-  if (!obj || FdTable::instance().kind(fd) != FdKind::kRsocketFallback) return;
+  if (!obj || !ss_rspreload_fell_back(fd)) return;
+  // Duplicates made while it connected: plain copies of the kernel
+  // socket from now on (a number the program closed meanwhile is closed).
+  const std::vector<int> others = ss::interpose::dups::dissolve(fd);
   if (ss_rspreload_release(fd)) return;  // another thread's call did it
+  const int fd_flags = ss::interpose::real().fcntl(fd, F_GETFD);  // one for all its numbers
+  for (int n : others) ss::interpose::real().fcntl(n, F_SETFD, fd_flags < 0 ? 0 : fd_flags);
   SS_DEBUG("librspreload: fd %d: connect fell back to kernel TCP after EINPROGRESS", fd);
   kernel_in_epoll_sets(obj.get());
   stats::moved_to_kernel(provider);
@@ -234,6 +245,14 @@ int take_rsocket(int c, int flags) {
   return c;
 }
 
+// Whether accepted rsocket `c` is a connection its client gave up on
+// before it was established (its connect timed out while this process
+// was stopped or slow, and went on over kernel TCP: librspreload's late
+// fallback): failed, nothing to read (a peer that closed cleanly is an
+// end of stream, kept). TCP never completes such a connection (its
+// SYN-ACK goes unanswered), so the accept drops it. Inside InRsocket.
+bool abandoned(int c) { return ss_rspreload_failed(c) == 1; }
+
 // One sleep of a blocking accept on both queues, with accept(2)'s rule
 // for a signal: restarted after an SA_RESTART handler, EINTR otherwise
 // (core's interruptible_poll), and not past `until`. 0 (look again) or
@@ -272,6 +291,12 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
     if (e->state.load() == Entry::State::kListener) {
       InRsocket in;
       int c = raccept(e->rs_fd, addr, len);
+      if (c >= 0 && abandoned(c)) {
+        SS_DEBUG("librspreload: fd %d: a connection its client gave up on: dropped", fd);
+        rclose(c);
+        stats::count_abandoned();
+        continue;
+      }
       if (c >= 0) {
         carry_timeouts(e->kernel_fd(), c);  // set on the listener after listen too
         return take_rsocket(c, flags);
@@ -466,10 +491,10 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
   switch (route(fd)) {
     case Route::kFresh:
       return connect_fresh(fd, addr, len);
-    case Route::kRsocket: {
-      InRsocket in;
-      return rconnect(fd, addr, len);
-    }
+    case Route::kRsocket:  // a connect repeated (EINPROGRESS, EINTR) may find it fell back
+      return on_rsocket(
+          fd, [&] { return rconnect(fd, addr, len); },
+          [&] { return ss::interpose::real().connect(fd, addr, len); });
     default:
       return ss::interpose::real().connect(fd, addr, len);
   }

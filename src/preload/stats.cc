@@ -19,7 +19,7 @@ namespace ss::preload::stats {
 
 namespace {
 
-std::atomic<unsigned long> shm{0}, verbs{0}, tcp{0}, kernel{0};
+std::atomic<unsigned long> shm{0}, verbs{0}, tcp{0}, abandoned{0}, kernel{0};
 std::mutex file_mu;
 
 // The program's name as it started, copied when the library loads:
@@ -41,8 +41,9 @@ void publish() {
   }
   snprintf(path, sizeof path, "%s/rspreload.%d", dir, static_cast<int>(getpid()));
   const unsigned long s = shm, v = verbs, t = tcp;
-  int n = snprintf(line, sizeof line, "pid=%d comm=%s rsockets=%lu shm=%lu verbs=%lu tcp=%lu kernel_tcp=%lu\n",
-                   static_cast<int>(getpid()), program_name.s, s + v + t, s, v, t,
+  int n = snprintf(line, sizeof line,
+                   "pid=%d comm=%s rsockets=%lu shm=%lu verbs=%lu tcp=%lu abandoned=%lu kernel_tcp=%lu\n",
+                   static_cast<int>(getpid()), program_name.s, s + v + t, s, v, t, abandoned.load(),
                    kernel.load());
   std::lock_guard<std::mutex> g(file_mu);
   InRsocket to_libc;  // the file's own calls are libc's
@@ -70,6 +71,11 @@ void count_rsocket(const char* provider) {
 void moved_to_kernel(const char* provider) {
   counter_of(provider)--;
   count_kernel();
+}
+
+void count_abandoned() {
+  abandoned++;
+  publish();
 }
 
 void count_kernel() {

@@ -169,6 +169,27 @@ TEST_F(EpollSetTest, AKernelServedObjectGoesToTheKernelPart) {
   fakes_.table.remove_object(pipe_[0], FdKind::kOffloaded, nullptr);
 }
 
+TEST_F(EpollSetTest, AnAddRacingAMoveToTheKernelEndsInTheKernelPart) {
+  // The fake under the pipe's number, as a connection a preload moves to
+  // the kernel (librspreload's late fallback) while the add runs: between
+  // the set's lookup and its lock, the table forgets it and every set
+  // moves its members (to_kernel: none here yet); the object goes with
+  // its entry. The add must watch the kernel's descriptor, not a member
+  // that never reports.
+  auto fake = std::make_shared<FakePollable>();
+  ASSERT_EQ(fakes_.table.insert(pipe_[0], FdKind::kOffloaded, fake), 0);
+  FakePollable* moving = fake.get();
+  fake->on_kernel_served([this, moving] {
+    fakes_.table.remove_object(pipe_[0], FdKind::kOffloaded, nullptr);
+    set_->to_kernel(moving);
+  });
+  fake.reset();  // the table's and the add's references hold it
+  ASSERT_EQ(ctl(EPOLL_CTL_ADD, pipe_[0], EPOLLIN, 5), 0);
+  EXPECT_TRUE(set_->kernel_only());
+  put_pipe();
+  EXPECT_EQ(wait(0), Tags{5});
+}
+
 TEST_F(EpollSetTest, EdgeTriggeredReportsEachEventOnce) {
   std::shared_ptr<FakePollable> a;
   int fa = add(&a);

@@ -73,7 +73,13 @@ class FakePollable final : public Pollable {
   void set_time_only(bool on) { time_only_ = on; }
   // Pollable::kernel_served's answer (an epoll set then leaves it to the kernel).
   void set_kernel_served(bool on) { kernel_served_ = on; }
-  bool kernel_served() override { return kernel_served_; }
+  bool kernel_served() override {
+    if (auto fn = std::exchange(on_kernel_served_, nullptr)) fn();
+    return kernel_served_;
+  }
+  // Runs once inside the next kernel_served() (an epoll set asks it after
+  // its lookup, before its lock): a change racing the set's call.
+  void on_kernel_served(std::function<void()> fn) { on_kernel_served_ = std::move(fn); }
   void set_sleep_cut(int ms) { cut_ms_ = ms; }
   // The next wait_target finds the object ready (a change between the
   // caller's scan and its arming).
@@ -129,6 +135,7 @@ class FakePollable final : public Pollable {
   bool time_only_ = false;
   bool counts_changes_ = false;
   std::atomic<bool> kernel_served_{false};
+  std::function<void()> on_kernel_served_;
   uint64_t changes_ = 0;
   int cut_ms_ = 0;
 };

@@ -107,7 +107,7 @@ for addr in 10.213.2.1 fd00:213:2::1; do
     first=$([ $dir = up ] && echo client || echo server)
     bad=0
     transfer $addr 1 1 $dir || bad=1
-    counts 2 " rsockets=1 shm=0 verbs=0 tcp=1 kernel_tcp=0$" || bad=1
+    counts 2 " rsockets=1 shm=0 verbs=0 tcp=1 abandoned=0 kernel_tcp=0$" || bad=1
     verdict $bad "both preloaded across namespaces ($addr), $first speaks first: rsockets (tcp)"
   done
 done

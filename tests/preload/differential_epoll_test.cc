@@ -307,25 +307,9 @@ TEST(DifferentialEpoll, BlockingAcceptRestartsWithSaRestart) { accept_under_sign
 TEST(DifferentialEpoll, BlockingAcceptEintrWithoutSaRestart) { accept_under_signals(0, false); }
 
 // Whether thread `tid` sleeps in accept (or in the poll of the preload's
-// accept): its state and its system call, read until it does.
+// accept).
 bool wait_until_in_accept(pid_t tid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", static_cast<int>(tid));
-  std::set<long> calls = {SYS_accept, SYS_accept4, SYS_ppoll};
-#ifdef SYS_poll
-  calls.insert(SYS_poll);
-#endif
-  for (int i = 0; i < kLongMs; i++) {
-    FILE* f = fopen(path, "r");
-    long nr = -1;
-    if (f) {
-      if (fscanf(f, "%ld", &nr) != 1) nr = -1;
-      fclose(f);
-    }
-    if (calls.count(nr)) return true;
-    usleep(1000);
-  }
-  return false;
+  return differential::wait_until_in(tid, {SYS_accept, SYS_accept4}, kLongMs);
 }
 
 // A thread blocked in accept(l), its result in got and err. finish():

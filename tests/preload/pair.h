@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <set>
 
 namespace differential {
 
@@ -65,6 +68,29 @@ inline ssize_t read_full(int fd, char* buf, size_t n) {
     got += static_cast<size_t>(r);
   }
   return static_cast<ssize_t>(got);
+}
+
+// Whether thread `tid` sleeps in one of `calls` (the kernel's own call)
+// or in the poll a preloaded call sleeps in: its system call, read every
+// millisecond for at most `ms`.
+inline bool wait_until_in(pid_t tid, std::set<long> calls, int ms) {
+  calls.insert(SYS_ppoll);
+#ifdef SYS_poll
+  calls.insert(SYS_poll);
+#endif
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", static_cast<int>(tid));
+  for (int i = 0; i < ms; i++) {
+    FILE* f = fopen(path, "r");
+    long nr = -1;
+    if (f) {
+      if (fscanf(f, "%ld", &nr) != 1) nr = -1;
+      fclose(f);
+    }
+    if (calls.count(nr)) return true;
+    usleep(1000);
+  }
+  return false;
 }
 
 }  // namespace differential

@@ -51,6 +51,11 @@ EpollSet::Member* EpollSet::find(int fd) {
 }
 
 int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
+  for (;;)
+    if (int rc = ctl_once(op, fd, ev, table); rc != kLookAgain) return rc;
+}
+
+int EpollSet::ctl_once(int op, int fd, const epoll_event* ev, const FdTable& table) {
   if (fd == epfd_) return -EINVAL;  // a set in itself
   std::shared_ptr<Pollable> obj = fd >= 0 ? table.get_pollable(fd) : nullptr;
   if (obj && obj->kernel_served()) obj = nullptr;  // the kernel's (a member already stays one)
@@ -66,6 +71,12 @@ int EpollSet::ctl(int op, int fd, const epoll_event* ev, const FdTable& table) {
     if (inner->reaches(this, kMaxNesting)) return -ELOOP;
   }
   std::lock_guard<std::mutex> g(mu_);
+  // The descriptor changed since the lookup: a preload moved it to the
+  // kernel meanwhile (its to_kernel, under mu_, found no member here to
+  // move, and the object goes with the table's entry), or a close and a
+  // new socket took the number. Under mu_ a move comes after this add or
+  // is seen here.
+  if (obj && table.get_pollable(fd) != obj) return kLookAgain;
   Member* m = find(fd);
   if (m && m->obj.expired()) {  // closed since: gone from the set, as in the kernel
     members_.erase(members_.begin() + (m - members_.data()));

@@ -95,6 +95,9 @@ class EpollSet final : public Pollable {
     bool disabled = false;        // one-shot, reported: until EPOLL_CTL_MOD
   };
   Member* find(int fd);
+  // ctl's one attempt; kLookAgain when the descriptor changed under it.
+  static constexpr int kLookAgain = 1;
+  int ctl_once(int op, int fd, const epoll_event* ev, const FdTable& table);
   // What wait() would report for `m` now; `commit`: as reported (its
   // edge state moves on); `repeat`: a look again while spinning.
   short due(Member& m, Pollable& obj, bool commit, bool repeat);
