@@ -30,8 +30,9 @@ TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
 # Sourced by udpong.sh and udpong_netns.sh; run by udpong_netns.sh.
 EXTRA_DIST += tests/ext/udpong_cases.sh tests/ext/udp_tags.py
-# nginx's config, sourced by preload.sh and bench/preload_apps.sh.
-EXTRA_DIST += tests/ext/nginx_conf.sh
+# nginx's config, sourced by preload_cases.sh and bench/preload_apps.sh;
+# the program cases, sourced by preload.sh.
+EXTRA_DIST += tests/ext/nginx_conf.sh tests/ext/preload_cases.sh
 # Compiled by vma_extra_header.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 # Compiled by vma_preload.sh against the installed header.

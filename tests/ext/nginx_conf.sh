@@ -1,14 +1,15 @@
 # shellcheck shell=bash
-# nginx_conf DIR PORT ROOT: writes DIR/nginx.conf, an nginx of its own
-# (sourced by tests/ext/preload.sh and bench/preload_apps.sh): master and
-# two worker processes in the foreground (daemon off), epoll, sendfile,
-# serving ROOT on 127.0.0.1:PORT, every file it writes under DIR. Run it
+# nginx_conf DIR PORT ROOT [ADDRESS]: writes DIR/nginx.conf, an nginx of
+# its own (sourced by tests/ext/preload_cases.sh and bench/preload_apps.sh):
+# master and two worker processes in the foreground (daemon off), epoll,
+# sendfile, serving ROOT on ADDRESS:PORT (127.0.0.1; IPv6 in brackets),
+# every file it writes under DIR. Run it
 # as `nginx -e DIR/error.log -c DIR/nginx.conf -p DIR`. user root: run by
 # root, workers read ROOT and write counts wherever the caller's files
 # are (the directive is ignored otherwise). nginx keeps a connection for
 # as many requests as the client makes (keepalive_requests).
 nginx_conf() {
-  local d=$1 port=$2 root=$3
+  local d=$1 port=$2 root=$3 addr=${4:-127.0.0.1}
   mkdir -p "$d"
   cat >"$d/nginx.conf" <<NGX
 daemon off;
@@ -28,7 +29,7 @@ http {
   fastcgi_temp_path $d/fastcgi;
   uwsgi_temp_path $d/uwsgi;
   scgi_temp_path $d/scgi;
-  server { listen 127.0.0.1:$port; root $root; }
+  server { listen $addr:$port; root $root; }
 }
 NGX
 }
