@@ -17,6 +17,7 @@ ext_test_scripts = \
 	tests/ext/abi.sh \
 	tests/ext/preload.sh \
 	tests/ext/preload_netns.sh \
+	tests/ext/preload_netns_apps.sh \
 	tests/ext/vma_extra_header.sh \
 	tests/ext/vma_stats.sh \
 	tests/ext/vma_preload.sh \
@@ -31,7 +32,7 @@ EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
 # Sourced by udpong.sh and udpong_netns.sh; run by udpong_netns.sh.
 EXTRA_DIST += tests/ext/udpong_cases.sh tests/ext/udp_tags.py
 # nginx's config, sourced by preload_cases.sh and bench/preload_apps.sh;
-# the program cases, sourced by preload.sh.
+# the program cases, sourced by preload.sh and preload_netns_apps.sh.
 EXTRA_DIST += tests/ext/nginx_conf.sh tests/ext/preload_cases.sh
 # Compiled by vma_extra_header.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
@@ -52,7 +53,8 @@ EXTRA_DIST += tests/ext/vma_calls.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
-	no_rdma.sh=60 demo.sh=240 preload.sh=180 preload_netns.sh=60 udpong.sh=90 \
+	no_rdma.sh=60 demo.sh=240 preload.sh=180 preload_netns.sh=60 \
+	preload_netns_apps.sh=300 udpong.sh=90 \
 	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
