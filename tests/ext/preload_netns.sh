@@ -165,7 +165,7 @@ bad=0
 rm -rf "$T/st" && mkdir "$T/st"
 out=$(run "$Z" 1 python3 "$T/times.py" 10.213.2.1 $port 20) || bad=1
 echo "  connect to a plain server with a silent UDP socket on its port, preloaded client: $out ms"
-echo "  (the first pays SLIPSTREAM_SIDE_PROBE_TIMEOUT, 20 ms by default; the rest are remembered)"
+echo "  (the first pays SLIPSTREAM_SIDE_PROBE_TIMEOUT, 50 ms by default; the rest are remembered)"
 counts 1 " rsockets=0 .* kernel_tcp=20$" || bad=1
 verdict $bad "connect delay to a plain server measured, preloaded client (probe unanswered)"
 [ "$fails" = 0 ]

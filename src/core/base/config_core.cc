@@ -18,7 +18,7 @@ constexpr Setting kRows[] = {
      .help = "log threshold, a number or a name: 0 panic, 1 error, 2 warn, 3 info, "
              "4 details, 5 debug, 6 fine"},
     {.id = int(Id::kSideProbeTimeout), .name = "side_probe_timeout",
-     .env = {"SLIPSTREAM_SIDE_PROBE_TIMEOUT"}, .unit = Unit::kMs, .def = 20, .min = 0,
+     .env = {"SLIPSTREAM_SIDE_PROBE_TIMEOUT"}, .unit = Unit::kMs, .def = 50, .min = 0,
      .max = 10000,
      .help = "librspreload, a peer on another host: how long a connect waits for the "
              "peer's answer on the side channel before it goes over kernel TCP "

@@ -1,6 +1,7 @@
 #include "core/prov/tcp/side_listener.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -25,10 +26,10 @@ namespace {
 
 constexpr int kProbesPerCall = 64;  // a flood of probes cannot hold a caller
 
-// Every side listener of the process, for yield_side_port. Held briefly
-// (never while a probe is answered) and across fork (pthread_atfork at
-// load, so its prepare handler runs after every later one's), so a child
-// never inherits it locked.
+// Every side listener of the process, for yield_side_port and the
+// answering thread. Held briefly (at most one look at each socket) and
+// across fork (pthread_atfork at load, so its prepare handler runs after
+// every later one's), so a child never inherits it locked.
 struct Registry {
   std::mutex mu;
   std::vector<SideListener*> all;
@@ -40,6 +41,15 @@ __attribute__((constructor)) void registry_across_fork() {
   pthread_atfork(lock_registry, unlock_registry, unlock_registry);
 }
 Registry& registry() { return *g_registry; }
+
+// The answering thread, held by every side listener of the process; a fork
+// child keeps its users and starts it again at its listeners' first look.
+ServiceThread& answerer() {
+  static ServiceThread* t =
+      new ServiceThread({.name = "ss-side-answer", .child_keeps_users = true},
+                        [](ServiceThread::Run& run) { SideListener::answer_all(run); });
+  return *t;
+}
 
 // A socket of `type` on `name` (its port changed to `port`), with `like`'s
 // IPV6_V6ONLY so a dual-stack listener's side channel is dual-stack too.
@@ -95,10 +105,12 @@ int SideListener::create(int sock, int backlog, std::unique_ptr<Listener>* out) 
     return rc;
   }
   if (int rc = l->watch()) return rc;
+  if (int rc = answerer().hold()) return rc;
   {
     std::lock_guard<std::mutex> g(registry().mu);
     registry().all.push_back(l.get());
   }
+  answerer().wake();  // it watches the new socket from now on
   SS_DEBUG("tcp: side channel of port %u: UDP %u answers, TCP %u listens", l->port_, l->port_,
            l->side_port_);
   *out = std::move(l);
@@ -106,11 +118,17 @@ int SideListener::create(int sock, int backlog, std::unique_ptr<Listener>* out) 
 }
 
 SideListener::~SideListener() {
+  bool registered = false;
   {
     std::lock_guard<std::mutex> g(registry().mu);
     auto& all = registry().all;
-    all.erase(std::remove(all.begin(), all.end(), this), all.end());
+    auto it = std::remove(all.begin(), all.end(), this);
+    registered = it != all.end();
+    all.erase(it, all.end());
   }
+  // The thread reads only sockets still registered (checked under the
+  // lock), so the number may go now; it looks again at its next wake-up.
+  if (registered) answerer().release();
   stream_.reset();
   if (udp_ >= 0) ::close(udp_);
   if (epfd_ >= 0) ::close(epfd_);
@@ -131,6 +149,7 @@ int SideListener::watch() {
 }
 
 int SideListener::fork_child() {
+  thread_after_fork_ = true;  // never started inside fork itself
   if (int rc = stream_->fork_child()) return rc;
   return watch();  // ours is the parent's set too, and names the parent's stream set
 }
@@ -182,7 +201,45 @@ bool yield_side_port(uint16_t port) {
   return yielded;
 }
 
+void SideListener::answer_all(ServiceThread::Run& run) {
+  // The sockets are watched through an epoll set of this thread's own,
+  // which holds no reference to them: a poll(2) on them would keep a
+  // yielded or closed socket's port bound while it sleeps. Made again at
+  // each wake-up (a listener came) and in each thread a fork child starts.
+  while (!run.stopping()) {
+    const int ep = own_epoll();
+    if (ep < 0) {
+      run.sleep(1000);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> g(registry().mu);
+      for (SideListener* l : registry().all) {
+        if (l->yielded_) continue;
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = l->udp_;
+        epoll_ctl(ep, EPOLL_CTL_ADD, l->udp_, &ev);
+      }
+    }
+    pollfd fds[2] = {{}, {ep, POLLIN, 0}};
+    while (!run.stopping() && run.poll(fds, -1) >= 0 && !fds[0].revents) {
+      epoll_event evs[16];
+      const int n = epoll_wait(ep, evs, 16, 0);
+      std::lock_guard<std::mutex> g(registry().mu);  // the sockets are valid under it
+      for (int i = 0; i < n; i++)
+        for (SideListener* l : registry().all)
+          if (l->udp_ == evs[i].data.fd && !l->yielded_) l->answer_probes();
+    }
+    ::close(ep);
+  }
+}
+
 int SideListener::get_request(std::unique_ptr<Endpoint>* ep) {
+  if (thread_after_fork_) {
+    thread_after_fork_ = false;
+    answerer().wake();
+  }
   answer_probes();
   int rc = stream_->get_request(ep);
   // Made by TcpEndpoint::make_passive (the stream listener's factory).

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/base/api.h"
+#include "core/base/service_thread.h"
 #include "core/prov/connection.h"
 
 namespace ss::prov::tcp {
@@ -32,6 +33,10 @@ class SideListener final : public Listener {
   // The UDP socket stays shared with the parent (whoever reads a probe
   // answers it, with the same port); the stream listener takes its part.
   int fork_child() override;
+  // The body of the answering thread: a peer's connect waits for the
+  // answer, so probes are answered by a thread of ours at once, not when
+  // the program next looks at its listener (a busy worker, a fork child).
+  static void answer_all(ServiceThread::Run& run);
 
  private:
   SideListener() = default;
@@ -45,6 +50,7 @@ class SideListener final : public Listener {
   int epfd_ = -1;
   uint16_t port_ = 0;       // P, the program's
   uint16_t side_port_ = 0;  // Q, ours
+  bool thread_after_fork_ = false;  // a fork child starts the answering thread at its first look
 };
 
 }  // namespace ss::prov::tcp
