@@ -596,6 +596,13 @@ bool Socket::leave_to_maker() {
   return true;
 }
 
+void Socket::fork_child() {
+  mu_.reset_in_fork_child();
+  sending_ = receiving_ = false;
+  shutting_ = 0;
+  kick_.fork_child();
+}
+
 void Socket::send_keepalive() {
   Lock lk(mu_);
   if (!(state_ & kConnected) || !ep_ || !ctrl_ready()) return;

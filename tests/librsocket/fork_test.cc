@@ -387,6 +387,49 @@ TEST_P(ForkTest, VerbsChildCannotOpenVerbsOfItsOwn) {
   expect_nothing_left(before, "after the child exited");
 }
 
+// A fork while another thread is inside a call on a connection: busy
+// polling (it holds the socket's lock throughout) or asleep (its turn as
+// the receiver taken). The child has no such thread, so nothing of that
+// call may hold the child's calls: they answer at once (tcp, shm: as any
+// inherited connection; verbs: EOPNOTSUPP) and rclose returns. The
+// parent's receiver then gets its byte.
+void fork_during_parent_recv(int family, const char* polling_us, bool verbs) {
+  ScopedEnv polling("SLIPSTREAM_RS_POLLING_TIME", polling_us);
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family, &p));
+  const int server = p.server, client = p.client;
+  std::atomic<ssize_t> got{-2};
+  std::thread receiver([&] {
+    char b;
+    got = rrecv(server, &b, 1, 0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside rrecv
+  Reaper child{fork_child([&] {
+    alarm(10);  // a call held by the parent's receiver: killed, a failure
+    char b[4];
+    const int want = verbs ? EOPNOTSUPP : EAGAIN;
+    if (rrecv(server, b, sizeof b, MSG_DONTWAIT) != -1 || errno != want) return 70;
+    pollfd pf{server, POLLOUT, 0};
+    if (rpoll(&pf, 1, 0) != 1) return 71;
+    return rclose(server) == 0 && rclose(client) == 0 ? 0 : 72;
+  })};
+  ASSERT_GT(child.pid, 0);
+  EXPECT_EQ("", wait_child(&child, 30));
+  EXPECT_EQ(1, rsend(client, "x", 1, 0)) << strerror(errno);
+  bool in_time = run_with_timeout([&] { receiver.join(); }, kCallSeconds,
+                                  [&] { rshutdown(server, SHUT_RDWR); });
+  EXPECT_TRUE(in_time) << "the parent's receiver never got its byte";
+  EXPECT_EQ(1, got.load());
+}
+
+TEST_P(ForkTest, ChildCallsNotHeldByParentThreadBusyPolling) {
+  fork_during_parent_recv(family(), "60000000", on_verbs());  // polls 60 s: locked at the fork
+}
+
+TEST_P(ForkTest, ChildCallsNotHeldByParentThreadAsleep) {
+  fork_during_parent_recv(family(), "0", on_verbs());
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, ForkTest, ::testing::ValuesIn(all_params()), param_name);
 
 }  // namespace
