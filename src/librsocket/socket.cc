@@ -572,7 +572,7 @@ void Socket::join_processes() {
   if (ep_->caps() & prov::kCapForkCopies) {
     fork::join(&share_);
   } else {
-    fork::track(this);
+    fork::track(weak_from_this());
     tracked_ = true;
   }
 }

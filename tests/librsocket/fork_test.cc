@@ -430,6 +430,51 @@ TEST_P(ForkTest, ChildCallsNotHeldByParentThreadAsleep) {
   fork_during_parent_recv(family(), "0", on_verbs());
 }
 
+// A multi-threaded child: its threads rclose inherited connections while
+// another makes the child's first call on one more (the call that cuts
+// inherited verbs connections loose, fork::resume_services): each close
+// must see its socket whole (cut loose first on verbs, never freed under
+// that clean-up), and none reaches the parent's copies, which go on.
+TEST_P(ForkTest, ChildThreadsCloseWhileFirstCallCleansUp) {
+  constexpr int kPairs = 4, kRounds = 8;
+  const Snapshot before = Snapshot::settled();
+  {
+    Pair p[kPairs];
+    for (auto& pair : p) ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &pair));
+    const bool verbs = on_verbs();
+    for (int round = 0; round < kRounds; round++) {
+      Reaper child{fork_child([&] {
+        alarm(10);
+        std::atomic<bool> go{false};
+        std::atomic<int> bad{0};
+        std::vector<std::thread> closers;
+        for (int i = 1; i < kPairs; i++)
+          closers.emplace_back([&, i] {
+            while (!go.load()) {
+            }
+            if (rclose(p[i].server) != 0 || rclose(p[i].client) != 0) bad++;
+          });
+        go = true;
+        // A call that changes nothing the parent's copy shares (its
+        // connection is in use there).
+        int err = -1;
+        socklen_t len = sizeof err;
+        if (rgetsockopt(p[0].server, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
+            err != (verbs ? EOPNOTSUPP : 0))
+          bad++;
+        for (auto& t : closers) t.join();
+        if (rclose(p[0].server) != 0 || rclose(p[0].client) != 0) bad++;
+        return bad.load() ? 80 : 0;
+      })};
+      ASSERT_GT(child.pid, 0);
+      ASSERT_EQ("", wait_child(&child, 30)) << "round " << round;
+    }
+    for (int i = 0; i < kPairs; i++)
+      expect_exchange(p[i].client, &p[i].server, 20 + i, "after the children's rclose");
+  }
+  expect_nothing_left(before, "after the children exited");
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, ForkTest, ::testing::ValuesIn(all_params()), param_name);
 
 }  // namespace
