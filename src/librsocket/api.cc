@@ -176,6 +176,10 @@ SS_EXPORT int rshutdown(int socket, int how) noexcept {
 
 SS_EXPORT int rclose(int socket) {
   return edge<Cancel::kPoint>([&] {
+    // In a fork child, an inherited verbs connection is cut loose before
+    // its close (which must not reach the parent's endpoint), and a close
+    // racing another thread's clean-up waits for it.
+    ss::rs::fork::resume_services();
     std::shared_ptr<Socket> s;
     {
       ss::rs::fork::TableGuard table;  // a fork sees it in the table and counted, or neither

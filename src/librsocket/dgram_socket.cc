@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <new>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -685,6 +686,11 @@ int DgramSocket::fcntl(int cmd, long arg) {
       return os_result(::fcntl(fd_, F_SETFD, static_cast<int>(arg) & FD_CLOEXEC));
   }
   return -ENOTSUP;
+}
+
+void DgramSocket::fork_child() {
+  new (&name_mu_) std::mutex();
+  new (&recv_mu_) std::mutex();
 }
 
 }  // namespace ss::rs

@@ -60,6 +60,8 @@ class DgramSocket final : public Pollable {
   short readiness_repeat(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool kicked) override;
+  // In a fork child: the locks a parent thread held at the fork are freed.
+  void fork_child() override;
 
  private:
   // Opens the shared-memory receive side once the socket has a name.

@@ -23,7 +23,11 @@ struct Registry {
   std::shared_mutex table_mu;  // TableGuard: shared; fork: exclusive
   std::mutex mu;               // shares
   std::vector<ProcessShare*> shares;
-  std::vector<Unforkable*> unforkable;  // also under mu
+  struct Tracked {
+    Unforkable* c;
+    std::weak_ptr<Unforkable> ref;  // taken before cutting it loose
+  };
+  std::vector<Tracked> unforkable;  // also under mu
   std::mutex resume_mu;                 // resume_services_slow, one caller at a time
   int saved_errno = 0;
 };
@@ -107,16 +111,18 @@ bool leave(ProcessShare* share) {
   return share->drop();
 }
 
-void track(Unforkable* c) {
+void track(std::weak_ptr<Unforkable> c) {
   Registry& r = registry();
+  Unforkable* raw = c.lock().get();
   std::lock_guard<std::mutex> g(r.mu);
-  r.unforkable.push_back(c);
+  r.unforkable.push_back({raw, std::move(c)});
 }
 
 void untrack(Unforkable* c) {
   Registry& r = registry();
   std::lock_guard<std::mutex> g(r.mu);
-  auto it = std::find(r.unforkable.begin(), r.unforkable.end(), c);
+  auto it = std::find_if(r.unforkable.begin(), r.unforkable.end(),
+                         [c](const Registry::Tracked& t) { return t.c == c; });
   if (it == r.unforkable.end()) return;
   *it = r.unforkable.back();
   r.unforkable.pop_back();
@@ -126,13 +132,18 @@ void resume_services_slow() {
   Registry& r = registry();
   std::lock_guard<std::mutex> resuming(r.resume_mu);
   if (!g_child_unresumed.load(std::memory_order_relaxed)) return;  // done meanwhile
-  std::vector<Unforkable*> inherited;
+  // Each held while it is cut loose: a thread of the child may rclose one
+  // meanwhile (rclose waits here first, but other ways out of the fd
+  // table, librspreload's release, do not).
+  std::vector<std::shared_ptr<Unforkable>> inherited;
   {
     std::lock_guard<std::mutex> g(r.mu);
-    inherited.swap(r.unforkable);
+    for (const Registry::Tracked& t : r.unforkable)
+      if (auto c = t.ref.lock()) inherited.push_back(std::move(c));
+    r.unforkable.clear();
   }
   size_t left = 0;
-  for (Unforkable* c : inherited) left += c->leave_to_maker();
+  for (const auto& c : inherited) left += c->leave_to_maker();
   if (left)
     SS_WARN("rsocket: fork child %d: %zu inherited verbs connection(s) stay with the process "
             "that made them; here they fail with EOPNOTSUPP (rsocket(7), Fork)",

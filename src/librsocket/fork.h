@@ -12,6 +12,7 @@
 // (Listeners shared by fork: listen_service.h.)
 #pragma once
 #include <atomic>
+#include <memory>
 #include <shared_mutex>
 
 #include "core/base/process_share.h"
@@ -48,7 +49,9 @@ class Unforkable {
   // In a fork child: lets go of the maker's objects; true when it did.
   virtual bool leave_to_maker() = 0;
 };
-void track(Unforkable* c);
+// `c` is held by reference while resume_services_slow cuts it loose, so
+// an rclose in another thread of the child cannot free it under the walk.
+void track(std::weak_ptr<Unforkable> c);
 void untrack(Unforkable* c);
 
 // Set in a fork child until the first call that resumes services there.

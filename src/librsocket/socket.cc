@@ -591,7 +591,7 @@ void Socket::join_processes() {
   if (ep_->caps() & prov::kCapForkCopies) {
     fork::join(&share_);
   } else {
-    fork::track(this);
+    fork::track(weak_from_this());
     tracked_ = true;
   }
 }
@@ -613,6 +613,13 @@ bool Socket::leave_to_maker() {
   resolving_ = reply_pending_ = false;
   kick_waiters();
   return true;
+}
+
+void Socket::fork_child() {
+  mu_.reset_in_fork_child();
+  sending_ = receiving_ = false;
+  shutting_ = 0;
+  kick_.fork_child();
 }
 
 void Socket::send_keepalive() {

@@ -161,6 +161,13 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // fork::Unforkable: in a fork child, the maker's endpoint is let go of
   // (never used nor destroyed) and the connection fails with EOPNOTSUPP.
   bool leave_to_maker() override;
+  // Pollable: in a fork child, mu_ held by a parent thread at the fork
+  // (busy-polling, or anywhere under the lock) is freed, and that thread's
+  // turn or shutdown under way forgotten: the child's calls, rclose
+  // included, then follow the fork rules above instead of waiting for
+  // ever. (The state is as that thread left it, perhaps mid-step, as a
+  // kernel socket's user-space buffers are at any fork.)
+  void fork_child() override;
 
   // Linger service: one step of a graceful close (close.cc); true once the
   // connection is finished (and, after rclose, everything released).

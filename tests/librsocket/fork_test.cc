@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -385,6 +386,105 @@ TEST_P(ForkTest, VerbsChildCannotOpenVerbsOfItsOwn) {
     ASSERT_EQ("", wait_child(&child, 30));
   }
   expect_nothing_left(before, "after the child exited");
+}
+
+// A fork while another thread is inside a call on a connection: busy
+// polling (it holds the socket's lock throughout) or asleep (its turn as
+// the receiver taken). The child has no such thread, so nothing of that
+// call may hold the child's calls: they answer at once (tcp, shm: as any
+// inherited connection; verbs: EOPNOTSUPP) and rclose returns. The
+// parent's receiver then gets its byte.
+void fork_during_parent_recv(int family, const char* polling_us, bool verbs) {
+  ScopedEnv polling("SLIPSTREAM_RS_POLLING_TIME", polling_us);
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family, &p));
+  const int server = p.server, client = p.client;
+  std::atomic<ssize_t> got{-2};
+  std::thread receiver([&] {
+    char b;
+    got = rrecv(server, &b, 1, 0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // inside rrecv
+  Reaper child{fork_child([&] {
+    alarm(10);  // a call held by the parent's receiver: killed, a failure
+    char b[4];
+    const int want = verbs ? EOPNOTSUPP : EAGAIN;
+    if (rrecv(server, b, sizeof b, MSG_DONTWAIT) != -1 || errno != want) return 70;
+    pollfd pf{server, POLLOUT, 0};
+    if (rpoll(&pf, 1, 0) != 1) return 71;
+    return rclose(server) == 0 && rclose(client) == 0 ? 0 : 72;
+  })};
+  ASSERT_GT(child.pid, 0);
+  EXPECT_EQ("", wait_child(&child, 30));
+  EXPECT_EQ(1, rsend(client, "x", 1, 0)) << strerror(errno);
+  bool in_time = run_with_timeout([&] { receiver.join(); }, kCallSeconds,
+                                  [&] { rshutdown(server, SHUT_RDWR); });
+  EXPECT_TRUE(in_time) << "the parent's receiver never got its byte";
+  EXPECT_EQ(1, got.load());
+}
+
+TEST_P(ForkTest, ChildCallsNotHeldByParentThreadBusyPolling) {
+  fork_during_parent_recv(family(), "60000000", on_verbs());  // polls 60 s: locked at the fork
+}
+
+TEST_P(ForkTest, ChildCallsNotHeldByParentThreadAsleep) {
+  fork_during_parent_recv(family(), "0", on_verbs());
+}
+
+// A multi-threaded child: its threads rclose inherited connections while
+// another makes the child's first call on one more (the call that cuts
+// inherited verbs connections loose, fork::resume_services): each close
+// must see its socket whole (cut loose first on verbs, never freed under
+// that clean-up), and none reaches the parent's copies, which go on.
+TEST_P(ForkTest, ChildThreadsCloseWhileFirstCallCleansUp) {
+  constexpr int kPairs = 4, kRounds = 8;
+  const Snapshot before = Snapshot::settled();
+  {
+    Pair p[kPairs];
+    for (auto& pair : p) ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &pair));
+    const bool verbs = on_verbs();
+    for (int round = 0; round < kRounds; round++) {
+      Reaper child{fork_child([&] {
+        alarm(10);
+        // verbs: the warning that counts the connections cut loose goes
+        // here (every one, closed or not, is cut loose before its close).
+        const int log = verbs ? memfd_create("child-stderr", 0) : -1;
+        if (verbs && (log < 0 || dup2(log, 2) != 2)) return 81;
+        std::atomic<bool> go{false};
+        std::atomic<int> bad{0};
+        std::vector<std::thread> closers;
+        for (int i = 1; i < kPairs; i++)
+          closers.emplace_back([&, i] {
+            while (!go.load()) {
+            }
+            if (rclose(p[i].server) != 0 || rclose(p[i].client) != 0) bad++;
+          });
+        go = true;
+        // A call that changes nothing the parent's copy shares (its
+        // connection is in use there).
+        int err = -1;
+        socklen_t len = sizeof err;
+        if (rgetsockopt(p[0].server, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
+            err != (verbs ? EOPNOTSUPP : 0))
+          bad++;
+        for (auto& t : closers) t.join();
+        if (rclose(p[0].server) != 0 || rclose(p[0].client) != 0) bad++;
+        if (bad.load()) return 80;
+        if (verbs) {
+          char text[4096] = {};
+          if (pread(log, text, sizeof text - 1, 0) < 0) return 82;
+          const std::string want = ": " + std::to_string(2 * kPairs) + " inherited verbs connection";
+          if (!strstr(text, want.c_str())) return 83;  // a close reached an endpoint first
+        }
+        return 0;
+      })};
+      ASSERT_GT(child.pid, 0);
+      ASSERT_EQ("", wait_child(&child, 30)) << "round " << round;
+    }
+    for (int i = 0; i < kPairs; i++)
+      expect_exchange(p[i].client, &p[i].server, 20 + i, "after the children's rclose");
+  }
+  expect_nothing_left(before, "after the children exited");
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, ForkTest, ::testing::ValuesIn(all_params()), param_name);

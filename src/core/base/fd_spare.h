@@ -7,9 +7,12 @@
 
 namespace ss {
 
-// 0 when `n` descriptors can be made now; -EMFILE or -ENFILE when not (the
-// probe's descriptors are closed again at once). Another thread may take
-// them meanwhile: the step itself must still handle the shortage.
+// 0 when `n` descriptor numbers are free below RLIMIT_NOFILE; -EMFILE
+// when not. The probe makes no descriptor (a probe that did would take
+// the last free numbers from another thread's socket() or eventfd for a
+// moment: a passing EMFILE there). The system-wide limit (ENFILE) is not
+// seen, and another thread may take the numbers meanwhile: the step
+// itself must still handle the shortage.
 int descriptor_shortage(int n = 1);
 
 }  // namespace ss

@@ -99,8 +99,26 @@ FdTable::~FdTable() {
 FdTable& FdTable::instance() {
   // Leaked on purpose: descriptors may be used from atexit handlers and
   // static destructors of the application.
-  static FdTable* table = new FdTable();
+  static FdTable* table = [] {
+    auto* t = new FdTable();
+    // After urcu's handlers (the constructor's): in the child, ours runs
+    // after urcu's and before those of the faces, which use the objects.
+    pthread_atfork(nullptr, nullptr, [] { instance().fork_child(); });
+    return t;
+  }();
   return *table;
+}
+
+void FdTable::fork_child() {
+  // One thread: no reader nor writer runs, and a parent thread that was
+  // inserting or removing left write_mu_ held.
+  new (&write_mu_) std::mutex();
+  for (auto& c : chunks_) {
+    Chunk* chunk = c.load(std::memory_order_relaxed);
+    if (!chunk) continue;
+    for (auto& s : chunk->slots)
+      if (Node* n = s.load(std::memory_order_relaxed); n && n->pollable) n->pollable->fork_child();
+  }
 }
 
 std::atomic<FdTable::Node*>* FdTable::slot(int fd) const {

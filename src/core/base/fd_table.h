@@ -113,6 +113,10 @@ class FdTable {
   // when none), *kind and *pollable.
   std::shared_ptr<void> read_slot(int fd, FdKind* kind, Pollable** pollable) const;
 
+  // In a fork child (the process table's atfork handler): each entry's
+  // Pollable::fork_child, and write_mu_ made free.
+  void fork_child();
+
   std::mutex write_mu_;  // insert/remove
   std::atomic<uint64_t> gen_{0};
   std::atomic<Chunk*> chunks_[kMaxFds / kChunkSize] = {};

@@ -33,6 +33,9 @@ class FutexMutex {
   void unlock() {
     if (__builtin_expect(state_.exchange(0, std::memory_order_release) == 2, 0)) wake();
   }
+  // In a fork child (one thread): unlocked, whoever held it in the parent
+  // (that thread does not exist here).
+  void reset_in_fork_child() { state_.store(0, std::memory_order_relaxed); }
 
  private:
   // 0 free, 1 locked, 2 locked with (possible) sleepers.

@@ -30,6 +30,12 @@ void Kick::leave(bool kicked) {
   }
 }
 
+void Kick::fork_child() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  waiters_ = 0;
+}
+
 void Kick::signal() {
   uint64_t one = 1;
   if (fd_ >= 0 && ::write(fd_, &one, sizeof one) < 0) SS_DEBUG("kick failed");

@@ -33,6 +33,10 @@ class Kick {
   // spurious wake-up.
   SS_API void leave(bool kicked);
   int fd() const { return fd_; }
+  // In a fork child (one thread): the parent's sleepers are not ours, and
+  // the inherited eventfd is the parent's too (its kicks would wake us,
+  // our drains would eat its kicks): forgotten; the next join makes one.
+  SS_API void fork_child();
 
   // One sleep of a blocking call on `target` (what the object's own events
   // wake) and this kick, the owner's lock `lk` released meanwhile, for at

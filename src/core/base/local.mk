@@ -48,6 +48,7 @@ core_unit_tests_SOURCES += \
 	tests/core/base_config_test.cc \
 	tests/core/base_epoll_set_test.cc \
 	tests/core/base_fd_passing_test.cc \
+	tests/core/base_fd_spare_test.cc \
 	tests/core/base_fd_table_test.cc \
 	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \

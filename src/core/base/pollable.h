@@ -52,6 +52,12 @@ class Pollable {
   // epoll set adding it then puts it in its kernel part, where the kernel
   // keeps its edge and one-shot state.
   virtual bool kernel_served() { return false; }
+  // In a fork child, from the fd table's child handler (one thread, before
+  // any call): a lock another thread of the parent held at the fork is
+  // inherited held, and no thread of this process will ever release it;
+  // the object resets such locks and whatever marks a parent thread's call
+  // under way (a turn taken, a sleeper counted). Optional.
+  virtual void fork_child() {}
 
  protected:
   // Owned through the fd table's shared_ptr, never deleted as a Pollable;
