@@ -44,6 +44,8 @@ KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool 
       type(type_),
       protocol(protocol_),
       created_blocking(blocking),
+      ring_logic(settings::ring_allocation_logic(settings::Id::kRingAllocationLogicRx),
+                 settings::ring_allocation_logic(settings::Id::kRingAllocationLogicTx)),
       wanted_(d.wanted),
       why_(d.why) {
   stats::Publisher* p = socket_stats();

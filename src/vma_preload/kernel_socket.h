@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/base/pollable.h"
+#include "libvmacompat/ring_logic.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
 #include "vma_preload/udp_multicast.h"
@@ -74,6 +75,7 @@ struct KernelSocket final : Pollable {
   stats::SocketStats stats;  // empty when every block is taken
   McastState mcast;          // memberships and send options (udp_multicast.h)
   RxExtras rx_extras;        // the Extra API's (zcopy.cc); before offload_owner_
+  RingLogic ring_logic;      // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)
   // An error the offloaded path met after recvmmsg's first datagram: the
   // kernel keeps such an error for the socket's next recvmmsg (0: none).
   std::atomic<int> late_error{0};

@@ -47,6 +47,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_addr.h"
+
 static int failures;
 static void check(int ok, const char* fmt, ...) {
   va_list ap;
@@ -57,24 +59,6 @@ static void check(int ok, const char* fmt, ...) {
   fflush(stdout);
   va_end(ap);
   if (!ok) failures++;
-}
-
-static socklen_t make_addr(const char* ip, unsigned short port, struct sockaddr_storage* ss) {
-  memset(ss, 0, sizeof *ss);
-  struct sockaddr_in6* s6 = (struct sockaddr_in6*)ss;
-  struct sockaddr_in* s4 = (struct sockaddr_in*)ss;
-  if (inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1) {
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons(port);
-    return sizeof *s6;
-  }
-  if (inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons(port);
-    return sizeof *s4;
-  }
-  fprintf(stderr, "bad address %s\n", ip);
-  exit(2);
 }
 
 /* Datagram i of a burst: "TAG i" then a pattern of its own, burst_len(i) bytes. */

@@ -13,6 +13,6 @@ SS_API bool has_local_port(int sock);
 bool is_local_address(const sockaddr* dst, socklen_t len);
 // Binds an unbound `sock` to the wildcard of its family and an ephemeral
 // port, as listen(2) would (a provider may need the port before it listens).
-int bind_if_unbound(int sock);
+SS_API int bind_if_unbound(int sock);
 
 }  // namespace ss::prov
