@@ -80,12 +80,12 @@ thread_local const KernelSocket* t_counted = nullptr;
 }  // namespace
 
 short KernelSocket::look(short events, bool kernel) {
-  short r = 0;
+  short r = late_error.load(std::memory_order_relaxed) ? POLLERR : 0;
   UdpOffload* o = offload();
   const bool counted = t_counted == this;
   t_counted = nullptr;
   if (o && (events & POLLIN) && (counted ? o->queued() : o->ring_readable())) {
-    r = POLLIN;
+    r |= POLLIN;
     if (events == POLLIN) return r;  // no syscall when the rings answer
   }
   if (!kernel) return r;

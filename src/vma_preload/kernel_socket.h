@@ -77,8 +77,15 @@ struct KernelSocket final : Pollable {
   RxExtras rx_extras;        // the Extra API's (zcopy.cc); before offload_owner_
   RingLogic ring_logic;      // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)
   // An error the offloaded path met after recvmmsg's first datagram: the
-  // kernel keeps such an error for the socket's next recvmmsg (0: none).
+  // kernel keeps such an error as the socket's sk_err, which its next
+  // receive of any kind, or getsockopt(SO_ERROR), reports and clears, and
+  // poll shows as POLLERR meanwhile (0: none).
   std::atomic<int> late_error{0};
+  int take_late_error() {
+    return late_error.load(std::memory_order_relaxed)
+               ? late_error.exchange(0, std::memory_order_relaxed)
+               : 0;
+  }
 
  private:
   std::mutex offload_mu_;

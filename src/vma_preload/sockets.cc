@@ -72,6 +72,15 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
   }
   if (level == SOL_SOCKET)
     if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
+  // An error recvmmsg kept (kernel_socket.h) is the socket's SO_ERROR.
+  if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int) &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      if (const int e = s->take_late_error()) {
+        *static_cast<int*>(val) = e;
+        *len = sizeof(int);
+        return 0;
+      }
   return real().getsockopt(fd, level, name, val, len);
 }
 

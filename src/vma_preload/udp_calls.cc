@@ -95,14 +95,12 @@ ssize_t send_path(int fd, const msghdr* m, int flags) {
 SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_path(fd, m, flags); }
 
 // An offloaded socket's batch: each entry through its offloaded path (the
-// rings, then its kernel socket), with the kernel's rules (interpose/mmsg.h).
+// rings, then its kernel socket), with the kernel's rules (interpose/mmsg.h);
+// an error after the first datagram is kept for the socket's next receive
+// (KernelSocket::late_error).
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
   const auto s = record(fd);
   if (!s || !s->offload()) return real().recvmmsg(fd, v, vlen, flags, tmo);
-  if (const int e = s->late_error.exchange(0, std::memory_order_relaxed)) {
-    errno = e;
-    return -1;
-  }
   int late = 0;
   const int r = ss::interpose::recvmmsg_each(v, vlen, flags, tmo, &late,
                                              [&](msghdr* m, int f) { return off_recv(*s, m, f); });

@@ -248,6 +248,10 @@ int UdpOffload::wait(int timeout_ms, bool restartable) {
 }
 
 ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram* zcopy) {
+  if (const int e = s.take_late_error()) {  // before any datagram, as the kernel's sk_err
+    errno = e;
+    return -1;
+  }
   if (flags & MSG_PEEK) zcopy = nullptr;  // a peek copies
   using clock = std::chrono::steady_clock;
   const int64_t ratio = vs::get(vs::Id::kRxUdpPollOsRatio);

@@ -13,6 +13,10 @@
 #         the program).
 #  rings: SO_VMA_RING_ALLOC_LOGIC's errnos and accepted values, the value
 #         kept (the debug line), the same ring fds for every logic.
+#  lateerr: (IPv4 and IPv6) an error recvmmsg meets after a datagram of the
+#         rings is the socket's until reported: POLLERR, then the next recv
+#         or SO_ERROR, once (the kernel's order would report the error
+#         before the datagram, so this case runs preloaded only).
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_extras.sh
 set -u
@@ -90,6 +94,10 @@ for fam in 4 6; do
   done
   [ $((off + os)) = 3 ]
   check "dummy IPv$fam: the records count the 3 real datagrams sent, apart ($off offloaded, $os by the kernel)" $?
+done
+
+for fam in 4 6; do
+  run lateerr $fam info
 done
 
 run rings 4 debug

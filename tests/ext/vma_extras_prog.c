@@ -18,6 +18,11 @@
  *       before bind too; getsockopt and a TCP socket the kernel's
  *       ENOPROTOOPT; sockets with different logics have the same ring fds
  *       and still receive.
+ *   lateerr ADDR PORT PEER PEERPORT
+ *       an error recvmmsg meets after its first datagram (a port
+ *       unreachable, IP_RECVERR) is kept as the kernel keeps it: poll
+ *       shows POLLERR, the next recv reports it once, or SO_ERROR does
+ *       (not one of the Extra API's: it needs the rings, as above).
  * Prints "FAIL: ..." per failure, then "PASS: N failure(s)" (N = 0 only
  * when every check passed). */
 #define _GNU_SOURCE
@@ -25,6 +30,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,10 +309,94 @@ static int mode_rings(const char *ip, unsigned short port)
 	return 0;
 }
 
+/* One round of mode lateerr: a datagram from the peer on the rings, then
+ * an ICMP port unreachable on the socket (IP_RECVERR/IPV6_RECVERR), then
+ * recvmmsg of 2 takes the datagram and meets the error after it. */
+static int late_round(int x, const char *what)
+{
+	struct sockaddr_storage closed = peer;
+	struct mmsghdr v[2];
+	struct iovec iov[2];
+	char bufs[2][2048];
+	int r;
+
+	if (closed.ss_family == AF_INET)
+		((struct sockaddr_in *)&closed)->sin_port = htons(9);
+	else
+		((struct sockaddr_in6 *)&closed)->sin6_port = htons(9);
+	sendto(x, "burst 1 late", 12, 0, (struct sockaddr *)&peer, peer_len);
+	sendto(x, "nobody", 6, 0, (struct sockaddr *)&closed, peer_len);
+	/* Events 0: only POLLERR (the ICMP came), then POLLIN (the datagram). */
+	struct pollfd p = {x, 0, 0};
+	r = poll(&p, 1, 20000);
+	expect(r == 1 && (p.revents & POLLERR), "%s: the port unreachable arrives (POLLERR)", what);
+	/* POLLERR alone ends a poll at once until the datagram is there. */
+	p.events = POLLIN;
+	for (int i = 0; i < 20000; i++) {
+		r = poll(&p, 1, 20000);
+		if (r != 1 || (p.revents & POLLIN))
+			break;
+		usleep(1000);
+	}
+	expect(r == 1 && (p.revents & POLLIN), "%s: the datagram arrives", what);
+	memset(v, 0, sizeof v);
+	for (int i = 0; i < 2; i++) {
+		iov[i] = (struct iovec){bufs[i], sizeof bufs[i]};
+		v[i].msg_hdr.msg_iov = &iov[i];
+		v[i].msg_hdr.msg_iovlen = 1;
+	}
+	errno = 0;
+	r = recvmmsg(x, v, 2, MSG_DONTWAIT, NULL);
+	expect(r == 1 && !strncmp(bufs[0], "late 0", 6),
+	       "%s: recvmmsg gives the datagram, then meets the error (%d, %s)", what, r,
+	       strerror(errno));
+	p.events = POLLIN;
+	r = poll(&p, 1, 0);
+	expect(r == 1 && p.revents == POLLERR, "%s: poll shows the kept error alone (0x%x)", what,
+	       (unsigned)p.revents);
+	return r;
+}
+
+/* The error recvmmsg meets after its first datagram is the socket's, as the
+ * kernel keeps it: the next receive of any kind reports it, or SO_ERROR. */
+static int mode_lateerr(const char *ip, unsigned short port)
+{
+	const int fam = peer.ss_family, on = 1;
+	char in[64];
+	int err, val;
+	socklen_t len = sizeof val;
+	ssize_t r;
+
+	int x = udp(fam, ip, port);
+	if (fam == AF_INET)
+		setsockopt(x, IPPROTO_IP, IP_RECVERR, &on, sizeof on);
+	else
+		setsockopt(x, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof on);
+	late_round(x, "recv");
+	r = recv(x, in, sizeof in, MSG_DONTWAIT);
+	err = errno;
+	expect_err(r, err, ECONNREFUSED, "recv after it reports the kept error");
+	r = recv(x, in, sizeof in, MSG_DONTWAIT);
+	err = errno;
+	expect_err(r, err, EAGAIN, "once");
+	expect(getsockopt(x, SOL_SOCKET, SO_ERROR, &val, &len) == 0 && val == 0,
+	       "SO_ERROR is clear then (%d)", val);
+
+	late_round(x, "SO_ERROR");
+	len = sizeof val;
+	expect(getsockopt(x, SOL_SOCKET, SO_ERROR, &val, &len) == 0 && val == ECONNREFUSED &&
+		       len == sizeof val,
+	       "getsockopt(SO_ERROR) gives the kept error (%d)", val);
+	r = recv(x, in, sizeof in, MSG_DONTWAIT);
+	err = errno;
+	expect_err(r, err, EAGAIN, "and clears it: recv");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
-		fprintf(stderr, "usage: %s dummy|rings ADDR PORT PEER PEERPORT\n", argv[0]);
+		fprintf(stderr, "usage: %s dummy|rings|lateerr ADDR PORT PEER PEERPORT\n", argv[0]);
 		return 2;
 	}
 	api = vma_get_api();
@@ -320,6 +410,8 @@ int main(int argc, char **argv)
 		mode_dummy(argv[2], port);
 	else if (!strcmp(argv[1], "rings"))
 		mode_rings(argv[2], port);
+	else if (!strcmp(argv[1], "lateerr"))
+		mode_lateerr(argv[2], port);
 	else
 		return 2;
 	printf("PASS: %d failure(s)\n", fails);
