@@ -113,6 +113,10 @@ void track_socket(int fd, int domain, int type, int protocol);
 void socket_bound(int fd);
 // Drops fd's record, if any (close()).
 void untrack_socket(int fd);
+// A number the kernel gave out again (socket, socketpair, pipe, open,
+// creat: new_fds.cc) whose record is stale (closed behind the preload's
+// back): the record loses the number, closing nothing.
+void drop_stale(int fd);
 // close() of a recorded socket's number (dup_calls.cc): the socket's
 // record and kernel socket go with its last number.
 int close_recorded(int fd);

@@ -29,7 +29,11 @@ namespace vp = ss::vma::preload;
 SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
   vp::start();
   const int fd = real().socket(domain, type, protocol);
-  if (fd >= 0) vp::edge_quiet("socket", fd, [&] { vp::track_socket(fd, domain, type, protocol); });
+  if (fd >= 0)
+    vp::edge_quiet("socket", fd, [&] {
+      vp::drop_stale(fd);
+      vp::track_socket(fd, domain, type, protocol);
+    });
   return fd;
 }
 

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -639,11 +640,15 @@ static void vforks(const char* ip, unsigned short port) {
 
 /* ---- eintr ---- */
 static int g_alarm_fd = -1;
+/* The ask goes out by the raw system call: a handler that runs while the
+ * preload's receive spins holding its rings' locks must not call back
+ * into the preload's send on those rings (libvma(7), BUGS). */
 static void on_alarm(int sig) {
   (void)sig;
   if (g_alarm_fd >= 0) {
     const char msg[] = "burst 1 R";
-    sendto(g_alarm_fd, msg, sizeof msg - 1, 0, (struct sockaddr*)&g_peer, g_peer_len);
+    syscall(SYS_sendto, g_alarm_fd, msg, sizeof msg - 1, 0, (struct sockaddr*)&g_peer,
+            g_peer_len);
   }
 }
 

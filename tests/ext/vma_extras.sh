@@ -17,6 +17,9 @@
 #         rings is the socket's until reported: POLLERR, then the next recv
 #         or SO_ERROR, once (the kernel's order would report the error
 #         before the datagram, so this case runs preloaded only).
+#  stale: a socket on the rings closed by a raw syscall, its number back
+#         from pipe, open, socketpair and socket: the new descriptor's, and
+#         the port on the rings again (the stale record dropped).
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_extras.sh
 set -u
@@ -99,6 +102,8 @@ done
 for fam in 4 6; do
   run lateerr $fam info
 done
+
+run stale 4 info
 
 run rings 4 debug
 [ $((b_in1 - b_in0)) = 3 ]

@@ -23,11 +23,17 @@
  *       unreachable, IP_RECVERR) is kept as the kernel keeps it: poll
  *       shows POLLERR, the next recv reports it once, or SO_ERROR does
  *       (not one of the Extra API's: it needs the rings, as above).
+ *   stale ADDR PORT PEER PEERPORT
+ *       a socket on the rings closed by a raw close system call, its
+ *       number given out again by pipe, open, socketpair, socket: the
+ *       number is the new descriptor's (data checked), and the port is
+ *       the rings' again (the stale record dropped).
  * Prints "FAIL: ..." per failure, then "PASS: N failure(s)" (N = 0 only
  * when every check passed). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -393,10 +400,71 @@ static int mode_lateerr(const char *ip, unsigned short port)
 	return 0;
 }
 
+/* A socket on the rings closed behind the preload (a raw close system
+ * call): whether a new socket bound at its port is on the rings (its old
+ * record gave the port back). */
+static int rebind_offloaded(int fam, const char *ip, unsigned short port)
+{
+	int n = udp(fam, ip, port);
+	int rings = api->get_socket_rings_num(n);
+
+	close(n);
+	return rings >= 1;
+}
+
+static int raw_closed_socket(int fam, const char *ip, unsigned short port)
+{
+	int s = udp(fam, ip, port);
+
+	expect(api->get_socket_rings_num(s) >= 1, "fd %d is on the rings", s);
+	syscall(SYS_close, s);
+	return s;
+}
+
+/* Numbers the kernel gives out again after a raw close (libvma purges its
+ * stale object in socket, pipe, open, creat, socketpair). */
+static int mode_stale(const char *ip, unsigned short port)
+{
+	const int fam = peer.ss_family;
+	char c = 0;
+	int p[2];
+
+	int s = raw_closed_socket(fam, ip, port);
+	expect(pipe(p) == 0 && p[0] == s, "pipe takes the number back (%d, %d)", p[0], s);
+	expect(write(p[1], "x", 1) == 1 && read(p[0], &c, 1) == 1 && c == 'x',
+	       "the number is the pipe's: read gives what was written");
+	expect(rebind_offloaded(fam, ip, port), "the port is the rings' again after pipe");
+	close(p[0]);
+	close(p[1]);
+
+	s = raw_closed_socket(fam, ip, port);
+	int f = open("/dev/null", O_RDONLY);
+	expect(f == s && read(f, &c, 1) == 0, "open takes the number back, read is /dev/null's EOF");
+	expect(rebind_offloaded(fam, ip, port), "the port is the rings' again after open");
+	close(f);
+
+	s = raw_closed_socket(fam, ip, port);
+	int sv[2];
+	expect(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0 && sv[0] == s, "socketpair takes it back");
+	expect(write(sv[1], "y", 1) == 1 && read(sv[0], &c, 1) == 1 && c == 'y',
+	       "the number is the socketpair's");
+	expect(rebind_offloaded(fam, ip, port), "the port is the rings' again after socketpair");
+	close(sv[0]);
+	close(sv[1]);
+
+	s = raw_closed_socket(fam, ip, port);
+	int n = udp(fam, ip, port);
+	expect(n == s && api->get_socket_rings_num(n) >= 1,
+	       "socket takes it back and binds the port on the rings (%d rings)",
+	       api->get_socket_rings_num(n));
+	real_echo(n, "real n", "the new socket at the number");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
-		fprintf(stderr, "usage: %s dummy|rings|lateerr ADDR PORT PEER PEERPORT\n", argv[0]);
+		fprintf(stderr, "usage: %s dummy|rings|lateerr|stale ADDR PORT PEER PEERPORT\n", argv[0]);
 		return 2;
 	}
 	api = vma_get_api();
@@ -412,6 +480,8 @@ int main(int argc, char **argv)
 		mode_rings(argv[2], port);
 	else if (!strcmp(argv[1], "lateerr"))
 		mode_lateerr(argv[2], port);
+	else if (!strcmp(argv[1], "stale"))
+		mode_stale(argv[2], port);
 	else
 		return 2;
 	printf("PASS: %d failure(s)\n", fails);
