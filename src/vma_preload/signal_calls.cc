@@ -2,7 +2,10 @@
 // program installs is kept per signal, and the kernel is given a
 // trampoline (SA_SIGINFO, the program's other flags and mask) that counts
 // it on the running thread and calls it. What sigaction reports back is
-// the program's handler, never the trampoline. Faults (SIGSEGV, SIGBUS
+// the program's handler and flags, never the trampoline's. With
+// VMA_HANDLE_SIGINTR=1 a SIGINT handler is installed without SA_RESTART,
+// as libvma's own handler in front of it is, so SIGINT ends a blocking
+// call (EINTR) whatever the program asked. Faults (SIGSEGV, SIGBUS
 // ...) are left alone: they reach a thread in its own code, never in a
 // spin it could be told about, and sanitizers own them.
 #include <signal.h>
@@ -12,7 +15,9 @@
 
 #include "interpose/export.h"
 #include "interpose/real.h"
+#include "libvmacompat/settings.h"
 #include "vma_preload/signals.h"
+#include "vma_preload/start.h"
 
 using ss::interpose::real;
 
@@ -23,7 +28,7 @@ using Handler = void (*)(int, siginfo_t*, void*);
 
 struct Slot {
   std::atomic<Handler> handler{nullptr};  // the program's (null: none of its own)
-  std::atomic<bool> siginfo{false};       // installed with SA_SIGINFO
+  std::atomic<int> flags{0};              // the program's sa_flags
 };
 Slot g_slots[NSIG];
 
@@ -57,6 +62,13 @@ bool is_handler(const struct sigaction& a) {
   return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;  // the same union
 }
 
+// VMA_HANDLE_SIGINTR: libvma installs the program's SIGINT handler behind
+// one of its own without SA_RESTART, so SIGINT ends blocking calls.
+bool handle_sigintr() {
+  start();
+  return settings::get(settings::Id::kHandleSigintr) != 0;
+}
+
 }  // namespace
 
 uint64_t handlers_ran() { return t_ran; }
@@ -77,7 +89,7 @@ SS_PRELOAD_EXPORT int sigaction(int sig, const struct sigaction* act, struct sig
   if (!vp::wrapped(sig)) return real().sigaction(sig, act, old);
   vp::Slot& slot = vp::g_slots[sig];
   const vp::Handler before = slot.handler.load(std::memory_order_acquire);
-  const bool before_info = slot.siginfo.load(std::memory_order_relaxed);
+  const int before_flags = slot.flags.load(std::memory_order_relaxed);
   struct sigaction mine;
   const struct sigaction* give = act;
   const bool handler = act && vp::is_handler(*act);
@@ -85,7 +97,8 @@ SS_PRELOAD_EXPORT int sigaction(int sig, const struct sigaction* act, struct sig
     mine = *act;
     mine.sa_sigaction = vp::trampoline;
     mine.sa_flags |= SA_SIGINFO;
-    slot.siginfo.store(act->sa_flags & SA_SIGINFO, std::memory_order_relaxed);
+    if (sig == SIGINT && vp::handle_sigintr()) mine.sa_flags &= ~SA_RESTART;
+    slot.flags.store(act->sa_flags, std::memory_order_relaxed);
     slot.handler.store(vp::handler_of(*act), std::memory_order_release);  // before the kernel calls it
     give = &mine;
   }
@@ -93,14 +106,14 @@ SS_PRELOAD_EXPORT int sigaction(int sig, const struct sigaction* act, struct sig
   if (r < 0) {
     if (handler) {
       slot.handler.store(before, std::memory_order_release);
-      slot.siginfo.store(before_info, std::memory_order_relaxed);
+      slot.flags.store(before_flags, std::memory_order_relaxed);
     }
     return r;
   }
   if (act && !handler) slot.handler.store(nullptr, std::memory_order_release);
   if (old && vp::handler_of(*old) == vp::trampoline) {
     old->sa_sigaction = before;
-    if (!before_info) old->sa_flags &= ~SA_SIGINFO;
+    old->sa_flags = before_flags;
   }
   return r;
 }

@@ -20,6 +20,8 @@
 #  stale: a socket on the rings closed by a raw syscall, its number back
 #         from pipe, open, socketpair and socket: the new descriptor's, and
 #         the port on the rings again (the stale record dropped).
+#  sigint: a SIGINT handler with SA_RESTART, a receive pestered by SIGINT:
+#         restarted to its datagram; EINTR with VMA_HANDLE_SIGINTR=1.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_extras.sh
 set -u
@@ -28,7 +30,7 @@ A=ss-ea-$$ Z=ss-eb-$$
 IP4=10.223.0.1 IP4B=10.223.0.2 IP6=fd00:223::1 IP6B=fd00:223::2
 . "$(dirname "$0")/vma_pair.sh"
 
-header_prog vma_extras_prog.c
+header_prog vma_extras_prog.c -lpthread
 PEER=$T/peer-prog
 "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror "$here/vma_calls.c" -o "$PEER" >"$T/cc.log" 2>&1 ||
   { cat "$T/cc.log"; echo "ERROR: $name: the peer did not build"; exit 99; }
@@ -65,7 +67,7 @@ run() {
   [ "$fam" = 6 ] && addr=$IP6 peer=$IP6B
   port=$((port + 4))
   a_out0=$(udp_count "$A" Out "$fam") b_in0=$(udp_count "$Z" In "$fam")
-  ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
+  ip netns exec "$A" env ${PRE_ENV:-} LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
     VMA_TRACELEVEL="$level" timeout 60 "$PROG" "$mode" "$addr" $port "$peer" $PEERPORT \
     >"$T/out" 2>"$T/err"
   rc=$?
@@ -74,7 +76,7 @@ run() {
   [ $rc = 0 ] || echo "  exit $rc: $(tail -5 "$T/err")"
   echo "  kernel UDP: A out $a_out0 -> $a_out1, B in $b_in0 -> $b_in1"
   [ $rc = 0 ] && has "$T/out" "^PASS: 0 failure"
-  check "$mode IPv$fam: every check of the program" $?
+  check "$mode IPv$fam${PRE_ENV:+ ($PRE_ENV)}: every check of the program" $?
   has "$T/err" "ea: UDP offloaded on"
   check "$mode IPv$fam: the netdev has rings" $?
 }
@@ -104,6 +106,8 @@ for fam in 4 6; do
 done
 
 run stale 4 info
+run sigint 4 info
+PRE_ENV=VMA_HANDLE_SIGINTR=1 run sigint 4 info
 
 run rings 4 debug
 [ $((b_in1 - b_in0)) = 3 ]

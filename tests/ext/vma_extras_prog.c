@@ -28,6 +28,10 @@
  *       number given out again by pipe, open, socketpair, socket: the
  *       number is the new descriptor's (data checked), and the port is
  *       the rings' again (the stale record dropped).
+ *   sigint ADDR PORT PEER PEERPORT
+ *       a SIGINT handler with SA_RESTART (sigaction reports it as set) and
+ *       a blocking receive pestered by SIGINT: restarted until the
+ *       datagram comes, or EINTR with VMA_HANDLE_SIGINTR=1.
  * Prints "FAIL: ..." per failure, then "PASS: N failure(s)" (N = 0 only
  * when every check passed). */
 #define _GNU_SOURCE
@@ -37,6 +41,8 @@
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -461,10 +467,80 @@ static int mode_stale(const char *ip, unsigned short port)
 	return 0;
 }
 
+/* ---- sigint ---- */
+static volatile sig_atomic_t g_ints;
+static volatile int g_done;
+static pthread_t g_main;
+static int g_int_fd;
+
+static void on_int(int sig)
+{
+	(void)sig;
+	g_ints++;
+}
+
+/* SIGINT to the receiving thread every 50 ms; after the tenth, the peer is
+ * asked (by the raw system call) for the datagram that ends a restarted
+ * receive. */
+static void *pester(void *arg)
+{
+	(void)arg;
+	for (int i = 0; !g_done && i < 400; i++) {
+		usleep(50000);
+		if (!g_done)
+			pthread_kill(g_main, SIGINT);
+		if (i == 10)
+			syscall(SYS_sendto, g_int_fd, "burst 1 Q", 9, 0, (struct sockaddr *)&peer,
+				peer_len);
+	}
+	return NULL;
+}
+
+/* A SIGINT handler with SA_RESTART and a blocking receive: restarted
+ * (then the datagram), or, with VMA_HANDLE_SIGINTR=1, EINTR as libvma's
+ * own SIGINT handler makes it; sigaction reports the program's handler
+ * and flags either way. */
+static int mode_sigint(const char *ip, unsigned short port)
+{
+	const char *env = getenv("VMA_HANDLE_SIGINTR");
+	const int handle = env && atoi(env) == 1;
+	struct timeval none = {0, 0};
+	struct sigaction sa, old;
+	char buf[2048];
+	pthread_t t;
+
+	g_int_fd = udp(peer.ss_family, ip, port);
+	setsockopt(g_int_fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none); /* restartable */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_int;
+	sa.sa_flags = SA_RESTART;
+	expect(sigaction(SIGINT, &sa, NULL) == 0, "sigaction(SIGINT)");
+	memset(&old, 0, sizeof old);
+	expect(sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == on_int &&
+		       (old.sa_flags & SA_RESTART) && !(old.sa_flags & SA_SIGINFO),
+	       "sigaction reports the program's handler and flags (0x%x)", (unsigned)old.sa_flags);
+	g_main = pthread_self();
+	pthread_create(&t, NULL, pester, NULL);
+	errno = 0;
+	ssize_t r = recv(g_int_fd, buf, sizeof buf, 0);
+	int err = errno;
+	g_done = 1;
+	pthread_join(t, NULL);
+	if (handle)
+		expect(r == -1 && err == EINTR,
+		       "VMA_HANDLE_SIGINTR=1: SIGINT ends the receive with EINTR (%zd, %s)", r,
+		       strerror(err));
+	else
+		expect(r == 24 && !strncmp(buf, "Q 0", 3) && g_ints > 10,
+		       "SA_RESTART: the receive goes on through %d SIGINTs to the datagram (%zd, %s)",
+		       (int)g_ints, r, strerror(err));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 6) {
-		fprintf(stderr, "usage: %s dummy|rings|lateerr|stale ADDR PORT PEER PEERPORT\n", argv[0]);
+		fprintf(stderr, "usage: %s dummy|rings|lateerr|stale|sigint ADDR PORT PEER PEERPORT\n", argv[0]);
 		return 2;
 	}
 	api = vma_get_api();
@@ -482,6 +558,8 @@ int main(int argc, char **argv)
 		mode_lateerr(argv[2], port);
 	else if (!strcmp(argv[1], "stale"))
 		mode_stale(argv[2], port);
+	else if (!strcmp(argv[1], "sigint"))
+		mode_sigint(argv[2], port);
 	else
 		return 2;
 	printf("PASS: %d failure(s)\n", fails);
