@@ -103,6 +103,16 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
   return false;
 }
 
+void forget(int fd, FdKind kind) {
+  std::lock_guard<std::mutex> g(mu);
+  FdTable& t = FdTable::instance();
+  std::shared_ptr<void> obj;
+  if (t.remove_object(fd, kind, &obj) < 0) return;
+  if (held_fds.erase(fd)) n_held = held_fds.size();
+  auto it = groups.find(obj.get());
+  if (it != groups.end() && --it->second.refs <= 0) groups.erase(it);
+}
+
 bool last_descriptor(int fd, FdKind kind) {
   std::lock_guard<std::mutex> g(mu);
   auto obj = FdTable::instance().get_object(fd, kind);

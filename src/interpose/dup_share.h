@@ -32,6 +32,12 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec);
 // socket with no duplicate.
 bool close_shared(int fd, FdKind kind, int* rc, int* own);
 
+// `fd` (an entry of `kind`) was closed behind the preload (a raw close
+// system call) and the kernel gave the number out again: its entry goes
+// and its object loses that number (the last: the object goes), nothing
+// is closed.
+void forget(int fd, FdKind kind);
+
 // Whether closing `fd` (an entry of `kind`) ends its object: no other
 // number of the program names it.
 bool last_descriptor(int fd, FdKind kind);

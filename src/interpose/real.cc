@@ -73,6 +73,13 @@ void resolve_all() {
   SS_REAL(sendmmsg);
   SS_REAL(close_range);
   SS_REAL(fdopen);
+  SS_REAL(sigaction);
+  SS_REAL(socketpair);
+  SS_REAL(pipe);
+  SS_REAL(pipe2);
+  SS_REAL(open);
+  SS_REAL(__open_2);
+  SS_REAL(creat);
 #undef SS_REAL
 }
 

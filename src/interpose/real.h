@@ -64,6 +64,13 @@ struct RealCalls {
   int (*sendmmsg)(int, mmsghdr*, unsigned int, int);
   int (*close_range)(unsigned int, unsigned int, int);
   FILE* (*fdopen)(int, const char*);
+  int (*sigaction)(int, const struct sigaction*, struct sigaction*);
+  int (*socketpair)(int, int, int, int*);
+  int (*pipe)(int*);
+  int (*pipe2)(int*, int);
+  int (*open)(const char*, int, ...);
+  int (*__open_2)(const char*, int);
+  int (*creat)(const char*, mode_t);
 };
 
 // libc's calls (never null: a name libc lacks aborts at the first call

@@ -16,6 +16,10 @@ libvmacompat_la_SOURCES += \
 	src/libvmacompat/held_packets.cc \
 	src/libvmacompat/recv_callback.h \
 	src/libvmacompat/recv_callback.cc
+# A socket's ring allocation logic (SO_VMA_RING_ALLOC_LOGIC).
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/ring_logic.h \
+	src/libvmacompat/ring_logic.cc
 # The buffers socketXtreme lends (vma_buff_t in the frame's headroom).
 libvmacompat_la_SOURCES += \
 	src/libvmacompat/xtreme_buffs.h \

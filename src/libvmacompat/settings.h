@@ -69,7 +69,7 @@ enum class Spec : int { kNone, kUltraLatency, kLatency, k29West, kWombatFh, kMcd
 Spec spec();
 
 // VMA_RING_ALLOCATION_LOGIC_RX/_TX as libvma's numbers (0, 1, 10, 20, 30, 31).
-int ring_allocation_logic(Id id);
+SS_API int ring_allocation_logic(Id id);
 
 // A path setting with its first "%d" replaced by `pid` (VMA_LOG_FILE,
 // VMA_STATS_FILE), as libvma does.

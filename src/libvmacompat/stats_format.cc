@@ -81,6 +81,8 @@ void print_basic(FILE* out, const Snapshot& s, const ViewOptions& v) {
   }
 }
 
+}  // namespace
+
 void print_socket_full(FILE* out, const SocketBlock& b) {
   const uint64_t* c = b.c;
   fprintf(out, "%s\tFd=[%d]\n", kLine, b.fd);
@@ -129,6 +131,8 @@ void print_socket_full(FILE* out, const SocketBlock& b) {
        c[kRxMigrations], c[kTxMigrations]);
   if (!active) fprintf(out, "Rx and Tx were not active\n");
 }
+
+namespace {
 
 void print_group(FILE* out, const GroupBlock& g) {
   const uint64_t* c = g.c;

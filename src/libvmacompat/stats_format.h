@@ -5,6 +5,7 @@
 // pools, iomux), 5 netstat-like. Every field printed is bounded: a
 // snapshot of a garbled file prints garbage figures, never out of bounds.
 #pragma once
+#include "core/base/api.h"
 
 #include <cstdio>
 #include <string>
@@ -30,5 +31,8 @@ Snapshot per_second(const Snapshot& before, const Snapshot& now, double seconds)
 bool parse_fd_list(const std::string& text, std::vector<std::pair<int, int>>* ranges);
 
 void print_view(FILE* out, const Snapshot& s, const ViewOptions& v);
+
+// One socket's block as view 3 shows it (also the preload's dump_fd_stats).
+SS_API void print_socket_full(FILE* out, const SocketBlock& b);
 
 }  // namespace ss::vma::stats

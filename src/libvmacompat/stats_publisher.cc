@@ -217,6 +217,19 @@ void Publisher::detach_after_fork() {
   path_.clear();
 }
 
+bool SocketStats::snapshot(SocketBlock* out) const {
+  if (!b_) return false;
+  for (;;) {
+    const uint32_t seq = load(b_->seq);
+    if (seq & 1) continue;
+    memcpy(out, b_, offsetof(SocketBlock, c));
+    for (uint32_t i = 0; i < kSocketCounters; i++)
+      out->c[i] = std::atomic_ref<uint64_t>(b_->c[i]).load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (load(b_->seq) == seq) return true;
+  }
+}
+
 void SocketStats::set_bound(const sockaddr* sa, socklen_t len) const {
   if (b_) rewrite(b_, [&](SocketBlock& b) { split(sa, len, b.family, b.bound_addr, &b.bound_port); });
 }

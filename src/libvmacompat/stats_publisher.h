@@ -46,6 +46,9 @@ class SocketStats {
   void set_connected(const sockaddr* sa, socklen_t len) const;
   void set_mc_tx_if(const sockaddr* sa, socklen_t len) const;
   SS_API void set_flags(bool offloaded, bool blocking, bool mc_loop) const;
+  // A consistent copy of the block (its identity under one sequence); false
+  // when there is none.
+  SS_API bool snapshot(SocketBlock* out) const;
 
  private:
   friend class Publisher;

@@ -1,11 +1,15 @@
 #include "vma_preload/extra_api.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "libvmacompat/conf_file.h"
 #include "libvmacompat/extra_table.h"
+#include "libvmacompat/stats_format.h"
 #include "vma_preload/decision.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
@@ -18,6 +22,7 @@ namespace {
 
 constexpr const char* kFrame = "==================================================";
 
+// The socket's record, then its counters as vma_stats -v 3 shows them.
 void dump_one(log::Level level, int fd) {
   const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel);
   if (!s) return;  // as libvma: a socket it has no object for prints nothing
@@ -26,9 +31,30 @@ void dump_one(log::Level level, int fd) {
   log::write(level, "Protocol : %s", s->protocol == IPPROTO_UDP ? "PROTO_UDP" : "PROTO_TCP");
   log::write(level, "Family : %s", s->family == AF_INET6 ? "AF_INET6" : "AF_INET");
   const Decision d = s->decision();
-  log::write(level, "Is offloaded : false (kernel: %s)", d.why);
+  if (s->offload())
+    log::write(level, "Is offloaded : true (%zu netdev(s))", s->offload()->legs());
+  else
+    log::write(level, "Is offloaded : false (kernel: %s)", d.why);
   log::write(level, "VMA decision : %s", transport_name(d.wanted));
-  log::write(level, "Stats block : %s", s->stats ? "yes (offloaded 0)" : "none free");
+  log::write(level, "Ring allocation logic : rx %d, tx %d (every logic shares the netdev's rings)",
+             s->ring_logic.rx().logic, s->ring_logic.tx().logic);
+  stats::SocketBlock b;
+  if (!s->stats.snapshot(&b)) {
+    log::write(level, "Stats block : none free");
+  } else {
+    char* text = nullptr;
+    size_t size = 0;
+    if (FILE* f = open_memstream(&text, &size)) {
+      stats::print_socket_full(f, b);
+      fclose(f);
+      for (char *line = text, *end; line && *line; line = end ? end + 1 : nullptr) {
+        end = std::strchr(line, '\n');
+        if (end) *end = 0;
+        if (*line) log::write(level, "%s", line);
+      }
+      free(text);
+    }
+  }
   log::write(level, "%s", kFrame);
 }
 

@@ -44,6 +44,8 @@ KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool 
       type(type_),
       protocol(protocol_),
       created_blocking(blocking),
+      ring_logic(settings::ring_allocation_logic(settings::Id::kRingAllocationLogicRx),
+                 settings::ring_allocation_logic(settings::Id::kRingAllocationLogicTx)),
       wanted_(d.wanted),
       why_(d.why) {
   stats::Publisher* p = socket_stats();
@@ -78,12 +80,12 @@ thread_local const KernelSocket* t_counted = nullptr;
 }  // namespace
 
 short KernelSocket::look(short events, bool kernel) {
-  short r = 0;
+  short r = late_error.load(std::memory_order_relaxed) ? POLLERR : 0;
   UdpOffload* o = offload();
   const bool counted = t_counted == this;
   t_counted = nullptr;
   if (o && (events & POLLIN) && (counted ? o->queued() : o->ring_readable())) {
-    r = POLLIN;
+    r |= POLLIN;
     if (events == POLLIN) return r;  // no syscall when the rings answer
   }
   if (!kernel) return r;

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/base/pollable.h"
+#include "libvmacompat/ring_logic.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
 #include "vma_preload/udp_multicast.h"
@@ -74,9 +75,17 @@ struct KernelSocket final : Pollable {
   stats::SocketStats stats;  // empty when every block is taken
   McastState mcast;          // memberships and send options (udp_multicast.h)
   RxExtras rx_extras;        // the Extra API's (zcopy.cc); before offload_owner_
+  RingLogic ring_logic;      // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)
   // An error the offloaded path met after recvmmsg's first datagram: the
-  // kernel keeps such an error for the socket's next recvmmsg (0: none).
+  // kernel keeps such an error as the socket's sk_err, which its next
+  // receive of any kind, or getsockopt(SO_ERROR), reports and clears, and
+  // poll shows as POLLERR meanwhile (0: none).
   std::atomic<int> late_error{0};
+  int take_late_error() {
+    return late_error.load(std::memory_order_relaxed)
+               ? late_error.exchange(0, std::memory_order_relaxed)
+               : 0;
+  }
 
  private:
   std::mutex offload_mu_;
@@ -104,6 +113,10 @@ void track_socket(int fd, int domain, int type, int protocol);
 void socket_bound(int fd);
 // Drops fd's record, if any (close()).
 void untrack_socket(int fd);
+// A number the kernel gave out again (socket, socketpair, pipe, open,
+// creat: new_fds.cc) whose record is stale (closed behind the preload's
+// back): the record loses the number, closing nothing.
+void drop_stale(int fd);
 // close() of a recorded socket's number (dup_calls.cc): the socket's
 // record and kernel socket go with its last number.
 int close_recorded(int fd);

@@ -39,8 +39,11 @@ libvma_la_SOURCES = \
 	src/vma_preload/ring_fds.cc \
 	src/vma_preload/socketxtreme.h \
 	src/vma_preload/socketxtreme.cc \
-	src/vma_preload/user_data.h \
-	src/vma_preload/user_data.cc
+	src/vma_preload/extra_sockopts.h \
+	src/vma_preload/extra_sockopts.cc \
+	src/vma_preload/signals.h \
+	src/vma_preload/signal_calls.cc \
+	src/vma_preload/new_fds.cc
 # Its names are libc's: no fortify wrappers around the definitions.
 libvma_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libvma_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -1,6 +1,6 @@
 // What the Extra API adds to a recorded UDP socket's receive path
 // (zcopy.cc): the packets lent to the program and its receive callback,
-// and SO_VMA_USER_DATA (user_data.h, reported by socketxtreme_poll).
+// and SO_VMA_USER_DATA (extra_sockopts.h, reported by socketxtreme_poll).
 // Kept by the socket's record (a callback may be registered before bind);
 // its offloaded path runs the callback on what it takes off the rings.
 #pragma once
@@ -16,7 +16,7 @@ struct RxExtras {
   HeldPackets held;
   RecvCallback callback;
 
-  // SO_VMA_USER_DATA (user_data.h): the value set, else the socket's fd.
+  // SO_VMA_USER_DATA (extra_sockopts.h): the value set, else the socket's fd.
   void set_user_data(uint64_t v) {
     user_data_.store(v, std::memory_order_relaxed);
     user_data_set_.store(true, std::memory_order_release);

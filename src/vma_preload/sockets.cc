@@ -21,7 +21,7 @@
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
 #include "vma_preload/start.h"
-#include "vma_preload/user_data.h"
+#include "vma_preload/extra_sockopts.h"
 
 using ss::interpose::real;
 namespace vp = ss::vma::preload;
@@ -29,7 +29,11 @@ namespace vp = ss::vma::preload;
 SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
   vp::start();
   const int fd = real().socket(domain, type, protocol);
-  if (fd >= 0) vp::edge_quiet("socket", fd, [&] { vp::track_socket(fd, domain, type, protocol); });
+  if (fd >= 0)
+    vp::edge_quiet("socket", fd, [&] {
+      vp::drop_stale(fd);
+      vp::track_socket(fd, domain, type, protocol);
+    });
   return fd;
 }
 
@@ -70,20 +74,29 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
       return 0;
     });
   }
-  if (level == SOL_SOCKET && name == SO_VMA_USER_DATA)
-    if (int r; vp::user_data_getsockopt(fd, val, len, &r)) return r;
+  if (level == SOL_SOCKET)
+    if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
+  // An error recvmmsg kept (kernel_socket.h) is the socket's SO_ERROR.
+  if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int) &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      if (const int e = s->take_late_error()) {
+        *static_cast<int*>(val) = e;
+        *len = sizeof(int);
+        return 0;
+      }
   return real().getsockopt(fd, level, name, val, len);
 }
 
 SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, socklen_t len) {
-  if (level == SOL_SOCKET && name == SO_VMA_USER_DATA)
-    if (int r; vp::user_data_setsockopt(fd, val, len, &r)) return r;
-  // SO_VMA_* on a socket libvma does not offload go to the kernel, which
-  // refuses them (ENOPROTOOPT); every socket is such a socket here.
+  if (level == SOL_SOCKET)
+    if (int r; vp::extra_setsockopt(fd, name, val, len, &r)) return r;
+  // Any other SO_VMA_* goes to the kernel, which refuses it (ENOPROTOOPT),
+  // as libvma does on a socket it does not offload.
   if (level == SOL_SOCKET && name >= SO_VMA_USER_DATA && name <= SO_VMA_SHUTDOWN_RX &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    SS_DEBUG("setsockopt fd %d: option %d is an offloaded socket's; the kernel serves this one",
-             fd, name);
+    SS_DEBUG("setsockopt fd %d: SO_VMA_* option %d is not there; the kernel answers it", fd,
+             name);
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))

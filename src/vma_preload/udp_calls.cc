@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <memory>
 
+#include <mellanox/vma_extra.h>
+
 #include "core/base/fd_table.h"
 #include "core/base/msghdr_of.h"
+#include "core/prov/sock_addr.h"
 #include "interpose/export.h"
 #include "interpose/fortify_receives.h"
 #include "interpose/mmsg.h"
@@ -64,8 +67,23 @@ ssize_t recv_path(int fd, msghdr* m, int flags) {
   return off_recv(*s, m, flags);
 }
 
+// Whether a dummy send (VMA_SND_FLAGS_DUMMY) on fd has an offloaded path
+// to take it: a recorded UDP socket not bound yet is bound first, as a
+// send would bind it. Else the call fails with EINVAL, as libvma fails a
+// dummy on any descriptor it does not offload (the kernel would send it).
+bool dummy_path(vp::KernelSocket* s, int fd) {
+  // Through the interposed bind(), which gives the socket its path.
+  if (s && !s->offload() && s->protocol == IPPROTO_UDP &&
+      s->decision().wanted == ss::vma::Transport::kVma)
+    ss::prov::bind_if_unbound(fd);
+  if (s && s->offload()) return true;
+  errno = EINVAL;
+  return false;
+}
+
 ssize_t send_path(int fd, const msghdr* m, int flags) {
   const auto s = record(fd);
+  if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
   if (s && s->offload()) return off_send(*s, m, flags);
   const ssize_t r = real().sendmsg(fd, m, flags);
   if (r >= 0) maybe_bound(s.get(), fd);
@@ -77,14 +95,12 @@ ssize_t send_path(int fd, const msghdr* m, int flags) {
 SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_path(fd, m, flags); }
 
 // An offloaded socket's batch: each entry through its offloaded path (the
-// rings, then its kernel socket), with the kernel's rules (interpose/mmsg.h).
+// rings, then its kernel socket), with the kernel's rules (interpose/mmsg.h);
+// an error after the first datagram is kept for the socket's next receive
+// (KernelSocket::late_error).
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
   const auto s = record(fd);
   if (!s || !s->offload()) return real().recvmmsg(fd, v, vlen, flags, tmo);
-  if (const int e = s->late_error.exchange(0, std::memory_order_relaxed)) {
-    errno = e;
-    return -1;
-  }
   int late = 0;
   const int r = ss::interpose::recvmmsg_each(v, vlen, flags, tmo, &late,
                                              [&](msghdr* m, int f) { return off_recv(*s, m, f); });
@@ -94,6 +110,7 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
   const auto s = record(fd);
+  if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
   if (!s || !s->offload()) {
     const int r = real().sendmmsg(fd, v, vlen, flags);
     if (r > 0) maybe_bound(s.get(), fd);

@@ -13,12 +13,15 @@
 #include <set>
 #include <string>
 
+#include <mellanox/vma_extra.h>
+
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/signals.h"
 #include "vma_preload/socketxtreme.h"
 
 namespace ss::vma::preload {
@@ -246,12 +249,17 @@ int UdpOffload::wait(int timeout_ms, bool restartable) {
 }
 
 ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram* zcopy) {
+  if (const int e = s.take_late_error()) {  // before any datagram, as the kernel's sk_err
+    errno = e;
+    return -1;
+  }
   if (flags & MSG_PEEK) zcopy = nullptr;  // a peek copies
   using clock = std::chrono::steady_clock;
   const int64_t ratio = vs::get(vs::Id::kRxUdpPollOsRatio);
   int64_t polls = vs::get(vs::Id::kRxPoll);  // ring polls before a sleep (-1: for good)
   bool first = true, sleeping = false;
   clock::time_point deadline = clock::time_point::max();
+  uint64_t handlers = handlers_ran();  // a handler running in the spin interrupts it
   for (;;) {
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -296,6 +304,12 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
       errno = EAGAIN;
       return -1;
     }
+    // A handler ran while we spun: the kernel's sleep would have been
+    // interrupted (signal(7): not restarted when SO_RCVTIMEO is set).
+    if (spin_interrupted(&handlers, deadline == clock::time_point::max())) {
+      errno = EINTR;
+      return -1;
+    }
     if (polls < 0 || polls-- > 0) continue;
     // Sleep on the kernel socket, the rings' wake-ups and our endpoints'
     // kicks (another thread's poll may take a frame for us off a ring).
@@ -315,30 +329,56 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
 }
 
 ssize_t UdpOffload::sendmsg(KernelSocket& s, const msghdr* m, int flags) {
+  const bool dummy = flags & VMA_SND_FLAGS_DUMMY;
   net::UdpAddr dst;
   if (m->msg_name && m->msg_namelen > 0) dst = wire_addr(static_cast<const sockaddr*>(m->msg_name),
                                                          m->msg_namelen);
   else if (connected_.load(std::memory_order_acquire)) dst = peer_;
+  if (dummy && dst.ip.empty()) {
+    errno = EDESTADDRREQ;
+    return -1;
+  }
   const size_t total = iov_total(m);
   uint8_t payload[2048];
   // Ancillary data (a TTL, TOS or source for this datagram) is the
   // kernel's to apply: such a send goes through the kernel socket.
-  if (!dst.ip.empty() && !(flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL)) && total <= sizeof payload &&
-      m->msg_controllen == 0) {
+  if (!dst.ip.empty() && !(flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | VMA_SND_FLAGS_DUMMY)) &&
+      total <= sizeof payload && m->msg_controllen == 0) {
     size_t off = 0;
     for (size_t i = 0; i < m->msg_iovlen; i++) {
       std::memcpy(payload + off, m->msg_iov[i].iov_base, m->msg_iov[i].iov_len);
       off += m->msg_iov[i].iov_len;
     }
     for (Leg& l : legs_) {
-      const net::SendResult r = l.rings->tx->send(*l.ep, dst, {payload, total});
-      if (r.status == net::SendStatus::kSent) {
-        s.stats.add(stats::kTxPackets);
-        s.stats.add(stats::kTxBytes, total);
+      const net::SendResult r = l.rings->tx->send(*l.ep, dst, {payload, total}, dummy);
+      // A dummy whose next hop is being resolved has warmed what it can.
+      if (r.status == net::SendStatus::kSent ||
+          (dummy && r.status == net::SendStatus::kUseKernel &&
+           r.why == net::ToKernel::kNeighbourPending)) {
+        if (dummy) {
+          s.stats.add(stats::kTxDummy);
+        } else {
+          s.stats.add(stats::kTxPackets);
+          s.stats.add(stats::kTxBytes, total);
+        }
         return static_cast<ssize_t>(total);
       }
-      if (r.status == net::SendStatus::kError) break;  // the kernel gives its own answer
+      if (r.status == net::SendStatus::kError) {
+        if (dummy) {
+          s.stats.add(stats::kTxErrors);
+          errno = r.err;
+          return -1;
+        }
+        break;  // the kernel gives its own answer
+      }
     }
+  }
+  // A dummy the rings do not carry would be the kernel's, which would send
+  // it: libvma refuses a dummy on its way to the OS.
+  if (dummy) {
+    s.stats.add(stats::kTxOsErrors);
+    errno = EINVAL;
+    return -1;
   }
   const ssize_t r = real().sendmsg(fd_, m, flags);
   if (r >= 0) {

@@ -258,6 +258,27 @@ TEST_F(MixedPollTest, BusyPhaseFindsReadinessWithoutSleeping) {
   EXPECT_EQ(a->armed, 0);
 }
 
+// PollTiming::handlers_ran (the VMA preload's count of handlers that ran):
+// a move during the busy phase ends the call with EINTR, unslept.
+std::atomic<uint64_t> g_handlers{0};
+uint64_t handlers_now() { return g_handlers.load(); }
+
+TEST_F(MixedPollTest, HandlerInTheBusyPhaseGivesEintr) {
+  std::shared_ptr<FakePollable> a;
+  int fa = add(&a);
+  std::thread t([&] {
+    while (a->scans < 3) std::this_thread::yield();
+    g_handlers++;
+  });
+  pollfd f{fa, POLLIN, 0};
+  PollTiming spin{std::chrono::microseconds(kLongMs * 1000LL), 0};
+  spin.handlers_ran = handlers_now;
+  int n = poll(&f, 1, -1, spin);
+  t.join();
+  EXPECT_EQ(n, -EINTR);
+  EXPECT_EQ(a->armed, 0);
+}
+
 TEST_F(MixedPollTest, SignalGivesEintrEvenWithRestart) {
   // poll(2) is never restarted, whatever the handler's flags.
   for (bool restart : {false, true}) {

@@ -469,6 +469,41 @@ TEST_F(UdpStackTest, FullTxRingIsEagain) {
   EXPECT_EQ(tx_->send(*ep, UdpAddr{ip("10.0.0.1"), 7000}, {&x, 1}).status, SendStatus::kSent);
 }
 
+// VMA_SND_FLAGS_DUMMY: the whole path walked, the frame built and kept,
+// nothing on the tx ring (a full one does not matter); a path the rings
+// do not take is still answered as for a real send.
+TEST_F(UdpStackTest, DummySendPutsNothingOnTheWire) {
+  auto ep = bind("10.0.0.2", 9000);
+  const uint8_t x[8] = {'d', 'u', 'm', 'm', 'y'};
+  const UdpAddr dst{ip("10.0.0.1"), 7000};
+  for (int i = 0; i < 5; i++) ASSERT_EQ(tx_->send(*ep, dst, x, true).status, SendStatus::kSent);
+  EXPECT_EQ(resolver_.last.dport, 7000) << "the route was asked";
+  full_->full = true;
+  EXPECT_EQ(tx_->send(*ep, dst, x, true).status, SendStatus::kSent) << "the tx ring is not used";
+  full_->full = false;
+  ParsedFrame p;
+  std::string got;
+  EXPECT_FALSE(sent(&p, &got)) << "a dummy reached the wire";
+  UdpTxCounters c = tx_->counters();
+  EXPECT_EQ(c.dummy, 6u);
+  EXPECT_EQ(c.sent, 0u);
+  EXPECT_EQ(c.ring_full, 0u);
+
+  // The real send after them is the only frame out.
+  ASSERT_EQ(tx_->send(*ep, dst, x).status, SendStatus::kSent);
+  ASSERT_TRUE(sent(&p, &got));
+  EXPECT_EQ(got, std::string(reinterpret_cast<const char*>(x), sizeof x));
+  EXPECT_FALSE(sent(&p, &got));
+  EXPECT_EQ(tx_->counters().sent, 1u);
+
+  resolver_.kernel = true;
+  resolver_.why = ToKernel::kLocal;
+  const SendResult r = tx_->send(*ep, dst, x, true);
+  EXPECT_EQ(r.status, SendStatus::kUseKernel);
+  EXPECT_EQ(r.why, ToKernel::kLocal);
+  EXPECT_EQ(tx_->counters().dummy, 6u);
+}
+
 std::string again() { return "<" + std::to_string(EAGAIN) + ">"; }
 
 TEST_F(UdpStackTest, GroupMembersEachGetEveryDatagram) {

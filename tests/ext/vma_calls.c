@@ -24,6 +24,8 @@
  *   SIGALRM handler running meanwhile: EINTR without SA_RESTART; with it,
  *   the recv goes on (the handler asks the peer for the datagram it then
  *   gets); with SA_RESTART and SO_RCVTIMEO set, EINTR (signal(7)).
+ * muxintr ADDR PORT PEER PEERPORT: poll and epoll_wait (no timeout) on an
+ *   idle socket, a SIGALRM handler with SA_RESTART meanwhile: EINTR.
  * skipos ADDR PORT PEER PEERPORT N: 8 polls, then 8 epoll_waits (timeout 0)
  *   of a readable socket and a readable pipe: the socket is reported every
  *   time, the pipe N times of 8 (the kernel: 8; libvma's
@@ -43,9 +45,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "test_addr.h"
 
 static int failures;
 static void check(int ok, const char* fmt, ...) {
@@ -57,24 +62,6 @@ static void check(int ok, const char* fmt, ...) {
   fflush(stdout);
   va_end(ap);
   if (!ok) failures++;
-}
-
-static socklen_t make_addr(const char* ip, unsigned short port, struct sockaddr_storage* ss) {
-  memset(ss, 0, sizeof *ss);
-  struct sockaddr_in6* s6 = (struct sockaddr_in6*)ss;
-  struct sockaddr_in* s4 = (struct sockaddr_in*)ss;
-  if (inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1) {
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons(port);
-    return sizeof *s6;
-  }
-  if (inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons(port);
-    return sizeof *s4;
-  }
-  fprintf(stderr, "bad address %s\n", ip);
-  exit(2);
 }
 
 /* Datagram i of a burst: "TAG i" then a pattern of its own, burst_len(i) bytes. */
@@ -655,11 +642,15 @@ static void vforks(const char* ip, unsigned short port) {
 
 /* ---- eintr ---- */
 static int g_alarm_fd = -1;
+/* The ask goes out by the raw system call: a handler that runs while the
+ * preload's receive spins holding its rings' locks must not call back
+ * into the preload's send on those rings (libvma(7), BUGS). */
 static void on_alarm(int sig) {
   (void)sig;
   if (g_alarm_fd >= 0) {
     const char msg[] = "burst 1 R";
-    sendto(g_alarm_fd, msg, sizeof msg - 1, 0, (struct sockaddr*)&g_peer, g_peer_len);
+    syscall(SYS_sendto, g_alarm_fd, msg, sizeof msg - 1, 0, (struct sockaddr*)&g_peer,
+            g_peer_len);
   }
 }
 
@@ -697,6 +688,40 @@ static void eintr(const char* ip, unsigned short port) {
   set_timeout(fd);
   r = recv_alarmed(fd, SA_RESTART, 0, &e);
   check(r == -1 && e == EINTR, "with SA_RESTART and SO_RCVTIMEO: EINTR (%zd, %s)", r, strerror(e));
+  close(fd);
+}
+
+/* ---- muxintr ---- */
+/* poll and epoll_wait with no timeout on an idle socket while SIGALRM (a
+ * handler with SA_RESTART) comes in a second: EINTR, as poll(2) and
+ * epoll_wait(2) are never restarted. */
+static void mux_intr(const char* ip, unsigned short port) {
+  int fd = bound_socket(ip, port);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, NULL);
+  g_alarm_fd = -1;
+  struct pollfd p = {fd, POLLIN, 0};
+  alarm(1);
+  errno = 0;
+  int r = poll(&p, 1, -1);
+  int e = errno;
+  alarm(0);
+  check(r == -1 && e == EINTR, "poll: a handler (SA_RESTART) ends it with EINTR (%d, %s)", r,
+        strerror(e));
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+  epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+  alarm(1);
+  errno = 0;
+  r = epoll_wait(ep, &ev, 1, -1);
+  e = errno;
+  alarm(0);
+  check(r == -1 && e == EINTR, "epoll_wait: a handler ends it with EINTR (%d, %s)", r,
+        strerror(e));
+  close(ep);
   close(fd);
 }
 
@@ -753,6 +778,8 @@ int main(int argc, char** argv) {
     chk(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "eintr"))
     eintr(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "muxintr"))
+    mux_intr(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "vfork"))
     vforks(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 7 && !strcmp(argv[1], "skipos"))
@@ -760,7 +787,7 @@ int main(int argc, char** argv) {
   else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|vfork|eintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

@@ -31,7 +31,12 @@
 #        rings (vfork is fork under the preload, as libvma makes it).
 #  eintr: a blocking recv on an offloaded socket and a signal handler:
 #        EINTR without SA_RESTART, restarted with it (and then gets the
-#        datagram from the rings), EINTR with SA_RESTART and SO_RCVTIMEO.
+#        datagram from the rings), EINTR with SA_RESTART and SO_RCVTIMEO;
+#        preloaded also with VMA_RX_POLL=-1, where the handler runs while
+#        the receive spins (the preload's sigaction counts it).
+#  muxintr: poll and epoll_wait with no timeout and a SA_RESTART handler:
+#        EINTR (never restarted); preloaded with VMA_SELECT_POLL=-1, the
+#        handler runs in the busy phase.
 #  skipos: a readable offloaded socket and a readable pipe, 8 polls and 8
 #        epoll_waits with timeout 0: the kernel reports the pipe every
 #        time; libvma's VMA_SELECT_SKIP_OS (default 4) looks at the plain
@@ -116,10 +121,16 @@ for pre in 0 1; do
   run_case "signals, IPv4" 4 $pre 1 1 0 1 eintr $IP4 $((port += 1)) $IP4B $PEERPORT
   if [ $pre = 0 ]; then
     run_case "VMA_SELECT_SKIP_OS" 4 0 1 1 - - skipos $IP4 $((port += 1)) $IP4B $PEERPORT 8
+    run_case "poll/epoll signals" 4 0 0 0 - - muxintr $IP4 $((port += 1)) $IP4B $PEERPORT
   else
     run_case "VMA_SELECT_SKIP_OS default (4)" 4 1 1 1 0 1 skipos $IP4 $((port += 1)) $IP4B $PEERPORT 2
     PRE_ENV=VMA_SELECT_SKIP_OS=1 run_case "VMA_SELECT_SKIP_OS=1" 4 1 1 1 0 1 \
       skipos $IP4 $((port += 1)) $IP4B $PEERPORT 8
+    # The handlers run while the receive spins on the rings, never asleep.
+    PRE_ENV=VMA_RX_POLL=-1 run_case "signals while spinning (VMA_RX_POLL=-1), IPv4" 4 1 1 1 0 1 \
+      eintr $IP4 $((port += 1)) $IP4B $PEERPORT
+    PRE_ENV=VMA_SELECT_POLL=-1 run_case "poll/epoll signals while spinning (VMA_SELECT_POLL=-1)" \
+      4 1 0 0 0 0 muxintr $IP4 $((port += 1)) $IP4B $PEERPORT
   fi
 done
 

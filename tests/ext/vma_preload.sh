@@ -6,7 +6,8 @@
 #      <mellanox/vma_extra.h> only: vma_get_api() under the preload (exact
 #      mask, every missing entry -1/EOPNOTSUPP and the socketXtreme ones
 #      too with VMA_SOCKETXTREME unset (bits set, as libvma), add_conf_rule, thread_offload
-#      and dump_fd_stats real, SO_VMA_USER_DATA on a UDP socket, SO_VMA_*
+#      and dump_fd_stats real, SO_VMA_USER_DATA and SO_VMA_RING_ALLOC_LOGIC
+#      on a UDP socket, SO_VMA_*
 #      on a kernel socket ENOPROTOOPT);
 #      NULL/EBADF without it. The debug lines show each socket's decision
 #      and its change by add_conf_rule, thread_offload and a libvma.conf

@@ -6,8 +6,8 @@
  *           them so), the receive entries on an
  *           unbound socket, add_conf_rule (a port
  *           rule deciding at bind, wildcard rules at socket),
- *           thread_offload, dump_fd_stats, SO_VMA_USER_DATA on a UDP socket,
- *           SO_VMA_* on a kernel socket,
+ *           thread_offload, dump_fd_stats, SO_VMA_USER_DATA and
+ *           SO_VMA_RING_ALLOC_LOGIC on a UDP socket, SO_VMA_* on a kernel socket,
  *           SO_VMA_GET_API on a real fd; prints "FAIL: ..." per failure.
  *   noapi   without the preload: vma_get_api() is NULL.
  *   hold    a UDP socket bound to 127.0.0.1, "ready PID FD" on stdout,
@@ -190,15 +190,26 @@ static int mode_api(void)
 	err = errno;
 	expect(r == -1 && err == ENOPROTOOPT,
 	       "SO_VMA_USER_DATA on a kernel socket (TCP, thread_offload(0)): ENOPROTOOPT");
+	/* SO_VMA_RING_ALLOC_LOGIC: kept on a UDP socket the library may
+	 * offload (vma_extras.sh has its errnos and the rings), the kernel's
+	 * ENOPROTOOPT on a socket it serves. */
 	struct vma_ring_alloc_logic_attr ra;
 	memset(&ra, 0, sizeof ra);
-	ra.comp_mask = VMA_RING_ALLOC_MASK_RING_USER_ID;
+	ra.comp_mask = VMA_RING_ALLOC_MASK_RING_INGRESS;
 	ra.ring_alloc_logic = RING_LOGIC_PER_SOCKET;
-	errno = 0;
+	ra.ingress = 1;
 	r = setsockopt(s, SOL_SOCKET, SO_VMA_RING_ALLOC_LOGIC, &ra, sizeof ra);
+	expect(r == 0, "SO_VMA_RING_ALLOC_LOGIC on a UDP socket returns 0");
+	errno = 0;
+	r = setsockopt(by_thread, SOL_SOCKET, SO_VMA_RING_ALLOC_LOGIC, &ra, sizeof ra);
 	err = errno;
 	expect(r == -1 && err == ENOPROTOOPT,
-	       "SO_VMA_RING_ALLOC_LOGIC on a kernel socket: ENOPROTOOPT");
+	       "SO_VMA_RING_ALLOC_LOGIC on a kernel socket (TCP): ENOPROTOOPT");
+	errno = 0;
+	r = setsockopt(by_rule, SOL_SOCKET, SO_VMA_RING_ALLOC_LOGIC, &ra, sizeof ra);
+	err = errno;
+	expect(r == -1 && err == ENOPROTOOPT,
+	       "SO_VMA_RING_ALLOC_LOGIC on a UDP socket a rule gave the OS: ENOPROTOOPT");
 	/* libvma answers SO_VMA_GET_API on fd -1 only. */
 	void *p = NULL;
 	socklen_t plen = sizeof p;

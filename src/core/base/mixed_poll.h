@@ -30,6 +30,12 @@ struct PollTiming {
   // at them on every pass.
   int os_ratio = 1;
   bool os_first = true;
+  // A count of the signal handlers that ran on the calling thread (a
+  // preload that sees them), or null: the busy phase is in no system call
+  // a handler could interrupt, so when the count moves the call ends with
+  // -EINTR, as the sleep's poll(2) would (poll, select and epoll_wait are
+  // never restarted).
+  uint64_t (*handlers_ran)() = nullptr;
 };
 
 // Whether pass `pass` of a call (0: the first; `after_sleep`: the first

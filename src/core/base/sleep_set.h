@@ -6,6 +6,8 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <vector>
 
@@ -53,7 +55,8 @@ class SleepSet {
 // 0 on timeout; every other scan is a repeat (Pollable's
 // readiness_repeat()), from a waiting call's first: nothing is reported
 // missing without a full look. The result of the last scan, 0 on
-// timeout, or -errno (-EINTR when a signal handler ran).
+// timeout, or -errno (-EINTR when a signal handler ran: in the sleep, or
+// in the busy phase as timing.handlers_ran tells).
 template <class Scan, class Arm>
 int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& arm) {
   using clock = std::chrono::steady_clock;
@@ -62,12 +65,14 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   SpinPhase spin;
   SleepSet sleep;
   bool full = timeout == 0;
+  const uint64_t handlers = timing.handlers_ran ? timing.handlers_ran() : 0;
   for (;;) {
     int n = scan(!full);
     if (n || timeout == 0) return n;
     auto now = clock::now();
     if (!forever && now >= deadline) return full ? 0 : scan(false);
     full = false;
+    if (timing.handlers_ran && timing.handlers_ran() != handlers) return -EINTR;
     if (!spin.over(now, [&] { return timing.spin; })) continue;
 
     int ms = timing.wake_interval_ms > 0 ? timing.wake_interval_ms : -1;

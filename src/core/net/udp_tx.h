@@ -10,6 +10,11 @@
 //
 // Sent frames come back on the completion ring; the next send reuses a few
 // of them and releases the rest (they recycle into the fill ring).
+//
+// A dummy send (VMA_SND_FLAGS_DUMMY) walks the same path, route, next hop
+// (a pending one gets its resolution started) and the frame built into a
+// ring frame, then keeps the frame for the next send instead of putting it
+// on the tx ring: the path is warm and nothing reaches the wire.
 #pragma once
 #include "core/base/api.h"
 #include <cstdint>
@@ -63,6 +68,7 @@ struct UdpTxCounters {
   uint64_t sent = 0;
   uint64_t sent_bytes = 0;  // their payloads
   uint64_t to_kernel[kToKernelCount] = {};
+  uint64_t dummy = 0;       // dummy sends: frames built, never sent
   uint64_t ring_full = 0;   // tx ring full: EAGAIN
   uint64_t no_buffer = 0;   // no free frame: ENOBUFS
   uint64_t errors = 0;      // routing errors and failed kicks
@@ -75,7 +81,9 @@ class UdpTx {
   // Sends `payload` from ep to dst (dst.ip empty: ep's connected peer).
   // kError with EDESTADDRREQ (no destination), EAFNOSUPPORT (family not
   // ep's), EAGAIN (tx ring full), ENOBUFS (no frame), or the route's errno.
-  SS_API SendResult send(UdpEndpoint& ep, const UdpAddr& dst, std::span<const uint8_t> payload);
+  // dummy: kSent once the frame is built, and the frame never goes out.
+  SS_API SendResult send(UdpEndpoint& ep, const UdpAddr& dst, std::span<const uint8_t> payload,
+                         bool dummy = false);
   SS_API UdpTxCounters counters() const;
   // Takes sent frames back from the completion ring now (a send does it
   // too): what an idle sender's owner calls so the frames recycle.

@@ -24,6 +24,6 @@ bool is_local_address(const sockaddr* dst, socklen_t len);
 SS_API void disconnect_stream(int sock);
 // Binds an unbound `sock` to the wildcard of its family and an ephemeral
 // port, as listen(2) would (a provider may need the port before it listens).
-int bind_if_unbound(int sock);
+SS_API int bind_if_unbound(int sock);
 
 }  // namespace ss::prov
