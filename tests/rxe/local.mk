@@ -16,7 +16,7 @@ RXE_RUN = $(RXE_VM) $(RXE_VM_FLAGS) -s '$(abs_top_builddir)' -s '$(abs_top_srcdi
 EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
 	tests/rxe/siw-module.sh \
 	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/preload.sh tests/rxe/figures.sh tests/rxe/check.sh \
-	tests/rxe/stress.sh tests/rxe/udpong.sh
+	tests/rxe/stress.sh tests/rxe/udpong.sh tests/rxe/apps.sh
 
 .PHONY: check-rxe check-rxe-san rxe-figures
 check-rxe:
