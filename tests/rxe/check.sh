@@ -4,7 +4,8 @@
 #   tests/rxe/rxe-vm.sh -s BUILD -s SRC -- bash SRC/tests/rxe/check.sh BUILD
 # Steps: smoke.sh (the guest has real verbs), interop.sh (stock rdmacm-utils
 # against ours), preload.sh (librspreload on verbs, upstream's on the other
-# end, fallback), udpong.sh (udpong ours:ours on datagram rsockets), the
+# end, fallback), apps.sh (iperf3 and sockperf, ours against upstream's
+# librspreload), udpong.sh (udpong ours:ours on datagram rsockets), the
 # verbs resource manager's unit tests and the rsocket conformance suite on
 # verbs (IPv4 and IPv6, plus hostile rdma_cm peers),
 # all on rxe0 (RoCE); then interop and conformance again on siw0 (iWARP).
@@ -37,6 +38,7 @@ if [ "${RXE_CHECK_SUITES_ONLY:-0}" != 1 ]; then
   step smoke 180 bash "$HERE/smoke.sh"
   step interop 900 bash "$HERE/interop.sh" "$BUILD"
   step preload 300 bash "$HERE/preload.sh" "$BUILD"
+  step apps 300 bash "$HERE/apps.sh" "$BUILD"
   step udpong 240 bash "$HERE/udpong.sh" "$BUILD"
 fi
 

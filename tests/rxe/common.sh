@@ -73,6 +73,43 @@ new_case() {
 
 count() { cat "$CNT/$1" 2>/dev/null || echo -1; }
 
+# Proof that a preloaded program's connections ran on verbs (preload.sh,
+# apps.sh): rdma_mark before the case forgets the last counts and reads
+# rxe0's packet counters; rdma_check after it.
+rdma_mark() {
+  rm -f "$WORK"/st/rspreload.*
+  PK_S0=$(count sent_pkts) PK_R0=$(count rcvd_pkts)
+}
+
+# stats_sum FIELD COMM : FIELD summed over the counts
+# (SLIPSTREAM_PRELOAD_STATS) of this case's processes named COMM.
+stats_sum() {
+  awk -v f="$1" -v c="comm=$2 " 'index($0, c) {for (i = 1; i <= NF; i++) if ($i ~ "^" f "=") {sub(f "=", "", $i); n += $i}}
+                 END {print n + 0}' "$WORK"/st/rspreload.* 2>/dev/null || echo 0
+}
+
+# rdma_check COMM OURS NEED : adds to WHY unless COMM's processes counted
+# OURS connections on verbs and none on kernel TCP, and rxe0's sent_pkts
+# and rcvd_pkts each grew by at least NEED since rdma_mark (a fall-back to
+# kernel TCP moves neither). Sets PROOF (what was seen, one line).
+rdma_check() {
+  local v k s r
+  v=$(stats_sum verbs "$1") k=$(stats_sum kernel_tcp "$1")
+  s=$(($(count sent_pkts) - PK_S0)) r=$(($(count rcvd_pkts) - PK_R0))
+  [ "$v" = "$2" ] && [ "$k" = 0 ] ||
+    WHY+="${WHY:+; }our ends counted verbs=$v kernel_tcp=$k, want verbs=$2 kernel_tcp=0"
+  [ "$s" -ge "$3" ] && [ "$r" -ge "$3" ] ||
+    WHY+="${WHY:+; }rxe0 carried too little: sent_pkts +$s, rcvd_pkts +$r, need >= $3"
+  PROOF="verbs=$v kernel_tcp=$k; rxe0 sent_pkts +$s, rcvd_pkts +$r (need >= $3)"
+}
+
+# mtu_pkts BYTES : the fewest packets BYTES take on rxe0 (its active_mtu).
+mtu_pkts() {
+  local mtu
+  mtu=$(ibv_devinfo -d "$RXE_DEV" 2>/dev/null | awk '/active_mtu:/ {print $2; exit}')
+  echo $(($1 / ${mtu:-1024}))
+}
+
 # listening PORT : something listens on PORT, over rdma_cm or kernel TCP.
 listening() {
   rdma resource show cm_id 2>/dev/null | grep -qE "state LISTEN .*src-addr [^ ]*:$1( |$)" ||

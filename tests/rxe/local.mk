@@ -10,13 +10,13 @@
 # -m MB, -v); RXE_ENV, env(1) assignments for the guest side, e.g.
 # RXE_ENV='RXE_PROVIDER=tcp RXE_ONLY=ours:ours'.
 RXE_VM = bash $(abs_top_srcdir)/tests/rxe/rxe-vm.sh
-RXE_VM_FLAGS = -t 1500
+RXE_VM_FLAGS = -t 1800
 RXE_ENV =
 RXE_RUN = $(RXE_VM) $(RXE_VM_FLAGS) -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- env $(RXE_ENV)
 EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
 	tests/rxe/siw-module.sh \
 	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/preload.sh tests/rxe/figures.sh tests/rxe/check.sh \
-	tests/rxe/stress.sh tests/rxe/udpong.sh
+	tests/rxe/stress.sh tests/rxe/udpong.sh tests/rxe/apps.sh
 
 .PHONY: check-rxe check-rxe-san rxe-figures
 check-rxe:

@@ -30,18 +30,11 @@ set -u
 rxe_init "${1:-}"
 mkdir -p "$WORK/st"
 
-# stats_sum FIELD [COMM] : FIELD summed over the counts of this case's
-# processes named COMM (rstream; they are removed before each case).
-stats_sum() {
-  awk -v f="$1" -v c="comm=${2:-rstream} " 'index($0, c) {for (i = 1; i <= NF; i++) if ($i ~ "^" f "=") {sub(f "=", "", $i); n += $i}}
-                 END {print n + 0}' "$WORK"/st/rspreload.* 2>/dev/null || echo 0
-}
-
 # rs_case SRV CLI WANT ARGS... : one rstream -T s run; WANT is "verbs"
 # (our ends' connections on rsockets over verbs, RDMA seen on rxe0) or
 # "kernel" (our end's connection on kernel TCP).
 rs_case() {
-  local s=$1 c=$2 want=$3 name ours=0 size=64 count=100 mtu s0 r0 s1 r1 need v k
+  local s=$1 c=$2 want=$3 name ours=0 size=64 count=100 v k
   shift 3
   name="rstream -T s $s:$c $* ($want${EXTRA_ENV[*]+, ${EXTRA_ENV[*]}}${ON:+, $ON})"
   want "$name" || return 0
@@ -52,26 +45,20 @@ rs_case() {
     [ "${a[i]}" = -S ] && size=${a[i + 1]}
     [ "${a[i]}" = -C ] && count=${a[i + 1]}
   done
-  rm -f "$WORK"/st/rspreload.*
-  s0=$(count sent_pkts) r0=$(count rcvd_pkts)
+  rdma_mark
   pair "$s" "$c" rstream "$RXE_IP" -T s "$@"
-  s1=$(count sent_pkts) r1=$(count rcvd_pkts)
   verdict
   [ -n "$WHY" ] || [ -n "$(perf_line "$CASE_DIR/c.out")" ] || WHY="client printed no result line"
-  v=$(stats_sum verbs) k=$(stats_sum kernel_tcp)
   if [ "$want" = verbs ]; then
-    [ "$v" = "$ours" ] && [ "$k" = 0 ] ||
-      WHY+="${WHY:+; }our ends counted verbs=$v kernel_tcp=$k, want verbs=$ours kernel_tcp=0"
-    mtu=$(ibv_devinfo -d "$RXE_DEV" 2>/dev/null | awk '/active_mtu:/ {print $2; exit}')
-    need=$((size * count / ${mtu:-1024}))
-    [ $((s1 - s0)) -ge $need ] && [ $((r1 - r0)) -ge $need ] ||
-      WHY+="${WHY:+; }rxe0 carried too little: sent_pkts +$((s1 - s0)), rcvd_pkts +$((r1 - r0)), need >= $need"
+    rdma_check rstream "$ours" "$(mtu_pkts $((size * count)))"
   else
+    v=$(stats_sum verbs rstream) k=$(stats_sum kernel_tcp rstream)
     [ "$v" = 0 ] && [ "$k" = "$ours" ] ||
       WHY+="${WHY:+; }our end counted verbs=$v kernel_tcp=$k, want kernel_tcp=$ours"
+    PROOF="verbs=$v kernel_tcp=$k"
   fi
   report "$name"
-  [ -n "$WHY" ] || echo "    verbs=$v kernel_tcp=$k; rxe0 sent_pkts +$((s1 - s0)), rcvd_pkts +$((r1 - r0))"
+  [ -n "$WHY" ] || echo "    $PROOF"
 }
 
 # late_case HOW: our tests/preload/nb_server.py on $RXE_IP, stopped
@@ -88,7 +75,7 @@ late_case() {
   name="non-blocking connect ($how), stopped server: late fallback to kernel TCP"
   want "$name" || return 0
   new_case
-  rm -f "$WORK"/st/rspreload.*
+  rdma_mark
   head -c 200000 /dev/urandom >"$CASE_DIR/in"
   start_server rspre python3 "$NB/nb_server.py" "$RXE_IP" "$PORT" "$CASE_DIR/pid"
   for i in $(seq 100); do [ -s "$CASE_DIR/pid" ] && break; sleep 0.1; done

@@ -127,7 +127,7 @@ fi
 PKGS=(rdma-core ibverbs-providers libibverbs1 librdmacm1 rdmacm-utils
   ibverbs-utils iproute2 busybox-static bash libtinfo6 libc6 libgcc-s1
   libstdc++6 libnl-3-200 libnl-route-3-200 libmnl0 libbsd0 libmd0 libcap2
-  libelf1 libbpf1 zlib1g)
+  libelf1 libbpf1 zlib1g iperf3 libiperf0 libsctp1 libssl3 sockperf)
 # kernel modules (modprobe names) the guest loads; dependencies follow
 # (siw.ko, built apart, depends on ib_core and libcrc32c; libcrc32c needs a
 # crc32c provider, which busybox modprobe does not pull in as a softdep)
@@ -136,6 +136,7 @@ MODS="virtio_pci 9pnet_virtio 9p overlay crc32_generic dummy rdma_rxe rdma_ucm
 # programs whose shared libraries must all come from the guest's packages
 NEED_BINS="bin/bash sbin/ip usr/bin/rdma usr/bin/ibv_devices usr/bin/ibv_devinfo
   usr/bin/ibv_rc_pingpong usr/bin/rstream usr/bin/rping
+  usr/bin/iperf3 usr/lib/x86_64-linux-gnu/libiperf.so.0 usr/bin/sockperf
   usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
   usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav34.so"
 
