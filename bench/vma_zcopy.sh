@@ -16,14 +16,18 @@
 #   mmsg     one kernel UDP socket, 64 datagrams per sendmmsg
 #   send     one kernel UDP socket, send() in a loop (session 16's)
 # RATE_MODES lists the receivers to run (default: all three, in that
-# order). RATE_PIN=1 pins the receiver to CPU 0 and the sender to CPU 1;
-# RATE_PIN=2 also moves A's receive work to CPU 0 (see below). Without
-# it a veth runs the receive's kernel part on the sender's CPU.
+# order). RATE_PIN=2 (the default) pins the receiver to CPU 0 and the
+# sender to CPU 1 and moves A's share of the kernel's receive work to CPU
+# 0, where a NIC's interrupt would put it (see below); RATE_PIN=1 pins the
+# two programs only, RATE_PIN=0 nothing: a veth then runs the receive's
+# kernel part on the sender's CPU, so the sending core bounds every
+# receiver (docs/performance.md, session 17) and the ratios measure it.
 # Prints each run's received and sent rates and where the rest went (the
 # kernel run: A's UDP receive-buffer and checksum errors; a preloaded run:
 # its rings' XDP redirected/dropped and malformed counts, from vma_stats),
 # and the best of each receiver as a ratio to the kernel's. Each preloaded
-# run must log its rings ("UDP offloaded on") and have dropped no frame as
+# run must log its rings ("UDP offloaded on", their sizes, from VMA_RX_WRE
+# and VMA_TX_WRE, shown at the end) and have dropped no frame as
 # malformed, zcopy's must have copied nothing, else the row is marked.
 # "busy": the share of the receiver's time not spent in calls that found
 # nothing (the cost of such a call measured before the sender starts);
@@ -38,6 +42,7 @@ TIME=${RATE_TIME:-3}
 RUNS=${RATE_RUNS:-3}
 SENDER=${RATE_SENDER:-packet}
 MODES=${RATE_MODES:-kernel copy zcopy}
+PIN=${RATE_PIN:-2}
 A=ss-bza-$$ Z=ss-bzb-$$ IPA=10.218.0.1 IPB=10.218.0.2 PORT=11311
 # Root and tools checked, $T, $LIB, clean-up and vma_pair (exit 77: skipped).
 top_builddir=$(pwd) . "$(dirname "$0")/../tests/ext/vma_pair.sh"
@@ -54,11 +59,11 @@ mkdir -p "$T/stats" && export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/
 send_how=("$SENDER")
 [ "$SENDER" = packet ] && send_how+=(zb "$(ip netns exec "$A" cat /sys/class/net/za/address)")
 rx_cpu=() tx_cpu=()
-[ "${RATE_PIN:-0}" != 0 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
+[ "$PIN" != 0 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
 # RATE_PIN=2: A's share of the kernel's receive work on the receiver's CPU
 # too, as a NIC's interrupt would put it (RPS for the kernel's stack; the
 # veth's NAPI threaded and pinned for XDP), the sender's CPU only sending.
-if [ "${RATE_PIN:-0}" = 2 ]; then
+if [ "$PIN" = 2 ]; then
   ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/queues/rx-0/rps_cpus' ||
     { echo "$name: RATE_PIN=2: no RPS" >&2; exit 2; }
 fi
@@ -80,7 +85,7 @@ one() {
     >"$T/rx" 2>"$T/rx.err" &
   local rpid=$!
   for _ in $(seq 100); do grep -q '^ready' "$T/rx" && break; sleep 0.05; done
-  if [ "${RATE_PIN:-0}" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
+  if [ "$PIN" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
     ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
     for p in $(pgrep '^napi/za-'); do taskset -pc 0 "$p" >/dev/null; done
   fi
@@ -117,12 +122,13 @@ one() {
   rest="busy ${busy:-?}, own ${own:-?}/s; $rest"
   sent=$(sed -n 's/.*: \([0-9]*\)\/s.*/\1/p' "$T/tx")
   if [ "$mode" != kernel ] && ! grep -q "UDP offloaded on" "$T/rx.err"; then note="$note NOT OFFLOADED"; fi
+  [ "$mode" = kernel ] || sed -n 's/.*UDP offloaded on [^;]*; each: //p' "$T/rx.err" | head -1 >>"$T/rings"
   if [ "$mode" = zcopy ] && ! grep -q "(0 copied" "$T/rx"; then note="$note COPIED"; fi
   echo "${got:-0}|${sent:-0}|$rest|$note"
 }
 
 declare -A best
-echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=${RATE_PIN:-0})}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=$PIN)}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run  receiver  received/s    sent/s  receiver busy, own limit; the rest; note"
 for r in $(seq "$RUNS"); do
   for mode in $MODES; do
@@ -133,6 +139,7 @@ for r in $(seq "$RUNS"); do
 done
 k=${best[kernel]:-0}
 echo
+[ -s "$T/rings" ] && echo "rings of the preloaded runs (VMA_RX_WRE, VMA_TX_WRE): $(sort -u "$T/rings" | paste -sd'|')"
 echo "best of $RUNS (receive rate, ratio to the kernel's); load: $(cut -d' ' -f1-3 /proc/loadavg):"
 for mode in $MODES; do
   awk -v m=$mode -v g="${best[$mode]:-0}" -v k="$k" \
