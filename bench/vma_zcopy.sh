@@ -16,7 +16,8 @@
 #   mmsg     one kernel UDP socket, 64 datagrams per sendmmsg
 #   send     one kernel UDP socket, send() in a loop (session 16's)
 # RATE_MODES lists the receivers to run (default: all three, in that
-# order). RATE_PIN=2 (the default) pins the receiver to CPU 0 and the
+# order); copy@N or zcopy@N runs that receiver with VMA_RX_WRE=N, to set
+# ring depths side by side (e.g. "kernel copy copy@1024"). RATE_PIN=2 (the default) pins the receiver to CPU 0 and the
 # sender to CPU 1 and moves A's share of the kernel's receive work to CPU
 # 0, where a NIC's interrupt would put it (see below); RATE_PIN=1 pins the
 # two programs only, RATE_PIN=0 nothing: a veth then runs the receive's
@@ -75,8 +76,9 @@ udp_errors() {
 
 # one MODE -> "received/s sent/s where-the-rest-went note"
 one() {
-  local mode=$1 pre=() how=copy
+  local mode=${1%@*} pre=() how=copy
   [ "$mode" = kernel ] || pre=(env LD_PRELOAD="$LIB" VMA_TRACELEVEL=info)
+  [ "$mode" = kernel ] || [ "$1" = "${1#*@}" ] || pre+=(VMA_RX_WRE="${1#*@}")
   [ "$mode" = zcopy ] && how=zcopy
   PORT=$((PORT + 1))
   local e0 e1 rb0 cs0 rb1 cs1
