@@ -25,7 +25,9 @@
 # receiver (docs/performance.md, session 17) and the ratios measure it.
 # Prints each run's received and sent rates and where the rest went (the
 # kernel run: A's UDP receive-buffer and checksum errors; a preloaded run:
-# its rings' XDP redirected/dropped and malformed counts, from vma_stats),
+# its rings' XDP redirected/dropped and malformed counts, from vma_stats,
+# counted to the process's exit, so the 0.5 s the sender outlives the
+# receiver; every run: the veth's drops),
 # and the best of each receiver as a ratio to the kernel's. Each preloaded
 # run must log its rings ("UDP offloaded on", their sizes, from VMA_RX_WRE
 # and VMA_TX_WRE, shown at the end) and have dropped no frame as
@@ -64,6 +66,12 @@ rx_cpu=() tx_cpu=()
 # RATE_PIN=2: A's share of the kernel's receive work on the receiver's CPU
 # too, as a NIC's interrupt would put it (RPS for the kernel's stack; the
 # veth's NAPI threaded and pinned for XDP), the sender's CPU only sending.
+# The NAPI thread runs SCHED_FIFO (chrt, priority RATE_NAPI_PRIO, default
+# 50; 0 leaves it SCHED_OTHER): RPS's softirq preempts the kernel
+# receiver at once, as a NIC's interrupt would, while a SCHED_OTHER NAPI
+# thread shares the CPU with a busy-polling receiver in slices and the
+# veth's own 256-entry ring in front of XDP overflows meanwhile (counted
+# below as "veth drops").
 if [ "$PIN" = 2 ]; then
   ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/queues/rx-0/rps_cpus' ||
     { echo "$name: RATE_PIN=2: no RPS" >&2; exit 2; }
@@ -74,6 +82,13 @@ udp_errors() {
     $1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $c["RcvbufErrors"], $c["InCsumErrors"] }' /proc/net/snmp
 }
 
+# The veth's drops, B's transmit side and A's receive side (the second
+# counts XDP's: a full AF_XDP ring): "TX RX"
+veth_drops() {
+  echo "$(ip netns exec "$Z" cat /sys/class/net/zb/statistics/tx_dropped)" \
+    "$(ip netns exec "$A" cat /sys/class/net/za/statistics/rx_dropped)"
+}
+
 # one MODE -> "received/s sent/s where-the-rest-went note"
 one() {
   local mode=${1%@*} pre=() how=copy
@@ -81,15 +96,19 @@ one() {
   [ "$mode" = kernel ] || [ "$1" = "${1#*@}" ] || pre+=(VMA_RX_WRE="${1#*@}")
   [ "$mode" = zcopy ] && how=zcopy
   PORT=$((PORT + 1))
-  local e0 e1 rb0 cs0 rb1 cs1
+  local e0 e1 rb0 cs0 rb1 cs1 v0
   e0=$(udp_errors)
+  v0=$(veth_drops)
   ip netns exec "$A" "${rx_cpu[@]}" "${pre[@]}" timeout $((TIME + 20)) "$T/prog" rate $IPA $PORT "$TIME" $how \
     >"$T/rx" 2>"$T/rx.err" &
   local rpid=$!
-  for _ in $(seq 100); do grep -q '^ready' "$T/rx" && break; sleep 0.05; done
+  for _ in $(seq 100); do grep -qs '^ready' "$T/rx" && break; sleep 0.05; done
   if [ "$PIN" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
     ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
-    for p in $(pgrep '^napi/za-'); do taskset -pc 0 "$p" >/dev/null; done
+    for p in $(pgrep '^napi/za-'); do
+      taskset -pc 0 "$p" >/dev/null
+      [ "${RATE_NAPI_PRIO:-50}" = 0 ] || chrt -f -p "${RATE_NAPI_PRIO:-50}" "$p"
+    done
   fi
   ip netns exec "$Z" "${tx_cpu[@]}" timeout $((TIME + 20)) "$T/blast" $IPA $PORT "$TIME.5" "${send_how[@]}" \
     >"$T/tx" 2>&1
@@ -121,7 +140,10 @@ one() {
   read -r busy own < <(awk '/^received/ { gsub(/[(),]/, ""); n = $2; s = $4; e = $9; p = $11
     b = s - e * p / 1e9; if (b < 0.01 * s) b = 0.01 * s
     printf "%.0f%% %.0f\n", 100 * b / s, n / b }' "$T/rx")
-  rest="busy ${busy:-?}, own ${own:-?}/s; $rest"
+  local tx0 rx0 tx1 rx1
+  read -r tx0 rx0 <<<"$v0"
+  read -r tx1 rx1 < <(veth_drops)
+  rest="busy ${busy:-?}, own ${own:-?}/s; $rest; veth drops tx $((tx1 - tx0)), rx $((rx1 - rx0))"
   sent=$(sed -n 's/.*: \([0-9]*\)\/s.*/\1/p' "$T/tx")
   if [ "$mode" != kernel ] && ! grep -q "UDP offloaded on" "$T/rx.err"; then note="$note NOT OFFLOADED"; fi
   [ "$mode" = kernel ] || sed -n 's/.*UDP offloaded on [^;]*; each: //p' "$T/rx.err" | head -1 >>"$T/rings"
@@ -130,7 +152,10 @@ one() {
 }
 
 declare -A best
-echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=$PIN)}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+napi=""
+[ "$PIN" = 2 ] && napi=", NAPI thread SCHED_FIFO ${RATE_NAPI_PRIO:-50}"
+[ "$PIN" = 2 ] && [ "${RATE_NAPI_PRIO:-50}" = 0 ] && napi=", NAPI thread SCHED_OTHER"
+echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=$PIN$napi)}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run  receiver  received/s    sent/s  receiver busy, own limit; the rest; note"
 for r in $(seq "$RUNS"); do
   for mode in $MODES; do
