@@ -66,12 +66,15 @@ rx_cpu=() tx_cpu=()
 # RATE_PIN=2: A's share of the kernel's receive work on the receiver's CPU
 # too, as a NIC's interrupt would put it (RPS for the kernel's stack; the
 # veth's NAPI threaded and pinned for XDP), the sender's CPU only sending.
-# The NAPI thread runs SCHED_FIFO (chrt, priority RATE_NAPI_PRIO, default
-# 50; 0 leaves it SCHED_OTHER): RPS's softirq preempts the kernel
-# receiver at once, as a NIC's interrupt would, while a SCHED_OTHER NAPI
-# thread shares the CPU with a busy-polling receiver in slices and the
-# veth's own 256-entry ring in front of XDP overflows meanwhile (counted
-# below as "veth drops").
+# The NAPI thread stays SCHED_OTHER unless RATE_NAPI_PRIO=N makes it
+# SCHED_FIFO N (chrt). Neither is the kernel's own behaviour: RPS's
+# softirq preempts the kernel receiver at once but gives way to
+# ksoftirqd (SCHED_OTHER) under sustained load. SCHED_OTHER shares the
+# CPU with a busy-polling receiver in slices, and the veth's own
+# 256-entry ring in front of XDP overflows meanwhile (B's "veth drops
+# tx"); SCHED_FIFO never gives way, so at high rates it starves the
+# receiver and the AF_XDP ring overflows instead (receive livelock;
+# docs/performance.md, session 18).
 if [ "$PIN" = 2 ]; then
   ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/queues/rx-0/rps_cpus' ||
     { echo "$name: RATE_PIN=2: no RPS" >&2; exit 2; }
@@ -107,7 +110,7 @@ one() {
     ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
     for p in $(pgrep '^napi/za-'); do
       taskset -pc 0 "$p" >/dev/null
-      [ "${RATE_NAPI_PRIO:-50}" = 0 ] || chrt -f -p "${RATE_NAPI_PRIO:-50}" "$p"
+      [ "${RATE_NAPI_PRIO:-0}" = 0 ] || chrt -f -p "${RATE_NAPI_PRIO:-0}" "$p"
     done
   fi
   ip netns exec "$Z" "${tx_cpu[@]}" timeout $((TIME + 20)) "$T/blast" $IPA $PORT "$TIME.5" "${send_how[@]}" \
@@ -153,8 +156,8 @@ one() {
 
 declare -A best
 napi=""
-[ "$PIN" = 2 ] && napi=", NAPI thread SCHED_FIFO ${RATE_NAPI_PRIO:-50}"
-[ "$PIN" = 2 ] && [ "${RATE_NAPI_PRIO:-50}" = 0 ] && napi=", NAPI thread SCHED_OTHER"
+[ "$PIN" = 2 ] && napi=", NAPI thread SCHED_FIFO ${RATE_NAPI_PRIO:-0}"
+[ "$PIN" = 2 ] && [ "${RATE_NAPI_PRIO:-0}" = 0 ] && napi=", NAPI thread SCHED_OTHER"
 echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=$PIN$napi)}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run  receiver  received/s    sent/s  receiver busy, own limit; the rest; note"
 for r in $(seq "$RUNS"); do
