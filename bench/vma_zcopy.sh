@@ -16,14 +16,21 @@
 #   mmsg     one kernel UDP socket, 64 datagrams per sendmmsg
 #   send     one kernel UDP socket, send() in a loop (session 16's)
 # RATE_MODES lists the receivers to run (default: all three, in that
-# order). RATE_PIN=1 pins the receiver to CPU 0 and the sender to CPU 1;
-# RATE_PIN=2 also moves A's receive work to CPU 0 (see below). Without
-# it a veth runs the receive's kernel part on the sender's CPU.
+# order); copy@N or zcopy@N runs that receiver with VMA_RX_WRE=N, to set
+# ring depths side by side (e.g. "kernel copy copy@1024"). RATE_PIN=2 (the default) pins the receiver to CPU 0 and the
+# sender to CPU 1 and moves A's share of the kernel's receive work to CPU
+# 0, where a NIC's interrupt would put it (see below); RATE_PIN=1 pins the
+# two programs only, RATE_PIN=0 nothing: a veth then runs the receive's
+# kernel part on the sender's CPU, so the sending core bounds every
+# receiver (docs/performance.md, session 17) and the ratios measure it.
 # Prints each run's received and sent rates and where the rest went (the
 # kernel run: A's UDP receive-buffer and checksum errors; a preloaded run:
-# its rings' XDP redirected/dropped and malformed counts, from vma_stats),
+# its rings' XDP redirected/dropped and malformed counts, from vma_stats,
+# counted to the process's exit, so the 0.5 s the sender outlives the
+# receiver; every run: the veth's drops),
 # and the best of each receiver as a ratio to the kernel's. Each preloaded
-# run must log its rings ("UDP offloaded on") and have dropped no frame as
+# run must log its rings ("UDP offloaded on", their sizes, from VMA_RX_WRE
+# and VMA_TX_WRE, shown at the end) and have dropped no frame as
 # malformed, zcopy's must have copied nothing, else the row is marked.
 # "busy": the share of the receiver's time not spent in calls that found
 # nothing (the cost of such a call measured before the sender starts);
@@ -38,6 +45,7 @@ TIME=${RATE_TIME:-3}
 RUNS=${RATE_RUNS:-3}
 SENDER=${RATE_SENDER:-packet}
 MODES=${RATE_MODES:-kernel copy zcopy}
+PIN=${RATE_PIN:-2}
 A=ss-bza-$$ Z=ss-bzb-$$ IPA=10.218.0.1 IPB=10.218.0.2 PORT=11311
 # Root and tools checked, $T, $LIB, clean-up and vma_pair (exit 77: skipped).
 top_builddir=$(pwd) . "$(dirname "$0")/../tests/ext/vma_pair.sh"
@@ -54,11 +62,20 @@ mkdir -p "$T/stats" && export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/
 send_how=("$SENDER")
 [ "$SENDER" = packet ] && send_how+=(zb "$(ip netns exec "$A" cat /sys/class/net/za/address)")
 rx_cpu=() tx_cpu=()
-[ "${RATE_PIN:-0}" != 0 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
+[ "$PIN" != 0 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
 # RATE_PIN=2: A's share of the kernel's receive work on the receiver's CPU
 # too, as a NIC's interrupt would put it (RPS for the kernel's stack; the
 # veth's NAPI threaded and pinned for XDP), the sender's CPU only sending.
-if [ "${RATE_PIN:-0}" = 2 ]; then
+# The NAPI thread stays SCHED_OTHER unless RATE_NAPI_PRIO=N makes it
+# SCHED_FIFO N (chrt). Neither is the kernel's own behaviour: RPS's
+# softirq preempts the kernel receiver at once but gives way to
+# ksoftirqd (SCHED_OTHER) under sustained load. SCHED_OTHER shares the
+# CPU with a busy-polling receiver in slices, and the veth's own
+# 256-entry ring in front of XDP overflows meanwhile (B's "veth drops
+# tx"); SCHED_FIFO never gives way, so at high rates it starves the
+# receiver and the AF_XDP ring overflows instead (receive livelock;
+# docs/performance.md, session 18).
+if [ "$PIN" = 2 ]; then
   ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/queues/rx-0/rps_cpus' ||
     { echo "$name: RATE_PIN=2: no RPS" >&2; exit 2; }
 fi
@@ -68,21 +85,33 @@ udp_errors() {
     $1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $c["RcvbufErrors"], $c["InCsumErrors"] }' /proc/net/snmp
 }
 
+# The veth's drops, B's transmit side and A's receive side (the second
+# counts XDP's: a full AF_XDP ring): "TX RX"
+veth_drops() {
+  echo "$(ip netns exec "$Z" cat /sys/class/net/zb/statistics/tx_dropped)" \
+    "$(ip netns exec "$A" cat /sys/class/net/za/statistics/rx_dropped)"
+}
+
 # one MODE -> "received/s sent/s where-the-rest-went note"
 one() {
-  local mode=$1 pre=() how=copy
+  local mode=${1%@*} pre=() how=copy
   [ "$mode" = kernel ] || pre=(env LD_PRELOAD="$LIB" VMA_TRACELEVEL=info)
+  [ "$mode" = kernel ] || [ "$1" = "${1#*@}" ] || pre+=(VMA_RX_WRE="${1#*@}")
   [ "$mode" = zcopy ] && how=zcopy
   PORT=$((PORT + 1))
-  local e0 e1 rb0 cs0 rb1 cs1
+  local e0 e1 rb0 cs0 rb1 cs1 v0
   e0=$(udp_errors)
+  v0=$(veth_drops)
   ip netns exec "$A" "${rx_cpu[@]}" "${pre[@]}" timeout $((TIME + 20)) "$T/prog" rate $IPA $PORT "$TIME" $how \
     >"$T/rx" 2>"$T/rx.err" &
   local rpid=$!
-  for _ in $(seq 100); do grep -q '^ready' "$T/rx" && break; sleep 0.05; done
-  if [ "${RATE_PIN:-0}" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
+  for _ in $(seq 100); do grep -qs '^ready' "$T/rx" && break; sleep 0.05; done
+  if [ "$PIN" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
     ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
-    for p in $(pgrep '^napi/za-'); do taskset -pc 0 "$p" >/dev/null; done
+    for p in $(pgrep '^napi/za-'); do
+      taskset -pc 0 "$p" >/dev/null
+      [ "${RATE_NAPI_PRIO:-0}" = 0 ] || chrt -f -p "${RATE_NAPI_PRIO:-0}" "$p"
+    done
   fi
   ip netns exec "$Z" "${tx_cpu[@]}" timeout $((TIME + 20)) "$T/blast" $IPA $PORT "$TIME.5" "${send_how[@]}" \
     >"$T/tx" 2>&1
@@ -114,15 +143,22 @@ one() {
   read -r busy own < <(awk '/^received/ { gsub(/[(),]/, ""); n = $2; s = $4; e = $9; p = $11
     b = s - e * p / 1e9; if (b < 0.01 * s) b = 0.01 * s
     printf "%.0f%% %.0f\n", 100 * b / s, n / b }' "$T/rx")
-  rest="busy ${busy:-?}, own ${own:-?}/s; $rest"
+  local tx0 rx0 tx1 rx1
+  read -r tx0 rx0 <<<"$v0"
+  read -r tx1 rx1 < <(veth_drops)
+  rest="busy ${busy:-?}, own ${own:-?}/s; $rest; veth drops tx $((tx1 - tx0)), rx $((rx1 - rx0))"
   sent=$(sed -n 's/.*: \([0-9]*\)\/s.*/\1/p' "$T/tx")
   if [ "$mode" != kernel ] && ! grep -q "UDP offloaded on" "$T/rx.err"; then note="$note NOT OFFLOADED"; fi
+  [ "$mode" = kernel ] || sed -n 's/.*UDP offloaded on [^;]*; each: //p' "$T/rx.err" | head -1 >>"$T/rings"
   if [ "$mode" = zcopy ] && ! grep -q "(0 copied" "$T/rx"; then note="$note COPIED"; fi
   echo "${got:-0}|${sent:-0}|$rest|$note"
 }
 
 declare -A best
-echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=${RATE_PIN:-0})}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+napi=""
+[ "$PIN" = 2 ] && napi=", NAPI thread SCHED_FIFO ${RATE_NAPI_PRIO:-0}"
+[ "$PIN" = 2 ] && [ "${RATE_NAPI_PRIO:-0}" = 0 ] && napi=", NAPI thread SCHED_OTHER"
+echo "sender: $SENDER${rx_cpu:+, pinned (receiver CPU 0, sender CPU 1; RATE_PIN=$PIN$napi)}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run  receiver  received/s    sent/s  receiver busy, own limit; the rest; note"
 for r in $(seq "$RUNS"); do
   for mode in $MODES; do
@@ -133,6 +169,7 @@ for r in $(seq "$RUNS"); do
 done
 k=${best[kernel]:-0}
 echo
+[ -s "$T/rings" ] && echo "rings of the preloaded runs (VMA_RX_WRE, VMA_TX_WRE): $(sort -u "$T/rings" | paste -sd'|')"
 echo "best of $RUNS (receive rate, ratio to the kernel's); load: $(cut -d' ' -f1-3 /proc/loadavg):"
 for mode in $MODES; do
   awk -v m=$mode -v g="${best[$mode]:-0}" -v k="$k" \

@@ -35,6 +35,10 @@ libvmacompat_la_SOURCES += \
 	src/libvmacompat/settings.h \
 	src/libvmacompat/settings_choices.h \
 	src/libvmacompat/settings_spec.cc
+# The AF_XDP rings' depth and UMEM from VMA_RX_WRE/VMA_TX_WRE.
+libvmacompat_la_SOURCES += \
+	src/libvmacompat/ring_depth.h \
+	src/libvmacompat/ring_depth.cc
 # Never built: makes libtool link the library as C++.
 nodist_EXTRA_libvmacompat_la_SOURCES = dummy.cc
 libvmacompat_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -25,6 +25,9 @@ using config::Type;
 using config::Unit;
 
 constexpr int64_t kI32Max = 0x7FFFFFFFll;
+// Ring entries: a ConnectX queue pair's limit, libvma's practical one; it
+// keeps a queue's UMEM within 256 MiB (ring_depth.h).
+constexpr int64_t kMaxWre = 32768;
 
 // libvma forces a zero VMA_RX_POLL to one poll.
 constexpr int64_t at_least_one_poll(int64_t v) { return v == 0 ? 1 : v; }
@@ -72,9 +75,12 @@ constexpr Setting kRows[] = {
     {.id = int(Id::kTxBufs), .name = "tx_bufs", .env = {"VMA_TX_BUFS"}, .def = 200000, .min = 1,
      .max = kI32Max, .help = "send buffers in the global pool"},
     {.id = int(Id::kRxWre), .name = "rx_wre", .env = {"VMA_RX_WRE"}, .def = 16000, .min = 1,
-     .max = kI32Max, .help = "receive ring entries per ring"},
+     .max = kMaxWre,
+     .help = "entries of each receive queue's AF_XDP fill and rx rings, rounded up to a "
+             "power of two (at least 64); 1024 with VMA_SOCKETXTREME=1"},
     {.id = int(Id::kTxWre), .name = "tx_wre", .env = {"VMA_TX_WRE"}, .def = 2048, .min = 1,
-     .max = kI32Max, .help = "send ring entries per ring"},
+     .max = kMaxWre,
+     .help = "entries of each queue's AF_XDP tx and completion rings, rounded the same way"},
     {.id = int(Id::kRxPoll), .name = "rx_poll", .env = {"VMA_RX_POLL"}, .def = 100000, .min = -1,
      .max = kI32Max,
      .help = "ring polls in a blocking receive before it sleeps (-1: poll forever; 0 is "

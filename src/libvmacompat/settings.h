@@ -27,8 +27,8 @@ enum class Id : int {
   kOffloadedSockets,     // VMA_OFFLOADED_SOCKETS
   kRxBufs,               // VMA_RX_BUFS
   kTxBufs,               // VMA_TX_BUFS
-  kRxWre,                // VMA_RX_WRE
-  kTxWre,                // VMA_TX_WRE
+  kRxWre,                // VMA_RX_WRE: the AF_XDP fill and rx rings (ring_depth.h)
+  kTxWre,                // VMA_TX_WRE: the tx and completion rings
   kRxPoll,               // VMA_RX_POLL (-1: forever; 0 becomes 1)
   kRxPollInit,           // VMA_RX_POLL_INIT
   kRxUdpPollOsRatio,     // VMA_RX_UDP_POLL_OS_RATIO

@@ -4,7 +4,9 @@
 // order libvma applies them in (profile first, then each variable). Only
 // the overrides that land on rows of our table are listed; the rest concern
 // libvma's verbs queues and lwIP (see libvmacompat(7)). `rti` changes
-// nothing here: the reference lists no overrides for it.
+// nothing here: the reference lists no overrides for it. VMA_SOCKETXTREME's
+// own default for VMA_RX_WRE is a source of the same kind, after the
+// profile.
 #include <stdlib.h>
 
 #include <cerrno>
@@ -111,11 +113,35 @@ class SpecProfile final : public config::ValueSource {
   }
 };
 
-constinit const SpecProfile g_profile{};
+// VMA_SOCKETXTREME=1 makes 1024 VMA_RX_WRE's default, as libvma does: it
+// reads that variable first, so a profile's value and an explicit
+// VMA_RX_WRE still win (this source is consulted after the profile's).
+class SocketXtremeDefaults final : public config::ValueSource {
+ public:
+  config::Source kind() const override { return config::Source::kRules; }
 
-// Added when the library loads, so the first read already sees it.
+  // Reads VMA_SOCKETXTREME itself (under the settings lock); a value the
+  // row refuses is the row's warning and means off, as the row's default.
+  long lookup(const config::Component& c, const config::Setting& s, char* text, size_t cap,
+              char* origin, size_t ocap) const override {
+    if (&c != &table || s.id != static_cast<int>(Id::kRxWre)) return -ENOENT;
+    const char* v = secure_getenv("VMA_SOCKETXTREME");
+    if (!v || config::parse_choice(v, strlen(v), "0|1") != 1) return -ENOENT;
+    snprintf(origin, ocap, "VMA_SOCKETXTREME=1");
+    return snprintf(text, cap, "1024");
+  }
+};
+
+constinit const SpecProfile g_profile{};
+constinit const SocketXtremeDefaults g_xtreme{};
+
+// Added when the library loads, so the first read already sees them; in
+// this order, the profile first.
 struct AddProfile {
-  AddProfile() { table.add_source(&g_profile); }
+  AddProfile() {
+    table.add_source(&g_profile);
+    table.add_source(&g_xtreme);
+  }
 } const g_add_profile;
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include "core/net/netlink_view.h"
 #include "core/net/udp_route.h"
 #include "interpose/real.h"
+#include "libvmacompat/ring_depth.h"
+#include "libvmacompat/settings.h"
 #include "libvmacompat/stats_layout.h"
 #include "vma_preload/start.h"
 #if SS_VMA_XDP
@@ -23,10 +25,7 @@
 namespace ss::vma::preload {
 namespace {
 
-// Frames per queue's pool; the fill ring gets half, the rest serve tx and
-// frames the program holds.
-constexpr size_t kFrames = 4096;
-constexpr uint32_t kFill = 2048, kRing = 1024;
+constexpr int64_t kMemAllocHugepages = 2;  // VMA_MEM_ALLOC_TYPE: 0 anonymous, 1 contiguous
 
 std::mutex g_mu;
 std::map<std::string, NetdevRings*> g_rings;  // null: refused, never asked again
@@ -88,28 +87,32 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   const int nq = prov::xdp::rx_queue_count(ifname.c_str());
   if (nq <= 0) return nq < 0 ? nq : -ENODEV;
   net::UdpStack::Config cfg;
+  r->depth = ring_depth();
   r->queues.resize(static_cast<size_t>(nq));
   for (int q = 0; q < nq; q++) {
     NetdevRings::Queue& s = r->queues[static_cast<size_t>(q)];
     mem::PoolOptions opt;
-    opt.frame_size = 2048;
-    opt.frames_per_chunk = kFrames;
+    opt.frame_size = r->depth.frame_size;
+    opt.frames_per_chunk = r->depth.frames;
     opt.backing = mem::Backing::kPrivate;
+    opt.hugepages = settings::get(settings::Id::kMemAllocType) == kMemAllocHugepages;
     opt.name = "vma-umem";
     if (const int err = mem::Pool::create(opt, &s.pool); err < 0) return err;
     prov::RingQueueConfig rc;
     rc.pool = s.pool.get();
     rc.ifname = ifname.c_str();
     rc.queue_id = static_cast<uint32_t>(q);
-    rc.fill_size = kFill;
-    rc.rx_size = rc.tx_size = rc.completion_size = kRing;
+    rc.fill_size = r->depth.fill;
+    rc.rx_size = r->depth.rx;
+    rc.tx_size = r->depth.tx;
+    rc.completion_size = r->depth.completion;
     if (const int err = prov::xdp::XdpQueue::create(rc, &s.queue); err < 0) return err;
     cfg.rings.push_back({s.queue.get(), s.pool.get()});
   }
   r->steering = std::make_unique<prov::xdp::XdpUdpSteering>(prov::xdp::Device::find(ifname.c_str()));
   cfg.steering = r->steering.get();
   cfg.ifindex = r->ifindex;
-  cfg.initial_fill = kFill;
+  cfg.initial_fill = r->depth.fill;
   if (const int err = net::UdpStack::create(cfg, &r->stack); err < 0) return err;
   if (const int err = open_view_locked(); err < 0) return err;
   r->resolver = net::make_netlink_resolver(g_view, r->ifindex);
@@ -197,7 +200,11 @@ NetdevRings* netdev_rings(const std::string& ifname) {
     g_rings[ifname] = nullptr;
     return nullptr;
   }
-  SS_INFO("%s: UDP offloaded on %zu rx queue(s)", ifname.c_str(), r->queues.size());
+  const RingDepth& d = r->depth;
+  SS_INFO("%s: UDP offloaded on %zu rx queue(s); each: fill and rx rings %u, tx and completion "
+          "%u, %zu frames of %zu B (%zu MiB, %s)",
+          ifname.c_str(), r->queues.size(), d.fill, d.tx, d.frames, d.frame_size,
+          d.bytes() >> 20, r->queues.front().pool->chunk_huge(0) ? "hugepages" : "normal pages");
   publish_kernel_fds(*r);
   return g_rings[ifname] = r.release();
 }

@@ -1,6 +1,8 @@
 // The process's rings on one netdev, made on first need and kept until the
 // process exits (the kernel then frees the UMEM, the XSKs and the bpf_link):
-// an xdp queue with its own pool on every rx queue, the steering program's
+// an xdp queue with its own pool on every rx queue (their depth from
+// VMA_RX_WRE and VMA_TX_WRE, ring_depth.h; the pool on hugepages when
+// VMA_MEM_ALLOC_TYPE is 2 and the system has them), the steering program's
 // flow table, a UdpStack over them and its UdpTx. One NetlinkView for the
 // process, kept current by a service thread ("vma-netlink") that runs
 // process_events() when the kernel announces a change.
@@ -16,6 +18,7 @@
 #include "core/net/udp_stack.h"
 #include "core/net/udp_tx.h"
 #include "core/prov/ring.h"
+#include "libvmacompat/ring_depth.h"
 #include "libvmacompat/stats_publisher.h"
 
 namespace ss::vma::preload {
@@ -29,6 +32,7 @@ struct NetdevRings {
   };
   std::string ifname;
   int ifindex = 0;
+  RingDepth depth;  // every queue's rings and pool (VMA_RX_WRE, VMA_TX_WRE)
   std::vector<Queue> queues;
   std::unique_ptr<net::UdpSteering> steering;
   std::unique_ptr<net::UdpStack> stack;

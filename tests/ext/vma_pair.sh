@@ -11,6 +11,10 @@
 #   block PID: the vmastat blocks of PID, as vma_stats -v 3 shows them.
 #   header_prog SRC [LIBS]: the Extra API header installed under $T, SRC
 #     (a C file beside this one) built against it only as $PROG.
+#   xsk_rings PID: the entries of the AF_XDP rings PID mapped, as the
+#     kernel sized them: "rx R tx T fill F completion C" (its first socket).
+#   ring_frames LOG: the frames per queue a preloaded program's log line
+#     ("UDP offloaded on ...") reports.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || exit 99  # this file's: benches source it too
 B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
 LIB=$B/.libs/libvma.so
@@ -85,3 +89,29 @@ header_prog() {
   "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$inc" "$here/$1" -o "$PROG" ${2:-} \
     >"$T/cc.log" 2>&1 || { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
 }
+
+# A ring's mmap sits at its fixed page offset (if_xdp.h: rx 0, tx
+# 0x80000000, fill 0x100000000, completion 0x180000000) and is the kernel's
+# allocation: a header under a page plus entries x 16 B (rx, tx) or 8 B
+# (fill, completion), page-rounded. So the entries are the largest power
+# of two below size / descriptor: exact for rings of a page of descriptors
+# or more (512 rx/tx entries, 512 fill/completion), which callers use.
+xsk_rings() {
+  local range off path ring size d e
+  local -A n=()
+  while read -r range _ off _ _ path; do
+    case $path in socket:*) ;; *) continue ;; esac
+    case $off in
+      00000000) ring=rx d=16 ;; 80000000) ring=tx d=16 ;;
+      100000000) ring=fill d=8 ;; 180000000) ring=completion d=8 ;; *) continue ;;
+    esac
+    [ -z "${n[$ring]:-}" ] || continue
+    size=$((16#${range#*-} - 16#${range%-*}))
+    e=1
+    while [ $((e * 2 * d)) -lt "$size" ]; do e=$((e * 2)); done
+    n[$ring]=$e
+  done <"/proc/$1/maps"
+  echo "rx ${n[rx]:-none} tx ${n[tx]:-none} fill ${n[fill]:-none} completion ${n[completion]:-none}"
+}
+
+ring_frames() { sed -n 's/.*UDP offloaded on .* \([0-9][0-9]*\) frames of .*/\1/p' "$1" | head -1; }

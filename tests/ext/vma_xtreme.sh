@@ -5,7 +5,8 @@
 # 77 otherwise). tests/ext/vma_xtreme_prog.c, built against the installed
 # header only, loops socketxtreme_poll over its first socket's ring fds
 # until COUNT datagrams came to its two sockets (more than the rings'
-# frames: they recycle), each completion, user_data, source and payload
+# frames, VMA_RX_WRE's 1024 in this mode: they recycle), each completion,
+# user_data, source and payload
 # checked, freed at once; ref/free counts,
 # double and bogus frees refused with EINVAL, EBADFD for a descriptor that
 # is not a ring's, never more completions than asked. The proof that the
@@ -63,6 +64,12 @@ xtreme_run() {
 xtreme_run "$IP4 $port $count 2" recv $IP4 $port "$count" $IP4B
 has "$T/err" "xa: UDP offloaded on"
 check "the receiver's netdev has rings" $?
+# VMA_SOCKETXTREME=1 makes VMA_RX_WRE 1024, as libvma does: rings of 1024
+# and 1024 + 2048 + 512 frames -> 4096, fewer than COUNT, so they recycle.
+frames=$(ring_frames "$T/err")
+has "$T/err" "fill and rx rings 1024, tx and completion 2048, 4096 frames" &&
+  [ "$count" -gt "${frames:-$count}" ]
+check "socketXtreme's rings of 1024 (VMA_RX_WRE's default in that mode): $count datagrams through ${frames:-?} frames recycled them" $?
 [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure"
 check "socketxtreme_poll: all $count datagrams from the ring fds, completions, sources, payloads, ref/free counts, refusals (exit $rrc)" $?
 [ $((after - before)) -eq 0 ]

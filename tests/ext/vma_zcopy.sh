@@ -5,15 +5,21 @@
 # removed on exit; no traffic leaves them. Needs root (exit 77 otherwise).
 # tests/ext/vma_zcopy_prog.c, built against the installed header only,
 # receives COUNT datagrams (IPv4: 10000, IPv6: 1000) with recvfrom_zcopy
-# (each MSG_VMA_ZCOPY, its payload intact and outside the program's memory, freed at once: COUNT is
-# more than the rings' frames, so they recycle), refuses bad frees with
+# (each MSG_VMA_ZCOPY, its payload intact and outside the program's memory,
+# freed at once: the IPv4 case's rings are small, VMA_RX_WRE and
+# VMA_TX_WRE 300, and COUNT is more than their frames, so they recycle),
+# refuses bad frees with
 # ENOENT losing nothing, counts a receive callback's DROP/RECV/HOLD
 # verdicts, polls the socket's ring descriptors (get_socket_rings_fds:
 # quiet, readable on a datagram, quiet once it is read), and shows the
 # copy fallback (kernel-path data, a socket left to the kernel). The
 # proof that the rings carried the datagrams: A's kernel UDP counter grows
-# by the program's two kernel-path datagrams, not by COUNT. Namespaces,
-# scratch and clean-up: tests/ext/vma_pair.sh.
+# by the program's two kernel-path datagrams, not by COUNT. The rings'
+# depth follows the settings: the kernel's own sizes of the receiver's
+# AF_XDP rings (its ring mmaps) are VMA_RX_WRE's and VMA_TX_WRE's powers of
+# two, for two pairs of values (the IPv6 case's 5000 and 1000), and the
+# log line reports them with the pool's frames. Namespaces, scratch and
+# clean-up: tests/ext/vma_pair.sh.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_zcopy.sh
 set -u
@@ -30,17 +36,24 @@ vma_pair "$A" "$Z" za zb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
 kernel_udp_in() { echo $(($(kernel_udp In 4) + $(kernel_udp In 6))); }
 
 port=$((21000 + RANDOM % 8000))
-# zcopy_case LABEL ADDR COUNT: the program's receiver on ADDR in A, its
-# sender in B; every check of the program, and A's kernel counter.
+# zcopy_case LABEL ADDR COUNT RX_WRE TX_WRE "RINGS" FRAMES: the program's
+# receiver on ADDR in A with VMA_RX_WRE and VMA_TX_WRE, its sender in B;
+# every check of the program, A's kernel counter, the receiver's rings as
+# the kernel sized them (RINGS, as xsk_rings prints them) and its pool's
+# FRAMES as logged.
 zcopy_case() {
-  local label=$1 addr=$2 count=$3 before after src rrc rpid
+  local label=$1 addr=$2 count=$3 rx_wre=$4 tx_wre=$5 rings=$6 frames=$7 before after src rrc rpid
+  local mapped=""
   port=$((port + 1))
   before=$(kernel_udp_in)
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
+    VMA_RX_WRE="$rx_wre" VMA_TX_WRE="$tx_wre" \
     VMA_TRACELEVEL=info timeout 90 "$PROG" recv "$addr" $port "$count" >"$T/out" 2>"$T/err" &
   rpid=$!
   pids+=($rpid)
   for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
+  # The program itself (timeout's child), while it waits for the sender.
+  mapped=$(xsk_rings "$(pgrep -n -f "^$PROG recv $addr $port ")" 2>/dev/null)
   ip netns exec "$Z" timeout 90 "$PROG" send "$addr" $port "$count" >"$T/send" 2>&1
   src=$?
   wait $rpid
@@ -52,6 +65,10 @@ zcopy_case() {
   echo "  kernel UDP in A: $before -> $after"
   has "$T/err" "za: UDP offloaded on"
   check "$label: the receiver's netdev has rings" $?
+  [ "$mapped" = "$rings" ]
+  check "$label: VMA_RX_WRE=$rx_wre VMA_TX_WRE=$tx_wre: the kernel's rings are $rings (mapped: ${mapped:-none})" $?
+  has "$T/err" "fill and rx rings $(echo "$rings" | cut -d' ' -f2), tx and completion $(echo "$rings" | cut -d' ' -f4), $frames frames of 2048 B"
+  check "$label: the log line reports those rings and $frames frames ($(ring_frames "$T/err"))" $?
   [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure"
   check "$label: recvfrom_zcopy, free_packets, register_recv_callback, ring fds: every check of the program (exit $rrc)" $?
   local delta=$((after - before))
@@ -59,8 +76,14 @@ zcopy_case() {
   check "$label: A's kernel received only the 2 kernel-path datagrams, not the $count + 120 of the rings ($delta)" $?
 }
 
-zcopy_case IPv4 $IP4 "${VMA_ZCOPY_COUNT:-10000}"
-zcopy_case IPv6 $IP6 1000
+# 300 and 300: rings of 512, 512 + 512 + 256 frames -> 2048 (4 MiB);
+# 5000 and 1000: 8192 and 1024, 8192 + 1024 + 4096 -> 16384 (32 MiB).
+count4=${VMA_ZCOPY_COUNT:-10000}
+zcopy_case IPv4 $IP4 "$count4" 300 300 "rx 512 tx 512 fill 512 completion 512" 2048
+frames4=$(ring_frames "$T/err")
+[ "$count4" -gt "${frames4:-$count4}" ]
+check "IPv4: $count4 datagrams through a pool of ${frames4:-?} frames: its frames recycled" $?
+zcopy_case IPv6 $IP6 1000 5000 1000 "rx 8192 tx 1024 fill 8192 completion 1024" 16384
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

@@ -8,6 +8,7 @@ vma_unit_tests_SOURCES =
 vma_unit_tests_SOURCES += tests/vma/stats_test.cc
 vma_unit_tests_SOURCES += tests/vma/rules_test.cc
 vma_unit_tests_SOURCES += tests/vma/settings_test.cc
+vma_unit_tests_SOURCES += tests/vma/ring_depth_test.cc
 vma_unit_tests_SOURCES += tests/vma/extra_table_test.cc
 vma_unit_tests_SOURCES += tests/vma/held_packets_test.cc
 vma_unit_tests_SOURCES += tests/vma/xtreme_buffs_test.cc

@@ -21,7 +21,8 @@ using sstest::StderrCapture;
 constexpr const char* kVars[] = {"VMA_SPEC", "VMA_RX_POLL", "VMA_SELECT_POLL", "VMA_TRACELEVEL",
                                  "VMA_RING_ALLOCATION_LOGIC_RX", "VMA_STATS_SHMEM_DIR",
                                  "VMA_MEM_ALLOC_TYPE", "VMA_TX_BUFS", "VMA_RX_BUFS",
-                                 "VMA_LOG_FILE", "VMA_STATS_FD_NUM", "VMA_THREAD_MODE"};
+                                 "VMA_LOG_FILE", "VMA_STATS_FD_NUM", "VMA_THREAD_MODE",
+                                 "VMA_RX_WRE", "VMA_TX_WRE", "VMA_SOCKETXTREME"};
 
 class VmaSettings : public ::testing::Test {
  protected:
@@ -48,6 +49,8 @@ TEST_F(VmaSettings, ListedWithLibvmaDefaults) {
   EXPECT_EQ(get(Id::kSelectPoll), 100000);
   EXPECT_EQ(get(Id::kRxBufs), 200000);
   EXPECT_EQ(get(Id::kTxBufs), 200000);
+  EXPECT_EQ(get(Id::kRxWre), 16000);
+  EXPECT_EQ(get(Id::kTxWre), 2048);
   EXPECT_EQ(get(Id::kStatsFdNum), 100);
   EXPECT_EQ(get(Id::kMemAllocType), 2);
   EXPECT_EQ(get(Id::kFork), 1);
@@ -121,6 +124,30 @@ TEST_F(VmaSettings, SpecLatencyChangesDefaultsAndExplicitValuesWin) {
   EXPECT_EQ(get(Id::kStatsFdNum), 1024);
 }
 
+// libvma reads VMA_SOCKETXTREME first and makes 1024 the default of
+// VMA_RX_WRE; a profile's value and an explicit variable come after it.
+TEST_F(VmaSettings, SocketXtremeMakesRxWre1024UnlessProfileOrVariable) {
+  EXPECT_EQ(with("VMA_SOCKETXTREME", "1"), "");
+  EXPECT_EQ(get(Id::kRxWre), 1024);
+  EXPECT_EQ(table.origin(Id::kRxWre), "VMA_SOCKETXTREME=1");
+  EXPECT_EQ(get(Id::kTxWre), 2048);
+  with("VMA_SOCKETXTREME", "0");
+  EXPECT_EQ(get(Id::kRxWre), 16000);
+  with("VMA_SOCKETXTREME", "1", "VMA_SPEC", "latency");
+  EXPECT_EQ(get(Id::kRxWre), 256);
+  EXPECT_EQ(table.origin(Id::kRxWre), "VMA_SPEC=latency");
+  with("VMA_RX_WRE", "5000");
+  EXPECT_EQ(get(Id::kRxWre), 5000);
+  EXPECT_EQ(table.origin(Id::kRxWre), "env VMA_RX_WRE");
+  unsetenv("VMA_RX_WRE");
+  unsetenv("VMA_SPEC");
+  // A value the row refuses is its warning and means off.
+  const std::string err = with("VMA_SOCKETXTREME", "2");
+  EXPECT_NE(err.find("bad value \"2\" from env VMA_SOCKETXTREME"), std::string::npos) << err;
+  EXPECT_EQ(get(Id::kSocketXtreme), 0);
+  EXPECT_EQ(get(Id::kRxWre), 16000);
+}
+
 TEST_F(VmaSettings, BadValueWarnsOnceWithTheDefault) {
   std::string err = with("VMA_RX_POLL", "fast");
   EXPECT_EQ(get(Id::kRxPoll), 100000);
@@ -143,6 +170,21 @@ TEST_F(VmaSettings, BadValueWarnsOnceWithTheDefault) {
   EXPECT_EQ(get(Id::kMemAllocType), 2);
   EXPECT_NE(err.find("bad value \"3\" from env VMA_MEM_ALLOC_TYPE"), std::string::npos) << err;
   unsetenv("VMA_MEM_ALLOC_TYPE");
+
+  // Ring entries: 1 to 32768 (ring_depth.h); beyond, the default.
+  err = with("VMA_RX_WRE", "40000", "VMA_TX_WRE", "0");
+  EXPECT_EQ(get(Id::kRxWre), 16000);
+  EXPECT_EQ(get(Id::kTxWre), 2048);
+  EXPECT_NE(err.find("rx_wre: bad value \"40000\" from env VMA_RX_WRE"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("using default 16000"), std::string::npos) << err;
+  EXPECT_NE(err.find("tx_wre: bad value \"0\" from env VMA_TX_WRE"), std::string::npos) << err;
+  EXPECT_NE(err.find("using default 2048"), std::string::npos) << err;
+  unsetenv("VMA_RX_WRE");
+  unsetenv("VMA_TX_WRE");
+  EXPECT_EQ(with("VMA_RX_WRE", "32768"), "");
+  EXPECT_EQ(get(Id::kRxWre), 32768);
+  unsetenv("VMA_RX_WRE");
 
   err = with("VMA_TRACELEVEL", "loud");
   EXPECT_EQ(trace_level(), TraceLevel::kInfo);

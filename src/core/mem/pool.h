@@ -95,7 +95,7 @@ class Pool {
   // Frames in chunk i: [chunk_base(i), chunk_base(i) + chunk_bytes()).
   SS_API void* chunk_base(size_t i) const;
   size_t chunk_bytes() const { return frames_per_chunk() << frame_shift_; }
-  bool chunk_huge(size_t i) const;
+  SS_API bool chunk_huge(size_t i) const;
   // Frames nobody holds: on the shared list or in a thread's cache (exact
   // once the pool is quiet).
   size_t free_count() const;
