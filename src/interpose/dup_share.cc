@@ -110,7 +110,9 @@ void forget(int fd, FdKind kind) {
   if (t.remove_object(fd, kind, &obj) < 0) return;
   if (held_fds.erase(fd)) n_held = held_fds.size();
   auto it = groups.find(obj.get());
-  if (it != groups.end() && --it->second.refs <= 0) groups.erase(it);
+  if (it == groups.end()) return;
+  it->second.numbers.erase(fd);
+  if (it->second.numbers.empty()) groups.erase(it);
 }
 
 bool last_descriptor(int fd, FdKind kind) {
