@@ -40,6 +40,8 @@ void resolve_all() {
   SS_REAL(readv);
   SS_REAL(write);
   SS_REAL(writev);
+  SS_REAL(preadv2);
+  SS_REAL(pwritev2);
   SS_REAL(recv);
   SS_REAL(recvfrom);
   SS_REAL(recvmsg);

@@ -31,6 +31,8 @@ struct RealCalls {
   ssize_t (*readv)(int, const iovec*, int);
   ssize_t (*write)(int, const void*, size_t);
   ssize_t (*writev)(int, const iovec*, int);
+  ssize_t (*preadv2)(int, const iovec*, int, off_t, int);
+  ssize_t (*pwritev2)(int, const iovec*, int, off_t, int);
   ssize_t (*recv)(int, void*, size_t, int);
   ssize_t (*recvfrom)(int, void*, size_t, int, sockaddr*, socklen_t*);
   ssize_t (*recvmsg)(int, msghdr*, int);

@@ -50,6 +50,60 @@ SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int cnt) {
       [&] { return ss::interpose::real().writev(fd, iov, cnt); });
 }
 
+// preadv2/pwritev2 on a connection, as Linux's on a socket: offset -1 is
+// readv/writev (RWF_NOWAIT: without blocking), any other offset ESPIPE, a
+// flag a socket does not take EOPNOTSUPP. (preadv/pwritev need no
+// stand-in: the descriptor is a socket, so the kernel's answer, ESPIPE,
+// is already the right one.)
+namespace {
+// One positioned vectored call on rsocket fd through `call` (rrecvmsg or
+// rsendmsg with the flags the RWF_ ones mean), or -1 and errno.
+template <typename Call>
+ssize_t positioned(int fd, const iovec* iov, int cnt, off_t off, int flags, Call call) {
+  if (off != -1) {
+    errno = ESPIPE;
+    return -1;
+  }
+  if (flags & ~RWF_NOWAIT) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = static_cast<size_t>(cnt);
+  return call(fd, &m, (flags & RWF_NOWAIT) ? MSG_DONTWAIT : 0);
+}
+}  // namespace
+
+SS_PRELOAD_EXPORT ssize_t preadv2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
+  return on_rsocket(
+      fd,
+      [&] {
+        return positioned(fd, iov, cnt, off, flags,
+                          [](int f, msghdr* m, int msg) { return rrecvmsg(f, m, msg); });
+      },
+      [&] { return ss::interpose::real().preadv2(fd, iov, cnt, off, flags); });
+}
+
+SS_PRELOAD_EXPORT ssize_t pwritev2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
+  return on_rsocket(
+      fd,
+      [&] {
+        return positioned(fd, iov, cnt, off, flags, [](int f, msghdr* m, int msg) {
+          return pipe_signal(rsendmsg(f, m, msg), msg);
+        });
+      },
+      [&] { return ss::interpose::real().pwritev2(fd, iov, cnt, off, flags); });
+}
+
+// glibc's names for the same calls with a 64-bit offset (_FILE_OFFSET_BITS=64).
+SS_PRELOAD_EXPORT ssize_t preadv64v2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
+  return preadv2(fd, iov, cnt, off, flags);
+}
+SS_PRELOAD_EXPORT ssize_t pwritev64v2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
+  return pwritev2(fd, iov, cnt, off, flags);
+}
+
 SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
   return on_rsocket(
       fd, [&] { return rrecv(fd, buf, n, flags); },

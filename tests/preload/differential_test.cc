@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -643,3 +644,33 @@ TEST(Differential, UdpUntouched) {
 }
 
 }  // namespace
+
+namespace differential {
+namespace {
+
+// A connection is a socket: fstat says so; preadv/pwritev (and
+// preadv2/pwritev2 with an offset) are ESPIPE; preadv2/pwritev2 at offset
+// -1 are readv/writev, RWF_NOWAIT without blocking.
+TEST(DifferentialVectored, FstatAndPositionedCalls) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(&p));
+  struct stat st{};
+  ASSERT_EQ(fstat(p.c, &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  char a[3] = {'a', 'b', 'c'}, b[4] = {};
+  iovec out{a, sizeof a}, in{b, sizeof b};
+  EXPECT_EQ(pwritev(p.c, &out, 1, 0), -1);
+  EXPECT_EQ(errno, ESPIPE);
+  EXPECT_EQ(preadv(p.s, &in, 1, 0), -1);
+  EXPECT_EQ(errno, ESPIPE);
+  EXPECT_EQ(pwritev2(p.c, &out, 1, 5, 0), -1);
+  EXPECT_EQ(errno, ESPIPE);
+  EXPECT_EQ(preadv2(p.s, &in, 1, -1, RWF_NOWAIT), -1);  // nothing sent yet
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(pwritev2(p.c, &out, 1, -1, 0), 3);
+  EXPECT_EQ(preadv2(p.s, &in, 1, -1, 0), 3);
+  EXPECT_EQ(memcmp(a, b, 3), 0);
+}
+
+}  // namespace
+}  // namespace differential
