@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/base/log.h"
-#include "core/base/own_epoll.h"
+#include "core/base/own_fd.h"
 #include "include/rdma/rsocket.h"
 #include "core/base/interruptible_poll.h"
 #include "librsocket/settings.h"

@@ -57,17 +57,20 @@ void before_fork() {
   Registry& r = registry();
   r.table_mu.lock();
   r.mu.lock();
-  for (ProcessShare* s : r.shares) s->add_holder();
+  for (ProcessShare* s : r.shares)
+    if (s->is_open()) s->add_holder();
   r.saved_errno = errno;
   errno = 0;
 }
 
 void parent_after_fork() {
   Registry& r = registry();
-  if (errno != 0)  // no child: nobody took the holds
-    for (ProcessShare* s : r.shares) s->remove_holder();
-  else
+  if (errno != 0) {  // no child: nobody took the holds
+    for (ProcessShare* s : r.shares)
+      if (s->is_open()) s->remove_holder();
+  } else {
     errno = r.saved_errno;
+  }
   r.mu.unlock();
   r.table_mu.unlock();  // the thread that locked it in before_fork
 }
@@ -91,6 +94,7 @@ TableGuard::TableGuard() : lk_(registry().table_mu) {}
 int join(ProcessShare* share) {
   Registry& r = registry();
   std::lock_guard<std::mutex> g(r.mu);
+  if (share->is_open()) return 0;  // joined already: listed once, so leave unlists it
   if (int rc = share->open()) {
     SS_DEBUG("rsocket: no process share (%d): this connection closes as if never forked", rc);
     return rc;

@@ -674,3 +674,48 @@ TEST(DifferentialVectored, FstatAndPositionedCalls) {
 
 }  // namespace
 }  // namespace differential
+
+namespace differential {
+namespace {
+
+// A fork while another thread sleeps in a receive on a connection (its
+// wake-up descriptor exists): the child's fork handlers finish and the
+// child runs.
+TEST(DifferentialFork, ForkWhileAThreadSleepsInAReceive) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(&p));
+  // The first number closed while a duplicate lives (the preload holds
+  // such a number: its close path then takes the duplicates' lock).
+  const int keep = dup(p.s);
+  ASSERT_GE(keep, 0);
+  ASSERT_EQ(close(p.s), 0);
+  p.s = keep;
+  std::thread reader([&] {
+    char b;
+    recv(p.s, &b, 1, 0);
+  });
+  usleep(100000);  // asleep by now
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int d = dup(p.c);
+    _exit(d >= 0 && close(d) == 0 ? 0 : 1);
+  }
+  // A child stuck in a fork handler (before any line of its own runs)
+  // is killed after 10 s and fails the test.
+  int status = 0;
+  pid_t w = 0;
+  for (int i = 0; i < 1000 && (w = waitpid(pid, &status, WNOHANG)) == 0; i++) usleep(10000);
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "the child never got out of fork";
+  } else {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  ASSERT_EQ(send(p.c, "x", 1, MSG_NOSIGNAL), 1);
+  reader.join();
+}
+
+}  // namespace
+}  // namespace differential

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/base/log.h"
+#include "core/base/own_fd.h"
 
 namespace ss {
 
@@ -31,7 +32,7 @@ void Kick::leave(bool kicked) {
 }
 
 void Kick::fork_child() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) own_close(fd_);  // in the fd table's fork handler: not through a preload
   fd_ = -1;
   waiters_ = 0;
 }

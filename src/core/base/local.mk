@@ -23,7 +23,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/futex_mutex.h \
 	src/core/base/interruptible_poll.cc \
 	src/core/base/interruptible_poll.h \
-	src/core/base/own_epoll.h \
+	src/core/base/own_fd.h \
 	src/core/base/kick.cc \
 	src/core/base/kick.h \
 	src/core/base/log.cc \

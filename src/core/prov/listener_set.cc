@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "core/base/own_epoll.h"
+#include "core/base/own_fd.h"
 
 namespace ss::prov {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/base/log.h"
-#include "core/base/own_epoll.h"
+#include "core/base/own_fd.h"
 #include "core/prov/sock_addr.h"
 #include "core/prov/tcp/side_probe.h"
 #include "core/prov/tcp/tcp_endpoint.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
-#include "core/base/own_epoll.h"
+#include "core/base/own_fd.h"
 
 namespace ss::prov::util {
 

@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
-#include "core/base/own_epoll.h"
+#include "core/base/own_fd.h"
 #include "core/prov/verbs/cm_events.h"
 #include "core/res/verbs_manager.h"
 
