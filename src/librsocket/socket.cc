@@ -58,6 +58,9 @@ Socket::Socket(int fd, int domain) : fd_(fd), domain_(domain) {
 
 Socket::~Socket() {
   if (tracked_) fork::untrack(this);
+  // A connection dropped without rclose (a fallback, an abandoned accept)
+  // must not stay on the fork registry's list of shares.
+  if (share_.is_open()) fork::leave(&share_);
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
   if (kernel_events_ep_ >= 0) ::close(kernel_events_ep_);
