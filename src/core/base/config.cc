@@ -264,7 +264,10 @@ int Component::add_source(const ValueSource* src) {
   for (const ValueSource*& slot : sources_) {
     if (slot) continue;
     slot = src;
-    l.load();
+    // Values already read change now; a table not read yet takes the
+    // source at its first read (sources added one after another at load
+    // would otherwise warn about one bad value once per source).
+    if (loaded_.load(std::memory_order_acquire)) l.load();
     return 0;
   }
   return -ENOSPC;
