@@ -3,6 +3,8 @@
 #include <mellanox/vma_extra.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 namespace ss::vma {
@@ -39,13 +41,18 @@ int RingLogic::set(const void* val, socklen_t len) {
   const bool rx = (a.comp_mask & VMA_RING_ALLOC_MASK_RING_INGRESS) && a.ingress;
   const bool tx = (a.comp_mask & VMA_RING_ALLOC_MASK_RING_ENGRESS) && a.engress;
   if (!rx && !tx) return 0;
-  if (!valid_ring_logic(a.ring_alloc_logic)) return -EINVAL;
+  // The program's bytes, read as a number: an enum object may hold only
+  // its own values, so a bad one is checked before it is read as one.
+  uint32_t logic;
+  const auto* bytes = static_cast<const char*>(val);
+  std::memcpy(&logic, bytes + offsetof(vma_ring_alloc_logic_attr, ring_alloc_logic), sizeof logic);
+  if (!valid_ring_logic(static_cast<int>(logic))) return -EINVAL;
   if ((a.comp_mask & VMA_RING_ALLOC_MASK_RING_PROFILE_KEY) && a.ring_profile_key) return -EINVAL;
   const bool user = a.comp_mask & VMA_RING_ALLOC_MASK_RING_USER_ID;
   std::lock_guard lock(mu_);
   for (Side* s : {rx ? &rx_ : nullptr, tx ? &tx_ : nullptr}) {
     if (!s) continue;
-    s->logic = a.ring_alloc_logic;
+    s->logic = static_cast<int>(logic);
     if (user) s->user_id = a.user_id;
   }
   return 0;
