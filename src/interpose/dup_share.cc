@@ -22,6 +22,7 @@ namespace {
 
 struct Group {
   int owner;              // the number the object was made at
+  bool acts_on_owner;     // the face uses that number (held until the last close)
   std::set<int> numbers;  // the program's numbers that name it
 };
 
@@ -43,7 +44,7 @@ __attribute__((constructor)) void lock_around_fork() {
 
 }  // namespace
 
-int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec) {
+int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_on_owner) {
   std::lock_guard<std::mutex> g(mu);
   FdTable& t = FdTable::instance();
   auto obj = t.get_object(fd, kind);
@@ -64,7 +65,7 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec) {
     errno = -rc;
     return -1;
   }
-  auto it = groups.try_emplace(obj.get(), Group{fd, {fd}}).first;
+  auto it = groups.try_emplace(obj.get(), Group{fd, acts_on_owner, {fd}}).first;
   it->second.numbers.insert(nfd);
   return nfd;
 }
@@ -78,10 +79,10 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
   if (it == groups.end()) return false;
   auto pollable = t.get_pollable(fd);
   Group& grp = it->second;
-  t.remove_object(fd, kind, nullptr);
   grp.numbers.erase(fd);
   if (!grp.numbers.empty()) {
-    if (fd == grp.owner) {
+    t.remove_object(fd, kind, nullptr);
+    if (fd == grp.owner && grp.acts_on_owner) {
       // The face still acts on this number; closed as the program sees
       // it, so no exec'd program gets it either.
       real().fcntl(fd, F_SETFD, FD_CLOEXEC);
@@ -93,10 +94,11 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
     *rc = 0;
     return true;
   }
-  // The last one: the object closes at its own number.
-  *own = grp.owner;
+  // The last one: the object closes at its own number, its entry there.
+  if (grp.acts_on_owner) *own = grp.owner;
   groups.erase(it);
   if (fd != *own) {
+    t.remove_object(fd, kind, nullptr);
     real().close(fd);
     t.insert(*own, kind, obj, pollable.get());
   }

@@ -21,15 +21,20 @@ namespace ss::interpose::dups {
 // A duplicate of `fd` (an entry of `kind`): at `at` exactly (dup2/dup3:
 // free, or not the preload's), else at the lowest free number >= `at`
 // (dup, F_DUPFD); close-on-exec if `cloexec`. The new number shares fd's
-// object in the table; the new number or -1 and errno.
-int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec);
+// object in the table; the new number or -1 and errno. `acts_on_owner`:
+// the face acts on the number the object was made at, so that number is
+// held while duplicates live; false for an object that keeps a kernel
+// descriptor of its own (librspreload's listener), whose numbers are
+// all the program's to free.
+int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_on_owner = true);
 
 // close() of `fd` (an entry of `kind`): true with *rc set when other
 // numbers still share its object (fd forgotten; its number closed, or
-// held when it is the object's own). False when fd is its object's last
-// number: *own is the number the object was made at (fd's entry moved
-// there and fd closed, when they differ), for the face to close as a
-// socket with no duplicate.
+// held when the face acts on it). False when fd is its object's last
+// number, its entry still in the table: *own is the number the object
+// was made at (fd's entry moved there and fd closed, when they differ;
+// fd itself for an object the face does not act on by number), for the
+// face to close as a socket with no duplicate.
 bool close_shared(int fd, FdKind kind, int* rc, int* own);
 
 // `fd` (an entry of `kind`) was closed behind the preload (a raw close

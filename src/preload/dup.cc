@@ -27,6 +27,17 @@ int close_last(int fd) {
   return rclose(fd);
 }
 
+int dup_listener(int fd, int at, bool exact, bool cloexec) {
+  return shared::dup_entry(fd, FdKind::kOffloaded, at, exact, cloexec, /*acts_on_owner=*/false);
+}
+
+bool close_listener_shared(int fd, int* rc) {
+  int own;
+  return shared::close_shared(fd, FdKind::kOffloaded, rc, &own);
+}
+
+void forget_duplicates(int fd) { shared::dissolve(fd); }
+
 int close_released(int fd) { return shared::close_released(fd); }
 
 bool last_descriptor(int fd) { return shared::last_descriptor(fd, FdKind::kRsocket); }

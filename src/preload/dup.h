@@ -21,6 +21,21 @@ bool close_shared(int fd, int* rc);
 // of the program names it.
 bool last_descriptor(int fd);
 
+// A duplicate of listener `fd` (dup, dup2/dup3, F_DUPFD[_CLOEXEC]) with
+// the kernel's close-on-exec rule (`cloexec`): every number shares the
+// listener's Entry, which acts through a kernel descriptor of its own, so
+// each number is the program's to free and the listener ends with the
+// last.
+int dup_listener(int fd, int at, bool exact, bool cloexec);
+
+// close() of listener `fd`: true with *rc set when another number still
+// names the listener (fd forgotten and closed); false for its last number.
+bool close_listener_shared(int fd, int* rc);
+
+// The numbers other than `fd` naming the same socket leave the table (the
+// socket is the kernel's from now on, with every number).
+void forget_duplicates(int fd);
+
 // Whether `fd` is a held number.
 bool held(int fd);
 

@@ -116,7 +116,7 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexc
     // Neither connected nor listening: it stays the kernel's for good,
     // so the set watches what the program will use.
     SS_DEBUG("librspreload: fd %d joins an epoll set before connect/listen: kernel TCP", fd);
-    FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
+    give_to_kernel(fd);
   }
   return ss::interpose::ctl_epoll(*ep, op, fd, ev);
 }

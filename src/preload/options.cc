@@ -60,7 +60,8 @@ int fcntl_any(int fd, int cmd, long arg) {
     case Route::kListener: {
       auto e = entry(fd);
       if (!e) break;
-      if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) return unsupported(fd, "fcntl(F_DUPFD)");
+      if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        return dups::dup_listener(fd, static_cast<int>(arg), false, cmd == F_DUPFD_CLOEXEC);
       if (cmd == F_GETFL) {
         int fl = ss::interpose::real().fcntl(fd, F_GETFL);
         return fl < 0 ? fl : (fl & ~O_NONBLOCK) | (e->nonblock ? O_NONBLOCK : 0);
@@ -72,6 +73,9 @@ int fcntl_any(int fd, int cmd, long arg) {
       }
       break;
     }
+    case Route::kFresh:
+      if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) give_to_kernel(fd);
+      break;
     default:
       break;
   }

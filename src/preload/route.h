@@ -157,7 +157,12 @@ auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
 // inside InRsocket.
 int set_fd_flags(int fd, int flags);
 
-// Listener `fd` becomes a plain kernel listener: the table forgets it
+// Socket `fd`, neither connected nor listening, stays the kernel's for
+// good (the table forgets it): it joined a kernel-side set, or was
+// duplicated (a connect through one number could not move the others).
+void give_to_kernel(int fd);
+
+// Listener `fd` becomes a plain kernel listener (with every duplicate): the table forgets it
 // and its rsocket listener closes with the Entry's last holder (an accept
 // in progress may hold it); `restore_blocking`: the program's O_NONBLOCK
 // goes back on the kernel socket (whose open file fork children may share).

@@ -107,7 +107,6 @@ void apply_sizes(int fd, const Entry& e) {
   carry_timeouts(fd, fd);
 }
 
-void forget(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
 
 // TCP socket `fd` is watched from now on (Entry kFresh).
 void track_fresh(int fd, int domain) {
@@ -155,7 +154,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
       }
     }
   }
-  forget(fd);
+  give_to_kernel(fd);
   // tcp's side channel may have connected it to the peer's side port.
   if (tried) ss::prov::disconnect_stream(fd);
   int rc = ss::interpose::real().connect(fd, addr, len);
@@ -164,6 +163,8 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
 }
 
 }  // namespace
+
+void give_to_kernel(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
 
 bool fell_back(int fd) {
   InRsocket in;
@@ -201,7 +202,7 @@ int listen_fresh(int fd, int backlog) {
   socklen_t name_len = sizeof name;
   if (ss::interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&name), &name_len) == 0 &&
       ss_rspreload_kernel_port(port_of(reinterpret_cast<sockaddr*>(&name), name_len))) {
-    forget(fd);  // a port the settings leave to the kernel
+    give_to_kernel(fd);  // a port the settings leave to the kernel
     return 0;
   }
   int fl = ss::interpose::real().fcntl(fd, F_GETFL);
@@ -209,7 +210,7 @@ int listen_fresh(int fd, int backlog) {
   if (fl < 0 || rs_fd < 0) {
     SS_WARN("librspreload: fd %d: kernel TCP only (%s)", fd, strerror(errno));
     if (rs_fd >= 0) ss::interpose::real().close(rs_fd);
-    forget(fd);
+    give_to_kernel(fd);
     return 0;
   }
   e->nonblock = fl & O_NONBLOCK;
@@ -224,7 +225,7 @@ int listen_fresh(int fd, int backlog) {
     else
       ss::interpose::real().close(rs_fd);
     ss::interpose::real().fcntl(fd, F_SETFL, fl);
-    forget(fd);
+    give_to_kernel(fd);
     return 0;
   }
   e->rs_fd = rs_fd;
@@ -336,13 +337,6 @@ int accept_any(int fd, sockaddr* addr, socklen_t* len, int flags) {
   }
 }
 
-// dup of a listener (kernel listener and rsocket listener): not yet.
-int refuse_dup(int fd, const char* call) {
-  SS_WARN("librspreload: %s of listening fd %d is not supported yet (EOPNOTSUPP)", call, fd);
-  errno = EOPNOTSUPP;
-  return -1;
-}
-
 // dup2 (flags < 0) or dup3 of `fd` onto `fd2`, whatever either is.
 int dup_onto(int fd, int fd2, int flags) {
   const char* call = flags < 0 ? "dup2" : "dup3";
@@ -354,7 +348,6 @@ int dup_onto(int fd, int fd2, int flags) {
     if (r == Route::kRsocket) return ss::interpose::real().dup3(fd, fd2, (flags < 0 ? 0 : flags) | O_CLOEXEC);
     return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
   }
-  if (r == Route::kListener) return refuse_dup(fd, call);
   if (dups::held(fd2)) {
     SS_WARN("librspreload: %s onto fd %d, still held by an rsocket (shared or closing): EBUSY", call, fd2);
     errno = EBUSY;
@@ -363,6 +356,8 @@ int dup_onto(int fd, int fd2, int flags) {
   if (ss::interpose::real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
   if (route(fd2) != Route::kKernel) close_fd(fd2);
   if (r == Route::kRsocket) return dups::dup_rsocket(fd, fd2, true);
+  if (r == Route::kListener) return dups::dup_listener(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
+  if (r == Route::kFresh) give_to_kernel(fd);
   return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
 }
 
@@ -375,6 +370,7 @@ Entry::~Entry() {
 }
 
 void to_kernel_listener(int fd, bool restore_blocking) {
+  dups::forget_duplicates(fd);
   auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
   if (!e || e->rs_fd < 0 || !restore_blocking) return;
   e->state = Entry::State::kStopped;
@@ -406,14 +402,17 @@ int close_fd(int fd) {
       if (dups::close_shared(fd, &rc)) return rc;
       return dups::close_last(fd);
     }
-    case Route::kListener:
+    case Route::kListener: {
+      int rc;
+      if (dups::close_listener_shared(fd, &rc)) return rc;
       // The flags stay: fork children may share the kernel socket's open
       // file, and their accept relies on it never blocking.
       leave_epoll_sets(fd);
       to_kernel_listener(fd, false);
       return ss::interpose::real().close(fd);
+    }
     case Route::kFresh:
-      forget(fd);
+      give_to_kernel(fd);
       return ss::interpose::real().close(fd);
     case Route::kEpoll:
       return close_epoll(fd);
@@ -531,7 +530,10 @@ SS_PRELOAD_EXPORT int dup(int fd) noexcept {
     case Route::kRsocket:
       return dups::dup_rsocket(fd, 0, false);
     case Route::kListener:
-      return refuse_dup(fd, "dup");
+      return dups::dup_listener(fd, 0, false, false);
+    case Route::kFresh:
+      give_to_kernel(fd);
+      return ss::interpose::real().dup(fd);
     default:
       return ss::interpose::real().dup(fd);
   }

@@ -29,8 +29,9 @@ run() {
 }
 run "plain kernel sockets" plain.log --
 mkdir "$T/st" "$T/late"
-# The late-fallback tests end their connections on kernel TCP: run apart.
-late='DifferentialLateFallback.*'
+# The late-fallback tests end their connections on kernel TCP, and the
+# kernel-TCP ones are there from the start: run apart.
+late='DifferentialLateFallback.*:DifferentialKernelTcp.*'
 run "under librspreload" pre.log LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" -- \
   --gtest_filter="-$late"
 line=$(cat "$T"/st/rspreload.* 2>/dev/null)
@@ -46,8 +47,8 @@ else
   fails=$((fails + 1))
 fi
 # Late fallback: every connection began as an rsocket (the stand-in
-# rendezvous took it) and moved to kernel TCP.
-run "late fallback under librspreload" late.log LD_PRELOAD="$PRELOAD" \
+# rendezvous took it) and moved to kernel TCP; the others never left it.
+run "late fallback and kernel TCP under librspreload" late.log LD_PRELOAD="$PRELOAD" \
   SLIPSTREAM_PRELOAD_STATS="$T/late" -- --gtest_filter="$late"
 line=$(cat "$T"/late/rspreload.* 2>/dev/null)
 echo "$name: late fallback counts: $line"

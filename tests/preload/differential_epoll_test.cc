@@ -478,6 +478,30 @@ TEST(DifferentialEpoll, DuplicateKeepsItInTheSet) {
   EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
 }
 
+// The same for a listener: the set keeps it while a duplicate lives.
+TEST(DifferentialEpoll, ListenersDuplicateKeepsItInTheSet) {
+  uint16_t port = 0;
+  int l = make_listener(SOCK_NONBLOCK, &port);
+  ASSERT_GE(l, 0);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, l, EPOLLIN), 0);
+  const int d = dup(l);
+  ASSERT_GE(d, 0) << strerror(errno);
+  ASSERT_EQ(close(l), 0);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  epoll_event ev{};
+  ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, l);
+  int s = accept(d, nullptr, nullptr);
+  EXPECT_GE(s, 0) << strerror(errno);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  ASSERT_EQ(close(d), 0);
+  for (int fd : {s, c})
+    if (fd >= 0) close(fd);
+}
+
 // Two threads asleep on one set; one-shot members: each event goes to one.
 TEST(DifferentialEpoll, OneSetSeveralThreads) {
   Pair p1, p2;

@@ -32,6 +32,7 @@
 
 namespace {
 
+using differential::expect_link;
 using differential::connect_pair;
 using differential::loopback;
 using differential::make_listener;
@@ -420,13 +421,6 @@ TEST(Differential, CloseRangeEndsTheConnection) {
 }
 
 // Bytes sent on `from` arrive at `to`, one round trip.
-void expect_link(int from, int to) {
-  char b[4];
-  ASSERT_EQ(send(from, "ping", 4, 0), 4);
-  ASSERT_EQ(read_full(to, b, 4), 4);
-  EXPECT_EQ(memcmp(b, "ping", 4), 0);
-}
-
 TEST(Differential, DupSharesTheConnectionUntilTheLastClose) {
   Pair p;
   connect_pair(&p);
@@ -462,6 +456,99 @@ TEST(Differential, ClosingADupKeepsTheOriginal) {
   EXPECT_EQ(dup2(p.s, p.s), p.s);
   EXPECT_EQ(dup3(p.s, p.s, 0), -1);
   EXPECT_EQ(errno, EINVAL);
+}
+
+// The duplicate closed first, then the original: both closes succeed and
+// the peer sees an orderly end (the preload once lost the connection's
+// record at the first close and answered EBADF, the peer a reset).
+TEST(Differential, DupClosedBeforeTheOriginal) {
+  Pair p;
+  connect_pair(&p);
+  int d = dup(p.c);
+  ASSERT_GE(d, 0) << strerror(errno);
+  ASSERT_EQ(close(d), 0);
+  expect_link(p.c, p.s);
+  ASSERT_EQ(close(p.c), 0) << strerror(errno);
+  p.c = -1;
+  char b[4];
+  EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0) << strerror(errno);
+}
+
+// Connects a client to `port` and expects listener number `l` to accept
+// it, bytes both ways.
+void expect_accepts(int l, uint16_t port) {
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(c, 0);
+  sockaddr_in a = loopback(port);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  pollfd pf{l, POLLIN, 0};
+  EXPECT_EQ(poll(&pf, 1, 10000), 1);
+  int s = accept(l, nullptr, nullptr);
+  EXPECT_GE(s, 0) << strerror(errno);
+  if (s >= 0) {
+    expect_link(c, s);
+    expect_link(s, c);
+    close(s);
+  }
+  close(c);
+}
+
+// Every duplicate of a listening socket is the listener (dup, F_DUPFD,
+// dup3), each with its own close-on-exec flag and the one O_NONBLOCK of
+// the open file; it listens until its last number is closed.
+TEST(Differential, DupOfAListenerSharesIt) {
+  uint16_t port = 0;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0) << strerror(errno);
+  int d = dup(l);
+  ASSERT_GE(d, 0) << strerror(errno);
+  EXPECT_EQ(fcntl(d, F_GETFD), 0);
+  int h = fcntl(l, F_DUPFD_CLOEXEC, 100);
+  ASSERT_GE(h, 100) << strerror(errno);
+  EXPECT_EQ(fcntl(h, F_GETFD), FD_CLOEXEC);
+  int t = open("/dev/null", O_RDONLY);
+  ASSERT_GE(t, 0);
+  ASSERT_EQ(dup3(l, t, O_CLOEXEC), t) << strerror(errno);  // replaces /dev/null
+  EXPECT_EQ(fcntl(t, F_GETFD), FD_CLOEXEC);
+  ASSERT_EQ(close(l), 0);  // the original goes first
+  for (int n : {d, h, t}) expect_accepts(n, port);
+  ASSERT_EQ(fcntl(d, F_SETFL, O_NONBLOCK), 0);
+  EXPECT_TRUE(fcntl(t, F_GETFL) & O_NONBLOCK);
+  EXPECT_EQ(accept(t, nullptr, nullptr), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  ASSERT_EQ(fcntl(h, F_SETFL, 0), 0);
+  ASSERT_EQ(close(d), 0);
+  ASSERT_EQ(close(h), 0);
+  expect_accepts(t, port);
+  ASSERT_EQ(close(t), 0);  // the last: nothing listens there now
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(c, 0);
+  sockaddr_in a = loopback(port);
+  EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(c);
+}
+
+// A blocking accept on a duplicate wakes for a client, whichever number
+// the program keeps.
+TEST(Differential, BlockingAcceptOnAListenersDuplicate) {
+  uint16_t port = 0;
+  int l = make_listener(0, &port);
+  ASSERT_GE(l, 0) << strerror(errno);
+  int d = dup2(l, 60);
+  ASSERT_EQ(d, 60) << strerror(errno);
+  ASSERT_EQ(close(l), 0);
+  std::atomic<int> s{-2};
+  std::thread acceptor([&] { s = accept(d, nullptr, nullptr); });
+  usleep(20000);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  EXPECT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  acceptor.join();
+  ASSERT_GE(s.load(), 0) << strerror(errno);
+  expect_link(c, s);
+  expect_link(s, c);
+  for (int fd : {s.load(), c, d}) close(fd);
 }
 
 TEST(Differential, SecondCloseIsEbadf) {

@@ -70,6 +70,14 @@ inline ssize_t read_full(int fd, char* buf, size_t n) {
   return static_cast<ssize_t>(got);
 }
 
+// Four bytes from `from` arrive at `to` intact.
+inline void expect_link(int from, int to) {
+  char b[4];
+  ASSERT_EQ(send(from, "ping", 4, 0), 4);
+  ASSERT_EQ(read_full(to, b, 4), 4);
+  EXPECT_EQ(memcmp(b, "ping", 4), 0);
+}
+
 // Whether thread `tid` sleeps in one of `calls` (the kernel's own call)
 // or in the poll a preloaded call sleeps in: its system call, read every
 // millisecond for at most `ms`.
