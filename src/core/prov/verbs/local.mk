@@ -2,6 +2,8 @@
 libslipstream_core_la_SOURCES += \
 	src/core/prov/verbs/cm_events.h \
 	src/core/prov/verbs/cm_events.cc \
+	src/core/prov/verbs/cm_reaper.h \
+	src/core/prov/verbs/cm_reaper.cc \
 	src/core/prov/verbs/msg_send.h \
 	src/core/prov/verbs/msg_send.cc \
 	src/core/prov/verbs/verbs_endpoint.h \

@@ -14,6 +14,7 @@
 #include "core/base/log.h"
 #include "core/base/own_fd.h"
 #include "core/prov/verbs/cm_events.h"
+#include "core/prov/verbs/cm_reaper.h"
 #include "core/res/verbs_manager.h"
 
 namespace ss::prov::verbs {
@@ -185,15 +186,21 @@ std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void
 }
 
 VerbsEndpoint::~VerbsEndpoint() {
-  if (qp_) rdma_destroy_qp(id_);
-  if (cq_) {
-    ack_events();
-    if (ibv_destroy_cq(cq_)) SS_WARN("verbs: ibv_destroy_cq: %s", strerror(errno));
+  const CmObjects objs{id_, qp_, cq_, comp_, ch_};
+  if (id_ && reply_awaited_) {
+    // No placement into our buffers while the objects wait for the
+    // connect's reply (the program frees the buffers meanwhile).
+    if (qp_) {
+      ibv_qp_attr a{};
+      a.qp_state = IBV_QPS_ERR;
+      ibv_modify_qp(id_->qp, &a, IBV_QP_STATE);
+    }
+    for (HeldMr& h : mrs_) res::mr_cache().release(h.entry);
+    destroy_cm_objects_later(objs);  // the wait is not the closing caller's
+  } else {
+    destroy_cm_objects(objs);
+    for (HeldMr& h : mrs_) res::mr_cache().release(h.entry);
   }
-  if (comp_) ibv_destroy_comp_channel(comp_);
-  for (HeldMr& h : mrs_) res::mr_cache().release(h.entry);
-  if (id_) rdma_destroy_id(id_);
-  if (ch_) rdma_destroy_event_channel(ch_);
   if (epfd_ >= 0) ::close(epfd_);
   if (holds_async_) res::release_async_events();
 }
@@ -320,7 +327,10 @@ int VerbsEndpoint::conn_param(const void* pdata, size_t len, rdma_conn_param* p)
 int VerbsEndpoint::connect(const void* pdata, size_t len) {
   rdma_conn_param p;
   if (int rc = conn_param(pdata, len, &p)) return rc;
-  return rdma_connect(id_, &p) ? -errno : 0;
+  if (rdma_connect(id_, &p)) return -errno;
+  std::lock_guard<std::mutex> lk(mu_);
+  reply_awaited_ = msg_send_ != nullptr;  // iWARP
+  return 0;
 }
 
 int VerbsEndpoint::accept(const void* pdata, size_t len) {
@@ -346,6 +356,9 @@ const uint8_t* VerbsEndpoint::peer_private_data(size_t* len) const {
 }
 
 CmEvent VerbsEndpoint::on_cm_event_locked(const rdma_cm_event* e) {
+  if (e->event == RDMA_CM_EVENT_ESTABLISHED || e->event == RDMA_CM_EVENT_REJECTED ||
+      e->event == RDMA_CM_EVENT_CONNECT_ERROR || e->event == RDMA_CM_EVENT_UNREACHABLE)
+    reply_awaited_ = false;  // the connect has its answer
   switch (e->event) {
     case RDMA_CM_EVENT_ESTABLISHED:
       // The passive side got the peer's data with the request.
@@ -401,6 +414,12 @@ int VerbsEndpoint::cm_progress(CmEvent* ev) {
 void VerbsEndpoint::disconnect() {
   std::lock_guard<std::mutex> lk(mu_);
   if (disconnected_) return;
+  if (reply_awaited_) {
+    // A connect given up before its reply (connect_timeout, rshutdown):
+    // nothing to flush, and iWARP would block here until the reply.
+    disconnected_ = true;
+    return;
+  }
   if (can_fence_ && established_) fence_delivery_locked();
   if (disconnected_) return;  // the peer's disconnect came during the fence
   disconnected_ = true;
@@ -647,14 +666,7 @@ int VerbsEndpoint::arm() {
   return stash_.empty() && !poll_into_stash_locked() ? 0 : 1;
 }
 
-void VerbsEndpoint::ack_events() {
-  if (!comp_) return;
-  unsigned n = 0;
-  ibv_cq* cq;
-  void* ctx;
-  while (ibv_get_cq_event(comp_, &cq, &ctx) == 0) n++;
-  if (n) ibv_ack_cq_events(cq_, n);
-}
+void VerbsEndpoint::ack_events() { ack_cq_events(comp_, cq_); }
 
 int VerbsEndpoint::local_name(sockaddr_storage* addr, socklen_t* len) const {
   return copy_name(rdma_get_local_addr(id_), addr, len);

@@ -114,6 +114,9 @@ class VerbsEndpoint final : public Endpoint {
   uint8_t peer_ird_ = 0;     // passive side: reads the peer answers
   bool can_fence_ = false;   // iWARP with an ORD of 1 or more
   bool established_ = false;
+  // iWARP, active side: our connect still awaits its reply, and until it
+  // comes the kernel blocks a disconnect or destroy of the id (cm_reaper.h).
+  bool reply_awaited_ = false;
 
   // Active side's resolution: address, then route, then ready.
   enum class Phase { kAddr, kRoute, kReady } phase_ = Phase::kReady;
