@@ -32,6 +32,9 @@
 # run must log its rings ("UDP offloaded on", their sizes, from VMA_RX_WRE
 # and VMA_TX_WRE, shown at the end) and have dropped no frame as
 # malformed, zcopy's must have copied nothing, else the row is marked.
+# The sender starts once the receiver is ready, however long it takes
+# (rows marked NOT READY: it died first; NO REPORT: it never reported;
+# SENT BEFORE READY: datagrams reached its timing calls).
 # "busy": the share of the receiver's time not spent in calls that found
 # nothing (the cost of such a call measured before the sender starts);
 # below 100%, the sender was the limit, and "own" (received per busy
@@ -105,7 +108,9 @@ one() {
   ip netns exec "$A" "${rx_cpu[@]}" "${pre[@]}" timeout $((TIME + 20)) "$T/prog" rate $IPA $PORT "$TIME" $how \
     >"$T/rx" 2>"$T/rx.err" &
   local rpid=$!
-  for _ in $(seq 100); do grep -qs '^ready' "$T/rx" && break; sleep 0.05; done
+  # The sender starts only once the receiver is ready (its timing calls
+  # done), however long that takes: bounded by the receiver's timeout.
+  while ! grep -qs '^ready' "$T/rx" && kill -0 $rpid 2>/dev/null; do sleep 0.05; done
   if [ "$PIN" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
     ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
     for p in $(pgrep '^napi/za-'); do
@@ -151,6 +156,9 @@ one() {
   if [ "$mode" != kernel ] && ! grep -q "UDP offloaded on" "$T/rx.err"; then note="$note NOT OFFLOADED"; fi
   [ "$mode" = kernel ] || sed -n 's/.*UDP offloaded on [^;]*; each: //p' "$T/rx.err" | head -1 >>"$T/rings"
   if [ "$mode" = zcopy ] && ! grep -q "(0 copied" "$T/rx"; then note="$note COPIED"; fi
+  if ! grep -q "^ready" "$T/rx"; then note="$note NOT READY"
+  elif ! grep -q "^received" "$T/rx"; then note="$note NO REPORT"
+  elif ! grep -q " 0 before ready)" "$T/rx"; then note="$note SENT BEFORE READY"; fi
   echo "${got:-0}|${sent:-0}|$rest|$note"
 }
 

@@ -11,7 +11,9 @@
 #      and A's kernel UDP counter (Udp InDatagrams / Udp6InDatagrams) did
 #      not move by COUNT.
 #      The same with the server waiting for each datagram in ppoll, then
-#      in pselect (ECHO_WAIT): none sleeps through the rings.
+#      in pselect (ECHO_WAIT), and with VMA_RX_POLL=0 (each blocking
+#      receive that finds nothing sleeps at once on its wait set): none
+#      sleeps through the rings.
 #  (b) Fallback: VMA_OFFLOADED_SOCKETS=0, and a server without privileges
 #      (setpriv to nobody: no XDP attach), both still echo everything, the
 #      block says Not offloaded, and the kernel counter grew by COUNT (which
@@ -111,6 +113,8 @@ echo_case "IPv6 echo through the rings: $COUNT datagrams intact, offloaded, kern
   6 $IP6 offloaded
 echo_case "waiting in ppoll and pselect: $COUNT datagrams intact, offloaded, kernel silent" \
   4 $IP4 offloaded env ECHO_WAIT=1
+echo_case "each receive asleep (VMA_RX_POLL=0): $COUNT datagrams intact, offloaded, kernel silent" \
+  4 $IP4 offloaded env VMA_RX_POLL=0
 
 # (b) fallback.
 echo_case "VMA_OFFLOADED_SOCKETS=0: echoed by the kernel, not offloaded" \

@@ -18,8 +18,11 @@
 # depth follows the settings: the kernel's own sizes of the receiver's
 # AF_XDP rings (its ring mmaps) are VMA_RX_WRE's and VMA_TX_WRE's powers of
 # two, for two pairs of values (the IPv6 case's 5000 and 1000), and the
-# log line reports them with the pool's frames. Namespaces, scratch and
-# clean-up: tests/ext/vma_pair.sh.
+# log line reports them with the pool's frames. Last, the bench's rate
+# receiver (zcopy) started into a running sender (bench/udp_blast.c) still
+# receives: what its timing calls take before "ready" is freed, not held
+# until the fill ring starves. Namespaces, scratch and clean-up:
+# tests/ext/vma_pair.sh.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_zcopy.sh
 set -u
@@ -84,6 +87,35 @@ frames4=$(ring_frames "$T/err")
 [ "$count4" -gt "${frames4:-$count4}" ]
 check "IPv4: $count4 datagrams through a pool of ${frames4:-?} frames: its frames recycled" $?
 zcopy_case IPv6 $IP6 1000 5000 1000 "rx 8192 tx 1024 fill 8192 completion 1024" 16384
+
+# The bench's rate receiver (zcopy) started while a sender already sends:
+# its timing calls before "ready" take datagrams with recvfrom_zcopy, and
+# a frame never given back stays out of the fill ring for good. Before
+# they freed what they took, a ring's worth of held frames (512 here)
+# starved the rings: nothing could arrive, and the first blocking recv
+# slept until killed (docs/performance.md, "A receiver that never read").
+# The sender (bench/udp_blast.c, send mode) runs until the receiver has
+# reported, so it covers the whole of the timing calls.
+"$CC" -std=gnu11 -O2 "$here/../../bench/udp_blast.c" -o "$T/blast" >"$T/cc.log" 2>&1 ||
+  { cat "$T/cc.log"; echo "ERROR: $name: bench/udp_blast.c did not build"; exit 99; }
+port=$((port + 1))
+ip netns exec "$Z" timeout 60 "$T/blast" $IP4 $port 60 send >/dev/null 2>&1 &
+bpid=$!
+pids+=($bpid)
+ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR= \
+  VMA_RX_WRE=300 VMA_TX_WRE=300 timeout 20 "$PROG" rate $IP4 $port 0.2 zcopy >"$T/rate" 2>"$T/err" &
+rpid=$!
+pids+=($rpid)
+while kill -0 $rpid 2>/dev/null && ! grep -q '^received' "$T/rate"; do sleep 0.1; done
+kill $bpid 2>/dev/null
+wait $rpid
+rrc=$?
+sed -n 's/^/  program: /p' "$T/rate" | grep -v "program: ready"
+early=$(sed -n 's/.* \([0-9]*\) before ready)$/\1/p' "$T/rate")
+[ "${early:-0}" -gt 512 ]
+check "rate, sender first: datagrams came during the timing calls (${early:-none}), more than the fill ring's 512" $?
+[ $rrc = 0 ] && grep -q '^received [1-9]' "$T/rate"
+check "rate, sender first: the zcopy receiver still receives (exit $rrc)" $?
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

@@ -33,10 +33,12 @@
  *   rate IP PORT SECONDS MODE  receives 64 B datagrams for SECONDS with
  *       recvfrom_zcopy + free_packets (MODE zcopy) or recv (copy), both
  *       MSG_DONTWAIT in a busy loop, prints "received N in S s: R/s (C
- *       copied, E empty, P ns each)" (E: calls that found nothing, the
- *       sender being slower; P: what such a call cost before the sender
- *       started), and lingers 4 s (its stats block refreshes once a
- *       second: the bench reads it then). The sender: bench/udp_blast.c. */
+ *       copied, E empty, P ns each, B before ready)" (E: calls that found
+ *       nothing, the sender being slower; P: what such a call cost before
+ *       "ready"; B: datagrams those timing calls found, a sender started
+ *       early: taken and, lent, freed like the others), and lingers 4 s
+ *       (its stats block refreshes once a second: the bench reads it
+ *       then). The sender: bench/udp_blast.c. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -507,6 +509,26 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* One MSG_DONTWAIT receive of the rate loop: recvfrom_zcopy, its lent
+ * frame freed at once (a frame never freed stays out of the fill ring for
+ * good: a ring's worth of them and nothing can arrive on the rings again),
+ * or recv. Its result; *copied counts zcopy datagrams that came copied. */
+static ssize_t take_one(struct vma_api_t *api, int fd, int zcopy, uint8_t *buf, size_t len,
+			unsigned long *copied)
+{
+	if (!zcopy)
+		return recv(fd, buf, len, MSG_DONTWAIT);
+	int flags = MSG_DONTWAIT;
+	const int r = api->recvfrom_zcopy(fd, buf, len, &flags, NULL, NULL);
+	if (r >= 0 && (flags & MSG_VMA_ZCOPY)) {
+		struct vma_packets_t *pk = (struct vma_packets_t *)buf;
+		api->free_packets(fd, pk->pkts, pk->n_packet_num);
+	} else if (r >= 0) {
+		(*copied)++;
+	}
+	return r;
+}
+
 static int mode_rate(const char *ip, int port, double seconds, const char *how)
 {
 	struct vma_api_t *api = vma_get_api();
@@ -514,8 +536,7 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 	struct sockaddr_storage a = addr_of(ip, port);
 	const int fd = socket(a.ss_family, SOCK_DGRAM, 0);
 	uint8_t buf[2048];
-	unsigned long n = 0, copied = 0, empty = 0;
-	int flags;
+	unsigned long n = 0, copied = 0, empty = 0, early = 0;
 
 	if (zcopy && !api) {
 		fprintf(stderr, "no Extra API\n");
@@ -530,17 +551,16 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 	const int deep = 64 << 20;
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &deep, sizeof deep) < 0)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &deep, sizeof deep);
-	/* What a call finding nothing costs (nothing is sent before "ready"):
-	 * with the empty calls counted below, the time the receiver was busy. */
+	/* What a call finding nothing costs (the sender should start after
+	 * "ready"): with the empty calls counted below, the time the receiver
+	 * was busy. What a sender started early brings is counted, and freed
+	 * as in the run. */
 	const unsigned long probes = 100000;
+	unsigned long early_copied = 0;
 	double t_empty = now();
-	for (unsigned long i = 0; i < probes; i++) {
-		flags = MSG_DONTWAIT;
-		if (zcopy)
-			api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
-		else
-			recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-	}
+	for (unsigned long i = 0; i < probes; i++)
+		if (take_one(api, fd, zcopy, buf, sizeof buf, &early_copied) >= 0)
+			early++;
 	t_empty = (now() - t_empty) / (double)probes;
 	printf("ready\n");
 	fflush(stdout);
@@ -550,19 +570,7 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 	const double t0 = now();
 	double t = t0;
 	while (t - t0 < seconds) {
-		ssize_t r;
-		if (zcopy) {
-			flags = MSG_DONTWAIT;
-			r = api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
-			if (r >= 0 && (flags & MSG_VMA_ZCOPY)) {
-				struct vma_packets_t *pk = (struct vma_packets_t *)buf;
-				api->free_packets(fd, pk->pkts, pk->n_packet_num);
-			} else if (r >= 0) {
-				copied++;
-			}
-		} else {
-			r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-		}
+		const ssize_t r = take_one(api, fd, zcopy, buf, sizeof buf, &copied);
 		if (r >= 0)
 			n++;
 		else
@@ -570,8 +578,8 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 		if ((n & 255) == 0 || r < 0)
 			t = now();
 	}
-	printf("received %lu in %.2f s: %.0f/s (%lu copied, %lu empty, %.0f ns each)\n", n, t - t0,
-	       (double)n / (t - t0), copied, empty, t_empty * 1e9);
+	printf("received %lu in %.2f s: %.0f/s (%lu copied, %lu empty, %.0f ns each, %lu before ready)\n",
+	       n, t - t0, (double)n / (t - t0), copied, empty, t_empty * 1e9, early);
 	fflush(stdout);
 	sleep(4);
 	return 0;
