@@ -234,10 +234,12 @@ std::set<std::string> list_dir(const char* path);
 // Lines of /proc/self/maps naming /dev/shm or a memfd.
 std::vector<std::string> shared_mappings();
 
-// Counts, and what /dev/shm and shared mappings hold, before and after.
+// Counts, and the shared mappings held, before and after. (Not the
+// files of /dev/shm: the library names none, its shared memory is memfds,
+// and other programs on the host, PostgreSQL in the preload's tests, come
+// and go there meanwhile.)
 struct Snapshot {
   int threads, fds;
-  std::set<std::string> devshm;
   std::vector<std::string> maps;
   static Snapshot take();
   // A baseline once earlier tests' leftovers that end by themselves (a

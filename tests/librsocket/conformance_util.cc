@@ -797,7 +797,7 @@ Usage measure_blocked(const std::function<void()>& blocked, const std::function<
 // What a test leaves behind
 
 Snapshot Snapshot::take() {
-  return {count_threads(), count_fds(), list_dir("/dev/shm"), shared_mappings()};
+  return {count_threads(), count_fds(), shared_mappings()};
 }
 
 Snapshot Snapshot::settled() {
@@ -826,10 +826,6 @@ void expect_nothing_left(const Snapshot& before, const char* what) {
   }
   EXPECT_EQ(before.threads, after.threads) << "threads left running " << what;
   EXPECT_EQ(before.fds, after.fds) << "descriptors left open " << what;
-  std::vector<std::string> new_shm;
-  for (const auto& f : after.devshm)
-    if (!before.devshm.count(f)) new_shm.push_back(f);
-  EXPECT_TRUE(new_shm.empty()) << "files left in /dev/shm " << what << ":" << join_lines(new_shm);
   std::vector<std::string> new_maps;
   for (const auto& m : after.maps)
     if (std::find(before.maps.begin(), before.maps.end(), m) == before.maps.end())

@@ -51,7 +51,10 @@ fi
 # nothing is left to read.  So a stock:stock run is tried again, up to
 # RACE_TRIES times, and one that hits it on every try, its server having
 # verified everything and exited 0, is reported KNOWN (upstream's bug, in
-# the control pair), not passed; with either end ours it is a FAIL.
+# the control pair), not passed; with either end ours it is a FAIL. The
+# same race may leave upstream's server waiting for bytes the client
+# never sent once it gave up ("...; server left waiting", seen once in CI
+# under load): handled alike.
 RACE="client exit 16 (rpoll POLLHUP)"
 RACE_TRIES=6
 # STRANDED (common.sh, stranded_bytes): a client that hung while siw held
@@ -73,12 +76,12 @@ transfer() {
     verdict
     [ -n "$WHY" ] || [ -n "$(perf_line "$CASE_DIR/c.out")" ] || WHY="client printed no result line"
     [ -n "$WHY" ] && [ -z "$first" ] && first=$WHY
-    [ "$s:$c $prog $WHY" = "stock:stock rstream $RACE" ] && [[ " $* " == *" -T a "* ]] && continue
+    [ "$s:$c $prog" = "stock:stock rstream" ] && [[ $WHY == "$RACE"* && " $* " == *" -T a "* ]] && continue
     [[ $WHY == *"$STRANDED"* ]] && continue
     break
   done
   [ "$try" -le "$RACE_TRIES" ] || try=$RACE_TRIES
-  if [ "$s:$c $WHY" = "stock:stock $RACE" ]; then
+  if [ "$s:$c" = "stock:stock" ] && [[ $WHY == "$RACE"* ]]; then
     known "$name" "$WHY on all $RACE_TRIES tries: the rstream -T a POLLHUP race, see interop.sh"
     return 0
   fi
