@@ -375,8 +375,6 @@ TEST_P(LimitsTest, OutOfAddressSpaceFailsWithEnomemAndRecovers) {
 #ifdef RS_SHADOW_MEMORY
   GTEST_SKIP() << "a sanitizer's shadow memory does not run under a small RLIMIT_AS";
 #endif
-  if (std::string(provider()) == "verbs")  // listed as missing in docs/status.md
-    GTEST_SKIP() << "not done on verbs: registration pins memory (RLIMIT_MEMLOCK) first";
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l, {}, 4096));
   KFd notify;
