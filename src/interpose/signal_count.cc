@@ -1,27 +1,18 @@
-// sigaction and signal under the VMA preload (signals.h): a handler the
-// program installs is kept per signal, and the kernel is given a
-// trampoline (SA_SIGINFO, the program's other flags and mask) that counts
-// it on the running thread and calls it. What sigaction reports back is
-// the program's handler and flags, never the trampoline's. With
-// VMA_HANDLE_SIGINTR=1 a SIGINT handler is installed without SA_RESTART,
-// as libvma's own handler in front of it is, so SIGINT ends a blocking
-// call (EINTR) whatever the program asked. Faults (SIGSEGV, SIGBUS
-// ...) are left alone: they reach a thread in its own code, never in a
-// spin it could be told about, and sanitizers own them.
-#include <signal.h>
+// The counting of the program's signal handlers (signal_count.h): a
+// handler the program installs is kept per signal, and the kernel is given
+// a trampoline (SA_SIGINFO, the program's other flags and mask) that
+// counts it on the running thread and calls it. What sigaction reports
+// back is the program's handler and flags, never the trampoline's. Faults
+// (SIGSEGV, SIGBUS ...) are left alone: they reach a thread in its own
+// code, never in a spin it could be told about, and sanitizers own them.
+#include "interpose/signal_count.h"
 
 #include <atomic>
 #include <cerrno>
 
-#include "interpose/export.h"
 #include "interpose/real.h"
-#include "libvmacompat/settings.h"
-#include "vma_preload/signals.h"
-#include "vma_preload/start.h"
 
-using ss::interpose::real;
-
-namespace ss::vma::preload {
+namespace ss::interpose {
 namespace {
 
 using Handler = void (*)(int, siginfo_t*, void*);
@@ -32,7 +23,7 @@ struct Slot {
 };
 Slot g_slots[NSIG];
 
-// Read and written by the trampoline: static TLS (the preload is loaded at
+// Read and written by the trampoline: static TLS (a preload is loaded at
 // start), so no allocation or lock in a handler.
 [[gnu::tls_model("initial-exec")]] thread_local uint64_t t_ran = 0;
 [[gnu::tls_model("initial-exec")]] thread_local int t_last = 0;
@@ -62,13 +53,6 @@ bool is_handler(const struct sigaction& a) {
   return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;  // the same union
 }
 
-// VMA_HANDLE_SIGINTR: libvma installs the program's SIGINT handler behind
-// one of its own without SA_RESTART, so SIGINT ends blocking calls.
-bool handle_sigintr() {
-  start();
-  return settings::get(settings::Id::kHandleSigintr) != 0;
-}
-
 }  // namespace
 
 uint64_t handlers_ran() { return t_ran; }
@@ -81,25 +65,22 @@ bool spin_interrupted(uint64_t* seen, bool restartable) {
   return real().sigaction(t_last, nullptr, &now) != 0 || !(now.sa_flags & SA_RESTART);
 }
 
-}  // namespace ss::vma::preload
-
-namespace vp = ss::vma::preload;
-
-SS_PRELOAD_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (!vp::wrapped(sig)) return real().sigaction(sig, act, old);
-  vp::Slot& slot = vp::g_slots[sig];
-  const vp::Handler before = slot.handler.load(std::memory_order_acquire);
+int counted_sigaction(int sig, const struct sigaction* act, struct sigaction* old,
+                      bool drop_restart) {
+  if (!wrapped(sig)) return real().sigaction(sig, act, old);
+  Slot& slot = g_slots[sig];
+  const Handler before = slot.handler.load(std::memory_order_acquire);
   const int before_flags = slot.flags.load(std::memory_order_relaxed);
   struct sigaction mine;
   const struct sigaction* give = act;
-  const bool handler = act && vp::is_handler(*act);
+  const bool handler = act && is_handler(*act);
   if (handler) {
     mine = *act;
-    mine.sa_sigaction = vp::trampoline;
+    mine.sa_sigaction = trampoline;
     mine.sa_flags |= SA_SIGINFO;
-    if (sig == SIGINT && vp::handle_sigintr()) mine.sa_flags &= ~SA_RESTART;
+    if (drop_restart) mine.sa_flags &= ~SA_RESTART;
     slot.flags.store(act->sa_flags, std::memory_order_relaxed);
-    slot.handler.store(vp::handler_of(*act), std::memory_order_release);  // before the kernel calls it
+    slot.handler.store(handler_of(*act), std::memory_order_release);  // before the kernel calls it
     give = &mine;
   }
   const int r = real().sigaction(sig, give, old);
@@ -111,16 +92,15 @@ SS_PRELOAD_EXPORT int sigaction(int sig, const struct sigaction* act, struct sig
     return r;
   }
   if (act && !handler) slot.handler.store(nullptr, std::memory_order_release);
-  if (old && vp::handler_of(*old) == vp::trampoline) {
+  if (old && handler_of(*old) == trampoline) {
     old->sa_sigaction = before;
     old->sa_flags = before_flags;
   }
   return r;
 }
 
-// glibc's signal(): BSD semantics (SA_RESTART, the signal blocked in its
-// handler), through the sigaction above.
-SS_PRELOAD_EXPORT sighandler_t signal(int sig, sighandler_t h) {
+sighandler_t bsd_signal(int sig, sighandler_t h,
+                        int (*sa)(int, const struct sigaction*, struct sigaction*)) {
   if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
     errno = EINVAL;
     return SIG_ERR;
@@ -130,6 +110,8 @@ SS_PRELOAD_EXPORT sighandler_t signal(int sig, sighandler_t h) {
   sigemptyset(&act.sa_mask);
   sigaddset(&act.sa_mask, sig);
   act.sa_flags = SA_RESTART;
-  if (sigaction(sig, &act, &old) < 0) return SIG_ERR;
+  if (sa(sig, &act, &old) < 0) return SIG_ERR;
   return old.sa_handler;
 }
+
+}  // namespace ss::interpose

@@ -25,6 +25,7 @@
 #include "core/base/futex_mutex.h"
 #include "librsocket/conn_buffer.h"
 #include "librsocket/fork.h"
+#include "librsocket/signal_probe.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {
@@ -248,11 +249,16 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   template <typename Pred>
   int wait_for(Lock& lk, bool nonblock, Pred&& pred, Deadline until = Deadline::max()) {
     SpinPhase spin;
+    uint64_t signals = nonblock ? 0 : signal_probe::seen();
     for (;;) {
       if (int rc = wait_progress(lk)) return rc;
       if (pred()) return 0;
       // Inline, what wait_idle would answer a busy-polling caller.
       if (nonblock && (state_ & (kConnected | kError | kConnectError)) == kConnected) return -EAGAIN;
+      // A handler that ran while we spun or between two sleeps: the
+      // kernel's sleep would have been interrupted (signal(7): never
+      // restarted with SO_RCVTIMEO/SO_SNDTIMEO set).
+      if (!nonblock && signal_probe::interrupted(&signals, until == Deadline::max())) return -EINTR;
       if (int rc = wait_idle(lk, nonblock, &spin, until); rc <= 0) return rc;
     }
   }
