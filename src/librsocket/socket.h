@@ -106,6 +106,10 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   int connect(const sockaddr* addr, socklen_t len);
   int shutdown(int how);
   void close();  // rclose: shuts down, frees provider resources
+  // A close that came while another thread sent or received (close()
+  // leaves it to the last such call): true once, when that call is over
+  // and the caller must close now.
+  bool take_deferred_close();
 
   // Data.
   ssize_t send(const void* buf, size_t len, int flags);
@@ -331,6 +335,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // rclose came while a shutdown or a linger was under way: whichever ends
   // last releases (not the rclose, which would free the endpoint under it).
   bool closed_ = false;
+  bool close_deferred_ = false;  // close() came during a send or receive: see take_deferred_close
   bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
   // fail_connection ran: whatever else the peer sent is not looked at (a
   // peer flooding bad messages gets one warning, not one per message).

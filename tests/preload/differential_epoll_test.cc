@@ -425,6 +425,48 @@ TEST(DifferentialEpoll, ListenerClosedUnderABlockedAccept) {
     if (fd >= 0) close(fd);
 }
 
+// Linux's recv holds its socket too: closed by another thread meanwhile,
+// the connection goes on while that recv waits (never an end of stream
+// the peer did not send: sockperf's under-load client took one for its
+// server's close and failed), the peer's byte still reaches it, and the
+// peer reads the end once that recv is over.
+TEST(DifferentialEpoll, ConnectionClosedUnderABlockedRecv) {
+  Pair p;
+  connect_pair(&p);
+  struct Receiver {  // leaked when its recv never returns (the test fails)
+    std::atomic<pid_t> tid{0};
+    std::atomic<int> got{-2};
+    char b = 0;
+    std::thread t;
+  };
+  auto* r = new Receiver;
+  const int s = p.s;
+  r->t = std::thread([r, s] {
+    r->tid = static_cast<pid_t>(syscall(SYS_gettid));
+    r->got = static_cast<int>(recv(s, &r->b, 1, 0));
+  });
+  while (!r->tid) usleep(1000);
+  ASSERT_TRUE(differential::wait_until_in(r->tid, {SYS_recvfrom}, kLongMs));
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  usleep(50000);  // an end of stream the close made up would be there by now
+  EXPECT_EQ(r->got.load(), -2);
+  ASSERT_EQ(send(p.c, "y", 1, 0), 1);
+  for (int i = 0; i < kLongMs && r->got == -2; i++) usleep(1000);
+  if (r->got == -2) {
+    r->t.detach();
+    FAIL() << "the recv never returned";
+  }
+  r->t.join();
+  EXPECT_EQ(r->got.load(), 1);
+  EXPECT_EQ(r->b, 'y');
+  delete r;
+  pollfd pc{p.c, POLLIN, 0};
+  ASSERT_EQ(poll(&pc, 1, kLongMs), 1);
+  char e;
+  EXPECT_EQ(recv(p.c, &e, 1, 0), 0);
+}
+
 // shutdown of a listener as Linux: SHUT_WR changes nothing; SHUT_RD
 // stops it: a blocked accept wakes with EINVAL, later accepts fail with
 // EINVAL, a new client is refused (rsocket peers included); it may
