@@ -75,10 +75,25 @@ std::shared_ptr<Socket> lookup(int fd) {
 // edge() around STREAM or DGRAM on fd's rsocket of that type; EBADF when
 // fd is neither. `check` (0 or -errno) vets the arguments first, once fd
 // is known to be an rsocket, as the kernel looks at the descriptor first.
+// A close another thread made while STREAM sent or received is done when
+// the last such call is over (Socket::close), cancelled or not.
 template <Cancel C = Cancel::kNo, typename Stream, typename Dgram>
 auto on_either(int fd, Stream&& stream, Dgram&& dgram, int check = 0) noexcept(C == Cancel::kNo) {
+  struct CloseAfter {
+    Socket& s;
+    ~CloseAfter() {
+      try {
+        if (s.take_deferred_close()) s.close();
+      } catch (...) {  // out of memory in a destructor: the close is lost, not the process
+      }
+    }
+  };
   return edge<C>([&]() -> decltype(stream(std::declval<Socket&>())) {
-    if (auto s = lookup(fd)) return check ? check : stream(*s);
+    if (auto s = lookup(fd)) {
+      if (check) return check;
+      CloseAfter after{*s};
+      return stream(*s);
+    }
     if (auto d = ss::rs::lookup_dgram(fd)) return check ? check : dgram(*d);
     return -EBADF;
   });

@@ -145,6 +145,18 @@ void Socket::close() {
     return;
   }
   {
+    // Linux's send and recv hold their socket: closed by another thread
+    // meanwhile, the connection goes on until that call ends as it would
+    // have (data, the peer's end, a signal, its timeout), never with an
+    // end of stream the peer did not send. The close is done then
+    // (api.cc, on_either), the program's number held till it is.
+    std::lock_guard<FutexMutex> g(mu_);
+    if (sending_ || receiving_) {
+      close_deferred_ = true;
+      return;
+    }
+  }
+  {
     Lock lk(mu_);
     if (state_ == kListening) {
       lk.unlock();
@@ -170,6 +182,13 @@ void Socket::close() {
     }
   }
   release();
+}
+
+bool Socket::take_deferred_close() {
+  std::lock_guard<FutexMutex> g(mu_);
+  if (!close_deferred_ || sending_ || receiving_) return false;
+  close_deferred_ = false;
+  return true;
 }
 
 bool Socket::endpoint_foreign() const {

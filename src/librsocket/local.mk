@@ -6,6 +6,8 @@ librsocket_la_SOURCES = \
 	src/librsocket/settings.cc \
 	src/librsocket/socket.h \
 	src/librsocket/socket.cc \
+	src/librsocket/signal_probe.h \
+	src/librsocket/signal_probe.cc \
 	src/librsocket/conn_buffer.h \
 	src/librsocket/conn_buffer.cc \
 	src/librsocket/close.cc \

@@ -7,14 +7,17 @@
 #include "librsocket/preload_hooks.h"
 #include "librsocket/fork.h"
 #include "librsocket/settings.h"
+#include "librsocket/signal_probe.h"
 
 namespace ss::rs {
 
 namespace {
 PollTiming timing() {
   fork::resume_services();  // every call does: a fork child's services start again
-  return {std::chrono::microseconds(settings::get(settings::Id::kPollingTime)),
-          static_cast<int>(settings::get(settings::Id::kWakeUpInterval))};
+  PollTiming t{std::chrono::microseconds(settings::get(settings::Id::kPollingTime)),
+               static_cast<int>(settings::get(settings::Id::kWakeUpInterval))};
+  t.handlers_ran = signal_probe::count();  // a handler in the busy phase: EINTR
+  return t;
 }
 }  // namespace
 

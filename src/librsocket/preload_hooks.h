@@ -5,6 +5,7 @@
 // call them. Each returns 0 (or a value), or -1 and errno.
 #pragma once
 
+#include <stdint.h>
 #include <sys/socket.h>
 
 #ifdef __cplusplus
@@ -61,6 +62,14 @@ int ss_rspreload_takes(int domain, int type, int protocol);
 // (polling_time, microseconds) and the longest sleep (wake_up_interval,
 // ms; <= 0: none). Also starts a fork child's services again, as rpoll.
 void ss_rspreload_poll_timing(long long* spin_us, int* wake_interval_ms);
+
+// The preload's count of the program's signal handlers on the calling
+// thread (`ran`) and whether one that ran since *seen must end a blocking
+// call with EINTR (`interrupted`, moving *seen on): given when the
+// program installs a handler, asked by blocking calls between their
+// sleeps (librsocket/signal_probe.h).
+void ss_rspreload_signal_probe(uint64_t (*ran)(void),
+                               int (*interrupted)(uint64_t* seen, int restartable));
 
 // The preload's settings (component "preload", listed by
 // slipstream-config): the value of row `id`.

@@ -25,6 +25,7 @@
 #include "core/base/futex_mutex.h"
 #include "librsocket/conn_buffer.h"
 #include "librsocket/fork.h"
+#include "librsocket/signal_probe.h"
 #include "librsocket/wire.h"
 
 namespace ss::rs {
@@ -105,6 +106,10 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   int connect(const sockaddr* addr, socklen_t len);
   int shutdown(int how);
   void close();  // rclose: shuts down, frees provider resources
+  // A close that came while another thread sent or received (close()
+  // leaves it to the last such call): true once, when that call is over
+  // and the caller must close now.
+  bool take_deferred_close();
 
   // Data.
   ssize_t send(const void* buf, size_t len, int flags);
@@ -248,11 +253,16 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   template <typename Pred>
   int wait_for(Lock& lk, bool nonblock, Pred&& pred, Deadline until = Deadline::max()) {
     SpinPhase spin;
+    uint64_t signals = nonblock ? 0 : signal_probe::seen();
     for (;;) {
       if (int rc = wait_progress(lk)) return rc;
       if (pred()) return 0;
       // Inline, what wait_idle would answer a busy-polling caller.
       if (nonblock && (state_ & (kConnected | kError | kConnectError)) == kConnected) return -EAGAIN;
+      // A handler that ran while we spun or between two sleeps: the
+      // kernel's sleep would have been interrupted (signal(7): never
+      // restarted with SO_RCVTIMEO/SO_SNDTIMEO set).
+      if (!nonblock && signal_probe::interrupted(&signals, until == Deadline::max())) return -EINTR;
       if (int rc = wait_idle(lk, nonblock, &spin, until); rc <= 0) return rc;
     }
   }
@@ -325,6 +335,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // rclose came while a shutdown or a linger was under way: whichever ends
   // last releases (not the rclose, which would free the endpoint under it).
   bool closed_ = false;
+  bool close_deferred_ = false;  // close() came during a send or receive: see take_deferred_close
   bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
   // fail_connection ran: whatever else the peer sent is not looked at (a
   // peer flooding bad messages gets one warning, not one per message).

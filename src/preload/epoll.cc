@@ -23,6 +23,7 @@
 #include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
+#include "interpose/signal_count.h"
 #include "interpose/wait_args.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup.h"
@@ -38,7 +39,9 @@ ss::PollTiming rsocket_timing() {
   long long spin_us = 0;
   int wake_ms = 0;
   ss_rspreload_poll_timing(&spin_us, &wake_ms);
-  return {std::chrono::microseconds(spin_us), wake_ms};
+  ss::PollTiming t{std::chrono::microseconds(spin_us), wake_ms};
+  t.handlers_ran = ss::interpose::handlers_ran;  // a handler in the busy phase: EINTR
+  return t;
 }
 
 const ss::interpose::EpollFace kFace{

@@ -17,6 +17,7 @@ librspreload_la_SOURCES = \
 	src/preload/poll.cc \
 	src/preload/listener_ready.cc \
 	src/preload/epoll.cc \
+	src/preload/signals.cc \
 	src/preload/stdio.cc
 # Its names are libc's: no fortify wrappers around the definitions.
 librspreload_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE

@@ -41,7 +41,6 @@ libvma_la_SOURCES = \
 	src/vma_preload/socketxtreme.cc \
 	src/vma_preload/extra_sockopts.h \
 	src/vma_preload/extra_sockopts.cc \
-	src/vma_preload/signals.h \
 	src/vma_preload/signal_calls.cc \
 	src/vma_preload/new_fds.cc
 # Its names are libc's: no fortify wrappers around the definitions.

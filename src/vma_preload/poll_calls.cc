@@ -24,7 +24,7 @@
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
-#include "vma_preload/signals.h"
+#include "interpose/signal_count.h"
 
 extern "C" void __chk_fail(void) __attribute__((noreturn));
 
@@ -56,7 +56,7 @@ ss::PollTiming mux_timing() {
   // in VMA_SELECT_SKIP_OS (0 and 1: every call), then every
   // VMA_SELECT_POLL_OS_RATIO-th pass (0: none while spinning), as libvma.
   t.os_ratio = static_cast<int>(vs::get(vs::Id::kSelectPollOsRatio));
-  t.handlers_ran = handlers_ran;  // a handler in the busy phase: EINTR (signals.h)
+  t.handlers_ran = interpose::handlers_ran;  // a handler in the busy phase: EINTR
   if (g_skip_os_count.fetch_sub(1, std::memory_order_relaxed) - 1 <= 0) {
     g_skip_os_count.store(vs::get(vs::Id::kSelectSkipOs), std::memory_order_relaxed);
     t.os_first = true;

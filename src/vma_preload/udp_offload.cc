@@ -21,7 +21,7 @@
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
-#include "vma_preload/signals.h"
+#include "interpose/signal_count.h"
 #include "vma_preload/socketxtreme.h"
 
 namespace ss::vma::preload {
@@ -259,7 +259,7 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
   int64_t polls = vs::get(vs::Id::kRxPoll);  // ring polls before a sleep (-1: for good)
   bool first = true, sleeping = false;
   clock::time_point deadline = clock::time_point::max();
-  uint64_t handlers = handlers_ran();  // a handler running in the spin interrupts it
+  uint64_t handlers = interpose::handlers_ran();  // a handler running in the spin interrupts it
   for (;;) {
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -306,7 +306,7 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
     }
     // A handler ran while we spun: the kernel's sleep would have been
     // interrupted (signal(7): not restarted when SO_RCVTIMEO is set).
-    if (spin_interrupted(&handlers, deadline == clock::time_point::max())) {
+    if (interpose::spin_interrupted(&handlers, deadline == clock::time_point::max())) {
       errno = EINTR;
       return -1;
     }

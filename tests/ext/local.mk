@@ -18,6 +18,7 @@ ext_test_scripts = \
 	tests/ext/preload.sh \
 	tests/ext/preload_netns.sh \
 	tests/ext/preload_netns_apps.sh \
+	tests/ext/preload_netns_fallback.sh \
 	tests/ext/vma_extra_header.sh \
 	tests/ext/vma_stats.sh \
 	tests/ext/vma_preload.sh \
@@ -35,8 +36,9 @@ EXTRA_DIST += tests/ext/test_addr.h
 # Sourced by udpong.sh and udpong_netns.sh; run by udpong_netns.sh.
 EXTRA_DIST += tests/ext/udpong_cases.sh tests/ext/udp_tags.py
 # nginx's config, sourced by preload_cases.sh and bench/preload_apps.sh;
-# the program cases, sourced by preload.sh and preload_netns_apps.sh.
-EXTRA_DIST += tests/ext/nginx_conf.sh tests/ext/preload_cases.sh
+# the program cases, sourced by preload.sh and the preload_netns_*.sh
+# tests, whose namespaces preload_netns_setup.sh makes.
+EXTRA_DIST += tests/ext/nginx_conf.sh tests/ext/preload_cases.sh tests/ext/preload_netns_setup.sh
 # Compiled by vma_extra_header.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 # Compiled by vma_preload.sh against the installed header.
@@ -59,7 +61,7 @@ EXTRA_DIST += tests/ext/vma_extras_prog.c
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=240 preload.sh=180 preload_netns.sh=60 \
-	preload_netns_apps.sh=300 udpong.sh=90 \
+	preload_netns_apps.sh=300 preload_netns_fallback.sh=300 udpong.sh=90 \
 	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \

@@ -12,7 +12,8 @@
 #   memcached + python3 client/memcslap, nginx (2 forked workers) + curl
 #     (3 MB keep-alive, 100 MB) and wrk,
 #     sockperf TCP ping-pong (recvfrom; epoll, poll, select), throughput, under-load -> shm
-#   memcached, nginx with one end preloaded, both ways     -> kernel TCP
+#   memcached, nginx, redis, iperf3, sockperf and PostgreSQL again with
+#     one end preloaded, both ways                        -> kernel TCP
 #   PostgreSQL (a backend forked per connection) + psql/pgbench, run as
 #     the postgres user (root only, else skipped)           -> shm
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
@@ -66,25 +67,33 @@ http_case "python3 http.server + curl on ::1, both preloaded" 1 1 2 ::1
 http_case "preloaded curl, plain http.server" 0 1 2
 http_case "plain curl, preloaded http.server" 1 0 2
 
-redis_case "redis-server with redis-cli and redis-benchmark, all preloaded" 2000
+redis_case "redis-server with redis-cli and redis-benchmark, all preloaded" 1 1 2000
+redis_case "preloaded redis-server, plain redis-cli and redis-benchmark" 1 0 2000
+redis_case "plain redis-server, preloaded redis-cli and redis-benchmark" 0 1 2000
 
-iperf_case ::1 2
-iperf_case 127.0.0.1 2
-iperf_case ::1 5 -P 4
-iperf_case ::1 2 -R
-iperf_case ::1 3 --bidir
+iperf_case 1 1 ::1 2
+iperf_case 1 1 127.0.0.1 2
+iperf_case 1 1 ::1 5 -P 4
+iperf_case 1 1 ::1 2 -R
+iperf_case 1 1 ::1 3 --bidir
+iperf_case 1 0 127.0.0.1 3 --bidir
+iperf_case 0 1 ::1 5 -P 4
 
 memc_case "memcached with a python3 client and memcslap, all preloaded" 1 1
 memc_case "preloaded python3 client, plain memcached" 0 1
 memc_case "plain python3 client, preloaded memcached" 1 0
 
 nginx_case "nginx (master, 2 workers, epoll, sendfile) + curl and wrk, all preloaded" 1 1 3
-nginx_case "preloaded curl, plain nginx" 0 1 0
-nginx_case "plain curl, preloaded nginx (2 workers)" 1 0 0
+nginx_case "preloaded curl, plain nginx" 0 1 0 10
+nginx_case "plain curl, preloaded nginx (2 workers)" 1 0 0 10
 
-sockperf_cases
+sockperf_cases 1 1
+sockperf_case "sockperf TCP ping-pong, preloaded server, plain client" 1 0 ping-pong epoll
+sockperf_case "sockperf TCP under-load, plain server, preloaded client" 0 1 under-load -
 
-pg_case "PostgreSQL + psql and pgbench, all as postgres, all preloaded"
+pg_case "PostgreSQL + psql and pgbench, all as postgres, all preloaded" 1 1
+pg_case "PostgreSQL preloaded, psql and pgbench plain" 1 0
+pg_case "PostgreSQL plain, psql and pgbench preloaded" 0 1
 
 # Upstream's RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE (settings of the "preload"
 # component) apply to the rsockets made; still on rsockets, bytes intact.

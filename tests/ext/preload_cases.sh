@@ -1,12 +1,17 @@
 # shellcheck shell=bash
 # The librspreload program cases (issue 14), sourced by tests/ext/preload.sh
-# (one host: shm) and tests/ext/preload_netns_apps.sh (two network
-# namespaces: rsockets over the tcp provider); not a test by itself. Every
-# case checks the exit codes, the bytes, and each process's own count of
-# where its connections went (SLIPSTREAM_PRELOAD_STATS): every connection
-# of a case where both ends are preloaded on rsockets of provider $PROV,
-# and every process that counted anything checked (end), so a connection
-# silently left on kernel TCP fails the case.
+# (one host: shm), tests/ext/preload_netns_apps.sh and
+# tests/ext/preload_netns_fallback.sh (two network namespaces: rsockets
+# over the tcp provider, or kernel TCP); not a test by itself. Every case
+# checks the exit codes, the bytes, and each process's own count of where
+# its connections went (SLIPSTREAM_PRELOAD_STATS): every connection of a
+# case where both ends are preloaded on rsockets of provider $PROV, every
+# connection of a case with one end preloaded on kernel TCP in that end
+# (none on rsockets), and every process that counted anything checked
+# (end), so a connection silently left on kernel TCP, or one on rsockets
+# with a plain peer, fails the case. A case's SERVER_PRELOADED and
+# CLIENT_PRELOADED arguments (1: preloaded; srv_pre and cli_pre inside)
+# say which ends are.
 #
 # The sourcing script sets: PRELOAD (the library), T (scratch directory,
 # with $T/in: 3 MB of random bytes, $T/www/blob its copy), port (the last
@@ -55,8 +60,8 @@ url_host() {
 make_value() { base64 -w0 "$T/in" | head -c 200000 >"$T/value"; }
 
 # expect_counts COMM RSOCKETS KERNEL: the sum over the processes named COMM
-# (RSOCKETS "some": at least one, for programs that open as many
-# connections as they see fit), every rsocket on provider $PROV.
+# (RSOCKETS or KERNEL "some": at least one, for programs that open as
+# many connections as they see fit), every rsocket on provider $PROV.
 expect_counts() {
   local comm=$1 want_rs=$2 want_k=$3 rs=0 k=0 f line n
   counted+=" $comm "
@@ -70,23 +75,34 @@ expect_counts() {
     grep -q " $PROV=$n " <<<"$line" || fail "$comm: not all on $PROV: $line"
   done
   if [ "$want_rs" = some ] && [ "$rs" -gt 0 ]; then want_rs=$rs; fi
+  if [ "$want_k" = some ] && [ "$k" -gt 0 ]; then want_k=$k; fi
   [ "$rs" = "$want_rs" ] && [ "$k" = "$want_k" ] ||
     fail "$comm: rsockets=$rs kernel_tcp=$k, expected $want_rs and $want_k"
 }
 
-# expect_pair SERVER CLIENT SERVER_PRELOADED CLIENT_PRELOADED N: N
-# connections between the two programs, on rsockets in both when both are
-# preloaded, else on kernel TCP in the preloaded one.
-expect_pair() {
-  local srv=$1 cli=$2 srv_pre=$3 cli_pre=$4 n=$5
-  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
-    expect_counts "$srv" "$n" 0
-    expect_counts "$cli" "$n" 0
-  elif [ "$cli_pre" = 1 ]; then
-    expect_counts "$cli" 0 "$n"
-  else
-    expect_counts "$srv" 0 "$n"
-  fi
+# expect_end PRELOADED COMM N: the N connections ("some": at least one)
+# of the processes named COMM at one end of the case: nothing counted
+# when PRELOADED is 0 (a plain process counts nothing), else on rsockets
+# when both ends are preloaded (the case's srv_pre and cli_pre), on
+# kernel TCP when only this one is.
+expect_end() {
+  [ "$1" = 1 ] || return 0
+  if [ "$srv_pre$cli_pre" = 11 ]; then expect_counts "$2" "$3" 0; else expect_counts "$2" 0 "$3"; fi
+}
+
+# expect_both COMM N: one program at both ends, N connections in each
+# (their sum when both are preloaded), as expect_end says.
+expect_both() {
+  if [ "$srv_pre$cli_pre" = 11 ]; then expect_counts "$1" $((2 * $2)) 0; else expect_end 1 "$1" "$2"; fi
+}
+
+# ends: which ends of the case are preloaded, for its name.
+ends() {
+  case $srv_pre$cli_pre in
+    11) echo "both preloaded" ;;
+    10) echo "preloaded server, plain client" ;;
+    01) echo "plain server, preloaded client" ;;
+  esac
 }
 
 begin() {
@@ -136,9 +152,7 @@ socat_case() {
   [ "$rc" = 0 ] || fail "client exit $rc"
   [ "$s_rc" = 0 ] || fail "server exit $s_rc"
   cmp -s "$T/in" "$T/out" || fail "bytes differ"
-  local want_rs=$((srv_pre && cli_pre))
-  [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ] && expect_counts socat 2 0
-  [ "$want_rs" = 0 ] && [ $((srv_pre + cli_pre)) = 1 ] && expect_counts socat 0 1
+  expect_both socat 1
   end
 }
 
@@ -158,59 +172,61 @@ http_case() {
     [ "$rc" = 0 ] || fail "curl $i exit $rc"
     cmp -s "$T/in" "$T/out" || fail "curl $i: bytes differ"
   done
-  expect_pair python3 curl "$srv_pre" "$cli_pre" "$n"
+  expect_end "$srv_pre" python3 "$n"
+  expect_end "$cli_pre" curl "$n"
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
   end
 }
 
-# redis_case NAME N: a 200 KB value set and read back by redis-cli, then
-# redis-benchmark's 10 clients (N requests) and its 50 pipelining 16
-# requests (10 N) (SET and GET rates reported), every connection on
-# rsockets (both processes' counts, nothing on kernel TCP).
+# redis_case NAME SERVER_PRELOADED CLIENT_PRELOADED N: a 200 KB value set
+# and read back by redis-cli, then redis-benchmark's 10 clients (N
+# requests) and its 50 pipelining 16 requests (10 N) (SET and GET rates
+# reported).
 redis_case() {
-  local n=$2 spid args
+  local srv_pre=$2 cli_pre=$3 n=$4 spid args
   begin "$1"
   make_value
   # protected-mode no: clients from another host (namespace), no password
-  bg_env 1 redis-server --port $port --bind "$HOST" --save '' --appendonly no --protected-mode no \
+  bg_env "$srv_pre" redis-server --port $port --bind "$HOST" --save '' --appendonly no --protected-mode no \
     >"$T/redis.log" 2>&1 &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
-  run_env 1 redis-cli -h "$HOST" -p $port -x set blob <"$T/value" >/dev/null || fail "redis-cli set failed"
-  run_env 1 redis-cli -h "$HOST" -p $port --raw get blob >"$T/out" || fail "redis-cli get failed"
+  run_env "$cli_pre" redis-cli -h "$HOST" -p $port -x set blob <"$T/value" >/dev/null ||
+    fail "redis-cli set failed"
+  run_env "$cli_pre" redis-cli -h "$HOST" -p $port --raw get blob >"$T/out" || fail "redis-cli get failed"
   cmp -s <(cat "$T/value"; echo) "$T/out" || fail "value read back differs"
   for args in "-n $n -c 10" "-n $((10 * n)) -c 50 -P 16"; do
-    run_env 1 redis-benchmark -p $port -h "$HOST" $args -t set,get -q >"$T/bench" 2>&1 ||
+    run_env "$cli_pre" redis-benchmark -p $port -h "$HOST" $args -t set,get -q >"$T/bench" 2>&1 ||
       fail "redis-benchmark $args failed: $(tail -c 300 "$T/bench")"
     [ "$(tr '\r' '\n' <"$T/bench" | grep -c -E '^(SET|GET): [0-9.]+ requests per second')" = 2 ] ||
       fail "redis-benchmark $args: $(tail -c 300 "$T/bench")"
   done
-  run_env 1 redis-cli -h "$HOST" -p $port shutdown nosave >/dev/null 2>&1
+  run_env "$cli_pre" redis-cli -h "$HOST" -p $port shutdown nosave >/dev/null 2>&1
   wait "$spid" 2>/dev/null
-  expect_counts redis-server some 0
-  expect_counts redis-cli 3 0
-  expect_counts redis-benchmark some 0
+  expect_end "$srv_pre" redis-server some
+  expect_end "$cli_pre" redis-cli 3
+  expect_end "$cli_pre" redis-benchmark some
   end
 }
 
-# iperf_case HOST CONNECTIONS [ARGS...]: iperf3's server listens on [::]
-# (dual-stack), reached on HOST, IPv6 or IPv4 (a v4-mapped peer, as the
-# kernel's); its control and data connections (CONNECTIONS on each
-# side) on rsockets, data moved both ways the run asks (iperf3's own JSON
-# report). Not a byte check: iperf3's server stops counting at the end
+# iperf_case SERVER_PRELOADED CLIENT_PRELOADED HOST CONNECTIONS [ARGS...]:
+# iperf3's server listens on [::] (dual-stack), reached on HOST, IPv6 or
+# IPv4 (a v4-mapped peer, as the kernel's); its control and data
+# connections (CONNECTIONS on each side), data moved both ways the run
+# asks (iperf3's own JSON report). Not a byte check: iperf3's server stops counting at the end
 # message, so on kernel TCP too it reports up to a few MB less than was
 # sent.
 iperf_case() {
-  local host=$1 conns=$2 spid
-  shift 2
-  begin "iperf3${*:+ $*} to $host, [::] server, both preloaded"
-  bg_env 1 iperf3 -s -1 -p $port >"$T/iperf_srv.log" 2>&1 &
+  local srv_pre=$1 cli_pre=$2 host=$3 conns=$4 spid
+  shift 4
+  begin "iperf3${*:+ $*} to $host, [::] server, $(ends)"
+  bg_env "$srv_pre" iperf3 -s -1 -p $port >"$T/iperf_srv.log" 2>&1 &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
-  run_env 1 iperf3 -c "$host" -p $port -t 1 -J "$@" >"$T/iperf.json" || fail "iperf3 client failed"
+  run_env "$cli_pre" iperf3 -c "$host" -p $port -t 1 -J "$@" >"$T/iperf.json" || fail "iperf3 client failed"
   wait "$spid" || fail "iperf3 server failed"
   python3 - "$T/iperf.json" <<'PY' || fail "iperf3 report: $(tail -c 300 "$T/iperf.json")"
 import json, sys
@@ -219,15 +235,14 @@ ways = [""] + (["_bidir_reverse"] if "sum_sent_bidir_reverse" in end else [])
 sys.exit(0 if all(0 < end["sum_received" + w]["bytes"] <= end["sum_sent" + w]["bytes"]
                   for w in ways) else 1)
 PY
-  expect_counts iperf3 $((2 * conns)) 0
+  expect_both iperf3 "$conns"
   end
 }
 
 # memc_case NAME SERVER_PRELOADED CLIENT_PRELOADED: memcached (libevent's
 # epoll loop, worker threads) and a python3 client (raw socket) setting a
-# 100 KB value and reading it back over memcached's text protocol; both
-# preloaded, memcslap's 4 client threads follow (set, get). Counted as
-# expect_pair says.
+# 100 KB value and reading it back over memcached's text protocol, then
+# memcslap's 4 client threads (set, get).
 memc_case() {
   local srv_pre=$2 cli_pre=$3 spid t
   begin "$1"
@@ -257,17 +272,13 @@ PY
   wait_listening $port || fail "server never listened"
   run_env "$cli_pre" python3 "$T/memc_client.py" "$HOST" $port "$T/value.bin" ||
     fail "python3 client failed"
-  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
-    for t in set get; do
-      run_env 1 memcslap -s "$HOST:$port" -c 4 -e 500 -t $t >"$T/slap" 2>&1 ||
-        fail "memcslap $t failed: $(tail -c 300 "$T/slap")"
-    done
-    expect_counts memcslap some 0
-    expect_counts memcached some 0  # python3's and memcslap's
-    expect_counts python3 1 0
-  else
-    expect_pair memcached python3 "$srv_pre" "$cli_pre" 1
-  fi
+  for t in set get; do
+    run_env "$cli_pre" memcslap -s "$HOST:$port" -c 4 -e 500 -t $t >"$T/slap" 2>&1 ||
+      fail "memcslap $t failed: $(tail -c 300 "$T/slap")"
+  done
+  expect_end "$cli_pre" memcslap some
+  expect_end "$srv_pre" memcached some  # python3's and memcslap's
+  expect_end "$cli_pre" python3 1
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
   end
@@ -278,8 +289,7 @@ PY
 # listener (epoll, sendfile on, daemon off), a config of the test's own;
 # curl fetches the 3 MB file twice on one keep-alive connection (its
 # second transfer made no new connect), then CURLS more curls; every copy
-# matches by sha256. Both preloaded, nginx_load follows (BIG_MB: 100).
-# Counted as expect_pair says.
+# matches by sha256; nginx_load follows (BIG_MB: 100).
 nginx_case() {
   local srv_pre=$2 cli_pre=$3 more=$4 spid want url connects i d=$T/nginx
   begin "$1"
@@ -298,19 +308,16 @@ nginx_case() {
     [ "$i" -gt 2 ] && { run_env "$cli_pre" curl -sf -o "$T/out$i" "$url" || fail "curl $i failed"; }
     [ "$(sha256sum <"$T/out$i")" = "$want" ] || fail "transfer $i: sha256 differs"
   done
-  if [ "$srv_pre" = 1 ] && [ "$cli_pre" = 1 ]; then
-    nginx_load $port "${5:-100}"
-    expect_counts curl $((2 + more)) 0
-    expect_counts wrk some 0
-    expect_counts nginx some 0  # curl's and wrk's
-  else
-    expect_pair nginx curl "$srv_pre" "$cli_pre" $((1 + more))
-  fi
+  nginx_load $port "${5:-100}"
+  expect_end "$cli_pre" curl $((2 + more))
+  expect_end "$cli_pre" wrk some
+  expect_end "$srv_pre" nginx some  # curl's and wrk's
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
   end
 }
-# nginx_load PORT MB: an MB MB file through curl (sha256 compared), then
+# nginx_load PORT MB: (the case's client preloaded when cli_pre is 1) an
+# MB MB file through curl (sha256 compared), then
 # wrk (2 threads, 10 connections, 1 s) on a 4 KB file: requests made, no
 # socket error, no status other than 200. nginx keeps wrk's connections
 # (keepalive_requests): wrk's event loop takes descriptors below 10 + 3
@@ -322,21 +329,21 @@ nginx_load() {
   local url=http://$HOST:$1
   head -c $(($2 * 1000000)) /dev/urandom >"$T/www/big"
   head -c 4096 "$T/in" >"$T/www/small"
-  run_env 1 curl -sf -o "$T/out.big" "$url/big" || fail "curl of $2 MB failed"
+  run_env "$cli_pre" curl -sf -o "$T/out.big" "$url/big" || fail "curl of $2 MB failed"
   [ "$(sha256sum <"$T/out.big")" = "$(sha256sum <"$T/www/big")" ] || fail "$2 MB: sha256 differs"
   rm -f "$T/www/big" "$T/out.big"
-  run_env 1 wrk -t 2 -c 10 -d 1s "$url/small" >"$T/wrk" 2>&1 || fail "wrk failed: $(tail -c 300 "$T/wrk")"
+  run_env "$cli_pre" wrk -t 2 -c 10 -d 1s "$url/small" >"$T/wrk" 2>&1 || fail "wrk failed: $(tail -c 300 "$T/wrk")"
   awk '/^Requests\/sec:/ {r = $2} /Socket errors|Non-2xx/ {bad = 1}
     END {exit !(r > 0 && !bad)}' "$T/wrk" || fail "wrk: $(tail -c 400 "$T/wrk")"
 }
 
-# sockperf_case NAME MODE MUX [PATTERN]: sockperf's server and MODE
-# client (ping-pong and under-load 2 s, throughput 1 s), both preloaded.
+# sockperf_case NAME SERVER_PRELOADED CLIENT_PRELOADED MODE MUX [PATTERN]:
+# sockperf's server and MODE client (ping-pong and under-load 2 s,
+# throughput 1 s).
 # MUX "-": one TCP connection (sockperf then blocks in recvfrom); else two
 # connections from a feed file, both ends waiting in MUX (epoll, poll,
 # select), 1 s. The client's report must carry a positive figure
-# (PATTERN: avg-latency by default), both processes' connections on
-# rsockets.
+# (PATTERN: avg-latency by default).
 # ping-pong gets --mps: without it sockperf assumes at most 600,000 round
 # trips a second (its table holds (time + 1) s of them) and exits with
 # "_seqN > m_maxSequenceNo" past that; one connection over shm makes about
@@ -344,7 +351,7 @@ nginx_load() {
 # ceiling, sockperf's table covers any run. under-load sends 10,000
 # messages a second, timing some of them.
 sockperf_case() {
-  local mode=$2 mux=$3 pattern=${4:-avg-latency=} spid conn time=1 n=2 fig rate=()
+  local srv_pre=$2 cli_pre=$3 mode=$4 mux=$5 pattern=${6:-avg-latency=} spid conn time=1 n=2 fig rate=()
   begin "$1"
   if [ "$mux" = - ]; then
     conn=(--tcp -i "$HOST" -p $port)
@@ -354,7 +361,7 @@ sockperf_case() {
     printf 'T:%s:%d\nT:%s:%d\n' "$HOST" $port "$HOST" $((port + 1)) >"$T/feed"
     conn=(-f "$T/feed" -F "$mux")
   fi
-  bg_env 1 sockperf server "${conn[@]}" >"$T/sp_srv.log" 2>&1 &
+  bg_env "$srv_pre" sockperf server "${conn[@]}" >"$T/sp_srv.log" 2>&1 &
   spid=$!
   pids+=("$spid")
   wait_listening $port || fail "server never listened"
@@ -364,39 +371,40 @@ sockperf_case() {
     ping-pong) rate=(--mps 500000) ;;
     under-load) rate=(--mps 10000) ;;
   esac
-  run_env 1 sockperf "$mode" "${conn[@]}" "${rate[@]}" --time $time >"$T/sp.log" 2>&1 ||
+  run_env "$cli_pre" sockperf "$mode" "${conn[@]}" "${rate[@]}" --time $time >"$T/sp.log" 2>&1 ||
     fail "sockperf client failed: $(tail -c 300 "$T/sp.log")"
   fig=$(grep -a -o "$pattern[0-9.]*" "$T/sp.log" | head -n1)
   awk -v f="${fig#"$pattern"}" 'BEGIN {exit !(f > 0)}' ||
     fail "no figure ($pattern) in the report: $(tail -c 300 "$T/sp.log")"
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
-  expect_counts sockperf $((2 * n)) 0
+  expect_both sockperf $n
   end
 }
 
-# sockperf_cases: ping-pong on one connection and on two in each
-# multiplexer, throughput, under-load.
+# sockperf_cases SERVER_PRELOADED CLIENT_PRELOADED: ping-pong on one
+# connection and on two in each multiplexer, throughput, under-load.
 sockperf_cases() {
-  local mux
-  sockperf_case "sockperf TCP ping-pong, one connection, both preloaded" ping-pong -
+  local srv_pre=$1 cli_pre=$2 mux e
+  e=$(ends)
+  sockperf_case "sockperf TCP ping-pong, one connection, $e" "$@" ping-pong -
   for mux in epoll poll select; do
-    sockperf_case "sockperf TCP ping-pong, two connections in $mux, both preloaded" ping-pong $mux
+    sockperf_case "sockperf TCP ping-pong, two connections in $mux, $e" "$@" ping-pong $mux
   done
-  sockperf_case "sockperf TCP throughput, both preloaded" throughput - "BandWidth is "
-  sockperf_case "sockperf TCP under-load (10,000 messages a second), both preloaded" under-load -
+  sockperf_case "sockperf TCP throughput, $e" "$@" throughput - "BandWidth is "
+  sockperf_case "sockperf TCP under-load (10,000 messages a second), $e" "$@" under-load -
 }
 
-# pg_case NAME: PostgreSQL (a backend forked per connection after accept;
-# the postmaster closes its copy): psql sends a 200 KB value and reads it
-# back intact, pgbench -i and 4 clients of 200 transactions each, no
-# failure; every connection of the postmaster and the clients on
-# rsockets. PostgreSQL refuses to run as root, and shm shares memory only
-# within one uid, so server and clients run as the postgres user, with
-# a directory of their own. Skipped without root, the postgres user or
-# PostgreSQL.
+# pg_case NAME SERVER_PRELOADED CLIENT_PRELOADED: PostgreSQL (a backend
+# forked per connection after accept; the postmaster closes its copy):
+# psql sends a 200 KB value and reads it back intact, pgbench -i and 4
+# clients of 200 transactions each, no failure; the postmaster's 7
+# connections, psql's 1 and pgbench's 6. PostgreSQL refuses to run as
+# root, and shm shares memory only within one uid, so server and clients
+# run as the postgres user, with a directory of their own. Skipped
+# without root, the postgres user or PostgreSQL.
 pg_case() {
-  local pg_bin spid i PG psql pgbench
+  local srv_pre=$2 cli_pre=$3 pg_bin spid i PG psql pgbench
   pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
   if [ "$(id -u)" != 0 ] || [ ! -x "$pg_bin/postgres" ] || ! id postgres >/dev/null 2>&1 ||
     ! command -v runuser >/dev/null; then
@@ -408,13 +416,15 @@ pg_case() {
   PG=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload-pg.XXXXXX") && chmod 755 "$PG" || exit 99
   pg_dirs+=("$PG")
   mkdir "$PG/st" && chown -R postgres "$PG"
-  # as_pg CMD...: as the postgres user, preloaded, counts under $PG/st,
-  # on the server's side (run_pg: the client's).
+  # as_pg PRELOADED CMD...: as the postgres user, preloaded (counts under
+  # $PG/st) or not, on the server's side (run_pg: the client's).
   as_pg() {
-    exec ${SRV_NS[@]+"${SRV_NS[@]}"} runuser -u postgres -- env LD_PRELOAD="$PRELOAD" \
-      SLIPSTREAM_PRELOAD_STATS="$PG/st" timeout 60 "$@"
+    local pre=(env)
+    [ "$1" = 1 ] && pre=(env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$PG/st")
+    shift
+    exec ${SRV_NS[@]+"${SRV_NS[@]}"} runuser -u postgres -- "${pre[@]}" timeout 60 "$@"
   }
-  run_pg() { (SRV_NS=(${CLI_NS[@]+"${CLI_NS[@]}"}) && as_pg "$@"); }
+  run_pg() { (SRV_NS=(${CLI_NS[@]+"${CLI_NS[@]}"}) && as_pg "$cli_pre" "$@"); }
   runuser -u postgres -- "$pg_bin/initdb" -D "$PG/data" -A trust -U postgres --no-sync \
     >"$PG/initdb.log" 2>&1 || fail "initdb: $(tail -c 300 "$PG/initdb.log")"
   # initdb trusts loopback only: clients on $HOST's subnet (namespaces) too
@@ -422,7 +432,7 @@ pg_case() {
   # Its dynamic shared memory in its data directory, not /dev/shm: the
   # conformance suite, running beside this test under make -j2, checks
   # that nothing appears in /dev/shm while it runs.
-  (as_pg "$pg_bin/postgres" -D "$PG/data" -p $port -k "$PG" -c listen_addresses="$HOST" \
+  (as_pg "$srv_pre" "$pg_bin/postgres" -D "$PG/data" -p $port -k "$PG" -c listen_addresses="$HOST" \
     -c fsync=off -c dynamic_shared_memory_type=mmap) >"$PG/server.log" 2>&1 &
   spid=$!
   pids+=("$spid")
@@ -447,8 +457,8 @@ pg_case() {
   kill "$spid" 2>/dev/null
   wait "$spid" 2>/dev/null
   cp "$PG"/st/* "$T/st/" 2>/dev/null
-  expect_counts postgres 7 0
-  expect_counts psql 1 0
-  expect_counts pgbench 6 0
+  expect_end "$srv_pre" postgres 7
+  expect_end "$cli_pre" psql 1
+  expect_end "$cli_pre" pgbench 6
   end
 }

@@ -58,4 +58,19 @@ else
   echo "FAIL: the late-fallback connections did not all move to kernel TCP ($line)"
   fails=$((fails + 1))
 fi
+# A signal in the busy phase: the blocking recvs of DifferentialSignals
+# spin for a minute (polling_time) under the preload, longer than their
+# signals last, so only the preload's count of handlers can end them as
+# the kernel would; on rsockets, as the counts show.
+mkdir "$T/spin"
+run "signals in a receive's busy phase under librspreload" spin.log LD_PRELOAD="$PRELOAD" \
+  SLIPSTREAM_PRELOAD_STATS="$T/spin" SLIPSTREAM_RS_POLLING_TIME=60000000 -- \
+  --gtest_filter='DifferentialSignals.*'
+line=$(cat "$T"/spin/rspreload.* 2>/dev/null)
+if grep -q " rsockets=[1-9][0-9]* .* kernel_tcp=0$" <<<"$line"; then
+  echo "PASS: the busy-phase run's connections were on rsockets"
+else
+  echo "FAIL: the busy-phase run's connections were not all on rsockets ($line)"
+  fails=$((fails + 1))
+fi
 [ "$fails" = 0 ]

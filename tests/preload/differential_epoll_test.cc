@@ -1,7 +1,7 @@
 // epoll in the differential suite: the same answers plain and under
 // librspreload, where the connections and listeners are rsockets and the
 // sets mix them with kernel descriptors. Also a blocking accept and a
-// signal, with and without SA_RESTART. Timeouts only bound the waits;
+// blocking recv under signals, with and without SA_RESTART. Timeouts only bound the waits;
 // nothing asserts on wall time.
 #include <fcntl.h>
 #include <poll.h>
@@ -306,6 +306,51 @@ TEST(DifferentialEpoll, BlockingAcceptRestartsWithSaRestart) { accept_under_sign
 
 TEST(DifferentialEpoll, BlockingAcceptEintrWithoutSaRestart) { accept_under_signals(0, false); }
 
+// A blocking recv while signals arrive (200 of them, about 1 s): EINTR
+// without SA_RESTART; with SA_RESTART it goes on until a byte comes.
+// differential.sh also runs these under the preload with a busy phase
+// (polling_time) longer than the storm: the receive then spins, in no
+// system call a signal could interrupt, and must see from the preload's
+// count of handlers (interpose/signal_count.h) that the kernel's sleep
+// would have been interrupted (sockperf's under-load client lost the
+// SIGINT that ends its receiving thread so, and failed).
+void recv_under_signals(int flags, bool restarted) {
+  Pair p;
+  connect_pair(&p);
+  const int before = g_signals.load();
+  std::atomic<int> got{-2}, err{0};
+  std::atomic<bool> waiting{false};
+  std::thread receiver([&] {
+    waiting = true;
+    char b;
+    int n = static_cast<int>(recv(p.s, &b, 1, 0));
+    err = errno;
+    got = n;
+  });
+  while (!waiting) usleep(1000);
+  {
+    SignalStorm storm(receiver.native_handle(), flags);
+    while (g_signals.load() < before + 200 && got == -2) usleep(1000);
+    if (restarted) {
+      EXPECT_EQ(got.load(), -2);  // still in recv after the signals
+    }
+    // Ends a recv the signals left waiting (restarted, or a signal lost).
+    ASSERT_EQ(send(p.c, "x", 1, 0), 1);
+    while (got == -2) usleep(1000);
+  }
+  receiver.join();
+  if (restarted) {
+    EXPECT_EQ(got.load(), 1);
+  } else {
+    EXPECT_EQ(got.load(), -1);
+    EXPECT_EQ(err.load(), EINTR);
+  }
+}
+
+TEST(DifferentialSignals, BlockingRecvRestartsWithSaRestart) { recv_under_signals(SA_RESTART, true); }
+
+TEST(DifferentialSignals, BlockingRecvEintrWithoutSaRestart) { recv_under_signals(0, false); }
+
 // Whether thread `tid` sleeps in accept (or in the poll of the preload's
 // accept).
 bool wait_until_in_accept(pid_t tid) {
@@ -378,6 +423,48 @@ TEST(DifferentialEpoll, ListenerClosedUnderABlockedAccept) {
   EXPECT_GE(s3, 0) << strerror(errno);
   for (int fd : {s3, c3, c, s, other})
     if (fd >= 0) close(fd);
+}
+
+// Linux's recv holds its socket too: closed by another thread meanwhile,
+// the connection goes on while that recv waits (never an end of stream
+// the peer did not send: sockperf's under-load client took one for its
+// server's close and failed), the peer's byte still reaches it, and the
+// peer reads the end once that recv is over.
+TEST(DifferentialEpoll, ConnectionClosedUnderABlockedRecv) {
+  Pair p;
+  connect_pair(&p);
+  struct Receiver {  // leaked when its recv never returns (the test fails)
+    std::atomic<pid_t> tid{0};
+    std::atomic<int> got{-2};
+    char b = 0;
+    std::thread t;
+  };
+  auto* r = new Receiver;
+  const int s = p.s;
+  r->t = std::thread([r, s] {
+    r->tid = static_cast<pid_t>(syscall(SYS_gettid));
+    r->got = static_cast<int>(recv(s, &r->b, 1, 0));
+  });
+  while (!r->tid) usleep(1000);
+  ASSERT_TRUE(differential::wait_until_in(r->tid, {SYS_recvfrom}, kLongMs));
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  usleep(50000);  // an end of stream the close made up would be there by now
+  EXPECT_EQ(r->got.load(), -2);
+  ASSERT_EQ(send(p.c, "y", 1, 0), 1);
+  for (int i = 0; i < kLongMs && r->got == -2; i++) usleep(1000);
+  if (r->got == -2) {
+    r->t.detach();
+    FAIL() << "the recv never returned";
+  }
+  r->t.join();
+  EXPECT_EQ(r->got.load(), 1);
+  EXPECT_EQ(r->b, 'y');
+  delete r;
+  pollfd pc{p.c, POLLIN, 0};
+  ASSERT_EQ(poll(&pc, 1, kLongMs), 1);
+  char e;
+  EXPECT_EQ(recv(p.c, &e, 1, 0), 0);
 }
 
 // shutdown of a listener as Linux: SHUT_WR changes nothing; SHUT_RD

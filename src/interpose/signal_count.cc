@@ -1,0 +1,117 @@
+// The counting of the program's signal handlers (signal_count.h): a
+// handler the program installs is kept per signal, and the kernel is given
+// a trampoline (SA_SIGINFO, the program's other flags and mask) that
+// counts it on the running thread and calls it. What sigaction reports
+// back is the program's handler and flags, never the trampoline's. Faults
+// (SIGSEGV, SIGBUS ...) are left alone: they reach a thread in its own
+// code, never in a spin it could be told about, and sanitizers own them.
+#include "interpose/signal_count.h"
+
+#include <atomic>
+#include <cerrno>
+
+#include "interpose/real.h"
+
+namespace ss::interpose {
+namespace {
+
+using Handler = void (*)(int, siginfo_t*, void*);
+
+struct Slot {
+  std::atomic<Handler> handler{nullptr};  // the program's (null: none of its own)
+  std::atomic<int> flags{0};              // the program's sa_flags
+};
+Slot g_slots[NSIG];
+
+// Read and written by the trampoline: static TLS (a preload is loaded at
+// start), so no allocation or lock in a handler.
+[[gnu::tls_model("initial-exec")]] thread_local uint64_t t_ran = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int t_last = 0;
+
+void trampoline(int sig, siginfo_t* info, void* uc) {
+  t_ran++;
+  t_last = sig;
+  // A one-argument handler ignores the two more the ABI passes it.
+  if (const Handler h = g_slots[sig].handler.load(std::memory_order_acquire)) h(sig, info, uc);
+}
+
+bool wrapped(int sig) {
+  switch (sig) {
+    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
+    case SIGKILL: case SIGSTOP:
+      return false;
+    default:
+      return sig > 0 && sig < NSIG;
+  }
+}
+
+Handler handler_of(const struct sigaction& a) {
+  return reinterpret_cast<Handler>(a.sa_sigaction);  // the union's one pointer
+}
+
+bool is_handler(const struct sigaction& a) {
+  return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;  // the same union
+}
+
+}  // namespace
+
+uint64_t handlers_ran() { return t_ran; }
+
+bool spin_interrupted(uint64_t* seen, bool restartable) {
+  if (t_ran == *seen) return false;
+  *seen = t_ran;
+  if (!restartable) return true;
+  struct sigaction now {};
+  return real().sigaction(t_last, nullptr, &now) != 0 || !(now.sa_flags & SA_RESTART);
+}
+
+int counted_sigaction(int sig, const struct sigaction* act, struct sigaction* old,
+                      bool drop_restart) {
+  if (!wrapped(sig)) return real().sigaction(sig, act, old);
+  Slot& slot = g_slots[sig];
+  const Handler before = slot.handler.load(std::memory_order_acquire);
+  const int before_flags = slot.flags.load(std::memory_order_relaxed);
+  struct sigaction mine;
+  const struct sigaction* give = act;
+  const bool handler = act && is_handler(*act);
+  if (handler) {
+    mine = *act;
+    mine.sa_sigaction = trampoline;
+    mine.sa_flags |= SA_SIGINFO;
+    if (drop_restart) mine.sa_flags &= ~SA_RESTART;
+    slot.flags.store(act->sa_flags, std::memory_order_relaxed);
+    slot.handler.store(handler_of(*act), std::memory_order_release);  // before the kernel calls it
+    give = &mine;
+  }
+  const int r = real().sigaction(sig, give, old);
+  if (r < 0) {
+    if (handler) {
+      slot.handler.store(before, std::memory_order_release);
+      slot.flags.store(before_flags, std::memory_order_relaxed);
+    }
+    return r;
+  }
+  if (act && !handler) slot.handler.store(nullptr, std::memory_order_release);
+  if (old && handler_of(*old) == trampoline) {
+    old->sa_sigaction = before;
+    old->sa_flags = before_flags;
+  }
+  return r;
+}
+
+sighandler_t bsd_signal(int sig, sighandler_t h,
+                        int (*sa)(int, const struct sigaction*, struct sigaction*)) {
+  if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  struct sigaction act {}, old {};
+  act.sa_handler = h;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, sig);
+  act.sa_flags = SA_RESTART;
+  if (sa(sig, &act, &old) < 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+}  // namespace ss::interpose

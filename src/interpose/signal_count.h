@@ -1,0 +1,35 @@
+// Signal handlers under a preload (signal_count.cc): the handlers the
+// program installs with sigaction() or signal() run behind a trampoline
+// that counts, per thread, the handlers that ran. A blocking call in its
+// busy phase (spinning on rings or a completion queue) is in no system
+// call a signal could interrupt; by the count it sees that a handler ran,
+// as the kernel's sleep would have been interrupted, and fails with EINTR
+// or goes on as the kernel would (signal(7)). Handlers installed behind
+// the preload's back (glibc's sysv_signal, sigset, a raw rt_sigaction)
+// are not counted. Each preload exports sigaction and signal over these.
+#pragma once
+#include <signal.h>
+
+#include <cstdint>
+
+namespace ss::interpose {
+
+// This thread's count of the program's handlers that ran so far.
+uint64_t handlers_ran();
+
+// Whether a handler ran on this thread since *seen (then moved on) and the
+// call must fail with EINTR: the handler lacked SA_RESTART, or the call is
+// not `restartable` (SO_RCVTIMEO set).
+bool spin_interrupted(uint64_t* seen, bool restartable);
+
+// sigaction(2) with a program's handler counted; `drop_restart`: install
+// it without SA_RESTART whatever the program asked (reported back as asked).
+int counted_sigaction(int sig, const struct sigaction* act, struct sigaction* old,
+                      bool drop_restart);
+
+// glibc's signal(): BSD semantics (SA_RESTART, the signal blocked in its
+// handler), through `sa` (the preload's exported sigaction).
+sighandler_t bsd_signal(int sig, sighandler_t h,
+                        int (*sa)(int, const struct sigaction*, struct sigaction*));
+
+}  // namespace ss::interpose
