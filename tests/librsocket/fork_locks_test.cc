@@ -18,6 +18,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
@@ -71,6 +73,21 @@ class FullStderr {
     saved_ = dup(2);
     return saved_ >= 0 && dup2(p_[1], 2) == 2;
   }
+  // The thread blocked writing to it (waited for up to 10 s), or 0.
+  static pid_t wait_for_writer() {
+    pid_t tid = 0;
+    for (int i = 0; i < 1000 && !tid; i++) {
+      tid = thread_writing_to_stderr();
+      if (!tid) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return tid;
+  }
+  // In a fork child: stderr is /dev/null, not the full pipe.
+  static bool quiet_child() {
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    return null >= 0 && dup2(null, 2) == 2;
+  }
+
   // Drains the pipe until no thread is inside a write to it (bounded):
   // closing it under a writer would end the process with SIGPIPE.
   void release() {
@@ -142,10 +159,8 @@ TEST_P(ProviderLockForkTest, ChildAcceptsWhileParentThreadAnswersInline) {
   ASSERT_EQ(0, rfcntl(lfd, F_SETFL, O_NONBLOCK));
   FullStderr err;
   ASSERT_TRUE(err.make()) << strerror(errno);
-  std::atomic<pid_t> tid{0};
   std::atomic<bool> stop{false};
   std::thread acceptor([&] {
-    tid = static_cast<pid_t>(syscall(SYS_gettid));
     while (!stop) {
       int c = raccept(lfd, nullptr, nullptr);
       if (c >= 0) rclose(c);
@@ -153,18 +168,13 @@ TEST_P(ProviderLockForkTest, ChildAcceptsWhileParentThreadAnswersInline) {
     }
   });
   KFd bad = refused_hello(provider(), family(), l);
-  bool parked = false;
-  for (int i = 0; i < 1000 && !parked && bad.get() >= 0; i++) {
-    parked = tid && writing_to_stderr(tid);
-    if (!parked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const bool parked = bad.get() >= 0 && FullStderr::wait_for_writer() != 0;
   std::string child_result = "not run";
   std::string client_failed;
   bool in_time = true;
   if (parked) {
     Reaper child{fork_child([lfd] {
-      const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);  // not the full pipe
-      if (null < 0 || dup2(null, 2) != 2) return 90;
+      if (!FullStderr::quiet_child()) return 90;
       alarm(10);  // raccept held by the parent's thread: killed, a failure
       if (rfcntl(lfd, F_SETFL, 0) != 0) return 91;
       const int c = raccept(lfd, nullptr, nullptr);
@@ -248,17 +258,12 @@ TEST_P(ProviderLockForkTest, ChildCallsWhileParentAsyncProgressHoldsEndpoint) {
   // A write outside what the server exposed: that thread warns, the
   // endpoint's lock held, and the warning blocks.
   send_frame(stream, {ss::prov::util::FrameType::kWrite, 0, 4, 0x1000, 0xdead, 0});
-  pid_t parked = 0;
-  for (int i = 0; i < 1000 && !parked; i++) {
-    parked = thread_writing_to_stderr();
-    if (!parked) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const pid_t parked = FullStderr::wait_for_writer();
   std::string child_result = "not run";
   if (parked) {
     const int server = p.server, client = p.client;
     Reaper child{fork_child([server, client] {
-      const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);  // not the full pipe
-      if (null < 0 || dup2(null, 2) != 2) return 90;
+      if (!FullStderr::quiet_child()) return 90;
       alarm(10);  // a call held by the parent's thread: killed, a failure
       char b;
       // The bad write fails the connection (the child finishes the step
@@ -273,6 +278,53 @@ TEST_P(ProviderLockForkTest, ChildCallsWhileParentAsyncProgressHoldsEndpoint) {
   err.restore();
   ASSERT_NE(0, parked) << "the server's async-progress thread never wrote its warning";
   EXPECT_EQ("", child_result) << "the child's calls (the parent's thread held the endpoint)";
+}
+
+// The same for a datagram rsocket's shared-memory sender: a parent thread
+// parked under its lock (warning that a destination's owner answered with
+// something other than a ring), the child's rsendto on the inherited
+// socket still sends (over UDP: that destination has no ring).
+TEST(DgramShmForkTest, ChildSendsWhileParentSenderHoldsItsLock) {
+  select_provider("shm");
+  // The destination: a UDP port, and a rendezvous on its name answering
+  // with no ring at all.
+  KFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  Addr dst = loopback(AF_INET);
+  ASSERT_EQ(0, ::bind(udp, dst.sa(), dst.len));
+  dst.len = sizeof dst.ss;
+  ASSERT_EQ(0, ::getsockname(udp, dst.sa(), &dst.len));
+  KFd rendezvous = dgram_rendezvous(dst.port());
+  ASSERT_GE(rendezvous.get(), 0) << strerror(errno);
+
+  RFd s(rsocket(AF_INET, SOCK_DGRAM, 0));
+  ASSERT_GE(s.get(), 0) << strerror(errno);
+  Addr self = loopback(AF_INET);
+  ASSERT_EQ(0, rbind(s, self.sa(), self.len)) << strerror(errno);
+  ASSERT_EQ(1, rsendto(s, "a", 1, 0, dst.sa(), dst.len)) << strerror(errno);  // dials
+  KFd owner(::accept4(rendezvous, nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_GE(owner.get(), 0) << "the sender never dialled the rendezvous";
+  ASSERT_EQ(4, ::send(owner, "SSDR", 4, MSG_NOSIGNAL));  // no ring, no eventfd
+
+  FullStderr err;
+  ASSERT_TRUE(err.make()) << strerror(errno);
+  const int sfd = s;
+  std::thread sender([&] { rsendto(sfd, "b", 1, 0, dst.sa(), dst.len); });
+  const pid_t parked = FullStderr::wait_for_writer();
+  std::string child_result = "not run";
+  if (parked) {
+    Reaper child{fork_child([sfd, &dst] {
+      if (!FullStderr::quiet_child()) return 90;
+      alarm(10);  // rsendto held by the parent's sender: killed, a failure
+      if (rsendto(sfd, "c", 1, 0, dst.sa(), dst.len) != 1) return 97;
+      return rclose(sfd) == 0 ? 0 : 98;
+    })};
+    child_result = wait_child(&child, 30);
+  }
+  err.release();
+  err.restore();
+  sender.join();
+  ASSERT_NE(0, parked) << "the parent's sender never wrote its warning";
+  EXPECT_EQ("", child_result) << "the child's rsendto (the parent's sender held its lock)";
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, ProviderLockForkTest, ::testing::ValuesIn(all_params()),
