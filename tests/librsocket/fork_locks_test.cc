@@ -1,9 +1,10 @@
 // Fork while a parent thread is parked inside a lock the child inherits
 // held: a listener's serve_mu_ (a thread answering a connection request
-// inline, on a listener shared by an earlier fork) and a stream provider's
+// inline, on a listener shared by an earlier fork), a stream provider's
 // endpoint lock (its async-progress thread, which riomap starts, moving
-// the stream). The parking point is real and observable: the thread logs
-// a warning (a refused request, a peer's bad write), and the warning's
+// the stream) and a datagram socket's shared-memory sender lock (rsendto).
+// The parking point is real and observable: the thread logs a warning (a
+// refused request, a peer's bad write, an owner's bad answer), and the warning's
 // write blocks on a stderr pipe nobody reads (a program's stderr can be
 // just that), /proc showing the thread inside write(2). The child's calls
 // on the inherited listener or connection must then complete or fail
