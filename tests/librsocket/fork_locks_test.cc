@@ -26,9 +26,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
-#include <set>
 #include <thread>
-#include <vector>
 
 #include "core/prov/shm/rendezvous.h"
 #include "core/prov/shm/shm_endpoint.h"
@@ -207,33 +205,32 @@ TEST_P(ProviderLockForkTest, ChildAcceptsWhileParentThreadAnswersInline) {
   EXPECT_EQ("", client_failed);
 }
 
-// The descriptors open in this process.
-std::set<int> open_fds() {
-  std::set<int> fds;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = d ? readdir(d) : nullptr)
-    if (e->d_name[0] != '.') fds.insert(atoi(e->d_name));
-  if (d) closedir(d);
-  return fds;
-}
-
-int sockopt(int fd, int name) {
-  int v = -1;
-  socklen_t len = sizeof v;
-  return getsockopt(fd, SOL_SOCKET, name, &v, &len) == 0 ? v : -1;
+// A unix socket's name (or its peer's), as bytes; "" when it has none.
+std::string unix_name(int fd, bool peer) {
+  sockaddr_un a{};
+  socklen_t len = sizeof a;
+  const int rc = peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len)
+                      : getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  if (rc != 0 || a.sun_family != AF_UNIX || len <= offsetof(sockaddr_un, sun_path)) return "";
+  return std::string(a.sun_path, len - offsetof(sockaddr_un, sun_path));
 }
 
 // The kernel stream carrying the client's frames to the server: tcp's is
-// the client's own socket; shm's is the one connected unix stream socket
-// that `made` opened besides the server's (whose socket is its own).
-int client_stream(const char* provider, const Pair& p, const std::set<int>& before) {
+// the client's own socket; shm's is the unix socket connected to the
+// server's (whose name is the listener's rendezvous), found among this
+// process's descriptors.
+int client_stream(const char* provider, const Pair& p) {
   if (strcmp(provider, "shm") != 0) return p.client;
-  std::vector<int> found;
-  for (int fd : open_fds())
-    if (!before.count(fd) && fd != p.server && sockopt(fd, SO_DOMAIN) == AF_UNIX &&
-        sockopt(fd, SO_TYPE) == SOCK_STREAM && sockopt(fd, SO_ACCEPTCONN) == 0)
-      found.push_back(fd);
-  return found.size() == 1 ? found[0] : -1;
+  const std::string rendezvous = unix_name(p.server, false);
+  if (rendezvous.empty()) return -1;
+  DIR* d = opendir("/proc/self/fd");
+  int found = -1;
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    const int fd = atoi(e->d_name);
+    if (e->d_name[0] != '.' && fd != p.server && unix_name(fd, true) == rendezvous) found = fd;
+  }
+  if (d) closedir(d);
+  return found;
 }
 
 TEST_P(ProviderLockForkTest, ChildCallsWhileParentAsyncProgressHoldsEndpoint) {
@@ -244,10 +241,9 @@ TEST_P(ProviderLockForkTest, ChildCallsWhileParentAsyncProgressHoldsEndpoint) {
     int v = 4;
     ASSERT_EQ(0, rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof v)) << strerror(errno);
   };
-  const std::set<int> before = open_fds();
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p, slots, slots));
-  const int stream = client_stream(provider(), p, before);
+  const int stream = client_stream(provider(), p);
   ASSERT_GE(stream, 0) << "the client's stream socket";
   // riomap starts the server's async-progress thread, which moves the
   // stream under the endpoint's lock.
