@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "librsocket/dgram_ring.h"
@@ -87,6 +88,9 @@ class DgramShmSender {
     std::lock_guard<std::mutex> g(mu_);
     return refused_;
   }
+  // In a fork child (its socket's fork_child): the lock a parent thread
+  // held mid-send is made free; the destinations are as it left them.
+  void fork_child() { new (&mu_) std::mutex(); }
 
  private:
   struct Dest {

@@ -691,6 +691,7 @@ int DgramSocket::fcntl(int cmd, long arg) {
 void DgramSocket::fork_child() {
   new (&name_mu_) std::mutex();
   new (&recv_mu_) std::mutex();
+  tx_.fork_child();
 }
 
 }  // namespace ss::rs

@@ -60,7 +60,8 @@ class DgramSocket final : public Pollable {
   short readiness_repeat(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool kicked) override;
-  // In a fork child: the locks a parent thread held at the fork are freed.
+  // In a fork child: the locks a parent thread held at the fork are freed
+  // (the shared-memory sender's too).
   void fork_child() override;
 
  private:

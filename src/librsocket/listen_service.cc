@@ -62,9 +62,10 @@ void ListenService::parent_after_fork() {
 
 void ListenService::child_after_fork() {
   for (auto& s : listeners_) {
+    // Frees the locks before_fork took (once per fork: the fd table's
+    // handler did it already for a listener still in the table).
+    s->fork_child();
     s->listener_fork_child();
-    s->mu_.unlock();
-    s->serve_mu_.unlock();
   }
   listeners_.clear();  // the ServiceThread forgot their holds already
   mu_.unlock();

@@ -13,11 +13,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "librsocket/settings.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "core/base/own_fd.h"
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
 #include "librsocket/fork.h"
@@ -237,6 +239,7 @@ void Socket::serve_requests(bool inline_caller) {
       ep->reject();
       continue;
     }
+    answering_fd_ = fd;
     auto s = std::make_shared<Socket>(fd, domain_);
     {
       std::lock_guard<FutexMutex> g(mu_);
@@ -269,6 +272,7 @@ void Socket::serve_requests(bool inline_caller) {
       SS_WARN("rsocket: connection request on fd %d refused: %s", fd_, strerror(-rc));
       s->ep_->reject();
       s->free_buffers();
+      answering_fd_ = -1;  // first: a child must never close a number reused meanwhile
       ::close(fd);
       if (rc == -EMFILE || rc == -ENFILE) {
         std::lock_guard<FutexMutex> g(mu_);
@@ -278,6 +282,7 @@ void Socket::serve_requests(bool inline_caller) {
     }
     s->state_ = kConnecting;
     std::lock_guard<FutexMutex> g(mu_);
+    answering_fd_ = -1;  // the queue's now
     accept_queue_.push_back(std::move(s));
     uint64_t one = 1;
     if (accept_efd_ >= 0 && ::write(accept_efd_, &one, sizeof one) < 0)
@@ -619,10 +624,18 @@ bool Socket::leave_to_maker() {
 }
 
 void Socket::fork_child() {
+  const pid_t me = getpid();
+  if (std::exchange(forked_for_, me) == me) return;  // the listen service's second call
   mu_.reset_in_fork_child();
   sending_ = receiving_ = false;
   shutting_ = 0;
   kick_.fork_child();
+  // A verbs endpoint is never called in a child (leave_to_maker).
+  if (ep_ && (ep_->caps() & prov::kCapForkCopies)) ep_->fork_child();
+  new (&serve_mu_) std::mutex();
+  // Set only while a thread answers under serve_mu_, and the forking
+  // thread answers none: a parent thread's request, the parent's.
+  if (answering_fd_ >= 0) own_close(std::exchange(answering_fd_, -1));
 }
 
 void Socket::send_keepalive() {

@@ -150,10 +150,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // (`inline_caller`: raccept, rpoll) stops at the first it queued.
   void serve_requests(bool inline_caller);
   int listener_fd();
-  // Listeners shared by fork (listen_service.h). Called with serve_mu_ and
-  // mu_ held by the fork handlers: for the parent and the child, the
-  // listener is served by whoever calls raccept from now on; in the child,
-  // what the parent had under way or queued stays the parent's.
+  // Listeners shared by fork (listen_service.h), from its fork handlers
+  // (the parent's holding serve_mu_ and mu_; the child's after
+  // fork_child freed them): for the parent and the child, the listener
+  // is served by whoever calls raccept from now on; in the child, what
+  // the parent had under way or queued stays the parent's.
   void share_listener_by_fork() { listen_shared_ = true; }
   void listener_fork_child();
   bool listen_shared() const { return listen_shared_.load(std::memory_order_relaxed); }
@@ -171,7 +172,12 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // turn or shutdown under way forgotten: the child's calls, rclose
   // included, then follow the fork rules above instead of waiting for
   // ever. (The state is as that thread left it, perhaps mid-step, as a
-  // kernel socket's user-space buffers are at any fork.)
+  // kernel socket's user-space buffers are at any fork.) The endpoint
+  // does the same for its own locks (prov::Endpoint::fork_child), unless
+  // the child cannot use it (verbs). A listener's serve_mu_ is freed, and
+  // the descriptor of a request a parent thread was answering (the
+  // parent's: its raccept returns it) closed here. Once per fork: the
+  // listen service calls it too, for listeners no longer in the fd table.
   void fork_child() override;
 
   // Linger service: one step of a graceful close (close.cc); true once the
@@ -381,8 +387,14 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   bool accept_starved_ = false;
   void note_accept_error(int err);  // mu_ held
   int take_accept_error();          // mu_ held; -errno, or 0 when none
-  // Serving one request (get_request to queued) is never cut by a fork.
+  // Serving one request (get_request to queued): the listen service's
+  // fork handler waits it out; a fork child frees it from a parent thread
+  // serving inline (fork_child).
   std::mutex serve_mu_;
+  // The descriptor of the request being answered (under serve_mu_), -1:
+  // none. A fork child closes its copy when a parent thread was answering.
+  int answering_fd_ = -1;
+  pid_t forked_for_ = 0;  // the fork child fork_child last ran in
   std::atomic<bool> listen_shared_{false};  // shared by fork: served inline
   int fork_err_ = 0;  // the child could not take the listener over (errno)
   bool fork_err_told_ = false;  // raccept logged why (once)

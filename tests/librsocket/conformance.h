@@ -116,6 +116,9 @@ sockaddr_in v4(const char* ip, uint16_t port);
 sockaddr_in6 v6(const char* ip, uint16_t port, uint32_t flow = 0);
 // A loopback port nobody listens on right now (bound then released).
 uint16_t unused_port(int family);
+// A listening unix socket on the name a shared-memory datagram sender
+// dials for 127.0.0.1:port (playing that destination's owner), or -1.
+KFd dgram_rendezvous(uint16_t port);
 
 // A listening rsocket on the loopback address, port 0 (ephemeral, read back
 // with rgetsockname). `setup` runs on the socket before rbind.

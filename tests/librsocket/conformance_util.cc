@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -370,6 +372,19 @@ uint16_t unused_port(int family) {
   }
   ::close(fd);  // never listened on: connecting to it is refused
   return port;
+}
+
+KFd dgram_rendezvous(uint16_t port) {
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  int n = snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "slipstream/dgram/127.0.0.1/%u", port);
+  KFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (fd.get() >= 0 &&
+      (::bind(fd, reinterpret_cast<sockaddr*>(&un),
+              static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0 ||
+       ::listen(fd, 4) != 0))
+    fd.reset();
+  return fd;
 }
 
 void make_listener(int family, Listener* l, const std::function<void(int)>& setup, int backlog) {

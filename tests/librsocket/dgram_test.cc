@@ -959,13 +959,8 @@ TEST(DgramShmSenderTest, AnOwnerHandingAPipeIsRefused) {
   ASSERT_EQ(0, ::bind(udp, name.sa(), name.len));
   name.len = sizeof name.ss;
   ASSERT_EQ(0, ::getsockname(udp, name.sa(), &name.len));
-  sockaddr_un un{};
-  un.sun_family = AF_UNIX;
-  int n = snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "slipstream/dgram/127.0.0.1/%u", name.port());
-  KFd listener(::socket(AF_UNIX, SOCK_SEQPACKET, 0));
-  ASSERT_EQ(0, ::bind(listener, reinterpret_cast<sockaddr*>(&un),
-                      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)));
-  ASSERT_EQ(0, ::listen(listener, 4));
+  KFd listener = dgram_rendezvous(name.port());
+  ASSERT_GE(listener.get(), 0) << strerror(errno);
 
   ss::rs::DgramShmSender tx;
   sockaddr_in self = v4("127.0.0.1", 9);

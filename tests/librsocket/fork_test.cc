@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tests/librsocket/conformance.h"
+#include "tests/librsocket/fork_util.h"
 
 namespace rsconf {
 namespace {
@@ -34,37 +35,7 @@ namespace {
 constexpr size_t kBytes = 16384;       // each way, per connection
 constexpr uint32_t kConnections = 20;  // served by the pre-forked children
 constexpr uint32_t kQuit = 0xFFFFFFFFu;  // tells a worker to leave
-constexpr unsigned kChildSeconds = 40;   // a child's alarm
 constexpr int kCallSeconds = 20;         // the parent's bound on its part
-
-// Runs `body` in a forked child, which exits with its result (0: good).
-pid_t fork_child(const std::function<int()>& body) {
-  fflush(nullptr);  // nothing buffered is written twice
-  pid_t pid = fork();
-  if (pid == 0) {
-    alarm(kChildSeconds);
-    _exit(body());
-  }
-  return pid;
-}
-
-// Waits up to `seconds` for the child to exit (then kills it): "" when it
-// exited with 0, else what happened.
-std::string wait_child(Reaper* child, int seconds) {
-  int st = 0;
-  for (int i = 0; i < seconds * 20; i++) {
-    pid_t r = waitpid(child->pid, &st, WNOHANG);
-    if (r == child->pid) {
-      child->pid = -1;
-      if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return "";
-      if (WIFEXITED(st)) return "child exited with " + std::to_string(WEXITSTATUS(st));
-      return "child killed by signal " + std::to_string(WTERMSIG(st)) +
-             (WTERMSIG(st) == SIGALRM ? " (its alarm: it hung)" : "");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return "child still running after " + std::to_string(seconds) + " s";
-}
 
 // The server's side of one exchange: the client's index, its pattern
 // (checked), a reply pattern. 0, or which step failed.

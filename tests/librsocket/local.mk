@@ -26,6 +26,8 @@ rsocket_conformance_SOURCES = \
 	tests/librsocket/connect_timeout_test.cc \
 	tests/librsocket/limits_test.cc \
 	tests/librsocket/fork_test.cc \
+	tests/librsocket/fork_util.h \
+	tests/librsocket/fork_locks_test.cc \
 	tests/librsocket/dgram_test.cc \
 	tests/librsocket/dgram_ds_wire_test.cc \
 	tests/librsocket/dgram_ds_peers_test.cc \

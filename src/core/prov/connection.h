@@ -100,6 +100,15 @@ class Endpoint {
     (void)len;
     return -ENOTSUP;
   }
+
+  // In a fork child, from the owning socket's fork_child (one thread,
+  // before any call): a lock a thread of the parent held at the fork (a
+  // provider thread of its own, another thread's call) is inherited held
+  // and nobody here releases it; such locks are made free, and a provider
+  // thread, which the child does not have, is forgotten (never joined nor
+  // told anything: it is the parent's). Never called for an endpoint the
+  // child cannot use (verbs: its calls are never made there). Optional.
+  virtual void fork_child() {}
 };
 
 // A passive endpoint factory bound to a listening rsocket.

@@ -497,6 +497,11 @@ void ShmEndpoint::ack_events() {
     rx_ring_.announce_sleep();
 }
 
+void ShmEndpoint::fork_child() {
+  StreamEndpoint::fork_child();
+  sleepers_ = 0;
+}
+
 // The names travel in a control frame right behind the hello: read it now
 // if the application asks before anything else moved the stream.
 void ShmEndpoint::await_names() const {

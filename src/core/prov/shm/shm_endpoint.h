@@ -56,6 +56,9 @@ class ShmEndpoint final : public util::StreamEndpoint {
   void ack_events() override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
+  // In a fork child: the stream's reset, and the parent's sleepers
+  // (threads between arm() and ack_events()) no longer counted.
+  void fork_child() override;
 
  protected:
   int on_ctrl_frame(const util::FrameHeader& h, const uint8_t* payload) override;

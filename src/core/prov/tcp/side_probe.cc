@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -62,6 +63,8 @@ class Unanswered {
       if (e.until > now && e.key == k) return true;
     return false;
   }
+  void lock() { mu_.lock(); }
+  void unlock() { mu_.unlock(); }
   void note(const sockaddr* dst, socklen_t len, std::chrono::milliseconds for_how_long) {
     Key k;
     if (!key_of(dst, len, &k) || for_how_long.count() <= 0) return;
@@ -98,9 +101,14 @@ class Unanswered {
   size_t next_ = 0;
 };
 
-Unanswered& unanswered() {
-  static Unanswered* u = new Unanswered;  // never destroyed under a late caller
-  return *u;
+Unanswered* const g_unanswered = new Unanswered;  // never destroyed under a late caller
+Unanswered& unanswered() { return *g_unanswered; }
+// A connecting thread holds the lock for one look at the table, never
+// while waiting: taken around fork (at load, as the side listeners'
+// registry), so a child never inherits it held.
+__attribute__((constructor)) void unanswered_across_fork() {
+  pthread_atfork([] { g_unanswered->lock(); }, [] { g_unanswered->unlock(); },
+                 [] { g_unanswered->unlock(); });
 }
 
 }  // namespace

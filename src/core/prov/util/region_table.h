@@ -21,6 +21,11 @@ class RegionTable {
   // Where a peer's write of `len` bytes at `remote_addr` under `rkey` lands,
   // or nullptr when the key is unknown, not remotely writable, or out of range.
   uint8_t* resolve(uint32_t rkey, uint64_t remote_addr, uint32_t len) const;
+  // In a fork child (one thread): the lock a parent thread held is made
+  // free. The async-progress thread only reads under it (resolve); add
+  // and remove come from calls on the connection, made under its
+  // socket's lock, whose state is as that thread left it.
+  void fork_child() { mu_.reset_in_fork_child(); }
 
  private:
   struct Entry {

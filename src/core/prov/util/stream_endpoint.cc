@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "core/base/fd_passing.h"
 #include "core/base/library_thread.h"
+#include "core/base/own_fd.h"
 #include "core/base/log.h"
 #include "core/mem/region.h"
 
@@ -557,6 +559,21 @@ int StreamEndpoint::set_async_progress(bool on) {
     async_loop();
   });
   return 0;
+}
+
+void StreamEndpoint::fork_child() {
+  new (&mu_) std::recursive_mutex();
+  regions_.fork_child();
+  if (async_.joinable()) {
+    // The parent's thread: a std::thread put over its handle, never
+    // joined nor detached here (its pthread_t names nothing in this process).
+    new (&async_) std::thread();
+    for (int* fd : {&async_wake_fd_, &notify_fd_}) {
+      if (*fd >= 0) own_close(*fd);  // in a fork handler: by the system call (own_fd.h)
+      *fd = -1;
+    }
+  }
+  armed_ = false;
 }
 
 void StreamEndpoint::async_loop() {

@@ -48,6 +48,12 @@ class StreamEndpoint : public Endpoint {
   int set_async_progress(bool on) override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
+  // In a fork child: mu_ and the region table's lock made free (the
+  // async-progress thread holds them while it moves the stream), and that
+  // thread forgotten with its eventfds (the parent's: our drains would eat
+  // its wake-ups): the child's calls move the stream themselves, as before
+  // riomap, and wait on the socket.
+  void fork_child() override;
 
  protected:
   enum class Cm { kIdle, kConnecting, kAwaitReply, kAwaitAccept, kEstablished, kClosed, kFailed };
