@@ -61,11 +61,20 @@ void ListenService::parent_after_fork() {
 }
 
 void ListenService::child_after_fork() {
+  std::erase_if(shared_, [](const std::weak_ptr<Socket>& w) { return w.expired(); });
+  for (const auto& w : shared_) {
+    // Freed by the fd table's handler already, unless the program closed it.
+    if (auto s = w.lock()) {
+      s->fork_child();
+      s->listener_fork_child();
+    }
+  }
   for (auto& s : listeners_) {
     // Frees the locks before_fork took (once per fork: the fd table's
     // handler did it already for a listener still in the table).
     s->fork_child();
     s->listener_fork_child();
+    shared_.push_back(s);
   }
   listeners_.clear();  // the ServiceThread forgot their holds already
   mu_.unlock();
@@ -104,6 +113,8 @@ void ListenService::run(ServiceThread::Run& run) {
       auto gone = std::stable_partition(listeners_.begin(), listeners_.end(),
                                         [](const auto& l) { return !l->listen_shared(); });
       shared = listeners_.end() - gone;
+      std::erase_if(shared_, [](const std::weak_ptr<Socket>& w) { return w.expired(); });
+      shared_.insert(shared_.end(), gone, listeners_.end());
       listeners_.erase(gone, listeners_.end());
       socks = listeners_;
     }

@@ -32,13 +32,17 @@ class ListenService {
   ListenService();
   void run(ServiceThread::Run& run);
   // Fork handlers: every listener becomes shared; the child takes its
-  // copies over (Socket::listener_fork_child).
+  // copies over (Socket::listener_fork_child), of those shared before too.
   void before_fork();
   void parent_after_fork();
   void child_after_fork();
 
   std::mutex mu_;
   std::vector<std::shared_ptr<Socket>> listeners_;  // one user of thread_ each
+  // Listeners a fork shared (served inline since): the child of every
+  // later fork takes its copies over too, or it would keep the parent's
+  // epoll set and half-read requests and could take one the parent began.
+  std::vector<std::weak_ptr<Socket>> shared_;
   ServiceThread thread_;  // ss-listen
 };
 

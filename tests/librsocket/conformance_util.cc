@@ -834,13 +834,15 @@ std::string join_lines(const std::vector<std::string>& v) {
 }
 
 void expect_nothing_left(const Snapshot& before, const char* what) {
+  // At most as many: what an earlier test left to end by itself (a
+  // lingering close past settled()'s wait) may end meanwhile.
   Snapshot after = Snapshot::take();
-  for (int i = 0; i < 100 && (after.threads != before.threads || after.fds != before.fds); i++) {
+  for (int i = 0; i < 100 && (after.threads > before.threads || after.fds > before.fds); i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     after = Snapshot::take();
   }
-  EXPECT_EQ(before.threads, after.threads) << "threads left running " << what;
-  EXPECT_EQ(before.fds, after.fds) << "descriptors left open " << what;
+  EXPECT_LE(after.threads, before.threads) << "threads left running " << what;
+  EXPECT_LE(after.fds, before.fds) << "descriptors left open " << what;
   std::vector<std::string> new_maps;
   for (const auto& m : after.maps)
     if (std::find(before.maps.begin(), before.maps.end(), m) == before.maps.end())
