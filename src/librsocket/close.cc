@@ -184,7 +184,7 @@ void Socket::close() {
   release();
 }
 
-bool Socket::take_deferred_close() {
+bool Socket::take_deferred_close_locked() {
   std::lock_guard<FutexMutex> g(mu_);
   if (!close_deferred_ || sending_ || receiving_) return false;
   close_deferred_ = false;

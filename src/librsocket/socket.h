@@ -108,8 +108,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   void close();  // rclose: shuts down, frees provider resources
   // A close that came while another thread sent or received (close()
   // leaves it to the last such call): true once, when that call is over
-  // and the caller must close now.
-  bool take_deferred_close();
+  // and the caller must close now. Every send and receive asks on its way
+  // out: one load, no lock, unless a close came.
+  bool take_deferred_close() {
+    return close_deferred_.load(std::memory_order_relaxed) && take_deferred_close_locked();
+  }
 
   // Data.
   ssize_t send(const void* buf, size_t len, int flags);
@@ -341,7 +344,10 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // rclose came while a shutdown or a linger was under way: whichever ends
   // last releases (not the rclose, which would free the endpoint under it).
   bool closed_ = false;
-  bool close_deferred_ = false;  // close() came during a send or receive: see take_deferred_close
+  bool take_deferred_close_locked();
+  // close() came during a send or receive (written under mu_; read first
+  // without it by every call's take_deferred_close).
+  std::atomic<bool> close_deferred_{false};
   bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
   // fail_connection ran: whatever else the peer sent is not looked at (a
   // peer flooding bad messages gets one warning, not one per message).
