@@ -28,7 +28,9 @@
 # its rings' XDP redirected/dropped and malformed counts, from vma_stats,
 # counted to the process's exit, so the 0.5 s the sender outlives the
 # receiver; every run: the veth's drops),
-# and the best of each receiver as a ratio to the kernel's. Each preloaded
+# and the best of each receiver as a ratio to the kernel's (marked
+# "sender-bound" when that round took 90% or more of what was sent: the
+# ratio is then a floor set by the sender). Each preloaded
 # run must log its rings ("UDP offloaded on", their sizes, from VMA_RX_WRE
 # and VMA_TX_WRE, shown at the end) and have dropped no frame as
 # malformed, zcopy's must have copied nothing, else the row is marked.
@@ -162,7 +164,7 @@ one() {
   echo "${got:-0}|${sent:-0}|$rest|$note"
 }
 
-declare -A best
+declare -A best best_sent
 napi=""
 [ "$PIN" = 2 ] && napi=", NAPI thread SCHED_FIFO ${RATE_NAPI_PRIO:-0}"
 [ "$PIN" = 2 ] && [ "${RATE_NAPI_PRIO:-0}" = 0 ] && napi=", NAPI thread SCHED_OTHER"
@@ -172,14 +174,18 @@ for r in $(seq "$RUNS"); do
   for mode in $MODES; do
     IFS='|' read -r got sent rest note < <(one $mode)
     printf '%3s  %-8s  %10s  %8s  %s; %s\n' "$r" "$mode" "$got" "$sent" "$rest" "$note"
-    [ "${best[$mode]:-0}" -ge "$got" ] || best[$mode]=$got
+    [ "${best[$mode]:-0}" -ge "$got" ] || { best[$mode]=$got; best_sent[$mode]=$sent; }
   done
 done
 k=${best[kernel]:-0}
 echo
 [ -s "$T/rings" ] && echo "rings of the preloaded runs (VMA_RX_WRE, VMA_TX_WRE): $(sort -u "$T/rings" | paste -sd'|')"
 echo "best of $RUNS (receive rate, ratio to the kernel's); load: $(cut -d' ' -f1-3 /proc/loadavg):"
+# A best round that took 90% or more of what was sent was bound by the
+# sender: its ratio is a floor, not the receiver's.
 for mode in $MODES; do
-  awk -v m=$mode -v g="${best[$mode]:-0}" -v k="$k" \
-    'BEGIN { printf "  %-8s %10d/s  %.2fx\n", m, g, k ? g / k : 0 }'
+  awk -v m=$mode -v g="${best[$mode]:-0}" -v k="$k" -v s="${best_sent[$mode]:-0}" \
+    'BEGIN { printf "  %-8s %10d/s  %.2fx", m, g, k ? g / k : 0
+      if (s > 0 && g >= 0.9 * s) printf "  (sender-bound: %.0f%% of the %d/s sent)", 100 * g / s, s
+      printf "\n" }'
 done

@@ -168,6 +168,12 @@ int close_released(int fd) {
   return real().close(fd);
 }
 
+void forget_held(int fd) {
+  std::lock_guard<std::mutex> g(mu);
+  held_fds.erase(fd);
+  n_held = held_fds.size();
+}
+
 int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep) {
   // Held throughout: a number a face frees meanwhile would otherwise be
   // skipped though the program may have it already.

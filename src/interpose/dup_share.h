@@ -62,6 +62,9 @@ void hold(int fd);
 // The real close of `fd`, no longer held once it is freed (one step, as
 // held() sees it: a thread the kernel gives the number finds it free).
 int close_released(int fd);
+// A held number its face closed by the system call itself (librsocket in
+// a fork child's handler, ss_rspreload_fork_closed): no longer held.
+void forget_held(int fd);
 
 // close_range(2) over [first, last] that leaves held numbers and `keep`
 // open.

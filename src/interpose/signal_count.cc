@@ -27,12 +27,17 @@ Slot g_slots[NSIG];
 // start), so no allocation or lock in a handler.
 [[gnu::tls_model("initial-exec")]] thread_local uint64_t t_ran = 0;
 [[gnu::tls_model("initial-exec")]] thread_local int t_last = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int t_busy = 0;      // open BusyScopes
+[[gnu::tls_model("initial-exec")]] thread_local bool t_fenced = false;  // in a handler over one
 
 void trampoline(int sig, siginfo_t* info, void* uc) {
   t_ran++;
   t_last = sig;
+  const bool fenced = t_fenced;
+  t_fenced = fenced || t_busy > 0;
   // A one-argument handler ignores the two more the ABI passes it.
   if (const Handler h = g_slots[sig].handler.load(std::memory_order_acquire)) h(sig, info, uc);
+  t_fenced = fenced;
 }
 
 bool wrapped(int sig) {
@@ -56,6 +61,16 @@ bool is_handler(const struct sigaction& a) {
 }  // namespace
 
 uint64_t handlers_ran() { return t_ran; }
+
+BusyScope::BusyScope() noexcept {
+  t_busy++;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // open before the work starts
+}
+BusyScope::~BusyScope() {
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // closed after it ends
+  t_busy--;
+}
+bool handler_over_busy() noexcept { return t_fenced; }
 
 bool spin_interrupted(uint64_t* seen, bool restartable) {
   if (t_ran == *seen) return false;

@@ -22,6 +22,22 @@ uint64_t handlers_ran();
 // not `restartable` (SO_RCVTIMEO set).
 bool spin_interrupted(uint64_t* seen, bool restartable);
 
+// A preload's own work on this thread that a handler must not re-enter: it
+// holds locks that are not recursive, or a datagram half taken. Open while
+// that work runs (cheap: two thread-local counts). A handler that
+// interrupts it on this thread sees handler_over_busy() and the preload
+// serves that handler's calls by the kernel (no deadlock on its own lock).
+class BusyScope {
+ public:
+  BusyScope() noexcept;
+  ~BusyScope();
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+};
+
+// Whether this thread runs a handler that interrupted a BusyScope.
+bool handler_over_busy() noexcept;
+
 // sigaction(2) with a program's handler counted; `drop_restart`: install
 // it without SA_RESTART whatever the program asked (reported back as asked).
 int counted_sigaction(int sig, const struct sigaction* act, struct sigaction* old,

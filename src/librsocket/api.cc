@@ -76,7 +76,7 @@ std::shared_ptr<Socket> lookup(int fd) {
 // fd is neither. `check` (0 or -errno) vets the arguments first, once fd
 // is known to be an rsocket, as the kernel looks at the descriptor first.
 // A close another thread made while STREAM sent or received is done when
-// the last such call is over (Socket::close), cancelled or not.
+// the last such call is over (Socket::defer_close), cancelled or not.
 template <Cancel C = Cancel::kNo, typename Stream, typename Dgram>
 auto on_either(int fd, Stream&& stream, Dgram&& dgram, int check = 0) noexcept(C == Cancel::kNo) {
   struct CloseAfter {
@@ -196,10 +196,16 @@ SS_EXPORT int rclose(int socket) {
     // racing another thread's clean-up waits for it.
     ss::rs::fork::resume_services();
     std::shared_ptr<Socket> s;
+    bool deferred = false;
     {
-      ss::rs::fork::TableGuard table;  // a fork sees it in the table and counted, or neither
+      // A fork sees it in the table and counted, or its close deferred
+      // (done in the child), or neither.
+      ss::rs::fork::TableGuard table;
       s = FdTable::instance().remove<Socket>(socket, FdKind::kRsocket);
-      if (s) s->leave_processes();
+      if (s) {
+        s->leave_processes();
+        deferred = s->defer_close();
+      }
     }
     if (!s) {
       auto d = FdTable::instance().remove<DgramSocket>(socket, FdKind::kRsocketDgram);
@@ -207,7 +213,7 @@ SS_EXPORT int rclose(int socket) {
       d->close();  // the descriptor closes with the last call using it
       return 0;
     }
-    s->close();
+    if (!deferred) s->close();  // else the call using it closes it (on_either)
     return 0;
   });
 }

@@ -4,14 +4,28 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "librsocket/settings.h"
 #include "core/base/log.h"
+#include "core/base/own_fd.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/linger_service.h"
 #include "librsocket/listen_service.h"
+#include "librsocket/preload_hooks.h"
 #include "librsocket/socket.h"
+
+namespace {
+// ss_rspreload_fork_closed's callback: the preload forgets a number closed
+// behind it in a fork child.
+std::atomic<void (*)(int)> g_fork_closed{nullptr};
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void ss_rspreload_fork_closed(
+    void (*closed)(int fd)) {
+  g_fork_closed.store(closed, std::memory_order_release);
+}
 
 namespace ss::rs {
 
@@ -145,18 +159,6 @@ void Socket::close() {
     return;
   }
   {
-    // Linux's send and recv hold their socket: closed by another thread
-    // meanwhile, the connection goes on until that call ends as it would
-    // have (data, the peer's end, a signal, its timeout), never with an
-    // end of stream the peer did not send. The close is done then
-    // (api.cc, on_either), the program's number held till it is.
-    std::lock_guard<FutexMutex> g(mu_);
-    if (sending_ || receiving_) {
-      close_deferred_ = true;
-      return;
-    }
-  }
-  {
     Lock lk(mu_);
     if (state_ == kListening) {
       lk.unlock();
@@ -184,11 +186,44 @@ void Socket::close() {
   release();
 }
 
+bool Socket::defer_close() {
+  std::lock_guard<FutexMutex> g(mu_);
+  // A copy another process holds goes at once (close: drop_copy); so
+  // does a connection no call is using.
+  if (shared_elsewhere_ || endpoint_foreign() || !(sending_ || receiving_)) return false;
+  // The call ends as it would have (data, the peer's end, a signal, its
+  // timeout) and closes then (api.cc, on_either), the program's number
+  // held till it is. Listed under mu_: listed exactly while deferred.
+  close_deferred_ = true;
+  fork::defer_close(weak_from_this());
+  return true;
+}
+
 bool Socket::take_deferred_close_locked() {
   std::lock_guard<FutexMutex> g(mu_);
   if (!close_deferred_ || sending_ || receiving_) return false;
   close_deferred_ = false;
+  fork::end_deferred_close(this);
   return true;
+}
+
+void Socket::close_in_fork_child() {
+  // Done before the fork (the flag is the parent's at that moment).
+  if (!close_deferred_.load(std::memory_order_relaxed)) return;
+  fork_child();  // the blocked call's turn and lock are the parent thread's
+  close_deferred_ = false;
+  in_linger_ = false;  // no linger thread here either
+  if (ep_) {
+    ep_->drop_in_fork_child(fd_);
+    (void)ep_.release();  // never called nor destroyed here (its memory stays)
+  } else {
+    own_close(fd_);
+  }
+  // The preload's lock is free by now: its child handler, registered at
+  // its load, ran before the fork registry's (registered at first use).
+  if (auto closed = g_fork_closed.load(std::memory_order_acquire)) closed(fd_);
+  state_ = kDisconnected;
+  kick_waiters();
 }
 
 bool Socket::endpoint_foreign() const {

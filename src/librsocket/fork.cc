@@ -19,15 +19,34 @@ std::atomic<bool> g_child_unresumed{false};
 
 namespace {
 
+// Objects listed for the fork handlers, by address (to unlist) and by
+// weak reference (taken before use: a thread may free one meanwhile).
+template <class T>
+struct Listed {
+  T* c;
+  std::weak_ptr<T> ref;
+};
+
+template <class T>
+void list(std::vector<Listed<T>>* v, std::weak_ptr<T> ref) {
+  T* raw = ref.lock().get();
+  v->push_back({raw, std::move(ref)});
+}
+
+template <class T>
+void unlist(std::vector<Listed<T>>* v, T* c) {
+  auto it = std::find_if(v->begin(), v->end(), [c](const Listed<T>& t) { return t.c == c; });
+  if (it == v->end()) return;
+  *it = v->back();
+  v->pop_back();
+}
+
 struct Registry {
   std::shared_mutex table_mu;  // TableGuard: shared; fork: exclusive
   std::mutex mu;               // shares
   std::vector<ProcessShare*> shares;
-  struct Tracked {
-    Unforkable* c;
-    std::weak_ptr<Unforkable> ref;  // taken before cutting it loose
-  };
-  std::vector<Tracked> unforkable;  // also under mu
+  std::vector<Listed<Unforkable>> unforkable;  // also under mu
+  std::vector<Listed<DeferredClose>> closing;  // also under mu
   std::mutex resume_mu;                 // resume_services_slow, one caller at a time
   int saved_errno = 0;
 };
@@ -78,6 +97,10 @@ void parent_after_fork() {
 void child_after_fork() {
   Registry& r = registry();
   errno = r.saved_errno;
+  // Closes that came before the fork, left to a thread the child lacks.
+  for (const auto& d : r.closing)
+    if (auto c = d.ref.lock()) c->close_in_fork_child();
+  r.closing.clear();
   r.mu.unlock();
   // A rwlock write-held by the forking thread cannot be unlocked here
   // (glibc checks the writer's thread id, a new one in the child): a fresh
@@ -117,19 +140,26 @@ bool leave(ProcessShare* share) {
 
 void track(std::weak_ptr<Unforkable> c) {
   Registry& r = registry();
-  Unforkable* raw = c.lock().get();
   std::lock_guard<std::mutex> g(r.mu);
-  r.unforkable.push_back({raw, std::move(c)});
+  list(&r.unforkable, std::move(c));
 }
 
 void untrack(Unforkable* c) {
   Registry& r = registry();
   std::lock_guard<std::mutex> g(r.mu);
-  auto it = std::find_if(r.unforkable.begin(), r.unforkable.end(),
-                         [c](const Registry::Tracked& t) { return t.c == c; });
-  if (it == r.unforkable.end()) return;
-  *it = r.unforkable.back();
-  r.unforkable.pop_back();
+  unlist(&r.unforkable, c);
+}
+
+void defer_close(std::weak_ptr<DeferredClose> c) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mu);
+  list(&r.closing, std::move(c));
+}
+
+void end_deferred_close(DeferredClose* c) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mu);
+  unlist(&r.closing, c);
 }
 
 void resume_services_slow() {
@@ -142,7 +172,7 @@ void resume_services_slow() {
   std::vector<std::shared_ptr<Unforkable>> inherited;
   {
     std::lock_guard<std::mutex> g(r.mu);
-    for (const Registry::Tracked& t : r.unforkable)
+    for (const Listed<Unforkable>& t : r.unforkable)
       if (auto c = t.ref.lock()) inherited.push_back(std::move(c));
     r.unforkable.clear();
   }

@@ -54,6 +54,22 @@ class Unforkable {
 void track(std::weak_ptr<Unforkable> c);
 void untrack(Unforkable* c);
 
+// A close that waits for another thread's send or receive on the
+// connection (Socket::defer_close): listed meanwhile. In program order it
+// came before any later fork, and the child has no such thread to finish
+// it: the child handler does it there (close_in_fork_child).
+class DeferredClose {
+ public:
+  virtual ~DeferredClose() = default;
+  // In a fork child, from the child handler (one thread; parent threads'
+  // locks still held, core's descriptors closed by the system call):
+  // drops this process's copy, nothing reaching the peer or the parent.
+  virtual void close_in_fork_child() = 0;
+};
+// Listed from the deferral until the close is done (or the object gone).
+void defer_close(std::weak_ptr<DeferredClose> c);
+void end_deferred_close(DeferredClose* c);
+
 // Set in a fork child until the first call that resumes services there.
 extern std::atomic<bool> g_child_unresumed;
 void resume_services_slow();

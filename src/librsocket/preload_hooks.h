@@ -71,6 +71,14 @@ void ss_rspreload_poll_timing(long long* spin_us, int* wake_interval_ms);
 void ss_rspreload_signal_probe(uint64_t (*ran)(void),
                                int (*interrupted)(uint64_t* seen, int restartable));
 
+// The numbers librsocket holds for the preload (its close of an rsocket
+// waits for another thread's send or receive): in a fork child's handler,
+// librsocket closes by the system call the number of a connection the
+// program closed before the fork (the thread that would finish that close
+// is the parent's) and calls `closed` with it, so that the preload no
+// longer counts it held.
+void ss_rspreload_fork_closed(void (*closed)(int fd));
+
 // The preload's settings (component "preload", listed by
 // slipstream-config): the value of row `id`.
 enum ss_rspreload_setting_id {

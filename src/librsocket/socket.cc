@@ -308,7 +308,9 @@ void Socket::listener_fork_child() {
   if (accept_efd_ >= 0) ::close(accept_efd_);  // the parent's counter
   accept_efd_ = -1;
   int rc = listener_ ? listener_->fork_child() : 0;
-  if (rc == -ENOTSUP) {
+  if (rc == 1) {
+    fork_part_untold_ = true;  // raccept says so (not here: a fork handler)
+  } else if (rc == -ENOTSUP) {
     // Its rdma_cm id is the parent's (rsocket(7), Fork): never used nor
     // destroyed here. raccept says so, once it is asked.
     (void)listener_.release();
@@ -332,6 +334,9 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
         fork_err_told_ = true;
         return -fork_err_;
       }
+      if (std::exchange(fork_part_untold_, false))
+        SS_WARN("rsocket: fd %d: a fork child accepts this listener's tcp and shm peers only: "
+                "its verbs peers go to the process that made it (rsocket(7), Fork)", fd_);
       if (take_queued(out)) break;
       shared = listen_shared_;
       starved = accept_starved_;

@@ -81,7 +81,8 @@ struct Iomap {
 // A Pollable in the fd table: rpoll and rselect (core's poll_mixed) ask it.
 class Socket final : public std::enable_shared_from_this<Socket>,
                      public Pollable,
-                     public fork::Unforkable {
+                     public fork::Unforkable,
+                     public fork::DeferredClose {
  public:
   Socket(int fd, int domain);
   ~Socket();
@@ -106,10 +107,15 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   int connect(const sockaddr* addr, socklen_t len);
   int shutdown(int how);
   void close();  // rclose: shuts down, frees provider resources
-  // A close that came while another thread sent or received (close()
-  // leaves it to the last such call): true once, when that call is over
-  // and the caller must close now. Every send and receive asks on its way
-  // out: one load, no lock, unless a close came.
+  // rclose's first step, under its fork::TableGuard: true when another
+  // thread is sending or receiving, and so the close waits for that call
+  // (as Linux's send and recv hold their socket: the connection goes on
+  // until the call ends as it would have, never with an end of stream the
+  // peer did not send). Listed for fork meanwhile (close_in_fork_child).
+  bool defer_close();
+  // A deferred close: true once, when the last such call is over and the
+  // caller must close now. Every send and receive asks on its way out:
+  // one load, no lock, unless a close came.
   bool take_deferred_close() {
     return close_deferred_.load(std::memory_order_relaxed) && take_deferred_close_locked();
   }
@@ -182,6 +188,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // parent's: its raccept returns it) closed here. Once per fork: the
   // listen service calls it too, for listeners no longer in the fd table.
   void fork_child() override;
+  // fork::DeferredClose: the child's copy dropped and its number freed,
+  // the endpoint's descriptors closed by the system call; the object is
+  // left inert (no endpoint), never destroyed here (the parent's blocked
+  // thread holds it), nothing reaching the peer or the parent.
+  void close_in_fork_child() override;
 
   // Linger service: one step of a graceful close (close.cc); true once the
   // connection is finished (and, after rclose, everything released).
@@ -345,8 +356,8 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // last releases (not the rclose, which would free the endpoint under it).
   bool closed_ = false;
   bool take_deferred_close_locked();
-  // close() came during a send or receive (written under mu_; read first
-  // without it by every call's take_deferred_close).
+  // defer_close() said yes (written under mu_; read first without it by
+  // every call's take_deferred_close).
   std::atomic<bool> close_deferred_{false};
   bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
   // fail_connection ran: whatever else the peer sent is not looked at (a
@@ -404,6 +415,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   std::atomic<bool> listen_shared_{false};  // shared by fork: served inline
   int fork_err_ = 0;  // the child could not take the listener over (errno)
   bool fork_err_told_ = false;  // raccept logged why (once)
+  // The child took the listener's tcp/shm part over, not its verbs part:
+  // the next raccept logs it.
+  bool fork_part_untold_ = false;
 
   ProcessShare share_;            // joined: counted at each fork
   bool shared_elsewhere_ = false;  // rclose found another holder

@@ -73,6 +73,6 @@ SS_API int ring_allocation_logic(Id id);
 
 // A path setting with its first "%d" replaced by `pid` (VMA_LOG_FILE,
 // VMA_STATS_FILE), as libvma does.
-std::string path_with_pid(Id id, long pid);
+SS_API std::string path_with_pid(Id id, long pid);
 
 }  // namespace ss::vma::settings

@@ -1,6 +1,7 @@
 #include "preload/dup.h"
 
 #include "interpose/dup_share.h"
+#include "librsocket/preload_hooks.h"
 #include "librsocket/rsocket_own.h"
 #include "preload/route.h"
 
@@ -43,5 +44,11 @@ int close_released(int fd) { return shared::close_released(fd); }
 bool last_descriptor(int fd) { return shared::last_descriptor(fd, FdKind::kRsocket); }
 
 bool held(int fd) { return shared::held(fd); }
+
+namespace {
+__attribute__((constructor)) void follow_closes_in_fork_children() {
+  ss_rspreload_fork_closed(shared::forget_held);
+}
+}  // namespace
 
 }  // namespace ss::preload::dups

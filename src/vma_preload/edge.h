@@ -7,12 +7,15 @@
 #include <new>
 
 #include "core/base/log.h"
+#include "interpose/signal_count.h"
 
 namespace ss::vma::preload {
 
 // An Extra API entry: f's result, or -1 with ENOMEM (EIO for anything else).
+// Inside a BusyScope: a handler interrupting it is served by the kernel.
 template <class F>
 int edge_call(F&& f) noexcept {
+  interpose::BusyScope busy;
   try {
     return f();
   } catch (const std::bad_alloc&) {

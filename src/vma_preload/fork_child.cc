@@ -13,7 +13,9 @@
 // give lent frames to the parent's fill rings. Its new sockets are the
 // kernel's (the child makes no rings), and it takes none of the locks a
 // parent's thread may have held at fork (the rings' registry, a socket's
-// offload and multicast locks): those paths end first in a child. A child of a process without
+// offload and multicast locks): those paths end first in a child. The
+// rings' memory is not in the child at all (MADV_DONTFORK, netdev_rings.cc):
+// pinned, fork would copy it whole. A child of a process without
 // rings is a process like any other. vfork is fork here, as libvma
 // makes it: a vfork child shares its parent's memory, so its calls under
 // the preload (a close of an offloaded socket before exec) would change

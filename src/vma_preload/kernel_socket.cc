@@ -80,6 +80,7 @@ thread_local const KernelSocket* t_counted = nullptr;
 }  // namespace
 
 short KernelSocket::look(short events, bool kernel) {
+  interpose::BusyScope busy;  // the rings' locks (signal_count.h)
   short r = late_error.load(std::memory_order_relaxed) ? POLLERR : 0;
   UdpOffload* o = offload();
   const bool counted = t_counted == this;
@@ -103,10 +104,17 @@ short KernelSocket::readiness_repeat(short events) {
 }
 
 WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
+  interpose::BusyScope busy;
   // No bit at all: an edge-triggered epoll member waiting for its next
   // datagram (it sleeps on the wait set too).
   if (UdpOffload* o = offload(); o && ((events & POLLIN) || !events))
     return o->wait_target(events, sleep_ms);
+  // Not offloaded yet but it may be: another thread's first send binds it
+  // and puts its port on the rings, which a sleep on the kernel socket
+  // would never see. Looked at again every 20 ms meanwhile.
+  constexpr int kSliceMs = 20;
+  if ((events & POLLIN) && (*sleep_ms < 0 || *sleep_ms > kSliceMs) && !kernel_served())
+    *sleep_ms = kSliceMs;
   WaitTarget t;
   t.fd = fd;
   t.events = events;
@@ -115,10 +123,12 @@ WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
 
 void KernelSocket::after_wait(const WaitTarget& armed, bool) {
   if (!armed.tag) return;
+  interpose::BusyScope busy;
   if (UdpOffload* o = offload()) o->after_wait(armed);
 }
 
 bool KernelSocket::change_count(uint64_t* count) {
+  interpose::BusyScope busy;
   UdpOffload* o = offload();
   if (!o) return false;
   *count = o->arrivals();
@@ -130,11 +140,14 @@ bool KernelSocket::kernel_served() {
   if (in_fork_child()) return true;
   if (offload()) return false;
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return true;
-  std::lock_guard<std::mutex> lock(offload_mu_);
-  return offload_tried_;  // tried and refused (or handed back): the kernel's for good
+  // Tried and refused (or handed back): the kernel's for good. Settled is
+  // set after offload_ is stored, so a try under way reads as "may be".
+  return offload_settled_.load(std::memory_order_acquire) &&
+         !offload_.load(std::memory_order_acquire);
 }
 
 void KernelSocket::try_offload() {
+  interpose::BusyScope busy;  // binds on the rings' stack, under offload_mu_
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return;
   if (in_fork_child()) {
     SS_DEBUG("fd %d: kernel (a fork child: the rings are its parent's)", fd);
@@ -153,6 +166,7 @@ void KernelSocket::try_offload() {
   offload_owner_ = UdpOffload::attach(fd, family, a, &rx_extras);
   g_making_rings = false;
   if (!offload_owner_) {
+    offload_settled_.store(true, std::memory_order_release);
     SS_INFO("fd %d (udp port %u): kernel (no netdev of its address has rings)", fd, ntohs(port));
     return;
   }
@@ -162,16 +176,19 @@ void KernelSocket::try_offload() {
     mcast_attach_locked(*this, *offload_owner_);
     offload_.store(offload_owner_.get(), std::memory_order_release);
   }
+  offload_settled_.store(true, std::memory_order_release);
   SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
 }
 
 void KernelSocket::hand_back(const char* why) {
+  interpose::BusyScope busy;
   if (in_fork_child()) return;  // the kernel's already; the rings are the parent's
   std::lock_guard<std::mutex> lock(offload_mu_);
   offload_tried_ = true;
-  if (!offload_owner_) return;
   offload_.store(nullptr, std::memory_order_release);  // new calls: the kernel's
+  offload_settled_.store(true, std::memory_order_release);
+  if (!offload_owner_) return;
   stats.add(stats::kRxReadyPktDrop, offload_owner_->drain(why));
   offload_owner_.reset();  // the endpoints give the port back
   stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/base/pollable.h"
+#include "interpose/signal_count.h"
 #include "libvmacompat/ring_logic.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
@@ -56,8 +57,12 @@ struct KernelSocket final : Pollable {
 
   // The offloaded path, or null (the kernel serves the socket; always in
   // a fork child).
+  // Null in a fork child, and in a signal handler that interrupted this
+  // thread inside the offload (interpose::BusyScope): the kernel serves.
   UdpOffload* offload() const {
-    return in_fork_child() ? nullptr : offload_.load(std::memory_order_acquire);
+    return in_fork_child() || interpose::handler_over_busy()
+               ? nullptr
+               : offload_.load(std::memory_order_acquire);
   }
   // Gives a bound UDP socket decided "vma" its offloaded path, once (not
   // before the kernel gave it a port). Stats show offloaded=1 if it got one.
@@ -92,6 +97,9 @@ struct KernelSocket final : Pollable {
   bool offload_tried_ = false;                  // under offload_mu_
   std::unique_ptr<UdpOffload> offload_owner_;   // under offload_mu_
   std::atomic<UdpOffload*> offload_{nullptr};
+  // Set once a try ended (offloaded or refused) or the socket was handed
+  // back: with offload_ null, the kernel's for good (kernel_served, lock-free).
+  std::atomic<bool> offload_settled_{false};
   std::atomic<Transport> wanted_;
   std::atomic<const char*> why_;  // a string literal
   std::atomic<uint64_t> repeats_{0};  // readiness_repeat looks, for the OS ratio

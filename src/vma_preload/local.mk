@@ -26,6 +26,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/start.h \
 	src/vma_preload/start.cc \
 	src/vma_preload/udp_calls.cc \
+	src/vma_preload/socket_flags.h \
 	src/vma_preload/udp_multicast.h \
 	src/vma_preload/udp_multicast.cc \
 	src/vma_preload/udp_offload.h \

@@ -26,7 +26,9 @@ PollTiming mux_timing();
 extern const interpose::EpollFace kEpollFace;
 
 // Whether fd is an offloaded socket (its readiness is more than its
-// kernel descriptor's).
-bool offloaded(int fd);
+// kernel descriptor's), or one that may still be: decided "vma", not bound
+// yet, so another thread's first send may put its port on the rings while
+// this call waits (a wait left to libc would never see them).
+bool offloaded_or_may_be(int fd);
 
 }  // namespace ss::vma::preload

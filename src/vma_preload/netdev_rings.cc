@@ -97,6 +97,10 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     opt.backing = mem::Backing::kPrivate;
     opt.hugepages = settings::get(settings::Id::kMemAllocType) == kMemAllocHugepages;
     opt.name = "vma-umem";
+    // Pinned by the socket: fork would copy it whole into every child,
+    // which never uses the rings (fork_child.cc). As libvma's registered
+    // memory under ibv_fork_init.
+    opt.dont_fork = true;
     if (const int err = mem::Pool::create(opt, &s.pool); err < 0) return err;
     prov::RingQueueConfig rc;
     rc.pool = s.pool.get();

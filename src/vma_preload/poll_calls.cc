@@ -36,11 +36,11 @@ namespace ss::vma::preload {
 
 thread_local int t_in_mux = 0;
 
-bool offloaded(int fd) {
+bool offloaded_or_may_be(int fd) {
   ss::FdTable& t = ss::FdTable::instance();
   if (fd < 0 || t.kind(fd) != ss::FdKind::kVmaKernel) return false;
   const auto s = t.get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
-  return s && s->offload();
+  return s && (s->offload() || !s->kernel_served());
 }
 
 namespace {
@@ -73,11 +73,12 @@ namespace {
 using vp::InMux;
 using vp::mux_timing;
 
-// An offloaded socket, or an epoll set with members: poll_mixed's to serve.
+// An offloaded socket (or one that may be), or an epoll set with members:
+// poll_mixed's to serve.
 bool mixed(int fd) {
   if (fd < 0) return false;
   const ss::FdKind k = ss::FdTable::instance().kind(fd);
-  if (k == ss::FdKind::kVmaKernel) return vp::offloaded(fd);
+  if (k == ss::FdKind::kVmaKernel) return vp::offloaded_or_may_be(fd);
   return k == ss::FdKind::kKernel && ss::interpose::mixed_epoll(fd);
 }
 

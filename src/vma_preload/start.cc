@@ -1,6 +1,10 @@
 #include "vma_preload/start.h"
 
 #include <pthread.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
 
 #include "core/base/log.h"
 #include "libvmacompat/settings.h"
@@ -16,6 +20,12 @@ void start_once() {
   // The face's logs follow the face's own setting, as libvma's do.
   try {
     log::set_threshold(static_cast<int>(settings::trace_level()));
+    // VMA_LOG_FILE: a file that cannot be opened is named on stderr, once.
+    if (const std::string file = settings::path_with_pid(settings::Id::kLogFile, getpid());
+        !file.empty()) {
+      if (const int err = log::set_file(file.c_str()))
+        SS_WARN("VMA_LOG_FILE %s: %s; logging to stderr", file.c_str(), strerror(-err));
+    }
     print_banner();
   } catch (...) {  // never through pthread_once or a constructor
     SS_WARN("libvma.so: start-up ran out of memory; the banner is incomplete");

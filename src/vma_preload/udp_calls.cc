@@ -5,24 +5,29 @@
 // a recorded socket not offloaded). A recorded UDP socket that is not bound
 // yet gets its offloaded path after the call that binds it implicitly (its
 // first send, connect).
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <memory>
 
 #include <mellanox/vma_extra.h>
 
 #include "core/base/fd_table.h"
+#include "core/base/interruptible_poll.h"
 #include "core/base/msghdr_of.h"
 #include "core/prov/sock_addr.h"
 #include "interpose/export.h"
 #include "interpose/fortify_receives.h"
 #include "interpose/mmsg.h"
+#include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_flags.h"
 
 using ss::interpose::real;
 namespace vp = ss::vma::preload;
@@ -37,7 +42,10 @@ std::shared_ptr<vp::KernelSocket> record(int fd) {
 }
 
 // The offloaded path's calls, no exception past them (edge.h).
+// Each inside a BusyScope: a handler that interrupts it and calls the
+// preload is served by the kernel, never by the locks held here.
 ssize_t off_recv(vp::KernelSocket& s, msghdr* m, int flags) noexcept {
+  ss::interpose::BusyScope busy;
   try {
     return s.offload()->recvmsg(s, m, flags);
   } catch (...) {
@@ -47,6 +55,7 @@ ssize_t off_recv(vp::KernelSocket& s, msghdr* m, int flags) noexcept {
 }
 
 ssize_t off_send(vp::KernelSocket& s, const msghdr* m, int flags) noexcept {
+  ss::interpose::BusyScope busy;
   try {
     return s.offload()->sendmsg(s, m, flags);
   } catch (...) {
@@ -61,21 +70,76 @@ void maybe_bound(vp::KernelSocket* s, int fd) {
     vp::edge_quiet("send", fd, [&] { vp::socket_bound(fd); });
 }
 
+// Whether a receive on s, not offloaded, must wait here rather than in the
+// kernel: it would block, and s may still be offloaded (decided "vma", no
+// port yet). Another thread's first send binds such a socket and puts its
+// port on the rings, where a call asleep on the kernel socket never sees
+// the datagrams (sockperf's under-load client receives in one thread
+// before its other thread's first send).
+bool awaits_offload(vp::KernelSocket& s, int fd, int flags) {
+  return !s.offload() && !vp::nonblocking(fd, flags) && !s.kernel_served();
+}
+
+// The wait of awaits_offload(): the kernel socket looked at in slices of
+// 20 ms, until a datagram comes there or the socket is offloaded (then
+// the offloaded receive), with the kernel's SO_RCVTIMEO and signal rules.
+ssize_t recv_awaiting_offload(vp::KernelSocket& s, int fd, msghdr* m, int flags) {
+  using clock = std::chrono::steady_clock;
+  constexpr int kSliceMs = 20;
+  const int timeout = vp::rcv_timeout_ms(fd);
+  const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout);
+  for (;;) {
+    const ssize_t r = real().recvmsg(fd, m, flags | MSG_DONTWAIT);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return r;
+    if (s.offload()) return off_recv(s, m, flags);
+    if (s.kernel_served()) return real().recvmsg(fd, m, flags);  // the kernel's for good
+    int slice = kSliceMs;
+    if (timeout >= 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now()).count();
+      if (left <= 0) {
+        errno = EAGAIN;
+        return -1;
+      }
+      if (left < slice) slice = static_cast<int>(left);
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (ss::interruptible_poll(&p, 1, slice, timeout < 0) == -EINTR) {
+      errno = EINTR;
+      return -1;
+    }
+  }
+}
+
+// A receive on s through msghdr m: offloaded, or waiting for it.
+ssize_t recv_on(vp::KernelSocket& s, int fd, msghdr* m, int flags) {
+  return s.offload() ? off_recv(s, m, flags) : recv_awaiting_offload(s, fd, m, flags);
+}
+
 ssize_t recv_path(int fd, msghdr* m, int flags) {
   const auto s = record(fd);
-  if (!s || !s->offload()) return real().recvmsg(fd, m, flags);
-  return off_recv(*s, m, flags);
+  if (!s || (!s->offload() && !awaits_offload(*s, fd, flags))) return real().recvmsg(fd, m, flags);
+  return recv_on(*s, fd, m, flags);
+}
+
+// A recorded UDP socket decided "vma" and not bound yet is bound before
+// its first send, as the send would bind it (a wildcard address, an
+// ephemeral port), through the interposed bind(), which gives it its
+// offloaded path: its port is on the rings before a reply can come. Left
+// to the kernel's autobind, the reply raced the rings' set-up (the XDP
+// program attached to the netdev meanwhile) and could be lost.
+void bind_before_send(vp::KernelSocket* s, int fd) {
+  if (s && !s->offload() && s->protocol == IPPROTO_UDP &&
+      s->decision().wanted == ss::vma::Transport::kVma && !s->kernel_served())
+    ss::prov::bind_if_unbound(fd);
 }
 
 // Whether a dummy send (VMA_SND_FLAGS_DUMMY) on fd has an offloaded path
-// to take it: a recorded UDP socket not bound yet is bound first, as a
-// send would bind it. Else the call fails with EINVAL, as libvma fails a
-// dummy on any descriptor it does not offload (the kernel would send it).
+// to take it (a socket not bound yet bound first). Else the call fails
+// with EINVAL, as libvma fails a dummy on any descriptor it does not
+// offload (the kernel would send it).
 bool dummy_path(vp::KernelSocket* s, int fd) {
-  // Through the interposed bind(), which gives the socket its path.
-  if (s && !s->offload() && s->protocol == IPPROTO_UDP &&
-      s->decision().wanted == ss::vma::Transport::kVma)
-    ss::prov::bind_if_unbound(fd);
+  bind_before_send(s, fd);
   if (s && s->offload()) return true;
   errno = EINVAL;
   return false;
@@ -84,6 +148,7 @@ bool dummy_path(vp::KernelSocket* s, int fd) {
 ssize_t send_path(int fd, const msghdr* m, int flags) {
   const auto s = record(fd);
   if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
+  bind_before_send(s.get(), fd);
   if (s && s->offload()) return off_send(*s, m, flags);
   const ssize_t r = real().sendmsg(fd, m, flags);
   if (r >= 0) maybe_bound(s.get(), fd);
@@ -101,9 +166,19 @@ SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_pa
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
   const auto s = record(fd);
   if (!s || !s->offload()) return real().recvmmsg(fd, v, vlen, flags, tmo);
+  if (tmo && !ss::interpose::program_writable(tmo, sizeof *tmo)) {
+    errno = EFAULT;  // the kernel reads it first
+    return -1;
+  }
   int late = 0;
-  const int r = ss::interpose::recvmmsg_each(v, vlen, flags, tmo, &late,
-                                             [&](msghdr* m, int f) { return off_recv(*s, m, f); });
+  const int r = ss::interpose::recvmmsg_each(v, vlen, flags, tmo, &late, [&](msghdr* m, int f) {
+    // The entry, msg_len too (msg_hdr is its first member).
+    if (!ss::interpose::program_writable(m, sizeof(mmsghdr))) {
+      errno = EFAULT;
+      return ssize_t{-1};
+    }
+    return off_recv(*s, m, f);
+  });
   if (late) s->late_error.store(late, std::memory_order_relaxed);
   return r;
 }
@@ -111,6 +186,7 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
   const auto s = record(fd);
   if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
+  if (vlen) bind_before_send(s.get(), fd);
   if (!s || !s->offload()) {
     const int r = real().sendmmsg(fd, v, vlen, flags);
     if (r > 0) maybe_bound(s.get(), fd);
@@ -123,10 +199,15 @@ SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags)
 SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from,
                                    socklen_t* fromlen) {
   const auto s = record(fd);
-  if (!s || !s->offload()) return real().recvfrom(fd, buf, len, flags, from, fromlen);
+  if (!s || (!s->offload() && !awaits_offload(*s, fd, flags)))
+    return real().recvfrom(fd, buf, len, flags, from, fromlen);
+  if (from && fromlen && !ss::interpose::program_writable(fromlen, sizeof *fromlen)) {
+    errno = EFAULT;
+    return -1;
+  }
   iovec iov;
   msghdr m = ss::one_buffer(&iov, buf, len, from, from && fromlen ? *fromlen : 0);
-  const ssize_t r = off_recv(*s, &m, flags);
+  const ssize_t r = recv_on(*s, fd, &m, flags);
   if (r >= 0 && from && fromlen) *fromlen = m.msg_namelen;
   return r;
 }
@@ -137,17 +218,17 @@ SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t len, int flags) {
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
   const auto s = record(fd);
-  if (!s || !s->offload()) return real().read(fd, buf, len);
+  if (!s || (!s->offload() && !awaits_offload(*s, fd, 0))) return real().read(fd, buf, len);
   iovec iov;
   msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
-  return off_recv(*s, &m, 0);
+  return recv_on(*s, fd, &m, 0);
 }
 
 SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
   const auto s = record(fd);
-  if (!s || !s->offload() || n < 0) return real().readv(fd, iov, n);
+  if (!s || n < 0 || (!s->offload() && !awaits_offload(*s, fd, 0))) return real().readv(fd, iov, n);
   msghdr m = ss::iov_only(iov, n);
-  return off_recv(*s, &m, 0);
+  return recv_on(*s, fd, &m, 0);
 }
 
 SS_PRELOAD_FORTIFY_RECEIVES
@@ -187,6 +268,10 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* to, socklen_t len) {
   if (r < 0) return r;
   const auto s = record(fd);
   maybe_bound(s.get(), fd);
-  if (s && s->offload()) vp::edge_quiet("connect", fd, [&] { s->offload()->connect(to, len); });
+  if (s && s->offload())
+    vp::edge_quiet("connect", fd, [&] {
+      ss::interpose::BusyScope busy;
+      if (auto* o = s->offload()) o->connect(to, len);
+    });
   return r;
 }

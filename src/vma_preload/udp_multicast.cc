@@ -157,6 +157,7 @@ bool is_send_option(int level, int name) {
 
 void after_kernel(KernelSocket& s, int level, int name, const void* val, socklen_t len) {
   if (in_fork_child()) return;  // the kernel's socket for good: nothing to mirror
+  interpose::BusyScope busy;  // the socket's multicast lock, the stack's
   // A whole source list at once: not mirrored, so the kernel serves the socket.
   if ((level == IPPROTO_IP && name == IP_MSFILTER) || name == MCAST_MSFILTER) {
     s.hand_back("source filter lists not offloaded");

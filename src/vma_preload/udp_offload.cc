@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <set>
 #include <string>
@@ -21,6 +22,8 @@
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/socket_flags.h"
+#include "interpose/program_memory.h"
 #include "interpose/signal_count.h"
 #include "vma_preload/socketxtreme.h"
 
@@ -93,21 +96,6 @@ size_t iov_total(const msghdr* m) {
   size_t n = 0;
   for (size_t i = 0; i < m->msg_iovlen; i++) n += m->msg_iov[i].iov_len;
   return n;
-}
-
-bool nonblocking(int fd, int flags) {
-  if (flags & MSG_DONTWAIT) return true;
-  const int fl = real().fcntl(fd, F_GETFL);
-  return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-// SO_RCVTIMEO in milliseconds (-1: none).
-int rcv_timeout_ms(int fd) {
-  timeval tv{};
-  socklen_t len = sizeof tv;
-  if (real().getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) < 0) return -1;
-  if (tv.tv_sec == 0 && tv.tv_usec == 0) return -1;
-  return static_cast<int>(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
 }
 
 }  // namespace
@@ -212,15 +200,18 @@ ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy)
   const auto* p = static_cast<const uint8_t*>(head_->buf.data());
   const size_t full = head_->buf.size();
   size_t done = 0;
+  // A buffer the kernel could not write: EFAULT, the datagram kept for the
+  // next receive (the kernel would drop it).
   for (size_t i = 0; i < m->msg_iovlen && done < full && !zcopy; i++) {
     const size_t n = std::min(m->msg_iov[i].iov_len, full - done);
-    std::memcpy(m->msg_iov[i].iov_base, p + done, n);
+    if (interpose::copy_to_program(m->msg_iov[i].iov_base, p + done, n)) return -EFAULT;
     done += n;
   }
   if (m->msg_name && m->msg_namelen > 0) {
     sockaddr_storage ss;
     const socklen_t len = program_addr(head_->src, family_, &ss);
-    std::memcpy(m->msg_name, &ss, std::min(len, m->msg_namelen));
+    if (interpose::copy_to_program(m->msg_name, &ss, std::min(len, m->msg_namelen)))
+      return -EFAULT;
     m->msg_namelen = len;
   }
   m->msg_controllen = 0;
@@ -253,6 +244,20 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
     errno = e;
     return -1;
   }
+  // The header and its iovec array as the kernel checks them: EFAULT for
+  // memory it could not use, never a crash (the buffers: at the copy).
+  if (!interpose::program_writable(m, sizeof *m)) {
+    errno = EFAULT;
+    return -1;
+  }
+  if (m->msg_iovlen > IOV_MAX) {
+    errno = EMSGSIZE;
+    return -1;
+  }
+  if (!interpose::program_readable(m->msg_iov, m->msg_iovlen * sizeof(iovec))) {
+    errno = EFAULT;
+    return -1;
+  }
   if (flags & MSG_PEEK) zcopy = nullptr;  // a peek copies
   using clock = std::chrono::steady_clock;
   const int64_t ratio = vs::get(vs::Id::kRxUdpPollOsRatio);
@@ -266,6 +271,10 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
       if (head_locked()) {
         const size_t bytes = head_->buf.size();
         const ssize_t r = copy_head_locked(m, flags, zcopy);
+        if (r < 0) {
+          errno = static_cast<int>(-r);
+          return -1;
+        }
         if (!(flags & MSG_PEEK)) {
           s.stats.add(stats::kRxPackets);
           s.stats.add(stats::kRxBytes, bytes);

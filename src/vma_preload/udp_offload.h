@@ -90,6 +90,9 @@ class UdpOffload {
   bool head_locked();
   // The receive callback's verdict on d, taken off l: true to deliver it.
   bool callback_passes(Leg& l, net::Datagram* d);
+  // The head datagram into m (or to *zcopy): its length, or -EFAULT for a
+  // buffer or address the program gave that cannot be written (the head
+  // kept).
   ssize_t copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy);
   // Sleeps until the kernel socket or a ring is readable, or timeout_ms:
   // 0, or -EINTR when a signal handler ran and the kernel would fail the

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include <poll.h>
+#include <signal.h>
+#include <sys/time.h>
 
 #include <gtest/gtest.h>
 
@@ -166,6 +168,44 @@ TEST(FdTableTest, TablesDoNotShareCachedLookups) {
   EXPECT_EQ(t1.get<Obj>(4, FdKind::kRsocket), a);
   EXPECT_EQ(t2.get<Obj>(4, FdKind::kRsocket), b);
   EXPECT_EQ(t1.get<Obj>(4, FdKind::kRsocket), a);
+}
+
+// A signal handler's lookup on a thread that is inside one (3, 7 and 11
+// share an entry of the thread's cache, which the main loop rewrites on
+// every call): neither the interrupted lookup nor any later one gets
+// another descriptor's object. Before, the handler's write landed in the
+// middle of the interrupted one's: a VMA preload program's recv on one
+// socket went to another socket for good.
+FdTable* g_signal_table = nullptr;
+std::atomic<int> g_signal_wrong{0}, g_signal_runs{0};
+void look_up_eleven(int) {
+  const auto o = g_signal_table->get<int>(11, FdKind::kOffloaded);
+  if (!o || *o != 11) g_signal_wrong++;
+  g_signal_runs++;
+}
+
+TEST(FdTableTest, LookupsFromASignalHandlerLeaveTheCacheRight) {
+  FdTable t;
+  g_signal_table = &t;
+  for (int fd : {3, 7, 11}) ASSERT_EQ(t.insert(fd, FdKind::kOffloaded, std::make_shared<int>(fd)), 0);
+  struct sigaction sa {}, old {};
+  sa.sa_handler = look_up_eleven;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGALRM, &sa, &old), 0);
+  itimerval every{{0, 20}, {0, 20}}, off{};
+  ASSERT_EQ(setitimer(ITIMER_REAL, &every, nullptr), 0);
+  int wrong = 0;
+  for (int i = 0; i < 9000000 && g_signal_runs < 60000; i++) {
+    const int fd = i % 2 ? 3 : 7;
+    const auto o = t.get<int>(fd, FdKind::kOffloaded);
+    if (!o || *o != fd) wrong++;
+  }
+  setitimer(ITIMER_REAL, &off, nullptr);
+  sigaction(SIGALRM, &old, nullptr);
+  EXPECT_GT(g_signal_runs.load(), 100) << "the handler hardly ran";
+  EXPECT_EQ(wrong, 0) << "the main loop got another descriptor's object";
+  EXPECT_EQ(g_signal_wrong.load(), 0) << "the handler got another descriptor's object";
+  for (int fd : {3, 7, 11}) EXPECT_EQ(*t.get<int>(fd, FdKind::kOffloaded), fd);
 }
 
 TEST(FdTableTest, ConcurrentLookupsDuringRemove) {

@@ -122,6 +122,11 @@ int LoopbackQueue::take(FrameRing* ring, int fd, Buffer* out, int max) {
   return n;
 }
 
+uint32_t LoopbackQueue::fill_level() const {
+  std::lock_guard lock(*mu_);  // a test provider: a lock is fine here
+  return static_cast<uint32_t>(fill_.count() + rx_.count());
+}
+
 int LoopbackQueue::rx(Buffer* out, int max) { return take(&rx_, rx_fd_, out, max); }
 
 int LoopbackQueue::complete(Buffer* out, int max) { return take(&comp_, comp_fd_, out, max); }

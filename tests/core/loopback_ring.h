@@ -60,6 +60,7 @@ class LoopbackQueue final : public ss::prov::RingQueue, public ss::mem::Recycler
   int complete(ss::mem::Buffer* out, int max) override;
   int poll_fd(ss::prov::Ring r, short* events) const override;
   ss::prov::RingStats stats() const override;
+  uint32_t fill_level() const override;
 
   void recycle(ss::mem::Buffer& frame) override;
 

@@ -87,6 +87,7 @@ class FullTx final : public prov::RingQueue {
   int complete(Buffer* o, int m) override { return q_->complete(o, m); }
   int poll_fd(prov::Ring r, short* e) const override { return q_->poll_fd(r, e); }
   prov::RingStats stats() const override { return q_->stats(); }
+  uint32_t fill_level() const override { return q_->fill_level(); }
   bool full = false;
 
  private:
@@ -398,6 +399,35 @@ TEST_F(UdpStackTest, ZeroCopyFramesAreHeldUntilReleased) {
   EXPECT_EQ(c.buf.frame(), frame_a) << "the released frame, recycled";
   EXPECT_EQ(std::string(static_cast<const char*>(c.buf.data()), c.buf.size()), "third");
   EXPECT_EQ(std::string(static_cast<const char*>(b.buf.data()), b.buf.size()), "second");
+}
+
+// A program holding every frame of the fill ring (zero-copy receives
+// never freed) must not starve the netdev: the pool's spare frames stand
+// in, down to a reserve for sends, then one warning and drops counted;
+// freed frames make the ring whole again.
+TEST_F(UdpStackTest, HeldFramesAreReplacedFromThePoolsSpares) {
+  auto ep = bind("10.0.0.2", 9000);  // 64 frames in the fill ring, 256 in the pool
+  std::vector<Datagram> held;
+  int sent = 0;
+  for (int round = 0; round < 12; round++) {
+    for (int i = 0; i < 32; i++)
+      inject("10.0.0.1", 5000, "10.0.0.2", 9000, "d" + std::to_string(sent++));
+    for (Datagram d; ep->recv_zcopy(&d) == 1;) held.push_back(std::move(d));
+  }
+  for (size_t i = 0; i < held.size(); i++)
+    ASSERT_EQ(std::string(static_cast<const char*>(held[i].buf.data()), held[i].buf.size()),
+              "d" + std::to_string(i))
+        << "in order, none skipped until the ring ran dry";
+  const UdpRxCounters c = stack_->rx_counters();
+  EXPECT_GT(held.size(), 64u) << "more than the fill ring's own frames";
+  EXPECT_GE(held.size(), 256u - 64 / 8 - 64 / 2) << "the spares, but for the reserve";
+  EXPECT_LE(held.size(), 256u - 64 / 8) << "the reserve stays in the pool";
+  EXPECT_EQ(c.fill_topped_up, held.size() - 64);
+  EXPECT_GT(c.fill_dry, 0u);
+  EXPECT_EQ(ring_->stats().rx_dropped_no_fill, static_cast<uint64_t>(sent) - held.size());
+  held.clear();  // every frame back: the fill ring first, then the pool
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "after");
+  EXPECT_EQ(recv(*ep), "after");
 }
 
 TEST_F(UdpStackTest, SendBuildsTheFrameWithCountingIds) {

@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -44,7 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -622,6 +625,153 @@ static void chk(const char* ip, unsigned short port) {
   close(fd);
 }
 
+/* ---- unbound ---- */
+/* A socket not bound yet, waited on by one thread while another thread's
+ * first send binds it (under the preload: puts its port on the rings):
+ * the reply wakes the waiter, asleep in recv, then in poll. */
+struct unbound_ask {
+  int fd;
+  const char* tag;
+};
+static void* ask_later(void* arg) {
+  const struct unbound_ask* a = arg;
+  usleep(200000); /* the waiter asleep first */
+  ask(a->fd, "burst 1 %s", a->tag);
+  return NULL;
+}
+
+static void unbound(const char* ip) {
+  for (int use_poll = 0; use_poll < 2; use_poll++) {
+    struct sockaddr_storage local;
+    const socklen_t len = make_addr(ip, 0, &local);
+    (void)len;
+    const int fd = socket(local.ss_family, SOCK_DGRAM, 0);
+    set_timeout(fd);
+    struct unbound_ask a = {fd, use_poll ? "P" : "R"};
+    pthread_t t;
+    pthread_create(&t, NULL, ask_later, &a);
+    int woke = 1, pr = 0, ev = 0;
+    if (use_poll) {
+      struct pollfd p = {fd, POLLIN, 0};
+      pr = poll(&p, 1, 20000);
+      ev = p.revents;
+      woke = pr == 1 && (p.revents & POLLIN);
+    }
+    char buf[2048];
+    const ssize_t n = woke ? recv(fd, buf, sizeof buf, 0) : -1;
+    pthread_join(t, NULL);
+    check(n > 0 && is_datagram(buf, (size_t)n, a.tag, 0),
+          "a %s on a socket another thread's first send bound gets the reply (%zd; poll %d, %#x)",
+          use_poll ? "poll" : "blocking recv", n, pr, ev);
+    close(fd);
+  }
+}
+
+/* ---- handlerio ---- */
+/* A signal handler that sends and receives on an offloaded socket while
+ * the main thread sends and receives on another of the same netdev (with
+ * VMA_RX_POLL=-1 it spins inside the offload, holding its locks much of
+ * the time): every datagram of the main thread arrives, nothing hangs. */
+static int g_hfd = -1;
+static volatile sig_atomic_t g_hsent;
+static void on_tick(int sig) {
+  (void)sig;
+  const int saved = errno;
+  char b[64];
+  if (sendto(g_hfd, "burst 0 H", 9, 0, (struct sockaddr*)&g_peer, g_peer_len) == 9) g_hsent++;
+  while (recv(g_hfd, b, sizeof b, MSG_DONTWAIT) > 0) {
+  }
+  errno = saved;
+}
+
+static void handler_io(const char* ip, unsigned short port) {
+  int fd = bound_socket(ip, port);
+  g_hfd = bound_socket(ip, (unsigned short)(port + 1));
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_tick;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 200}, {0, 200}}, off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  int ok = 0;
+  enum { kRounds = 3000 };
+  for (int i = 0; i < kRounds; i++) {
+    ask(fd, "burst 1 M");
+    char buf[2048];
+    ssize_t n;
+    do
+      n = recv(fd, buf, sizeof buf, 0);
+    while (n < 0 && errno == EINTR); /* SO_RCVTIMEO is set: EINTR, as the kernel */
+    if (n > 0 && is_datagram(buf, (size_t)n, "M", 0)) ok++;
+  }
+  setitimer(ITIMER_REAL, &off, NULL);
+  check(ok == kRounds, "every datagram of the main thread while a handler did I/O (%d of %d)", ok,
+        kRounds);
+  check(g_hsent > 100, "the handler ran and sent (%d times)", (int)g_hsent);
+  close(fd);
+  close(g_hfd);
+}
+
+/* ---- efault ---- */
+/* Receives naming memory that cannot be used: EFAULT, never a crash. A
+ * socket per case: a datagram E waits (or comes) for the bad call, then K;
+ * a good receive gets E or K whole (the kernel drops the datagram a failed
+ * copy was for, the preload keeps it: either is right). */
+enum { kBadCases = 11 };
+static void* volatile g_bad = (void*)8; /* volatile: the compiler may not see it */
+static ssize_t bad_call(int c, int fd, void* bad, char* ro) {
+  char buf[2048];
+  struct sockaddr_storage from;
+  socklen_t flen = sizeof from;
+  struct iovec iov = {buf, sizeof buf}, ro_iov = {ro, 100};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+  struct mmsghdr v = {.msg_hdr = m};
+  switch (c) {
+    case 0: return recv(fd, bad, 100, 0);
+    case 1: return recv(fd, ro, 100, 0);
+    case 2: return read(fd, bad, 100);
+    case 3: return recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr*)bad, &flen);
+    case 4: return recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr*)&from, (socklen_t*)bad);
+    case 5: return recvmsg(fd, (struct msghdr*)bad, 0);
+    case 6: m.msg_iov = (struct iovec*)bad; return recvmsg(fd, &m, 0);
+    case 7: m.msg_iov = &ro_iov; return recvmsg(fd, &m, 0);
+    case 8: return recvmmsg(fd, (struct mmsghdr*)bad, 1, 0, NULL);
+    case 9: return recvmmsg(fd, &v, 1, 0, (struct timespec*)bad);
+    default: return recvmmsg(fd, (struct mmsghdr*)ro, 1, 0, NULL);
+  }
+}
+static const char* const kBadWhat[kBadCases] = {
+    "recv into address 8",      "recv into read-only memory", "read into address 8",
+    "recvfrom, address 8",      "recvfrom, length at 8",      "recvmsg, header at 8",
+    "recvmsg, iovec array at 8", "recvmsg, read-only buffer",  "recvmmsg, vector at 8",
+    "recvmmsg, timeout at 8",    "recvmmsg, read-only vector"};
+
+static void efault(const char* ip, unsigned short port) {
+  char* ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ro == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
+  for (int c = 0; c < kBadCases; c++) {
+    int fd = bound_socket(ip, (unsigned short)(port + c));
+    ask(fd, "burst 1 E");
+    errno = 0;
+    const ssize_t r = bad_call(c, fd, g_bad, ro);
+    check(r == -1 && errno == EFAULT, "%s: -1/EFAULT (%zd, %s)", kBadWhat[c], r, strerror(errno));
+    ask(fd, "burst 1 K");
+    char buf[2048];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    const int e = n > 0 && is_datagram(buf, (size_t)n, "E", 0);
+    const int k = n > 0 && is_datagram(buf, (size_t)n, "K", 0);
+    check(e || k, "%s: the next receive gets a whole datagram (%s)", kBadWhat[c],
+          e ? "the one the bad call was for" : k ? "the next one" : "none");
+    close(fd);
+  }
+  munmap(ro, 4096);
+}
+
 static void vforks(const char* ip, unsigned short port) {
   int fd = bound_socket(ip, port);
   ask(fd, "burst 1 V");
@@ -780,6 +930,12 @@ int main(int argc, char** argv) {
     eintr(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "muxintr"))
     mux_intr(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "unbound"))
+    unbound(argv[2]);
+  else if (argc == 6 && !strcmp(argv[1], "handlerio"))
+    handler_io(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "efault"))
+    efault(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "vfork"))
     vforks(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 7 && !strcmp(argv[1], "skipos"))
@@ -787,7 +943,7 @@ int main(int argc, char** argv) {
   else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|efault|handlerio|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

@@ -27,6 +27,10 @@
 #  chk:  a program built with _FORTIFY_SOURCE receiving with recv,
 #        recvfrom and read into buffers of known size (glibc's __recv_chk,
 #        __recvfrom_chk, __read_chk): on the rings too.
+#  efault: receives naming memory that cannot be used (address 8, a
+#        read-only page; the buffer, the address and its length, the
+#        message header, the iovec array, the recvmmsg vector and timeout):
+#        EFAULT, never a crash, and the next receive gets a whole datagram.
 #  vfork: a vfork child closing the socket leaves the parent's on the
 #        rings (vfork is fork under the preload, as libvma makes it).
 #  eintr: a blocking recv on an offloaded socket and a signal handler:
@@ -34,6 +38,13 @@
 #        datagram from the rings), EINTR with SA_RESTART and SO_RCVTIMEO;
 #        preloaded also with VMA_RX_POLL=-1, where the handler runs while
 #        the receive spins (the preload's sigaction counts it).
+#  unbound: a UDP socket not bound yet, waited on in recv (then in poll)
+#        by one thread while another's first send binds it: the reply
+#        wakes the waiter (preloaded: it comes on the rings).
+#  handlerio: a SIGALRM handler every 200 us sending and receiving on
+#        one offloaded socket while the main thread asks for and receives
+#        3000 datagrams on another (preloaded with VMA_RX_POLL=-1: it
+#        spins inside the offload); every one arrives, nothing hangs.
 #  muxintr: poll and epoll_wait with no timeout and a SA_RESTART handler:
 #        EINTR (never restarted); preloaded with VMA_SELECT_POLL=-1, the
 #        handler runs in the busy phase.
@@ -118,6 +129,13 @@ for pre in 0 1; do
   run_case "fork, parent exits, IPv4" 4 $pre 8 3 - - fork-exit $IP4 $((port += 1)) $IP4B $PEERPORT
   PROG=$PROG_F run_case "fortified receives, IPv4" 4 $pre 3 1 0 1 chk $IP4 $((port += 1)) $IP4B $PEERPORT
   run_case "vfork, IPv4" 4 $pre 5 2 0 1 vfork $IP4 $((port += 1)) $IP4B $PEERPORT
+  # 11 sockets, each E and K from the peer (E dropped by the kernel where
+  # its copy failed) and two requests.
+  run_case "bad pointers, IPv4" 4 $pre 11 22 2 2 efault $IP4 $((port += 11)) $IP4B $PEERPORT
+  run_case "bad pointers, IPv6" 6 $pre 11 22 2 2 efault $IP6 $((port += 11)) $IP6B $PEERPORT
+  # Two sockets: the first send of each through the kernel, its reply on the rings.
+  run_case "waiting on a socket another thread binds, IPv4" 4 $pre 2 2 0 2 unbound $IP4 \
+    $((port += 1)) $IP4B $PEERPORT
   run_case "signals, IPv4" 4 $pre 1 1 0 1 eintr $IP4 $((port += 1)) $IP4B $PEERPORT
   if [ $pre = 0 ]; then
     run_case "VMA_SELECT_SKIP_OS" 4 0 1 1 - - skipos $IP4 $((port += 1)) $IP4B $PEERPORT 8
@@ -131,7 +149,13 @@ for pre in 0 1; do
       eintr $IP4 $((port += 1)) $IP4B $PEERPORT
     PRE_ENV=VMA_SELECT_POLL=-1 run_case "poll/epoll signals while spinning (VMA_SELECT_POLL=-1)" \
       4 1 0 0 0 0 muxintr $IP4 $((port += 1)) $IP4B $PEERPORT
+    # The handler's sends leave by the kernel when it interrupted the
+    # offload (no bound on out); the main thread's 3000 on the rings.
+    PRE_ENV=VMA_RX_POLL=-1 run_case "a handler doing I/O while the receive spins, IPv4" 4 1 \
+      3000 3000 2 1000000 handlerio $IP4 $((port += 2)) $IP4B $PEERPORT
   fi
+  [ $pre = 0 ] && run_case "a handler doing I/O, IPv4" 4 0 3000 3000 - - handlerio $IP4 \
+    $((port += 2)) $IP4B $PEERPORT
 done
 
 echo "$name: $fails failure(s)"

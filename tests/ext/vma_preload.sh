@@ -123,6 +123,24 @@ VMA_STATS_FD_NUM=50 pre "$PROG" child 2>"$T/b.set"
 has "$T/b.set" "INFO: stats_fd_num +50 +\[VMA_STATS_FD_NUM\]$"
 check "banner: a setting differing from its default at info" $?
 
+# VMA_LOG_FILE: the lines go to the file (its %d the pid), none to
+# stderr; a file that cannot be opened is named on stderr, which keeps
+# the lines.
+mkdir "$T/logs"
+VMA_LOG_FILE=$T/logs/vma.%d.log VMA_TRACELEVEL=debug pre "$PROG" child 2>"$T/lf.err"
+# (the program's child under the preload logs to a file of its own pid)
+lf=$(ls "$T/logs" 2>/dev/null | paste -sd' ')
+cat "$T"/logs/* >"$T/lf.all" 2>/dev/null
+bad=0
+for f in $lf; do [[ $f =~ ^vma\.[0-9]+\.log$ ]] || bad=1; done
+[ -n "$lf" ] && [ $bad = 0 ] && has "$T/lf.all" "INFO: VMA_VERSION: " &&
+  has "$T/lf.all" "DEBUG: socket fd [0-9]+ \(AF_INET, udp\)" && ! grep -q 'slipstream\[' "$T/lf.err"
+check "VMA_LOG_FILE: every line in ${lf:-no file} (each process's pid in its name), none on stderr" $?
+VMA_LOG_FILE=$T/none/vma.log pre "$PROG" child 2>"$T/lf2.err"
+has "$T/lf2.err" "WARN: VMA_LOG_FILE $T/none/vma.log: No such file or directory; logging to stderr" &&
+  has "$T/lf2.err" "INFO: VMA_VERSION: "
+check "VMA_LOG_FILE that cannot be opened: named on stderr, the lines stay there" $?
+
 # (b) vmastat.<pid> and vma_stats.
 mkdir "$T/stats"
 mkfifo "$T/hold.in"

@@ -49,8 +49,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -510,9 +512,9 @@ static double now(void)
 }
 
 /* One MSG_DONTWAIT receive of the rate loop: recvfrom_zcopy, its lent
- * frame freed at once (a frame never freed stays out of the fill ring for
- * good: a ring's worth of them and nothing can arrive on the rings again),
- * or recv. Its result; *copied counts zcopy datagrams that came copied. */
+ * frame freed at once (a frame never freed stays out of the fill ring:
+ * the pool's spares stand in until they too are held, then nothing can
+ * arrive on the rings), or recv. Its result; *copied counts zcopy datagrams that came copied. */
 static ssize_t take_one(struct vma_api_t *api, int fd, int zcopy, uint8_t *buf, size_t len,
 			unsigned long *copied)
 {
@@ -585,14 +587,120 @@ static int mode_rate(const char *ip, int port, double seconds, const char *how)
 	return 0;
 }
 
+/* hold IP PORT MAX: takes datagrams with recvfrom_zcopy and frees none,
+ * until MAX are held or none came for 2 s (the rings ran dry: every frame
+ * held); prints "held N". Then frees them all and expects datagrams on
+ * the rings again: "after freeing: N more". */
+static int mode_hold(const char *ip, int port, uint32_t max)
+{
+	struct vma_api_t *api = vma_get_api();
+	struct sockaddr_storage a = addr_of(ip, port);
+	const int fd = socket(a.ss_family, SOCK_DGRAM, 0);
+	void **ids = calloc(max, sizeof *ids);
+	uint8_t buf[2048];
+	uint32_t held = 0;
+	unsigned long copied = 0, more = 0;
+
+	if (!api || !ids || fd < 0 || bind(fd, (struct sockaddr *)&a, alen(&a)) < 0) {
+		perror("hold: setup");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (double last = now(); held < max && now() - last < 2;) {
+		int flags = MSG_DONTWAIT;
+		const int r = api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
+		if (r < 0)
+			continue;
+		last = now();
+		if (!(flags & MSG_VMA_ZCOPY)) {
+			copied++;
+			continue;
+		}
+		const struct vma_packets_t *pk = (const struct vma_packets_t *)buf;
+		for (size_t i = 0; i < pk->n_packet_num && held < max; i++)
+			ids[held++] = pk->pkts[i].packet_id;
+	}
+	printf("held %u (%lu copied)\n", held, copied);
+	for (uint32_t i = 0; i < held; i++)
+		expect(free_one(api, fd, ids[i]) == 0, "free_packets of a held datagram");
+	for (double t0 = now(); now() - t0 < 2;) {
+		unsigned long c = 0;
+		if (take_one(api, fd, 1, buf, sizeof buf, &c) >= 0 && !c)
+			more++;
+	}
+	printf("after freeing: %lu more\n", more);
+	fflush(stdout);
+	free(ids);
+	return fails ? 1 : 0;
+}
+
+/* forked IP PORT: takes a datagram with recvfrom_zcopy (its payload in a
+ * ring frame), forks: the child must not have the rings' memory (pinned:
+ * fork would copy it whole), the parent's frame is intact, and the parent
+ * receives 100 more on the rings. Prints how long fork took. */
+static int mode_forked(const char *ip, int port)
+{
+	struct vma_api_t *api = vma_get_api();
+	struct sockaddr_storage a = addr_of(ip, port);
+	const int fd = socket(a.ss_family, SOCK_DGRAM, 0);
+	uint8_t buf[2048];
+
+	if (!api || fd < 0 || bind(fd, (struct sockaddr *)&a, alen(&a)) < 0) {
+		perror("forked: setup");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	int flags = 0;
+	int r = api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
+	while (r >= 0 && !(flags & MSG_VMA_ZCOPY)) { /* a kernel-path one first */
+		flags = 0;
+		r = api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
+	}
+	expect(r >= 0, "a datagram on the rings");
+	if (r < 0)
+		return 1;
+	const struct vma_packets_t *pk = (const struct vma_packets_t *)buf;
+	const struct vma_packet_t *p = &pk->pkts[0];
+	const uint8_t *payload = p->iov[0].iov_base;
+	const uint8_t first = payload[0];
+	void *page = (void *)((uintptr_t)payload & ~(uintptr_t)4095);
+	const double t0 = now();
+	const pid_t child = fork();
+	const double took = now() - t0;
+	if (child == 0)
+		_exit(msync(page, 4096, MS_ASYNC) == -1 && errno == ENOMEM ? 0 : 3);
+	int status = -1;
+	waitpid(child, &status, 0);
+	expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "the child has no copy of the rings' memory (msync: no mapping)");
+	expect(payload[0] == first, "the parent's lent frame is intact");
+	expect(free_one(api, fd, p->packet_id) == 0, "free_packets after the fork");
+	unsigned long more = 0;
+	for (double t = now(); more < 100 && now() - t < 10;) {
+		unsigned long copied = 0;
+		if (take_one(api, fd, 1, buf, sizeof buf, &copied) >= 0 && !copied)
+			more++;
+	}
+	expect(more == 100, "100 more on the rings after the fork");
+	printf("fork took %.2f ms\n", took * 1e3);
+	printf("PASS: %d failure(s)\n", fails);
+	return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "forked"))
+		return mode_forked(argv[2], atoi(argv[3]));
+	if (argc == 5 && !strcmp(argv[1], "hold"))
+		return mode_hold(argv[2], atoi(argv[3]), (uint32_t)atoi(argv[4]));
 	if (argc == 5 && !strcmp(argv[1], "recv"))
 		return mode_recv(argv[2], atoi(argv[3]), (uint32_t)atoi(argv[4]));
 	if (argc == 5 && !strcmp(argv[1], "send"))
 		return mode_send(argv[2], atoi(argv[3]), (uint32_t)atoi(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "rate"))
 		return mode_rate(argv[2], atoi(argv[3]), atof(argv[4]), argv[5]);
-	fprintf(stderr, "usage: %s recv|send IP PORT COUNT | rate IP PORT SECONDS zcopy|copy\n", argv[0]);
+	fprintf(stderr, "usage: %s recv|send|hold IP PORT COUNT | forked IP PORT | rate IP PORT SECONDS zcopy|copy\n", argv[0]);
 	return 2;
 }

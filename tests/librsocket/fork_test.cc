@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -38,9 +40,11 @@ constexpr uint32_t kQuit = 0xFFFFFFFFu;  // tells a worker to leave
 constexpr int kCallSeconds = 20;         // the parent's bound on its part
 
 // The server's side of one exchange: the client's index, its pattern
-// (checked), a reply pattern. 0, or which step failed.
-int serve_one(int c, uint32_t* index) {
+// (checked), a reply pattern. 0, or which step failed. A connection whose
+// index is `not_ours` is another process's (14).
+int serve_one(int c, uint32_t* index, uint32_t not_ours = kQuit) {
   if (recv_all(c, index, sizeof *index) != sizeof *index) return 10;
+  if (*index == not_ours && not_ours != kQuit) return 14;
   if (*index == kQuit) return 0;
   std::vector<uint8_t> b(kBytes);
   if (recv_all(c, b.data(), kBytes) != kBytes) return 11;
@@ -53,7 +57,7 @@ int serve_one(int c, uint32_t* index) {
 // A pre-forked worker: accepts and serves until told to quit. With
 // `use_rpoll`, the listener is non-blocking and rpoll says when to accept
 // (as event-driven servers do).
-int worker(int listener, bool use_rpoll) {
+int worker(int listener, bool use_rpoll, uint32_t not_ours = kQuit) {
   if (use_rpoll && rfcntl(listener, F_SETFL, O_NONBLOCK) < 0) return 20;
   for (;;) {
     if (use_rpoll) {
@@ -64,7 +68,7 @@ int worker(int listener, bool use_rpoll) {
     if (c < 0 && use_rpoll && errno == EAGAIN) continue;  // another worker took it
     if (c < 0) return 22;
     uint32_t index = 0;
-    int rc = serve_one(c, &index);
+    int rc = serve_one(c, &index, not_ours);
     rclose(c);
     if (rc || index == kQuit) {
       rclose(listener);
@@ -75,8 +79,10 @@ int worker(int listener, bool use_rpoll) {
 
 // The client's side of one exchange on `c`; then the server's close must
 // arrive as an orderly end (EOF). "" or what failed.
-std::string client_one(int c, uint32_t index) {
-  if (send_all(c, &index, sizeof index) != sizeof index) return "rsend index: " + std::string(strerror(errno));
+// `index_sent`: the index went already.
+std::string client_one(int c, uint32_t index, bool index_sent = false) {
+  if (!index_sent && send_all(c, &index, sizeof index) != sizeof index)
+    return "rsend index: " + std::string(strerror(errno));
   if (index == kQuit) return "";
   std::vector<uint8_t> b(kBytes);
   fill_pattern(b.data(), kBytes, index);
@@ -142,6 +148,25 @@ class ForkTest : public ConnTest {
     return std::string("verbs: ") + what + " stay with the process that made them (rsocket(7), Fork)";
   }
 
+  // kConnections exchanges with whichever worker serves `l`, then `quits`
+  // quit messages; "" or what failed (a hang: after kCallSeconds).
+  std::string run_clients(const Listener& l, int quits) {
+    std::atomic<int> current{-1};
+    std::string failed;
+    bool in_time = run_with_timeout(
+        [&] {
+          for (uint32_t i = 0; i < kConnections && failed.empty(); i++)
+            failed = exchange(family(), l.addr, i, &current);
+          for (int k = 0; k < quits && failed.empty(); k++)
+            failed = exchange(family(), l.addr, kQuit, &current);
+        },
+        kCallSeconds, [&] {
+          int c = current.load();
+          if (c >= 0) rshutdown(c, SHUT_RDWR);
+        });
+    return in_time ? failed : "a connection to the pre-forked workers hung";
+  }
+
   // Two workers forked after rlisten serve kConnections connections on
   // the inherited listener, then one quit message each.
   void prefork(bool parent_keeps_listener, bool use_rpoll) {
@@ -155,27 +180,94 @@ class ForkTest : public ConnTest {
       ASSERT_GT(w0.pid, 0);
       ASSERT_GT(w1.pid, 0);
       if (!parent_keeps_listener) l.fd.reset();
-      std::atomic<int> current{-1};
-      std::string failed;
-      bool in_time = run_with_timeout(
-          [&] {
-            for (uint32_t i = 0; i < kConnections && failed.empty(); i++)
-              failed = exchange(family(), l.addr, i, &current);
-            for (int k = 0; k < 2 && failed.empty(); k++)
-              failed = exchange(family(), l.addr, kQuit, &current);
-          },
-          kCallSeconds, [&] {
-            int c = current.load();
-            if (c >= 0) rshutdown(c, SHUT_RDWR);
-          });
-      EXPECT_TRUE(in_time) << "a connection to the pre-forked workers hung";
-      ASSERT_EQ("", failed);
+      ASSERT_EQ("", run_clients(l, 2));
       EXPECT_EQ("", wait_child(&w0, 30)) << "worker 1";
       EXPECT_EQ("", wait_child(&w1, 30)) << "worker 2";
     }
     expect_nothing_left(before, "after the workers exited and the listener was closed");
   }
+  // One worker forked after rlisten serves, then quits; the parent, which
+  // keeps the listener, forks a second one later, which must serve too.
+  // With `parent_queued`, the parent's rpoll on the listener (served
+  // inline since the first fork) has answered a connection before the
+  // second fork and queued it for its raccept: that connection is the
+  // parent's, and the second worker must not get it (its copy of the
+  // parent's queue, epoll set and half-read hellos is dropped at every
+  // fork, not only at the first: ListenService keeps shared listeners).
+  void later_fork(bool parent_queued) {
+    constexpr uint32_t kQueued = 500;  // the parent's connection's index
+    const Snapshot before = Snapshot::settled();
+    {
+      Listener l;
+      ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
+      const int lfd = l.fd;
+      {
+        Reaper w1{fork_child([&] { return worker(lfd, false); })};
+        ASSERT_GT(w1.pid, 0);
+        ASSERT_EQ("", run_clients(l, 1)) << "worker 1";
+        ASSERT_EQ("", wait_child(&w1, 30)) << "worker 1";
+      }
+      RFd queued;
+      if (parent_queued) {
+        queued.reset(rsocket(family(), SOCK_STREAM, 0));
+        ASSERT_GE(queued.get(), 0) << strerror(errno);
+        const int qfd = queued;
+        int rc = -2;
+        std::thread connector([&] { rc = rconnect(qfd, l.addr.sa(), l.addr.len); });
+        short ready = wait_events(lfd, POLLIN, kCallSeconds * 1000);  // answers it inline
+        bool in_time = run_with_timeout([&] { connector.join(); }, kCallSeconds,
+                                        [&] { rshutdown(qfd, SHUT_RDWR); });
+        ASSERT_TRUE(in_time) << "the parent's rpoll did not answer the connection";
+        ASSERT_EQ(0, rc) << strerror(errno);
+        ASSERT_TRUE(ready & POLLIN) << "rpoll on the listener: " << ready;
+        ASSERT_EQ(sizeof kQueued, send_all(qfd, &kQueued, sizeof kQueued));
+      }
+      Reaper w2{fork_child([&] { return worker(lfd, false, kQueued); })};
+      ASSERT_GT(w2.pid, 0);
+      EXPECT_EQ("", run_clients(l, 1)) << "worker 2";
+      EXPECT_EQ("", wait_child(&w2, 30)) << "worker 2 (14: it took the parent's connection)";
+      if (parent_queued) {
+        RFd srv;
+        bool in_time = run_with_timeout([&] { srv.reset(raccept(lfd, nullptr, nullptr)); },
+                                        kCallSeconds, [&] { rshutdown(lfd, SHUT_RDWR); });
+        ASSERT_TRUE(in_time) << "the parent's queued connection was gone";
+        ASSERT_GE(srv.get(), 0) << strerror(errno);
+        const int sfd = srv, qfd = queued;
+        int served = -1;
+        uint32_t got = 0;
+        std::string failed;
+        in_time = run_with_timeout(
+            [&] {
+              std::thread t([&] {
+                served = serve_one(sfd, &got);
+                srv.reset();
+              });
+              failed = client_one(qfd, kQueued, /*index_sent=*/true);
+              t.join();
+            },
+            kCallSeconds, [&] {
+              rshutdown(qfd, SHUT_RDWR);
+              rshutdown(sfd, SHUT_RDWR);
+            });
+        EXPECT_TRUE(in_time) << "the exchange on the parent's queued connection hung";
+        EXPECT_EQ(0, served);
+        EXPECT_EQ(kQueued, got);
+        EXPECT_EQ("", failed) << "on the parent's queued connection";
+      }
+    }
+    expect_nothing_left(before, "after the workers exited and the listener was closed");
+  }
 };
+
+TEST_P(ForkTest, LaterForkChildAcceptsAfterAnEarlierChildExited) {
+  if (on_verbs()) GTEST_SKIP() << stays("listeners");
+  later_fork(/*parent_queued=*/false);
+}
+
+TEST_P(ForkTest, LaterForkChildLeavesTheParentsQueuedConnection) {
+  if (on_verbs()) GTEST_SKIP() << stays("listeners");
+  later_fork(/*parent_queued=*/true);
+}
 
 TEST_P(ForkTest, PreforkedChildrenAcceptWhileParentKeepsListener) {
   if (on_verbs()) GTEST_SKIP() << stays("listeners");
@@ -272,29 +364,46 @@ TEST_P(ForkTest, ForkAfterAcceptChildClosesItsCopy) {
   expect_nothing_left(before, "after the child exited");
 }
 
-// verbs: a child's raccept on the inherited listener fails at once with
-// EOPNOTSUPP (rpoll reports POLLERR): it never waits for requests that go
-// to the parent's rdma_cm id. The parent's listener is untouched.
-TEST_P(ForkTest, VerbsChildAcceptOnInheritedListenerFails) {
+// verbs: a child takes an inherited listener's tcp part over (the tcp
+// provider listens beside any named one); its verbs part stays the
+// parent's (its rdma_cm id lives in the parent's files). So a child
+// serves tcp peers (rpoll reports the listener readable, no POLLERR),
+// and a verbs peer is served by the parent's raccept, as on any listener
+// shared by fork. On iWARP the device holds the port in TCP's port
+// space: the listener is verbs alone, and a child's raccept fails with
+// EOPNOTSUPP at once (rpoll: POLLERR), never waiting for requests that
+// go to the parent's rdma_cm id.
+TEST_P(ForkTest, VerbsChildAcceptsTcpPeersOnInheritedListener) {
   if (!on_verbs()) GTEST_SKIP() << "tcp and shm children accept (the Preforked* cases)";
+  const bool verbs_alone = verbs_is_iwarp(family());
   const Snapshot before = Snapshot::settled();
   {
     Listener l;
     ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
     const int lfd = l.fd;
-    Reaper child{fork_child([&] {
-      pollfd p{lfd, POLLIN, 0};
-      if (rpoll(&p, 1, -1) != 1 || !(p.revents & POLLERR)) return 40;
-      if (raccept(lfd, nullptr, nullptr) >= 0 || errno != EOPNOTSUPP) return 41;
-      if (rfcntl(lfd, F_SETFL, O_NONBLOCK) < 0) return 42;
-      if (raccept(lfd, nullptr, nullptr) >= 0 || errno != EOPNOTSUPP) return 43;
-      return rclose(lfd) == 0 ? 0 : 44;
-    })};
-    ASSERT_GT(child.pid, 0);
-    ASSERT_EQ("", wait_child(&child, 30));
+    if (verbs_alone) {
+      Reaper child{fork_child([&] {
+        pollfd p{lfd, POLLIN, 0};
+        if (rpoll(&p, 1, -1) != 1 || !(p.revents & POLLERR)) return 40;
+        if (raccept(lfd, nullptr, nullptr) >= 0 || errno != EOPNOTSUPP) return 41;
+        if (rfcntl(lfd, F_SETFL, O_NONBLOCK) < 0) return 42;
+        if (raccept(lfd, nullptr, nullptr) >= 0 || errno != EOPNOTSUPP) return 43;
+        return rclose(lfd) == 0 ? 0 : 44;
+      })};
+      ASSERT_GT(child.pid, 0);
+      ASSERT_EQ("", wait_child(&child, 30));
+    } else {
+      Reaper child{fork_child([&] { return worker(lfd, /*use_rpoll=*/true); })};
+      ASSERT_GT(child.pid, 0);
+      select_provider("tcp");  // this process's clients: the child's part
+      const std::string failed = run_clients(l, 1);
+      select_provider(provider());
+      EXPECT_EQ("", failed) << "tcp peers of the child's listener";
+      EXPECT_EQ("", wait_child(&child, 30));
+    }
     RFd c, srv;
     ASSERT_NO_FATAL_FAILURE(connect_to(family(), l, &c, &srv));
-    expect_exchange(c, &srv, 3, "on the parent's listener after the child's raccept");
+    expect_exchange(c, &srv, 3, "over verbs on the parent's listener after the child's");
   }
   expect_nothing_left(before, "after the child exited");
 }
@@ -456,6 +565,119 @@ TEST_P(ForkTest, ChildThreadsCloseWhileFirstCallCleansUp) {
       expect_exchange(p[i].client, &p[i].server, 20 + i, "after the children's rclose");
   }
   expect_nothing_left(before, "after the children exited");
+}
+
+// Thread `tid` of this process (once known) sleeps in poll(2): inside
+// its blocking call (rsockets sleep there). Looked at for up to 20 s.
+bool asleep_in_call(const std::atomic<pid_t>& tid) {
+  for (int i = 0; i < 2000; i++) {
+    if (pid_t t = tid.load()) {
+      std::ifstream f("/proc/self/task/" + std::to_string(t) + "/syscall");
+      long nr = -1;
+      if (f >> nr && (nr == SYS_ppoll
+#ifdef SYS_poll
+                      || nr == SYS_poll
+#endif
+                      ))
+        return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// rclose while another thread is asleep in rrecv (or in rsend, the send
+// buffer full) on the connection: the close waits for that call, the
+// number held meanwhile (as Linux's recv and send hold their socket).
+// Then a fork. In program order the close came first,
+// and the child has no such thread to finish it: there the connection is
+// closed at once (its number free, its descriptors gone) and nothing of
+// that reaches the parent or the peer. The parent's call goes on; when
+// it returns, its close ends the connection: the peer reads the end
+// (after all the data, when it was a send).
+// `accepted_end`: the end closed is raccept's, else rconnect's (on shm
+// the connecting end holds a descriptor besides its number). On verbs
+// the child keeps the descriptors of the parent's verbs objects, never
+// used nor closed there: its count is not looked at.
+void close_deferred_across_fork(int family, bool accepted_end, bool verbs, bool sending = false) {
+  ScopedEnv polling("SLIPSTREAM_RS_POLLING_TIME", "0");  // asleep at once
+  const Snapshot before = Snapshot::settled();
+  {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family, &p));
+    // The rclose below is its close.
+    const int closing = accepted_end ? p.server.release() : p.client.release();
+    const int peer = accepted_end ? p.client : p.server;
+    std::atomic<pid_t> tid{0};
+    std::atomic<ssize_t> got{-2};
+    char byte = 0;
+    std::vector<uint8_t> data(65536, 'd');
+    size_t queued = 0;  // sent before the blocked call, which sends data.size()
+    while (sending) {
+      ssize_t n = rsend(closing, data.data(), data.size(), MSG_DONTWAIT);
+      if (n <= 0) break;
+      queued += static_cast<size_t>(n);
+    }
+    std::thread blocked([&] {
+      tid = static_cast<pid_t>(syscall(SYS_gettid));
+      got = sending ? rsend(closing, data.data(), data.size(), 0) : rrecv(closing, &byte, 1, 0);
+    });
+    const char* call = sending ? "rsend" : "rrecv";
+    const bool asleep = asleep_in_call(tid);
+    EXPECT_TRUE(asleep) << "the thread never slept in " << call;
+    EXPECT_EQ(0, rclose(closing)) << strerror(errno);
+    const bool held = fcntl(closing, F_GETFD) != -1;
+    EXPECT_TRUE(held) << "rclose did not wait for the " << call << " under way";
+    Reaper child;
+    if (asleep && held) {
+      const int fds_before = before.fds;
+      child.pid = fork_child([&] {
+        if (fcntl(closing, F_GETFD) != -1 || errno != EBADF) return 90;  // the number is held
+        char b;
+        if (rrecv(closing, &b, 1, MSG_DONTWAIT) != -1 || errno != EBADF) return 91;
+        pollfd pf{closing, POLLIN, 0};
+        if (rpoll(&pf, 1, 0) != 1 || pf.revents != POLLNVAL) return 92;
+        if (rclose(peer) != 0) return 93;
+        // Both ends gone: none of the connection's descriptors is left.
+        if (!verbs && count_fds() > fds_before) return 94;
+        return 0;
+      });
+      ASSERT_GT(child.pid, 0);
+      EXPECT_EQ("", wait_child(&child, 30));
+    }
+    // The parent's call goes on (its byte comes, or the peer reads and
+    // its send completes), then closes: the peer reads the end.
+    if (!sending) {
+      EXPECT_EQ(1, rsend(peer, "x", 1, 0)) << strerror(errno);
+    }
+    size_t read = 0;
+    ssize_t n = -2;
+    bool in_time = run_with_timeout(
+        [&] {
+          std::vector<uint8_t> b(65536);
+          while ((n = rrecv(peer, b.data(), b.size(), 0)) > 0) read += n;
+          blocked.join();
+        },
+        kCallSeconds, [&] { rshutdown(peer, SHUT_RDWR); });
+    EXPECT_TRUE(in_time) << "the parent's " << call << " or its close never ended";
+    EXPECT_EQ(sending ? static_cast<ssize_t>(data.size()) : 1, got.load())
+        << "the parent's " << call << " did not go on after the child's close";
+    EXPECT_EQ(0, n) << "the peer did not read the end of the stream: " << strerror(errno);
+    EXPECT_EQ(sending ? queued + data.size() : 0, read) << "the peer's data";
+  }
+  expect_nothing_left(before, "after the child exited and the deferred close was done");
+}
+
+TEST_P(ForkTest, CloseDeferredByABlockedRecvIsDoneInTheChildAccepted) {
+  close_deferred_across_fork(family(), /*accepted_end=*/true, on_verbs());
+}
+
+TEST_P(ForkTest, CloseDeferredByABlockedRecvIsDoneInTheChildConnecting) {
+  close_deferred_across_fork(family(), /*accepted_end=*/false, on_verbs());
+}
+
+TEST_P(ForkTest, CloseDeferredByABlockedSendIsDoneInTheChild) {
+  close_deferred_across_fork(family(), /*accepted_end=*/false, on_verbs(), /*sending=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, ForkTest, ::testing::ValuesIn(all_params()), param_name);

@@ -765,6 +765,23 @@ TEST(DifferentialVectored, FstatAndPositionedCalls) {
 namespace differential {
 namespace {
 
+// Waits for fork child `pid`, which must exit with 0. A child stuck in a
+// fork handler (before any line of its own runs) is killed after 10 s and
+// fails the test.
+void expect_child_exits_0(pid_t pid) {
+  int status = 0;
+  pid_t w = 0;
+  for (int i = 0; i < 1000 && (w = waitpid(pid, &status, WNOHANG)) == 0; i++) usleep(10000);
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "the child never got out of fork";
+  } else {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "child: " << (WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
+  }
+}
+
 // A fork while another thread sleeps in a receive on a connection (its
 // wake-up descriptor exists): the child's fork handlers finish and the
 // child runs.
@@ -788,18 +805,41 @@ TEST(DifferentialFork, ForkWhileAThreadSleepsInAReceive) {
     int d = dup(p.c);
     _exit(d >= 0 && close(d) == 0 ? 0 : 1);
   }
-  // A child stuck in a fork handler (before any line of its own runs)
-  // is killed after 10 s and fails the test.
-  int status = 0;
-  pid_t w = 0;
-  for (int i = 0; i < 1000 && (w = waitpid(pid, &status, WNOHANG)) == 0; i++) usleep(10000);
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    ADD_FAILURE() << "the child never got out of fork";
-  } else {
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  expect_child_exits_0(pid);
+  ASSERT_EQ(send(p.c, "x", 1, MSG_NOSIGNAL), 1);
+  reader.join();
+}
+
+// A close while another thread is in recv on the connection, then a
+// fork: in the child the descriptor is closed (Linux freed the number at
+// the close; under the preload the close waits for the recv, which the
+// child does not have, so the fork finishes it there), and its number,
+// given to a new descriptor, is an ordinary one: closing that works.
+TEST(DifferentialFork, CloseUnderABlockedRecvIsDoneInTheChild) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(&p));
+  std::atomic<pid_t> tid{0};
+  const int s = p.s;
+  std::thread reader([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    char b;
+    recv(s, &b, 1, 0);
+  });
+  while (!tid) usleep(1000);
+  ASSERT_TRUE(differential::wait_until_in(tid, {SYS_recvfrom}, 10000));
+  ASSERT_EQ(close(p.s), 0);
+  p.s = -1;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(10);
+    if (fcntl(s, F_GETFD) != -1 || errno != EBADF) _exit(2);
+    const int again = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, s);  // the lowest free from s: s
+    if (again != s) _exit(4);
+    if (close(again) != 0) _exit(5);
+    _exit(fcntl(s, F_GETFD) == -1 && errno == EBADF ? 0 : 6);
   }
+  expect_child_exits_0(pid);
   ASSERT_EQ(send(p.c, "x", 1, MSG_NOSIGNAL), 1);
   reader.join();
 }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <urcu/urcu-bp.h>
 
+#include <atomic>
 #include <cerrno>
 #include <new>
 
@@ -68,6 +69,33 @@ uint64_t next_generation() { return g_generation.fetch_add(1, std::memory_order_
   if (!cache) cache = new_thread_cache();
   return cache ? &cache->entries[static_cast<unsigned>(fd) % LookupCache::kEntries] : nullptr;
 }
+
+// A signal handler's lookup on a thread that is inside a lookup would
+// read or write the very cache entry the interrupted one is writing (a
+// weak_ptr half assigned: another descriptor's object under this one's
+// number, a broken count). A lookup that finds this thread inside one
+// reads the table only (CacheTurn::mine false).
+[[gnu::tls_model("initial-exec")]] thread_local bool t_in_lookup = false;
+
+class CacheTurn {
+ public:
+  CacheTurn() : mine_(!t_in_lookup) {
+    if (!mine_) return;
+    t_in_lookup = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // set before the cache is touched
+  }
+  ~CacheTurn() {
+    if (!mine_) return;
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // cleared after it is done with
+    t_in_lookup = false;
+  }
+  CacheTurn(const CacheTurn&) = delete;
+  CacheTurn& operator=(const CacheTurn&) = delete;
+  bool mine() const { return mine_; }
+
+ private:
+  const bool mine_;
+};
 
 void init_process_once() {
   pthread_key_create(&g_cache_key, [](void* c) {
@@ -207,7 +235,8 @@ std::shared_ptr<void> FdTable::read_slot(int fd, FdKind* kind, Pollable** pollab
 // stale generation and is never used.
 std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
   const uint64_t gen = gen_.load(std::memory_order_acquire);
-  LastLookup* last = cached(fd);
+  const CacheTurn turn;
+  LastLookup* last = turn.mine() ? cached(fd) : nullptr;
   if (last && last->fd == fd && last->gen == gen) {
     if (last->kind != kind) return nullptr;
     if (auto o = last->object.lock()) return o;
@@ -222,7 +251,8 @@ std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
 
 std::shared_ptr<Pollable> FdTable::get_pollable(int fd) const {
   const uint64_t gen = gen_.load(std::memory_order_acquire);
-  LastLookup* last = cached(fd);
+  const CacheTurn turn;
+  LastLookup* last = turn.mine() ? cached(fd) : nullptr;
   if (last && last->fd == fd && last->gen == gen) {
     if (!last->pollable) return nullptr;
     if (auto o = last->object.lock()) return std::shared_ptr<Pollable>(std::move(o), last->pollable);

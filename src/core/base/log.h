@@ -26,6 +26,14 @@ void reload();
 // Replaces the threshold for the rest of the process (a face whose own
 // setting names it: the VMA preload's VMA_TRACELEVEL; -1 prints nothing).
 SS_API void set_threshold(int level);
+// Lines go to the file at `path` (appended, made 0644 if missing) instead
+// of stderr, for the rest of the process (the VMA preload's VMA_LOG_FILE).
+// The file is opened for each line, never held: a program that closes
+// descriptors it did not open cannot turn the log into writes to one of
+// its own. A relative path is taken from the current directory now.
+// -ENAMETOOLONG, or -errno when the file cannot be opened now (stderr
+// stays).
+SS_API int set_file(const char* path);
 
 }  // namespace ss::log
 

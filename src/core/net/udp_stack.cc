@@ -1,8 +1,10 @@
 #include "core/net/udp_stack.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/log.h"
 #include "core/net/frame_parse.h"
 
 namespace ss::net {
@@ -334,8 +336,42 @@ int UdpStack::poll_locked(int budget, std::vector<Buffer>* drop) {
     if (n < 0) return n;
     for (int i = 0; i < n; i++) deliver_locked(std::move(frames[i]), drop);
     total += n;
+    if (r.queue->fill_level() < cfg_.initial_fill / 4) top_up_locked(r, drop);
   }
   return total;
+}
+
+// Frames a program holds (zero-copy receives, held packets, full endpoint
+// queues) are out of the fill ring until freed; with all of them held the
+// netdev's every socket would starve. The pool's spare frames stand in
+// meanwhile, up to half the initial fill, leaving an eighth of it in the
+// pool for sends and copies. A freed frame goes back to the fill ring, or
+// to the pool when the ring is full, so the spares return by themselves.
+void UdpStack::top_up_locked(const UdpRing& r, std::vector<Buffer>* drop) {
+  const uint32_t level = r.queue->fill_level();
+  const size_t reserve = cfg_.initial_fill / 8, free = r.pool->free_count();
+  const size_t spare = free > reserve ? free - reserve : 0;
+  const size_t want = std::min<size_t>({cfg_.initial_fill / 2 - std::min(level, cfg_.initial_fill / 2), spare, 64});
+  Buffer frames[64];
+  int n = 0;
+  for (; static_cast<size_t>(n) < want; n++) {
+    frames[n] = r.pool->get();
+    if (!frames[n]) break;
+  }
+  const int took = n ? r.queue->fill(frames, n) : 0;
+  if (took > 0) rx_.fill_topped_up += static_cast<uint64_t>(took);
+  for (int i = took > 0 ? took : 0; i < n; i++)
+    if (frames[i]) drop->push_back(std::move(frames[i]));
+  if (level || took > 0) return;
+  rx_.fill_dry++;
+  if (!warned_dry_) {
+    warned_dry_ = true;
+    SS_WARN(
+        "UDP offload (ifindex %d): a receive ring has no free frame: the program holds "
+        "them (zero-copy receives or held packets not freed, or unread datagrams); "
+        "arriving datagrams are dropped until it frees some",
+        cfg_.ifindex);
+  }
 }
 
 int UdpStack::poll_rx(int budget) {

@@ -89,6 +89,8 @@ struct UdpRxCounters {
   uint64_t source_filtered = 0;   // a group's frame no member's source filter admits
   uint64_t group_copies = 0;      // handles a group's frame gave beyond its first member
   uint64_t looped = 0;            // our own multicast sends delivered here (IP_MULTICAST_LOOP)
+  uint64_t fill_topped_up = 0;    // spare pool frames put in a fill ring the program ran low
+  uint64_t fill_dry = 0;          // polls that found a fill ring empty and no spare frame
 };
 
 class UdpStack;
@@ -251,6 +253,9 @@ class UdpStack {
   void queue_locked(UdpEndpoint* ep, mem::Buffer&& frame, size_t at, size_t len,
                     const UdpAddr& src, std::vector<mem::Buffer>* drop);
   int poll_locked(int budget, std::vector<mem::Buffer>* drop);
+  // Spare pool frames into r's fill ring when the program holds most of
+  // its frames (refused ones to *drop).
+  void top_up_locked(const UdpRing& r, std::vector<mem::Buffer>* drop);
 
   const Config cfg_;
   mutable std::mutex mu_;                // everything below and the endpoints' queues
@@ -258,6 +263,7 @@ class UdpStack {
   std::map<Key, std::vector<Member>> groups_;       // (group, port): its members
   std::map<Key, int> steer_refs_;                   // flows asked for, by holders
   UdpRxCounters rx_;
+  bool warned_dry_ = false;
 };
 
 }  // namespace ss::net

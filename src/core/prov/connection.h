@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "core/base/own_fd.h"
 #include "core/prov/provider.h"
 
 namespace ss::prov {
@@ -109,6 +110,15 @@ class Endpoint {
   // told anything: it is the parent's). Never called for an endpoint the
   // child cannot use (verbs: its calls are never made there). Optional.
   virtual void fork_child() {}
+
+  // In a fork child's handler, for a connection the program had closed
+  // before the fork (its close deferred to another thread's call, which
+  // the child lacks): closes this process's descriptors of it by the
+  // system call (own_fd.h), `fd` (the rsocket's) among them, and nothing
+  // else: no message to the peer, no lock, no memory given back. The
+  // endpoint is never called nor destroyed in this process afterwards.
+  // Optional: the default closes `fd` alone.
+  virtual void drop_in_fork_child(int fd) { own_close(fd); }
 };
 
 // A passive endpoint factory bound to a listening rsocket.
@@ -123,9 +133,11 @@ class Listener {
   // In a fork child, before it serves the inherited listener: makes
   // private what fork left shared but one process must own (an epoll set
   // another process would change under it), and drops the child's copies
-  // of requests under way, which stay the parent's. 0; -ENOTSUP when the
-  // listener cannot serve from a child (the caller must then neither use
-  // nor destroy it: its objects are the parent's); else -errno.
+  // of requests under way, which stay the parent's. 0; 1 when the child
+  // serves only part of it (a set whose members the child cannot use are
+  // left to the parent, neither used nor destroyed here); -ENOTSUP when
+  // the listener cannot serve from a child at all (the caller must then
+  // neither use nor destroy it: its objects are the parent's); else -errno.
   virtual int fork_child() { return -ENOTSUP; }
 };
 

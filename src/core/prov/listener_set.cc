@@ -31,7 +31,7 @@ int ListenerSet::add(std::unique_ptr<Listener> member) {
 }
 
 int ListenerSet::fork_child() {
-  ::close(epfd_);  // shared with the parent: a set of our own replaces it
+  own_close(epfd_);  // shared with the parent: a set of our own replaces it
   epfd_ = own_epoll();
   if (epfd_ < 0) return -errno;
   std::vector<std::unique_ptr<Listener>> kept;
@@ -48,17 +48,18 @@ int ListenerSet::fork_child() {
   }
   members_.clear();
   next_ = 0;
-  // Requests for a member left to the parent would wait there for ever:
-  // the child serves none rather than a part. The rest (ours) end here;
-  // the empty set holds nothing, whoever forgets it.
-  if (parents) {
-    ::close(epfd_);
+  // Peers of a member left to the parent reach the parent only (its
+  // raccept or rpoll serves them, as any listener shared by fork); the
+  // child serves the rest. With nothing left, the set holds nothing,
+  // whoever forgets it.
+  if (kept.empty()) {
+    own_close(epfd_);
     epfd_ = -1;
-    return -ENOTSUP;
+    return parents ? -ENOTSUP : 0;
   }
   for (auto& m : kept)
     if (int rc = add(std::move(m))) return rc;
-  return 0;
+  return parents ? 1 : 0;
 }
 
 int ListenerSet::get_request(std::unique_ptr<Endpoint>* ep) {

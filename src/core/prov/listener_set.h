@@ -18,8 +18,9 @@ class ListenerSet final : public Listener {
   int fd() const override { return epfd_; }
   // Takes turns among the members so a busy one cannot starve the others.
   int get_request(std::unique_ptr<Endpoint>* ep) override;
-  // -ENOTSUP when a member cannot serve from a child (its objects are the
-  // parent's: left alone); the set is then left empty, holding nothing.
+  // The members the child can serve go on; those it cannot (verbs: their
+  // objects are the parent's) are let go of, never used nor destroyed: 1
+  // then. -ENOTSUP when none is left (the set then holds nothing).
   int fork_child() override;
 
  private:

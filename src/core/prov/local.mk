@@ -25,5 +25,6 @@ core_unit_tests_SOURCES += \
 	tests/core/prov_fixture.h \
 	tests/core/prov_caps_test.cc \
 	tests/core/prov_endpoint_registrar_test.cc \
+	tests/core/prov_listener_set_test.cc \
 	tests/core/prov_registry_test.cc \
 	tests/core/prov_side_channel_test.cc

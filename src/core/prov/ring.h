@@ -89,6 +89,10 @@ class RingQueue {
   // -EOPNOTSUPP for a ring the provider has no descriptor for.
   virtual int poll_fd(Ring r, short* events) const = 0;
   virtual RingStats stats() const = 0;
+  // Frames the queue holds for arriving packets: in its fill ring, or
+  // received and not yet taken by rx(). Cheap and lock-free: a hint for
+  // topping the fill ring up (a moment old under concurrent calls).
+  virtual uint32_t fill_level() const = 0;
 };
 
 using RingCreateFn = int (*)(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out);

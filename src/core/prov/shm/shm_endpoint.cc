@@ -502,6 +502,12 @@ void ShmEndpoint::fork_child() {
   sleepers_ = 0;
 }
 
+void ShmEndpoint::drop_in_fork_child(int fd) {
+  StreamEndpoint::drop_in_fork_child(fd);
+  for (int rx : rx_fds_) own_close(rx);
+  rx_fds_.clear();
+}
+
 // The names travel in a control frame right behind the hello: read it now
 // if the application asks before anything else moved the stream.
 void ShmEndpoint::await_names() const {

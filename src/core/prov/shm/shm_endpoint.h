@@ -59,6 +59,7 @@ class ShmEndpoint final : public util::StreamEndpoint {
   // In a fork child: the stream's reset, and the parent's sleepers
   // (threads between arm() and ack_events()) no longer counted.
   void fork_child() override;
+  void drop_in_fork_child(int fd) override;
 
  protected:
   int on_ctrl_frame(const util::FrameHeader& h, const uint8_t* payload) override;

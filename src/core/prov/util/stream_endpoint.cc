@@ -576,6 +576,17 @@ void StreamEndpoint::fork_child() {
   armed_ = false;
 }
 
+void StreamEndpoint::drop_in_fork_child(int fd) {
+  own_close(fd);
+  if (fd_ != fd) own_close(fd_);  // shm's active side: its unix socket
+  for (int* own : {&async_wake_fd_, &notify_fd_}) {
+    if (*own >= 0) own_close(*own);  // fork_child closed them when the thread ran
+    *own = -1;
+  }
+  for (PendingSend& p : sendq_)
+    if (int passed = p.pass_fd.release(); passed >= 0) own_close(passed);
+}
+
 void StreamEndpoint::async_loop() {
   while (!async_stop_) {
     pollfd p[2] = {{fd_, POLLIN, 0}, {async_wake_fd_, POLLIN, 0}};

@@ -54,6 +54,7 @@ class StreamEndpoint : public Endpoint {
   // its wake-ups): the child's calls move the stream themselves, as before
   // riomap, and wait on the socket.
   void fork_child() override;
+  void drop_in_fork_child(int fd) override;
 
  protected:
   enum class Cm { kIdle, kConnecting, kAwaitReply, kAwaitAccept, kEstablished, kClosed, kFailed };
@@ -70,6 +71,7 @@ class StreamEndpoint : public Endpoint {
     }
     ~PassedFd() { reset(); }
     int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }  // the caller's now
     void reset();
 
    private:

@@ -147,6 +147,7 @@ int XdpQueue::fill_locked(Buffer* frames, int n) {
     *xsk_ring_prod__fill_addr(&fill_, idx + i) = addr;
   }
   xsk_ring_prod__submit(&fill_, take);
+  fill_level_.fetch_add(take, std::memory_order_relaxed);
   return static_cast<int>(take);
 }
 
@@ -176,6 +177,7 @@ int XdpQueue::rx(Buffer* out, int max) {
   std::lock_guard lock(mu_);
   uint32_t idx = 0;
   const uint32_t got = xsk_ring_cons__peek(&rx_, static_cast<uint32_t>(max), &idx);
+  fill_level_.fetch_sub(got, std::memory_order_relaxed);  // a bad one's refill adds it back
   int n = 0;
   for (uint32_t i = 0; i < got; i++) {
     const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, idx + i);

@@ -8,6 +8,7 @@
 #pragma once
 #include <xdp/xsk.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -36,6 +37,7 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   int complete(mem::Buffer* out, int max) override;
   int poll_fd(Ring r, short* events) const override;
   RingStats stats() const override;
+  uint32_t fill_level() const override { return fill_level_.load(std::memory_order_relaxed); }
 
   void recycle(mem::Buffer& frame) override;
   // The UMEM is the pool's one area: its chunk starts at UMEM offset 0.
@@ -68,6 +70,7 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   std::vector<mem::Buffer> in_fill_;  // by frame index: in the fill/rx rings
   std::vector<mem::Buffer> in_tx_;    // by frame index: in the tx/completion rings
   uint32_t tx_inflight_ = 0;
+  std::atomic<uint32_t> fill_level_{0};  // frames in the fill and rx rings; written under mu_
   RingStats stats_;
 };
 
