@@ -27,8 +27,10 @@ struct Group {
 };
 
 std::mutex mu;
-std::map<const void*, Group> groups;  // by object
-std::set<int> held_fds;               // kept open for a face
+// Never destroyed: the program's other threads may dup and close while
+// exit runs the destructors.
+std::map<const void*, Group>& groups = *new std::map<const void*, Group>;  // by object
+std::set<int>& held_fds = *new std::set<int>;  // kept open for a face
 std::atomic<size_t> n_held{0};        // held_fds.size(), read without the lock
 
 // A fork child has only the forking thread: mu is taken around fork so

@@ -1,7 +1,6 @@
 #include "librsocket/preload_ports.h"
 
 #include <charconv>
-#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -49,7 +48,9 @@ std::optional<PortSet> parse_port_list(std::string_view list) {
 }  // namespace ss::rs
 
 SS_EXPORT int ss_rspreload_kernel_port(unsigned port) {
-  static std::unique_ptr<ss::rs::PortSet> ports;  // null: none listed
+  // Null: none listed. Never destroyed: sockets are made while exit runs
+  // the destructors.
+  static ss::rs::PortSet* ports = nullptr;
   static std::once_flag once;
   std::call_once(once, [] {
     char buf[1024];
@@ -61,7 +62,7 @@ SS_EXPORT int ss_rspreload_kernel_port(unsigned port) {
               buf);
       return;
     }
-    ports.reset(new (std::nothrow) ss::rs::PortSet(*set));
+    ports = new (std::nothrow) ss::rs::PortSet(*set);
   });
   return ports && port < 65536 && ports->test(port);
 }

@@ -65,7 +65,8 @@ bool matches(const ss::rs::PreloadRule& r, const char* prog, int domain, int typ
          (r.protocol == kAny || r.protocol == protocol);
 }
 
-std::vector<ss::rs::PreloadRule> rules;
+// Never destroyed: sockets are made while exit runs the destructors.
+std::vector<ss::rs::PreloadRule>& rules = *new std::vector<ss::rs::PreloadRule>;
 std::once_flag loaded;
 
 void load() {

@@ -28,7 +28,9 @@ namespace {
 constexpr int64_t kMemAllocHugepages = 2;  // VMA_MEM_ALLOC_TYPE: 0 anonymous, 1 contiguous
 
 std::mutex g_mu;
-std::map<std::string, NetdevRings*> g_rings;  // null: refused, never asked again
+// Null: refused, never asked again. Never destroyed: the service thread
+// publishes from it while exit runs the destructors.
+std::map<std::string, NetdevRings*>& g_rings = *new std::map<std::string, NetdevRings*>;
 
 // Every netdev's kernel_fds, for a fork child: appended under g_mu, read
 // without it (entries before the count are whole).

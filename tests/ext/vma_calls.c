@@ -30,6 +30,11 @@
  *   of a readable socket and a readable pipe: the socket is reported every
  *   time, the pipe N times of 8 (the kernel: 8; libvma's
  *   VMA_SELECT_SKIP_OS=4: 2).
+ * exits ADDR PORT PEER PEERPORT: 10 times, the program run anew (the same
+ *   environment) as "exit1": two threads dup, close, ask and receive on
+ *   a socket while the main thread returns from main; each run exits 0
+ *   (no crash while exit destroys what those threads and the library's
+ *   service threads still use).
  * Each check prints PASS/FAIL; the last line is "done: N failure(s)", the
  * exit status 0 when N is 0. */
 #define _GNU_SOURCE /* recvmmsg, sendmmsg */
@@ -606,6 +611,41 @@ static void fork_exit(const char* ip, unsigned short port) {
         "P exited without closing: its child C's inherited socket receives (%s)", got);
 }
 
+/* ---- exits ---- */
+static int g_exit_fd;
+static void* churn(void* arg) {
+  (void)arg;
+  char buf[2048];
+  for (unsigned i = 0;; i++) {
+    const int d = dup(g_exit_fd);
+    if (d >= 0) close(d);
+    if (i % 16 == 0) ask(g_exit_fd, "burst 8 E");
+    recv(g_exit_fd, buf, sizeof buf, MSG_DONTWAIT);
+  }
+  return NULL;
+}
+
+static void exit1(const char* ip, unsigned short port) {
+  g_exit_fd = bound_socket(ip, port);
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    if (pthread_create(&t[i], NULL, churn, NULL) != 0) exit(2);
+  usleep(20000); /* then main returns, the threads still at it */
+}
+
+static void exits(char** argv) {
+  for (int i = 0; i < 10; i++) {
+    pid_t c = fork();
+    if (c == 0) {
+      char* args[] = {argv[0], "exit1", argv[2], argv[3], argv[4], argv[5], NULL};
+      execv("/proc/self/exe", args);
+      _exit(3);
+    }
+    const int st = child_status(c);
+    check(st == 0, "run %d exits 0 while its threads use the socket (status %d)", i, st);
+  }
+}
+
 /* ---- chk, vfork ---- */
 static void chk(const char* ip, unsigned short port) {
   int fd = bound_socket(ip, port);
@@ -940,10 +980,15 @@ int main(int argc, char** argv) {
     vforks(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 7 && !strcmp(argv[1], "skipos"))
     skip_os(argv[2], (unsigned short)atoi(argv[3]), atoi(argv[6]));
-  else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
+  else if (argc == 6 && !strcmp(argv[1], "exits"))
+    exits(argv);
+  else if (argc == 6 && !strcmp(argv[1], "exit1")) {
+    exit1(argv[2], (unsigned short)atoi(argv[3]));
+    return 0;
+  } else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|chk|efault|handlerio|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|exits|chk|efault|handlerio|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

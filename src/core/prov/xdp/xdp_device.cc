@@ -52,8 +52,8 @@ ino_t current_netns() {
 }
 std::mutex open_mu;
 std::vector<Open>& open_devices() {
-  static std::vector<Open> v;
-  return v;
+  static auto* v = new std::vector<Open>;  // never destroyed under a late caller
+  return *v;
 }
 
 ss_flow_key key_of(const Flow& f) {
