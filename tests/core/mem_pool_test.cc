@@ -24,6 +24,7 @@
 #include "core/mem/buffer.h"
 #include "core/mem/pool.h"
 #include "core/mem/region.h"
+#include "core/mem/thread_slots.h"
 #include "tests/core/mem_test_pool.h"
 
 namespace ss::mem {
@@ -455,6 +456,42 @@ TEST(PoolThreadsTest, ThreadCacheGoesBackWhenTheThreadExits) {
   std::vector<Buffer> all;
   for (Buffer b = p->get(); b; b = p->get()) all.push_back(std::move(b));
   EXPECT_EQ(all.size(), 256u);
+}
+
+// Made in a thread before its first pool use, so destroyed after the
+// thread gave its slot back: it uses the pool then, as an exit handler or
+// another thread_local's destructor may. What it saw goes to globals (the
+// thread's storage is gone after join).
+std::atomic<int> g_late_slot{0};
+std::atomic<bool> g_late_got{false};
+struct UsesPoolAfterItsSlot {
+  Pool* pool = nullptr;
+  ~UsesPoolAfterItsSlot() {
+    if (!pool) return;
+    g_late_slot = detail::thread_slot();
+    Buffer b = pool->get();
+    g_late_got = static_cast<bool>(b);
+  }
+};
+thread_local UsesPoolAfterItsSlot t_late;
+
+TEST(PoolThreadsTest, AThreadPastItsSlotUsesTheSharedList) {
+  auto p = make_pool(64, 256, 1);
+  ASSERT_TRUE(p);
+  int slot = -5;
+  std::thread t([&] {
+    t_late.pool = p.get();  // first: destroyed after the thread's slot
+    std::vector<Buffer> v;
+    for (int i = 0; i < 8; i++) v.push_back(p->get());
+    slot = detail::thread_slot();
+  });
+  t.join();
+  EXPECT_GE(slot, 0);
+  EXPECT_TRUE(g_late_got.load());
+  // It kept the slot before: another thread taking it then ran the same
+  // cache unlocked (a frame handed out twice).
+  EXPECT_LT(g_late_slot.load(), 0);
+  EXPECT_EQ(p->free_count(), p->frame_count());
 }
 
 TEST(PoolThreadsTest, ForkChildGetsTheCachesOfThreadsItDidNotInherit) {

@@ -29,6 +29,10 @@ struct SlotHolder {
     std::lock_guard lock(r.mu);
     for (Pool* p : r.pools) p->spill_thread_cache(slot);
     r.used.reset(static_cast<size_t>(slot));
+    // The thread may still get and release frames (a later thread_local's
+    // destructor; exit's handlers run after the exiting thread's): the
+    // shared lists from here, never the slot another thread may take now.
+    slot = kNone;
   }
 };
 
