@@ -83,6 +83,15 @@ void print_basic(FILE* out, const Snapshot& s, const ViewOptions& v) {
 
 }  // namespace
 
+bool socket_active(const SocketBlock& b) {
+  for (const SocketCounter c : {kTxBytes, kTxPackets, kTxDrops, kTxErrors, kTxOsBytes, kTxOsPackets,
+                                kTxOsEagain, kTxOsErrors, kTxDummy, kRxBytes, kRxPackets, kRxEagain,
+                                kRxErrors, kRxOsBytes, kRxOsPackets, kRxOsEagain, kRxOsErrors,
+                                kRxPollHit, kRxPollMiss})
+    if (b.c[c]) return true;
+  return false;
+}
+
 void print_socket_full(FILE* out, const SocketBlock& b) {
   const uint64_t* c = b.c;
   fprintf(out, "%s\tFd=[%d]\n", kLine, b.fd);

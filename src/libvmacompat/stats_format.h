@@ -32,7 +32,11 @@ bool parse_fd_list(const std::string& text, std::vector<std::pair<int, int>>* ra
 
 void print_view(FILE* out, const Snapshot& s, const ViewOptions& v);
 
-// One socket's block as view 3 shows it (also the preload's dump_fd_stats).
+// One socket's block as view 3 shows it (also the preload's dump_fd_stats
+// and VMA_STATS_FILE).
 SS_API void print_socket_full(FILE* out, const SocketBlock& b);
+// The socket sent, received or polled for anything, offloaded or through
+// the kernel (what VMA_STATS_FILE reports).
+SS_API bool socket_active(const SocketBlock& b);
 
 }  // namespace ss::vma::stats

@@ -13,6 +13,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/start.h"
+#include "vma_preload/stats_file.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -241,6 +242,9 @@ void socket_bound(int fd) {
 void untrack_socket(int fd) {
   FdTable& t = FdTable::instance();
   if (t.kind(fd) != FdKind::kVmaKernel) return;  // lock-free for every other close
+  // Here, not in the destructor: the table frees a record after a grace
+  // period, which may come after exit.
+  if (const auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel)) write_socket_stats(*s);
   t.remove<KernelSocket>(fd, FdKind::kVmaKernel);
 }
 

@@ -78,6 +78,7 @@ struct KernelSocket final : Pollable {
   const int fd, family, type, protocol;  // type without SOCK_NONBLOCK/SOCK_CLOEXEC
   const bool created_blocking;
   stats::SocketStats stats;  // empty when every block is taken
+  std::atomic<bool> stats_written{false};  // to VMA_STATS_FILE (stats_file.h)
   McastState mcast;          // memberships and send options (udp_multicast.h)
   RxExtras rx_extras;        // the Extra API's (zcopy.cc); before offload_owner_
   RingLogic ring_logic;      // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)

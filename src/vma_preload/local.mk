@@ -24,6 +24,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/poll_calls.cc \
 	src/vma_preload/sockets.cc \
 	src/vma_preload/start.h \
+	src/vma_preload/stats_file.h \
+	src/vma_preload/stats_file.cc \
 	src/vma_preload/start.cc \
 	src/vma_preload/udp_calls.cc \
 	src/vma_preload/socket_flags.h \

@@ -10,6 +10,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/banner.h"
+#include "vma_preload/stats_file.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -26,6 +27,7 @@ void start_once() {
       if (const int err = log::set_file(file.c_str()))
         SS_WARN("VMA_LOG_FILE %s: %s; logging to stderr", file.c_str(), strerror(-err));
     }
+    open_stats_file();
     print_banner();
   } catch (...) {  // never through pthread_once or a constructor
     SS_WARN("libvma.so: start-up ran out of memory; the banner is incomplete");

@@ -10,6 +10,8 @@
 #      (the netdev's ring block too, with their bytes and the XDP redirects),
 #      and A's kernel UDP counter (Udp InDatagrams / Udp6InDatagrams) did
 #      not move by COUNT.
+#      With VMA_STATS_FILE, the file (named by its pid) holds that
+#      socket's report once, with the same counts.
 #      The same with the server waiting for each datagram in ppoll, then
 #      in pselect (ECHO_WAIT), and with VMA_RX_POLL=0 (each blocking
 #      receive that finds nothing sleeps at once on its wait set): none
@@ -108,7 +110,15 @@ echo_case() {
 
 # (a) offloaded, both families.
 echo_case "IPv4 echo through the rings: $COUNT datagrams intact, offloaded, kernel silent" \
-  4 $IP4 offloaded
+  4 $IP4 offloaded env VMA_STATS_FILE="$T/sfile.%d"
+# VMA_STATS_FILE (its %d the pid; made at start, as libvma's, so timeout(1)
+# under the preload has an empty one): the socket's counters, once, as
+# vmastat had them.
+sf=$(find "$T" -maxdepth 1 -name 'sfile.*' -size +0)
+[ "$(echo "$sf" | wc -w)" = 1 ] && [[ ${sf##*/} =~ ^sfile\.[0-9]+$ ]] &&
+  [ "$(grep -c 'Fd=\[' "$sf")" = 1 ] && has "$sf" "^- UDP, Offloaded" &&
+  has "$sf" "^Rx Offload: [0-9]+ KB / $COUNT /" && has "$sf" "^Tx Offload: [0-9]+ KB / $COUNT /"
+check "VMA_STATS_FILE: the offloaded socket's counters written once, at its close or exit" $?
 echo_case "IPv6 echo through the rings: $COUNT datagrams intact, offloaded, kernel silent" \
   6 $IP6 offloaded
 echo_case "waiting in ppoll and pselect: $COUNT datagrams intact, offloaded, kernel silent" \

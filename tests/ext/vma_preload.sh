@@ -140,6 +140,10 @@ VMA_LOG_FILE=$T/none/vma.log pre "$PROG" child 2>"$T/lf2.err"
 has "$T/lf2.err" "WARN: VMA_LOG_FILE $T/none/vma.log: No such file or directory; logging to stderr" &&
   has "$T/lf2.err" "INFO: VMA_VERSION: "
 check "VMA_LOG_FILE that cannot be opened: named on stderr, the lines stay there" $?
+VMA_STATS_FILE=$T/none/stats pre "$PROG" child 2>"$T/sf.err"
+rc=$?
+[ $rc = 0 ] && has "$T/sf.err" "WARN: VMA_STATS_FILE $T/none/stats: No such file or directory; no socket statistics are written"
+check "VMA_STATS_FILE that cannot be opened: named in a warning, the program runs" $?
 
 # (b) vmastat.<pid> and vma_stats.
 mkdir "$T/stats"

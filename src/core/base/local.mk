@@ -1,9 +1,11 @@
 # src/core/base: the settings layer and core's table, logging, service
-# threads, the fd table, descriptor passing (SCM_RIGHTS), counts of
+# threads, files appended to, the fd table, descriptor passing (SCM_RIGHTS), counts of
 # processes sharing an object after fork, and the readiness/wait module
 # (interruptible_poll, Pollable, Kick, poll_mixed, EpollSet).
 libslipstream_core_la_SOURCES += \
 	src/core/base/api.h \
+	src/core/base/append_file.cc \
+	src/core/base/append_file.h \
 	src/core/base/config.cc \
 	src/core/base/config.h \
 	src/core/base/config_parse.cc \

@@ -3,7 +3,6 @@
 // LD_PRELOAD wrapper of write() is never re-entered. errno is preserved.
 #include "core/base/log.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/base/append_file.h"
 #include "core/base/config_core.h"
 #include "core/base/errno_guard.h"
 
@@ -30,14 +30,7 @@ constinit std::atomic<bool> g_fixed{false};  // set_threshold() was called
 // One line, truncated beyond this; long enough for a path in a warning.
 constexpr size_t kLineCap = 2048;
 
-// set_file()'s path: written once before g_to_file is set, read after.
-char g_file[4096];
-constinit std::atomic<bool> g_to_file{false};
-
-int open_log_file() {
-  return static_cast<int>(
-      syscall(SYS_openat, AT_FDCWD, g_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
-}
+constinit AppendFile g_file;  // set_file()'s
 
 int read_threshold() {
   if (g_fixed.load(std::memory_order_relaxed)) return g_threshold.load(std::memory_order_relaxed);
@@ -98,36 +91,11 @@ void write(Level level, const char* fmt, ...) {
   if (len > sizeof buf - 2) len = sizeof buf - 2;
   while (len > static_cast<size_t>(n) && buf[len - 1] == '\n') --len;  // one line only
   buf[len++] = '\n';
-  if (g_to_file.load(std::memory_order_acquire)) {
-    const int fd = open_log_file();
-    if (fd >= 0) {
-      raw_write(fd, buf, len);
-      syscall(SYS_close, fd);
-      return;
-    }
-  }
+  if (g_file.append(buf, len)) return;
   if (!stderr_is_socket()) raw_write(STDERR_FILENO, buf, len);
 }
 
-int set_file(const char* path) {
-  if (!path || !*path) return -EINVAL;
-  const size_t n = strlen(path);
-  size_t at = 0;
-  if (path[0] != '/') {
-    if (!getcwd(g_file, sizeof g_file)) return -errno;
-    at = strlen(g_file);
-    if (at + 1 + n >= sizeof g_file) return -ENAMETOOLONG;
-    g_file[at++] = '/';
-  } else if (n >= sizeof g_file) {
-    return -ENAMETOOLONG;
-  }
-  memcpy(g_file + at, path, n + 1);
-  const int fd = open_log_file();
-  if (fd < 0) return -errno;
-  syscall(SYS_close, fd);
-  g_to_file.store(true, std::memory_order_release);
-  return 0;
-}
+int set_file(const char* path) { return g_file.set(path); }
 
 void reload() { read_threshold(); }
 
