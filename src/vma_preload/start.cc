@@ -10,6 +10,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/banner.h"
+#include "vma_preload/inert_settings.h"
 #include "vma_preload/stats_file.h"
 
 namespace ss::vma::preload {
@@ -29,6 +30,7 @@ void start_once() {
     }
     open_stats_file();
     print_banner();
+    warn_inert_settings();
   } catch (...) {  // never through pthread_once or a constructor
     SS_WARN("libvma.so: start-up ran out of memory; the banner is incomplete");
   }
