@@ -15,6 +15,12 @@
 #            PACKET_QDISC_BYPASS: no UDP/IP stack on the sending side
 #   mmsg     one kernel UDP socket, 64 datagrams per sendmmsg
 #   send     one kernel UDP socket, send() in a loop (session 16's)
+#   xdp      the packet sender's frame sent by the kernel's XDP
+#            live-frames test run (XDP_TX out of B's veth, no socket, no
+#            skb: about twice the packet sender's rate), so no receiver
+#            is bound by it; A's veth then runs NAPI (GRO on for the
+#            kernel's rounds), threaded and on CPU 0 with RATE_PIN=2 in
+#            every round, the kernel's too
 # RATE_MODES lists the receivers to run (default: all three, in that
 # order); copy@N or zcopy@N runs that receiver with VMA_RX_WRE=N, to set
 # ring depths side by side (e.g. "kernel copy copy@1024"). RATE_PIN=2 (the default) pins the receiver to CPU 0 and the
@@ -65,7 +71,12 @@ HDR=$(find "$T/root" -path '*/mellanox/vma_extra.h' -type f)
 vma_pair "$A" "$Z" za zb "$IPA/24" "$IPB/24"
 mkdir -p "$T/stats" && export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/null
 send_how=("$SENDER")
-[ "$SENDER" = packet ] && send_how+=(zb "$(ip netns exec "$A" cat /sys/class/net/za/address)")
+case $SENDER in packet|xdp) send_how+=(zb "$(ip netns exec "$A" cat /sys/class/net/za/address)") ;; esac
+# The xdp sender's frames reach A only through its veth's NAPI: GRO gives
+# the kernel's rounds one (XDP gives the preloaded rounds theirs).
+if [ "$SENDER" = xdp ]; then
+  ip netns exec "$A" ethtool -K za gro on >/dev/null || { echo "$name: RATE_SENDER=xdp: no GRO on za" >&2; exit 2; }
+fi
 rx_cpu=() tx_cpu=()
 [ "$PIN" != 0 ] && rx_cpu=(taskset -c 0) tx_cpu=(taskset -c 1)
 # RATE_PIN=2: A's share of the kernel's receive work on the receiver's CPU
@@ -113,7 +124,8 @@ one() {
   # The sender starts only once the receiver is ready (its timing calls
   # done), however long that takes: bounded by the receiver's timeout.
   while ! grep -qs '^ready' "$T/rx" && kill -0 $rpid 2>/dev/null; do sleep 0.05; done
-  if [ "$PIN" = 2 ] && [ "$mode" != kernel ]; then  # the veth has NAPI once XDP is on
+  # The veth has NAPI once XDP is on (or GRO, for the xdp sender).
+  if [ "$PIN" = 2 ] && { [ "$mode" != kernel ] || [ "$SENDER" = xdp ]; }; then
     ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/threaded' 2>/dev/null
     for p in $(pgrep '^napi/za-'); do
       taskset -pc 0 "$p" >/dev/null
