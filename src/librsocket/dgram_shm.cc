@@ -172,7 +172,8 @@ void DgramShmReceiver::serve() {
 }
 
 void DgramShmReceiver::close_ring() {
-  if (ring_) static_cast<DgramRingHeader*>(ring_)->closed.store(1, std::memory_order_release);
+  if (ring_ && !forked_copy_)
+    static_cast<DgramRingHeader*>(ring_)->closed.store(1, std::memory_order_release);
 }
 
 uint64_t DgramShmReceiver::overflow() const {

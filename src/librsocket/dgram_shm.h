@@ -41,8 +41,11 @@ class DgramShmReceiver {
   int event_fd() const { return event_fd_; }
   // Answers the senders waiting at the rendezvous; never sleeps.
   void serve();
-  // Marks the ring closed for its senders (they fall back to UDP).
+  // Marks the ring closed for its senders (they fall back to UDP); not
+  // from a fork child's copy: the ring is the parent's too.
   void close_ring();
+  // In a fork child (its socket's fork_child).
+  void fork_child() { forked_copy_ = true; }
 
   // The next published datagram, or null; release() gives it back.
   DgramSlot* peek() const { return ring_ ? dgram_ring_peek(ring_, slots_, head_) : nullptr; }
@@ -63,6 +66,7 @@ class DgramShmReceiver {
   size_t bytes_ = 0;
   uint32_t slots_ = 0;
   uint64_t head_ = 0;
+  bool forked_copy_ = false;
 };
 
 // The senders' side: destinations' rings, found and mapped on demand.

@@ -154,6 +154,8 @@ int DgramSocket::bind(const sockaddr* addr, socklen_t len) {
 int DgramSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (len < sizeof(sa_family_t)) return -EINVAL;
+  // Before the kernel's connect, which would set the parent's destination.
+  if (verbs_ && verbs_->cut_loose()) return -EOPNOTSUPP;
   int rc = os_result(::connect(fd_, addr, len));
   if (rc) return rc;
   peer_version_ = addr->sa_family == AF_UNSPEC ? 0 : dgram_ip_version(addr);
@@ -217,13 +219,17 @@ int DgramSocket::shutdown(int how) {
 }
 
 void DgramSocket::close() {
+  bool wake;
   {
     std::lock_guard<std::mutex> g(recv_mu_);
     rx_.close_ring();
+    shut_rd_ = true;  // under recv_mu_: a later wait_target sees it and does not sleep
+    shut_wr_ = true;
+    // A fork child's copy shares the kernel socket with the parent, whose
+    // socket a shutdown would end too: only a sleeper here needs one.
+    wake = !forked_copy_ || sleeping_ > 0;
   }
-  shut_rd_ = true;
-  shut_wr_ = true;
-  ::shutdown(fd_, SHUT_RDWR);  // wakes whoever sleeps on it; the last user closes it
+  if (wake) ::shutdown(fd_, SHUT_RDWR);  // wakes whoever sleeps on it; the last user closes it
 }
 
 ssize_t DgramSocket::send(const msghdr& msg, int flags) {
@@ -506,6 +512,10 @@ bool DgramSocket::kernel_look_due() { return kernel_look_.due(rx_.event_fd() < 0
 bool DgramSocket::serve_due() { return serve_.due(rx_.event_fd() < 0); }
 
 short DgramSocket::readiness_locked(short events, bool full) {
+  // Cut loose in a fork child: the call says why (the UDP socket's
+  // datagrams, maybe exchange headers, are left to the parent).
+  if (verbs_ && verbs_->cut_loose())
+    return static_cast<short>(POLLERR | (events & (POLLIN | POLLOUT)));
   sockaddr_storage src;
   socklen_t len;
   if (events & POLLIN) {
@@ -670,6 +680,12 @@ int DgramSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
     return 0;
   }
   if (!passed_through(level, name, false)) return -ENOPROTOOPT;
+  if (level == SOL_SOCKET && name == SO_ERROR && verbs_ && *len >= sizeof(int))
+    if (int e = verbs_->take_error()) {
+      memcpy(val, &e, sizeof e);
+      *len = sizeof e;
+      return 0;
+    }
   return os_result(::getsockopt(fd_, level, name, val, len));
 }
 
@@ -692,6 +708,9 @@ void DgramSocket::fork_child() {
   new (&name_mu_) std::mutex();
   new (&recv_mu_) std::mutex();
   tx_.fork_child();
+  rx_.fork_child();
+  if (verbs_) verbs_->fork_child();
+  forked_copy_ = true;
 }
 
 }  // namespace ss::rs

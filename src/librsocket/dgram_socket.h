@@ -29,7 +29,7 @@ class DgramSocket final : public Pollable {
   static int create(int domain, int flags, std::shared_ptr<DgramSocket>* out);
   DgramSocket(int fd, int domain)
       : fd_(fd), domain_(domain),
-        verbs_(dgram_verbs_enabled() ? std::make_unique<DgramVerbs>(fd, domain) : nullptr) {}
+        verbs_(dgram_verbs_enabled() ? std::make_shared<DgramVerbs>(fd, domain) : nullptr) {}
   ~DgramSocket();  // closes the descriptor: no call is using it any more
   DgramSocket(const DgramSocket&) = delete;
   DgramSocket& operator=(const DgramSocket&) = delete;
@@ -61,7 +61,9 @@ class DgramSocket final : public Pollable {
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool kicked) override;
   // In a fork child: the locks a parent thread held at the fork are freed
-  // (the shared-memory sender's too).
+  // (the shared-memory sender's and the verbs side's too). Over verbs the
+  // QPs stay the parent's (DgramVerbs::fork_child): calls needing them
+  // fail with EOPNOTSUPP, rpoll reports POLLERR.
   void fork_child() override;
 
  private:
@@ -122,11 +124,13 @@ class DgramSocket final : public Pollable {
   const bool shm_ = dgram_shm_enabled();
   // SLIPSTREAM_PROVIDER=verbs: upstream's protocol over UD queue pairs
   // instead of our UDP format (no shared memory then).
-  const std::unique_ptr<DgramVerbs> verbs_;
+  // Shared: fork's registry holds it while it counts it (fork::track).
+  const std::shared_ptr<DgramVerbs> verbs_;
   DgramShmReceiver rx_;  // recv_mu_
   DgramShmSender tx_;
   int wait_fd_ = -1;           // recv_mu_
   int sleeping_ = 0;           // recv_mu_: threads between wait_target and after_wait
+  bool forked_copy_ = false;   // a fork child's: the kernel socket is also its parent's
   bool wait_has_event_ = false;  // recv_mu_: the ring's eventfd is in wait_fd_
   sockaddr_storage peer_{};    // recv_mu_: the connected destination (ss_family 0: none)
   // A costly look (syscalls) taken at every dgram_kernel_ratio-th chance,

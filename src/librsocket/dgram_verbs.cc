@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "core/base/log.h"
 #include "librsocket/dgram_deliver.h"
@@ -89,6 +90,7 @@ int DgramVerbs::source_for(const sockaddr* dst, socklen_t len, sockaddr_storage*
 }
 
 int DgramVerbs::qp_for(const sockaddr_storage& src, UdQp** out) {
+  if (cut_loose()) return -EOPNOTSUPP;
   for (LocalQp& l : qps_)
     if (l.ip.ss_family == src.ss_family &&
         ds_same_endpoint(reinterpret_cast<const sockaddr*>(&l.ip), reinterpret_cast<const sockaddr*>(&src)))
@@ -104,14 +106,30 @@ int DgramVerbs::qp_for(const sockaddr_storage& src, UdQp** out) {
                   : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6&>(src).sin6_addr),
               ip, sizeof ip);
     SS_INFO("rsocket: fd %d: no UD queue pair on %s: %s%s", fd_, ip, strerror(-rc),
-            rc == -EOPNOTSUPP ? " (iWARP has no unreliable datagrams)" : "");
+            rc == -EOPNOTSUPP ? " (iWARP has no unreliable datagrams; a fork child no verbs)" : "");
     return rc;
   }
   l.qp = std::move(qp);
   *out = l.qp.get();
   qps_.push_back(std::move(l));
+  if (!std::exchange(tracked_, true)) fork::track(weak_from_this());
   return 0;
 }
+
+DgramVerbs::~DgramVerbs() {
+  if (tracked_) fork::untrack(this);
+}
+
+void DgramVerbs::fork_child() {
+  new (&mu_) std::mutex();  // a parent thread may have held it
+  if (qps_.empty()) return;  // none yet: a first one fails here (UdQp::create)
+  for (LocalQp& l : qps_) (void)l.qp.release();  // the parent's: never used nor destroyed here
+  qps_.clear();
+  error_.store(EOPNOTSUPP, std::memory_order_relaxed);
+  cut_loose_.store(true, std::memory_order_relaxed);
+}
+
+bool DgramVerbs::leave_to_maker() { return cut_loose(); }
 
 int DgramVerbs::prepare(const sockaddr* dst, socklen_t len) {
   std::lock_guard<std::mutex> g(mu_);
@@ -124,6 +142,7 @@ int DgramVerbs::prepare(const sockaddr* dst, socklen_t len) {
 ssize_t DgramVerbs::send(const sockaddr* dst, socklen_t dlen, const iovec* iov, size_t iovcnt,
                          size_t len, int os_flags) {
   std::unique_lock<std::mutex> g(mu_);
+  if (cut_loose()) return -EOPNOTSUPP;  // even over UDP: its header names the parent's QP
   sockaddr_storage src;
   UdQp* qp;
   if (int rc = source_for(dst, dlen, &src)) return rc;
@@ -196,6 +215,9 @@ bool DgramVerbs::on_udp(const uint8_t* buf, size_t n, const sockaddr* src, size_
 
 ssize_t DgramVerbs::recv(msghdr* msg, int flags, const sockaddr_storage& peer,
                          void (*drop)(void* ctx, DgramFault f), void* ctx) {
+  // Cut loose: the UDP socket's datagrams are left to the parent (whose
+  // exchange headers they may be).
+  if (cut_loose()) return -EOPNOTSUPP;
   // The QPs and the UDP socket take turns at being looked at first: a
   // steady UD stream must not starve the exchange headers (or a sender's
   // first datagrams) queued on the socket. A peek leaves the turn as it

@@ -3,11 +3,14 @@
 // UDP-assisted QPN exchange (dgram_ds_peers.h) over the rsocket's own UDP
 // socket, then UD SENDs behind a DsHeader (dgram_ds_wire.h). Internally
 // every function returns 0 / a count, or -errno. The owner (DgramSocket)
-// serialises receives; sends may come from any thread.
+// serialises receives; sends may come from any thread. In a fork child
+// the QPs stay the parent's (fork_child): every call needing them fails
+// with EOPNOTSUPP there.
 #pragma once
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -16,15 +19,20 @@
 #include "core/prov/verbs/ud_qp.h"
 #include "librsocket/dgram_ds_peers.h"
 #include "librsocket/dgram_wire.h"
+#include "librsocket/fork.h"
 
 namespace ss::rs {
 
 // True when datagram rsockets run over verbs (the core provider setting).
 bool dgram_verbs_enabled();
 
-class DgramVerbs {
+class DgramVerbs final : public fork::Unforkable,
+                         public std::enable_shared_from_this<DgramVerbs> {
  public:
   DgramVerbs(int fd, int domain) : fd_(fd), domain_(domain) {}
+  ~DgramVerbs() override;
+  DgramVerbs(const DgramVerbs&) = delete;
+  DgramVerbs& operator=(const DgramVerbs&) = delete;
 
   // Makes sure a QP serves `dst` (rconnect, and each send): -ENODEV when no
   // RDMA device owns the local address toward it, -EOPNOTSUPP on iWARP.
@@ -54,6 +62,20 @@ class DgramVerbs {
   std::vector<int> new_event_fds();
   // Asks every QP for an event on its next completion.
   void arm();
+
+  // In a fork child (the owner's fork_child, from the fd table's child
+  // handler, before any call): a lock a parent thread held is made free,
+  // and the QPs (the parent's device objects, and queues both processes
+  // map) are let go of, never used nor destroyed here: cut_loose() from
+  // then on. Done there, not at the first call as for connections: it
+  // only drops pointers, and a QP made while the fork happened, not yet
+  // tracked, is cut loose too.
+  void fork_child();
+  // fork::Unforkable: counted in the child's one warning (its first call).
+  bool leave_to_maker() override;
+  bool cut_loose() const { return cut_loose_.load(std::memory_order_relaxed); }
+  // SO_ERROR: EOPNOTSUPP once after the cut, else 0.
+  int take_error() { return error_.exchange(0, std::memory_order_relaxed); }
 
  private:
   struct LocalQp {
@@ -98,6 +120,9 @@ class DgramVerbs {
   DsPeers peers_;             // mu_
   size_t next_qp_ = 0;        // receive: round robin over qps_ (owner's lock)
   bool udp_first_ = false;    // receive: whose turn it is to be looked at first (owner's lock)
+  bool tracked_ = false;      // mu_: fork::track()ed (from the first QP on)
+  std::atomic<bool> cut_loose_{false};
+  std::atomic<int> error_{0};
 };
 
 }  // namespace ss::rs

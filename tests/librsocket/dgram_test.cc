@@ -28,6 +28,7 @@
 #include "librsocket/dgram_ring.h"
 #include "librsocket/dgram_shm.h"
 #include "tests/librsocket/conformance.h"
+#include "tests/librsocket/fork_util.h"
 
 using namespace rsconf;
 
@@ -1091,6 +1092,31 @@ TEST_P(DgramShmTest, ABusyRingDoesNotStarveTheKernelSocket) {
   }
   EXPECT_TRUE(kernel_seen) << "the kernel socket's datagram waited behind " << taken
                            << " ring deliveries";
+}
+
+// A fork child's rclose of an inherited datagram rsocket drops its copy
+// only: the kernel socket and the receive ring are also the parent's.
+// Shutting the socket down (as rclose does in the process that made it,
+// to wake its sleepers) left the parent's rpoll reporting POLLHUP for
+// good; marking the ring closed sent its senders to UDP.
+TEST_P(DgramTest, ForkChildsCloseLeavesTheParentsSocket) {
+  Addr an;
+  RFd a = bound(&an), b = bound();
+  if (shm()) {
+    ASSERT_NO_FATAL_FAILURE(warm(b, a, an));
+  }
+  const int fd = a;
+  Reaper child{fork_child([fd] { return rclose(fd) == 0 ? 0 : 1; })};
+  ASSERT_GT(child.pid, 0);
+  ASSERT_EQ("", wait_child(&child, 30));
+  pollfd p{a, POLLIN, 0};
+  EXPECT_EQ(0, rpoll(&p, 1, 100)) << "revents " << p.revents;
+  ASSERT_EQ(2, rsendto(b, "hi", 2, 0, an.sa(), an.len)) << errstr(errno);
+  if (shm()) {
+    EXPECT_TRUE(kernel_queue_empty(a)) << "sent over UDP, not into the ring";
+  }
+  char buf[8];
+  EXPECT_EQ(2, rrecv(a, buf, sizeof buf, 0)) << errstr(errno);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DgramTest,

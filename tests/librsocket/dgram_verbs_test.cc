@@ -6,16 +6,23 @@
 // RS_CONFORMANCE_REQUIRE has "verbs".
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/common/rxe_counter.h"
+#include "tests/common/stderr_capture.h"
 #include "tests/librsocket/conformance.h"
+#include "tests/librsocket/fork_util.h"
 
 using namespace rsconf;
 
@@ -239,6 +246,121 @@ TEST_P(DgramVerbsTest, ControlHeadersAreNoReadiness) {
   from.len = sizeof from.ss;
   ASSERT_EQ(2, take(b, buf, sizeof buf, &from)) << errstr(errno);
   EXPECT_EQ(0, memcmp(buf, "ok", 2));
+}
+
+// Lines of `text` holding `what`.
+int count_lines(const std::string& text, const char* what) {
+  int n = 0;
+  for (size_t at = 0; (at = text.find(what, at)) != std::string::npos; at++) n++;
+  return n;
+}
+
+// A fork child's inherited datagram rsocket with UD queue pairs: the QPs,
+// CQ and receive slots are the parent's (the kernel refuses the device
+// files to the child, and rxe's queues are memory both processes map), so
+// every call that needs them fails with EOPNOTSUPP, one warning, and
+// rclose leaves the parent's socket as it was. A datagram waiting on the
+// parent's CQ at the fork is still the parent's; the parent and its peer
+// go on over UD. New verbs in the child fail too; SLIPSTREAM_PROVIDER=auto
+// serves the child's new datagram rsockets without verbs.
+TEST_P(DgramVerbsTest, ForkChildCannotUseInheritedQueuePairs) {
+  if (iwarp_) GTEST_SKIP() << "iWARP: no UD queue pairs to inherit (OnIwarpEopnotsupp)";
+  Addr an, bn, from;
+  RFd a = bound(&an), b = bound(&bn);
+  char buf[2048];
+  for (int i = 0; i < 3; i++) {  // both ways, until both know the other's QPN
+    ASSERT_EQ(1, rsendto(a, "p", 1, 0, bn.sa(), bn.len)) << errstr(errno);
+    ASSERT_EQ(1, take(b, buf, sizeof buf, &from)) << errstr(errno);
+    ASSERT_EQ(1, rsendto(b, "q", 1, 0, an.sa(), an.len)) << errstr(errno);
+    ASSERT_EQ(1, take(a, buf, sizeof buf, &from)) << errstr(errno);
+  }
+  ASSERT_EQ(6, rsendto(b, "queued", 6, 0, an.sa(), an.len)) << errstr(errno);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // on a's CQ, not yet polled
+  const int fd = a, fam = family();
+  Reaper child{fork_child([&] {
+    const int out = dup(STDERR_FILENO);  // what failed goes there, past the capture
+    sstest::StderrCapture err;
+    int first = 0;
+    auto expect = [&](bool ok, int code, const char* what, ssize_t rc) {
+      if (ok) return;
+      dprintf(out, "child: %s: got %zd, %s\n", what, rc, strerror(errno));
+      if (!first) first = code;
+    };
+    auto fails = [](ssize_t rc) { return rc == -1 && errno == EOPNOTSUPP; };
+    char cb[64];
+    Addr f;
+    f.len = sizeof f.ss;
+    ssize_t r = rrecvfrom(fd, cb, sizeof cb, MSG_DONTWAIT, f.sa(), &f.len);
+    expect(fails(r), 30, "rrecvfrom(MSG_DONTWAIT)", r);
+    struct sigaction wake {}, was {};
+    wake.sa_handler = [](int) {};  // no SA_RESTART: a receive that hangs returns EINTR
+    sigaction(SIGALRM, &wake, &was);
+    alarm(3);
+    r = rrecvfrom(fd, cb, sizeof cb, 0, f.sa(), &f.len);
+    expect(fails(r), 31, "rrecvfrom (blocking)", r);
+    sigaction(SIGALRM, &was, nullptr);
+    alarm(kChildSeconds);
+    r = rsendto(fd, "c", 1, 0, bn.sa(), bn.len);
+    expect(fails(r), 32, "rsendto", r);
+    pollfd p{fd, POLLIN, 0};
+    r = rpoll(&p, 1, 2000);
+    expect(r == 1 && (p.revents & POLLERR), 33, "rpoll POLLERR", r);
+    int e = 0;
+    socklen_t el = sizeof e;
+    r = rgetsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
+    expect(r == 0 && e == EOPNOTSUPP, 34, "SO_ERROR", e);
+    // the kernel socket is the parent's too: its destination stays unset
+    r = rconnect(fd, bn.sa(), bn.len);
+    expect(fails(r), 35, "rconnect", r);
+    r = rclose(fd);
+    expect(r == 0, 36, "rclose", r);
+    int n = rsocket(fam, SOCK_DGRAM, 0);  // verbs of its own
+    expect(n >= 0, 37, "rsocket", n);
+    r = rsendto(n, "d", 1, 0, bn.sa(), bn.len);
+    expect(fails(r), 38, "a new socket's rsendto", r);
+    r = rclose(n);
+    expect(r == 0, 39, "a new socket's rclose", r);
+    select_provider("auto");
+    Addr self = loopback(fam), sn;
+    sn.len = sizeof sn.ss;
+    int s = rsocket(fam, SOCK_DGRAM, 0), t = rsocket(fam, SOCK_DGRAM, 0);
+    r = s < 0 || t < 0 || rbind(s, self.sa(), self.len) || rgetsockname(s, sn.sa(), &sn.len);
+    expect(r == 0, 40, "auto: rsocket, rbind", r);
+    r = rsendto(t, "e", 1, 0, sn.sa(), sn.len);
+    expect(r == 1, 41, "auto: rsendto", r);
+    r = take(s, cb, sizeof cb, &f);
+    expect(r == 1, 41, "auto: receive", r);
+    r = rclose(s) || rclose(t);
+    expect(r == 0, 42, "auto: rclose", r);
+    const std::string text = err.text();
+    dprintf(out, "%s", text.c_str());
+    r = count_lines(text, "inherited verbs");
+    expect(r == 1, 43, "warnings on the inherited socket", r);
+    r = count_lines(text, "unavailable in this fork child");
+    expect(r == 1, 44, "warnings on new verbs", r);
+    return first;
+  })};
+  ASSERT_GT(child.pid, 0);
+  ASSERT_EQ("", wait_child(&child, 30));
+  ASSERT_EQ(6, take(a, buf, sizeof buf, &from)) << "the datagram queued at the fork: " << errstr(errno);
+  EXPECT_EQ(0, memcmp(buf, "queued", 6));
+  pollfd p{a, POLLIN, 0};
+  EXPECT_EQ(0, rpoll(&p, 1, 200)) << "revents " << p.revents << ": the child's rclose shut it";
+  Addr peer;
+  peer.len = sizeof peer.ss;
+  EXPECT_EQ(-1, rgetpeername(a, peer.sa(), &peer.len)) << "the child's rconnect reached it";
+  const long udp0 = kernel_udp_out(family());
+  for (int i = 0; i < 20; i++) {
+    std::string ping = "ping " + std::to_string(i);
+    ASSERT_EQ(ssize_t(ping.size()), rsendto(a, ping.data(), ping.size(), 0, bn.sa(), bn.len))
+        << errstr(errno);
+    ASSERT_EQ(ssize_t(ping.size()), take(b, buf, sizeof buf, &from)) << i << " " << errstr(errno);
+    EXPECT_EQ(ping, std::string(buf, ping.size()));
+    ASSERT_EQ(ssize_t(ping.size()), rsendto(b, ping.data(), ping.size(), 0, an.sa(), an.len));
+    ASSERT_EQ(ssize_t(ping.size()), take(a, buf, sizeof buf, &from)) << i << " " << errstr(errno);
+    EXPECT_EQ(ping, std::string(buf, ping.size()));
+  }
+  EXPECT_LE(kernel_udp_out(family()) - udp0, 4) << "no longer over UD";
 }
 
 TEST_P(DgramVerbsTest, OnIwarpEopnotsupp) {

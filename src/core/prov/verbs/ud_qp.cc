@@ -120,6 +120,7 @@ int UdQp::create(const sockaddr* addr, uint32_t slots, std::unique_ptr<UdQp>* ou
 
 int UdQp::setup(const sockaddr* addr, uint32_t slots) {
   if (res::device_count() <= 0) return -ENODEV;
+  if (int rc = res::usable_here()) return rc;  // a fork child's devices are the parent's
   if (rdma_create_id(nullptr, &id_, this, RDMA_PS_UDP)) return -errno;
   sockaddr_storage local{};
   std::memcpy(&local, addr, addr_len(addr));

@@ -30,8 +30,9 @@ class UdQp {
 
   // A QP on the device of local address `addr` (its port is ignored), with
   // `slots` receive and send slots each. -ENODEV when no RDMA device owns
-  // the address, -EOPNOTSUPP on an iWARP device (no unreliable datagrams),
-  // else -errno.
+  // the address, -EOPNOTSUPP on an iWARP device (no unreliable datagrams)
+  // or in a fork child of the process that opened the devices
+  // (res::usable_here), else -errno.
   SS_API static int create(const sockaddr* addr, uint32_t slots, std::unique_ptr<UdQp>* out);
   SS_API ~UdQp();
   UdQp(const UdQp&) = delete;
