@@ -8,7 +8,7 @@
 
 namespace ss::vma::preload {
 
-class KernelSocket;
+struct KernelSocket;
 
 // Names the file from the setting (its first %d the pid), at start. A file
 // that cannot be opened: one warning naming it, no report is written.
