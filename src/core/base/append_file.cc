@@ -19,6 +19,17 @@ int open_for_append(const char* path) {
 
 }  // namespace
 
+bool write_all(int fd, const char* data, size_t len) noexcept {
+  while (len) {
+    const long r = syscall(SYS_write, fd, data, len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    data += r;
+    len -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
 int AppendFile::set(const char* path) noexcept {
   ErrnoGuard keep;
   if (!path || !*path) return -EINVAL;
@@ -45,17 +56,7 @@ bool AppendFile::append(const char* data, size_t len) const noexcept {
   ErrnoGuard keep;
   const int fd = open_for_append(path_);
   if (fd < 0) return false;
-  bool whole = true;
-  while (len) {
-    const long r = syscall(SYS_write, fd, data, len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      whole = false;
-      break;
-    }
-    data += r;
-    len -= static_cast<size_t>(r);
-  }
+  const bool whole = write_all(fd, data, len);
   syscall(SYS_close, fd);
   return whole;
 }

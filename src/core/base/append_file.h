@@ -13,6 +13,10 @@
 
 namespace ss {
 
+// All of `data` to `fd` by the raw write syscall (EINTR retried); false
+// when the descriptor refused some of it. The logger's stderr lines too.
+bool write_all(int fd, const char* data, size_t len) noexcept;
+
 class AppendFile {
  public:
   constexpr AppendFile() = default;

@@ -4,7 +4,6 @@
 #include "core/base/log.h"
 
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -46,16 +45,6 @@ const char* level_name(Level level) {
   return (i >= 0 && i < 7) ? kNames[i] : "LOG";
 }
 
-void raw_write(int fd, const char* p, size_t len) {
-  while (len) {
-    const long r = syscall(SYS_write, fd, p, len);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return;  // nowhere else to report it
-    p += r;
-    len -= static_cast<size_t>(r);
-  }
-}
-
 // fd 2 a socket: an inetd-style program's connection, or under the
 // preload a kernel socket carrying an rsocket's frames. A line written
 // there would corrupt the peer's stream, so it is dropped (there is no
@@ -92,7 +81,7 @@ void write(Level level, const char* fmt, ...) {
   while (len > static_cast<size_t>(n) && buf[len - 1] == '\n') --len;  // one line only
   buf[len++] = '\n';
   if (g_file.append(buf, len)) return;
-  if (!stderr_is_socket()) raw_write(STDERR_FILENO, buf, len);
+  if (!stderr_is_socket()) write_all(STDERR_FILENO, buf, len);  // nowhere else to report a failure
 }
 
 int set_file(const char* path) { return g_file.set(path); }
