@@ -218,18 +218,14 @@ int DgramSocket::shutdown(int how) {
   return rc;
 }
 
+// No shutdown(2): the kernel socket may be a fork's other process's too,
+// and a close ends only this process's use (the last user closes it).
 void DgramSocket::close() {
-  bool wake;
-  {
-    std::lock_guard<std::mutex> g(recv_mu_);
-    rx_.close_ring();
-    shut_rd_ = true;  // under recv_mu_: a later wait_target sees it and does not sleep
-    shut_wr_ = true;
-    // A fork child's copy shares the kernel socket with the parent, whose
-    // socket a shutdown would end too: only a sleeper here needs one.
-    wake = !forked_copy_ || sleeping_ > 0;
-  }
-  if (wake) ::shutdown(fd_, SHUT_RDWR);  // wakes whoever sleeps on it; the last user closes it
+  std::lock_guard<std::mutex> g(recv_mu_);
+  rx_.close_ring();
+  shut_rd_ = true;  // under recv_mu_: a later wait_target sees it and does not sleep
+  shut_wr_ = true;
+  kick_.wake();     // this process's sleepers look again and see it
 }
 
 ssize_t DgramSocket::send(const msghdr& msg, int flags) {
@@ -468,9 +464,9 @@ ssize_t DgramSocket::recv(msghdr* msg, int flags) {
       if (t.tag) return -static_cast<ssize_t>(t.tag);
       continue;
     }
-    pollfd p{t.fd, t.events, 0};
-    int rc = interruptible_poll(&p, 1, -1);
-    after_wait(t, false);
+    pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};
+    int rc = interruptible_poll(p, 2, ms);
+    after_wait(t, t.kick_fd >= 0 && (p[1].revents & POLLIN));
     if (rc < 0) return rc;
   }
 }
@@ -580,7 +576,7 @@ int DgramSocket::wait_set() {
 // tag: an errno when no wait set could be made (fd kReady: the caller
 // looks again, and a blocking receive returns it).
 WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
-  (void)sleep_ms;  // no deadline of its own
+  constexpr int kUnkickedSleepMs = 10;  // out of descriptors for the kick: rclose seen that late
   WaitTarget t;
   std::lock_guard<std::mutex> g(recv_mu_);
   if (readiness_locked(want, true)) return t;
@@ -601,16 +597,21 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
     t.fd = fd_;
     t.events = want;
   }
+  if (kick_.join() == 0)
+    t.kick_fd = kick_.fd();
+  else if (*sleep_ms < 0 || *sleep_ms > kUnkickedSleepMs)
+    *sleep_ms = kUnkickedSleepMs;
   return t;
 }
 
 // As Kick::leave: the wake-up stays readable until the last sleeper
 // leaves (drained earlier, another one asleep on it would miss its
 // datagram), and only a wait on the wait set (a reader's) drains it.
-void DgramSocket::after_wait(const WaitTarget& armed, bool) {
+void DgramSocket::after_wait(const WaitTarget& armed, bool kicked) {
   std::lock_guard<std::mutex> g(recv_mu_);
   kernel_look_.hint = true;  // whatever woke us, the next look covers everything
   serve_.hint = true;
+  if (armed.kick_fd >= 0) kick_.leave(kicked);
   if (--sleeping_ > 0) return;
   rx_.set_sleeping(false);
   if (armed.fd >= 0 && armed.fd == wait_fd_ && rx_.event_fd() >= 0) {
@@ -710,7 +711,8 @@ void DgramSocket::fork_child() {
   tx_.fork_child();
   rx_.fork_child();
   if (verbs_) verbs_->fork_child();
-  forked_copy_ = true;
+  kick_.fork_child();
+  sleeping_ = 0;  // the parent's sleepers: none of this process's threads
 }
 
 }  // namespace ss::rs

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/kick.h"
 #include "core/base/pollable.h"
 #include "librsocket/dgram_shm.h"
 #include "librsocket/dgram_verbs.h"
@@ -130,7 +131,9 @@ class DgramSocket final : public Pollable {
   DgramShmSender tx_;
   int wait_fd_ = -1;           // recv_mu_
   int sleeping_ = 0;           // recv_mu_: threads between wait_target and after_wait
-  bool forked_copy_ = false;   // a fork child's: the kernel socket is also its parent's
+  // recv_mu_: rclose wakes this process's sleepers through it; a shutdown
+  // of the kernel socket would end it for a fork's other process too.
+  Kick kick_;
   bool wait_has_event_ = false;  // recv_mu_: the ring's eventfd is in wait_fd_
   sockaddr_storage peer_{};    // recv_mu_: the connected destination (ss_family 0: none)
   // A costly look (syscalls) taken at every dgram_kernel_ratio-th chance,

@@ -1096,9 +1096,9 @@ TEST_P(DgramShmTest, ABusyRingDoesNotStarveTheKernelSocket) {
 
 // A fork child's rclose of an inherited datagram rsocket drops its copy
 // only: the kernel socket and the receive ring are also the parent's.
-// Shutting the socket down (as rclose does in the process that made it,
-// to wake its sleepers) left the parent's rpoll reporting POLLHUP for
-// good; marking the ring closed sent its senders to UDP.
+// Shutting the socket down (as rclose once did to wake its sleepers) left
+// the parent's rpoll reporting POLLHUP for good; marking the ring closed
+// sent its senders to UDP.
 TEST_P(DgramTest, ForkChildsCloseLeavesTheParentsSocket) {
   Addr an;
   RFd a = bound(&an), b = bound();
@@ -1115,6 +1115,64 @@ TEST_P(DgramTest, ForkChildsCloseLeavesTheParentsSocket) {
   if (shm()) {
     EXPECT_TRUE(kernel_queue_empty(a)) << "sent over UDP, not into the ring";
   }
+  char buf[8];
+  EXPECT_EQ(2, rrecv(a, buf, sizeof buf, 0)) << errstr(errno);
+}
+
+// The reverse: the parent's rclose leaves the child's copy working. The
+// kernel socket is the child's too, so rclose wakes the parent's sleepers
+// through its own kick, never a shutdown(2) (which made the child's
+// receive return 0 at once, and its rpoll say POLLHUP for good).
+TEST_P(DgramTest, ForkParentsCloseLeavesTheChildsSocket) {
+  Addr an;
+  int a = bound(&an).release();
+  RFd b = bound();
+  int go[2];
+  ASSERT_EQ(0, pipe(go));
+  Reaper child{fork_child([a, go] {
+    char c;
+    if (::read(go[0], &c, 1) != 1) return 2;
+    pollfd p{a, POLLIN, 0};
+    if (rpoll(&p, 1, 10000) != 1 || p.revents != POLLIN) return 3;
+    char buf[8];
+    return rrecv(a, buf, sizeof buf, 0) == 2 && memcmp(buf, "hi", 2) == 0 ? 0 : 4;
+  })};
+  ASSERT_GT(child.pid, 0);
+  ::close(go[0]);
+  ASSERT_EQ(0, rclose(a));
+  ASSERT_EQ(1, ::write(go[1], "g", 1));
+  ::close(go[1]);
+  ASSERT_EQ(2, rsendto(b, "hi", 2, 0, an.sa(), an.len)) << errstr(errno);
+  EXPECT_EQ("", wait_child(&child, 30)) << "(3: POLLHUP or no datagram, 4: a wrong receive)";
+}
+
+// A child's rclose wakes the child's own sleeper, and the parent's copy
+// goes on receiving.
+TEST_P(DgramTest, ForkChildsCloseWakesItsSleeperAndLeavesTheParent) {
+  Addr an;
+  RFd a = bound(&an), b = bound();
+  if (shm()) {
+    ASSERT_NO_FATAL_FAILURE(warm(b, a, an));
+  }
+  const int fd = a;
+  Reaper child{fork_child([fd] {
+    ssize_t got = -2;
+    int err = 0;
+    std::thread t([&] {
+      char buf[8];
+      got = rrecv(fd, buf, sizeof buf, 0);
+      err = errno;
+    });
+    usleep(100 * 1000);
+    if (rclose(fd) != 0) return 2;
+    t.join();  // a hang here is the child's alarm
+    return got == 0 || (got == -1 && err == EBADF) ? 0 : 3;
+  })};
+  ASSERT_GT(child.pid, 0);
+  ASSERT_EQ("", wait_child(&child, 30));
+  pollfd p{a, POLLIN, 0};
+  EXPECT_EQ(0, rpoll(&p, 1, 100)) << "revents " << p.revents;
+  ASSERT_EQ(2, rsendto(b, "hi", 2, 0, an.sa(), an.len)) << errstr(errno);
   char buf[8];
   EXPECT_EQ(2, rrecv(a, buf, sizeof buf, 0)) << errstr(errno);
 }
