@@ -131,7 +131,8 @@ constexpr Setting kRows[] = {
     {.id = int(Id::kCloseOnDup2), .name = "close_on_dup2", .env = {"VMA_CLOSE_ON_DUP2"},
      .def = 1, .max = 1, .help = "dup2 onto an offloaded socket closes it first"},
     {.id = int(Id::kMtu), .name = "mtu", .env = {"VMA_MTU"}, .def = 0, .max = 65535,
-     .help = "MTU of offloaded traffic (0: the interface's)"},
+     .help = "largest IP datagram sent on the rings (0: the route's MTU); larger ones go "
+             "through the kernel, which fragments them"},
     {.id = int(Id::kMss), .name = "mss", .env = {"VMA_MSS"}, .def = 0, .max = 65535,
      .help = "TCP MSS (0: MTU - 40)"},
     {.id = int(Id::kTxMcLoopback), .name = "tx_mc_loopback", .env = {"VMA_TX_MC_LOOPBACK"},

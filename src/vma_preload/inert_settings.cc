@@ -15,8 +15,8 @@ using settings::Id;
 // on AF_XDP rings, and the log line's prefix options.
 constexpr Id kInert[] = {Id::kLogDetails,  Id::kLogColors,  Id::kRxBufs,
                          Id::kTxBufs,      Id::kRxPollInit, Id::kRxBytesMin,
-                         Id::kProgressEngineInterval, Id::kThreadMode, Id::kMtu,
-                         Id::kMss,         Id::kTxNonblockedEagains};
+                         Id::kProgressEngineInterval, Id::kThreadMode, Id::kMss,
+                         Id::kTxNonblockedEagains};
 
 // Acted on as with 1 only: 0 asks for what this release does not do.
 constexpr Id kOnlyOne[] = {Id::kFork, Id::kCloseOnDup2};

@@ -121,7 +121,9 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   cfg.initial_fill = r->depth.fill;
   if (const int err = net::UdpStack::create(cfg, &r->stack); err < 0) return err;
   if (const int err = open_view_locked(); err < 0) return err;
-  r->resolver = net::make_netlink_resolver(g_view, r->ifindex);
+  // VMA_MTU: the rings carry nothing larger; the kernel fragments the rest.
+  r->resolver = net::make_netlink_resolver(g_view, r->ifindex,
+                                           static_cast<uint32_t>(settings::get(settings::Id::kMtu)));
   r->tx = std::make_unique<net::UdpTx>(r->stack.get(), r->resolver.get());
   for (const NetdevRings::Queue& q : r->queues) {
     short ev = 0;

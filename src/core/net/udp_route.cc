@@ -21,6 +21,7 @@ int NetlinkTxResolver::resolve(const Flow& f, TxPath* out, ToKernel* why) {
   if (r.ifindex != ifindex_ || !view_->link(r.ifindex, &link) || !link.has_mac)
     return kernel(ToKernel::kOtherDevice);
   out->mtu = r.mtu ? r.mtu : link.mtu;
+  if (mtu_cap_ && mtu_cap_ < out->mtu) out->mtu = mtu_cap_;
   memcpy(out->src_mac, link.mac, 6);
   out->src = f.src.empty() ? r.prefsrc : f.src;
   // No source the kernel would pick: let it say what is wrong.
@@ -36,8 +37,9 @@ int NetlinkTxResolver::resolve(const Flow& f, TxPath* out, ToKernel* why) {
   return 0;
 }
 
-std::unique_ptr<TxResolver> make_netlink_resolver(NetlinkView* view, int ifindex) {
-  return std::make_unique<NetlinkTxResolver>(view, ifindex);
+std::unique_ptr<TxResolver> make_netlink_resolver(NetlinkView* view, int ifindex,
+                                                  uint32_t mtu_cap) {
+  return std::make_unique<NetlinkTxResolver>(view, ifindex, mtu_cap);
 }
 
 }  // namespace ss::net
