@@ -4,9 +4,11 @@
 // rings are single-producer/single-consumer queues the parent keeps
 // using, and the steering program sends the port's frames to the
 // parent's rings, so the child's inherited socket sends through the
-// kernel and receives what reaches its kernel socket (same-host peers,
-// and everything once no process holds the port on rings: the parent
-// closed the socket or exited). The child closes its copies of the
+// kernel and receives what reaches its kernel socket: its first call asks
+// the parent to lend the port to the kernel socket while the child lives
+// (fork_share.h), after which both receive there, as from a kernel socket
+// shared by fork; and everything once no process holds the port on rings
+// (the parent closed the socket or exited). The child closes its copies of the
 // descriptors that keep the rings and the program alive, so they go with
 // the parent; it keeps a reference to every inherited record, whose
 // destructor would take the port's steering away from the parent and
@@ -40,14 +42,18 @@ std::atomic<bool> g_fork_child{false};
 namespace {
 
 // Every inherited record, never released (the child's copy of memory;
-// allocation is safe in a fork handler under glibc).
+// allocation is safe in a fork handler under glibc). Each asks the
+// rings' owner to share it at its first use here (fork_share.h).
 void keep_inherited_records() {
   static auto* kept = new std::vector<std::shared_ptr<KernelSocket>>;
   FdTable& t = FdTable::instance();
   const int top = highest_tracked_fd();
   for (int fd = 0; fd <= top; fd++)
     if (t.kind(fd) == FdKind::kVmaKernel)
-      if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel)) kept->push_back(std::move(s));
+      if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel)) {
+        s->forget_fork_ask();
+        kept->push_back(std::move(s));
+      }
 }
 
 void in_child() {

@@ -12,6 +12,7 @@
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
+#include "vma_preload/fork_share.h"
 #include "vma_preload/start.h"
 #include "vma_preload/stats_file.h"
 
@@ -19,6 +20,7 @@ namespace ss::vma::preload {
 namespace {
 
 std::atomic<int> g_highest{-1};
+std::atomic<uint64_t> g_next_id{1};
 
 // The base type and the protocol the rules know it by, or 0 when the
 // preload leaves the socket alone.
@@ -44,6 +46,7 @@ KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool 
       family(family_),
       type(type_),
       protocol(protocol_),
+      id(g_next_id.fetch_add(1, std::memory_order_relaxed)),
       created_blocking(blocking),
       ring_logic(settings::ring_allocation_logic(settings::Id::kRingAllocationLogicRx),
                  settings::ring_allocation_logic(settings::Id::kRingAllocationLogicTx)),
@@ -138,7 +141,10 @@ bool KernelSocket::change_count(uint64_t* count) {
 }
 
 bool KernelSocket::kernel_served() {
-  if (in_fork_child()) return true;
+  if (in_fork_child()) {
+    offload();  // an epoll set joined in a child: the parent lends the port first
+    return true;
+  }
   if (offload()) return false;
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return true;
   // Tried and refused (or handed back): the kernel's for good. Settled is
@@ -178,8 +184,29 @@ void KernelSocket::try_offload() {
     offload_.store(offload_owner_.get(), std::memory_order_release);
   }
   offload_settled_.store(true, std::memory_order_release);
+  fork_share_open();  // before a fork whose child may share the socket
   SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
+}
+
+void KernelSocket::ask_parent() const {
+  // Offloaded in the parent when it forked: its copy of the pointer says so.
+  if (!offload_.load(std::memory_order_relaxed) || fork_asked_.exchange(true)) return;
+  fork_share_ask(id);
+}
+
+bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  if (!offload_owner_) return false;
+  // The first child to ask lends the port; the last one gone takes it back.
+  if (lend ? fork_sharers_++ > 0 : fork_sharers_ == 0 || --fork_sharers_ > 0) return true;
+  offload_owner_->lend_to_kernel(lend);
+  if (lend)
+    SS_INFO("fd %d: fork child %d receives on it: its port goes to the kernel socket, shared, "
+            "until that child is gone", fd, pid);
+  else
+    SS_INFO("fd %d: fork child %d gone: its port back on the rings", fd, pid);
+  return true;
 }
 
 void KernelSocket::hand_back(const char* why) {

@@ -55,15 +55,25 @@ struct KernelSocket final : Pollable {
   bool kernel_served() override;
   void set_decision(Decision d);
 
-  // The offloaded path, or null (the kernel serves the socket; always in
-  // a fork child).
-  // Null in a fork child, and in a signal handler that interrupted this
-  // thread inside the offload (interpose::BusyScope): the kernel serves.
+  // The offloaded path, or null (the kernel serves the socket). Null in a
+  // fork child, whose first call on a socket its parent had offloaded asks
+  // the parent to lend the port to the kernel (fork_share.h), and in a
+  // signal handler that interrupted this thread inside the offload
+  // (interpose::BusyScope).
   UdpOffload* offload() const {
-    return in_fork_child() || interpose::handler_over_busy()
-               ? nullptr
-               : offload_.load(std::memory_order_acquire);
+    if (in_fork_child()) {
+      if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
+      return nullptr;
+    }
+    return interpose::handler_over_busy() ? nullptr : offload_.load(std::memory_order_acquire);
   }
+  // Parent (fork_share.cc): a fork child `pid` receives on this socket
+  // (lend), or that child is gone: the port's flows go to the kernel while
+  // any such child lives. Whether the socket is offloaded (lend: so lent).
+  bool lend_to_fork_child(bool lend, int pid);
+  // In a fork child: the inherited record asks its parent anew at its first
+  // use here (what the process that forked us asked is that one's).
+  void forget_fork_ask() { fork_asked_.store(false, std::memory_order_relaxed); }
   // Gives a bound UDP socket decided "vma" its offloaded path, once (not
   // before the kernel gave it a port). Stats show offloaded=1 if it got one.
   void try_offload();
@@ -76,6 +86,7 @@ struct KernelSocket final : Pollable {
   void hand_back(const char* why);
 
   const int fd, family, type, protocol;  // type without SOCK_NONBLOCK/SOCK_CLOEXEC
+  const uint64_t id;                      // unique in the process, kept by its fork children
   const bool created_blocking;
   stats::SocketStats stats;  // empty when every block is taken
   std::atomic<bool> stats_written{false};  // to VMA_STATS_FILE (stats_file.h)
@@ -97,6 +108,9 @@ struct KernelSocket final : Pollable {
   std::mutex offload_mu_;
   bool offload_tried_ = false;                  // under offload_mu_
   std::unique_ptr<UdpOffload> offload_owner_;   // under offload_mu_
+  int fork_sharers_ = 0;                        // under offload_mu_: fork children lent the port
+  mutable std::atomic<bool> fork_asked_{false};  // in a fork child: asked its parent
+  void ask_parent() const;
   std::atomic<UdpOffload*> offload_{nullptr};
   // Set once a try ended (offloaded or refused) or the socket was handed
   // back: with offload_ null, the kernel's for good (kernel_served, lock-free).

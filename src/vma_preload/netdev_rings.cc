@@ -15,6 +15,7 @@
 #include "libvmacompat/ring_depth.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_layout.h"
+#include "vma_preload/fork_share.h"
 #include "vma_preload/start.h"
 #if SS_VMA_XDP
 #include "core/prov/xdp/xdp_device.h"
@@ -52,12 +53,14 @@ void publish_kernel_fds(const NetdevRings& r) {
 }
 net::NetlinkView* g_view = nullptr;           // never freed: the service thread reads it
 
-// Also refreshes the rings' vmastat blocks once a second.
+// Also refreshes the rings' vmastat blocks once a second, and answers fork
+// children sharing an offloaded socket (fork_share.h).
 void follow_kernel(ServiceThread::Run& run) {
   while (!run.stopping()) {
-    pollfd fds[2] = {{-1, 0, 0}, {g_view->fd(), POLLIN, 0}};
+    pollfd fds[3] = {{-1, 0, 0}, {g_view->fd(), POLLIN, 0}, {fork_share_fd(), POLLIN, 0}};
     if (run.poll(fds, 1000) > 0 && (fds[1].revents & POLLIN)) g_view->process_events();
     publish_ring_counters();
+    fork_share_serve();
   }
 }
 

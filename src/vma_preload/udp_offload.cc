@@ -196,6 +196,13 @@ size_t UdpOffload::drain(const char* why) {
   return dropped;
 }
 
+void UdpOffload::lend_to_kernel(bool lend) {
+  for (Leg& l : legs_)
+    if (const int err = l.ep->lend_to_kernel(lend))
+      SS_WARN("%s: fd %d: its port stays with the kernel socket (steering: %s)",
+              l.rings->ifname.c_str(), fd_, strerror(-err));
+}
+
 ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy) {
   const auto* p = static_cast<const uint8_t*>(head_->buf.data());
   const size_t full = head_->buf.size();

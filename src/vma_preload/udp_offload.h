@@ -60,6 +60,9 @@ class UdpOffload {
   // freed with this object, give the port back to the kernel): the
   // datagrams dropped, each netdev's log line naming the socket and `why`.
   size_t drain(const char* why);
+  // Every leg's port lent to the kernel socket, or taken back
+  // (UdpEndpoint::lend_to_kernel): a fork child shares the socket.
+  void lend_to_kernel(bool lend);
 
   // Sleeping on the socket (udp_offload_wait.cc): poll, select and epoll
   // (KernelSocket's Pollable) and a blocking receive. One sleep for

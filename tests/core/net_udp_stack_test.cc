@@ -220,6 +220,44 @@ TEST_F(UdpStackTest, BindSteersAndUnbindRemoves) {
   EXPECT_EQ(stack_->rx_counters().no_endpoint, 1u);
 }
 
+// Lent to the kernel (a fork child shares the socket): the bind's flows go,
+// dual ones too, what was queued stays; taken back they return. Another
+// endpoint's hold on a shared flow keeps it; a lent endpoint's unbind
+// removes nothing twice.
+TEST_F(UdpStackTest, LendToKernelRemovesTheBindsFlowsUntilTakenBack) {
+  auto ep = bind("10.0.0.2", 9000);
+  auto dual = bind("::", 9001, true);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "queued before");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_EQ(ep->lend_to_kernel(true), 0);
+  EXPECT_EQ(dual->lend_to_kernel(true), 0);
+  EXPECT_EQ(ep->lend_to_kernel(true), 0) << "twice: nothing more";
+  EXPECT_TRUE(steer_.flows.empty());
+  EXPECT_FALSE(ep->steered(AF_INET));
+  EXPECT_FALSE(dual->steered(AF_INET6));
+  EXPECT_EQ(recv(*ep), "queued before");
+  EXPECT_EQ(ep->lend_to_kernel(false), 0);
+  EXPECT_EQ(dual->lend_to_kernel(false), 0);
+  EXPECT_EQ(steer_.flows.size(), 3u);
+  EXPECT_TRUE(ep->steered(AF_INET));
+  EXPECT_TRUE(dual->steered(AF_INET) && dual->steered(AF_INET6));
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "back");
+  EXPECT_EQ(recv(*ep), "back");
+  dual.reset();
+
+  auto a = bind("10.0.0.3", 9002, false, true), b = bind("10.0.0.3", 9002, false, true);
+  EXPECT_EQ(a->lend_to_kernel(true), 0);
+  EXPECT_TRUE(steer_.flows.count({ip("10.0.0.3"), 9002})) << "b still holds it";
+  a.reset();  // lent: gives nothing back
+  EXPECT_TRUE(steer_.flows.count({ip("10.0.0.3"), 9002}));
+  EXPECT_EQ(b->lend_to_kernel(true), 0);
+  EXPECT_FALSE(steer_.flows.count({ip("10.0.0.3"), 9002}));
+  b.reset();
+  ep->lend_to_kernel(true);
+  ep.reset();
+  EXPECT_TRUE(steer_.flows.empty());
+}
+
 TEST_F(UdpStackTest, BadBindsAreRefused) {
   std::unique_ptr<UdpEndpoint> ep;
   EXPECT_EQ(stack_->bind(UdpAddr{IpAddr{}, 9000}, false, &ep), -EINVAL) << "no family";

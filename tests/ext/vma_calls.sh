@@ -18,12 +18,13 @@
 #        closed too), close-on-exec as asked, dup2 onto another socket's
 #        number closes that socket (its port bound again and served on the
 #        rings), the port stays taken until the last number is closed.
-#  fork: a child's inherited offloaded socket (a receive EAGAIN, a send
-#        whose replies reach the parent's rings, close, exit) and a new
-#        socket of the child (the kernel's); the parent's socket still on
-#        the rings after the child closed its copy and exited; a child
-#        receiving through its kernel socket once the parent closed its
-#        copy, and once the parent exited without closing it.
+#  fork: a child's inherited offloaded socket, the parent keeping its
+#        copy (a receive EAGAIN, a send whose replies the child receives:
+#        it asked the parent to lend the port to the kernel socket, close,
+#        exit) and a new socket of the child (the kernel's); the parent's
+#        port back on the rings after the child exited; a child receiving
+#        through its kernel socket once the parent closed its copy, and
+#        once the parent exited without closing it.
 #  exits: 10 runs of the program whose main returns while two threads
 #        dup, close, ask and receive on an offloaded socket: each exits 0
 #        (nothing exit destroys is still in use; sockperf crashed so).
@@ -126,9 +127,11 @@ for pre in 0 1; do
   run_case "mmsg IPv6" 6 $pre 36 15 3 4 mmsg $IP6 $((port += 1)) $IP6B $PEERPORT
   run_case "dup IPv4" 4 $pre 25 8 3 3 dup $IP4 $((port += 2)) $IP4B $PEERPORT
   run_case "dup IPv6" 6 $pre 25 8 3 3 dup $IP6 $((port += 2)) $IP6B $PEERPORT
-  # The parent's 9 datagrams on the rings; the child's 7 and 3 sends the kernel's.
-  run_case "fork IPv4" 4 $pre 16 5 8 4 fork $IP4 $((port += 2)) $IP4B $PEERPORT
-  run_case "fork IPv6" 6 $pre 16 5 8 4 fork $IP6 $((port += 2)) $IP6B $PEERPORT
+  # The parent's 6 datagrams and the last Y on the rings; the kernel's:
+  # the child's 3 K, 2 N and 5 W, and a Y for each of at most 9 looks
+  # before the port is back on the rings; the child's 3 asks.
+  run_case "fork IPv4" 4 $pre 16 5 20 4 fork $IP4 $((port += 2)) $IP4B $PEERPORT
+  run_case "fork IPv6" 6 $pre 16 5 20 4 fork $IP6 $((port += 2)) $IP6B $PEERPORT
   run_case "fork, parent exits, IPv4" 4 $pre 8 3 - - fork-exit $IP4 $((port += 1)) $IP4B $PEERPORT
   run_case "exit while threads use the socket, IPv4" 4 $pre 10 10 - - exits $IP4 $((port += 1)) \
     $IP4B $PEERPORT

@@ -45,6 +45,7 @@ void UdpEndpoint::set_tx_options(const UdpTxOptions& o) {
 }
 
 bool UdpEndpoint::steered(sa_family_t family) const {
+  std::lock_guard lock(stack_->mu_);  // lend_to_kernel changes it
   return family == AF_INET ? steered_v4_ : family == AF_INET6 && steered_v6_;
 }
 
@@ -56,6 +57,8 @@ int UdpEndpoint::join(const IpAddr& group, const McastFilter& filter) {
 }
 
 int UdpEndpoint::leave(const IpAddr& group) { return stack_->leave(this, group); }
+
+int UdpEndpoint::lend_to_kernel(bool lend) { return stack_->lend(this, lend); }
 
 size_t UdpEndpoint::queued() const {
   std::lock_guard lock(stack_->mu_);
@@ -218,6 +221,35 @@ void UdpStack::unbind(UdpEndpoint* ep) {
     if (it->second.empty()) demux_.erase(it);
   }
   queued.swap(ep->queue_);
+}
+
+// The bind's flows, as bind() took them: local's, and any-IPv4's for a
+// dual endpoint. unbind() gives back only what is steered, so a lent flow
+// is never given back twice.
+int UdpStack::lend(UdpEndpoint* ep, bool lend) {
+  std::lock_guard lock(mu_);
+  if (!ep->bound_ || is_multicast(ep->local_.ip)) return 0;
+  const UdpAddr& l = ep->local_;
+  bool& own = l.ip.family == AF_INET ? ep->steered_v4_ : ep->steered_v6_;
+  bool& own_lent = l.ip.family == AF_INET ? ep->lent_v4_ : ep->lent_v6_;
+  bool* four = ep->dual_ ? &ep->steered_v4_ : nullptr;
+  bool* four_lent = ep->dual_ ? &ep->lent_v4_ : nullptr;
+  int err = 0;
+  auto move = [&](bool& steered, bool& lent, const IpAddr& ip) {
+    if (lend && steered) {
+      steer_unref_locked(ip, l.port);
+      steered = false;
+      lent = true;
+    } else if (!lend && lent) {
+      const int e = steer_ref_locked(ip, l.port);
+      if (e && !err) err = e;
+      steered = !e;
+      lent = false;
+    }
+  };
+  move(own, own_lent, l.ip);
+  if (four) move(*four, *four_lent, any_of(AF_INET));
+  return err;
 }
 
 int UdpStack::join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filter) {

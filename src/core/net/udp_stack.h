@@ -123,6 +123,13 @@ class UdpEndpoint {
   // Whether `family` was steered to the rings (the other one, if the
   // endpoint takes both, stays with the kernel socket).
   bool steered(sa_family_t family) const;
+  // Lends the port's unicast frames to the kernel socket (lend: its bind
+  // flows no longer steered, so another process sharing that socket, a
+  // fork child, receives them; what the rings queued stays here), or
+  // takes them back. Groups stay steered; a flow another endpoint also
+  // holds (a shared bind) stays too. 0, or the steering's -errno taking
+  // back (the flow then stays with the kernel).
+  SS_API int lend_to_kernel(bool lend);
 
   // Zero-copy receive: polls the rings, then moves the oldest datagram
   // into *out. 1, or 0 when none waits. The caller releases out->buf when
@@ -170,7 +177,8 @@ class UdpEndpoint {
   bool dual_;    // an IPv6 wildcard that also takes IPv4 (no IPV6_V6ONLY)
   bool shared_;  // may share its address and port with other shared ones
   bool bound_ = false;  // entered in the demux table (a failed bind's is not)
-  bool steered_v4_ = false, steered_v6_ = false;
+  bool steered_v4_ = false, steered_v6_ = false;  // under the stack's mutex after bind
+  bool lent_v4_ = false, lent_v6_ = false;        // under the stack's mutex: lend_to_kernel's
   UdpAddr peer_;                 // under the stack's mutex
   UdpTxOptions tx_;              // under the stack's mutex
   std::deque<Datagram> queue_;   // under the stack's mutex
@@ -237,6 +245,7 @@ class UdpStack {
   };
   explicit UdpStack(const Config& cfg) : cfg_(cfg) {}
   void unbind(UdpEndpoint* ep);
+  int lend(UdpEndpoint* ep, bool lend);
   int join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filter);
   int leave(UdpEndpoint* ep, const IpAddr& group);
   bool can_bind_locked(const Key& k, bool shared) const;

@@ -1,0 +1,31 @@
+// A fork child receiving on an inherited offloaded socket. The parent's
+// rings hold the socket's port (the steering program sends its frames to
+// them, and a child never touches the parent's rings), so a child's copy
+// used to get only same-host datagrams while the parent kept the socket.
+// The child's first call on such a socket asks the parent, through a page
+// both map (made at the parent's first offload, before any fork that
+// matters) and an eventfd, to lend the port's flows to the kernel
+// (UdpEndpoint::lend_to_kernel): the kernel socket then receives for
+// both processes, as a kernel socket shared by fork does. The parent's
+// service thread (vma-netlink) answers at once and takes the flows back
+// once every process that asked is gone (looked at each second); the
+// child waits for the answer a second at most (a stopped parent answers
+// late; an exited one holds no flow, and is not waited for).
+#pragma once
+#include <cstdint>
+
+namespace ss::vma::preload {
+
+// Parent: the page and the eventfd, made once. 0, or -errno (then no
+// child can ask: one warning).
+int fork_share_open();
+// Parent: the eventfd the service thread polls, or -1 before any offload.
+int fork_share_fd();
+// Parent, on the service thread: answers the requests, and takes back the
+// flows whose askers have all exited.
+void fork_share_serve();
+// Child: asks the parent to lend the flows of its socket record `id`
+// (KernelSocket::id), and waits for the answer (bounded).
+void fork_share_ask(uint64_t id);
+
+}  // namespace ss::vma::preload
