@@ -55,6 +55,12 @@ SS_PRELOAD_EXPORT int epoll_create(int size) {
 }
 
 SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
+  // A fork child waiting on an inherited offloaded socket will receive on
+  // it: the parent lends it the port first (fork_share.h).
+  if (vp::in_fork_child() && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      s->offload();
   const auto ep = set_of(epfd);
   if (ep) return ip::ctl_epoll(*ep, op, fd, ev);
   // A kernel epoll set the preload does not know (a raw syscall's, one the

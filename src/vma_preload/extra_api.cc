@@ -31,8 +31,8 @@ void dump_one(log::Level level, int fd) {
   log::write(level, "Protocol : %s", s->protocol == IPPROTO_UDP ? "PROTO_UDP" : "PROTO_TCP");
   log::write(level, "Family : %s", s->family == AF_INET6 ? "AF_INET6" : "AF_INET");
   const Decision d = s->decision();
-  if (s->offload())
-    log::write(level, "Is offloaded : true (%zu netdev(s))", s->offload()->legs());
+  if (UdpOffload* o = s->offload_quiet())
+    log::write(level, "Is offloaded : true (%zu netdev(s))", o->legs());
   else
     log::write(level, "Is offloaded : false (kernel: %s)", d.why);
   log::write(level, "VMA decision : %s", transport_name(d.wanted));

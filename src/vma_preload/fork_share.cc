@@ -1,16 +1,22 @@
 #include "vma_preload/fork_share.h"
 
-#include <signal.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
+#include "core/base/errno_guard.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "vma_preload/kernel_socket.h"
@@ -24,25 +30,69 @@ constexpr size_t kSlots = 64;
 // A request's life: free -> claimed (a child writes it) -> asked -> lent
 // (the parent lent the flows; `pid` holds them) -> free (that process is
 // gone), or asked -> free (nothing to lend: the record is closed or not
-// offloaded).
+// offloaded). A child gone while claimed or asked is freed by the parent.
 enum State : uint32_t { kFree, kClaimed, kAsked, kLent };
 
 struct Slot {
   std::atomic<uint32_t> state;
-  std::atomic<int32_t> pid;
+  std::atomic<int32_t> pid;  // 0 until the claimer wrote it
   std::atomic<uint64_t> id;
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "the page is shared across processes");
 
+// The children reach the parent by the name of a socket, not by a
+// descriptor they inherit: a child may have closed that number and
+// reused it, and the parent's socket goes with an exec, so a name nobody
+// holds says at once that nobody will answer.
 struct Page {
   std::atomic<int32_t> owner;  // the process whose rings these are
+  sockaddr_un name;            // abstract: sun_path[0] == 0
+  socklen_t name_len;
   Slot slots[kSlots];
 };
 
 std::once_flag g_once;
-Page* g_page = nullptr;  // MAP_SHARED: a fork child writes the parent's
-int g_event = -1;
-int g_open_err = 0;
+std::atomic<Page*> g_page{nullptr};  // MAP_SHARED: a fork child writes the parent's
+// The owner's side (service thread): its socket, and what tells that
+// number is still that socket (the program may close it and reuse it).
+std::atomic<int> g_sock{-1};
+ino_t g_sock_ino = 0;
+dev_t g_sock_dev = 0;
+// Per slot, the asker's start time (/proc/PID/stat): a reused pid is not it.
+unsigned long long g_start[kSlots];
+
+int raw_socket() {
+  return static_cast<int>(::syscall(SYS_socket, AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+}
+
+// Whether pid runs (not a zombie), and its start time: false when gone.
+bool running(pid_t pid, unsigned long long* start) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  const auto n = static_cast<ssize_t>(::syscall(SYS_read, fd, buf, sizeof buf - 1));
+  ::syscall(SYS_close, fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  // "pid (comm) S ppid ...": the command may hold anything but the last ')'.
+  const char* p = strrchr(buf, ')');
+  if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X') return false;
+  // Field 22, the start time, is the 19th after the state (field 3).
+  p += 2;
+  for (int field = 3; field < 22 && p; field++) {
+    p = strchr(p, ' ');
+    if (p) p++;
+  }
+  if (!p) return false;
+  *start = strtoull(p, nullptr, 10);
+  return true;
+}
+
+bool gone(pid_t pid, unsigned long long start) {
+  unsigned long long now = 0;
+  return !running(pid, &now) || now != start;
+}
 
 // The parent's record with this id, or null (closed since).
 std::shared_ptr<KernelSocket> record(uint64_t id) {
@@ -54,73 +104,125 @@ std::shared_ptr<KernelSocket> record(uint64_t id) {
   return nullptr;
 }
 
-bool gone(pid_t pid) { return ::kill(pid, 0) < 0 && errno == ESRCH; }
+// Whether the number is still the socket we made (else forgotten, once).
+bool own_socket_intact() {
+  const int fd = g_sock.load(std::memory_order_relaxed);
+  if (fd < 0) return false;
+  struct stat st;
+  if (::syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == g_sock_ino && st.st_dev == g_sock_dev)
+    return true;
+  g_sock.store(-1, std::memory_order_relaxed);
+  SS_WARN("fork: the program closed the library's request socket (fd %d); fork children's "
+          "requests are now answered within a second",
+          fd);
+  return false;
+}
 
 }  // namespace
 
 int fork_share_open() {
+  static int err = 0;
   std::call_once(g_once, [] {
     void* p = ::mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                      -1, 0);
     if (p == MAP_FAILED) {
-      g_open_err = -errno;
-    } else {
-      g_page = new (p) Page{};
-      g_page->owner.store(::getpid(), std::memory_order_relaxed);
-      g_event = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-      if (g_event < 0) g_open_err = -errno;
-    }
-    if (g_open_err)
+      err = -errno;
       SS_WARN("fork: no request page (%s): a fork child's inherited offloaded sockets get only "
               "same-host datagrams while this process holds them",
-              strerror(-g_open_err));
+              strerror(errno));
+      return;
+    }
+    auto* page = new (p) Page{};
+    page->owner.store(::getpid(), std::memory_order_relaxed);
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
+      nonce = reinterpret_cast<uintptr_t>(p) ^ static_cast<uint64_t>(time(nullptr));
+    page->name.sun_family = AF_UNIX;
+    const int len = snprintf(page->name.sun_path + 1, sizeof page->name.sun_path - 1,
+                             "slipstream-vma-fork/%d/%016llx", static_cast<int>(::getpid()),
+                             static_cast<unsigned long long>(nonce));
+    page->name_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + len);
+    const int s = raw_socket();
+    struct stat st;
+    if (s >= 0 &&
+        ::syscall(SYS_bind, s, reinterpret_cast<const sockaddr*>(&page->name), page->name_len) == 0 &&
+        ::syscall(SYS_fstat, s, &st) == 0) {
+      g_sock_ino = st.st_ino;
+      g_sock_dev = st.st_dev;
+      g_sock.store(s, std::memory_order_relaxed);
+    } else {
+      // The children's requests are then seen at the next second's look.
+      SS_DEBUG("fork: no request socket (%s)", strerror(errno));
+      if (s >= 0) ::syscall(SYS_close, s);
+    }
+    g_page.store(page, std::memory_order_release);
   });
-  return g_open_err;
+  return err;
 }
 
-int fork_share_fd() { return g_open_err ? -1 : g_event; }
+int fork_share_fd() { return g_sock.load(std::memory_order_relaxed); }
 
 void fork_share_serve() {
-  if (!g_page || g_event < 0) return;
-  uint64_t n;
-  while (::read(g_event, &n, sizeof n) > 0) {
-  }
-  for (Slot& s : g_page->slots) {
-    const uint32_t st = s.state.load(std::memory_order_acquire);
-    if (st != kAsked && st != kLent) continue;
-    const uint64_t id = s.id.load(std::memory_order_relaxed);
-    const pid_t pid = s.pid.load(std::memory_order_relaxed);
-    if (st == kLent && !gone(pid)) continue;
-    auto rec = record(id);
-    if (st == kAsked) {
-      const bool lent = rec && rec->lend_to_fork_child(true, pid);
-      s.state.store(lent ? kLent : kFree, std::memory_order_release);
-    } else {
-      if (rec) rec->lend_to_fork_child(false, pid);
-      s.state.store(kFree, std::memory_order_release);
+  Page* page = g_page.load(std::memory_order_acquire);
+  if (!page) return;
+  if (own_socket_intact()) {
+    char b[16];
+    while (::syscall(SYS_recvfrom, g_sock.load(std::memory_order_relaxed), b, sizeof b, MSG_DONTWAIT,
+                     nullptr, nullptr) > 0) {
     }
+  }
+  for (size_t i = 0; i < kSlots; i++) {
+    Slot& s = page->slots[i];
+    const uint32_t st = s.state.load(std::memory_order_acquire);
+    if (st == kFree) continue;
+    const pid_t pid = s.pid.load(std::memory_order_relaxed);
+    if (st == kClaimed) {  // a child that died before it asked
+      unsigned long long start;
+      if (pid && !running(pid, &start)) {
+        s.pid.store(0, std::memory_order_relaxed);
+        s.state.store(kFree, std::memory_order_release);
+      }
+      continue;
+    }
+    if (st == kLent && !gone(pid, g_start[i])) continue;
+    auto rec = record(s.id.load(std::memory_order_relaxed));
+    bool lent = false;
+    if (st == kAsked && running(pid, &g_start[i]))
+      lent = rec && rec->lend_to_fork_child(true, pid);
+    else if (st == kLent && rec)
+      rec->lend_to_fork_child(false, pid);
+    if (!lent) s.pid.store(0, std::memory_order_relaxed);
+    s.state.store(lent ? kLent : kFree, std::memory_order_release);
   }
 }
 
 void fork_share_ask(uint64_t id) {
-  if (!g_page) return;  // the parent had none: nothing to ask
-  for (Slot& s : g_page->slots) {
+  ErrnoGuard keep;  // from inside a socket call, maybe a signal handler's
+  Page* page = g_page.load(std::memory_order_acquire);
+  if (!page) return;  // the parent had no rings, or no page: nothing to ask
+  for (Slot& s : page->slots) {
     uint32_t free = kFree;
     if (!s.state.compare_exchange_strong(free, kClaimed, std::memory_order_acquire)) continue;
     s.id.store(id, std::memory_order_relaxed);
     s.pid.store(::getpid(), std::memory_order_relaxed);
     s.state.store(kAsked, std::memory_order_release);
-    const uint64_t one = 1;
-    if (::write(g_event, &one, sizeof one) < 0) {
-      // closed by the program: the parent's next look (within a second) answers
+    const int sock = raw_socket();
+    const bool heard = sock >= 0 &&
+                       ::syscall(SYS_sendto, sock, "?", 1, MSG_DONTWAIT,
+                                 reinterpret_cast<const sockaddr*>(&page->name), page->name_len) == 1;
+    const bool nobody = !heard && (errno == ECONNREFUSED || errno == ENOENT);
+    if (sock >= 0) ::syscall(SYS_close, sock);
+    if (nobody) {  // the owner exec'd or exited: no flow to lend, no answer
+      s.pid.store(0, std::memory_order_relaxed);
+      uint32_t asked = kAsked;
+      s.state.compare_exchange_strong(asked, kFree, std::memory_order_release);
+      return;
     }
-    // An owner gone holds no flow: no answer is needed then.
-    const pid_t owner = g_page->owner.load(std::memory_order_relaxed);
+    // Not heard (out of descriptors, a full queue): the owner's look each
+    // second finds the request.
     const timespec ms = {0, 1000 * 1000};
-    for (int i = 0; i < kAnswerMs && s.state.load(std::memory_order_acquire) == kAsked; i++) {
-      if (i % 10 == 9 && gone(owner)) return;
+    for (int i = 0; i < kAnswerMs && s.state.load(std::memory_order_acquire) == kAsked; i++)
       ::nanosleep(&ms, nullptr);
-    }
     return;
   }
   SS_WARN("fork child: %zu inherited sockets shared already; this one gets only what reaches "

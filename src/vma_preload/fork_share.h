@@ -2,24 +2,28 @@
 // rings hold the socket's port (the steering program sends its frames to
 // them, and a child never touches the parent's rings), so a child's copy
 // used to get only same-host datagrams while the parent kept the socket.
-// The child's first call on such a socket asks the parent, through a page
-// both map (made at the parent's first offload, before any fork that
-// matters) and an eventfd, to lend the port's flows to the kernel
-// (UdpEndpoint::lend_to_kernel): the kernel socket then receives for
-// both processes, as a kernel socket shared by fork does. The parent's
-// service thread (vma-netlink) answers at once and takes the flows back
-// once every process that asked is gone (looked at each second); the
-// child waits for the answer a second at most (a stopped parent answers
-// late; an exited one holds no flow, and is not waited for).
+// The child's first call on such a socket (a data call, a poll, an
+// epoll_ctl adding it; not close) asks the parent, through a page both
+// map (made at the parent's first offload, before any fork that matters)
+// and a datagram to the parent's abstract unix socket named there, to
+// lend the port's flows to the kernel (UdpEndpoint::lend_to_kernel): the
+// kernel socket then receives for both processes, as a kernel socket
+// shared by fork does. The parent's service thread (vma-netlink) answers
+// at once and takes the flows back once every process that asked has
+// exited (each second: /proc/PID/stat, a zombie or a reused pid counting
+// as gone); the child waits for the answer a second at most (a stopped
+// parent answers late; a parent that exited or exec'd holds no name, and
+// is not waited for).
 #pragma once
 #include <cstdint>
 
 namespace ss::vma::preload {
 
-// Parent: the page and the eventfd, made once. 0, or -errno (then no
+// Parent: the page and the socket, made once. 0, or -errno (then no
 // child can ask: one warning).
 int fork_share_open();
-// Parent: the eventfd the service thread polls, or -1 before any offload.
+// Parent: the socket the service thread polls, or -1 (none yet, or the
+// program closed it: the requests are then found each second).
 int fork_share_fd();
 // Parent, on the service thread: answers the requests, and takes back the
 // flows whose askers have all exited.

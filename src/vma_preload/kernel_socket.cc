@@ -141,10 +141,7 @@ bool KernelSocket::change_count(uint64_t* count) {
 }
 
 bool KernelSocket::kernel_served() {
-  if (in_fork_child()) {
-    offload();  // an epoll set joined in a child: the parent lends the port first
-    return true;
-  }
+  if (in_fork_child()) return true;
   if (offload()) return false;
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return true;
   // Tried and refused (or handed back): the kernel's for good. Settled is
@@ -169,6 +166,7 @@ void KernelSocket::try_offload() {
                                                 : reinterpret_cast<sockaddr_in*>(&a)->sin_port;
   if (port == 0) return;  // not bound yet: the next call that binds it tries
   offload_tried_ = true;
+  fork_share_open();  // before offload_ is set: a child that sees it can ask
   g_making_rings = true;
   offload_owner_ = UdpOffload::attach(fd, family, a, &rx_extras);
   g_making_rings = false;
@@ -184,7 +182,6 @@ void KernelSocket::try_offload() {
     offload_.store(offload_owner_.get(), std::memory_order_release);
   }
   offload_settled_.store(true, std::memory_order_release);
-  fork_share_open();  // before a fork whose child may share the socket
   SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
 }
@@ -200,7 +197,8 @@ bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
   if (!offload_owner_) return false;
   // The first child to ask lends the port; the last one gone takes it back.
   if (lend ? fork_sharers_++ > 0 : fork_sharers_ == 0 || --fork_sharers_ > 0) return true;
-  offload_owner_->lend_to_kernel(lend);
+  // A group's flows, or one a shared bind also holds, do not move (logged: none).
+  if (!offload_owner_->lend_to_kernel(lend)) return true;
   if (lend)
     SS_INFO("fd %d: fork child %d receives on it: its port goes to the kernel socket, shared, "
             "until that child is gone", fd, pid);

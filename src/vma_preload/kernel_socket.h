@@ -67,6 +67,13 @@ struct KernelSocket final : Pollable {
     }
     return interpose::handler_over_busy() ? nullptr : offload_.load(std::memory_order_acquire);
   }
+  // As offload(), without a fork child's request: for calls that only
+  // report (dump_fd_stats, the ring fds).
+  UdpOffload* offload_quiet() const {
+    return in_fork_child() || interpose::handler_over_busy()
+               ? nullptr
+               : offload_.load(std::memory_order_acquire);
+  }
   // Parent (fork_share.cc): a fork child `pid` receives on this socket
   // (lend), or that child is gone: the port's flows go to the kernel while
   // any such child lives. Whether the socket is offloaded (lend: so lent).

@@ -19,7 +19,7 @@ namespace {
 int socket_rings(int fd, std::vector<pollfd>* out) {
   const auto s = extra_api_udp_socket(fd);
   if (!s) return -1;
-  if (UdpOffload* o = s->offload()) o->ring_fds(out);
+  if (UdpOffload* o = s->offload_quiet()) o->ring_fds(out);
   return 0;
 }
 

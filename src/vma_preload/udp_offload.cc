@@ -196,11 +196,16 @@ size_t UdpOffload::drain(const char* why) {
   return dropped;
 }
 
-void UdpOffload::lend_to_kernel(bool lend) {
-  for (Leg& l : legs_)
-    if (const int err = l.ep->lend_to_kernel(lend))
+bool UdpOffload::lend_to_kernel(bool lend) {
+  bool moved = false;
+  for (Leg& l : legs_) {
+    const int n = l.ep->lend_to_kernel(lend);
+    if (n < 0)
       SS_WARN("%s: fd %d: its port stays with the kernel socket (steering: %s)",
-              l.rings->ifname.c_str(), fd_, strerror(-err));
+              l.rings->ifname.c_str(), fd_, strerror(-n));
+    moved |= n > 0;
+  }
+  return moved;
 }
 
 ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy) {

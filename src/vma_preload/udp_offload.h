@@ -62,7 +62,8 @@ class UdpOffload {
   size_t drain(const char* why);
   // Every leg's port lent to the kernel socket, or taken back
   // (UdpEndpoint::lend_to_kernel): a fork child shares the socket.
-  void lend_to_kernel(bool lend);
+  // Whether any flow moved.
+  bool lend_to_kernel(bool lend);
 
   // Sleeping on the socket (udp_offload_wait.cc): poll, select and epoll
   // (KernelSocket's Pollable) and a blocking receive. One sleep for

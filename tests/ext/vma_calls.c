@@ -563,6 +563,31 @@ static void forks(const char* ip, unsigned short port) {
   for (int i = 0; i < 4; i++) ok = ok && recv_is(fd, "Q", i);
   check(ok && nothing_left(fd), "the child gone, the parent's socket receives");
 
+  /* A child that only waits in epoll on its inherited copy: its
+   * epoll_ctl asks for the port, so the replies to the parent's ask
+   * reach it (the parent reads nothing meanwhile). */
+  int go[2];
+  if (pipe(go) < 0) exit(2);
+  c = fork();
+  if (c == 0) {
+    int ep = epoll_create1(0);
+    struct epoll_event e = {.events = EPOLLIN, .data.fd = fd}, out;
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) != 0) _exit(3);
+    if (write(go[1], "x", 1) != 1) _exit(2);
+    if (epoll_wait(ep, &out, 1, 20000) != 1) _exit(4);
+    _exit(recv_is(fd, "E", 0) ? 0 : 5);
+  }
+  char x;
+  if (read(go[0], &x, 1) != 1) exit(2);
+  close(go[0]);
+  close(go[1]);
+  ask(fd, "burst 1 E");
+  st = child_status(c);
+  check(st == 0, "a fork child waiting in epoll on its inherited copy gets the reply to the "
+                 "parent's ask (status %d: 4 none came)", st);
+  check(nothing_left(fd) && port_back_on_rings(fd),
+        "that child gone, the parent's port is back on the rings");
+
   /* The parent closes its copy: the child's inherited socket gets the port's datagrams. */
   int pp[2];
   if (pipe(pp) < 0) exit(2);

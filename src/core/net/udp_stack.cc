@@ -234,22 +234,26 @@ int UdpStack::lend(UdpEndpoint* ep, bool lend) {
   bool& own_lent = l.ip.family == AF_INET ? ep->lent_v4_ : ep->lent_v6_;
   bool* four = ep->dual_ ? &ep->steered_v4_ : nullptr;
   bool* four_lent = ep->dual_ ? &ep->lent_v4_ : nullptr;
-  int err = 0;
+  int err = 0, moved = 0;
   auto move = [&](bool& steered, bool& lent, const IpAddr& ip) {
     if (lend && steered) {
+      // Another holder (a shared bind) keeps the flow: nothing moves.
+      const auto it = steer_refs_.find(key(ip.family, ip.bytes, l.port));
+      if (it != steer_refs_.end() && it->second == 1) moved++;
       steer_unref_locked(ip, l.port);
       steered = false;
       lent = true;
     } else if (!lend && lent) {
       const int e = steer_ref_locked(ip, l.port);
       if (e && !err) err = e;
+      if (!e) moved++;
       steered = !e;
       lent = false;
     }
   };
   move(own, own_lent, l.ip);
   if (four) move(*four, *four_lent, any_of(AF_INET));
-  return err;
+  return err ? err : moved;
 }
 
 int UdpStack::join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filter) {

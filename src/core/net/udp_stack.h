@@ -127,8 +127,8 @@ class UdpEndpoint {
   // flows no longer steered, so another process sharing that socket, a
   // fork child, receives them; what the rings queued stays here), or
   // takes them back. Groups stay steered; a flow another endpoint also
-  // holds (a shared bind) stays too. 0, or the steering's -errno taking
-  // back (the flow then stays with the kernel).
+  // holds (a shared bind) stays too. The flows that moved (0: none), or
+  // the steering's -errno taking back (the flow then stays with the kernel).
   SS_API int lend_to_kernel(bool lend);
 
   // Zero-copy receive: polls the rings, then moves the oldest datagram
