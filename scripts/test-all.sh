@@ -27,14 +27,15 @@ digest() {
     head -150
 }
 
-# check NAME [MAKE ARG...]: `make check` in the current build directory;
-# prints and adds its counts. A failure no test accounts for (the build)
-# counts as one failed test.
+# [TARGET=check-TESTS] check NAME [MAKE ARG...]: `make check` in the
+# current build directory (or TARGET: check-TESTS runs the tests alone,
+# their programs built already); prints and adds its counts. A failure no
+# test accounts for (the build) counts as one failed test.
 check() {
   local name=$1 status p f s e start=$SECONDS
   shift
   rm -f test-suite.log
-  make -j"$jobs" check "$@" >/dev/null 2>&1
+  make -j"$jobs" "${TARGET:-check}" "$@" >/dev/null 2>&1
   status=$?
   [ $status -eq 0 ] || { tail -300 test-suite.log 2>/dev/null; }
   read -r p f s e < <(counts test-suite.log 2>/dev/null || echo 0 0 0 0)
@@ -92,7 +93,7 @@ guest rxe check-rxe RXE_ENV=RXE_SIZES_QUICK=1
 # clang 14 with -Werror: the whole tree, test binaries included, and the
 # unit tests.
 if variant "${CLANG_BUILD_DIR:-$top/build-clang}" CC=clang CXX=clang++ --enable-werror; then
-  check "clang build (-Werror)" TESTS=core_unit_tests
+  check "clang build (-Werror)" TESTS=core_unit_tests check_PROGRAMS=core_unit_tests
 fi
 
 # libFuzzer (tests/fuzz): `make fuzz-smoke` configures and builds
@@ -115,13 +116,13 @@ passed=$((passed + fuzz_pass)) failed=$((failed + fuzz_fail))
 # preloaded into uninstrumented programs such as rstream (the VMA face's
 # and core/net's namespace suites are in-process too). Then the same
 # build's verbs suites in the guest (rxe0 and siw0, IPv4, hostile peers).
-# Only the programs a run uses are built (check_PROGRAMS on the command
-# line): building every test program under each sanitizer cost more CI
-# time than running them.
+# Only the programs a run uses are built (TARGETS, then check-TESTS):
+# building the whole tree and every test program under each sanitizer
+# cost more CI time than running them.
 san_tests="core_unit_tests rsocket_conformance vma_unit_tests net_netns_tests xdp_ring_tests udp_ring_tests"
 if TARGETS=$san_tests variant "${SAN_BUILD_DIR:-$top/build-san}" --enable-sanitizers; then
-  ASAN_OPTIONS=detect_leaks=1 check "ASan/UBSan build" \
-    TESTS="$san_tests" check_PROGRAMS="$san_tests" TEST_LIMIT_SCALE=3
+  ASAN_OPTIONS=detect_leaks=1 TARGET=check-TESTS check "ASan/UBSan build" \
+    TESTS="$san_tests" TEST_LIMIT_SCALE=3
   guest rxe-san check-rxe-san
 fi
 
@@ -139,8 +140,8 @@ fi
 tsan_tests="core_unit_tests rsocket_conformance"
 if TARGETS=$tsan_tests variant "${TSAN_BUILD_DIR:-$top/build-tsan}" --enable-tsan; then
   GTEST_FILTER='-*verbs*:*Verbs*:*CapAsyncPlace*:*RiowriteLandsWhileTargetMakesNoCalls*:*ForkTest*:*DgramTest.ForkChildsCloseWakes*:CEdge.Cancel*:ServiceThreadTest.ForkChild*' \
-    TSAN_OPTIONS="suppressions=$top/tests/tsan.supp die_after_fork=0" check "TSan build" -j1 \
-    TESTS="$tsan_tests" check_PROGRAMS="$tsan_tests" TEST_LIMIT_SCALE=3
+    TSAN_OPTIONS="suppressions=$top/tests/tsan.supp die_after_fork=0" TARGET=check-TESTS \
+    check "TSan build" -j1 TESTS="$tsan_tests" TEST_LIMIT_SCALE=3
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
