@@ -116,13 +116,14 @@ passed=$((passed + fuzz_pass)) failed=$((failed + fuzz_fail))
 # preloaded into uninstrumented programs such as rstream (the VMA face's
 # and core/net's namespace suites are in-process too). Then the same
 # build's verbs suites in the guest (rxe0 and siw0, IPv4, hostile peers).
-# Only the programs a run uses are built (TARGETS, then check-TESTS):
+# Only the programs a run uses are built (TARGETS, then check-TESTS with
+# check_PROGRAMS named: check-TESTS alone still builds every one):
 # building the whole tree and every test program under each sanitizer
 # cost more CI time than running them.
 san_tests="core_unit_tests rsocket_conformance vma_unit_tests net_netns_tests xdp_ring_tests udp_ring_tests"
 if TARGETS=$san_tests variant "${SAN_BUILD_DIR:-$top/build-san}" --enable-sanitizers; then
   ASAN_OPTIONS=detect_leaks=1 TARGET=check-TESTS check "ASan/UBSan build" \
-    TESTS="$san_tests" TEST_LIMIT_SCALE=3
+    TESTS="$san_tests" check_PROGRAMS="$san_tests" TEST_LIMIT_SCALE=3
   guest rxe-san check-rxe-san
 fi
 
@@ -141,7 +142,7 @@ tsan_tests="core_unit_tests rsocket_conformance"
 if TARGETS=$tsan_tests variant "${TSAN_BUILD_DIR:-$top/build-tsan}" --enable-tsan; then
   GTEST_FILTER='-*verbs*:*Verbs*:*CapAsyncPlace*:*RiowriteLandsWhileTargetMakesNoCalls*:*ForkTest*:*DgramTest.ForkChildsCloseWakes*:CEdge.Cancel*:ServiceThreadTest.ForkChild*' \
     TSAN_OPTIONS="suppressions=$top/tests/tsan.supp die_after_fork=0" TARGET=check-TESTS \
-    check "TSan build" -j1 TESTS="$tsan_tests" TEST_LIMIT_SCALE=3
+    check "TSan build" -j1 TESTS="$tsan_tests" check_PROGRAMS="$tsan_tests" TEST_LIMIT_SCALE=3
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
