@@ -45,7 +45,6 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "the page is shared ac
 // reused it, and the parent's socket goes with an exec, so a name nobody
 // holds says at once that nobody will answer.
 struct Page {
-  std::atomic<int32_t> owner;  // the process whose rings these are
   sockaddr_un name;            // abstract: sun_path[0] == 0
   socklen_t name_len;
   Slot slots[kSlots];
@@ -133,7 +132,6 @@ int fork_share_open() {
       return;
     }
     auto* page = new (p) Page{};
-    page->owner.store(::getpid(), std::memory_order_relaxed);
     uint64_t nonce = 0;
     if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
       nonce = reinterpret_cast<uintptr_t>(p) ^ static_cast<uint64_t>(time(nullptr));
