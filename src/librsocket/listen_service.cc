@@ -34,19 +34,27 @@ ListenService& ListenService::instance() {
   return *svc;
 }
 
-// Waits out a request being answered (serve_mu_), so none is cut in half
-// (the child would inherit an endpoint no code of its own refers to).
+// Waits out a request this thread is answering (serve_mu_), so none is
+// cut in half (the child would inherit an endpoint no code of its own
+// refers to). A listener an earlier fork shared, which this thread has
+// not yet let go of (run), is answered by the program's threads, as those
+// in shared_ are: waiting for one of them could wait for ever (a thread
+// parked in a log line's write), and the child's fork_child frees what it
+// held.
 void ListenService::before_fork() {
   mu_.lock();
+  locked_.clear();
   for (auto& s : listeners_) {
+    if (s->listen_shared()) continue;
     s->serve_mu_.lock();
     s->mu_.lock();
     s->share_listener_by_fork();
+    locked_.push_back(s.get());
   }
 }
 
 void ListenService::parent_after_fork() {
-  for (auto& s : listeners_) {
+  for (Socket* s : locked_) {
     // A raccept or rpoll asleep on the accept queue looks again, and now
     // serves the listener itself. (The count this leaves in the eventfd
     // wakes nobody: a shared listener is never waited on through it.)

@@ -43,6 +43,7 @@ class ListenService {
   // later fork takes its copies over too, or it would keep the parent's
   // epoll set and half-read requests and could take one the parent began.
   std::vector<std::weak_ptr<Socket>> shared_;
+  std::vector<Socket*> locked_;  // the listeners before_fork locked
   ServiceThread thread_;  // ss-listen
 };
 
