@@ -197,13 +197,14 @@ bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
   if (!offload_owner_) return false;
   // The first child to ask lends the port; the last one gone takes it back.
   if (lend ? fork_sharers_++ > 0 : fork_sharers_ == 0 || --fork_sharers_ > 0) return true;
-  // A group's flows, or one a shared bind also holds, do not move (logged: none).
+  // A flow another socket here also holds (a shared bind, a group it
+  // joined too) does not move (logged: none).
   if (!offload_owner_->lend_to_kernel(lend)) return true;
   if (lend)
-    SS_INFO("fd %d: fork child %d receives on it: its port goes to the kernel socket, shared, "
-            "until that child is gone", fd, pid);
+    SS_INFO("fd %d: fork child %d receives on it: its port and groups go to the kernel "
+            "socket, shared, until that child is gone", fd, pid);
   else
-    SS_INFO("fd %d: fork child %d gone: its port back on the rings", fd, pid);
+    SS_INFO("fd %d: fork child %d gone: its port and groups back on the rings", fd, pid);
   return true;
 }
 

@@ -259,6 +259,45 @@ TEST_F(UdpStackTest, LendToKernelRemovesTheBindsFlowsUntilTakenBack) {
   EXPECT_TRUE(steer_.flows.empty());
 }
 
+// Groups lend too: a group's flow leaves the steering once every member
+// here is lent, and comes back when one is not (taken back, or another
+// member joins); a group joined while lent starts with the kernel. An
+// endpoint bound to the group's own address lends its joins alone.
+TEST_F(UdpStackTest, LendToKernelMovesTheGroupsOnlyLentMembersHold) {
+  const std::pair<IpAddr, uint16_t> g1{ip("239.1.2.3"), 9100}, g2{ip("239.1.2.4"), 9100};
+  auto a = bind("0.0.0.0", 9100, false, true);
+  ASSERT_EQ(a->join(ip("239.1.2.3"), {}), 0);
+  EXPECT_EQ(a->lend_to_kernel(true), 2) << "its bind's flow and its group's";
+  EXPECT_FALSE(steer_.flows.count(g1));
+  ASSERT_EQ(a->join(ip("239.1.2.4"), {}), 0);
+  EXPECT_FALSE(steer_.flows.count(g2)) << "joined while lent: the kernel's";
+  auto b = bind("0.0.0.0", 9100, false, true);
+  ASSERT_EQ(b->join(ip("239.1.2.3"), {}), 0);
+  EXPECT_TRUE(steer_.flows.count(g1)) << "b is not lent: its group is steered";
+  inject("10.0.0.1", 5000, "239.1.2.3", 9100, "to both");
+  EXPECT_EQ(recv(*b), "to both");
+  EXPECT_EQ(recv(*a), "to both") << "a lent member still gets what the rings take";
+  EXPECT_EQ(b->leave(ip("239.1.2.3")), 0);
+  EXPECT_FALSE(steer_.flows.count(g1)) << "only the lent member left";
+  EXPECT_EQ(a->lend_to_kernel(false), 3);
+  EXPECT_TRUE(steer_.flows.count(g1) && steer_.flows.count(g2));
+  EXPECT_TRUE(steer_.flows.count({any(AF_INET), 9100}));
+  EXPECT_EQ(a->lend_to_kernel(true), 2) << "its groups; b's bind keeps the port's flow";
+  EXPECT_TRUE(steer_.flows.count({any(AF_INET), 9100}));
+  b.reset();
+  a.reset();  // lent: gives back nothing twice
+  EXPECT_TRUE(steer_.flows.empty());
+
+  auto on_group = bind("239.1.2.5", 9102);
+  ASSERT_EQ(on_group->join(ip("239.1.2.5"), {}), 0);
+  EXPECT_EQ(on_group->lend_to_kernel(true), 1);
+  EXPECT_TRUE(steer_.flows.empty());
+  EXPECT_EQ(on_group->lend_to_kernel(false), 1);
+  EXPECT_TRUE(steer_.flows.count({ip("239.1.2.5"), 9102}));
+  on_group.reset();
+  EXPECT_TRUE(steer_.flows.empty());
+}
+
 TEST_F(UdpStackTest, BadBindsAreRefused) {
   std::unique_ptr<UdpEndpoint> ep;
   EXPECT_EQ(stack_->bind(UdpAddr{IpAddr{}, 9000}, false, &ep), -EINVAL) << "no family";

@@ -2,8 +2,9 @@
  * kernel's answers) and under LD_PRELOAD=libvma.so (the rings').
  * peer PORT: (kernel, the other namespace) a dual-stack UDP socket on
  *   PORT; "burst N TAG" makes it send N datagrams "TAG i ..." (lengths
- *   burst_len(i)) back to the asker, "quit" ends it, anything else comes
- *   back as it is.
+ *   burst_len(i)) back to the asker, "group N TAG GROUP PORT" the same to
+ *   IPv4 group GROUP, port PORT, "quit" ends it, anything else comes back
+ *   as it is.
  * mmsg ADDR PORT PEER PEERPORT: recvmmsg and sendmmsg on a UDP socket bound
  *   at ADDR:PORT, every rule of interpose/mmsg.h, data checked.
  * dup ADDR PORT PEER PEERPORT: dup, fcntl F_DUPFD(_CLOEXEC), dup2, dup3 and
@@ -15,6 +16,13 @@
  *   child is gone (preloaded: on the rings again, the kernel socket read
  *   by the system call to tell); a child receiving on its inherited
  *   socket once the parent closed its copy.
+ * fork-group ADDR PORT PEER PEERPORT: a socket bound to the IPv4 wildcard
+ *   that joined a group on ADDR's interface; a fork child's inherited copy
+ *   receives the group's datagrams the peer sends while the parent keeps
+ *   its copy (preloaded: the parent lends the group's flow too), the
+ *   parent none of them; the child gone, the parent's copy gets the
+ *   group's datagrams again (preloaded: on the rings, the kernel socket
+ *   read by the system call to tell).
  * fork-exit ADDR PORT PEER PEERPORT: a process P binds, receives, forks C
  *   and exits; C's inherited socket then receives.
  * chk ADDR PORT PEER PEERPORT: recv, recvfrom and read of a buffer whose
@@ -126,6 +134,16 @@ static int peer(unsigned short port) {
           memcpy(&ttl, CMSG_DATA(c), sizeof ttl);
       const int len = snprintf(out, sizeof out, "ttl %d", ttl);
       sendto(fd, out, (size_t)len, 0, (struct sockaddr*)&from, flen);
+      continue;
+    }
+    char group[64];
+    unsigned gport;
+    if (sscanf(buf, "group %d %63s %63s %u", &count, tag, group, &gport) == 4) {
+      struct sockaddr_in g = {.sin_family = AF_INET, .sin_port = htons((unsigned short)gport)};
+      if (inet_pton(AF_INET, group, &g.sin_addr) != 1) continue;
+      for (int i = 0; i < count; i++)
+        if (sendto(fd, out, fill(out, tag, i), 0, (struct sockaddr*)&g, sizeof g) < 0)
+          perror("peer: to the group");
       continue;
     }
     if (sscanf(buf, "burst %d %63s", &count, tag) == 2) {
@@ -515,10 +533,10 @@ static int preloaded(void) {
  * shared it gone), asking for one "Y" datagram at a time until one comes
  * through the rings, not the kernel socket (read behind the preload's
  * back by the system call); a bounded number of tries. Plain: 1. */
-static int port_back_on_rings(int fd) {
+static int back_on_rings(int fd, const char* request) {
   if (!preloaded()) return 1;
   for (int tries = 0, ms = 100; tries < 10; tries++, ms = ms < 2000 ? 2 * ms : ms) {
-    ask(fd, "burst 1 Y");
+    ask(fd, "%s", request);
     struct pollfd p = {fd, POLLIN, 0};
     if (poll(&p, 1, 5000) != 1) return 0;
     char buf[2048];
@@ -530,6 +548,8 @@ static int port_back_on_rings(int fd) {
   }
   return 0;
 }
+
+static int port_back_on_rings(int fd) { return back_on_rings(fd, "burst 1 Y"); }
 
 static void forks(const char* ip, unsigned short port) {
   int fd = bound_socket(ip, port);
@@ -608,6 +628,37 @@ static void forks(const char* ip, unsigned short port) {
   st = child_status(c);
   check(st == 0, "the parent closed the socket: the child's inherited copy sends and receives "
                  "(status %d)", st);
+}
+
+static void fork_group(const char* ip, unsigned short port) {
+  const char* group = "239.221.1.1";
+  int fd = bound_socket("0.0.0.0", port);
+  struct ip_mreq m = {{0}, {0}};
+  if (inet_pton(AF_INET, group, &m.imr_multiaddr) != 1 ||
+      inet_pton(AF_INET, ip, &m.imr_interface) != 1 ||
+      setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) != 0) {
+    perror("IP_ADD_MEMBERSHIP");
+    exit(2);
+  }
+  ask(fd, "group 2 G %s %u", group, port);
+  check(recv_is(fd, "G", 0) && recv_is(fd, "G", 1), "before fork: the socket receives the group");
+  pid_t c = fork();
+  if (c == 0) {
+    int bad = 0;
+    ask(fd, "group 3 M %s %u", group, port);
+    for (int i = 0; i < 3; i++)
+      if (!recv_is(fd, "M", i)) bad |= 1;
+    if (close(fd) != 0) bad |= 2;
+    exit(bad);
+  }
+  int st = child_status(c);
+  check(st == 0, "fork child, the parent keeping the socket: its inherited copy receives the "
+                 "group's datagrams it asked for (status %d: 1 they never came)", st);
+  check(nothing_left(fd), "the parent got none of the group's datagrams the child took");
+  char again[96];
+  snprintf(again, sizeof again, "group 1 Y %s %u", group, port);
+  check(back_on_rings(fd, again), "the child gone, the parent's group is back on the rings");
+  close(fd);
 }
 
 /* Whether fd gets a reply to "burst 1 Y" within a few tries (the rings'
@@ -1022,6 +1073,8 @@ int main(int argc, char** argv) {
     dups(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "fork"))
     forks(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "fork-group"))
+    fork_group(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "chk"))
     chk(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "eintr"))
@@ -1046,7 +1099,7 @@ int main(int argc, char** argv) {
   } else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-exit|exits|chk|efault|handlerio|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-group|fork-exit|exits|chk|efault|handlerio|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

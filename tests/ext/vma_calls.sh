@@ -25,6 +25,11 @@
 #        port back on the rings after the child exited; a child receiving
 #        through its kernel socket once the parent closed its copy, and
 #        once the parent exited without closing it.
+#  fork-group: a child's inherited offloaded socket that joined a group,
+#        the parent keeping its copy: the group's datagrams the child asks
+#        for reach the child (the parent lent the group's flow to the
+#        kernel socket, as it lends the port), none the parent; the group
+#        back on the rings after the child exited.
 #  exits: 10 runs of the program whose main returns while two threads
 #        dup, close, ask and receive on an offloaded socket: each exits 0
 #        (nothing exit destroys is still in use; sockperf crashed so).
@@ -76,6 +81,8 @@ for f in __recv_chk __recvfrom_chk __read_chk; do
   nm -D "$PROG_F" | grep -q " U $f" || { echo "ERROR: $name: the fortified program does not call $f"; exit 99; }
 done
 vma_pair "$A" "$Z" ca cb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
+# The peer's datagrams to a group (fork-group) leave by the pair.
+ip -n "$Z" route add 224.0.0.0/4 dev cb || { echo "ERROR: $name: no multicast route in $Z"; exit 99; }
 mkdir -m 1777 "$T/stats"
 export VMA_STATS_SHMEM_DIR=$T/stats VMA_CONFIG_FILE=/dev/null
 
@@ -135,6 +142,11 @@ for pre in 0 1; do
   # only catches a fallback that also sent the Ys through the kernel.
   run_case "fork IPv4" 4 $pre 17 6 29 4 fork $IP4 $((port += 2)) $IP4B $PEERPORT
   run_case "fork IPv6" 6 $pre 17 6 29 4 fork $IP6 $((port += 2)) $IP6B $PEERPORT
+  # The child's 3 M and its ask through the kernel, and a Y for each of at
+  # most 10 looks before the group is back on the rings; the parent's 2 G
+  # and asks on the rings (its last Y shown there by the program itself).
+  run_case "fork, a group joined, IPv4" 4 $pre 5 2 13 1 fork-group $IP4 $((port += 1)) $IP4B \
+    $PEERPORT
   run_case "fork, parent exits, IPv4" 4 $pre 8 3 - - fork-exit $IP4 $((port += 1)) $IP4B $PEERPORT
   run_case "exit while threads use the socket, IPv4" 4 $pre 10 10 - - exits $IP4 $((port += 1)) \
     $IP4B $PEERPORT

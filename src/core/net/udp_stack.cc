@@ -199,15 +199,9 @@ void UdpStack::unbind(UdpEndpoint* ep) {
   std::lock_guard lock(mu_);
   if (!ep->bound_) return;  // a failed bind undid its own steering
   for (auto g = groups_.begin(); g != groups_.end();) {
-    auto& m = g->second;
-    std::erase_if(m, [ep](const Member& x) { return x.ep == ep; });
-    if (m.empty()) {
-      steer_unref_locked(IpAddr::raw(g->first.family, g->first.ip, g->first.family == AF_INET ? 4 : 16),
-                         g->first.port);
-      g = groups_.erase(g);
-    } else {
-      ++g;
-    }
+    std::erase_if(g->second.members, [ep](const Member& x) { return x.ep == ep; });
+    steer_group_locked(g->first, g->second);
+    g = g->second.members.empty() ? groups_.erase(g) : std::next(g);
   }
   const UdpAddr& l = ep->local_;
   if (!is_multicast(l.ip) && (l.ip.family == AF_INET ? ep->steered_v4_ : ep->steered_v6_))
@@ -228,13 +222,23 @@ void UdpStack::unbind(UdpEndpoint* ep) {
 // is never given back twice.
 int UdpStack::lend(UdpEndpoint* ep, bool lend) {
   std::lock_guard lock(mu_);
-  if (!ep->bound_ || is_multicast(ep->local_.ip)) return 0;
+  if (!ep->bound_) return 0;
+  int err = 0, moved = 0;
+  ep->lending_ = lend;
+  for (auto& [k, g] : groups_) {
+    for (Member& m : g.members)
+      if (m.ep == ep) m.lent = lend;
+    const int r = steer_group_locked(k, g);
+    if (r < 0 && !err) err = r;
+    if (r > 0) moved++;
+  }
+  // An endpoint bound to a group address: steered by its joins alone.
+  if (is_multicast(ep->local_.ip)) return err ? err : moved;
   const UdpAddr& l = ep->local_;
   bool& own = l.ip.family == AF_INET ? ep->steered_v4_ : ep->steered_v6_;
   bool& own_lent = l.ip.family == AF_INET ? ep->lent_v4_ : ep->lent_v6_;
   bool* four = ep->dual_ ? &ep->steered_v4_ : nullptr;
   bool* four_lent = ep->dual_ ? &ep->lent_v4_ : nullptr;
-  int err = 0, moved = 0;
   auto move = [&](bool& steered, bool& lent, const IpAddr& ip) {
     if (lend && steered) {
       // Another holder (a shared bind) keeps the flow: nothing moves.
@@ -256,21 +260,39 @@ int UdpStack::lend(UdpEndpoint* ep, bool lend) {
   return err ? err : moved;
 }
 
+int UdpStack::steer_group_locked(const Key& k, Group& g) {
+  const bool want = std::any_of(g.members.begin(), g.members.end(),
+                                [](const Member& m) { return !m.lent; });
+  if (want == g.steered) return 0;
+  const IpAddr ip = IpAddr::raw(k.family, k.ip, k.family == AF_INET ? 4 : 16);
+  if (want) {
+    if (const int err = steer_ref_locked(ip, k.port)) return err;
+  } else {
+    steer_unref_locked(ip, k.port);
+  }
+  g.steered = want;
+  return 1;
+}
+
 int UdpStack::join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filter) {
   std::lock_guard lock(mu_);
   const Key k = key(group.family, group.bytes, ep->local_.port);
   auto it = groups_.find(k);
   if (it != groups_.end()) {
-    for (Member& m : it->second)
+    for (Member& m : it->second.members)
       if (m.ep == ep) {
         m.filter = filter;
         return 0;
       }
-  } else {
-    if (const int err = steer_ref_locked(group, ep->local_.port)) return err;
-    it = groups_.emplace(k, std::vector<Member>{}).first;
   }
-  it->second.push_back(Member{ep, filter});
+  Group& g = it != groups_.end() ? it->second : groups_[k];
+  g.members.push_back(Member{ep, filter, ep->lending_});
+  if (const int err = steer_group_locked(k, g); err < 0) {
+    // Refused: the kernel socket serves this membership.
+    g.members.pop_back();
+    if (g.members.empty()) groups_.erase(k);
+    return err;
+  }
   return 0;
 }
 
@@ -279,11 +301,10 @@ int UdpStack::leave(UdpEndpoint* ep, const IpAddr& group) {
   if (group.family != AF_INET && group.family != AF_INET6) return -ENOENT;
   auto it = groups_.find(key(group.family, group.bytes, ep->local_.port));
   if (it == groups_.end()) return -ENOENT;
-  if (!std::erase_if(it->second, [ep](const Member& m) { return m.ep == ep; })) return -ENOENT;
-  if (it->second.empty()) {
-    groups_.erase(it);
-    steer_unref_locked(group, ep->local_.port);
-  }
+  if (!std::erase_if(it->second.members, [ep](const Member& m) { return m.ep == ep; }))
+    return -ENOENT;
+  steer_group_locked(it->first, it->second);
+  if (it->second.members.empty()) groups_.erase(it);
   return 0;
 }
 
@@ -334,7 +355,7 @@ void UdpStack::deliver_group_locked(Buffer&& frame, size_t at, size_t len, const
     rx_.no_endpoint++;
   } else {
     uint64_t admitted = 0;
-    for (const Member& m : it->second) {
+    for (const Member& m : it->second.members) {
       if (!m.filter.admits(src.ip)) continue;
       admitted++;
       queue_locked(m.ep, frame.share(), at, len, src, drop);  // one frame, a handle each

@@ -123,12 +123,14 @@ class UdpEndpoint {
   // Whether `family` was steered to the rings (the other one, if the
   // endpoint takes both, stays with the kernel socket).
   bool steered(sa_family_t family) const;
-  // Lends the port's unicast frames to the kernel socket (lend: its bind
-  // flows no longer steered, so another process sharing that socket, a
-  // fork child, receives them; what the rings queued stays here), or
-  // takes them back. Groups stay steered; a flow another endpoint also
-  // holds (a shared bind) stays too. The flows that moved (0: none), or
-  // the steering's -errno taking back (the flow then stays with the kernel).
+  // Lends the port's frames to the kernel socket (lend: its bind flows and
+  // its groups' flows no longer steered, so another process sharing that
+  // socket, a fork child, receives them; what the rings queued stays
+  // here), or takes them back. Groups joined while lent start lent. A
+  // flow another endpoint also holds (a shared bind, a group another
+  // member here joined) stays steered. The flows that moved (0: none), or
+  // the steering's -errno taking back (that flow then stays with the
+  // kernel).
   SS_API int lend_to_kernel(bool lend);
 
   // Zero-copy receive: polls the rings, then moves the oldest datagram
@@ -179,6 +181,7 @@ class UdpEndpoint {
   bool bound_ = false;  // entered in the demux table (a failed bind's is not)
   bool steered_v4_ = false, steered_v6_ = false;  // under the stack's mutex after bind
   bool lent_v4_ = false, lent_v6_ = false;        // under the stack's mutex: lend_to_kernel's
+  bool lending_ = false;                         // under the stack's mutex: lent, groups too
   UdpAddr peer_;                 // under the stack's mutex
   UdpTxOptions tx_;              // under the stack's mutex
   std::deque<Datagram> queue_;   // under the stack's mutex
@@ -242,10 +245,19 @@ class UdpStack {
   struct Member {
     UdpEndpoint* ep;
     McastFilter filter;
+    bool lent;  // its endpoint lends its flows to the kernel
+  };
+  // A group's flow is steered while a member is not lent.
+  struct Group {
+    std::vector<Member> members;
+    bool steered = false;
   };
   explicit UdpStack(const Config& cfg) : cfg_(cfg) {}
   void unbind(UdpEndpoint* ep);
   int lend(UdpEndpoint* ep, bool lend);
+  // Steers or unsteers g's flow as its members now want: 1 when it moved,
+  // 0 when not, or the steering's -errno (the flow stays unsteered).
+  int steer_group_locked(const Key& k, Group& g);
   int join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filter);
   int leave(UdpEndpoint* ep, const IpAddr& group);
   bool can_bind_locked(const Key& k, bool shared) const;
@@ -269,7 +281,7 @@ class UdpStack {
   const Config cfg_;
   mutable std::mutex mu_;                // everything below and the endpoints' queues
   std::map<Key, std::vector<UdpEndpoint*>> demux_;  // in bind order
-  std::map<Key, std::vector<Member>> groups_;       // (group, port): its members
+  std::map<Key, Group> groups_;                     // (group, port): its members
   std::map<Key, int> steer_refs_;                   // flows asked for, by holders
   UdpRxCounters rx_;
   bool warned_dry_ = false;
