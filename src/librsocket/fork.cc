@@ -12,6 +12,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "librsocket/keepalive_service.h"
+#include "librsocket/listen_service.h"
 
 namespace ss::rs::fork {
 
@@ -65,7 +66,12 @@ Registry& registry() {
     // Registered after the fd table's handlers (urcu's), so ours run before
     // theirs at fork: an rclose holding a TableGuard may be waiting for an
     // RCU grace period, which urcu's handler would stop until after fork.
+    // And after the listen service's, whatever the program called first:
+    // ours take the table before its take a listener's locks, which an
+    // rclose holding a TableGuard may be waiting for (defer_close); the
+    // other order let the two wait for each other.
     FdTable::instance();
+    ListenService::instance();
     pthread_atfork(before_fork, parent_after_fork, child_after_fork);
     return reg;
   }();

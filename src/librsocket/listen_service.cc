@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 #include "core/base/log.h"
 #include "librsocket/socket.h"
@@ -15,7 +17,19 @@ namespace ss::rs {
 namespace {
 // Bounds how late a silent peer's hello is dropped.
 constexpr int kHousekeepingMs = 1000;
+// How long a fork waits for a request being answered (below).
+constexpr auto kForkWait = std::chrono::milliseconds(100);
+
+// Locks m unless it stays taken until `deadline`.
+template <class Mutex>
+bool lock_by(Mutex& m, std::chrono::steady_clock::time_point deadline) {
+  while (!m.try_lock()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
 }
+}  // namespace
 
 // A child starts with no listener in the service: fork shared them all.
 ListenService::ListenService()
@@ -34,35 +48,36 @@ ListenService& ListenService::instance() {
   return *svc;
 }
 
-// Waits out a request this thread is answering (serve_mu_), so none is
-// cut in half (the child would inherit an endpoint no code of its own
-// refers to). A listener an earlier fork shared, which this thread has
-// not yet let go of (run), is answered by the program's threads, as those
-// in shared_ are: waiting for one of them could wait for ever (a thread
-// parked in a log line's write), and the child's fork_child frees what it
-// held.
+// Waits out a request being answered (serve_mu_), so none is cut in half
+// (the child would inherit an endpoint no code of its own refers to), for
+// up to kForkWait: the thread answering may be parked (a log line's
+// write to a full stderr) and fork must not wait for ever. Past it the
+// child gets the listener as it is, as it gets one an earlier fork shared
+// (answered by the program's threads, which this thread has not yet let
+// go of, or in shared_): the parent's thread ends that request, and the
+// child's fork_child frees the locks and drops its copy of it.
 void ListenService::before_fork() {
   mu_.lock();
-  locked_.clear();
+  forked_.clear();
+  const auto deadline = std::chrono::steady_clock::now() + kForkWait;
   for (auto& s : listeners_) {
     if (s->listen_shared()) continue;
-    s->serve_mu_.lock();
-    s->mu_.lock();
-    s->share_listener_by_fork();
-    locked_.push_back(s.get());
+    s->share_listener_by_fork();  // a request answered meanwhile is the last
+    const bool serve = lock_by(s->serve_mu_, deadline);
+    forked_.push_back({s.get(), serve, serve && lock_by(s->mu_, deadline)});
   }
 }
 
 void ListenService::parent_after_fork() {
-  for (Socket* s : locked_) {
+  for (const Forked& f : forked_) {
     // A raccept or rpoll asleep on the accept queue looks again, and now
     // serves the listener itself. (The count this leaves in the eventfd
     // wakes nobody: a shared listener is never waited on through it.)
     uint64_t one = 1;
-    if (s->accept_efd_ >= 0 && ::write(s->accept_efd_, &one, sizeof one) < 0)
+    if (f.s->accept_efd_ >= 0 && ::write(f.s->accept_efd_, &one, sizeof one) < 0)
       SS_DEBUG("listen service: waking acceptors failed");
-    s->mu_.unlock();
-    s->serve_mu_.unlock();
+    if (f.state) f.s->mu_.unlock();
+    if (f.serve) f.s->serve_mu_.unlock();
   }
   mu_.unlock();
   thread_.wake();  // it lets go of them (run)

@@ -43,7 +43,12 @@ class ListenService {
   // later fork takes its copies over too, or it would keep the parent's
   // epoll set and half-read requests and could take one the parent began.
   std::vector<std::weak_ptr<Socket>> shared_;
-  std::vector<Socket*> locked_;  // the listeners before_fork locked
+  // Listeners this fork shares, and which of their locks before_fork got.
+  struct Forked {
+    Socket* s;
+    bool serve, state;  // serve_mu_, mu_
+  };
+  std::vector<Forked> forked_;
   ServiceThread thread_;  // ss-listen
 };
 
