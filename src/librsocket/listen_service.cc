@@ -17,8 +17,9 @@ namespace ss::rs {
 namespace {
 // Bounds how late a silent peer's hello is dropped.
 constexpr int kHousekeepingMs = 1000;
-// How long a fork waits for a request being answered (below).
-constexpr auto kForkWait = std::chrono::milliseconds(100);
+// How long a fork waits for a request being answered (below): a thread
+// holding a listener's lock longer is taken as parked, not as slow.
+constexpr auto kForkWait = std::chrono::seconds(1);
 
 // Locks m unless it stays taken until `deadline`.
 template <class Mutex>
@@ -55,7 +56,9 @@ ListenService& ListenService::instance() {
 // child gets the listener as it is, as it gets one an earlier fork shared
 // (answered by the program's threads, which this thread has not yet let
 // go of, or in shared_): the parent's thread ends that request, and the
-// child's fork_child frees the locks and drops its copy of it.
+// child's fork_child frees the locks and drops its copy of it (a step
+// the parked thread was inside stays as it was, half done in the child).
+// forked_ has room for every listener (add): no allocation here.
 void ListenService::before_fork() {
   mu_.lock();
   forked_.clear();
@@ -106,6 +109,7 @@ void ListenService::child_after_fork() {
 int ListenService::add(std::shared_ptr<Socket> s) {
   std::lock_guard<std::mutex> g(mu_);
   if (int rc = thread_.hold()) return rc;
+  forked_.reserve(listeners_.size() + 1);
   listeners_.push_back(std::move(s));
   thread_.wake();
   return 0;

@@ -156,6 +156,7 @@ class ProviderLockForkTest : public ConnTest {};
 std::string child_echoes(int family, const Listener& l, const std::function<void()>& unpark) {
   const int lfd = l.fd;
   std::atomic<pid_t> pid{0};
+  int fork_errno = 0;
   std::thread forker([&] {
     pid = fork_child([lfd] {
       if (!FullStderr::quiet_child()) return 90;
@@ -167,12 +168,13 @@ std::string child_echoes(int family, const Listener& l, const std::function<void
       if (recv_all(c, b, sizeof b) != sizeof b || send_all(c, b, sizeof b) != sizeof b) return 93;
       return rclose(c) == 0 && rclose(lfd) == 0 ? 0 : 94;
     });
+    fork_errno = errno;
   });
   for (int i = 0; i < 1000 && pid == 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const bool fork_waited = pid == 0;
   if (fork_waited) unpark();
   forker.join();
-  if (pid < 0) return std::string("fork: ") + strerror(errno);
+  if (pid < 0) return std::string("fork: ") + strerror(fork_errno);
   Reaper child{pid};
   RFd c(rsocket(family, SOCK_STREAM, 0));
   std::string client_failed;

@@ -250,7 +250,8 @@ int UdpStack::lend(UdpEndpoint* ep, bool lend) {
     } else if (!lend && lent) {
       const int e = steer_ref_locked(ip, l.port);
       if (e && !err) err = e;
-      if (!e) moved++;
+      // Held by another endpoint meanwhile: steered already, nothing moves.
+      if (!e && steer_refs_[key(ip.family, ip.bytes, l.port)] == 1) moved++;
       steered = !e;
       lent = false;
     }
