@@ -160,10 +160,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   void serve_requests(bool inline_caller);
   int listener_fd();
   // Listeners shared by fork (listen_service.h), from its fork handlers
-  // (the parent's before it takes serve_mu_ and mu_, for a bounded time;
-  // the child's after fork_child freed them): for the parent and the child, the listener
-  // is served by whoever calls raccept from now on; in the child, what
-  // the parent had under way or queued stays the parent's.
+  // (the parent's before it takes serve_mu_ and mu_, for a bounded
+  // time; the child's after fork_child freed them): for the parent and
+  // the child, the listener is served by whoever calls raccept from now
+  // on; in the child, what the parent had under way or queued stays the
+  // parent's.
   void share_listener_by_fork() { listen_shared_ = true; }
   void listener_fork_child();
   bool listen_shared() const { return listen_shared_.load(std::memory_order_relaxed); }

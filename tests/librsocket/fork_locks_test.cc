@@ -170,7 +170,8 @@ std::string child_echoes(int family, const Listener& l, const std::function<void
     });
     fork_errno = errno;
   });
-  for (int i = 0; i < 1000 && pid == 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 1000 && pid == 0; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const bool fork_waited = pid == 0;
   if (fork_waited) unpark();
   forker.join();

@@ -161,6 +161,11 @@ void UdpStack::steer_unref_locked(const IpAddr& ip, uint16_t port) {
   cfg_.steering->remove(ip, port);
 }
 
+int UdpStack::steer_holders_locked(const IpAddr& ip, uint16_t port) const {
+  const auto it = steer_refs_.find(key(ip.family, ip.bytes, port));
+  return it == steer_refs_.end() ? 0 : it->second;
+}
+
 int UdpStack::bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out,
                    bool shared) {
   const sa_family_t fam = local.ip.family;
@@ -226,8 +231,6 @@ int UdpStack::lend(UdpEndpoint* ep, bool lend) {
   int err = 0, moved = 0;
   ep->lending_ = lend;
   for (auto& [k, g] : groups_) {
-    for (Member& m : g.members)
-      if (m.ep == ep) m.lent = lend;
     const int r = steer_group_locked(k, g);
     if (r < 0 && !err) err = r;
     if (r > 0) moved++;
@@ -242,8 +245,7 @@ int UdpStack::lend(UdpEndpoint* ep, bool lend) {
   auto move = [&](bool& steered, bool& lent, const IpAddr& ip) {
     if (lend && steered) {
       // Another holder (a shared bind) keeps the flow: nothing moves.
-      const auto it = steer_refs_.find(key(ip.family, ip.bytes, l.port));
-      if (it != steer_refs_.end() && it->second == 1) moved++;
+      if (steer_holders_locked(ip, l.port) == 1) moved++;
       steer_unref_locked(ip, l.port);
       steered = false;
       lent = true;
@@ -251,7 +253,7 @@ int UdpStack::lend(UdpEndpoint* ep, bool lend) {
       const int e = steer_ref_locked(ip, l.port);
       if (e && !err) err = e;
       // Held by another endpoint meanwhile: steered already, nothing moves.
-      if (!e && steer_refs_[key(ip.family, ip.bytes, l.port)] == 1) moved++;
+      if (!e && steer_holders_locked(ip, l.port) == 1) moved++;
       steered = !e;
       lent = false;
     }
@@ -263,7 +265,7 @@ int UdpStack::lend(UdpEndpoint* ep, bool lend) {
 
 int UdpStack::steer_group_locked(const Key& k, Group& g) {
   const bool want = std::any_of(g.members.begin(), g.members.end(),
-                                [](const Member& m) { return !m.lent; });
+                                [](const Member& m) { return !m.ep->lending_; });
   if (want == g.steered) return 0;
   const IpAddr ip = IpAddr::raw(k.family, k.ip, k.family == AF_INET ? 4 : 16);
   if (want) {
@@ -287,7 +289,7 @@ int UdpStack::join(UdpEndpoint* ep, const IpAddr& group, const McastFilter& filt
       }
   }
   Group& g = it != groups_.end() ? it->second : groups_[k];
-  g.members.push_back(Member{ep, filter, ep->lending_});
+  g.members.push_back(Member{ep, filter});
   if (const int err = steer_group_locked(k, g); err < 0) {
     // Refused: the kernel socket serves this membership.
     g.members.pop_back();

@@ -245,9 +245,8 @@ class UdpStack {
   struct Member {
     UdpEndpoint* ep;
     McastFilter filter;
-    bool lent;  // its endpoint lends its flows to the kernel
   };
-  // A group's flow is steered while a member is not lent.
+  // A group's flow is steered while a member's endpoint is not lending.
   struct Group {
     std::vector<Member> members;
     bool steered = false;
@@ -264,6 +263,8 @@ class UdpStack {
   // The steering's flow for (ip, port), counted by its holders.
   int steer_ref_locked(const IpAddr& ip, uint16_t port);
   void steer_unref_locked(const IpAddr& ip, uint16_t port);
+  // Holders of the steering's flow for (ip, port): 0 when not asked for.
+  int steer_holders_locked(const IpAddr& ip, uint16_t port) const;
   UdpEndpoint* find_locked(const FrameFields& f) const;
   // Takes one received frame; what it does not keep goes to *drop.
   void deliver_locked(mem::Buffer&& frame, std::vector<mem::Buffer>* drop);
