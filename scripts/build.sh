@@ -5,6 +5,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh" >&2
+. "$top/scripts/compiler-cache.sh"
 cd "$top"
 [ -x configure ] || autoreconf -fi >/dev/null 2>&1
 build=${BUILD_DIR:-$top/build}

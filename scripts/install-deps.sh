@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages Slipstream needs to build, test and demo.
 set -euo pipefail
 pkgs=(
-  build-essential autoconf automake libtool autoconf-archive pkgconf
+  build-essential autoconf automake libtool autoconf-archive pkgconf ccache
   clang libclang-rt-14-dev llvm-14
   libibverbs-dev librdmacm-dev liburcu-dev libmnl-dev
   libxdp-dev libbpf-dev bpftool ethtool
