@@ -51,7 +51,8 @@ class EpollSetTest : public ::testing::Test {
     int n = set_->wait(evs, max, timeout, kSleepAtOnce);
     EXPECT_GE(n, 0) << "-errno " << -n;
     std::multiset<uint64_t> tags;
-    for (int i = 0; i < n; i++) tags.insert(evs[i].data.u64);
+    // A copy: epoll_event is packed, its u64 not aligned for a reference.
+    for (int i = 0; i < n; i++) tags.insert(uint64_t{evs[i].data.u64});
     return tags;
   }
   // A long wait, during which another thread does act() once `fake` is
@@ -136,11 +137,11 @@ TEST_F(EpollSetTest, KernelPartSkippedOnTheFirstPassWhenAsked) {
   skip.os_ratio = 0;
   epoll_event evs[4];
   ASSERT_EQ(set_->wait(evs, 4, 0, skip), 1);
-  EXPECT_EQ(evs[0].data.u64, 1u);
+  EXPECT_EQ(+evs[0].data.u64, 1u);
   EXPECT_EQ(wait(0), (Tags{1, 3}));  // the default looks every pass
   a->set_ready(0);
   ASSERT_EQ(set_->wait(evs, 4, kLongMs, skip), 1);
-  EXPECT_EQ(evs[0].data.u64, 3u);
+  EXPECT_EQ(+evs[0].data.u64, 3u);
 }
 
 TEST_F(EpollSetTest, AKernelServedObjectGoesToTheKernelPart) {
@@ -329,7 +330,7 @@ TEST_F(EpollSetTest, NestedThroughTheRealEpollFd) {
   int n = outer->wait(&got, 1, kLongMs, kSleepAtOnce);
   t.join();
   ASSERT_EQ(n, 1);
-  EXPECT_EQ(got.data.u64, 9u);
+  EXPECT_EQ(+got.data.u64, 9u);
   EXPECT_EQ(wait(0), Tags{1});  // the inner set says which
 }
 
@@ -369,7 +370,7 @@ TEST_F(NestedEpollSetTest, InnerPollablesMakeTheInnerSetReady) {
   // The inner set's edge is still there to take.
   epoll_event ev{};
   ASSERT_EQ(inner_->wait(&ev, 1, 0, kSleepAtOnce), 1);
-  EXPECT_EQ(ev.data.u64, 7u);
+  EXPECT_EQ(+ev.data.u64, 7u);
   EXPECT_EQ(wait(0), Tags{});  // taken: nothing new inside
   pollfd p{inner_->kernel_fd(), POLLIN, 0};
   EXPECT_EQ(poll_mixed(&p, 1, 0, kSleepAtOnce, fakes_.table), 0);

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/sanitizers.h"
 #include "tests/librsocket/conformance.h"
 
 namespace rsconf {
@@ -362,17 +363,8 @@ TEST_P(LimitsTest, RconnectOutOfDescriptorsFailsWithEmfile) {
   EXPECT_GT(connected, 0) << "no attempt had enough descriptors";
 }
 
-// gcc says __SANITIZE_*__, clang __has_feature.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define RS_SHADOW_MEMORY 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define RS_SHADOW_MEMORY 1
-#endif
-#endif
-
 TEST_P(LimitsTest, OutOfAddressSpaceFailsWithEnomemAndRecovers) {
-#ifdef RS_SHADOW_MEMORY
+#if defined(SS_TEST_ASAN) || defined(SS_TEST_TSAN)
   GTEST_SKIP() << "a sanitizer's shadow memory does not run under a small RLIMIT_AS";
 #endif
   Listener l;

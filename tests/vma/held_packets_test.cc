@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -107,12 +108,16 @@ TEST_F(HeldPacketsTest, OnePacketRecordPointsIntoTheFrame) {
   // Unaligned on purpose: the records are packed.
   int id = 0;
   EXPECT_EQ(write_one_packet(buf + 1, &id, d), 7);
+  // Fields read as values (+) or copied: EXPECT_EQ takes references, and a
+  // reference to a packed record's field is misaligned.
   const auto* pk = reinterpret_cast<const vma_packets_t*>(buf + 1);
-  EXPECT_EQ(pk->n_packet_num, 1u);
-  EXPECT_EQ(pk->pkts[0].packet_id, &id);
-  EXPECT_EQ(pk->pkts[0].sz_iov, 1u);
-  EXPECT_EQ(pk->pkts[0].iov[0].iov_base, d.buf.data());
-  EXPECT_EQ(pk->pkts[0].iov[0].iov_len, 7u);
+  EXPECT_EQ(+pk->n_packet_num, 1u);
+  EXPECT_EQ(+pk->pkts[0].packet_id, &id);
+  EXPECT_EQ(+pk->pkts[0].sz_iov, 1u);
+  iovec iov;
+  memcpy(&iov, buf + 1 + offsetof(vma_packets_t, pkts) + offsetof(vma_packet_t, iov), sizeof iov);
+  EXPECT_EQ(iov.iov_base, d.buf.data());
+  EXPECT_EQ(iov.iov_len, 7u);
   EXPECT_EQ(kZcopyOnePacket, 40u);
 }
 
