@@ -39,7 +39,8 @@ EXTRA_DIST += tests/ext/udpong_cases.sh tests/ext/udp_tags.py
 # nginx's config, sourced by preload_cases.sh and bench/preload_apps.sh;
 # the program cases, sourced by preload.sh and the preload_netns_*.sh
 # tests, whose namespaces preload_netns_setup.sh makes.
-EXTRA_DIST += tests/ext/nginx_conf.sh tests/ext/preload_cases.sh tests/ext/preload_netns_setup.sh
+EXTRA_DIST += tests/ext/nginx_conf.sh tests/ext/preload_cases.sh tests/ext/preload_netns_setup.sh \
+	tests/ext/libs_copy.sh
 # Compiled by vma_extra_header.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 # Compiled by vma_preload.sh against the installed header.

@@ -19,7 +19,8 @@
 # trap ends and removes), HOST (the servers' IPv4 address, also the
 # clients' target), PROV (shm or tcp), and for namespaces SRV_NS and
 # CLI_NS (command prefixes: ip netns exec NS; empty on one host) and
-# WHERE (appended to every case's name).
+# WHERE (appended to every case's name), and B (the build directory).
+. "$(dirname "${BASH_SOURCE[0]}")/libs_copy.sh" || exit 99
 SRV_NS=(${SRV_NS[@]+"${SRV_NS[@]}"})
 CLI_NS=(${CLI_NS[@]+"${CLI_NS[@]}"})
 WHERE=${WHERE:-}
@@ -416,11 +417,13 @@ pg_case() {
   PG=$(mktemp -d "${TMPDIR:-/tmp}/ss-preload-pg.XXXXXX") && chmod 755 "$PG" || exit 99
   pg_dirs+=("$PG")
   mkdir "$PG/st" && chown -R postgres "$PG"
+  libs_copy "$PG/lib" || fail "copying the libraries for the postgres user failed"
   # as_pg PRELOADED CMD...: as the postgres user, preloaded (counts under
   # $PG/st) or not, on the server's side (run_pg: the client's).
   as_pg() {
     local pre=(env)
-    [ "$1" = 1 ] && pre=(env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$PG/st")
+    [ "$1" = 1 ] && pre=(env LD_PRELOAD="$PG/lib/${PRELOAD##*/}" LD_LIBRARY_PATH="$PG/lib"
+      SLIPSTREAM_PRELOAD_STATS="$PG/st")
     shift
     exec ${SRV_NS[@]+"${SRV_NS[@]}"} runuser -u postgres -- "${pre[@]}" timeout 60 "$@"
   }

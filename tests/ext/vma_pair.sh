@@ -30,6 +30,11 @@ CC=$(command -v cc || command -v gcc || command -v clang) ||
   { echo "SKIP: $name: no C compiler"; exit 77; }
 unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID VMA_SOCKETXTREME
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vma.XXXXXX") || exit 99
+# The preload from a copy every user can read: cases run as nobody.
+. "$here/libs_copy.sh" || exit 99
+libs_copy "$T/lib" || { echo "ERROR: $name: copying the libraries failed"; exit 99; }
+LIB=$T/lib/libvma.so
+export LD_LIBRARY_PATH=$T/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
