@@ -11,9 +11,11 @@
 #   the server's vmastat block says its socket(s) offloaded, with the
 #     datagrams it took on the rings;
 #   the client's log says its socket was offloaded;
-#   A's kernel UDP InDatagrams and B's OutDatagrams move by a handful (the
-#     first sends before a neighbour is known go through the kernel), far
-#     fewer than the messages sockperf counted.
+#   A's kernel UDP InDatagrams and B's OutDatagrams move by a handful, far
+#     fewer than the messages sockperf counted. A send whose next hop the
+#     kernel is still resolving goes through the kernel, and a ping-pong
+#     client sends hundreds in that time on a loaded machine: each case
+#     first has B's kernel resolve A (known_neighbour).
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_sockperf.sh
 set -u
@@ -35,6 +37,16 @@ ns_udp() {
       for (i = 2; i <= NF; i++) if ($i == f) c = i }
     $1 == "Udp:" && $2 ~ /^[0-9]+$/ {print $c}' /proc/net/snmp
 }
+# known_neighbour: B's kernel knows A's Ethernet address (one datagram
+# sent to the discard port, then up to 2 s for the entry).
+known_neighbour() {
+  ip netns exec "$Z" bash -c "echo >/dev/udp/$IP4/9" 2>/dev/null
+  for _ in $(seq 40); do
+    ip -n "$Z" neigh show "$IP4" | grep -qE 'REACHABLE|STALE|DELAY' && return 0
+    sleep 0.05
+  done
+  echo "  B's kernel did not resolve $IP4"
+}
 wait_line() { for _ in $(seq 100); do grep -Eq "$2" "$1" && return 0; sleep 0.1; done; return 1; }
 port=$((22000 + RANDOM % 8000))
 
@@ -51,6 +63,7 @@ sockperf_case() {
   spid=$!
   pids+=($spid)
   wait_line "$T/srv" "offloaded on 1 netdev|no rings" || true
+  known_neighbour
   a0=$(ns_udp "$A" In) b0=$(ns_udp "$Z" Out)
   ip netns exec "$Z" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug timeout 60 \
     sockperf "$@" --time 2 >"$T/cli" 2>&1
