@@ -19,7 +19,7 @@ TEST_LOG_COMPILER = $(LOG_COMPILER)
 AM_TESTS_ENVIRONMENT = TEST_LIMIT_DEFAULT='$(TEST_LIMIT_DEFAULT)' \
 	TEST_LIMITS='$(TEST_LIMITS)' TEST_LIMIT_SCALE='$(TEST_LIMIT_SCALE)'; \
 	export TEST_LIMIT_DEFAULT TEST_LIMITS TEST_LIMIT_SCALE;
-EXTRA_DIST += tests/run-with-limit.sh tests/tsan.supp
+EXTRA_DIST += tests/run-with-limit.sh tests/tsan.supp tests/skips.sh
 
 include tests/librsocket/local.mk
 include tests/ext/local.mk
@@ -29,4 +29,4 @@ include tests/xdp/local.mk
 include tests/net/local.mk
 include tests/fuzz/local.mk
 include tests/vma/local.mk
-EXTRA_DIST += tests/common/stderr_capture.h tests/common/rxe_counter.h
+EXTRA_DIST += tests/common/stderr_capture.h tests/common/rxe_counter.h tests/common/sanitizers.h
