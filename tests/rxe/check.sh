@@ -47,16 +47,37 @@ fi
 for t in core_unit_tests rsocket_conformance; do
   [ -x "$BUILD/$t" ] || { echo "=== $t: missing ($BUILD/$t: make check builds it)"; failed+=("$t"); }
 done
+# RXE_SAN_BUILD (a build configured with --enable-sanitizers): the resource
+# manager's tests and rxe0's IPv4 conformance cases and hostile peers run
+# from it, under ASan/UBSan, instead of from BUILD (one boot for both; the
+# same cases are not run twice).
+SAN=${RXE_SAN_BUILD:-}
+if [ -n "$SAN" ]; then
+  SAN=$(cd "$SAN" && pwd) || { echo "=== san: no folder $RXE_SAN_BUILD"; exit 1; }
+  for t in core_unit_tests rsocket_conformance; do
+    [ -x "$SAN/$t" ] || { echo "=== $t: missing in $SAN"; failed+=("$t-san"); }
+  done
+fi
 if [ -x "$BUILD/core_unit_tests" ]; then
-  step res 180 env SLIPSTREAM_TEST_REQUIRE_VERBS=1 "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
+  [ -n "$SAN" ] ||
+    step res 180 env SLIPSTREAM_TEST_REQUIRE_VERBS=1 "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
   step res-fork-safe 180 env SLIPSTREAM_TEST_REQUIRE_VERBS=1 RDMAV_FORK_SAFE=1 \
     "$BUILD/core_unit_tests" --gtest_filter='VerbsRes*'
 fi
+[ -z "$SAN" ] || [ ! -x "$SAN/core_unit_tests" ] ||
+  step res-san 300 env ASAN_OPTIONS=detect_leaks=1 SLIPSTREAM_TEST_REQUIRE_VERBS=1 \
+    "$SAN/core_unit_tests" --gtest_filter='VerbsRes*'
 if [ -x "$BUILD/rsocket_conformance" ]; then
+  plain_filter=$FILTER
+  [ -z "$SAN" ] || plain_filter="$FILTER-*verbs_v4*:VerbsHostile*"
   step conformance 900 env RS_CONFORMANCE_REQUIRE=verbs RS_CONFORMANCE_VERBS_ADDR4="$RXE_IP" \
     RS_CONFORMANCE_VERBS_ADDR6="${RXE_IP6:-}" \
-    "$BUILD/rsocket_conformance" --gtest_filter="$FILTER"
+    "$BUILD/rsocket_conformance" --gtest_filter="$plain_filter"
 fi
+[ -z "$SAN" ] || [ ! -x "$SAN/rsocket_conformance" ] ||
+  step conformance-san 900 env ASAN_OPTIONS=detect_leaks=1 RS_CONFORMANCE_REQUIRE=verbs \
+    RS_CONFORMANCE_VERBS_ADDR4="$RXE_IP" RS_CONFORMANCE_VERBS_ADDR6="${RXE_IP6:-}" \
+    "$SAN/rsocket_conformance" --gtest_filter='*verbs_v4*:VerbsHostile*'
 
 # The iWARP variant (write + 4-byte send) on Soft-iWARP: the same interop
 # matrix and conformance suite over siw0's addresses.  rxe-vm.sh leaves

@@ -19,8 +19,15 @@ EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
 	tests/rxe/stress.sh tests/rxe/udpong.sh tests/rxe/apps.sh
 
 .PHONY: check-rxe check-rxe-san rxe-figures
+# RXE_SAN_BUILD=DIR (a build configured with --enable-sanitizers, e.g.
+# ../build-san): the same boot runs the verbs suites' IPv4 cases on rxe0
+# from it under ASan/UBSan (tests/rxe/check.sh), in 2 GiB.
+RXE_SAN_BUILD =
 check-rxe:
-	$(RXE_RUN) bash '$(abs_top_srcdir)/tests/rxe/check.sh' '$(abs_top_builddir)'
+	$(RXE_VM) $(RXE_VM_FLAGS) $(if $(RXE_SAN_BUILD),-m 2048 -s '$(RXE_SAN_BUILD)') \
+	  -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- \
+	  env $(RXE_ENV) $(if $(RXE_SAN_BUILD),RXE_SAN_BUILD='$(abspath $(RXE_SAN_BUILD))') \
+	  bash '$(abs_top_srcdir)/tests/rxe/check.sh' '$(abs_top_builddir)'
 
 # For a build configured with --enable-sanitizers: the GoogleTest suites on
 # rxe0 (IPv4 conformance and hostile peers), under ASan/UBSan; siw0's
