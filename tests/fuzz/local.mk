@@ -9,7 +9,7 @@
 # crash, leak or sanitizer report.
 FUZZ_TARGETS = fuzz_config fuzz_tcp_stream fuzz_shm_stream fuzz_rsocket \
 	fuzz_preload_rules fuzz_dgram fuzz_net_frame fuzz_udp_stack fuzz_vma_stats \
-	fuzz_vma_conf
+	fuzz_vma_conf fuzz_tcp_segment
 EXTRA_PROGRAMS = $(FUZZ_TARGETS)
 # Like core_unit_tests: every object of core (and of librsocket), not an
 # archive's pick, so the providers' static registrations are all there.
@@ -52,6 +52,11 @@ fuzz_udp_stack_SOURCES = tests/fuzz/fuzz_udp_stack.cc tests/core/loopback_ring.c
 fuzz_udp_stack_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_udp_stack_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_udp_stack_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+# core/net/tcp's header and options parsers.
+fuzz_tcp_segment_SOURCES = tests/fuzz/fuzz_tcp_segment.cc
+fuzz_tcp_segment_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_tcp_segment_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_tcp_segment_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
 # The vma_stats reader needs nothing of core: its own files only.
 fuzz_vma_stats_SOURCES = tests/fuzz/fuzz_vma_stats.cc \
 	src/libvmacompat/stats_proc.cc \
