@@ -36,6 +36,7 @@ stage() {
   "$@"
   rc=$?
   local secs=$((SECONDS - start)) mark=
+  echo "=== stage: $name: $secs s (budget $budget)"
   if [ $secs -gt "$budget" ]; then
     mark=" OVER"
     echo "WARNING: stage '$name' took $secs s, over its budget of $budget s"
@@ -78,7 +79,7 @@ check() {
   done
   # The slowest tests of the run (run-with-limit.sh's last line).
   grep -h '^run-with-limit: .* took ' *.log tests/*/*.log 2>/dev/null |
-    sort -k5 -n | tail -5 | sed 's/^run-with-limit:/  slowest:/'
+    sort -k4 -n | tail -5 | sed 's/^run-with-limit:/  slowest:/'
   return 0
 }
 
