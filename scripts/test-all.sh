@@ -3,10 +3,12 @@
 #   1. the plain build (gcc, -Werror) and `make check` there: unit and
 #      conformance suites, external programs;
 #   2. one clang build (-Werror, ASan/UBSan, libFuzzer's instrumentation)
-#      of the whole tree, its test programs and the fuzz targets: its
-#      GoogleTest suites on the host, then each libFuzzer target briefly;
+#      of the whole tree, its test programs and the fuzz targets;
 #   3. the real verbs checks in a Soft-RoCE/Soft-iWARP guest (make
 #      check-rxe), in one boot with the sanitized build's verbs suites;
+#      beside it, at a lower priority, the ThreadSanitizer build, then the
+#      sanitized GoogleTest suites on the host with each libFuzzer target
+#      briefly;
 #   4. ThreadSanitizer over the in-process suites on shm and tcp.
 # Every test binary runs under a time limit (tests/run-with-limit.sh).
 # Compiles go through a compiler cache outside the clone
@@ -23,9 +25,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/compiler-cache.sh"
 jobs=$(nproc)
 [ "$(id -u)" != 0 ] || export SLIPSTREAM_TEST_STRICT=1
-passed=0 failed=0
 stage_rows=()
-skip_logs=()
+# Counts and the logs to search for skips go to files, so what runs in the
+# background (beside the guest) counts too.
+notes=$(mktemp -d "${TMPDIR:-/tmp}/test-all.XXXXXX") || exit 1
+trap 'rm -rf "$notes"' EXIT
+tally() { echo "$1 $2" >>"$notes/tally"; }  # tally PASSED FAILED
+keep_log() { echo "$1" >>"$notes/logs"; }
 
 # stage NAME BUDGET CMD...: runs CMD (a function below) as one stage and
 # records its seconds for the closing table.
@@ -73,9 +79,9 @@ check() {
   read -r p f s e < <(counts test-suite.log 2>/dev/null || echo 0 0 0 0)
   echo "$name: $p passed, $f failed, $s skipped, $e errors"
   [ $status -eq 0 ] || [ $((f + e)) -gt 0 ] || f=1
-  passed=$((passed + p)) failed=$((failed + f + e))
+  tally "$p" $((f + e))
   for log in *.trs tests/*/*.trs; do
-    [ -f "$log" ] && skip_logs+=("$PWD/${log%.trs}.log")
+    [ -f "$log" ] && keep_log "$PWD/${log%.trs}.log"
   done
   # The slowest tests of the run (run-with-limit.sh's last line).
   grep -h '^run-with-limit: .* took ' *.log tests/*/*.log 2>/dev/null |
@@ -83,22 +89,28 @@ check() {
   return 0
 }
 
-# guest NAME TARGET [MAKE ARG...]: one make target booting the rxe guest,
-# one test.
+# guest NAME TARGET [MAKE ARG...]: one make target booting the rxe guest:
+# one test, and one more for the sanitized build's steps (NAME-san) when
+# it ran them.
 guest() {
   local name=$1 target=$2
   shift 2
   make "$target" "$@" >"$name.log" 2>&1
-  local status=$?
+  local status=$? san_bad=0 other_bad=0
   grep -E '^=== .*: exit [0-9]+ \(' "$name.log"
   tail -3 "$name.log"
-  skip_logs+=("$PWD/$name.log")
-  if [ $status -eq 0 ]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    digest "$name.log"
+  keep_log "$PWD/$name.log"
+  grep -qE '^=== [a-z0-9-]+-san: exit [1-9]' "$name.log" && san_bad=1
+  grep -E '^=== [a-z0-9-]+: exit [1-9]' "$name.log" | grep -qv -- '-san: exit' && other_bad=1
+  if grep -qE '^=== [a-z0-9-]+-san: exit' "$name.log"; then
+    if [ $san_bad = 1 ]; then tally 0 1; else tally 1 0; fi
   fi
+  if [ $status -eq 0 ] || { [ $san_bad = 1 ] && [ $other_bad = 0 ]; }; then
+    tally 1 0
+  else
+    tally 0 1
+  fi
+  [ $status -eq 0 ] || digest "$name.log"
 }
 
 # [TARGETS="..."] variant DIR CONFIGURE_ARG...: enter build directory DIR
@@ -114,12 +126,12 @@ variant() {
     return 0
   fi
   echo "${dir##*/}: configure or build failed"
-  failed=$((failed + 1))
+  tally 0 1
   return 1
 }
 
 plain_build() {
-  build=$(CONFIGURE_FLAGS=--enable-werror "$top/scripts/build.sh") || { failed=$((failed + 1)); return 1; }
+  build=$(CONFIGURE_FLAGS=--enable-werror "$top/scripts/build.sh") || { tally 0 1; return 1; }
 }
 plain_check() { cd "$build" && check "plain build (gcc, -Werror)"; }
 
@@ -132,7 +144,9 @@ san_dir=${SAN_BUILD_DIR:-$top/build-san}
 san_tests="core_unit_tests rsocket_conformance vma_unit_tests net_netns_tests xdp_ring_tests udp_ring_tests"
 san_build() {
   TARGETS="all $san_tests fuzz" variant "$san_dir" CC=clang CXX=clang++ --enable-fuzzing \
-    --enable-werror CFLAGS='-O1 -gline-tables-only' CXXFLAGS='-O1 -gline-tables-only'
+    --enable-werror CFLAGS='-O1 -gline-tables-only' CXXFLAGS='-O1 -gline-tables-only' || return 1
+  echo "clang -Werror build of the whole tree: passed"
+  tally 1 0
 }
 # Only the in-process suites: a sanitized library cannot be preloaded into
 # uninstrumented programs such as rstream (the VMA face's and core/net's
@@ -147,19 +161,24 @@ san_check() {
     TARGET=check-TESTS check "ASan/UBSan (clang)" \
     TESTS="$san_tests" check_PROGRAMS="$san_tests" TEST_LIMIT_SCALE=3
 }
-# Each target for FUZZ_SMOKE_S seconds from its seed corpus; one count per
-# target, one failure when a run cannot start.
-fuzz_smoke() {
+# libFuzzer's smoke runs go beside those suites (a target takes one core;
+# the suites mostly wait on their own timers): each target FUZZ_SMOKE_S
+# seconds from its seed corpus, one count per target, one failure when a
+# run cannot start.
+san_suites_and_fuzz() {
   local status fuzz_pass fuzz_fail
-  cd "$san_dir" || return 1
-  make fuzz-smoke FUZZ_SMOKE_S=8 >fuzz-smoke.log 2>&1
+  (cd "$san_dir" && make fuzz-smoke FUZZ_SMOKE_S=8 >fuzz-smoke.log 2>&1) &
+  local fuzz_pid=$!
+  san_check
+  wait $fuzz_pid
   status=$?
+  cd "$san_dir" || return 1
   grep '^fuzz fuzz_' fuzz-smoke.log
   fuzz_pass=$(grep -c '^fuzz fuzz_.*: PASS' fuzz-smoke.log)
   fuzz_fail=$(grep -c '^fuzz fuzz_.*: FAIL' fuzz-smoke.log)
   [ $status -eq 0 ] || [ "$fuzz_fail" -gt 0 ] || { fuzz_fail=1; tail -30 fuzz-smoke.log; }
   [ "$fuzz_fail" -eq 0 ] || digest fuzz-smoke.log
-  passed=$((passed + fuzz_pass)) failed=$((failed + fuzz_fail))
+  tally "$fuzz_pass" "$fuzz_fail"
 }
 
 # Real verbs: Soft-RoCE in a qemu guest booted from Debian's kernel package
@@ -191,6 +210,21 @@ tsan_tests="core_unit_tests rsocket_conformance"
 tsan_build() {
   TARGETS=$tsan_tests variant "$tsan_dir" --enable-tsan CFLAGS='-O1 -g1' CXXFLAGS='-O1 -g1'
 }
+# Beside the guest, at a lower priority (its processors idle through its
+# tests' waits): the TSan build, then the sanitizer suites with the fuzz
+# runs. What these print comes after the guest's lines.
+guest_and_beside() {
+  local log=$build/beside-the-guest.log
+  (
+    renice -n 10 -p $BASHPID >/dev/null
+    tsan_build && touch "$notes/tsan-built"
+    [ $san_ok = 0 ] || san_suites_and_fuzz
+  ) >"$log" 2>&1 &
+  local pid=$!
+  rxe
+  wait $pid
+  cat "$log"
+}
 tsan_check() {
   cd "$tsan_dir" || return 1
   GTEST_FILTER='-*verbs*:*Verbs*:*CapAsyncPlace*:*RiowriteLandsWhileTargetMakesNoCalls*:*ForkTest*:*DgramTest.ForkChildsCloseWakes*:CEdge.Cancel*:ServiceThreadTest.ForkChild*' \
@@ -201,18 +235,14 @@ tsan_check() {
 # Budgets: seconds on a fresh clone, empty compiler cache (docs/status.md
 # has the measured table).
 stage "dependencies and plain build (gcc, -Werror)" 420 plain_build || {
-  echo "$passed passed, $failed failed, 0 skipped"
+  echo "0 passed, 1 failed, 0 skipped"
   exit 1
 }
 stage "make check (gcc)" 600 plain_check
 san_ok=0
 stage "sanitizer build (clang, ASan/UBSan/fuzzer)" 780 san_build && san_ok=1
-[ $san_ok = 0 ] || stage "ASan/UBSan suites (host)" 300 san_check
-[ $san_ok = 0 ] || stage "libFuzzer smoke runs" 120 fuzz_smoke
-stage "verbs guest (plain and ASan/UBSan)" 1000 rxe
-tsan_ok=0
-stage "TSan build (gcc)" 300 tsan_build && tsan_ok=1
-[ $tsan_ok = 0 ] || stage "TSan suites" 300 tsan_check
+stage "guest; beside it TSan build, ASan/UBSan, fuzz" 1300 guest_and_beside
+[ ! -e "$notes/tsan-built" ] || stage "TSan suites" 300 tsan_check
 
 echo
 echo "stage                                          seconds budget"
@@ -222,12 +252,14 @@ echo "total                                          $(printf '%6d %6d' $SECONDS
 # Every skip with its reason, then the reasons with their counts.
 echo
 list=${build:-$top}/test-all-skips.log
-bash "$top/tests/skips.sh" ${skip_logs[@]+"${skip_logs[@]}"} | sed -E 's|^[^:]*/||' >"$list"
+mapfile -t logs < <(sort -u "$notes/logs" 2>/dev/null)
+bash "$top/tests/skips.sh" ${logs[@]+"${logs[@]}"} | sed -E 's|^[^:]*/||' >"$list"
 skipped=$(wc -l <"$list")
 echo "skipped cases ($skipped):"
 cat "$list"
 echo "skipped cases by reason:"
 sed -E 's|^([^:]*): [^:]*: |\1: |' "$list" | sort | uniq -c | sort -rn
 echo
+read -r passed failed < <(awk '{p += $1; f += $2} END {print p + 0, f + 0}' "$notes/tally" 2>/dev/null)
 echo "$passed passed, $failed failed, $skipped skipped"
-[ $failed -eq 0 ]
+[ "$failed" -eq 0 ]

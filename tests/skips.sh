@@ -14,7 +14,7 @@ for log in "$@"; do
     /: Skipped$/ { want = 1; reason = ""; next }
     want == 1 && !/^\[  SKIPPED \]/ { if (reason == "") reason = $0; next }
     /^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$/ {
-      printf "%s: %s: %s\n", lg, $3, (reason == "" ? "(no reason given)" : reason)
+      printf "%s: %s: %s\n", lg, $4, (reason == "" ? "(no reason given)" : reason)
       want = 0; reason = ""; next
     }
     /^SKIP: / { named++; sub(/^SKIP: /, ""); printf "%s: script: %s\n", lg, $0; next }
