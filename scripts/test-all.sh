@@ -153,9 +153,9 @@ san_build() {
 # namespace suites are in-process too). check-TESTS with check_PROGRAMS
 # named: check-TESTS alone would build every test program. Left out: the
 # tests that cancel a thread blocked in rrecv (CEdge.Cancel*, run plain
-# in make check): clang's ASan leaves the cancelled thread's frames
-# poisoned, and the next thread glibc gives that stack is reported for
-# writing its own frames (ASan's hint: a custom unwind).
+# in make check): a cancellation's forced unwind leaves rrecv's frames
+# poisoned (clang's ASan unpoisons on throw and longjmp only), and the
+# thread's own exit handler (liburcu's) is reported for writing there.
 san_check() {
   cd "$san_dir" && GTEST_FILTER='-CEdge.Cancel*' ASAN_OPTIONS=detect_leaks=1 \
     TARGET=check-TESTS check "ASan/UBSan (clang)" \
