@@ -1,7 +1,7 @@
 # core/net/tcp: the userspace TCP's parts, one concern a file (README.md).
 # Wire formats (header, options, sequence arithmetic), the timer queue,
-# the RTO and congestion control so far: pure code, unit-tested, not yet
-# used by a face.
+# the RTO, congestion control and the SACK ranges so far: pure code,
+# unit-tested, not yet used by a face.
 libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/seq.h \
 	src/core/net/tcp/header.h \
@@ -13,13 +13,16 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/rtt.h \
 	src/core/net/tcp/rtt.cc \
 	src/core/net/tcp/congestion.h \
-	src/core/net/tcp/congestion.cc
+	src/core/net/tcp/congestion.cc \
+	src/core/net/tcp/seq_ranges.h \
+	src/core/net/tcp/seq_ranges.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/net_tcp_header_test.cc \
 	tests/core/net_tcp_options_test.cc \
 	tests/core/net_tcp_timer_queue_test.cc \
 	tests/core/net_tcp_rtt_test.cc \
-	tests/core/net_tcp_congestion_test.cc
+	tests/core/net_tcp_congestion_test.cc \
+	tests/core/net_tcp_seq_ranges_test.cc
 
 EXTRA_DIST += src/core/net/tcp/README.md
