@@ -154,8 +154,8 @@ san_build() {
 # named: check-TESTS alone would build every test program. Left out: the
 # tests that cancel a thread blocked in rrecv (CEdge.Cancel*, run plain
 # in make check): a cancellation's forced unwind leaves rrecv's frames
-# poisoned (clang's ASan unpoisons on throw and longjmp only), and the
-# thread's own exit handler (liburcu's) is reported for writing there.
+# poisoned (clang's ASan unpoisons on throw and longjmp only), and an exit
+# handler (liburcu's) that runs on that stack later is reported.
 san_check() {
   cd "$san_dir" && GTEST_FILTER='-CEdge.Cancel*' ASAN_OPTIONS=detect_leaks=1 \
     TARGET=check-TESTS check "ASan/UBSan (clang)" \
@@ -232,17 +232,17 @@ tsan_check() {
     check "TSan (gcc)" -j1 TESTS="$tsan_tests" check_PROGRAMS="$tsan_tests" TEST_LIMIT_SCALE=3
 }
 
-# Budgets: seconds on a fresh clone, empty compiler cache (docs/status.md
-# has the measured table).
-stage "dependencies and plain build (gcc, -Werror)" 420 plain_build || {
+# Budgets: seconds on a fresh clone with an empty compiler cache, the
+# measured figure and some room (docs/status.md has the table); 3110 in all.
+stage "dependencies and plain build (gcc, -Werror)" 300 plain_build || {
   echo "0 passed, 1 failed, 0 skipped"
   exit 1
 }
-stage "make check (gcc)" 600 plain_check
+stage "make check (gcc)" 660 plain_check
 san_ok=0
-stage "sanitizer build (clang, ASan/UBSan/fuzzer)" 780 san_build && san_ok=1
-stage "guest; beside it TSan build, ASan/UBSan, fuzz" 1300 guest_and_beside
-[ ! -e "$notes/tsan-built" ] || stage "TSan suites" 300 tsan_check
+stage "sanitizer build (clang, ASan/UBSan/fuzzer)" 540 san_build && san_ok=1
+stage "guest; beside it TSan build, ASan/UBSan, fuzz" 1250 guest_and_beside
+[ ! -e "$notes/tsan-built" ] || stage "TSan suites" 360 tsan_check
 
 echo
 echo "stage                                          seconds budget"
