@@ -46,8 +46,9 @@ int connections() {
 rlim_t fd_budget() { return static_cast<rlim_t>(connections()) * kMaxPerConnection + kFdMargin; }
 
 // Sets the soft descriptor limit to exactly the budget (so more than
-// kMaxPerConnection per connection fails with EMFILE). false, *why set,
-// when the hard limit does not allow it.
+// kMaxPerConnection per connection fails with EMFILE), and the hard limit
+// to it where it is lower (CAP_SYS_RESOURCE may). false, *why set, when
+// that fails.
 bool set_fd_limit(rlimit* old, std::string* why) {
   if (getrlimit(RLIMIT_NOFILE, old) != 0) {
     *why = std::string("getrlimit: ") + strerror(errno);
@@ -55,16 +56,13 @@ bool set_fd_limit(rlimit* old, std::string* why) {
   }
   rlimit l = *old;
   l.rlim_cur = fd_budget();
-  // Root may raise the hard limit too.
-  if (old->rlim_max != RLIM_INFINITY && old->rlim_max < fd_budget()) l.rlim_max = fd_budget();
-  if (l.rlim_max != old->rlim_max && setrlimit(RLIMIT_NOFILE, &l) != 0) {
-    *why = "RLIMIT_NOFILE hard limit " + std::to_string(old->rlim_max) + " < " +
-           std::to_string(fd_budget()) + " needed for " + std::to_string(connections()) +
-           " connections";
-    return false;
-  }
+  const bool raise_hard = old->rlim_max != RLIM_INFINITY && old->rlim_max < fd_budget();
+  if (raise_hard) l.rlim_max = fd_budget();
   if (setrlimit(RLIMIT_NOFILE, &l) != 0) {
-    *why = std::string("setrlimit: ") + strerror(errno);
+    *why = raise_hard ? "RLIMIT_NOFILE hard limit " + std::to_string(old->rlim_max) + " < " +
+                            std::to_string(fd_budget()) + " needed for " +
+                            std::to_string(connections()) + " connections"
+                      : std::string("setrlimit: ") + strerror(errno);
     return false;
   }
   return true;

@@ -12,22 +12,21 @@
 RXE_VM = bash $(abs_top_srcdir)/tests/rxe/rxe-vm.sh
 RXE_VM_FLAGS = -t 1800
 RXE_ENV =
-RXE_RUN = $(RXE_VM) $(RXE_VM_FLAGS) -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- env $(RXE_ENV)
+# RXE_SAN_BUILD=DIR (a build configured with --enable-sanitizers, e.g.
+# ../build-san): check-rxe's boot also runs the verbs suites' IPv4 cases on
+# rxe0 from it under ASan/UBSan (tests/rxe/check.sh), in 2 GiB.
+RXE_SAN_BUILD =
+RXE_RUN = $(RXE_VM) $(RXE_VM_FLAGS) $(if $(RXE_SAN_BUILD),-m 2048 -s '$(RXE_SAN_BUILD)') \
+	-s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- env $(RXE_ENV) \
+	$(if $(RXE_SAN_BUILD),RXE_SAN_BUILD='$(abspath $(RXE_SAN_BUILD))')
 EXTRA_DIST += tests/rxe/README.md tests/rxe/rxe-vm.sh tests/rxe/smoke.sh \
 	tests/rxe/siw-module.sh \
 	tests/rxe/common.sh tests/rxe/interop.sh tests/rxe/preload.sh tests/rxe/figures.sh tests/rxe/check.sh \
 	tests/rxe/stress.sh tests/rxe/udpong.sh tests/rxe/apps.sh
 
 .PHONY: check-rxe check-rxe-san rxe-figures
-# RXE_SAN_BUILD=DIR (a build configured with --enable-sanitizers, e.g.
-# ../build-san): the same boot runs the verbs suites' IPv4 cases on rxe0
-# from it under ASan/UBSan (tests/rxe/check.sh), in 2 GiB.
-RXE_SAN_BUILD =
 check-rxe:
-	$(RXE_VM) $(RXE_VM_FLAGS) $(if $(RXE_SAN_BUILD),-m 2048 -s '$(RXE_SAN_BUILD)') \
-	  -s '$(abs_top_builddir)' -s '$(abs_top_srcdir)' -- \
-	  env $(RXE_ENV) $(if $(RXE_SAN_BUILD),RXE_SAN_BUILD='$(abspath $(RXE_SAN_BUILD))') \
-	  bash '$(abs_top_srcdir)/tests/rxe/check.sh' '$(abs_top_builddir)'
+	$(RXE_RUN) bash '$(abs_top_srcdir)/tests/rxe/check.sh' '$(abs_top_builddir)'
 
 # For a build configured with --enable-sanitizers: the GoogleTest suites on
 # rxe0 (IPv4 conformance and hostile peers), under ASan/UBSan; siw0's
