@@ -1,7 +1,7 @@
 # core/net/tcp: the userspace TCP's parts, one concern a file (README.md).
-# Wire formats (header, options, sequence arithmetic), the timer queue,
-# the RTO, congestion control and the SACK ranges so far: pure code,
-# unit-tested, not yet used by a face.
+# Wire formats, timers, RTO, congestion control, SACK ranges and one
+# connection's state machine: pure code, tested against scripts and on a
+# fake wire, not yet used by a face.
 libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/seq.h \
 	src/core/net/tcp/header.h \
@@ -15,7 +15,16 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/congestion.h \
 	src/core/net/tcp/congestion.cc \
 	src/core/net/tcp/seq_ranges.h \
-	src/core/net/tcp/seq_ranges.cc
+	src/core/net/tcp/seq_ranges.cc \
+	src/core/net/tcp/send_buffer.h \
+	src/core/net/tcp/send_buffer.cc \
+	src/core/net/tcp/receive_queue.h \
+	src/core/net/tcp/receive_queue.cc \
+	src/core/net/tcp/connection.h \
+	src/core/net/tcp/connection.cc \
+	src/core/net/tcp/input.cc \
+	src/core/net/tcp/output.cc \
+	src/core/net/tcp/timers.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/net_tcp_header_test.cc \
@@ -23,6 +32,12 @@ core_unit_tests_SOURCES += \
 	tests/core/net_tcp_timer_queue_test.cc \
 	tests/core/net_tcp_rtt_test.cc \
 	tests/core/net_tcp_congestion_test.cc \
-	tests/core/net_tcp_seq_ranges_test.cc
+	tests/core/net_tcp_seq_ranges_test.cc \
+	tests/core/tcp_script.h \
+	tests/core/tcp_script.cc \
+	tests/core/net_tcp_script_test.cc \
+	tests/core/tcp_wire.h \
+	tests/core/tcp_wire.cc \
+	tests/core/net_tcp_pair_test.cc
 
-EXTRA_DIST += src/core/net/tcp/README.md
+EXTRA_DIST += src/core/net/tcp/README.md tests/core/tcp_scripts

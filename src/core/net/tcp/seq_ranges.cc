@@ -50,8 +50,11 @@ size_t SeqRanges::ranges_from(uint32_t seq) const {
 void SackReport::fill(const SeqRanges& held, uint32_t dup_left, uint32_t dup_right,
                       Options* o) {
   o->sack_count = 0;
-  auto put = [o](uint32_t l, uint32_t r) {
-    for (size_t k = 0; k < o->sack_count; k++)
+  // The D-SACK block may repeat as the held block containing it (RFC
+  // 2883 §4: that block comes second), so only the others are deduplicated.
+  const size_t regular = dup_left != dup_right ? 1 : 0;
+  auto put = [o, regular](uint32_t l, uint32_t r) {
+    for (size_t k = regular; k < o->sack_count; k++)
       if (o->sack[k].left == l && o->sack[k].right == r) return;
     if (o->sack_count < kMaxSackBlocks) o->sack[o->sack_count++] = {l, r};
   };

@@ -1,0 +1,262 @@
+// The program's side of a connection: opening, the send and receive
+// calls, shutdown and close, and the moves between states they cause.
+#include "core/net/tcp/connection.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/net/tcp/seq.h"
+
+namespace ss::net::tcp {
+
+namespace {
+
+constexpr uint32_t kMinPeerMss = 48;  // Linux's tcp_min_snd_mss: a tiny MSS costs a frame a byte
+constexpr uint32_t kTimestampsLen = 12;  // the option as sent, with its two NOPs
+
+// The smallest shift that lets the window cover the whole buffer.
+uint8_t wscale_for(uint32_t rcv_buf) {
+  uint8_t s = 0;
+  while (s < kMaxWscale && (uint64_t{0xffff} << s) < rcv_buf) s++;
+  return s;
+}
+
+}  // namespace
+
+const char* state_name(State s) {
+  switch (s) {
+    case State::kClosed: return "CLOSED";
+    case State::kSynSent: return "SYN-SENT";
+    case State::kSynReceived: return "SYN-RECEIVED";
+    case State::kEstablished: return "ESTABLISHED";
+    case State::kFinWait1: return "FIN-WAIT-1";
+    case State::kFinWait2: return "FIN-WAIT-2";
+    case State::kCloseWait: return "CLOSE-WAIT";
+    case State::kClosing: return "CLOSING";
+    case State::kLastAck: return "LAST-ACK";
+    case State::kTimeWait: return "TIME-WAIT";
+  }
+  return "?";
+}
+
+Connection::Connection(const Config& cfg, uint16_t local_port, uint16_t remote_port,
+                       SegmentSink* sink, TimerQueue* timers)
+    : cfg_(cfg),
+      local_port_(local_port),
+      remote_port_(remote_port),
+      sink_(sink),
+      timers_(timers),
+      sndq_(cfg.snd_buf),
+      rtt_(cfg.min_rto_us, cfg.max_rto_us),
+      cc_(make_congestion_control(cfg.cc, cfg.mss)) {
+  wscale_offer_ = cfg_.window_scaling ? wscale_for(cfg_.rcv_buf) : 0;
+  mss_ = std::min<uint32_t>(cfg_.mss, cfg_.default_peer_mss);
+  for (auto [t, k] : {std::pair{&retransmit_timer_, TimerKind::kRetransmit},
+                      {&delack_timer_, TimerKind::kDelayedAck},
+                      {&persist_timer_, TimerKind::kPersist},
+                      {&wait_timer_, TimerKind::kWait}}) {
+    t->conn = this;
+    t->kind = k;
+  }
+}
+
+Connection::~Connection() { set_closed(); }
+
+void Connection::connect(uint32_t iss, uint64_t now) {
+  if (state_ != State::kClosed) return;
+  iss_ = snd_una_ = snd_nxt_ = snd_max_ = snd_sml_ = iss;
+  state_ = State::kSynSent;
+  send_syn(now);
+}
+
+void Connection::accept_syn(const Header& syn, const Options& opts, uint32_t iss, uint64_t now) {
+  if (state_ != State::kClosed) return;
+  iss_ = snd_una_ = snd_nxt_ = snd_max_ = snd_sml_ = iss;
+  irs_ = syn.seq;
+  rcv_nxt_ = rcv_adv_ = syn.seq + 1;
+  negotiate(opts, false);
+  if (ts_ok_) ts_recent_us_ = now;
+  snd_wnd_ = max_snd_wnd_ = syn.window;  // a SYN's window is never scaled
+  snd_wl1_ = syn.seq;
+  snd_wl2_ = iss;
+  state_ = State::kSynReceived;
+  send_syn(now);
+}
+
+void Connection::negotiate(const Options& peer, bool) {
+  ws_ok_ = cfg_.window_scaling && peer.has_wscale;
+  snd_wscale_ = ws_ok_ ? peer.wscale : 0;
+  rcv_wscale_ = ws_ok_ ? wscale_offer_ : 0;
+  ts_ok_ = cfg_.timestamps && peer.has_ts;
+  if (ts_ok_) ts_recent_ = peer.ts_val;
+  sack_ok_ = cfg_.sack && peer.sack_permitted;
+  peer_mss_ = std::max(kMinPeerMss, peer.has_mss ? uint32_t{peer.mss} : cfg_.default_peer_mss);
+  mss_ = std::min<uint32_t>(peer_mss_, cfg_.mss) - (ts_ok_ ? kTimestampsLen : 0);
+  rcv_mss_ = std::min<uint32_t>(cfg_.mss, 536);
+}
+
+void Connection::establish(uint64_t) {
+  state_ = State::kEstablished;
+  cc_ = make_congestion_control(cfg_.cc, mss_);
+}
+
+ssize_t Connection::send(std::span<const uint8_t> data, uint64_t now) {
+  if (error_) return -take_error();
+  switch (state_) {
+    case State::kSynSent:
+    case State::kSynReceived:
+      return -EAGAIN;  // connecting: the face waits for writable()
+    case State::kEstablished:
+    case State::kCloseWait:
+      break;
+    default:
+      return -EPIPE;
+  }
+  if (write_shut_) return -EPIPE;
+  if (data.empty()) return 0;
+  const size_t n = sndq_.append(data);
+  if (n == 0) return -EAGAIN;
+  transmit(now);
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t Connection::recv(std::span<uint8_t> out, bool peek, uint64_t now) {
+  const size_t n = rxq_.copy_out(out, peek);
+  if (n > 0) {
+    if (!peek) maybe_window_update(now);
+    return static_cast<ssize_t>(n);
+  }
+  if (out.empty()) return 0;
+  if (error_) return -take_error();
+  if (fin_in_ || state_ == State::kClosed) return 0;
+  return -EAGAIN;
+}
+
+int Connection::shutdown_write(uint64_t now) {
+  switch (state_) {
+    case State::kClosed:
+      return -ENOTCONN;
+    case State::kSynSent:
+      set_closed();
+      return 0;
+    case State::kSynReceived:
+    case State::kEstablished:
+    case State::kCloseWait:
+      queue_fin(now);
+      return 0;
+    default:
+      return 0;  // our FIN is out already
+  }
+}
+
+void Connection::queue_fin(uint64_t now) {
+  if (fin_queued_) return;
+  write_shut_ = fin_queued_ = true;
+  fin_seq_ = snd_una_ + static_cast<uint32_t>(sndq_.size());
+  if (state_ == State::kSynReceived || state_ == State::kEstablished) {
+    state_ = State::kFinWait1;
+  } else if (state_ == State::kCloseWait) {
+    state_ = State::kLastAck;
+  }
+  transmit(now);
+}
+
+void Connection::close(uint64_t now) {
+  closed_by_program_ = true;
+  if (rxq_.readable() > 0 && state_ != State::kClosed && state_ != State::kTimeWait) {
+    abort(now);  // the peer must learn its data was not read
+    return;
+  }
+  switch (state_) {
+    case State::kSynSent:
+      set_closed();
+      break;
+    case State::kSynReceived:
+    case State::kEstablished:
+    case State::kCloseWait:
+      queue_fin(now);
+      break;
+    case State::kFinWait2:
+      arm(&wait_timer_, now + cfg_.fin_timeout_us);
+      break;
+    default:
+      break;
+  }
+}
+
+void Connection::abort(uint64_t now) {
+  closed_by_program_ = true;
+  switch (state_) {
+    case State::kSynReceived:
+    case State::kEstablished:
+    case State::kFinWait1:
+    case State::kFinWait2:
+    case State::kCloseWait:
+      send_reset(snd_nxt_, true, now);
+      break;
+    default:
+      break;
+  }
+  rxq_.clear();
+  set_closed();
+}
+
+void Connection::set_nodelay(bool on, uint64_t now) {
+  cfg_.nodelay = on;
+  if (on) transmit(now);  // Linux pushes what Nagle held back
+}
+
+void Connection::quickack() { quickacks_ = std::max<uint32_t>(quickacks_, 16); }
+
+bool Connection::readable() const {
+  return rxq_.readable() > 0 || fin_in_ || error_ != 0 || state_ == State::kClosed;
+}
+
+bool Connection::writable() const {
+  switch (state_) {
+    case State::kEstablished:
+    case State::kCloseWait:
+      // As Linux: room for at least half of what is queued.
+      return !write_shut_ && sndq_.space() > 0 && sndq_.space() >= sndq_.size() / 2;
+    case State::kSynSent:
+    case State::kSynReceived:
+      return error_ != 0;
+    default:
+      return true;  // a send fails at once
+  }
+}
+
+int Connection::take_error() {
+  const int e = error_;
+  error_ = 0;
+  return e;
+}
+
+bool Connection::syn_may_reuse(const Header& syn, const Options& opts) const {
+  if (state_ != State::kTimeWait) return false;
+  if (ts_ok_ && opts.has_ts) return seq_gt(opts.ts_val, ts_recent_);
+  return seq_gt(syn.seq, rcv_nxt_);
+}
+
+void Connection::enter_time_wait(uint64_t now) {
+  state_ = State::kTimeWait;
+  for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_}) {
+    timers_->cancel(t);
+  }
+  arm(&wait_timer_, now + 2 * cfg_.msl_us);
+}
+
+void Connection::fail(int err) {
+  error_ = err;
+  set_closed();
+}
+
+void Connection::set_closed() {
+  state_ = State::kClosed;
+  for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_, &wait_timer_}) {
+    timers_->cancel(t);
+  }
+  sent_.clear();
+}
+
+}  // namespace ss::net::tcp

@@ -1,0 +1,247 @@
+// One TCP connection (RFC 9293's TCB and its state machine), pure of any
+// ring, address or lock: segments come in through input() as parsed
+// headers and data views, go out through a SegmentSink, time is the
+// caller's (microseconds, passed to every call), and its timers sit in the
+// stack's TimerQueue. So the same code runs on the rings and against a
+// scripted peer on a fake wire with a virtual clock.
+//
+// Split by concern: connection.cc the program's calls (open, send, recv,
+// shutdown, close), input.cc segment arrival, output.cc what is sent and
+// the windows, timers.cc what the timers do. Listening (SYN queue,
+// cookies) is the stack's: it hands a connection the SYN it accepted.
+//
+// Not thread-safe: the stack's lock guards each call.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+
+#include "core/mem/buffer.h"
+#include "core/net/tcp/congestion.h"
+#include "core/net/tcp/header.h"
+#include "core/net/tcp/options.h"
+#include "core/net/tcp/receive_queue.h"
+#include "core/net/tcp/rtt.h"
+#include "core/net/tcp/send_buffer.h"
+#include "core/net/tcp/seq_ranges.h"
+#include "core/net/tcp/timer_queue.h"
+
+namespace ss::net::tcp {
+
+// RFC 9293 §3.3.2 (LISTEN is the stack's listener, not a connection).
+enum class State : uint8_t {
+  kClosed,
+  kSynSent,
+  kSynReceived,
+  kEstablished,
+  kFinWait1,
+  kFinWait2,
+  kCloseWait,
+  kClosing,
+  kLastAck,
+  kTimeWait,
+};
+// "ESTABLISHED", "SYN-SENT", ... as RFC 9293 writes them.
+const char* state_name(State s);
+
+// A connection's settings, fixed when it opens.
+struct Config {
+  uint16_t mss = 1460;  // ours to announce: the route's MTU less IP and TCP headers
+  uint16_t default_peer_mss = 536;  // when the peer announces none (IPv6: 1220)
+  uint32_t rcv_buf = 131072;        // SO_RCVBUF: what the receive window can cover
+  uint32_t snd_buf = 131072;        // SO_SNDBUF
+  bool window_scaling = true, timestamps = true, sack = true;
+  bool nodelay = false;  // TCP_NODELAY: no Nagle
+  CcAlgo cc = CcAlgo::kNewReno;
+  uint64_t min_rto_us = 200'000, max_rto_us = 120'000'000;  // Linux's bounds
+  uint64_t delack_us = 40'000;           // the longest an ACK is delayed
+  uint64_t msl_us = 30'000'000;          // TIME-WAIT lasts 2 MSL (Linux: 60 s)
+  uint64_t fin_timeout_us = 60'000'000;  // FIN-WAIT-2 of a closed socket (tcp_fin_timeout)
+  uint64_t oow_ack_interval_us = 500'000;  // challenge/out-of-window ACKs at most this often
+  int syn_retries = 6, synack_retries = 5, retries = 15;  // Linux's tcp_*retries*
+  uint32_t ts_offset = 0;  // added to the timestamp clock (RFC 7323 §5.4)
+};
+
+struct Counters {
+  uint64_t segs_in = 0, segs_out = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;  // data, first transmissions only out
+  uint64_t retrans_segs = 0, rto_expiries = 0;
+  uint64_t ooo_segs = 0, dup_segs = 0, ooo_refused = 0;
+  uint64_t paws_drops = 0, out_of_window = 0, challenge_acks = 0, ack_beyond_sent = 0;
+  uint64_t rst_in = 0, rst_out = 0;
+  uint64_t zero_window_probes = 0;
+  uint64_t no_buffer = 0;  // a segment not sent for want of a frame
+};
+
+// Where segments go: the stack puts each in a frame behind its IP header
+// and fills the checksum (it knows the addresses).
+class SegmentSink {
+ public:
+  virtual ~SegmentSink() = default;
+  // Room for a segment of up to len bytes (TCP header first), or an empty
+  // span when no frame is free now (the connection sends it later).
+  virtual std::span<uint8_t> segment_room(size_t len) = 0;
+  // Sends the first len bytes written into the room.
+  virtual void send_segment(size_t len) = 0;
+};
+
+class Connection;
+enum class TimerKind : uint8_t { kRetransmit, kDelayedAck, kPersist, kWait };
+// A connection's timer as the TimerQueue hands it back.
+struct ConnectionTimer : Timer {
+  Connection* conn = nullptr;
+  TimerKind kind = TimerKind::kRetransmit;
+};
+
+class Connection {
+ public:
+  Connection(const Config& cfg, uint16_t local_port, uint16_t remote_port, SegmentSink* sink,
+             TimerQueue* timers);
+  ~Connection();  // cancels its timers
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Active open: sends the SYN (iss: RFC 6528's, the stack's choice).
+  void connect(uint32_t iss, uint64_t now_us);
+  // Passive open from the SYN a listener accepted: sends the SYN-ACK.
+  void accept_syn(const Header& syn, const Options& opts, uint32_t iss, uint64_t now_us);
+  // A segment of this connection, its checksum checked: header, options
+  // as parse_options gave them, and its data (a view in its frame, kept
+  // without a copy when queued).
+  void input(const Header& h, const Options& opts, mem::Buffer data, uint64_t now_us);
+  // One of this connection's timers fired (TimerQueue::pop_due gave it).
+  void on_timer(ConnectionTimer* t, uint64_t now_us);
+  // Sends what the windows allow now (after a frame was missing).
+  void output(uint64_t now_us) { transmit(now_us); }
+
+  // The program's calls: a byte count, or -errno as the socket call gives
+  // it (-EAGAIN: would block; the face waits on readable()/writable()).
+  ssize_t send(std::span<const uint8_t> data, uint64_t now_us);
+  ssize_t recv(std::span<uint8_t> out, bool peek, uint64_t now_us);
+  int shutdown_write(uint64_t now_us);
+  // close(): FIN after what is queued (RST instead when received data was
+  // left unread, RFC 9293 §3.10.4 and Linux); abort(): RST now (SO_LINGER 0).
+  void close(uint64_t now_us);
+  void abort(uint64_t now_us);
+  // TCP_NODELAY / TCP_QUICKACK.
+  void set_nodelay(bool on, uint64_t now_us);
+  void quickack();
+
+  State state() const { return state_; }
+  bool readable() const;  // data, end of stream or an error to report
+  bool writable() const;
+  // SO_ERROR: the pending error (0: none), cleared.
+  int take_error();
+  // A new SYN to this TIME-WAIT connection may open a new one in its place
+  // (its sequence number or timestamp is newer: RFC 6191, as Linux).
+  bool syn_may_reuse(const Header& syn, const Options& opts) const;
+  // Closed and closed by the program: the owner may delete it.
+  bool done() const { return state_ == State::kClosed && closed_by_program_; }
+
+  const Counters& counters() const { return ctr_; }
+  const RttEstimator& rtt() const { return rtt_; }
+  uint32_t mss() const { return mss_; }
+  uint32_t cwnd() const { return cc_->cwnd(); }
+  uint32_t snd_wnd() const { return snd_wnd_; }
+  uint32_t rcv_wnd() const { return rcv_adv_ - rcv_nxt_; }
+  uint32_t peer_mss() const { return peer_mss_; }
+
+ private:
+  // A transmitted range of sequence space (data, SYN or FIN), for RTT
+  // samples (and RACK).
+  struct Sent {
+    uint32_t seq, end;
+    uint64_t sent_us;
+    bool retransmitted;
+  };
+
+  // input.cc
+  void input_syn_sent(const Header& h, const Options& o, uint64_t now);
+  void input_synchronized(const Header& h, const Options& o, mem::Buffer data, uint64_t now);
+  bool acceptable(const Header& h, uint32_t seg_len) const;
+  void reset_by_peer();
+  bool process_ack(const Header& h, const Options& o, uint32_t seg_len, uint64_t now);
+  void acked(uint32_t ack, const Options& o, uint64_t now);
+  void process_data(const Header& h, mem::Buffer data, uint64_t now);
+  void fin_received(uint64_t now);
+  void data_arrived_in_order(uint32_t len, uint64_t now);
+  // connection.cc
+  void negotiate(const Options& peer, bool peer_syn_has_ack);
+  void establish(uint64_t now);
+  void queue_fin(uint64_t now);
+  void enter_time_wait(uint64_t now);
+  void fail(int err);  // to CLOSED with the error
+  void set_closed();
+  // output.cc
+  void transmit(uint64_t now);
+  bool send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_t now);
+  void send_syn(uint64_t now);
+  void send_ack(uint64_t now) { send_segment(snd_nxt_, 0, kAck, now); }
+  void send_reset(uint32_t seq, bool with_ack, uint64_t now);
+  void limited_ack(uint64_t now);  // challenge or out-of-window ACK, rate-limited
+  uint16_t advertise_window(bool syn);
+  uint32_t syn_window() const;  // the unscaled window of our SYN or SYN-ACK
+  void maybe_window_update(uint64_t now);
+  uint32_t ts_now(uint64_t now) const;
+  void log_sent(uint32_t seq, uint32_t end, uint64_t now);
+  void arm_retransmit(uint64_t now);
+  // timers.cc
+  void on_retransmit(uint64_t now);
+  void on_persist(uint64_t now);
+  void arm(ConnectionTimer* t, uint64_t due);
+  uint64_t persist_interval() const;
+
+  Config cfg_;
+  uint16_t local_port_, remote_port_;
+  SegmentSink* sink_;
+  TimerQueue* timers_;
+  State state_ = State::kClosed;
+  bool closed_by_program_ = false, write_shut_ = false;
+  int error_ = 0;
+
+  // Send side (RFC 9293 §3.3.1); the buffer holds bytes from snd_una.
+  uint32_t iss_ = 0, snd_una_ = 0, snd_nxt_ = 0, snd_max_ = 0;
+  uint32_t snd_wnd_ = 0, max_snd_wnd_ = 0, snd_wl1_ = 0, snd_wl2_ = 0;
+  uint8_t snd_wscale_ = 0;
+  uint32_t peer_mss_ = 0, mss_ = 0;  // mss_: data per segment, options left out
+  bool fin_queued_ = false;
+  uint32_t fin_seq_ = 0;  // valid while fin_queued_
+  SendBuffer sndq_;
+  std::deque<Sent> sent_;
+  uint32_t snd_sml_ = 0;  // the end of the last small segment sent (Nagle)
+  uint32_t dupacks_ = 0;
+  int retries_ = 0;  // retransmissions (or probes) without progress
+
+  // Receive side.
+  uint32_t irs_ = 0, rcv_nxt_ = 0, rcv_adv_ = 0;
+  uint8_t rcv_wscale_ = 0, wscale_offer_ = 0;
+  ReceiveQueue rxq_;
+  bool fin_in_ = false;  // the peer's FIN is in order and taken
+  bool fin_held_ = false;  // a FIN beyond a hole
+  uint32_t fin_held_seq_ = 0;
+  uint32_t rcv_mss_ = 536;  // the largest segment seen: ACK every second
+  uint32_t quickacks_ = 0;
+  bool delack_started_ = false;
+  bool ack_now_ = false;
+  uint32_t dsack_left_ = 0, dsack_right_ = 0;  // a duplicate to report (D-SACK)
+  SackReport sack_report_;
+
+  // Options in use (both ends offered them).
+  bool ts_ok_ = false, sack_ok_ = false, ws_ok_ = false;
+  uint32_t ts_recent_ = 0;
+  uint64_t ts_recent_us_ = 0;
+  uint32_t last_ack_sent_ = 0;
+  uint64_t last_oow_ack_us_ = 0;
+  bool oow_acked_ = false;
+
+  RttEstimator rtt_;
+  std::unique_ptr<CongestionControl> cc_;
+  ConnectionTimer retransmit_timer_, delack_timer_, persist_timer_, wait_timer_;
+  uint64_t persist_backoff_ = 0;
+  Counters ctr_;
+};
+
+}  // namespace ss::net::tcp

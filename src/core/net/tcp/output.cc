@@ -1,0 +1,200 @@
+// What a connection sends: data within the peer's and the congestion
+// window (Nagle, sender SWS avoidance), SYNs and FINs, ACKs carrying
+// timestamps and SACK blocks, resets; and the receive window each
+// segment advertises (scaled, never shrunk, receiver SWS avoidance).
+#include <algorithm>
+#include <cstring>
+
+#include "core/net/tcp/connection.h"
+#include "core/net/tcp/seq.h"
+
+namespace ss::net::tcp {
+
+void Connection::transmit(uint64_t now) {
+  switch (state_) {
+    case State::kEstablished:
+    case State::kCloseWait:
+    case State::kFinWait1:
+    case State::kClosing:
+    case State::kLastAck:
+      break;
+    case State::kClosed:
+      return;
+    default:  // nothing of ours to send but an ACK
+      if (ack_now_) send_ack(now);
+      return;
+  }
+  const uint32_t data_end = snd_una_ + static_cast<uint32_t>(sndq_.size());
+  bool sent = false;
+  for (;;) {
+    const uint32_t in_flight = snd_nxt_ - snd_una_;
+    const uint32_t wnd = std::min(snd_wnd_, cc_->cwnd());
+    const uint32_t usable = wnd > in_flight ? wnd - in_flight : 0;
+    const uint32_t unsent = seq_lt(snd_nxt_, data_end) ? data_end - snd_nxt_ : 0;
+    const uint32_t len = std::min({unsent, mss_, usable});
+    const bool fin = fin_queued_ && snd_nxt_ + len == fin_seq_;  // a FIN needs no window
+    if (len == 0 && !fin) break;
+    const bool fresh = seq_ge(snd_nxt_, snd_max_);
+    if (len < mss_ && !fin && fresh) {
+      // Nagle (RFC 9293 §3.7.4) in Minshall's form, as Linux: the tail
+      // waits while a small segment is unacknowledged; sender SWS
+      // avoidance: no sliver of a window while an ACK is still to come.
+      if (len == unsent ? !cfg_.nodelay && seq_gt(snd_sml_, snd_una_)
+                        : in_flight > 0 && len < max_snd_wnd_ / 2) {
+        break;
+      }
+    }
+    const uint8_t flags = kAck | (fin ? kFin : 0) | (len && snd_nxt_ + len == data_end ? kPsh : 0);
+    if (!send_segment(snd_nxt_, len, flags, now)) break;
+    if (len < mss_) snd_sml_ = snd_nxt_ + len;
+    snd_nxt_ += len + fin;
+    snd_max_ = seq_max(snd_max_, snd_nxt_);
+    sent = true;
+  }
+  if (!sent && ack_now_) send_ack(now);
+  if (snd_max_ != snd_una_ && !retransmit_timer_.armed()) arm_retransmit(now);
+  if (snd_wnd_ == 0 && snd_max_ == snd_una_ && seq_lt(snd_nxt_, data_end) &&
+      !persist_timer_.armed()) {
+    arm(&persist_timer_, now + persist_interval());
+  }
+}
+
+void Connection::send_syn(uint64_t now) {
+  send_segment(iss_, 0, state_ == State::kSynReceived ? kSyn | kAck : kSyn, now);
+  snd_nxt_ = iss_ + 1;
+  snd_max_ = seq_max(snd_max_, snd_nxt_);
+  if (!retransmit_timer_.armed()) arm_retransmit(now);
+}
+
+void Connection::send_reset(uint32_t seq, bool with_ack, uint64_t now) {
+  send_segment(seq, 0, with_ack ? kRst | kAck : kRst, now);
+}
+
+void Connection::limited_ack(uint64_t now) {
+  if (oow_acked_ && now - last_oow_ack_us_ < cfg_.oow_ack_interval_us) return;
+  oow_acked_ = true;
+  last_oow_ack_us_ = now;
+  ctr_.challenge_acks++;
+  send_ack(now);
+}
+
+bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_t now) {
+  const bool syn = flags & kSyn, rst = flags & kRst;
+  Options o;
+  if (syn) {
+    o.has_mss = true;
+    o.mss = cfg_.mss;
+    const bool offer = !(flags & kAck);  // our SYN offers all; a SYN-ACK answers the peer's
+    o.has_wscale = offer ? cfg_.window_scaling : ws_ok_;
+    o.wscale = wscale_offer_;
+    o.sack_permitted = offer ? cfg_.sack : sack_ok_;
+    o.has_ts = offer ? cfg_.timestamps : ts_ok_;
+  } else {
+    o.has_ts = ts_ok_;
+  }
+  if (o.has_ts) {
+    o.ts_val = ts_now(now);
+    o.ts_ecr = (flags & kAck) ? ts_recent_ : 0;
+  }
+  if (!syn && !rst && sack_ok_) sack_report_.fill(rxq_.held_ranges(), dsack_left_, dsack_right_, &o);
+  uint8_t opts[kMaxOptionsLen];
+  const size_t opts_len = write_options(o, opts);
+  const size_t total = kHeaderLen + opts_len + len;
+  const std::span<uint8_t> room = sink_->segment_room(total);
+  if (room.size() < total) {
+    ctr_.no_buffer++;
+    return false;
+  }
+  Header h;
+  h.src_port = local_port_;
+  h.dst_port = remote_port_;
+  h.seq = seq;
+  h.ack = (flags & kAck) ? rcv_nxt_ : 0;
+  h.flags = flags;
+  h.window = rst ? 0 : advertise_window(syn);
+  write_header(room.data(), h, opts_len);
+  std::memcpy(room.data() + kHeaderLen, opts, opts_len);
+  if (len) sndq_.copy_out(seq - snd_una_, len, room.data() + kHeaderLen + opts_len);
+  sink_->send_segment(total);
+  ctr_.segs_out++;
+  if (rst) {
+    ctr_.rst_out++;
+    return true;
+  }
+  if (flags & kAck) {
+    last_ack_sent_ = rcv_nxt_;
+    ack_now_ = false;
+    dsack_left_ = dsack_right_ = 0;
+    timers_->cancel(&delack_timer_);
+  }
+  const uint32_t space = len + syn + ((flags & kFin) ? 1 : 0);
+  if (space) {
+    if (seq_lt(seq, snd_max_)) {
+      ctr_.retrans_segs++;
+    } else {
+      ctr_.bytes_out += len;
+    }
+    log_sent(seq, seq + space, now);
+  }
+  return true;
+}
+
+// Records [seq, end) as sent now: new ranges are appended; a
+// retransmission marks what it covers (its RTT is ambiguous, Karn).
+void Connection::log_sent(uint32_t seq, uint32_t end, uint64_t now) {
+  for (Sent& s : sent_) {
+    if (seq_le(end, s.seq)) break;
+    if (seq_lt(seq, s.end)) {
+      s.retransmitted = true;
+      s.sent_us = now;
+    }
+  }
+  const uint32_t fresh = seq_max(seq, snd_max_);
+  if (seq_lt(fresh, end)) sent_.push_back(Sent{fresh, end, now, false});
+}
+
+uint32_t Connection::syn_window() const { return std::min<uint32_t>(cfg_.rcv_buf, 0xffff); }
+
+uint16_t Connection::advertise_window(bool syn) {
+  if (syn) {
+    rcv_adv_ = rcv_nxt_ + syn_window();
+    return static_cast<uint16_t>(syn_window());
+  }
+  const size_t held = rxq_.readable() + rxq_.held_bytes();
+  const uint32_t space = cfg_.rcv_buf > held ? static_cast<uint32_t>(cfg_.rcv_buf - held) : 0;
+  const uint32_t ws = rcv_wscale_;
+  uint32_t right = rcv_nxt_ + space;
+  // Never shrink (RFC 9293 §3.8.6.2.2); open only by a useful amount.
+  const bool keep = seq_le(right, rcv_adv_) ||
+                    right - rcv_adv_ < std::min(cfg_.rcv_buf / 2, rcv_mss_);
+  if (keep) right = rcv_adv_;
+  const uint32_t wnd = right - rcv_nxt_;
+  uint32_t field = keep ? (wnd + (1u << ws) - 1) >> ws : wnd >> ws;
+  field = std::min<uint32_t>(field, 0xffff);
+  rcv_adv_ = seq_max(rcv_adv_, rcv_nxt_ + (field << ws));
+  return static_cast<uint16_t>(field);
+}
+
+// After the program read: a window update when the window it can
+// offer now is at least double the one the peer knows (as Linux).
+void Connection::maybe_window_update(uint64_t now) {
+  if (state_ != State::kEstablished && state_ != State::kFinWait1 &&
+      state_ != State::kFinWait2) {
+    return;
+  }
+  const size_t held = rxq_.readable() + rxq_.held_bytes();
+  const uint32_t space = cfg_.rcv_buf > held ? static_cast<uint32_t>(cfg_.rcv_buf - held) : 0;
+  const uint32_t offered = rcv_adv_ - rcv_nxt_;
+  if (space >= 2 * offered && space - offered >= rcv_mss_) {
+    ack_now_ = true;
+    transmit(now);
+  }
+}
+
+uint32_t Connection::ts_now(uint64_t now) const {
+  return static_cast<uint32_t>(now / 1000) + cfg_.ts_offset;  // a millisecond clock
+}
+
+void Connection::arm_retransmit(uint64_t now) { arm(&retransmit_timer_, now + rtt_.rto_us()); }
+
+}  // namespace ss::net::tcp

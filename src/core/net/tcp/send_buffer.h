@@ -1,0 +1,32 @@
+// The bytes a connection has taken from the program and the peer has not
+// acknowledged yet: a ring of SO_SNDBUF bytes starting at snd_una. A
+// segment copies its data out of it once, into the frame it goes in;
+// retransmissions copy the same bytes again until they are acknowledged.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ss::net::tcp {
+
+class SendBuffer {
+ public:
+  explicit SendBuffer(size_t capacity) : ring_(capacity ? capacity : 1) {}
+  // Takes as much of `data` as fits; returns how much.
+  size_t append(std::span<const uint8_t> data);
+  // Copies len bytes from `offset` (from the oldest byte held) to out;
+  // offset + len <= size().
+  void copy_out(size_t offset, size_t len, uint8_t* out) const;
+  // The oldest n bytes (n <= size()) were acknowledged.
+  void consume(size_t n);
+  size_t size() const { return size_; }
+  size_t space() const { return ring_.size() - size_; }
+  size_t capacity() const { return ring_.size(); }
+
+ private:
+  std::vector<uint8_t> ring_;
+  size_t head_ = 0, size_ = 0;
+};
+
+}  // namespace ss::net::tcp

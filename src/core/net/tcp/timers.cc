@@ -1,0 +1,85 @@
+// What a connection's timers do: retransmission (RFC 6298, with the
+// SYN's and SYN-ACK's retries), delayed ACK, zero-window probes (persist)
+// and the end of TIME-WAIT or of an abandoned FIN-WAIT-2.
+#include <algorithm>
+#include <cerrno>
+
+#include "core/net/tcp/connection.h"
+#include "core/net/tcp/seq.h"
+
+namespace ss::net::tcp {
+
+void Connection::arm(ConnectionTimer* t, uint64_t due) { timers_->arm(t, due); }
+
+void Connection::on_timer(ConnectionTimer* t, uint64_t now) {
+  switch (t->kind) {
+    case TimerKind::kRetransmit:
+      on_retransmit(now);
+      break;
+    case TimerKind::kDelayedAck:
+      ack_now_ = true;
+      transmit(now);
+      break;
+    case TimerKind::kPersist:
+      on_persist(now);
+      break;
+    case TimerKind::kWait:
+      set_closed();
+      break;
+  }
+}
+
+void Connection::on_retransmit(uint64_t now) {
+  switch (state_) {
+    case State::kSynSent:
+    case State::kSynReceived:
+      if (++retries_ > (state_ == State::kSynSent ? cfg_.syn_retries : cfg_.synack_retries)) {
+        fail(ETIMEDOUT);
+        return;
+      }
+      ctr_.rto_expiries++;
+      rtt_.back_off();
+      send_syn(now);
+      return;
+    case State::kClosed:
+    case State::kTimeWait:
+      return;
+    default:
+      break;
+  }
+  if (snd_una_ == snd_max_) return;
+  if (++retries_ > cfg_.retries) {
+    fail(ETIMEDOUT);
+    return;
+  }
+  ctr_.rto_expiries++;
+  cc_->on_rto(snd_max_ - snd_una_, now);
+  rtt_.back_off();
+  snd_nxt_ = snd_una_;  // go back: the oldest segment first, one segment of window
+  dupacks_ = 0;
+  if (snd_wnd_ == 0) {
+    ctr_.zero_window_probes++;
+    send_segment(snd_una_ - 1, 0, kAck, now);
+  } else {
+    transmit(now);
+  }
+  arm_retransmit(now);
+}
+
+// The peer's window is zero and nothing is in flight to bring its update:
+// an ACK below snd_una makes it answer with its window (RFC 9293 §3.8.6.1).
+void Connection::on_persist(uint64_t now) {
+  if (snd_wnd_ != 0 || state_ == State::kClosed || state_ == State::kTimeWait) return;
+  ctr_.zero_window_probes++;
+  send_segment(snd_una_ - 1, 0, kAck, now);
+  persist_backoff_++;
+  arm(&persist_timer_, now + persist_interval());
+}
+
+uint64_t Connection::persist_interval() const {
+  uint64_t t = rtt_.rto_us();
+  for (uint64_t i = 0; i < persist_backoff_ && t < cfg_.max_rto_us; i++) t *= 2;
+  return std::min(t, cfg_.max_rto_us);
+}
+
+}  // namespace ss::net::tcp

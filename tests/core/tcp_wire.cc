@@ -1,0 +1,108 @@
+#include "tests/core/tcp_wire.h"
+
+#include <cstring>
+
+namespace ss::net::tcp::wire {
+
+struct Wire::End : SegmentSink {
+  Wire* wire = nullptr;
+  int side = 0;
+  uint64_t sent_count = 0, delivered = 0;
+  bool listening = false;  // the first SYN opens it passively
+  std::vector<uint8_t> room;
+  std::unique_ptr<Connection> conn;
+  std::span<uint8_t> segment_room(size_t len) override {
+    room.assign(len, 0);
+    return room;
+  }
+  void send_segment(size_t len) override {
+    room.resize(len);
+    wire->sent(side, std::move(room));
+    room = {};
+  }
+};
+
+Wire::Wire(const Config& a, const Config& b, const Faults& f) : faults_(f), rng_(f.seed) {
+  mem::PoolOptions po;
+  po.frame_size = 2048;
+  po.frames_per_chunk = 256;
+  po.max_chunks = 64;
+  po.backing = mem::Backing::kPrivate;
+  mem::Pool::create(po, &pool_);
+  const Config* cfg[2] = {&a, &b};
+  for (int i = 0; i < 2; i++) {
+    ends_[i] = std::make_unique<End>();
+    ends_[i]->wire = this;
+    ends_[i]->side = i;
+    ends_[i]->listening = i == 1;
+    ends_[i]->conn = std::make_unique<Connection>(*cfg[i], i ? 80 : 40000, i ? 40000 : 80,
+                                                  ends_[i].get(), &timers_);
+  }
+}
+
+Connection& Wire::end(int side) { return *ends_[side]->conn; }
+
+Wire::~Wire() {
+  for (auto& e : ends_) e->conn.reset();
+}
+
+void Wire::sent(int from, std::vector<uint8_t> bytes) {
+  End& e = *ends_[from];
+  const uint64_t n = e.sent_count++;
+  std::uniform_real_distribution<double> u(0, 1);
+  if ((faults_.drop_rule && faults_.drop_rule(from, n)) || u(rng_) < faults_.drop) {
+    dropped_++;
+    return;
+  }
+  uint64_t at = now_ + faults_.latency_us;
+  if (u(rng_) < faults_.reorder) at += faults_.reorder_delay_us;
+  if (u(rng_) < faults_.duplicate) flight_.push(InFlight{at + 1, order_++, 1 - from, bytes});
+  flight_.push(InFlight{at, order_++, 1 - from, std::move(bytes)});
+}
+
+void Wire::deliver(const InFlight& s) {
+  mem::Buffer frame = pool_->get();
+  if (!frame || frame.set_size(s.bytes.size()) != 0) return;  // counted as a drop by the peer
+  std::memcpy(frame.data(), s.bytes.data(), s.bytes.size());
+  Header h;
+  std::span<const uint8_t> data;
+  if (parse_header({static_cast<const uint8_t*>(frame.data()), frame.size()}, &h, &data) !=
+      HeaderVerdict::kOk) {
+    return;
+  }
+  Options o;
+  parse_options(h.options, h.flags & kSyn, &o);
+  frame.pull_head(frame.size() - data.size());
+  End& e = *ends_[s.to];
+  e.delivered++;
+  if (e.listening) {
+    if ((h.flags & (kSyn | kAck | kRst)) != kSyn) return;
+    e.listening = false;
+    e.conn->accept_syn(h, o, 5000, now_);
+    return;
+  }
+  e.conn->input(h, o, std::move(frame), now_);
+}
+
+void Wire::run(uint64_t until, const std::function<bool()>& app) {
+  if (!app()) return;
+  for (;;) {
+    const uint64_t next_seg = flight_.empty() ? UINT64_MAX : flight_.top().at;
+    const uint64_t next = std::min(next_seg, timers_.next_due());
+    if (next > until) {
+      now_ = until;
+      return;
+    }
+    now_ = std::max(now_, next);
+    if (next_seg <= timers_.next_due()) {
+      const InFlight s = flight_.top();
+      flight_.pop();
+      deliver(s);
+    } else if (auto* t = static_cast<ConnectionTimer*>(timers_.pop_due(now_))) {
+      t->conn->on_timer(t, now_);
+    }
+    if (!app()) return;
+  }
+}
+
+}  // namespace ss::net::tcp::wire
