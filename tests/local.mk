@@ -29,4 +29,4 @@ include tests/xdp/local.mk
 include tests/net/local.mk
 include tests/fuzz/local.mk
 include tests/vma/local.mk
-EXTRA_DIST += tests/common/stderr_capture.h tests/common/rxe_counter.h tests/common/sanitizers.h
+EXTRA_DIST += tests/common/stderr_capture.h tests/common/rxe_counter.h

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <cxxabi.h>
 #include <new>
 #include <stdexcept>
 #include <system_error>
@@ -17,6 +18,7 @@
 #include "include/rdma/rsocket.h"
 #include "core/base/fd_table.h"
 #include "core/base/msghdr_of.h"
+#include "core/base/sanitizer.h"
 #include "librsocket/dgram_dispatch.h"
 #include "librsocket/fork.h"
 #include "librsocket/poll.h"
@@ -53,6 +55,11 @@ auto edge(Body&& body) noexcept(C == Cancel::kNo) -> decltype(body()) {
   T rc;
   try {
     rc = body();
+#ifdef SS_ASAN
+  } catch (abi::__forced_unwind&) {  // a cancellation: ASan does not see its unwind
+    ss::asan_forced_unwind();
+    throw;
+#endif
   } catch (const std::bad_alloc&) {
     rc = -ENOMEM;
   } catch (const std::length_error&) {  // a size no allocation can hold

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "tests/common/sanitizers.h"
+#include "core/base/sanitizer.h"
 #include "tests/librsocket/conformance.h"
 
 namespace rsconf {
@@ -38,7 +38,7 @@ static_assert(!noexcept(raccept(0, nullptr, nullptr)) && !noexcept(rconnect(0, n
               !noexcept(rselect(0, nullptr, nullptr, nullptr, nullptr)) &&
               !noexcept(riowrite(0, nullptr, 0, 0, 0)));
 
-#if defined(SS_TEST_ASAN) || defined(SS_TEST_TSAN)
+#if defined(SS_ASAN) || defined(SS_TSAN)
 constexpr bool kSanitized = true;  // their allocators abort on exhaustion
 #else
 constexpr bool kSanitized = false;

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/common/sanitizers.h"
+#include "core/base/sanitizer.h"
 #include "tests/librsocket/conformance.h"
 
 namespace rsconf {
@@ -364,7 +364,7 @@ TEST_P(LimitsTest, RconnectOutOfDescriptorsFailsWithEmfile) {
 }
 
 TEST_P(LimitsTest, OutOfAddressSpaceFailsWithEnomemAndRecovers) {
-#if defined(SS_TEST_ASAN) || defined(SS_TEST_TSAN)
+#if defined(SS_ASAN) || defined(SS_TSAN)
   GTEST_SKIP() << "a sanitizer's shadow memory does not run under a small RLIMIT_AS";
 #endif
   Listener l;
