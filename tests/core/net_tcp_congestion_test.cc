@@ -31,6 +31,7 @@ TEST(NetTcpCongestion, NewRenoSlowStartThenAvoidance) {
   EXPECT_EQ(cc->cwnd(), 13 * kMss);
   cc->on_recovery_start(20 * kMss, 0);
   EXPECT_EQ(cc->ssthresh(), 10 * kMss);
+  EXPECT_EQ(cc->cwnd(), 10 * kMss);
   cc->on_recovery_end();
   EXPECT_EQ(cc->cwnd(), 10 * kMss);
   EXPECT_FALSE(cc->in_slow_start());
@@ -71,6 +72,7 @@ TEST(NetTcpCongestion, CubicCurveAfterALoss) {
   const uint32_t w_max = cc->cwnd();
   cc->on_recovery_start(w_max, now);
   EXPECT_EQ(cc->ssthresh(), static_cast<uint32_t>(w_max * 0.7));
+  EXPECT_EQ(cc->cwnd(), cc->ssthresh());
   cc->on_recovery_end();
   EXPECT_EQ(cc->cwnd(), cc->ssthresh());
   // K = cbrt(W_max (1 - beta) / C) seconds, W in segments.

@@ -1,6 +1,7 @@
 // Two of our connections across the fake wire (tcp_wire.h): a transfer
 // with its bytes checked, clean and under injected loss, duplication and
-// reordering, by seed; the closes end in TIME-WAIT and CLOSED.
+// reordering, by seed; the closes end in TIME-WAIT and CLOSED; a single
+// loss is repaired without an RTO.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,6 +19,7 @@ struct Result {
   bool intact = true, eof = false;
   State a_state = State::kClosed, b_state = State::kClosed;
   uint64_t dropped = 0, retransmits = 0, dup_segs = 0, ooo_segs = 0, end_us = 0;
+  uint64_t rtos = 0, recoveries = 0;
 };
 
 // Side 0 connects and sends `total` bytes then closes; side 1 reads
@@ -67,6 +69,8 @@ Result transfer(const wire::Faults& f, uint64_t total, Config ca = {}, Config cb
   r.dup_segs = b.counters().dup_segs;
   r.ooo_segs = b.counters().ooo_segs;
   r.end_us = w.now();
+  r.rtos = a.counters().rto_expiries;
+  r.recoveries = a.counters().sack_recoveries + a.counters().dupack_recoveries;
   r.a_state = a.state();
   r.b_state = b.state();
   return r;
@@ -82,9 +86,27 @@ TEST(TcpPair, CleanTransfer) {
   EXPECT_EQ(r.b_state, State::kClosed);
 }
 
+// One data segment lost mid-transfer: repaired by SACK recovery (or, to a
+// peer without SACK, by the third duplicate ACK), never by the RTO.
+TEST(TcpPair, SingleLossIsRepairedWithoutRto) {
+  for (bool sack : {true, false}) {
+    wire::Faults f;
+    f.drop_rule = [](int side, uint64_t n) { return side == 0 && n == 20; };
+    Config c;
+    c.sack = sack;
+    const Result r = transfer(f, 1 << 20, c, c);
+    EXPECT_EQ(r.dropped, 1u);
+    EXPECT_EQ(r.received, 1u << 20) << "sack " << sack;
+    EXPECT_TRUE(r.intact) << "sack " << sack;
+    EXPECT_EQ(r.recoveries, 1u) << "sack " << sack;
+    EXPECT_EQ(r.rtos, 0u) << "sack " << sack;
+  }
+}
+
 struct FaultCase {
   const char* name;
   double drop, duplicate, reorder;
+  bool sack = true;
 };
 
 class TcpPairFaults : public testing::TestWithParam<FaultCase> {};
@@ -96,7 +118,9 @@ TEST_P(TcpPairFaults, TransferSurvives) {
     f.duplicate = GetParam().duplicate;
     f.reorder = GetParam().reorder;
     f.seed = seed;
-    const Result r = transfer(f, 1 << 20);
+    Config c;
+    c.sack = GetParam().sack;
+    const Result r = transfer(f, 1 << 20, c, c);
     EXPECT_EQ(r.received, 1u << 20) << "seed " << seed;
     EXPECT_TRUE(r.intact) << "seed " << seed;
     EXPECT_TRUE(r.eof) << "seed " << seed;
@@ -106,9 +130,11 @@ TEST_P(TcpPairFaults, TransferSurvives) {
     EXPECT_TRUE(f.drop == 0 || r.retransmits > 0) << "seed " << seed;
     EXPECT_TRUE(f.duplicate == 0 || r.dup_segs > 0) << "seed " << seed;
     EXPECT_TRUE(f.reorder == 0 || r.ooo_segs > 0) << "seed " << seed;
-    printf("seed %u: %lu dropped, %lu retransmitted, %lu duplicates, %lu out of order, %.3f s\n",
+    printf("seed %u: %lu dropped, %lu retransmitted, %lu duplicates, %lu out of order, "
+           "%lu recoveries, %lu RTOs, %.3f s\n",
            seed, (unsigned long)r.dropped, (unsigned long)r.retransmits, (unsigned long)r.dup_segs,
-           (unsigned long)r.ooo_segs, r.end_us / 1e6);
+           (unsigned long)r.ooo_segs, (unsigned long)r.recoveries, (unsigned long)r.rtos,
+           r.end_us / 1e6);
   }
 }
 
@@ -117,7 +143,9 @@ INSTANTIATE_TEST_SUITE_P(Faults, TcpPairFaults,
                                          FaultCase{"loss5", 0.05, 0, 0},
                                          FaultCase{"dup5", 0, 0.05, 0},
                                          FaultCase{"reorder5", 0, 0, 0.05},
-                                         FaultCase{"mixed", 0.03, 0.03, 0.03}),
+                                         FaultCase{"mixed", 0.03, 0.03, 0.03},
+                                         FaultCase{"loss5_nosack", 0.05, 0, 0, false},
+                                         FaultCase{"mixed_nosack", 0.03, 0.03, 0.03, false}),
                          [](const testing::TestParamInfo<FaultCase>& p) { return p.param.name; });
 
 }  // namespace

@@ -528,6 +528,10 @@ class Runner {
           {"challenge_acks", k.challenge_acks}, {"ack_beyond_sent", k.ack_beyond_sent},
           {"rst_in", k.rst_in},                 {"rst_out", k.rst_out},
           {"zero_window_probes", k.zero_window_probes}, {"ooo_refused", k.ooo_refused},
+          {"sack_recoveries", k.sack_recoveries}, {"dupack_recoveries", k.dupack_recoveries},
+          {"rack_lost", k.rack_lost},           {"dupack_lost", k.dupack_lost},
+          {"tlp_probes", k.tlp_probes},         {"dsacks_in", k.dsacks_in},
+          {"bad_sacks", k.bad_sacks},
       };
       const auto it = m.find(w[2]);
       if (it == m.end()) return fail("no counter " + w[2]);

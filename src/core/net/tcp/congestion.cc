@@ -40,7 +40,10 @@ class NewReno final : public CongestionControl {
     if (in_slow_start()) acked = slow_start(acked);
     if (acked && !in_slow_start()) reno_avoidance(acked);
   }
-  void on_recovery_start(uint32_t flight, uint64_t) override { loss_ssthresh(flight); }
+  void on_recovery_start(uint32_t flight, uint64_t) override {
+    loss_ssthresh(flight);
+    cwnd_ = ssthresh_;
+  }
   void on_recovery_end() override { cwnd_ = ssthresh_; }
   void on_rto(uint32_t flight, uint64_t) override {
     loss_ssthresh(flight);
@@ -87,7 +90,10 @@ class Cubic final : public CongestionControl {
     cwnd_ = std::max(cwnd_, static_cast<uint32_t>(bytes));
   }
   // CUBIC reduces from the window, not the flight (§4.6).
-  void on_recovery_start(uint32_t, uint64_t) override { reduce(); }
+  void on_recovery_start(uint32_t, uint64_t) override {
+    reduce();
+    cwnd_ = ssthresh_;
+  }
   void on_recovery_end() override { cwnd_ = ssthresh_; }
   void on_rto(uint32_t, uint64_t) override {
     reduce();

@@ -19,7 +19,8 @@ class CongestionControl {
   // smoothed RTT (0: none yet) for algorithms that grow by time.
   virtual void on_ack(uint32_t acked, uint64_t now_us, uint64_t srtt_us) = 0;
   // A loss found by duplicate ACKs, SACK or RACK, with `flight` bytes
-  // outstanding: ssthresh falls; the caller recovers.
+  // outstanding: ssthresh falls and cwnd to it (RFC 6675 §5 step 4.2);
+  // the caller recovers.
   virtual void on_recovery_start(uint32_t flight, uint64_t now_us) = 0;
   // Recovery ended (the recovery point acknowledged): cwnd = ssthresh.
   virtual void on_recovery_end() = 0;

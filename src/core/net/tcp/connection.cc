@@ -54,7 +54,9 @@ Connection::Connection(const Config& cfg, uint16_t local_port, uint16_t remote_p
   for (auto [t, k] : {std::pair{&retransmit_timer_, TimerKind::kRetransmit},
                       {&delack_timer_, TimerKind::kDelayedAck},
                       {&persist_timer_, TimerKind::kPersist},
-                      {&wait_timer_, TimerKind::kWait}}) {
+                      {&wait_timer_, TimerKind::kWait},
+                      {&reorder_timer_, TimerKind::kReorder},
+                      {&probe_timer_, TimerKind::kProbe}}) {
     t->conn = this;
     t->kind = k;
   }
@@ -97,6 +99,7 @@ void Connection::negotiate(const Options& peer, bool) {
 
 void Connection::establish(uint64_t) {
   state_ = State::kEstablished;
+  rack_fack_ = snd_una_;
   cc_ = make_congestion_control(cfg_.cc, mss_);
 }
 
@@ -240,7 +243,8 @@ bool Connection::syn_may_reuse(const Header& syn, const Options& opts) const {
 
 void Connection::enter_time_wait(uint64_t now) {
   state_ = State::kTimeWait;
-  for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_}) {
+  for (ConnectionTimer* t :
+       {&retransmit_timer_, &delack_timer_, &persist_timer_, &reorder_timer_, &probe_timer_}) {
     timers_->cancel(t);
   }
   arm(&wait_timer_, now + 2 * cfg_.msl_us);
@@ -253,10 +257,11 @@ void Connection::fail(int err) {
 
 void Connection::set_closed() {
   state_ = State::kClosed;
-  for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_, &wait_timer_}) {
+  for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_, &wait_timer_,
+                            &reorder_timer_, &probe_timer_}) {
     timers_->cancel(t);
   }
-  sent_.clear();
+  log_.clear();
 }
 
 }  // namespace ss::net::tcp

@@ -15,7 +15,6 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <span>
 
@@ -26,6 +25,7 @@
 #include "core/net/tcp/receive_queue.h"
 #include "core/net/tcp/rtt.h"
 #include "core/net/tcp/send_buffer.h"
+#include "core/net/tcp/sent_log.h"
 #include "core/net/tcp/seq_ranges.h"
 #include "core/net/tcp/timer_queue.h"
 
@@ -74,6 +74,11 @@ struct Counters {
   uint64_t rst_in = 0, rst_out = 0;
   uint64_t zero_window_probes = 0;
   uint64_t no_buffer = 0;  // a segment not sent for want of a frame
+  // Loss recovery: episodes entered by SACK/RACK or by duplicate ACKs
+  // (no SACK), segments judged lost each way, tail loss probes, D-SACKs
+  // and SACK blocks refused (outside what was sent).
+  uint64_t sack_recoveries = 0, dupack_recoveries = 0;
+  uint64_t rack_lost = 0, dupack_lost = 0, tlp_probes = 0, dsacks_in = 0, bad_sacks = 0;
 };
 
 // Where segments go: the stack puts each in a frame behind its IP header
@@ -89,7 +94,7 @@ class SegmentSink {
 };
 
 class Connection;
-enum class TimerKind : uint8_t { kRetransmit, kDelayedAck, kPersist, kWait };
+enum class TimerKind : uint8_t { kRetransmit, kDelayedAck, kPersist, kWait, kReorder, kProbe };
 // A connection's timer as the TimerQueue hands it back.
 struct ConnectionTimer : Timer {
   Connection* conn = nullptr;
@@ -150,21 +155,13 @@ class Connection {
   uint32_t peer_mss() const { return peer_mss_; }
 
  private:
-  // A transmitted range of sequence space (data, SYN or FIN), for RTT
-  // samples (and RACK).
-  struct Sent {
-    uint32_t seq, end;
-    uint64_t sent_us;
-    bool retransmitted;
-  };
-
   // input.cc
   void input_syn_sent(const Header& h, const Options& o, uint64_t now);
   void input_synchronized(const Header& h, const Options& o, mem::Buffer data, uint64_t now);
   bool acceptable(const Header& h, uint32_t seg_len) const;
   void reset_by_peer();
   bool process_ack(const Header& h, const Options& o, uint32_t seg_len, uint64_t now);
-  void acked(uint32_t ack, const Options& o, uint64_t now);
+  void acked(uint32_t ack, const Options& o, uint64_t now, SentSegment* delivered);
   void process_data(const Header& h, mem::Buffer data, uint64_t now);
   void fin_received(uint64_t now);
   void data_arrived_in_order(uint32_t len, uint64_t now);
@@ -176,6 +173,7 @@ class Connection {
   void fail(int err);  // to CLOSED with the error
   void set_closed();
   // output.cc
+  bool sends_data() const;  // a state in which our data or FIN may go out
   void transmit(uint64_t now);
   bool send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_t now);
   void send_syn(uint64_t now);
@@ -186,8 +184,17 @@ class Connection {
   uint32_t syn_window() const;  // the unscaled window of our SYN or SYN-ACK
   void maybe_window_update(uint64_t now);
   uint32_t ts_now(uint64_t now) const;
-  void log_sent(uint32_t seq, uint32_t end, uint64_t now);
   void arm_retransmit(uint64_t now);
+  bool retransmit_lost(uint64_t now);
+  uint8_t retransmit_flags(uint32_t seq, uint32_t len, bool fin) const;
+  // recovery.cc
+  void process_sack(uint32_t ack, const Options& o, SentSegment* delivered);
+  void update_rack(const SentSegment& delivered, uint64_t now);
+  void detect_loss(uint64_t now);
+  void enter_recovery(uint64_t now);
+  void arm_probe(uint64_t now);
+  void on_probe(uint64_t now);
+  uint32_t pipe() const;
   // timers.cc
   void on_retransmit(uint64_t now);
   void on_persist(uint64_t now);
@@ -210,7 +217,7 @@ class Connection {
   bool fin_queued_ = false;
   uint32_t fin_seq_ = 0;  // valid while fin_queued_
   SendBuffer sndq_;
-  std::deque<Sent> sent_;
+  SentLog log_;
   uint32_t snd_sml_ = 0;  // the end of the last small segment sent (Nagle)
   uint32_t dupacks_ = 0;
   int retries_ = 0;  // retransmissions (or probes) without progress
@@ -239,7 +246,16 @@ class Connection {
 
   RttEstimator rtt_;
   std::unique_ptr<CongestionControl> cc_;
+  // Loss recovery (recovery.cc): fast recovery or the recovery after an
+  // RTO, until snd_una passes recovery_point_; RACK's newest delivered
+  // segment and its RTT (RFC 8985 §6.2); one tail loss probe per episode.
+  bool in_recovery_ = false, recovery_rto_ = false, reordering_seen_ = false, tlp_out_ = false;
+  bool rack_valid_ = false, fast_retransmit_ = false;
+  uint32_t reo_wnd_mult_ = 1;  // widened by each D-SACK
+  uint32_t recovery_point_ = 0, rack_end_ = 0, rack_fack_ = 0;
+  uint64_t rack_xmit_us_ = 0, rack_rtt_us_ = 0, min_rtt_us_ = UINT64_MAX;
   ConnectionTimer retransmit_timer_, delack_timer_, persist_timer_, wait_timer_;
+  ConnectionTimer reorder_timer_, probe_timer_;
   uint64_t persist_backoff_ = 0;
   Counters ctr_;
 };

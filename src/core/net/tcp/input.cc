@@ -55,7 +55,8 @@ void Connection::input_syn_sent(const Header& h, const Options& o, uint64_t now)
   snd_wl1_ = h.seq;
   snd_wl2_ = h.ack;
   if (has_ack) {
-    acked(h.ack, o, now);
+    SentSegment syn{};
+    acked(h.ack, o, now, &syn);
     establish(now);
     ack_now_ = true;
   } else {  // simultaneous open: SYN-ACK from the same ISS
@@ -98,7 +99,8 @@ void Connection::input_synchronized(const Header& h, const Options& o, mem::Buff
       snd_wnd_ = max_snd_wnd_ = h.window;
       snd_wl1_ = h.seq;
       snd_wl2_ = h.ack;
-      acked(h.ack, o, now);
+      SentSegment syn{};
+      acked(h.ack, o, now, &syn);
       establish(now);
     } else {
       send_reset(h.ack, false, now);
@@ -186,7 +188,8 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
     snd_wnd_ = uint32_t{h.window} << snd_wscale_;
     snd_wl1_ = h.seq;
     snd_wl2_ = h.ack;
-    acked(h.ack, o, now);
+    SentSegment syn{};
+    acked(h.ack, o, now, &syn);
     establish(now);
     if (fin_queued_) state_ = State::kFinWait1;
   }
@@ -200,12 +203,21 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
     return false;
   }
   const uint32_t wnd = uint32_t{h.window} << snd_wscale_;
+  SentSegment delivered{};  // the newest segment this ACK delivers, for RACK
+  if (sack_ok_ && o.sack_count) process_sack(h.ack, o, &delivered);
   if (seq_gt(h.ack, snd_una_)) {
-    acked(h.ack, o, now);
     dupacks_ = 0;
+    acked(h.ack, o, now, &delivered);
+    // RFC 6582 §3.2: without SACK a partial ACK in recovery means the
+    // next segment was lost too.
+    if (in_recovery_ && !recovery_rto_ && !sack_ok_ && !log_.empty()) {
+      log_.mark_lost(log_.entries().front());
+      ctr_.dupack_lost++;
+    }
   } else if (h.ack == snd_una_ && seg_len == 0 && wnd == snd_wnd_ && snd_max_ != snd_una_) {
-    dupacks_++;  // loss recovery counts them
+    dupacks_++;  // RFC 5681 §2's duplicate ACK
   }
+  if (delivered.any()) update_rack(delivered, now);
   if (seq_lt(snd_wl1_, h.seq) || (snd_wl1_ == h.seq && seq_le(snd_wl2_, h.ack))) {
     const bool opened = snd_wnd_ == 0 && wnd > 0;
     snd_wnd_ = wnd;
@@ -217,6 +229,7 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
       persist_backoff_ = 0;
     }
   }
+  detect_loss(now);
   const bool fin_acked = fin_queued_ && seq_gt(snd_una_, fin_seq_);
   switch (state_) {
     case State::kFinWait1:
@@ -240,33 +253,39 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
 }
 
 // snd_una moves to ack: the buffer lets the acknowledged bytes go, the
-// RTT is sampled, the window grows and the retransmission timer restarts.
-void Connection::acked(uint32_t ack, const Options& o, uint64_t now) {
+// RTT is sampled, the window grows (not in fast recovery), recovery ends
+// at its recovery point, and the retransmission timer restarts.
+void Connection::acked(uint32_t ack, const Options& o, uint64_t now, SentSegment* delivered) {
   const uint32_t data_end = fin_queued_ && seq_gt(ack, fin_seq_) ? fin_seq_ : ack;
   const uint32_t data_from = seq_max(snd_una_, iss_ + 1);
   const uint32_t data_acked = seq_gt(data_end, data_from) ? data_end - data_from : 0;
   sndq_.consume(data_acked);
 
-  const Sent* newest = nullptr;
-  Sent last{};
-  while (!sent_.empty() && seq_le(sent_.front().end, ack)) {
-    last = sent_.front();
-    newest = &last;
-    sent_.pop_front();
-  }
-  if (!sent_.empty() && seq_lt(sent_.front().seq, ack)) sent_.front().seq = ack;
-  if (newest && !newest->retransmitted) {
-    rtt_.sample(now - newest->sent_us);
+  log_.ack(ack, delivered);
+  uint64_t sample = 0;
+  if (delivered->any() && !delivered->retransmitted) {
+    sample = now - delivered->sent_us;
   } else if (ts_ok_ && o.has_ts && o.ts_ecr != 0) {  // which copy was acked: the echo tells
     const uint32_t ms = ts_now(now) - o.ts_ecr;
-    if (ms < 0x7fffffff) rtt_.sample(uint64_t{ms} * 1000);
+    if (ms < 0x7fffffff) sample = uint64_t{ms} * 1000;
+  }
+  if (sample) {
+    rtt_.sample(sample);
+    min_rtt_us_ = std::min(min_rtt_us_, sample);
   }
 
   snd_una_ = ack;
-  if (seq_lt(snd_nxt_, snd_una_)) snd_nxt_ = snd_una_;
+  rack_fack_ = seq_max(rack_fack_, ack);
   retries_ = 0;
-  if (state_ != State::kSynSent && state_ != State::kSynReceived) {
+  tlp_out_ = false;
+  timers_->cancel(&probe_timer_);
+  if (state_ != State::kSynSent && state_ != State::kSynReceived &&
+      (!in_recovery_ || recovery_rto_)) {
     cc_->on_ack(data_acked, now, rtt_.srtt_us());
+  }
+  if (in_recovery_ && seq_ge(snd_una_, recovery_point_)) {
+    if (!recovery_rto_) cc_->on_recovery_end();
+    in_recovery_ = recovery_rto_ = false;
   }
   if (snd_una_ == snd_max_) {
     timers_->cancel(&retransmit_timer_);

@@ -1,6 +1,6 @@
 # core/net/tcp: the userspace TCP's parts, one concern a file (README.md).
 # Wire formats, timers, RTO, congestion control, SACK ranges and one
-# connection's state machine: pure code, tested against scripts and on a
+# connection's state machine with its loss recovery: pure code, tested against scripts and on a
 # fake wire, not yet used by a face.
 libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/seq.h \
@@ -24,7 +24,10 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/connection.cc \
 	src/core/net/tcp/input.cc \
 	src/core/net/tcp/output.cc \
-	src/core/net/tcp/timers.cc
+	src/core/net/tcp/timers.cc \
+	src/core/net/tcp/sent_log.h \
+	src/core/net/tcp/sent_log.cc \
+	src/core/net/tcp/recovery.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/net_tcp_header_test.cc \

@@ -10,37 +10,45 @@
 
 namespace ss::net::tcp {
 
-void Connection::transmit(uint64_t now) {
+bool Connection::sends_data() const {
   switch (state_) {
     case State::kEstablished:
     case State::kCloseWait:
     case State::kFinWait1:
     case State::kClosing:
     case State::kLastAck:
-      break;
-    case State::kClosed:
-      return;
-    default:  // nothing of ours to send but an ACK
-      if (ack_now_) send_ack(now);
-      return;
+      return true;
+    default:
+      return false;
+  }
+}
+
+void Connection::transmit(uint64_t now) {
+  if (!sends_data()) {  // nothing of ours to send but an ACK
+    if (ack_now_ && state_ != State::kClosed) send_ack(now);
+    return;
   }
   const uint32_t data_end = snd_una_ + static_cast<uint32_t>(sndq_.size());
-  bool sent = false;
+  bool sent = retransmit_lost(now);
   for (;;) {
-    const uint32_t in_flight = snd_nxt_ - snd_una_;
-    const uint32_t wnd = std::min(snd_wnd_, cc_->cwnd());
-    const uint32_t usable = wnd > in_flight ? wnd - in_flight : 0;
+    // The peer's window bounds what is outstanding; the congestion window
+    // bounds pipe, with one more segment per duplicate ACK before
+    // recovery (RFC 3042's limited transmit).
+    const uint32_t outstanding = snd_nxt_ - snd_una_;
+    const uint32_t rwnd_room = snd_wnd_ > outstanding ? snd_wnd_ - outstanding : 0;
+    const uint32_t cwnd = cc_->cwnd() + (in_recovery_ ? 0 : std::min(dupacks_, 2u) * mss_);
+    const uint32_t in_network = pipe();
+    const uint32_t usable = std::min(rwnd_room, cwnd > in_network ? cwnd - in_network : 0);
     const uint32_t unsent = seq_lt(snd_nxt_, data_end) ? data_end - snd_nxt_ : 0;
     const uint32_t len = std::min({unsent, mss_, usable});
     const bool fin = fin_queued_ && snd_nxt_ + len == fin_seq_;  // a FIN needs no window
     if (len == 0 && !fin) break;
-    const bool fresh = seq_ge(snd_nxt_, snd_max_);
-    if (len < mss_ && !fin && fresh) {
+    if (len < mss_ && !fin) {
       // Nagle (RFC 9293 §3.7.4) in Minshall's form, as Linux: the tail
       // waits while a small segment is unacknowledged; sender SWS
       // avoidance: no sliver of a window while an ACK is still to come.
       if (len == unsent ? !cfg_.nodelay && seq_gt(snd_sml_, snd_una_)
-                        : in_flight > 0 && len < max_snd_wnd_ / 2) {
+                        : outstanding > 0 && len < max_snd_wnd_ / 2) {
         break;
       }
     }
@@ -52,11 +60,39 @@ void Connection::transmit(uint64_t now) {
     sent = true;
   }
   if (!sent && ack_now_) send_ack(now);
-  if (snd_max_ != snd_una_ && !retransmit_timer_.armed()) arm_retransmit(now);
+  if (snd_max_ != snd_una_ && !retransmit_timer_.armed() && !probe_timer_.armed()) {
+    arm_retransmit(now);
+  }
   if (snd_wnd_ == 0 && snd_max_ == snd_una_ && seq_lt(snd_nxt_, data_end) &&
       !persist_timer_.armed()) {
     arm(&persist_timer_, now + persist_interval());
   }
+  arm_probe(now);
+}
+
+// A retransmission's flags: PSH again on the tail of what is queued.
+uint8_t Connection::retransmit_flags(uint32_t seq, uint32_t len, bool fin) const {
+  const uint32_t data_end = snd_una_ + static_cast<uint32_t>(sndq_.size());
+  return kAck | (fin ? kFin : 0) | (len && seq + len == data_end ? kPsh : 0);
+}
+
+// The segments judged lost, oldest first, while pipe is below the
+// congestion window (RFC 6675 §5 NextSeg rule 1). True if any went.
+bool Connection::retransmit_lost(uint64_t now) {
+  if (log_.lost_bytes() == 0) return false;
+  bool sent = false;
+  for (SentSegment& s : log_.entries()) {
+    if (!s.lost) continue;
+    // The first retransmission of an episode goes regardless of pipe
+    // (RFC 6675 §5 step 4.3: the fast retransmit).
+    if (!fast_retransmit_ && pipe() >= cc_->cwnd()) break;
+    fast_retransmit_ = false;
+    const bool fin = fin_queued_ && s.end == fin_seq_ + 1;
+    const uint32_t len = s.end - s.seq - (fin ? 1 : 0);
+    if (!send_segment(s.seq, len, retransmit_flags(s.seq, len, fin), now)) break;
+    sent = true;
+  }
+  return sent;
 }
 
 void Connection::send_syn(uint64_t now) {
@@ -134,23 +170,9 @@ bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_
     } else {
       ctr_.bytes_out += len;
     }
-    log_sent(seq, seq + space, now);
+    log_.sent(seq, seq + space, now, snd_max_);
   }
   return true;
-}
-
-// Records [seq, end) as sent now: new ranges are appended; a
-// retransmission marks what it covers (its RTT is ambiguous, Karn).
-void Connection::log_sent(uint32_t seq, uint32_t end, uint64_t now) {
-  for (Sent& s : sent_) {
-    if (seq_le(end, s.seq)) break;
-    if (seq_lt(seq, s.end)) {
-      s.retransmitted = true;
-      s.sent_us = now;
-    }
-  }
-  const uint32_t fresh = seq_max(seq, snd_max_);
-  if (seq_lt(fresh, end)) sent_.push_back(Sent{fresh, end, now, false});
 }
 
 uint32_t Connection::syn_window() const { return std::min<uint32_t>(cfg_.rcv_buf, 0xffff); }

@@ -1,6 +1,7 @@
 // What a connection's timers do: retransmission (RFC 6298, with the
-// SYN's and SYN-ACK's retries), delayed ACK, zero-window probes (persist)
-// and the end of TIME-WAIT or of an abandoned FIN-WAIT-2.
+// SYN's and SYN-ACK's retries), delayed ACK, zero-window probes (persist),
+// RACK's reordering timeout, the tail loss probe, and the end of
+// TIME-WAIT or of an abandoned FIN-WAIT-2.
 #include <algorithm>
 #include <cerrno>
 
@@ -25,6 +26,13 @@ void Connection::on_timer(ConnectionTimer* t, uint64_t now) {
       break;
     case TimerKind::kWait:
       set_closed();
+      break;
+    case TimerKind::kReorder:
+      detect_loss(now);
+      transmit(now);
+      break;
+    case TimerKind::kProbe:
+      on_probe(now);
       break;
   }
 }
@@ -55,8 +63,13 @@ void Connection::on_retransmit(uint64_t now) {
   ctr_.rto_expiries++;
   cc_->on_rto(snd_max_ - snd_una_, now);
   rtt_.back_off();
-  snd_nxt_ = snd_una_;  // go back: the oldest segment first, one segment of window
+  // Everything not SACKed is lost (RFC 6675 §5.1, RFC 8985 §6.3): sent
+  // again oldest first as the window reopens from one segment.
+  log_.mark_all_lost();
+  in_recovery_ = recovery_rto_ = true;
+  recovery_point_ = snd_max_;
   dupacks_ = 0;
+  timers_->cancel(&probe_timer_);
   if (snd_wnd_ == 0) {
     ctr_.zero_window_probes++;
     send_segment(snd_una_ - 1, 0, kAck, now);

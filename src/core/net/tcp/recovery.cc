@@ -1,0 +1,166 @@
+// Loss detection and recovery: SACK blocks onto the sent log (RFC 2018,
+// D-SACK per RFC 2883), RACK's time-based loss detection (RFC 8985 §6),
+// duplicate-ACK fast retransmit for peers without SACK (RFC 5681 §3.2,
+// RFC 6582), recovery episodes that cut the congestion window once, and
+// the tail loss probe (RFC 8985 §7). The retransmissions themselves are
+// output.cc's: lost segments go first, within the congestion window
+// against pipe (RFC 6675 §4).
+#include <algorithm>
+
+#include "core/net/tcp/connection.h"
+#include "core/net/tcp/seq.h"
+
+namespace ss::net::tcp {
+
+namespace {
+
+constexpr uint32_t kDupThresh = 3;             // RFC 5681 §3.2
+constexpr uint64_t kMinProbeUs = 10'000;       // as Linux's floor for the PTO
+constexpr uint64_t kWorstDelayedAckUs = 200'000;  // RFC 8985 §7.2's WCDelAckT
+constexpr uint32_t kMaxReoWndMult = 64;  // the window is capped at SRTT anyway
+
+}  // namespace
+
+uint32_t Connection::pipe() const {
+  uint32_t out = snd_max_ - snd_una_ - log_.sacked_bytes() - log_.lost_bytes();
+  // Without SACK each duplicate ACK stands for a segment that left the
+  // network (RFC 6675 §5's estimate without a scoreboard).
+  if (!sack_ok_) out -= std::min(out, dupacks_ * mss_);
+  return out;
+}
+
+void Connection::process_sack(uint32_t ack, const Options& o, SentSegment* delivered) {
+  for (size_t i = 0; i < o.sack_count; i++) {
+    const SackBlock& b = o.sack[i];
+    if (!seq_lt(b.left, b.right)) {
+      ctr_.bad_sacks++;
+      continue;
+    }
+    // RFC 2883 §4: a first block below the ACK, or inside the second, is a
+    // duplicate the peer received: one of our retransmissions was spurious.
+    if (i == 0 && (seq_le(b.right, ack) ||
+                   (o.sack_count > 1 && seq_ge(b.left, o.sack[1].left) &&
+                    seq_le(b.right, o.sack[1].right)))) {
+      ctr_.dsacks_in++;
+      reordering_seen_ = true;
+      if (reo_wnd_mult_ < kMaxReoWndMult) reo_wnd_mult_++;  // §6.2 step 4: widen per D-SACK
+      continue;
+    }
+    if (seq_lt(b.left, snd_una_) || seq_gt(b.right, snd_max_)) {
+      ctr_.bad_sacks++;  // outside what is outstanding: a broken or hostile peer
+      continue;
+    }
+    if (log_.sack(b.left, b.right, delivered) && seq_lt(b.right, rack_fack_)) {
+      reordering_seen_ = true;  // delivered below what was SACKed before: reordered
+    }
+    rack_fack_ = seq_max(rack_fack_, b.right);
+  }
+}
+
+// RFC 8985 §6.2 steps 1-2: the newest delivered segment and its RTT; a
+// retransmission delivered sooner than the minimum RTT was the original.
+void Connection::update_rack(const SentSegment& d, uint64_t now) {
+  if (d.retransmitted && min_rtt_us_ != UINT64_MAX && now - d.sent_us < min_rtt_us_) return;
+  rack_rtt_us_ = now - d.sent_us;
+  if (!rack_valid_ || d.sent_us > rack_xmit_us_ || (d.sent_us == rack_xmit_us_ && seq_gt(d.end, rack_end_))) {
+    rack_xmit_us_ = d.sent_us;
+    rack_end_ = d.end;
+    rack_valid_ = true;
+  }
+}
+
+void Connection::detect_loss(uint64_t now) {
+  if (log_.empty()) return;
+  bool lost = false;
+  if (!sack_ok_ && dupacks_ >= kDupThresh && !in_recovery_) {
+    log_.mark_lost(log_.entries().front());
+    ctr_.dupack_lost++;
+    lost = true;
+  }
+  if (sack_ok_ && rack_valid_) {
+    // §6.2 step 4: no reordering window once recovering or three SACKed,
+    // unless the peer has shown reordering.
+    uint64_t reo_wnd = 0;
+    if (reordering_seen_ || (!in_recovery_ && log_.sacked_count() < kDupThresh)) {
+      reo_wnd = min_rtt_us_ == UINT64_MAX
+                    ? 0
+                    : std::min(min_rtt_us_ / 4 * reo_wnd_mult_, rtt_.srtt_us());
+    }
+    uint64_t wait = 0;
+    for (SentSegment& s : log_.entries()) {
+      if (s.sacked || s.lost) continue;
+      const bool before = s.sent_us < rack_xmit_us_ ||
+                          (s.sent_us == rack_xmit_us_ && seq_lt(s.end, rack_end_));
+      if (!before) continue;
+      const uint64_t due = s.sent_us + rack_rtt_us_ + reo_wnd;
+      if (due <= now) {
+        log_.mark_lost(s);
+        ctr_.rack_lost++;
+        lost = true;
+      } else {
+        wait = std::max(wait, due - now);
+      }
+    }
+    if (wait) arm(&reorder_timer_, now + wait);
+  }
+  if (lost && !in_recovery_) enter_recovery(now);
+}
+
+void Connection::enter_recovery(uint64_t now) {
+  in_recovery_ = true;
+  recovery_rto_ = false;
+  recovery_point_ = snd_max_;
+  cc_->on_recovery_start(snd_max_ - snd_una_, now);
+  (sack_ok_ ? ctr_.sack_recoveries : ctr_.dupack_recoveries)++;
+  fast_retransmit_ = true;
+  timers_->cancel(&probe_timer_);
+}
+
+// RFC 8985 §7.2: with SACK, a probe two RTTs after the last send turns a
+// lost tail into a SACK-visible loss instead of an RTO.
+void Connection::arm_probe(uint64_t now) {
+  if (!sack_ok_ || in_recovery_ || tlp_out_ || snd_max_ == snd_una_ || !rtt_.has_sample() ||
+      probe_timer_.armed()) {
+    return;
+  }
+  uint64_t pto = std::max(2 * rtt_.srtt_us(), kMinProbeUs);
+  if (snd_max_ - snd_una_ <= mss_) pto += kWorstDelayedAckUs;
+  // §7.2: the probe takes the retransmission timer's place, no later
+  // than it; on_probe arms it again.
+  const uint64_t rto_at = retransmit_timer_.armed() ? retransmit_timer_.due_us : now + rtt_.rto_us();
+  timers_->cancel(&retransmit_timer_);
+  arm(&probe_timer_, std::min(now + pto, rto_at));
+}
+
+// §7.3: new data when the peer's window takes a segment, else the last
+// segment again; then the RTO restarts.
+void Connection::on_probe(uint64_t now) {
+  if (in_recovery_ || snd_max_ == snd_una_ || log_.empty() || !sends_data()) {
+    if (snd_max_ != snd_una_ && state_ != State::kClosed) arm_retransmit(now);
+    return;
+  }
+  ctr_.tlp_probes++;
+  tlp_out_ = true;
+  const uint32_t data_end = snd_una_ + static_cast<uint32_t>(sndq_.size());
+  const uint32_t outstanding = snd_nxt_ - snd_una_;
+  const uint32_t room = snd_wnd_ > outstanding ? snd_wnd_ - outstanding : 0;
+  const uint32_t unsent = seq_lt(snd_nxt_, data_end) ? data_end - snd_nxt_ : 0;
+  const uint32_t len = std::min({unsent, mss_, room});
+  if (len > 0) {
+    const bool fin = fin_queued_ && snd_nxt_ + len == fin_seq_;
+    if (send_segment(snd_nxt_, len, kAck | kPsh | (fin ? kFin : 0), now)) {
+      snd_nxt_ += len + fin;
+      snd_max_ = snd_nxt_;
+    }
+  } else {
+    SentSegment& last = log_.entries().back();
+    if (!last.sacked) {
+      const bool fin = fin_queued_ && last.end == fin_seq_ + 1;
+      const uint32_t last_len = last.end - last.seq - fin;
+      send_segment(last.seq, last_len, retransmit_flags(last.seq, last_len, fin), now);
+    }
+  }
+  arm_retransmit(now);
+}
+
+}  // namespace ss::net::tcp
