@@ -213,6 +213,11 @@ class Runner {
     else if (k == "syn_retries") cfg_.syn_retries = static_cast<int>(v);
     else if (k == "retries") cfg_.retries = static_cast<int>(v);
     else if (k == "ts_offset") cfg_.ts_offset = v;
+    else if (k == "keepalive") cfg_.keepalive = v;
+    else if (k == "keepidle") cfg_.keep_idle_us = uint64_t{v} * 1000;
+    else if (k == "keepintvl") cfg_.keep_intvl_us = uint64_t{v} * 1000;
+    else if (k == "keepcnt") cfg_.keep_cnt = static_cast<int>(v);
+    else if (k == "user_timeout") cfg_.user_timeout_us = uint64_t{v} * 1000;
     else if (k == "slack") slack_us_ = uint64_t{v} * 1000;
     else return fail("unknown setting " + k);
     return true;
@@ -531,7 +536,7 @@ class Runner {
           {"sack_recoveries", k.sack_recoveries}, {"dupack_recoveries", k.dupack_recoveries},
           {"rack_lost", k.rack_lost},           {"dupack_lost", k.dupack_lost},
           {"tlp_probes", k.tlp_probes},         {"dsacks_in", k.dsacks_in},
-          {"bad_sacks", k.bad_sacks},
+          {"bad_sacks", k.bad_sacks},           {"keepalive_probes", k.keepalive_probes},
       };
       const auto it = m.find(w[2]);
       if (it == m.end()) return fail("no counter " + w[2]);

@@ -3,10 +3,11 @@
 // A script is lines of text; '#' starts a comment.
 //
 //   set NAME VALUE        settings before the connection opens:
-//                         mss rcvbuf sndbuf ws ts sack nodelay (0/1),
-//                         iss, cc (reno|cubic|none), min_rto delack msl
-//                         (ms), syn_retries retries, ts_offset, slack (ms:
-//                         how far an expected segment may be from its time)
+//                         mss rcvbuf sndbuf ws ts sack nodelay keepalive
+//                         (0/1), iss, cc (reno|cubic|none), min_rto delack
+//                         msl keepidle keepintvl user_timeout (ms), keepcnt
+//                         syn_retries retries, ts_offset, slack (ms: how far
+//                         an expected segment may be from its time)
 //   TIME < SEGMENT        the peer sends SEGMENT at TIME
 //   TIME > SEGMENT        the stack must have sent SEGMENT at TIME
 //   TIME CALL [= RESULT]  the program calls (RESULT: a number or an errno

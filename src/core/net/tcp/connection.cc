@@ -56,7 +56,8 @@ Connection::Connection(const Config& cfg, uint16_t local_port, uint16_t remote_p
                       {&persist_timer_, TimerKind::kPersist},
                       {&wait_timer_, TimerKind::kWait},
                       {&reorder_timer_, TimerKind::kReorder},
-                      {&probe_timer_, TimerKind::kProbe}}) {
+                      {&probe_timer_, TimerKind::kProbe},
+                      {&keepalive_timer_, TimerKind::kKeepalive}}) {
     t->conn = this;
     t->kind = k;
   }
@@ -97,9 +98,11 @@ void Connection::negotiate(const Options& peer, bool) {
   rcv_mss_ = std::min<uint32_t>(cfg_.mss, 536);
 }
 
-void Connection::establish(uint64_t) {
+void Connection::establish(uint64_t now) {
   state_ = State::kEstablished;
   rack_fack_ = snd_una_;
+  last_rcv_us_ = now;
+  arm_keepalive(now);
   cc_ = make_congestion_control(cfg_.cc, mss_);
 }
 
@@ -209,6 +212,16 @@ void Connection::set_nodelay(bool on, uint64_t now) {
   if (on) transmit(now);  // Linux pushes what Nagle held back
 }
 
+void Connection::set_keepalive(bool on, uint64_t now) {
+  cfg_.keepalive = on;
+  keep_probes_ = 0;
+  if (on) {
+    arm_keepalive(now);
+  } else {
+    timers_->cancel(&keepalive_timer_);
+  }
+}
+
 void Connection::quickack() { quickacks_ = std::max<uint32_t>(quickacks_, 16); }
 
 bool Connection::readable() const {
@@ -244,7 +257,8 @@ bool Connection::syn_may_reuse(const Header& syn, const Options& opts) const {
 void Connection::enter_time_wait(uint64_t now) {
   state_ = State::kTimeWait;
   for (ConnectionTimer* t :
-       {&retransmit_timer_, &delack_timer_, &persist_timer_, &reorder_timer_, &probe_timer_}) {
+       {&retransmit_timer_, &delack_timer_, &persist_timer_, &reorder_timer_, &probe_timer_,
+        &keepalive_timer_}) {
     timers_->cancel(t);
   }
   arm(&wait_timer_, now + 2 * cfg_.msl_us);
@@ -258,7 +272,7 @@ void Connection::fail(int err) {
 void Connection::set_closed() {
   state_ = State::kClosed;
   for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_, &wait_timer_,
-                            &reorder_timer_, &probe_timer_}) {
+                            &reorder_timer_, &probe_timer_, &keepalive_timer_}) {
     timers_->cancel(t);
   }
   log_.clear();

@@ -62,6 +62,13 @@ struct Config {
   uint64_t fin_timeout_us = 60'000'000;  // FIN-WAIT-2 of a closed socket (tcp_fin_timeout)
   uint64_t oow_ack_interval_us = 500'000;  // challenge/out-of-window ACKs at most this often
   int syn_retries = 6, synack_retries = 5, retries = 15;  // Linux's tcp_*retries*
+  // SO_KEEPALIVE with TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT (Linux's
+  // defaults); TCP_USER_TIMEOUT (0: off): how long sent data may stay
+  // unacknowledged before the connection fails with ETIMEDOUT.
+  bool keepalive = false;
+  uint64_t keep_idle_us = 7200'000'000, keep_intvl_us = 75'000'000;
+  int keep_cnt = 9;
+  uint64_t user_timeout_us = 0;
   uint32_t ts_offset = 0;  // added to the timestamp clock (RFC 7323 §5.4)
 };
 
@@ -72,7 +79,7 @@ struct Counters {
   uint64_t ooo_segs = 0, dup_segs = 0, ooo_refused = 0;
   uint64_t paws_drops = 0, out_of_window = 0, challenge_acks = 0, ack_beyond_sent = 0;
   uint64_t rst_in = 0, rst_out = 0;
-  uint64_t zero_window_probes = 0;
+  uint64_t zero_window_probes = 0, keepalive_probes = 0;
   uint64_t no_buffer = 0;  // a segment not sent for want of a frame
   // Loss recovery: episodes entered by SACK/RACK or by duplicate ACKs
   // (no SACK), segments judged lost each way, tail loss probes, D-SACKs
@@ -94,7 +101,15 @@ class SegmentSink {
 };
 
 class Connection;
-enum class TimerKind : uint8_t { kRetransmit, kDelayedAck, kPersist, kWait, kReorder, kProbe };
+enum class TimerKind : uint8_t {
+  kRetransmit,
+  kDelayedAck,
+  kPersist,
+  kWait,
+  kReorder,
+  kProbe,
+  kKeepalive,
+};
 // A connection's timer as the TimerQueue hands it back.
 struct ConnectionTimer : Timer {
   Connection* conn = nullptr;
@@ -131,8 +146,9 @@ class Connection {
   // left unread, RFC 9293 §3.10.4 and Linux); abort(): RST now (SO_LINGER 0).
   void close(uint64_t now_us);
   void abort(uint64_t now_us);
-  // TCP_NODELAY / TCP_QUICKACK.
+  // TCP_NODELAY / TCP_QUICKACK / SO_KEEPALIVE.
   void set_nodelay(bool on, uint64_t now_us);
+  void set_keepalive(bool on, uint64_t now_us);
   void quickack();
 
   State state() const { return state_; }
@@ -199,6 +215,8 @@ class Connection {
   void on_retransmit(uint64_t now);
   void on_persist(uint64_t now);
   void arm(ConnectionTimer* t, uint64_t due);
+  void arm_keepalive(uint64_t now);
+  void on_keepalive(uint64_t now);
   uint64_t persist_interval() const;
 
   Config cfg_;
@@ -255,7 +273,10 @@ class Connection {
   uint32_t recovery_point_ = 0, rack_end_ = 0, rack_fack_ = 0;
   uint64_t rack_xmit_us_ = 0, rack_rtt_us_ = 0, min_rtt_us_ = UINT64_MAX;
   ConnectionTimer retransmit_timer_, delack_timer_, persist_timer_, wait_timer_;
-  ConnectionTimer reorder_timer_, probe_timer_;
+  ConnectionTimer reorder_timer_, probe_timer_, keepalive_timer_;
+  uint64_t last_rcv_us_ = 0;  // the last segment from the peer (keepalive)
+  uint64_t progress_us_ = 0;  // sent data last acknowledged or first outstanding
+  int keep_probes_ = 0;
   uint64_t persist_backoff_ = 0;
   Counters ctr_;
 };

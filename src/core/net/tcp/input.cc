@@ -20,6 +20,8 @@ constexpr uint32_t kMaxQuickAcks = 16;  // as Linux at the start of a connection
 
 void Connection::input(const Header& h, const Options& o, mem::Buffer data, uint64_t now) {
   ctr_.segs_in++;
+  last_rcv_us_ = now;
+  keep_probes_ = 0;
   switch (state_) {
     case State::kClosed:
       return;  // the stack answers segments of no connection
@@ -277,6 +279,7 @@ void Connection::acked(uint32_t ack, const Options& o, uint64_t now, SentSegment
   snd_una_ = ack;
   rack_fack_ = seq_max(rack_fack_, ack);
   retries_ = 0;
+  progress_us_ = now;
   tlp_out_ = false;
   timers_->cancel(&probe_timer_);
   if (state_ != State::kSynSent && state_ != State::kSynReceived &&

@@ -53,6 +53,7 @@ void Connection::transmit(uint64_t now) {
       }
     }
     const uint8_t flags = kAck | (fin ? kFin : 0) | (len && snd_nxt_ + len == data_end ? kPsh : 0);
+    if (snd_una_ == snd_max_) progress_us_ = now;  // the user timeout counts from here
     if (!send_segment(snd_nxt_, len, flags, now)) break;
     if (len < mss_) snd_sml_ = snd_nxt_ + len;
     snd_nxt_ += len + fin;
@@ -217,6 +218,11 @@ uint32_t Connection::ts_now(uint64_t now) const {
   return static_cast<uint32_t>(now / 1000) + cfg_.ts_offset;  // a millisecond clock
 }
 
-void Connection::arm_retransmit(uint64_t now) { arm(&retransmit_timer_, now + rtt_.rto_us()); }
+// No later than the user timeout, which the expiry then enforces.
+void Connection::arm_retransmit(uint64_t now) {
+  uint64_t due = now + rtt_.rto_us();
+  if (cfg_.user_timeout_us && sends_data()) due = std::min(due, progress_us_ + cfg_.user_timeout_us);
+  arm(&retransmit_timer_, std::max(due, now));
+}
 
 }  // namespace ss::net::tcp

@@ -1,7 +1,7 @@
 // What a connection's timers do: retransmission (RFC 6298, with the
 // SYN's and SYN-ACK's retries), delayed ACK, zero-window probes (persist),
-// RACK's reordering timeout, the tail loss probe, and the end of
-// TIME-WAIT or of an abandoned FIN-WAIT-2.
+// RACK's reordering timeout, the tail loss probe, keepalive, and the end
+// of TIME-WAIT or of an abandoned FIN-WAIT-2.
 #include <algorithm>
 #include <cerrno>
 
@@ -34,6 +34,9 @@ void Connection::on_timer(ConnectionTimer* t, uint64_t now) {
     case TimerKind::kProbe:
       on_probe(now);
       break;
+    case TimerKind::kKeepalive:
+      on_keepalive(now);
+      break;
   }
 }
 
@@ -56,7 +59,8 @@ void Connection::on_retransmit(uint64_t now) {
       break;
   }
   if (snd_una_ == snd_max_) return;
-  if (++retries_ > cfg_.retries) {
+  if (cfg_.user_timeout_us ? now - progress_us_ >= cfg_.user_timeout_us
+                           : ++retries_ > cfg_.retries) {
     fail(ETIMEDOUT);
     return;
   }
@@ -87,6 +91,35 @@ void Connection::on_persist(uint64_t now) {
   send_segment(snd_una_ - 1, 0, kAck, now);
   persist_backoff_++;
   arm(&persist_timer_, now + persist_interval());
+}
+
+void Connection::arm_keepalive(uint64_t now) {
+  if (!cfg_.keepalive || state_ == State::kClosed || state_ == State::kTimeWait) return;
+  const uint64_t due = keep_probes_ ? now + cfg_.keep_intvl_us : last_rcv_us_ + cfg_.keep_idle_us;
+  arm(&keepalive_timer_, std::max(due, now));
+}
+
+// SO_KEEPALIVE (RFC 9293 §3.8.4): after keep_idle of silence with nothing
+// outstanding, probes an old sequence number every keep_intvl; keep_cnt
+// unanswered probes (or the user timeout) end the connection with a RST
+// and ETIMEDOUT, as Linux.
+void Connection::on_keepalive(uint64_t now) {
+  if (!cfg_.keepalive || !sends_data()) return;
+  if (snd_una_ != snd_max_ || sndq_.size() > 0 || now - last_rcv_us_ < cfg_.keep_idle_us) {
+    arm_keepalive(now);  // busy, or heard from lately: the data timers watch
+    return;
+  }
+  const bool expired = cfg_.user_timeout_us ? now - last_rcv_us_ >= cfg_.user_timeout_us
+                                            : keep_probes_ >= cfg_.keep_cnt;
+  if (keep_probes_ > 0 && expired) {
+    send_reset(snd_nxt_, true, now);
+    fail(ETIMEDOUT);
+    return;
+  }
+  ctr_.keepalive_probes++;
+  keep_probes_++;
+  send_segment(snd_una_ - 1, 0, kAck, now);
+  arm_keepalive(now);
 }
 
 uint64_t Connection::persist_interval() const {
