@@ -127,7 +127,7 @@ fi
 PKGS=(rdma-core ibverbs-providers libibverbs1 librdmacm1 rdmacm-utils
   ibverbs-utils iproute2 busybox-static bash libtinfo6 libc6 libgcc-s1
   libstdc++6 libnl-3-200 libnl-route-3-200 libmnl0 libbsd0 libmd0 libcap2
-  libelf1 libbpf1 zlib1g iperf3 libiperf0 libsctp1 libssl3 sockperf)
+  libelf1 libbpf1 zlib1g iperf3 libiperf0 libsctp1 libssl3 sockperf libsodium23)
 # kernel modules (modprobe names) the guest loads; dependencies follow
 # (siw.ko, built apart, depends on ib_core and libcrc32c; libcrc32c needs a
 # crc32c provider, which busybox modprobe does not pull in as a softdep)

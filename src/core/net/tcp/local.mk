@@ -27,7 +27,11 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/timers.cc \
 	src/core/net/tcp/sent_log.h \
 	src/core/net/tcp/sent_log.cc \
-	src/core/net/tcp/recovery.cc
+	src/core/net/tcp/recovery.cc \
+	src/core/net/tcp/isn.h \
+	src/core/net/tcp/isn.cc \
+	src/core/net/tcp/listener.h \
+	src/core/net/tcp/listener.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/net_tcp_header_test.cc \
@@ -41,6 +45,7 @@ core_unit_tests_SOURCES += \
 	tests/core/net_tcp_script_test.cc \
 	tests/core/tcp_wire.h \
 	tests/core/tcp_wire.cc \
-	tests/core/net_tcp_pair_test.cc
+	tests/core/net_tcp_pair_test.cc \
+	tests/core/net_tcp_listener_test.cc
 
 EXTRA_DIST += src/core/net/tcp/README.md tests/core/tcp_scripts

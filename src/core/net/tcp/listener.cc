@@ -1,0 +1,98 @@
+#include "core/net/tcp/listener.h"
+
+#include <algorithm>
+
+namespace ss::net::tcp {
+
+bool reset_reply(const Header& h, uint32_t data_len, Header* rst) {
+  if (h.flags & kRst) return false;
+  *rst = Header{};
+  rst->src_port = h.dst_port;
+  rst->dst_port = h.src_port;
+  if (h.flags & kAck) {
+    rst->seq = h.ack;
+    rst->flags = kRst;
+  } else {
+    rst->ack = h.seq + data_len + ((h.flags & kSyn) ? 1 : 0) + ((h.flags & kFin) ? 1 : 0);
+    rst->flags = kRst | kAck;
+  }
+  return true;
+}
+
+Listener::Entry* Listener::pending(const FourTuple& t) {
+  for (Entry& e : syn_queue_) {
+    if (e.t == t) return &e;
+  }
+  return nullptr;
+}
+
+void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem::Buffer data,
+                     uint64_t now) {
+  for (Entry& e : accept_queue_) {  // established, not yet accepted
+    if (e.t == t) {
+      e.conn->input(h, o, std::move(data), now);
+      return;
+    }
+  }
+  if (Entry* e = pending(t)) {
+    // The handshake's last ACK needs room on the accept queue: without it
+    // the segment is dropped and the peer sends it again.
+    if ((h.flags & kAck) && !(h.flags & (kSyn | kRst)) &&
+        accept_queue_.size() >= cfg_.backlog) {
+      ctr_.accept_queue_overflows++;
+      return;
+    }
+    e->conn->input(h, o, std::move(data), now);
+    settle();
+    return;
+  }
+  if ((h.flags & (kSyn | kAck | kRst)) != kSyn) {
+    Header rst;
+    if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst) && (h.flags & kAck)) {
+      ctr_.resets_sent++;
+      host_->send_reset(t, rst);
+    }
+    return;  // a RST, or neither SYN nor ACK: dropped (§3.10.7.2)
+  }
+  ctr_.syns++;
+  if (accept_queue_.size() >= cfg_.backlog) {
+    ctr_.accept_queue_overflows++;
+    return;
+  }
+  if (syn_queue_.size() >= cfg_.syn_backlog) {
+    ctr_.syn_queue_overflows++;
+    return;
+  }
+  std::unique_ptr<Connection> c = host_->make_connection(t, cfg_.conn);
+  if (!c) return;
+  c->accept_syn(h, o, isn_->isn(t, now), now);
+  syn_queue_.push_back(Entry{t, std::move(c)});
+}
+
+void Listener::settle() {
+  for (size_t i = 0; i < syn_queue_.size();) {
+    Entry& e = syn_queue_[i];
+    const State s = e.conn->state();
+    if (s == State::kSynReceived) {
+      i++;
+      continue;
+    }
+    if (s == State::kClosed) {
+      ctr_.failed_handshakes++;
+    } else {
+      ctr_.handshakes++;
+      accept_queue_.push_back(std::move(e));
+    }
+    syn_queue_.erase(syn_queue_.begin() + static_cast<ptrdiff_t>(i));
+  }
+}
+
+std::unique_ptr<Connection> Listener::accept(FourTuple* t) {
+  if (accept_queue_.empty()) return nullptr;
+  Entry e = std::move(accept_queue_.front());
+  accept_queue_.pop_front();
+  if (t) *t = e.t;
+  return std::move(e.conn);
+}
+
+}  // namespace ss::net::tcp

@@ -1,0 +1,89 @@
+// A listening socket's queues (RFC 9293's LISTEN): a SYN makes a
+// connection in SYN-RECEIVED on the SYN queue (bounded, Linux's
+// tcp_max_syn_backlog); its completed handshake moves it to the accept
+// queue (bounded by listen()'s backlog), from which accept() takes the
+// oldest. A SYN that finds either queue full, or a handshake's last ACK
+// that finds the accept queue full, is dropped and counted (the peer
+// sends it again, as Linux's peers do); SYN cookies are not there yet. An
+// ACK for no connection is answered with a RST (RFC 9293 §3.10.7.2).
+//
+// The stack looks a segment's 4-tuple up in its connection table first
+// and hands the listener what is left for its port; the listener owns the
+// connections on both queues, and feeds them, until accept() hands one
+// out. Not
+// thread-safe: the stack's lock guards it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core/net/tcp/connection.h"
+#include "core/net/tcp/isn.h"
+
+namespace ss::net::tcp {
+
+struct ListenerConfig {
+  Config conn;              // each accepted connection's settings
+  size_t backlog = 128;     // the accept queue: listen()'s, capped by somaxconn
+  size_t syn_backlog = 256; // the SYN queue (tcp_max_syn_backlog)
+};
+
+struct ListenerCounters {
+  uint64_t syns = 0, handshakes = 0;
+  uint64_t syn_queue_overflows = 0;     // SYNs dropped: the SYN queue full
+  uint64_t accept_queue_overflows = 0;  // SYNs or last ACKs dropped: the accept queue full
+  uint64_t failed_handshakes = 0;       // reset, or the SYN-ACK's retries ran out
+  uint64_t resets_sent = 0;             // ACKs for no connection
+};
+
+// What a listener needs of its stack.
+class ListenerHost {
+ public:
+  virtual ~ListenerHost() = default;
+  // A closed connection whose segments go to t's peer.
+  virtual std::unique_ptr<Connection> make_connection(const FourTuple& t, const Config& cfg) = 0;
+  // Sends `rst` (a RST reset_reply() made) to t's peer.
+  virtual void send_reset(const FourTuple& t, const Header& rst) = 0;
+};
+
+// The RST answering a segment no connection takes (RFC 9293 §3.10.7.1):
+// <SEQ=SEG.ACK><CTL=RST> when it carried an ACK, else
+// <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. False for a RST (never
+// answered).
+bool reset_reply(const Header& h, uint32_t data_len, Header* rst);
+
+class Listener {
+ public:
+  Listener(const ListenerConfig& cfg, ListenerHost* host, const IsnGenerator* isn)
+      : cfg_(cfg), host_(host), isn_(isn) {}
+  // A segment for the listening port that no connection of the stack took.
+  void input(const FourTuple& t, const Header& h, const Options& o, mem::Buffer data,
+             uint64_t now_us);
+  // After a timer of a connection on the SYN queue fired: moves it on or
+  // forgets it.
+  void settle();
+  // The oldest connection whose handshake completed (nullptr: none, the
+  // caller's EAGAIN); *t gets its tuple.
+  std::unique_ptr<Connection> accept(FourTuple* t);
+  size_t syn_queue() const { return syn_queue_.size(); }
+  size_t accept_queue() const { return accept_queue_.size(); }
+  const ListenerCounters& counters() const { return ctr_; }
+
+ private:
+  struct Entry {
+    FourTuple t;
+    std::unique_ptr<Connection> conn;
+  };
+  Entry* pending(const FourTuple& t);
+
+  ListenerConfig cfg_;
+  ListenerHost* host_;
+  const IsnGenerator* isn_;
+  std::vector<Entry> syn_queue_;     // in SYN-RECEIVED
+  std::deque<Entry> accept_queue_;   // established, oldest first
+  ListenerCounters ctr_;
+};
+
+}  // namespace ss::net::tcp
