@@ -1,6 +1,6 @@
 // The listener's queues (SYN queue, accept queue, their bounds and
-// drops), its RSTs for stray segments, and RFC 6528's initial sequence
-// numbers.
+// drops), SYN cookies under a flood, its RSTs for stray segments, and
+// RFC 6528's initial sequence numbers.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -16,6 +16,7 @@ namespace {
 struct Sent {
   FourTuple t;
   Header h;
+  Options o;
 };
 
 class Host : public ListenerHost {
@@ -32,7 +33,10 @@ class Host : public ListenerHost {
       Header h;
       std::span<const uint8_t> data;
       ASSERT_EQ(parse_header({room.data(), len}, &h, &data), HeaderVerdict::kOk);
-      host->sent.push_back(Sent{t, h});
+      Options o;
+      parse_options(h.options, h.flags & kSyn, &o);
+      h.options = {};
+      host->sent.push_back(Sent{t, h, o});
     }
   };
   std::unique_ptr<Connection> make_connection(const FourTuple& t, const Config& cfg) override {
@@ -42,8 +46,8 @@ class Host : public ListenerHost {
     return std::make_unique<Connection>(cfg, t.local_port, t.remote_port, sinks.back().get(),
                                         &timers);
   }
-  void send_reset(const FourTuple& t, const Header& rst) override {
-    sent.push_back(Sent{t, rst});
+  void send_stateless(const FourTuple& t, const Header& h, const Options& o) override {
+    sent.push_back(Sent{t, h, o});
   }
   TimerQueue timers;
   std::vector<std::unique_ptr<Sink>> sinks;
@@ -75,15 +79,24 @@ Header segment(const FourTuple& t, uint8_t flags, uint32_t seq, uint32_t ack) {
 
 class TcpListener : public testing::Test {
  protected:
-  void make(size_t backlog, size_t syn_backlog) {
+  void make(size_t backlog, size_t syn_backlog, int syncookies = 0) {
     ListenerConfig cfg;
     cfg.backlog = backlog;
     cfg.syn_backlog = syn_backlog;
+    cfg.syncookies = syncookies;
     cfg.conn.synack_retries = 1;
     l = std::make_unique<Listener>(cfg, &host, &isn);
   }
-  void syn(uint16_t port, uint64_t now = 0) {
-    l->input(client(port), segment(client(port), kSyn, 1000, 0), Options{}, {}, now);
+  void syn(uint16_t port, uint64_t now = 0, const Options& o = {}) {
+    l->input(client(port), segment(client(port), kSyn, 1000, 0), o, {}, now);
+  }
+  // A copy: later sends may move the vector.
+  Sent last_to(uint16_t port) {
+    for (auto it = host.sent.rbegin(); it != host.sent.rend(); ++it) {
+      if (it->t.remote_port == port) return *it;
+    }
+    ADD_FAILURE() << "nothing sent to " << port;
+    return Sent{};
   }
   // The SYN-ACK this client got last.
   uint32_t synack_seq(uint16_t port) {
@@ -187,6 +200,102 @@ TEST_F(TcpListener, AnUnansweredSynAckLeavesTheQueue) {
   EXPECT_EQ(l->syn_queue(), 0u);
   EXPECT_EQ(l->counters().failed_handshakes, 1u);
   EXPECT_EQ(host.sent.size(), 2u);  // the SYN-ACK and its one retransmission
+}
+
+Options full_syn_options() {
+  Options o;
+  o.has_mss = true;
+  o.mss = 1460;
+  o.has_wscale = true;
+  o.wscale = 7;
+  o.sack_permitted = true;
+  o.has_ts = true;
+  o.ts_val = 5000;
+  return o;
+}
+
+TEST_F(TcpListener, AFloodGetsCookiesWhoseAcksConnect) {
+  make(8, 2, 1);
+  for (uint16_t p = 1001; p <= 1005; p++) syn(p, 1'000'000, full_syn_options());
+  EXPECT_EQ(l->syn_queue(), 2u);
+  EXPECT_EQ(l->counters().cookies_sent, 3u);
+  EXPECT_EQ(l->counters().syn_queue_overflows, 3u);
+  const Sent sa = last_to(1005);
+  ASSERT_EQ(sa.h.flags, kSyn | kAck);
+  EXPECT_TRUE(sa.o.has_wscale);
+  EXPECT_TRUE(sa.o.sack_permitted);
+  ASSERT_TRUE(sa.o.has_ts);
+  EXPECT_EQ(sa.o.ts_ecr, 5000u);
+  EXPECT_LE(sa.o.ts_val, 1000u);  // no later than our clock (1 s, ts_offset 0)
+  // The handshake's ACK, echoing the cookie's timestamp, 3 s later.
+  Header a = segment(client(1005), kAck, 1001, sa.h.seq + 1);
+  a.window = 100;
+  Options ao;
+  ao.has_ts = true;
+  ao.ts_val = 5003;
+  ao.ts_ecr = sa.o.ts_val;
+  l->input(client(1005), a, ao, {}, 4'000'000);
+  EXPECT_EQ(l->counters().cookies_ok, 1u);
+  FourTuple t;
+  auto c = l->accept(&t);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(t.remote_port, 1005);
+  EXPECT_EQ(c->state(), State::kEstablished);
+  EXPECT_EQ(c->mss(), 1460u - 12);      // the MSS and timestamps came back
+  EXPECT_EQ(c->snd_wnd(), 100u << 7);   // and the peer's window scale
+  EXPECT_EQ(c->peer_mss(), 1460u);
+}
+
+TEST_F(TcpListener, AForgedOrExpiredCookieGetsAReset) {
+  make(8, 0, 1);  // no SYN queue: every SYN gets a cookie
+  syn(1001, 0, full_syn_options());
+  const Sent sa = last_to(1001);
+  Options ao;
+  ao.has_ts = true;
+  ao.ts_val = 5001;
+  ao.ts_ecr = sa.o.ts_val;
+  const FourTuple t = client(1001);
+  // Forged (a guess off by much: a cookie's neighbours decode to other
+  // MSS values, as Linux's do; an off-path guess is 12 in 2^24).
+  l->input(t, segment(t, kAck, 1001, sa.h.seq + 1 + 0x5a5a5a), ao, {}, 1000);
+  l->input(t, segment(t, kAck, 1001, sa.h.seq + 1), ao, {}, 200'000'000);  // three slots on
+  l->input(t, segment(t, kAck, 1001, sa.h.seq + 1), Options{}, {}, 1000);  // the echo dropped
+  EXPECT_EQ(l->counters().cookies_bad, 3u);
+  EXPECT_EQ(l->counters().resets_sent, 3u);
+  EXPECT_EQ(l->accept_queue(), 0u);
+  l->input(t, segment(t, kAck, 1001, sa.h.seq + 1), ao, {}, 100'000'000);  // the next slot
+  EXPECT_EQ(l->counters().cookies_ok, 1u);
+  EXPECT_EQ(l->accept_queue(), 1u);
+}
+
+TEST_F(TcpListener, WithoutTimestampsACookieOffersOnlyTheMss) {
+  make(8, 0, 1);
+  Options o = full_syn_options();
+  o.has_ts = false;
+  o.mss = 1400;  // taken down to the table's 1360
+  syn(1001, 0, o);
+  const Sent sa = last_to(1001);
+  EXPECT_TRUE(sa.o.has_mss);
+  EXPECT_FALSE(sa.o.has_wscale);
+  EXPECT_FALSE(sa.o.sack_permitted);
+  EXPECT_FALSE(sa.o.has_ts);
+  Header a = segment(client(1001), kAck, 1001, sa.h.seq + 1);
+  a.window = 100;
+  l->input(client(1001), a, Options{}, {}, 1000);
+  FourTuple t;
+  auto c = l->accept(&t);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->mss(), 1360u);
+  EXPECT_EQ(c->snd_wnd(), 100u);  // unscaled
+}
+
+TEST_F(TcpListener, CookiesOffMeansDropsOnly) {
+  make(8, 1, 0);
+  syn(1001);
+  syn(1002);
+  EXPECT_EQ(l->counters().cookies_sent, 0u);
+  EXPECT_EQ(l->counters().syn_queue_overflows, 1u);
+  EXPECT_EQ(host.sent.size(), 1u);
 }
 
 TEST(TcpResetReply, AnswersAsRfc9293Says) {

@@ -27,6 +27,8 @@ class CongestionControl {
   // The retransmission timer expired with `flight` outstanding (RFC 5681
   // §3.1: ssthresh from the flight, cwnd one segment).
   virtual void on_rto(uint32_t flight, uint64_t now_us) = 0;
+  // Another RTO within a recovery: back to one segment, ssthresh kept.
+  void restart_from_loss_window() { cwnd_ = mss_; }
   uint32_t cwnd() const { return cwnd_; }
   uint32_t ssthresh() const { return ssthresh_; }
   bool in_slow_start() const { return cwnd_ < ssthresh_; }

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "core/net/tcp/seq.h"
+#include "core/net/tcp/syn_cookie.h"
 
 namespace ss::net::tcp {
 
@@ -14,14 +15,13 @@ namespace {
 constexpr uint32_t kMinPeerMss = 48;  // Linux's tcp_min_snd_mss: a tiny MSS costs a frame a byte
 constexpr uint32_t kTimestampsLen = 12;  // the option as sent, with its two NOPs
 
-// The smallest shift that lets the window cover the whole buffer.
-uint8_t wscale_for(uint32_t rcv_buf) {
+}  // namespace
+
+uint8_t window_scale_for(uint32_t rcv_buf) {
   uint8_t s = 0;
   while (s < kMaxWscale && (uint64_t{0xffff} << s) < rcv_buf) s++;
   return s;
 }
-
-}  // namespace
 
 const char* state_name(State s) {
   switch (s) {
@@ -49,7 +49,7 @@ Connection::Connection(const Config& cfg, uint16_t local_port, uint16_t remote_p
       sndq_(cfg.snd_buf),
       rtt_(cfg.min_rto_us, cfg.max_rto_us),
       cc_(make_congestion_control(cfg.cc, cfg.mss)) {
-  wscale_offer_ = cfg_.window_scaling ? wscale_for(cfg_.rcv_buf) : 0;
+  wscale_offer_ = cfg_.window_scaling ? window_scale_for(cfg_.rcv_buf) : 0;
   mss_ = std::min<uint32_t>(cfg_.mss, cfg_.default_peer_mss);
   for (auto [t, k] : {std::pair{&retransmit_timer_, TimerKind::kRetransmit},
                       {&delack_timer_, TimerKind::kDelayedAck},
@@ -86,6 +86,31 @@ void Connection::accept_syn(const Header& syn, const Options& opts, uint32_t iss
   send_syn(now);
 }
 
+void Connection::accept_cookie(const Header& ack, const Options& opts, mem::Buffer data,
+                               uint32_t iss, const CookieState& st, uint64_t now) {
+  if (state_ != State::kClosed) return;
+  iss_ = iss;
+  snd_una_ = snd_nxt_ = snd_max_ = snd_sml_ = iss + 1;
+  irs_ = ack.seq - 1;
+  rcv_nxt_ = ack.seq;
+  rcv_adv_ = rcv_nxt_ + syn_window();  // what the cookie's SYN-ACK offered
+  Options peer;  // the SYN's options, as far as the cookie kept them
+  peer.has_mss = true;
+  peer.mss = st.mss;
+  peer.has_wscale = st.has_wscale;
+  peer.wscale = st.wscale;
+  peer.sack_permitted = st.sack;
+  peer.has_ts = st.ts;
+  peer.ts_val = opts.ts_val;
+  negotiate(peer, true);
+  if (ts_ok_) ts_recent_us_ = now;
+  snd_wnd_ = max_snd_wnd_ = uint32_t{ack.window} << snd_wscale_;
+  snd_wl1_ = ack.seq;
+  snd_wl2_ = ack.ack;
+  establish(now);
+  if (data.size() || (ack.flags & kFin)) input(ack, opts, std::move(data), now);
+}
+
 void Connection::negotiate(const Options& peer, bool) {
   ws_ok_ = cfg_.window_scaling && peer.has_wscale;
   snd_wscale_ = ws_ok_ ? peer.wscale : 0;
@@ -99,7 +124,8 @@ void Connection::negotiate(const Options& peer, bool) {
 }
 
 void Connection::establish(uint64_t now) {
-  state_ = State::kEstablished;
+  // A FIN queued in SYN-RECEIVED goes now.
+  state_ = fin_queued_ ? State::kFinWait1 : State::kEstablished;
   rack_fack_ = snd_una_;
   last_rcv_us_ = now;
   arm_keepalive(now);
@@ -158,8 +184,8 @@ int Connection::shutdown_write(uint64_t now) {
 void Connection::queue_fin(uint64_t now) {
   if (fin_queued_) return;
   write_shut_ = fin_queued_ = true;
-  fin_seq_ = snd_una_ + static_cast<uint32_t>(sndq_.size());
-  if (state_ == State::kSynReceived || state_ == State::kEstablished) {
+  fin_seq_ = seq_max(snd_una_, iss_ + 1) + static_cast<uint32_t>(sndq_.size());
+  if (state_ == State::kEstablished) {  // SYN-RECEIVED moves on when established
     state_ = State::kFinWait1;
   } else if (state_ == State::kCloseWait) {
     state_ = State::kLastAck;

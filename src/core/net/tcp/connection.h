@@ -46,6 +46,10 @@ enum class State : uint8_t {
 };
 // "ESTABLISHED", "SYN-SENT", ... as RFC 9293 writes them.
 const char* state_name(State s);
+// The window scale we offer for a receive buffer: the smallest shift
+// that lets the window cover all of it.
+uint8_t window_scale_for(uint32_t rcv_buf);
+struct CookieState;
 
 // A connection's settings, fixed when it opens.
 struct Config {
@@ -128,6 +132,11 @@ class Connection {
   void connect(uint32_t iss, uint64_t now_us);
   // Passive open from the SYN a listener accepted: sends the SYN-ACK.
   void accept_syn(const Header& syn, const Options& opts, uint32_t iss, uint64_t now_us);
+  // Passive open from the ACK that completes a SYN-cookie handshake (iss:
+  // the cookie; st: what it carried): ESTABLISHED at once, and the ACK's
+  // data and FIN taken.
+  void accept_cookie(const Header& ack, const Options& opts, mem::Buffer data, uint32_t iss,
+                     const CookieState& st, uint64_t now_us);
   // A segment of this connection, its checksum checked: header, options
   // as parse_options gave them, and its data (a view in its frame, kept
   // without a copy when queued).
@@ -277,6 +286,7 @@ class Connection {
   uint64_t last_rcv_us_ = 0;  // the last segment from the peer (keepalive)
   uint64_t progress_us_ = 0;  // sent data last acknowledged or first outstanding
   int keep_probes_ = 0;
+  int probes_out_ = 0;  // zero-window probes no ACK answered
   uint64_t persist_backoff_ = 0;
   Counters ctr_;
 };

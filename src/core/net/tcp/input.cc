@@ -20,8 +20,6 @@ constexpr uint32_t kMaxQuickAcks = 16;  // as Linux at the start of a connection
 
 void Connection::input(const Header& h, const Options& o, mem::Buffer data, uint64_t now) {
   ctr_.segs_in++;
-  last_rcv_us_ = now;
-  keep_probes_ = 0;
   switch (state_) {
     case State::kClosed:
       return;  // the stack answers segments of no connection
@@ -139,10 +137,8 @@ void Connection::input_synchronized(const Header& h, const Options& o, mem::Buff
     }
     return;
   }
-  if (ts_ok_ && o.has_ts && seq_le(h.seq, last_ack_sent_)) {  // RFC 7323 §4.3
-    ts_recent_ = o.ts_val;
-    ts_recent_us_ = now;
-  }
+  last_rcv_us_ = now;  // an acceptable segment: the peer is alive
+  keep_probes_ = 0;
   if (rst) {  // RFC 5961 §3.2: only the exact sequence number resets
     ctr_.rst_in++;
     if (h.seq == rcv_nxt_) {
@@ -193,7 +189,6 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
     SentSegment syn{};
     acked(h.ack, o, now, &syn);
     establish(now);
-    if (fin_queued_) state_ = State::kFinWait1;
   }
   if (seq_gt(h.ack, snd_max_)) {  // acknowledges what was never sent
     ctr_.ack_beyond_sent++;
@@ -204,6 +199,14 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
     limited_ack(now);
     return false;
   }
+  // RFC 7323 §4.3, only now that RST, SYN and ACK are checked (else a
+  // blind in-window segment could move TS.Recent ahead and have PAWS drop
+  // the peer's real ones), and never backwards (as Linux).
+  if (ts_ok_ && o.has_ts && seq_le(h.seq, last_ack_sent_) && seq_ge(o.ts_val, ts_recent_)) {
+    ts_recent_ = o.ts_val;
+    ts_recent_us_ = now;
+  }
+  probes_out_ = 0;  // the peer answers: zero-window probing goes on
   const uint32_t wnd = uint32_t{h.window} << snd_wscale_;
   SentSegment delivered{};  // the newest segment this ACK delivers, for RACK
   if (sack_ok_ && o.sack_count) process_sack(h.ack, o, &delivered);
@@ -215,12 +218,14 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
     if (in_recovery_ && !recovery_rto_ && !sack_ok_ && !log_.empty()) {
       log_.mark_lost(log_.entries().front());
       ctr_.dupack_lost++;
+      fast_retransmit_ = true;  // at once, whatever pipe says
     }
   } else if (h.ack == snd_una_ && seg_len == 0 && wnd == snd_wnd_ && snd_max_ != snd_una_) {
     dupacks_++;  // RFC 5681 §2's duplicate ACK
   }
   if (delivered.any()) update_rack(delivered, now);
-  if (seq_lt(snd_wl1_, h.seq) || (snd_wl1_ == h.seq && seq_le(snd_wl2_, h.ack))) {
+  if (seq_ge(h.ack, snd_una_) &&
+      (seq_lt(snd_wl1_, h.seq) || (snd_wl1_ == h.seq && seq_le(snd_wl2_, h.ack)))) {
     const bool opened = snd_wnd_ == 0 && wnd > 0;
     snd_wnd_ = wnd;
     max_snd_wnd_ = std::max(max_snd_wnd_, wnd);
@@ -326,9 +331,13 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
     seq = rcv_nxt_;
   }
   const uint32_t room = rcv_adv_ - seq;  // seq is in the window here
-  if (data.size() > room) {
+  if (data.size() > room || (data.size() == room && room > 0)) {
     data.set_size(room);
     fin = false;  // beyond the window: the peer sends it again
+  }
+  if (data.size() && closed_by_program_) {
+    abort(now);  // nobody will read it: tell the peer (Linux's TCPAbortOnData)
+    return;
   }
   if (data.size()) {
     const uint32_t len = static_cast<uint32_t>(data.size());
@@ -342,7 +351,7 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
       data_arrived_in_order(len, now);
     } else {
       bool refused = false;
-      sack_report_.arrived(seq);
+      if (sack_ok_) sack_report_.arrived(seq);
       if (rxq_.hold(seq, std::move(data), &refused) == 0 && !refused) {
         ctr_.dup_segs++;
         dsack_left_ = seq;
@@ -387,6 +396,7 @@ void Connection::data_arrived_in_order(uint32_t, uint64_t now) {
 
 void Connection::fin_received(uint64_t now) {
   rcv_nxt_++;
+  rcv_adv_ = seq_max(rcv_adv_, rcv_nxt_);  // a bare FIN into a zero window
   fin_in_ = true;
   fin_held_ = false;
   ack_now_ = true;

@@ -47,10 +47,14 @@ void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem:
     return;
   }
   if ((h.flags & (kSyn | kAck | kRst)) != kSyn) {
+    if ((h.flags & (kAck | kRst | kSyn)) == kAck && cfg_.syncookies &&
+        cookie_ack(t, h, o, data, now)) {
+      return;
+    }
     Header rst;
     if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst) && (h.flags & kAck)) {
       ctr_.resets_sent++;
-      host_->send_reset(t, rst);
+      host_->send_stateless(t, rst, Options{});
     }
     return;  // a RST, or neither SYN nor ACK: dropped (§3.10.7.2)
   }
@@ -59,14 +63,64 @@ void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem:
     ctr_.accept_queue_overflows++;
     return;
   }
-  if (syn_queue_.size() >= cfg_.syn_backlog) {
-    ctr_.syn_queue_overflows++;
+  if (cfg_.syncookies == 2 || syn_queue_.size() >= cfg_.syn_backlog) {
+    ctr_.syn_queue_overflows += syn_queue_.size() >= cfg_.syn_backlog;
+    if (cfg_.syncookies) send_cookie(t, h, o, now);
     return;
   }
   std::unique_ptr<Connection> c = host_->make_connection(t, cfg_.conn);
   if (!c) return;
   c->accept_syn(h, o, isn_->isn(t, now), now);
   syn_queue_.push_back(Entry{t, std::move(c)});
+}
+
+void Listener::send_cookie(const FourTuple& t, const Header& syn, const Options& o,
+                           uint64_t now) {
+  const Config& c = cfg_.conn;
+  // What the connection will use, as the cookie must carry it: without
+  // timestamps nothing but the MSS survives, so nothing else is offered.
+  const bool ts = c.timestamps && o.has_ts;
+  Options used = o;
+  used.has_wscale = ts && c.window_scaling && o.has_wscale;
+  used.sack_permitted = ts && c.sack && o.sack_permitted;
+  Options synack;
+  synack.has_mss = true;
+  synack.mss = c.mss;
+  synack.has_wscale = used.has_wscale;
+  synack.wscale = window_scale_for(c.rcv_buf);
+  synack.sack_permitted = used.sack_permitted;
+  synack.has_ts = ts;
+  synack.ts_ecr = o.ts_val;
+  const uint32_t ts_clock = static_cast<uint32_t>(now / 1000) + c.ts_offset;
+  Header h;
+  h.src_port = syn.dst_port;
+  h.dst_port = syn.src_port;
+  h.seq = cookies_.make(t, syn.seq, used, now, ts_clock, ts ? &synack.ts_val : nullptr);
+  h.ack = syn.seq + 1;
+  h.flags = kSyn | kAck;
+  h.window = static_cast<uint16_t>(std::min<uint32_t>(c.rcv_buf, 0xffff));
+  ctr_.cookies_sent++;
+  host_->send_stateless(t, h, synack);
+}
+
+bool Listener::cookie_ack(const FourTuple& t, const Header& h, const Options& o,
+                          mem::Buffer& data, uint64_t now) {
+  CookieState st;
+  if (!cookies_.check(t, h.seq, h.ack, o, now, &st)) {
+    ctr_.cookies_bad++;
+    return false;
+  }
+  ctr_.cookies_ok++;
+  if (accept_queue_.size() >= cfg_.backlog) {
+    ctr_.accept_queue_overflows++;
+    return true;  // dropped: the peer sends its data again, the cookie still good
+  }
+  std::unique_ptr<Connection> c = host_->make_connection(t, cfg_.conn);
+  if (!c) return true;
+  c->accept_cookie(h, o, std::move(data), h.ack - 1, st, now);
+  ctr_.handshakes++;
+  accept_queue_.push_back(Entry{t, std::move(c)});
+  return true;
 }
 
 void Listener::settle() {

@@ -2,10 +2,12 @@
 // connection in SYN-RECEIVED on the SYN queue (bounded, Linux's
 // tcp_max_syn_backlog); its completed handshake moves it to the accept
 // queue (bounded by listen()'s backlog), from which accept() takes the
-// oldest. A SYN that finds either queue full, or a handshake's last ACK
-// that finds the accept queue full, is dropped and counted (the peer
-// sends it again, as Linux's peers do); SYN cookies are not there yet. An
-// ACK for no connection is answered with a RST (RFC 9293 §3.10.7.2).
+// oldest. A SYN that finds the SYN queue full is answered with a SYN
+// cookie (syn_cookie.h: no state kept; its ACK makes the connection), as
+// Linux's tcp_syncookies 1; one that finds the accept queue full, or a
+// handshake's last ACK that does, is dropped and counted (the peer sends
+// it again, as Linux's peers do). An ACK for no connection and no good
+// cookie is answered with a RST (RFC 9293 §3.10.7.2).
 //
 // The stack looks a segment's 4-tuple up in its connection table first
 // and hands the listener what is left for its port; the listener owns the
@@ -21,6 +23,7 @@
 
 #include "core/net/tcp/connection.h"
 #include "core/net/tcp/isn.h"
+#include "core/net/tcp/syn_cookie.h"
 
 namespace ss::net::tcp {
 
@@ -28,6 +31,7 @@ struct ListenerConfig {
   Config conn;              // each accepted connection's settings
   size_t backlog = 128;     // the accept queue: listen()'s, capped by somaxconn
   size_t syn_backlog = 256; // the SYN queue (tcp_max_syn_backlog)
+  int syncookies = 1;       // Linux's tcp_syncookies: 0 never, 1 when the SYN queue is full, 2 always
 };
 
 struct ListenerCounters {
@@ -36,6 +40,7 @@ struct ListenerCounters {
   uint64_t accept_queue_overflows = 0;  // SYNs or last ACKs dropped: the accept queue full
   uint64_t failed_handshakes = 0;       // reset, or the SYN-ACK's retries ran out
   uint64_t resets_sent = 0;             // ACKs for no connection
+  uint64_t cookies_sent = 0, cookies_ok = 0, cookies_bad = 0;
 };
 
 // What a listener needs of its stack.
@@ -44,8 +49,9 @@ class ListenerHost {
   virtual ~ListenerHost() = default;
   // A closed connection whose segments go to t's peer.
   virtual std::unique_ptr<Connection> make_connection(const FourTuple& t, const Config& cfg) = 0;
-  // Sends `rst` (a RST reset_reply() made) to t's peer.
-  virtual void send_reset(const FourTuple& t, const Header& rst) = 0;
+  // Sends a segment of no connection to t's peer: a RST reset_reply()
+  // made, or a SYN cookie's SYN-ACK with its options.
+  virtual void send_stateless(const FourTuple& t, const Header& h, const Options& o) = 0;
 };
 
 // The RST answering a segment no connection takes (RFC 9293 §3.10.7.1):
@@ -77,10 +83,16 @@ class Listener {
     std::unique_ptr<Connection> conn;
   };
   Entry* pending(const FourTuple& t);
+  void send_cookie(const FourTuple& t, const Header& syn, const Options& o, uint64_t now);
+  // An ACK with a good cookie: true when it made a connection (or was
+  // dropped for want of room); false: answer with a RST.
+  bool cookie_ack(const FourTuple& t, const Header& h, const Options& o, mem::Buffer& data,
+                  uint64_t now);
 
   ListenerConfig cfg_;
   ListenerHost* host_;
   const IsnGenerator* isn_;
+  SynCookies cookies_;
   std::vector<Entry> syn_queue_;     // in SYN-RECEIVED
   std::deque<Entry> accept_queue_;   // established, oldest first
   ListenerCounters ctr_;

@@ -31,12 +31,12 @@ void Connection::transmit(uint64_t now) {
   const uint32_t data_end = snd_una_ + static_cast<uint32_t>(sndq_.size());
   bool sent = retransmit_lost(now);
   for (;;) {
-    // The peer's window bounds what is outstanding; the congestion window
-    // bounds pipe, with one more segment per duplicate ACK before
-    // recovery (RFC 3042's limited transmit).
+    // The peer's window bounds what is outstanding, the congestion window
+    // pipe: each duplicate ACK or SACKed segment takes one off pipe and
+    // lets one new segment go (RFC 3042's limited transmit, RFC 6675).
     const uint32_t outstanding = snd_nxt_ - snd_una_;
     const uint32_t rwnd_room = snd_wnd_ > outstanding ? snd_wnd_ - outstanding : 0;
-    const uint32_t cwnd = cc_->cwnd() + (in_recovery_ ? 0 : std::min(dupacks_, 2u) * mss_);
+    const uint32_t cwnd = cc_->cwnd();
     const uint32_t in_network = pipe();
     const uint32_t usable = std::min(rwnd_room, cwnd > in_network ? cwnd - in_network : 0);
     const uint32_t unsent = seq_lt(snd_nxt_, data_end) ? data_end - snd_nxt_ : 0;

@@ -23,6 +23,17 @@ mem::Buffer slice(const mem::Buffer& data, uint32_t seq, uint32_t from, uint32_t
 void ReceiveQueue::push(mem::Buffer data) {
   if (data.size() == 0) return;
   readable_ += data.size();
+  // A small segment goes into the room after the last one's bytes, in a
+  // frame only we hold, and its own frame goes back at once: a peer of
+  // tiny segments cannot pin a frame per byte.
+  if (data.size() < kCoalesceBelow && !in_order_.empty()) {
+    mem::Buffer& tail = in_order_.back();
+    if (tail.use_count() == 1 && tail.capacity() - tail.size() >= data.size()) {
+      std::memcpy(static_cast<uint8_t*>(tail.data()) + tail.size(), data.data(), data.size());
+      tail.set_size(tail.size() + data.size());
+      return;
+    }
+  }
   in_order_.push_back(std::move(data));
 }
 

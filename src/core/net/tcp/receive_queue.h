@@ -4,7 +4,9 @@
 // it, or none at all when it takes the buffers). The receive window is
 // what the receive buffer has left after both.
 //
-// Out-of-order segments are kept sorted by sequence number (every one lies
+// In-order segments under kCoalesceBelow bytes are copied behind the
+// previous one when its frame has room. Out-of-order segments are kept
+// sorted by sequence number (every one lies
 // within the window ahead of rcv_nxt, so modulo-2^32 comparison orders
 // them), without overlaps: of a segment that overlaps what is held, only
 // the new bytes are kept. Their number is bounded so that a peer sending
@@ -24,6 +26,7 @@ namespace ss::net::tcp {
 class ReceiveQueue {
  public:
   static constexpr size_t kMaxHeldSegments = 256;
+  static constexpr size_t kCoalesceBelow = 512;  // bytes: copied, not held
 
   // In-order data (the caller advanced rcv_nxt past it).
   void push(mem::Buffer data);

@@ -70,8 +70,15 @@ void SentLog::mark_lost(SentSegment& s) {
   lost_bytes_ += s.end - s.seq;
 }
 
-void SentLog::mark_all_lost() {
-  for (SentSegment& s : entries_) mark_lost(s);
+void SentLog::mark_all_lost(bool forget_sacks) {
+  for (SentSegment& s : entries_) {
+    if (forget_sacks && s.sacked) {
+      s.sacked = false;
+      sacked_bytes_ -= s.end - s.seq;
+      sacked_count_--;
+    }
+    mark_lost(s);
+  }
 }
 
 void SentLog::clear() {

@@ -31,8 +31,9 @@ class SentLog {
   // returns the bytes newly SACKed, *newest as for ack().
   uint32_t sack(uint32_t left, uint32_t right, SentSegment* newest);
   void mark_lost(SentSegment& s);
-  // The retransmission timer expired: every entry not SACKed is lost.
-  void mark_all_lost();
+  // The retransmission timer expired: every entry not SACKed is lost,
+  // and the SACKed ones too when forget_sacks (the peer may renege).
+  void mark_all_lost(bool forget_sacks);
   uint32_t sacked_bytes() const { return sacked_bytes_; }
   uint32_t lost_bytes() const { return lost_bytes_; }
   uint32_t sacked_count() const { return sacked_count_; }

@@ -47,6 +47,12 @@ size_t SeqRanges::ranges_from(uint32_t seq) const {
   return n;
 }
 
+void SackReport::arrived(uint32_t seq) {
+  constexpr size_t kKeep = 4 * kMaxSackBlocks;
+  if (recent_.size() >= 2 * kKeep) recent_.erase(recent_.begin(), recent_.end() - kKeep);
+  recent_.push_back(seq);
+}
+
 void SackReport::fill(const SeqRanges& held, uint32_t dup_left, uint32_t dup_right,
                       Options* o) {
   o->sack_count = 0;

@@ -46,7 +46,7 @@ class SeqRanges {
 // last (the receiver's own bookkeeping, trimmed here to what still
 // exists).
 struct SackReport {
-  void arrived(uint32_t seq) { recent_.push_back(seq); }
+  void arrived(uint32_t seq);
   // The blocks for the next ACK into o (o.sack_count set); a duplicate
   // [dup_left, dup_right) reported first when dup_right != dup_left.
   void fill(const SeqRanges& held, uint32_t dup_left, uint32_t dup_right, Options* o);

@@ -59,27 +59,45 @@ void Connection::on_retransmit(uint64_t now) {
       break;
   }
   if (snd_una_ == snd_max_) return;
+  if (snd_wnd_ == 0) {
+    // The peer shrank its window over data in flight: our retransmissions
+    // are window probes, and a peer that answers them is not timed out;
+    // one silent for the longest RTO is (as Linux).
+    if (now - last_rcv_us_ > cfg_.max_rto_us) {
+      fail(ETIMEDOUT);
+      return;
+    }
+    ctr_.zero_window_probes++;
+    rtt_.back_off();
+    send_segment(snd_una_ - 1, 0, kAck, now);
+    arm_retransmit(now);
+    return;
+  }
   if (cfg_.user_timeout_us ? now - progress_us_ >= cfg_.user_timeout_us
                            : ++retries_ > cfg_.retries) {
     fail(ETIMEDOUT);
     return;
   }
   ctr_.rto_expiries++;
-  cc_->on_rto(snd_max_ - snd_una_, now);
+  // ssthresh from the flight once: not again while a recovery (fast or
+  // after an earlier RTO) is on, where the flight is already cut (RFC
+  // 5681 §3.1, as Linux).
+  if (in_recovery_) {
+    cc_->restart_from_loss_window();
+  } else {
+    cc_->on_rto(snd_max_ - snd_una_, now);
+  }
   rtt_.back_off();
-  // Everything not SACKed is lost (RFC 6675 §5.1, RFC 8985 §6.3): sent
-  // again oldest first as the window reopens from one segment.
-  log_.mark_all_lost();
+  // Everything not SACKed is lost (RFC 6675 §5.1, RFC 8985 §6.3), sent
+  // again oldest first as the window reopens from one segment. From the
+  // second expiry on, SACKed data too: the peer may have reneged on it
+  // (RFC 2018 §8).
+  log_.mark_all_lost(retries_ >= 2);
   in_recovery_ = recovery_rto_ = true;
   recovery_point_ = snd_max_;
   dupacks_ = 0;
   timers_->cancel(&probe_timer_);
-  if (snd_wnd_ == 0) {
-    ctr_.zero_window_probes++;
-    send_segment(snd_una_ - 1, 0, kAck, now);
-  } else {
-    transmit(now);
-  }
+  transmit(now);
   arm_retransmit(now);
 }
 
@@ -87,6 +105,14 @@ void Connection::on_retransmit(uint64_t now) {
 // an ACK below snd_una makes it answer with its window (RFC 9293 §3.8.6.1).
 void Connection::on_persist(uint64_t now) {
   if (snd_wnd_ != 0 || state_ == State::kClosed || state_ == State::kTimeWait) return;
+  // Probes no ACK answered: `retries` of them (or the user timeout) and
+  // the peer is gone (Linux's tcp_probe_timer).
+  if (cfg_.user_timeout_us ? now - last_rcv_us_ >= cfg_.user_timeout_us
+                           : probes_out_ >= cfg_.retries) {
+    fail(ETIMEDOUT);
+    return;
+  }
+  probes_out_++;
   ctr_.zero_window_probes++;
   send_segment(snd_una_ - 1, 0, kAck, now);
   persist_backoff_++;
