@@ -33,7 +33,9 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/listener.h \
 	src/core/net/tcp/listener.cc \
 	src/core/net/tcp/syn_cookie.h \
-	src/core/net/tcp/syn_cookie.cc
+	src/core/net/tcp/syn_cookie.cc \
+	src/core/net/tcp/table.h \
+	src/core/net/tcp/table.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/net_tcp_header_test.cc \
@@ -49,6 +51,7 @@ core_unit_tests_SOURCES += \
 	tests/core/tcp_wire.cc \
 	tests/core/net_tcp_pair_test.cc \
 	tests/core/net_tcp_listener_test.cc \
-	tests/core/net_tcp_receive_queue_test.cc
+	tests/core/net_tcp_receive_queue_test.cc \
+	tests/core/net_tcp_table_test.cc
 
 EXTRA_DIST += src/core/net/tcp/README.md tests/core/tcp_scripts
