@@ -10,7 +10,10 @@
 # -m MB, -v); RXE_ENV, env(1) assignments for the guest side, e.g.
 # RXE_ENV='RXE_PROVIDER=tcp RXE_ONLY=ours:ours'.
 RXE_VM = bash $(abs_top_srcdir)/tests/rxe/rxe-vm.sh
-RXE_VM_FLAGS = -t 1800
+# The whole boot's limit: each step has its own (check.sh), so this only
+# bounds the sum, which a loaded host stretches (TCG): 1800 s was reached
+# once with a cold TSan build and other work beside the guest.
+RXE_VM_FLAGS = -t 2700
 RXE_ENV =
 # RXE_SAN_BUILD=DIR (a build configured with --enable-sanitizers, e.g.
 # ../build-san): check-rxe's boot also runs the verbs suites' IPv4 cases on
