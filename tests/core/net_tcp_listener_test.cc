@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/net/tcp/listener.h"
+#include "tests/core/tcp_room_sink.h"
 
 namespace ss::net::tcp {
 namespace {
@@ -21,18 +22,13 @@ struct Sent {
 
 class Host : public ListenerHost {
  public:
-  struct Sink : SegmentSink {
+  struct Sink : RoomSink {
     Host* host;
     FourTuple t;
-    std::vector<uint8_t> room;
-    std::span<uint8_t> segment_room(size_t len) override {
-      room.assign(len, 0);
-      return room;
-    }
-    void send_segment(size_t len) override {
+    void sent(std::span<const uint8_t> seg) override {
       Header h;
       std::span<const uint8_t> data;
-      ASSERT_EQ(parse_header({room.data(), len}, &h, &data), HeaderVerdict::kOk);
+      ASSERT_EQ(parse_header(seg, &h, &data), HeaderVerdict::kOk);
       Options o;
       parse_options(h.options, h.flags & kSyn, &o);
       h.options = {};

@@ -7,18 +7,12 @@
 #include <vector>
 
 #include "core/net/tcp/table.h"
+#include "tests/core/tcp_room_sink.h"
 
 namespace ss::net::tcp {
 namespace {
 
-struct NullSink : SegmentSink {
-  std::vector<uint8_t> room;
-  std::span<uint8_t> segment_room(size_t len) override {
-    room.assign(len, 0);
-    return room;
-  }
-  void send_segment(size_t) override {}
-};
+using NullSink = RoomSink;  // what is sent is not looked at here
 
 FourTuple tuple(const char* local, uint16_t lport, const char* remote, uint16_t rport) {
   FourTuple t;

@@ -15,6 +15,7 @@
 #include "core/net/tcp/options.h"
 #include "core/net/tcp/seq.h"
 #include "core/net/tcp/timer_queue.h"
+#include "tests/core/tcp_room_sink.h"
 
 namespace ss::net::tcp::script {
 
@@ -46,21 +47,16 @@ struct Emitted {
   std::vector<uint8_t> bytes;
 };
 
-class WireSink : public SegmentSink {
+class WireSink : public RoomSink {
  public:
   WireSink(const uint64_t* now, std::deque<Emitted>* out) : now_(now), out_(out) {}
-  std::span<uint8_t> segment_room(size_t len) override {
-    room_.assign(len, 0);
-    return room_;
-  }
-  void send_segment(size_t len) override {
-    out_->push_back(Emitted{*now_, std::vector<uint8_t>(room_.begin(), room_.begin() + len)});
+  void sent(std::span<const uint8_t> seg) override {
+    out_->push_back(Emitted{*now_, std::vector<uint8_t>(seg.begin(), seg.end())});
   }
 
  private:
   const uint64_t* now_;
   std::deque<Emitted>* out_;
-  std::vector<uint8_t> room_;
 };
 
 std::vector<std::string> words(const std::string& s) {

@@ -2,23 +2,18 @@
 
 #include <cstring>
 
+#include "tests/core/tcp_room_sink.h"
+
 namespace ss::net::tcp::wire {
 
-struct Wire::End : SegmentSink {
+struct Wire::End : RoomSink {
   Wire* wire = nullptr;
   int side = 0;
   uint64_t sent_count = 0, delivered = 0;
   bool listening = false;  // the first SYN opens it passively
-  std::vector<uint8_t> room;
   std::unique_ptr<Connection> conn;
-  std::span<uint8_t> segment_room(size_t len) override {
-    room.assign(len, 0);
-    return room;
-  }
-  void send_segment(size_t len) override {
-    room.resize(len);
-    wire->sent(side, std::move(room));
-    room = {};
+  void sent(std::span<const uint8_t> seg) override {
+    wire->sent(side, std::vector<uint8_t>(seg.begin(), seg.end()));
   }
 };
 

@@ -16,29 +16,23 @@
 #include "core/net/tcp/connection.h"
 #include "core/net/tcp/header.h"
 #include "core/net/tcp/options.h"
+#include "tests/core/tcp_room_sink.h"
 
 namespace {
 
 using namespace ss::net::tcp;
 
-class CheckingSink : public SegmentSink {
+class CheckingSink : public RoomSink {
  public:
   uint32_t max_data = 0;
-  std::span<uint8_t> segment_room(size_t len) override {
-    room_.assign(len, 0);
-    return room_;
-  }
-  void send_segment(size_t len) override {
+  void sent(std::span<const uint8_t> seg) override {
     Header h;
     std::span<const uint8_t> data;
-    if (parse_header({room_.data(), len}, &h, &data) != HeaderVerdict::kOk) abort();
+    if (parse_header(seg, &h, &data) != HeaderVerdict::kOk) abort();
     Options o;
     if (parse_options(h.options, h.flags & kSyn, &o) != OptionsVerdict::kOk) abort();
     if (data.size() > max_data) abort();
   }
-
- private:
-  std::vector<uint8_t> room_;
 };
 
 struct Input {

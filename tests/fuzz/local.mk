@@ -58,7 +58,7 @@ fuzz_tcp_segment_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_tcp_segment_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_tcp_segment_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
 # One core/net/tcp connection fed hostile segments, calls and clock steps.
-fuzz_tcp_connection_SOURCES = tests/fuzz/fuzz_tcp_connection.cc
+fuzz_tcp_connection_SOURCES = tests/fuzz/fuzz_tcp_connection.cc tests/core/tcp_room_sink.h
 fuzz_tcp_connection_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_tcp_connection_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_tcp_connection_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
