@@ -141,7 +141,7 @@ plain_check() { cd "$build" && check "plain build (gcc, -Werror)"; }
 # instruments every object for ASan, UBSan and the fuzzer's coverage).
 # -O1 with line tables: what the sanitizers need, quicker to compile.
 san_dir=${SAN_BUILD_DIR:-$top/build-san}
-san_tests="core_unit_tests rsocket_conformance vma_unit_tests net_netns_tests xdp_ring_tests udp_ring_tests"
+san_tests="core_unit_tests rsocket_conformance vma_unit_tests net_netns_tests xdp_ring_tests udp_ring_tests tcp_ring_tests"
 # `all` in its own make: automake's `all` builds in a sub-make, which would
 # link the libraries a second time beside a top-level goal that needs them.
 san_build() {

@@ -118,7 +118,7 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     if (const int err = prov::xdp::XdpQueue::create(rc, &s.queue); err < 0) return err;
     cfg.rings.push_back({s.queue.get(), s.pool.get()});
   }
-  r->steering = std::make_unique<prov::xdp::XdpUdpSteering>(prov::xdp::Device::find(ifname.c_str()));
+  r->steering = std::make_unique<prov::xdp::XdpSteering>(prov::xdp::Device::find(ifname.c_str()));
   cfg.steering = r->steering.get();
   cfg.ifindex = r->ifindex;
   cfg.initial_fill = r->depth.fill;
@@ -127,7 +127,8 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   // VMA_MTU: the rings carry nothing larger; the kernel fragments the rest.
   r->resolver = net::make_netlink_resolver(g_view, r->ifindex,
                                            static_cast<uint32_t>(settings::get(settings::Id::kMtu)));
-  r->tx = std::make_unique<net::UdpTx>(r->stack.get(), r->resolver.get());
+  r->frames = std::make_unique<net::FrameTx>(cfg.rings.front().queue, cfg.rings.front().pool);
+  r->tx = std::make_unique<net::UdpTx>(r->stack.get(), r->resolver.get(), r->frames.get());
   for (const NetdevRings::Queue& q : r->queues) {
     short ev = 0;
     if (const int fd = q.queue->poll_fd(prov::Ring::kRx, &ev); fd >= 0) r->kernel_fds.push_back(fd);

@@ -34,7 +34,8 @@ struct NetdevRings {
   int ifindex = 0;
   RingDepth depth;  // every queue's rings and pool (VMA_RX_WRE, VMA_TX_WRE)
   std::vector<Queue> queues;
-  std::unique_ptr<net::UdpSteering> steering;
+  std::unique_ptr<net::FrameTx> frames;  // the first queue's send path
+  std::unique_ptr<prov::FlowSteering> steering;
   std::unique_ptr<net::UdpStack> stack;
   std::unique_ptr<net::TxResolver> resolver;
   std::unique_ptr<net::UdpTx> tx;

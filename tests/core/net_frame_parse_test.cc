@@ -208,6 +208,34 @@ TEST(NetFrameParse, ExtensionHeadersAndOtherProtocolsToKernel) {
   EXPECT_EQ(parse(f), R::kNotUdp);
 }
 
+// A caller with a TCP stack takes TCP: the IP fields read, the segment
+// left whole (header included) for the TCP stack to check; other
+// protocols still go to the kernel.
+TEST(NetFrameParse, TcpTakenWhole) {
+  Bytes f = hex(kKernelV4);
+  f[kL3 + 9] = 6;
+  fix_ipv4_checksum(f);
+  ParsedFrame p;
+  ASSERT_EQ(parse_frame(f, &p, true), R::kAccepted);
+  EXPECT_EQ(p.protocol, kIpProtoTcp);
+  EXPECT_EQ(p.payload.data(), f.data() + kL3 + 20);
+  EXPECT_EQ(p.payload.size(), f.size() - kL3 - 20);
+  EXPECT_EQ(p.fields.src_port, 0) << "a TCP segment's ports are the TCP stack's";
+  uint8_t src[4];
+  inet_pton(AF_INET, "10.77.0.1", src);
+  EXPECT_EQ(memcmp(p.fields.src_ip, src, 4), 0);
+  f = hex(kKernelV6);
+  f[kL3 + 6] = 6;
+  ASSERT_EQ(parse_frame(f, &p, true), R::kAccepted);
+  EXPECT_EQ(p.protocol, kIpProtoTcp);
+  EXPECT_EQ(p.payload.data(), f.data() + kL3 + 40);
+  f[kL3 + 6] = 58;  // ICMPv6
+  EXPECT_EQ(parse_frame(f, &p, true), R::kNotUdp);
+  f = hex(kKernelV6);
+  ASSERT_EQ(parse_frame(f, &p, true), R::kAccepted);
+  EXPECT_EQ(p.protocol, kIpProtoUdp);
+}
+
 TEST(NetFrameParse, TruncatedUdpHeader) {
   Bytes f = hex(kKernelV4);
   f.resize(kL3 + 20 + 4);  // the IP datagram holds 4 bytes of UDP

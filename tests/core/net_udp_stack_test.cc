@@ -41,14 +41,24 @@ IpAddr any(sa_family_t f) {
   return a;
 }
 
+// The flow's address as the stack's IpAddr (UDP flows only).
+IpAddr addr_of(const ss::prov::SteeredFlow& f) {
+  if (f.proto != IPPROTO_UDP) abort();
+  return IpAddr::raw(f.family, f.ip, f.family == AF_INET ? 4 : 16);
+}
+
 // Records the flows; refuses IPv6 when told to (as the xdp program does).
-class FakeSteering : public UdpSteering {
+class FakeSteering : public ss::prov::FlowSteering {
  public:
-  int add(const IpAddr& a, uint16_t port) override {
+  int add(const ss::prov::SteeredFlow& f) override {
+    const IpAddr a = addr_of(f);
+    const uint16_t port = f.port;
     if (a.family == AF_INET6 && !v6) return -EAFNOSUPPORT;
     return flows.insert({a, port}).second ? 0 : -EEXIST;
   }
-  int remove(const IpAddr& a, uint16_t port) override {
+  int remove(const ss::prov::SteeredFlow& f) override {
+    const IpAddr a = addr_of(f);
+    const uint16_t port = f.port;
     return flows.erase({a, port}) ? 0 : -ENOENT;
   }
   bool v6 = true;
@@ -117,8 +127,10 @@ class UdpStackTest : public ::testing::Test {
     cfg.steering = &steer_;
     cfg.initial_fill = initial_fill;
     cfg.queue_limit = queue_limit;
+    cfg.tcp = tcp_in_;
     ASSERT_EQ(UdpStack::create(cfg, &stack_), 0);
-    tx_ = std::make_unique<UdpTx>(stack_.get(), &resolver_);
+    frames_ = std::make_unique<ss::net::FrameTx>(cfg.rings.front().queue, cfg.rings.front().pool);
+    tx_ = std::make_unique<UdpTx>(stack_.get(), &resolver_, frames_.get());
     resolver_.path.src = ip("10.0.0.2");
     memcpy(resolver_.path.src_mac, kMacUs, 6);
     memcpy(resolver_.path.dst_mac, kMacPeer, 6);
@@ -126,6 +138,7 @@ class UdpStackTest : public ::testing::Test {
   }
   void TearDown() override {
     tx_.reset();
+    frames_.reset();
     stack_.reset();
     full_.reset();
     peer_.reset();
@@ -198,9 +211,51 @@ class UdpStackTest : public ::testing::Test {
   std::unique_ptr<FullTx> full_;
   FakeSteering steer_;
   FakeResolver resolver_;
+  ss::net::SegmentInput* tcp_in_ = nullptr;  // make()'s Config::tcp
   std::unique_ptr<UdpStack> stack_;
+  std::unique_ptr<ss::net::FrameTx> frames_;
   std::unique_ptr<UdpTx> tx_;
 };
+
+// TCP segments: to the TCP stack when there is one, outside the stack's
+// lock (its input may call back in), the view on the segment; without
+// one, lost to the kernel and counted so.
+class TakeSegments : public ss::net::SegmentInput {
+ public:
+  void input(std::vector<ss::net::RxSegment>& segs) override {
+    if (stack) stack->rx_counters();  // takes the lock: a deadlock if still held
+    for (auto& s : segs)
+      got.emplace_back(static_cast<const char*>(s.frame.data()), s.frame.size());
+  }
+  UdpStack* stack = nullptr;
+  std::vector<std::string> got;
+};
+
+TEST_F(UdpStackTest, TcpSegmentsGoToTheTcpStack) {
+  const auto to_tcp = [](uint8_t* p, size_t*) { p[14 + 6] = 6; };  // IPv6 next header
+  inject("fd00::1", 5000, "fd00::2", 9000, "a segment", to_tcp);
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_EQ(stack_->rx_counters().to_kernel_lost, 1u);
+  EXPECT_EQ(stack_->rx_counters().frames[FrameReason::kNotUdp], 1u);
+  TakeSegments tcp;
+  stack_.reset();
+  tx_.reset();
+  TearDown();
+  tcp_in_ = &tcp;
+  make(64);
+  tcp.stack = stack_.get();
+  inject("fd00::1", 5000, "fd00::2", 9000, "a segment", to_tcp);
+  inject("fd00::1", 5000, "fd00::2", 9000, "a datagram");
+  auto ep = bind("fd00::2", 9000);
+  EXPECT_EQ(stack_->poll_rx(), 2);
+  ASSERT_EQ(tcp.got.size(), 1u);
+  EXPECT_EQ(tcp.got[0].substr(8), "a segment") << "the view starts at the segment";
+  EXPECT_EQ(stack_->rx_counters().tcp, 1u);
+  EXPECT_EQ(stack_->rx_counters().to_kernel_lost, 0u);
+  EXPECT_EQ(recv(*ep), "a datagram");
+  ep.reset();
+  tcp_in_ = nullptr;
+}
 
 TEST_F(UdpStackTest, BindSteersAndUnbindRemoves) {
   auto ep = bind("10.0.0.2", 9000);

@@ -97,12 +97,22 @@ IpAddr addr(int family, int i) {
 }
 const uint16_t kPorts[] = {9000, 9001, 5000, 53};
 
-class AllSteering : public UdpSteering {
+// The flow's address as the stack's IpAddr (UDP flows only).
+IpAddr addr_of(const ss::prov::SteeredFlow& f) {
+  if (f.proto != IPPROTO_UDP) abort();
+  return IpAddr::raw(f.family, f.ip, f.family == AF_INET ? 4 : 16);
+}
+
+class AllSteering : public ss::prov::FlowSteering {
  public:
-  int add(const IpAddr& a, uint16_t port) override {
+  int add(const ss::prov::SteeredFlow& f) override {
+    const IpAddr a = addr_of(f);
+    const uint16_t port = f.port;
     return flows.insert({a, port}).second ? 0 : -EEXIST;
   }
-  int remove(const IpAddr& a, uint16_t port) override {
+  int remove(const ss::prov::SteeredFlow& f) override {
+    const IpAddr a = addr_of(f);
+    const uint16_t port = f.port;
     return flows.erase({a, port}) ? 0 : -ENOENT;
   }
   std::set<std::pair<IpAddr, uint16_t>> flows;

@@ -20,20 +20,25 @@ xdp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) \
 	$(libslipstream_xdp_la_LIBADD) -lgtest $(PTHREAD_LIBS)
 endif
 
-# The UDP endpoint layer (core/net/udp_*) on the xdp provider's rings, in
-# namespaces as above. Root only (exit 77 otherwise).
+# core/net's stacks on the xdp provider's rings (tests/xdp/ring_rig.h), in
+# namespaces as above: the UDP endpoint layer (core/net/udp_*), and
+# core/net/tcp's Stack against Linux's TCP in the other namespace. Root
+# only (exit 77 otherwise). Both link as xdp_ring_tests does.
 if HAVE_XDP
-check_PROGRAMS += udp_ring_tests
-TESTS += udp_ring_tests
-udp_ring_tests_SOURCES = \
-	tests/common/netns_pair.h \
-	tests/common/netns_pair.cc \
-	tests/xdp/udp_ring_test.cc
+RING_RIG_SOURCES = tests/common/netns_pair.h tests/common/netns_pair.cc tests/xdp/ring_rig.h
+RING_RIG_OBJECTS = $(libslipstream_core_la_OBJECTS) $(libslipstream_xdp_la_OBJECTS)
+RING_RIG_LIBS = $(libslipstream_core_la_LIBADD) $(libslipstream_xdp_la_LIBADD) -lgtest \
+	$(PTHREAD_LIBS)
+check_PROGRAMS += udp_ring_tests tcp_ring_tests
+TESTS += udp_ring_tests tcp_ring_tests
+udp_ring_tests_SOURCES = $(RING_RIG_SOURCES) tests/xdp/udp_ring_test.cc
 udp_ring_tests_CPPFLAGS = $(libslipstream_xdp_la_CPPFLAGS)
-udp_ring_tests_LDFLAGS = $(libslipstream_core_la_OBJECTS) \
-	$(libslipstream_xdp_la_OBJECTS) $(AM_LDFLAGS)
-EXTRA_udp_ring_tests_DEPENDENCIES = $(libslipstream_core_la_OBJECTS) \
-	$(libslipstream_xdp_la_OBJECTS)
-udp_ring_tests_LDADD = $(libslipstream_core_la_LIBADD) \
-	$(libslipstream_xdp_la_LIBADD) -lgtest $(PTHREAD_LIBS)
+udp_ring_tests_LDFLAGS = $(RING_RIG_OBJECTS) $(AM_LDFLAGS)
+EXTRA_udp_ring_tests_DEPENDENCIES = $(RING_RIG_OBJECTS)
+udp_ring_tests_LDADD = $(RING_RIG_LIBS)
+tcp_ring_tests_SOURCES = $(RING_RIG_SOURCES) tests/xdp/tcp_ring_test.cc
+tcp_ring_tests_CPPFLAGS = $(libslipstream_xdp_la_CPPFLAGS)
+tcp_ring_tests_LDFLAGS = $(RING_RIG_OBJECTS) $(AM_LDFLAGS)
+EXTRA_tcp_ring_tests_DEPENDENCIES = $(RING_RIG_OBJECTS)
+tcp_ring_tests_LDADD = $(RING_RIG_LIBS)
 endif

@@ -30,11 +30,9 @@
 #include "core/net/udp_route.h"
 #include "core/net/udp_stack.h"
 #include "core/net/udp_tx.h"
-#include "core/prov/registry.h"
-#include "core/prov/ring.h"
 #include "core/prov/xdp/xdp_device.h"
-#include "core/prov/xdp/xdp_steering.h"
 #include "tests/common/netns_pair.h"
+#include "tests/xdp/ring_rig.h"
 
 namespace {
 
@@ -51,8 +49,6 @@ using sstest::NetnsPair;
 namespace xdp = ss::prov::xdp;
 
 constexpr uint16_t kPort = 9000, kPeerPort = 9100;
-constexpr int kFrames = 2048;                     // per queue's pool
-constexpr auto kWait = std::chrono::seconds(10);  // a bound on waiting, not a check
 
 std::span<const uint8_t> bytes_of(const std::string& s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
@@ -65,78 +61,16 @@ std::string payload(int i, size_t n) {
   return s;
 }
 
-struct Queue {
-  std::unique_ptr<Pool> pool;
-  std::unique_ptr<ss::prov::RingQueue> queue;
-};
-
-class UdpRing : public ::testing::Test {
+class UdpRing : public sstest::RingRig {
  protected:
-  void SetUp() override { start(1024); }
-  // The stack on every rx queue of xa, each fill ring given `fill` frames.
-  void start(uint32_t fill) {
-    ns_ = std::make_unique<NetnsPair>("ssudp");
-    ASSERT_EQ(ns_->error(), "");
-    const ss::prov::Descriptor* d = ss::prov::find_provider("xdp", ss::prov::Family::kRing);
-    ASSERT_TRUE(d && d->ring);
-    const int nq = xdp::rx_queue_count(NetnsPair::kIfA);
-    ASSERT_GT(nq, 0);
-    ss::net::UdpStack::Config cfg;
-    queues_.resize(static_cast<size_t>(nq));
-    for (int q = 0; q < nq; q++) {
-      Queue& s = queues_[static_cast<size_t>(q)];
-      ss::mem::PoolOptions opt;
-      opt.frame_size = 2048;
-      opt.frames_per_chunk = kFrames;
-      opt.backing = ss::mem::Backing::kPrivate;
-      ASSERT_EQ(Pool::create(opt, &s.pool), 0);
-      ss::prov::RingQueueConfig rc;
-      rc.pool = s.pool.get();
-      rc.ifname = NetnsPair::kIfA;
-      rc.queue_id = static_cast<uint32_t>(q);
-      rc.fill_size = 1024;  // fewer than the pool's frames: the rest serve tx
-      rc.rx_size = rc.tx_size = rc.completion_size = 512;
-      const int err = d->ring->create(rc, &s.queue);
-      ASSERT_EQ(err, 0) << strerror(-err);
-      cfg.rings.push_back({s.queue.get(), s.pool.get()});
-    }
-    steering_ = std::make_unique<xdp::XdpUdpSteering>(xdp::Device::find(NetnsPair::kIfA));
-    cfg.steering = steering_.get();
-    cfg.ifindex = static_cast<int>(if_nametoindex(NetnsPair::kIfA));
-    cfg.initial_fill = fill;
-    ASSERT_EQ(ss::net::UdpStack::create(cfg, &stack_), 0);
-    ASSERT_EQ(ss::net::NetlinkView::open({}, &view_), 0);
-    resolver_ = std::make_unique<ss::net::NetlinkTxResolver>(view_.get(), cfg.ifindex);
-    tx_ = std::make_unique<ss::net::UdpTx>(stack_.get(), resolver_.get());
-  }
+  void SetUp() override { start("ssudp", 1024); }
   void TearDown() override {
     ep_.reset();
-    tx_.reset();
-    resolver_.reset();
-    view_.reset();
-    stack_.reset();
-    steering_.reset();
-    queues_.clear();  // each queue before its pool (member order)
-    if (ns_) {
-      const std::string a = ns_->name_a(), b = ns_->name_b();
-      ns_.reset();
-      EXPECT_FALSE(sstest::netns_exists(a));
-      EXPECT_FALSE(sstest::netns_exists(b));
-    }
+    RingRig::TearDown();
   }
 
   void bind_ep(const char* ip, uint16_t port) {
     ASSERT_EQ(stack_->bind(UdpAddr{IpAddr::parse(ip), port}, false, &ep_), 0);
-  }
-  // Waits (bounded) until the rings' descriptors are readable.
-  void wait_rings() {
-    std::vector<pollfd> fds;
-    for (auto& q : queues_) {
-      short ev = 0;
-      const int fd = q.queue->poll_fd(ss::prov::Ring::kRx, &ev);
-      if (fd >= 0) fds.push_back({fd, ev, 0});
-    }
-    poll(fds.data(), fds.size(), 100);
   }
   // The next datagram for ep_ (false if none came in time).
   bool next(Datagram* d) {
@@ -147,35 +81,7 @@ class UdpRing : public ::testing::Test {
     }
     return false;
   }
-  uint64_t redirected() {
-    xdp::Counters c;
-    EXPECT_EQ(xdp::counters(NetnsPair::kIfA, &c), 0);
-    return c.redirected;
-  }
-  uint64_t no_fill_drops() {
-    uint64_t n = 0;
-    for (auto& q : queues_) n += q.queue->stats().rx_dropped_no_fill;
-    return n;
-  }
-  // Applies the view's change events for up to `bound`, or until done().
-  template <typename F>
-  void follow_kernel(F done) {
-    const auto end = std::chrono::steady_clock::now() + kWait;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-      pollfd p{view_->fd(), POLLIN, 0};
-      if (poll(&p, 1, 100) == 1) {
-        ASSERT_EQ(view_->process_events(), 0);
-      }
-    }
-  }
 
-  std::unique_ptr<NetnsPair> ns_;
-  std::vector<Queue> queues_;
-  std::unique_ptr<xdp::XdpUdpSteering> steering_;
-  std::unique_ptr<ss::net::UdpStack> stack_;
-  std::unique_ptr<ss::net::NetlinkView> view_;
-  std::unique_ptr<ss::net::NetlinkTxResolver> resolver_;
-  std::unique_ptr<ss::net::UdpTx> tx_;
   std::unique_ptr<UdpEndpoint> ep_;
 };
 
@@ -421,7 +327,7 @@ TEST_F(UdpRing, MalformedFramesAreDroppedByReason) {
 // want of a fill frame), and released frames carry later datagrams.
 class UdpRingFewFrames : public UdpRing {
  protected:
-  void SetUp() override { start(4); }
+  void SetUp() override { start("ssudp", 4); }
 };
 
 TEST_F(UdpRingFewFrames, HeldFramesAreNotReusedUntilReleased) {

@@ -16,14 +16,14 @@ namespace {
 
 constexpr size_t kIpMaxLen = 0xffff;  // a 16-bit length field (no jumbograms)
 
-void write_ipv4(uint8_t* p, const FrameFields& f, size_t total) {
+void write_ipv4(uint8_t* p, const FrameFields& f, uint8_t proto, size_t total) {
   p[0] = 0x45;  // version 4, IHL 5
   p[kIpv4TosOffset] = f.tos;
   store_be16(p + kIpv4TotalLenOffset, static_cast<uint16_t>(total));
   store_be16(p + kIpv4IdOffset, f.ip_id);
   store_be16(p + kIpv4FragOffset, f.dont_fragment ? kIpv4FlagDf : 0);
   p[kIpv4TtlOffset] = f.ttl;
-  p[kIpv4ProtoOffset] = kIpProtoUdp;
+  p[kIpv4ProtoOffset] = proto;
   store_be16(p + kIpv4ChecksumOffset, 0);
   memcpy(p + kIpv4SrcOffset, f.src_ip, kIpv4AddrLen);
   memcpy(p + kIpv4DstOffset, f.dst_ip, kIpv4AddrLen);
@@ -32,10 +32,10 @@ void write_ipv4(uint8_t* p, const FrameFields& f, size_t total) {
   store_be16(p + kIpv4ChecksumOffset, c.result());
 }
 
-void write_ipv6(uint8_t* p, const FrameFields& f, size_t payload_len) {
+void write_ipv6(uint8_t* p, const FrameFields& f, uint8_t proto, size_t payload_len) {
   store_be32(p, 6u << 28 | static_cast<uint32_t>(f.tos) << 20 | (f.flow_label & kIpv6FlowLabelMask));
   store_be16(p + kIpv6PayloadLenOffset, static_cast<uint16_t>(payload_len));
-  p[kIpv6NextHeaderOffset] = kIpProtoUdp;
+  p[kIpv6NextHeaderOffset] = proto;
   p[kIpv6HopLimitOffset] = f.ttl;
   memcpy(p + kIpv6SrcOffset, f.src_ip, kIpv6AddrLen);
   memcpy(p + kIpv6DstOffset, f.dst_ip, kIpv6AddrLen);
@@ -57,31 +57,44 @@ void write_udp(uint8_t* u, const FrameFields& f, size_t udp_len) {
 
 }  // namespace
 
-size_t frame_header_len(uint8_t ip_version) {
+size_t ip_frame_header_len(uint8_t ip_version) {
   const size_t ip = ip_version == 4 ? kIpv4MinHeaderLen : ip_version == 6 ? kIpv6HeaderLen : 0;
-  return ip ? kEthHeaderLen + ip + kUdpHeaderLen : 0;
+  return ip ? kEthHeaderLen + ip : 0;
 }
 
-ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload_len, size_t mtu) {
-  const size_t hlen = frame_header_len(f.ip_version);
+size_t frame_header_len(uint8_t ip_version) {
+  const size_t ip = ip_frame_header_len(ip_version);
+  return ip ? ip + kUdpHeaderLen : 0;
+}
+
+ssize_t build_ip_frame(std::span<uint8_t> buf, const FrameFields& f, uint8_t proto, size_t l4_len,
+                       size_t mtu) {
+  const size_t hlen = ip_frame_header_len(f.ip_version);
   if (!hlen) return -EINVAL;
-  if (buf.size() < hlen || payload_len > buf.size() - hlen) return -ENOBUFS;
-  const size_t udp_len = kUdpHeaderLen + payload_len;
-  const size_t ip_hlen = hlen - kEthHeaderLen - kUdpHeaderLen;
-  const size_t ip_len = ip_hlen + udp_len;
+  if (buf.size() < hlen || l4_len > buf.size() - hlen) return -ENOBUFS;
+  const size_t ip_len = hlen - kEthHeaderLen + l4_len;
   // IPv4's total length counts its header, IPv6's payload length does not.
-  const size_t length_field = f.ip_version == 4 ? ip_len : udp_len;
+  const size_t length_field = f.ip_version == 4 ? ip_len : l4_len;
   if (ip_len > mtu || length_field > kIpMaxLen) return -EMSGSIZE;
   uint8_t* p = buf.data();
   memcpy(p, f.dst_mac, kMacLen);
   memcpy(p + kMacLen, f.src_mac, kMacLen);
   store_be16(p + kEthTypeOffset, f.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
   if (f.ip_version == 4)
-    write_ipv4(p + kEthHeaderLen, f, ip_len);
+    write_ipv4(p + kEthHeaderLen, f, proto, ip_len);
   else
-    write_ipv6(p + kEthHeaderLen, f, udp_len);
-  write_udp(p + kEthHeaderLen + ip_hlen, f, udp_len);
-  return static_cast<ssize_t>(hlen + payload_len);
+    write_ipv6(p + kEthHeaderLen, f, proto, l4_len);
+  return static_cast<ssize_t>(hlen + l4_len);
+}
+
+ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload_len, size_t mtu) {
+  const size_t ip_hlen = ip_frame_header_len(f.ip_version);
+  if (ip_hlen && payload_len > SIZE_MAX - kUdpHeaderLen) return -ENOBUFS;
+  const size_t udp_len = kUdpHeaderLen + payload_len;
+  const ssize_t len = build_ip_frame(buf, f, kIpProtoUdp, udp_len, mtu);
+  if (len < 0) return len;
+  write_udp(buf.data() + ip_hlen, f, udp_len);
+  return len;
 }
 
 Ipv4IdSequence::Ipv4IdSequence() : last_(0) {

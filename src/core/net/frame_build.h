@@ -18,6 +18,8 @@ namespace ss::net {
 // The headers' bytes in front of the payload: 42 for IPv4, 62 for IPv6;
 // 0 for another version.
 size_t frame_header_len(uint8_t ip_version);
+// The Ethernet and IP headers alone: 34 for IPv4, 54 for IPv6; 0 else.
+size_t ip_frame_header_len(uint8_t ip_version);
 
 // buf: headroom, then payload_len bytes of payload at
 // buf + frame_header_len(f.ip_version). mtu: the largest IP datagram
@@ -25,6 +27,12 @@ size_t frame_header_len(uint8_t ip_version);
 // -EINVAL (ip_version neither 4 nor 6), -ENOBUFS (the payload does not fit
 // in buf), -EMSGSIZE (the datagram exceeds the MTU or IP's 16-bit length).
 ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload_len, size_t mtu);
+
+// The Ethernet and IP headers (protocol `proto`) in front of l4_len bytes
+// the caller put at buf + ip_frame_header_len(f.ip_version), its
+// checksum included (f's ports are not used). Returns as build_frame.
+ssize_t build_ip_frame(std::span<uint8_t> buf, const FrameFields& f, uint8_t proto, size_t l4_len,
+                       size_t mtu);
 
 // IP IDs as Linux 6.x numbers its UDP (seen on the wire): DF set on every
 // datagram it does not fragment, and the ID still counted up by one per

@@ -47,7 +47,19 @@ R parse_udp(std::span<const uint8_t> ip, ParsedFrame* out) {
   return R::kAccepted;
 }
 
-R parse_ipv4(std::span<const uint8_t> l3, ParsedFrame* out) {
+bool wanted(uint8_t proto, bool take_tcp) {
+  return proto == kIpProtoUdp || (take_tcp && proto == kIpProtoTcp);
+}
+
+// ip: the IP payload of a wanted protocol.
+R parse_l4(uint8_t proto, std::span<const uint8_t> ip, ParsedFrame* out) {
+  out->protocol = proto;
+  if (proto == kIpProtoUdp) return parse_udp(ip, out);
+  out->payload = ip;
+  return R::kAccepted;
+}
+
+R parse_ipv4(std::span<const uint8_t> l3, ParsedFrame* out, bool take_tcp) {
   if (l3.size() < kIpv4MinHeaderLen) return R::kTruncatedIp;
   const Ipv4View h{l3.data()};
   if (h.version() != 4) return R::kBadIpVersion;
@@ -61,14 +73,14 @@ R parse_ipv4(std::span<const uint8_t> l3, ParsedFrame* out) {
   if (total < hlen) return R::kBadIpLength;
   if (total > l3.size()) return R::kIpLengthPastFrame;  // shorter: Ethernet padding
   if (h.is_fragment()) return R::kIpv4Fragment;
-  if (h.protocol() != kIpProtoUdp) return R::kNotUdp;
+  if (!wanted(h.protocol(), take_tcp)) return R::kNotUdp;
   take_ip(out->fields, 4, h.src(), h.dst(), h.ttl(), h.tos());
   out->fields.ip_id = h.id();
   out->fields.dont_fragment = h.frag() & kIpv4FlagDf;
-  return parse_udp(l3.subspan(hlen, total - hlen), out);
+  return parse_l4(h.protocol(), l3.subspan(hlen, total - hlen), out);
 }
 
-R parse_ipv6(std::span<const uint8_t> l3, ParsedFrame* out) {
+R parse_ipv6(std::span<const uint8_t> l3, ParsedFrame* out, bool take_tcp) {
   if (l3.size() < kIpv6HeaderLen) return R::kTruncatedIp;
   const Ipv6View h{l3.data()};
   if (h.version() != 6) return R::kBadIpVersion;
@@ -76,15 +88,15 @@ R parse_ipv6(std::span<const uint8_t> l3, ParsedFrame* out) {
   if (len > l3.size() - kIpv6HeaderLen) return R::kIpLengthPastFrame;
   if (h.next_header() == kIpv6NextFragment) return R::kIpv6Fragment;
   if (ipv6_is_extension_header(h.next_header())) return R::kIpv6ExtensionHeader;
-  if (h.next_header() != kIpProtoUdp) return R::kNotUdp;
+  if (!wanted(h.next_header(), take_tcp)) return R::kNotUdp;
   take_ip(out->fields, 6, h.src(), h.dst(), h.hop_limit(), h.traffic_class());
   out->fields.flow_label = h.flow_label();
-  return parse_udp(l3.subspan(kIpv6HeaderLen, len), out);
+  return parse_l4(h.next_header(), l3.subspan(kIpv6HeaderLen, len), out);
 }
 
 }  // namespace
 
-FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out) {
+FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out, bool take_tcp) {
   *out = ParsedFrame{};
   if (frame.size() < kEthHeaderLen) return R::kTruncatedEthernet;
   const EthView e{frame.data()};
@@ -92,8 +104,8 @@ FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out) {
   memcpy(out->fields.src_mac, e.src(), kMacLen);
   const std::span<const uint8_t> l3 = frame.subspan(kEthHeaderLen);
   switch (e.type()) {
-    case kEtherTypeIpv4: return parse_ipv4(l3, out);
-    case kEtherTypeIpv6: return parse_ipv6(l3, out);
+    case kEtherTypeIpv4: return parse_ipv4(l3, out, take_tcp);
+    case kEtherTypeIpv6: return parse_ipv6(l3, out, take_tcp);
     case kEtherTypeVlan:
     case kEtherTypeQinQ: return R::kVlan;
     default: return R::kNotIp;

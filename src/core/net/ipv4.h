@@ -17,6 +17,7 @@ constexpr uint16_t kIpv4FlagDf = 0x4000;  // don't fragment
 constexpr uint16_t kIpv4FlagMf = 0x2000;  // more fragments
 constexpr uint16_t kIpv4FragOffsetMask = 0x1fff;
 constexpr uint8_t kIpProtoUdp = 17;  // IPv4 protocol and IPv6 next header
+constexpr uint8_t kIpProtoTcp = 6;
 
 // p: at least kIpv4MinHeaderLen bytes.
 struct Ipv4View {

@@ -47,6 +47,10 @@ libslipstream_core_la_SOURCES += \
 libslipstream_core_la_SOURCES += \
 	src/core/net/multicast.h \
 	src/core/net/multicast.cc \
+	src/core/net/rx_segment.h \
+	src/core/net/steered_flow.h \
+	src/core/net/frame_tx.h \
+	src/core/net/frame_tx.cc \
 	src/core/net/udp_stack.h \
 	src/core/net/udp_stack.cc \
 	src/core/net/udp_tx.h \

@@ -6,6 +6,7 @@
 
 #include "core/base/log.h"
 #include "core/net/frame_parse.h"
+#include "core/net/steered_flow.h"
 
 namespace ss::net {
 
@@ -82,10 +83,10 @@ uint64_t UdpEndpoint::arrivals() const {
 }
 
 int UdpEndpoint::recv_zcopy(Datagram* out) {
-  std::vector<Buffer> drop;  // released after the lock
+  UdpStack::Spill spill(stack_->cfg_.tcp);  // after the lock
   std::lock_guard lock(stack_->mu_);
   if (queue_.empty()) {
-    const int n = stack_->poll_locked(64, &drop);
+    const int n = stack_->poll_locked(64, &spill);
     if (n < 0) return n;
   }
   if (queue_.empty()) return 0;
@@ -149,7 +150,7 @@ int UdpStack::steer_ref_locked(const IpAddr& ip, uint16_t port) {
   if (int& refs = steer_refs_[k]; refs++ > 0) return 0;
   // The steering is asked under the lock: binds, joins and their undoing
   // never interleave their flow changes.
-  const int err = cfg_.steering->add(ip, port);
+  const int err = cfg_.steering->add(steered_flow(kIpProtoUdp, ip, port));
   if (err) steer_refs_.erase(k);
   return err;
 }
@@ -158,7 +159,7 @@ void UdpStack::steer_unref_locked(const IpAddr& ip, uint16_t port) {
   auto it = steer_refs_.find(key(ip.family, ip.bytes, port));
   if (it == steer_refs_.end() || --it->second > 0) return;
   steer_refs_.erase(it);
-  cfg_.steering->remove(ip, port);
+  cfg_.steering->remove(steered_flow(kIpProtoUdp, ip, port));
 }
 
 int UdpStack::steer_holders_locked(const IpAddr& ip, uint16_t port) const {
@@ -318,7 +319,8 @@ UdpEndpoint* UdpStack::find_locked(const FrameFields& f) const {
   return it == demux_.end() ? nullptr : it->second.back();  // the newest bound
 }
 
-void UdpStack::deliver_locked(Buffer&& frame, std::vector<Buffer>* drop) {
+void UdpStack::deliver_locked(Buffer&& frame, Spill* out) {
+  std::vector<Buffer>* drop = &out->drop;
   if (frame.next()) {  // a provider with kRingCapChained: one frame's UDP only, for now
     rx_.chained++;
     drop->push_back(std::move(frame));
@@ -326,11 +328,21 @@ void UdpStack::deliver_locked(Buffer&& frame, std::vector<Buffer>* drop) {
   }
   ParsedFrame p;
   const auto* data = static_cast<const uint8_t*>(frame.data());
-  const FrameReason why = parse_frame({data, frame.size()}, &p);
+  const FrameReason why = parse_frame({data, frame.size()}, &p, cfg_.tcp != nullptr);
   rx_.frames.count(why);
   if (why != FrameReason::kAccepted) {
     if (frame_verdict(why) == FrameVerdict::kToKernel) rx_.to_kernel_lost++;
     drop->push_back(std::move(frame));
+    return;
+  }
+  if (p.protocol == kIpProtoTcp) {
+    const size_t at = frame.offset() + static_cast<size_t>(p.payload.data() - data);
+    if (frame.set_view(at, p.payload.size()) != 0) {
+      drop->push_back(std::move(frame));
+      return;
+    }
+    rx_.tcp++;
+    out->tcp.push_back(RxSegment{p.fields, std::move(frame)});
     return;
   }
   const sa_family_t fam = family_of(p.fields.ip_version);
@@ -387,16 +399,16 @@ void UdpStack::queue_locked(UdpEndpoint* ep, Buffer&& frame, size_t at, size_t l
   drop->push_back(std::move(frame));
 }
 
-int UdpStack::poll_locked(int budget, std::vector<Buffer>* drop) {
+int UdpStack::poll_locked(int budget, Spill* out) {
   int total = 0;
   for (const UdpRing& r : cfg_.rings) {
     Buffer frames[32];
     const int want = budget < 32 ? budget : 32;
     const int n = r.queue->rx(frames, want);
     if (n < 0) return n;
-    for (int i = 0; i < n; i++) deliver_locked(std::move(frames[i]), drop);
+    for (int i = 0; i < n; i++) deliver_locked(std::move(frames[i]), out);
     total += n;
-    if (r.queue->fill_level() < cfg_.initial_fill / 4) top_up_locked(r, drop);
+    if (r.queue->fill_level() < cfg_.initial_fill / 4) top_up_locked(r, &out->drop);
   }
   return total;
 }
@@ -435,23 +447,27 @@ void UdpStack::top_up_locked(const UdpRing& r, std::vector<Buffer>* drop) {
 }
 
 int UdpStack::poll_rx(int budget) {
-  std::vector<Buffer> drop;
+  Spill spill(cfg_.tcp);
   std::lock_guard lock(mu_);
-  return poll_locked(budget, &drop);
+  return poll_locked(budget, &spill);
+}
+
+UdpStack::Spill::~Spill() {
+  if (to && !tcp.empty()) to->input(tcp);
 }
 
 void UdpStack::loop_back(std::span<const uint8_t> bytes) {
-  std::vector<Buffer> drop;  // released after the lock
+  Spill spill(cfg_.tcp);  // after the lock
   Buffer b = cfg_.rings.front().pool->get();
   std::lock_guard lock(mu_);
   if (!b || b.set_size(bytes.size()) != 0) {
     rx_.queue_full++;  // no frame to copy into: lost as on a full queue
-    drop.push_back(std::move(b));
+    spill.drop.push_back(std::move(b));
     return;
   }
   memcpy(b.data(), bytes.data(), bytes.size());
   rx_.looped++;
-  deliver_locked(std::move(b), &drop);
+  deliver_locked(std::move(b), &spill);
 }
 
 UdpRxCounters UdpStack::rx_counters() const {

@@ -12,7 +12,8 @@
 // re-injection): one the parser gives "to the kernel" is counted as lost
 // (rx_to_kernel_lost). The steering program passes such frames before they
 // reach the ring, so the counter stays at zero unless a flow's steering and
-// the parser disagree.
+// the parser disagree. TCP segments go to Config::tcp (the TCP stack) when
+// there is one, outside the lock.
 //
 // Multicast: an endpoint joins a group (join(), with a source filter); the
 // group's frames to its port are steered while any endpoint is a member
@@ -48,7 +49,9 @@
 #include "core/net/frame_reason.h"
 #include "core/net/multicast.h"
 #include "core/net/netlink_addr.h"
+#include "core/net/rx_segment.h"
 #include "core/prov/ring.h"
+#include "core/prov/steering.h"
 
 namespace ss::net {
 
@@ -58,17 +61,6 @@ struct UdpAddr {
   IpAddr ip;
   uint16_t port = 0;
   friend bool operator==(const UdpAddr&, const UdpAddr&) = default;
-};
-
-// The provider's flow table (the xdp provider's steering program): frames
-// for UDP to (ip, port) go to the rings instead of the kernel. ip all zero
-// is every address of its family. 0 or -errno; -EAFNOSUPPORT for a family
-// the provider cannot steer.
-class UdpSteering {
- public:
-  virtual ~UdpSteering() = default;
-  virtual int add(const IpAddr& ip, uint16_t port) = 0;
-  virtual int remove(const IpAddr& ip, uint16_t port) = 0;
 };
 
 // One received datagram: buf's view is the payload, inside its frame.
@@ -86,6 +78,7 @@ struct UdpRxCounters {
   uint64_t queue_full = 0;        // the endpoint's receive queue was full
   uint64_t to_kernel_lost = 0;    // a "to the kernel" frame on the ring: not re-injectable
   uint64_t chained = 0;           // spread over several frames: dropped (not from AF_XDP)
+  uint64_t tcp = 0;               // TCP segments handed to the TCP stack
   uint64_t source_filtered = 0;   // a group's frame no member's source filter admits
   uint64_t group_copies = 0;      // handles a group's frame gave beyond its first member
   uint64_t looped = 0;            // our own multicast sends delivered here (IP_MULTICAST_LOOP)
@@ -200,7 +193,8 @@ class UdpStack {
  public:
   struct Config {
     std::vector<UdpRing> rings;   // every rx queue of the netdev; tx uses the first
-    UdpSteering* steering = nullptr;
+    prov::FlowSteering* steering = nullptr;  // asked for UDP flows
+    SegmentInput* tcp = nullptr;             // the TCP stack: else TCP is to_kernel_lost
     int ifindex = 0;              // the netdev's (sends routed elsewhere go to the kernel)
     uint32_t initial_fill = 1024; // frames put in each fill ring at create
     size_t queue_limit = 4096;    // datagrams an endpoint holds before dropping
@@ -251,6 +245,15 @@ class UdpStack {
     std::vector<Member> members;
     bool steered = false;
   };
+  // What a poll leaves for after the lock: frames to release, and TCP
+  // segments for cfg_.tcp (handed over by the destructor).
+  struct Spill {
+    explicit Spill(SegmentInput* to) : to(to) {}
+    ~Spill();
+    SegmentInput* to;
+    std::vector<RxSegment> tcp;
+    std::vector<mem::Buffer> drop;
+  };
   explicit UdpStack(const Config& cfg) : cfg_(cfg) {}
   void unbind(UdpEndpoint* ep);
   int lend(UdpEndpoint* ep, bool lend);
@@ -266,15 +269,15 @@ class UdpStack {
   // Holders of the steering's flow for (ip, port): 0 when not asked for.
   int steer_holders_locked(const IpAddr& ip, uint16_t port) const;
   UdpEndpoint* find_locked(const FrameFields& f) const;
-  // Takes one received frame; what it does not keep goes to *drop.
-  void deliver_locked(mem::Buffer&& frame, std::vector<mem::Buffer>* drop);
+  // Takes one received frame; what it does not keep goes to *out.
+  void deliver_locked(mem::Buffer&& frame, Spill* out);
   // A group's frame to each member whose filter admits src.
   void deliver_group_locked(mem::Buffer&& frame, size_t at, size_t len, const Key& group,
                             const UdpAddr& src, std::vector<mem::Buffer>* drop);
   // Queues frame (view [at, at+len)) on ep unless its peer or queue refuse.
   void queue_locked(UdpEndpoint* ep, mem::Buffer&& frame, size_t at, size_t len,
                     const UdpAddr& src, std::vector<mem::Buffer>* drop);
-  int poll_locked(int budget, std::vector<mem::Buffer>* drop);
+  int poll_locked(int budget, Spill* out);
   // Spare pool frames into r's fill ring when the program holds most of
   // its frames (refused ones to *drop).
   void top_up_locked(const UdpRing& r, std::vector<mem::Buffer>* drop);

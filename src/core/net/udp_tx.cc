@@ -24,10 +24,7 @@ const char* to_kernel_name(ToKernel why) {
   return "?";
 }
 
-UdpTx::~UdpTx() {
-  std::lock_guard lock(mu_);
-  spare_.clear();
-}
+UdpTx::~UdpTx() = default;
 
 UdpTxCounters UdpTx::counters() const {
   std::lock_guard lock(mu_);
@@ -42,33 +39,6 @@ SendResult UdpTx::fail(int err) {
 SendResult UdpTx::to_kernel(ToKernel why) {
   c_.to_kernel[static_cast<size_t>(why)]++;
   return SendResult{SendStatus::kUseKernel, 0, why};
-}
-
-void UdpTx::reap() {
-  std::lock_guard lock(mu_);
-  reclaim();
-}
-
-void UdpTx::reclaim() {
-  const UdpRing& r = stack_->cfg_.rings.front();
-  Buffer done[32];
-  int n;
-  while ((n = r.queue->complete(done, 32)) > 0)
-    for (int i = 0; i < n; i++)
-      if (spare_.size() < kSpare) spare_.push_back(std::move(done[i]));
-  // the rest of done[] is released as it is reused or goes out of scope
-}
-
-Buffer UdpTx::take_frame() {
-  reclaim();
-  if (!spare_.empty()) {
-    Buffer b = std::move(spare_.back());
-    spare_.pop_back();
-    // Back to a fresh frame's view: headroom in front.
-    const size_t head = stack_->cfg_.rings.front().pool->headroom();
-    if (b.set_view(head, 0) == 0) return b;
-  }
-  return stack_->cfg_.rings.front().pool->get();
 }
 
 SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8_t> payload,
@@ -120,7 +90,7 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   f.tos = opt.tos;
   if (f.ip_version == 4) f.ip_id = ep.ip_id.next();
 
-  Buffer frame = take_frame();
+  Buffer frame = frames_->take();
   if (!frame) {
     c_.no_buffer++;
     return fail(ENOBUFS);
@@ -134,29 +104,19 @@ SendResult UdpTx::send(UdpEndpoint& ep, const UdpAddr& to, std::span<const uint8
   if (len < 0) return fail(static_cast<int>(-len));
   frame.set_size(static_cast<size_t>(len));
   if (dummy) {  // warm, not sent: the frame serves the next send
-    if (spare_.size() < kSpare) spare_.push_back(std::move(frame));
+    frames_->keep(std::move(frame));
     c_.dummy++;
     return SendResult{SendStatus::kSent, 0, ToKernel::kCount};
   }
-
-  prov::RingQueue& q = *stack_->cfg_.rings.front().queue;
-  int took = q.tx(&frame, 1);
-  if (took == 0) {  // full: let the device drain, take completions back, once
-    q.kick();
-    reclaim();
-    took = q.tx(&frame, 1);
+  // The local members' copy first (as Linux loops a group's datagram back
+  // before the device sends it): once on the ring, the frame is the ring's.
+  if (group && opt.mc_loop) stack_->loop_back({p, static_cast<size_t>(len)});
+  if (const int err = frames_->send(std::move(frame)); err < 0) {
+    if (err == -EAGAIN) c_.ring_full++;
+    return fail(-err);
   }
-  if (took < 0) return fail(-took);
-  if (took == 0) {
-    c_.ring_full++;
-    return fail(EAGAIN);
-  }
-  const int err = q.kick();
-  if (err) return fail(-err);
   c_.sent++;
   c_.sent_bytes += payload.size();
-  // The frame stays untouched until its completion is reaped under mu_.
-  if (group && opt.mc_loop) stack_->loop_back({p, static_cast<size_t>(len)});
   return SendResult{SendStatus::kSent, 0, ToKernel::kCount};
 }
 

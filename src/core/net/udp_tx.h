@@ -8,8 +8,7 @@
 // the kernel socket carries the datagram), datagrams over the MTU (we
 // never fragment) or over a frame.
 //
-// Sent frames come back on the completion ring; the next send reuses a few
-// of them and releases the rest (they recycle into the fill ring).
+// Frames come from the netdev's FrameTx (frame_tx.h), shared with TCP.
 //
 // A dummy send (VMA_SND_FLAGS_DUMMY) walks the same path, route, next hop
 // (a pending one gets its resolution started) and the frame built into a
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "core/mem/buffer.h"
+#include "core/net/frame_tx.h"
 #include "core/net/route_query.h"
 #include "core/net/udp_stack.h"
 
@@ -76,7 +76,9 @@ struct UdpTxCounters {
 
 class UdpTx {
  public:
-  UdpTx(UdpStack* stack, TxResolver* resolver) : stack_(stack), resolver_(resolver) {}
+  // frames: the netdev's send path (outlives this sender).
+  UdpTx(UdpStack* stack, TxResolver* resolver, FrameTx* frames)
+      : stack_(stack), resolver_(resolver), frames_(frames) {}
   SS_API ~UdpTx();
   // Sends `payload` from ep to dst (dst.ip empty: ep's connected peer).
   // kError with EDESTADDRREQ (no destination), EAFNOSUPPORT (family not
@@ -87,19 +89,16 @@ class UdpTx {
   SS_API UdpTxCounters counters() const;
   // Takes sent frames back from the completion ring now (a send does it
   // too): what an idle sender's owner calls so the frames recycle.
-  void reap();
+  void reap() { frames_->reap(); }
 
  private:
-  mem::Buffer take_frame();  // mu_ held
-  void reclaim();            // mu_ held: completions into spare_ (a few) or released
   SendResult fail(int err);
   SendResult to_kernel(ToKernel why);
 
-  static constexpr size_t kSpare = 64;
   UdpStack* stack_;
   TxResolver* resolver_;
-  mutable std::mutex mu_;
-  std::vector<mem::Buffer> spare_;  // completed frames kept for the next sends
+  FrameTx* frames_;
+  mutable std::mutex mu_;  // c_, and one send at a time
   UdpTxCounters c_;
 };
 

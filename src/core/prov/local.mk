@@ -3,6 +3,7 @@
 libslipstream_core_la_SOURCES += \
 	src/core/prov/provider.h \
 	src/core/prov/ring.h \
+	src/core/prov/steering.h \
 	src/core/prov/connection.h \
 	src/core/prov/registry.h \
 	src/core/prov/registry.cc \

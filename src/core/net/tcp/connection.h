@@ -124,7 +124,7 @@ class Connection {
  public:
   Connection(const Config& cfg, uint16_t local_port, uint16_t remote_port, SegmentSink* sink,
              TimerQueue* timers);
-  ~Connection();  // cancels its timers
+  virtual ~Connection();  // cancels its timers; the stack derives its own
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -165,6 +165,8 @@ class Connection {
   bool writable() const;
   // SO_ERROR: the pending error (0: none), cleared.
   int take_error();
+  int error() const { return error_; }  // the same, left pending (POLLERR)
+  bool write_shut() const { return write_shut_; }
   // A new SYN to this TIME-WAIT connection may open a new one in its place
   // (its sequence number or timestamp is newer: RFC 6191, as Linux).
   bool syn_may_reuse(const Header& syn, const Options& opts) const;

@@ -6,10 +6,10 @@
 #include <span>
 
 #include "core/net/byte_order.h"
+#include "core/net/ipv4.h"  // kIpProtoTcp
 
 namespace ss::net::tcp {
 
-constexpr uint8_t kIpProtoTcp = 6;  // IPv4 protocol and IPv6 next header
 constexpr size_t kHeaderLen = 20, kMaxHeaderLen = 60, kMaxOptionsLen = 40;
 constexpr size_t kSeqOffset = 4, kAckOffset = 8, kDataOffsetOffset = 12, kFlagsOffset = 13,
                  kWindowOffset = 14, kChecksumOffset = 16, kUrgentOffset = 18;

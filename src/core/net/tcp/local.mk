@@ -35,7 +35,9 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/syn_cookie.h \
 	src/core/net/tcp/syn_cookie.cc \
 	src/core/net/tcp/table.h \
-	src/core/net/tcp/table.cc
+	src/core/net/tcp/table.cc \
+	src/core/net/tcp/stack.h \
+	src/core/net/tcp/stack.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/net_tcp_header_test.cc \

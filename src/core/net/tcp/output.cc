@@ -135,7 +135,15 @@ bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_
   }
   if (!syn && !rst && sack_ok_) sack_report_.fill(rxq_.held_ranges(), dsack_left_, dsack_right_, &o);
   uint8_t opts[kMaxOptionsLen];
-  const size_t opts_len = write_options(o, opts);
+  size_t opts_len = write_options(o, opts);
+  // A full segment leaves room for timestamps only (mss_): SACK blocks
+  // beside its data would pass the MSS, and so the path's MTU. The oldest
+  // blocks give way, as Linux's tcp_current_mss takes them off the data.
+  const size_t limit = kHeaderLen + std::min(peer_mss_, uint32_t{cfg_.mss});
+  while (len && !syn && kHeaderLen + opts_len + len > limit && o.sack_count) {
+    o.sack_count--;
+    opts_len = write_options(o, opts);
+  }
   const size_t total = kHeaderLen + opts_len + len;
   const std::span<uint8_t> room = sink_->segment_room(total);
   if (room.size() < total) {

@@ -7,31 +7,31 @@
 
 namespace ss::prov::xdp {
 
-int XdpUdpSteering::flow(const net::IpAddr& ip, uint16_t port, Flow* out) {
-  out->proto = IPPROTO_UDP;
-  if (ip.family == AF_INET) {
+int XdpSteering::flow(const SteeredFlow& f, Flow* out) {
+  out->proto = f.proto;
+  if (f.family == AF_INET) {
     out->version = 4;
-    memcpy(&out->ip, ip.bytes, 4);
-  } else if (ip.family == AF_INET6) {
+    memcpy(&out->ip, f.ip, 4);
+  } else if (f.family == AF_INET6) {
     out->version = 6;
-    memcpy(out->ip6, ip.bytes, 16);
+    memcpy(out->ip6, f.ip, 16);
   } else {
     return -EAFNOSUPPORT;
   }
-  out->port = htons(port);
+  out->port = htons(f.port);
   return 0;
 }
 
-int XdpUdpSteering::add(const net::IpAddr& ip, uint16_t port) {
-  Flow f;
-  if (int err = flow(ip, port, &f)) return err;
-  return dev_ ? dev_->add_flow(f) : -ENODEV;
+int XdpSteering::add(const SteeredFlow& f) {
+  Flow x;
+  if (int err = flow(f, &x)) return err;
+  return dev_ ? dev_->add_flow(x) : -ENODEV;
 }
 
-int XdpUdpSteering::remove(const net::IpAddr& ip, uint16_t port) {
-  Flow f;
-  if (int err = flow(ip, port, &f)) return err;
-  return dev_ ? dev_->remove_flow(f) : -ENODEV;
+int XdpSteering::remove(const SteeredFlow& f) {
+  Flow x;
+  if (int err = flow(f, &x)) return err;
+  return dev_ ? dev_->remove_flow(x) : -ENODEV;
 }
 
 }  // namespace ss::prov::xdp

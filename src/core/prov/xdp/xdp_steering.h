@@ -1,23 +1,23 @@
-// The UDP endpoint layer's flow table (net::UdpSteering) on a netdev's
-// steering program, IPv4 and IPv6.
+// The rings' flow table (prov::FlowSteering) on a netdev's steering
+// program: UDP and TCP, IPv4 and IPv6.
 #pragma once
 #include <memory>
 
-#include "core/net/udp_stack.h"
+#include "core/prov/steering.h"
 #include "core/prov/xdp/xdp_device.h"
 
 namespace ss::prov::xdp {
 
-class XdpUdpSteering final : public net::UdpSteering {
+class XdpSteering final : public FlowSteering {
  public:
   // dev: the netdev's Device (kept open while flows may be steered).
-  explicit XdpUdpSteering(std::shared_ptr<Device> dev) : dev_(std::move(dev)) {}
-  int add(const net::IpAddr& ip, uint16_t port) override;
-  int remove(const net::IpAddr& ip, uint16_t port) override;
+  explicit XdpSteering(std::shared_ptr<Device> dev) : dev_(std::move(dev)) {}
+  int add(const SteeredFlow& f) override;
+  int remove(const SteeredFlow& f) override;
 
  private:
-  // The program's flow for (ip, port): -EAFNOSUPPORT for another family.
-  static int flow(const net::IpAddr& ip, uint16_t port, Flow* out);
+  // The program's flow: -EAFNOSUPPORT for another family.
+  static int flow(const SteeredFlow& f, Flow* out);
   std::shared_ptr<Device> dev_;
 };
 

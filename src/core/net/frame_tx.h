@@ -1,0 +1,45 @@
+// The rings' send path, one per netdev's stacks (UDP and TCP send through
+// the same one): frames from the first queue's pool, or sent frames taken
+// back from the completion ring and kept for reuse; a frame goes on the tx
+// ring and the device is kicked. The tx ring has one producer, so one lock
+// covers it; the callers build their frames outside it.
+#pragma once
+#include <mutex>
+#include <vector>
+
+#include "core/mem/buffer.h"
+#include "core/mem/pool.h"
+#include "core/prov/ring.h"
+
+namespace ss::net {
+
+class FrameTx {
+ public:
+  FrameTx(prov::RingQueue* queue, mem::Pool* pool) : queue_(queue), pool_(pool) {}
+  ~FrameTx();
+  FrameTx(const FrameTx&) = delete;
+  FrameTx& operator=(const FrameTx&) = delete;
+
+  // An empty frame, the pool's headroom in front; empty when none is free.
+  mem::Buffer take();
+  // Onto the tx ring, and kicks: 0; -EAGAIN when the ring stays full after
+  // one kick and reap; the kick's -errno. The frame is the ring's either
+  // way (released when refused).
+  int send(mem::Buffer&& frame);
+  // A frame built and not sent (a dummy send): kept for the next take.
+  void keep(mem::Buffer&& frame);
+  // Takes sent frames back now (send does it too): what an idle sender's
+  // owner calls so the frames recycle.
+  void reap();
+
+ private:
+  void reclaim_locked();
+
+  static constexpr size_t kSpare = 64;
+  prov::RingQueue* const queue_;
+  mem::Pool* const pool_;
+  std::mutex mu_;
+  std::vector<mem::Buffer> spare_;  // completed frames kept for the next takes
+};
+
+}  // namespace ss::net

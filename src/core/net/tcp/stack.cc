@@ -1,0 +1,429 @@
+#include "core/net/tcp/stack.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/net/frame_build.h"
+#include "core/net/ipv4.h"
+#include "core/net/ipv6.h"
+#include "core/net/steered_flow.h"
+
+namespace ss::net::tcp {
+
+using mem::Buffer;
+
+namespace {
+
+uint64_t monotonic_us() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+uint8_t version_of(const IpAddr& a) { return a.family == AF_INET ? 4 : 6; }
+
+bool all_zero(const IpAddr& a) {
+  for (size_t i = 0; i < a.size(); i++)
+    if (a.bytes[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+// The program's handle: a listener, or one of the stack's open connections.
+class Socket {
+ public:
+  std::unique_ptr<Listener> listener;
+  prov::SteeredFlow flow;       // a listener's
+  Connection* conn = nullptr;   // a connection's (Stack::opens_ owns it)
+  FourTuple t;
+};
+
+// One connection's way out: each segment goes behind its path's Ethernet
+// and IP headers in a frame of the netdev's FrameTx. The sink is the
+// connection's base, so it is made first and goes last.
+class PathSink : public SegmentSink {
+ public:
+  PathSink(FrameTx* tx, StackCounters* ctr, const FourTuple& t, const TxPath& path)
+      : tx_(tx), ctr_(ctr), mtu_(path.mtu) {
+    memcpy(f_.src_mac, path.src_mac, 6);
+    memcpy(f_.dst_mac, path.dst_mac, 6);
+    f_.ip_version = version_of(t.remote);
+    memcpy(f_.src_ip, path.src.bytes, path.src.size());
+    memcpy(f_.dst_ip, t.remote.bytes, t.remote.size());
+  }
+  std::span<uint8_t> segment_room(size_t len) override {
+    frame_ = tx_->take();
+    const size_t head = ip_frame_header_len(f_.ip_version);
+    if (!frame_ || head + len > frame_.capacity()) {
+      ctr_->no_frame++;
+      frame_ = Buffer();
+      return {};
+    }
+    return {static_cast<uint8_t*>(frame_.data()) + head, len};
+  }
+  void send_segment(size_t len) override {
+    auto* p = static_cast<uint8_t*>(frame_.data());
+    const size_t head = ip_frame_header_len(f_.ip_version);
+    fill_checksum(f_.ip_version, f_.src_ip, f_.dst_ip, {p + head, len});
+    if (f_.ip_version == 4) f_.ip_id = ip_id_.next();
+    const ssize_t n = build_ip_frame({p, frame_.capacity()}, f_, kIpProtoTcp, len, mtu_);
+    if (n < 0 || frame_.set_size(static_cast<size_t>(n)) != 0 ||
+        tx_->send(std::move(frame_)) < 0) {
+      ctr_->tx_errors++;  // lost as on the wire: the connection sends it again
+    } else {
+      ctr_->frames_out++;
+    }
+    frame_ = Buffer();
+  }
+
+ private:
+  FrameTx* tx_;
+  StackCounters* ctr_;
+  size_t mtu_;
+  FrameFields f_;
+  Ipv4IdSequence ip_id_;
+  Buffer frame_;  // between segment_room and send_segment
+};
+
+class Stack::RingConnection final : private PathSink, public Connection {
+ public:
+  RingConnection(Stack* st, const FourTuple& t, const TxPath& path, const tcp::Config& cfg)
+      : PathSink(st->cfg_.tx, &st->ctr_, t, path),
+        Connection(cfg, t.local_port, t.remote_port, this, &st->timers_) {}
+};
+
+// What the listeners ask of the stack (its lock held: they run inside
+// its calls).
+class Stack::Host final : public ListenerHost {
+ public:
+  explicit Host(Stack* st) : st_(st) {}
+  std::unique_ptr<Connection> make_connection(const FourTuple& t, const tcp::Config& cfg) override {
+    return st_->make_connection_locked(t, cfg);
+  }
+  void send_stateless(const FourTuple& t, const Header& h, const Options& o) override {
+    st_->send_stateless_locked(t, h, o);
+  }
+
+ private:
+  Stack* st_;
+};
+
+Stack::Stack(const Config& cfg)
+    : cfg_(cfg), clock_(cfg.clock ? cfg.clock : monotonic_us), host_(std::make_unique<Host>(this)) {}
+
+int Stack::create(const Config& cfg, std::unique_ptr<Stack>* out) {
+  if (!out || !cfg.steering || !cfg.tx || !cfg.resolver) return -EINVAL;
+  out->reset(new Stack(cfg));
+  return 0;
+}
+
+Stack::~Stack() {
+  std::lock_guard lock(mu_);
+  for (auto& [flow, refs] : flow_refs_) cfg_.steering->remove(flow);
+  sockets_.clear();  // listeners, with their queued connections
+  opens_.clear();
+}
+
+int Stack::resolve(const FourTuple& t, TxPath* path, ToKernel* why) {
+  Flow f;
+  f.dst = t.remote;
+  if (!all_zero(t.local)) f.src = t.local;
+  f.sport = t.local_port;
+  f.dport = t.remote_port;
+  return cfg_.resolver->resolve(f, path, why);
+}
+
+std::unique_ptr<Connection> Stack::make_connection_locked(const FourTuple& t,
+                                                         const tcp::Config& cfg) {
+  TxPath path;
+  ToKernel why;
+  if (resolve(t, &path, &why) != 0) {
+    ctr_.path_lost++;
+    return nullptr;
+  }
+  tcp::Config c = cfg;
+  const size_t ip_hlen = ip_frame_header_len(version_of(t.remote)) - 14;
+  if (path.mtu > ip_hlen + kHeaderLen)
+    c.mss = static_cast<uint16_t>(std::min<size_t>(c.mss, path.mtu - ip_hlen - kHeaderLen));
+  if (version_of(t.remote) == 6) c.default_peer_mss = std::min<uint16_t>(c.default_peer_mss, 1220);
+  return std::make_unique<RingConnection>(this, t, path, c);
+}
+
+void Stack::send_stateless_locked(const FourTuple& t, const Header& h, const Options& o) {
+  TxPath path;
+  ToKernel why;
+  if (resolve(t, &path, &why) != 0) return;
+  PathSink sink(cfg_.tx, &ctr_, t, path);
+  uint8_t opts[kMaxOptionsLen];
+  const size_t opts_len = write_options(o, opts);
+  const std::span<uint8_t> room = sink.segment_room(kHeaderLen + opts_len);
+  if (room.empty()) return;
+  write_header(room.data(), h, opts_len);
+  memcpy(room.data() + kHeaderLen, opts, opts_len);
+  sink.send_segment(room.size());
+}
+
+int Stack::steer_locked(const prov::SteeredFlow& f) {
+  if (int& refs = flow_refs_[f]; refs++ > 0) return 0;
+  const int err = cfg_.steering->add(f);
+  if (err) flow_refs_.erase(f);
+  return err;
+}
+
+void Stack::unsteer_locked(const prov::SteeredFlow& f) {
+  auto it = flow_refs_.find(f);
+  if (it == flow_refs_.end() || --it->second > 0) return;
+  flow_refs_.erase(it);
+  cfg_.steering->remove(f);
+}
+
+int Stack::listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out) {
+  if (ip.family != AF_INET && ip.family != AF_INET6) return -EAFNOSUPPORT;
+  std::lock_guard lock(mu_);
+  auto s = std::make_unique<Socket>();
+  s->listener = std::make_unique<Listener>(cfg, host_.get(), &isn_);
+  s->flow = steered_flow(kIpProtoTcp, ip, port);
+  if (int err = table_.listen(ip, port, s->listener.get()); err < 0) return err;
+  if (int err = steer_locked(s->flow); err < 0) {
+    table_.unlisten(ip, port);
+    return err;
+  }
+  s->t.local = ip;
+  s->t.local_port = port;
+  *out = s.get();
+  sockets_.emplace(s.get(), std::move(s));
+  return 0;
+}
+
+int Stack::connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToKernel* why) {
+  if (t.local.family != t.remote.family || all_zero(t.local)) return -EINVAL;
+  std::lock_guard lock(mu_);
+  if (table_.find(t)) return -EADDRINUSE;
+  TxPath path;
+  if (const int r = resolve(t, &path, why); r != 0) return r;
+  std::unique_ptr<Connection> c = make_connection_locked(t, cfg);
+  if (!c) return -EHOSTUNREACH;
+  const prov::SteeredFlow flow = steered_flow(kIpProtoTcp, t.local, t.local_port);
+  if (int err = steer_locked(flow); err < 0) return err;
+  if (int err = table_.add(t, c.get()); err < 0) {
+    unsteer_locked(flow);
+    return err;
+  }
+  Connection* conn = c.get();
+  opens_.emplace(conn, Open{t, std::move(c), flow, true});
+  auto s = std::make_unique<Socket>();
+  s->conn = conn;
+  s->t = t;
+  *out = s.get();
+  sockets_.emplace(s.get(), std::move(s));
+  const uint64_t now = clock_();
+  conn->connect(isn_.isn(t, now), now);
+  return 0;
+}
+
+int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
+  std::lock_guard lock(mu_);
+  if (!l || !l->listener) return -EINVAL;
+  FourTuple t;
+  std::unique_ptr<Connection> c = l->listener->accept(&t);
+  if (!c) return -EAGAIN;
+  if (int err = table_.add(t, c.get()); err < 0) return err;  // cannot be: the listener fed it
+  steer_locked(l->flow);  // held already by the listener: only counted
+  Connection* conn = c.get();
+  opens_.emplace(conn, Open{t, std::move(c), l->flow, true});
+  auto s = std::make_unique<Socket>();
+  s->conn = conn;
+  s->t = t;
+  if (peer) *peer = t;
+  *out = s.get();
+  sockets_.emplace(s.get(), std::move(s));
+  return 0;
+}
+
+ssize_t Stack::send(Socket* s, std::span<const uint8_t> data) {
+  std::lock_guard lock(mu_);
+  if (!s->conn) return -ENOTCONN;
+  return s->conn->send(data, clock_());
+}
+
+ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek) {
+  std::lock_guard lock(mu_);
+  if (!s->conn) return -ENOTCONN;
+  return s->conn->recv(out, peek, clock_());
+}
+
+int Stack::shutdown_write(Socket* s) {
+  std::lock_guard lock(mu_);
+  if (!s->conn) return -ENOTCONN;
+  return s->conn->shutdown_write(clock_());
+}
+
+void Stack::close(Socket* s, bool abort) {
+  std::lock_guard lock(mu_);
+  auto it = sockets_.find(s);
+  if (it == sockets_.end()) return;
+  if (s->listener) {
+    table_.unlisten(s->t.local, s->t.local_port);
+    unsteer_locked(s->flow);
+  } else if (Open* o = open_of(s->conn)) {
+    o->handle = false;
+    if (abort)
+      s->conn->abort(clock_());
+    else
+      s->conn->close(clock_());
+  }
+  sockets_.erase(it);
+  sweep_locked();
+}
+
+short Stack::events(Socket* s) {
+  std::lock_guard lock(mu_);
+  if (s->listener) return s->listener->accept_queue() ? POLLIN : 0;
+  const Connection& c = *s->conn;
+  short ev = 0;
+  if (c.readable()) ev |= POLLIN;
+  if (c.writable()) ev |= POLLOUT;
+  if (c.error()) ev |= POLLERR;
+  const State st = c.state();
+  const bool fin_in = st == State::kCloseWait || st == State::kLastAck || st == State::kClosing ||
+                      st == State::kTimeWait;
+  if (fin_in) ev |= POLLIN | POLLRDHUP;
+  if (st == State::kClosed || (fin_in && c.write_shut())) ev |= POLLHUP;
+  return ev;
+}
+
+int Stack::take_error(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->conn ? s->conn->take_error() : 0;
+}
+
+State Stack::state(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->conn ? s->conn->state() : State::kClosed;
+}
+
+Counters Stack::connection_counters(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->conn ? s->conn->counters() : Counters{};
+}
+
+ListenerCounters Stack::listener_counters(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->listener ? s->listener->counters() : ListenerCounters{};
+}
+
+Stack::Open* Stack::open_of(Connection* c) {
+  auto it = opens_.find(c);
+  return it == opens_.end() ? nullptr : &it->second;
+}
+
+void Stack::input(std::vector<RxSegment>& segs) {
+  std::lock_guard lock(mu_);
+  const uint64_t now = clock_();
+  for (RxSegment& seg : segs) segment_locked(seg, now);
+  sweep_locked();
+}
+
+void Stack::segment_locked(RxSegment& seg, uint64_t now) {
+  ctr_.segments_in++;
+  const auto* p = static_cast<const uint8_t*>(seg.frame.data());
+  const std::span<const uint8_t> segment{p, seg.frame.size()};
+  Header h;
+  std::span<const uint8_t> data;
+  if (parse_header(segment, &h, &data) != HeaderVerdict::kOk) {
+    ctr_.bad_header++;
+    return;
+  }
+  if (!checksum_ok(seg.ip.ip_version, seg.ip.src_ip, seg.ip.dst_ip, segment)) {
+    ctr_.bad_checksum++;
+    return;
+  }
+  Options o;
+  parse_options(h.options, h.flags & kSyn, &o);
+  const sa_family_t fam = seg.ip.ip_version == 4 ? AF_INET : AF_INET6;
+  const size_t alen = fam == AF_INET ? 4 : 16;
+  FourTuple t;
+  t.local = IpAddr::raw(fam, seg.ip.dst_ip, alen);
+  t.remote = IpAddr::raw(fam, seg.ip.src_ip, alen);
+  t.local_port = h.dst_port;
+  t.remote_port = h.src_port;
+  // The data stays in its frame: the view moves past the header.
+  Buffer payload = std::move(seg.frame);
+  payload.pull_head(segment.size() - data.size());
+
+  Connection* conn = nullptr;
+  Listener* listener = nullptr;
+  switch (table_.route(t, h, o, &conn, &listener)) {
+    case Table::Route::kConnection:
+      conn->input(h, o, std::move(payload), now);
+      return;
+    case Table::Route::kReuse:
+      if (Open* op = open_of(conn); op && op->handle) {  // still the program's: not reused
+        conn->input(h, o, std::move(payload), now);
+        return;
+      }
+      ctr_.time_wait_reused++;
+      table_.remove(t);
+      if (Open* op = open_of(conn)) {
+        unsteer_locked(op->flow);
+        opens_.erase(conn);
+      }
+      listener->input(t, h, o, std::move(payload), now);
+      return;
+    case Table::Route::kListener:
+      listener->input(t, h, o, std::move(payload), now);
+      return;
+    case Table::Route::kNone: {
+      ctr_.no_socket++;
+      Header rst;
+      if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst)) send_stateless_locked(t, rst, Options{});
+      return;
+    }
+  }
+}
+
+void Stack::run_timers() {
+  std::lock_guard lock(mu_);
+  const uint64_t now = clock_();
+  while (Timer* t = timers_.pop_due(now)) {
+    auto* ct = static_cast<ConnectionTimer*>(t);
+    ct->conn->on_timer(ct, now);
+  }
+  sweep_locked();
+}
+
+void Stack::sweep_locked() {
+  for (auto& [s, sock] : sockets_)
+    if (sock->listener) sock->listener->settle();
+  for (auto it = opens_.begin(); it != opens_.end();) {
+    Open& o = it->second;
+    if (o.handle || !o.conn->done()) {
+      ++it;
+      continue;
+    }
+    table_.remove(o.t);
+    unsteer_locked(o.flow);
+    it = opens_.erase(it);
+  }
+}
+
+uint64_t Stack::next_due() const {
+  std::lock_guard lock(mu_);
+  return timers_.next_due();
+}
+
+StackCounters Stack::counters() const {
+  std::lock_guard lock(mu_);
+  return ctr_;
+}
+
+size_t Stack::connections() const {
+  std::lock_guard lock(mu_);
+  return table_.connections();
+}
+
+}  // namespace ss::net::tcp

@@ -1,0 +1,148 @@
+// The TCP stack over a netdev's rings: what the VMA face puts behind each
+// offloaded TCP socket. Segments come from the rings' reader (UdpStack
+// owns the rx queues and hands TCP over through SegmentInput), are checked
+// (header, checksum) and go where the Table says: a connection, a
+// listener (which owns its handshakes and not yet accepted connections),
+// or a RST. Segments go out through the netdev's FrameTx, each behind the
+// Ethernet and IP headers of its connection's path (route and next hop,
+// resolved when it opens; its MSS from the path's MTU).
+//
+// Steering: a listener's (address, port) flow brings its handshakes and
+// its connections; an active open steers its own local address and port.
+// A flow is counted by its holders and removed with the last.
+//
+// Handles: listen(), connect() and accept() give a Socket, valid until
+// close(); a closed connection finishes in the stack (FIN, TIME-WAIT) and
+// is freed when done. Time is the stack's clock (microseconds, monotonic;
+// a test's own clock may stand in): run_timers() fires what is due,
+// next_due() says when to come back. There is no tick.
+//
+// Locking: one mutex over all of it. The rings' reader must not hold its
+// own lock when it hands segments over (UdpStack::Spill), and no call here
+// is made with this stack's lock held from outside.
+#pragma once
+#include <poll.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "core/base/api.h"
+#include "core/net/frame_tx.h"
+#include "core/net/rx_segment.h"
+#include "core/net/tcp/connection.h"
+#include "core/net/tcp/isn.h"
+#include "core/net/tcp/listener.h"
+#include "core/net/tcp/table.h"
+#include "core/net/tcp/timer_queue.h"
+#include "core/net/udp_tx.h"
+#include "core/prov/steering.h"
+
+namespace ss::net::tcp {
+
+struct StackCounters {
+  uint64_t segments_in = 0;
+  uint64_t bad_header = 0, bad_checksum = 0;  // dropped
+  uint64_t no_socket = 0;                     // for no connection or listener: RST answered
+  uint64_t time_wait_reused = 0;              // a SYN took a TIME-WAIT connection's place
+  uint64_t frames_out = 0;
+  uint64_t no_frame = 0;   // a segment waited for a free frame
+  uint64_t tx_errors = 0;  // a full tx ring or a failed kick: the segment is lost
+  uint64_t path_lost = 0;  // an accepted handshake whose path is not the rings': dropped
+};
+
+class Socket;
+
+class Stack final : public SegmentInput {
+ public:
+  struct Config {
+    prov::FlowSteering* steering = nullptr;
+    FrameTx* tx = nullptr;
+    TxResolver* resolver = nullptr;
+    std::function<uint64_t()> clock;  // empty: CLOCK_MONOTONIC in microseconds
+  };
+  // -EINVAL without steering, tx or resolver.
+  SS_API static int create(const Config& cfg, std::unique_ptr<Stack>* out);
+  SS_API ~Stack() override;
+
+  // Listens on ip:port (ip all zero: every address of its family):
+  // -EADDRINUSE, or the steering's -errno.
+  SS_API int listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out);
+  // Opens t (local: a concrete address and port, the caller's to have
+  // reserved) and sends the SYN: 0; 1 with *why when the rings cannot
+  // carry the path (the caller uses the kernel); -EADDRINUSE for a tuple
+  // in use, the route's or the steering's -errno. cfg.mss is lowered to
+  // what the path's MTU allows.
+  SS_API int connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToKernel* why);
+  // The oldest completed handshake of listener l: 0 and *out (and *peer),
+  // -EAGAIN when none, -EINVAL when l is not a listener.
+  SS_API int accept(Socket* l, Socket** out, FourTuple* peer);
+  // As Connection's calls: bytes, or -errno (-EAGAIN: would block).
+  SS_API ssize_t send(Socket* s, std::span<const uint8_t> data);
+  SS_API ssize_t recv(Socket* s, std::span<uint8_t> out, bool peek = false);
+  SS_API int shutdown_write(Socket* s);
+  // Gives the handle up: a listener goes (its handshakes and unaccepted
+  // connections reset); a connection closes (FIN, or RST with unread data;
+  // abort: RST now) and lives on in the stack until done.
+  SS_API void close(Socket* s, bool abort = false);
+  // poll(2) events: POLLIN (data, end of stream, a connection to accept),
+  // POLLOUT, POLLRDHUP, POLLHUP, POLLERR.
+  SS_API short events(Socket* s);
+  SS_API int take_error(Socket* s);  // SO_ERROR
+  SS_API State state(Socket* s);
+  SS_API Counters connection_counters(Socket* s);
+  SS_API ListenerCounters listener_counters(Socket* s);
+
+  // Received segments (from the rings' reader), taken under the lock.
+  SS_API void input(std::vector<RxSegment>& segs) override;
+  // Fires the timers due now and frees the connections that are done.
+  SS_API void run_timers();
+  // When run_timers() has work next (the clock's microseconds), UINT64_MAX
+  // when nothing is armed.
+  SS_API uint64_t next_due() const;
+  SS_API StackCounters counters() const;
+  SS_API size_t connections() const;  // in the table, closing ones included
+  uint64_t now() const { return clock_(); }
+
+ private:
+  class Host;
+  class RingConnection;
+  explicit Stack(const Config& cfg);
+  // The path to t's peer: 0, 1 (*why: not the rings'), or -errno.
+  int resolve(const FourTuple& t, TxPath* path, ToKernel* why);
+  std::unique_ptr<Connection> make_connection_locked(const FourTuple& t, const tcp::Config& cfg);
+  int steer_locked(const prov::SteeredFlow& f);
+  void unsteer_locked(const prov::SteeredFlow& f);
+  void segment_locked(RxSegment& seg, uint64_t now);
+  void send_stateless_locked(const FourTuple& t, const Header& h, const Options& o);
+  // Frees the closed connections that are done (out of the table, flows
+  // released) and moves listeners' handshakes along.
+  void sweep_locked();
+  // Connection* -> its entry.
+  struct Open {
+    FourTuple t;
+    std::unique_ptr<Connection> conn;
+    prov::SteeredFlow flow;  // the flow it holds
+    bool handle = true;      // the program's Socket still refers to it
+  };
+  Open* open_of(Connection* c);
+
+  Config cfg_;
+  std::function<uint64_t()> clock_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Host> host_;  // the listeners' ListenerHost
+  IsnGenerator isn_;
+  TimerQueue timers_;
+  Table table_;
+  std::map<Connection*, Open> opens_;      // in the table
+  std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
+  std::map<prov::SteeredFlow, int> flow_refs_;
+  StackCounters ctr_;
+};
+
+}  // namespace ss::net::tcp

@@ -1,0 +1,310 @@
+// core/net/tcp's Stack on the xdp provider's rings over veth, against
+// Linux's TCP in the other namespace: our end in a (its frames through
+// AF_XDP: the steering program's redirect counter moves by at least the
+// segments we took, a's kernel holds no TCP socket), Linux's sockets in b.
+// Both directions of open (our connect to a Linux listener, a Linux
+// connect to our listener), IPv4 and IPv6, data both ways checked byte by
+// byte, orderly close, the flows gone with the last connection. Needs
+// root: without it the binary exits 77 (skipped) and says why.
+#include <gtest/gtest.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/net/tcp/stack.h"
+#include "tests/xdp/ring_rig.h"
+
+namespace {
+
+using ss::net::IpAddr;
+using ss::net::ToKernel;
+using ss::net::tcp::FourTuple;
+using ss::net::tcp::ListenerConfig;
+using ss::net::tcp::Socket;
+using ss::net::tcp::Stack;
+using ss::net::tcp::State;
+using sstest::NetnsPair;
+
+constexpr uint16_t kLinuxPort = 7000, kOurPort = 7001, kOurClientPort = 40000;
+
+// n bytes that tell their offsets apart.
+std::string pattern(size_t n, int seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i++) s[i] = static_cast<char>((i * 131 + i / 4093 + seed) & 0xff);
+  return s;
+}
+
+class TcpRing : public sstest::RingRig {
+ protected:
+  void SetUp() override { start("sstcp", 1024); }
+  ss::net::SegmentInput* make_tcp() override {
+    Stack::Config c;
+    c.steering = steering_.get();
+    c.tx = frames_.get();
+    c.resolver = resolver_.get();
+    EXPECT_EQ(Stack::create(c, &tcp_), 0);
+    return tcp_.get();
+  }
+  void drop_tcp() override { tcp_.reset(); }
+
+  // One turn of what a face's calls and service thread do: the rings
+  // read (TCP segments go to the stack), the timers due fired, then a
+  // wait for frames no longer than the next timer.
+  void pump() {
+    stack_->poll_rx();
+    tcp_->run_timers();
+    const uint64_t due = tcp_->next_due(), now = tcp_->now();
+    const uint64_t wait_us = due <= now ? 0 : std::min<uint64_t>(due - now, 10'000);
+    wait_rings(static_cast<int>((wait_us + 999) / 1000));
+  }
+  // Pumps until done() or kWait.
+  template <typename F>
+  bool pump_until(F done) {
+    const auto end = std::chrono::steady_clock::now() + kWait;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      pump();
+    }
+    return true;
+  }
+  // The next hop's MAC: a kernel datagram to it makes the kernel resolve
+  // it, then NetlinkView learns it.
+  void resolve_neighbour(const char* peer) {
+    const IpAddr ip = IpAddr::parse(peer);
+    const int fd = socket(ip.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_storage ss;
+    const socklen_t len = ip.to_sockaddr(9, 0, &ss);
+    ASSERT_EQ(sendto(fd, "x", 1, 0, reinterpret_cast<sockaddr*>(&ss), len), 1);
+    close(fd);
+    follow_kernel([&] {
+      ss::net::Flow f;
+      f.dst = ip;
+      ss::net::TxPath path;
+      ToKernel why;
+      return resolver_->resolve(f, &path, &why) == 0;
+    });
+  }
+  // Sends all of data on s, pumping while the window is shut.
+  void send_all(Socket* s, const std::string& data) {
+    size_t off = 0;
+    ASSERT_TRUE(pump_until([&] {
+      while (off < data.size()) {
+        const ssize_t n = tcp_->send(
+            s, {reinterpret_cast<const uint8_t*>(data.data()) + off, data.size() - off});
+        if (n == -EAGAIN) return false;
+        EXPECT_GT(n, 0) << strerror(static_cast<int>(-n));
+        if (n <= 0) return true;
+        off += static_cast<size_t>(n);
+      }
+      return true;
+    }));
+    EXPECT_EQ(off, data.size());
+  }
+  // Reads until end of stream (or want bytes, when want is not npos).
+  std::string recv_all(Socket* s, size_t want = std::string::npos) {
+    std::string got;
+    bool eof = false;
+    pump_until([&] {
+      uint8_t buf[16384];
+      for (;;) {
+        const ssize_t n = tcp_->recv(s, buf);
+        if (n == -EAGAIN) return got.size() >= want;
+        if (n <= 0) {
+          eof = true;
+          return true;
+        }
+        got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+        if (got.size() >= want) return true;
+      }
+    });
+    if (want == std::string::npos) {
+      EXPECT_TRUE(eof) << "no end of stream";
+    }
+    return got;
+  }
+  // No TCP socket of a's kernel on `port` (the connection is ours alone).
+  void expect_no_kernel_socket(uint16_t port) {
+    const std::string out = sstest::output("ss -Htan '( sport = :" + std::to_string(port) +
+                                           " or dport = :" + std::to_string(port) + " )'");
+    EXPECT_EQ(out, "") << "a's kernel has a TCP socket on port " << port;
+  }
+
+  // Our client against a Linux echo server in b: `bytes` each way.
+  void client_to_linux(const char* ours, const char* peer, size_t bytes) {
+    const IpAddr peer_ip = IpAddr::parse(peer);
+    const int lfd = ns_->socket_in_b(SOCK_STREAM, peer_ip.family);
+    ASSERT_GE(lfd, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_storage ss;
+    socklen_t len = peer_ip.to_sockaddr(kLinuxPort, 0, &ss);
+    ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&ss), len), 0);
+    ASSERT_EQ(listen(lfd, 4), 0);
+    std::atomic<size_t> echoed{0};
+    std::thread echo([&] {  // Linux's end: echoes until our FIN, then closes
+      const int c = accept(lfd, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[65536];
+      ssize_t n;
+      while ((n = read(c, buf, sizeof buf)) > 0) {
+        if (write(c, buf, static_cast<size_t>(n)) != n) break;
+        echoed += static_cast<size_t>(n);
+      }
+      close(c);
+    });
+    resolve_neighbour(peer);
+    const uint64_t redirected0 = redirected();
+    FourTuple t;
+    t.local = IpAddr::parse(ours);
+    t.remote = peer_ip;
+    t.local_port = kOurClientPort;
+    t.remote_port = kLinuxPort;
+    Socket* s = nullptr;
+    ToKernel why;
+    ss::net::tcp::Config cfg;
+    cfg.rcv_buf = cfg.snd_buf = 262144;
+    ASSERT_EQ(tcp_->connect(t, cfg, &s, &why), 0);
+    EXPECT_TRUE(pump_until([&] { return tcp_->state(s) != State::kSynSent; }));
+    ASSERT_EQ(tcp_->state(s), State::kEstablished);
+    expect_no_kernel_socket(kOurClientPort);
+    const std::string out = pattern(bytes, 1);
+    std::string back;
+    size_t off = 0;
+    // Send and read at once: the echo's window closes otherwise.
+    EXPECT_TRUE(pump_until([&] {
+      while (off < out.size()) {
+        const ssize_t n = tcp_->send(
+            s, {reinterpret_cast<const uint8_t*>(out.data()) + off, out.size() - off});
+        if (n <= 0) break;
+        off += static_cast<size_t>(n);
+      }
+      uint8_t buf[16384];
+      ssize_t n;
+      while ((n = tcp_->recv(s, buf)) > 0) back.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+      return back.size() >= out.size();
+    }));
+    EXPECT_TRUE(back == out) << "echoed " << back.size() << " of " << out.size() << " bytes";
+    EXPECT_EQ(tcp_->shutdown_write(s), 0);
+    EXPECT_EQ(recv_all(s), "");  // Linux's FIN after ours
+    echo.join();
+    EXPECT_EQ(echoed.load(), bytes);
+    const ss::net::tcp::Counters c = tcp_->connection_counters(s);
+    EXPECT_GE(redirected() - redirected0, c.segs_in) << "segments that did not come through the rings";
+    EXPECT_GT(c.segs_in, bytes / 65536);
+    tcp_->close(s);
+    // TIME-WAIT is ours (we closed first): the connection stays until it
+    // ends, so the flow does too.
+    EXPECT_EQ(tcp_->connections(), 1u);
+    close(lfd);
+  }
+
+  std::unique_ptr<Stack> tcp_;
+};
+
+TEST_F(TcpRing, OurClientTalksToLinuxOverIpv4) {
+  client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 1 << 20);
+}
+
+TEST_F(TcpRing, OurClientTalksToLinuxOverIpv6) {
+  client_to_linux(NetnsPair::kIp6A, NetnsPair::kIp6B, 256 << 10);
+}
+
+// A Linux client connects to our listener, sends, we echo, it closes; the
+// listener counts the handshake; after both closes nothing is left of the
+// connection but our side's end: Linux closed first, so we pass through
+// LAST-ACK and the connection and its hold on the flow go.
+TEST_F(TcpRing, LinuxClientTalksToOurListener) {
+  Socket* l = nullptr;
+  ListenerConfig lc;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, lc, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  constexpr size_t kBytes = 300 << 10;
+  const std::string msg = pattern(kBytes, 7);
+  std::string echoed;
+  int client_err = 0;
+  std::atomic<bool> client_done{false};
+  std::thread client([&] {
+    const int fd = ns_->socket_in_b(SOCK_STREAM);
+    const timeval bound{10, 0};  // connect, read and write give up: no hang
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    const sockaddr_in to = sstest::inet(NetnsPair::kIpA, kOurPort);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+      client_err = errno;
+      close(fd);
+      client_done = true;
+      return;
+    }
+    std::thread writer([&] {
+      size_t off = 0;
+      while (off < msg.size()) {
+        const ssize_t n = write(fd, msg.data() + off, msg.size() - off);
+        if (n <= 0) break;
+        off += static_cast<size_t>(n);
+      }
+      shutdown(fd, SHUT_WR);
+    });
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) echoed.append(buf, static_cast<size_t>(n));
+    writer.join();
+    close(fd);
+    client_done = true;
+  });
+  Socket* c = nullptr;
+  FourTuple peer;
+  EXPECT_TRUE(pump_until([&] { return tcp_->accept(l, &c, &peer) == 0; }));
+  if (!c) {
+    const auto st = tcp_->counters();
+    const auto lc = tcp_->listener_counters(l);
+    ADD_FAILURE() << "no connection: segments_in " << st.segments_in << ", no_socket "
+                  << st.no_socket << ", bad_checksum " << st.bad_checksum << ", frames_out "
+                  << st.frames_out << ", path_lost " << st.path_lost << "; syns " << lc.syns
+                  << ", handshakes " << lc.handshakes << ", failed " << lc.failed_handshakes;
+    client.join();
+    return;
+  }
+  EXPECT_EQ(peer.remote, IpAddr::parse(NetnsPair::kIpB));
+  EXPECT_EQ(peer.local_port, kOurPort);
+  // Echo until Linux's FIN, then ours.
+  std::string got;
+  size_t sent = 0;
+  bool eof = false;
+  EXPECT_TRUE(pump_until([&] {
+    uint8_t buf[16384];
+    ssize_t n;
+    while ((n = tcp_->recv(c, buf)) > 0) got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+    if (n == 0) eof = true;
+    while (sent < got.size()) {
+      const ssize_t m = tcp_->send(
+          c, {reinterpret_cast<const uint8_t*>(got.data()) + sent, got.size() - sent});
+      if (m <= 0) break;
+      sent += static_cast<size_t>(m);
+    }
+    return eof && sent == got.size();
+  }));
+  tcp_->close(c);
+  // What is still queued goes out as Linux's ACKs come in.
+  EXPECT_TRUE(pump_until([&] { return client_done.load(); }));
+  client.join();
+  EXPECT_EQ(client_err, 0) << strerror(client_err);
+  EXPECT_TRUE(got == msg) << "received " << got.size() << " of " << msg.size();
+  EXPECT_TRUE(echoed == msg) << "echoed " << echoed.size() << " of " << msg.size();
+  EXPECT_EQ(tcp_->listener_counters(l).handshakes, 1u);
+  EXPECT_TRUE(pump_until([&] { return tcp_->connections() == 0; })) << "LAST-ACK never ended";
+  expect_no_kernel_socket(kOurPort);
+  tcp_->close(l);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return sstest::netns_test_main(argc, argv, "tcp_ring_tests", "sstcp");
+}
