@@ -144,6 +144,10 @@ constexpr Setting kRows[] = {
      .def = 0, .max = 1, .help = "socketXtreme mode (the Extra API's ring polling)"},
     {.id = int(Id::kHandleSigintr), .name = "handle_sigintr", .env = {"VMA_HANDLE_SIGINTR"},
      .def = 0, .max = 1, .help = "intercept SIGINT handlers"},
+    {.id = int(Id::kTcpOffload), .name = "tcp_offload", .env = {"SLIPSTREAM_VMA_TCP"},
+     .def = 0, .max = 1,
+     .help = "TCP connections a program opens with connect() on the rings (being built: "
+             "off by default; listen and accept stay the kernel's)"},
 };
 static_assert(config::in_id_order(kRows));
 

@@ -49,6 +49,7 @@ enum class Id : int {
   kTxNonblockedEagains,  // VMA_TX_NONBLOCKED_EAGAINS
   kSocketXtreme,         // VMA_SOCKETXTREME
   kHandleSigintr,        // VMA_HANDLE_SIGINTR
+  kTcpOffload,           // SLIPSTREAM_VMA_TCP: TCP on the rings (being built; off by default)
   kCount
 };
 

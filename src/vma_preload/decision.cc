@@ -42,8 +42,11 @@ Decision decide_socket(int protocol) {
     return {Transport::kOs, protocol == IPPROTO_TCP
                                 ? "libvma.conf rule: use os for tcp_server and tcp_client"
                                 : "libvma.conf rule: use os for udp_receiver and udp_sender"};
-  return {Transport::kVma, protocol == IPPROTO_TCP ? "TCP offload not built yet"
-                                                  : "until bound; then rings where its netdev has them"};
+  if (protocol == IPPROTO_TCP)
+    return {Transport::kVma, settings::get(settings::Id::kTcpOffload)
+                                 ? "until connect; then rings where its route's netdev has them"
+                                 : "TCP offload is off (SLIPSTREAM_VMA_TCP=0)"};
+  return {Transport::kVma, "until bound; then rings where its netdev has them"};
 }
 
 Decision decide_udp_bind(const sockaddr* local, socklen_t len) {

@@ -15,7 +15,7 @@ using settings::Id;
 // on AF_XDP rings, and the log line's prefix options.
 constexpr Id kInert[] = {Id::kLogDetails,  Id::kLogColors,  Id::kRxBufs,
                          Id::kTxBufs,      Id::kRxPollInit, Id::kRxBytesMin,
-                         Id::kProgressEngineInterval, Id::kThreadMode, Id::kMss,
+                         Id::kProgressEngineInterval, Id::kThreadMode,
                          Id::kTxNonblockedEagains};
 
 // Acted on as with 1 only: 0 asks for what this release does not do.

@@ -13,6 +13,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/fork_share.h"
+#include "vma_preload/socket_flags.h"
 #include "vma_preload/start.h"
 #include "vma_preload/stats_file.h"
 
@@ -85,6 +86,7 @@ thread_local const KernelSocket* t_counted = nullptr;
 
 short KernelSocket::look(short events, bool kernel) {
   interpose::BusyScope busy;  // the rings' locks (signal_count.h)
+  if (TcpOffload* t = tcp()) return t->readiness(events);
   short r = late_error.load(std::memory_order_relaxed) ? POLLERR : 0;
   UdpOffload* o = offload();
   const bool counted = t_counted == this;
@@ -109,6 +111,7 @@ short KernelSocket::readiness_repeat(short events) {
 
 WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
   interpose::BusyScope busy;
+  if (TcpOffload* t = tcp()) return t->wait_target(events, sleep_ms);
   // No bit at all: an edge-triggered epoll member waiting for its next
   // datagram (it sleeps on the wait set too).
   if (UdpOffload* o = offload(); o && ((events & POLLIN) || !events))
@@ -125,14 +128,22 @@ WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
   return t;
 }
 
-void KernelSocket::after_wait(const WaitTarget& armed, bool) {
+void KernelSocket::after_wait(const WaitTarget& armed, bool kicked) {
   if (!armed.tag) return;
   interpose::BusyScope busy;
+  if (TcpOffload* t = tcp()) {
+    t->after_wait(armed, kicked);
+    return;
+  }
   if (UdpOffload* o = offload()) o->after_wait(armed);
 }
 
 bool KernelSocket::change_count(uint64_t* count) {
   interpose::BusyScope busy;
+  if (TcpOffload* t = tcp()) {
+    *count = t->changes();
+    return true;
+  }
   UdpOffload* o = offload();
   if (!o) return false;
   *count = o->arrivals();
@@ -142,7 +153,9 @@ bool KernelSocket::change_count(uint64_t* count) {
 
 bool KernelSocket::kernel_served() {
   if (in_fork_child()) return true;
-  if (offload()) return false;
+  if (offload() || tcp()) return false;
+  if (protocol == IPPROTO_TCP)  // may be offloaded until its connect was tried
+    return !tcp_wanted() || tcp_settled_.load(std::memory_order_acquire);
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return true;
   // Tried and refused (or handed back): the kernel's for good. Settled is
   // set after offload_ is stored, so a try under way reads as "may be".
@@ -184,6 +197,39 @@ void KernelSocket::try_offload() {
   offload_settled_.store(true, std::memory_order_release);
   SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
+}
+
+bool KernelSocket::tcp_wanted() const {
+  return protocol == IPPROTO_TCP && decision().wanted == Transport::kVma &&
+         settings::get(settings::Id::kTcpOffload) != 0;
+}
+
+int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
+  interpose::BusyScope busy;  // the stack's locks
+  if (in_fork_child()) return 1;
+  if (TcpOffload* t = tcp()) return t->connect_result(fd, nonblocking(fd, 0), /*again=*/true);
+  if (!tcp_wanted()) return 1;
+  TcpOffload* opened;
+  {
+    std::lock_guard<std::mutex> lock(offload_mu_);
+    if (tcp_settled_.load(std::memory_order_relaxed)) return 1;  // tried: the kernel's
+    std::unique_ptr<TcpOffload> o;
+    g_making_rings = true;
+    const int rc = TcpOffload::open(fd, family, to, len, &o);
+    g_making_rings = false;
+    if (rc != 0) {
+      tcp_settled_.store(true, std::memory_order_release);
+      if (rc < 0)
+        SS_INFO("connect fd %d: kernel (the rings could not open it: %s)", fd, std::strerror(-rc));
+      return 1;
+    }
+    tcp_owner_ = std::move(o);
+    opened = tcp_owner_.get();
+    tcp_.store(opened, std::memory_order_release);
+    tcp_settled_.store(true, std::memory_order_release);
+    stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+  }
+  return opened->connect_result(fd, nonblocking(fd, 0), /*again=*/false);
 }
 
 void KernelSocket::ask_parent() const {

@@ -1,9 +1,10 @@
 // A socket the VMA preload decided on: the fd table's kVmaKernel object,
 // the program's descriptor being the kernel socket. It holds the decision,
 // the socket's vmastat block and, for a UDP socket decided "vma" once bound
-// on an address a netdev's rings can serve, its offloaded path (offload()),
-// freed with the record when the program closes the socket or its number
-// is reused.
+// on an address a netdev's rings can serve, its offloaded path (offload());
+// for a TCP socket decided "vma" whose connect() the rings took, its
+// connection (tcp()). Both are freed with the record when the program
+// closes the socket or its number is reused.
 #pragma once
 #include <atomic>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "libvmacompat/ring_logic.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
+#include "vma_preload/tcp_offload.h"
 #include "vma_preload/udp_multicast.h"
 #include "vma_preload/udp_offload.h"
 
@@ -67,6 +69,18 @@ struct KernelSocket final : Pollable {
     }
     return interpose::handler_over_busy() ? nullptr : offload_.load(std::memory_order_acquire);
   }
+  // The offloaded TCP connection, or null (as offload(); a fork child's
+  // calls go to the unconnected kernel socket).
+  TcpOffload* tcp() const {
+    return in_fork_child() || interpose::handler_over_busy()
+               ? nullptr
+               : tcp_.load(std::memory_order_acquire);
+  }
+  // connect() of this socket: 1 when the rings do not take it (not TCP,
+  // not decided "vma", TCP offload off, a peer the rings do not reach, a
+  // try that failed: the caller connects the kernel socket); else
+  // connect(2)'s answer, 0 or -errno.
+  int connect_tcp(const sockaddr* to, socklen_t len);
   // As offload(), without a fork child's request: for calls that only
   // report (dump_fd_stats, the ring fds).
   UdpOffload* offload_quiet() const {
@@ -118,7 +132,11 @@ struct KernelSocket final : Pollable {
   int fork_sharers_ = 0;                        // under offload_mu_: fork children lent the port
   mutable std::atomic<bool> fork_asked_{false};  // in a fork child: asked its parent
   void ask_parent() const;
+  bool tcp_wanted() const;  // TCP, decided "vma", SLIPSTREAM_VMA_TCP on
   std::atomic<UdpOffload*> offload_{nullptr};
+  std::unique_ptr<TcpOffload> tcp_owner_;       // under offload_mu_
+  std::atomic<TcpOffload*> tcp_{nullptr};
+  std::atomic<bool> tcp_settled_{false};         // a connect was tried: offloaded or the kernel's
   // Set once a try ended (offloaded or refused) or the socket was handed
   // back: with offload_ null, the kernel's for good (kernel_served, lock-free).
   std::atomic<bool> offload_settled_{false};

@@ -1,8 +1,9 @@
 # libvma.so: the VMA face's preload (LD_PRELOAD=libvma.so, libvma(7)), a
 # module installed under libvma's own name beside libvmacompat. It decides,
 # records and counts every UDP/TCP socket as libvma would, offloads bound
-# UDP sockets on the xdp provider's rings (linked whole, when configure
-# found it) and answers the Extra API.
+# UDP sockets (and, with SLIPSTREAM_VMA_TCP=1, TCP connections it opens)
+# on the xdp provider's rings (linked whole, when configure found it) and
+# answers the Extra API.
 lib_LTLIBRARIES += libvma.la
 libvma_la_SOURCES = \
 	src/vma_preload/banner.h \
@@ -38,6 +39,9 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_offload.h \
 	src/vma_preload/udp_offload.cc \
 	src/vma_preload/udp_offload_wait.cc \
+	src/vma_preload/tcp_offload.h \
+	src/vma_preload/tcp_offload.cc \
+	src/vma_preload/wire_addr.h \
 	src/vma_preload/mux.h \
 	src/vma_preload/rx_extras.h \
 	src/vma_preload/zcopy.h \

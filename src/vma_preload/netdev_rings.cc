@@ -122,12 +122,18 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   cfg.steering = r->steering.get();
   cfg.ifindex = r->ifindex;
   cfg.initial_fill = r->depth.fill;
-  if (const int err = net::UdpStack::create(cfg, &r->stack); err < 0) return err;
   if (const int err = open_view_locked(); err < 0) return err;
   // VMA_MTU: the rings carry nothing larger; the kernel fragments the rest.
   r->resolver = net::make_netlink_resolver(g_view, r->ifindex,
                                            static_cast<uint32_t>(settings::get(settings::Id::kMtu)));
   r->frames = std::make_unique<net::FrameTx>(cfg.rings.front().queue, cfg.rings.front().pool);
+  net::tcp::Stack::Config tc;
+  tc.steering = r->steering.get();
+  tc.tx = r->frames.get();
+  tc.resolver = r->resolver.get();
+  if (const int err = net::tcp::Stack::create(tc, &r->tcp); err < 0) return err;
+  cfg.tcp = r->tcp.get();
+  if (const int err = net::UdpStack::create(cfg, &r->stack); err < 0) return err;
   r->tx = std::make_unique<net::UdpTx>(r->stack.get(), r->resolver.get(), r->frames.get());
   for (const NetdevRings::Queue& q : r->queues) {
     short ev = 0;
@@ -151,6 +157,25 @@ void NetdevRings::poll_fds(std::vector<pollfd>* fds) const {
     const int fd = q.queue->poll_fd(prov::Ring::kRx, &ev);
     if (fd >= 0) fds->push_back({fd, ev, 0});
   }
+}
+
+int NetdevRings::wait_fd() {
+  std::lock_guard<std::mutex> lock(wait_mu);
+  if (wait_fd_ >= 0) return wait_fd_;
+  const int ep = interpose::real().epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return -1;
+  std::vector<pollfd> fds;
+  poll_fds(&fds);
+  for (const pollfd& p : fds) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = p.fd;
+    if (interpose::real().epoll_ctl(ep, EPOLL_CTL_ADD, p.fd, &ev) < 0) {
+      interpose::real().close(ep);
+      return -1;
+    }
+  }
+  return wait_fd_ = ep;
 }
 
 int route_ifindex(const net::IpAddr& dst) {

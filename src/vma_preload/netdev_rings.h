@@ -3,7 +3,8 @@
 // an xdp queue with its own pool on every rx queue (their depth from
 // VMA_RX_WRE and VMA_TX_WRE, ring_depth.h; the pool on hugepages when
 // VMA_MEM_ALLOC_TYPE is 2 and the system has them), the steering program's
-// flow table, a UdpStack over them and its UdpTx. One NetlinkView for the
+// flow table, a UdpStack over them and its UdpTx, the TCP stack beside
+// them (tcp_offload.h). One NetlinkView for the
 // process, kept current by a service thread ("vma-netlink") that runs
 // process_events() when the kernel announces a change.
 #pragma once
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/mem/pool.h"
+#include "core/net/tcp/stack.h"
 #include "core/net/udp_stack.h"
 #include "core/net/udp_tx.h"
 #include "core/prov/ring.h"
@@ -36,8 +38,9 @@ struct NetdevRings {
   std::vector<Queue> queues;
   std::unique_ptr<net::FrameTx> frames;  // the first queue's send path
   std::unique_ptr<prov::FlowSteering> steering;
-  std::unique_ptr<net::UdpStack> stack;
   std::unique_ptr<net::TxResolver> resolver;
+  std::unique_ptr<net::tcp::Stack> tcp;  // takes the TCP segments the UDP stack reads
+  std::unique_ptr<net::UdpStack> stack;
   std::unique_ptr<net::UdpTx> tx;
   // What keeps the rings and the program alive in the kernel (each
   // queue's AF_XDP socket, the program's link, program and maps): a fork
@@ -60,6 +63,11 @@ struct NetdevRings {
 
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
+  // One descriptor for them all (an epoll set, made at first use, kept),
+  // or -1 when it cannot be made (out of descriptors: asked again next time).
+  int wait_fd();
+  std::mutex wait_mu;
+  int wait_fd_ = -1;  // wait_mu
 };
 
 // ifname's rings, made now if needed; null when the netdev cannot have

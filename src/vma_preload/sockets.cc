@@ -1,11 +1,14 @@
 // The socket calls of libvma.so's bookkeeping: socket, bind and close (the
 // decision, the vmastat block, the offloaded path at bind), getsockopt and
 // setsockopt (the Extra API and the SO_VMA_* options; IPPROTO_IP/IPV6
-// options of a recorded socket through udp_multicast.h). The data calls
-// are udp_calls.cc. glibc has no _chk variant of these.
+// options of a recorded socket through udp_multicast.h); getsockname,
+// getpeername, shutdown and SO_ERROR of an offloaded TCP connection. The
+// data calls are udp_calls.cc. glibc has no _chk variant of these.
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <mellanox/vma_extra.h>
@@ -15,6 +18,7 @@
 #include "interpose/dup_share.h"
 #include "interpose/epoll_glue.h"
 #include "interpose/export.h"
+#include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/extra_api.h"
@@ -25,6 +29,68 @@
 
 using ss::interpose::real;
 namespace vp = ss::vma::preload;
+
+namespace {
+
+// fd's record when it holds an offloaded TCP connection (it keeps the
+// connection alive through the call), else null.
+std::shared_ptr<vp::KernelSocket> tcp_record(int fd) {
+  ss::FdTable& t = ss::FdTable::instance();
+  if (t.kind(fd) != ss::FdKind::kVmaKernel) return nullptr;
+  auto s = t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  return s && s->tcp() ? s : nullptr;
+}
+
+// A name into the program's (out, *len) as the kernel gives one: at most
+// *len bytes, *len set to the whole length.
+int give_name(const sockaddr_storage& a, socklen_t alen, sockaddr* out, socklen_t* len) {
+  if (!len || !ss::interpose::program_writable(len, sizeof *len)) {
+    errno = EFAULT;
+    return -1;
+  }
+  if (static_cast<int>(*len) < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  const socklen_t n = std::min(*len, alen);
+  if (n && ss::interpose::copy_to_program(out, &a, n) < 0) {
+    errno = EFAULT;
+    return -1;
+  }
+  *len = alen;
+  return 0;
+}
+
+int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
+  const auto s = tcp_record(fd);
+  if (!s) return peer ? real().getpeername(fd, out, len) : real().getsockname(fd, out, len);
+  return vp::edge_call([&] {
+    sockaddr_storage a;
+    const socklen_t n = s->tcp()->name(peer, &a);
+    return give_name(a, n, out, len);
+  });
+}
+
+}  // namespace
+
+SS_PRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) {
+  return tcp_name(fd, false, addr, len);
+}
+
+SS_PRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) {
+  return tcp_name(fd, true, addr, len);
+}
+
+SS_PRELOAD_EXPORT int shutdown(int fd, int how) {
+  const auto s = tcp_record(fd);
+  if (!s) return real().shutdown(fd, how);
+  return vp::edge_call([&] {
+    const int r = s->tcp()->shutdown(how);
+    if (r == 0) return 0;
+    errno = -r;
+    return -1;
+  });
+}
 
 SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
   vp::start();
@@ -76,6 +142,13 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
   }
   if (level == SOL_SOCKET)
     if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
+  if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int))
+    if (const auto s = tcp_record(fd))
+      return vp::edge_call([&] {
+        *static_cast<int*>(val) = s->tcp()->take_error();
+        *len = sizeof(int);
+        return 0;
+      });
   // An error recvmmsg kept (kernel_socket.h) is the socket's SO_ERROR.
   if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
@@ -97,6 +170,16 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     SS_DEBUG("setsockopt fd %d: SO_VMA_* option %d is not there; the kernel answers it", fd,
              name);
+  if (level == IPPROTO_TCP && name == TCP_NODELAY && val && len >= sizeof(int))
+    if (const auto s = tcp_record(fd)) {
+      const int r = real().setsockopt(fd, level, name, val, len);  // getsockopt reads it back
+      if (r == 0)
+        vp::edge_call([&] {
+          s->tcp()->set_nodelay(*static_cast<const int*>(val) != 0);
+          return 0;
+        });
+      return r;
+    }
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))

@@ -1,6 +1,7 @@
 // The data calls of the VMA preload: recv, recvfrom, recvmsg, recvmmsg,
 // read, readv (and fortify's __recv_chk, __recvfrom_chk, __read_chk),
-// send, sendto, sendmsg, sendmmsg, write, writev and connect. A descriptor without an
+// send, sendto, sendmsg, sendmmsg, write, writev and connect; an offloaded
+// TCP connection's go to its TcpOffload. A descriptor without an
 // offloaded path costs one lock-free fd-table lookup before libc (two for
 // a recorded socket not offloaded). A recorded UDP socket that is not bound
 // yet gets its offloaded path after the call that binds it implicitly (its
@@ -41,27 +42,32 @@ std::shared_ptr<vp::KernelSocket> record(int fd) {
   return t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
 }
 
-// The offloaded path's calls, no exception past them (edge.h).
-// Each inside a BusyScope: a handler that interrupts it and calls the
-// preload is served by the kernel, never by the locks held here.
-ssize_t off_recv(vp::KernelSocket& s, msghdr* m, int flags) noexcept {
+// The offloaded paths' calls, no exception past them (edge.h), each
+// inside a BusyScope: a handler that interrupts it and calls the preload
+// is served by the kernel, never by the locks held here.
+template <class F>
+ssize_t guarded(F&& f) noexcept {
   ss::interpose::BusyScope busy;
   try {
-    return s.offload()->recvmsg(s, m, flags);
+    return f();
   } catch (...) {
     errno = ENOMEM;
     return -1;
   }
 }
 
+ssize_t off_recv(vp::KernelSocket& s, msghdr* m, int flags) noexcept {
+  return guarded([&] { return s.offload()->recvmsg(s, m, flags); });
+}
 ssize_t off_send(vp::KernelSocket& s, const msghdr* m, int flags) noexcept {
-  ss::interpose::BusyScope busy;
-  try {
-    return s.offload()->sendmsg(s, m, flags);
-  } catch (...) {
-    errno = ENOMEM;
-    return -1;
-  }
+  return guarded([&] { return s.offload()->sendmsg(s, m, flags); });
+}
+// An offloaded TCP connection's (tcp_offload.h).
+ssize_t tcp_recv(vp::TcpOffload& t, int fd, msghdr* m, int flags) noexcept {
+  return guarded([&] { return t.recvmsg(fd, m, flags); });
+}
+ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) noexcept {
+  return guarded([&] { return t.sendmsg(fd, m, flags); });
 }
 
 // After a kernel call that may have bound fd (a send, connect).
@@ -118,6 +124,7 @@ ssize_t recv_on(vp::KernelSocket& s, int fd, msghdr* m, int flags) {
 
 ssize_t recv_path(int fd, msghdr* m, int flags) {
   const auto s = record(fd);
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr) return tcp_recv(*t, fd, m, flags);
   if (!s || (!s->offload() && !awaits_offload(*s, fd, flags))) return real().recvmsg(fd, m, flags);
   return recv_on(*s, fd, m, flags);
 }
@@ -147,6 +154,13 @@ bool dummy_path(vp::KernelSocket* s, int fd) {
 
 ssize_t send_path(int fd, const msghdr* m, int flags) {
   const auto s = record(fd);
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
+    if (flags & VMA_SND_FLAGS_DUMMY) {  // UDP only, as libvma
+      errno = EINVAL;
+      return -1;
+    }
+    return tcp_send(*t, fd, m, flags);
+  }
   if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
   bind_before_send(s.get(), fd);
   if (s && s->offload()) return off_send(*s, m, flags);
@@ -165,7 +179,8 @@ SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_pa
 // (KernelSocket::late_error).
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
   const auto s = record(fd);
-  if (!s || !s->offload()) return real().recvmmsg(fd, v, vlen, flags, tmo);
+  vp::TcpOffload* t = s ? s->tcp() : nullptr;
+  if (!s || (!s->offload() && !t)) return real().recvmmsg(fd, v, vlen, flags, tmo);
   if (tmo && !ss::interpose::program_writable(tmo, sizeof *tmo)) {
     errno = EFAULT;  // the kernel reads it first
     return -1;
@@ -177,7 +192,7 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
       errno = EFAULT;
       return ssize_t{-1};
     }
-    return off_recv(*s, m, f);
+    return t ? tcp_recv(*t, fd, m, f) : off_recv(*s, m, f);
   });
   if (late) s->late_error.store(late, std::memory_order_relaxed);
   return r;
@@ -186,6 +201,9 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
   const auto s = record(fd);
   if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr)
+    return ss::interpose::sendmmsg_each(
+        v, vlen, flags, [&](const msghdr* m, int f) { return tcp_send(*t, fd, m, f); });
   if (vlen) bind_before_send(s.get(), fd);
   if (!s || !s->offload()) {
     const int r = real().sendmmsg(fd, v, vlen, flags);
@@ -199,6 +217,14 @@ SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags)
 SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from,
                                    socklen_t* fromlen) {
   const auto s = record(fd);
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
+    iovec iov;
+    msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
+    const ssize_t r = tcp_recv(*t, fd, &m, flags);
+    if (r >= 0 && from && fromlen && ss::interpose::program_writable(fromlen, sizeof *fromlen))
+      *fromlen = 0;  // TCP names no source
+    return r;
+  }
   if (!s || (!s->offload() && !awaits_offload(*s, fd, flags)))
     return real().recvfrom(fd, buf, len, flags, from, fromlen);
   if (from && fromlen && !ss::interpose::program_writable(fromlen, sizeof *fromlen)) {
@@ -218,6 +244,11 @@ SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t len, int flags) {
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
   const auto s = record(fd);
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
+    iovec iov;
+    msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
+    return tcp_recv(*t, fd, &m, 0);
+  }
   if (!s || (!s->offload() && !awaits_offload(*s, fd, 0))) return real().read(fd, buf, len);
   iovec iov;
   msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
@@ -226,6 +257,10 @@ SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
 
 SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
   const auto s = record(fd);
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr; t && n >= 0) {
+    msghdr m = ss::iov_only(iov, n);
+    return tcp_recv(*t, fd, &m, 0);
+  }
   if (!s || n < 0 || (!s->offload() && !awaits_offload(*s, fd, 0))) return real().readv(fd, iov, n);
   msghdr m = ss::iov_only(iov, n);
   return recv_on(*s, fd, &m, 0);
@@ -250,6 +285,11 @@ SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t len, int flags) {
 
 SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
   const auto s = record(fd);
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
+    iovec iov;
+    const msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
+    return tcp_send(*t, fd, &m, 0);
+  }
   if (!s || !s->offload()) return real().write(fd, buf, len);
   iovec iov;
   const msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
@@ -258,15 +298,28 @@ SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
 
 SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
   const auto s = record(fd);
+  if (vp::TcpOffload* t = s ? s->tcp() : nullptr; t && n >= 0) {
+    const msghdr m = ss::iov_only(iov, n);
+    return tcp_send(*t, fd, &m, 0);
+  }
   if (!s || !s->offload() || n < 0) return real().writev(fd, iov, n);
   const msghdr m = ss::iov_only(iov, n);
   return off_send(*s, &m, 0);
 }
 
 SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* to, socklen_t len) {
+  const auto s = record(fd);
+  if (s && s->protocol == IPPROTO_TCP) {  // the rings' connection, or the kernel's
+    int rc = 1;
+    vp::edge_quiet("connect", fd, [&] { rc = s->connect_tcp(to, len); });
+    if (rc <= 0) {
+      if (rc == 0) return 0;
+      errno = -rc;
+      return -1;
+    }
+  }
   const int r = real().connect(fd, to, len);
   if (r < 0) return r;
-  const auto s = record(fd);
   maybe_bound(s.get(), fd);
   if (s && s->offload())
     vp::edge_quiet("connect", fd, [&] {

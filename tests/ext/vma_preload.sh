@@ -90,7 +90,7 @@ check "add_conf_rule(use os udp_receiver *:1234) decided the socket bound to por
 has "$T/api.err" "socket fd $rfd \(AF_INET, udp\): kernel \(libvma.conf rule: use os for udp_receiver and udp_sender\)$"
 check "add_conf_rule changed the next UDP socket's decision" $?
 has "$T/api.err" "socket fd $tfd \(AF_INET, tcp\): kernel \(thread_offload\(0\) for this thread\)$" &&
-  has "$T/api.err" "socket fd $bfd \(AF_INET, tcp\): kernel \(TCP offload not built yet\)$"
+  has "$T/api.err" "socket fd $bfd \(AF_INET, tcp\): kernel \(TCP offload is off \(SLIPSTREAM_VMA_TCP=0\)\)$"
 check "thread_offload(0) then (1) changed this thread's next TCP sockets' decisions" $?
 grep -n 'not provided by this library' "$T/api.err" | grep -c . >"$T/nwarn"
 nwarn=$(cat "$T/nwarn")
@@ -124,10 +124,10 @@ has "$T/b.set" "INFO: stats_fd_num +50 +\[VMA_STATS_FD_NUM\]$"
 check "banner: a setting differing from its default at info" $?
 # Settings read but not acted on: a warning for each the user set (a
 # profile's are not the user's), VMA_FORK=0 named as unsupported.
-VMA_MTU=9000 VMA_MSS=9000 VMA_THREAD_MODE=2 VMA_FORK=0 VMA_TRACELEVEL=warn pre "$PROG" child 2>"$T/inert"
+VMA_MTU=9000 VMA_MSS=9000 VMA_RX_BUFS=1000 VMA_THREAD_MODE=2 VMA_FORK=0 VMA_TRACELEVEL=warn pre "$PROG" child 2>"$T/inert"
 VMA_SPEC=latency VMA_TRACELEVEL=warn pre "$PROG" child 2>"$T/inert.spec"
-has "$T/inert" "WARN: VMA_MSS=9000 is read but not acted on in this release" &&
-  ! grep -q VMA_MTU "$T/inert" &&
+has "$T/inert" "WARN: VMA_RX_BUFS=1000 is read but not acted on in this release" &&
+  ! grep -q 'VMA_MTU\|VMA_MSS' "$T/inert" &&
   has "$T/inert" "WARN: VMA_THREAD_MODE=2 is read but not acted on" &&
   has "$T/inert" "WARN: VMA_FORK=0 is not supported: handled as 1" &&
   [ "$(grep -c 'not acted on\|not supported' "$T/inert")" -le 6 ] &&

@@ -40,7 +40,7 @@ enum class ToKernel : uint8_t {
   kCount
 };
 constexpr size_t kToKernelCount = static_cast<size_t>(ToKernel::kCount);
-const char* to_kernel_name(ToKernel why);
+SS_API const char* to_kernel_name(ToKernel why);
 
 // What a frame to a destination needs.
 struct TxPath {

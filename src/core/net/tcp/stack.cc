@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/kick.h"
 #include "core/net/frame_build.h"
 #include "core/net/ipv4.h"
 #include "core/net/ipv6.h"
@@ -40,6 +41,10 @@ class Socket {
   prov::SteeredFlow flow;       // a listener's
   Connection* conn = nullptr;   // a connection's (Stack::opens_ owns it)
   FourTuple t;
+  Kick waiters;
+  uint64_t changes = 0;
+  bool touched = false;         // in Stack::touched_
+  size_t last_queue = 0;        // a listener's accept queue at the last sweep
 };
 
 // One connection's way out: each segment goes behind its path's Ethernet
@@ -214,10 +219,10 @@ int Stack::connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToK
     return err;
   }
   Connection* conn = c.get();
-  opens_.emplace(conn, Open{t, std::move(c), flow, true});
   auto s = std::make_unique<Socket>();
   s->conn = conn;
   s->t = t;
+  opens_.emplace(conn, Open{t, std::move(c), flow, s.get()});
   *out = s.get();
   sockets_.emplace(s.get(), std::move(s));
   const uint64_t now = clock_();
@@ -234,10 +239,10 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
   if (int err = table_.add(t, c.get()); err < 0) return err;  // cannot be: the listener fed it
   steer_locked(l->flow);  // held already by the listener: only counted
   Connection* conn = c.get();
-  opens_.emplace(conn, Open{t, std::move(c), l->flow, true});
   auto s = std::make_unique<Socket>();
   s->conn = conn;
   s->t = t;
+  opens_.emplace(conn, Open{t, std::move(c), l->flow, s.get()});
   if (peer) *peer = t;
   *out = s.get();
   sockets_.emplace(s.get(), std::move(s));
@@ -247,19 +252,68 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
 ssize_t Stack::send(Socket* s, std::span<const uint8_t> data) {
   std::lock_guard lock(mu_);
   if (!s->conn) return -ENOTCONN;
-  return s->conn->send(data, clock_());
+  const ssize_t n = s->conn->send(data, clock_());
+  s->changes++;
+  return n;
 }
 
 ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek) {
   std::lock_guard lock(mu_);
   if (!s->conn) return -ENOTCONN;
-  return s->conn->recv(out, peek, clock_());
+  const ssize_t n = s->conn->recv(out, peek, clock_());
+  s->changes++;
+  return n;
 }
 
 int Stack::shutdown_write(Socket* s) {
   std::lock_guard lock(mu_);
   if (!s->conn) return -ENOTCONN;
-  return s->conn->shutdown_write(clock_());
+  const int r = s->conn->shutdown_write(clock_());
+  s->changes++;
+  s->waiters.wake();  // another thread's poll sees POLLOUT go
+  return r;
+}
+
+void Stack::set_nodelay(Socket* s, bool on) {
+  std::lock_guard lock(mu_);
+  if (s->conn) s->conn->set_nodelay(on, clock_());
+}
+
+FourTuple Stack::tuple(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->t;
+}
+
+int Stack::join_waiters(Socket* s) {
+  std::lock_guard lock(mu_);
+  const int err = s->waiters.join();
+  return err < 0 ? err : s->waiters.fd();
+}
+
+void Stack::leave_waiters(Socket* s, bool woken) {
+  std::lock_guard lock(mu_);
+  s->waiters.leave(woken);
+}
+
+uint64_t Stack::changes(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->changes;
+}
+
+void Stack::touch_locked(Connection* c) {
+  Open* o = open_of(c);
+  if (!o || !o->handle || o->handle->touched) return;
+  o->handle->touched = true;
+  touched_.push_back(o->handle);
+}
+
+void Stack::wake_touched_locked() {
+  for (Socket* s : touched_) {
+    s->touched = false;
+    s->changes++;
+    s->waiters.wake();
+  }
+  touched_.clear();
 }
 
 void Stack::close(Socket* s, bool abort) {
@@ -270,14 +324,17 @@ void Stack::close(Socket* s, bool abort) {
     table_.unlisten(s->t.local, s->t.local_port);
     unsteer_locked(s->flow);
   } else if (Open* o = open_of(s->conn)) {
-    o->handle = false;
+    o->handle = nullptr;
     if (abort)
       s->conn->abort(clock_());
     else
       s->conn->close(clock_());
   }
+  if (s->touched) std::erase(touched_, s);
+  s->waiters.wake();  // a sleeper in another thread looks again (and finds EBADF)
   sockets_.erase(it);
   sweep_locked();
+  wake_touched_locked();
 }
 
 short Stack::events(Socket* s) {
@@ -326,6 +383,7 @@ void Stack::input(std::vector<RxSegment>& segs) {
   const uint64_t now = clock_();
   for (RxSegment& seg : segs) segment_locked(seg, now);
   sweep_locked();
+  wake_touched_locked();
 }
 
 void Stack::segment_locked(RxSegment& seg, uint64_t now) {
@@ -360,10 +418,12 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
   switch (table_.route(t, h, o, &conn, &listener)) {
     case Table::Route::kConnection:
       conn->input(h, o, std::move(payload), now);
+      touch_locked(conn);
       return;
     case Table::Route::kReuse:
       if (Open* op = open_of(conn); op && op->handle) {  // still the program's: not reused
         conn->input(h, o, std::move(payload), now);
+        touch_locked(conn);
         return;
       }
       ctr_.time_wait_reused++;
@@ -392,13 +452,23 @@ void Stack::run_timers() {
   while (Timer* t = timers_.pop_due(now)) {
     auto* ct = static_cast<ConnectionTimer*>(t);
     ct->conn->on_timer(ct, now);
+    touch_locked(ct->conn);
   }
   sweep_locked();
+  wake_touched_locked();
 }
 
 void Stack::sweep_locked() {
-  for (auto& [s, sock] : sockets_)
-    if (sock->listener) sock->listener->settle();
+  for (auto& [s, sock] : sockets_) {
+    if (!sock->listener) continue;
+    sock->listener->settle();
+    const size_t queued = sock->listener->accept_queue();
+    if (queued != sock->last_queue && !sock->touched) {  // a connection to accept, or one fewer
+      sock->touched = true;
+      touched_.push_back(sock.get());
+    }
+    sock->last_queue = queued;
+  }
   for (auto it = opens_.begin(); it != opens_.end();) {
     Open& o = it->second;
     if (o.handle || !o.conn->done()) {

@@ -17,6 +17,9 @@
 // a test's own clock may stand in): run_timers() fires what is due,
 // next_due() says when to come back. There is no tick.
 //
+// Exports (SS_API): what libvma.so calls; the rest is for core's tests
+// until a face calls it (tests/ext/abi.sh).
+//
 // Locking: one mutex over all of it. The rings' reader must not hold its
 // own lock when it hands segments over (UdpStack::Spill), and no call here
 // is made with this stack's lock held from outside.
@@ -68,11 +71,11 @@ class Stack final : public SegmentInput {
   };
   // -EINVAL without steering, tx or resolver.
   SS_API static int create(const Config& cfg, std::unique_ptr<Stack>* out);
-  SS_API ~Stack() override;
+  ~Stack() override;
 
   // Listens on ip:port (ip all zero: every address of its family):
   // -EADDRINUSE, or the steering's -errno.
-  SS_API int listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out);
+  int listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out);
   // Opens t (local: a concrete address and port, the caller's to have
   // reserved) and sends the SYN: 0; 1 with *why when the rings cannot
   // carry the path (the caller uses the kernel); -EADDRINUSE for a tuple
@@ -81,7 +84,7 @@ class Stack final : public SegmentInput {
   SS_API int connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToKernel* why);
   // The oldest completed handshake of listener l: 0 and *out (and *peer),
   // -EAGAIN when none, -EINVAL when l is not a listener.
-  SS_API int accept(Socket* l, Socket** out, FourTuple* peer);
+  int accept(Socket* l, Socket** out, FourTuple* peer);
   // As Connection's calls: bytes, or -errno (-EAGAIN: would block).
   SS_API ssize_t send(Socket* s, std::span<const uint8_t> data);
   SS_API ssize_t recv(Socket* s, std::span<uint8_t> out, bool peek = false);
@@ -95,18 +98,31 @@ class Stack final : public SegmentInput {
   SS_API short events(Socket* s);
   SS_API int take_error(Socket* s);  // SO_ERROR
   SS_API State state(Socket* s);
-  SS_API Counters connection_counters(Socket* s);
-  SS_API ListenerCounters listener_counters(Socket* s);
+  Counters connection_counters(Socket* s);
+  ListenerCounters listener_counters(Socket* s);
+  // The handle's addresses: a connection's 4-tuple, a listener's local
+  // address and port.
+  SS_API FourTuple tuple(Socket* s);
+  SS_API void set_nodelay(Socket* s, bool on);
+
+  // A sleep waiting for the handle's events: another thread's input or
+  // timers change them, and wake the handle's waiters. join_waiters: the
+  // kick's eventfd (counted as a waiter until leave_waiters), or -errno.
+  SS_API int join_waiters(Socket* s);
+  SS_API void leave_waiters(Socket* s, bool woken);
+  // A count that moves with every change of the handle's state (edge-
+  // triggered epoll).
+  SS_API uint64_t changes(Socket* s);
 
   // Received segments (from the rings' reader), taken under the lock.
-  SS_API void input(std::vector<RxSegment>& segs) override;
+  void input(std::vector<RxSegment>& segs) override;
   // Fires the timers due now and frees the connections that are done.
   SS_API void run_timers();
   // When run_timers() has work next (the clock's microseconds), UINT64_MAX
   // when nothing is armed.
   SS_API uint64_t next_due() const;
-  SS_API StackCounters counters() const;
-  SS_API size_t connections() const;  // in the table, closing ones included
+  StackCounters counters() const;
+  size_t connections() const;  // in the table, closing ones included
   uint64_t now() const { return clock_(); }
 
  private:
@@ -123,12 +139,15 @@ class Stack final : public SegmentInput {
   // Frees the closed connections that are done (out of the table, flows
   // released) and moves listeners' handshakes along.
   void sweep_locked();
+  // The handle whose state the last call changed, woken at its end.
+  void touch_locked(Connection* c);
+  void wake_touched_locked();
   // Connection* -> its entry.
   struct Open {
     FourTuple t;
     std::unique_ptr<Connection> conn;
     prov::SteeredFlow flow;  // the flow it holds
-    bool handle = true;      // the program's Socket still refers to it
+    Socket* handle = nullptr;  // the program's, until close()
   };
   Open* open_of(Connection* c);
 
@@ -142,6 +161,7 @@ class Stack final : public SegmentInput {
   std::map<Connection*, Open> opens_;      // in the table
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
   std::map<prov::SteeredFlow, int> flow_refs_;
+  std::vector<Socket*> touched_;  // since the last wake
   StackCounters ctr_;
 };
 

@@ -1,0 +1,427 @@
+#include "vma_preload/tcp_offload.h"
+
+#include <net/if.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "core/base/interruptible_poll.h"
+#include "core/base/log.h"
+#include "core/base/service_thread.h"
+#include "interpose/program_memory.h"
+#include "interpose/real.h"
+#include "libvmacompat/settings.h"
+#include "vma_preload/netdev_rings.h"
+#include "vma_preload/socket_flags.h"
+#include "vma_preload/wire_addr.h"
+
+namespace ss::vma::preload {
+namespace {
+
+using interpose::real;
+using net::tcp::State;
+
+// The netdevs whose TCP stacks have had a connection: the service thread
+// reads their rings and fires their timers.
+std::mutex g_mu;
+std::vector<NetdevRings*> g_netdevs;  // g_mu
+
+std::vector<NetdevRings*> tcp_netdevs() {
+  std::lock_guard lock(g_mu);
+  return g_netdevs;
+}
+
+void serve(ServiceThread::Run& run) {
+  std::vector<pollfd> fds;
+  while (!run.stopping()) {
+    const std::vector<NetdevRings*> netdevs = tcp_netdevs();
+    fds.assign(1, pollfd{-1, 0, 0});  // the thread's wake-up
+    uint64_t due = UINT64_MAX, now = 0;
+    for (NetdevRings* r : netdevs) {
+      r->poll_fds(&fds);
+      due = std::min(due, r->tcp->next_due());
+      now = r->tcp->now();
+    }
+    int ms = -1;
+    if (due != UINT64_MAX) ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
+    run.poll(fds, ms);
+    for (NetdevRings* r : netdevs) {
+      r->stack->poll_rx();
+      r->tcp->run_timers();
+    }
+  }
+}
+
+ServiceThread& service() {
+  static ServiceThread* t = new ServiceThread({"vma-tcp", /*child_keeps_users=*/false}, serve);
+  return *t;
+}
+
+// r's TCP stack has a connection: the service thread serves it from now on.
+void serve_netdev(NetdevRings* r) {
+  bool added = false;
+  {
+    std::lock_guard lock(g_mu);
+    if (std::find(g_netdevs.begin(), g_netdevs.end(), r) == g_netdevs.end()) {
+      g_netdevs.push_back(r);
+      added = true;
+    }
+  }
+  // One hold per netdev, for the process's life: its connections outlive
+  // their descriptors (FIN, TIME-WAIT).
+  if (added && service().hold() < 0)
+    SS_WARN("%s: no vma-tcp thread; TCP connections move only while the program calls",
+            r->ifname.c_str());
+  service().wake();  // a new timer
+}
+
+int sock_int(int fd, int level, int name) {
+  int v = 0;
+  socklen_t len = sizeof v;
+  return real().getsockopt(fd, level, name, &v, &len) == 0 ? v : -1;
+}
+
+int snd_timeout_ms(int fd) {
+  timeval tv{};
+  socklen_t len = sizeof tv;
+  if (real().getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) < 0) return -1;
+  if (tv.tv_sec == 0 && tv.tv_usec == 0) return -1;
+  return static_cast<int>(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+}
+
+size_t iov_total(const msghdr* m) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->msg_iovlen; i++) n += m->msg_iov[i].iov_len;
+  return n;
+}
+
+}  // namespace
+
+int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len,
+                     std::unique_ptr<TcpOffload>* out) {
+  const net::UdpAddr peer = wire_addr(to, len);
+  if (peer.ip.empty()) return 1;  // AF_UNSPEC and the like: the kernel's answer
+  if (family == AF_INET6 && peer.ip.family == AF_INET) return 1;  // IPv4-mapped: kernel
+  if (peer.ip.family != family) return 1;
+  const int ifindex = route_ifindex(peer.ip);
+  char ifname[IF_NAMESIZE];
+  if (ifindex <= 0 || !if_indextoname(static_cast<unsigned>(ifindex), ifname)) return 1;
+  NetdevRings* r = netdev_rings(ifname);
+  if (!r || !r->tcp) return 1;
+  // The path now: a same-host peer, another device or a next hop not
+  // resolved yet stays the kernel's (its connect resolves the next hop).
+  net::Flow flow;
+  flow.dst = peer.ip;
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) < 0) return -errno;
+  net::UdpAddr local = wire_addr(reinterpret_cast<sockaddr*>(&bound), blen);
+  if (!local.ip.empty() && !is_any(local.ip)) flow.src = local.ip;
+  net::TxPath path;
+  net::ToKernel why;
+  if (const int rc = r->resolver->resolve(flow, &path, &why); rc != 0) {
+    if (rc > 0)
+      SS_DEBUG("connect fd %d: kernel (%s)", fd, net::to_kernel_name(why));
+    return rc > 0 ? 1 : rc;
+  }
+  // The port: the program's bind, else one the kernel gives for the
+  // route's source address. Held by the kernel socket, unconnected.
+  if (local.port == 0) {
+    sockaddr_storage src{};
+    const socklen_t slen = path.src.to_sockaddr(0, 0, &src);
+    if (real().bind(fd, reinterpret_cast<sockaddr*>(&src), slen) < 0) return -errno;
+    blen = sizeof bound;
+    if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) < 0) return -errno;
+    local = wire_addr(reinterpret_cast<sockaddr*>(&bound), blen);
+  }
+  net::tcp::FourTuple t;
+  t.local = is_any(local.ip) ? path.src : local.ip;
+  t.local_port = local.port;
+  t.remote = peer.ip;
+  t.remote_port = peer.port;
+  net::tcp::Config cfg;
+  // The kernel socket's buffers (what setsockopt set before connect, or
+  // the system's defaults) bound the windows; TCP_NODELAY as set.
+  if (const int rb = sock_int(fd, SOL_SOCKET, SO_RCVBUF); rb > 0)
+    cfg.rcv_buf = static_cast<uint32_t>(rb);
+  if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
+    cfg.snd_buf = static_cast<uint32_t>(sb);
+  cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0;
+  if (const int64_t mss = settings::get(settings::Id::kMss); mss > 0)
+    cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
+  net::tcp::Socket* s = nullptr;
+  const int rc = r->tcp->connect(t, cfg, &s, &why);
+  if (rc > 0) return 1;
+  if (rc < 0) return rc;
+  out->reset(new TcpOffload(r, s, family));
+  serve_netdev(r);
+  SS_DEBUG("connect fd %d: offloaded on %s, local port %u", fd, r->ifname.c_str(), t.local_port);
+  return 0;
+}
+
+TcpOffload::~TcpOffload() { rings_->tcp->close(sock_); }
+
+void TcpOffload::progress() {
+  rings_->stack->poll_rx();
+  rings_->tcp->run_timers();
+}
+
+int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
+  using clock = std::chrono::steady_clock;
+  const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout_ms);
+  net::tcp::Stack& st = *rings_->tcp;
+  std::vector<pollfd> fds;
+  for (;;) {
+    progress();
+    if (st.events(sock_) & (events | POLLERR | POLLHUP)) return 0;
+    fds.clear();
+    rings_->poll_fds(&fds);
+    const int kick = st.join_waiters(sock_);
+    if (kick >= 0) fds.push_back({kick, POLLIN, 0});
+    // Joined before this look: a change from now on kicks us.
+    if (st.events(sock_) & (events | POLLERR | POLLHUP)) {
+      if (kick >= 0) st.leave_waiters(sock_, false);
+      return 0;
+    }
+    int ms = -1;
+    if (timeout_ms >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now());
+      ms = left.count() > 0 ? static_cast<int>(left.count()) : 0;
+    }
+    const uint64_t due = st.next_due(), now = st.now();
+    if (due != UINT64_MAX) {
+      const int t = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
+      if (ms < 0 || t < ms) ms = t;
+    }
+    const bool timed_out = timeout_ms >= 0 && clock::now() >= end;
+    const int rc = timed_out ? 0 : interruptible_poll(fds.data(), fds.size(), ms, restartable);
+    if (kick >= 0) st.leave_waiters(sock_, fds.back().revents & POLLIN);
+    if (rc == -EINTR) return -EINTR;
+    if (timed_out) return -EAGAIN;
+  }
+}
+
+int TcpOffload::connect_result(int fd, bool nonblocking, bool again) {
+  net::tcp::Stack& st = *rings_->tcp;
+  progress();
+  State s = st.state(sock_);
+  if (s == State::kSynSent && nonblocking) return again ? -EALREADY : -EINPROGRESS;
+  if (s == State::kSynSent) {
+    (void)fd;
+    if (const int w = wait_for(POLLOUT, -1, false); w < 0) return w;  // EINTR: goes on meanwhile
+    s = st.state(sock_);
+    again = false;
+  }
+  if (s == State::kClosed) {
+    const int err = st.take_error(sock_);
+    return err ? -err : again ? -ECONNABORTED : -ECONNREFUSED;
+  }
+  return again ? -EISCONN : 0;
+}
+
+ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
+  if (!interpose::program_writable(m, sizeof *m) ||
+      !interpose::program_readable(m->msg_iov, m->msg_iovlen * sizeof(iovec))) {
+    errno = EFAULT;
+    return -1;
+  }
+  m->msg_namelen = 0;  // TCP names no source
+  m->msg_controllen = 0;
+  m->msg_flags = 0;
+  const size_t total = iov_total(m);
+  if (total == 0 || read_shut_.load(std::memory_order_relaxed)) return 0;
+  const bool peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek;
+  const bool nb = nonblocking(fd, flags);
+  const int timeout = rcv_timeout_ms(fd);
+  net::tcp::Stack& st = *rings_->tcp;
+  std::vector<uint8_t> peeked;
+  size_t got = 0;
+  for (;;) {
+    ssize_t n;
+    if (peek) {  // one look from the start of the stream, then scattered
+      peeked.resize(total);
+      n = st.recv(sock_, {peeked.data(), total}, true);
+      for (size_t i = 0, at = 0; n > 0 && i < m->msg_iovlen && at < static_cast<size_t>(n); i++) {
+        const size_t c = std::min(m->msg_iov[i].iov_len, static_cast<size_t>(n) - at);
+        if (interpose::copy_to_program(m->msg_iov[i].iov_base, peeked.data() + at, c) < 0) {
+          errno = EFAULT;
+          return -1;
+        }
+        at += c;
+      }
+    } else {
+      n = 0;
+      size_t skip = got;
+      for (size_t i = 0; i < m->msg_iovlen; i++) {
+        const iovec& v = m->msg_iov[i];
+        if (skip >= v.iov_len) {
+          skip -= v.iov_len;
+          continue;
+        }
+        uint8_t* p = static_cast<uint8_t*>(v.iov_base) + skip;
+        const size_t want = v.iov_len - skip;
+        skip = 0;
+        if (!interpose::program_writable(p, want)) {
+          if (got + static_cast<size_t>(n)) return static_cast<ssize_t>(got + static_cast<size_t>(n));
+          errno = EFAULT;
+          return -1;
+        }
+        const ssize_t k = st.recv(sock_, {p, want});
+        if (k < 0 && n == 0) n = k;
+        if (k <= 0) break;
+        n += k;
+        if (static_cast<size_t>(k) < want) break;
+      }
+    }
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      if (!waitall || got >= total) return static_cast<ssize_t>(got);
+      continue;
+    }
+    if (n == 0) return static_cast<ssize_t>(got);  // end of stream
+    if (n != -EAGAIN) {
+      if (got) return static_cast<ssize_t>(got);
+      errno = static_cast<int>(-n);
+      return -1;
+    }
+    if (nb) {
+      if (got) return static_cast<ssize_t>(got);
+      progress();  // the rings may hold the data: one look before EAGAIN
+      if (st.events(sock_) & (POLLIN | POLLERR | POLLHUP)) continue;
+      errno = EAGAIN;
+      return -1;
+    }
+    const int w = wait_for(POLLIN, timeout, timeout < 0);
+    if (w < 0) {
+      if (got) return static_cast<ssize_t>(got);
+      errno = -w;
+      return -1;
+    }
+  }
+}
+
+ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
+  if (!interpose::program_readable(m, sizeof *m) ||
+      !interpose::program_readable(m->msg_iov, m->msg_iovlen * sizeof(iovec))) {
+    errno = EFAULT;
+    return -1;
+  }
+  const bool nb = nonblocking(fd, flags);
+  const int timeout = snd_timeout_ms(fd);
+  net::tcp::Stack& st = *rings_->tcp;
+  size_t sent = 0, i = 0, at = 0;  // iov i, its first byte not sent yet
+  while (i < m->msg_iovlen) {
+    const iovec& v = m->msg_iov[i];
+    if (at >= v.iov_len) {
+      i++;
+      at = 0;
+      continue;
+    }
+    const auto* p = static_cast<const uint8_t*>(v.iov_base) + at;
+    const size_t want = v.iov_len - at;
+    if (!interpose::program_readable(p, want)) {
+      if (sent) return static_cast<ssize_t>(sent);
+      errno = EFAULT;
+      return -1;
+    }
+    const ssize_t n = st.send(sock_, {p, want});
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      at += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == -EAGAIN) {
+      if (nb) break;
+      const int w = wait_for(POLLOUT, timeout, timeout < 0);
+      if (w < 0) {
+        if (sent) return static_cast<ssize_t>(sent);
+        errno = -w;
+        return -1;
+      }
+      continue;
+    }
+    if (sent) return static_cast<ssize_t>(sent);
+    if (n == -EPIPE && !(flags & MSG_NOSIGNAL)) raise(SIGPIPE);
+    errno = static_cast<int>(-n);
+    return -1;
+  }
+  if (sent == 0 && iov_total(m) > 0) {
+    errno = EAGAIN;
+    return -1;
+  }
+  return static_cast<ssize_t>(sent);
+}
+
+int TcpOffload::shutdown(int how) {
+  if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
+  const State s = rings_->tcp->state(sock_);
+  if (s == State::kClosed || s == State::kSynSent) return -ENOTCONN;
+  if (how != SHUT_WR) read_shut_.store(true, std::memory_order_relaxed);
+  if (how != SHUT_RD) {
+    const int r = rings_->tcp->shutdown_write(sock_);
+    if (r < 0) return r;
+  }
+  service().wake();  // the FIN's timer
+  return 0;
+}
+
+socklen_t TcpOffload::name(bool peer, sockaddr_storage* out) {
+  const net::tcp::FourTuple t = rings_->tcp->tuple(sock_);
+  return program_addr(peer ? net::UdpAddr{t.remote, t.remote_port}
+                           : net::UdpAddr{t.local, t.local_port},
+                      family_, out);
+}
+
+int TcpOffload::take_error() { return rings_->tcp->take_error(sock_); }
+
+void TcpOffload::set_nodelay(bool on) { rings_->tcp->set_nodelay(sock_, on); }
+
+short TcpOffload::readiness(short events) {
+  progress();
+  short ev = rings_->tcp->events(sock_);
+  if (read_shut_.load(std::memory_order_relaxed)) ev |= POLLIN | POLLRDHUP;
+  return static_cast<short>(ev & (events | POLLERR | POLLHUP));
+}
+
+WaitTarget TcpOffload::wait_target(short events, int* sleep_ms) {
+  net::tcp::Stack& st = *rings_->tcp;
+  if (readiness(events)) return WaitTarget{};  // kReady
+  const uint64_t due = st.next_due(), now = st.now();
+  if (due != UINT64_MAX) {
+    const int ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
+    if (*sleep_ms < 0 || ms < *sleep_ms) *sleep_ms = ms;
+  }
+  WaitTarget t;
+  t.fd = rings_->wait_fd();
+  if (t.fd < 0) {  // no wait set (out of descriptors): looked at every 10 ms
+    if (*sleep_ms < 0 || *sleep_ms > 10) *sleep_ms = 10;
+    return WaitTarget{WaitTarget::kTimeOnly};
+  }
+  t.events = POLLIN;
+  if (const int kick = st.join_waiters(sock_); kick >= 0) {
+    // Joined, then looked again: a change from now on kicks the sleep.
+    if (readiness(events)) {
+      st.leave_waiters(sock_, false);
+      return WaitTarget{};
+    }
+    t.kick_fd = kick;
+    t.tag = 1;
+  }
+  return t;
+}
+
+void TcpOffload::after_wait(const WaitTarget& armed, bool kicked) {
+  if (armed.tag) rings_->tcp->leave_waiters(sock_, kicked);
+}
+
+uint64_t TcpOffload::changes() {
+  progress();
+  return rings_->tcp->changes(sock_);
+}
+
+}  // namespace ss::vma::preload

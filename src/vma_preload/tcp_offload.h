@@ -1,0 +1,86 @@
+// A TCP connection the VMA preload opened on the rings: connect() of a
+// socket decided "vma" (with SLIPSTREAM_VMA_TCP=1, while TCP is being
+// built) to a peer routed out of a netdev with rings. The connection is
+// that netdev's TCP stack's (core/net/tcp/stack.h); the kernel socket (the
+// program's descriptor) stays bound to its address and port, unconnected,
+// so no other socket of the host takes them. The program's calls on the
+// descriptor come here: data, shutdown, its names, SO_ERROR, TCP_NODELAY,
+// poll, select and epoll. Same-host peers, other routes and a next hop the
+// kernel has not resolved yet stay with the kernel's connect.
+//
+// Progress: each call reads the rings and fires the timers due; while the
+// program does not call, a service thread ("vma-tcp") does, so ACKs,
+// retransmissions and the peer's data move on. A blocking call sleeps on
+// the netdev's rings, the connection's kick and its next timer.
+//
+// A fork child cannot use the parent's rings: its calls on an inherited
+// offloaded connection go to the unconnected kernel socket and fail as on
+// a dead connection (ENOTCONN, EPIPE).
+#pragma once
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "core/base/pollable.h"
+#include "core/net/tcp/stack.h"
+
+namespace ss::vma::preload {
+
+struct NetdevRings;
+
+class TcpOffload {
+ public:
+  // Opens fd's connection to `to` on the rings and sends the SYN: 0 and
+  // *out; 1 when the rings do not serve this peer (the caller connects the
+  // kernel socket); -errno as connect(2) gives it.
+  static int open(int fd, int family, const sockaddr* to, socklen_t len,
+                  std::unique_ptr<TcpOffload>* out);
+  // close(): FIN after what is queued (RST with unread data); the stack
+  // finishes the connection.
+  ~TcpOffload();
+  TcpOffload(const TcpOffload&) = delete;
+  TcpOffload& operator=(const TcpOffload&) = delete;
+
+  // connect(2)'s answer once open() sent the SYN (again: to a later
+  // connect on the socket): a blocking socket waits for the handshake (0,
+  // or its errno: ECONNREFUSED, ETIMEDOUT, EINTR); a non-blocking one gets
+  // EINPROGRESS (again: EALREADY while it lasts); again once connected:
+  // EISCONN.
+  int connect_result(int fd, bool nonblocking, bool again);
+  // recvmsg/sendmsg as the kernel answers them on a TCP socket (flags:
+  // MSG_DONTWAIT, MSG_PEEK, MSG_WAITALL, MSG_NOSIGNAL; SO_RCVTIMEO,
+  // SO_SNDTIMEO; SIGPIPE on a closed connection); -1 and errno.
+  ssize_t recvmsg(int fd, msghdr* m, int flags);
+  ssize_t sendmsg(int fd, const msghdr* m, int flags);
+  int shutdown(int how);  // 0 or -errno
+  // getsockname (peer false) or getpeername: the address's length.
+  socklen_t name(bool peer, sockaddr_storage* out);
+  int take_error();  // SO_ERROR
+  void set_nodelay(bool on);
+
+  // KernelSocket's Pollable (poll, select, epoll).
+  short readiness(short events);
+  WaitTarget wait_target(short events, int* sleep_ms);
+  void after_wait(const WaitTarget& armed, bool kicked);
+  uint64_t changes();
+
+ private:
+  TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family)
+      : rings_(r), sock_(s), family_(family) {}
+  // One look at the rings and the timers due.
+  void progress();
+  // Until one of `events` (or an error or hang-up): 0; -EAGAIN when
+  // timeout_ms (>= 0) passed, -EINTR for a handler the kernel would not
+  // restart the call after.
+  int wait_for(short events, int timeout_ms, bool restartable);
+
+  NetdevRings* const rings_;
+  net::tcp::Socket* const sock_;
+  const int family_;
+  std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
+};
+
+}  // namespace ss::vma::preload

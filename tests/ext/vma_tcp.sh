@@ -1,0 +1,110 @@
+#!/bin/bash
+# libvma.so offloading TCP connections a program opens (connect) with
+# SLIPSTREAM_VMA_TCP=1 (docs/status.md, issue 29): namespaces A (the
+# preloaded side) and B (Linux's TCP) joined by veth, made here and
+# removed on exit. Needs root (exit 77 otherwise). The proof that a
+# connection is ours: A's kernel TCP counters (Tcp InSegs and OutSegs,
+# /proc/net/snmp of A) do not move while it runs, and do when the same
+# program runs without the setting (the control, first: it also makes A's
+# kernel resolve B's address, which the rings take from it).
+#  (a) curl downloads 20 MB from Python's http.server in B, IPv4 and IPv6
+#      (non-blocking connect, poll, recv): the file intact.
+#  (b) tests/ext/vma_tcp_client.py: 1 MB sent while another thread reads
+#      the echo, half-close, every byte back; its names as the kernel's.
+#  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits 0.
+# Its minutes: about 15 s of a run.
+#
+# Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
+set -u
+name=vma_tcp.sh
+A=ss-ta-$$ Z=ss-tb-$$
+IP4=10.216.0.1 IP4B=10.216.0.2 IP6=fd00:216::1 IP6B=fd00:216::2
+. "$(dirname "$0")/vma_pair.sh"
+for p in curl python3 iperf3; do
+  command -v $p >/dev/null || skip "$p not found"
+done
+vma_pair "$A" "$Z" ta tb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
+export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
+
+# A's kernel TCP segments, in and out.
+kernel_tcp() {
+  ip netns exec "$A" awk '$1 == "Tcp:" && $2 !~ /^[0-9]+$/ {
+      for (i = 2; i <= NF; i++) { if ($i == "InSegs") a = i; if ($i == "OutSegs") b = i } }
+    $1 == "Tcp:" && $2 ~ /^[0-9]+$/ {print $a + $b}' /proc/net/snmp
+}
+# in_a OFFLOAD CMD...: CMD in A under the preload, TCP offload on (1) or
+# off (0); its output in $T/out and $T/err, A's kernel segments meanwhile
+# in $segs.
+in_a() {
+  local on=$1 before
+  shift
+  before=$(kernel_tcp)
+  ip netns exec "$A" env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP="$on" VMA_TRACELEVEL=debug \
+    timeout 60 "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  segs=$(($(kernel_tcp) - before))
+  return $rc
+}
+# ours LABEL: the last in_a ran offloaded (its connects said so, the
+# kernel saw under 5 segments).
+ours() {
+  local bad=0
+  has "$T/err" "DEBUG: connect fd [0-9]+: offloaded on ta" || bad=1
+  [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+  return $bad
+}
+
+# (a) curl, the control first.
+mkdir "$T/www" && head -c 20000000 /dev/urandom >"$T/www/blob" || exit 99
+want=$(sha256sum <"$T/www/blob")
+(cd "$T/www" && exec ip netns exec "$Z" python3 -m http.server --bind :: 8080) >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :8080' | grep -q . && break; sleep 0.1; done
+for fam in 4 6; do
+  url=http://$IP4B:8080/blob
+  [ $fam = 4 ] || url="http://[$IP6B]:8080/blob"
+  rm -f "$T/got"
+  in_a 0 curl -gsS -o "$T/got" "$url"
+  ok=$?
+  [ $ok = 0 ] && [ "$(sha256sum <"$T/got")" = "$want" ] && [ "$segs" -gt 1000 ]
+  check "control, IPv$fam: curl through A's kernel (offload off), $segs segments there" $?
+  rm -f "$T/got"
+  in_a 1 curl -gsS -o "$T/got" "$url"
+  ok=$?
+  bad=0
+  [ $ok = 0 ] || { echo "  curl: $(tail -3 "$T/err")"; bad=1; }
+  [ "$(sha256sum <"$T/got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
+  ours || bad=1
+  check "curl over IPv$fam offloaded: 20 MB intact, A's kernel moved $segs TCP segments" $bad
+done
+
+# (b) the Python client against an echo server in B.
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7000 1 >"$T/echo" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
+in_a 1 python3 "$here/vma_tcp_client.py" "$IP4B" 7000 1000000
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
+has "$T/out" "^echoed 1000000 ok" || bad=1
+has "$T/out" "^names \('$IP4', [0-9]+\) \('$IP4B', 7000\)" || bad=1
+ours || bad=1
+check "Python: 1 MB echoed while sent, half-close, names, offloaded" $bad
+
+# (c) iperf3, each way.
+for dir in "" -R; do
+  ip netns exec "$Z" timeout 60 iperf3 -s -1 -B "$IP4B" -p 5201 >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
+  in_a 1 iperf3 -c "$IP4B" -p 5201 -t 2 $dir
+  ok=$?
+  bad=0
+  [ $ok = 0 ] || { echo "  iperf3: $(tail -3 "$T/out")"; bad=1; }
+  rate=$(grep -E 'receiver$' "$T/out" | grep -oE '[0-9.]+ [MG]bits/sec' | tail -1)
+  [ -n "$rate" ] || bad=1
+  ours || bad=1
+  check "iperf3 -c${dir:+ $dir} offloaded: ${rate:-no rate} (veth, against Linux)" $bad
+done
+
+echo "$name: $fails failure(s)"
+[ $fails = 0 ]
