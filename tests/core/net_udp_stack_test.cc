@@ -217,18 +217,21 @@ class UdpStackTest : public ::testing::Test {
   std::unique_ptr<UdpTx> tx_;
 };
 
-// TCP segments: to the TCP stack when there is one, outside the stack's
-// lock (its input may call back in), the view on the segment; without
-// one, lost to the kernel and counted so.
+// TCP segments: to the TCP stack when there is one, enqueued in ring
+// order under the stack's lock and drained after it (its drain may call
+// back in); without one, lost to the kernel and counted so.
 class TakeSegments : public ss::net::SegmentInput {
  public:
-  void input(std::vector<ss::net::RxSegment>& segs) override {
+  void enqueue(ss::net::RxSegment&& s) override {
+    got.emplace_back(static_cast<const char*>(s.frame.data()), s.frame.size());
+  }
+  void drain() override {
     if (stack) stack->rx_counters();  // takes the lock: a deadlock if still held
-    for (auto& s : segs)
-      got.emplace_back(static_cast<const char*>(s.frame.data()), s.frame.size());
+    drains++;
   }
   UdpStack* stack = nullptr;
   std::vector<std::string> got;
+  int drains = 0;
 };
 
 TEST_F(UdpStackTest, TcpSegmentsGoToTheTcpStack) {
@@ -249,6 +252,7 @@ TEST_F(UdpStackTest, TcpSegmentsGoToTheTcpStack) {
   auto ep = bind("fd00::2", 9000);
   EXPECT_EQ(stack_->poll_rx(), 2);
   ASSERT_EQ(tcp.got.size(), 1u);
+  EXPECT_EQ(tcp.drains, 1);
   EXPECT_EQ(tcp.got[0].substr(8), "a segment") << "the view starts at the segment";
   EXPECT_EQ(stack_->rx_counters().tcp, 1u);
   EXPECT_EQ(stack_->rx_counters().to_kernel_lost, 0u);

@@ -242,6 +242,77 @@ TEST_F(TcpRing, OurClientTalksToLinuxOverIpv6) {
   client_to_linux(NetnsPair::kIp6A, NetnsPair::kIp6B, 256 << 10);
 }
 
+// Linux sends 32 MiB as fast as it can to our client, which reads as it
+// comes: on a path that loses nothing, Linux never sends a segment again
+// (TCP_INFO's retransmits), so nothing was dropped on our side (rings,
+// fill, receive queue, window).
+TEST_F(TcpRing, BulkFromLinuxLosesNothingHere) {
+  const int lfd = ns_->socket_in_b(SOCK_STREAM);
+  ASSERT_GE(lfd, 0);
+  int one = 1;
+  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const sockaddr_in at = sstest::inet(NetnsPair::kIpB, kLinuxPort);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<const sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(listen(lfd, 1), 0);
+  constexpr size_t kBytes = 32 << 20;
+  tcp_info info{};
+  std::atomic<bool> sent{false};
+  std::thread sender([&] {
+    const int c = accept(lfd, nullptr, nullptr);
+    if (c < 0) return;
+    const std::string block = pattern(1 << 16, 3);
+    for (size_t off = 0; off < kBytes;) {
+      const ssize_t n = write(c, block.data(), std::min(block.size(), kBytes - off));
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    shutdown(c, SHUT_WR);
+    char b;
+    while (read(c, &b, 1) > 0) {
+    }
+    socklen_t len = sizeof info;
+    getsockopt(c, IPPROTO_TCP, TCP_INFO, &info, &len);
+    close(c);
+    sent = true;
+  });
+  resolve_neighbour(NetnsPair::kIpB);
+  FourTuple t;
+  t.local = IpAddr::parse(NetnsPair::kIpA);
+  t.remote = IpAddr::parse(NetnsPair::kIpB);
+  t.local_port = kOurClientPort;
+  t.remote_port = kLinuxPort;
+  Socket* s = nullptr;
+  ToKernel why;
+  ASSERT_EQ(tcp_->connect(t, ss::net::tcp::Config{}, &s, &why), 0);
+  size_t got = 0;
+  EXPECT_TRUE(pump_until([&] {
+    uint8_t buf[65536];
+    ssize_t n;
+    while ((n = tcp_->recv(s, buf)) > 0) got += static_cast<size_t>(n);
+    return n == 0;
+  }));
+  tcp_->close(s);
+  EXPECT_TRUE(pump_until([&] { return sent.load(); }));
+  sender.join();
+  close(lfd);
+  EXPECT_EQ(got, kBytes);
+  const ss::net::tcp::Counters c = tcp_->connection_counters(s);
+  uint64_t no_fill = 0, rx_full = 0;
+  for (auto& q : queues_) {
+    no_fill += q.queue->stats().rx_dropped_no_fill;
+    rx_full += q.queue->stats().rx_dropped_rx_full;
+  }
+  const auto rx = stack_->rx_counters();
+  std::printf("32 MiB from Linux: its retransmits %u; here %lu segments in, %lu out of order, "
+              "%lu out of window, %lu refused, %lu dups; rings: %lu no fill, %lu rx full, %lu "
+              "fill dry\n",
+              info.tcpi_total_retrans, (unsigned long)c.segs_in, (unsigned long)c.ooo_segs,
+              (unsigned long)c.out_of_window, (unsigned long)c.ooo_refused,
+              (unsigned long)c.dup_segs, (unsigned long)no_fill, (unsigned long)rx_full,
+              (unsigned long)rx.fill_dry);
+  EXPECT_EQ(info.tcpi_total_retrans, 0u) << "Linux sent segments again: they were lost here";
+}
+
 // 3% of the segments each way lost in b (nft): the data still arrives
 // whole, repaired by our recovery (SACK with Linux, RACK) and Linux's.
 TEST_F(TcpRing, LossBothWaysIsRepaired) {

@@ -342,7 +342,8 @@ void UdpStack::deliver_locked(Buffer&& frame, Spill* out) {
       return;
     }
     rx_.tcp++;
-    out->tcp.push_back(RxSegment{p.fields, std::move(frame)});
+    cfg_.tcp->enqueue(RxSegment{p.fields, std::move(frame)});
+    out->tcp = true;
     return;
   }
   const sa_family_t fam = family_of(p.fields.ip_version);
@@ -453,7 +454,7 @@ int UdpStack::poll_rx(int budget) {
 }
 
 UdpStack::Spill::~Spill() {
-  if (to && !tcp.empty()) to->input(tcp);
+  if (to && tcp) to->drain();
 }
 
 void UdpStack::loop_back(std::span<const uint8_t> bytes) {

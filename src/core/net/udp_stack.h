@@ -13,7 +13,7 @@
 // (rx_to_kernel_lost). The steering program passes such frames before they
 // reach the ring, so the counter stays at zero unless a flow's steering and
 // the parser disagree. TCP segments go to Config::tcp (the TCP stack) when
-// there is one, outside the lock.
+// there is one: enqueued under the lock, drained after it (rx_segment.h).
 //
 // Multicast: an endpoint joins a group (join(), with a source filter); the
 // group's frames to its port are steered while any endpoint is a member
@@ -246,12 +246,12 @@ class UdpStack {
     bool steered = false;
   };
   // What a poll leaves for after the lock: frames to release, and TCP
-  // segments for cfg_.tcp (handed over by the destructor).
+  // segments enqueued on cfg_.tcp (the destructor drains them).
   struct Spill {
     explicit Spill(SegmentInput* to) : to(to) {}
     ~Spill();
     SegmentInput* to;
-    std::vector<RxSegment> tcp;
+    bool tcp = false;
     std::vector<mem::Buffer> drop;
   };
   explicit UdpStack(const Config& cfg) : cfg_(cfg) {}

@@ -128,6 +128,10 @@ int Stack::create(const Config& cfg, std::unique_ptr<Stack>* out) {
 
 Stack::~Stack() {
   std::lock_guard lock(mu_);
+  {
+    std::lock_guard in(inbox_mu_);
+    inbox_.clear();
+  }
   for (auto& [flow, refs] : flow_refs_) cfg_.steering->remove(flow);
   sockets_.clear();  // listeners, with their queued connections
   opens_.clear();
@@ -378,10 +382,24 @@ Stack::Open* Stack::open_of(Connection* c) {
   return it == opens_.end() ? nullptr : &it->second;
 }
 
-void Stack::input(std::vector<RxSegment>& segs) {
+void Stack::enqueue(RxSegment&& seg) {
+  std::lock_guard lock(inbox_mu_);
+  inbox_.push_back(std::move(seg));
+}
+
+void Stack::drain() {
   std::lock_guard lock(mu_);
-  const uint64_t now = clock_();
-  for (RxSegment& seg : segs) segment_locked(seg, now);
+  std::vector<RxSegment> segs;
+  for (;;) {
+    {
+      std::lock_guard in(inbox_mu_);
+      segs.swap(inbox_);
+    }
+    if (segs.empty()) break;
+    const uint64_t now = clock_();
+    for (RxSegment& seg : segs) segment_locked(seg, now);
+    segs.clear();  // the frames not kept go back now
+  }
   sweep_locked();
   wake_touched_locked();
 }

@@ -20,8 +20,8 @@
 // Exports (SS_API): what libvma.so calls; the rest is for core's tests
 // until a face calls it (tests/ext/abi.sh).
 //
-// Locking: one mutex over all of it. The rings' reader must not hold its
-// own lock when it hands segments over (UdpStack::Spill), and no call here
+// Locking: one mutex over all of it. The rings' reader enqueues under its
+// own lock (the inbox's lock is a leaf) and drains after it; no call here
 // is made with this stack's lock held from outside.
 #pragma once
 #include <poll.h>
@@ -114,8 +114,10 @@ class Stack final : public SegmentInput {
   // triggered epoll).
   SS_API uint64_t changes(Socket* s);
 
-  // Received segments (from the rings' reader), taken under the lock.
-  void input(std::vector<RxSegment>& segs) override;
+  // Received segments from the rings' reader, in ring order
+  // (rx_segment.h): enqueue keeps one, drain takes them under the lock.
+  void enqueue(RxSegment&& seg) override;
+  void drain() override;
   // Fires the timers due now and frees the connections that are done.
   SS_API void run_timers();
   // When run_timers() has work next (the clock's microseconds), UINT64_MAX
@@ -162,6 +164,8 @@ class Stack final : public SegmentInput {
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<Socket*> touched_;  // since the last wake
+  std::mutex inbox_mu_;           // a leaf: taken under the reader's lock and under mu_
+  std::vector<RxSegment> inbox_;  // inbox_mu_: enqueued, not drained yet
   StackCounters ctr_;
 };
 
