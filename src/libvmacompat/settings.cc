@@ -146,8 +146,8 @@ constexpr Setting kRows[] = {
      .def = 0, .max = 1, .help = "intercept SIGINT handlers"},
     {.id = int(Id::kTcpOffload), .name = "tcp_offload", .env = {"SLIPSTREAM_VMA_TCP"},
      .def = 0, .max = 1,
-     .help = "TCP connections a program opens with connect() on the rings (being built: "
-             "off by default; listen and accept stay the kernel's)"},
+     .help = "TCP connections a program opens or accepts, on the rings (being built: off "
+             "by default)"},
 };
 static_assert(config::in_id_order(kRows));
 

@@ -44,7 +44,7 @@ Decision decide_socket(int protocol) {
                                 : "libvma.conf rule: use os for udp_receiver and udp_sender"};
   if (protocol == IPPROTO_TCP)
     return {Transport::kVma, settings::get(settings::Id::kTcpOffload)
-                                 ? "until connect; then rings where its route's netdev has them"
+                                 ? "until connect or listen; then rings where its netdev has them"
                                  : "TCP offload is off (SLIPSTREAM_VMA_TCP=0)"};
   return {Transport::kVma, "until bound; then rings where its netdev has them"};
 }

@@ -87,6 +87,7 @@ thread_local const KernelSocket* t_counted = nullptr;
 short KernelSocket::look(short events, bool kernel) {
   interpose::BusyScope busy;  // the rings' locks (signal_count.h)
   if (TcpOffload* t = tcp()) return t->readiness(events);
+  if (TcpListen* l = listening()) return l->readiness(fd, events);
   short r = late_error.load(std::memory_order_relaxed) ? POLLERR : 0;
   UdpOffload* o = offload();
   const bool counted = t_counted == this;
@@ -112,6 +113,7 @@ short KernelSocket::readiness_repeat(short events) {
 WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
   interpose::BusyScope busy;
   if (TcpOffload* t = tcp()) return t->wait_target(events, sleep_ms);
+  if (TcpListen* l = listening()) return l->wait_target(fd, events, sleep_ms);
   // No bit at all: an edge-triggered epoll member waiting for its next
   // datagram (it sleeps on the wait set too).
   if (UdpOffload* o = offload(); o && ((events & POLLIN) || !events))
@@ -135,6 +137,10 @@ void KernelSocket::after_wait(const WaitTarget& armed, bool kicked) {
     t->after_wait(armed, kicked);
     return;
   }
+  if (TcpListen* l = listening()) {
+    l->after_wait(armed);
+    return;
+  }
   if (UdpOffload* o = offload()) o->after_wait(armed);
 }
 
@@ -153,7 +159,7 @@ bool KernelSocket::change_count(uint64_t* count) {
 
 bool KernelSocket::kernel_served() {
   if (in_fork_child()) return true;
-  if (offload() || tcp()) return false;
+  if (offload() || tcp() || listening()) return false;
   if (protocol == IPPROTO_TCP)  // may be offloaded until its connect was tried
     return !tcp_wanted() || tcp_settled_.load(std::memory_order_acquire);
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return true;
@@ -230,6 +236,31 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
     stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
   }
   return opened->connect_result(fd, nonblocking(fd, 0), /*again=*/false);
+}
+
+void KernelSocket::listen_tcp(int backlog) {
+  interpose::BusyScope busy;
+  if (in_fork_child() || !tcp_wanted()) return;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  if (tcp_settled_.load(std::memory_order_relaxed)) return;  // listening already, or connected
+  g_making_rings = true;
+  listen_owner_ = TcpListen::open(fd, family, backlog);
+  g_making_rings = false;
+  tcp_settled_.store(true, std::memory_order_release);
+  if (!listen_owner_) {
+    SS_INFO("listen fd %d: kernel (no netdev of its address has rings)", fd);
+    return;
+  }
+  listen_.store(listen_owner_.get(), std::memory_order_release);
+  stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+}
+
+void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  tcp_owner_ = std::move(t);
+  tcp_.store(tcp_owner_.get(), std::memory_order_release);
+  tcp_settled_.store(true, std::memory_order_release);
+  stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
 }
 
 void KernelSocket::ask_parent() const {

@@ -15,6 +15,7 @@
 #include "libvmacompat/ring_logic.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/decision.h"
+#include "vma_preload/tcp_listen.h"
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/udp_multicast.h"
 #include "vma_preload/udp_offload.h"
@@ -81,6 +82,17 @@ struct KernelSocket final : Pollable {
   // try that failed: the caller connects the kernel socket); else
   // connect(2)'s answer, 0 or -errno.
   int connect_tcp(const sockaddr* to, socklen_t len);
+  // After the kernel socket's listen(): listeners on the rings for a TCP
+  // socket decided "vma" (TCP offload on), once. listening(): those, or
+  // null (accept is the kernel's).
+  void listen_tcp(int backlog);
+  TcpListen* listening() const {
+    return in_fork_child() || interpose::handler_over_busy()
+               ? nullptr
+               : listen_.load(std::memory_order_acquire);
+  }
+  // A connection a listener of the rings accepted, for this new socket.
+  void adopt_tcp(std::unique_ptr<TcpOffload> t);
   // As offload(), without a fork child's request: for calls that only
   // report (dump_fd_stats, the ring fds).
   UdpOffload* offload_quiet() const {
@@ -136,7 +148,9 @@ struct KernelSocket final : Pollable {
   std::atomic<UdpOffload*> offload_{nullptr};
   std::unique_ptr<TcpOffload> tcp_owner_;       // under offload_mu_
   std::atomic<TcpOffload*> tcp_{nullptr};
-  std::atomic<bool> tcp_settled_{false};         // a connect was tried: offloaded or the kernel's
+  std::atomic<bool> tcp_settled_{false};         // a connect or listen was tried
+  std::unique_ptr<TcpListen> listen_owner_;      // under offload_mu_
+  std::atomic<TcpListen*> listen_{nullptr};
   // Set once a try ended (offloaded or refused) or the socket was handed
   // back: with offload_ null, the kernel's for good (kernel_served, lock-free).
   std::atomic<bool> offload_settled_{false};

@@ -41,6 +41,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_offload_wait.cc \
 	src/vma_preload/tcp_offload.h \
 	src/vma_preload/tcp_offload.cc \
+	src/vma_preload/tcp_listen.h \
+	src/vma_preload/tcp_listen.cc \
 	src/vma_preload/wire_addr.h \
 	src/vma_preload/mux.h \
 	src/vma_preload/rx_extras.h \

@@ -1,5 +1,6 @@
 #include "vma_preload/netdev_rings.h"
 
+#include <ifaddrs.h>
 #include <net/if.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include "libvmacompat/stats_layout.h"
 #include "vma_preload/fork_share.h"
 #include "vma_preload/start.h"
+#include "vma_preload/wire_addr.h"
 #if SS_VMA_XDP
 #include "core/prov/xdp/xdp_device.h"
 #include "core/prov/xdp/xdp_queue.h"
@@ -176,6 +178,23 @@ int NetdevRings::wait_fd() {
     }
   }
   return wait_fd_ = ep;
+}
+
+std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {
+  std::set<std::string> out;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) < 0) return out;
+  const bool any = is_any(ip) || net::is_multicast(ip);  // a group arrives where it is joined
+  for (const ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    const int fam = i->ifa_addr->sa_family;
+    if (fam != AF_INET && fam != AF_INET6) continue;
+    const net::UdpAddr a = wire_addr(i->ifa_addr, fam == AF_INET ? sizeof(sockaddr_in)
+                                                                 : sizeof(sockaddr_in6));
+    if (any ? (fam == ip.family || (dual && fam == AF_INET)) : a.ip == ip) out.insert(i->ifa_name);
+  }
+  freeifaddrs(list);
+  return out;
 }
 
 int route_ifindex(const net::IpAddr& dst) {

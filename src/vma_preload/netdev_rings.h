@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,12 @@ bool close_rings_in_fork_child();
 
 // The netdev one of whose rings' wake-ups (poll_fds) is fd, else null.
 NetdevRings* netdev_rings_of_ring_fd(int fd);
+
+// The netdevs a socket bound at `ip` can receive through: the one holding
+// the address, or, for a wildcard, every netdev (but loopback) with an
+// address of a family the socket takes (dual: an IPv6 wildcard taking
+// IPv4 too).
+std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual);
 
 // The interface the kernel routes `dst` out of (the process's NetlinkView;
 // a multicast join names none); 0 when there is no answer.

@@ -73,6 +73,27 @@ int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
 
 }  // namespace
 
+// listen: the kernel's first (same-host peers), then the rings'.
+SS_PRELOAD_EXPORT int listen(int fd, int backlog) {
+  const int r = real().listen(fd, backlog);
+  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      vp::edge_quiet("listen", fd, [&] { s->listen_tcp(backlog); });
+  return r;
+}
+
+SS_PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      if (vp::TcpListen* l = s->listening())
+        return vp::edge_call([&] { return l->accept(fd, addr, len, flags); });
+  return real().accept4(fd, addr, len, flags);
+}
+
+SS_PRELOAD_EXPORT int accept(int fd, sockaddr* addr, socklen_t* len) {
+  return accept4(fd, addr, len, 0);
+}
+
 SS_PRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) {
   return tcp_name(fd, false, addr, len);
 }

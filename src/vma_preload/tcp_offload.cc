@@ -27,9 +27,10 @@ using interpose::real;
 using net::tcp::State;
 
 // The netdevs whose TCP stacks have had a connection: the service thread
-// reads their rings and fires their timers.
+// reads their rings and fires their timers. Never freed: the thread runs
+// on through exit, past static destructors (as vma-netlink's view).
 std::mutex g_mu;
-std::vector<NetdevRings*> g_netdevs;  // g_mu
+std::vector<NetdevRings*>& g_netdevs = *new std::vector<NetdevRings*>;  // g_mu
 
 std::vector<NetdevRings*> tcp_netdevs() {
   std::lock_guard lock(g_mu);
@@ -62,8 +63,9 @@ ServiceThread& service() {
   return *t;
 }
 
-// r's TCP stack has a connection: the service thread serves it from now on.
-void serve_netdev(NetdevRings* r) {
+}  // namespace
+
+void tcp_serve_netdev(NetdevRings* r) {
   bool added = false;
   {
     std::lock_guard lock(g_mu);
@@ -79,6 +81,8 @@ void serve_netdev(NetdevRings* r) {
             r->ifname.c_str());
   service().wake();  // a new timer
 }
+
+namespace {
 
 int sock_int(int fd, int level, int name) {
   int v = 0;
@@ -101,6 +105,20 @@ size_t iov_total(const msghdr* m) {
 }
 
 }  // namespace
+
+net::tcp::Config tcp_config_of(int fd) {
+  net::tcp::Config cfg;
+  // The kernel socket's buffers (what setsockopt set, or the system's
+  // defaults) bound the windows; TCP_NODELAY as set.
+  if (const int rb = sock_int(fd, SOL_SOCKET, SO_RCVBUF); rb > 0)
+    cfg.rcv_buf = static_cast<uint32_t>(rb);
+  if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
+    cfg.snd_buf = static_cast<uint32_t>(sb);
+  cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0;
+  if (const int64_t mss = settings::get(settings::Id::kMss); mss > 0)
+    cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
+  return cfg;
+}
 
 int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len,
                      std::unique_ptr<TcpOffload>* out) {
@@ -144,22 +162,13 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len,
   t.local_port = local.port;
   t.remote = peer.ip;
   t.remote_port = peer.port;
-  net::tcp::Config cfg;
-  // The kernel socket's buffers (what setsockopt set before connect, or
-  // the system's defaults) bound the windows; TCP_NODELAY as set.
-  if (const int rb = sock_int(fd, SOL_SOCKET, SO_RCVBUF); rb > 0)
-    cfg.rcv_buf = static_cast<uint32_t>(rb);
-  if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
-    cfg.snd_buf = static_cast<uint32_t>(sb);
-  cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0;
-  if (const int64_t mss = settings::get(settings::Id::kMss); mss > 0)
-    cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
+  const net::tcp::Config cfg = tcp_config_of(fd);
   net::tcp::Socket* s = nullptr;
   const int rc = r->tcp->connect(t, cfg, &s, &why);
   if (rc > 0) return 1;
   if (rc < 0) return rc;
   out->reset(new TcpOffload(r, s, family));
-  serve_netdev(r);
+  tcp_serve_netdev(r);
   SS_DEBUG("connect fd %d: offloaded on %s, local port %u", fd, r->ifname.c_str(), t.local_port);
   return 0;
 }

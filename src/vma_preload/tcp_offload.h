@@ -31,6 +31,13 @@ namespace ss::vma::preload {
 
 struct NetdevRings;
 
+// r's TCP stack has a connection or a listener: the vma-tcp thread reads
+// its rings and fires its timers from now on.
+void tcp_serve_netdev(NetdevRings* r);
+// What fd's options say of its connections: SO_RCVBUF and SO_SNDBUF (the
+// windows), TCP_NODELAY, and VMA_MSS.
+net::tcp::Config tcp_config_of(int fd);
+
 class TcpOffload {
  public:
   // Opens fd's connection to `to` on the rings and sends the SYN: 0 and
@@ -38,6 +45,11 @@ class TcpOffload {
   // kernel socket); -errno as connect(2) gives it.
   static int open(int fd, int family, const sockaddr* to, socklen_t len,
                   std::unique_ptr<TcpOffload>* out);
+  // A connection a listener of r's stack accepted (tcp_listen.h), for a
+  // socket of `family`.
+  static std::unique_ptr<TcpOffload> adopt(NetdevRings* r, net::tcp::Socket* s, int family) {
+    return std::unique_ptr<TcpOffload>(new TcpOffload(r, s, family));
+  }
   // close(): FIN after what is queued (RST with unread data); the stack
   // finishes the connection.
   ~TcpOffload();

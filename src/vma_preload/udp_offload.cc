@@ -34,26 +34,6 @@ namespace {
 using interpose::real;
 namespace vs = vma::settings;
 
-// The netdevs a socket bound at `ip` can receive through: the one holding
-// the address, or, for a wildcard, every netdev (but loopback) with an
-// address of a family the socket takes.
-std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {
-  std::set<std::string> out;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) < 0) return out;
-  const bool any = is_any(ip) || net::is_multicast(ip);  // a group arrives where it is joined
-  for (const ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK)) continue;
-    const int fam = i->ifa_addr->sa_family;
-    if (fam != AF_INET && fam != AF_INET6) continue;
-    const net::UdpAddr a = wire_addr(i->ifa_addr, fam == AF_INET ? sizeof(sockaddr_in)
-                                                                 : sizeof(sockaddr_in6));
-    if (any ? (fam == ip.family || (dual && fam == AF_INET)) : a.ip == ip) out.insert(i->ifa_name);
-  }
-  freeifaddrs(list);
-  return out;
-}
-
 size_t iov_total(const msghdr* m) {
   size_t n = 0;
   for (size_t i = 0; i < m->msg_iovlen; i++) n += m->msg_iov[i].iov_len;

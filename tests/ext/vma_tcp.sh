@@ -1,6 +1,6 @@
 #!/bin/bash
-# libvma.so offloading TCP connections a program opens (connect) with
-# SLIPSTREAM_VMA_TCP=1 (docs/status.md, issue 29): namespaces A (the
+# libvma.so offloading TCP connections a program opens (connect) or
+# accepts (listen) with SLIPSTREAM_VMA_TCP=1 (docs/status.md, issue 29): namespaces A (the
 # preloaded side) and B (Linux's TCP) joined by veth, made here and
 # removed on exit. Needs root (exit 77 otherwise). The proof that a
 # connection is ours: A's kernel TCP counters (Tcp InSegs and OutSegs,
@@ -13,6 +13,9 @@
 #      the echo, half-close, every byte back; its names as the kernel's.
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
 #      0, and the sender sent no segment again (the path loses nothing).
+#  (d) servers in A (listen and accept on the rings): Python's echo
+#      server for a Linux client's 1 MB, Python's http.server for Linux's
+#      curl (20 MB).
 # Its minutes: about 15 s of a run.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
@@ -58,7 +61,7 @@ ours() {
 # (a) curl, the control first.
 mkdir "$T/www" && head -c 20000000 /dev/urandom >"$T/www/blob" || exit 99
 want=$(sha256sum <"$T/www/blob")
-(cd "$T/www" && exec ip netns exec "$Z" python3 -m http.server --bind :: 8080) >/dev/null 2>&1 &
+ip netns exec "$Z" python3 -m http.server --directory "$T/www" --bind :: 8080 >/dev/null 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :8080' | grep -q . && break; sleep 0.1; done
 for fam in 4 6; do
@@ -110,6 +113,43 @@ for dir in "" -R; do
   ours || bad=1
   check "iperf3 -c${dir:+ $dir} offloaded: ${rate:-no rate}, no segment sent again (veth, against Linux)" $bad
 done
+
+# (d) servers in A: Python's echo (accept, recv, sendall) and
+# http.server (its listener in a selector), clients on Linux in B.
+in_a_bg() {  # in_a_bg CMD...: CMD in A under the preload, offload on, in the background
+  seg0=$(kernel_tcp)
+  ip netns exec "$A" env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1 VMA_TRACELEVEL=debug \
+    timeout 60 "$@" >"$T/out" 2>"$T/err" &
+  pids+=($!)
+}
+listening() {  # listening PORT: A's server took port PORT on the rings (its log), or 5 s
+  for _ in $(seq 50); do grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err" && return 0; sleep 0.1; done
+  grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err"
+}
+in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7001 1
+listening 7001
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7001 1000000 >"$T/cl" 2>&1 || bad=1
+wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+segs=$(($(kernel_tcp) - seg0))
+has "$T/cl" "^echoed 1000000 ok" || bad=1
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the rings, A's kernel moved $segs segments" $bad
+
+in_a_bg python3 -m http.server --directory "$T/www" --bind "$IP4" 8081
+listening 8081
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+rm -f "$T/got"
+ip netns exec "$Z" timeout 30 curl -sS -o "$T/got" "http://$IP4:8081/blob" || bad=1
+[ "$(sha256sum <"$T/got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
+segs=$(($(kernel_tcp) - seg0))
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+check "http.server in A: Linux's curl downloads 20 MB intact through the rings, A's kernel moved $segs segments" $bad
+kill "${pids[-1]}" 2>/dev/null
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

@@ -75,7 +75,7 @@ class Stack final : public SegmentInput {
 
   // Listens on ip:port (ip all zero: every address of its family):
   // -EADDRINUSE, or the steering's -errno.
-  int listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out);
+  SS_API int listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out);
   // Opens t (local: a concrete address and port, the caller's to have
   // reserved) and sends the SYN: 0; 1 with *why when the rings cannot
   // carry the path (the caller uses the kernel); -EADDRINUSE for a tuple
@@ -84,7 +84,7 @@ class Stack final : public SegmentInput {
   SS_API int connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToKernel* why);
   // The oldest completed handshake of listener l: 0 and *out (and *peer),
   // -EAGAIN when none, -EINVAL when l is not a listener.
-  int accept(Socket* l, Socket** out, FourTuple* peer);
+  SS_API int accept(Socket* l, Socket** out, FourTuple* peer);
   // As Connection's calls: bytes, or -errno (-EAGAIN: would block).
   SS_API ssize_t send(Socket* s, std::span<const uint8_t> data);
   SS_API ssize_t recv(Socket* s, std::span<uint8_t> out, bool peek = false);

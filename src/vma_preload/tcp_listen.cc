@@ -1,0 +1,272 @@
+#include "vma_preload/tcp_listen.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "core/base/fd_table.h"
+#include "core/base/interruptible_poll.h"
+#include "core/base/log.h"
+#include "interpose/program_memory.h"
+#include "interpose/real.h"
+#include "vma_preload/kernel_socket.h"
+#include "vma_preload/netdev_rings.h"
+#include "vma_preload/socket_flags.h"
+#include "vma_preload/tcp_offload.h"
+#include "vma_preload/wire_addr.h"
+
+namespace ss::vma::preload {
+namespace {
+
+using interpose::real;
+
+constexpr int kMaxBacklog = 4096;  // Linux's somaxconn default
+
+// A peer's address into the program's (addr, *len) as accept(2) gives it.
+int give_peer(const sockaddr_storage& a, socklen_t alen, sockaddr* addr, socklen_t* len) {
+  if (!addr) return 0;
+  if (!len || !interpose::program_writable(len, sizeof *len) || static_cast<int>(*len) < 0)
+    return -EFAULT;
+  const socklen_t n = std::min(*len, alen);
+  if (n && interpose::copy_to_program(addr, &a, n) < 0) return -EFAULT;
+  *len = alen;
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) < 0) return nullptr;
+  const net::UdpAddr local = wire_addr(reinterpret_cast<sockaddr*>(&bound), blen);
+  if (local.ip.empty() || local.port == 0) return nullptr;
+  // An IPv6 wildcard without IPV6_V6ONLY takes IPv4 too: a listener each.
+  std::vector<net::IpAddr> ips{local.ip};
+  bool dual = false;
+  if (family == AF_INET6 && local.ip.family == AF_INET6 && is_any(local.ip)) {
+    int v6only = 0;
+    socklen_t len = sizeof v6only;
+    dual = real().getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
+    if (dual) ips.push_back(net::IpAddr::parse("0.0.0.0"));
+  }
+  net::tcp::ListenerConfig lc;
+  lc.conn = tcp_config_of(fd);
+  lc.backlog = static_cast<size_t>(std::clamp(backlog, 1, kMaxBacklog));
+  std::unique_ptr<TcpListen> l(new TcpListen(family));
+  for (const std::string& dev : netdevs_for(local.ip, dual)) {
+    NetdevRings* r = netdev_rings(dev);
+    if (!r || !r->tcp) continue;
+    for (const net::IpAddr& ip : ips) {
+      net::tcp::Socket* s = nullptr;
+      if (const int err = r->tcp->listen(ip, local.port, lc, &s); err < 0) {
+        SS_WARN("listen fd %d: %s refused port %u (%s); the kernel listens there", fd,
+                dev.c_str(), local.port, std::strerror(-err));
+        continue;
+      }
+      l->legs_.push_back({r, s});
+      tcp_serve_netdev(r);
+    }
+  }
+  if (l->legs_.empty()) return nullptr;
+  SS_DEBUG("listen fd %d (tcp port %u): on %zu listener(s) of the rings", fd, local.port,
+           l->legs_.size());
+  return l;
+}
+
+TcpListen::~TcpListen() {
+  for (const Leg& l : legs_) l.rings->tcp->close(l.sock);
+  if (wait_fd_ >= 0) real().close(wait_fd_);
+}
+
+void TcpListen::progress() {
+  NetdevRings* last = nullptr;
+  for (const Leg& l : legs_) {
+    if (l.rings == last) continue;  // a dual listener's two legs share their rings
+    last = l.rings;
+    l.rings->stack->poll_rx();
+    l.rings->tcp->run_timers();
+  }
+}
+
+int TcpListen::take(int flags, int* out, sockaddr* addr, socklen_t* len) {
+  std::unique_lock lock(mu_);
+  const size_t n = legs_.size();
+  for (size_t k = 0; k < n; k++) {
+    const Leg& l = legs_[(next_leg_ + k) % n];
+    net::tcp::Socket* s = nullptr;
+    net::tcp::FourTuple t;
+    if (l.rings->tcp->accept(l.sock, &s, &t) < 0) continue;
+    next_leg_ = (next_leg_ + k + 1) % n;
+    lock.unlock();
+    // The new descriptor: a kernel socket of the listener's family, never
+    // connected, recorded with the connection.
+    const int nfd = real().socket(family_, SOCK_STREAM | flags, 0);
+    if (nfd < 0) {
+      const int err = errno;
+      l.rings->tcp->close(s, /*abort=*/true);
+      return -err;
+    }
+    drop_stale(nfd);
+    track_socket(nfd, family_, SOCK_STREAM | flags, IPPROTO_TCP);
+    const auto rec = FdTable::instance().get<KernelSocket>(nfd, FdKind::kVmaKernel);
+    if (!rec) {  // beyond the fd table: nothing could serve it
+      l.rings->tcp->close(s, /*abort=*/true);
+      real().close(nfd);
+      return -EMFILE;
+    }
+    rec->adopt_tcp(TcpOffload::adopt(l.rings, s, family_));
+    sockaddr_storage a;
+    const socklen_t alen = program_addr({t.remote, t.remote_port}, family_, &a);
+    if (const int err = give_peer(a, alen, addr, len); err < 0) return err;  // the kernel's order too
+    *out = nfd;
+    return 0;
+  }
+  return -EAGAIN;
+}
+
+int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+    errno = EINVAL;
+    return -1;
+  }
+  using clock = std::chrono::steady_clock;
+  const bool nb = nonblocking(fd, 0);
+  const int timeout = rcv_timeout_ms(fd);  // SO_RCVTIMEO bounds accept too
+  const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout);
+  std::vector<pollfd> fds;
+  for (;;) {
+    progress();
+    int nfd;
+    if (const int r = take(flags, &nfd, addr, len); r != -EAGAIN) {
+      if (r == 0) return nfd;
+      errno = -r;
+      return -1;
+    }
+    pollfd k{fd, POLLIN, 0};
+    if (real().poll(&k, 1, 0) == 1 || nb) return real().accept4(fd, addr, len, flags);
+    // Asleep on the kernel listener, the rings and every leg's kick.
+    fds.assign(1, k);
+    NetdevRings* last = nullptr;
+    uint64_t due = UINT64_MAX, now = 0;
+    for (const Leg& l : legs_) {
+      if (l.rings != last) l.rings->poll_fds(&fds);
+      last = l.rings;
+      due = std::min(due, l.rings->tcp->next_due());
+      now = l.rings->tcp->now();
+    }
+    const size_t first_kick = fds.size();
+    for (const Leg& l : legs_) {
+      const int kick = l.rings->tcp->join_waiters(l.sock);
+      fds.push_back({kick, POLLIN, 0});  // -1 (out of descriptors): poll skips it
+    }
+    int ms = -1;
+    if (timeout >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now());
+      ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
+    }
+    if (due != UINT64_MAX) {
+      const int t = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
+      if (ms < 0 || t < ms) ms = t;
+    }
+    // Joined, then looked again: a connection that came meanwhile kicks.
+    bool ready = false;
+    for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
+    const int rc = ready ? 0 : interruptible_poll(fds.data(), fds.size(), ms, timeout < 0);
+    for (size_t i = 0; i < legs_.size(); i++)
+      if (fds[first_kick + i].fd >= 0)
+        legs_[i].rings->tcp->leave_waiters(legs_[i].sock, fds[first_kick + i].revents & POLLIN);
+    if (rc == -EINTR) {
+      errno = EINTR;
+      return -1;
+    }
+    if (timeout >= 0 && clock::now() >= end) {
+      errno = EAGAIN;
+      return -1;
+    }
+  }
+}
+
+short TcpListen::readiness(int fd, short events) {
+  progress();
+  short ev = 0;
+  for (const Leg& l : legs_) ev |= l.rings->tcp->events(l.sock) & POLLIN;
+  pollfd k{fd, events, 0};
+  if (real().poll(&k, 1, 0) == 1) ev |= k.revents;
+  return static_cast<short>(ev & (events | POLLERR | POLLHUP));
+}
+
+int TcpListen::wait_set(int fd) {
+  if (wait_fd_ >= 0) return wait_fd_;
+  const int ep = real().epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return -1;
+  std::vector<int> members{fd};
+  for (const Leg& l : legs_) members.push_back(l.rings->wait_fd());
+  for (const int m : members) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = m;
+    if (m < 0 || (real().epoll_ctl(ep, EPOLL_CTL_ADD, m, &ev) < 0 && errno != EEXIST)) {
+      real().close(ep);
+      return -1;
+    }
+  }
+  return wait_fd_ = ep;
+}
+
+WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
+  if (!(events & POLLIN) || readiness(fd, events)) return WaitTarget{};
+  std::lock_guard lock(mu_);
+  const int set = wait_set(fd);
+  if (set < 0) {  // out of descriptors: looked at every 10 ms
+    if (*sleep_ms < 0 || *sleep_ms > 10) *sleep_ms = 10;
+    return WaitTarget{WaitTarget::kTimeOnly};
+  }
+  leg_kicks_.resize(legs_.size(), -1);
+  for (size_t i = 0; i < legs_.size(); i++) {
+    // A leg's kick fd, once made, stays: a failed join leaves it -1.
+    const int kick = legs_[i].rings->tcp->join_waiters(legs_[i].sock);
+    leg_kicks_[i] = kick;
+    if (kick < 0 || std::find(wait_kicks_.begin(), wait_kicks_.end(), kick) != wait_kicks_.end())
+      continue;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = kick;
+    if (real().epoll_ctl(set, EPOLL_CTL_ADD, kick, &ev) == 0) wait_kicks_.push_back(kick);
+  }
+  uint64_t due = UINT64_MAX, now = 0;
+  for (const Leg& l : legs_) {
+    due = std::min(due, l.rings->tcp->next_due());
+    now = l.rings->tcp->now();
+  }
+  if (due != UINT64_MAX) {
+    const int ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
+    if (*sleep_ms < 0 || ms < *sleep_ms) *sleep_ms = ms;
+  }
+  WaitTarget t;
+  t.fd = set;
+  t.events = POLLIN;
+  t.tag = 2;  // joined every leg's waiters: after_wait leaves them
+  return t;
+}
+
+void TcpListen::after_wait(const WaitTarget& armed) {
+  if (armed.tag != 2) return;
+  std::vector<int> kicks;
+  {
+    std::lock_guard lock(mu_);
+    kicks = leg_kicks_;
+  }
+  for (size_t i = 0; i < legs_.size(); i++) {
+    if (kicks[i] < 0) continue;  // its join failed: not a waiter
+    pollfd p{kicks[i], POLLIN, 0};
+    legs_[i].rings->tcp->leave_waiters(legs_[i].sock, real().poll(&p, 1, 0) == 1);
+  }
+}
+
+}  // namespace ss::vma::preload

@@ -1,0 +1,64 @@
+// A listening TCP socket's offloaded side (SLIPSTREAM_VMA_TCP=1): after
+// the kernel socket's own listen() (which keeps taking same-host peers),
+// a listener on the TCP stack of each netdev the bound address can arrive
+// through; the steering brings those netdevs' handshakes to the rings.
+// accept() hands out a connection from either: one of the rings' gets a
+// new descriptor, a kernel socket never connected, recorded with the
+// connection (TcpOffload) as connect()'s are.
+#pragma once
+#include <sys/socket.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/base/pollable.h"
+#include "core/net/tcp/stack.h"
+
+namespace ss::vma::preload {
+
+struct NetdevRings;
+
+class TcpListen {
+ public:
+  // Listeners for fd (listening already, bound at its address and port)
+  // on every netdev that can serve the address; null when none could.
+  static std::unique_ptr<TcpListen> open(int fd, int family, int backlog);
+  ~TcpListen();  // the stacks' listeners closed (their queued connections reset)
+  TcpListen(const TcpListen&) = delete;
+  TcpListen& operator=(const TcpListen&) = delete;
+
+  // accept4(2): the new descriptor, *addr the peer's address; -1/errno.
+  // The rings' connections first, then the kernel's; a blocking socket
+  // waits for either.
+  int accept(int fd, sockaddr* addr, socklen_t* len, int flags);
+
+  // KernelSocket's Pollable: POLLIN while a connection waits here or in
+  // the kernel listener.
+  short readiness(int fd, short events);
+  WaitTarget wait_target(int fd, short events, int* sleep_ms);
+  void after_wait(const WaitTarget& armed);
+
+ private:
+  struct Leg {
+    NetdevRings* rings;
+    net::tcp::Socket* sock;
+  };
+  explicit TcpListen(int family) : family_(family) {}
+  // One connection from the rings: 0 and *out, or -EAGAIN.
+  int take(int flags, int* out, sockaddr* addr, socklen_t* len);
+  void progress();
+  // The wait set (made at the first sleep): the kernel socket, every
+  // netdev's rings and every leg's kick. -1 when it cannot be made.
+  int wait_set(int fd);
+
+  const int family_;
+  std::vector<Leg> legs_;
+  size_t next_leg_ = 0;  // mu_: the leg the next take starts at
+  std::mutex mu_;
+  int wait_fd_ = -1;              // mu_
+  std::vector<int> wait_kicks_;   // mu_: the kick fds in the set
+  std::vector<int> leg_kicks_;    // mu_: each leg's kick fd (-1: none made)
+};
+
+}  // namespace ss::vma::preload
