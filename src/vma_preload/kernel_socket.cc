@@ -217,12 +217,19 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
   if (!tcp_wanted()) return 1;
   TcpOffload* opened;
   {
-    std::lock_guard<std::mutex> lock(offload_mu_);
+    std::unique_lock<std::mutex> lock(offload_mu_);
+    if (TcpOffload* t = tcp_.load(std::memory_order_relaxed)) {  // another thread's connect
+      lock.unlock();
+      return t->connect_result(fd, nonblocking(fd, 0), /*again=*/true);
+    }
     if (tcp_settled_.load(std::memory_order_relaxed)) return 1;  // tried: the kernel's
     std::unique_ptr<TcpOffload> o;
     g_making_rings = true;
     const int rc = TcpOffload::open(fd, family, to, len, &o);
     g_making_rings = false;
+    // A tuple the stack still has (TIME-WAIT): the kernel on this port
+    // would have its replies steered to the rings. Linux's answer.
+    if (rc == -EADDRINUSE) return -EADDRNOTAVAIL;
     if (rc != 0) {
       tcp_settled_.store(true, std::memory_order_release);
       if (rc < 0)

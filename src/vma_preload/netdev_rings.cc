@@ -18,6 +18,7 @@
 #include "libvmacompat/stats_layout.h"
 #include "vma_preload/fork_share.h"
 #include "vma_preload/start.h"
+#include "vma_preload/tcp_offload.h"
 #include "vma_preload/wire_addr.h"
 #if SS_VMA_XDP
 #include "core/prov/xdp/xdp_device.h"
@@ -133,6 +134,7 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   tc.steering = r->steering.get();
   tc.tx = r->frames.get();
   tc.resolver = r->resolver.get();
+  tc.on_earlier_due = tcp_wake_service;
   if (const int err = net::tcp::Stack::create(tc, &r->tcp); err < 0) return err;
   cfg.tcp = r->tcp.get();
   if (const int err = net::UdpStack::create(cfg, &r->stack); err < 0) return err;

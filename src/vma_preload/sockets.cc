@@ -66,8 +66,12 @@ int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
   if (!s) return peer ? real().getpeername(fd, out, len) : real().getsockname(fd, out, len);
   return vp::edge_call([&] {
     sockaddr_storage a;
-    const socklen_t n = s->tcp()->name(peer, &a);
-    return give_name(a, n, out, len);
+    const int n = s->tcp()->name(peer, &a);
+    if (n < 0) {
+      errno = -n;
+      return -1;
+    }
+    return give_name(a, static_cast<socklen_t>(n), out, len);
   });
 }
 
@@ -163,6 +167,27 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
   }
   if (level == SOL_SOCKET)
     if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
+  if (level == IPPROTO_TCP && name == TCP_INFO && val && len)
+    if (const auto s = tcp_record(fd))
+      return vp::edge_call([&] {
+        if (!ss::interpose::program_writable(len, sizeof *len)) {
+          errno = EFAULT;
+          return -1;
+        }
+        if (static_cast<int>(*len) < 0) {
+          errno = EINVAL;
+          return -1;
+        }
+        tcp_info info;
+        s->tcp()->info(&info);
+        const socklen_t n = std::min<socklen_t>(*len, sizeof info);
+        if (ss::interpose::copy_to_program(val, &info, n) < 0) {
+          errno = EFAULT;
+          return -1;
+        }
+        *len = n;
+        return 0;
+      });
   if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int))
     if (const auto s = tcp_record(fd))
       return vp::edge_call([&] {

@@ -99,19 +99,20 @@ int TcpListen::take(int flags, int* out, sockaddr* addr, socklen_t* len) {
   const size_t n = legs_.size();
   for (size_t k = 0; k < n; k++) {
     const Leg& l = legs_[(next_leg_ + k) % n];
+    if (!(l.rings->tcp->events(l.sock) & POLLIN)) continue;
+    // The new descriptor first: out of descriptors, the connection stays
+    // queued (as Linux's accept leaves it). A kernel socket of the
+    // listener's family, never connected, recorded with the connection.
+    const int nfd = real().socket(family_, SOCK_STREAM | flags, 0);
+    if (nfd < 0) return -errno;
     net::tcp::Socket* s = nullptr;
     net::tcp::FourTuple t;
-    if (l.rings->tcp->accept(l.sock, &s, &t) < 0) continue;
+    if (l.rings->tcp->accept(l.sock, &s, &t) < 0) {  // another thread took it
+      real().close(nfd);
+      continue;
+    }
     next_leg_ = (next_leg_ + k + 1) % n;
     lock.unlock();
-    // The new descriptor: a kernel socket of the listener's family, never
-    // connected, recorded with the connection.
-    const int nfd = real().socket(family_, SOCK_STREAM | flags, 0);
-    if (nfd < 0) {
-      const int err = errno;
-      l.rings->tcp->close(s, /*abort=*/true);
-      return -err;
-    }
     drop_stale(nfd);
     track_socket(nfd, family_, SOCK_STREAM | flags, IPPROTO_TCP);
     const auto rec = FdTable::instance().get<KernelSocket>(nfd, FdKind::kVmaKernel);
@@ -123,7 +124,10 @@ int TcpListen::take(int flags, int* out, sockaddr* addr, socklen_t* len) {
     rec->adopt_tcp(TcpOffload::adopt(l.rings, s, family_));
     sockaddr_storage a;
     const socklen_t alen = program_addr({t.remote, t.remote_port}, family_, &a);
-    if (const int err = give_peer(a, alen, addr, len); err < 0) return err;  // the kernel's order too
+    if (const int err = give_peer(a, alen, addr, len); err < 0) {
+      close_recorded(nfd);  // the kernel drops the new file too (its connection reset)
+      return err;
+    }
     *out = nfd;
     return 0;
   }
@@ -161,9 +165,11 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       now = l.rings->tcp->now();
     }
     const size_t first_kick = fds.size();
+    bool unkicked = false;
     for (const Leg& l : legs_) {
       const int kick = l.rings->tcp->join_waiters(l.sock);
       fds.push_back({kick, POLLIN, 0});  // -1 (out of descriptors): poll skips it
+      unkicked = unkicked || kick < 0;
     }
     int ms = -1;
     if (timeout >= 0) {
@@ -174,6 +180,7 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       const int t = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
       if (ms < 0 || t < ms) ms = t;
     }
+    if (unkicked && (ms < 0 || ms > 10)) ms = 10;  // a kick missing: look often
     // Joined, then looked again: a connection that came meanwhile kicks.
     bool ready = false;
     for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
@@ -220,25 +227,44 @@ int TcpListen::wait_set(int fd) {
 }
 
 WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
-  if (!(events & POLLIN) || readiness(fd, events)) return WaitTarget{};
+  if (readiness(fd, events)) return WaitTarget{};  // kReady
+  WaitTarget t;
+  t.events = events;
+  if (!(events & POLLIN)) {  // nothing of the rings': the kernel socket says
+    t.fd = fd;
+    return t;
+  }
   std::lock_guard lock(mu_);
   const int set = wait_set(fd);
   if (set < 0) {  // out of descriptors: looked at every 10 ms
     if (*sleep_ms < 0 || *sleep_ms > 10) *sleep_ms = 10;
     return WaitTarget{WaitTarget::kTimeOnly};
   }
-  leg_kicks_.resize(legs_.size(), -1);
+  // The legs this sleep joined, handed back to after_wait through the tag.
+  auto joined = std::make_unique<std::vector<uint8_t>>(legs_.size(), 0);
+  bool unkicked = false;
   for (size_t i = 0; i < legs_.size(); i++) {
-    // A leg's kick fd, once made, stays: a failed join leaves it -1.
     const int kick = legs_[i].rings->tcp->join_waiters(legs_[i].sock);
-    leg_kicks_[i] = kick;
-    if (kick < 0 || std::find(wait_kicks_.begin(), wait_kicks_.end(), kick) != wait_kicks_.end())
+    if (kick < 0) {
+      unkicked = true;
       continue;
+    }
+    (*joined)[i] = 1;
+    if (std::find(wait_kicks_.begin(), wait_kicks_.end(), kick) != wait_kicks_.end()) continue;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = kick;
     if (real().epoll_ctl(set, EPOLL_CTL_ADD, kick, &ev) == 0) wait_kicks_.push_back(kick);
   }
+  // Joined, then looked again: a handshake completed meanwhile kicked nobody.
+  bool ready = false;
+  for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
+  if (ready) {
+    for (size_t i = 0; i < legs_.size(); i++)
+      if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, false);
+    return WaitTarget{};
+  }
+  if (unkicked && (*sleep_ms < 0 || *sleep_ms > 10)) *sleep_ms = 10;
   uint64_t due = UINT64_MAX, now = 0;
   for (const Leg& l : legs_) {
     due = std::min(due, l.rings->tcp->next_due());
@@ -248,24 +274,20 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
     const int ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
     if (*sleep_ms < 0 || ms < *sleep_ms) *sleep_ms = ms;
   }
-  WaitTarget t;
   t.fd = set;
   t.events = POLLIN;
-  t.tag = 2;  // joined every leg's waiters: after_wait leaves them
+  t.tag = reinterpret_cast<uintptr_t>(joined.release());
   return t;
 }
 
 void TcpListen::after_wait(const WaitTarget& armed) {
-  if (armed.tag != 2) return;
-  std::vector<int> kicks;
-  {
-    std::lock_guard lock(mu_);
-    kicks = leg_kicks_;
-  }
+  if (!armed.tag) return;  // the kernel socket's target
+  std::unique_ptr<std::vector<uint8_t>> joined(reinterpret_cast<std::vector<uint8_t>*>(armed.tag));
   for (size_t i = 0; i < legs_.size(); i++) {
-    if (kicks[i] < 0) continue;  // its join failed: not a waiter
-    pollfd p{kicks[i], POLLIN, 0};
-    legs_[i].rings->tcp->leave_waiters(legs_[i].sock, real().poll(&p, 1, 0) == 1);
+    if (!(*joined)[i]) continue;
+    pollfd p{legs_[i].rings->tcp->waiters_fd(legs_[i].sock), POLLIN, 0};
+    const bool kicked = p.fd >= 0 && real().poll(&p, 1, 0) == 1;
+    legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
   }
 }
 

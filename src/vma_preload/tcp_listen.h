@@ -58,7 +58,6 @@ class TcpListen {
   std::mutex mu_;
   int wait_fd_ = -1;              // mu_
   std::vector<int> wait_kicks_;   // mu_: the kick fds in the set
-  std::vector<int> leg_kicks_;    // mu_: each leg's kick fd (-1: none made)
 };
 
 }  // namespace ss::vma::preload

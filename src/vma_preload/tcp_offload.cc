@@ -1,5 +1,6 @@
 #include "vma_preload/tcp_offload.h"
 
+#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -50,6 +52,8 @@ void serve(ServiceThread::Run& run) {
     }
     int ms = -1;
     if (due != UINT64_MAX) ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
+    // A program's call that arms an earlier timer wakes us (on_earlier_due).
+    for (NetdevRings* r : netdevs) r->tcp->watch_due(due);
     run.poll(fds, ms);
     for (NetdevRings* r : netdevs) {
       r->stack->poll_rx();
@@ -64,6 +68,8 @@ ServiceThread& service() {
 }
 
 }  // namespace
+
+void tcp_wake_service() { service().wake(); }
 
 void tcp_serve_netdev(NetdevRings* r) {
   bool added = false;
@@ -163,17 +169,25 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len,
   t.remote = peer.ip;
   t.remote_port = peer.port;
   const net::tcp::Config cfg = tcp_config_of(fd);
+  const int hold = real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (hold < 0) return -errno;
   net::tcp::Socket* s = nullptr;
   const int rc = r->tcp->connect(t, cfg, &s, &why);
+  if (rc != 0) real().close(hold);
   if (rc > 0) return 1;
   if (rc < 0) return rc;
-  out->reset(new TcpOffload(r, s, family));
+  out->reset(new TcpOffload(r, s, family, hold));
   tcp_serve_netdev(r);
   SS_DEBUG("connect fd %d: offloaded on %s, local port %u", fd, r->ifname.c_str(), t.local_port);
   return 0;
 }
 
-TcpOffload::~TcpOffload() { rings_->tcp->close(sock_); }
+TcpOffload::~TcpOffload() {
+  const int hold = hold_fd_;
+  std::function<void()> freed;
+  if (hold >= 0) freed = [hold] { real().close(hold); };
+  rings_->tcp->close(sock_, false, std::move(freed));
+}
 
 void TcpOffload::progress() {
   rings_->stack->poll_rx();
@@ -185,15 +199,16 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
   const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout_ms);
   net::tcp::Stack& st = *rings_->tcp;
   std::vector<pollfd> fds;
+  const auto shut = [&] { return (events & POLLIN) && read_shut_.load(std::memory_order_relaxed); };
   for (;;) {
     progress();
-    if (st.events(sock_) & (events | POLLERR | POLLHUP)) return 0;
+    if (shut() || (st.events(sock_) & (events | POLLERR | POLLHUP))) return 0;
     fds.clear();
     rings_->poll_fds(&fds);
     const int kick = st.join_waiters(sock_);
     if (kick >= 0) fds.push_back({kick, POLLIN, 0});
     // Joined before this look: a change from now on kicks us.
-    if (st.events(sock_) & (events | POLLERR | POLLHUP)) {
+    if (shut() || (st.events(sock_) & (events | POLLERR | POLLHUP))) {
       if (kick >= 0) st.leave_waiters(sock_, false);
       return 0;
     }
@@ -207,6 +222,7 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
       const int t = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
       if (ms < 0 || t < ms) ms = t;
     }
+    if (kick < 0 && (ms < 0 || ms > 10)) ms = 10;  // no kick (out of descriptors): look often
     const bool timed_out = timeout_ms >= 0 && clock::now() >= end;
     const int rc = timed_out ? 0 : interruptible_poll(fds.data(), fds.size(), ms, restartable);
     if (kick >= 0) st.leave_waiters(sock_, fds.back().revents & POLLIN);
@@ -222,7 +238,8 @@ int TcpOffload::connect_result(int fd, bool nonblocking, bool again) {
   if (s == State::kSynSent && nonblocking) return again ? -EALREADY : -EINPROGRESS;
   if (s == State::kSynSent) {
     (void)fd;
-    if (const int w = wait_for(POLLOUT, -1, false); w < 0) return w;  // EINTR: goes on meanwhile
+    // SA_RESTART restarts it (signal(7)); else EINTR, and it goes on meanwhile.
+    if (const int w = wait_for(POLLOUT, -1, true); w < 0) return w;
     s = st.state(sock_);
     again = false;
   }
@@ -243,7 +260,7 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
   m->msg_controllen = 0;
   m->msg_flags = 0;
   const size_t total = iov_total(m);
-  if (total == 0 || read_shut_.load(std::memory_order_relaxed)) return 0;
+  if (total == 0) return 0;
   const bool peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek;
   const bool nb = nonblocking(fd, flags);
   const int timeout = rcv_timeout_ms(fd);
@@ -253,8 +270,9 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
   for (;;) {
     ssize_t n;
     if (peek) {  // one look from the start of the stream, then scattered
-      peeked.resize(total);
-      n = st.recv(sock_, {peeked.data(), total}, true);
+      constexpr size_t kPeekMax = 4 << 20;  // more than a receive window holds
+      peeked.resize(std::min(total, kPeekMax));
+      n = st.recv(sock_, {peeked.data(), peeked.size()}, true);
       for (size_t i = 0, at = 0; n > 0 && i < m->msg_iovlen && at < static_cast<size_t>(n); i++) {
         const size_t c = std::min(m->msg_iov[i].iov_len, static_cast<size_t>(n) - at);
         if (interpose::copy_to_program(m->msg_iov[i].iov_base, peeked.data() + at, c) < 0) {
@@ -293,6 +311,9 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
       continue;
     }
     if (n == 0) return static_cast<ssize_t>(got);  // end of stream
+    // shutdown(SHUT_RD): what was queued came first; then the end.
+    if (n == -EAGAIN && read_shut_.load(std::memory_order_relaxed))
+      return static_cast<ssize_t>(got);
     if (n != -EAGAIN) {
       if (got) return static_cast<ssize_t>(got);
       errno = static_cast<int>(-n);
@@ -370,16 +391,22 @@ int TcpOffload::shutdown(int how) {
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
   const State s = rings_->tcp->state(sock_);
   if (s == State::kClosed || s == State::kSynSent) return -ENOTCONN;
-  if (how != SHUT_WR) read_shut_.store(true, std::memory_order_relaxed);
+  if (how != SHUT_WR) {
+    read_shut_.store(true, std::memory_order_relaxed);
+    rings_->tcp->wake(sock_);  // a receive asleep in another thread returns
+  }
   if (how != SHUT_RD) {
     const int r = rings_->tcp->shutdown_write(sock_);
     if (r < 0) return r;
   }
-  service().wake();  // the FIN's timer
   return 0;
 }
 
-socklen_t TcpOffload::name(bool peer, sockaddr_storage* out) {
+int TcpOffload::name(bool peer, sockaddr_storage* out) {
+  if (peer) {
+    const State s = rings_->tcp->state(sock_);
+    if (s == State::kSynSent || s == State::kClosed) return -ENOTCONN;
+  }
   const net::tcp::FourTuple t = rings_->tcp->tuple(sock_);
   return program_addr(peer ? net::UdpAddr{t.remote, t.remote_port}
                            : net::UdpAddr{t.local, t.local_port},
@@ -387,6 +414,46 @@ socklen_t TcpOffload::name(bool peer, sockaddr_storage* out) {
 }
 
 int TcpOffload::take_error() { return rings_->tcp->take_error(sock_); }
+
+void TcpOffload::info(tcp_info* out) {
+  *out = tcp_info{};
+  const net::tcp::Info i = rings_->tcp->info(sock_);
+  const net::tcp::Counters c = rings_->tcp->connection_counters(sock_);
+  switch (i.state) {  // Linux's numbers (TCP_ESTABLISHED ...)
+    case State::kEstablished: out->tcpi_state = TCP_ESTABLISHED; break;
+    case State::kSynSent: out->tcpi_state = TCP_SYN_SENT; break;
+    case State::kSynReceived: out->tcpi_state = TCP_SYN_RECV; break;
+    case State::kFinWait1: out->tcpi_state = TCP_FIN_WAIT1; break;
+    case State::kFinWait2: out->tcpi_state = TCP_FIN_WAIT2; break;
+    case State::kTimeWait: out->tcpi_state = TCP_TIME_WAIT; break;
+    case State::kCloseWait: out->tcpi_state = TCP_CLOSE_WAIT; break;
+    case State::kLastAck: out->tcpi_state = TCP_LAST_ACK; break;
+    case State::kClosing: out->tcpi_state = TCP_CLOSING; break;
+    case State::kClosed: out->tcpi_state = TCP_CLOSE; break;
+  }
+  out->tcpi_ca_state = i.in_recovery ? TCP_CA_Recovery : TCP_CA_Open;
+  out->tcpi_backoff = static_cast<uint8_t>(std::min<uint32_t>(i.backoffs, 255));
+  out->tcpi_options = static_cast<uint8_t>((i.timestamps ? TCPI_OPT_TIMESTAMPS : 0) |
+                                           (i.sack ? TCPI_OPT_SACK : 0) |
+                                           (i.window_scaling ? TCPI_OPT_WSCALE : 0));
+  out->tcpi_snd_wscale = i.snd_wscale & 0xf;
+  out->tcpi_rcv_wscale = i.rcv_wscale & 0xf;
+  out->tcpi_rto = i.rto_us;
+  out->tcpi_snd_mss = i.snd_mss;
+  out->tcpi_rcv_mss = i.rcv_mss;
+  out->tcpi_unacked = i.unacked;
+  out->tcpi_sacked = i.sacked;
+  out->tcpi_lost = i.lost;
+  out->tcpi_pmtu = i.advmss + (family_ == AF_INET6 ? 60 : 40);
+  out->tcpi_rtt = i.srtt_us;
+  out->tcpi_rttvar = i.rttvar_us;
+  out->tcpi_snd_ssthresh = i.snd_ssthresh;
+  out->tcpi_snd_cwnd = i.snd_cwnd;
+  out->tcpi_advmss = i.advmss;
+  out->tcpi_reordering = 3;
+  out->tcpi_rcv_space = i.rcv_wnd;
+  out->tcpi_total_retrans = static_cast<uint32_t>(c.retrans_segs);
+}
 
 void TcpOffload::set_nodelay(bool on) { rings_->tcp->set_nodelay(sock_, on); }
 

@@ -17,6 +17,7 @@
 // offloaded connection go to the unconnected kernel socket and fail as on
 // a dead connection (ENOTCONN, EPIPE).
 #pragma once
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -34,6 +35,9 @@ struct NetdevRings;
 // r's TCP stack has a connection or a listener: the vma-tcp thread reads
 // its rings and fires its timers from now on.
 void tcp_serve_netdev(NetdevRings* r);
+// Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier
+// than its sleep was armed). Only signals: called under a stack's lock.
+void tcp_wake_service();
 // What fd's options say of its connections: SO_RCVBUF and SO_SNDBUF (the
 // windows), TCP_NODELAY, and VMA_MSS.
 net::tcp::Config tcp_config_of(int fd);
@@ -48,10 +52,10 @@ class TcpOffload {
   // A connection a listener of r's stack accepted (tcp_listen.h), for a
   // socket of `family`.
   static std::unique_ptr<TcpOffload> adopt(NetdevRings* r, net::tcp::Socket* s, int family) {
-    return std::unique_ptr<TcpOffload>(new TcpOffload(r, s, family));
+    return std::unique_ptr<TcpOffload>(new TcpOffload(r, s, family, -1));
   }
   // close(): FIN after what is queued (RST with unread data); the stack
-  // finishes the connection.
+  // finishes the connection, and lets the port go when it is done.
   ~TcpOffload();
   TcpOffload(const TcpOffload&) = delete;
   TcpOffload& operator=(const TcpOffload&) = delete;
@@ -68,9 +72,13 @@ class TcpOffload {
   ssize_t recvmsg(int fd, msghdr* m, int flags);
   ssize_t sendmsg(int fd, const msghdr* m, int flags);
   int shutdown(int how);  // 0 or -errno
-  // getsockname (peer false) or getpeername: the address's length.
-  socklen_t name(bool peer, sockaddr_storage* out);
+  // getsockname (peer false) or getpeername: the address's length, or
+  // -ENOTCONN for a peer not connected (yet, or any more).
+  int name(bool peer, sockaddr_storage* out);
   int take_error();  // SO_ERROR
+  // TCP_INFO: glibc's struct tcp_info (the fields up to tcpi_total_retrans)
+  // from the connection's state.
+  void info(tcp_info* out);
   void set_nodelay(bool on);
 
   // KernelSocket's Pollable (poll, select, epoll).
@@ -80,8 +88,8 @@ class TcpOffload {
   uint64_t changes();
 
  private:
-  TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family)
-      : rings_(r), sock_(s), family_(family) {}
+  TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family, int hold_fd)
+      : rings_(r), sock_(s), family_(family), hold_fd_(hold_fd) {}
   // One look at the rings and the timers due.
   void progress();
   // Until one of `events` (or an error or hang-up): 0; -EAGAIN when
@@ -92,6 +100,11 @@ class TcpOffload {
   NetdevRings* const rings_;
   net::tcp::Socket* const sock_;
   const int family_;
+  // A duplicate of the kernel socket that holds the connection's port
+  // (connect's; -1 for an accepted one: the listener holds its port):
+  // closed when the stack frees the connection, TIME-WAIT included, so
+  // the kernel gives the port to nobody else meanwhile.
+  const int hold_fd_;
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
 };
 

@@ -111,6 +111,21 @@ class TcpListener : public testing::Test {
   std::unique_ptr<Listener> l;
 };
 
+// A listening socket that closes resets what it holds: a handshake under
+// way and a connection not yet accepted each get a RST (as Linux).
+TEST_F(TcpListener, ClosingResetsHandshakesAndUnacceptedConnections) {
+  make(8, 8);
+  syn(2001);
+  syn(2002);
+  ack(2002);
+  ASSERT_EQ(l->syn_queue(), 1u);
+  ASSERT_EQ(l->accept_queue(), 1u);
+  l->abort_all(1000);
+  EXPECT_EQ(l->syn_queue(), 0u);
+  EXPECT_EQ(l->accept_queue(), 0u);
+  for (uint16_t p : {2001, 2002}) EXPECT_TRUE(last_to(p).h.flags & kRst) << p;
+}
+
 TEST_F(TcpListener, AcceptsInTheOrderHandshakesComplete) {
   make(8, 8);
   for (uint16_t p : {1001, 1002, 1003}) syn(p);

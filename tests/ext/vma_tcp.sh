@@ -10,9 +10,14 @@
 #  (a) curl downloads 20 MB from Python's http.server in B, IPv4 and IPv6
 #      (non-blocking connect, poll, recv): the file intact.
 #  (b) tests/ext/vma_tcp_client.py: 1 MB sent while another thread reads
-#      the echo, half-close, every byte back; its names as the kernel's.
+#      the echo, half-close, every byte back; its names as the kernel's,
+#      TCP_INFO (established, the MSS, an RTT, a window).
+#      tests/ext/vma_tcp_cases.py: shutdown(SHUT_RD) from another thread
+#      wakes a blocked recv; the port of a connection we closed first
+#      stays taken through TIME-WAIT (bind gives EADDRINUSE).
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
-#      0, and the sender sent no segment again (the path loses nothing).
+#      0, and the sender sent under 1 in 1000 segments again (the path
+#      loses nothing).
 #  (d) servers in A (listen and accept on the rings): Python's echo
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
 #      curl (20 MB).
@@ -92,8 +97,21 @@ bad=0
 [ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
 has "$T/out" "^echoed 1000000 ok" || bad=1
 has "$T/out" "^names \('$IP4', [0-9]+\) \('$IP4B', 7000\)" || bad=1
+has "$T/out" "^tcp_info state 1 snd_mss 14[0-9][0-9] rtt [1-9][0-9]* snd_cwnd [1-9][0-9]*$" || bad=1
 ours || bad=1
-check "Python: 1 MB echoed while sent, half-close, names, offloaded" $bad
+check "Python: 1 MB echoed while sent, half-close, names, TCP_INFO, offloaded" $bad
+
+# (b2) socket semantics of an offloaded connection (vma_tcp_cases.py).
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 2 >"$T/echo" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
+in_a 1 python3 "$here/vma_tcp_cases.py" "$IP4B" 7002
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  cases: $(tail -3 "$T/err")"; bad=1; }
+has "$T/out" "^ok shut_rd" && has "$T/out" "^ok port_held" || bad=1
+ours || bad=1
+check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT" $bad
 
 # (c) iperf3, each way.
 for dir in "" -R; do
@@ -106,12 +124,19 @@ for dir in "" -R; do
   [ $ok = 0 ] || { echo "  iperf3: $(tail -3 "$T/out")"; bad=1; }
   rate=$(grep -E 'receiver$' "$T/out" | grep -oE '[0-9.]+ [MG]bits/sec' | tail -1)
   [ -n "$rate" ] || bad=1
-  # The sender's retransmits: none on a path that loses nothing (with -R
-  # Linux sends: segments our receive path dropped or reordered would show).
-  retr=$(awk '/ sender$/ {print $(NF - 1)}' "$T/out" | tail -1)
-  [ "${retr:-x}" = 0 ] || { echo "  the sender sent ${retr:-?} segments again"; bad=1; }
+  # The sender's retransmits, against the segments it sent (bytes / 1448):
+  # under 1 in 1000 on a path that loses nothing (with -R Linux sends:
+  # segments our receive path dropped or reordered would show; a loaded
+  # machine that delays an ACK past an RTO costs a few).
+  read -r retr segs_sent < <(awk '/ sender$/ {
+      b = $5; u = $6
+      if (u == "KBytes") b *= 1024; else if (u == "MBytes") b *= 1048576; else if (u == "GBytes") b *= 1073741824
+      r = $(NF - 1); s = int(b / 1448) }
+    END {print r, s}' "$T/out")
+  [ -n "${retr:-}" ] && [ $((retr * 1000)) -lt "${segs_sent:-0}" ] ||
+    { echo "  the sender sent ${retr:-?} of ${segs_sent:-?} segments again"; bad=1; }
   ours || bad=1
-  check "iperf3 -c${dir:+ $dir} offloaded: ${rate:-no rate}, no segment sent again (veth, against Linux)" $bad
+  check "iperf3 -c${dir:+ $dir} offloaded: ${rate:-no rate}, ${retr:-?} of ${segs_sent:-?} segments sent again (veth, against Linux)" $bad
 done
 
 # (d) servers in A: Python's echo (accept, recv, sendall) and

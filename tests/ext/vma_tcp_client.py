@@ -1,8 +1,10 @@
 """vma_tcp.sh's client: connects to HOST PORT, sends N random bytes while a
 second thread reads the echo, half-closes, and checks that exactly the
-bytes sent came back. Prints the socket's names and "echoed N ok"."""
+bytes sent came back. Prints the socket's names, what TCP_INFO says once
+all is sent, and "echoed N ok"."""
 import os
 import socket
+import struct
 import sys
 import threading
 
@@ -24,6 +26,9 @@ def reader():
 t = threading.Thread(target=reader)
 t.start()
 c.sendall(data)
+# TCP_INFO (glibc's struct tcp_info, 104 bytes): state, MSS, RTT, cwnd.
+f = struct.unpack("8B24I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104))
+print("tcp_info state %d snd_mss %d rtt %d snd_cwnd %d" % (f[0], f[8 + 2], f[8 + 15], f[8 + 18]), flush=True)
 c.shutdown(socket.SHUT_WR)
 t.join()
 c.close()

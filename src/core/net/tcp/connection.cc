@@ -304,4 +304,31 @@ void Connection::set_closed() {
   log_.clear();
 }
 
+Info Connection::info() const {
+  Info i;
+  i.state = state_;
+  i.timestamps = ts_ok_;
+  i.sack = sack_ok_;
+  i.window_scaling = ws_ok_;
+  i.snd_wscale = snd_wscale_;
+  i.rcv_wscale = rcv_wscale_;
+  i.in_recovery = in_recovery_;
+  i.rto_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.rto_us(), UINT32_MAX));
+  i.srtt_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.srtt_us(), UINT32_MAX));
+  i.rttvar_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.rttvar_us(), UINT32_MAX));
+  i.snd_mss = mss_;
+  i.rcv_mss = rcv_mss_;
+  i.advmss = cfg_.mss;
+  i.unacked = static_cast<uint32_t>(log_.size());
+  i.sacked = log_.sacked_count();
+  const uint32_t seg = mss_ ? mss_ : 1;
+  i.lost = log_.lost_bytes() / seg;
+  i.snd_cwnd = cc_->cwnd() / seg;
+  i.snd_ssthresh = cc_->ssthresh() / seg;
+  i.snd_wnd = snd_wnd_;
+  i.rcv_wnd = rcv_adv_ - rcv_nxt_;
+  i.backoffs = static_cast<uint32_t>(rtt_.backoffs());
+  return i;
+}
+
 }  // namespace ss::net::tcp

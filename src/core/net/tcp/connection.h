@@ -76,6 +76,21 @@ struct Config {
   uint32_t ts_offset = 0;  // added to the timestamp clock (RFC 7323 §5.4)
 };
 
+// What TCP_INFO reports of a connection (the face fills Linux's struct
+// tcp_info from it).
+struct Info {
+  State state = State::kClosed;
+  bool timestamps = false, sack = false, window_scaling = false;
+  uint8_t snd_wscale = 0, rcv_wscale = 0;
+  bool in_recovery = false;
+  uint32_t rto_us = 0, srtt_us = 0, rttvar_us = 0;
+  uint32_t snd_mss = 0, rcv_mss = 0, advmss = 0;
+  uint32_t unacked = 0, sacked = 0, lost = 0;  // segments sent and not yet acknowledged; of them
+  uint32_t snd_cwnd = 0, snd_ssthresh = 0;      // in segments
+  uint32_t snd_wnd = 0, rcv_wnd = 0;            // bytes
+  uint32_t backoffs = 0;
+};
+
 struct Counters {
   uint64_t segs_in = 0, segs_out = 0;
   uint64_t bytes_in = 0, bytes_out = 0;  // data, first transmissions only out
@@ -174,6 +189,7 @@ class Connection {
   bool done() const { return state_ == State::kClosed && closed_by_program_; }
 
   const Counters& counters() const { return ctr_; }
+  Info info() const;
   const RttEstimator& rtt() const { return rtt_; }
   uint32_t mss() const { return mss_; }
   uint32_t cwnd() const { return cc_->cwnd(); }

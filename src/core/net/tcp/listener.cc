@@ -123,6 +123,13 @@ bool Listener::cookie_ack(const FourTuple& t, const Header& h, const Options& o,
   return true;
 }
 
+void Listener::abort_all(uint64_t now) {
+  for (Entry& e : syn_queue_) e.conn->abort(now);
+  for (Entry& e : accept_queue_) e.conn->abort(now);
+  syn_queue_.clear();
+  accept_queue_.clear();
+}
+
 void Listener::settle() {
   for (size_t i = 0; i < syn_queue_.size();) {
     Entry& e = syn_queue_[i];

@@ -70,6 +70,9 @@ class Listener {
   // After a timer of a connection on the SYN queue fired: moves it on or
   // forgets it.
   void settle();
+  // The listening socket closes: every connection it holds (handshakes,
+  // established and not accepted) is reset, as Linux does.
+  void abort_all(uint64_t now_us);
   // The oldest connection whose handshake completed (nullptr: none, the
   // caller's EAGAIN); *t gets its tuple.
   std::unique_ptr<Connection> accept(FourTuple* t);

@@ -7,6 +7,7 @@
 // byte counts kept here.
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <deque>
 
 namespace ss::net::tcp {
@@ -38,6 +39,7 @@ class SentLog {
   uint32_t lost_bytes() const { return lost_bytes_; }
   uint32_t sacked_count() const { return sacked_count_; }
   bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
   std::deque<SentSegment>& entries() { return entries_; }
   void clear();
 

@@ -226,11 +226,12 @@ int Stack::connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToK
   auto s = std::make_unique<Socket>();
   s->conn = conn;
   s->t = t;
-  opens_.emplace(conn, Open{t, std::move(c), flow, s.get()});
+  opens_.emplace(conn, Open{t, std::move(c), flow, s.get(), {}});
   *out = s.get();
   sockets_.emplace(s.get(), std::move(s));
   const uint64_t now = clock_();
   conn->connect(isn_.isn(t, now), now);
+  check_due_locked();
   return 0;
 }
 
@@ -239,6 +240,7 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
   if (!l || !l->listener) return -EINVAL;
   FourTuple t;
   std::unique_ptr<Connection> c = l->listener->accept(&t);
+  l->last_queue = l->listener->accept_queue();  // a later arrival moves it again: a kick
   if (!c) return -EAGAIN;
   if (int err = table_.add(t, c.get()); err < 0) return err;  // cannot be: the listener fed it
   steer_locked(l->flow);  // held already by the listener: only counted
@@ -246,7 +248,7 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
   auto s = std::make_unique<Socket>();
   s->conn = conn;
   s->t = t;
-  opens_.emplace(conn, Open{t, std::move(c), l->flow, s.get()});
+  opens_.emplace(conn, Open{t, std::move(c), l->flow, s.get(), {}});
   if (peer) *peer = t;
   *out = s.get();
   sockets_.emplace(s.get(), std::move(s));
@@ -258,6 +260,7 @@ ssize_t Stack::send(Socket* s, std::span<const uint8_t> data) {
   if (!s->conn) return -ENOTCONN;
   const ssize_t n = s->conn->send(data, clock_());
   s->changes++;
+  check_due_locked();
   return n;
 }
 
@@ -266,6 +269,7 @@ ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek) {
   if (!s->conn) return -ENOTCONN;
   const ssize_t n = s->conn->recv(out, peek, clock_());
   s->changes++;
+  check_due_locked();  // a window update's delayed ACK, a persist probe
   return n;
 }
 
@@ -275,12 +279,18 @@ int Stack::shutdown_write(Socket* s) {
   const int r = s->conn->shutdown_write(clock_());
   s->changes++;
   s->waiters.wake();  // another thread's poll sees POLLOUT go
+  check_due_locked();  // the FIN's retransmission
   return r;
 }
 
 void Stack::set_nodelay(Socket* s, bool on) {
   std::lock_guard lock(mu_);
   if (s->conn) s->conn->set_nodelay(on, clock_());
+}
+
+Info Stack::info(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->conn ? s->conn->info() : Info{};
 }
 
 FourTuple Stack::tuple(Socket* s) {
@@ -292,6 +302,11 @@ int Stack::join_waiters(Socket* s) {
   std::lock_guard lock(mu_);
   const int err = s->waiters.join();
   return err < 0 ? err : s->waiters.fd();
+}
+
+int Stack::waiters_fd(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->waiters.fd();
 }
 
 void Stack::leave_waiters(Socket* s, bool woken) {
@@ -320,15 +335,17 @@ void Stack::wake_touched_locked() {
   touched_.clear();
 }
 
-void Stack::close(Socket* s, bool abort) {
+void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
   std::lock_guard lock(mu_);
   auto it = sockets_.find(s);
   if (it == sockets_.end()) return;
   if (s->listener) {
+    s->listener->abort_all(clock_());
     table_.unlisten(s->t.local, s->t.local_port);
     unsteer_locked(s->flow);
   } else if (Open* o = open_of(s->conn)) {
     o->handle = nullptr;
+    o->on_freed = std::move(on_freed);
     if (abort)
       s->conn->abort(clock_());
     else
@@ -339,6 +356,7 @@ void Stack::close(Socket* s, bool abort) {
   sockets_.erase(it);
   sweep_locked();
   wake_touched_locked();
+  check_due_locked();
 }
 
 short Stack::events(Socket* s) {
@@ -445,11 +463,7 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
         return;
       }
       ctr_.time_wait_reused++;
-      table_.remove(t);
-      if (Open* op = open_of(conn)) {
-        unsteer_locked(op->flow);
-        opens_.erase(conn);
-      }
+      if (auto it = opens_.find(conn); it != opens_.end()) free_locked(it);
       listener->input(t, h, o, std::move(payload), now);
       return;
     case Table::Route::kListener:
@@ -493,15 +507,40 @@ void Stack::sweep_locked() {
       ++it;
       continue;
     }
-    table_.remove(o.t);
-    unsteer_locked(o.flow);
-    it = opens_.erase(it);
+    free_locked(it++);
   }
+}
+
+void Stack::free_locked(std::map<Connection*, Open>::iterator it) {
+  Open& o = it->second;
+  table_.remove(o.t);
+  unsteer_locked(o.flow);
+  std::function<void()> freed = std::move(o.on_freed);
+  opens_.erase(it);
+  if (freed) freed();
 }
 
 uint64_t Stack::next_due() const {
   std::lock_guard lock(mu_);
   return timers_.next_due();
+}
+
+void Stack::watch_due(uint64_t due) {
+  std::lock_guard lock(mu_);
+  watched_due_ = due;
+}
+
+void Stack::check_due_locked() {
+  const uint64_t due = timers_.next_due();
+  if (due >= watched_due_) return;
+  watched_due_ = due;  // one call per deadline moved earlier
+  if (cfg_.on_earlier_due) cfg_.on_earlier_due();
+}
+
+void Stack::wake(Socket* s) {
+  std::lock_guard lock(mu_);
+  s->changes++;
+  s->waiters.wake();
 }
 
 StackCounters Stack::counters() const {

@@ -68,6 +68,10 @@ class Stack final : public SegmentInput {
     FrameTx* tx = nullptr;
     TxResolver* resolver = nullptr;
     std::function<uint64_t()> clock;  // empty: CLOCK_MONOTONIC in microseconds
+    // Called (under the stack's lock: it must only signal) when a call
+    // armed a timer earlier than the deadline watch_due() was last told:
+    // the face's service thread sleeps until that deadline.
+    std::function<void()> on_earlier_due;
   };
   // -EINVAL without steering, tx or resolver.
   SS_API static int create(const Config& cfg, std::unique_ptr<Stack>* out);
@@ -91,18 +95,21 @@ class Stack final : public SegmentInput {
   SS_API int shutdown_write(Socket* s);
   // Gives the handle up: a listener goes (its handshakes and unaccepted
   // connections reset); a connection closes (FIN, or RST with unread data;
-  // abort: RST now) and lives on in the stack until done.
-  SS_API void close(Socket* s, bool abort = false);
+  // abort: RST now) and lives on in the stack until done, then on_freed
+  // runs (under the stack's lock: the face lets go of the port's kernel
+  // socket there).
+  SS_API void close(Socket* s, bool abort = false, std::function<void()> on_freed = {});
   // poll(2) events: POLLIN (data, end of stream, a connection to accept),
   // POLLOUT, POLLRDHUP, POLLHUP, POLLERR.
   SS_API short events(Socket* s);
   SS_API int take_error(Socket* s);  // SO_ERROR
   SS_API State state(Socket* s);
-  Counters connection_counters(Socket* s);
+  SS_API Counters connection_counters(Socket* s);
   ListenerCounters listener_counters(Socket* s);
   // The handle's addresses: a connection's 4-tuple, a listener's local
   // address and port.
   SS_API FourTuple tuple(Socket* s);
+  SS_API Info info(Socket* s);  // TCP_INFO's source; a listener's: state kClosed
   SS_API void set_nodelay(Socket* s, bool on);
 
   // A sleep waiting for the handle's events: another thread's input or
@@ -110,6 +117,7 @@ class Stack final : public SegmentInput {
   // kick's eventfd (counted as a waiter until leave_waiters), or -errno.
   SS_API int join_waiters(Socket* s);
   SS_API void leave_waiters(Socket* s, bool woken);
+  SS_API int waiters_fd(Socket* s);  // the kick's eventfd (-1: none made yet)
   // A count that moves with every change of the handle's state (edge-
   // triggered epoll).
   SS_API uint64_t changes(Socket* s);
@@ -123,6 +131,12 @@ class Stack final : public SegmentInput {
   // When run_timers() has work next (the clock's microseconds), UINT64_MAX
   // when nothing is armed.
   SS_API uint64_t next_due() const;
+  // The deadline a sleeper that runs the timers waits for (UINT64_MAX:
+  // none): a timer armed earlier calls Config::on_earlier_due.
+  SS_API void watch_due(uint64_t due_us);
+  // Wakes the handle's waiters and moves its change count (the face
+  // changed what the handle reports: shutdown(SHUT_RD)).
+  SS_API void wake(Socket* s);
   StackCounters counters() const;
   size_t connections() const;  // in the table, closing ones included
   uint64_t now() const { return clock_(); }
@@ -144,13 +158,19 @@ class Stack final : public SegmentInput {
   // The handle whose state the last call changed, woken at its end.
   void touch_locked(Connection* c);
   void wake_touched_locked();
+  // After a program's call: a timer earlier than the watched deadline
+  // calls on_earlier_due.
+  void check_due_locked();
   // Connection* -> its entry.
   struct Open {
     FourTuple t;
     std::unique_ptr<Connection> conn;
     prov::SteeredFlow flow;  // the flow it holds
     Socket* handle = nullptr;  // the program's, until close()
+    std::function<void()> on_freed;  // close()'s
   };
+  // Takes the entry out: its flow released, on_freed run.
+  void free_locked(std::map<Connection*, Open>::iterator it);
   Open* open_of(Connection* c);
 
   Config cfg_;
@@ -164,6 +184,7 @@ class Stack final : public SegmentInput {
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<Socket*> touched_;  // since the last wake
+  uint64_t watched_due_ = UINT64_MAX;
   std::mutex inbox_mu_;           // a leaf: taken under the reader's lock and under mu_
   std::vector<RxSegment> inbox_;  // inbox_mu_: enqueued, not drained yet
   StackCounters ctr_;

@@ -1,0 +1,45 @@
+"""vma_tcp.sh's socket-semantics cases for an offloaded connection, against
+the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=2
+connections. Prints one "ok CASE" line per case that behaves as Linux's
+TCP does, or exits non-zero saying which did not:
+  shut_rd: a thread blocked in recv returns b"" when another thread calls
+    shutdown(SHUT_RD) (the peer says nothing);
+  port_held: after we close first (our side in TIME-WAIT), binding the
+    connection's address and port again fails with EADDRINUSE."""
+import errno
+import socket
+import sys
+import threading
+import time
+
+host, port = sys.argv[1], int(sys.argv[2])
+
+c = socket.create_connection((host, port), timeout=10)
+got = []
+t = threading.Thread(target=lambda: got.append(c.recv(100)))
+t.start()
+time.sleep(0.3)
+c.shutdown(socket.SHUT_RD)
+t.join(5)
+if t.is_alive() or got != [b""]:
+    sys.exit("shut_rd: the reader %s" % ("still blocked" if t.is_alive() else "got %r" % got))
+c.close()
+print("ok shut_rd", flush=True)
+
+c = socket.create_connection((host, port), timeout=10)
+local = c.getsockname()[:2]
+c.sendall(b"x")
+if c.recv(1) != b"x":
+    sys.exit("port_held: no echo")
+c.shutdown(socket.SHUT_WR)  # our FIN first: TIME-WAIT is ours
+if c.recv(1) != b"":
+    sys.exit("port_held: no end of stream")
+c.close()
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+try:
+    s.bind(local)
+    sys.exit("port_held: %s:%d bound again while its connection is in TIME-WAIT" % local)
+except OSError as e:
+    if e.errno != errno.EADDRINUSE:
+        sys.exit("port_held: bind gave %s" % e)
+print("ok port_held", flush=True)
