@@ -237,6 +237,7 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
       return 1;
     }
     tcp_owner_ = std::move(o);
+    tcp_owner_->set_stats(&stats);
     opened = tcp_owner_.get();
     tcp_.store(opened, std::memory_order_release);
     tcp_settled_.store(true, std::memory_order_release);
@@ -265,6 +266,7 @@ void KernelSocket::listen_tcp(int backlog) {
 void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   std::lock_guard<std::mutex> lock(offload_mu_);
   tcp_owner_ = std::move(t);
+  tcp_owner_->set_stats(&stats);
   tcp_.store(tcp_owner_.get(), std::memory_order_release);
   tcp_settled_.store(true, std::memory_order_release);
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);

@@ -251,6 +251,10 @@ int TcpOffload::connect_result(int fd, bool nonblocking, bool again) {
 }
 
 ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
+  struct Publish {
+    TcpOffload* t;
+    ~Publish() { t->publish(); }
+  } publish_at_end{this};
   if (!interpose::program_writable(m, sizeof *m) ||
       !interpose::program_readable(m->msg_iov, m->msg_iovlen * sizeof(iovec))) {
     errno = EFAULT;
@@ -336,6 +340,10 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
 }
 
 ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
+  struct Publish {
+    TcpOffload* t;
+    ~Publish() { t->publish(); }
+  } publish_at_end{this};
   if (!interpose::program_readable(m, sizeof *m) ||
       !interpose::program_readable(m->msg_iov, m->msg_iovlen * sizeof(iovec))) {
     errno = EFAULT;
@@ -411,6 +419,19 @@ int TcpOffload::name(bool peer, sockaddr_storage* out) {
   return program_addr(peer ? net::UdpAddr{t.remote, t.remote_port}
                            : net::UdpAddr{t.local, t.local_port},
                       family_, out);
+}
+
+void TcpOffload::publish() {
+  if (!stats_ || !*stats_) return;
+  const net::tcp::Counters c = rings_->tcp->connection_counters(sock_);
+  std::lock_guard lock(published_mu_);
+  net::tcp::Counters& p = published_;
+  stats_->add(stats::kRxPackets, c.segs_in - p.segs_in);
+  stats_->add(stats::kRxBytes, c.bytes_in - p.bytes_in);
+  stats_->add(stats::kTxPackets, c.segs_out - p.segs_out);
+  stats_->add(stats::kTxBytes, c.bytes_out - p.bytes_out);
+  stats_->add(stats::kTxRetransmits, c.retrans_segs - p.retrans_segs);
+  p = c;
 }
 
 int TcpOffload::take_error() { return rings_->tcp->take_error(sock_); }

@@ -24,9 +24,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "core/base/pollable.h"
 #include "core/net/tcp/stack.h"
+#include "libvmacompat/stats_publisher.h"
 
 namespace ss::vma::preload {
 
@@ -86,8 +88,13 @@ class TcpOffload {
   WaitTarget wait_target(short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed, bool kicked);
   uint64_t changes();
+  // The socket's vmastat block (its record's; outlives this object): each
+  // call adds what the connection did since the last one (segments in and
+  // out as packets, data bytes, retransmissions).
+  void set_stats(const stats::SocketStats* s) { stats_ = s; }
 
  private:
+  void publish();
   TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family, int hold_fd)
       : rings_(r), sock_(s), family_(family), hold_fd_(hold_fd) {}
   // One look at the rings and the timers due.
@@ -106,6 +113,9 @@ class TcpOffload {
   // the kernel gives the port to nobody else meanwhile.
   const int hold_fd_;
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
+  const stats::SocketStats* stats_ = nullptr;
+  std::mutex published_mu_;
+  net::tcp::Counters published_;  // published_mu_: what publish() added so far
 };
 
 }  // namespace ss::vma::preload

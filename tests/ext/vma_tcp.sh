@@ -8,7 +8,8 @@
 # program runs without the setting (the control, first: it also makes A's
 # kernel resolve B's address, which the rings take from it).
 #  (a) curl downloads 20 MB from Python's http.server in B, IPv4 and IPv6
-#      (non-blocking connect, poll, recv): the file intact.
+#      (non-blocking connect, poll, recv): the file intact, and its
+#      statistics (VMA_STATS_FILE) show the socket offloaded with the bytes.
 #  (b) tests/ext/vma_tcp_client.py: 1 MB sent while another thread reads
 #      the echo, half-close, every byte back; its names as the kernel's,
 #      TCP_INFO (established, the MSS, an RTT, a window).
@@ -77,14 +78,18 @@ for fam in 4 6; do
   ok=$?
   [ $ok = 0 ] && [ "$(sha256sum <"$T/got")" = "$want" ] && [ "$segs" -gt 1000 ]
   check "control, IPv$fam: curl through A's kernel (offload off), $segs segments there" $?
-  rm -f "$T/got"
-  in_a 1 curl -gsS -o "$T/got" "$url"
+  rm -f "$T/got" "$T"/sf.*
+  in_a 1 env VMA_STATS_FILE="$T/sf.%d" curl -gsS -o "$T/got" "$url"
   ok=$?
   bad=0
   [ $ok = 0 ] || { echo "  curl: $(tail -3 "$T/err")"; bad=1; }
   [ "$(sha256sum <"$T/got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
   ours || bad=1
-  check "curl over IPv$fam offloaded: 20 MB intact, A's kernel moved $segs TCP segments" $bad
+  # Its statistics (VMA_STATS_FILE, written at the socket's close): the
+  # 19531 KB received, in segments, offloaded.
+  sf=$(find "$T" -maxdepth 1 -name 'sf.*' -size +0 | head -1)
+  { [ -n "$sf" ] && has "$sf" "^- TCP, Offloaded" && has "$sf" "^Rx Offload: 195[0-9][0-9] KB / [1-9][0-9]+ /"; } || bad=1
+  check "curl over IPv$fam offloaded: 20 MB intact, A's kernel moved $segs TCP segments, its statistics say so" $bad
 done
 
 # (b) the Python client against an echo server in B.
