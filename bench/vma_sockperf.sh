@@ -1,5 +1,6 @@
 #!/bin/bash
 # libvma.so against the kernel with Debian's sockperf: UDP 64 B ping-pong
+# (SOCKPERF_TCP=1: TCP, the preloaded ends with SLIPSTREAM_VMA_TCP=1)
 # across a veth pair between two network namespaces this script makes and
 # removes (B's tx checksum offload off, as the offload needs; no traffic
 # leaves them). Four runs in the same minute, each SOCKPERF_TIME seconds,
@@ -13,15 +14,19 @@
 #   both        both ends under the preload
 # Prints p50, p99, p99.9 and the average (us) per run and p50 as a ratio to
 # the kernel's. Whether a preloaded socket really used the rings is printed
-# from the library's own info line ("<netdev>: UDP offloaded on N rx
-# queue(s)");
-# a run without it is marked NOT OFFLOADED.
+# from the library's own lines (UDP: "<netdev>: UDP offloaded on N rx
+# queue(s)"; TCP: "connect fd N: offloaded", "listen fd N ... listener(s)
+# of the rings", at debug); a run without it is marked NOT OFFLOADED.
 #
 #   cd build && sudo bash ../bench/vma_sockperf.sh      (root: namespaces, XDP)
 set -u
 B=$(pwd)
 LIB=${1:-$B/.libs/libvma.so}
 TIME=${SOCKPERF_TIME:-3}
+TCP=${SOCKPERF_TCP:-0}
+PROTO=UDP
+TCPARG=()
+if [ "$TCP" = 1 ]; then PROTO=TCP; TCPARG=(--tcp); fi
 [ -f "$LIB" ] || { echo "vma_sockperf.sh: $LIB not found (run from the build directory)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "vma_sockperf.sh: needs root (namespaces, XDP)" >&2; exit 2; }
 command -v sockperf >/dev/null || { echo "vma_sockperf.sh: sockperf not found (Debian: sockperf)" >&2; exit 2; }
@@ -58,14 +63,16 @@ export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 run() {
   local name=$1 sp=$2 cp=$3
   local senv=() cenv=()
-  [ "$sp" = 1 ] && senv=(env LD_PRELOAD="$LIB")
-  [ "$cp" = 1 ] && cenv=(env LD_PRELOAD="$LIB")
+  local pre=(env LD_PRELOAD="$LIB")
+  [ "$TCP" = 1 ] && pre+=(SLIPSTREAM_VMA_TCP=1 VMA_TRACELEVEL=debug)
+  [ "$sp" = 1 ] && senv=("${pre[@]}")
+  [ "$cp" = 1 ] && cenv=("${pre[@]}")
   [ "$name" = busypoll ] && busy on
-  ip netns exec "$Z" timeout $((TIME + 20)) "${senv[@]}" sockperf server -i $IPB -p $PORT \
-    >"$T/$name.server" 2>&1 &
+  ip netns exec "$Z" timeout $((TIME + 20)) "${senv[@]}" sockperf server "${TCPARG[@]}" -i $IPB \
+    -p $PORT >"$T/$name.server" 2>&1 &
   sleep 1
-  ip netns exec "$A" timeout $((TIME + 15)) "${cenv[@]}" sockperf ping-pong -i $IPB -p $PORT \
-    -m 64 --time "$TIME" >"$T/$name.client" 2>&1
+  ip netns exec "$A" timeout $((TIME + 15)) "${cenv[@]}" sockperf ping-pong "${TCPARG[@]}" \
+    -i $IPB -p $PORT -m 64 --time "$TIME" >"$T/$name.client" 2>&1
   pkill -f "sockperf server -i $IPB -p $PORT" 2>/dev/null
   wait 2>/dev/null
   busy off
@@ -77,12 +84,17 @@ run() {
     local want=$sp
     [ $side = client ] && want=$cp
     [ "$want" = 1 ] || continue
-    grep -q ": UDP offloaded on" "$T/$name.$side" || note="$note NOT-OFFLOADED($side)"
+    local mark=": UDP offloaded on"
+    if [ "$TCP" = 1 ]; then
+      mark="connect fd [0-9]*: offloaded"
+      [ $side = server ] && mark="listen fd [0-9]* (tcp port [0-9]*): on"
+    fi
+    grep -q "$mark" "$T/$name.$side" || note="$note NOT-OFFLOADED($side)"
   done
   echo "$(pct 50.000) $(pct 99.000) $(pct 99.900) ${avg:-} ${note:-offload-ok}"
 }
 
-printf "sockperf UDP ping-pong, 64 B, %s s each, across veth (A -> B)\n" "$TIME"
+printf "sockperf %s ping-pong, 64 B, %s s each, across veth (A -> B)\n" "$PROTO" "$TIME"
 printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "p50" "p99" "p99.9" "avg" "p50 vs" ""
 printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "(us)" "(us)" "(us)" "(us)" "kernel" ""
 k50=""

@@ -292,12 +292,12 @@ TEST_F(TcpRing, BulkFromLinuxLosesNothingHere) {
     while ((n = tcp_->recv(s, buf)) > 0) got += static_cast<size_t>(n);
     return n == 0;
   }));
+  const ss::net::tcp::Counters c = tcp_->connection_counters(s);  // before close frees the handle
   tcp_->close(s);
   EXPECT_TRUE(pump_until([&] { return sent.load(); }));
   sender.join();
   close(lfd);
   EXPECT_EQ(got, kBytes);
-  const ss::net::tcp::Counters c = tcp_->connection_counters(s);
   uint64_t no_fill = 0, rx_full = 0;
   for (auto& q : queues_) {
     no_fill += q.queue->stats().rx_dropped_no_fill;
