@@ -17,6 +17,7 @@
 #include "core/base/service_thread.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
+#include "interpose/signal_count.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
@@ -200,9 +201,20 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
   net::tcp::Stack& st = *rings_->tcp;
   std::vector<pollfd> fds;
   const auto shut = [&] { return (events & POLLIN) && read_shut_.load(std::memory_order_relaxed); };
+  // VMA_RX_POLL: a receive spins on the rings that many looks before it
+  // sleeps (-1: for good), as libvma's; a handler that runs meanwhile
+  // interrupts it as the kernel's sleep would be.
+  int64_t polls = (events & POLLIN) ? settings::get(settings::Id::kRxPoll) : 0;
+  uint64_t handlers = interpose::handlers_ran();
   for (;;) {
     progress();
     if (shut() || (st.events(sock_) & (events | POLLERR | POLLHUP))) return 0;
+    if (polls != 0) {
+      if (timeout_ms >= 0 && clock::now() >= end) return -EAGAIN;
+      if (interpose::spin_interrupted(&handlers, restartable)) return -EINTR;
+      if (polls > 0) polls--;
+      continue;
+    }
     fds.clear();
     rings_->poll_fds(&fds);
     const int kick = st.join_waiters(sock_);
