@@ -1,17 +1,20 @@
-// A TCP connection the VMA preload opened on the rings: connect() of a
-// socket decided "vma" (with SLIPSTREAM_VMA_TCP=1, while TCP is being
-// built) to a peer routed out of a netdev with rings. The connection is
-// that netdev's TCP stack's (core/net/tcp/stack.h); the kernel socket (the
+// A TCP connection the VMA preload has on the rings (SLIPSTREAM_VMA_TCP=1,
+// while TCP is being built): opened by connect() of a socket decided
+// "vma" to a peer routed out of a netdev with rings, or accepted by a
+// listener of the rings (tcp_listen.h). The connection is that netdev's
+// TCP stack's (core/net/tcp/stack.h); a connect's kernel socket (the
 // program's descriptor) stays bound to its address and port, unconnected,
 // so no other socket of the host takes them. The program's calls on the
-// descriptor come here: data, shutdown, its names, SO_ERROR, TCP_NODELAY,
-// poll, select and epoll. Same-host peers, other routes and a next hop the
-// kernel has not resolved yet stay with the kernel's connect.
+// descriptor come here: data, shutdown, its names, SO_ERROR, TCP_INFO,
+// TCP_NODELAY, poll, select and epoll. Same-host peers, other routes and
+// a next hop the kernel has not resolved yet stay with the kernel's
+// connect.
 //
 // Progress: each call reads the rings and fires the timers due; while the
 // program does not call, a service thread ("vma-tcp") does, so ACKs,
-// retransmissions and the peer's data move on. A blocking call sleeps on
-// the netdev's rings, the connection's kick and its next timer.
+// retransmissions and the peer's data move on. A blocking receive spins
+// VMA_RX_POLL looks, then sleeps on the netdev's rings, the connection's
+// kick and its next timer.
 //
 // A fork child cannot use the parent's rings: its calls on an inherited
 // offloaded connection go to the unconnected kernel socket and fail as on
