@@ -15,7 +15,8 @@
 #      TCP_INFO (established, the MSS, an RTT, a window).
 #      tests/ext/vma_tcp_cases.py: shutdown(SHUT_RD) from another thread
 #      wakes a blocked recv; the port of a connection we closed first
-#      stays taken through TIME-WAIT (bind gives EADDRINUSE).
+#      stays taken through TIME-WAIT (bind gives EADDRINUSE); a dup of
+#      the descriptor carries the connection after the first is closed.
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
 #      0, and the sender sent under 1 in 1000 segments again (the path
 #      loses nothing).
@@ -107,16 +108,16 @@ ours || bad=1
 check "Python: 1 MB echoed while sent, half-close, names, TCP_INFO, offloaded" $bad
 
 # (b2) socket semantics of an offloaded connection (vma_tcp_cases.py).
-ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 2 >"$T/echo" 2>&1 &
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 3 >"$T/echo" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
 in_a 1 python3 "$here/vma_tcp_cases.py" "$IP4B" 7002
 ok=$?
 bad=0
 [ $ok = 0 ] || { echo "  cases: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^ok shut_rd" && has "$T/out" "^ok port_held" || bad=1
+has "$T/out" "^ok shut_rd" && has "$T/out" "^ok port_held" && has "$T/out" "^ok dup" || bad=1
 ours || bad=1
-check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT" $bad
+check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection" $bad
 
 # (c) iperf3, each way.
 for dir in "" -R; do

@@ -1,12 +1,15 @@
 """vma_tcp.sh's socket-semantics cases for an offloaded connection, against
-the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=2
+the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=3
 connections. Prints one "ok CASE" line per case that behaves as Linux's
 TCP does, or exits non-zero saying which did not:
   shut_rd: a thread blocked in recv returns b"" when another thread calls
     shutdown(SHUT_RD) (the peer says nothing);
   port_held: after we close first (our side in TIME-WAIT), binding the
-    connection's address and port again fails with EADDRINUSE."""
+    connection's address and port again fails with EADDRINUSE;
+  dup: a duplicate of the descriptor carries the connection, and goes on
+    carrying it once the first is closed."""
 import errno
+import os
 import socket
 import sys
 import threading
@@ -43,3 +46,18 @@ except OSError as e:
     if e.errno != errno.EADDRINUSE:
         sys.exit("port_held: bind gave %s" % e)
 print("ok port_held", flush=True)
+
+c = socket.create_connection((host, port), timeout=10)
+d = socket.socket(fileno=os.dup(c.fileno()))
+d.sendall(b"through the duplicate")
+if c.recv(100) != b"through the duplicate":
+    sys.exit("dup: the echo did not come back on the first descriptor")
+c.close()
+d.sendall(b"again")
+if d.recv(100) != b"again" or d.getpeername()[1] != port:
+    sys.exit("dup: the duplicate lost the connection when the first was closed")
+d.shutdown(socket.SHUT_WR)
+if d.recv(10) != b"":
+    sys.exit("dup: no end of stream")
+d.close()
+print("ok dup", flush=True)
