@@ -23,6 +23,7 @@
 #  (d) servers in A (listen and accept on the rings): Python's echo
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
 #      curl (20 MB).
+#  (e) redis-server in A, redis-benchmark from B (8 clients, SET and GET).
 # Its minutes: about 15 s of a run.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
@@ -181,6 +182,26 @@ segs=$(($(kernel_tcp) - seg0))
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "http.server in A: Linux's curl downloads 20 MB intact through the rings, A's kernel moved $segs segments" $bad
 kill "${pids[-1]}" 2>/dev/null
+
+# (e) redis-server in A (epoll, many connections, non-blocking I/O),
+# redis-benchmark from B: every request answered.
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+  in_a_bg redis-server --bind "$IP4" --port 6390 --save "" --appendonly no --protected-mode no
+  listening 6390
+  ok=$?
+  bad=0
+  [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+  ip netns exec "$Z" timeout 60 redis-benchmark -h "$IP4" -p 6390 -n 4000 -c 8 -t set,get -q \
+    >"$T/rb" 2>&1 || bad=1
+  tr '\r' '\n' <"$T/rb" | grep -E '^(SET|GET): [0-9.]+ requests per second' >"$T/rb.sum"
+  [ "$(wc -l <"$T/rb.sum")" = 2 ] || { echo "  redis-benchmark: $(tail -c 300 "$T/rb")"; bad=1; }
+  segs=$(($(kernel_tcp) - seg0))
+  [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+  kill "${pids[-1]}" 2>/dev/null
+  check "redis-server in A: 8 redis-benchmark clients' 4000 SETs and GETs through the rings ($(tr '\n' ' ' <"$T/rb.sum")), A's kernel moved $segs segments" $bad
+else
+  echo "SKIP: $name: redis-server or redis-benchmark not found (the redis case)"
+fi
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]
