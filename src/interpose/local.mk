@@ -17,6 +17,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/signal_count.cc \
 	src/interpose/program_memory.h \
 	src/interpose/program_memory.cc \
+	src/interpose/sendfile_copy.h \
+	src/interpose/sendfile_copy.cc \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -15,6 +15,7 @@
 #include "interpose/export.h"
 #include "interpose/fortify_receives.h"
 #include "interpose/real.h"
+#include "interpose/sendfile_copy.h"
 #include "preload/route.h"
 #include "preload/sigpipe.h"
 
@@ -181,47 +182,12 @@ SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags)
 
 SS_PRELOAD_FORTIFY_RECEIVES
 
-// Linux refuses a socket (a connection's kernel socket above all, which
-// must never be read here), a pipe or a directory as the source before a
-// byte moves: ESPIPE with an offset on one that cannot seek, EINVAL
-// otherwise. 0 when `in_fd` may be read.
-static int refuse_source(int in_fd, const off_t* offset) {
-  struct stat st {};
-  if (fstat(in_fd, &st)) return -1;
-  if (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISDIR(st.st_mode)) return 0;
-  errno = offset && lseek(in_fd, 0, SEEK_CUR) < 0 ? ESPIPE : EINVAL;
-  return -1;
-}
-
-// To an rsocket: the file's bytes read and sent in pieces. The file
-// position (or *offset, leaving the position alone) moves by what was
-// sent, as sendfile(2) says; upstream's mmap version gets all three wrong.
+// To an rsocket: the file's bytes through rsend (interpose/sendfile_copy.h).
 static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count) {
-  if (refuse_source(in_fd, offset)) return -1;
-  char buf[64 * 1024];
-  size_t total = 0;
-  while (total < count) {
-    const size_t want = std::min(sizeof buf, count - total);
-    ssize_t n = offset ? pread(in_fd, buf, want, *offset) : ss::interpose::real().read(in_fd, buf, want);
-    if (n <= 0) {
-      if (n < 0 && !total) return -1;
-      break;
-    }
-    ssize_t w;
-    {
-      InRsocket in;
-      w = pipe_signal(rsend(out, buf, static_cast<size_t>(n), 0), 0);
-    }
-    const ssize_t sent = w < 0 ? 0 : w;
-    if (offset)
-      *offset += sent;
-    else if (sent < n)
-      lseek(in_fd, sent - n, SEEK_CUR);  // unsent bytes stay unread
-    total += static_cast<size_t>(sent);
-    if (w < 0 && !total) return -1;
-    if (sent < n) break;
-  }
-  return static_cast<ssize_t>(total);
+  return ss::interpose::sendfile_copy(in_fd, offset, count, [&](const void* buf, size_t n) {
+    InRsocket in;
+    return pipe_signal(rsend(out, buf, n, 0), 0);
+  });
 }
 
 SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t count) noexcept {

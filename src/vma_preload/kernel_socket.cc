@@ -158,7 +158,12 @@ bool KernelSocket::change_count(uint64_t* count) {
 }
 
 bool KernelSocket::kernel_served() {
-  if (in_fork_child()) return true;
+  if (in_fork_child()) {
+    // A listener the parent had on the rings: the kernel's from the
+    // child's first look (an epoll set, before any accept), asked now.
+    if (protocol == IPPROTO_TCP) listening();
+    return true;
+  }
   if (offload() || tcp() || listening()) return false;
   if (protocol == IPPROTO_TCP)  // may be offloaded until its connect was tried
     return !tcp_wanted() || tcp_settled_.load(std::memory_order_acquire);
@@ -251,6 +256,7 @@ void KernelSocket::listen_tcp(int backlog) {
   if (in_fork_child() || !tcp_wanted()) return;
   std::lock_guard<std::mutex> lock(offload_mu_);
   if (tcp_settled_.load(std::memory_order_relaxed)) return;  // listening already, or connected
+  fork_share_open();  // before listen_ is set: a fork child that sees it can ask
   g_making_rings = true;
   listen_owner_ = TcpListen::open(fd, family, backlog);
   g_making_rings = false;
@@ -274,12 +280,23 @@ void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
 
 void KernelSocket::ask_parent() const {
   // Offloaded in the parent when it forked: its copy of the pointer says so.
-  if (!offload_.load(std::memory_order_relaxed) || fork_asked_.exchange(true)) return;
+  if ((!offload_.load(std::memory_order_relaxed) && !listen_.load(std::memory_order_relaxed)) ||
+      fork_asked_.exchange(true))
+    return;
   fork_share_ask(id);
 }
 
 bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
   std::lock_guard<std::mutex> lock(offload_mu_);
+  if (listen_owner_ && lend) {
+    // A TCP listener: the kernel's for good from now on (its queued
+    // handshakes reset); the connections it gave out stay on the rings.
+    listen_.store(nullptr, std::memory_order_release);
+    listen_owner_.reset();
+    SS_INFO("listen fd %d: fork child %d accepts on it: the kernel listens for both from now on",
+            fd, pid);
+    return true;
+  }
   if (!offload_owner_) return false;
   // The first child to ask lends the port; the last one gone takes it back.
   if (lend ? fork_sharers_++ > 0 : fork_sharers_ == 0 || --fork_sharers_ > 0) return true;

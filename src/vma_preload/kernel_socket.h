@@ -86,10 +86,15 @@ struct KernelSocket final : Pollable {
   // socket decided "vma" (TCP offload on), once. listening(): those, or
   // null (accept is the kernel's).
   void listen_tcp(int backlog);
+  // In a fork child, a listener the parent had on the rings asks the
+  // parent to give it to the kernel for good (as offload() does for UDP):
+  // only the kernel's listener can be shared by processes.
   TcpListen* listening() const {
-    return in_fork_child() || interpose::handler_over_busy()
-               ? nullptr
-               : listen_.load(std::memory_order_acquire);
+    if (in_fork_child()) {
+      if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
+      return nullptr;
+    }
+    return interpose::handler_over_busy() ? nullptr : listen_.load(std::memory_order_acquire);
   }
   // A connection a listener of the rings accepted, for this new socket.
   void adopt_tcp(std::unique_ptr<TcpOffload> t);

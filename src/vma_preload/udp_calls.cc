@@ -1,7 +1,7 @@
 // The data calls of the VMA preload: recv, recvfrom, recvmsg, recvmmsg,
 // read, readv (and fortify's __recv_chk, __recvfrom_chk, __read_chk),
-// send, sendto, sendmsg, sendmmsg, write, writev and connect; an offloaded
-// TCP connection's go to its TcpOffload. A descriptor without an
+// send, sendto, sendmsg, sendmmsg, write, writev, sendfile and connect; an
+// offloaded TCP connection's go to its TcpOffload. A descriptor without an
 // offloaded path costs one lock-free fd-table lookup before libc (two for
 // a recorded socket not offloaded). A recorded UDP socket that is not bound
 // yet gets its offloaded path after the call that binds it implicitly (its
@@ -26,6 +26,7 @@
 #include "interpose/mmsg.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
+#include "interpose/sendfile_copy.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/socket_flags.h"
@@ -305,6 +306,25 @@ SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
   if (!s || !s->offload() || n < 0) return real().writev(fd, iov, n);
   const msghdr m = ss::iov_only(iov, n);
   return off_send(*s, &m, 0);
+}
+
+// sendfile to an offloaded TCP connection: the file's bytes through its
+// send (interpose/sendfile_copy.h); to anything else, the kernel's.
+SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t count) noexcept {
+  const auto s = record(out);
+  vp::TcpOffload* t = s ? s->tcp() : nullptr;
+  if (!t) return real().sendfile(out, in_fd, offset, count);
+  return guarded([&] {
+    return ss::interpose::sendfile_copy(in_fd, offset, count, [&](const void* buf, size_t n) {
+      iovec iov;
+      const msghdr m = ss::one_buffer(&iov, buf, n, nullptr, 0);
+      return t->sendmsg(out, &m, 0);
+    });
+  });
+}
+
+SS_PRELOAD_EXPORT ssize_t sendfile64(int out, int in_fd, off_t* offset, size_t count) noexcept {
+  return sendfile(out, in_fd, offset, count);
 }
 
 SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* to, socklen_t len) {

@@ -16,7 +16,8 @@
 #      tests/ext/vma_tcp_cases.py: shutdown(SHUT_RD) from another thread
 #      wakes a blocked recv; the port of a connection we closed first
 #      stays taken through TIME-WAIT (bind gives EADDRINUSE); a dup of
-#      the descriptor carries the connection after the first is closed.
+#      the descriptor carries the connection after the first is closed;
+#      sendfile(2) sends a file's bytes through the connection.
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
 #      0, and the sender sent under 1 in 1000 segments again (the path
 #      loses nothing).
@@ -24,6 +25,8 @@
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
 #      curl (20 MB).
 #  (e) redis-server in A, redis-benchmark from B (8 clients, SET and GET).
+#  (f) nginx in A (a master forking workers): the listener goes back to
+#      the kernel when a worker first looks at it; curl from B served.
 # Its minutes: about 15 s of a run.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
@@ -109,16 +112,16 @@ ours || bad=1
 check "Python: 1 MB echoed while sent, half-close, names, TCP_INFO, offloaded" $bad
 
 # (b2) socket semantics of an offloaded connection (vma_tcp_cases.py).
-ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 3 >"$T/echo" 2>&1 &
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 4 >"$T/echo" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
 in_a 1 python3 "$here/vma_tcp_cases.py" "$IP4B" 7002
 ok=$?
 bad=0
 [ $ok = 0 ] || { echo "  cases: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^ok shut_rd" && has "$T/out" "^ok port_held" && has "$T/out" "^ok dup" || bad=1
+for c in shut_rd port_held dup sendfile; do has "$T/out" "^ok $c" || bad=1; done
 ours || bad=1
-check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection" $bad
+check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection; sendfile" $bad
 
 # (c) iperf3, each way.
 for dir in "" -R; do
@@ -154,6 +157,12 @@ in_a_bg() {  # in_a_bg CMD...: CMD in A under the preload, offload on, in the ba
     timeout 60 "$@" >"$T/out" 2>"$T/err" &
   pids+=($!)
 }
+# stop_a_bg: the last in_a_bg program killed and waited for, so its XDP
+# program is gone before the next one attaches its own.
+stop_a_bg() {
+  kill "${pids[-1]}" 2>/dev/null
+  wait "${pids[-1]}" 2>/dev/null
+}
 listening() {  # listening PORT: A's server took port PORT on the rings (its log), or 5 s
   for _ in $(seq 50); do grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err" && return 0; sleep 0.1; done
   grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err"
@@ -181,7 +190,7 @@ ip netns exec "$Z" timeout 30 curl -sS -o "$T/got" "http://$IP4:8081/blob" || ba
 segs=$(($(kernel_tcp) - seg0))
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "http.server in A: Linux's curl downloads 20 MB intact through the rings, A's kernel moved $segs segments" $bad
-kill "${pids[-1]}" 2>/dev/null
+stop_a_bg
 
 # (e) redis-server in A (epoll, many connections, non-blocking I/O),
 # redis-benchmark from B: every request answered.
@@ -197,10 +206,32 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
   [ "$(wc -l <"$T/rb.sum")" = 2 ] || { echo "  redis-benchmark: $(tail -c 300 "$T/rb")"; bad=1; }
   segs=$(($(kernel_tcp) - seg0))
   [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
-  kill "${pids[-1]}" 2>/dev/null
+  stop_a_bg
   check "redis-server in A: 8 redis-benchmark clients' 4000 SETs and GETs through the rings ($(tr '\n' ' ' <"$T/rb.sum")), A's kernel moved $segs segments" $bad
 else
   echo "SKIP: $name: redis-server or redis-benchmark not found (the redis case)"
+fi
+
+# (f) nginx (a master that forks its workers): only the kernel's listener
+# can be shared by processes, so the master's listener on the rings goes
+# back to the kernel when a worker first looks at it (its log says so);
+# every request is served, through A's kernel.
+if command -v nginx >/dev/null; then
+  . "$here/nginx_conf.sh"
+  nginx_conf "$T/ngx" 8083 "$T/www" "$IP4"
+  in_a_bg nginx -e "$T/ngx/error.log" -c "$T/ngx/nginx.conf" -p "$T/ngx"
+  listening 8083
+  bad=0
+  rm -f "$T/got"
+  ip netns exec "$Z" timeout 30 curl -sS -o "$T/got" "http://$IP4:8083/blob" || bad=1
+  [ "$(sha256sum <"$T/got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
+  # The master's line: on its stderr, or in its error log once nginx moved stderr there.
+  cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+  has "$T/ngx.both" "listen fd [0-9]+: fork child [0-9]+ accepts on it: the kernel listens" || bad=1
+  stop_a_bg
+  check "nginx under libvma.so: its workers' listener back to the kernel, 20 MB served intact" $bad
+else
+  echo "SKIP: $name: nginx not found (the nginx case)"
 fi
 
 echo "$name: $fails failure(s)"

@@ -1,5 +1,5 @@
 """vma_tcp.sh's socket-semantics cases for an offloaded connection, against
-the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=3
+the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=4
 connections. Prints one "ok CASE" line per case that behaves as Linux's
 TCP does, or exits non-zero saying which did not:
   shut_rd: a thread blocked in recv returns b"" when another thread calls
@@ -7,11 +7,14 @@ TCP does, or exits non-zero saying which did not:
   port_held: after we close first (our side in TIME-WAIT), binding the
     connection's address and port again fails with EADDRINUSE;
   dup: a duplicate of the descriptor carries the connection, and goes on
-    carrying it once the first is closed."""
+    carrying it once the first is closed;
+  sendfile: socket.sendfile (os.sendfile) of a 300 KB file, echoed whole,
+    the file's position moved by what was sent."""
 import errno
 import os
 import socket
 import sys
+import tempfile
 import threading
 import time
 
@@ -47,7 +50,8 @@ except OSError as e:
         sys.exit("port_held: bind gave %s" % e)
 print("ok port_held", flush=True)
 
-c = socket.create_connection((host, port), timeout=10)
+# Blocking (no timeout: Python's timeout makes the shared file O_NONBLOCK).
+c = socket.create_connection((host, port))
 d = socket.socket(fileno=os.dup(c.fileno()))
 d.sendall(b"through the duplicate")
 if c.recv(100) != b"through the duplicate":
@@ -61,3 +65,21 @@ if d.recv(10) != b"":
     sys.exit("dup: no end of stream")
 d.close()
 print("ok dup", flush=True)
+
+c = socket.create_connection((host, port), timeout=10)
+body = os.urandom(300000)
+back = bytearray()
+r = threading.Thread(target=lambda: [back.extend(d) for d in iter(lambda: c.recv(65536), b"")])
+r.start()
+with tempfile.TemporaryFile() as f:
+    f.write(body)
+    f.seek(0)
+    sent = c.sendfile(f)
+    if sent != len(body) or f.tell() != len(body):
+        sys.exit("sendfile: sent %d of %d, file at %d" % (sent, len(body), f.tell()))
+c.shutdown(socket.SHUT_WR)
+r.join(10)
+if bytes(back) != body:
+    sys.exit("sendfile: echoed %d bytes of %d" % (len(back), len(body)))
+c.close()
+print("ok sendfile", flush=True)
