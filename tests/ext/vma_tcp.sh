@@ -19,7 +19,7 @@
 #      the descriptor carries the connection after the first is closed;
 #      sendfile(2) sends a file's bytes through the connection.
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
-#      0, and the sender sent under 1 in 1000 segments again (the path
+#      0, and the sender sent under 1 in 100 segments again (the path
 #      loses nothing).
 #  (d) servers in A (listen and accept on the rings): Python's echo
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
@@ -135,15 +135,16 @@ for dir in "" -R; do
   rate=$(grep -E 'receiver$' "$T/out" | grep -oE '[0-9.]+ [MG]bits/sec' | tail -1)
   [ -n "$rate" ] || bad=1
   # The sender's retransmits, against the segments it sent (bytes / 1448):
-  # under 1 in 1000 on a path that loses nothing (with -R Linux sends:
-  # segments our receive path dropped or reordered would show; a loaded
-  # machine that delays an ACK past an RTO costs a few).
+  # under 1 in 100 on a path that loses nothing (with -R Linux sends:
+  # segments our receive path dropped or reordered would show, as the 6%
+  # two ring readers once cost; a loaded machine that delays an ACK past
+  # an RTO, or fills our tx ring, costs a few: 0.3% seen under load).
   read -r retr segs_sent < <(awk '/ sender$/ {
       b = $5; u = $6
       if (u == "KBytes") b *= 1024; else if (u == "MBytes") b *= 1048576; else if (u == "GBytes") b *= 1073741824
       r = $(NF - 1); s = int(b / 1448) }
     END {print r, s}' "$T/out")
-  [ -n "${retr:-}" ] && [ $((retr * 1000)) -lt "${segs_sent:-0}" ] ||
+  [ -n "${retr:-}" ] && [ $((retr * 100)) -lt "${segs_sent:-0}" ] ||
     { echo "  the sender sent ${retr:-?} of ${segs_sent:-?} segments again"; bad=1; }
   ours || bad=1
   check "iperf3 -c${dir:+ $dir} offloaded: ${rate:-no rate}, ${retr:-?} of ${segs_sent:-?} segments sent again (veth, against Linux)" $bad
