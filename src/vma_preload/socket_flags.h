@@ -15,11 +15,11 @@ inline bool nonblocking(int fd, int flags) {
   return fl >= 0 && (fl & O_NONBLOCK);
 }
 
-// SO_RCVTIMEO in milliseconds (-1: none).
-inline int rcv_timeout_ms(int fd) {
+// SO_RCVTIMEO (or `option` SO_SNDTIMEO) in milliseconds (-1: none).
+inline int rcv_timeout_ms(int fd, int option = SO_RCVTIMEO) {
   timeval tv{};
   socklen_t len = sizeof tv;
-  if (interpose::real().getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) < 0) return -1;
+  if (interpose::real().getsockopt(fd, SOL_SOCKET, option, &tv, &len) < 0) return -1;
   if (tv.tv_sec == 0 && tv.tv_usec == 0) return -1;
   return static_cast<int>(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
 }

@@ -25,6 +25,7 @@
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
 #include "vma_preload/start.h"
+#include "vma_preload/wire_addr.h"
 #include "vma_preload/extra_sockopts.h"
 
 using ss::interpose::real;
@@ -41,26 +42,6 @@ std::shared_ptr<vp::KernelSocket> tcp_record(int fd) {
   return s && s->tcp() ? s : nullptr;
 }
 
-// A name into the program's (out, *len) as the kernel gives one: at most
-// *len bytes, *len set to the whole length.
-int give_name(const sockaddr_storage& a, socklen_t alen, sockaddr* out, socklen_t* len) {
-  if (!len || !ss::interpose::program_writable(len, sizeof *len)) {
-    errno = EFAULT;
-    return -1;
-  }
-  if (static_cast<int>(*len) < 0) {
-    errno = EINVAL;
-    return -1;
-  }
-  const socklen_t n = std::min(*len, alen);
-  if (n && ss::interpose::copy_to_program(out, &a, n) < 0) {
-    errno = EFAULT;
-    return -1;
-  }
-  *len = alen;
-  return 0;
-}
-
 int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
   const auto s = tcp_record(fd);
   if (!s) return peer ? real().getpeername(fd, out, len) : real().getsockname(fd, out, len);
@@ -71,7 +52,11 @@ int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
       errno = -n;
       return -1;
     }
-    return give_name(a, static_cast<socklen_t>(n), out, len);
+    if (const int err = vp::give_name(a, static_cast<socklen_t>(n), out, len); err < 0) {
+      errno = -err;
+      return -1;
+    }
+    return 0;
   });
 }
 

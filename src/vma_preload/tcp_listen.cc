@@ -27,17 +27,6 @@ using interpose::real;
 
 constexpr int kMaxBacklog = 4096;  // Linux's somaxconn default
 
-// A peer's address into the program's (addr, *len) as accept(2) gives it.
-int give_peer(const sockaddr_storage& a, socklen_t alen, sockaddr* addr, socklen_t* len) {
-  if (!addr) return 0;
-  if (!len || !interpose::program_writable(len, sizeof *len) || static_cast<int>(*len) < 0)
-    return -EFAULT;
-  const socklen_t n = std::min(*len, alen);
-  if (n && interpose::copy_to_program(addr, &a, n) < 0) return -EFAULT;
-  *len = alen;
-  return 0;
-}
-
 }  // namespace
 
 std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
@@ -124,7 +113,7 @@ int TcpListen::take(int flags, int* out, sockaddr* addr, socklen_t* len) {
     rec->adopt_tcp(TcpOffload::adopt(l.rings, s, family_));
     sockaddr_storage a;
     const socklen_t alen = program_addr({t.remote, t.remote_port}, family_, &a);
-    if (const int err = give_peer(a, alen, addr, len); err < 0) {
+    if (const int err = addr ? give_name(a, alen, addr, len) : 0; err < 0) {
       close_recorded(nfd);  // the kernel drops the new file too (its connection reset)
       return err;
     }
@@ -176,10 +165,7 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now());
       ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
     }
-    if (due != UINT64_MAX) {
-      const int t = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
-      if (ms < 0 || t < ms) ms = t;
-    }
+    ms = shorter_ms(ms, ms_until(due, now));
     if (unkicked && (ms < 0 || ms > 10)) ms = 10;  // a kick missing: look often
     // Joined, then looked again: a connection that came meanwhile kicks.
     bool ready = false;
@@ -270,10 +256,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
     due = std::min(due, l.rings->tcp->next_due());
     now = l.rings->tcp->now();
   }
-  if (due != UINT64_MAX) {
-    const int ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
-    if (*sleep_ms < 0 || ms < *sleep_ms) *sleep_ms = ms;
-  }
+  *sleep_ms = shorter_ms(*sleep_ms, ms_until(due, now));
   t.fd = set;
   t.events = POLLIN;
   t.tag = reinterpret_cast<uintptr_t>(joined.release());

@@ -14,6 +14,7 @@
 
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
+#include "core/base/msghdr_of.h"
 #include "core/base/service_thread.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
@@ -51,8 +52,7 @@ void serve(ServiceThread::Run& run) {
       due = std::min(due, r->tcp->next_due());
       now = r->tcp->now();
     }
-    int ms = -1;
-    if (due != UINT64_MAX) ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
+    const int ms = ms_until(due, now);
     // A program's call that arms an earlier timer wakes us (on_earlier_due).
     for (NetdevRings* r : netdevs) r->tcp->watch_due(due);
     run.poll(fds, ms);
@@ -97,19 +97,6 @@ int sock_int(int fd, int level, int name) {
   return real().getsockopt(fd, level, name, &v, &len) == 0 ? v : -1;
 }
 
-int snd_timeout_ms(int fd) {
-  timeval tv{};
-  socklen_t len = sizeof tv;
-  if (real().getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) < 0) return -1;
-  if (tv.tv_sec == 0 && tv.tv_usec == 0) return -1;
-  return static_cast<int>(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
-}
-
-size_t iov_total(const msghdr* m) {
-  size_t n = 0;
-  for (size_t i = 0; i < m->msg_iovlen; i++) n += m->msg_iov[i].iov_len;
-  return n;
-}
 
 }  // namespace
 
@@ -230,10 +217,7 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
       ms = left.count() > 0 ? static_cast<int>(left.count()) : 0;
     }
     const uint64_t due = st.next_due(), now = st.now();
-    if (due != UINT64_MAX) {
-      const int t = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
-      if (ms < 0 || t < ms) ms = t;
-    }
+    ms = shorter_ms(ms, ms_until(due, now));
     if (kick < 0 && (ms < 0 || ms > 10)) ms = 10;  // no kick (out of descriptors): look often
     const bool timed_out = timeout_ms >= 0 && clock::now() >= end;
     const int rc = timed_out ? 0 : interruptible_poll(fds.data(), fds.size(), ms, restartable);
@@ -263,10 +247,7 @@ int TcpOffload::connect_result(int fd, bool nonblocking, bool again) {
 }
 
 ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
-  struct Publish {
-    TcpOffload* t;
-    ~Publish() { t->publish(); }
-  } publish_at_end{this};
+  const PublishAtEnd publish{this};
   if (!interpose::program_writable(m, sizeof *m) ||
       !interpose::program_readable(m->msg_iov, m->msg_iovlen * sizeof(iovec))) {
     errno = EFAULT;
@@ -275,11 +256,9 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
   m->msg_namelen = 0;  // TCP names no source
   m->msg_controllen = 0;
   m->msg_flags = 0;
-  const size_t total = iov_total(m);
+  const size_t total = ss::iov_total(m);
   if (total == 0) return 0;
   const bool peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek;
-  const bool nb = nonblocking(fd, flags);
-  const int timeout = rcv_timeout_ms(fd);
   net::tcp::Stack& st = *rings_->tcp;
   std::vector<uint8_t> peeked;
   size_t got = 0;
@@ -335,13 +314,15 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
       errno = static_cast<int>(-n);
       return -1;
     }
-    if (nb) {
+    // Nothing queued: only now the socket's flags and timeout (syscalls).
+    if (nonblocking(fd, flags)) {
       if (got) return static_cast<ssize_t>(got);
       progress();  // the rings may hold the data: one look before EAGAIN
       if (st.events(sock_) & (POLLIN | POLLERR | POLLHUP)) continue;
       errno = EAGAIN;
       return -1;
     }
+    const int timeout = rcv_timeout_ms(fd);
     const int w = wait_for(POLLIN, timeout, timeout < 0);
     if (w < 0) {
       if (got) return static_cast<ssize_t>(got);
@@ -352,17 +333,12 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
 }
 
 ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
-  struct Publish {
-    TcpOffload* t;
-    ~Publish() { t->publish(); }
-  } publish_at_end{this};
+  const PublishAtEnd publish{this};
   if (!interpose::program_readable(m, sizeof *m) ||
       !interpose::program_readable(m->msg_iov, m->msg_iovlen * sizeof(iovec))) {
     errno = EFAULT;
     return -1;
   }
-  const bool nb = nonblocking(fd, flags);
-  const int timeout = snd_timeout_ms(fd);
   net::tcp::Stack& st = *rings_->tcp;
   size_t sent = 0, i = 0, at = 0;  // iov i, its first byte not sent yet
   while (i < m->msg_iovlen) {
@@ -385,8 +361,9 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       at += static_cast<size_t>(n);
       continue;
     }
-    if (n == -EAGAIN) {
-      if (nb) break;
+    if (n == -EAGAIN) {  // the window is full: only now the flags and timeout (syscalls)
+      if (nonblocking(fd, flags)) break;
+      const int timeout = rcv_timeout_ms(fd, SO_SNDTIMEO);
       const int w = wait_for(POLLOUT, timeout, timeout < 0);
       if (w < 0) {
         if (sent) return static_cast<ssize_t>(sent);
@@ -400,7 +377,7 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
     errno = static_cast<int>(-n);
     return -1;
   }
-  if (sent == 0 && iov_total(m) > 0) {
+  if (sent == 0 && ss::iov_total(m) > 0) {
     errno = EAGAIN;
     return -1;
   }
@@ -501,10 +478,7 @@ WaitTarget TcpOffload::wait_target(short events, int* sleep_ms) {
   net::tcp::Stack& st = *rings_->tcp;
   if (readiness(events)) return WaitTarget{};  // kReady
   const uint64_t due = st.next_due(), now = st.now();
-  if (due != UINT64_MAX) {
-    const int ms = due <= now ? 0 : static_cast<int>((due - now + 999) / 1000);
-    if (*sleep_ms < 0 || ms < *sleep_ms) *sleep_ms = ms;
-  }
+  *sleep_ms = shorter_ms(*sleep_ms, ms_until(due, now));
   WaitTarget t;
   t.fd = rings_->wait_fd();
   if (t.fd < 0) {  // no wait set (out of descriptors): looked at every 10 ms

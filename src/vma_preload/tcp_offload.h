@@ -43,6 +43,14 @@ void tcp_serve_netdev(NetdevRings* r);
 // Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier
 // than its sleep was armed). Only signals: called under a stack's lock.
 void tcp_wake_service();
+// A sleep's bound from a stack's next timer: its milliseconds from now
+// (rounded up, 0 when due), -1 when none is armed (UINT64_MAX).
+inline int ms_until(uint64_t due_us, uint64_t now_us) {
+  if (due_us == UINT64_MAX) return -1;
+  return due_us <= now_us ? 0 : static_cast<int>((due_us - now_us + 999) / 1000);
+}
+// The shorter of two sleeps (-1: unbounded).
+inline int shorter_ms(int a, int b) { return a < 0 ? b : b < 0 ? a : (a < b ? a : b); }
 // What fd's options say of its connections: SO_RCVBUF and SO_SNDBUF (the
 // windows), TCP_NODELAY, and VMA_MSS.
 net::tcp::Config tcp_config_of(int fd);
@@ -98,6 +106,10 @@ class TcpOffload {
 
  private:
   void publish();
+  struct PublishAtEnd {  // a data call's counters published whatever way it returns
+    TcpOffload* t;
+    ~PublishAtEnd() { t->publish(); }
+  };
   TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family, int hold_fd)
       : rings_(r), sock_(s), family_(family), hold_fd_(hold_fd) {}
   // One look at the rings and the timers due.

@@ -18,6 +18,7 @@
 
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
+#include "core/base/msghdr_of.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
@@ -34,11 +35,6 @@ namespace {
 using interpose::real;
 namespace vs = vma::settings;
 
-size_t iov_total(const msghdr* m) {
-  size_t n = 0;
-  for (size_t i = 0; i < m->msg_iovlen; i++) n += m->msg_iov[i].iov_len;
-  return n;
-}
 
 }  // namespace
 
@@ -301,7 +297,7 @@ ssize_t UdpOffload::sendmsg(KernelSocket& s, const msghdr* m, int flags) {
     errno = EDESTADDRREQ;
     return -1;
   }
-  const size_t total = iov_total(m);
+  const size_t total = ss::iov_total(m);
   uint8_t payload[2048];
   // Ancillary data (a TTL, TOS or source for this datagram) is the
   // kernel's to apply: such a send goes through the kernel socket.

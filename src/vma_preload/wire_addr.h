@@ -1,14 +1,16 @@
 // A program's socket address as the rings' stacks take it and back: an
 // IPv4-mapped IPv6 address is IPv4 on the wire, and an IPv4 address is
-// shown IPv4-mapped to an IPv6 socket.
+// shown IPv4-mapped to an IPv6 socket; a name handed to the program.
 #pragma once
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "core/net/udp_stack.h"
+#include "interpose/program_memory.h"
 
 namespace ss::vma::preload {
 
@@ -50,6 +52,18 @@ inline socklen_t program_addr(const net::UdpAddr& a, int family, sockaddr_storag
     return sizeof(sockaddr_in6);
   }
   return a.ip.to_sockaddr(a.port, 0, out);
+}
+
+// A name into the program's (out, *len) as the kernel's getsockname,
+// getpeername and accept give one: at most *len bytes, *len set to the
+// whole length. 0, -EFAULT (a bad pointer) or -EINVAL (*len negative).
+inline int give_name(const sockaddr_storage& a, socklen_t alen, sockaddr* out, socklen_t* len) {
+  if (!len || !interpose::program_writable(len, sizeof *len)) return -EFAULT;
+  if (static_cast<int>(*len) < 0) return -EINVAL;
+  const socklen_t n = std::min(*len, alen);
+  if (n && interpose::copy_to_program(out, &a, n) < 0) return -EFAULT;
+  *len = alen;
+  return 0;
 }
 
 }  // namespace ss::vma::preload

@@ -28,4 +28,11 @@ inline msghdr iov_only(const iovec* iov, int iovcnt) {
   return m;
 }
 
+// The bytes m's buffers hold.
+inline size_t iov_total(const msghdr* m) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->msg_iovlen; i++) n += m->msg_iov[i].iov_len;
+  return n;
+}
+
 }  // namespace ss
