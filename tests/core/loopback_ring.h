@@ -84,4 +84,22 @@ class LoopbackQueue final : public ss::prov::RingQueue, public ss::mem::Recycler
   ss::prov::RingStats stats_;
 };
 
+// Another queue's operations, for a test to change or count one of them.
+class QueueWrapper : public ss::prov::RingQueue {
+ public:
+  explicit QueueWrapper(ss::prov::RingQueue* q) : q_(q) {}
+  uint32_t caps() const override { return q_->caps(); }
+  int fill(ss::mem::Buffer* f, int n) override { return q_->fill(f, n); }
+  int rx(ss::mem::Buffer* o, int m) override { return q_->rx(o, m); }
+  int tx(ss::mem::Buffer* p, int n) override { return q_->tx(p, n); }
+  int kick() override { return q_->kick(); }
+  int complete(ss::mem::Buffer* o, int m) override { return q_->complete(o, m); }
+  int poll_fd(ss::prov::Ring r, short* e) const override { return q_->poll_fd(r, e); }
+  ss::prov::RingStats stats() const override { return q_->stats(); }
+  uint32_t fill_level() const override { return q_->fill_level(); }
+
+ protected:
+  ss::prov::RingQueue* const q_;
+};
+
 }  // namespace sstest

@@ -86,22 +86,11 @@ class FakeResolver : public TxResolver {
 };
 
 // A queue whose tx ring is full while `full` is set.
-class FullTx final : public prov::RingQueue {
+class FullTx final : public sstest::QueueWrapper {
  public:
-  explicit FullTx(prov::RingQueue* q) : q_(q) {}
-  uint32_t caps() const override { return q_->caps(); }
-  int fill(Buffer* f, int n) override { return q_->fill(f, n); }
-  int rx(Buffer* o, int m) override { return q_->rx(o, m); }
+  explicit FullTx(prov::RingQueue* q) : QueueWrapper(q) {}
   int tx(Buffer* p, int n) override { return full ? 0 : q_->tx(p, n); }
-  int kick() override { return q_->kick(); }
-  int complete(Buffer* o, int m) override { return q_->complete(o, m); }
-  int poll_fd(prov::Ring r, short* e) const override { return q_->poll_fd(r, e); }
-  prov::RingStats stats() const override { return q_->stats(); }
-  uint32_t fill_level() const override { return q_->fill_level(); }
   bool full = false;
-
- private:
-  prov::RingQueue* q_;
 };
 
 const uint8_t kMacPeer[6] = {2, 0, 0, 0, 0, 0xa}, kMacUs[6] = {2, 0, 0, 0, 0, 0xb};

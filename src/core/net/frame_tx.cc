@@ -44,17 +44,40 @@ void FrameTx::keep(Buffer&& frame) {
   if (spare_.size() < kSpare) spare_.push_back(std::move(frame));
 }
 
-int FrameTx::send(Buffer&& frame) {
-  std::lock_guard lock(mu_);
+int FrameTx::put_locked(Buffer&& frame) {
   int took = queue_->tx(&frame, 1);
   if (took == 0) {  // full: let the device drain, take completions back, once
-    queue_->kick();
+    kick_locked();
     reclaim_locked();
     took = queue_->tx(&frame, 1);
   }
   if (took < 0) return took;
   if (took == 0) return -EAGAIN;
+  unkicked_.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+int FrameTx::kick_locked() {
+  unkicked_.store(0, std::memory_order_relaxed);
   return queue_->kick();
+}
+
+int FrameTx::send(Buffer&& frame) {
+  std::lock_guard lock(mu_);
+  if (const int err = put_locked(std::move(frame)); err < 0) return err;
+  return kick_locked();
+}
+
+int FrameTx::queue(Buffer&& frame) {
+  std::lock_guard lock(mu_);
+  if (const int err = put_locked(std::move(frame)); err < 0) return err;
+  return unkicked_.load(std::memory_order_relaxed) >= kBurst ? kick_locked() : 0;
+}
+
+void FrameTx::flush() {
+  if (unkicked_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(mu_);
+  if (unkicked_.load(std::memory_order_relaxed) > 0) kick_locked();
 }
 
 }  // namespace ss::net

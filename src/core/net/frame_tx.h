@@ -1,9 +1,12 @@
 // The rings' send path, one per netdev's stacks (UDP and TCP send through
 // the same one): frames from the first queue's pool, or sent frames taken
 // back from the completion ring and kept for reuse; a frame goes on the tx
-// ring and the device is kicked. The tx ring has one producer, so one lock
+// ring and the device is kicked, at once (send) or once for a burst
+// (queue, then flush: each kick is a system call, and in copy mode the
+// call that moves the frames). The tx ring has one producer, so one lock
 // covers it; the callers build their frames outside it.
 #pragma once
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -26,6 +29,11 @@ class FrameTx {
   // one kick and reap; the kick's -errno. The frame is the ring's either
   // way (released when refused).
   int send(mem::Buffer&& frame);
+  // As send, without the kick unless kBurst frames wait for one: flush
+  // kicks for the rest.
+  int queue(mem::Buffer&& frame);
+  // Kicks for the frames queued since the last kick, if any.
+  void flush();
   // A frame built and not sent (a dummy send): kept for the next take.
   void keep(mem::Buffer&& frame);
   // Takes sent frames back now (send does it too): what an idle sender's
@@ -34,12 +42,16 @@ class FrameTx {
 
  private:
   void reclaim_locked();
+  int put_locked(mem::Buffer&& frame);
+  int kick_locked();
 
   static constexpr size_t kSpare = 64;
+  static constexpr uint32_t kBurst = 32;  // frames the kernel's copy mode sends a call
   prov::RingQueue* const queue_;
   mem::Pool* const pool_;
   std::mutex mu_;
   std::vector<mem::Buffer> spare_;  // completed frames kept for the next takes
+  std::atomic<uint32_t> unkicked_{0};  // queued since the last kick (read unlocked by flush)
 };
 
 }  // namespace ss::net

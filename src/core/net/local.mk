@@ -58,4 +58,5 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/udp_route.h \
 	src/core/net/udp_route.cc
 
+core_unit_tests_SOURCES += tests/core/net_frame_tx_test.cc
 core_unit_tests_SOURCES += tests/core/net_udp_stack_test.cc tests/core/net_multicast_test.cc

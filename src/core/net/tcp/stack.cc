@@ -77,7 +77,7 @@ class PathSink : public SegmentSink {
     if (f_.ip_version == 4) f_.ip_id = ip_id_.next();
     const ssize_t n = build_ip_frame({p, frame_.capacity()}, f_, kIpProtoTcp, len, mtu_);
     if (n < 0 || frame_.set_size(static_cast<size_t>(n)) != 0 ||
-        tx_->send(std::move(frame_)) < 0) {
+        tx_->queue(std::move(frame_)) < 0) {
       ctr_->tx_errors++;  // lost as on the wire: the connection sends it again
     } else {
       ctr_->frames_out++;
@@ -99,6 +99,24 @@ class Stack::RingConnection final : private PathSink, public Connection {
   RingConnection(Stack* st, const FourTuple& t, const TxPath& path, const tcp::Config& cfg)
       : PathSink(st->cfg_.tx, &st->ctr_, t, path),
         Connection(cfg, t.local_port, t.remote_port, this, &st->timers_) {}
+};
+
+// The stack's lock for a call that may send: the segments it queued go to
+// the device with one kick once the lock is let go (a burst of segments,
+// one system call, made outside the lock).
+class Stack::Sending {
+ public:
+  explicit Sending(Stack* st) : lock_(st->mu_), tx_(st->cfg_.tx) {}
+  ~Sending() {
+    lock_.unlock();
+    tx_->flush();
+  }
+  Sending(const Sending&) = delete;
+  Sending& operator=(const Sending&) = delete;
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  FrameTx* tx_;
 };
 
 // What the listeners ask of the stack (its lock held: they run inside
@@ -210,7 +228,7 @@ int Stack::listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, So
 
 int Stack::connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToKernel* why) {
   if (t.local.family != t.remote.family || all_zero(t.local)) return -EINVAL;
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   if (table_.find(t)) return -EADDRINUSE;
   TxPath path;
   if (const int r = resolve(t, &path, why); r != 0) return r;
@@ -256,7 +274,7 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
 }
 
 ssize_t Stack::send(Socket* s, std::span<const uint8_t> data) {
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   if (!s->conn) return -ENOTCONN;
   const ssize_t n = s->conn->send(data, clock_());
   s->changes++;
@@ -265,7 +283,7 @@ ssize_t Stack::send(Socket* s, std::span<const uint8_t> data) {
 }
 
 ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek) {
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   if (!s->conn) return -ENOTCONN;
   const ssize_t n = s->conn->recv(out, peek, clock_());
   s->changes++;
@@ -274,7 +292,7 @@ ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek) {
 }
 
 int Stack::shutdown_write(Socket* s) {
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   if (!s->conn) return -ENOTCONN;
   const int r = s->conn->shutdown_write(clock_());
   s->changes++;
@@ -284,7 +302,7 @@ int Stack::shutdown_write(Socket* s) {
 }
 
 void Stack::set_nodelay(Socket* s, bool on) {
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   if (s->conn) s->conn->set_nodelay(on, clock_());
 }
 
@@ -336,7 +354,7 @@ void Stack::wake_touched_locked() {
 }
 
 void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   auto it = sockets_.find(s);
   if (it == sockets_.end()) return;
   if (s->listener) {
@@ -406,7 +424,7 @@ void Stack::enqueue(RxSegment&& seg) {
 }
 
 void Stack::drain() {
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   std::vector<RxSegment> segs;
   for (;;) {
     {
@@ -479,7 +497,7 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
 }
 
 void Stack::run_timers() {
-  std::lock_guard lock(mu_);
+  const Sending lock(this);
   const uint64_t now = clock_();
   while (Timer* t = timers_.pop_due(now)) {
     auto* ct = static_cast<ConnectionTimer*>(t);

@@ -144,6 +144,7 @@ class Stack final : public SegmentInput {
  private:
   class Host;
   class RingConnection;
+  class Sending;
   explicit Stack(const Config& cfg);
   // The path to t's peer: 0, 1 (*why: not the rings'), or -errno.
   int resolve(const FourTuple& t, TxPath* path, ToKernel* why);

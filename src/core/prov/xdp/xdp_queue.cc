@@ -231,10 +231,21 @@ int XdpQueue::tx(Buffer* pkts, int n) {
 }
 
 int XdpQueue::kick() {
-  if (sendto(xsk_socket__fd(xsk_), nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return 0;
-  // The kernel is busy or out of buffers for now: the frames stay queued.
-  if (errno == EAGAIN || errno == EBUSY || errno == ENOBUFS) return 0;
-  return -errno;
+  // In copy mode one call sends at most a batch (32 frames) and says EAGAIN
+  // while more wait: call again until the kernel took them all, or a bound.
+  for (uint32_t calls = 0; calls <= cfg_.tx_size / 32 + 1; calls++) {
+    if (sendto(xsk_socket__fd(xsk_), nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return 0;
+    // The kernel is busy or out of buffers for now: the frames stay queued.
+    if (errno == EBUSY || errno == ENOBUFS) return 0;
+    if (errno != EAGAIN) return -errno;
+    if (tx_unsent() == 0) return 0;
+  }
+  return 0;
+}
+
+uint32_t XdpQueue::tx_unsent() {
+  std::lock_guard lock(mu_);
+  return tx_.cached_prod - __atomic_load_n(tx_.consumer, __ATOMIC_ACQUIRE);
 }
 
 int XdpQueue::complete(Buffer* out, int max) {

@@ -52,6 +52,8 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   uint64_t frame_addr(const mem::Buffer& b) const {
     return b.reg(reg_index_).offset + b.chunk_offset() - b.offset();
   }
+  // Frames on the tx ring the kernel has not taken yet.
+  uint32_t tx_unsent();
   // Puts frames into the fill ring; mu_ held.
   int fill_locked(mem::Buffer* frames, int n);
 
