@@ -20,6 +20,7 @@ struct Result {
   State a_state = State::kClosed, b_state = State::kClosed;
   uint64_t dropped = 0, retransmits = 0, dup_segs = 0, ooo_segs = 0, end_us = 0;
   uint64_t rtos = 0, recoveries = 0;
+  uint32_t a_snd_buf = 0;
 };
 
 // Side 0 connects and sends `total` bytes then closes; side 1 reads
@@ -71,6 +72,7 @@ Result transfer(const wire::Faults& f, uint64_t total, Config ca = {}, Config cb
   r.end_us = w.now();
   r.rtos = a.counters().rto_expiries;
   r.recoveries = a.counters().sack_recoveries + a.counters().dupack_recoveries;
+  r.a_snd_buf = a.info().snd_buf;
   r.a_state = a.state();
   r.b_state = b.state();
   return r;
@@ -84,6 +86,22 @@ TEST(TcpPair, CleanTransfer) {
   EXPECT_TRUE(r.eof);
   EXPECT_EQ(r.a_state, State::kTimeWait);
   EXPECT_EQ(r.b_state, State::kClosed);
+}
+
+// The send buffer grows with the window up to snd_buf_max (Linux's
+// tcp_wmem autotuning), and stays put without one (SO_SNDBUF set).
+TEST(TcpPair, SendBufferGrowsWithTheWindowToItsBound) {
+  Config ca;
+  ca.snd_buf = 16384;
+  const Result fixed = transfer({}, 4 << 20, ca);
+  EXPECT_EQ(fixed.a_snd_buf, 16384u);
+  ca.snd_buf_max = 256 << 10;
+  const Result grown = transfer({}, 4 << 20, ca);
+  EXPECT_EQ(grown.received, 4u << 20);
+  EXPECT_TRUE(grown.intact);
+  EXPECT_GT(grown.a_snd_buf, 16384u);
+  EXPECT_LE(grown.a_snd_buf, 256u << 10);
+  EXPECT_LT(grown.end_us, fixed.end_us);  // more in flight: sooner done
 }
 
 // One data segment lost mid-transfer: repaired by SACK recovery (or, to a

@@ -17,17 +17,27 @@ inline uint16_t fold(uint64_t s) {
 }
 
 // The one's complement sum of the bytes taken as words in memory order
-// (native-endian loads): 64 bits at a time, since 2^16 - 1 divides 2^64 - 1
-// the folded result equals the sum of 16-bit words. A last odd byte is a
+// (native-endian loads). Since 2^16 - 1 divides 2^32 - 1 and 2^64 - 1, the
+// folded sum of wider words equals the sum of 16-bit words: the bulk goes
+// as 32-bit words into four 64-bit sums (independent additions, no carry
+// to chase; flushed long before one could overflow). A last odd byte is a
 // word with a zero second byte.
 uint16_t memory_order_sum(const uint8_t* p, size_t n) {
-  uint64_t s = 0, w[4];
-  for (; n >= sizeof w; p += sizeof w, n -= sizeof w) {
-    memcpy(w, p, sizeof w);
-    add_carry(s, w[0]);
-    add_carry(s, w[1]);
-    add_carry(s, w[2]);
-    add_carry(s, w[3]);
+  uint64_t s = 0, w[1];
+  while (n >= 16) {
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t k = 0; k < (size_t{1} << 24) && n >= 16; k++, p += 16, n -= 16) {
+      uint32_t v[4];
+      memcpy(v, p, sizeof v);
+      a += v[0];
+      b += v[1];
+      c += v[2];
+      d += v[3];
+    }
+    add_carry(s, a);
+    add_carry(s, b);
+    add_carry(s, c);
+    add_carry(s, d);
   }
   for (; n >= 8; p += 8, n -= 8) {
     memcpy(w, p, 8);

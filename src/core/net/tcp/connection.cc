@@ -313,6 +313,7 @@ Info Connection::info() const {
   i.snd_wscale = snd_wscale_;
   i.rcv_wscale = rcv_wscale_;
   i.in_recovery = in_recovery_;
+  i.snd_buf = static_cast<uint32_t>(sndq_.capacity());
   i.rto_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.rto_us(), UINT32_MAX));
   i.srtt_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.srtt_us(), UINT32_MAX));
   i.rttvar_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.rttvar_us(), UINT32_MAX));

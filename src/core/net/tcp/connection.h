@@ -57,6 +57,9 @@ struct Config {
   uint16_t default_peer_mss = 536;  // when the peer announces none (IPv6: 1220)
   uint32_t rcv_buf = 131072;        // SO_RCVBUF: what the receive window can cover
   uint32_t snd_buf = 131072;        // SO_SNDBUF
+  // Above snd_buf: the send buffer grows to twice the congestion window,
+  // up to this (Linux's tcp_wmem[2], when the program set no SO_SNDBUF).
+  uint32_t snd_buf_max = 0;
   bool window_scaling = true, timestamps = true, sack = true;
   bool nodelay = false;  // TCP_NODELAY: no Nagle
   CcAlgo cc = CcAlgo::kNewReno;
@@ -89,6 +92,7 @@ struct Info {
   uint32_t snd_cwnd = 0, snd_ssthresh = 0;      // in segments
   uint32_t snd_wnd = 0, rcv_wnd = 0;            // bytes
   uint32_t backoffs = 0;
+  uint32_t snd_buf = 0;  // the send buffer's size now (it may have grown)
 };
 
 struct Counters {

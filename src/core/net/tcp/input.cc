@@ -290,6 +290,11 @@ void Connection::acked(uint32_t ack, const Options& o, uint64_t now, SentSegment
   if (state_ != State::kSynSent && state_ != State::kSynReceived &&
       (!in_recovery_ || recovery_rto_)) {
     cc_->on_ack(data_acked, now, rtt_.srtt_us());
+    // As Linux's: room for two windows of data, so the program's next
+    // writes are queued while one window is in flight.
+    const size_t want = std::min<size_t>(cfg_.snd_buf_max, size_t{2} * cc_->cwnd());
+    if (want > sndq_.capacity())
+      sndq_.grow(std::min<size_t>(std::max(want, 2 * sndq_.capacity()), cfg_.snd_buf_max));
   }
   if (in_recovery_ && seq_ge(snd_una_, recovery_point_)) {
     if (!recovery_rto_) cc_->on_recovery_end();

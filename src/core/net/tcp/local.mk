@@ -46,6 +46,7 @@ core_unit_tests_SOURCES += \
 	tests/core/net_tcp_rtt_test.cc \
 	tests/core/net_tcp_congestion_test.cc \
 	tests/core/net_tcp_seq_ranges_test.cc \
+	tests/core/net_tcp_send_buffer_test.cc \
 	tests/core/tcp_room_sink.h \
 	tests/core/tcp_script.h \
 	tests/core/tcp_script.cc \

@@ -88,10 +88,13 @@ void Connection::detect_loss(uint64_t now) {
     }
     uint64_t wait = 0;
     for (SentSegment& s : log_.entries()) {
-      if (s.sacked || s.lost) continue;
       const bool before = s.sent_us < rack_xmit_us_ ||
                           (s.sent_us == rack_xmit_us_ && seq_lt(s.end, rack_end_));
-      if (!before) continue;
+      // New data goes out in sequence order and a retransmission later
+      // than the first sending: past a segment sent once after the one
+      // delivered, every segment went out after it too.
+      if (!before && !s.retransmitted) break;
+      if (s.sacked || s.lost || !before) continue;
       const uint64_t due = s.sent_us + rack_rtt_us_ + reo_wnd;
       if (due <= now) {
         log_.mark_lost(s);

@@ -29,4 +29,12 @@ void SendBuffer::consume(size_t n) {
   if (size_ == 0) head_ = 0;
 }
 
+void SendBuffer::grow(size_t capacity) {
+  if (capacity <= ring_.size()) return;
+  std::vector<uint8_t> ring(capacity);
+  copy_out(0, size_, ring.data());
+  ring_.swap(ring);
+  head_ = 0;
+}
+
 }  // namespace ss::net::tcp

@@ -20,6 +20,8 @@ class SendBuffer {
   void copy_out(size_t offset, size_t len, uint8_t* out) const;
   // The oldest n bytes (n <= size()) were acknowledged.
   void consume(size_t n);
+  // Room for `capacity` bytes in all (more than now), what is held kept.
+  void grow(size_t capacity);
   size_t size() const { return size_; }
   size_t space() const { return ring_.size() - size_; }
   size_t capacity() const { return ring_.size(); }

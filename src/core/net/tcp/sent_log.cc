@@ -1,11 +1,20 @@
 #include "core/net/tcp/sent_log.h"
 
+#include <algorithm>
+
 #include "core/net/tcp/seq.h"
 
 namespace ss::net::tcp {
 
+std::deque<SentSegment>::iterator SentLog::first_reaching(uint32_t seq) {
+  return std::partition_point(entries_.begin(), entries_.end(),
+                              [seq](const SentSegment& s) { return seq_le(s.end, seq); });
+}
+
 void SentLog::sent(uint32_t seq, uint32_t end, uint64_t now, uint32_t snd_max) {
-  for (SentSegment& s : entries_) {
+  for (auto it = seq_lt(seq, snd_max) ? first_reaching(seq) : entries_.end(); it != entries_.end();
+       ++it) {
+    SentSegment& s = *it;
     if (seq_le(end, s.seq)) break;
     if (seq_lt(seq, s.end)) {
       if (s.lost) lost_bytes_ -= s.end - s.seq;
@@ -47,7 +56,8 @@ void SentLog::ack(uint32_t ack, SentSegment* newest) {
 
 uint32_t SentLog::sack(uint32_t left, uint32_t right, SentSegment* newest) {
   uint32_t added = 0;
-  for (SentSegment& s : entries_) {
+  for (auto it = first_reaching(left); it != entries_.end(); ++it) {
+    SentSegment& s = *it;
     if (seq_le(right, s.seq)) break;
     if (s.sacked || seq_lt(s.seq, left) || seq_gt(s.end, right)) continue;
     const uint32_t len = s.end - s.seq;

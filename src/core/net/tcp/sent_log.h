@@ -45,6 +45,8 @@ class SentLog {
 
  private:
   void deliver(SentSegment& s, SentSegment* newest);
+  // The first entry that ends after seq (entries are in order: a search).
+  std::deque<SentSegment>::iterator first_reaching(uint32_t seq);
   std::deque<SentSegment> entries_;  // ascending, contiguous from snd_una
   uint32_t sacked_bytes_ = 0, lost_bytes_ = 0, sacked_count_ = 0;
 };
