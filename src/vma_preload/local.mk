@@ -43,6 +43,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/tcp_offload.cc \
 	src/vma_preload/tcp_listen.h \
 	src/vma_preload/tcp_listen.cc \
+	src/vma_preload/ring_turn.h \
 	src/vma_preload/wire_addr.h \
 	src/vma_preload/mux.h \
 	src/vma_preload/rx_extras.h \

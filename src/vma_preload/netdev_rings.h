@@ -23,6 +23,7 @@
 #include "core/prov/ring.h"
 #include "libvmacompat/ring_depth.h"
 #include "libvmacompat/stats_publisher.h"
+#include "vma_preload/ring_turn.h"
 
 namespace ss::vma::preload {
 
@@ -43,6 +44,7 @@ struct NetdevRings {
   std::unique_ptr<net::tcp::Stack> tcp;  // takes the TCP segments the UDP stack reads
   std::unique_ptr<net::UdpStack> stack;
   std::unique_ptr<net::UdpTx> tx;
+  RingTurn turn;  // the program's calls or the vma-tcp thread
   // What keeps the rings and the program alive in the kernel (each
   // queue's AF_XDP socket, the program's link, program and maps): a fork
   // child closes its copies, so the parent's exit takes them away.

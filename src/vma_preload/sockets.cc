@@ -211,6 +211,12 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
         });
       return r;
     }
+  if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE))
+    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel)) {
+      const int r = real().setsockopt(fd, level, name, val, len);
+      if (r == 0) s->sndbuf_set.store(true, std::memory_order_relaxed);
+      return r;
+    }
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <vector>
 
+#include "core/base/fd_table.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "core/base/msghdr_of.h"
@@ -20,6 +22,7 @@
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
 #include "libvmacompat/settings.h"
+#include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/wire_addr.h"
@@ -43,23 +46,39 @@ std::vector<NetdevRings*> tcp_netdevs() {
 
 void serve(ServiceThread::Run& run) {
   std::vector<pollfd> fds;
+  std::vector<uint64_t> seen;  // by netdev: the program's looks (RingTurn)
+  std::vector<NetdevRings*> ours;
   while (!run.stopping()) {
     const std::vector<NetdevRings*> netdevs = tcp_netdevs();
+    seen.resize(netdevs.size(), UINT64_MAX);
     fds.assign(1, pollfd{-1, 0, 0});  // the thread's wake-up
+    ours.clear();
     uint64_t due = UINT64_MAX, now = 0;
-    for (NetdevRings* r : netdevs) {
-      r->poll_fds(&fds);
+    int ms = -1;
+    for (size_t i = 0; i < netdevs.size(); i++) {
+      NetdevRings* r = netdevs[i];
+      switch (r->turn.reader(&seen[i])) {
+        case RingTurn::Reader::kService:
+          r->poll_fds(&fds);
+          ours.push_back(r);
+          break;
+        case RingTurn::Reader::kProgramLooks:
+          ms = RingTurn::kLookAgainMs;
+          break;
+        case RingTurn::Reader::kProgramSleeps:
+          break;
+      }
       due = std::min(due, r->tcp->next_due());
       now = r->tcp->now();
     }
-    const int ms = ms_until(due, now);
-    // A program's call that arms an earlier timer wakes us (on_earlier_due).
-    for (NetdevRings* r : netdevs) r->tcp->watch_due(due);
+    ms = shorter_ms(ms, ms_until(due, now));
+    // A program's call that arms a timer earlier than this sleep's end
+    // wakes us (on_earlier_due); a later one waits for the next look.
+    const uint64_t wake_at = ms < 0 ? due : std::min(due, now + uint64_t(ms) * 1000);
+    for (NetdevRings* r : netdevs) r->tcp->watch_due(wake_at);
     run.poll(fds, ms);
-    for (NetdevRings* r : netdevs) {
-      r->stack->poll_rx();
-      r->tcp->run_timers();
-    }
+    for (NetdevRings* r : ours) r->stack->poll_rx();
+    for (NetdevRings* r : netdevs) r->tcp->run_timers();
   }
 }
 
@@ -97,6 +116,18 @@ int sock_int(int fd, int level, int name) {
   return real().getsockopt(fd, level, name, &v, &len) == 0 ? v : -1;
 }
 
+// The largest send buffer Linux grows a socket's to (tcp_wmem's third
+// field; 4 MiB, its default, when unreadable).
+uint32_t wmem_max() {
+  static const uint32_t max = [] {
+    unsigned long lo = 0, def = 0, hi = 0;
+    FILE* f = fopen("/proc/sys/net/ipv4/tcp_wmem", "re");
+    const bool ok = f && fscanf(f, "%lu %lu %lu", &lo, &def, &hi) == 3 && hi > 0;
+    if (f) fclose(f);
+    return ok ? static_cast<uint32_t>(std::min<unsigned long>(hi, 1u << 30)) : 4u << 20;
+  }();
+  return max;
+}
 
 }  // namespace
 
@@ -108,6 +139,8 @@ net::tcp::Config tcp_config_of(int fd) {
     cfg.rcv_buf = static_cast<uint32_t>(rb);
   if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
     cfg.snd_buf = static_cast<uint32_t>(sb);
+  const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = wmem_max();
   cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0;
   if (const int64_t mss = settings::get(settings::Id::kMss); mss > 0)
     cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
@@ -178,6 +211,7 @@ TcpOffload::~TcpOffload() {
 }
 
 void TcpOffload::progress() {
+  rings_->turn.program_looked();
   rings_->stack->poll_rx();
   rings_->tcp->run_timers();
 }
@@ -220,7 +254,12 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
     ms = shorter_ms(ms, ms_until(due, now));
     if (kick < 0 && (ms < 0 || ms > 10)) ms = 10;  // no kick (out of descriptors): look often
     const bool timed_out = timeout_ms >= 0 && clock::now() >= end;
-    const int rc = timed_out ? 0 : interruptible_poll(fds.data(), fds.size(), ms, restartable);
+    int rc = 0;
+    if (!timed_out) {
+      rings_->turn.enter_sleep();
+      rc = interruptible_poll(fds.data(), fds.size(), ms, restartable);
+      if (rings_->turn.leave_sleep()) tcp_wake_service();
+    }
     if (kick >= 0) st.leave_waiters(sock_, fds.back().revents & POLLIN);
     if (rc == -EINTR) return -EINTR;
     if (timed_out) return -EAGAIN;
@@ -340,6 +379,7 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
     return -1;
   }
   net::tcp::Stack& st = *rings_->tcp;
+  progress();  // the ACKs that came open the window: read here, not by another thread
   size_t sent = 0, i = 0, at = 0;  // iov i, its first byte not sent yet
   while (i < m->msg_iovlen) {
     const iovec& v = m->msg_iov[i];
@@ -474,6 +514,10 @@ short TcpOffload::readiness(short events) {
   return static_cast<short>(ev & (events | POLLERR | POLLHUP));
 }
 
+namespace {
+constexpr uintptr_t kTagJoined = 1, kTagAsleep = 2;  // wait_target's, for after_wait
+}  // namespace
+
 WaitTarget TcpOffload::wait_target(short events, int* sleep_ms) {
   net::tcp::Stack& st = *rings_->tcp;
   if (readiness(events)) return WaitTarget{};  // kReady
@@ -493,13 +537,16 @@ WaitTarget TcpOffload::wait_target(short events, int* sleep_ms) {
       return WaitTarget{};
     }
     t.kick_fd = kick;
-    t.tag = 1;
+    t.tag = kTagJoined;
   }
+  rings_->turn.enter_sleep();
+  t.tag |= kTagAsleep;
   return t;
 }
 
 void TcpOffload::after_wait(const WaitTarget& armed, bool kicked) {
-  if (armed.tag) rings_->tcp->leave_waiters(sock_, kicked);
+  if (armed.tag & kTagJoined) rings_->tcp->leave_waiters(sock_, kicked);
+  if ((armed.tag & kTagAsleep) && rings_->turn.leave_sleep()) tcp_wake_service();
 }
 
 uint64_t TcpOffload::changes() {

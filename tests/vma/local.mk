@@ -13,6 +13,7 @@ vma_unit_tests_SOURCES += tests/vma/extra_table_test.cc
 vma_unit_tests_SOURCES += tests/vma/held_packets_test.cc
 vma_unit_tests_SOURCES += tests/vma/xtreme_buffs_test.cc
 vma_unit_tests_SOURCES += tests/vma/ring_logic_test.cc
+vma_unit_tests_SOURCES += tests/vma/ring_turn_test.cc
 VMA_TEST_OBJECTS = $(libvmacompat_la_OBJECTS) $(libslipstream_core_la_OBJECTS)
 vma_unit_tests_LDFLAGS = $(VMA_TEST_OBJECTS) $(AM_LDFLAGS)
 EXTRA_vma_unit_tests_DEPENDENCIES = $(VMA_TEST_OBJECTS)

@@ -1,0 +1,51 @@
+// Who reads a netdev's rings: the program's calls while it makes them,
+// the vma-tcp thread while it does not. Two readers of one ring take each
+// other's locks and every frame wakes both (a receiver moved half the
+// bytes); so the thread leaves the rings to the program while the
+// program has looked since the thread's last look (the thread looks again
+// a millisecond later), parks while one program thread has slept on them
+// since then (its wake-up wakes the thread: once per such sleep, never
+// per frame), and reads them once the program neither looks nor sleeps.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+namespace ss::vma::preload {
+
+class RingTurn {
+ public:
+  enum class Reader {
+    kService,        // the thread reads the rings
+    kProgramLooks,   // the program does: the thread looks again soon
+    kProgramSleeps,  // a program thread sleeps on them: the thread parks
+  };
+  static constexpr int kLookAgainMs = 1;
+
+  // A program's call read the rings.
+  void program_looked() { looks_.fetch_add(1, std::memory_order_relaxed); }
+  // A program thread sleeps on the rings from enter_sleep to leave_sleep.
+  // leave_sleep's true: the thread parked for it, wake it.
+  void enter_sleep() { sleepers_.fetch_add(1); }
+  bool leave_sleep() {
+    looks_.fetch_add(1);
+    return sleepers_.fetch_sub(1) == 1 && parked_.exchange(false);
+  }
+  // The service thread's look; *seen is its count of the program's looks.
+  Reader reader(uint64_t* seen) {
+    parked_.store(true);  // before the loads: a leave_sleep after them sees it
+    const bool asleep = sleepers_.load() > 0;
+    const uint64_t looks = looks_.load();
+    if (asleep && looks == *seen) return Reader::kProgramSleeps;
+    parked_.store(false);
+    if (looks == *seen) return Reader::kService;
+    *seen = looks;
+    return Reader::kProgramLooks;
+  }
+
+ private:
+  std::atomic<uint64_t> looks_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> parked_{false};
+};
+
+}  // namespace ss::vma::preload

@@ -1,0 +1,61 @@
+// RingTurn: the vma-tcp thread reads a netdev's rings only while the
+// program neither looks at them nor sleeps on them, and is woken by a
+// program sleep it parked for, once.
+#include "vma_preload/ring_turn.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace ss::vma::preload {
+namespace {
+
+using Reader = RingTurn::Reader;
+
+TEST(RingTurn, TheThreadReadsOnceTheProgramStopsLooking) {
+  RingTurn t;
+  uint64_t seen = UINT64_MAX;  // the thread's first look: the program may be looking
+  EXPECT_EQ(t.reader(&seen), Reader::kProgramLooks);
+  EXPECT_EQ(t.reader(&seen), Reader::kService);
+  t.program_looked();
+  EXPECT_EQ(t.reader(&seen), Reader::kProgramLooks);
+  EXPECT_EQ(t.reader(&seen), Reader::kService);
+}
+
+TEST(RingTurn, ASleepTheThreadParkedForWakesItOnce) {
+  RingTurn t;
+  uint64_t seen = UINT64_MAX;
+  t.reader(&seen);
+  t.enter_sleep();
+  EXPECT_EQ(t.reader(&seen), Reader::kProgramSleeps);
+  EXPECT_TRUE(t.leave_sleep());
+  // Back from the sleep: the program looked.
+  EXPECT_EQ(t.reader(&seen), Reader::kProgramLooks);
+  EXPECT_EQ(t.reader(&seen), Reader::kService);
+}
+
+TEST(RingTurn, ShortSleepsBetweenLooksWakeNobody) {
+  RingTurn t;
+  uint64_t seen = UINT64_MAX;
+  t.reader(&seen);
+  t.enter_sleep();
+  EXPECT_FALSE(t.leave_sleep());  // the thread did not park for it
+  t.enter_sleep();
+  // Asleep now, but it woke since the thread's last look: a look soon, no park.
+  EXPECT_EQ(t.reader(&seen), Reader::kProgramLooks);
+  EXPECT_FALSE(t.leave_sleep());
+}
+
+TEST(RingTurn, OnlyTheLastSleeperWakesTheThread) {
+  RingTurn t;
+  uint64_t seen = UINT64_MAX;
+  t.reader(&seen);
+  t.enter_sleep();
+  t.enter_sleep();
+  EXPECT_EQ(t.reader(&seen), Reader::kProgramSleeps);
+  EXPECT_FALSE(t.leave_sleep());  // another thread still sleeps on the rings
+  EXPECT_TRUE(t.leave_sleep());
+}
+
+}  // namespace
+}  // namespace ss::vma::preload
