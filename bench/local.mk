@@ -4,7 +4,8 @@
 # bench/instr.sh counts instructions per call with callgrind (bench/rsocket_instr);
 # bench/ab.sh compares two builds on shm latency over many alternating runs;
 # bench/udpong.sh datagram echo latency and rate against kernel UDP;
-# bench/vma_sockperf.sh sockperf under libvma.so; bench/vma_zcopy.sh the 64 B
+# bench/vma_sockperf.sh sockperf under libvma.so; bench/vma_tcp_tput.sh
+# iperf3 and redis on libvma.so's TCP; bench/vma_zcopy.sh the 64 B
 # receive rate of recvfrom_zcopy, offloaded recv and the kernel's (its 64 B
 # source: bench/udp_blast.c);
 # bench/preload_apps.sh redis, iperf3, memcached, nginx and sockperf,
@@ -12,8 +13,8 @@
 # bench/soak.sh a timed mixed load against one long-lived bench/soak_peer
 # that must not grow (descriptors, threads, RSS, memfds, /dev/shm).
 # Nothing here is installed; the scripts are run by hand from the build dir.
-EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh bench/vma_sockperf.sh bench/vma_zcopy.sh \
-	bench/udp_blast.c bench/preload_apps.sh bench/soak.sh
+EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh bench/vma_sockperf.sh bench/vma_tcp_tput.sh \
+	bench/vma_zcopy.sh bench/udp_blast.c bench/preload_apps.sh bench/soak.sh
 
 noinst_PROGRAMS += bench/rsocket_instr
 bench_rsocket_instr_SOURCES = bench/rsocket_instr.cc

@@ -8,6 +8,7 @@
 #     by veth IFA-IFB (Z's tx checksum offload off), addresses added (IPv6
 #     without DAD), links up; skips the test when that fails.
 #   kernel_udp In|Out 4|6: namespace $A's kernel count of UDP datagrams.
+#   kernel_tcp: namespace $A's kernel count of TCP segments, in and out.
 #   block PID: the vmastat blocks of PID, as vma_stats -v 3 shows them.
 #   header_prog SRC [LIBS]: the Extra API header installed under $T, SRC
 #     (a C file beside this one) built against it only as $PROG.
@@ -76,6 +77,12 @@ kernel_udp() {
         for (i = 2; i <= NF; i++) if ($i == f) c = i }
       $1 == "Udp:" && $2 ~ /^[0-9]+$/ {print $c}' /proc/net/snmp
   fi
+}
+
+kernel_tcp() {
+  ip netns exec "$A" awk '$1 == "Tcp:" && $2 !~ /^[0-9]+$/ {
+      for (i = 2; i <= NF; i++) { if ($i == "InSegs") a = i; if ($i == "OutSegs") b = i } }
+    $1 == "Tcp:" && $2 ~ /^[0-9]+$/ {print $a + $b}' /proc/net/snmp
 }
 
 block() { timeout 20 "$TOOL" -k "$T/stats" -p "$1" -v 3 -c 1 2>&1; }

@@ -41,12 +41,6 @@ done
 vma_pair "$A" "$Z" ta tb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
 export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 
-# A's kernel TCP segments, in and out.
-kernel_tcp() {
-  ip netns exec "$A" awk '$1 == "Tcp:" && $2 !~ /^[0-9]+$/ {
-      for (i = 2; i <= NF; i++) { if ($i == "InSegs") a = i; if ($i == "OutSegs") b = i } }
-    $1 == "Tcp:" && $2 ~ /^[0-9]+$/ {print $a + $b}' /proc/net/snmp
-}
 # in_a OFFLOAD CMD...: CMD in A under the preload, TCP offload on (1) or
 # off (0); its output in $T/out and $T/err, A's kernel segments meanwhile
 # in $segs.

@@ -1,0 +1,95 @@
+#!/bin/bash
+# TCP throughput and request rate under libvma.so (SLIPSTREAM_VMA_TCP=1)
+# against the kernel, in the same run, across a veth pair between two
+# namespaces this script makes and removes (no traffic leaves them):
+#   iperf3 -c     A sends one stream to iperf3 -s in B (Linux's TCP)
+#   iperf3 -c -R  A receives one stream
+#   redis         redis-server in A, redis-benchmark in B (8 clients,
+#                 SET and GET; requests/s, their sum)
+# each with A on the kernel and then under the preload, ROUNDS times in
+# turn (default 3; each iperf3 run IPERF_TIME seconds, default 3), the
+# medians and their ratio printed. Twice: with veth's offloads as they
+# come (the kernel's TCP hands veth 64 KiB GSO segments and takes them
+# back coalesced by GRO; the rings carry frames of the MTU) and with TSO,
+# GSO and GRO off on both ends (both sides move the same frames). A run
+# under the preload whose A kernel moved 5 TCP segments or more is marked
+# NOT-OFFLOADED.
+#
+#   cd build && sudo bash ../bench/vma_tcp_tput.sh      (root: namespaces, XDP)
+set -u
+name=vma_tcp_tput.sh
+ROUNDS=${ROUNDS:-3} TIME=${IPERF_TIME:-3}
+A=ss-bta-$$ Z=ss-btb-$$ IPA=10.219.0.1 IPB=10.219.0.2
+# Root and tools checked, $T, $LIB, clean-up, vma_pair and kernel_tcp
+# (exit 77: skipped).
+top_builddir=$(pwd) . "$(dirname "$0")/../tests/ext/vma_pair.sh"
+for p in iperf3 redis-server redis-benchmark python3; do
+  command -v $p >/dev/null || skip "$p not found"
+done
+vma_pair "$A" "$Z" va vb "$IPA/24" "$IPB/24"
+ip netns exec "$A" ethtool -K va tx off >/dev/null || skip "ethtool -K va tx off failed"
+# B's address resolved in A's kernel, where the rings read it.
+mac=$(ip -n "$Z" -br link show vb | awk '{print $3}')
+ip -n "$A" neigh replace $IPB lladdr "$mac" dev va nud permanent
+export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
+
+# in_a ON CMD...: CMD in A, on the kernel (0) or offloaded (1); sets
+# $moved to A's kernel TCP segments meanwhile.
+in_a() {
+  local on=$1 before
+  shift
+  local pre=()
+  [ "$on" = 1 ] && pre=(env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1)
+  before=$(kernel_tcp)
+  ip netns exec "$A" timeout 60 "${pre[@]}" "$@"
+  local rc=$?
+  moved=$(($(kernel_tcp) - before))
+  return $rc
+}
+# One measurement: "VALUE NOTE" (Gbit/s or requests/s).
+iperf() {  # iperf ON DIR
+  local on=$1 dir=${2:-} v
+  ip netns exec "$Z" iperf3 -s -1 -B $IPB -p 5201 >/dev/null 2>&1 &
+  local srv=$!
+  for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
+  in_a "$on" iperf3 -c $IPB -p 5201 -t "$TIME" $dir -J >"$T/iperf.json" 2>/dev/null
+  wait $srv 2>/dev/null
+  v=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["end"]["sum_received"]["bits_per_second"]/1e9))' "$T/iperf.json" 2>/dev/null)
+  echo "${v:-0} $(note "$on")"
+}
+redis() {  # redis ON
+  local on=$1 v
+  (in_a "$on" redis-server --port 6390 --bind $IPA --protected-mode no --save '' --appendonly no >/dev/null 2>&1; echo "$moved" >"$T/moved") &
+  for _ in $(seq 50); do ip netns exec "$A" ss -Hltn 'sport = :6390' | grep -q . && break; sleep 0.1; done
+  v=$(ip netns exec "$Z" redis-benchmark -h $IPA -p 6390 -c 8 -n 40000 -t set,get -q 2>/dev/null |
+    awk '/requests per second/ {for (i = 1; i <= NF; i++) if ($i == "requests") s += $(i - 1)} END {printf "%.0f", s}')
+  ip netns exec "$A" pkill -f "redis-server.*6390" 2>/dev/null
+  wait 2>/dev/null
+  moved=$(cat "$T/moved" 2>/dev/null || echo 0)
+  echo "${v:-0} $(note "$on")"
+}
+note() {
+  if [ "$1" = 1 ] && [ "${moved:-0}" -ge 5 ]; then echo NOT-OFFLOADED; else echo ok; fi
+}
+median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
+
+printf "TCP across veth (A -> B), %s rounds, medians; libvma.so's TCP against the kernel's\n" "$ROUNDS"
+printf "%-22s %-10s %12s %12s %8s  %s\n" "veth offloads" "test" "kernel" "libvma.so" "ratio" ""
+for offl in on off; do
+  ip netns exec "$A" ethtool -K va tso $offl gso $offl gro $offl >/dev/null 2>&1
+  ip netns exec "$Z" ethtool -K vb tso $offl gso $offl gro $offl >/dev/null 2>&1
+  for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R" "redis:redis:"; do
+    IFS=: read -r label fn arg <<<"$t"
+    : >"$T/k" && : >"$T/o" && notes=""
+    for _ in $(seq "$ROUNDS"); do
+      read -r v n < <($fn 0 $arg) && echo "$v" >>"$T/k"
+      read -r v n < <($fn 1 $arg) && echo "$v" >>"$T/o"
+      [ "$n" = ok ] || notes=NOT-OFFLOADED
+    done
+    k=$(median <"$T/k") o=$(median <"$T/o")
+    unit=Gbit/s
+    [ "$fn" = redis ] && unit=req/s
+    ratio=$(awk -v a="$o" -v b="$k" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
+    printf "%-22s %-10s %12s %12s %8s  %s\n" "TSO/GSO/GRO $offl" "$label" "$k" "$o" "$ratio" "$unit ${notes}"
+  done
+done
