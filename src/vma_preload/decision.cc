@@ -55,6 +55,19 @@ Decision decide_udp_bind(const sockaddr* local, socklen_t len) {
   return {Transport::kVma, "rings where its netdev has them"};
 }
 
+Decision decide_tcp_connect(const sockaddr* local, socklen_t local_len, const sockaddr* remote,
+                            socklen_t remote_len) {
+  if (conf_transport(Role::kTcpClient, local, local_len, remote, remote_len) == Transport::kOs)
+    return {Transport::kOs, "libvma.conf rule: use os tcp_client for its peer"};
+  return {Transport::kVma, "rings where its netdev has them"};
+}
+
+Decision decide_tcp_listen(const sockaddr* local, socklen_t len) {
+  if (conf_transport(Role::kTcpServer, local, len, nullptr, 0) == Transport::kOs)
+    return {Transport::kOs, "libvma.conf rule: use os tcp_server for its address"};
+  return {Transport::kVma, "rings where its netdev has them"};
+}
+
 int thread_offload(int offload, pthread_t tid) {
   const bool want = offload != 0;
   SS_DEBUG("thread_offload: thread %lu: sockets it creates %s", static_cast<unsigned long>(tid),

@@ -228,6 +228,16 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
       return t->connect_result(fd, nonblocking(fd, 0), /*again=*/true);
     }
     if (tcp_settled_.load(std::memory_order_relaxed)) return 1;  // tried: the kernel's
+    sockaddr_storage local{};
+    socklen_t llen = sizeof local;
+    if (interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) < 0) llen = 0;
+    if (const Decision d = decide_tcp_connect(llen ? reinterpret_cast<sockaddr*>(&local) : nullptr,
+                                              llen, to, len);
+        d.wanted == Transport::kOs) {
+      tcp_settled_.store(true, std::memory_order_release);
+      SS_DEBUG("connect fd %d: kernel (%s)", fd, d.why);
+      return 1;
+    }
     std::unique_ptr<TcpOffload> o;
     g_making_rings = true;
     const int rc = TcpOffload::open(fd, family, to, len, &o);
@@ -256,6 +266,15 @@ void KernelSocket::listen_tcp(int backlog) {
   if (in_fork_child() || !tcp_wanted()) return;
   std::lock_guard<std::mutex> lock(offload_mu_);
   if (tcp_settled_.load(std::memory_order_relaxed)) return;  // listening already, or connected
+  sockaddr_storage local{};
+  socklen_t llen = sizeof local;
+  if (interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0)
+    if (const Decision d = decide_tcp_listen(reinterpret_cast<sockaddr*>(&local), llen);
+        d.wanted == Transport::kOs) {
+      tcp_settled_.store(true, std::memory_order_release);
+      SS_DEBUG("listen fd %d: kernel (%s)", fd, d.why);
+      return;
+    }
   fork_share_open();  // before listen_ is set: a fork child that sees it can ask
   g_making_rings = true;
   listen_owner_ = TcpListen::open(fd, family, backlog);

@@ -9,7 +9,8 @@
 # kernel resolve B's address, which the rings take from it).
 #  (a) curl downloads 20 MB from Python's http.server in B, IPv4 and IPv6
 #      (non-blocking connect, poll, recv): the file intact, and its
-#      statistics (VMA_STATS_FILE) show the socket offloaded with the bytes.
+#      statistics (VMA_STATS_FILE) show the socket offloaded with the bytes;
+#      a libvma.conf tcp_client rule for the port keeps it on the kernel.
 #  (b) tests/ext/vma_tcp_client.py: 1 MB sent while another thread reads
 #      the echo, half-close, every byte back; its names as the kernel's,
 #      TCP_INFO (established, the MSS, an RTT, a window).
@@ -23,7 +24,8 @@
 #      loses nothing).
 #  (d) servers in A (listen and accept on the rings): Python's echo
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
-#      curl (20 MB).
+#      curl (20 MB); a libvma.conf tcp_server rule keeps a listener on the
+#      kernel.
 #  (e) redis-server in A, redis-benchmark from B (8 clients, SET and GET).
 #  (f) nginx in A (a master forking workers): the listener goes back to
 #      the kernel when a worker first looks at it; curl from B served.
@@ -90,6 +92,16 @@ for fam in 4 6; do
   { [ -n "$sf" ] && has "$sf" "^- TCP, Offloaded" && has "$sf" "^Rx Offload: 195[0-9][0-9] KB / [1-9][0-9]+ /"; } || bad=1
   check "curl over IPv$fam offloaded: 20 MB intact, A's kernel moved $segs TCP segments, its statistics say so" $bad
 done
+
+# libvma.conf decides at connect: a tcp_client rule for the server's
+# port keeps curl's connection on A's kernel.
+printf 'use os tcp_client *:8080:*:*\n' >"$T/client.conf"
+rm -f "$T/got"
+in_a 1 env VMA_CONFIG_FILE="$T/client.conf" curl -gsS -o "$T/got" "http://$IP4B:8080/blob"
+ok=$?
+[ $ok = 0 ] && [ "$(sha256sum <"$T/got")" = "$want" ] && [ "$segs" -gt 1000 ] &&
+  has "$T/err" "connect fd [0-9]+: kernel \(libvma.conf rule: use os tcp_client for its peer\)"
+check "a tcp_client rule (use os tcp_client *:8080:*:*) keeps curl on A's kernel: $segs segments there" $?
 
 # (b) the Python client against an echo server in B.
 ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7000 1 >"$T/echo" 2>&1 &
@@ -173,6 +185,19 @@ segs=$(($(kernel_tcp) - seg0))
 has "$T/cl" "^echoed 1000000 ok" || bad=1
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the rings, A's kernel moved $segs segments" $bad
+
+# A tcp_server rule for the port keeps the listener on A's kernel.
+printf 'use os tcp_server *:7003\n' >"$T/server.conf"
+in_a_bg env VMA_CONFIG_FILE="$T/server.conf" python3 "$here/vma_tcp_echo.py" "$IP4" 7003 1
+bad=0
+for _ in $(seq 50); do grep -q "ready" "$T/out" && break; sleep 0.1; done
+ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7003 100000 >"$T/cl" 2>&1 || bad=1
+wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+segs=$(($(kernel_tcp) - seg0))
+has "$T/cl" "^echoed 100000 ok" || bad=1
+has "$T/err" "listen fd [0-9]+: kernel \(libvma.conf rule: use os tcp_server for its address\)" || bad=1
+[ "$segs" -gt 20 ] || { echo "  A's kernel moved only $segs TCP segments"; bad=1; }
+check "a tcp_server rule (use os tcp_server *:7003) keeps the listener on A's kernel: $segs segments there" $bad
 
 in_a_bg python3 -m http.server --directory "$T/www" --bind "$IP4" 8081
 listening 8081
