@@ -1,11 +1,11 @@
 #include "librsocket/keepalive_service.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/base/proc_sys.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -19,12 +19,7 @@ KeepaliveService& KeepaliveService::instance() {
 }
 
 unsigned default_keepalive_seconds() {
-  char buf[32] = {};
-  int fd = ::open("/proc/sys/net/ipv4/tcp_keepalive_time", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 7200;
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  long v = n > 0 ? strtol(buf, nullptr, 10) : 0;
+  const long v = proc_sys_number("net/ipv4/tcp_keepalive_time", 0, 7200);
   return v > 0 ? static_cast<unsigned>(v) : 7200;
 }
 

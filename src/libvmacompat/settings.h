@@ -50,6 +50,18 @@ enum class Id : int {
   kSocketXtreme,         // VMA_SOCKETXTREME
   kHandleSigintr,        // VMA_HANDLE_SIGINTR
   kTcpOffload,           // SLIPSTREAM_VMA_TCP: TCP on the rings (being built; off by default)
+  kTcpCcAlgo,            // VMA_TCP_CC_ALGO: 0 NewReno, 1 CUBIC, 2 none
+  kTcpNodelay,           // VMA_TCP_NODELAY: TCP_NODELAY on every offloaded connection
+  kTcpQuickack,          // VMA_TCP_QUICKACK: every segment acknowledged at once
+  kTcpTimestampOption,   // VMA_TCP_TIMESTAMP_OPTION: 0 off, 1 on, 2 the kernel's tcp_timestamps
+  kTcpTimerResolution,   // VMA_TCP_TIMER_RESOLUTION_MSEC (ms): read; timers are exact
+  kTcpMaxSynRate,        // VMA_TCP_MAX_SYN_RATE: SYNs a listener takes a second (0: any)
+  kTcpCtlThread,         // VMA_TCP_CTL_THREAD: read; the vma-tcp thread serves
+  kTxSegsTcp,            // VMA_TX_SEGS_TCP: read; segments are not pooled
+  kRxPollOnTxTcp,        // VMA_RX_POLL_ON_TX_TCP: read; a send reads the rings always
+  kTcpMsl,               // SLIPSTREAM_VMA_TCP_MSL (ms): TIME-WAIT lasts twice this
+  kTcpMinRto,            // SLIPSTREAM_VMA_TCP_MIN_RTO (ms): the RTO's floor
+  kTcpSack,              // SLIPSTREAM_VMA_TCP_SACK: SACK offered and taken
   kCount
 };
 

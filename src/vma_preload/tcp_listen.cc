@@ -12,8 +12,10 @@
 #include "core/base/fd_table.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
+#include "core/base/proc_sys.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
+#include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
@@ -24,8 +26,6 @@ namespace ss::vma::preload {
 namespace {
 
 using interpose::real;
-
-constexpr int kMaxBacklog = 4096;  // Linux's somaxconn default
 
 }  // namespace
 
@@ -46,7 +46,10 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
   }
   net::tcp::ListenerConfig lc;
   lc.conn = tcp_config_of(fd);
-  lc.backlog = static_cast<size_t>(std::clamp(backlog, 1, kMaxBacklog));
+  // listen()'s backlog capped by somaxconn, as Linux's.
+  static const long somaxconn = proc_sys_number("net/core/somaxconn", 0, 4096);
+  lc.backlog = static_cast<size_t>(std::clamp<long>(backlog, 1, std::max(somaxconn, 1L)));
+  lc.max_syn_rate = static_cast<uint32_t>(settings::get(settings::Id::kTcpMaxSynRate));
   std::unique_ptr<TcpListen> l(new TcpListen(family));
   for (const std::string& dev : netdevs_for(local.ip, dual)) {
     NetdevRings* r = netdev_rings(dev);

@@ -16,6 +16,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
+#include "core/base/proc_sys.h"
 #include "core/base/msghdr_of.h"
 #include "core/base/service_thread.h"
 #include "interpose/program_memory.h"
@@ -116,23 +117,28 @@ int sock_int(int fd, int level, int name) {
   return real().getsockopt(fd, level, name, &v, &len) == 0 ? v : -1;
 }
 
-// The largest send buffer Linux grows a socket's to (tcp_wmem's third
-// field; 4 MiB, its default, when unreadable).
-uint32_t wmem_max() {
-  static const uint32_t max = [] {
-    unsigned long lo = 0, def = 0, hi = 0;
-    FILE* f = fopen("/proc/sys/net/ipv4/tcp_wmem", "re");
-    const bool ok = f && fscanf(f, "%lu %lu %lu", &lo, &def, &hi) == 3 && hi > 0;
-    if (f) fclose(f);
-    return ok ? static_cast<uint32_t>(std::min<unsigned long>(hi, 1u << 30)) : 4u << 20;
-  }();
-  return max;
+// What the kernel's TCP is told: read once, as Linux reads its sysctls
+// when a socket opens (a process keeps what it read).
+struct KernelTcp {
+  uint32_t wmem_max;  // tcp_wmem's third field: the largest a send buffer grows to
+  bool timestamps, window_scaling, sack;
+};
+const KernelTcp& kernel_tcp() {
+  static const KernelTcp k{
+      static_cast<uint32_t>(
+          std::clamp<long>(proc_sys_number("net/ipv4/tcp_wmem", 2, 4 << 20), 4096, 1 << 30)),
+      proc_sys_number("net/ipv4/tcp_timestamps", 0, 1) != 0,
+      proc_sys_number("net/ipv4/tcp_window_scaling", 0, 1) != 0,
+      proc_sys_number("net/ipv4/tcp_sack", 0, 1) != 0};
+  return k;
 }
 
 }  // namespace
 
 net::tcp::Config tcp_config_of(int fd) {
+  using settings::Id;
   net::tcp::Config cfg;
+  const KernelTcp& k = kernel_tcp();
   // The kernel socket's buffers (what setsockopt set, or the system's
   // defaults) bound the windows; TCP_NODELAY as set.
   if (const int rb = sock_int(fd, SOL_SOCKET, SO_RCVBUF); rb > 0)
@@ -140,10 +146,21 @@ net::tcp::Config tcp_config_of(int fd) {
   if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
     cfg.snd_buf = static_cast<uint32_t>(sb);
   const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
-  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = wmem_max();
-  cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0;
-  if (const int64_t mss = settings::get(settings::Id::kMss); mss > 0)
+  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = k.wmem_max;
+  cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0 || settings::get(Id::kTcpNodelay);
+  if (const int64_t mss = settings::get(Id::kMss); mss > 0)
     cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
+  // libvma's VMA_TCP_* and ours; the kernel's sysctls where Linux's TCP
+  // would follow them.
+  cfg.cc = static_cast<net::tcp::CcAlgo>(settings::get(Id::kTcpCcAlgo));
+  cfg.quickack = settings::get(Id::kTcpQuickack) != 0;
+  const int64_t ts = settings::get(Id::kTcpTimestampOption);
+  cfg.timestamps = ts == 1 || (ts == 2 && k.timestamps);
+  cfg.window_scaling = k.window_scaling;
+  cfg.sack = settings::get(Id::kTcpSack) && k.sack;
+  cfg.msl_us = static_cast<uint64_t>(settings::get(Id::kTcpMsl)) * 1000;
+  cfg.min_rto_us = std::min<uint64_t>(static_cast<uint64_t>(settings::get(Id::kTcpMinRto)) * 1000,
+                                      cfg.max_rto_us);
   return cfg;
 }
 

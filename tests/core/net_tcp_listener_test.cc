@@ -75,8 +75,9 @@ Header segment(const FourTuple& t, uint8_t flags, uint32_t seq, uint32_t ack) {
 
 class TcpListener : public testing::Test {
  protected:
-  void make(size_t backlog, size_t syn_backlog, int syncookies = 0) {
+  void make(size_t backlog, size_t syn_backlog, int syncookies = 0, uint32_t max_syn_rate = 0) {
     ListenerConfig cfg;
+    cfg.max_syn_rate = max_syn_rate;
     cfg.backlog = backlog;
     cfg.syn_backlog = syn_backlog;
     cfg.syncookies = syncookies;
@@ -124,6 +125,21 @@ TEST_F(TcpListener, ClosingResetsHandshakesAndUnacceptedConnections) {
   EXPECT_EQ(l->syn_queue(), 0u);
   EXPECT_EQ(l->accept_queue(), 0u);
   for (uint16_t p : {2001, 2002}) EXPECT_TRUE(last_to(p).h.flags & kRst) << p;
+}
+
+// VMA_TCP_MAX_SYN_RATE: new SYNs beyond the rate in one second are
+// dropped and counted; the next second takes more.
+TEST_F(TcpListener, SynsBeyondTheRateAreDroppedUntilTheNextSecond) {
+  make(64, 64, 0, 3);
+  for (uint16_t p = 3001; p <= 3005; p++) syn(p, 2'100'000);
+  EXPECT_EQ(l->syn_queue(), 3u);
+  EXPECT_EQ(l->counters().syn_rate_drops, 2u);
+  syn(3004, 2'999'999);
+  EXPECT_EQ(l->syn_queue(), 3u);
+  syn(3004, 3'000'000);
+  syn(3005, 3'000'001);
+  EXPECT_EQ(l->syn_queue(), 5u);
+  EXPECT_EQ(l->counters().syn_rate_drops, 3u);
 }
 
 TEST_F(TcpListener, AcceptsInTheOrderHandshakesComplete) {

@@ -104,7 +104,7 @@ ok=$?
 check "a tcp_client rule (use os tcp_client *:8080:*:*) keeps curl on A's kernel: $segs segments there" $?
 
 # (b) the Python client against an echo server in B.
-ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7000 1 >"$T/echo" 2>&1 &
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7000 2 >"$T/echo" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
 in_a 1 python3 "$here/vma_tcp_client.py" "$IP4B" 7000 1000000
@@ -113,9 +113,20 @@ bad=0
 [ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
 has "$T/out" "^echoed 1000000 ok" || bad=1
 has "$T/out" "^names \('$IP4', [0-9]+\) \('$IP4B', 7000\)" || bad=1
-has "$T/out" "^tcp_info state 1 snd_mss 14[0-9][0-9] rtt [1-9][0-9]* snd_cwnd [1-9][0-9]*$" || bad=1
+# libvma's default VMA_TCP_TIMESTAMP_OPTION (0): SACK and window scale only.
+has "$T/out" "^tcp_info state 1 snd_mss 14[0-9][0-9] rtt [1-9][0-9]* snd_cwnd [1-9][0-9]* options 6$" || bad=1
 ours || bad=1
 check "Python: 1 MB echoed while sent, half-close, names, TCP_INFO, offloaded" $bad
+# libvma's TCP settings: timestamps on, CUBIC, no Nagle, quick ACKs.
+in_a 1 env VMA_TCP_TIMESTAMP_OPTION=1 VMA_TCP_CC_ALGO=1 VMA_TCP_NODELAY=1 VMA_TCP_QUICKACK=1 \
+  python3 "$here/vma_tcp_client.py" "$IP4B" 7000 200000
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
+has "$T/out" "^echoed 200000 ok" || bad=1
+has "$T/out" " options 7$" || { echo "  $(grep tcp_info "$T/out")"; bad=1; }
+ours || bad=1
+check "VMA_TCP_TIMESTAMP_OPTION=1 (with CC_ALGO, NODELAY, QUICKACK set): timestamps agreed, echoed" $bad
 
 # (b2) socket semantics of an offloaded connection (vma_tcp_cases.py).
 ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 4 >"$T/echo" 2>&1 &

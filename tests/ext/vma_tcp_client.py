@@ -26,9 +26,11 @@ def reader():
 t = threading.Thread(target=reader)
 t.start()
 c.sendall(data)
-# TCP_INFO (glibc's struct tcp_info, 104 bytes): state, MSS, RTT, cwnd.
+# TCP_INFO (glibc's struct tcp_info, 104 bytes): state, MSS, RTT, cwnd,
+# the options (1 timestamps, 2 SACK, 4 window scale).
 f = struct.unpack("8B24I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104))
-print("tcp_info state %d snd_mss %d rtt %d snd_cwnd %d" % (f[0], f[8 + 2], f[8 + 15], f[8 + 18]), flush=True)
+print("tcp_info state %d snd_mss %d rtt %d snd_cwnd %d options %d" %
+      (f[0], f[8 + 2], f[8 + 15], f[8 + 18], f[5]), flush=True)
 c.shutdown(socket.SHUT_WR)
 t.join()
 c.close()

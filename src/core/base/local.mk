@@ -26,6 +26,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/interruptible_poll.cc \
 	src/core/base/interruptible_poll.h \
 	src/core/base/own_fd.h \
+	src/core/base/proc_sys.h \
+	src/core/base/proc_sys.cc \
 	src/core/base/kick.cc \
 	src/core/base/kick.h \
 	src/core/base/log.cc \

@@ -62,6 +62,7 @@ struct Config {
   uint32_t snd_buf_max = 0;
   bool window_scaling = true, timestamps = true, sack = true;
   bool nodelay = false;  // TCP_NODELAY: no Nagle
+  bool quickack = false;  // every in-order segment acknowledged at once (VMA_TCP_QUICKACK)
   CcAlgo cc = CcAlgo::kNewReno;
   uint64_t min_rto_us = 200'000, max_rto_us = 120'000'000;  // Linux's bounds
   uint64_t delack_us = 40'000;           // the longest an ACK is delayed

@@ -389,7 +389,9 @@ void Connection::data_arrived_in_order(uint32_t, uint64_t now) {
     quickacks_ = std::max(quickacks_, quick ? quick : 2);
   }
   if (ack_now_) return;
-  if (quickacks_ > 0) {
+  if (cfg_.quickack) {
+    ack_now_ = true;
+  } else if (quickacks_ > 0) {
     quickacks_--;
     ack_now_ = true;
   } else if (rcv_nxt_ - last_ack_sent_ >= 2 * rcv_mss_) {

@@ -59,6 +59,17 @@ void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem:
     return;  // a RST, or neither SYN nor ACK: dropped (§3.10.7.2)
   }
   ctr_.syns++;
+  if (cfg_.max_syn_rate) {  // a bound on SYNs a second: the rest dropped (the peer sends again)
+    if (now / 1'000'000 != rate_second_) {
+      rate_second_ = now / 1'000'000;
+      rate_syns_ = 0;
+    }
+    if (rate_syns_ >= cfg_.max_syn_rate) {
+      ctr_.syn_rate_drops++;
+      return;
+    }
+    rate_syns_++;
+  }
   if (accept_queue_.size() >= cfg_.backlog) {
     ctr_.accept_queue_overflows++;
     return;

@@ -32,11 +32,13 @@ struct ListenerConfig {
   size_t backlog = 128;     // the accept queue: listen()'s, capped by somaxconn
   size_t syn_backlog = 256; // the SYN queue (tcp_max_syn_backlog)
   int syncookies = 1;       // Linux's tcp_syncookies: 0 never, 1 when the SYN queue is full, 2 always
+  uint32_t max_syn_rate = 0;  // new SYNs taken a second (libvma's VMA_TCP_MAX_SYN_RATE); 0: any
 };
 
 struct ListenerCounters {
   uint64_t syns = 0, handshakes = 0;
   uint64_t syn_queue_overflows = 0;     // SYNs dropped: the SYN queue full
+  uint64_t syn_rate_drops = 0;          // SYNs dropped: over max_syn_rate
   uint64_t accept_queue_overflows = 0;  // SYNs or last ACKs dropped: the accept queue full
   uint64_t failed_handshakes = 0;       // reset, or the SYN-ACK's retries ran out
   uint64_t resets_sent = 0;             // ACKs for no connection
@@ -98,6 +100,8 @@ class Listener {
   SynCookies cookies_;
   std::vector<Entry> syn_queue_;     // in SYN-RECEIVED
   std::deque<Entry> accept_queue_;   // established, oldest first
+  uint64_t rate_second_ = UINT64_MAX;  // the second (of now) whose SYNs rate_syns_ counts
+  uint32_t rate_syns_ = 0;
   ListenerCounters ctr_;
 };
 
