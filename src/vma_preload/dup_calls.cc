@@ -65,8 +65,11 @@ int close_recorded(int fd) {
   bool shared = false;
   edge_quiet("close", fd, [&] {
     shared = dups::close_shared(fd, FdKind::kVmaKernel, &rc, &own);
+    if (shared) return;
+    if (const auto s = ss::FdTable::instance().get<KernelSocket>(own, ss::FdKind::kVmaKernel))
+      s->before_last_close();
     // Before the kernel frees the number, which another thread may then reuse.
-    if (!shared) untrack_socket(own);
+    untrack_socket(own);
   });
   return shared ? rc : dups::close_released(own);
 }

@@ -288,6 +288,11 @@ void KernelSocket::listen_tcp(int backlog) {
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
 }
 
+void KernelSocket::before_last_close() {
+  interpose::BusyScope busy;  // the stack's locks
+  if (TcpOffload* t = tcp()) t->linger(fd);
+}
+
 void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   std::lock_guard<std::mutex> lock(offload_mu_);
   tcp_owner_ = std::move(t);

@@ -96,6 +96,9 @@ struct KernelSocket final : Pollable {
     }
     return interpose::handler_over_busy() ? nullptr : listen_.load(std::memory_order_acquire);
   }
+  // close(2) of its last descriptor, before the record goes: an offloaded
+  // connection's SO_LINGER (TcpOffload::linger).
+  void before_last_close();
   // A connection a listener of the rings accepted, for this new socket.
   void adopt_tcp(std::unique_ptr<TcpOffload> t);
   // As offload(), without a fork child's request: for calls that only

@@ -224,7 +224,28 @@ TcpOffload::~TcpOffload() {
   const int hold = hold_fd_;
   std::function<void()> freed;
   if (hold >= 0) freed = [hold] { real().close(hold); };
-  rings_->tcp->close(sock_, false, std::move(freed));
+  rings_->tcp->close(sock_, abort_at_close_.load(std::memory_order_relaxed), std::move(freed));
+}
+
+void TcpOffload::linger(int fd) {
+  ::linger l{};
+  socklen_t len = sizeof l;
+  if (real().getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) < 0 || !l.l_onoff) return;
+  if (l.l_linger <= 0) {
+    abort_at_close_.store(true, std::memory_order_relaxed);
+    return;
+  }
+  net::tcp::Stack& st = *rings_->tcp;
+  progress();
+  uint8_t unread;
+  if (st.recv(sock_, {&unread, 1}, /*peek=*/true) > 0) return;
+  if (st.shutdown_write(sock_) < 0) return;
+  const auto fin_acked = [&] {
+    const State s = st.state(sock_);
+    return s != State::kFinWait1 && s != State::kClosing && s != State::kLastAck;
+  };
+  const int64_t ms = std::min<int64_t>(int64_t{l.l_linger} * 1000, INT32_MAX);
+  wait_until(fin_acked, 0, static_cast<int>(ms), /*restartable=*/true);
 }
 
 void TcpOffload::progress() {
@@ -234,19 +255,29 @@ void TcpOffload::progress() {
 }
 
 int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
+  net::tcp::Stack& st = *rings_->tcp;
+  const auto ready = [&] {
+    return ((events & POLLIN) && read_shut_.load(std::memory_order_relaxed)) ||
+           (st.events(sock_) & (events | POLLERR | POLLHUP));
+  };
+  // VMA_RX_POLL: a receive spins on the rings that many looks before it
+  // sleeps (-1: for good), as libvma's.
+  return wait_until(ready, (events & POLLIN) ? settings::get(settings::Id::kRxPoll) : 0,
+                    timeout_ms, restartable);
+}
+
+template <class Ready>
+int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable) {
   using clock = std::chrono::steady_clock;
   const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout_ms);
   net::tcp::Stack& st = *rings_->tcp;
   std::vector<pollfd> fds;
-  const auto shut = [&] { return (events & POLLIN) && read_shut_.load(std::memory_order_relaxed); };
-  // VMA_RX_POLL: a receive spins on the rings that many looks before it
-  // sleeps (-1: for good), as libvma's; a handler that runs meanwhile
-  // interrupts it as the kernel's sleep would be.
-  int64_t polls = (events & POLLIN) ? settings::get(settings::Id::kRxPoll) : 0;
+  // A handler that runs while it spins interrupts it as the kernel's sleep
+  // would be.
   uint64_t handlers = interpose::handlers_ran();
   for (;;) {
     progress();
-    if (shut() || (st.events(sock_) & (events | POLLERR | POLLHUP))) return 0;
+    if (ready()) return 0;
     if (polls != 0) {
       if (timeout_ms >= 0 && clock::now() >= end) return -EAGAIN;
       if (interpose::spin_interrupted(&handlers, restartable)) return -EINTR;
@@ -258,7 +289,7 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
     const int kick = st.join_waiters(sock_);
     if (kick >= 0) fds.push_back({kick, POLLIN, 0});
     // Joined before this look: a change from now on kicks us.
-    if (shut() || (st.events(sock_) & (events | POLLERR | POLLHUP))) {
+    if (ready()) {
       if (kick >= 0) st.leave_waiters(sock_, false);
       return 0;
     }

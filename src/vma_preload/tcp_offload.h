@@ -67,9 +67,16 @@ class TcpOffload {
   static std::unique_ptr<TcpOffload> adopt(NetdevRings* r, net::tcp::Socket* s, int family) {
     return std::unique_ptr<TcpOffload>(new TcpOffload(r, s, family, -1));
   }
-  // close(): FIN after what is queued (RST with unread data); the stack
-  // finishes the connection, and lets the port go when it is done.
+  // close(): FIN after what is queued (RST with unread data, or after
+  // linger's {1, 0}); the stack finishes the connection, and lets the port
+  // go when it is done.
   ~TcpOffload();
+  // close(2) under fd's SO_LINGER, before the descriptor goes (Linux's
+  // semantics): {1, 0} makes the close reset the connection; {1, T} sends
+  // the FIN after what is queued and waits up to T seconds for the peer
+  // to acknowledge it all, blocking or not (with unread data the close
+  // resets at once instead, and nothing waits).
+  void linger(int fd);
   TcpOffload(const TcpOffload&) = delete;
   TcpOffload& operator=(const TcpOffload&) = delete;
 
@@ -118,6 +125,10 @@ class TcpOffload {
   // timeout_ms (>= 0) passed, -EINTR for a handler the kernel would not
   // restart the call after.
   int wait_for(short events, int timeout_ms, bool restartable);
+  // The same until ready() holds, spinning `polls` looks first (-1: for
+  // good) before it sleeps.
+  template <class Ready>
+  int wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable);
 
   NetdevRings* const rings_;
   net::tcp::Socket* const sock_;
@@ -128,6 +139,7 @@ class TcpOffload {
   // the kernel gives the port to nobody else meanwhile.
   const int hold_fd_;
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
+  std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
   const stats::SocketStats* stats_ = nullptr;
   std::mutex published_mu_;
   net::tcp::Counters published_;  // published_mu_: what publish() added so far

@@ -19,6 +19,8 @@
 #      stays taken through TIME-WAIT (bind gives EADDRINUSE); a dup of
 #      the descriptor carries the connection after the first is closed;
 #      sendfile(2) sends a file's bytes through the connection.
+#      tests/ext/vma_tcp_linger.py: SO_LINGER {1, 0} resets, {1, T} holds
+#      the close until the peer acknowledged everything.
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
 #      0, and the sender sent under 1 in 100 segments again (the path
 #      loses nothing).
@@ -139,6 +141,22 @@ bad=0
 for c in shut_rd port_held dup sendfile; do has "$T/out" "^ok $c" || bad=1; done
 ours || bad=1
 check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection; sendfile" $bad
+
+# (b3) SO_LINGER (vma_tcp_linger.py): {1, 0} resets, {1, T} holds the
+# close until the peer has it all.
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_linger.py" server "$IP4B" 7004 2 >"$T/sink" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$T/sink" && break; sleep 0.1; done
+bad=0
+in_a 1 python3 "$here/vma_tcp_linger.py" client "$IP4B" 7004 rst || { echo "  rst: $(tail -2 "$T/err")"; bad=1; }
+has "$T/out" "^ok rst$" && ours || bad=1
+in_a 1 python3 "$here/vma_tcp_linger.py" client "$IP4B" 7004 timed || { echo "  timed: $(tail -2 "$T/err")"; bad=1; }
+has "$T/out" "^closed$" && ours || bad=1
+wait "${pids[-1]}"
+has "$T/sink" "^got 1000 reset$" || bad=1
+has "$T/sink" "^got 4000000 eof$" || bad=1
+[ $bad = 0 ] || echo "  Linux's end: $(grep got "$T/sink" | tr '\n' ' ')"
+check "SO_LINGER {1, 0}: the peer gets a reset, the port is free at once; {1, 20}: all 4 MB acknowledged before the process left" $bad
 
 # (c) iperf3, each way.
 for dir in "" -R; do
