@@ -380,7 +380,7 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
           errno = EFAULT;
           return -1;
         }
-        const ssize_t k = st.recv(sock_, {p, want});
+        const ssize_t k = st.recv(sock_, {p, want}, false, /*keep_error=*/got + n > 0);
         if (k < 0 && n == 0) n = k;
         if (k <= 0) break;
         n += k;
@@ -443,7 +443,7 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       errno = EFAULT;
       return -1;
     }
-    const ssize_t n = st.send(sock_, {p, want});
+    const ssize_t n = st.send(sock_, {p, want}, /*keep_error=*/sent > 0);
     if (n > 0) {
       sent += static_cast<size_t>(n);
       at += static_cast<size_t>(n);

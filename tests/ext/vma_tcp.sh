@@ -21,10 +21,14 @@
 #      sendfile(2) sends a file's bytes through the connection.
 #      tests/ext/vma_tcp_linger.py: SO_LINGER {1, 0} resets, {1, T} holds
 #      the close until the peer acknowledged everything.
+#      tests/ext/vma_tcp_faults.py: Linux's end killed while we are blocked
+#      in send or recv: the same answers as on A's kernel.
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
 #      0, and the sender sent under 1 in 100 segments again (the path
 #      loses nothing).
 #  (d) servers in A (listen and accept on the rings): Python's echo
+#      server SIGKILLed with a connection open (the peer is reset by A's
+#      kernel, a new server takes the port on the rings), Python's echo
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
 #      curl (20 MB); a libvma.conf tcp_server rule keeps a listener on the
 #      kernel.
@@ -158,6 +162,26 @@ has "$T/sink" "^got 4000000 eof$" || bad=1
 [ $bad = 0 ] || echo "  Linux's end: $(grep got "$T/sink" | tr '\n' ' ')"
 check "SO_LINGER {1, 0}: the peer gets a reset, the port is free at once; {1, 20}: all 4 MB acknowledged before the process left" $bad
 
+# (b4) faults (vma_tcp_faults.py): Linux's end killed while we are
+# blocked in send (a full window) or in recv; the answers of the call and
+# the next ones as the kernel's (the same program on A's kernel first).
+for case in send recv; do
+  for on in 0 1; do
+    rm -f "$T/pid"
+    ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_faults.py" server "$IP4B" 7005 "$T/pid" >/dev/null 2>&1 &
+    pids+=($!)
+    for _ in $(seq 50); do [ -e "$T/pid" ] && break; sleep 0.1; done
+    in_a $on python3 "$here/vma_tcp_faults.py" client "$IP4B" 7005 "$T/pid" $case
+    cp "$T/out" "$T/fault.$on"
+    [ $on = 0 ] || ours || bad=1
+    wait "${pids[-1]}" 2>/dev/null
+  done
+  bad=0
+  { [ -s "$T/fault.0" ] && cmp -s "$T/fault.0" "$T/fault.1"; } || bad=1
+  [ $bad = 0 ] || { echo "  kernel: $(tr '\n' ' ' <"$T/fault.0")"; echo "  ours:   $(tr '\n' ' ' <"$T/fault.1")"; }
+  check "peer killed while blocked in $case: as the kernel ($(tr '\n' ';' <"$T/fault.1"))" $bad
+done
+
 # (c) iperf3, each way.
 for dir in "" -R; do
   ip netns exec "$Z" timeout 60 iperf3 -s -1 -B "$IP4B" -p 5201 >/dev/null 2>&1 &
@@ -227,6 +251,31 @@ has "$T/cl" "^echoed 100000 ok" || bad=1
 has "$T/err" "listen fd [0-9]+: kernel \(libvma.conf rule: use os tcp_server for its address\)" || bad=1
 [ "$segs" -gt 20 ] || { echo "  A's kernel moved only $segs TCP segments"; bad=1; }
 check "a tcp_server rule (use os tcp_server *:7003) keeps the listener on A's kernel: $segs segments there" $bad
+
+# Our process killed with a connection open: its rings and steering go
+# with it, so A's kernel answers the peer's next segment with a RST, and a
+# new process takes the port on the rings again.
+in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7006 2
+listening 7006
+ok=$?
+bad=0
+rm -f "$T/mark".*
+ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_faults.py" survivor "$IP4" 7006 "$T/mark" >"$T/surv" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -e "$T/mark.echoed" ] && break; sleep 0.1; done
+pkill -KILL -f "vma_tcp_echo.py $IP4 7006"
+touch "$T/mark.killed"
+wait "${pids[-1]}"
+has "$T/surv" "^after kill: send (ok|ECONNRESET|EPIPE), recv ECONNRESET$" || { echo "  $(cat "$T/surv")"; bad=1; }
+in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7006 1
+listening 7006 || { echo "  no listener on the rings again: $(tail -3 "$T/err")"; bad=1; }
+ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7006 100000 >"$T/cl" 2>&1 || bad=1
+wait "${pids[-1]}"
+has "$T/cl" "^echoed 100000 ok" || bad=1
+segs=$(($(kernel_tcp) - seg0))
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+[ $ok = 0 ] || bad=1
+check "our server SIGKILLed: its peer's next segment reset by A's kernel, a new server on the port on the rings" $bad
 
 in_a_bg python3 -m http.server --directory "$T/www" --bind "$IP4" 8081
 listening 8081

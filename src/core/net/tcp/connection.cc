@@ -132,8 +132,8 @@ void Connection::establish(uint64_t now) {
   cc_ = make_congestion_control(cfg_.cc, mss_);
 }
 
-ssize_t Connection::send(std::span<const uint8_t> data, uint64_t now) {
-  if (error_) return -take_error();
+ssize_t Connection::send(std::span<const uint8_t> data, uint64_t now, bool keep_error) {
+  if (error_) return keep_error ? -error_ : -take_error();
   switch (state_) {
     case State::kSynSent:
     case State::kSynReceived:
@@ -152,14 +152,14 @@ ssize_t Connection::send(std::span<const uint8_t> data, uint64_t now) {
   return static_cast<ssize_t>(n);
 }
 
-ssize_t Connection::recv(std::span<uint8_t> out, bool peek, uint64_t now) {
+ssize_t Connection::recv(std::span<uint8_t> out, bool peek, uint64_t now, bool keep_error) {
   const size_t n = rxq_.copy_out(out, peek);
   if (n > 0) {
     if (!peek) maybe_window_update(now);
     return static_cast<ssize_t>(n);
   }
   if (out.empty()) return 0;
-  if (error_) return -take_error();
+  if (error_) return keep_error ? -error_ : -take_error();
   if (fin_in_ || state_ == State::kClosed) return 0;
   return -EAGAIN;
 }

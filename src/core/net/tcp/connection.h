@@ -167,9 +167,12 @@ class Connection {
   void output(uint64_t now_us) { transmit(now_us); }
 
   // The program's calls: a byte count, or -errno as the socket call gives
-  // it (-EAGAIN: would block; the face waits on readable()/writable()).
-  ssize_t send(std::span<const uint8_t> data, uint64_t now_us);
-  ssize_t recv(std::span<uint8_t> out, bool peek, uint64_t now_us);
+  // it (-EAGAIN: would block; the face waits on readable()/writable()). A
+  // pending error is reported and cleared, or left pending with keep_error
+  // (a call that already moved bytes returns their count; the error is
+  // the next call's, as Linux's).
+  ssize_t send(std::span<const uint8_t> data, uint64_t now_us, bool keep_error = false);
+  ssize_t recv(std::span<uint8_t> out, bool peek, uint64_t now_us, bool keep_error = false);
   int shutdown_write(uint64_t now_us);
   // close(): FIN after what is queued (RST instead when received data was
   // left unread, RFC 9293 §3.10.4 and Linux); abort(): RST now (SO_LINGER 0).

@@ -273,19 +273,19 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
   return 0;
 }
 
-ssize_t Stack::send(Socket* s, std::span<const uint8_t> data) {
+ssize_t Stack::send(Socket* s, std::span<const uint8_t> data, bool keep_error) {
   const Sending lock(this);
   if (!s->conn) return -ENOTCONN;
-  const ssize_t n = s->conn->send(data, clock_());
+  const ssize_t n = s->conn->send(data, clock_(), keep_error);
   s->changes++;
   check_due_locked();
   return n;
 }
 
-ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek) {
+ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek, bool keep_error) {
   const Sending lock(this);
   if (!s->conn) return -ENOTCONN;
-  const ssize_t n = s->conn->recv(out, peek, clock_());
+  const ssize_t n = s->conn->recv(out, peek, clock_(), keep_error);
   s->changes++;
   check_due_locked();  // a window update's delayed ACK, a persist probe
   return n;

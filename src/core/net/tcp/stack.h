@@ -90,8 +90,9 @@ class Stack final : public SegmentInput {
   // -EAGAIN when none, -EINVAL when l is not a listener.
   SS_API int accept(Socket* l, Socket** out, FourTuple* peer);
   // As Connection's calls: bytes, or -errno (-EAGAIN: would block).
-  SS_API ssize_t send(Socket* s, std::span<const uint8_t> data);
-  SS_API ssize_t recv(Socket* s, std::span<uint8_t> out, bool peek = false);
+  SS_API ssize_t send(Socket* s, std::span<const uint8_t> data, bool keep_error = false);
+  SS_API ssize_t recv(Socket* s, std::span<uint8_t> out, bool peek = false,
+                      bool keep_error = false);
   SS_API int shutdown_write(Socket* s);
   // Gives the handle up: a listener goes (its handshakes and unaccepted
   // connections reset); a connection closes (FIN, or RST with unread data;
