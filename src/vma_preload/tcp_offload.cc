@@ -315,22 +315,30 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
 }
 
 int TcpOffload::connect_result(int fd, bool nonblocking, bool again) {
+  (void)fd;
   net::tcp::Stack& st = *rings_->tcp;
+  // A non-blocking connect never completes in its own call (Linux's).
+  if (!again && nonblocking) {
+    unfinished_connect_.store(true, std::memory_order_relaxed);
+    return -EINPROGRESS;
+  }
   progress();
   State s = st.state(sock_);
-  if (s == State::kSynSent && nonblocking) return again ? -EALREADY : -EINPROGRESS;
+  if (s == State::kSynSent && nonblocking) return -EALREADY;
   if (s == State::kSynSent) {
-    (void)fd;
     // SA_RESTART restarts it (signal(7)); else EINTR, and it goes on meanwhile.
+    unfinished_connect_.store(true, std::memory_order_relaxed);
     if (const int w = wait_for(POLLOUT, -1, true); w < 0) return w;
     s = st.state(sock_);
-    again = false;
   }
+  // The first connect to see the end of one that returned early reports
+  // it (0 or its error), as Linux's; later ones: EISCONN.
+  const bool report = unfinished_connect_.exchange(false, std::memory_order_relaxed) || !again;
   if (s == State::kClosed) {
     const int err = st.take_error(sock_);
     return err ? -err : again ? -ECONNABORTED : -ECONNREFUSED;
   }
-  return again ? -EISCONN : 0;
+  return report ? 0 : -EISCONN;
 }
 
 ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {

@@ -83,8 +83,8 @@ class TcpOffload {
   // connect(2)'s answer once open() sent the SYN (again: to a later
   // connect on the socket): a blocking socket waits for the handshake (0,
   // or its errno: ECONNREFUSED, ETIMEDOUT, EINTR); a non-blocking one gets
-  // EINPROGRESS (again: EALREADY while it lasts); again once connected:
-  // EISCONN.
+  // EINPROGRESS (again: EALREADY while it lasts); again once it ended: its
+  // outcome once, after a connect that returned early, then EISCONN.
   int connect_result(int fd, bool nonblocking, bool again);
   // recvmsg/sendmsg as the kernel answers them on a TCP socket (flags:
   // MSG_DONTWAIT, MSG_PEEK, MSG_WAITALL, MSG_NOSIGNAL; SO_RCVTIMEO,
@@ -140,6 +140,9 @@ class TcpOffload {
   const int hold_fd_;
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
   std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
+  // A connect returned before the handshake ended (EINPROGRESS, EALREADY,
+  // EINTR): the next one to see it end reports it.
+  std::atomic<bool> unfinished_connect_{false};
   const stats::SocketStats* stats_ = nullptr;
   std::mutex published_mu_;
   net::tcp::Counters published_;  // published_mu_: what publish() added so far

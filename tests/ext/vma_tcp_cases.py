@@ -1,5 +1,5 @@
 """vma_tcp.sh's socket-semantics cases for an offloaded connection, against
-the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=4
+the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=5
 connections. Prints one "ok CASE" line per case that behaves as Linux's
 TCP does, or exits non-zero saying which did not:
   shut_rd: a thread blocked in recv returns b"" when another thread calls
@@ -9,9 +9,12 @@ TCP does, or exits non-zero saying which did not:
   dup: a duplicate of the descriptor carries the connection, and goes on
     carrying it once the first is closed;
   sendfile: socket.sendfile (os.sendfile) of a 300 KB file, echoed whole,
-    the file's position moved by what was sent."""
+    the file's position moved by what was sent;
+  connect_again: a non-blocking connect gives EINPROGRESS, and once it
+    is done the next connect 0, the one after EISCONN."""
 import errno
 import os
+import select
 import socket
 import sys
 import tempfile
@@ -83,3 +86,16 @@ if bytes(back) != body:
     sys.exit("sendfile: echoed %d bytes of %d" % (len(back), len(body)))
 c.close()
 print("ok sendfile", flush=True)
+
+# A non-blocking connect: EINPROGRESS, writable once done, then the next
+# connect gives 0 once and EISCONN after (Linux's answers).
+c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+c.setblocking(False)
+first = c.connect_ex((host, port))
+select.select([], [c], [], 10)
+again = c.connect_ex((host, port))
+third = c.connect_ex((host, port))
+if (first, again, third) != (errno.EINPROGRESS, 0, errno.EISCONN):
+    sys.exit("connect: gave %s, %s, %s" % tuple(errno.errorcode.get(e, e) for e in (first, again, third)))
+c.close()
+print("ok connect_again", flush=True)
