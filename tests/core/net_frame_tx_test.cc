@@ -17,15 +17,18 @@ using mem::Backing;
 using mem::Buffer;
 using sstest::LoopbackQueue;
 
-// Counts the kicks of a queue whose tx waits for one.
+// Counts the kicks of a queue whose tx waits for one; its tx ring takes
+// nothing while `full` is set.
 class CountedKicks final : public sstest::QueueWrapper {
  public:
   explicit CountedKicks(prov::RingQueue* q) : QueueWrapper(q) {}
+  int tx(Buffer* p, int n) override { return full ? 0 : q_->tx(p, n); }
   int kick() override {
     kicks++;
     return q_->kick();
   }
   int kicks = 0;
+  bool full = false;
 };
 
 class FrameTxTest : public ::testing::Test {
@@ -93,6 +96,25 @@ TEST_F(FrameTxTest, ABurstKicksEveryThirtyTwoFrames) {
   tx_->flush();
   EXPECT_EQ(counted_->kicks, 3);
   EXPECT_EQ(arrived(), 6);
+}
+
+// A full ring holds queued frames back, in order, until a flush finds room.
+TEST_F(FrameTxTest, AFullRingHoldsFramesInOrderUntilAFlush) {
+  counted_->full = true;
+  for (uint8_t i = 0; i < 3; i++) {
+    Buffer b = frame();
+    static_cast<uint8_t*>(b.data())[0] = i;
+    ASSERT_EQ(tx_->queue(std::move(b)), 0);
+  }
+  tx_->flush();
+  EXPECT_EQ(arrived(), 0);
+  counted_->full = false;
+  tx_->flush();
+  Buffer got[8];
+  int n = 0, k;
+  while ((k = peer_->rx(got + n, 8 - n)) > 0) n += k;
+  ASSERT_EQ(n, 3);
+  for (int i = 0; i < 3; i++) EXPECT_EQ(static_cast<const uint8_t*>(got[i].data())[0], i);
 }
 
 }  // namespace

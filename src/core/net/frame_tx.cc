@@ -9,6 +9,7 @@ using mem::Buffer;
 FrameTx::~FrameTx() {
   std::lock_guard lock(mu_);
   spare_.clear();
+  held_.clear();
 }
 
 void FrameTx::reclaim_locked() {
@@ -68,15 +69,37 @@ int FrameTx::send(Buffer&& frame) {
   return kick_locked();
 }
 
+bool FrameTx::drain_held_locked() {
+  while (!held_.empty()) {
+    const int err = put_locked(std::move(held_.front()));
+    if (err == -EAGAIN) return false;
+    held_.pop_front();  // on the ring, or refused (a frame of no use: lost as on the wire)
+    held_n_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
 int FrameTx::queue(Buffer&& frame) {
   std::lock_guard lock(mu_);
-  if (const int err = put_locked(std::move(frame)); err < 0) return err;
-  return unkicked_.load(std::memory_order_relaxed) >= kBurst ? kick_locked() : 0;
+  if (drain_held_locked()) {
+    const int err = put_locked(std::move(frame));
+    if (err != -EAGAIN) {
+      if (err < 0) return err;
+      return unkicked_.load(std::memory_order_relaxed) >= kBurst ? kick_locked() : 0;
+    }
+  }
+  if (held_.size() >= kHeldMax) return -EAGAIN;
+  held_.push_back(std::move(frame));
+  held_n_.fetch_add(1, std::memory_order_relaxed);
+  return 0;
 }
 
 void FrameTx::flush() {
-  if (unkicked_.load(std::memory_order_relaxed) == 0) return;
+  if (unkicked_.load(std::memory_order_relaxed) == 0 &&
+      held_n_.load(std::memory_order_relaxed) == 0)
+    return;
   std::lock_guard lock(mu_);
+  drain_held_locked();
   if (unkicked_.load(std::memory_order_relaxed) > 0) kick_locked();
 }
 

@@ -7,6 +7,7 @@
 // covers it; the callers build their frames outside it.
 #pragma once
 #include <atomic>
+#include <deque>
 #include <mutex>
 #include <vector>
 
@@ -30,9 +31,12 @@ class FrameTx {
   // way (released when refused).
   int send(mem::Buffer&& frame);
   // As send, without the kick unless kBurst frames wait for one: flush
-  // kicks for the rest.
+  // kicks for the rest. A full ring holds the frame back, in order, until
+  // a later queue or flush finds room (a TCP segment is not lost to it);
+  // -EAGAIN only when kHeldMax frames wait already.
   int queue(mem::Buffer&& frame);
-  // Kicks for the frames queued since the last kick, if any.
+  // Puts held frames on the ring and kicks for those queued since the
+  // last kick, if any.
   void flush();
   // A frame built and not sent (a dummy send): kept for the next take.
   void keep(mem::Buffer&& frame);
@@ -44,14 +48,19 @@ class FrameTx {
   void reclaim_locked();
   int put_locked(mem::Buffer&& frame);
   int kick_locked();
+  // Moves held frames onto the ring, oldest first: true when none is left.
+  bool drain_held_locked();
 
   static constexpr size_t kSpare = 64;
   static constexpr uint32_t kBurst = 32;  // frames the kernel's copy mode sends a call
+  static constexpr size_t kHeldMax = 1024;
   prov::RingQueue* const queue_;
   mem::Pool* const pool_;
   std::mutex mu_;
   std::vector<mem::Buffer> spare_;  // completed frames kept for the next takes
   std::atomic<uint32_t> unkicked_{0};  // queued since the last kick (read unlocked by flush)
+  std::deque<mem::Buffer> held_;       // queued while the ring was full, oldest first
+  std::atomic<size_t> held_n_{0};      // held_.size(), read unlocked by flush
 };
 
 }  // namespace ss::net
