@@ -1,6 +1,9 @@
 #!/bin/bash
 # libvma.so against the kernel with Debian's sockperf: UDP 64 B ping-pong
-# (SOCKPERF_TCP=1: TCP, the preloaded ends with SLIPSTREAM_VMA_TCP=1)
+# (SOCKPERF_TCP=1: TCP, the preloaded ends with SLIPSTREAM_VMA_TCP=1;
+# SOCKPERF_MODE=under-load: sockperf's under-load mode, whose client sends
+# and receives on two threads: with both ends preloaded three threads
+# busy-poll on a 2-core machine)
 # across a veth pair between two network namespaces this script makes and
 # removes (B's tx checksum offload off, as the offload needs; no traffic
 # leaves them). Four runs in the same minute, each SOCKPERF_TIME seconds,
@@ -24,6 +27,7 @@ B=$(pwd)
 LIB=${1:-$B/.libs/libvma.so}
 TIME=${SOCKPERF_TIME:-3}
 TCP=${SOCKPERF_TCP:-0}
+MODE=${SOCKPERF_MODE:-ping-pong}
 PROTO=UDP
 TCPARG=()
 if [ "$TCP" = 1 ]; then PROTO=TCP; TCPARG=(--tcp); fi
@@ -71,7 +75,7 @@ run() {
   ip netns exec "$Z" timeout $((TIME + 20)) "${senv[@]}" sockperf server "${TCPARG[@]}" -i $IPB \
     -p $PORT >"$T/$name.server" 2>&1 &
   sleep 1
-  ip netns exec "$A" timeout $((TIME + 15)) "${cenv[@]}" sockperf ping-pong "${TCPARG[@]}" \
+  ip netns exec "$A" timeout $((TIME + 15)) "${cenv[@]}" sockperf "$MODE" "${TCPARG[@]}" \
     -i $IPB -p $PORT -m 64 --time "$TIME" >"$T/$name.client" 2>&1
   pkill -f "sockperf server -i $IPB -p $PORT" 2>/dev/null
   wait 2>/dev/null
@@ -94,7 +98,7 @@ run() {
   echo "$(pct 50.000) $(pct 99.000) $(pct 99.900) ${avg:-} ${note:-offload-ok}"
 }
 
-printf "sockperf %s ping-pong, 64 B, %s s each, across veth (A -> B)\n" "$PROTO" "$TIME"
+printf "sockperf %s %s, 64 B, %s s each, across veth (A -> B)\n" "$PROTO" "$MODE" "$TIME"
 printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "p50" "p99" "p99.9" "avg" "p50 vs" ""
 printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "(us)" "(us)" "(us)" "(us)" "kernel" ""
 k50=""

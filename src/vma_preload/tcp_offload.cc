@@ -17,6 +17,7 @@
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "core/base/proc_sys.h"
+#include "core/base/spin_phase.h"
 #include "core/base/msghdr_of.h"
 #include "core/base/service_thread.h"
 #include "interpose/program_memory.h"
@@ -275,14 +276,17 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
   // A handler that runs while it spins interrupts it as the kernel's sleep
   // would be.
   uint64_t handlers = interpose::handlers_ran();
+  SpinLimit spin;
   for (;;) {
     progress();
     if (ready()) return 0;
     if (polls != 0) {
-      if (timeout_ms >= 0 && clock::now() >= end) return -EAGAIN;
+      const clock::time_point now = clock::now();
+      if (timeout_ms >= 0 && now >= end) return -EAGAIN;
       if (interpose::spin_interrupted(&handlers, restartable)) return -EINTR;
       if (polls > 0) polls--;
-      continue;
+      if (spin.go_on(now)) continue;
+      polls = 0;
     }
     fds.clear();
     rings_->poll_fds(&fds);

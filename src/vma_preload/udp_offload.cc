@@ -19,6 +19,7 @@
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "core/base/msghdr_of.h"
+#include "core/base/spin_phase.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
@@ -215,6 +216,7 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
   bool first = true, sleeping = false;
   clock::time_point deadline = clock::time_point::max();
   uint64_t handlers = interpose::handlers_ran();  // a handler running in the spin interrupts it
+  SpinLimit spin;
   for (;;) {
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
@@ -269,7 +271,7 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
       errno = EINTR;
       return -1;
     }
-    if (polls < 0 || polls-- > 0) continue;
+    if ((polls < 0 || polls-- > 0) && spin.go_on(now)) continue;
     // Sleep on the kernel socket, the rings' wake-ups and our endpoints'
     // kicks (another thread's poll may take a frame for us off a ring).
     sleeping = true;

@@ -47,6 +47,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/sleep_set.cc \
 	src/core/base/sleep_set.h \
 	src/core/base/spin_phase.h \
+	src/core/base/spin_phase.cc \
 	src/core/base/deadline.h
 
 core_unit_tests_SOURCES += \
@@ -60,4 +61,5 @@ core_unit_tests_SOURCES += \
 	tests/core/base_mixed_poll_test.cc \
 	tests/core/base_rule_lines_test.cc \
 	tests/core/base_service_thread_test.cc \
+	tests/core/base_spin_limit_test.cc \
 	tests/core/wait_helpers.h

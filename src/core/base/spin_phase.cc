@@ -1,0 +1,66 @@
+#include "core/base/spin_phase.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+
+namespace ss {
+namespace {
+
+std::atomic<int> g_spinners{0};
+
+// After a preempted spin this thread's waits sleep at once for a while (a
+// core it shares with what it waits for keeps being wanted): 10 ms, then
+// twice as long after each preempted spin, up to 1 s; a spin that ends
+// unpreempted starts it over.
+using clock = SpinLimit::clock;
+constexpr clock::duration kBackoffMin = std::chrono::milliseconds(100);
+constexpr clock::duration kBackoffMax = std::chrono::seconds(1);
+thread_local clock::time_point t_no_spin_until{};
+thread_local clock::duration t_backoff = kBackoffMin;
+
+}  // namespace
+
+int spinners_join() { return g_spinners.fetch_add(1, std::memory_order_relaxed) + 1; }
+
+void spinners_leave() { g_spinners.fetch_sub(1, std::memory_order_relaxed); }
+
+int process_cores() {
+  static const int cores = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    const int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+  }();
+  return cores;
+}
+
+SpinLimit::~SpinLimit() {
+  if (!counted_) return;
+  spinners_leave();
+  t_backoff = kBackoffMin;  // spun to the end unpreempted
+}
+
+bool SpinLimit::go_on(clock::time_point now) {
+  if (stopped_) return false;
+  if (!counted_) {
+    stopped_ = now < t_no_spin_until;
+    if (!stopped_) {
+      counted_ = true;
+      stopped_ = spinners_join() > process_cores();
+    }
+  } else if (now - last_ > kPreempted) {
+    stopped_ = true;
+    t_no_spin_until = now + t_backoff;
+    t_backoff = std::min<clock::duration>(t_backoff * 2, kBackoffMax);
+  }
+  last_ = now;
+  if (stopped_ && counted_) {  // a sleeper from now on, no spinner
+    spinners_leave();
+    counted_ = false;
+  }
+  return !stopped_;
+}
+
+}  // namespace ss
