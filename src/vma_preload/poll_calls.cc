@@ -52,6 +52,7 @@ ss::PollTiming mux_timing() {
   ss::PollTiming t;
   // -1: spin for good (an hour at a time: poll_mixed still sleeps after).
   t.spin = std::chrono::microseconds(us < 0 ? int64_t{3600} * 1000000 : us);
+  t.spin_limited = true;
   // The plain kernel descriptors of the set: on the first pass of one call
   // in VMA_SELECT_SKIP_OS (0 and 1: every call), then every
   // VMA_SELECT_POLL_OS_RATIO-th pass (0: none while spinning), as libvma.

@@ -272,6 +272,7 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
       return -1;
     }
     if ((polls < 0 || polls-- > 0) && spin.go_on(now)) continue;
+    spin.end();
     // Sleep on the kernel socket, the rings' wake-ups and our endpoints'
     // kicks (another thread's poll may take a frame for us off a ring).
     sleeping = true;

@@ -1,10 +1,13 @@
 // SpinLimit: a spin ends once its thread was preempted (and the thread's
 // next spins are skipped for a while), and when more threads spin than
-// the process has cores. Time is handed in: no clock is read.
+// the process has cores.
 #include "core/base/spin_phase.h"
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -31,26 +34,42 @@ TEST(SpinLimit, GoesOnWhileLooksFollowEachOther) {
   });
 }
 
+// A long look without a switch (a slow scan) goes on; a spin whose thread
+// another busy thread on its core preempts ends, and the thread's next
+// wait soon after does not spin.
 TEST(SpinLimit, APreemptedSpinEndsAndTheNextSleepsForAWhile) {
   on_new_thread([] {
-    const clock::time_point t0{milliseconds(1000)};
+    const clock::time_point t0 = clock::now();
     {
       SpinLimit s;
       EXPECT_TRUE(s.go_on(t0));
-      EXPECT_FALSE(s.go_on(t0 + SpinLimit::kPreempted + microseconds(1)));
-      EXPECT_FALSE(s.go_on(t0 + SpinLimit::kPreempted + microseconds(2)));  // for good
+      EXPECT_TRUE(s.go_on(t0 + SpinLimit::kPreempted + microseconds(1)));
     }
+    // This thread and a hog on one core: the scheduler preempts one.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    std::atomic<bool> stop{false};
+    std::thread hog([&] {
+      sched_setaffinity(0, sizeof one, &one);
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+    bool ended = false;
+    clock::time_point when;
     {
-      SpinLimit s;  // the thread's next wait, soon after: no spin
-      EXPECT_FALSE(s.go_on(t0 + milliseconds(5)));
+      SpinLimit s;
+      const clock::time_point give_up = clock::now() + std::chrono::seconds(10);  // a failsafe
+      while (!ended && (when = clock::now()) < give_up) ended = !s.go_on(when);
     }
-    {
-      SpinLimit s;  // long after: spins again, and a clean end starts the backoff over
-      EXPECT_TRUE(s.go_on(t0 + milliseconds(2000)));
-      EXPECT_TRUE(s.go_on(t0 + milliseconds(2000) + microseconds(10)));
-    }
-    SpinLimit s;
-    EXPECT_TRUE(s.go_on(t0 + milliseconds(2001)));
+    stop = true;
+    hog.join();
+    ASSERT_TRUE(ended) << "never preempted";
+    SpinLimit next;  // the thread's next wait, soon after: no spin
+    EXPECT_FALSE(next.go_on(when + milliseconds(5)));
+    SpinLimit later;  // long after: spins again
+    EXPECT_TRUE(later.go_on(when + std::chrono::seconds(5)));
   });
 }
 

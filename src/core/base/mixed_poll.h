@@ -36,6 +36,7 @@ struct PollTiming {
   // -EINTR, as the sleep's poll(2) would (poll, select and epoll_wait are
   // never restarted).
   uint64_t (*handlers_ran)() = nullptr;
+  bool spin_limited = false;  // the busy phase ends early when spinning stops helping (SpinLimit)
 };
 
 // Whether pass `pass` of a call (0: the first; `after_sleep`: the first

@@ -62,7 +62,7 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   using clock = std::chrono::steady_clock;
   const bool forever = timeout < 0;
   const auto deadline = clock::now() + std::chrono::milliseconds(std::max(timeout, 0));
-  SpinPhase spin;
+  SpinPhase spin(timing.spin_limited);
   SleepSet sleep;
   bool full = timeout == 0;
   const uint64_t handlers = timing.handlers_ran ? timing.handlers_ran() : 0;

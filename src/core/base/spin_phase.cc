@@ -1,6 +1,7 @@
 #include "core/base/spin_phase.h"
 
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +12,7 @@ namespace {
 std::atomic<int> g_spinners{0};
 
 // After a preempted spin this thread's waits sleep at once for a while (a
-// core it shares with what it waits for keeps being wanted): 10 ms, then
+// core it shares with what it waits for keeps being wanted): 100 ms, then
 // twice as long after each preempted spin, up to 1 s; a spin that ends
 // unpreempted starts it over.
 using clock = SpinLimit::clock;
@@ -19,6 +20,12 @@ constexpr clock::duration kBackoffMin = std::chrono::milliseconds(100);
 constexpr clock::duration kBackoffMax = std::chrono::seconds(1);
 thread_local clock::time_point t_no_spin_until{};
 thread_local clock::duration t_backoff = kBackoffMin;
+
+// The calling thread's involuntary context switches so far.
+long involuntary_switches() {
+  rusage u;
+  return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nivcsw : 0;
+}
 
 }  // namespace
 
@@ -36,10 +43,14 @@ int process_cores() {
   return cores;
 }
 
-SpinLimit::~SpinLimit() {
+SpinLimit::~SpinLimit() { end(); }
+
+void SpinLimit::end() {
   if (!counted_) return;
   spinners_leave();
-  t_backoff = kBackoffMin;  // spun to the end unpreempted
+  counted_ = false;
+  if (!stopped_) t_backoff = kBackoffMin;  // spun to its end unpreempted
+  stopped_ = true;
 }
 
 bool SpinLimit::go_on(clock::time_point now) {
@@ -49,11 +60,18 @@ bool SpinLimit::go_on(clock::time_point now) {
     if (!stopped_) {
       counted_ = true;
       stopped_ = spinners_join() > process_cores();
+      switches_ = involuntary_switches();
     }
   } else if (now - last_ > kPreempted) {
-    stopped_ = true;
-    t_no_spin_until = now + t_backoff;
-    t_backoff = std::min<clock::duration>(t_backoff * 2, kBackoffMax);
+    // A long look: preempted, or only slow (a large poll set)? The kernel
+    // knows.
+    const long switches = involuntary_switches();
+    stopped_ = switches != switches_;
+    switches_ = switches;
+    if (stopped_) {
+      t_no_spin_until = now + t_backoff;
+      t_backoff = std::min<clock::duration>(t_backoff * 2, kBackoffMax);
+    }
   }
   last_ = now;
   if (stopped_ && counted_) {  // a sleeper from now on, no spinner

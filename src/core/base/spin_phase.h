@@ -1,7 +1,8 @@
 // Spin, then sleep: a blocking wait polls for a while (the busy phase:
 // rsocket's polling_time, VMA_RX_POLL, VMA_SELECT_POLL) before its first
 // sleep, as a sleep and its wake-up cost more than a short spin when the
-// answer is close. A spin that no longer helps ends early (SpinLimit).
+// answer is close. In the VMA face a spin that no longer helps ends early
+// (SpinLimit).
 #pragma once
 #include <chrono>
 
@@ -10,7 +11,8 @@
 namespace ss {
 
 // Whether a busy wait should go on spinning: not once its thread was
-// preempted (two looks further apart than kPreempted: another runnable
+// preempted (two looks further apart than kPreempted, and the kernel
+// counted an involuntary switch of the thread meanwhile: another runnable
 // thread wanted the core, maybe the one that would answer; the thread's
 // next waits then sleep at once for a while), nor while more of the
 // process's threads spin than it may run on cores. A spinner that
@@ -27,31 +29,42 @@ class SpinLimit {
   // One look of the spin: true while spinning should go on; false for
   // good once it should not (the wait sleeps from then on).
   SS_API bool go_on(clock::time_point now);
+  // The spin is over (its time or count ran out): the thread sleeps from
+  // here and no longer counts as spinning.
+  SS_API void end();
 
  private:
   bool counted_ = false, stopped_ = false;
   clock::time_point last_{};
+  long switches_ = 0;  // the thread's involuntary switches when the spin began
 };
 
 // The process's spinning threads (SpinLimit's) and the cores it may run on
 // (its affinity when first asked).
-SS_API int spinners_join();  // the count with this one
-SS_API void spinners_leave();
-SS_API int process_cores();
+int spinners_join();  // the count with this one
+void spinners_leave();
+int process_cores();
 
 class SpinPhase {
  public:
   using clock = std::chrono::steady_clock;
+  // limited: the busy phase also ends when spinning stops helping
+  // (SpinLimit: the VMA face's waits); else it lasts its whole length
+  // (rsocket's polling_time is a promise to spin).
+  explicit SpinPhase(bool limited = false) : limited_(limited) {}
   // True once the busy phase is over: it began at the first call and lasts
   // `length()` (asked once, so a setting is read only by waits that spin),
-  // or ended early (SpinLimit).
+  // or ended early (limited).
   template <class Length>
   bool over(clock::time_point now, Length&& length) {
     if (until_ == clock::time_point::min()) until_ = now + length();
-    return now >= until_ || !limit_.go_on(now);
+    if (now < until_ && (!limited_ || limit_.go_on(now))) return false;
+    limit_.end();
+    return true;
   }
 
  private:
+  const bool limited_;
   clock::time_point until_ = clock::time_point::min();
   SpinLimit limit_;
 };
