@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/api.h"
 #include "core/mem/buffer.h"
 #include "core/mem/pool.h"
 #include "core/prov/ring.h"
@@ -37,7 +38,9 @@ class FrameTx {
   int queue(mem::Buffer&& frame);
   // Puts held frames on the ring and kicks for those queued since the
   // last kick, if any.
-  void flush();
+  SS_API void flush();
+  // Frames wait for room on the ring: someone must flush again soon.
+  bool holding() const { return held_n_.load(std::memory_order_relaxed) > 0; }
   // A frame built and not sent (a dummy send): kept for the next take.
   void keep(mem::Buffer&& frame);
   // Takes sent frames back now (send does it too): what an idle sender's

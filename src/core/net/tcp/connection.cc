@@ -147,6 +147,7 @@ ssize_t Connection::send(std::span<const uint8_t> data, uint64_t now, bool keep_
   if (write_shut_) return -EPIPE;
   if (data.empty()) return 0;
   const size_t n = sndq_.append(data);
+  sndq_full_ = sndq_full_ || n < data.size();
   if (n == 0) return -EAGAIN;
   transmit(now);
   return static_cast<ssize_t>(n);

@@ -211,6 +211,7 @@ class Connection {
   void input_synchronized(const Header& h, const Options& o, mem::Buffer data, uint64_t now);
   bool acceptable(const Header& h, uint32_t seg_len) const;
   void reset_by_peer();
+  void grow_send_buffer();
   bool process_ack(const Header& h, const Options& o, uint32_t seg_len, uint64_t now);
   void acked(uint32_t ack, const Options& o, uint64_t now, SentSegment* delivered);
   void process_data(const Header& h, mem::Buffer data, uint64_t now);
@@ -270,6 +271,7 @@ class Connection {
   bool fin_queued_ = false;
   uint32_t fin_seq_ = 0;  // valid while fin_queued_
   SendBuffer sndq_;
+  bool sndq_full_ = false;  // a send found no room since the buffer last grew
   SentLog log_;
   uint32_t snd_sml_ = 0;  // the end of the last small segment sent (Nagle)
   uint32_t dupacks_ = 0;

@@ -259,6 +259,18 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
   return true;
 }
 
+// As Linux's tcp_new_space: once a program's send found the buffer full
+// while the congestion window was not (the buffer, not the network, held
+// it back), room for two windows of data, up to snd_buf_max.
+void Connection::grow_send_buffer() {
+  if (!sndq_full_ || cfg_.snd_buf_max <= sndq_.capacity()) return;
+  const uint64_t cwnd = cc_->cwnd();
+  if (snd_max_ - snd_una_ >= cwnd) return;
+  sndq_full_ = false;
+  const uint64_t want = std::max<uint64_t>(2 * cwnd, 2 * uint64_t{sndq_.capacity()});
+  sndq_.grow(static_cast<size_t>(std::min<uint64_t>(want, cfg_.snd_buf_max)));
+}
+
 // snd_una moves to ack: the buffer lets the acknowledged bytes go, the
 // RTT is sampled, the window grows (not in fast recovery), recovery ends
 // at its recovery point, and the retransmission timer restarts.
@@ -290,11 +302,7 @@ void Connection::acked(uint32_t ack, const Options& o, uint64_t now, SentSegment
   if (state_ != State::kSynSent && state_ != State::kSynReceived &&
       (!in_recovery_ || recovery_rto_)) {
     cc_->on_ack(data_acked, now, rtt_.srtt_us());
-    // As Linux's: room for two windows of data, so the program's next
-    // writes are queued while one window is in flight.
-    const size_t want = std::min<size_t>(cfg_.snd_buf_max, size_t{2} * cc_->cwnd());
-    if (want > sndq_.capacity())
-      sndq_.grow(std::min<size_t>(std::max(want, 2 * sndq_.capacity()), cfg_.snd_buf_max));
+    grow_send_buffer();
   }
   if (in_recovery_ && seq_ge(snd_una_, recovery_point_)) {
     if (!recovery_rto_) cc_->on_recovery_end();

@@ -5,14 +5,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 namespace ss::net::tcp {
 
 class SendBuffer {
  public:
-  explicit SendBuffer(size_t capacity) : ring_(capacity ? capacity : 1) {}
+  explicit SendBuffer(size_t capacity);
   // Takes as much of `data` as fits; returns how much.
   size_t append(std::span<const uint8_t> data);
   // Copies len bytes from `offset` (from the oldest byte held) to out;
@@ -20,14 +20,16 @@ class SendBuffer {
   void copy_out(size_t offset, size_t len, uint8_t* out) const;
   // The oldest n bytes (n <= size()) were acknowledged.
   void consume(size_t n);
-  // Room for `capacity` bytes in all (more than now), what is held kept.
-  void grow(size_t capacity);
+  // Room for `capacity` bytes in all (more than now), what is held kept;
+  // false (nothing changed) when the memory cannot be had.
+  bool grow(size_t capacity);
   size_t size() const { return size_; }
-  size_t space() const { return ring_.size() - size_; }
-  size_t capacity() const { return ring_.size(); }
+  size_t space() const { return cap_ - size_; }
+  size_t capacity() const { return cap_; }
 
  private:
-  std::vector<uint8_t> ring_;
+  std::unique_ptr<uint8_t[]> ring_;  // not zeroed: only bytes appended are read
+  size_t cap_;
   size_t head_ = 0, size_ = 0;
 };
 
