@@ -240,7 +240,7 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
     }
     std::unique_ptr<TcpOffload> o;
     g_making_rings = true;
-    const int rc = TcpOffload::open(fd, family, to, len, &o);
+    const int rc = TcpOffload::open(fd, family, to, len, nonblocking(fd, 0), &o);
     g_making_rings = false;
     // A tuple the stack still has (TIME-WAIT): the kernel on this port
     // would have its replies steered to the rings. Linux's answer.

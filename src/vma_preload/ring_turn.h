@@ -5,7 +5,8 @@
 // program has looked since the thread's last look (the thread looks again
 // a millisecond later), parks while one program thread has slept on them
 // since then (its wake-up wakes the thread: once per such sleep, never
-// per frame), and reads them once the program neither looks nor sleeps.
+// per frame; the thread looks every kParkedLookMs all the same), and reads
+// them once the program neither looks nor sleeps.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -21,8 +22,14 @@ class RingTurn {
   };
   static constexpr int kLookAgainMs = 1;
 
+  // A parked thread looks again this often: a sleeper that never left
+  // (a thread cancelled or longjmp'd out of its wait) must not leave the
+  // rings unread for good.
+  static constexpr int kParkedLookMs = 50;
+
   // A program's call read the rings.
   void program_looked() { looks_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t looks() const { return looks_.load(); }
   // A program thread sleeps on the rings from enter_sleep to leave_sleep.
   // leave_sleep's true: the thread parked for it, wake it.
   void enter_sleep() { sleepers_.fetch_add(1); }
@@ -30,6 +37,22 @@ class RingTurn {
     looks_.fetch_add(1);
     return sleepers_.fetch_sub(1) == 1 && parked_.exchange(false);
   }
+  // enter_sleep to leave_sleep as a scope (a thread cancelled in its
+  // sleep leaves too); `wake` wakes the thread.
+  class Sleep {
+   public:
+    Sleep(RingTurn& t, void (*wake)()) : t_(t), wake_(wake) { t_.enter_sleep(); }
+    ~Sleep() {
+      if (t_.leave_sleep()) wake_();
+    }
+    Sleep(const Sleep&) = delete;
+    Sleep& operator=(const Sleep&) = delete;
+
+   private:
+    RingTurn& t_;
+    void (*wake_)();
+  };
+
   // The service thread's look; *seen is its count of the program's looks.
   Reader reader(uint64_t* seen) {
     parked_.store(true);  // before the loads: a leave_sleep after them sees it

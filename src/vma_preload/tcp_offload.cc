@@ -4,6 +4,7 @@
 #include <net/if.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -46,15 +47,24 @@ std::vector<NetdevRings*> tcp_netdevs() {
   return g_netdevs;
 }
 
+// Whether a frame waits on one of r's rings.
+bool rings_readable(NetdevRings* r) {
+  std::vector<pollfd> fds;
+  r->poll_fds(&fds);
+  return ::poll(fds.data(), fds.size(), 0) > 0;
+}
+
 void serve(ServiceThread::Run& run) {
   std::vector<pollfd> fds;
   std::vector<uint64_t> seen;  // by netdev: the program's looks (RingTurn)
   std::vector<NetdevRings*> ours;
+  std::vector<size_t> parked;  // netdevs' indices
   while (!run.stopping()) {
     const std::vector<NetdevRings*> netdevs = tcp_netdevs();
     seen.resize(netdevs.size(), UINT64_MAX);
     fds.assign(1, pollfd{-1, 0, 0});  // the thread's wake-up
     ours.clear();
+    parked.clear();
     uint64_t due = UINT64_MAX, now = 0;
     int ms = -1;
     for (size_t i = 0; i < netdevs.size(); i++) {
@@ -65,13 +75,16 @@ void serve(ServiceThread::Run& run) {
           ours.push_back(r);
           break;
         case RingTurn::Reader::kProgramLooks:
-          ms = RingTurn::kLookAgainMs;
+          ms = shorter_ms(ms, RingTurn::kLookAgainMs);
           break;
         case RingTurn::Reader::kProgramSleeps:
+          parked.push_back(i);
+          ms = shorter_ms(ms, RingTurn::kParkedLookMs);
           break;
       }
       due = std::min(due, r->tcp->next_due());
       now = r->tcp->now();
+      if (r->frames->holding()) ms = shorter_ms(ms, 1);  // a full tx ring: try again soon
     }
     ms = shorter_ms(ms, ms_until(due, now));
     // A program's call that arms a timer earlier than this sleep's end
@@ -80,7 +93,15 @@ void serve(ServiceThread::Run& run) {
     for (NetdevRings* r : netdevs) r->tcp->watch_due(wake_at);
     run.poll(fds, ms);
     for (NetdevRings* r : ours) r->stack->poll_rx();
-    for (NetdevRings* r : netdevs) r->tcp->run_timers();
+    // Frames waiting while no sleeper looked: its sleep is not real (it
+    // left without saying so); read them.
+    for (const size_t i : parked)
+      if (netdevs[i]->turn.looks() == seen[i] && rings_readable(netdevs[i]))
+        netdevs[i]->stack->poll_rx();
+    for (NetdevRings* r : netdevs) {
+      r->tcp->run_timers();
+      r->frames->flush();
+    }
   }
 }
 
@@ -165,7 +186,7 @@ net::tcp::Config tcp_config_of(int fd) {
   return cfg;
 }
 
-int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len,
+int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool nonblocking,
                      std::unique_ptr<TcpOffload>* out) {
   const net::UdpAddr peer = wire_addr(to, len);
   if (peer.ip.empty()) return 1;  // AF_UNSPEC and the like: the kernel's answer
@@ -187,7 +208,18 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len,
   if (!local.ip.empty() && !is_any(local.ip)) flow.src = local.ip;
   net::TxPath path;
   net::ToKernel why;
-  if (const int rc = r->resolver->resolve(flow, &path, &why); rc != 0) {
+  // A next hop the kernel is resolving (the lookup asked it) is waited
+  // for, as the kernel's connect waits for its neighbour: up to 1 s for a
+  // blocking connect, 20 ms for a non-blocking one; then the kernel's.
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(nonblocking ? 20 : 1000);
+  int rc;
+  while ((rc = r->resolver->resolve(flow, &path, &why)) > 0 &&
+         why == net::ToKernel::kNeighbourPending && std::chrono::steady_clock::now() < give_up) {
+    const timespec ms{0, 1'000'000};
+    nanosleep(&ms, nullptr);
+  }
+  if (rc != 0) {
     if (rc > 0)
       SS_DEBUG("connect fd %d: kernel (%s)", fd, net::to_kernel_name(why));
     return rc > 0 ? 1 : rc;
@@ -211,7 +243,7 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len,
   const int hold = real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (hold < 0) return -errno;
   net::tcp::Socket* s = nullptr;
-  const int rc = r->tcp->connect(t, cfg, &s, &why);
+  rc = r->tcp->connect(t, cfg, &s, &why);
   if (rc != 0) real().close(hold);
   if (rc > 0) return 1;
   if (rc < 0) return rc;
@@ -288,6 +320,7 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
       if (spin.go_on(now)) continue;
       polls = 0;
     }
+    spin.end();
     fds.clear();
     rings_->poll_fds(&fds);
     const int kick = st.join_waiters(sock_);
@@ -308,9 +341,8 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
     const bool timed_out = timeout_ms >= 0 && clock::now() >= end;
     int rc = 0;
     if (!timed_out) {
-      rings_->turn.enter_sleep();
+      const RingTurn::Sleep asleep(rings_->turn, tcp_wake_service);
       rc = interruptible_poll(fds.data(), fds.size(), ms, restartable);
-      if (rings_->turn.leave_sleep()) tcp_wake_service();
     }
     if (kick >= 0) st.leave_waiters(sock_, fds.back().revents & POLLIN);
     if (rc == -EINTR) return -EINTR;

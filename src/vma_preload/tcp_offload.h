@@ -7,8 +7,8 @@
 // so no other socket of the host takes them. The program's calls on the
 // descriptor come here: data, shutdown, its names, SO_ERROR, TCP_INFO,
 // TCP_NODELAY, poll, select and epoll. Same-host peers, other routes and
-// a next hop the kernel has not resolved yet stay with the kernel's
-// connect.
+// a next hop the kernel could not resolve in time (open) stay with the
+// kernel's connect.
 //
 // Progress: each call reads the rings and fires the timers due; while the
 // program does not call, a service thread ("vma-tcp") does, so ACKs,
@@ -59,8 +59,9 @@ class TcpOffload {
  public:
   // Opens fd's connection to `to` on the rings and sends the SYN: 0 and
   // *out; 1 when the rings do not serve this peer (the caller connects the
-  // kernel socket); -errno as connect(2) gives it.
-  static int open(int fd, int family, const sockaddr* to, socklen_t len,
+  // kernel socket); -errno as connect(2) gives it. A next hop being
+  // resolved is waited for a while (longer when blocking).
+  static int open(int fd, int family, const sockaddr* to, socklen_t len, bool nonblocking,
                   std::unique_ptr<TcpOffload>* out);
   // A connection a listener of r's stack accepted (tcp_listen.h), for a
   // socket of `family`.

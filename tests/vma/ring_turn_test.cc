@@ -57,5 +57,22 @@ TEST(RingTurn, OnlyTheLastSleeperWakesTheThread) {
   EXPECT_TRUE(t.leave_sleep());
 }
 
+int g_wakes = 0;
+void count_wake() { g_wakes++; }
+
+// A sleep as a scope: its end wakes the parked thread, however it ends.
+TEST(RingTurn, ASleepScopeLeavesAtItsEnd) {
+  RingTurn t;
+  uint64_t seen = UINT64_MAX;
+  t.reader(&seen);
+  g_wakes = 0;
+  {
+    const RingTurn::Sleep asleep(t, count_wake);
+    EXPECT_EQ(t.reader(&seen), Reader::kProgramSleeps);
+  }
+  EXPECT_EQ(g_wakes, 1);
+  EXPECT_EQ(t.reader(&seen), Reader::kProgramLooks);
+}
+
 }  // namespace
 }  // namespace ss::vma::preload
