@@ -11,9 +11,10 @@
 #      (non-blocking connect, poll, recv): the file intact, and its
 #      statistics (VMA_STATS_FILE) show the socket offloaded with the bytes;
 #      a libvma.conf tcp_client rule for the port keeps it on the kernel.
-#  (b) tests/ext/vma_tcp_client.py: 1 MB sent while another thread reads
-#      the echo, half-close, every byte back; its names as the kernel's,
-#      TCP_INFO (established, the MSS, an RTT, a window).
+#  (b) tests/ext/vma_tcp_client.py (B's address not resolved in A): 1 MB
+#      sent while another thread reads the echo, half-close, every byte
+#      back; its names as the kernel's, TCP_INFO (established, the MSS, an
+#      RTT, a window).
 #      tests/ext/vma_tcp_cases.py: shutdown(SHUT_RD) from another thread
 #      wakes a blocked recv; the port of a connection we closed first
 #      stays taken through TIME-WAIT (bind gives EADDRINUSE); a dup of
@@ -33,7 +34,9 @@
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
 #      curl (20 MB); a libvma.conf tcp_server rule keeps a listener on the
 #      kernel.
-#  (e) redis-server in A, redis-benchmark from B (8 clients, SET and GET).
+#  (e) redis-server in A, redis-benchmark from B (8 clients, SET and GET);
+#      memcached in A, memcslap from B; socat in A sending 20 MB to socat
+#      in B.
 #  (f) nginx in A (a master forking workers): the listener goes back to
 #      the kernel when a worker first looks at it; curl from B served.
 # Its minutes: about 15 s of a run.
@@ -114,6 +117,8 @@ check "a tcp_client rule (use os tcp_client *:8080:*:*) keeps curl on A's kernel
 ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7000 2 >"$T/echo" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
+# B unresolved in A's kernel: the connect waits for its resolution.
+ip -n "$A" neigh flush dev ta
 in_a 1 python3 "$here/vma_tcp_client.py" "$IP4B" 7000 1000000
 ok=$?
 bad=0
@@ -123,7 +128,7 @@ has "$T/out" "^names \('$IP4', [0-9]+\) \('$IP4B', 7000\)" || bad=1
 # libvma's default VMA_TCP_TIMESTAMP_OPTION (0): SACK and window scale only.
 has "$T/out" "^tcp_info state 1 snd_mss 14[0-9][0-9] rtt [1-9][0-9]* snd_cwnd [1-9][0-9]* options 6$" || bad=1
 ours || bad=1
-check "Python: 1 MB echoed while sent, half-close, names, TCP_INFO, offloaded" $bad
+check "Python: 1 MB echoed while sent, half-close, names, TCP_INFO, offloaded (B's address unresolved at connect)" $bad
 # libvma's TCP settings: timestamps on, CUBIC, no Nagle, quick ACKs.
 in_a 1 env VMA_TCP_TIMESTAMP_OPTION=1 VMA_TCP_CC_ALGO=1 VMA_TCP_NODELAY=1 VMA_TCP_QUICKACK=1 \
   python3 "$here/vma_tcp_client.py" "$IP4B" 7000 200000
@@ -214,8 +219,10 @@ done
 # http.server (its listener in a selector), clients on Linux in B.
 in_a_bg() {  # in_a_bg CMD...: CMD in A under the preload, offload on, in the background
   seg0=$(kernel_tcp)
+  : >"$T/out"
+  : >"$T/err"  # now: listening must not read the last program's lines
   ip netns exec "$A" env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1 VMA_TRACELEVEL=debug \
-    timeout 60 "$@" >"$T/out" 2>"$T/err" &
+    timeout 60 "$@" >>"$T/out" 2>>"$T/err" &
   pids+=($!)
 }
 # stop_a_bg: the last in_a_bg program killed and waited for, so its XDP
@@ -309,6 +316,47 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
   check "redis-server in A: 8 redis-benchmark clients' 4000 SETs and GETs through the rings ($(tr '\n' ' ' <"$T/rb.sum")), A's kernel moved $segs segments" $bad
 else
   echo "SKIP: $name: redis-server or redis-benchmark not found (the redis case)"
+fi
+
+# (e2) memcached in A (threads, epoll through libevent), memcslap from B:
+# every SET and GET answered through the rings.
+if command -v memcached >/dev/null && command -v memcslap >/dev/null; then
+  in_a_bg memcached -u root -l "$IP4" -p 11311 -U 0 -t 2  # as root: its rings need it at listen
+  listening 11311
+  ok=$?
+  bad=0
+  [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+  for t in set get; do
+    ip netns exec "$Z" timeout 60 memcslap --servers="$IP4:11311" --concurrency=4 \
+      --execute-number=1000 --test=$t >"$T/ms.$t" 2>&1 || bad=1
+    has "$T/ms.$t" "Time to $t +4000 keys by +4 threads" || { echo "  memcslap $t: $(tail -3 "$T/ms.$t")"; bad=1; }
+  done
+  segs=$(($(kernel_tcp) - seg0))
+  [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+  stop_a_bg
+  check "memcached in A: memcslap's 4 clients' SETs and GETs through the rings, A's kernel moved $segs segments" $bad
+else
+  echo "SKIP: $name: memcached or memcslap not found (the memcached case)"
+fi
+
+# (e3) socat in A sends 20 MB to socat in B (select, non-blocking
+# connect): the file arrives intact through the rings.
+if command -v socat >/dev/null; then
+  rm -f "$T/socat.got"
+  ip netns exec "$Z" timeout 60 socat -u TCP-LISTEN:7011,bind="$IP4B",reuseaddr \
+    CREATE:"$T/socat.got" >/dev/null 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :7011' | grep -q . && break; sleep 0.1; done
+  in_a 1 socat -u FILE:"$T/www/blob" TCP:"$IP4B":7011
+  ok=$?
+  wait "${pids[-1]}"
+  bad=0
+  [ $ok = 0 ] || { echo "  socat: $(tail -3 "$T/err")"; bad=1; }
+  [ "$(sha256sum <"$T/socat.got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
+  ours || bad=1
+  check "socat in A: 20 MB to socat in B intact, offloaded" $bad
+else
+  echo "SKIP: $name: socat not found (the socat case)"
 fi
 
 # (f) nginx (a master that forks its workers): only the kernel's listener
