@@ -49,7 +49,7 @@ TEST(TcpSentLog, RetransmissionAndSackFindTheirEntries) {
   EXPECT_FALSE(log.entries()[499].retransmitted);
   EXPECT_FALSE(log.entries()[501].retransmitted);
   EXPECT_EQ(log.entries()[500].sent_us, 5000u);
-  SentSegment newest;
+  SentSegment newest{};
   EXPECT_EQ(log.sack(base + 700 * 100, base + 703 * 100, &newest), 300u);
   EXPECT_EQ(log.sacked_count(), 3u);
   EXPECT_TRUE(log.entries()[700].sacked && log.entries()[702].sacked);
