@@ -155,6 +155,12 @@ int make_rings(const std::string&, std::unique_ptr<NetdevRings>*) { return -EOPN
 
 }  // namespace
 
+void NetdevRings::program_look() {
+  turn.program_looked();
+  stack->poll_rx();
+  tcp->run_timers();
+}
+
 void NetdevRings::poll_fds(std::vector<pollfd>* fds) const {
   for (const Queue& q : queues) {
     short ev = 0;

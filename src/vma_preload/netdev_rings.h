@@ -64,6 +64,9 @@ struct NetdevRings {
   std::vector<XtremeMember> xtreme;  // xtreme_mu
   size_t xtreme_next = 0;            // xtreme_mu: the member the next poll starts at
 
+  // A program's call looks at the rings (counted for RingTurn): the TCP
+  // segments they hold go to the stack, whose timers due fire.
+  void program_look();
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
   // One descriptor for them all (an epoll set, made at first use, kept),

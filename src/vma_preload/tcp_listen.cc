@@ -83,8 +83,7 @@ void TcpListen::progress() {
   for (const Leg& l : legs_) {
     if (l.rings == last) continue;  // a dual listener's two legs share their rings
     last = l.rings;
-    l.rings->stack->poll_rx();
-    l.rings->tcp->run_timers();
+    l.rings->program_look();
   }
 }
 

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -17,10 +16,10 @@
 #include "core/base/fd_table.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
-#include "core/base/proc_sys.h"
-#include "core/base/spin_phase.h"
 #include "core/base/msghdr_of.h"
+#include "core/base/proc_sys.h"
 #include "core/base/service_thread.h"
+#include "core/base/spin_phase.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
@@ -281,11 +280,7 @@ void TcpOffload::linger(int fd) {
   wait_until(fin_acked, 0, static_cast<int>(ms), /*restartable=*/true);
 }
 
-void TcpOffload::progress() {
-  rings_->turn.program_looked();
-  rings_->stack->poll_rx();
-  rings_->tcp->run_timers();
-}
+void TcpOffload::progress() { rings_->program_look(); }
 
 int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
   net::tcp::Stack& st = *rings_->tcp;
