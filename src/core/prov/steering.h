@@ -5,6 +5,7 @@
 #pragma once
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <compare>
 #include <cstdint>
 
@@ -21,12 +22,26 @@ struct SteeredFlow {
   friend auto operator<=>(const SteeredFlow&, const SteeredFlow&) = default;
 };
 
+// One TCP connection: its local (ip, port) is a steered flow's, its
+// remote the peer's. ip as SteeredFlow's; ports in host order.
+struct PassedConnection {
+  sa_family_t family = AF_UNSPEC;
+  uint8_t local[16] = {}, remote[16] = {};
+  uint16_t local_port = 0, remote_port = 0;
+};
+
 class FlowSteering {
  public:
   virtual ~FlowSteering() = default;
   // 0 or -errno; -EAFNOSUPPORT for a family the provider cannot steer.
   virtual int add(const SteeredFlow& f) = 0;
   virtual int remove(const SteeredFlow& f) = 0;
+  // A connection of a steered flow whose frames go to the kernel from now
+  // on (the rings handed it to a kernel socket), for as long as it
+  // carries frames. Providers that cannot: passes_connections() false,
+  // pass() -EOPNOTSUPP.
+  virtual bool passes_connections() const { return false; }
+  virtual int pass(const PassedConnection&) { return -EOPNOTSUPP; }
 };
 
 }  // namespace ss::prov

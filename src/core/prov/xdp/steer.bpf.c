@@ -30,6 +30,17 @@ struct {
 } flows SEC(".maps");
 
 struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, SS_MAX_KERNEL_CONNS);
+  __type(key, struct ss_conn_key);
+  __type(value, __u8);
+} kernel_conns SEC(".maps");
+
+/* Set once kernel_conns has an entry: until then a TCP frame costs no
+ * second lookup. */
+volatile __u32 kernel_conns_used = 0;
+
+struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, SS_CNT_MAX);
   __type(key, __u32);
@@ -50,7 +61,8 @@ static __always_inline int group_dst(const struct ss_flow_key *key) {
 /* The flow's frame to its socket, or to the kernel when not steered. A
  * group's frame is steered by the group's flow only (a join), never by a
  * wildcard bind: kernel sockets of this host may have joined it. */
-static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key) {
+static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
+                                 const struct ss_conn_key *conn) {
   __u32 *action = bpf_map_lookup_elem(&flows, key);
   if (!action && !group_dst(key)) {
     __builtin_memset(key->ip, 0, sizeof key->ip);
@@ -58,6 +70,7 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key) {
   }
   if (!action) return count(SS_CNT_PASSED, XDP_PASS);
   if (*action == SS_FLOW_DROP) return count(SS_CNT_DROPPED, XDP_DROP);
+  if (conn && bpf_map_lookup_elem(&kernel_conns, conn)) return count(SS_CNT_PASSED, XDP_PASS);
   int verdict = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
   return count(verdict == XDP_REDIRECT ? SS_CNT_REDIRECTED : SS_CNT_NO_SOCKET, verdict);
 }
@@ -70,6 +83,7 @@ int ss_steer(struct xdp_md *ctx) {
   void *end = (void *)(long)ctx->data_end;
   struct ethhdr *eth = data;
   struct ss_flow_key key = {};
+  struct ss_conn_key conn = {};
   struct udphdr *l4; /* UDP and TCP both start with the two ports */
   if ((void *)(eth + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
   if (eth->h_proto == bpf_htons(ETH_P_IP)) {
@@ -82,6 +96,8 @@ int ss_steer(struct xdp_md *ctx) {
     __builtin_memcpy(key.ip, &ip->daddr, 4);
     key.proto = ip->protocol;
     key.version = 4;
+    __builtin_memcpy(conn.local, &ip->daddr, 4);
+    __builtin_memcpy(conn.remote, &ip->saddr, 4);
   } else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
     struct ipv6hdr *ip6 = (void *)(eth + 1);
     if ((void *)(ip6 + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
@@ -91,12 +107,18 @@ int ss_steer(struct xdp_md *ctx) {
     __builtin_memcpy(key.ip, &ip6->daddr, 16);
     key.proto = ip6->nexthdr;
     key.version = 6;
+    __builtin_memcpy(conn.local, &ip6->daddr, 16);
+    __builtin_memcpy(conn.remote, &ip6->saddr, 16);
   } else {
     return count(SS_CNT_PASSED, XDP_PASS);
   }
   if ((void *)(l4 + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
   key.port = l4->dest;
-  return steer(ctx, &key);
+  if (key.proto != IPPROTO_TCP || !kernel_conns_used) return steer(ctx, &key, 0);
+  conn.local_port = l4->dest;
+  conn.remote_port = l4->source;
+  conn.version = key.version;
+  return steer(ctx, &key, &conn);
 }
 
 char LICENSE[] SEC("license") = "GPL";

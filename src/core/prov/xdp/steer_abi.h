@@ -15,6 +15,20 @@ struct ss_flow_key {
   __u8 version; /* 4 or 6; the key is hashed as raw bytes, no padding */
 };
 
+/* A TCP connection whose frames go to the kernel although its local
+ * address and port are steered: one the rings handed to a kernel socket
+ * (a listener's flow still brings the rest of its connections). Local is
+ * the frame's destination, remote its source; addresses as in
+ * ss_flow_key, ports in network byte order. */
+struct ss_conn_key {
+  __u8 local[16];
+  __u8 remote[16];
+  __u16 local_port;
+  __u16 remote_port;
+  __u8 version;
+  __u8 pad[3]; /* zero: the key is hashed as raw bytes */
+};
+
 /* What a steered flow's frames get. */
 enum ss_flow_action {
   SS_FLOW_REDIRECT = 1, /* to the XSK of the frame's rx queue (kernel if none) */
@@ -31,6 +45,8 @@ enum ss_counter {
 };
 
 #define SS_MAX_FLOWS 4096
+/* Least recently used first out: a connection that long carried no frame. */
+#define SS_MAX_KERNEL_CONNS 16384
 #define SS_MAX_QUEUES 64
 
 #endif

@@ -25,6 +25,14 @@ struct Flow {
   bool drop = false;  // drop its frames instead (loss injection in tests)
 };
 
+// A TCP connection (steer_abi.h's ss_conn_key): addresses as Flow's ip or
+// ip6 by version, ports in network byte order.
+struct Connection {
+  uint8_t version = 4;
+  uint8_t local[16] = {}, remote[16] = {};
+  uint16_t local_port = 0, remote_port = 0;
+};
+
 // Sums of the program's per-CPU counters.
 struct Counters {
   uint64_t redirected = 0;  // to an XSK
@@ -56,6 +64,9 @@ class Device {
   // or version).
   int add_flow(const Flow& f);
   int remove_flow(const Flow& f);  // -ENOENT when not steered
+  // The connection's frames to the kernel although its local port is
+  // steered, while it carries frames (the oldest idle one makes room).
+  int pass_connection(const Connection& c);
   int counters(Counters* out) const;
   // The descriptors that keep the program attached (the link, the
   // program, its maps, which hold the XSKs), appended: a fork child that

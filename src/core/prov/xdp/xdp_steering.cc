@@ -34,4 +34,16 @@ int XdpSteering::remove(const SteeredFlow& f) {
   return dev_ ? dev_->remove_flow(x) : -ENODEV;
 }
 
+int XdpSteering::pass(const PassedConnection& c) {
+  if (c.family != AF_INET && c.family != AF_INET6) return -EAFNOSUPPORT;
+  Connection x;
+  x.version = c.family == AF_INET ? 4 : 6;
+  const size_t n = c.family == AF_INET ? 4 : 16;
+  memcpy(x.local, c.local, n);
+  memcpy(x.remote, c.remote, n);
+  x.local_port = htons(c.local_port);
+  x.remote_port = htons(c.remote_port);
+  return dev_ ? dev_->pass_connection(x) : -ENODEV;
+}
+
 }  // namespace ss::prov::xdp

@@ -14,6 +14,8 @@ class XdpSteering final : public FlowSteering {
   explicit XdpSteering(std::shared_ptr<Device> dev) : dev_(std::move(dev)) {}
   int add(const SteeredFlow& f) override;
   int remove(const SteeredFlow& f) override;
+  bool passes_connections() const override { return true; }
+  int pass(const PassedConnection& c) override;
 
  private:
   // The program's flow: -EAFNOSUPPORT for another family.
