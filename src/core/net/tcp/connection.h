@@ -50,6 +50,7 @@ const char* state_name(State s);
 // that lets the window cover all of it.
 uint8_t window_scale_for(uint32_t rcv_buf);
 struct CookieState;
+struct Handover;
 
 // A connection's settings, fixed when it opens.
 struct Config {
@@ -182,6 +183,10 @@ class Connection {
   void set_nodelay(bool on, uint64_t now_us);
   void set_keepalive(bool on, uint64_t now_us);
   void quickack();
+  // An ESTABLISHED connection's state for another TCP to carry it on
+  // (handover.h): 0, or -EOPNOTSUPP in any other state or with an error
+  // pending. The connection is left as it was.
+  int handover(Handover* out, uint64_t now_us);
 
   State state() const { return state_; }
   bool readable() const;  // data, end of stream or an error to report

@@ -28,6 +28,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/sent_log.h \
 	src/core/net/tcp/sent_log.cc \
 	src/core/net/tcp/recovery.cc \
+	src/core/net/tcp/handover.h \
+	src/core/net/tcp/handover.cc \
 	src/core/net/tcp/isn.h \
 	src/core/net/tcp/isn.cc \
 	src/core/net/tcp/listener.h \
@@ -54,6 +56,7 @@ core_unit_tests_SOURCES += \
 	tests/core/tcp_wire.h \
 	tests/core/tcp_wire.cc \
 	tests/core/net_tcp_pair_test.cc \
+	tests/core/net_tcp_handover_test.cc \
 	tests/core/net_tcp_listener_test.cc \
 	tests/core/net_tcp_receive_queue_test.cc \
 	tests/core/net_tcp_table_test.cc

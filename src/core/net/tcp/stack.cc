@@ -18,6 +18,11 @@ using mem::Buffer;
 
 namespace {
 
+// Long enough for the frames a reader took off the rings before the flow
+// was unsteered; the peer retransmits anything dropped meanwhile to the
+// new owner.
+constexpr uint64_t kMovedQuietUs = 2'000'000;
+
 uint64_t monotonic_us() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -44,6 +49,7 @@ class Socket {
   Kick waiters;
   uint64_t changes = 0;
   bool touched = false;         // in Stack::touched_
+  bool moved = false;           // handed over (hand_over): conn is null
   size_t last_queue = 0;        // a listener's accept queue at the last sweep
 };
 
@@ -380,6 +386,7 @@ void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
 short Stack::events(Socket* s) {
   std::lock_guard lock(mu_);
   if (s->listener) return s->listener->accept_queue() ? POLLIN : 0;
+  if (s->moved) return POLLIN | POLLOUT;
   const Connection& c = *s->conn;
   short ev = 0;
   if (c.readable()) ev |= POLLIN;
@@ -425,6 +432,12 @@ void Stack::enqueue(RxSegment&& seg) {
 
 void Stack::drain() {
   const Sending lock(this);
+  drain_inbox_locked();
+  sweep_locked();
+  wake_touched_locked();
+}
+
+void Stack::drain_inbox_locked() {
   std::vector<RxSegment> segs;
   for (;;) {
     {
@@ -436,8 +449,51 @@ void Stack::drain() {
     for (RxSegment& seg : segs) segment_locked(seg, now);
     segs.clear();  // the frames not kept go back now
   }
-  sweep_locked();
+}
+
+int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& install) {
+  const Sending lock(this);
+  drain_inbox_locked();  // what reached the rings is in the state handed over
+  auto it = s->conn ? opens_.find(s->conn) : opens_.end();
+  if (it == opens_.end()) return -ENOTCONN;
+  const uint64_t now = clock_();
+  const FourTuple& t = it->second.t;
+  // Unsteering a flow only this connection holds (an active open's) gives
+  // its frames to the kernel; a listener's flow (an accepted connection
+  // holds it too) stays, and the steering must pass the connection alone.
+  const auto refs = flow_refs_.find(it->second.flow);
+  const bool own_flow = refs != flow_refs_.end() && refs->second == 1;
+  if (!own_flow && !cfg_.steering->passes_connections()) return -EOPNOTSUPP;
+  Handover h;
+  if (const int r = s->conn->handover(&h, now); r < 0) return r;
+  if (const int r = install(h); r < 0) return r;
+  if (!own_flow) {
+    prov::PassedConnection pc;
+    pc.family = t.local.family;
+    memcpy(pc.local, t.local.bytes, t.local.size());
+    memcpy(pc.remote, t.remote.bytes, t.remote.size());
+    pc.local_port = t.local_port;
+    pc.remote_port = t.remote_port;
+    if (cfg_.steering->pass(pc) < 0) ctr_.pass_failed++;  // its frames stay ours: dropped
+  }
+  moved_.emplace_back(t, now + kMovedQuietUs);
+  table_.remove(t);
+  unsteer_locked(it->second.flow);
+  opens_.erase(it);  // quietly: its timers cancelled, nothing sent
+  s->conn = nullptr;
+  s->moved = true;
+  s->changes++;
+  s->waiters.wake();
+  ctr_.handed_over++;
   wake_touched_locked();
+  return 0;
+}
+
+bool Stack::moved_locked(const FourTuple& t, uint64_t now) {
+  std::erase_if(moved_, [now](const auto& m) { return m.second <= now; });
+  for (const auto& m : moved_)
+    if (m.first == t) return true;
+  return false;
 }
 
 void Stack::segment_locked(RxSegment& seg, uint64_t now) {
@@ -467,6 +523,10 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
   Buffer payload = std::move(seg.frame);
   payload.pull_head(segment.size() - data.size());
 
+  if (!moved_.empty() && moved_locked(t, now)) {
+    ctr_.moved_drops++;
+    return;
+  }
   Connection* conn = nullptr;
   Listener* listener = nullptr;
   switch (table_.route(t, h, o, &conn, &listener)) {

@@ -39,6 +39,7 @@
 #include "core/net/frame_tx.h"
 #include "core/net/rx_segment.h"
 #include "core/net/tcp/connection.h"
+#include "core/net/tcp/handover.h"
 #include "core/net/tcp/isn.h"
 #include "core/net/tcp/listener.h"
 #include "core/net/tcp/table.h"
@@ -57,6 +58,8 @@ struct StackCounters {
   uint64_t no_frame = 0;   // a segment waited for a free frame
   uint64_t tx_errors = 0;  // a full tx ring or a failed kick: the segment is lost
   uint64_t path_lost = 0;  // an accepted handshake whose path is not the rings': dropped
+  uint64_t handed_over = 0, moved_drops = 0;  // connections handed over; their late segments
+  uint64_t pass_failed = 0;  // one the steering could not pass to the kernel
 };
 
 class Socket;
@@ -112,6 +115,16 @@ class Stack final : public SegmentInput {
   SS_API FourTuple tuple(Socket* s);
   SS_API Info info(Socket* s);  // TCP_INFO's source; a listener's: state kClosed
   SS_API void set_nodelay(Socket* s, bool on);
+  // Hands connection s to another TCP (the kernel's, TCP_REPAIR): install
+  // gets its state (handover.h), segments that arrived included, and
+  // returns 0 once the other TCP carries it, or -errno. Then the
+  // connection leaves the stack without a FIN or RST, its flow is no
+  // longer steered, and its segments still on the rings are dropped for a
+  // while (counted) rather than reset. The handle stays the program's
+  // until close(): its calls give -ENOTCONN and events() POLLIN|POLLOUT,
+  // so a sleeper looks again and finds it moved. -EOPNOTSUPP unless
+  // ESTABLISHED; on any error the connection goes on as before.
+  SS_API int hand_over(Socket* s, const std::function<int(const Handover&)>& install);
 
   // A sleep waiting for the handle's events: another thread's input or
   // timers change them, and wake the handle's waiters. join_waiters: the
@@ -152,7 +165,10 @@ class Stack final : public SegmentInput {
   std::unique_ptr<Connection> make_connection_locked(const FourTuple& t, const tcp::Config& cfg);
   int steer_locked(const prov::SteeredFlow& f);
   void unsteer_locked(const prov::SteeredFlow& f);
+  void drain_inbox_locked();
   void segment_locked(RxSegment& seg, uint64_t now);
+  // A segment of a connection handed over lately: dropped, not reset.
+  bool moved_locked(const FourTuple& t, uint64_t now);
   void send_stateless_locked(const FourTuple& t, const Header& h, const Options& o);
   // Frees the closed connections that are done (out of the table, flows
   // released) and moves listeners' handshakes along.
@@ -186,6 +202,9 @@ class Stack final : public SegmentInput {
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<Socket*> touched_;  // since the last wake
+  // Connections handed over (hand_over) and until when their segments
+  // left on the rings are dropped.
+  std::vector<std::pair<FourTuple, uint64_t>> moved_;
   uint64_t watched_due_ = UINT64_MAX;
   std::mutex inbox_mu_;           // a leaf: taken under the reader's lock and under mu_
   std::vector<RxSegment> inbox_;  // inbox_mu_: enqueued, not drained yet
