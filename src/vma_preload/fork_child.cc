@@ -38,6 +38,7 @@
 namespace ss::vma::preload {
 
 std::atomic<bool> g_fork_child{false};
+std::atomic<uint64_t> g_forks{0};
 
 namespace {
 
@@ -73,7 +74,7 @@ void in_child() {
 // after theirs, so its table lookups work.
 __attribute__((constructor)) void watch_fork() {
   FdTable::instance();
-  pthread_atfork(nullptr, nullptr, in_child);
+  pthread_atfork(nullptr, [] { g_forks.fetch_add(1, std::memory_order_relaxed); }, in_child);
 }
 
 }  // namespace

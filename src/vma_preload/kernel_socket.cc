@@ -159,8 +159,8 @@ bool KernelSocket::change_count(uint64_t* count) {
 
 bool KernelSocket::kernel_served() {
   if (in_fork_child()) {
-    // A listener the parent had on the rings: the kernel's from the
-    // child's first look (an epoll set, before any accept), asked now.
+    // A listener or connection the parent had on the rings: the kernel's
+    // from the child's first look (an epoll set, before any call), asked now.
     if (protocol == IPPROTO_TCP) listening();
     return true;
   }
@@ -253,6 +253,7 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
     }
     tcp_owner_ = std::move(o);
     tcp_owner_->set_stats(&stats);
+    tcp_forks_ = forks_so_far();
     opened = tcp_owner_.get();
     tcp_.store(opened, std::memory_order_release);
     tcp_settled_.store(true, std::memory_order_release);
@@ -289,14 +290,44 @@ void KernelSocket::listen_tcp(int backlog) {
 }
 
 void KernelSocket::before_last_close() {
-  interpose::BusyScope busy;  // the stack's locks
-  if (TcpOffload* t = tcp()) t->linger(fd);
+  if (in_fork_child()) return;  // the connection is the parent's
+  interpose::BusyScope busy;    // the stack's locks
+  TcpOffload* t = tcp();
+  if (!t) return;
+  {
+    std::lock_guard<std::mutex> lock(offload_mu_);
+    if (tcp_forks_ != forks_so_far() && hand_tcp_locked("closed here after a fork"))
+      return;
+  }
+  t->linger(fd);
+}
+
+bool KernelSocket::hand_tcp_to_kernel(const char* why) {
+  interpose::BusyScope busy;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  return hand_tcp_locked(why);
+}
+
+bool KernelSocket::hand_tcp_locked(const char* why) {
+  TcpOffload* t = tcp_.load(std::memory_order_relaxed);
+  if (!t) return tcp_owner_ && tcp_owner_->moved();
+  if (const int r = t->hand_to_kernel(fd); r < 0) {
+    SS_WARN("fd %d: the kernel could not take the connection (%s): %s; it stays on the rings",
+            fd, why, std::strerror(-r));
+    return false;
+  }
+  // New calls go to the kernel socket; tcp_owner_ stays for calls under way.
+  tcp_.store(nullptr, std::memory_order_release);
+  stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
+  SS_INFO("fd %d: connection handed to the kernel (%s)", fd, why);
+  return true;
 }
 
 void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   std::lock_guard<std::mutex> lock(offload_mu_);
   tcp_owner_ = std::move(t);
   tcp_owner_->set_stats(&stats);
+  tcp_forks_ = forks_so_far();
   tcp_.store(tcp_owner_.get(), std::memory_order_release);
   tcp_settled_.store(true, std::memory_order_release);
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
@@ -304,7 +335,8 @@ void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
 
 void KernelSocket::ask_parent() const {
   // Offloaded in the parent when it forked: its copy of the pointer says so.
-  if ((!offload_.load(std::memory_order_relaxed) && !listen_.load(std::memory_order_relaxed)) ||
+  if ((!offload_.load(std::memory_order_relaxed) && !listen_.load(std::memory_order_relaxed) &&
+       !tcp_.load(std::memory_order_relaxed)) ||
       fork_asked_.exchange(true))
     return;
   fork_share_ask(id);
@@ -312,6 +344,14 @@ void KernelSocket::ask_parent() const {
 
 bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
   std::lock_guard<std::mutex> lock(offload_mu_);
+  if (tcp_owner_) {
+    if (lend) {
+      char why[48];
+      snprintf(why, sizeof why, "fork child %d uses it", pid);
+      hand_tcp_locked(why);
+    }
+    return false;
+  }
   if (listen_owner_ && lend) {
     // A TCP listener: the kernel's for good from now on (its queued
     // handshakes reset); the connections it gave out stay on the rings.

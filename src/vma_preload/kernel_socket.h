@@ -29,6 +29,9 @@ namespace ss::vma::preload {
 // and lent frames would touch the parent's steering and fill rings).
 extern std::atomic<bool> g_fork_child;
 inline bool in_fork_child() { return g_fork_child.load(std::memory_order_relaxed); }
+// The process's forks (fork_child.cc counts them in the parent).
+extern std::atomic<uint64_t> g_forks;
+inline uint64_t forks_so_far() { return g_forks.load(std::memory_order_relaxed); }
 
 // A Pollable (poll_mixed, select_mixed, EpollSet): readable when the rings
 // or the kernel socket have a datagram, writable as the kernel socket (a
@@ -70,13 +73,21 @@ struct KernelSocket final : Pollable {
     }
     return interpose::handler_over_busy() ? nullptr : offload_.load(std::memory_order_acquire);
   }
-  // The offloaded TCP connection, or null (as offload(); a fork child's
-  // calls go to the unconnected kernel socket).
+  // The offloaded TCP connection, or null: the kernel socket's (once the
+  // connection was handed to it). In a fork child, null: its first call
+  // on a connection the parent had on the rings asks the parent to hand
+  // it to the kernel socket (hand_tcp_to_kernel).
   TcpOffload* tcp() const {
-    return in_fork_child() || interpose::handler_over_busy()
-               ? nullptr
-               : tcp_.load(std::memory_order_acquire);
+    if (in_fork_child()) {
+      if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
+      return nullptr;
+    }
+    return interpose::handler_over_busy() ? nullptr : tcp_.load(std::memory_order_acquire);
   }
+  // Parent: the offloaded TCP connection goes to the kernel socket for
+  // good (TcpOffload::hand_to_kernel), so each process sharing the
+  // descriptor has it; `why` is logged. Whether it moved.
+  bool hand_tcp_to_kernel(const char* why);
   // connect() of this socket: 1 when the rings do not take it (not TCP,
   // not decided "vma", TCP offload off, a peer the rings do not reach, a
   // try that failed: the caller connects the kernel socket); else
@@ -97,7 +108,9 @@ struct KernelSocket final : Pollable {
     return interpose::handler_over_busy() ? nullptr : listen_.load(std::memory_order_acquire);
   }
   // close(2) of its last descriptor, before the record goes: an offloaded
-  // connection's SO_LINGER (TcpOffload::linger).
+  // connection's SO_LINGER (TcpOffload::linger); or, after a fork since the
+  // connection opened, its hand-over to the kernel socket, which a child
+  // may still hold (Linux's close then leaves the connection to it).
   void before_last_close();
   // A connection a listener of the rings accepted, for this new socket.
   void adopt_tcp(std::unique_ptr<TcpOffload> t);
@@ -111,6 +124,8 @@ struct KernelSocket final : Pollable {
   // Parent (fork_share.cc): a fork child `pid` receives on this socket
   // (lend), or that child is gone: the port's flows go to the kernel while
   // any such child lives. Whether the socket is offloaded (lend: so lent).
+  // A TCP listener or connection goes to the kernel for good (false: there
+  // is nothing to take back).
   bool lend_to_fork_child(bool lend, int pid);
   // In a fork child: the inherited record asks its parent anew at its first
   // use here (what the process that forked us asked is that one's).
@@ -159,6 +174,8 @@ struct KernelSocket final : Pollable {
   std::atomic<UdpOffload*> offload_{nullptr};
   std::unique_ptr<TcpOffload> tcp_owner_;       // under offload_mu_
   std::atomic<TcpOffload*> tcp_{nullptr};
+  uint64_t tcp_forks_ = 0;                      // under offload_mu_: forks_so_far() at tcp_owner_
+  bool hand_tcp_locked(const char* why);
   std::atomic<bool> tcp_settled_{false};         // a connect or listen was tried
   std::unique_ptr<TcpListen> listen_owner_;      // under offload_mu_
   std::atomic<TcpListen*> listen_{nullptr};

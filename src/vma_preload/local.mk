@@ -41,6 +41,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_offload_wait.cc \
 	src/vma_preload/tcp_offload.h \
 	src/vma_preload/tcp_offload.cc \
+	src/vma_preload/tcp_repair.h \
+	src/vma_preload/tcp_repair.cc \
 	src/vma_preload/tcp_listen.h \
 	src/vma_preload/tcp_listen.cc \
 	src/vma_preload/ring_turn.h \

@@ -27,6 +27,7 @@
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
+#include "vma_preload/tcp_repair.h"
 #include "vma_preload/wire_addr.h"
 
 namespace ss::vma::preload {
@@ -256,7 +257,24 @@ TcpOffload::~TcpOffload() {
   const int hold = hold_fd_;
   std::function<void()> freed;
   if (hold >= 0) freed = [hold] { real().close(hold); };
+  if (moved()) {  // the kernel's connection holds the port now
+    rings_->tcp->close(sock_);
+    if (freed) freed();
+    return;
+  }
   rings_->tcp->close(sock_, abort_at_close_.load(std::memory_order_relaxed), std::move(freed));
+}
+
+int TcpOffload::hand_to_kernel(int fd) {
+  net::tcp::Stack& st = *rings_->tcp;
+  const net::tcp::FourTuple t = st.tuple(sock_);
+  const int r = st.hand_over(sock_, [&](const net::tcp::Handover& h) {
+    return repair_into_kernel(fd, family_, t, h);
+  });
+  if (r < 0) return r;
+  moved_.store(true, std::memory_order_release);
+  publish();
+  return 0;
 }
 
 void TcpOffload::linger(int fd) {

@@ -16,9 +16,11 @@
 // VMA_RX_POLL looks, then sleeps on the netdev's rings, the connection's
 // kick and its next timer.
 //
-// A fork child cannot use the parent's rings: its calls on an inherited
-// offloaded connection go to the unconnected kernel socket and fail as on
-// a dead connection (ENOTCONN, EPIPE).
+// A fork child cannot use the parent's rings: an inherited connection is
+// handed to the kernel socket the program's descriptor names (tcp_repair.h),
+// at the child's first use or the parent's close, whichever comes first;
+// where the kernel cannot take it, the child's calls fail as on a dead
+// connection (ENOTCONN, EPIPE).
 #pragma once
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -101,6 +103,11 @@ class TcpOffload {
   // from the connection's state.
   void info(tcp_info* out);
   void set_nodelay(bool on);
+  // Gives the connection to fd's kernel socket for good (tcp_repair.h): 0,
+  // or -errno and it goes on here. Then moved(): calls under way end with
+  // -1 (ENOTCONN) and their callers make them again on the kernel socket.
+  int hand_to_kernel(int fd);
+  bool moved() const { return moved_.load(std::memory_order_acquire); }
 
   // KernelSocket's Pollable (poll, select, epoll).
   short readiness(short events);
@@ -141,6 +148,7 @@ class TcpOffload {
   const int hold_fd_;
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
   std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
+  std::atomic<bool> moved_{false};           // hand_to_kernel
   // A connect returned before the handshake ended (EINPROGRESS, EALREADY,
   // EINTR): the next one to see it end reports it.
   std::atomic<bool> unfinished_connect_{false};

@@ -63,12 +63,15 @@ ssize_t off_recv(vp::KernelSocket& s, msghdr* m, int flags) noexcept {
 ssize_t off_send(vp::KernelSocket& s, const msghdr* m, int flags) noexcept {
   return guarded([&] { return s.offload()->sendmsg(s, m, flags); });
 }
-// An offloaded TCP connection's (tcp_offload.h).
+// An offloaded TCP connection's (tcp_offload.h); the kernel socket's
+// once the connection was handed to it during the call.
 ssize_t tcp_recv(vp::TcpOffload& t, int fd, msghdr* m, int flags) noexcept {
-  return guarded([&] { return t.recvmsg(fd, m, flags); });
+  const ssize_t r = guarded([&] { return t.recvmsg(fd, m, flags); });
+  return r < 0 && t.moved() ? real().recvmsg(fd, m, flags) : r;
 }
 ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) noexcept {
-  return guarded([&] { return t.sendmsg(fd, m, flags); });
+  const ssize_t r = guarded([&] { return t.sendmsg(fd, m, flags); });
+  return r < 0 && t.moved() ? real().sendmsg(fd, m, flags) : r;
 }
 
 // After a kernel call that may have bound fd (a send, connect).
@@ -318,7 +321,7 @@ SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t cou
     return ss::interpose::sendfile_copy(in_fd, offset, count, [&](const void* buf, size_t n) {
       iovec iov;
       const msghdr m = ss::one_buffer(&iov, buf, n, nullptr, 0);
-      return t->sendmsg(out, &m, 0);
+      return tcp_send(*t, out, &m, 0);
     });
   });
 }

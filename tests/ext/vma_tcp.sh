@@ -39,6 +39,11 @@
 #      in B.
 #  (f) nginx in A (a master forking workers): the listener goes back to
 #      the kernel when a worker first looks at it; curl from B served.
+#  (g) forking programs in A (tests/ext/vma_tcp_forking.py): an
+#      accept-then-fork server's connection goes to A's kernel socket at
+#      the parent's close or the child's first call, and the child echoes
+#      a Linux client's 1 MB intact; a client that connects and forks: its
+#      child's 2 MB echoed.
 # Its minutes: about 15 s of a run.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
@@ -52,6 +57,7 @@ for p in curl python3 iperf3; do
 done
 vma_pair "$A" "$Z" ta tb "$IP4/24 $IP6/64" "$IP4B/24 $IP6B/64"
 export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
+export PYTHONDONTWRITEBYTECODE=1  # the scripts import each other: no cache in the source tree
 
 # in_a OFFLOAD CMD...: CMD in A under the preload, TCP offload on (1) or
 # off (0); its output in $T/out and $T/err, A's kernel segments meanwhile
@@ -358,6 +364,40 @@ if command -v socat >/dev/null; then
 else
   echo "SKIP: $name: socat not found (the socat case)"
 fi
+
+# (g) accept-then-fork servers: the parent echoes the first bytes on the
+# rings, a child the rest; the connection goes to A's kernel socket
+# (TCP_REPAIR) at the parent's close or the child's first call, whichever
+# comes first (the log says which); 1 MB echoed intact either way.
+port=7012
+for who in parent child; do
+  port=$((port + 1))
+  in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 1 "$who"
+  listening $port
+  ok=$?
+  bad=0
+  [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 1000000 >"$T/cl" 2>&1 || bad=1
+  wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+  has "$T/cl" "^echoed 1000000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
+  has "$T/out" "^children ok" || bad=1
+  if [ "$who" = parent ]; then why="closed here after a fork"; else why="fork child [0-9]+ uses it"; fi
+  has "$T/err" "fd [0-9]+: connection handed to the kernel \($why\)" || bad=1
+  check "an accept-then-fork server in A ($who first): the connection handed to the kernel, 1 MB echoed intact" $bad
+done
+# A client that connects, forks and closes its copy: its child's 2 MB.
+ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_echo.py" "$IP4B" 7015 1 >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :7015' | grep -q . && break; sleep 0.1; done
+in_a 1 python3 "$here/vma_tcp_forking.py" "$IP4B" 7015 1 connect
+ok=$?
+wait "${pids[-1]}"
+bad=0
+[ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
+has "$T/out" "^child ok" || bad=1
+has "$T/err" "DEBUG: connect fd [0-9]+: offloaded on ta" || bad=1
+has "$T/err" "fd [0-9]+: connection handed to the kernel \(closed here after a fork\)" || bad=1
+check "a client in A that connects on the rings and forks: handed to the kernel at the parent's close, the child's 2 MB echoed intact" $bad
 
 # (f) nginx (a master that forks its workers): only the kernel's listener
 # can be shared by processes, so the master's listener on the rings goes

@@ -8,32 +8,37 @@ import struct
 import sys
 import threading
 
-host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-data = os.urandom(n)
-c = socket.create_connection((host, port), timeout=30)
-print("names", c.getsockname()[:2], c.getpeername()[:2], flush=True)
-got = bytearray()
+
+def start_reader(c, got):
+    """A thread that appends what c receives to got until the end of stream."""
+    def reader():
+        while True:
+            d = c.recv(65536)
+            if not d:
+                return
+            got.extend(d)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    return t
 
 
-def reader():
-    while True:
-        d = c.recv(65536)
-        if not d:
-            return
-        got.extend(d)
-
-
-t = threading.Thread(target=reader)
-t.start()
-c.sendall(data)
-# TCP_INFO (glibc's struct tcp_info, 104 bytes): state, MSS, RTT, cwnd,
-# the options (1 timestamps, 2 SACK, 4 window scale).
-f = struct.unpack("8B24I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104))
-print("tcp_info state %d snd_mss %d rtt %d snd_cwnd %d options %d" %
-      (f[0], f[8 + 2], f[8 + 15], f[8 + 18], f[5]), flush=True)
-c.shutdown(socket.SHUT_WR)
-t.join()
-c.close()
-if got != data:
-    sys.exit("echoed %d bytes of %d, %s" % (len(got), n, "equal so far" if data.startswith(bytes(got)) else "different"))
-print("echoed %d ok" % n, flush=True)
+if __name__ == "__main__":
+    host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    data = os.urandom(n)
+    c = socket.create_connection((host, port), timeout=30)
+    print("names", c.getsockname()[:2], c.getpeername()[:2], flush=True)
+    got = bytearray()
+    t = start_reader(c, got)
+    c.sendall(data)
+    # TCP_INFO (glibc's struct tcp_info, 104 bytes): state, MSS, RTT, cwnd,
+    # the options (1 timestamps, 2 SACK, 4 window scale).
+    f = struct.unpack("8B24I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104))
+    print("tcp_info state %d snd_mss %d rtt %d snd_cwnd %d options %d" %
+          (f[0], f[8 + 2], f[8 + 15], f[8 + 18], f[5]), flush=True)
+    c.shutdown(socket.SHUT_WR)
+    t.join()
+    c.close()
+    if got != data:
+        sys.exit("echoed %d bytes of %d, %s" % (len(got), n, "equal so far" if data.startswith(bytes(got)) else "different"))
+    print("echoed %d ok" % n, flush=True)

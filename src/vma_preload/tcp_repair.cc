@@ -1,0 +1,112 @@
+#include "vma_preload/tcp_repair.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/base/log.h"
+#include "interpose/real.h"
+#include "vma_preload/wire_addr.h"
+
+namespace ss::vma::preload {
+namespace {
+
+using interpose::real;
+
+int tcp_opt(int fd, int name, const void* v, socklen_t len) {
+  return real().setsockopt(fd, IPPROTO_TCP, name, v, len) < 0 ? -errno : 0;
+}
+
+int tcp_int(int fd, int name, int v) { return tcp_opt(fd, name, &v, sizeof v); }
+
+// Queues bytes into the queue selected by TCP_REPAIR_QUEUE (in repair mode:
+// the receive queue as if they had arrived, the send queue as if sent), or
+// sends them (out of it), in pieces the socket's buffers take.
+int queue_bytes(int fd, const std::vector<uint8_t>& bytes) {
+  constexpr size_t kPiece = 64 * 1024;
+  for (size_t off = 0; off < bytes.size();) {
+    const size_t n = std::min(kPiece, bytes.size() - off);
+    const ssize_t r = real().send(fd, bytes.data() + off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r <= 0) return r < 0 ? -errno : -EIO;
+    off += static_cast<size_t>(r);
+  }
+  return 0;
+}
+
+// The buffer sizes the queued bytes need (the kernel counts each byte
+// about twice with its overhead), raised past what the program set only
+// when smaller.
+void room_for(int fd, int opt, int force, size_t bytes) {
+  int now = 0;
+  socklen_t len = sizeof now;
+  const size_t want = bytes + 64 * 1024;
+  if (real().getsockopt(fd, SOL_SOCKET, opt, &now, &len) == 0 && static_cast<size_t>(now) / 2 >= want)
+    return;
+  const int v = static_cast<int>(std::min<size_t>(want, INT32_MAX / 2));
+  real().setsockopt(fd, SOL_SOCKET, force, &v, sizeof v);
+}
+
+}  // namespace
+
+int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
+                       const net::tcp::Handover& h) {
+  if (int r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON); r < 0) return r;
+  sockaddr_storage local{}, peer{};
+  socklen_t llen = sizeof local;
+  if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) < 0) return -errno;
+  const bool bound = (local.ss_family == AF_INET6
+                          ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
+                          : reinterpret_cast<sockaddr_in*>(&local)->sin_port) != 0;
+  // Repair mode binds over the listener that holds the port (an accepted
+  // connection's new socket is not bound).
+  if (!bound) {
+    llen = program_addr({t.local, t.local_port}, family, &local);
+    if (real().bind(fd, reinterpret_cast<sockaddr*>(&local), llen) < 0) return -errno;
+  }
+  room_for(fd, SO_SNDBUF, SO_SNDBUFFORCE, h.sent.size() + h.unsent.size());
+  room_for(fd, SO_RCVBUF, SO_RCVBUFFORCE, h.unread.size());
+  const uint32_t snd_seq = h.snd_una;
+  const uint32_t rcv_seq = h.rcv_nxt - static_cast<uint32_t>(h.unread.size());
+  int r;
+  if ((r = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)) < 0 ||
+      (r = tcp_opt(fd, TCP_QUEUE_SEQ, &snd_seq, sizeof snd_seq)) < 0 ||
+      (r = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_RECV_QUEUE)) < 0 ||
+      (r = tcp_opt(fd, TCP_QUEUE_SEQ, &rcv_seq, sizeof rcv_seq)) < 0)
+    return r;
+  // The segment size the connect computes follows TCP_MAXSEG (the option
+  // below comes after it, too late for that).
+  if ((r = tcp_int(fd, TCP_MAXSEG, static_cast<int>(h.peer_mss))) < 0) return r;
+  // ESTABLISHED at once, nothing sent.
+  const socklen_t plen = program_addr({t.remote, t.remote_port}, family, &peer);
+  if (real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0) return -errno;
+  tcp_repair_opt opts[4];
+  size_t n = 0;
+  opts[n++] = {TCPOPT_MAXSEG, h.peer_mss};
+  if (h.window_scaling)
+    opts[n++] = {TCPOPT_WINDOW, uint32_t{h.snd_wscale} | uint32_t{h.rcv_wscale} << 16};
+  if (h.sack) opts[n++] = {TCPOPT_SACK_PERMITTED, 0};
+  if (h.timestamps) opts[n++] = {TCPOPT_TIMESTAMP, 0};
+  if ((r = tcp_opt(fd, TCP_REPAIR_OPTIONS, opts, static_cast<socklen_t>(n * sizeof opts[0]))) < 0)
+    return r;
+  // The kernel's timestamps go on from ours: never older for the peer's PAWS.
+  if (h.timestamps && (r = tcp_opt(fd, TCP_TIMESTAMP, &h.ts_val, sizeof h.ts_val)) < 0) return r;
+  if ((r = queue_bytes(fd, h.unread)) < 0 ||  // still the receive queue
+      (r = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)) < 0 || (r = queue_bytes(fd, h.sent)) < 0)
+    return r;
+  const tcp_repair_window w{h.snd_wl1, h.snd_wnd, h.max_snd_wnd, h.rcv_wnd, h.rcv_wup};
+  if ((r = tcp_opt(fd, TCP_REPAIR_WINDOW, &w, sizeof w)) < 0) return r;
+  if ((r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF)) < 0) return r;
+  // Live from here: what the program sent and the rings had not sent yet
+  // goes as new data (the send buffer has room for it, made above).
+  if ((r = queue_bytes(fd, h.unsent)) < 0)
+    SS_WARN("fd %d: the kernel took the connection but not %zu bytes the program had sent: %s",
+            fd, h.unsent.size(), std::strerror(-r));
+  return 0;
+}
+
+}  // namespace ss::vma::preload
