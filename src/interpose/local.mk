@@ -19,6 +19,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/program_memory.cc \
 	src/interpose/sendfile_copy.h \
 	src/interpose/sendfile_copy.cc \
+	src/interpose/exec_calls.h \
+	src/interpose/exec_calls.cc \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -82,6 +82,10 @@ void resolve_all() {
   SS_REAL(open);
   SS_REAL(__open_2);
   SS_REAL(creat);
+  SS_REAL(execve);
+  SS_REAL(execvpe);
+  SS_REAL(fexecve);
+  SS_REAL(execveat);
 #undef SS_REAL
 }
 

@@ -73,6 +73,10 @@ struct RealCalls {
   int (*open)(const char*, int, ...);
   int (*__open_2)(const char*, int);
   int (*creat)(const char*, mode_t);
+  int (*execve)(const char*, char* const*, char* const*);
+  int (*execvpe)(const char*, char* const*, char* const*);
+  int (*fexecve)(int, char* const*, char* const*);
+  int (*execveat)(int, const char*, char* const*, char* const*, int);
 };
 
 // libc's calls (never null: a name libc lacks aborts at the first call
