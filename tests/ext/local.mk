@@ -71,4 +71,4 @@ TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
-	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=120
+	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=240

@@ -1,0 +1,36 @@
+// exec under libvma.so (interpose/exec_calls.h): the new image has only
+// kernel sockets, so a TCP connection on the rings whose descriptor
+// survives the exec (no FD_CLOEXEC) goes to its kernel socket first: in
+// a fork child by asking the parent (KernelSocket::tcp(), fork_share.h),
+// else here (hand_tcp_to_kernel). A failed exec leaves them there.
+#include <fcntl.h>
+#include <netinet/in.h>
+
+#include "core/base/fd_table.h"
+#include "interpose/exec_calls.h"
+#include "interpose/real.h"
+#include "vma_preload/kernel_socket.h"
+
+namespace ss::vma::preload {
+namespace {
+
+void connections_to_kernel() {
+  FdTable& t = FdTable::instance();
+  const int top = highest_tracked_fd();
+  for (int fd = 0; fd <= top; fd++) {
+    if (t.kind(fd) != FdKind::kVmaKernel) continue;
+    const auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel);
+    if (!s || s->protocol != IPPROTO_TCP) continue;
+    const int flags = interpose::real().fcntl(fd, F_GETFD);
+    if (flags < 0 || (flags & FD_CLOEXEC)) continue;
+    if (in_fork_child())
+      s->tcp();  // asks the parent, once
+    else if (s->tcp())
+      s->hand_tcp_to_kernel("exec");
+  }
+}
+
+__attribute__((constructor)) void watch_exec() { interpose::set_before_exec(connections_to_kernel); }
+
+}  // namespace
+}  // namespace ss::vma::preload
