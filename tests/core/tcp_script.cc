@@ -202,6 +202,7 @@ class Runner {
     else if (k == "ts") cfg_.timestamps = v;
     else if (k == "sack") cfg_.sack = v;
     else if (k == "nodelay") cfg_.nodelay = v;
+    else if (k == "cork") cfg_.cork = v;
     else if (k == "iss") iss_ = v;
     else if (k == "min_rto") cfg_.min_rto_us = uint64_t{v} * 1000;
     else if (k == "delack") cfg_.delack_us = uint64_t{v} * 1000;
@@ -502,6 +503,22 @@ class Runner {
       if (!number(2, &n)) return false;
       conn_->set_nodelay(n, now_);
       return true;
+    }
+    if (c == "option") {
+      static const std::pair<const char*, Option> kNames[] = {
+          {"nodelay", Option::kNodelay},     {"cork", Option::kCork},
+          {"quickack", Option::kQuickack},   {"keepalive", Option::kKeepalive},
+          {"keepidle", Option::kKeepIdle},   {"keepintvl", Option::kKeepIntvl},
+          {"keepcnt", Option::kKeepCnt},     {"user_timeout", Option::kUserTimeout}};
+      if (w.size() < 4 || !number(3, &n)) return fail("option NAME VALUE");
+      for (const auto& [name, o] : kNames)
+        if (w[2] == name) {
+          const bool ms = o == Option::kKeepIdle || o == Option::kKeepIntvl ||
+                          o == Option::kUserTimeout;
+          conn_->set_option(o, ms ? int64_t{n} * 1000 : int64_t{n}, now_);
+          return true;
+        }
+      return fail("unknown option " + w[2]);
     }
     if (c == "state") {
       if (w.size() < 3) return fail("state NAME");

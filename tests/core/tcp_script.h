@@ -3,8 +3,8 @@
 // A script is lines of text; '#' starts a comment.
 //
 //   set NAME VALUE        settings before the connection opens:
-//                         mss rcvbuf sndbuf ws ts sack nodelay keepalive
-//                         (0/1), iss, cc (reno|cubic|none), min_rto delack
+//                         mss rcvbuf sndbuf ws ts sack nodelay cork
+//                         keepalive (0/1), iss, cc (reno|cubic|none), min_rto delack
 //                         msl keepidle keepintvl user_timeout (ms), keepcnt
 //                         syn_retries retries, ts_offset, slack (ms: how far
 //                         an expected segment may be from its time)
@@ -30,7 +30,9 @@
 //
 // CALLs: connect, listen (the first inbound SYN opens the connection
 //   passively), send N, recv N [peek], shutdown, close, abort, quickack,
-//   nodelay 0|1; checks: state NAME (RFC 9293's: ESTABLISHED, ...),
+//   nodelay 0|1, option NAME VALUE (setsockopt on the open connection:
+//   nodelay cork quickack keepalive keepcnt as given, keepidle keepintvl
+//   user_timeout in ms); checks: state NAME (RFC 9293's: ESTABLISHED, ...),
 //   error NAME|0 (SO_ERROR, taken), readable 0|1, writable 0|1,
 //   counter NAME N (a Counters field), rto MS (the current timeout),
 //   snd_wnd N (the peer's window, scaled), mss N (data per segment).

@@ -57,7 +57,8 @@ Connection::Connection(const Config& cfg, uint16_t local_port, uint16_t remote_p
                       {&wait_timer_, TimerKind::kWait},
                       {&reorder_timer_, TimerKind::kReorder},
                       {&probe_timer_, TimerKind::kProbe},
-                      {&keepalive_timer_, TimerKind::kKeepalive}}) {
+                      {&keepalive_timer_, TimerKind::kKeepalive},
+                      {&cork_timer_, TimerKind::kCork}}) {
     t->conn = this;
     t->kind = k;
   }
@@ -234,22 +235,44 @@ void Connection::abort(uint64_t now) {
   set_closed();
 }
 
-void Connection::set_nodelay(bool on, uint64_t now) {
-  cfg_.nodelay = on;
-  if (on) transmit(now);  // Linux pushes what Nagle held back
-}
-
-void Connection::set_keepalive(bool on, uint64_t now) {
-  cfg_.keepalive = on;
-  keep_probes_ = 0;
-  if (on) {
-    arm_keepalive(now);
-  } else {
-    timers_->cancel(&keepalive_timer_);
+void Connection::set_option(Option o, int64_t v, uint64_t now) {
+  const uint64_t us = v > 0 ? static_cast<uint64_t>(v) : 0;
+  switch (o) {
+    case Option::kNodelay:
+      cfg_.nodelay = v != 0;
+      if (cfg_.nodelay) transmit(now);  // Linux pushes what Nagle held back
+      return;
+    case Option::kCork:
+      cfg_.cork = v != 0;
+      if (!cfg_.cork) {
+        timers_->cancel(&cork_timer_);
+        transmit(now);  // the held tail goes
+      }
+      return;
+    case Option::kQuickack:
+      if (v) quickacks_ = std::max<uint32_t>(quickacks_, 16);
+      return;
+    case Option::kKeepalive:
+      cfg_.keepalive = v != 0;
+      keep_probes_ = 0;
+      if (cfg_.keepalive)
+        arm_keepalive(now);
+      else
+        timers_->cancel(&keepalive_timer_);
+      return;
+    case Option::kKeepIdle:
+    case Option::kKeepIntvl:
+      (o == Option::kKeepIdle ? cfg_.keep_idle_us : cfg_.keep_intvl_us) = us;
+      if (cfg_.keepalive) arm_keepalive(now);  // from the last segment, with the new time
+      return;
+    case Option::kKeepCnt:
+      cfg_.keep_cnt = static_cast<int>(v);
+      return;
+    case Option::kUserTimeout:
+      cfg_.user_timeout_us = us;  // bounds the retransmission timer from its next arming
+      return;
   }
 }
-
-void Connection::quickack() { quickacks_ = std::max<uint32_t>(quickacks_, 16); }
 
 bool Connection::readable() const {
   return rxq_.readable() > 0 || fin_in_ || error_ != 0 || state_ == State::kClosed;
@@ -299,7 +322,7 @@ void Connection::fail(int err) {
 void Connection::set_closed() {
   state_ = State::kClosed;
   for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_, &wait_timer_,
-                            &reorder_timer_, &probe_timer_, &keepalive_timer_}) {
+                            &reorder_timer_, &probe_timer_, &keepalive_timer_, &cork_timer_}) {
     timers_->cancel(t);
   }
   log_.clear();

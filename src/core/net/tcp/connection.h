@@ -63,6 +63,7 @@ struct Config {
   uint32_t snd_buf_max = 0;
   bool window_scaling = true, timestamps = true, sack = true;
   bool nodelay = false;  // TCP_NODELAY: no Nagle
+  bool cork = false;     // TCP_CORK: only full segments, a tail at most kCorkCeilingUs later
   bool quickack = false;  // every in-order segment acknowledged at once (VMA_TCP_QUICKACK)
   CcAlgo cc = CcAlgo::kNewReno;
   uint64_t min_rto_us = 200'000, max_rto_us = 120'000'000;  // Linux's bounds
@@ -80,6 +81,20 @@ struct Config {
   uint64_t user_timeout_us = 0;
   uint32_t ts_offset = 0;  // added to the timestamp clock (RFC 7323 §5.4)
 };
+
+// What setsockopt may change on an open connection, and its value.
+enum class Option : uint8_t {
+  kNodelay,      // TCP_NODELAY: 0 or 1
+  kCork,         // TCP_CORK: 0 or 1
+  kQuickack,     // TCP_QUICKACK: non-zero acknowledges at once for a while
+  kKeepalive,    // SO_KEEPALIVE: 0 or 1
+  kKeepIdle,     // TCP_KEEPIDLE, microseconds
+  kKeepIntvl,    // TCP_KEEPINTVL, microseconds
+  kKeepCnt,      // TCP_KEEPCNT
+  kUserTimeout,  // TCP_USER_TIMEOUT, microseconds (0: off)
+};
+// Linux's ceiling on how long TCP_CORK holds a partial segment.
+constexpr uint64_t kCorkCeilingUs = 200'000;
 
 // What TCP_INFO reports of a connection (the face fills Linux's struct
 // tcp_info from it).
@@ -134,6 +149,7 @@ enum class TimerKind : uint8_t {
   kReorder,
   kProbe,
   kKeepalive,
+  kCork,
 };
 // A connection's timer as the TimerQueue hands it back.
 struct ConnectionTimer : Timer {
@@ -179,10 +195,12 @@ class Connection {
   // left unread, RFC 9293 §3.10.4 and Linux); abort(): RST now (SO_LINGER 0).
   void close(uint64_t now_us);
   void abort(uint64_t now_us);
-  // TCP_NODELAY / TCP_QUICKACK / SO_KEEPALIVE.
-  void set_nodelay(bool on, uint64_t now_us);
-  void set_keepalive(bool on, uint64_t now_us);
-  void quickack();
+  // setsockopt on the open connection (Option's values), in effect at once:
+  // TCP_NODELAY and clearing TCP_CORK push what they held back, a new
+  // keepalive time re-arms the probe.
+  void set_option(Option o, int64_t value, uint64_t now_us);
+  void set_nodelay(bool on, uint64_t now_us) { set_option(Option::kNodelay, on, now_us); }
+  void quickack() { set_option(Option::kQuickack, 1, 0); }
   // An ESTABLISHED connection's state for another TCP to carry it on
   // (handover.h): 0, or -EOPNOTSUPP in any other state or with an error
   // pending. The connection is left as it was.
@@ -315,7 +333,8 @@ class Connection {
   uint32_t recovery_point_ = 0, rack_end_ = 0, rack_fack_ = 0;
   uint64_t rack_xmit_us_ = 0, rack_rtt_us_ = 0, min_rtt_us_ = UINT64_MAX;
   ConnectionTimer retransmit_timer_, delack_timer_, persist_timer_, wait_timer_;
-  ConnectionTimer reorder_timer_, probe_timer_, keepalive_timer_;
+  ConnectionTimer reorder_timer_, probe_timer_, keepalive_timer_, cork_timer_;
+  bool cork_expired_ = false;  // the cork's ceiling passed: the held tail goes
   uint64_t last_rcv_us_ = 0;  // the last segment from the peer (keepalive)
   uint64_t progress_us_ = 0;  // sent data last acknowledged or first outstanding
   int keep_probes_ = 0;

@@ -44,10 +44,15 @@ void Connection::transmit(uint64_t now) {
     const bool fin = fin_queued_ && snd_nxt_ + len == fin_seq_;  // a FIN needs no window
     if (len == 0 && !fin) break;
     if (len < mss_ && !fin) {
+      // TCP_CORK holds the tail for at most its ceiling (as Linux).
+      if (len == unsent && cfg_.cork && !cork_expired_) {
+        if (!cork_timer_.armed()) arm(&cork_timer_, now + kCorkCeilingUs);
+        break;
+      }
       // Nagle (RFC 9293 §3.7.4) in Minshall's form, as Linux: the tail
       // waits while a small segment is unacknowledged; sender SWS
       // avoidance: no sliver of a window while an ACK is still to come.
-      if (len == unsent ? !cfg_.nodelay && seq_gt(snd_sml_, snd_una_)
+      if (len == unsent ? !cfg_.nodelay && !cfg_.cork && seq_gt(snd_sml_, snd_una_)
                         : outstanding > 0 && len < max_snd_wnd_ / 2) {
         break;
       }
@@ -55,7 +60,11 @@ void Connection::transmit(uint64_t now) {
     const uint8_t flags = kAck | (fin ? kFin : 0) | (len && snd_nxt_ + len == data_end ? kPsh : 0);
     if (snd_una_ == snd_max_) progress_us_ = now;  // the user timeout counts from here
     if (!send_segment(snd_nxt_, len, flags, now)) break;
-    if (len < mss_) snd_sml_ = snd_nxt_ + len;
+    if (len < mss_) {
+      snd_sml_ = snd_nxt_ + len;
+      cork_expired_ = false;  // the tail went: a new one is held again
+      timers_->cancel(&cork_timer_);
+    }
     snd_nxt_ += len + fin;
     snd_max_ = seq_max(snd_max_, snd_nxt_);
     sent = true;

@@ -307,9 +307,10 @@ int Stack::shutdown_write(Socket* s) {
   return r;
 }
 
-void Stack::set_nodelay(Socket* s, bool on) {
+void Stack::set_option(Socket* s, Option o, int64_t value) {
   const Sending lock(this);
-  if (s->conn) s->conn->set_nodelay(on, clock_());
+  if (s->conn) s->conn->set_option(o, value, clock_());
+  check_due_locked();  // a keepalive or cork timer
 }
 
 Info Stack::info(Socket* s) {

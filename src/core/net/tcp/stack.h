@@ -114,7 +114,7 @@ class Stack final : public SegmentInput {
   // address and port.
   SS_API FourTuple tuple(Socket* s);
   SS_API Info info(Socket* s);  // TCP_INFO's source; a listener's: state kClosed
-  SS_API void set_nodelay(Socket* s, bool on);
+  SS_API void set_option(Socket* s, Option o, int64_t value);  // Connection::set_option
   // Hands connection s to another TCP (the kernel's, TCP_REPAIR): install
   // gets its state (handover.h), segments that arrived included, and
   // returns 0 once the other TCP carries it, or -errno. Then the

@@ -37,6 +37,10 @@ void Connection::on_timer(ConnectionTimer* t, uint64_t now) {
     case TimerKind::kKeepalive:
       on_keepalive(now);
       break;
+    case TimerKind::kCork:
+      cork_expired_ = true;
+      transmit(now);
+      break;
   }
 }
 
