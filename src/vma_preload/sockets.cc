@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include <mellanox/vma_extra.h>
 
@@ -201,14 +202,22 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     SS_DEBUG("setsockopt fd %d: SO_VMA_* option %d is not there; the kernel answers it", fd,
              name);
-  if (level == IPPROTO_TCP && name == TCP_NODELAY && val && len >= sizeof(int))
+  // An offloaded connection's TCP options: the kernel socket checks the
+  // value (its errno) and keeps it for getsockopt, the stack acts on it.
+  ss::net::tcp::Option o;
+  int64_t v;
+  if (vp::tcp_option_of(level, name, 0, &o, &v))
     if (const auto s = tcp_record(fd)) {
-      const int r = real().setsockopt(fd, level, name, val, len);  // getsockopt reads it back
-      if (r == 0)
+      const int r = real().setsockopt(fd, level, name, val, len);
+      int given;
+      if (r == 0 && len >= sizeof given) {  // the kernel read it: readable
+        std::memcpy(&given, val, sizeof given);
+        vp::tcp_option_of(level, name, given, &o, &v);
         vp::edge_call([&] {
-          s->tcp()->set_nodelay(*static_cast<const int*>(val) != 0);
+          s->tcp()->set_option(o, v);
           return 0;
         });
+      }
       return r;
     }
   if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE))

@@ -170,6 +170,14 @@ net::tcp::Config tcp_config_of(int fd) {
   const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
   if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = k.wmem_max;
   cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0 || settings::get(Id::kTcpNodelay);
+  cfg.cork = sock_int(fd, IPPROTO_TCP, TCP_CORK) > 0;
+  // The kernel socket holds what the program set, or Linux's defaults.
+  cfg.keepalive = sock_int(fd, SOL_SOCKET, SO_KEEPALIVE) > 0;
+  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_KEEPIDLE); v > 0) cfg.keep_idle_us = v * 1'000'000ull;
+  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_KEEPINTVL); v > 0)
+    cfg.keep_intvl_us = v * 1'000'000ull;
+  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_KEEPCNT); v > 0) cfg.keep_cnt = v;
+  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT); v > 0) cfg.user_timeout_us = v * 1000ull;
   if (const int64_t mss = settings::get(Id::kMss); mss > 0)
     cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
   // libvma's VMA_TCP_* and ours; the kernel's sysctls where Linux's TCP
@@ -184,6 +192,33 @@ net::tcp::Config tcp_config_of(int fd) {
   cfg.min_rto_us = std::min<uint64_t>(static_cast<uint64_t>(settings::get(Id::kTcpMinRto)) * 1000,
                                       cfg.max_rto_us);
   return cfg;
+}
+
+bool tcp_option_of(int level, int name, int v, net::tcp::Option* o, int64_t* value) {
+  using net::tcp::Option;
+  constexpr int64_t kSecond = 1'000'000, kMilli = 1000;
+  struct Row {
+    int level, name;
+    Option o;
+    int64_t unit;  // the program's unit in microseconds; 0: a flag
+  };
+  static constexpr Row kRows[] = {
+      {IPPROTO_TCP, TCP_NODELAY, Option::kNodelay, 0},
+      {IPPROTO_TCP, TCP_CORK, Option::kCork, 0},
+      {IPPROTO_TCP, TCP_QUICKACK, Option::kQuickack, 0},
+      {SOL_SOCKET, SO_KEEPALIVE, Option::kKeepalive, 0},
+      {IPPROTO_TCP, TCP_KEEPIDLE, Option::kKeepIdle, kSecond},
+      {IPPROTO_TCP, TCP_KEEPINTVL, Option::kKeepIntvl, kSecond},
+      {IPPROTO_TCP, TCP_KEEPCNT, Option::kKeepCnt, 1},
+      {IPPROTO_TCP, TCP_USER_TIMEOUT, Option::kUserTimeout, kMilli},
+  };
+  for (const Row& r : kRows)
+    if (r.level == level && r.name == name) {
+      *o = r.o;
+      *value = r.unit ? int64_t{v} * r.unit : v != 0;
+      return true;
+    }
+  return false;
 }
 
 int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool nonblocking,
@@ -610,7 +645,9 @@ void TcpOffload::info(tcp_info* out) {
   out->tcpi_total_retrans = static_cast<uint32_t>(c.retrans_segs);
 }
 
-void TcpOffload::set_nodelay(bool on) { rings_->tcp->set_nodelay(sock_, on); }
+void TcpOffload::set_option(net::tcp::Option o, int64_t value) {
+  rings_->tcp->set_option(sock_, o, value);
+}
 
 short TcpOffload::readiness(short events) {
   progress();

@@ -54,8 +54,12 @@ inline int ms_until(uint64_t due_us, uint64_t now_us) {
 // The shorter of two sleeps (-1: unbounded).
 inline int shorter_ms(int a, int b) { return a < 0 ? b : b < 0 ? a : (a < b ? a : b); }
 // What fd's options say of its connections: SO_RCVBUF and SO_SNDBUF (the
-// windows), TCP_NODELAY, and VMA_MSS.
+// windows), TCP_NODELAY, TCP_CORK, SO_KEEPALIVE and its times,
+// TCP_USER_TIMEOUT, and VMA_MSS.
 net::tcp::Config tcp_config_of(int fd);
+// A TCP option setsockopt sets on a connection (level, name and the
+// program's int) as the stack's Option and value; false for any other.
+bool tcp_option_of(int level, int name, int v, net::tcp::Option* o, int64_t* value);
 
 class TcpOffload {
  public:
@@ -102,7 +106,7 @@ class TcpOffload {
   // TCP_INFO: glibc's struct tcp_info (the fields up to tcpi_total_retrans)
   // from the connection's state.
   void info(tcp_info* out);
-  void set_nodelay(bool on);
+  void set_option(net::tcp::Option o, int64_t value);  // setsockopt (Connection::set_option)
   // Gives the connection to fd's kernel socket for good (tcp_repair.h): 0,
   // or -errno and it goes on here. Then moved(): calls under way end with
   // -1 (ENOTCONN) and their callers make them again on the kernel socket.

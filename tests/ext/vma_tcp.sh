@@ -24,7 +24,8 @@
 #      tests/ext/vma_tcp_linger.py: SO_LINGER {1, 0} resets, {1, T} holds
 #      the close until the peer acknowledged everything.
 #      tests/ext/vma_tcp_faults.py: Linux's end killed while we are blocked
-#      in send or recv: the same answers as on A's kernel.
+#      in send or recv, or silenced under SO_KEEPALIVE or TCP_USER_TIMEOUT
+#      set on the open connection: the same answers as on A's kernel.
 #  (c) iperf3 -c for 2 s, both directions, against iperf3 -s in B: exits
 #      0, and the sender sent under 1 in 100 segments again (the path
 #      loses nothing).
@@ -195,6 +196,44 @@ for case in send recv; do
   [ $bad = 0 ] || { echo "  kernel: $(tr '\n' ' ' <"$T/fault.0")"; echo "  ours:   $(tr '\n' ' ' <"$T/fault.1")"; }
   check "peer killed while blocked in $case: as the kernel ($(tr '\n' ';' <"$T/fault.1"))" $bad
 done
+
+# Linux's end silenced (B drops what A sends) once connected: SO_KEEPALIVE
+# or TCP_USER_TIMEOUT, set on the open connection, ends a blocked recv as
+# on A's kernel (ETIMEDOUT).
+if command -v nft >/dev/null; then
+  for case in keepalive user_timeout; do
+    for on in 0 1; do
+      rm -f "$T/pid" "$T/pid.silent"
+      ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_faults.py" server "$IP4B" 7005 "$T/pid" >/dev/null 2>&1 &
+      pids+=($!)
+      for _ in $(seq 50); do [ -e "$T/pid" ] && break; sleep 0.1; done
+      (
+        for _ in $(seq 100); do
+          ip netns exec "$Z" ss -Htn state established 'sport = :7005' | grep -q . && break
+          sleep 0.05
+        done
+        printf 'table ip ss_silence {\n chain drop_a {\n  type filter hook input priority 0;\n  ip saddr %s drop\n }\n}\n' "$IP4" |
+          ip netns exec "$Z" nft -f -
+        touch "$T/pid.silent"
+      ) &
+      silencer=$!
+      in_a $on python3 "$here/vma_tcp_faults.py" client "$IP4B" 7005 "$T/pid" $case
+      wait $silencer
+      ip netns exec "$Z" nft delete table ip ss_silence 2>/dev/null
+      cp "$T/out" "$T/fault.$on"
+      [ $on = 0 ] || has "$T/err" "DEBUG: connect fd [0-9]+: offloaded on ta" || : >"$T/fault.1"
+      kill "${pids[-1]}" 2>/dev/null
+      wait "${pids[-1]}" 2>/dev/null
+    done
+    bad=0
+    grep -q "^recv: ETIMEDOUT$" "$T/fault.1" || bad=1
+    { [ -s "$T/fault.0" ] && cmp -s "$T/fault.0" "$T/fault.1"; } || bad=1
+    [ $bad = 0 ] || { echo "  kernel: $(tr '\n' ' ' <"$T/fault.0")"; echo "  ours:   $(tr '\n' ' ' <"$T/fault.1")"; }
+    check "$case set on an open connection, the peer silenced: as the kernel ($(tr '\n' ';' <"$T/fault.1"))" $bad
+  done
+else
+  echo "SKIP: $name: nft not found (the keepalive and user timeout cases)"
+fi
 
 # (c) iperf3, each way.
 for dir in "" -R; do

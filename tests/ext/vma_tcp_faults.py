@@ -8,6 +8,10 @@
       kernel resets: unread data), then another send;
     recv: blocked in recv (the killed peer's kernel sends a FIN: nothing
       unread), then two sends (the first lands, the peer resets).
+    keepalive, user_timeout: PIDFILE.silent appears once Linux's end
+      drops everything from us (vma_tcp.sh's rule); SO_KEEPALIVE (idle 1 s,
+      1 s apart, 2 probes) set before a blocked recv, or TCP_USER_TIMEOUT
+      (1.5 s) before a send then a recv: what the recv gives.
   survivor ADDR PORT MARK: Linux's client of an offloaded echo server:
     one echo, then MARK.echoed; once MARK.killed exists (the server was
     SIGKILLed), a send and a receive: prints what they gave."""
@@ -88,6 +92,21 @@ if case == "send":
     t.join(20)
     print("send: %s" % (got[0] if got else "still blocked"))
     print("send again: %s" % outcome(lambda: c.send(b"a")))
+elif case in ("keepalive", "user_timeout"):
+    for _ in range(200):
+        if os.path.exists(pidfile + ".silent"):
+            break
+        time.sleep(0.05)
+    if case == "keepalive":
+        for opt, v in ((socket.TCP_KEEPIDLE, 1), (socket.TCP_KEEPINTVL, 1), (socket.TCP_KEEPCNT, 2)):
+            c.setsockopt(socket.IPPROTO_TCP, opt, v)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    else:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 1500)
+        print("send: %s" % outcome(lambda: c.send(b"u" * 1000)))
+    start = time.monotonic()
+    print("recv: %s" % outcome(lambda: c.recv(100)))
+    print("within 10 s: %s" % (time.monotonic() - start < 10))
 else:
     t = threading.Thread(target=lambda: got.append(outcome(lambda: c.recv(100))))
     t.start()
