@@ -36,12 +36,14 @@ class FlowSteering {
   // 0 or -errno; -EAFNOSUPPORT for a family the provider cannot steer.
   virtual int add(const SteeredFlow& f) = 0;
   virtual int remove(const SteeredFlow& f) = 0;
-  // A connection of a steered flow whose frames go to the kernel from now
-  // on (the rings handed it to a kernel socket), for as long as it
-  // carries frames. Providers that cannot: passes_connections() false,
-  // pass() -EOPNOTSUPP.
+  // A connection of a steered flow whose frames go to the kernel (the
+  // rings handed it to a kernel socket) while it carries frames, until a
+  // new SYN of its 4-tuple: first entered not yet passing (active false:
+  // its frames still come to the rings), which is where it may fail, then
+  // passing. Providers that cannot: passes_connections() false, pass()
+  // -EOPNOTSUPP.
   virtual bool passes_connections() const { return false; }
-  virtual int pass(const PassedConnection&) { return -EOPNOTSUPP; }
+  virtual int pass(const PassedConnection&, bool /*active*/) { return -EOPNOTSUPP; }
 };
 
 }  // namespace ss::prov

@@ -467,16 +467,19 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   if (!own_flow && !cfg_.steering->passes_connections()) return -EOPNOTSUPP;
   Handover h;
   if (const int r = s->conn->handover(&h, now); r < 0) return r;
+  prov::PassedConnection pc;
+  pc.family = t.local.family;
+  memcpy(pc.local, t.local.bytes, t.local.size());
+  memcpy(pc.remote, t.remote.bytes, t.remote.size());
+  pc.local_port = t.local_port;
+  pc.remote_port = t.remote_port;
+  // The steering's entry first (where it can fail), passing once the
+  // kernel has the connection: a frame passed earlier would meet the
+  // kernel's listener, which resets it.
+  if (!own_flow)
+    if (const int r = cfg_.steering->pass(pc, false); r < 0) return r;
   if (const int r = install(h); r < 0) return r;
-  if (!own_flow) {
-    prov::PassedConnection pc;
-    pc.family = t.local.family;
-    memcpy(pc.local, t.local.bytes, t.local.size());
-    memcpy(pc.remote, t.remote.bytes, t.remote.size());
-    pc.local_port = t.local_port;
-    pc.remote_port = t.remote_port;
-    if (cfg_.steering->pass(pc) < 0) ctr_.pass_failed++;  // its frames stay ours: dropped
-  }
+  if (!own_flow && cfg_.steering->pass(pc, true) < 0) ctr_.pass_failed++;
   moved_.emplace_back(t, now + kMovedQuietUs);
   table_.remove(t);
   unsteer_locked(it->second.flow);

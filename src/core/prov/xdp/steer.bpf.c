@@ -3,12 +3,15 @@
  * address 0, but not for a group) go to the AF_XDP socket of the queue
  * they arrived on;
  * everything else (ARP, ND, fragments, IPv6 extension headers, other
- * protocols and ports) goes to the kernel. Counts what it did per CPU. */
+ * protocols and ports) goes to the kernel, and so do the TCP connections
+ * of a steered port the rings handed to the kernel (kernel_conns). Counts
+ * what it did per CPU. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/tcp.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -70,7 +73,10 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
   }
   if (!action) return count(SS_CNT_PASSED, XDP_PASS);
   if (*action == SS_FLOW_DROP) return count(SS_CNT_DROPPED, XDP_DROP);
-  if (conn && bpf_map_lookup_elem(&kernel_conns, conn)) return count(SS_CNT_PASSED, XDP_PASS);
+  if (conn) {
+    __u8 *pass = bpf_map_lookup_elem(&kernel_conns, conn);
+    if (pass && *pass) return count(SS_CNT_PASSED, XDP_PASS);
+  }
   int verdict = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
   return count(verdict == XDP_REDIRECT ? SS_CNT_REDIRECTED : SS_CNT_NO_SOCKET, verdict);
 }
@@ -118,6 +124,12 @@ int ss_steer(struct xdp_md *ctx) {
   conn.local_port = l4->dest;
   conn.remote_port = l4->source;
   conn.version = key.version;
+  struct tcphdr *th = (void *)l4;
+  if ((void *)(th + 1) > end) return steer(ctx, &key, 0);
+  if (th->syn && !th->ack) {  /* a new connection of the 4-tuple: the rings' again */
+    bpf_map_delete_elem(&kernel_conns, &conn);
+    return steer(ctx, &key, 0);
+  }
   return steer(ctx, &key, &conn);
 }
 

@@ -19,7 +19,9 @@ struct ss_flow_key {
  * address and port are steered: one the rings handed to a kernel socket
  * (a listener's flow still brings the rest of its connections). Local is
  * the frame's destination, remote its source; addresses as in
- * ss_flow_key, ports in network byte order. */
+ * ss_flow_key, ports in network byte order. Its value: 1 passes, 0 not
+ * yet (the entry made before the kernel took the connection). A SYN
+ * without ACK removes it: a new connection of that 4-tuple. */
 struct ss_conn_key {
   __u8 local[16];
   __u8 remote[16];

@@ -188,7 +188,7 @@ int Device::remove_flow(const Flow& f) {
   return 0;
 }
 
-int Device::pass_connection(const Connection& c) {
+int Device::pass_connection(const Connection& c, bool active) {
   if (c.version != 4 && c.version != 6) return -EINVAL;
   ss_conn_key k{};
   const size_t n = c.version == 4 ? 4 : 16;
@@ -197,7 +197,7 @@ int Device::pass_connection(const Connection& c) {
   k.local_port = c.local_port;
   k.remote_port = c.remote_port;
   k.version = c.version;
-  const __u8 pass = 1;
+  const __u8 pass = active ? 1 : 0;
   if (bpf_map__update_elem(skel_->maps.kernel_conns, &k, sizeof k, &pass, sizeof pass, 0))
     return -errno;
   skel_->bss->kernel_conns_used = 1;

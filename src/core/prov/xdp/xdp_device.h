@@ -65,8 +65,9 @@ class Device {
   int add_flow(const Flow& f);
   int remove_flow(const Flow& f);  // -ENOENT when not steered
   // The connection's frames to the kernel although its local port is
-  // steered, while it carries frames (the oldest idle one makes room).
-  int pass_connection(const Connection& c);
+  // steered (active), or its entry made with frames still steered, while
+  // it carries frames (the oldest idle one makes room).
+  int pass_connection(const Connection& c, bool active);
   int counters(Counters* out) const;
   // The descriptors that keep the program attached (the link, the
   // program, its maps, which hold the XSKs), appended: a fork child that

@@ -34,7 +34,7 @@ int XdpSteering::remove(const SteeredFlow& f) {
   return dev_ ? dev_->remove_flow(x) : -ENODEV;
 }
 
-int XdpSteering::pass(const PassedConnection& c) {
+int XdpSteering::pass(const PassedConnection& c, bool active) {
   if (c.family != AF_INET && c.family != AF_INET6) return -EAFNOSUPPORT;
   Connection x;
   x.version = c.family == AF_INET ? 4 : 6;
@@ -43,7 +43,7 @@ int XdpSteering::pass(const PassedConnection& c) {
   memcpy(x.remote, c.remote, n);
   x.local_port = htons(c.local_port);
   x.remote_port = htons(c.remote_port);
-  return dev_ ? dev_->pass_connection(x) : -ENODEV;
+  return dev_ ? dev_->pass_connection(x, active) : -ENODEV;
 }
 
 }  // namespace ss::prov::xdp

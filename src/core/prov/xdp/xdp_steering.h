@@ -15,7 +15,7 @@ class XdpSteering final : public FlowSteering {
   int add(const SteeredFlow& f) override;
   int remove(const SteeredFlow& f) override;
   bool passes_connections() const override { return true; }
-  int pass(const PassedConnection& c) override;
+  int pass(const PassedConnection& c, bool active) override;
 
  private:
   // The program's flow: -EAFNOSUPPORT for another family.
