@@ -240,7 +240,10 @@ void Connection::set_option(Option o, int64_t v, uint64_t now) {
   switch (o) {
     case Option::kNodelay:
       cfg_.nodelay = v != 0;
-      if (cfg_.nodelay) transmit(now);  // Linux pushes what Nagle held back
+      if (cfg_.nodelay) {  // Linux pushes what Nagle or the cork held back, once
+        cork_expired_ = cfg_.cork;
+        transmit(now);
+      }
       return;
     case Option::kCork:
       cfg_.cork = v != 0;
@@ -249,14 +252,15 @@ void Connection::set_option(Option o, int64_t v, uint64_t now) {
         transmit(now);  // the held tail goes
       }
       return;
-    case Option::kQuickack:
-      if (v) quickacks_ = std::max<uint32_t>(quickacks_, 16);
+    case Option::kQuickack:  // 0 leaves the quick-ACK mode (Linux's pingpong)
+      quickacks_ = v ? std::max<uint32_t>(quickacks_, 16) : 0;
       return;
     case Option::kKeepalive:
+      if (cfg_.keepalive == (v != 0)) return;
       cfg_.keepalive = v != 0;
       keep_probes_ = 0;
-      if (cfg_.keepalive)
-        arm_keepalive(now);
+      if (cfg_.keepalive && state_ != State::kClosed && state_ != State::kTimeWait)
+        arm(&keepalive_timer_, now + cfg_.keep_idle_us);  // the idle time counts from now (Linux)
       else
         timers_->cancel(&keepalive_timer_);
       return;

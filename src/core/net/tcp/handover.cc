@@ -26,7 +26,8 @@ int Connection::handover(Handover* h, uint64_t now) {
   h->rcv_wscale = rcv_wscale_;
   h->sack = sack_ok_;
   h->timestamps = ts_ok_;
-  h->ts_val = ts_now(now) + 1;
+  // Even: Linux (6.7 on) reads bit 0 of TCP_TIMESTAMP as "a microsecond clock".
+  h->ts_val = (ts_now(now) + 2) & ~1u;
   // Sent: everything up to the highest byte that went out (a retransmission
   // under way included); what is held out of order is left for the peer to
   // send again (it may, RFC 2018 §8).

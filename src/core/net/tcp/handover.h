@@ -20,7 +20,7 @@ struct Handover {
   uint32_t peer_mss = 0;  // what the peer announced (the kernel's mss_clamp)
   bool window_scaling = false, sack = false, timestamps = false;
   uint8_t snd_wscale = 0, rcv_wscale = 0;
-  uint32_t ts_val = 0;  // our next timestamp: the kernel's clock goes on from it
+  uint32_t ts_val = 0;  // past our last timestamp, even: the kernel's clock goes on from it
   std::vector<uint8_t> sent, unsent, unread;
 };
 
