@@ -1,11 +1,10 @@
 #include "interpose/exec_calls.h"
 
+#include <alloca.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdarg>
-#include <vector>
 
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -21,21 +20,25 @@ void before_exec() {
 
 // execl's list: the hook, then exec with the arguments up to the null
 // as argv, and the environment after the null (with_env: execle) or the
-// process's.
+// process's. On the stack, no allocation: execl and execle are
+// async-signal-safe (POSIX), called in a fork child of a threaded program.
 template <class Exec>
-int exec_list(const char* arg0, va_list ap, bool with_env, const Exec& exec) noexcept {
-  try {
-    std::vector<char*> argv{const_cast<char*>(arg0)};
-    if (arg0)
-      while (char* a = va_arg(ap, char*)) argv.push_back(a);
-    argv.push_back(nullptr);
-    char* const* envp = with_env ? va_arg(ap, char* const*) : environ;
-    before_exec();
-    return exec(argv.data(), envp);
-  } catch (...) {  // no memory for the list
-    errno = ENOMEM;
-    return -1;
+int exec_list(const char* arg0, va_list ap, bool with_env, const Exec& exec) {
+  size_t n = 1;
+  if (arg0) {
+    va_list count;
+    va_copy(count, ap);
+    while (va_arg(count, char*)) n++;
+    va_end(count);
   }
+  auto** argv = static_cast<char**>(alloca((n + 1) * sizeof(char*)));
+  argv[0] = const_cast<char*>(arg0);
+  for (size_t i = 1; i < n; i++) argv[i] = va_arg(ap, char*);
+  argv[n] = nullptr;
+  if (arg0) va_arg(ap, char*);  // the null
+  char* const* envp = with_env ? va_arg(ap, char* const*) : environ;
+  before_exec();
+  return exec(argv, envp);
 }
 
 }  // namespace
