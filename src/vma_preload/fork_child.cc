@@ -52,7 +52,7 @@ void keep_inherited_records() {
   for (int fd = 0; fd <= top; fd++)
     if (t.kind(fd) == FdKind::kVmaKernel)
       if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel)) {
-        s->forget_fork_ask();
+        s->start_in_fork_child();
         kept->push_back(std::move(s));
       }
 }

@@ -312,8 +312,11 @@ bool KernelSocket::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
-    SS_WARN("fd %d: the kernel could not take the connection (%s): %s; it stays on the rings",
-            fd, why, std::strerror(-r));
+    // Without CAP_NET_ADMIN every later try fails alike: said once.
+    static std::atomic<bool> said_eperm{false};
+    if (r != -EPERM || !said_eperm.exchange(true))
+      SS_WARN("fd %d: the kernel could not take the connection (%s): %s; it stays on the rings",
+              fd, why, std::strerror(-r));
     return false;
   }
   // New calls go to the kernel socket; tcp_owner_ stays for calls under way.
@@ -331,6 +334,12 @@ void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   tcp_.store(tcp_owner_.get(), std::memory_order_release);
   tcp_settled_.store(true, std::memory_order_release);
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+}
+
+void KernelSocket::start_in_fork_child() {
+  fork_asked_.store(false, std::memory_order_relaxed);
+  // The parent's threads may hold offload_mu_: tcp_owner_ is read as is.
+  if (TcpOffload* t = tcp_.load(std::memory_order_relaxed)) t->drop_hold_in_fork_child();
 }
 
 void KernelSocket::ask_parent() const {

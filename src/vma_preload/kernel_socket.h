@@ -127,9 +127,11 @@ struct KernelSocket final : Pollable {
   // A TCP listener or connection goes to the kernel for good (false: there
   // is nothing to take back).
   bool lend_to_fork_child(bool lend, int pid);
-  // In a fork child: the inherited record asks its parent anew at its first
-  // use here (what the process that forked us asked is that one's).
-  void forget_fork_ask() { fork_asked_.store(false, std::memory_order_relaxed); }
+  // In a fork child's handler, for each inherited record: it asks its
+  // parent anew at its first use here (what the process that forked us
+  // asked is that one's), and its connection's duplicate of the port goes
+  // (TcpOffload::drop_hold_in_fork_child).
+  void start_in_fork_child();
   // Gives a bound UDP socket decided "vma" its offloaded path, once (not
   // before the kernel gave it a port). Stats show offloaded=1 if it got one.
   void try_offload();

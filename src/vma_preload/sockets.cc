@@ -34,13 +34,22 @@ namespace vp = ss::vma::preload;
 
 namespace {
 
-// fd's record when it holds an offloaded TCP connection (it keeps the
-// connection alive through the call), else null.
-std::shared_ptr<vp::KernelSocket> tcp_record(int fd) {
+// fd's offloaded TCP connection, read once (another thread may hand it to
+// the kernel meanwhile: the record keeps the object alive through the
+// call), or none: the kernel socket's.
+struct TcpCall {
+  std::shared_ptr<vp::KernelSocket> rec;
+  vp::TcpOffload* t = nullptr;
+  explicit operator bool() const { return t != nullptr; }
+};
+TcpCall tcp_record(int fd) {
   ss::FdTable& t = ss::FdTable::instance();
-  if (t.kind(fd) != ss::FdKind::kVmaKernel) return nullptr;
-  auto s = t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
-  return s && s->tcp() ? s : nullptr;
+  if (t.kind(fd) != ss::FdKind::kVmaKernel) return {};
+  TcpCall c;
+  c.rec = t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  c.t = c.rec ? c.rec->tcp() : nullptr;
+  if (c.t && c.t->moved()) c.t = nullptr;
+  return c;
 }
 
 int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
@@ -48,7 +57,7 @@ int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
   if (!s) return peer ? real().getpeername(fd, out, len) : real().getsockname(fd, out, len);
   return vp::edge_call([&] {
     sockaddr_storage a;
-    const int n = s->tcp()->name(peer, &a);
+    const int n = s.t->name(peer, &a);
     if (n < 0) {
       errno = -n;
       return -1;
@@ -96,8 +105,9 @@ SS_PRELOAD_EXPORT int shutdown(int fd, int how) {
   const auto s = tcp_record(fd);
   if (!s) return real().shutdown(fd, how);
   return vp::edge_call([&] {
-    const int r = s->tcp()->shutdown(how);
+    const int r = s.t->shutdown(how);
     if (r == 0) return 0;
+    if (s.t->moved()) return real().shutdown(fd, how);  // handed to the kernel meanwhile
     errno = -r;
     return -1;
   });
@@ -165,7 +175,7 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
           return -1;
         }
         tcp_info info;
-        s->tcp()->info(&info);
+        s.t->info(&info);
         const socklen_t n = std::min<socklen_t>(*len, sizeof info);
         if (ss::interpose::copy_to_program(val, &info, n) < 0) {
           errno = EFAULT;
@@ -177,7 +187,7 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
   if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int))
     if (const auto s = tcp_record(fd))
       return vp::edge_call([&] {
-        *static_cast<int*>(val) = s->tcp()->take_error();
+        *static_cast<int*>(val) = s.t->take_error();
         *len = sizeof(int);
         return 0;
       });
@@ -214,7 +224,7 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
         std::memcpy(&given, val, sizeof given);
         vp::tcp_option_of(level, name, given, &o, &v);
         vp::edge_call([&] {
-          s->tcp()->set_option(o, v);
+          s.t->set_option(o, v);
           return 0;
         });
       }

@@ -87,7 +87,7 @@ void TcpListen::progress() {
   }
 }
 
-int TcpListen::take(int flags, int* out, sockaddr* addr, socklen_t* len) {
+int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len) {
   std::unique_lock lock(mu_);
   const size_t n = legs_.size();
   for (size_t k = 0; k < n; k++) {
@@ -98,6 +98,7 @@ int TcpListen::take(int flags, int* out, sockaddr* addr, socklen_t* len) {
     // listener's family, never connected, recorded with the connection.
     const int nfd = real().socket(family_, SOCK_STREAM | flags, 0);
     if (nfd < 0) return -errno;
+    copy_tcp_options(fd, nfd);  // getsockopt answers as on Linux's accepted socket
     net::tcp::Socket* s = nullptr;
     net::tcp::FourTuple t;
     if (l.rings->tcp->accept(l.sock, &s, &t) < 0) {  // another thread took it
@@ -140,7 +141,7 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
   for (;;) {
     progress();
     int nfd;
-    if (const int r = take(flags, &nfd, addr, len); r != -EAGAIN) {
+    if (const int r = take(fd, flags, &nfd, addr, len); r != -EAGAIN) {
       if (r == 0) return nfd;
       errno = -r;
       return -1;

@@ -45,8 +45,9 @@ class TcpListen {
     net::tcp::Socket* sock;
   };
   explicit TcpListen(int family) : family_(family) {}
-  // One connection from the rings: 0 and *out, or -EAGAIN.
-  int take(int flags, int* out, sockaddr* addr, socklen_t* len);
+  // One connection from the rings for listener fd: 0 and *out (a new
+  // socket with fd's options), or -EAGAIN.
+  int take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len);
   void progress();
   // The wait set (made at the first sleep): the kernel socket, every
   // netdev's rings and every leg's kick. -1 when it cannot be made.

@@ -17,6 +17,7 @@
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "core/base/msghdr_of.h"
+#include "core/base/own_fd.h"
 #include "core/base/proc_sys.h"
 #include "core/base/service_thread.h"
 #include "core/base/spin_phase.h"
@@ -194,31 +195,46 @@ net::tcp::Config tcp_config_of(int fd) {
   return cfg;
 }
 
+namespace {
+
+// The options setsockopt may set on a connection that the stack acts on.
+struct OptionRow {
+  int level, name;
+  net::tcp::Option o;
+  int64_t unit;  // the program's unit in microseconds; 0: a flag
+};
+constexpr int64_t kSecondUs = 1'000'000, kMilliUs = 1000;
+constexpr OptionRow kOptionRows[] = {
+    {IPPROTO_TCP, TCP_NODELAY, net::tcp::Option::kNodelay, 0},
+    {IPPROTO_TCP, TCP_CORK, net::tcp::Option::kCork, 0},
+    {IPPROTO_TCP, TCP_QUICKACK, net::tcp::Option::kQuickack, 0},
+    {SOL_SOCKET, SO_KEEPALIVE, net::tcp::Option::kKeepalive, 0},
+    {IPPROTO_TCP, TCP_KEEPIDLE, net::tcp::Option::kKeepIdle, kSecondUs},
+    {IPPROTO_TCP, TCP_KEEPINTVL, net::tcp::Option::kKeepIntvl, kSecondUs},
+    {IPPROTO_TCP, TCP_KEEPCNT, net::tcp::Option::kKeepCnt, 1},
+    {IPPROTO_TCP, TCP_USER_TIMEOUT, net::tcp::Option::kUserTimeout, kMilliUs},
+};
+
+}  // namespace
+
 bool tcp_option_of(int level, int name, int v, net::tcp::Option* o, int64_t* value) {
-  using net::tcp::Option;
-  constexpr int64_t kSecond = 1'000'000, kMilli = 1000;
-  struct Row {
-    int level, name;
-    Option o;
-    int64_t unit;  // the program's unit in microseconds; 0: a flag
-  };
-  static constexpr Row kRows[] = {
-      {IPPROTO_TCP, TCP_NODELAY, Option::kNodelay, 0},
-      {IPPROTO_TCP, TCP_CORK, Option::kCork, 0},
-      {IPPROTO_TCP, TCP_QUICKACK, Option::kQuickack, 0},
-      {SOL_SOCKET, SO_KEEPALIVE, Option::kKeepalive, 0},
-      {IPPROTO_TCP, TCP_KEEPIDLE, Option::kKeepIdle, kSecond},
-      {IPPROTO_TCP, TCP_KEEPINTVL, Option::kKeepIntvl, kSecond},
-      {IPPROTO_TCP, TCP_KEEPCNT, Option::kKeepCnt, 1},
-      {IPPROTO_TCP, TCP_USER_TIMEOUT, Option::kUserTimeout, kMilli},
-  };
-  for (const Row& r : kRows)
+  for (const OptionRow& r : kOptionRows)
     if (r.level == level && r.name == name) {
       *o = r.o;
       *value = r.unit ? int64_t{v} * r.unit : v != 0;
       return true;
     }
   return false;
+}
+
+void copy_tcp_options(int from, int to) {
+  for (const OptionRow& r : kOptionRows) {
+    if (r.name == TCP_QUICKACK) continue;  // a state, not an option a child inherits
+    int v = 0;
+    socklen_t len = sizeof v;
+    if (real().getsockopt(from, r.level, r.name, &v, &len) == 0)
+      real().setsockopt(to, r.level, r.name, &v, sizeof v);
+  }
 }
 
 int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool nonblocking,
@@ -288,13 +304,17 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool
   return 0;
 }
 
+void TcpOffload::drop_hold_in_fork_child() {
+  if (hold_fd_ >= 0) own_close(hold_fd_);
+  hold_fd_ = -1;
+}
+
 TcpOffload::~TcpOffload() {
   const int hold = hold_fd_;
   std::function<void()> freed;
   if (hold >= 0) freed = [hold] { real().close(hold); };
-  if (moved()) {  // the kernel's connection holds the port now
+  if (moved()) {  // the kernel's connection holds the port
     rings_->tcp->close(sock_);
-    if (freed) freed();
     return;
   }
   rings_->tcp->close(sock_, abort_at_close_.load(std::memory_order_relaxed), std::move(freed));
@@ -304,10 +324,16 @@ int TcpOffload::hand_to_kernel(int fd) {
   net::tcp::Stack& st = *rings_->tcp;
   const net::tcp::FourTuple t = st.tuple(sock_);
   const int r = st.hand_over(sock_, [&](const net::tcp::Handover& h) {
-    return repair_into_kernel(fd, family_, t, h);
+    const int done = repair_into_kernel(fd, family_, t, h);
+    // Under the stack's lock: a call the hand-over wakes sees it moved.
+    if (done == 0) moved_.store(true, std::memory_order_release);
+    return done;
   });
   if (r < 0) return r;
-  moved_.store(true, std::memory_order_release);
+  // The kernel's connection holds the port now: no duplicate for a later
+  // fork child to keep it open with.
+  if (hold_fd_ >= 0) real().close(hold_fd_);
+  hold_fd_ = -1;
   publish();
   return 0;
 }

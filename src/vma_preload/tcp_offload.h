@@ -60,6 +60,9 @@ net::tcp::Config tcp_config_of(int fd);
 // A TCP option setsockopt sets on a connection (level, name and the
 // program's int) as the stack's Option and value; false for any other.
 bool tcp_option_of(int level, int name, int v, net::tcp::Option* o, int64_t* value);
+// Those options from one kernel socket to another: an accepted
+// connection's new socket takes its listener's, as Linux's do.
+void copy_tcp_options(int from, int to);
 
 class TcpOffload {
  public:
@@ -112,6 +115,10 @@ class TcpOffload {
   // -1 (ENOTCONN) and their callers make them again on the kernel socket.
   int hand_to_kernel(int fd);
   bool moved() const { return moved_.load(std::memory_order_acquire); }
+  // In a fork child (its fork handler): its copy of the port's duplicate
+  // closed, so that the connection the parent may hand to the kernel
+  // ends when the processes close the program's descriptors.
+  void drop_hold_in_fork_child();
 
   // KernelSocket's Pollable (poll, select, epoll).
   short readiness(short events);
@@ -148,8 +155,9 @@ class TcpOffload {
   // A duplicate of the kernel socket that holds the connection's port
   // (connect's; -1 for an accepted one: the listener holds its port):
   // closed when the stack frees the connection, TIME-WAIT included, so
-  // the kernel gives the port to nobody else meanwhile.
-  const int hold_fd_;
+  // the kernel gives the port to nobody else meanwhile, or when the
+  // connection goes to the kernel.
+  int hold_fd_;
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
   std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
   std::atomic<bool> moved_{false};           // hand_to_kernel

@@ -26,16 +26,28 @@ int tcp_int(int fd, int name, int v) { return tcp_opt(fd, name, &v, sizeof v); }
 
 // Queues bytes into the queue selected by TCP_REPAIR_QUEUE (in repair mode:
 // the receive queue as if they had arrived, the send queue as if sent), or
-// sends them (out of it), in pieces the socket's buffers take.
-int queue_bytes(int fd, const std::vector<uint8_t>& bytes) {
+// sends them (out of it), in pieces the socket's buffers take: how many
+// went (all, or fewer and *err).
+size_t queue_bytes(int fd, const std::vector<uint8_t>& bytes, int* err) {
   constexpr size_t kPiece = 64 * 1024;
-  for (size_t off = 0; off < bytes.size();) {
+  size_t off = 0;
+  *err = 0;
+  while (off < bytes.size()) {
     const size_t n = std::min(kPiece, bytes.size() - off);
     const ssize_t r = real().send(fd, bytes.data() + off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (r <= 0) return r < 0 ? -errno : -EIO;
+    if (r <= 0) {
+      *err = r < 0 ? -errno : -EIO;
+      break;
+    }
     off += static_cast<size_t>(r);
   }
-  return 0;
+  return off;
+}
+
+int queue_all(int fd, const std::vector<uint8_t>& bytes) {
+  int err;
+  queue_bytes(fd, bytes, &err);
+  return err;
 }
 
 // The buffer sizes the queued bytes need (the kernel counts each byte
@@ -51,12 +63,29 @@ void room_for(int fd, int opt, int force, size_t bytes) {
   real().setsockopt(fd, SOL_SOCKET, force, &v, sizeof v);
 }
 
-}  // namespace
 
-int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
-                       const net::tcp::Handover& h) {
-  if (int r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON); r < 0) return r;
-  sockaddr_storage local{}, peer{};
+// The live connection takes what the program sent and the rings had not
+// sent yet as new data; what its send buffer refuses (the room made was
+// not enough) goes into the send queue as sent, in repair mode again, for
+// the kernel's timer to send: late, never lost.
+void send_unsent(int fd, const std::vector<uint8_t>& unsent) {
+  int err;
+  const size_t went = queue_bytes(fd, unsent, &err);
+  if (went == unsent.size()) return;
+  const std::vector<uint8_t> rest(unsent.begin() + static_cast<std::ptrdiff_t>(went), unsent.end());
+  if ((err = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON)) == 0 &&
+      (err = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)) == 0)
+    err = queue_all(fd, rest);
+  tcp_int(fd, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
+  tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP);
+  if (err < 0)
+    SS_WARN("fd %d: the kernel took the connection but not %zu bytes the program had sent: %s",
+            fd, rest.size(), std::strerror(-err));
+}
+
+// Up to the connect: a failure leaves the socket as it was (repair off).
+int prepare(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Handover& h) {
+  sockaddr_storage local{};
   socklen_t llen = sizeof local;
   if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) < 0) return -errno;
   const bool bound = (local.ss_family == AF_INET6
@@ -80,10 +109,11 @@ int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
     return r;
   // The segment size the connect computes follows TCP_MAXSEG (the option
   // below comes after it, too late for that).
-  if ((r = tcp_int(fd, TCP_MAXSEG, static_cast<int>(h.peer_mss))) < 0) return r;
-  // ESTABLISHED at once, nothing sent.
-  const socklen_t plen = program_addr({t.remote, t.remote_port}, family, &peer);
-  if (real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0) return -errno;
+  return tcp_int(fd, TCP_MAXSEG, static_cast<int>(h.peer_mss));
+}
+
+// After the connect, still in repair mode: options, queues, windows.
+int fill(int fd, const net::tcp::Handover& h) {
   tcp_repair_opt opts[4];
   size_t n = 0;
   opts[n++] = {TCPOPT_MAXSEG, h.peer_mss};
@@ -91,21 +121,42 @@ int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
     opts[n++] = {TCPOPT_WINDOW, uint32_t{h.snd_wscale} | uint32_t{h.rcv_wscale} << 16};
   if (h.sack) opts[n++] = {TCPOPT_SACK_PERMITTED, 0};
   if (h.timestamps) opts[n++] = {TCPOPT_TIMESTAMP, 0};
+  int r;
   if ((r = tcp_opt(fd, TCP_REPAIR_OPTIONS, opts, static_cast<socklen_t>(n * sizeof opts[0]))) < 0)
     return r;
   // The kernel's timestamps go on from ours: never older for the peer's PAWS.
   if (h.timestamps && (r = tcp_opt(fd, TCP_TIMESTAMP, &h.ts_val, sizeof h.ts_val)) < 0) return r;
-  if ((r = queue_bytes(fd, h.unread)) < 0 ||  // still the receive queue
-      (r = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)) < 0 || (r = queue_bytes(fd, h.sent)) < 0)
+  if ((r = queue_all(fd, h.unread)) < 0 ||  // still the receive queue
+      (r = tcp_int(fd, TCP_REPAIR_QUEUE, TCP_SEND_QUEUE)) < 0 || (r = queue_all(fd, h.sent)) < 0)
     return r;
   const tcp_repair_window w{h.snd_wl1, h.snd_wnd, h.max_snd_wnd, h.rcv_wnd, h.rcv_wup};
-  if ((r = tcp_opt(fd, TCP_REPAIR_WINDOW, &w, sizeof w)) < 0) return r;
+  return tcp_opt(fd, TCP_REPAIR_WINDOW, &w, sizeof w);
+}
+
+}  // namespace
+
+int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
+                       const net::tcp::Handover& h) {
+  if (int r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON); r < 0) return r;
+  if (int r = prepare(fd, family, t, h); r < 0) {
+    tcp_int(fd, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
+    tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP);
+    return r;
+  }
+  // ESTABLISHED at once, nothing sent.
+  sockaddr_storage peer{};
+  const socklen_t plen = program_addr({t.remote, t.remote_port}, family, &peer);
+  int r = real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0 ? -errno : 0;
+  if (r == 0) r = fill(fd, h);
+  if (r < 0) {
+    // Connected in repair mode: no queue selected, the socket stays so
+    // (sends EINVAL, receives EPERM, a silent close) rather than go live
+    // beside the rings' connection.
+    tcp_int(fd, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
+    return r;
+  }
   if ((r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF)) < 0) return r;
-  // Live from here: what the program sent and the rings had not sent yet
-  // goes as new data (the send buffer has room for it, made above).
-  if ((r = queue_bytes(fd, h.unsent)) < 0)
-    SS_WARN("fd %d: the kernel took the connection but not %zu bytes the program had sent: %s",
-            fd, h.unsent.size(), std::strerror(-r));
+  send_unsent(fd, h.unsent);
   return 0;
 }
 

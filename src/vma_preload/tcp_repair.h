@@ -11,8 +11,10 @@ namespace ss::vma::preload {
 
 // fd: the connection's TCP socket of `family`, not connected, bound to
 // t's local address and port or not bound. 0 once the kernel carries the
-// connection; else -errno (-EPERM: no CAP_NET_ADMIN) and the socket stays
-// in repair mode, silent and of no use (its close sends nothing).
+// connection; else -errno (-EPERM: no CAP_NET_ADMIN): a failure before
+// the connect leaves the socket as it was, one after it leaves the socket
+// connected in repair mode with no queue: silent and of no use (sends
+// EINVAL, receives EPERM, its close sends nothing).
 int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
                        const net::tcp::Handover& h);
 

@@ -66,8 +66,11 @@ ssize_t off_send(vp::KernelSocket& s, const msghdr* m, int flags) noexcept {
 // An offloaded TCP connection's (tcp_offload.h); the kernel socket's
 // once the connection was handed to it during the call.
 ssize_t tcp_recv(vp::TcpOffload& t, int fd, msghdr* m, int flags) noexcept {
+  const msghdr as_given = *m;  // the call may have set its lengths
   const ssize_t r = guarded([&] { return t.recvmsg(fd, m, flags); });
-  return r < 0 && t.moved() ? real().recvmsg(fd, m, flags) : r;
+  if (r >= 0 || !t.moved()) return r;
+  *m = as_given;
+  return real().recvmsg(fd, m, flags);
 }
 ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) noexcept {
   const ssize_t r = guarded([&] { return t.sendmsg(fd, m, flags); });

@@ -282,7 +282,7 @@ listening() {  # listening PORT: A's server took port PORT on the rings (its log
   for _ in $(seq 50); do grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err" && return 0; sleep 0.1; done
   grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err"
 }
-in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7001 1
+in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7001 1 options
 listening 7001
 ok=$?
 bad=0
@@ -291,8 +291,9 @@ ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7001 1000
 wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
 segs=$(($(kernel_tcp) - seg0))
 has "$T/cl" "^echoed 1000000 ok" || bad=1
+has "$T/out" "^accepted nodelay 1 keepalive 1 keepidle 77$" || bad=1
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
-check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the rings, A's kernel moved $segs segments" $bad
+check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the rings with the listener's options, A's kernel moved $segs segments" $bad
 
 # A tcp_server rule for the port keeps the listener on A's kernel.
 printf 'use os tcp_server *:7003\n' >"$T/server.conf"

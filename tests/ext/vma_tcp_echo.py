@@ -1,5 +1,8 @@
 """vma_tcp.sh's kernel peer: listens on ADDR PORT, and for each of COUNT
-connections echoes everything until the client half-closes."""
+connections echoes everything until the client half-closes. With a 4th
+argument "options": TCP_NODELAY, SO_KEEPALIVE and TCP_KEEPIDLE 77 set on
+the listener, and each accepted connection's values printed (Linux's
+accepted sockets take their listener's)."""
 import socket
 import sys
 
@@ -18,8 +21,19 @@ if __name__ == "__main__":
     addr, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    options = len(sys.argv) > 4 and sys.argv[4] == "options"
+    if options:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 77)
     s.bind((addr, port))
     s.listen(4)
     print("ready", flush=True)
     for _ in range(count):
-        echo_until_eof(s.accept()[0])
+        c = s.accept()[0]
+        if options:
+            print("accepted nodelay %d keepalive %d keepidle %d" % (
+                c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
+                c.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+                c.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)), flush=True)
+        echo_until_eof(c)
