@@ -9,7 +9,8 @@
 # rsockets over shared memory (LD_PRELOAD=librsocket.so). Last, the VMA face:
 # Debian's sockperf UDP ping-pong across a veth pair between two network
 # namespaces, on kernel sockets and then under libvma.so (offloaded onto
-# AF_XDP rings; needs root), and a 64 B receive rate under a burst: kernel
+# AF_XDP rings; needs root), the same with TCP (libvma.so's connections on
+# its own TCP over the rings), and a 64 B receive rate under a burst: kernel
 # recv against the same program offloaded and recvfrom_zcopy
 # (bench/vma_zcopy.sh, one round each).
 set -euo pipefail
@@ -49,6 +50,15 @@ echo
 echo "libvma.so: sockperf's UDP ping-pong, unmodified, offloaded onto AF_XDP rings"
 if [ "$(id -u)" = 0 ] && command -v sockperf >/dev/null; then
   (cd "$build" && SOCKPERF_TIME=${SOCKPERF_TIME:-2} bash "$top/bench/vma_sockperf.sh")
+else
+  echo "(skipped: needs root and sockperf, for the namespaces and XDP)"
+fi
+
+echo
+echo "libvma.so: sockperf's TCP ping-pong, unmodified, its connections on the library's"
+echo "own TCP over the rings"
+if [ "$(id -u)" = 0 ] && command -v sockperf >/dev/null; then
+  (cd "$build" && SOCKPERF_TCP=1 SOCKPERF_TIME=${SOCKPERF_TIME:-2} bash "$top/bench/vma_sockperf.sh")
 else
   echo "(skipped: needs root and sockperf, for the namespaces and XDP)"
 fi

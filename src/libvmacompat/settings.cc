@@ -145,9 +145,8 @@ constexpr Setting kRows[] = {
     {.id = int(Id::kHandleSigintr), .name = "handle_sigintr", .env = {"VMA_HANDLE_SIGINTR"},
      .def = 0, .max = 1, .help = "intercept SIGINT handlers"},
     {.id = int(Id::kTcpOffload), .name = "tcp_offload", .env = {"SLIPSTREAM_VMA_TCP"},
-     .def = 0, .max = 1,
-     .help = "TCP connections a program opens or accepts, on the rings (being built: off "
-             "by default)"},
+     .def = 1, .max = 1,
+     .help = "TCP connections a program opens or accepts, on the rings (0: the kernel's)"},
     {.id = int(Id::kTcpCcAlgo), .name = "tcp_cc_algo", .env = {"VMA_TCP_CC_ALGO"}, .def = 0,
      .max = 2, .help = "TCP congestion control: 0 NewReno, 1 CUBIC, 2 none"},
     {.id = int(Id::kTcpNodelay), .name = "tcp_nodelay", .env = {"VMA_TCP_NODELAY"}, .def = 0,

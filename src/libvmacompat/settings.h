@@ -49,7 +49,7 @@ enum class Id : int {
   kTxNonblockedEagains,  // VMA_TX_NONBLOCKED_EAGAINS
   kSocketXtreme,         // VMA_SOCKETXTREME
   kHandleSigintr,        // VMA_HANDLE_SIGINTR
-  kTcpOffload,           // SLIPSTREAM_VMA_TCP: TCP on the rings (being built; off by default)
+  kTcpOffload,           // SLIPSTREAM_VMA_TCP: TCP on the rings (0: the kernel's)
   kTcpCcAlgo,            // VMA_TCP_CC_ALGO: 0 NewReno, 1 CUBIC, 2 none
   kTcpNodelay,           // VMA_TCP_NODELAY: TCP_NODELAY on every offloaded connection
   kTcpQuickack,          // VMA_TCP_QUICKACK: every segment acknowledged at once

@@ -1,4 +1,4 @@
-// A listening TCP socket's offloaded side (SLIPSTREAM_VMA_TCP=1): after
+// A listening TCP socket's offloaded side (unless SLIPSTREAM_VMA_TCP=0): after
 // the kernel socket's own listen() (which keeps taking same-host peers),
 // a listener on the TCP stack of each netdev the bound address can arrive
 // through; the steering brings those netdevs' handshakes to the rings.

@@ -1,5 +1,5 @@
-// A TCP connection the VMA preload has on the rings (SLIPSTREAM_VMA_TCP=1,
-// while TCP is being built): opened by connect() of a socket decided
+// A TCP connection the VMA preload has on the rings (unless
+// SLIPSTREAM_VMA_TCP=0): opened by connect() of a socket decided
 // "vma" to a peer routed out of a netdev with rings, or accepted by a
 // listener of the rings (tcp_listen.h). The connection is that netdev's
 // TCP stack's (core/net/tcp/stack.h); a connect's kernel socket (the

@@ -61,17 +61,22 @@ for row in kernel shm; do
   grep -Eq "^$row +$num +$num *$" "$out"
   check "udpong row '$row' with figures" $?
 done
-# Then the VMA face's part (scripts/demo.sh runs bench/vma_sockperf.sh):
+# Then the VMA face's part (scripts/demo.sh runs bench/vma_sockperf.sh, UDP then TCP):
 # every row with figures, and each preloaded side on its rings.
 if [ "$(id -u)" = 0 ] && command -v sockperf >/dev/null; then
   bench=$(cd "$(dirname "$0")/../../bench" && pwd)/vma_sockperf.sh
-  (cd "$b" && SOCKPERF_TIME=1 timeout 120 bash "$bench") >>"$out" 2>&1
-  check "vma_sockperf exits 0 (got $?)" $?
-  grep -Eq "^kernel sockets both ends +$num +$num +$num" "$out"
-  check "vma row 'kernel sockets both ends' with figures" $?
-  for row in "client under libvma.so" "both ends under libvma.so"; do
-    grep -Eq "^$row +$num +$num +$num +$num +$num""x +offload-ok" "$out"
-    check "vma row '$row' with figures, offloaded" $?
+  for proto in UDP TCP; do
+    tcp=0
+    [ $proto = TCP ] && tcp=1
+    (cd "$b" && SOCKPERF_TCP=$tcp SOCKPERF_TIME=1 timeout 120 bash "$bench") >"$out.$proto" 2>&1
+    check "vma_sockperf $proto exits 0 (got $?)" $?
+    cat "$out.$proto" >>"$out"
+    grep -Eq "^kernel sockets both ends +$num +$num +$num" "$out.$proto"
+    check "vma $proto row 'kernel sockets both ends' with figures" $?
+    for row in "client under libvma.so" "both ends under libvma.so"; do
+      grep -Eq "^$row +$num +$num +$num +$num +$num""x +offload-ok" "$out.$proto"
+      check "vma $proto row '$row' with figures, offloaded" $?
+    done
   done
 else
   echo "SKIP (not counted): the VMA part needs root and sockperf"
