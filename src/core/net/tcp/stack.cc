@@ -235,6 +235,27 @@ int Stack::listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, So
 int Stack::connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToKernel* why) {
   if (t.local.family != t.remote.family || all_zero(t.local)) return -EINVAL;
   const Sending lock(this);
+  auto s = std::make_unique<Socket>();
+  if (const int r = open_locked(s.get(), t, cfg, why); r != 0) return r;
+  *out = s.get();
+  sockets_.emplace(s.get(), std::move(s));
+  return 0;
+}
+
+int Stack::reconnect(Socket* s, const FourTuple* t, const tcp::Config& cfg, ToKernel* why) {
+  if (t && (t->local.family != t->remote.family || all_zero(t->local))) return -EINVAL;
+  const Sending lock(this);
+  if (s->listener || s->moved) return -EINVAL;
+  if (s->conn) {
+    if (s->conn->state() != State::kClosed) return -EISCONN;
+    if (auto it = opens_.find(s->conn); it != opens_.end()) free_locked(it);
+    s->conn = nullptr;
+    s->changes++;
+  }
+  return t ? open_locked(s, *t, cfg, why) : 0;
+}
+
+int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, ToKernel* why) {
   if (table_.find(t)) return -EADDRINUSE;
   TxPath path;
   if (const int r = resolve(t, &path, why); r != 0) return r;
@@ -247,12 +268,9 @@ int Stack::connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToK
     return err;
   }
   Connection* conn = c.get();
-  auto s = std::make_unique<Socket>();
   s->conn = conn;
   s->t = t;
-  opens_.emplace(conn, Open{t, std::move(c), flow, s.get(), {}});
-  *out = s.get();
-  sockets_.emplace(s.get(), std::move(s));
+  opens_.emplace(conn, Open{t, std::move(c), flow, s, {}});
   const uint64_t now = clock_();
   conn->connect(isn_.isn(t, now), now);
   check_due_locked();
@@ -388,6 +406,7 @@ short Stack::events(Socket* s) {
   std::lock_guard lock(mu_);
   if (s->listener) return s->listener->accept_queue() ? POLLIN : 0;
   if (s->moved) return POLLIN | POLLOUT;
+  if (!s->conn) return POLLHUP | POLLERR;  // a reconnect that found no memory
   const Connection& c = *s->conn;
   short ev = 0;
   if (c.readable()) ev |= POLLIN;

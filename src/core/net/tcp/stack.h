@@ -89,6 +89,14 @@ class Stack final : public SegmentInput {
   // in use, the route's or the steering's -errno. cfg.mss is lowered to
   // what the path's MTU allows.
   SS_API int connect(const FourTuple& t, const tcp::Config& cfg, Socket** out, ToKernel* why);
+  // connect(2) again on a connection handle whose connection ended
+  // (CLOSED: refused, reset, timed out), as Linux's socket allows: the
+  // ended one goes (its tuple and flow), then with t a new connection and
+  // its SYN, as connect() opens one: 0, 1 (*why: the path is not the
+  // rings'), -errno; without t, or when it fails, the handle keeps no
+  // connection (calls: -ENOTCONN). -EISCONN while the old one lives,
+  // -EINVAL for a listener.
+  SS_API int reconnect(Socket* s, const FourTuple* t, const tcp::Config& cfg, ToKernel* why);
   // The oldest completed handshake of listener l: 0 and *out (and *peer),
   // -EAGAIN when none, -EINVAL when l is not a listener.
   SS_API int accept(Socket* l, Socket** out, FourTuple* peer);
@@ -163,6 +171,8 @@ class Stack final : public SegmentInput {
   // The path to t's peer: 0, 1 (*why: not the rings'), or -errno.
   int resolve(const FourTuple& t, TxPath* path, ToKernel* why);
   std::unique_ptr<Connection> make_connection_locked(const FourTuple& t, const tcp::Config& cfg);
+  // Opens t on handle s (connect, reconnect): 0, 1 with *why, -errno.
+  int open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, ToKernel* why);
   int steer_locked(const prov::SteeredFlow& f);
   void unsteer_locked(const prov::SteeredFlow& f);
   void drain_inbox_locked();
