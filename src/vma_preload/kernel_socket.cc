@@ -218,14 +218,27 @@ bool KernelSocket::tcp_wanted() const {
 int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
   interpose::BusyScope busy;  // the stack's locks
   if (in_fork_child()) return 1;
-  if (TcpOffload* t = tcp()) return t->connect_result(fd, nonblocking(fd, 0), /*again=*/true);
+  // A later connect: after a failed one, a new connection the rings may
+  // not serve, and then the kernel socket's for good (the ended one stays
+  // for calls under way).
+  const auto again = [&](TcpOffload* t) {
+    const int rc = t->connect_result(fd, nonblocking(fd, 0), /*again=*/true, to, len);
+    if (rc == 1) {
+      std::lock_guard<std::mutex> lock(offload_mu_);
+      if (tcp_.load(std::memory_order_relaxed) == t) tcp_.store(nullptr, std::memory_order_release);
+      stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
+      SS_DEBUG("connect fd %d: kernel (a new connection the rings do not serve)", fd);
+    }
+    return rc;
+  };
+  if (TcpOffload* t = tcp()) return again(t);
   if (!tcp_wanted()) return 1;
   TcpOffload* opened;
   {
     std::unique_lock<std::mutex> lock(offload_mu_);
     if (TcpOffload* t = tcp_.load(std::memory_order_relaxed)) {  // another thread's connect
       lock.unlock();
-      return t->connect_result(fd, nonblocking(fd, 0), /*again=*/true);
+      return again(t);
     }
     if (tcp_settled_.load(std::memory_order_relaxed)) return 1;  // tried: the kernel's
     sockaddr_storage local{};
@@ -312,9 +325,13 @@ bool KernelSocket::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
-    // Without CAP_NET_ADMIN every later try fails alike: said once.
+    // Past ESTABLISHED (a server closing after the client did, the common
+    // close after a fork): nothing to carry on, said at debug. Without
+    // CAP_NET_ADMIN every later try fails alike: said once.
     static std::atomic<bool> said_eperm{false};
-    if (r != -EPERM || !said_eperm.exchange(true))
+    if (r == -EOPNOTSUPP)
+      SS_DEBUG("fd %d: the connection is past ESTABLISHED (%s): it stays on the rings", fd, why);
+    else if (r != -EPERM || !said_eperm.exchange(true))
       SS_WARN("fd %d: the kernel could not take the connection (%s): %s; it stays on the rings",
               fd, why, std::strerror(-r));
     return false;

@@ -237,8 +237,13 @@ void copy_tcp_options(int from, int to) {
   }
 }
 
-int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool nonblocking,
-                     std::unique_ptr<TcpOffload>* out) {
+namespace {
+
+// Where a connect of fd to `to` goes on the rings: 0 with the netdev and
+// the 4-tuple (fd bound to a port first when it had none); 1 when the
+// rings do not serve that peer (the kernel's connect); -errno.
+int plan_connect(int fd, int family, const sockaddr* to, socklen_t len, bool nonblocking,
+                 NetdevRings** out, net::tcp::FourTuple* t) {
   const net::UdpAddr peer = wire_addr(to, len);
   if (peer.ip.empty()) return 1;  // AF_UNSPEC and the like: the kernel's answer
   if (family == AF_INET6 && peer.ip.family == AF_INET) return 1;  // IPv4-mapped: kernel
@@ -285,16 +290,27 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool
     if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) < 0) return -errno;
     local = wire_addr(reinterpret_cast<sockaddr*>(&bound), blen);
   }
+  t->local = is_any(local.ip) ? path.src : local.ip;
+  t->local_port = local.port;
+  t->remote = peer.ip;
+  t->remote_port = peer.port;
+  *out = r;
+  return 0;
+}
+
+}  // namespace
+
+int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool nonblocking,
+                     std::unique_ptr<TcpOffload>* out) {
+  NetdevRings* r = nullptr;
   net::tcp::FourTuple t;
-  t.local = is_any(local.ip) ? path.src : local.ip;
-  t.local_port = local.port;
-  t.remote = peer.ip;
-  t.remote_port = peer.port;
+  if (const int rc = plan_connect(fd, family, to, len, nonblocking, &r, &t); rc != 0) return rc;
   const net::tcp::Config cfg = tcp_config_of(fd);
   const int hold = real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (hold < 0) return -errno;
   net::tcp::Socket* s = nullptr;
-  rc = r->tcp->connect(t, cfg, &s, &why);
+  net::ToKernel why;
+  const int rc = r->tcp->connect(t, cfg, &s, &why);
   if (rc != 0) real().close(hold);
   if (rc > 0) return 1;
   if (rc < 0) return rc;
@@ -302,6 +318,23 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool
   tcp_serve_netdev(r);
   SS_DEBUG("connect fd %d: offloaded on %s, local port %u", fd, r->ifname.c_str(), t.local_port);
   return 0;
+}
+
+int TcpOffload::reopen(int fd, const sockaddr* to, socklen_t len, bool nonblocking) {
+  NetdevRings* r = nullptr;
+  net::tcp::FourTuple t;
+  const int planned = plan_connect(fd, family_, to, len, nonblocking, &r, &t);
+  if (planned < 0) return planned;
+  // The ended connection goes either way (its port's flow too): a peer
+  // another netdev or the kernel serves is the kernel's connect.
+  const bool here = planned == 0 && r == rings_;
+  net::ToKernel why;
+  const int rc = rings_->tcp->reconnect(sock_, here ? &t : nullptr, tcp_config_of(fd), &why);
+  if (!here) return rc < 0 ? rc : 1;
+  if (rc == 0)
+    SS_DEBUG("connect fd %d: offloaded again on %s, local port %u", fd, rings_->ifname.c_str(),
+             t.local_port);
+  return rc;
 }
 
 void TcpOffload::drop_hold_in_fork_child() {
@@ -424,31 +457,37 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
   }
 }
 
-int TcpOffload::connect_result(int fd, bool nonblocking, bool again) {
-  (void)fd;
+int TcpOffload::connect_result(int fd, bool nonblocking, bool again, const sockaddr* to,
+                               socklen_t len) {
   net::tcp::Stack& st = *rings_->tcp;
-  // A non-blocking connect never completes in its own call (Linux's).
-  if (!again && nonblocking) {
-    unfinished_connect_.store(true, std::memory_order_relaxed);
-    return -EINPROGRESS;
+  if (again) {
+    const Phase p = phase_.load(std::memory_order_relaxed);
+    if (p == Phase::kConnected) return -EISCONN;
+    if (p == Phase::kUnconnected) {  // its failure reported: Linux connects anew
+      if (const int r = reopen(fd, to, len, nonblocking); r != 0) return r;
+      phase_.store(Phase::kConnecting, std::memory_order_relaxed);
+      again = false;
+    }
   }
+  // A non-blocking connect never completes in its own call (Linux's).
+  if (!again && nonblocking) return -EINPROGRESS;
   progress();
   State s = st.state(sock_);
   if (s == State::kSynSent && nonblocking) return -EALREADY;
   if (s == State::kSynSent) {
     // SA_RESTART restarts it (signal(7)); else EINTR, and it goes on meanwhile.
-    unfinished_connect_.store(true, std::memory_order_relaxed);
     if (const int w = wait_for(POLLOUT, -1, true); w < 0) return w;
     s = st.state(sock_);
   }
-  // The first connect to see the end of one that returned early reports
-  // it (0 or its error), as Linux's; later ones: EISCONN.
-  const bool report = unfinished_connect_.exchange(false, std::memory_order_relaxed) || !again;
+  // The call that sees the attempt end reports it: 0, or its error (once;
+  // ECONNABORTED when SO_ERROR took it first).
   if (s == State::kClosed) {
+    phase_.store(Phase::kUnconnected, std::memory_order_relaxed);
     const int err = st.take_error(sock_);
-    return err ? -err : again ? -ECONNABORTED : -ECONNREFUSED;
+    return err ? -err : -ECONNABORTED;
   }
-  return report ? 0 : -EISCONN;
+  phase_.store(Phase::kConnected, std::memory_order_relaxed);
+  return 0;
 }
 
 ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {

@@ -94,8 +94,13 @@ class TcpOffload {
   // connect on the socket): a blocking socket waits for the handshake (0,
   // or its errno: ECONNREFUSED, ETIMEDOUT, EINTR); a non-blocking one gets
   // EINPROGRESS (again: EALREADY while it lasts); again once it ended: its
-  // outcome once, after a connect that returned early, then EISCONN.
-  int connect_result(int fd, bool nonblocking, bool again);
+  // outcome once, after a connect that returned early, then EISCONN; after
+  // a failed attempt was reported, a new connection to `to` (Linux's
+  // socket is unconnected again): 1 when the rings do not serve it (the
+  // caller connects the kernel socket, the connection here stays ended).
+  // `to`: a later connect's address (for the new connection).
+  int connect_result(int fd, bool nonblocking, bool again, const sockaddr* to = nullptr,
+                     socklen_t len = 0);
   // recvmsg/sendmsg as the kernel answers them on a TCP socket (flags:
   // MSG_DONTWAIT, MSG_PEEK, MSG_WAITALL, MSG_NOSIGNAL; SO_RCVTIMEO,
   // SO_SNDTIMEO; SIGPIPE on a closed connection); -1 and errno.
@@ -136,8 +141,15 @@ class TcpOffload {
     TcpOffload* t;
     ~PublishAtEnd() { t->publish(); }
   };
+  // hold_fd: connect's (connecting); -1: accepted (connected).
   TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family, int hold_fd)
-      : rings_(r), sock_(s), family_(family), hold_fd_(hold_fd) {}
+      : rings_(r),
+        sock_(s),
+        family_(family),
+        hold_fd_(hold_fd),
+        phase_(hold_fd < 0 ? Phase::kConnected : Phase::kConnecting) {}
+  // A new connection on the handle after a failed one (connect_result).
+  int reopen(int fd, const sockaddr* to, socklen_t len, bool nonblocking);
   // One look at the rings and the timers due.
   void progress();
   // Until one of `events` (or an error or hang-up): 0; -EAGAIN when
@@ -161,9 +173,12 @@ class TcpOffload {
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
   std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
   std::atomic<bool> moved_{false};           // hand_to_kernel
-  // A connect returned before the handshake ended (EINPROGRESS, EALREADY,
-  // EINTR): the next one to see it end reports it.
-  std::atomic<bool> unfinished_connect_{false};
+  // Where connect(2) left the socket, as Linux's socket state: connecting
+  // (open's SYN, until a connect call sees the attempt end), connected (a
+  // later connect: EISCONN), unconnected (the attempt failed and a call
+  // said so: the next connect opens a new connection).
+  enum class Phase : uint8_t { kConnecting, kConnected, kUnconnected };
+  std::atomic<Phase> phase_;
   const stats::SocketStats* stats_ = nullptr;
   std::mutex published_mu_;
   net::tcp::Counters published_;  // published_mu_: what publish() added so far

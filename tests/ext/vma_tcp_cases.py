@@ -1,5 +1,5 @@
 """vma_tcp.sh's socket-semantics cases for an offloaded connection, against
-the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=5
+the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=6
 connections. Prints one "ok CASE" line per case that behaves as Linux's
 TCP does, or exits non-zero saying which did not:
   shut_rd: a thread blocked in recv returns b"" when another thread calls
@@ -11,7 +11,12 @@ TCP does, or exits non-zero saying which did not:
   sendfile: socket.sendfile (os.sendfile) of a 300 KB file, echoed whole,
     the file's position moved by what was sent;
   connect_again: a non-blocking connect gives EINPROGRESS, and once it
-    is done the next connect 0, the one after EISCONN."""
+    is done the next connect 0, the one after EISCONN;
+  connect_retry: a blocking connect refused (nobody on PORT+50) gives
+    ECONNREFUSED, and the next on the same socket connects to the echo
+    server; non-blocking and refused: EINPROGRESS, SO_ERROR ECONNREFUSED,
+    connect ECONNABORTED (the error taken), then a new attempt:
+    EINPROGRESS, ECONNREFUSED (Linux's answers)."""
 import errno
 import os
 import select
@@ -99,3 +104,28 @@ if (first, again, third) != (errno.EINPROGRESS, 0, errno.EISCONN):
     sys.exit("connect: gave %s, %s, %s" % tuple(errno.errorcode.get(e, e) for e in (first, again, third)))
 c.close()
 print("ok connect_again", flush=True)
+
+# connect again after a failed connect: Linux's socket is unconnected
+# again and connects anew.
+c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+got = (c.connect_ex((host, port + 50)), c.connect_ex((host, port)))
+if got != (errno.ECONNREFUSED, 0):
+    sys.exit("connect retry: gave %s, %s" % tuple(errno.errorcode.get(e, e) for e in got))
+c.sendall(b"retry")
+if c.recv(5) != b"retry":
+    sys.exit("connect retry: no echo")
+c.close()
+c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+c.setblocking(False)
+got = [c.connect_ex((host, port + 50))]
+select.select([], [c], [], 10)
+got += [c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), c.connect_ex((host, port + 50)),
+        c.connect_ex((host, port + 50))]
+select.select([], [c], [], 10)
+got.append(c.connect_ex((host, port + 50)))
+want = [errno.EINPROGRESS, errno.ECONNREFUSED, errno.ECONNABORTED, errno.EINPROGRESS,
+        errno.ECONNREFUSED]
+if got != want:
+    sys.exit("connect retry, non-blocking: gave %s" % ", ".join(errno.errorcode.get(e, str(e)) for e in got))
+c.close()
+print("ok connect_retry", flush=True)
