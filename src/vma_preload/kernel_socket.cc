@@ -150,6 +150,10 @@ bool KernelSocket::change_count(uint64_t* count) {
     *count = t->changes();
     return true;
   }
+  if (TcpListen* l = listening()) {
+    *count = l->arrivals();
+    return true;
+  }
   UdpOffload* o = offload();
   if (!o) return false;
   *count = o->arrivals();

@@ -55,8 +55,9 @@ struct KernelSocket final : Pollable {
   short readiness_repeat(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool) override;
-  // Offloaded: the datagrams the rings brought (a datagram the kernel
-  // socket receives meanwhile raises no new edge while POLLIN stands).
+  // Offloaded: the datagrams the rings brought, a connection's changes, a
+  // listener's arrivals (what the kernel socket receives meanwhile raises
+  // no new edge while POLLIN stands).
   bool change_count(uint64_t* count) override;
   bool kernel_served() override;
   void set_decision(Decision d);

@@ -199,6 +199,16 @@ short TcpListen::readiness(int fd, short events) {
   return static_cast<short>(ev & (events | POLLERR | POLLHUP));
 }
 
+uint64_t TcpListen::arrivals() {
+  // The rings read first, as readiness() reads them: a handshake that
+  // readiness() would complete after this count was read makes an edge
+  // the program sees twice.
+  progress();
+  uint64_t n = 0;
+  for (const Leg& l : legs_) n += l.rings->tcp->listener_counters(l.sock).handshakes;
+  return n;
+}
+
 int TcpListen::wait_set(int fd) {
   if (wait_fd_ >= 0) return wait_fd_;
   const int ep = real().epoll_create1(EPOLL_CLOEXEC);

@@ -36,6 +36,9 @@ class TcpListen {
   // KernelSocket's Pollable: POLLIN while a connection waits here or in
   // the kernel listener.
   short readiness(int fd, short events);
+  // Connections that reached the rings' accept queues so far: an
+  // edge-triggered epoll's new edge (an accept is none, as Linux's).
+  uint64_t arrivals();
   WaitTarget wait_target(int fd, short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed);
 

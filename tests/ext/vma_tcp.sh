@@ -44,10 +44,10 @@
 #  (g) forking programs in A (tests/ext/vma_tcp_forking.py): an
 #      accept-then-fork server's connection goes to A's kernel socket at
 #      the parent's close or the child's first call, and the child echoes
-#      a Linux client's 1 MB intact (also when the child execs cat on
-#      it, as inetd); a client that connects and forks, or execs itself:
-#      the child's or new image's 2 MB echoed. PostgreSQL (a backend
-#      forked per connection) serves pgbench from B.
+#      a Linux client's 1 MB intact (IPv4 and IPv6; also when the child
+#      execs cat on it, as inetd); a client that connects and forks, or
+#      execs itself: the child's or new image's 2 MB echoed. PostgreSQL
+#      (a backend forked per connection) serves pgbench from B.
 # Its minutes: about 35 s of a run.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
@@ -296,6 +296,24 @@ has "$T/out" "^accepted nodelay 1 keepalive 1 keepidle 77$" || bad=1
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the rings with the listener's options, A's kernel moved $segs segments" $bad
 
+# An edge-triggered epoll on a listener of the rings: the first
+# connection's event, no new one while it waits unaccepted, the second
+# connection's (Linux's edges; was level-triggered: 1 1 1).
+rm -f "$T/et.second"
+in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7020 2 edge "$T/et"
+listening 7020
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7020 1000 >"$T/cl" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -e "$T/et.second" ] && break; sleep 0.1; done
+ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7020 1000 >"$T/cl2" 2>&1 || bad=1
+wait "${pids[-1]}" || bad=1
+wait "${pids[-2]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+has "$T/out" "^edges 1 0 1$" || bad=1
+check "EPOLLET on a listener of the rings: an edge per connection, none while one waits unaccepted ($(grep edges "$T/out"))" $bad
+
 # A tcp_server rule for the port keeps the listener on A's kernel.
 printf 'use os tcp_server *:7003\n' >"$T/server.conf"
 in_a_bg env VMA_CONFIG_FILE="$T/server.conf" python3 "$here/vma_tcp_echo.py" "$IP4" 7003 1
@@ -413,21 +431,23 @@ fi
 # (TCP_REPAIR) at the parent's close or the child's first call, whichever
 # comes first (the log says which); 1 MB echoed intact either way.
 port=7012
-for who in parent child exec; do
+for case in parent child exec parent:6; do
+  who=${case%:6} addr=$IP4
+  [ "$case" = "$who" ] || addr=$IP6
   port=$((port + 1))
-  in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 1 "$who"
+  in_a_bg python3 "$here/vma_tcp_forking.py" "$addr" $port 1 "$who"
   listening $port
   ok=$?
   bad=0
   [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
-  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 1000000 >"$T/cl" 2>&1 || bad=1
+  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$addr" $port 1000000 >"$T/cl" 2>&1 || bad=1
   wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
   has "$T/cl" "^echoed 1000000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
   has "$T/out" "^children ok" || bad=1
   # exec: the child's exec asks, before cat's image has the descriptor.
   if [ "$who" = parent ]; then why="closed here after a fork"; else why="fork child [0-9]+ uses it"; fi
   has "$T/err" "fd [0-9]+: connection handed to the kernel \($why\)" || bad=1
-  check "an accept-then-fork server in A ($who): the connection handed to the kernel, 1 MB echoed intact" $bad
+  check "an accept-then-fork server in A ($who, $addr): the connection handed to the kernel, 1 MB echoed intact" $bad
 done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).

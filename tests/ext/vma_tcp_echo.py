@@ -2,7 +2,12 @@
 connections echoes everything until the client half-closes. With a 4th
 argument "options": TCP_NODELAY, SO_KEEPALIVE and TCP_KEEPIDLE 77 set on
 the listener, and each accepted connection's values printed (Linux's
-accepted sockets take their listener's)."""
+accepted sockets take their listener's). With "edge MARK" (COUNT 2): the
+listener in an edge-triggered epoll set; after the first connection's
+event a second wait, then MARK.second is made (the second client
+connects) and a third wait: prints "edges N N N", the events each wait
+gave (Linux: 1 0 1, the unaccepted first connection raising no new
+edge)."""
 import socket
 import sys
 
@@ -29,6 +34,14 @@ if __name__ == "__main__":
     s.bind((addr, port))
     s.listen(4)
     print("ready", flush=True)
+    if len(sys.argv) > 5 and sys.argv[4] == "edge":
+        import select
+        ep = select.epoll()
+        ep.register(s.fileno(), select.EPOLLIN | select.EPOLLET)
+        edges = [len(ep.poll(10)), len(ep.poll(0.5))]
+        open(sys.argv[5] + ".second", "w").close()
+        edges.append(len(ep.poll(10)))
+        print("edges %d %d %d" % tuple(edges), flush=True)
     for _ in range(count):
         c = s.accept()[0]
         if options:

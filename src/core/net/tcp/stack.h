@@ -117,7 +117,7 @@ class Stack final : public SegmentInput {
   SS_API int take_error(Socket* s);  // SO_ERROR
   SS_API State state(Socket* s);
   SS_API Counters connection_counters(Socket* s);
-  ListenerCounters listener_counters(Socket* s);
+  SS_API ListenerCounters listener_counters(Socket* s);
   // The handle's addresses: a connection's 4-tuple, a listener's local
   // address and port.
   SS_API FourTuple tuple(Socket* s);
