@@ -235,18 +235,31 @@ void Connection::abort(uint64_t now) {
   set_closed();
 }
 
-void Connection::set_option(Option o, int64_t v, uint64_t now) {
+void set_option(Config* c, Option o, int64_t v) {
   const uint64_t us = v > 0 ? static_cast<uint64_t>(v) : 0;
   switch (o) {
+    case Option::kNodelay: c->nodelay = v != 0; return;
+    case Option::kCork: c->cork = v != 0; return;
+    case Option::kQuickack: return;
+    case Option::kKeepalive: c->keepalive = v != 0; return;
+    case Option::kKeepIdle: c->keep_idle_us = us; return;
+    case Option::kKeepIntvl: c->keep_intvl_us = us; return;
+    case Option::kKeepCnt: c->keep_cnt = static_cast<int>(v); return;
+    case Option::kUserTimeout: c->user_timeout_us = us; return;  // bounds the next RTO armed
+  }
+}
+
+void Connection::set_option(Option o, int64_t v, uint64_t now) {
+  const bool keepalive = cfg_.keepalive;
+  tcp::set_option(&cfg_, o, v);
+  switch (o) {
     case Option::kNodelay:
-      cfg_.nodelay = v != 0;
       if (cfg_.nodelay) {  // Linux pushes what Nagle or the cork held back, once
         cork_expired_ = cfg_.cork;
         transmit(now);
       }
       return;
     case Option::kCork:
-      cfg_.cork = v != 0;
       if (!cfg_.cork) {
         timers_->cancel(&cork_timer_);
         transmit(now);  // the held tail goes
@@ -256,8 +269,7 @@ void Connection::set_option(Option o, int64_t v, uint64_t now) {
       quickacks_ = v ? std::max<uint32_t>(quickacks_, 16) : 0;
       return;
     case Option::kKeepalive:
-      if (cfg_.keepalive == (v != 0)) return;
-      cfg_.keepalive = v != 0;
+      if (cfg_.keepalive == keepalive) return;
       keep_probes_ = 0;
       if (cfg_.keepalive && state_ != State::kClosed && state_ != State::kTimeWait)
         arm(&keepalive_timer_, now + cfg_.keep_idle_us);  // the idle time counts from now (Linux)
@@ -266,14 +278,10 @@ void Connection::set_option(Option o, int64_t v, uint64_t now) {
       return;
     case Option::kKeepIdle:
     case Option::kKeepIntvl:
-      (o == Option::kKeepIdle ? cfg_.keep_idle_us : cfg_.keep_intvl_us) = us;
       if (cfg_.keepalive) arm_keepalive(now);  // from the last segment, with the new time
       return;
     case Option::kKeepCnt:
-      cfg_.keep_cnt = static_cast<int>(v);
-      return;
     case Option::kUserTimeout:
-      cfg_.user_timeout_us = us;  // bounds the retransmission timer from its next arming
       return;
   }
 }

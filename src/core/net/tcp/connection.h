@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 
+#include "core/base/api.h"
 #include "core/mem/buffer.h"
 #include "core/net/tcp/congestion.h"
 #include "core/net/tcp/header.h"
@@ -93,6 +94,9 @@ enum class Option : uint8_t {
   kKeepCnt,      // TCP_KEEPCNT
   kUserTimeout,  // TCP_USER_TIMEOUT, microseconds (0: off)
 };
+// Sets o's field of c (a connection's settings) to value. TCP_QUICKACK
+// is a connection's passing state, no setting: left alone.
+SS_API void set_option(Config* c, Option o, int64_t value);
 // Linux's ceiling on how long TCP_CORK holds a partial segment.
 constexpr uint64_t kCorkCeilingUs = 200'000;
 
