@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 
-#include "core/base/fd_table.h"
 #include "interpose/exec_calls.h"
 #include "interpose/real.h"
 #include "vma_preload/kernel_socket.h"
@@ -15,19 +14,15 @@ namespace ss::vma::preload {
 namespace {
 
 void connections_to_kernel() {
-  FdTable& t = FdTable::instance();
-  const int top = highest_tracked_fd();
-  for (int fd = 0; fd <= top; fd++) {
-    if (t.kind(fd) != FdKind::kVmaKernel) continue;
-    const auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel);
-    if (!s || s->protocol != IPPROTO_TCP) continue;
-    const int flags = interpose::real().fcntl(fd, F_GETFD);
-    if (flags < 0 || (flags & FD_CLOEXEC)) continue;
+  for_each_record([](int fd, const std::shared_ptr<KernelSocket>& s) {
+    const int flags = s->protocol == IPPROTO_TCP ? interpose::real().fcntl(fd, F_GETFD) : -1;
+    if (flags < 0 || (flags & FD_CLOEXEC)) return true;
     if (in_fork_child())
       s->tcp();  // asks the parent, once
     else if (s->tcp())
       s->hand_tcp_to_kernel("exec");
-  }
+    return true;
+  });
 }
 
 __attribute__((constructor)) void watch_exec() { interpose::set_before_exec(connections_to_kernel); }

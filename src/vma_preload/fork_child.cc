@@ -47,14 +47,11 @@ namespace {
 // rings' owner to share it at its first use here (fork_share.h).
 void keep_inherited_records() {
   static auto* kept = new std::vector<std::shared_ptr<KernelSocket>>;
-  FdTable& t = FdTable::instance();
-  const int top = highest_tracked_fd();
-  for (int fd = 0; fd <= top; fd++)
-    if (t.kind(fd) == FdKind::kVmaKernel)
-      if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel)) {
-        s->start_in_fork_child();
-        kept->push_back(std::move(s));
-      }
+  for_each_record([](int, const std::shared_ptr<KernelSocket>& s) {
+    s->start_in_fork_child();
+    kept->push_back(s);
+    return true;
+  });
 }
 
 void in_child() {

@@ -17,7 +17,6 @@
 #include <mutex>
 
 #include "core/base/errno_guard.h"
-#include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "vma_preload/kernel_socket.h"
 
@@ -95,12 +94,12 @@ bool gone(pid_t pid, unsigned long long start) {
 
 // The parent's record with this id, or null (closed since).
 std::shared_ptr<KernelSocket> record(uint64_t id) {
-  FdTable& t = FdTable::instance();
-  const int top = highest_tracked_fd();
-  for (int fd = 0; fd <= top; fd++)
-    if (t.kind(fd) == FdKind::kVmaKernel)
-      if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel); s && s->id == id) return s;
-  return nullptr;
+  std::shared_ptr<KernelSocket> found;
+  for_each_record([&](int, const std::shared_ptr<KernelSocket>& s) {
+    if (s->id == id) found = s;
+    return !found;
+  });
+  return found;
 }
 
 // Whether the number is still the socket we made (else forgotten, once).

@@ -229,8 +229,7 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
     const int rc = t->connect_result(fd, nonblocking(fd, 0), /*again=*/true, to, len);
     if (rc == 1) {
       std::lock_guard<std::mutex> lock(offload_mu_);
-      if (tcp_.load(std::memory_order_relaxed) == t) tcp_.store(nullptr, std::memory_order_release);
-      stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
+      if (tcp_.load(std::memory_order_relaxed) == t) tcp_to_kernel_locked();
       SS_DEBUG("connect fd %d: kernel (a new connection the rings do not serve)", fd);
     }
     return rc;
@@ -340,11 +339,15 @@ bool KernelSocket::hand_tcp_locked(const char* why) {
               fd, why, std::strerror(-r));
     return false;
   }
+  tcp_to_kernel_locked();
+  SS_INFO("fd %d: connection handed to the kernel (%s)", fd, why);
+  return true;
+}
+
+void KernelSocket::tcp_to_kernel_locked() {
   // New calls go to the kernel socket; tcp_owner_ stays for calls under way.
   tcp_.store(nullptr, std::memory_order_release);
   stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
-  SS_INFO("fd %d: connection handed to the kernel (%s)", fd, why);
-  return true;
 }
 
 void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {

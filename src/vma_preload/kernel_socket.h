@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/fd_table.h"
 #include "core/base/pollable.h"
 #include "interpose/signal_count.h"
 #include "libvmacompat/ring_logic.h"
@@ -179,6 +180,7 @@ struct KernelSocket final : Pollable {
   std::atomic<TcpOffload*> tcp_{nullptr};
   uint64_t tcp_forks_ = 0;                      // under offload_mu_: forks_so_far() at tcp_owner_
   bool hand_tcp_locked(const char* why);
+  void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
   std::atomic<bool> tcp_settled_{false};         // a connect or listen was tried
   std::unique_ptr<TcpListen> listen_owner_;      // under offload_mu_
   std::atomic<TcpListen*> listen_{nullptr};
@@ -217,5 +219,14 @@ int close_recorded(int fd);
 // note_number() raises it for a duplicate's number.
 int highest_tracked_fd();
 void note_number(int fd);
+// f(fd, record) for each recorded socket number, lowest first, until f
+// returns false (a record with several numbers comes once per number).
+template <class F>
+void for_each_record(const F& f) {
+  FdTable& t = FdTable::instance();
+  for (int fd = 0, top = highest_tracked_fd(); fd <= top; fd++)
+    if (t.kind(fd) == FdKind::kVmaKernel)
+      if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel); s && !f(fd, s)) return;
+}
 
 }  // namespace ss::vma::preload

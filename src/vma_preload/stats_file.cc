@@ -8,7 +8,6 @@
 #include <string>
 
 #include "core/base/append_file.h"
-#include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_format.h"
@@ -22,9 +21,10 @@ constinit AppendFile g_stats_file;
 // The sockets still open when the process exits: libvma destroys its
 // sockets then, and writes theirs.
 void write_open_sockets() {
-  for (int fd = 0, n = highest_tracked_fd(); fd <= n; ++fd)
-    if (const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel))
-      write_socket_stats(*s);
+  for_each_record([](int, const std::shared_ptr<KernelSocket>& s) {
+    write_socket_stats(*s);
+    return true;
+  });
 }
 
 }  // namespace

@@ -156,47 +156,6 @@ const KernelTcp& kernel_tcp() {
   return k;
 }
 
-}  // namespace
-
-net::tcp::Config tcp_config_of(int fd) {
-  using settings::Id;
-  net::tcp::Config cfg;
-  const KernelTcp& k = kernel_tcp();
-  // The kernel socket's buffers (what setsockopt set, or the system's
-  // defaults) bound the windows; TCP_NODELAY as set.
-  if (const int rb = sock_int(fd, SOL_SOCKET, SO_RCVBUF); rb > 0)
-    cfg.rcv_buf = static_cast<uint32_t>(rb);
-  if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
-    cfg.snd_buf = static_cast<uint32_t>(sb);
-  const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
-  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = k.wmem_max;
-  cfg.nodelay = sock_int(fd, IPPROTO_TCP, TCP_NODELAY) > 0 || settings::get(Id::kTcpNodelay);
-  cfg.cork = sock_int(fd, IPPROTO_TCP, TCP_CORK) > 0;
-  // The kernel socket holds what the program set, or Linux's defaults.
-  cfg.keepalive = sock_int(fd, SOL_SOCKET, SO_KEEPALIVE) > 0;
-  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_KEEPIDLE); v > 0) cfg.keep_idle_us = v * 1'000'000ull;
-  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_KEEPINTVL); v > 0)
-    cfg.keep_intvl_us = v * 1'000'000ull;
-  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_KEEPCNT); v > 0) cfg.keep_cnt = v;
-  if (const int v = sock_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT); v > 0) cfg.user_timeout_us = v * 1000ull;
-  if (const int64_t mss = settings::get(Id::kMss); mss > 0)
-    cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
-  // libvma's VMA_TCP_* and ours; the kernel's sysctls where Linux's TCP
-  // would follow them.
-  cfg.cc = static_cast<net::tcp::CcAlgo>(settings::get(Id::kTcpCcAlgo));
-  cfg.quickack = settings::get(Id::kTcpQuickack) != 0;
-  const int64_t ts = settings::get(Id::kTcpTimestampOption);
-  cfg.timestamps = ts == 1 || (ts == 2 && k.timestamps);
-  cfg.window_scaling = k.window_scaling;
-  cfg.sack = settings::get(Id::kTcpSack) && k.sack;
-  cfg.msl_us = static_cast<uint64_t>(settings::get(Id::kTcpMsl)) * 1000;
-  cfg.min_rto_us = std::min<uint64_t>(static_cast<uint64_t>(settings::get(Id::kTcpMinRto)) * 1000,
-                                      cfg.max_rto_us);
-  return cfg;
-}
-
-namespace {
-
 // The options setsockopt may set on a connection that the stack acts on.
 struct OptionRow {
   int level, name;
@@ -215,26 +174,64 @@ constexpr OptionRow kOptionRows[] = {
     {IPPROTO_TCP, TCP_USER_TIMEOUT, net::tcp::Option::kUserTimeout, kMilliUs},
 };
 
+int64_t option_value(const OptionRow& r, int v) { return r.unit ? int64_t{v} * r.unit : v != 0; }
+
+// f(row, value) for each option the kernel socket fd keeps (what the
+// program set, or Linux's default), TCP_QUICKACK (a passing state) aside.
+template <class F>
+void each_kept_option(int fd, const F& f) {
+  for (const OptionRow& r : kOptionRows)
+    if (const int v = r.name == TCP_QUICKACK ? -1 : sock_int(fd, r.level, r.name); v >= 0) f(r, v);
+}
+
 }  // namespace
+
+net::tcp::Config tcp_config_of(int fd) {
+  using settings::Id;
+  net::tcp::Config cfg;
+  const KernelTcp& k = kernel_tcp();
+  // The kernel socket's buffers (what setsockopt set, or the system's
+  // defaults) bound the windows; TCP_NODELAY as set.
+  if (const int rb = sock_int(fd, SOL_SOCKET, SO_RCVBUF); rb > 0)
+    cfg.rcv_buf = static_cast<uint32_t>(rb);
+  if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
+    cfg.snd_buf = static_cast<uint32_t>(sb);
+  const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = k.wmem_max;
+  each_kept_option(fd, [&](const OptionRow& r, int v) {
+    net::tcp::set_option(&cfg, r.o, option_value(r, v));
+  });
+  cfg.nodelay = cfg.nodelay || settings::get(Id::kTcpNodelay);
+  if (const int64_t mss = settings::get(Id::kMss); mss > 0)
+    cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
+  // libvma's VMA_TCP_* and ours; the kernel's sysctls where Linux's TCP
+  // would follow them.
+  cfg.cc = static_cast<net::tcp::CcAlgo>(settings::get(Id::kTcpCcAlgo));
+  cfg.quickack = settings::get(Id::kTcpQuickack) != 0;
+  const int64_t ts = settings::get(Id::kTcpTimestampOption);
+  cfg.timestamps = ts == 1 || (ts == 2 && k.timestamps);
+  cfg.window_scaling = k.window_scaling;
+  cfg.sack = settings::get(Id::kTcpSack) && k.sack;
+  cfg.msl_us = static_cast<uint64_t>(settings::get(Id::kTcpMsl)) * 1000;
+  cfg.min_rto_us = std::min<uint64_t>(static_cast<uint64_t>(settings::get(Id::kTcpMinRto)) * 1000,
+                                      cfg.max_rto_us);
+  return cfg;
+}
 
 bool tcp_option_of(int level, int name, int v, net::tcp::Option* o, int64_t* value) {
   for (const OptionRow& r : kOptionRows)
     if (r.level == level && r.name == name) {
       *o = r.o;
-      *value = r.unit ? int64_t{v} * r.unit : v != 0;
+      *value = option_value(r, v);
       return true;
     }
   return false;
 }
 
 void copy_tcp_options(int from, int to) {
-  for (const OptionRow& r : kOptionRows) {
-    if (r.name == TCP_QUICKACK) continue;  // a state, not an option a child inherits
-    int v = 0;
-    socklen_t len = sizeof v;
-    if (real().getsockopt(from, r.level, r.name, &v, &len) == 0)
-      real().setsockopt(to, r.level, r.name, &v, sizeof v);
-  }
+  each_kept_option(from, [to](const OptionRow& r, int v) {
+    real().setsockopt(to, r.level, r.name, &v, sizeof v);
+  });
 }
 
 namespace {

@@ -48,7 +48,7 @@
 #      execs cat on it, as inetd); a client that connects and forks, or
 #      execs itself: the child's or new image's 2 MB echoed. PostgreSQL
 #      (a backend forked per connection) serves pgbench from B.
-# Its minutes: about 35 s of a run.
+# Its minutes: about 45 s of a run.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
 set -u
