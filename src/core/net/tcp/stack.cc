@@ -228,6 +228,7 @@ int Stack::listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, So
   s->t.local = ip;
   s->t.local_port = port;
   *out = s.get();
+  listeners_.push_back(s.get());
   sockets_.emplace(s.get(), std::move(s));
   return 0;
 }
@@ -364,7 +365,12 @@ uint64_t Stack::changes(Socket* s) {
 
 void Stack::touch_locked(Connection* c) {
   Open* o = open_of(c);
-  if (!o || !o->handle || o->handle->touched) return;
+  if (!o) return;
+  if (!o->handle) {
+    maybe_done_.push_back(c);
+    return;
+  }
+  if (o->handle->touched) return;
   o->handle->touched = true;
   touched_.push_back(o->handle);
 }
@@ -386,6 +392,7 @@ void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
     s->listener->abort_all(clock_());
     table_.unlisten(s->t.local, s->t.local_port);
     unsteer_locked(s->flow);
+    std::erase(listeners_, s);
   } else if (Open* o = open_of(s->conn)) {
     o->handle = nullptr;
     o->on_freed = std::move(on_freed);
@@ -393,6 +400,7 @@ void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
       s->conn->abort(clock_());
     else
       s->conn->close(clock_());
+    maybe_done_.push_back(s->conn);
   }
   if (s->touched) std::erase(touched_, s);
   s->waiters.wake();  // a sleeper in another thread looks again (and finds EBADF)
@@ -592,24 +600,20 @@ void Stack::run_timers() {
 }
 
 void Stack::sweep_locked() {
-  for (auto& [s, sock] : sockets_) {
-    if (!sock->listener) continue;
-    sock->listener->settle();
-    const size_t queued = sock->listener->accept_queue();
-    if (queued != sock->last_queue && !sock->touched) {  // a connection to accept, or one fewer
-      sock->touched = true;
-      touched_.push_back(sock.get());
+  for (Socket* s : listeners_) {
+    s->listener->settle();
+    const size_t queued = s->listener->accept_queue();
+    if (queued != s->last_queue && !s->touched) {  // a connection to accept, or one fewer
+      s->touched = true;
+      touched_.push_back(s);
     }
-    sock->last_queue = queued;
+    s->last_queue = queued;
   }
-  for (auto it = opens_.begin(); it != opens_.end();) {
-    Open& o = it->second;
-    if (o.handle || !o.conn->done()) {
-      ++it;
-      continue;
-    }
-    free_locked(it++);
+  for (Connection* c : maybe_done_) {
+    auto it = opens_.find(c);  // gone already when listed twice
+    if (it != opens_.end() && !it->second.handle && c->done()) free_locked(it);
   }
+  maybe_done_.clear();
 }
 
 void Stack::free_locked(std::map<Connection*, Open>::iterator it) {

@@ -180,10 +180,13 @@ class Stack final : public SegmentInput {
   // A segment of a connection handed over lately: dropped, not reset.
   bool moved_locked(const FourTuple& t, uint64_t now);
   void send_stateless_locked(const FourTuple& t, const Header& h, const Options& o);
-  // Frees the closed connections that are done (out of the table, flows
-  // released) and moves listeners' handshakes along.
+  // Frees the closed connections that may be done since the last sweep
+  // (maybe_done_: out of the table, flows released) and moves listeners'
+  // handshakes along. Never a walk over every connection: a stack holds
+  // tens of thousands in TIME-WAIT.
   void sweep_locked();
-  // The handle whose state the last call changed, woken at its end.
+  // The handle whose state the last call changed, woken at its end (a
+  // closed connection's: listed for the sweep).
   void touch_locked(Connection* c);
   void wake_touched_locked();
   // After a program's call: a timer earlier than the watched deadline
@@ -210,6 +213,8 @@ class Stack final : public SegmentInput {
   Table table_;
   std::map<Connection*, Open> opens_;      // in the table
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
+  std::vector<Socket*> listeners_;      // those of sockets_ that listen
+  std::vector<Connection*> maybe_done_;  // closed, changed since the last sweep
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<Socket*> touched_;  // since the last wake
   // Connections handed over (hand_over) and until when their segments
