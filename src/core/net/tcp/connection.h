@@ -296,6 +296,7 @@ class Connection {
   uint8_t snd_wscale_ = 0;
   uint32_t peer_mss_ = 0, mss_ = 0;  // mss_: data per segment, options left out
   bool fin_queued_ = false;
+  bool syn_after_reset_ = false;  // input_syn_sent's one early SYN
   uint32_t fin_seq_ = 0;  // valid while fin_queued_
   SendBuffer sndq_;
   bool sndq_full_ = false;  // a send found no room since the buffer last grew

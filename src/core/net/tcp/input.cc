@@ -37,7 +37,17 @@ void Connection::input(const Header& h, const Options& o, mem::Buffer data, uint
 void Connection::input_syn_sent(const Header& h, const Options& o, uint64_t now) {
   const bool has_ack = h.flags & kAck;
   if (has_ack && (seq_le(h.ack, iss_) || seq_gt(h.ack, snd_max_))) {
-    if (!(h.flags & kRst)) send_reset(h.ack, false, now);
+    if (h.flags & kRst) return;
+    send_reset(h.ack, false, now);
+    // The peer holds an older connection of this 4-tuple (TIME-WAIT, or
+    // one it thinks open) and our ISN fell below it (ISNs of another
+    // process, another key): the RST ends it, so the SYN goes again now
+    // rather than at the RTO, a second later. Once: a peer that keeps its
+    // TIME-WAIT through a RST (RFC 1337) waits for the timer.
+    if (!syn_after_reset_) {
+      syn_after_reset_ = true;
+      send_syn(now);
+    }
     return;
   }
   if (h.flags & kRst) {
