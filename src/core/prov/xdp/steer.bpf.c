@@ -28,6 +28,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, SS_MAX_FLOWS);
+  __uint(map_flags, BPF_F_NO_PREALLOC); /* entries as flows come: most programs have few */
   __type(key, struct ss_flow_key);
   __type(value, __u32);
 } flows SEC(".maps");

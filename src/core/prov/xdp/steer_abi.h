@@ -46,7 +46,9 @@ enum ss_counter {
   SS_CNT_MAX = 4,
 };
 
-#define SS_MAX_FLOWS 4096
+/* One per bound port and per active TCP open: tens of thousands of
+ * connections. */
+#define SS_MAX_FLOWS 65536
 /* Least recently used first out: a connection that long carried no frame. */
 #define SS_MAX_KERNEL_CONNS 16384
 #define SS_MAX_QUEUES 64
