@@ -35,7 +35,7 @@ std::string command_line() {
 void print_banner() {
   using log::Level;
   SS_INFO("%s", kRule);
-  SS_INFO("VMA_VERSION: %s Slipstream (libvma-compatible; UDP offloaded over AF_XDP)",
+  SS_INFO("VMA_VERSION: %s Slipstream (libvma-compatible; UDP and TCP offloaded over AF_XDP)",
           PACKAGE_VERSION);
   if (log::enabled(Level::kInfo)) SS_INFO("Cmd Line: %s", command_line().c_str());
   if (log::enabled(Level::kDebug)) {

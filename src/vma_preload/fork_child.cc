@@ -34,6 +34,7 @@
 #include "interpose/export.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/port_holds.h"
 
 namespace ss::vma::preload {
 
@@ -55,6 +56,7 @@ void keep_inherited_records() {
 }
 
 void in_child() {
+  close_port_holds_in_fork_child();
   const bool had_rings = close_rings_in_fork_child();
   if (!had_rings && !in_fork_child()) return;
   g_fork_child.store(true, std::memory_order_relaxed);

@@ -315,6 +315,7 @@ void KernelSocket::before_last_close() {
     if (tcp_forks_ != forks_so_far() && hand_tcp_locked("closed here after a fork"))
       return;
   }
+  t->keep_port(fd);
   t->linger(fd);
 }
 
@@ -360,11 +361,7 @@ void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
 }
 
-void KernelSocket::start_in_fork_child() {
-  fork_asked_.store(false, std::memory_order_relaxed);
-  // The parent's threads may hold offload_mu_: tcp_owner_ is read as is.
-  if (TcpOffload* t = tcp_.load(std::memory_order_relaxed)) t->drop_hold_in_fork_child();
-}
+void KernelSocket::start_in_fork_child() { fork_asked_.store(false, std::memory_order_relaxed); }
 
 void KernelSocket::ask_parent() const {
   // Offloaded in the parent when it forked: its copy of the pointer says so.

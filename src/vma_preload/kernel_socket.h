@@ -131,8 +131,7 @@ struct KernelSocket final : Pollable {
   bool lend_to_fork_child(bool lend, int pid);
   // In a fork child's handler, for each inherited record: it asks its
   // parent anew at its first use here (what the process that forked us
-  // asked is that one's), and its connection's duplicate of the port goes
-  // (TcpOffload::drop_hold_in_fork_child).
+  // asked is that one's).
   void start_in_fork_child();
   // Gives a bound UDP socket decided "vma" its offloaded path, once (not
   // before the kernel gave it a port). Stats show offloaded=1 if it got one.

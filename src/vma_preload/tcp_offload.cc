@@ -17,7 +17,6 @@
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "core/base/msghdr_of.h"
-#include "core/base/own_fd.h"
 #include "core/base/proc_sys.h"
 #include "core/base/service_thread.h"
 #include "core/base/spin_phase.h"
@@ -27,6 +26,7 @@
 #include "libvmacompat/settings.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/port_holds.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/tcp_repair.h"
 #include "vma_preload/wire_addr.h"
@@ -303,15 +303,12 @@ int TcpOffload::open(int fd, int family, const sockaddr* to, socklen_t len, bool
   net::tcp::FourTuple t;
   if (const int rc = plan_connect(fd, family, to, len, nonblocking, &r, &t); rc != 0) return rc;
   const net::tcp::Config cfg = tcp_config_of(fd);
-  const int hold = real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (hold < 0) return -errno;
   net::tcp::Socket* s = nullptr;
   net::ToKernel why;
   const int rc = r->tcp->connect(t, cfg, &s, &why);
-  if (rc != 0) real().close(hold);
   if (rc > 0) return 1;
   if (rc < 0) return rc;
-  out->reset(new TcpOffload(r, s, family, hold));
+  out->reset(new TcpOffload(r, s, family, /*active=*/true));
   tcp_serve_netdev(r);
   SS_DEBUG("connect fd %d: offloaded on %s, local port %u", fd, r->ifname.c_str(), t.local_port);
   return 0;
@@ -334,15 +331,21 @@ int TcpOffload::reopen(int fd, const sockaddr* to, socklen_t len, bool nonblocki
   return rc;
 }
 
-void TcpOffload::drop_hold_in_fork_child() {
-  if (hold_fd_ >= 0) own_close(hold_fd_);
-  hold_fd_ = -1;
+void TcpOffload::keep_port(int fd) {
+  if (!active_ || hold_fd_ >= 0 || moved()) return;
+  const int hold = hold_port(fd);
+  if (hold < 0) {
+    SS_DEBUG("fd %d: no descriptor holds its port while the connection closes (%s)", fd,
+             std::strerror(errno));
+    return;
+  }
+  hold_fd_ = hold;
 }
 
 TcpOffload::~TcpOffload() {
   const int hold = hold_fd_;
   std::function<void()> freed;
-  if (hold >= 0) freed = [hold] { real().close(hold); };
+  if (hold >= 0) freed = [hold] { release_port(hold); };
   if (moved()) {  // the kernel's connection holds the port
     rings_->tcp->close(sock_);
     return;
@@ -360,10 +363,6 @@ int TcpOffload::hand_to_kernel(int fd) {
     return done;
   });
   if (r < 0) return r;
-  // The kernel's connection holds the port now: no duplicate for a later
-  // fork child to keep it open with.
-  if (hold_fd_ >= 0) real().close(hold_fd_);
-  hold_fd_ = -1;
   publish();
   return 0;
 }

@@ -75,7 +75,7 @@ class TcpOffload {
   // A connection a listener of r's stack accepted (tcp_listen.h), for a
   // socket of `family`.
   static std::unique_ptr<TcpOffload> adopt(NetdevRings* r, net::tcp::Socket* s, int family) {
-    return std::unique_ptr<TcpOffload>(new TcpOffload(r, s, family, -1));
+    return std::unique_ptr<TcpOffload>(new TcpOffload(r, s, family, /*active=*/false));
   }
   // close(): FIN after what is queued (RST with unread data, or after
   // linger's {1, 0}); the stack finishes the connection, and lets the port
@@ -87,6 +87,11 @@ class TcpOffload {
   // to acknowledge it all, blocking or not (with unread data the close
   // resets at once instead, and nothing waits).
   void linger(int fd);
+  // close(2) of fd, before the descriptor goes: a connect's port stays
+  // taken until the stack frees the connection, on a duplicate made now
+  // (port_holds.h; while open, the program's descriptor is the
+  // connection's only one, as a kernel socket's).
+  void keep_port(int fd);
   TcpOffload(const TcpOffload&) = delete;
   TcpOffload& operator=(const TcpOffload&) = delete;
 
@@ -120,10 +125,6 @@ class TcpOffload {
   // -1 (ENOTCONN) and their callers make them again on the kernel socket.
   int hand_to_kernel(int fd);
   bool moved() const { return moved_.load(std::memory_order_acquire); }
-  // In a fork child (its fork handler): its copy of the port's duplicate
-  // closed, so that the connection the parent may hand to the kernel
-  // ends when the processes close the program's descriptors.
-  void drop_hold_in_fork_child();
 
   // KernelSocket's Pollable (poll, select, epoll).
   short readiness(short events);
@@ -141,13 +142,14 @@ class TcpOffload {
     TcpOffload* t;
     ~PublishAtEnd() { t->publish(); }
   };
-  // hold_fd: connect's (connecting); -1: accepted (connected).
-  TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family, int hold_fd)
+  // active: connect's (connecting; its port is the kernel socket's);
+  // else accepted (connected).
+  TcpOffload(NetdevRings* r, net::tcp::Socket* s, int family, bool active)
       : rings_(r),
         sock_(s),
         family_(family),
-        hold_fd_(hold_fd),
-        phase_(hold_fd < 0 ? Phase::kConnected : Phase::kConnecting) {}
+        active_(active),
+        phase_(active ? Phase::kConnecting : Phase::kConnected) {}
   // A new connection on the handle after a failed one (connect_result).
   int reopen(int fd, const sockaddr* to, socklen_t len, bool nonblocking);
   // One look at the rings and the timers due.
@@ -164,12 +166,13 @@ class TcpOffload {
   NetdevRings* const rings_;
   net::tcp::Socket* const sock_;
   const int family_;
-  // A duplicate of the kernel socket that holds the connection's port
-  // (connect's; -1 for an accepted one: the listener holds its port):
-  // closed when the stack frees the connection, TIME-WAIT included, so
-  // the kernel gives the port to nobody else meanwhile, or when the
-  // connection goes to the kernel.
-  int hold_fd_;
+  const bool active_;
+  // The duplicate that holds a connect's port once the program closed its
+  // descriptor (keep_port; -1 before, and for an accepted one: the
+  // listener holds its port), released when the stack frees the
+  // connection, TIME-WAIT included: the kernel gives the port to nobody
+  // else meanwhile.
+  int hold_fd_ = -1;
   std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
   std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
   std::atomic<bool> moved_{false};           // hand_to_kernel
