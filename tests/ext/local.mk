@@ -60,7 +60,7 @@ EXTRA_DIST += tests/ext/vma_xtreme_prog.c
 EXTRA_DIST += tests/ext/vma_calls.c
 # Run by vma_tcp.sh.
 EXTRA_DIST += tests/ext/vma_tcp_client.py tests/ext/vma_tcp_echo.py tests/ext/vma_tcp_forking.py tests/ext/vma_tcp_cases.py \
-	tests/ext/vma_tcp_linger.py tests/ext/vma_tcp_faults.py
+	tests/ext/vma_tcp_linger.py tests/ext/vma_tcp_faults.py tests/ext/vma_tcp_scale.py
 # Compiled by vma_extras.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extras_prog.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
@@ -71,4 +71,4 @@ TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
-	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=240
+	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=480

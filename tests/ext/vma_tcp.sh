@@ -48,7 +48,10 @@
 #      execs cat on it, as inetd); a client that connects and forks, or
 #      execs itself: the child's or new image's 2 MB echoed. PostgreSQL
 #      (a backend forked per connection) serves pgbench from B.
-# Its minutes: about 45 s of a run.
+#  (h) scale: 10 000 connections at once each way, and connect-echo-close
+#      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
+# Its minutes: about 45 s of a run, and the 60 s of (h)'s cycles plus
+# about 15 s of its other cases.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
 set -u
@@ -530,6 +533,67 @@ if command -v nginx >/dev/null; then
 else
   echo "SKIP: $name: nginx not found (the nginx case)"
 fi
+
+# (h) scale (tests/ext/vma_tcp_scale.py): 10 000 connections open at once
+# from a program in A to Python's epoll echo server in B, and from B to
+# one in A; then, for 60 s, a program in A that connects, echoes 8 bytes
+# and closes 1000 times a second towards B while serving B's client doing
+# the same (each server closes first: its end holds TIME-WAIT, 60 000 in
+# A's stack by the end). Every connection served, none through A's kernel.
+scale_n=10000 scale_s=60
+scale() { python3 "$here/vma_tcp_scale.py" "$@"; }
+a_scale() {  # a_scale ARGS...: the scale program in A under the preload (background)
+  ip netns exec "$A" env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1 \
+    timeout $((scale_s + 60)) python3 "$here/vma_tcp_scale.py" "$@" >"$T/out" 2>"$T/err" &
+  pids+=($!)
+}
+ready_in() { for _ in $(seq 100); do grep -q "^ready" "$1" && return 0; sleep 0.1; done; return 1; }
+ip netns exec "$Z" timeout 120 python3 "$here/vma_tcp_scale.py" serve "$IP4B" 7100 >"$T/sb" 2>&1 &
+pids+=($!)
+ip netns exec "$Z" timeout 120 python3 "$here/vma_tcp_scale.py" serve "$IP4B" 7101 first >"$T/sb1" 2>&1 &
+pids+=($!)
+ready_in "$T/sb" && ready_in "$T/sb1" || echo "  B's servers did not start"
+in_a 1 python3 "$here/vma_tcp_scale.py" hold "$IP4B" 7100 $scale_n
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  $(grep -v INFO "$T/err" | tail -3)"; bad=1; }
+has "$T/out" "^held $scale_n failed 0" || bad=1
+per=$(sed -n 's/^descriptors per connection \([0-9.]*\),.*/\1/p' "$T/out")
+awk -v p="${per:-9}" 'BEGIN { exit !(p <= 1.01) }' || { echo "  $per descriptors per connection"; bad=1; }
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+check "$scale_n connections at once from A to B on the rings: $(head -1 "$T/out")" $bad
+
+seg0=$(kernel_tcp)
+a_scale serve "$IP4" 7102
+ready_in "$T/out" || echo "  A's server did not start"
+bad=0
+ip netns exec "$Z" timeout 120 python3 "$here/vma_tcp_scale.py" hold "$IP4" 7102 $scale_n 2 >"$T/cl" 2>&1 &
+cl=$!
+for _ in $(seq 600); do grep -q "^held" "$T/cl" && break; sleep 0.1; done
+apid=$(pgrep -n -f "vma_tcp_scale.py serve $IP4 7102")
+afds=$(ls "/proc/$apid/fd" 2>/dev/null | wc -l)
+wait $cl || bad=1
+has "$T/cl" "^held $scale_n failed 0" || bad=1
+# Each connection's descriptor, and the eventfd that wakes a sleep on it
+# (made at epoll's first sleep on it): 2 a connection.
+[ "$afds" -ge $scale_n ] && [ "$afds" -le $((2 * scale_n + 100)) ] || { echo "  A's server had $afds descriptors"; bad=1; }
+stop_a_bg
+segs=$(($(kernel_tcp) - seg0))
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+check "$scale_n connections at once from B to A's server on the rings, $afds descriptors there" $bad
+
+seg0=$(kernel_tcp)
+a_scale churn "$IP4B" 7101 $scale_s 1000 "$IP4" 7103
+ready_in "$T/out" || echo "  A's server did not start"
+bad=0
+ip netns exec "$Z" timeout $((scale_s + 60)) python3 "$here/vma_tcp_scale.py" churn "$IP4" 7103 $scale_s 1000 >"$T/cl" 2>&1 || bad=1
+for _ in $(seq 300); do grep -q "^churned" "$T/out" && break; sleep 0.1; done
+stop_a_bg
+segs=$(($(kernel_tcp) - seg0))
+has "$T/out" "^churned [0-9]+ in .* failed 0 " || { echo "  A: $(grep -v INFO "$T/out" "$T/err" | tail -3)"; bad=1; }
+has "$T/cl" "^churned [0-9]+ in .* failed 0 " || { echo "  B: $(tail -3 "$T/cl")"; bad=1; }
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+check "connect, echo, close for ${scale_s} s each way on the rings, at most 1000/s: A $(grep -o "^churned.*/s" "$T/out"), B $(grep -o "^churned.*/s" "$T/cl")" $bad
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]
