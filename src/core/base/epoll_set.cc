@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unordered_map>
 
 #include "core/base/log.h"
 #include "core/base/sleep_set.h"
@@ -251,15 +252,17 @@ void EpollSet::unwatch(Arming* a) {
 }
 
 void EpollSet::leave_members(Arming* a) {
-  // Which kicks fired: one look at all of them.
+  // Which kicks fired: one look at all of them, each descriptor once (a
+  // thread's kicks are its one eventfd).
   std::vector<pollfd> kicks;
+  std::unordered_map<int, size_t> slot;
   for (auto& [obj, t] : a->armed)
-    if (t.kick_fd >= 0) kicks.push_back({t.kick_fd, POLLIN, 0});
+    if (t.kick_fd >= 0 && slot.try_emplace(t.kick_fd, kicks.size()).second)
+      kicks.push_back({t.kick_fd, POLLIN, 0});
   if (!kicks.empty() && ::poll(kicks.data(), kicks.size(), 0) < 0)
     for (pollfd& k : kicks) k.revents = 0;
-  size_t k = 0;
   for (auto& [obj, t] : a->armed)
-    obj->after_wait(t, t.kick_fd >= 0 && (kicks[k++].revents & POLLIN));
+    obj->after_wait(t, t.kick_fd >= 0 && (kicks[slot[t.kick_fd]].revents & POLLIN));
 }
 
 WaitTarget EpollSet::wait_target(short events, int* sleep_ms) {

@@ -4,17 +4,21 @@
 
 namespace ss {
 
+size_t SleepSet::slot(int fd, short events) {
+  auto [it, fresh] = slot_of_.try_emplace(fd, waits_.size());
+  if (fresh)
+    waits_.push_back({fd, events, 0});
+  else
+    waits_[it->second].events |= events;
+  return it->second;
+}
+
 bool SleepSet::arm(Pollable* obj, short events, int* sleep_ms) {
   WaitTarget t = obj->wait_target(events, sleep_ms);
   if (t.fd == WaitTarget::kReady) return false;
   if (t.fd < 0) return true;  // kTimeOnly
-  // Only real fds: poll(2) refuses a set larger than RLIMIT_NOFILE.
-  waits_.push_back({t.fd, t.events, 0});
-  int kick_slot = -1;
-  if (t.kick_fd >= 0) {
-    kick_slot = static_cast<int>(waits_.size());
-    waits_.push_back({t.kick_fd, POLLIN, 0});
-  }
+  slot(t.fd, t.events);
+  const int kick_slot = t.kick_fd >= 0 ? static_cast<int>(slot(t.kick_fd, POLLIN)) : -1;
   armed_.push_back({obj, t, kick_slot});
   return true;
 }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <chrono>
+#include <unordered_map>
 #include <vector>
 
 #include "core/base/api.h"
@@ -18,13 +19,18 @@
 
 namespace ss {
 
+// Each descriptor is polled once, however many objects wait on it (the
+// sockets of one netdev share their rings' target, and every kick of a
+// thread is its one eventfd): poll(2) refuses more entries than
+// RLIMIT_NOFILE, and a sleep over ten thousand sockets polls a few.
 class SleepSet {
  public:
   void clear() {
     waits_.clear();
+    slot_of_.clear();
     armed_.clear();
   }
-  void add_kernel(int fd, short events) { waits_.push_back({fd, events, 0}); }
+  void add_kernel(int fd, short events) { slot(fd, events); }
   // Arms `obj` (kept alive by the caller until disarm()) for `events`;
   // false when it is ready now: no sleep then, but disarm() all the same.
   bool arm(Pollable* obj, short events, int* sleep_ms);
@@ -33,8 +39,6 @@ class SleepSet {
   int sleep(int ms);
   // Every armed Pollable hears that the sleep is over.
   void disarm();
-  // revents of the n-th add_kernel() since clear().
-  short kernel_revents(size_t n) const { return waits_[n].revents; }
 
  private:
   struct Armed {
@@ -42,7 +46,10 @@ class SleepSet {
     WaitTarget target;
     int kick_slot;  // where its kick sits in waits_, or -1
   };
+  // fd's entry in waits_, its events widened to `events`.
+  size_t slot(int fd, short events);
   std::vector<pollfd> waits_;
+  std::unordered_map<int, size_t> slot_of_;  // fd -> its entry in waits_
   std::vector<Armed> armed_;
 };
 
