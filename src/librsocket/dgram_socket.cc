@@ -604,9 +604,9 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   return t;
 }
 
-// As Kick::leave: the wake-up stays readable until the last sleeper
-// leaves (drained earlier, another one asleep on it would miss its
-// datagram), and only a wait on the wait set (a reader's) drains it.
+// The rx event stays readable until the last sleeper leaves (drained
+// earlier, another one asleep on it would miss its datagram), and only a
+// wait on the wait set (a reader's) drains it.
 void DgramSocket::after_wait(const WaitTarget& armed, bool kicked) {
   std::lock_guard<std::mutex> g(recv_mu_);
   kernel_look_.hint = true;  // whatever woke us, the next look covers everything

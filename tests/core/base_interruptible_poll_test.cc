@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -145,8 +148,8 @@ TEST(KickTest, SleepInterruptedGivesEintr) {
 }
 
 TEST(KickTest, WithoutADescriptorSleepsBrieflyInstead) {
-  // No descriptor can be made: the kick's eventfd fails with EMFILE and an
-  // unbounded sleep becomes a short one (which this test would otherwise
+  // No descriptor can be made: a new thread's eventfd fails with EMFILE and
+  // an unbounded sleep becomes a short one (which this test would otherwise
   // wait on forever).
   rlimit old;
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
@@ -159,16 +162,55 @@ TEST(KickTest, WithoutADescriptorSleepsBrieflyInstead) {
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   std::mutex mu;
   Kick k;
-  int join_rc, rc;
-  {
+  int join_rc = 0, rc = 0, fd = 0;
+  std::thread([&] {  // no eventfd yet: this thread never joined a kick
     std::unique_lock<std::mutex> lk(mu);
     join_rc = k.join();
     rc = k.sleep(lk, {never.fd[0], POLLIN, 0}, 0);
-  }
+    fd = k.fd();
+  }).join();
   setrlimit(RLIMIT_NOFILE, &old);
   EXPECT_EQ(join_rc, -EMFILE);
   EXPECT_EQ(rc, 0);
-  EXPECT_EQ(k.fd(), -1);
+  EXPECT_EQ(fd, -1);
+}
+
+TEST(KickTest, OneDescriptorPerThreadWhateverItWaitsOn) {
+  // A thread asleep on many objects polls one eventfd; the objects hold
+  // none, and a kick of any of them wakes it.
+  std::mutex mu;
+  std::vector<std::unique_ptr<Kick>> kicks;
+  for (int i = 0; i < 100; i++) kicks.push_back(std::make_unique<Kick>());
+  std::unique_lock<std::mutex> lk(mu);
+  std::set<int> fds;
+  for (auto& k : kicks) {
+    ASSERT_EQ(k->join(), 0);
+    fds.insert(k->fd());
+  }
+  ASSERT_EQ(fds.size(), 1u);
+  pollfd p{*fds.begin(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+  kicks[57]->wake();
+  EXPECT_EQ(::poll(&p, 1, 0), 1);
+  for (auto& k : kicks) k->leave(true);
+  // The last leave drained it: the next sleep starts quiet.
+  ASSERT_EQ(kicks[3]->join(), 0);
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+  kicks[3]->leave(false);
+}
+
+TEST(KickTest, AKickWhileAsleepEndsTheSleep) {
+  std::mutex mu;
+  Kick k;
+  Pipe never;
+  std::unique_lock<std::mutex> lk(mu);
+  std::thread waker([&] {
+    std::lock_guard<std::mutex> g(mu);  // the sleep let it go: joined by then
+    k.wake();
+  });
+  EXPECT_EQ(k.sleep(lk, {never.fd[0], POLLIN, 0}, 0), 0);
+  lk.unlock();
+  waker.join();
 }
 
 }  // namespace

@@ -1,45 +1,100 @@
 #include "core/base/kick.h"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <mutex>
 
 #include "core/base/log.h"
 #include "core/base/own_fd.h"
 
 namespace ss {
 
-Kick::~Kick() {
-  if (fd_ >= 0) ::close(fd_);
+// A thread's wake-up. Freed with its thread unless it is still some
+// object's waiter (a thread cancelled in its sleep): then kept, as that
+// object may still kick it.
+struct KickSleeper {
+  int fd = -1;
+  int joins = 0;                      // objects it waits on now
+  std::atomic<bool> pending{false};  // kicked since its last drain
+};
+
+namespace {
+
+struct ThreadSleeper {
+  KickSleeper* s = nullptr;
+  ~ThreadSleeper() {
+    if (!s || s->joins > 0) return;
+    if (s->fd >= 0) ::close(s->fd);
+    delete s;
+  }
+};
+
+thread_local ThreadSleeper t_sleeper;
+
+// A fork child's one thread: its eventfd is shared with the parent's
+// same thread (a drain here would eat the parent's kicks); a new one is
+// made at its next join.
+void sleeper_in_fork_child() {
+  KickSleeper* s = t_sleeper.s;
+  if (!s) return;
+  if (s->fd >= 0) own_close(s->fd);  // in a fork handler: not through a preload
+  s->fd = -1;
+  s->joins = 0;
+  s->pending.store(false, std::memory_order_relaxed);
 }
 
+KickSleeper* this_sleeper() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { pthread_atfork(nullptr, nullptr, sleeper_in_fork_child); });
+  if (!t_sleeper.s) t_sleeper.s = new KickSleeper;
+  return t_sleeper.s;
+}
+
+}  // namespace
+
+Kick::~Kick() = default;
+
 int Kick::join() {
-  if (fd_ < 0) {
-    fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (fd_ < 0) return -errno;
+  KickSleeper* s = this_sleeper();
+  if (s->fd < 0) {
+    s->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->fd < 0) return -errno;
   }
-  waiters_++;
+  s->joins++;
+  waiters_.push_back(s);
   return 0;
 }
 
-void Kick::leave(bool kicked) {
-  if (--waiters_ == 0 && kicked) {
+void Kick::leave(bool) {
+  KickSleeper* s = t_sleeper.s;
+  if (!s) return;
+  auto it = std::find(waiters_.begin(), waiters_.end(), s);
+  if (it == waiters_.end()) return;
+  *it = waiters_.back();
+  waiters_.pop_back();
+  if (--s->joins == 0 && s->pending.exchange(false, std::memory_order_acq_rel)) {
     uint64_t v;
-    if (::read(fd_, &v, sizeof v) < 0) { /* nothing pending */ }
+    if (::read(s->fd, &v, sizeof v) < 0) { /* written and read already */ }
   }
 }
 
-void Kick::fork_child() {
-  if (fd_ >= 0) own_close(fd_);  // in the fd table's fork handler: not through a preload
-  fd_ = -1;
-  waiters_ = 0;
-}
+int Kick::fd() const { return t_sleeper.s ? t_sleeper.s->fd : -1; }
+
+void Kick::fork_child() { waiters_.clear(); }
 
 void Kick::signal() {
-  uint64_t one = 1;
-  if (fd_ >= 0 && ::write(fd_, &one, sizeof one) < 0) SS_DEBUG("kick failed");
+  const uint64_t one = 1;
+  for (KickSleeper* s : waiters_) {
+    // Once until the sleeper drains it: its eventfd is readable already.
+    if (s->pending.load(std::memory_order_acquire)) continue;
+    if (::write(s->fd, &one, sizeof one) < 0) SS_DEBUG("kick failed");
+    s->pending.store(true, std::memory_order_release);
+  }
 }
 
 }  // namespace ss

@@ -1,17 +1,27 @@
 // The wake-up of the threads asleep on one object: whoever changes the
 // object's state (data it processed, a shutdown) kicks, and every thread
 // asleep on it looks again. A thread counts as a waiter from join() to
-// leave(); the eventfd is made at the first join, so an object nobody
-// sleeps on holds no descriptor. Every member runs under the owner's lock.
+// leave(); a kick writes each waiter's own eventfd (one per thread, made
+// at its first join: a thread asleep on ten thousand objects polls one
+// descriptor, and an object holds none). Every member runs under the
+// owner's lock.
+//
+// A thread's eventfd is drained when it leaves its last object: every
+// kick to it came before (each under its object's lock, before that
+// object's leave), and its next sleep looks at each object after joining
+// it. So a kick is never lost, and the eventfd is quiet between sleeps.
 #pragma once
 #include <poll.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "core/base/api.h"
 #include "core/base/interruptible_poll.h"
 
 namespace ss {
+
+struct KickSleeper;  // kick.cc: a thread's eventfd
 
 class Kick {
  public:
@@ -22,20 +32,19 @@ class Kick {
 
   // Inline: on the data path this is one test of a count.
   void wake() {
-    if (waiters_) signal();
+    if (!waiters_.empty()) signal();
   }
-  // 0, or -errno when the eventfd cannot be made (EMFILE).
+  // The calling thread waits from now: 0, or -errno when its eventfd
+  // cannot be made (EMFILE).
   SS_API int join();
-  // `kicked`: this waiter's sleep saw fd() readable. The kick stays
-  // readable until the last waiter leaves: drained earlier, a waiter not
-  // yet scheduled would sleep through it. Only a kick a waiter saw is
-  // drained (no read per wake-up); one that came later costs at most one
-  // spurious wake-up.
-  SS_API void leave(bool kicked);
-  int fd() const { return fd_; }
-  // In a fork child (one thread): the parent's sleepers are not ours, and
-  // the inherited eventfd is the parent's too (its kicks would wake us,
-  // our drains would eat its kicks): forgotten; the next join makes one.
+  // The calling thread waits no more; the last object it leaves drains
+  // its eventfd (`kicked`, whether its sleep saw it readable, is the
+  // callers' to say and is not needed).
+  SS_API void leave(bool kicked = false);
+  // The calling thread's eventfd, once it joined (-1 before).
+  SS_API int fd() const;
+  // In a fork child (one thread): the parent's sleepers are not ours
+  // (their eventfds the parent's threads'): forgotten.
   SS_API void fork_child();
 
   // One sleep of a blocking call on `target` (what the object's own events
@@ -49,7 +58,7 @@ class Kick {
     constexpr int kUnkickedSleepMs = 10;
     const bool joined = join() == 0;
     if (!joined) ms = ms > 0 ? std::min(ms, kUnkickedSleepMs) : kUnkickedSleepMs;
-    pollfd p[2] = {target, {joined ? fd_ : -1, POLLIN, 0}};
+    pollfd p[2] = {target, {joined ? fd() : -1, POLLIN, 0}};
     lk.unlock();
     int rc = interruptible_poll(p, 2, ms > 0 ? ms : -1);
     lk.lock();
@@ -59,8 +68,7 @@ class Kick {
 
  private:
   SS_API void signal();
-  int waiters_ = 0;
-  int fd_ = -1;
+  std::vector<KickSleeper*> waiters_;  // one entry per join
 };
 
 }  // namespace ss
