@@ -163,6 +163,17 @@ TEST_F(TcpListener, AcceptsInTheOrderHandshakesComplete) {
   EXPECT_EQ(l->syn_queue(), 1u);
 }
 
+// An option set on the listening socket after listen reaches the
+// handshakes that start afterwards (SO_RCVBUF: the SYN-ACK's window).
+TEST_F(TcpListener, AnOptionSetAfterListenReachesLaterHandshakes) {
+  make(8, 8);
+  syn(1001);
+  l->set_option(Option::kRcvBuf, 3000);
+  syn(1002);
+  EXPECT_EQ(last_to(1001).h.window, 65535);  // the default's, capped by the field
+  EXPECT_EQ(last_to(1002).h.window, 3000);
+}
+
 TEST_F(TcpListener, ARepeatedSynGetsTheSameSynAck) {
   make(8, 8);
   syn(1001);

@@ -509,7 +509,8 @@ class Runner {
           {"nodelay", Option::kNodelay},     {"cork", Option::kCork},
           {"quickack", Option::kQuickack},   {"keepalive", Option::kKeepalive},
           {"keepidle", Option::kKeepIdle},   {"keepintvl", Option::kKeepIntvl},
-          {"keepcnt", Option::kKeepCnt},     {"user_timeout", Option::kUserTimeout}};
+          {"keepcnt", Option::kKeepCnt},     {"user_timeout", Option::kUserTimeout},
+          {"rcvbuf", Option::kRcvBuf},       {"sndbuf", Option::kSndBuf}};
       if (w.size() < 4 || !number(3, &n)) return fail("option NAME VALUE");
       for (const auto& [name, o] : kNames)
         if (w[2] == name) {
@@ -550,14 +551,17 @@ class Runner {
           {"rack_lost", k.rack_lost},           {"dupack_lost", k.dupack_lost},
           {"tlp_probes", k.tlp_probes},         {"dsacks_in", k.dsacks_in},
           {"bad_sacks", k.bad_sacks},           {"keepalive_probes", k.keepalive_probes},
+          {"tlp_repairs", k.tlp_repairs},
       };
       const auto it = m.find(w[2]);
       if (it == m.end()) return fail("no counter " + w[2]);
       return it->second == n ? true : fail(w[2] + " is " + std::to_string(it->second));
     }
-    if (c == "snd_wnd" || c == "mss") {
+    if (c == "snd_wnd" || c == "mss" || c == "cwnd") {
       if (!number(2, &n)) return false;
-      const uint32_t got = c == "mss" ? conn_->mss() : conn_->snd_wnd();
+      const uint32_t got = c == "mss"   ? conn_->mss()
+                           : c == "cwnd" ? conn_->info().snd_cwnd
+                                         : conn_->snd_wnd();
       return got == n ? true : fail(c + " is " + std::to_string(got));
     }
     if (c == "rto") {

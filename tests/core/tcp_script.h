@@ -31,11 +31,12 @@
 // CALLs: connect, listen (the first inbound SYN opens the connection
 //   passively), send N, recv N [peek], shutdown, close, abort, quickack,
 //   nodelay 0|1, option NAME VALUE (setsockopt on the open connection:
-//   nodelay cork quickack keepalive keepcnt as given, keepidle keepintvl
-//   user_timeout in ms); checks: state NAME (RFC 9293's: ESTABLISHED, ...),
+//   nodelay cork quickack keepalive keepcnt rcvbuf sndbuf as given,
+//   keepidle keepintvl user_timeout in ms); checks: state NAME (RFC 9293's: ESTABLISHED, ...),
 //   error NAME|0 (SO_ERROR, taken), readable 0|1, writable 0|1,
 //   counter NAME N (a Counters field), rto MS (the current timeout),
-//   snd_wnd N (the peer's window, scaled), mss N (data per segment).
+//   snd_wnd N (the peer's window, scaled), mss N (data per segment),
+//   cwnd N (the congestion window, in segments).
 #pragma once
 #include <string>
 

@@ -246,6 +246,11 @@ void set_option(Config* c, Option o, int64_t v) {
     case Option::kKeepIntvl: c->keep_intvl_us = us; return;
     case Option::kKeepCnt: c->keep_cnt = static_cast<int>(v); return;
     case Option::kUserTimeout: c->user_timeout_us = us; return;  // bounds the next RTO armed
+    case Option::kRcvBuf: c->rcv_buf = static_cast<uint32_t>(std::clamp<int64_t>(v, 1, INT32_MAX)); return;
+    case Option::kSndBuf:
+      c->snd_buf = static_cast<uint32_t>(std::clamp<int64_t>(v, 1, INT32_MAX));
+      c->snd_buf_max = 0;
+      return;
   }
 }
 
@@ -282,6 +287,12 @@ void Connection::set_option(Option o, int64_t v, uint64_t now) {
       return;
     case Option::kKeepCnt:
     case Option::kUserTimeout:
+      return;
+    case Option::kRcvBuf:  // the window follows (never shrinking: advertise_window)
+      maybe_window_update(now);
+      return;
+    case Option::kSndBuf:
+      sndq_.resize(cfg_.snd_buf);  // out of memory: the buffer stays as it was
       return;
   }
 }

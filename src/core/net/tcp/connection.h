@@ -93,6 +93,8 @@ enum class Option : uint8_t {
   kKeepIntvl,    // TCP_KEEPINTVL, microseconds
   kKeepCnt,      // TCP_KEEPCNT
   kUserTimeout,  // TCP_USER_TIMEOUT, microseconds (0: off)
+  kRcvBuf,       // SO_RCVBUF, bytes as the kernel keeps it (twice what was asked)
+  kSndBuf,       // SO_SNDBUF, the same; set by the program: no autotuning
 };
 // Sets o's field of c (a connection's settings) to value. TCP_QUICKACK
 // is a connection's passing state, no setting: left alone.
@@ -130,6 +132,7 @@ struct Counters {
   // and SACK blocks refused (outside what was sent).
   uint64_t sack_recoveries = 0, dupack_recoveries = 0;
   uint64_t rack_lost = 0, dupack_lost = 0, tlp_probes = 0, dsacks_in = 0, bad_sacks = 0;
+  uint64_t tlp_repairs = 0;  // losses a probe's retransmission repaired: the window cut
 };
 
 // Where segments go: the stack puts each in a frame behind its IP header
@@ -271,6 +274,18 @@ class Connection {
   void update_rack(const SentSegment& delivered, uint64_t now);
   void detect_loss(uint64_t now);
   void enter_recovery(uint64_t now);
+  // RFC 6937: an ACK in fast recovery that delivered `delivered` bytes
+  // (snd_una's move and the SACKed bytes' signed change) sets what may be
+  // in flight until the next one.
+  void prr_on_ack(int64_t delivered);
+  // The window sends are held to: PRR's in fast recovery, else cwnd.
+  uint32_t send_window() const;
+  void prr_sent(uint32_t len);  // a send in fast recovery (prr_out)
+  // RFC 8985 §7.4.2: an ACK at or past a probe's episode end says whether
+  // the probe's retransmission repaired a loss (then the window is cut as
+  // for one found otherwise, from the flight before the ACK: una_before).
+  // `dsack`: the ACK reported a duplicate.
+  void tlp_on_ack(uint32_t ack, uint32_t una_before, bool sacked_more, bool dsack, uint64_t now);
   void arm_probe(uint64_t now);
   void on_probe(uint64_t now);
   uint32_t pipe() const;
@@ -335,6 +350,14 @@ class Connection {
   bool in_recovery_ = false, recovery_rto_ = false, reordering_seen_ = false, tlp_out_ = false;
   bool rack_valid_ = false, fast_retransmit_ = false;
   uint32_t reo_wnd_mult_ = 1;  // widened by each D-SACK
+  // PRR (RFC 6937): what fast recovery delivered and sent since it began,
+  // the flight at its start, and the window the last ACK set.
+  uint64_t prr_delivered_ = 0, prr_out_ = 0;
+  uint32_t prr_recover_fs_ = 0, prr_cwnd_ = 0;
+  // A probe's episode (RFC 8985 §7.4): snd_nxt when it went, and whether
+  // it sent data again (a new-data probe shows nothing).
+  bool tlp_episode_ = false, tlp_retrans_ = false;
+  uint32_t tlp_end_ = 0;
   uint32_t recovery_point_ = 0, rack_end_ = 0, rack_fack_ = 0;
   uint64_t rack_xmit_us_ = 0, rack_rtt_us_ = 0, min_rtt_us_ = UINT64_MAX;
   ConnectionTimer retransmit_timer_, delack_timer_, persist_timer_, wait_timer_;

@@ -219,6 +219,9 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
   probes_out_ = 0;  // the peer answers: zero-window probing goes on
   const uint32_t wnd = uint32_t{h.window} << snd_wscale_;
   SentSegment delivered{};  // the newest segment this ACK delivers, for RACK
+  const uint32_t una_before = snd_una_, dupacks_before = dupacks_;
+  const int64_t sacked_before = log_.sacked_bytes();
+  const uint64_t dsacks_before = ctr_.dsacks_in;
   if (sack_ok_ && o.sack_count) process_sack(h.ack, o, &delivered);
   if (seq_gt(h.ack, snd_una_)) {
     dupacks_ = 0;
@@ -246,7 +249,16 @@ bool Connection::process_ack(const Header& h, const Options& o, uint32_t seg_len
       persist_backoff_ = 0;
     }
   }
+  tlp_on_ack(h.ack, una_before, log_.sacked_bytes() != sacked_before,
+             ctr_.dsacks_in != dsacks_before, now);
   detect_loss(now);
+  // RFC 6937: every ACK that starts or continues fast recovery, not the
+  // one that ends it. Without SACK a duplicate ACK stands for a segment.
+  if (in_recovery_ && !recovery_rto_) {
+    int64_t got = int64_t{snd_una_ - una_before} + log_.sacked_bytes() - sacked_before;
+    if (!sack_ok_ && dupacks_ > dupacks_before) got = mss_;
+    prr_on_ack(got);
+  }
   const bool fin_acked = fin_queued_ && seq_gt(snd_una_, fin_seq_);
   switch (state_) {
     case State::kFinWait1:

@@ -78,6 +78,8 @@ class Listener {
   // The oldest connection whose handshake completed (nullptr: none, the
   // caller's EAGAIN); *t gets its tuple.
   std::unique_ptr<Connection> accept(FourTuple* t);
+  // setsockopt on the listening socket: the handshakes from now take it.
+  void set_option(Option o, int64_t value) { tcp::set_option(&cfg_.conn, o, value); }
   size_t syn_queue() const { return syn_queue_.size(); }
   size_t accept_queue() const { return accept_queue_.size(); }
   const ListenerCounters& counters() const { return ctr_; }

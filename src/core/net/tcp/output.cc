@@ -36,7 +36,7 @@ void Connection::transmit(uint64_t now) {
     // lets one new segment go (RFC 3042's limited transmit, RFC 6675).
     const uint32_t outstanding = snd_nxt_ - snd_una_;
     const uint32_t rwnd_room = snd_wnd_ > outstanding ? snd_wnd_ - outstanding : 0;
-    const uint32_t cwnd = cc_->cwnd();
+    const uint32_t cwnd = send_window();
     const uint32_t in_network = pipe();
     const uint32_t usable = std::min(rwnd_room, cwnd > in_network ? cwnd - in_network : 0);
     const uint32_t unsent = seq_lt(snd_nxt_, data_end) ? data_end - snd_nxt_ : 0;
@@ -60,6 +60,7 @@ void Connection::transmit(uint64_t now) {
     const uint8_t flags = kAck | (fin ? kFin : 0) | (len && snd_nxt_ + len == data_end ? kPsh : 0);
     if (snd_una_ == snd_max_) progress_us_ = now;  // the user timeout counts from here
     if (!send_segment(snd_nxt_, len, flags, now)) break;
+    prr_sent(len);
     if (len < mss_) {
       snd_sml_ = snd_nxt_ + len;
       cork_expired_ = false;  // the tail went: a new one is held again
@@ -95,11 +96,12 @@ bool Connection::retransmit_lost(uint64_t now) {
     if (!s.lost) continue;
     // The first retransmission of an episode goes regardless of pipe
     // (RFC 6675 §5 step 4.3: the fast retransmit).
-    if (!fast_retransmit_ && pipe() >= cc_->cwnd()) break;
+    if (!fast_retransmit_ && pipe() >= send_window()) break;
     fast_retransmit_ = false;
     const bool fin = fin_queued_ && s.end == fin_seq_ + 1;
     const uint32_t len = s.end - s.seq - (fin ? 1 : 0);
     if (!send_segment(s.seq, len, retransmit_flags(s.seq, len, fin), now)) break;
+    prr_sent(len);
     sent = true;
   }
   return sent;

@@ -1,8 +1,9 @@
 // Loss detection and recovery: SACK blocks onto the sent log (RFC 2018,
 // D-SACK per RFC 2883), RACK's time-based loss detection (RFC 8985 §6),
 // duplicate-ACK fast retransmit for peers without SACK (RFC 5681 §3.2,
-// RFC 6582), recovery episodes that cut the congestion window once, and
-// the tail loss probe (RFC 8985 §7). The retransmissions themselves are
+// RFC 6582), recovery episodes that cut the congestion window once, sent
+// down to it by Proportional Rate Reduction (RFC 6937: no burst after the
+// cut, no stall either), and the tail loss probe (RFC 8985 §7). The retransmissions themselves are
 // output.cc's: lost segments go first, within the congestion window
 // against pipe (RFC 6675 §4).
 #include <algorithm>
@@ -113,10 +114,51 @@ void Connection::enter_recovery(uint64_t now) {
   in_recovery_ = true;
   recovery_rto_ = false;
   recovery_point_ = snd_max_;
+  prr_recover_fs_ = snd_max_ - snd_una_;
+  prr_delivered_ = prr_out_ = 0;
   cc_->on_recovery_start(snd_max_ - snd_una_, now);
+  prr_cwnd_ = pipe();  // nothing more until an ACK delivers (the fast retransmit aside)
+  tlp_episode_ = false;  // this recovery answers the loss a probe would show
   (sack_ok_ ? ctr_.sack_recoveries : ctr_.dupack_recoveries)++;
   fast_retransmit_ = true;
   timers_->cancel(&probe_timer_);
+}
+
+void Connection::prr_on_ack(int64_t delivered) {
+  if (delivered <= 0) return;
+  prr_delivered_ += static_cast<uint64_t>(delivered);
+  const uint64_t ssthresh = cc_->ssthresh();
+  const uint64_t in_flight = pipe();
+  int64_t sndcnt;
+  if (in_flight > ssthresh) {
+    // Proportional: ssthresh/RecoverFS of what was delivered, less what
+    // went; in whole segments, as Linux counts it (a sliver would wait for
+    // the sender's SWS rule, and the share with it).
+    const uint64_t fs = std::max<uint64_t>(prr_recover_fs_, 1);
+    const auto share = (static_cast<unsigned __int128>(prr_delivered_) * ssthresh + fs - 1) / fs;
+    sndcnt = static_cast<int64_t>(std::min<unsigned __int128>(share, INT64_MAX / 2)) -
+             static_cast<int64_t>(prr_out_);
+    if (sndcnt > 0) sndcnt = (sndcnt + mss_ - 1) / mss_ * mss_;
+  } else {
+    // Slow-start reduction bound: back up to ssthresh, at most one segment
+    // beyond what was delivered.
+    const int64_t limit =
+        std::max<int64_t>(static_cast<int64_t>(prr_delivered_ - prr_out_), delivered) + mss_;
+    sndcnt = std::min<int64_t>(static_cast<int64_t>(ssthresh - in_flight), limit);
+  }
+  prr_cwnd_ = static_cast<uint32_t>(
+      std::min<uint64_t>(in_flight + static_cast<uint64_t>(std::max<int64_t>(sndcnt, 0)), UINT32_MAX));
+}
+
+uint32_t Connection::send_window() const {
+  // Without a congestion window (VMA_TCP_CC_ALGO 2) there is nothing to
+  // reduce.
+  if (!in_recovery_ || recovery_rto_ || cc_->ssthresh() == UINT32_MAX) return cc_->cwnd();
+  return prr_cwnd_;
+}
+
+void Connection::prr_sent(uint32_t len) {
+  if (in_recovery_ && !recovery_rto_) prr_out_ += len;
 }
 
 // RFC 8985 §7.2: with SACK, a probe two RTTs after the last send turns a
@@ -155,6 +197,7 @@ void Connection::on_probe(uint64_t now) {
       snd_nxt_ += len + fin;
       snd_max_ = snd_nxt_;
     }
+    tlp_retrans_ = false;
   } else {
     SentSegment& last = log_.entries().back();
     if (!last.sacked) {
@@ -162,8 +205,30 @@ void Connection::on_probe(uint64_t now) {
       const uint32_t last_len = last.end - last.seq - fin;
       send_segment(last.seq, last_len, retransmit_flags(last.seq, last_len, fin), now);
     }
+    tlp_retrans_ = true;
   }
+  tlp_episode_ = true;
+  tlp_end_ = snd_nxt_;
   arm_retransmit(now);
+}
+
+void Connection::tlp_on_ack(uint32_t ack, uint32_t una_before, bool sacked_more, bool dsack,
+                            uint64_t now) {
+  if (!tlp_episode_ || seq_lt(ack, tlp_end_)) return;
+  if (!tlp_retrans_ || dsack) {  // new data, or both copies arrived: no loss
+    tlp_episode_ = false;
+    return;
+  }
+  if (seq_gt(ack, tlp_end_)) {  // past the episode with no duplicate reported
+    tlp_episode_ = false;
+    ctr_.tlp_repairs++;
+    cc_->on_recovery_start(snd_max_ - una_before, now);
+    cc_->on_recovery_end();
+    return;
+  }
+  // At its end: a duplicate ACK that says nothing new means the probe was
+  // one copy too many; one that moves snd_una or SACKs waits for the next.
+  if (snd_una_ == una_before && !sacked_more) tlp_episode_ = false;
 }
 
 }  // namespace ss::net::tcp

@@ -7,7 +7,9 @@
 namespace ss::net::tcp {
 
 SendBuffer::SendBuffer(size_t capacity)
-    : ring_(new uint8_t[capacity ? capacity : 1]), cap_(capacity ? capacity : 1) {}
+    : ring_(new uint8_t[capacity ? capacity : 1]),
+      cap_(capacity ? capacity : 1),
+      max_(cap_) {}
 
 size_t SendBuffer::append(std::span<const uint8_t> data) {
   const size_t n = std::min(data.size(), space());
@@ -34,13 +36,22 @@ void SendBuffer::consume(size_t n) {
 }
 
 bool SendBuffer::grow(size_t capacity) {
-  if (capacity <= cap_) return true;
+  if (capacity <= cap_) {
+    max_ = std::max(max_, capacity);
+    return true;
+  }
   std::unique_ptr<uint8_t[]> ring(new (std::nothrow) uint8_t[capacity]);
   if (!ring) return false;
   copy_out(0, size_, ring.get());
   ring_ = std::move(ring);
-  cap_ = capacity;
+  cap_ = max_ = capacity;
   head_ = 0;
+  return true;
+}
+
+bool SendBuffer::resize(size_t capacity) {
+  if (capacity >= max_) return grow(capacity);
+  max_ = std::max<size_t>(capacity, 1);
   return true;
 }
 

@@ -23,13 +23,17 @@ class SendBuffer {
   // Room for `capacity` bytes in all (more than now), what is held kept;
   // false (nothing changed) when the memory cannot be had.
   bool grow(size_t capacity);
+  // SO_SNDBUF set anew: more grows as grow(); less takes nothing more
+  // until what is held drains below it (nothing held is dropped).
+  bool resize(size_t capacity);
   size_t size() const { return size_; }
-  size_t space() const { return cap_ - size_; }
-  size_t capacity() const { return cap_; }
+  size_t space() const { return size_ < max_ ? max_ - size_ : 0; }
+  size_t capacity() const { return max_; }
 
  private:
   std::unique_ptr<uint8_t[]> ring_;  // not zeroed: only bytes appended are read
-  size_t cap_;
+  size_t cap_;  // the ring's bytes
+  size_t max_;  // what it may hold: cap_, or less after a resize
   size_t head_ = 0, size_ = 0;
 };
 

@@ -328,7 +328,12 @@ int Stack::shutdown_write(Socket* s) {
 
 void Stack::set_option(Socket* s, Option o, int64_t value) {
   const Sending lock(this);
-  if (s->conn) s->conn->set_option(o, value, clock_());
+  if (s->listener) s->listener->set_option(o, value);
+  if (s->conn) {
+    s->conn->set_option(o, value, clock_());
+    touch_locked(s->conn);  // a larger send buffer: a blocked send goes on
+    wake_touched_locked();
+  }
   check_due_locked();  // a keepalive or cork timer
 }
 

@@ -122,7 +122,8 @@ class Stack final : public SegmentInput {
   // address and port.
   SS_API FourTuple tuple(Socket* s);
   SS_API Info info(Socket* s);  // TCP_INFO's source; a listener's: state kClosed
-  SS_API void set_option(Socket* s, Option o, int64_t value);  // Connection::set_option
+  // Connection::set_option; on a listener, Listener::set_option.
+  SS_API void set_option(Socket* s, Option o, int64_t value);
   // Hands connection s to another TCP (the kernel's, TCP_REPAIR): install
   // gets its state (handover.h), segments that arrived included, and
   // returns 0 once the other TCP carries it, or -errno. Then the
