@@ -212,28 +212,28 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     SS_DEBUG("setsockopt fd %d: SO_VMA_* option %d is not there; the kernel answers it", fd,
              name);
-  // An offloaded connection's TCP options: the kernel socket checks the
-  // value (its errno) and keeps it for getsockopt, the stack acts on it.
+  // The TCP options of a socket of ours: the kernel socket checks the
+  // value (its errno) and keeps it for getsockopt; an offloaded connection
+  // acts on it, a listener of the rings gives it to what it accepts next.
   ss::net::tcp::Option o;
   int64_t v;
-  if (vp::tcp_option_of(level, name, 0, &o, &v))
-    if (const auto s = tcp_record(fd)) {
+  if (vp::tcp_option_of(-1, level, name, 0, &o, &v) &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+    if (const auto rec = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel)) {
       const int r = real().setsockopt(fd, level, name, val, len);
       int given;
       if (r == 0 && len >= sizeof given) {  // the kernel read it: readable
         std::memcpy(&given, val, sizeof given);
-        vp::tcp_option_of(level, name, given, &o, &v);
+        if (o == ss::net::tcp::Option::kSndBuf) rec->sndbuf_set.store(true, std::memory_order_relaxed);
+        vp::tcp_option_of(fd, level, name, given, &o, &v);
         vp::edge_call([&] {
-          s.t->set_option(o, v);
+          if (const auto s = tcp_record(fd))
+            s.t->set_option(o, v);
+          else if (vp::TcpListen* l = rec->listening())
+            l->set_option(o, v);
           return 0;
         });
       }
-      return r;
-    }
-  if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE))
-    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel)) {
-      const int r = real().setsockopt(fd, level, name, val, len);
-      if (r == 0) s->sndbuf_set.store(true, std::memory_order_relaxed);
       return r;
     }
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&

@@ -289,4 +289,8 @@ void TcpListen::after_wait(const WaitTarget& armed) {
   }
 }
 
+void TcpListen::set_option(net::tcp::Option o, int64_t value) {
+  for (const Leg& l : legs_) l.rings->tcp->set_option(l.sock, o, value);
+}
+
 }  // namespace ss::vma::preload

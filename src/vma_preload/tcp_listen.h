@@ -41,6 +41,9 @@ class TcpListen {
   uint64_t arrivals();
   WaitTarget wait_target(int fd, short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed);
+  // setsockopt on the listener after listen: the connections it accepts
+  // from now take it, as Linux's accepted sockets take the listener's.
+  void set_option(net::tcp::Option o, int64_t value);
 
  private:
   struct Leg {

@@ -160,10 +160,18 @@ const KernelTcp& kernel_tcp() {
 struct OptionRow {
   int level, name;
   net::tcp::Option o;
-  int64_t unit;  // the program's unit in microseconds; 0: a flag
+  // The program's unit in microseconds; 0: a flag; kKernelKeeps: the
+  // value is what the kernel socket keeps (SO_RCVBUF and SO_SNDBUF:
+  // doubled and bounded), read back from it under `kept`.
+  int64_t unit;
+  int kept = 0;
 };
-constexpr int64_t kSecondUs = 1'000'000, kMilliUs = 1000;
+constexpr int64_t kSecondUs = 1'000'000, kMilliUs = 1000, kKernelKeeps = -1;
 constexpr OptionRow kOptionRows[] = {
+    {SOL_SOCKET, SO_RCVBUF, net::tcp::Option::kRcvBuf, kKernelKeeps, SO_RCVBUF},
+    {SOL_SOCKET, SO_RCVBUFFORCE, net::tcp::Option::kRcvBuf, kKernelKeeps, SO_RCVBUF},
+    {SOL_SOCKET, SO_SNDBUF, net::tcp::Option::kSndBuf, kKernelKeeps, SO_SNDBUF},
+    {SOL_SOCKET, SO_SNDBUFFORCE, net::tcp::Option::kSndBuf, kKernelKeeps, SO_SNDBUF},
     {IPPROTO_TCP, TCP_NODELAY, net::tcp::Option::kNodelay, 0},
     {IPPROTO_TCP, TCP_CORK, net::tcp::Option::kCork, 0},
     {IPPROTO_TCP, TCP_QUICKACK, net::tcp::Option::kQuickack, 0},
@@ -174,14 +182,19 @@ constexpr OptionRow kOptionRows[] = {
     {IPPROTO_TCP, TCP_USER_TIMEOUT, net::tcp::Option::kUserTimeout, kMilliUs},
 };
 
-int64_t option_value(const OptionRow& r, int v) { return r.unit ? int64_t{v} * r.unit : v != 0; }
+int64_t option_value(const OptionRow& r, int v) {
+  return r.unit == kKernelKeeps ? v : r.unit ? int64_t{v} * r.unit : v != 0;
+}
 
 // f(row, value) for each option the kernel socket fd keeps (what the
-// program set, or Linux's default), TCP_QUICKACK (a passing state) aside.
+// program set, or Linux's default), TCP_QUICKACK (a passing state) and
+// the buffers (setting what the kernel keeps would double it; tcp_config_of
+// reads them) aside.
 template <class F>
 void each_kept_option(int fd, const F& f) {
   for (const OptionRow& r : kOptionRows)
-    if (const int v = r.name == TCP_QUICKACK ? -1 : sock_int(fd, r.level, r.name); v >= 0) f(r, v);
+    if (r.name != TCP_QUICKACK && r.unit != kKernelKeeps)
+      if (const int v = sock_int(fd, r.level, r.name); v >= 0) f(r, v);
 }
 
 }  // namespace
@@ -197,7 +210,7 @@ net::tcp::Config tcp_config_of(int fd) {
   if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
     cfg.snd_buf = static_cast<uint32_t>(sb);
   const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
-  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = k.wmem_max;
+  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = k.wmem_max;  // autotuned
   each_kept_option(fd, [&](const OptionRow& r, int v) {
     net::tcp::set_option(&cfg, r.o, option_value(r, v));
   });
@@ -218,11 +231,11 @@ net::tcp::Config tcp_config_of(int fd) {
   return cfg;
 }
 
-bool tcp_option_of(int level, int name, int v, net::tcp::Option* o, int64_t* value) {
+bool tcp_option_of(int fd, int level, int name, int v, net::tcp::Option* o, int64_t* value) {
   for (const OptionRow& r : kOptionRows)
     if (r.level == level && r.name == name) {
       *o = r.o;
-      *value = option_value(r, v);
+      *value = option_value(r, r.kept && fd >= 0 ? sock_int(fd, r.level, r.kept) : v);
       return true;
     }
   return false;

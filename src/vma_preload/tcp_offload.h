@@ -54,12 +54,14 @@ inline int ms_until(uint64_t due_us, uint64_t now_us) {
 // The shorter of two sleeps (-1: unbounded).
 inline int shorter_ms(int a, int b) { return a < 0 ? b : b < 0 ? a : (a < b ? a : b); }
 // What fd's options say of its connections: SO_RCVBUF and SO_SNDBUF (the
-// windows), TCP_NODELAY, TCP_CORK, SO_KEEPALIVE and its times,
-// TCP_USER_TIMEOUT, and VMA_MSS.
+// windows; SO_SNDBUF set by the program turns autotuning off), TCP_NODELAY,
+// TCP_CORK, SO_KEEPALIVE and its times, TCP_USER_TIMEOUT, and VMA_MSS.
 net::tcp::Config tcp_config_of(int fd);
 // A TCP option setsockopt sets on a connection (level, name and the
 // program's int) as the stack's Option and value; false for any other.
-bool tcp_option_of(int level, int name, int v, net::tcp::Option* o, int64_t* value);
+// fd (>= 0): the kernel socket that took the value, for the options whose
+// value is what the kernel keeps (SO_RCVBUF, SO_SNDBUF).
+bool tcp_option_of(int fd, int level, int name, int v, net::tcp::Option* o, int64_t* value);
 // Those options from one kernel socket to another: an accepted
 // connection's new socket takes its listener's, as Linux's do.
 void copy_tcp_options(int from, int to);

@@ -21,7 +21,8 @@
 #      the descriptor carries the connection after the first is closed;
 #      sendfile(2) sends a file's bytes through the connection; after a
 #      non-blocking connect completes, connect gives 0 once, then EISCONN;
-#      a connect after a refused one connects anew, as Linux's.
+#      a connect after a refused one connects anew, as Linux's;
+#      SO_SNDBUF and SO_RCVBUF set on the open connection take effect.
 #      tests/ext/vma_tcp_linger.py: SO_LINGER {1, 0} resets, {1, T} holds
 #      the close until the peer acknowledged everything.
 #      tests/ext/vma_tcp_faults.py: Linux's end killed while we are blocked
@@ -154,16 +155,16 @@ ours || bad=1
 check "VMA_TCP_TIMESTAMP_OPTION=1 (with CC_ALGO, NODELAY, QUICKACK set): timestamps agreed, echoed" $bad
 
 # (b2) socket semantics of an offloaded connection (vma_tcp_cases.py).
-ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 6 >"$T/echo" 2>&1 &
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 7 >"$T/echo" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
 in_a 1 python3 "$here/vma_tcp_cases.py" "$IP4B" 7002
 ok=$?
 bad=0
 [ $ok = 0 ] || { echo "  cases: $(tail -3 "$T/err")"; bad=1; }
-for c in shut_rd port_held dup sendfile connect_again connect_retry; do has "$T/out" "^ok $c" || bad=1; done
+for c in shut_rd port_held dup sendfile connect_again connect_retry buffers; do has "$T/out" "^ok $c" || bad=1; done
 ours || bad=1
-check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection; sendfile; connect after a non-blocking one; connect after a refused one" $bad
+check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection; sendfile; connect after a non-blocking one; connect after a refused one; SO_SNDBUF set on the open connection ($(grep -o "^ok buffers.*" "$T/out"))" $bad
 
 # (b3) SO_LINGER (vma_tcp_linger.py): {1, 0} resets, {1, T} holds the
 # close until the peer has it all.

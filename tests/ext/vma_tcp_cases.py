@@ -1,6 +1,6 @@
 """vma_tcp.sh's socket-semantics cases for an offloaded connection, against
-the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT=6
-connections. Prints one "ok CASE" line per case that behaves as Linux's
+the echo server (vma_tcp_echo.py) at HOST PORT, which serves COUNT
+connections (7). Prints one "ok CASE" line per case that behaves as Linux's
 TCP does, or exits non-zero saying which did not:
   shut_rd: a thread blocked in recv returns b"" when another thread calls
     shutdown(SHUT_RD) (the peer says nothing);
@@ -16,7 +16,10 @@ TCP does, or exits non-zero saying which did not:
     ECONNREFUSED, and the next on the same socket connects to the echo
     server; non-blocking and refused: EINPROGRESS, SO_ERROR ECONNREFUSED,
     connect ECONNABORTED (the error taken), then a new attempt:
-    EINPROGRESS, ECONNREFUSED (Linux's answers)."""
+    EINPROGRESS, ECONNREFUSED (Linux's answers);
+  buffers: SO_SNDBUF and SO_RCVBUF set on the open connection read back
+    doubled; SO_SNDBUF set small, one non-blocking send of 1 MB takes part
+    of it, set to 1 MB it takes it whole (the send buffer grew at once)."""
 import errno
 import os
 import select
@@ -129,3 +132,37 @@ if got != want:
     sys.exit("connect retry, non-blocking: gave %s" % ", ".join(errno.errorcode.get(e, str(e)) for e in got))
 c.close()
 print("ok connect_retry", flush=True)
+
+# SO_SNDBUF and SO_RCVBUF on the open connection, as Linux's: the kernel
+# keeps twice the value, and the send buffer holds no more than that.
+c = socket.create_connection((host, port), timeout=10)
+c.sendall(b"x")
+if c.recv(1) != b"x":
+    sys.exit("buffers: no echo")
+c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+kept = c.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+rkept = c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+c.setblocking(False)
+blob = bytes(1 << 20)
+small = c.send(blob)
+c.setblocking(True)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+back = bytearray()
+r = threading.Thread(target=lambda: [back.extend(d) for d in iter(lambda: c.recv(65536), b"")])
+r.start()
+time.sleep(0.2)  # the small buffer drains into the echo
+c.setblocking(False)
+try:
+    large = c.send(blob)
+except BlockingIOError:
+    large = 0
+c.setblocking(True)
+c.sendall(blob[large:])
+c.shutdown(socket.SHUT_WR)
+r.join(20)
+if kept != 8192 or rkept != 131072 or not 0 < small < len(blob) or large != len(blob) or \
+        len(back) != small + len(blob):
+    sys.exit("buffers: kept %d/%d, sent %d then %d, echoed %d" % (kept, rkept, small, large, len(back)))
+c.close()
+print("ok buffers %d %d" % (small, large), flush=True)
