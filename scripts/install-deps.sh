@@ -7,7 +7,7 @@ pkgs=(
   libibverbs-dev librdmacm-dev liburcu-dev libmnl-dev libsodium-dev
   libxdp-dev libbpf-dev bpftool ethtool
   googletest libgtest-dev libbenchmark-dev
-  rdmacm-utils iproute2 nftables procps python3 socat curl strace
+  rdmacm-utils iproute2 nftables procps python3 python3-scapy socat curl strace
   iperf3 redis-server redis-tools sockperf
   memcached libmemcached-tools nginx-light apache2-utils wrk postgresql
 )

@@ -60,7 +60,8 @@ EXTRA_DIST += tests/ext/vma_xtreme_prog.c
 EXTRA_DIST += tests/ext/vma_calls.c
 # Run by vma_tcp.sh.
 EXTRA_DIST += tests/ext/vma_tcp_client.py tests/ext/vma_tcp_echo.py tests/ext/vma_tcp_forking.py tests/ext/vma_tcp_cases.py \
-	tests/ext/vma_tcp_linger.py tests/ext/vma_tcp_faults.py tests/ext/vma_tcp_scale.py
+	tests/ext/vma_tcp_linger.py tests/ext/vma_tcp_faults.py tests/ext/vma_tcp_scale.py \
+	tests/ext/vma_tcp_crafted.py
 # Compiled by vma_extras.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extras_prog.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on

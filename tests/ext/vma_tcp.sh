@@ -51,8 +51,9 @@
 #      (a backend forked per connection) serves pgbench from B.
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
+#  (i) crafted segments from B (python3-scapy) against a server in A.
 # Its minutes: about 45 s of a run, and the 60 s of (h)'s cycles plus
-# about 15 s of its other cases.
+# about 15 s of its other cases, and 10 s of (i).
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
 set -u
@@ -533,6 +534,33 @@ if command -v nginx >/dev/null; then
   check "nginx under libvma.so: its workers' listener back to the kernel, 20 MB served intact" $bad
 else
   echo "SKIP: $name: nginx not found (the nginx case)"
+fi
+
+# (i) crafted segments (tests/ext/vma_tcp_crafted.py, Debian's
+# python3-scapy in B, its frames through a packet socket; B's kernel's
+# RSTs to the port dropped): data, RST and SYN outside or inside the
+# window, overlapping data, a bad checksum, a truncated option, an old
+# timestamp, MSS 1, a zero window, against Python's echo server in A on
+# the rings (timestamps on). Each answered as Linux answers it (the same
+# script passes against A's kernel), A's kernel moving no segment.
+if /usr/bin/python3 -c "import scapy" 2>/dev/null && command -v nft >/dev/null; then
+  printf 'table inet sscraft {\n  chain out { type filter hook output priority 0; tcp dport 7104 tcp flags rst drop; }\n}\n' |
+    ip netns exec "$Z" nft -f - || echo "  nft refused the rule"
+  in_a_bg env VMA_TCP_TIMESTAMP_OPTION=1 python3 "$here/vma_tcp_scale.py" serve "$IP4" 7104
+  listening 7104
+  bad=0
+  amac=$(ip -n "$A" -br link show ta | awk '{print $3}')
+  ip netns exec "$Z" timeout 90 /usr/bin/python3 "$here/vma_tcp_crafted.py" tb "$IP4B" "$IP4" "$amac" 7104 \
+    >"$T/cr" 2>&1 || { echo "  $(tail -3 "$T/cr")"; bad=1; }
+  for c in echo window_data window_rst blind_rst blind_syn overlap checksum options paws tiny_mss zero_window; do
+    has "$T/cr" "^ok $c" || bad=1
+  done
+  stop_a_bg
+  segs=$(($(kernel_tcp) - seg0))
+  [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+  check "crafted segments from B against a server on the rings, answered as Linux's: $(grep -c '^ok' "$T/cr") cases ($(grep -o '^ok options.*\|^ok tiny_mss.*' "$T/cr" | tr '\n' ' '))" $bad
+else
+  echo "SKIP: $name: python3-scapy (Debian's /usr/bin/python3) or nft not found (the crafted segments case)"
 fi
 
 # (h) scale (tests/ext/vma_tcp_scale.py): 10 000 connections open at once
