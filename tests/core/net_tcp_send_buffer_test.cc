@@ -57,5 +57,31 @@ TEST(TcpSentLog, RetransmissionAndSackFindTheirEntries) {
   EXPECT_EQ(newest.seq, base + 702 * 100);
 }
 
+// SO_SNDBUF set lower keeps what is held and takes nothing more until it
+// drains below; TIME-WAIT's release lets the ring go and keeps its size,
+// and a buffer grown again after it works.
+TEST(TcpSendBuffer, ResizedAndReleased) {
+  SendBuffer b(8);
+  const uint8_t data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(b.append(data), 8u);
+  ASSERT_TRUE(b.resize(4));
+  EXPECT_EQ(b.capacity(), 4u);
+  EXPECT_EQ(b.space(), 0u);
+  b.consume(6);
+  EXPECT_EQ(b.space(), 2u);
+  uint8_t out[2] = {};
+  b.copy_out(0, 2, out);
+  EXPECT_EQ(out[0], 7);
+  EXPECT_EQ(out[1], 8);
+  b.consume(2);
+  b.release();
+  EXPECT_EQ(b.capacity(), 4u);
+  EXPECT_LE(b.space(), 1u);
+  ASSERT_TRUE(b.resize(16));
+  EXPECT_EQ(b.append(data), 8u);
+  b.copy_out(7, 1, out);
+  EXPECT_EQ(out[0], 8);
+}
+
 }  // namespace
 }  // namespace ss::net::tcp

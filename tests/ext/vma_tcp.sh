@@ -622,7 +622,7 @@ segs=$(($(kernel_tcp) - seg0))
 has "$T/out" "^churned [0-9]+ in .* failed 0 " || { echo "  A: $(grep -v INFO "$T/out" "$T/err" | tail -3)"; bad=1; }
 has "$T/cl" "^churned [0-9]+ in .* failed 0 " || { echo "  B: $(tail -3 "$T/cl")"; bad=1; }
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
-check "connect, echo, close for ${scale_s} s each way on the rings, at most 1000/s: A $(grep -o "^churned.*/s" "$T/out"), B $(grep -o "^churned.*/s" "$T/cl")" $bad
+check "connect, echo, close for ${scale_s} s each way on the rings, at most 1000/s: A $(grep -o "^churned.*/s" "$T/out") (its RSS $(grep -o "+[0-9]* KiB" "$T/out") with B's connections in TIME-WAIT), B $(grep -o "^churned.*/s" "$T/cl")" $bad
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

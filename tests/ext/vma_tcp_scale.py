@@ -15,7 +15,7 @@
                         connect, echo 8 bytes, close, again and again for
                         SECS seconds, at most RATE a second and 64 under way
                         at once; prints "churned N in S s, R/s, failed F
-                        (errnos)"; with LHOST LPORT it serves there too
+                        (errnos), RSS +K KiB"; with LHOST LPORT it serves there too
                         (a thread; "first"), "ready" once listening, and
                         goes on serving after its count until SIGTERM
 """
@@ -197,12 +197,12 @@ def main():
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])  # the threads' too
             lst = listener(sys.argv[6], int(sys.argv[7]))
             threading.Thread(target=serve, args=(lst, True), daemon=True).start()
-        t0 = time.monotonic()
+        t0, rss0 = time.monotonic(), rss_kib()
         done, failed, _ = run(host, port, 1 << 62, t0 + secs, 64, False, rate)
         took = time.monotonic() - t0
         bad = sum(failed.values())
         print(f"churned {done} in {took:.1f} s, {done / took:.0f}/s, failed {bad} "
-              f"{sorted(failed.items())}", flush=True)
+              f"{sorted(failed.items())}, RSS +{rss_kib() - rss0} KiB", flush=True)
         if len(sys.argv) > 7:
             signal.sigwait([signal.SIGTERM])
         return 0 if done and not bad else 1

@@ -335,6 +335,12 @@ void Connection::enter_time_wait(uint64_t now) {
     timers_->cancel(t);
   }
   arm(&wait_timer_, now + 2 * cfg_.msl_us);
+  // Everything we sent is acknowledged: the send side's memory goes (a
+  // busy server holds tens of thousands of connections here).
+  if (sndq_.size() == 0) {
+    sndq_.release();
+    log_ = SentLog();
+  }
 }
 
 void Connection::fail(int err) {

@@ -49,6 +49,13 @@ bool SendBuffer::grow(size_t capacity) {
   return true;
 }
 
+void SendBuffer::release() {
+  if (size_) return;
+  ring_.reset(new uint8_t[1]);
+  cap_ = 1;
+  head_ = 0;
+}
+
 bool SendBuffer::resize(size_t capacity) {
   if (capacity >= max_) return grow(capacity);
   max_ = std::max<size_t>(capacity, 1);

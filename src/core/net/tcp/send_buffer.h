@@ -3,6 +3,7 @@
 // segment copies its data out of it once, into the frame it goes in;
 // retransmissions copy the same bytes again until they are acknowledged.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,8 +27,14 @@ class SendBuffer {
   // SO_SNDBUF set anew: more grows as grow(); less takes nothing more
   // until what is held drains below it (nothing held is dropped).
   bool resize(size_t capacity);
+  // Nothing held and nothing more to come (TIME-WAIT): the ring's memory
+  // goes; capacity() still says what the buffer was.
+  void release();
   size_t size() const { return size_; }
-  size_t space() const { return size_ < max_ ? max_ - size_ : 0; }
+  size_t space() const {
+    const size_t room = std::min(max_, cap_);
+    return size_ < room ? room - size_ : 0;
+  }
   size_t capacity() const { return max_; }
 
  private:
