@@ -59,7 +59,9 @@ bool SpinLimit::go_on(clock::time_point now) {
     stopped_ = now < t_no_spin_until;
     if (!stopped_) {
       counted_ = true;
-      stopped_ = spinners_join() > process_cores();
+      // One core at least is left to everything else (the peer, the
+      // kernel's softirqs, other programs): spinners fill the rest.
+      stopped_ = spinners_join() >= process_cores();
       switches_ = involuntary_switches();
     }
   } else if (now - last_ > kPreempted) {

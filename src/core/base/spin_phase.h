@@ -14,9 +14,10 @@ namespace ss {
 // preempted (two looks further apart than kPreempted, and the kernel
 // counted an involuntary switch of the thread meanwhile: another runnable
 // thread wanted the core, maybe the one that would answer; the thread's
-// next waits then sleep at once for a while), nor while more of the
-// process's threads spin than it may run on cores. A spinner that
-// starves what it waits for makes the wait longer, not shorter.
+// next waits then sleep at once for a while), nor while as many of the
+// process's threads spin as it may run on cores (one core is left to the
+// rest: its peer, the kernel's softirqs). A spinner that starves what it
+// waits for makes the wait longer, not shorter.
 class SpinLimit {
  public:
   using clock = std::chrono::steady_clock;
