@@ -148,7 +148,7 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     }
     pollfd k{fd, POLLIN, 0};
     if (real().poll(&k, 1, 0) == 1 || nb) return real().accept4(fd, addr, len, flags);
-    // Asleep on the kernel listener, the rings and every leg's kick.
+    // Asleep on the kernel listener, the rings and the legs' kick (this thread's eventfd).
     fds.assign(1, k);
     NetdevRings* last = nullptr;
     uint64_t due = UINT64_MAX, now = 0;
@@ -158,12 +158,14 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       due = std::min(due, l.rings->tcp->next_due());
       now = l.rings->tcp->now();
     }
-    const size_t first_kick = fds.size();
+    const size_t kick_at = fds.size();
+    std::vector<bool> joined(legs_.size());
     bool unkicked = false;
-    for (const Leg& l : legs_) {
-      const int kick = l.rings->tcp->join_waiters(l.sock);
-      fds.push_back({kick, POLLIN, 0});  // -1 (out of descriptors): poll skips it
+    for (size_t i = 0; i < legs_.size(); i++) {
+      const int kick = legs_[i].rings->tcp->join_waiters(legs_[i].sock);
+      joined[i] = kick >= 0;
       unkicked = unkicked || kick < 0;
+      if (fds.size() == kick_at && kick >= 0) fds.push_back({kick, POLLIN, 0});  // the thread's one
     }
     int ms = -1;
     if (timeout >= 0) {
@@ -176,9 +178,9 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     bool ready = false;
     for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
     const int rc = ready ? 0 : interruptible_poll(fds.data(), fds.size(), ms, timeout < 0);
+    const bool kicked = fds.size() > kick_at && (fds[kick_at].revents & POLLIN);
     for (size_t i = 0; i < legs_.size(); i++)
-      if (fds[first_kick + i].fd >= 0)
-        legs_[i].rings->tcp->leave_waiters(legs_[i].sock, fds[first_kick + i].revents & POLLIN);
+      if (joined[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
     if (rc == -EINTR) {
       errno = EINTR;
       return -1;
@@ -241,7 +243,9 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
     if (*sleep_ms < 0 || *sleep_ms > 10) *sleep_ms = 10;
     return WaitTarget{WaitTarget::kTimeOnly};
   }
-  // The legs this sleep joined, handed back to after_wait through the tag.
+  // The legs this sleep joined, handed back to after_wait through the tag;
+  // their kicks are this thread's one eventfd (kick.h), polled beside the
+  // set, never in it: the set is every sleeping thread's.
   auto joined = std::make_unique<std::vector<uint8_t>>(legs_.size(), 0);
   bool unkicked = false;
   for (size_t i = 0; i < legs_.size(); i++) {
@@ -251,11 +255,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
       continue;
     }
     (*joined)[i] = 1;
-    if (std::find(wait_kicks_.begin(), wait_kicks_.end(), kick) != wait_kicks_.end()) continue;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = kick;
-    if (real().epoll_ctl(set, EPOLL_CTL_ADD, kick, &ev) == 0) wait_kicks_.push_back(kick);
+    t.kick_fd = kick;
   }
   // Joined, then looked again: a handshake completed meanwhile kicked nobody.
   bool ready = false;
@@ -281,12 +281,10 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
 void TcpListen::after_wait(const WaitTarget& armed) {
   if (!armed.tag) return;  // the kernel socket's target
   std::unique_ptr<std::vector<uint8_t>> joined(reinterpret_cast<std::vector<uint8_t>*>(armed.tag));
-  for (size_t i = 0; i < legs_.size(); i++) {
-    if (!(*joined)[i]) continue;
-    pollfd p{legs_[i].rings->tcp->waiters_fd(legs_[i].sock), POLLIN, 0};
-    const bool kicked = p.fd >= 0 && real().poll(&p, 1, 0) == 1;
-    legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
-  }
+  pollfd p{armed.kick_fd, POLLIN, 0};
+  const bool kicked = p.fd >= 0 && real().poll(&p, 1, 0) == 1;
+  for (size_t i = 0; i < legs_.size(); i++)
+    if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
 }
 
 void TcpListen::set_option(net::tcp::Option o, int64_t value) {

@@ -55,16 +55,15 @@ class TcpListen {
   // socket with fd's options), or -EAGAIN.
   int take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len);
   void progress();
-  // The wait set (made at the first sleep): the kernel socket, every
-  // netdev's rings and every leg's kick. -1 when it cannot be made.
+  // The wait set (made at the first sleep): the kernel socket and every
+  // netdev's rings. -1 when it cannot be made.
   int wait_set(int fd);
 
   const int family_;
   std::vector<Leg> legs_;
   size_t next_leg_ = 0;  // mu_: the leg the next take starts at
   std::mutex mu_;
-  int wait_fd_ = -1;              // mu_
-  std::vector<int> wait_kicks_;   // mu_: the kick fds in the set
+  int wait_fd_ = -1;  // mu_
 };
 
 }  // namespace ss::vma::preload

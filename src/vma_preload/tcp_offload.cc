@@ -360,6 +360,7 @@ TcpOffload::~TcpOffload() {
   std::function<void()> freed;
   if (hold >= 0) freed = [hold] { release_port(hold); };
   if (moved()) {  // the kernel's connection holds the port
+    release_port(hold);  // made by a close the hand-over overtook
     rings_->tcp->close(sock_);
     return;
   }

@@ -184,8 +184,8 @@ void UdpOffload::ring_fds(std::vector<pollfd>* fds) const {
 int UdpOffload::wait(int timeout_ms, bool restartable) {
   const WaitTarget t = wait_target(POLLIN, &timeout_ms);
   if (t.fd < 0) return 0;  // a datagram is there
-  pollfd p{t.fd, t.events, 0};
-  const int r = interruptible_poll(&p, 1, timeout_ms, restartable);
+  pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};  // -1: poll skips it
+  const int r = interruptible_poll(p, 2, timeout_ms, restartable);
   after_wait(t);
   return r == -EINTR ? -EINTR : 0;
 }

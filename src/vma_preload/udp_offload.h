@@ -69,9 +69,10 @@ class UdpOffload {
   // (KernelSocket's Pollable) and a blocking receive. One sleep for
   // `events` (POLLIN, with or without POLLOUT; none: an edge-triggered
   // epoll member waiting for its next datagram): a target on the socket's
-  // wait set, an epoll fd holding the kernel socket, every ring's wake-up
-  // and every endpoint's kick (a datagram another thread's poll of the
-  // rings queued for us); kReady when a datagram is there now. `*sleep_ms`
+  // wait set, an epoll fd holding the kernel socket and every ring's
+  // wake-up, and the endpoints' kick (the sleeping thread's eventfd: a
+  // datagram another thread's poll of the rings queued for us); kReady
+  // when a datagram is there now. `*sleep_ms`
   // is cut when a piece of the set could not be made (out of descriptors).
   WaitTarget wait_target(short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed);
@@ -121,7 +122,6 @@ class UdpOffload {
   // The wait set (udp_offload_wait.cc), made at the first sleep.
   std::mutex wait_mu_;
   int wait_fd_ = -1;                      // wait_mu_
-  std::vector<int> wait_kicks_;           // wait_mu_: each leg's kick fd in the set, or -1
   int pollout_sleepers_ = 0;              // wait_mu_: the kernel socket watched for POLLOUT too
   std::atomic<uint64_t> last_arrivals_{0};  // what arrivals() last answered
 };

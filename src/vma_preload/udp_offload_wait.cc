@@ -1,10 +1,11 @@
 // Sleeping on an offloaded UDP socket: its wait set is one epoll fd (as
 // librsocket's datagram sockets keep one) holding the kernel socket (for
-// POLLIN; POLLOUT too while a sleeper wants it), every rx ring's wake-up
-// (an AF_XDP socket is readable while its rx ring holds frames) and each
-// endpoint's kick. A sleep is one poll(2) of that fd, so poll, select and
-// epoll (which nest it in their own sleep) and a blocking receive all wake
-// when a frame arrives, and sleep for good otherwise.
+// POLLIN; POLLOUT too while a sleeper wants it) and every rx ring's
+// wake-up (an AF_XDP socket is readable while its rx ring holds frames);
+// beside it the endpoints' kick, the sleeping thread's eventfd. A sleep
+// polls the two, so poll, select and epoll (which nest them in their own
+// sleep) and a blocking receive all wake when a frame arrives, and sleep
+// for good otherwise.
 //
 // The kick covers what the rings cannot say: another thread's poll of a
 // ring (for a socket of its own) may queue our datagram and leave the ring
@@ -69,17 +70,11 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
         for (const pollfd& r : rings)
           if (!add(ep, r.fd, static_cast<uint16_t>(r.events))) cut(sleep_ms);
         wait_fd_ = ep;
-        wait_kicks_.assign(legs_.size(), -1);
       } else if (ep >= 0) {
         real().close(ep);
       }
     }
     if (wait_fd_ >= 0) {
-      for (size_t i = 0; i < legs_.size(); i++)
-        if (kicks[i] >= 0 && wait_kicks_[i] < 0) {
-          if (add(wait_fd_, kicks[i], EPOLLIN)) wait_kicks_[i] = kicks[i];
-          else cut(sleep_ms);
-        }
       if (pollout && pollout_sleepers_++ == 0) {
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLOUT;
@@ -95,6 +90,10 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
       *sleep_ms = *sleep_ms < 0 ? 1 : std::min(*sleep_ms, 1);
     }
   }
+  // The kicks are this thread's one eventfd (kick.h), polled beside the
+  // set, never in it: the set is shared by every thread that sleeps here.
+  for (const int k : kicks)
+    if (k >= 0) t.kick_fd = k;
   t.tag = kArmed | joined | (pollout && t.fd != fd_ ? kPollOut : 0);
   // The rings emptied (a frame left there, ours or not, would keep the
   // sleep from starting), then the last look, now that a datagram queued
@@ -109,7 +108,6 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
 
 void UdpOffload::after_wait(const WaitTarget& armed) {
   if (!(armed.tag & kArmed)) return;
-  std::vector<pollfd> kicked;
   {
     std::lock_guard<std::mutex> lock(wait_mu_);
     if ((armed.tag & kPollOut) && --pollout_sleepers_ == 0) {
@@ -118,13 +116,11 @@ void UdpOffload::after_wait(const WaitTarget& armed) {
       ev.data.fd = fd_;
       real().epoll_ctl(wait_fd_, EPOLL_CTL_MOD, fd_, &ev);
     }
-    for (int k : wait_kicks_) kicked.push_back({k, POLLIN, 0});
   }
-  if (!kicked.empty() && real().poll(kicked.data(), kicked.size(), 0) < 0)
-    for (pollfd& k : kicked) k.revents = 0;
+  pollfd k{armed.kick_fd, POLLIN, 0};
+  const bool kicked = k.fd >= 0 && real().poll(&k, 1, 0) == 1;
   for (size_t i = 0; i < legs_.size() && i < kMaxKickedLegs; i++)
-    if (armed.tag & (uintptr_t{1} << i))
-      legs_[i].ep->leave_waiters(i < kicked.size() && (kicked[i].revents & POLLIN));
+    if (armed.tag & (uintptr_t{1} << i)) legs_[i].ep->leave_waiters(kicked);
 }
 
 void UdpOffload::poll_rings() {

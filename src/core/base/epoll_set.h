@@ -80,6 +80,9 @@ class EpollSet final : public Pollable {
   short readiness(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool kicked) override;
+  // In a fork child (one thread, no lock taken): the parent's sleepers on
+  // the set are not ours; a ctl here must not kick their eventfds.
+  void fork_child() override { kick_.fork_child(); }
 
  private:
   explicit EpollSet(int epfd) : epfd_(epfd) {}

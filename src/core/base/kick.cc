@@ -20,6 +20,7 @@ namespace ss {
 struct KickSleeper {
   int fd = -1;
   int joins = 0;                      // objects it waits on now
+  bool seen = false;                  // this sleep saw its eventfd readable
   std::atomic<bool> pending{false};  // kicked since its last drain
 };
 
@@ -31,6 +32,7 @@ struct ThreadSleeper {
     if (!s || s->joins > 0) return;
     if (s->fd >= 0) ::close(s->fd);
     delete s;
+    s = nullptr;
   }
 };
 
@@ -45,6 +47,7 @@ void sleeper_in_fork_child() {
   if (s->fd >= 0) own_close(s->fd);  // in a fork handler: not through a preload
   s->fd = -1;
   s->joins = 0;
+  s->seen = false;
   s->pending.store(false, std::memory_order_relaxed);
 }
 
@@ -70,17 +73,23 @@ int Kick::join() {
   return 0;
 }
 
-void Kick::leave(bool) {
+void Kick::leave(bool kicked) {
   KickSleeper* s = t_sleeper.s;
   if (!s) return;
   auto it = std::find(waiters_.begin(), waiters_.end(), s);
   if (it == waiters_.end()) return;
   *it = waiters_.back();
   waiters_.pop_back();
-  if (--s->joins == 0 && s->pending.exchange(false, std::memory_order_acq_rel)) {
+  s->seen = s->seen || kicked;
+  if (--s->joins > 0) return;
+  // A write that did not flag it (a fork child's copy of this object
+  // kicking us) is drained too once a sleep saw it.
+  const bool flagged = s->pending.exchange(false, std::memory_order_acq_rel);
+  if (flagged || s->seen) {
     uint64_t v;
     if (::read(s->fd, &v, sizeof v) < 0) { /* written and read already */ }
   }
+  s->seen = false;
 }
 
 int Kick::fd() const { return t_sleeper.s ? t_sleeper.s->fd : -1; }

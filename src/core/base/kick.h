@@ -38,8 +38,7 @@ class Kick {
   // cannot be made (EMFILE).
   SS_API int join();
   // The calling thread waits no more; the last object it leaves drains
-  // its eventfd (`kicked`, whether its sleep saw it readable, is the
-  // callers' to say and is not needed).
+  // its eventfd (kicked: its sleep saw it readable).
   SS_API void leave(bool kicked = false);
   // The calling thread's eventfd, once it joined (-1 before).
   SS_API int fd() const;

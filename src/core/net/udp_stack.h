@@ -139,8 +139,9 @@ class UdpEndpoint {
   // A sleep waiting for this endpoint's datagrams: another thread's poll
   // of the rings may queue one here and leave the ring empty, so the
   // sleeper also waits on this kick, which every datagram queued wakes.
-  // join_waiters: the kick's eventfd, counted as one more waiter (before
-  // the sleeper's last look), or -errno; leave_waiters after the sleep
+  // join_waiters: the calling thread's kick eventfd (kick.h), a waiter
+  // from now (before the sleeper's last look), or -errno; leave_waiters
+  // after the sleep
   // (`woken`: it saw the eventfd readable).
   SS_API int join_waiters();
   SS_API void leave_waiters(bool woken);

@@ -164,8 +164,10 @@ void Connection::prr_sent(uint32_t len) {
 // RFC 8985 §7.2: with SACK, a probe two RTTs after the last send turns a
 // lost tail into a SACK-visible loss instead of an RTO.
 void Connection::arm_probe(uint64_t now) {
-  if (!sack_ok_ || in_recovery_ || tlp_out_ || snd_max_ == snd_una_ || !rtt_.has_sample() ||
-      probe_timer_.armed()) {
+  // One probe episode at a time (RFC 8985 §7.2): a second would overwrite
+  // what the first may yet show.
+  if (!sack_ok_ || in_recovery_ || tlp_out_ || tlp_episode_ || snd_max_ == snd_una_ ||
+      !rtt_.has_sample() || probe_timer_.armed()) {
     return;
   }
   uint64_t pto = std::max(2 * rtt_.srtt_us(), kMinProbeUs);
@@ -198,16 +200,16 @@ void Connection::on_probe(uint64_t now) {
       snd_max_ = snd_nxt_;
     }
     tlp_retrans_ = false;
+    tlp_episode_ = true;
   } else {
     SentSegment& last = log_.entries().back();
-    if (!last.sacked) {
+    if (!last.sacked) {  // a SACKed tail: nothing sent, nothing to learn
       const bool fin = fin_queued_ && last.end == fin_seq_ + 1;
       const uint32_t last_len = last.end - last.seq - fin;
       send_segment(last.seq, last_len, retransmit_flags(last.seq, last_len, fin), now);
+      tlp_retrans_ = tlp_episode_ = true;
     }
-    tlp_retrans_ = true;
   }
-  tlp_episode_ = true;
   tlp_end_ = snd_nxt_;
   arm_retransmit(now);
 }

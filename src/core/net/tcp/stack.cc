@@ -353,11 +353,6 @@ int Stack::join_waiters(Socket* s) {
   return err < 0 ? err : s->waiters.fd();
 }
 
-int Stack::waiters_fd(Socket* s) {
-  std::lock_guard lock(mu_);
-  return s->waiters.fd();
-}
-
 void Stack::leave_waiters(Socket* s, bool woken) {
   std::lock_guard lock(mu_);
   s->waiters.leave(woken);

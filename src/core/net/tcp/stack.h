@@ -137,10 +137,10 @@ class Stack final : public SegmentInput {
 
   // A sleep waiting for the handle's events: another thread's input or
   // timers change them, and wake the handle's waiters. join_waiters: the
-  // kick's eventfd (counted as a waiter until leave_waiters), or -errno.
+  // calling thread's kick eventfd (kick.h; a waiter until leave_waiters),
+  // or -errno.
   SS_API int join_waiters(Socket* s);
   SS_API void leave_waiters(Socket* s, bool woken);
-  SS_API int waiters_fd(Socket* s);  // the kick's eventfd (-1: none made yet)
   // A count that moves with every change of the handle's state (edge-
   // triggered epoll).
   SS_API uint64_t changes(Socket* s);

@@ -100,6 +100,7 @@ void Connection::on_retransmit(uint64_t now) {
   in_recovery_ = recovery_rto_ = true;
   recovery_point_ = snd_max_;
   dupacks_ = 0;
+  tlp_episode_ = false;  // the RTO answered the loss: no second cut for it
   timers_->cancel(&probe_timer_);
   transmit(now);
   arm_retransmit(now);
