@@ -11,19 +11,24 @@
 # medians and their ratio printed. Twice: with veth's offloads as they
 # come (the kernel's TCP hands veth 64 KiB GSO segments and takes them
 # back coalesced by GRO; the rings carry frames of the MTU) and with TSO,
-# GSO and GRO off on both ends (both sides move the same frames). A run
-# under the preload whose A kernel moved 5 TCP segments or more is marked
-# NOT-OFFLOADED.
+# GSO and GRO off on both ends (both sides move the same frames); then
+# iperf3 both ways again with LOSS percent (default 1) of the segments
+# each way dropped at random in B (nftables numgen; netem is not in this
+# kernel), offloads off: goodput under loss, with A's kernel on reno
+# (what libvma.so's default, VMA_TCP_CC_ALGO=0, NewReno, is) and on its
+# namespace's default (BBR on Debian 12's kernel: not loss-based, random
+# loss does not shrink its window). A run under the preload whose A
+# kernel moved 5 TCP segments or more is marked NOT-OFFLOADED.
 #
 #   cd build && sudo bash ../bench/vma_tcp_tput.sh      (root: namespaces, XDP)
 set -u
 name=vma_tcp_tput.sh
-ROUNDS=${ROUNDS:-3} TIME=${IPERF_TIME:-3}
+ROUNDS=${ROUNDS:-3} TIME=${IPERF_TIME:-3} LOSS=${LOSS:-1}
 A=ss-bta-$$ Z=ss-btb-$$ IPA=10.219.0.1 IPB=10.219.0.2
 # Root and tools checked, $T, $LIB, clean-up, vma_pair and kernel_tcp
 # (exit 77: skipped).
 top_builddir=$(pwd) . "$(dirname "$0")/../tests/ext/vma_pair.sh"
-for p in iperf3 redis-server redis-benchmark python3; do
+for p in iperf3 redis-server redis-benchmark python3 nft; do
   command -v $p >/dev/null || skip "$p not found"
 done
 vma_pair "$A" "$Z" va vb "$IPA/24" "$IPB/24"
@@ -73,23 +78,46 @@ note() {
 }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 
+# One row: SETTING and "LABEL:FUNCTION:ARGUMENT", the kernel and the
+# preload in turn ROUNDS times, the medians and their ratio.
+row() {
+  local setting=$1 label fn arg k o unit ratio notes=""
+  IFS=: read -r label fn arg <<<"$2"
+  : >"$T/k" && : >"$T/o"
+  for _ in $(seq "$ROUNDS"); do
+    read -r v n < <($fn 0 $arg) && echo "$v" >>"$T/k"
+    read -r v n < <($fn 1 $arg) && echo "$v" >>"$T/o"
+    [ "$n" = ok ] || notes=NOT-OFFLOADED
+  done
+  k=$(median <"$T/k") o=$(median <"$T/o")
+  unit=Gbit/s
+  [ "$fn" = redis ] && unit=req/s
+  ratio=$(awk -v a="$o" -v b="$k" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
+  printf "%-22s %-10s %12s %12s %8s  %s\n" "$setting" "$label" "$k" "$o" "$ratio" "$unit ${notes}"
+}
+offloads() {
+  ip netns exec "$A" ethtool -K va tso $1 gso $1 gro $1 >/dev/null 2>&1
+  ip netns exec "$Z" ethtool -K vb tso $1 gso $1 gro $1 >/dev/null 2>&1
+}
+
 printf "TCP across veth (A -> B), %s rounds, medians; libvma.so's TCP against the kernel's\n" "$ROUNDS"
 printf "%-22s %-10s %12s %12s %8s  %s\n" "veth offloads" "test" "kernel" "libvma.so" "ratio" ""
 for offl in on off; do
-  ip netns exec "$A" ethtool -K va tso $offl gso $offl gro $offl >/dev/null 2>&1
-  ip netns exec "$Z" ethtool -K vb tso $offl gso $offl gro $offl >/dev/null 2>&1
-  for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R" "redis:redis:"; do
-    IFS=: read -r label fn arg <<<"$t"
-    : >"$T/k" && : >"$T/o" && notes=""
-    for _ in $(seq "$ROUNDS"); do
-      read -r v n < <($fn 0 $arg) && echo "$v" >>"$T/k"
-      read -r v n < <($fn 1 $arg) && echo "$v" >>"$T/o"
-      [ "$n" = ok ] || notes=NOT-OFFLOADED
-    done
-    k=$(median <"$T/k") o=$(median <"$T/o")
-    unit=Gbit/s
-    [ "$fn" = redis ] && unit=req/s
-    ratio=$(awk -v a="$o" -v b="$k" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
-    printf "%-22s %-10s %12s %12s %8s  %s\n" "TSO/GSO/GRO $offl" "$label" "$k" "$o" "$ratio" "$unit ${notes}"
-  done
+  offloads $offl
+  for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R" "redis:redis:"; do row "TSO/GSO/GRO $offl" "$t"; done
+done
+# Loss: B drops LOSS% of the iperf3 connection's segments each way.
+offloads off
+drop=$((LOSS * 10))  # of every 1000 segments
+ip netns exec "$Z" nft -f - <<EOF || skip "nft refused the loss rules"
+table inet ssloss {
+  chain in { type filter hook input priority 0; tcp dport 5201 numgen random mod 1000 < $drop drop; }
+  chain out { type filter hook output priority 0; tcp sport 5201 numgen random mod 1000 < $drop drop; }
+}
+EOF
+own_cc=$(ip netns exec "$A" sysctl -n net.ipv4.tcp_congestion_control)
+for cc in reno $own_cc; do
+  ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=$cc || continue
+  for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R"; do row "$LOSS% loss, kernel $cc" "$t"; done
+  [ "$own_cc" = reno ] && break
 done
