@@ -331,8 +331,10 @@ void Stack::set_option(Socket* s, Option o, int64_t value) {
   if (s->listener) s->listener->set_option(o, value);
   if (s->conn) {
     s->conn->set_option(o, value, clock_());
-    touch_locked(s->conn);  // a larger send buffer: a blocked send goes on
-    wake_touched_locked();
+    if (o == Option::kSndBuf) {  // a larger send buffer: a blocked send goes on
+      touch_locked(s->conn);
+      wake_touched_locked();
+    }
   }
   check_due_locked();  // a keepalive or cork timer
 }
