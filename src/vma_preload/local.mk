@@ -41,6 +41,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_offload_wait.cc \
 	src/vma_preload/tcp_offload.h \
 	src/vma_preload/tcp_offload.cc \
+	src/vma_preload/tcp_exit.cc \
 	src/vma_preload/port_holds.h \
 	src/vma_preload/port_holds.cc \
 	src/vma_preload/exec_hook.cc \

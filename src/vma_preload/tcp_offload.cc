@@ -43,10 +43,6 @@ using net::tcp::State;
 std::mutex g_mu;
 std::vector<NetdevRings*>& g_netdevs = *new std::vector<NetdevRings*>;  // g_mu
 
-std::vector<NetdevRings*> tcp_netdevs() {
-  std::lock_guard lock(g_mu);
-  return g_netdevs;
-}
 
 // Whether a frame waits on one of r's rings.
 bool rings_readable(NetdevRings* r) {
@@ -114,6 +110,11 @@ ServiceThread& service() {
 }  // namespace
 
 void tcp_wake_service() { service().wake(); }
+
+std::vector<NetdevRings*> tcp_netdevs() {
+  std::lock_guard lock(g_mu);
+  return g_netdevs;
+}
 
 void tcp_serve_netdev(NetdevRings* r) {
   bool added = false;

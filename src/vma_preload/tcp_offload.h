@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/base/pollable.h"
 #include "core/net/tcp/stack.h"
@@ -42,6 +43,8 @@ struct NetdevRings;
 // r's TCP stack has a connection or a listener: the vma-tcp thread reads
 // its rings and fires its timers from now on.
 void tcp_serve_netdev(NetdevRings* r);
+// The netdevs tcp_serve_netdev was given.
+std::vector<NetdevRings*> tcp_netdevs();
 // Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier
 // than its sleep was armed). Only signals: called under a stack's lock.
 void tcp_wake_service();

@@ -25,6 +25,8 @@
 #      SO_SNDBUF and SO_RCVBUF set on the open connection take effect.
 #      tests/ext/vma_tcp_linger.py: SO_LINGER {1, 0} resets, {1, T} holds
 #      the close until the peer acknowledged everything.
+#      A program's exit: a connection left open and one closed end as
+#      on the kernel (tests/ext/vma_tcp_linger.py exit).
 #      tests/ext/vma_tcp_faults.py: Linux's end killed while we are blocked
 #      in send or recv, or silenced under SO_KEEPALIVE or TCP_USER_TIMEOUT
 #      set on the open connection: the same answers as on A's kernel.
@@ -183,7 +185,26 @@ has "$T/sink" "^got 4000000 eof$" || bad=1
 [ $bad = 0 ] || echo "  Linux's end: $(grep got "$T/sink" | tr '\n' ' ')"
 check "SO_LINGER {1, 0}: the peer gets a reset, the port is free at once; {1, 20}: all 4 MB acknowledged before the process left" $bad
 
-# (b4) faults (vma_tcp_faults.py): Linux's end killed while we are
+# (b4) A program's exit (vma_tcp_linger.py exit): a connection it left
+# open with 4 MB sent, and one it closed, end as on the kernel while
+# Linux's end closes each half a second after the end of stream (the
+# exit waits for those FINs: else they meet A's kernel, which resets).
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_linger.py" server "$IP4B" 7007 2 0.5 >"$T/sink" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$T/sink" && break; sleep 0.1; done
+bad=0
+e0=$(kernel_tcp)
+in_a 1 python3 "$here/vma_tcp_linger.py" client "$IP4B" 7007 exit || { echo "  exit: $(tail -2 "$T/err")"; bad=1; }
+has "$T/out" "^leaving$" && ours || bad=1
+wait "${pids[-1]}"
+segs=$(($(kernel_tcp) - e0))  # a late FIN and the kernel's RST: 2
+[ "$segs" -lt 2 ] || { echo "  A's kernel moved $segs TCP segments once Linux's end closed"; bad=1; }
+has "$T/sink" "^got 4000000 eof$" || bad=1
+has "$T/sink" "^got 1000 eof$" || bad=1
+[ $bad = 0 ] || echo "  Linux's end: $(grep got "$T/sink" | tr '\n' ' ')"
+check "exit with a connection open (4 MB sent) and one closed: both delivered and ended, the peers' late FINs answered on the rings" $bad
+
+# (b5) faults (vma_tcp_faults.py): Linux's end killed while we are
 # blocked in send (a full window) or in recv; the answers of the call and
 # the next ones as the kernel's (the same program on A's kernel first).
 for case in send recv; do
@@ -606,6 +627,13 @@ has "$T/cl" "^held $scale_n failed 0" || bad=1
 # One descriptor a connection, as the kernel's (a sleep over them all
 # polls its thread's one eventfd).
 [ "$afds" -ge $scale_n ] && [ "$afds" -le $((scale_n + 100)) ] || { echo "  A's server had $afds descriptors"; bad=1; }
+# B's client closed them all: the server is killed once it closed its
+# ends (a kill takes its stack at once; B's FINs not yet acknowledged
+# would come again to A's kernel).
+for _ in $(seq 300); do
+  [ "$(ls "/proc/$apid/fd" 2>/dev/null | wc -l)" -lt 100 ] && break
+  sleep 0.1
+done
 stop_a_bg
 segs=$(($(kernel_tcp) - seg0))
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }

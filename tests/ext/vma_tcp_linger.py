@@ -1,17 +1,22 @@
-"""vma_tcp.sh's SO_LINGER cases.
-  server ADDR PORT COUNT: Linux's end: for each of COUNT connections,
-    reads until the end of stream, a reset or 10 s of silence and prints
-    "got N eof|reset|timeout".
+"""vma_tcp.sh's SO_LINGER cases, and a program's exit.
+  server ADDR PORT COUNT [SECS]: Linux's end: for each of COUNT
+    connections, reads until the end of stream, a reset or 10 s of
+    silence, prints "got N eof|reset|timeout" and closes SECS (0) later.
   client ADDR PORT rst: sends 1000 bytes, closes under SO_LINGER {1, 0}
     (a reset: no TIME-WAIT), then binds the connection's address and port
     again, which must work at once; prints "ok rst".
   client ADDR PORT timed: sends 4 MB, closes under SO_LINGER {1, 20} and
     leaves the process at once (os._exit): the close returned only once
-    the peer had acknowledged everything, so every byte arrives."""
+    the peer had acknowledged everything, so every byte arrives.
+  client ADDR PORT exit: sends 4 MB on a connection it leaves open
+    (detached: the process's exit closes it), then 1000 bytes on a second
+    that it closes, and exits at once (Python's own exit, its atexit and
+    the libraries' destructors): both arrive whole, and end."""
 import os
 import socket
 import struct
 import sys
+import time
 
 role, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if role == "server":
@@ -35,6 +40,7 @@ if role == "server":
         except socket.timeout:
             end = "timeout"
         print("got %d %s" % (n, end), flush=True)
+        time.sleep(float(sys.argv[5]) if len(sys.argv) > 5 else 0)
         c.close()
     sys.exit(0)
 
@@ -48,6 +54,15 @@ if sys.argv[4] == "rst":
     s.bind(local)  # no TIME-WAIT holds it: EADDRINUSE raises
     s.close()
     print("ok rst", flush=True)
+elif sys.argv[4] == "exit":
+    c.settimeout(None)
+    c.sendall(b"z" * 4000000)
+    c.detach()  # open until the process ends
+    d = socket.create_connection((addr, port), timeout=10)
+    d.sendall(b"w" * 1000)
+    d.close()
+    print("leaving", flush=True)
+    sys.exit(0)
 else:
     c.settimeout(None)
     c.sendall(b"y" * 4000000)

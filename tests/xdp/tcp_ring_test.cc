@@ -9,6 +9,7 @@
 // root: without it the binary exits 77 (skipped) and says why.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -139,17 +140,28 @@ class TcpRing : public sstest::RingRig {
     EXPECT_EQ(out, "") << "a's kernel has a TCP socket on port " << port;
   }
 
-  // Our client against a Linux echo server in b: `bytes` each way.
-  void client_to_linux(const char* ours, const char* peer, size_t bytes) {
-    const IpAddr peer_ip = IpAddr::parse(peer);
-    const int lfd = ns_->socket_in_b(SOCK_STREAM, peer_ip.family);
-    ASSERT_GE(lfd, 0);
+  // Linux's listener in b on peer:kLinuxPort, or -1.
+  int linux_listener(const char* peer) {
+    const IpAddr ip = IpAddr::parse(peer);
+    const int lfd = ns_->socket_in_b(SOCK_STREAM, ip.family);
+    if (lfd < 0) return -1;
     int one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_storage ss;
-    socklen_t len = peer_ip.to_sockaddr(kLinuxPort, 0, &ss);
-    ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&ss), len), 0);
-    ASSERT_EQ(listen(lfd, 4), 0);
+    const socklen_t len = ip.to_sockaddr(kLinuxPort, 0, &ss);
+    if (bind(lfd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(lfd, 4) != 0) {
+      ADD_FAILURE() << "Linux's listener on " << peer << ": " << strerror(errno);
+      close(lfd);
+      return -1;
+    }
+    return lfd;
+  }
+
+  // Our client against a Linux echo server in b: `bytes` each way.
+  void client_to_linux(const char* ours, const char* peer, size_t bytes) {
+    const IpAddr peer_ip = IpAddr::parse(peer);
+    const int lfd = linux_listener(peer);
+    ASSERT_GE(lfd, 0);
     std::atomic<size_t> echoed{0};
     std::thread echo([&] {  // Linux's end: echoes until our FIN, then closes
       const int c = accept(lfd, nullptr, nullptr);
@@ -248,13 +260,8 @@ TEST_F(TcpRing, OurClientTalksToLinuxOverIpv6) {
 // Linux sends under 1 in 1000 segments again (TCP_INFO's retransmits), so
 // nothing was dropped on our side (rings, fill, receive queue, window).
 TEST_F(TcpRing, BulkFromLinuxLosesNothingHere) {
-  const int lfd = ns_->socket_in_b(SOCK_STREAM);
+  const int lfd = linux_listener(NetnsPair::kIpB);
   ASSERT_GE(lfd, 0);
-  int one = 1;
-  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const sockaddr_in at = sstest::inet(NetnsPair::kIpB, kLinuxPort);
-  ASSERT_EQ(bind(lfd, reinterpret_cast<const sockaddr*>(&at), sizeof at), 0);
-  ASSERT_EQ(listen(lfd, 1), 0);
   constexpr size_t kBytes = 32 << 20;
   tcp_info info{};
   std::atomic<bool> sent{false};
@@ -550,6 +557,71 @@ TEST_F(TcpRing, LinuxClientTalksToOurListener) {
   EXPECT_TRUE(pump_until([&] { return tcp_->connections() == 0; })) << "LAST-ACK never ended";
   expect_no_kernel_socket(kOurPort);
   tcp_->close(l);
+}
+
+// The program's exit (close_at_exit): both connections it still holds
+// close as close() would, their handles kept (a send: EPIPE). Linux's end
+// reads each to the end of stream, then closes the first (ours goes to
+// TIME-WAIT) and keeps the second open: that one is what awaiting_peer
+// counts, and reset_awaiting_peer resets it (Linux's socket sees the
+// error). None of it reaches a's kernel.
+TEST_F(TcpRing, AtExitConnectionsCloseAndTheLateAreReset) {
+  const int lfd = linux_listener(NetnsPair::kIpB);
+  ASSERT_GE(lfd, 0);
+  constexpr size_t kBytes = 100 << 10;
+  std::atomic<int> ended{0};
+  std::atomic<size_t> got[2] = {0, 0};
+  short late_events = 0;
+  std::thread linux_end([&] {
+    int c[2] = {-1, -1};
+    for (int& fd : c) fd = accept(lfd, nullptr, nullptr);
+    char buf[65536];
+    ssize_t n;
+    for (int i = 0; i < 2; i++) {
+      if (c[i] < 0) continue;
+      const timeval bound{10, 0};
+      setsockopt(c[i], SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+      while ((n = read(c[i], buf, sizeof buf)) > 0) got[i] += static_cast<size_t>(n);
+      if (n == 0) ended++;
+    }
+    if (c[0] >= 0) close(c[0]);
+    if (c[1] < 0) return;
+    pollfd p{c[1], 0, 0};  // POLLERR and POLLHUP come unasked: the reset
+    if (poll(&p, 1, 10'000) > 0) late_events = p.revents;
+    close(c[1]);
+  });
+  resolve_neighbour(NetnsPair::kIpB);
+  Socket* s[2] = {nullptr, nullptr};
+  for (int i = 0; i < 2; i++) {
+    FourTuple t;
+    t.local = IpAddr::parse(NetnsPair::kIpA);
+    t.remote = IpAddr::parse(NetnsPair::kIpB);
+    t.local_port = static_cast<uint16_t>(kOurClientPort + i);
+    t.remote_port = kLinuxPort;
+    ToKernel why;
+    ASSERT_EQ(tcp_->connect(t, ss::net::tcp::Config{}, &s[i], &why), 0);
+    EXPECT_TRUE(pump_until([&] { return tcp_->state(s[i]) != State::kSynSent; }));
+    ASSERT_EQ(tcp_->state(s[i]), State::kEstablished);
+    send_all(s[i], pattern(kBytes, i));
+  }
+  tcp_->close_at_exit();
+  const uint8_t x = 0;
+  EXPECT_EQ(tcp_->send(s[0], {&x, 1}), -EPIPE);
+  EXPECT_TRUE(pump_until([&] { return ended == 2 && tcp_->awaiting_peer() == 1; }))
+      << "ended " << ended.load() << ", awaiting " << tcp_->awaiting_peer();
+  EXPECT_EQ(got[0].load(), kBytes);
+  EXPECT_EQ(got[1].load(), kBytes);
+  EXPECT_EQ(tcp_->state(s[0]), State::kTimeWait);
+  EXPECT_EQ(tcp_->state(s[1]), State::kFinWait2);
+  tcp_->reset_awaiting_peer();
+  EXPECT_EQ(tcp_->awaiting_peer(), 0u);
+  EXPECT_EQ(tcp_->state(s[1]), State::kClosed);
+  linux_end.join();
+  EXPECT_TRUE(late_events & POLLERR) << "Linux's end saw no reset: revents " << late_events;
+  expect_no_kernel_socket(kOurClientPort);
+  expect_no_kernel_socket(kOurClientPort + 1);
+  for (Socket* h : s) tcp_->close(h);
+  close(lfd);
 }
 
 }  // namespace

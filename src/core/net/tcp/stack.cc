@@ -655,6 +655,48 @@ StackCounters Stack::counters() const {
   return ctr_;
 }
 
+namespace {
+bool awaits_peer(State s) {
+  return s == State::kSynReceived || s == State::kFinWait1 || s == State::kFinWait2 ||
+         s == State::kClosing || s == State::kLastAck;
+}
+}  // namespace
+
+void Stack::close_at_exit() {
+  const Sending lock(this);
+  const uint64_t now = clock_();
+  for (auto& [s, sock] : sockets_)
+    if (s->conn) {
+      s->conn->close(now);
+      touch_locked(s->conn);
+    }
+  exit_waits_.clear();
+  for (auto& [c, o] : opens_)
+    if (awaits_peer(c->state())) exit_waits_.push_back(c);
+  wake_touched_locked();
+  check_due_locked();  // the FINs' retransmissions
+}
+
+size_t Stack::awaiting_peer() {
+  std::lock_guard lock(mu_);
+  std::erase_if(exit_waits_, [this](Connection* c) {
+    return !opens_.contains(c) || !awaits_peer(c->state());
+  });
+  return exit_waits_.size();
+}
+
+void Stack::reset_awaiting_peer() {
+  const Sending lock(this);
+  const uint64_t now = clock_();
+  for (Connection* c : exit_waits_)
+    if (opens_.contains(c) && awaits_peer(c->state())) {
+      c->abort(now);
+      maybe_done_.push_back(c);
+    }
+  exit_waits_.clear();
+  sweep_locked();
+}
+
 size_t Stack::connections() const {
   std::lock_guard lock(mu_);
   return table_.connections();

@@ -160,6 +160,15 @@ class Stack final : public SegmentInput {
   // Wakes the handle's waiters and moves its change count (the face
   // changed what the handle reports: shutdown(SHUT_RD)).
   SS_API void wake(Socket* s);
+  // The program's exit, which takes the stack with it where Linux's TCP
+  // would go on closing: close_at_exit closes every connection a handle
+  // still holds as close() would (the handles stay valid for threads
+  // still running); awaiting_peer counts the closed connections whose peer
+  // has yet to acknowledge our FIN or send its own; reset_awaiting_peer
+  // resets those (the wait for them ended).
+  SS_API void close_at_exit();
+  SS_API size_t awaiting_peer();
+  SS_API void reset_awaiting_peer();
   StackCounters counters() const;
   size_t connections() const;  // in the table, closing ones included
   uint64_t now() const { return clock_(); }
@@ -216,6 +225,7 @@ class Stack final : public SegmentInput {
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
   std::vector<Socket*> listeners_;      // those of sockets_ that listen
   std::vector<Connection*> maybe_done_;  // closed, changed since the last sweep
+  std::vector<Connection*> exit_waits_;  // close_at_exit's, pruned by awaiting_peer
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<Socket*> touched_;  // since the last wake
   // Connections handed over (hand_over) and until when their segments

@@ -1,0 +1,72 @@
+// The program's exit under libvma.so's TCP: the rings' stacks end with
+// the process, where Linux's TCP would go on delivering what the program
+// sent, closing its connections and answering its peers' FINs. So, last
+// of all (a destructor of this library: after the program's atexit
+// handlers and static destructors, which may still close sockets), each
+// connection the program left open closes as close() would, and the exit
+// waits while the peers answer: until no closed connection waits for its
+// peer (our FIN unacknowledged, theirs not come), one second passes with
+// none finishing, or five in all; those left are reset, so a late FIN of
+// the peer does not meet the kernel's RST instead. A fork child leaves
+// the parent's connections alone.
+#include <poll.h>
+
+#include <chrono>
+#include <vector>
+
+#include "core/base/log.h"
+#include "interpose/real.h"
+#include "vma_preload/kernel_socket.h"
+#include "vma_preload/netdev_rings.h"
+#include "vma_preload/tcp_offload.h"
+
+namespace ss::vma::preload {
+namespace {
+
+using clock = std::chrono::steady_clock;
+constexpr auto kQuiet = std::chrono::seconds(1), kMost = std::chrono::seconds(5);
+constexpr int kLookMs = 2;  // between looks at the rings: their reply comes at once on a LAN
+
+size_t awaiting(const std::vector<NetdevRings*>& netdevs) {
+  size_t n = 0;
+  for (NetdevRings* r : netdevs) {
+    r->program_look();
+    r->frames->flush();
+    n += r->tcp->awaiting_peer();
+  }
+  return n;
+}
+
+__attribute__((destructor)) void finish_connections_at_exit() {
+  if (in_fork_child()) return;
+  const std::vector<NetdevRings*> netdevs = tcp_netdevs();
+  if (netdevs.empty()) return;
+  for (NetdevRings* r : netdevs) r->tcp->close_at_exit();
+  std::vector<pollfd> fds;
+  for (NetdevRings* r : netdevs) r->poll_fds(&fds);
+  const clock::time_point start = clock::now();
+  clock::time_point moved = start;
+  size_t last = SIZE_MAX;
+  for (;;) {
+    const size_t n = awaiting(netdevs);
+    if (n == 0) return;
+    const clock::time_point now = clock::now();
+    if (n < last) {
+      if (last == SIZE_MAX) SS_DEBUG("exit: %zu TCP connections closing, their peers awaited", n);
+      last = n;
+      moved = now;
+    }
+    if (now - moved >= kQuiet || now - start >= kMost) break;
+    interpose::real().poll(fds.data(), fds.size(), kLookMs);
+  }
+  SS_INFO("exit: %zu TCP connections reset, their peers still closing after %lld ms", last,
+          static_cast<long long>(
+              std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start).count()));
+  for (NetdevRings* r : netdevs) {
+    r->tcp->reset_awaiting_peer();
+    r->frames->flush();
+  }
+}
+
+}  // namespace
+}  // namespace ss::vma::preload
