@@ -121,6 +121,72 @@ TEST(TcpPair, SingleLossIsRepairedWithoutRto) {
   }
 }
 
+// The receiver takes the data without a copy (lend) and holds it: the
+// window it offers shrinks by what it holds and reaches zero, and the
+// sender stalls (probing, nothing lost); once it gives the bytes back the
+// window reopens and the transfer ends intact.
+TEST(TcpPair, LentDataClosesTheWindowUntilReturned) {
+  Config cb;
+  cb.rcv_buf = 64 << 10;
+  wire::Wire w({}, cb, {});
+  Connection& a = w.end(0);
+  Connection& b = w.end(1);
+  constexpr uint64_t kTotal = 1 << 20;
+  std::vector<uint8_t> buf(65536);
+  std::vector<mem::Buffer> held;
+  uint64_t sent = 0, received = 0, held_bytes = 0, most_held = 0;
+  bool intact = true, eof = false, holding = true, a_closed = false;
+  uint64_t stalled_at = 0;
+  a.connect(1000, 0);
+  w.run(600'000'000, [&] {
+    while (sent < kTotal && a.writable()) {
+      const size_t n = std::min<uint64_t>(buf.size(), kTotal - sent);
+      for (size_t i = 0; i < n; i++) buf[i] = pattern(sent + i);
+      const ssize_t k = a.send({buf.data(), n}, w.now());
+      if (k <= 0) break;
+      sent += static_cast<uint64_t>(k);
+    }
+    if (sent == kTotal && !a_closed && a.state() == State::kEstablished) {
+      a.close(w.now());
+      a_closed = true;
+    }
+    for (;;) {
+      const size_t before = held.size();
+      const ssize_t k = b.lend(8, &held, w.now(), false);
+      if (k <= 0) {
+        eof = eof || k == 0;
+        break;
+      }
+      for (size_t j = before; j < held.size(); j++) {
+        const auto* p = static_cast<const uint8_t*>(held[j].data());
+        for (size_t i = 0; i < held[j].size(); i++)
+          if (p[i] != pattern(received + i)) intact = false;
+        received += held[j].size();
+      }
+      held_bytes += static_cast<uint64_t>(k);
+    }
+    most_held = std::max(most_held, held_bytes);
+    // Held until the window has been shut for a second of the clock.
+    if (holding && b.rcv_wnd() == 0 && !stalled_at) stalled_at = w.now();
+    if (holding && stalled_at && w.now() - stalled_at > 1'000'000) holding = false;
+    if (!holding && held_bytes) {
+      held.clear();
+      b.returned(held_bytes, w.now());
+      held_bytes = 0;
+    }
+    if (eof && b.state() == State::kCloseWait) b.close(w.now());
+    return !(a.state() == State::kTimeWait && b.state() == State::kClosed);
+  });
+  EXPECT_NE(stalled_at, 0u) << "the window never shut";
+  EXPECT_LE(most_held, cb.rcv_buf);
+  EXPECT_GE(most_held, cb.rcv_buf - 2 * 1460u) << "held " << most_held;
+  EXPECT_EQ(received, kTotal);
+  EXPECT_TRUE(intact);
+  EXPECT_TRUE(eof);
+  EXPECT_GT(a.counters().zero_window_probes, 0u);
+  EXPECT_EQ(a.counters().rto_expiries, 0u);
+}
+
 struct FaultCase {
   const char* name;
   double drop, duplicate, reorder;

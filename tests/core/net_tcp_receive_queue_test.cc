@@ -1,10 +1,12 @@
 // The receive queue: tiny in-order segments copied behind the last one
 // (their frames go back at once), out-of-order ones held once despite
-// overlaps and delivered in order.
+// overlaps and delivered in order; views taken out whole; a receive
+// callback's offers (kept, dropped, taken) and the reads they gate.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/net/tcp/receive_queue.h"
 #include "tests/core/mem_test_pool.h"
@@ -23,8 +25,12 @@ mem::Buffer bytes(mem::Pool& pool, const std::string& s) {
 
 std::string read_all(ReceiveQueue& q) {
   std::string out(q.readable(), '\0');
-  q.copy_out({reinterpret_cast<uint8_t*>(out.data()), out.size()}, false);
+  out.resize(q.copy_out({reinterpret_cast<uint8_t*>(out.data()), out.size()}, false));
   return out;
+}
+
+std::string text(const mem::Buffer& b) {
+  return std::string(static_cast<const char*>(b.data()), b.size());
 }
 
 TEST(TcpReceiveQueue, TinySegmentsDoNotPinAFrameEach) {
@@ -53,6 +59,57 @@ TEST(TcpReceiveQueue, OverlapsAreHeldOnceAndDeliveredInOrder) {
   EXPECT_EQ(q.promote(105), 125u);
   EXPECT_EQ(q.held_bytes(), 0u);
   EXPECT_EQ(read_all(q), "ABCDEFGHIJKLMNOPQRSTUVWXY");
+}
+
+TEST(TcpReceiveQueue, ViewsAreTakenWhole) {
+  auto pool = mem::make_pool(2048, 16, 1, 0, mem::Backing::kPrivate);
+  ReceiveQueue q;
+  q.push(bytes(*pool, std::string(600, 'a')));
+  q.push(bytes(*pool, std::string(700, 'b')));
+  q.push(bytes(*pool, std::string(800, 'c')));
+  std::vector<mem::Buffer> out;
+  EXPECT_EQ(q.take(2, &out), 1300u);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(text(out[1]), std::string(700, 'b'));
+  EXPECT_EQ(q.readable(), 800u);
+}
+
+// Each view goes to the callback once, in order; reads see only what it
+// kept, a view it dropped or took leaves the queue, and small segments
+// are not gathered into a frame it shares.
+TEST(TcpReceiveQueue, OffersGateTheReads) {
+  auto pool = mem::make_pool(2048, 16, 1, 0, mem::Backing::kPrivate);
+  ReceiveQueue q;
+  q.push(bytes(*pool, std::string(600, 'a')));
+  q.push(bytes(*pool, std::string(600, 'b')));
+  q.push(bytes(*pool, std::string(600, 'c')));
+  mem::Buffer v = q.next_offer();
+  EXPECT_EQ(text(v), std::string(600, 'a'));
+  EXPECT_FALSE(q.next_offer()) << "one offer at a time";
+  EXPECT_EQ(q.readable_now(), 0u);
+  q.settle(ReceiveQueue::Offer::kKeep, v.size());
+  v.reset();
+  EXPECT_EQ(q.readable_now(), 600u);
+  v = q.next_offer();
+  EXPECT_EQ(text(v), std::string(600, 'b'));
+  q.settle(ReceiveQueue::Offer::kDrop, v.size());
+  v = q.next_offer();
+  EXPECT_EQ(text(v), std::string(600, 'c'));
+  q.push(bytes(*pool, "x"));  // small: not into the frame the callback holds
+  q.settle(ReceiveQueue::Offer::kTake, v.size());  // the view is the caller's
+  EXPECT_EQ(text(v), std::string(600, 'c'));
+  EXPECT_EQ(q.readable(), 601u);  // 'a' kept, 'x' not offered yet
+  EXPECT_FALSE(q.offered_all());
+  EXPECT_EQ(read_all(q), std::string(600, 'a'));
+  mem::Buffer x = q.next_offer();
+  EXPECT_EQ(text(x), "x");
+  q.settle(ReceiveQueue::Offer::kKeep, 1);
+  EXPECT_TRUE(q.offered_all());
+  EXPECT_EQ(read_all(q), "x");
+  q.push(bytes(*pool, "after"));
+  EXPECT_EQ(q.readable_now(), 0u);
+  q.stop_offering();  // no callback any more
+  EXPECT_EQ(read_all(q), "after");
 }
 
 }  // namespace

@@ -161,9 +161,40 @@ ssize_t Connection::recv(std::span<uint8_t> out, bool peek, uint64_t now, bool k
     return static_cast<ssize_t>(n);
   }
   if (out.empty()) return 0;
+  return nothing_to_read(keep_error);
+}
+
+ssize_t Connection::nothing_to_read(bool keep_error) {
   if (error_) return keep_error ? -error_ : -take_error();
+  if (!rxq_.offered_all()) return -EAGAIN;  // the callback has yet to see it
   if (fin_in_ || state_ == State::kClosed) return 0;
   return -EAGAIN;
+}
+
+mem::Buffer Connection::next_offer() { return rxq_.next_offer(); }
+
+void Connection::settle_offer(ReceiveQueue::Offer o, size_t len, uint64_t now) {
+  const size_t before = rxq_.readable();
+  rxq_.settle(o, len);
+  const size_t gone = before - rxq_.readable();
+  if (o == ReceiveQueue::Offer::kTake) lent_ += gone;
+  if (o == ReceiveQueue::Offer::kDrop && gone) maybe_window_update(now);
+}
+
+void Connection::stop_offering() { rxq_.stop_offering(); }
+
+ssize_t Connection::lend(size_t most, std::vector<mem::Buffer>* out, uint64_t, bool keep_error) {
+  const size_t n = rxq_.take(most, out);
+  if (n > 0) {
+    lent_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  return most ? nothing_to_read(keep_error) : 0;
+}
+
+void Connection::returned(size_t bytes, uint64_t now) {
+  lent_ -= std::min(bytes, lent_);
+  maybe_window_update(now);
 }
 
 int Connection::shutdown_write(uint64_t now) {
@@ -298,7 +329,8 @@ void Connection::set_option(Option o, int64_t v, uint64_t now) {
 }
 
 bool Connection::readable() const {
-  return rxq_.readable() > 0 || fin_in_ || error_ != 0 || state_ == State::kClosed;
+  if (rxq_.readable_now() > 0 || error_ != 0) return true;
+  return rxq_.offered_all() && (fin_in_ || state_ == State::kClosed);
 }
 
 bool Connection::writable() const {

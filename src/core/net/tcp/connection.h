@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "core/base/api.h"
 #include "core/mem/buffer.h"
@@ -197,6 +198,17 @@ class Connection {
   // the next call's, as Linux's).
   ssize_t send(std::span<const uint8_t> data, uint64_t now_us, bool keep_error = false);
   ssize_t recv(std::span<uint8_t> out, bool peek, uint64_t now_us, bool keep_error = false);
+  // recv without a copy: up to `most` in-order views of the frames the data
+  // came in, moved to *out; their bytes stay out of the receive window
+  // until returned() gives them back (a program that holds them closes
+  // the peer's window). The same answers as recv otherwise.
+  ssize_t lend(size_t most, std::vector<mem::Buffer>* out, uint64_t now_us, bool keep_error);
+  void returned(size_t bytes, uint64_t now_us);
+  // A receive callback's look (ReceiveQueue::next_offer, settle): a view
+  // dropped leaves the window at once, one taken is lent (returned()).
+  mem::Buffer next_offer();
+  void settle_offer(ReceiveQueue::Offer o, size_t len, uint64_t now_us);
+  void stop_offering();
   int shutdown_write(uint64_t now_us);
   // close(): FIN after what is queued (RST instead when received data was
   // left unread, RFC 9293 §3.10.4 and Linux); abort(): RST now (SO_LINGER 0).
@@ -236,6 +248,8 @@ class Connection {
   uint32_t peer_mss() const { return peer_mss_; }
 
  private:
+  // recv's answer when no byte is queued: the error, 0 at the end, -EAGAIN.
+  ssize_t nothing_to_read(bool keep_error);
   // input.cc
   void input_syn_sent(const Header& h, const Options& o, uint64_t now);
   void input_synchronized(const Header& h, const Options& o, mem::Buffer data, uint64_t now);
@@ -324,6 +338,7 @@ class Connection {
   uint32_t irs_ = 0, rcv_nxt_ = 0, rcv_adv_ = 0;
   uint8_t rcv_wscale_ = 0, wscale_offer_ = 0;
   ReceiveQueue rxq_;
+  size_t lent_ = 0;  // bytes lend() gave the program, not returned yet
   bool fin_in_ = false;  // the peer's FIN is in order and taken
   bool fin_held_ = false;  // a FIN beyond a hole
   uint32_t fin_held_seq_ = 0;

@@ -37,7 +37,7 @@ int Connection::handover(Handover* h, uint64_t now) {
   if (sent) sndq_.copy_out(0, sent, h->sent.data());
   if (!h->unsent.empty()) sndq_.copy_out(sent, h->unsent.size(), h->unsent.data());
   h->unread.resize(rxq_.readable());
-  rxq_.copy_out(h->unread, /*peek=*/true);
+  rxq_.copy_out(h->unread, /*peek=*/true, /*past_offer=*/true);
   return 0;
 }
 

@@ -202,7 +202,7 @@ uint16_t Connection::advertise_window(bool syn) {
     rcv_adv_ = rcv_nxt_ + syn_window();
     return static_cast<uint16_t>(syn_window());
   }
-  const size_t held = rxq_.readable() + rxq_.held_bytes();
+  const size_t held = rxq_.readable() + rxq_.held_bytes() + lent_;
   const uint32_t space = cfg_.rcv_buf > held ? static_cast<uint32_t>(cfg_.rcv_buf - held) : 0;
   const uint32_t ws = rcv_wscale_;
   uint32_t right = rcv_nxt_ + space;
@@ -224,7 +224,7 @@ void Connection::maybe_window_update(uint64_t now) {
       state_ != State::kFinWait2) {
     return;
   }
-  const size_t held = rxq_.readable() + rxq_.held_bytes();
+  const size_t held = rxq_.readable() + rxq_.held_bytes() + lent_;
   const uint32_t space = cfg_.rcv_buf > held ? static_cast<uint32_t>(cfg_.rcv_buf - held) : 0;
   const uint32_t offered = rcv_adv_ - rcv_nxt_;
   if (space >= 2 * offered && space - offered >= rcv_mss_) {

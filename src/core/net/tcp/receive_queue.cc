@@ -88,7 +88,8 @@ uint32_t ReceiveQueue::promote(uint32_t rcv_nxt) {
   return rcv_nxt;
 }
 
-size_t ReceiveQueue::copy_out(std::span<uint8_t> out, bool peek) {
+size_t ReceiveQueue::copy_out(std::span<uint8_t> out, bool peek, bool past_offer) {
+  if (!past_offer && out.size() > readable_now()) out = out.first(readable_now());
   size_t n = 0;
   for (auto it = in_order_.begin(); it != in_order_.end() && n < out.size();) {
     const size_t take = std::min(out.size() - n, it->size());
@@ -102,15 +103,93 @@ size_t ReceiveQueue::copy_out(std::span<uint8_t> out, bool peek) {
       it->pull_head(take);
     }
   }
-  if (!peek) readable_ -= n;
+  if (!peek) consumed(n);
   return n;
+}
+
+void ReceiveQueue::consumed(size_t n) {
+  readable_ -= n;
+  if (offering_) offered_ -= std::min(n, offered_);
+}
+
+size_t ReceiveQueue::take(size_t most, std::vector<mem::Buffer>* out) {
+  const size_t limit = readable_now();
+  size_t n = 0;
+  for (; most > 0 && n < limit && !in_order_.empty(); most--) {
+    mem::Buffer& front = in_order_.front();
+    if (front.size() > limit - n) {  // offered in part: that part only
+      mem::Buffer part = front.share();
+      part.set_size(limit - n);
+      front.pull_head(limit - n);
+      n = limit;
+      out->push_back(std::move(part));
+      break;
+    }
+    n += front.size();
+    out->push_back(std::move(front));
+    in_order_.pop_front();
+  }
+  consumed(n);
+  return n;
+}
+
+mem::Buffer ReceiveQueue::next_offer() {
+  offering_ = true;
+  if (offer_out_ || offered_ == readable_) return {};
+  size_t skip = offered_;
+  for (const mem::Buffer& b : in_order_) {
+    if (skip < b.size()) {
+      mem::Buffer view = b.share();
+      view.pull_head(skip);
+      offer_out_ = true;
+      return view;
+    }
+    skip -= b.size();
+  }
+  return {};
+}
+
+void ReceiveQueue::settle(Offer o, size_t len) {
+  offer_out_ = false;
+  if (len > readable_ - offered_) return;  // reset meanwhile (clear)
+  if (o == Offer::kKeep) {
+    offered_ += len;
+    return;
+  }
+  // Out of the queue: bytes [offered_, offered_ + len), the tail of one
+  // view (no small segment is gathered into a frame the callback shares).
+  size_t skip = offered_;
+  for (auto it = in_order_.begin(); it != in_order_.end(); ++it) {
+    if (skip >= it->size()) {
+      skip -= it->size();
+      continue;
+    }
+    len = std::min(len, it->size() - skip);
+    mem::Buffer rest = it->share();
+    rest.pull_head(skip + len);
+    if (skip == 0 && rest.size() == 0) {
+      in_order_.erase(it);
+    } else if (skip == 0) {
+      *it = std::move(rest);
+    } else {
+      it->set_size(skip);
+      if (rest.size()) in_order_.insert(it + 1, std::move(rest));
+    }
+    readable_ -= len;
+    return;
+  }
+}
+
+void ReceiveQueue::stop_offering() {
+  offering_ = offer_out_ = false;
+  offered_ = 0;
 }
 
 void ReceiveQueue::clear() {
   in_order_.clear();
   held_.clear();
   ranges_.clear();
-  readable_ = held_bytes_ = 0;
+  readable_ = held_bytes_ = offered_ = 0;
 }
 
 }  // namespace ss::net::tcp

@@ -4,6 +4,10 @@
 // it, or none at all when it takes the buffers). The receive window is
 // what the receive buffer has left after both.
 //
+// A receive callback (the VMA face's register_recv_callback) sees each
+// in-order view before the program's reads do: once offering began
+// (next_offer), reads take only the bytes offered and kept.
+//
 // In-order segments under kCoalesceBelow bytes are copied behind the
 // previous one when its frame has room. Out-of-order segments are kept
 // sorted by sequence number (every one lies
@@ -37,12 +41,29 @@ class ReceiveQueue {
   // Moves what is held and now in order (at or before rcv_nxt) to the
   // in-order queue; returns the new rcv_nxt.
   uint32_t promote(uint32_t rcv_nxt);
-  // Copies up to out.size() in-order bytes; they are consumed unless peek.
-  size_t copy_out(std::span<uint8_t> out, bool peek);
+  // Copies up to out.size() readable bytes (readable_now(); every
+  // in-order one with past_offer); they are consumed unless peek.
+  size_t copy_out(std::span<uint8_t> out, bool peek, bool past_offer = false);
+  // Moves up to `most` readable views out (the program reads them in
+  // place): their bytes.
+  size_t take(size_t most, std::vector<mem::Buffer>* out);
+
+  // The receive callback's verdict on a view.
+  enum class Offer : uint8_t { kKeep, kDrop, kTake };
+  // The next in-order view not offered yet (sharing its frame), or an
+  // empty one when there is none or another offer is out; settle() takes
+  // the verdict on its `len` bytes: kept for the reads, or dropped or
+  // taken (the caller keeps the view), out of the queue either way.
+  mem::Buffer next_offer();
+  void settle(Offer o, size_t len);
+  // Offering ends (no callback any more): every in-order byte is readable.
+  void stop_offering();
   // Drops everything (the connection was reset).
   void clear();
 
-  size_t readable() const { return readable_; }
+  size_t readable() const { return readable_; }  // in order, offered or not
+  size_t readable_now() const { return offering_ ? offered_ : readable_; }
+  bool offered_all() const { return !offering_ || offered_ == readable_; }
   size_t held_bytes() const { return held_bytes_; }
   const SeqRanges& held_ranges() const { return ranges_; }
 
@@ -53,8 +74,14 @@ class ReceiveQueue {
   };
   void insert(uint32_t seq, mem::Buffer data);
 
+  // Takes n readable bytes off the front (read or taken).
+  void consumed(size_t n);
+
   std::deque<mem::Buffer> in_order_;
   size_t readable_ = 0;
+  bool offering_ = false;   // a callback looks first
+  bool offer_out_ = false;  // a view is with the callback
+  size_t offered_ = 0;      // the front bytes offered and kept
   std::vector<Held> held_;  // ascending, disjoint
   size_t held_bytes_ = 0;
   SeqRanges ranges_;

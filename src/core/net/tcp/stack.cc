@@ -316,6 +316,39 @@ ssize_t Stack::recv(Socket* s, std::span<uint8_t> out, bool peek, bool keep_erro
   return n;
 }
 
+ssize_t Stack::recv_lent(Socket* s, size_t most, std::vector<mem::Buffer>* out, bool keep_error) {
+  std::lock_guard lock(mu_);
+  if (!s->conn) return -ENOTCONN;
+  const ssize_t n = s->conn->lend(most, out, clock_(), keep_error);
+  s->changes++;
+  return n;
+}
+
+void Stack::give_back(Socket* s, size_t bytes) {
+  const Sending lock(this);
+  if (!s->conn) return;
+  s->conn->returned(bytes, clock_());
+  check_due_locked();  // a persist probe's end
+}
+
+mem::Buffer Stack::next_offer(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->conn ? s->conn->next_offer() : mem::Buffer();
+}
+
+void Stack::settle_offer(Socket* s, ReceiveQueue::Offer o, size_t len) {
+  const Sending lock(this);
+  if (!s->conn) return;
+  s->conn->settle_offer(o, len, clock_());
+  s->changes++;
+  check_due_locked();
+}
+
+void Stack::stop_offering(Socket* s) {
+  std::lock_guard lock(mu_);
+  if (s->conn) s->conn->stop_offering();
+}
+
 int Stack::shutdown_write(Socket* s) {
   const Sending lock(this);
   if (!s->conn) return -ENOTCONN;

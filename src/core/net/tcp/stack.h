@@ -104,6 +104,18 @@ class Stack final : public SegmentInput {
   SS_API ssize_t send(Socket* s, std::span<const uint8_t> data, bool keep_error = false);
   SS_API ssize_t recv(Socket* s, std::span<uint8_t> out, bool peek = false,
                       bool keep_error = false);
+  // recv without a copy (Connection::lend): up to `most` views of the
+  // frames the data came in, moved to *out; give_back returns their bytes
+  // to the window once the program let them go.
+  SS_API ssize_t recv_lent(Socket* s, size_t most, std::vector<mem::Buffer>* out,
+                           bool keep_error = false);
+  SS_API void give_back(Socket* s, size_t bytes);
+  // A receive callback's look (Connection::next_offer, settle_offer), the
+  // callback run between them without the stack's lock; stop_offering
+  // when there is no callback any more.
+  SS_API mem::Buffer next_offer(Socket* s);
+  SS_API void settle_offer(Socket* s, ReceiveQueue::Offer o, size_t len);
+  SS_API void stop_offering(Socket* s);
   SS_API int shutdown_write(Socket* s);
   // Gives the handle up: a listener goes (its handshakes and unaccepted
   // connections reset); a connection closes (FIN, or RST with unread data;
