@@ -15,22 +15,20 @@ void HeldPackets::hold(void* id, net::Datagram&& d) {
   held_.emplace(id, std::move(d));
 }
 
-int HeldPackets::release(const vma_packet_t* pkts, size_t count) {
-  if (!count) return 0;
-  if (!pkts) return -ENOENT;
+int HeldPackets::release(std::span<const void* const> ids, size_t* bytes) {
+  if (bytes) *bytes = 0;
   std::vector<net::Datagram> freed;  // released after the lock
-  freed.reserve(count);
+  freed.reserve(ids.size());
   std::lock_guard lock(mu_);
-  // Every record is read first: a bad one anywhere leaves them all held.
-  std::vector<const void*> ids(count);
-  for (size_t i = 0; i < count; i++) {
-    std::memcpy(&ids[i], &pkts[i].packet_id, sizeof ids[i]);  // packed record
+  // Every id is checked first: a bad one anywhere leaves them all held.
+  for (size_t i = 0; i < ids.size(); i++) {
     if (!held_.count(ids[i])) return -ENOENT;
     for (size_t k = 0; k < i; k++)
       if (ids[k] == ids[i]) return -ENOENT;
   }
   for (const void* id : ids) {
     auto it = held_.find(id);
+    if (bytes) *bytes += it->second.buf.size();
     freed.push_back(std::move(it->second));
     held_.erase(it);
   }

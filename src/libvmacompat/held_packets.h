@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 
 #include "core/net/udp_stack.h"
@@ -28,10 +29,10 @@ class HeldPackets {
   SS_API void* new_id();
   // Keeps d (its buffer non-empty) under id (from new_id()).
   SS_API void hold(void* id, net::Datagram&& d);
-  // Releases the count packets of pkts (fixed 16-byte records, as libvma
-  // walks them for UDP): all of them, or none when one id is not held or
-  // appears twice: -ENOENT. 0 on success.
-  SS_API int release(const vma_packet_t* pkts, size_t count);
+  // Releases the packets of ids (free_packets read them from the
+  // program's records): all of them, or none when one is not held or
+  // appears twice: -ENOENT. 0 and *bytes (their payload, when asked).
+  SS_API int release(std::span<const void* const> ids, size_t* bytes = nullptr);
   SS_API size_t size() const;
 
  private:

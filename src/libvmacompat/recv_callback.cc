@@ -20,8 +20,9 @@ void RecvCallback::set(vma_recv_callback_t cb, void* context) {
 
 bool RecvCallback::running_here() const { return t_running == this; }
 
-bool RecvCallback::pass(int fd, net::Datagram* d, const net::UdpAddr& local, uint32_t queued_pkts,
-                        uint32_t queued_bytes, HeldPackets* held) {
+vma_recv_callback_retval_t RecvCallback::pass(int fd, net::Datagram* d,
+                                              const net::UdpAddr& local, uint32_t queued_pkts,
+                                              uint32_t queued_bytes, HeldPackets* held) {
   vma_recv_callback_t cb;
   void* context;
   {
@@ -29,7 +30,7 @@ bool RecvCallback::pass(int fd, net::Datagram* d, const net::UdpAddr& local, uin
     cb = cb_;
     context = context_;
   }
-  if (!cb) return true;
+  if (!cb) return VMA_PACKET_RECV;
   sockaddr_storage src, dst;
   d->src.ip.to_sockaddr(d->src.port, 0, &src);
   local.ip.to_sockaddr(local.port, 0, &dst);
@@ -49,12 +50,12 @@ bool RecvCallback::pass(int fd, net::Datagram* d, const net::UdpAddr& local, uin
   switch (verdict) {
     case VMA_PACKET_DROP:
       d->buf.reset();  // the frame recycles
-      return false;
+      return VMA_PACKET_DROP;
     case VMA_PACKET_HOLD:
       held->hold(info.packet_id, std::move(*d));
-      return false;
+      return VMA_PACKET_HOLD;
     default:
-      return true;
+      return VMA_PACKET_RECV;
   }
 }
 

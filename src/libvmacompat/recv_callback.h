@@ -23,11 +23,13 @@ class RecvCallback {
   // Registers cb with its context (null cb: none).
   SS_API void set(vma_recv_callback_t cb, void* context);
   bool active() const { return active_.load(std::memory_order_acquire); }
-  // Runs the callback on *d (from src to local, for socket fd; queued: the
-  // socket's ready datagrams and bytes besides it). True: deliver *d;
-  // false: the callback dropped it (released) or held it (moved to held).
-  SS_API bool pass(int fd, net::Datagram* d, const net::UdpAddr& local, uint32_t queued_pkts,
-                   uint32_t queued_bytes, HeldPackets* held);
+  // Runs the callback on *d (from d->src to local, for socket fd; queued:
+  // the socket's ready packets and bytes besides it): VMA_PACKET_RECV
+  // (also with no callback, or a value it does not know): deliver *d;
+  // VMA_PACKET_DROP: released; VMA_PACKET_HOLD: moved to held.
+  SS_API vma_recv_callback_retval_t pass(int fd, net::Datagram* d, const net::UdpAddr& local,
+                                         uint32_t queued_pkts, uint32_t queued_bytes,
+                                         HeldPackets* held);
   // Whether this thread is inside this callback now (the receive path
   // must not look at the rings again from inside it).
   SS_API bool running_here() const;

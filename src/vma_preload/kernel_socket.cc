@@ -268,7 +268,7 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
       return 1;
     }
     tcp_owner_ = std::move(o);
-    tcp_owner_->set_stats(&stats);
+    tcp_owner_->attach(&stats, fd, &rx_extras);
     tcp_forks_ = forks_so_far();
     opened = tcp_owner_.get();
     tcp_.store(opened, std::memory_order_release);
@@ -354,7 +354,7 @@ void KernelSocket::tcp_to_kernel_locked() {
 void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   std::lock_guard<std::mutex> lock(offload_mu_);
   tcp_owner_ = std::move(t);
-  tcp_owner_->set_stats(&stats);
+  tcp_owner_->attach(&stats, fd, &rx_extras);
   tcp_forks_ = forks_so_far();
   tcp_.store(tcp_owner_.get(), std::memory_order_release);
   tcp_settled_.store(true, std::memory_order_release);

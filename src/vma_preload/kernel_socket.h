@@ -166,6 +166,8 @@ struct KernelSocket final : Pollable {
                : 0;
   }
 
+  bool tcp_wanted() const;  // TCP, decided "vma", SLIPSTREAM_VMA_TCP on
+
  private:
   std::mutex offload_mu_;
   bool offload_tried_ = false;                  // under offload_mu_
@@ -173,7 +175,6 @@ struct KernelSocket final : Pollable {
   int fork_sharers_ = 0;                        // under offload_mu_: fork children lent the port
   mutable std::atomic<bool> fork_asked_{false};  // in a fork child: asked its parent
   void ask_parent() const;
-  bool tcp_wanted() const;  // TCP, decided "vma", SLIPSTREAM_VMA_TCP on
   std::atomic<UdpOffload*> offload_{nullptr};
   std::unique_ptr<TcpOffload> tcp_owner_;       // under offload_mu_
   std::atomic<TcpOffload*> tcp_{nullptr};

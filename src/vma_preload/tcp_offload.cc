@@ -27,6 +27,7 @@
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/port_holds.h"
+#include "vma_preload/rx_extras.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/tcp_repair.h"
 #include "vma_preload/wire_addr.h"
@@ -408,6 +409,7 @@ void TcpOffload::progress() { rings_->program_look(); }
 int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
   net::tcp::Stack& st = *rings_->tcp;
   const auto ready = [&] {
+    if (events & POLLIN) run_callback();
     return ((events & POLLIN) && read_shut_.load(std::memory_order_relaxed)) ||
            (st.events(sock_) & (events | POLLERR | POLLHUP));
   };
@@ -518,6 +520,7 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
   std::vector<uint8_t> peeked;
   size_t got = 0;
   for (;;) {
+    run_callback();
     ssize_t n;
     if (peek) {  // one look from the start of the stream, then scattered
       constexpr size_t kPeekMax = 4 << 20;  // more than a receive window holds
@@ -569,22 +572,68 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
       errno = static_cast<int>(-n);
       return -1;
     }
-    // Nothing queued: only now the socket's flags and timeout (syscalls).
-    if (nonblocking(fd, flags)) {
-      if (got) return static_cast<ssize_t>(got);
-      progress();  // the rings may hold the data: one look before EAGAIN
-      if (st.events(sock_) & (POLLIN | POLLERR | POLLHUP)) continue;
-      errno = EAGAIN;
-      return -1;
-    }
-    const int timeout = rcv_timeout_ms(fd);
-    const int w = wait_for(POLLIN, timeout, timeout < 0);
-    if (w < 0) {
+    if (got && nonblocking(fd, flags)) return static_cast<ssize_t>(got);
+    if (const int w = await_readable(fd, flags); w < 0) {
       if (got) return static_cast<ssize_t>(got);
       errno = -w;
       return -1;
     }
   }
+}
+
+ssize_t TcpOffload::recv_lent(int fd, int flags, size_t most, std::vector<mem::Buffer>* out) {
+  const PublishAtEnd publish{this};
+  net::tcp::Stack& st = *rings_->tcp;
+  for (;;) {
+    run_callback();
+    const ssize_t n = st.recv_lent(sock_, most, out);
+    if (n >= 0) return n;
+    if (n == -EAGAIN && read_shut_.load(std::memory_order_relaxed)) return 0;
+    const int w = n == -EAGAIN ? await_readable(fd, flags) : static_cast<int>(n);
+    if (w < 0) {
+      errno = -w;
+      return -1;
+    }
+  }
+}
+
+void TcpOffload::give_back(size_t bytes) { rings_->tcp->give_back(sock_, bytes); }
+
+void TcpOffload::run_callback() {
+  RxExtras* x = extras_;
+  if (!x) return;
+  net::tcp::Stack& st = *rings_->tcp;
+  if (!x->callback.active()) {
+    if (offering_.exchange(false, std::memory_order_relaxed)) st.stop_offering(sock_);
+    return;
+  }
+  if (x->callback.running_here()) return;  // a read from inside it: the bytes kept so far
+  offering_.store(true, std::memory_order_relaxed);
+  using Offer = net::tcp::ReceiveQueue::Offer;
+  const net::tcp::FourTuple t = st.tuple(sock_);
+  const net::UdpAddr local{t.local, t.local_port};
+  for (;;) {
+    net::Datagram d{st.next_offer(sock_), {t.remote, t.remote_port}};
+    if (!d.buf) return;
+    const size_t len = d.buf.size();
+    const vma_recv_callback_retval_t v = x->callback.pass(fd_, &d, local, 0, 0, &x->held);
+    st.settle_offer(sock_,
+                    v == VMA_PACKET_DROP   ? Offer::kDrop
+                    : v == VMA_PACKET_HOLD ? Offer::kTake
+                                           : Offer::kKeep,
+                    len);
+  }
+}
+
+int TcpOffload::await_readable(int fd, int flags) {
+  // Only now the socket's flags and timeout (syscalls).
+  if (nonblocking(fd, flags)) {
+    progress();  // the rings may hold the data: one look before EAGAIN
+    return (rings_->tcp->events(sock_) & (POLLIN | POLLERR | POLLHUP)) ? 0 : -EAGAIN;
+  }
+  const int timeout = rcv_timeout_ms(fd);
+  const int w = wait_for(POLLIN, timeout, timeout < 0);
+  return w < 0 ? w : 0;
 }
 
 ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
@@ -727,6 +776,7 @@ void TcpOffload::set_option(net::tcp::Option o, int64_t value) {
 
 short TcpOffload::readiness(short events) {
   progress();
+  if (events & POLLIN) run_callback();
   short ev = rings_->tcp->events(sock_);
   if (read_shut_.load(std::memory_order_relaxed)) ev |= POLLIN | POLLRDHUP;
   return static_cast<short>(ev & (events | POLLERR | POLLHUP));

@@ -39,6 +39,7 @@
 namespace ss::vma::preload {
 
 struct NetdevRings;
+struct RxExtras;
 
 // r's TCP stack has a connection or a listener: the vma-tcp thread reads
 // its rings and fires its timers from now on.
@@ -115,6 +116,18 @@ class TcpOffload {
   // MSG_DONTWAIT, MSG_PEEK, MSG_WAITALL, MSG_NOSIGNAL; SO_RCVTIMEO,
   // SO_SNDTIMEO; SIGPIPE on a closed connection); -1 and errno.
   ssize_t recvmsg(int fd, msghdr* m, int flags);
+  // recvfrom_zcopy's receive (the same waits and answers as recvmsg's):
+  // up to `most` views of the frames the data came in, moved to *out,
+  // their bytes out of the window until give_back(); 0 at the end.
+  ssize_t recv_lent(int fd, int flags, size_t most, std::vector<mem::Buffer>* out);
+  void give_back(size_t bytes);
+  // The receive callback (register_recv_callback) on each in-order view it
+  // has not seen, in turn, outside the stack's lock (it may call us):
+  // VMA_PACKET_RECV keeps the view for the reads, DROP frees it (the
+  // window reopens), HOLD lends it until free_packets. Until it looked,
+  // the reads do not see a byte. Run by the program's receives, polls and
+  // waits; once the callback is unregistered, every byte is readable.
+  void run_callback();
   ssize_t sendmsg(int fd, const msghdr* m, int flags);
   int shutdown(int how);  // 0 or -errno
   // getsockname (peer false) or getpeername: the address's length, or
@@ -136,10 +149,15 @@ class TcpOffload {
   WaitTarget wait_target(short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed, bool kicked);
   uint64_t changes();
-  // The socket's vmastat block (its record's; outlives this object): each
-  // call adds what the connection did since the last one (segments in and
-  // out as packets, data bytes, retransmissions).
-  void set_stats(const stats::SocketStats* s) { stats_ = s; }
+  // The socket's record's parts (they outlive this object): its vmastat
+  // block, to which each call adds what the connection did since the last
+  // one (segments in and out as packets, data bytes, retransmissions); its
+  // descriptor and Extra API state (the receive callback, held packets).
+  void attach(const stats::SocketStats* s, int fd, RxExtras* extras) {
+    stats_ = s;
+    fd_ = fd;
+    extras_ = extras;
+  }
 
  private:
   void publish();
@@ -159,6 +177,10 @@ class TcpOffload {
   int reopen(int fd, const sockaddr* to, socklen_t len, bool nonblocking);
   // One look at the rings and the timers due.
   void progress();
+  // A receive found nothing queued: 0 once there may be something (look
+  // again), or -errno: -EAGAIN for a non-blocking one after a look at the
+  // rings, or the wait's (SO_RCVTIMEO's -EAGAIN, -EINTR).
+  int await_readable(int fd, int flags);
   // Until one of `events` (or an error or hang-up): 0; -EAGAIN when
   // timeout_ms (>= 0) passed, -EINTR for a handler the kernel would not
   // restart the call after.
@@ -188,6 +210,9 @@ class TcpOffload {
   enum class Phase : uint8_t { kConnecting, kConnected, kUnconnected };
   std::atomic<Phase> phase_;
   const stats::SocketStats* stats_ = nullptr;
+  int fd_ = -1;
+  RxExtras* extras_ = nullptr;
+  std::atomic<bool> offering_{false};  // run_callback began offering
   std::mutex published_mu_;
   net::tcp::Counters published_;  // published_mu_: what publish() added so far
 };

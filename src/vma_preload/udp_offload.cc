@@ -112,7 +112,8 @@ bool UdpOffload::head_locked() {
 bool UdpOffload::callback_passes(Leg& l, net::Datagram* d) {
   if (!extras_->callback.active()) return true;
   const auto queued = static_cast<uint32_t>(l.ep->queued());
-  return extras_->callback.pass(fd_, d, l.ep->local(), queued, 0, &extras_->held);
+  return extras_->callback.pass(fd_, d, l.ep->local(), queued, 0, &extras_->held) ==
+         VMA_PACKET_RECV;
 }
 
 bool UdpOffload::ring_readable() {

@@ -29,12 +29,13 @@ ext_test_scripts = \
 	tests/ext/vma_calls.sh \
 	tests/ext/vma_extras.sh \
 	tests/ext/vma_sockperf.sh \
-	tests/ext/vma_tcp.sh
+	tests/ext/vma_tcp.sh \
+	tests/ext/vma_tcp_extra.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
 # Included by the C programs below.
-EXTRA_DIST += tests/ext/test_addr.h
+EXTRA_DIST += tests/ext/test_addr.h tests/ext/test_expect.h
 # Sourced by udpong.sh and udpong_netns.sh; run by udpong_netns.sh.
 EXTRA_DIST += tests/ext/udpong_cases.sh tests/ext/udp_tags.py
 # nginx's config, sourced by preload_cases.sh and bench/preload_apps.sh;
@@ -64,6 +65,8 @@ EXTRA_DIST += tests/ext/vma_tcp_client.py tests/ext/vma_tcp_echo.py tests/ext/vm
 	tests/ext/vma_tcp_crafted.py
 # Compiled by vma_extras.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_extras_prog.c
+# Compiled by vma_tcp_extra.sh against the installed header.
+EXTRA_DIST += tests/ext/vma_tcp_extra_prog.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
@@ -72,4 +75,5 @@ TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
-	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=480
+	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=480 \
+	vma_tcp_extra.sh=120

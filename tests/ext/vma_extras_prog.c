@@ -55,26 +55,12 @@
 #include <mellanox/vma_extra.h>
 
 #include "test_addr.h"
+#include "test_expect.h"
 
-static int fails;
 static struct vma_api_t *api;
 static struct sockaddr_storage peer;
 static socklen_t peer_len;
 
-static void expect(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void expect(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok)
-		return;
-	va_start(ap, fmt);
-	printf("FAIL: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fails++;
-}
 
 /* A UDP socket bound at ip:port (port 0: not bound), receives bounded by 20 s. */
 static int udp(int family, const char *ip, unsigned short port)

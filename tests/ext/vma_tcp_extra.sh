@@ -1,0 +1,67 @@
+#!/bin/bash
+# The Extra API on TCP connections of the rings under libvma.so
+# (vma_extra(7), docs/status.md issue 30): namespaces A
+# (tests/ext/vma_tcp_extra_prog.c, built against the installed header
+# only, preloaded) and B (the same program's sender on Linux's TCP) joined
+# by veth, made here and removed on exit. Needs root (exit 77 otherwise).
+# The proof that a connection is ours: every receive with data set
+# MSG_VMA_ZCOPY (the kernel's would be copied), and A's kernel TCP
+# counters do not move.
+#  zcopy: 8 MB read with recvfrom_zcopy, several packets a call, each
+#         checked and freed at once; misuse gets its errno.
+#  hold:  4 MB, every packet held until the sender stalls on the window
+#         they shut, then freed: the stream ends whole.
+#  callback: 4 MB through a receive callback answering DROP, RECV and HOLD
+#         in turn: it sees every byte once in order, recv gets what it kept.
+# Its minutes: about 10 s.
+#
+# Run from the build directory: bash $srcdir/tests/ext/vma_tcp_extra.sh
+set -u
+name=vma_tcp_extra.sh
+A=ss-xa-$$ Z=ss-xb-$$
+IP4=10.224.0.1 IP4B=10.224.0.2
+. "$(dirname "$0")/vma_pair.sh"
+
+header_prog vma_tcp_extra_prog.c
+vma_pair "$A" "$Z" xa xb "$IP4/24" "$IP4B/24"
+export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
+
+# run_case MODE PORT BYTES: the program's MODE in A under the preload, the
+# sender in B; its output in $T/out, the sender's in $T/snd, A's kernel
+# segments meanwhile in $segs.
+run_case() {
+  local before rc
+  before=$(kernel_tcp)
+  ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug \
+    timeout 60 "$PROG" "$1" "$IP4" "$2" >"$T/out" 2>"$T/err" &
+  local a=$!
+  for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
+  ip netns exec "$Z" timeout 60 "$PROG" send "$IP4" "$2" "$3" >"$T/snd" 2>&1
+  wait $a
+  rc=$?
+  segs=$(($(kernel_tcp) - before))
+  grep '^FAIL' "$T/out" "$T/snd" | sed 's/^/  /'
+  [ $rc = 0 ] || echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"
+  [ "$segs" -lt 5 ] || echo "  A's kernel moved $segs TCP segments"
+  [ $rc = 0 ] && [ "$segs" -lt 5 ] && has "$T/snd" "^sent $3$"
+}
+
+# one MODE PORT BYTES LABEL PATTERN...: run_case, then each PATTERN in the
+# program's output; the label ends with the lines it printed of its run.
+one() {
+  local mode=$1 port=$2 bytes=$3 label=$4 bad=0 p
+  shift 4
+  run_case "$mode" "$port" "$bytes" || bad=1
+  for p in "$@"; do has "$T/out" "$p" || bad=1; done
+  check "$label: $(grep -E "^($mode|stalled) " "$T/out" | tr '\n' ' ')" $bad
+}
+
+one zcopy 7300 8000000 "recvfrom_zcopy on a connection of the rings, 8 MB in place, freed at once; misuse refused" \
+  "^zcopy 8000000 calls [0-9]+ packets [0-9]+ most ([2-9]|[1-9][0-9]+)$"
+one hold 7301 4000000 "recvfrom_zcopy holding its packets: the sender stalls on the window they shut (bytes held), then 4 MB whole once freed" \
+  "^stalled [1-9][0-9]+$" "^hold 4000000$"
+one callback 7302 4000000 "register_recv_callback on a connection of the rings, DROP, RECV and HOLD in turn (bytes each)" \
+  "^callback 4000000 drop [1-9][0-9]* recv [1-9][0-9]* hold [1-9][0-9]*$"
+
+echo "$name: $fails failure(s)"
+[ $fails = 0 ]

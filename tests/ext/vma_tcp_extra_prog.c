@@ -1,0 +1,376 @@
+/* The Extra API on TCP connections under LD_PRELOAD=libvma.so
+ * (tests/ext/vma_tcp_extra.sh), built against the installed
+ * <mellanox/vma_extra.h> only. Byte i of every stream is i % 251.
+ *   send ADDR PORT BYTES
+ *       Linux's end (no preload): connects, sends BYTES, shuts its write
+ *       side and waits for the end of stream; "sent BYTES".
+ *   zcopy ADDR PORT
+ *       accepts one connection and reads it to its end with
+ *       recvfrom_zcopy, each call's packets checked and freed at once:
+ *       every call with data sets MSG_VMA_ZCOPY (a copy would say the
+ *       connection is not ours); a second free of the same packets, a
+ *       packet id of nobody's, a buffer too small for one packet and a
+ *       descriptor that is no socket get their errors (ENOENT, ENOENT,
+ *       ENOBUFS, EINVAL) and lose nothing; "zcopy BYTES calls C packets P
+ *       most M" (M: the most packets one call returned).
+ *   hold ADDR PORT
+ *       the same, holding every packet until no byte came for a second
+ *       while the stream goes on (the peer's window shut by what is held:
+ *       its sender blocks), then freeing them all and reading on to the
+ *       end; "stalled HELD" and "hold BYTES".
+ *   callback ADDR PORT
+ *       accepts one connection, registers a receive callback on it that
+ *       answers VMA_PACKET_DROP, VMA_PACKET_RECV and VMA_PACKET_HOLD in
+ *       turn, and reads with recv to the end: the callback sees every byte
+ *       once, in order; recv returns exactly the bytes it kept, in order;
+ *       the held ones are freed after each recv; "callback BYTES drop D
+ *       recv R hold H" (bytes each).
+ * Prints "FAIL: ..." per failure, then "PASS: N failure(s)". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <mellanox/vma_extra.h>
+
+#include "test_addr.h"
+#include "test_expect.h"
+
+static struct vma_api_t *api;
+
+static int send_stream(const char *ip, const char *port, long total)
+{
+	struct sockaddr_storage to;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &to);
+	int fd = socket(to.ss_family, SOCK_STREAM, 0);
+	unsigned char buf[65536];
+	long sent = 0;
+	char c;
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, len) != 0) {
+		perror("connect");
+		return 1;
+	}
+	while (sent < total) {
+		size_t n = sizeof buf;
+		ssize_t k;
+
+		if ((long)n > total - sent)
+			n = (size_t)(total - sent);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (unsigned char)((sent + (long)i) % 251);
+		k = send(fd, buf, n, 0);
+		if (k <= 0) {
+			perror("send");
+			return 1;
+		}
+		sent += k;
+	}
+	shutdown(fd, SHUT_WR);
+	if (recv(fd, &c, 1, 0) != 0)
+		printf("FAIL: no end of stream from the receiver\n");
+	printf("sent %ld\n", sent);
+	close(fd);
+	return 0;
+}
+
+/* The first connection to ip:port. */
+static int accept_one(const char *ip, const char *port)
+{
+	struct sockaddr_storage at;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &at);
+	int one = 1, l = socket(at.ss_family, SOCK_STREAM, 0), c;
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (l < 0 || bind(l, (struct sockaddr *)&at, len) != 0 || listen(l, 4) != 0) {
+		perror("listen");
+		exit(1);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	c = accept(l, NULL, NULL);
+	if (c < 0) {
+		perror("accept");
+		exit(1);
+	}
+	close(l);
+	return c;
+}
+
+struct stream {
+	long bytes, calls, packets, most;
+};
+
+/* The packets recvfrom_zcopy described in buf: each byte checked against
+ * the stream's position. */
+static void check_packets(struct stream *st, const struct vma_packets_t *p, int r)
+{
+	const unsigned char *at = (const unsigned char *)p->pkts;
+	long got = 0;
+
+	for (size_t i = 0; i < p->n_packet_num; i++) {
+		const struct vma_packet_t *pk = (const struct vma_packet_t *)at;
+
+		for (size_t v = 0; v < pk->sz_iov; v++) {
+			const unsigned char *b = pk->iov[v].iov_base;
+
+			for (size_t k = 0; k < pk->iov[v].iov_len; k++)
+				if (b[k] != (unsigned char)((st->bytes + got + (long)k) % 251)) {
+					expect(0, "byte %ld differs", st->bytes + got + (long)k);
+					return;
+				}
+			got += (long)pk->iov[v].iov_len;
+		}
+		at += sizeof *pk + pk->sz_iov * sizeof(struct iovec);
+	}
+	expect(got == r, "the packets hold %ld bytes, the call said %d", got, r);
+	st->bytes += got;
+	st->calls++;
+	st->packets += (long)p->n_packet_num;
+	if ((long)p->n_packet_num > st->most)
+		st->most = (long)p->n_packet_num;
+}
+
+/* One recvfrom_zcopy into buf: its return, MSG_VMA_ZCOPY checked. */
+static int zcopy_call(int c, void *buf, size_t len, int flags)
+{
+	int r = api->recvfrom_zcopy(c, buf, len, &flags, NULL, NULL);
+
+	if (r > 0)
+		expect(flags & MSG_VMA_ZCOPY, "a receive of %d bytes was copied", r);
+	return r;
+}
+
+static void misuse(int c, struct vma_packets_t *p)
+{
+	struct vma_packet_t foreign;
+	int flags = 0;
+	char small[8];
+
+	/* The packets p describes are freed already. */
+	expect(api->free_packets(c, p->pkts, p->n_packet_num) == -1 && errno == ENOENT,
+	       "a second free: errno %d", errno);
+	memset(&foreign, 0, sizeof foreign);
+	foreign.packet_id = &foreign;
+	expect(api->free_packets(c, &foreign, 1) == -1 && errno == ENOENT,
+	       "a packet id of nobody's: errno %d", errno);
+	expect(api->recvfrom_zcopy(c, small, sizeof small, &flags, NULL, NULL) == -1 &&
+		       errno == ENOBUFS,
+	       "a buffer too small for one packet: errno %d", errno);
+	expect(api->free_packets(STDIN_FILENO, &foreign, 1) == -1 && errno == EINVAL,
+	       "free_packets on a descriptor that is no socket: errno %d", errno);
+}
+
+static int zcopy(const char *ip, const char *port)
+{
+	static unsigned char buf[1 << 16];
+	struct vma_packets_t *p = (struct vma_packets_t *)buf;
+	struct stream st = {0, 0, 0, 0};
+	int c = accept_one(ip, port), r;
+
+	while ((r = zcopy_call(c, buf, sizeof buf, 0)) > 0) {
+		check_packets(&st, p, r);
+		expect(api->free_packets(c, p->pkts, p->n_packet_num) == 0, "free_packets: errno %d",
+		       errno);
+		if (st.calls == 1)
+			misuse(c, p);
+	}
+	expect(r == 0, "recvfrom_zcopy: errno %d", errno);
+	printf("zcopy %ld calls %ld packets %ld most %ld\n", st.bytes, st.calls, st.packets, st.most);
+	close(c);
+	return 0;
+}
+
+static int hold(const char *ip, const char *port)
+{
+	/* Each call's records kept apart until they are freed. */
+	enum { kCalls = 4096, kLen = 4096 };
+	static unsigned char bufs[kCalls][kLen];
+	struct stream st = {0, 0, 0, 0};
+	int c = accept_one(ip, port), r, held = 0, stalled = 0;
+	long held_bytes = 0;
+
+	for (;;) {
+		struct pollfd pf = {c, POLLIN, 0};
+
+		if (held == kCalls) {
+			expect(0, "%d calls held and no stall", held);
+			break;
+		}
+		r = zcopy_call(c, bufs[held], kLen, MSG_DONTWAIT);
+		if (r > 0) {
+			struct vma_packets_t *p = (struct vma_packets_t *)bufs[held];
+
+			check_packets(&st, p, r);
+			if (stalled) /* after the stall: freed at once */
+				expect(api->free_packets(c, p->pkts, p->n_packet_num) == 0,
+				       "free_packets: errno %d", errno);
+			else
+				held_bytes += r, held++;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (errno != EAGAIN) {
+			expect(0, "recvfrom_zcopy: errno %d", errno);
+			break;
+		}
+		if (poll(&pf, 1, 1000) == 0 && !stalled) {
+			stalled = 1;
+			printf("stalled %ld\n", held_bytes);
+			fflush(stdout);
+			for (int i = 0; i < held; i++) {
+				struct vma_packets_t *p = (struct vma_packets_t *)bufs[i];
+
+				expect(api->free_packets(c, p->pkts, p->n_packet_num) == 0,
+				       "free_packets: errno %d", errno);
+			}
+			held = 0;
+		}
+	}
+	expect(stalled, "the stream never stalled");
+	printf("hold %ld\n", st.bytes);
+	close(c);
+	return 0;
+}
+
+/* The callback mode's state: what the callback saw, kept and held. */
+enum { kMaxHeld = 1024, kMaxKept = 65536 };
+static struct {
+	long seen, dropped, kept_bytes, held_bytes;
+	long calls;
+	void *held[kMaxHeld];
+	int nheld;
+	long kept_at[kMaxKept], kept_len[kMaxKept]; /* ranges recv must return */
+	int nkept;
+} cbs;
+
+static vma_recv_callback_retval_t on_data(int fd, size_t sz_iov, struct iovec iov[],
+					   struct vma_info_t *info, void *context)
+{
+	vma_recv_callback_retval_t verdict = (vma_recv_callback_retval_t)(cbs.calls++ % 3);
+	long len = 0;
+
+	(void)fd;
+	expect(context == &cbs, "the callback's context");
+	expect(info && info->struct_sz >= sizeof *info, "vma_info");
+	for (size_t v = 0; v < sz_iov; v++) {
+		const unsigned char *b = iov[v].iov_base;
+
+		for (size_t k = 0; k < iov[v].iov_len; k++)
+			if (b[k] != (unsigned char)((cbs.seen + len + (long)k) % 251)) {
+				expect(0, "the callback's byte %ld differs", cbs.seen + len + (long)k);
+				break;
+			}
+		len += (long)iov[v].iov_len;
+	}
+	expect(info && (long)info->payload_sz == len, "payload_sz %zu, iovecs %ld",
+	       info ? info->payload_sz : 0, len);
+	if (verdict == VMA_PACKET_HOLD && cbs.nheld == kMaxHeld)
+		verdict = VMA_PACKET_DROP;
+	if (verdict == VMA_PACKET_RECV && cbs.nkept == kMaxKept)
+		verdict = VMA_PACKET_DROP;
+	switch (verdict) {
+	case VMA_PACKET_DROP:
+		cbs.dropped += len;
+		break;
+	case VMA_PACKET_RECV:
+		cbs.kept_at[cbs.nkept] = cbs.seen;
+		cbs.kept_len[cbs.nkept++] = len;
+		cbs.kept_bytes += len;
+		break;
+	case VMA_PACKET_HOLD:
+		cbs.held[cbs.nheld++] = info->packet_id;
+		cbs.held_bytes += len;
+		break;
+	}
+	cbs.seen += len;
+	return verdict;
+}
+
+static void free_held(int c)
+{
+	struct vma_packet_t rec[kMaxHeld];
+
+	for (int i = 0; i < cbs.nheld; i++) {
+		rec[i].packet_id = cbs.held[i];
+		rec[i].sz_iov = 0;
+	}
+	if (cbs.nheld)
+		expect(api->free_packets(c, rec, (size_t)cbs.nheld) == 0,
+		       "free_packets of %d held: errno %d", cbs.nheld, errno);
+	cbs.nheld = 0;
+}
+
+static int callback(const char *ip, const char *port)
+{
+	static unsigned char buf[1 << 16];
+	int c = accept_one(ip, port), range = 0, bad = 0;
+	long in_range = 0, got = 0;
+	ssize_t r;
+
+	expect(api->register_recv_callback(c, on_data, &cbs) == 0,
+	       "register_recv_callback: errno %d", errno);
+	while ((r = recv(c, buf, sizeof buf, 0)) > 0) {
+		/* Each byte recv gives is the next kept one (checked up to the
+		 * first that is not). */
+		for (ssize_t k = 0; k < r && !bad; k++) {
+			while (range < cbs.nkept && in_range == cbs.kept_len[range])
+				range++, in_range = 0;
+			if (range == cbs.nkept) {
+				expect(0, "recv gave a byte the callback did not keep");
+				bad = 1;
+				break;
+			}
+			if (buf[k] != (unsigned char)((cbs.kept_at[range] + in_range) % 251)) {
+				expect(0, "recv's byte at %ld differs", cbs.kept_at[range] + in_range);
+				bad = 1;
+				break;
+			}
+			in_range++;
+		}
+		got += r;
+		free_held(c);
+	}
+	expect(r == 0, "recv: errno %d", errno);
+	free_held(c);
+	expect(got == cbs.kept_bytes, "recv gave %ld bytes, the callback kept %ld", got,
+	       cbs.kept_bytes);
+	expect(cbs.dropped && cbs.held_bytes, "every verdict was used");
+	printf("callback %ld drop %ld recv %ld hold %ld\n", cbs.seen, cbs.dropped, got,
+	       cbs.held_bytes);
+	close(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[1], "send"))
+		return send_stream(argv[2], argv[3], atol(argv[4]));
+	if (argc != 4) {
+		fprintf(stderr, "usage: %s send ADDR PORT BYTES | zcopy|hold|callback ADDR PORT\n",
+			argv[0]);
+		return 2;
+	}
+	api = vma_get_api();
+	if (!api) {
+		printf("FAIL: no Extra API (not under libvma.so?)\n");
+		return 1;
+	}
+	if (!strcmp(argv[1], "zcopy"))
+		zcopy(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "hold"))
+		hold(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "callback"))
+		callback(argv[2], argv[3]);
+	else
+		return 2;
+	printf("PASS: %d failure(s)\n", fails);
+	return fails != 0;
+}
