@@ -16,6 +16,7 @@ struct XtremeBuffs::Lent {
   vma_buff_t pub;
   std::atomic<uint64_t> tag;
   std::atomic<int32_t> refs;
+  LentOwner* owner;  // told pub.len at the last unref
 };
 
 namespace {
@@ -61,21 +62,25 @@ XtremeBuffs::Lent* XtremeBuffs::find(const void* b) const {
   return nullptr;
 }
 
-int XtremeBuffs::lend(net::Datagram&& d, vma_buff_t** out) {
-  mem::Buffer b = std::move(d.buf);
-  mem::Pool* pool = b.pool();
+int XtremeBuffs::lend(net::Datagram& d, vma_buff_t** out, LentOwner* owner) {
+  mem::Pool* pool = d.buf.pool();
   if (!pool || !add_pool(pool)) return -ENOBUFS;
-  if (b.use_count() != 1 || b.offset() < sizeof(Lent)) {
-    mem::Buffer c = pool->get();
-    if (!c || c.set_view(kCopyAt, b.size()) < 0) return -ENOBUFS;
-    std::memcpy(c.data(), b.data(), b.size());
-    b = std::move(c);
+  mem::Buffer b;
+  if (d.buf.use_count() != 1 || d.buf.offset() < sizeof(Lent)) {
+    b = pool->get();
+    if (!b || b.set_view(kCopyAt, d.buf.size()) < 0) return -ENOBUFS;
+    std::memcpy(b.data(), d.buf.data(), d.buf.size());
+    d.buf.reset();
+  } else {
+    b = std::move(d.buf);
   }
   auto* l = new (b.frame()) Lent;
   l->pub.next = nullptr;
   l->pub.payload = b.data();
   l->pub.len = static_cast<uint16_t>(b.size());
   l->refs.store(1, std::memory_order_relaxed);
+  l->owner = owner;
+  if (owner) owner->ref();
   l->tag.store(tag_, std::memory_order_release);
   b.into_raw();  // the frame's reference is the program's now
   *out = &l->pub;
@@ -103,6 +108,10 @@ int XtremeBuffs::unref(vma_buff_t* b) {
   if (n > 1) return n - 1;
   // The last reference: untagged first, so a late pointer finds nothing.
   l->tag.store(0, std::memory_order_release);
+  if (LentOwner* o = l->owner) {
+    o->freed(l->pub.len);
+    o->unref();
+  }
   mem::Buffer back;
   for (size_t i = 0, np = npools_.load(std::memory_order_acquire); i < np; i++)
     if (pools_[i].load(std::memory_order_relaxed)->from_raw(b, &back) == 0) break;

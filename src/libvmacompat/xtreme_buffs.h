@@ -25,15 +25,36 @@
 
 namespace ss::vma {
 
+// Whom a lent buffer's bytes are owed back to when it is freed: a TCP
+// connection's receive window counts what the program holds, and collects
+// the bytes freed at its next call. Shared by the owner and each buffer
+// lent for it; the last to let go deletes it.
+class LentOwner {
+ public:
+  static LentOwner* make() { return new LentOwner; }
+  void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  void freed(size_t bytes) { freed_.fetch_add(bytes, std::memory_order_release); }
+  size_t collect() { return freed_.exchange(0, std::memory_order_acq_rel); }
+
+ private:
+  LentOwner() = default;
+  std::atomic<size_t> freed_{0};
+  std::atomic<int32_t> refs_{1};
+};
+
 class XtremeBuffs {
  public:
   SS_API XtremeBuffs();
   // Lends d's payload as a one-buffer chain with count 1 (*out). The frame
   // is lent in place when d holds it alone with room in front of the
   // payload, else the payload is copied into a fresh frame of its pool (a
-  // multicast frame other members share). 0, or -ENOBUFS (no frame for
-  // the copy; d is then dropped).
-  SS_API int lend(net::Datagram&& d, vma_buff_t** out);
+  // multicast frame other members share). owner (if any) is told its
+  // bytes when the last reference goes. 0 (d's buffer moved out), or
+  // -ENOBUFS (no frame for the copy; d is left as it was).
+  SS_API int lend(net::Datagram& d, vma_buff_t** out, LentOwner* owner = nullptr);
   // One more reference on b: the new count, or -EINVAL when b is not a
   // lent buffer (-EOVERFLOW at INT32_MAX).
   SS_API int ref(vma_buff_t* b);

@@ -13,11 +13,12 @@
 namespace ss::vma::preload {
 namespace {
 
-// fd's record when the option is libvma's to answer on it.
+// fd's record when the option is libvma's to answer on it: the user data
+// on a UDP or TCP socket, the ring logic on a UDP one.
 std::shared_ptr<KernelSocket> option_socket(int fd, int name) {
   if (name != SO_VMA_USER_DATA && name != SO_VMA_RING_ALLOC_LOGIC) return nullptr;
   const int saved = errno;
-  auto s = extra_api_udp_socket(fd);
+  auto s = name == SO_VMA_USER_DATA ? extra_api_socket(fd) : extra_api_udp_socket(fd);
   errno = saved;
   return s;
 }

@@ -2,6 +2,9 @@
 
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -188,6 +191,42 @@ int NetdevRings::wait_fd() {
   return wait_fd_ = ep;
 }
 
+int NetdevRings::xtreme_fd() {
+  std::lock_guard<std::mutex> lock(wait_mu);
+  if (xtreme_fd_ >= 0) return xtreme_fd_;
+  const int ep = interpose::real().epoll_create1(EPOLL_CLOEXEC);
+  const int ev = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  std::vector<pollfd> fds;
+  poll_fds(&fds);
+  fds.push_back({ev, POLLIN, 0});
+  bool ok = ep >= 0 && ev >= 0;
+  for (const pollfd& p : fds) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = p.fd;
+    ok = ok && interpose::real().epoll_ctl(ep, EPOLL_CTL_ADD, p.fd, &e) == 0;
+  }
+  if (!ok) {
+    if (ep >= 0) interpose::real().close(ep);
+    if (ev >= 0) interpose::real().close(ev);
+    return -1;
+  }
+  xtreme_event_.store(ev, std::memory_order_release);
+  return xtreme_fd_ = ep;
+}
+
+void NetdevRings::xtreme_kick() {
+  const int ev = xtreme_event_.load(std::memory_order_acquire);
+  const uint64_t one = 1;
+  if (ev >= 0) (void)!::write(ev, &one, sizeof one);
+}
+
+void NetdevRings::xtreme_drain() {
+  const int ev = xtreme_event_.load(std::memory_order_acquire);
+  uint64_t n;
+  if (ev >= 0) (void)!::read(ev, &n, sizeof n);
+}
+
 std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {
   std::set<std::string> out;
   ifaddrs* list = nullptr;
@@ -282,6 +321,8 @@ NetdevRings* netdev_rings_of_ring_fd(int fd) {
       short ev = 0;
       if (q.queue->poll_fd(prov::Ring::kRx, &ev) == fd) return r;
     }
+    std::lock_guard<std::mutex> w(r->wait_mu);
+    if (r->xtreme_fd_ == fd) return r;
   }
   return nullptr;
 }

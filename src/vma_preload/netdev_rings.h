@@ -10,6 +10,7 @@
 #pragma once
 #include <poll.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -63,6 +64,25 @@ struct NetdevRings {
   std::mutex xtreme_mu;
   std::vector<XtremeMember> xtreme;  // xtreme_mu
   size_t xtreme_next = 0;            // xtreme_mu: the member the next poll starts at
+  // socketXtreme on TCP: the listeners it accepts for and the connections
+  // whose data and events it reports (by descriptor; `who` tells a member
+  // from a later socket on the same number).
+  struct XtremeTcp {
+    int fd;
+    const void* who;
+    bool listener;
+  };
+  std::vector<XtremeTcp> xtreme_tcp;  // xtreme_mu
+  size_t xtreme_tcp_next = 0;         // xtreme_mu
+  std::atomic<size_t> xtreme_tcp_count{0};
+  // The ring descriptor a TCP socket is given (get_socket_rings_fds): an
+  // epoll set of the rings' wake-ups and an eventfd the vma-tcp thread
+  // signals when it took frames off the rings while TCP members wait, so
+  // a program asleep on it learns of what the thread read (made at first
+  // use, kept; -1 when it cannot be made).
+  int xtreme_fd();
+  void xtreme_kick();   // the vma-tcp thread, after a read
+  void xtreme_drain();  // socketxtreme_poll
 
   // A program's call looks at the rings (counted for RingTurn): the TCP
   // segments they hold go to the stack, whose timers due fire.
@@ -74,6 +94,8 @@ struct NetdevRings {
   int wait_fd();
   std::mutex wait_mu;
   int wait_fd_ = -1;  // wait_mu
+  int xtreme_fd_ = -1;  // wait_mu
+  std::atomic<int> xtreme_event_{-1};
 };
 
 // ifname's rings, made now if needed; null when the netdev cannot have

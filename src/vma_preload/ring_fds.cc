@@ -1,24 +1,55 @@
 #include "vma_preload/ring_fds.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
 #include <vector>
 
+#include "interpose/real.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
+#include "vma_preload/netdev_rings.h"
+#include "vma_preload/tcp_listen.h"
+#include "vma_preload/tcp_offload.h"
+#include "vma_preload/wire_addr.h"
 #include "vma_preload/zcopy.h"
 
 namespace ss::vma::preload {
 namespace {
 
+// A TCP socket's rings: a listener's, a connection's, or those of the
+// netdevs its bound address arrives through (made now: the VMA guide's
+// server asks right after bind, before listen).
+std::vector<NetdevRings*> tcp_rings(KernelSocket& s) {
+  if (TcpListen* l = s.listening()) return l->rings();
+  if (TcpOffload* t = s.tcp()) return {t->rings()};
+  std::vector<NetdevRings*> out;
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (interpose::real().getsockname(s.fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return out;
+  const net::UdpAddr local = wire_addr(reinterpret_cast<sockaddr*>(&a), len);
+  if (local.ip.empty() || local.port == 0) return out;  // not bound: none yet
+  g_making_rings = true;
+  for (const std::string& dev : netdevs_for(local.ip, s.family == AF_INET6))
+    if (NetdevRings* r = netdev_rings(dev); r && r->tcp) out.push_back(r);
+  g_making_rings = false;
+  return out;
+}
+
 // fd's ring descriptors into *out: 0, or -1/EINVAL for a descriptor that
-// is not a UDP socket the preload may offload (one not offloaded yet has
-// none).
+// is not a UDP or TCP socket the preload may offload (one not offloaded
+// yet has none). A TCP socket's is its netdevs' xtreme_fd().
 int socket_rings(int fd, std::vector<pollfd>* out) {
-  const auto s = extra_api_udp_socket(fd);
+  const auto s = extra_api_socket(fd);
   if (!s) return -1;
+  if (s->protocol == IPPROTO_TCP) {
+    for (NetdevRings* r : tcp_rings(*s))
+      if (const int x = r->xtreme_fd(); x >= 0) out->push_back({x, POLLIN, 0});
+    return 0;
+  }
   if (UdpOffload* o = s->offload_quiet()) o->ring_fds(out);
   return 0;
 }

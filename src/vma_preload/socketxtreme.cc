@@ -1,12 +1,14 @@
 #include "vma_preload/socketxtreme.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "core/base/fd_table.h"
@@ -17,6 +19,8 @@
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/rx_extras.h"
+#include "vma_preload/tcp_listen.h"
+#include "vma_preload/tcp_offload.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -75,7 +79,7 @@ void count_rx(int fd, uint64_t packets, uint64_t bytes) {
 bool complete(const NetdevRings::XtremeMember& x, net::Datagram&& d, vma_completion_t* c) {
   const net::UdpAddr src = d.src;
   vma_buff_t* b = nullptr;
-  if (const int err = buffs().lend(std::move(d), &b); err < 0) {
+  if (const int err = buffs().lend(d, &b); err < 0) {
     SS_DEBUG("socketxtreme_poll: fd %d: a datagram dropped (%s)", x.fd, std::strerror(-err));
     return false;
   }
@@ -91,6 +95,93 @@ bool complete(const NetdevRings::XtremeMember& x, net::Datagram&& d, vma_complet
   return true;
 }
 
+// An IPv4 peer into a completion's src (libvma's is a sockaddr_in).
+void set_src(vma_completion_t* c, const net::IpAddr& ip, uint16_t port) {
+  if (ip.family != AF_INET) return;
+  c->src.sin_family = AF_INET;
+  c->src.sin_port = htons(port);
+  std::memcpy(&c->src.sin_addr, ip.bytes, sizeof c->src.sin_addr);
+}
+
+// A listener's connections, accepted, as completions from *got on.
+void accept_for(KernelSocket& s, TcpListen& l, vma_completion_t* comps, unsigned int n,
+                unsigned int* got) {
+  while (*got < n) {
+    int nfd;
+    sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    if (l.auto_accept(s.fd, &nfd, &peer, &plen) < 0) return;
+    vma_completion_t* c = &comps[(*got)++];
+    std::memset(c, 0, sizeof *c);
+    c->events = static_cast<uint64_t>(VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED);
+    c->user_data = static_cast<uint64_t>(nfd);  // the new socket's SO_VMA_USER_DATA: its fd
+    c->listen_fd = s.fd;
+    if (peer.ss_family == AF_INET) std::memcpy(&c->src, &peer, sizeof c->src);
+  }
+}
+
+// A connection's data and events as one completion, when it has either.
+// Its views are lent as a buffer chain; one no frame could be had for
+// waits for the next poll (TCP loses no byte).
+bool report(KernelSocket& s, TcpOffload& t, vma_completion_t* c) {
+  constexpr size_t kMostBufs = 64;
+  std::vector<mem::Buffer> views;
+  const short edges = t.xtreme_edges();
+  t.xtreme_take(kMostBufs, &views);
+  std::memset(c, 0, sizeof *c);
+  vma_buff_t* last = nullptr;
+  size_t i = 0;
+  for (; i < views.size(); i++) {
+    if (c->packet.total_len + views[i].size() > UINT16_MAX) break;  // total_len's bound
+    net::Datagram d{std::move(views[i]), {}};
+    vma_buff_t* b = nullptr;
+    if (buffs().lend(d, &b, t.lent_owner()) < 0) {
+      views[i] = std::move(d.buf);
+      break;
+    }
+    (last ? last->next : c->packet.buff_lst) = b;
+    last = b;
+    c->packet.num_bufs++;
+    c->packet.total_len = static_cast<uint16_t>(c->packet.total_len + b->len);
+  }
+  t.xtreme_keep(std::vector<mem::Buffer>(std::make_move_iterator(views.begin() + i),
+                                         std::make_move_iterator(views.end())));
+  if (!c->packet.num_bufs && !edges) return false;
+  if (c->packet.num_bufs) {
+    c->events = static_cast<uint64_t>(VMA_SOCKETXTREME_PACKET) | EPOLLIN;
+    s.stats.add(stats::kRxPackets, c->packet.num_bufs);
+    s.stats.add(stats::kRxBytes, c->packet.total_len);
+  }
+  c->events |= static_cast<uint64_t>(edges & (POLLOUT | POLLRDHUP | POLLHUP | POLLERR));
+  c->user_data = s.rx_extras.user_data(s.fd);
+  const net::tcp::FourTuple tu = t.tuple();
+  set_src(c, tu.remote, tu.remote_port);
+  return true;
+}
+
+// The TCP members' completions, from *got on: looked up by descriptor
+// outside xtreme_mu (an accept records a socket, which joins; a record
+// let go leaves).
+void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned int* got) {
+  std::vector<NetdevRings::XtremeTcp> members;
+  size_t first;
+  {
+    std::lock_guard<std::mutex> lock(r->xtreme_mu);
+    members = r->xtreme_tcp;
+    first = r->xtreme_tcp_next++;
+  }
+  for (size_t k = 0; k < members.size() && *got < n; k++) {
+    const NetdevRings::XtremeTcp& m = members[(first + k) % members.size()];
+    const auto s = FdTable::instance().get<KernelSocket>(m.fd, FdKind::kVmaKernel);
+    if (!s) continue;
+    if (m.listener) {
+      if (TcpListen* l = s->listening(); l == m.who) accept_for(*s, *l, comps, n, got);
+    } else if (TcpOffload* t = s->tcp(); t == m.who) {
+      if (report(*s, *t, &comps[*got])) ++*got;
+    }
+  }
+}
+
 int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int /*flags*/) {
   if (refused_off<kPoll>() || refused_in_child(EBADFD)) return -1;
   NetdevRings* r = netdev_rings_of_ring_fd(ring_fd);
@@ -104,6 +195,11 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     return -1;
   }
   unsigned int got = 0;
+  if (r->xtreme_tcp_count.load(std::memory_order_acquire)) {
+    r->xtreme_drain();
+    r->program_look();  // the TCP segments into the stack, its timers fired
+    poll_tcp(r, comps, n, &got);
+  }
   // Each member's take, counted after the lock: a socket's record may be
   // its last reference, and dropping it leaves xtreme_mu's list.
   struct Taken {
@@ -116,7 +212,7 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     const size_t m = r->xtreme.size();
     if (m == 0) {
       r->stack->poll_rx();  // the other sockets' datagrams still leave the rings
-      return 0;
+      return static_cast<int>(got);
     }
     const size_t first = r->xtreme_next % m;
     for (size_t i = 0; i < m && got < n; i++) {
@@ -178,6 +274,18 @@ void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep) {
   std::lock_guard<std::mutex> lock(rings->xtreme_mu);
   auto& v = rings->xtreme;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& x) { return x.ep == ep; }), v.end());
+}
+
+void xtreme_tcp_join(NetdevRings* rings, int fd, const void* who, bool listener) {
+  std::lock_guard<std::mutex> lock(rings->xtreme_mu);
+  rings->xtreme_tcp.push_back({fd, who, listener});
+  rings->xtreme_tcp_count.store(rings->xtreme_tcp.size(), std::memory_order_release);
+}
+
+void xtreme_tcp_leave(NetdevRings* rings, const void* who) {
+  std::lock_guard<std::mutex> lock(rings->xtreme_mu);
+  std::erase_if(rings->xtreme_tcp, [&](const auto& x) { return x.who == who; });
+  rings->xtreme_tcp_count.store(rings->xtreme_tcp.size(), std::memory_order_release);
 }
 
 void add_xtreme_entries(vma_api_t* given) {

@@ -9,6 +9,15 @@
 // each UMEM frame lent as a vma_buff_t (libvmacompat/xtreme_buffs.h).
 // A datagram is taken once: by socketxtreme_poll or by a receive call on
 // the socket, whichever asks first.
+//
+// TCP: every listener and connection of the rings joins its netdev's TCP
+// members (NetdevRings::xtreme_tcp), and its ring descriptor is the
+// netdev's xtreme_fd(). socketxtreme_poll accepts for the listeners
+// (VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED on the new descriptor: no
+// accept() call, which fails with EINVAL on such a listener from then on)
+// and reports each connection's in-order data as one packet completion
+// (a chain of lent buffers, their bytes out of the window until freed)
+// and its events' rising edges (EPOLLOUT, EPOLLRDHUP, EPOLLHUP, EPOLLERR).
 #pragma once
 #include <mellanox/vma_extra.h>
 
@@ -27,6 +36,10 @@ bool socketxtreme_mode();
 // the socket's (its SO_VMA_USER_DATA), outliving the membership.
 void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtras* extras);
 void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep);
+// A TCP listener's or connection's membership of rings (tcp_listen.cc,
+// tcp_offload.cc): its descriptor, and its object `who`.
+void xtreme_tcp_join(NetdevRings* rings, int fd, const void* who, bool listener);
+void xtreme_tcp_leave(NetdevRings* rings, const void* who);
 
 // Puts the four entries into the table the preload builds.
 void add_xtreme_entries(vma_api_t* given);

@@ -19,6 +19,7 @@
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
+#include "vma_preload/socketxtreme.h"
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/wire_addr.h"
 
@@ -68,14 +69,32 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
     }
   }
   if (l->legs_.empty()) return nullptr;
+  if (socketxtreme_mode()) {
+    l->xtreme_ = true;
+    for (NetdevRings* r : l->rings()) xtreme_tcp_join(r, fd, l.get(), /*listener=*/true);
+  }
   SS_DEBUG("listen fd %d (tcp port %u): on %zu listener(s) of the rings", fd, local.port,
            l->legs_.size());
   return l;
 }
 
 TcpListen::~TcpListen() {
+  if (xtreme_)
+    for (NetdevRings* r : rings()) xtreme_tcp_leave(r, this);
   for (const Leg& l : legs_) l.rings->tcp->close(l.sock);
   if (wait_fd_ >= 0) real().close(wait_fd_);
+}
+
+std::vector<NetdevRings*> TcpListen::rings() const {
+  std::vector<NetdevRings*> out;
+  for (const Leg& l : legs_)
+    if (std::find(out.begin(), out.end(), l.rings) == out.end()) out.push_back(l.rings);
+  return out;
+}
+
+int TcpListen::auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len) {
+  auto_accepting_.store(true, std::memory_order_relaxed);
+  return take(fd, 0, nfd, reinterpret_cast<sockaddr*>(peer), len);
 }
 
 void TcpListen::progress() {
@@ -130,6 +149,14 @@ int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len)
 
 int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
   if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (auto_accepting_.load(std::memory_order_relaxed)) {  // socketXtreme accepts for it
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true, std::memory_order_relaxed))
+      SS_WARN("accept fd %d: socketxtreme_poll accepts this listener's connections (EINVAL)",
+              fd);
     errno = EINVAL;
     return -1;
   }

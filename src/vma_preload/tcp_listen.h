@@ -8,6 +8,7 @@
 #pragma once
 #include <sys/socket.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,8 +31,13 @@ class TcpListen {
 
   // accept4(2): the new descriptor, *addr the peer's address; -1/errno.
   // The rings' connections first, then the kernel's; a blocking socket
-  // waits for either.
+  // waits for either. EINVAL once socketXtreme accepts for it.
   int accept(int fd, sockaddr* addr, socklen_t* len, int flags);
+  // socketXtreme's auto-accept (socketxtreme.cc): one connection of the
+  // rings on a new descriptor (*nfd, blocking) and its peer: 0, or -EAGAIN.
+  int auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len);
+  // The rings of its legs, each once (the ring descriptors).
+  std::vector<NetdevRings*> rings() const;
 
   // KernelSocket's Pollable: POLLIN while a connection waits here or in
   // the kernel listener.
@@ -61,6 +67,8 @@ class TcpListen {
 
   const int family_;
   std::vector<Leg> legs_;
+  bool xtreme_ = false;                    // joined the socketXtreme members
+  std::atomic<bool> auto_accepting_{false};
   size_t next_leg_ = 0;  // mu_: the leg the next take starts at
   std::mutex mu_;
   int wait_fd_ = -1;  // mu_

@@ -29,6 +29,7 @@
 #include "vma_preload/port_holds.h"
 #include "vma_preload/rx_extras.h"
 #include "vma_preload/socket_flags.h"
+#include "vma_preload/socketxtreme.h"
 #include "vma_preload/tcp_repair.h"
 #include "vma_preload/wire_addr.h"
 
@@ -90,12 +91,18 @@ void serve(ServiceThread::Run& run) {
     const uint64_t wake_at = ms < 0 ? due : std::min(due, now + uint64_t(ms) * 1000);
     for (NetdevRings* r : netdevs) r->tcp->watch_due(wake_at);
     run.poll(fds, ms);
-    for (NetdevRings* r : ours) r->stack->poll_rx();
+    // A program asleep on a TCP socket's ring descriptor (socketXtreme)
+    // learns of what this thread read through its eventfd.
+    const auto read_rings = [](NetdevRings* r) {
+      r->stack->poll_rx();
+      if (r->xtreme_tcp_count.load(std::memory_order_acquire)) r->xtreme_kick();
+    };
+    for (NetdevRings* r : ours) read_rings(r);
     // Frames waiting while no sleeper looked: its sleep is not real (it
     // left without saying so); read them.
     for (const size_t i : parked)
       if (netdevs[i]->turn.looks() == seen[i] && rings_readable(netdevs[i]))
-        netdevs[i]->stack->poll_rx();
+        read_rings(netdevs[i]);
     for (NetdevRings* r : netdevs) {
       r->tcp->run_timers();
       r->frames->flush();
@@ -357,7 +364,54 @@ void TcpOffload::keep_port(int fd) {
   hold_fd_ = hold;
 }
 
+void TcpOffload::attach(const stats::SocketStats* s, int fd, RxExtras* extras) {
+  stats_ = s;
+  fd_ = fd;
+  extras_ = extras;
+  if (socketxtreme_mode() && !xtreme_) {
+    xtreme_ = true;
+    xtreme_tcp_join(rings_, fd, this, /*listener=*/false);
+  }
+}
+
+void TcpOffload::xtreme_take(size_t most, std::vector<mem::Buffer>* out) {
+  if (LentOwner* o = lent_owner_.load(std::memory_order_acquire))
+    if (const size_t freed = o->collect()) give_back(freed);
+  {
+    std::lock_guard lock(xtreme_mu_);
+    for (mem::Buffer& v : xtreme_kept_) out->push_back(std::move(v));
+    xtreme_kept_.clear();
+  }
+  if (out->size() < most) rings_->tcp->recv_lent(sock_, most - out->size(), out);
+}
+
+void TcpOffload::xtreme_keep(std::vector<mem::Buffer> views) {
+  if (views.empty()) return;
+  std::lock_guard lock(xtreme_mu_);
+  for (mem::Buffer& v : xtreme_kept_) views.push_back(std::move(v));
+  xtreme_kept_ = std::move(views);
+}
+
+short TcpOffload::xtreme_edges() {
+  const short now = rings_->tcp->events(sock_) & (POLLOUT | POLLRDHUP | POLLHUP | POLLERR);
+  const short before = xtreme_seen_.exchange(now, std::memory_order_relaxed);
+  return static_cast<short>(now & ~before);
+}
+
+net::tcp::FourTuple TcpOffload::tuple() const { return rings_->tcp->tuple(sock_); }
+
+LentOwner* TcpOffload::lent_owner() {
+  LentOwner* o = lent_owner_.load(std::memory_order_acquire);
+  if (o) return o;
+  LentOwner* made = LentOwner::make();
+  if (lent_owner_.compare_exchange_strong(o, made, std::memory_order_acq_rel)) return made;
+  made->unref();  // another thread's came first
+  return o;
+}
+
 TcpOffload::~TcpOffload() {
+  if (xtreme_) xtreme_tcp_leave(rings_, this);
+  if (LentOwner* o = lent_owner_.load(std::memory_order_acquire)) o->unref();  // buffers out keep it
   const int hold = hold_fd_;
   std::function<void()> freed;
   if (hold >= 0) freed = [hold] { release_port(hold); };

@@ -35,6 +35,7 @@
 #include "core/base/pollable.h"
 #include "core/net/tcp/stack.h"
 #include "libvmacompat/stats_publisher.h"
+#include "libvmacompat/xtreme_buffs.h"
 
 namespace ss::vma::preload {
 
@@ -153,11 +154,23 @@ class TcpOffload {
   // block, to which each call adds what the connection did since the last
   // one (segments in and out as packets, data bytes, retransmissions); its
   // descriptor and Extra API state (the receive callback, held packets).
-  void attach(const stats::SocketStats* s, int fd, RxExtras* extras) {
-    stats_ = s;
-    fd_ = fd;
-    extras_ = extras;
-  }
+  // Under VMA_SOCKETXTREME=1 the connection joins its rings'
+  // socketXtreme members (socketxtreme.h).
+  void attach(const stats::SocketStats* s, int fd, RxExtras* extras);
+
+  // socketXtreme (socketxtreme.cc). xtreme_take: the bytes the program
+  // freed of its lent buffers back to the window, then the views kept
+  // back by the last poll and up to `most` more (never waiting);
+  // xtreme_keep: views the poll could not lend, first at the next take.
+  // xtreme_edges: the rising edges of POLLOUT, POLLRDHUP, POLLHUP and
+  // POLLERR since the last call. lent_owner: what the buffers lent for
+  // this connection owe back (made at first use).
+  void xtreme_take(size_t most, std::vector<mem::Buffer>* out);
+  void xtreme_keep(std::vector<mem::Buffer> views);
+  short xtreme_edges();
+  LentOwner* lent_owner();
+  NetdevRings* rings() const { return rings_; }
+  net::tcp::FourTuple tuple() const;
 
  private:
   void publish();
@@ -213,6 +226,11 @@ class TcpOffload {
   int fd_ = -1;
   RxExtras* extras_ = nullptr;
   std::atomic<bool> offering_{false};  // run_callback began offering
+  bool xtreme_ = false;                // joined the socketXtreme members
+  std::mutex xtreme_mu_;
+  std::vector<mem::Buffer> xtreme_kept_;   // xtreme_mu_
+  std::atomic<LentOwner*> lent_owner_{nullptr};
+  std::atomic<short> xtreme_seen_{0};  // the events xtreme_edges reported
   std::mutex published_mu_;
   net::tcp::Counters published_;  // published_mu_: what publish() added so far
 };

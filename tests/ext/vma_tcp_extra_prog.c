@@ -4,6 +4,21 @@
  *   send ADDR PORT BYTES
  *       Linux's end (no preload): connects, sends BYTES, shuts its write
  *       side and waits for the end of stream; "sent BYTES".
+ *   echo ADDR PORT CONNS MSGS
+ *       Linux's end: CONNS connections at once (a thread each), each
+ *       sending MSGS messages of 64 bytes and reading each one's echo
+ *       before the next, every byte checked; "echoed CONNS x MSGS".
+ *   xtreme ADDR PORT CONNS
+ *       a socketXtreme server (VMA_SOCKETXTREME=1) as the VMA guide's:
+ *       the ring descriptor of its listener taken right after bind, then
+ *       only socketxtreme_poll on it (sleeping in poll(2) on it when it
+ *       has nothing): each connection comes as
+ *       VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED (no accept(), which
+ *       then fails with EINVAL), gets an SO_VMA_USER_DATA cookie that its
+ *       packet completions carry, has its data checked and echoed with
+ *       send and its buffers freed, and is closed at its EPOLLRDHUP;
+ *       misuse gets its errno (a descriptor that is no ring: EBADFD; a
+ *       packet freed twice: EINVAL); "xtreme accepted A bytes B closed C".
  *   zcopy ADDR PORT
  *       accepts one connection and reads it to its end with
  *       recvfrom_zcopy, each call's packets checked and freed at once:
@@ -30,10 +45,12 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -349,10 +366,184 @@ static int callback(const char *ip, const char *port)
 	return 0;
 }
 
+struct echo_conn {
+	const char *ip, *port;
+	long msgs;
+	int ok;
+};
+
+static void *echo_one(void *arg)
+{
+	struct echo_conn *e = arg;
+	struct sockaddr_storage to;
+	socklen_t len = make_addr(e->ip, (unsigned short)atoi(e->port), &to);
+	int fd = socket(to.ss_family, SOCK_STREAM, 0);
+	unsigned char out[64], in[64];
+	long pos = 0;
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, len) != 0)
+		return NULL;
+	for (long m = 0; m < e->msgs; m++) {
+		size_t got = 0;
+
+		for (size_t i = 0; i < sizeof out; i++)
+			out[i] = (unsigned char)((pos + (long)i) % 251);
+		if (send(fd, out, sizeof out, 0) != (ssize_t)sizeof out)
+			break;
+		while (got < sizeof in) {
+			ssize_t k = recv(fd, in + got, sizeof in - got, 0);
+
+			if (k <= 0)
+				break;
+			got += (size_t)k;
+		}
+		if (got != sizeof in || memcmp(in, out, sizeof in))
+			break;
+		pos += (long)sizeof out;
+		if (m + 1 == e->msgs)
+			e->ok = 1;
+	}
+	close(fd);
+	return NULL;
+}
+
+static int echo_clients(const char *ip, const char *port, int conns, long msgs)
+{
+	pthread_t th[64];
+	struct echo_conn e[64];
+	int ok = 0;
+
+	if (conns < 1 || conns > 64)
+		return 2;
+	for (int i = 0; i < conns; i++) {
+		e[i] = (struct echo_conn){ip, port, msgs, 0};
+		pthread_create(&th[i], NULL, echo_one, &e[i]);
+	}
+	for (int i = 0; i < conns; i++) {
+		pthread_join(th[i], NULL);
+		ok += e[i].ok;
+	}
+	if (ok == conns)
+		printf("echoed %d x %ld\n", conns, msgs);
+	else
+		printf("FAIL: %d of %d connections echoed whole\n", ok, conns);
+	return ok != conns;
+}
+
+static int xtreme(const char *ip, const char *port, int conns)
+{
+	enum { kFds = 1024 };
+	static long pos[kFds];
+	struct sockaddr_storage at;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &at);
+	int one = 1, l = socket(at.ss_family, SOCK_STREAM, 0), ring = -1, accepted = 0, closed = 0;
+	long bytes = 0;
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (l < 0 || bind(l, (struct sockaddr *)&at, len) != 0) {
+		perror("bind");
+		return 1;
+	}
+	expect(api->get_socket_rings_fds(l, &ring, 1) == 1, "the listener's ring after bind: errno %d",
+	       errno);
+	if (listen(l, 16) != 0 || ring < 0) {
+		perror("listen");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (closed < conns) {
+		struct vma_completion_t comps[16];
+		int n = api->socketxtreme_poll(ring, comps, 16, 0);
+
+		if (n < 0) {
+			expect(0, "socketxtreme_poll: errno %d", errno);
+			break;
+		}
+		if (n == 0) {
+			struct pollfd p = {ring, POLLIN, 0};
+
+			poll(&p, 1, 100);  /* asleep on the ring descriptor */
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			struct vma_completion_t *c = &comps[i];
+			int fd = (int)(c->user_data >= 1000 ? c->user_data - 1000 : c->user_data);
+
+			if (c->events & VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED) {
+				uint64_t cookie = (uint64_t)c->user_data + 1000;
+				void *p = (void *)(uintptr_t)cookie;
+
+				expect(c->listen_fd == l, "listen_fd %d, not %d", c->listen_fd, l);
+				expect(c->src.sin_family == AF_INET, "the peer's address");
+				expect(fd >= 0 && fd < kFds, "the new connection's fd %d", fd);
+				expect(setsockopt(fd, SOL_SOCKET, SO_VMA_USER_DATA, &p, sizeof p) == 0,
+				       "SO_VMA_USER_DATA: errno %d", errno);
+				accepted++;
+				if (accepted == 1) {
+					struct vma_completion_t none;
+					struct vma_packet_desc_t bad = {.num_bufs = 1, .total_len = 1};
+
+					expect(accept(l, NULL, NULL) == -1 && errno == EINVAL,
+					       "accept beside auto-accept: errno %d", errno);
+					expect(api->socketxtreme_poll(l, &none, 1, 0) == -1 && errno == EBADFD,
+					       "socketxtreme_poll on a listener: errno %d", errno);
+					expect(api->socketxtreme_free_vma_packets(&bad, 1) == -1,
+					       "a packet of no buffer freed");
+				}
+				continue;
+			}
+			if (fd < 0 || fd >= kFds)
+				continue;
+			if (c->events & VMA_SOCKETXTREME_PACKET) {
+				expect(c->user_data >= 1000, "a packet without its cookie");
+				for (struct vma_buff_t *b = c->packet.buff_lst; b; b = b->next) {
+					const unsigned char *d = b->payload;
+
+					for (size_t k = 0; k < b->len; k++)
+						if (d[k] != (unsigned char)((pos[fd] + (long)k) % 251)) {
+							expect(0, "fd %d: byte %ld differs", fd, pos[fd] + (long)k);
+							break;
+						}
+					pos[fd] += b->len;
+					bytes += b->len;
+					expect(send(fd, b->payload, b->len, 0) == (ssize_t)b->len,
+					       "the echo's send: errno %d", errno);
+				}
+				expect(api->socketxtreme_free_vma_packets(&c->packet, 1) == 0,
+				       "socketxtreme_free_vma_packets: errno %d", errno);
+				if (accepted == 1 && bytes == (long)c->packet.total_len)
+					expect(api->socketxtreme_free_vma_packets(&c->packet, 1) == -1 &&
+						       errno == EINVAL,
+					       "a packet freed twice: errno %d", errno);
+			}
+			if (c->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+				close(fd);
+				closed++;
+			}
+		}
+	}
+	printf("xtreme accepted %d bytes %ld closed %d\n", accepted, bytes, closed);
+	close(l);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "send"))
 		return send_stream(argv[2], argv[3], atol(argv[4]));
+	if (argc == 6 && !strcmp(argv[1], "echo"))
+		return echo_clients(argv[2], argv[3], atoi(argv[4]), atol(argv[5]));
+	if (argc == 5 && !strcmp(argv[1], "xtreme")) {
+		api = vma_get_api();
+		if (!api) {
+			printf("FAIL: no Extra API (not under libvma.so?)\n");
+			return 1;
+		}
+		xtreme(argv[2], argv[3], atoi(argv[4]));
+		printf("PASS: %d failure(s)\n", fails);
+		return fails != 0;
+	}
 	if (argc != 4) {
 		fprintf(stderr, "usage: %s send ADDR PORT BYTES | zcopy|hold|callback ADDR PORT\n",
 			argv[0]);
