@@ -112,5 +112,28 @@ TEST(TcpReceiveQueue, OffersGateTheReads) {
   EXPECT_EQ(read_all(q), "after");
 }
 
+// The callback unregistered while a view is out (from inside it, or from
+// another thread): the view's verdict still applies to its own bytes, and
+// a callback registered later sees only what comes after.
+TEST(TcpReceiveQueue, AStopWhileAViewIsOutWaitsForItsSettle) {
+  auto pool = mem::make_pool(2048, 16, 1, 0, mem::Backing::kPrivate);
+  ReceiveQueue q;
+  q.push(bytes(*pool, std::string(600, 'a')));
+  q.push(bytes(*pool, std::string(600, 'b')));
+  mem::Buffer v = q.next_offer();
+  ASSERT_EQ(text(v), std::string(600, 'a'));
+  q.stop_offering();
+  EXPECT_EQ(q.readable_now(), 0u) << "the view out is not readable yet";
+  q.settle(ReceiveQueue::Offer::kTake, v.size());
+  EXPECT_EQ(q.readable_now(), 600u);  // stopped: 'b' readable, never offered
+  q.push(bytes(*pool, std::string(600, 'c')));
+  EXPECT_FALSE(q.next_offer()) << "what was readable is not offered again";
+  EXPECT_EQ(q.readable_now(), 1200u);
+  q.push(bytes(*pool, std::string(600, 'd')));
+  mem::Buffer d = q.next_offer();
+  EXPECT_EQ(text(d), std::string(600, 'd'));
+  EXPECT_EQ(q.readable_now(), 1200u);
+}
+
 }  // namespace
 }  // namespace ss::net::tcp

@@ -209,6 +209,7 @@ class Connection {
   mem::Buffer next_offer();
   void settle_offer(ReceiveQueue::Offer o, size_t len, uint64_t now_us);
   void stop_offering();
+  bool offered_all() const { return rxq_.offered_all(); }
   int shutdown_write(uint64_t now_us);
   // close(): FIN after what is queued (RST instead when received data was
   // left unread, RFC 9293 §3.10.4 and Linux); abort(): RST now (SO_LINGER 0).

@@ -134,7 +134,12 @@ size_t ReceiveQueue::take(size_t most, std::vector<mem::Buffer>* out) {
 }
 
 mem::Buffer ReceiveQueue::next_offer() {
-  offering_ = true;
+  if (!offering_) {
+    // The first callback sees what is queued; a later one what comes
+    // next (what was readable meanwhile, or kept by the last, stays so).
+    offering_ = true;
+    offered_ = stopped_ ? readable_ : 0;
+  }
   if (offer_out_ || offered_ == readable_) return {};
   size_t skip = offered_;
   for (const mem::Buffer& b : in_order_) {
@@ -151,7 +156,11 @@ mem::Buffer ReceiveQueue::next_offer() {
 
 void ReceiveQueue::settle(Offer o, size_t len) {
   offer_out_ = false;
-  if (len > readable_ - offered_) return;  // reset meanwhile (clear)
+  if (len <= readable_ - offered_) settle_out(o, len);  // else reset meanwhile (clear)
+  if (stop_pending_) stop_offering();
+}
+
+void ReceiveQueue::settle_out(Offer o, size_t len) {
   if (o == Offer::kKeep) {
     offered_ += len;
     return;
@@ -181,7 +190,10 @@ void ReceiveQueue::settle(Offer o, size_t len) {
 }
 
 void ReceiveQueue::stop_offering() {
-  offering_ = offer_out_ = false;
+  stop_pending_ = offer_out_;
+  if (stop_pending_) return;
+  stopped_ = offering_ || stopped_;
+  offering_ = false;
   offered_ = 0;
 }
 

@@ -56,7 +56,9 @@ class ReceiveQueue {
   // taken (the caller keeps the view), out of the queue either way.
   mem::Buffer next_offer();
   void settle(Offer o, size_t len);
-  // Offering ends (no callback any more): every in-order byte is readable.
+  // Offering ends (no callback any more): every in-order byte is readable
+  // (once the view out, if any, is settled). Begun again (next_offer),
+  // what is queued then counts as offered.
   void stop_offering();
   // Drops everything (the connection was reset).
   void clear();
@@ -76,11 +78,15 @@ class ReceiveQueue {
 
   // Takes n readable bytes off the front (read or taken).
   void consumed(size_t n);
+  // settle()'s verdict on the view's bytes, still in the queue.
+  void settle_out(Offer o, size_t len);
 
   std::deque<mem::Buffer> in_order_;
   size_t readable_ = 0;
   bool offering_ = false;   // a callback looks first
   bool offer_out_ = false;  // a view is with the callback
+  bool stop_pending_ = false;  // stop_offering while a view was out
+  bool stopped_ = false;       // offering ended once
   size_t offered_ = 0;      // the front bytes offered and kept
   std::vector<Held> held_;  // ascending, disjoint
   size_t held_bytes_ = 0;

@@ -340,13 +340,17 @@ void Stack::settle_offer(Socket* s, ReceiveQueue::Offer o, size_t len) {
   const Sending lock(this);
   if (!s->conn) return;
   s->conn->settle_offer(o, len, clock_());
-  s->changes++;
+  touch_locked(s->conn);  // another thread asleep may read what was kept
+  wake_touched_locked();
   check_due_locked();
 }
 
 void Stack::stop_offering(Socket* s) {
   std::lock_guard lock(mu_);
-  if (s->conn) s->conn->stop_offering();
+  if (!s->conn) return;
+  s->conn->stop_offering();
+  touch_locked(s->conn);  // every byte readable now
+  wake_touched_locked();
 }
 
 int Stack::shutdown_write(Socket* s) {
@@ -456,8 +460,9 @@ short Stack::events(Socket* s) {
   if (c.writable()) ev |= POLLOUT;
   if (c.error()) ev |= POLLERR;
   const State st = c.state();
-  const bool fin_in = st == State::kCloseWait || st == State::kLastAck || st == State::kClosing ||
-                      st == State::kTimeWait;
+  // The end of stream shows once a receive callback saw every byte.
+  const bool fin_in = c.offered_all() && (st == State::kCloseWait || st == State::kLastAck ||
+                                          st == State::kClosing || st == State::kTimeWait);
   if (fin_in) ev |= POLLIN | POLLRDHUP;
   if (st == State::kClosed || (fin_in && c.write_shut())) ev |= POLLHUP;
   return ev;
