@@ -319,6 +319,12 @@ void KernelSocket::before_last_close() {
   t->linger(fd);
 }
 
+void KernelSocket::before_exit() {
+  if (!tcp()) return;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  if (tcp_forks_ != forks_so_far()) hand_tcp_locked("the process exits after a fork");
+}
+
 bool KernelSocket::hand_tcp_to_kernel(const char* why) {
   interpose::BusyScope busy;
   std::lock_guard<std::mutex> lock(offload_mu_);

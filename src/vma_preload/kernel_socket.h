@@ -114,6 +114,9 @@ struct KernelSocket final : Pollable {
   // connection opened, its hand-over to the kernel socket, which a child
   // may still hold (Linux's close then leaves the connection to it).
   void before_last_close();
+  // The process's exit (tcp_exit.cc): a connection opened before a fork
+  // goes to its kernel socket, which a child may hold, as at its close.
+  void before_exit();
   // A connection a listener of the rings accepted, for this new socket.
   void adopt_tcp(std::unique_ptr<TcpOffload> t);
   // As offload(), without a fork child's request: for calls that only

@@ -218,13 +218,16 @@ int NetdevRings::xtreme_fd() {
 void NetdevRings::xtreme_kick() {
   const int ev = xtreme_event_.load(std::memory_order_acquire);
   const uint64_t one = 1;
-  if (ev >= 0) (void)!::write(ev, &one, sizeof one);
+  if (ev >= 0 && !xtreme_kicked_.exchange(true, std::memory_order_acq_rel))
+    (void)!::write(ev, &one, sizeof one);
 }
 
 void NetdevRings::xtreme_drain() {
   const int ev = xtreme_event_.load(std::memory_order_acquire);
   uint64_t n;
-  if (ev >= 0) (void)!::read(ev, &n, sizeof n);
+  // A spinning poll pays no system call while nothing was kicked.
+  if (ev >= 0 && xtreme_kicked_.exchange(false, std::memory_order_acq_rel))
+    (void)!::read(ev, &n, sizeof n);
 }
 
 std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {

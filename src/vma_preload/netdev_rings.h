@@ -96,6 +96,7 @@ struct NetdevRings {
   int wait_fd_ = -1;  // wait_mu
   int xtreme_fd_ = -1;  // wait_mu
   std::atomic<int> xtreme_event_{-1};
+  std::atomic<bool> xtreme_kicked_{false};  // the eventfd was written, not read yet
 };
 
 // ifname's rings, made now if needed; null when the netdev cannot have

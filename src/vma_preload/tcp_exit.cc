@@ -7,15 +7,21 @@
 // waits while the peers answer: until no closed connection waits for its
 // peer (our FIN unacknowledged, theirs not come), one second passes with
 // none finishing, or five in all; those left are reset, so a late FIN of
-// the peer does not meet the kernel's RST instead. A fork child leaves
-// the parent's connections alone.
+// the peer does not meet the kernel's RST instead. A connection opened
+// before a fork goes to its kernel socket first (a child may hold it). A
+// fork child leaves the parent's connections alone, and an exit from a
+// signal handler that interrupted the preload's own locks does nothing.
+// Threads still running then get EPIPE from a send, never SIGPIPE.
 #include <poll.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <vector>
 
 #include "core/base/log.h"
 #include "interpose/real.h"
+#include "interpose/signal_count.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/tcp_offload.h"
@@ -37,10 +43,17 @@ size_t awaiting(const std::vector<NetdevRings*>& netdevs) {
   return n;
 }
 
+std::atomic<bool> g_exiting{false};
+
 __attribute__((destructor)) void finish_connections_at_exit() {
-  if (in_fork_child()) return;
+  if (in_fork_child() || interpose::handler_over_busy()) return;
   const std::vector<NetdevRings*> netdevs = tcp_netdevs();
   if (netdevs.empty()) return;
+  g_exiting.store(true, std::memory_order_relaxed);
+  for_each_record([](int, const std::shared_ptr<KernelSocket>& s) {
+    s->before_exit();
+    return true;
+  });
   for (NetdevRings* r : netdevs) r->tcp->close_at_exit();
   std::vector<pollfd> fds;
   for (NetdevRings* r : netdevs) r->poll_fds(&fds);
@@ -69,4 +82,7 @@ __attribute__((destructor)) void finish_connections_at_exit() {
 }
 
 }  // namespace
+
+bool tcp_exiting() { return g_exiting.load(std::memory_order_relaxed); }
+
 }  // namespace ss::vma::preload

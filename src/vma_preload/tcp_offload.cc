@@ -377,6 +377,7 @@ void TcpOffload::attach(const stats::SocketStats* s, int fd, RxExtras* extras) {
 void TcpOffload::xtreme_take(size_t most, std::vector<mem::Buffer>* out) {
   if (LentOwner* o = lent_owner_.load(std::memory_order_acquire))
     if (const size_t freed = o->collect()) give_back(freed);
+  run_callback();
   {
     std::lock_guard lock(xtreme_mu_);
     for (mem::Buffer& v : xtreme_kept_) out->push_back(std::move(v));
@@ -655,13 +656,14 @@ void TcpOffload::give_back(size_t bytes) { rings_->tcp->give_back(sock_, bytes);
 
 void TcpOffload::run_callback() {
   RxExtras* x = extras_;
-  if (!x) return;
+  // A read from inside the callback: the bytes kept so far, nothing else
+  // changed (not even its own unregistering, until it returns).
+  if (!x || x->callback.running_here()) return;
   net::tcp::Stack& st = *rings_->tcp;
   if (!x->callback.active()) {
     if (offering_.exchange(false, std::memory_order_relaxed)) st.stop_offering(sock_);
     return;
   }
-  if (x->callback.running_here()) return;  // a read from inside it: the bytes kept so far
   offering_.store(true, std::memory_order_relaxed);
   using Offer = net::tcp::ReceiveQueue::Offer;
   const net::tcp::FourTuple t = st.tuple(sock_);
@@ -680,6 +682,8 @@ void TcpOffload::run_callback() {
 }
 
 int TcpOffload::await_readable(int fd, int flags) {
+  // Inside the receive callback nothing more can become readable.
+  if (extras_ && extras_->callback.running_here()) return -EAGAIN;
   // Only now the socket's flags and timeout (syscalls).
   if (nonblocking(fd, flags)) {
     progress();  // the rings may hold the data: one look before EAGAIN
@@ -732,7 +736,7 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       continue;
     }
     if (sent) return static_cast<ssize_t>(sent);
-    if (n == -EPIPE && !(flags & MSG_NOSIGNAL)) raise(SIGPIPE);
+    if (n == -EPIPE && !(flags & MSG_NOSIGNAL) && !tcp_exiting()) raise(SIGPIPE);
     errno = static_cast<int>(-n);
     return -1;
   }

@@ -47,6 +47,8 @@ struct RxExtras;
 void tcp_serve_netdev(NetdevRings* r);
 // The netdevs tcp_serve_netdev was given.
 std::vector<NetdevRings*> tcp_netdevs();
+// Whether the process's exit closed the connections (tcp_exit.cc).
+bool tcp_exiting();
 // Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier
 // than its sleep was armed). Only signals: called under a stack's lock.
 void tcp_wake_service();

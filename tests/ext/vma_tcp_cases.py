@@ -143,21 +143,19 @@ c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
 c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
 kept = c.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
 rkept = c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-c.setblocking(False)
+# MSG_DONTWAIT, not setblocking: that would turn the reader thread's
+# recv below non-blocking too.
 blob = bytes(1 << 20)
-small = c.send(blob)
-c.setblocking(True)
+small = c.send(blob, socket.MSG_DONTWAIT)
 c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
 back = bytearray()
 r = threading.Thread(target=lambda: [back.extend(d) for d in iter(lambda: c.recv(65536), b"")])
 r.start()
 time.sleep(0.2)  # the small buffer drains into the echo
-c.setblocking(False)
 try:
-    large = c.send(blob)
+    large = c.send(blob, socket.MSG_DONTWAIT)
 except BlockingIOError:
     large = 0
-c.setblocking(True)
 c.sendall(blob[large:])
 c.shutdown(socket.SHUT_WR)
 r.join(20)
