@@ -20,5 +20,9 @@ int copy_to_program(void* dst, const void* src, size_t n) noexcept;
 bool program_writable(void* p, size_t n) noexcept;
 // Whether the program's [p, p+n) can be read.
 bool program_readable(const void* p, size_t n) noexcept;
+// Memory the preload lends the program (the rings' frames, which a
+// zero-copy reader hands back to a send): taken as readable and writable
+// without a check. Up to 16 regions; later ones are checked as any other.
+void trust_region(const void* base, size_t len) noexcept;
 
 }  // namespace ss::interpose

@@ -15,6 +15,7 @@
 #include "core/base/service_thread.h"
 #include "core/net/netlink_view.h"
 #include "core/net/udp_route.h"
+#include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "libvmacompat/ring_depth.h"
 #include "libvmacompat/settings.h"
@@ -113,6 +114,8 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     // memory under ibv_fork_init.
     opt.dont_fork = true;
     if (const int err = mem::Pool::create(opt, &s.pool); err < 0) return err;
+    for (size_t c = 0; c < s.pool->chunk_count(); c++)  // lent to zero-copy readers
+      interpose::trust_region(s.pool->chunk_base(c), s.pool->chunk_bytes());
     prov::RingQueueConfig rc;
     rc.pool = s.pool.get();
     rc.ifname = ifname.c_str();

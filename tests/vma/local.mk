@@ -14,6 +14,8 @@ vma_unit_tests_SOURCES += tests/vma/held_packets_test.cc
 vma_unit_tests_SOURCES += tests/vma/xtreme_buffs_test.cc
 vma_unit_tests_SOURCES += tests/vma/ring_logic_test.cc
 vma_unit_tests_SOURCES += tests/vma/ring_turn_test.cc
+# The preload's check of a program's memory (libinterpose's one file).
+vma_unit_tests_SOURCES += tests/vma/program_memory_test.cc src/interpose/program_memory.cc
 VMA_TEST_OBJECTS = $(libvmacompat_la_OBJECTS) $(libslipstream_core_la_OBJECTS)
 vma_unit_tests_LDFLAGS = $(VMA_TEST_OBJECTS) $(AM_LDFLAGS)
 EXTRA_vma_unit_tests_DEPENDENCIES = $(VMA_TEST_OBJECTS)
