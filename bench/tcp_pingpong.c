@@ -1,0 +1,206 @@
+/* 64 B TCP ping-pong for bench/vma_tcp_pingpong.sh, built against the
+ * installed <mellanox/vma_extra.h>.
+ *   pong MODE ADDR PORT
+ *       serves one connection, echoing each 64 B message as it comes, the
+ *       receive spinning (never asleep) with MODE:
+ *         recv    recv(MSG_DONTWAIT) (under libvma.so: the rings'; on the
+ *                 kernel with SO_BUSY_POLL 50 us set on the connection)
+ *         zcopy   recvfrom_zcopy(MSG_DONTWAIT), echoed from the frames,
+ *                 then free_packets
+ *         xtreme  socketxtreme_poll on the listener's ring descriptor
+ *                 (VMA_SOCKETXTREME=1): the connection auto-accepted, its
+ *                 packets echoed from the frames and freed
+ *       "ready" once listening; ends with the connection.
+ *   ping ADDR PORT COUNT
+ *       connects, sends COUNT messages one at a time after 1000 not
+ *       counted, each echo checked, and prints "rtt_us p50 P p99 Q" (the
+ *       round trips' percentiles, microseconds, CLOCK_MONOTONIC). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mellanox/vma_extra.h>
+
+#include "../tests/ext/test_addr.h"
+
+enum { kMsg = 64, kWarm = 1000 };
+
+static int listener(const char *ip, const char *port)
+{
+	struct sockaddr_storage at;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &at);
+	int one = 1, l = socket(at.ss_family, SOCK_STREAM, 0);
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (l < 0 || bind(l, (struct sockaddr *)&at, len) != 0) {
+		perror("bind");
+		exit(1);
+	}
+	return l;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+	while (n) {
+		ssize_t k = send(fd, p, n, 0);
+
+		if (k <= 0) {
+			perror("send");
+			exit(1);
+		}
+		p = (const char *)p + k;
+		n -= (size_t)k;
+	}
+}
+
+static int pong_xtreme(struct vma_api_t *api, int l)
+{
+	int ring = -1, done = 0;
+
+	if (api->get_socket_rings_fds(l, &ring, 1) != 1 || listen(l, 4) != 0) {
+		perror("ring");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (!done) {
+		struct vma_completion_t c[8];
+		int n = api->socketxtreme_poll(ring, c, 8, 0);
+
+		for (int i = 0; i < n; i++) {
+			if (c[i].events & VMA_SOCKETXTREME_PACKET) {
+				for (struct vma_buff_t *b = c[i].packet.buff_lst; b; b = b->next)
+					send_all((int)c[i].user_data, b->payload, b->len);
+				api->socketxtreme_free_vma_packets(&c[i].packet, 1);
+			}
+			if (c[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+				close((int)c[i].user_data);
+				done = 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int pong(const char *mode, const char *ip, const char *port)
+{
+	struct vma_api_t *api = vma_get_api();
+	int l = listener(ip, port), c;
+	static char buf[65536];
+
+	if (!strcmp(mode, "xtreme"))
+		return api ? pong_xtreme(api, l) : 1;
+	if (listen(l, 4) != 0)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	c = accept(l, NULL, NULL);
+	if (c < 0)
+		return 1;
+	if (!api) {
+		int us = 50, one = 1;
+
+		setsockopt(c, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof us);
+		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	}
+	for (;;) {
+		int flags = MSG_DONTWAIT;
+		ssize_t n;
+
+		if (!strcmp(mode, "zcopy") && api) {
+			struct vma_packets_t *p = (struct vma_packets_t *)buf;
+			const unsigned char *at;
+
+			n = api->recvfrom_zcopy(c, buf, sizeof buf, &flags, NULL, NULL);
+			if (n > 0 && (flags & MSG_VMA_ZCOPY)) {
+				at = (const unsigned char *)p->pkts;
+				for (size_t i = 0; i < p->n_packet_num; i++) {
+					const struct vma_packet_t *pk = (const void *)at;
+
+					for (size_t v = 0; v < pk->sz_iov; v++)
+						send_all(c, pk->iov[v].iov_base, pk->iov[v].iov_len);
+					at += sizeof *pk + pk->sz_iov * sizeof(struct iovec);
+				}
+				api->free_packets(c, p->pkts, p->n_packet_num);
+				continue;
+			}
+		} else {
+			n = recv(c, buf, sizeof buf, MSG_DONTWAIT);
+		}
+		if (n > 0)
+			send_all(c, buf, (size_t)n);
+		else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			break;
+	}
+	close(c);
+	return 0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int ping(const char *ip, const char *port, long count)
+{
+	struct sockaddr_storage to;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &to);
+	int fd = socket(to.ss_family, SOCK_STREAM, 0), one = 1;
+	unsigned char out[kMsg], in[kMsg];
+	double *rtt = calloc((size_t)count, sizeof *rtt);
+
+	if (!rtt || fd < 0 || connect(fd, (struct sockaddr *)&to, len) != 0) {
+		perror("connect");
+		return 1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	for (long m = -kWarm; m < count; m++) {
+		struct timespec a, b;
+		size_t got = 0;
+
+		memset(out, (int)(m & 0xff), sizeof out);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		send_all(fd, out, sizeof out);
+		while (got < sizeof in) {
+			ssize_t k = recv(fd, in + got, sizeof in - got, 0);
+
+			if (k <= 0) {
+				perror("recv");
+				return 1;
+			}
+			got += (size_t)k;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (memcmp(in, out, sizeof in)) {
+			printf("FAIL: echo %ld differs\n", m);
+			return 1;
+		}
+		if (m >= 0)
+			rtt[m] = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3;
+	}
+	close(fd);
+	qsort(rtt, (size_t)count, sizeof *rtt, cmp);
+	printf("rtt_us p50 %.1f p99 %.1f\n", rtt[count / 2], rtt[count * 99 / 100]);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[1], "pong"))
+		return pong(argv[2], argv[3], argv[4]);
+	if (argc == 5 && !strcmp(argv[1], "ping"))
+		return ping(argv[2], argv[3], atol(argv[4]));
+	fprintf(stderr, "usage: %s pong recv|zcopy|xtreme ADDR PORT | ping ADDR PORT COUNT\n", argv[0]);
+	return 2;
+}
