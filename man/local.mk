@@ -37,4 +37,16 @@ dist_man_MANS += \
 	man/slipstream.7 \
 	man/vma_extra.7 \
 	man/vma_get_api.3 \
-	man/vma_stats.8
+	man/vma_stats.8 \
+	man/add_conf_rule.3 \
+	man/dump_fd_stats.3 \
+	man/free_packets.3 \
+	man/get_socket_rings_fds.3 \
+	man/get_socket_rings_num.3 \
+	man/recvfrom_zcopy.3 \
+	man/register_recv_callback.3 \
+	man/socketxtreme_free_vma_buff.3 \
+	man/socketxtreme_free_vma_packets.3 \
+	man/socketxtreme_poll.3 \
+	man/socketxtreme_ref_vma_buff.3 \
+	man/thread_offload.3
