@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -58,8 +60,10 @@ bool settles_at(const char* name, int want) {
 }
 
 // Runs fn in a forked child and returns its result as the exit code, or
-// -1 when the child did not finish within limit (it is killed).
-int in_child(const std::function<int()>& fn, std::chrono::seconds limit = 60s) {
+// -1 when the child did not finish within limit (it is killed, its
+// threads' stacks printed first when gdb is there: a child that hangs
+// once in many runs shows the lock it waits on).
+int in_child(const std::function<int()>& fn, std::chrono::seconds limit = 30s) {
   pid_t pid = fork();
   if (pid < 0) return -2;
   if (pid == 0) _exit(fn());
@@ -67,6 +71,9 @@ int in_child(const std::function<int()>& fn, std::chrono::seconds limit = 60s) {
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
+      const std::string bt = "command -v gdb >/dev/null && timeout 60 gdb -q -batch -p " +
+                             std::to_string(pid) + " -ex 'thread apply all bt' 1>&2";
+      if (std::system(bt.c_str()) != 0) std::fprintf(stderr, "(no stacks of the child)\n");
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       return -1;
