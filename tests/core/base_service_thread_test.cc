@@ -28,22 +28,31 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Threads of this process whose name is `name`.
-int threads_named(const char* name) {
+// Threads of this process whose name is `name` (asleep: only those the
+// kernel shows sleeping, state S).
+int threads_named(const char* name, bool asleep = false) {
   int n = 0;
   DIR* d = opendir("/proc/self/task");
   if (!d) return -1;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::string path = std::string("/proc/self/task/") + e->d_name + "/comm";
-    FILE* f = fopen(path.c_str(), "re");
+    const std::string dir = std::string("/proc/self/task/") + e->d_name;
+    FILE* f = fopen((dir + "/comm").c_str(), "re");
     if (!f) continue;  // it exited meanwhile
     char comm[32] = {};
+    bool named = false;
     if (fgets(comm, sizeof comm, f)) {
       comm[strcspn(comm, "\n")] = 0;
-      n += strcmp(comm, name) == 0;
+      named = strcmp(comm, name) == 0;
     }
     fclose(f);
+    if (named && asleep) {  // "pid (comm) S ...": the state after the name
+      FILE* st = fopen((dir + "/stat").c_str(), "re");
+      char line[256] = {};
+      named = st && fgets(line, sizeof line, st) && strstr(line, ") S ");
+      if (st) fclose(st);
+    }
+    n += named;
   }
   closedir(d);
   return n;
@@ -204,6 +213,13 @@ TEST(ServiceThreadTest, ForkChildGetsAFreshThread) {
                         sleep_until_stopped);
   ASSERT_EQ(kept.hold(), 0);
   ASSERT_EQ(dropped.hold(), 0);
+  // Forked only once both threads sleep: a thread still starting may
+  // hold a lock of the allocator's (ASan's, clang 14) that the child,
+  // which has no such thread, then waits on for good.
+  for (int i = 0; i < 5000; i++) {
+    if (threads_named("ss-test-keep", true) == 1 && threads_named("ss-test-drop", true) == 1) break;
+    std::this_thread::sleep_for(1ms);
+  }
   int rc = in_child([&] {
     // No thread crosses fork.
     if (threads_named("ss-test-keep") != 0 || kept.running()) return 2;
