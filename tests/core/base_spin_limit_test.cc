@@ -1,6 +1,6 @@
 // SpinLimit: a spin ends once its thread was preempted (and the thread's
-// next spins are skipped for a while), and when as many threads spin as
-// the process has cores (one is left to the rest).
+// next spins are skipped for a while), and when more threads would spin
+// than spinners_allowed().
 #include "core/base/spin_phase.h"
 
 #include <gtest/gtest.h>
@@ -73,17 +73,27 @@ TEST(SpinLimit, APreemptedSpinEndsAndTheNextSleepsForAWhile) {
   });
 }
 
-TEST(SpinLimit, OneCoreLeftToTheRest) {
+// A process on every core leaves one to the rest; one pinned to some
+// spins on all of them (a program pinned to one core spins there).
+TEST(SpinLimit, AllowedSpinnersLeaveOneCoreToTheRest) {
+  EXPECT_EQ(spinners_allowed(2, 2), 1);
+  EXPECT_EQ(spinners_allowed(8, 8), 7);
+  EXPECT_EQ(spinners_allowed(1, 1), 0);
+  EXPECT_EQ(spinners_allowed(1, 2), 1);
+  EXPECT_EQ(spinners_allowed(4, 8), 4);
+}
+
+TEST(SpinLimit, AtMostTheAllowedSpin) {
   on_new_thread([] {
     const clock::time_point t{milliseconds(1000)};
     std::vector<std::unique_ptr<SpinLimit>> spinners;
-    for (int i = 0; i < process_cores() - 1; i++) {
+    for (int i = 0; i < spinners_allowed(); i++) {
       spinners.push_back(std::make_unique<SpinLimit>());
       EXPECT_TRUE(spinners.back()->go_on(t)) << i;
     }
     SpinLimit one_too_many;
     EXPECT_FALSE(one_too_many.go_on(t));
-    if (spinners.empty()) return;  // one core: nobody spins
+    if (spinners.empty()) return;  // nobody may spin
     spinners.pop_back();  // a spinner left: room for one
     SpinLimit next;
     EXPECT_TRUE(next.go_on(t));

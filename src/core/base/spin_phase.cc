@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,15 @@ int process_cores() {
   return cores;
 }
 
+int spinners_allowed(int process_cores, long online_cores) {
+  return process_cores < online_cores ? process_cores : std::max(process_cores - 1, 0);
+}
+
+int spinners_allowed() {
+  static const int n = spinners_allowed(process_cores(), sysconf(_SC_NPROCESSORS_ONLN));
+  return n;
+}
+
 SpinLimit::~SpinLimit() { end(); }
 
 void SpinLimit::end() {
@@ -59,9 +69,7 @@ bool SpinLimit::go_on(clock::time_point now) {
     stopped_ = now < t_no_spin_until;
     if (!stopped_) {
       counted_ = true;
-      // One core at least is left to everything else (the peer, the
-      // kernel's softirqs, other programs): spinners fill the rest.
-      stopped_ = spinners_join() >= process_cores();
+      stopped_ = spinners_join() > spinners_allowed();
       switches_ = involuntary_switches();
     }
   } else if (now - last_ > kPreempted) {

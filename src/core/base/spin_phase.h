@@ -14,10 +14,9 @@ namespace ss {
 // preempted (two looks further apart than kPreempted, and the kernel
 // counted an involuntary switch of the thread meanwhile: another runnable
 // thread wanted the core, maybe the one that would answer; the thread's
-// next waits then sleep at once for a while), nor while as many of the
-// process's threads spin as it may run on cores (one core is left to the
-// rest: its peer, the kernel's softirqs). A spinner that starves what it
-// waits for makes the wait longer, not shorter.
+// next waits then sleep at once for a while), nor while more of the
+// process's threads spin than spinners_allowed(). A spinner that starves
+// what it waits for makes the wait longer, not shorter.
 class SpinLimit {
  public:
   using clock = std::chrono::steady_clock;
@@ -45,6 +44,12 @@ class SpinLimit {
 int spinners_join();  // the count with this one
 void spinners_leave();
 int process_cores();
+// How many of a process's threads may spin at once: all its cores when
+// its affinity leaves some of the machine's to the rest (its peer, the
+// kernel's softirqs: a program pinned to a core, as latency-critical ones
+// are, spins there), else all but one.
+int spinners_allowed(int process_cores, long online_cores);
+int spinners_allowed();  // this process's
 
 class SpinPhase {
  public:
