@@ -4,14 +4,17 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <string>
 #include <vector>
 
+#include "core/base/log.h"
 #include "interpose/real.h"
 #include "vma_preload/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/socketxtreme.h"
 #include "vma_preload/tcp_listen.h"
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/wire_addr.h"
@@ -45,6 +48,15 @@ std::vector<NetdevRings*> tcp_rings(KernelSocket& s) {
 int socket_rings(int fd, std::vector<pollfd>* out) {
   const auto s = extra_api_socket(fd);
   if (!s) return -1;
+  if (s->family == AF_INET6 && socketxtreme_mode()) {
+    // Its completions would need an IPv6 source; it keeps the receive calls.
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true, std::memory_order_relaxed))
+      SS_WARN("VMA Extra API: socketXtreme serves IPv4 sockets only; fd %d is IPv6 (EOPNOTSUPP)",
+              fd);
+    errno = EOPNOTSUPP;
+    return -1;
+  }
   if (s->protocol == IPPROTO_TCP) {
     for (NetdevRings* r : tcp_rings(*s))
       if (const int x = r->xtreme_fd(); x >= 0) out->push_back({x, POLLIN, 0});

@@ -69,7 +69,7 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
     }
   }
   if (l->legs_.empty()) return nullptr;
-  if (socketxtreme_mode()) {
+  if (family == AF_INET && socketxtreme_mode()) {  // as TcpOffload::attach
     l->xtreme_ = true;
     for (NetdevRings* r : l->rings()) xtreme_tcp_join(r, fd, l.get(), /*listener=*/true);
   }

@@ -368,7 +368,8 @@ void TcpOffload::attach(const stats::SocketStats* s, int fd, RxExtras* extras) {
   stats_ = s;
   fd_ = fd;
   extras_ = extras;
-  if (socketxtreme_mode() && !xtreme_) {
+  // socketXtreme reports IPv4 only (vma_completion_t's source is a sockaddr_in).
+  if (family_ == AF_INET && socketxtreme_mode() && !xtreme_) {
     xtreme_ = true;
     xtreme_tcp_join(rings_, fd, this, /*listener=*/false);
   }

@@ -10,8 +10,9 @@
 #   kernel_udp In|Out 4|6: namespace $A's kernel count of UDP datagrams.
 #   kernel_tcp: namespace $A's kernel count of TCP segments, in and out.
 #   block PID: the vmastat blocks of PID, as vma_stats -v 3 shows them.
-#   header_prog SRC [LIBS]: the Extra API header installed under $T, SRC
-#     (a C file beside this one) built against it only as $PROG.
+#   header_prog SRC [LIBS]: the Extra API header installed under $T (its
+#     include folder in $HDR_INC), SRC (a C file beside this one) built
+#     against it only as $PROG.
 #   xsk_rings PID: the entries of the AF_XDP rings PID mapped, as the
 #     kernel sized them: "rx R tx T fill F completion C" (its first socket).
 #   ring_frames LOG: the frames per queue a preloaded program's log line
@@ -93,12 +94,12 @@ header_prog() {
     echo "ERROR: $name: make install-mellanoxincludeHEADERS failed"
     exit 99
   fi
-  local hdr inc
+  local hdr
   hdr=$(find "$T/root" -path '*/mellanox/vma_extra.h' -type f)
   [ -n "$hdr" ] || { echo "ERROR: $name: no header installed"; exit 99; }
-  inc=${hdr%/mellanox/vma_extra.h}
+  HDR_INC=${hdr%/mellanox/vma_extra.h}
   PROG=$T/prog
-  "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$inc" "$here/$1" -o "$PROG" ${2:-} \
+  "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$HDR_INC" "$here/$1" -o "$PROG" ${2:-} \
     >"$T/cc.log" 2>&1 || { cat "$T/cc.log"; echo "ERROR: $name: the test program did not build"; exit 99; }
 }
 

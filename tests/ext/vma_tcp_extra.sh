@@ -15,6 +15,8 @@
 #         in turn: it sees every byte once in order, recv gets what it kept.
 #  xtreme: a socketXtreme server that never calls accept (VMA_SOCKETXTREME=1)
 #         echoes 8 Linux connections' 10 000 messages of 64 bytes each.
+#  example: docs/examples/xtreme_echo.c, built here, echoes 4 x 1000.
+#  xconnect: a socketXtreme client's connection to Linux's echo server.
 # Its minutes: about 15 s.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp_extra.sh
@@ -28,15 +30,16 @@ header_prog vma_tcp_extra_prog.c -lpthread
 vma_pair "$A" "$Z" xa xb "$IP4/24" "$IP4B/24"
 export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 
-# run_case MODE PORT BYTES: the program's MODE in A under the preload, the
+# run_case MODE PORT BYTES: the program's MODE (or $A_PROG) in A under the preload, the
 # sender in B (with $PEER set: that mode of the program, its arguments in
 # $PEER_ARGS, and "echoed" for "sent"); its output in $T/out, the
 # sender's in $T/snd, A's kernel segments meanwhile in $segs.
 run_case() {
-  local before rc
+  local before rc a_prog=("$PROG" "$1")
+  [ -n "${A_PROG:-}" ] && a_prog=("$A_PROG")
   before=$(kernel_tcp)
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug ${XENV:-} \
-    timeout 60 "$PROG" "$1" "$IP4" "$2" ${A_ARGS:-} >"$T/out" 2>"$T/err" &
+    timeout 60 "${a_prog[@]}" "$IP4" "$2" ${A_ARGS:-} >"$T/out" 2>"$T/err" &
   local a=$!
   for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
   ip netns exec "$Z" timeout 60 "$PROG" "${PEER:-send}" "$IP4" "$2" ${PEER_ARGS:-$3} >"$T/snd" 2>&1
@@ -68,6 +71,37 @@ one callback 7302 4000000 "register_recv_callback on a connection of the rings, 
 XENV=VMA_SOCKETXTREME=1 A_ARGS=8 PEER=echo PEER_ARGS="8 10000" \
   one xtreme 7303 0 "socketXtreme server without accept: 8 Linux connections' 10 000 echoed 64-byte messages each" \
   "^xtreme accepted 8 bytes 5120000 closed 8$"
+EX=$T/xtreme_echo
+if "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$HDR_INC" "$here/../../docs/examples/xtreme_echo.c" \
+  -o "$EX" >"$T/cc.log" 2>&1; then
+  XENV=VMA_SOCKETXTREME=1 A_PROG=$EX A_ARGS=4 PEER=echo PEER_ARGS="4 1000" \
+    one served 7304 0 "docs/examples/xtreme_echo.c: 4 Linux connections' 1000 echoed messages each" \
+    "^served 4 connections$"
+else
+  cat "$T/cc.log"
+  check "docs/examples/xtreme_echo.c builds against the installed header" 1
+fi
+
+# The client side: A connects to Linux's echo server in B.
+xconnect_case() {
+  local before rc bad=0
+  ip netns exec "$Z" timeout 60 "$PROG" serve "$IP4B" 7305 >"$T/srv" 2>&1 &
+  local z=$!
+  for _ in $(seq 100); do grep -q '^ready' "$T/srv" && break; sleep 0.1; done
+  before=$(kernel_tcp)
+  ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug VMA_SOCKETXTREME=1 \
+    timeout 60 "$PROG" xconnect "$IP4B" 7305 1000 >"$T/out" 2>"$T/err"
+  rc=$?
+  wait $z || bad=1
+  segs=$(($(kernel_tcp) - before))
+  grep '^FAIL' "$T/out" | sed 's/^/  /'
+  [ $rc = 0 ] || { bad=1; echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"; }
+  [ "$segs" -lt 5 ] || { bad=1; echo "  A's kernel moved $segs TCP segments"; }
+  has "$T/out" "^xconnect 1000$" || bad=1
+  has "$T/srv" "^served 64000$" || bad=1
+  check "socketXtreme client: a non-blocking connect's EPOLLOUT, 1000 echoes as packet completions, its EPOLLRDHUP" $bad
+}
+xconnect_case
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

@@ -18,7 +18,19 @@
  *       packet completions carry, has its data checked and echoed with
  *       send and its buffers freed, and is closed at its EPOLLRDHUP;
  *       misuse gets its errno (a descriptor that is no ring: EBADFD; a
- *       packet freed twice: EINVAL); "xtreme accepted A bytes B closed C".
+ *       packet freed twice: EINVAL; an IPv6 socket's rings: EOPNOTSUPP).
+ *       The first packet's first buffer is referenced, outlives its
+ *       packet's free until its connection ends, and still holds its
+ *       bytes then; "xtreme accepted A bytes B closed C".
+ *   serve ADDR PORT
+ *       Linux's end: accepts one connection and echoes it to its end;
+ *       "served BYTES".
+ *   xconnect ADDR PORT MSGS
+ *       a socketXtreme client (VMA_SOCKETXTREME=1): a non-blocking
+ *       connect, its ring descriptor, the connection's EPOLLOUT as a
+ *       completion, then MSGS messages of 64 bytes each sent and their
+ *       echoes taken as packet completions, every byte checked, then its
+ *       EPOLLRDHUP once it shut its side; "xconnect MSGS".
  *   zcopy ADDR PORT
  *       accepts one connection and reads it to its end with
  *       recvfrom_zcopy, each call's packets checked and freed at once:
@@ -448,8 +460,44 @@ static int echo_clients(const char *ip, const char *port, int conns, long msgs)
 	return ok != conns;
 }
 
+/* socketXtreme serves IPv4 sockets only: an IPv6 one's rings are refused. */
+static void ipv6_refused(void)
+{
+	int types[] = {SOCK_STREAM, SOCK_DGRAM};
+
+	for (int i = 0; i < 2; i++) {
+		int fd = socket(AF_INET6, types[i], 0), ring;
+
+		expect(fd >= 0, "an IPv6 socket: errno %d", errno);
+		expect(api->get_socket_rings_fds(fd, &ring, 1) == -1 && errno == EOPNOTSUPP,
+		       "an IPv6 socket's rings: errno %d", errno);
+		close(fd);
+	}
+}
+
+/* A packet buffer referenced past its packet's free. */
+struct kept_buff {
+	struct vma_buff_t *buff;
+	int fd, done;
+	size_t len;
+	unsigned char bytes[64];
+};
+
+static void free_kept(struct kept_buff *k)
+{
+	expect(memcmp(k->buff->payload, k->bytes, k->len) == 0,
+	       "a referenced buffer changed after its packet's free");
+	expect(api->socketxtreme_free_vma_buff(k->buff) == 0,
+	       "socketxtreme_free_vma_buff: errno %d", errno);
+	expect(api->socketxtreme_free_vma_buff(k->buff) == -1 && errno == EINVAL,
+	       "a buffer freed twice: errno %d", errno);
+	k->buff = NULL;
+	k->done = 1;
+}
+
 static int xtreme(const char *ip, const char *port, int conns)
 {
+	struct kept_buff kept = {0};
 	enum { kFds = 1024 };
 	static long pos[kFds];
 	struct sockaddr_storage at;
@@ -508,6 +556,7 @@ static int xtreme(const char *ip, const char *port, int conns)
 					       "socketxtreme_poll on a listener: errno %d", errno);
 					expect(api->socketxtreme_free_vma_packets(&bad, 1) == -1,
 					       "a packet of no buffer freed");
+					ipv6_refused();
 				}
 				continue;
 			}
@@ -515,6 +564,16 @@ static int xtreme(const char *ip, const char *port, int conns)
 				continue;
 			if (c->events & VMA_SOCKETXTREME_PACKET) {
 				expect(c->user_data >= 1000, "a packet without its cookie");
+				if (!kept.buff && !kept.done && c->packet.buff_lst) {
+					struct vma_buff_t *b = c->packet.buff_lst;
+
+					kept.buff = b;
+					kept.fd = fd;
+					kept.len = b->len < sizeof kept.bytes ? b->len : sizeof kept.bytes;
+					memcpy(kept.bytes, b->payload, kept.len);
+					expect(api->socketxtreme_ref_vma_buff(b) == 2,
+					       "socketxtreme_ref_vma_buff: errno %d", errno);
+				}
 				for (struct vma_buff_t *b = c->packet.buff_lst; b; b = b->next) {
 					const unsigned char *d = b->payload;
 
@@ -536,14 +595,115 @@ static int xtreme(const char *ip, const char *port, int conns)
 					       "a packet freed twice: errno %d", errno);
 			}
 			if (c->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+				if (kept.buff && kept.fd == fd)
+					free_kept(&kept);
 				close(fd);
 				closed++;
 			}
 		}
 	}
+	if (kept.buff)
+		free_kept(&kept);
 	printf("xtreme accepted %d bytes %ld closed %d\n", accepted, bytes, closed);
 	close(l);
 	return 0;
+}
+
+static int serve(const char *ip, const char *port)
+{
+	int c = accept_one(ip, port);
+	char buf[65536];
+	long total = 0;
+	ssize_t n;
+
+	while ((n = recv(c, buf, sizeof buf, 0)) > 0) {
+		if (send(c, buf, (size_t)n, 0) != n) {
+			perror("send");
+			return 1;
+		}
+		total += n;
+	}
+	printf("served %ld\n", total);
+	close(c);
+	return n != 0;
+}
+
+/* The next completions of ring into comps (asleep in poll between). */
+static int xtreme_wait(int ring, struct vma_completion_t *comps, int most)
+{
+	for (int tries = 0; tries < 300; tries++) {
+		int n = api->socketxtreme_poll(ring, comps, most, 0);
+		struct pollfd p = {ring, POLLIN, 0};
+
+		if (n != 0)
+			return n;
+		poll(&p, 1, 100);
+	}
+	return 0;
+}
+
+static void xconnect(const char *ip, const char *port, long msgs)
+{
+	struct sockaddr_storage to;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &to);
+	int fd = socket(to.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0), ring = -1, up = 0, end = 0;
+	long sent = 0, got = 0;
+	unsigned char msg[64];
+
+	if (fd < 0 || (connect(fd, (struct sockaddr *)&to, len) != 0 && errno != EINPROGRESS)) {
+		expect(0, "connect: errno %d", errno);
+		return;
+	}
+	expect(api->get_socket_rings_fds(fd, &ring, 1) == 1, "a connecting socket's ring: errno %d",
+	       errno);
+	while (ring >= 0 && !end) {
+		struct vma_completion_t comps[16];
+		int n = xtreme_wait(ring, comps, 16);
+
+		if (n <= 0) {
+			expect(0, "no completion (errno %d) after %ld echoed", errno, got);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct vma_completion_t *c = &comps[i];
+
+			expect(c->user_data == (uint64_t)fd, "user_data %llu", (unsigned long long)c->user_data);
+			if (c->events & EPOLLOUT)
+				up = 1;
+			if (c->events & VMA_SOCKETXTREME_PACKET) {
+				for (struct vma_buff_t *b = c->packet.buff_lst; b; b = b->next)
+					for (size_t k = 0; k < b->len; k++, got++)
+						if (((const unsigned char *)b->payload)[k] !=
+						    (unsigned char)(got % 251)) {
+							expect(0, "echoed byte %ld differs", got);
+							end = 1;
+							break;
+						}
+				expect(api->socketxtreme_free_vma_packets(&c->packet, 1) == 0,
+				       "socketxtreme_free_vma_packets: errno %d", errno);
+			}
+			if (c->events & (EPOLLHUP | EPOLLERR))
+				end = 1;
+			if (c->events & EPOLLRDHUP)
+				end = 1;
+		}
+		expect(up, "data before the connection's EPOLLOUT");
+		/* One message in flight: the next once the last came back. */
+		if (up && sent == got && sent < msgs * 64) {
+			for (size_t k = 0; k < sizeof msg; k++)
+				msg[k] = (unsigned char)((sent + (long)k) % 251);
+			if (send(fd, msg, sizeof msg, 0) != (ssize_t)sizeof msg) {
+				expect(0, "send: errno %d", errno);
+				break;
+			}
+			sent += (long)sizeof msg;
+			if (sent == msgs * 64)
+				shutdown(fd, SHUT_WR);
+		}
+	}
+	expect(got == msgs * 64, "%ld of %ld bytes echoed", got, msgs * 64);
+	printf("xconnect %ld\n", got / 64);
+	close(fd);
 }
 
 int main(int argc, char **argv)
@@ -552,13 +712,18 @@ int main(int argc, char **argv)
 		return send_stream(argv[2], argv[3], atol(argv[4]));
 	if (argc == 6 && !strcmp(argv[1], "echo"))
 		return echo_clients(argv[2], argv[3], atoi(argv[4]), atol(argv[5]));
-	if (argc == 5 && !strcmp(argv[1], "xtreme")) {
+	if (argc == 4 && !strcmp(argv[1], "serve"))
+		return serve(argv[2], argv[3]);
+	if (argc == 5 && (!strcmp(argv[1], "xtreme") || !strcmp(argv[1], "xconnect"))) {
 		api = vma_get_api();
 		if (!api) {
 			printf("FAIL: no Extra API (not under libvma.so?)\n");
 			return 1;
 		}
-		xtreme(argv[2], argv[3], atoi(argv[4]));
+		if (argv[1][1] == 't')
+			xtreme(argv[2], argv[3], atoi(argv[4]));
+		else
+			xconnect(argv[2], argv[3], atol(argv[4]));
 		printf("PASS: %d failure(s)\n", fails);
 		return fails != 0;
 	}
