@@ -11,9 +11,12 @@
  *                 (VMA_SOCKETXTREME=1): the connection auto-accepted, its
  *                 packets echoed from the frames and freed
  *       "ready" once listening; ends with the connection.
- *   ping ADDR PORT COUNT
+ *   ping ADDR PORT COUNT spin|block
  *       connects, sends COUNT messages one at a time after 1000 not
- *       counted, each echo checked, and prints "rtt_us p50 P p99 Q" (the
+ *       counted, each echo checked, its receive spinning (spin:
+ *       recv(MSG_DONTWAIT), SO_BUSY_POLL 50 us on a kernel socket, the
+ *       kernel's fastest) or a blocking recv (block: under libvma.so the
+ *       library spins, VMA_RX_POLL, as libvma's users run), and prints "rtt_us p50 P p99 Q" (the
  *       round trips' percentiles, microseconds, CLOCK_MONOTONIC). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -152,11 +155,11 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int ping(const char *ip, const char *port, long count)
+static int ping(const char *ip, const char *port, long count, int spin)
 {
 	struct sockaddr_storage to;
 	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &to);
-	int fd = socket(to.ss_family, SOCK_STREAM, 0), one = 1;
+	int fd = socket(to.ss_family, SOCK_STREAM, 0), one = 1, busy_us = 50;
 	unsigned char out[kMsg], in[kMsg];
 	double *rtt = calloc((size_t)count, sizeof *rtt);
 
@@ -165,6 +168,7 @@ static int ping(const char *ip, const char *port, long count)
 		return 1;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &busy_us, sizeof busy_us);
 	for (long m = -kWarm; m < count; m++) {
 		struct timespec a, b;
 		size_t got = 0;
@@ -173,8 +177,10 @@ static int ping(const char *ip, const char *port, long count)
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		send_all(fd, out, sizeof out);
 		while (got < sizeof in) {
-			ssize_t k = recv(fd, in + got, sizeof in - got, 0);
+			ssize_t k = recv(fd, in + got, sizeof in - got, spin ? MSG_DONTWAIT : 0);
 
+			if (k < 0 && errno == EAGAIN)
+				continue;
 			if (k <= 0) {
 				perror("recv");
 				return 1;
@@ -199,8 +205,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "pong"))
 		return pong(argv[2], argv[3], argv[4]);
-	if (argc == 5 && !strcmp(argv[1], "ping"))
-		return ping(argv[2], argv[3], atol(argv[4]));
-	fprintf(stderr, "usage: %s pong recv|zcopy|xtreme ADDR PORT | ping ADDR PORT COUNT\n", argv[0]);
+	if (argc == 6 && !strcmp(argv[1], "ping"))
+		return ping(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "spin"));
+	fprintf(stderr, "usage: %s pong recv|zcopy|xtreme ADDR PORT | ping ADDR PORT COUNT spin|block\n", argv[0]);
 	return 2;
 }

@@ -3,18 +3,22 @@
 # kernel's busy-polled socket, in the same run, across a veth pair between
 # two namespaces this script makes and removes (no traffic leaves them):
 # bench/tcp_pingpong.c's server in A echoes one connection of its client
-# in B (Linux's TCP, TCP_NODELAY), which times COUNT round trips (default
-# 20000, after 1000 not counted), with the server
+# in B (Linux's TCP, TCP_NODELAY, spinning in recv(MSG_DONTWAIT) with
+# SO_BUSY_POLL), which times COUNT round trips (default 20000, after 1000
+# not counted), with the server
 #   kernel   recv on A's kernel socket, SO_BUSY_POLL 50 us (no preload)
 #   recv     recv under LD_PRELOAD=libvma.so (the rings', copied)
 #   zcopy    recvfrom_zcopy + free_packets under the preload
 #   xtreme   socketxtreme_poll on the ring descriptor (VMA_SOCKETXTREME=1,
 #            the connection auto-accepted)
-# every server spinning (MSG_DONTWAIT or polling), the four in turn ROUNDS
+#   both     xtreme, and the client under the preload too (a blocking recv
+#            the library spins in): no kernel TCP on either end, as
+#            sockperf under libvma on both hosts
+# every server spinning (MSG_DONTWAIT or polling), the five in turn ROUNDS
 # times (default 3), the server on CPU 0 and the client on CPU 1. Prints
 # each run's p50 and p99 (microseconds), then each mode's median p50 and
 # p99 and their ratio to the kernel's. A preloaded run whose A kernel moved
-# 5 TCP segments or more is marked NOT-OFFLOADED.
+# 5 TCP segments or more (B's too, for both) is marked NOT-OFFLOADED.
 #
 #   cd build && sudo bash ../bench/vma_tcp_pingpong.sh      (root: namespaces, XDP)
 set -u
@@ -35,27 +39,27 @@ export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 port=12000
 declare -A p50s p99s
 for round in $(seq "$ROUNDS"); do
-  for mode in kernel recv zcopy xtreme; do
+  for mode in kernel recv zcopy xtreme both; do
     port=$((port + 1))
-    env=()
+    env=() cenv=() srv=$mode crecv=spin
     case $mode in
-      kernel) ;;
+      kernel) srv=recv ;;
       xtreme) env=(LD_PRELOAD="$LIB" VMA_SOCKETXTREME=1) ;;
+      both) env=(LD_PRELOAD="$LIB" VMA_SOCKETXTREME=1) cenv=(LD_PRELOAD="$LIB") srv=xtreme crecv=block ;;
       *) env=(LD_PRELOAD="$LIB") ;;
     esac
-    srv=$mode
-    [ "$mode" = kernel ] && srv=recv
-    before=$(kernel_tcp)
+    before=$(kernel_tcp) before_b=$(A=$Z kernel_tcp)
     ip netns exec "$A" env "${env[@]}" taskset -c 0 timeout 120 "$T/pp" pong "$srv" "$IPA" $port >"$T/srv" 2>"$T/srv.err" &
     spid=$!
     for _ in $(seq 100); do grep -q '^ready' "$T/srv" && break; sleep 0.1; done
-    out=$(ip netns exec "$Z" taskset -c 1 timeout 120 "$T/pp" ping "$IPA" $port "$COUNT" 2>&1)
+    out=$(ip netns exec "$Z" env "${cenv[@]}" taskset -c 1 timeout 120 "$T/pp" ping "$IPA" $port "$COUNT" $crecv 2>&1)
     wait $spid
-    segs=$(($(kernel_tcp) - before))
+    segs=$(($(kernel_tcp) - before)) segs_b=$(($(A=$Z kernel_tcp) - before_b))
     p50=$(sed -n 's/^rtt_us p50 \([0-9.]*\) .*/\1/p' <<<"$out")
     p99=$(sed -n 's/.* p99 \([0-9.]*\)$/\1/p' <<<"$out")
     mark=
     [ "$mode" != kernel ] && [ "$segs" -ge 5 ] && mark=" NOT-OFFLOADED ($segs segments in A's kernel)"
+    [ "$mode" = both ] && [ "$segs_b" -ge 5 ] && mark+=" NOT-OFFLOADED ($segs_b segments in B's kernel)"
     [ -n "$p50" ] || mark=" FAILED: $(tail -2 <<<"$out")"
     echo "round $round $mode: p50 ${p50:-?} us p99 ${p99:-?} us$mark"
     [ -n "$p50" ] && [ -z "$mark" ] && { p50s[$mode]+="$p50 "; p99s[$mode]+="$p99 "; }
@@ -63,7 +67,7 @@ for round in $(seq "$ROUNDS"); do
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 k50=$(median <<<"${p50s[kernel]:-}") k99=$(median <<<"${p99s[kernel]:-}")
-for mode in kernel recv zcopy xtreme; do
+for mode in kernel recv zcopy xtreme both; do
   m50=$(median <<<"${p50s[$mode]:-}") m99=$(median <<<"${p99s[$mode]:-}")
   awk -v m="$mode" -v a="${m50:-0}" -v b="${m99:-0}" -v ka="${k50:-0}" -v kb="${k99:-0}" 'BEGIN {
     if (a == 0) { printf "%-7s no run\n", m; exit }
