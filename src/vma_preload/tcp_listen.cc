@@ -47,11 +47,7 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
   }
   net::tcp::ListenerConfig lc;
   lc.conn = tcp_config_of(fd);
-  // listen()'s backlog capped by somaxconn, as Linux's (a negative one is
-  // a huge one there); 0 still queues one connection.
-  static const long somaxconn = std::max(proc_sys_number("net/core/somaxconn", 0, 4096), 1L);
-  lc.backlog = backlog < 0 || backlog > somaxconn ? static_cast<size_t>(somaxconn)
-                                                  : static_cast<size_t>(std::max(backlog, 1));
+  lc.backlog = accept_queue_limit(backlog);
   lc.max_syn_rate = static_cast<uint32_t>(settings::get(settings::Id::kTcpMaxSynRate));
   std::unique_ptr<TcpListen> l(new TcpListen(family));
   for (const std::string& dev : netdevs_for(local.ip, dual)) {

@@ -229,6 +229,20 @@ std::shared_ptr<void> FdTable::read_slot(int fd, FdKind* kind, Pollable** pollab
   return out;
 }
 
+std::vector<std::pair<int, std::shared_ptr<void>>> FdTable::objects_of(FdKind kind) const {
+  std::vector<std::pair<int, std::shared_ptr<void>>> out;
+  for (int c = 0; c < kMaxFds / kChunkSize; c++) {
+    if (!chunks_[c].load(std::memory_order_acquire)) continue;
+    for (int fd = c * kChunkSize; fd < (c + 1) * kChunkSize; fd++) {
+      FdKind found = FdKind::kNone;
+      Pollable* p = nullptr;
+      std::shared_ptr<void> o = read_slot(fd, &found, &p);
+      if (o && found == kind) out.emplace_back(fd, std::move(o));
+    }
+  }
+  return out;
+}
+
 // get_object and get_pollable: the thread's cache first (`last` is fd's
 // entry there, or null), then the table. The generation is read before
 // the slot: an entry cached from a slot that changed meanwhile carries a

@@ -16,6 +16,8 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "core/base/api.h"
 #include "core/base/pollable.h"
@@ -75,6 +77,9 @@ class FdTable {
   std::shared_ptr<T> get(int fd, FdKind kind) const {
     return std::static_pointer_cast<T>(get_object(fd, kind));
   }
+  // The entries of `kind` now, by descriptor (a snapshot: the table may
+  // change meanwhile). For walks at exit; not a fast path.
+  SS_API std::vector<std::pair<int, std::shared_ptr<void>>> objects_of(FdKind kind) const;
   // Removes fd's entry if it is of `kind` and hands back its object:
   // 0, or -EBADF (no entry, or one of another kind, which stays).
   SS_API int remove_object(int fd, FdKind kind, std::shared_ptr<void>* object);

@@ -20,4 +20,10 @@ long proc_sys_number(const char* path, int field, long dflt) {
   return v;
 }
 
+size_t accept_queue_limit(int backlog) {
+  static const long somaxconn = proc_sys_number("net/core/somaxconn", 0, 4096);
+  const long cap = somaxconn > 0 ? somaxconn : 4096;
+  return static_cast<size_t>(backlog < 0 || backlog > cap ? cap : backlog) + 1;
+}
+
 }  // namespace ss

@@ -308,7 +308,9 @@ void StreamEndpoint::flush_sends() {
       if (errno == EPIPE || errno == ECONNRESET) {
         // The peer closed: what it sent before is still in our socket.
         // Flush our queue with errors and let the receive side read on
-        // until the end of the stream, which then fails the connection.
+        // until the end of the stream, which then fails the connection
+        // (EPIPE: our bytes were lost, no orderly end).
+        sends_lost_ = true;
         for (const PendingSend& q : sendq_)
           if (q.signal) cq_.push_back({q.wr_id, ECONNRESET, WcOp::kSend, 0, 0});
         sendq_.clear();
@@ -456,8 +458,10 @@ void StreamEndpoint::progress_rx() {
       }
     }
     if (n == 0) {
-      SS_DEBUG("%s: fd %d: end of stream", proto_.name, fd_);
-      fail(ECONNRESET, Cm::kFailed);
+      // Inside a frame: the peer broke off mid-write, no end of its own.
+      const bool cut = rx_in_payload_ || rx_begin_ != rx_end_;
+      SS_DEBUG("%s: fd %d: end of stream%s", proto_.name, fd_, cut ? " inside a frame" : "");
+      fail(cut ? EPROTO : sends_lost_ ? EPIPE : ECONNRESET, Cm::kFailed);
       return;
     }
     if (errno == EAGAIN || errno == EINTR) return;

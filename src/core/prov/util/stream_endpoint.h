@@ -144,6 +144,7 @@ class StreamEndpoint : public Endpoint {
   std::unique_ptr<uint8_t[]> rx_buf_;
   size_t rx_begin_ = 0, rx_end_ = 0;
   bool rx_in_payload_ = false;
+  bool sends_lost_ = false;  // a send found the peer gone (EPIPE): ours went unread
   bool rx_expect_large_ = false;  // the last header announced a direct-read payload
   FrameHeader rx_hdr_{};
   uint8_t* rx_dst_ = nullptr;
