@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include "librsocket/settings.h"
 #include "core/base/log.h"
@@ -173,6 +174,10 @@ void Socket::close() {
   {
     std::lock_guard<FutexMutex> g(mu_);
     connected = state_ & kConnected;
+    if (connected && !lingering() && !rmsg_.empty()) {
+      reset_on_close();
+      connected = false;
+    }
   }
   if (connected) shutdown(SHUT_RDWR);
   {
@@ -184,6 +189,33 @@ void Socket::close() {
     }
   }
   release();
+}
+
+void Socket::reset_on_close() {
+  SS_DEBUG("rsocket: fd %d: closed with %u bytes unread: reset", fd_, rbuf_queued_);
+  state_ = (state_ & ~(kConnected | kReadable | kWritable)) | kDisconnected;
+  ep_->disconnect();
+  kick_waiters();
+}
+
+void Socket::close_at_exit() {
+  KeepaliveService::instance().remove(this);
+  {
+    // Held: by a thread still running, or one a handler calling exit
+    // interrupted. Left to the transport's end rather than waited for.
+    std::unique_lock<FutexMutex> g(mu_, std::try_to_lock);
+    if (!g.owns_lock()) return;
+    if (!(state_ & kConnected) || lingering() || shared_elsewhere_ || endpoint_foreign()) return;
+    if (!rmsg_.empty()) {
+      reset_on_close();
+      return;
+    }
+    // No linger: the DISCONNECT now (the peer reads its end of stream),
+    // once what we sent has left.
+    opt_.linger = true;
+    opt_.linger_s = 0;
+  }
+  shutdown(SHUT_RDWR);
 }
 
 bool Socket::defer_close() {

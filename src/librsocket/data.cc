@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "librsocket/socket.h"
 
@@ -201,8 +202,10 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
       if (total && !waitall) break;
       if (!(state_ & kReadable)) {
         if (total) break;
-        if (state_ & kError) return -(err_ ? err_ : ECONNRESET);
-        return 0;  // orderly end of stream
+        // A failed connection says why once (as Linux's reset), then reads
+        // as its end of stream.
+        if ((state_ & kError) && err_) return -std::exchange(err_, 0);
+        return 0;  // end of stream
       }
       int rc = wait_for(
           lk, nonblock, [this] { return !rmsg_.empty() || !(state_ & kReadable); }, until);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "librsocket/settings.h"
 #include "core/base/log.h"
@@ -78,11 +79,20 @@ int Socket::process_cq(Lock&) {
   // polls (a spinning caller polls millions of times).
   if ((state_ & kConnected) && total == 0 && ++idle_cq_polls_ % kCmCheckEvery == 0) {
     prov::CmEvent ev;
-    // The transport went away without a DISCONNECT message: an abortive
-    // close, as a TCP reset. Queued data stays readable.
+    // The transport went away without a DISCONNECT message (ended or
+    // reset: the peer's process was killed, no code ran, or it reset on
+    // close). Linux's TCP says FIN when the peer had read all we sent,
+    // else reset; so do we. A transport whose sends found the peer gone
+    // (EPIPE: it never read them, e.g. it gave up its connect before our
+    // reply) is a reset too. Queued data stays readable.
     if (ep_->cm_progress(&ev) == 0) {
-      if (ev == prov::CmEvent::kDisconnected)
-        set_error(ECONNRESET, "the transport ended without a disconnect message");
+      const int why = ep_->cm_error();
+      const bool ended = why != EPIPE && (ev == prov::CmEvent::kDisconnected ||
+                                          (ev == prov::CmEvent::kError && why == ECONNRESET));
+      if (ended && peer_read_all())
+        peer_shut_writing();
+      else if (ended)
+        set_error(ECONNRESET, "the transport ended without a disconnect message, our data unread");
       else if (ev == prov::CmEvent::kError)
         set_error(transport_errno(*ep_), "the transport failed");
     }
@@ -92,6 +102,13 @@ int Socket::process_cq(Lock&) {
   give_credits();
   if (total) kick_waiters();
   return total;
+}
+
+void Socket::peer_shut_writing() {
+  if (state_ & kWritable)
+    state_ &= ~kReadable;
+  else
+    state_ = (state_ & ~(kConnected | kReadable)) | kDisconnected;
 }
 
 void Socket::fail_connection(const char* why, bool peer_fault) {
@@ -137,10 +154,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       if (data == kCtrlDisconnect) {
         state_ = (state_ & ~(kConnected | kReadable | kWritable)) | kDisconnected;
       } else if (data == kCtrlShutdown) {
-        if (state_ & kWritable)
-          state_ &= ~kReadable;
-        else
-          state_ = (state_ & ~(kConnected | kReadable)) | kDisconnected;
+        peer_shut_writing();
       }
       break;
     case kOpData: {
@@ -380,8 +394,11 @@ void Socket::Turn::wait(Lock& lk) {
   }
 }
 
-int Socket::data_error(bool sending) const {
-  if (state_ & kError) return err_ ? -err_ : -ECONNRESET;
+int Socket::data_error(bool sending) {
+  // Why a connection failed is said once (SO_ERROR's reading clears it
+  // too); then a send gets EPIPE and a receive the end of stream, as on
+  // Linux after a reset.
+  if (state_ & kError) return err_ ? -std::exchange(err_, 0) : (sending ? -EPIPE : 0);
   if (sending) {
     if (shut_wr_) return -EPIPE;
     if (state_ & kDisconnected) return -EPIPE;
@@ -427,7 +444,9 @@ short Socket::ready_now(short events) {
     if (!(state_ & kReadable)) rev |= POLLRDHUP;  // the peer shut down writing
     if ((state_ & kDisconnected) && rmsg_.empty()) rev |= POLLHUP;
     if (lingering()) rev |= POLLHUP;  // both ways shut here, as Linux reports
-    if ((state_ & kError) && rmsg_.empty()) rev |= POLLERR | POLLHUP;
+    // Failed: reads and writes no longer block (they answer at once), and
+    // POLLERR until a call or SO_ERROR took the error, as Linux's reset.
+    if ((state_ & kError) && rmsg_.empty()) rev |= POLLOUT | POLLHUP | (err_ ? POLLERR : 0);
   } else if (state_ == kError) {
     rev = POLLIN | POLLOUT | POLLERR;  // left to its maker (fork): each call says why
   }

@@ -11,6 +11,7 @@ librsocket_la_SOURCES = \
 	src/librsocket/conn_buffer.h \
 	src/librsocket/conn_buffer.cc \
 	src/librsocket/close.cc \
+	src/librsocket/exit_close.cc \
 	src/librsocket/fork.h \
 	src/librsocket/fork.cc \
 	src/librsocket/engine.cc \

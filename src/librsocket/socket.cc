@@ -20,6 +20,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "core/base/own_fd.h"
+#include "core/base/proc_sys.h"
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
 #include "librsocket/fork.h"
@@ -152,6 +153,7 @@ int Socket::save_conn_data(const uint8_t* pdata, size_t len) {
   target_sge_ = 0;
   sgl_slot_ = 1;
   sseq_comp_ = cd.credits;
+  peer_credits_ = cd.credits;
   return 0;
 }
 
@@ -169,7 +171,7 @@ int Socket::listen(int backlog) {
   {
     std::lock_guard<FutexMutex> g(mu_);
     if (state_ == kListening) {
-      backlog_ = std::max(backlog, 1);
+      backlog_ = accept_queue_limit(backlog);
       return 0;
     }
     if (state_ != kInit && state_ != kBound) return -EINVAL;
@@ -182,7 +184,7 @@ int Socket::listen(int backlog) {
     }
     accept_efd_ = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
     if (accept_efd_ < 0) return -errno;
-    backlog_ = std::max(backlog, 1);
+    backlog_ = accept_queue_limit(backlog);
     state_ = kListening;
   }
   return ListenService::instance().add(shared_from_this());
@@ -190,7 +192,7 @@ int Socket::listen(int backlog) {
 
 int Socket::listener_fd() {
   std::lock_guard<FutexMutex> g(mu_);
-  return listener_ && !accept_starved_ ? listener_->fd() : -1;
+  return listener_ && !accept_starved_ && !accept_full_ ? listener_->fd() : -1;
 }
 
 void Socket::note_accept_error(int err) {
@@ -221,17 +223,15 @@ void Socket::serve_requests(bool inline_caller) {
     {
       std::lock_guard<FutexMutex> g(mu_);
       if (!listener_ || fork_err_ || listen_shared_ != inline_caller) return;
+      // As Linux's accept queue: backlog + 1 connections made and not
+      // accepted; the next wait in the provider's backlog, their connects
+      // unanswered, until raccept makes room.
+      accept_full_ = accept_queue_.size() >= backlog_;
+      if (accept_full_) return;
       int rc = listener_->get_request(&ep);
       accept_starved_ = rc == -EMFILE || rc == -ENFILE;
       if (accept_starved_) note_accept_error(-rc);
       if (rc) return;
-      if (accept_queue_.size() >= static_cast<size_t>(backlog_) + 64) {
-        // Refused: its descriptor was never handed to an rsocket.
-        int dfd = ep->descriptor_fd();
-        ep->reject();
-        if (dfd >= 0) ::close(dfd);
-        continue;
-      }
     }
     const auto t0 = std::chrono::steady_clock::now();
     int fd = ep->descriptor_fd();
@@ -322,6 +322,7 @@ void Socket::listener_fork_child() {
 }
 
 int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len, int flags) {
+  bool refill = false;
   for (;;) {
     bool shared, starved;
     {
@@ -337,7 +338,15 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
       if (std::exchange(fork_part_untold_, false))
         SS_WARN("rsocket: fd %d: a fork child accepts this listener's tcp and shm peers only: "
                 "its verbs peers go to the process that made it (rsocket(7), Fork)", fd_);
-      if (take_queued(out)) break;
+      if (take_queued(out)) {
+        // Room again: the next connection waiting in the provider's
+        // backlog is answered now (the listen thread polls the listener
+        // again at its next pass).
+        if (!accept_full_) break;
+        accept_full_ = false;
+        refill = !listen_shared_;
+        break;
+      }
       shared = listen_shared_;
       starved = accept_starved_;
     }
@@ -358,6 +367,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     int wake = static_cast<int>(settings::get(Id::kWakeUpInterval));
     if (int rc = interruptible_poll(&p, 1, wake > 0 ? wake : -1); rc < 0) return rc;
   }
+  if (refill) serve_requests(false);
   Socket& s = **out;
   {
     Lock lk(s.mu_);
@@ -583,7 +593,7 @@ int Socket::progress_connect_step(Lock&) {
       break;
     default:
       err_ = ep_->cm_error() ? ep_->cm_error() : ECONNREFUSED;
-      if (err_ == EPROTO || err_ == ECONNRESET) err_ = ECONNREFUSED;
+      if (err_ == EPROTO || err_ == ECONNRESET || err_ == EPIPE) err_ = ECONNREFUSED;
       break;
   }
   state_ = kConnectError;

@@ -107,6 +107,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   int connect(const sockaddr* addr, socklen_t len);
   int shutdown(int how);
   void close();  // rclose: shuts down, frees provider resources
+  // The process exits with this connection open: it ends as Linux's exit
+  // would end it (see exit_close.cc).
+  void close_at_exit();
   // rclose's first step, under its fork::TableGuard: true when another
   // thread is sending or receiving, and so the close waits for that call
   // (as Linux's send and recv hold their socket: the connection goes on
@@ -303,7 +306,20 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // ECONNRESET for the application, and the transport torn down.
   // peer_fault: the peer broke the protocol, and nothing more it sent is read.
   void fail_connection(const char* why, bool peer_fault);
-  int data_error(bool sending) const;
+  // The peer stopped writing (a SHUTDOWN, or its transport ended when it
+  // had read all we sent: Linux's FIN): EOF after the queued data.
+  void peer_shut_writing();
+  // Every message we sent was consumed by the peer, as far as its credits
+  // tell (it returns them in batches: a small unreported read counts as
+  // unread).
+  bool peer_read_all() const {
+    return static_cast<uint16_t>(sseq_comp_ - sseq_no_) == peer_credits_;
+  }
+  // rclose with data unread, as Linux's close then: a reset. The
+  // transport ends without a DISCONNECT and the peer's data stays unread,
+  // so the peer reads ECONNRESET (mu_ held).
+  void reset_on_close();
+  int data_error(bool sending);
   bool is_nonblocking(int flags) const { return nonblock_ || (flags & MSG_DONTWAIT); }
 
   const int fd_;
@@ -396,13 +412,15 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
   int accept_efd_ = -1;  // counts queued connections and accept_err_ (readable when any)
-  int backlog_ = 0;
+  size_t backlog_ = 1;  // the accept queue's limit (accept_queue_limit)
   // Out of descriptors (EMFILE/ENFILE) while taking a connection: the next
   // raccept reports it, as accept(2) would. While starved, a connection
   // waits in the kernel's backlog and the listen thread stops polling the
   // listener (it would spin): its periodic pass and raccept retry instead.
   int accept_err_ = 0;
   bool accept_starved_ = false;
+  // backlog_ connections queued: no more taken from the listener.
+  bool accept_full_ = false;
   void note_accept_error(int err);  // mu_ held
   int take_accept_error();          // mu_ held; -errno, or 0 when none
   // Serving one request (get_request to queued): the listen service's
@@ -437,6 +455,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
 
   // Send side.
   uint16_t sseq_no_ = 0, sseq_comp_ = 0;
+  uint16_t peer_credits_ = 0;  // its receive queue's size (the credits it gave at first)
   uint32_t sqe_avail_ = 0, ctrl_avail_ = kQpCtrlSize;
   uint32_t sbuf_bytes_avail_ = 0, sbuf_head_ = 0;
   // Our copy of the peer's receive buffers. The shared entries are read

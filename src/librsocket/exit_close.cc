@@ -1,0 +1,44 @@
+// The program's exit with rsockets still open. Linux's exit closes each
+// socket: a FIN, or a reset when the program left data unread. An
+// rsocket's peer would see only its transport end (read as a reset when
+// its data may be unread: engine.cc). So, last of all (a destructor of
+// this library: after the program's atexit handlers and static
+// destructors, which may still close sockets), each connection the
+// program left open ends as close() would at exit: a DISCONNECT once what
+// it sent has left (bounded, as rshutdown's wait), or a reset when data
+// is unread; no linger. A fork child leaves the connections it shares
+// with its parent alone, and a connection whose lock is held (a thread
+// still in a call, or one a handler calling exit interrupted) is left to
+// its transport's end (Socket::close_at_exit). The work runs on a thread
+// of the library's own: under librspreload its calls on the library's
+// kernel descriptors go to libc, not back into the preload.
+#include <memory>
+#include <thread>
+
+#include "core/base/fd_table.h"
+#include "core/base/library_thread.h"
+#include "librsocket/socket.h"
+
+namespace ss::rs {
+namespace {
+
+__attribute__((destructor)) void close_connections_at_exit() {
+  auto open = FdTable::instance().objects_of(FdKind::kRsocket);
+  if (open.empty()) return;
+  try {
+    std::thread t([&open] {
+      mark_library_thread();
+      for (auto& [fd, object] : open) {
+        try {
+          std::static_pointer_cast<Socket>(object)->close_at_exit();
+        } catch (...) {  // out of memory: this one's transport just ends
+        }
+      }
+    });
+    t.join();
+  } catch (...) {  // no thread (out of memory, of threads): the transports end as they are
+  }
+}
+
+}  // namespace
+}  // namespace ss::rs
