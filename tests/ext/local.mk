@@ -30,7 +30,8 @@ ext_test_scripts = \
 	tests/ext/vma_extras.sh \
 	tests/ext/vma_sockperf.sh \
 	tests/ext/vma_tcp.sh \
-	tests/ext/vma_tcp_extra.sh
+	tests/ext/vma_tcp_extra.sh \
+	tests/ext/fault_matrix.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
@@ -49,6 +50,8 @@ EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 EXTRA_DIST += tests/ext/vma_preload_prog.c
 # Compiled by vma_netns.sh.
 EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
+# Built and run by fault_matrix.sh.
+EXTRA_DIST += tests/ext/fault_prog.c tests/ext/fault_matrix.py
 # Compiled by dgram_spin.sh.
 EXTRA_DIST += tests/ext/dgram_spin_prog.c
 # Compiled by vma_mcast.sh.

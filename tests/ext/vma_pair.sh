@@ -24,12 +24,8 @@ TOOL=$B/tools/vma_stats
 for f in "$LIB" "$TOOL"; do
   [ -e "$f" ] || { echo "ERROR: $name: $f not built"; exit 99; }
 done
-[ "$(id -u)" = 0 ] || { echo "SKIP: $name: needs root for namespaces and XDP"; exit 77; }
-for p in ip ethtool timeout; do
-  command -v $p >/dev/null || { echo "SKIP: $name: $p not found"; exit 77; }
-done
-CC=$(command -v cc || command -v gcc || command -v clang) ||
-  { echo "SKIP: $name: no C compiler"; exit 77; }
+. "$here/check.sh"
+require_root "namespaces and XDP" ip ethtool timeout
 unset LD_PRELOAD VMA_TRACELEVEL VMA_SPEC VMA_OFFLOADED_SOCKETS VMA_APPLICATION_ID VMA_SOCKETXTREME
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vma.XXXXXX") || exit 99
 # The preload from a copy every user can read: cases run as nobody.
@@ -47,7 +43,6 @@ cleanup() {
 }
 trap cleanup EXIT
 skip() { echo "SKIP: $name: $*"; exit 77; }
-. "$here/check.sh"
 
 pair_addr() {  # pair_addr NETNS IF CIDR (IPv6 without DAD)
   local nodad=
