@@ -328,6 +328,60 @@ TEST_F(TcpRing, BulkFromLinuxLosesNothingHere) {
 
 // 3% of the segments each way lost in b (nft): the data still arrives
 // whole, repaired by our recovery (SACK with Linux, RACK) and Linux's.
+// The route to the peer removed mid-stream: nothing of ours leaves while
+// it is gone (as from Linux's TCP: the data waits, the timers try again,
+// each try counted as path_lost), and the stream ends whole once the
+// route is back.
+TEST_F(TcpRing, ARemovedRouteHoldsTheSendsUntilItIsBack) {
+  const int lfd = linux_listener(NetnsPair::kIpB);
+  ASSERT_GE(lfd, 0);
+  std::atomic<size_t> got{0};
+  std::thread reader([&] {  // Linux's end: reads to our FIN
+    const int c = accept(lfd, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(c, buf, sizeof buf)) > 0) got += static_cast<size_t>(n);
+    close(c);
+  });
+  resolve_neighbour(NetnsPair::kIpB);
+  FourTuple t;
+  t.local = IpAddr::parse(NetnsPair::kIpA);
+  t.remote = IpAddr::parse(NetnsPair::kIpB);
+  t.local_port = kOurClientPort;
+  t.remote_port = kLinuxPort;
+  Socket* s = nullptr;
+  ToKernel why;
+  ASSERT_EQ(tcp_->connect(t, ss::net::tcp::Config{}, &s, &why), 0);
+  ASSERT_TRUE(pump_until([&] { return tcp_->state(s) == State::kEstablished; }));
+  const std::string first = pattern(100000, 3), second = pattern(200000, 4);
+  send_all(s, first);
+  ASSERT_TRUE(pump_until([&] { return got.load() == first.size(); }));
+  const std::string route = "ip -n " + ns_->name_a() + " route ";
+  const std::string net = "10.199.0.0/24 dev " + std::string(NetnsPair::kIfA);
+  ss::net::Flow f;
+  f.dst = t.remote;
+  ss::net::TxPath path;
+  ASSERT_EQ(sstest::run(route + "del " + net), 0);
+  follow_kernel([&] { return resolver_->resolve(f, &path, &why) != 0; });
+  const uint64_t lost0 = tcp_->counters().path_lost;
+  const ssize_t queued = tcp_->send(
+      s, {reinterpret_cast<const uint8_t*>(second.data()), second.size()});
+  ASSERT_GT(queued, 0);
+  // The sender's tries, each stopped: nothing reaches Linux meanwhile.
+  ASSERT_TRUE(pump_until([&] { return tcp_->counters().path_lost >= lost0 + 3; }));
+  EXPECT_EQ(got.load(), first.size()) << "segments left with no route";
+  ASSERT_EQ(sstest::run(route + "add " + net), 0);
+  follow_kernel([&] { return resolver_->resolve(f, &path, &why) == 0; });
+  send_all(s, second.substr(static_cast<size_t>(queued)));
+  EXPECT_EQ(tcp_->shutdown_write(s), 0);
+  EXPECT_TRUE(pump_until([&] { return got.load() == first.size() + second.size(); }))
+      << got.load() << " of " << first.size() + second.size() << " bytes";
+  reader.join();
+  tcp_->close(s);
+  close(lfd);
+}
+
 TEST_F(TcpRing, LossBothWaysIsRepaired) {
   if (sstest::run("command -v nft >/dev/null") != 0) GTEST_SKIP() << "no nft (nftables)";
   ASSERT_NO_FATAL_FAILURE(lose_in_b(kLinuxPort, 30));

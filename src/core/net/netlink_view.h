@@ -15,6 +15,7 @@
 // serialises the request socket for misses. See docs/architecture.md.
 #pragma once
 #include "core/base/api.h"
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -56,6 +57,9 @@ class NetlinkView {
   // The way to f.dst: 0 and *out, or -errno as the kernel gives it
   // (ENETUNREACH, EHOSTUNREACH, EACCES, EINVAL).
   SS_API int route(const Flow& f, Route* out);
+  // Moves whenever a route answer may have changed: a path kept from an
+  // earlier answer is asked again once this differs.
+  uint64_t route_generation() const { return route_gen_.load(std::memory_order_acquire); }
   // ifindex's link: false when there is none.
   bool link(int ifindex, Link* out);
   bool is_local(const IpAddr& a);
@@ -97,7 +101,8 @@ class NetlinkView {
   LinkTable links_;
   NeighTable neigh_;
   std::map<Flow, RouteAnswer> routes_;
-  uint64_t route_gen_ = 0;  // moves with every route-relevant event
+  // Moves with every route-relevant event (written under mu_).
+  std::atomic<uint64_t> route_gen_{0};
   Counters counters_;
 };
 

@@ -37,6 +37,8 @@ int NetlinkTxResolver::resolve(const Flow& f, TxPath* out, ToKernel* why) {
   return 0;
 }
 
+uint64_t NetlinkTxResolver::generation() const { return view_->route_generation(); }
+
 std::unique_ptr<TxResolver> make_netlink_resolver(NetlinkView* view, int ifindex,
                                                   uint32_t mtu_cap) {
   return std::make_unique<NetlinkTxResolver>(view, ifindex, mtu_cap);

@@ -18,6 +18,7 @@ class NetlinkTxResolver final : public TxResolver {
   NetlinkTxResolver(NetlinkView* view, int ifindex, uint32_t mtu_cap = 0)
       : view_(view), ifindex_(ifindex), mtu_cap_(mtu_cap) {}
   int resolve(const Flow& f, TxPath* out, ToKernel* why) override;
+  uint64_t generation() const override;
 
  private:
   NetlinkView* view_;

@@ -55,6 +55,9 @@ class TxResolver {
  public:
   virtual ~TxResolver() = default;
   virtual int resolve(const Flow& f, TxPath* out, ToKernel* why) = 0;
+  // Moves when an answer may have changed (a route came or went): a path
+  // kept since is asked again. Constant for a resolver whose answers do not.
+  virtual uint64_t generation() const { return 0; }
 };
 
 enum class SendStatus : uint8_t { kSent, kUseKernel, kError };

@@ -30,6 +30,7 @@ void Connection::transmit(uint64_t now) {
   }
   const uint32_t data_end = snd_una_ + static_cast<uint32_t>(sndq_.size());
   bool sent = retransmit_lost(now);
+  bool blocked = false;  // new data found no way out (no frame, no route now)
   for (;;) {
     // The peer's window bounds what is outstanding, the congestion window
     // pipe: each duplicate ACK or SACKed segment takes one off pipe and
@@ -59,7 +60,11 @@ void Connection::transmit(uint64_t now) {
     }
     const uint8_t flags = kAck | (fin ? kFin : 0) | (len && snd_nxt_ + len == data_end ? kPsh : 0);
     if (snd_una_ == snd_max_) progress_us_ = now;  // the user timeout counts from here
-    if (!send_segment(snd_nxt_, len, flags, now)) break;
+    if (!send_segment(snd_nxt_, len, flags, now)) {
+      blocked = true;
+      break;
+    }
+    persist_backoff_ = 0;
     prr_sent(len);
     if (len < mss_) {
       snd_sml_ = snd_nxt_ + len;
@@ -74,7 +79,10 @@ void Connection::transmit(uint64_t now) {
   if (snd_max_ != snd_una_ && !retransmit_timer_.armed() && !probe_timer_.armed()) {
     arm_retransmit(now);
   }
-  if (snd_wnd_ == 0 && snd_max_ == snd_una_ && seq_lt(snd_nxt_, data_end) &&
+  // Data waits and nothing is in flight to bring an ACK: a zero window, or
+  // a segment that could not leave. The persist timer tries again (Linux's
+  // probe timer), or nothing would until the program's next call.
+  if ((snd_wnd_ == 0 || blocked) && snd_max_ == snd_una_ && seq_lt(snd_nxt_, data_end) &&
       !persist_timer_.armed()) {
     arm(&persist_timer_, now + persist_interval());
   }

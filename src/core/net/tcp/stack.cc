@@ -59,12 +59,16 @@ class Socket {
 class PathSink : public SegmentSink {
  public:
   PathSink(FrameTx* tx, StackCounters* ctr, const FourTuple& t, const TxPath& path)
-      : tx_(tx), ctr_(ctr), mtu_(path.mtu) {
+      : tx_(tx), ctr_(ctr) {
+    f_.ip_version = version_of(t.remote);
+    memcpy(f_.dst_ip, t.remote.bytes, t.remote.size());
+    repath(path);
+  }
+  void repath(const TxPath& path) {
+    mtu_ = path.mtu;
     memcpy(f_.src_mac, path.src_mac, 6);
     memcpy(f_.dst_mac, path.dst_mac, 6);
-    f_.ip_version = version_of(t.remote);
     memcpy(f_.src_ip, path.src.bytes, path.src.size());
-    memcpy(f_.dst_ip, t.remote.bytes, t.remote.size());
   }
   std::span<uint8_t> segment_room(size_t len) override {
     frame_ = tx_->take();
@@ -94,7 +98,7 @@ class PathSink : public SegmentSink {
  private:
   FrameTx* tx_;
   StackCounters* ctr_;
-  size_t mtu_;
+  size_t mtu_ = 0;
   FrameFields f_;
   Ipv4IdSequence ip_id_;
   Buffer frame_;  // between segment_room and send_segment
@@ -104,7 +108,32 @@ class Stack::RingConnection final : private PathSink, public Connection {
  public:
   RingConnection(Stack* st, const FourTuple& t, const TxPath& path, const tcp::Config& cfg)
       : PathSink(st->cfg_.tx, &st->ctr_, t, path),
-        Connection(cfg, t.local_port, t.remote_port, this, &st->timers_) {}
+        Connection(cfg, t.local_port, t.remote_port, this, &st->timers_),
+        st_(st),
+        t_(t),
+        path_gen_(st->cfg_.resolver->generation()) {}
+
+  // A route changed since the path was taken: asked again. None now (the
+  // route removed): nothing leaves, as from Linux's TCP, and the
+  // connection's timers send it again, until the route is back.
+  std::span<uint8_t> segment_room(size_t len) override {
+    if (const uint64_t gen = st_->cfg_.resolver->generation(); gen != path_gen_) {
+      TxPath path;
+      ToKernel why;
+      if (st_->resolve(t_, &path, &why) != 0) {
+        st_->ctr_.path_lost++;
+        return {};
+      }
+      repath(path);
+      path_gen_ = gen;
+    }
+    return PathSink::segment_room(len);
+  }
+
+ private:
+  Stack* st_;
+  FourTuple t_;
+  uint64_t path_gen_;
 };
 
 // The stack's lock for a call that may send: the segments it queued go to

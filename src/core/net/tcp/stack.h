@@ -57,7 +57,7 @@ struct StackCounters {
   uint64_t frames_out = 0;
   uint64_t no_frame = 0;   // a segment waited for a free frame
   uint64_t tx_errors = 0;  // a full tx ring or a failed kick: the segment is lost
-  uint64_t path_lost = 0;  // an accepted handshake whose path is not the rings': dropped
+  uint64_t path_lost = 0;  // an accepted handshake whose path is not the rings', or a segment with no route now: dropped
   uint64_t handed_over = 0, moved_drops = 0;  // connections handed over; their late segments
   uint64_t pass_failed = 0;  // the steering's entry made, but not turned to pass
 };

@@ -106,10 +106,13 @@ void Connection::on_retransmit(uint64_t now) {
   arm_retransmit(now);
 }
 
-// The peer's window is zero and nothing is in flight to bring its update:
-// an ACK below snd_una makes it answer with its window (RFC 9293 §3.8.6.1).
+// Data waits with nothing in flight. The peer's window is zero: an ACK
+// below snd_una makes it answer with its window (RFC 9293 §3.8.6.1). Or
+// the window is open but the data found no way out (no frame, the route
+// gone): it is tried again, backing off.
 void Connection::on_persist(uint64_t now) {
-  if (snd_wnd_ != 0 || state_ == State::kClosed || state_ == State::kTimeWait) return;
+  if (state_ == State::kClosed || state_ == State::kTimeWait) return;
+  if (snd_wnd_ != 0 && snd_max_ != snd_una_) return;  // in flight: the retransmission timer's
   // Probes no ACK answered: `retries` of them (or the user timeout) and
   // the peer is gone (Linux's tcp_probe_timer).
   if (cfg_.user_timeout_us ? now - last_rcv_us_ >= cfg_.user_timeout_us
@@ -118,6 +121,11 @@ void Connection::on_persist(uint64_t now) {
     return;
   }
   probes_out_++;
+  if (snd_wnd_ != 0) {
+    persist_backoff_++;
+    transmit(now);  // re-arms this timer if the data still cannot leave
+    return;
+  }
   ctr_.zero_window_probes++;
   send_segment(snd_una_ - 1, 0, kAck, now);
   persist_backoff_++;
