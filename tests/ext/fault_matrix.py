@@ -230,7 +230,6 @@ KNOWN_OPEN = {
                           "the connection fails",
     ("emfile", "pre-shm"): "shm under librspreload: the accept of a connection waiting while "
                            "out of descriptors sleeps instead of failing with EMFILE",
-    ("unreachable", "vma-tcp"): "the rings' TCP sends on a route the kernel removed",
 }
 
 
