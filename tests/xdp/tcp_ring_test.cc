@@ -95,6 +95,21 @@ class TcpRing : public sstest::RingRig {
       return resolver_->resolve(f, &path, &why) == 0;
     });
   }
+  // Our client's connection to Linux's listener at peer (the next hop
+  // resolved first); null after a failed assertion.
+  Socket* connect_to_linux(const char* ours, const char* peer,
+                           const ss::net::tcp::Config& cfg = {}) {
+    resolve_neighbour(peer);
+    FourTuple t;
+    t.local = IpAddr::parse(ours);
+    t.remote = IpAddr::parse(peer);
+    t.local_port = kOurClientPort;
+    t.remote_port = kLinuxPort;
+    Socket* s = nullptr;
+    ToKernel why;
+    EXPECT_EQ(tcp_->connect(t, cfg, &s, &why), 0);
+    return s;
+  }
   // Sends all of data on s, pumping while the window is shut.
   void send_all(Socket* s, const std::string& data) {
     size_t off = 0;
@@ -159,7 +174,6 @@ class TcpRing : public sstest::RingRig {
 
   // Our client against a Linux echo server in b: `bytes` each way.
   void client_to_linux(const char* ours, const char* peer, size_t bytes) {
-    const IpAddr peer_ip = IpAddr::parse(peer);
     const int lfd = linux_listener(peer);
     ASSERT_GE(lfd, 0);
     std::atomic<size_t> echoed{0};
@@ -176,16 +190,10 @@ class TcpRing : public sstest::RingRig {
     });
     resolve_neighbour(peer);
     const uint64_t redirected0 = redirected();
-    FourTuple t;
-    t.local = IpAddr::parse(ours);
-    t.remote = peer_ip;
-    t.local_port = kOurClientPort;
-    t.remote_port = kLinuxPort;
-    Socket* s = nullptr;
-    ToKernel why;
     ss::net::tcp::Config cfg;
     cfg.rcv_buf = cfg.snd_buf = 262144;
-    ASSERT_EQ(tcp_->connect(t, cfg, &s, &why), 0);
+    Socket* s = connect_to_linux(ours, peer, cfg);
+    ASSERT_NE(s, nullptr);
     EXPECT_TRUE(pump_until([&] { return tcp_->state(s) != State::kSynSent; }));
     ASSERT_EQ(tcp_->state(s), State::kEstablished);
     expect_no_kernel_socket(kOurClientPort);
@@ -283,15 +291,8 @@ TEST_F(TcpRing, BulkFromLinuxLosesNothingHere) {
     close(c);
     sent = true;
   });
-  resolve_neighbour(NetnsPair::kIpB);
-  FourTuple t;
-  t.local = IpAddr::parse(NetnsPair::kIpA);
-  t.remote = IpAddr::parse(NetnsPair::kIpB);
-  t.local_port = kOurClientPort;
-  t.remote_port = kLinuxPort;
-  Socket* s = nullptr;
-  ToKernel why;
-  ASSERT_EQ(tcp_->connect(t, ss::net::tcp::Config{}, &s, &why), 0);
+  Socket* s = connect_to_linux(NetnsPair::kIpA, NetnsPair::kIpB);
+  ASSERT_NE(s, nullptr);
   size_t got = 0;
   EXPECT_TRUE(pump_until([&] {
     uint8_t buf[65536];
@@ -344,15 +345,8 @@ TEST_F(TcpRing, ARemovedRouteHoldsTheSendsUntilItIsBack) {
     while ((n = read(c, buf, sizeof buf)) > 0) got += static_cast<size_t>(n);
     close(c);
   });
-  resolve_neighbour(NetnsPair::kIpB);
-  FourTuple t;
-  t.local = IpAddr::parse(NetnsPair::kIpA);
-  t.remote = IpAddr::parse(NetnsPair::kIpB);
-  t.local_port = kOurClientPort;
-  t.remote_port = kLinuxPort;
-  Socket* s = nullptr;
-  ToKernel why;
-  ASSERT_EQ(tcp_->connect(t, ss::net::tcp::Config{}, &s, &why), 0);
+  Socket* s = connect_to_linux(NetnsPair::kIpA, NetnsPair::kIpB);
+  ASSERT_NE(s, nullptr);
   ASSERT_TRUE(pump_until([&] { return tcp_->state(s) == State::kEstablished; }));
   const std::string first = pattern(100000, 3), second = pattern(200000, 4);
   send_all(s, first);
@@ -360,8 +354,9 @@ TEST_F(TcpRing, ARemovedRouteHoldsTheSendsUntilItIsBack) {
   const std::string route = "ip -n " + ns_->name_a() + " route ";
   const std::string net = "10.199.0.0/24 dev " + std::string(NetnsPair::kIfA);
   ss::net::Flow f;
-  f.dst = t.remote;
+  f.dst = IpAddr::parse(NetnsPair::kIpB);
   ss::net::TxPath path;
+  ToKernel why;
   ASSERT_EQ(sstest::run(route + "del " + net), 0);
   follow_kernel([&] { return resolver_->resolve(f, &path, &why) != 0; });
   const uint64_t lost0 = tcp_->counters().path_lost;
