@@ -388,6 +388,10 @@ def main():
     finally:
         remove_pair()
     print_matrix(cols, results)
+    # Each cell not run, as a skip (tests/skips.sh counts these lines).
+    for (row, col), verdict in results.items():
+        if verdict[0].startswith("not run"):
+            print("SKIP: fault_matrix.sh: %s in %s: %s" % (row, col, verdict[2]))
     print("fault_matrix: %d FAIL cell(s), %d open (listed), %d not run here"
           % (fails, opens, skips))
     return 1 if fails else 0
