@@ -205,7 +205,10 @@ void Socket::close_at_exit() {
     // interrupted. Left to the transport's end rather than waited for.
     std::unique_lock<FutexMutex> g(mu_, std::try_to_lock);
     if (!g.owns_lock()) return;
-    if (!(state_ & kConnected) || lingering() || shared_elsewhere_ || endpoint_foreign()) return;
+    // Shared with another process (fork): its holder goes on with it.
+    if (!(state_ & kConnected) || lingering() || shared_elsewhere_ || endpoint_foreign() ||
+        share_.holders() > 1)
+      return;
     if (!rmsg_.empty()) {
       reset_on_close();
       return;

@@ -85,15 +85,15 @@ int Socket::process_cq(Lock&) {
     // else reset; so do we. A transport whose sends found the peer gone
     // (EPIPE: it never read them, e.g. it gave up its connect before our
     // reply) is a reset too. Queued data stays readable.
-    if (ep_->cm_progress(&ev) == 0) {
+    if (ep_->cm_progress(&ev) == 0 &&
+        (ev == prov::CmEvent::kDisconnected || ev == prov::CmEvent::kError)) {
       const int why = ep_->cm_error();
-      const bool ended = why != EPIPE && (ev == prov::CmEvent::kDisconnected ||
-                                          (ev == prov::CmEvent::kError && why == ECONNRESET));
-      if (ended && peer_read_all())
+      const bool lost = why == EPIPE || why == ECONNRESET || ev == prov::CmEvent::kDisconnected;
+      if (lost && why != EPIPE && peer_read_all())
         peer_shut_writing();
-      else if (ended)
+      else if (lost)
         set_error(ECONNRESET, "the transport ended without a disconnect message, our data unread");
-      else if (ev == prov::CmEvent::kError)
+      else
         set_error(transport_errno(*ep_), "the transport failed");
     }
   }
@@ -398,7 +398,10 @@ int Socket::data_error(bool sending) {
   // Why a connection failed is said once (SO_ERROR's reading clears it
   // too); then a send gets EPIPE and a receive the end of stream, as on
   // Linux after a reset.
-  if (state_ & kError) return err_ ? -std::exchange(err_, 0) : (sending ? -EPIPE : 0);
+  if (state_ & kError) {
+    if (!ep_) return -(err_ ? err_ : ECONNRESET);  // left to its maker (fork): each call says why
+    return err_ ? -std::exchange(err_, 0) : (sending ? -EPIPE : 0);
+  }
   if (sending) {
     if (shut_wr_) return -EPIPE;
     if (state_ & kDisconnected) return -EPIPE;

@@ -6,12 +6,15 @@
 // destructors, which may still close sockets), each connection the
 // program left open ends as close() would at exit: a DISCONNECT once what
 // it sent has left (bounded, as rshutdown's wait), or a reset when data
-// is unread; no linger. A fork child leaves the connections it shares
+// is unread; no linger, and no more than kExitBudget for them all (the
+// rest: their transports' end), as Linux's exit never waits. A fork
+// child leaves the connections it shares
 // with its parent alone, and a connection whose lock is held (a thread
 // still in a call, or one a handler calling exit interrupted) is left to
 // its transport's end (Socket::close_at_exit). The work runs on a thread
 // of the library's own: under librspreload its calls on the library's
 // kernel descriptors go to libc, not back into the preload.
+#include <chrono>
 #include <memory>
 #include <thread>
 
@@ -22,13 +25,17 @@
 namespace ss::rs {
 namespace {
 
+constexpr auto kExitBudget = std::chrono::seconds(2);
+
 __attribute__((destructor)) void close_connections_at_exit() {
   auto open = FdTable::instance().objects_of(FdKind::kRsocket);
   if (open.empty()) return;
   try {
     std::thread t([&open] {
       mark_library_thread();
+      const auto end = std::chrono::steady_clock::now() + kExitBudget;
       for (auto& [fd, object] : open) {
+        if (std::chrono::steady_clock::now() > end) break;
         try {
           std::static_pointer_cast<Socket>(object)->close_at_exit();
         } catch (...) {  // out of memory: this one's transport just ends

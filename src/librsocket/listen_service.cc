@@ -115,6 +115,8 @@ int ListenService::add(std::shared_ptr<Socket> s) {
   return 0;
 }
 
+void ListenService::wake() { thread_.wake(); }
+
 void ListenService::remove(Socket* s) {
   std::shared_ptr<Socket> keep;  // released outside the lock
   {

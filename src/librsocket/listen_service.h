@@ -27,6 +27,7 @@ class ListenService {
   static ListenService& instance();
   int add(std::shared_ptr<Socket> s);  // 0, or -errno: no thread to be had
   void remove(Socket* s);  // the thread stops when the last listener leaves
+  void wake();             // a listener's descriptor to poll again (its queue has room)
 
  private:
   ListenService();

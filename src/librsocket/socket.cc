@@ -291,6 +291,10 @@ void Socket::serve_requests(bool inline_caller) {
   }
 }
 
+bool Socket::room_again() {
+  return std::exchange(accept_full_, false) && !listen_shared_;
+}
+
 bool Socket::take_queued(std::shared_ptr<Socket>* out) {
   if (accept_queue_.empty()) return false;
   uint64_t v;
@@ -339,12 +343,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
         SS_WARN("rsocket: fd %d: a fork child accepts this listener's tcp and shm peers only: "
                 "its verbs peers go to the process that made it (rsocket(7), Fork)", fd_);
       if (take_queued(out)) {
-        // Room again: the next connection waiting in the provider's
-        // backlog is answered now (the listen thread polls the listener
-        // again at its next pass).
-        if (!accept_full_) break;
-        accept_full_ = false;
-        refill = !listen_shared_;
+        refill = room_again();
         break;
       }
       shared = listen_shared_;
@@ -358,7 +357,10 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     int wait_fd;
     {
       std::lock_guard<FutexMutex> g(mu_);
-      if (state_ == kListening && take_queued(out)) break;
+      if (state_ == kListening && take_queued(out)) {
+        refill = room_again();
+        break;
+      }
       if (int rc = take_accept_error()) return rc;
       if (nonblock_) return -EAGAIN;
       wait_fd = shared ? (listener_ ? listener_->fd() : -1) : accept_efd_;
@@ -367,7 +369,9 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     int wake = static_cast<int>(settings::get(Id::kWakeUpInterval));
     if (int rc = interruptible_poll(&p, 1, wake > 0 ? wake : -1); rc < 0) return rc;
   }
-  if (refill) serve_requests(false);
+  // The next connection waiting in the provider's backlog: the listen
+  // thread answers it now, polling the listener again.
+  if (refill) ListenService::instance().wake();
   Socket& s = **out;
   {
     Lock lk(s.mu_);

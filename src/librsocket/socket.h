@@ -421,6 +421,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   bool accept_starved_ = false;
   // backlog_ connections queued: no more taken from the listener.
   bool accept_full_ = false;
+  bool room_again();  // mu_ held: a full queue just gave one up (the listen thread must look)
   void note_accept_error(int err);  // mu_ held
   int take_accept_error();          // mu_ held; -errno, or 0 when none
   // Serving one request (get_request to queued): the listen service's
