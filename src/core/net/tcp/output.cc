@@ -82,8 +82,8 @@ void Connection::transmit(uint64_t now) {
   // Data waits and nothing is in flight to bring an ACK: a zero window, or
   // a segment that could not leave. The persist timer tries again (Linux's
   // probe timer), or nothing would until the program's next call.
-  if ((snd_wnd_ == 0 || blocked) && snd_max_ == snd_una_ && seq_lt(snd_nxt_, data_end) &&
-      !persist_timer_.armed()) {
+  const bool waiting = seq_lt(snd_nxt_, data_end) || (fin_queued_ && snd_nxt_ == fin_seq_);
+  if ((snd_wnd_ == 0 || blocked) && snd_max_ == snd_una_ && waiting && !persist_timer_.armed()) {
     arm(&persist_timer_, now + persist_interval());
   }
   arm_probe(now);

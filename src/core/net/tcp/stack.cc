@@ -62,10 +62,12 @@ class PathSink : public SegmentSink {
       : tx_(tx), ctr_(ctr) {
     f_.ip_version = version_of(t.remote);
     memcpy(f_.dst_ip, t.remote.bytes, t.remote.size());
+    mtu_ = path.mtu;
     repath(path);
   }
+  // A new way out: its addresses. The MTU stays the one the connection's
+  // MSS was taken from (a smaller one would refuse its segments).
   void repath(const TxPath& path) {
-    mtu_ = path.mtu;
     memcpy(f_.src_mac, path.src_mac, 6);
     memcpy(f_.dst_mac, path.dst_mac, 6);
     memcpy(f_.src_ip, path.src.bytes, path.src.size());
