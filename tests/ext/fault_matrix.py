@@ -31,9 +31,9 @@ IP_A, IP_B, NET = "10.227.0.1", "10.227.0.2", "10.227.0.0/24"
 
 # Faults of a connection (stream) and of a datagram socket.
 STREAM_ROWS = ["kill-recv", "kill-recv-c", "exit-unclosed", "kill-send", "kill-connect",
-               "kill-accept", "kill-poll", "kill-epoll", "rst-unread", "peer-close", "shut-wr",
-               "stop-cont", "sig-recv", "sig-send", "sig-accept", "sig-connect", "sig-poll",
-               "emfile", "rlimit-as", "netns-gone", "unreachable"]
+               "kill-accept", "kill-poll", "kill-epoll", "rst-unread", "peer-close", "fork-exit",
+               "shut-wr", "stop-cont", "sig-recv", "sig-send", "sig-accept", "sig-connect",
+               "sig-poll", "emfile", "rlimit-as", "netns-gone", "unreachable"]
 DGRAM_ROWS = ["u-kill-recv", "u-refused", "u-sig-recv", "u-emfile", "u-rlimit-as"]
 ROW_TEXT = {
     "kill-recv": "peer SIGKILLed, this side in recv",
@@ -46,6 +46,7 @@ ROW_TEXT = {
     "kill-epoll": "peer SIGKILLed, this side in epoll_wait",
     "rst-unread": "peer closes with unread data (RST), this side in recv",
     "peer-close": "peer closes (close(2)) after sending, its process alive",
+    "fork-exit": "a fork child of this side exits (exit(3)) holding the connection",
     "shut-wr": "peer shuts down writes",
     "stop-cont": "peer SIGSTOPped, then SIGCONTinued, this side in recv",
     "sig-recv": "signal without SA_RESTART in recv",
@@ -330,8 +331,8 @@ class Matrix:
             if peer and peer.wait_line("connected", 10):
                 peer.signal(signal.SIGKILL)
             return
-        if row in ("emfile", "rlimit-as", "rst-unread", "shut-wr", "peer-close", "u-refused",
-                   "u-emfile", "u-rlimit-as"):
+        if row in ("emfile", "rlimit-as", "rst-unread", "shut-wr", "peer-close", "fork-exit",
+                   "u-refused", "u-emfile", "u-rlimit-as"):
             return
         if not victim.wait_line("blocking", 15):
             return

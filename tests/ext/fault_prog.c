@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef FAULT_RSOCKET
@@ -324,6 +325,18 @@ static void victim(const char *fault)
 		note_poll("poll", r, p.revents);
 		if (fault[0] == 's')
 			note("send", S(send)(c, chunk, 100, 0));
+	} else if (!strcmp(fault, "fork-exit")) {
+		/* A child exits (exit(3): the libraries' destructors run) holding
+		 * the connection: the parent's goes on. */
+		int c = accepted(listener(SOCK_STREAM, 4)), st = -1;
+		pid_t child = fork();
+
+		if (child == 0)
+			exit(0);
+		waitpid(child, &st, 0);
+		note_text("child=%d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		note("send_all", send_all(c, 100));
+		note("recv_all", recv_all(c, 100));
 	} else if (!strcmp(fault, "stop-cont")) {
 		int c = accepted(listener(SOCK_STREAM, 4));
 
@@ -489,6 +502,13 @@ static void peer(const char *fault)
 		nanosleep(&ms, NULL);
 		S(close)(c); /* unread data: a reset */
 		say("closed");
+	} else if (!strcmp(fault, "fork-exit")) {
+		int c = connected(SOCK_STREAM);
+		ssize_t k;
+
+		while ((k = S(recv)(c, chunk, sizeof chunk, 0)) > 0)
+			if (send_all(c, k) != k)
+				break;
 	} else if (!strcmp(fault, "peer-close")) {
 		int c = connected(SOCK_STREAM);
 
