@@ -82,14 +82,17 @@ int Socket::process_cq(Lock&) {
     // The transport went away without a DISCONNECT message (ended or
     // reset: the peer's process was killed, no code ran, or it reset on
     // close). Linux's TCP says FIN when the peer had read all we sent,
-    // else reset; so do we. A transport whose sends found the peer gone
-    // (EPIPE: it never read them, e.g. it gave up its connect before our
-    // reply) is a reset too. Queued data stays readable.
+    // else reset; so do we where the transport is a kernel stream (tcp,
+    // shm: ECONNRESET, its end). A transport whose sends found the peer
+    // gone (EPIPE: it never read them, e.g. it gave up its connect before
+    // our reply) is a reset, and so is verbs' disconnect without one: the
+    // fabric does not tell a process's death from a broken connection.
+    // Queued data stays readable.
     if (ep_->cm_progress(&ev) == 0 &&
         (ev == prov::CmEvent::kDisconnected || ev == prov::CmEvent::kError)) {
       const int why = ep_->cm_error();
       const bool lost = why == EPIPE || why == ECONNRESET || ev == prov::CmEvent::kDisconnected;
-      if (lost && why != EPIPE && peer_read_all())
+      if (lost && why == ECONNRESET && peer_read_all())
         peer_shut_writing();
       else if (lost)
         set_error(ECONNRESET, "the transport ended without a disconnect message, our data unread");
