@@ -26,11 +26,10 @@ template <typename... Args>
 struct Refuse<int (*)(Args...)> {
   template <const char* kName>
   static int call(Args...) {
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true, std::memory_order_relaxed))
-      SS_WARN("VMA Extra API: %s is not provided by this library (EOPNOTSUPP; its "
-              "vma_extra_supported_mask bit is clear)",
-              kName);
+    SS_WARN_ONCE(
+        "VMA Extra API: %s is not provided by this library (EOPNOTSUPP; its "
+        "vma_extra_supported_mask bit is clear)",
+        kName);
     errno = EOPNOTSUPP;
     return -1;
   }

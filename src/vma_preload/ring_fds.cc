@@ -4,7 +4,6 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <string>
 #include <vector>
@@ -50,10 +49,9 @@ int socket_rings(int fd, std::vector<pollfd>* out) {
   if (!s) return -1;
   if (s->family == AF_INET6 && socketxtreme_mode()) {
     // Its completions would need an IPv6 source; it keeps the receive calls.
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true, std::memory_order_relaxed))
-      SS_WARN("VMA Extra API: socketXtreme serves IPv4 sockets only; fd %d is IPv6 (EOPNOTSUPP)",
-              fd);
+    SS_WARN_ONCE("VMA Extra API: socketXtreme serves IPv4 sockets only; fd %d "
+                 "is IPv6 (EOPNOTSUPP)",
+                 fd);
     errno = EOPNOTSUPP;
     return -1;
   }

@@ -38,9 +38,8 @@ XtremeBuffs& buffs() {
 template <const char* kName>
 bool refused_off() {
   if (socketxtreme_mode()) return false;
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true, std::memory_order_relaxed))
-    SS_WARN("VMA Extra API: %s needs VMA_SOCKETXTREME=1 (EOPNOTSUPP)", kName);
+  SS_WARN_ONCE("VMA Extra API: %s needs VMA_SOCKETXTREME=1 (EOPNOTSUPP)",
+               kName);
   errno = EOPNOTSUPP;
   return true;
 }

@@ -149,10 +149,9 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     return -1;
   }
   if (auto_accepting_.load(std::memory_order_relaxed)) {  // socketXtreme accepts for it
-    static std::atomic<bool> said{false};
-    if (!said.exchange(true, std::memory_order_relaxed))
-      SS_WARN("accept fd %d: socketxtreme_poll accepts this listener's connections (EINVAL)",
-              fd);
+    SS_WARN_ONCE("accept fd %d: socketxtreme_poll accepts this listener's "
+                 "connections (EINVAL)",
+                 fd);
     errno = EINVAL;
     return -1;
   }

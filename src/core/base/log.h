@@ -2,6 +2,7 @@
 // write(2) syscall so a preload never recurses into itself, and errno is
 // preserved across every call.
 #pragma once
+#include <atomic>
 
 #include "core/base/api.h"
 
@@ -45,3 +46,11 @@ SS_API int set_file(const char* path);
 #define SS_WARN(...) SS_LOG(::ss::log::Level::kWarn, __VA_ARGS__)
 #define SS_INFO(...) SS_LOG(::ss::log::Level::kInfo, __VA_ARGS__)
 #define SS_DEBUG(...) SS_LOG(::ss::log::Level::kDebug, __VA_ARGS__)
+// A warning said once per call site (per template instance) and process:
+// a misuse the program may repeat in a loop.
+#define SS_WARN_ONCE(...)                                                      \
+  do {                                                                         \
+    static std::atomic<bool> ss_said_once{false};                              \
+    if (!ss_said_once.exchange(true, std::memory_order_relaxed))               \
+      SS_WARN(__VA_ARGS__);                                                    \
+  } while (0)
