@@ -86,12 +86,12 @@ thread_local const KernelSocket* t_counted = nullptr;
 
 short KernelSocket::look(short events, bool kernel) {
   interpose::BusyScope busy;  // the rings' locks (signal_count.h)
-  if (TcpOffload* t = tcp()) return t->readiness(events);
-  if (TcpListen* l = listening()) return l->readiness(fd, events);
-  short r = late_error.load(std::memory_order_relaxed) ? POLLERR : 0;
-  UdpOffload* o = offload();
   const bool counted = t_counted == this;
   t_counted = nullptr;
+  if (TcpOffload* t = tcp()) return t->readiness(events, !counted);
+  if (TcpListen* l = listening()) return l->readiness(fd, events, !counted);
+  short r = late_error.load(std::memory_order_relaxed) ? POLLERR : 0;
+  UdpOffload* o = offload();
   if (o && (events & POLLIN) && (counted ? o->queued() : o->ring_readable())) {
     r |= POLLIN;
     if (events == POLLIN) return r;  // no syscall when the rings answer
@@ -148,15 +148,13 @@ bool KernelSocket::change_count(uint64_t* count) {
   interpose::BusyScope busy;
   if (TcpOffload* t = tcp()) {
     *count = t->changes();
-    return true;
-  }
-  if (TcpListen* l = listening()) {
+  } else if (TcpListen* l = listening()) {
     *count = l->arrivals();
-    return true;
+  } else {
+    UdpOffload* o = offload();
+    if (!o) return false;
+    *count = o->arrivals();
   }
-  UdpOffload* o = offload();
-  if (!o) return false;
-  *count = o->arrivals();
   t_counted = this;
   return true;
 }

@@ -40,8 +40,9 @@ class TcpListen {
   std::vector<NetdevRings*> rings() const;
 
   // KernelSocket's Pollable: POLLIN while a connection waits here or in
-  // the kernel listener.
-  short readiness(int fd, short events);
+  // the kernel listener; after arrivals(), with poll_rings false, as
+  // TcpOffload::readiness.
+  short readiness(int fd, short events, bool poll_rings = true);
   // Connections that reached the rings' accept queues so far: an
   // edge-triggered epoll's new edge (an accept is none, as Linux's).
   uint64_t arrivals();

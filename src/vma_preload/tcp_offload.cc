@@ -833,8 +833,8 @@ void TcpOffload::set_option(net::tcp::Option o, int64_t value) {
   rings_->tcp->set_option(sock_, o, value);
 }
 
-short TcpOffload::readiness(short events) {
-  progress();
+short TcpOffload::readiness(short events, bool poll_rings) {
+  if (poll_rings) progress();
   if (events & POLLIN) run_callback();
   short ev = rings_->tcp->events(sock_);
   if (read_shut_.load(std::memory_order_relaxed)) ev |= POLLIN | POLLRDHUP;
