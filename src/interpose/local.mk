@@ -21,6 +21,7 @@ libinterpose_la_SOURCES = \
 	src/interpose/sendfile_copy.cc \
 	src/interpose/exec_calls.h \
 	src/interpose/exec_calls.cc \
+	src/interpose/sandbox_calls.cc \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -86,6 +86,8 @@ void resolve_all() {
   SS_REAL(execvpe);
   SS_REAL(fexecve);
   SS_REAL(execveat);
+  SS_REAL(prctl);
+  SS_REAL(syscall);
 #undef SS_REAL
 }
 

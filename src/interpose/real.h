@@ -77,6 +77,8 @@ struct RealCalls {
   int (*execvpe)(const char*, char* const*, char* const*);
   int (*fexecve)(int, char* const*, char* const*);
   int (*execveat)(int, const char*, char* const*, char* const*, int);
+  int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+  long (*syscall)(long, long, long, long, long, long, long);
 };
 
 // libc's calls (never null: a name libc lacks aborts at the first call

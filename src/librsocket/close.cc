@@ -203,12 +203,28 @@ void Socket::close_at_exit() {
   {
     // Held: by a thread still running, or one a handler calling exit
     // interrupted. Left to the transport's end rather than waited for.
-    std::unique_lock<FutexMutex> g(mu_, std::try_to_lock);
+    Lock g(mu_, std::try_to_lock);
     if (!g.owns_lock()) return;
-    // Shared with another process (fork): its holder goes on with it.
-    if (!(state_ & kConnected) || lingering() || shared_elsewhere_ || endpoint_foreign() ||
-        share_.holders() > 1)
+    if (!(state_ & kConnected) || lingering() || endpoint_foreign()) return;
+    if (shared_elsewhere_ || share_.holders() > 1) {
+      // Shared with another process (fork): its holder goes on with it.
+      // A process that moved it (holds the turn) leaves it as a kernel
+      // socket's writer and reader would: what it sent leaves (its writes
+      // were taken; a provider may still hold them: tcp's queue), and
+      // with nothing unread the peer's credits come back whole, so its
+      // count says we read all it sent (a transport end is then its end
+      // of stream, engine.cc).
+      if (!share_.holds_turn()) return;
+      if (rmsg_.empty() && ctrl_ready()) send_credits();
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (wait_for(g, false, [&] {
+               return sends_drained() || (state_ & kError) ||
+                      std::chrono::steady_clock::now() > end;
+             }) == -EINTR) {
+      }
+      share_.give_up_turn();  // a copy as current as ours may go on
       return;
+    }
     if (!rmsg_.empty()) {
       reset_on_close();
       return;

@@ -1,7 +1,6 @@
 // The rsockets v1 protocol engine: completions, credits, target-SGL
 // updates, control messages and waiting. Runs under Socket::mu_.
 #include <poll.h>
-#include <sched.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
@@ -11,7 +10,9 @@
 #include <utility>
 
 #include "librsocket/settings.h"
+#include "core/base/library_thread.h"
 #include "core/base/log.h"
+#include "core/base/sandbox.h"
 #include "librsocket/socket.h"
 
 namespace ss::rs {
@@ -59,6 +60,7 @@ int Socket::process_cq(Lock&) {
   // right behind the reply), and the set-up would overwrite what they
   // brought.
   if (!ep_ || reply_pending_) return 0;
+  if (!may_look()) return stale_ ? -ECONNRESET : 0;
   // Where the peer's next message will land: fetch it while we look for
   // its completion, so the two cross-core misses overlap instead of
   // following each other (the sender writes the data before the entry).
@@ -71,6 +73,7 @@ int Socket::process_cq(Lock&) {
       set_error(-n, "polling completions failed");
       return n;
     }
+    if (n > 0 && !may_move()) return stale_ ? -ECONNRESET : 0;  // a race with a sibling
     for (int i = 0; i < n; i++) handle_completion(wc[i]);
     total += n;
     if (n < kCqBatch) break;
@@ -223,7 +226,35 @@ void Socket::handle_completion(const prov::Completion& wc) {
   handle_send_completion(wc.wr_id, wc.status);
 }
 
+bool Socket::may_look() {
+  if (!share_.is_open()) return true;
+  if (in_library_thread()) return share_.settled();
+  if (share_.current()) return true;
+  went_stale();
+  return false;
+}
+
+bool Socket::may_move() {
+  if (!share_.is_open()) return true;
+  if (in_library_thread()) return share_.take_settled();
+  if (share_.take_turn()) return true;
+  went_stale();
+  return false;
+}
+
+void Socket::went_stale() {
+  if (stale_) return;
+  stale_ = true;
+  SS_WARN_ONCE(
+      "rsocket: fd %d: another process moved this connection on since this process's copy of it "
+      "was made (fork): a copy cannot follow, the connection fails here (rsocket(7), Fork)",
+      fd_);
+  set_error(ECONNRESET, "out of date: another process moved it on");
+  kick_waiters();
+}
+
 int Socket::post(const prov::SendWr& wr) {
+  if (!may_move()) return stale_ ? -ECONNRESET : -EAGAIN;
   int rc = ep_->post_send(wr);
   if (rc != prov::kPostDone) return rc;
   handle_send_completion(wr.wr_id, 0);
@@ -391,7 +422,7 @@ void Socket::Turn::wait(Lock& lk) {
     s_.wait_for(lk, false, [this] { return !*busy_; });
     if (*busy_) {
       lk.unlock();
-      sched_yield();
+      sandbox::yield_cpu();
       lk.lock();
     }
   }

@@ -83,7 +83,10 @@ void before_fork() {
   r.table_mu.lock();
   r.mu.lock();
   for (ProcessShare* s : r.shares)
-    if (s->is_open()) s->add_holder();
+    if (s->is_open()) {
+      s->add_holder();
+      s->forked();
+    }
   r.saved_errno = errno;
   errno = 0;
 }

@@ -440,6 +440,17 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   bool fork_part_untold_ = false;
 
   ProcessShare share_;            // joined: counted at each fork
+  // This process's copy of the connection may look at it (may_look) or
+  // move it (may_move): share_'s turn (core/base/process_share.h). Program
+  // threads take the turn as they move it; the library's own threads look
+  // and move only where no fork sibling may be about to (settled). A copy another process
+  // moved past is stale for good: its connection fails here (went_stale),
+  // nothing of it reaching the peer, which the current holder goes on
+  // talking to.
+  bool may_look();
+  bool may_move();
+  void went_stale();
+  bool stale_ = false;
   bool shared_elsewhere_ = false;  // rclose found another holder
   pid_t made_in_ = 0;              // process that made the endpoint
   bool tracked_ = false;           // fork::track()ed (mu_ not needed: join and leave)

@@ -17,12 +17,12 @@ namespace ss::preload {
 // Per-thread depth of calls the preload made into librsocket.
 extern thread_local int t_in_rsocket;
 
-// True in the library's own threads; asked once per thread (they mark
-// themselves before their first call).
+// True in the library's own threads (they mark themselves before their
+// first call) and in a thread librsocket marked late (an exit's closing
+// work, exit_close.cc): a yes is kept, a no asked again.
 inline bool library_thread() {
-  static thread_local signed char known = -1;
-  if (known < 0) known = in_library_thread() ? 1 : 0;
-  return known;
+  static thread_local bool known = false;
+  return known || (known = in_library_thread());
 }
 
 inline bool libc_only() { return t_in_rsocket || library_thread(); }

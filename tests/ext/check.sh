@@ -4,7 +4,8 @@
 # counts a failure in $fails; `has FILE REGEX` is true when the file holds
 # a matching line, and otherwise shows the file's last 40 lines;
 # `require_root WHY TOOL...` skips the test (exit 77, said) unless it runs
-# as root with every TOOL and a C compiler, then in $CC. $name: the test's.
+# as root with every TOOL and a C compiler, then in $CC; `preload_prog
+# SRC` sets up a test of one C program under librspreload. $name: the test's.
 fails=0
 check() {  # check LABEL STATUS
   if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
@@ -21,4 +22,22 @@ require_root() {  # require_root WHY TOOL...
 }
 has() {  # has FILE REGEX: the line is there
   grep -Eq -- "$2" "$1" || { echo "  missing /$2/ in:"; sed 's/^/    /' "$1" | tail -40; return 1; }
+}
+# preload_prog SRC: the set-up of a test that runs one C program of this
+# folder under librspreload: $B (the build directory), $PRELOAD (exit 99
+# when not built), $CC (skip without one), $T (a folder removed at exit,
+# the background $pids killed then) and SRC built there as $T/prog.
+preload_prog() {
+  B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
+  PRELOAD=$B/.libs/librspreload.so
+  [ -f "$PRELOAD" ] || { echo "ERROR: $name: $PRELOAD not found: build first"; exit 99; }
+  CC=$(command -v cc || command -v gcc || command -v clang) ||
+    { echo "SKIP: $name: no C compiler"; exit 77; }
+  unset LD_PRELOAD SLIPSTREAM_PROVIDER
+  T=$(mktemp -d "${TMPDIR:-/tmp}/ss-${name%.sh}.XXXXXX") || exit 99
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$T"' EXIT
+  chmod 755 "$T"
+  "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror "$here/$1" -o "$T/prog" >"$T/cc.log" 2>&1 ||
+    { cat "$T/cc.log"; echo "ERROR: $name: $1 did not build"; exit 99; }
 }

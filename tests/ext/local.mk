@@ -19,6 +19,7 @@ ext_test_scripts = \
 	tests/ext/preload_netns.sh \
 	tests/ext/preload_netns_apps.sh \
 	tests/ext/preload_netns_fallback.sh \
+	tests/ext/preload_sandbox.sh \
 	tests/ext/vma_extra_header.sh \
 	tests/ext/vma_stats.sh \
 	tests/ext/vma_preload.sh \
@@ -50,6 +51,8 @@ EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 EXTRA_DIST += tests/ext/vma_preload_prog.c
 # Compiled by vma_netns.sh.
 EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
+# Built and run by preload_sandbox.sh.
+EXTRA_DIST += tests/ext/sandbox_prog.c
 # Built and run by fault_matrix.sh.
 EXTRA_DIST += tests/ext/fault_prog.c tests/ext/fault_matrix.py
 # Compiled by dgram_spin.sh.

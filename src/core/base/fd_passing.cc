@@ -1,10 +1,13 @@
 #include "core/base/fd_passing.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "core/base/sandbox.h"
 
 namespace ss {
 
@@ -14,6 +17,26 @@ union ControlBuffer {
   cmsghdr align;
   char bytes[CMSG_SPACE(kMaxPassedFds * sizeof(int))];
 };
+
+// Locked in: one read or write of the first non-empty iovec, after a
+// poll when the caller must not wait (fd_passing.h).
+ssize_t locked_in_io(int sock, const iovec* iov, int iovcnt, int flags, bool out) {
+  if (flags & MSG_DONTWAIT) {
+    // EINVAL: RLIMIT_NOFILE 0 allows no poll; our sockets are
+    // non-blocking, so the read or write itself says EAGAIN.
+    pollfd p{sock, static_cast<short>(out ? POLLOUT : POLLIN), 0};
+    const int r = ::poll(&p, 1, 0);
+    if (r < 0 && errno != EINVAL) return -errno;
+    if (r >= 0 && out && (p.revents & (POLLHUP | POLLERR))) return -EPIPE;
+    if (r == 0) return -EAGAIN;
+  }
+  if (iovcnt <= 0) return 0;
+  int i = 0;
+  while (i < iovcnt - 1 && iov[i].iov_len == 0) i++;
+  const ssize_t n = out ? ::write(sock, iov[i].iov_base, iov[i].iov_len)
+                        : ::read(sock, iov[i].iov_base, iov[i].iov_len);
+  return n < 0 ? -errno : n;
+}
 
 // A message of `iov` (sendmsg and recvmsg take it non-const).
 msghdr message_of(const iovec* iov, int iovcnt) {
@@ -27,6 +50,8 @@ msghdr message_of(const iovec* iov, int iovcnt) {
 ssize_t send_with_fds(int sock, const iovec* iov, int iovcnt, const int* fds, int nfds,
                       int flags) {
   if (nfds < 0 || nfds > kMaxPassedFds) return -EINVAL;
+  if (sandbox::locked_in())
+    return nfds ? -EOPNOTSUPP : locked_in_io(sock, iov, iovcnt, flags, true);
   msghdr msg = message_of(iov, iovcnt);
   ControlBuffer ctl;
   if (nfds) {
@@ -47,6 +72,7 @@ ssize_t recv_with_fds(int sock, const iovec* iov, int iovcnt, int* fds, int max_
                       int* got_fds, int flags) {
   *got_fds = 0;
   if (max_fds < 0 || max_fds > kMaxPassedFds) return -EINVAL;
+  if (sandbox::locked_in()) return locked_in_io(sock, iov, iovcnt, flags, false);
   msghdr msg = message_of(iov, iovcnt);
   ControlBuffer ctl;
   if (max_fds) {

@@ -41,4 +41,11 @@ SS_API ssize_t send_with_fds(int sock, const iovec* iov, int iovcnt, const int* 
 SS_API ssize_t recv_with_fds(int sock, const iovec* iov, int iovcnt, int* fds, int max_fds,
                              int* got_fds, int flags);
 
+// Locked in (sandbox.h), both take the calls such filters allow: a poll
+// (MSG_DONTWAIT: -EAGAIN when the socket is not ready; POLLHUP or POLLERR
+// before a send: -EPIPE, as MSG_NOSIGNAL's send would say) and one read or
+// write of the first non-empty iovec. No descriptor travels: a send with
+// one gets -EOPNOTSUPP; a received one the kernel drops (read(2) takes no
+// SCM_RIGHTS), and the frame it came with finds none.
+
 }  // namespace ss

@@ -2,8 +2,11 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include <cerrno>
+
+#include "core/base/sandbox.h"
 
 namespace ss {
 
@@ -32,12 +35,40 @@ bool kernel_would_restart() {
   }
   return true;
 }
+
+// Locked in with more descriptors than RLIMIT_NOFILE (0 in OpenSSH's
+// sandbox), where poll(2) fails with EINVAL: each descriptor is asked
+// alone, and one the kernel will not poll even so counts as ready after
+// a short sleep (its reader finds a non-blocking descriptor empty and
+// comes back): a busy poll, the only wait left there.
+int poll_one_by_one(pollfd* fds, nfds_t nfds, int timeout_ms) {
+  constexpr long kBusyPollNs = 100 * 1000;
+  int ready = 0;
+  bool unpollable = false;
+  for (nfds_t i = 0; i < nfds; i++) {
+    pollfd p = fds[i];
+    const int r = ::poll(&p, 1, 0);
+    fds[i].revents = r > 0 ? p.revents : 0;
+    ready += r > 0;
+    unpollable = unpollable || (r < 0 && errno == EINVAL);
+  }
+  if (ready || timeout_ms == 0) return ready;
+  timespec nap{0, kBusyPollNs};
+  if (timeout_ms > 0 && timeout_ms * 1000000L < kBusyPollNs) nap.tv_nsec = timeout_ms * 1000000L;
+  nanosleep(&nap, nullptr);
+  if (!unpollable) return 0;
+  for (nfds_t i = 0; i < nfds; i++) fds[i].revents = fds[i].events;
+  return static_cast<int>(nfds);
+}
 }  // namespace
 
 int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable) {
   int n = ::poll(fds, nfds, timeout_ms);
   if (n >= 0) return n;
+  if (errno == EINVAL && sandbox::locked_in()) return poll_one_by_one(fds, nfds, timeout_ms);
   if (errno != EINTR) return -errno;
+  // Locked in, sigaction may be a call the filter kills: restarted as asked.
+  if (sandbox::locked_in()) return restartable ? 0 : -EINTR;
   if (!restartable || !kernel_would_restart()) return -EINTR;
   for (nfds_t i = 0; i < nfds; i++) fds[i].revents = 0;
   return 0;

@@ -11,6 +11,7 @@
 
 #include "core/base/log.h"
 #include "core/base/own_fd.h"
+#include "core/base/sandbox.h"
 
 namespace ss {
 
@@ -65,6 +66,7 @@ Kick::~Kick() = default;
 int Kick::join() {
   KickSleeper* s = this_sleeper();
   if (s->fd < 0) {
+    if (sandbox::locked_in()) return -EPERM;  // no new descriptor there
     s->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->fd < 0) return -errno;
   }

@@ -28,6 +28,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/own_fd.h \
 	src/core/base/proc_sys.h \
 	src/core/base/proc_sys.cc \
+	src/core/base/sandbox.cc \
+	src/core/base/sandbox.h \
 	src/core/base/kick.cc \
 	src/core/base/kick.h \
 	src/core/base/log.cc \
@@ -55,6 +57,8 @@ core_unit_tests_SOURCES += \
 	tests/core/base_epoll_set_test.cc \
 	tests/core/base_fd_passing_test.cc \
 	tests/core/base_fd_spare_test.cc \
+	tests/core/base_process_share_test.cc \
+	tests/core/base_sandbox_test.cc \
 	tests/core/base_fd_table_test.cc \
 	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \

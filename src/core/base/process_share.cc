@@ -1,24 +1,43 @@
 #include "core/base/process_share.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <mutex>
 
 namespace ss {
 
 namespace {
+using Slot = ProcessShare::Slot;
 constexpr size_t kChunkBytes = 4096;
-constexpr size_t kPerChunk = kChunkBytes / sizeof(std::atomic<uint32_t>);
-constexpr size_t kMaxChunks = 1024;  // a million counters
+constexpr size_t kPerChunk = kChunkBytes / sizeof(Slot);
+constexpr size_t kMaxChunks = 4096;  // a million counters
 
-static_assert(std::atomic<uint32_t>::is_always_lock_free,
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
               "counters in shared memory must be lock-free to work across processes");
+static_assert(sizeof(Slot) == 16 && offsetof(Slot, count) == 0);
+
+// This process's id, for the turn: getpid(2) is a system call on every
+// glibc since 2.25, and the turn is asked on every send and receive.
+uint32_t g_pid = 0;
+void note_pid() { g_pid = static_cast<uint32_t>(::getpid()); }
+uint32_t my_pid() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    note_pid();
+    pthread_atfork(nullptr, nullptr, note_pid);
+  });
+  return g_pid;
+}
 
 // This process's chunks. A fork child inherits the list with the mappings.
 struct Arena {
   std::mutex mu;  // growth only; taking and dropping counters is lock-free
-  std::atomic<std::atomic<uint32_t>*> chunks[kMaxChunks] = {};
+  std::atomic<Slot*> chunks[kMaxChunks] = {};
   std::atomic<size_t> used{0};
   std::atomic<size_t> hint{0};  // where the last counter was found
 };
@@ -28,18 +47,21 @@ Arena& arena() {
   return *a;
 }
 
-std::atomic<uint32_t>* take_in(std::atomic<uint32_t>* chunk) {
+std::atomic<uint32_t>* take_in(Slot* chunk) {
   for (size_t i = 0; i < kPerChunk; i++) {
     uint32_t free = 0;
-    if (chunk[i].load(std::memory_order_relaxed) == 0 &&
-        chunk[i].compare_exchange_strong(free, 1, std::memory_order_relaxed))
-      return &chunk[i];
+    if (chunk[i].count.load(std::memory_order_relaxed) == 0 &&
+        chunk[i].count.compare_exchange_strong(free, 1, std::memory_order_relaxed)) {
+      chunk[i].turn.store(0, std::memory_order_relaxed);  // ours alone: nobody reads it yet
+      return &chunk[i].count;
+    }
   }
   return nullptr;
 }
 }  // namespace
 
 int ProcessShare::open() {
+  version_ = 0;
   Arena& a = arena();
   const size_t n = a.used.load(std::memory_order_acquire);
   const size_t start = n ? a.hint.load(std::memory_order_relaxed) % n : 0;
@@ -61,7 +83,7 @@ int ProcessShare::open() {
   if (now == kMaxChunks) return -ENOMEM;
   void* m = mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return -ENOMEM;
-  auto* chunk = static_cast<std::atomic<uint32_t>*>(m);  // zero-filled: all free
+  auto* chunk = static_cast<Slot*>(m);  // zero-filled: all free
   count_ = take_in(chunk);
   a.chunks[now].store(chunk, std::memory_order_release);
   a.hint.store(now, std::memory_order_relaxed);
@@ -69,9 +91,61 @@ int ProcessShare::open() {
   return 0;
 }
 
+bool ProcessShare::current() const {
+  if (!count_) return true;
+  const uint64_t t = slot()->turn.load(std::memory_order_acquire);
+  const uint64_t owner = t & kOwnerMask;
+  if (owner == my_pid()) return true;
+  return (owner == 0 || (t & kForked)) && (t >> 32) == version_;
+}
+
+bool ProcessShare::take_turn() {
+  if (!count_) return true;
+  std::atomic<uint64_t>& turn = slot()->turn;
+  const uint64_t me = my_pid();
+  uint64_t t = turn.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t owner = t & kOwnerMask;
+    if (owner == me && !(t & kForked)) return true;
+    // Ours since before a fork, or free: moving it makes the other copies
+    // stale (a new version).
+    const bool takeable = owner == me || ((owner == 0 || (t & kForked)) && (t >> 32) == version_);
+    if (!takeable) return false;
+    const uint64_t mine = (static_cast<uint64_t>((t >> 32) + 1) << 32) | me;
+    if (turn.compare_exchange_weak(t, mine, std::memory_order_acq_rel)) {
+      version_ = static_cast<uint32_t>(mine >> 32);
+      return true;
+    }
+  }
+}
+
+bool ProcessShare::settled() const {
+  if (!count_) return true;
+  const uint64_t t = slot()->turn.load(std::memory_order_acquire);
+  const uint64_t owner = t & kOwnerMask;
+  return owner == my_pid() || (owner == 0 && !(t & kForked) && (t >> 32) == version_);
+}
+
+bool ProcessShare::take_settled() { return settled() && take_turn(); }
+
+bool ProcessShare::holds_turn() const {
+  if (!count_) return true;
+  return (slot()->turn.load(std::memory_order_acquire) & kOwnerMask) == my_pid();
+}
+
+void ProcessShare::give_up_turn() {
+  if (!count_) return;
+  std::atomic<uint64_t>& turn = slot()->turn;
+  uint64_t t = turn.load(std::memory_order_acquire);
+  while ((t & kOwnerMask) == my_pid())
+    if (turn.compare_exchange_weak(t, t & ~(kOwnerMask | kForked), std::memory_order_acq_rel))
+      return;
+}
+
 bool ProcessShare::drop() {
   if (!count_) return true;
-  bool last = count_->fetch_sub(1, std::memory_order_acq_rel) == 1;
+  give_up_turn();
+  bool last = slot()->count.fetch_sub(1, std::memory_order_acq_rel) == 1;
   count_ = nullptr;
   return last;
 }

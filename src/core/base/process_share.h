@@ -11,6 +11,15 @@
 // processes that can hold what it counts. A counter at 0 is free: taking
 // one is a compare-and-swap 0 -> 1 (a sibling sharing the chunk may be
 // taking one at the same time), and the last drop frees it.
+//
+// Beside the count, whose copy of the object is current (the turn): fork
+// gives each process a copy of its state, and a copy goes out of date once
+// another process moves the object on. Right after a fork every copy is
+// the same; the first holder to move the object then takes the turn (the
+// holder before the fork keeps it by moving first), and the other copies
+// are stale from then on. A holder that closes its copy (or exits) gives
+// the turn up, and a copy still as current as it was may take it. So a
+// process never acts on state another process has moved past.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -30,17 +39,53 @@ class ProcessShare {
   bool is_open() const { return count_ != nullptr; }
   // Another process holds it too: called for a fork child (before the
   // fork, so the parent cannot drop to 0 while the child is on its way).
-  void add_holder() { count_->fetch_add(1, std::memory_order_relaxed); }
+  void add_holder() { slot()->count.fetch_add(1, std::memory_order_relaxed); }
   // Undoes add_holder (a fork that failed).
-  void remove_holder() { count_->fetch_sub(1, std::memory_order_relaxed); }
+  void remove_holder() { slot()->count.fetch_sub(1, std::memory_order_relaxed); }
   // This process lets go: true when no other process holds it. The share
   // is closed either way. A share never opened counts as held here alone.
   SS_API bool drop();
   // Processes holding it now (1 when never opened).
-  uint32_t holders() const { return count_ ? count_->load(std::memory_order_relaxed) : 1; }
+  uint32_t holders() const { return count_ ? slot()->count.load(std::memory_order_relaxed) : 1; }
+
+  // Every answer is true for a share never opened.
+  // This process's copy is current: it holds the turn, or the turn is
+  // free (given up, or a fork since its holder last moved the object) and
+  // nobody took it since this copy was made. It may look (a peek that
+  // moves nothing); false once it is stale, for good.
+  SS_API bool current() const;
+  // About to move the object (send, take what arrived): true when this
+  // process holds the turn now (taken if current). False: stale.
+  SS_API bool take_turn();
+  // For the library's own threads, which must not take the turn from a
+  // fork sibling whose program may be about to move the object: this
+  // process holds the turn, or it is free and no fork came since it was
+  // given up (or the object was made). take_settled: take_turn if so.
+  SS_API bool settled() const;
+  SS_API bool take_settled();
+  SS_API bool holds_turn() const;
+  // Before a fork, with add_holder: the copies about to be equal, whoever
+  // moves the object first takes the turn.
+  void forked() {
+    if (count_) slot()->turn.fetch_or(kForked, std::memory_order_relaxed);
+  }
+  // This process closes its copy or exits: the turn, if it holds it, is
+  // free for a copy as current as its own (drop() does it too).
+  SS_API void give_up_turn();
+
+  // One counter: the count, and the turn (its version in the high half,
+  // bumped at each take; kForked; the holder's pid, 0 when free).
+  struct Slot {
+    std::atomic<uint32_t> count;
+    uint32_t unused;
+    std::atomic<uint64_t> turn;
+  };
 
  private:
-  std::atomic<uint32_t>* count_ = nullptr;
+  static constexpr uint64_t kOwnerMask = 0x7fffffffu, kForked = 0x80000000u;
+  Slot* slot() const { return reinterpret_cast<Slot*>(count_); }
+  std::atomic<uint32_t>* count_ = nullptr;  // the slot's count (its first member)
+  uint32_t version_ = 0;                    // the turn's version this process's copy is current at
 };
 
 }  // namespace ss

@@ -2,8 +2,8 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
 
+#include "core/base/sandbox.h"
 #include "core/prov/sock_addr.h"
 #include "core/prov/util/lingering_close.h"
 
@@ -44,7 +44,7 @@ int TcpEndpoint::poll_cq(Completion* wc, int max) {
   // Loopback TCP is delivered by softirq work that may be pushed to
   // ksoftirqd; a caller spinning on us would keep it off the CPU for a
   // scheduler tick or more per message. Give way now and then.
-  if (n == 0 && ++empty_polls_ % kYieldEvery == 0) sched_yield();
+  if (n == 0 && ++empty_polls_ % kYieldEvery == 0) sandbox::yield_cpu();
   if (n) empty_polls_ = 0;
   return n;
 }

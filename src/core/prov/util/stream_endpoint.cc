@@ -13,6 +13,7 @@
 #include "core/base/fd_passing.h"
 #include "core/base/library_thread.h"
 #include "core/base/own_fd.h"
+#include "core/base/sandbox.h"
 #include "core/base/log.h"
 #include "core/mem/region.h"
 
@@ -61,7 +62,11 @@ int StreamEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t*) {
 }
 
 ssize_t StreamEndpoint::rx_read(void* buf, size_t len) {
-  return ::recv(fd_, buf, len, MSG_DONTWAIT);
+  iovec iov{buf, len};
+  int got = 0;
+  const ssize_t n = recv_with_fds(fd_, &iov, 1, nullptr, 0, &got, MSG_DONTWAIT);
+  if (n < 0) errno = static_cast<int>(-n);
+  return n < 0 ? -1 : n;
 }
 
 StreamEndpoint::~StreamEndpoint() {
@@ -553,6 +558,7 @@ int StreamEndpoint::set_async_progress(bool on) {
     async_.join();
     return 0;
   }
+  if (sandbox::locked_in()) return -EOPNOTSUPP;  // neither a thread nor its eventfds there
   if (async_wake_fd_ < 0) async_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (notify_fd_ < 0) notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (async_wake_fd_ < 0 || notify_fd_ < 0) return -errno;
