@@ -113,6 +113,11 @@ SS_EXPORT const char* ss_rspreload_provider(int fd) {
   return s ? s->provider_name() : nullptr;
 }
 
+SS_EXPORT int ss_rspreload_options_fd(int fd) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  return s ? s->options_fd() : fail(EBADF);
+}
+
 SS_EXPORT int ss_rspreload_queued(int fd, int in) {
   auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
   if (!s) return fail(EBADF);

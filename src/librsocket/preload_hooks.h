@@ -45,6 +45,14 @@ int ss_rspreload_failed(int fd);
 // when fd is no rsocket or has no connection yet.
 const char* ss_rspreload_provider(int fd);
 
+// The kernel TCP socket that answers rsocket fd's options for librspreload
+// (options.cc): fd itself when it is one (a connecting side; tcp's
+// accepted transport), else one made for the connection at the first ask
+// (shm's accepted side, whose descriptor is its unix stream), given the
+// options the rsocket took from its listener; fd when none can be made
+// (out of descriptors, locked in), -1 and EBADF for no rsocket.
+int ss_rspreload_options_fd(int fd);
+
 // Whether TCP `port` is one the settings leave to the kernel (the
 // "kernel_ports" list): 1 or 0.
 int ss_rspreload_kernel_port(unsigned port);

@@ -3,6 +3,8 @@
 #include "librsocket/socket.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -19,6 +21,7 @@
 #include "librsocket/settings.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "core/base/sandbox.h"
 #include "core/base/own_fd.h"
 #include "core/base/proc_sys.h"
 #include "core/prov/selection.h"
@@ -67,6 +70,32 @@ Socket::~Socket() {
   free_buffers();
   if (accept_efd_ >= 0) ::close(accept_efd_);
   if (kernel_events_ep_ >= 0) ::close(kernel_events_ep_);
+  if (options_fd_ >= 0) ::close(options_fd_);
+}
+
+int Socket::options_fd() {
+  std::lock_guard<FutexMutex> g(mu_);
+  if (options_fd_ != -2) return options_fd_ >= 0 ? options_fd_ : fd_;
+  int proto = 0;
+  socklen_t n = sizeof proto;
+  if ((::getsockopt(fd_, SOL_SOCKET, SO_PROTOCOL, &proto, &n) == 0 && proto == IPPROTO_TCP) ||
+      sandbox::locked_in()) {
+    options_fd_ = -1;
+    return fd_;
+  }
+  const int k = ::socket(domain_, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (k < 0) return fd_;  // asked again next time
+  const int carried[][3] = {{SOL_SOCKET, SO_REUSEADDR, opt_.reuseaddr},
+                            {SOL_SOCKET, SO_KEEPALIVE, opt_.keepalive},
+                            {SOL_SOCKET, SO_OOBINLINE, opt_.oobinline},
+                            {IPPROTO_TCP, TCP_NODELAY, opt_.nodelay},
+                            {IPPROTO_TCP, TCP_KEEPIDLE, static_cast<int>(opt_.keepidle)},
+                            {domain_ == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
+                             domain_ == AF_INET6 ? IPV6_TCLASS : IP_TOS, opt_.tos}};
+  for (const auto& c : carried)
+    if (c[2]) ::setsockopt(k, c[0], c[1], &c[2], sizeof c[2]);
+  options_fd_ = k;
+  return k;
 }
 
 void Socket::inherit_from(const Socket& l) {

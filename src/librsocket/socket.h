@@ -95,6 +95,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // that leave the kernel socket's stream to plain TCP.
   void set_off_stream() { off_stream_ = true; }
   const char* provider_name();  // the connection's provider, or nullptr
+  int options_fd();             // ss_rspreload_options_fd (preload_hooks.h)
   bool fell_back();             // librspreload's late fallback happened (fell_back_)
   // The connection failed with nothing left to read, its transport looked
   // at now (not only every few idle polls).
@@ -366,6 +367,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   int kernel_events_ep_ = -1;
   void watch_kernel_events();
   int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
+  // options_fd(): -2 not asked yet, -1 fd_ answers, else the TCP socket
+  // made to answer for a connection whose descriptor is no TCP socket.
+  int options_fd_ = -2;
   bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
   bool in_linger_ = false;  // the linger service holds this socket
   int shutting_ = 0;        // threads inside shutdown(), which may sleep
@@ -441,12 +445,12 @@ class Socket final : public std::enable_shared_from_this<Socket>,
 
   ProcessShare share_;            // joined: counted at each fork
   // This process's copy of the connection may look at it (may_look) or
-  // move it (may_move): share_'s turn (core/base/process_share.h). Program
-  // threads take the turn as they move it; the library's own threads look
-  // and move only where no fork sibling may be about to (settled). A copy another process
-  // moved past is stale for good: its connection fails here (went_stale),
-  // nothing of it reaching the peer, which the current holder goes on
-  // talking to.
+  // move it (may_move): share_'s turn (core/base/process_share.h).
+  // Program threads take the turn as they move it; the library's own
+  // threads only where no fork sibling may be about to (settled). A copy
+  // another process moved past is stale for good: its connection fails
+  // here (went_stale), nothing of it reaching the peer, which the current
+  // holder goes on talking to.
   bool may_look();
   bool may_move();
   void went_stale();

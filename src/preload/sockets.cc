@@ -8,6 +8,7 @@
 // "librspreload".
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/time.h>
@@ -84,6 +85,28 @@ void carry_timeouts(int from, int to) {
   }
 }
 
+// The options the rsocket keeps and acts on, as the program set them on
+// its kernel socket before it was an rsocket (a listener's then go to its
+// accepted connections, as Linux's do).
+void carry_options(int fd, int domain) {
+  static constexpr struct {
+    int level, name;
+  } kCarried[] = {{SOL_SOCKET, SO_REUSEADDR},  {SOL_SOCKET, SO_KEEPALIVE},
+                  {SOL_SOCKET, SO_OOBINLINE},  {IPPROTO_TCP, TCP_NODELAY},
+                  {IPPROTO_TCP, TCP_KEEPIDLE}, {IPPROTO_IP, IP_TOS},
+                  {IPPROTO_IPV6, IPV6_V6ONLY}};
+  for (auto [level, name] : kCarried) {
+    if ((level == IPPROTO_IP && domain != AF_INET) || (level == IPPROTO_IPV6 && domain != AF_INET6))
+      continue;
+    int v = 0;
+    socklen_t n = sizeof v;
+    if (ss::interpose::real().getsockopt(fd, level, name, &v, &n) == 0 &&
+        rsetsockopt(fd, level, name, &v, n) && errno != ENOTSUP)
+      SS_DEBUG("librspreload: fd %d: option %d/%d not carried: %s", fd, level, name,
+               strerror(errno));
+  }
+}
+
 // RS_SQ_SIZE, RS_RQ_SIZE, RS_INLINE (settings of the "preload"
 // component) on a new rsocket, as upstream's preload applies them, and
 // the buffer sizes and timeouts the program gave the socket `e` before it
@@ -105,6 +128,7 @@ void apply_sizes(int fd, const Entry& e) {
     if (v > 0 && rsetsockopt(fd, SOL_SOCKET, name, &v, sizeof v))
       SS_WARN("librspreload: fd %d: buffer size %d refused: %s", fd, v, strerror(errno));
   carry_timeouts(fd, fd);
+  carry_options(fd, e.domain);
 }
 
 

@@ -20,6 +20,7 @@ ext_test_scripts = \
 	tests/ext/preload_netns_apps.sh \
 	tests/ext/preload_netns_fallback.sh \
 	tests/ext/preload_sandbox.sh \
+	tests/ext/preload_options.sh \
 	tests/ext/vma_extra_header.sh \
 	tests/ext/vma_stats.sh \
 	tests/ext/vma_preload.sh \
@@ -53,6 +54,8 @@ EXTRA_DIST += tests/ext/vma_preload_prog.c
 EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
 # Built and run by preload_sandbox.sh.
 EXTRA_DIST += tests/ext/sandbox_prog.c
+# Built and run by preload_options.sh.
+EXTRA_DIST += tests/ext/options_prog.c
 # Built and run by fault_matrix.sh.
 EXTRA_DIST += tests/ext/fault_prog.c tests/ext/fault_matrix.py
 # Compiled by dgram_spin.sh.

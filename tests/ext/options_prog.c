@@ -1,0 +1,209 @@
+// Socket options on a connected TCP socket, as a program sees them:
+// run plain and under librspreload by preload_options.sh, whose diff of
+// the two outputs is the test (issue 33: options as the kernel answers).
+//
+//   options_prog serve PORT FAMILY   accept one connection and print the
+//       options on the accepted socket, then wait for the peer's end
+//   options_prog probe PORT FAMILY   connect, print the options on the
+//       connected socket, close
+//
+// FAMILY is 4 or 6 (127.0.0.1 or ::1). One line per option: "get LEVEL
+// NAME rc=R errno=E len=L value", and "set ... -> get ..." for the ones
+// set and read back. Values that follow the transport (buffer sizes, the
+// MSS, TCP_INFO's counters) print as "varies" with only their length.
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct opt {
+	int level, name;
+	const char *label;
+	int varies; // value follows the transport: only rc, errno and len compared
+};
+
+#define O(l, n, v)                                                                                 \
+	{                                                                                          \
+		l, n, #l " " #n, v                                                                 \
+	}
+static const struct opt gets[] = {
+    O(SOL_SOCKET, SO_TYPE, 0),		 O(SOL_SOCKET, SO_DOMAIN, 0),
+    O(SOL_SOCKET, SO_PROTOCOL, 0),	 O(SOL_SOCKET, SO_ACCEPTCONN, 0),
+    O(SOL_SOCKET, SO_ERROR, 0),		 O(SOL_SOCKET, SO_REUSEADDR, 0),
+    O(SOL_SOCKET, SO_REUSEPORT, 0),	 O(SOL_SOCKET, SO_KEEPALIVE, 0),
+    O(SOL_SOCKET, SO_BROADCAST, 0),	 O(SOL_SOCKET, SO_DONTROUTE, 0),
+    O(SOL_SOCKET, SO_OOBINLINE, 0),	 O(SOL_SOCKET, SO_LINGER, 0),
+    O(SOL_SOCKET, SO_RCVLOWAT, 0),	 O(SOL_SOCKET, SO_SNDLOWAT, 0),
+    O(SOL_SOCKET, SO_RCVTIMEO, 0),	 O(SOL_SOCKET, SO_SNDTIMEO, 0),
+    O(SOL_SOCKET, SO_PRIORITY, 0),	 O(SOL_SOCKET, SO_MARK, 0),
+    O(SOL_SOCKET, SO_BINDTODEVICE, 0),	 O(SOL_SOCKET, SO_TIMESTAMP, 0),
+    O(SOL_SOCKET, SO_PASSCRED, 0),	 O(SOL_SOCKET, SO_RCVBUF, 1),
+    O(SOL_SOCKET, SO_SNDBUF, 1),	 O(SOL_SOCKET, SO_BUSY_POLL, 0),
+    O(SOL_SOCKET, SO_INCOMING_CPU, 1),	 O(SOL_SOCKET, SO_ZEROCOPY, 0),
+    O(IPPROTO_TCP, TCP_NODELAY, 0),	 O(IPPROTO_TCP, TCP_CORK, 0),
+    O(IPPROTO_TCP, TCP_KEEPIDLE, 0),	 O(IPPROTO_TCP, TCP_KEEPINTVL, 0),
+    O(IPPROTO_TCP, TCP_KEEPCNT, 0),	 O(IPPROTO_TCP, TCP_SYNCNT, 0),
+    O(IPPROTO_TCP, TCP_LINGER2, 0),	 O(IPPROTO_TCP, TCP_DEFER_ACCEPT, 0),
+    O(IPPROTO_TCP, TCP_WINDOW_CLAMP, 1), O(IPPROTO_TCP, TCP_QUICKACK, 1),
+    O(IPPROTO_TCP, TCP_USER_TIMEOUT, 0), O(IPPROTO_TCP, TCP_NOTSENT_LOWAT, 0),
+    O(IPPROTO_TCP, TCP_MAXSEG, 1),	 O(IPPROTO_TCP, TCP_INFO, 1),
+    O(IPPROTO_TCP, TCP_CONGESTION, 1),
+};
+static const struct opt gets4[] = {
+    O(IPPROTO_IP, IP_TOS, 0),	  O(IPPROTO_IP, IP_TTL, 0),	O(IPPROTO_IP, IP_MTU_DISCOVER, 0),
+    O(IPPROTO_IP, IP_RECVERR, 0), O(IPPROTO_IP, IP_OPTIONS, 0),
+};
+static const struct opt gets6[] = {
+    O(IPPROTO_IPV6, IPV6_V6ONLY, 0),	   O(IPPROTO_IPV6, IPV6_TCLASS, 0),
+    O(IPPROTO_IPV6, IPV6_UNICAST_HOPS, 0), O(IPPROTO_IPV6, IPV6_MTU_DISCOVER, 0),
+    O(IPPROTO_IPV6, IPV6_RECVERR, 0),
+};
+
+static void get(int fd, const struct opt *o)
+{
+	unsigned char v[512];
+	memset(v, 0, sizeof v);
+	socklen_t len = sizeof v;
+	errno = 0;
+	int rc = getsockopt(fd, o->level, o->name, v, &len);
+	int err = rc ? errno : 0;
+	printf("get %s rc=%d errno=%d len=%u ", o->label, rc, err, rc ? 0 : len);
+	if (rc)
+		printf("-");
+	else if (o->varies)
+		printf("varies");
+	else if (o->level == IPPROTO_TCP && o->name == TCP_INFO)
+		printf("state %u", v[0]);
+	else
+		for (socklen_t i = 0; i < len && i < 32; i++)
+			printf("%02x", v[i]);
+	printf("\n");
+}
+
+struct set {
+	int level, name, value;
+	const char *label;
+};
+#define S(l, n, v)                                                                                 \
+	{                                                                                          \
+		l, n, v, #l " " #n " " #v                                                          \
+	}
+static const struct set sets[] = {
+    S(SOL_SOCKET, SO_KEEPALIVE, 1),
+    S(SOL_SOCKET, SO_PRIORITY, 3),
+    S(SOL_SOCKET, SO_RCVLOWAT, 7),
+    S(SOL_SOCKET, SO_OOBINLINE, 1),
+    S(IPPROTO_TCP, TCP_NODELAY, 1),
+    S(IPPROTO_TCP, TCP_KEEPIDLE, 77),
+    S(IPPROTO_TCP, TCP_KEEPINTVL, 11),
+    S(IPPROTO_TCP, TCP_KEEPCNT, 5),
+    S(IPPROTO_TCP, TCP_USER_TIMEOUT, 3000),
+    S(IPPROTO_TCP, TCP_NOTSENT_LOWAT, 4096),
+    S(IPPROTO_TCP, TCP_LINGER2, 9),
+    S(IPPROTO_TCP, TCP_KEEPIDLE, 0),
+    S(SOL_SOCKET, 9999, 1),
+    S(IPPROTO_TCP, 9999, 1),
+};
+static const struct set sets4[] = {S(IPPROTO_IP, IP_TOS, 0x10), S(IPPROTO_IP, IP_TTL, 9)};
+static const struct set sets6[] = {S(IPPROTO_IPV6, IPV6_TCLASS, 0x20),
+				   S(IPPROTO_IPV6, IPV6_UNICAST_HOPS, 9)};
+
+static void set_get(int fd, const struct set *s)
+{
+	errno = 0;
+	int rc = setsockopt(fd, s->level, s->name, &s->value, sizeof s->value);
+	int err = rc ? errno : 0;
+	int back = -1;
+	socklen_t len = sizeof back;
+	int grc = getsockopt(fd, s->level, s->name, &back, &len);
+	printf("set %s rc=%d errno=%d -> get rc=%d value=%d\n", s->label, rc, err, grc,
+	       grc ? 0 : back);
+}
+
+static void print_all(int fd, int family)
+{
+	for (size_t i = 0; i < sizeof gets / sizeof gets[0]; i++)
+		get(fd, &gets[i]);
+	const struct opt *fam = family == 4 ? gets4 : gets6;
+	size_t n = family == 4 ? sizeof gets4 / sizeof gets4[0] : sizeof gets6 / sizeof gets6[0];
+	for (size_t i = 0; i < n; i++)
+		get(fd, &fam[i]);
+	// Bad arguments: a length too short, an unknown level.
+	int v;
+	socklen_t len = 1;
+	errno = 0;
+	int rc = getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len);
+	printf("get SO_TYPE len 1 rc=%d errno=%d len=%u\n", rc, rc ? errno : 0, len);
+	len = sizeof v;
+	errno = 0;
+	rc = getsockopt(fd, 12345, 1, &v, &len);
+	printf("get level 12345 rc=%d errno=%d\n", rc, rc ? errno : 0);
+	for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+		set_get(fd, &sets[i]);
+	const struct set *fs = family == 4 ? sets4 : sets6;
+	n = family == 4 ? sizeof sets4 / sizeof sets4[0] : sizeof sets6 / sizeof sets6[0];
+	for (size_t i = 0; i < n; i++)
+		set_get(fd, &fs[i]);
+	fflush(stdout);
+}
+
+static socklen_t addr_of(int family, int port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof *ss);
+	if (family == 4) {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		return sizeof *a;
+	}
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+	a->sin6_family = AF_INET6;
+	a->sin6_port = htons((uint16_t)port);
+	a->sin6_addr = in6addr_loopback;
+	return sizeof *a;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: options_prog serve|probe PORT 4|6\n");
+		return 2;
+	}
+	int port = atoi(argv[2]), family = atoi(argv[3]);
+	struct sockaddr_storage ss;
+	socklen_t sl = addr_of(family, port, &ss);
+	int s = socket(family == 4 ? AF_INET : AF_INET6, SOCK_STREAM, 0);
+	if (s < 0)
+		return 3;
+	if (!strcmp(argv[1], "serve")) {
+		int one = 1;
+		if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+		    bind(s, (struct sockaddr *)&ss, sl) || listen(s, 4))
+			return 4;
+		printf("ready\n");
+		fflush(stdout);
+		int c = accept(s, NULL, NULL);
+		if (c < 0)
+			return 5;
+		print_all(c, family);
+		char b;
+		while (read(c, &b, 1) > 0) {
+		}
+		close(c);
+	} else {
+		if (connect(s, (struct sockaddr *)&ss, sl))
+			return 6;
+		print_all(s, family);
+	}
+	close(s);
+	return 0;
+}
