@@ -9,6 +9,7 @@ libinterpose_la_SOURCES = \
 	src/interpose/wait_args.h \
 	src/interpose/mmsg.h \
 	src/interpose/fortify_receives.h \
+	src/interpose/fortify_polls.cc \
 	src/interpose/dup_share.h \
 	src/interpose/dup_share.cc \
 	src/interpose/epoll_glue.h \

@@ -15,8 +15,6 @@
 #include "preload/route.h"
 #include "interpose/wait_args.h"
 
-extern "C" void __chk_fail(void) __attribute__((noreturn));
-
 using namespace ss::preload;
 using namespace ss::interpose;
 
@@ -54,11 +52,6 @@ SS_PRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   if (libc_only() || !fds || !any_ours(fds, n)) return ss::interpose::real().poll(fds, n, timeout);
   InRsocket in;
   return rpoll(fds, n, timeout);
-}
-
-SS_PRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
-  if (fdslen / sizeof *fds < n) __chk_fail();
-  return poll(fds, n, timeout);
 }
 
 // select through poll when any descriptor is ours. The timeout is not

@@ -26,8 +26,6 @@
 #include "vma_preload/mux.h"
 #include "interpose/signal_count.h"
 
-extern "C" void __chk_fail(void) __attribute__((noreturn));
-
 using ss::interpose::real;
 namespace vp = ss::vma::preload;
 namespace vs = ss::vma::settings;
@@ -120,11 +118,6 @@ SS_PRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
   }
 }
 
-SS_PRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
-  if (fdslen / sizeof *fds < n) __chk_fail();
-  return poll(fds, n, timeout);
-}
-
 SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
   if (!any_offloaded(nfds, r, w, x)) return real().select(nfds, r, w, x, tv);
   InMux in;
@@ -142,12 +135,6 @@ SS_PRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigs
   if (ss::interpose::bad_timespec(t)) return -1;
   ss::interpose::MaskForCall m(mask);
   return poll(fds, n, ss::interpose::timespec_ms(t));
-}
-
-SS_PRELOAD_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask,
-                                  size_t fdslen) {
-  if (fdslen / sizeof *fds < n) __chk_fail();
-  return ppoll(fds, n, t, mask);
 }
 
 SS_PRELOAD_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const timespec* t,

@@ -282,6 +282,24 @@ TEST(Differential, PpollAndPselect) {
   EXPECT_EQ(errno, EINVAL);
 }
 
+// A count known only at run time over an array of known size: fortify
+// makes these __poll_chk and __ppoll_chk, which must reach the preload
+// (libc's own ppoll saw the connection's number as a bare socket and said
+// POLLHUP with data waiting).
+TEST(Differential, FortifiedWaitsWithARuntimeCount) {
+  Pair p;
+  connect_pair(&p);
+  ASSERT_EQ(send(p.c, "z", 1, 0), 1);
+  pollfd fds[2] = {{p.s, POLLIN, 0}, {-1, 0, 0}};
+  volatile nfds_t n = 1;  // not a constant: the _chk call
+  ASSERT_EQ(poll(fds, n, 10000), 1);
+  EXPECT_EQ(fds[0].revents, POLLIN);
+  fds[0].revents = 0;
+  timespec ts{10, 0};
+  ASSERT_EQ(ppoll(fds, n, &ts, nullptr), 1);
+  EXPECT_EQ(fds[0].revents, POLLIN);
+}
+
 // Kernel-only sets: a timeout of 999999999 ns is valid, and the mask is
 // swapped atomically with the wait, so a signal pending before the call
 // and let in by pselect's mask cuts it short at once.
