@@ -222,7 +222,9 @@ void Socket::close_at_exit() {
                       std::chrono::steady_clock::now() > end;
              }) == -EINTR) {
       }
-      share_.give_up_turn();  // a copy as current as ours may go on
+      // What this process moved is left for the others; else a copy as
+      // current as ours may go on.
+      if (!hand_over_locked()) share_.give_up_turn();
       return;
     }
     if (!rmsg_.empty()) {

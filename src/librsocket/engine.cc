@@ -229,7 +229,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
 bool Socket::may_look() {
   if (!share_.is_open()) return true;
   if (in_library_thread()) return share_.settled();
-  if (share_.current()) return true;
+  if (share_.current() || (!stale_ && take_over_locked())) return true;
   went_stale();
   return false;
 }
@@ -237,7 +237,7 @@ bool Socket::may_look() {
 bool Socket::may_move() {
   if (!share_.is_open()) return true;
   if (in_library_thread()) return share_.take_settled();
-  if (share_.take_turn()) return true;
+  if (share_.take_turn() || (!stale_ && take_over_locked() && share_.take_turn())) return true;
   went_stale();
   return false;
 }

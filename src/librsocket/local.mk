@@ -14,6 +14,7 @@ librsocket_la_SOURCES = \
 	src/librsocket/exit_close.cc \
 	src/librsocket/fork.h \
 	src/librsocket/fork.cc \
+	src/librsocket/handover.cc \
 	src/librsocket/engine.cc \
 	src/librsocket/data.cc \
 	src/librsocket/iomap.cc \

@@ -645,6 +645,7 @@ void Socket::finish_established() {
 void Socket::join_processes() {
   if (!ep_) return;
   if (ep_->caps() & prov::kCapForkCopies) {
+    want_handover();
     fork::join(&share_);
   } else {
     fork::track(weak_from_this());
@@ -654,6 +655,18 @@ void Socket::join_processes() {
 
 void Socket::leave_processes() {
   if (std::exchange(tracked_, false)) fork::untrack(this);
+  // Under mu_, as every call that reads the turn.
+  std::lock_guard<FutexMutex> g(mu_);
+  if (share_.is_open()) {
+    if (share_.holders() > 1) {
+      // Another process goes on with it: what this one moved is left.
+      if (share_.holds_turn()) hand_over_locked();
+    } else if (!share_.current() && !take_over_locked()) {
+      // The last holder ends it; its copy must be the latest, else
+      // nothing of it may reach the peer (the transport just ends).
+      went_stale();
+    }
+  }
   shared_elsewhere_ = !fork::leave(&share_);
 }
 

@@ -61,6 +61,9 @@ struct Options {
        v6only = false;
   uint32_t keepidle = 0;
   int linger_s = 0;  // SO_LINGER's l_linger, used when linger is on
+  // SO_RCVLOWAT: a blocking receive waits for this many bytes (or its
+  // length), and POLLIN stands once they are queued (Linux's rule).
+  int rcvlowat = 1;
   int tos = 0;
   // SO_RCVTIMEO / SO_SNDTIMEO in microseconds (0: a blocking call waits
   // for ever, as the kernel's zero timeval).
@@ -455,6 +458,12 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   bool may_move();
   void went_stale();
   bool stale_ = false;
+  // The hand-over of a fork-shared connection (handover.cc): room asked
+  // for at join; the state left by the holder of the turn as it goes, and
+  // taken up by a copy out of date (mu_ held for both).
+  void want_handover();
+  bool hand_over_locked();
+  bool take_over_locked();
   bool shared_elsewhere_ = false;  // rclose found another holder
   pid_t made_in_ = 0;              // process that made the endpoint
   bool tracked_ = false;           // fork::track()ed (mu_ not needed: join and leave)

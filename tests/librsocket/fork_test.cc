@@ -80,7 +80,7 @@ int worker(int listener, bool use_rpoll, uint32_t not_ours = kQuit) {
 // The client's side of one exchange on `c`; then the server's close must
 // arrive as an orderly end (EOF). "" or what failed.
 // `index_sent`: the index went already.
-std::string client_one(int c, uint32_t index, bool index_sent = false) {
+std::string client_one(int c, uint32_t index, bool index_sent = false, bool then_end = true) {
   if (!index_sent && send_all(c, &index, sizeof index) != sizeof index)
     return "rsend index: " + std::string(strerror(errno));
   if (index == kQuit) return "";
@@ -91,6 +91,7 @@ std::string client_one(int c, uint32_t index, bool index_sent = false) {
   if (recv_all(c, b.data(), kBytes, &err) != kBytes)
     return "reply cut short: " + std::string(err ? strerror(err) : "EOF");
   if (check_pattern(b.data(), kBytes, index + 1000) != SIZE_MAX) return "reply corrupted";
+  if (!then_end) return "";
   char x;
   ssize_t n = rrecv(c, &x, 1, 0);
   if (n != 0) return "no orderly end after the reply: " + std::string(n < 0 ? strerror(errno) : "data");
@@ -347,6 +348,40 @@ TEST_P(ForkTest, ForkAfterAcceptParentClosesItsCopy) {
     EXPECT_EQ("", wait_child(&child, 30));
   }
   expect_nothing_left(before, "after the child exited");
+}
+
+// Processes taking turns, as OpenSSH's monitor and its children: a child
+// moves the connection (one exchange) and closes its copy; a second child,
+// forked from the parent whose copy is out of date by then, carries it on
+// from the state the first one left; the parent's close, last, takes the
+// second one's up and ends the stream in order.
+TEST_P(ForkTest, ChildrenTakingTurnsCarryTheConnectionOn) {
+  if (on_verbs()) GTEST_SKIP() << stays("connections");
+  const Snapshot before = Snapshot::settled();
+  {
+    Pair p;
+    ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+    const int server = p.server, client = p.client;
+    for (uint32_t round = 1; round <= 2; round++) {
+      Reaper child{fork_child([&] {
+        uint32_t index = 0;
+        int rc = serve_one(server, &index);
+        if (rc == 0 && index != round) rc = 15;
+        return rclose(server) == 0 ? rc : 30;
+      })};
+      ASSERT_GT(child.pid, 0);
+      std::string failed;
+      bool in_time = run_with_timeout([&] { failed = client_one(client, round, false, false); },
+                                      kCallSeconds, [&] { rshutdown(client, SHUT_RDWR); });
+      EXPECT_TRUE(in_time) << "round " << round << " hung";
+      EXPECT_EQ("", failed) << "round " << round;
+      EXPECT_EQ("", wait_child(&child, 30)) << "round " << round;
+    }
+    p.server.reset();
+    char x;
+    EXPECT_EQ(0, rrecv(client, &x, 1, 0)) << "no orderly end: " << strerror(errno);
+  }
+  expect_nothing_left(before, "after the children exited");
 }
 
 // The reverse: a child closes its copy and exits; the parent goes on.

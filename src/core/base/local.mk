@@ -38,6 +38,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/mixed_poll.cc \
 	src/core/base/mixed_poll.h \
 	src/core/base/pollable.h \
+	src/core/base/pod_bytes.h \
 	src/core/base/process_share.cc \
 	src/core/base/process_share.h \
 	src/core/base/rule_lines.h \

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <mutex>
 
 namespace ss {
@@ -142,9 +143,49 @@ void ProcessShare::give_up_turn() {
       return;
 }
 
+void ProcessShare::forked() {
+  if (!count_) return;
+  slot()->turn.fetch_or(kForked, std::memory_order_relaxed);
+  if (handover_want_ && !area_.load(std::memory_order_relaxed)) {
+    const size_t len = sizeof(Area) + handover_want_;
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {  // else no hand-over: a stale copy stays stale
+      area_len_ = len;
+      area_.store(static_cast<Area*>(m), std::memory_order_release);
+    }
+  }
+}
+
+bool ProcessShare::hand_over(const std::vector<uint8_t>& state) {
+  Area* a = area_.load(std::memory_order_acquire);
+  if (!count_ || !a || state.size() > area_len_ - sizeof(Area) || !holds_turn()) return false;
+  const uint64_t t = slot()->turn.load(std::memory_order_acquire);
+  a->version.store(0, std::memory_order_relaxed);  // torn while written
+  memcpy(a->data, state.data(), state.size());
+  a->len = state.size();
+  a->version.store((t >> 32) + 1, std::memory_order_release);
+  give_up_turn();
+  return true;
+}
+
+bool ProcessShare::left_for_us(std::vector<uint8_t>* state, uint32_t* version) const {
+  Area* a = area_.load(std::memory_order_acquire);
+  if (!count_ || !a || current()) return false;
+  const uint64_t t = slot()->turn.load(std::memory_order_acquire);
+  const uint64_t left = a->version.load(std::memory_order_acquire);
+  const uint64_t len = a->len;
+  if ((t & kOwnerMask) || left != (t >> 32) + 1 || len > area_len_ - sizeof(Area)) return false;
+  state->assign(a->data, a->data + len);
+  // Still the same after the copy: no holder took the turn and left anew.
+  if (a->version.load(std::memory_order_acquire) != left) return false;
+  *version = static_cast<uint32_t>(t >> 32);
+  return true;
+}
+
 bool ProcessShare::drop() {
   if (!count_) return true;
   give_up_turn();
+  if (Area* a = area_.exchange(nullptr)) munmap(a, area_len_);
   bool last = slot()->count.fetch_sub(1, std::memory_order_acq_rel) == 1;
   count_ = nullptr;
   return last;

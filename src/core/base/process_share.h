@@ -22,7 +22,9 @@
 // process never acts on state another process has moved past.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/base/api.h"
 
@@ -66,12 +68,24 @@ class ProcessShare {
   SS_API bool holds_turn() const;
   // Before a fork, with add_holder: the copies about to be equal, whoever
   // moves the object first takes the turn.
-  void forked() {
-    if (count_) slot()->turn.fetch_or(kForked, std::memory_order_relaxed);
-  }
+  SS_API void forked();
   // This process closes its copy or exits: the turn, if it holds it, is
   // free for a copy as current as its own (drop() does it too).
   SS_API void give_up_turn();
+
+  // The hand-over: the holder of the turn leaves its state for the other
+  // copies as it goes (exits or closes its copy), and a copy out of date
+  // takes it up. The room, `bytes`, is reserved at the first fork that
+  // shares the object (forked()), in memory every process of that fork
+  // and later ones maps.
+  void want_handover(size_t bytes) { handover_want_ = bytes; }
+  // The holder leaves `len` bytes at its version and gives the turn up;
+  // false (the turn kept) without room for them.
+  SS_API bool hand_over(const std::vector<uint8_t>& state);
+  // A copy not current, and a state left at the turn's version: its bytes
+  // in *state and the version. Taken up with adopt(version) once applied.
+  SS_API bool left_for_us(std::vector<uint8_t>* state, uint32_t* version) const;
+  void adopt(uint32_t version) { version_ = version; }
 
   // One counter: the count, and the turn (its version in the high half,
   // bumped at each take; kForked; the holder's pid, 0 when free).
@@ -84,7 +98,17 @@ class ProcessShare {
  private:
   static constexpr uint64_t kOwnerMask = 0x7fffffffu, kForked = 0x80000000u;
   Slot* slot() const { return reinterpret_cast<Slot*>(count_); }
+  struct Area {
+    std::atomic<uint64_t> version;  // the turn's version + 1 (0: nothing left)
+    uint64_t len;
+    uint8_t data[];
+  };
   std::atomic<uint32_t>* count_ = nullptr;  // the slot's count (its first member)
+  size_t handover_want_ = 0;
+  // MAP_SHARED, handover_want_ bytes of data; set by the fork handler
+  // while a call of another thread may read it.
+  std::atomic<Area*> area_{nullptr};
+  size_t area_len_ = 0;
   uint32_t version_ = 0;                    // the turn's version this process's copy is current at
 };
 

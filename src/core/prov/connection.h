@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <vector>
 
 #include "core/base/own_fd.h"
 #include "core/prov/provider.h"
@@ -100,6 +101,23 @@ class Endpoint {
     (void)buf;
     (void)len;
     return -ENOTSUP;
+  }
+
+  // A fork sibling carries the connection on from this process's state
+  // (librsocket's hand-over, when the process that moved it last exits or
+  // closes its copy): the endpoint's own state appended to `out`, false
+  // when it cannot be handed over now (work under way that only this
+  // process holds: queued sends, a frame half read). load_handover takes
+  // it in a process whose copy of this endpoint was made before the fork
+  // that brought both (the same addresses). Optional: none by default.
+  virtual bool save_handover(std::vector<uint8_t>* out) const {
+    (void)out;
+    return false;
+  }
+  virtual bool load_handover(const uint8_t* in, size_t len) {
+    (void)in;
+    (void)len;
+    return false;
   }
 
   // In a fork child, from the owning socket's fork_child (one thread,

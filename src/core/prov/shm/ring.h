@@ -62,6 +62,8 @@ class RingReader {
   void announce_sleep() { ctl_->sleeping.store(1, std::memory_order_seq_cst); }
   void woke() { ctl_->sleeping.store(0, std::memory_order_relaxed); }
   uint64_t position() const { return tail_; }
+  // A fork sibling's position, handed over (stream_handover.cc).
+  void set_position(uint64_t tail) { tail_ = tail; }
 
  private:
   RingControl* ctl_ = nullptr;
@@ -101,6 +103,11 @@ class RingWriter {
   }
   uint64_t position() const { return head_; }
   uint32_t size() const { return size_; }
+  // A fork sibling's position, handed over; the consumer's tail read anew.
+  void set_position(uint64_t head) {
+    head_ = head;
+    cached_tail_ = ctl_ ? ctl_->tail.load(std::memory_order_acquire) : 0;
+  }
 
  private:
   RingControl* ctl_ = nullptr;

@@ -10,6 +10,8 @@
 
 #include "core/base/fd_passing.h"
 #include "core/base/log.h"
+#include "core/base/pod_bytes.h"
+#include "core/base/sandbox.h"
 #include "core/prov/shm/rendezvous.h"
 
 namespace ss::prov::shm {
@@ -242,6 +244,10 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
       return 0;
     case kCtrlRegion: {
       int fd = take_fd();
+      // Locked in (core/base/sandbox.h) the memfd cannot come (read(2)
+      // takes none): the region stays unmapped and writes to it keep
+      // coming on the stream, as before the announcement.
+      if (fd < 0 && h.length == kCtrlRegionPayload && sandbox::locked_in()) return 0;
       if (fd < 0 || h.length != kCtrlRegionPayload)
         return refuse_ctrl("a region announcement without its memfd or of a bad length", fd);
       PeerRegion r{};
@@ -420,6 +426,45 @@ int ShmEndpoint::poll_cq(Completion* wc, int max) {
   n = take_queued(n);  // what the stream work above completed
   if (n) idle_polls_ = 0;
   return n;
+}
+
+namespace {
+struct ShmState {
+  uint64_t rx_tail, tx_head;
+  uint32_t last_slow_frame, pending_imms;
+};
+}  // namespace
+
+bool ShmEndpoint::save_more(std::vector<uint8_t>* out) const {
+  // Descriptors received and not yet taken, or regions not yet announced,
+  // cannot cross: no hand-over then.
+  if (!rx_fds_.empty() || !to_announce_.empty() || !rx_ring_.attached() || !tx_ring_.attached())
+    return false;
+  put_pod(out, ShmState{rx_ring_.position(), tx_ring_.position(), last_slow_frame_,
+                        static_cast<uint32_t>(pending_imms_.size())});
+  for (const PendingImm& p : pending_imms_) put_pod(out, p);
+  return true;
+}
+
+bool ShmEndpoint::load_more(const uint8_t* in, size_t len) {
+  PodReader r(in, len);
+  ShmState st{};
+  if (!r.get(&st) || !rx_ring_.attached() || !tx_ring_.attached()) return false;
+  std::deque<PendingImm> imms;
+  for (uint32_t i = 0; i < st.pending_imms; i++) {
+    PendingImm p{};
+    if (!r.get(&p)) return false;
+    imms.push_back(p);
+  }
+  size_t left = 0;
+  r.rest(&left);
+  if (left) return false;
+  rx_ring_.set_position(st.rx_tail);
+  tx_ring_.set_position(st.tx_head);
+  last_slow_frame_ = st.last_slow_frame;
+  pending_imms_ = std::move(imms);
+  idle_polls_ = 0;
+  return true;
 }
 
 void ShmEndpoint::disconnect() {

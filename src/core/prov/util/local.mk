@@ -6,6 +6,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/prov/util/region_table.cc \
 	src/core/prov/util/stream_endpoint.h \
 	src/core/prov/util/stream_endpoint.cc \
+	src/core/prov/util/stream_handover.cc \
 	src/core/prov/util/stream_listener.h \
 	src/core/prov/util/stream_listener.cc \
 	src/core/prov/util/lingering_close.h \

@@ -55,8 +55,23 @@ class StreamEndpoint : public Endpoint {
   // riomap, and wait on the socket.
   void fork_child() override;
   void drop_in_fork_child(int fd) override;
+  // Between frames, nothing queued either way, no progress thread: the
+  // stream's counters and the bytes of a frame not yet whole
+  // (stream_handover.cc).
+  bool save_handover(std::vector<uint8_t>* out) const override;
+  bool load_handover(const uint8_t* in, size_t len) override;
 
  protected:
+  // What a provider's own hand-over adds after the stream's (`in` past it).
+  virtual bool save_more(std::vector<uint8_t>* out) const {
+    (void)out;
+    return true;
+  }
+  virtual bool load_more(const uint8_t* in, size_t len) {
+    (void)in;
+    return len == 0;
+  }
+
   enum class Cm { kIdle, kConnecting, kAwaitReply, kAwaitAccept, kEstablished, kClosed, kFailed };
   // A descriptor travelling with a frame (SCM_RIGHTS): the frame owns it
   // and closes it once the kernel took it, or when the frame is dropped,
