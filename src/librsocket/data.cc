@@ -195,11 +195,15 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
   if (len == 0) return 0;
   size_t total = 0;
   const bool peek = flags & MSG_PEEK;
-  const bool waitall = (flags & MSG_WAITALL) && !peek;
+  // What a blocking receive waits for: all of it (MSG_WAITALL), else the
+  // receive low mark (SO_RCVLOWAT) or less when the buffer is shorter.
+  const size_t target = (flags & MSG_WAITALL) && !peek
+                            ? len
+                            : std::min(len, static_cast<size_t>(nonblock ? 1 : opt_.rcvlowat));
   for (;;) {
     if (rmsg_.empty()) {
       // wait_for progresses the completion queue before it would wait.
-      if (total && !waitall) break;
+      if (total >= target) break;
       if (!(state_ & kReadable)) {
         if (total) break;
         // A failed connection says why once (as Linux's reset), then reads
@@ -214,6 +218,13 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
         return rc;
       }
       continue;
+    }
+    if (peek && rbuf_queued_ < target && (state_ & kReadable)) {
+      // MSG_PEEK below the mark waits for it as a receive would.
+      const uint32_t want = static_cast<uint32_t>(target);
+      int rc = wait_for(
+          lk, nonblock, [&] { return rbuf_queued_ >= want || !(state_ & kReadable); }, until);
+      if (rc == -EAGAIN || rc == -EINTR) return rc;
     }
     if (peek) {
       // Copy across queued messages without consuming any.

@@ -474,7 +474,8 @@ short Socket::ready_now(short events) {
   } else if (ep_) {
     if (state_ == kConnecting) return 0;
     if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);
-    if (!rmsg_.empty() || !(state_ & kReadable)) rev |= POLLIN;
+    if (rbuf_queued_ >= static_cast<uint32_t>(opt_.rcvlowat) || !(state_ & kReadable))
+      rev |= POLLIN;
     if ((state_ & kWritable) && can_send()) rev |= POLLOUT;
     // Hang-up only once nothing is left to read: an application that stops
     // at POLLHUP must still get the peer's last bytes (as with TCP's FIN).

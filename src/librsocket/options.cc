@@ -122,6 +122,12 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
         case SO_OOBINLINE:
           opt_.oobinline = v != 0;
           return 0;
+        case SO_RCVLOWAT:
+          // As Linux: a negative mark is the largest, 0 is 1, and none
+          // above half the receive buffer (a full one must be readable).
+          opt_.rcvlowat = std::clamp<int64_t>(v < 0 ? INT32_MAX : v, 1, opt_.rbuf_size / 2);
+          kick_waiters();  // a lower mark may satisfy a receive or poll now
+          return 0;
       }
       return -ENOTSUP;
     case IPPROTO_IP:
@@ -150,7 +156,16 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
       if (name != IPV6_V6ONLY) return -ENOTSUP;
       if ((rc = read_int(val, len, &v))) return rc;
       if (domain_ != AF_INET6) return -ENOPROTOOPT;
-      if (::setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v) < 0) return -errno;
+      if (::setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &v, sizeof v) < 0) {
+        // Bound (Linux refuses any change then): the value it already
+        // has is taken, as librspreload carries a bound listener's (the
+        // kernel sets it binding to an IPv6 address).
+        const int err = errno;
+        int now = -1;
+        socklen_t n = sizeof now;
+        if (::getsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &now, &n) < 0 || now != (v != 0))
+          return -err;
+      }
       opt_.v6only = v != 0;
       return 0;
     case SOL_RDMA:
@@ -197,6 +212,8 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
         case SO_SNDBUF: return write_int(val, len, static_cast<int>(opt_.sbuf_size));
         case SO_KEEPALIVE: return write_int(val, len, opt_.keepalive);
         case SO_OOBINLINE: return write_int(val, len, opt_.oobinline);
+        case SO_RCVLOWAT:
+          return write_int(val, len, opt_.rcvlowat);
         case SO_BROADCAST: return write_int(val, len, 0);
         case SO_TYPE: return write_int(val, len, SOCK_STREAM);
         case SO_DOMAIN: return write_int(val, len, domain_);

@@ -90,10 +90,11 @@ int Socket::options_fd() {
                             {SOL_SOCKET, SO_OOBINLINE, opt_.oobinline},
                             {IPPROTO_TCP, TCP_NODELAY, opt_.nodelay},
                             {IPPROTO_TCP, TCP_KEEPIDLE, static_cast<int>(opt_.keepidle)},
+                            {domain_ == AF_INET6 ? IPPROTO_IPV6 : -1, IPV6_V6ONLY, opt_.v6only},
                             {domain_ == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
                              domain_ == AF_INET6 ? IPV6_TCLASS : IP_TOS, opt_.tos}};
   for (const auto& c : carried)
-    if (c[2]) ::setsockopt(k, c[0], c[1], &c[2], sizeof c[2]);
+    if (c[2] && c[0] >= 0) ::setsockopt(k, c[0], c[1], &c[2], sizeof c[2]);
   options_fd_ = k;
   return k;
 }

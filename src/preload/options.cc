@@ -107,14 +107,13 @@ namespace {
 // (SO_BINDTODEVICE, SO_PROTOCOL, TCP_USER_TIMEOUT, IP_TTL, ...); the
 // rsocket then acts on the ones it keeps. Not given to the kernel socket:
 // the options that would change how it carries frames (a receive low
-// mark, a cork, a linger, a filter, an upper layer); those the rsocket
-// does not keep fail with EOPNOTSUPP, as before, and read the kernel's
-// default.
+// mark, a cork, a linger, a filter, an upper layer): the rsocket's own
+// (SO_RCVLOWAT, SO_LINGER), or EOPNOTSUPP with the kernel's default read.
 bool transport_only(int level, int name) {
   if (level == SOL_SOCKET)
-    return name == SO_LINGER || name == SO_RCVLOWAT || name == SO_SNDLOWAT ||
-           name == SO_ATTACH_FILTER || name == SO_ATTACH_BPF || name == SO_DETACH_FILTER ||
-           name == SO_LOCK_FILTER || name == SO_ZEROCOPY || name == SO_ATTACH_REUSEPORT_CBPF ||
+    return name == SO_LINGER || name == SO_RCVLOWAT || name == SO_ATTACH_FILTER ||
+           name == SO_ATTACH_BPF || name == SO_DETACH_FILTER || name == SO_LOCK_FILTER ||
+           name == SO_ZEROCOPY || name == SO_ATTACH_REUSEPORT_CBPF ||
            name == SO_ATTACH_REUSEPORT_EBPF || name == SO_PEEK_OFF;
   if (level == IPPROTO_TCP)
     return name == TCP_CORK || name == TCP_ULP || name == TCP_REPAIR || name == TCP_REPAIR_QUEUE ||

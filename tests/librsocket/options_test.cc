@@ -3,12 +3,14 @@
 // and ENOTSUP for everything else.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -407,13 +409,39 @@ TEST_P(OptionsTest, TimeoutsEndBlockingCallsWithEagain) {
   watchdog.join();
 }
 
+// SO_RCVLOWAT as Linux's: below the mark a blocking receive waits and
+// rpoll says nothing; at it the receive takes all there is. 0 reads as 1.
+TEST_P(OptionsTest, ReceiveLowMark) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
+  int mark = 0;
+  socklen_t len = sizeof mark;
+  ASSERT_EQ(0, rsetsockopt(p.server, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark));
+  ASSERT_EQ(0, rgetsockopt(p.server, SOL_SOCKET, SO_RCVLOWAT, &mark, &len));
+  EXPECT_EQ(1, mark);
+  mark = 10;
+  ASSERT_EQ(0, rsetsockopt(p.server, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark));
+  ASSERT_EQ(4, rsend(p.client, "abcd", 4, 0));
+  pollfd pf{p.server, POLLIN, 0};
+  EXPECT_EQ(0, rpoll(&pf, 1, 300)) << "readable below the mark";
+  std::atomic<ssize_t> got{-2};
+  char b[20];
+  std::thread receiver([&] { got = rrecv(p.server, b, sizeof b, 0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(-2, got.load()) << "a blocking receive returned below the mark";
+  ASSERT_EQ(10, rsend(p.client, "efghijklmn", 10, 0));
+  receiver.join();
+  ASSERT_EQ(14, got.load());
+  EXPECT_EQ(0, memcmp(b, "abcdefghijklmn", 14));
+}
+
 TEST_P(OptionsTest, UnsupportedOptionsAreEnotsup) {
   RFd c(rsocket(family(), SOCK_STREAM, 0));
   ASSERT_GE(c.get(), 0);
   struct {
     int level, name;
   } cases[] = {{SOL_SOCKET, SO_PRIORITY},
-               {SOL_SOCKET, SO_RCVLOWAT},
+               {SOL_SOCKET, SO_SNDLOWAT},
                {IPPROTO_TCP, TCP_CORK},
                {IPPROTO_TCP, TCP_QUICKACK},
                {0x7777, 1},

@@ -23,8 +23,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -298,6 +300,29 @@ TEST(Differential, FortifiedWaitsWithARuntimeCount) {
   timespec ts{10, 0};
   ASSERT_EQ(ppoll(fds, n, &ts, nullptr), 1);
   EXPECT_EQ(fds[0].revents, POLLIN);
+}
+
+// SO_RCVLOWAT: below the mark a connection is not readable and a blocking
+// receive waits; once the mark is queued it takes all there is. (Linux
+// counts only what is queued, not what the waiting receive took already:
+// the second send alone reaches the mark.)
+TEST(Differential, ReceiveLowMark) {
+  Pair p;
+  connect_pair(&p);
+  const int mark = 10;
+  ASSERT_EQ(setsockopt(p.s, SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark), 0);
+  ASSERT_EQ(send(p.c, "abcd", 4, 0), 4);
+  pollfd pf{p.s, POLLIN, 0};
+  EXPECT_EQ(poll(&pf, 1, 300), 0) << "readable below the mark";
+  std::atomic<ssize_t> got{-2};
+  char b[20];
+  std::thread receiver([&] { got = recv(p.s, b, sizeof b, 0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(got.load(), -2) << "a blocking receive returned below the mark";
+  ASSERT_EQ(send(p.c, "efghijklmn", 10, 0), 10);
+  receiver.join();
+  EXPECT_EQ(got.load(), 14);
+  EXPECT_EQ(std::string(b, 14), "abcdefghijklmn");
 }
 
 // Kernel-only sets: a timeout of 999999999 ns is valid, and the mask is
