@@ -1,5 +1,5 @@
 // vma_stats: prints the counters a process running the VMA face publishes
-// in DIR/vmastat.<pid> (reference vma-abi.md §11.2; man vma_stats(8)).
+// in DIR/vmastat.<pid> (man vma_stats(8)).
 // Exit status: 0 printed, 1 no such process or file (or a bad file), 2 usage.
 #include <getopt.h>
 #include <unistd.h>

@@ -2,9 +2,8 @@
  *
  * Binary-compatible with libvma's header of the same name at its HEAD
  * layout (libvma >= 9.8.70, x86-64/LP64): same names, values, sizes and
- * offsets, written from the facts in the project's reference (vma-abi.md
- * sections 1-5), not from upstream's text.  See vma_extra(7) and
- * vma_get_api(3).
+ * offsets, written from libvma's documented layout, not from upstream's
+ * text.  See vma_extra(7) and vma_get_api(3).
  *
  * Include rules, kept on purpose:
  *  - Includes are libvma's own (<stddef.h>, <stdint.h>, <netinet/in.h>),

@@ -1,6 +1,6 @@
 // The VMA face's settings: libvma's VMA_* environment variables that
-// Slipstream reads, with libvma's defaults and value syntax (reference
-// vma-abi.md §9), registered as the "vma" table so slipstream-config lists
+// Slipstream reads, with libvma's defaults and value syntax (libvma.7),
+// registered as the "vma" table so slipstream-config lists
 // them. VMA_SPEC's profile (settings_spec.cc) supplies defaults that an
 // explicit variable overrides, as libvma applies the profile first.
 // Reads are cached: get() is two atomic loads once the table is loaded.

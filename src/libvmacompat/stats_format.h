@@ -1,4 +1,4 @@
-// vma_stats's views of a Snapshot (reference vma-abi.md §11.2), in libvma's
+// vma_stats's views of a Snapshot (vma_stats(8)), in libvma's
 // wording and columns: 1 basic (per fd: offloaded pkt, Kbyte, eagain,
 // error, poll%, then the OS's pkt, Kbyte, eagain, error), 2 the same with
 // the receive queue (cur/max/drop), 3 full (per fd, then rings, buffer

@@ -1,4 +1,4 @@
-// The vmastat.<pid> file (reference vma-abi.md §11): one per process in
+// The vmastat.<pid> file (libvma's layout): one per process in
 // VMA_STATS_SHMEM_DIR, a header with the global blocks (rings, buffer
 // pools, iomux) followed by `fd_blocks` socket blocks. The reference names
 // libvma's fields but not their exact layout, and libvma's reader checks an

@@ -1,4 +1,4 @@
-// The publishing side of vma_stats (reference vma-abi.md §11.1): the file
+// The publishing side of vma_stats (vma_stats(8)): the file
 // DIR/vmastat.<pid>, mode 0600, created by create() and removed when the
 // Publisher is destroyed (normal exit). The data path holds a SocketStats
 // (or GroupStats) handle and bumps counters with plain relaxed stores: no

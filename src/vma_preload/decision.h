@@ -1,4 +1,4 @@
-// What libvma would do with a new socket (reference vma-abi.md §10.1, §6):
+// What libvma would do with a new socket (its start-up and rule order):
 // VMA_OFFLOADED_SOCKETS, flipped for a thread that thread_offload() named,
 // then libvma.conf's rules at socket() (conf_socket_transport). The
 // decision is recorded and logged; a UDP socket decided "vma" is offloaded

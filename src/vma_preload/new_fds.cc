@@ -1,5 +1,5 @@
 // The calls that make descriptors libvma interposes besides socket and
-// dup (reference vma-abi.md §10.1): socketpair, pipe (pipe2), open (open64
+// dup (as libvma's start-up rules): socketpair, pipe (pipe2), open (open64
 // and fortify's __open_2, __open64_2) and creat (creat64). A number they
 // return that still has a record was closed behind the preload's back (a
 // raw close system call): the stale record goes before the program uses

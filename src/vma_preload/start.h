@@ -1,4 +1,4 @@
-// Start-up of the VMA preload (reference vma-abi.md §10.1). libvma reads
+// Start-up of the VMA preload, as libvma's. libvma reads
 // its environment and prints its banner from a constructor and builds the
 // rest on the first socket; so do we: start() runs once, from our
 // constructor (after libc, libslipstream and libvmacompat, which are our

@@ -15,6 +15,8 @@ ext_test_scripts = \
 	tests/ext/demo.sh \
 	tests/ext/slipstream_config.sh \
 	tests/ext/abi.sh \
+	tests/ext/layers.sh \
+	tests/ext/doc_paths.sh \
 	tests/ext/preload.sh \
 	tests/ext/preload_netns.sh \
 	tests/ext/preload_netns_apps.sh \
@@ -52,6 +54,8 @@ EXTRA_DIST += tests/ext/vma_extra_layout.c tests/ext/vma_extra_sockperf.cc
 EXTRA_DIST += tests/ext/vma_preload_prog.c
 # Compiled by vma_netns.sh.
 EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
+# Run by doc_paths.sh.
+EXTRA_DIST += tests/ext/doc_paths.py
 # Built and run by preload_sandbox.sh.
 EXTRA_DIST += tests/ext/sandbox_prog.c
 # Built and run by preload_options.sh.

@@ -1,5 +1,5 @@
-/* Layout of the installed <mellanox/vma_extra.h> against the reference's
- * numbers (shared/reference/vma-abi.md sections 2-5, x86-64): every
+/* Layout of the installed <mellanox/vma_extra.h> against libvma's
+ * numbers (its header at the HEAD layout, x86-64): every
  * struct's size, every field's offset and size, packing, every constant.
  * Each number is checked twice: at compile time (a static assertion: a
  * deviating header does not build) and at run time (printed, so a run

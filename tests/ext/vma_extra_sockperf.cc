@@ -1,5 +1,5 @@
 // The installed <mellanox/vma_extra.h> included the way sockperf includes
-// it (shared/reference/vma-abi.md 7 and 12.3, af-xdp-and-stacks.md 8):
+// it (sockperf 3.7's src/defs.h and its vma-xlio-redirect.h):
 //  1. its system headers first (src/defs.h's list, in its order);
 //  2. then vma-xlio-redirect.h: every socket call becomes a function-like
 //     macro calling a function pointer variable fn_<name>;
@@ -172,7 +172,7 @@ static_assert(sizeof(vma_ring_alloc_logic_attr) == 20, "attr built on the rename
 static_assert(XLIO_RING_LOGIC_PER_SOCKET == 10 && RING_LOGIC_PER_SOCKET == 99,
 	      "the three ring_logic enums coexist");
 
-// What sockperf uses (vma-abi.md 7): the slots, the callback, the records.
+// What sockperf uses: the slots, the callback, the records.
 static vma_recv_callback_retval_t filter_cb(int fd, size_t sz_iov, struct iovec iov[],
 					    struct vma_info_t *info, void *context)
 {
