@@ -176,8 +176,10 @@ bool ProcessShare::left_for_us(std::vector<uint8_t>* state, uint32_t* version) c
   const uint64_t len = a->len;
   if ((t & kOwnerMask) || left != (t >> 32) + 1 || len > area_len_ - sizeof(Area)) return false;
   state->assign(a->data, a->data + len);
-  // Still the same after the copy: no holder took the turn and left anew.
-  if (a->version.load(std::memory_order_acquire) != left) return false;
+  // Still the same after the copy: no holder took the turn and left anew
+  // (the fence keeps the copy's reads before this load: a seqlock's read).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (a->version.load(std::memory_order_relaxed) != left) return false;
   *version = static_cast<uint32_t>(t >> 32);
   return true;
 }
