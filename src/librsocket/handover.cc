@@ -24,7 +24,17 @@ namespace {
 // of up to 4096 entries, tcp's 64 KiB of receive staging.
 constexpr size_t kHandoverRoom = 96 * 1024;
 
-struct EngineState {
+// One field each way: saving copies it into the state, loading back.
+template <class T>
+void field(bool save, T& socket, T& state) {
+  if (save)
+    state = socket;
+  else
+    socket = state;
+}
+}  // namespace
+
+struct Socket::EngineState {
   uint32_t state;
   int err;
   bool shut_wr, peer_dropped, swap_sgl, nodelay, keepalive, oobinline;
@@ -39,7 +49,47 @@ struct EngineState {
   int tos, rcvlowat;
   int64_t rcvtimeo_us, sndtimeo_us;
 };
-}  // namespace
+
+// The engine's fields and the options a holder may have changed, the
+// same list for both directions (the message queue apart).
+void Socket::engine_fields(EngineState* st, bool save) {
+  field(save, state_, st->state);
+  field(save, err_, st->err);
+  field(save, shut_wr_, st->shut_wr);
+  field(save, peer_dropped_, st->peer_dropped);
+  field(save, swap_sgl_, st->swap_sgl);
+  field(save, opt_.nodelay, st->nodelay);
+  field(save, opt_.keepalive, st->keepalive);
+  field(save, opt_.oobinline, st->oobinline);
+  field(save, sseq_no_, st->sseq_no);
+  field(save, sseq_comp_, st->sseq_comp);
+  field(save, peer_credits_, st->peer_credits);
+  field(save, rseq_no_, st->rseq_no);
+  field(save, rseq_comp_, st->rseq_comp);
+  field(save, sqe_avail_, st->sqe_avail);
+  field(save, ctrl_avail_, st->ctrl_avail);
+  field(save, sbuf_bytes_avail_, st->sbuf_bytes_avail);
+  field(save, sbuf_head_, st->sbuf_head);
+  field(save, target_sge_, st->target_sge);
+  field(save, sgl_slot_, st->sgl_slot);
+  field(save, remote_sge_, st->remote_sge);
+  field(save, remote_iomap_size_, st->remote_iomap_size);
+  field(save, max_inline_, st->max_inline);
+  for (uint32_t i = 0; i < kSglSize; i++) field(save, target_[i], st->target[i]);
+  field(save, remote_sgl_, st->remote_sgl);
+  field(save, remote_iomap_, st->remote_iomap);
+  field(save, rbuf_bytes_avail_, st->rbuf_bytes_avail);
+  field(save, rbuf_free_offset_, st->rbuf_free_offset);
+  field(save, rbuf_offset_, st->rbuf_offset);
+  field(save, rbuf_in_pos_, st->rbuf_in_pos);
+  field(save, rbuf_queued_, st->rbuf_queued);
+  field(save, rmsg_head_consumed_, st->rmsg_head_consumed);
+  field(save, opt_.keepidle, st->keepidle);
+  field(save, opt_.tos, st->tos);
+  field(save, opt_.rcvlowat, st->rcvlowat);
+  field(save, opt_.rcvtimeo_us, st->rcvtimeo_us);
+  field(save, opt_.sndtimeo_us, st->sndtimeo_us);
+}
 
 void Socket::want_handover() { share_.want_handover(kHandoverRoom); }
 
@@ -50,43 +100,8 @@ bool Socket::hand_over_locked() {
       sending_ || receiving_ || !iomaps_.empty() || !peer_iomaps_.empty() || !sends_drained())
     return false;
   EngineState st{};
-  st.state = state_;
-  st.err = err_;
-  st.shut_wr = shut_wr_;
-  st.peer_dropped = peer_dropped_;
-  st.swap_sgl = swap_sgl_;
-  st.nodelay = opt_.nodelay;
-  st.keepalive = opt_.keepalive;
-  st.oobinline = opt_.oobinline;
-  st.sseq_no = sseq_no_;
-  st.sseq_comp = sseq_comp_;
-  st.peer_credits = peer_credits_;
-  st.rseq_no = rseq_no_;
-  st.rseq_comp = rseq_comp_;
-  st.sqe_avail = sqe_avail_;
-  st.ctrl_avail = ctrl_avail_;
-  st.sbuf_bytes_avail = sbuf_bytes_avail_;
-  st.sbuf_head = sbuf_head_;
-  st.target_sge = target_sge_;
-  st.sgl_slot = sgl_slot_;
-  st.remote_sge = remote_sge_;
-  st.remote_iomap_size = remote_iomap_size_;
-  st.max_inline = max_inline_;
-  for (uint32_t i = 0; i < kSglSize; i++) st.target[i] = target_[i];
-  st.remote_sgl = remote_sgl_;
-  st.remote_iomap = remote_iomap_;
-  st.rbuf_bytes_avail = rbuf_bytes_avail_;
-  st.rbuf_free_offset = rbuf_free_offset_;
-  st.rbuf_offset = rbuf_offset_;
-  st.rbuf_in_pos = rbuf_in_pos_;
-  st.rbuf_queued = rbuf_queued_;
-  st.rmsg_head_consumed = rmsg_head_consumed_;
+  engine_fields(&st, true);
   st.rmsgs = static_cast<uint32_t>(rmsg_.size());
-  st.keepidle = opt_.keepidle;
-  st.tos = opt_.tos;
-  st.rcvlowat = opt_.rcvlowat;
-  st.rcvtimeo_us = opt_.rcvtimeo_us;
-  st.sndtimeo_us = opt_.sndtimeo_us;
   std::vector<uint8_t> out;
   put_pod(&out, st);
   for (size_t i = 0; i < rmsg_.size(); i++) put_pod(&out, rmsg_[i].len);
@@ -100,51 +115,16 @@ bool Socket::take_over_locked() {
   if (!ep_ || !share_.left_for_us(&in, &version)) return false;
   PodReader r(in.data(), in.size());
   EngineState st{};
-  if (!r.get(&st)) return false;
+  if (!r.get(&st) || st.rmsgs > in.size() / sizeof(uint32_t)) return false;
   std::vector<uint32_t> lens(st.rmsgs);
   for (uint32_t& len : lens)
     if (!r.get(&len)) return false;
   size_t ep_len = 0;
   const uint8_t* ep_state = r.rest(&ep_len);
   if (!ep_->load_handover(ep_state, ep_len)) return false;
-  state_ = st.state;
-  err_ = st.err;
-  shut_wr_ = st.shut_wr;
-  peer_dropped_ = st.peer_dropped;
-  swap_sgl_ = st.swap_sgl;
-  opt_.nodelay = st.nodelay;
-  opt_.keepalive = st.keepalive;
-  opt_.oobinline = st.oobinline;
-  sseq_no_ = st.sseq_no;
-  sseq_comp_ = st.sseq_comp;
-  peer_credits_ = st.peer_credits;
-  rseq_no_ = st.rseq_no;
-  rseq_comp_ = st.rseq_comp;
-  sqe_avail_ = st.sqe_avail;
-  ctrl_avail_ = st.ctrl_avail;
-  sbuf_bytes_avail_ = st.sbuf_bytes_avail;
-  sbuf_head_ = st.sbuf_head;
-  target_sge_ = st.target_sge;
-  sgl_slot_ = st.sgl_slot;
-  remote_sge_ = st.remote_sge;
-  remote_iomap_size_ = st.remote_iomap_size;
-  max_inline_ = st.max_inline;
-  for (uint32_t i = 0; i < kSglSize; i++) target_[i] = st.target[i];
-  remote_sgl_ = st.remote_sgl;
-  remote_iomap_ = st.remote_iomap;
-  rbuf_bytes_avail_ = st.rbuf_bytes_avail;
-  rbuf_free_offset_ = st.rbuf_free_offset;
-  rbuf_offset_ = st.rbuf_offset;
-  rbuf_in_pos_ = st.rbuf_in_pos;
-  rbuf_queued_ = st.rbuf_queued;
-  rmsg_head_consumed_ = st.rmsg_head_consumed;
+  engine_fields(&st, false);
   rmsg_.clear();
   for (uint32_t len : lens) rmsg_.push_back(Rmsg{len});
-  opt_.keepidle = st.keepidle;
-  opt_.tos = st.tos;
-  opt_.rcvlowat = st.rcvlowat;
-  opt_.rcvtimeo_us = st.rcvtimeo_us;
-  opt_.sndtimeo_us = st.sndtimeo_us;
   share_.adopt(version);
   SS_DEBUG("rsocket: fd %d: carries on from the state another process left", fd_);
   kick_waiters();

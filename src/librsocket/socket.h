@@ -464,6 +464,8 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   void want_handover();
   bool hand_over_locked();
   bool take_over_locked();
+  struct EngineState;
+  void engine_fields(EngineState* st, bool save);
   bool shared_elsewhere_ = false;  // rclose found another holder
   pid_t made_in_ = 0;              // process that made the endpoint
   bool tracked_ = false;           // fork::track()ed (mu_ not needed: join and leave)
