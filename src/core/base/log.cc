@@ -15,6 +15,7 @@
 #include "core/base/append_file.h"
 #include "core/base/config_core.h"
 #include "core/base/errno_guard.h"
+#include "core/base/sandbox.h"
 
 namespace ss::log {
 namespace {
@@ -64,6 +65,10 @@ bool enabled(Level level) {
 
 void write(Level level, const char* fmt, ...) {
   if (!enabled(level)) return;
+  // Locked in (sandbox.h), a line could be what kills the program: sshd's
+  // child sets RLIMIT_FSIZE 0 (a write to a file raises SIGXFSZ) and its
+  // filter refuses fstat. Nothing is written then.
+  if (sandbox::locked_in()) return;
   // Saved before formatting touches anything, so "%m" still sees the caller's errno.
   ErrnoGuard keep;
   char buf[kLineCap];

@@ -12,6 +12,7 @@
 
 #include "core/base/library_thread.h"
 #include "core/base/log.h"
+#include "core/base/sandbox.h"
 
 namespace ss {
 
@@ -129,6 +130,12 @@ void* ServiceThread::thread_main(void* arg) {
 
 int ServiceThread::start_locked() {
   if (worker_) return 0;
+  // Locked in (sandbox.h): a new thread or descriptor could be what kills
+  // the process. The service's work waits, or is done by the calls.
+  if (sandbox::locked_in()) {
+    SS_DEBUG("service thread %s: not started: the program is locked in", opts_.name);
+    return -EPERM;
+  }
   std::shared_ptr<Worker> w;
   auto* arg = new (std::nothrow) std::pair<ServiceThread*, std::shared_ptr<Worker>>(this, nullptr);
   if (!arg) return -ENOMEM;
