@@ -683,6 +683,61 @@ TEST_P(ProvCapTest, PoolFrameRegisteredThroughItsEndpoint) {
   reg.set_endpoint(nullptr);
 }
 
+// Before an exec (Endpoint::prepare_exec): shm's two ends stop using each
+// other's memory and go on over the stream alone; every message sent
+// before, while and after that happens arrives once, in order, with its
+// bytes (what the passive end pushed into the ring is taken before the
+// stream's later messages). tcp has nothing to do.
+TEST_P(ProvCapTest, PrepareExecKeepsOrderAndData) {
+  uint32_t imm = 0x7E000000;
+  std::vector<uint32_t> to_act, to_pas;
+  size_t off = 0;
+  auto post = [&](Side& from, Side& to, Target t) {
+    std::vector<uint8_t> src(1000);
+    fill(src.data(), src.size(), ++imm);
+    ASSERT_GE(Post(from, make_wr(Op::kWriteImm, src.data(), 1000,
+                                 reinterpret_cast<uint64_t>(to.at(t, off)), to.target(t).rkey, imm,
+                                 true)),
+              0);
+    (&to == &act_ ? to_act : to_pas).push_back(imm);
+    off += 1000;
+  };
+  // In the passive end's ring, not yet taken: the active end asks, the
+  // passive end answers at its next look at the stream (arm), and sends
+  // more; the active end's next look reads the answer and the rest.
+  for (int i = 0; i < 3; i++) ASSERT_NO_FATAL_FAILURE(post(pas_, act_, kRegion));
+  int rc = act_.ep->prepare_exec();
+  EXPECT_EQ(rc, is_shm() ? -EAGAIN : 0);
+  if (pas_.ep->arm() == 0) pas_.ep->ack_events();
+  for (int i = 0; i < 3; i++) ASSERT_NO_FATAL_FAILURE(post(pas_, act_, kRegion));
+  ASSERT_NO_FATAL_FAILURE(post(pas_, act_, kHeap));
+  if (act_.ep->arm() == 0) act_.ep->ack_events();  // reads the stream before the ring
+  ASSERT_TRUE(Pump([&] { return (rc = act_.ep->prepare_exec()) != -EAGAIN; }))
+      << "the peer never answered";
+  EXPECT_EQ(rc, 0) << strerror(-rc);
+  EXPECT_EQ(pas_.ep->prepare_exec(), 0) << "the passive end is done too (it answered)";
+  for (int i = 0; i < 2; i++) ASSERT_NO_FATAL_FAILURE(post(act_, pas_, kRegion));
+  auto imms = [](const Side& s) {
+    std::vector<uint32_t> v;
+    for (const Completion& c : s.wcs)
+      if (c.op == WcOp::kRecvImm && c.imm >= 0x7E000000) v.push_back(c.imm);
+    return v;
+  };
+  ASSERT_TRUE(Pump([&] {
+    return imms(act_).size() >= to_act.size() && imms(pas_).size() >= to_pas.size();
+  })) << "messages missing after the detach";
+  EXPECT_EQ(imms(act_), to_act);
+  EXPECT_EQ(imms(pas_), to_pas);
+  off = 0;
+  for (size_t i = 0; i < to_act.size() + to_pas.size(); i++, off += 1000) {
+    const bool at_act = i < 7;  // the first seven went to the active end
+    const uint32_t seed = 0x7E000001 + static_cast<uint32_t>(i);
+    const Target t = i == 6 ? kHeap : kRegion;
+    EXPECT_TRUE(matches((at_act ? act_ : pas_).at(t, off), 1000, seed)) << "message " << i;
+  }
+  ExpectHealthy();
+}
+
 INSTANTIATE_TEST_SUITE_P(Soft, ProvCapTest, ::testing::Values("shm", "tcp"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 

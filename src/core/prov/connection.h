@@ -120,6 +120,38 @@ class Endpoint {
     return false;
   }
 
+  // The same connection in a new image of this process (librsocket's
+  // exec hand-over; ConnectionOps::restore builds it back). First what
+  // must be done with the peer (shm: both ends stop using each other's
+  // memory), a step a call, the caller progressing completions between
+  // steps: 0 once done, -EAGAIN while the peer has yet to answer, else
+  // -errno. Then the state restore needs, and in `keep` the descriptors
+  // it names that the exec must leave open; false when this endpoint
+  // cannot go on there. Optional: nothing crosses by default.
+  virtual int prepare_exec() { return 0; }
+  virtual bool save_for_exec(std::vector<uint8_t>* out, std::vector<int>* keep) const {
+    (void)out;
+    (void)keep;
+    return false;
+  }
+  // After such an exec, before any memory is registered: keys up to
+  // `key` are the peer's from the image before (alias_mr), none of the
+  // new registrations may take one.
+  virtual int reserve_keys(uint32_t key) {
+    (void)key;
+    return -ENOTSUP;
+  }
+  // Then: writes the peer still makes by `wire_key` and
+  // `wire_addr` (memory of the image before) land in `now`, registered
+  // with this endpoint since, for `len` bytes at most.
+  virtual int alias_mr(const MemoryRegion& now, uint32_t wire_key, uint64_t wire_addr, size_t len) {
+    (void)now;
+    (void)wire_key;
+    (void)wire_addr;
+    (void)len;
+    return -ENOTSUP;
+  }
+
   // In a fork child, from the owning socket's fork_child (one thread,
   // before any call): a lock a thread of the parent held at the fork (a
   // provider thread of its own, another thread's call) is inherited held
@@ -208,6 +240,11 @@ struct ConnectionOps {
   // kernel socket, which listens anyway. Such a provider carries the
   // connection on that socket's stream, so an off-stream caller skips it.
   bool listens_always;
+  // An established connection on descriptor `fd` (its transport, left
+  // open across exec) built back from what Endpoint::save_for_exec wrote
+  // in the image before; nullptr: this provider's cannot cross exec.
+  int (*restore)(int fd, const uint8_t* state, size_t len,
+                 std::unique_ptr<Endpoint>* out) = nullptr;
 };
 
 }  // namespace ss::prov

@@ -42,6 +42,6 @@ class Registration {
 // Every provider of `family`, ordered by name.
 std::vector<const Descriptor*> providers(Family family);
 // The provider of `family` called `name` (case-sensitive), or nullptr.
-const Descriptor* find_provider(const char* name, Family family);
+SS_API const Descriptor* find_provider(const char* name, Family family);
 
 }  // namespace ss::prov

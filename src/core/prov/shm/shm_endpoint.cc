@@ -72,7 +72,7 @@ int ShmEndpoint::setup(EndpointAttr* attr) {
   int rc = StreamEndpoint::setup(attr);
   if (rc) return rc;
   Guard lock(*this);
-  if (rx_ring_region_) return 0;
+  if (rx_ring_region_ || detached_rx_) return 0;
   // Room for every message the peer may have in flight: credits, control
   // messages and iomap updates.
   rx_ring_entries_ = pow2_at_least(2 * (attr->rq_size + attr->sq_size) + 64);
@@ -84,7 +84,7 @@ int ShmEndpoint::setup(EndpointAttr* attr) {
 
 int ShmEndpoint::reg_mr(void* addr, size_t len, int access, MemoryRegion* mr) {
   int rc = StreamEndpoint::reg_mr(addr, len, access, mr);
-  if (rc || !(access & kAccessRemoteWrite)) return rc;
+  if (rc || !(access & kAccessRemoteWrite) || detached_tx_) return rc;
   Guard lock(*this);
   Announce a{mr->rkey, addr, len};
   if (announced_)
@@ -219,7 +219,7 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
     case kCtrlRing: {
       int fd = take_fd();
       uint32_t entries;
-      if (tx_ring_map_) return refuse_ctrl("a second ring", fd);
+      if (tx_ring_map_ || detached_tx_) return refuse_ctrl("a second ring", fd);
       if (fd < 0 || h.length != sizeof entries)
         return refuse_ctrl("a ring without its memfd or of a bad length", fd);
       memcpy(&entries, p, sizeof entries);
@@ -266,6 +266,26 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
       peer_regions_.push_back(r);
       return 0;
     }
+    case kCtrlDetach:
+      if (h.length) return refuse_ctrl("a detach with a payload", -1);
+      detach_rx();
+      if (!detached_tx_) detach_tx();
+      queue_frame({FrameType::kCtrl, kCtrlDetached, 0, 0, 0, 0}, nullptr, 0, 0, false, false);
+      return cm_ == Cm::kFailed ? -EPROTO : 0;
+    case kCtrlDetached:
+      if (h.length) return refuse_ctrl("a detach answer with a payload", -1);
+      detach_rx();
+      return cm_ == Cm::kFailed ? -EPROTO : 0;
+    case kCtrlImm: {
+      uint32_t v[2];
+      if (h.length != sizeof v) return refuse_ctrl("an immediate of a bad length", -1);
+      memcpy(v, p, sizeof v);
+      // What the ring holds came first.
+      if (rx_ring_.attached()) drain_ring(nullptr, 0, false);
+      if (cq_.size() >= max_cq_) return refuse_ctrl("more immediates than its credits", -1);
+      cq_.push_back(Completion{0, 0, WcOp::kRecvImm, v[0], v[1]});
+      return 0;
+    }
     case kCtrlAddr: {
       if (active_) return refuse_ctrl("names sent to the connecting side", -1);
       if (h.length < 2 || p[0] > sizeof(sockaddr_in6) || h.length < 2u + p[0])
@@ -301,6 +321,40 @@ void ShmEndpoint::kick_peer() {
     queue_frame({FrameType::kCtrl, kCtrlWake, 0, 0, 0, 0}, nullptr, 0, 0, false, false);
 }
 
+void ShmEndpoint::queue_imm_frame(uint32_t imm, uint32_t len) {
+  const uint32_t v[2] = {imm, len};
+  Sge sge{reinterpret_cast<uint64_t>(v), sizeof v, 0};
+  queue_frame({FrameType::kCtrl, kCtrlImm, sizeof v, 0, 0, 0}, &sge, 1, 0, false, true);
+}
+
+void ShmEndpoint::detach_tx() {
+  // In stream order behind the frames they waited for.
+  for (const PendingImm& p : pending_imms_) queue_imm_frame(p.imm, p.len);
+  pending_imms_.clear();
+  for (PeerRegion& r : peer_regions_) mem::Region::unmap_peer(r.map_base, r.map_len);
+  peer_regions_.clear();
+  if (tx_ring_map_) mem::Region::unmap_peer(tx_ring_map_, tx_ring_len_);
+  tx_ring_map_ = nullptr;
+  tx_ring_ = RingWriter{};
+  detached_tx_ = true;
+}
+
+void ShmEndpoint::detach_rx() {
+  if (detached_rx_) return;
+  if (rx_ring_.attached()) {
+    drain_ring(nullptr, 0, false);
+    // An entry still there waits for a frame the peer sent after saying
+    // it was done: a broken peer; the message would be lost.
+    if (cm_ == Cm::kEstablished && rx_ring_.peek()) {
+      SS_WARN("shm: fd %d: peer left ring entries behind its detach; connection failed", fd_);
+      fail(EPROTO, Cm::kFailed);
+    }
+  }
+  rx_ring_ = RingReader{};
+  rx_ring_region_.reset();
+  detached_rx_ = true;
+}
+
 void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
   bool wake = false;
   if (pending_imms_.empty() && tx_ring_.attached() && tx_ring_.push(imm, len, stream_seq, &wake)) {
@@ -333,14 +387,17 @@ void ShmEndpoint::flush_imms() {
 }
 
 int ShmEndpoint::post_send(const SendWr& wr) {
+  // On the stream alone: a write with its immediate is one frame there.
+  if (detached_tx_) return StreamEndpoint::post_send(wr);
   Guard lock(*this);
   if (cm_ != Cm::kEstablished)
     return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET : -ENOTCONN;
   uint32_t len = 0;
   for (int i = 0; i < wr.num_sge; i++) len += wr.sge[i].length;
-  if (!tx_ring_.attached()) progress_locked();  // the peer's ring may be on its way
+  if (!tx_ring_.attached() && !detached_tx_)
+    progress_locked();  // the peer's ring may be on its way
   uint8_t* dst = len ? resolve_peer(wr.rkey, wr.remote_addr, len) : nullptr;
-  if (len && !dst && peer_regions_.empty()) {
+  if (len && !dst && peer_regions_.empty() && !detached_tx_) {
     progress_locked();
     dst = resolve_peer(wr.rkey, wr.remote_addr, len);
   }
@@ -364,7 +421,7 @@ int ShmEndpoint::post_send(const SendWr& wr) {
   return rc;
 }
 
-int ShmEndpoint::drain_ring(Completion* out, int max) {
+int ShmEndpoint::drain_ring(Completion* out, int max, bool may_progress) {
   if (!rx_ring_.attached()) return 0;
   int n = 0;
   while (!out || n < max) {
@@ -379,6 +436,7 @@ int ShmEndpoint::drain_ring(Completion* out, int max) {
                  e->stream_seq, static_cast<unsigned long long>(rx_frames_));
         break;
       }
+      if (!may_progress) break;
       progress_locked();
       if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) break;
     }
@@ -401,7 +459,8 @@ int ShmEndpoint::drain_ring(Completion* out, int max) {
 int ShmEndpoint::poll_cq(Completion* wc, int max) {
   Guard lock(*this);
   // The busy-poll case first: nothing queued or owed, only the ring to look at.
-  if (cq_.empty() && pending_imms_.empty() && sendq_.empty() && cm_ == Cm::kEstablished) {
+  if (cq_.empty() && pending_imms_.empty() && sendq_.empty() && cm_ == Cm::kEstablished &&
+      !detached_rx_) {
     if (int n = drain_ring(wc, max)) {
       idle_polls_ = 0;
       return n;
@@ -420,7 +479,8 @@ int ShmEndpoint::poll_cq(Completion* wc, int max) {
   // engine consumes them at once, no queue in between).
   int n = take_queued(0);
   if (n < max && cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) n += drain_ring(wc + n, max - n);
-  if (n == 0 && ++idle_polls_ % kIdlePollsPerStreamCheck == 0) progress_locked();
+  // Detached, everything comes on the stream: look at it each time.
+  if (n == 0 && (detached_rx_ || ++idle_polls_ % kIdlePollsPerStreamCheck == 0)) progress_locked();
   if (!pending_imms_.empty()) flush_imms();
   if (!sendq_.empty()) flush_sends();
   n = take_queued(n);  // what the stream work above completed
@@ -432,16 +492,26 @@ namespace {
 struct ShmState {
   uint64_t rx_tail, tx_head;
   uint32_t last_slow_frame, pending_imms;
+  bool detached;  // both ways on the stream (kCtrlDetach): no ring, no mapping
+};
+// What make_restored needs besides the stream's state.
+struct ShmExec {
+  bool active;
+  int ufd;
+  sockaddr_storage local, peer;
+  socklen_t local_len, peer_len;
 };
 }  // namespace
 
 bool ShmEndpoint::save_more(std::vector<uint8_t>* out) const {
   // Descriptors received and not yet taken, or regions not yet announced,
   // cannot cross: no hand-over then.
-  if (!rx_fds_.empty() || !to_announce_.empty() || !rx_ring_.attached() || !tx_ring_.attached())
+  const bool detached = detached_rx_ && detached_tx_;
+  if (!rx_fds_.empty() || !to_announce_.empty() ||
+      (!detached && (!rx_ring_.attached() || !tx_ring_.attached())))
     return false;
   put_pod(out, ShmState{rx_ring_.position(), tx_ring_.position(), last_slow_frame_,
-                        static_cast<uint32_t>(pending_imms_.size())});
+                        static_cast<uint32_t>(pending_imms_.size()), detached});
   for (const PendingImm& p : pending_imms_) put_pod(out, p);
   return true;
 }
@@ -449,7 +519,7 @@ bool ShmEndpoint::save_more(std::vector<uint8_t>* out) const {
 bool ShmEndpoint::load_more(const uint8_t* in, size_t len) {
   PodReader r(in, len);
   ShmState st{};
-  if (!r.get(&st) || !rx_ring_.attached() || !tx_ring_.attached()) return false;
+  if (!r.get(&st) || (!st.detached && (!rx_ring_.attached() || !tx_ring_.attached()))) return false;
   std::deque<PendingImm> imms;
   for (uint32_t i = 0; i < st.pending_imms; i++) {
     PendingImm p{};
@@ -459,12 +529,71 @@ bool ShmEndpoint::load_more(const uint8_t* in, size_t len) {
   size_t left = 0;
   r.rest(&left);
   if (left) return false;
+  if (st.detached) {
+    // This copy was made before the detach: its mappings go as the
+    // holder's went (nothing to tell the peer, which knows).
+    pending_imms_.clear();
+    detach_tx();
+    rx_ring_ = RingReader{};
+    rx_ring_region_.reset();
+    detached_rx_ = true;
+    last_slow_frame_ = st.last_slow_frame;
+    idle_polls_ = 0;
+    return imms.empty();
+  }
   rx_ring_.set_position(st.rx_tail);
   tx_ring_.set_position(st.tx_head);
   last_slow_frame_ = st.last_slow_frame;
   pending_imms_ = std::move(imms);
   idle_polls_ = 0;
   return true;
+}
+
+int ShmEndpoint::prepare_exec() {
+  Guard lock(*this);
+  if (cm_ != Cm::kEstablished) return -ENOTCONN;
+  if (async_.joinable()) return -EBUSY;   // riomap's thread: not quiet
+  if (!detach_asked_ && !detached_rx_) {  // else the peer asked first, and we answered
+    if (!detached_tx_) detach_tx();
+    queue_frame({FrameType::kCtrl, kCtrlDetach, 0, 0, 0, 0}, nullptr, 0, 0, false, false);
+    detach_asked_ = true;
+  }
+  if (!sendq_.empty()) flush_sends();
+  progress_locked();
+  if (cm_ != Cm::kEstablished) return -ECONNRESET;
+  return detached_rx_ && detached_tx_ ? 0 : -EAGAIN;
+}
+
+bool ShmEndpoint::save_for_exec(std::vector<uint8_t>* out, std::vector<int>* keep) const {
+  if (!detached_rx_ || !detached_tx_) return false;
+  ShmExec st{};
+  st.active = active_;
+  st.ufd = fd_;
+  st.local = local_;
+  st.peer = peer_;
+  st.local_len = local_len_;
+  st.peer_len = peer_len_;
+  put_pod(out, st);
+  keep->push_back(fd_);
+  return save_handover(out);
+}
+
+std::unique_ptr<Endpoint> ShmEndpoint::make_restored(const uint8_t* state, size_t len) {
+  PodReader r(state, len);
+  ShmExec st{};
+  if (!r.get(&st) || st.ufd < 0 || st.local_len > sizeof st.local || st.peer_len > sizeof st.peer)
+    return nullptr;
+  size_t rest_len = 0;
+  const uint8_t* rest = r.rest(&rest_len);
+  std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(st.ufd, st.active));
+  ep->local_ = st.local;
+  ep->peer_ = st.peer;
+  ep->local_len_ = st.local_len;
+  ep->peer_len_ = st.peer_len;
+  ep->detached_tx_ = ep->detached_rx_ = true;
+  ep->announced_ = true;  // nothing of ours is announced on a detached stream
+  if (!ep->load_handover(rest, rest_len)) return nullptr;
+  return ep;
 }
 
 void ShmEndpoint::disconnect() {
@@ -492,7 +621,7 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
   // Established for the engine only once the peer's ring is here (it
   // follows the hello/reply on the stream): no message posted afterwards
   // can be left waiting for a ring nobody will poll for.
-  if (cm_ == Cm::kEstablished && !cm_reported_ && !tx_ring_.attached()) {
+  if (cm_ == Cm::kEstablished && !cm_reported_ && !tx_ring_.attached() && !detached_tx_) {
     progress_locked();
     if (!tx_ring_.attached()) {
       *ev = CmEvent::kNone;
@@ -508,7 +637,8 @@ int ShmEndpoint::arm() {
   progress_locked();
   // Waiting for the peer's ring announcement is a wait like any other (a
   // peer that never sends it must not make us spin).
-  const bool awaiting_ring = cm_ == Cm::kEstablished && !cm_reported_ && !tx_ring_.attached();
+  const bool awaiting_ring =
+      cm_ == Cm::kEstablished && !cm_reported_ && !tx_ring_.attached() && !detached_tx_;
   if (!awaiting_ring) {
     int r = StreamEndpoint::arm();
     if (r) return r;

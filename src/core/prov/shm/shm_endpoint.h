@@ -24,6 +24,17 @@ enum CtrlType : uint8_t {
   kCtrlWake = 2,    // nothing: wakes the ring's owner, which said it sleeps
   kCtrlRegion = 3,  // fd: memfd; payload: base u64, len u64, offset u64, rkey u32
   kCtrlAddr = 4,    // payload: u8 len, sockaddr of the sender's rsocket
+  // The sender no longer uses the receiver's memory (its regions, its
+  // ring): what it pushed into that ring came before this frame, and its
+  // writes and immediates come on the stream from now on. kCtrlDetach
+  // asks the receiver to do the same and answer kCtrlDetached (an exec
+  // on the sender's side is about to take its mappings away).
+  kCtrlDetach = 5,    // nothing
+  kCtrlDetached = 6,  // nothing
+  // payload: u32 imm, u32 len: a receive completion in stream order (an
+  // immediate that waited for the ring when the sender detached; later
+  // ones travel in kWriteImm frames).
+  kCtrlImm = 7,
 };
 constexpr uint32_t kCtrlRegionPayload = 28;
 
@@ -40,6 +51,10 @@ class ShmEndpoint final : public util::StreamEndpoint {
                                                   socklen_t local_len, const sockaddr* dst,
                                                   socklen_t dst_len);
   static std::unique_ptr<Endpoint> make_passive(int ufd, const uint8_t* pdata, size_t len);
+  // After exec (ConnectionOps::restore): the connection from what
+  // save_for_exec wrote, on the stream alone; nullptr when the state is
+  // not one.
+  static std::unique_ptr<Endpoint> make_restored(const uint8_t* state, size_t len);
   ~ShmEndpoint() override;
 
   uint32_t caps() const override;
@@ -60,6 +75,10 @@ class ShmEndpoint final : public util::StreamEndpoint {
   // (threads between arm() and ack_events()) no longer counted.
   void fork_child() override;
   void drop_in_fork_child(int fd) override;
+  // exec: both ends stop using each other's memory (kCtrlDetach), then the
+  // stream's state, the names and the unix socket, which the exec keeps.
+  int prepare_exec() override;
+  bool save_for_exec(std::vector<uint8_t>* out, std::vector<int>* keep) const override;
 
  protected:
   int on_ctrl_frame(const util::FrameHeader& h, const uint8_t* payload) override;
@@ -67,7 +86,9 @@ class ShmEndpoint final : public util::StreamEndpoint {
   bool save_more(std::vector<uint8_t>* out) const override;
   bool load_more(const uint8_t* in, size_t len) override;
   ssize_t rx_read(void* buf, size_t len) override;
-  bool shares_memory(int access) const override { return access & kAccessRemoteWrite; }
+  bool shares_memory(int access) const override {
+    return !detached_tx_ && (access & kAccessRemoteWrite);
+  }
 
  private:
   // Logs why a control frame is refused, closes its fd (if any): -EPROTO.
@@ -100,9 +121,19 @@ class ShmEndpoint final : public util::StreamEndpoint {
   void flush_imms();
   // Ring entries as receive completions: into `out` (at most `max`), or
   // all of them into cq_ when `out` is null. Returns how many went to `out`.
-  int drain_ring(Completion* out, int max);
+  // `may_progress`: an entry behind stream frames not yet read may read
+  // them (not from inside the stream's own parsing).
+  int drain_ring(Completion* out, int max, bool may_progress = true);
   void kick_peer();
   void await_names() const;
+  // This end stops using the peer's memory: waiting immediates go on the
+  // stream (kCtrlImm), the peer's regions and ring are let go of.
+  void detach_tx();
+  // The peer stopped using ours: what it pushed into our ring is taken
+  // (into cq_, ahead of anything the stream brings after), and the ring
+  // is no longer read.
+  void detach_rx();
+  void queue_imm_frame(uint32_t imm, uint32_t len);
 
   std::unique_ptr<mem::Region> rx_ring_region_;
   uint32_t rx_ring_entries_ = 0;
@@ -122,6 +153,9 @@ class ShmEndpoint final : public util::StreamEndpoint {
   uint32_t last_slow_frame_ = 0;
   sockaddr_storage local_{}, peer_{};
   socklen_t local_len_ = 0, peer_len_ = 0;
+  bool detached_tx_ = false;   // detach_tx() ran: everything we send is on the stream
+  bool detached_rx_ = false;   // detach_rx() ran: everything we get is on the stream
+  bool detach_asked_ = false;  // prepare_exec sent kCtrlDetach
 };
 
 }  // namespace ss::prov::shm

@@ -65,9 +65,20 @@ int listen(ListenSite* site, bool, std::unique_ptr<Listener>* out) {
   return 0;
 }
 
-constexpr ConnectionOps kOps{
-    .preference = 20, .probe = probe, .create = create, .listen = listen, .can_route = nullptr,
-    .listens_always = false};
+// The stream's socket is in the state (the rsocket's descriptor is the
+// program's TCP socket on the connecting side).
+int restore(int, const uint8_t* state, size_t len, std::unique_ptr<Endpoint>* out) {
+  *out = ShmEndpoint::make_restored(state, len);
+  return *out ? 0 : -EPROTO;
+}
+
+constexpr ConnectionOps kOps{.preference = 20,
+                             .probe = probe,
+                             .create = create,
+                             .listen = listen,
+                             .can_route = nullptr,
+                             .listens_always = false,
+                             .restore = restore};
 constexpr Descriptor kDescriptor{"shm", Family::kConnection, &kOps};
 const Registration registration(kDescriptor);
 

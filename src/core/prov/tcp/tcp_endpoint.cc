@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "core/base/pod_bytes.h"
 #include "core/base/sandbox.h"
 #include "core/prov/sock_addr.h"
 #include "core/prov/util/lingering_close.h"
@@ -30,6 +31,32 @@ std::unique_ptr<TcpEndpoint> TcpEndpoint::make_active(int fd, const sockaddr* ds
 std::unique_ptr<Endpoint> TcpEndpoint::make_passive(int fd, const uint8_t* pdata, size_t len) {
   std::unique_ptr<TcpEndpoint> ep(new TcpEndpoint(fd, false));
   ep->init_passive(pdata, len);
+  return ep;
+}
+
+namespace {
+// What the tcp endpoint adds before the stream's hand-over state.
+struct ExecState {
+  bool active_side;
+  uint16_t shown_port;
+};
+}  // namespace
+
+bool TcpEndpoint::save_for_exec(std::vector<uint8_t>* out, std::vector<int>* keep) const {
+  keep->push_back(fd_);  // the rsocket's own descriptor too
+  put_pod(out, ExecState{active_side_, shown_port_});
+  return save_handover(out);
+}
+
+std::unique_ptr<Endpoint> TcpEndpoint::make_restored(int fd, const uint8_t* state, size_t len) {
+  PodReader r(state, len);
+  ExecState st{};
+  if (!r.get(&st)) return nullptr;
+  size_t rest_len = 0;
+  const uint8_t* rest = r.rest(&rest_len);
+  std::unique_ptr<TcpEndpoint> ep(new TcpEndpoint(fd, st.active_side));
+  ep->show_port(st.shown_port);
+  if (!ep->load_handover(rest, rest_len)) return nullptr;
   return ep;
 }
 

@@ -16,7 +16,12 @@ class TcpEndpoint final : public util::StreamEndpoint {
   // Passive (StreamListener::PassiveFactory): `fd` is accepted, its hello read.
   static std::unique_ptr<Endpoint> make_passive(int fd, const uint8_t* pdata, size_t len);
 
+  // After exec (ConnectionOps::restore): the connection on `fd`, from
+  // what save_for_exec wrote; nullptr when the state is not one.
+  static std::unique_ptr<Endpoint> make_restored(int fd, const uint8_t* state, size_t len);
+
   uint32_t caps() const override;
+  bool save_for_exec(std::vector<uint8_t>* out, std::vector<int>* keep) const override;
   int poll_cq(Completion* wc, int max) override;
   void close_descriptor(int fd) override;
   // A connection through the side channel (side_probe.h) runs between a

@@ -49,9 +49,18 @@ int listen(ListenSite* site, bool, std::unique_ptr<Listener>* out) {
   return util::StreamListener::create(site->sock, kProto, &TcpEndpoint::make_passive, false, out);
 }
 
-constexpr ConnectionOps kOps{
-    .preference = 10, .probe = probe, .create = create, .listen = listen, .can_route = nullptr,
-    .listens_always = true};
+int restore(int fd, const uint8_t* state, size_t len, std::unique_ptr<Endpoint>* out) {
+  *out = TcpEndpoint::make_restored(fd, state, len);
+  return *out ? 0 : -EPROTO;
+}
+
+constexpr ConnectionOps kOps{.preference = 10,
+                             .probe = probe,
+                             .create = create,
+                             .listen = listen,
+                             .can_route = nullptr,
+                             .listens_always = true,
+                             .restore = restore};
 constexpr Descriptor kDescriptor{"tcp", Family::kConnection, &kOps};
 const Registration registration(kDescriptor);
 

@@ -18,6 +18,13 @@ class RegionTable {
   // Registers [addr, addr+len); keys are unique process-wide.
   MemoryRegion add(void* addr, size_t len, int access);
   void remove(const MemoryRegion& mr);
+  // The peer may still write to memory by the key and address it was told
+  // in another image of this process (librsocket's exec hand-over): those
+  // writes land at `now.addr`, inside the registration keyed now.lkey,
+  // instead. Removed with that registration.
+  void alias(const MemoryRegion& now, uint32_t wire_key, uint64_t wire_addr, size_t len);
+  // No key up to `key` is given out from now on (keys a peer may still use).
+  static void reserve_keys(uint32_t key);
   // Where a peer's write of `len` bytes at `remote_addr` under `rkey` lands,
   // or nullptr when the key is unknown, not remotely writable, or out of range.
   uint8_t* resolve(uint32_t rkey, uint64_t remote_addr, uint32_t len) const;
@@ -29,10 +36,12 @@ class RegionTable {
 
  private:
   struct Entry {
-    uint64_t base;
+    uint64_t base;  // the address the peer knows
     uint64_t length;
     uint32_t key;
     bool remote_write;
+    uint8_t* local;  // where base is in this process
+    uint32_t owner;  // the key of the registration an alias belongs to (its own for one)
   };
   // The async-progress thread resolves concurrently; every incoming write
   // takes it, so the uncontended case must be cheap.

@@ -60,6 +60,8 @@ class StreamEndpoint : public Endpoint {
   // (stream_handover.cc).
   bool save_handover(std::vector<uint8_t>* out) const override;
   bool load_handover(const uint8_t* in, size_t len) override;
+  int reserve_keys(uint32_t key) override;
+  int alias_mr(const MemoryRegion& now, uint32_t wire_key, uint64_t wire_addr, size_t len) override;
 
  protected:
   // What a provider's own hand-over adds after the stream's (`in` past it).

@@ -54,7 +54,19 @@ bool StreamEndpoint::load_handover(const uint8_t* in, size_t len) {
   tx_frames_ = st.tx_frames;
   cq_.clear();
   cm_ = Cm::kEstablished;
+  cm_reported_ = true;  // the engine took the connection in the process that left it
   return load_more(rest, more);
+}
+
+int StreamEndpoint::reserve_keys(uint32_t key) {
+  RegionTable::reserve_keys(key);
+  return 0;
+}
+
+int StreamEndpoint::alias_mr(const MemoryRegion& now, uint32_t wire_key, uint64_t wire_addr,
+                             size_t len) {
+  regions_.alias(now, wire_key, wire_addr, len);
+  return 0;
 }
 
 }  // namespace ss::prov::util
