@@ -24,14 +24,35 @@ struct Group {
   int owner;              // the number the object was made at
   bool acts_on_owner;     // the face uses that number (held until the last close)
   std::set<int> numbers;  // the program's numbers that name it
+  std::map<int, bool> cloexec;  // their FD_CLOEXEC as the program set it (program_cloexec)
 };
 
 std::mutex mu;
 // Never destroyed: the program's other threads may dup and close while
-// exit runs the destructors.
-std::map<const void*, Group>& groups = *new std::map<const void*, Group>;  // by object
-std::set<int>& held_fds = *new std::set<int>;  // kept open for a face
-std::atomic<size_t> n_held{0};        // held_fds.size(), read without the lock
+// exit runs the destructors. Made at the first use: a preload's
+// constructor (an exec's connections built back) may come before this
+// file's initialisers.
+std::map<const void*, Group>& groups() {  // by object
+  static auto& g = *new std::map<const void*, Group>;
+  return g;
+}
+std::set<int>& held_fds() {  // kept open for a face
+  static auto& h = *new std::set<int>;
+  return h;
+}
+std::atomic<size_t> n_held{0};  // held_fds().size(), read without the lock
+
+// The group of the object `fd` names (mu held), or null.
+Group* group_of(int fd) {
+  FdTable& t = FdTable::instance();
+  auto obj = t.get_object(fd, t.kind(fd));
+  auto it = obj ? groups().find(obj.get()) : groups().end();
+  return it == groups().end() ? nullptr : &it->second;
+}
+
+__attribute__((constructor)) void at_load() { lock_around_fork(); }
+
+}  // namespace
 
 // A fork child has only the forking thread: mu is taken around fork so
 // the child's tables are whole and its first dup or close does not wait
@@ -39,12 +60,14 @@ std::atomic<size_t> n_held{0};        // held_fds.size(), read without the lock
 // (urcu's) handlers, so ours run before theirs: a thread inside mu may
 // need urcu's locks. No one holding librsocket's fork TableGuard takes
 // mu, so its handler may run after ours.
-__attribute__((constructor)) void lock_around_fork() {
-  FdTable::instance();
-  pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
+void lock_around_fork() {
+  static const bool once = [] {
+    FdTable::instance();
+    pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
+    return true;
+  }();
+  (void)once;
 }
-
-}  // namespace
 
 int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_on_owner) {
   std::lock_guard<std::mutex> g(mu);
@@ -54,7 +77,7 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_o
     errno = EBADF;
     return -1;
   }
-  if (exact && held_fds.count(at)) {
+  if (exact && held_fds().count(at)) {
     errno = EBUSY;
     return -1;
   }
@@ -67,7 +90,7 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_o
     errno = -rc;
     return -1;
   }
-  auto it = groups.try_emplace(obj.get(), Group{fd, acts_on_owner, {fd}}).first;
+  auto it = groups().try_emplace(obj.get(), Group{fd, acts_on_owner, {fd}, {}}).first;
   it->second.numbers.insert(nfd);
   return nfd;
 }
@@ -77,19 +100,20 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
   FdTable& t = FdTable::instance();
   *own = fd;
   auto obj = t.get_object(fd, kind);
-  auto it = obj ? groups.find(obj.get()) : groups.end();
-  if (it == groups.end()) return false;
+  auto it = obj ? groups().find(obj.get()) : groups().end();
+  if (it == groups().end()) return false;
   auto pollable = t.get_pollable(fd);
   Group& grp = it->second;
   grp.numbers.erase(fd);
+  grp.cloexec.erase(fd);
   if (!grp.numbers.empty()) {
     t.remove_object(fd, kind, nullptr);
     if (fd == grp.owner && grp.acts_on_owner) {
       // The face still acts on this number; closed as the program sees
       // it, so no exec'd program gets it either.
       real().fcntl(fd, F_SETFD, FD_CLOEXEC);
-      held_fds.insert(fd);
-      n_held = held_fds.size();
+      held_fds().insert(fd);
+      n_held = held_fds().size();
     } else {
       real().close(fd);
     }
@@ -98,7 +122,7 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
   }
   // The last one: the object closes at its own number, its entry there.
   if (grp.acts_on_owner) *own = grp.owner;
-  groups.erase(it);
+  groups().erase(it);
   if (fd != *own) {
     t.remove_object(fd, kind, nullptr);
     real().close(fd);
@@ -112,36 +136,71 @@ void forget(int fd, FdKind kind) {
   FdTable& t = FdTable::instance();
   std::shared_ptr<void> obj;
   if (t.remove_object(fd, kind, &obj) < 0) return;
-  if (held_fds.erase(fd)) n_held = held_fds.size();
-  auto it = groups.find(obj.get());
-  if (it == groups.end()) return;
+  if (held_fds().erase(fd)) n_held = held_fds().size();
+  auto it = groups().find(obj.get());
+  if (it == groups().end()) return;
   it->second.numbers.erase(fd);
-  if (it->second.numbers.empty()) groups.erase(it);
+  it->second.cloexec.erase(fd);
+  if (it->second.numbers.empty()) groups().erase(it);
+}
+
+int program_cloexec(int fd) {
+  std::lock_guard<std::mutex> g(mu);
+  Group* grp = group_of(fd);
+  if (!grp) return -1;
+  auto it = grp->cloexec.find(fd);
+  return it == grp->cloexec.end() ? -1 : it->second;
+}
+
+void set_program_cloexec(int fd, bool on) {
+  std::lock_guard<std::mutex> g(mu);
+  if (Group* grp = group_of(fd); grp && grp->numbers.count(fd)) grp->cloexec[fd] = on;
+}
+
+int regroup(int owner, const std::vector<int>& numbers, FdKind kind) {
+  std::lock_guard<std::mutex> g(mu);
+  FdTable& t = FdTable::instance();
+  auto obj = t.get_object(owner, kind);
+  if (!obj) return -EBADF;
+  auto pollable = t.get_pollable(owner);
+  Group grp{owner, true, {}, {}};
+  for (int n : numbers) {
+    if (n != owner)
+      if (const int rc = t.insert(n, kind, obj, pollable.get())) return rc;
+    grp.numbers.insert(n);
+  }
+  if (!grp.numbers.count(owner)) {
+    t.remove_object(owner, kind, nullptr);
+    held_fds().insert(owner);
+    n_held = held_fds().size();
+  }
+  if (grp.numbers.size() > 1 || !grp.numbers.count(owner)) groups()[obj.get()] = std::move(grp);
+  return 0;
 }
 
 bool last_descriptor(int fd, FdKind kind) {
   std::lock_guard<std::mutex> g(mu);
   auto obj = FdTable::instance().get_object(fd, kind);
-  auto it = obj ? groups.find(obj.get()) : groups.end();
-  return it == groups.end() || it->second.numbers.size() <= 1;
+  auto it = obj ? groups().find(obj.get()) : groups().end();
+  return it == groups().end() || it->second.numbers.size() <= 1;
 }
 
 std::vector<int> dissolve(int fd) {
   std::lock_guard<std::mutex> g(mu);
   FdTable& t = FdTable::instance();
   auto obj = t.get_object(fd, t.kind(fd));
-  auto it = obj ? groups.find(obj.get()) : groups.end();
-  if (it == groups.end()) return {};
+  auto it = obj ? groups().find(obj.get()) : groups().end();
+  if (it == groups().end()) return {};
   const Group grp = std::move(it->second);
-  groups.erase(it);
+  groups().erase(it);
   std::vector<int> others;
   for (int n : grp.numbers) {
     if (n == fd) continue;
     t.remove_object(n, t.kind(n), nullptr);
     others.push_back(n);
   }
-  if (!grp.numbers.count(grp.owner) && held_fds.erase(grp.owner)) {
-    n_held = held_fds.size();
+  if (!grp.numbers.count(grp.owner) && held_fds().erase(grp.owner)) {
+    n_held = held_fds().size();
     real().close(grp.owner);  // closed as the program sees it, and no face acts on it now
   }
   return others;
@@ -150,20 +209,20 @@ std::vector<int> dissolve(int fd) {
 bool held(int fd) {
   if (!n_held) return false;
   std::lock_guard<std::mutex> g(mu);
-  return held_fds.count(fd) != 0;
+  return held_fds().count(fd) != 0;
 }
 
 void hold(int fd) {
   std::lock_guard<std::mutex> g(mu);
-  held_fds.insert(fd);
-  n_held = held_fds.size();
+  held_fds().insert(fd);
+  n_held = held_fds().size();
 }
 
 int close_released(int fd) {
   if (n_held) {
     std::lock_guard<std::mutex> g(mu);
-    if (held_fds.erase(fd)) {
-      n_held = held_fds.size();
+    if (held_fds().erase(fd)) {
+      n_held = held_fds().size();
       return real().close(fd);  // gone even on EINTR
     }
   }
@@ -172,15 +231,15 @@ int close_released(int fd) {
 
 void forget_held(int fd) {
   std::lock_guard<std::mutex> g(mu);
-  held_fds.erase(fd);
-  n_held = held_fds.size();
+  held_fds().erase(fd);
+  n_held = held_fds().size();
 }
 
 int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep) {
   // Held throughout: a number a face frees meanwhile would otherwise be
   // skipped though the program may have it already.
   std::lock_guard<std::mutex> g(mu);
-  keep.insert(held_fds.begin(), held_fds.end());
+  keep.insert(held_fds().begin(), held_fds().end());
   unsigned int from = first;
   for (int p : keep) {
     const unsigned int u = static_cast<unsigned int>(p);

@@ -18,6 +18,12 @@
 
 namespace ss::interpose::dups {
 
+// The fork handlers that keep this file's lock whole in a fork child,
+// registered once: at load, or earlier by a preload's constructor that
+// starts threads with fork handlers of their own (an exec's connections
+// built back), whose child handlers must run after ours.
+void lock_around_fork();
+
 // A duplicate of `fd` (an entry of `kind`): at `at` exactly (dup2/dup3:
 // free, or not the preload's), else at the lowest free number >= `at`
 // (dup, F_DUPFD); close-on-exec if `cloexec`. The new number shares fd's
@@ -65,6 +71,18 @@ int close_released(int fd);
 // A held number its face closed by the system call itself (librsocket in
 // a fork child's handler, ss_rspreload_fork_closed): no longer held.
 void forget_held(int fd);
+
+// The program's FD_CLOEXEC on number `fd` of a group (its kernel
+// descriptor's may differ: an rsocket's stays close-on-exec): 1 or 0;
+// -1 when fd is in no group or its flag was never set here.
+int program_cloexec(int fd);
+// Sets it (nothing when fd is in no group).
+void set_program_cloexec(int fd, bool on);
+
+// In a new image after exec: the program's `numbers` (open) name the
+// object the table has at `owner` (an entry of `kind`) and share it;
+// owner is held when it is not among them. 0 or -errno.
+int regroup(int owner, const std::vector<int>& numbers, FdKind kind);
 
 // close_range(2) over [first, last] that leaves held numbers and `keep`
 // open.

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
+#include <cstring>
 
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -12,16 +14,48 @@
 namespace ss::interpose {
 namespace {
 
-std::atomic<void (*)()> g_hook{nullptr};
+std::atomic<BeforeExec> g_hook{nullptr};
+std::atomic<void (*)()> g_failed{nullptr};
 
-void before_exec() {
-  if (void (*h)() = g_hook.load(std::memory_order_acquire)) h();
+size_t entries(char* const* envp) {
+  size_t n = 0;
+  while (envp && envp[n]) n++;
+  return n;
 }
 
-// execl's list: the hook, then exec with the arguments up to the null
-// as argv, and the environment after the null (with_env: execle) or the
-// process's. On the stack, no allocation: execl and execle are
-// async-signal-safe (POSIX), called in a fork child of a threaded program.
+// `envp` with `extra` ("NAME=value") in place of any entry of its name,
+// into `out` (room for entries(envp) + 2).
+char* const* with_entry(char** out, char* const* envp, const char* extra) {
+  const char* eq = strchr(extra, '=');
+  const size_t name_len = eq ? static_cast<size_t>(eq - extra) + 1 : strlen(extra);
+  size_t n = 0;
+  for (size_t i = 0; envp && envp[i]; i++)
+    if (strncmp(envp[i], extra, name_len) != 0) out[n++] = envp[i];
+  out[n++] = const_cast<char*>(extra);
+  out[n] = nullptr;
+  return out;
+}
+
+// The hook, then `exec` with the environment it asked for, then the
+// failure hook when exec returned. The new environment is on the stack,
+// no allocation: execl and execle are async-signal-safe (POSIX), called
+// in a fork child of a threaded program.
+template <class Exec>
+int run_exec(char* const* envp, const Exec& exec) {
+  const BeforeExec hook = g_hook.load(std::memory_order_acquire);
+  const char* extra = hook ? hook(envp) : nullptr;
+  char* const* env = envp;
+  if (extra)
+    env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
+  const int r = exec(env);
+  const int err = errno;
+  if (void (*failed)() = g_failed.load(std::memory_order_acquire)) failed();
+  errno = err;
+  return r;
+}
+
+// execl's list: exec with the arguments up to the null as argv, and the
+// environment after the null (with_env: execle) or the process's.
 template <class Exec>
 int exec_list(const char* arg0, va_list ap, bool with_env, const Exec& exec) {
   size_t n = 1;
@@ -37,48 +71,43 @@ int exec_list(const char* arg0, va_list ap, bool with_env, const Exec& exec) {
   argv[n] = nullptr;
   if (arg0) va_arg(ap, char*);  // the null
   char* const* envp = with_env ? va_arg(ap, char* const*) : environ;
-  before_exec();
-  return exec(argv, envp);
+  return run_exec(envp, [&](char* const* env) { return exec(argv, env); });
 }
 
 }  // namespace
 
-void set_before_exec(void (*hook)()) { g_hook.store(hook, std::memory_order_release); }
+void set_before_exec(BeforeExec hook) { g_hook.store(hook, std::memory_order_release); }
+void set_exec_failed(void (*hook)()) { g_failed.store(hook, std::memory_order_release); }
 
 }  // namespace ss::interpose
 
-using ss::interpose::before_exec;
 using ss::interpose::real;
+using ss::interpose::run_exec;
 
 SS_PRELOAD_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
-  before_exec();
-  return real().execve(path, argv, envp);
+  return run_exec(envp, [&](char* const* env) { return real().execve(path, argv, env); });
 }
 
 SS_PRELOAD_EXPORT int execv(const char* path, char* const argv[]) {
-  before_exec();
-  return real().execve(path, argv, environ);
+  return run_exec(environ, [&](char* const* env) { return real().execve(path, argv, env); });
 }
 
 SS_PRELOAD_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  before_exec();
-  return real().execvpe(file, argv, envp);
+  return run_exec(envp, [&](char* const* env) { return real().execvpe(file, argv, env); });
 }
 
 SS_PRELOAD_EXPORT int execvp(const char* file, char* const argv[]) {
-  before_exec();
-  return real().execvpe(file, argv, environ);
+  return run_exec(environ, [&](char* const* env) { return real().execvpe(file, argv, env); });
 }
 
 SS_PRELOAD_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
-  before_exec();
-  return real().fexecve(fd, argv, envp);
+  return run_exec(envp, [&](char* const* env) { return real().fexecve(fd, argv, env); });
 }
 
 SS_PRELOAD_EXPORT int execveat(int dirfd, const char* path, char* const argv[],
                                char* const envp[], int flags) {
-  before_exec();
-  return real().execveat(dirfd, path, argv, envp, flags);
+  return run_exec(envp,
+                  [&](char* const* env) { return real().execveat(dirfd, path, argv, env, flags); });
 }
 
 SS_PRELOAD_EXPORT int execl(const char* path, const char* arg, ...) {

@@ -1,7 +1,8 @@
 // exec under a preload. What a preload carries in the process's memory
-// (a connection of its own TCP) does not reach the new image: a preload
-// that carries such things sets a hook that gives them to the kernel
-// before the image goes. The whole family is interposed (execve, execv,
+// (a connection of its own TCP, an rsocket) does not reach the new image
+// by itself: a preload that carries such things sets a hook that gives
+// them to the kernel, or hands their state to the new image, before the
+// image goes. The whole family is interposed (execve, execv,
 // execvp, execvpe, execl, execlp, execle, fexecve, execveat), each calling
 // the hook and then libc's execve, execvpe, fexecve or execveat: libc's
 // own exec calls reach execve inside libc, where no preload sees them.
@@ -12,7 +13,13 @@
 namespace ss::interpose {
 
 // The hook, run before each exec (in the calling thread; after a fork,
-// in the child). Null: none.
-void set_before_exec(void (*hook)());
+// in the child) with the environment the new image gets. It may return
+// one more "NAME=value" entry for that environment (one of the same name
+// is left out), valid until the exec returns, or null.
+using BeforeExec = const char* (*)(char* const* envp);
+void set_before_exec(BeforeExec hook);
+// Run when an exec failed and this image goes on: undoes what the hook
+// did. Null: none.
+void set_exec_failed(void (*hook)());
 
 }  // namespace ss::interpose

@@ -13,7 +13,7 @@
 namespace ss::vma::preload {
 namespace {
 
-void connections_to_kernel() {
+const char* connections_to_kernel(char* const* /*envp*/) {
   for_each_record([](int fd, const std::shared_ptr<KernelSocket>& s) {
     const int flags = s->protocol == IPPROTO_TCP ? interpose::real().fcntl(fd, F_GETFD) : -1;
     if (flags < 0 || (flags & FD_CLOEXEC)) return true;
@@ -23,6 +23,7 @@ void connections_to_kernel() {
       s->hand_tcp_to_kernel("exec");
     return true;
   });
+  return nullptr;
 }
 
 __attribute__((constructor)) void watch_exec() { interpose::set_before_exec(connections_to_kernel); }
