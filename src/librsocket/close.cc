@@ -51,6 +51,7 @@ int Socket::shutdown(int how) {
   KeepaliveService::instance().remove(this);  // as upstream: any shutdown stops probes
   Lock lk(mu_);
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
+  if (ep_) may_look();  // as send_from
   if (state_ == kListening) {
     // Linux lets shutdown stop a listener; we simply report success.
     return 0;
@@ -217,14 +218,18 @@ void Socket::close_at_exit() {
       if (!share_.holds_turn()) return;
       if (rmsg_.empty() && ctrl_ready()) send_credits();
       const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      while (wait_for(g, false, [&] {
-               return sends_drained() || (state_ & kError) ||
-                      std::chrono::steady_clock::now() > end;
-             }) == -EINTR) {
+      auto over = [&] { return (state_ & kError) || std::chrono::steady_clock::now() > end; };
+      // What this process moved is left for the others, once the
+      // transport took it all (the endpoint may still hold bytes of a
+      // frame after the engine's sends completed); else a copy as current
+      // as ours may go on.
+      for (;;) {
+        while (wait_for(g, false, [&] { return sends_drained() || over(); }) == -EINTR) {
+        }
+        if (hand_over_locked()) return;
+        if (over()) break;
       }
-      // What this process moved is left for the others; else a copy as
-      // current as ours may go on.
-      if (!hand_over_locked()) share_.give_up_turn();
+      share_.give_up_turn();
       return;
     }
     if (!rmsg_.empty()) {

@@ -112,6 +112,7 @@ template <typename Cursor>
 ssize_t Socket::send_from(Cursor& cur, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
+  may_look();  // the latest state first (fork: another process may have left it)
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.sndtimeo_us);
   if (state_ == kConnecting) {
@@ -183,6 +184,7 @@ template <typename Cursor>
 ssize_t Socket::recv_into(Cursor& out, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &receiving_);
+  may_look();  // as send_from
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.rcvtimeo_us);
   if (state_ == kConnecting) {

@@ -73,7 +73,9 @@ int Socket::process_cq(Lock&) {
       set_error(-n, "polling completions failed");
       return n;
     }
-    if (n > 0 && !may_move()) return stale_ ? -ECONNRESET : 0;  // a race with a sibling
+    // A race with a sibling: what this copy's endpoint read is not for
+    // the state another process left.
+    if (n > 0 && !may_move_as_is()) return stale_ ? -ECONNRESET : 0;
     for (int i = 0; i < n; i++) handle_completion(wc[i]);
     total += n;
     if (n < kCqBatch) break;
@@ -242,6 +244,14 @@ bool Socket::may_move() {
   return false;
 }
 
+bool Socket::may_move_as_is() {
+  if (!share_.is_open()) return true;
+  if (in_library_thread()) return share_.take_settled();
+  if (share_.take_turn()) return true;
+  went_stale();  // another process moved it while this one was at work on its copy
+  return false;
+}
+
 void Socket::went_stale() {
   if (stale_) return;
   stale_ = true;
@@ -254,7 +264,9 @@ void Socket::went_stale() {
 }
 
 int Socket::post(const prov::SendWr& wr) {
-  if (!may_move()) return stale_ ? -ECONNRESET : -EAGAIN;
+  // The request was built from this copy's state: it goes only while that
+  // is the current one (after a take-over it would not match the state).
+  if (!may_move_as_is()) return stale_ ? -ECONNRESET : -EAGAIN;
   int rc = ep_->post_send(wr);
   if (rc != prov::kPostDone) return rc;
   handle_send_completion(wr.wr_id, 0);
@@ -433,7 +445,8 @@ int Socket::data_error(bool sending) {
   // too); then a send gets EPIPE and a receive the end of stream, as on
   // Linux after a reset.
   if (state_ & kError) {
-    if (!ep_) return -(err_ ? err_ : ECONNRESET);  // left to its maker (fork): each call says why
+    // Left to its maker (fork): each call says why.
+    if (!ep_ && !exec_lost_) return -(err_ ? err_ : ECONNRESET);
     return err_ ? -std::exchange(err_, 0) : (sending ? -EPIPE : 0);
   }
   if (sending) {

@@ -15,7 +15,7 @@
 
 #include "core/base/log.h"
 #include "core/base/pod_bytes.h"
-#include "librsocket/socket.h"
+#include "librsocket/handover_state.h"
 
 namespace ss::rs {
 
@@ -24,31 +24,7 @@ namespace {
 // of up to 4096 entries, tcp's 64 KiB of receive staging.
 constexpr size_t kHandoverRoom = 96 * 1024;
 
-// One field each way: saving copies it into the state, loading back.
-template <class T>
-void field(bool save, T& socket, T& state) {
-  if (save)
-    state = socket;
-  else
-    socket = state;
-}
 }  // namespace
-
-struct Socket::EngineState {
-  uint32_t state;
-  int err;
-  bool shut_wr, peer_dropped, swap_sgl, nodelay, keepalive, oobinline;
-  uint16_t sseq_no, sseq_comp, peer_credits, rseq_no, rseq_comp;
-  uint32_t sqe_avail, ctrl_avail, sbuf_bytes_avail, sbuf_head;
-  int target_sge, sgl_slot, remote_sge;
-  uint32_t remote_iomap_size, max_inline;
-  RsSge target[kSglSize], remote_sgl, remote_iomap;
-  uint32_t rbuf_bytes_avail, rbuf_free_offset, rbuf_offset, rbuf_in_pos, rbuf_queued;
-  uint32_t rmsg_head_consumed, rmsgs;
-  uint32_t keepidle;
-  int tos, rcvlowat;
-  int64_t rcvtimeo_us, sndtimeo_us;
-};
 
 // The engine's fields and the options a holder may have changed, the
 // same list for both directions (the message queue apart).
@@ -93,18 +69,42 @@ void Socket::engine_fields(EngineState* st, bool save) {
 
 void Socket::want_handover() { share_.want_handover(kHandoverRoom); }
 
-bool Socket::hand_over_locked() {
+bool Socket::quiet_locked() const {
   // Not while a call of this process still uses it (its close waits for
   // that call: defer_close), nor with work under way.
-  if (!ep_ || !(state_ & kConnected) || lingering() || in_linger_ || reply_pending_ || fell_back_ ||
-      sending_ || receiving_ || !iomaps_.empty() || !peer_iomaps_.empty() || !sends_drained())
-    return false;
+  return ep_ && (state_ & kConnected) && !lingering() && !in_linger_ && !reply_pending_ &&
+         !fell_back_ && !sending_ && !receiving_ && iomaps_.empty() && peer_iomaps_.empty() &&
+         sends_drained();
+}
+
+void Socket::put_engine(std::vector<uint8_t>* out) {
   EngineState st{};
   engine_fields(&st, true);
   st.rmsgs = static_cast<uint32_t>(rmsg_.size());
+  put_pod(out, st);
+  for (size_t i = 0; i < rmsg_.size(); i++) put_pod(out, rmsg_[i].len);
+}
+
+bool Socket::get_engine(PodReader* r, EngineState* st, std::vector<uint32_t>* lens) {
+  size_t left = 0;
+  r->rest(&left);
+  if (!r->get(st) || st->rmsgs > left / sizeof(uint32_t)) return false;
+  lens->resize(st->rmsgs);
+  for (uint32_t& len : *lens)
+    if (!r->get(&len)) return false;
+  return true;
+}
+
+void Socket::apply_engine(EngineState* st, const std::vector<uint32_t>& lens) {
+  engine_fields(st, false);
+  rmsg_.clear();
+  for (uint32_t len : lens) rmsg_.push_back(Rmsg{len});
+}
+
+bool Socket::hand_over_locked() {
+  if (!quiet_locked()) return false;
   std::vector<uint8_t> out;
-  put_pod(&out, st);
-  for (size_t i = 0; i < rmsg_.size(); i++) put_pod(&out, rmsg_[i].len);
+  put_engine(&out);
   if (!ep_->save_handover(&out)) return false;
   return share_.hand_over(out);
 }
@@ -115,16 +115,12 @@ bool Socket::take_over_locked() {
   if (!ep_ || !share_.left_for_us(&in, &version)) return false;
   PodReader r(in.data(), in.size());
   EngineState st{};
-  if (!r.get(&st) || st.rmsgs > in.size() / sizeof(uint32_t)) return false;
-  std::vector<uint32_t> lens(st.rmsgs);
-  for (uint32_t& len : lens)
-    if (!r.get(&len)) return false;
+  std::vector<uint32_t> lens;
+  if (!get_engine(&r, &st, &lens)) return false;
   size_t ep_len = 0;
   const uint8_t* ep_state = r.rest(&ep_len);
   if (!ep_->load_handover(ep_state, ep_len)) return false;
-  engine_fields(&st, false);
-  rmsg_.clear();
-  for (uint32_t len : lens) rmsg_.push_back(Rmsg{len});
+  apply_engine(&st, lens);
   share_.adopt(version);
   SS_DEBUG("rsocket: fd %d: carries on from the state another process left", fd_);
   kick_waiters();

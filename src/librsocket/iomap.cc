@@ -94,6 +94,7 @@ int Socket::send_iomaps(Lock& lk, bool nonblock) {
 ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
+  may_look();  // as send_from
   bool nonblock = is_nonblocking(flags);
   if (!(state_ & kWritable) || shut_wr_) return data_error(true);
   if (count == 0) return 0;

@@ -14,7 +14,9 @@ librsocket_la_SOURCES = \
 	src/librsocket/exit_close.cc \
 	src/librsocket/fork.h \
 	src/librsocket/fork.cc \
+	src/librsocket/handover_state.h \
 	src/librsocket/handover.cc \
+	src/librsocket/exec_handover.cc \
 	src/librsocket/engine.cc \
 	src/librsocket/data.cc \
 	src/librsocket/iomap.cc \

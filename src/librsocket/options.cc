@@ -336,6 +336,7 @@ int Socket::getsockname(sockaddr* addr, socklen_t* len) {
   socklen_t ss_len = sizeof ss;
   // A connection's own name comes from its provider (shm has no kernel socket).
   int rc = ep_ ? ep_->local_name(&ss, &ss_len) : -ENOTCONN;
+  if (rc && exec_name_len_) return copy_name(domain_, exec_name_, exec_name_len_, addr, len);
   if (rc && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &ss_len) < 0) return -errno;
   return copy_name(domain_, ss, ss_len, addr, len);
 }

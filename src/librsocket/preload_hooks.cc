@@ -3,10 +3,13 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "core/base/fd_table.h"
 #include "core/prov/sock_addr.h"
@@ -101,6 +104,82 @@ SS_EXPORT int ss_rspreload_yield_udp_port(const sockaddr* addr, unsigned len) {
 SS_EXPORT int ss_rspreload_fell_back(int fd) {
   auto s = adopted(fd);
   return s && s->fell_back() ? 1 : 0;
+}
+
+namespace {
+// The connections an exec is carrying, locked until the image goes or
+// the exec failed (ss_rspreload_exec_abandon).
+struct Carried {
+  std::shared_ptr<Socket> socket;
+  std::vector<uint8_t> state;
+};
+std::map<int, Carried>& carried = *new std::map<int, Carried>;  // by descriptor
+}  // namespace
+
+SS_EXPORT long ss_rspreload_exec_save(int fd, const void** state, int* own, int* keep, int* nkeep) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  if (!s) return fail(EBADF);
+  *own = s->fd();
+  Carried* c;
+  try {
+    c = &carried[fd];
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM);
+  }
+  c->socket = s;
+  std::vector<int> fds;
+  if (!s->exec_save(&c->state, &fds) || fds.size() > static_cast<size_t>(*nkeep)) {
+    if (fds.size() > static_cast<size_t>(*nkeep)) s->exec_abandon();
+    carried.erase(fd);
+    return fail(EOPNOTSUPP);
+  }
+  *nkeep = static_cast<int>(fds.size());
+  std::copy(fds.begin(), fds.end(), keep);
+  *state = c->state.data();
+  return static_cast<long>(c->state.size());
+}
+
+SS_EXPORT void ss_rspreload_exec_abandon(int fd) {
+  auto it = carried.find(fd);
+  if (it == carried.end()) return;
+  it->second.socket->exec_abandon();
+  carried.erase(it);
+}
+
+namespace {
+// A Socket for descriptor `fd` the exec left open, in the fd table once
+// `build` made it what it is.
+template <class Build>
+int rebuilt(int fd, int domain, const Build& build) {
+  if (domain != AF_INET && domain != AF_INET6) return fail(EAFNOSUPPORT);
+  std::shared_ptr<Socket> s;
+  try {
+    s = std::make_shared<Socket>(fd, domain);
+    if (int rc = build(*s)) return fail(-rc);
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM);
+  }
+  // The rsocket's kernel descriptor never blocks; the program's
+  // O_NONBLOCK is the rsocket's own flag (as ss_rspreload_adopt).
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  if (int rc = FdTable::instance().insert(fd, FdKind::kRsocket, std::move(s))) return fail(-rc);
+  return 0;
+}
+}  // namespace
+
+SS_EXPORT int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len) {
+  return rebuilt(fd, domain, [&](Socket& s) {
+    return s.exec_restore(static_cast<const uint8_t*>(state), len);
+  });
+}
+
+SS_EXPORT int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name,
+                                     unsigned len) {
+  return rebuilt(fd, domain, [&](Socket& s) {
+    s.exec_lost(name, len);
+    return 0;
+  });
 }
 
 SS_EXPORT int ss_rspreload_failed(int fd) {

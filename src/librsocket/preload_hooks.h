@@ -87,6 +87,25 @@ void ss_rspreload_signal_probe(uint64_t (*ran)(void),
 // longer counts it held.
 void ss_rspreload_fork_closed(void (*closed)(int fd));
 
+// exec with rsockets left open (librspreload's exec_hook.cc). Before
+// it: rsocket fd's connection as the state a new image of this process
+// builds it back from, *own the descriptor the rsocket was made at, and
+// in keep[*nkeep] (in: its room) the descriptors the exec must leave
+// open for it; the rsocket locked until the image goes or
+// ss_rspreload_exec_abandon(fd) (the exec failed): the state's length,
+// *state valid until then; or -1 and errno (EOPNOTSUPP: it cannot cross:
+// not established and quiet, or a provider that cannot follow; unlocked).
+// A shm connection first moves to its stream alone, both ends (rsocket(7),
+// "Exec"): it waits up to 2 s for the peer's answer.
+long ss_rspreload_exec_save(int fd, const void** state, int* own, int* keep, int* nkeep);
+void ss_rspreload_exec_abandon(int fd);
+// In the new image, before the program runs: the rsocket built back at
+// `fd` (the saved *own, left open by the exec) from such a state; or, for
+// a connection that could not cross, a reset one there named `name`
+// (ECONNRESET once, then an end of stream and EPIPE). 0, or -1 and errno.
+int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len);
+int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name, unsigned len);
+
 // The preload's settings (component "preload", listed by
 // slipstream-config): the value of row `id`.
 enum ss_rspreload_setting_id {

@@ -23,6 +23,7 @@
 #include "core/base/process_share.h"
 #include "core/prov/connection.h"
 #include "core/base/futex_mutex.h"
+#include "core/base/pod_bytes.h"
 #include "librsocket/conn_buffer.h"
 #include "librsocket/fork.h"
 #include "librsocket/signal_probe.h"
@@ -201,6 +202,20 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // left inert (no endpoint), never destroyed here (the parent's blocked
   // thread holds it), nothing reaching the peer or the parent.
   void close_in_fork_child() override;
+
+  // The exec hand-over (exec_handover.cc; preload_hooks.h): this
+  // connection's state for a new image of the process, with mu_ left
+  // locked until exec_abandon() (the exec failed) or the image goes, and
+  // in `keep` the descriptors the exec must leave open; false with mu_
+  // free when it cannot cross: not established and quiet, or its
+  // provider cannot follow (ConnectionOps::restore).
+  bool exec_save(std::vector<uint8_t>* out, std::vector<int>* keep);
+  void exec_abandon();
+  // In the new image: the connection built back on its descriptor fd_
+  // from exec_save's state (0 or -errno), or, when it could not cross,
+  // a connection reset (exec_lost: ECONNRESET once, then as Linux's).
+  int exec_restore(const uint8_t* in, size_t len);
+  void exec_lost(const sockaddr* name, socklen_t len);
 
   // Linger service: one step of a graceful close (close.cc); true once the
   // connection is finished (and, after rclose, everything released).
@@ -448,7 +463,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
 
   ProcessShare share_;            // joined: counted at each fork
   // This process's copy of the connection may look at it (may_look) or
-  // move it (may_move): share_'s turn (core/base/process_share.h).
+  // move it (may_move): share_'s turn (core/base/process_share.h). Every
+  // call that reads the engine's state looks first (a copy out of date
+  // takes the state over then), so nothing is built from an old copy.
   // Program threads take the turn as they move it; the library's own
   // threads only where no fork sibling may be about to (settled). A copy
   // another process moved past is stale for good: its connection fails
@@ -456,6 +473,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // holder goes on talking to.
   bool may_look();
   bool may_move();
+  // may_move without a take-over, for work already built from this copy
+  // (a request, completions its endpoint read): the turn, or stale.
+  bool may_move_as_is();
   void went_stale();
   bool stale_ = false;
   // The hand-over of a fork-shared connection (handover.cc): room asked
@@ -466,6 +486,22 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   bool take_over_locked();
   struct EngineState;
   void engine_fields(EngineState* st, bool save);
+  // Connected, with nothing under way that only this process's threads
+  // or memory hold: what a hand-over (fork or exec) needs.
+  bool quiet_locked() const;
+  // The engine's state and the unread messages' lengths, out and back in.
+  void put_engine(std::vector<uint8_t>* out);
+  static bool get_engine(PodReader* r, EngineState* st, std::vector<uint32_t>* lens);
+  void apply_engine(EngineState* st, const std::vector<uint32_t>& lens);
+  bool exec_state(std::vector<uint8_t>* out, std::vector<int>* keep);
+  // exec_restore's steps after the state was read (exec_handover.cc).
+  struct ExecHeader;
+  void exec_fields(ExecHeader* h, bool save);
+  int exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* target, EngineState* st,
+                   const std::vector<uint32_t>& lens, const uint8_t* ep_state, size_t ep_len);
+  bool exec_lost_ = false;        // exec_lost(): reset, then reads end and sends get EPIPE
+  sockaddr_storage exec_name_{};  // exec_lost(): getsockname's answer
+  socklen_t exec_name_len_ = 0;
   bool shared_elsewhere_ = false;  // rclose found another holder
   pid_t made_in_ = 0;              // process that made the endpoint
   bool tracked_ = false;           // fork::track()ed (mu_ not needed: join and leave)

@@ -1,0 +1,222 @@
+// A connection carried across exec (librspreload's exec hand-over,
+// preload_hooks.h): the image that execs writes the connection's state,
+// with mu_ kept locked so no thread of it moves the connection after;
+// the new image builds the Socket back on the same descriptor, which the
+// exec left open. Its buffers are new memory there: their bytes are
+// copied in, and the peer's writes by the keys and addresses it was told
+// before land in them (Endpoint::alias_mr). Only a quiet connection of a
+// provider whose endpoint can be built back (ConnectionOps::restore: tcp)
+// crosses; any other is reset in the new image (exec_lost), as Linux
+// would give a connection whose process died.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "core/base/log.h"
+#include "core/prov/registry.h"
+#include "librsocket/handover_state.h"
+#include "librsocket/keepalive_service.h"
+
+namespace ss::rs {
+
+struct Socket::ExecHeader {
+  char stamp[24];  // kStamp: the same library on both sides of the exec
+  int domain;
+  char provider[16];
+  uint32_t sq_size, rq_size, inline_size, sbuf_size, rbuf_size, iomap_size;
+  bool nodelay, keepalive, reuseaddr, linger, oobinline, v6only, nonblock;
+  uint32_t keepidle;
+  int linger_s, rcvlowat, tos;
+  int64_t rcvtimeo_us, sndtimeo_us;
+  sockaddr_storage peer_addr;
+  socklen_t peer_len;
+  uint32_t max_inline;
+  // Where the peer writes: the keys and addresses it was told.
+  uint32_t rbuf_rkey, target_rkey;
+  uint64_t rbuf_addr, target_addr;
+  uint32_t target_len;
+};
+
+namespace {
+constexpr char kStamp[24] = "slipstream-exec-v1";
+
+uint32_t target_bytes(uint32_t iomap_size) {
+  return static_cast<uint32_t>(kSglSize * sizeof(RsSge) + iomap_size * kIomapEntrySize);
+}
+}  // namespace
+
+// The state, written once the connection is quiet and its endpoint
+// between frames. First what the endpoint must do with its peer (shm:
+// both ends leave each other's memory); the completions that come
+// meanwhile are taken in, for 2 s at most (a peer that makes no call for
+// that long, or a frame that never ends, keeps us waiting).
+bool Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
+  Lock lk(mu_);
+  const prov::Descriptor* d =
+      ep_ ? prov::find_provider(ep_->provider_name(), prov::Family::kConnection) : nullptr;
+  if (!d || !d->connection->restore || !opt_.route.empty()) {
+    SS_DEBUG("rsocket: fd %d: cannot cross exec: %s", fd_,
+             ep_ ? "its provider's connections cannot" : "no connection");
+    return false;
+  }
+  // The current copy of a fork-shared connection (may_move takes the
+  // turn, or the state another process left).
+  if (!may_move()) {
+    SS_DEBUG("rsocket: fd %d: cannot cross exec: another process moved it on", fd_);
+    return false;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    const int rc = ep_->prepare_exec();
+    process_cq(lk);
+    if (rc == 0 && quiet_locked() && exec_state(out, keep)) {
+      lk.release();  // mu_ stays locked: the image goes with it
+      return true;
+    }
+    if ((rc && rc != -EAGAIN) || !ep_ || std::chrono::steady_clock::now() > until) {
+      SS_DEBUG("rsocket: fd %d: cannot cross exec: %s (state %#x, sends %s, %s)", fd_,
+               rc && rc != -EAGAIN ? strerror(-rc) : "never quiet", state_,
+               sends_drained() ? "done" : "under way",
+               reply_pending_ || sending_ || receiving_ ? "a call under way" : "no call");
+      return false;
+    }
+    pollfd p{ep_->event_fd(), ep_->event_mask(), 0};
+    ::poll(&p, 1, 1);
+  }
+}
+
+// The options and flags that cross, the same list both ways.
+void Socket::exec_fields(ExecHeader* h, bool save) {
+  field(save, opt_.sq_size, h->sq_size);
+  field(save, opt_.rq_size, h->rq_size);
+  field(save, opt_.inline_size, h->inline_size);
+  field(save, opt_.sbuf_size, h->sbuf_size);
+  field(save, opt_.rbuf_size, h->rbuf_size);
+  field(save, opt_.iomap_size, h->iomap_size);
+  field(save, opt_.nodelay, h->nodelay);
+  field(save, opt_.keepalive, h->keepalive);
+  field(save, opt_.reuseaddr, h->reuseaddr);
+  field(save, opt_.linger, h->linger);
+  field(save, opt_.oobinline, h->oobinline);
+  field(save, opt_.v6only, h->v6only);
+  field(save, opt_.keepidle, h->keepidle);
+  field(save, opt_.linger_s, h->linger_s);
+  field(save, opt_.rcvlowat, h->rcvlowat);
+  field(save, opt_.tos, h->tos);
+  field(save, opt_.rcvtimeo_us, h->rcvtimeo_us);
+  field(save, opt_.sndtimeo_us, h->sndtimeo_us);
+  field(save, nonblock_, h->nonblock);
+  field(save, peer_addr_, h->peer_addr);
+  field(save, peer_len_, h->peer_len);
+  field(save, max_inline_, h->max_inline);
+}
+
+bool Socket::exec_state(std::vector<uint8_t>* out, std::vector<int>* keep) {
+  ExecHeader h{};
+  memcpy(h.stamp, kStamp, sizeof kStamp);
+  h.domain = domain_;
+  snprintf(h.provider, sizeof h.provider, "%s", ep_->provider_name());
+  exec_fields(&h, true);
+  h.rbuf_rkey = rbuf_rkey_;
+  h.rbuf_addr = reinterpret_cast<uint64_t>(rbuf_);
+  h.target_rkey = target_mem_.rkey();
+  h.target_addr = reinterpret_cast<uint64_t>(target_sgl_);
+  h.target_len = target_bytes(opt_.iomap_size);
+  try {
+    out->clear();
+    keep->clear();
+    put_pod(out, h);
+    out->insert(out->end(), rbuf_, rbuf_ + opt_.rbuf_size);
+    const auto* target = reinterpret_cast<const uint8_t*>(target_sgl_);
+    out->insert(out->end(), target, target + h.target_len);
+    put_engine(out);
+    return ep_->save_for_exec(out, keep);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+void Socket::exec_abandon() { mu_.unlock(); }
+
+int Socket::exec_restore(const uint8_t* in, size_t len) {
+  PodReader r(in, len);
+  ExecHeader h{};
+  if (!r.get(&h) || memcmp(h.stamp, kStamp, sizeof kStamp) != 0 || h.domain != domain_ ||
+      h.target_len != target_bytes(h.iomap_size))
+    return -EPROTO;
+  const uint8_t* rbuf = r.take(h.rbuf_size);
+  const uint8_t* target = r.take(h.target_len);
+  EngineState st{};
+  std::vector<uint32_t> lens;
+  if (!rbuf || !target || !get_engine(&r, &st, &lens)) return -EPROTO;
+  size_t ep_len = 0;
+  const uint8_t* ep_state = r.rest(&ep_len);
+  Lock lk(mu_);
+  return exec_rebuild(h, rbuf, target, &st, lens, ep_state, ep_len);
+}
+
+int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* target, EngineState* st,
+                         const std::vector<uint32_t>& lens, const uint8_t* ep_state,
+                         size_t ep_len) {
+  char provider[sizeof h.provider];
+  memcpy(provider, h.provider, sizeof provider);
+  provider[sizeof provider - 1] = '\0';
+  const prov::Descriptor* d = prov::find_provider(provider, prov::Family::kConnection);
+  if (!d || !d->connection->restore) return -EPROTO;
+  if (int rc = d->connection->restore(fd_, ep_state, ep_len, &ep_)) return rc;
+  exec_fields(&h, false);
+  prov::EndpointAttr attr{opt_.sq_size, opt_.rq_size, opt_.inline_size};
+  int rc = ep_->setup(&attr);
+  if (!rc) rc = ep_->reserve_keys(std::max(h.rbuf_rkey, h.target_rkey));
+  if (!rc) rc = alloc_buffers();
+  // Sizes the engine's positions were taken against: they must not change.
+  if (!rc &&
+      (attr.sq_size != h.sq_size || attr.rq_size != h.rq_size || opt_.rbuf_size != h.rbuf_size))
+    rc = -EPROTO;
+  if (rc) {
+    free_buffers();
+    return rc;
+  }
+  caps_ = ep_->caps();
+  memcpy(rbuf_, rbuf, h.rbuf_size);
+  memcpy(target_sgl_, target, h.target_len);
+  // The peer writes by what it was told before.
+  auto alias = [&](void* at, uint32_t len, const ConnBuffer& b, uint32_t key, uint64_t addr) {
+    prov::MemoryRegion now;
+    now.addr = at;
+    now.length = len;
+    now.lkey = b.lkey();
+    now.rkey = b.rkey();
+    return ep_->alias_mr(now, key, addr, len);
+  };
+  rc = alias(rbuf_, h.rbuf_size, rbuf_mem_, h.rbuf_rkey, h.rbuf_addr);
+  if (!rc) rc = alias(target_sgl_, h.target_len, target_mem_, h.target_rkey, h.target_addr);
+  if (rc) {
+    free_buffers();
+    return rc;
+  }
+  apply_engine(st, lens);
+  made_in_ = getpid();
+  join_processes();
+  if (opt_.keepalive) KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
+  SS_DEBUG("rsocket: fd %d: carried across exec over %s", fd_, ep_->provider_name());
+  return 0;
+}
+
+void Socket::exec_lost(const sockaddr* name, socklen_t len) {
+  Lock lk(mu_);
+  if (name && len <= sizeof exec_name_) {
+    memcpy(&exec_name_, name, len);
+    exec_name_len_ = len;
+  }
+  state_ = kError;
+  err_ = ECONNRESET;
+  exec_lost_ = true;
+  kick_waiters();
+}
+
+}  // namespace ss::rs
