@@ -1,5 +1,7 @@
 #include "preload/dup.h"
 
+#include <fcntl.h>
+
 #include "interpose/dup_share.h"
 #include "librsocket/preload_hooks.h"
 #include "librsocket/rsocket_own.h"
@@ -9,9 +11,19 @@ namespace ss::preload::dups {
 
 namespace shared = ss::interpose::dups;
 
-// The kernel descriptor is close-on-exec as every rsocket's (set_fd_flags).
-int dup_rsocket(int fd, int at, bool exact) {
-  return shared::dup_entry(fd, FdKind::kRsocket, at, exact, /*cloexec=*/true);
+// The kernel descriptor is close-on-exec as every rsocket's (set_fd_flags);
+// the program's flag is kept beside it (what an exec carries).
+int dup_rsocket(int fd, int at, bool exact, bool cloexec) {
+  int fd_flag = -1;  // fd's own, kept once numbers share the rsocket's
+  if (shared::program_cloexec(fd) < 0) {
+    InRsocket in;
+    fd_flag = rfcntl(fd, F_GETFD);
+  }
+  const int nfd = shared::dup_entry(fd, FdKind::kRsocket, at, exact, /*cloexec=*/true);
+  if (nfd < 0) return nfd;
+  if (fd_flag >= 0) shared::set_program_cloexec(fd, fd_flag & FD_CLOEXEC);
+  shared::set_program_cloexec(nfd, cloexec);
+  return nfd;
 }
 
 bool close_shared(int fd, int* rc) {

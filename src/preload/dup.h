@@ -9,8 +9,8 @@ namespace ss::preload::dups {
 
 // A duplicate of rsocket `fd`: at `at` exactly (dup2/dup3: free or not
 // ours), else at the lowest free number >= `at` (dup, F_DUPFD); the new
-// number or -1 and errno.
-int dup_rsocket(int fd, int at, bool exact);
+// number or -1 and errno. `cloexec`: the program's FD_CLOEXEC on it.
+int dup_rsocket(int fd, int at, bool exact, bool cloexec);
 
 // close() of rsocket `fd` when other descriptors share its connection:
 // true with *rc set when handled here; false when fd is its rsocket's

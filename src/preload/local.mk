@@ -18,7 +18,8 @@ librspreload_la_SOURCES = \
 	src/preload/listener_ready.cc \
 	src/preload/epoll.cc \
 	src/preload/signals.cc \
-	src/preload/stdio.cc
+	src/preload/stdio.cc \
+	src/preload/exec_hook.cc
 # Its names are libc's: no fortify wrappers around the definitions.
 librspreload_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 librspreload_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -14,6 +14,7 @@
 #include "core/base/log.h"
 #include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
+#include "interpose/dup_share.h"
 #include "preload/dup.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -42,19 +43,26 @@ int fcntl_any(int fd, int cmd, long arg) {
   switch (route(fd)) {
     case Route::kRsocket: {
       switch (cmd) {
-        case F_GETFL:
-        case F_SETFL:
         case F_GETFD: {
+          // A duplicate's own flag, else the rsocket's.
+          const int cloexec = ss::interpose::dups::program_cloexec(fd);
+          if (cloexec >= 0) return cloexec ? FD_CLOEXEC : 0;
+          InRsocket in;
+          return rfcntl(fd, cmd, arg);
+        }
+        case F_GETFL:
+        case F_SETFL: {
           InRsocket in;
           return rfcntl(fd, cmd, arg);
         }
         case F_SETFD: {
+          ss::interpose::dups::set_program_cloexec(fd, arg & FD_CLOEXEC);
           InRsocket in;
           return set_fd_flags(fd, static_cast<int>(arg));
         }
         case F_DUPFD:
         case F_DUPFD_CLOEXEC:
-          return dups::dup_rsocket(fd, static_cast<int>(arg), false);
+          return dups::dup_rsocket(fd, static_cast<int>(arg), false, cmd == F_DUPFD_CLOEXEC);
         default:
           return unsupported(fd, "this fcntl command");
       }

@@ -379,7 +379,8 @@ int dup_onto(int fd, int fd2, int flags) {
   }
   if (ss::interpose::real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
   if (route(fd2) != Route::kKernel) close_fd(fd2);
-  if (r == Route::kRsocket) return dups::dup_rsocket(fd, fd2, true);
+  if (r == Route::kRsocket)
+    return dups::dup_rsocket(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
   if (r == Route::kListener) return dups::dup_listener(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
   if (r == Route::kFresh) give_to_kernel(fd);
   return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
@@ -552,7 +553,7 @@ SS_PRELOAD_EXPORT void closefrom(int lowfd) noexcept {
 SS_PRELOAD_EXPORT int dup(int fd) noexcept {
   switch (route(fd)) {
     case Route::kRsocket:
-      return dups::dup_rsocket(fd, 0, false);
+      return dups::dup_rsocket(fd, 0, false, false);
     case Route::kListener:
       return dups::dup_listener(fd, 0, false, false);
     case Route::kFresh:

@@ -1,0 +1,236 @@
+// exec under librspreload (interpose/exec_calls.h): an rsocket whose
+// descriptor the program leaves open across exec goes on in the new
+// image, at the same numbers. Before the exec, each such connection's
+// state (librsocket's exec hand-over) goes into a memfd the exec keeps
+// open, named by SLIPSTREAM_RSPRELOAD_EXEC in the new environment, and
+// the descriptors the state names are left open; the connection stays
+// locked, so nothing moves it after its state was taken. The new image's
+// librspreload builds the rsockets back from it before the program runs.
+// A connection that cannot cross (not quiet, a provider that cannot
+// follow: rsocket(7), "Exec") is reset there instead, still a socket at
+// its numbers. Nothing is carried when the new image does not load
+// librspreload (LD_PRELOAD without it: the numbers close, EBADF), from a
+// vfork child (the parent's locks), or when locked in a sandbox. A failed
+// exec leaves everything as it was.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <vector>
+
+#include "core/base/fd_table.h"
+#include "core/base/log.h"
+#include "core/base/pod_bytes.h"
+#include "core/base/sandbox.h"
+#include "interpose/dup_share.h"
+#include "interpose/exec_calls.h"
+#include "interpose/real.h"
+#include "librsocket/preload_hooks.h"
+#include "librsocket/rsocket_own.h"
+#include "preload/route.h"
+#include "preload/stats.h"
+
+namespace ss::preload {
+namespace {
+
+constexpr char kEnvName[] = "SLIPSTREAM_RSPRELOAD_EXEC";
+constexpr char kMagic[16] = "rspreload-exec1";
+
+// One rsocket in the memfd, followed by its numbers and its state.
+struct Record {
+  int own;  // the descriptor it was made at (its transport)
+  int domain;
+  sockaddr_storage name;  // its local name (a reset one still answers it)
+  socklen_t name_len;
+  int carried;  // 1: a state follows; 0: reset in the new image
+  int keep[4];  // descriptors of its transport, left open too
+  int nkeep;
+  int numbers;  // the program's numbers that follow (int each)
+  uint64_t state_len;
+};
+
+// What the hook did, undone when the exec fails.
+char g_env[64];
+int g_memfd = -1;
+std::vector<int> g_locked;  // numbers whose rsocket ss_rspreload_exec_save locked
+std::vector<int> g_opened;  // numbers whose FD_CLOEXEC the hook cleared
+
+// Whether the new image loads this library: LD_PRELOAD in its
+// environment names this file.
+bool preloaded_in(char* const* envp) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&preloaded_in), &info) || !info.dli_fname) return false;
+  const char* base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  for (size_t i = 0; envp && envp[i]; i++)
+    if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0) return strstr(envp[i] + 11, base) != nullptr;
+  return false;
+}
+
+// Whether number `fd` of an rsocket closes at exec, as the program set it.
+bool closes_on_exec(int fd) {
+  const int cloexec = interpose::dups::program_cloexec(fd);
+  if (cloexec >= 0) return cloexec;
+  InRsocket in;
+  const int flags = rfcntl(fd, F_GETFD);
+  return flags < 0 || (flags & FD_CLOEXEC);
+}
+
+void keep_open(int fd) {
+  if (interpose::real().fcntl(fd, F_SETFD, 0) == 0) g_opened.push_back(fd);
+}
+
+void exec_failed() {
+  for (int fd : g_opened) interpose::real().fcntl(fd, F_SETFD, FD_CLOEXEC);
+  g_opened.clear();
+  {
+    InRsocket in;
+    for (int fd : g_locked) ss_rspreload_exec_abandon(fd);
+  }
+  g_locked.clear();
+  if (g_memfd >= 0) interpose::real().close(g_memfd);
+  g_memfd = -1;
+}
+
+// One rsocket's record: its state taken (and the rsocket locked), or
+// a reset one; its numbers left open.
+void carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
+  std::sort(numbers.begin(), numbers.end());
+  Record r{};
+  r.own = numbers[0];
+  r.numbers = static_cast<int>(numbers.size());
+  const void* state = nullptr;
+  long len;
+  {
+    InRsocket in;
+    r.name_len = sizeof r.name;
+    if (rgetsockname(numbers[0], reinterpret_cast<sockaddr*>(&r.name), &r.name_len)) r.name_len = 0;
+    r.domain = r.name_len ? r.name.ss_family : AF_UNSPEC;
+    r.nkeep = 4;
+    len = ss_rspreload_exec_save(numbers[0], &state, &r.own, r.keep, &r.nkeep);
+  }
+  if (len >= 0) {
+    g_locked.push_back(numbers[0]);
+    r.carried = 1;
+    r.state_len = static_cast<uint64_t>(len);
+    keep_open(r.own);
+    for (int i = 0; i < r.nkeep; i++)
+      if (r.keep[i] != r.own) keep_open(r.keep[i]);
+  } else {
+    r.nkeep = 0;
+    r.own = numbers[0];
+    SS_WARN("librspreload: fd %d: this connection cannot cross exec (%s): it is reset there",
+            numbers[0], strerror(errno));
+  }
+  for (int n : numbers)
+    if (n != r.own) keep_open(n);
+  if (!r.carried) keep_open(r.own);
+  put_pod(out, r);
+  for (int n : numbers) put_pod(out, n);
+  const auto* bytes = static_cast<const uint8_t*>(state);
+  if (r.carried) out->insert(out->end(), bytes, bytes + len);
+}
+
+const char* carry_rsockets(char* const* envp) {
+  if (in_vfork_child() || sandbox::locked_in() || !preloaded_in(envp)) return nullptr;
+  try {
+    std::map<const void*, std::vector<int>> by_rsocket;
+    for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
+      if (!closes_on_exec(fd)) by_rsocket[obj.get()].push_back(fd);
+    if (by_rsocket.empty()) return nullptr;
+    std::vector<uint8_t> out;
+    out.insert(out.end(), kMagic, kMagic + sizeof kMagic);
+    put_pod(&out, static_cast<uint32_t>(by_rsocket.size()));
+    for (auto& [obj, numbers] : by_rsocket) carry(numbers, &out);
+    g_memfd = memfd_create("slipstream-exec", 0);
+    size_t done = 0;
+    while (g_memfd >= 0 && done < out.size()) {
+      const ssize_t n = write(g_memfd, out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    if (done < out.size()) throw std::bad_alloc();
+    snprintf(g_env, sizeof g_env, "%s=%d", kEnvName, g_memfd);
+    return g_env;
+  } catch (const std::bad_alloc&) {
+    SS_WARN("librspreload: cannot carry rsockets across exec (out of memory or descriptors)");
+    exec_failed();
+    return nullptr;
+  }
+}
+
+// The state the image before left: the memfd's bytes.
+bool read_state(int fd, std::vector<uint8_t>* in) {
+  struct stat st {};
+  if (fstat(fd, &st) || st.st_size <= 0) return false;
+  in->resize(static_cast<size_t>(st.st_size));
+  return pread(fd, in->data(), in->size(), 0) == static_cast<ssize_t>(in->size());
+}
+
+// One record built back: the rsocket at its own number, its numbers
+// sharing it, close-on-exec again as every rsocket's kernel descriptor.
+void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state) {
+  InRsocket in;
+  bool ok = r.carried && ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len) == 0;
+  if (r.carried && !ok)
+    SS_WARN("librspreload: fd %d: the connection could not be built back after exec (%s): reset",
+            r.own, strerror(errno));
+  if (!ok) {
+    // The peer must see the end: nothing here will carry on its transport.
+    interpose::real().shutdown(r.own, SHUT_RDWR);
+    for (int i = 0; i < r.nkeep && i < 4; i++)
+      if (r.keep[i] != r.own) interpose::real().close(r.keep[i]);
+    if (ss_rspreload_exec_lost(r.own, r.domain, reinterpret_cast<const sockaddr*>(&r.name),
+                               r.name_len))
+      return;  // a plain socket, then
+  }
+  if (ok) stats::count_rsocket(ss_rspreload_provider(r.own));
+  if (const int rc = interpose::dups::regroup(r.own, numbers, FdKind::kRsocket))
+    SS_WARN("librspreload: fd %d: its duplicates after exec: %s", r.own, strerror(-rc));
+  interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);
+  for (int n : numbers) interpose::real().fcntl(n, F_SETFD, FD_CLOEXEC);
+  for (int i = 0; i < r.nkeep && i < 4; i++)
+    interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
+}
+
+__attribute__((constructor)) void carry_in() {
+  interpose::set_before_exec(carry_rsockets);
+  interpose::set_exec_failed(exec_failed);
+  const char* v = getenv(kEnvName);
+  if (!v) return;
+  // Before any service thread the rsockets start (their fork handlers).
+  interpose::dups::lock_around_fork();
+  const int fd = atoi(v);
+  unsetenv(kEnvName);
+  std::vector<uint8_t> in;
+  const bool read = fd > 2 && read_state(fd, &in);
+  interpose::real().close(fd);
+  PodReader r(in.data(), in.size());
+  const uint8_t* magic = r.take(sizeof kMagic);
+  uint32_t records = 0;
+  if (!read || !magic || memcmp(magic, kMagic, sizeof kMagic) || !r.get(&records)) {
+    SS_WARN("librspreload: %s names no state of rsockets: none carried across exec", kEnvName);
+    return;
+  }
+  for (uint32_t i = 0; i < records; i++) {
+    Record rec{};
+    if (!r.get(&rec) || rec.numbers <= 0 || rec.numbers > 4096) break;
+    std::vector<int> numbers(static_cast<size_t>(rec.numbers));
+    for (int& n : numbers) r.get(&n);
+    const uint8_t* state = rec.carried ? r.take(rec.state_len) : nullptr;
+    if (!r.ok()) break;
+    rebuild(rec, numbers, state);
+  }
+}
+
+}  // namespace
+}  // namespace ss::preload
