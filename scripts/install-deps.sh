@@ -10,10 +10,11 @@ pkgs=(
   rdmacm-utils iproute2 nftables procps python3 python3-scapy socat curl strace
   iperf3 redis-server redis-tools sockperf
   memcached libmemcached-tools nginx-light apache2-utils wrk postgresql
+  openssh-server openssh-client
 )
 # Servers the tests start themselves, on ports of their own: none left
 # running or enabled by the install.
-services=(redis-server memcached nginx postgresql)
+services=(redis-server memcached nginx postgresql ssh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
