@@ -22,6 +22,8 @@ ext_test_scripts = \
 	tests/ext/preload_netns_apps.sh \
 	tests/ext/preload_netns_fallback.sh \
 	tests/ext/preload_sandbox.sh \
+	tests/ext/preload_exec.sh \
+	tests/ext/preload_sshd.sh \
 	tests/ext/preload_options.sh \
 	tests/ext/vma_extra_header.sh \
 	tests/ext/vma_stats.sh \
@@ -58,6 +60,8 @@ EXTRA_DIST += tests/ext/vma_udp_echo.c tests/ext/vma_epoll.c
 EXTRA_DIST += tests/ext/doc_paths.py
 # Built and run by preload_sandbox.sh.
 EXTRA_DIST += tests/ext/sandbox_prog.c
+# Built and run by preload_exec.sh.
+EXTRA_DIST += tests/ext/exec_prog.c
 # Built and run by preload_options.sh.
 EXTRA_DIST += tests/ext/options_prog.c
 # Built and run by fault_matrix.sh.

@@ -22,7 +22,7 @@
 #   SLIPSTREAM_PRELOAD=0                                  -> untouched
 #   SLIPSTREAM_PRELOAD_KERNEL_PORTS listing the port      -> kernel TCP
 #   preload_config: a rule for another program / for socat -> untouched / shm
-#   exec with an rsocket open                             -> EBADF there
+#   exec from a vfork child with an rsocket open          -> EBADF there
 #   an epoll (asyncio) server, preloaded client           -> shm
 #   pre-forked workers accepting, preloaded clients       -> shm
 #   fork after accept (a child per connection)            -> shm
@@ -177,10 +177,12 @@ export SLIPSTREAM_PRELOAD=0
 untracked_case "SLIPSTREAM_PRELOAD=0 on both ends"
 unset SLIPSTREAM_PRELOAD
 
-# exec with an rsocket left open: the new program gets EBADF for it (a
-# clear error), never a kernel socket that is not the connection; the
-# connection itself goes on in the parent.
-begin "exec with an rsocket inherited: EBADF in the new program"
+# exec from a vfork child (CPython's subprocess) with an rsocket left
+# open: nothing crosses from there (the parent's locks), so the new
+# program gets EBADF for it (a clear error), never a kernel socket that is
+# not the connection; the connection itself goes on in the parent. A
+# fork child's exec carries it: preload_exec.sh.
+begin "exec from a vfork child with an rsocket inherited: EBADF in the new program"
 cat >"$T/exec_srv.py" <<'PY'
 import socket, subprocess, sys
 l = socket.socket()

@@ -1,0 +1,114 @@
+#!/bin/bash
+# librspreload across exec (issue 33): tests/ext/exec_prog.c accepts a
+# connection, forks, and the child makes it its stdin and stdout, closes
+# the number accept gave and execs a new program on it, as sshd's re-exec
+# and inetd do; the client sends 1 MB and reads it back at once, so bytes
+# are on the way while the exec runs. Both ends preloaded:
+#   tcp and shm: the new program echoes 1 MB intact over the same
+#     connection, and counts it on rsockets (its own statistics file, by
+#     its pid): the connection was built back there, not left to a kernel
+#     socket (shm's first goes to its stream alone, both ends);
+#   an exec that fails leaves the connection working: the child echoes 1 MB
+#     itself;
+#   after an exec or a fork, a child that echoes half and exits, and its
+#     parent that echoes the rest from the state it left;
+#   shm with the peer stopped (it cannot answer): the new program's stdin
+#     is still a socket of the connection's family, whose first read says
+#     ECONNRESET.
+# The same program without the preload is the reference. About 8 s.
+# Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
+set -u
+name=preload_exec.sh
+here=$(cd "$(dirname "$0")" && pwd) || exit 99
+. "$here/check.sh"
+preload_prog exec_prog.c
+port=$((20000 + RANDOM % 9000))
+MB=1000000
+
+# run TAG HOW [ENV...]: the server and the client, each under ENV; their
+# output in $T/TAG.srv and $T/TAG.cl, statistics in $T/TAG.st.
+run() {
+  local tag=$1 how=$2
+  shift 2
+  port=$((port + 1))
+  mkdir -p "$T/$tag.st"
+  env "$@" SLIPSTREAM_PRELOAD_STATS="$T/$tag.st" timeout 30 "$T/prog" serve $port $MB "$how" \
+    >"$T/$tag.srv" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do grep -q ready "$T/$tag.srv" && break; sleep 0.1; done
+  env "$@" SLIPSTREAM_PRELOAD_STATS="$T/$tag.st" timeout 30 "$T/prog" send $port $MB \
+    >"$T/$tag.cl" 2>&1
+  wait "${pids[-1]}"
+}
+
+# exec_image_on TAG PROV: the exec'd program (its pid from its output)
+# counted one connection on rsockets over PROV, none on kernel TCP.
+exec_image_on() {
+  local pid f
+  pid=$(sed -n 's/.*, pid \([0-9]*\)$/\1/p' "$T/$1.srv")
+  f=$T/$1.st/rspreload.$pid
+  [ -n "$pid" ] && grep -q " rsockets=1 .*$2=1 .* kernel_tcp=0$" "$f" 2>/dev/null ||
+    { echo "  stats of the new program ($pid): $(cat "$f" 2>/dev/null)"; return 1; }
+}
+
+bad=0
+run plain exec || bad=1
+has "$T/plain.srv" "^echoed $MB$" && has "$T/plain.srv" "^child exit 0$" &&
+  has "$T/plain.cl" "^echoed $MB intact$" || bad=1
+check "without the preload: the exec'd program echoes 1 MB over its stdin" $bad
+
+for prov in tcp shm; do
+  bad=0
+  run "$prov" exec LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
+  has "$T/$prov.srv" "^stdin: a socket of family 2, " && has "$T/$prov.srv" "^echoed $MB$" &&
+    has "$T/$prov.srv" "^child exit 0$" && has "$T/$prov.cl" "^echoed $MB intact$" || bad=1
+  exec_image_on "$prov" "$prov" || bad=1
+  check "$prov, both ends preloaded: the connection crosses exec (sshd's re-exec): the new program echoes 1 MB on it, counted on rsockets" $bad
+
+  bad=0
+  run "badexec-$prov" badexec LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
+  has "$T/badexec-$prov.srv" "^exec failed " && has "$T/badexec-$prov.srv" "^echoed $MB$" &&
+    has "$T/badexec-$prov.cl" "^echoed $MB intact$" || bad=1
+  check "$prov, an exec that fails: the connection goes on in the program that tried it" $bad
+done
+
+# Processes taking turns after an exec or a fork (sshd's monitor and its
+# child): a child echoes the first half and exits, its parent the rest
+# from the state it left. The parent's first call must take that state
+# over before it builds anything (a credit update built from its own copy
+# gave the peer a half of the buffer still unread: byte 350000 differed).
+for prov in tcp shm; do
+  for how in exec noexec; do
+    bad=0
+    for round in 1 2 3; do
+      run "turns-$prov-$how" "$how" EXEC_PROG_HALF_IN_CHILD=1 LD_PRELOAD="$PRELOAD" \
+        SLIPSTREAM_PROVIDER=$prov || bad=1
+      has "$T/turns-$prov-$how.cl" "^echoed $MB intact$" || { bad=1; break; }
+    done
+    check "$prov, $how then fork: a child echoes half and exits, its parent the rest (3 rounds)" $bad
+  done
+done
+
+# A shm connection crosses once both ends left each other's memory; a
+# peer stopped (SIGSTOP) never answers, and after 2 s the new program gets
+# the connection reset, still a socket of its family.
+bad=0
+port=$((port + 1))
+env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm timeout 30 "$T/prog" serve $port 1 exec \
+  >"$T/stopped.srv" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q ready "$T/stopped.srv" && break; sleep 0.1; done
+env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm timeout 30 "$T/prog" hold $port >"$T/stopped.cl" 2>&1 &
+cpid=$!
+pids+=($cpid)
+wait "${pids[-2]}" || bad=1
+pkill -CONT -f "$T/prog hold $port"  # timeout's child, not timeout
+wait "$cpid"
+has "$T/stopped.cl" "^after the stop: Connection reset by peer$" &&
+  has "$T/stopped.srv" "^stdin: a socket of family 2, " &&
+  has "$T/stopped.srv" "^echo: read: Connection reset by peer after 0$" &&
+  has "$T/stopped.srv" "cannot cross exec" || bad=1
+check "shm, the peer stopped: the connection cannot cross; the new program finds it reset, still a socket of its family, and the peer, once continued, a reset" $bad
+
+echo "$name: $fails failed"
+[ "$fails" = 0 ]

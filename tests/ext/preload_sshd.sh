@@ -1,0 +1,108 @@
+#!/bin/bash
+# OpenSSH on both ends of librspreload (issue 33): Debian's sshd with its
+# defaults (it re-executes itself for each connection, handing the
+# connection to the new image across exec, then forks a sandboxed child
+# for the key exchange and authentication: chroot, an unprivileged user,
+# a seccomp filter, RLIMIT_NOFILE and RLIMIT_FSIZE 0), key authentication
+# as root on 127.0.0.1; ssh, scp (20 MB each way) and sftp, each checked
+# with cmp. On shm (auto) and on tcp:
+#   every process that made or took a connection counts it on rsockets
+#   over that provider and none on kernel TCP (SLIPSTREAM_PRELOAD_STATS),
+#   and the re-executed sshd counts the one it was handed: the connection
+#   crossed exec on rsockets, it was not left to a kernel socket.
+# Plain ssh against the same sshd is the reference. About 15 s.
+# Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
+set -u
+name=preload_sshd.sh
+here=$(cd "$(dirname "$0")" && pwd) || exit 99
+. "$here/check.sh"
+require_root "sshd's privilege separation" /usr/sbin/sshd ssh scp sftp ssh-keygen cmp
+B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
+PRELOAD=$B/.libs/librspreload.so
+[ -f "$PRELOAD" ] || { echo "ERROR: $name: $PRELOAD not found: build first"; exit 99; }
+unset LD_PRELOAD SLIPSTREAM_PROVIDER
+T=$(mktemp -d "${TMPDIR:-/tmp}/ss-sshd.XXXXXX") || exit 99
+chmod 755 "$T"
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$T"' EXIT
+mkdir -p /run/sshd && chmod 755 /run/sshd  # sshd's privilege separation directory
+ssh-keygen -q -t ed25519 -N '' -f "$T/host" && ssh-keygen -q -t ed25519 -N '' -f "$T/user" &&
+  cp "$T/user.pub" "$T/authorized" || exit 99
+head -c 20000000 /dev/urandom >"$T/up" || exit 99
+port=$((20000 + RANDOM % 9000))
+cat >"$T/sshd_config" <<CONF
+Port $port
+ListenAddress 127.0.0.1
+HostKey $T/host
+AuthorizedKeysFile $T/authorized
+PermitRootLogin prohibit-password
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PidFile $T/sshd.pid
+Subsystem sftp /usr/lib/openssh/sftp-server
+CONF
+opts=(-F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes
+  -o LogLevel=ERROR -i "$T/user")
+
+# start_sshd ENV...: sshd in the foreground of a background job, under ENV.
+start_sshd() {
+  env "$@" /usr/sbin/sshd -D -e -f "$T/sshd_config" >"$T/sshd.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 50); do grep -q "Server listening" "$T/sshd.log" && return 0; sleep 0.1; done
+  echo "  sshd did not start:"; sed 's/^/    /' "$T/sshd.log"; return 1
+}
+stop_sshd() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=; }
+
+# session ENV...: ssh, scp both ways and sftp, each client under ENV.
+session() {
+  local bad=0
+  rm -f "$T/up.copy" "$T/down" "$T/sftp.copy"
+  [ "$(env "$@" timeout 30 ssh "${opts[@]}" -p $port root@127.0.0.1 'echo hello over ssh')" = \
+    "hello over ssh" ] || { echo "  ssh echo failed"; bad=1; }
+  env "$@" timeout 60 scp -q "${opts[@]}" -P $port "$T/up" root@127.0.0.1:"$T/up.copy" &&
+    cmp -s "$T/up" "$T/up.copy" || { echo "  scp up: not the same"; bad=1; }
+  env "$@" timeout 60 scp -q "${opts[@]}" -P $port root@127.0.0.1:"$T/up" "$T/down" &&
+    cmp -s "$T/up" "$T/down" || { echo "  scp down: not the same"; bad=1; }
+  printf 'get %s %s\n' "$T/up" "$T/sftp.copy" >"$T/batch"
+  env "$@" timeout 60 sftp -q "${opts[@]}" -P $port -b "$T/batch" root@127.0.0.1 >/dev/null &&
+    cmp -s "$T/up" "$T/sftp.copy" || { echo "  sftp get: not the same"; bad=1; }
+  return $bad
+}
+
+# on_rsockets PROV: each line of the statistics counts its connections on
+# rsockets over PROV and none on kernel TCP; at least one sshd that made
+# no listener (the re-executed one) counts the connection it was handed.
+on_rsockets() {
+  local f bad=0 handed=0
+  for f in "$T/st"/rspreload.*; do
+    [ -f "$f" ] || continue
+    grep -q ' rsockets=0 ' "$f" && continue
+    grep -q " $1=[1-9].* kernel_tcp=0$" "$f" || { echo "  not all on $1: $(cat "$f")"; bad=1; }
+    grep -q 'comm=sshd rsockets=1 ' "$f" && handed=$((handed + 1))
+  done
+  [ "$handed" -ge 4 ] || { echo "  re-executed sshds counting their connection: $handed, want 4"; bad=1; }
+  return $bad
+}
+
+bad=0
+start_sshd || bad=1
+session || bad=1
+stop_sshd
+check "without the preload: ssh, scp 20 MB both ways and sftp against sshd" $bad
+
+for prov in shm tcp; do
+  bad=0
+  rm -rf "$T/st" && mkdir "$T/st"
+  env=(LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov SLIPSTREAM_PRELOAD_STATS="$T/st")
+  start_sshd "${env[@]}" || bad=1
+  session "${env[@]}" || bad=1
+  stop_sshd
+  on_rsockets $prov || bad=1
+  [ $bad = 0 ] || { echo "  sshd's log:"; tail -20 "$T/sshd.log" | sed 's/^/    /'; }
+  check "$prov, both ends preloaded: sshd with its defaults (re-exec, sandboxed child) serves ssh, scp 20 MB both ways and sftp, every connection on rsockets" $bad
+done
+
+echo "$name: $fails failed"
+[ "$fails" = 0 ]
