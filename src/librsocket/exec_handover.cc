@@ -35,14 +35,16 @@ struct Socket::ExecHeader {
   sockaddr_storage peer_addr;
   socklen_t peer_len;
   uint32_t max_inline;
-  // Where the peer writes: the keys and addresses it was told.
-  uint32_t rbuf_rkey, target_rkey;
-  uint64_t rbuf_addr, target_addr;
   uint32_t target_len;
+  uint32_t wire_names;  // Socket::WireName entries that follow the header
 };
 
 namespace {
 constexpr char kStamp[24] = "slipstream-exec-v1";
+// The names of rbuf and the target table the peer may still write by,
+// from the images before: the latest kept (the peer holds two rbuf grants
+// at most, and the target table's name from the connection's start).
+constexpr size_t kMaxWireNames = 16;
 
 uint32_t target_bytes(uint32_t iomap_size) {
   return static_cast<uint32_t>(kSglSize * sizeof(RsSge) + iomap_size * kIomapEntrySize);
@@ -121,15 +123,19 @@ bool Socket::exec_state(std::vector<uint8_t>* out, std::vector<int>* keep) {
   h.domain = domain_;
   snprintf(h.provider, sizeof h.provider, "%s", ep_->provider_name());
   exec_fields(&h, true);
-  h.rbuf_rkey = rbuf_rkey_;
-  h.rbuf_addr = reinterpret_cast<uint64_t>(rbuf_);
-  h.target_rkey = target_mem_.rkey();
-  h.target_addr = reinterpret_cast<uint64_t>(target_sgl_);
   h.target_len = target_bytes(opt_.iomap_size);
+  // Every name the peer may write by: this image's and those it was told
+  // by the images before.
+  std::vector<WireName> names = wire_names_;
+  names.push_back({false, rbuf_rkey_, reinterpret_cast<uint64_t>(rbuf_)});
+  names.push_back({true, target_mem_.rkey(), reinterpret_cast<uint64_t>(target_sgl_)});
+  if (names.size() > kMaxWireNames) names.erase(names.begin(), names.end() - kMaxWireNames);
+  h.wire_names = static_cast<uint32_t>(names.size());
   try {
     out->clear();
     keep->clear();
     put_pod(out, h);
+    for (const WireName& n : names) put_pod(out, n);
     out->insert(out->end(), rbuf_, rbuf_ + opt_.rbuf_size);
     const auto* target = reinterpret_cast<const uint8_t*>(target_sgl_);
     out->insert(out->end(), target, target + h.target_len);
@@ -146,8 +152,11 @@ int Socket::exec_restore(const uint8_t* in, size_t len) {
   PodReader r(in, len);
   ExecHeader h{};
   if (!r.get(&h) || memcmp(h.stamp, kStamp, sizeof kStamp) != 0 || h.domain != domain_ ||
-      h.target_len != target_bytes(h.iomap_size))
+      h.target_len != target_bytes(h.iomap_size) || h.wire_names > kMaxWireNames)
     return -EPROTO;
+  std::vector<WireName> names(h.wire_names);
+  for (WireName& n : names)
+    if (!r.get(&n)) return -EPROTO;
   const uint8_t* rbuf = r.take(h.rbuf_size);
   const uint8_t* target = r.take(h.target_len);
   EngineState st{};
@@ -156,12 +165,15 @@ int Socket::exec_restore(const uint8_t* in, size_t len) {
   size_t ep_len = 0;
   const uint8_t* ep_state = r.rest(&ep_len);
   Lock lk(mu_);
+  wire_names_ = std::move(names);
   return exec_rebuild(h, rbuf, target, &st, lens, ep_state, ep_len);
 }
 
 int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* target, EngineState* st,
                          const std::vector<uint32_t>& lens, const uint8_t* ep_state,
                          size_t ep_len) {
+  uint32_t last_key = 0;
+  for (const WireName& n : wire_names_) last_key = std::max(last_key, n.key);
   char provider[sizeof h.provider];
   memcpy(provider, h.provider, sizeof provider);
   provider[sizeof provider - 1] = '\0';
@@ -171,7 +183,7 @@ int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* targ
   exec_fields(&h, false);
   prov::EndpointAttr attr{opt_.sq_size, opt_.rq_size, opt_.inline_size};
   int rc = ep_->setup(&attr);
-  if (!rc) rc = ep_->reserve_keys(std::max(h.rbuf_rkey, h.target_rkey));
+  if (!rc) rc = ep_->reserve_keys(last_key);
   if (!rc) rc = alloc_buffers();
   // Sizes the engine's positions were taken against: they must not change.
   if (!rc &&
@@ -193,8 +205,11 @@ int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* targ
     now.rkey = b.rkey();
     return ep_->alias_mr(now, key, addr, len);
   };
-  rc = alias(rbuf_, h.rbuf_size, rbuf_mem_, h.rbuf_rkey, h.rbuf_addr);
-  if (!rc) rc = alias(target_sgl_, h.target_len, target_mem_, h.target_rkey, h.target_addr);
+  for (const WireName& n : wire_names_) {
+    if (rc) break;
+    rc = n.target ? alias(target_sgl_, h.target_len, target_mem_, n.key, n.addr)
+                  : alias(rbuf_, h.rbuf_size, rbuf_mem_, n.key, n.addr);
+  }
   if (rc) {
     free_buffers();
     return rc;

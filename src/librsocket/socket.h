@@ -499,6 +499,14 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   void exec_fields(ExecHeader* h, bool save);
   int exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* target, EngineState* st,
                    const std::vector<uint32_t>& lens, const uint8_t* ep_state, size_t ep_len);
+  // A name the peer may write rbuf (or the target table) by, from an
+  // image of this process before an exec (exec_handover.cc).
+  struct WireName {
+    bool target;
+    uint32_t key;
+    uint64_t addr;
+  };
+  std::vector<WireName> wire_names_;
   bool exec_lost_ = false;        // exec_lost(): reset, then reads end and sends get EPIPE
   sockaddr_storage exec_name_{};  // exec_lost(): getsockname's answer
   socklen_t exec_name_len_ = 0;
