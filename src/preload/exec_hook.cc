@@ -230,6 +230,7 @@ __attribute__((constructor)) void carry_in() {
     if (!r.ok()) break;
     rebuild(rec, numbers, state);
   }
+  standard_streams_over_connections();
 }
 
 }  // namespace

@@ -172,6 +172,10 @@ void to_kernel_listener(int fd, bool restore_blocking);
 // listeners, and the socket is fresh again (it may listen or connect).
 int shutdown_listener(int fd, int how);
 
+// stdin, stdout and stderr, where their numbers are rsockets (carried
+// across exec), become streams through the preload (stdio.cc).
+void standard_streams_over_connections();
+
 // close() of epoll set `fd` (the table forgets it, the kernel closes it).
 int close_epoll(int fd);
 // Rsocket or listener `fd` is closing: when no other descriptor names

@@ -4,6 +4,9 @@
 // behind it (shm's carries frames). Such a FILE is made with
 // fopencookie instead, its reads, writes and close going through the
 // preload. Its fileno() is -1 (a cookie stream has no descriptor).
+// stdin, stdout and stderr on a connection carried across exec (inetd's
+// pattern: git daemon's upload-pack prints its answers) become such
+// streams too, keeping their numbers for fileno().
 #include <cstdio>
 
 #include "core/base/log.h"
@@ -32,15 +35,39 @@ ssize_t cookie_write(void* c, const char* buf, size_t n) {
 
 int cookie_close(void* c) { return close_fd(fd_of(c)); }
 
+FILE* cookie_stream(int fd, const char* mode) {
+  cookie_io_functions_t io{cookie_read, cookie_write, nullptr, cookie_close};
+  return fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
+}
+
 }  // namespace
+
+void standard_streams_over_connections() {
+  struct Std {
+    FILE** stream;
+    int fd;
+    const char* mode;
+    int buffering;
+  };
+  for (const Std& s :
+       {Std{&stdin, 0, "r", _IOFBF}, Std{&stdout, 1, "w", _IOFBF}, Std{&stderr, 2, "w", _IONBF}}) {
+    if (route(s.fd) != Route::kRsocket) continue;
+    FILE* f = cookie_stream(s.fd, s.mode);
+    if (!f) continue;
+    f->_fileno = s.fd;  // fileno() as before; the cookie, not the number, moves the bytes
+    setvbuf(f, nullptr, s.buffering, 0);
+    *s.stream = f;
+    SS_DEBUG("librspreload: standard stream of fd %d over the connection", s.fd);
+  }
+}
+
 }  // namespace ss::preload
 
 using namespace ss::preload;
 
 SS_PRELOAD_EXPORT FILE* fdopen(int fd, const char* mode) noexcept {
   if (route(fd) != Route::kRsocket) return ss::interpose::real().fdopen(fd, mode);
-  cookie_io_functions_t io{cookie_read, cookie_write, nullptr, cookie_close};
-  FILE* f = fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
+  FILE* f = cookie_stream(fd, mode);
   if (f) SS_DEBUG("librspreload: fdopen of rsocket fd %d: a cookie stream", fd);
   return f;
 }
