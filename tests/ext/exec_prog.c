@@ -7,7 +7,8 @@
 //     echoes itself (HOW noexec); the parent closes its copy and waits for
 //     the child. With EXEC_PROG_HALF_IN_CHILD set, the echo forks a child
 //     that echoes the first half and exits; the echo then does the rest
-//     (sshd's monitor and its child taking turns).
+//     (sshd's monitor and its child taking turns). With EXEC_PROG_EXEC_AGAIN
+//     set to N, the echo first execs itself N times more (git daemon).
 //   exec_prog echo BYTES             (the new program) echo up to BYTES from
 //     stdin to stdout; says what its stdin is, how many bytes it echoed, and
 //     its pid.
@@ -44,6 +45,16 @@ static int echo(size_t bytes) {
   if (getsockname(0, (struct sockaddr*)&name, &len)) {
     fprintf(stderr, "getsockname: %s\n", strerror(errno));
     return 2;
+  }
+  // git daemon's pattern: an exec'd program that execs the next one.
+  const char* again = getenv("EXEC_PROG_EXEC_AGAIN");
+  if (again && atoi(again) > 0) {
+    char left[16], bytes_arg[32];
+    snprintf(left, sizeof left, "%d", atoi(again) - 1);
+    snprintf(bytes_arg, sizeof bytes_arg, "%zu", bytes);
+    setenv("EXEC_PROG_EXEC_AGAIN", left, 1);
+    execl("/proc/self/exe", "exec_prog", "echo", bytes_arg, (char*)NULL);
+    return perror("exec again"), 2;
   }
   fprintf(stderr, "stdin: a socket of family %d, pid %d\n", name.ss_family, (int)getpid());
   size_t done = 0;

@@ -23,7 +23,7 @@ ext_test_scripts = \
 	tests/ext/preload_netns_fallback.sh \
 	tests/ext/preload_sandbox.sh \
 	tests/ext/preload_exec.sh \
-	tests/ext/preload_sshd.sh \
+	tests/ext/preload_exec_apps.sh \
 	tests/ext/preload_options.sh \
 	tests/ext/vma_extra_header.sh \
 	tests/ext/vma_stats.sh \

@@ -10,6 +10,7 @@
 #     socket (shm's first goes to its stream alone, both ends);
 #   an exec that fails leaves the connection working: the child echoes 1 MB
 #     itself;
+#   three execs in a row, the last program echoing (git daemon's);
 #   after an exec or a fork, a child that echoes half and exits, and its
 #     parent that echoes the rest from the state it left;
 #   shm with the peer stopped (it cannot answer): the new program's stdin
@@ -70,6 +71,16 @@ for prov in tcp shm; do
   has "$T/badexec-$prov.srv" "^exec failed " && has "$T/badexec-$prov.srv" "^echoed $MB$" &&
     has "$T/badexec-$prov.cl" "^echoed $MB intact$" || bad=1
   check "$prov, an exec that fails: the connection goes on in the program that tried it" $bad
+done
+
+# git daemon's pattern: the exec'd program execs the next one at once,
+# which echoes; the peer still writes by what the first image told it.
+for prov in tcp shm; do
+  bad=0
+  run "again-$prov" exec EXEC_PROG_EXEC_AGAIN=2 LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov ||
+    bad=1
+  has "$T/again-$prov.srv" "^echoed $MB$" && has "$T/again-$prov.cl" "^echoed $MB intact$" || bad=1
+  check "$prov, three execs in a row (git daemon's): the last program echoes 1 MB" $bad
 done
 
 # Processes taking turns after an exec or a fork (sshd's monitor and its

@@ -1,5 +1,6 @@
 #!/bin/bash
-# OpenSSH on both ends of librspreload (issue 33): Debian's sshd with its
+# Programs that hand a connection to a new program across exec, on both
+# ends of librspreload (issue 33). OpenSSH: Debian's sshd with its
 # defaults (it re-executes itself for each connection, handing the
 # connection to the new image across exec, then forks a sandboxed child
 # for the key exchange and authentication: chroot, an unprivileged user,
@@ -10,13 +11,19 @@
 #   over that provider and none on kernel TCP (SLIPSTREAM_PRELOAD_STATS),
 #   and the re-executed sshd counts the one it was handed: the connection
 #   crossed exec on rsockets, it was not left to a kernel socket.
-# Plain ssh against the same sshd is the reference. About 15 s.
+# git daemon: it execs itself for each connection (--serve), which execs
+# git upload-pack on it, which answers through stdio: git ls-remote with
+# both ends preloaded on shm lists the refs, every process counting its
+# connection on rsockets. (git clone is not among them: its fetch hands
+# the connection to index-pack while it keeps using its own copy, two
+# processes moving one connection at once: rsocket(7), Fork.)
+# The same commands without the preload are the reference. About 20 s.
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
-name=preload_sshd.sh
+name=preload_exec_apps.sh
 here=$(cd "$(dirname "$0")" && pwd) || exit 99
 . "$here/check.sh"
-require_root "sshd's privilege separation" /usr/sbin/sshd ssh scp sftp ssh-keygen cmp
+require_root "sshd's privilege separation" /usr/sbin/sshd ssh scp sftp ssh-keygen cmp git
 B=$(cd "${top_builddir:-$(pwd)}" && pwd) || exit 99
 PRELOAD=$B/.libs/librspreload.so
 [ -f "$PRELOAD" ] || { echo "ERROR: $name: $PRELOAD not found: build first"; exit 99; }
@@ -103,6 +110,41 @@ for prov in shm tcp; do
   [ $bad = 0 ] || { echo "  sshd's log:"; tail -20 "$T/sshd.log" | sed 's/^/    /'; }
   check "$prov, both ends preloaded: sshd with its defaults (re-exec, sandboxed child) serves ssh, scp 20 MB both ways and sftp, every connection on rsockets" $bad
 done
+
+# git daemon, then git ls-remote against it, both under ENV... (a
+# repository with one commit); the refs listed in $T/refs.
+git_listing() {
+  local gport=$((port + 1)) gpid ok=1
+  env "$@" git daemon --reuseaddr --listen=127.0.0.1 --port=$gport --base-path="$T/git" \
+    --export-all "$T/git" >"$T/git.log" 2>&1 &
+  gpid=$!
+  for _ in $(seq 50); do
+    env "$@" timeout 30 git ls-remote git://127.0.0.1:$gport/repo >"$T/refs" 2>"$T/ls.err" && {
+      ok=0
+      break
+    }
+    sleep 0.1
+  done
+  kill "$gpid" 2>/dev/null
+  wait "$gpid" 2>/dev/null
+  [ $ok = 0 ] && grep -q "^$head	refs/heads/" "$T/refs" ||
+    { echo "  ls-remote:"; cat "$T/ls.err" "$T/git.log" | sed 's/^/    /' | tail -20; return 1; }
+}
+mkdir -p "$T/git" && git init -q "$T/git/repo" &&
+  git -C "$T/git/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m one || exit 99
+head=$(git -C "$T/git/repo" rev-parse HEAD) || exit 99
+
+bad=0
+git_listing || bad=1
+check "without the preload: git ls-remote against git daemon lists the refs" $bad
+
+bad=0
+rm -rf "$T/st" && mkdir "$T/st"
+git_listing LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm SLIPSTREAM_PRELOAD_STATS="$T/st" || bad=1
+n=$(cat "$T/st"/rspreload.* 2>/dev/null | grep -c ' shm=[1-9].* kernel_tcp=0$')
+[ "$(cat "$T/st"/rspreload.* | grep -c 'kernel_tcp=[1-9]')" = 0 ] && [ "$n" -ge 4 ] ||
+  { echo "  statistics: $(cat "$T/st"/rspreload.*)"; bad=1; }
+check "shm, both ends preloaded: git daemon, its --serve image and upload-pack (two execs, answers through stdio) list the refs to git ls-remote, every connection on rsockets" $bad
 
 echo "$name: $fails failed"
 [ "$fails" = 0 ]
