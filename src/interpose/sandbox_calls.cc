@@ -21,7 +21,7 @@ SS_PRELOAD_EXPORT int prctl(int option, ...) {
   for (unsigned long& v : a) v = va_arg(ap, unsigned long);
   va_end(ap);
   const int rc = real().prctl(option, a[0], a[1], a[2], a[3]);
-  if (rc == 0 && option == PR_SET_SECCOMP) ss::sandbox::enter("prctl");
+  if (rc == 0 && option == PR_SET_SECCOMP) ss::sandbox::enter();
   return rc;
 }
 
@@ -34,6 +34,6 @@ SS_PRELOAD_EXPORT long syscall(long number, ...) {
   const long rc = real().syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
   if (rc >= 0 && number == SYS_seccomp &&
       (a[0] == SECCOMP_SET_MODE_FILTER || a[0] == SECCOMP_SET_MODE_STRICT))
-    ss::sandbox::enter("seccomp");
+    ss::sandbox::enter();
   return rc;
 }

@@ -52,7 +52,7 @@ int locked_in_child(int a, int b) {
   const rlimit none{0, 0};
   if (setrlimit(RLIMIT_NOFILE, &none) != 0) return 2;
   if (!kill_at(killed, 4)) return 3;
-  sandbox::enter("test");
+  sandbox::enter();
   if (!sandbox::locked_in()) return 4;
   char hdr[] = "head", body[] = "body";
   iovec out[2] = {{hdr, 4}, {body, 4}};

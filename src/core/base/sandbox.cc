@@ -7,8 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/base/log.h"
-
 namespace ss::sandbox {
 
 namespace detail {
@@ -35,13 +33,8 @@ bool inherited_filter() {
 }
 }  // namespace
 
-void enter(const char* how) {
-  if (detail::g_locked_in.exchange(true)) return;
-  SS_INFO(
-      "the program installed a system call filter (%s): connections move by read, write and poll "
-      "alone",
-      how);
-}
+// No log line: once locked in, nothing is written (log.cc).
+void enter() { detail::g_locked_in.store(true); }
 
 void yield_cpu() {
   if (!locked_in()) sched_yield();

@@ -24,8 +24,8 @@ SS_API extern std::atomic<bool> g_locked_in;
 
 // A filter is in force: only reads, writes and waits from now on.
 inline bool locked_in() { return detail::g_locked_in.load(std::memory_order_relaxed); }
-// The program installed a filter (logged once).
-SS_API void enter(const char* how);
+// The program installed a filter.
+SS_API void enter();
 
 // Gives the CPU away while spinning: sched_yield, or nothing once locked
 // in (no filter we know of allows it).
