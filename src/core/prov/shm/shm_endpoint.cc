@@ -356,6 +356,9 @@ void ShmEndpoint::detach_rx() {
 }
 
 void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
+  // Detached while this send was under way (its progress read the peer's
+  // kCtrlDetach): no ring any more, the stream carries it.
+  if (detached_tx_) return queue_imm_frame(imm, len);
   bool wake = false;
   if (pending_imms_.empty() && tx_ring_.attached() && tx_ring_.push(imm, len, stream_seq, &wake)) {
     if (wake) kick_peer();

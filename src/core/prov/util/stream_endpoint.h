@@ -60,6 +60,9 @@ class StreamEndpoint : public Endpoint {
   // (stream_handover.cc).
   bool save_handover(std::vector<uint8_t>* out) const override;
   bool load_handover(const uint8_t* in, size_t len) override;
+  // riomap's progress thread moves the stream without the caller's lock:
+  // no exec crossing then (-EBUSY).
+  int prepare_exec() override { return async_.joinable() ? -EBUSY : 0; }
   int reserve_keys(uint32_t key) override;
   int alias_mr(const MemoryRegion& now, uint32_t wire_key, uint64_t wire_addr, size_t len) override;
 
