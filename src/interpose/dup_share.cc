@@ -168,6 +168,7 @@ int regroup(int owner, const std::vector<int>& numbers, FdKind kind) {
     if (n != owner)
       if (const int rc = t.insert(n, kind, obj, pollable.get())) return rc;
     grp.numbers.insert(n);
+    grp.cloexec[n] = false;  // each crossed the exec
   }
   if (!grp.numbers.count(owner)) {
     t.remove_object(owner, kind, nullptr);
