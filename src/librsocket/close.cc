@@ -227,7 +227,9 @@ void Socket::close_at_exit() {
         while (wait_for(g, false, [&] { return sends_drained() || over(); }) == -EINTR) {
         }
         if (hand_over_locked()) return;
-        if (over()) break;
+        // Retried only for what the endpoint still flushes: with work of
+        // the engine's own under way (another thread's call) none comes.
+        if (over() || !quiet_locked()) break;
       }
       share_.give_up_turn();
       return;

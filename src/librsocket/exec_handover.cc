@@ -5,8 +5,8 @@
 // exec left open. Its buffers are new memory there: their bytes are
 // copied in, and the peer's writes by the keys and addresses it was told
 // before land in them (Endpoint::alias_mr). Only a quiet connection of a
-// provider whose endpoint can be built back (ConnectionOps::restore: tcp)
-// crosses; any other is reset in the new image (exec_lost), as Linux
+// provider whose endpoint can be built back (ConnectionOps::restore: tcp,
+// shm) crosses; any other is reset in the new image (exec_lost), as Linux
 // would give a connection whose process died.
 #include <fcntl.h>
 #include <poll.h>
@@ -42,8 +42,8 @@ struct Socket::ExecHeader {
 namespace {
 constexpr char kStamp[24] = "slipstream-exec-v1";
 // The names of rbuf and the target table the peer may still write by,
-// from the images before: the latest kept (the peer holds two rbuf grants
-// at most, and the target table's name from the connection's start).
+// from the images before: rbuf's latest, and the target table's from the
+// connection's start.
 constexpr size_t kMaxWireNames = 16;
 
 uint32_t target_bytes(uint32_t iomap_size) {
@@ -56,20 +56,31 @@ uint32_t target_bytes(uint32_t iomap_size) {
 // both ends leave each other's memory); the completions that come
 // meanwhile are taken in, for 2 s at most (a peer that makes no call for
 // that long, or a frame that never ends, keeps us waiting).
-bool Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
-  Lock lk(mu_);
+int Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
+  // Bounded: an exec from a signal handler whose thread holds mu_, or a
+  // call that never lets go, must not hang the exec.
+  Lock lk(mu_, std::defer_lock);
+  for (int i = 0; !lk.try_lock(); i++) {
+    if (i == 200) return -EBUSY;
+    ::usleep(1000);
+  }
+  // Another process may hold it too (fork): the exec takes it, as a fork
+  // sibling's first move does (may_move below). The spawners that close
+  // their copy only once the exec went through (git daemon, subprocess
+  // modules) need that; a parent that goes on using its copy finds it
+  // out of date (rsocket(7), Fork).
   const prov::Descriptor* d =
       ep_ ? prov::find_provider(ep_->provider_name(), prov::Family::kConnection) : nullptr;
   if (!d || !d->connection->restore || !opt_.route.empty()) {
     SS_DEBUG("rsocket: fd %d: cannot cross exec: %s", fd_,
              ep_ ? "its provider's connections cannot" : "no connection");
-    return false;
+    return -EOPNOTSUPP;
   }
   // The current copy of a fork-shared connection (may_move takes the
   // turn, or the state another process left).
   if (!may_move()) {
     SS_DEBUG("rsocket: fd %d: cannot cross exec: another process moved it on", fd_);
-    return false;
+    return -EOPNOTSUPP;
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (;;) {
@@ -77,14 +88,14 @@ bool Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
     process_cq(lk);
     if (rc == 0 && quiet_locked() && exec_state(out, keep)) {
       lk.release();  // mu_ stays locked: the image goes with it
-      return true;
+      return 0;
     }
     if ((rc && rc != -EAGAIN) || !ep_ || std::chrono::steady_clock::now() > until) {
       SS_DEBUG("rsocket: fd %d: cannot cross exec: %s (state %#x, sends %s, %s)", fd_,
                rc && rc != -EAGAIN ? strerror(-rc) : "never quiet", state_,
                sends_drained() ? "done" : "under way",
                reply_pending_ || sending_ || receiving_ ? "a call under way" : "no call");
-      return false;
+      return -EOPNOTSUPP;
     }
     pollfd p{ep_->event_fd(), ep_->event_mask(), 0};
     ::poll(&p, 1, 1);
@@ -128,8 +139,15 @@ bool Socket::exec_state(std::vector<uint8_t>* out, std::vector<int>* keep) {
   // by the images before.
   std::vector<WireName> names = wire_names_;
   names.push_back({false, rbuf_rkey_, reinterpret_cast<uint64_t>(rbuf_)});
-  names.push_back({true, target_mem_.rkey(), reinterpret_cast<uint64_t>(target_sgl_)});
-  if (names.size() > kMaxWireNames) names.erase(names.begin(), names.end() - kMaxWireNames);
+  // The target table's name is the one the peer got at the connection's
+  // start (build_conn_data): only the first image's, kept for good.
+  const bool first_image =
+      std::none_of(names.begin(), names.end(), [](const WireName& n) { return n.target; });
+  if (first_image)
+    names.push_back({true, target_mem_.rkey(), reinterpret_cast<uint64_t>(target_sgl_)});
+  // The oldest rbuf names go (the peer holds two grants at most).
+  for (auto it = names.begin(); names.size() > kMaxWireNames && it != names.end();)
+    it = it->target ? it + 1 : names.erase(it);
   h.wire_names = static_cast<uint32_t>(names.size());
   try {
     out->clear();

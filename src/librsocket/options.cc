@@ -279,6 +279,7 @@ int Socket::get_route(void* val, socklen_t* len) const {
 }
 
 int Socket::fcntl(int cmd, long arg) {
+  if (cmd == F_GETFD) return fd_flags_.load(std::memory_order_relaxed);
   std::lock_guard<FutexMutex> g(mu_);
   switch (cmd) {
     case F_GETFL:
@@ -286,12 +287,10 @@ int Socket::fcntl(int cmd, long arg) {
     case F_SETFL:
       nonblock_ = (arg & O_NONBLOCK) != 0;
       return 0;
-    case F_GETFD:
-      return fd_flags_;
     case F_SETFD:
       fd_flags_ = static_cast<int>(arg) & FD_CLOEXEC;
       // The descriptor is a real fd: exec must see the flag.
-      if (::fcntl(fd_, F_SETFD, fd_flags_) < 0) return -errno;
+      if (::fcntl(fd_, F_SETFD, fd_flags_.load()) < 0) return -errno;
       return 0;
   }
   return -ENOTSUP;

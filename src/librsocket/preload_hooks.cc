@@ -116,10 +116,12 @@ struct Carried {
 std::map<int, Carried>& carried = *new std::map<int, Carried>;  // by descriptor
 }  // namespace
 
-SS_EXPORT long ss_rspreload_exec_save(int fd, const void** state, int* own, int* keep, int* nkeep) {
+SS_EXPORT long ss_rspreload_exec_save(int fd, const void** state, int* own, int* domain, int* keep,
+                                      int* nkeep) {
   auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
   if (!s) return fail(EBADF);
   *own = s->fd();
+  *domain = s->domain();
   Carried* c;
   try {
     c = &carried[fd];
@@ -128,10 +130,11 @@ SS_EXPORT long ss_rspreload_exec_save(int fd, const void** state, int* own, int*
   }
   c->socket = s;
   std::vector<int> fds;
-  if (!s->exec_save(&c->state, &fds) || fds.size() > static_cast<size_t>(*nkeep)) {
-    if (fds.size() > static_cast<size_t>(*nkeep)) s->exec_abandon();
+  const int rc = s->exec_save(&c->state, &fds);
+  if (rc || fds.size() > static_cast<size_t>(*nkeep)) {
+    if (!rc) s->exec_abandon();
     carried.erase(fd);
-    return fail(EOPNOTSUPP);
+    return fail(rc ? -rc : EOPNOTSUPP);
   }
   *nkeep = static_cast<int>(fds.size());
   std::copy(fds.begin(), fds.end(), keep);

@@ -89,15 +89,19 @@ void ss_rspreload_fork_closed(void (*closed)(int fd));
 
 // exec with rsockets left open (librspreload's exec_hook.cc). Before
 // it: rsocket fd's connection as the state a new image of this process
-// builds it back from, *own the descriptor the rsocket was made at, and
+// builds it back from, *own the descriptor the rsocket was made at,
+// *domain its family (set whatever the answer), and
 // in keep[*nkeep] (in: its room) the descriptors the exec must leave
 // open for it; the rsocket locked until the image goes or
 // ss_rspreload_exec_abandon(fd) (the exec failed): the state's length,
-// *state valid until then; or -1 and errno (EOPNOTSUPP: it cannot cross:
-// not established and quiet, or a provider that cannot follow; unlocked).
+// *state valid until then; or -1 and errno, unlocked: EOPNOTSUPP, it
+// cannot cross (not established and quiet, a provider that cannot
+// follow: reset it there); EBUSY, it must stay out of the new image
+// (it stayed locked 200 ms: an exec from a signal handler inside a call).
 // A shm connection first moves to its stream alone, both ends (rsocket(7),
 // "Exec"): it waits up to 2 s for the peer's answer.
-long ss_rspreload_exec_save(int fd, const void** state, int* own, int* keep, int* nkeep);
+long ss_rspreload_exec_save(int fd, const void** state, int* own, int* domain, int* keep,
+                            int* nkeep);
 void ss_rspreload_exec_abandon(int fd);
 // In the new image, before the program runs: the rsocket built back at
 // `fd` (the saved *own, left open by the exec) from such a state; or, for

@@ -206,10 +206,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // The exec hand-over (exec_handover.cc; preload_hooks.h): this
   // connection's state for a new image of the process, with mu_ left
   // locked until exec_abandon() (the exec failed) or the image goes, and
-  // in `keep` the descriptors the exec must leave open; false with mu_
-  // free when it cannot cross: not established and quiet, or its
-  // provider cannot follow (ConnectionOps::restore).
-  bool exec_save(std::vector<uint8_t>* out, std::vector<int>* keep);
+  // in `keep` the descriptors the exec must leave open: 0. Else mu_ free
+  // and -EOPNOTSUPP when it cannot cross (not established and quiet, a
+  // provider that cannot follow: ConnectionOps::restore), -EBUSY when it
+  // must stay out of it (locked for long: an exec from a signal handler).
+  int exec_save(std::vector<uint8_t>* out, std::vector<int>* keep);
   void exec_abandon();
   // In the new image: the connection built back on its descriptor fd_
   // from exec_save's state (0 or -errno), or, when it could not cross,
@@ -384,7 +385,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // until librspreload hands the descriptor to the kernel); -1: not counted.
   int kernel_events_ep_ = -1;
   void watch_kernel_events();
-  int fd_flags_ = 0;        // FD_CLOEXEC (F_SETFD)
+  // FD_CLOEXEC (F_SETFD); read without mu_ (an exec's hook may run in a
+  // signal handler whose thread holds it).
+  std::atomic<int> fd_flags_{0};
   // options_fd(): -2 not asked yet, -1 fd_ answers, else the TCP socket
   // made to answer for a connection whose descriptor is no TCP socket.
   int options_fd_ = -2;
