@@ -8,10 +8,10 @@
 // librspreload builds the rsockets back from it before the program runs.
 // A connection that cannot cross (not quiet, a provider that cannot
 // follow: rsocket(7), "Exec") is reset there instead, still a socket at
-// its numbers. Nothing is carried when the new image does not load
-// librspreload (LD_PRELOAD without it: the numbers close, EBADF), from a
-// vfork child (the parent's locks), or when locked in a sandbox. A failed
-// exec leaves everything as it was.
+// its numbers; one locked for long (an exec from a signal handler inside
+// a call) stays out (its numbers close at the exec). Nothing is carried when the new image does not
+// load librspreload (LD_PRELOAD without it: the numbers close, EBADF), from a vfork child (the
+// parent's locks), or when locked in a sandbox. A failed exec leaves everything as it was.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -101,22 +101,26 @@ void exec_failed() {
   g_memfd = -1;
 }
 
-// One rsocket's record: its state taken (and the rsocket locked), or
-// a reset one; its numbers left open.
-void carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
+// One rsocket's record: its state taken (and the rsocket locked), or a
+// reset one; its numbers left open. False when it stays out of the new
+// image (locked for long): its numbers close at the exec.
+bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
   std::sort(numbers.begin(), numbers.end());
   Record r{};
   r.own = numbers[0];
   r.numbers = static_cast<int>(numbers.size());
   const void* state = nullptr;
   long len;
+  g_locked.reserve(g_locked.size() + 1);  // no allocation once it is locked
   {
     InRsocket in;
-    r.name_len = sizeof r.name;
-    if (rgetsockname(numbers[0], reinterpret_cast<sockaddr*>(&r.name), &r.name_len)) r.name_len = 0;
-    r.domain = r.name_len ? r.name.ss_family : AF_UNSPEC;
     r.nkeep = 4;
-    len = ss_rspreload_exec_save(numbers[0], &state, &r.own, r.keep, &r.nkeep);
+    len = ss_rspreload_exec_save(numbers[0], &state, &r.own, &r.domain, r.keep, &r.nkeep);
+  }
+  if (len < 0 && errno == EBUSY) {
+    SS_WARN("librspreload: fd %d: locked by a call under way: closed in the exec'd program",
+            numbers[0]);
+    return false;
   }
   if (len >= 0) {
     g_locked.push_back(numbers[0]);
@@ -126,10 +130,14 @@ void carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
     for (int i = 0; i < r.nkeep; i++)
       if (r.keep[i] != r.own) keep_open(r.keep[i]);
   } else {
+    const int err = errno;
     r.nkeep = 0;
     r.own = numbers[0];
+    InRsocket in;
+    r.name_len = sizeof r.name;
+    if (rgetsockname(numbers[0], reinterpret_cast<sockaddr*>(&r.name), &r.name_len)) r.name_len = 0;
     SS_WARN("librspreload: fd %d: this connection cannot cross exec (%s): it is reset there",
-            numbers[0], strerror(errno));
+            numbers[0], strerror(err));
   }
   for (int n : numbers)
     if (n != r.own) keep_open(n);
@@ -138,6 +146,16 @@ void carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
   for (int n : numbers) put_pod(out, n);
   const auto* bytes = static_cast<const uint8_t*>(state);
   if (r.carried) out->insert(out->end(), bytes, bytes + len);
+  return true;
+}
+
+// The memfd at 3 or above: the new image takes 0 to 2 for the program's.
+int state_memfd() {
+  const int fd = memfd_create("slipstream-exec", 0);
+  if (fd < 0 || fd > 2) return fd;
+  const int high = interpose::real().fcntl(fd, F_DUPFD, 3);
+  interpose::real().close(fd);
+  return high;
 }
 
 const char* carry_rsockets(char* const* envp) {
@@ -149,9 +167,12 @@ const char* carry_rsockets(char* const* envp) {
     if (by_rsocket.empty()) return nullptr;
     std::vector<uint8_t> out;
     out.insert(out.end(), kMagic, kMagic + sizeof kMagic);
-    put_pod(&out, static_cast<uint32_t>(by_rsocket.size()));
-    for (auto& [obj, numbers] : by_rsocket) carry(numbers, &out);
-    g_memfd = memfd_create("slipstream-exec", 0);
+    uint32_t records = 0;
+    put_pod(&out, records);
+    for (auto& [obj, numbers] : by_rsocket) records += carry(numbers, &out) ? 1 : 0;
+    if (!records) return nullptr;
+    memcpy(out.data() + sizeof kMagic, &records, sizeof records);
+    g_memfd = state_memfd();
     size_t done = 0;
     while (g_memfd >= 0 && done < out.size()) {
       const ssize_t n = write(g_memfd, out.data() + done, out.size() - done);
@@ -159,7 +180,9 @@ const char* carry_rsockets(char* const* envp) {
       done += static_cast<size_t>(n);
     }
     if (done < out.size()) throw std::bad_alloc();
-    snprintf(g_env, sizeof g_env, "%s=%d", kEnvName, g_memfd);
+    // The pid too: exec keeps it, and a copy of the variable in another
+    // process names nothing there.
+    snprintf(g_env, sizeof g_env, "%s=%d:%d", kEnvName, g_memfd, static_cast<int>(getpid()));
     return g_env;
   } catch (const std::bad_alloc&) {
     SS_WARN("librspreload: cannot carry rsockets across exec (out of memory or descriptors)");
@@ -185,10 +208,9 @@ void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* st
     SS_WARN("librspreload: fd %d: the connection could not be built back after exec (%s): reset",
             r.own, strerror(errno));
   if (!ok) {
-    // The peer must see the end: nothing here will carry on its transport.
+    // The peer must see the end: nothing here will carry on its transport
+    // (an endpoint built and dropped closed its own descriptors).
     interpose::real().shutdown(r.own, SHUT_RDWR);
-    for (int i = 0; i < r.nkeep && i < 4; i++)
-      if (r.keep[i] != r.own) interpose::real().close(r.keep[i]);
     if (ss_rspreload_exec_lost(r.own, r.domain, reinterpret_cast<const sockaddr*>(&r.name),
                                r.name_len))
       return;  // a plain socket, then
@@ -209,10 +231,12 @@ __attribute__((constructor)) void carry_in() {
   if (!v) return;
   // Before any service thread the rsockets start (their fork handlers).
   interpose::dups::lock_around_fork();
-  const int fd = atoi(v);
+  int fd = -1, pid = 0;
+  const bool ours = sscanf(v, "%d:%d", &fd, &pid) == 2 && fd > 2 && pid == getpid();
   unsetenv(kEnvName);
+  if (!ours) return;  // left by another process's exec: names nothing here
   std::vector<uint8_t> in;
-  const bool read = fd > 2 && read_state(fd, &in);
+  const bool read = read_state(fd, &in);
   interpose::real().close(fd);
   PodReader r(in.data(), in.size());
   const uint8_t* magic = r.take(sizeof kMagic);
