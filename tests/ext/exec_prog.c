@@ -5,7 +5,9 @@
 //     execs this program as "echo BYTES" (HOW exec), or first tries a
 //     program that does not exist and then echoes itself (HOW badexec), or
 //     echoes itself (HOW noexec); the parent closes its copy and waits for
-//     the child. With EXEC_PROG_HALF_IN_CHILD set, the echo forks a child
+//     the child. HOW parentkeeps: as exec, but the parent keeps its copy,
+//     and once the child is gone echoes on it itself. With EXEC_PROG_HALF
+//     set, the exec'd echo stops after the first half. With EXEC_PROG_HALF_IN_CHILD set, the echo forks a child
 //     that echoes the first half and exits; the echo then does the rest
 //     (sshd's monitor and its child taking turns). With EXEC_PROG_EXEC_AGAIN
 //     set to N, the echo first execs itself N times more (git daemon).
@@ -35,6 +37,7 @@ static unsigned char pattern(size_t i) { return (unsigned char)(i * 131 + (i >> 
 static int echo_bytes(size_t bytes, size_t* done);
 
 static int echo(size_t bytes) {
+  if (getenv("EXEC_PROG_HALF")) bytes /= 2;  // the first half only
   struct stat st;
   struct sockaddr_storage name;
   socklen_t len = sizeof name;
@@ -131,11 +134,18 @@ static int serve(int port, const char* bytes, const char* how, const char* self)
     execl(self, self, "echo", bytes, (char*)NULL);
     return perror("exec"), 2;
   }
-  close(c);
+  if (strcmp(how, "parentkeeps") != 0) close(c);
   int status = 0;
   waitpid(pid, &status, 0);
   printf("child %s %d\n", WIFEXITED(status) ? "exit" : "signal",
          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  fflush(stdout);
+  if (strcmp(how, "parentkeeps") == 0) {
+    // The parent kept its copy: its echo of the rest, once the child is gone.
+    if (dup2(c, 0) < 0 || dup2(c, 1) < 0) return perror("dup2"), 2;
+    unsetenv("EXEC_PROG_HALF");
+    return echo(strtoul(bytes, NULL, 10));
+  }
   return 0;
 }
 
@@ -208,7 +218,8 @@ int main(int argc, char** argv) {
   if (argc == 5 && strcmp(argv[1], "serve") == 0) return serve(atoi(argv[2]), argv[3], argv[4], argv[0]);
   if (argc == 4 && strcmp(argv[1], "send") == 0) return send_all(atoi(argv[2]), strtoul(argv[3], NULL, 10));
   fprintf(stderr,
-          "usage: exec_prog serve PORT BYTES exec|badexec|noexec | echo BYTES | send PORT BYTES | "
+          "usage: exec_prog serve PORT BYTES exec|badexec|noexec|parentkeeps | echo BYTES | "
+          "send PORT BYTES | "
           "hold PORT\n");
   return 2;
 }

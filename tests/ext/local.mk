@@ -87,7 +87,8 @@ EXTRA_DIST += tests/ext/vma_tcp_extra_prog.c
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
-	no_rdma.sh=60 demo.sh=360 preload.sh=180 preload_netns.sh=60 \
+	no_rdma.sh=60 demo.sh=360 preload.sh=360 preload_netns.sh=60 \
+	preload_exec.sh=120 preload_exec_apps.sh=180 \
 	preload_netns_apps.sh=300 preload_netns_fallback.sh=300 udpong.sh=90 \
 	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \

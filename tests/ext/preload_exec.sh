@@ -11,6 +11,8 @@
 #   an exec that fails leaves the connection working: the child echoes 1 MB
 #     itself;
 #   three execs in a row, the last program echoing (git daemon's);
+#   a fork child's exec while its parent keeps its copy: the exec'd
+#     program echoes half, the parent's copy then says ECONNRESET;
 #   after an exec or a fork, a child that echoes half and exits, and its
 #     parent that echoes the rest from the state it left;
 #   shm with the peer stopped (it cannot answer): the new program's stdin
@@ -73,6 +75,20 @@ for prov in tcp shm; do
   check "$prov, an exec that fails: the connection goes on in the program that tried it" $bad
 done
 
+# A fork child that execs while its parent keeps its copy: the exec'd
+# program takes the connection and echoes half; the parent's copy is then
+# out of date: its echo of the rest fails with ECONNRESET (fork's rule),
+# no byte of it reaching the peer.
+for prov in tcp shm; do
+  bad=0
+  # The server's status is its echo's: the failure this case expects.
+  run "keeps-$prov" parentkeeps EXEC_PROG_HALF=1 LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov
+  has "$T/keeps-$prov.srv" "^echoed $((MB / 2))$" &&
+    has "$T/keeps-$prov.srv" "^echo: (read|write): Connection reset by peer after 0$" &&
+    has "$T/keeps-$prov.cl" "^got $((MB / 2)) then (the end|error|send error)" || bad=1
+  check "$prov, a fork child's exec while the parent keeps its copy: the exec'd program echoes, the parent's copy then says ECONNRESET" $bad
+done
+
 # git daemon's pattern: the exec'd program execs the next one at once,
 # which echoes; the peer still writes by what the first image told it.
 for prov in tcp shm; do
@@ -113,7 +129,13 @@ env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm timeout 30 "$T/prog" hold $por
 cpid=$!
 pids+=($cpid)
 wait "${pids[-2]}" || bad=1
-pkill -CONT -f "$T/prog hold $port"  # timeout's child, not timeout
+# timeout's child, not timeout, and only once it stopped itself
+for _ in $(seq 100); do
+  hold=$(pgrep -f "^$T/prog hold $port")
+  [ -n "$hold" ] && [ "$(ps -o stat= -p "$hold" | cut -c1)" = T ] && break
+  sleep 0.05
+done
+pkill -CONT -f "^$T/prog hold $port"
 wait "$cpid"
 has "$T/stopped.cl" "^after the stop: Connection reset by peer$" &&
   has "$T/stopped.srv" "^stdin: a socket of family 2, " &&
