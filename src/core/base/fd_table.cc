@@ -29,12 +29,15 @@ extern "C" void __tsan_release(void* addr);
 namespace ss {
 
 namespace {
-struct LastLookup {  // one thread's earlier lookup (40 bytes: kind sits in fd's padding)
+// One thread's earlier lookup: the node it found, valid while the
+// table's generation is unchanged (every remove or replace moves it
+// before its grace period, so the node outlives any reader that still
+// sees the generation). No ownership: a lookup, even from a signal
+// handler, never frees anything.
+struct LastLookup {
   int fd = -1;
-  FdKind kind = FdKind::kNone;
   uint64_t gen = UINT64_MAX;
-  std::weak_ptr<void> object;  // weak: a cached entry never keeps a closed descriptor's object
-  Pollable* pollable = nullptr;
+  const void* node = nullptr;
 };
 // A few entries, by descriptor: a thread serving two sockets keeps both.
 struct LookupCache {
@@ -243,40 +246,41 @@ std::vector<std::pair<int, std::shared_ptr<void>>> FdTable::objects_of(FdKind ki
   return out;
 }
 
-// get_object and get_pollable: the thread's cache first (`last` is fd's
-// entry there, or null), then the table. The generation is read before
-// the slot: an entry cached from a slot that changed meanwhile carries a
-// stale generation and is never used.
-std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
-  const uint64_t gen = gen_.load(std::memory_order_acquire);
+// get_object and get_pollable: fd's node from the thread's cache, else
+// from the table (and cached), inside one RCU read. The generation is
+// read inside it: a cached node whose generation still holds was not
+// yet removed, so its grace period has not begun.
+template <typename Use>
+auto FdTable::with_node(int fd, Use use) const -> decltype(use(nullptr)) {
   const CacheTurn turn;
   LastLookup* last = turn.mine() ? cached(fd) : nullptr;
+  urcu_bp_read_lock();
+  const uint64_t gen = gen_.load(std::memory_order_acquire);
+  const Node* n = nullptr;
   if (last && last->fd == fd && last->gen == gen) {
-    if (last->kind != kind) return nullptr;
-    if (auto o = last->object.lock()) return o;
+    n = static_cast<const Node*>(last->node);
+  } else if (std::atomic<Node*>* s = slot(fd)) {
+    n = s->load(std::memory_order_acquire);
+    if (last && n) *last = {fd, gen, n};
   }
-  FdKind found = FdKind::kNone;
-  Pollable* p = nullptr;
-  std::shared_ptr<void> out = read_slot(fd, &found, &p);
-  if (!out || found != kind) return nullptr;
-  if (last) *last = {fd, found, gen, out, p};
+  auto out = use(n);
+  if (n) SS_RCU_READER_DONE(const_cast<Node*>(n));
+  urcu_bp_read_unlock();
   return out;
 }
 
+std::shared_ptr<void> FdTable::get_object(int fd, FdKind kind) const {
+  return with_node(fd, [kind](const Node* n) {
+    return n && n->kind == kind ? n->object : std::shared_ptr<void>();
+  });
+}
+
 std::shared_ptr<Pollable> FdTable::get_pollable(int fd) const {
-  const uint64_t gen = gen_.load(std::memory_order_acquire);
-  const CacheTurn turn;
-  LastLookup* last = turn.mine() ? cached(fd) : nullptr;
-  if (last && last->fd == fd && last->gen == gen) {
-    if (!last->pollable) return nullptr;
-    if (auto o = last->object.lock()) return std::shared_ptr<Pollable>(std::move(o), last->pollable);
-  }
-  FdKind found = FdKind::kNone;
-  Pollable* p = nullptr;
-  std::shared_ptr<void> out = read_slot(fd, &found, &p);
-  if (!out || !p) return nullptr;
-  if (last) *last = {fd, found, gen, out, p};
-  return std::shared_ptr<Pollable>(std::move(out), p);  // shares the entry's ownership
+  return with_node(fd, [](const Node* n) {
+    // Shares the entry's ownership.
+    return n && n->pollable ? std::shared_ptr<Pollable>(n->object, n->pollable)
+                            : std::shared_ptr<Pollable>();
+  });
 }
 
 int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {

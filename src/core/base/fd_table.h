@@ -117,6 +117,10 @@ class FdTable {
   // fd's entry as the table holds it (an RCU read): its object (null
   // when none), *kind and *pollable.
   std::shared_ptr<void> read_slot(int fd, FdKind* kind, Pollable** pollable) const;
+  // use(fd's node, or null) inside one RCU read, the node from this
+  // thread's lookup cache when still current.
+  template <typename Use>
+  auto with_node(int fd, Use use) const -> decltype(use(nullptr));
 
   // In a fork child (the process table's atfork handler): each entry's
   // Pollable::fork_child, and write_mu_ made free.
