@@ -1,7 +1,8 @@
 // No exception crosses the C ABI (the project's rule; librsocket's edge()
-// is the same idea): the preload's own work either fails its call with
-// -1/errno or, beside a libc call that already succeeded, is given up
-// with one warning, the socket left to the kernel unrecorded.
+// is the same idea for its -errno internals): a preload's own work either
+// fails its call with -1/errno or, beside a libc call that already
+// succeeded, is given up with one warning, the socket left to the kernel
+// unrecorded.
 #pragma once
 #include <cerrno>
 #include <new>
@@ -9,13 +10,12 @@
 #include "core/base/log.h"
 #include "interpose/signal_count.h"
 
-namespace ss::vma::preload {
+namespace ss::interpose {
 
-// An Extra API entry: f's result, or -1 with ENOMEM (EIO for anything else).
-// Inside a BusyScope: a handler interrupting it is served by the kernel.
+// f's result (a count, or -1 and errno), or -1 with ENOMEM (EIO for any
+// exception but bad_alloc).
 template <class F>
-int edge_call(F&& f) noexcept {
-  interpose::BusyScope busy;
+int edge(F&& f) noexcept {
   try {
     return f();
   } catch (const std::bad_alloc&) {
@@ -24,6 +24,14 @@ int edge_call(F&& f) noexcept {
     errno = EIO;
   }
   return -1;
+}
+
+// edge() inside a BusyScope: a handler interrupting f is served by the
+// kernel (libvma's Extra API entries and the calls that keep its state).
+template <class F>
+int edge_call(F&& f) noexcept {
+  BusyScope busy;
+  return edge(f);
 }
 
 // Bookkeeping after libc's call: errno kept, failures warned and dropped.
@@ -39,4 +47,4 @@ void edge_quiet(const char* what, int fd, F&& f) noexcept {
   errno = saved;
 }
 
-}  // namespace ss::vma::preload
+}  // namespace ss::interpose

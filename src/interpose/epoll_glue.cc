@@ -69,13 +69,13 @@ int create_epoll(const EpollFace& face, int flags) {
   }
   std::unique_ptr<EpollSet> set;
   {
-    InFace in(face);
+    OwnCalls own;
     if (int rc = EpollSet::create(EPOLL_CLOEXEC, &set)) return fail(rc);
   }
   const int fd = real().fcntl(set->kernel_fd(), (flags & EPOLL_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
   if (fd < 0) {
     const int err = errno;
-    InFace in(face);
+    OwnCalls own;
     set.reset();
     errno = err;
     return -1;
@@ -96,7 +96,7 @@ int create_epoll(const EpollFace& face, int flags) {
   }
   // The duplicate alone is a kernel epoll descriptor like any other.
   SS_WARN("%s: epoll fd %d: cannot track it: kernel descriptors only", face.name, fd);
-  InFace in(face);
+  OwnCalls own;
   ep.reset();
   return fd;
 }
@@ -126,7 +126,7 @@ int ctl_epoll(EpollFd& ep, int op, int fd, epoll_event* ev) {
   const bool was_kernel_only = ep.set->kernel_only();
   int rc;
   {
-    InFace in(ep.face);
+    OwnCalls own;
     rc = ep.set->ctl(op, fd, ev);
   }
   if (rc) return fail(rc);
@@ -136,7 +136,7 @@ int ctl_epoll(EpollFd& ep, int op, int fd, epoll_event* ev) {
 
 int close_epoll(const EpollFace& face, int fd) {
   {
-    InFace in(face);  // the set's own descriptors close as libc's
+    OwnCalls own;  // the set's own descriptors close as libc's
     FdTable::instance().remove<EpollFd>(fd, FdKind::kKernel);
   }
   return real().close(fd);
@@ -146,7 +146,7 @@ namespace {
 template <class Fn>
 void each_set(const EpollFace& face, Fn fn) {
   std::lock_guard<std::mutex> g(sets_mu);
-  InFace in(face);
+  OwnCalls own;
   for (auto& w : all_sets())
     if (auto ep = w.lock()) fn(*ep->set);
 }
@@ -161,7 +161,7 @@ void kernel_in_epoll_sets(const EpollFace& face, const Pollable* obj) {
 }
 
 int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout) {
-  InFace in(ep.face);
+  OwnCalls own;
   const PollTiming timing = ep.face.timing();
   for (;;) {
     int n = ep.set->wait(events, max, timeout, timing);

@@ -1,5 +1,5 @@
 // epoll over mixed descriptors for both preloads (librspreload's
-// preload/epoll.cc, libvma.so's vma_preload/epoll_calls.cc), on core's
+// preload/epoll_calls.cc, libvma.so's vma_preload/epoll_calls.cc), on core's
 // EpollSet. The program's epoll descriptor is a duplicate of the set's
 // kernel epoll fd (so the kernel's own calls on it act on the same set),
 // in the fd table as kind kKernel with the EpollSet as its Pollable (poll,
@@ -12,9 +12,9 @@
 // for the purpose, which no caller ever sees.
 //
 // What differs between the preloads is an EpollFace: its name in log
-// lines, the busy phase of a mixed wait, and how its own calls reach libc
-// (the set's epoll_ctl, epoll_wait and poll on its kernel descriptors pass
-// through the preload's names).
+// lines and the busy phase of a mixed wait. The glue's own calls (the
+// set's epoll_ctl, epoll_wait and poll on its kernel descriptors) pass
+// through the preload's names inside OwnCalls (own_calls.h).
 #pragma once
 #include <signal.h>
 #include <sys/epoll.h>
@@ -27,6 +27,7 @@
 
 #include "core/base/epoll_set.h"
 #include "core/base/mixed_poll.h"
+#include "interpose/own_calls.h"
 #include "interpose/wait_args.h"
 
 namespace ss::interpose {
@@ -34,22 +35,6 @@ namespace ss::interpose {
 struct EpollFace {
   const char* name;                // log lines' prefix
   ss::PollTiming (*timing)();      // a mixed wait's busy phase and wake-up interval
-  // Entered around the glue's calls into core (nesting): the preload's
-  // wrappers then hand every call to libc.
-  void (*enter)();
-  void (*leave)();
-};
-
-// While alive, the face's own calls reach libc.
-class InFace {
- public:
-  explicit InFace(const EpollFace& f) : f_(f) { f_.enter(); }
-  ~InFace() { f_.leave(); }
-  InFace(const InFace&) = delete;
-  InFace& operator=(const InFace&) = delete;
-
- private:
-  const EpollFace& f_;
 };
 
 // The fd-table object of one of a preload's epoll descriptors.

@@ -9,7 +9,10 @@ libinterpose_la_SOURCES = \
 	src/interpose/wait_args.h \
 	src/interpose/mmsg.h \
 	src/interpose/fortify_receives.h \
-	src/interpose/fortify_polls.cc \
+	src/interpose/edge.h \
+	src/interpose/own_calls.h \
+	src/interpose/poll_calls.h \
+	src/interpose/poll_calls.cc \
 	src/interpose/dup_share.h \
 	src/interpose/dup_share.cc \
 	src/interpose/epoll_glue.h \

@@ -185,7 +185,7 @@ SS_PRELOAD_FORTIFY_RECEIVES
 // To an rsocket: the file's bytes through rsend (interpose/sendfile_copy.h).
 static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count) {
   return ss::interpose::sendfile_copy(in_fd, offset, count, [&](const void* buf, size_t n) {
-    InRsocket in;
+    OwnCalls in;
     return pipe_signal(rsend(out, buf, n, 0), 0);
   });
 }

@@ -1,4 +1,4 @@
-#include "preload/dup.h"
+#include "preload/dup_calls.h"
 
 #include <fcntl.h>
 
@@ -16,7 +16,7 @@ namespace shared = ss::interpose::dups;
 int dup_rsocket(int fd, int at, bool exact, bool cloexec) {
   int fd_flag = -1;  // fd's own, kept once numbers share the rsocket's
   if (shared::program_cloexec(fd) < 0) {
-    InRsocket in;
+    OwnCalls in;
     fd_flag = rfcntl(fd, F_GETFD);
   }
   const int nfd = shared::dup_entry(fd, FdKind::kRsocket, at, exact, /*cloexec=*/true);
@@ -36,7 +36,7 @@ bool close_shared(int fd, int* rc) {
 
 int close_last(int fd) {
   shared::hold(fd);  // before rclose: its close of the number releases it
-  InRsocket in;
+  OwnCalls in;
   return rclose(fd);
 }
 

@@ -1,13 +1,3 @@
-// epoll over mixed descriptors on core's EpollSet. The program's epoll
-// descriptor is a duplicate of the set's kernel epoll fd (so the kernel's
-// own calls on it act on the same set), in the fd table as kind kKernel
-// with the EpollSet as its Pollable (poll, select and other sets see its
-// rsockets). Kernel descriptors go into the kernel set; connections,
-// listeners and other mixed sets become the EpollSet's Pollable members.
-// A set without such a member is waited on by the kernel alone: the same
-// syscall a program without the preload makes. A thread asleep there when
-// the first Pollable joins is woken by an eventfd entered in the kernel
-// set for the purpose, which no caller ever sees.
 // librspreload's epoll: the shared glue (interpose/epoll_glue.h) on
 // core's EpollSet, with the rsocket rules around it: a connection cannot
 // join a kernel epoll set the preload does not know (EPERM), a listener
@@ -26,7 +16,7 @@
 #include "interpose/signal_count.h"
 #include "interpose/wait_args.h"
 #include "librsocket/preload_hooks.h"
-#include "preload/dup.h"
+#include "preload/dup_calls.h"
 #include "preload/route.h"
 
 namespace ss::preload {
@@ -44,8 +34,7 @@ ss::PollTiming rsocket_timing() {
   return t;
 }
 
-const ss::interpose::EpollFace kFace{
-    "librspreload", rsocket_timing, [] { ++t_in_rsocket; }, [] { --t_in_rsocket; }};
+const ss::interpose::EpollFace kFace{"librspreload", rsocket_timing};
 
 std::shared_ptr<EpollFd> set_of(int epfd) {
   if (route(epfd) != Route::kEpoll) return nullptr;

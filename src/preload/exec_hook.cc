@@ -80,7 +80,7 @@ bool preloaded_in(char* const* envp) {
 bool closes_on_exec(int fd) {
   const int cloexec = interpose::dups::program_cloexec(fd);
   if (cloexec >= 0) return cloexec;
-  InRsocket in;
+  OwnCalls in;
   const int flags = rfcntl(fd, F_GETFD);
   return flags < 0 || (flags & FD_CLOEXEC);
 }
@@ -93,7 +93,7 @@ void exec_failed() {
   for (int fd : g_opened) interpose::real().fcntl(fd, F_SETFD, FD_CLOEXEC);
   g_opened.clear();
   {
-    InRsocket in;
+    OwnCalls in;
     for (int fd : g_locked) ss_rspreload_exec_abandon(fd);
   }
   g_locked.clear();
@@ -113,7 +113,7 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
   long len;
   g_locked.reserve(g_locked.size() + 1);  // no allocation once it is locked
   {
-    InRsocket in;
+    OwnCalls in;
     r.nkeep = 4;
     len = ss_rspreload_exec_save(numbers[0], &state, &r.own, &r.domain, r.keep, &r.nkeep);
   }
@@ -133,7 +133,7 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
     const int err = errno;
     r.nkeep = 0;
     r.own = numbers[0];
-    InRsocket in;
+    OwnCalls in;
     r.name_len = sizeof r.name;
     if (rgetsockname(numbers[0], reinterpret_cast<sockaddr*>(&r.name), &r.name_len)) r.name_len = 0;
     SS_WARN("librspreload: fd %d: this connection cannot cross exec (%s): it is reset there",
@@ -202,7 +202,7 @@ bool read_state(int fd, std::vector<uint8_t>* in) {
 // One record built back: the rsocket at its own number, its numbers
 // sharing it, close-on-exec again as every rsocket's kernel descriptor.
 void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state) {
-  InRsocket in;
+  OwnCalls in;
   bool ok = r.carried && ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len) == 0;
   if (r.carried && !ok)
     SS_WARN("librspreload: fd %d: the connection could not be built back after exec (%s): reset",

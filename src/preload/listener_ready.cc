@@ -31,7 +31,7 @@ short Entry::readiness(short events) {
   short rev = ss::interpose::real().poll(&p, 1, 0) > 0 ? p.revents : 0;
   if (events & POLLIN)
     if (auto rs = rsocket_listener(*this)) {
-      InRsocket in;
+      OwnCalls in;
       rev |= static_cast<short>(rs->readiness(POLLIN) & POLLIN);
     }
   return rev;
@@ -43,7 +43,7 @@ WaitTarget Entry::wait_target(short events, int* sleep_ms) {
   if (!rs) return kernel;
   WaitTarget t;
   {
-    InRsocket in;
+    OwnCalls in;
     t = rs->wait_target(POLLIN, sleep_ms);
   }
   if (t.fd == WaitTarget::kReady) return t;
@@ -68,7 +68,7 @@ void Entry::after_wait(const WaitTarget& armed, bool kicked) {
     kicked = false;
   }
   if (auto rs = FdTable::instance().get_pollable(rs_fd)) {
-    InRsocket in;
+    OwnCalls in;
     rs->after_wait(t, kicked);
   }
 }

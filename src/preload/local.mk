@@ -7,17 +7,17 @@ librspreload_la_SOURCES = \
 	src/preload/route.h \
 	src/preload/stats.h \
 	src/preload/stats.cc \
-	src/preload/dup.h \
-	src/preload/dup.cc \
+	src/preload/dup_calls.h \
+	src/preload/dup_calls.cc \
 	src/preload/sockets.cc \
-	src/preload/data.cc \
+	src/preload/data_calls.cc \
 	src/preload/sigpipe.h \
 	src/preload/splice.cc \
 	src/preload/options.cc \
-	src/preload/poll.cc \
+	src/preload/poll_face.cc \
 	src/preload/listener_ready.cc \
-	src/preload/epoll.cc \
-	src/preload/signals.cc \
+	src/preload/epoll_calls.cc \
+	src/preload/signal_calls.cc \
 	src/preload/stdio.cc \
 	src/preload/exec_hook.cc
 # Its names are libc's: no fortify wrappers around the definitions.

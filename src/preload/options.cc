@@ -15,7 +15,7 @@
 #include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
 #include "interpose/dup_share.h"
-#include "preload/dup.h"
+#include "preload/dup_calls.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "preload/route.h"
@@ -47,17 +47,17 @@ int fcntl_any(int fd, int cmd, long arg) {
           // A duplicate's own flag, else the rsocket's.
           const int cloexec = ss::interpose::dups::program_cloexec(fd);
           if (cloexec >= 0) return cloexec ? FD_CLOEXEC : 0;
-          InRsocket in;
+          OwnCalls in;
           return rfcntl(fd, cmd, arg);
         }
         case F_GETFL:
         case F_SETFL: {
-          InRsocket in;
+          OwnCalls in;
           return rfcntl(fd, cmd, arg);
         }
         case F_SETFD: {
           ss::interpose::dups::set_program_cloexec(fd, arg & FD_CLOEXEC);
-          InRsocket in;
+          OwnCalls in;
           return set_fd_flags(fd, static_cast<int>(arg));
         }
         case F_DUPFD:
@@ -205,7 +205,7 @@ SS_PRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) noexce
 SS_PRELOAD_EXPORT int shutdown(int fd, int how) noexcept {
   switch (route(fd)) {
     case Route::kRsocket: {
-      InRsocket in;
+      OwnCalls in;
       return rshutdown(fd, how);
     }
     case Route::kListener:
@@ -250,7 +250,7 @@ SS_PRELOAD_EXPORT int ioctl(int fd, unsigned long req, ...) noexcept {
       errno = EFAULT;
       return -1;
     }
-    InRsocket in;
+    OwnCalls in;
     int n = ss_rspreload_queued(fd, req == FIONREAD);  // SIOCINQ is FIONREAD
     if (n < 0) return -1;
     *static_cast<int*>(arg) = n;

@@ -1,9 +1,9 @@
 // Which way a call on a descriptor goes. One lock-free lookup in core's
 // fd table (FdTable::kind) decides; a descriptor that is not ours goes
-// straight to libc. A thread already inside librsocket (InRsocket) always
-// goes to libc: librsocket's own calls on the kernel sockets it holds
-// pass through the preload's names too, as do the calls of the threads
-// the library starts for itself (in_library_thread).
+// straight to libc. So does every own call (interpose/own_calls.h:
+// librsocket's calls on the kernel sockets it holds pass through the
+// preload's names too) and every call of the threads the library starts
+// for itself (in_library_thread).
 #pragma once
 #include <atomic>
 #include <cerrno>
@@ -11,11 +11,11 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/library_thread.h"
+#include "interpose/own_calls.h"
 
 namespace ss::preload {
 
-// Per-thread depth of calls the preload made into librsocket.
-extern thread_local int t_in_rsocket;
+using interpose::OwnCalls;
 
 // True in the library's own threads (they mark themselves before their
 // first call) and in a thread librsocket marked late (an exit's closing
@@ -25,7 +25,7 @@ inline bool library_thread() {
   return known || (known = in_library_thread());
 }
 
-inline bool libc_only() { return t_in_rsocket || library_thread(); }
+inline bool libc_only() { return interpose::in_own_call() || library_thread(); }
 
 // True in a vfork child: it shares the parent's memory, so the preload's
 // tables and connections are the parent's. close, close_range, closefrom,
@@ -33,14 +33,6 @@ inline bool libc_only() { return t_in_rsocket || library_thread(); }
 // subprocess closes every descriptor that way before exec); an rsocket's
 // kernel descriptor and its copies stay close-on-exec there.
 bool in_vfork_child();
-
-class InRsocket {
- public:
-  InRsocket() { ++t_in_rsocket; }
-  ~InRsocket() { --t_in_rsocket; }
-  InRsocket(const InRsocket&) = delete;
-  InRsocket& operator=(const InRsocket&) = delete;
-};
 
 // What the preload holds for a TCP socket that is not an rsocket (yet):
 // fd table entries of kind kOffloaded. A Pollable (listener_ready.cc), so
@@ -85,7 +77,7 @@ struct Entry final : Pollable {
   void after_wait(const WaitTarget& armed, bool kicked) override;
 };
 
-// kEpoll: one of the preload's epoll sets (epoll.cc), fd-table kind
+// kEpoll: one of the preload's epoll sets (epoll_calls.cc), fd-table kind
 // kKernel: the kernel's descriptor, an EpollSet beside it.
 enum class Route { kKernel, kRsocket, kFresh, kListener, kEpoll };
 
@@ -134,7 +126,7 @@ auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
     if (route(fd) != Route::kRsocket) return k();  // finishes a late fallback
     decltype(k()) n;
     {
-      InRsocket in;
+      OwnCalls in;
       n = r();
     }
     if (n >= 0 || (errno != ENOTCONN && errno != EBADF) || tries == 2) return n;
@@ -154,7 +146,7 @@ auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
 // answers it), while the kernel descriptor stays close-on-exec: a program
 // exec'd with it would otherwise hold a kernel socket that is not the
 // connection (shm's carries frames), where now it gets EBADF. Called
-// inside InRsocket.
+// inside OwnCalls.
 int set_fd_flags(int fd, int flags);
 
 // Socket `fd`, neither connected nor listening, stays the kernel's for

@@ -30,7 +30,7 @@
 #include "core/prov/sock_addr.h"
 #include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
-#include "preload/dup.h"
+#include "preload/dup_calls.h"
 #include "interpose/dup_share.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -38,8 +38,6 @@
 #include "preload/stats.h"
 
 namespace ss::preload {
-
-thread_local int t_in_rsocket = 0;
 
 namespace {
 
@@ -158,7 +156,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   bool tried = false;
   if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain &&
       !ss_rspreload_kernel_port(port_of(addr, len))) {
-    InRsocket in;
+    OwnCalls in;
     if (ss_rspreload_adopt(fd, e->domain) == 0) {  // replaces the entry
       tried = true;
       set_fd_flags(fd, fd_flags & FD_CLOEXEC);
@@ -191,12 +189,12 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
 void give_to_kernel(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
 
 bool fell_back(int fd) {
-  InRsocket in;
+  OwnCalls in;
   return ss_rspreload_fell_back(fd) == 1;
 }
 
 void finish_late_fallback(int fd) {
-  InRsocket in;
+  OwnCalls in;
   std::shared_ptr<Pollable> obj = FdTable::instance().get_pollable(fd);
   char provider[16] = "";
   if (const char* p = ss_rspreload_provider(fd)) snprintf(provider, sizeof provider, "%s", p);
@@ -238,7 +236,7 @@ int listen_fresh(int fd, int backlog) {
     return 0;
   }
   e->nonblock = fl & O_NONBLOCK;
-  InRsocket in;
+  OwnCalls in;
   bool adopted = ss_rspreload_adopt(rs_fd, e->domain) == 0;
   if (adopted) apply_sizes(rs_fd, *e);  // accepted rsockets inherit them
   if (!adopted || rfcntl(rs_fd, F_SETFL, O_NONBLOCK) || rlisten(rs_fd, backlog)) {
@@ -275,7 +273,7 @@ int take_rsocket(int c, int flags) {
 // was stopped or slow, and went on over kernel TCP: librspreload's late
 // fallback): failed, nothing to read (a peer that closed cleanly is an
 // end of stream, kept). TCP never completes such a connection (its
-// SYN-ACK goes unanswered), so the accept drops it. Inside InRsocket.
+// SYN-ACK goes unanswered), so the accept drops it. Inside OwnCalls.
 bool abandoned(int c) { return ss_rspreload_failed(c) == 1; }
 
 // One sleep of a blocking accept on both queues, with accept(2)'s rule
@@ -284,7 +282,7 @@ bool abandoned(int c) { return ss_rspreload_failed(c) == 1; }
 // -errno.
 int sleep_until_readable(Entry& e, Deadline until) {
   int ms = -1;
-  InRsocket in;
+  OwnCalls in;
   WaitTarget t = e.wait_target(POLLIN, &ms);
   if (t.fd == WaitTarget::kReady) return 0;
   pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};
@@ -314,7 +312,7 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
   std::optional<Deadline> until;  // read before the first sleep only
   for (;;) {
     if (e->state.load() == Entry::State::kListener) {
-      InRsocket in;
+      OwnCalls in;
       int c = raccept(e->rs_fd, addr, len);
       if (c >= 0 && abandoned(c)) {
         SS_DEBUG("librspreload: fd %d: a connection its client gave up on: dropped", fd);
@@ -352,7 +350,7 @@ int accept_any(int fd, sockaddr* addr, socklen_t* len, int flags) {
     case Route::kListener:
       return accept_listener(fd, addr, len, flags);
     case Route::kRsocket: {
-      InRsocket in;
+      OwnCalls in;
       int c = raccept(fd, addr, len);
       return c < 0 ? c : take_rsocket(c, flags);
     }
@@ -390,7 +388,7 @@ int dup_onto(int fd, int fd2, int flags) {
 
 Entry::~Entry() {
   if (rs_fd < 0) return;
-  InRsocket in;
+  OwnCalls in;
   rclose(rs_fd);
 }
 
@@ -475,7 +473,7 @@ static int bind_after_side_channel(int fd, const sockaddr* addr, socklen_t len) 
 
 SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept {
   if (route(fd) == Route::kRsocket) {
-    InRsocket in;
+    OwnCalls in;
     return rbind(fd, addr, len);
   }
   int rc = ss::interpose::real().bind(fd, addr, len);
@@ -487,13 +485,13 @@ SS_PRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
     case Route::kFresh:
       return listen_fresh(fd, backlog);
     case Route::kRsocket: {
-      InRsocket in;
+      OwnCalls in;
       return rlisten(fd, backlog);
     }
     case Route::kListener: {  // a new backlog for both
       auto e = entry(fd);
       if (e) {
-        InRsocket in;
+        OwnCalls in;
         rlisten(e->rs_fd, backlog);
       }
       return ss::interpose::real().listen(fd, backlog);

@@ -54,13 +54,13 @@ ssize_t connection_to_pipe(int in, int out, size_t len, unsigned flags) {
   char buf[kChunk];
   ssize_t n;
   {
-    InRsocket guard;
+    OwnCalls guard;
     n = rrecv(in, buf, std::min(len, sizeof buf), MSG_PEEK);  // blocks as the socket does
   }
   if (n <= 0) return n;
   ssize_t w = ss::interpose::real().write(out, buf, static_cast<size_t>(n));
   if (w <= 0) return w;
-  InRsocket guard;
+  OwnCalls guard;
   return rrecv(in, buf, static_cast<size_t>(w), 0);  // the peeked bytes: there, never blocks
 }
 
@@ -76,7 +76,7 @@ ssize_t pipe_to_connection(int in, int out, size_t len, unsigned flags) {
   if (ss::interpose::real().read(scratch.fd[0], buf, static_cast<size_t>(n)) != n) return -1;
   ssize_t w;
   {
-    InRsocket guard;
+    OwnCalls guard;
     w = pipe_signal(rsend(out, buf, static_cast<size_t>(n), 0), 0);  // blocks as the socket does
   }
   if (w <= 0) return w;

@@ -46,7 +46,7 @@ void publish() {
                    static_cast<int>(getpid()), program_name.s, s + v + t, s, v, t, abandoned.load(),
                    kernel.load());
   std::lock_guard<std::mutex> g(file_mu);
-  InRsocket to_libc;  // the file's own calls are libc's
+  OwnCalls to_libc;  // the file's own calls are libc's
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0) {
     (void)!ss::interpose::real().write(fd, line, static_cast<size_t>(n));

@@ -27,7 +27,7 @@
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "interpose/sendfile_copy.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/socket_flags.h"
 
@@ -80,7 +80,7 @@ ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) noexcept
 // After a kernel call that may have bound fd (a send, connect).
 void maybe_bound(vp::KernelSocket* s, int fd) {
   if (s && !s->offload() && s->protocol == IPPROTO_UDP)
-    vp::edge_quiet("send", fd, [&] { vp::socket_bound(fd); });
+    ss::interpose::edge_quiet("send", fd, [&] { vp::socket_bound(fd); });
 }
 
 // Whether a receive on s, not offloaded, must wait here rather than in the
@@ -337,7 +337,7 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* to, socklen_t len) {
   const auto s = record(fd);
   if (s && s->protocol == IPPROTO_TCP) {  // the rings' connection, or the kernel's
     int rc = 1;
-    vp::edge_quiet("connect", fd, [&] { rc = s->connect_tcp(to, len); });
+    ss::interpose::edge_quiet("connect", fd, [&] { rc = s->connect_tcp(to, len); });
     if (rc <= 0) {
       if (rc == 0) return 0;
       errno = -rc;
@@ -348,7 +348,7 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* to, socklen_t len) {
   if (r < 0) return r;
   maybe_bound(s.get(), fd);
   if (s && s->offload())
-    vp::edge_quiet("connect", fd, [&] {
+    ss::interpose::edge_quiet("connect", fd, [&] {
       ss::interpose::BusyScope busy;
       if (auto* o = s->offload()) o->connect(to, len);
     });

@@ -17,7 +17,7 @@
 #include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 
 using ss::interpose::real;
@@ -29,7 +29,7 @@ namespace {
 bool recorded(int fd) { return ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel; }
 
 int dup_recorded(int fd, int at, bool exact, bool cloexec) {
-  const int nfd = vp::edge_call(
+  const int nfd = ss::interpose::edge_call(
       [&] { return dups::dup_entry(fd, ss::FdKind::kVmaKernel, at, exact, cloexec); });
   if (nfd >= 0) vp::note_number(nfd);  // a fork child finds the record there too
   return nfd;
@@ -63,7 +63,7 @@ namespace ss::vma::preload {
 int close_recorded(int fd) {
   int rc = 0, own = fd;
   bool shared = false;
-  edge_quiet("close", fd, [&] {
+  interpose::edge_quiet("close", fd, [&] {
     shared = dups::close_shared(fd, FdKind::kVmaKernel, &rc, &own);
     if (shared) return;
     if (const auto s = ss::FdTable::instance().get<KernelSocket>(own, ss::FdKind::kVmaKernel))

@@ -12,11 +12,12 @@
 #include <cerrno>
 
 #include "core/base/fd_table.h"
+#include "interpose/own_calls.h"
 #include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "interpose/wait_args.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
 
@@ -26,27 +27,26 @@ using ip::real;
 
 namespace ss::vma::preload {
 
-const interpose::EpollFace kEpollFace{"libvma", mux_timing, [] { ++t_in_mux; },
-                                      [] { --t_in_mux; }};
+const interpose::EpollFace kEpollFace{"libvma", mux_timing};
 
 }  // namespace ss::vma::preload
 
 namespace {
 
 std::shared_ptr<ip::EpollFd> set_of(int epfd) {
-  if (vp::t_in_mux) return nullptr;
+  if (ss::interpose::in_own_call()) return nullptr;
   return ip::epoll_fd(epfd);
 }
 
 }  // namespace
 
 SS_PRELOAD_EXPORT int epoll_create1(int flags) {
-  if (vp::t_in_mux) return real().epoll_create1(flags);
+  if (ss::interpose::in_own_call()) return real().epoll_create1(flags);
   return ip::create_epoll(vp::kEpollFace, flags);
 }
 
 SS_PRELOAD_EXPORT int epoll_create(int size) {
-  if (vp::t_in_mux) return real().epoll_create(size);
+  if (ss::interpose::in_own_call()) return real().epoll_create(size);
   if (size <= 0) {
     errno = EINVAL;
     return -1;
@@ -68,9 +68,9 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
   // kernel socket: a socket with (or that may get) an offloaded path is
   // handed back to the kernel for good, so no program sleeps through its
   // rings.
-  if (!vp::t_in_mux && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
+  if (!ss::interpose::in_own_call() && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    vp::edge_quiet("epoll_ctl", fd, [&] {
+    ss::interpose::edge_quiet("epoll_ctl", fd, [&] {
       const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
       if (s && !s->kernel_served()) s->hand_back("in an epoll set the preload does not know");
     });

@@ -11,7 +11,7 @@
 #include "libvmacompat/extra_table.h"
 #include "libvmacompat/stats_format.h"
 #include "vma_preload/decision.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/ring_fds.h"
 #include "vma_preload/socketxtreme.h"
@@ -60,13 +60,13 @@ void dump_one(log::Level level, int fd) {
 
 // The entries as the table holds them: -1/errno, never an exception.
 int entry_add_conf_rule(const char* rule) {
-  return edge_call([&] { return add_conf_rule(rule); });
+  return interpose::edge_call([&] { return add_conf_rule(rule); });
 }
 int entry_thread_offload(int offload, pthread_t tid) {
-  return edge_call([&] { return thread_offload(offload, tid); });
+  return interpose::edge_call([&] { return thread_offload(offload, tid); });
 }
 int entry_dump_fd_stats(int fd, int level) {
-  return edge_call([&] { return dump_fd_stats(fd, level); });
+  return interpose::edge_call([&] { return dump_fd_stats(fd, level); });
 }
 
 }  // namespace

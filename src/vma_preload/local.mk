@@ -10,7 +10,6 @@ libvma_la_SOURCES = \
 	src/vma_preload/banner.cc \
 	src/vma_preload/decision.h \
 	src/vma_preload/decision.cc \
-	src/vma_preload/edge.h \
 	src/vma_preload/dup_calls.cc \
 	src/vma_preload/extra_api.h \
 	src/vma_preload/epoll_calls.cc \
@@ -26,13 +25,13 @@ libvma_la_SOURCES = \
 	src/vma_preload/mcast_options.cc \
 	src/vma_preload/netdev_rings.h \
 	src/vma_preload/netdev_rings.cc \
-	src/vma_preload/poll_calls.cc \
+	src/vma_preload/poll_face.cc \
 	src/vma_preload/sockets.cc \
 	src/vma_preload/start.h \
 	src/vma_preload/stats_file.h \
 	src/vma_preload/stats_file.cc \
 	src/vma_preload/start.cc \
-	src/vma_preload/udp_calls.cc \
+	src/vma_preload/data_calls.cc \
 	src/vma_preload/socket_flags.h \
 	src/vma_preload/udp_multicast.h \
 	src/vma_preload/udp_multicast.cc \

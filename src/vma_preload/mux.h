@@ -1,22 +1,11 @@
-// What libvma.so's poll, select (poll_calls.cc) and epoll (epoll_calls.cc)
+// What libvma.so's poll, select (poll_face.cc) and epoll (epoll_calls.cc)
 // share: core's poll_mixed and EpollSet serve a set that holds an
-// offloaded socket, and their own calls (poll on kernel descriptors,
-// epoll_ctl on the set's kernel part) pass through the preload's names:
-// while InMux is alive on a thread, those are libc's.
+// offloaded socket.
 #pragma once
 #include "core/base/mixed_poll.h"
 #include "interpose/epoll_glue.h"
 
 namespace ss::vma::preload {
-
-extern thread_local int t_in_mux;  // depth
-
-struct InMux {
-  InMux() { ++t_in_mux; }
-  ~InMux() { --t_in_mux; }
-  InMux(const InMux&) = delete;
-  InMux& operator=(const InMux&) = delete;
-};
 
 // VMA_SELECT_POLL's busy phase; the sleeps end only at a wake-up or the
 // timeout (an offloaded socket's sleep wakes on its rings).

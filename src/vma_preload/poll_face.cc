@@ -1,14 +1,12 @@
-// poll and select over offloaded sockets: when any descriptor has an
-// offloaded path, core's poll_mixed / select_mixed serve the call, the
-// socket's record (a Pollable) counting as readable when the rings or its
-// kernel socket have a datagram; otherwise libc's. A busy phase of
-// VMA_SELECT_POLL microseconds first, as libvma; the sleep then lasts
-// until a wake-up (the socket's wait set: its rings, its kernel socket)
-// or the timeout. ppoll and pselect are
-// these with the caller's signal mask swapped in around the wait
-// (interpose/wait_args.h). epoll: epoll_calls.cc (mux.h). The plain kernel
-// descriptors of a mixed set follow VMA_SELECT_SKIP_OS and
-// VMA_SELECT_POLL_OS_RATIO (mux_timing()).
+// libvma.so's face of the shared poll and select (interpose/poll_calls.h):
+// when any descriptor has an offloaded path, core's poll_mixed and
+// select_mixed serve the call, the socket's record (a Pollable) counting
+// as readable when the rings or its kernel socket have data. A busy phase
+// of VMA_SELECT_POLL microseconds first, as libvma; the sleep then lasts
+// until a wake-up (the socket's wait set: its rings, its kernel socket) or
+// the timeout. The plain kernel descriptors of a mixed set follow
+// VMA_SELECT_SKIP_OS and VMA_SELECT_POLL_OS_RATIO (mux_timing()). epoll:
+// epoll_calls.cc (mux.h).
 #include <poll.h>
 #include <sys/select.h>
 
@@ -18,21 +16,17 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/mixed_poll.h"
-#include "interpose/export.h"
-#include "interpose/real.h"
-#include "interpose/wait_args.h"
+#include "interpose/poll_calls.h"
 #include "libvmacompat/settings.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
 #include "interpose/signal_count.h"
 
-using ss::interpose::real;
 namespace vp = ss::vma::preload;
 namespace vs = ss::vma::settings;
 
 namespace ss::vma::preload {
-
-thread_local int t_in_mux = 0;
 
 bool offloaded_or_may_be(int fd) {
   ss::FdTable& t = ss::FdTable::instance();
@@ -69,34 +63,14 @@ ss::PollTiming mux_timing() {
 
 namespace {
 
-using vp::InMux;
 using vp::mux_timing;
 
 // An offloaded socket (or one that may be), or an epoll set with members:
 // poll_mixed's to serve.
 bool mixed(int fd) {
-  if (fd < 0) return false;
   const ss::FdKind k = ss::FdTable::instance().kind(fd);
   if (k == ss::FdKind::kVmaKernel) return vp::offloaded_or_may_be(fd);
   return k == ss::FdKind::kKernel && ss::interpose::mixed_epoll(fd);
-}
-
-// Whether a poll set or select's sets hold an offloaded socket (never on
-// poll_mixed's own calls). Not `const pollfd*`: glibc declares poll's fds
-// write-only, and gcc then warns (-Wmaybe-uninitialized) at a read-only pass.
-bool any_offloaded(pollfd* fds, nfds_t n) {
-  if (vp::t_in_mux || !fds) return false;
-  for (nfds_t i = 0; i < n; i++)
-    if (mixed(fds[i].fd)) return true;
-  return false;
-}
-
-bool any_offloaded(int nfds, const fd_set* r, const fd_set* w, const fd_set* x) {
-  for (int fd = 0; !vp::t_in_mux && nfds <= FD_SETSIZE && fd < nfds; fd++)
-    if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) &&
-        mixed(fd))
-      return true;
-  return false;
 }
 
 int result(int r) {
@@ -105,46 +79,17 @@ int result(int r) {
   return -1;
 }
 
+int poll_wait(pollfd* fds, nfds_t n, int timeout) {
+  return ss::interpose::edge([&] { return result(ss::poll_mixed(fds, n, timeout, mux_timing())); });
+}
+
+int select_wait(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
+  return ss::interpose::edge(
+      [&] { return result(ss::select_mixed(nfds, r, w, x, tv, mux_timing())); });
+}
+
 }  // namespace
 
-SS_PRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  if (!any_offloaded(fds, n)) return real().poll(fds, n, timeout);
-  InMux in;
-  try {
-    return result(ss::poll_mixed(fds, n, timeout, mux_timing()));
-  } catch (...) {
-    errno = ENOMEM;
-    return -1;
-  }
-}
-
-SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval* tv) {
-  if (!any_offloaded(nfds, r, w, x)) return real().select(nfds, r, w, x, tv);
-  InMux in;
-  try {
-    return result(ss::select_mixed(nfds, r, w, x, tv, mux_timing()));
-  } catch (...) {
-    errno = ENOMEM;
-    return -1;
-  }
-}
-
-// Sets without an offloaded socket keep the kernel's atomic mask swap.
-SS_PRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask) {
-  if (!any_offloaded(fds, n)) return real().ppoll(fds, n, t, mask);
-  if (ss::interpose::bad_timespec(t)) return -1;
-  ss::interpose::MaskForCall m(mask);
-  return poll(fds, n, ss::interpose::timespec_ms(t));
-}
-
-SS_PRELOAD_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const timespec* t,
-                              const sigset_t* mask) {
-  if (!any_offloaded(nfds, r, w, x)) return real().pselect(nfds, r, w, x, t, mask);
-  if (ss::interpose::bad_timespec(t)) return -1;
-  ss::interpose::MaskForCall m(mask);
-  if (!t) return select(nfds, r, w, x, nullptr);
-  // Rounded up to whole microseconds, carried into seconds.
-  const long usec = (t->tv_nsec + 999) / 1000;
-  timeval tv{t->tv_sec + usec / 1000000, static_cast<suseconds_t>(usec % 1000000)};
-  return select(nfds, r, w, x, &tv);
-}
+namespace ss::interpose {
+const PollFace kPollFace{mixed, poll_wait, select_wait};
+}  // namespace ss::interpose

@@ -10,7 +10,7 @@
 
 #include "core/base/log.h"
 #include "interpose/real.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socketxtreme.h"
@@ -83,10 +83,10 @@ int get_socket_rings_fds(int fd, int* ring_fds, int ring_fds_sz) {
 }
 
 int entry_get_socket_rings_num(int fd) {
-  return edge_call([&] { return get_socket_rings_num(fd); });
+  return interpose::edge_call([&] { return get_socket_rings_num(fd); });
 }
 int entry_get_socket_rings_fds(int fd, int* ring_fds, int ring_fds_sz) {
-  return edge_call([&] { return get_socket_rings_fds(fd, ring_fds, ring_fds_sz); });
+  return interpose::edge_call([&] { return get_socket_rings_fds(fd, ring_fds, ring_fds_sz); });
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // setsockopt (the Extra API and the SO_VMA_* options; IPPROTO_IP/IPV6
 // options of a recorded socket through udp_multicast.h); getsockname,
 // getpeername, shutdown and SO_ERROR of an offloaded TCP connection. The
-// data calls are udp_calls.cc. glibc has no _chk variant of these.
+// data calls are data_calls.cc. glibc has no _chk variant of these.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -16,12 +16,13 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/own_calls.h"
 #include "interpose/dup_share.h"
 #include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/extra_api.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mux.h"
@@ -55,7 +56,7 @@ TcpCall tcp_record(int fd) {
 int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
   const auto s = tcp_record(fd);
   if (!s) return peer ? real().getpeername(fd, out, len) : real().getsockname(fd, out, len);
-  return vp::edge_call([&] {
+  return ss::interpose::edge_call([&] {
     sockaddr_storage a;
     const int n = s.t->name(peer, &a);
     if (n < 0) {
@@ -77,7 +78,7 @@ SS_PRELOAD_EXPORT int listen(int fd, int backlog) {
   const int r = real().listen(fd, backlog);
   if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
-      vp::edge_quiet("listen", fd, [&] { s->listen_tcp(backlog); });
+      ss::interpose::edge_quiet("listen", fd, [&] { s->listen_tcp(backlog); });
   return r;
 }
 
@@ -85,7 +86,7 @@ SS_PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags)
   if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
     if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
       if (vp::TcpListen* l = s->listening())
-        return vp::edge_call([&] { return l->accept(fd, addr, len, flags); });
+        return ss::interpose::edge_call([&] { return l->accept(fd, addr, len, flags); });
   return real().accept4(fd, addr, len, flags);
 }
 
@@ -104,7 +105,7 @@ SS_PRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) {
 SS_PRELOAD_EXPORT int shutdown(int fd, int how) {
   const auto s = tcp_record(fd);
   if (!s) return real().shutdown(fd, how);
-  return vp::edge_call([&] {
+  return ss::interpose::edge_call([&] {
     const int r = s.t->shutdown(how);
     if (r == 0) return 0;
     if (s.t->moved()) return real().shutdown(fd, how);  // handed to the kernel meanwhile
@@ -117,7 +118,7 @@ SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
   vp::start();
   const int fd = real().socket(domain, type, protocol);
   if (fd >= 0)
-    vp::edge_quiet("socket", fd, [&] {
+    ss::interpose::edge_quiet("socket", fd, [&] {
       vp::drop_stale(fd);
       vp::track_socket(fd, domain, type, protocol);
     });
@@ -127,14 +128,14 @@ SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
 SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) {
   const int r = real().bind(fd, addr, len);
   if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    vp::edge_quiet("bind", fd, [&] { vp::socket_bound(fd); });
+    ss::interpose::edge_quiet("bind", fd, [&] { vp::socket_bound(fd); });
   return r;
 }
 
 SS_PRELOAD_EXPORT int close(int fd) {
   // One of our epoll sets (epoll_calls.cc): its members leave with it. A
   // socket leaves the sets it is in when its record goes (weak members).
-  if (!vp::t_in_mux && ss::FdTable::instance().kind(fd) == ss::FdKind::kKernel &&
+  if (!ss::interpose::in_own_call() && ss::FdTable::instance().kind(fd) == ss::FdKind::kKernel &&
       ss::interpose::epoll_fd(fd))
     return ss::interpose::close_epoll(vp::kEpollFace, fd);
   if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel) return vp::close_recorded(fd);
@@ -155,7 +156,7 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
       return -1;
     }
     vp::start();
-    return vp::edge_call([&] {
+    return ss::interpose::edge_call([&] {
       *static_cast<vma_api_t**>(val) = vp::extra_api();
       *len = sizeof(vma_api_t*);
       return 0;
@@ -165,7 +166,7 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
     if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
   if (level == IPPROTO_TCP && name == TCP_INFO && val && len)
     if (const auto s = tcp_record(fd))
-      return vp::edge_call([&] {
+      return ss::interpose::edge_call([&] {
         if (!ss::interpose::program_writable(len, sizeof *len)) {
           errno = EFAULT;
           return -1;
@@ -186,7 +187,7 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
       });
   if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int))
     if (const auto s = tcp_record(fd))
-      return vp::edge_call([&] {
+      return ss::interpose::edge_call([&] {
         *static_cast<int*>(val) = s.t->take_error();
         *len = sizeof(int);
         return 0;
@@ -226,7 +227,7 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
         std::memcpy(&given, val, sizeof given);
         if (o == ss::net::tcp::Option::kSndBuf) rec->sndbuf_set.store(true, std::memory_order_relaxed);
         vp::tcp_option_of(fd, level, name, given, &o, &v);
-        vp::edge_call([&] {
+        ss::interpose::edge_call([&] {
           if (const auto s = tcp_record(fd))
             s.t->set_option(o, v);
           else if (vp::TcpListen* l = rec->listening())

@@ -15,7 +15,7 @@
 #include "core/base/log.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/xtreme_buffs.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/rx_extras.h"
@@ -248,16 +248,16 @@ int free_vma_buff(vma_buff_t* b) {
 
 // The entries as the table holds them: -1/errno, never an exception.
 int entry_poll(int fd, vma_completion_t* comps, unsigned int n, int flags) {
-  return edge_call([&] { return socketxtreme_poll(fd, comps, n, flags); });
+  return interpose::edge_call([&] { return socketxtreme_poll(fd, comps, n, flags); });
 }
 int entry_free_vma_packets(vma_packet_desc_t* pkts, int num) {
-  return edge_call([&] { return free_vma_packets(pkts, num); });
+  return interpose::edge_call([&] { return free_vma_packets(pkts, num); });
 }
 int entry_ref_vma_buff(vma_buff_t* b) {
-  return edge_call([&] { return ref_vma_buff(b); });
+  return interpose::edge_call([&] { return ref_vma_buff(b); });
 }
 int entry_free_vma_buff(vma_buff_t* b) {
-  return edge_call([&] { return free_vma_buff(b); });
+  return interpose::edge_call([&] { return free_vma_buff(b); });
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include "core/base/log.h"
 #include "interpose/real.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 #include "vma_preload/mcast_options.h"
 #include "vma_preload/netdev_rings.h"
@@ -183,7 +183,7 @@ void after_kernel(KernelSocket& s, int level, int name, const void* val, socklen
 int ip_setsockopt(KernelSocket& s, int level, int name, const void* val, socklen_t len) {
   const int r = real().setsockopt(s.fd, level, name, val, len);
   if (r == 0 && s.protocol == IPPROTO_UDP && val)
-    edge_quiet("setsockopt", s.fd, [&] { after_kernel(s, level, name, val, len); });
+    interpose::edge_quiet("setsockopt", s.fd, [&] { after_kernel(s, level, name, val, len); });
   return r;
 }
 

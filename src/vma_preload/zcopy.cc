@@ -25,7 +25,7 @@
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
-#include "vma_preload/edge.h"
+#include "interpose/edge.h"
 #include "vma_preload/kernel_socket.h"
 
 namespace ss::vma::preload {
@@ -179,13 +179,13 @@ int register_recv_callback(int fd, vma_recv_callback_t cb, void* context) {
 // The entries as the table holds them: -1/errno, never an exception.
 int entry_recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from,
                          socklen_t* fromlen) {
-  return edge_call([&] { return recvfrom_zcopy(fd, buf, len, flags, from, fromlen); });
+  return interpose::edge_call([&] { return recvfrom_zcopy(fd, buf, len, flags, from, fromlen); });
 }
 int entry_free_packets(int fd, vma_packet_t* pkts, size_t count) {
-  return edge_call([&] { return free_packets(fd, pkts, count); });
+  return interpose::edge_call([&] { return free_packets(fd, pkts, count); });
 }
 int entry_register_recv_callback(int fd, vma_recv_callback_t cb, void* context) {
-  return edge_call([&] { return register_recv_callback(fd, cb, context); });
+  return interpose::edge_call([&] { return register_recv_callback(fd, cb, context); });
 }
 
 }  // namespace
