@@ -30,8 +30,8 @@
 # 0, where a NIC's interrupt would put it (see below); RATE_PIN=1 pins the
 # two programs only, RATE_PIN=0 nothing: a veth then runs the receive's
 # kernel part on the sender's CPU, so the sending core bounds every
-# receiver (docs/performance.md, "64 B receive rate with a faster
-# sender") and the ratios measure it.
+# receiver (docs/performance.md, "Known limits") and the ratios measure
+# it.
 # Prints each run's received and sent rates and where the rest went (the
 # kernel run: A's UDP receive-buffer and checksum errors; a preloaded run:
 # its rings' XDP redirected/dropped and malformed counts, from vma_stats,
@@ -92,8 +92,8 @@ rx_cpu=() tx_cpu=()
 # CPU with a busy-polling receiver in slices, and the veth's own
 # 256-entry ring in front of XDP overflows meanwhile (B's "veth drops
 # tx"); SCHED_FIFO never gives way, so at high rates it starves the
-# receiver and the AF_XDP ring overflows instead (receive livelock;
-# docs/performance.md, "Receive rings sized by VMA_RX_WRE").
+# receiver and the AF_XDP ring overflows instead (receive livelock: the
+# ring-depth row of docs/performance.md).
 if [ "$PIN" = 2 ]; then
   ip netns exec "$A" sh -c 'echo 1 > /sys/class/net/za/queues/rx-0/rps_cpus' ||
     { echo "$name: RATE_PIN=2: no RPS" >&2; exit 2; }

@@ -92,8 +92,8 @@ zcopy_case IPv6 $IP6 1000 5000 1000 "rx 8192 tx 1024 fill 8192 completion 1024" 
 # its timing calls before "ready" take datagrams with recvfrom_zcopy, and
 # a frame never given back stays out of the fill ring for good. Before
 # they freed what they took, a ring's worth of held frames (512 here)
-# starved the rings: nothing could arrive, and the first blocking recv
-# slept until killed (docs/performance.md, "A receiver that never read").
+# would starve the rings: nothing could arrive, and the first blocking
+# recv would sleep until killed.
 # The sender (bench/udp_blast.c, send mode) runs until the receiver has
 # reported, so it covers the whole of the timing calls.
 "$CC" -std=gnu11 -O2 "$here/../../bench/udp_blast.c" -o "$T/blast" >"$T/cc.log" 2>&1 ||

@@ -70,7 +70,9 @@ class Pool {
   // Takes back a reference lent with Buffer::into_raw: p may point anywhere
   // inside the frame; the handle's view starts at p with size 0. -EINVAL
   // (and *out untouched) when p is not inside one of this pool's frames or
-  // that frame has no lent reference (stale, or already given back).
+  // that frame has no lent reference (stale, or already given back). A
+  // frame recycled and lent again accepts its old pointer: a bare pointer
+  // carries no generation.
   SS_API int from_raw(const void* p, Buffer* out);
 
   // Registers all existing and future chunks with r. Returns the index to

@@ -12,7 +12,8 @@
 //
 // Locking: one mutex over the caches, held only to copy an answer in or
 // out or to apply one event (never across a system call); a second one
-// serialises the request socket for misses. See docs/architecture.md.
+// serialises the request socket for misses (docs/architecture.md,
+// "Locking on the data path").
 #pragma once
 #include "core/base/api.h"
 #include <atomic>

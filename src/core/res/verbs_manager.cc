@@ -172,6 +172,9 @@ class Manager {
     if ((unsettled_errno_ = -descriptor_shortage(kDescriptorsToLook))) return;
     // Before any registration: pages registered afterwards are kept out
     // of fork children instead of being shared copy-on-write with them.
+    // No fork rule changes with it (nothing of verbs crosses fork), and a
+    // kernel that copies pinned pages at fork itself (IBV_FORK_UNNEEDED:
+    // 6.1 does) needs none of it.
     if (!fork_tried_ && (env_set("RDMAV_FORK_SAFE") || env_set("IBV_FORK_SAFE"))) {
       fork_tried_ = true;
       int rc = ibv_fork_init();

@@ -1,7 +1,7 @@
 # core/net/tcp: the userspace TCP's parts, one concern a file (README.md).
 # Wire formats, timers, RTO, congestion control, SACK ranges and one
-# connection's state machine with its loss recovery: pure code, tested against scripts and on a
-# fake wire, not yet used by a face.
+# connection's state machine with its loss recovery: pure code, tested
+# against scripts and on a fake wire; libvma.so's TCP offload runs it.
 libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/seq.h \
 	src/core/net/tcp/header.h \
@@ -61,4 +61,4 @@ core_unit_tests_SOURCES += \
 	tests/core/net_tcp_receive_queue_test.cc \
 	tests/core/net_tcp_table_test.cc
 
-EXTRA_DIST += src/core/net/tcp/README.md tests/core/tcp_scripts
+EXTRA_DIST += tests/core/tcp_scripts

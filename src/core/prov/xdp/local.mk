@@ -3,7 +3,7 @@
 # embedded as a bpftool skeleton header (generated in the build tree).
 #
 # A library of its own, not part of libslipstream: only what uses packet
-# rings links it (today xdp_ring_tests; the VMA face next), so rsocket
+# rings links it (libvma.so and the ring tests), so rsocket
 # programs and everything preloaded with librspreload never load libxdp,
 # libbpf, libelf and zlib. Its Registration runs when it is loaded, so a
 # program links its objects whole (as the tests link core's).

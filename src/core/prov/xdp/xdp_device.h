@@ -89,7 +89,8 @@ int remove_flow(const char* ifname, const Flow& f);
 int counters(const char* ifname, Counters* out);
 
 // The netdev's number of rx queues (every one needs a socket: traffic may
-// arrive on any), or -errno.
+// arrive on any), or -errno. The queues in use, not the most it could have:
+// a veth uses one until ethtool -L gives it more.
 int rx_queue_count(const char* ifname);
 
 }  // namespace ss::prov::xdp

@@ -87,6 +87,8 @@ int XdpQueue::bind(bool zero_copy) {
   scfg.rx_size = cfg_.rx_size;
   scfg.tx_size = cfg_.tx_size;
   scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // our program, our XSKMAP
+  // No XDP_USE_NEED_WAKEUP: the kernel reads the fill ring without a kick,
+  // so a frame recycled into it needs no system call.
   scfg.bind_flags = zero_copy ? XDP_ZEROCOPY : XDP_COPY;
   err = xsk_socket__create(&xsk_, ifname_, cfg_.queue_id, umem_, &rx_, &tx_, &scfg);
   if (err) {
