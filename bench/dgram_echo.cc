@@ -23,10 +23,10 @@ ssize_t kernel_sendto(int fd, const void* buf, size_t len, int flags, const sock
   return ::sendto(fd, buf, len, flags | MSG_NOSIGNAL, a, alen);
 }
 
-const DgramOps kKernelDgram = {::socket, ::bind,     ::connect, kernel_send, ::recv, kernel_sendto,
-                               ::recvfrom, ::poll, ::getsockname, ::close};
-const DgramOps kRsocketDgram = {rsocket,   rbind, rconnect,     rsend,  rrecv, rsendto,
-                                rrecvfrom, rpoll, rgetsockname, rclose};
+const DgramOps kKernelDgram = {::socket,      ::bind,     ::connect, kernel_send,   ::recv,
+                               kernel_sendto, ::recvfrom, ::poll,    ::getsockname, ::close};
+const DgramOps kRsocketDgram = {rsocket, rbind,     rconnect, rsend,        rrecv,
+                                rsendto, rrecvfrom, rpoll,    rgetsockname, rclose};
 
 // The largest datagram either side handles (the bench sends 64 B).
 constexpr size_t kMaxDgram = 2048;

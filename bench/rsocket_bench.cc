@@ -265,12 +265,12 @@ void register_all() {
                                  BM_PingPong, t, true)
         ->UseRealTime();
   for (Transport t : kAllTransports)
-    benchmark::RegisterBenchmark((std::string("Stream64K/") + transport_name(t)).c_str(),
-                                 BM_Stream, t, size_t{64} << 10)
+    benchmark::RegisterBenchmark((std::string("Stream64K/") + transport_name(t)).c_str(), BM_Stream,
+                                 t, size_t{64} << 10)
         ->UseRealTime();
   for (Transport t : kAllTransports)
-    benchmark::RegisterBenchmark((std::string("Stream1M/") + transport_name(t)).c_str(),
-                                 BM_Stream, t, size_t{1} << 20)
+    benchmark::RegisterBenchmark((std::string("Stream1M/") + transport_name(t)).c_str(), BM_Stream,
+                                 t, size_t{1} << 20)
         ->UseRealTime();
   for (Transport t : kAllTransports)
     benchmark::RegisterBenchmark((std::string("DgramPingPong64/") + transport_name(t)).c_str(),

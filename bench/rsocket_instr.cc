@@ -50,7 +50,8 @@ bool io_all(int fd, char* buf, size_t len, bool send) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: rsocket_instr pingpong ROUND_TRIPS [SIZE] | stream MIB [SIZE] | empty CALLS\n");
+    fprintf(stderr,
+            "usage: rsocket_instr pingpong ROUND_TRIPS [SIZE] | stream MIB [SIZE] | empty CALLS\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -93,7 +94,8 @@ int main(int argc, char** argv) {
         return 1;
       }
   }
-  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (stream)
     printf("%.2f GB/s (one thread, both copies)\n", static_cast<double>(count << 20) / us / 1e3);
   else if (mode == "empty")

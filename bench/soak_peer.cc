@@ -40,7 +40,9 @@ namespace {
 std::atomic<bool> g_stop{false};
 std::atomic<long> g_sessions{0}, g_failed{0};
 
-uint8_t pattern(uint64_t seed, size_t i) { return static_cast<uint8_t>((seed * 131 + i * 7) ^ (i >> 8)); }
+uint8_t pattern(uint64_t seed, size_t i) {
+  return static_cast<uint8_t>((seed * 131 + i * 7) ^ (i >> 8));
+}
 
 bool io_all(int fd, void* buf, size_t len, bool send) {
   auto* p = static_cast<uint8_t*>(buf);
@@ -118,7 +120,7 @@ void serve_one(int fd) {
 }
 
 int serve(const char* port_file) {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = [](int) { g_stop = true; };
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
@@ -216,8 +218,7 @@ int hang_client(uint16_t port) {
   off_t off = 0;
   const int fd = start_riowrite(port, 65536, &off);
   std::vector<uint8_t> half(32768, 0x5a);
-  if (riowrite(fd, half.data(), half.size(), off, 0) != half.size())
-    fail("riowrite");
+  if (riowrite(fd, half.data(), half.size(), off, 0) != half.size()) fail("riowrite");
   for (;;) pause();
 }
 

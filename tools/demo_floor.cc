@@ -30,7 +30,7 @@ struct alignas(64) Line {
 constexpr uint64_t kEndSession = ~0ull;
 constexpr size_t kBatch = 1000;  // round trips per timed batch: the clock's cost vanishes
 
-constexpr size_t kRingBytes = 1 << 20;  // as the shm stream's receive buffer
+constexpr size_t kRingBytes = 1 << 20;         // as the shm stream's receive buffer
 constexpr uint64_t kRingTotal = 512ull << 20;  // bytes per ring measurement
 constexpr auto kStuck = std::chrono::seconds(5);
 
@@ -104,8 +104,8 @@ void ring_session(LineProbe::Shared& sh, const uint8_t* src) {
 }  // namespace
 
 bool LineProbe::start() {
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return false;
   sh_ = new (mem) Shared();
   int fds[2];

@@ -45,11 +45,11 @@ class LineProbe {
 
 struct Floor {
   bool ok = false;
-  double line_one_way_us = 0;      // at the start of the run
-  double line_before_shm_us = 0;   // right before the shm rows (0: not measured)
-  double line_after_shm_us = 0;    // right after them
-  double receive64k_gbps = 0;  // 64 KiB pieces out of a 1 MiB ring, copied and checksummed
-  double receive1m_gbps = 0;   // 1 MiB pieces, likewise
+  double line_one_way_us = 0;     // at the start of the run
+  double line_before_shm_us = 0;  // right before the shm rows (0: not measured)
+  double line_after_shm_us = 0;   // right after them
+  double receive64k_gbps = 0;     // 64 KiB pieces out of a 1 MiB ring, copied and checksummed
+  double receive1m_gbps = 0;      // 1 MiB pieces, likewise
   // The two-core ring (LineProbe::ring_gbps) at the start and right after
   // the shm rows (0: not measured).
   double ring64k_gbps = 0, ring1m_gbps = 0;

@@ -29,9 +29,9 @@ ssize_t kernel_send(int fd, const void* buf, size_t len, int flags) {
   return ::send(fd, buf, len, flags | MSG_NOSIGNAL);
 }
 
-const Ops kKernelOps = {::socket, ::bind,       ::listen,     ::accept,      ::connect,
-                        kernel_send, ::recv,    ::setsockopt, ::getsockname, ::close};
-const Ops kRsocketOps = {rsocket, rbind, rlisten, raccept, rconnect,
+const Ops kKernelOps = {::socket,    ::bind, ::listen,     ::accept,      ::connect,
+                        kernel_send, ::recv, ::setsockopt, ::getsockname, ::close};
+const Ops kRsocketOps = {rsocket, rbind, rlisten,     raccept,      rconnect,
                          rsend,   rrecv, rsetsockopt, rgetsockname, rclose};
 
 constexpr uint32_t kMaxMessage = 64u << 20;
@@ -186,9 +186,12 @@ int server_failed(const char* server, Transport t, int wfd, const char* what, in
 
 const char* transport_name(Transport t) {
   switch (t) {
-    case Transport::kKernel: return "kernel";
-    case Transport::kShm: return "shm";
-    case Transport::kTcp: return "tcp";
+    case Transport::kKernel:
+      return "kernel";
+    case Transport::kShm:
+      return "shm";
+    case Transport::kTcp:
+      return "tcp";
   }
   return "?";
 }

@@ -126,8 +126,7 @@ int run_pingpong(Conn& c, uint32_t size, uint64_t count, bool spin, std::vector<
                  const char** err);
 // One stream of `count` messages; *seconds from the first send until the
 // server's verified answer.
-int run_stream(Conn& c, const StreamSource& src, uint64_t count, double* seconds,
-               const char** err);
+int run_stream(Conn& c, const StreamSource& src, uint64_t count, double* seconds, const char** err);
 
 // Monotonic nanoseconds.
 uint64_t now_ns();

@@ -33,10 +33,13 @@ void usage(FILE* out) {
 
 std::string where(Component& c, int i) {
   switch (c.source(i)) {
-    case Source::kDefault: return "default";
+    case Source::kDefault:
+      return "default";
     case Source::kEnv:
-    case Source::kRules: return c.origin(i);
-    case Source::kFile: return "file " + c.origin(i);
+    case Source::kRules:
+      return c.origin(i);
+    case Source::kFile:
+      return "file " + c.origin(i);
   }
   return "?";
 }
@@ -54,8 +57,10 @@ std::string env_text(const Setting& s) {
 
 std::string default_text(const Setting& s) {
   switch (s.type) {
-    case Type::kInt: return std::to_string(s.def);
-    case Type::kString: return s.str_def ? s.str_def : "";
+    case Type::kInt:
+      return std::to_string(s.def);
+    case Type::kString:
+      return s.str_def ? s.str_def : "";
     case Type::kEnum: {
       char name[64];
       if (ss::config::choice_at(s.str_def, s.def, name, sizeof name)) return name;
@@ -73,8 +78,10 @@ std::string bounds_text(const Setting& s) {
       if (s.str_def) b += " or " + std::string(s.str_def);
       return b;
     }
-    case Type::kEnum: return s.str_def ? s.str_def : "";
-    case Type::kString: return "a path";
+    case Type::kEnum:
+      return s.str_def ? s.str_def : "";
+    case Type::kString:
+      return "a path";
   }
   return "";
 }

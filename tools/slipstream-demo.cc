@@ -32,7 +32,7 @@ using namespace ssdemo;
 namespace {
 
 struct Options {
-  uint64_t iters = 100000;            // ping-pong round trips per row
+  uint64_t iters = 100000;             // ping-pong round trips per row
   uint64_t stream_bytes = 1ull << 30;  // bytes per stream measurement
   unsigned timeout_s = 30;             // per transport
   std::vector<Transport> transports{std::begin(kAllTransports), std::end(kAllTransports)};
@@ -131,7 +131,8 @@ bool parse_args(int argc, char** argv, Options* o) {
       size_t pos = 0;
       while (pos <= list.size()) {
         size_t comma = list.find(',', pos);
-        std::string one = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        std::string one =
+            list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
         Transport t;
         if (!parse_transport(one.c_str(), &t)) return false;
         if (std::find(o->transports.begin(), o->transports.end(), t) == o->transports.end())
@@ -158,9 +159,12 @@ bool parse_args(int argc, char** argv, Options* o) {
 
 const char* row_name(Transport t, bool busy) {
   switch (t) {
-    case Transport::kKernel: return busy ? "kernel TCP (busy-poll)" : "kernel TCP";
-    case Transport::kShm: return busy ? "shm (busy-poll)" : "rsocket shm";
-    case Transport::kTcp: return busy ? "tcp (busy-poll)" : "rsocket tcp";
+    case Transport::kKernel:
+      return busy ? "kernel TCP (busy-poll)" : "kernel TCP";
+    case Transport::kShm:
+      return busy ? "shm (busy-poll)" : "rsocket shm";
+    case Transport::kTcp:
+      return busy ? "tcp (busy-poll)" : "rsocket tcp";
   }
   return "?";
 }
@@ -251,23 +255,26 @@ void print_floor(const std::vector<Row>& rows, const Floor& f) {
     return;
   }
   const double before = f.line_before_shm_us, after = f.line_after_shm_us;
-  printf("\nhardware, same run: a cache line bounced between two processes, one-way: %.2f us at\n"
-         "the start",
-         f.line_one_way_us);
+  printf(
+      "\nhardware, same run: a cache line bounced between two processes, one-way: %.2f us at\n"
+      "the start",
+      f.line_one_way_us);
   if (before > 0 && after > 0)
     printf(", %.2f us right before the shm rows, %.2f us right after them", before, after);
-  printf("\n(the floor of any shared-memory round trip); the stream server's work on one core\n"
-         "alone (copy out of a 1 MiB ring, checksum) %.2f GB/s in 64 KiB pieces, %.2f GB/s\n"
-         "in 1 MiB pieces (the ceiling of the streams it receives)\n",
-         f.receive64k_gbps, f.receive1m_gbps);
+  printf(
+      "\n(the floor of any shared-memory round trip); the stream server's work on one core\n"
+      "alone (copy out of a 1 MiB ring, checksum) %.2f GB/s in 64 KiB pieces, %.2f GB/s\n"
+      "in 1 MiB pieces (the ceiling of the streams it receives)\n",
+      f.receive64k_gbps, f.receive1m_gbps);
   // The same work on bytes the other core writes: the copies every
   // shared-memory stream between two cores makes, with nothing around them.
   const double ring64k = std::max(f.ring64k_gbps, f.ring64k_after_shm_gbps);
   const double ring1m = std::max(f.ring1m_gbps, f.ring1m_after_shm_gbps);
   if (ring64k > 0 && ring1m > 0) {
-    printf("the same work on bytes another process writes into a shared 1 MiB ring (two cores,\n"
-           "no transport): %.2f / %.2f GB/s (64 KiB / 1 MiB) at the start",
-           f.ring64k_gbps, f.ring1m_gbps);
+    printf(
+        "the same work on bytes another process writes into a shared 1 MiB ring (two cores,\n"
+        "no transport): %.2f / %.2f GB/s (64 KiB / 1 MiB) at the start",
+        f.ring64k_gbps, f.ring1m_gbps);
     if (f.ring64k_after_shm_gbps > 0)
       printf(", %.2f / %.2f GB/s right\nafter the shm rows", f.ring64k_after_shm_gbps,
              f.ring1m_after_shm_gbps);
@@ -276,7 +283,8 @@ void print_floor(const std::vector<Row>& rows, const Floor& f) {
   // The shm rows are read against the floor next to them, only when it held
   // still across them: a shared host moves the two vCPUs (a cache line
   // between siblings of one core costs a tenth of one between cores).
-  const bool steady = before > 0 && after > 0 && std::max(before, after) <= 1.25 * std::min(before, after);
+  const bool steady =
+      before > 0 && after > 0 && std::max(before, after) <= 1.25 * std::min(before, after);
   const double line = (before + after) / 2;
   for (const Row& r : rows) {
     if (!r.ok || !r.ran) continue;
@@ -305,10 +313,11 @@ void print_table(const std::vector<Row>& rows, const Options& o) {
     if (r.name == "kernel TCP" && r.ok && r.ran) kernel = &r;
     if (r.name == "kernel TCP (busy-poll)" && r.ok && r.ran) kernel_busy = &r;
   }
-  printf("\n127.0.0.1, client and server in two processes; %llu round trips of 64 B, "
-         "%llu MiB per stream\n\n",
-         static_cast<unsigned long long>(o.iters),
-         static_cast<unsigned long long>(o.stream_bytes >> 20));
+  printf(
+      "\n127.0.0.1, client and server in two processes; %llu round trips of 64 B, "
+      "%llu MiB per stream\n\n",
+      static_cast<unsigned long long>(o.iters),
+      static_cast<unsigned long long>(o.stream_bytes >> 20));
   printf("%-24s %9s %9s %9s %8s | %9s %8s | %9s %8s\n", "transport", "RTT med", "RTT p99",
          "one-way", "lat", "64 KiB", "bw", "1 MiB", "bw");
   printf("%-24s %9s %9s %9s %8s | %9s %8s | %9s %8s\n", "", "(us)", "(us)", "(us)", "vs ref",
@@ -332,9 +341,10 @@ void print_table(const std::vector<Row>& rows, const Options& o) {
       printf(" %9s %8s | %9s %8s\n", "-", "", "-", "");
     }
   }
-  printf("\nratios: above 1 is faster than the reference, measured in this run: kernel TCP\n"
-         "for the blocking rows, kernel TCP (busy-poll) for the busy-poll rows\n"
-         "(latency: reference median RTT / this median RTT; bandwidth: this / reference).\n");
+  printf(
+      "\nratios: above 1 is faster than the reference, measured in this run: kernel TCP\n"
+      "for the blocking rows, kernel TCP (busy-poll) for the busy-poll rows\n"
+      "(latency: reference median RTT / this median RTT; bandwidth: this / reference).\n");
   for (const Row& r : rows)
     if (r.name == "shm (busy-poll)" && r.ok && r.ran && kernel)
       printf("shm (busy-poll) against blocking kernel TCP: %s lower median latency\n",

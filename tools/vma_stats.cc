@@ -81,7 +81,8 @@ int find_pid(const Options& o, long* pid) {
     }
     if (is_stale(s)) {
       if (o.clean && s.pid == f.pid && unlink(f.path.c_str()) == 0)
-        fprintf(stderr, "vma_stats: removed %s of process %d, which is gone\n", f.path.c_str(), f.pid);
+        fprintf(stderr, "vma_stats: removed %s of process %d, which is gone\n", f.path.c_str(),
+                f.pid);
       continue;
     }
     if (s.pid == f.pid && (o.name.empty() || s.app_name == o.name)) live.push_back(std::move(s));
@@ -119,8 +120,10 @@ int run(const Options& o) {
     if (ok && s.pid != pid) error = path + ": belongs to process " + std::to_string(s.pid);
     if (ok && s.pid == pid && !is_stale(s)) {
       const double now_s = seconds_now();
-      if (!o.view.per_second) print_view(stdout, s, o.view);
-      else if (i >= 0) print_view(stdout, per_second(before, s, now_s - before_s), o.view);
+      if (!o.view.per_second)
+        print_view(stdout, s, o.view);
+      else if (i >= 0)
+        print_view(stdout, per_second(before, s, now_s - before_s), o.view);
       before = std::move(s);
       before_s = now_s;
       continue;
@@ -132,8 +135,10 @@ int run(const Options& o) {
     if (ok && s.pid == pid)
       fprintf(stderr, "vma_stats: process %ld is gone; %s is stale\n", pid, path.c_str());
     else if (access(path.c_str(), F_OK) != 0)
-      fprintf(stderr, "vma_stats: no statistics of process %ld in %s (not running with the VMA face, "
-              "or with another VMA_STATS_SHMEM_DIR)\n", pid, o.dir.c_str());
+      fprintf(stderr,
+              "vma_stats: no statistics of process %ld in %s (not running with the VMA face, "
+              "or with another VMA_STATS_SHMEM_DIR)\n",
+              pid, o.dir.c_str());
     else
       fprintf(stderr, "vma_stats: %s\n", error.c_str());
     return 1;
@@ -144,16 +149,23 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  static const option kLong[] = {
-      {"pid", required_argument, nullptr, 'p'},       {"directory", required_argument, nullptr, 'k'},
-      {"name", required_argument, nullptr, 'n'},      {"find_pid", no_argument, nullptr, 'f'},
-      {"forbid_clean", no_argument, nullptr, 'F'},    {"interval", required_argument, nullptr, 'i'},
-      {"cycles", required_argument, nullptr, 'c'},    {"view", required_argument, nullptr, 'v'},
-      {"details", required_argument, nullptr, 'd'},   {"zero", no_argument, nullptr, 'z'},
-      {"log_level", required_argument, nullptr, 'l'}, {"fd_dump", required_argument, nullptr, 'S'},
-      {"details_level", required_argument, nullptr, 'D'}, {"sockets", required_argument, nullptr, 's'},
-      {"version", no_argument, nullptr, 'V'},         {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
+  static const option kLong[] = {{"pid", required_argument, nullptr, 'p'},
+                                 {"directory", required_argument, nullptr, 'k'},
+                                 {"name", required_argument, nullptr, 'n'},
+                                 {"find_pid", no_argument, nullptr, 'f'},
+                                 {"forbid_clean", no_argument, nullptr, 'F'},
+                                 {"interval", required_argument, nullptr, 'i'},
+                                 {"cycles", required_argument, nullptr, 'c'},
+                                 {"view", required_argument, nullptr, 'v'},
+                                 {"details", required_argument, nullptr, 'd'},
+                                 {"zero", no_argument, nullptr, 'z'},
+                                 {"log_level", required_argument, nullptr, 'l'},
+                                 {"fd_dump", required_argument, nullptr, 'S'},
+                                 {"details_level", required_argument, nullptr, 'D'},
+                                 {"sockets", required_argument, nullptr, 's'},
+                                 {"version", no_argument, nullptr, 'V'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
   Options o;
   long v;
   int opt;
@@ -166,20 +178,27 @@ int main(int argc, char** argv) {
         if (!*optarg) return usage_error("empty directory%s", "");
         o.dir = optarg;
         break;
-      case 'n': o.name = optarg; break;
-      case 'f': break;
-      case 'F': o.clean = false; break;
+      case 'n':
+        o.name = optarg;
+        break;
+      case 'f':
+        break;
+      case 'F':
+        o.clean = false;
+        break;
       case 'i':
         if (!number(optarg, 0, 86400, &o.interval)) return usage_error("bad interval '%s'", optarg);
         break;
       case 'c':
-        if (!number(optarg, 0, 0x7fffffff, &o.cycles)) return usage_error("bad cycle count '%s'", optarg);
+        if (!number(optarg, 0, 0x7fffffff, &o.cycles))
+          return usage_error("bad cycle count '%s'", optarg);
         break;
       case 'v':
         if (!number(optarg, 1, 5, &v)) return usage_error("bad view '%s' (1 to 5)", optarg);
         if (v == 4) {
-          fprintf(stderr, "vma_stats: view 4 (multicast groups) is not supported: Slipstream does not "
-                          "publish the group table\n");
+          fprintf(stderr,
+                  "vma_stats: view 4 (multicast groups) is not supported: Slipstream does not "
+                  "publish the group table\n");
           return 2;
         }
         o.view.level = static_cast<int>(v);
@@ -188,15 +207,22 @@ int main(int argc, char** argv) {
         if (!number(optarg, 1, 2, &v)) return usage_error("bad details mode '%s'", optarg);
         o.view.per_second = v == 2;
         break;
-      case 'z': case 'l': case 'S': case 'D':
-        fprintf(stderr, "vma_stats: -%c is not supported: Slipstream's library takes no requests from "
-                        "the reader (its statistics file is read-only to vma_stats)\n", opt);
+      case 'z':
+      case 'l':
+      case 'S':
+      case 'D':
+        fprintf(stderr,
+                "vma_stats: -%c is not supported: Slipstream's library takes no requests from "
+                "the reader (its statistics file is read-only to vma_stats)\n",
+                opt);
         return 2;
       case 's':
-        if (!parse_fd_list(optarg, &o.view.fd_ranges)) return usage_error("bad socket list '%s'", optarg);
+        if (!parse_fd_list(optarg, &o.view.fd_ranges))
+          return usage_error("bad socket list '%s'", optarg);
         break;
       case 'V':
-        printf("vma_stats (Slipstream %s), file layout %u (%s)\n", PACKAGE_VERSION, kVersion, kProtocol);
+        printf("vma_stats (Slipstream %s), file layout %u (%s)\n", PACKAGE_VERSION, kVersion,
+               kProtocol);
         return 0;
       case 'h':
         printf("%s", kUsage);
@@ -207,6 +233,7 @@ int main(int argc, char** argv) {
     }
   }
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-  if (o.view.per_second && o.interval == 0) return usage_error("-d 2 needs an interval of 1 s or more%s", "");
+  if (o.view.per_second && o.interval == 0)
+    return usage_error("-d 2 needs an interval of 1 s or more%s", "");
   return run(o);
 }

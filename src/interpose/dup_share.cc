@@ -21,9 +21,9 @@ namespace ss::interpose::dups {
 namespace {
 
 struct Group {
-  int owner;              // the number the object was made at
-  bool acts_on_owner;     // the face uses that number (held until the last close)
-  std::set<int> numbers;  // the program's numbers that name it
+  int owner;                    // the number the object was made at
+  bool acts_on_owner;           // the face uses that number (held until the last close)
+  std::set<int> numbers;        // the program's numbers that name it
   std::map<int, bool> cloexec;  // their FD_CLOEXEC as the program set it (program_cloexec)
 };
 
@@ -253,7 +253,8 @@ int close_range_around(unsigned int first, unsigned int last, int flags, std::se
 }
 
 int close_range_with(unsigned int first, unsigned int last, int flags,
-                     const std::function<bool(int)>& ours, const std::function<void(int)>& close_one) {
+                     const std::function<bool(int)>& ours,
+                     const std::function<void(int)>& close_one) {
   if (flags & CLOSE_RANGE_CLOEXEC) return real().close_range(first, last, flags);
   rlimit lim{};
   unsigned int top = last;

@@ -94,7 +94,8 @@ int close_range_around(unsigned int first, unsigned int last, int flags, std::se
 // them and the held numbers (a number freed under a face would be closed
 // again once reused). With CLOSE_RANGE_CLOEXEC only flags change.
 int close_range_with(unsigned int first, unsigned int last, int flags,
-                     const std::function<bool(int)>& ours, const std::function<void(int)>& close_one);
+                     const std::function<bool(int)>& ours,
+                     const std::function<void(int)>& close_one);
 
 // closefrom(3) over close_range_fn (the preload's close_range), else,
 // without close_range in the kernel, close_fn on every number up to the

@@ -72,7 +72,8 @@ int create_epoll(const EpollFace& face, int flags) {
     OwnCalls own;
     if (int rc = EpollSet::create(EPOLL_CLOEXEC, &set)) return fail(rc);
   }
-  const int fd = real().fcntl(set->kernel_fd(), (flags & EPOLL_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+  const int fd =
+      real().fcntl(set->kernel_fd(), (flags & EPOLL_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
   if (fd < 0) {
     const int err = errno;
     OwnCalls own;

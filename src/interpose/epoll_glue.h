@@ -33,8 +33,8 @@
 namespace ss::interpose {
 
 struct EpollFace {
-  const char* name;                // log lines' prefix
-  ss::PollTiming (*timing)();      // a mixed wait's busy phase and wake-up interval
+  const char* name;            // log lines' prefix
+  ss::PollTiming (*timing)();  // a mixed wait's busy phase and wake-up interval
 };
 
 // The fd-table object of one of a preload's epoll descriptors.

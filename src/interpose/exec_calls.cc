@@ -104,8 +104,8 @@ SS_PRELOAD_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   return run_exec(envp, [&](char* const* env) { return real().fexecve(fd, argv, env); });
 }
 
-SS_PRELOAD_EXPORT int execveat(int dirfd, const char* path, char* const argv[],
-                               char* const envp[], int flags) {
+SS_PRELOAD_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
+                               int flags) {
   return run_exec(envp,
                   [&](char* const* env) { return real().execveat(dirfd, path, argv, env, flags); });
 }

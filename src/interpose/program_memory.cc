@@ -41,7 +41,8 @@ std::atomic<int> g_regions{0};
 
 bool trusted(uintptr_t a, uintptr_t b) {
   for (int i = 0, n = g_regions.load(std::memory_order_acquire); i < n; i++)
-    if (g_lo[i].load(std::memory_order_relaxed) <= a && b <= g_hi[i].load(std::memory_order_relaxed))
+    if (g_lo[i].load(std::memory_order_relaxed) <= a &&
+        b <= g_hi[i].load(std::memory_order_relaxed))
       return true;
   return false;
 }
@@ -128,8 +129,7 @@ void trust_region(const void* base, size_t len) noexcept {
   g_hi[i].store(a + len, std::memory_order_relaxed);
   // Published in order: a region claimed later but stored first waits.
   int expect = i;
-  while (!g_regions.compare_exchange_weak(expect, i + 1, std::memory_order_release))
-    expect = i;
+  while (!g_regions.compare_exchange_weak(expect, i + 1, std::memory_order_release)) expect = i;
 }
 
 }  // namespace ss::interpose

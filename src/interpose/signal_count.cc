@@ -27,7 +27,7 @@ Slot g_slots[NSIG];
 // start), so no allocation or lock in a handler.
 [[gnu::tls_model("initial-exec")]] thread_local uint64_t t_ran = 0;
 [[gnu::tls_model("initial-exec")]] thread_local int t_last = 0;
-[[gnu::tls_model("initial-exec")]] thread_local int t_busy = 0;      // open BusyScopes
+[[gnu::tls_model("initial-exec")]] thread_local int t_busy = 0;         // open BusyScopes
 [[gnu::tls_model("initial-exec")]] thread_local bool t_fenced = false;  // in a handler over one
 
 void trampoline(int sig, siginfo_t* info, void* uc) {
@@ -42,8 +42,14 @@ void trampoline(int sig, siginfo_t* info, void* uc) {
 
 bool wrapped(int sig) {
   switch (sig) {
-    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
-    case SIGKILL: case SIGSTOP:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGTRAP:
+    case SIGSYS:
+    case SIGKILL:
+    case SIGSTOP:
       return false;
     default:
       return sig > 0 && sig < NSIG;
@@ -120,7 +126,8 @@ sighandler_t bsd_signal(int sig, sighandler_t h,
     errno = EINVAL;
     return SIG_ERR;
   }
-  struct sigaction act {}, old {};
+  struct sigaction act {
+  }, old{};
   act.sa_handler = h;
   sigemptyset(&act.sa_mask);
   sigaddset(&act.sa_mask, sig);

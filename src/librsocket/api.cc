@@ -217,7 +217,7 @@ SS_EXPORT int rclose(int socket) {
     if (!s) {
       auto d = FdTable::instance().remove<DgramSocket>(socket, FdKind::kRsocketDgram);
       if (!d) return -EBADF;  // upstream returns a positive EBADF here
-      d->close();  // the descriptor closes with the last call using it
+      d->close();             // the descriptor closes with the last call using it
       return 0;
     }
     if (!deferred) s->close();  // else the call using it closes it (on_either)
@@ -225,8 +225,8 @@ SS_EXPORT int rclose(int socket) {
   });
 }
 
-SS_EXPORT ssize_t rrecvfrom(int socket, void* buf, size_t len, int flags,
-                            struct sockaddr* src_addr, socklen_t* addrlen) {
+SS_EXPORT ssize_t rrecvfrom(int socket, void* buf, size_t len, int flags, struct sockaddr* src_addr,
+                            socklen_t* addrlen) {
   return on_either<Cancel::kPoint>(
       socket,
       [&](Socket& s) -> ssize_t {
@@ -306,7 +306,7 @@ SS_EXPORT ssize_t rreadv(int socket, const struct iovec* iov, int iovcnt) {
         msghdr m = iov_only(iov, iovcnt);
         return d.recv(&m, 0);
       },
-      iovcnt < 0 || iovcnt > IOV_MAX ? -EINVAL : 0);
+      iovcnt<0 || iovcnt> IOV_MAX ? -EINVAL : 0);
 }
 
 SS_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) {
@@ -320,7 +320,7 @@ SS_EXPORT ssize_t rwritev(int socket, const struct iovec* iov, int iovcnt) {
         msghdr m = iov_only(iov, iovcnt);
         return d.send(m, 0);
       },
-      iovcnt < 0 || iovcnt > IOV_MAX ? -EINVAL : 0);
+      iovcnt<0 || iovcnt> IOV_MAX ? -EINVAL : 0);
 }
 
 SS_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) {
@@ -329,7 +329,8 @@ SS_EXPORT int rpoll(struct pollfd* fds, nfds_t nfds, int timeout) {
 
 SS_EXPORT int rselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                       struct timeval* timeout) {
-  return edge<Cancel::kPoint>([&] { return ss::rs::select(nfds, readfds, writefds, exceptfds, timeout); });
+  return edge<Cancel::kPoint>(
+      [&] { return ss::rs::select(nfds, readfds, writefds, exceptfds, timeout); });
 }
 
 SS_EXPORT int rgetpeername(int socket, struct sockaddr* addr, socklen_t* addrlen) noexcept {
@@ -381,8 +382,7 @@ SS_EXPORT int riounmap(int socket, void* buf, size_t len) noexcept {
 }
 
 // size_t, yet upstream's failure is (size_t)-1 with errno, as edge gives.
-SS_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offset,
-                          int flags) {
+SS_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offset, int flags) {
   return static_cast<size_t>(on_either<Cancel::kPoint>(
       socket, [&](Socket& s) -> ssize_t { return s.iowrite(buf, count, offset, flags); },
       not_on_datagrams<ssize_t>));

@@ -98,8 +98,8 @@ int Socket::shutdown(int how) {
     }
     const bool sent = ctrl_ready() && send_ctrl(ctrl) == 0;
     linger = linger && sent;  // a peer never told we stopped would wait in vain
-    SS_DEBUG("rsocket: fd %d: shutdown(%d) control %u, state 0x%x, ctrl slots %u, sqe %u", fd_,
-             how, ctrl, state_, ctrl_avail_, sqe_avail_);
+    SS_DEBUG("rsocket: fd %d: shutdown(%d) control %u, state 0x%x, ctrl slots %u, sqe %u", fd_, how,
+             ctrl, state_, ctrl_avail_, sqe_avail_);
     while (wait_for(lk, false, [&] { return sends_drained() || expired() || (state_ & kError); }) ==
            -EINTR) {
     }

@@ -69,7 +69,8 @@ class IovCursor {
 // One buffer, with IovCursor's interface: always contiguous.
 class BufCursor {
  public:
-  BufCursor(const void* buf, size_t len) : p_(static_cast<uint8_t*>(const_cast<void*>(buf))), len_(len) {}
+  BufCursor(const void* buf, size_t len)
+      : p_(static_cast<uint8_t*>(const_cast<void*>(buf))), len_(len) {}
   size_t total() const { return len_; }
   const uint8_t* contiguous(size_t) const { return p_; }
   void copy_out(uint8_t* dst, size_t n) {
@@ -116,7 +117,8 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.sndtimeo_us);
   if (state_ == kConnecting) {
-    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; }, until);
+    int rc = wait_for(
+        lk, nonblock, [this] { return state_ != kConnecting; }, until);
     if (rc) return rc;
   }
   if (fell_back_) return -ENOTCONN;  // nothing moved: librspreload repeats it on the kernel socket
@@ -188,7 +190,8 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.rcvtimeo_us);
   if (state_ == kConnecting) {
-    int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; }, until);
+    int rc = wait_for(
+        lk, nonblock, [this] { return state_ != kConnecting; }, until);
     if (rc) return rc;
   }
   if (fell_back_) return -ENOTCONN;  // as in send_from

@@ -18,7 +18,8 @@ inline ssize_t deliver_datagram(msghdr* msg, int flags, const uint8_t* data, siz
   for (size_t i = 0; i < msg->msg_iovlen; i++) {
     room += msg->msg_iov[i].iov_len;
     size_t k = std::min(n - got, msg->msg_iov[i].iov_len);
-    if (k) std::memcpy(msg->msg_iov[i].iov_base, data + got, k);  // an empty iovec's base may be null
+    if (k)
+      std::memcpy(msg->msg_iov[i].iov_base, data + got, k);  // an empty iovec's base may be null
     got += k;
   }
   if (msg->msg_name) {
@@ -35,8 +36,8 @@ inline ssize_t deliver_datagram(msghdr* msg, int flags, const uint8_t* data, siz
 // One datagram off kernel socket `fd` into `buf` (MSG_DONTWAIT and
 // MSG_TRUNC, plus `flags`, e.g. MSG_PEEK): its whole length, its source
 // in *src; -1 and errno as recvmsg(2).
-inline ssize_t recv_kernel_datagram(int fd, void* buf, size_t len, int flags,
-                                    sockaddr_storage* src, socklen_t* src_len) {
+inline ssize_t recv_kernel_datagram(int fd, void* buf, size_t len, int flags, sockaddr_storage* src,
+                                    socklen_t* src_len) {
   iovec v{buf, len};
   msghdr m{};
   m.msg_name = src;

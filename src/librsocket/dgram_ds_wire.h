@@ -38,9 +38,9 @@ static_assert(sizeof(DsUdpHeader) == kDsUdpLen6, "wire layout");
 
 // In front of every UD SEND: 8 bytes (IPv4) or 24 (IPv6).
 struct DsHeader {
-  uint8_t version;  // 4 or 6
-  uint8_t length;   // kDsLen4 or kDsLen6
-  uint16_t port;    // the sender's UDP port, big-endian
+  uint8_t version;          // 4 or 6
+  uint8_t length;           // kDsLen4 or kDsLen6
+  uint16_t port;            // the sender's UDP port, big-endian
   uint32_t v4_or_flowinfo;  // IPv4: the address; IPv6: sin6_flowinfo
   uint8_t addr6[16];        // IPv6 only
 };
@@ -49,9 +49,9 @@ static_assert(sizeof(DsHeader) == kDsLen6, "wire layout");
 // What a good DsUdpHeader says.
 struct DsUdpInfo {
   uint8_t op;
-  uint8_t length;           // where the payload starts
-  uint32_t qpn;             // host order
-  sockaddr_storage qp_addr; // the sender QP's address, port 0
+  uint8_t length;            // where the payload starts
+  uint32_t qpn;              // host order
+  sockaddr_storage qp_addr;  // the sender QP's address, port 0
 };
 
 // Fills `h` for a sender whose QP has address `qp_addr` (AF_INET or

@@ -17,10 +17,10 @@ namespace ss::rs {
 struct DgramRingHeader {
   uint32_t magic;  // kDgramRingMagic
   uint32_t slots;  // a power of two (senders derive it from the size instead)
-  alignas(64) std::atomic<uint64_t> tail;   // next slot senders claim
+  alignas(64) std::atomic<uint64_t> tail;      // next slot senders claim
   alignas(64) std::atomic<uint32_t> sleepers;  // 1: owner threads are about to sleep: wake them
-  std::atomic<uint64_t> overflow;           // datagrams dropped because the ring was full
-  std::atomic<uint32_t> closed;             // the owner closed its socket: senders let go
+  std::atomic<uint64_t> overflow;              // datagrams dropped because the ring was full
+  std::atomic<uint32_t> closed;                // the owner closed its socket: senders let go
 };
 
 struct DgramSlot {
@@ -29,7 +29,7 @@ struct DgramSlot {
   uint16_t port;              // the sender's port, network order
   uint8_t version;            // 4 or 6: which address follows
   uint8_t reserved;
-  uint8_t addr[16];           // the sender's address (IPv4: the first 4 bytes)
+  uint8_t addr[16];  // the sender's address (IPv4: the first 4 bytes)
   uint8_t data[kDgramMaxPayload];
 };
 

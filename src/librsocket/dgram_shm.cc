@@ -243,9 +243,9 @@ void DgramShmSender::take_answer(Dest* d) {
   ok = ok && fstat(fds[0], &st) == 0 && (fcntl(fds[0], F_GET_SEALS) & want) == want &&
        take_event_fd(fds[1]);
   uint32_t slots = ok ? dgram_ring_slots(static_cast<size_t>(st.st_size)) : 0;
-  void* p = slots ? mmap(nullptr, dgram_ring_bytes(slots), PROT_READ | PROT_WRITE, MAP_SHARED,
-                         fds[0], 0)
-                  : MAP_FAILED;
+  void* p =
+      slots ? mmap(nullptr, dgram_ring_bytes(slots), PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0)
+            : MAP_FAILED;
   for (int i = 0; i < nfds; i++)
     if (i != 1 || p == MAP_FAILED) ::close(fds[i]);
   if (p == MAP_FAILED) {

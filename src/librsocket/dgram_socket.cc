@@ -29,12 +29,18 @@ namespace ss::rs {
 
 const char* dgram_fault_name(DgramFault f) {
   switch (f) {
-    case DgramFault::kNone: return "none";
-    case DgramFault::kShort: return "shorter than its header";
-    case DgramFault::kTag: return "wrong tag";
-    case DgramFault::kHeader: return "bad header";
-    case DgramFault::kFamily: return "version disagrees with the source address";
-    case DgramFault::kOversize: return "longer than a slot";
+    case DgramFault::kNone:
+      return "none";
+    case DgramFault::kShort:
+      return "shorter than its header";
+    case DgramFault::kTag:
+      return "wrong tag";
+    case DgramFault::kHeader:
+      return "bad header";
+    case DgramFault::kFamily:
+      return "version disagrees with the source address";
+    case DgramFault::kOversize:
+      return "longer than a slot";
   }
   return "?";
 }
@@ -91,7 +97,8 @@ int os_result(int rc) { return rc < 0 ? -errno : rc; }
 // address is always one key to the shared-memory sender.
 int dest_len(const sockaddr* a, socklen_t len) {
   if (len > sizeof(sockaddr_storage)) return -EINVAL;
-  if (a->sa_family == AF_INET) return len < sizeof(sockaddr_in) ? -EINVAL : int(sizeof(sockaddr_in));
+  if (a->sa_family == AF_INET)
+    return len < sizeof(sockaddr_in) ? -EINVAL : int(sizeof(sockaddr_in));
   if (a->sa_family == AF_INET6)
     return len < offsetof(sockaddr_in6, sin6_scope_id) ? -EINVAL : int(sizeof(sockaddr_in6));
   return static_cast<int>(len);
@@ -225,7 +232,7 @@ void DgramSocket::close() {
   rx_.close_ring();
   shut_rd_ = true;  // under recv_mu_: a later wait_target sees it and does not sleep
   shut_wr_ = true;
-  kick_.wake();     // this process's sleepers look again and see it
+  kick_.wake();  // this process's sleepers look again and see it
 }
 
 ssize_t DgramSocket::send(const msghdr& msg, int flags) {
@@ -528,8 +535,7 @@ short DgramSocket::readiness_locked(short events, bool full) {
   short r = p[0].revents & static_cast<short>(events | POLLERR | POLLHUP | POLLNVAL);
   // Readable means a receive delivers: bad datagrams (and over verbs the
   // exchange headers, which are no data there) are taken off first.
-  if ((r & POLLIN) &&
-      !(verbs_ ? verbs_->settle_udp(&count_malformed_cb, this) : drop_bad_heads()))
+  if ((r & POLLIN) && !(verbs_ ? verbs_->settle_udp(&count_malformed_cb, this) : drop_bad_heads()))
     r &= ~POLLIN;
   if (r & (POLLIN | POLLERR)) kernel_look_.hint = true;  // the next receive looks there
   // What a sender published meanwhile counts now.

@@ -29,7 +29,8 @@ class DgramSocket final : public Pollable {
   // A new datagram rsocket of `domain`; `flags`: SOCK_NONBLOCK, SOCK_CLOEXEC.
   static int create(int domain, int flags, std::shared_ptr<DgramSocket>* out);
   DgramSocket(int fd, int domain)
-      : fd_(fd), domain_(domain),
+      : fd_(fd),
+        domain_(domain),
         verbs_(dgram_verbs_enabled() ? std::make_shared<DgramVerbs>(fd, domain) : nullptr) {}
   ~DgramSocket();  // closes the descriptor: no call is using it any more
   DgramSocket(const DgramSocket&) = delete;
@@ -129,13 +130,13 @@ class DgramSocket final : public Pollable {
   const std::shared_ptr<DgramVerbs> verbs_;
   DgramShmReceiver rx_;  // recv_mu_
   DgramShmSender tx_;
-  int wait_fd_ = -1;           // recv_mu_
-  int sleeping_ = 0;           // recv_mu_: threads between wait_target and after_wait
+  int wait_fd_ = -1;  // recv_mu_
+  int sleeping_ = 0;  // recv_mu_: threads between wait_target and after_wait
   // recv_mu_: rclose wakes this process's sleepers through it; a shutdown
   // of the kernel socket would end it for a fork's other process too.
   Kick kick_;
   bool wait_has_event_ = false;  // recv_mu_: the ring's eventfd is in wait_fd_
-  sockaddr_storage peer_{};    // recv_mu_: the connected destination (ss_family 0: none)
+  sockaddr_storage peer_{};      // recv_mu_: the connected destination (ss_family 0: none)
   // A costly look (syscalls) taken at every dgram_kernel_ratio-th chance,
   // or at the next one when hinted.
   struct EveryNth {
@@ -146,19 +147,20 @@ class DgramSocket final : public Pollable {
   EveryNth kernel_look_;  // recv_mu_: the kernel socket (chances: looks at the ring)
   EveryNth serve_;        // recv_mu_: the rendezvous (chances: looks at the kernel socket)
   std::mutex name_mu_;
-  sockaddr_storage name_{};    // name_mu_: our name once bound (ss_family 0: not yet)
+  sockaddr_storage name_{};       // name_mu_: our name once bound (ss_family 0: not yet)
   sockaddr_storage send_peer_{};  // name_mu_: peer_ for senders, as the kernel names it
   socklen_t send_peer_len_ = 0;   // name_mu_: 0: not connected
   // One receiver at a time inside a receive: a datagram peeked and found bad
   // is then taken off the queue, and must be that one.
   std::mutex recv_mu_;
   std::atomic<bool> nonblock_{false};
-  std::atomic<bool> shut_rd_{false};     // rshutdown(SHUT_RD) or rclose: reads give 0
-  std::atomic<bool> shut_wr_{false};     // rshutdown(SHUT_WR) or rclose: sends give EPIPE
-  std::atomic<uint8_t> peer_version_{0};  // the connected destination's DgramHeader version; 0: none
-  std::atomic<uint64_t> overflow_{0};     // the kernel's drops (SO_RXQ_OVFL), as of the last datagram
-  std::atomic<uint64_t> malformed_{0};    // our drops: datagrams dgram_check refused
-  std::atomic<bool> warned_{false};       // one warning per socket, however many bad datagrams
+  std::atomic<bool> shut_rd_{false};  // rshutdown(SHUT_RD) or rclose: reads give 0
+  std::atomic<bool> shut_wr_{false};  // rshutdown(SHUT_WR) or rclose: sends give EPIPE
+  std::atomic<uint8_t> peer_version_{
+      0};                               // the connected destination's DgramHeader version; 0: none
+  std::atomic<uint64_t> overflow_{0};   // the kernel's drops (SO_RXQ_OVFL), as of the last datagram
+  std::atomic<uint64_t> malformed_{0};  // our drops: datagrams dgram_check refused
+  std::atomic<bool> warned_{false};     // one warning per socket, however many bad datagrams
 };
 
 }  // namespace ss::rs

@@ -93,7 +93,8 @@ int DgramVerbs::qp_for(const sockaddr_storage& src, UdQp** out) {
   if (cut_loose()) return -EOPNOTSUPP;
   for (LocalQp& l : qps_)
     if (l.ip.ss_family == src.ss_family &&
-        ds_same_endpoint(reinterpret_cast<const sockaddr*>(&l.ip), reinterpret_cast<const sockaddr*>(&src)))
+        ds_same_endpoint(reinterpret_cast<const sockaddr*>(&l.ip),
+                         reinterpret_cast<const sockaddr*>(&src)))
       return *out = l.qp.get(), 0;
   LocalQp l;
   l.ip = src;
@@ -121,8 +122,8 @@ DgramVerbs::~DgramVerbs() {
 }
 
 void DgramVerbs::fork_child() {
-  new (&mu_) std::mutex();  // a parent thread may have held it
-  if (qps_.empty()) return;  // none yet: a first one fails here (UdQp::create)
+  new (&mu_) std::mutex();                       // a parent thread may have held it
+  if (qps_.empty()) return;                      // none yet: a first one fails here (UdQp::create)
   for (LocalQp& l : qps_) (void)l.qp.release();  // the parent's: never used nor destroyed here
   qps_.clear();
   error_.store(EOPNOTSUPP, std::memory_order_relaxed);
@@ -200,7 +201,8 @@ bool DgramVerbs::on_udp(const uint8_t* buf, size_t n, const sockaddr* src, size_
   if (a.learned) SS_DEBUG("rsocket: fd %d: learned QPN %u (op %d)", fd_, info.qpn, info.op);
   if (a.learned && qp) {
     ibv_ah* ah = nullptr;
-    if (DsPeer* p = peers_.find(src); p && qp->ah_for(reinterpret_cast<sockaddr*>(&p->qp_addr), &ah) == 0)
+    if (DsPeer* p = peers_.find(src);
+        p && qp->ah_for(reinterpret_cast<sockaddr*>(&p->qp_addr), &ah) == 0)
       p->ah = ah;
   }
   if (a.reply_ctrl && qp) {

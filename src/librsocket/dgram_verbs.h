@@ -26,8 +26,7 @@ namespace ss::rs {
 // True when datagram rsockets run over verbs (the core provider setting).
 bool dgram_verbs_enabled();
 
-class DgramVerbs final : public fork::Unforkable,
-                         public std::enable_shared_from_this<DgramVerbs> {
+class DgramVerbs final : public fork::Unforkable, public std::enable_shared_from_this<DgramVerbs> {
  public:
   DgramVerbs(int fd, int domain) : fd_(fd), domain_(domain) {}
   ~DgramVerbs() override;

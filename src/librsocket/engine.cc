@@ -173,8 +173,8 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       const bool len_known = !(caps_ & prov::kCapNoWriteLen);
       if ((len_known && data != len) || rmsg_.size() >= opt_.rq_size || data > half ||
           ring_wrap(rbuf_in_pos_, half) + data > half || rbuf_queued_ + data > opt_.rbuf_size) {
-        SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed",
-                fd_, data, len);
+        SS_WARN("rsocket: fd %d: peer broke the protocol (data %u, len %u); connection failed", fd_,
+                data, len);
         fail_connection("protocol error", true);
         return;
       }
@@ -325,9 +325,9 @@ int Socket::send_credits() {
   RsSge sge{};
   const bool publish = rbuf_bytes_avail_ >= opt_.rbuf_size / 2;
   if (publish) {
-    sge = maybe_swap({reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_rkey_,
-                      opt_.rbuf_size / 2},
-                     swap_sgl_);
+    sge = maybe_swap(
+        {reinterpret_cast<uint64_t>(rbuf_ + rbuf_free_offset_), rbuf_rkey_, opt_.rbuf_size / 2},
+        swap_sgl_);
     wr.remote_addr = remote_sgl_.addr + remote_sge_ * sizeof(RsSge);
     wr.sge[0] = {reinterpret_cast<uint64_t>(&sge), sizeof sge, 0};
     wr.num_sge = 1;
@@ -420,9 +420,8 @@ int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until) 
   const auto now = std::chrono::steady_clock::now();
   if (now >= until) return -EAGAIN;  // SO_RCVTIMEO/SO_SNDTIMEO ran out, as the kernel's
   // Busy-poll for polling_time before sleeping.
-  if (spin->over(now, [] {
-        return std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
-      }))
+  if (spin->over(
+          now, [] { return std::chrono::microseconds(settings::get(settings::Id::kPollingTime)); }))
     if (int rc = block_once(lk, until)) return rc;
   return 1;
 }
@@ -483,7 +482,7 @@ short Socket::ready_now(short events) {
   short rev = 0;
   if (state_ == kListening) {
     rev = accept_queue_.empty() && !accept_err_ ? 0 : POLLIN;  // raccept has an answer
-    if (fork_err_) rev = POLLIN | POLLERR;  // raccept says why
+    if (fork_err_) rev = POLLIN | POLLERR;                     // raccept says why
   } else if (ep_) {
     if (state_ == kConnecting) return 0;
     if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);

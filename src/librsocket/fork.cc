@@ -48,7 +48,7 @@ struct Registry {
   std::vector<ProcessShare*> shares;
   std::vector<Listed<Unforkable>> unforkable;  // also under mu
   std::vector<Listed<DeferredClose>> closing;  // also under mu
-  std::mutex resume_mu;                 // resume_services_slow, one caller at a time
+  std::mutex resume_mu;                        // resume_services_slow, one caller at a time
   int saved_errno = 0;
 };
 
@@ -188,9 +188,10 @@ void resume_services_slow() {
   size_t left = 0;
   for (const auto& c : inherited) left += c->leave_to_maker();
   if (left)
-    SS_WARN("rsocket: fork child %d: %zu inherited verbs connection(s) stay with the process "
-            "that made them; here they fail with EOPNOTSUPP (rsocket(7), Fork)",
-            static_cast<int>(getpid()), left);
+    SS_WARN(
+        "rsocket: fork child %d: %zu inherited verbs connection(s) stay with the process "
+        "that made them; here they fail with EOPNOTSUPP (rsocket(7), Fork)",
+        static_cast<int>(getpid()), left);
   g_child_unresumed.store(false, std::memory_order_relaxed);
   KeepaliveService::instance().resume();
 }

@@ -73,8 +73,8 @@ int Socket::send_iomaps(Lock& lk, bool nonblock) {
       if (rc) return rc;
       if (!(state_ & kWritable) || (state_ & kError)) return data_error(true);
     }
-    RsIomap e{m.offset, {reinterpret_cast<uint64_t>(m.addr), m.mr.rkey,
-                         static_cast<uint32_t>(m.len)}};
+    RsIomap e{m.offset,
+              {reinterpret_cast<uint64_t>(m.addr), m.mr.rkey, static_cast<uint32_t>(m.len)}};
     if (swap_sgl_) {  // written in the byte order of the memory's owner
       e.offset = __builtin_bswap64(e.offset);
       e.sge.addr = __builtin_bswap64(e.sge.addr);
@@ -129,11 +129,11 @@ ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) 
       }
       continue;
     }
-    uint32_t xfer = static_cast<uint32_t>(std::min<uint64_t>({left, olap, sbuf_bytes_avail_,
-                                                               e.offset + e.sge.length - off}));
+    uint32_t xfer = static_cast<uint32_t>(
+        std::min<uint64_t>({left, olap, sbuf_bytes_avail_, e.offset + e.sge.length - off}));
     if (olap < kMaxTransfer) olap *= 2;
-    int rc = post_data(kOpWrite, 0, src, xfer, true, e.sge.addr + (off - e.offset), e.sge.key,
-                       false);
+    int rc =
+        post_data(kOpWrite, 0, src, xfer, true, e.sge.addr + (off - e.offset), e.sge.key, false);
     if (rc) {
       if (left == count) return data_error(true);
       break;

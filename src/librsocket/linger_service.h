@@ -29,7 +29,7 @@ class LingerService {
   void run(ServiceThread::Run& run);
 
   std::mutex mu_;
-  std::condition_variable cv_;  // socks_ emptied (drain)
+  std::condition_variable cv_;                  // socks_ emptied (drain)
   std::vector<std::shared_ptr<Socket>> socks_;  // one user of thread_ each
   // Finished connections whose last references the thread still holds:
   // drain waits for their teardown too.

@@ -26,8 +26,8 @@ class ListenService {
  public:
   static ListenService& instance();
   int add(std::shared_ptr<Socket> s);  // 0, or -errno: no thread to be had
-  void remove(Socket* s);  // the thread stops when the last listener leaves
-  void wake();             // a listener's descriptor to poll again (its queue has room)
+  void remove(Socket* s);              // the thread stops when the last listener leaves
+  void wake();                         // a listener's descriptor to poll again (its queue has room)
 
  private:
   ListenService();

@@ -109,7 +109,8 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
           opt_.reuseaddr = v != 0;
           return 0;
         case SO_RCVBUF:
-          if (!rbuf_ && v > 0) opt_.rbuf_size = static_cast<uint32_t>(std::min(v, INT32_MAX / 2)) * 2;
+          if (!rbuf_ && v > 0)
+            opt_.rbuf_size = static_cast<uint32_t>(std::min(v, INT32_MAX / 2)) * 2;
           return 0;
         case SO_SNDBUF:
           if (!sbuf_ && v > 0)
@@ -207,17 +208,26 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
   switch (level) {
     case SOL_SOCKET:
       switch (name) {
-        case SO_REUSEADDR: return write_int(val, len, opt_.reuseaddr);
-        case SO_RCVBUF: return write_int(val, len, static_cast<int>(opt_.rbuf_size));
-        case SO_SNDBUF: return write_int(val, len, static_cast<int>(opt_.sbuf_size));
-        case SO_KEEPALIVE: return write_int(val, len, opt_.keepalive);
-        case SO_OOBINLINE: return write_int(val, len, opt_.oobinline);
+        case SO_REUSEADDR:
+          return write_int(val, len, opt_.reuseaddr);
+        case SO_RCVBUF:
+          return write_int(val, len, static_cast<int>(opt_.rbuf_size));
+        case SO_SNDBUF:
+          return write_int(val, len, static_cast<int>(opt_.sbuf_size));
+        case SO_KEEPALIVE:
+          return write_int(val, len, opt_.keepalive);
+        case SO_OOBINLINE:
+          return write_int(val, len, opt_.oobinline);
         case SO_RCVLOWAT:
           return write_int(val, len, opt_.rcvlowat);
-        case SO_BROADCAST: return write_int(val, len, 0);
-        case SO_TYPE: return write_int(val, len, SOCK_STREAM);
-        case SO_DOMAIN: return write_int(val, len, domain_);
-        case SO_ACCEPTCONN: return write_int(val, len, state_ == kListening);
+        case SO_BROADCAST:
+          return write_int(val, len, 0);
+        case SO_TYPE:
+          return write_int(val, len, SOCK_STREAM);
+        case SO_DOMAIN:
+          return write_int(val, len, domain_);
+        case SO_ACCEPTCONN:
+          return write_int(val, len, state_ == kListening);
         case SO_ERROR: {
           int e = err_;
           err_ = 0;
@@ -228,22 +238,28 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
           return write_value(val, len, &l, sizeof l);
         }
       }
-      if (is_timeout_option(name)) return ::getsockopt(fd_, SOL_SOCKET, name, val, len) < 0 ? -errno : 0;
+      if (is_timeout_option(name))
+        return ::getsockopt(fd_, SOL_SOCKET, name, val, len) < 0 ? -errno : 0;
       return -ENOTSUP;
     case IPPROTO_IP:
       if (name == IP_TOS) return write_int(val, len, opt_.tos);
       return -ENOTSUP;
     case IPPROTO_TCP:
       switch (name) {
-        case TCP_NODELAY: return write_int(val, len, opt_.nodelay);
-        case TCP_KEEPIDLE: return write_int(val, len, static_cast<int>(opt_.keepidle));
+        case TCP_NODELAY:
+          return write_int(val, len, opt_.nodelay);
+        case TCP_KEEPIDLE:
+          return write_int(val, len, static_cast<int>(opt_.keepidle));
         case TCP_KEEPCNT:
         case TCP_KEEPINTVL:
           return write_int(val, len, 1);  // ignored when set; upstream reads them as 1
-        case TCP_MAXSEG: return write_int(val, len, 2048);
+        case TCP_MAXSEG:
+          return write_int(val, len, 2048);
         case TCP_INFO: {
           tcp_info info{};
-          info.tcpi_state = lingering() ? TCP_FIN_WAIT2 : (state_ & kConnected) ? TCP_ESTABLISHED : TCP_CLOSE;
+          info.tcpi_state = lingering()             ? TCP_FIN_WAIT2
+                            : (state_ & kConnected) ? TCP_ESTABLISHED
+                                                    : TCP_CLOSE;
           info.tcpi_snd_cwnd = opt_.sq_size;
           return write_value(val, len, &info, sizeof info);
         }
@@ -254,11 +270,16 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
       return -ENOTSUP;
     case SOL_RDMA:
       switch (name) {
-        case RDMA_SQSIZE: return write_int(val, len, static_cast<int>(opt_.sq_size));
-        case RDMA_RQSIZE: return write_int(val, len, static_cast<int>(opt_.rq_size));
-        case RDMA_INLINE: return write_int(val, len, static_cast<int>(opt_.inline_size));
-        case RDMA_IOMAPSIZE: return write_int(val, len, static_cast<int>(opt_.iomap_size));
-        case RDMA_ROUTE: return get_route(val, len);
+        case RDMA_SQSIZE:
+          return write_int(val, len, static_cast<int>(opt_.sq_size));
+        case RDMA_RQSIZE:
+          return write_int(val, len, static_cast<int>(opt_.rq_size));
+        case RDMA_INLINE:
+          return write_int(val, len, static_cast<int>(opt_.inline_size));
+        case RDMA_IOMAPSIZE:
+          return write_int(val, len, static_cast<int>(opt_.iomap_size));
+        case RDMA_ROUTE:
+          return get_route(val, len);
       }
       return -ENOTSUP;
   }

@@ -21,9 +21,7 @@ PollTiming timing() {
 }
 }  // namespace
 
-int poll(pollfd* fds, nfds_t nfds, int timeout) {
-  return poll_mixed(fds, nfds, timeout, timing());
-}
+int poll(pollfd* fds, nfds_t nfds, int timeout) { return poll_mixed(fds, nfds, timeout, timing()); }
 
 int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv) {
   return select_mixed(nfds, rd, wr, ex, tv, timing());

@@ -113,11 +113,11 @@ int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name, unsi
 // The preload's settings (component "preload", listed by
 // slipstream-config): the value of row `id`.
 enum ss_rspreload_setting_id {
-  SS_RSPRELOAD_ENABLED,    // SLIPSTREAM_PRELOAD: 0 leaves every socket to the kernel
-  SS_RSPRELOAD_SQ_SIZE,    // RS_SQ_SIZE: RDMA_SQSIZE of each new rsocket (0: rsocket's default)
-  SS_RSPRELOAD_RQ_SIZE,    // RS_RQ_SIZE
-  SS_RSPRELOAD_INLINE,     // RS_INLINE
-  SS_RSPRELOAD_STATS_DIR,  // SLIPSTREAM_PRELOAD_STATS (a string)
+  SS_RSPRELOAD_ENABLED,       // SLIPSTREAM_PRELOAD: 0 leaves every socket to the kernel
+  SS_RSPRELOAD_SQ_SIZE,       // RS_SQ_SIZE: RDMA_SQSIZE of each new rsocket (0: rsocket's default)
+  SS_RSPRELOAD_RQ_SIZE,       // RS_RQ_SIZE
+  SS_RSPRELOAD_INLINE,        // RS_INLINE
+  SS_RSPRELOAD_STATS_DIR,     // SLIPSTREAM_PRELOAD_STATS (a string)
   SS_RSPRELOAD_KERNEL_PORTS,  // SLIPSTREAM_PRELOAD_KERNEL_PORTS (a string)
   SS_RSPRELOAD_SETTING_COUNT
 };

@@ -57,9 +57,10 @@ SS_EXPORT int ss_rspreload_kernel_port(unsigned port) {
     if (ss_rspreload_setting_str(SS_RSPRELOAD_KERNEL_PORTS, buf, sizeof buf) <= 0) return;
     auto set = ss::rs::parse_port_list(buf);
     if (!set) {
-      SS_WARN("librspreload: SLIPSTREAM_PRELOAD_KERNEL_PORTS=\"%s\" is not a list of ports or "
-              "ranges (22,8000-8099): using the default, no port",
-              buf);
+      SS_WARN(
+          "librspreload: SLIPSTREAM_PRELOAD_KERNEL_PORTS=\"%s\" is not a list of ports or "
+          "ranges (22,8000-8099): using the default, no port",
+          buf);
       return;
     }
     ports = new (std::nothrow) ss::rs::PortSet(*set);

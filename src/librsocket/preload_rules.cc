@@ -40,10 +40,14 @@ struct Keyword {
 constexpr Keyword kDomains[] = {{"INET", AF_INET},   {"AF_INET", AF_INET},   {"PF_INET", AF_INET},
                                 {"INET6", AF_INET6}, {"AF_INET6", AF_INET6}, {"PF_INET6", AF_INET6},
                                 {"IB", kAfIb},       {"AF_IB", kAfIb},       {"PF_IB", kAfIb}};
-constexpr Keyword kTypes[] = {{"STREAM", SOCK_STREAM}, {"SOCK_STREAM", SOCK_STREAM},
-                              {"DGRAM", SOCK_DGRAM},   {"SOCK_DGRAM", SOCK_DGRAM}};
-constexpr Keyword kProtocols[] = {{"TCP", IPPROTO_TCP}, {"IPPROTO_TCP", IPPROTO_TCP},
-                                  {"UDP", IPPROTO_UDP}, {"IPPROTO_UDP", IPPROTO_UDP}};
+constexpr Keyword kTypes[] = {{"STREAM", SOCK_STREAM},
+                              {"SOCK_STREAM", SOCK_STREAM},
+                              {"DGRAM", SOCK_DGRAM},
+                              {"SOCK_DGRAM", SOCK_DGRAM}};
+constexpr Keyword kProtocols[] = {{"TCP", IPPROTO_TCP},
+                                  {"IPPROTO_TCP", IPPROTO_TCP},
+                                  {"UDP", IPPROTO_UDP},
+                                  {"IPPROTO_UDP", IPPROTO_UDP}};
 
 template <size_t N>
 bool keyword(const char* w, const Keyword (&table)[N], int* out) {
@@ -70,8 +74,8 @@ std::vector<ss::rs::PreloadRule>& rules = *new std::vector<ss::rs::PreloadRule>;
 std::once_flag loaded;
 
 void load() {
-  std::string path = ss::rs::settings::table.get_string(ss::rs::settings::Id::kConfDir) +
-                     "/preload_config";
+  std::string path =
+      ss::rs::settings::table.get_string(ss::rs::settings::Id::kConfDir) + "/preload_config";
   FILE* f = fopen(path.c_str(), "re");
   if (!f) return;
   rules = ss::rs::read_preload_rules(f, path.c_str());
@@ -101,20 +105,22 @@ std::vector<PreloadRule> read_preload_rules(FILE* f, const char* path) {
     // every socket but TCP to the kernel (issue 14), so say the rule is
     // kept for matching only rather than let it look honoured.
     if (r.type == SOCK_DGRAM || r.protocol == IPPROTO_UDP || r.domain == kAfIb)
-      SS_WARN("librspreload: %s:%d: UDP and AF_IB sockets stay on the kernel under this "
-              "preload (datagram rsockets: LD_PRELOAD=librsocket.so); rule kept for matching",
-              path, l.number);
+      SS_WARN(
+          "librspreload: %s:%d: UDP and AF_IB sockets stay on the kernel under this "
+          "preload (datagram rsockets: LD_PRELOAD=librsocket.so); rule kept for matching",
+          path, l.number);
     r.program = std::string(l.word[0]);
     out.push_back(std::move(r));
   });
   return out;
 }
 
-bool preload_rules_take(const std::vector<PreloadRule>& rs, const char* prog, int domain,
-                        int type, int protocol) {
+bool preload_rules_take(const std::vector<PreloadRule>& rs, const char* prog, int domain, int type,
+                        int protocol) {
   if (rs.empty()) return true;
   type &= ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (protocol == 0) protocol = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
+  if (protocol == 0)
+    protocol = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
   for (const PreloadRule& r : rs)
     if (matches(r, prog, domain, type, protocol)) return true;
   return false;

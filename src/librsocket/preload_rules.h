@@ -9,7 +9,7 @@
 namespace ss::rs {
 
 struct PreloadRule {
-  std::string program;  // "*" or a case-insensitive prefix of the program's name
+  std::string program;         // "*" or a case-insensitive prefix of the program's name
   int domain, type, protocol;  // -1: any
 };
 

@@ -295,8 +295,8 @@ void Socket::serve_requests(bool inline_caller) {
     using ms = std::chrono::milliseconds;
     const auto t2 = std::chrono::steady_clock::now();
     if (t2 - t0 > std::chrono::seconds(1))
-      SS_WARN("rsocket: fd %d: answering a connection request took %lld ms (set-up %lld ms)",
-              fd_, static_cast<long long>(std::chrono::duration_cast<ms>(t2 - t0).count()),
+      SS_WARN("rsocket: fd %d: answering a connection request took %lld ms (set-up %lld ms)", fd_,
+              static_cast<long long>(std::chrono::duration_cast<ms>(t2 - t0).count()),
               static_cast<long long>(std::chrono::duration_cast<ms>(t1 - t0).count()));
     if (rc) {
       SS_WARN("rsocket: connection request on fd %d refused: %s", fd_, strerror(-rc));
@@ -321,14 +321,13 @@ void Socket::serve_requests(bool inline_caller) {
   }
 }
 
-bool Socket::room_again() {
-  return std::exchange(accept_full_, false) && !listen_shared_;
-}
+bool Socket::room_again() { return std::exchange(accept_full_, false) && !listen_shared_; }
 
 bool Socket::take_queued(std::shared_ptr<Socket>* out) {
   if (accept_queue_.empty()) return false;
   uint64_t v;
-  if (accept_efd_ >= 0 && ::read(accept_efd_, &v, sizeof v) < 0) SS_DEBUG("accept queue drain failed");
+  if (accept_efd_ >= 0 && ::read(accept_efd_, &v, sizeof v) < 0)
+    SS_DEBUG("accept queue drain failed");
   *out = std::move(accept_queue_.front());
   accept_queue_.pop_front();
   return true;
@@ -364,14 +363,18 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
       if (state_ != kListening) return -EINVAL;
       if (fork_err_) {
         if (fork_err_ == EOPNOTSUPP && !fork_err_told_)
-          SS_WARN("rsocket: fd %d: a fork child cannot accept on a verbs listener: its rdma_cm "
-                  "id stays with the process that made it (rsocket(7), Fork)", fd_);
+          SS_WARN(
+              "rsocket: fd %d: a fork child cannot accept on a verbs listener: its rdma_cm "
+              "id stays with the process that made it (rsocket(7), Fork)",
+              fd_);
         fork_err_told_ = true;
         return -fork_err_;
       }
       if (std::exchange(fork_part_untold_, false))
-        SS_WARN("rsocket: fd %d: a fork child accepts this listener's tcp and shm peers only: "
-                "its verbs peers go to the process that made it (rsocket(7), Fork)", fd_);
+        SS_WARN(
+            "rsocket: fd %d: a fork child accepts this listener's tcp and shm peers only: "
+            "its verbs peers go to the process that made it (rsocket(7), Fork)",
+            fd_);
       if (take_queued(out)) {
         refill = room_again();
         break;
@@ -504,8 +507,8 @@ int Socket::begin_connect() {
 
 // A blocking wait ends at SO_SNDTIMEO with EINPROGRESS, as connect(2)'s.
 int Socket::wait_connected(Lock& lk, bool nonblock) {
-  int rc = wait_for(lk, nonblock, [this] { return state_ != kConnecting; },
-                    deadline_after_us(opt_.sndtimeo_us));
+  int rc = wait_for(
+      lk, nonblock, [this] { return state_ != kConnecting; }, deadline_after_us(opt_.sndtimeo_us));
   if (rc == -EAGAIN) return -EINPROGRESS;
   if (rc) return rc;
   if (state_ & kConnected) return 0;
@@ -570,9 +573,10 @@ void Socket::watch_kernel_events() {
     kernel_events_ep_ = ep;
     return;
   }
-  SS_WARN("rsocket: fd %d: kernel events not counted (%s): EPOLLET reports level-triggered until "
-          "the descriptor is the kernel's",
-          fd_, strerror(errno));
+  SS_WARN(
+      "rsocket: fd %d: kernel events not counted (%s): EPOLLET reports level-triggered until "
+      "the descriptor is the kernel's",
+      fd_, strerror(errno));
   if (ep >= 0) ::close(ep);
 }
 

@@ -302,7 +302,8 @@ class Socket final : public std::enable_shared_from_this<Socket>,
       if (int rc = wait_progress(lk)) return rc;
       if (pred()) return 0;
       // Inline, what wait_idle would answer a busy-polling caller.
-      if (nonblock && (state_ & (kConnected | kError | kConnectError)) == kConnected) return -EAGAIN;
+      if (nonblock && (state_ & (kConnected | kError | kConnectError)) == kConnected)
+        return -EAGAIN;
       // A handler that ran while we spun or between two sleeps: the
       // kernel's sleep would have been interrupted (signal(7): never
       // restarted with SO_RCVTIMEO/SO_SNDTIMEO set).
@@ -369,8 +370,8 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   };
 
   uint32_t state_ = kInit;
-  int err_ = 0;             // SO_ERROR
-  bool nonblock_ = false;   // O_NONBLOCK (F_SETFL)
+  int err_ = 0;              // SO_ERROR
+  bool nonblock_ = false;    // O_NONBLOCK (F_SETFL)
   bool off_stream_ = false;  // set_off_stream()
   // Off-stream connect under way after rconnect answered EINPROGRESS (or
   // EINTR): should it fail, the kernel socket, which nothing has touched,
@@ -437,7 +438,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
   int accept_efd_ = -1;  // counts queued connections and accept_err_ (readable when any)
-  size_t backlog_ = 1;  // the accept queue's limit (accept_queue_limit)
+  size_t backlog_ = 1;   // the accept queue's limit (accept_queue_limit)
   // Out of descriptors (EMFILE/ENFILE) while taking a connection: the next
   // raccept reports it, as accept(2) would. While starved, a connection
   // waits in the kernel's backlog and the listen thread stops polling the
@@ -456,15 +457,15 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // The descriptor of the request being answered (under serve_mu_), -1:
   // none. A fork child closes its copy when a parent thread was answering.
   int answering_fd_ = -1;
-  pid_t forked_for_ = 0;  // the fork child fork_child last ran in
+  pid_t forked_for_ = 0;                    // the fork child fork_child last ran in
   std::atomic<bool> listen_shared_{false};  // shared by fork: served inline
-  int fork_err_ = 0;  // the child could not take the listener over (errno)
-  bool fork_err_told_ = false;  // raccept logged why (once)
+  int fork_err_ = 0;                        // the child could not take the listener over (errno)
+  bool fork_err_told_ = false;              // raccept logged why (once)
   // The child took the listener's tcp/shm part over, not its verbs part:
   // the next raccept logs it.
   bool fork_part_untold_ = false;
 
-  ProcessShare share_;            // joined: counted at each fork
+  ProcessShare share_;  // joined: counted at each fork
   // This process's copy of the connection may look at it (may_look) or
   // move it (may_move): share_'s turn (core/base/process_share.h). Every
   // call that reads the engine's state looks first (a copy out of date
@@ -524,8 +525,8 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   uint32_t rbuf_rkey_ = 0, sbuf_lkey_ = 0;
   uint8_t* rbuf_ = nullptr;
   uint8_t* sbuf_ = nullptr;
-  RsSge* target_sgl_ = nullptr;        // kSglSize entries, written by the peer
-  uint8_t* target_iomap_ = nullptr;    // opt_.iomap_size entries, written by the peer
+  RsSge* target_sgl_ = nullptr;      // kSglSize entries, written by the peer
+  uint8_t* target_iomap_ = nullptr;  // opt_.iomap_size entries, written by the peer
 
   // Send side.
   uint16_t sseq_no_ = 0, sseq_comp_ = 0;
@@ -556,7 +557,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   uint32_t rmsg_head_consumed_ = 0;  // bytes already read from rmsg_.front()
 
   std::vector<Iomap> iomaps_;
-  std::vector<RsIomap> peer_iomaps_;  // copies of entries the peer published to us
+  std::vector<RsIomap> peer_iomaps_;     // copies of entries the peer published to us
   std::vector<bool> remote_slots_used_;  // slots of the peer's table we fill
 };
 

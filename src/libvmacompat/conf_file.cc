@@ -27,30 +27,33 @@ constexpr size_t kMaxConf = 1 << 20;
 constexpr const char* kDefaultAppId = "VMA_DEFAULT_APPLICATION_ID";
 
 long read_file(const char* path, std::string* out) {
-  const long fd =
-      syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  const long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return -errno;
   long ret = 0;
   char buf[4096];
   for (;;) {
     const long r = syscall(SYS_read, fd, buf, sizeof buf);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) { ret = -errno; break; }
+    if (r < 0) {
+      ret = -errno;
+      break;
+    }
     if (r == 0) break;
-    if (out->size() + static_cast<size_t>(r) > kMaxConf) { ret = -EFBIG; break; }
+    if (out->size() + static_cast<size_t>(r) > kMaxConf) {
+      ret = -EFBIG;
+      break;
+    }
     out->append(buf, static_cast<size_t>(r));
   }
   syscall(SYS_close, fd);
   return ret;
 }
 
-const char* program() {
-  return program_invocation_short_name ? program_invocation_short_name : "";
-}
+const char* program() { return program_invocation_short_name ? program_invocation_short_name : ""; }
 
 // Never destroyed: a late caller after exit() still finds it.
 constinit std::mutex g_mu;
-RuleSet* g_rules = nullptr;    // guarded by g_mu
+RuleSet* g_rules = nullptr;  // guarded by g_mu
 std::string* g_app_id = nullptr;
 
 RuleSet& loaded() {

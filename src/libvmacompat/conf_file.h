@@ -13,7 +13,7 @@ namespace ss::vma {
 // The transport for a socket in `role` with these addresses (either may be
 // null when the role has none; see RuleSet::decide).
 SS_API Transport conf_transport(Role role, const sockaddr* local, socklen_t local_len,
-                         const sockaddr* remote, socklen_t remote_len);
+                                const sockaddr* remote, socklen_t remote_len);
 
 // Whether socket() makes a kernel socket (IPPROTO_TCP / IPPROTO_UDP; see
 // RuleSet::at_socket).

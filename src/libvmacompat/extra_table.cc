@@ -39,12 +39,12 @@ struct Refuse<int (*)(Args...)> {
 
 vma_api_t build_extra_table(const vma_api_t& provided) {
   vma_api_t table{};
-#define SS_FILL_SLOT(slot, bit)                                       \
-  if (provided.slot) {                                                \
-    table.slot = provided.slot;                                       \
-    table.vma_extra_supported_mask |= static_cast<uint64_t>(bit);     \
-  } else {                                                            \
-    table.slot = &Refuse<decltype(table.slot)>::call<kName_##slot>;   \
+#define SS_FILL_SLOT(slot, bit)                                     \
+  if (provided.slot) {                                              \
+    table.slot = provided.slot;                                     \
+    table.vma_extra_supported_mask |= static_cast<uint64_t>(bit);   \
+  } else {                                                          \
+    table.slot = &Refuse<decltype(table.slot)>::call<kName_##slot>; \
   }
   SS_VMA_EXTRA_SLOTS(SS_FILL_SLOT)
 #undef SS_FILL_SLOT

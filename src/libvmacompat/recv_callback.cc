@@ -20,9 +20,9 @@ void RecvCallback::set(vma_recv_callback_t cb, void* context) {
 
 bool RecvCallback::running_here() const { return t_running == this; }
 
-vma_recv_callback_retval_t RecvCallback::pass(int fd, net::Datagram* d,
-                                              const net::UdpAddr& local, uint32_t queued_pkts,
-                                              uint32_t queued_bytes, HeldPackets* held) {
+vma_recv_callback_retval_t RecvCallback::pass(int fd, net::Datagram* d, const net::UdpAddr& local,
+                                              uint32_t queued_pkts, uint32_t queued_bytes,
+                                              HeldPackets* held) {
   vma_recv_callback_t cb;
   void* context;
   {

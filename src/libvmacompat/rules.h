@@ -44,10 +44,10 @@ struct AddrPort {
 struct Rule {
   RuleTransport transport = RuleTransport::kVma;
   Role role = Role::kTcpServer;
-  AddrPort first;         // local for tcp_server/udp_receiver, else remote
+  AddrPort first;  // local for tcp_server/udp_receiver, else remote
   bool has_second = false;
-  AddrPort second;        // the local side of tcp_client/udp_connect
-  int line = 0;           // where it was read (0: added at run time)
+  AddrPort second;  // the local side of tcp_client/udp_connect
+  int line = 0;     // where it was read (0: added at run time)
 };
 
 // An `application-id <program> <id>` section and its rules by role, in

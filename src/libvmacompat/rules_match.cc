@@ -63,11 +63,14 @@ Sides sides(Role role, const sockaddr* local, socklen_t llen, const sockaddr* re
             socklen_t rlen) {
   switch (role) {
     case Role::kTcpServer:
-    case Role::kUdpReceiver: return {local, llen, nullptr, 0};
-    case Role::kUdpSender: return {remote, rlen, nullptr, 0};
+    case Role::kUdpReceiver:
+      return {local, llen, nullptr, 0};
+    case Role::kUdpSender:
+      return {remote, rlen, nullptr, 0};
     case Role::kTcpClient:
     case Role::kUdpConnect:
-    case Role::kCount: break;
+    case Role::kCount:
+      break;
   }
   return {remote, rlen, local, llen};
 }
@@ -118,9 +121,8 @@ bool RuleSet::any_section_matches(const char* program, const char* app_id) const
   return first_match(program, app_id) != nullptr;
 }
 
-Transport RuleSet::decide(Role role, const char* program, const char* app_id,
-                          const sockaddr* local, socklen_t local_len, const sockaddr* remote,
-                          socklen_t remote_len) const {
+Transport RuleSet::decide(Role role, const char* program, const char* app_id, const sockaddr* local,
+                          socklen_t local_len, const sockaddr* remote, socklen_t remote_len) const {
   if (role < Role::kTcpServer || role >= Role::kCount) return Transport::kVma;
   const Section* sec = first_match(program, app_id);
   if (!sec) return Transport::kVma;

@@ -126,8 +126,10 @@ bool transport(std::string_view w, RuleTransport* t) {
   static constexpr struct {
     const char* word;
     RuleTransport t;
-  } kWords[] = {{"os", RuleTransport::kOs},   {"vma", RuleTransport::kVma},
-                {"*", RuleTransport::kAny},   {"sdp", RuleTransport::kSdp},
+  } kWords[] = {{"os", RuleTransport::kOs},
+                {"vma", RuleTransport::kVma},
+                {"*", RuleTransport::kAny},
+                {"sdp", RuleTransport::kSdp},
                 {"sa", RuleTransport::kSa}};
   for (const auto& k : kWords)
     if (w == k.word) return *t = k.t, true;
@@ -233,9 +235,8 @@ bool RuleSet::add_rule(std::string_view line) {
   config::for_each_rule_line(line, [&](const config::RuleLine&) { ++lines; });
   if (lines != 1) return false;  // one rule, nothing else
   bool ok = false;
-  config::for_each_rule_line(line, [&](const config::RuleLine& l) {
-    ok = statement(l, true).empty();
-  });
+  config::for_each_rule_line(line,
+                             [&](const config::RuleLine& l) { ok = statement(l, true).empty(); });
   return ok;
 }
 

@@ -14,9 +14,8 @@ inline constexpr const char* kTraceChoices =
     "0|1|2|3|4|5|6";
 inline constexpr int kTraceInfoChoice = 4;
 // The internal level (TraceLevel) of each choice above.
-inline constexpr int kTraceLevels[] = {-1, 0, 1, 2, 3, 4, 5, 6, 7, 8,
-                                       2, 3, 6, 7, 7,
-                                       0, 1, 2, 3, 5, 6, 7};
+inline constexpr int kTraceLevels[] = {-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 2,
+                                       3,  6, 7, 7, 0, 1, 2, 3, 5, 6, 7};
 
 // VMA_SPEC: the names in libvma's enum order, then the numeric aliases
 // (0 none, 10 ultra-latency, 15 latency, 29 29west, 554 wombat_fh,
@@ -26,8 +25,8 @@ inline constexpr const char* kSpecChoices =
     "0|10|15|29|554|623|624|784|"
     "1|2|3|4|5|6|7|8|9";
 constexpr Spec spec_of_choice(int i) {
-  constexpr Spec kAliases[] = {Spec::kNone, Spec::kUltraLatency, Spec::kLatency, Spec::k29West,
-                               Spec::kWombatFh, Spec::kMcd, Spec::kMcdIrq, Spec::kRti};
+  constexpr Spec kAliases[] = {Spec::kNone,     Spec::kUltraLatency, Spec::kLatency, Spec::k29West,
+                               Spec::kWombatFh, Spec::kMcd,          Spec::kMcdIrq,  Spec::kRti};
   constexpr int kNames = 10, kAliasCount = 8;
   if (i < 0) return Spec::kNone;
   if (i < kNames) return static_cast<Spec>(i);

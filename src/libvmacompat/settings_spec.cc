@@ -26,40 +26,49 @@ struct Override {
 };
 
 constexpr Override kLatency[] = {
-    {Id::kRxWre, "256"},          {Id::kTxWre, "256"},
-    {Id::kRxPoll, "-1"},          {Id::kSelectPoll, "-1"},
-    {Id::kThreadMode, "0"},       {Id::kMemAllocType, "2"},
+    {Id::kRxWre, "256"},
+    {Id::kTxWre, "256"},
+    {Id::kRxPoll, "-1"},
+    {Id::kSelectPoll, "-1"},
+    {Id::kThreadMode, "0"},
+    {Id::kMemAllocType, "2"},
     {Id::kProgressEngineInterval, "100"},
-    {Id::kSelectPollOsRatio, "1"}, {Id::kSelectSkipOs, "1"},
+    {Id::kSelectPollOsRatio, "1"},
+    {Id::kSelectSkipOs, "1"},
 };
 // ultra-latency: these first, then latency's.
 constexpr Override kUltraLatency[] = {
-    {Id::kTxBufs, "512"},          {Id::kRxBufs, "1024"},
-    {Id::kRxUdpPollOsRatio, "0"},  {Id::kSelectPollOsRatio, "0"},
-    {Id::kSelectSkipOs, "0"},      {Id::kProgressEngineInterval, "0"},
+    {Id::kTxBufs, "512"},          {Id::kRxBufs, "1024"},    {Id::kRxUdpPollOsRatio, "0"},
+    {Id::kSelectPollOsRatio, "0"}, {Id::kSelectSkipOs, "0"}, {Id::kProgressEngineInterval, "0"},
 };
 constexpr Override kMultiRingLatency[] = {
-    {Id::kMemAllocType, "2"},          {Id::kSelectPoll, "-1"},
-    {Id::kRxPoll, "-1"},               {Id::kRingAllocationLogicRx, "20"},
-    {Id::kRingAllocationLogicTx, "20"}, {Id::kSelectPollOsRatio, "0"},
+    {Id::kMemAllocType, "2"},
+    {Id::kSelectPoll, "-1"},
+    {Id::kRxPoll, "-1"},
+    {Id::kRingAllocationLogicRx, "20"},
+    {Id::kRingAllocationLogicTx, "20"},
+    {Id::kSelectPollOsRatio, "0"},
     {Id::kSelectSkipOs, "0"},
 };
 constexpr Override kLbm[] = {{Id::kRxPoll, "0"}};  // 29west, wombat_fh
-constexpr Override kMcd[] = {
-    {Id::kRingAllocationLogicRx, "31"}, {Id::kRingAllocationLogicTx, "31"}};
-constexpr Override kMcdIrq[] = {
-    {Id::kRingAllocationLogicRx, "31"}, {Id::kRingAllocationLogicTx, "31"},
-    {Id::kRxPoll, "0"}, {Id::kSelectPoll, "0"}};
-constexpr Override k7750[] = {
-    {Id::kTxBufs, "8192"}, {Id::kRxBufs, "204800"}, {Id::kTraceLevel, "warn"},
-    {Id::kStatsFdNum, "1024"}, {Id::kRxPoll, "-1"}, {Id::kSelectPoll, "-1"}};
+constexpr Override kMcd[] = {{Id::kRingAllocationLogicRx, "31"},
+                             {Id::kRingAllocationLogicTx, "31"}};
+constexpr Override kMcdIrq[] = {{Id::kRingAllocationLogicRx, "31"},
+                                {Id::kRingAllocationLogicTx, "31"},
+                                {Id::kRxPoll, "0"},
+                                {Id::kSelectPoll, "0"}};
+constexpr Override k7750[] = {{Id::kTxBufs, "8192"},     {Id::kRxBufs, "204800"},
+                              {Id::kTraceLevel, "warn"}, {Id::kStatsFdNum, "1024"},
+                              {Id::kRxPoll, "-1"},       {Id::kSelectPoll, "-1"}};
 
 struct List {
   const Override* rows;
   size_t n;
 };
 template <size_t N>
-constexpr List list(const Override (&a)[N]) { return {a, N}; }
+constexpr List list(const Override (&a)[N]) {
+  return {a, N};
+}
 
 // A profile's lists, searched in order (the first naming the row wins).
 struct Profile {
@@ -68,16 +77,24 @@ struct Profile {
 
 Profile profile_of(Spec s) {
   switch (s) {
-    case Spec::kLatency: return {list(kLatency), {}};
-    case Spec::kUltraLatency: return {list(kUltraLatency), list(kLatency)};
+    case Spec::kLatency:
+      return {list(kLatency), {}};
+    case Spec::kUltraLatency:
+      return {list(kUltraLatency), list(kLatency)};
     case Spec::k29West:
-    case Spec::kWombatFh: return {list(kLbm), {}};
-    case Spec::kMcd: return {list(kMcd), {}};
-    case Spec::kMcdIrq: return {list(kMcdIrq), {}};
-    case Spec::k7750: return {list(k7750), {}};
-    case Spec::kMultiRingLatency: return {list(kMultiRingLatency), {}};
+    case Spec::kWombatFh:
+      return {list(kLbm), {}};
+    case Spec::kMcd:
+      return {list(kMcd), {}};
+    case Spec::kMcdIrq:
+      return {list(kMcdIrq), {}};
+    case Spec::k7750:
+      return {list(k7750), {}};
+    case Spec::kMultiRingLatency:
+      return {list(kMultiRingLatency), {}};
     case Spec::kNone:
-    case Spec::kRti: return {};
+    case Spec::kRti:
+      return {};
   }
   return {};
 }

@@ -33,30 +33,71 @@ enum : uint32_t { kFree = 0, kClaimed = 1, kLive = 2, kClosing = 3 };
 // Counters of a socket block: libvma's socket_counters_t in its order, then
 // tx eagain/retransmits/dummy and the gauges socket_stats_t keeps beside it.
 enum SocketCounter : uint32_t {
-  kRxPackets, kRxBytes, kRxPollHit, kRxPollMiss, kRxReadyPktMax, kRxReadyByteDrop,
-  kRxReadyPktDrop, kRxReadyByteMax, kRxErrors, kRxEagain, kRxOsPackets, kRxOsBytes,
-  kRxPollOsHit, kRxOsErrors, kRxOsEagain, kRxMigrations,
-  kTxPackets, kTxBytes, kTxErrors, kTxDrops, kTxOsPackets, kTxOsBytes, kTxOsErrors,
-  kTxOsEagain, kTxMigrations, kTxEagain, kTxRetransmits, kTxDummy,
+  kRxPackets,
+  kRxBytes,
+  kRxPollHit,
+  kRxPollMiss,
+  kRxReadyPktMax,
+  kRxReadyByteDrop,
+  kRxReadyPktDrop,
+  kRxReadyByteMax,
+  kRxErrors,
+  kRxEagain,
+  kRxOsPackets,
+  kRxOsBytes,
+  kRxPollOsHit,
+  kRxOsErrors,
+  kRxOsEagain,
+  kRxMigrations,
+  kTxPackets,
+  kTxBytes,
+  kTxErrors,
+  kTxDrops,
+  kTxOsPackets,
+  kTxOsBytes,
+  kTxOsErrors,
+  kTxOsEagain,
+  kTxMigrations,
+  kTxEagain,
+  kTxRetransmits,
+  kTxDummy,
   // Gauges (set, not added); with kRxReadyPktMax and kRxReadyByteMax, never
   // shown per second.
-  kRxReadyPktCount, kRxReadyByteCount, kRxReadyByteLimit, kRxZcopyPktCount,
-  kLastRxTid, kLastTxTid,
+  kRxReadyPktCount,
+  kRxReadyByteCount,
+  kRxReadyByteLimit,
+  kRxZcopyPktCount,
+  kLastRxTid,
+  kLastTxTid,
   kSocketCounters
 };
 
 // Global blocks share one shape; what their counters mean depends on kind.
 enum GroupKind : uint32_t { kRing = 1, kBufferPool = 2, kIomux = 3 };
 enum RingCounter : uint32_t {
-  kRingRxPackets, kRingRxBytes, kRingTxPackets, kRingTxBytes, kRingTxRetransmits,
-  kRingInterruptRequests, kRingInterruptsReceived, kRingModerationCount,
-  kRingModerationPeriodUs, kRingXdpRedirected, kRingXdpDropped, kRingRxMalformed,
+  kRingRxPackets,
+  kRingRxBytes,
+  kRingTxPackets,
+  kRingTxBytes,
+  kRingTxRetransmits,
+  kRingInterruptRequests,
+  kRingInterruptsReceived,
+  kRingModerationCount,
+  kRingModerationPeriodUs,
+  kRingXdpRedirected,
+  kRingXdpDropped,
+  kRingRxMalformed,
   kRingCounters
 };
 enum PoolCounter : uint32_t { kPoolSize, kPoolNoBuffers, kPoolCounters };
 enum IomuxCounter : uint32_t {
-  kIomuxPollHit, kIomuxPollMiss, kIomuxTimeouts, kIomuxErrors, kIomuxOsReady,
-  kIomuxOffloadedReady, kIomuxCounters
+  kIomuxPollHit,
+  kIomuxPollMiss,
+  kIomuxTimeouts,
+  kIomuxErrors,
+  kIomuxOsReady,
+  kIomuxOffloadedReady,
+  kIomuxCounters
 };
 inline constexpr uint32_t kGroupCounters = 16;
 static_assert(kRingCounters <= kGroupCounters && kIomuxCounters <= kGroupCounters);
@@ -84,7 +125,7 @@ struct SocketBlock {
   uint16_t bound_port;      // network order
   uint16_t connected_port;  // network order
   uint16_t pad1;
-  uint8_t bound_addr[16];      // 4 bytes used for AF_INET
+  uint8_t bound_addr[16];  // 4 bytes used for AF_INET
   uint8_t connected_addr[16];
   uint8_t mc_tx_if[16];
   uint64_t c[kSocketCounters];
@@ -96,14 +137,14 @@ struct Header {
   uint32_t header_size;  // sizeof(Header): the socket blocks start here
   uint32_t block_size;   // sizeof(SocketBlock)
   uint32_t fd_blocks;
-  uint64_t file_size;    // header_size + fd_blocks * block_size
-  uint32_t state;        // kLive once filled; kClosing at exit
+  uint64_t file_size;  // header_size + fd_blocks * block_size
+  uint32_t state;      // kLive once filled; kClosing at exit
   int32_t pid;
-  uint64_t start_ticks;  // the process's start (/proc/PID/stat field 22)
+  uint64_t start_ticks;     // the process's start (/proc/PID/stat field 22)
   uint32_t reader_counter;  // libvma's; unused: our counters are live, not copied for readers
-  uint8_t ver_info[4];   // major, minor, revision, release
-  char protocol[32];     // kProtocol
-  char app_name[32];     // the process's name (comm), for `vma_stats -n`
+  uint8_t ver_info[4];      // major, minor, revision, release
+  char protocol[32];        // kProtocol
+  char app_name[32];        // the process's name (comm), for `vma_stats -n`
   GroupBlock rings[kRingGroups];
   GroupBlock pools[kPoolGroups];
   GroupBlock iomux[kIomuxGroups];

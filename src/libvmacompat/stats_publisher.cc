@@ -65,7 +65,8 @@ void copy_name(char (&dst)[16], const char* src) {
 }
 
 // Address bytes and port of an AF_INET/AF_INET6 address; false otherwise.
-bool split(const sockaddr* sa, socklen_t len, uint8_t& family, uint8_t (&addr)[16], uint16_t* port) {
+bool split(const sockaddr* sa, socklen_t len, uint8_t& family, uint8_t (&addr)[16],
+           uint16_t* port) {
   memset(addr, 0, sizeof addr);
   if (sa && sa->sa_family == AF_INET && len >= sizeof(sockaddr_in)) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
@@ -191,7 +192,9 @@ SocketStats Publisher::open_socket(int fd, int socket_type, bool offloaded) {
 void Publisher::close_socket(SocketStats& s) { release(s.b_); }
 
 GroupStats Publisher::open_group(GroupKind kind, int id, const char* name) {
-  GroupBlock* first = kind == kRing ? header_->rings : kind == kBufferPool ? header_->pools : header_->iomux;
+  GroupBlock* first = kind == kRing         ? header_->rings
+                      : kind == kBufferPool ? header_->pools
+                                            : header_->iomux;
   const uint32_t n = kind == kRing ? kRingGroups : kind == kBufferPool ? kPoolGroups : kIomuxGroups;
   return GroupStats(claim_one(first, n, [&](GroupBlock& g) {
     g.kind = kind;
@@ -206,8 +209,10 @@ void Publisher::close_group(GroupStats& g) { release(g.b_); }
 void Publisher::detach_after_fork() {
   if (path_.empty() || getpid() == owner_pid_) return;
   // One thread runs in a fresh child: nothing writes while the pages move.
-  std::vector<char> copy(reinterpret_cast<char*>(header_), reinterpret_cast<char*>(header_) + size_);
-  void* p = mmap(header_, size_, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  std::vector<char> copy(reinterpret_cast<char*>(header_),
+                         reinterpret_cast<char*>(header_) + size_);
+  void* p =
+      mmap(header_, size_, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     // The handles must stay valid: keep the shared pages and write on.
     SS_WARN("vma_stats: child %d keeps counting into %s", getpid(), path_.c_str());
@@ -231,12 +236,14 @@ bool SocketStats::snapshot(SocketBlock* out) const {
 }
 
 void SocketStats::set_bound(const sockaddr* sa, socklen_t len) const {
-  if (b_) rewrite(b_, [&](SocketBlock& b) { split(sa, len, b.family, b.bound_addr, &b.bound_port); });
+  if (b_)
+    rewrite(b_, [&](SocketBlock& b) { split(sa, len, b.family, b.bound_addr, &b.bound_port); });
 }
 
 void SocketStats::set_connected(const sockaddr* sa, socklen_t len) const {
   if (b_)
-    rewrite(b_, [&](SocketBlock& b) { split(sa, len, b.family, b.connected_addr, &b.connected_port); });
+    rewrite(b_,
+            [&](SocketBlock& b) { split(sa, len, b.family, b.connected_addr, &b.connected_port); });
 }
 
 void SocketStats::set_mc_tx_if(const sockaddr* sa, socklen_t len) const {

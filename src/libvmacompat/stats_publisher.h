@@ -38,9 +38,15 @@ class SocketStats {
  public:
   SocketStats() = default;
   explicit operator bool() const { return b_ != nullptr; }
-  void add(SocketCounter c, uint64_t n = 1) const { if (b_) detail::add(b_->c[c], n); }
-  void set(SocketCounter c, uint64_t v) const { if (b_) detail::set(b_->c[c], v); }
-  void raise(SocketCounter c, uint64_t v) const { if (b_) detail::raise(b_->c[c], v); }
+  void add(SocketCounter c, uint64_t n = 1) const {
+    if (b_) detail::add(b_->c[c], n);
+  }
+  void set(SocketCounter c, uint64_t v) const {
+    if (b_) detail::set(b_->c[c], v);
+  }
+  void raise(SocketCounter c, uint64_t v) const {
+    if (b_) detail::raise(b_->c[c], v);
+  }
   // The identity fields, each written under the block's sequence.
   SS_API void set_bound(const sockaddr* sa, socklen_t len) const;
   void set_connected(const sockaddr* sa, socklen_t len) const;
@@ -61,8 +67,12 @@ class GroupStats {
  public:
   GroupStats() = default;
   explicit operator bool() const { return b_ != nullptr; }
-  void add(uint32_t c, uint64_t n = 1) const { if (b_ && c < kGroupCounters) detail::add(b_->c[c], n); }
-  void set(uint32_t c, uint64_t v) const { if (b_ && c < kGroupCounters) detail::set(b_->c[c], v); }
+  void add(uint32_t c, uint64_t n = 1) const {
+    if (b_ && c < kGroupCounters) detail::add(b_->c[c], n);
+  }
+  void set(uint32_t c, uint64_t v) const {
+    if (b_ && c < kGroupCounters) detail::set(b_->c[c], v);
+  }
 
  private:
   friend class Publisher;

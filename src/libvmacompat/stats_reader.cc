@@ -47,16 +47,18 @@ bool parse(const void* data, size_t size, Snapshot* out, std::string* error) {
   if (size < offsetof(Header, header_size))
     return fail(error, "truncated: " + std::to_string(size) + " bytes, too short for a header");
   memcpy(&h, bytes, offsetof(Header, header_size));
-  if (memcmp(h.magic, kMagic, sizeof kMagic) != 0) return fail(error, "not a vmastat file (bad magic)");
+  if (memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    return fail(error, "not a vmastat file (bad magic)");
   if (h.version != kVersion)
-    return fail(error, "layout version " + std::to_string(h.version) + ", this reader reads version " +
-                           std::to_string(kVersion));
+    return fail(error, "layout version " + std::to_string(h.version) +
+                           ", this reader reads version " + std::to_string(kVersion));
   if (size < sizeof h)
     return fail(error, "truncated: " + std::to_string(size) + " bytes, the header alone is " +
                            std::to_string(sizeof h));
   memcpy(&h, bytes, sizeof h);
   if (h.header_size != sizeof(Header) || h.block_size != sizeof(SocketBlock))
-    return fail(error, "header or block size differs from layout version " + std::to_string(kVersion));
+    return fail(error,
+                "header or block size differs from layout version " + std::to_string(kVersion));
   if (strncmp(h.protocol, kProtocol, sizeof h.protocol) != 0)
     return fail(error, "protocol '" + printable(h.protocol, sizeof h.protocol) + "', expected '" +
                            kProtocol + "'");
@@ -86,15 +88,19 @@ bool parse(const void* data, size_t size, Snapshot* out, std::string* error) {
   for (int k = 0; k < 3; ++k) {
     for (uint32_t i = 0; i < counts[k]; ++i, ++index) {
       const GroupBlock& g = groups[k][i];
-      if (g.state == kLive && g.kind == kinds[k]) out->groups.push_back({index, g});
-      else if (g.state > kClosing || (g.state == kLive && g.kind != kinds[k])) ++out->garbled;
+      if (g.state == kLive && g.kind == kinds[k])
+        out->groups.push_back({index, g});
+      else if (g.state > kClosing || (g.state == kLive && g.kind != kinds[k]))
+        ++out->garbled;
     }
   }
   for (uint32_t i = 0; i < h.fd_blocks; ++i) {
     SocketEntry e{i, {}};
     memcpy(&e.block, bytes + sizeof(Header) + size_t{i} * sizeof(SocketBlock), sizeof e.block);
-    if (e.block.state == kLive) out->sockets.push_back(e);
-    else if (e.block.state > kClosing) ++out->garbled;
+    if (e.block.state == kLive)
+      out->sockets.push_back(e);
+    else if (e.block.state > kClosing)
+      ++out->garbled;
   }
   return true;
 }
@@ -115,7 +121,8 @@ bool read_stats_file(const std::string& path, Snapshot* out, std::string* error)
     return fail(error, path + ": not a regular file");
   }
   // Never more than the largest layout allows, whatever the file claims.
-  const size_t want = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), file_size_for(kMaxFdBlocks));
+  const size_t want =
+      std::min<uint64_t>(static_cast<uint64_t>(st.st_size), file_size_for(kMaxFdBlocks));
   std::vector<char> buf(want);
   Snapshot copies[2];
   bool ok = true;
@@ -154,7 +161,8 @@ std::vector<StatsFile> list_stats_files(const std::string& dir) {
     if (pid > 0) files.push_back({stats_path(dir, pid), pid});
   }
   closedir(d);
-  std::sort(files.begin(), files.end(), [](const StatsFile& a, const StatsFile& b) { return a.pid < b.pid; });
+  std::sort(files.begin(), files.end(),
+            [](const StatsFile& a, const StatsFile& b) { return a.pid < b.pid; });
   return files;
 }
 

@@ -31,7 +31,7 @@ struct Snapshot {
   uint32_t state = 0;  // kLive, or kClosing once its process is exiting
   uint32_t fd_blocks = 0;
   uint8_t ver_info[4] = {};
-  std::string app_name;  // non-printable bytes replaced by '?'
+  std::string app_name;              // non-printable bytes replaced by '?'
   std::vector<SocketEntry> sockets;  // live blocks, in file order
   std::vector<GroupEntry> groups;    // live blocks, in file order
   uint32_t garbled = 0;              // blocks skipped: state or kind not ours

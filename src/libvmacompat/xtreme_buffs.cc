@@ -115,7 +115,8 @@ int XtremeBuffs::unref(vma_buff_t* b) {
   mem::Buffer back;
   for (size_t i = 0, np = npools_.load(std::memory_order_acquire); i < np; i++)
     if (pools_[i].load(std::memory_order_relaxed)->from_raw(b, &back) == 0) break;
-  if (!back) SS_WARN("socketXtreme: buffer %p was not lent by its pool (kept)", static_cast<void*>(b));
+  if (!back)
+    SS_WARN("socketXtreme: buffer %p was not lent by its pool (kept)", static_cast<void*>(b));
   return 0;  // back's release recycles the frame into its fill ring
 }
 

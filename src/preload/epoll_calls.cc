@@ -115,7 +115,8 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexc
 
 SS_PRELOAD_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {
   std::shared_ptr<EpollFd> ep;
-  if (libc_only() || !(ep = set_of(epfd))) return ss::interpose::real().epoll_wait(epfd, events, max, timeout);
+  if (libc_only() || !(ep = set_of(epfd)))
+    return ss::interpose::real().epoll_wait(epfd, events, max, timeout);
   return ss::interpose::wait_epoll(*ep, events, max, timeout, nullptr, [&] {
     return ss::interpose::real().epoll_wait(epfd, events, max, timeout);
   });
@@ -134,7 +135,8 @@ SS_PRELOAD_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int ti
 SS_PRELOAD_EXPORT int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* t,
                                    const sigset_t* mask) {
   std::shared_ptr<EpollFd> ep;
-  if (libc_only() || !(ep = set_of(epfd))) return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask);
+  if (libc_only() || !(ep = set_of(epfd)))
+    return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask);
   if (ss::interpose::bad_timespec(t)) return -1;
   return ss::interpose::wait_epoll(*ep, events, max, ss::interpose::timespec_ms(t), mask, [&] {
     return ss::interpose::real().epoll_pwait2(epfd, events, max, t, mask);

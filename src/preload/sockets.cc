@@ -129,7 +129,6 @@ void apply_sizes(int fd, const Entry& e) {
   carry_options(fd, e.domain);
 }
 
-
 // TCP socket `fd` is watched from now on (Entry kFresh).
 void track_fresh(int fd, int domain) {
   std::shared_ptr<Entry> e(new (std::nothrow) Entry);
@@ -152,7 +151,8 @@ unsigned port_of(const sockaddr* addr, socklen_t len) {
 
 int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
   auto e = entry(fd);
-  const int fd_flags = ss::interpose::real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
+  const int fd_flags =
+      ss::interpose::real().fcntl(fd, F_GETFD);  // the program's, restored on fallback
   bool tried = false;
   if (e && addr && len >= sizeof(sa_family_t) && addr->sa_family == e->domain &&
       !ss_rspreload_kernel_port(port_of(addr, len))) {
@@ -202,7 +202,7 @@ void finish_late_fallback(int fd) {
   // Duplicates made while it connected: plain copies of the kernel
   // socket from now on (a number the program closed meanwhile is closed).
   const std::vector<int> others = ss::interpose::dups::dissolve(fd);
-  if (ss_rspreload_release(fd)) return;  // another thread's call did it
+  if (ss_rspreload_release(fd)) return;                           // another thread's call did it
   const int fd_flags = ss::interpose::real().fcntl(fd, F_GETFD);  // one for all its numbers
   for (int n : others) ss::interpose::real().fcntl(n, F_SETFD, fd_flags < 0 ? 0 : fd_flags);
   SS_DEBUG("librspreload: fd %d: connect fell back to kernel TCP after EINPROGRESS", fd);
@@ -308,7 +308,8 @@ Deadline accept_deadline(int kernel_fd) {
 
 int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
   auto e = entry(fd);
-  if (!e || e->state.load() != Entry::State::kListener) return ss::interpose::real().accept4(fd, addr, len, flags);
+  if (!e || e->state.load() != Entry::State::kListener)
+    return ss::interpose::real().accept4(fd, addr, len, flags);
   std::optional<Deadline> until;  // read before the first sleep only
   for (;;) {
     if (e->state.load() == Entry::State::kListener) {
@@ -363,15 +364,20 @@ int accept_any(int fd, sockaddr* addr, socklen_t* len, int flags) {
 int dup_onto(int fd, int fd2, int flags) {
   const char* call = flags < 0 ? "dup2" : "dup3";
   const Route r = route(fd);
-  if (fd == fd2) return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
+  if (fd == fd2)
+    return flags < 0 ? ss::interpose::real().dup2(fd, fd2)
+                     : ss::interpose::real().dup3(fd, fd2, flags);
   if (in_vfork_child()) {
     // libc's, but a copy of an rsocket's kernel descriptor is close-on-exec
     // (the exec'd program gets EBADF, never a socket that is not the connection).
-    if (r == Route::kRsocket) return ss::interpose::real().dup3(fd, fd2, (flags < 0 ? 0 : flags) | O_CLOEXEC);
-    return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
+    if (r == Route::kRsocket)
+      return ss::interpose::real().dup3(fd, fd2, (flags < 0 ? 0 : flags) | O_CLOEXEC);
+    return flags < 0 ? ss::interpose::real().dup2(fd, fd2)
+                     : ss::interpose::real().dup3(fd, fd2, flags);
   }
   if (dups::held(fd2)) {
-    SS_WARN("librspreload: %s onto fd %d, still held by an rsocket (shared or closing): EBUSY", call, fd2);
+    SS_WARN("librspreload: %s onto fd %d, still held by an rsocket (shared or closing): EBUSY",
+            call, fd2);
     errno = EBUSY;
     return -1;
   }
@@ -379,9 +385,11 @@ int dup_onto(int fd, int fd2, int flags) {
   if (route(fd2) != Route::kKernel) close_fd(fd2);
   if (r == Route::kRsocket)
     return dups::dup_rsocket(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
-  if (r == Route::kListener) return dups::dup_listener(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
+  if (r == Route::kListener)
+    return dups::dup_listener(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
   if (r == Route::kFresh) give_to_kernel(fd);
-  return flags < 0 ? ss::interpose::real().dup2(fd, fd2) : ss::interpose::real().dup3(fd, fd2, flags);
+  return flags < 0 ? ss::interpose::real().dup2(fd, fd2)
+                   : ss::interpose::real().dup3(fd, fd2, flags);
 }
 
 }  // namespace
@@ -398,7 +406,8 @@ void to_kernel_listener(int fd, bool restore_blocking) {
   if (!e || e->rs_fd < 0 || !restore_blocking) return;
   e->state = Entry::State::kStopped;
   int fl = ss::interpose::real().fcntl(fd, F_GETFL);
-  if (fl >= 0) ss::interpose::real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+  if (fl >= 0)
+    ss::interpose::real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
 // Linux's SHUT_RD on a listener makes it an unconnected socket again:

@@ -80,7 +80,8 @@ ssize_t pipe_to_connection(int in, int out, size_t len, unsigned flags) {
     w = pipe_signal(rsend(out, buf, static_cast<size_t>(n), 0), 0);  // blocks as the socket does
   }
   if (w <= 0) return w;
-  return ss::interpose::real().read(in, buf, static_cast<size_t>(w));  // what was sent leaves the pipe
+  return ss::interpose::real().read(in, buf,
+                                    static_cast<size_t>(w));  // what was sent leaves the pipe
 }
 
 }  // namespace

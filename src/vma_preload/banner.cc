@@ -54,8 +54,7 @@ void print_banner() {
   config::Component& t = settings::table;
   for (int i = 0; i < t.count(); ++i) {
     const config::Setting* row = t.row(i);
-    const Level level =
-        t.source(i) == config::Source::kDefault ? Level::kDetails : Level::kInfo;
+    const Level level = t.source(i) == config::Source::kDefault ? Level::kDetails : Level::kInfo;
     if (!log::enabled(level)) continue;
     const std::string value = t.get_string(i);
     log::write(level, "%-30s %-26s [%s]", row->name, value.c_str(), row->env[0]);

@@ -279,8 +279,8 @@ SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* m, int flags) {
   return send_path(fd, m, flags);
 }
 
-SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t len, int flags,
-                                 const sockaddr* to, socklen_t tolen) {
+SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* to,
+                                 socklen_t tolen) {
   iovec iov;
   const msghdr m = ss::one_buffer(&iov, buf, len, to, to ? tolen : 0);
   return send_path(fd, &m, flags);

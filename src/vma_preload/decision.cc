@@ -22,8 +22,8 @@ bool default_offloaded() { return settings::get(settings::Id::kOffloadedSockets)
 
 // Held across fork, so a child never inherits it locked by a thread of
 // the parent that does not exist there (its first socket() would wait).
-[[maybe_unused]] const int g_atfork = pthread_atfork([] { g_mu.lock(); }, [] { g_mu.unlock(); },
-                                                     [] { g_mu.unlock(); });
+[[maybe_unused]] const int g_atfork =
+    pthread_atfork([] { g_mu.lock(); }, [] { g_mu.unlock(); }, [] { g_mu.unlock(); });
 
 }  // namespace
 
@@ -36,8 +36,8 @@ Decision decide_socket(int protocol) {
   }
   if (flipped) offloaded = !offloaded;
   if (!offloaded)
-    return {Transport::kOs, flipped ? "thread_offload(0) for this thread"
-                                    : "VMA_OFFLOADED_SOCKETS=0"};
+    return {Transport::kOs,
+            flipped ? "thread_offload(0) for this thread" : "VMA_OFFLOADED_SOCKETS=0"};
   if (conf_socket_transport(protocol) == Transport::kOs)
     return {Transport::kOs, protocol == IPPROTO_TCP
                                 ? "libvma.conf rule: use os for tcp_server and tcp_client"

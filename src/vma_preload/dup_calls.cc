@@ -45,8 +45,8 @@ int dup_onto(int fd, int fd2, int flags) {
     return -1;
   }
   if (dups::held(fd2)) {
-    SS_WARN("%s onto fd %d, still held for a socket's duplicate: EBUSY", flags < 0 ? "dup2" : "dup3",
-            fd2);
+    SS_WARN("%s onto fd %d, still held for a socket's duplicate: EBUSY",
+            flags < 0 ? "dup2" : "dup3", fd2);
     errno = EBUSY;
     return -1;
   }

@@ -26,7 +26,9 @@ const char* connections_to_kernel(char* const* /*envp*/) {
   return nullptr;
 }
 
-__attribute__((constructor)) void watch_exec() { interpose::set_before_exec(connections_to_kernel); }
+__attribute__((constructor)) void watch_exec() {
+  interpose::set_before_exec(connections_to_kernel);
+}
 
 }  // namespace
 }  // namespace ss::vma::preload

@@ -40,9 +40,10 @@ int set_user_data(KernelSocket& s, const void* val, socklen_t len) {
 int set_ring_logic(KernelSocket& s, const void* val, socklen_t len) {
   if (const int r = s.ring_logic.set(val, len); r < 0) return fail(-r);
   const RingLogic::Side rx = s.ring_logic.rx(), tx = s.ring_logic.tx();
-  SS_DEBUG("fd %d: ring allocation logic rx %d (user id %u), tx %d (user id %u); the netdev's "
-           "rings serve it whatever the logic",
-           s.fd, rx.logic, rx.user_id, tx.logic, tx.user_id);
+  SS_DEBUG(
+      "fd %d: ring allocation logic rx %d (user id %u), tx %d (user id %u); the netdev's "
+      "rings serve it whatever the logic",
+      s.fd, rx.logic, rx.user_id, tx.logic, tx.user_id);
   return 0;
 }
 
@@ -61,8 +62,10 @@ bool extra_getsockopt(int fd, int name, void* val, socklen_t* len, int* ret) {
   if (name != SO_VMA_USER_DATA) return false;
   const auto s = option_socket(fd, name);
   if (!s) return false;
-  if (!val || !len) *ret = fail(EFAULT);
-  else if (*len != sizeof(void*)) *ret = fail(EINVAL);
+  if (!val || !len)
+    *ret = fail(EFAULT);
+  else if (*len != sizeof(void*))
+    *ret = fail(EINVAL);
   else {
     const auto p = reinterpret_cast<void*>(static_cast<uintptr_t>(s->rx_extras.user_data(fd)));
     std::memcpy(val, &p, sizeof p);

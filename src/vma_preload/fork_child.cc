@@ -73,7 +73,8 @@ void in_child() {
 // after theirs, so its table lookups work.
 __attribute__((constructor)) void watch_fork() {
   FdTable::instance();
-  pthread_atfork(nullptr, [] { g_forks.fetch_add(1, std::memory_order_relaxed); }, in_child);
+  pthread_atfork(
+      nullptr, [] { g_forks.fetch_add(1, std::memory_order_relaxed); }, in_child);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free, "the page is shared ac
 // reused it, and the parent's socket goes with an exec, so a name nobody
 // holds says at once that nobody will answer.
 struct Page {
-  sockaddr_un name;            // abstract: sun_path[0] == 0
+  sockaddr_un name;  // abstract: sun_path[0] == 0
   socklen_t name_len;
   Slot slots[kSlots];
 };
@@ -60,7 +60,8 @@ dev_t g_sock_dev = 0;
 unsigned long long g_start[kSlots];
 
 int raw_socket() {
-  return static_cast<int>(::syscall(SYS_socket, AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  return static_cast<int>(
+      ::syscall(SYS_socket, AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 }
 
 // Whether pid runs (not a zombie), and its start time: false when gone.
@@ -110,9 +111,10 @@ bool own_socket_intact() {
   if (::syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == g_sock_ino && st.st_dev == g_sock_dev)
     return true;
   g_sock.store(-1, std::memory_order_relaxed);
-  SS_WARN("fork: the program closed the library's request socket (fd %d); fork children's "
-          "requests are now answered within a second",
-          fd);
+  SS_WARN(
+      "fork: the program closed the library's request socket (fd %d); fork children's "
+      "requests are now answered within a second",
+      fd);
   return false;
 }
 
@@ -121,13 +123,14 @@ bool own_socket_intact() {
 int fork_share_open() {
   static int err = 0;
   std::call_once(g_once, [] {
-    void* p = ::mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                     -1, 0);
+    void* p =
+        ::mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       err = -errno;
-      SS_WARN("fork: no request page (%s): a fork child's inherited offloaded sockets get only "
-              "same-host datagrams while this process holds them",
-              strerror(errno));
+      SS_WARN(
+          "fork: no request page (%s): a fork child's inherited offloaded sockets get only "
+          "same-host datagrams while this process holds them",
+          strerror(errno));
       return;
     }
     auto* page = new (p) Page{};
@@ -142,7 +145,8 @@ int fork_share_open() {
     const int s = raw_socket();
     struct stat st;
     if (s >= 0 &&
-        ::syscall(SYS_bind, s, reinterpret_cast<const sockaddr*>(&page->name), page->name_len) == 0 &&
+        ::syscall(SYS_bind, s, reinterpret_cast<const sockaddr*>(&page->name), page->name_len) ==
+            0 &&
         ::syscall(SYS_fstat, s, &st) == 0) {
       g_sock_ino = st.st_ino;
       g_sock_dev = st.st_dev;
@@ -164,8 +168,8 @@ void fork_share_serve() {
   if (!page) return;
   if (own_socket_intact()) {
     char b[16];
-    while (::syscall(SYS_recvfrom, g_sock.load(std::memory_order_relaxed), b, sizeof b, MSG_DONTWAIT,
-                     nullptr, nullptr) > 0) {
+    while (::syscall(SYS_recvfrom, g_sock.load(std::memory_order_relaxed), b, sizeof b,
+                     MSG_DONTWAIT, nullptr, nullptr) > 0) {
     }
   }
   for (size_t i = 0; i < kSlots; i++) {
@@ -204,9 +208,9 @@ void fork_share_ask(uint64_t id) {
     s.pid.store(::getpid(), std::memory_order_relaxed);
     s.state.store(kAsked, std::memory_order_release);
     const int sock = raw_socket();
-    const bool heard = sock >= 0 &&
-                       ::syscall(SYS_sendto, sock, "?", 1, MSG_DONTWAIT,
-                                 reinterpret_cast<const sockaddr*>(&page->name), page->name_len) == 1;
+    const bool heard =
+        sock >= 0 && ::syscall(SYS_sendto, sock, "?", 1, MSG_DONTWAIT,
+                               reinterpret_cast<const sockaddr*>(&page->name), page->name_len) == 1;
     const bool nobody = !heard && (errno == ECONNREFUSED || errno == ENOENT);
     if (sock >= 0) ::syscall(SYS_close, sock);
     if (nobody) {  // the owner exec'd or exited: no flow to lend, no answer
@@ -222,9 +226,10 @@ void fork_share_ask(uint64_t id) {
       ::nanosleep(&ms, nullptr);
     return;
   }
-  SS_WARN("fork child: %zu inherited sockets shared already; this one gets only what reaches "
-          "its kernel socket",
-          kSlots);
+  SS_WARN(
+      "fork child: %zu inherited sockets shared already; this one gets only what reaches "
+      "its kernel socket",
+      kSlots);
 }
 
 }  // namespace ss::vma::preload

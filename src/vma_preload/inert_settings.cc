@@ -13,9 +13,14 @@ using settings::Id;
 // Read, listed and shown in the banner, but nothing here uses them
 // (libvmacompat(7), STATUS): verbs and lwIP tuning without a counterpart
 // on AF_XDP rings, and the log line's prefix options.
-constexpr Id kInert[] = {Id::kLogDetails,  Id::kLogColors,  Id::kRxBufs,
-                         Id::kTxBufs,      Id::kRxPollInit, Id::kRxBytesMin,
-                         Id::kProgressEngineInterval, Id::kThreadMode,
+constexpr Id kInert[] = {Id::kLogDetails,
+                         Id::kLogColors,
+                         Id::kRxBufs,
+                         Id::kTxBufs,
+                         Id::kRxPollInit,
+                         Id::kRxBytesMin,
+                         Id::kProgressEngineInterval,
+                         Id::kThreadMode,
                          Id::kTxNonblockedEagains};
 
 // Acted on as with 1 only: 0 asks for what this release does not do.

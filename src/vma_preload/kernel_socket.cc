@@ -245,8 +245,8 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
     sockaddr_storage local{};
     socklen_t llen = sizeof local;
     if (interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) < 0) llen = 0;
-    if (const Decision d = decide_tcp_connect(llen ? reinterpret_cast<sockaddr*>(&local) : nullptr,
-                                              llen, to, len);
+    if (const Decision d =
+            decide_tcp_connect(llen ? reinterpret_cast<sockaddr*>(&local) : nullptr, llen, to, len);
         d.wanted == Transport::kOs) {
       tcp_settled_.store(true, std::memory_order_release);
       SS_DEBUG("connect fd %d: kernel (%s)", fd, d.why);
@@ -310,8 +310,7 @@ void KernelSocket::before_last_close() {
   if (!t) return;
   {
     std::lock_guard<std::mutex> lock(offload_mu_);
-    if (tcp_forks_ != forks_so_far() && hand_tcp_locked("closed here after a fork"))
-      return;
+    if (tcp_forks_ != forks_so_far() && hand_tcp_locked("closed here after a fork")) return;
   }
   t->keep_port(fd);
   t->linger(fd);
@@ -340,8 +339,8 @@ bool KernelSocket::hand_tcp_locked(const char* why) {
     if (r == -EOPNOTSUPP)
       SS_DEBUG("fd %d: the connection is past ESTABLISHED (%s): it stays on the rings", fd, why);
     else if (r != -EPERM || !said_eperm.exchange(true))
-      SS_WARN("fd %d: the kernel could not take the connection (%s): %s; it stays on the rings",
-              fd, why, std::strerror(-r));
+      SS_WARN("fd %d: the kernel could not take the connection (%s): %s; it stays on the rings", fd,
+              why, std::strerror(-r));
     return false;
   }
   tcp_to_kernel_locked();
@@ -402,8 +401,10 @@ bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
   // joined too) does not move (logged: none).
   if (!offload_owner_->lend_to_kernel(lend)) return true;
   if (lend)
-    SS_INFO("fd %d: fork child %d receives on it: its port and groups go to the kernel "
-            "socket, shared, until that child is gone", fd, pid);
+    SS_INFO(
+        "fd %d: fork child %d receives on it: its port and groups go to the kernel "
+        "socket, shared, until that child is gone",
+        fd, pid);
   else
     SS_INFO("fd %d: fork child %d gone: its port and groups back on the rings", fd, pid);
   return true;
@@ -436,8 +437,8 @@ void track_socket(int fd, int domain, int type, int protocol) {
   if (!mc_loop_initial(proto, d)) {
     const int off = 0;
     interpose::real().setsockopt(fd, domain == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
-                                 domain == AF_INET6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP,
-                                 &off, sizeof off);
+                                 domain == AF_INET6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP, &off,
+                                 sizeof off);
   }
   auto rec = std::make_shared<KernelSocket>(fd, domain, base, proto, !(type & SOCK_NONBLOCK), d);
   if (FdTable::instance().insert(fd, FdKind::kVmaKernel, std::move(rec)) < 0) {

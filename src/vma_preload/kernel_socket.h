@@ -148,16 +148,16 @@ struct KernelSocket final : Pollable {
   void hand_back(const char* why);
 
   const int fd, family, type, protocol;  // type without SOCK_NONBLOCK/SOCK_CLOEXEC
-  const uint64_t id;                      // unique in the process, kept by its fork children
+  const uint64_t id;                     // unique in the process, kept by its fork children
   const bool created_blocking;
-  stats::SocketStats stats;  // empty when every block is taken
+  stats::SocketStats stats;                // empty when every block is taken
   std::atomic<bool> stats_written{false};  // to VMA_STATS_FILE (stats_file.h)
   // The program set SO_SNDBUF: its connections' send buffers stay that
   // size (Linux stops growing them then).
   std::atomic<bool> sndbuf_set{false};
-  McastState mcast;          // memberships and send options (udp_multicast.h)
-  RxExtras rx_extras;        // the Extra API's (zcopy.cc); before offload_owner_
-  RingLogic ring_logic;      // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)
+  McastState mcast;      // memberships and send options (udp_multicast.h)
+  RxExtras rx_extras;    // the Extra API's (zcopy.cc); before offload_owner_
+  RingLogic ring_logic;  // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)
   // An error the offloaded path met after recvmmsg's first datagram: the
   // kernel keeps such an error as the socket's sk_err, which its next
   // receive of any kind, or getsockopt(SO_ERROR), reports and clears, and
@@ -173,25 +173,25 @@ struct KernelSocket final : Pollable {
 
  private:
   std::mutex offload_mu_;
-  bool offload_tried_ = false;                  // under offload_mu_
-  std::unique_ptr<UdpOffload> offload_owner_;   // under offload_mu_
-  int fork_sharers_ = 0;                        // under offload_mu_: fork children lent the port
+  bool offload_tried_ = false;                   // under offload_mu_
+  std::unique_ptr<UdpOffload> offload_owner_;    // under offload_mu_
+  int fork_sharers_ = 0;                         // under offload_mu_: fork children lent the port
   mutable std::atomic<bool> fork_asked_{false};  // in a fork child: asked its parent
   void ask_parent() const;
   std::atomic<UdpOffload*> offload_{nullptr};
-  std::unique_ptr<TcpOffload> tcp_owner_;       // under offload_mu_
+  std::unique_ptr<TcpOffload> tcp_owner_;  // under offload_mu_
   std::atomic<TcpOffload*> tcp_{nullptr};
-  uint64_t tcp_forks_ = 0;                      // under offload_mu_: forks_so_far() at tcp_owner_
+  uint64_t tcp_forks_ = 0;  // under offload_mu_: forks_so_far() at tcp_owner_
   bool hand_tcp_locked(const char* why);
   void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
-  std::atomic<bool> tcp_settled_{false};         // a connect or listen was tried
-  std::unique_ptr<TcpListen> listen_owner_;      // under offload_mu_
+  std::atomic<bool> tcp_settled_{false};     // a connect or listen was tried
+  std::unique_ptr<TcpListen> listen_owner_;  // under offload_mu_
   std::atomic<TcpListen*> listen_{nullptr};
   // Set once a try ended (offloaded or refused) or the socket was handed
   // back: with offload_ null, the kernel's for good (kernel_served, lock-free).
   std::atomic<bool> offload_settled_{false};
   std::atomic<Transport> wanted_;
-  std::atomic<const char*> why_;  // a string literal
+  std::atomic<const char*> why_;      // a string literal
   std::atomic<uint64_t> repeats_{0};  // readiness_repeat looks, for the OS ratio
   // The look of readiness(): the rings, and the kernel socket if `kernel`.
   short look(short events, bool kernel);

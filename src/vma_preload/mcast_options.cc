@@ -6,7 +6,8 @@ namespace ss::vma::preload {
 namespace {
 
 net::IpAddr from_storage(const sockaddr_storage& ss) {
-  if (ss.ss_family == AF_INET) return net::IpAddr::v4(reinterpret_cast<const sockaddr_in&>(ss).sin_addr);
+  if (ss.ss_family == AF_INET)
+    return net::IpAddr::v4(reinterpret_cast<const sockaddr_in&>(ss).sin_addr);
   if (ss.ss_family == AF_INET6)
     return net::IpAddr::v6(reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr);
   return {};
@@ -22,7 +23,7 @@ bool read(const void* val, socklen_t len, T* out) {
 // The source-list operation `name` is, given its family's names for the
 // first three (the fourth being unblock).
 McastOpKind source_kind(int name, int join, int leave, int block) {
-  return name == join ? McastOpKind::kJoinSource
+  return name == join    ? McastOpKind::kJoinSource
          : name == leave ? McastOpKind::kLeaveSource
          : name == block ? McastOpKind::kBlock
                          : McastOpKind::kUnblock;

@@ -22,8 +22,8 @@ enum class McastOpKind : uint8_t {
 struct McastOp {
   McastOpKind kind = McastOpKind::kJoin;
   net::IpAddr group, source;
-  int ifindex = 0;     // 0: see if_addr, else the route's
-  net::IpAddr if_addr; // the interface named by one of its addresses (IPv4 forms)
+  int ifindex = 0;      // 0: see if_addr, else the route's
+  net::IpAddr if_addr;  // the interface named by one of its addresses (IPv4 forms)
 };
 
 // True and *out when (level, name) is a membership option and len holds

@@ -50,15 +50,17 @@ void publish_kernel_fds(const NetdevRings& r) {
   for (const int fd : r.kernel_fds) {
     const size_t i = g_n_kernel_fds.load(std::memory_order_relaxed);
     if (i == kMaxKernelFds) {
-      SS_WARN("%s: more ring descriptors than a fork child can close (%zu); a child may keep "
-              "the rings alive after its parent", r.ifname.c_str(), kMaxKernelFds);
+      SS_WARN(
+          "%s: more ring descriptors than a fork child can close (%zu); a child may keep "
+          "the rings alive after its parent",
+          r.ifname.c_str(), kMaxKernelFds);
       return;
     }
     g_kernel_fds[i].store(fd, std::memory_order_relaxed);
     g_n_kernel_fds.store(i + 1, std::memory_order_release);
   }
 }
-net::NetlinkView* g_view = nullptr;           // never freed: the service thread reads it
+net::NetlinkView* g_view = nullptr;  // never freed: the service thread reads it
 
 // Also refreshes the rings' vmastat blocks once a second, and answers fork
 // children sharing an offloaded socket (fork_share.h).
@@ -133,8 +135,8 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   cfg.initial_fill = r->depth.fill;
   if (const int err = open_view_locked(); err < 0) return err;
   // VMA_MTU: the rings carry nothing larger; the kernel fragments the rest.
-  r->resolver = net::make_netlink_resolver(g_view, r->ifindex,
-                                           static_cast<uint32_t>(settings::get(settings::Id::kMtu)));
+  r->resolver = net::make_netlink_resolver(
+      g_view, r->ifindex, static_cast<uint32_t>(settings::get(settings::Id::kMtu)));
   r->frames = std::make_unique<net::FrameTx>(cfg.rings.front().queue, cfg.rings.front().pool);
   net::tcp::Stack::Config tc;
   tc.steering = r->steering.get();
@@ -242,8 +244,8 @@ std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {
     if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK)) continue;
     const int fam = i->ifa_addr->sa_family;
     if (fam != AF_INET && fam != AF_INET6) continue;
-    const net::UdpAddr a = wire_addr(i->ifa_addr, fam == AF_INET ? sizeof(sockaddr_in)
-                                                                 : sizeof(sockaddr_in6));
+    const net::UdpAddr a =
+        wire_addr(i->ifa_addr, fam == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
     if (any ? (fam == ip.family || (dual && fam == AF_INET)) : a.ip == ip) out.insert(i->ifa_name);
   }
   freeifaddrs(list);
@@ -294,7 +296,8 @@ void publish_ring_counters() {
 
 bool close_rings_in_fork_child() {
   const size_t n = g_n_kernel_fds.load(std::memory_order_acquire);
-  for (size_t i = 0; i < n; i++) interpose::real().close(g_kernel_fds[i].load(std::memory_order_relaxed));
+  for (size_t i = 0; i < n; i++)
+    interpose::real().close(g_kernel_fds[i].load(std::memory_order_relaxed));
   return n > 0;
 }
 
@@ -310,10 +313,11 @@ NetdevRings* netdev_rings(const std::string& ifname) {
     return nullptr;
   }
   const RingDepth& d = r->depth;
-  SS_INFO("%s: UDP offloaded on %zu rx queue(s); each: fill and rx rings %u, tx and completion "
-          "%u, %zu frames of %zu B (%zu MiB, %s)",
-          ifname.c_str(), r->queues.size(), d.fill, d.tx, d.frames, d.frame_size,
-          d.bytes() >> 20, r->queues.front().pool->chunk_huge(0) ? "hugepages" : "normal pages");
+  SS_INFO(
+      "%s: UDP offloaded on %zu rx queue(s); each: fill and rx rings %u, tx and completion "
+      "%u, %zu frames of %zu B (%zu MiB, %s)",
+      ifname.c_str(), r->queues.size(), d.fill, d.tx, d.frames, d.frame_size, d.bytes() >> 20,
+      r->queues.front().pool->chunk_huge(0) ? "hugepages" : "normal pages");
   publish_kernel_fds(*r);
   return g_rings[ifname] = r.release();
 }

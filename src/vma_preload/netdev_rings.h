@@ -93,7 +93,7 @@ struct NetdevRings {
   // or -1 when it cannot be made (out of descriptors: asked again next time).
   int wait_fd();
   std::mutex wait_mu;
-  int wait_fd_ = -1;  // wait_mu
+  int wait_fd_ = -1;    // wait_mu
   int xtreme_fd_ = -1;  // wait_mu
   std::atomic<int> xtreme_event_{-1};
   std::atomic<bool> xtreme_kicked_{false};  // the eventfd was written, not read yet

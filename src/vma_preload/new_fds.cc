@@ -25,9 +25,10 @@ namespace ss::vma::preload {
 
 void drop_stale(int fd) {
   if (fd < 0 || FdTable::instance().kind(fd) != FdKind::kVmaKernel) return;  // lock-free
-  SS_DEBUG("fd %d came back from the kernel: its socket was closed behind the preload; "
-           "record dropped",
-           fd);
+  SS_DEBUG(
+      "fd %d came back from the kernel: its socket was closed behind the preload; "
+      "record dropped",
+      fd);
   interpose::dups::forget(fd, FdKind::kVmaKernel);
 }
 
@@ -71,7 +72,9 @@ SS_PRELOAD_EXPORT int open(const char* path, int flags, ...) {
   return one(real().open(path, flags, mode));
 }
 
-SS_PRELOAD_EXPORT int __open_2(const char* path, int flags) { return one(real().__open_2(path, flags)); }
+SS_PRELOAD_EXPORT int __open_2(const char* path, int flags) {
+  return one(real().__open_2(path, flags));
+}
 
 SS_PRELOAD_EXPORT int creat(const char* path, mode_t mode) { return one(real().creat(path, mode)); }
 

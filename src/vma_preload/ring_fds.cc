@@ -49,9 +49,10 @@ int socket_rings(int fd, std::vector<pollfd>* out) {
   if (!s) return -1;
   if (s->family == AF_INET6 && socketxtreme_mode()) {
     // Its completions would need an IPv6 source; it keeps the receive calls.
-    SS_WARN_ONCE("VMA Extra API: socketXtreme serves IPv4 sockets only; fd %d "
-                 "is IPv6 (EOPNOTSUPP)",
-                 fd);
+    SS_WARN_ONCE(
+        "VMA Extra API: socketXtreme serves IPv4 sockets only; fd %d "
+        "is IPv6 (EOPNOTSUPP)",
+        fd);
     errno = EOPNOTSUPP;
     return -1;
   }

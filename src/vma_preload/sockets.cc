@@ -211,8 +211,7 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
   // as libvma does on a socket it does not offload.
   if (level == SOL_SOCKET && name >= SO_VMA_USER_DATA && name <= SO_VMA_SHUTDOWN_RX &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    SS_DEBUG("setsockopt fd %d: SO_VMA_* option %d is not there; the kernel answers it", fd,
-             name);
+    SS_DEBUG("setsockopt fd %d: SO_VMA_* option %d is not there; the kernel answers it", fd, name);
   // The TCP options of a socket of ours: the kernel socket checks the
   // value (its errno) and keeps it for getsockopt; an offloaded connection
   // acts on it, a listener of the rings gives it to what it accepts next.
@@ -220,12 +219,14 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
   int64_t v;
   if (vp::tcp_option_of(-1, level, name, 0, &o, &v) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    if (const auto rec = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel)) {
+    if (const auto rec =
+            ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel)) {
       const int r = real().setsockopt(fd, level, name, val, len);
       int given;
       if (r == 0 && len >= sizeof given) {  // the kernel read it: readable
         std::memcpy(&given, val, sizeof given);
-        if (o == ss::net::tcp::Option::kSndBuf) rec->sndbuf_set.store(true, std::memory_order_relaxed);
+        if (o == ss::net::tcp::Option::kSndBuf)
+          rec->sndbuf_set.store(true, std::memory_order_relaxed);
         vp::tcp_option_of(fd, level, name, given, &o, &v);
         ss::interpose::edge_call([&] {
           if (const auto s = tcp_record(fd))

@@ -38,8 +38,7 @@ XtremeBuffs& buffs() {
 template <const char* kName>
 bool refused_off() {
   if (socketxtreme_mode()) return false;
-  SS_WARN_ONCE("VMA Extra API: %s needs VMA_SOCKETXTREME=1 (EOPNOTSUPP)",
-               kName);
+  SS_WARN_ONCE("VMA Extra API: %s needs VMA_SOCKETXTREME=1 (EOPNOTSUPP)", kName);
   errno = EOPNOTSUPP;
   return true;
 }

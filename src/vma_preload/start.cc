@@ -44,8 +44,9 @@ void start() { pthread_once(&g_once, start_once); }
 
 stats::Publisher* socket_stats() {
   if (stats::Publisher* p = stats::process_stats()) return p;
-  return stats::start_process_stats(settings::get_string(settings::Id::kStatsShmemDir),
-                                    static_cast<uint32_t>(settings::get(settings::Id::kStatsFdNum)));
+  return stats::start_process_stats(
+      settings::get_string(settings::Id::kStatsShmemDir),
+      static_cast<uint32_t>(settings::get(settings::Id::kStatsFdNum)));
 }
 
 }  // namespace ss::vma::preload

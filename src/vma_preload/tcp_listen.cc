@@ -56,8 +56,8 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
     for (const net::IpAddr& ip : ips) {
       net::tcp::Socket* s = nullptr;
       if (const int err = r->tcp->listen(ip, local.port, lc, &s); err < 0) {
-        SS_WARN("listen fd %d: %s refused port %u (%s); the kernel listens there", fd,
-                dev.c_str(), local.port, std::strerror(-err));
+        SS_WARN("listen fd %d: %s refused port %u (%s); the kernel listens there", fd, dev.c_str(),
+                local.port, std::strerror(-err));
         continue;
       }
       l->legs_.push_back({r, s});
@@ -149,9 +149,10 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     return -1;
   }
   if (auto_accepting_.load(std::memory_order_relaxed)) {  // socketXtreme accepts for it
-    SS_WARN_ONCE("accept fd %d: socketxtreme_poll accepts this listener's "
-                 "connections (EINVAL)",
-                 fd);
+    SS_WARN_ONCE(
+        "accept fd %d: socketxtreme_poll accepts this listener's "
+        "connections (EINVAL)",
+        fd);
     errno = EINVAL;
     return -1;
   }

@@ -68,7 +68,7 @@ class TcpListen {
 
   const int family_;
   std::vector<Leg> legs_;
-  bool xtreme_ = false;                    // joined the socketXtreme members
+  bool xtreme_ = false;  // joined the socketXtreme members
   std::atomic<bool> auto_accepting_{false};
   size_t next_leg_ = 0;  // mu_: the leg the next take starts at
   std::mutex mu_;

@@ -45,7 +45,6 @@ using net::tcp::State;
 std::mutex g_mu;
 std::vector<NetdevRings*>& g_netdevs = *new std::vector<NetdevRings*>;  // g_mu
 
-
 // Whether a frame waits on one of r's rings.
 bool rings_readable(NetdevRings* r) {
   std::vector<pollfd> fds;
@@ -101,8 +100,7 @@ void serve(ServiceThread::Run& run) {
     // Frames waiting while no sleeper looked: its sleep is not real (it
     // left without saying so); read them.
     for (const size_t i : parked)
-      if (netdevs[i]->turn.looks() == seen[i] && rings_readable(netdevs[i]))
-        read_rings(netdevs[i]);
+      if (netdevs[i]->turn.looks() == seen[i] && rings_readable(netdevs[i])) read_rings(netdevs[i]);
     for (NetdevRings* r : netdevs) {
       r->tcp->run_timers();
       r->frames->flush();
@@ -156,12 +154,11 @@ struct KernelTcp {
   bool timestamps, window_scaling, sack;
 };
 const KernelTcp& kernel_tcp() {
-  static const KernelTcp k{
-      static_cast<uint32_t>(
-          std::clamp<long>(proc_sys_number("net/ipv4/tcp_wmem", 2, 4 << 20), 4096, 1 << 30)),
-      proc_sys_number("net/ipv4/tcp_timestamps", 0, 1) != 0,
-      proc_sys_number("net/ipv4/tcp_window_scaling", 0, 1) != 0,
-      proc_sys_number("net/ipv4/tcp_sack", 0, 1) != 0};
+  static const KernelTcp k{static_cast<uint32_t>(std::clamp<long>(
+                               proc_sys_number("net/ipv4/tcp_wmem", 2, 4 << 20), 4096, 1 << 30)),
+                           proc_sys_number("net/ipv4/tcp_timestamps", 0, 1) != 0,
+                           proc_sys_number("net/ipv4/tcp_window_scaling", 0, 1) != 0,
+                           proc_sys_number("net/ipv4/tcp_sack", 0, 1) != 0};
   return k;
 }
 
@@ -219,10 +216,10 @@ net::tcp::Config tcp_config_of(int fd) {
   if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
     cfg.snd_buf = static_cast<uint32_t>(sb);
   const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
-  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed)) cfg.snd_buf_max = k.wmem_max;  // autotuned
-  each_kept_option(fd, [&](const OptionRow& r, int v) {
-    net::tcp::set_option(&cfg, r.o, option_value(r, v));
-  });
+  if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed))
+    cfg.snd_buf_max = k.wmem_max;  // autotuned
+  each_kept_option(
+      fd, [&](const OptionRow& r, int v) { net::tcp::set_option(&cfg, r.o, option_value(r, v)); });
   cfg.nodelay = cfg.nodelay || settings::get(Id::kTcpNodelay);
   if (const int64_t mss = settings::get(Id::kMss); mss > 0)
     cfg.mss = static_cast<uint16_t>(std::min<int64_t>(mss, cfg.mss));
@@ -295,8 +292,7 @@ int plan_connect(int fd, int family, const sockaddr* to, socklen_t len, bool non
     nanosleep(&ms, nullptr);
   }
   if (rc != 0) {
-    if (rc > 0)
-      SS_DEBUG("connect fd %d: kernel (%s)", fd, net::to_kernel_name(why));
+    if (rc > 0) SS_DEBUG("connect fd %d: kernel (%s)", fd, net::to_kernel_name(why));
     return rc > 0 ? 1 : rc;
   }
   // The port: the program's bind, else one the kernel gives for the
@@ -413,11 +409,12 @@ LentOwner* TcpOffload::lent_owner() {
 
 TcpOffload::~TcpOffload() {
   if (xtreme_) xtreme_tcp_leave(rings_, this);
-  if (LentOwner* o = lent_owner_.load(std::memory_order_acquire)) o->unref();  // buffers out keep it
+  if (LentOwner* o = lent_owner_.load(std::memory_order_acquire))
+    o->unref();  // buffers out keep it
   const int hold = hold_fd_;
   std::function<void()> freed;
   if (hold >= 0) freed = [hold] { release_port(hold); };
-  if (moved()) {  // the kernel's connection holds the port
+  if (moved()) {         // the kernel's connection holds the port
     release_port(hold);  // made by a close the hand-over overtook
     rings_->tcp->close(sock_);
     return;
@@ -471,8 +468,8 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
   };
   // VMA_RX_POLL: a receive spins on the rings that many looks before it
   // sleeps (-1: for good), as libvma's.
-  return wait_until(ready, (events & POLLIN) ? settings::get(settings::Id::kRxPoll) : 0,
-                    timeout_ms, restartable);
+  return wait_until(ready, (events & POLLIN) ? settings::get(settings::Id::kRxPoll) : 0, timeout_ms,
+                    restartable);
 }
 
 template <class Ready>
@@ -578,7 +575,7 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
   for (;;) {
     run_callback();
     ssize_t n;
-    if (peek) {  // one look from the start of the stream, then scattered
+    if (peek) {                             // one look from the start of the stream, then scattered
       constexpr size_t kPeekMax = 4 << 20;  // more than a receive window holds
       peeked.resize(std::min(total, kPeekMax));
       n = st.recv(sock_, {peeked.data(), peeked.size()}, true);
@@ -603,7 +600,8 @@ ssize_t TcpOffload::recvmsg(int fd, msghdr* m, int flags) {
         const size_t want = v.iov_len - skip;
         skip = 0;
         if (!interpose::program_writable(p, want)) {
-          if (got + static_cast<size_t>(n)) return static_cast<ssize_t>(got + static_cast<size_t>(n));
+          if (got + static_cast<size_t>(n))
+            return static_cast<ssize_t>(got + static_cast<size_t>(n));
           errno = EFAULT;
           return -1;
         }
@@ -769,9 +767,9 @@ int TcpOffload::name(bool peer, sockaddr_storage* out) {
     if (s == State::kSynSent || s == State::kClosed) return -ENOTCONN;
   }
   const net::tcp::FourTuple t = rings_->tcp->tuple(sock_);
-  return program_addr(peer ? net::UdpAddr{t.remote, t.remote_port}
-                           : net::UdpAddr{t.local, t.local_port},
-                      family_, out);
+  return program_addr(
+      peer ? net::UdpAddr{t.remote, t.remote_port} : net::UdpAddr{t.local, t.local_port}, family_,
+      out);
 }
 
 void TcpOffload::publish() {
@@ -794,22 +792,42 @@ void TcpOffload::info(tcp_info* out) {
   const net::tcp::Info i = rings_->tcp->info(sock_);
   const net::tcp::Counters c = rings_->tcp->connection_counters(sock_);
   switch (i.state) {  // Linux's numbers (TCP_ESTABLISHED ...)
-    case State::kEstablished: out->tcpi_state = TCP_ESTABLISHED; break;
-    case State::kSynSent: out->tcpi_state = TCP_SYN_SENT; break;
-    case State::kSynReceived: out->tcpi_state = TCP_SYN_RECV; break;
-    case State::kFinWait1: out->tcpi_state = TCP_FIN_WAIT1; break;
-    case State::kFinWait2: out->tcpi_state = TCP_FIN_WAIT2; break;
-    case State::kTimeWait: out->tcpi_state = TCP_TIME_WAIT; break;
-    case State::kCloseWait: out->tcpi_state = TCP_CLOSE_WAIT; break;
-    case State::kLastAck: out->tcpi_state = TCP_LAST_ACK; break;
-    case State::kClosing: out->tcpi_state = TCP_CLOSING; break;
-    case State::kClosed: out->tcpi_state = TCP_CLOSE; break;
+    case State::kEstablished:
+      out->tcpi_state = TCP_ESTABLISHED;
+      break;
+    case State::kSynSent:
+      out->tcpi_state = TCP_SYN_SENT;
+      break;
+    case State::kSynReceived:
+      out->tcpi_state = TCP_SYN_RECV;
+      break;
+    case State::kFinWait1:
+      out->tcpi_state = TCP_FIN_WAIT1;
+      break;
+    case State::kFinWait2:
+      out->tcpi_state = TCP_FIN_WAIT2;
+      break;
+    case State::kTimeWait:
+      out->tcpi_state = TCP_TIME_WAIT;
+      break;
+    case State::kCloseWait:
+      out->tcpi_state = TCP_CLOSE_WAIT;
+      break;
+    case State::kLastAck:
+      out->tcpi_state = TCP_LAST_ACK;
+      break;
+    case State::kClosing:
+      out->tcpi_state = TCP_CLOSING;
+      break;
+    case State::kClosed:
+      out->tcpi_state = TCP_CLOSE;
+      break;
   }
   out->tcpi_ca_state = i.in_recovery ? TCP_CA_Recovery : TCP_CA_Open;
   out->tcpi_backoff = static_cast<uint8_t>(std::min<uint32_t>(i.backoffs, 255));
-  out->tcpi_options = static_cast<uint8_t>((i.timestamps ? TCPI_OPT_TIMESTAMPS : 0) |
-                                           (i.sack ? TCPI_OPT_SACK : 0) |
-                                           (i.window_scaling ? TCPI_OPT_WSCALE : 0));
+  out->tcpi_options =
+      static_cast<uint8_t>((i.timestamps ? TCPI_OPT_TIMESTAMPS : 0) | (i.sack ? TCPI_OPT_SACK : 0) |
+                           (i.window_scaling ? TCPI_OPT_WSCALE : 0));
   out->tcpi_snd_wscale = i.snd_wscale & 0xf;
   out->tcpi_rcv_wscale = i.rcv_wscale & 0xf;
   out->tcpi_rto = i.rto_us;

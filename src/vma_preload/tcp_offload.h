@@ -217,7 +217,7 @@ class TcpOffload {
   // connection, TIME-WAIT included: the kernel gives the port to nobody
   // else meanwhile.
   int hold_fd_ = -1;
-  std::atomic<bool> read_shut_{false};  // shutdown(SHUT_RD): receives give 0
+  std::atomic<bool> read_shut_{false};       // shutdown(SHUT_RD): receives give 0
   std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
   std::atomic<bool> moved_{false};           // hand_to_kernel
   // Where connect(2) left the socket, as Linux's socket state: connecting
@@ -232,7 +232,7 @@ class TcpOffload {
   std::atomic<bool> offering_{false};  // run_callback began offering
   bool xtreme_ = false;                // joined the socketXtreme members
   std::mutex xtreme_mu_;
-  std::vector<mem::Buffer> xtreme_kept_;   // xtreme_mu_
+  std::vector<mem::Buffer> xtreme_kept_;  // xtreme_mu_
   std::atomic<LentOwner*> lent_owner_{nullptr};
   std::atomic<short> xtreme_seen_{0};  // the events xtreme_edges reported
   std::mutex published_mu_;

@@ -57,12 +57,12 @@ void room_for(int fd, int opt, int force, size_t bytes) {
   int now = 0;
   socklen_t len = sizeof now;
   const size_t want = bytes + 64 * 1024;
-  if (real().getsockopt(fd, SOL_SOCKET, opt, &now, &len) == 0 && static_cast<size_t>(now) / 2 >= want)
+  if (real().getsockopt(fd, SOL_SOCKET, opt, &now, &len) == 0 &&
+      static_cast<size_t>(now) / 2 >= want)
     return;
   const int v = static_cast<int>(std::min<size_t>(want, INT32_MAX / 2));
   real().setsockopt(fd, SOL_SOCKET, force, &v, sizeof v);
 }
-
 
 // The live connection takes what the program sent and the rings had not
 // sent yet as new data; what its send buffer refuses (the room made was
@@ -79,8 +79,8 @@ void send_unsent(int fd, const std::vector<uint8_t>& unsent) {
   tcp_int(fd, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
   tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF_NO_WP);
   if (err < 0)
-    SS_WARN("fd %d: the kernel took the connection but not %zu bytes the program had sent: %s",
-            fd, rest.size(), std::strerror(-err));
+    SS_WARN("fd %d: the kernel took the connection but not %zu bytes the program had sent: %s", fd,
+            rest.size(), std::strerror(-err));
 }
 
 // Up to the connect: a failure leaves the socket as it was (repair off).
@@ -88,9 +88,9 @@ int prepare(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Ha
   sockaddr_storage local{};
   socklen_t llen = sizeof local;
   if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) < 0) return -errno;
-  const bool bound = (local.ss_family == AF_INET6
-                          ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
-                          : reinterpret_cast<sockaddr_in*>(&local)->sin_port) != 0;
+  const bool bound =
+      (local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&local)->sin6_port
+                                   : reinterpret_cast<sockaddr_in*>(&local)->sin_port) != 0;
   // Repair mode binds over the listener that holds the port (an accepted
   // connection's new socket is not bound).
   if (!bound) {

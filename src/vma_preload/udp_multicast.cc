@@ -106,8 +106,8 @@ void sync_send_locked(KernelSocket& s, UdpOffload& o) {
   const bool v4 = s.family == AF_INET;
   const int ttl = v4 ? get_int(s.fd, IPPROTO_IP, IP_TTL, 64)
                      : get_int(s.fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, 64);
-  const int tos = v4 ? get_int(s.fd, IPPROTO_IP, IP_TOS, 0)
-                     : get_int(s.fd, IPPROTO_IPV6, IPV6_TCLASS, 0);
+  const int tos =
+      v4 ? get_int(s.fd, IPPROTO_IP, IP_TOS, 0) : get_int(s.fd, IPPROTO_IPV6, IPV6_TCLASS, 0);
   const int mc_ttl = v4 ? get_int(s.fd, IPPROTO_IP, IP_MULTICAST_TTL, 1) : s.mcast.v6_mc_hops;
   const bool loop = v4 ? get_int(s.fd, IPPROTO_IP, IP_MULTICAST_LOOP, 1)
                        : get_int(s.fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, 1);
@@ -135,7 +135,9 @@ void track_send_option(McastState* st, int level, int name, const void* val, soc
       std::memcpy(&m.imr_address, val, sizeof(in_addr));
     }
     st->mc_src = m.imr_address.s_addr ? net::IpAddr::v4(m.imr_address) : net::IpAddr{};
-    st->mc_ifindex = m.imr_ifindex ? m.imr_ifindex : st->mc_src.empty() ? 0 : ifindex_of(st->mc_src);
+    st->mc_ifindex = m.imr_ifindex        ? m.imr_ifindex
+                     : st->mc_src.empty() ? 0
+                                          : ifindex_of(st->mc_src);
   } else if (level == IPPROTO_IPV6 && name == IPV6_MULTICAST_IF && len >= sizeof(int)) {
     std::memcpy(&st->mc_ifindex, val, sizeof(int));
     st->mc_src = {};
@@ -157,7 +159,7 @@ bool is_send_option(int level, int name) {
 
 void after_kernel(KernelSocket& s, int level, int name, const void* val, socklen_t len) {
   if (in_fork_child()) return;  // the kernel's socket for good: nothing to mirror
-  interpose::BusyScope busy;  // the socket's multicast lock, the stack's
+  interpose::BusyScope busy;    // the socket's multicast lock, the stack's
   // A whole source list at once: not mirrored, so the kernel serves the socket.
   if ((level == IPPROTO_IP && name == IP_MSFILTER) || name == MCAST_MSFILTER) {
     s.hand_back("source filter lists not offloaded");

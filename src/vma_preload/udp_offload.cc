@@ -36,7 +36,6 @@ namespace {
 using interpose::real;
 namespace vs = vma::settings;
 
-
 }  // namespace
 
 std::unique_ptr<UdpOffload> UdpOffload::attach(int fd, int family, const sockaddr_storage& bound,
@@ -162,8 +161,7 @@ ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy)
   if (m->msg_name && m->msg_namelen > 0) {
     sockaddr_storage ss;
     const socklen_t len = program_addr(head_->src, family_, &ss);
-    if (interpose::copy_to_program(m->msg_name, &ss, std::min(len, m->msg_namelen)))
-      return -EFAULT;
+    if (interpose::copy_to_program(m->msg_name, &ss, std::min(len, m->msg_namelen))) return -EFAULT;
     m->msg_namelen = len;
   }
   m->msg_controllen = 0;
@@ -184,7 +182,7 @@ void UdpOffload::ring_fds(std::vector<pollfd>* fds) const {
 
 int UdpOffload::wait(int timeout_ms, bool restartable) {
   const WaitTarget t = wait_target(POLLIN, &timeout_ms);
-  if (t.fd < 0) return 0;  // a datagram is there
+  if (t.fd < 0) return 0;                                       // a datagram is there
   pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};  // -1: poll skips it
   const int r = interruptible_poll(p, 2, timeout_ms, restartable);
   after_wait(t);
@@ -294,9 +292,10 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
 ssize_t UdpOffload::sendmsg(KernelSocket& s, const msghdr* m, int flags) {
   const bool dummy = flags & VMA_SND_FLAGS_DUMMY;
   net::UdpAddr dst;
-  if (m->msg_name && m->msg_namelen > 0) dst = wire_addr(static_cast<const sockaddr*>(m->msg_name),
-                                                         m->msg_namelen);
-  else if (connected_.load(std::memory_order_acquire)) dst = peer_;
+  if (m->msg_name && m->msg_namelen > 0)
+    dst = wire_addr(static_cast<const sockaddr*>(m->msg_name), m->msg_namelen);
+  else if (connected_.load(std::memory_order_acquire))
+    dst = peer_;
   if (dummy && dst.ip.empty()) {
     errno = EDESTADDRREQ;
     return -1;
@@ -315,9 +314,8 @@ ssize_t UdpOffload::sendmsg(KernelSocket& s, const msghdr* m, int flags) {
     for (Leg& l : legs_) {
       const net::SendResult r = l.rings->tx->send(*l.ep, dst, {payload, total}, dummy);
       // A dummy whose next hop is being resolved has warmed what it can.
-      if (r.status == net::SendStatus::kSent ||
-          (dummy && r.status == net::SendStatus::kUseKernel &&
-           r.why == net::ToKernel::kNeighbourPending)) {
+      if (r.status == net::SendStatus::kSent || (dummy && r.status == net::SendStatus::kUseKernel &&
+                                                 r.why == net::ToKernel::kNeighbourPending)) {
         if (dummy) {
           s.stats.add(stats::kTxDummy);
         } else {

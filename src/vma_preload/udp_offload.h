@@ -109,20 +109,20 @@ class UdpOffload {
 
   const int fd_, family_;
   RxExtras* const extras_;
-  bool xtreme_ = false;                   // a socketXtreme member on every leg's rings
+  bool xtreme_ = false;  // a socketXtreme member on every leg's rings
   std::vector<Leg> legs_;
   // head_, next_leg_; recursive: the receive callback, run under it, may
   // call the socket's receive or poll (they then skip the rings).
   std::recursive_mutex mu_;
-  std::optional<net::Datagram> head_;     // taken from a ring, not yet consumed
+  std::optional<net::Datagram> head_;  // taken from a ring, not yet consumed
   size_t next_leg_ = 0;
-  std::atomic<uint64_t> looks_{0};        // for VMA_RX_UDP_POLL_OS_RATIO
+  std::atomic<uint64_t> looks_{0};  // for VMA_RX_UDP_POLL_OS_RATIO
   std::atomic<bool> connected_{false};
-  net::UdpAddr peer_;                     // written before connected_ is set
+  net::UdpAddr peer_;  // written before connected_ is set
   // The wait set (udp_offload_wait.cc), made at the first sleep.
   std::mutex wait_mu_;
-  int wait_fd_ = -1;                      // wait_mu_
-  int pollout_sleepers_ = 0;              // wait_mu_: the kernel socket watched for POLLOUT too
+  int wait_fd_ = -1;                        // wait_mu_
+  int pollout_sleepers_ = 0;                // wait_mu_: the kernel socket watched for POLLOUT too
   std::atomic<uint64_t> last_arrivals_{0};  // what arrivals() last answered
 };
 

@@ -58,7 +58,8 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
     kicks[i] = legs_[i].ep->join_waiters();
     if (kicks[i] >= 0) joined |= uintptr_t{1} << i;
   }
-  if (legs_.size() > kMaxKickedLegs || std::count(kicks.begin(), kicks.end(), -1) > 0) cut(sleep_ms);
+  if (legs_.size() > kMaxKickedLegs || std::count(kicks.begin(), kicks.end(), -1) > 0)
+    cut(sleep_ms);
   const bool pollout = events & POLLOUT;
   {
     std::lock_guard<std::mutex> lock(wait_mu_);

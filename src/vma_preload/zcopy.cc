@@ -78,8 +78,8 @@ int packet_ids(const vma_packet_t* pkts, size_t count, bool with_iovs,
 
 // A TCP connection's receive without a copy: the views taken, held under
 // new ids, described in buf (len bytes: as many one-iovec records as fit).
-int tcp_zcopy(KernelSocket& s, TcpOffload& t, int fd, void* buf, size_t len, int in,
-              int* flags, socklen_t* fromlen) {
+int tcp_zcopy(KernelSocket& s, TcpOffload& t, int fd, void* buf, size_t len, int in, int* flags,
+              socklen_t* fromlen) {
   constexpr size_t kRecord = sizeof(vma_packet_t) + sizeof(iovec);
   if (!interpose::program_writable(buf, len)) {
     errno = EFAULT;

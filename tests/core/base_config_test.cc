@@ -37,20 +37,61 @@ enum class TId : int { kDir, kDepth, kSize, kSpin, kWait, kLowWater, kMode, kCou
 constexpr int64_t halve_below_100(int64_t v) { return v < 100 ? v / 2 : v; }
 
 constexpr Setting kRows[] = {
-    {.id = int(TId::kDir), .name = "test_dir", .env = {"SSTEST_DIR"}, .type = Type::kString,
-     .str_def = "/nonexistent/ss-config-test", .help = "directory of the test files"},
-    {.id = int(TId::kDepth), .name = "depth", .env = {"SSTEST_DEPTH", "SSTEST_ALIAS_DEPTH"},
-     .file = "depth", .def = 384, .min = 1, .max = 65534, .help = "entries"},
-    {.id = int(TId::kSize), .name = "size", .env = {"SSTEST_SIZE"}, .file = "size",
-     .unit = Unit::kBytes, .def = 131072, .min = 1, .max = 0xFFFFFFFFll, .help = "bytes"},
-    {.id = int(TId::kSpin), .name = "spin", .env = {"SSTEST_SPIN"}, .file = "spin",
-     .unit = Unit::kUs, .def = 10, .max = 0xFFFFFFFFll, .help = "microseconds"},
-    {.id = int(TId::kWait), .name = "wait", .env = {"SSTEST_WAIT"}, .file = "wait",
-     .unit = Unit::kMs, .def = 500, .max = 60000, .help = "milliseconds"},
-    {.id = int(TId::kLowWater), .name = "low_water", .env = {"SSTEST_LOW_WATER"},
-     .file = "low_water", .def = 200, .max = 1000, .help = "a quirk", .adjust = halve_below_100},
-    {.id = int(TId::kMode), .name = "mode", .env = {"SSTEST_MODE"}, .type = Type::kEnum,
-     .def = 0, .max = 2, .str_def = "auto|fast|slow", .help = "a choice"},
+    {.id = int(TId::kDir),
+     .name = "test_dir",
+     .env = {"SSTEST_DIR"},
+     .type = Type::kString,
+     .str_def = "/nonexistent/ss-config-test",
+     .help = "directory of the test files"},
+    {.id = int(TId::kDepth),
+     .name = "depth",
+     .env = {"SSTEST_DEPTH", "SSTEST_ALIAS_DEPTH"},
+     .file = "depth",
+     .def = 384,
+     .min = 1,
+     .max = 65534,
+     .help = "entries"},
+    {.id = int(TId::kSize),
+     .name = "size",
+     .env = {"SSTEST_SIZE"},
+     .file = "size",
+     .unit = Unit::kBytes,
+     .def = 131072,
+     .min = 1,
+     .max = 0xFFFFFFFFll,
+     .help = "bytes"},
+    {.id = int(TId::kSpin),
+     .name = "spin",
+     .env = {"SSTEST_SPIN"},
+     .file = "spin",
+     .unit = Unit::kUs,
+     .def = 10,
+     .max = 0xFFFFFFFFll,
+     .help = "microseconds"},
+    {.id = int(TId::kWait),
+     .name = "wait",
+     .env = {"SSTEST_WAIT"},
+     .file = "wait",
+     .unit = Unit::kMs,
+     .def = 500,
+     .max = 60000,
+     .help = "milliseconds"},
+    {.id = int(TId::kLowWater),
+     .name = "low_water",
+     .env = {"SSTEST_LOW_WATER"},
+     .file = "low_water",
+     .def = 200,
+     .max = 1000,
+     .help = "a quirk",
+     .adjust = halve_below_100},
+    {.id = int(TId::kMode),
+     .name = "mode",
+     .env = {"SSTEST_MODE"},
+     .type = Type::kEnum,
+     .def = 0,
+     .max = 2,
+     .str_def = "auto|fast|slow",
+     .help = "a choice"},
 };
 static_assert(in_id_order(kRows));
 
@@ -72,7 +113,7 @@ class FakeRules final : public ValueSource {
     return static_cast<long>(strlen(text));
   }
   std::map<std::string, std::pair<int, std::string>> lines;  // name -> line, value
-  mutable std::set<std::string> asked;  // rows looked up
+  mutable std::set<std::string> asked;                       // rows looked up
 };
 
 int count_lines(const std::string& s) {
@@ -81,7 +122,9 @@ int count_lines(const std::string& s) {
   return n;
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Every test starts with no variable of either table set and the test
 // directory pointing at its own empty temporary directory.
@@ -181,8 +224,11 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(0, core::table.get_int(core::Id::kProvider));
   EXPECT_EQ("auto", core::table.get_string(core::Id::kProvider));
   EXPECT_EQ(2, core::table.get_int(core::Id::kLogLevel));
-  struct { TId id; int64_t v; } want[] = {
-      {TId::kDepth, 384}, {TId::kSize, 131072}, {TId::kSpin, 10},
+  struct {
+    TId id;
+    int64_t v;
+  } want[] = {
+      {TId::kDepth, 384}, {TId::kSize, 131072},  {TId::kSpin, 10},
       {TId::kWait, 500},  {TId::kLowWater, 200}, {TId::kMode, 0},
   };
   for (const auto& w : want) {
@@ -250,7 +296,7 @@ TEST_F(ConfigTest, RulesSourceWithItsOrigin) {
   rules_.lines["depth"] = {12, "1000"};
   rules_.lines["size"] = {14, "1m"};
   rules_.lines["spin"] = {15, "soon"};
-  write_file("depth", "100");   // the rules file beats the directory
+  write_file("depth", "100");      // the rules file beats the directory
   setenv("SSTEST_SIZE", "2k", 1);  // the environment beats the rules file
   std::string err;
   {
@@ -284,9 +330,12 @@ TEST_F(ConfigTest, RulesSourceWithItsOrigin) {
 }
 
 TEST_F(ConfigTest, SizeUnitsArePowersOf1024) {
-  const struct { const char* text; int64_t want; } ok[] = {
-      {"64k", 65536},   {"64K", 65536},  {"1m", 1048576}, {"1M", 1048576},
-      {"2g", 2147483648ll}, {"3", 3},    {"10 k", 10240}, {"0x10k", 16384},
+  const struct {
+    const char* text;
+    int64_t want;
+  } ok[] = {
+      {"64k", 65536},       {"64K", 65536}, {"1m", 1048576}, {"1M", 1048576},
+      {"2g", 2147483648ll}, {"3", 3},       {"10 k", 10240}, {"0x10k", 16384},
   };
   for (const auto& c : ok) {
     SCOPED_TRACE(c.text);
@@ -297,7 +346,12 @@ TEST_F(ConfigTest, SizeUnitsArePowersOf1024) {
 }
 
 TEST_F(ConfigTest, TimeUnitsConvertToTheRowsUnit) {
-  const struct { const char* file; const char* text; TId id; int64_t want; } ok[] = {
+  const struct {
+    const char* file;
+    const char* text;
+    TId id;
+    int64_t want;
+  } ok[] = {
       {"spin", "10ms", TId::kSpin, 10000}, {"spin", "100us", TId::kSpin, 100},
       {"spin", "5s", TId::kSpin, 5000000}, {"spin", "3000ns", TId::kSpin, 3},
       {"spin", "7", TId::kSpin, 7},        {"wait", "5s", TId::kWait, 5000},
@@ -313,18 +367,23 @@ TEST_F(ConfigTest, TimeUnitsConvertToTheRowsUnit) {
 }
 
 TEST_F(ConfigTest, BadUnitsWarnNamingSettingValueAndDefault) {
-  const struct { const char* file; const char* text; const char* why; const char* def; } bad[] = {
+  const struct {
+    const char* file;
+    const char* text;
+    const char* why;
+    const char* def;
+  } bad[] = {
       {"size", "64x", "unknown unit", "default 131072"},
-      {"size", "10ms", "unknown unit", "default 131072"},   // a time for a size
+      {"size", "10ms", "unknown unit", "default 131072"},  // a time for a size
       {"size", "1.5k", "unknown unit", "default 131072"},
-      {"size", "5g", "out of range", "default 131072"},     // beyond the row's max
-      {"spin", "10k", "unknown unit", "default 10us"},      // a size for a time
-      {"spin", "10m", "unknown unit", "default 10us"},      // minutes? milli? neither
+      {"size", "5g", "out of range", "default 131072"},  // beyond the row's max
+      {"spin", "10k", "unknown unit", "default 10us"},   // a size for a time
+      {"spin", "10m", "unknown unit", "default 10us"},   // minutes? milli? neither
       {"spin", "1500ns", "not a whole number", "default 10us"},
       {"wait", "1500us", "not a whole number", "default 500ms"},
       {"wait", "61s", "out of range", "default 500ms"},
       {"wait", "9999999999999s", "out of range", "default 500ms"},  // overflows in ns
-      {"depth", "4k", "not an integer", "default 384"},    // no unit on a unitless row
+      {"depth", "4k", "not an integer", "default 384"},             // no unit on a unitless row
   };
   for (const auto& c : bad) {
     SCOPED_TRACE(std::string(c.file) + "=" + c.text);
@@ -371,14 +430,26 @@ TEST_F(ConfigTest, BadEnvValueWarnsAndUsesDefaultNotTheFile) {
 }
 
 TEST_F(ConfigTest, Bounds) {
-  const struct { const char* file; const char* text; bool ok; int64_t want; } cases[] = {
-      {"depth", "0", false, 384},       {"depth", "1", true, 1},
-      {"depth", "65534", true, 65534},  {"depth", "65535", false, 384},
-      {"size", "4294967295", true, 4294967295ll}, {"size", "4294967296", false, 131072},
-      {"size", "0", false, 131072},     {"spin", "-1", false, 10},
-      {"spin", "0", true, 0},           {"wait", "99999999999999999999", false, 500},
-      {"depth", "0x40", true, 64},      {"depth", "10 20", false, 384},
-      {"depth", "", false, 384},        {"depth", "12abc", false, 384},
+  const struct {
+    const char* file;
+    const char* text;
+    bool ok;
+    int64_t want;
+  } cases[] = {
+      {"depth", "0", false, 384},
+      {"depth", "1", true, 1},
+      {"depth", "65534", true, 65534},
+      {"depth", "65535", false, 384},
+      {"size", "4294967295", true, 4294967295ll},
+      {"size", "4294967296", false, 131072},
+      {"size", "0", false, 131072},
+      {"spin", "-1", false, 10},
+      {"spin", "0", true, 0},
+      {"wait", "99999999999999999999", false, 500},
+      {"depth", "0x40", true, 64},
+      {"depth", "10 20", false, 384},
+      {"depth", "", false, 384},
+      {"depth", "12abc", false, 384},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.file) + "=\"" + c.text + "\"");
@@ -407,9 +478,13 @@ TEST_F(ConfigTest, RowQuirkAppliesToAcceptedValues) {
 }
 
 TEST_F(ConfigTest, ProviderEnum) {
-  const struct { const char* text; int64_t index; const char* name; } ok[] = {
-      {"auto", 0, "auto"}, {"shm", 1, "shm"}, {"tcp", 2, "tcp"}, {"VERBS", 3, "verbs"},
-      {" shm ", 1, "shm"},
+  const struct {
+    const char* text;
+    int64_t index;
+    const char* name;
+  } ok[] = {
+      {"auto", 0, "auto"},   {"shm", 1, "shm"},   {"tcp", 2, "tcp"},
+      {"VERBS", 3, "verbs"}, {" shm ", 1, "shm"},
   };
   for (const auto& c : ok) {
     SCOPED_TRACE(c.text);
@@ -430,9 +505,12 @@ TEST_F(ConfigTest, ProviderEnum) {
 }
 
 TEST_F(ConfigTest, LogLevelNumbersAndNames) {
-  const struct { const char* text; int64_t want; } ok[] = {
-      {"0", 0}, {"6", 6}, {"panic", 0}, {"error", 1}, {"warn", 2}, {"info", 3},
-      {"details", 4}, {"DEBUG", 5}, {"fine", 6},
+  const struct {
+    const char* text;
+    int64_t want;
+  } ok[] = {
+      {"0", 0},    {"6", 6},       {"panic", 0}, {"error", 1}, {"warn", 2},
+      {"info", 3}, {"details", 4}, {"DEBUG", 5}, {"fine", 6},
   };
   for (const auto& c : ok) {
     SCOPED_TRACE(c.text);
@@ -573,7 +651,9 @@ TEST(ConfigParse, Integers) {
   EXPECT_EQ(Check::kNotNumber, parse_int("0x", 2, &v));
   EXPECT_EQ(Check::kNotNumber, parse_int("1 2", 3, &v));
   // Length-bounded: an embedded NUL is not an end of text.
-  EXPECT_EQ(Check::kNotNumber, parse_int("12\0" "3", 4, &v));
+  EXPECT_EQ(Check::kNotNumber, parse_int("12\0"
+                                         "3",
+                                         4, &v));
 }
 
 TEST(ConfigParse, Scaled) {

@@ -88,7 +88,8 @@ TEST_P(FdPassingTest, RoundTripNoneOneSeveral) {
     EXPECT_EQ("hello", text);
     ASSERT_EQ(count, got);
     for (int i = 0; i < got; i++) {
-      EXPECT_EQ(FD_CLOEXEC, fcntl(fds[i], F_GETFD) & FD_CLOEXEC) << "received without close-on-exec";
+      EXPECT_EQ(FD_CLOEXEC, fcntl(fds[i], F_GETFD) & FD_CLOEXEC)
+          << "received without close-on-exec";
       EXPECT_EQ(0, fcntl(w[i], F_GETFD) & FD_CLOEXEC);  // a flag of ours, not the sender's
       ASSERT_EQ(1, ::write(fds[i], "x", 1));
       char c = 0;

@@ -86,8 +86,8 @@ TEST_F(FdSpareTest, ProbeTakesNoDescriptorFromAnotherThread) {
   }
   done = true;
   prober.join();
-  EXPECT_EQ(0, emfile) << "eventfd failed with EMFILE while another thread probed "
-                       << probes.load() << " times";
+  EXPECT_EQ(0, emfile) << "eventfd failed with EMFILE while another thread probed " << probes.load()
+                       << " times";
   EXPECT_EQ(0, wrong_answers.load());
 }
 

@@ -79,7 +79,7 @@ TEST(FdTableTest, ReplaceOnlyWhileTheEntryIsUnchanged) {
   EXPECT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, o), -ESTALE);  // no entry
   EXPECT_EQ(t.kind(9), FdKind::kNone);
   ASSERT_EQ(t.insert(9, FdKind::kRsocket, o), 0);
-  EXPECT_EQ(t.replace(9, FdKind::kOffloaded, FdKind::kKernel, o), -ESTALE);  // another kind
+  EXPECT_EQ(t.replace(9, FdKind::kOffloaded, FdKind::kKernel, o), -ESTALE);    // another kind
   EXPECT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, other), -ESTALE);  // another object
   EXPECT_EQ(t.get<PollableObj>(9, FdKind::kRsocket), o);
   ASSERT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, o), 0);
@@ -187,8 +187,10 @@ void look_up_eleven(int) {
 TEST(FdTableTest, LookupsFromASignalHandlerLeaveTheCacheRight) {
   FdTable t;
   g_signal_table = &t;
-  for (int fd : {3, 7, 11}) ASSERT_EQ(t.insert(fd, FdKind::kOffloaded, std::make_shared<int>(fd)), 0);
-  struct sigaction sa {}, old {};
+  for (int fd : {3, 7, 11})
+    ASSERT_EQ(t.insert(fd, FdKind::kOffloaded, std::make_shared<int>(fd)), 0);
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = look_up_eleven;
   sigemptyset(&sa.sa_mask);
   ASSERT_EQ(sigaction(SIGALRM, &sa, &old), 0);

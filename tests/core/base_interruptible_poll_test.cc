@@ -168,7 +168,8 @@ TEST(KickTest, WithoutADescriptorSleepsBrieflyInstead) {
     join_rc = k.join();
     rc = k.sleep(lk, {never.fd[0], POLLIN, 0}, 0);
     fd = k.fd();
-  }).join();
+  })
+      .join();
   setrlimit(RLIMIT_NOFILE, &old);
   EXPECT_EQ(join_rc, -EMFILE);
   EXPECT_EQ(rc, 0);

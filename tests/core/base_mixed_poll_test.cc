@@ -54,7 +54,8 @@ TEST_F(MixedPollTest, ReadinessComesFromTheObject) {
   std::shared_ptr<FakePollable> a, b;
   int fa = add(&a), fb = add(&b);
   a->set_ready(POLLIN | POLLOUT);
-  pollfd fds[] = {{fa, POLLIN, 0}, {fb, POLLIN | POLLOUT, 0}, {pipe_[0], POLLIN, 0}, {-1, POLLIN, 0}};
+  pollfd fds[] = {
+      {fa, POLLIN, 0}, {fb, POLLIN | POLLOUT, 0}, {pipe_[0], POLLIN, 0}, {-1, POLLIN, 0}};
   EXPECT_EQ(poll(fds, 4, 0), 1);
   EXPECT_EQ(fds[0].revents, POLLIN);  // only what was asked
   EXPECT_EQ(fds[1].revents, 0);       // /dev/null would say ready: never asked
@@ -81,7 +82,8 @@ TEST_F(MixedPollTest, KernelDescriptorsMixedIn) {
   put_pipe();
   uint64_t one = 1;
   ASSERT_EQ(::write(efd_, &one, sizeof one), 8);
-  pollfd fds[] = {{fa, POLLIN, 0}, {pipe_[0], POLLIN, 0}, {efd_, POLLIN, 0}, {pipe_[1], POLLOUT, 0}};
+  pollfd fds[] = {
+      {fa, POLLIN, 0}, {pipe_[0], POLLIN, 0}, {efd_, POLLIN, 0}, {pipe_[1], POLLOUT, 0}};
   EXPECT_EQ(poll(fds, 4, -1), 3);
   EXPECT_EQ(fds[0].revents, 0);
   EXPECT_EQ(fds[1].revents, POLLIN);
@@ -324,15 +326,17 @@ TEST_F(MixedPollTest, SelectErrors) {
   fd_set rd;
   FD_ZERO(&rd);
   EXPECT_EQ(select_mixed(-1, &rd, nullptr, nullptr, nullptr, kSleepAtOnce, fakes_.table), -EINVAL);
-  EXPECT_EQ(select_mixed(FD_SETSIZE + 1, &rd, nullptr, nullptr, nullptr, kSleepAtOnce, fakes_.table),
-            -EINVAL);
+  EXPECT_EQ(
+      select_mixed(FD_SETSIZE + 1, &rd, nullptr, nullptr, nullptr, kSleepAtOnce, fakes_.table),
+      -EINVAL);
   timeval neg{-1, 0};
   EXPECT_EQ(select_mixed(1, &rd, nullptr, nullptr, &neg, kSleepAtOnce, fakes_.table), -EINVAL);
   int closed = dup(0);
   ::close(closed);
   FD_SET(closed, &rd);
   timeval zero{0, 0};
-  EXPECT_EQ(select_mixed(closed + 1, &rd, nullptr, nullptr, &zero, kSleepAtOnce, fakes_.table), -EBADF);
+  EXPECT_EQ(select_mixed(closed + 1, &rd, nullptr, nullptr, &zero, kSleepAtOnce, fakes_.table),
+            -EBADF);
 }
 
 }  // namespace

@@ -193,7 +193,8 @@ TEST(ServiceThreadTest, ForkWaitsForThreadsOnTheirWayInOrOut) {
   self = &t;
   ASSERT_EQ(t.hold(), 0);
   while (!released) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(in_child([&] { return t.hold() == 0 && threads_named("ss-test-exit") == 1 ? 0 : 2; }), 0);
+  EXPECT_EQ(in_child([&] { return t.hold() == 0 && threads_named("ss-test-exit") == 1 ? 0 : 2; }),
+            0);
   EXPECT_TRUE(ended) << "the fork did not wait for the stopping thread";
   EXPECT_FALSE(t.running());
 }
@@ -231,8 +232,7 @@ TEST(ServiceThreadTest, EventfdFailureGivesErrnoAndALaterHoldWorks) {
 
 TEST(ServiceThreadTest, ForkChildGetsAFreshThread) {
   ServiceThread kept({.name = "ss-test-keep"}, sleep_until_stopped);
-  ServiceThread dropped({.name = "ss-test-drop", .child_keeps_users = false},
-                        sleep_until_stopped);
+  ServiceThread dropped({.name = "ss-test-drop", .child_keeps_users = false}, sleep_until_stopped);
   ASSERT_EQ(kept.hold(), 0);
   ASSERT_EQ(dropped.hold(), 0);
   // Forked only once both threads sleep: a thread still starting may

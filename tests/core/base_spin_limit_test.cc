@@ -94,7 +94,7 @@ TEST(SpinLimit, AtMostTheAllowedSpin) {
     SpinLimit one_too_many;
     EXPECT_FALSE(one_too_many.go_on(t));
     if (spinners.empty()) return;  // nobody may spin
-    spinners.pop_back();  // a spinner left: room for one
+    spinners.pop_back();           // a spinner left: room for one
     SpinLimit next;
     EXPECT_TRUE(next.go_on(t));
   });

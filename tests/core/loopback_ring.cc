@@ -40,8 +40,8 @@ int LoopbackQueue::open_fds() {
   return rx_fd_ < 0 || comp_fd_ < 0 ? -errno : 0;
 }
 
-int LoopbackQueue::create_pair(const RingQueueConfig& a, const RingQueueConfig& b,
-                               bool needs_kick, std::unique_ptr<LoopbackQueue>* qa,
+int LoopbackQueue::create_pair(const RingQueueConfig& a, const RingQueueConfig& b, bool needs_kick,
+                               std::unique_ptr<LoopbackQueue>* qa,
                                std::unique_ptr<LoopbackQueue>* qb) {
   if (!valid(a) || !valid(b) || !qa || !qb) return -EINVAL;
   auto mu = std::make_shared<std::mutex>();

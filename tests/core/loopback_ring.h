@@ -23,9 +23,7 @@ class FrameRing {
   bool full() const { return count_ == slots_.size(); }
   size_t count() const { return count_; }
   size_t room() const { return slots_.size() - count_; }
-  void push(ss::mem::Buffer&& b) {
-    slots_[(head_ + count_++) % slots_.size()] = std::move(b);
-  }
+  void push(ss::mem::Buffer&& b) { slots_[(head_ + count_++) % slots_.size()] = std::move(b); }
   ss::mem::Buffer pop() {
     ss::mem::Buffer b = std::move(slots_[head_]);
     head_ = (head_ + 1) % slots_.size();
@@ -46,9 +44,8 @@ class LoopbackQueue final : public ss::prov::RingQueue, public ss::mem::Recycler
  public:
   // Queue a's tx arrives on b's rx and the reverse. needs_kick: tx waits
   // in the tx ring until kick() (kRingCapNeedsKick), else it goes at once.
-  static int create_pair(const ss::prov::RingQueueConfig& a,
-                         const ss::prov::RingQueueConfig& b, bool needs_kick,
-                         std::unique_ptr<LoopbackQueue>* qa,
+  static int create_pair(const ss::prov::RingQueueConfig& a, const ss::prov::RingQueueConfig& b,
+                         bool needs_kick, std::unique_ptr<LoopbackQueue>* qa,
                          std::unique_ptr<LoopbackQueue>* qb);
   ~LoopbackQueue() override;
 

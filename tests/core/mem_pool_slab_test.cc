@@ -44,13 +44,26 @@ class FakeRegistrar : public Registrar {
     auto it = live_.find(addr);
     if (it == live_.end() || it->second.first != len || it->second.second != h.keys.lkey)
       bad_dereg_++;
-    else live_.erase(it);
+    else
+      live_.erase(it);
     deregs_++;
   }
-  size_t live() const { std::lock_guard lock(mu_); return live_.size(); }
-  int regs() const { std::lock_guard lock(mu_); return calls_; }
-  int deregs() const { std::lock_guard lock(mu_); return deregs_; }
-  int bad_deregs() const { std::lock_guard lock(mu_); return bad_dereg_; }
+  size_t live() const {
+    std::lock_guard lock(mu_);
+    return live_.size();
+  }
+  int regs() const {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+  int deregs() const {
+    std::lock_guard lock(mu_);
+    return deregs_;
+  }
+  int bad_deregs() const {
+    std::lock_guard lock(mu_);
+    return bad_dereg_;
+  }
   // Key of the registered range containing p, or 0.
   uint32_t key_for(const void* p) const {
     std::lock_guard lock(mu_);
@@ -61,7 +74,10 @@ class FakeRegistrar : public Registrar {
     }
     return 0;
   }
-  void set_fail_at(int n) { std::lock_guard lock(mu_); fail_at_ = n; }
+  void set_fail_at(int n) {
+    std::lock_guard lock(mu_);
+    fail_at_ = n;
+  }
 
  private:
   mutable std::mutex mu_;
@@ -194,7 +210,7 @@ TEST(BufferTest, MoveTransfersTheReference) {
   EXPECT_EQ(p->free_count(), 1u);
   EXPECT_EQ(c.data(), data);
   EXPECT_EQ(c.use_count(), 1u);
-  Buffer& alias = c;  // through a reference: clang's -Wself-move stays quiet
+  Buffer& alias = c;     // through a reference: clang's -Wself-move stays quiet
   c = std::move(alias);  // self-move leaves it intact
   EXPECT_EQ(c.data(), data);
   EXPECT_EQ(p->free_count(), 1u);

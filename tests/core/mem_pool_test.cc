@@ -318,8 +318,8 @@ TEST(PoolRecycleTest, ReleasedFramesGoToTheRecyclerFirst) {
   EXPECT_EQ(p->free_count(), 11u);
   held.clear();  // the chain: five frames, one by one
   EXPECT_TRUE(fill.views_ok);
-  EXPECT_EQ(fill.ring.size(), 3u);      // the ring took what it had room for
-  EXPECT_EQ(p->free_count(), 13u);      // the rest went to the free list
+  EXPECT_EQ(fill.ring.size(), 3u);  // the ring took what it had room for
+  EXPECT_EQ(p->free_count(), 13u);  // the rest went to the free list
   p->set_recycler(nullptr);
   Buffer x = std::move(fill.ring[0]);
   x.reset();

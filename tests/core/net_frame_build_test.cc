@@ -68,7 +68,7 @@ TEST(NetFrameBuild, RoundTripEveryPayloadSize) {
     for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1001}, max - 1, max}) {
       FrameFields f = fields(v);
       f.dont_fragment = v == 6 || n % 2 == 0;  // both DF settings (IPv4 has the bit)
-      Bytes buf(hlen + n + 3);  // room to spare: the frame is hlen + n
+      Bytes buf(hlen + n + 3);                 // room to spare: the frame is hlen + n
       std::vector<uint8_t> payload(n);
       for (auto& b : payload) b = static_cast<uint8_t>(rng());
       if (n) memcpy(buf.data() + hlen, payload.data(), n);

@@ -115,7 +115,7 @@ TEST(NetFrameParse, EveryTruncationDropped) {
     for (size_t n = 0; n < whole.size(); n++) {
       // Copied to a buffer of exactly n bytes, so ASan sees any read past it.
       const Bytes f(whole.begin(), whole.begin() + static_cast<long>(n));
-      const R want = n < 14 ? R::kTruncatedEthernet
+      const R want = n < 14              ? R::kTruncatedEthernet
                      : n < 14 + ip_fixed ? R::kTruncatedIp
                                          : R::kIpLengthPastFrame;
       ASSERT_EQ(parse(f), want) << h << " cut at " << n;

@@ -37,7 +37,8 @@ inline const char* const kKernelV6Empty =
 
 inline Bytes hex(const std::string& s) {
   Bytes b;
-  for (size_t i = 0; i + 1 < s.size(); i += 2) b.push_back(static_cast<uint8_t>(std::stoi(s.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < s.size(); i += 2)
+    b.push_back(static_cast<uint8_t>(std::stoi(s.substr(i, 2), nullptr, 16)));
   return b;
 }
 
@@ -51,7 +52,9 @@ inline uint16_t ref_sum(const uint8_t* p, size_t n, uint32_t start = 0) {
   return static_cast<uint16_t>(s);
 }
 
-inline uint16_t get16(const Bytes& f, size_t off) { return static_cast<uint16_t>(f[off] << 8 | f[off + 1]); }
+inline uint16_t get16(const Bytes& f, size_t off) {
+  return static_cast<uint16_t>(f[off] << 8 | f[off + 1]);
+}
 inline void put16(Bytes& f, size_t off, uint16_t v) {
   f[off] = static_cast<uint8_t>(v >> 8);
   f[off + 1] = static_cast<uint8_t>(v);

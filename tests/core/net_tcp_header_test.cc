@@ -21,7 +21,8 @@ Bytes segment(const Header& h, size_t options_len, size_t data_len) {
   Bytes s(kHeaderLen + options_len + data_len);
   write_header(s.data(), h, options_len);
   for (size_t i = 0; i < options_len; i++) s[kHeaderLen + i] = 1;  // NOPs
-  for (size_t i = 0; i < data_len; i++) s[kHeaderLen + options_len + i] = static_cast<uint8_t>(i * 7);
+  for (size_t i = 0; i < data_len; i++)
+    s[kHeaderLen + options_len + i] = static_cast<uint8_t>(i * 7);
   return s;
 }
 
@@ -54,7 +55,8 @@ TEST(NetTcpHeader, RefusedWhenShortOrTheDataOffsetIsWrong) {
   Header got;
   std::span<const uint8_t> data;
   Bytes s = segment(Header{}, 0, 0);
-  EXPECT_EQ(parse_header(std::span<const uint8_t>(s).first(19), &got, &data), HeaderVerdict::kShort);
+  EXPECT_EQ(parse_header(std::span<const uint8_t>(s).first(19), &got, &data),
+            HeaderVerdict::kShort);
   s[kDataOffsetOffset] = 4 << 4;  // 16 bytes: below the fixed header
   EXPECT_EQ(parse_header(s, &got, &data), HeaderVerdict::kBadDataOffset);
   s[kDataOffsetOffset] = 15 << 4;  // 60 bytes in a 20-byte segment

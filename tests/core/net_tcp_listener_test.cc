@@ -279,8 +279,8 @@ TEST_F(TcpListener, AFloodGetsCookiesWhoseAcksConnect) {
   ASSERT_TRUE(c);
   EXPECT_EQ(t.remote_port, 1005);
   EXPECT_EQ(c->state(), State::kEstablished);
-  EXPECT_EQ(c->mss(), 1460u - 12);      // the MSS and timestamps came back
-  EXPECT_EQ(c->snd_wnd(), 100u << 7);   // and the peer's window scale
+  EXPECT_EQ(c->mss(), 1460u - 12);     // the MSS and timestamps came back
+  EXPECT_EQ(c->snd_wnd(), 100u << 7);  // and the peer's window scale
   EXPECT_EQ(c->peer_mss(), 1460u);
 }
 

@@ -119,7 +119,7 @@ TEST(NetTcpOptions, BadLengthsStopParsingWhatCameBeforeKept) {
   Options o;
   EXPECT_EQ(parse({1, 3, 3, 5, 30, 0, 1, 1}, true, &o), OptionsVerdict::kMalformed);  // length 0
   EXPECT_TRUE(o.has_wscale);
-  EXPECT_EQ(parse({1, 3, 3, 5, 30, 1}, true, &o), OptionsVerdict::kMalformed);  // length 1
+  EXPECT_EQ(parse({1, 3, 3, 5, 30, 1}, true, &o), OptionsVerdict::kMalformed);   // length 1
   EXPECT_EQ(parse({8, 10, 0, 0, 0, 1}, false, &o), OptionsVerdict::kMalformed);  // past the end
   EXPECT_FALSE(o.has_ts);
   EXPECT_EQ(parse({1, 1, 8}, false, &o), OptionsVerdict::kMalformed);  // no length byte

@@ -78,7 +78,6 @@ Result transfer(const wire::Faults& f, uint64_t total, Config ca = {}, Config cb
   return r;
 }
 
-
 TEST(TcpPair, CleanTransfer) {
   const Result r = transfer({}, 4 << 20);
   EXPECT_EQ(r.received, 4u << 20);
@@ -214,11 +213,12 @@ TEST_P(TcpPairFaults, TransferSurvives) {
     EXPECT_TRUE(f.drop == 0 || r.retransmits > 0) << "seed " << seed;
     EXPECT_TRUE(f.duplicate == 0 || r.dup_segs > 0) << "seed " << seed;
     EXPECT_TRUE(f.reorder == 0 || r.ooo_segs > 0) << "seed " << seed;
-    printf("seed %u: %lu dropped, %lu retransmitted, %lu duplicates, %lu out of order, "
-           "%lu recoveries, %lu RTOs, %.3f s\n",
-           seed, (unsigned long)r.dropped, (unsigned long)r.retransmits, (unsigned long)r.dup_segs,
-           (unsigned long)r.ooo_segs, (unsigned long)r.recoveries, (unsigned long)r.rtos,
-           r.end_us / 1e6);
+    printf(
+        "seed %u: %lu dropped, %lu retransmitted, %lu duplicates, %lu out of order, "
+        "%lu recoveries, %lu RTOs, %.3f s\n",
+        seed, (unsigned long)r.dropped, (unsigned long)r.retransmits, (unsigned long)r.dup_segs,
+        (unsigned long)r.ooo_segs, (unsigned long)r.recoveries, (unsigned long)r.rtos,
+        r.end_us / 1e6);
   }
 }
 

@@ -50,9 +50,10 @@ TEST(TcpReceiveQueue, OverlapsAreHeldOnceAndDeliveredInOrder) {
   auto pool = mem::make_pool(2048, 16, 1, 0, mem::Backing::kPrivate);
   ReceiveQueue q;
   bool refused = false;
-  EXPECT_EQ(q.hold(110, bytes(*pool, "KLMNOPQRST"), &refused), 10u);       // [110, 120)
-  EXPECT_EQ(q.hold(105, bytes(*pool, "FGHIJKLMNOPQRSTUVWXY"), &refused), 10u);  // [105, 125): 10 new
-  EXPECT_EQ(q.hold(112, bytes(*pool, "MNO"), &refused), 0u);              // all held already
+  EXPECT_EQ(q.hold(110, bytes(*pool, "KLMNOPQRST"), &refused), 10u);  // [110, 120)
+  EXPECT_EQ(q.hold(105, bytes(*pool, "FGHIJKLMNOPQRSTUVWXY"), &refused),
+            10u);                                             // [105, 125): 10 new
+  EXPECT_EQ(q.hold(112, bytes(*pool, "MNO"), &refused), 0u);  // all held already
   EXPECT_FALSE(refused);
   EXPECT_EQ(q.held_bytes(), 20u);
   q.push(bytes(*pool, "ABCDE"));  // [100, 105) in order
@@ -95,7 +96,7 @@ TEST(TcpReceiveQueue, OffersGateTheReads) {
   q.settle(ReceiveQueue::Offer::kDrop, v.size());
   v = q.next_offer();
   EXPECT_EQ(text(v), std::string(600, 'c'));
-  q.push(bytes(*pool, "x"));  // small: not into the frame the callback holds
+  q.push(bytes(*pool, "x"));                       // small: not into the frame the callback holds
   q.settle(ReceiveQueue::Offer::kTake, v.size());  // the view is the caller's
   EXPECT_EQ(text(v), std::string(600, 'c'));
   EXPECT_EQ(q.readable(), 601u);  // 'a' kept, 'x' not offered yet

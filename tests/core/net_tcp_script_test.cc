@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 // or the source tree.
 fs::path scripts_dir() {
   std::vector<fs::path> tries;
-  if (const char* s = std::getenv("srcdir")) tries.push_back(fs::path(s) / "tests/core/tcp_scripts");
+  if (const char* s = std::getenv("srcdir"))
+    tries.push_back(fs::path(s) / "tests/core/tcp_scripts");
   tries.push_back("tests/core/tcp_scripts");
   tries.push_back("../tests/core/tcp_scripts");
   for (const fs::path& p : tries) {
@@ -68,11 +69,11 @@ INSTANTIATE_TEST_SUITE_P(Scripts, TcpScript, testing::ValuesIn(script_names()),
 // The runner itself must fail a script that does not hold.
 TEST(TcpScriptRunner, FailsWhatDoesNotHold) {
   using ss::net::tcp::script::run;
-  EXPECT_NE(run("0 connect\n"), "");                                  // the SYN unclaimed
-  EXPECT_NE(run("0 connect\n0 > S. 0 ack 1\n"), "");                  // wrong flags
-  EXPECT_NE(run("0 connect\n0.5 > S 0 <mss 1460>\n"), "");            // wrong time
-  EXPECT_NE(run("0 connect\n0 > S 0 <mss 1400>\n"), "");              // wrong option
-  EXPECT_NE(run("0 connect\n0 > S 0\n0 state ESTABLISHED\n"), "");    // wrong state
+  EXPECT_NE(run("0 connect\n"), "");                                // the SYN unclaimed
+  EXPECT_NE(run("0 connect\n0 > S. 0 ack 1\n"), "");                // wrong flags
+  EXPECT_NE(run("0 connect\n0.5 > S 0 <mss 1460>\n"), "");          // wrong time
+  EXPECT_NE(run("0 connect\n0 > S 0 <mss 1400>\n"), "");            // wrong option
+  EXPECT_NE(run("0 connect\n0 > S 0\n0 state ESTABLISHED\n"), "");  // wrong state
   EXPECT_EQ(run("0 connect\n0 > S 0\n0 state SYN-SENT\n"), "");
 }
 

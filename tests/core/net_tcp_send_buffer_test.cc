@@ -21,8 +21,8 @@ std::vector<uint8_t> bytes(size_t from, size_t n) {
 TEST(TcpSendBuffer, GrowKeepsWrappedBytesInOrder) {
   SendBuffer b(8);
   ASSERT_EQ(b.append(bytes(0, 6)), 6u);
-  b.consume(4);                           // head at 4
-  ASSERT_EQ(b.append(bytes(6, 6)), 6u);   // wraps: bytes 4..11 held
+  b.consume(4);                          // head at 4
+  ASSERT_EQ(b.append(bytes(6, 6)), 6u);  // wraps: bytes 4..11 held
   EXPECT_EQ(b.space(), 0u);
   b.grow(20);
   EXPECT_EQ(b.capacity(), 20u);
@@ -38,7 +38,8 @@ TEST(TcpSendBuffer, GrowKeepsWrappedBytesInOrder) {
 TEST(TcpSentLog, RetransmissionAndSackFindTheirEntries) {
   SentLog log;
   const uint32_t base = 0xfffff000;  // across the wrap
-  for (uint32_t k = 0; k < 1000; k++) log.sent(base + k * 100, base + (k + 1) * 100, k, base + k * 100);
+  for (uint32_t k = 0; k < 1000; k++)
+    log.sent(base + k * 100, base + (k + 1) * 100, k, base + k * 100);
   ASSERT_EQ(log.size(), 1000u);
   const uint32_t snd_max = base + 1000 * 100;
   log.mark_lost(log.entries()[500]);

@@ -87,7 +87,8 @@ TEST(NetTcpSeqRanges, RandomRunMatchesAByteReference) {
       for (uint32_t k = 0; k < kSpan; k += 7) ASSERT_EQ(s.contains(kBase + k), ref[k]) << k;
       for (bool b : ref) bytes += b;
       ASSERT_EQ(s.bytes(), bytes);
-      for (size_t i = 1; i < s.size(); i++) ASSERT_NE(s[i - 1].right, s[i].left) << "adjacent, unmerged";
+      for (size_t i = 1; i < s.size(); i++)
+        ASSERT_NE(s[i - 1].right, s[i].left) << "adjacent, unmerged";
     }
   }
 }

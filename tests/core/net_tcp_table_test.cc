@@ -95,8 +95,7 @@ TEST(TcpTable, RoutesAndReusesTimeWait) {
   EXPECT_EQ(conn, &c);
   // A SYN beyond what TIME-WAIT saw (rcv_nxt 5002) may take its place; an
   // older one is the old connection's.
-  EXPECT_EQ(table.route(t, seg(kSyn, 9000, 0), Options{}, &conn, &listener),
-            Table::Route::kReuse);
+  EXPECT_EQ(table.route(t, seg(kSyn, 9000, 0), Options{}, &conn, &listener), Table::Route::kReuse);
   EXPECT_EQ(table.route(t, seg(kSyn, 4000, 0), Options{}, &conn, &listener),
             Table::Route::kConnection);
 }

@@ -667,14 +667,14 @@ TEST_P(ProvCapTest, PoolFrameRegisteredThroughItsEndpoint) {
   const auto base = reinterpret_cast<uint64_t>(frame.data());
   std::vector<uint8_t> payload(4096);
   fill(payload.data(), payload.size(), 500);
-  ASSERT_TRUE(ImmThrough(act_, pas_, payload.data(), 4096, base + 1024, frame.rkey(idx), 0x600D,
-                         true));
+  ASSERT_TRUE(
+      ImmThrough(act_, pas_, payload.data(), 4096, base + 1024, frame.rkey(idx), 0x600D, true));
   EXPECT_TRUE(matches(static_cast<uint8_t*>(frame.data()) + 1024, 4096, 500));
   EXPECT_TRUE(all_are(frame.data(), 1024, 0)) << "bytes before the write's offset";
   ExpectHealthy();
-  ExpectRefused(make_wr(Op::kWriteImm, nullptr, 64, base + pool->chunk_bytes() - 16,
-                        frame.rkey(idx), 0xBAD5),
-                "past the pool chunk");
+  ExpectRefused(
+      make_wr(Op::kWriteImm, nullptr, 64, base + pool->chunk_bytes() - 16, frame.rkey(idx), 0xBAD5),
+      "past the pool chunk");
   EXPECT_TRUE(all_are(static_cast<uint8_t*>(frame.data()) + pool->chunk_bytes() - 16, 16, 0))
       << "bytes landed at the chunk's end";
   // The endpoint goes before the memory it may still be writing into, and

@@ -42,7 +42,7 @@ TEST(SideWire, AnythingElseIsRefused) {
   encode_answer(a, 7, 40000);
   EXPECT_FALSE(decode_answer(a, sizeof a, 8, &port));      // another nonce
   EXPECT_FALSE(decode_answer(a, sizeof a - 1, 7, &port));  // short
-  for (size_t i : {0, 4, 5, 6, 18}) {                       // magic, version, kind, zeros
+  for (size_t i : {0, 4, 5, 6, 18}) {                      // magic, version, kind, zeros
     uint8_t bad[kAnswerSize];
     memcpy(bad, a, sizeof a);
     bad[i] ^= 0x40;

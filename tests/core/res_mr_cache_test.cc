@@ -177,7 +177,8 @@ namespace {
 TEST_F(VerbsResTest, AsyncWatcherHoldDuringLastRelease) {
   std::atomic<bool> done{false};
   std::thread watchdog([&] {
-    for (int i = 0; i < 600 && !done; i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 600 && !done; i++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (!done) {
       fprintf(stderr, "AsyncWatcherHoldDuringLastRelease: stuck for 60 s\n");
       abort();

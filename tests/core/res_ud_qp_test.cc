@@ -44,7 +44,8 @@ class VerbsResUd : public ::testing::Test {
   void SetUp() override {
     if (ss::res::device_count() <= 0 || !getenv("RXE_IP")) {
       const char* req = getenv("SLIPSTREAM_TEST_REQUIRE_VERBS");
-      if (req && *req == '1') FAIL() << "no RDMA device or RXE_IP, but SLIPSTREAM_TEST_REQUIRE_VERBS=1";
+      if (req && *req == '1')
+        FAIL() << "no RDMA device or RXE_IP, but SLIPSTREAM_TEST_REQUIRE_VERBS=1";
       GTEST_SKIP() << "no RDMA device on this host (runs in the Soft-RoCE guest: make check-rxe)";
     }
   }

@@ -28,8 +28,8 @@ uint8_t peer_byte(uint64_t k) { return static_cast<uint8_t>(k * 13 + 5); }
 
 const std::map<std::string, int>& errno_names() {
   static const std::map<std::string, int> m = {
-      {"EAGAIN", EAGAIN},       {"ECONNRESET", ECONNRESET}, {"ECONNREFUSED", ECONNREFUSED},
-      {"EPIPE", EPIPE},         {"ETIMEDOUT", ETIMEDOUT},   {"ENOTCONN", ENOTCONN},
+      {"EAGAIN", EAGAIN}, {"ECONNRESET", ECONNRESET}, {"ECONNREFUSED", ECONNREFUSED},
+      {"EPIPE", EPIPE},   {"ETIMEDOUT", ETIMEDOUT},   {"ENOTCONN", ENOTCONN},
       {"EINVAL", EINVAL},
   };
   return m;
@@ -87,8 +87,13 @@ bool parse_u32(const std::string& s, uint32_t* out) {
 
 std::string flags_text(uint8_t f) {
   std::string s;
-  for (auto [bit, c] : {std::pair{kSyn, 'S'}, {kFin, 'F'}, {kRst, 'R'}, {kPsh, 'P'},
-                        {kUrg, 'U'}, {kEce, 'E'}, {kCwr, 'C'}}) {
+  for (auto [bit, c] : {std::pair{kSyn, 'S'},
+                        {kFin, 'F'},
+                        {kRst, 'R'},
+                        {kPsh, 'P'},
+                        {kUrg, 'U'},
+                        {kEce, 'E'},
+                        {kCwr, 'C'}}) {
     if (f & bit) s += c;
   }
   if (f & kAck) s += '.';
@@ -187,36 +192,62 @@ class Runner {
     if (conn_) return fail("set after the connection opened");
     const std::string& k = w[1];
     if (k == "cc") {
-      if (w[2] == "reno") cfg_.cc = CcAlgo::kNewReno;
-      else if (w[2] == "cubic") cfg_.cc = CcAlgo::kCubic;
-      else if (w[2] == "none") cfg_.cc = CcAlgo::kNone;
-      else return fail("cc: reno, cubic or none");
+      if (w[2] == "reno")
+        cfg_.cc = CcAlgo::kNewReno;
+      else if (w[2] == "cubic")
+        cfg_.cc = CcAlgo::kCubic;
+      else if (w[2] == "none")
+        cfg_.cc = CcAlgo::kNone;
+      else
+        return fail("cc: reno, cubic or none");
       return true;
     }
     uint32_t v = 0;
     if (!parse_u32(w[2], &v)) return fail("bad value");
-    if (k == "mss") cfg_.mss = static_cast<uint16_t>(v);
-    else if (k == "rcvbuf") cfg_.rcv_buf = v;
-    else if (k == "sndbuf") cfg_.snd_buf = v;
-    else if (k == "ws") cfg_.window_scaling = v;
-    else if (k == "ts") cfg_.timestamps = v;
-    else if (k == "sack") cfg_.sack = v;
-    else if (k == "nodelay") cfg_.nodelay = v;
-    else if (k == "cork") cfg_.cork = v;
-    else if (k == "iss") iss_ = v;
-    else if (k == "min_rto") cfg_.min_rto_us = uint64_t{v} * 1000;
-    else if (k == "delack") cfg_.delack_us = uint64_t{v} * 1000;
-    else if (k == "msl") cfg_.msl_us = uint64_t{v} * 1000;
-    else if (k == "syn_retries") cfg_.syn_retries = static_cast<int>(v);
-    else if (k == "retries") cfg_.retries = static_cast<int>(v);
-    else if (k == "ts_offset") cfg_.ts_offset = v;
-    else if (k == "keepalive") cfg_.keepalive = v;
-    else if (k == "keepidle") cfg_.keep_idle_us = uint64_t{v} * 1000;
-    else if (k == "keepintvl") cfg_.keep_intvl_us = uint64_t{v} * 1000;
-    else if (k == "keepcnt") cfg_.keep_cnt = static_cast<int>(v);
-    else if (k == "user_timeout") cfg_.user_timeout_us = uint64_t{v} * 1000;
-    else if (k == "slack") slack_us_ = uint64_t{v} * 1000;
-    else return fail("unknown setting " + k);
+    if (k == "mss")
+      cfg_.mss = static_cast<uint16_t>(v);
+    else if (k == "rcvbuf")
+      cfg_.rcv_buf = v;
+    else if (k == "sndbuf")
+      cfg_.snd_buf = v;
+    else if (k == "ws")
+      cfg_.window_scaling = v;
+    else if (k == "ts")
+      cfg_.timestamps = v;
+    else if (k == "sack")
+      cfg_.sack = v;
+    else if (k == "nodelay")
+      cfg_.nodelay = v;
+    else if (k == "cork")
+      cfg_.cork = v;
+    else if (k == "iss")
+      iss_ = v;
+    else if (k == "min_rto")
+      cfg_.min_rto_us = uint64_t{v} * 1000;
+    else if (k == "delack")
+      cfg_.delack_us = uint64_t{v} * 1000;
+    else if (k == "msl")
+      cfg_.msl_us = uint64_t{v} * 1000;
+    else if (k == "syn_retries")
+      cfg_.syn_retries = static_cast<int>(v);
+    else if (k == "retries")
+      cfg_.retries = static_cast<int>(v);
+    else if (k == "ts_offset")
+      cfg_.ts_offset = v;
+    else if (k == "keepalive")
+      cfg_.keepalive = v;
+    else if (k == "keepidle")
+      cfg_.keep_idle_us = uint64_t{v} * 1000;
+    else if (k == "keepintvl")
+      cfg_.keep_intvl_us = uint64_t{v} * 1000;
+    else if (k == "keepcnt")
+      cfg_.keep_cnt = static_cast<int>(v);
+    else if (k == "user_timeout")
+      cfg_.user_timeout_us = uint64_t{v} * 1000;
+    else if (k == "slack")
+      slack_us_ = uint64_t{v} * 1000;
+    else
+      return fail("unknown setting " + k);
     return true;
   }
 
@@ -234,15 +265,32 @@ class Runner {
     if (w.size() < 4) return fail("SEGMENT: FLAGS SEQ[:END] ...");
     for (char c : w[2]) {
       switch (c) {
-        case 'S': s->flags |= kSyn; break;
-        case 'F': s->flags |= kFin; break;
-        case 'R': s->flags |= kRst; break;
-        case 'P': s->flags |= kPsh; break;
-        case 'U': s->flags |= kUrg; break;
-        case 'E': s->flags |= kEce; break;
-        case 'C': s->flags |= kCwr; break;
-        case '.': s->flags |= kAck; break;
-        default: return fail(std::string("bad flag ") + c);
+        case 'S':
+          s->flags |= kSyn;
+          break;
+        case 'F':
+          s->flags |= kFin;
+          break;
+        case 'R':
+          s->flags |= kRst;
+          break;
+        case 'P':
+          s->flags |= kPsh;
+          break;
+        case 'U':
+          s->flags |= kUrg;
+          break;
+        case 'E':
+          s->flags |= kEce;
+          break;
+        case 'C':
+          s->flags |= kCwr;
+          break;
+        case '.':
+          s->flags |= kAck;
+          break;
+        default:
+          return fail(std::string("bad flag ") + c);
       }
     }
     const size_t colon = w[3].find(':');
@@ -506,16 +554,16 @@ class Runner {
     }
     if (c == "option") {
       static const std::pair<const char*, Option> kNames[] = {
-          {"nodelay", Option::kNodelay},     {"cork", Option::kCork},
-          {"quickack", Option::kQuickack},   {"keepalive", Option::kKeepalive},
-          {"keepidle", Option::kKeepIdle},   {"keepintvl", Option::kKeepIntvl},
-          {"keepcnt", Option::kKeepCnt},     {"user_timeout", Option::kUserTimeout},
-          {"rcvbuf", Option::kRcvBuf},       {"sndbuf", Option::kSndBuf}};
+          {"nodelay", Option::kNodelay},   {"cork", Option::kCork},
+          {"quickack", Option::kQuickack}, {"keepalive", Option::kKeepalive},
+          {"keepidle", Option::kKeepIdle}, {"keepintvl", Option::kKeepIntvl},
+          {"keepcnt", Option::kKeepCnt},   {"user_timeout", Option::kUserTimeout},
+          {"rcvbuf", Option::kRcvBuf},     {"sndbuf", Option::kSndBuf}};
       if (w.size() < 4 || !number(3, &n)) return fail("option NAME VALUE");
       for (const auto& [name, o] : kNames)
         if (w[2] == name) {
-          const bool ms = o == Option::kKeepIdle || o == Option::kKeepIntvl ||
-                          o == Option::kUserTimeout;
+          const bool ms =
+              o == Option::kKeepIdle || o == Option::kKeepIntvl || o == Option::kUserTimeout;
           conn_->set_option(o, ms ? int64_t{n} * 1000 : int64_t{n}, now_);
           return true;
         }
@@ -541,16 +589,26 @@ class Runner {
       if (w.size() < 4 || !number(3, &n)) return fail("counter NAME N");
       const Counters& k = conn_->counters();
       const std::map<std::string, uint64_t> m = {
-          {"retrans_segs", k.retrans_segs},     {"rto_expiries", k.rto_expiries},
-          {"ooo_segs", k.ooo_segs},             {"dup_segs", k.dup_segs},
-          {"paws_drops", k.paws_drops},         {"out_of_window", k.out_of_window},
-          {"challenge_acks", k.challenge_acks}, {"ack_beyond_sent", k.ack_beyond_sent},
-          {"rst_in", k.rst_in},                 {"rst_out", k.rst_out},
-          {"zero_window_probes", k.zero_window_probes}, {"ooo_refused", k.ooo_refused},
-          {"sack_recoveries", k.sack_recoveries}, {"dupack_recoveries", k.dupack_recoveries},
-          {"rack_lost", k.rack_lost},           {"dupack_lost", k.dupack_lost},
-          {"tlp_probes", k.tlp_probes},         {"dsacks_in", k.dsacks_in},
-          {"bad_sacks", k.bad_sacks},           {"keepalive_probes", k.keepalive_probes},
+          {"retrans_segs", k.retrans_segs},
+          {"rto_expiries", k.rto_expiries},
+          {"ooo_segs", k.ooo_segs},
+          {"dup_segs", k.dup_segs},
+          {"paws_drops", k.paws_drops},
+          {"out_of_window", k.out_of_window},
+          {"challenge_acks", k.challenge_acks},
+          {"ack_beyond_sent", k.ack_beyond_sent},
+          {"rst_in", k.rst_in},
+          {"rst_out", k.rst_out},
+          {"zero_window_probes", k.zero_window_probes},
+          {"ooo_refused", k.ooo_refused},
+          {"sack_recoveries", k.sack_recoveries},
+          {"dupack_recoveries", k.dupack_recoveries},
+          {"rack_lost", k.rack_lost},
+          {"dupack_lost", k.dupack_lost},
+          {"tlp_probes", k.tlp_probes},
+          {"dsacks_in", k.dsacks_in},
+          {"bad_sacks", k.bad_sacks},
+          {"keepalive_probes", k.keepalive_probes},
           {"tlp_repairs", k.tlp_repairs},
       };
       const auto it = m.find(w[2]);
@@ -559,7 +617,7 @@ class Runner {
     }
     if (c == "snd_wnd" || c == "mss" || c == "cwnd") {
       if (!number(2, &n)) return false;
-      const uint32_t got = c == "mss"   ? conn_->mss()
+      const uint32_t got = c == "mss"    ? conn_->mss()
                            : c == "cwnd" ? conn_->info().snd_cwnd
                                          : conn_->snd_wnd();
       return got == n ? true : fail(c + " is " + std::to_string(got));

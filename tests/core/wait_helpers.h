@@ -120,7 +120,8 @@ class FakePollable final : public Pollable {
     std::lock_guard<std::mutex> g(mu_);
     if (t.kick_fd >= 0) kick_.leave(kicked);
     uint64_t v;
-    if (::read(source_, &v, sizeof v) < 0) { /* not signalled */ }
+    if (::read(source_, &v, sizeof v) < 0) { /* not signalled */
+    }
     disarmed++;
   }
 

@@ -8,16 +8,14 @@
 static int fails;
 
 static void expect(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void expect(int ok, const char *fmt, ...)
-{
-	va_list ap;
+static void expect(int ok, const char *fmt, ...) {
+  va_list ap;
 
-	if (ok)
-		return;
-	va_start(ap, fmt);
-	printf("FAIL: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fails++;
+  if (ok) return;
+  va_start(ap, fmt);
+  printf("FAIL: ");
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  fails++;
 }

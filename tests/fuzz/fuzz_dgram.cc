@@ -48,7 +48,7 @@ namespace {
 
 using namespace ss::rs;
 
-int g_r = -1;             // the datagram rsocket
+int g_r = -1;              // the datagram rsocket
 int g_k4 = -1, g_k6 = -1;  // kernel UDP senders
 sockaddr_in g_dst4{};
 sockaddr_in6 g_dst6{};
@@ -107,9 +107,9 @@ void ring_entry(fuzz::Input& in) {
   iovec v{const_cast<uint8_t*>(b), n};
   bool wake;
   if (!dgram_ring_push(g_ring, g_slots, lo4, 4, htons(9), &v, 1, n, &wake)) return;
-  auto* slot = reinterpret_cast<DgramSlot*>(static_cast<uint8_t*>(g_ring) +
-                                            sizeof(DgramRingHeader)) +
-               (pos & (g_slots - 1));
+  auto* slot =
+      reinterpret_cast<DgramSlot*>(static_cast<uint8_t*>(g_ring) + sizeof(DgramRingHeader)) +
+      (pos & (g_slots - 1));
   if (flags & 1) slot->len = len;
   if (flags & 2) slot->version = version, slot->port = port;
   if (flags & 4) memcpy(slot->addr, addr, sizeof addr);
@@ -146,7 +146,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   g_k4 = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   g_k6 = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   take_ring(port);
-  if (!g_ring) fprintf(stderr, "fuzz_dgram: no ring from the rendezvous: ring entries not fuzzed\n");
+  if (!g_ring)
+    fprintf(stderr, "fuzz_dgram: no ring from the rendezvous: ring entries not fuzzed\n");
   return 0;
 }
 
@@ -165,7 +166,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           ::sendto(g_k4, b, n, 0, reinterpret_cast<sockaddr*>(&g_dst4), sizeof g_dst4);
         break;
       }
-      case 1: ring_entry(in); break;
+      case 1:
+        ring_entry(in);
+        break;
       case 2: {
         const uint8_t off = in.u8();
         uint64_t v = static_cast<uint64_t>(in.u32()) << 32;
@@ -197,12 +200,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const size_t received = in.u8() << 8 | in.u8();
         sockaddr_storage src{};
         src.ss_family = static_cast<sa_family_t>(in.u8() % 3 == 0 ? AF_INET
-                                                 : in.u8() % 2   ? AF_INET6
-                                                                 : AF_UNIX);
+                                                 : in.u8() % 2    ? AF_INET6
+                                                                  : AF_UNIX);
         (void)dgram_check(h, received, reinterpret_cast<sockaddr*>(&src));
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   drain_all();

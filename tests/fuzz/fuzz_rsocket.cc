@@ -45,7 +45,7 @@ using namespace ss::prov::util;
 using ss::rs::ConnData;
 
 constexpr uint8_t kTcpHelloTag = 2;  // tcp's hello tag (tcp_endpoint.h)
-int g_listener = -1;  // an rsocket listener on tcp
+int g_listener = -1;                 // an rsocket listener on tcp
 sockaddr_in g_addr{};
 int g_klistener = -1;  // a kernel listener for rsockets that connect
 sockaddr_in g_kaddr{};
@@ -187,7 +187,8 @@ void play(fuzz::Input& in) {
     return;
   }
   const ss::rs::RsSge targets[3] = {
-      cd.data_buf, cd.target_sgl,
+      cd.data_buf,
+      cd.target_sgl,
       {cd.target_sgl.addr + sizeof(ss::rs::RsSge) * cd.target_sgl.length, cd.target_sgl.key, 0}};
 
   static uint8_t buf[65536];
@@ -216,15 +217,23 @@ void play(fuzz::Input& in) {
         send_frame(raw, w, b, w.length);
         break;
       }
-      case 2: rrecv(acc, buf, in.u8() + 1u, MSG_DONTWAIT | ((tag & 8) ? MSG_PEEK : 0)); break;
-      case 3: rsend(acc, buf, in.u8() * 64u, MSG_DONTWAIT); break;
+      case 2:
+        rrecv(acc, buf, in.u8() + 1u, MSG_DONTWAIT | ((tag & 8) ? MSG_PEEK : 0));
+        break;
+      case 3:
+        rsend(acc, buf, in.u8() * 64u, MSG_DONTWAIT);
+        break;
       case 4: {
         pollfd p{acc, POLLIN | POLLOUT, 0};
         rpoll(&p, 1, 0);
         break;
       }
-      case 5: rshutdown(acc, SHUT_WR); break;
-      default: drain(raw); break;
+      case 5:
+        rshutdown(acc, SHUT_WR);
+        break;
+      default:
+        drain(raw);
+        break;
     }
     rrecv(acc, buf, sizeof buf, MSG_DONTWAIT);
   }

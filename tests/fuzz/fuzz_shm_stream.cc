@@ -47,7 +47,8 @@ class ShmPeer final : public fuzz::StreamPeer {
     const uint16_t off = static_cast<uint16_t>(in.u32());
     uint64_t v = static_cast<uint64_t>(in.u32()) << 32;
     v |= in.u32();
-    if (last_map_ && off + sizeof v <= last_len_) memcpy(static_cast<uint8_t*>(last_map_) + off, &v, sizeof v);
+    if (last_map_ && off + sizeof v <= last_len_)
+      memcpy(static_cast<uint8_t*>(last_map_) + off, &v, sizeof v);
   }
 
   void send_bytes(const uint8_t* b, size_t n) override {
@@ -85,8 +86,8 @@ class ShmPeer final : public fuzz::StreamPeer {
       decode_frame(stream_.data() + pos_, &h);
       if (stream_.size() - pos_ < kFrameHeaderSize + h.length) return;
       const uint8_t* payload = stream_.data() + pos_ + kFrameHeaderSize;
-      if (h.type == FrameType::kCtrl && (h.flags == ss::prov::shm::kCtrlRing ||
-                                         h.flags == ss::prov::shm::kCtrlRegion) &&
+      if (h.type == FrameType::kCtrl &&
+          (h.flags == ss::prov::shm::kCtrlRing || h.flags == ss::prov::shm::kCtrlRegion) &&
           !got_fds_.empty()) {
         const int fd = got_fds_.front();
         got_fds_.pop_front();

@@ -19,8 +19,7 @@ using namespace ss::net::tcp;
 
 bool same(const Options& a, const Options& b) {
   if (a.has_mss != b.has_mss || a.has_wscale != b.has_wscale ||
-      a.sack_permitted != b.sack_permitted || a.has_ts != b.has_ts ||
-      a.sack_count != b.sack_count)
+      a.sack_permitted != b.sack_permitted || a.has_ts != b.has_ts || a.sack_count != b.sack_count)
     return false;
   if ((a.has_mss && a.mss != b.mss) || (a.has_wscale && a.wscale != b.wscale)) return false;
   if (a.has_ts && (a.ts_val != b.ts_val || a.ts_ecr != b.ts_ecr)) return false;

@@ -129,7 +129,7 @@ struct Slot {
   std::unique_ptr<UdpEndpoint> ep;
   std::vector<std::pair<IpAddr, McastFilter>> filters;  // every one joined with since bind
   std::set<IpAddr> joined;                              // groups it is a member of
-  UdpAddr peer;       // as connected (family AF_UNSPEC: none)
+  UdpAddr peer;                                         // as connected (family AF_UNSPEC: none)
   size_t exempt = 0;  // queued before the last connect: from anyone
 };
 
@@ -143,11 +143,13 @@ void fix_up(Bytes& f, uint8_t how) {
   const size_t ihl = v4 ? (ip[0] & 0xfu) * 4u : kIpv6HeaderLen;
   if (ihl < kIpv4MinHeaderLen || ihl > ip_room) return;
   if (how & 1) {
-    if (v4) store_be16(ip + kIpv4TotalLenOffset, static_cast<uint16_t>(ip_room));
-    else store_be16(ip + kIpv6PayloadLenOffset, static_cast<uint16_t>(ip_room - ihl));
+    if (v4)
+      store_be16(ip + kIpv4TotalLenOffset, static_cast<uint16_t>(ip_room));
+    else
+      store_be16(ip + kIpv6PayloadLenOffset, static_cast<uint16_t>(ip_room - ihl));
   }
-  const size_t ip_len = v4 ? load_be16(ip + kIpv4TotalLenOffset)
-                           : load_be16(ip + kIpv6PayloadLenOffset) + ihl;
+  const size_t ip_len =
+      v4 ? load_be16(ip + kIpv4TotalLenOffset) : load_be16(ip + kIpv6PayloadLenOffset) + ihl;
   if ((how & 4) && v4) {
     store_be16(ip + kIpv4ChecksumOffset, 0);
     Checksum c;
@@ -156,7 +158,8 @@ void fix_up(Bytes& f, uint8_t how) {
   }
   if (ihl + kUdpHeaderLen > ip_room) return;
   uint8_t* u = ip + ihl;
-  if ((how & 2) && ip_len >= ihl) store_be16(u + kUdpLenOffset, static_cast<uint16_t>(ip_len - ihl));
+  if ((how & 2) && ip_len >= ihl)
+    store_be16(u + kUdpLenOffset, static_cast<uint16_t>(ip_len - ihl));
   if (how & 4) {
     const uint16_t ulen = load_be16(u + kUdpLenOffset);
     const size_t covered = ulen < ip_room - ihl ? ulen : ip_room - ihl;
@@ -429,15 +432,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.send(in.bytes(n));
         break;
       }
-      case 1: h.send(built_frame(in)); break;
+      case 1:
+        h.send(built_frame(in));
+        break;
       case 2: {
         Slot& s = slots[in.u8() % kSlots];
         h.recv_copy(s, in.u8());
         break;
       }
-      case 3: h.recv_zcopy(slots[in.u8() % kSlots]); break;
-      case 4: h.release(in.u8()); break;
-      case 5: h.unbind(slots[in.u8() % kSlots]); break;
+      case 3:
+        h.recv_zcopy(slots[in.u8() % kSlots]);
+        break;
+      case 4:
+        h.release(in.u8());
+        break;
+      case 5:
+        h.unbind(slots[in.u8() % kSlots]);
+        break;
       case 6: {
         Slot& s = slots[in.u8() % kSlots];
         const uint8_t kind = in.u8();
@@ -449,7 +460,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.connect(s, in.u8());
         break;
       }
-      case 8: h.poll(in.u8()); break;
+      case 8:
+        h.poll(in.u8());
+        break;
       case 9: {
         Slot& s = slots[in.u8() % kSlots];
         h.membership(s, in.u8());

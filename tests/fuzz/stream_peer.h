@@ -102,7 +102,9 @@ class StreamPeer {
           send_bytes(b, n);
           break;
         }
-        case 1: frame(in); break;
+        case 1:
+          frame(in);
+          break;
         case 2: {
           ss::prov::CmEvent ev;
           ep_->cm_progress(&ev);
@@ -115,8 +117,12 @@ class StreamPeer {
           register_region(r);
           break;
         }
-        case 4: drain(); break;
-        default: provider_record(tag % 8, in); break;
+        case 4:
+          drain();
+          break;
+        default:
+          provider_record(tag % 8, in);
+          break;
       }
       poll();
     }
@@ -153,8 +159,8 @@ class StreamPeer {
  private:
   void register_region(int r) {
     static uint8_t mem[kRegions][96 * 1024];
-    ep_->reg_mr(mem[r], kRegionSize[r],
-                ss::prov::kAccessLocal | ss::prov::kAccessRemoteWrite, &mr_[r]);
+    ep_->reg_mr(mem[r], kRegionSize[r], ss::prov::kAccessLocal | ss::prov::kAccessRemoteWrite,
+                &mr_[r]);
   }
   void frame(Input& in) {
     uint8_t h[ss::prov::util::kFrameHeaderSize] = {};

@@ -20,13 +20,21 @@ namespace {
 // Compile-time: a C++ caller sees every r-function that never blocks as
 // noexcept, and every one that blocks as a cancellation point (no noexcept,
 // as glibc declares the socket calls they stand for).
-static_assert(noexcept(rsocket(0, 0, 0)) && noexcept(rbind(0, nullptr, 0)) &&
-              noexcept(rlisten(0, 0)) && noexcept(rshutdown(0, 0)) &&
-              noexcept(rgetpeername(0, nullptr, nullptr)) &&
-              noexcept(rgetsockname(0, nullptr, nullptr)) &&
-              noexcept(rsetsockopt(0, 0, 0, nullptr, 0)) &&
-              noexcept(rgetsockopt(0, 0, 0, nullptr, nullptr)) && noexcept(rfcntl(0, 0)) &&
-              noexcept(riomap(0, nullptr, 0, 0, 0, 0)) && noexcept(riounmap(0, nullptr, 0)));
+static_assert(
+    noexcept(rsocket(0, 0, 0)) && noexcept(rbind(0, nullptr, 0)) && noexcept(rlisten(0, 0)) && noexcept(rshutdown(0, 0)) && noexcept(rgetpeername(0, nullptr, nullptr)) && noexcept(
+        rgetsockname(
+            0, nullptr,
+            nullptr)) && noexcept(rsetsockopt(0, 0, 0, nullptr,
+                                              0)) && noexcept(rgetsockopt(0, 0, 0, nullptr,
+                                                                          nullptr)) && noexcept(rfcntl(0,
+                                                                                                       0)) && noexcept(riomap(0,
+                                                                                                                              nullptr,
+                                                                                                                              0,
+                                                                                                                              0,
+                                                                                                                              0,
+                                                                                                                              0)) && noexcept(riounmap(0,
+                                                                                                                                                       nullptr,
+                                                                                                                                                       0)));
 static_assert(!noexcept(raccept(0, nullptr, nullptr)) && !noexcept(rconnect(0, nullptr, 0)) &&
               !noexcept(rclose(0)) && !noexcept(rrecv(0, nullptr, 0, 0)) &&
               !noexcept(rrecvfrom(0, nullptr, 0, 0, nullptr, nullptr)) &&

@@ -169,10 +169,13 @@ TEST_F(RsConfigTest, RowsAreConsistent) {
 
 TEST_F(RsConfigTest, Defaults) {
   ss::config::reload();
-  const struct { const char* name; int64_t v; } want[] = {
-      {"polling_time", 10},   {"wake_up_interval", 500}, {"inline_default", 64},
-      {"sqsize_default", 384}, {"rqsize_default", 384},   {"mem_default", 131072},
-      {"wmem_default", 131072}, {"iomap_size", 0},        {"close_linger", 500},
+  const struct {
+    const char* name;
+    int64_t v;
+  } want[] = {
+      {"polling_time", 10},     {"wake_up_interval", 500}, {"inline_default", 64},
+      {"sqsize_default", 384},  {"rqsize_default", 384},   {"mem_default", 131072},
+      {"wmem_default", 131072}, {"iomap_size", 0},         {"close_linger", 500},
   };
   for (const auto& w : want) {
     SCOPED_TRACE(w.name);
@@ -209,21 +212,37 @@ TEST_F(RsConfigTest, EveryFileIsReadAndEnvWins) {
 }
 
 TEST_F(RsConfigTest, Bounds) {
-  const struct { const char* file; const char* text; bool ok; int64_t want; } cases[] = {
-      {"sqsize_default", "0", false, 384},      {"sqsize_default", "1", true, 1},
-      {"sqsize_default", "65534", true, 65534}, {"sqsize_default", "65535", false, 384},
-      {"rqsize_default", "0", false, 384},      {"rqsize_default", "65534", true, 65534},
-      {"inline_default", "0", true, 0},         {"inline_default", "65535", false, 64},
-      {"iomap_size", "32512", true, 32512},     {"iomap_size", "32513", false, 0},
-      {"mem_default", "0", false, 131072},      {"mem_default", "1", true, 1},
+  const struct {
+    const char* file;
+    const char* text;
+    bool ok;
+    int64_t want;
+  } cases[] = {
+      {"sqsize_default", "0", false, 384},
+      {"sqsize_default", "1", true, 1},
+      {"sqsize_default", "65534", true, 65534},
+      {"sqsize_default", "65535", false, 384},
+      {"rqsize_default", "0", false, 384},
+      {"rqsize_default", "65534", true, 65534},
+      {"inline_default", "0", true, 0},
+      {"inline_default", "65535", false, 64},
+      {"iomap_size", "32512", true, 32512},
+      {"iomap_size", "32513", false, 0},
+      {"mem_default", "0", false, 131072},
+      {"mem_default", "1", true, 1},
       {"mem_default", "4294967295", true, 4294967295ll},
       {"mem_default", "4294967296", false, 131072},
-      {"mem_default", "4g", false, 131072},     {"mem_default", "3g", true, 3221225472ll},
-      {"polling_time", "-1", false, 10},        {"polling_time", "0", true, 0},
-      {"polling_time", "2ms", true, 2000},      {"wake_up_interval", "3s", true, 3000},
+      {"mem_default", "4g", false, 131072},
+      {"mem_default", "3g", true, 3221225472ll},
+      {"polling_time", "-1", false, 10},
+      {"polling_time", "0", true, 0},
+      {"polling_time", "2ms", true, 2000},
+      {"wake_up_interval", "3s", true, 3000},
       {"wake_up_interval", "99999999999999999999", false, 500},
-      {"inline_default", "0x40", true, 64},     {"inline_default", "10 20", false, 64},
-      {"inline_default", "", false, 64},        {"inline_default", "12abc", false, 64},
+      {"inline_default", "0x40", true, 64},
+      {"inline_default", "10 20", false, 64},
+      {"inline_default", "", false, 64},
+      {"inline_default", "12abc", false, 64},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(std::string(c.file) + "=\"" + c.text + "\"");
@@ -363,8 +382,8 @@ TEST_F(RsConfigTest, PollingTimeFileMakesABlockedCallSpin) {
   // polling_time (10 us) the same rrecv sleeps at once (at least once in
   // the window: the wake-up interval is 500 ms).
   ASSERT_GE(u.sleeps, 0) << "voluntary_ctxt_switches not readable";
-  EXPECT_EQ(0, u.sleeps) << "a blocked rrecv went to sleep " << u.sleeps << " times in "
-                         << u.wall_s << " s (" << u.cpu_s
+  EXPECT_EQ(0, u.sleeps) << "a blocked rrecv went to sleep " << u.sleeps << " times in " << u.wall_s
+                         << " s (" << u.cpu_s
                          << " s of CPU) although polling_time said to spin 5 s";
 }
 

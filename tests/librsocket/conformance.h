@@ -93,8 +93,8 @@ class OwnedFd {
   int fd_ = -1;
 };
 
-using RFd = OwnedFd<rclose>;    // an rsocket
-using KFd = OwnedFd<::close>;   // a plain kernel descriptor
+using RFd = OwnedFd<rclose>;   // an rsocket
+using KFd = OwnedFd<::close>;  // a plain kernel descriptor
 
 struct Addr {
   sockaddr_storage ss{};

@@ -180,10 +180,11 @@ bool probe(const char* provider, int family, std::string* why) {
   if (rlisten(l, 8) < 0) {
     int e = errno;
     if (unavailable_errno(e)) {
-      *why = std::string("provider ") + provider + " not available on this host: rlisten: " +
-             strerror(e) + (strcmp(provider, "verbs") == 0 ? " (no RDMA device; the verbs cases "
-                                                             "run in the Soft-RoCE guest: make check-rxe)"
-                                                           : "");
+      *why = std::string("provider ") + provider +
+             " not available on this host: rlisten: " + strerror(e) +
+             (strcmp(provider, "verbs") == 0 ? " (no RDMA device; the verbs cases "
+                                               "run in the Soft-RoCE guest: make check-rxe)"
+                                             : "");
       return true;
     }
     ADD_FAILURE() << "probe: rlisten failed: " << strerror(e);
@@ -281,10 +282,12 @@ namespace {
 // owns, e.g. the Soft-RoCE guest's RS_CONFORMANCE_VERBS_ADDR4=$RXE_IP).
 bool address_override(int family, Addr* a) {
   if (g_provider() != "verbs") return false;
-  const char* s = getenv(family == AF_INET6 ? "RS_CONFORMANCE_VERBS_ADDR6" : "RS_CONFORMANCE_VERBS_ADDR4");
+  const char* s =
+      getenv(family == AF_INET6 ? "RS_CONFORMANCE_VERBS_ADDR6" : "RS_CONFORMANCE_VERBS_ADDR4");
   if (!s || !*s) return false;
-  void* dst = family == AF_INET6 ? static_cast<void*>(&reinterpret_cast<sockaddr_in6*>(&a->ss)->sin6_addr)
-                                 : static_cast<void*>(&reinterpret_cast<sockaddr_in*>(&a->ss)->sin_addr);
+  void* dst = family == AF_INET6
+                  ? static_cast<void*>(&reinterpret_cast<sockaddr_in6*>(&a->ss)->sin6_addr)
+                  : static_cast<void*>(&reinterpret_cast<sockaddr_in*>(&a->ss)->sin_addr);
   return inet_pton(family, s, dst) == 1;
 }
 }  // namespace
@@ -812,9 +815,7 @@ Usage measure_blocked(const std::function<void()>& blocked, const std::function<
 // ---------------------------------------------------------------------------
 // What a test leaves behind
 
-Snapshot Snapshot::take() {
-  return {count_threads(), count_fds(), shared_mappings()};
-}
+Snapshot Snapshot::take() { return {count_threads(), count_fds(), shared_mappings()}; }
 
 Snapshot Snapshot::settled() {
   // The calling thread's wake-up eventfd (core/base/kick.h) is made at its

@@ -106,8 +106,8 @@ TEST_P(ConnectionTest, DataSentBeforeRacceptArrives) {
     ASSERT_GE(s.get(), 0) << strerror(errno);
     char b[5] = {};
     size_t got = 0;
-    bool ok = run_with_timeout([&] { got = recv_all(s, b, 5); }, 10,
-                               [&] { rshutdown(s, SHUT_RDWR); });
+    bool ok =
+        run_with_timeout([&] { got = recv_all(s, b, 5); }, 10, [&] { rshutdown(s, SHUT_RDWR); });
     ASSERT_TRUE(ok) << "bytes sent before raccept never arrived";
     ASSERT_EQ(5u, got);
     EXPECT_EQ(0, memcmp(b, "early", 5));
@@ -434,7 +434,8 @@ TEST_P(ConnectionTest, MsgWaitallLongerThanTheReceiveBuffer) {
         n = rrecv(p.server, got.data(), kTotal, MSG_WAITALL);
         e = errno;
       },
-      30, [&] {
+      30,
+      [&] {
         rshutdown(p.server, SHUT_RDWR);
         rshutdown(p.client, SHUT_RDWR);
       });

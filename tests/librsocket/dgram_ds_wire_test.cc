@@ -29,7 +29,7 @@ TEST(DsWire, UdpHeaderIpv4Bytes) {
   DsUdpHeader h;
   auto qp = v4("192.168.77.1", 0);
   ASSERT_EQ(16u, ds_udp_header_make(&h, kDsOpData, 0x00abcdef, sa(&qp)));
-  std::vector<uint8_t> want = {0x55, 0x55, 0x55, 0x55, 4, 0, 16, 0,
+  std::vector<uint8_t> want = {0x55, 0x55, 0x55, 0x55, 4,   0,   16, 0,
                                0x00, 0xab, 0xcd, 0xef, 192, 168, 77, 1};
   EXPECT_EQ(want, bytes(&h, 16));
 }
@@ -38,8 +38,8 @@ TEST(DsWire, UdpHeaderIpv6CtrlBytes) {
   DsUdpHeader h;
   auto qp = v6("fd00:77::1", 0);
   ASSERT_EQ(28u, ds_udp_header_make(&h, kDsOpCtrl, 17, sa(&qp)));
-  std::vector<uint8_t> want = {0x55, 0x55, 0x55, 0x55, 6, 7, 28, 0, 0, 0, 0, 17,
-                               0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  std::vector<uint8_t> want = {0x55, 0x55, 0x55, 0x55, 6, 7, 28, 0, 0, 0, 0, 17, 0xfd, 0,
+                               0,    0x77, 0,    0,    0, 0, 0,  0, 0, 0, 0, 0,  0,    1};
   EXPECT_EQ(want, bytes(&h, 28));
 }
 
@@ -117,8 +117,8 @@ TEST(DsWire, SendHeaderBytes) {
   EXPECT_EQ(want4, bytes(&h, 8));
   auto me6 = v6("fd00:77::1", 7174, 0x12345);
   ASSERT_EQ(24u, ds_header_make(&h, sa(&me6)));
-  std::vector<uint8_t> want6 = {6, 24, 0x1c, 0x06, 0, 1, 0x23, 0x45,
-                                0xfd, 0, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  std::vector<uint8_t> want6 = {6, 24, 0x1c, 0x06, 0, 1, 0x23, 0x45, 0xfd, 0, 0, 0x77,
+                                0, 0,  0,    0,    0, 0, 0,    0,    0,    0, 0, 1};
   EXPECT_EQ(want6, bytes(&h, 24));
 }
 

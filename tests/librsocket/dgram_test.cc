@@ -230,7 +230,8 @@ TEST_P(DgramTest, DestinationLengthAsTheKernelsUdp) {
   memcpy(room, &b.ss, b.len);
   auto* to = reinterpret_cast<sockaddr*>(room);
   const socklen_t full = family() == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-  for (socklen_t len : {socklen_t{200}, socklen_t{sizeof(sockaddr_storage) + 1}, socklen_t(full - 5)}) {
+  for (socklen_t len :
+       {socklen_t{200}, socklen_t{sizeof(sockaddr_storage) + 1}, socklen_t(full - 5)}) {
     errno = 0;
     EXPECT_EQ(-1, ::sendto(k, "x", 1, 0, to, len)) << len;
     EXPECT_EQ(EINVAL, errno) << "the kernel, length " << len;
@@ -300,7 +301,8 @@ TEST_P(DgramTest, ShortBufferTruncatesAndDiscardsTheRest) {
   RFd r = bound(&b);
   warm(s, r, b);
   std::vector<uint8_t> d0 = datagram(0, 100), d1 = datagram(1, 50), d2 = datagram(2, 300);
-  for (auto* d : {&d0, &d1, &d2}) ASSERT_EQ(ssize_t(d->size()), rsendto(s, d->data(), d->size(), 0, b.sa(), b.len));
+  for (auto* d : {&d0, &d1, &d2})
+    ASSERT_EQ(ssize_t(d->size()), rsendto(s, d->data(), d->size(), 0, b.sa(), b.len));
   uint8_t buf[400];
   iovec iov{buf, 10};
   msghdr m{};
@@ -422,7 +424,8 @@ TEST_P(DgramTest, NonBlockingGivesEagain) {
   EXPECT_EQ(O_RDWR | O_NONBLOCK, rfcntl(r, F_GETFL));
   for (int i = 0; i < 2; i++) {
     errno = 0;
-    EXPECT_EQ(-1, i ? rread(r, buf, sizeof buf) : rrecvfrom(r, buf, sizeof buf, 0, nullptr, nullptr));
+    EXPECT_EQ(-1,
+              i ? rread(r, buf, sizeof buf) : rrecvfrom(r, buf, sizeof buf, 0, nullptr, nullptr));
     EXPECT_EQ(EAGAIN, errno) << errstr(errno);
   }
 }
@@ -554,7 +557,8 @@ TEST_P(DgramTest, RcloseReleasesABlockedReader) {
 // UDP socket.
 void on_usr1(int) {}
 TEST_P(DgramTest, SignalWithoutRestartInterruptsABlockedRead) {
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = on_usr1;
   ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
   Addr b;
@@ -608,8 +612,10 @@ size_t drain(int fd, std::vector<uint64_t>* ids, size_t len, bool* corrupt) {
       return n;
     }
     uint64_t id;
-    if (static_cast<size_t>(got) != len || !is_datagram(buf.data(), len, &id)) *corrupt = true;
-    else ids->push_back(id);
+    if (static_cast<size_t>(got) != len || !is_datagram(buf.data(), len, &id))
+      *corrupt = true;
+    else
+      ids->push_back(id);
     n++;
   }
 }
@@ -780,11 +786,11 @@ TEST_P(DgramTest, HostileDatagramsAreDroppedAndCounted) {
   KFd raw = raw_socket();
   const uint8_t mine = family() == AF_INET6 ? 6 : 4, other = family() == AF_INET6 ? 4 : 6;
   std::vector<std::vector<uint8_t>> bad = {
-      {1, 2, 3},                         // shorter than the header
-      header(0x55555555, mine),          // upstream's UDP tag, not ours
-      header(kTag, mine, 7),             // an op we do not know
-      header(kTag, mine, 0, 28),         // a header length not ours
-      header(kTag, other),               // version disagrees with the source family
+      {1, 2, 3},                  // shorter than the header
+      header(0x55555555, mine),   // upstream's UDP tag, not ours
+      header(kTag, mine, 7),      // an op we do not know
+      header(kTag, mine, 0, 28),  // a header length not ours
+      header(kTag, other),        // version disagrees with the source family
   };
   std::vector<uint8_t> oversize = header(kTag, mine);
   oversize.resize(8 + kMaxPayload + 1, 0xee);  // longer than a slot
@@ -854,13 +860,15 @@ TEST_P(DgramShmTest, HostileRingEntriesAreDroppedAndCounted) {
   warm(s, r, b);  // r's ring exists now
   // Dial r's rendezvous as a sender does and take its ring.
   char host[INET6_ADDRSTRLEN];
-  const void* ip = family() == AF_INET
-                       ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&b.ss)->sin_addr)
-                       : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&b.ss)->sin6_addr);
+  const void* ip =
+      family() == AF_INET
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&b.ss)->sin_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&b.ss)->sin6_addr);
   inet_ntop(family(), ip, host, sizeof host);
   sockaddr_un un{};
   un.sun_family = AF_UNIX;
-  int n = snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "slipstream/dgram/%s/%u", host, b.port());
+  int n =
+      snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "slipstream/dgram/%s/%u", host, b.port());
   KFd u(::socket(AF_UNIX, SOCK_SEQPACKET, 0));
   ASSERT_EQ(0, ::connect(u, reinterpret_cast<sockaddr*>(&un),
                          static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)));
@@ -919,7 +927,8 @@ TEST_P(DgramTest, TransportCarriesTheDatagrams) {
       ASSERT_EQ(0, rconnect(r, a.sa(), a.len));
     }
     ASSERT_EQ(4, rsendto(s, "ping", 4, 0, round ? nullptr : b.sa(), round ? 0 : b.len));
-    EXPECT_EQ(shm(), kernel_queue_empty(r)) << (shm() ? "shm: went over UDP" : "udp: not in the kernel");
+    EXPECT_EQ(shm(), kernel_queue_empty(r))
+        << (shm() ? "shm: went over UDP" : "udp: not in the kernel");
     char buf[8];
     Addr src;
     src.len = sizeof src.ss;
@@ -997,10 +1006,12 @@ TEST(DgramShmSenderTest, AnOwnerHandingAPipeIsRefused) {
   ASSERT_EQ(4, ss::send_with_fds(conn, &a, 1, fds, 2, 0));
 
   int rc = -1;
-  EXPECT_TRUE(run_with_timeout([&] { rc = send(); }, 20, [&] {
-    while (::read(rd, junk.data(), junk.size()) == static_cast<ssize_t>(junk.size())) {
-    }
-  }));
+  EXPECT_TRUE(run_with_timeout([&] { rc = send(); }, 20,
+                               [&] {
+                                 while (::read(rd, junk.data(), junk.size()) ==
+                                        static_cast<ssize_t>(junk.size())) {
+                                 }
+                               }));
   EXPECT_EQ(0, rc) << "the hostile ring was taken";
   EXPECT_EQ(1u, tx.refused());
   munmap(ring, bytes);

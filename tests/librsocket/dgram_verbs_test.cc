@@ -41,7 +41,8 @@ class DgramVerbsTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     select_provider("verbs");
-    const char* env = family() == AF_INET6 ? "RS_CONFORMANCE_VERBS_ADDR6" : "RS_CONFORMANCE_VERBS_ADDR4";
+    const char* env =
+        family() == AF_INET6 ? "RS_CONFORMANCE_VERBS_ADDR6" : "RS_CONFORMANCE_VERBS_ADDR4";
     const char* addr = getenv(env);
     if (!have_rdma_device() || !addr || !*addr) {
       const char* req = getenv("RS_CONFORMANCE_REQUIRE");
@@ -88,8 +89,9 @@ class DgramVerbsTest : public ::testing::TestWithParam<int> {
   // QPN 0xabcdef, `from`'s address; its length.
   size_t udp_header(uint8_t* h, uint8_t op, const Addr& from) {
     const bool v6 = family() == AF_INET6;
-    const uint8_t head[12] = {0x55, 0x55, 0x55, 0x55, uint8_t(v6 ? 6 : 4), op, uint8_t(v6 ? 28 : 16), 0,
-                              0x00, 0xab, 0xcd, 0xef};
+    const uint8_t head[12] = {
+        0x55, 0x55, 0x55, 0x55, uint8_t(v6 ? 6 : 4), op, uint8_t(v6 ? 28 : 16), 0,
+        0x00, 0xab, 0xcd, 0xef};
     memcpy(h, head, sizeof head);
     if (v6)
       memcpy(h + 12, &reinterpret_cast<const sockaddr_in6*>(&from.ss)->sin6_addr, 16);
@@ -194,7 +196,8 @@ TEST_P(DgramVerbsTest, HostileExchangeHeaders) {
   ss_dgram_drops d0{}, d1{};
   socklen_t dl = sizeof d0;
   ASSERT_EQ(0, rgetsockopt(b, SOL_RDMA, SS_DGRAM_DROPS, &d0, &dl));
-  for (auto& v : bad) ASSERT_EQ(ssize_t(v.size()), ::sendto(raw, v.data(), v.size(), 0, bn.sa(), bn.len));
+  for (auto& v : bad)
+    ASSERT_EQ(ssize_t(v.size()), ::sendto(raw, v.data(), v.size(), 0, bn.sa(), bn.len));
   ASSERT_EQ(ssize_t(hl + 2), ::sendto(raw, good, hl + 2, 0, bn.sa(), bn.len));
   char buf[64];
   ASSERT_EQ(2, take(b, buf, sizeof buf, &from)) << errstr(errno);
@@ -229,7 +232,7 @@ TEST_P(DgramVerbsTest, ControlHeadersAreNoReadiness) {
   ss_dgram_drops d0{}, d1{};
   socklen_t dl = sizeof d0;
   ASSERT_EQ(0, rgetsockopt(b, SOL_RDMA, SS_DGRAM_DROPS, &d0, &dl));
-  ASSERT_EQ(8, ::sendto(raw, "SSDGxxxx", 8, 0, bn.sa(), bn.len));  // another tag
+  ASSERT_EQ(8, ::sendto(raw, "SSDGxxxx", 8, 0, bn.sa(), bn.len));      // another tag
   ASSERT_EQ(ssize_t(hl), ::sendto(raw, hdr, hl, 0, bn.sa(), bn.len));  // control: "my QPN"
   pollfd p{b, POLLIN, 0};
   EXPECT_EQ(0, rpoll(&p, 1, 200)) << "revents " << p.revents;
@@ -292,7 +295,8 @@ TEST_P(DgramVerbsTest, ForkChildCannotUseInheritedQueuePairs) {
     f.len = sizeof f.ss;
     ssize_t r = rrecvfrom(fd, cb, sizeof cb, MSG_DONTWAIT, f.sa(), &f.len);
     expect(fails(r), 30, "rrecvfrom(MSG_DONTWAIT)", r);
-    struct sigaction wake {}, was {};
+    struct sigaction wake {
+    }, was{};
     wake.sa_handler = [](int) {};  // no SA_RESTART: a receive that hangs returns EINTR
     sigaction(SIGALRM, &wake, &was);
     alarm(3);
@@ -342,7 +346,8 @@ TEST_P(DgramVerbsTest, ForkChildCannotUseInheritedQueuePairs) {
   })};
   ASSERT_GT(child.pid, 0);
   ASSERT_EQ("", wait_child(&child, 30));
-  ASSERT_EQ(6, take(a, buf, sizeof buf, &from)) << "the datagram queued at the fork: " << errstr(errno);
+  ASSERT_EQ(6, take(a, buf, sizeof buf, &from))
+      << "the datagram queued at the fork: " << errstr(errno);
   EXPECT_EQ(0, memcmp(buf, "queued", 6));
   pollfd p{a, POLLIN, 0};
   EXPECT_EQ(0, rpoll(&p, 1, 200)) << "revents " << p.revents << ": the child's rclose shut it";

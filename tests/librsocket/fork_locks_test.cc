@@ -126,10 +126,10 @@ KFd bad_hello(const char* provider, int family, const Listener& l, bool malforme
   ss::rs::ConnData cd = fake_conn_data(0);
   uint8_t pd[ss::rs::kConnDataSize];
   cd.encode(pd);
-  ss::prov::util::FrameHeader h{ss::prov::util::FrameType::kHello, kTcpKind,
-                                static_cast<uint32_t>(sizeof pd), 0,
-                                ss::prov::util::kHelloVersion,
-                                malformed ? 0u : ss::prov::util::kHelloMagic};
+  ss::prov::util::FrameHeader h{
+      ss::prov::util::FrameType::kHello, kTcpKind,
+      static_cast<uint32_t>(sizeof pd),  0,
+      ss::prov::util::kHelloVersion,     malformed ? 0u : ss::prov::util::kHelloMagic};
   KFd fd;
   if (strcmp(provider, "shm") == 0) {
     sockaddr_un name;

@@ -34,8 +34,8 @@
 namespace rsconf {
 namespace {
 
-constexpr size_t kBytes = 16384;       // each way, per connection
-constexpr uint32_t kConnections = 20;  // served by the pre-forked children
+constexpr size_t kBytes = 16384;         // each way, per connection
+constexpr uint32_t kConnections = 20;    // served by the pre-forked children
 constexpr uint32_t kQuit = 0xFFFFFFFFu;  // tells a worker to leave
 constexpr int kCallSeconds = 20;         // the parent's bound on its part
 
@@ -94,7 +94,8 @@ std::string client_one(int c, uint32_t index, bool index_sent = false, bool then
   if (!then_end) return "";
   char x;
   ssize_t n = rrecv(c, &x, 1, 0);
-  if (n != 0) return "no orderly end after the reply: " + std::string(n < 0 ? strerror(errno) : "data");
+  if (n != 0)
+    return "no orderly end after the reply: " + std::string(n < 0 ? strerror(errno) : "data");
   return "";
 }
 
@@ -130,7 +131,8 @@ void expect_exchange(int client, RFd* server, uint32_t index, const char* after)
         failed = client_one(client, index);
         t.join();
       },
-      kCallSeconds, [&] {
+      kCallSeconds,
+      [&] {
         rshutdown(client, SHUT_RDWR);
         rshutdown(sfd, SHUT_RDWR);
       });
@@ -146,7 +148,8 @@ class ForkTest : public ConnTest {
   // the files of the process that made them; a child cannot use them
   // (the *Verbs* tests below show the error it gets instead).
   static std::string stays(const char* what) {
-    return std::string("verbs: ") + what + " stay with the process that made them (rsocket(7), Fork)";
+    return std::string("verbs: ") + what +
+           " stay with the process that made them (rsocket(7), Fork)";
   }
 
   // kConnections exchanges with whichever worker serves `l`, then `quits`
@@ -161,7 +164,8 @@ class ForkTest : public ConnTest {
           for (int k = 0; k < quits && failed.empty(); k++)
             failed = exchange(family(), l.addr, kQuit, &current);
         },
-        kCallSeconds, [&] {
+        kCallSeconds,
+        [&] {
           int c = current.load();
           if (c >= 0) rshutdown(c, SHUT_RDWR);
         });
@@ -246,7 +250,8 @@ class ForkTest : public ConnTest {
               failed = client_one(qfd, kQueued, /*index_sent=*/true);
               t.join();
             },
-            kCallSeconds, [&] {
+            kCallSeconds,
+            [&] {
               rshutdown(qfd, SHUT_RDWR);
               rshutdown(sfd, SHUT_RDWR);
             });
@@ -588,7 +593,8 @@ TEST_P(ForkTest, ChildThreadsCloseWhileFirstCallCleansUp) {
         if (verbs) {
           char text[4096] = {};
           if (pread(log, text, sizeof text - 1, 0) < 0) return 82;
-          const std::string want = ": " + std::to_string(2 * kPairs) + " inherited verbs connection";
+          const std::string want =
+              ": " + std::to_string(2 * kPairs) + " inherited verbs connection";
           if (!strstr(text, want.c_str())) return 83;  // a close reached an endpoint first
         }
         return 0;

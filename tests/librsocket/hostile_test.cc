@@ -611,8 +611,12 @@ TEST_F(HostileTest, RandomFrames) {
           break;
         }
         case 2: {  // a credit update offering a (made-up) buffer of ours
-          h = {FrameType::kWriteImm, 0, sizeof(ss::rs::RsSge), sgl.addr + pick(sgl.length) * 16,
-               sgl.key, make_imm(ss::rs::kOpSgl, 16 + pick(64))};
+          h = {FrameType::kWriteImm,
+               0,
+               sizeof(ss::rs::RsSge),
+               sgl.addr + pick(sgl.length) * 16,
+               sgl.key,
+               make_imm(ss::rs::kOpSgl, 16 + pick(64))};
           ss::rs::RsSge offer{0x30000, 79, 4096};
           payload.resize(sizeof offer);
           memcpy(payload.data(), &offer, sizeof offer);
@@ -622,19 +626,38 @@ TEST_F(HostileTest, RandomFrames) {
           h = {FrameType::kWrite, 0, 1 + pick(64), data.addr + pick(data.length), data.key, 0};
           break;
         default:  // shutdown or disconnect
-          h = {FrameType::kWriteImm, 0, 0, sgl.addr, sgl.key,
-               make_imm(ss::rs::kOpCtrl, pick(2) ? ss::rs::kCtrlShutdown : ss::rs::kCtrlDisconnect)};
+          h = {
+              FrameType::kWriteImm,
+              0,
+              0,
+              sgl.addr,
+              sgl.key,
+              make_imm(ss::rs::kOpCtrl, pick(2) ? ss::rs::kCtrlShutdown : ss::rs::kCtrlDisconnect)};
           break;
       }
       if (pick(3) == 0) {  // break one field
         switch (pick(7)) {
-          case 0: h.type = static_cast<FrameType>(pick(256)); break;
-          case 1: h.flags = static_cast<uint8_t>(1 + pick(255)); break;
-          case 2: h.rkey = rng(); break;
-          case 3: h.remote_addr = data.addr + 2ull * data.length - pick(64); break;
-          case 4: h.remote_addr = (static_cast<uint64_t>(rng()) << 32) | rng(); break;
-          case 5: h.length = pick(2) ? pick(70000) : rng(); break;
-          default: h.imm = pick(2) ? make_imm(pick(8), pick(70000)) : rng(); break;
+          case 0:
+            h.type = static_cast<FrameType>(pick(256));
+            break;
+          case 1:
+            h.flags = static_cast<uint8_t>(1 + pick(255));
+            break;
+          case 2:
+            h.rkey = rng();
+            break;
+          case 3:
+            h.remote_addr = data.addr + 2ull * data.length - pick(64);
+            break;
+          case 4:
+            h.remote_addr = (static_cast<uint64_t>(rng()) << 32) | rng();
+            break;
+          case 5:
+            h.length = pick(2) ? pick(70000) : rng();
+            break;
+          default:
+            h.imm = pick(2) ? make_imm(pick(8), pick(70000)) : rng();
+            break;
         }
       }
       // Payloads stay small: a frame claiming more waits for bytes that

@@ -212,10 +212,10 @@ TEST_F(KeepaliveTcpWireTest, IdleConnectionIsProbed) {
 // connection, whose stream then carries a mark (`is_mark` finds it); another
 // connection is probed by the same service three times, and the first
 // gets no keepalive behind its mark.
-void expect_probes_stop(const Listener& l, const std::function<void(int)>& stop,
-                        const std::function<bool(const FrameHeader&, const std::vector<uint8_t>&)>&
-                            is_mark,
-                        const char* what) {
+void expect_probes_stop(
+    const Listener& l, const std::function<void(int)>& stop,
+    const std::function<bool(const FrameHeader&, const std::vector<uint8_t>&)>& is_mark,
+    const char* what) {
   RawPeer c1, c2;
   RFd s1, s2;
   ASSERT_NO_FATAL_FAILURE(c1.connect(l, &s1));
@@ -228,7 +228,8 @@ void expect_probes_stop(const Listener& l, const std::function<void(int)>& stop,
   ASSERT_NO_FATAL_FAILURE(keepalive_on(s2, 1));  // the clock
   ASSERT_TRUE(c2.await_keepalives(3, 20)) << "the other connection was not probed";
   c1.drain();
-  EXPECT_EQ(before, c1.keepalives()) << "keepalives after " << what << " (while another socket got 3)";
+  EXPECT_EQ(before, c1.keepalives())
+      << "keepalives after " << what << " (while another socket got 3)";
 }
 
 // Turned off again, SO_KEEPALIVE stops the probes. Only s1 had it: its

@@ -108,8 +108,8 @@ void accept_child(const char* provider, int family, Listener* l, pid_t* pid, RFd
   char b[8] = {};
   size_t got = 0;
   int fd = *s;
-  bool ok = run_with_timeout([&] { got = recv_all(fd, b, 5); }, 20,
-                             [&] { rshutdown(fd, SHUT_RDWR); });
+  bool ok =
+      run_with_timeout([&] { got = recv_all(fd, b, 5); }, 20, [&] { rshutdown(fd, SHUT_RDWR); });
   ASSERT_TRUE(ok) << "the child's first bytes (sent right after its rconnect, before our "
                      "raccept) never arrived";
   ASSERT_EQ(5u, got);
@@ -296,8 +296,8 @@ TEST_P(LifecycleTest, NothingLeftAfterPeerKilled) {
     Listener l;
     Reaper child;
     RFd s;
-    ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s,
-                                         {"RS_CONFORMANCE_IOMAP=1"}, iomap1));
+    ASSERT_NO_FATAL_FAILURE(
+        accept_child(provider(), family(), &l, &child.pid, &s, {"RS_CONFORMANCE_IOMAP=1"}, iomap1));
     // Killed with mappings both ways: ours (published by the "m"), and the
     // child's, written into.
     ASSERT_EQ(0, riomap(s, target, sizeof target, PROT_WRITE, 0, 0)) << strerror(errno);
@@ -316,7 +316,8 @@ int linger_threads() {
   for (const std::string& t : list_dir("/proc/self/task")) {
     KFd f(open(("/proc/self/task/" + t + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
     char comm[32] = {};
-    if (f.get() >= 0 && read(f, comm, sizeof comm - 1) > 0 && strncmp(comm, "ss-linger", 9) == 0) n++;
+    if (f.get() >= 0 && read(f, comm, sizeof comm - 1) > 0 && strncmp(comm, "ss-linger", 9) == 0)
+      n++;
   }
   return n;
 }
@@ -344,11 +345,13 @@ TEST_P(LifecycleTest, CloseLingersUntilPeerCloses) {
   ASSERT_EQ(4u, recv_all(p.client, b, 4));
   EXPECT_EQ(0, memcmp(b, "tail", 4));
   errno = 0;
-  EXPECT_EQ(0, rrecv(p.client, b, sizeof b, 0)) << "no EOF after the peer's close: " << strerror(errno);
+  EXPECT_EQ(0, rrecv(p.client, b, sizeof b, 0))
+      << "no EOF after the peer's close: " << strerror(errno);
   short rev = wait_events(p.client, POLLIN);
   EXPECT_EQ(POLLIN, rev) << "EOF, and no hang-up while the closed side waits for us";
   p.client.reset();
-  EXPECT_TRUE(no_linger_within(10)) << "the linger went on after the peer closed (its limit is 30 s)";
+  EXPECT_TRUE(no_linger_within(10))
+      << "the linger went on after the peer closed (its limit is 30 s)";
 }
 
 // A process that closes and exits: its exit waits for the linger (else

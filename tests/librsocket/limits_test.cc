@@ -61,8 +61,7 @@ double cpu_seconds() {
 }
 
 double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // CPU share of this whole process (every thread) while `fn` runs.
@@ -302,7 +301,10 @@ TEST_P(LimitsTest, ListenerOutOfDescriptorsReportsEmfileWithoutSpinning) {
   });
   bool reported = child_ready(notify, &r);
   bool returned = run_with_timeout([&] { connector.join(); }, 20,
-                                   [&] { kill_and_reap(child.pid); child.pid = -1; });
+                                   [&] {
+                                     kill_and_reap(child.pid);
+                                     child.pid = -1;
+                                   });
   ASSERT_TRUE(reported) << "child: " << r;
   std::istringstream in(r.substr(1));
   double share = 1;
@@ -370,8 +372,8 @@ TEST_P(LimitsTest, OutOfAddressSpaceFailsWithEnomemAndRecovers) {
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l, {}, 4096));
   KFd notify;
-  Reaper child{spawn("starved_memory", &notify,
-                     {"RS_CONFORMANCE_PORT=" + std::to_string(l.addr.port())})};
+  Reaper child{
+      spawn("starved_memory", &notify, {"RS_CONFORMANCE_PORT=" + std::to_string(l.addr.port())})};
   ASSERT_GT(child.pid, 0);
   std::string r;
   ASSERT_TRUE(child_ready(notify, &r)) << "child: " << r;

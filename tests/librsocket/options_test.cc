@@ -129,9 +129,7 @@ TEST_P(OptionsTest, SoKeepaliveAndTcpKeepidle) {
 
 // A flag only, as upstream: stored and read back (rsockets have no
 // out-of-band data to put inline).
-TEST_P(OptionsTest, SoOobinline) {
-  expect_flag_round_trip(SOL_SOCKET, SO_OOBINLINE);
-}
+TEST_P(OptionsTest, SoOobinline) { expect_flag_round_trip(SOL_SOCKET, SO_OOBINLINE); }
 
 TEST_P(OptionsTest, SoLinger) {
   RFd s(rsocket(family(), SOCK_STREAM, 0));
@@ -168,9 +166,7 @@ TEST_P(OptionsTest, SoErrorIsZeroOnHealthySocket) {
   EXPECT_EQ(0, v);
 }
 
-TEST_P(OptionsTest, TcpNodelay) {
-  expect_flag_round_trip(IPPROTO_TCP, TCP_NODELAY);
-}
+TEST_P(OptionsTest, TcpNodelay) { expect_flag_round_trip(IPPROTO_TCP, TCP_NODELAY); }
 
 TEST_P(OptionsTest, TcpMaxseg) {
   Pair p;

@@ -71,11 +71,11 @@ inline ss::rs::ConnData fake_conn_data(uint8_t version = 1) {
 inline void send_hello(int fd, const ss::rs::ConnData& cd) {
   uint8_t pd[ss::rs::kConnDataSize];
   cd.encode(pd);
-  send_frame(fd,
-             {ss::prov::util::FrameType::kHello, kTcpKind,
-              static_cast<uint32_t>(ss::rs::kConnDataSize), 0, ss::prov::util::kHelloVersion,
-              ss::prov::util::kHelloMagic},
-             pd, sizeof pd);
+  send_frame(
+      fd,
+      {ss::prov::util::FrameType::kHello, kTcpKind, static_cast<uint32_t>(ss::rs::kConnDataSize), 0,
+       ss::prov::util::kHelloVersion, ss::prov::util::kHelloMagic},
+      pd, sizeof pd);
 }
 
 // A raw TCP connection to `l`, Nagle off (frames go out as written).

@@ -34,7 +34,7 @@ namespace {
 constexpr int kDefaultConnections = 1000;
 constexpr size_t kPayload = 4096;
 constexpr int kMaxPerConnection = 3;
-constexpr rlim_t kFdMargin = 64;  // stdio, gtest, the listener, service threads
+constexpr rlim_t kFdMargin = 64;   // stdio, gtest, the listener, service threads
 constexpr int kStallSeconds = 60;  // no byte moved on any connection: a hang
 
 int connections() {
@@ -98,7 +98,8 @@ struct Footprint {
     f.vm_kb = status_kb(s, "VmSize:");
     for (const std::string& line : shared_mappings()) {
       unsigned long lo = 0, hi = 0;
-      if (sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2) f.memfd_mapped_kb += long((hi - lo) / 1024);
+      if (sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2)
+        f.memfd_mapped_kb += long((hi - lo) / 1024);
     }
     return f;
   }
@@ -118,11 +119,12 @@ struct Footprint {
 void print_per_connection(const char* prov, const char* side, const Footprint& a,
                           const Footprint& b, int n) {
   auto per = [n](long x, long y) { return double(y - x) / n; };
-  printf("[ %s ] %s end, per connection: %.2f descriptors (%.2f memfds), RSS %.1f KiB "
-         "(shmem %.1f, anon %.1f), memfd mappings %.1f KiB, address space %.1f KiB\n",
-         prov, side, per(a.fds, b.fds), per(a.memfds, b.memfds), per(a.rss_kb, b.rss_kb),
-         per(a.shmem_kb, b.shmem_kb), per(a.anon_kb, b.anon_kb),
-         per(a.memfd_mapped_kb, b.memfd_mapped_kb), per(a.vm_kb, b.vm_kb));
+  printf(
+      "[ %s ] %s end, per connection: %.2f descriptors (%.2f memfds), RSS %.1f KiB "
+      "(shmem %.1f, anon %.1f), memfd mappings %.1f KiB, address space %.1f KiB\n",
+      prov, side, per(a.fds, b.fds), per(a.memfds, b.memfds), per(a.rss_kb, b.rss_kb),
+      per(a.shmem_kb, b.shmem_kb), per(a.anon_kb, b.anon_kb),
+      per(a.memfd_mapped_kb, b.memfd_mapped_kb), per(a.vm_kb, b.vm_kb));
 }
 
 // ---------------------------------------------------------------------------
@@ -380,9 +382,10 @@ TEST_P(ScaleTest, ThousandConnectionsEachVerifiedBothWays) {
 
   KFd notify;
   Reaper server;
-  server.pid = spawn_child("scale_server", {std::string("RS_SCALE_PROVIDER=") + provider(),
-                                            "RS_SCALE_CONNECTIONS=" + std::to_string(n)},
-                           &notify);
+  server.pid = spawn_child(
+      "scale_server",
+      {std::string("RS_SCALE_PROVIDER=") + provider(), "RS_SCALE_CONNECTIONS=" + std::to_string(n)},
+      &notify);
   ASSERT_GT(server.pid, 0) << strerror(errno);
   std::string rep;
   ASSERT_TRUE(child_ready(notify, &rep)) << "server: " << rep;

@@ -54,8 +54,8 @@ using ss::rs::make_imm;
 struct PeerRing {
   RingControl* ctl = nullptr;
   uint32_t entries = 0;
-  uint64_t head = 0;          // the first position we have not published
-  uint32_t stream_seq = 0;    // what our library's hello entry carried
+  uint64_t head = 0;        // the first position we have not published
+  uint32_t stream_seq = 0;  // what our library's hello entry carried
 };
 
 // The ring's size from its mapping (page-rounded): the largest power of two
@@ -278,10 +278,10 @@ class ShmHostileBase : public ::testing::Test {
   void accept_hostile(const std::string& c_case) {
     ASSERT_NO_FATAL_FAILURE(make_listener(AF_INET, &l_));
     KFd notify;
-    child_.pid = spawn_child("shm_ring_hostile",
-                             {"RS_CONFORMANCE_PORT=" + std::to_string(l_.addr.port()),
-                              "RS_CONFORMANCE_CASE=" + c_case},
-                             &notify);
+    child_.pid = spawn_child(
+        "shm_ring_hostile",
+        {"RS_CONFORMANCE_PORT=" + std::to_string(l_.addr.port()), "RS_CONFORMANCE_CASE=" + c_case},
+        &notify);
     ASSERT_GT(child_.pid, 0) << strerror(errno);
     std::string report;
     ASSERT_TRUE(child_ready(notify, &report)) << "child: " << report;

@@ -117,8 +117,9 @@ TEST_P(SignalTest, RacceptFailsWithEintr) {
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
   RFd c(rsocket(family(), SOCK_STREAM, 0));
-  Outcome o = interrupt(false, [&] { return static_cast<long>(raccept(l.fd, nullptr, nullptr)); },
-                        [&] { rconnect(c, l.addr.sa(), l.addr.len); });
+  Outcome o = interrupt(
+      false, [&] { return static_cast<long>(raccept(l.fd, nullptr, nullptr)); },
+      [&] { rconnect(c, l.addr.sa(), l.addr.len); });
   EXPECT_EQ(-1, o.rc);
   EXPECT_EQ(EINTR, o.err) << strerror(o.err);
   EXPECT_GE(o.handled, 1);
@@ -129,8 +130,9 @@ TEST_P(SignalTest, RacceptRestartsUnderSaRestart) {
   Listener l;
   ASSERT_NO_FATAL_FAILURE(make_listener(family(), &l));
   RFd c(rsocket(family(), SOCK_STREAM, 0));
-  Outcome o = interrupt(true, [&] { return static_cast<long>(raccept(l.fd, nullptr, nullptr)); },
-                        [&] { rconnect(c, l.addr.sa(), l.addr.len); });
+  Outcome o = interrupt(
+      true, [&] { return static_cast<long>(raccept(l.fd, nullptr, nullptr)); },
+      [&] { rconnect(c, l.addr.sa(), l.addr.len); });
   EXPECT_TRUE(o.blocked_through_signals);
   EXPECT_GE(o.rc, 0) << strerror(o.err);
   EXPECT_GE(o.handled, 1);  // its handler ran while it waited (signals may merge)
@@ -213,8 +215,8 @@ TEST_P(SignalTest, RrecvRestartsUnderSaRestart) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(family(), &p));
   char b[4] = {};
-  Outcome o = interrupt(true, [&] { return rrecv(p.server, b, sizeof b, 0); },
-                        [&] { rsend(p.client, "z", 1, 0); });
+  Outcome o = interrupt(
+      true, [&] { return rrecv(p.server, b, sizeof b, 0); }, [&] { rsend(p.client, "z", 1, 0); });
   EXPECT_TRUE(o.blocked_through_signals);
   EXPECT_EQ(1, o.rc) << strerror(o.err);
   EXPECT_EQ('z', b[0]);
@@ -268,8 +270,9 @@ TEST_P(SignalTest, RsendRestartsUnderSaRestart) {
   ASSERT_NO_FATAL_FAILURE(fill_send_path(p.client));
   char b[4096] = {};
   std::thread drainer;
-  Outcome o = interrupt(true, [&] { return rsend(p.client, b, sizeof b, 0); },
-                        [&] { drainer = std::thread([&] { drain(p.server); }); });
+  Outcome o = interrupt(
+      true, [&] { return rsend(p.client, b, sizeof b, 0); },
+      [&] { drainer = std::thread([&] { drain(p.server); }); });
   EXPECT_TRUE(o.blocked_through_signals);
   EXPECT_GT(o.rc, 0) << strerror(o.err);
   rshutdown(p.client, SHUT_WR);
@@ -342,7 +345,8 @@ TEST_P(SignalTest, NoDataLostAroundInterruptions) {
       [&] {
         while (!sender_done || !receiver_done) std::this_thread::sleep_for(milliseconds(10));
       },
-      60, [&] {
+      60,
+      [&] {
         rshutdown(p.client, SHUT_RDWR);
         rshutdown(p.server, SHUT_RDWR);
       });

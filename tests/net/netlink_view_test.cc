@@ -33,8 +33,8 @@ namespace {
 using ss::net::Flow;
 using ss::net::IpAddr;
 using ss::net::Link;
-using ss::net::NeighState;
 using ss::net::Neighbour;
+using ss::net::NeighState;
 using ss::net::NetlinkView;
 using ss::net::Route;
 using ss::net::RouteType;
@@ -61,12 +61,13 @@ struct Family {
   const char* extra;  // a further address of ours
 };
 
-const Family kV4 = {"v4",          "ip",           NetnsPair::kIpA, NetnsPair::kIpB, "10.77.0.0/16",
-                    "10.77.0.5",   "10.250.0.1",   "10.9.0.0/16",   "10.9.0.1",      "10.10.0.0/16",
-                    "10.10.0.1",   "10.11.0.0/16", "10.11.0.1",     "10.199.0.9"};
-const Family kV6 = {"v6",          "ip -6",        NetnsPair::kIp6A, NetnsPair::kIp6B, "fd00:77::/64",
-                    "fd00:77::5",  "fd00:250::1",  "fd00:9::/64",    "fd00:9::1",      "fd00:10::/64",
-                    "fd00:10::1",  "fd00:11::/64", "fd00:11::1",     "fd00:199::9"};
+const Family kV4 = {"v4",        "ip",           NetnsPair::kIpA, NetnsPair::kIpB, "10.77.0.0/16",
+                    "10.77.0.5", "10.250.0.1",   "10.9.0.0/16",   "10.9.0.1",      "10.10.0.0/16",
+                    "10.10.0.1", "10.11.0.0/16", "10.11.0.1",     "10.199.0.9"};
+const Family kV6 = {"v6",           "ip -6",        NetnsPair::kIp6A, NetnsPair::kIp6B,
+                    "fd00:77::/64", "fd00:77::5",   "fd00:250::1",    "fd00:9::/64",
+                    "fd00:9::1",    "fd00:10::/64", "fd00:10::1",     "fd00:11::/64",
+                    "fd00:11::1",   "fd00:199::9"};
 
 void PrintTo(const Family& f, std::ostream* os) { *os << f.name; }
 
@@ -192,8 +193,8 @@ TEST_P(NetlinkViewTest, RouteTypesGiveTheKernelsErrno) {
 // kernel (a lookup by destination alone would miss the rule).
 TEST_P(NetlinkViewTest, PolicyRulesSeeSourceAndPort) {
   ip_a("route add unreachable default table 100");
-  ip_a(std::string("rule add from ") + fam().a + " ipproto udp dport " +
-       std::to_string(kRulePort) + " lookup 100");
+  ip_a(std::string("rule add from ") + fam().a + " ipproto udp dport " + std::to_string(kRulePort) +
+       " lookup 100");
   EXPECT_EQ(route(to(fam().b, kRulePort, fam().a)), -EHOSTUNREACH);
   Route r;
   ASSERT_EQ(route(to(fam().b, kPort, fam().a), &r), 0);
@@ -240,7 +241,8 @@ TEST_P(NetlinkViewTest, MtuChangeIsSeen) {
   Route r;
   ASSERT_EQ(route(to(fam().b), &r), 0);
   ASSERT_EQ(r.mtu, 1500u);
-  ASSERT_EQ(sstest::run("ip -n " + ns_->name_a() + " link set " + NetnsPair::kIfA + " mtu 1400"), 0);
+  ASSERT_EQ(sstest::run("ip -n " + ns_->name_a() + " link set " + NetnsPair::kIfA + " mtu 1400"),
+            0);
   Link l;
   EXPECT_TRUE(settle([&] { return view_->link(ifindex_, &l) && l.mtu == 1400; }));
   ASSERT_EQ(route(to(fam().b), &r), 0);

@@ -38,9 +38,7 @@ int add(int ep, int fd, uint32_t events) {
 }
 
 // One epoll_wait for a single event (maxevents 1).
-int wait_one(int ep, int timeout, epoll_event* ev) {
-  return epoll_wait(ep, ev, 1, timeout);
-}
+int wait_one(int ep, int timeout, epoll_event* ev) { return epoll_wait(ep, ev, 1, timeout); }
 
 struct Epoll {
   int fd = epoll_create1(EPOLL_CLOEXEC);
@@ -302,7 +300,9 @@ void accept_under_signals(int flags, bool restarted) {
   close(l);
 }
 
-TEST(DifferentialEpoll, BlockingAcceptRestartsWithSaRestart) { accept_under_signals(SA_RESTART, true); }
+TEST(DifferentialEpoll, BlockingAcceptRestartsWithSaRestart) {
+  accept_under_signals(SA_RESTART, true);
+}
 
 TEST(DifferentialEpoll, BlockingAcceptEintrWithoutSaRestart) { accept_under_signals(0, false); }
 
@@ -347,7 +347,9 @@ void recv_under_signals(int flags, bool restarted) {
   }
 }
 
-TEST(DifferentialSignals, BlockingRecvRestartsWithSaRestart) { recv_under_signals(SA_RESTART, true); }
+TEST(DifferentialSignals, BlockingRecvRestartsWithSaRestart) {
+  recv_under_signals(SA_RESTART, true);
+}
 
 TEST(DifferentialSignals, BlockingRecvEintrWithoutSaRestart) { recv_under_signals(0, false); }
 

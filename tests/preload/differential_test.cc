@@ -34,8 +34,8 @@
 
 namespace {
 
-using differential::expect_link;
 using differential::connect_pair;
+using differential::expect_link;
 using differential::loopback;
 using differential::make_listener;
 using differential::Pair;
@@ -341,7 +341,8 @@ TEST(Differential, PselectOverKernelDescriptorsOnly) {
   char b;
   ASSERT_EQ(read(pipefd[0], &b, 1), 1);
 
-  struct sigaction sa {}, old {};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = [](int) {};
   ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
   sigset_t block, before, during;
@@ -692,7 +693,8 @@ TEST(Differential, SendfileFromAConnectionIsRefused) {
 std::atomic<int> g_sigpipes{0};
 
 TEST(Differential, SendAfterPeerClosedRaisesSigpipe) {
-  struct sigaction sa {}, old{};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = [](int) { g_sigpipes++; };
   ASSERT_EQ(sigaction(SIGPIPE, &sa, &old), 0);
   Pair p;
@@ -784,7 +786,7 @@ namespace {
 TEST(DifferentialVectored, FstatAndPositionedCalls) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(&p));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(fstat(p.c, &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   char a[3] = {'a', 'b', 'c'}, b[4] = {};

@@ -102,7 +102,7 @@ struct StalledPeer {
       connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
       pollfd p{f, POLLOUT, 0};
       if (poll(&p, 1, 200) == 0) {  // not answered: the queue is full
-        close(f);  // its SYN retried later would take the room drain_queue makes
+        close(f);                   // its SYN retried later would take the room drain_queue makes
         return;
       }
       fillers.push_back(f);

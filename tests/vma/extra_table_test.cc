@@ -53,22 +53,22 @@ struct Seen {
 Seen walk(const vma_api_t& t) {
   Seen s;
   sstest::StderrCapture quiet;  // the stand-ins' warnings (checked below)
-#define SS_WALK(slot, bit)                                                   \
-  {                                                                          \
-    s.slots++;                                                               \
-    EXPECT_NE(t.slot, nullptr) << #slot;                                     \
-    errno = 0;                                                               \
-    const int r = call_zeroed(t.slot);                                       \
-    const bool in_mask = (t.vma_extra_supported_mask & (bit)) != 0;          \
-    if (r == kProvided) {                                                    \
-      s.provided++;                                                          \
-      s.mask_mismatch += !in_mask;                                           \
-    } else {                                                                 \
-      EXPECT_EQ(r, -1) << #slot;                                             \
-      EXPECT_EQ(errno, EOPNOTSUPP) << #slot;                                 \
-      s.refused++;                                                           \
-      s.mask_mismatch += in_mask;                                            \
-    }                                                                        \
+#define SS_WALK(slot, bit)                                          \
+  {                                                                 \
+    s.slots++;                                                      \
+    EXPECT_NE(t.slot, nullptr) << #slot;                            \
+    errno = 0;                                                      \
+    const int r = call_zeroed(t.slot);                              \
+    const bool in_mask = (t.vma_extra_supported_mask & (bit)) != 0; \
+    if (r == kProvided) {                                           \
+      s.provided++;                                                 \
+      s.mask_mismatch += !in_mask;                                  \
+    } else {                                                        \
+      EXPECT_EQ(r, -1) << #slot;                                    \
+      EXPECT_EQ(errno, EOPNOTSUPP) << #slot;                        \
+      s.refused++;                                                  \
+      s.mask_mismatch += in_mask;                                   \
+    }                                                               \
   }
   SS_VMA_EXTRA_SLOTS(SS_WALK)
 #undef SS_WALK
@@ -132,8 +132,8 @@ void warn_once_then_exit() {
     return n;
   };
   const bool ok = count("recvfrom_zcopy is not provided") == 1 &&
-                  count("socketxtreme_poll is not provided") == 1 &&
-                  count("free_packets") == 0 && count("\n") == 2;
+                  count("socketxtreme_poll is not provided") == 1 && count("free_packets") == 0 &&
+                  count("\n") == 2;
   fprintf(stderr, "%s", out.c_str());
   _exit(ok ? 0 : 1);
 }

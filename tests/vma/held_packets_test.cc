@@ -52,7 +52,7 @@ TEST_F(HeldPacketsTest, HoldsUntilReleasedOnce) {
   EXPECT_EQ(held.release(pa, &bytes), 0);
   EXPECT_EQ(bytes, 3u);
   EXPECT_EQ(pool->free_count(), all - 1);  // the frame is back
-  EXPECT_EQ(held.release(pa), -ENOENT);  // freed already
+  EXPECT_EQ(held.release(pa), -ENOENT);    // freed already
   EXPECT_EQ(held.size(), 1u);
 }
 

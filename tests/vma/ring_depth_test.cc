@@ -17,8 +17,8 @@ bool pow2(uint64_t n) { return n && !(n & (n - 1)); }
 
 void expect_sane(const RingDepth& d, int64_t rx_wre, int64_t tx_wre) {
   SCOPED_TRACE(testing::Message() << "rx_wre " << rx_wre << ", tx_wre " << tx_wre);
-  for (const uint64_t n : {uint64_t{d.fill}, uint64_t{d.rx}, uint64_t{d.tx},
-                           uint64_t{d.completion}, uint64_t{d.frames}})
+  for (const uint64_t n : {uint64_t{d.fill}, uint64_t{d.rx}, uint64_t{d.tx}, uint64_t{d.completion},
+                           uint64_t{d.frames}})
     EXPECT_TRUE(pow2(n)) << n;
   EXPECT_EQ(d.rx, d.fill);
   EXPECT_EQ(d.completion, d.tx);

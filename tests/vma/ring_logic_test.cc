@@ -81,8 +81,9 @@ TEST(RingLogicTest, EveryLogicIsKeptForTheSideNamed) {
 TEST(RingLogicTest, ValueNamingNoSideChangesNothing) {
   RingLogic l(10, 10);
   // A mask bit without its flag, a flag without its bit, a user id alone.
-  for (auto a : {attr(kIn, 20, false, false), attr(VMA_RING_ALLOC_MASK_RING_USER_ID, 20, true, true),
-                 attr(kOut, 99, true, false)}) {
+  for (auto a :
+       {attr(kIn, 20, false, false), attr(VMA_RING_ALLOC_MASK_RING_USER_ID, 20, true, true),
+        attr(kOut, 99, true, false)}) {
     EXPECT_EQ(l.set(&a, sizeof a), 0);
     EXPECT_EQ(l.rx().logic, 10);
     EXPECT_EQ(l.tx().logic, 10);

@@ -59,8 +59,7 @@ Transport one(const RuleSet& r, Role role, const char* ip, int port, const char*
 }
 
 // The decision for a connect role: remote and local.
-Transport two(const RuleSet& r, Role role, const char* rip, int rport, const char* lip,
-              int lport) {
+Transport two(const RuleSet& r, Role role, const char* rip, int rport, const char* lip, int lport) {
   Addr rem(rip, rport), loc(lip, lport);
   return r.decide(role, "prog", kDefaultId, loc.sa(), loc.len, rem.sa(), rem.len);
 }
@@ -82,21 +81,23 @@ TEST(VmaRules, EmptyOffloadsEverything) {
 }
 
 TEST(VmaRules, CommentsAndBlankLines) {
-  RuleSet r = parsed("# a comment\n\n   \t\n  # indented comment\n"
-                     "application-id * *   # trailing comment\n"
-                     "use os tcp_server *:80 # and here\n");
+  RuleSet r = parsed(
+      "# a comment\n\n   \t\n  # indented comment\n"
+      "application-id * *   # trailing comment\n"
+      "use os tcp_server *:80 # and here\n");
   EXPECT_EQ(one(r, Role::kTcpServer, "10.0.0.1", 80), kOs);
   EXPECT_EQ(one(r, Role::kTcpServer, "10.0.0.1", 81), kVma);
 }
 
 TEST(VmaRules, AddressForms) {
-  RuleSet r = parsed("application-id * *\n"
-                     "use os udp_receiver 10.1.2.3:*\n"          // exact address
-                     "use os udp_receiver 192.168.0.0/16:*\n"    // prefix
-                     "use os udp_receiver 172.16.0.1/8:*\n"      // host bits ignored
-                     "use os udp_receiver 1.2.3.4/40:*\n"        // prefix > 32: 32
-                     "use os udp_receiver [2001:db8::]/32:*\n"   // IPv6 prefix
-                     "use os udp_receiver [fe80::1]:7\n");       // IPv6 exact
+  RuleSet r = parsed(
+      "application-id * *\n"
+      "use os udp_receiver 10.1.2.3:*\n"         // exact address
+      "use os udp_receiver 192.168.0.0/16:*\n"   // prefix
+      "use os udp_receiver 172.16.0.1/8:*\n"     // host bits ignored
+      "use os udp_receiver 1.2.3.4/40:*\n"       // prefix > 32: 32
+      "use os udp_receiver [2001:db8::]/32:*\n"  // IPv6 prefix
+      "use os udp_receiver [fe80::1]:7\n");      // IPv6 exact
   EXPECT_EQ(one(r, Role::kUdpReceiver, "10.1.2.3", 1), kOs);
   EXPECT_EQ(one(r, Role::kUdpReceiver, "10.1.2.4", 1), kVma);
   EXPECT_EQ(one(r, Role::kUdpReceiver, "192.168.77.1", 1), kOs);
@@ -114,10 +115,11 @@ TEST(VmaRules, AddressForms) {
 }
 
 TEST(VmaRules, PortForms) {
-  RuleSet r = parsed("use os tcp_server *:5001\n"
-                     "use os tcp_server *:6000-6010\n"
-                     "use os tcp_server 10.0.0.1:*\n"
-                     "use os tcp_server * : 7000\n");  // blanks inside the tuple
+  RuleSet r = parsed(
+      "use os tcp_server *:5001\n"
+      "use os tcp_server *:6000-6010\n"
+      "use os tcp_server 10.0.0.1:*\n"
+      "use os tcp_server * : 7000\n");  // blanks inside the tuple
   EXPECT_EQ(one(r, Role::kTcpServer, "1.1.1.1", 5001), kOs);
   EXPECT_EQ(one(r, Role::kTcpServer, "1.1.1.1", 5002), kVma);
   EXPECT_EQ(one(r, Role::kTcpServer, "1.1.1.1", 6000), kOs);
@@ -131,10 +133,11 @@ TEST(VmaRules, PortForms) {
 }
 
 TEST(VmaRules, ConnectRolesCompareRemoteThenLocal) {
-  RuleSet r = parsed("use os tcp_client 192.168.1.0/24:*:*:*\n"
-                     "use os tcp_client *:*:10.0.0.1:4000-4001\n"
-                     "use os udp_connect 9.9.9.9:53:*:*\n"
-                     "use os udp_sender 239.1.1.1:5000\n");
+  RuleSet r = parsed(
+      "use os tcp_client 192.168.1.0/24:*:*:*\n"
+      "use os tcp_client *:*:10.0.0.1:4000-4001\n"
+      "use os udp_connect 9.9.9.9:53:*:*\n"
+      "use os udp_sender 239.1.1.1:5000\n");
   EXPECT_EQ(two(r, Role::kTcpClient, "192.168.1.7", 80, "10.9.9.9", 1), kOs);
   EXPECT_EQ(two(r, Role::kTcpClient, "192.168.2.7", 80, "10.9.9.9", 1), kVma);
   EXPECT_EQ(two(r, Role::kTcpClient, "8.8.8.8", 80, "10.0.0.1", 4001), kOs);
@@ -146,32 +149,36 @@ TEST(VmaRules, ConnectRolesCompareRemoteThenLocal) {
 }
 
 TEST(VmaRules, FirstMatchWins) {
-  RuleSet r = parsed("use vma udp_receiver *:5000\n"
-                     "use os udp_receiver *:*\n");
+  RuleSet r = parsed(
+      "use vma udp_receiver *:5000\n"
+      "use os udp_receiver *:*\n");
   EXPECT_EQ(one(r, Role::kUdpReceiver, "1.1.1.1", 5000), kVma);
   EXPECT_EQ(one(r, Role::kUdpReceiver, "1.1.1.1", 5001), kOs);
-  RuleSet s = parsed("use os udp_receiver *:*\n"
-                     "use vma udp_receiver *:5000\n");
+  RuleSet s = parsed(
+      "use os udp_receiver *:*\n"
+      "use vma udp_receiver *:5000\n");
   EXPECT_EQ(one(s, Role::kUdpReceiver, "1.1.1.1", 5000), kOs);
 }
 
 TEST(VmaRules, LegacyTransports) {
   // `*` is upstream's ULP, served as vma; sdp and sa never match.
-  RuleSet r = parsed("use sdp tcp_server *:1\n"
-                     "use sa tcp_server *:1\n"
-                     "use * tcp_server *:1\n"
-                     "use os tcp_server *:*\n");
+  RuleSet r = parsed(
+      "use sdp tcp_server *:1\n"
+      "use sa tcp_server *:1\n"
+      "use * tcp_server *:1\n"
+      "use os tcp_server *:*\n");
   EXPECT_EQ(one(r, Role::kTcpServer, "1.1.1.1", 1), kVma);
   EXPECT_EQ(one(r, Role::kTcpServer, "1.1.1.1", 2), kOs);
 }
 
 TEST(VmaRules, ApplicationIdSections) {
-  RuleSet r = parsed("application-id feed* B1\n"
-                     "use os udp_receiver *:1\n"
-                     "application-id feed_a *\n"
-                     "use os udp_receiver *:2\n"
-                     "application-id * *\n"
-                     "use os udp_receiver *:3\n");
+  RuleSet r = parsed(
+      "application-id feed* B1\n"
+      "use os udp_receiver *:1\n"
+      "application-id feed_a *\n"
+      "use os udp_receiver *:2\n"
+      "application-id * *\n"
+      "use os udp_receiver *:3\n");
   // Program and id both match section 1: only its rules count.
   EXPECT_EQ(one(r, Role::kUdpReceiver, "1.1.1.1", 1, "feed_a", "B1"), kOs);
   EXPECT_EQ(one(r, Role::kUdpReceiver, "1.1.1.1", 2, "feed_a", "B1"), kVma);
@@ -189,9 +196,10 @@ TEST(VmaRules, ApplicationIdSections) {
   EXPECT_FALSE(only_b1.any_section_matches("prog", "B2"));
   EXPECT_EQ(one(only_b1, Role::kUdpReceiver, "1.1.1.1", 1, "prog", "B2"), kVma);
   // An integer id, and a section named twice gathers both parts' rules.
-  RuleSet again = parsed("application-id p 7\nuse os udp_receiver *:1\n"
-                         "application-id q *\n"
-                         "application-id p 7\nuse os udp_receiver *:2\n");
+  RuleSet again = parsed(
+      "application-id p 7\nuse os udp_receiver *:1\n"
+      "application-id q *\n"
+      "application-id p 7\nuse os udp_receiver *:2\n");
   EXPECT_EQ(again.sections().size(), 2u);
   EXPECT_EQ(one(again, Role::kUdpReceiver, "1.1.1.1", 2, "p", "7"), kOs);
 }
@@ -203,8 +211,9 @@ TEST(VmaRules, AtSocketNeedsBothListsOnTheKernel) {
   RuleSet half = parsed("use os udp_receiver *:*\n");
   EXPECT_EQ(half.at_socket(IPPROTO_UDP, "prog", kDefaultId), kVma);
   // A specific vma rule before the wildcard os rule keeps the socket.
-  RuleSet specific = parsed("use vma udp_receiver *:5000\nuse os udp_receiver *:*\n"
-                            "use os udp_sender *:*\n");
+  RuleSet specific = parsed(
+      "use vma udp_receiver *:5000\nuse os udp_receiver *:*\n"
+      "use os udp_sender *:*\n");
   EXPECT_EQ(specific.at_socket(IPPROTO_UDP, "prog", kDefaultId), kVma);
   RuleSet tcp = parsed("use os tcp_server *:*\nuse os tcp_client *:*:*:*\n");
   EXPECT_EQ(tcp.at_socket(IPPROTO_TCP, "prog", kDefaultId), kOs);
@@ -233,23 +242,23 @@ TEST(VmaRules, LogStatementsAreAccepted) {
 
 TEST(VmaRules, EachErrorNamesItsLineAndTheRestCounts) {
   const char* bad[] = {
-      "use os tcp_server *",                // no port
-      "use os tcp_server 1.2.3:80",         // bad IPv4
-      "use os tcp_server 1.2.3.4/:80",      // prefix missing
-      "use os tcp_server [::1:80",          // unclosed IPv6
-      "use os tcp_server [zz]:80",          // bad IPv6
-      "use os tcp_server *:70000",          // port out of range
-      "use os tcp_server *:90-80",          // reversed range
-      "use os tcp_server *:80-",            // range end missing
-      "use os tcp_server *:80:*",           // second pair without a port
-      "use os tcp_server *:80x",            // junk after the tuple
-      "use tcp tcp_server *:80",            // bad transport
-      "use os tcp_srv *:80",                // bad role
-      "use os tcp_server",                  // no tuple
-      "application-id onlyone",             // missing id
-      "application-id a b c",               // one word too many
-      "frobnicate *:80",                    // no such statement
-      "USE os tcp_server *:80",             // keywords are case-sensitive
+      "use os tcp_server *",            // no port
+      "use os tcp_server 1.2.3:80",     // bad IPv4
+      "use os tcp_server 1.2.3.4/:80",  // prefix missing
+      "use os tcp_server [::1:80",      // unclosed IPv6
+      "use os tcp_server [zz]:80",      // bad IPv6
+      "use os tcp_server *:70000",      // port out of range
+      "use os tcp_server *:90-80",      // reversed range
+      "use os tcp_server *:80-",        // range end missing
+      "use os tcp_server *:80:*",       // second pair without a port
+      "use os tcp_server *:80x",        // junk after the tuple
+      "use tcp tcp_server *:80",        // bad transport
+      "use os tcp_srv *:80",            // bad role
+      "use os tcp_server",              // no tuple
+      "application-id onlyone",         // missing id
+      "application-id a b c",           // one word too many
+      "frobnicate *:80",                // no such statement
+      "USE os tcp_server *:80",         // keywords are case-sensitive
   };
   std::string text = "application-id * *\n";
   for (const char* b : bad) text += std::string(b) + "\nuse os udp_receiver *:1\n";
@@ -290,8 +299,7 @@ TEST_F(VmaConfFile, InstalledDefaultSendsDnsToTheKernel) {
   use(std::string(SRCDIR) + "/conf/libvma.conf");
   Addr dns("192.0.2.53", 53), local("10.0.0.2", 40000), other("192.0.2.53", 5353);
   EXPECT_EQ(conf_transport(Role::kUdpConnect, local.sa(), local.len, dns.sa(), dns.len), kOs);
-  EXPECT_EQ(conf_transport(Role::kUdpConnect, local.sa(), local.len, other.sa(), other.len),
-            kVma);
+  EXPECT_EQ(conf_transport(Role::kUdpConnect, local.sa(), local.len, other.sa(), other.len), kVma);
   EXPECT_EQ(conf_transport(Role::kUdpReceiver, local.sa(), local.len, nullptr, 0), kVma);
   EXPECT_EQ(conf_socket_transport(IPPROTO_UDP), kVma);
 }

@@ -18,11 +18,21 @@ namespace {
 
 using sstest::StderrCapture;
 
-constexpr const char* kVars[] = {"VMA_SPEC", "VMA_RX_POLL", "VMA_SELECT_POLL", "VMA_TRACELEVEL",
-                                 "VMA_RING_ALLOCATION_LOGIC_RX", "VMA_STATS_SHMEM_DIR",
-                                 "VMA_MEM_ALLOC_TYPE", "VMA_TX_BUFS", "VMA_RX_BUFS",
-                                 "VMA_LOG_FILE", "VMA_STATS_FD_NUM", "VMA_THREAD_MODE",
-                                 "VMA_RX_WRE", "VMA_TX_WRE", "VMA_SOCKETXTREME"};
+constexpr const char* kVars[] = {"VMA_SPEC",
+                                 "VMA_RX_POLL",
+                                 "VMA_SELECT_POLL",
+                                 "VMA_TRACELEVEL",
+                                 "VMA_RING_ALLOCATION_LOGIC_RX",
+                                 "VMA_STATS_SHMEM_DIR",
+                                 "VMA_MEM_ALLOC_TYPE",
+                                 "VMA_TX_BUFS",
+                                 "VMA_RX_BUFS",
+                                 "VMA_LOG_FILE",
+                                 "VMA_STATS_FD_NUM",
+                                 "VMA_THREAD_MODE",
+                                 "VMA_RX_WRE",
+                                 "VMA_TX_WRE",
+                                 "VMA_SOCKETXTREME"};
 
 class VmaSettings : public ::testing::Test {
  protected:
@@ -151,8 +161,7 @@ TEST_F(VmaSettings, SocketXtremeMakesRxWre1024UnlessProfileOrVariable) {
 TEST_F(VmaSettings, BadValueWarnsOnceWithTheDefault) {
   std::string err = with("VMA_RX_POLL", "fast");
   EXPECT_EQ(get(Id::kRxPoll), 100000);
-  EXPECT_NE(err.find("rx_poll: bad value \"fast\" from env VMA_RX_POLL"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("rx_poll: bad value \"fast\" from env VMA_RX_POLL"), std::string::npos) << err;
   EXPECT_NE(err.find("using default 100000"), std::string::npos) << err;
   size_t n = 0;
   for (size_t at = 0; (at = err.find("WARN", at)) != std::string::npos; ++at) ++n;
@@ -175,8 +184,7 @@ TEST_F(VmaSettings, BadValueWarnsOnceWithTheDefault) {
   err = with("VMA_RX_WRE", "40000", "VMA_TX_WRE", "0");
   EXPECT_EQ(get(Id::kRxWre), 16000);
   EXPECT_EQ(get(Id::kTxWre), 2048);
-  EXPECT_NE(err.find("rx_wre: bad value \"40000\" from env VMA_RX_WRE"), std::string::npos)
-      << err;
+  EXPECT_NE(err.find("rx_wre: bad value \"40000\" from env VMA_RX_WRE"), std::string::npos) << err;
   EXPECT_NE(err.find("using default 16000"), std::string::npos) << err;
   EXPECT_NE(err.find("tx_wre: bad value \"0\" from env VMA_TX_WRE"), std::string::npos) << err;
   EXPECT_NE(err.find("using default 2048"), std::string::npos) << err;

@@ -47,7 +47,8 @@ class StatsTest : public ::testing::Test {
   // Writes `b` to a file of its own and reads it back with the reader.
   bool read_bytes(const std::vector<char>& b, Snapshot* s, std::string* error) {
     const std::string path = dir_ + "/copy";
-    std::ofstream(path, std::ios::binary | std::ios::trunc).write(b.data(), static_cast<std::streamsize>(b.size()));
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(b.data(), static_cast<std::streamsize>(b.size()));
     return read_stats_file(path, s, error);
   }
   std::string dir_;
@@ -282,11 +283,12 @@ TEST_F(StatsTest, TruncatedFilesAreRefused) {
   ASSERT_TRUE(pub);
   const std::vector<char> good = bytes(pub->path());
   ASSERT_EQ(good.size(), file_size_for(3));
-  for (size_t len : {size_t{0}, size_t{7}, size_t{11}, sizeof(Header) - 1, sizeof(Header),
-                     good.size() - 1}) {
+  for (size_t len :
+       {size_t{0}, size_t{7}, size_t{11}, sizeof(Header) - 1, sizeof(Header), good.size() - 1}) {
     Snapshot snap;
     std::string error;
-    EXPECT_FALSE(read_bytes({good.begin(), good.begin() + static_cast<ptrdiff_t>(len)}, &snap, &error))
+    EXPECT_FALSE(
+        read_bytes({good.begin(), good.begin() + static_cast<ptrdiff_t>(len)}, &snap, &error))
         << len;
     EXPECT_NE(error.find("truncated"), std::string::npos) << len << ": " << error;
   }
@@ -359,8 +361,8 @@ TEST_F(StatsTest, BlocksTheTwoCopiesDisagreeOnAreLeftOut) {
   std::string error;
   ASSERT_TRUE(parse(good.data(), good.size(), &first, &error)) << error;
   ASSERT_TRUE(parse(good.data(), good.size(), &second, &error)) << error;
-  first.sockets[0].block.seq += 1;   // odd in the first copy
-  second.sockets[1].block.seq += 2;  // rewritten in between
+  first.sockets[0].block.seq += 1;            // odd in the first copy
+  second.sockets[1].block.seq += 2;           // rewritten in between
   second.sockets[2].block.c[kRxPackets] = 9;  // counters move freely
   settle(first, &second);
   ASSERT_EQ(second.sockets.size(), 1u);

@@ -115,8 +115,8 @@ class TcpRing : public sstest::RingRig {
     size_t off = 0;
     ASSERT_TRUE(pump_until([&] {
       while (off < data.size()) {
-        const ssize_t n = tcp_->send(
-            s, {reinterpret_cast<const uint8_t*>(data.data()) + off, data.size() - off});
+        const ssize_t n =
+            tcp_->send(s, {reinterpret_cast<const uint8_t*>(data.data()) + off, data.size() - off});
         if (n == -EAGAIN) return false;
         EXPECT_GT(n, 0) << strerror(static_cast<int>(-n));
         if (n <= 0) return true;
@@ -203,14 +203,15 @@ class TcpRing : public sstest::RingRig {
     // Send and read at once: the echo's window closes otherwise.
     EXPECT_TRUE(pump_until([&] {
       while (off < out.size()) {
-        const ssize_t n = tcp_->send(
-            s, {reinterpret_cast<const uint8_t*>(out.data()) + off, out.size() - off});
+        const ssize_t n =
+            tcp_->send(s, {reinterpret_cast<const uint8_t*>(out.data()) + off, out.size() - off});
         if (n <= 0) break;
         off += static_cast<size_t>(n);
       }
       uint8_t buf[16384];
       ssize_t n;
-      while ((n = tcp_->recv(s, buf)) > 0) back.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+      while ((n = tcp_->recv(s, buf)) > 0)
+        back.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
       return back.size() >= out.size();
     }));
     EXPECT_TRUE(back == out) << "echoed " << back.size() << " of " << out.size() << " bytes";
@@ -219,7 +220,8 @@ class TcpRing : public sstest::RingRig {
     echo.join();
     EXPECT_EQ(echoed.load(), bytes);
     const ss::net::tcp::Counters c = tcp_->connection_counters(s);
-    EXPECT_GE(redirected() - redirected0, c.segs_in) << "segments that did not come through the rings";
+    EXPECT_GE(redirected() - redirected0, c.segs_in)
+        << "segments that did not come through the rings";
     EXPECT_GT(c.segs_in, bytes / 65536);
     last_ = c;
     tcp_->close(s);
@@ -236,15 +238,21 @@ class TcpRing : public sstest::RingRig {
     const std::string drop =
         " numgen random mod 1000 < " + std::to_string(per_mille) + " counter drop";
     ASSERT_EQ(sstest::run(nft + "add table inet loss"), 0);
-    ASSERT_EQ(sstest::run(nft + "'add chain inet loss in { type filter hook input priority 0; }'"), 0);
-    ASSERT_EQ(sstest::run(nft + "'add chain inet loss out { type filter hook output priority 0; }'"), 0);
-    ASSERT_EQ(sstest::run(nft + "'add rule inet loss in tcp dport " + std::to_string(port) + drop + "'"), 0);
-    ASSERT_EQ(sstest::run(nft + "'add rule inet loss out tcp sport " + std::to_string(port) + drop + "'"), 0);
+    ASSERT_EQ(sstest::run(nft + "'add chain inet loss in { type filter hook input priority 0; }'"),
+              0);
+    ASSERT_EQ(
+        sstest::run(nft + "'add chain inet loss out { type filter hook output priority 0; }'"), 0);
+    ASSERT_EQ(
+        sstest::run(nft + "'add rule inet loss in tcp dport " + std::to_string(port) + drop + "'"),
+        0);
+    ASSERT_EQ(
+        sstest::run(nft + "'add rule inet loss out tcp sport " + std::to_string(port) + drop + "'"),
+        0);
   }
   // The segments those rules dropped.
   uint64_t dropped_in_b() {
-    const std::string out = sstest::output("ip netns exec " + ns_->name_b() +
-                                           " nft list table inet loss");
+    const std::string out =
+        sstest::output("ip netns exec " + ns_->name_b() + " nft list table inet loss");
     uint64_t n = 0;
     for (size_t at = 0; (at = out.find("packets ", at)) != std::string::npos; at += 8)
       n += std::stoull(out.substr(at + 8));
@@ -312,19 +320,20 @@ TEST_F(TcpRing, BulkFromLinuxLosesNothingHere) {
     rx_full += q.queue->stats().rx_dropped_rx_full;
   }
   const auto rx = stack_->rx_counters();
-  std::printf("32 MiB from Linux: its retransmits %u; here %lu segments in, %lu out of order, "
-              "%lu out of window, %lu refused, %lu dups; rings: %lu no fill, %lu rx full, %lu "
-              "fill dry\n",
-              info.tcpi_total_retrans, (unsigned long)c.segs_in, (unsigned long)c.ooo_segs,
-              (unsigned long)c.out_of_window, (unsigned long)c.ooo_refused,
-              (unsigned long)c.dup_segs, (unsigned long)no_fill, (unsigned long)rx_full,
-              (unsigned long)rx.fill_dry);
+  std::printf(
+      "32 MiB from Linux: its retransmits %u; here %lu segments in, %lu out of order, "
+      "%lu out of window, %lu refused, %lu dups; rings: %lu no fill, %lu rx full, %lu "
+      "fill dry\n",
+      info.tcpi_total_retrans, (unsigned long)c.segs_in, (unsigned long)c.ooo_segs,
+      (unsigned long)c.out_of_window, (unsigned long)c.ooo_refused, (unsigned long)c.dup_segs,
+      (unsigned long)no_fill, (unsigned long)rx_full, (unsigned long)rx.fill_dry);
   // A retransmission now and then is Linux's tail loss probe or RTO when
   // a loaded machine delays our ACKs (the copies arrive as duplicates);
   // segments lost or reordered here would show as out-of-order arrivals
   // and many more.
   EXPECT_EQ(c.ooo_segs, 0u) << "segments arrived out of order";
-  EXPECT_LT(uint64_t{info.tcpi_total_retrans} * 1000, c.segs_in) << "Linux sent many segments again";
+  EXPECT_LT(uint64_t{info.tcpi_total_retrans} * 1000, c.segs_in)
+      << "Linux sent many segments again";
 }
 
 // 3% of the segments each way lost in b (nft): the data still arrives
@@ -360,8 +369,8 @@ TEST_F(TcpRing, ARemovedRouteHoldsTheSendsUntilItIsBack) {
   ASSERT_EQ(sstest::run(route + "del " + net), 0);
   follow_kernel([&] { return resolver_->resolve(f, &path, &why) != 0; });
   const uint64_t lost0 = tcp_->counters().path_lost;
-  const ssize_t queued = tcp_->send(
-      s, {reinterpret_cast<const uint8_t*>(second.data()), second.size()});
+  const ssize_t queued =
+      tcp_->send(s, {reinterpret_cast<const uint8_t*>(second.data()), second.size()});
   ASSERT_GT(queued, 0);
   // The sender's tries, each stopped: nothing reaches Linux meanwhile.
   ASSERT_TRUE(pump_until([&] { return tcp_->counters().path_lost >= lost0 + 3; }));
@@ -385,14 +394,15 @@ TEST_F(TcpRing, LossBothWaysIsRepaired) {
   EXPECT_GT(dropped, 0u) << "nft dropped nothing";
   EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
   EXPECT_GT(last_.sack_recoveries + last_.rto_expiries + last_.tlp_probes, 0u);
-  std::printf("3%% loss each way (%lu dropped), 512 KiB each way: %lu segments in, %lu out, "
-              "%lu sent again; "
-              "%lu SACK recoveries, %lu lost by RACK, %lu tail loss probes, %lu RTOs, %lu "
-              "D-SACKs\n",
-              (unsigned long)dropped, (unsigned long)last_.segs_in, (unsigned long)last_.segs_out,
-              (unsigned long)last_.retrans_segs, (unsigned long)last_.sack_recoveries,
-              (unsigned long)last_.rack_lost, (unsigned long)last_.tlp_probes,
-              (unsigned long)last_.rto_expiries, (unsigned long)last_.dsacks_in);
+  std::printf(
+      "3%% loss each way (%lu dropped), 512 KiB each way: %lu segments in, %lu out, "
+      "%lu sent again; "
+      "%lu SACK recoveries, %lu lost by RACK, %lu tail loss probes, %lu RTOs, %lu "
+      "D-SACKs\n",
+      (unsigned long)dropped, (unsigned long)last_.segs_in, (unsigned long)last_.segs_out,
+      (unsigned long)last_.retrans_segs, (unsigned long)last_.sack_recoveries,
+      (unsigned long)last_.rack_lost, (unsigned long)last_.tlp_probes,
+      (unsigned long)last_.rto_expiries, (unsigned long)last_.dsacks_in);
 }
 
 // Segments a hostile host in b crafts (a raw socket: b's kernel adds the
@@ -502,18 +512,20 @@ TEST_F(TcpRing, CraftedSegmentsAreAnsweredAndCounted) {
   craft(h, false);
   h.flags = tcp::kSyn;  // a SYN on a synchronized connection: §4, the same
   craft(h, false);
-  EXPECT_TRUE(pump_until([&] { return tcp_->connection_counters(s).challenge_acks >= challenges0 + 1; }));
+  EXPECT_TRUE(
+      pump_until([&] { return tcp_->connection_counters(s).challenge_acks >= challenges0 + 1; }));
   EXPECT_EQ(tcp_->state(s), State::kEstablished) << "a blind segment broke the connection";
   // Data still flows both ways.
   const std::string msg = pattern(3000, 9);
   ASSERT_EQ(tcp_->send(s, {reinterpret_cast<const uint8_t*>(msg.data()), msg.size()}),
             static_cast<ssize_t>(msg.size()));
   EXPECT_EQ(recv_all(s, msg.size()), msg);
-  std::printf("crafted: RST to a stray ACK, %lu bad checksums and %lu bad headers dropped, %lu "
-              "challenge ACKs for a blind RST and SYN\n",
-              (unsigned long)(tcp_->counters().bad_checksum - bad_sum0),
-              (unsigned long)(tcp_->counters().bad_header - bad_hdr0),
-              (unsigned long)(tcp_->connection_counters(s).challenge_acks - challenges0));
+  std::printf(
+      "crafted: RST to a stray ACK, %lu bad checksums and %lu bad headers dropped, %lu "
+      "challenge ACKs for a blind RST and SYN\n",
+      (unsigned long)(tcp_->counters().bad_checksum - bad_sum0),
+      (unsigned long)(tcp_->counters().bad_header - bad_hdr0),
+      (unsigned long)(tcp_->connection_counters(s).challenge_acks - challenges0));
   tcp_->close(s, /*abort=*/true);
   shutdown(lfd, SHUT_RDWR);
   close(lfd);
@@ -585,11 +597,12 @@ TEST_F(TcpRing, LinuxClientTalksToOurListener) {
   EXPECT_TRUE(pump_until([&] {
     uint8_t buf[16384];
     ssize_t n;
-    while ((n = tcp_->recv(c, buf)) > 0) got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+    while ((n = tcp_->recv(c, buf)) > 0)
+      got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
     if (n == 0) eof = true;
     while (sent < got.size()) {
-      const ssize_t m = tcp_->send(
-          c, {reinterpret_cast<const uint8_t*>(got.data()) + sent, got.size() - sent});
+      const ssize_t m =
+          tcp_->send(c, {reinterpret_cast<const uint8_t*>(got.data()) + sent, got.size() - sent});
       if (m <= 0) break;
       sent += static_cast<size_t>(m);
     }
@@ -661,8 +674,8 @@ TEST_F(TcpRing, AtExitConnectionsCloseAndTheLateAreReset) {
   EXPECT_TRUE(pump_until([&] {
     return ended == 2 && tcp_->state(s[0]) == State::kTimeWait &&
            tcp_->state(s[1]) == State::kFinWait2;
-  })) << "ended " << ended.load() << ", states " << int(tcp_->state(s[0])) << " "
-      << int(tcp_->state(s[1]));
+  })) << "ended "
+      << ended.load() << ", states " << int(tcp_->state(s[0])) << " " << int(tcp_->state(s[1]));
   EXPECT_EQ(tcp_->awaiting_peer(), 1u);
   EXPECT_EQ(got[0].load(), kBytes);
   EXPECT_EQ(got[1].load(), kBytes);

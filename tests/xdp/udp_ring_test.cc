@@ -117,7 +117,8 @@ TEST_F(UdpRing, DatagramsFromAKernelPeerArriveThroughTheRings) {
            std::chrono::steady_clock::now() < end)
       wait_rings();
     ASSERT_GE(n, 0) << "datagram " << i;
-    EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), payload(i, static_cast<size_t>(i * 37 % 1473)));
+    EXPECT_EQ(std::string(buf, static_cast<size_t>(n)),
+              payload(i, static_cast<size_t>(i * 37 % 1473)));
     EXPECT_EQ(src, (UdpAddr{IpAddr::parse(NetnsPair::kIpB), kPeerPort}));
   }
   EXPECT_EQ(redirected() - before, static_cast<uint64_t>(kCount));
@@ -239,7 +240,8 @@ TEST_F(UdpRing, LocalDestinationsUseTheKernel) {
   ASSERT_EQ(stack_->bind(UdpAddr{IpAddr::parse("::"), kPort}, true, &ep_), 0);
   const std::string p = "same host";
   for (const char* local : {NetnsPair::kIpA, "127.0.0.1", NetnsPair::kIp6A, "::1"}) {
-    const ss::net::SendResult r = tx_->send(*ep_, UdpAddr{IpAddr::parse(local), kPeerPort}, bytes_of(p));
+    const ss::net::SendResult r =
+        tx_->send(*ep_, UdpAddr{IpAddr::parse(local), kPeerPort}, bytes_of(p));
     EXPECT_EQ(r.status, SendStatus::kUseKernel) << local;
     EXPECT_EQ(r.why, ToKernel::kLocal) << local;
   }

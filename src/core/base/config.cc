@@ -68,11 +68,14 @@ void number_text(const Setting& s, int64_t v, char* out, size_t cap) {
 // The default as the warning prints it.
 void default_text(const Setting& s, char* out, size_t cap) {
   switch (s.type) {
-    case Type::kInt: return number_text(s, s.def, out, cap);
+    case Type::kInt:
+      return number_text(s, s.def, out, cap);
     case Type::kEnum:
       if (!choice_at(s.str_def, s.def, out, cap)) snprintf(out, cap, "%" PRId64, s.def);
       return;
-    case Type::kString: snprintf(out, cap, "\"%s\"", s.str_def ? s.str_def : ""); return;
+    case Type::kString:
+      snprintf(out, cap, "\"%s\"", s.str_def ? s.str_def : "");
+      return;
   }
 }
 
@@ -85,7 +88,9 @@ void expected_text(const Setting& s, char* out, size_t cap) {
                s.unit == Unit::kNone ? "" : " ", unit_text(s.unit), s.str_def ? " or " : "",
                s.str_def ? s.str_def : "");
       return;
-    case Type::kEnum: snprintf(out, cap, "one of %s", s.str_def); return;
+    case Type::kEnum:
+      snprintf(out, cap, "one of %s", s.str_def);
+      return;
     case Type::kString:
       snprintf(out, cap, "a %spath under %zu bytes", s.empty_ok ? "" : "non-empty ", kStrCap);
       return;
@@ -221,7 +226,9 @@ std::string Component::get_string(int i) {
   const int64_t num = get_int(i);
   char buf[kShowCap];
   switch (s->type) {
-    case Type::kInt: snprintf(buf, sizeof buf, "%" PRId64, num); return buf;
+    case Type::kInt:
+      snprintf(buf, sizeof buf, "%" PRId64, num);
+      return buf;
     case Type::kEnum:
       if (!choice_at(s->str_def, num, buf, sizeof buf)) return {};
       return buf;

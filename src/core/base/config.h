@@ -44,18 +44,18 @@ constexpr size_t kOriginCap = PATH_MAX + 16;
 // One row. Written with designated initializers; what a row leaves out is
 // off (no file, no unit, no quirk).
 struct Setting {
-  int id;                              // int(its Id): rows sit at their Id's index
-  const char* name;                    // short name, e.g. "polling_time"
-  const char* env[kMaxEnv] = {};       // environment names, first set wins
-  const char* file = nullptr;          // one-value file in the component's directory
+  int id;                         // int(its Id): rows sit at their Id's index
+  const char* name;               // short name, e.g. "polling_time"
+  const char* env[kMaxEnv] = {};  // environment names, first set wins
+  const char* file = nullptr;     // one-value file in the component's directory
   Type type = Type::kInt;
   Unit unit = Unit::kNone;
-  int64_t def = 0;                     // default (kInt; the choice index of a kEnum)
-  int64_t min = 0, max = 0;            // bounds (kInt), in `unit`
-  const char* str_def = nullptr;       // kString default; kEnum "a|b|c"; kInt names for min, min+1...
+  int64_t def = 0;                // default (kInt; the choice index of a kEnum)
+  int64_t min = 0, max = 0;       // bounds (kInt), in `unit`
+  const char* str_def = nullptr;  // kString default; kEnum "a|b|c"; kInt names for min, min+1...
   const char* help = nullptr;
   int64_t (*adjust)(int64_t) = nullptr;  // upstream quirk applied to an accepted kInt
-  bool empty_ok = false;               // kString: "" is a value (libvma's "disabled")
+  bool empty_ok = false;                 // kString: "" is a value (libvma's "disabled")
 };
 
 // True when every row sits at its Id's index (lookups index directly).
@@ -90,8 +90,8 @@ class ValueSource {
   // when this source has nothing for the row; -EFBIG when the text does not
   // fit (text then holds its start); another -errno when the source could not
   // be read (warned, the default used).
-  virtual long lookup(const Component& c, const Setting& s, char* text, size_t cap,
-                      char* origin, size_t ocap) const = 0;
+  virtual long lookup(const Component& c, const Setting& s, char* text, size_t cap, char* origin,
+                      size_t ocap) const = 0;
 
  protected:
   ~ValueSource() = default;
@@ -103,8 +103,7 @@ class ValueSource {
 // late caller after exit() still reads it.
 class Component {
  public:
-  constexpr Component(const char* name, const Setting* rows, Value* values, int count,
-                      int dir_row)
+  constexpr Component(const char* name, const Setting* rows, Value* values, int count, int dir_row)
       : name_(name), rows_(rows), values_(values), count_(count), dir_row_(dir_row) {}
   Component(const Component&) = delete;
   Component& operator=(const Component&) = delete;

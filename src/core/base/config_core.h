@@ -6,8 +6,8 @@
 namespace ss::config::core {
 
 enum class Id : int {
-  kProvider,  // SLIPSTREAM_PROVIDER: auto|shm|tcp|verbs
-  kLogLevel,  // SLIPSTREAM_LOG_LEVEL: 0..6 or a name
+  kProvider,          // SLIPSTREAM_PROVIDER: auto|shm|tcp|verbs
+  kLogLevel,          // SLIPSTREAM_LOG_LEVEL: 0..6 or a name
   kSideProbeTimeout,  // SLIPSTREAM_SIDE_PROBE_TIMEOUT: ms a side-channel probe waits
   kSideProbeMemory,   // SLIPSTREAM_SIDE_PROBE_MEMORY: ms a peer that did not answer is remembered
   kCount

@@ -18,8 +18,10 @@ char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' +
 
 int digit(char c, int base) {
   int d = -1;
-  if (c >= '0' && c <= '9') d = c - '0';
-  else if (lower(c) >= 'a' && lower(c) <= 'f') d = lower(c) - 'a' + 10;
+  if (c >= '0' && c <= '9')
+    d = c - '0';
+  else if (lower(c) >= 'a' && lower(c) <= 'f')
+    d = lower(c) - 'a' + 10;
   return d < base ? d : -1;
 }
 
@@ -46,18 +48,22 @@ struct Suffix {
   const char* name;
   int64_t scale;
 };
-constexpr Suffix kSizes[] = {{"k", int64_t{1} << 10}, {"m", int64_t{1} << 20},
-                             {"g", int64_t{1} << 30}};
+constexpr Suffix kSizes[] = {
+    {"k", int64_t{1} << 10}, {"m", int64_t{1} << 20}, {"g", int64_t{1} << 30}};
 constexpr Suffix kTimes[] = {
     {"ns", 1}, {"us", 1000}, {"ms", 1000 * 1000}, {"s", 1000 * 1000 * 1000}};
 
 // The row's own unit in its family's base; 0 for kNone.
 int64_t unit_scale(Unit unit) {
   switch (unit) {
-    case Unit::kNone: return 0;
-    case Unit::kBytes: return 1;
-    case Unit::kUs: return 1000;
-    case Unit::kMs: return 1000 * 1000;
+    case Unit::kNone:
+      return 0;
+    case Unit::kBytes:
+      return 1;
+    case Unit::kUs:
+      return 1000;
+    case Unit::kMs:
+      return 1000 * 1000;
   }
   return 0;
 }
@@ -79,14 +85,22 @@ void trim(const char** text, size_t* len) {
 
 const char* check_text(Check c) {
   switch (c) {
-    case Check::kOk: return "ok";
-    case Check::kEmpty: return "empty";
-    case Check::kNotNumber: return "not an integer";
-    case Check::kOutOfRange: return "out of range";
-    case Check::kNotChoice: return "not a known choice";
-    case Check::kTooLong: return "too long";
-    case Check::kBadUnit: return "unknown unit";
-    case Check::kNotWhole: return "not a whole number of the setting's unit";
+    case Check::kOk:
+      return "ok";
+    case Check::kEmpty:
+      return "empty";
+    case Check::kNotNumber:
+      return "not an integer";
+    case Check::kOutOfRange:
+      return "out of range";
+    case Check::kNotChoice:
+      return "not a known choice";
+    case Check::kTooLong:
+      return "too long";
+    case Check::kBadUnit:
+      return "unknown unit";
+    case Check::kNotWhole:
+      return "not a whole number of the setting's unit";
   }
   return "invalid";
 }
@@ -125,8 +139,8 @@ Check parse_scaled(const char* text, size_t len, Unit unit, int64_t* out) {
   const char* suffix = text + n;
   size_t slen = len - n;
   trim(&suffix, &slen);  // "10 ms" reads as "10ms"
-  const int64_t scale = unit == Unit::kBytes ? find_suffix(kSizes, suffix, slen)
-                                             : find_suffix(kTimes, suffix, slen);
+  const int64_t scale =
+      unit == Unit::kBytes ? find_suffix(kSizes, suffix, slen) : find_suffix(kTimes, suffix, slen);
   if (!scale) return Check::kBadUnit;
   const int64_t per = unit_scale(unit);
   int64_t base = 0;  // the value in bytes or nanoseconds
@@ -138,20 +152,27 @@ Check parse_scaled(const char* text, size_t len, Unit unit, int64_t* out) {
 
 const char* unit_suffix(Unit unit) {
   switch (unit) {
-    case Unit::kUs: return "us";
-    case Unit::kMs: return "ms";
+    case Unit::kUs:
+      return "us";
+    case Unit::kMs:
+      return "ms";
     case Unit::kNone:
-    case Unit::kBytes: return "";
+    case Unit::kBytes:
+      return "";
   }
   return "";
 }
 
 const char* unit_text(Unit unit) {
   switch (unit) {
-    case Unit::kNone: return "";
-    case Unit::kBytes: return "bytes; or with a unit: k, m, g (powers of 1024)";
-    case Unit::kUs: return "us; or with a unit: ns, us, ms, s";
-    case Unit::kMs: return "ms; or with a unit: ns, us, ms, s";
+    case Unit::kNone:
+      return "";
+    case Unit::kBytes:
+      return "bytes; or with a unit: k, m, g (powers of 1024)";
+    case Unit::kUs:
+      return "us; or with a unit: ns, us, ms, s";
+    case Unit::kMs:
+      return "ms; or with a unit: ns, us, ms, s";
   }
   return "";
 }
@@ -225,19 +246,28 @@ long read_small_file(const char* path, char* buf, size_t cap) {
   if (!cap) return -EINVAL;
   buf[0] = '\0';
   // O_NONBLOCK: a FIFO dropped into the conf dir must not hang the caller.
-  const long fd =
-      syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  const long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return -errno;
   size_t len = 0;
   long ret = 0;
   for (;;) {
     char spill;
     const bool full = len == cap - 1;
-    const long r = full ? syscall(SYS_read, fd, &spill, 1) : syscall(SYS_read, fd, buf + len, cap - 1 - len);
+    const long r =
+        full ? syscall(SYS_read, fd, &spill, 1) : syscall(SYS_read, fd, buf + len, cap - 1 - len);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) { ret = -errno; break; }
-    if (r == 0) { ret = static_cast<long>(len); break; }
-    if (full) { ret = -EFBIG; break; }
+    if (r < 0) {
+      ret = -errno;
+      break;
+    }
+    if (r == 0) {
+      ret = static_cast<long>(len);
+      break;
+    }
+    if (full) {
+      ret = -EFBIG;
+      break;
+    }
     len += static_cast<size_t>(r);
   }
   buf[len] = '\0';

@@ -11,8 +11,16 @@
 namespace ss::config {
 
 // Why a text was rejected; kOk when it was accepted.
-enum class Check { kOk, kEmpty, kNotNumber, kOutOfRange, kNotChoice, kTooLong, kBadUnit,
-                   kNotWhole };
+enum class Check {
+  kOk,
+  kEmpty,
+  kNotNumber,
+  kOutOfRange,
+  kNotChoice,
+  kTooLong,
+  kBadUnit,
+  kNotWhole
+};
 
 // Narrows [*text, *text + *len) to drop ASCII whitespace at both ends.
 void trim(const char** text, size_t* len);

@@ -22,7 +22,8 @@ inline Deadline deadline_after_us(int64_t us) {
 // least 1 ms while `until` lies ahead (a 0 would spin), `ms` when never.
 inline int sleep_ms_until(Deadline until, int ms) {
   if (until == Deadline::max()) return ms;
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+  auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
   int to_deadline = static_cast<int>(std::clamp<int64_t>(left.count(), 1, INT32_MAX));
   return ms > 0 ? std::min(ms, to_deadline) : to_deadline;
 }

@@ -40,7 +40,8 @@ void EpollSet::to_kernel(const Pollable* obj) {
     // Disabled, the kernel keeps only the flags of an entry (EP_PRIVATE_BITS).
     epoll_event ev{m.disabled ? m.events & ~kPollBits : m.events, m.data};
     if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, m.fd, &ev) != 0)
-      SS_WARN("epoll set %d: fd %d cannot move to the kernel set: %s", epfd_, m.fd, strerror(errno));
+      SS_WARN("epoll set %d: fd %d cannot move to the kernel set: %s", epfd_, m.fd,
+              strerror(errno));
     return true;
   });
 }
@@ -180,7 +181,7 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
   std::vector<std::shared_ptr<Pollable>> held;  // alive while armed
   bool joined = false;                          // a waiter of kick_ since the last arm
   uint64_t passes = 0;                          // for timing.os_first and os_ratio
-  auto leave = [&] {  // mu_ held
+  auto leave = [&] {                            // mu_ held
     if (!joined) return;
     pollfd k{kick_.fd(), POLLIN, 0};
     kick_.leave(::poll(&k, 1, 0) > 0 && (k.revents & POLLIN));
@@ -269,7 +270,9 @@ WaitTarget EpollSet::wait_target(short events, int* sleep_ms) {
   // Out of descriptors for the second epoll fd, or one that cannot watch
   // a target: sleeps of this long at most, as a Kick without its eventfd.
   constexpr int kUnwatchedSleepMs = 10;
-  auto cut = [&] { *sleep_ms = *sleep_ms < 0 ? kUnwatchedSleepMs : std::min(*sleep_ms, kUnwatchedSleepMs); };
+  auto cut = [&] {
+    *sleep_ms = *sleep_ms < 0 ? kUnwatchedSleepMs : std::min(*sleep_ms, kUnwatchedSleepMs);
+  };
   if (!(events & POLLIN)) return {WaitTarget::kTimeOnly};
   std::lock_guard<std::mutex> g(mu_);
   if (arm_fd_ < 0) {

@@ -41,8 +41,7 @@ class EpollSet final : public Pollable {
   // epoll_ctl(2): 0 or -errno as the kernel gives it (EEXIST, ENOENT,
   // EBADF, EINVAL, EPERM, ELOOP). A descriptor whose fd-table entry holds
   // a Pollable joins the list here, any other goes to the kernel.
-  SS_API int ctl(int op, int fd, const epoll_event* ev,
-                 const FdTable& table = FdTable::instance());
+  SS_API int ctl(int op, int fd, const epoll_event* ev, const FdTable& table = FdTable::instance());
 
   // epoll_wait(2): a count, 0 on timeout, or -errno (-EINVAL for
   // maxevents <= 0, -EINTR when a signal handler ran: never restarted).
@@ -95,7 +94,7 @@ class EpollSet final : public Pollable {
     // object's change count when they were.
     short reported = 0;
     uint64_t seen = 0;
-    bool disabled = false;        // one-shot, reported: until EPOLL_CTL_MOD
+    bool disabled = false;  // one-shot, reported: until EPOLL_CTL_MOD
   };
   Member* find(int fd);
   // ctl's one attempt; kLookAgain when the descriptor changed under it.
@@ -126,7 +125,7 @@ class EpollSet final : public Pollable {
   const int epfd_;
   std::mutex mu_;  // members_, kick_
   std::vector<Member> members_;
-  Kick kick_;  // woken by ctl ADD/MOD: sleepers armed from the old members look again
+  Kick kick_;        // woken by ctl ADD/MOD: sleepers armed from the old members look again
   size_t next_ = 0;  // where collect() starts: no member starves the others
   int arm_fd_ = -1;  // made at the first nested sleep
   std::map<int, std::pair<int, uint32_t>> watched_;  // fd in arm_fd_ -> sleepers, events

@@ -47,8 +47,7 @@ msghdr message_of(const iovec* iov, int iovcnt) {
 }
 }  // namespace
 
-ssize_t send_with_fds(int sock, const iovec* iov, int iovcnt, const int* fds, int nfds,
-                      int flags) {
+ssize_t send_with_fds(int sock, const iovec* iov, int iovcnt, const int* fds, int nfds, int flags) {
   if (nfds < 0 || nfds > kMaxPassedFds) return -EINVAL;
   if (sandbox::locked_in())
     return nfds ? -EOPNOTSUPP : locked_in_io(sock, iov, iovcnt, flags, true);
@@ -68,8 +67,8 @@ ssize_t send_with_fds(int sock, const iovec* iov, int iovcnt, const int* fds, in
   return n < 0 ? -errno : n;
 }
 
-ssize_t recv_with_fds(int sock, const iovec* iov, int iovcnt, int* fds, int max_fds,
-                      int* got_fds, int flags) {
+ssize_t recv_with_fds(int sock, const iovec* iov, int iovcnt, int* fds, int max_fds, int* got_fds,
+                      int flags) {
   *got_fds = 0;
   if (max_fds < 0 || max_fds > kMaxPassedFds) return -EINVAL;
   if (sandbox::locked_in()) return locked_in_io(sock, iov, iovcnt, flags, false);

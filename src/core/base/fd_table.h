@@ -26,10 +26,10 @@ namespace ss {
 
 // Each kind names one object type, agreed by the faces that use it.
 enum class FdKind : uint8_t {
-  kNone = 0,       // not in the table
-  kRsocket = 1,    // ss::rs::Socket
-  kOffloaded = 2,  // a socket a preload serves itself
-  kKernel = 3,     // a kernel descriptor a preload passes through (object may be null)
+  kNone = 0,          // not in the table
+  kRsocket = 1,       // ss::rs::Socket
+  kOffloaded = 2,     // a socket a preload serves itself
+  kKernel = 3,        // a kernel descriptor a preload passes through (object may be null)
   kRsocketDgram = 4,  // ss::rs::DgramSocket (a datagram rsocket)
   kVmaKernel = 5,     // ss::vma::preload::KernelSocket (the VMA preload gave it the kernel)
   // ss::rs::Socket whose librspreload connect failed after EINPROGRESS: its
@@ -41,8 +41,8 @@ enum class FdKind : uint8_t {
 class FdTable {
  public:
   SS_API static FdTable& instance();  // the process's table
-  FdTable();                   // (tests: a table of their own)
-  ~FdTable();                  // with no lookup or remove still running
+  FdTable();                          // (tests: a table of their own)
+  ~FdTable();                         // with no lookup or remove still running
 
   // Sets fd's entry, replacing any (a descriptor the kernel reused).
   // -ENOMEM when the descriptor is beyond what the table tracks.

@@ -20,8 +20,8 @@ namespace ss {
 // object may still kick it.
 struct KickSleeper {
   int fd = -1;
-  int joins = 0;                      // objects it waits on now
-  bool seen = false;                  // this sleep saw its eventfd readable
+  int joins = 0;                     // objects it waits on now
+  bool seen = false;                 // this sleep saw its eventfd readable
   std::atomic<bool> pending{false};  // kicked since its last drain
 };
 
@@ -89,7 +89,8 @@ void Kick::leave(bool kicked) {
   const bool flagged = s->pending.exchange(false, std::memory_order_acq_rel);
   if (flagged || s->seen) {
     uint64_t v;
-    if (::read(s->fd, &v, sizeof v) < 0) { /* written and read already */ }
+    if (::read(s->fd, &v, sizeof v) < 0) { /* written and read already */
+    }
   }
   s->seen = false;
 }

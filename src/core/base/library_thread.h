@@ -7,7 +7,7 @@
 
 namespace ss {
 
-SS_API void mark_library_thread();   // first thing in each such thread
-SS_API bool in_library_thread();     // this thread is one of them
+SS_API void mark_library_thread();  // first thing in each such thread
+SS_API bool in_library_thread();    // this thread is one of them
 
 }  // namespace ss

@@ -40,7 +40,7 @@ int read_threshold() {
 }
 
 const char* level_name(Level level) {
-  static constexpr const char* kNames[] = {"PANIC", "ERROR",  "WARN", "INFO",
+  static constexpr const char* kNames[] = {"PANIC",   "ERROR", "WARN", "INFO",
                                            "DETAILS", "DEBUG", "FINE"};
   const int i = static_cast<int>(level);
   return (i >= 0 && i < 7) ? kNames[i] : "LOG";

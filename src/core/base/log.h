@@ -38,8 +38,8 @@ SS_API int set_file(const char* path);
 
 }  // namespace ss::log
 
-#define SS_LOG(level, ...)                                  \
-  do {                                                      \
+#define SS_LOG(level, ...)                                               \
+  do {                                                                   \
     if (::ss::log::enabled(level)) ::ss::log::write(level, __VA_ARGS__); \
   } while (0)
 #define SS_ERROR(...) SS_LOG(::ss::log::Level::kError, __VA_ARGS__)
@@ -48,9 +48,8 @@ SS_API int set_file(const char* path);
 #define SS_DEBUG(...) SS_LOG(::ss::log::Level::kDebug, __VA_ARGS__)
 // A warning said once per call site (per template instance) and process:
 // a misuse the program may repeat in a loop.
-#define SS_WARN_ONCE(...)                                                      \
-  do {                                                                         \
-    static std::atomic<bool> ss_said_once{false};                              \
-    if (!ss_said_once.exchange(true, std::memory_order_relaxed))               \
-      SS_WARN(__VA_ARGS__);                                                    \
+#define SS_WARN_ONCE(...)                                                              \
+  do {                                                                                 \
+    static std::atomic<bool> ss_said_once{false};                                      \
+    if (!ss_said_once.exchange(true, std::memory_order_relaxed)) SS_WARN(__VA_ARGS__); \
   } while (0)

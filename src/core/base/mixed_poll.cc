@@ -35,8 +35,9 @@ class MixedPoll {
   int scan(bool repeat) {
     for (nfds_t i = 0; i < nfds_; i++) {
       Pollable* o = objs_[i].get();
-      fds_[i].revents = !o ? 0 : repeat ? o->readiness_repeat(fds_[i].events)
-                                        : o->readiness(fds_[i].events);
+      fds_[i].revents = !o       ? 0
+                        : repeat ? o->readiness_repeat(fds_[i].events)
+                                 : o->readiness(fds_[i].events);
     }
     if (!plain_.empty() && looks_at_os(timing_, passes_++, !repeat) &&
         ::poll(plain_.data(), plain_.size(), 0) > 0)
@@ -60,7 +61,7 @@ class MixedPoll {
   const PollTiming& timing_;
   uint64_t passes_ = 0;
   std::vector<std::shared_ptr<Pollable>> objs_;  // null: a kernel descriptor
-  std::vector<pollfd> plain_;                     // the kernel descriptors, for scan()
+  std::vector<pollfd> plain_;                    // the kernel descriptors, for scan()
   std::vector<nfds_t> plain_idx_;
 };
 }  // namespace
@@ -88,8 +89,8 @@ int select_mixed(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv,
   int timeout = -1;
   if (tv) {
     if (tv->tv_sec < 0 || tv->tv_usec < 0) return -EINVAL;
-    timeout = static_cast<int>(std::min<long long>(
-        tv->tv_sec * 1000LL + (tv->tv_usec + 999) / 1000, INT32_MAX));
+    timeout = static_cast<int>(
+        std::min<long long>(tv->tv_sec * 1000LL + (tv->tv_usec + 999) / 1000, INT32_MAX));
   }
   int n = poll_mixed(fds.data(), fds.size(), timeout, timing, table);
   if (n < 0) return n;

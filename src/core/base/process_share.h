@@ -109,7 +109,7 @@ class ProcessShare {
   // while a call of another thread may read it.
   std::atomic<Area*> area_{nullptr};
   size_t area_len_ = 0;
-  uint32_t version_ = 0;                    // the turn's version this process's copy is current at
+  uint32_t version_ = 0;  // the turn's version this process's copy is current at
 };
 
 }  // namespace ss

@@ -12,11 +12,11 @@ namespace ss::config {
 
 struct RuleLine {
   static constexpr int kMaxWords = 16;
-  int number = 0;           // 1-based line number in the text
-  int count = 0;            // words found (at most kMaxWords are kept)
-  bool too_many = false;    // more than kMaxWords words: the line is no rule
+  int number = 0;         // 1-based line number in the text
+  int count = 0;          // words found (at most kMaxWords are kept)
+  bool too_many = false;  // more than kMaxWords words: the line is no rule
   std::string_view word[kMaxWords];
-  std::string_view text;    // the line without its comment, trimmed
+  std::string_view text;  // the line without its comment, trimmed
 
   // The text from word i to the end of the line (comment excluded), "" when
   // there is no word i.
@@ -26,7 +26,9 @@ struct RuleLine {
   }
 };
 
-inline bool rule_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+inline bool rule_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
 
 // Calls on_line(const RuleLine&) for every line of `text` holding a word.
 template <typename F>
@@ -45,7 +47,10 @@ void for_each_rule_line(std::string_view text, F&& on_line) {
     l.number = number;
     l.text = line;
     for (size_t i = 0; i < line.size();) {
-      if (rule_space(line[i])) { ++i; continue; }
+      if (rule_space(line[i])) {
+        ++i;
+        continue;
+      }
       size_t j = i;
       while (j < line.size() && !rule_space(line[j])) ++j;
       if (l.count == RuleLine::kMaxWords) {

@@ -82,7 +82,8 @@ int ServiceThread::Run::poll(std::span<pollfd> fds, int timeout_ms) {
   int n = ::poll(fds.data(), fds.size(), timeout_ms);
   if (n < 0) return -errno;
   uint64_t v;
-  if ((fds[0].revents & POLLIN) && ::read(wake_fd_, &v, sizeof v) < 0) { /* drained */ }
+  if ((fds[0].revents & POLLIN) && ::read(wake_fd_, &v, sizeof v) < 0) { /* drained */
+  }
   return n;
 }
 
@@ -132,7 +133,8 @@ void ServiceThread::reap_locked() {
 
 void ServiceThread::quiesce_for_fork(std::unique_lock<std::mutex>& lk) {
   const auto quiet = [this] {
-    return joining_ == 0 && workers_.size() == (worker_ ? 1u : 0u) && (!worker_ || worker_->started);
+    return joining_ == 0 && workers_.size() == (worker_ ? 1u : 0u) &&
+           (!worker_ || worker_->started);
   };
   changed_.wait_for(lk, std::chrono::seconds(2), quiet);
   reap_locked();

@@ -106,9 +106,9 @@ class ServiceThread {
   std::shared_ptr<Worker> worker_;  // the running thread's, or null
   // Every thread of ours still alive: the running one and any stopping.
   std::vector<std::shared_ptr<Worker>> workers_;
-  int joining_ = 0;               // release() or stop() in pthread_join now
-  std::vector<pthread_t> reap_;   // stopped themselves and left workers_: to join
-  ServiceThread* next_ = nullptr;   // in the registry of fork handlers
+  int joining_ = 0;                // release() or stop() in pthread_join now
+  std::vector<pthread_t> reap_;    // stopped themselves and left workers_: to join
+  ServiceThread* next_ = nullptr;  // in the registry of fork handlers
   ServiceThread* prev_ = nullptr;
 };
 

@@ -15,8 +15,7 @@ size_t round_up(size_t len, size_t unit) { return (len + unit - 1) / unit * unit
 
 void note_fallback(int err) {
   static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    SS_INFO("mem: no hugepages available (%d), using normal pages", err);
+  if (!said.exchange(true)) SS_INFO("mem: no hugepages available (%d), using normal pages", err);
 }
 
 }  // namespace

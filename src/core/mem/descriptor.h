@@ -23,9 +23,9 @@ struct FrameDesc;
 
 struct Chunk {
   Pool* pool = nullptr;
-  uint32_t frame_shift = 0;              // frame size = 1 << frame_shift
+  uint32_t frame_shift = 0;  // frame size = 1 << frame_shift
   std::unique_ptr<ChunkMemory> mem;
-  std::unique_ptr<FrameDesc[]> frames;   // frames_per_chunk of them
+  std::unique_ptr<FrameDesc[]> frames;     // frames_per_chunk of them
   RegHandle handles[kMaxRegistrars] = {};  // indexed like the pool's registrars
   bool registered[kMaxRegistrars] = {};
 };
@@ -34,7 +34,7 @@ struct Chunk {
 struct alignas(64) FrameDesc {
   char* data = nullptr;  // frame start (frame_size bytes, a power of two)
   Chunk* chunk = nullptr;
-  uint32_t index = 0;    // in the pool: chunk number << shift | frame number
+  uint32_t index = 0;  // in the pool: chunk number << shift | frame number
   // Holders: handles plus raw references. 0 = not held (free, cached, or
   // owned by a recycler such as a fill ring).
   std::atomic<uint32_t> refs{0};

@@ -27,12 +27,12 @@
 namespace ss::mem {
 
 struct PoolOptions {
-  size_t frame_size = 2048;       // rounded up to a power of two, at least 64
-  size_t headroom = 0;            // offset of a new handle's view; < frame_size
-  size_t frames_per_chunk = 64;   // rounded up to a power of two
-  size_t max_chunks = 1;          // 1: one contiguous area (a UMEM)
+  size_t frame_size = 2048;      // rounded up to a power of two, at least 64
+  size_t headroom = 0;           // offset of a new handle's view; < frame_size
+  size_t frames_per_chunk = 64;  // rounded up to a power of two
+  size_t max_chunks = 1;         // 1: one contiguous area (a UMEM)
   Backing backing = Backing::kShared;
-  bool hugepages = false;         // allowed (the caller's setting); used if available
+  bool hugepages = false;                // allowed (the caller's setting); used if available
   const char* name = "slipstream-pool";  // memfd name, shown in /proc/PID/maps
   // MADV_DONTFORK on the chunks: a fork child gets no copy of them (memory
   // a device pins is copied whole at fork otherwise; the child must not

@@ -102,7 +102,8 @@ void Pool::spill(ThreadCache* c, uint32_t count) {
 }
 
 void Pool::spill_thread_cache(int slot) {
-  if (cache_cap_ && slot >= 0) spill(&caches_[slot], caches_[slot].n.load(std::memory_order_relaxed));
+  if (cache_cap_ && slot >= 0)
+    spill(&caches_[slot], caches_[slot].n.load(std::memory_order_relaxed));
 }
 
 void Pool::release_frame(FrameDesc* d) {

@@ -42,8 +42,7 @@ size_t huge_page_size() {
   return hs;
 }
 
-int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out,
-                   bool hugepages) {
+int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out, bool hugepages) {
   if (len == 0 || !out) return -EINVAL;
   const size_t ps = hugepages ? huge_page_size() : page_size();
   if (ps == 0) return -EOPNOTSUPP;
@@ -55,8 +54,7 @@ int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out,
   if (fd < 0) return -errno;
   int err = 0;
   void* addr = MAP_FAILED;
-  if (ftruncate(fd, static_cast<off_t>(len)) < 0 ||
-      fcntl(fd, F_ADD_SEALS, kSeals) < 0) {
+  if (ftruncate(fd, static_cast<off_t>(len)) < 0 || fcntl(fd, F_ADD_SEALS, kSeals) < 0) {
     err = -errno;
   } else {
     addr = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -16,7 +16,7 @@ namespace {
 struct Entry {
   uintptr_t start;
   uintptr_t end;  // exclusive
-  int fd;  // -1 once taken or dropped
+  int fd;         // -1 once taken or dropped
 };
 
 struct Registry {

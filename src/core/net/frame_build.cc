@@ -33,7 +33,8 @@ void write_ipv4(uint8_t* p, const FrameFields& f, uint8_t proto, size_t total) {
 }
 
 void write_ipv6(uint8_t* p, const FrameFields& f, uint8_t proto, size_t payload_len) {
-  store_be32(p, 6u << 28 | static_cast<uint32_t>(f.tos) << 20 | (f.flow_label & kIpv6FlowLabelMask));
+  store_be32(p,
+             6u << 28 | static_cast<uint32_t>(f.tos) << 20 | (f.flow_label & kIpv6FlowLabelMask));
   store_be16(p + kIpv6PayloadLenOffset, static_cast<uint16_t>(payload_len));
   p[kIpv6NextHeaderOffset] = proto;
   p[kIpv6HopLimitOffset] = f.ttl;
@@ -47,8 +48,8 @@ void write_udp(uint8_t* u, const FrameFields& f, size_t udp_len) {
   store_be16(u + 2, f.dst_port);
   store_be16(u + kUdpLenOffset, static_cast<uint16_t>(udp_len));
   store_be16(u + kUdpChecksumOffset, 0);
-  Checksum c = udp_pseudo_header_sum(f.ip_version, f.src_ip, f.dst_ip,
-                                     static_cast<uint32_t>(udp_len));
+  Checksum c =
+      udp_pseudo_header_sum(f.ip_version, f.src_ip, f.dst_ip, static_cast<uint32_t>(udp_len));
   c.add(u, kUdpHeaderLen);
   c.add(u + kUdpHeaderLen, udp_len - kUdpHeaderLen);
   const uint16_t sum = c.result();

@@ -104,11 +104,15 @@ FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out, bool t
   memcpy(out->fields.src_mac, e.src(), kMacLen);
   const std::span<const uint8_t> l3 = frame.subspan(kEthHeaderLen);
   switch (e.type()) {
-    case kEtherTypeIpv4: return parse_ipv4(l3, out, take_tcp);
-    case kEtherTypeIpv6: return parse_ipv6(l3, out, take_tcp);
+    case kEtherTypeIpv4:
+      return parse_ipv4(l3, out, take_tcp);
+    case kEtherTypeIpv6:
+      return parse_ipv6(l3, out, take_tcp);
     case kEtherTypeVlan:
-    case kEtherTypeQinQ: return R::kVlan;
-    default: return R::kNotIp;
+    case kEtherTypeQinQ:
+      return R::kVlan;
+    default:
+      return R::kNotIp;
   }
 }
 

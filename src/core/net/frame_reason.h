@@ -20,18 +20,18 @@ enum class FrameReason : uint8_t {
   kIpv6ExtensionHeader,  // any other extension header before UDP
   kNotUdp,               // another upper-layer protocol
   // dropped
-  kTruncatedEthernet,   // shorter than the Ethernet header
-  kTruncatedIp,         // shorter than the fixed IP header
-  kBadIpVersion,        // version field does not match the EtherType
-  kBadIhl,              // IPv4 IHL below 5
-  kIhlPastEnd,          // IPv4 header (IHL) longer than the frame
-  kBadIpChecksum,       // IPv4 header checksum
-  kBadIpLength,         // IPv4 total length shorter than its header
-  kIpLengthPastFrame,   // IP length says more bytes than the frame has
-  kTruncatedUdp,        // IP payload shorter than the UDP header
-  kBadUdpLength,        // UDP length differs from the IP payload's
-  kBadUdpChecksum,      // UDP checksum (pseudo-header included)
-  kZeroUdpChecksumV6,   // IPv6 forbids "no checksum" (RFC 8200 §8.1)
+  kTruncatedEthernet,  // shorter than the Ethernet header
+  kTruncatedIp,        // shorter than the fixed IP header
+  kBadIpVersion,       // version field does not match the EtherType
+  kBadIhl,             // IPv4 IHL below 5
+  kIhlPastEnd,         // IPv4 header (IHL) longer than the frame
+  kBadIpChecksum,      // IPv4 header checksum
+  kBadIpLength,        // IPv4 total length shorter than its header
+  kIpLengthPastFrame,  // IP length says more bytes than the frame has
+  kTruncatedUdp,       // IP payload shorter than the UDP header
+  kBadUdpLength,       // UDP length differs from the IP payload's
+  kBadUdpChecksum,     // UDP checksum (pseudo-header included)
+  kZeroUdpChecksumV6,  // IPv6 forbids "no checksum" (RFC 8200 §8.1)
   kCount
 };
 constexpr size_t kFrameReasonCount = static_cast<size_t>(FrameReason::kCount);

@@ -60,7 +60,7 @@ class FrameTx {
   prov::RingQueue* const queue_;
   mem::Pool* const pool_;
   std::mutex mu_;
-  std::vector<mem::Buffer> spare_;  // completed frames kept for the next takes
+  std::vector<mem::Buffer> spare_;     // completed frames kept for the next takes
   std::atomic<uint32_t> unkicked_{0};  // queued since the last kick (read unlocked by flush)
   std::deque<mem::Buffer> held_;       // queued while the ring was full, oldest first
   std::atomic<size_t> held_n_{0};      // held_.size(), read unlocked by flush

@@ -27,8 +27,10 @@ inline bool ipv6_is_extension_header(uint8_t next) {
     case 139:  // HIP
     case 140:  // shim6
     case 253:  // experimental
-    case 254: return true;
-    default: return false;
+    case 254:
+      return true;
+    default:
+      return false;
   }
 }
 

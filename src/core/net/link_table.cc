@@ -57,7 +57,8 @@ void LinkTable::apply_addr(const nlmsghdr* nlh) {
   // point-to-point link); IPv6 gives IFA_ADDRESS only.
   const nlattr* a = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
   if (!a) return;
-  const IpAddr ip = IpAddr::raw(ifa->ifa_family, mnl_attr_get_payload(a), mnl_attr_get_payload_len(a));
+  const IpAddr ip =
+      IpAddr::raw(ifa->ifa_family, mnl_attr_get_payload(a), mnl_attr_get_payload_len(a));
   if (ip.empty()) return;
   const auto key = std::make_pair(ip, static_cast<int>(ifa->ifa_index));
   if (nlh->nlmsg_type == RTM_NEWADDR)

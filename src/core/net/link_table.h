@@ -22,8 +22,8 @@ struct Link {
   uint8_t mac[6] = {};
   bool has_mac = false;  // a 6-byte hardware address (Ethernet-like)
   uint32_t mtu = 0;
-  unsigned flags = 0;    // IFF_*
-  bool up() const;       // administratively up (IFF_UP)
+  unsigned flags = 0;  // IFF_*
+  bool up() const;     // administratively up (IFF_UP)
 };
 
 class LinkTable {

@@ -30,8 +30,8 @@ bool parse_neigh(const nlmsghdr* nlh, NeighKey* key, NeighEntry* entry) {
   const nlattr* tb[NDA_MAX + 1];
   netlink_attrs(nlh, sizeof *nd, tb, NDA_MAX);
   if (!tb[NDA_DST]) return false;
-  const IpAddr dst =
-      IpAddr::raw(nd->ndm_family, mnl_attr_get_payload(tb[NDA_DST]), mnl_attr_get_payload_len(tb[NDA_DST]));
+  const IpAddr dst = IpAddr::raw(nd->ndm_family, mnl_attr_get_payload(tb[NDA_DST]),
+                                 mnl_attr_get_payload_len(tb[NDA_DST]));
   if (dst.empty()) return false;
   *key = {nd->ndm_ifindex, dst};
   *entry = {};

@@ -80,10 +80,12 @@ void netlink_attrs(const nlmsghdr* nlh, size_t hdrlen, const nlattr** tb, uint16
                 });
 }
 
-void for_each_attr(const void* begin, const void* end, const std::function<void(const nlattr*)>& fn) {
+void for_each_attr(const void* begin, const void* end,
+                   const std::function<void(const nlattr*)>& fn) {
   // libmnl's mnl_attr_for_each macros assign void* (C only).
   const auto* a = static_cast<const nlattr*>(begin);
-  while (mnl_attr_ok(a, static_cast<int>(static_cast<const char*>(end) - reinterpret_cast<const char*>(a)))) {
+  while (mnl_attr_ok(
+      a, static_cast<int>(static_cast<const char*>(end) - reinterpret_cast<const char*>(a)))) {
     fn(a);
     a = mnl_attr_next(a);
   }

@@ -64,7 +64,8 @@ class NetlinkSocket {
 // above `max` ignored, absent ones null).
 void netlink_attrs(const nlmsghdr* nlh, size_t hdrlen, const nlattr** tb, uint16_t max);
 // Every attribute from `begin` to `end` (a message's or a nest's payload).
-void for_each_attr(const void* begin, const void* end, const std::function<void(const nlattr*)>& fn);
+void for_each_attr(const void* begin, const void* end,
+                   const std::function<void(const nlattr*)>& fn);
 // The attribute's u32 payload, or `dflt` when absent or too short.
 uint32_t attr_u32(const nlattr* a, uint32_t dflt);
 // The attribute's string payload (up to its NUL), empty when absent.

@@ -18,8 +18,8 @@ namespace {
 // policy rules (a rule picks the table), links and addresses (MTU, up,
 // preferred source), IPv4 and IPv6.
 constexpr unsigned kGroups[] = {
-    RTNLGRP_NEIGH,       RTNLGRP_LINK,        RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
-    RTNLGRP_IPV4_ROUTE,  RTNLGRP_IPV6_ROUTE,  RTNLGRP_IPV4_RULE,   RTNLGRP_IPV6_RULE,
+    RTNLGRP_NEIGH,      RTNLGRP_LINK,       RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
+    RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_IPV4_RULE,   RTNLGRP_IPV6_RULE,
 };
 
 // Where a zero-length datagram that makes the kernel resolve a next hop
@@ -29,7 +29,8 @@ constexpr uint16_t kDiscardPort = 9;
 // The errors a route lookup answers with, cached like a route; any other
 // (a failed request) is not.
 bool is_route_answer(int err) {
-  return err == 0 || err == -ENETUNREACH || err == -EHOSTUNREACH || err == -EACCES || err == -EINVAL;
+  return err == 0 || err == -ENETUNREACH || err == -EHOSTUNREACH || err == -EACCES ||
+         err == -EINVAL;
 }
 
 // Copies `e`'s answer out; true when the kernel should be asked to resolve
@@ -94,7 +95,8 @@ int NetlinkView::process_events() {
   while ((rc = events_->drain([this](const nlmsghdr* m) { apply(m); })) == -ENOBUFS) lost = true;
   if (rc) return rc;
   if (lost) {
-    SS_INFO("netlink: change events were lost (ENOBUFS); reading routes, links and addresses again");
+    SS_INFO(
+        "netlink: change events were lost (ENOBUFS); reading routes, links and addresses again");
     return resync();
   }
   return 0;

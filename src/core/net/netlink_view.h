@@ -72,7 +72,7 @@ class NetlinkView {
 
   // What was done so far, for tests and statistics.
   struct Counters {
-    uint64_t resyncs = 0;         // caches read again after lost events
+    uint64_t resyncs = 0;           // caches read again after lost events
     uint64_t resolve_netlink = 0;   // next hops handed to the kernel by NTF_USE
     uint64_t resolve_datagram = 0;  // ... by a zero-length UDP datagram
   };

@@ -16,21 +16,31 @@ namespace {
 // same answer).
 int type_errno(uint8_t type) {
   switch (type) {
-    case RTN_UNREACHABLE: return EHOSTUNREACH;
-    case RTN_PROHIBIT: return EACCES;
-    case RTN_BLACKHOLE: return EINVAL;
-    case RTN_THROW: return ENETUNREACH;
-    default: return 0;
+    case RTN_UNREACHABLE:
+      return EHOSTUNREACH;
+    case RTN_PROHIBIT:
+      return EACCES;
+    case RTN_BLACKHOLE:
+      return EINVAL;
+    case RTN_THROW:
+      return ENETUNREACH;
+    default:
+      return 0;
   }
 }
 
 RouteType route_type(uint8_t type) {
   switch (type) {
-    case RTN_UNICAST: return RouteType::kUnicast;
-    case RTN_LOCAL: return RouteType::kLocal;
-    case RTN_BROADCAST: return RouteType::kBroadcast;
-    case RTN_MULTICAST: return RouteType::kMulticast;
-    default: return RouteType::kOther;
+    case RTN_UNICAST:
+      return RouteType::kUnicast;
+    case RTN_LOCAL:
+      return RouteType::kLocal;
+    case RTN_BROADCAST:
+      return RouteType::kBroadcast;
+    case RTN_MULTICAST:
+      return RouteType::kMulticast;
+    default:
+      return RouteType::kOther;
   }
 }
 

@@ -30,7 +30,8 @@ int NetlinkTxResolver::resolve(const Flow& f, TxPath* out, ToKernel* why) {
   if (group) return multicast_mac(f.dst, out->dst_mac) ? 0 : kernel(ToKernel::kNotUnicast);
   Neighbour n;
   // Not even asked (netlink failed): the kernel socket resolves it.
-  if (view_->neighbour(r.ifindex, r.next_hop(f), &n) < 0) return kernel(ToKernel::kNeighbourPending);
+  if (view_->neighbour(r.ifindex, r.next_hop(f), &n) < 0)
+    return kernel(ToKernel::kNeighbourPending);
   if (n.state == NeighState::kPending) return kernel(ToKernel::kNeighbourPending);
   if (n.state == NeighState::kFailed) return kernel(ToKernel::kNeighbourFailed);
   memcpy(out->dst_mac, n.mac, 6);

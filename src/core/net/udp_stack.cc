@@ -170,7 +170,8 @@ int UdpStack::steer_holders_locked(const IpAddr& ip, uint16_t port) const {
 int UdpStack::bind(const UdpAddr& local, bool dual, std::unique_ptr<UdpEndpoint>* out,
                    bool shared) {
   const sa_family_t fam = local.ip.family;
-  if (!out || (fam != AF_INET && fam != AF_INET6) || (dual && (fam != AF_INET6 || !any_ip(local.ip))))
+  if (!out || (fam != AF_INET && fam != AF_INET6) ||
+      (dual && (fam != AF_INET6 || !any_ip(local.ip))))
     return -EINVAL;
   std::unique_ptr<UdpEndpoint> ep(new UdpEndpoint(this, local, dual, shared));
   std::lock_guard lock(mu_);
@@ -214,7 +215,8 @@ void UdpStack::unbind(UdpEndpoint* ep) {
     steer_unref_locked(l.ip, l.port);
   if (ep->dual_ && ep->steered_v4_) steer_unref_locked(any_of(AF_INET), l.port);
   // Only its own entries: the address may be other endpoints' too.
-  for (const Key& k : {key(l.ip.family, l.ip.bytes, l.port), key(AF_INET, any_of(AF_INET).bytes, l.port)}) {
+  for (const Key& k :
+       {key(l.ip.family, l.ip.bytes, l.port), key(AF_INET, any_of(AF_INET).bytes, l.port)}) {
     auto it = demux_.find(k);
     if (it == demux_.end()) continue;
     std::erase(it->second, ep);
@@ -376,8 +378,10 @@ void UdpStack::deliver_group_locked(Buffer&& frame, size_t at, size_t len, const
       admitted++;
       queue_locked(m.ep, frame.share(), at, len, src, drop);  // one frame, a handle each
     }
-    if (admitted) rx_.group_copies += admitted - 1;
-    else rx_.source_filtered++;
+    if (admitted)
+      rx_.group_copies += admitted - 1;
+    else
+      rx_.source_filtered++;
   }
   drop->push_back(std::move(frame));
 }
@@ -424,7 +428,8 @@ void UdpStack::top_up_locked(const UdpRing& r, std::vector<Buffer>* drop) {
   const uint32_t level = r.queue->fill_level();
   const size_t reserve = cfg_.initial_fill / 8, free = r.pool->free_count();
   const size_t spare = free > reserve ? free - reserve : 0;
-  const size_t want = std::min<size_t>({cfg_.initial_fill / 2 - std::min(level, cfg_.initial_fill / 2), spare, 64});
+  const size_t want =
+      std::min<size_t>({cfg_.initial_fill / 2 - std::min(level, cfg_.initial_fill / 2), spare, 64});
   Buffer frames[64];
   int n = 0;
   for (; static_cast<size_t>(n) < want; n++) {
@@ -458,7 +463,9 @@ UdpStack::Spill::~Spill() {
   try {  // a destructor: nothing may leave it
     to->drain();
   } catch (...) {
-    SS_WARN("TCP offload: out of memory draining received segments; some were dropped (their senders send them again)");
+    SS_WARN(
+        "TCP offload: out of memory draining received segments; some were dropped (their senders "
+        "send them again)");
   }
 }
 

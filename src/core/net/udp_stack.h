@@ -70,20 +70,20 @@ struct Datagram {
 };
 
 struct UdpRxCounters {
-  FrameCounters frames;           // by parse_frame's reason (kAccepted: parsed whole)
-  uint64_t delivered = 0;         // queued on an endpoint
-  uint64_t delivered_bytes = 0;   // their payloads
-  uint64_t no_endpoint = 0;       // parsed, but no endpoint has its address and port
-  uint64_t not_from_peer = 0;     // a connected endpoint's, from another source
-  uint64_t queue_full = 0;        // the endpoint's receive queue was full
-  uint64_t to_kernel_lost = 0;    // a "to the kernel" frame on the ring: not re-injectable
-  uint64_t chained = 0;           // spread over several frames: dropped (not from AF_XDP)
-  uint64_t tcp = 0;               // TCP segments handed to the TCP stack
-  uint64_t source_filtered = 0;   // a group's frame no member's source filter admits
-  uint64_t group_copies = 0;      // handles a group's frame gave beyond its first member
-  uint64_t looped = 0;            // our own multicast sends delivered here (IP_MULTICAST_LOOP)
-  uint64_t fill_topped_up = 0;    // spare pool frames put in a fill ring the program ran low
-  uint64_t fill_dry = 0;          // polls that found a fill ring empty and no spare frame
+  FrameCounters frames;          // by parse_frame's reason (kAccepted: parsed whole)
+  uint64_t delivered = 0;        // queued on an endpoint
+  uint64_t delivered_bytes = 0;  // their payloads
+  uint64_t no_endpoint = 0;      // parsed, but no endpoint has its address and port
+  uint64_t not_from_peer = 0;    // a connected endpoint's, from another source
+  uint64_t queue_full = 0;       // the endpoint's receive queue was full
+  uint64_t to_kernel_lost = 0;   // a "to the kernel" frame on the ring: not re-injectable
+  uint64_t chained = 0;          // spread over several frames: dropped (not from AF_XDP)
+  uint64_t tcp = 0;              // TCP segments handed to the TCP stack
+  uint64_t source_filtered = 0;  // a group's frame no member's source filter admits
+  uint64_t group_copies = 0;     // handles a group's frame gave beyond its first member
+  uint64_t looped = 0;           // our own multicast sends delivered here (IP_MULTICAST_LOOP)
+  uint64_t fill_topped_up = 0;   // spare pool frames put in a fill ring the program ran low
+  uint64_t fill_dry = 0;         // polls that found a fill ring empty and no spare frame
 };
 
 class UdpStack;
@@ -170,17 +170,17 @@ class UdpEndpoint {
   UdpEndpoint(UdpStack* stack, const UdpAddr& local, bool dual, bool shared);
   UdpStack* stack_;
   UdpAddr local_;
-  bool dual_;    // an IPv6 wildcard that also takes IPv4 (no IPV6_V6ONLY)
-  bool shared_;  // may share its address and port with other shared ones
+  bool dual_;           // an IPv6 wildcard that also takes IPv4 (no IPV6_V6ONLY)
+  bool shared_;         // may share its address and port with other shared ones
   bool bound_ = false;  // entered in the demux table (a failed bind's is not)
   bool steered_v4_ = false, steered_v6_ = false;  // under the stack's mutex after bind
   bool lent_v4_ = false, lent_v6_ = false;        // under the stack's mutex: lend_to_kernel's
-  bool lending_ = false;                         // under the stack's mutex: lent, groups too
-  UdpAddr peer_;                 // under the stack's mutex
-  UdpTxOptions tx_;              // under the stack's mutex
-  std::deque<Datagram> queue_;   // under the stack's mutex
-  uint64_t arrivals_ = 0;        // under the stack's mutex
-  Kick waiters_;                 // under the stack's mutex
+  bool lending_ = false;                          // under the stack's mutex: lent, groups too
+  UdpAddr peer_;                                  // under the stack's mutex
+  UdpTxOptions tx_;                               // under the stack's mutex
+  std::deque<Datagram> queue_;                    // under the stack's mutex
+  uint64_t arrivals_ = 0;                         // under the stack's mutex
+  Kick waiters_;                                  // under the stack's mutex
 };
 
 // One rx queue of the netdev and its pool (a pool per queue: a pool has
@@ -193,12 +193,12 @@ struct UdpRing {
 class UdpStack {
  public:
   struct Config {
-    std::vector<UdpRing> rings;   // every rx queue of the netdev; tx uses the first
+    std::vector<UdpRing> rings;              // every rx queue of the netdev; tx uses the first
     prov::FlowSteering* steering = nullptr;  // asked for UDP flows
     SegmentInput* tcp = nullptr;             // the TCP stack: else TCP is to_kernel_lost
-    int ifindex = 0;              // the netdev's (sends routed elsewhere go to the kernel)
-    uint32_t initial_fill = 1024; // frames put in each fill ring at create
-    size_t queue_limit = 4096;    // datagrams an endpoint holds before dropping
+    int ifindex = 0;               // the netdev's (sends routed elsewhere go to the kernel)
+    uint32_t initial_fill = 1024;  // frames put in each fill ring at create
+    size_t queue_limit = 4096;     // datagrams an endpoint holds before dropping
   };
   // Fills each fill ring. -EINVAL for a config without rings or steering.
   SS_API static int create(const Config& cfg, std::unique_ptr<UdpStack>* out);
@@ -276,15 +276,15 @@ class UdpStack {
   void deliver_group_locked(mem::Buffer&& frame, size_t at, size_t len, const Key& group,
                             const UdpAddr& src, std::vector<mem::Buffer>* drop);
   // Queues frame (view [at, at+len)) on ep unless its peer or queue refuse.
-  void queue_locked(UdpEndpoint* ep, mem::Buffer&& frame, size_t at, size_t len,
-                    const UdpAddr& src, std::vector<mem::Buffer>* drop);
+  void queue_locked(UdpEndpoint* ep, mem::Buffer&& frame, size_t at, size_t len, const UdpAddr& src,
+                    std::vector<mem::Buffer>* drop);
   int poll_locked(int budget, Spill* out);
   // Spare pool frames into r's fill ring when the program holds most of
   // its frames (refused ones to *drop).
   void top_up_locked(const UdpRing& r, std::vector<mem::Buffer>* drop);
 
   const Config cfg_;
-  mutable std::mutex mu_;                // everything below and the endpoints' queues
+  mutable std::mutex mu_;                           // everything below and the endpoints' queues
   std::map<Key, std::vector<UdpEndpoint*>> demux_;  // in bind order
   std::map<Key, Group> groups_;                     // (group, port): its members
   std::map<Key, int> steer_refs_;                   // flows asked for, by holders

@@ -12,14 +12,22 @@ using mem::Buffer;
 
 const char* to_kernel_name(ToKernel why) {
   switch (why) {
-    case ToKernel::kLocal: return "local";
-    case ToKernel::kNotUnicast: return "not_unicast";
-    case ToKernel::kOtherDevice: return "other_device";
-    case ToKernel::kNeighbourPending: return "neighbour_pending";
-    case ToKernel::kNeighbourFailed: return "neighbour_failed";
-    case ToKernel::kOverMtu: return "over_mtu";
-    case ToKernel::kOverFrame: return "over_frame";
-    case ToKernel::kCount: break;
+    case ToKernel::kLocal:
+      return "local";
+    case ToKernel::kNotUnicast:
+      return "not_unicast";
+    case ToKernel::kOtherDevice:
+      return "other_device";
+    case ToKernel::kNeighbourPending:
+      return "neighbour_pending";
+    case ToKernel::kNeighbourFailed:
+      return "neighbour_failed";
+    case ToKernel::kOverMtu:
+      return "over_mtu";
+    case ToKernel::kOverFrame:
+      return "over_frame";
+    case ToKernel::kCount:
+      break;
   }
   return "?";
 }

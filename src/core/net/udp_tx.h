@@ -63,18 +63,18 @@ class TxResolver {
 enum class SendStatus : uint8_t { kSent, kUseKernel, kError };
 struct SendResult {
   SendStatus status = SendStatus::kError;
-  int err = 0;                         // kError: the errno
-  ToKernel why = ToKernel::kCount;     // kUseKernel: the reason
+  int err = 0;                      // kError: the errno
+  ToKernel why = ToKernel::kCount;  // kUseKernel: the reason
 };
 
 struct UdpTxCounters {
   uint64_t sent = 0;
   uint64_t sent_bytes = 0;  // their payloads
   uint64_t to_kernel[kToKernelCount] = {};
-  uint64_t dummy = 0;       // dummy sends: frames built, never sent
-  uint64_t ring_full = 0;   // tx ring full: EAGAIN
-  uint64_t no_buffer = 0;   // no free frame: ENOBUFS
-  uint64_t errors = 0;      // routing errors and failed kicks
+  uint64_t dummy = 0;      // dummy sends: frames built, never sent
+  uint64_t ring_full = 0;  // tx ring full: EAGAIN
+  uint64_t no_buffer = 0;  // no free frame: ENOBUFS
+  uint64_t errors = 0;     // routing errors and failed kicks
 };
 
 class UdpTx {

@@ -11,31 +11,32 @@ namespace ss::prov {
 
 // What a provider can do; a test checks the flags against behaviour.
 enum Cap : uint32_t {
-  kCapWrite = 1u << 0,       // plain one-sided write (receiver not notified)
-  kCapWriteImm = 1u << 1,    // write carrying an immediate that completes at the receiver
-  kCapInline = 1u << 2,      // SendWr::inline_data honoured: source reusable on return
-  kCapRoute = 1u << 3,       // path records (SOL_RDMA RDMA_ROUTE)
-  kCapRecvWr = 1u << 4,      // each immediate consumes a posted receive (verbs); else post_recv is a no-op
-  kCapAsyncPlace = 1u << 5,  // can place writes while the application is not calling in
-  kCapSameHost = 1u << 6,    // peers must share this host
-  kCapCopyOnPost = 1u << 7,  // a post with inline_data copies (or sends) its source at
-                             // once, whatever its size: any size may be posted straight
-                             // from user memory
-  kCapUnchunked = 1u << 8,   // the peer is always Slipstream and a post is one copy:
-                             // a write may fill a whole published buffer at once
-                             // (no 64 KiB rsocket chunks, no small-first ramp)
-  kCapNoWriteLen = 1u << 9,  // a receive completion's byte_len is not the length of the
-                             // write it announces (iWARP: a 4-byte send follows the
-                             // write); the engine learns from memory what was written
+  kCapWrite = 1u << 0,     // plain one-sided write (receiver not notified)
+  kCapWriteImm = 1u << 1,  // write carrying an immediate that completes at the receiver
+  kCapInline = 1u << 2,    // SendWr::inline_data honoured: source reusable on return
+  kCapRoute = 1u << 3,     // path records (SOL_RDMA RDMA_ROUTE)
+  kCapRecvWr =
+      1u << 4,  // each immediate consumes a posted receive (verbs); else post_recv is a no-op
+  kCapAsyncPlace = 1u << 5,          // can place writes while the application is not calling in
+  kCapSameHost = 1u << 6,            // peers must share this host
+  kCapCopyOnPost = 1u << 7,          // a post with inline_data copies (or sends) its source at
+                                     // once, whatever its size: any size may be posted straight
+                                     // from user memory
+  kCapUnchunked = 1u << 8,           // the peer is always Slipstream and a post is one copy:
+                                     // a write may fill a whole published buffer at once
+                                     // (no 64 KiB rsocket chunks, no small-first ramp)
+  kCapNoWriteLen = 1u << 9,          // a receive completion's byte_len is not the length of the
+                                     // write it announces (iWARP: a 4-byte send follows the
+                                     // write); the engine learns from memory what was written
   kCapActiveSpeaksFirst = 1u << 10,  // the accepting side must not send before the
                                      // connecting side's first message (iWARP's MPA
                                      // without ready-to-receive: siw fails a connect
                                      // whose reply has data behind it); the connecting
                                      // side sends one as soon as it is connected
-  kCapForkCopies = 1u << 11,  // a fork child's copy of the connection works on its own
-                              // (kernel streams, shared memory): either process may use
-                              // it once the other dropped its copy. Without it (verbs)
-                              // the connection stays with the process that made it
+  kCapForkCopies = 1u << 11,         // a fork child's copy of the connection works on its own
+                                     // (kernel streams, shared memory): either process may use
+                                     // it once the other dropped its copy. Without it (verbs)
+                                     // the connection stays with the process that made it
 };
 
 enum Access : int { kAccessLocal = 0, kAccessRemoteWrite = 1 };

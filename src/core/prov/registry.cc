@@ -15,8 +15,7 @@ const char* family_name(Family family) {
   return family == Family::kConnection ? "connection" : "ring";
 }
 
-Registration::Registration(const Descriptor& descriptor)
-    : descriptor_(descriptor), next_(g_head) {
+Registration::Registration(const Descriptor& descriptor) : descriptor_(descriptor), next_(g_head) {
   g_head = this;
 }
 

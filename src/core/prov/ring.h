@@ -27,12 +27,12 @@ namespace ss::prov {
 
 // What a ring provider can do; a test checks the flags against behaviour.
 enum RingCap : uint32_t {
-  kRingCapZeroCopy = 1u << 0,  // the device reads and writes pool frames in place
-                               // (else it copies, as AF_XDP's copy mode does)
-  kRingCapChained = 1u << 1,   // a packet may span chained frames, on rx and tx
-  kRingCapHeadroom = 1u << 2,  // rx payload starts after the pool's headroom, so
-                               // headers can be pushed in front without a copy
-  kRingCapNeedsKick = 1u << 3, // queued tx leaves only after kick() (a syscall)
+  kRingCapZeroCopy = 1u << 0,   // the device reads and writes pool frames in place
+                                // (else it copies, as AF_XDP's copy mode does)
+  kRingCapChained = 1u << 1,    // a packet may span chained frames, on rx and tx
+  kRingCapHeadroom = 1u << 2,   // rx payload starts after the pool's headroom, so
+                                // headers can be pushed in front without a copy
+  kRingCapNeedsKick = 1u << 3,  // queued tx leaves only after kick() (a syscall)
 };
 
 enum class Ring : uint8_t { kFill, kRx, kTx, kCompletion };
@@ -51,10 +51,10 @@ struct RingQueueConfig {
 
 struct RingStats {
   uint64_t rx_packets = 0, tx_packets = 0;
-  uint64_t rx_dropped_no_fill = 0;    // arrived while the fill ring was empty
-  uint64_t rx_dropped_rx_full = 0;    // arrived while the rx ring was full
-  uint64_t fill_full = 0;             // frames refused by a full fill ring
-  uint64_t rx_dropped_bad_desc = 0;   // rx descriptor outside its frame: refilled
+  uint64_t rx_dropped_no_fill = 0;   // arrived while the fill ring was empty
+  uint64_t rx_dropped_rx_full = 0;   // arrived while the rx ring was full
+  uint64_t fill_full = 0;            // frames refused by a full fill ring
+  uint64_t rx_dropped_bad_desc = 0;  // rx descriptor outside its frame: refilled
 };
 
 class RingQueue {

@@ -51,8 +51,7 @@ int create_active(const Peer& peer, std::unique_ptr<Endpoint>* out) {
     const ConnectionOps& ops = *d->connection;
     if (ops.probe(peer, false)) continue;
     if ((rc = ops.create(peer, out)) == 0) return 0;
-    SS_DEBUG("%s unavailable for this peer (%s); trying the next provider", d->name,
-             strerror(-rc));
+    SS_DEBUG("%s unavailable for this peer (%s); trying the next provider", d->name, strerror(-rc));
   }
   return rc;
 }

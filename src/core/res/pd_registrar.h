@@ -15,8 +15,7 @@ namespace ss::res {
 
 class PdRegistrar : public mem::Registrar {
  public:
-  explicit PdRegistrar(ibv_pd* pd,
-                       int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+  explicit PdRegistrar(ibv_pd* pd, int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
       : pd_(pd), access_(access) {}
   ~PdRegistrar() override;
   int reg(void* addr, size_t len, mem::RegHandle* out) override;

@@ -151,10 +151,11 @@ class Manager {
     const pid_t self = getpid();
     if (by == 0 || by == self) return 0;
     if (told_.exchange(self) != self)
-      SS_WARN("verbs: unavailable in this fork child of process %d, whose RDMA device contexts "
-              "librdmacm keeps (the kernel refuses them to another process): use the tcp or "
-              "shm provider here, or exec (rsocket(7), Fork)",
-              static_cast<int>(by));
+      SS_WARN(
+          "verbs: unavailable in this fork child of process %d, whose RDMA device contexts "
+          "librdmacm keeps (the kernel refuses them to another process): use the tcp or "
+          "shm provider here, or exec (rsocket(7), Fork)",
+          static_cast<int>(by));
     return -EOPNOTSUPP;
   }
 

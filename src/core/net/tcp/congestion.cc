@@ -9,7 +9,8 @@ uint32_t initial_window(uint32_t mss) {
   return std::min(10 * mss, std::max(2 * mss, uint32_t{14600}));
 }
 
-CongestionControl::CongestionControl(uint32_t mss) : mss_(mss ? mss : 1), cwnd_(initial_window(mss_)) {}
+CongestionControl::CongestionControl(uint32_t mss)
+    : mss_(mss ? mss : 1), cwnd_(initial_window(mss_)) {}
 
 uint32_t CongestionControl::slow_start(uint32_t acked) {
   const uint32_t room = ssthresh_ - cwnd_;  // in slow start: cwnd < ssthresh
@@ -85,7 +86,8 @@ class Cubic final : public CongestionControl {
     if (w_est_ > target && w_est_ > cwnd)
       next = w_est_;
     else
-      next = cwnd + (target - cwnd) * segs_acked / cwnd;  // §4.4: (target - cwnd) / cwnd per segment
+      next =
+          cwnd + (target - cwnd) * segs_acked / cwnd;  // §4.4: (target - cwnd) / cwnd per segment
     const double bytes = std::min(next * seg, double{UINT32_MAX});
     cwnd_ = std::max(cwnd_, static_cast<uint32_t>(bytes));
   }
@@ -121,9 +123,7 @@ class Cubic final : public CongestionControl {
 // No congestion window: the receiver's window alone limits the sender.
 class NoCc final : public CongestionControl {
  public:
-  explicit NoCc(uint32_t mss) : CongestionControl(mss) {
-    cwnd_ = UINT32_MAX;
-  }
+  explicit NoCc(uint32_t mss) : CongestionControl(mss) { cwnd_ = UINT32_MAX; }
   void on_ack(uint32_t, uint64_t, uint64_t) override {}
   void on_recovery_start(uint32_t, uint64_t) override {}
   void on_recovery_end() override {}
@@ -134,9 +134,12 @@ class NoCc final : public CongestionControl {
 
 std::unique_ptr<CongestionControl> make_congestion_control(CcAlgo algo, uint32_t mss) {
   switch (algo) {
-    case CcAlgo::kCubic: return std::make_unique<Cubic>(mss);
-    case CcAlgo::kNone: return std::make_unique<NoCc>(mss);
-    case CcAlgo::kNewReno: break;
+    case CcAlgo::kCubic:
+      return std::make_unique<Cubic>(mss);
+    case CcAlgo::kNone:
+      return std::make_unique<NoCc>(mss);
+    case CcAlgo::kNewReno:
+      break;
   }
   return std::make_unique<NewReno>(mss);
 }

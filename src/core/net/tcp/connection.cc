@@ -12,7 +12,7 @@ namespace ss::net::tcp {
 
 namespace {
 
-constexpr uint32_t kMinPeerMss = 48;  // Linux's tcp_min_snd_mss: a tiny MSS costs a frame a byte
+constexpr uint32_t kMinPeerMss = 48;     // Linux's tcp_min_snd_mss: a tiny MSS costs a frame a byte
 constexpr uint32_t kTimestampsLen = 12;  // the option as sent, with its two NOPs
 
 }  // namespace
@@ -25,16 +25,26 @@ uint8_t window_scale_for(uint32_t rcv_buf) {
 
 const char* state_name(State s) {
   switch (s) {
-    case State::kClosed: return "CLOSED";
-    case State::kSynSent: return "SYN-SENT";
-    case State::kSynReceived: return "SYN-RECEIVED";
-    case State::kEstablished: return "ESTABLISHED";
-    case State::kFinWait1: return "FIN-WAIT-1";
-    case State::kFinWait2: return "FIN-WAIT-2";
-    case State::kCloseWait: return "CLOSE-WAIT";
-    case State::kClosing: return "CLOSING";
-    case State::kLastAck: return "LAST-ACK";
-    case State::kTimeWait: return "TIME-WAIT";
+    case State::kClosed:
+      return "CLOSED";
+    case State::kSynSent:
+      return "SYN-SENT";
+    case State::kSynReceived:
+      return "SYN-RECEIVED";
+    case State::kEstablished:
+      return "ESTABLISHED";
+    case State::kFinWait1:
+      return "FIN-WAIT-1";
+    case State::kFinWait2:
+      return "FIN-WAIT-2";
+    case State::kCloseWait:
+      return "CLOSE-WAIT";
+    case State::kClosing:
+      return "CLOSING";
+    case State::kLastAck:
+      return "LAST-ACK";
+    case State::kTimeWait:
+      return "TIME-WAIT";
   }
   return "?";
 }
@@ -95,7 +105,7 @@ void Connection::accept_cookie(const Header& ack, const Options& opts, mem::Buff
   irs_ = ack.seq - 1;
   rcv_nxt_ = ack.seq;
   rcv_adv_ = rcv_nxt_ + syn_window();  // what the cookie's SYN-ACK offered
-  Options peer;  // the SYN's options, as far as the cookie kept them
+  Options peer;                        // the SYN's options, as far as the cookie kept them
   peer.has_mss = true;
   peer.mss = st.mss;
   peer.has_wscale = st.has_wscale;
@@ -269,15 +279,32 @@ void Connection::abort(uint64_t now) {
 void set_option(Config* c, Option o, int64_t v) {
   const uint64_t us = v > 0 ? static_cast<uint64_t>(v) : 0;
   switch (o) {
-    case Option::kNodelay: c->nodelay = v != 0; return;
-    case Option::kCork: c->cork = v != 0; return;
-    case Option::kQuickack: return;
-    case Option::kKeepalive: c->keepalive = v != 0; return;
-    case Option::kKeepIdle: c->keep_idle_us = us; return;
-    case Option::kKeepIntvl: c->keep_intvl_us = us; return;
-    case Option::kKeepCnt: c->keep_cnt = static_cast<int>(v); return;
-    case Option::kUserTimeout: c->user_timeout_us = us; return;  // bounds the next RTO armed
-    case Option::kRcvBuf: c->rcv_buf = static_cast<uint32_t>(std::clamp<int64_t>(v, 1, INT32_MAX)); return;
+    case Option::kNodelay:
+      c->nodelay = v != 0;
+      return;
+    case Option::kCork:
+      c->cork = v != 0;
+      return;
+    case Option::kQuickack:
+      return;
+    case Option::kKeepalive:
+      c->keepalive = v != 0;
+      return;
+    case Option::kKeepIdle:
+      c->keep_idle_us = us;
+      return;
+    case Option::kKeepIntvl:
+      c->keep_intvl_us = us;
+      return;
+    case Option::kKeepCnt:
+      c->keep_cnt = static_cast<int>(v);
+      return;
+    case Option::kUserTimeout:
+      c->user_timeout_us = us;
+      return;  // bounds the next RTO armed
+    case Option::kRcvBuf:
+      c->rcv_buf = static_cast<uint32_t>(std::clamp<int64_t>(v, 1, INT32_MAX));
+      return;
     case Option::kSndBuf:
       c->snd_buf = static_cast<uint32_t>(std::clamp<int64_t>(v, 1, INT32_MAX));
       c->snd_buf_max = 0;
@@ -361,9 +388,8 @@ bool Connection::syn_may_reuse(const Header& syn, const Options& opts) const {
 
 void Connection::enter_time_wait(uint64_t now) {
   state_ = State::kTimeWait;
-  for (ConnectionTimer* t :
-       {&retransmit_timer_, &delack_timer_, &persist_timer_, &reorder_timer_, &probe_timer_,
-        &keepalive_timer_}) {
+  for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_, &reorder_timer_,
+                             &probe_timer_, &keepalive_timer_}) {
     timers_->cancel(t);
   }
   arm(&wait_timer_, now + 2 * cfg_.msl_us);
@@ -383,7 +409,7 @@ void Connection::fail(int err) {
 void Connection::set_closed() {
   state_ = State::kClosed;
   for (ConnectionTimer* t : {&retransmit_timer_, &delack_timer_, &persist_timer_, &wait_timer_,
-                            &reorder_timer_, &probe_timer_, &keepalive_timer_, &cork_timer_}) {
+                             &reorder_timer_, &probe_timer_, &keepalive_timer_, &cork_timer_}) {
     timers_->cancel(t);
   }
   log_.clear();

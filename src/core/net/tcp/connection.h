@@ -56,7 +56,7 @@ struct Handover;
 
 // A connection's settings, fixed when it opens.
 struct Config {
-  uint16_t mss = 1460;  // ours to announce: the route's MTU less IP and TCP headers
+  uint16_t mss = 1460;              // ours to announce: the route's MTU less IP and TCP headers
   uint16_t default_peer_mss = 536;  // when the peer announces none (IPv6: 1220)
   uint32_t rcv_buf = 131072;        // SO_RCVBUF: what the receive window can cover
   uint32_t snd_buf = 131072;        // SO_SNDBUF
@@ -64,14 +64,14 @@ struct Config {
   // up to this (Linux's tcp_wmem[2], when the program set no SO_SNDBUF).
   uint32_t snd_buf_max = 0;
   bool window_scaling = true, timestamps = true, sack = true;
-  bool nodelay = false;  // TCP_NODELAY: no Nagle
-  bool cork = false;     // TCP_CORK: only full segments, a tail at most kCorkCeilingUs later
+  bool nodelay = false;   // TCP_NODELAY: no Nagle
+  bool cork = false;      // TCP_CORK: only full segments, a tail at most kCorkCeilingUs later
   bool quickack = false;  // every in-order segment acknowledged at once (VMA_TCP_QUICKACK)
   CcAlgo cc = CcAlgo::kNewReno;
   uint64_t min_rto_us = 200'000, max_rto_us = 120'000'000;  // Linux's bounds
-  uint64_t delack_us = 40'000;           // the longest an ACK is delayed
-  uint64_t msl_us = 30'000'000;          // TIME-WAIT lasts 2 MSL (Linux: 60 s)
-  uint64_t fin_timeout_us = 60'000'000;  // FIN-WAIT-2 of a closed socket (tcp_fin_timeout)
+  uint64_t delack_us = 40'000;                              // the longest an ACK is delayed
+  uint64_t msl_us = 30'000'000;                             // TIME-WAIT lasts 2 MSL (Linux: 60 s)
+  uint64_t fin_timeout_us = 60'000'000;    // FIN-WAIT-2 of a closed socket (tcp_fin_timeout)
   uint64_t oow_ack_interval_us = 500'000;  // challenge/out-of-window ACKs at most this often
   int syn_retries = 6, synack_retries = 5, retries = 15;  // Linux's tcp_*retries*
   // SO_KEEPALIVE with TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT (Linux's
@@ -113,8 +113,8 @@ struct Info {
   uint32_t rto_us = 0, srtt_us = 0, rttvar_us = 0;
   uint32_t snd_mss = 0, rcv_mss = 0, advmss = 0;
   uint32_t unacked = 0, sacked = 0, lost = 0;  // segments sent and not yet acknowledged; of them
-  uint32_t snd_cwnd = 0, snd_ssthresh = 0;      // in segments
-  uint32_t snd_wnd = 0, rcv_wnd = 0;            // bytes
+  uint32_t snd_cwnd = 0, snd_ssthresh = 0;     // in segments
+  uint32_t snd_wnd = 0, rcv_wnd = 0;           // bytes
   uint32_t backoffs = 0;
   uint32_t snd_buf = 0;  // the send buffer's size now (it may have grown)
 };
@@ -327,7 +327,7 @@ class Connection {
   uint32_t peer_mss_ = 0, mss_ = 0;  // mss_: data per segment, options left out
   bool fin_queued_ = false;
   bool syn_after_reset_ = false;  // input_syn_sent's one early SYN
-  uint32_t fin_seq_ = 0;  // valid while fin_queued_
+  uint32_t fin_seq_ = 0;          // valid while fin_queued_
   SendBuffer sndq_;
   bool sndq_full_ = false;  // a send found no room since the buffer last grew
   SentLog log_;
@@ -339,8 +339,8 @@ class Connection {
   uint32_t irs_ = 0, rcv_nxt_ = 0, rcv_adv_ = 0;
   uint8_t rcv_wscale_ = 0, wscale_offer_ = 0;
   ReceiveQueue rxq_;
-  size_t lent_ = 0;  // bytes lend() gave the program, not returned yet
-  bool fin_in_ = false;  // the peer's FIN is in order and taken
+  size_t lent_ = 0;        // bytes lend() gave the program, not returned yet
+  bool fin_in_ = false;    // the peer's FIN is in order and taken
   bool fin_held_ = false;  // a FIN beyond a hole
   uint32_t fin_held_seq_ = 0;
   uint32_t rcv_mss_ = 536;  // the largest segment seen: ACK every second
@@ -379,8 +379,8 @@ class Connection {
   ConnectionTimer retransmit_timer_, delack_timer_, persist_timer_, wait_timer_;
   ConnectionTimer reorder_timer_, probe_timer_, keepalive_timer_, cork_timer_;
   bool cork_expired_ = false;  // the cork's ceiling passed: the held tail goes
-  uint64_t last_rcv_us_ = 0;  // the last segment from the peer (keepalive)
-  uint64_t progress_us_ = 0;  // sent data last acknowledged or first outstanding
+  uint64_t last_rcv_us_ = 0;   // the last segment from the peer (keepalive)
+  uint64_t progress_us_ = 0;   // sent data last acknowledged or first outstanding
   int keep_probes_ = 0;
   int probes_out_ = 0;  // zero-window probes no ACK answered
   uint64_t persist_backoff_ = 0;

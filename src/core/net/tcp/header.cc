@@ -24,8 +24,8 @@ HeaderVerdict parse_header(std::span<const uint8_t> segment, Header* out,
 
 bool checksum_ok(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
                  std::span<const uint8_t> segment) {
-  Checksum c = pseudo_header_sum(ip_version, kIpProtoTcp, src, dst,
-                                 static_cast<uint32_t>(segment.size()));
+  Checksum c =
+      pseudo_header_sum(ip_version, kIpProtoTcp, src, dst, static_cast<uint32_t>(segment.size()));
   c.add(segment);
   return c.sum() == 0xffff;
 }
@@ -33,8 +33,8 @@ bool checksum_ok(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
 void fill_checksum(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
                    std::span<uint8_t> segment) {
   store_be16(segment.data() + kChecksumOffset, 0);
-  Checksum c = pseudo_header_sum(ip_version, kIpProtoTcp, src, dst,
-                                 static_cast<uint32_t>(segment.size()));
+  Checksum c =
+      pseudo_header_sum(ip_version, kIpProtoTcp, src, dst, static_cast<uint32_t>(segment.size()));
   c.add(segment.data(), segment.size());
   store_be16(segment.data() + kChecksumOffset, c.result());
 }

@@ -37,8 +37,7 @@ void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem:
   if (Entry* e = pending(t)) {
     // The handshake's last ACK needs room on the accept queue: without it
     // the segment is dropped and the peer sends it again.
-    if ((h.flags & kAck) && !(h.flags & (kSyn | kRst)) &&
-        accept_queue_.size() >= cfg_.backlog) {
+    if ((h.flags & kAck) && !(h.flags & (kSyn | kRst)) && accept_queue_.size() >= cfg_.backlog) {
       ctr_.accept_queue_overflows++;
       return;
     }
@@ -85,8 +84,7 @@ void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem:
   syn_queue_.push_back(Entry{t, std::move(c)});
 }
 
-void Listener::send_cookie(const FourTuple& t, const Header& syn, const Options& o,
-                           uint64_t now) {
+void Listener::send_cookie(const FourTuple& t, const Header& syn, const Options& o, uint64_t now) {
   const Config& c = cfg_.conn;
   // What the connection will use, as the cookie must carry it: without
   // timestamps nothing but the MSS survives, so nothing else is offered.
@@ -114,8 +112,8 @@ void Listener::send_cookie(const FourTuple& t, const Header& syn, const Options&
   host_->send_stateless(t, h, synack);
 }
 
-bool Listener::cookie_ack(const FourTuple& t, const Header& h, const Options& o,
-                          mem::Buffer& data, uint64_t now) {
+bool Listener::cookie_ack(const FourTuple& t, const Header& h, const Options& o, mem::Buffer& data,
+                          uint64_t now) {
   CookieState st;
   if (!cookies_.check(t, h.seq, h.ack, o, now, &st)) {
     ctr_.cookies_bad++;

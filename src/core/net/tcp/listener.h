@@ -28,10 +28,10 @@
 namespace ss::net::tcp {
 
 struct ListenerConfig {
-  Config conn;              // each accepted connection's settings
-  size_t backlog = 128;     // the accept queue: listen()'s, capped by somaxconn
-  size_t syn_backlog = 256; // the SYN queue (tcp_max_syn_backlog)
-  int syncookies = 1;       // Linux's tcp_syncookies: 0 never, 1 when the SYN queue is full, 2 always
+  Config conn;               // each accepted connection's settings
+  size_t backlog = 128;      // the accept queue: listen()'s, capped by somaxconn
+  size_t syn_backlog = 256;  // the SYN queue (tcp_max_syn_backlog)
+  int syncookies = 1;  // Linux's tcp_syncookies: 0 never, 1 when the SYN queue is full, 2 always
   uint32_t max_syn_rate = 0;  // new SYNs taken a second (libvma's VMA_TCP_MAX_SYN_RATE); 0: any
 };
 
@@ -100,8 +100,8 @@ class Listener {
   ListenerHost* host_;
   const IsnGenerator* isn_;
   SynCookies cookies_;
-  std::vector<Entry> syn_queue_;     // in SYN-RECEIVED
-  std::deque<Entry> accept_queue_;   // established, oldest first
+  std::vector<Entry> syn_queue_;       // in SYN-RECEIVED
+  std::deque<Entry> accept_queue_;     // established, oldest first
   uint64_t rate_second_ = UINT64_MAX;  // the second (of now) whose SYNs rate_syns_ counts
   uint32_t rate_syns_ = 0;
   ListenerCounters ctr_;

@@ -152,7 +152,8 @@ bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_
     o.ts_val = ts_now(now);
     o.ts_ecr = (flags & kAck) ? ts_recent_ : 0;
   }
-  if (!syn && !rst && sack_ok_) sack_report_.fill(rxq_.held_ranges(), dsack_left_, dsack_right_, &o);
+  if (!syn && !rst && sack_ok_)
+    sack_report_.fill(rxq_.held_ranges(), dsack_left_, dsack_right_, &o);
   uint8_t opts[kMaxOptionsLen];
   size_t opts_len = write_options(o, opts);
   // A full segment leaves room for timestamps only (mss_): SACK blocks
@@ -215,8 +216,8 @@ uint16_t Connection::advertise_window(bool syn) {
   const uint32_t ws = rcv_wscale_;
   uint32_t right = rcv_nxt_ + space;
   // Never shrink (RFC 9293 §3.8.6.2.2); open only by a useful amount.
-  const bool keep = seq_le(right, rcv_adv_) ||
-                    right - rcv_adv_ < std::min(cfg_.rcv_buf / 2, rcv_mss_);
+  const bool keep =
+      seq_le(right, rcv_adv_) || right - rcv_adv_ < std::min(cfg_.rcv_buf / 2, rcv_mss_);
   if (keep) right = rcv_adv_;
   const uint32_t wnd = right - rcv_nxt_;
   uint32_t field = keep ? (wnd + (1u << ws) - 1) >> ws : wnd >> ws;
@@ -228,8 +229,7 @@ uint16_t Connection::advertise_window(bool syn) {
 // After the program read: a window update when the window it can
 // offer now is at least double the one the peer knows (as Linux).
 void Connection::maybe_window_update(uint64_t now) {
-  if (state_ != State::kEstablished && state_ != State::kFinWait1 &&
-      state_ != State::kFinWait2) {
+  if (state_ != State::kEstablished && state_ != State::kFinWait1 && state_ != State::kFinWait2) {
     return;
   }
   const size_t held = rxq_.readable() + rxq_.held_bytes() + lent_;
@@ -248,7 +248,8 @@ uint32_t Connection::ts_now(uint64_t now) const {
 // No later than the user timeout, which the expiry then enforces.
 void Connection::arm_retransmit(uint64_t now) {
   uint64_t due = now + rtt_.rto_us();
-  if (cfg_.user_timeout_us && sends_data()) due = std::min(due, progress_us_ + cfg_.user_timeout_us);
+  if (cfg_.user_timeout_us && sends_data())
+    due = std::min(due, progress_us_ + cfg_.user_timeout_us);
   arm(&retransmit_timer_, std::max(due, now));
 }
 

@@ -64,8 +64,8 @@ size_t ReceiveQueue::hold(uint32_t seq, mem::Buffer data, bool* refused) {
 }
 
 void ReceiveQueue::insert(uint32_t seq, mem::Buffer data) {
-  auto at = std::find_if(held_.begin(), held_.end(),
-                         [seq](const Held& h) { return seq_lt(seq, h.seq); });
+  auto at =
+      std::find_if(held_.begin(), held_.end(), [seq](const Held& h) { return seq_lt(seq, h.seq); });
   held_bytes_ += data.size();
   held_.insert(at, Held{seq, std::move(data)});
 }

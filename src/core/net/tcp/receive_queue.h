@@ -83,12 +83,12 @@ class ReceiveQueue {
 
   std::deque<mem::Buffer> in_order_;
   size_t readable_ = 0;
-  bool offering_ = false;   // a callback looks first
-  bool offer_out_ = false;  // a view is with the callback
+  bool offering_ = false;      // a callback looks first
+  bool offer_out_ = false;     // a view is with the callback
   bool stop_pending_ = false;  // stop_offering while a view was out
   bool stopped_ = false;       // offering ended once
-  size_t offered_ = 0;      // the front bytes offered and kept
-  std::vector<Held> held_;  // ascending, disjoint
+  size_t offered_ = 0;         // the front bytes offered and kept
+  std::vector<Held> held_;     // ascending, disjoint
   size_t held_bytes_ = 0;
   SeqRanges ranges_;
 };

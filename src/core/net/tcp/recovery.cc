@@ -15,10 +15,10 @@ namespace ss::net::tcp {
 
 namespace {
 
-constexpr uint32_t kDupThresh = 3;             // RFC 5681 §3.2
-constexpr uint64_t kMinProbeUs = 10'000;       // as Linux's floor for the PTO
+constexpr uint32_t kDupThresh = 3;                // RFC 5681 §3.2
+constexpr uint64_t kMinProbeUs = 10'000;          // as Linux's floor for the PTO
 constexpr uint64_t kWorstDelayedAckUs = 200'000;  // RFC 8985 §7.2's WCDelAckT
-constexpr uint32_t kMaxReoWndMult = 64;  // the window is capped at SRTT anyway
+constexpr uint32_t kMaxReoWndMult = 64;           // the window is capped at SRTT anyway
 
 }  // namespace
 
@@ -39,9 +39,8 @@ void Connection::process_sack(uint32_t ack, const Options& o, SentSegment* deliv
     }
     // RFC 2883 §4: a first block below the ACK, or inside the second, is a
     // duplicate the peer received: one of our retransmissions was spurious.
-    if (i == 0 && (seq_le(b.right, ack) ||
-                   (o.sack_count > 1 && seq_ge(b.left, o.sack[1].left) &&
-                    seq_le(b.right, o.sack[1].right)))) {
+    if (i == 0 && (seq_le(b.right, ack) || (o.sack_count > 1 && seq_ge(b.left, o.sack[1].left) &&
+                                            seq_le(b.right, o.sack[1].right)))) {
       ctr_.dsacks_in++;
       reordering_seen_ = true;
       if (reo_wnd_mult_ < kMaxReoWndMult) reo_wnd_mult_++;  // §6.2 step 4: widen per D-SACK
@@ -63,7 +62,8 @@ void Connection::process_sack(uint32_t ack, const Options& o, SentSegment* deliv
 void Connection::update_rack(const SentSegment& d, uint64_t now) {
   if (d.retransmitted && min_rtt_us_ != UINT64_MAX && now - d.sent_us < min_rtt_us_) return;
   rack_rtt_us_ = now - d.sent_us;
-  if (!rack_valid_ || d.sent_us > rack_xmit_us_ || (d.sent_us == rack_xmit_us_ && seq_gt(d.end, rack_end_))) {
+  if (!rack_valid_ || d.sent_us > rack_xmit_us_ ||
+      (d.sent_us == rack_xmit_us_ && seq_gt(d.end, rack_end_))) {
     rack_xmit_us_ = d.sent_us;
     rack_end_ = d.end;
     rack_valid_ = true;
@@ -83,14 +83,13 @@ void Connection::detect_loss(uint64_t now) {
     // unless the peer has shown reordering.
     uint64_t reo_wnd = 0;
     if (reordering_seen_ || (!in_recovery_ && log_.sacked_count() < kDupThresh)) {
-      reo_wnd = min_rtt_us_ == UINT64_MAX
-                    ? 0
-                    : std::min(min_rtt_us_ / 4 * reo_wnd_mult_, rtt_.srtt_us());
+      reo_wnd =
+          min_rtt_us_ == UINT64_MAX ? 0 : std::min(min_rtt_us_ / 4 * reo_wnd_mult_, rtt_.srtt_us());
     }
     uint64_t wait = 0;
     for (SentSegment& s : log_.entries()) {
-      const bool before = s.sent_us < rack_xmit_us_ ||
-                          (s.sent_us == rack_xmit_us_ && seq_lt(s.end, rack_end_));
+      const bool before =
+          s.sent_us < rack_xmit_us_ || (s.sent_us == rack_xmit_us_ && seq_lt(s.end, rack_end_));
       // New data goes out in sequence order and a retransmission later
       // than the first sending: past a segment sent once after the one
       // delivered, every segment went out after it too.
@@ -117,7 +116,7 @@ void Connection::enter_recovery(uint64_t now) {
   prr_recover_fs_ = snd_max_ - snd_una_;
   prr_delivered_ = prr_out_ = 0;
   cc_->on_recovery_start(snd_max_ - snd_una_, now);
-  prr_cwnd_ = pipe();  // nothing more until an ACK delivers (the fast retransmit aside)
+  prr_cwnd_ = pipe();    // nothing more until an ACK delivers (the fast retransmit aside)
   tlp_episode_ = false;  // this recovery answers the loss a probe would show
   (sack_ok_ ? ctr_.sack_recoveries : ctr_.dupack_recoveries)++;
   fast_retransmit_ = true;
@@ -146,8 +145,8 @@ void Connection::prr_on_ack(int64_t delivered) {
         std::max<int64_t>(static_cast<int64_t>(prr_delivered_ - prr_out_), delivered) + mss_;
     sndcnt = std::min<int64_t>(static_cast<int64_t>(ssthresh - in_flight), limit);
   }
-  prr_cwnd_ = static_cast<uint32_t>(
-      std::min<uint64_t>(in_flight + static_cast<uint64_t>(std::max<int64_t>(sndcnt, 0)), UINT32_MAX));
+  prr_cwnd_ = static_cast<uint32_t>(std::min<uint64_t>(
+      in_flight + static_cast<uint64_t>(std::max<int64_t>(sndcnt, 0)), UINT32_MAX));
 }
 
 uint32_t Connection::send_window() const {
@@ -174,7 +173,8 @@ void Connection::arm_probe(uint64_t now) {
   if (snd_max_ - snd_una_ <= mss_) pto += kWorstDelayedAckUs;
   // §7.2: the probe takes the retransmission timer's place, no later
   // than it; on_probe arms it again.
-  const uint64_t rto_at = retransmit_timer_.armed() ? retransmit_timer_.due_us : now + rtt_.rto_us();
+  const uint64_t rto_at =
+      retransmit_timer_.armed() ? retransmit_timer_.due_us : now + rtt_.rto_us();
   timers_->cancel(&retransmit_timer_);
   arm(&probe_timer_, std::min(now + pto, rto_at));
 }

@@ -6,7 +6,7 @@ namespace ss::net::tcp {
 
 void RttEstimator::sample(uint64_t rtt_us) {
   if (rtt_us == 0) rtt_us = 1;  // the clock's granularity
-  if (srtt_us_ == 0) {  // §2.2
+  if (srtt_us_ == 0) {          // §2.2
     srtt_us_ = rtt_us;
     rttvar_us_ = rtt_us / 2;
   } else {  // §2.3: beta 1/4, alpha 1/8; RTTVAR first, with the old SRTT

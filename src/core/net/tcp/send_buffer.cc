@@ -7,9 +7,7 @@
 namespace ss::net::tcp {
 
 SendBuffer::SendBuffer(size_t capacity)
-    : ring_(new uint8_t[capacity ? capacity : 1]),
-      cap_(capacity ? capacity : 1),
-      max_(cap_) {}
+    : ring_(new uint8_t[capacity ? capacity : 1]), cap_(capacity ? capacity : 1), max_(cap_) {}
 
 size_t SendBuffer::append(std::span<const uint8_t> data) {
   const size_t n = std::min(data.size(), space());

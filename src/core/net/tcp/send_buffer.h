@@ -39,8 +39,8 @@ class SendBuffer {
 
  private:
   std::unique_ptr<uint8_t[]> ring_;  // not zeroed: only bytes appended are read
-  size_t cap_;  // the ring's bytes
-  size_t max_;  // what it may hold: cap_, or less after a resize
+  size_t cap_;                       // the ring's bytes
+  size_t max_;                       // what it may hold: cap_, or less after a resize
   size_t head_ = 0, size_ = 0;
 };
 

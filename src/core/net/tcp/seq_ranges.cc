@@ -16,7 +16,8 @@ void SeqRanges::add(uint32_t left, uint32_t right) {
     right = seq_max(right, ranges_[j].right);
     j++;
   }
-  ranges_.erase(ranges_.begin() + static_cast<ptrdiff_t>(i), ranges_.begin() + static_cast<ptrdiff_t>(j));
+  ranges_.erase(ranges_.begin() + static_cast<ptrdiff_t>(i),
+                ranges_.begin() + static_cast<ptrdiff_t>(j));
   ranges_.insert(ranges_.begin() + static_cast<ptrdiff_t>(i), Range{left, right});
 }
 
@@ -53,8 +54,7 @@ void SackReport::arrived(uint32_t seq) {
   recent_.push_back(seq);
 }
 
-void SackReport::fill(const SeqRanges& held, uint32_t dup_left, uint32_t dup_right,
-                      Options* o) {
+void SackReport::fill(const SeqRanges& held, uint32_t dup_left, uint32_t dup_right, Options* o) {
   o->sack_count = 0;
   // The D-SACK block may repeat as the held block containing it (RFC
   // 2883 §4: that block comes second), so only the others are deduplicated.

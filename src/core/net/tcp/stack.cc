@@ -43,14 +43,14 @@ bool all_zero(const IpAddr& a) {
 class Socket {
  public:
   std::unique_ptr<Listener> listener;
-  prov::SteeredFlow flow;       // a listener's
-  Connection* conn = nullptr;   // a connection's (Stack::opens_ owns it)
+  prov::SteeredFlow flow;      // a listener's
+  Connection* conn = nullptr;  // a connection's (Stack::opens_ owns it)
   FourTuple t;
   Kick waiters;
   uint64_t changes = 0;
-  bool touched = false;         // in Stack::touched_
-  bool moved = false;           // handed over (hand_over): conn is null
-  size_t last_queue = 0;        // a listener's accept queue at the last sweep
+  bool touched = false;   // in Stack::touched_
+  bool moved = false;     // handed over (hand_over): conn is null
+  size_t last_queue = 0;  // a listener's accept queue at the last sweep
 };
 
 // One connection's way out: each segment goes behind its path's Ethernet
@@ -173,7 +173,9 @@ class Stack::Host final : public ListenerHost {
 };
 
 Stack::Stack(const Config& cfg)
-    : cfg_(cfg), clock_(cfg.clock ? cfg.clock : monotonic_us), host_(std::make_unique<Host>(this)) {}
+    : cfg_(cfg),
+      clock_(cfg.clock ? cfg.clock : monotonic_us),
+      host_(std::make_unique<Host>(this)) {}
 
 int Stack::create(const Config& cfg, std::unique_ptr<Stack>* out) {
   if (!out || !cfg.steering || !cfg.tx || !cfg.resolver) return -EINVAL;
@@ -202,7 +204,7 @@ int Stack::resolve(const FourTuple& t, TxPath* path, ToKernel* why) {
 }
 
 std::unique_ptr<Connection> Stack::make_connection_locked(const FourTuple& t,
-                                                         const tcp::Config& cfg) {
+                                                          const tcp::Config& cfg) {
   TxPath path;
   ToKernel why;
   if (resolve(t, &path, &why) != 0) {
@@ -389,7 +391,7 @@ int Stack::shutdown_write(Socket* s) {
   if (!s->conn) return -ENOTCONN;
   const int r = s->conn->shutdown_write(clock_());
   s->changes++;
-  s->waiters.wake();  // another thread's poll sees POLLOUT go
+  s->waiters.wake();   // another thread's poll sees POLLOUT go
   check_due_locked();  // the FIN's retransmission
   return r;
 }
@@ -652,7 +654,8 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
     case Table::Route::kNone: {
       ctr_.no_socket++;
       Header rst;
-      if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst)) send_stateless_locked(t, rst, Options{});
+      if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst))
+        send_stateless_locked(t, rst, Options{});
       return;
     }
   }
@@ -748,9 +751,8 @@ void Stack::close_at_exit() {
 
 size_t Stack::awaiting_peer() {
   std::lock_guard lock(mu_);
-  std::erase_if(exit_waits_, [this](Connection* c) {
-    return !opens_.contains(c) || !awaits_peer(c->state());
-  });
+  std::erase_if(exit_waits_,
+                [this](Connection* c) { return !opens_.contains(c) || !awaits_peer(c->state()); });
   return exit_waits_.size();
 }
 

@@ -57,9 +57,10 @@ struct StackCounters {
   uint64_t frames_out = 0;
   uint64_t no_frame = 0;   // a segment waited for a free frame
   uint64_t tx_errors = 0;  // a full tx ring or a failed kick: the segment is lost
-  uint64_t path_lost = 0;  // an accepted handshake whose path is not the rings', or a segment with no route now: dropped
+  uint64_t path_lost = 0;  // an accepted handshake whose path is not the rings', or a segment with
+                           // no route now: dropped
   uint64_t handed_over = 0, moved_drops = 0;  // connections handed over; their late segments
-  uint64_t pass_failed = 0;  // the steering's entry made, but not turned to pass
+  uint64_t pass_failed = 0;                   // the steering's entry made, but not turned to pass
 };
 
 class Socket;
@@ -218,8 +219,8 @@ class Stack final : public SegmentInput {
   struct Open {
     FourTuple t;
     std::unique_ptr<Connection> conn;
-    prov::SteeredFlow flow;  // the flow it holds
-    Socket* handle = nullptr;  // the program's, until close()
+    prov::SteeredFlow flow;          // the flow it holds
+    Socket* handle = nullptr;        // the program's, until close()
     std::function<void()> on_freed;  // close()'s
   };
   // Takes the entry out: its flow released, on_freed run.
@@ -233,11 +234,11 @@ class Stack final : public SegmentInput {
   IsnGenerator isn_;
   TimerQueue timers_;
   Table table_;
-  std::map<Connection*, Open> opens_;      // in the table
+  std::map<Connection*, Open> opens_;                   // in the table
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
-  std::vector<Socket*> listeners_;      // those of sockets_ that listen
-  std::vector<Connection*> maybe_done_;  // closed, changed since the last sweep
-  std::vector<Connection*> exit_waits_;  // close_at_exit's, pruned by awaiting_peer
+  std::vector<Socket*> listeners_;                      // those of sockets_ that listen
+  std::vector<Connection*> maybe_done_;                 // closed, changed since the last sweep
+  std::vector<Connection*> exit_waits_;                 // close_at_exit's, pruned by awaiting_peer
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<Socket*> touched_;  // since the last wake
   // Connections handed over (hand_over) and until when their segments

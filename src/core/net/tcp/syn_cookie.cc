@@ -32,7 +32,8 @@ uint32_t SynCookies::make(const FourTuple& t, uint32_t peer_isn, const Options& 
   const uint32_t slot = static_cast<uint32_t>(now_us / kSlotUs);
   if (syn.has_ts && ts_val) {
     idx |= kTsFlag;
-    const uint32_t opts = ((syn.has_wscale ? syn.wscale : kNoWscale) << 1) | (syn.sack_permitted ? 1 : 0);
+    const uint32_t opts =
+        ((syn.has_wscale ? syn.wscale : kNoWscale) << 1) | (syn.sack_permitted ? 1 : 0);
     uint32_t ts = (ts_now & ~kTsMask) | opts;
     if (ts > ts_now) ts -= kTsMask + 1;  // never ahead of our clock
     *ts_val = ts;

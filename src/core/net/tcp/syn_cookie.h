@@ -33,8 +33,8 @@ class SynCookies {
   // Checks the ACK completing such a handshake (its seq - 1 is the
   // peer's ISN, its ack - 1 the cookie; opts its options, for the echoed
   // timestamp). False for a forged or expired cookie.
-  bool check(const FourTuple& t, uint32_t seq, uint32_t ack, const Options& opts,
-             uint64_t now_us, CookieState* out) const;
+  bool check(const FourTuple& t, uint32_t seq, uint32_t ack, const Options& opts, uint64_t now_us,
+             CookieState* out) const;
 
  private:
   uint32_t hash24(const FourTuple& t, uint32_t peer_isn, uint32_t slot) const;

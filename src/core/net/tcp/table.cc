@@ -30,8 +30,8 @@ Listener* Table::listener_for(const IpAddr& local, uint16_t port) const {
   return it == listeners_.end() ? nullptr : it->second;
 }
 
-Table::Route Table::route(const FourTuple& t, const Header& h, const Options& o,
-                          Connection** conn, Listener** listener) const {
+Table::Route Table::route(const FourTuple& t, const Header& h, const Options& o, Connection** conn,
+                          Listener** listener) const {
   *conn = find(t);
   *listener = listener_for(t.local, t.local_port);
   if (*conn) {

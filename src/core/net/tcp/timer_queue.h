@@ -19,8 +19,8 @@ class TimerQueue;
 // One timer: owned by its user (a connection), linked into at most one
 // queue. It must be cancelled (or fire) before it is destroyed.
 struct Timer {
-  uint64_t due_us = 0;   // valid while armed()
-  size_t slot = kIdle;   // index in the heap, kIdle when not armed
+  uint64_t due_us = 0;  // valid while armed()
+  size_t slot = kIdle;  // index in the heap, kIdle when not armed
   static constexpr size_t kIdle = SIZE_MAX;
   bool armed() const { return slot != kIdle; }
 };

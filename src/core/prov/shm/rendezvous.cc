@@ -25,8 +25,8 @@ void name_of(const char* host, unsigned port, sockaddr_un* out, socklen_t* out_l
   memset(out, 0, sizeof *out);
   out->sun_family = AF_UNIX;
   // Abstract namespace: per network namespace, gone with the socket.
-  int n = snprintf(out->sun_path + 1, sizeof(out->sun_path) - 1, "slipstream/shm/%s/%u", host,
-                   port);
+  int n =
+      snprintf(out->sun_path + 1, sizeof(out->sun_path) - 1, "slipstream/shm/%s/%u", host, port);
   *out_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
 }
 

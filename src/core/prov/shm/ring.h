@@ -39,8 +39,7 @@ class RingReader {
   // The next entry, or nullptr when the producer has not published it.
   const RingEntry* peek() const {
     const RingEntry& e = ctl_->entries[tail_ & mask_];
-    return e.seq.load(std::memory_order_acquire) == static_cast<uint32_t>(tail_ + 1) ? &e
-                                                                                      : nullptr;
+    return e.seq.load(std::memory_order_acquire) == static_cast<uint32_t>(tail_ + 1) ? &e : nullptr;
   }
   void pop() {
     tail_++;

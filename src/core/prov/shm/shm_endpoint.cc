@@ -46,8 +46,8 @@ ShmEndpoint::~ShmEndpoint() {
 }
 
 std::unique_ptr<ShmEndpoint> ShmEndpoint::make_active(int ufd, const sockaddr_storage& local,
-                                                      socklen_t local_len,
-                                                      const sockaddr* dst, socklen_t dst_len) {
+                                                      socklen_t local_len, const sockaddr* dst,
+                                                      socklen_t dst_len) {
   std::unique_ptr<ShmEndpoint> ep(new ShmEndpoint(ufd, true));
   if (dst_len > sizeof(ep->peer_)) return nullptr;
   ep->local_ = local;
@@ -64,9 +64,7 @@ std::unique_ptr<Endpoint> ShmEndpoint::make_passive(int ufd, const uint8_t* pdat
   return ep;
 }
 
-uint32_t ShmEndpoint::caps() const {
-  return StreamEndpoint::caps() | kCapSameHost | kCapUnchunked;
-}
+uint32_t ShmEndpoint::caps() const { return StreamEndpoint::caps() | kCapSameHost | kCapUnchunked; }
 
 int ShmEndpoint::setup(EndpointAttr* attr) {
   int rc = StreamEndpoint::setup(attr);
@@ -481,7 +479,8 @@ int ShmEndpoint::poll_cq(Completion* wc, int max) {
   // Older completions first; then ring entries straight into `wc` (the
   // engine consumes them at once, no queue in between).
   int n = take_queued(0);
-  if (n < max && cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply) n += drain_ring(wc + n, max - n);
+  if (n < max && cm_ != Cm::kAwaitAccept && cm_ != Cm::kAwaitReply)
+    n += drain_ring(wc + n, max - n);
   // Detached, everything comes on the stream: look at it each time.
   if (n == 0 && (detached_rx_ || ++idle_polls_ % kIdlePollsPerStreamCheck == 0)) progress_locked();
   if (!pending_imms_.empty()) flush_imms();

@@ -100,7 +100,7 @@ class ShmEndpoint final : public util::StreamEndpoint {
     uint32_t rkey;
     uint64_t base;  // the owner's address
     uint64_t len;
-    uint8_t* map;   // our mapping of [offset, offset+len)
+    uint8_t* map;  // our mapping of [offset, offset+len)
     void* map_base;
     size_t map_len;
   };

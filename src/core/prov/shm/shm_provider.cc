@@ -58,8 +58,8 @@ int create(const Peer& peer, std::unique_ptr<Endpoint>* out) {
 int listen(ListenSite* site, bool, std::unique_ptr<Listener>* out) {
   int ufd = -1;
   int rc = open_rendezvous(site->sock, site->backlog, &ufd);
-  if (!rc && (rc = util::StreamListener::create(ufd, kProto, &ShmEndpoint::make_passive,
-                                                true, out)))
+  if (!rc &&
+      (rc = util::StreamListener::create(ufd, kProto, &ShmEndpoint::make_passive, true, out)))
     ::close(ufd);  // the listener owns it only once made
   if (rc) SS_INFO("shm rendezvous for listener fd %d unavailable (%s)", site->sock, strerror(-rc));
   return 0;

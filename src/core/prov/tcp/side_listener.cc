@@ -82,9 +82,10 @@ int SideListener::create(int sock, int backlog, std::unique_ptr<Listener>* out) 
   l->port_ = port_of(name);
   l->udp_ = bound_socket(SOCK_DGRAM, name, len, l->port_, sock);
   if (l->udp_ == -EADDRINUSE) {
-    SS_INFO("tcp: UDP port %u is taken: no side channel, peers on other hosts reach port %u "
-            "over kernel TCP",
-            l->port_, l->port_);
+    SS_INFO(
+        "tcp: UDP port %u is taken: no side channel, peers on other hosts reach port %u "
+        "over kernel TCP",
+        l->port_, l->port_);
     return 0;
   }
   if (l->udp_ < 0) return l->udp_;
@@ -172,8 +173,8 @@ void SideListener::answer_probes() {
     }
     uint8_t out[kAnswerSize];
     encode_answer(out, nonce, side_port_);
-    ::sendto(udp_, out, sizeof out, MSG_DONTWAIT | MSG_NOSIGNAL,
-             reinterpret_cast<sockaddr*>(&from), from_len);
+    ::sendto(udp_, out, sizeof out, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&from),
+             from_len);
   }
 }
 
@@ -194,9 +195,10 @@ bool yield_side_port(uint16_t port) {
     ::close(unbound);
     l->yielded_ = true;
     yielded = true;
-    SS_INFO("tcp: UDP port %u given to the program: peers that probe from now on reach "
-            "port %u over kernel TCP",
-            port, port);
+    SS_INFO(
+        "tcp: UDP port %u given to the program: peers that probe from now on reach "
+        "port %u over kernel TCP",
+        port, port);
   }
   return yielded;
 }

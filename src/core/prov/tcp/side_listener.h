@@ -48,8 +48,8 @@ class SideListener final : public Listener {
   int udp_ = -1;
   bool yielded_ = false;  // udp_ is an unbound stand-in (under the registry's lock)
   int epfd_ = -1;
-  uint16_t port_ = 0;       // P, the program's
-  uint16_t side_port_ = 0;  // Q, ours
+  uint16_t port_ = 0;               // P, the program's
+  uint16_t side_port_ = 0;          // Q, ours
   bool thread_after_fork_ = false;  // a fork child starts the answering thread at its first look
 };
 

@@ -131,8 +131,8 @@ void encode_answer(uint8_t (&out)[kAnswerSize], uint64_t nonce, uint16_t port) {
 }
 
 bool decode_answer(const uint8_t* in, size_t len, uint64_t nonce, uint16_t* port) {
-  if (len != kAnswerSize || !header_is(in, kKindAnswer) || nonce_of(in) != nonce ||
-      in[18] || in[19])
+  if (len != kAnswerSize || !header_is(in, kKindAnswer) || nonce_of(in) != nonce || in[18] ||
+      in[19])
     return false;
   uint16_t be;
   memcpy(&be, in + 16, 2);

@@ -21,8 +21,7 @@ TcpEndpoint::TcpEndpoint(int fd, bool active)
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-std::unique_ptr<TcpEndpoint> TcpEndpoint::make_active(int fd, const sockaddr* dst,
-                                                      socklen_t len) {
+std::unique_ptr<TcpEndpoint> TcpEndpoint::make_active(int fd, const sockaddr* dst, socklen_t len) {
   std::unique_ptr<TcpEndpoint> ep(new TcpEndpoint(fd, true));
   if (!ep->set_destination(dst, len)) return nullptr;
   return ep;

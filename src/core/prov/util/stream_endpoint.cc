@@ -76,8 +76,7 @@ StreamEndpoint::~StreamEndpoint() {
 }
 
 uint32_t StreamEndpoint::caps() const {
-  return kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost |
-         kCapForkCopies;
+  return kCapWrite | kCapWriteImm | kCapInline | kCapAsyncPlace | kCapCopyOnPost | kCapForkCopies;
 }
 
 int StreamEndpoint::setup(EndpointAttr* attr) {
@@ -123,7 +122,7 @@ int StreamEndpoint::connect(const void* pdata, size_t len) {
       return -errno;
   }
   FrameHeader h{FrameType::kHello, proto_.hello_tag, static_cast<uint32_t>(len), 0,
-                kHelloVersion, kHelloMagic};
+                kHelloVersion,     kHelloMagic};
   Sge sge{reinterpret_cast<uint64_t>(pdata), static_cast<uint32_t>(len), 0};
   int rc = queue_frame(h, &sge, len ? 1 : 0, 0, false, true);
   if (rc) return rc;
@@ -134,8 +133,8 @@ int StreamEndpoint::connect(const void* pdata, size_t len) {
 int StreamEndpoint::accept(const void* pdata, size_t len) {
   Guard lock(*this);
   if (active_ || cm_ != Cm::kAwaitAccept || len > kMaxPrivateData) return -EINVAL;
-  FrameHeader h{FrameType::kHelloReply, 0, static_cast<uint32_t>(len), 0, kHelloVersion,
-                kHelloMagic};
+  FrameHeader h{FrameType::kHelloReply, 0,          static_cast<uint32_t>(len), 0,
+                kHelloVersion,          kHelloMagic};
   Sge sge{reinterpret_cast<uint64_t>(pdata), static_cast<uint32_t>(len), 0};
   int rc = queue_frame(h, &sge, len ? 1 : 0, 0, false, true);
   if (rc) return rc;
@@ -276,7 +275,8 @@ int StreamEndpoint::queue_frame(const FrameHeader& h, const Sge* sge, int nsge, 
   PendingSend& q = sendq_.back();
   for (int i = 0; i < q.iovcnt; i++) {
     auto* b = static_cast<uint8_t*>(q.iov[i].iov_base);
-    if (b >= p.header && b < p.header + kFrameHeaderSize) q.iov[i].iov_base = q.header + (b - p.header);
+    if (b >= p.header && b < p.header + kFrameHeaderSize)
+      q.iov[i].iov_base = q.header + (b - p.header);
   }
   if (flush) flush_sends();
   if (!sendq_.empty() && async_.joinable()) kick_async();
@@ -360,8 +360,7 @@ bool StreamEndpoint::parse_rx() {
           return false;
         }
         cq_.push_back({0, 0, WcOp::kRecvImm, rx_hdr_.imm, rx_hdr_.length});
-      }
-      else if (rx_hdr_.type == FrameType::kHelloReply) {
+      } else if (rx_hdr_.type == FrameType::kHelloReply) {
         if (rx_hdr_.flags == kReject) {
           fail(ECONNREFUSED, Cm::kFailed);
           return false;
@@ -380,10 +379,9 @@ bool StreamEndpoint::parse_rx() {
     rx_done_ = 0;
     switch (rx_hdr_.type) {
       case FrameType::kHelloReply:
-        if (cm_ != Cm::kAwaitReply || rx_hdr_.imm != kHelloMagic ||
-            rx_hdr_.rkey != kHelloVersion || rx_hdr_.length > kMaxPrivateData) {
-          SS_WARN("%s: malformed connection reply from peer; connection failed",
-                  proto_.name);
+        if (cm_ != Cm::kAwaitReply || rx_hdr_.imm != kHelloMagic || rx_hdr_.rkey != kHelloVersion ||
+            rx_hdr_.length > kMaxPrivateData) {
+          SS_WARN("%s: malformed connection reply from peer; connection failed", proto_.name);
           fail(EPROTO, Cm::kFailed);
           return false;
         }
@@ -399,10 +397,11 @@ bool StreamEndpoint::parse_rx() {
         if (rx_hdr_.length) {
           rx_dst_ = regions_.resolve(rx_hdr_.rkey, rx_hdr_.remote_addr, rx_hdr_.length);
           if (!rx_dst_) {
-            SS_WARN("%s: peer wrote %u bytes at 0x%llx key %u outside what it was given; "
-                    "connection failed",
-                    proto_.name, rx_hdr_.length,
-                    static_cast<unsigned long long>(rx_hdr_.remote_addr), rx_hdr_.rkey);
+            SS_WARN(
+                "%s: peer wrote %u bytes at 0x%llx key %u outside what it was given; "
+                "connection failed",
+                proto_.name, rx_hdr_.length, static_cast<unsigned long long>(rx_hdr_.remote_addr),
+                rx_hdr_.rkey);
             fail(EPROTO, Cm::kFailed);
             return false;
           }
@@ -495,12 +494,16 @@ void StreamEndpoint::progress_locked() {
 
 int StreamEndpoint::post_send(const SendWr& wr) {
   Guard lock(*this);
-  if (cm_ != Cm::kEstablished) return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET
-                                                                                : -ENOTCONN;
+  if (cm_ != Cm::kEstablished)
+    return cm_ == Cm::kFailed || cm_ == Cm::kClosed ? -ECONNRESET : -ENOTCONN;
   uint32_t len = 0;
   for (int i = 0; i < wr.num_sge; i++) len += wr.sge[i].length;
-  FrameHeader h{wr.op == Op::kWriteImm ? FrameType::kWriteImm : FrameType::kWrite, 0, len,
-                wr.remote_addr, wr.rkey, wr.imm};
+  FrameHeader h{wr.op == Op::kWriteImm ? FrameType::kWriteImm : FrameType::kWrite,
+                0,
+                len,
+                wr.remote_addr,
+                wr.rkey,
+                wr.imm};
   return queue_frame(h, wr.sge, wr.num_sge, wr.wr_id, true, wr.inline_data);
 }
 
@@ -534,7 +537,8 @@ short StreamEndpoint::event_mask() const {
 void StreamEndpoint::ack_events() {
   if (notify_fd_ < 0) return;
   uint64_t v;
-  if (::read(notify_fd_, &v, sizeof v) < 0) { /* nothing pending */ }
+  if (::read(notify_fd_, &v, sizeof v) < 0) { /* nothing pending */
+  }
 }
 
 void StreamEndpoint::notify_locked() {
@@ -608,7 +612,8 @@ void StreamEndpoint::async_loop() {
     if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
     if (p[1].revents) {
       uint64_t v;
-      if (::read(async_wake_fd_, &v, sizeof v) < 0) { /* drained */ }
+      if (::read(async_wake_fd_, &v, sizeof v) < 0) { /* drained */
+      }
     }
     std::lock_guard<std::recursive_mutex> lock(mu_);
     size_t before = cq_.size();

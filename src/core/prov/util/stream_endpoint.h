@@ -104,8 +104,8 @@ class StreamEndpoint : public Endpoint {
     size_t remaining;
     std::vector<uint8_t> owned;  // copy of an inline source that did not go out at once
     uint64_t wr_id;
-    bool signal;                 // produces a send completion
-    PassedFd pass_fd;            // sent with the first byte, then closed
+    bool signal;       // produces a send completion
+    PassedFd pass_fd;  // sent with the first byte, then closed
   };
 
   // Active: `fd` is a non-blocking stream socket; connect() starts the
@@ -164,7 +164,7 @@ class StreamEndpoint : public Endpoint {
   std::unique_ptr<uint8_t[]> rx_buf_;
   size_t rx_begin_ = 0, rx_end_ = 0;
   bool rx_in_payload_ = false;
-  bool sends_lost_ = false;  // a send found the peer gone (EPIPE): ours went unread
+  bool sends_lost_ = false;       // a send found the peer gone (EPIPE): ours went unread
   bool rx_expect_large_ = false;  // the last header announced a direct-read payload
   FrameHeader rx_hdr_{};
   uint8_t* rx_dst_ = nullptr;

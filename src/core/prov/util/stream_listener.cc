@@ -32,8 +32,8 @@ int watch_source(int sock) {
 }
 }  // namespace
 
-int StreamListener::create(int sock, const StreamProto& proto, PassiveFactory factory,
-                           bool owned, std::unique_ptr<Listener>* out) {
+int StreamListener::create(int sock, const StreamProto& proto, PassiveFactory factory, bool owned,
+                           std::unique_ptr<Listener>* out) {
   std::unique_ptr<StreamListener> l(new StreamListener());
   l->epfd_ = watch_source(sock);
   if (l->epfd_ < 0) return l->epfd_;

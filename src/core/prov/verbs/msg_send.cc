@@ -30,7 +30,8 @@ int MsgSend::init(ibv_pd* pd, uint32_t slots, bool fence_reads_byte) {
   if (posix_memalign(&p, kPage, len)) return -ENOMEM;
   memset(p, 0, len);
   slots_ = static_cast<uint32_t*>(p);
-  if (!(mr_ = ibv_reg_mr(pd, slots_, len, int{IBV_ACCESS_LOCAL_WRITE}))) return errno ? -errno : -ENOMEM;
+  if (!(mr_ = ibv_reg_mr(pd, slots_, len, int{IBV_ACCESS_LOCAL_WRITE})))
+    return errno ? -errno : -ENOMEM;
   count_ = slots;
   return 0;
 }

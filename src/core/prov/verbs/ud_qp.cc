@@ -65,8 +65,7 @@ int sgid_index(ibv_context* ctx, uint8_t port, const ibv_port_attr& pa, const ib
 
 // The address-handle attributes toward `dst` from `src`, through a
 // throw-away rdma_cm id's address and route resolution. -errno.
-int resolve_ah_attr(const sockaddr* src, const sockaddr* dst, ibv_context* ctx,
-                    ibv_ah_attr* attr) {
+int resolve_ah_attr(const sockaddr* src, const sockaddr* dst, ibv_context* ctx, ibv_ah_attr* attr) {
   rdma_event_channel* ch = rdma_create_event_channel();
   if (!ch) return -errno;
   rdma_cm_id* id = nullptr;

@@ -54,7 +54,7 @@ class UdQp {
   // -EMSGSIZE) to QP `qpn` behind `ah`. -EAGAIN when every send slot is
   // still in flight.
   SS_API int send(ibv_ah* ah, uint32_t qpn, const void* head, size_t head_len, const iovec* iov,
-           size_t iovcnt);
+                  size_t iovcnt);
   // The oldest received datagram, past its GRH: valid until pop(). -EAGAIN
   // when none; receives that failed are re-posted and skipped.
   SS_API int front(const uint8_t** data, size_t* len);

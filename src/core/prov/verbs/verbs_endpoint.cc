@@ -83,8 +83,7 @@ int VerbsEndpoint::open_channel() {
 }
 
 int VerbsEndpoint::make_active(int sock, const sockaddr* dst, socklen_t len, const void* route,
-                               size_t route_len, bool off_stream,
-                               std::unique_ptr<Endpoint>* out) {
+                               size_t route_len, bool off_stream, std::unique_ptr<Endpoint>* out) {
   if (int n = res::device_count(); n <= 0) return n < 0 ? n : -ENODEV;
   if (len > sizeof(sockaddr_storage)) return -EINVAL;
   std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
@@ -133,8 +132,7 @@ int VerbsEndpoint::on_resolve_event(const rdma_cm_event* e) {
       resolve_tries_ = 0;
       if (!route_.empty()) {
         // Path records given with RDMA_ROUTE replace route resolution.
-        if (rdma_set_option(id_, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, route_.data(),
-                            route_.size()))
+        if (rdma_set_option(id_, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, route_.data(), route_.size()))
           return -errno;
         phase_ = Phase::kReady;
         return 0;
@@ -168,8 +166,8 @@ int VerbsEndpoint::resolve_progress() {
   return phase_ == Phase::kReady ? 0 : -EAGAIN;
 }
 
-std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void* pdata,
-                                                      size_t len, uint8_t peer_ird) {
+std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void* pdata, size_t len,
+                                                      uint8_t peer_ird) {
   std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
   if (!ep || ep->open_channel() != 0 || rdma_migrate_id(id, ep->ch_) != 0) {
     SS_WARN("verbs: cannot take a connection request: %s", strerror(errno));

@@ -111,8 +111,8 @@ class VerbsEndpoint final : public Endpoint {
   // Set on iWARP devices: messages go as write + send.
   std::unique_ptr<MsgSend> msg_send_;
   int write_half_err_ = 0;  // a failed write half, reported with its send
-  uint8_t peer_ird_ = 0;     // passive side: reads the peer answers
-  bool can_fence_ = false;   // iWARP with an ORD of 1 or more
+  uint8_t peer_ird_ = 0;    // passive side: reads the peer answers
+  bool can_fence_ = false;  // iWARP with an ORD of 1 or more
   bool established_ = false;
   // iWARP, active side: our connect still awaits its reply, and until it
   // comes the kernel blocks a disconnect or destroy of the id (cm_reaper.h).

@@ -19,8 +19,7 @@ namespace {
 constexpr int kDescriptorsPerRequest = 5;
 }  // namespace
 
-int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out,
-                          bool* tcp_port) {
+int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out, bool* tcp_port) {
   *tcp_port = false;
   if (int n = res::device_count(); n <= 0) return n < 0 ? n : -ENODEV;
   if (int rc = res::usable_here()) return rc;
@@ -38,9 +37,8 @@ int VerbsListener::create(int sock, int backlog, std::unique_ptr<Listener>* out,
   if (rdma_bind_addr(l->id_, reinterpret_cast<sockaddr*>(&name)))
     return errno == EADDRNOTAVAIL || errno == ENODEV ? -ENODEV : -errno;
   // A wildcard id listens on every device, a bound one on its own.
-  const bool iwarp = l->id_->verbs
-                         ? l->id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP
-                         : res::any_iwarp_device();
+  const bool iwarp = l->id_->verbs ? l->id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP
+                                   : res::any_iwarp_device();
   int reuse = 0;
   socklen_t reuse_len = sizeof reuse;
   if (iwarp) {

@@ -48,15 +48,19 @@ int listen(ListenSite* site, bool named, std::unique_ptr<Listener>* out) {
   if (tcp_port) {
     site->kernel_port_taken = true;
     if (!named)
-      SS_INFO("an iWARP device holds this listener's port in TCP's port space: "
-              "no tcp-provider peers, verbs and shm only");
+      SS_INFO(
+          "an iWARP device holds this listener's port in TCP's port space: "
+          "no tcp-provider peers, verbs and shm only");
   }
   return 0;
 }
 
-constexpr ConnectionOps kOps{
-    .preference = 30, .probe = probe, .create = create, .listen = listen,
-    .can_route = has_device, .listens_always = false};
+constexpr ConnectionOps kOps{.preference = 30,
+                             .probe = probe,
+                             .create = create,
+                             .listen = listen,
+                             .can_route = has_device,
+                             .listens_always = false};
 constexpr Descriptor kDescriptor{"verbs", Family::kConnection, &kOps};
 const Registration registration(kDescriptor);
 
