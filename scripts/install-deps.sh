@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(
   build-essential autoconf automake libtool autoconf-archive pkgconf ccache
-  clang libclang-rt-14-dev llvm-14
+  clang clang-format libclang-rt-14-dev llvm-14
   libibverbs-dev librdmacm-dev liburcu-dev libmnl-dev libsodium-dev
   libxdp-dev libbpf-dev bpftool ethtool
   googletest libgtest-dev libbenchmark-dev

@@ -17,6 +17,7 @@ ext_test_scripts = \
 	tests/ext/abi.sh \
 	tests/ext/layers.sh \
 	tests/ext/doc_paths.sh \
+	tests/ext/format.sh \
 	tests/ext/preload.sh \
 	tests/ext/preload_netns.sh \
 	tests/ext/preload_netns_apps.sh \
