@@ -399,6 +399,28 @@ TEST_F(HostileTest, PeerVanishesMidFrame) {
   EXPECT_EQ(ECONNRESET, last_errno_) << strerror(last_errno_);
 }
 
+// The same cut by a reset: the peer closes with the server's first
+// message (its credits) unread, which Linux answers with a reset; the
+// server's read meets it after the frame's start. Still no orderly end,
+// though the peer read all the data we sent (there was none).
+TEST_F(HostileTest, PeerResetsMidFrame) {
+  KFd raw;
+  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
+  uint8_t hdr[kFrameHeaderSize];
+  ss::prov::util::encode_frame(data_frame(server_.data_buf.addr, server_.data_buf.key, 1000, 1000),
+                               hdr);
+  raw_send(raw, hdr, sizeof hdr);
+  raw_send(raw, "partial", 7);
+  pollfd pf{raw, POLLIN, 0};
+  ASSERT_EQ(1, poll(&pf, 1, 20000)) << "the server sent nothing after the hello";
+  raw.reset();  // with bytes unread: a reset
+  bool ok = run_with_timeout([&] { server_thread_.join(); }, 20,
+                             [&] { rshutdown(server_fd_, SHUT_RDWR); });
+  EXPECT_TRUE(ok) << "the server's rrecv did not notice the peer's reset mid-frame";
+  EXPECT_EQ(-1, last_rc_) << "a connection reset mid-frame is not an orderly EOF";
+  EXPECT_EQ(ECONNRESET, last_errno_) << strerror(last_errno_);
+}
+
 TEST_F(HostileTest, SilentPeersDoNotBlockOthers) {
   // Raw connections that never send a hello must not stall a real client.
   std::vector<KFd> silent;

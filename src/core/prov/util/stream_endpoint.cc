@@ -461,16 +461,18 @@ void StreamEndpoint::progress_rx() {
         continue;
       }
     }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    // Inside a frame: the peer broke off mid-write, by an end or a reset
+    // (its close with our bytes unread), not an end of its own.
+    const bool cut = rx_in_payload_ || rx_begin_ != rx_end_;
     if (n == 0) {
-      // Inside a frame: the peer broke off mid-write, no end of its own.
-      const bool cut = rx_in_payload_ || rx_begin_ != rx_end_;
       SS_DEBUG("%s: fd %d: end of stream%s", proto_.name, fd_, cut ? " inside a frame" : "");
       fail(cut ? EPROTO : sends_lost_ ? EPIPE : ECONNRESET, Cm::kFailed);
       return;
     }
-    if (errno == EAGAIN || errno == EINTR) return;
-    SS_DEBUG("%s: fd %d: receive failed: %s", proto_.name, fd_, strerror(errno));
-    fail(errno, Cm::kFailed);
+    SS_DEBUG("%s: fd %d: receive failed: %s%s", proto_.name, fd_, strerror(errno),
+             cut ? " inside a frame" : "");
+    fail(cut ? EPROTO : errno, Cm::kFailed);
     return;
   }
 }
