@@ -145,6 +145,16 @@ class HostileTest : public ::testing::Test {
     return {FrameType::kWriteImm, 0, len, addr, key, ss::rs::make_imm(ss::rs::kOpData, imm_len)};
   }
 
+  // A connection whose first data frame says 1000 bytes and brings 7.
+  void start_a_frame(KFd* raw) {
+    ASSERT_NO_FATAL_FAILURE(handshake(raw));
+    uint8_t hdr[kFrameHeaderSize];
+    ss::prov::util::encode_frame(
+        data_frame(server_.data_buf.addr, server_.data_buf.key, 1000, 1000), hdr);
+    raw_send(*raw, hdr, sizeof hdr);
+    raw_send(*raw, "partial", 7);
+  }
+
   // The raw socket is dropped and the server's reader sees an error.
   void expect_dropped(int raw) {
     std::string why;
@@ -385,12 +395,7 @@ TEST_F(HostileTest, FloodBeyondCredits) {
 
 TEST_F(HostileTest, PeerVanishesMidFrame) {
   KFd raw;
-  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
-  uint8_t hdr[kFrameHeaderSize];
-  ss::prov::util::encode_frame(data_frame(server_.data_buf.addr, server_.data_buf.key, 1000, 1000),
-                               hdr);
-  raw_send(raw, hdr, sizeof hdr);
-  raw_send(raw, "partial", 7);
+  ASSERT_NO_FATAL_FAILURE(start_a_frame(&raw));
   raw.reset();  // close with the frame unfinished
   bool ok = run_with_timeout([&] { server_thread_.join(); }, 20,
                              [&] { rshutdown(server_fd_, SHUT_RDWR); });
@@ -405,12 +410,7 @@ TEST_F(HostileTest, PeerVanishesMidFrame) {
 // though the peer read all the data we sent (there was none).
 TEST_F(HostileTest, PeerResetsMidFrame) {
   KFd raw;
-  ASSERT_NO_FATAL_FAILURE(handshake(&raw));
-  uint8_t hdr[kFrameHeaderSize];
-  ss::prov::util::encode_frame(data_frame(server_.data_buf.addr, server_.data_buf.key, 1000, 1000),
-                               hdr);
-  raw_send(raw, hdr, sizeof hdr);
-  raw_send(raw, "partial", 7);
+  ASSERT_NO_FATAL_FAILURE(start_a_frame(&raw));
   pollfd pf{raw, POLLIN, 0};
   ASSERT_EQ(1, poll(&pf, 1, 20000)) << "the server sent nothing after the hello";
   raw.reset();  // with bytes unread: a reset
