@@ -17,6 +17,7 @@
 #include "interpose/wait_args.h"
 #include "librsocket/preload_hooks.h"
 #include "preload/dup_calls.h"
+#include "preload/epoll_face.h"
 #include "preload/route.h"
 
 namespace ss::preload {
@@ -24,17 +25,6 @@ namespace ss::preload {
 namespace {
 
 using ss::interpose::EpollFd;
-
-ss::PollTiming rsocket_timing() {
-  long long spin_us = 0;
-  int wake_ms = 0;
-  ss_rspreload_poll_timing(&spin_us, &wake_ms);
-  ss::PollTiming t{std::chrono::microseconds(spin_us), wake_ms};
-  t.handlers_ran = ss::interpose::handlers_ran;  // a handler in the busy phase: EINTR
-  return t;
-}
-
-const ss::interpose::EpollFace kFace{"librspreload", rsocket_timing};
 
 std::shared_ptr<EpollFd> set_of(int epfd) {
   if (route(epfd) != Route::kEpoll) return nullptr;
@@ -66,15 +56,13 @@ int ctl_on_kernel_set(int epfd, int op, int fd, epoll_event* ev) {
 
 }  // namespace
 
-int close_epoll(int fd) { return ss::interpose::close_epoll(kFace, fd); }
+int close_epoll(int fd) { return ss::interpose::close_epoll(kEpollFace, fd); }
 
 void leave_epoll_sets(int fd) {
   std::shared_ptr<Pollable> obj = FdTable::instance().get_pollable(fd);
   if (!obj || (route(fd) == Route::kRsocket && !dups::last_descriptor(fd))) return;
-  ss::interpose::leave_epoll_sets(kFace, obj.get());
+  ss::interpose::leave_epoll_sets(kEpollFace, obj.get());
 }
-
-void kernel_in_epoll_sets(const Pollable* obj) { ss::interpose::kernel_in_epoll_sets(kFace, obj); }
 
 }  // namespace ss::preload
 
@@ -84,7 +72,7 @@ using ss::FdTable;
 
 SS_PRELOAD_EXPORT int epoll_create1(int flags) noexcept {
   if (libc_only()) return ss::interpose::real().epoll_create1(flags);
-  return ss::interpose::create_epoll(kFace, flags);
+  return ss::interpose::create_epoll(kEpollFace, flags);
 }
 
 SS_PRELOAD_EXPORT int epoll_create(int size) noexcept {

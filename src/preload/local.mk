@@ -16,7 +16,11 @@ librspreload_la_SOURCES = \
 	src/preload/options.cc \
 	src/preload/poll_face.cc \
 	src/preload/listener_ready.cc \
+	src/preload/epoll_face.h \
+	src/preload/epoll_face.cc \
 	src/preload/epoll_calls.cc \
+	src/preload/late_fallback.h \
+	src/preload/late_fallback.cc \
 	src/preload/signal_calls.cc \
 	src/preload/stdio.cc \
 	src/preload/exec_hook.cc

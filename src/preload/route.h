@@ -12,6 +12,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/library_thread.h"
 #include "interpose/own_calls.h"
+#include "preload/late_fallback.h"
 
 namespace ss::preload {
 
@@ -80,17 +81,6 @@ struct Entry final : Pollable {
 // kEpoll: one of the preload's epoll sets (epoll_calls.cc), fd-table kind
 // kKernel: the kernel's descriptor, an EpollSet beside it.
 enum class Route { kKernel, kRsocket, kFresh, kListener, kEpoll };
-
-// A connect librsocket moved to kernel TCP after EINPROGRESS (fd-table
-// kind kRsocketFallback at the rsocket's own number): the descriptor and
-// its duplicates become the kernel's, in the program's epoll sets too.
-// route() calls it at the program's first call on the descriptor since,
-// on_rsocket at a duplicate's (sockets.cc).
-void finish_late_fallback(int fd);
-
-// Whether rsocket `fd`'s connect fell back to kernel TCP (any of its
-// numbers: a duplicate's entry stays kRsocket).
-bool fell_back(int fd);
 
 inline Route route(int fd) {
   if (libc_only()) return Route::kKernel;
@@ -174,9 +164,6 @@ int close_epoll(int fd);
 // it, it leaves every epoll set of the process (the kernel's rule: a
 // set holds an open file until its last close).
 void leave_epoll_sets(int fd);
-// `obj` (a connection that fell back) is a kernel descriptor now: it
-// moves to the kernel part of every epoll set.
-void kernel_in_epoll_sets(const Pollable* obj);
 
 inline std::shared_ptr<Entry> entry(int fd) {
   return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
