@@ -67,6 +67,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mellanox/vma_extra.h>
@@ -628,17 +629,23 @@ static int serve(const char *ip, const char *port)
 	return n != 0;
 }
 
-/* The next completions of ring into comps (asleep in poll between). */
+/* The next completions of ring into comps (asleep in poll between), for
+ * at most 30 s: a ring fd can be readable with nothing for this socket
+ * (poll then returns at once), so a count of tries bounds nothing. */
 static int xtreme_wait(int ring, struct vma_completion_t *comps, int most)
 {
-	for (int tries = 0; tries < 300; tries++) {
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
 		int n = api->socketxtreme_poll(ring, comps, most, 0);
 		struct pollfd p = {ring, POLLIN, 0};
 
 		if (n != 0)
 			return n;
 		poll(&p, 1, 100);
-	}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < 30);
 	return 0;
 }
 
