@@ -41,12 +41,12 @@ int close_last(int fd) {
 }
 
 int dup_listener(int fd, int at, bool exact, bool cloexec) {
-  return shared::dup_entry(fd, FdKind::kOffloaded, at, exact, cloexec, /*acts_on_owner=*/false);
+  return shared::dup_entry(fd, FdKind::kRspreloadTcp, at, exact, cloexec, /*acts_on_owner=*/false);
 }
 
 bool close_listener_shared(int fd, int* rc) {
   int own;
-  return shared::close_shared(fd, FdKind::kOffloaded, rc, &own);
+  return shared::close_shared(fd, FdKind::kRspreloadTcp, rc, &own);
 }
 
 void forget_duplicates(int fd) { shared::dissolve(fd); }

@@ -36,7 +36,7 @@ inline bool libc_only() { return interpose::in_own_call() || library_thread(); }
 bool in_vfork_child();
 
 // What the preload holds for a TCP socket that is not an rsocket (yet):
-// fd table entries of kind kOffloaded. A Pollable (listener_ready.cc), so
+// fd table entries of kind kRspreloadTcp. A Pollable (listener_ready.cc), so
 // that poll, select and epoll see a listener's two queues as one: readable
 // when the kernel listener or the rsocket listener has a connection.
 struct Entry final : Pollable {
@@ -90,8 +90,8 @@ inline Route route(int fd) {
     case FdKind::kRsocketFallback:
       finish_late_fallback(fd);
       return Route::kKernel;
-    case FdKind::kOffloaded: {
-      auto e = FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
+    case FdKind::kRspreloadTcp: {
+      auto e = FdTable::instance().get<Entry>(fd, FdKind::kRspreloadTcp);
       if (!e) return Route::kKernel;  // closed meanwhile
       return e->state.load() == Entry::State::kListener ? Route::kListener : Route::kFresh;
     }
@@ -166,7 +166,7 @@ int close_epoll(int fd);
 void leave_epoll_sets(int fd);
 
 inline std::shared_ptr<Entry> entry(int fd) {
-  return FdTable::instance().get<Entry>(fd, FdKind::kOffloaded);
+  return FdTable::instance().get<Entry>(fd, FdKind::kRspreloadTcp);
 }
 
 }  // namespace ss::preload

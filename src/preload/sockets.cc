@@ -135,7 +135,7 @@ void track_fresh(int fd, int domain) {
   if (e) {
     e->fd = fd;
     e->domain = domain;
-    if (FdTable::instance().insert(fd, FdKind::kOffloaded, e) == 0) return;
+    if (FdTable::instance().insert(fd, FdKind::kRspreloadTcp, e) == 0) return;
   }
   SS_WARN("librspreload: fd %d: cannot track it (out of memory): kernel TCP", fd);
 }
@@ -186,7 +186,7 @@ int connect_fresh(int fd, const sockaddr* addr, socklen_t len) {
 
 }  // namespace
 
-void give_to_kernel(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded); }
+void give_to_kernel(int fd) { FdTable::instance().remove<Entry>(fd, FdKind::kRspreloadTcp); }
 
 namespace {
 
@@ -380,7 +380,7 @@ Entry::~Entry() {
 
 void to_kernel_listener(int fd, bool restore_blocking) {
   dups::forget_duplicates(fd);
-  auto e = FdTable::instance().remove<Entry>(fd, FdKind::kOffloaded);
+  auto e = FdTable::instance().remove<Entry>(fd, FdKind::kRspreloadTcp);
   if (!e || e->rs_fd < 0 || !restore_blocking) return;
   e->state = Entry::State::kStopped;
   int fl = ss::interpose::real().fcntl(fd, F_GETFL);

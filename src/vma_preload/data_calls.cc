@@ -28,7 +28,7 @@
 #include "interpose/real.h"
 #include "interpose/sendfile_copy.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/socket_flags.h"
 
 using ss::interpose::real;
@@ -37,10 +37,10 @@ namespace vp = ss::vma::preload;
 namespace {
 
 // fd's record when the preload has one (nullptr: straight to libc).
-std::shared_ptr<vp::KernelSocket> record(int fd) {
+std::shared_ptr<vp::SocketRecord> record(int fd) {
   ss::FdTable& t = ss::FdTable::instance();
-  if (t.kind(fd) != ss::FdKind::kVmaKernel) return nullptr;
-  return t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  if (t.kind(fd) != ss::FdKind::kVmaSocket) return nullptr;
+  return t.get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
 }
 
 // The offloaded paths' calls, no exception past them (edge.h), each
@@ -57,10 +57,10 @@ ssize_t guarded(F&& f) noexcept {
   }
 }
 
-ssize_t off_recv(vp::KernelSocket& s, msghdr* m, int flags) noexcept {
+ssize_t off_recv(vp::SocketRecord& s, msghdr* m, int flags) noexcept {
   return guarded([&] { return s.offload()->recvmsg(s, m, flags); });
 }
-ssize_t off_send(vp::KernelSocket& s, const msghdr* m, int flags) noexcept {
+ssize_t off_send(vp::SocketRecord& s, const msghdr* m, int flags) noexcept {
   return guarded([&] { return s.offload()->sendmsg(s, m, flags); });
 }
 // An offloaded TCP connection's (tcp_offload.h); the kernel socket's
@@ -78,7 +78,7 @@ ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) noexcept
 }
 
 // After a kernel call that may have bound fd (a send, connect).
-void maybe_bound(vp::KernelSocket* s, int fd) {
+void maybe_bound(vp::SocketRecord* s, int fd) {
   if (s && !s->offload() && s->protocol == IPPROTO_UDP)
     ss::interpose::edge_quiet("send", fd, [&] { vp::socket_bound(fd); });
 }
@@ -89,14 +89,14 @@ void maybe_bound(vp::KernelSocket* s, int fd) {
 // port on the rings, where a call asleep on the kernel socket never sees
 // the datagrams (sockperf's under-load client receives in one thread
 // before its other thread's first send).
-bool awaits_offload(vp::KernelSocket& s, int fd, int flags) {
+bool awaits_offload(vp::SocketRecord& s, int fd, int flags) {
   return !s.offload() && !vp::nonblocking(fd, flags) && !s.kernel_served();
 }
 
 // The wait of awaits_offload(): the kernel socket looked at in slices of
 // 20 ms, until a datagram comes there or the socket is offloaded (then
 // the offloaded receive), with the kernel's SO_RCVTIMEO and signal rules.
-ssize_t recv_awaiting_offload(vp::KernelSocket& s, int fd, msghdr* m, int flags) {
+ssize_t recv_awaiting_offload(vp::SocketRecord& s, int fd, msghdr* m, int flags) {
   using clock = std::chrono::steady_clock;
   constexpr int kSliceMs = 20;
   const int timeout = vp::rcv_timeout_ms(fd);
@@ -125,7 +125,7 @@ ssize_t recv_awaiting_offload(vp::KernelSocket& s, int fd, msghdr* m, int flags)
 }
 
 // A receive on s through msghdr m: offloaded, or waiting for it.
-ssize_t recv_on(vp::KernelSocket& s, int fd, msghdr* m, int flags) {
+ssize_t recv_on(vp::SocketRecord& s, int fd, msghdr* m, int flags) {
   return s.offload() ? off_recv(s, m, flags) : recv_awaiting_offload(s, fd, m, flags);
 }
 
@@ -142,7 +142,7 @@ ssize_t recv_path(int fd, msghdr* m, int flags) {
 // offloaded path: its port is on the rings before a reply can come. Left
 // to the kernel's autobind, the reply raced the rings' set-up (the XDP
 // program attached to the netdev meanwhile) and could be lost.
-void bind_before_send(vp::KernelSocket* s, int fd) {
+void bind_before_send(vp::SocketRecord* s, int fd) {
   if (s && !s->offload() && s->protocol == IPPROTO_UDP &&
       s->decision().wanted == ss::vma::Transport::kVma && !s->kernel_served())
     ss::prov::bind_if_unbound(fd);
@@ -152,7 +152,7 @@ void bind_before_send(vp::KernelSocket* s, int fd) {
 // to take it (a socket not bound yet bound first). Else the call fails
 // with EINVAL, as libvma fails a dummy on any descriptor it does not
 // offload (the kernel would send it).
-bool dummy_path(vp::KernelSocket* s, int fd) {
+bool dummy_path(vp::SocketRecord* s, int fd) {
   bind_before_send(s, fd);
   if (s && s->offload()) return true;
   errno = EINVAL;
@@ -183,7 +183,7 @@ SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_pa
 // An offloaded socket's batch: each entry through its offloaded path (the
 // rings, then its kernel socket), with the kernel's rules (interpose/mmsg.h);
 // an error after the first datagram is kept for the socket's next receive
-// (KernelSocket::late_error).
+// (SocketRecord::late_error).
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
   const auto s = record(fd);
   vp::TcpOffload* t = s ? s->tcp() : nullptr;

@@ -2,7 +2,7 @@
 // VMA_OFFLOADED_SOCKETS, flipped for a thread that thread_offload() named,
 // then libvma.conf's rules at socket() (conf_socket_transport). The
 // decision is recorded and logged; a UDP socket decided "vma" is offloaded
-// once bound where a netdev has rings (kernel_socket.h), a TCP socket at
+// once bound where a netdev has rings (socket_record.h), a TCP socket at
 // connect or listen (tcp_offload.h, tcp_listen.h).
 #pragma once
 #include <pthread.h>

@@ -18,7 +18,7 @@
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 
 using ss::interpose::real;
 namespace vp = ss::vma::preload;
@@ -26,11 +26,11 @@ namespace dups = ss::interpose::dups;
 
 namespace {
 
-bool recorded(int fd) { return ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel; }
+bool recorded(int fd) { return ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket; }
 
 int dup_recorded(int fd, int at, bool exact, bool cloexec) {
   const int nfd = ss::interpose::edge_call(
-      [&] { return dups::dup_entry(fd, ss::FdKind::kVmaKernel, at, exact, cloexec); });
+      [&] { return dups::dup_entry(fd, ss::FdKind::kVmaSocket, at, exact, cloexec); });
   if (nfd >= 0) vp::note_number(nfd);  // a fork child finds the record there too
   return nfd;
 }
@@ -64,9 +64,9 @@ int close_recorded(int fd) {
   int rc = 0, own = fd;
   bool shared = false;
   interpose::edge_quiet("close", fd, [&] {
-    shared = dups::close_shared(fd, FdKind::kVmaKernel, &rc, &own);
+    shared = dups::close_shared(fd, FdKind::kVmaSocket, &rc, &own);
     if (shared) return;
-    if (const auto s = ss::FdTable::instance().get<KernelSocket>(own, ss::FdKind::kVmaKernel))
+    if (const auto s = ss::FdTable::instance().get<SocketRecord>(own, ss::FdKind::kVmaSocket))
       s->before_last_close();
     // Before the kernel frees the number, which another thread may then reuse.
     untrack_socket(own);

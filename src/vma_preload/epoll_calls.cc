@@ -6,7 +6,7 @@
 // set's kernel part. A set without members is the kernel's alone. Sets
 // nest (a set is a Pollable member of another), as libvma's cannot
 // (libvma #219). A kernel epoll set the preload does not know takes a
-// socket only as the kernel's (KernelSocket::hand_back).
+// socket only as the kernel's (SocketRecord::hand_back).
 #include <sys/epoll.h>
 
 #include <cerrno>
@@ -18,7 +18,7 @@
 #include "interpose/real.h"
 #include "interpose/wait_args.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/mux.h"
 
 namespace vp = ss::vma::preload;
@@ -58,8 +58,8 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
   // A fork child waiting on an inherited offloaded socket will receive on
   // it: the parent lends it the port first (fork_share.h).
   if (vp::in_fork_child() && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
-      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       s->offload();
   const auto ep = set_of(epfd);
   if (ep) return ip::ctl_epoll(*ep, op, fd, ev);
@@ -69,9 +69,9 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
   // handed back to the kernel for good, so no program sleeps through its
   // rings.
   if (!ss::interpose::in_own_call() && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
-      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     ss::interpose::edge_quiet("epoll_ctl", fd, [&] {
-      const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+      const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
       if (s && !s->kernel_served()) s->hand_back("in an epoll set the preload does not know");
     });
   return real().epoll_ctl(epfd, op, fd, ev);

@@ -1,20 +1,20 @@
 // exec under libvma.so (interpose/exec_calls.h): the new image has only
 // kernel sockets, so a TCP connection on the rings whose descriptor
 // survives the exec (no FD_CLOEXEC) goes to its kernel socket first: in
-// a fork child by asking the parent (KernelSocket::tcp(), fork_share.h),
+// a fork child by asking the parent (SocketRecord::tcp(), fork_share.h),
 // else here (hand_tcp_to_kernel). A failed exec leaves them there.
 #include <fcntl.h>
 #include <netinet/in.h>
 
 #include "interpose/exec_calls.h"
 #include "interpose/real.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 
 namespace ss::vma::preload {
 namespace {
 
 const char* connections_to_kernel(char* const* /*envp*/) {
-  for_each_record([](int fd, const std::shared_ptr<KernelSocket>& s) {
+  for_each_record([](int fd, const std::shared_ptr<SocketRecord>& s) {
     const int flags = s->protocol == IPPROTO_TCP ? interpose::real().fcntl(fd, F_GETFD) : -1;
     if (flags < 0 || (flags & FD_CLOEXEC)) return true;
     if (in_fork_child())

@@ -12,7 +12,7 @@
 #include "libvmacompat/stats_format.h"
 #include "vma_preload/decision.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/ring_fds.h"
 #include "vma_preload/socketxtreme.h"
 #include "vma_preload/zcopy.h"
@@ -24,7 +24,7 @@ constexpr const char* kFrame = "================================================
 
 // The socket's record, then its counters as vma_stats -v 3 shows them.
 void dump_one(log::Level level, int fd) {
-  const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel);
+  const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket);
   if (!s) return;  // as libvma: a socket it has no object for prints nothing
   log::write(level, "==================== SOCKET FD ===================");
   log::write(level, "Fd number : %d", fd);

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/base/log.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/zcopy.h"
 
 namespace ss::vma::preload {
@@ -15,7 +15,7 @@ namespace {
 
 // fd's record when the option is libvma's to answer on it: the user data
 // on a UDP or TCP socket, the ring logic on a UDP one.
-std::shared_ptr<KernelSocket> option_socket(int fd, int name) {
+std::shared_ptr<SocketRecord> option_socket(int fd, int name) {
   if (name != SO_VMA_USER_DATA && name != SO_VMA_RING_ALLOC_LOGIC) return nullptr;
   const int saved = errno;
   auto s = name == SO_VMA_USER_DATA ? extra_api_socket(fd) : extra_api_udp_socket(fd);
@@ -28,7 +28,7 @@ int fail(int err) {
   return -1;
 }
 
-int set_user_data(KernelSocket& s, const void* val, socklen_t len) {
+int set_user_data(SocketRecord& s, const void* val, socklen_t len) {
   if (!val) return fail(EFAULT);
   if (len != sizeof(void*)) return fail(EINVAL);
   void* p;
@@ -37,7 +37,7 @@ int set_user_data(KernelSocket& s, const void* val, socklen_t len) {
   return 0;
 }
 
-int set_ring_logic(KernelSocket& s, const void* val, socklen_t len) {
+int set_ring_logic(SocketRecord& s, const void* val, socklen_t len) {
   if (const int r = s.ring_logic.set(val, len); r < 0) return fail(-r);
   const RingLogic::Side rx = s.ring_logic.rx(), tx = s.ring_logic.tx();
   SS_DEBUG(

@@ -32,7 +32,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "interpose/export.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/port_holds.h"
 
@@ -47,8 +47,8 @@ namespace {
 // allocation is safe in a fork handler under glibc). Each asks the
 // rings' owner to share it at its first use here (fork_share.h).
 void keep_inherited_records() {
-  static auto* kept = new std::vector<std::shared_ptr<KernelSocket>>;
-  for_each_record([](int, const std::shared_ptr<KernelSocket>& s) {
+  static auto* kept = new std::vector<std::shared_ptr<SocketRecord>>;
+  for_each_record([](int, const std::shared_ptr<SocketRecord>& s) {
     s->start_in_fork_child();
     kept->push_back(s);
     return true;

@@ -18,7 +18,7 @@
 
 #include "core/base/errno_guard.h"
 #include "core/base/log.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -94,9 +94,9 @@ bool gone(pid_t pid, unsigned long long start) {
 }
 
 // The parent's record with this id, or null (closed since).
-std::shared_ptr<KernelSocket> record(uint64_t id) {
-  std::shared_ptr<KernelSocket> found;
-  for_each_record([&](int, const std::shared_ptr<KernelSocket>& s) {
+std::shared_ptr<SocketRecord> record(uint64_t id) {
+  std::shared_ptr<SocketRecord> found;
+  for_each_record([&](int, const std::shared_ptr<SocketRecord>& s) {
     if (s->id == id) found = s;
     return !found;
   });

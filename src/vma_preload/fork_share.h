@@ -29,7 +29,7 @@ int fork_share_fd();
 // flows whose askers have all exited.
 void fork_share_serve();
 // Child: asks the parent to lend the flows of its socket record `id`
-// (KernelSocket::id), and waits for the answer (bounded).
+// (SocketRecord::id), and waits for the answer (bounded).
 void fork_share_ask(uint64_t id);
 
 }  // namespace ss::vma::preload

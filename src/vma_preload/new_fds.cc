@@ -16,7 +16,7 @@
 #include "interpose/dup_share.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 
 using ss::interpose::real;
 namespace vp = ss::vma::preload;
@@ -24,12 +24,12 @@ namespace vp = ss::vma::preload;
 namespace ss::vma::preload {
 
 void drop_stale(int fd) {
-  if (fd < 0 || FdTable::instance().kind(fd) != FdKind::kVmaKernel) return;  // lock-free
+  if (fd < 0 || FdTable::instance().kind(fd) != FdKind::kVmaSocket) return;  // lock-free
   SS_DEBUG(
       "fd %d came back from the kernel: its socket was closed behind the preload; "
       "record dropped",
       fd);
-  interpose::dups::forget(fd, FdKind::kVmaKernel);
+  interpose::dups::forget(fd, FdKind::kVmaSocket);
 }
 
 }  // namespace ss::vma::preload

@@ -19,7 +19,7 @@
 #include "interpose/poll_calls.h"
 #include "libvmacompat/settings.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/mux.h"
 #include "interpose/signal_count.h"
 
@@ -30,8 +30,8 @@ namespace ss::vma::preload {
 
 bool offloaded_or_may_be(int fd) {
   ss::FdTable& t = ss::FdTable::instance();
-  if (fd < 0 || t.kind(fd) != ss::FdKind::kVmaKernel) return false;
-  const auto s = t.get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  if (fd < 0 || t.kind(fd) != ss::FdKind::kVmaSocket) return false;
+  const auto s = t.get<SocketRecord>(fd, ss::FdKind::kVmaSocket);
   return s && (s->offload() || !s->kernel_served());
 }
 
@@ -69,7 +69,7 @@ using vp::mux_timing;
 // poll_mixed's to serve.
 bool mixed(int fd) {
   const ss::FdKind k = ss::FdTable::instance().kind(fd);
-  if (k == ss::FdKind::kVmaKernel) return vp::offloaded_or_may_be(fd);
+  if (k == ss::FdKind::kVmaSocket) return vp::offloaded_or_may_be(fd);
   return k == ss::FdKind::kKernel && ss::interpose::mixed_epoll(fd);
 }
 

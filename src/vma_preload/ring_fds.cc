@@ -11,7 +11,7 @@
 #include "core/base/log.h"
 #include "interpose/real.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socketxtreme.h"
 #include "vma_preload/tcp_listen.h"
@@ -25,7 +25,7 @@ namespace {
 // A TCP socket's rings: a listener's, a connection's, or those of the
 // netdevs its bound address arrives through (made now: the VMA guide's
 // server asks right after bind, before listen).
-std::vector<NetdevRings*> tcp_rings(KernelSocket& s) {
+std::vector<NetdevRings*> tcp_rings(SocketRecord& s) {
   if (TcpListen* l = s.listening()) return l->rings();
   if (TcpOffload* t = s.tcp()) return {t->rings()};
   std::vector<NetdevRings*> out;

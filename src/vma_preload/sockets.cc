@@ -24,7 +24,7 @@
 #include "interpose/real.h"
 #include "interpose/edge.h"
 #include "vma_preload/extra_api.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/mux.h"
 #include "vma_preload/start.h"
 #include "vma_preload/wire_addr.h"
@@ -39,15 +39,15 @@ namespace {
 // the kernel meanwhile: the record keeps the object alive through the
 // call), or none: the kernel socket's.
 struct TcpCall {
-  std::shared_ptr<vp::KernelSocket> rec;
+  std::shared_ptr<vp::SocketRecord> rec;
   vp::TcpOffload* t = nullptr;
   explicit operator bool() const { return t != nullptr; }
 };
 TcpCall tcp_record(int fd) {
   ss::FdTable& t = ss::FdTable::instance();
-  if (t.kind(fd) != ss::FdKind::kVmaKernel) return {};
+  if (t.kind(fd) != ss::FdKind::kVmaSocket) return {};
   TcpCall c;
-  c.rec = t.get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  c.rec = t.get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
   c.t = c.rec ? c.rec->tcp() : nullptr;
   if (c.t && c.t->moved()) c.t = nullptr;
   return c;
@@ -76,15 +76,15 @@ int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
 // listen: the kernel's first (same-host peers), then the rings'.
 SS_PRELOAD_EXPORT int listen(int fd, int backlog) {
   const int r = real().listen(fd, backlog);
-  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       ss::interpose::edge_quiet("listen", fd, [&] { s->listen_tcp(backlog); });
   return r;
 }
 
 SS_PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
-  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       if (vp::TcpListen* l = s->listening())
         return ss::interpose::edge_call([&] { return l->accept(fd, addr, len, flags); });
   return real().accept4(fd, addr, len, flags);
@@ -127,7 +127,7 @@ SS_PRELOAD_EXPORT int socket(int domain, int type, int protocol) {
 
 SS_PRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) {
   const int r = real().bind(fd, addr, len);
-  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     ss::interpose::edge_quiet("bind", fd, [&] { vp::socket_bound(fd); });
   return r;
 }
@@ -138,7 +138,7 @@ SS_PRELOAD_EXPORT int close(int fd) {
   if (!ss::interpose::in_own_call() && ss::FdTable::instance().kind(fd) == ss::FdKind::kKernel &&
       ss::interpose::epoll_fd(fd))
     return ss::interpose::close_epoll(vp::kEpollFace, fd);
-  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel) return vp::close_recorded(fd);
+  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket) return vp::close_recorded(fd);
   if (ss::interpose::dups::held(fd)) {
     errno = EBADF;  // closed already as the program sees it; kept for a duplicate
     return -1;
@@ -192,10 +192,10 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
         *len = sizeof(int);
         return 0;
       });
-  // An error recvmmsg kept (kernel_socket.h) is the socket's SO_ERROR.
+  // An error recvmmsg kept (socket_record.h) is the socket's SO_ERROR.
   if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int) &&
-      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       if (const int e = s->take_late_error()) {
         *static_cast<int*>(val) = e;
         *len = sizeof(int);
@@ -210,7 +210,7 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
   // Any other SO_VMA_* goes to the kernel, which refuses it (ENOPROTOOPT),
   // as libvma does on a socket it does not offload.
   if (level == SOL_SOCKET && name >= SO_VMA_USER_DATA && name <= SO_VMA_SHUTDOWN_RX &&
-      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     SS_DEBUG("setsockopt fd %d: SO_VMA_* option %d is not there; the kernel answers it", fd, name);
   // The TCP options of a socket of ours: the kernel socket checks the
   // value (its errno) and keeps it for getsockopt; an offloaded connection
@@ -218,9 +218,9 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
   ss::net::tcp::Option o;
   int64_t v;
   if (vp::tcp_option_of(-1, level, name, 0, &o, &v) &&
-      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto rec =
-            ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel)) {
+            ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket)) {
       const int r = real().setsockopt(fd, level, name, val, len);
       int given;
       if (r == 0 && len >= sizeof given) {  // the kernel read it: readable
@@ -239,8 +239,8 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       return r;
     }
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
-      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaKernel)
-    if (const auto s = ss::FdTable::instance().get<vp::KernelSocket>(fd, ss::FdKind::kVmaKernel))
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       return vp::ip_setsockopt(*s, level, name, val, len);
   return real().setsockopt(fd, level, name, val, len);
 }

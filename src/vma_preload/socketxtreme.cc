@@ -16,7 +16,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/xtreme_buffs.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/rx_extras.h"
 #include "vma_preload/tcp_listen.h"
@@ -66,7 +66,7 @@ int result(int r) {
 // Counts `packets` datagrams of `bytes` received offloaded on fd's vmastat
 // block (its record looked up: the member keeps only the fd).
 void count_rx(int fd, uint64_t packets, uint64_t bytes) {
-  if (const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel)) {
+  if (const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket)) {
     s->stats.add(stats::kRxPackets, packets);
     s->stats.add(stats::kRxBytes, bytes);
   }
@@ -102,7 +102,7 @@ void set_src(vma_completion_t* c, const net::IpAddr& ip, uint16_t port) {
 }
 
 // A listener's connections, accepted, as completions from *got on.
-void accept_for(KernelSocket& s, TcpListen& l, vma_completion_t* comps, unsigned int n,
+void accept_for(SocketRecord& s, TcpListen& l, vma_completion_t* comps, unsigned int n,
                 unsigned int* got) {
   while (*got < n) {
     int nfd;
@@ -121,7 +121,7 @@ void accept_for(KernelSocket& s, TcpListen& l, vma_completion_t* comps, unsigned
 // A connection's data and events as one completion, when it has either.
 // Its views are lent as a buffer chain; one no frame could be had for
 // waits for the next poll (TCP loses no byte).
-bool report(KernelSocket& s, TcpOffload& t, vma_completion_t* c) {
+bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c) {
   constexpr size_t kMostBufs = 64;
   std::vector<mem::Buffer> views;
   const short edges = t.xtreme_edges();
@@ -170,7 +170,7 @@ void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned 
   }
   for (size_t k = 0; k < members.size() && *got < n; k++) {
     const NetdevRings::XtremeTcp& m = members[(first + k) % members.size()];
-    const auto s = FdTable::instance().get<KernelSocket>(m.fd, FdKind::kVmaKernel);
+    const auto s = FdTable::instance().get<SocketRecord>(m.fd, FdKind::kVmaSocket);
     if (!s) continue;
     if (m.listener) {
       if (TcpListen* l = s->listening(); l == m.who) accept_for(*s, *l, comps, n, got);

@@ -11,7 +11,7 @@
 #include "core/base/log.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_format.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -21,7 +21,7 @@ constinit AppendFile g_stats_file;
 // The sockets still open when the process exits: libvma destroys its
 // sockets then, and writes theirs.
 void write_open_sockets() {
-  for_each_record([](int, const std::shared_ptr<KernelSocket>& s) {
+  for_each_record([](int, const std::shared_ptr<SocketRecord>& s) {
     write_socket_stats(*s);
     return true;
   });
@@ -40,7 +40,7 @@ void open_stats_file() {
   atexit(write_open_sockets);
 }
 
-void write_socket_stats(KernelSocket& s) noexcept {
+void write_socket_stats(SocketRecord& s) noexcept {
   // A fork child's blocks start as copies of its parent's counters, and the
   // file is named by the parent's pid: the parent's reports only.
   if (!g_stats_file.is_set() || in_fork_child()) return;

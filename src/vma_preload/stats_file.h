@@ -8,13 +8,13 @@
 
 namespace ss::vma::preload {
 
-struct KernelSocket;
+struct SocketRecord;
 
 // Names the file from the setting (its first %d the pid), at start. A file
 // that cannot be opened: one warning naming it, no report is written.
 void open_stats_file();
 // Appends the socket's report, once per socket (at its last close, or at
 // exit); nothing without the file, a stats block or activity.
-void write_socket_stats(KernelSocket& s) noexcept;
+void write_socket_stats(SocketRecord& s) noexcept;
 
 }  // namespace ss::vma::preload

@@ -22,7 +22,7 @@
 #include "core/base/log.h"
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/tcp_offload.h"
 
@@ -50,7 +50,7 @@ __attribute__((destructor)) void finish_connections_at_exit() {
   const std::vector<NetdevRings*> netdevs = tcp_netdevs();
   if (netdevs.empty()) return;
   g_exiting.store(true, std::memory_order_relaxed);
-  for_each_record([](int, const std::shared_ptr<KernelSocket>& s) {
+  for_each_record([](int, const std::shared_ptr<SocketRecord>& s) {
     s->before_exit();
     return true;
   });

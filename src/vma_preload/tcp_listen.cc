@@ -16,7 +16,7 @@
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/socketxtreme.h"
@@ -124,7 +124,7 @@ int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len)
     lock.unlock();
     drop_stale(nfd);
     track_socket(nfd, family_, SOCK_STREAM | flags, IPPROTO_TCP);
-    const auto rec = FdTable::instance().get<KernelSocket>(nfd, FdKind::kVmaKernel);
+    const auto rec = FdTable::instance().get<SocketRecord>(nfd, FdKind::kVmaSocket);
     if (!rec) {  // beyond the fd table: nothing could serve it
       l.rings->tcp->close(s, /*abort=*/true);
       real().close(nfd);

@@ -39,7 +39,7 @@ class TcpListen {
   // The rings of its legs, each once (the ring descriptors).
   std::vector<NetdevRings*> rings() const;
 
-  // KernelSocket's Pollable: POLLIN while a connection waits here or in
+  // SocketRecord's Pollable: POLLIN while a connection waits here or in
   // the kernel listener; after arrivals(), with poll_rings false, as
   // TcpOffload::readiness.
   short readiness(int fd, short events, bool poll_rings = true);

@@ -24,7 +24,7 @@
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
 #include "libvmacompat/settings.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/port_holds.h"
 #include "vma_preload/rx_extras.h"
@@ -215,7 +215,7 @@ net::tcp::Config tcp_config_of(int fd) {
     cfg.rcv_buf = static_cast<uint32_t>(rb);
   if (const int sb = sock_int(fd, SOL_SOCKET, SO_SNDBUF); sb > 0)
     cfg.snd_buf = static_cast<uint32_t>(sb);
-  const auto rec = ss::FdTable::instance().get<KernelSocket>(fd, ss::FdKind::kVmaKernel);
+  const auto rec = ss::FdTable::instance().get<SocketRecord>(fd, ss::FdKind::kVmaSocket);
   if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed))
     cfg.snd_buf_max = k.wmem_max;  // autotuned
   each_kept_option(

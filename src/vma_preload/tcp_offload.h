@@ -147,7 +147,7 @@ class TcpOffload {
   int hand_to_kernel(int fd);
   bool moved() const { return moved_.load(std::memory_order_acquire); }
 
-  // KernelSocket's Pollable (poll, select, epoll). readiness(events,
+  // SocketRecord's Pollable (poll, select, epoll). readiness(events,
   // false) right after changes() takes nothing new off the rings, which
   // the count would not cover (a second edge, spurious).
   short readiness(short events, bool poll_rings = true);

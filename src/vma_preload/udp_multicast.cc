@@ -9,7 +9,7 @@
 #include "core/base/log.h"
 #include "interpose/real.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/mcast_options.h"
 #include "vma_preload/netdev_rings.h"
 
@@ -102,7 +102,7 @@ int get_int(int fd, int level, int name, int fallback) {
 }
 
 // The send options, as the kernel socket has them, onto every endpoint.
-void sync_send_locked(KernelSocket& s, UdpOffload& o) {
+void sync_send_locked(SocketRecord& s, UdpOffload& o) {
   const bool v4 = s.family == AF_INET;
   const int ttl = v4 ? get_int(s.fd, IPPROTO_IP, IP_TTL, 64)
                      : get_int(s.fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, 64);
@@ -157,7 +157,7 @@ bool is_send_option(int level, int name) {
           name == IPV6_MULTICAST_LOOP || name == IPV6_MULTICAST_IF);
 }
 
-void after_kernel(KernelSocket& s, int level, int name, const void* val, socklen_t len) {
+void after_kernel(SocketRecord& s, int level, int name, const void* val, socklen_t len) {
   if (in_fork_child()) return;  // the kernel's socket for good: nothing to mirror
   interpose::BusyScope busy;    // the socket's multicast lock, the stack's
   // A whole source list at once: not mirrored, so the kernel serves the socket.
@@ -182,14 +182,14 @@ void after_kernel(KernelSocket& s, int level, int name, const void* val, socklen
 
 }  // namespace
 
-int ip_setsockopt(KernelSocket& s, int level, int name, const void* val, socklen_t len) {
+int ip_setsockopt(SocketRecord& s, int level, int name, const void* val, socklen_t len) {
   const int r = real().setsockopt(s.fd, level, name, val, len);
   if (r == 0 && s.protocol == IPPROTO_UDP && val)
     interpose::edge_quiet("setsockopt", s.fd, [&] { after_kernel(s, level, name, val, len); });
   return r;
 }
 
-void mcast_attach_locked(KernelSocket& s, UdpOffload& o) {
+void mcast_attach_locked(SocketRecord& s, UdpOffload& o) {
   for (const McastMembership& m : s.mcast.joins) mirror(s.fd, o, m.group, m.ifindex, &m);
   sync_send_locked(s, o);
 }

@@ -19,7 +19,7 @@
 
 namespace ss::vma::preload {
 
-struct KernelSocket;
+struct SocketRecord;
 class UdpOffload;
 
 struct McastMembership {
@@ -41,10 +41,10 @@ struct McastState {
 // setsockopt at IPPROTO_IP / IPPROTO_IPV6 on a recorded socket: the
 // kernel's call, then, if it succeeded, the state and the rings updated.
 // The kernel's result and errno.
-int ip_setsockopt(KernelSocket& s, int level, int name, const void* val, socklen_t len);
+int ip_setsockopt(SocketRecord& s, int level, int name, const void* val, socklen_t len);
 
 // At the offload's creation, s.mcast.mu held: the memberships and send
 // options set so far onto its endpoints.
-void mcast_attach_locked(KernelSocket& s, UdpOffload& o);
+void mcast_attach_locked(SocketRecord& s, UdpOffload& o);
 
 }  // namespace ss::vma::preload

@@ -22,7 +22,7 @@
 #include "core/base/spin_phase.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
 #include "interpose/program_memory.h"
@@ -189,7 +189,7 @@ int UdpOffload::wait(int timeout_ms, bool restartable) {
   return r == -EINTR ? -EINTR : 0;
 }
 
-ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram* zcopy) {
+ssize_t UdpOffload::recvmsg(SocketRecord& s, msghdr* m, int flags, net::Datagram* zcopy) {
   if (const int e = s.take_late_error()) {  // before any datagram, as the kernel's sk_err
     errno = e;
     return -1;
@@ -289,7 +289,7 @@ ssize_t UdpOffload::recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram
   }
 }
 
-ssize_t UdpOffload::sendmsg(KernelSocket& s, const msghdr* m, int flags) {
+ssize_t UdpOffload::sendmsg(SocketRecord& s, const msghdr* m, int flags) {
   const bool dummy = flags & VMA_SND_FLAGS_DUMMY;
   net::UdpAddr dst;
   if (m->msg_name && m->msg_namelen > 0)

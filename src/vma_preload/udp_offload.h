@@ -22,7 +22,7 @@
 
 namespace ss::vma::preload {
 
-struct KernelSocket;
+struct SocketRecord;
 struct NetdevRings;
 
 class UdpOffload {
@@ -42,8 +42,8 @@ class UdpOffload {
   // zcopy (recvfrom_zcopy): a datagram from the rings is moved there
   // instead of copied (m gets its source only); one from the kernel
   // socket is copied into m as usual, *zcopy left empty.
-  ssize_t recvmsg(KernelSocket& s, msghdr* m, int flags, net::Datagram* zcopy = nullptr);
-  ssize_t sendmsg(KernelSocket& s, const msghdr* m, int flags);
+  ssize_t recvmsg(SocketRecord& s, msghdr* m, int flags, net::Datagram* zcopy = nullptr);
+  ssize_t sendmsg(SocketRecord& s, const msghdr* m, int flags);
   // After the kernel socket's connect(): its peer filters receive and is
   // the default destination (AF_UNSPEC: disconnected).
   void connect(const sockaddr* peer, socklen_t len);
@@ -66,7 +66,7 @@ class UdpOffload {
   bool lend_to_kernel(bool lend);
 
   // Sleeping on the socket (udp_offload_wait.cc): poll, select and epoll
-  // (KernelSocket's Pollable) and a blocking receive. One sleep for
+  // (SocketRecord's Pollable) and a blocking receive. One sleep for
   // `events` (POLLIN, with or without POLLOUT; none: an edge-triggered
   // epoll member waiting for its next datagram): a target on the socket's
   // wait set, an epoll fd holding the kernel socket and every ring's

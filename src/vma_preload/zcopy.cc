@@ -26,12 +26,12 @@
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
 #include "interpose/edge.h"
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 
 namespace ss::vma::preload {
 
-std::shared_ptr<KernelSocket> extra_api_socket(int fd) {
-  auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel);
+std::shared_ptr<SocketRecord> extra_api_socket(int fd) {
+  auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket);
   if (!s || s->decision().wanted != Transport::kVma ||
       (s->protocol == IPPROTO_TCP && !s->tcp_wanted())) {
     errno = EINVAL;
@@ -40,7 +40,7 @@ std::shared_ptr<KernelSocket> extra_api_socket(int fd) {
   return s;
 }
 
-std::shared_ptr<KernelSocket> extra_api_udp_socket(int fd) {
+std::shared_ptr<SocketRecord> extra_api_udp_socket(int fd) {
   auto s = extra_api_socket(fd);
   if (s && s->protocol != IPPROTO_UDP) {
     errno = EINVAL;
@@ -78,7 +78,7 @@ int packet_ids(const vma_packet_t* pkts, size_t count, bool with_iovs,
 
 // A TCP connection's receive without a copy: the views taken, held under
 // new ids, described in buf (len bytes: as many one-iovec records as fit).
-int tcp_zcopy(KernelSocket& s, TcpOffload& t, int fd, void* buf, size_t len, int in, int* flags,
+int tcp_zcopy(SocketRecord& s, TcpOffload& t, int fd, void* buf, size_t len, int in, int* flags,
               socklen_t* fromlen) {
   constexpr size_t kRecord = sizeof(vma_packet_t) + sizeof(iovec);
   if (!interpose::program_writable(buf, len)) {
@@ -121,7 +121,7 @@ int recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from, so
   }
   const int in = *flags & ~(MSG_VMA_ZCOPY | MSG_VMA_ZCOPY_FORCE);
   *flags &= ~MSG_VMA_ZCOPY;
-  const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel);
+  const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket);
   UdpOffload* o = s ? s->offload() : nullptr;
   TcpOffload* t = s && !(in & MSG_PEEK) ? s->tcp() : nullptr;
   if (!o && !t) {

@@ -149,7 +149,7 @@ TEST_F(EpollSetTest, AKernelServedObjectGoesToTheKernelPart) {
   // the pipe (edge state the kernel's), never the object.
   auto fake = std::make_shared<FakePollable>();
   fake->set_kernel_served(true);
-  ASSERT_EQ(fakes_.table.insert(pipe_[0], FdKind::kOffloaded, fake), 0);
+  ASSERT_EQ(fakes_.table.insert(pipe_[0], FdKind::kRspreloadTcp, fake), 0);
   ASSERT_EQ(ctl(EPOLL_CTL_ADD, pipe_[0], EPOLLIN | EPOLLET, 5), 0);
   EXPECT_TRUE(set_->kernel_only());
   fake->set_ready(POLLIN);
@@ -167,7 +167,7 @@ TEST_F(EpollSetTest, AKernelServedObjectGoesToTheKernelPart) {
   EXPECT_EQ(ctl(EPOLL_CTL_MOD, fm, EPOLLIN, 7), 0);
   EXPECT_FALSE(set_->kernel_only());
   EXPECT_EQ(wait(0), Tags{7});
-  fakes_.table.remove_object(pipe_[0], FdKind::kOffloaded, nullptr);
+  fakes_.table.remove_object(pipe_[0], FdKind::kRspreloadTcp, nullptr);
 }
 
 TEST_F(EpollSetTest, AnAddRacingAMoveToTheKernelEndsInTheKernelPart) {
@@ -178,10 +178,10 @@ TEST_F(EpollSetTest, AnAddRacingAMoveToTheKernelEndsInTheKernelPart) {
   // its entry. The add must watch the kernel's descriptor, not a member
   // that never reports.
   auto fake = std::make_shared<FakePollable>();
-  ASSERT_EQ(fakes_.table.insert(pipe_[0], FdKind::kOffloaded, fake), 0);
+  ASSERT_EQ(fakes_.table.insert(pipe_[0], FdKind::kRspreloadTcp, fake), 0);
   FakePollable* moving = fake.get();
   fake->on_kernel_served([this, moving] {
-    fakes_.table.remove_object(pipe_[0], FdKind::kOffloaded, nullptr);
+    fakes_.table.remove_object(pipe_[0], FdKind::kRspreloadTcp, nullptr);
     set_->to_kernel(moving);
   });
   fake.reset();  // the table's and the add's references hold it
@@ -344,7 +344,7 @@ class NestedEpollSetTest : public EpollSetTest {
     std::unique_ptr<EpollSet> inner;
     ASSERT_EQ(EpollSet::create(EPOLL_CLOEXEC, &inner), 0);
     inner_ = std::move(inner);
-    ASSERT_EQ(fakes_.table.insert(inner_->kernel_fd(), FdKind::kOffloaded, inner_), 0);
+    ASSERT_EQ(fakes_.table.insert(inner_->kernel_fd(), FdKind::kRspreloadTcp, inner_), 0);
     fa_ = add(&a_);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLET;
@@ -354,7 +354,7 @@ class NestedEpollSetTest : public EpollSetTest {
     ASSERT_EQ(ctl(EPOLL_CTL_ADD, inner_->kernel_fd(), EPOLLIN, 9), 0);
   }
   void TearDown() override {
-    fakes_.table.remove_object(inner_->kernel_fd(), FdKind::kOffloaded, nullptr);
+    fakes_.table.remove_object(inner_->kernel_fd(), FdKind::kRspreloadTcp, nullptr);
     EpollSetTest::TearDown();
   }
   std::shared_ptr<EpollSet> inner_;
@@ -399,12 +399,12 @@ TEST_F(NestedEpollSetTest, LoopsAreRefused) {
   // inner_ (ELOOP, as the kernel says).
   std::shared_ptr<EpollSet> outer(std::move(set_));
   const int outer_fd = outer->kernel_fd();
-  ASSERT_EQ(fakes_.table.insert(outer_fd, FdKind::kOffloaded, outer), 0);
+  ASSERT_EQ(fakes_.table.insert(outer_fd, FdKind::kRspreloadTcp, outer), 0);
   epoll_event ev{};
   ev.events = EPOLLIN;
   EXPECT_EQ(inner_->ctl(EPOLL_CTL_ADD, outer_fd, &ev, fakes_.table), -ELOOP);
   EXPECT_EQ(outer->ctl(EPOLL_CTL_ADD, outer_fd, &ev, fakes_.table), -EINVAL);  // itself
-  fakes_.table.remove_object(outer_fd, FdKind::kOffloaded, nullptr);
+  fakes_.table.remove_object(outer_fd, FdKind::kRspreloadTcp, nullptr);
 }
 
 TEST_F(EpollSetTest, ReadyMembersTakeTurnsWhenMaxeventsIsSmall) {
@@ -429,7 +429,7 @@ TEST_F(EpollSetTest, AClosedObjectLeavesTheSet) {
   ASSERT_EQ(ctl(EPOLL_CTL_ADD, fa, EPOLLIN, 1), 0);
   a->set_ready(POLLIN);
   EXPECT_EQ(wait(0), Tags{1});
-  fakes_.table.remove_object(fa, FdKind::kOffloaded, nullptr);  // its close
+  fakes_.table.remove_object(fa, FdKind::kRspreloadTcp, nullptr);  // its close
   a.reset();
   EXPECT_EQ(wait(0), Tags{});
   EXPECT_EQ(ctl(EPOLL_CTL_DEL, fa, 0, 0), -EPERM);  // now /dev/null, which the kernel refuses

@@ -34,7 +34,7 @@ struct PollableObj final : Obj, Pollable {
   void after_wait(const WaitTarget&, bool) override {}
 };
 
-constexpr FdKind kKinds[] = {FdKind::kRsocket, FdKind::kOffloaded, FdKind::kKernel};
+constexpr FdKind kKinds[] = {FdKind::kRsocket, FdKind::kRspreloadTcp, FdKind::kKernel};
 
 // Each kind's entry, and a Pollable found as one whatever its kind.
 TEST(FdTableTest, InsertGetRemovePerKind) {
@@ -61,7 +61,7 @@ TEST(FdTableTest, GetOfAnotherKindFindsNothing) {
   auto o = std::make_shared<Obj>(7);
   ASSERT_EQ(t.insert(7, FdKind::kRsocket, o), 0);
   ASSERT_EQ(t.get<Obj>(7, FdKind::kRsocket), o);  // now cached for this thread
-  EXPECT_EQ(t.get<Obj>(7, FdKind::kOffloaded), nullptr);
+  EXPECT_EQ(t.get<Obj>(7, FdKind::kRspreloadTcp), nullptr);
   EXPECT_EQ(t.get<Obj>(7, FdKind::kKernel), nullptr);
   // A remove of another kind leaves the entry alone.
   std::shared_ptr<void> out;
@@ -79,8 +79,8 @@ TEST(FdTableTest, ReplaceOnlyWhileTheEntryIsUnchanged) {
   EXPECT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, o), -ESTALE);  // no entry
   EXPECT_EQ(t.kind(9), FdKind::kNone);
   ASSERT_EQ(t.insert(9, FdKind::kRsocket, o), 0);
-  EXPECT_EQ(t.replace(9, FdKind::kOffloaded, FdKind::kKernel, o), -ESTALE);    // another kind
-  EXPECT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, other), -ESTALE);  // another object
+  EXPECT_EQ(t.replace(9, FdKind::kRspreloadTcp, FdKind::kKernel, o), -ESTALE);  // another kind
+  EXPECT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, other), -ESTALE);   // another object
   EXPECT_EQ(t.get<PollableObj>(9, FdKind::kRsocket), o);
   ASSERT_EQ(t.replace(9, FdKind::kRsocket, FdKind::kKernel, o), 0);
   EXPECT_EQ(t.kind(9), FdKind::kKernel);
@@ -103,10 +103,10 @@ TEST(FdTableTest, APollableSharesTheEntrysOwnership) {
   FdTable t;
   auto o = std::make_shared<PollableObj>(20);
   std::weak_ptr<PollableObj> seen = o;
-  ASSERT_EQ(t.insert(20, FdKind::kOffloaded, std::move(o)), 0);
+  ASSERT_EQ(t.insert(20, FdKind::kRspreloadTcp, std::move(o)), 0);
   std::shared_ptr<Pollable> p = t.get_pollable(20);
   ASSERT_NE(p, nullptr);
-  t.remove<PollableObj>(20, FdKind::kOffloaded);
+  t.remove<PollableObj>(20, FdKind::kRspreloadTcp);
   EXPECT_FALSE(seen.expired());  // a poll in progress keeps its object
   p.reset();
   EXPECT_TRUE(seen.expired());
@@ -116,16 +116,16 @@ TEST(FdTableTest, APollableSharesTheEntrysOwnership) {
 TEST(FdTableTest, NoPollableForOtherObjects) {
   FdTable t;
   auto o = std::make_shared<Obj>(30);
-  ASSERT_EQ(t.insert(30, FdKind::kOffloaded, o), 0);
+  ASSERT_EQ(t.insert(30, FdKind::kRspreloadTcp, o), 0);
   ASSERT_EQ(t.insert(31, FdKind::kKernel, nullptr), 0);
   EXPECT_EQ(t.get_pollable(30), nullptr);
-  ASSERT_EQ(t.get<Obj>(30, FdKind::kOffloaded), o);  // cached now
+  ASSERT_EQ(t.get<Obj>(30, FdKind::kRspreloadTcp), o);  // cached now
   EXPECT_EQ(t.get_pollable(30), nullptr);
   EXPECT_EQ(t.get_pollable(31), nullptr);
   EXPECT_EQ(t.get_pollable(32), nullptr);
   // A Pollable entered as an opaque object is not one.
   auto q = std::make_shared<PollableObj>(33);
-  ASSERT_EQ(t.insert(33, FdKind::kOffloaded, std::shared_ptr<void>(q)), 0);
+  ASSERT_EQ(t.insert(33, FdKind::kRspreloadTcp, std::shared_ptr<void>(q)), 0);
   EXPECT_EQ(t.get_pollable(33), nullptr);
 }
 
@@ -143,9 +143,9 @@ TEST(FdTableTest, ReusedDescriptorReplacesTheCachedEntry) {
   auto a = std::make_shared<Obj>(5), b = std::make_shared<Obj>(5);
   ASSERT_EQ(t.insert(5, FdKind::kRsocket, a), 0);
   ASSERT_EQ(t.get<Obj>(5, FdKind::kRsocket), a);
-  ASSERT_EQ(t.insert(5, FdKind::kOffloaded, b), 0);  // the kernel reused 5
+  ASSERT_EQ(t.insert(5, FdKind::kRspreloadTcp, b), 0);  // the kernel reused 5
   EXPECT_EQ(t.get<Obj>(5, FdKind::kRsocket), nullptr);
-  EXPECT_EQ(t.get<Obj>(5, FdKind::kOffloaded), b);
+  EXPECT_EQ(t.get<Obj>(5, FdKind::kRspreloadTcp), b);
 }
 
 TEST(FdTableTest, TheCacheKeepsNoRemovedObjectAlive) {
@@ -179,7 +179,7 @@ TEST(FdTableTest, TablesDoNotShareCachedLookups) {
 FdTable* g_signal_table = nullptr;
 std::atomic<int> g_signal_wrong{0}, g_signal_runs{0};
 void look_up_eleven(int) {
-  const auto o = g_signal_table->get<int>(11, FdKind::kOffloaded);
+  const auto o = g_signal_table->get<int>(11, FdKind::kRspreloadTcp);
   if (!o || *o != 11) g_signal_wrong++;
   g_signal_runs++;
 }
@@ -188,7 +188,7 @@ TEST(FdTableTest, LookupsFromASignalHandlerLeaveTheCacheRight) {
   FdTable t;
   g_signal_table = &t;
   for (int fd : {3, 7, 11})
-    ASSERT_EQ(t.insert(fd, FdKind::kOffloaded, std::make_shared<int>(fd)), 0);
+    ASSERT_EQ(t.insert(fd, FdKind::kRspreloadTcp, std::make_shared<int>(fd)), 0);
   struct sigaction sa {
   }, old{};
   sa.sa_handler = look_up_eleven;
@@ -199,7 +199,7 @@ TEST(FdTableTest, LookupsFromASignalHandlerLeaveTheCacheRight) {
   int wrong = 0;
   for (int i = 0; i < 9000000 && g_signal_runs < 60000; i++) {
     const int fd = i % 2 ? 3 : 7;
-    const auto o = t.get<int>(fd, FdKind::kOffloaded);
+    const auto o = t.get<int>(fd, FdKind::kRspreloadTcp);
     if (!o || *o != fd) wrong++;
   }
   setitimer(ITIMER_REAL, &off, nullptr);
@@ -207,7 +207,7 @@ TEST(FdTableTest, LookupsFromASignalHandlerLeaveTheCacheRight) {
   EXPECT_GT(g_signal_runs.load(), 100) << "the handler hardly ran";
   EXPECT_EQ(wrong, 0) << "the main loop got another descriptor's object";
   EXPECT_EQ(g_signal_wrong.load(), 0) << "the handler got another descriptor's object";
-  for (int fd : {3, 7, 11}) EXPECT_EQ(*t.get<int>(fd, FdKind::kOffloaded), fd);
+  for (int fd : {3, 7, 11}) EXPECT_EQ(*t.get<int>(fd, FdKind::kRspreloadTcp), fd);
 }
 
 TEST(FdTableTest, ConcurrentLookupsDuringRemove) {

@@ -37,7 +37,7 @@ class MixedPollTest : public ::testing::Test {
     ::close(pipe_[1]);
     ::close(efd_);
   }
-  int add(std::shared_ptr<FakePollable>* out, FdKind kind = FdKind::kOffloaded) {
+  int add(std::shared_ptr<FakePollable>* out, FdKind kind = FdKind::kRspreloadTcp) {
     return fakes_.add(out, kind);
   }
   int poll(pollfd* fds, nfds_t n, int timeout, const PollTiming& t = kSleepAtOnce) {

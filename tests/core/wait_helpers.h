@@ -153,7 +153,7 @@ class PollableTable {
     }
   }
   // A fresh fake under a fresh descriptor, entered with `kind` (any).
-  int add(std::shared_ptr<FakePollable>* out, FdKind kind = FdKind::kOffloaded) {
+  int add(std::shared_ptr<FakePollable>* out, FdKind kind = FdKind::kRspreloadTcp) {
     int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (fd < 0) abort();
     auto o = std::make_shared<FakePollable>();

@@ -28,10 +28,10 @@ namespace ss {
 enum class FdKind : uint8_t {
   kNone = 0,          // not in the table
   kRsocket = 1,       // ss::rs::Socket
-  kOffloaded = 2,     // a socket a preload serves itself
+  kRspreloadTcp = 2,  // ss::preload::Entry: librspreload's TCP socket, not an rsocket (yet)
   kKernel = 3,        // a kernel descriptor a preload passes through (object may be null)
   kRsocketDgram = 4,  // ss::rs::DgramSocket (a datagram rsocket)
-  kVmaKernel = 5,     // ss::vma::preload::KernelSocket (the VMA preload gave it the kernel)
+  kVmaSocket = 5,     // ss::vma::preload::SocketRecord: a socket libvma.so decided on
   // ss::rs::Socket whose librspreload connect failed after EINPROGRESS: its
   // kernel socket now connects over TCP; librspreload makes the descriptor
   // the kernel's at its next call on it.

@@ -1,4 +1,4 @@
-#include "vma_preload/kernel_socket.h"
+#include "vma_preload/socket_record.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -41,7 +41,7 @@ bool mc_loop_initial(int protocol, Decision d) {
 
 }  // namespace
 
-KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool blocking,
+SocketRecord::SocketRecord(int fd_, int family_, int type_, int protocol_, bool blocking,
                            Decision d)
     : fd(fd_),
       family(family_),
@@ -64,15 +64,15 @@ KernelSocket::KernelSocket(int fd_, int family_, int type_, int protocol_, bool 
   stats.set_flags(/*offloaded=*/false, blocking, mc_loop_initial(protocol, d));
 }
 
-KernelSocket::~KernelSocket() {
+SocketRecord::~SocketRecord() {
   if (stats::Publisher* p = stats::process_stats()) p->close_socket(stats);
 }
 
-Decision KernelSocket::decision() const {
+Decision SocketRecord::decision() const {
   return {wanted_.load(std::memory_order_relaxed), why_.load(std::memory_order_relaxed)};
 }
 
-void KernelSocket::set_decision(Decision d) {
+void SocketRecord::set_decision(Decision d) {
   wanted_.store(d.wanted, std::memory_order_relaxed);
   why_.store(d.why, std::memory_order_relaxed);
 }
@@ -81,10 +81,10 @@ namespace {
 // The socket whose change_count this thread just read: its next look
 // (EpollSet reads the count, then the readiness) takes no new frame off
 // the rings, which the count would not cover (a second edge, spurious).
-thread_local const KernelSocket* t_counted = nullptr;
+thread_local const SocketRecord* t_counted = nullptr;
 }  // namespace
 
-short KernelSocket::look(short events, bool kernel) {
+short SocketRecord::look(short events, bool kernel) {
   interpose::BusyScope busy;  // the rings' locks (signal_count.h)
   const bool counted = t_counted == this;
   t_counted = nullptr;
@@ -101,16 +101,16 @@ short KernelSocket::look(short events, bool kernel) {
   return static_cast<short>(r | (interpose::real().poll(&p, 1, 0) == 1 ? p.revents : 0));
 }
 
-short KernelSocket::readiness(short events) { return look(events, true); }
+short SocketRecord::readiness(short events) { return look(events, true); }
 
-short KernelSocket::readiness_repeat(short events) {
+short SocketRecord::readiness_repeat(short events) {
   if (events != POLLIN || !offload()) return look(events, true);
   const int64_t ratio = settings::get(settings::Id::kSelectPollOsRatio);
   const uint64_t n = repeats_.fetch_add(1, std::memory_order_relaxed) + 1;
   return look(events, ratio > 0 && n % static_cast<uint64_t>(ratio) == 0);
 }
 
-WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
+WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
   interpose::BusyScope busy;
   if (TcpOffload* t = tcp()) return t->wait_target(events, sleep_ms);
   if (TcpListen* l = listening()) return l->wait_target(fd, events, sleep_ms);
@@ -130,7 +130,7 @@ WaitTarget KernelSocket::wait_target(short events, int* sleep_ms) {
   return t;
 }
 
-void KernelSocket::after_wait(const WaitTarget& armed, bool kicked) {
+void SocketRecord::after_wait(const WaitTarget& armed, bool kicked) {
   if (!armed.tag) return;
   interpose::BusyScope busy;
   if (TcpOffload* t = tcp()) {
@@ -144,7 +144,7 @@ void KernelSocket::after_wait(const WaitTarget& armed, bool kicked) {
   if (UdpOffload* o = offload()) o->after_wait(armed);
 }
 
-bool KernelSocket::change_count(uint64_t* count) {
+bool SocketRecord::change_count(uint64_t* count) {
   interpose::BusyScope busy;
   if (TcpOffload* t = tcp()) {
     *count = t->changes();
@@ -159,7 +159,7 @@ bool KernelSocket::change_count(uint64_t* count) {
   return true;
 }
 
-bool KernelSocket::kernel_served() {
+bool SocketRecord::kernel_served() {
   if (in_fork_child()) {
     // A listener or connection the parent had on the rings: the kernel's
     // from the child's first look (an epoll set, before any call), asked now.
@@ -176,7 +176,7 @@ bool KernelSocket::kernel_served() {
          !offload_.load(std::memory_order_acquire);
 }
 
-void KernelSocket::try_offload() {
+void SocketRecord::try_offload() {
   interpose::BusyScope busy;  // binds on the rings' stack, under offload_mu_
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return;
   if (in_fork_child()) {
@@ -212,12 +212,12 @@ void KernelSocket::try_offload() {
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
 }
 
-bool KernelSocket::tcp_wanted() const {
+bool SocketRecord::tcp_wanted() const {
   return protocol == IPPROTO_TCP && decision().wanted == Transport::kVma &&
          settings::get(settings::Id::kTcpOffload) != 0;
 }
 
-int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
+int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
   interpose::BusyScope busy;  // the stack's locks
   if (in_fork_child()) return 1;
   // A later connect: after a failed one, a new connection the rings may
@@ -276,7 +276,7 @@ int KernelSocket::connect_tcp(const sockaddr* to, socklen_t len) {
   return opened->connect_result(fd, nonblocking(fd, 0), /*again=*/false);
 }
 
-void KernelSocket::listen_tcp(int backlog) {
+void SocketRecord::listen_tcp(int backlog) {
   interpose::BusyScope busy;
   if (in_fork_child() || !tcp_wanted()) return;
   std::lock_guard<std::mutex> lock(offload_mu_);
@@ -303,7 +303,7 @@ void KernelSocket::listen_tcp(int backlog) {
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
 }
 
-void KernelSocket::before_last_close() {
+void SocketRecord::before_last_close() {
   if (in_fork_child()) return;  // the connection is the parent's
   interpose::BusyScope busy;    // the stack's locks
   TcpOffload* t = tcp();
@@ -316,19 +316,19 @@ void KernelSocket::before_last_close() {
   t->linger(fd);
 }
 
-void KernelSocket::before_exit() {
+void SocketRecord::before_exit() {
   if (!tcp()) return;
   std::lock_guard<std::mutex> lock(offload_mu_);
   if (tcp_forks_ != forks_so_far()) hand_tcp_locked("the process exits after a fork");
 }
 
-bool KernelSocket::hand_tcp_to_kernel(const char* why) {
+bool SocketRecord::hand_tcp_to_kernel(const char* why) {
   interpose::BusyScope busy;
   std::lock_guard<std::mutex> lock(offload_mu_);
   return hand_tcp_locked(why);
 }
 
-bool KernelSocket::hand_tcp_locked(const char* why) {
+bool SocketRecord::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
@@ -348,13 +348,13 @@ bool KernelSocket::hand_tcp_locked(const char* why) {
   return true;
 }
 
-void KernelSocket::tcp_to_kernel_locked() {
+void SocketRecord::tcp_to_kernel_locked() {
   // New calls go to the kernel socket; tcp_owner_ stays for calls under way.
   tcp_.store(nullptr, std::memory_order_release);
   stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
 }
 
-void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
+void SocketRecord::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   std::lock_guard<std::mutex> lock(offload_mu_);
   tcp_owner_ = std::move(t);
   tcp_owner_->attach(&stats, fd, &rx_extras);
@@ -364,9 +364,9 @@ void KernelSocket::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
 }
 
-void KernelSocket::start_in_fork_child() { fork_asked_.store(false, std::memory_order_relaxed); }
+void SocketRecord::start_in_fork_child() { fork_asked_.store(false, std::memory_order_relaxed); }
 
-void KernelSocket::ask_parent() const {
+void SocketRecord::ask_parent() const {
   // Offloaded in the parent when it forked: its copy of the pointer says so.
   if ((!offload_.load(std::memory_order_relaxed) && !listen_.load(std::memory_order_relaxed) &&
        !tcp_.load(std::memory_order_relaxed)) ||
@@ -375,7 +375,7 @@ void KernelSocket::ask_parent() const {
   fork_share_ask(id);
 }
 
-bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
+bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
   std::lock_guard<std::mutex> lock(offload_mu_);
   if (tcp_owner_) {
     if (lend) {
@@ -410,7 +410,7 @@ bool KernelSocket::lend_to_fork_child(bool lend, int pid) {
   return true;
 }
 
-void KernelSocket::hand_back(const char* why) {
+void SocketRecord::hand_back(const char* why) {
   interpose::BusyScope busy;
   if (in_fork_child()) return;  // the kernel's already; the rings are the parent's
   std::lock_guard<std::mutex> lock(offload_mu_);
@@ -440,8 +440,8 @@ void track_socket(int fd, int domain, int type, int protocol) {
                                  domain == AF_INET6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP, &off,
                                  sizeof off);
   }
-  auto rec = std::make_shared<KernelSocket>(fd, domain, base, proto, !(type & SOCK_NONBLOCK), d);
-  if (FdTable::instance().insert(fd, FdKind::kVmaKernel, std::move(rec)) < 0) {
+  auto rec = std::make_shared<SocketRecord>(fd, domain, base, proto, !(type & SOCK_NONBLOCK), d);
+  if (FdTable::instance().insert(fd, FdKind::kVmaSocket, std::move(rec)) < 0) {
     SS_DEBUG("socket fd %d: beyond the fd table, not recorded (kernel)", fd);
     return;
   }
@@ -451,7 +451,7 @@ void track_socket(int fd, int domain, int type, int protocol) {
 }
 
 void socket_bound(int fd) {
-  const auto s = FdTable::instance().get<KernelSocket>(fd, FdKind::kVmaKernel);
+  const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket);
   if (!s) return;
   sockaddr_storage a{};
   socklen_t len = sizeof a;
@@ -469,11 +469,11 @@ void socket_bound(int fd) {
 
 void untrack_socket(int fd) {
   FdTable& t = FdTable::instance();
-  if (t.kind(fd) != FdKind::kVmaKernel) return;  // lock-free for every other close
+  if (t.kind(fd) != FdKind::kVmaSocket) return;  // lock-free for every other close
   // Here, not in the destructor: the table frees a record after a grace
   // period, which may come after exit.
-  if (const auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel)) write_socket_stats(*s);
-  t.remove<KernelSocket>(fd, FdKind::kVmaKernel);
+  if (const auto s = t.get<SocketRecord>(fd, FdKind::kVmaSocket)) write_socket_stats(*s);
+  t.remove<SocketRecord>(fd, FdKind::kVmaSocket);
 }
 
 int highest_tracked_fd() { return g_highest.load(std::memory_order_relaxed); }

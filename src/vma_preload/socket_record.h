@@ -1,4 +1,4 @@
-// A socket the VMA preload decided on: the fd table's kVmaKernel object,
+// A socket the VMA preload decided on: the fd table's kVmaSocket object,
 // the program's descriptor being the kernel socket. It holds the decision,
 // the socket's vmastat block and, for a UDP socket decided "vma" once bound
 // on an address a netdev's rings can serve, its offloaded path (offload());
@@ -41,11 +41,11 @@ inline uint64_t forks_so_far() { return g_forks.load(std::memory_order_relaxed);
 // rings' wake-ups, its endpoints' kicks); any other socket's on the kernel
 // socket. A socket that can no longer be offloaded is kernel_served(): an
 // epoll set leaves it to the kernel.
-struct KernelSocket final : Pollable {
-  KernelSocket(int fd, int family, int type, int protocol, bool blocking, Decision decision);
-  ~KernelSocket();
-  KernelSocket(const KernelSocket&) = delete;
-  KernelSocket& operator=(const KernelSocket&) = delete;
+struct SocketRecord final : Pollable {
+  SocketRecord(int fd, int family, int type, int protocol, bool blocking, Decision decision);
+  ~SocketRecord();
+  SocketRecord(const SocketRecord&) = delete;
+  SocketRecord& operator=(const SocketRecord&) = delete;
 
   // The decision, changed once by bind() (a udp_receiver port rule).
   Decision decision() const;
@@ -228,8 +228,8 @@ template <class F>
 void for_each_record(const F& f) {
   FdTable& t = FdTable::instance();
   for (int fd = 0, top = highest_tracked_fd(); fd <= top; fd++)
-    if (t.kind(fd) == FdKind::kVmaKernel)
-      if (auto s = t.get<KernelSocket>(fd, FdKind::kVmaKernel); s && !f(fd, s)) return;
+    if (t.kind(fd) == FdKind::kVmaSocket)
+      if (auto s = t.get<SocketRecord>(fd, FdKind::kVmaSocket); s && !f(fd, s)) return;
 }
 
 }  // namespace ss::vma::preload
