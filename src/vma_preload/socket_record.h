@@ -68,13 +68,7 @@ struct SocketRecord final : Pollable {
   // the parent to lend the port to the kernel (fork_share.h), and in a
   // signal handler that interrupted this thread inside the offload
   // (interpose::BusyScope).
-  UdpOffload* offload() const {
-    if (in_fork_child()) {
-      if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
-      return nullptr;
-    }
-    return interpose::handler_over_busy() ? nullptr : offload_.load(std::memory_order_acquire);
-  }
+  UdpOffload* offload() const { return usable(offload_); }
   // The offloaded TCP connection, or null: the kernel socket's (once the
   // connection was handed to it). In a fork child, null: its first call
   // on a connection the parent had on the rings asks the parent to hand
@@ -102,13 +96,7 @@ struct SocketRecord final : Pollable {
   // In a fork child, a listener the parent had on the rings asks the
   // parent to give it to the kernel for good (as offload() does for UDP):
   // only the kernel's listener can be shared by processes.
-  TcpListen* listening() const {
-    if (in_fork_child()) {
-      if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
-      return nullptr;
-    }
-    return interpose::handler_over_busy() ? nullptr : listen_.load(std::memory_order_acquire);
-  }
+  TcpListen* listening() const { return usable(listen_); }
   // close(2) of its last descriptor, before the record goes: an offloaded
   // connection's SO_LINGER (TcpOffload::linger); or, after a fork since the
   // connection opened, its hand-over to the kernel socket, which a child
@@ -172,6 +160,17 @@ struct SocketRecord final : Pollable {
   bool tcp_wanted() const;  // TCP, decided "vma", SLIPSTREAM_VMA_TCP on
 
  private:
+  // What a call may use of an offloaded part: null in a fork child (whose
+  // first look asks the parent, fork_share.h) and in a signal handler
+  // that interrupted this thread inside the offload (interpose::BusyScope).
+  template <class T>
+  T* usable(const std::atomic<T*>& part) const {
+    if (in_fork_child()) {
+      if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
+      return nullptr;
+    }
+    return interpose::handler_over_busy() ? nullptr : part.load(std::memory_order_acquire);
+  }
   std::mutex offload_mu_;
   bool offload_tried_ = false;                   // under offload_mu_
   std::unique_ptr<UdpOffload> offload_owner_;    // under offload_mu_
