@@ -439,6 +439,9 @@ int ShmEndpoint::drain_ring(Completion* out, int max, bool may_progress) {
       }
       if (!may_progress) break;
       progress_locked();
+      // The progress may have read the peer's detach: the ring's entries,
+      // this one too, went to cq_ and its memory is gone.
+      if (!rx_ring_.attached()) break;
       if (static_cast<int32_t>(e->stream_seq - static_cast<uint32_t>(rx_frames_)) > 0) break;
     }
     const Completion wc{0, 0, WcOp::kRecvImm, e->imm, e->len};
