@@ -156,6 +156,7 @@ static int send_all(int port, size_t bytes) {
   if (connect(s, (struct sockaddr*)&a, sizeof a)) return perror("connect"), 2;
   fcntl(s, F_SETFL, O_NONBLOCK);
   size_t sent = 0, got = 0;
+  int send_err = 0;
   unsigned char buf[65536];
   while (got < bytes) {
     struct pollfd p = {s, POLLIN | (sent < bytes ? POLLOUT : 0), 0};
@@ -168,13 +169,17 @@ static int send_all(int port, size_t bytes) {
       for (size_t i = 0; i < n; i++) buf[i] = pattern(sent + i);
       ssize_t w = send(s, buf, n, MSG_NOSIGNAL);
       if (w > 0) sent += (size_t)w;
-      if (w < 0 && errno != EAGAIN) {
-        printf("got %zu then send error %s\n", got, strerror(errno));
-        return 1;
+      if (w < 0 && errno != EAGAIN) {  // what came before it is still to read
+        send_err = errno;
+        sent = bytes;
       }
     }
     if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = recv(s, buf, sizeof buf, 0);
+      if (send_err && n <= 0 && (n == 0 || errno != EAGAIN)) {
+        printf("got %zu then send error %s\n", got, strerror(send_err));
+        return 1;
+      }
       if (n == 0) {
         printf("got %zu then the end\n", got);
         return 1;
