@@ -176,29 +176,6 @@ TEST(ServiceThreadTest, ReleaseFromTheThreadItselfEndsIt) {
   EXPECT_EQ(rc, 0);
 }
 
-// A fork never lands while a thread of ours is on its way out: one that
-// stopped itself and is still finishing is joined by the prepare handler
-// first (an exit at the fork can leave ASan's thread registry locked in
-// the child, whose first pthread_create then waits forever), and so is
-// one that is still starting (the child forks right after the hold).
-TEST(ServiceThreadTest, ForkWaitsForThreadsOnTheirWayInOrOut) {
-  std::atomic<bool> released{false}, ended{false};
-  ServiceThread* self = nullptr;
-  ServiceThread t({.name = "ss-test-exit"}, [&](ServiceThread::Run&) {
-    self->release();
-    released = true;
-    std::this_thread::sleep_for(50ms);  // still on its way out at the fork
-    ended = true;
-  });
-  self = &t;
-  ASSERT_EQ(t.hold(), 0);
-  while (!released) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(in_child([&] { return t.hold() == 0 && threads_named("ss-test-exit") == 1 ? 0 : 2; }),
-            0);
-  EXPECT_TRUE(ended) << "the fork did not wait for the stopping thread";
-  EXPECT_FALSE(t.running());
-}
-
 TEST(ServiceThreadTest, ThreadCreationFailureGivesErrno) {
   // A stack no address space can hold: pthread_create really fails.
   ServiceThread t({.name = "ss-test-nostk", .stack_size = size_t{1} << 50}, sleep_until_stopped);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -22,11 +21,9 @@ struct ServiceThread::Worker {
   ~Worker() {
     if (run.wake_fd_ >= 0) ::close(run.wake_fd_);
   }
-  Body body;  // a copy: a thread joined later never touches a Body being destroyed
+  Body body;  // a copy: a detached thread never touches a Body being destroyed
   Run run;
   pthread_t tid{};
-  bool started = false;        // its thread runs thread_main (under the owner's mu_)
-  bool self_released = false;  // its own release() stopped it: joined from reap_
 };
 
 // Every ServiceThread, for the fork handlers (one pthread_atfork for all:
@@ -45,11 +42,7 @@ struct ServiceThread::Registry {
           [] {
             Registry& g = get();
             g.mu.lock();
-            for (ServiceThread* t = g.head; t; t = t->next_) {
-              std::unique_lock<std::mutex> lk(t->mu_);
-              t->quiesce_for_fork(lk);
-              lk.release();  // held until the fork is done
-            }
+            for (ServiceThread* t = g.head; t; t = t->next_) t->mu_.lock();
           },
           [] {
             Registry& g = get();
@@ -114,30 +107,12 @@ ServiceThread::~ServiceThread() {
   if (w) {
     w->run.stop_.store(true, std::memory_order_release);
     signal_fd(w->run.wake_fd_);
-    joining_++;
     lk.unlock();
     pthread_join(w->tid, nullptr);
     lk.lock();
-    joining_--;
   }
-  // Threads stopped earlier (being joined, or self-stopped) still leave workers_.
-  changed_.wait(lk, [this] { return workers_.empty() && joining_ == 0; });
-  reap_locked();
-}
-
-void ServiceThread::reap_locked() {
-  // Each has left workers_: what remains is its exit, which takes no lock of ours.
-  for (pthread_t t : reap_) pthread_join(t, nullptr);
-  reap_.clear();
-}
-
-void ServiceThread::quiesce_for_fork(std::unique_lock<std::mutex>& lk) {
-  const auto quiet = [this] {
-    return joining_ == 0 && workers_.size() == (worker_ ? 1u : 0u) &&
-           (!worker_ || worker_->started);
-  };
-  changed_.wait_for(lk, std::chrono::seconds(2), quiet);
-  reap_locked();
+  // Threads stopped earlier (detached, or being joined) still leave workers_.
+  exited_.wait(lk, [this] { return workers_.empty(); });
 }
 
 void* ServiceThread::thread_main(void* arg) {
@@ -146,23 +121,16 @@ void* ServiceThread::thread_main(void* arg) {
   ServiceThread* owner = self->first;
   std::shared_ptr<Worker> w = std::move(self->second);
   delete self;
-  {
-    std::lock_guard<std::mutex> g(owner->mu_);
-    w->started = true;
-    owner->changed_.notify_all();
-  }
   w->body(w->run);
   std::lock_guard<std::mutex> g(owner->mu_);
   auto& ws = owner->workers_;
   ws.erase(std::find(ws.begin(), ws.end(), w));
-  if (w->self_released) owner->reap_.push_back(w->tid);
-  owner->changed_.notify_all();
+  owner->exited_.notify_all();
   return nullptr;
 }
 
 int ServiceThread::start_locked() {
   if (worker_) return 0;
-  reap_locked();
   // Locked in (sandbox.h): a new thread or descriptor could be what kills
   // the process. The service's work waits, or is done by the calls.
   if (sandbox::locked_in()) {
@@ -211,22 +179,18 @@ int ServiceThread::hold() {
 
 void ServiceThread::release() {
   std::shared_ptr<Worker> w;
-  std::unique_lock<std::mutex> lk(mu_);
-  if (users_ == 0 || --users_ > 0) return;
-  w = std::move(worker_);
-  if (!w) return;  // a fork child that never restarted it
-  w->run.stop_.store(true, std::memory_order_release);
-  signal_fd(w->run.wake_fd_);  // its own fd: no successor can take this
-  if (pthread_equal(w->tid, pthread_self())) {
-    w->self_released = true;  // the body released its own last user
-    return;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (users_ == 0 || --users_ > 0) return;
+    w = std::move(worker_);
+    if (!w) return;  // a fork child that never restarted it
+    w->run.stop_.store(true, std::memory_order_release);
+    signal_fd(w->run.wake_fd_);  // its own fd: no successor can take this
   }
-  joining_++;
-  lk.unlock();
-  pthread_join(w->tid, nullptr);
-  lk.lock();
-  joining_--;
-  changed_.notify_all();
+  if (pthread_equal(w->tid, pthread_self()))
+    pthread_detach(w->tid);  // the body released its own last user
+  else
+    pthread_join(w->tid, nullptr);
 }
 
 int ServiceThread::wake() {
@@ -257,8 +221,6 @@ void ServiceThread::after_fork_child() {
   }
   workers_.clear();
   worker_.reset();
-  reap_.clear();  // threads of the parent
-  joining_ = 0;
   if (!opts_.child_keeps_users) users_ = 0;
 }
 

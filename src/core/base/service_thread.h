@@ -13,11 +13,7 @@
 // (their objects were inherited too) unless the service says its child
 // starts with none; the thread is started again lazily, by the next hold()
 // or wake() in the child, never inside fork itself (a child that only execs
-// pays nothing). Nor does a fork happen while a thread of ours is on its
-// way in or out (a bounded wait in the prepare handler): a thread starting
-// or exiting at the fork can leave a runtime's lock held in the child
-// (ASan's thread registry, clang 14: the child's first pthread_create
-// then waits forever).
+// pays nothing).
 //
 // Service threads block every signal, so a signal meant for the
 // application (SIGALRM, SIGTERM) interrupts the application's own calls.
@@ -75,10 +71,9 @@ class ServiceThread {
   // thread creation failed) and the user is not counted. Never blocks on
   // the thread: may be called under a lock the body takes.
   SS_API int hold();
-  // Drops a user; the last one stops the thread and joins it (when called
-  // from the thread itself, the thread is joined later: the next start,
-  // a fork, the destructor). Call it without holding any lock the body
-  // takes.
+  // Drops a user; the last one stops the thread and joins it (detaches it
+  // when called from the thread itself). Call it without holding any lock
+  // the body takes.
   SS_API void release();
   // Wakes the running thread (its Run::poll/sleep returns). In a fork child
   // with inherited users this starts the thread: 0 or -errno.
@@ -92,22 +87,16 @@ class ServiceThread {
   struct Registry;
   static void* thread_main(void* arg);
   int start_locked();
-  void reap_locked();
-  // Fork's prepare handler, mu_ held: waits (bounded) until no thread of
-  // ours is starting or stopping, and joins those that stopped themselves.
-  void quiesce_for_fork(std::unique_lock<std::mutex>& lk);
   void after_fork_child();
 
   const Options opts_;
   const Body body_;
   mutable std::mutex mu_;
-  std::condition_variable changed_;  // a worker started or left workers_, or a join ended
+  std::condition_variable exited_;  // a worker left workers_
   int users_ = 0;
   std::shared_ptr<Worker> worker_;  // the running thread's, or null
   // Every thread of ours still alive: the running one and any stopping.
   std::vector<std::shared_ptr<Worker>> workers_;
-  int joining_ = 0;                // release() or stop() in pthread_join now
-  std::vector<pthread_t> reap_;    // stopped themselves and left workers_: to join
   ServiceThread* next_ = nullptr;  // in the registry of fork handlers
   ServiceThread* prev_ = nullptr;
 };
