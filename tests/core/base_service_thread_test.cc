@@ -176,6 +176,47 @@ TEST(ServiceThreadTest, ReleaseFromTheThreadItselfEndsIt) {
   EXPECT_EQ(rc, 0);
 }
 
+// A fork right after a thread stopped itself (a listener's last user
+// gone after a pre-forking server's first fork): the thread may still be
+// in the runtime's teardown. Under ASan (clang 14) a child forked then
+// inherits the thread registry's lock and its first pthread_create
+// waits forever, unless the fork waits for the thread to be gone.
+TEST(ServiceThreadTest, ForkChildOfAThreadStoppingItselfStartsThreads) {
+  int rc = in_child([] {
+    ServiceThread* self = nullptr;
+    ServiceThread t({.name = "ss-test-leave"}, [&](ServiceThread::Run&) { self->release(); });
+    self = &t;
+    for (int i = 0; i < 100; i++) {
+      if (t.hold() != 0) return 2;
+      while (t.running()) {
+      }
+      // From at once to 100 µs later: somewhere in the thread's way out.
+      const auto at = std::chrono::steady_clock::now() + std::chrono::microseconds(i % 100);
+      while (std::chrono::steady_clock::now() < at) {
+      }
+      pid_t pid = fork();
+      if (pid < 0) return 3;
+      if (pid == 0) {
+        std::thread th([] {});
+        th.join();
+        _exit(0);
+      }
+      int status = 0;
+      for (int ms = 0; waitpid(pid, &status, WNOHANG) == 0; ms++) {
+        if (ms > 10000) {
+          kill(pid, SIGKILL);
+          waitpid(pid, &status, 0);
+          return 4;
+        }
+        std::this_thread::sleep_for(1ms);
+      }
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 5;
+    }
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "4: a child forked as a thread left hung in pthread_create";
+}
+
 TEST(ServiceThreadTest, ThreadCreationFailureGivesErrno) {
   // A stack no address space can hold: pthread_create really fails.
   ServiceThread t({.name = "ss-test-nostk", .stack_size = size_t{1} << 50}, sleep_until_stopped);

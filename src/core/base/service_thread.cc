@@ -1,6 +1,8 @@
 #include "core/base/service_thread.h"
 
+#include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -8,8 +10,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <new>
 
+#include "core/base/errno_guard.h"
 #include "core/base/library_thread.h"
 #include "core/base/log.h"
 #include "core/base/sandbox.h"
@@ -24,6 +28,7 @@ struct ServiceThread::Worker {
   Body body;  // a copy: a detached thread never touches a Body being destroyed
   Run run;
   pthread_t tid{};
+  std::atomic<bool> entered{false};  // the runtime's thread start is done
 };
 
 // Every ServiceThread, for the fork handlers (one pthread_atfork for all:
@@ -42,7 +47,10 @@ struct ServiceThread::Registry {
           [] {
             Registry& g = get();
             g.mu.lock();
-            for (ServiceThread* t = g.head; t; t = t->next_) t->mu_.lock();
+            for (ServiceThread* t = g.head; t; t = t->next_) {
+              t->mu_.lock();
+              t->quiesce_locked();
+            }
           },
           [] {
             Registry& g = get();
@@ -64,6 +72,10 @@ struct ServiceThread::Registry {
 };
 
 namespace {
+// The thread has left the kernel (a thread id being reused within the
+// wait costs the wait's bound, nothing else).
+bool thread_gone(pid_t tid) { return syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH; }
+
 void signal_fd(int fd) {
   uint64_t one = 1;
   if (fd >= 0 && ::write(fd, &one, sizeof one) < 0) SS_DEBUG("service thread: wake-up failed");
@@ -121,8 +133,17 @@ void* ServiceThread::thread_main(void* arg) {
   ServiceThread* owner = self->first;
   std::shared_ptr<Worker> w = std::move(self->second);
   delete self;
+  w->entered.store(true, std::memory_order_release);
   w->body(w->run);
   std::lock_guard<std::mutex> g(owner->mu_);
+  if (!sandbox::locked_in()) {  // else nobody waits (and tgkill may be fatal)
+    auto& ls = owner->leavers_;
+    ls.erase(std::remove_if(ls.begin(), ls.end(), thread_gone), ls.end());
+    try {
+      ls.push_back(static_cast<pid_t>(syscall(SYS_gettid)));
+    } catch (const std::bad_alloc&) {  // a fork then may not wait for this one
+    }
+  }
   auto& ws = owner->workers_;
   ws.erase(std::find(ws.begin(), ws.end(), w));
   owner->exited_.notify_all();
@@ -208,6 +229,34 @@ bool ServiceThread::running() const {
 int ServiceThread::users() const {
   std::lock_guard<std::mutex> g(mu_);
   return users_;
+}
+
+// Before a fork, with mu_ held: waits until no thread of ours is inside
+// the runtime's thread start or teardown (a starter has not entered
+// thread_main yet; a leaver returned from it and has not left the
+// kernel). Holding mu_ keeps new ones from coming. Bounded (200 ms) so
+// that a reused thread id cannot stall the fork; skipped once locked in,
+// where tgkill and sched_yield may be what the filter kills for.
+void ServiceThread::quiesce_locked() {
+  if (sandbox::locked_in()) {
+    leavers_.clear();
+    return;
+  }
+  ErrnoGuard keep;
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  auto wait_for = [&start](auto&& done) {
+    timespec now;
+    while (!done()) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > 200000000L)
+        return;
+      sched_yield();
+    }
+  };
+  for (auto& w : workers_) wait_for([&w] { return w->entered.load(std::memory_order_acquire); });
+  for (pid_t tid : leavers_) wait_for([tid] { return thread_gone(tid); });
+  leavers_.clear();
 }
 
 // In the child, with mu_ held by the prepare handler. No thread of ours

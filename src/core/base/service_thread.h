@@ -9,7 +9,12 @@
 // (no shared "run" flag to reset) nor eat the wake-up meant for its
 // successor (no shared fd), so the release's join always ends.
 //
-// Fork: the child has no thread. Users the child inherited stay counted
+// Fork: the prepare handler first waits, briefly, until no thread of ours
+// is starting (created, its body not entered) or leaving (its body
+// returned, the thread still in the kernel): there it runs the C
+// runtime's (and a sanitizer's) thread start or teardown under their
+// locks, and a child forked then would inherit them held (its first
+// pthread_create waits forever). The child has no thread. Users the child inherited stay counted
 // (their objects were inherited too) unless the service says its child
 // starts with none; the thread is started again lazily, by the next hold()
 // or wake() in the child, never inside fork itself (a child that only execs
@@ -20,6 +25,7 @@
 #pragma once
 #include <poll.h>
 #include <pthread.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -88,6 +94,7 @@ class ServiceThread {
   static void* thread_main(void* arg);
   int start_locked();
   void after_fork_child();
+  void quiesce_locked();
 
   const Options opts_;
   const Body body_;
@@ -97,6 +104,9 @@ class ServiceThread {
   std::shared_ptr<Worker> worker_;  // the running thread's, or null
   // Every thread of ours still alive: the running one and any stopping.
   std::vector<std::shared_ptr<Worker>> workers_;
+  // Kernel thread ids of workers that returned from their body and may
+  // still be tearing down (joined or detached alike).
+  std::vector<pid_t> leavers_;
   ServiceThread* next_ = nullptr;  // in the registry of fork handlers
   ServiceThread* prev_ = nullptr;
 };
