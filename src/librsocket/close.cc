@@ -168,6 +168,8 @@ void Socket::close() {
       lk.lock();
       for (auto& s : accept_queue_) s->close();
       accept_queue_.clear();
+      if (starved_ep_) starved_ep_->reject();
+      starved_ep_.reset();
       listener_.reset();
     }
   }

@@ -34,11 +34,12 @@ RsSge load(const RsSge& shared) {
   __atomic_load(&shared.length, &s.length, __ATOMIC_ACQUIRE);
   return s;
 }
-// The errno of a connection whose transport failed: ENOMEM when this
-// process had no room for the peer's memory (a socket call out of memory
-// says so), else a reset.
+// The errno of a connection whose transport failed: ENOMEM, EMFILE or
+// ENFILE when this process had no room (memory, a descriptor) for the
+// peer's memory (a socket call out of either says so), else a reset.
 int transport_errno(const prov::Endpoint& ep) {
-  return ep.cm_error() == ENOMEM ? ENOMEM : ECONNRESET;
+  const int e = ep.cm_error();
+  return e == ENOMEM || e == EMFILE || e == ENFILE ? e : ECONNRESET;
 }
 
 }  // namespace
@@ -551,6 +552,10 @@ bool Socket::change_count(uint64_t* count) {
 
 bool Socket::failed_unread() {
   Lock lk(mu_);
+  return failed_unread(lk);
+}
+
+bool Socket::failed_unread(Lock& lk) {
   if (ep_ && (state_ & kConnected) && !(state_ & kError)) {
     // What a sleep's arming reads (a stream provider's end of stream,
     // which an established endpoint's cm_progress leaves to it), without

@@ -258,7 +258,8 @@ void Socket::serve_requests(bool inline_caller) {
       // unanswered, until raccept makes room.
       accept_full_ = accept_queue_.size() >= backlog_;
       if (accept_full_) return;
-      int rc = listener_->get_request(&ep);
+      int rc = starved_ep_ ? 0 : listener_->get_request(&ep);
+      if (starved_ep_) ep = std::move(starved_ep_);
       accept_starved_ = rc == -EMFILE || rc == -ENFILE;
       if (accept_starved_) note_accept_error(-rc);
       if (rc) return;
@@ -266,6 +267,14 @@ void Socket::serve_requests(bool inline_caller) {
     const auto t0 = std::chrono::steady_clock::now();
     int fd = ep->descriptor_fd();
     if (fd < 0 && (fd = name_accepted(*ep, domain_)) < 0) {
+      const int err = errno;
+      if (err == EMFILE || err == ENFILE) {
+        std::lock_guard<FutexMutex> g(mu_);
+        starved_ep_ = std::move(ep);
+        accept_starved_ = true;
+        note_accept_error(err);
+        return;
+      }
       ep->reject();
       continue;
     }
@@ -338,6 +347,7 @@ void Socket::listener_fork_child() {
   // copies go quietly; the parent's raccept still returns them.
   for (auto& s : accept_queue_) s->drop_copy();
   accept_queue_.clear();
+  starved_ep_.reset();                         // the parent's to answer
   if (accept_efd_ >= 0) ::close(accept_efd_);  // the parent's counter
   accept_efd_ = -1;
   int rc = listener_ ? listener_->fork_child() : 0;
@@ -418,6 +428,16 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
       lk.unlock();
       ::poll(&p, 1, 5);
       lk.lock();
+    }
+    // Its set-up failed for want of a descriptor of this process's (shm
+    // passes the peer's memory as descriptors): lost, and the program
+    // hears EMFILE, as from accept(2) out of descriptors.
+    if (s.failed_unread(lk) && (s.err_ == EMFILE || s.err_ == ENFILE)) {
+      const int err = s.err_;
+      lk.unlock();
+      s.close();
+      out->reset();
+      return -err;
     }
     s.nonblock_ = (flags & SOCK_NONBLOCK) != 0;
     s.fd_flags_ = (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;

@@ -232,6 +232,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   friend class ListenService;
   using Lock = std::unique_lock<FutexMutex>;
 
+  bool failed_unread(Lock& lk);  // failed_unread() with mu_ held
   // send/sendv and recv/recvv: one body over a single buffer or an iovec
   // array (data.cc).
   template <typename Cursor>
@@ -445,6 +446,10 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // listener (it would spin): its periodic pass and raccept retry instead.
   int accept_err_ = 0;
   bool accept_starved_ = false;
+  // A request taken whose rsocket number could not be made (EMFILE): it
+  // keeps its transport's descriptor, so the program's own calls still
+  // meet the shortage, and is the next one tried.
+  std::unique_ptr<prov::Endpoint> starved_ep_;
   // backlog_ connections queued: no more taken from the listener.
   bool accept_full_ = false;
   bool room_again();  // mu_ held: a full queue just gave one up (the listen thread must look)

@@ -223,16 +223,13 @@ _PRE_ACCEPTED = (["recv_all=1000 send_all=1000 socket=-1 EMFILE accept=%d"],
                  "descriptors already holds its own: raccept returns it")
 DOCUMENTED = {("kill-connect", c): _NEVER_ACCEPTED for c in ("rs-shm", "rs-tcp", "pre-shm",
                                                              "pre-tcp")}
-DOCUMENTED.update({("emfile", c): _PRE_ACCEPTED for c in ("rs-tcp", "pre-tcp")})
+DOCUMENTED.update({("emfile", c): _PRE_ACCEPTED for c in ("rs-tcp", "pre-tcp", "rs-shm",
+                                                          "pre-shm")})
 _SLOT_FREED = ("by the timing: the listen thread's try at the waiting connection frees a "
                "descriptor slot that the program's socket() then takes")
 # Differences not fixed yet (docs/status.md lists them): the cell says
 # "open" whatever its answer, unless the answer became the kernel's.
 KNOWN_OPEN = {
-    ("emfile", "rs-shm"): "shm: the peer's memfds, read after the limit, are lost (EMFILE) and "
-                          "the connection fails",
-    ("emfile", "pre-shm"): "shm under librspreload: the accept of a connection waiting while "
-                           "out of descriptors sleeps instead of failing with EMFILE",
     ("emfile", "rs-tcp"): _SLOT_FREED,
     ("emfile", "pre-tcp"): _SLOT_FREED,
 }
