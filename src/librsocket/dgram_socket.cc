@@ -108,6 +108,9 @@ int dest_len(const sockaddr* a, socklen_t len) {
 int DgramSocket::create(int domain, int flags, std::shared_ptr<DgramSocket>* out) {
   int fd = ::socket(domain, SOCK_DGRAM | (flags & SOCK_CLOEXEC), 0);
   if (fd < 0) return -errno;
+  // The settings' files are read now, as a stream rsocket's are: its
+  // first receive may find no descriptor left to read them with.
+  (void)settings::get(settings::Id::kPollingTime);
   // Every datagram carries the kernel's drop count for this socket.
   int on = 1;
   if (::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on) < 0) {
@@ -586,8 +589,13 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   WaitTarget t;
   std::lock_guard<std::mutex> g(recv_mu_);
   if (readiness_locked(want, true)) return t;
-  if (int rc = wait_set()) {
-    t.tag = static_cast<uintptr_t>(-rc);
+  // Out of descriptors for the wait set: the kernel socket alone, and a
+  // look at the rings and the rendezvous every few ms (as the kernel's
+  // UDP, a receive must not fail for want of a descriptor).
+  const int set = wait_set();
+  const bool no_set = set == -EMFILE || set == -ENFILE;
+  if (set && !no_set) {
+    t.tag = static_cast<uintptr_t>(-set);
     return t;
   }
   // Raised before the last look: a sender publishing after it wakes us.
@@ -596,7 +604,11 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
     if (--sleeping_ == 0) rx_.set_sleeping(false);
     return t;
   }
-  if (want & POLLIN) {
+  if ((want & POLLIN) && no_set) {
+    t.fd = fd_;
+    t.events = POLLIN;
+    if (*sleep_ms < 0 || *sleep_ms > kUnkickedSleepMs) *sleep_ms = kUnkickedSleepMs;
+  } else if (want & POLLIN) {
     t.fd = wait_fd_;
     t.events = POLLIN;
   } else {  // writability: the kernel socket says

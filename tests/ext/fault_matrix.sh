@@ -3,13 +3,14 @@
 # stopped, closing with unread data, its namespace deleted, the route to it
 # removed; this process out of descriptors or address space; a signal in
 # each blocking call) against each way a program reaches a connection:
-# Linux's TCP and UDP (the reference), the rsocket API on shm and tcp,
-# librspreload.so, libvma.so's TCP and UDP. tests/ext/fault_prog.c is every
+# Linux's TCP and UDP (the reference), the rsocket API on shm and tcp
+# (streams and datagrams), librspreload.so (TCP; its UDP is the
+# kernel's), libvma.so's TCP and UDP. tests/ext/fault_prog.c is every
 # cell's program, built twice (socket calls; upstream's <rdma/rsocket.h>
 # calls); fault_matrix.py runs the cells in namespaces it makes and
 # removes, prints the matrix and fails on any FAIL cell. Needs root
 # (exit 77 otherwise). FAULT_ROWS/FAULT_COLS (comma lists) run a part.
-# Its minutes: about 2 (some 130 cells of 0.3-3 s: each fault waits for
+# Its minutes: about 2.5 (some 145 cells of 0.3-3 s: each fault waits for
 # its call to block, polls time out after 1-2 s; the route case waits for
 # TCP's retransmission).
 #
