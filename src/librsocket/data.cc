@@ -125,7 +125,7 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
   // A peer that stopped writing is likely closing: see its DISCONNECT now
   // (as TCP's reset), not only once the send window runs out.
   if (!(state_ & kReadable) && (state_ & kConnected)) process_cq(lk);
-  if (!(state_ & kWritable) || shut_wr_) return data_error(true);
+  if (sends_refused()) return data_error(true);
   size_t len = cur.total();
   if (len == 0) return 0;
   if (std::any_of(iomaps_.begin(), iomaps_.end(), [](const Iomap& m) { return !m.published; })) {

@@ -158,6 +158,8 @@ int DgramSocket::bind(const sockaddr* addr, socklen_t len) {
     std::lock_guard<std::mutex> g(recv_mu_);
     open_receiver();
   }
+  // No device there is no failure of bind: the datagrams go over UDP.
+  if (rc == 0 && verbs_) (void)verbs_->prepare_bound();
   return rc;
 }
 

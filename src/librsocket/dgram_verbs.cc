@@ -140,6 +140,17 @@ int DgramVerbs::prepare(const sockaddr* dst, socklen_t len) {
   return qp_for(src, &qp);
 }
 
+int DgramVerbs::prepare_bound() {
+  std::lock_guard<std::mutex> g(mu_);
+  sockaddr_storage self{};
+  socklen_t sl = sizeof self;
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&self), &sl) < 0) return -errno;
+  const sockaddr_storage s = unmapped(reinterpret_cast<sockaddr*>(&self), sl);
+  if (wildcard_or_loopback(s)) return 0;  // the source follows each destination
+  UdQp* qp;
+  return qp_for(s, &qp);
+}
+
 ssize_t DgramVerbs::send(const sockaddr* dst, socklen_t dlen, const iovec* iov, size_t iovcnt,
                          size_t len, int os_flags) {
   std::unique_lock<std::mutex> g(mu_);

@@ -36,6 +36,10 @@ class DgramVerbs final : public fork::Unforkable, public std::enable_shared_from
   // Makes sure a QP serves `dst` (rconnect, and each send): -ENODEV when no
   // RDMA device owns the local address toward it, -EOPNOTSUPP on iWARP.
   int prepare(const sockaddr* dst, socklen_t len);
+  // After a bind to one address (not the wildcard): its QP now, so that a
+  // later shortage of descriptors leaves the socket working, as a bound
+  // UDP socket does. 0, or as prepare.
+  int prepare_bound();
   // One datagram of `len` bytes to `dst`: a UD SEND once its QP is known,
   // else over UDP behind a DsUdpHeader. EMSGSIZE beyond what a UD message
   // takes (the port's MTU less the header).

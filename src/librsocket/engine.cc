@@ -92,15 +92,17 @@ int Socket::process_cq(Lock&) {
     // shm: ECONNRESET, its end). A transport whose sends found the peer
     // gone (EPIPE: it never read them, e.g. it gave up its connect before
     // our reply) is a reset, and so is verbs' disconnect without one: the
-    // fabric does not tell a process's death from a broken connection.
-    // Queued data stays readable.
+    // fabric does not tell a process's death from a broken connection
+    // (siw tears a connection down after a peer's access violation as it
+    // does after the peer's exit). Queued data stays readable.
     if (ep_->cm_progress(&ev) == 0 &&
         (ev == prov::CmEvent::kDisconnected || ev == prov::CmEvent::kError)) {
       const int why = ep_->cm_error();
       const bool lost = why == EPIPE || why == ECONNRESET || ev == prov::CmEvent::kDisconnected;
-      if (lost && why == ECONNRESET && peer_read_all())
+      if (lost && why == ECONNRESET && peer_read_all()) {
         peer_shut_writing();
-      else if (lost)
+        transport_ended_ = true;
+      } else if (lost)
         set_error(ECONNRESET, "the transport ended without a disconnect message, our data unread");
       else
         set_error(transport_errno(*ep_), "the transport failed");
@@ -111,6 +113,10 @@ int Socket::process_cq(Lock&) {
   give_credits();
   if (total) kick_waiters();
   return total;
+}
+
+void Socket::peer_disconnected() {
+  state_ = (state_ & ~(kConnected | kReadable | kWritable)) | kDisconnected;
 }
 
 void Socket::peer_shut_writing() {
@@ -161,7 +167,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       break;
     case kOpCtrl:
       if (data == kCtrlDisconnect) {
-        state_ = (state_ & ~(kConnected | kReadable | kWritable)) | kDisconnected;
+        peer_disconnected();
       } else if (data == kCtrlShutdown) {
         peer_shut_writing();
       }
@@ -461,6 +467,13 @@ int Socket::data_error(bool sending) {
 
 namespace ss::rs {
 
+bool Socket::sends_refused() {
+  // The peer is gone: Linux's first send after a dead peer's FIN meets a
+  // reset, and the socket is then hung up. No send leaves here.
+  if (transport_ended_ && (state_ & kWritable)) peer_disconnected();
+  return !(state_ & kWritable) || shut_wr_;
+}
+
 short Socket::readiness(short events) {
   Lock lk(mu_);
   if (state_ == kListening && listen_shared_ && accept_queue_.empty()) {
@@ -490,6 +503,7 @@ short Socket::ready_now(short events) {
     if (rbuf_queued_ >= static_cast<uint32_t>(opt_.rcvlowat) || !(state_ & kReadable))
       rev |= POLLIN;
     if ((state_ & kWritable) && can_send()) rev |= POLLOUT;
+    if (state_ & kDisconnected) rev |= POLLOUT;  // a send answers at once (EPIPE)
     // Hang-up only once nothing is left to read: an application that stops
     // at POLLHUP must still get the peer's last bytes (as with TCP's FIN).
     if (!(state_ & kReadable)) rev |= POLLRDHUP;  // the peer shut down writing

@@ -96,7 +96,7 @@ ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) 
   Turn turn(*this, lk, &sending_);
   may_look();  // as send_from
   bool nonblock = is_nonblocking(flags);
-  if (!(state_ & kWritable) || shut_wr_) return data_error(true);
+  if (sends_refused()) return data_error(true);
   if (count == 0) return 0;
   if (std::any_of(iomaps_.begin(), iomaps_.end(), [](const Iomap& m) { return !m.published; })) {
     int rc = send_iomaps(lk, nonblock);

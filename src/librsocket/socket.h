@@ -328,9 +328,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // ECONNRESET for the application, and the transport torn down.
   // peer_fault: the peer broke the protocol, and nothing more it sent is read.
   void fail_connection(const char* why, bool peer_fault);
-  // The peer stopped writing (a SHUTDOWN, or its transport ended when it
-  // had read all we sent: Linux's FIN): EOF after the queued data.
+  // The peer stopped writing (a SHUTDOWN): EOF after the queued data.
   void peer_shut_writing();
+  // The peer is gone (its DISCONNECT, or a send after its transport
+  // ended): EOF after the queued data, sends fail (EPIPE), hung up.
+  void peer_disconnected();
   // Every message we sent was consumed by the peer, as far as its credits
   // tell (it returns them in batches: a small unreported read counts as
   // unread).
@@ -342,6 +344,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // so the peer reads ECONNRESET (mu_ held).
   void reset_on_close();
   int data_error(bool sending);
+  bool sends_refused();  // mu_ held: a send gets data_error(true)
   bool is_nonblocking(int flags) const { return nonblock_ || (flags & MSG_DONTWAIT); }
 
   const int fd_;
@@ -393,7 +396,10 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // options_fd(): -2 not asked yet, -1 fd_ answers, else the TCP socket
   // made to answer for a connection whose descriptor is no TCP socket.
   int options_fd_ = -2;
-  bool shut_wr_ = false;    // local SHUT_WR: writes give EPIPE
+  bool shut_wr_ = false;  // local SHUT_WR: writes give EPIPE
+  // The transport ended when the peer had read all we sent (a dead
+  // process's FIN): reads end; the next send hangs the socket up (EPIPE).
+  bool transport_ended_ = false;
   bool in_linger_ = false;  // the linger service holds this socket
   int shutting_ = 0;        // threads inside shutdown(), which may sleep
   // rclose came while a shutdown or a linger was under way: whichever ends

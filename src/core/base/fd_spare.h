@@ -4,6 +4,7 @@
 // leaves the work undone (a connection request queued, as in a kernel
 // backlog) instead of failing it half-way.
 #pragma once
+#include "core/base/api.h"
 
 namespace ss {
 
@@ -13,6 +14,6 @@ namespace ss {
 // moment: a passing EMFILE there). The system-wide limit (ENFILE) is not
 // seen, and another thread may take the numbers meanwhile: the step
 // itself must still handle the shortage.
-int descriptor_shortage(int n = 1);
+SS_API int descriptor_shortage(int n = 1);
 
 }  // namespace ss
