@@ -18,6 +18,7 @@ fault does not apply to the column), "not run here" (counted), or "FAIL"
 (anything else: another answer, a hang, a crash, or a connection that
 did not take the column's path).
 """
+import json
 import os
 import re
 import signal
@@ -27,6 +28,14 @@ import threading
 import time
 
 NS_A, NS_B = "ss-fa-%d" % os.getpid(), "ss-fb-%d" % os.getpid()
+# The verbs column's address (an RDMA device's), both ends in this
+# namespace; unset: the column is not run here.
+VERBS_IP = os.environ.get("FAULT_VERBS_IP", "")
+# The kernel's answers, recorded by a full run (FAULT_REFERENCE_SAVE) and
+# read by a run elsewhere (FAULT_REFERENCE: the guest's), so the kernel
+# column runs once.
+REFERENCE_IN = os.environ.get("FAULT_REFERENCE", "")
+REFERENCE_OUT = os.environ.get("FAULT_REFERENCE_SAVE", "")
 IP_A, IP_B, NET = "10.227.0.1", "10.227.0.2", "10.227.0.0/24"
 
 # Faults of a connection (stream) and of a datagram socket.
@@ -87,7 +96,8 @@ class Proc:
     def __init__(self, ns, env, argv, err_path):
         self.lines, self.cv, self.eof = [], threading.Condition(), False
         self.err_path = err_path
-        cmd = ["ip", "netns", "exec", ns, "env"] + ["%s=%s" % kv for kv in env.items()] + argv
+        cmd = (["ip", "netns", "exec", ns] if ns else []) + ["env"] + \
+            ["%s=%s" % kv for kv in env.items()] + argv
         with open(err_path, "w") as err:
             self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=err, text=True)
@@ -218,20 +228,31 @@ _NEVER_ACCEPTED = (["connect=0 recv=0"],
                    "a killed listener's unaccepted connections end as after a FIN, not a "
                    "reset: rsockets complete a connection before raccept, and a peer that "
                    "sent nothing cannot tell an accepted one from another")
+_VERBS_RESET = (["recv_all=1000 recv=-1 ECONNRESET", "accept=0 recv=-1 ECONNRESET",
+                 "poll=IN|ERR|HUP recv=-1 ECONNRESET"],
+                "on verbs a peer's end without a DISCONNECT is a reset: the fabric does not "
+                "tell a process's death from a broken connection")
 _PRE_ACCEPTED = (["recv_all=1000 send_all=1000 socket=-1 EMFILE accept=%d"],
                  "a connection the listen thread completed before the process ran out of "
                  "descriptors already holds its own: raccept returns it")
 DOCUMENTED = {("kill-connect", c): _NEVER_ACCEPTED for c in ("rs-shm", "rs-tcp", "pre-shm",
-                                                             "pre-tcp")}
+                                                             "pre-tcp", "verbs")}
+DOCUMENTED.update({(r, "verbs"): _VERBS_RESET
+                   for r in ("kill-recv", "kill-recv-c", "kill-accept", "kill-poll")})
 DOCUMENTED.update({("emfile", c): _PRE_ACCEPTED for c in ("rs-tcp", "pre-tcp", "rs-shm",
-                                                          "pre-shm")})
+                                                          "pre-shm", "verbs")})
 _SLOT_FREED = ("by the timing: the listen thread's try at the waiting connection frees a "
                "descriptor slot that the program's socket() then takes")
 # Differences not fixed yet (docs/status.md lists them): the cell says
 # "open" whatever its answer, unless the answer became the kernel's.
+_SHM_LATE_FDS = ("shm, by the timing: memory the peer passes (as descriptors) once none is "
+                 "left fails its connection: the accepted one's (recv: EMFILE), or the "
+                 "waiting one's, whose descriptor slot the program's socket() then takes")
 KNOWN_OPEN = {
     ("emfile", "rs-tcp"): _SLOT_FREED,
     ("emfile", "pre-tcp"): _SLOT_FREED,
+    ("emfile", "rs-shm"): _SHM_LATE_FDS,
+    ("emfile", "pre-shm"): _SHM_LATE_FDS,
 }
 
 
@@ -258,8 +279,10 @@ def columns(build):
         Column("vma-tcp", "stream", "veth", vma, {},
                proof=vma_proof(r"(connect fd \d+: offloaded|listen fd \d+ \(tcp port \d+\): on)"),
                text="libvma.so in A (its TCP on the rings), Linux in B"),
-        Column("verbs", "stream", "guest", {}, {},
-               text="rsocket API, verbs provider: in the Soft-RoCE guest (tests/rxe)"),
+        Column("verbs", "stream", "rxe", dict(rs, SLIPSTREAM_PROVIDER="verbs"),
+               dict(rs, SLIPSTREAM_PROVIDER="verbs"), rsocket=True,
+               text="rsocket API, verbs provider, both ends on FAULT_VERBS_IP (the Soft-RoCE "
+                    "guest's rxe0: tests/rxe/check.sh)"),
         Column("kernel-udp", "dgram", "veth", {}, {}, text="Linux UDP, A and B (the reference)"),
         Column("rsd-shm", "dgram", "lo", dict(rs, SLIPSTREAM_PROVIDER="shm"),
                dict(rs, SLIPSTREAM_PROVIDER="shm"), rsocket=True,
@@ -267,6 +290,9 @@ def columns(build):
         Column("rsd-tcp", "dgram", "veth", dict(rs, SLIPSTREAM_PROVIDER="tcp"),
                dict(rs, SLIPSTREAM_PROVIDER="tcp"), rsocket=True,
                text="datagram rsockets, tcp provider, A to B"),
+        Column("rsd-verbs", "dgram", "rxe", dict(rs, SLIPSTREAM_PROVIDER="verbs"),
+               dict(rs, SLIPSTREAM_PROVIDER="verbs"), rsocket=True,
+               text="datagram rsockets, verbs provider, both ends on FAULT_VERBS_IP"),
         Column("pre-udp", "dgram", "veth", dict(pre, SLIPSTREAM_PROVIDER="tcp"),
                dict(pre, SLIPSTREAM_PROVIDER="tcp"),
                text="librspreload.so both ends, A to B (UDP stays the kernel's)"),
@@ -289,6 +315,9 @@ class Matrix:
         if col.topo == "veth":
             ns_v, ns_p = NS_A, NS_B
             addr = IP_B if row in PEER_LISTENS else IP_A
+        elif col.topo == "rxe":  # rxe follows no netdev into a namespace (Linux 6.1)
+            ns_v = ns_p = None
+            addr = VERBS_IP
         else:
             ns_v = ns_p = NS_A
             addr = "127.0.0.1"
@@ -374,6 +403,10 @@ def main():
     cols = [c for c in columns(build) if not only_cols or c.name in only_cols or
             c.name in ("kernel", "kernel-udp")]
     m = Matrix(build, plain, rsprog, work)
+    recorded = {}
+    if REFERENCE_IN and os.path.exists(REFERENCE_IN):
+        with open(REFERENCE_IN) as f:
+            recorded = json.load(f)
     make_pair()
     results, fails, skips, opens = {}, 0, 0, 0
     try:
@@ -382,7 +415,10 @@ def main():
             for row in rows:
                 if only_rows and row not in only_rows:
                     continue
-                kernel, problem = m.run(row, ref)
+                if row in recorded:
+                    kernel, problem = recorded[row], None
+                else:
+                    kernel, problem = m.run(row, ref)
                 results[(row, ref.name)] = ("reference" if not problem else "FAIL",
                                             kernel, problem)
                 if problem:
@@ -398,6 +434,11 @@ def main():
                     sys.stdout.flush()
     finally:
         remove_pair()
+    if REFERENCE_OUT:
+        answers = {r: v[1] for (r, c), v in results.items()
+                   if v[0] == "reference" and c in ("kernel", "kernel-udp")}
+        with open(REFERENCE_OUT, "w") as f:
+            json.dump(answers, f, indent=1, sort_keys=True)
     print_matrix(cols, results)
     # Each cell not run, as a skip (tests/skips.sh counts these lines).
     for (row, col), verdict in results.items():
@@ -409,8 +450,9 @@ def main():
 
 
 def cell(m, row, col, kernel):
-    if col.topo == "guest":
-        return ("not run here", None, "needs the Soft-RoCE guest (tests/rxe)")
+    if col.topo == "rxe" and not VERBS_IP:
+        return ("not run here", None, "needs an RDMA device: the Soft-RoCE guest runs this column "
+                                      "(tests/rxe/check.sh)")
     if row == "kill-epoll" and col.rsocket:
         return ("n/a", None, "no epoll in the rsocket API")
     if row in NEEDS_VETH and col.topo != "veth":

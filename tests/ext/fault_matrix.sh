@@ -9,7 +9,8 @@
 # cell's program, built twice (socket calls; upstream's <rdma/rsocket.h>
 # calls); fault_matrix.py runs the cells in namespaces it makes and
 # removes, prints the matrix and fails on any FAIL cell. Needs root
-# (exit 77 otherwise). FAULT_ROWS/FAULT_COLS (comma lists) run a part.
+# (exit 77 otherwise). FAULT_ROWS/FAULT_COLS (comma lists) run a part;
+# FAULT_VERBS_IP runs the verbs column (an RDMA device's address).
 # Its minutes: about 2.5 (some 145 cells of 0.3-3 s: each fault waits for
 # its call to block, polls time out after 1-2 s; the route case waits for
 # TCP's retransmission).
@@ -35,4 +36,8 @@ chmod 755 "$T"
   "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -DFAULT_RSOCKET -I"$here" "$here/fault_prog.c" \
     -o "$T/rs" -lrdmacm >>"$T/cc.log" 2>&1 ||
   { cat "$T/cc.log"; echo "ERROR: $name: fault_prog.c did not build"; exit 99; }
+# A whole run records the kernel's answers for the guest's verbs column
+# (tests/rxe/check.sh reads them: the kernel column runs once).
+[ -n "${FAULT_ROWS:-}${FAULT_COLS:-}" ] ||
+  export FAULT_REFERENCE_SAVE=${FAULT_REFERENCE_SAVE:-$B/fault_matrix.reference.json}
 python3 "$here/fault_matrix.py" "$B" "$T/plain" "$T/rs" "$T" "${FAULT_ROWS:-}" "${FAULT_COLS:-}"

@@ -6,6 +6,7 @@
 # against ours), preload.sh (librspreload on verbs, upstream's on the other
 # end, fallback), apps.sh (iperf3 and sockperf, ours against upstream's
 # librspreload), udpong.sh (udpong ours:ours on datagram rsockets), the
+# fault matrix's verbs column (tests/ext/fault_matrix.sh), the
 # verbs resource manager's unit tests and the rsocket conformance suite on
 # verbs (IPv4 and IPv6, plus hostile rdma_cm peers),
 # all on rxe0 (RoCE); then interop and conformance again on siw0 (iWARP).
@@ -55,6 +56,11 @@ if [ "${RXE_CHECK_SUITES_ONLY:-0}" != 1 ]; then
   step preload 300 bash "$HERE/preload.sh" "$BUILD"
   step apps 300 bash "$HERE/apps.sh" "$BUILD"
   step udpong 240 bash "$HERE/udpong.sh" "$BUILD"
+  # The fault matrix's verbs columns, both ends on rxe0, against the
+  # kernel's answers the host's run recorded (else the kernel's here).
+  step fault-matrix 600 env CC="${CC:-gcc}" FAULT_COLS=verbs,rsd-verbs FAULT_VERBS_IP="$RXE_IP" \
+    FAULT_REFERENCE="$BUILD/fault_matrix.reference.json" top_builddir="$BUILD" \
+    bash "$HERE/../ext/fault_matrix.sh"
 fi
 
 # The GoogleTest suites on real verbs: a missing device or address fails

@@ -131,7 +131,7 @@ PKGS=(rdma-core ibverbs-providers libibverbs1 librdmacm1 rdmacm-utils
 # kernel modules (modprobe names) the guest loads; dependencies follow
 # (siw.ko, built apart, depends on ib_core and libcrc32c; libcrc32c needs a
 # crc32c provider, which busybox modprobe does not pull in as a softdep)
-MODS="virtio_pci 9pnet_virtio 9p overlay crc32_generic dummy rdma_rxe rdma_ucm
+MODS="virtio_pci 9pnet_virtio 9p overlay crc32_generic dummy veth rdma_rxe rdma_ucm
   ib_uverbs crc32c_generic libcrc32c"
 # programs whose shared libraries must all come from the guest's packages
 NEED_BINS="bin/bash sbin/ip usr/bin/rdma usr/bin/ibv_devices usr/bin/ibv_devinfo
@@ -282,6 +282,7 @@ ip link set lo up
 modprobe crc32_generic
 for m in rdma_rxe rdma_ucm ib_uverbs; do modprobe $m || fail "modprobe $m"; done
 modprobe dummy numdummies=0 || fail "modprobe dummy"
+modprobe veth || fail "modprobe veth"  # the fault matrix's namespaces (tests/ext)
 ip link add dummy0 type dummy || fail "add dummy0"
 ip addr add "$RXE_IP/24" dev dummy0 && ip link set dummy0 up || fail "set up dummy0"
 # iproute2 by path: busybox sh prefers its own applet, which lacks nodad
