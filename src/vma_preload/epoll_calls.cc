@@ -18,18 +18,13 @@
 #include "interpose/real.h"
 #include "interpose/wait_args.h"
 #include "interpose/edge.h"
-#include "vma_preload/socket_record.h"
+#include "vma_preload/epoll_face.h"
 #include "vma_preload/mux.h"
+#include "vma_preload/socket_record.h"
 
 namespace vp = ss::vma::preload;
 namespace ip = ss::interpose;
 using ip::real;
-
-namespace ss::vma::preload {
-
-const interpose::EpollFace kEpollFace{"libvma", mux_timing};
-
-}  // namespace ss::vma::preload
 
 namespace {
 

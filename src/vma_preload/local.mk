@@ -12,6 +12,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/decision.cc \
 	src/vma_preload/dup_calls.cc \
 	src/vma_preload/extra_api.h \
+	src/vma_preload/epoll_face.h \
+	src/vma_preload/epoll_face.cc \
 	src/vma_preload/epoll_calls.cc \
 	src/vma_preload/extra_api.cc \
 	src/vma_preload/fork_child.cc \

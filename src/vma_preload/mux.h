@@ -3,16 +3,12 @@
 // offloaded socket.
 #pragma once
 #include "core/base/mixed_poll.h"
-#include "interpose/epoll_glue.h"
 
 namespace ss::vma::preload {
 
 // VMA_SELECT_POLL's busy phase; the sleeps end only at a wake-up or the
 // timeout (an offloaded socket's sleep wakes on its rings).
 PollTiming mux_timing();
-
-// The VMA face of the shared epoll glue.
-extern const interpose::EpollFace kEpollFace;
 
 // Whether fd is an offloaded socket (its readiness is more than its
 // kernel descriptor's), or one that may still be: decided "vma", not bound

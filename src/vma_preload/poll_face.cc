@@ -16,6 +16,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/mixed_poll.h"
+#include "interpose/epoll_glue.h"
 #include "interpose/poll_calls.h"
 #include "libvmacompat/settings.h"
 #include "interpose/edge.h"

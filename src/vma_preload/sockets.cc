@@ -25,7 +25,7 @@
 #include "interpose/edge.h"
 #include "vma_preload/extra_api.h"
 #include "vma_preload/socket_record.h"
-#include "vma_preload/mux.h"
+#include "vma_preload/epoll_face.h"
 #include "vma_preload/start.h"
 #include "vma_preload/wire_addr.h"
 #include "vma_preload/extra_sockopts.h"
