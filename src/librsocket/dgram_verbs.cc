@@ -65,11 +65,17 @@ uint16_t port_of(const sockaddr_storage& a) {
 
 }  // namespace
 
-int DgramVerbs::source_for(const sockaddr* dst, socklen_t len, sockaddr_storage* src) {
+int DgramVerbs::bound_address(sockaddr_storage* s) const {
   sockaddr_storage self{};
   socklen_t sl = sizeof self;
   if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&self), &sl) < 0) return -errno;
-  sockaddr_storage s = unmapped(reinterpret_cast<sockaddr*>(&self), sl);
+  *s = unmapped(reinterpret_cast<sockaddr*>(&self), sl);
+  return 0;
+}
+
+int DgramVerbs::source_for(const sockaddr* dst, socklen_t len, sockaddr_storage* src) {
+  sockaddr_storage s;
+  if (int rc = bound_address(&s)) return rc;
   if (wildcard_or_loopback(s)) {  // the address the kernel's route picks toward dst
     sockaddr_storage d = unmapped(dst, len);
     int t = ::socket(d.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -142,10 +148,8 @@ int DgramVerbs::prepare(const sockaddr* dst, socklen_t len) {
 
 int DgramVerbs::prepare_bound() {
   std::lock_guard<std::mutex> g(mu_);
-  sockaddr_storage self{};
-  socklen_t sl = sizeof self;
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&self), &sl) < 0) return -errno;
-  const sockaddr_storage s = unmapped(reinterpret_cast<sockaddr*>(&self), sl);
+  sockaddr_storage s;
+  if (int rc = bound_address(&s)) return rc;
   if (wildcard_or_loopback(s)) return 0;  // the source follows each destination
   UdQp* qp;
   return qp_for(s, &qp);

@@ -89,6 +89,7 @@ class DgramVerbs final : public fork::Unforkable, public std::enable_shared_from
   // The local address toward `dst` (our bound one unless a wildcard or
   // loopback, then the kernel's route's), with our UDP port. mu_ held.
   int source_for(const sockaddr* dst, socklen_t len, sockaddr_storage* src);
+  int bound_address(sockaddr_storage* s) const;  // getsockname's, IPv4-mapped unmapped
   // The QP of local address `src`, made at the first need. mu_ held.
   int qp_for(const sockaddr_storage& src, prov::verbs::UdQp** out);
   // Handles an exchange header from `src`; true when `buf`'s payload is to

@@ -19,7 +19,6 @@
 #include <utility>
 
 #include "librsocket/settings.h"
-#include "core/base/fd_spare.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "core/base/sandbox.h"
@@ -38,10 +37,6 @@ using settings::Id;
 
 namespace {
 uint32_t clamp_qp(uint32_t v) { return std::clamp(v, kQpMinSize, kQpMaxSize); }
-
-// What taking and answering one request may make at once: its transport,
-// the rsocket's number, the peer's memfds (shm) and a spare.
-constexpr int kDescriptorsPerRequest = 4;
 
 // The descriptor of an accepted connection whose provider has none (verbs):
 // a kernel socket of the connection's family, so fd-based calls behave as
@@ -263,14 +258,11 @@ void Socket::serve_requests(bool inline_caller) {
       // unanswered, until raccept makes room.
       accept_full_ = accept_queue_.size() >= backlog_;
       if (accept_full_) return;
-      // Short of descriptors, a request waits in the listener's backlog
-      // (raccept says EMFILE, as accept(2)): one failing half-way would
-      // free a slot that the program's own socket() then takes.
-      // (Not probed once locked in: getrlimit may be what kills.)
-      int rc =
-          starved_ep_ || sandbox::locked_in() ? 0 : descriptor_shortage(kDescriptorsPerRequest);
-      if (!rc && !starved_ep_) rc = listener_->get_request(&ep);
-      if (starved_ep_) ep = std::move(starved_ep_);
+      int rc = 0;
+      if (starved_ep_)
+        ep = std::move(starved_ep_);
+      else
+        rc = listener_->get_request(&ep);
       accept_starved_ = rc == -EMFILE || rc == -ENFILE;
       if (accept_starved_) note_accept_error(-rc);
       if (rc) return;

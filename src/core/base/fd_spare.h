@@ -4,7 +4,6 @@
 // leaves the work undone (a connection request queued, as in a kernel
 // backlog) instead of failing it half-way.
 #pragma once
-#include "core/base/api.h"
 
 namespace ss {
 
@@ -13,7 +12,8 @@ namespace ss {
 // the last free numbers from another thread's socket() or eventfd for a
 // moment: a passing EMFILE there). The system-wide limit (ENFILE) is not
 // seen, and another thread may take the numbers meanwhile: the step
-// itself must still handle the shortage.
-SS_API int descriptor_shortage(int n = 1);
+// itself must still handle the shortage. Once locked in (sandbox.h): 0,
+// no probe.
+int descriptor_shortage(int n = 1);
 
 }  // namespace ss

@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <ctime>
 #include <new>
 
+#include "core/base/deadline.h"
 #include "core/base/errno_guard.h"
 #include "core/base/library_thread.h"
 #include "core/base/log.h"
@@ -243,16 +243,9 @@ void ServiceThread::quiesce_locked() {
     return;
   }
   ErrnoGuard keep;
-  timespec start;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  auto wait_for = [&start](auto&& done) {
-    timespec now;
-    while (!done()) {
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > 200000000L)
-        return;
-      sched_yield();
-    }
+  const Deadline until = deadline_after_us(200000);
+  auto wait_for = [until](auto&& done) {
+    while (!done() && std::chrono::steady_clock::now() < until) sched_yield();
   };
   for (auto& w : workers_) wait_for([&w] { return w->entered.load(std::memory_order_acquire); });
   for (pid_t tid : leavers_) wait_for([tid] { return thread_gone(tid); });

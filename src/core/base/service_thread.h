@@ -14,11 +14,11 @@
 // returned, the thread still in the kernel): there it runs the C
 // runtime's (and a sanitizer's) thread start or teardown under their
 // locks, and a child forked then would inherit them held (its first
-// pthread_create waits forever). The child has no thread. Users the child inherited stay counted
-// (their objects were inherited too) unless the service says its child
-// starts with none; the thread is started again lazily, by the next hold()
-// or wake() in the child, never inside fork itself (a child that only execs
-// pays nothing).
+// pthread_create waits forever). The child has no thread. Users it
+// inherited stay counted (their objects were inherited too) unless the
+// service says its child starts with none; the thread is started again
+// lazily, by the next hold() or wake() in the child, never inside fork
+// itself (a child that only execs pays nothing).
 //
 // Service threads block every signal, so a signal meant for the
 // application (SIGALRM, SIGTERM) interrupts the application's own calls.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/base/fd_spare.h"
 #include "core/base/log.h"
 #include "core/base/own_fd.h"
 
@@ -15,6 +16,9 @@ namespace {
 // A peer gets this long to send its hello.
 constexpr std::chrono::seconds kHelloTimeout{10};
 constexpr size_t kMaxPendingHellos = 1024;
+// What answering one request may make at once: the rsocket's number,
+// the peer's memfds (shm) and a spare.
+constexpr int kDescriptorsPerRequest = 4;
 }  // namespace
 
 namespace {
@@ -123,6 +127,12 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
       i++;
       continue;
     }
+    // Answering it makes more descriptors (the rsocket's number, the
+    // peer's memfds on shm): short of them it stays pending, its peer
+    // waiting as in a kernel backlog, and the caller hears EMFILE, as
+    // from accept(2). Half-way, its failure would free a slot that the
+    // program's own socket() then takes.
+    if (int short_rc = descriptor_shortage(kDescriptorsPerRequest)) return short_rc;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
     *ep = source_.factory(p.fd, p.buf + kFrameHeaderSize, p.got - kFrameHeaderSize);
     if (!*ep) {
