@@ -67,6 +67,24 @@ comm -23 "$T/exported" "$T/imported" >"$T/unused"
 check "every export is imported by one of: ${users[*]##*/}" $?
 sed 's/^/  unused export: /' "$T/unused"
 
+# Every symbol of ours a library imports (weak ones aside: a thread-local's
+# init function, called only where defined) is one a library it loads
+# exports: a call to one that none does ends the program in the loader's
+# "symbol lookup error", on the first call (lazy binding), however late.
+libs=("$CORE" "$FACE")
+[ -f "$B/.libs/libvmacompat.so" ] && libs+=("$B/.libs/libvmacompat.so")
+for l in "${libs[@]}"; do
+  readelf --dyn-syms -W "$l" | awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" {print $8}'
+done | sed 's/@.*//' | sort -u >"$T/anywhere"
+for u in "${users[@]}"; do
+  readelf --dyn-syms -W "$u" | awk '$1 ~ /^[0-9]+:$/ && $7 == "UND" && $5 == "GLOBAL" {print $8}' |
+    sed 's/@.*//' | grep -E '^_Z[A-Z]*N[A-Z]*2ss' | sort -u | comm -23 - "$T/anywhere" |
+    c++filt | sed "s|^|  ${u##*/} imports, nobody exports: |"
+done >"$T/unresolved"
+[ ! -s "$T/unresolved" ]
+check "every symbol of ours a library imports is exported" $?
+cat "$T/unresolved"
+
 # Packet-ring libraries are the xdp provider's (libslipstream_xdp.la):
 # rsocket programs and everything librspreload runs must not load them.
 for lib in "$CORE" "$FACE"; do

@@ -21,7 +21,7 @@ namespace ss::net {
 class FrameTx {
  public:
   FrameTx(prov::RingQueue* queue, mem::Pool* pool) : queue_(queue), pool_(pool) {}
-  ~FrameTx();
+  SS_API ~FrameTx();
   FrameTx(const FrameTx&) = delete;
   FrameTx& operator=(const FrameTx&) = delete;
 

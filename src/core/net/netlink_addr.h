@@ -30,7 +30,7 @@ struct IpAddr {
     return r;
   }
   // From text ("10.0.0.1", "fd00::1"); family AF_UNSPEC when it is neither.
-  static IpAddr parse(const char* text);
+  SS_API static IpAddr parse(const char* text);
   // From `len` raw bytes of `family` (a netlink attribute); AF_UNSPEC when
   // the length does not fit the family.
   static IpAddr raw(int family, const void* p, size_t len);

@@ -79,7 +79,7 @@ class Stack final : public SegmentInput {
   };
   // -EINVAL without steering, tx or resolver.
   SS_API static int create(const Config& cfg, std::unique_ptr<Stack>* out);
-  ~Stack() override;
+  SS_API ~Stack() override;
 
   // Listens on ip:port (ip all zero: every address of its family):
   // -EADDRINUSE, or the steering's -errno.
