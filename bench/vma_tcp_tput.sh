@@ -8,16 +8,19 @@
 #                 SET and GET; requests/s, their sum)
 # each with A on the kernel and then under the preload, ROUNDS times in
 # turn (default 3; each iperf3 run IPERF_TIME seconds, default 3), the
-# medians and their ratio printed. Twice: with veth's offloads as they
-# come (the kernel's TCP hands veth 64 KiB GSO segments and takes them
-# back coalesced by GRO; the rings carry frames of the MTU) and with TSO,
-# GSO and GRO off on both ends (both sides move the same frames); then
+# medians and their ratio printed. A's checksum offload is off, so A's
+# sends, the kernel's and ours (GSO packets through a packet socket,
+# SLIPSTREAM_VMA_TCP_GSO), are cut and summed in software. Twice: with
+# veth's offloads as they come (B's kernel takes its frames coalesced by
+# GRO; A's rings receive frames of the MTU) and with TSO, GSO and GRO off
+# on both ends (both sides move the same frames); then
 # iperf3 both ways again with LOSS percent (default 1) of the segments
 # each way dropped at random in B (nftables numgen; netem is not in this
 # kernel), offloads off: goodput under loss, with A's kernel on reno
 # (what libvma.so's default, VMA_TCP_CC_ALGO=0, NewReno, is) and on its
 # namespace's default (BBR on Debian 12's kernel: not loss-based, random
-# loss does not shrink its window). A run under the preload whose A
+# loss does not shrink its window); and iperf3 both ways at MTU 9000
+# (offloads on). A run under the preload whose A
 # kernel moved 5 TCP segments or more is marked NOT-OFFLOADED.
 #
 #   cd build && sudo bash ../bench/vma_tcp_tput.sh      (root: namespaces, XDP)
@@ -106,6 +109,11 @@ for offl in on off; do
   offloads $offl
   for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R" "redis:redis:"; do row "TSO/GSO/GRO $offl" "$t"; done
 done
+# Jumbo frames: both ends at MTU 9000, offloads on.
+offloads on
+ip -n "$A" link set va mtu 9000 && ip -n "$Z" link set vb mtu 9000 || skip "MTU 9000 refused"
+for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R"; do row "MTU 9000, offloads on" "$t"; done
+ip -n "$A" link set va mtu 1500 && ip -n "$Z" link set vb mtu 1500
 # Loss: B drops LOSS% of the iperf3 connection's segments each way.
 offloads off
 drop=$((LOSS * 10))  # of every 1000 segments

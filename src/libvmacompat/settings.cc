@@ -359,6 +359,12 @@ constexpr Setting kRows[] = {
      .def = 1,
      .max = 1,
      .help = "TCP selective acknowledgments (RFC 2018) offered and taken"},
+    {.id = int(Id::kTcpGso),
+     .name = "tcp_gso",
+     .env = {"SLIPSTREAM_VMA_TCP_GSO"},
+     .def = 1,
+     .max = 1,
+     .help = "where the rings copy, TCP segments leave by a packet socket, bursts merged for GSO"},
 };
 static_assert(config::in_id_order(kRows));
 

@@ -62,6 +62,7 @@ enum class Id : int {
   kTcpMsl,                  // SLIPSTREAM_VMA_TCP_MSL (ms): TIME-WAIT lasts twice this
   kTcpMinRto,               // SLIPSTREAM_VMA_TCP_MIN_RTO (ms): the RTO's floor
   kTcpSack,                 // SLIPSTREAM_VMA_TCP_SACK: SACK offered and taken
+  kTcpGso,                  // SLIPSTREAM_VMA_TCP_GSO: copy-mode rings' TCP by packet socket, GSO
   kCount
 };
 

@@ -25,6 +25,8 @@
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/wire_addr.h"
 #if SS_VMA_XDP
+#include <linux/bpf.h>  // XDP_PACKET_HEADROOM
+
 #include "core/prov/xdp/xdp_device.h"
 #include "core/prov/xdp/xdp_queue.h"
 #include "core/prov/xdp/xdp_steering.h"
@@ -141,6 +143,16 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   net::tcp::Stack::Config tc;
   tc.steering = r->steering.get();
   tc.tx = r->frames.get();
+  tc.rx_frame_max = r->depth.frame_size - XDP_PACKET_HEADROOM;  // where the kernel writes a frame
+  // A copying tx ring makes an skb of each frame anyway: a packet socket
+  // with GSO makes one of each burst.
+  const bool copies = !(cfg.rings.front().queue->caps() & prov::kRingCapZeroCopy);
+  if (copies && settings::get(settings::Id::kTcpGso)) {
+    if (const int err = net::PacketTx::open(r->ifindex, &r->packets); err < 0)
+      SS_INFO("%s: TCP segments go on the tx ring: no packet socket: %s", ifname.c_str(),
+              strerror(-err));
+    tc.packets = r->packets.get();
+  }
   tc.resolver = r->resolver.get();
   tc.on_earlier_due = tcp_wake_service;
   if (const int err = net::tcp::Stack::create(tc, &r->tcp); err < 0) return err;
@@ -152,6 +164,7 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     if (const int fd = q.queue->poll_fd(prov::Ring::kRx, &ev); fd >= 0) r->kernel_fds.push_back(fd);
   }
   if (const auto dev = prov::xdp::Device::find(ifname.c_str())) dev->fds(&r->kernel_fds);
+  if (r->packets) r->kernel_fds.push_back(r->packets->fd());
   if (stats::Publisher* p = socket_stats())
     r->stats = p->open_group(stats::kRing, static_cast<int>(g_rings.size()), ifname.c_str());
   *out = std::move(r);

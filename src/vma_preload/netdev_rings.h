@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/mem/pool.h"
+#include "core/net/packet_tx.h"
 #include "core/net/tcp/stack.h"
 #include "core/net/udp_stack.h"
 #include "core/net/udp_tx.h"
@@ -39,7 +40,8 @@ struct NetdevRings {
   int ifindex = 0;
   RingDepth depth;  // every queue's rings and pool (VMA_RX_WRE, VMA_TX_WRE)
   std::vector<Queue> queues;
-  std::unique_ptr<net::FrameTx> frames;  // the first queue's send path
+  std::unique_ptr<net::FrameTx> frames;    // the first queue's send path
+  std::unique_ptr<net::PacketTx> packets;  // TCP's send path where the rings copy (or none)
   std::unique_ptr<prov::FlowSteering> steering;
   std::unique_ptr<net::TxResolver> resolver;
   std::unique_ptr<net::tcp::Stack> tcp;  // takes the TCP segments the UDP stack reads

@@ -208,6 +208,7 @@ void each_kept_option(int fd, const F& f) {
 net::tcp::Config tcp_config_of(int fd) {
   using settings::Id;
   net::tcp::Config cfg;
+  cfg.mss = 0xffff;  // the path's MTU and the rings' frames bound it (tcp::Stack)
   const KernelTcp& k = kernel_tcp();
   // The kernel socket's buffers (what setsockopt set, or the system's
   // defaults) bound the windows; TCP_NODELAY as set.

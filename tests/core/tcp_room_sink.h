@@ -11,15 +11,20 @@ namespace ss::net::tcp {
 
 class RoomSink : public SegmentSink {
  public:
-  std::span<uint8_t> segment_room(size_t len) override {
-    room_.assign(len, 0);
-    return room_;
+  std::span<uint8_t> header_room(size_t header_len, size_t data_len) override {
+    room_.assign(header_len + data_len, 0);
+    header_len_ = header_len;
+    return {room_.data(), header_len};
   }
-  void send_segment(size_t len) override { sent({room_.data(), len}); }
+  void send_segment(const SegmentData& data) override {
+    data.copy_to(room_.data() + header_len_);
+    sent({room_.data(), header_len_ + data.len});
+  }
   virtual void sent(std::span<const uint8_t>) {}
 
  private:
   std::vector<uint8_t> room_;
+  size_t header_len_ = 0;
 };
 
 }  // namespace ss::net::tcp

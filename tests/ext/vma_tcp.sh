@@ -563,8 +563,12 @@ fi
 # window, overlapping data, a bad checksum, a truncated option, an old
 # timestamp, MSS 1, a zero window, against Python's echo server in A on
 # the rings (timestamps on). Each answered as Linux answers it (the same
-# script passes against A's kernel), A's kernel moving no segment.
+# script passes against A's kernel), A's kernel moving no segment. A's
+# checksum offload (and so TSO) off: a packet of several segments (GSO,
+# SLIPSTREAM_VMA_TCP_GSO) is cut and summed in A, so B's packet socket
+# sees the segments a wire would carry, not veth's uncut packet.
 if /usr/bin/python3 -c "import scapy" 2>/dev/null && command -v nft >/dev/null; then
+  ip netns exec "$A" ethtool -K ta tx off >/dev/null || echo "  ethtool -K ta tx off failed"
   printf 'table inet sscraft {\n  chain out { type filter hook output priority 0; tcp dport 7104 tcp flags rst drop; }\n}\n' |
     ip netns exec "$Z" nft -f - || echo "  nft refused the rule"
   in_a_bg env VMA_TCP_TIMESTAMP_OPTION=1 python3 "$here/vma_tcp_scale.py" serve "$IP4" 7104
@@ -580,6 +584,7 @@ if /usr/bin/python3 -c "import scapy" 2>/dev/null && command -v nft >/dev/null; 
   segs=$(($(kernel_tcp) - seg0))
   [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
   check "crafted segments from B against a server on the rings, answered as Linux's: $(grep -c '^ok' "$T/cr") cases ($(grep -o '^ok options.*\|^ok tiny_mss.*' "$T/cr" | tr '\n' ' '))" $bad
+  ip netns exec "$A" ethtool -K ta tx on >/dev/null
 else
   echo "SKIP: $name: python3-scapy (Debian's /usr/bin/python3) or nft not found (the crafted segments case)"
 fi

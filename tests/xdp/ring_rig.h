@@ -38,11 +38,16 @@ class RingRig : public ::testing::Test {
   };
 
   // The rings on every rx queue of xa, each fill ring given `fill`
-  // frames; namespaces named PREFIX-a/b-PID.
-  void start(const char* prefix, uint32_t fill) {
+  // frames; namespaces named PREFIX-a/b-PID; the pair's MTU mtu (0: veth's).
+  void start(const char* prefix, uint32_t fill, unsigned mtu = 0) {
     namespace xdp = ss::prov::xdp;
     ns_ = std::make_unique<NetnsPair>(prefix);
     ASSERT_EQ(ns_->error(), "");
+    if (mtu) {
+      const std::string m = " mtu " + std::to_string(mtu);
+      ASSERT_EQ(run(std::string("ip link set ") + NetnsPair::kIfA + m), 0);
+      ASSERT_EQ(run("ip -n " + ns_->name_b() + " link set " + NetnsPair::kIfB + m), 0);
+    }
     const ss::prov::Descriptor* d = ss::prov::find_provider("xdp", ss::prov::Family::kRing);
     ASSERT_TRUE(d && d->ring);
     const int nq = xdp::rx_queue_count(NetnsPair::kIfA);

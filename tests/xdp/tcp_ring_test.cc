@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <linux/bpf.h>  // XDP_PACKET_HEADROOM
+#include <net/if.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/net/packet_tx.h"
 #include "core/net/tcp/stack.h"
 #include "tests/xdp/ring_rig.h"
 
@@ -53,10 +56,21 @@ class TcpRing : public sstest::RingRig {
     c.steering = steering_.get();
     c.tx = frames_.get();
     c.resolver = resolver_.get();
+    if (gso()) {
+      EXPECT_EQ(
+          ss::net::PacketTx::open(static_cast<int>(if_nametoindex(NetnsPair::kIfA)), &packets_), 0);
+      c.packets = packets_.get();
+      c.rx_frame_max = 2048 - XDP_PACKET_HEADROOM;  // the rig's frames, as libvma.so's
+    }
     EXPECT_EQ(Stack::create(c, &tcp_), 0);
     return tcp_.get();
   }
-  void drop_tcp() override { tcp_.reset(); }
+  void drop_tcp() override {
+    tcp_.reset();
+    packets_.reset();
+  }
+  // Segments leave through a packet socket, merged for GSO (TcpRingGso).
+  virtual bool gso() const { return false; }
 
   // One turn of what a face's calls and service thread do: the rings
   // read (TCP segments go to the stack), the timers due fired, then a
@@ -186,12 +200,15 @@ class TcpRing : public sstest::RingRig {
         if (write(c, buf, static_cast<size_t>(n)) != n) break;
         echoed += static_cast<size_t>(n);
       }
+      socklen_t len = sizeof linux_info_;
+      getsockopt(c, IPPROTO_TCP, TCP_INFO, &linux_info_, &len);
       close(c);
     });
     resolve_neighbour(peer);
     const uint64_t redirected0 = redirected();
     ss::net::tcp::Config cfg;
     cfg.rcv_buf = cfg.snd_buf = 262144;
+    cfg.mss = mss_;
     Socket* s = connect_to_linux(ours, peer, cfg);
     ASSERT_NE(s, nullptr);
     EXPECT_TRUE(pump_until([&] { return tcp_->state(s) != State::kSynSent; }));
@@ -259,8 +276,11 @@ class TcpRing : public sstest::RingRig {
     return n;
   }
 
+  std::unique_ptr<ss::net::PacketTx> packets_;
   std::unique_ptr<Stack> tcp_;
   ss::net::tcp::Counters last_;  // client_to_linux's connection at its end
+  tcp_info linux_info_{};        // and Linux's end of it
+  uint16_t mss_ = 1460;          // client_to_linux's bound (libvma.so's: none, 0xffff)
 };
 
 TEST_F(TcpRing, OurClientTalksToLinuxOverIpv4) {
@@ -403,6 +423,72 @@ TEST_F(TcpRing, LossBothWaysIsRepaired) {
       (unsigned long)last_.retrans_segs, (unsigned long)last_.sack_recoveries,
       (unsigned long)last_.rack_lost, (unsigned long)last_.tlp_probes,
       (unsigned long)last_.rto_expiries, (unsigned long)last_.dsacks_in);
+}
+
+// The same through a packet socket with GSO (Stack::Config::packets):
+// every segment of ours leaves there, none on the tx ring, bursts merged
+// (more segments than packets), and Linux's end gets the bytes whole,
+// lost ones repaired (retransmissions leave the same way).
+class TcpRingGso : public TcpRing {
+ protected:
+  bool gso() const override { return true; }
+  void expect_merged() {
+    const ss::net::tcp::StackCounters st = tcp_->counters();
+    std::printf("GSO: %lu segments in %lu packets, %lu frames on the ring, %lu lost\n",
+                (unsigned long)st.gso_segments, (unsigned long)st.gso_packets,
+                (unsigned long)st.frames_out, (unsigned long)st.tx_errors);
+    EXPECT_EQ(st.frames_out, 0u) << "segments on the tx ring";
+    EXPECT_GT(st.gso_packets, 0u);
+    EXPECT_GT(st.gso_segments, st.gso_packets) << "no burst merged";
+    EXPECT_EQ(st.tx_errors, 0u);
+  }
+};
+
+TEST_F(TcpRingGso, OurClientTalksToLinuxOverIpv4) {
+  client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 4 << 20);
+  expect_merged();
+}
+
+TEST_F(TcpRingGso, OurClientTalksToLinuxOverIpv6) {
+  client_to_linux(NetnsPair::kIp6A, NetnsPair::kIp6B, 1 << 20);
+  expect_merged();
+}
+
+// At MTU 9000 the packet socket sends segments of the path's MTU while
+// the MSS we announce fits the rings' 2 KiB frames: Linux's end sees
+// segments larger than a frame arrive and sends none larger than one.
+class TcpRingJumbo : public TcpRingGso {
+ protected:
+  void SetUp() override {
+    mss_ = 0xffff;
+    start("sstcp", 1024, 9000);
+  }
+};
+
+TEST_F(TcpRingJumbo, SegmentsOfTheMtuOutOfAFrameIn) {
+  client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 4 << 20);
+  expect_merged();
+  std::printf("MTU 9000: Linux received segments of up to %u bytes, sends %u\n",
+              linux_info_.tcpi_rcv_mss, linux_info_.tcpi_snd_mss);
+  EXPECT_GT(linux_info_.tcpi_rcv_mss, 2048u) << "no segment larger than a frame";
+  EXPECT_LE(linux_info_.tcpi_snd_mss, 2048u - XDP_PACKET_HEADROOM - 14 - 20 - 20);
+}
+
+// b's nft sees a merged packet whole (veth hands it over uncut), and our
+// ACKs outnumber our data packets: 10% here, so data packets are lost.
+TEST_F(TcpRingGso, LossBothWaysIsRepaired) {
+  if (sstest::run("command -v nft >/dev/null") != 0) GTEST_SKIP() << "no nft (nftables)";
+  ASSERT_NO_FATAL_FAILURE(lose_in_b(kLinuxPort, 100));
+  client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 1 << 20);
+  std::printf(
+      "10%% loss each way (%lu dropped), 1 MiB each way: %lu segments in, %lu out, %lu sent "
+      "again; %lu SACK recoveries, %lu tail loss probes, %lu RTOs\n",
+      (unsigned long)dropped_in_b(), (unsigned long)last_.segs_in, (unsigned long)last_.segs_out,
+      (unsigned long)last_.retrans_segs, (unsigned long)last_.sack_recoveries,
+      (unsigned long)last_.tlp_probes, (unsigned long)last_.rto_expiries);
+  EXPECT_GT(dropped_in_b(), 0u) << "nft dropped nothing";
+  EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
+  expect_merged();
 }
 
 // Segments a hostile host in b crafts (a raw socket: b's kernel adds the

@@ -51,6 +51,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/steered_flow.h \
 	src/core/net/frame_tx.h \
 	src/core/net/frame_tx.cc \
+	src/core/net/packet_tx.h \
+	src/core/net/packet_tx.cc \
 	src/core/net/udp_stack.h \
 	src/core/net/udp_stack.cc \
 	src/core/net/udp_tx.h \

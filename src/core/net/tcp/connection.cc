@@ -130,7 +130,7 @@ void Connection::negotiate(const Options& peer, bool) {
   if (ts_ok_) ts_recent_ = peer.ts_val;
   sack_ok_ = cfg_.sack && peer.sack_permitted;
   peer_mss_ = std::max(kMinPeerMss, peer.has_mss ? uint32_t{peer.mss} : cfg_.default_peer_mss);
-  mss_ = std::min<uint32_t>(peer_mss_, cfg_.mss) - (ts_ok_ ? kTimestampsLen : 0);
+  mss_ = std::min(peer_mss_, send_mss_cap()) - (ts_ok_ ? kTimestampsLen : 0);
   rcv_mss_ = std::min<uint32_t>(cfg_.mss, 536);
 }
 

@@ -56,7 +56,10 @@ struct Handover;
 
 // A connection's settings, fixed when it opens.
 struct Config {
-  uint16_t mss = 1460;              // ours to announce: the route's MTU less IP and TCP headers
+  uint16_t mss = 1460;  // ours to announce: the route's MTU less IP and TCP headers
+  // The largest segment sent, where more than mss (a packet socket takes
+  // the path's MTU, the rings' frames less): 0 for mss.
+  uint16_t tx_mss = 0;
   uint16_t default_peer_mss = 536;  // when the peer announces none (IPv6: 1220)
   uint32_t rcv_buf = 131072;        // SO_RCVBUF: what the receive window can cover
   uint32_t snd_buf = 131072;        // SO_SNDBUF
@@ -136,16 +139,28 @@ struct Counters {
   uint64_t tlp_repairs = 0;  // losses a probe's retransmission repaired: the window cut
 };
 
-// Where segments go: the stack puts each in a frame behind its IP header
-// and fills the checksum (it knows the addresses).
+// A segment's data: len bytes of the send queue from offset, copied out
+// once, to where the sink puts them.
+struct SegmentData {
+  const SendBuffer* queue = nullptr;
+  size_t offset = 0, len = 0;
+  void copy_to(uint8_t* out) const {
+    if (len) queue->copy_out(offset, len, out);
+  }
+};
+
+// Where segments go: the stack puts each behind its IP header, in a frame
+// or in a packet that carries several (gso_batch.h), and fills the
+// checksum (it knows the addresses).
 class SegmentSink {
  public:
   virtual ~SegmentSink() = default;
-  // Room for a segment of up to len bytes (TCP header first), or an empty
-  // span when no frame is free now (the connection sends it later).
-  virtual std::span<uint8_t> segment_room(size_t len) = 0;
-  // Sends the first len bytes written into the room.
-  virtual void send_segment(size_t len) = 0;
+  // Room for a segment's TCP header and options (header_len bytes) to be
+  // followed by data_len bytes of data, or an empty span when no frame is
+  // free now (the connection sends it later).
+  virtual std::span<uint8_t> header_room(size_t header_len, size_t data_len) = 0;
+  // Sends the segment whose header was written into the room, with data.
+  virtual void send_segment(const SegmentData& data) = 0;
 };
 
 class Connection;
@@ -242,6 +257,8 @@ class Connection {
   const Counters& counters() const { return ctr_; }
   Info info() const;
   const RttEstimator& rtt() const { return rtt_; }
+  // What this end sends at most, options included (Config::tx_mss).
+  uint32_t send_mss_cap() const { return std::max(cfg_.mss, cfg_.tx_mss); }
   uint32_t mss() const { return mss_; }
   uint32_t cwnd() const { return cc_->cwnd(); }
   uint32_t snd_wnd() const { return snd_wnd_; }

@@ -38,6 +38,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/syn_cookie.cc \
 	src/core/net/tcp/table.h \
 	src/core/net/tcp/table.cc \
+	src/core/net/tcp/gso_batch.h \
+	src/core/net/tcp/gso_batch.cc \
 	src/core/net/tcp/stack.h \
 	src/core/net/tcp/stack.cc
 
@@ -49,6 +51,7 @@ core_unit_tests_SOURCES += \
 	tests/core/net_tcp_congestion_test.cc \
 	tests/core/net_tcp_seq_ranges_test.cc \
 	tests/core/net_tcp_send_buffer_test.cc \
+	tests/core/net_tcp_gso_batch_test.cc \
 	tests/core/tcp_room_sink.h \
 	tests/core/tcp_script.h \
 	tests/core/tcp_script.cc \

@@ -159,14 +159,14 @@ bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_
   // A full segment leaves room for timestamps only (mss_): SACK blocks
   // beside its data would pass the MSS, and so the path's MTU. The oldest
   // blocks give way, as Linux's tcp_current_mss takes them off the data.
-  const size_t limit = kHeaderLen + std::min(peer_mss_, uint32_t{cfg_.mss});
+  const size_t limit = kHeaderLen + std::min(peer_mss_, send_mss_cap());
   while (len && !syn && kHeaderLen + opts_len + len > limit && o.sack_count) {
     o.sack_count--;
     opts_len = write_options(o, opts);
   }
-  const size_t total = kHeaderLen + opts_len + len;
-  const std::span<uint8_t> room = sink_->segment_room(total);
-  if (room.size() < total) {
+  const size_t header_len = kHeaderLen + opts_len;
+  const std::span<uint8_t> room = sink_->header_room(header_len, len);
+  if (room.size() < header_len) {
     ctr_.no_buffer++;
     return false;
   }
@@ -179,8 +179,7 @@ bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_
   h.window = rst ? 0 : advertise_window(syn);
   write_header(room.data(), h, opts_len);
   std::memcpy(room.data() + kHeaderLen, opts, opts_len);
-  if (len) sndq_.copy_out(seq - snd_una_, len, room.data() + kHeaderLen + opts_len);
-  sink_->send_segment(total);
+  sink_->send_segment({&sndq_, seq - snd_una_, len});
   ctr_.segs_out++;
   if (rst) {
     ctr_.rst_out++;

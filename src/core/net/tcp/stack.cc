@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "core/base/kick.h"
+#include "core/net/ethernet.h"
 #include "core/net/frame_build.h"
 #include "core/net/ipv4.h"
 #include "core/net/ipv6.h"
 #include "core/net/steered_flow.h"
+#include "core/net/tcp/gso_batch.h"
 
 namespace ss::net::tcp {
 
@@ -30,6 +33,21 @@ uint64_t monotonic_us() {
 }
 
 uint8_t version_of(const IpAddr& a) { return a.family == AF_INET ? 4 : 6; }
+
+constexpr size_t kMinMss = 536;  // RFC 9293's default: no path or frame gives less
+
+// The data a segment carries at most on a path of mtu, or in a frame of
+// frame bytes (0: no bound from it).
+uint16_t segment_bound(uint8_t version, size_t mtu, size_t frame) {
+  const size_t ip_hlen = ip_frame_header_len(version) - kEthHeaderLen;
+  size_t n = 0xffff;
+  if (mtu) n = std::min(n, mtu > ip_hlen + kHeaderLen ? mtu - ip_hlen - kHeaderLen : kMinMss);
+  if (frame) {
+    const size_t head = kEthHeaderLen + ip_hlen + kHeaderLen;
+    n = std::min(n, frame > head ? frame - head : kMinMss);
+  }
+  return static_cast<uint16_t>(std::max(n, kMinMss));
+}
 
 bool all_zero(const IpAddr& a) {
   for (size_t i = 0; i < a.size(); i++)
@@ -53,13 +71,32 @@ class Socket {
   size_t last_queue = 0;  // a listener's accept queue at the last sweep
 };
 
+// The stack's way out: the netdev's FrameTx, or (packets set) a packet
+// socket that takes each burst's segments merged (gso_batch.h), sent at
+// the end of the call that made them or when the batch is full.
+struct Stack::Outlet {
+  FrameTx* frames;
+  PacketTx* packets;
+  StackCounters* ctr;
+  std::optional<GsoBatch> batch;  // with packets
+  void send_batch() {
+    if (!batch || batch->empty()) return;
+    const std::span<const iovec> pk = batch->packets();
+    const size_t took = packets->send(pk);
+    ctr->gso_packets += took;
+    ctr->gso_segments += batch->segments();
+    ctr->tx_errors += pk.size() - took;  // lost as on the wire: sent again
+    batch->clear();
+  }
+};
+
 // One connection's way out: each segment goes behind its path's Ethernet
-// and IP headers in a frame of the netdev's FrameTx. The sink is the
-// connection's base, so it is made first and goes last.
+// and IP headers, in a frame of the netdev's FrameTx or into the stack's
+// GsoBatch. The sink is the connection's base, so it is made first and
+// goes last.
 class PathSink : public SegmentSink {
  public:
-  PathSink(FrameTx* tx, StackCounters* ctr, const FourTuple& t, const TxPath& path)
-      : tx_(tx), ctr_(ctr) {
+  PathSink(Stack::Outlet* out, const FourTuple& t, const TxPath& path) : out_(out) {
     f_.ip_version = version_of(t.remote);
     memcpy(f_.dst_ip, t.remote.bytes, t.remote.size());
     mtu_ = path.mtu;
@@ -72,44 +109,59 @@ class PathSink : public SegmentSink {
     memcpy(f_.dst_mac, path.dst_mac, 6);
     memcpy(f_.src_ip, path.src.bytes, path.src.size());
   }
-  std::span<uint8_t> segment_room(size_t len) override {
-    frame_ = tx_->take();
+  std::span<uint8_t> header_room(size_t header_len, size_t data_len) override {
+    if (header_len > kMaxHeaderLen) return {};
+    header_len_ = header_len;
+    if (out_->packets) return {header_, header_len};
+    frame_ = out_->frames->take();
     const size_t head = ip_frame_header_len(f_.ip_version);
-    if (!frame_ || head + len > frame_.capacity()) {
-      ctr_->no_frame++;
+    if (!frame_ || head + header_len + data_len > frame_.capacity()) {
+      out_->ctr->no_frame++;
       frame_ = Buffer();
       return {};
     }
-    return {static_cast<uint8_t*>(frame_.data()) + head, len};
+    return {static_cast<uint8_t*>(frame_.data()) + head, header_len};
   }
-  void send_segment(size_t len) override {
+  void send_segment(const SegmentData& data) override {
+    if (f_.ip_version == 4) f_.ip_id = ip_id_.next();
+    if (out_->packets) {
+      int err = out_->batch->add(this, f_, mtu_, {header_, header_len_}, data);
+      if (err == -ENOBUFS) {
+        out_->send_batch();
+        err = out_->batch->add(this, f_, mtu_, {header_, header_len_}, data);
+      }
+      if (err < 0) out_->ctr->tx_errors++;
+      return;
+    }
     auto* p = static_cast<uint8_t*>(frame_.data());
     const size_t head = ip_frame_header_len(f_.ip_version);
+    const size_t len = header_len_ + data.len;
+    data.copy_to(p + head + header_len_);
     fill_checksum(f_.ip_version, f_.src_ip, f_.dst_ip, {p + head, len});
-    if (f_.ip_version == 4) f_.ip_id = ip_id_.next();
     const ssize_t n = build_ip_frame({p, frame_.capacity()}, f_, kIpProtoTcp, len, mtu_);
     if (n < 0 || frame_.set_size(static_cast<size_t>(n)) != 0 ||
-        tx_->queue(std::move(frame_)) < 0) {
-      ctr_->tx_errors++;  // lost as on the wire: the connection sends it again
+        out_->frames->queue(std::move(frame_)) < 0) {
+      out_->ctr->tx_errors++;  // lost as on the wire: the connection sends it again
     } else {
-      ctr_->frames_out++;
+      out_->ctr->frames_out++;
     }
     frame_ = Buffer();
   }
 
  private:
-  FrameTx* tx_;
-  StackCounters* ctr_;
+  Stack::Outlet* out_;
   size_t mtu_ = 0;
   FrameFields f_;
   Ipv4IdSequence ip_id_;
-  Buffer frame_;  // between segment_room and send_segment
+  Buffer frame_;  // between header_room and send_segment, on the rings
+  uint8_t header_[kMaxHeaderLen];
+  size_t header_len_ = 0;
 };
 
 class Stack::RingConnection final : private PathSink, public Connection {
  public:
   RingConnection(Stack* st, const FourTuple& t, const TxPath& path, const tcp::Config& cfg)
-      : PathSink(st->cfg_.tx, &st->ctr_, t, path),
+      : PathSink(st->out_.get(), t, path),
         Connection(cfg, t.local_port, t.remote_port, this, &st->timers_),
         st_(st),
         t_(t),
@@ -118,7 +170,7 @@ class Stack::RingConnection final : private PathSink, public Connection {
   // A route changed since the path was taken: asked again. None now (the
   // route removed): nothing leaves, as from Linux's TCP, and the
   // connection's timers send it again, until the route is back.
-  std::span<uint8_t> segment_room(size_t len) override {
+  std::span<uint8_t> header_room(size_t header_len, size_t data_len) override {
     if (const uint64_t gen = st_->cfg_.resolver->generation(); gen != path_gen_) {
       TxPath path;
       ToKernel why;
@@ -129,7 +181,7 @@ class Stack::RingConnection final : private PathSink, public Connection {
       repath(path);
       path_gen_ = gen;
     }
-    return PathSink::segment_room(len);
+    return PathSink::header_room(header_len, data_len);
   }
 
  private:
@@ -140,20 +192,22 @@ class Stack::RingConnection final : private PathSink, public Connection {
 
 // The stack's lock for a call that may send: the segments it queued go to
 // the device with one kick once the lock is let go (a burst of segments,
-// one system call, made outside the lock).
+// one system call, made outside the lock); a GsoBatch goes before, under
+// the lock, so that a later call's segments cannot pass it.
 class Stack::Sending {
  public:
-  explicit Sending(Stack* st) : lock_(st->mu_), tx_(st->cfg_.tx) {}
+  explicit Sending(Stack* st) : lock_(st->mu_), st_(st) {}
   ~Sending() {
+    st_->out_->send_batch();
     lock_.unlock();
-    tx_->flush();
+    st_->cfg_.tx->flush();
   }
   Sending(const Sending&) = delete;
   Sending& operator=(const Sending&) = delete;
 
  private:
   std::unique_lock<std::mutex> lock_;
-  FrameTx* tx_;
+  Stack* st_;
 };
 
 // What the listeners ask of the stack (its lock held: they run inside
@@ -175,7 +229,10 @@ class Stack::Host final : public ListenerHost {
 Stack::Stack(const Config& cfg)
     : cfg_(cfg),
       clock_(cfg.clock ? cfg.clock : monotonic_us),
-      host_(std::make_unique<Host>(this)) {}
+      host_(std::make_unique<Host>(this)),
+      out_(new Outlet{cfg.tx, cfg.packets, &ctr_, {}}) {
+  if (cfg.packets) out_->batch.emplace();
+}
 
 int Stack::create(const Config& cfg, std::unique_ptr<Stack>* out) {
   if (!out || !cfg.steering || !cfg.tx || !cfg.resolver) return -EINVAL;
@@ -212,9 +269,11 @@ std::unique_ptr<Connection> Stack::make_connection_locked(const FourTuple& t,
     return nullptr;
   }
   tcp::Config c = cfg;
-  const size_t ip_hlen = ip_frame_header_len(version_of(t.remote)) - 14;
-  if (path.mtu > ip_hlen + kHeaderLen)
-    c.mss = static_cast<uint16_t>(std::min<size_t>(c.mss, path.mtu - ip_hlen - kHeaderLen));
+  // The program's bound (VMA_MSS), the path's MTU, and for what we
+  // announce the frames we receive in; a packet socket sends the MTU's.
+  const uint16_t path_mss = segment_bound(version_of(t.remote), path.mtu, 0);
+  c.mss = std::min({c.mss, path_mss, segment_bound(version_of(t.remote), 0, cfg_.rx_frame_max)});
+  if (cfg_.packets) c.tx_mss = std::min(cfg.mss, path_mss);
   if (version_of(t.remote) == 6) c.default_peer_mss = std::min<uint16_t>(c.default_peer_mss, 1220);
   return std::make_unique<RingConnection>(this, t, path, c);
 }
@@ -223,14 +282,18 @@ void Stack::send_stateless_locked(const FourTuple& t, const Header& h, const Opt
   TxPath path;
   ToKernel why;
   if (resolve(t, &path, &why) != 0) return;
-  PathSink sink(cfg_.tx, &ctr_, t, path);
+  PathSink sink(out_.get(), t, path);
+  Options mine = o;  // a cookie's SYN-ACK: the MSS as make_connection_locked's
+  if (mine.has_mss)
+    mine.mss = std::min({mine.mss, segment_bound(version_of(t.remote), path.mtu, 0),
+                         segment_bound(version_of(t.remote), 0, cfg_.rx_frame_max)});
   uint8_t opts[kMaxOptionsLen];
-  const size_t opts_len = write_options(o, opts);
-  const std::span<uint8_t> room = sink.segment_room(kHeaderLen + opts_len);
+  const size_t opts_len = write_options(mine, opts);
+  const std::span<uint8_t> room = sink.header_room(kHeaderLen + opts_len, 0);
   if (room.empty()) return;
   write_header(room.data(), h, opts_len);
   memcpy(room.data() + kHeaderLen, opts, opts_len);
-  sink.send_segment(room.size());
+  sink.send_segment({});
 }
 
 int Stack::steer_locked(const prov::SteeredFlow& f) {

@@ -5,7 +5,9 @@
 // listener (which owns its handshakes and not yet accepted connections),
 // or a RST. Segments go out through the netdev's FrameTx, each behind the
 // Ethernet and IP headers of its connection's path (route and next hop,
-// resolved when it opens; its MSS from the path's MTU).
+// resolved when it opens; its MSS from the path's MTU), or, where the
+// rings copy anyway, through a packet socket, a burst's segments merged
+// for GSO and sent as the call ends.
 //
 // Steering: a listener's (address, port) flow brings its handshakes and
 // its connections; an active open steers its own local address and port.
@@ -37,6 +39,7 @@
 
 #include "core/base/api.h"
 #include "core/net/frame_tx.h"
+#include "core/net/packet_tx.h"
 #include "core/net/rx_segment.h"
 #include "core/net/tcp/connection.h"
 #include "core/net/tcp/handover.h"
@@ -54,7 +57,9 @@ struct StackCounters {
   uint64_t bad_header = 0, bad_checksum = 0;  // dropped
   uint64_t no_socket = 0;                     // for no connection or listener: RST answered
   uint64_t time_wait_reused = 0;              // a SYN took a TIME-WAIT connection's place
-  uint64_t frames_out = 0;
+  uint64_t frames_out = 0;                    // segments sent in frames of the rings
+  // Packets sent through Config::packets, and the segments in them.
+  uint64_t gso_packets = 0, gso_segments = 0;
   uint64_t no_frame = 0;   // a segment waited for a free frame
   uint64_t tx_errors = 0;  // a full tx ring or a failed kick: the segment is lost
   uint64_t path_lost = 0;  // an accepted handshake whose path is not the rings', or a segment with
@@ -70,6 +75,12 @@ class Stack final : public SegmentInput {
   struct Config {
     prov::FlowSteering* steering = nullptr;
     FrameTx* tx = nullptr;
+    // Set: every segment leaves through this packet socket instead, a
+    // burst's merged for GSO (gso_batch.h): where the rings copy anyway.
+    PacketTx* packets = nullptr;
+    // The longest frame the rings receive: the MSS announced leaves
+    // room for headers in it (0: the path's MTU alone bounds it).
+    size_t rx_frame_max = 0;
     TxResolver* resolver = nullptr;
     std::function<uint64_t()> clock;  // empty: CLOCK_MONOTONIC in microseconds
     // Called (under the stack's lock: it must only signal) when a call
@@ -190,6 +201,8 @@ class Stack final : public SegmentInput {
   class Host;
   class RingConnection;
   class Sending;
+  struct Outlet;
+  friend class PathSink;
   explicit Stack(const Config& cfg);
   // The path to t's peer: 0, 1 (*why: not the rings'), or -errno.
   int resolve(const FourTuple& t, TxPath* path, ToKernel* why);
@@ -248,6 +261,7 @@ class Stack final : public SegmentInput {
   std::mutex inbox_mu_;           // a leaf: taken under the reader's lock and under mu_
   std::vector<RxSegment> inbox_;  // inbox_mu_: enqueued, not drained yet
   StackCounters ctr_;
+  std::unique_ptr<Outlet> out_;  // after ctr_: it counts there
 };
 
 }  // namespace ss::net::tcp
