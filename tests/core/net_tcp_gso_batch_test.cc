@@ -1,9 +1,11 @@
 // GsoBatch (core/net/tcp/gso_batch.h): segments merged into packets for
 // GSO, each packet cut again here as Linux's GSO cuts it (gso_size data
-// per segment, the sequence number, IPv4 ID and lengths stepped, PSH and
-// FIN on the last segment only, each checksum finished) and compared byte
-// by byte with the segments that went in: the merge loses, reorders and
-// changes nothing. What may not merge stands alone; a full batch says so.
+// per segment, the sequence number stepped, PSH and FIN on the last
+// segment only) and its TCP segments compared byte by byte with those that
+// went in: the merge loses, reorders and changes nothing. Per packet: the
+// virtio-net header, the IP header (lengths over the whole, checksum, DF)
+// and the partial TCP checksum (the pseudo-header's sum over the whole).
+// What may not merge stands alone; a full batch says so.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -184,16 +186,19 @@ TEST(GsoBatch, IPv6BurstsMergeToo) {
 TEST(GsoBatch, WhatGsoWouldChangeStandsAlone) {
   Segments c;
   GsoBatch batch;
-  ASSERT_EQ(c.add(batch, 0, 0), 0);                               // a pure ACK
-  ASSERT_EQ(c.add(batch, 0, kMss), 0);                            // data after it: a new packet
-  ASSERT_EQ(c.add(batch, kMss, kMss, kAck, 501), 0);              // another window
-  ASSERT_EQ(c.add(batch, 4 * kMss, kMss), 0);                     // a gap in the sequence
-  ASSERT_EQ(c.add(batch, 5 * kMss, kMss, kAck, 501, &batch), 0);  // another connection
-  ASSERT_EQ(c.add(batch, 6 * kMss, 1000), 0);                     // shorter: starts one
-  ASSERT_EQ(c.add(batch, 6 * kMss + 1000, kMss), 0);              // longer than the first
-  ASSERT_EQ(c.add(batch, 7 * kMss + 1000, kMss, kAck | kPsh), 0);
-  ASSERT_EQ(c.add(batch, 8 * kMss + 1000, kMss), 0);  // after a PSH
-  EXPECT_EQ(batch.packets().size(), 8u);              // only the two before the PSH merged
+  const void* other = &batch;                                    // another connection's sink
+  ASSERT_EQ(c.add(batch, 0, 0), 0);                              // a pure ACK
+  ASSERT_EQ(c.add(batch, 0, kMss), 0);                           // data after it: a new packet
+  ASSERT_EQ(c.add(batch, kMss, kMss, kAck, 501), 0);             // another window
+  ASSERT_EQ(c.add(batch, 4 * kMss, kMss, kAck, 501), 0);         // a gap in the sequence
+  ASSERT_EQ(c.add(batch, 5 * kMss, kMss, kAck, 501, other), 0);  // another connection
+  ASSERT_EQ(c.add(batch, 6 * kMss, 1000, kAck, 501, other), 0);  // shorter: joins, ends it
+  ASSERT_EQ(c.add(batch, 6 * kMss + 1000, kMss, kAck, 501, other), 0);
+  ASSERT_EQ(c.add(batch, 7 * kMss + 1000, kMss, kAck | kPsh, 501, other), 0);  // joins, ends it
+  ASSERT_EQ(c.add(batch, 8 * kMss + 1000, 500, kAck, 501, other), 0);
+  ASSERT_EQ(c.add(batch, 8 * kMss + 1500, kMss, kAck, 501, other), 0);  // longer than the first
+  EXPECT_EQ(batch.packets().size(), 8u);
+  EXPECT_EQ(batch.segments(), 10u);
   EXPECT_EQ(cut_all(batch), c.sent);
 }
 

@@ -58,6 +58,8 @@ size_t PacketTx::send(std::span<const iovec> packets) {
     }
     const int r = sendmmsg(fd_, msgs, static_cast<unsigned>(n), MSG_DONTWAIT);
     if (r < 0 && errno == EINTR) continue;
+    // Out of socket or device memory: the rest would fail one by one.
+    if (r < 0 && (errno == EAGAIN || errno == ENOBUFS)) break;
     const size_t took = r > 0 ? static_cast<size_t>(r) : 0;
     taken += took;
     // The kernel stopped at a packet it refused: that one is lost, the

@@ -7,6 +7,8 @@
 // Where the rings copy anyway (AF_XDP without zero-copy: each frame an
 // skb of a system call, and on veth the peer's receive path run per
 // frame), this sends what TCP has in one call and one skb per 64 KiB.
+// The kernel picks each packet's tx queue (by CPU where XPS is set), not
+// one bound queue as AF_XDP's.
 #pragma once
 #include <sys/uio.h>
 

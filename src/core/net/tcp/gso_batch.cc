@@ -39,7 +39,11 @@ bool same_path(const FrameFields& a, const FrameFields& b) {
 }  // namespace
 
 GsoBatch::GsoBatch(size_t area_bytes, size_t max_packets)
-    : area_(area_bytes), max_packets_(max_packets) {}
+    : area_(area_bytes), max_packets_(max_packets) {
+  // Nothing allocates after this: packets() runs where nothing may throw.
+  packets_.reserve(max_packets);
+  iov_.reserve(max_packets);
+}
 
 bool GsoBatch::joins(const Packet& p, const void* owner, const FrameFields& f,
                      std::span<const uint8_t> header, size_t len) const {

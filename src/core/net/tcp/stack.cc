@@ -34,19 +34,15 @@ uint64_t monotonic_us() {
 
 uint8_t version_of(const IpAddr& a) { return a.family == AF_INET ? 4 : 6; }
 
-constexpr size_t kMinMss = 536;  // RFC 9293's default: no path or frame gives less
-
 // The data a segment carries at most on a path of mtu, or in a frame of
-// frame bytes (0: no bound from it).
+// frame bytes (0, or too small to hold the headers: no bound from it).
 uint16_t segment_bound(uint8_t version, size_t mtu, size_t frame) {
   const size_t ip_hlen = ip_frame_header_len(version) - kEthHeaderLen;
+  const size_t head = kEthHeaderLen + ip_hlen + kHeaderLen;
   size_t n = 0xffff;
-  if (mtu) n = std::min(n, mtu > ip_hlen + kHeaderLen ? mtu - ip_hlen - kHeaderLen : kMinMss);
-  if (frame) {
-    const size_t head = kEthHeaderLen + ip_hlen + kHeaderLen;
-    n = std::min(n, frame > head ? frame - head : kMinMss);
-  }
-  return static_cast<uint16_t>(std::max(n, kMinMss));
+  if (mtu > ip_hlen + kHeaderLen) n = std::min(n, mtu - ip_hlen - kHeaderLen);
+  if (frame > head) n = std::min(n, frame - head);
+  return static_cast<uint16_t>(n);
 }
 
 bool all_zero(const IpAddr& a) {
@@ -641,6 +637,7 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   // kernel's listener, which resets it.
   if (!own_flow)
     if (const int r = cfg_.steering->pass(pc, false); r < 0) return r;
+  out_->send_batch();  // what the drain answered leaves before the kernel's segments
   if (const int r = install(h); r < 0) return r;
   if (!own_flow && cfg_.steering->pass(pc, true) < 0) ctr_.pass_failed++;
   moved_.emplace_back(t, now + kMovedQuietUs);
