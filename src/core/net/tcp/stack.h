@@ -58,7 +58,8 @@ struct StackCounters {
   uint64_t no_socket = 0;                     // for no connection or listener: RST answered
   uint64_t time_wait_reused = 0;              // a SYN took a TIME-WAIT connection's place
   uint64_t frames_out = 0;                    // segments sent in frames of the rings
-  // Packets sent through Config::packets, and the segments in them.
+  // Packets the packet socket (Config::packets) took, and the segments
+  // of every batch handed to it (a refused packet's counted in tx_errors).
   uint64_t gso_packets = 0, gso_segments = 0;
   uint64_t no_frame = 0;   // a segment waited for a free frame
   uint64_t tx_errors = 0;  // a full tx ring or a failed kick: the segment is lost
