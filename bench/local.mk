@@ -5,7 +5,8 @@
 # bench/ab.sh compares two builds on shm latency over many alternating runs;
 # bench/udpong.sh datagram echo latency and rate against kernel UDP;
 # bench/vma_sockperf.sh sockperf under libvma.so; bench/vma_tcp_tput.sh
-# iperf3 and redis on libvma.so's TCP; bench/vma_tcp_pingpong.sh 64 B TCP
+# iperf3 and redis on libvma.so's TCP; bench/vma_tcp_conn.sh nginx's new
+# connections a second on it; bench/vma_tcp_pingpong.sh 64 B TCP
 # round trips with its receive paths (bench/tcp_pingpong.c); bench/vma_zcopy.sh the 64 B
 # receive rate of recvfrom_zcopy, offloaded recv and the kernel's (its 64 B
 # source: bench/udp_blast.c);
@@ -15,7 +16,7 @@
 # that must not grow (descriptors, threads, RSS, memfds, /dev/shm).
 # Nothing here is installed; the scripts are run by hand from the build dir.
 EXTRA_DIST += bench/run.sh bench/rstream.sh bench/instr.sh bench/ab.sh bench/udpong.sh bench/vma_sockperf.sh bench/vma_tcp_tput.sh \
-	bench/vma_tcp_pingpong.sh bench/tcp_pingpong.c \
+	bench/vma_tcp_pingpong.sh bench/vma_tcp_conn.sh bench/tcp_pingpong.c \
 	bench/vma_zcopy.sh bench/udp_blast.c bench/preload_apps.sh bench/soak.sh
 
 noinst_PROGRAMS += bench/rsocket_instr

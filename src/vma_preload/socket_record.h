@@ -140,9 +140,9 @@ struct SocketRecord final : Pollable {
   const bool created_blocking;
   stats::SocketStats stats;                // empty when every block is taken
   std::atomic<bool> stats_written{false};  // to VMA_STATS_FILE (stats_file.h)
-  // The program set SO_SNDBUF: its connections' send buffers stay that
-  // size (Linux stops growing them then).
-  std::atomic<bool> sndbuf_set{false};
+  // The program set SO_SNDBUF or SO_RCVBUF: its connections' buffers of
+  // that side stay that size (Linux stops growing them then).
+  std::atomic<bool> sndbuf_set{false}, rcvbuf_set{false};
   McastState mcast;      // memberships and send options (udp_multicast.h)
   RxExtras rx_extras;    // the Extra API's (zcopy.cc); before offload_owner_
   RingLogic ring_logic;  // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)

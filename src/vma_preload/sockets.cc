@@ -227,6 +227,8 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
         std::memcpy(&given, val, sizeof given);
         if (o == ss::net::tcp::Option::kSndBuf)
           rec->sndbuf_set.store(true, std::memory_order_relaxed);
+        if (o == ss::net::tcp::Option::kRcvBuf)
+          rec->rcvbuf_set.store(true, std::memory_order_relaxed);
         vp::tcp_option_of(fd, level, name, given, &o, &v);
         ss::interpose::edge_call([&] {
           if (const auto s = tcp_record(fd))

@@ -23,6 +23,7 @@
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
+#include "libvmacompat/ring_depth.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
@@ -151,11 +152,14 @@ int sock_int(int fd, int level, int name) {
 // when a socket opens (a process keeps what it read).
 struct KernelTcp {
   uint32_t wmem_max;  // tcp_wmem's third field: the largest a send buffer grows to
+  uint32_t rmem_max;  // tcp_rmem's: the largest a receive buffer grows to
   bool timestamps, window_scaling, sack;
 };
 const KernelTcp& kernel_tcp() {
   static const KernelTcp k{static_cast<uint32_t>(std::clamp<long>(
                                proc_sys_number("net/ipv4/tcp_wmem", 2, 4 << 20), 4096, 1 << 30)),
+                           static_cast<uint32_t>(std::clamp<long>(
+                               proc_sys_number("net/ipv4/tcp_rmem", 2, 6 << 20), 4096, 1 << 30)),
                            proc_sys_number("net/ipv4/tcp_timestamps", 0, 1) != 0,
                            proc_sys_number("net/ipv4/tcp_window_scaling", 0, 1) != 0,
                            proc_sys_number("net/ipv4/tcp_sack", 0, 1) != 0};
@@ -219,6 +223,11 @@ net::tcp::Config tcp_config_of(int fd) {
   const auto rec = ss::FdTable::instance().get<SocketRecord>(fd, ss::FdKind::kVmaSocket);
   if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed))
     cfg.snd_buf_max = k.wmem_max;  // autotuned
+  // Autotuned, a connection's window bounded to half the program's share
+  // of a queue's frames, so that one slow reader cannot starve the rings.
+  if (!rec || !rec->rcvbuf_set.load(std::memory_order_relaxed))
+    cfg.rcv_buf_max =
+        static_cast<uint32_t>(std::min<size_t>(k.rmem_max, ring_depth().spare_bytes() / 2));
   each_kept_option(
       fd, [&](const OptionRow& r, int v) { net::tcp::set_option(&cfg, r.o, option_value(r, v)); });
   cfg.nodelay = cfg.nodelay || settings::get(Id::kTcpNodelay);

@@ -20,7 +20,8 @@ struct Result {
   State a_state = State::kClosed, b_state = State::kClosed;
   uint64_t dropped = 0, retransmits = 0, dup_segs = 0, ooo_segs = 0, end_us = 0;
   uint64_t rtos = 0, recoveries = 0;
-  uint32_t a_snd_buf = 0;
+  uint32_t a_snd_buf = 0, b_rcv_buf = 0;
+  uint8_t b_wscale = 0;  // what side 1 offered
 };
 
 // Side 0 connects and sends `total` bytes then closes; side 1 reads
@@ -73,6 +74,8 @@ Result transfer(const wire::Faults& f, uint64_t total, Config ca = {}, Config cb
   r.rtos = a.counters().rto_expiries;
   r.recoveries = a.counters().sack_recoveries + a.counters().dupack_recoveries;
   r.a_snd_buf = a.info().snd_buf;
+  r.b_rcv_buf = b.info().rcv_buf;
+  r.b_wscale = a.info().snd_wscale;
   r.a_state = a.state();
   r.b_state = b.state();
   return r;
@@ -101,6 +104,25 @@ TEST(TcpPair, SendBufferGrowsWithTheWindowToItsBound) {
   EXPECT_GT(grown.a_snd_buf, 16384u);
   EXPECT_LE(grown.a_snd_buf, 256u << 10);
   EXPECT_LT(grown.end_us, fixed.end_us);  // more in flight: sooner done
+}
+
+// The receive buffer grows with what the reader takes each round trip,
+// up to rcv_buf_max (Linux's tcp_rmem autotuning), the window scale
+// offered covering it; it stays put without one (SO_RCVBUF set).
+TEST(TcpPair, ReceiveBufferGrowsWithTheReadsToItsBound) {
+  Config ca, cb;
+  ca.snd_buf_max = 4 << 20;
+  cb.rcv_buf = 60000;
+  const Result fixed = transfer({}, 8 << 20, ca, cb);
+  EXPECT_EQ(fixed.b_rcv_buf, 60000u);
+  EXPECT_EQ(fixed.b_wscale, 0u);
+  cb.rcv_buf_max = 1 << 20;
+  const Result grown = transfer({}, 8 << 20, ca, cb);
+  EXPECT_EQ(grown.received, 8u << 20);
+  EXPECT_TRUE(grown.intact);
+  EXPECT_EQ(grown.b_rcv_buf, 1u << 20);  // a reader that keeps up reaches the bound
+  EXPECT_EQ(grown.b_wscale, 5u);         // 0xffff << 5 covers 1 MiB
+  EXPECT_LT(grown.end_us, fixed.end_us / 2);
 }
 
 // One data segment lost mid-transfer: repaired by SACK recovery (or, to a

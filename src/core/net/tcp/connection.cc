@@ -17,9 +17,10 @@ constexpr uint32_t kTimestampsLen = 12;  // the option as sent, with its two NOP
 
 }  // namespace
 
-uint8_t window_scale_for(uint32_t rcv_buf) {
+uint8_t window_scale_for(const Config& c) {
+  const uint32_t most = std::max(c.rcv_buf, c.rcv_buf_max);
   uint8_t s = 0;
-  while (s < kMaxWscale && (uint64_t{0xffff} << s) < rcv_buf) s++;
+  while (s < kMaxWscale && (uint64_t{0xffff} << s) < most) s++;
   return s;
 }
 
@@ -59,7 +60,7 @@ Connection::Connection(const Config& cfg, uint16_t local_port, uint16_t remote_p
       sndq_(cfg.snd_buf),
       rtt_(cfg.min_rto_us, cfg.max_rto_us),
       cc_(make_congestion_control(cfg.cc, cfg.mss)) {
-  wscale_offer_ = cfg_.window_scaling ? window_scale_for(cfg_.rcv_buf) : 0;
+  wscale_offer_ = cfg_.window_scaling ? window_scale_for(cfg_) : 0;
   mss_ = std::min<uint32_t>(cfg_.mss, cfg_.default_peer_mss);
   for (auto [t, k] : {std::pair{&retransmit_timer_, TimerKind::kRetransmit},
                       {&delack_timer_, TimerKind::kDelayedAck},
@@ -141,6 +142,7 @@ void Connection::establish(uint64_t now) {
   last_rcv_us_ = now;
   arm_keepalive(now);
   cc_ = make_congestion_control(cfg_.cc, mss_);
+  rcv_tuner_.start(rcv_nxt_, rcv_mss_, now);
 }
 
 ssize_t Connection::send(std::span<const uint8_t> data, uint64_t now, bool keep_error) {
@@ -304,6 +306,7 @@ void set_option(Config* c, Option o, int64_t v) {
       return;  // bounds the next RTO armed
     case Option::kRcvBuf:
       c->rcv_buf = static_cast<uint32_t>(std::clamp<int64_t>(v, 1, INT32_MAX));
+      c->rcv_buf_max = 0;
       return;
     case Option::kSndBuf:
       c->snd_buf = static_cast<uint32_t>(std::clamp<int64_t>(v, 1, INT32_MAX));
@@ -425,6 +428,7 @@ Info Connection::info() const {
   i.rcv_wscale = rcv_wscale_;
   i.in_recovery = in_recovery_;
   i.snd_buf = static_cast<uint32_t>(sndq_.capacity());
+  i.rcv_buf = cfg_.rcv_buf;
   i.rto_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.rto_us(), UINT32_MAX));
   i.srtt_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.srtt_us(), UINT32_MAX));
   i.rttvar_us = static_cast<uint32_t>(std::min<uint64_t>(rtt_.rttvar_us(), UINT32_MAX));

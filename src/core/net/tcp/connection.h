@@ -24,6 +24,7 @@
 #include "core/net/tcp/congestion.h"
 #include "core/net/tcp/header.h"
 #include "core/net/tcp/options.h"
+#include "core/net/tcp/rcv_buf_tuner.h"
 #include "core/net/tcp/receive_queue.h"
 #include "core/net/tcp/rtt.h"
 #include "core/net/tcp/send_buffer.h"
@@ -48,11 +49,12 @@ enum class State : uint8_t {
 };
 // "ESTABLISHED", "SYN-SENT", ... as RFC 9293 writes them.
 const char* state_name(State s);
-// The window scale we offer for a receive buffer: the smallest shift
-// that lets the window cover all of it.
-uint8_t window_scale_for(uint32_t rcv_buf);
 struct CookieState;
 struct Handover;
+struct Config;
+// The window scale we offer: the smallest shift that lets the window
+// cover the largest the receive buffer may grow to.
+uint8_t window_scale_for(const Config& c);
 
 // A connection's settings, fixed when it opens.
 struct Config {
@@ -66,6 +68,9 @@ struct Config {
   // Above snd_buf: the send buffer grows to twice the congestion window,
   // up to this (Linux's tcp_wmem[2], when the program set no SO_SNDBUF).
   uint32_t snd_buf_max = 0;
+  // Above rcv_buf: the receive buffer grows with what the program reads
+  // (rcv_buf_tuner.h), up to this (tcp_rmem[2] when no SO_RCVBUF was set).
+  uint32_t rcv_buf_max = 0;
   bool window_scaling = true, timestamps = true, sack = true;
   bool nodelay = false;   // TCP_NODELAY: no Nagle
   bool cork = false;      // TCP_CORK: only full segments, a tail at most kCorkCeilingUs later
@@ -120,6 +125,7 @@ struct Info {
   uint32_t snd_wnd = 0, rcv_wnd = 0;           // bytes
   uint32_t backoffs = 0;
   uint32_t snd_buf = 0;  // the send buffer's size now (it may have grown)
+  uint32_t rcv_buf = 0;  // the receive buffer's, the same
 };
 
 struct Counters {
@@ -297,6 +303,7 @@ class Connection {
   uint16_t advertise_window(bool syn);
   uint32_t syn_window() const;  // the unscaled window of our SYN or SYN-ACK
   void maybe_window_update(uint64_t now);
+  void tune_rcv_buf(uint64_t now);  // after the program read
   uint32_t ts_now(uint64_t now) const;
   void arm_retransmit(uint64_t now);
   bool retransmit_lost(uint64_t now);
@@ -366,6 +373,7 @@ class Connection {
   bool ack_now_ = false;
   uint32_t dsack_left_ = 0, dsack_right_ = 0;  // a duplicate to report (D-SACK)
   SackReport sack_report_;
+  RcvBufTuner rcv_tuner_;
 
   // Options in use (both ends offered them).
   bool ts_ok_ = false, sack_ok_ = false, ws_ok_ = false;

@@ -413,6 +413,7 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
 // segment at once, else within delack_us; the first segments of a
 // connection (and after TCP_QUICKACK) at once, as Linux.
 void Connection::data_arrived_in_order(uint32_t, uint64_t now) {
+  rcv_tuner_.arrived(rcv_nxt_, rcv_adv_ - last_ack_sent_, now);  // the window last offered
   if (!delack_started_) {
     delack_started_ = true;
     const uint32_t quick = std::min(kMaxQuickAcks, cfg_.rcv_buf / (2 * rcv_mss_));

@@ -96,7 +96,7 @@ void Listener::send_cookie(const FourTuple& t, const Header& syn, const Options&
   synack.has_mss = true;
   synack.mss = c.mss;
   synack.has_wscale = used.has_wscale;
-  synack.wscale = window_scale_for(c.rcv_buf);
+  synack.wscale = window_scale_for(c);
   synack.sack_permitted = used.sack_permitted;
   synack.has_ts = ts;
   synack.ts_ecr = o.ts_val;

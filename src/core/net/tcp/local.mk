@@ -20,6 +20,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/send_buffer.cc \
 	src/core/net/tcp/receive_queue.h \
 	src/core/net/tcp/receive_queue.cc \
+	src/core/net/tcp/rcv_buf_tuner.h \
+	src/core/net/tcp/rcv_buf_tuner.cc \
 	src/core/net/tcp/connection.h \
 	src/core/net/tcp/connection.cc \
 	src/core/net/tcp/input.cc \
@@ -62,6 +64,7 @@ core_unit_tests_SOURCES += \
 	tests/core/net_tcp_handover_test.cc \
 	tests/core/net_tcp_listener_test.cc \
 	tests/core/net_tcp_receive_queue_test.cc \
+	tests/core/net_tcp_rcv_buf_tuner_test.cc \
 	tests/core/net_tcp_table_test.cc
 
 EXTRA_DIST += tests/core/tcp_scripts

@@ -231,6 +231,7 @@ void Connection::maybe_window_update(uint64_t now) {
   if (state_ != State::kEstablished && state_ != State::kFinWait1 && state_ != State::kFinWait2) {
     return;
   }
+  tune_rcv_buf(now);
   const size_t held = rxq_.readable() + rxq_.held_bytes() + lent_;
   const uint32_t space = cfg_.rcv_buf > held ? static_cast<uint32_t>(cfg_.rcv_buf - held) : 0;
   const uint32_t offered = rcv_adv_ - rcv_nxt_;
@@ -238,6 +239,11 @@ void Connection::maybe_window_update(uint64_t now) {
     ack_now_ = true;
     transmit(now);
   }
+}
+
+void Connection::tune_rcv_buf(uint64_t now) {
+  const uint32_t copied_seq = rcv_nxt_ - static_cast<uint32_t>(rxq_.readable());
+  cfg_.rcv_buf = rcv_tuner_.read(copied_seq, cfg_.rcv_buf, cfg_.rcv_buf_max, rcv_mss_, now);
 }
 
 uint32_t Connection::ts_now(uint64_t now) const {
