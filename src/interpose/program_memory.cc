@@ -31,6 +31,7 @@ struct Spans {
 };
 
 thread_local Spans t_written, t_read;
+thread_local int t_own_scopes = 0;     // OwnMemoryScope
 std::atomic<bool> g_unchecked{false};  // process_vm_* refused here: plain accesses
 
 // trust_region's: published by the count, never removed (the rings live
@@ -68,7 +69,8 @@ int copy_to_program(void* dst, const void* src, size_t n) noexcept {
   if (!n) return 0;
   uintptr_t a, b;
   if (!range(dst, n, &a, &b)) return -EFAULT;
-  if (t_written.has(a, b) || trusted(a, b) || g_unchecked.load(std::memory_order_relaxed)) {
+  if (t_own_scopes || t_written.has(a, b) || trusted(a, b) ||
+      g_unchecked.load(std::memory_order_relaxed)) {
     memcpy(dst, src, n);
     return 0;
   }
@@ -86,7 +88,8 @@ bool program_writable(void* p, size_t n) noexcept {
   if (!n) return true;
   uintptr_t a, b;
   if (!range(p, n, &a, &b)) return false;
-  if (t_written.has(a, b) || trusted(a, b) || g_unchecked.load(std::memory_order_relaxed))
+  if (t_own_scopes || t_written.has(a, b) || trusted(a, b) ||
+      g_unchecked.load(std::memory_order_relaxed))
     return true;
   const int saved = errno;
   iovec both{p, n};  // read and written back through the kernel's checked copies
@@ -102,7 +105,7 @@ bool program_readable(const void* p, size_t n) noexcept {
   if (!n) return true;
   uintptr_t a, b;
   if (!range(p, n, &a, &b)) return false;
-  if (t_read.has(a, b) || t_written.has(a, b) || trusted(a, b) ||
+  if (t_own_scopes || t_read.has(a, b) || t_written.has(a, b) || trusted(a, b) ||
       g_unchecked.load(std::memory_order_relaxed))
     return true;
   const int saved = errno;
@@ -131,5 +134,8 @@ void trust_region(const void* base, size_t len) noexcept {
   int expect = i;
   while (!g_regions.compare_exchange_weak(expect, i + 1, std::memory_order_release)) expect = i;
 }
+
+OwnMemoryScope::OwnMemoryScope() noexcept { t_own_scopes++; }
+OwnMemoryScope::~OwnMemoryScope() { t_own_scopes--; }
 
 }  // namespace ss::interpose

@@ -25,4 +25,14 @@ bool program_readable(const void* p, size_t n) noexcept;
 // without a check. Up to 16 regions; later ones are checked as any other.
 void trust_region(const void* base, size_t len) noexcept;
 
+// While one lives, this thread's calls name only the preload's own memory
+// (sendfile's buffer passed to the preload's send): nothing is checked.
+class OwnMemoryScope {
+ public:
+  OwnMemoryScope() noexcept;
+  ~OwnMemoryScope();
+  OwnMemoryScope(const OwnMemoryScope&) = delete;
+  OwnMemoryScope& operator=(const OwnMemoryScope&) = delete;
+};
+
 }  // namespace ss::interpose

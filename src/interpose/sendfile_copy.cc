@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "interpose/program_memory.h"
 #include "interpose/real.h"
 
 namespace ss::interpose {
@@ -30,7 +31,11 @@ ssize_t sendfile_copy(int in_fd, off_t* offset, size_t count,
       if (n < 0 && !total) return -1;
       break;
     }
-    const ssize_t w = send(buf, static_cast<size_t>(n));
+    ssize_t w;
+    {
+      const OwnMemoryScope own;  // buf and the message around it are ours
+      w = send(buf, static_cast<size_t>(n));
+    }
     const ssize_t sent = w < 0 ? 0 : w;
     if (offset)
       *offset += sent;

@@ -113,7 +113,8 @@ int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len)
     // listener's family, never connected, recorded with the connection.
     const int nfd = real().socket(family_, SOCK_STREAM | flags, 0);
     if (nfd < 0) return -errno;
-    copy_tcp_options(fd, nfd);  // getsockopt answers as on Linux's accepted socket
+    if (!inherit_) inherit_ = options_to_inherit(fd);
+    set_kept_options(nfd, *inherit_);  // getsockopt answers as on Linux's accepted socket
     net::tcp::Socket* s = nullptr;
     net::tcp::FourTuple t;
     if (l.rings->tcp->accept(l.sock, &s, &t) < 0) {  // another thread took it
@@ -308,6 +309,10 @@ void TcpListen::after_wait(const WaitTarget& armed) {
 }
 
 void TcpListen::set_option(net::tcp::Option o, int64_t value) {
+  {
+    std::lock_guard lock(mu_);
+    inherit_.reset();  // read again at the next accept
+  }
   for (const Leg& l : legs_) l.rings->tcp->set_option(l.sock, o, value);
 }
 

@@ -11,10 +11,12 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/base/pollable.h"
 #include "core/net/tcp/stack.h"
+#include "vma_preload/tcp_offload.h"
 
 namespace ss::vma::preload {
 
@@ -72,7 +74,9 @@ class TcpListen {
   std::atomic<bool> auto_accepting_{false};
   size_t next_leg_ = 0;  // mu_: the leg the next take starts at
   std::mutex mu_;
-  int wait_fd_ = -1;  // mu_
+  // What accepted sockets take from the listener's kernel socket.
+  std::optional<std::vector<KeptOption>> inherit_;  // mu_
+  int wait_fd_ = -1;                                // mu_
 };
 
 }  // namespace ss::vma::preload

@@ -257,10 +257,27 @@ bool tcp_option_of(int fd, int level, int name, int v, net::tcp::Option* o, int6
   return false;
 }
 
-void copy_tcp_options(int from, int to) {
-  each_kept_option(from, [to](const OptionRow& r, int v) {
-    real().setsockopt(to, r.level, r.name, &v, sizeof v);
+std::vector<KeptOption> options_to_inherit(int listener) {
+  static const std::vector<KeptOption> defaults = [] {
+    std::vector<KeptOption> d;
+    const int fd = real().socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return d;  // every option is then copied
+    each_kept_option(fd, [&](const OptionRow& r, int v) { d.push_back({r.level, r.name, v}); });
+    real().close(fd);
+    return d;
+  }();
+  std::vector<KeptOption> out;
+  each_kept_option(listener, [&](const OptionRow& r, int v) {
+    for (const KeptOption& d : defaults)
+      if (d.level == r.level && d.name == r.name && d.value == v) return;
+    out.push_back({r.level, r.name, v});
   });
+  return out;
+}
+
+void set_kept_options(int fd, const std::vector<KeptOption>& options) {
+  for (const KeptOption& o : options)
+    real().setsockopt(fd, o.level, o.name, &o.value, sizeof o.value);
 }
 
 namespace {

@@ -69,9 +69,14 @@ net::tcp::Config tcp_config_of(int fd);
 // fd (>= 0): the kernel socket that took the value, for the options whose
 // value is what the kernel keeps (SO_RCVBUF, SO_SNDBUF).
 bool tcp_option_of(int fd, int level, int name, int v, net::tcp::Option* o, int64_t* value);
-// Those options from one kernel socket to another: an accepted
-// connection's new socket takes its listener's, as Linux's do.
-void copy_tcp_options(int from, int to);
+// Those options an accepted connection's new socket takes from its
+// listener's, as Linux's do: the listener's that differ from a new
+// socket's (read once a process), and setting them.
+struct KeptOption {
+  int level, name, value;
+};
+std::vector<KeptOption> options_to_inherit(int listener);
+void set_kept_options(int fd, const std::vector<KeptOption>& options);
 
 class TcpOffload {
  public:

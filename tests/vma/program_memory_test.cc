@@ -1,6 +1,7 @@
 // interpose/program_memory: the program's memory checked through the
 // kernel's copies (a bad pointer is EFAULT, never a crash), and the
-// regions the preload lends (the rings' frames) taken without a check.
+// regions the preload lends (the rings' frames) and its own buffers
+// taken without a check.
 #include "interpose/program_memory.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,24 @@ TEST(ProgramMemory, BadPointersAreRefusedAndLentRegionsTrusted) {
   EXPECT_FALSE(program_readable(static_cast<char*>(lent) + 8000, 300)) << "past its end: checked";
   munmap(none, 4096);
   munmap(lent, 12288);
+}
+
+// Within an OwnMemoryScope (sendfile's buffer handed to the preload's own
+// send) nothing is checked; outside it, the same page is refused again.
+TEST(ProgramMemory, OwnMemoryScopeSkipsTheChecksWhileItLives) {
+  void* none = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(none, MAP_FAILED);
+  {
+    const OwnMemoryScope own;
+    EXPECT_TRUE(program_readable(none, 16));  // vouched for, not looked at
+    {
+      const OwnMemoryScope nested;
+      EXPECT_TRUE(program_readable(none, 16));
+    }
+    EXPECT_TRUE(program_readable(none, 16));
+  }
+  EXPECT_FALSE(program_readable(none, 16));
+  munmap(none, 4096);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 
 #include "core/net/checksum.h"
 #include "core/net/ethernet.h"
@@ -98,11 +99,16 @@ ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload
   return len;
 }
 
-Ipv4IdSequence::Ipv4IdSequence() : last_(0) {
-  // Best effort: a fixed start only makes IDs guessable, as they were
-  // before Linux randomised them.
-  if (getrandom(&last_, sizeof last_, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof last_))
-    last_ = 0;
+Ipv4IdSequence::Ipv4IdSequence() {
+  // A generator per thread, seeded once: a connection a second would
+  // otherwise cost a system call each. Best effort: a fixed seed only
+  // makes IDs guessable, as they were before Linux randomised them.
+  thread_local std::minstd_rand gen([] {
+    uint32_t seed = 1;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof seed)) seed = 1;
+    return seed ? seed : 1;
+  }());
+  last_ = static_cast<uint16_t>(gen() >> 8);
 }
 
 }  // namespace ss::net

@@ -45,7 +45,7 @@ class Ipv4IdSequence {
   uint16_t next() { return ++last_; }
 
  private:
-  uint16_t last_;
+  uint16_t last_ = 0;
 };
 
 }  // namespace ss::net
