@@ -193,14 +193,33 @@ TEST_P(NetlinkViewTest, RouteTypesGiveTheKernelsErrno) {
 // kernel (a lookup by destination alone would miss the rule).
 TEST_P(NetlinkViewTest, PolicyRulesSeeSourceAndPort) {
   ip_a("route add unreachable default table 100");
+  const uint64_t gen = view_->route_generation();
   ip_a(std::string("rule add from ") + fam().a + " ipproto udp dport " + std::to_string(kRulePort) +
        " lookup 100");
+  ASSERT_TRUE(settle([&] { return view_->route_generation() != gen; })) << "rule not seen";
   EXPECT_EQ(route(to(fam().b, kRulePort, fam().a)), -EHOSTUNREACH);
   Route r;
   ASSERT_EQ(route(to(fam().b, kPort, fam().a), &r), 0);
   EXPECT_EQ(r.ifindex, ifindex_);
   ASSERT_EQ(route(to(fam().b, kRulePort), &r), 0);  // unbound: not "from a"
   EXPECT_EQ(r.prefsrc, ip(fam().a));
+}
+
+// Without a rule on ports, flows that differ only in their ports share
+// one answer (one question to the kernel); once a rule matches on a port,
+// each port is asked on its own.
+TEST_P(NetlinkViewTest, PortsKeyTheAnswersOnlyWhileARuleUsesThem) {
+  const uint64_t before = view_->counters().route_queries;
+  ASSERT_EQ(route(to(fam().b, kPort)), 0);
+  ASSERT_EQ(route(to(fam().b, kPort + 1)), 0);
+  EXPECT_EQ(view_->counters().route_queries, before + 1);
+  const uint64_t gen = view_->route_generation();
+  ip_a(std::string("rule add ipproto tcp sport ") + std::to_string(kRulePort) + " lookup main");
+  ASSERT_TRUE(settle([&] { return view_->route_generation() != gen; })) << "rule not seen";
+  const uint64_t asked = view_->counters().route_queries;
+  ASSERT_EQ(route(to(fam().b, kPort)), 0);
+  ASSERT_EQ(route(to(fam().b, kPort + 1)), 0);
+  EXPECT_EQ(view_->counters().route_queries, asked + 2);
 }
 
 TEST_P(NetlinkViewTest, RoutesAddedAndDeletedLaterChangeTheAnswer) {

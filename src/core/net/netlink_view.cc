@@ -1,5 +1,6 @@
 #include "core/net/netlink_view.h"
 
+#include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -66,7 +67,22 @@ NetlinkView::Counters NetlinkView::counters() const {
   return counters_;
 }
 
+int NetlinkView::rules_use_ports() {
+  bool ports = false;
+  std::lock_guard<std::mutex> q(query_mu_);
+  fib_rule_hdr* frh;
+  const int rc =
+      query_->request(query_->start(RTM_GETRULE, NLM_F_DUMP, &frh), [&ports](const nlmsghdr* m) {
+        if (m->nlmsg_type != RTM_NEWRULE) return;
+        const nlattr* tb[FRA_MAX + 1] = {};
+        netlink_attrs(m, sizeof(fib_rule_hdr), tb, FRA_MAX);
+        if (tb[FRA_SPORT_RANGE] || tb[FRA_DPORT_RANGE]) ports = true;
+      });
+  return rc ? rc : ports;
+}
+
 int NetlinkView::resync() {
+  const int ports = rules_use_ports();
   LinkTable fresh;
   {
     std::lock_guard<std::mutex> q(query_mu_);
@@ -79,6 +95,7 @@ int NetlinkView::resync() {
   }
   std::lock_guard<std::mutex> g(mu_);
   links_ = std::move(fresh);
+  ports_in_rules_ = ports != 0;  // a failed dump: as if they did
   // Neighbours are asked for again one by one as they are needed.
   neigh_.clear();
   routes_.clear();
@@ -94,7 +111,16 @@ int NetlinkView::process_events() {
   // them, then read everything again, so the newest word wins.
   while ((rc = events_->drain([this](const nlmsghdr* m) { apply(m); })) == -ENOBUFS) lost = true;
   if (rc) return rc;
+  if (rules_changed_ && !lost) {  // the rules read again: do ports matter now?
+    rules_changed_ = false;
+    const int ports = rules_use_ports();
+    std::lock_guard<std::mutex> g(mu_);
+    ports_in_rules_ = ports != 0;
+    routes_.clear();
+    route_gen_++;
+  }
   if (lost) {
+    rules_changed_ = false;
     SS_INFO(
         "netlink: change events were lost (ENOBUFS); reading routes, links and addresses again");
     return resync();
@@ -111,6 +137,8 @@ void NetlinkView::apply(const nlmsghdr* nlh) {
     case RTM_DELROUTE:
     case RTM_NEWRULE:
     case RTM_DELRULE:
+      rules_changed_ = true;
+      ports_in_rules_ = true;  // until the rules are read again
       break;
     default:
       if (!links) return;
@@ -123,9 +151,11 @@ void NetlinkView::apply(const nlmsghdr* nlh) {
 
 int NetlinkView::route(const Flow& f, Route* out) {
   uint64_t gen;
+  Flow key = f;
   {
     std::lock_guard<std::mutex> g(mu_);
-    auto it = routes_.find(f);
+    if (!ports_in_rules_) key.sport = key.dport = 0;
+    auto it = routes_.find(key);
     if (it != routes_.end()) {
       if (!it->second.err) *out = it->second.route;
       return it->second.err;
@@ -138,13 +168,14 @@ int NetlinkView::route(const Flow& f, Route* out) {
     a.err = query_route(*query_, f, &a.route);
   }
   std::lock_guard<std::mutex> g(mu_);
+  counters_.route_queries++;
   if (!a.err && !a.route.mtu)
     if (const Link* l = links_.find(a.route.ifindex)) a.route.mtu = l->mtu;
   // A change applied while the kernel answered may have made it old:
   // return it, but do not keep it.
   if (gen == route_gen_ && is_route_answer(a.err)) {
     if (routes_.size() >= kMaxRoutes) routes_.clear();
-    routes_[f] = a;
+    routes_[key] = a;
   }
   if (!a.err) *out = a.route;
   return a.err;

@@ -73,6 +73,7 @@ class NetlinkView {
   // What was done so far, for tests and statistics.
   struct Counters {
     uint64_t resyncs = 0;           // caches read again after lost events
+    uint64_t route_queries = 0;     // route answers asked of the kernel
     uint64_t resolve_netlink = 0;   // next hops handed to the kernel by NTF_USE
     uint64_t resolve_datagram = 0;  // ... by a zero-length UDP datagram
   };
@@ -81,6 +82,10 @@ class NetlinkView {
  private:
   explicit NetlinkView(const Options& opts);
   int resync();
+  // Whether any policy rule matches on a port (a dump of the rules):
+  // true, or false, or -errno when the kernel could not be asked.
+  int rules_use_ports();
+  bool rules_changed_ = false;  // process_events' thread only
   void apply(const nlmsghdr* nlh);
   int ask_neighbour(const NeighKey& k, NeighEntry* out);
   void kick(const NeighKey& k);
@@ -101,7 +106,10 @@ class NetlinkView {
   mutable std::mutex mu_;  // everything below
   LinkTable links_;
   NeighTable neigh_;
+  // Keyed without the ports while no policy rule matches on ports: a
+  // server's connections from many ports share one answer.
   std::map<Flow, RouteAnswer> routes_;
+  bool ports_in_rules_ = true;  // until a dump of the rules says otherwise
   // Moves with every route-relevant event (written under mu_).
   std::atomic<uint64_t> route_gen_{0};
   Counters counters_;
