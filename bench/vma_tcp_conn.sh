@@ -10,7 +10,10 @@
 # and nginx's master forking 2 workers (their listener is the master's,
 # which goes back to the kernel when a worker looks at it: that row is
 # expected NOT-OFFLOADED). A run under the preload whose A kernel moved
-# 5 TCP segments or more is marked NOT-OFFLOADED.
+# 5 TCP segments or more is marked NOT-OFFLOADED. Each measurement takes
+# a port of its own: the connections of earlier ones wait in TIME-WAIT on
+# either side (wrk often closes before libvma.so's nginx does), and B
+# reuses its ports in TIME-WAIT (tcp_tw_reuse).
 #
 #   cd build && sudo bash ../bench/vma_tcp_conn.sh      (root: namespaces, XDP)
 set -u
@@ -25,26 +28,30 @@ for p in nginx wrk; do
   command -v $p >/dev/null || skip "$p not found"
 done
 vma_pair "$A" "$Z" va vb "$IPA/24" "$IPB/24"
+ip netns exec "$Z" sysctl -qw net.ipv4.tcp_tw_reuse=1 || skip "net.ipv4.tcp_tw_reuse refused"
 mac=$(ip -n "$Z" -br link show vb | awk '{print $3}')
 ip -n "$A" neigh replace $IPB lladdr "$mac" dev va nud permanent
 export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 mkdir -p "$T/www" && head -c 4096 /dev/urandom >"$T/www/f"
 chmod -R a+rX "$T"
+: >"$T/ports"
 
 # One measurement, "REQUESTS/S NOTE": nginx in A with WORKERS (0: one
 # process), on the kernel (ON 0) or offloaded (1).
 nginx_rate() {  # nginx_rate ON WORKERS
-  local on=$1 workers=$2 pre=() before v moved
+  local on=$1 workers=$2 pre=() before v moved port
   [ "$on" = 1 ] && pre=(env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1)
+  port=$((8090 + $(wc -l <"$T/ports")))
+  echo $port >>"$T/ports"
   rm -rf "$T/ngx"
-  nginx_conf "$T/ngx" 8090 "$T/www" "$IPA" "$workers"
+  nginx_conf "$T/ngx" $port "$T/www" "$IPA" "$workers"
   ip netns exec "$A" "${pre[@]}" nginx -e "$T/ngx/error.log" -c "$T/ngx/nginx.conf" -p "$T/ngx" \
     >/dev/null 2>&1 &
   local srv=$!
-  for _ in $(seq 50); do ip netns exec "$A" ss -Hltn 'sport = :8090' | grep -q . && break; sleep 0.1; done
+  for _ in $(seq 50); do ip netns exec "$A" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.1; done
   before=$(kernel_tcp)
   v=$(ip netns exec "$Z" timeout 60 wrk -t 1 -c "$CONNS" -d "${TIME}s" -H 'Connection: close' \
-    "http://$IPA:8090/f" 2>/dev/null | awk '/^Requests\/sec/ {printf "%.0f", $2}')
+    "http://$IPA:$port/f" 2>/dev/null | awk '/^Requests\/sec/ {printf "%.0f", $2}')
   moved=$(($(kernel_tcp) - before))
   kill "$srv" 2>/dev/null
   wait "$srv" 2>/dev/null

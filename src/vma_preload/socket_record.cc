@@ -313,7 +313,7 @@ void SocketRecord::before_last_close() {
     if (tcp_forks_ != forks_so_far() && hand_tcp_locked("closed here after a fork")) return;
   }
   t->keep_port(fd);
-  t->linger(fd);
+  t->begin_close(fd);
 }
 
 void SocketRecord::before_exit() {

@@ -250,6 +250,10 @@ int TcpListen::wait_set(int fd) {
   return wait_fd_ = ep;
 }
 
+namespace {
+constexpr uint8_t kLegJoined = 1, kLegAsleep = 2;  // wait_target's, by leg, for after_wait
+}  // namespace
+
 WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   if (readiness(fd, events)) return WaitTarget{};  // kReady
   WaitTarget t;
@@ -275,7 +279,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
       unkicked = true;
       continue;
     }
-    (*joined)[i] = 1;
+    (*joined)[i] = kLegJoined;
     t.kick_fd = kick;
   }
   // Joined, then looked again: a handshake completed meanwhile kicked nobody.
@@ -285,6 +289,16 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
     for (size_t i = 0; i < legs_.size(); i++)
       if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, false);
     return WaitTarget{};
+  }
+  // Asleep on the rings (once a netdev): vma-tcp leaves them to this sleep
+  // (ring_turn.h), which the rings' descriptors in the set wake.
+  for (size_t i = 0; i < legs_.size(); i++) {
+    const auto first = std::find_if(legs_.begin(), legs_.end(),
+                                    [&](const Leg& l) { return l.rings == legs_[i].rings; });
+    if (static_cast<size_t>(first - legs_.begin()) != i)
+      continue;  // that netdev's sleep is counted
+    legs_[i].rings->turn.enter_sleep();
+    (*joined)[i] |= kLegAsleep;
   }
   if (unkicked && (*sleep_ms < 0 || *sleep_ms > 10)) *sleep_ms = 10;
   uint64_t due = UINT64_MAX, now = 0;
@@ -304,8 +318,10 @@ void TcpListen::after_wait(const WaitTarget& armed) {
   std::unique_ptr<std::vector<uint8_t>> joined(reinterpret_cast<std::vector<uint8_t>*>(armed.tag));
   pollfd p{armed.kick_fd, POLLIN, 0};
   const bool kicked = p.fd >= 0 && real().poll(&p, 1, 0) == 1;
-  for (size_t i = 0; i < legs_.size(); i++)
-    if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
+  for (size_t i = 0; i < legs_.size(); i++) {
+    if ((*joined)[i] & kLegJoined) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
+    if (((*joined)[i] & kLegAsleep) && legs_[i].rings->turn.leave_sleep()) tcp_wake_service();
+  }
 }
 
 void TcpListen::set_option(net::tcp::Option o, int64_t value) {

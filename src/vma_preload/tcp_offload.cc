@@ -463,19 +463,22 @@ int TcpOffload::hand_to_kernel(int fd) {
   return 0;
 }
 
-void TcpOffload::linger(int fd) {
+void TcpOffload::begin_close(int fd) {
   ::linger l{};
   socklen_t len = sizeof l;
-  if (real().getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) < 0 || !l.l_onoff) return;
-  if (l.l_linger <= 0) {
+  if (real().getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) < 0) l.l_onoff = 0;
+  if (l.l_onoff && l.l_linger <= 0) {
     abort_at_close_.store(true, std::memory_order_relaxed);
     return;
   }
   net::tcp::Stack& st = *rings_->tcp;
   progress();
   uint8_t unread;
-  if (st.recv(sock_, {&unread, 1}, /*peek=*/true) > 0) return;
-  if (st.shutdown_write(sock_) < 0) return;
+  if (st.recv(sock_, {&unread, 1}, /*peek=*/true) > 0) return;  // the close resets
+  // The FIN goes now, as the kernel's close sends it, not after the
+  // bookkeeping before the last reference goes: a peer that read its
+  // answer must not close first (its port would then wait in TIME-WAIT).
+  if (st.shutdown_write(sock_) < 0 || !l.l_onoff) return;
   const auto fin_acked = [&] {
     const State s = st.state(sock_);
     return s != State::kFinWait1 && s != State::kClosing && s != State::kLastAck;

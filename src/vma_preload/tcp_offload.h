@@ -95,12 +95,12 @@ class TcpOffload {
   // linger's {1, 0}); the stack finishes the connection, and lets the port
   // go when it is done.
   ~TcpOffload();
-  // close(2) under fd's SO_LINGER, before the descriptor goes (Linux's
-  // semantics): {1, 0} makes the close reset the connection; {1, T} sends
-  // the FIN after what is queued and waits up to T seconds for the peer
-  // to acknowledge it all, blocking or not (with unread data the close
-  // resets at once instead, and nothing waits).
-  void linger(int fd);
+  // close(2) of the last descriptor, before it goes, under fd's SO_LINGER
+  // (Linux's semantics): {1, 0} makes the close reset the connection;
+  // otherwise the FIN goes now after what is queued, and {1, T} waits up
+  // to T seconds for the peer to acknowledge it all, blocking or not
+  // (with unread data the close resets at once instead, and nothing waits).
+  void begin_close(int fd);
   // close(2) of fd, before the descriptor goes: a connect's port stays
   // taken until the stack frees the connection, on a duplicate made now
   // (port_holds.h; while open, the program's descriptor is the
