@@ -1,27 +1,24 @@
-// No exception crosses the C ABI (the project's rule; librsocket's edge()
-// is the same idea for its -errno internals): a preload's own work either
+// No exception crosses the C ABI (core/base/exception_errno.h; librsocket's
+// edge() is the same for its -errno internals): a preload's own work either
 // fails its call with -1/errno or, beside a libc call that already
 // succeeded, is given up with one warning, the socket left to the kernel
 // unrecorded.
 #pragma once
 #include <cerrno>
-#include <new>
 
+#include "core/base/exception_errno.h"
 #include "core/base/log.h"
 #include "interpose/signal_count.h"
 
 namespace ss::interpose {
 
-// f's result (a count, or -1 and errno), or -1 with ENOMEM (EIO for any
-// exception but bad_alloc).
+// f's result (a count, or -1 and errno), or -1 with the errno of what f threw.
 template <class F>
 int edge(F&& f) noexcept {
   try {
     return f();
-  } catch (const std::bad_alloc&) {
-    errno = ENOMEM;
   } catch (...) {
-    errno = EIO;
+    errno = current_exception_errno();
   }
   return -1;
 }

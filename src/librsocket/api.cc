@@ -10,12 +10,11 @@
 #include <cstdarg>
 #include <cstring>
 #include <cxxabi.h>
-#include <new>
-#include <stdexcept>
-#include <system_error>
+#include <exception>
 #include <utility>
 
 #include "include/rdma/rsocket.h"
+#include "core/base/exception_errno.h"
 #include "core/base/fd_table.h"
 #include "core/base/msghdr_of.h"
 #include "core/base/sanitizer.h"
@@ -38,8 +37,7 @@ namespace {
 // Every call's one way out: BODY returns a count or -errno, the caller gets
 // that count, or -1 and errno. Nothing inside throws on purpose, but `new`,
 // std::vector and std::thread may: their exceptions stop here as the errno
-// they stand for. Any other exception is a bug: a noexcept call turns it
-// into std::terminate rather than an unwind into C code.
+// they stand for (core/base/exception_errno.h).
 //
 // The calls that block are cancellation points, as their socket calls are:
 // pthread_cancel of a thread sleeping in one unwinds it (glibc's forced
@@ -55,17 +53,16 @@ auto edge(Body&& body) noexcept(C == Cancel::kNo) -> decltype(body()) {
   T rc;
   try {
     rc = body();
+  } catch (abi::__forced_unwind&) {  // a cancellation goes on unwinding
+    if constexpr (C == Cancel::kPoint) {
 #ifdef SS_ASAN
-  } catch (abi::__forced_unwind&) {  // a cancellation: ASan does not see its unwind
-    ss::asan_forced_unwind();
-    throw;
+      ss::asan_forced_unwind();  // ASan does not see its unwind
 #endif
-  } catch (const std::bad_alloc&) {
-    rc = -ENOMEM;
-  } catch (const std::length_error&) {  // a size no allocation can hold
-    rc = -ENOMEM;
-  } catch (const std::system_error& e) {  // std::thread, std::mutex: an errno value
-    rc = -(e.code().value() > 0 ? e.code().value() : EIO);
+      throw;
+    }
+    std::terminate();  // not a cancellation point: as the noexcept would
+  } catch (...) {
+    rc = -ss::current_exception_errno();
   }
   if (rc < 0) {
     errno = static_cast<int>(-rc);

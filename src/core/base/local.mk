@@ -15,6 +15,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/epoll_set.cc \
 	src/core/base/epoll_set.h \
 	src/core/base/errno_guard.h \
+	src/core/base/exception_errno.h \
 	src/core/base/fd_passing.cc \
 	src/core/base/fd_passing.h \
 	src/core/base/fd_spare.cc \
@@ -60,6 +61,7 @@ core_unit_tests_SOURCES += \
 	tests/core/base_fd_spare_test.cc \
 	tests/core/base_process_share_test.cc \
 	tests/core/base_sandbox_test.cc \
+	tests/core/base_exception_errno_test.cc \
 	tests/core/base_fd_table_test.cc \
 	tests/core/base_interruptible_poll_test.cc \
 	tests/core/base_log_test.cc \
