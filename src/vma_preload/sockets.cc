@@ -244,5 +244,14 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       return vp::ip_setsockopt(*s, level, name, val, len);
+  // A listener's SO_LINGER: its connections take it (options_to_inherit).
+  if (level == SOL_SOCKET && name == SO_LINGER &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+    if (const auto rec = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
+      if (vp::TcpListen* l = rec->listening()) {
+        const int r = real().setsockopt(fd, level, name, val, len);
+        if (r == 0) l->options_changed();
+        return r;
+      }
   return real().setsockopt(fd, level, name, val, len);
 }

@@ -324,11 +324,13 @@ void TcpListen::after_wait(const WaitTarget& armed) {
   }
 }
 
+void TcpListen::options_changed() {
+  std::lock_guard lock(mu_);
+  inherit_.reset();  // read again at the next accept
+}
+
 void TcpListen::set_option(net::tcp::Option o, int64_t value) {
-  {
-    std::lock_guard lock(mu_);
-    inherit_.reset();  // read again at the next accept
-  }
+  options_changed();
   for (const Leg& l : legs_) l.rings->tcp->set_option(l.sock, o, value);
 }
 

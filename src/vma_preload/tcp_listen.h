@@ -53,6 +53,8 @@ class TcpListen {
   // setsockopt on the listener after listen: the connections it accepts
   // from now take it, as Linux's accepted sockets take the listener's.
   void set_option(net::tcp::Option o, int64_t value);
+  // An option its connections take changed on the kernel socket.
+  void options_changed();
 
  private:
   struct Leg {

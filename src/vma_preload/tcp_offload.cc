@@ -257,27 +257,39 @@ bool tcp_option_of(int fd, int level, int name, int v, net::tcp::Option* o, int6
   return false;
 }
 
+namespace {
+KeptOption int_option(const OptionRow& r, int v) {
+  KeptOption o{r.level, r.name, sizeof(int), {}};
+  o.value.i = v;
+  return o;
+}
+}  // namespace
+
 std::vector<KeptOption> options_to_inherit(int listener) {
   static const std::vector<KeptOption> defaults = [] {
     std::vector<KeptOption> d;
     const int fd = real().socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return d;  // every option is then copied
-    each_kept_option(fd, [&](const OptionRow& r, int v) { d.push_back({r.level, r.name, v}); });
+    each_kept_option(fd, [&](const OptionRow& r, int v) { d.push_back(int_option(r, v)); });
     real().close(fd);
     return d;
   }();
   std::vector<KeptOption> out;
   each_kept_option(listener, [&](const OptionRow& r, int v) {
     for (const KeptOption& d : defaults)
-      if (d.level == r.level && d.name == r.name && d.value == v) return;
-    out.push_back({r.level, r.name, v});
+      if (d.level == r.level && d.name == r.name && d.value.i == v) return;
+    out.push_back(int_option(r, v));
   });
+  KeptOption l{SOL_SOCKET, SO_LINGER, sizeof(::linger), {}};
+  socklen_t len = sizeof l.value.l;
+  if (real().getsockopt(listener, SOL_SOCKET, SO_LINGER, &l.value.l, &len) == 0 &&
+      l.value.l.l_onoff)
+    out.push_back(l);  // off, a new socket's default, needs nothing
   return out;
 }
 
 void set_kept_options(int fd, const std::vector<KeptOption>& options) {
-  for (const KeptOption& o : options)
-    real().setsockopt(fd, o.level, o.name, &o.value, sizeof o.value);
+  for (const KeptOption& o : options) real().setsockopt(fd, o.level, o.name, &o.value, o.len);
 }
 
 namespace {

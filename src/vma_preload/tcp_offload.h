@@ -71,9 +71,14 @@ net::tcp::Config tcp_config_of(int fd);
 bool tcp_option_of(int fd, int level, int name, int v, net::tcp::Option* o, int64_t* value);
 // Those options an accepted connection's new socket takes from its
 // listener's, as Linux's do: the listener's that differ from a new
-// socket's (read once a process), and setting them.
+// socket's (read once a process), SO_LINGER among them, and setting them.
 struct KeptOption {
-  int level, name, value;
+  int level, name;
+  socklen_t len;  // of an int, or of SO_LINGER's struct
+  union {
+    int i;
+    ::linger l;
+  } value;
 };
 std::vector<KeptOption> options_to_inherit(int listener);
 void set_kept_options(int fd, const std::vector<KeptOption>& options);

@@ -318,7 +318,7 @@ ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7001 1000
 wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
 segs=$(($(kernel_tcp) - seg0))
 has "$T/cl" "^echoed 1000000 ok" || bad=1
-has "$T/out" "^accepted nodelay 1 keepalive 1 keepidle 77$" || bad=1
+has "$T/out" "^accepted nodelay 1 keepalive 1 keepidle 77 linger 1 3$" || bad=1
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the rings with the listener's options, A's kernel moved $segs segments" $bad
 

@@ -1,7 +1,8 @@
 """vma_tcp.sh's kernel peer: listens on ADDR PORT, and for each of COUNT
 connections echoes everything until the client half-closes. With a 4th
-argument "options": TCP_NODELAY, SO_KEEPALIVE and TCP_KEEPIDLE 77 set on
-the listener, and each accepted connection's values printed (Linux's
+argument "options": TCP_NODELAY, SO_KEEPALIVE, TCP_KEEPIDLE 77 and
+SO_LINGER {1, 3} set on the listener (the last after listen), and each
+accepted connection's values printed (Linux's
 accepted sockets take their listener's). With "edge MARK" (COUNT 2): the
 listener in an edge-triggered epoll set; after the first connection's
 event a second wait, then MARK.second is made (the second client
@@ -9,6 +10,7 @@ connects) and a third wait: prints "edges N N N", the events each wait
 gave (Linux: 1 0 1, the unaccepted first connection raising no new
 edge)."""
 import socket
+import struct
 import sys
 
 
@@ -33,6 +35,8 @@ if __name__ == "__main__":
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 77)
     s.bind((addr, port))
     s.listen(4)
+    if options:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3))
     print("ready", flush=True)
     if len(sys.argv) > 5 and sys.argv[4] == "edge":
         import select
@@ -45,8 +49,10 @@ if __name__ == "__main__":
     for _ in range(count):
         c = s.accept()[0]
         if options:
-            print("accepted nodelay %d keepalive %d keepidle %d" % (
+            print("accepted nodelay %d keepalive %d keepidle %d linger %d %d" % ((
                 c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
                 c.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
-                c.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)), flush=True)
+                c.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)) +
+                struct.unpack("ii", c.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8))),
+                flush=True)
         echo_until_eof(c)
