@@ -1,6 +1,6 @@
 // Receive-buffer autotuning (rcv_buf_tuner.h): the receiver's round trip
-// from a window's arrival, the buffer grown to what a round trip read,
-// bounded, and kept where the reading does not speed up.
+// from a window's arrival (the least sample), the buffer grown to what a
+// round trip read, bounded, and kept where the reading does not speed up.
 #include "core/net/tcp/rcv_buf_tuner.h"
 
 #include <gtest/gtest.h>
@@ -24,8 +24,10 @@ TEST(RcvBufTuner, RoundTripIsTheTimeOneWindowTakes) {
   t.arrived(40000, 65536, 200);  // not there yet
   t.arrived(kMss + 65536, 65536, 400);
   EXPECT_EQ(t.rtt_us(), 300u);
-  t.arrived(200000, 65536, 1200);  // the next one, 800 us: smoothed by an eighth
-  EXPECT_EQ(t.rtt_us(), 300u - 300u / 8 + 800u / 8);
+  t.arrived(200000, 65536, 1200);  // the next one, 800 us (the sender paused): the least stays
+  EXPECT_EQ(t.rtt_us(), 300u);
+  t.arrived(200000 + 65536, 65536, 1300);  // 100 us: lower
+  EXPECT_EQ(t.rtt_us(), 100u);
 }
 
 TEST(RcvBufTuner, GrowsToTwiceARoundTripsReadsWithinItsBound) {

@@ -142,7 +142,7 @@ void Connection::establish(uint64_t now) {
   last_rcv_us_ = now;
   arm_keepalive(now);
   cc_ = make_congestion_control(cfg_.cc, mss_);
-  rcv_tuner_.start(rcv_nxt_, rcv_mss_, now);
+  rcv_tuner_.start(rcv_nxt_, cfg_.mss, now);
 }
 
 ssize_t Connection::send(std::span<const uint8_t> data, uint64_t now, bool keep_error) {

@@ -5,8 +5,8 @@
 //
 // The round trip a receiver sees is the time one window takes to arrive
 // (as Linux measures it without timestamps, ours being milliseconds):
-// a window-limited sender fills it once a round trip. Samples are smoothed
-// (an eighth each), so an early burst does not pin the estimate low.
+// a window-limited sender fills it once a round trip, one that pauses
+// takes longer, so the estimate is the least sample (Linux's too).
 #pragma once
 #include <cstdint>
 
@@ -15,8 +15,8 @@ namespace ss::net::tcp {
 class RcvBufTuner {
  public:
   // The connection is established with rcv_nxt; it starts as Linux does,
-  // from ten segments read a round trip.
-  void start(uint32_t rcv_nxt, uint32_t rcv_mss, uint64_t now);
+  // from ten segments (of the MSS we announced) read a round trip.
+  void start(uint32_t rcv_nxt, uint32_t adv_mss, uint64_t now);
   // In-order data moved rcv_nxt; rcv_wnd is the window the last ACK offered.
   void arrived(uint32_t rcv_nxt, uint32_t rcv_wnd, uint64_t now);
   // The program has read every byte before copied_seq. Returns the
@@ -28,7 +28,7 @@ class RcvBufTuner {
 
  private:
   bool started_ = false;
-  uint64_t rtt_us_ = 0;  // smoothed; 0 before the first sample
+  uint64_t rtt_us_ = 0;  // the least sample; 0 before the first
   bool sampling_ = false;
   uint32_t rtt_seq_ = 0;  // the window's right edge when the sample began
   uint64_t rtt_start_us_ = 0;
