@@ -24,8 +24,8 @@ struct RingDepth {
   size_t frames = 0;
   size_t frame_size = 0;
   size_t bytes() const { return frames * frame_size; }
-  // What the frames beyond the fill and tx rings hold (the program's share).
-  size_t spare_bytes() const { return (frames - fill - tx) * frame_size; }
+  // The frames beyond the fill and tx rings (the program's share).
+  size_t spare_frames() const { return frames - fill - tx; }
 };
 
 // From the two values (each within the settings' range, 1..32768).

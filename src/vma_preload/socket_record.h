@@ -98,7 +98,7 @@ struct SocketRecord final : Pollable {
   // only the kernel's listener can be shared by processes.
   TcpListen* listening() const { return usable(listen_); }
   // close(2) of its last descriptor, before the record goes: an offloaded
-  // connection's SO_LINGER (TcpOffload::linger); or, after a fork since the
+  // connection's FIN and SO_LINGER (TcpOffload::begin_close); or, after a fork since the
   // connection opened, its hand-over to the kernel socket, which a child
   // may still hold (Linux's close then leaves the connection to it).
   void before_last_close();

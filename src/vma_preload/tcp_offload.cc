@@ -223,11 +223,13 @@ net::tcp::Config tcp_config_of(int fd) {
   const auto rec = ss::FdTable::instance().get<SocketRecord>(fd, ss::FdKind::kVmaSocket);
   if (!rec || !rec->sndbuf_set.load(std::memory_order_relaxed))
     cfg.snd_buf_max = k.wmem_max;  // autotuned
-  // Autotuned, a connection's window bounded to half the program's share
-  // of a queue's frames, so that one slow reader cannot starve the rings.
+  // Autotuned, a connection's window bounded so that it pins at most half
+  // the program's share of a queue's frames (each held frame carries at
+  // least ReceiveQueue::kCoalesceBelow bytes): one slow reader cannot
+  // starve the rings.
   if (!rec || !rec->rcvbuf_set.load(std::memory_order_relaxed))
-    cfg.rcv_buf_max =
-        static_cast<uint32_t>(std::min<size_t>(k.rmem_max, ring_depth().spare_bytes() / 2));
+    cfg.rcv_buf_max = static_cast<uint32_t>(std::min<size_t>(
+        k.rmem_max, ring_depth().spare_frames() / 2 * net::tcp::ReceiveQueue::kCoalesceBelow));
   each_kept_option(
       fd, [&](const OptionRow& r, int v) { net::tcp::set_option(&cfg, r.o, option_value(r, v)); });
   cfg.nodelay = cfg.nodelay || settings::get(Id::kTcpNodelay);
@@ -490,6 +492,9 @@ void TcpOffload::begin_close(int fd) {
   // The FIN goes now, as the kernel's close sends it, not after the
   // bookkeeping before the last reference goes: a peer that read its
   // answer must not close first (its port would then wait in TIME-WAIT).
+  // Not while another thread is blocked in a send or recv: it keeps the
+  // connection open until it returns, as Linux's holds the file.
+  if (!l.l_onoff && waiting_.load() > 0) return;
   if (st.shutdown_write(sock_) < 0 || !l.l_onoff) return;
   const auto fin_acked = [&] {
     const State s = st.state(sock_);
@@ -516,6 +521,11 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
 
 template <class Ready>
 int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable) {
+  struct Waiting {
+    std::atomic<int>& n;
+    explicit Waiting(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
+    ~Waiting() { n.fetch_sub(1); }
+  } const waiting(waiting_);
   using clock = std::chrono::steady_clock;
   const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout_ms);
   net::tcp::Stack& st = *rings_->tcp;

@@ -229,7 +229,10 @@ class TcpOffload {
   int hold_fd_ = -1;
   std::atomic<bool> read_shut_{false};       // shutdown(SHUT_RD): receives give 0
   std::atomic<bool> abort_at_close_{false};  // SO_LINGER {1, 0}
-  std::atomic<bool> moved_{false};           // hand_to_kernel
+  // Threads inside wait_until (a blocked send or recv): Linux's close
+  // leaves their connection open until they return.
+  std::atomic<int> waiting_{0};
+  std::atomic<bool> moved_{false};  // hand_to_kernel
   // Where connect(2) left the socket, as Linux's socket state: connecting
   // (open's SYN, until a connect call sees the attempt end), connected (a
   // later connect: EISCONN), unconnected (the attempt failed and a call
