@@ -61,6 +61,8 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
         continue;
       }
       l->legs_.push_back({r, s});
+      if (std::find(l->netdevs_.begin(), l->netdevs_.end(), r) == l->netdevs_.end())
+        l->netdevs_.push_back(r);
       tcp_serve_netdev(r);
     }
   }
@@ -81,25 +83,13 @@ TcpListen::~TcpListen() {
   if (wait_fd_ >= 0) real().close(wait_fd_);
 }
 
-std::vector<NetdevRings*> TcpListen::rings() const {
-  std::vector<NetdevRings*> out;
-  for (const Leg& l : legs_)
-    if (std::find(out.begin(), out.end(), l.rings) == out.end()) out.push_back(l.rings);
-  return out;
-}
-
 int TcpListen::auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len) {
   auto_accepting_.store(true, std::memory_order_relaxed);
   return take(fd, 0, nfd, reinterpret_cast<sockaddr*>(peer), len);
 }
 
 void TcpListen::progress() {
-  NetdevRings* last = nullptr;
-  for (const Leg& l : legs_) {
-    if (l.rings == last) continue;  // a dual listener's two legs share their rings
-    last = l.rings;
-    l.rings->program_look();
-  }
+  for (NetdevRings* r : netdevs_) r->program_look();
 }
 
 int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len) {
@@ -174,13 +164,11 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     if (real().poll(&k, 1, 0) == 1 || nb) return real().accept4(fd, addr, len, flags);
     // Asleep on the kernel listener, the rings and the legs' kick (this thread's eventfd).
     fds.assign(1, k);
-    NetdevRings* last = nullptr;
     uint64_t due = UINT64_MAX, now = 0;
-    for (const Leg& l : legs_) {
-      if (l.rings != last) l.rings->poll_fds(&fds);
-      last = l.rings;
-      due = std::min(due, l.rings->tcp->next_due());
-      now = l.rings->tcp->now();
+    for (NetdevRings* r : netdevs_) {
+      r->poll_fds(&fds);
+      due = std::min(due, r->tcp->next_due());
+      now = r->tcp->now();
     }
     const size_t kick_at = fds.size();
     std::vector<bool> joined(legs_.size());
@@ -201,7 +189,16 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     // Joined, then looked again: a connection that came meanwhile kicks.
     bool ready = false;
     for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
-    const int rc = ready ? 0 : interruptible_poll(fds.data(), fds.size(), ms, timeout < 0);
+    int rc = 0;
+    if (!ready) {
+      struct Asleep {  // left however the poll ends (a cancellation too)
+        TcpListen* l;
+        ~Asleep() { l->leave_ring_sleep(); }
+      };
+      enter_ring_sleep();
+      const Asleep asleep{this};
+      rc = interruptible_poll(fds.data(), fds.size(), ms, timeout < 0);
+    }
     const bool kicked = fds.size() > kick_at && (fds[kick_at].revents & POLLIN);
     for (size_t i = 0; i < legs_.size(); i++)
       if (joined[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
@@ -237,7 +234,7 @@ int TcpListen::wait_set(int fd) {
   const int ep = real().epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) return -1;
   std::vector<int> members{fd};
-  for (const Leg& l : legs_) members.push_back(l.rings->wait_fd());
+  for (NetdevRings* r : netdevs_) members.push_back(r->wait_fd());
   for (const int m : members) {
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -249,10 +246,6 @@ int TcpListen::wait_set(int fd) {
   }
   return wait_fd_ = ep;
 }
-
-namespace {
-constexpr uint8_t kLegJoined = 1, kLegAsleep = 2;  // wait_target's, by leg, for after_wait
-}  // namespace
 
 WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   if (readiness(fd, events)) return WaitTarget{};  // kReady
@@ -271,7 +264,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   // The legs this sleep joined, handed back to after_wait through the tag;
   // their kicks are this thread's one eventfd (kick.h), polled beside the
   // set, never in it: the set is every sleeping thread's.
-  auto joined = std::make_unique<std::vector<uint8_t>>(legs_.size(), 0);
+  auto joined = std::make_unique<std::vector<bool>>(legs_.size(), false);
   bool unkicked = false;
   for (size_t i = 0; i < legs_.size(); i++) {
     const int kick = legs_[i].rings->tcp->join_waiters(legs_[i].sock);
@@ -279,7 +272,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
       unkicked = true;
       continue;
     }
-    (*joined)[i] = kLegJoined;
+    (*joined)[i] = true;
     t.kick_fd = kick;
   }
   // Joined, then looked again: a handshake completed meanwhile kicked nobody.
@@ -290,16 +283,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
       if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, false);
     return WaitTarget{};
   }
-  // Asleep on the rings (once a netdev): vma-tcp leaves them to this sleep
-  // (ring_turn.h), which the rings' descriptors in the set wake.
-  for (size_t i = 0; i < legs_.size(); i++) {
-    const auto first = std::find_if(legs_.begin(), legs_.end(),
-                                    [&](const Leg& l) { return l.rings == legs_[i].rings; });
-    if (static_cast<size_t>(first - legs_.begin()) != i)
-      continue;  // that netdev's sleep is counted
-    legs_[i].rings->turn.enter_sleep();
-    (*joined)[i] |= kLegAsleep;
-  }
+  enter_ring_sleep();  // the set holds the rings' descriptors
   if (unkicked && (*sleep_ms < 0 || *sleep_ms > 10)) *sleep_ms = 10;
   uint64_t due = UINT64_MAX, now = 0;
   for (const Leg& l : legs_) {
@@ -315,13 +299,22 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
 
 void TcpListen::after_wait(const WaitTarget& armed) {
   if (!armed.tag) return;  // the kernel socket's target
-  std::unique_ptr<std::vector<uint8_t>> joined(reinterpret_cast<std::vector<uint8_t>*>(armed.tag));
+  std::unique_ptr<std::vector<bool>> joined(reinterpret_cast<std::vector<bool>*>(armed.tag));
   pollfd p{armed.kick_fd, POLLIN, 0};
   const bool kicked = p.fd >= 0 && real().poll(&p, 1, 0) == 1;
-  for (size_t i = 0; i < legs_.size(); i++) {
-    if ((*joined)[i] & kLegJoined) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
-    if (((*joined)[i] & kLegAsleep) && legs_[i].rings->turn.leave_sleep()) tcp_wake_service();
-  }
+  for (size_t i = 0; i < legs_.size(); i++)
+    if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
+  leave_ring_sleep();  // every tag comes from a sleep that entered it
+}
+
+void TcpListen::enter_ring_sleep() {
+  for (NetdevRings* r : netdevs_) r->turn.enter_sleep();
+}
+
+void TcpListen::leave_ring_sleep() {
+  bool wake = false;
+  for (NetdevRings* r : netdevs_) wake = r->turn.leave_sleep() || wake;
+  if (wake) tcp_wake_service();
 }
 
 void TcpListen::options_changed() {

@@ -38,8 +38,8 @@ class TcpListen {
   // socketXtreme's auto-accept (socketxtreme.cc): one connection of the
   // rings on a new descriptor (*nfd, blocking) and its peer: 0, or -EAGAIN.
   int auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len);
-  // The rings of its legs, each once (the ring descriptors).
-  std::vector<NetdevRings*> rings() const;
+  // The rings of its legs, each once (a dual listener's two legs share one).
+  const std::vector<NetdevRings*>& rings() const { return netdevs_; }
 
   // SocketRecord's Pollable: POLLIN while a connection waits here or in
   // the kernel listener; after arrivals(), with poll_rings false, as
@@ -69,10 +69,16 @@ class TcpListen {
   // The wait set (made at the first sleep): the kernel socket and every
   // netdev's rings. -1 when it cannot be made.
   int wait_set(int fd);
+  // This thread sleeps on every netdev's rings from enter to leave
+  // (ring_turn.h: vma-tcp leaves them to the sleep, which their
+  // descriptors wake); leave wakes vma-tcp when it parked for it.
+  void enter_ring_sleep();
+  void leave_ring_sleep();
 
   const int family_;
-  std::vector<Leg> legs_;
-  bool xtreme_ = false;  // joined the socketXtreme members
+  std::vector<Leg> legs_;              // fixed once made
+  std::vector<NetdevRings*> netdevs_;  // the legs' rings, each once
+  bool xtreme_ = false;                // joined the socketXtreme members
   std::atomic<bool> auto_accepting_{false};
   size_t next_leg_ = 0;  // mu_: the leg the next take starts at
   std::mutex mu_;
