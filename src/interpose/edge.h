@@ -14,7 +14,7 @@ namespace ss::interpose {
 
 // f's result (a count, or -1 and errno), or -1 with the errno of what f threw.
 template <class F>
-int edge(F&& f) noexcept {
+auto edge(F&& f) noexcept -> decltype(f()) {
   try {
     return f();
   } catch (...) {
@@ -24,9 +24,10 @@ int edge(F&& f) noexcept {
 }
 
 // edge() inside a BusyScope: a handler interrupting f is served by the
-// kernel (libvma's Extra API entries and the calls that keep its state).
+// kernel (the offloaded data paths, libvma's Extra API entries and the
+// calls that keep its state), never by the locks held there.
 template <class F>
-int edge_call(F&& f) noexcept {
+auto edge_call(F&& f) noexcept -> decltype(f()) {
   BusyScope busy;
   return edge(f);
 }

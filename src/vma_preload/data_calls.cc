@@ -43,37 +43,23 @@ std::shared_ptr<vp::SocketRecord> record(int fd) {
   return t.get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
 }
 
-// The offloaded paths' calls, no exception past them (edge.h), each
-// inside a BusyScope: a handler that interrupts it and calls the preload
-// is served by the kernel, never by the locks held here.
-template <class F>
-ssize_t guarded(F&& f) noexcept {
-  ss::interpose::BusyScope busy;
-  try {
-    return f();
-  } catch (...) {
-    errno = ENOMEM;
-    return -1;
-  }
-}
-
 ssize_t off_recv(vp::SocketRecord& s, msghdr* m, int flags) noexcept {
-  return guarded([&] { return s.offload()->recvmsg(s, m, flags); });
+  return ss::interpose::edge_call([&] { return s.offload()->recvmsg(s, m, flags); });
 }
 ssize_t off_send(vp::SocketRecord& s, const msghdr* m, int flags) noexcept {
-  return guarded([&] { return s.offload()->sendmsg(s, m, flags); });
+  return ss::interpose::edge_call([&] { return s.offload()->sendmsg(s, m, flags); });
 }
 // An offloaded TCP connection's (tcp_offload.h); the kernel socket's
 // once the connection was handed to it during the call.
 ssize_t tcp_recv(vp::TcpOffload& t, int fd, msghdr* m, int flags) noexcept {
   const msghdr as_given = *m;  // the call may have set its lengths
-  const ssize_t r = guarded([&] { return t.recvmsg(fd, m, flags); });
+  const ssize_t r = ss::interpose::edge_call([&] { return t.recvmsg(fd, m, flags); });
   if (r >= 0 || !t.moved()) return r;
   *m = as_given;
   return real().recvmsg(fd, m, flags);
 }
 ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) noexcept {
-  const ssize_t r = guarded([&] { return t.sendmsg(fd, m, flags); });
+  const ssize_t r = ss::interpose::edge_call([&] { return t.sendmsg(fd, m, flags); });
   return r < 0 && t.moved() ? real().sendmsg(fd, m, flags) : r;
 }
 
@@ -320,7 +306,7 @@ SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t cou
   const auto s = record(out);
   vp::TcpOffload* t = s ? s->tcp() : nullptr;
   if (!t) return real().sendfile(out, in_fd, offset, count);
-  return guarded([&] {
+  return ss::interpose::edge_call([&] {
     return ss::interpose::sendfile_copy(in_fd, offset, count, [&](const void* buf, size_t n) {
       iovec iov;
       const msghdr m = ss::one_buffer(&iov, buf, n, nullptr, 0);
