@@ -206,14 +206,21 @@ TEST_P(NetlinkViewTest, PolicyRulesSeeSourceAndPort) {
 }
 
 // Without a rule on ports, flows that differ only in their ports share
-// one answer (one question to the kernel); once a rule matches on a port,
-// each port is asked on its own.
+// one answer (one question to the kernel), also after a route changed;
+// once a rule matches on a port, each port is asked on its own.
 TEST_P(NetlinkViewTest, PortsKeyTheAnswersOnlyWhileARuleUsesThem) {
   const uint64_t before = view_->counters().route_queries;
   ASSERT_EQ(route(to(fam().b, kPort)), 0);
   ASSERT_EQ(route(to(fam().b, kPort + 1)), 0);
   EXPECT_EQ(view_->counters().route_queries, before + 1);
-  const uint64_t gen = view_->route_generation();
+  uint64_t gen = view_->route_generation();
+  ip_a(std::string("route add ") + fam().gw_net + " via " + fam().b);
+  ASSERT_TRUE(settle([&] { return view_->route_generation() != gen; })) << "route not seen";
+  const uint64_t routed = view_->counters().route_queries;
+  ASSERT_EQ(route(to(fam().b, kPort)), 0);
+  ASSERT_EQ(route(to(fam().b, kPort + 1)), 0);
+  EXPECT_EQ(view_->counters().route_queries, routed + 1) << "a route event keyed ports";
+  gen = view_->route_generation();
   ip_a(std::string("rule add ipproto tcp sport ") + std::to_string(kRulePort) + " lookup main");
   ASSERT_TRUE(settle([&] { return view_->route_generation() != gen; })) << "rule not seen";
   const uint64_t asked = view_->counters().route_queries;

@@ -67,7 +67,7 @@ NetlinkView::Counters NetlinkView::counters() const {
   return counters_;
 }
 
-int NetlinkView::rules_use_ports() {
+bool NetlinkView::rules_use_ports() {
   bool ports = false;
   std::lock_guard<std::mutex> q(query_mu_);
   fib_rule_hdr* frh;
@@ -78,11 +78,11 @@ int NetlinkView::rules_use_ports() {
         netlink_attrs(m, sizeof(fib_rule_hdr), tb, FRA_MAX);
         if (tb[FRA_SPORT_RANGE] || tb[FRA_DPORT_RANGE]) ports = true;
       });
-  return rc ? rc : ports;
+  return rc != 0 || ports;
 }
 
 int NetlinkView::resync() {
-  const int ports = rules_use_ports();
+  const bool ports = rules_use_ports();
   LinkTable fresh;
   {
     std::lock_guard<std::mutex> q(query_mu_);
@@ -95,7 +95,7 @@ int NetlinkView::resync() {
   }
   std::lock_guard<std::mutex> g(mu_);
   links_ = std::move(fresh);
-  ports_in_rules_ = ports != 0;  // a failed dump: as if they did
+  ports_in_rules_ = ports;
   // Neighbours are asked for again one by one as they are needed.
   neigh_.clear();
   routes_.clear();
@@ -113,9 +113,9 @@ int NetlinkView::process_events() {
   if (rc) return rc;
   if (rules_changed_ && !lost) {  // the rules read again: do ports matter now?
     rules_changed_ = false;
-    const int ports = rules_use_ports();
+    const bool ports = rules_use_ports();
     std::lock_guard<std::mutex> g(mu_);
-    ports_in_rules_ = ports != 0;
+    ports_in_rules_ = ports;
     routes_.clear();
     route_gen_++;
   }
@@ -135,6 +135,7 @@ void NetlinkView::apply(const nlmsghdr* nlh) {
   switch (nlh->nlmsg_type) {
     case RTM_NEWROUTE:
     case RTM_DELROUTE:
+      break;
     case RTM_NEWRULE:
     case RTM_DELRULE:
       rules_changed_ = true;

@@ -82,9 +82,9 @@ class NetlinkView {
  private:
   explicit NetlinkView(const Options& opts);
   int resync();
-  // Whether any policy rule matches on a port (a dump of the rules):
-  // true, or false, or -errno when the kernel could not be asked.
-  int rules_use_ports();
+  // Whether any policy rule matches on a port (a dump of the rules); true
+  // also when the kernel could not be asked.
+  bool rules_use_ports();
   bool rules_changed_ = false;  // process_events' thread only
   void apply(const nlmsghdr* nlh);
   int ask_neighbour(const NeighKey& k, NeighEntry* out);
