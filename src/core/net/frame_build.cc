@@ -1,7 +1,9 @@
 #include "core/net/frame_build.h"
 
+#include <pthread.h>
 #include <sys/random.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -99,15 +101,36 @@ ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload
   return len;
 }
 
+namespace {
+
+// Forks so far, as a fork child counts them: a generator seeded before
+// the last fork seeds again, so parent and child draw different starts.
+std::atomic<unsigned> g_forks{0};
+
+uint32_t random_seed() {
+  uint32_t seed = 1;
+  if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof seed)) seed = 1;
+  return seed ? seed : 1;
+}
+
+}  // namespace
+
 Ipv4IdSequence::Ipv4IdSequence() {
-  // A generator per thread, seeded once: a connection a second would
-  // otherwise cost a system call each. Best effort: a fixed seed only
-  // makes IDs guessable, as they were before Linux randomised them.
-  thread_local std::minstd_rand gen([] {
-    uint32_t seed = 1;
-    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof seed)) seed = 1;
-    return seed ? seed : 1;
-  }());
+  // A generator per thread, seeded once (and once after each fork): a
+  // connection a second would otherwise cost a system call each. Best
+  // effort: a fixed seed only makes IDs guessable, as they were before
+  // Linux randomised them.
+  static const bool counting = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_forks.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)counting;
+  thread_local std::minstd_rand gen(random_seed());
+  thread_local unsigned seeded_at = g_forks.load(std::memory_order_relaxed);
+  if (const unsigned forks = g_forks.load(std::memory_order_relaxed); forks != seeded_at) {
+    gen.seed(random_seed());
+    seeded_at = forks;
+  }
   last_ = static_cast<uint16_t>(gen() >> 8);
 }
 
