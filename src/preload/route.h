@@ -144,6 +144,9 @@ int set_fd_flags(int fd, int flags);
 // duplicated (a connect through one number could not move the others).
 void give_to_kernel(int fd);
 
+// Closes `fd` whatever it is (close, and dup2/dup3 over one of ours).
+int close_fd(int fd);
+
 // Listener `fd` becomes a plain kernel listener (with every duplicate): the table forgets it
 // and its rsocket listener closes with the Entry's last holder (an accept
 // in progress may hold it); `restore_blocking`: the program's O_NONBLOCK

@@ -19,8 +19,6 @@ extern "C" ssize_t write(int, const void*, size_t);
 
 namespace ss::preload {
 
-int close_fd(int fd);
-
 namespace {
 
 int fd_of(void* cookie) { return static_cast<int>(reinterpret_cast<intptr_t>(cookie)); }
