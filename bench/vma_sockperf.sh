@@ -74,7 +74,14 @@ run() {
   [ "$name" = busypoll ] && busy on
   ip netns exec "$Z" timeout $((TIME + 20)) "${senv[@]}" sockperf server "${TCPARG[@]}" -i $IPB \
     -p $PORT >"$T/$name.server" 2>&1 &
-  sleep 1
+  # The server's socket there first (a loaded machine starts it late).
+  local ss_args=(-Hlun)
+  [ "$TCP" = 1 ] && ss_args=(-Hltn)
+  for _ in $(seq 100); do
+    ip netns exec "$Z" ss "${ss_args[@]}" "sport = :$PORT" | grep -q . && break
+    sleep 0.1
+  done
+  sleep 0.2  # its warm-up reply path (sockperf answers once bound)
   ip netns exec "$A" timeout $((TIME + 15)) "${cenv[@]}" sockperf "$MODE" "${TCPARG[@]}" \
     -i $IPB -p $PORT -m 64 --time "$TIME" >"$T/$name.client" 2>&1
   pkill -f "sockperf server -i $IPB -p $PORT" 2>/dev/null
@@ -95,7 +102,9 @@ run() {
     fi
     grep -q "$mark" "$T/$name.$side" || note="$note NOT-OFFLOADED($side)"
   done
-  echo "$(pct 50.000) $(pct 99.000) $(pct 99.900) ${avg:-} ${note:-offload-ok}"
+  local p50 p99 p999
+  p50=$(pct 50.000) p99=$(pct 99.000) p999=$(pct 99.900)
+  echo "${p50:-none} ${p99:-none} ${p999:-none} ${avg:-none} ${note:-offload-ok}"
 }
 
 printf "sockperf %s %s, 64 B, %s s each, across veth (A -> B)\n" "$PROTO" "$MODE" "$TIME"
@@ -107,7 +116,7 @@ for cfg in "kernel:0:0:kernel sockets both ends" "busypoll:0:0:kernel, busy_read
   "both:1:1:both ends under libvma.so"; do
   IFS=: read -r name sp cp label <<<"$cfg"
   read -r p50 p99 p999 avg note < <(run "$name" "$sp" "$cp")
-  [ -z "$p50" ] && { printf "%-34s %8s  (sockperf failed: %s)\n" "$label" "fail" "$(tail -1 "$T/$name.client")"; continue; }
+  [ "$p50" = none ] && { printf "%-34s %8s  (sockperf failed: %s)\n" "$label" "fail" "$(tail -1 "$T/$name.client")"; continue; }
   [ "$name" = kernel ] && k50=$p50
   ratio=$(awk -v a="$p50" -v k="$k50" 'BEGIN { if (k > 0) printf "%.2fx", a / k; else print "-" }')
   [ "$sp$cp" = 00 ] && note=""
