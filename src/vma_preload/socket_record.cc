@@ -385,11 +385,12 @@ bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
     }
     return false;
   }
-  if (listen_owner_ && lend) {
+  if (listen_owner_) {
     // A TCP listener: the kernel's for good from now on (its queued
     // handshakes reset); the connections it gave out stay on the rings.
-    listen_.store(nullptr, std::memory_order_release);
-    listen_owner_.reset();
+    // The object stays for a parent thread still in accept or asleep on it.
+    if (!lend || !listen_.exchange(nullptr, std::memory_order_acq_rel)) return false;
+    listen_owner_->leave_rings();
     SS_INFO("listen fd %d: fork child %d accepts on it: the kernel listens for both from now on",
             fd, pid);
     return true;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <string>
 
 #include "core/base/fd_table.h"
@@ -81,6 +82,10 @@ TcpListen::~TcpListen() {
     for (NetdevRings* r : rings()) xtreme_tcp_leave(r, this);
   for (const Leg& l : legs_) l.rings->tcp->close(l.sock);
   if (wait_fd_ >= 0) real().close(wait_fd_);
+}
+
+void TcpListen::leave_rings() {
+  for (const Leg& l : legs_) l.rings->tcp->stop_listening(l.sock);
 }
 
 int TcpListen::auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len) {
@@ -171,11 +176,10 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       now = r->tcp->now();
     }
     const size_t kick_at = fds.size();
-    std::vector<bool> joined(legs_.size());
+    std::deque<net::tcp::ScopedWaiter> joined;  // left however the sleep ends
     bool unkicked = false;
-    for (size_t i = 0; i < legs_.size(); i++) {
-      const int kick = legs_[i].rings->tcp->join_waiters(legs_[i].sock);
-      joined[i] = kick >= 0;
+    for (const Leg& l : legs_) {
+      const int kick = joined.emplace_back(*l.rings->tcp, l.sock).kick;
       unkicked = unkicked || kick < 0;
       if (fds.size() == kick_at && kick >= 0) fds.push_back({kick, POLLIN, 0});  // the thread's one
     }
@@ -200,8 +204,7 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       rc = interruptible_poll(fds.data(), fds.size(), ms, timeout < 0);
     }
     const bool kicked = fds.size() > kick_at && (fds[kick_at].revents & POLLIN);
-    for (size_t i = 0; i < legs_.size(); i++)
-      if (joined[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
+    for (net::tcp::ScopedWaiter& w : joined) w.kicked = kicked;
     if (rc == -EINTR) {
       errno = EINTR;
       return -1;

@@ -548,13 +548,11 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
     spin.end();
     fds.clear();
     rings_->poll_fds(&fds);
-    const int kick = st.join_waiters(sock_);
-    if (kick >= 0) fds.push_back({kick, POLLIN, 0});
-    // Joined before this look: a change from now on kicks us.
-    if (ready()) {
-      if (kick >= 0) st.leave_waiters(sock_, false);
-      return 0;
-    }
+    // Joined before this look: a change from now on kicks us. Left however
+    // the sleep ends (a cancellation too).
+    net::tcp::ScopedWaiter joined(st, sock_);
+    if (joined.kick >= 0) fds.push_back({joined.kick, POLLIN, 0});
+    if (ready()) return 0;
     int ms = -1;
     if (timeout_ms >= 0) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now());
@@ -562,14 +560,15 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
     }
     const uint64_t due = st.next_due(), now = st.now();
     ms = shorter_ms(ms, ms_until(due, now));
-    if (kick < 0 && (ms < 0 || ms > 10)) ms = 10;  // no kick (out of descriptors): look often
+    // No kick (out of descriptors): look often.
+    if (joined.kick < 0 && (ms < 0 || ms > 10)) ms = 10;
     const bool timed_out = timeout_ms >= 0 && clock::now() >= end;
     int rc = 0;
     if (!timed_out) {
       const RingTurn::Sleep asleep(rings_->turn, tcp_wake_service);
       rc = interruptible_poll(fds.data(), fds.size(), ms, restartable);
     }
-    if (kick >= 0) st.leave_waiters(sock_, fds.back().revents & POLLIN);
+    if (joined.kick >= 0) joined.kicked = fds.back().revents & POLLIN;
     if (rc == -EINTR) return -EINTR;
     if (timed_out) return -EAGAIN;
   }

@@ -49,7 +49,9 @@
 #      the parent's close or the child's first call, and the child echoes
 #      a Linux client's 1 MB intact (IPv4 and IPv6; also when the child
 #      execs cat on it, as inetd); a client that connects and forks, or
-#      execs itself: the child's or new image's 2 MB echoed. PostgreSQL
+#      execs itself: the child's or new image's 2 MB echoed; a
+#      pre-forking server whose parent thread sleeps in accept when a
+#      child's first accept takes the listener to the kernel. PostgreSQL
 #      (a backend forked per connection) serves pgbench from B.
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
@@ -499,6 +501,23 @@ for how in connect reexec; do
     check "a client in A that connects on the rings and execs itself: handed to the kernel before the exec, the new image's 2 MB echoed intact" $bad
   fi
 done
+# A pre-forking server: a parent thread asleep in accept on the rings
+# while a fork child's first accept takes the listener to the kernel;
+# both serve Linux's clients after that, and neither crashes nor hangs.
+port=7018
+in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 4 prefork
+listening $port
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+for _ in 1 2 3 4; do
+  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 100000 >"$T/cl" 2>&1 || bad=1
+  has "$T/cl" "^echoed 100000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
+done
+wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+has "$T/out" "^prefork ok" || bad=1
+has "$T/err" "listen fd [0-9]+: fork child [0-9]+ accepts on it" || bad=1
+check "a pre-forking server in A, a parent thread asleep in accept: the listener goes to the kernel under it, $(sed -n 's/^prefork ok //p' "$T/out") connections served" $bad
 
 # (g2) PostgreSQL in A (its postmaster accepts, forks a backend and
 # closes its copy): each connection accepted on the rings goes to the

@@ -14,10 +14,17 @@ child did.
 ADDR PORT 1 connect: connects to an echo server at ADDR PORT, exchanges
 1000 bytes, forks, and closes its copy; the child sends 2 MB, half-closes
 and checks the echo ("child ok"). ADDR PORT 1 reexec: the same without
-the fork: the process execs itself with the connection ("after exec ok")."""
+the fork: the process execs itself with the connection ("after exec ok").
+
+ADDR PORT COUNT prefork: a server whose thread sleeps in accept while a
+fork child accepts on the same listener (the child's first accept takes
+the listener off the rings under the parent's sleeping accept); both
+echo until COUNT connections were served, then each is sent "stop" from
+here. Prints "prefork ok P C", the connections each served."""
 import os
 import socket
 import sys
+import threading
 import time
 
 from vma_tcp_client import start_reader
@@ -64,6 +71,52 @@ s = socket.socket(family, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((addr, port))
 s.listen(4)
+
+
+def serve(served):
+    """Blocking accepts, each connection echoed, until one says "stop"."""
+    while True:
+        c, _ = s.accept()
+        first = c.recv(4096)
+        if first == b"stop":
+            c.close()
+            return
+        c.sendall(first)
+        echo_until_eof(c)
+        served()
+
+
+if who == "prefork":
+    counts = [0, 0]
+    r, w = os.pipe()
+
+    def parent_served():
+        counts[0] += 1
+        os.write(w, b"p")
+
+    t = threading.Thread(target=serve, args=(parent_served,))
+    t.start()
+    time.sleep(0.3)  # the thread asleep in accept before the fork
+    pid = os.fork()
+    if pid == 0:
+        serve(lambda: os.write(w, b"c"))
+        os._exit(0)
+    print("ready", flush=True)
+    while counts[1] + counts[0] < count:
+        counts[1] += os.read(r, 1) == b"c"
+    child_done = False
+    for _ in range(20):  # a "stop" for each server; the kernel picks which
+        if child_done and not t.is_alive():
+            break
+        with socket.create_connection((addr, port), timeout=5) as c:
+            c.sendall(b"stop")
+        time.sleep(0.1)
+        child_done = child_done or os.waitpid(pid, os.WNOHANG)[0] == pid
+    t.join(5)
+    ok = child_done and not t.is_alive()
+    print("prefork", "ok" if ok else "failed", counts[0], counts[1], flush=True)
+    os._exit(not ok)
+
 print("ready", flush=True)
 children = []
 for _ in range(count):

@@ -708,6 +708,52 @@ TEST_F(TcpRing, LinuxClientTalksToOurListener) {
   tcp_->close(l);
 }
 
+// stop_listening takes a listener off the rings under a thread that may
+// still hold its handle: Linux's SYN then meets A's kernel, which has no
+// listener (refused); the handle stays good (accept -EAGAIN, events 0, a
+// waiter kicked) and a new listener takes the port at once. The old
+// handle's close then leaves the new one's steering alone: a client
+// connects to it.
+TEST_F(TcpRing, AStoppedListenerLeavesTheRingsAndKeepsItsHandle) {
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  const int kick = tcp_->join_waiters(l);
+  ASSERT_GE(kick, 0);
+  tcp_->stop_listening(l);
+  pollfd p{kick, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 1) << "the waiter was not kicked";
+  tcp_->leave_waiters(l, true);
+  auto connect_from_b = [&] {
+    const int fd = ns_->socket_in_b(SOCK_STREAM);
+    const timeval bound{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    const sockaddr_in to = sstest::inet(NetnsPair::kIpA, kOurPort);
+    const int r = connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0 ? 0 : errno;
+    close(fd);
+    return r;
+  };
+  std::atomic<int> err{-1};
+  std::thread refused([&] { err = connect_from_b(); });
+  pump_until([&] { return err >= 0; });
+  refused.join();
+  EXPECT_EQ(err.load(), ECONNREFUSED) << strerror(err);
+  Socket* c = nullptr;
+  EXPECT_EQ(tcp_->accept(l, &c, nullptr), -EAGAIN);
+  EXPECT_EQ(tcp_->events(l), 0);
+  Socket* again = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &again), 0);
+  tcp_->close(l);
+  err = -1;
+  std::thread served([&] { err = connect_from_b(); });
+  EXPECT_TRUE(pump_until([&] { return tcp_->accept(again, &c, nullptr) == 0; }));
+  pump_until([&] { return err >= 0; });
+  served.join();
+  EXPECT_EQ(err.load(), 0) << strerror(err);
+  if (c) tcp_->close(c, /*abort=*/true);
+  tcp_->close(again);
+}
+
 // The program's exit (close_at_exit): both connections it still holds
 // close as close() would, their handles kept (a send: EPIPE). Linux's end
 // reads each to the end of stream, then closes the first (ours goes to

@@ -64,6 +64,7 @@ class Socket {
   uint64_t changes = 0;
   bool touched = false;   // in Stack::touched_
   bool moved = false;     // handed over (hand_over): conn is null
+  bool stopped = false;   // a listener off the table and the steering (stop_listening)
   size_t last_queue = 0;  // a listener's accept queue at the last sweep
 };
 
@@ -520,10 +521,7 @@ void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
   auto it = sockets_.find(s);
   if (it == sockets_.end()) return;
   if (s->listener) {
-    s->listener->abort_all(clock_());
-    table_.unlisten(s->t.local, s->t.local_port);
-    unsteer_locked(s->flow);
-    std::erase(listeners_, s);
+    unlisten_locked(s);
   } else if (Open* o = open_of(s->conn)) {
     o->handle = nullptr;
     o->on_freed = std::move(on_freed);
@@ -539,6 +537,26 @@ void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
   sweep_locked();
   wake_touched_locked();
   check_due_locked();
+}
+
+void Stack::stop_listening(Socket* s) {
+  const Sending lock(this);
+  if (!sockets_.count(s) || !s->listener) return;
+  unlisten_locked(s);
+  s->waiters.wake();
+  sweep_locked();
+  wake_touched_locked();
+}
+
+void Stack::unlisten_locked(Socket* s) {
+  if (s->stopped) return;
+  s->stopped = true;
+  s->listener->abort_all(clock_());
+  table_.unlisten(s->t.local, s->t.local_port);
+  unsteer_locked(s->flow);
+  std::erase(listeners_, s);
+  if (s->touched) std::erase(touched_, s);
+  s->touched = false;
 }
 
 short Stack::events(Socket* s) {

@@ -136,6 +136,11 @@ class Stack final : public SegmentInput {
   // runs (under the stack's lock: the face lets go of the port's kernel
   // socket there).
   SS_API void close(Socket* s, bool abort = false, std::function<void()> on_freed = {});
+  // Takes listener s off the rings while other threads may still be in
+  // calls on it: its handshakes and unaccepted connections reset, its
+  // port no longer steered or matched; the handle stays valid (accept
+  // -EAGAIN, events 0) until close().
+  SS_API void stop_listening(Socket* s);
   // poll(2) events: POLLIN (data, end of stream, a connection to accept),
   // POLLOUT, POLLRDHUP, POLLHUP, POLLERR.
   SS_API short events(Socket* s);
@@ -212,6 +217,7 @@ class Stack final : public SegmentInput {
   int open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, ToKernel* why);
   int steer_locked(const prov::SteeredFlow& f);
   void unsteer_locked(const prov::SteeredFlow& f);
+  void unlisten_locked(Socket* s);  // a listener's part of close and stop_listening, once
   void drain_inbox_locked();
   void segment_locked(RxSegment& seg, uint64_t now);
   // A segment of a connection handed over lately: dropped, not reset.
@@ -263,6 +269,22 @@ class Stack final : public SegmentInput {
   std::vector<RxSegment> inbox_;  // inbox_mu_: enqueued, not drained yet
   StackCounters ctr_;
   std::unique_ptr<Outlet> out_;  // after ctr_: it counts there
+};
+
+// One sleep's place among socket s's waiters (Stack::join_waiters): left
+// however the sleep ends, a cancellation's unwind too; `kicked` is what
+// the sleep saw of the kick.
+struct ScopedWaiter {
+  ScopedWaiter(Stack& st, Socket* s) : stack(st), sock(s), kick(st.join_waiters(s)) {}
+  ~ScopedWaiter() {
+    if (kick >= 0) stack.leave_waiters(sock, kicked);
+  }
+  ScopedWaiter(const ScopedWaiter&) = delete;
+  ScopedWaiter& operator=(const ScopedWaiter&) = delete;
+  Stack& stack;
+  Socket* const sock;
+  const int kick;  // the thread's kick eventfd, or -errno (not joined)
+  bool kicked = false;
 };
 
 }  // namespace ss::net::tcp
