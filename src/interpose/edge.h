@@ -2,10 +2,14 @@
 // edge() is the same for its -errno internals): a preload's own work either
 // fails its call with -1/errno or, beside a libc call that already
 // succeeded, is given up with one warning, the socket left to the kernel
-// unrecorded.
+// unrecorded. A cancellation (core/base/cancel.h) goes on through edge()
+// and edge_call(): the libc calls they stand in for that wait are
+// cancellation points; a call that waits and is none (sendfile) holds
+// cancellation off (NoCancelScope).
 #pragma once
 #include <cerrno>
 
+#include "core/base/cancel.h"
 #include "core/base/exception_errno.h"
 #include "core/base/log.h"
 #include "interpose/signal_count.h"
@@ -14,9 +18,11 @@ namespace ss::interpose {
 
 // f's result (a count, or -1 and errno), or -1 with the errno of what f threw.
 template <class F>
-auto edge(F&& f) noexcept -> decltype(f()) {
+auto edge(F&& f) -> decltype(f()) {
   try {
     return f();
+  } catch (abi::__forced_unwind&) {
+    forced_unwind_onward<Cancel::kPoint>();
   } catch (...) {
     errno = current_exception_errno();
   }
@@ -27,7 +33,7 @@ auto edge(F&& f) noexcept -> decltype(f()) {
 // kernel (the offloaded data paths, libvma's Extra API entries and the
 // calls that keep its state), never by the locks held there.
 template <class F>
-auto edge_call(F&& f) noexcept -> decltype(f()) {
+auto edge_call(F&& f) -> decltype(f()) {
   BusyScope busy;
   return edge(f);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/base/cancel.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 
@@ -22,6 +23,7 @@ int sendfile_refuse_source(int in_fd, const off_t* offset) {
 ssize_t sendfile_copy(int in_fd, off_t* offset, size_t count,
                       const std::function<ssize_t(const void*, size_t)>& send) {
   if (sendfile_refuse_source(in_fd, offset)) return -1;
+  const NoCancelScope no_cancel;  // sendfile(2) is no cancellation point
   char buf[64 * 1024];
   size_t total = 0;
   while (total < count) {

@@ -17,7 +17,8 @@ namespace ss::interpose {
 int sendfile_refuse_source(int in_fd, const off_t* offset);
 
 // send(buf, n): bytes sent (fewer: the socket took no more now) or -1
-// with errno. Returns what sendfile(2) returns.
+// with errno. Returns what sendfile(2) returns. Its waits are no
+// cancellation points (core/base/cancel.h), as sendfile(2)'s.
 ssize_t sendfile_copy(int in_fd, off_t* offset, size_t count,
                       const std::function<ssize_t(const void*, size_t)>& send);
 

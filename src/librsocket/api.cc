@@ -9,15 +9,14 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
-#include <cxxabi.h>
 #include <exception>
 #include <utility>
 
 #include "include/rdma/rsocket.h"
+#include "core/base/cancel.h"
 #include "core/base/exception_errno.h"
 #include "core/base/fd_table.h"
 #include "core/base/msghdr_of.h"
-#include "core/base/sanitizer.h"
 #include "librsocket/dgram_dispatch.h"
 #include "librsocket/fork.h"
 #include "librsocket/poll.h"
@@ -39,13 +38,11 @@ namespace {
 // std::vector and std::thread may: their exceptions stop here as the errno
 // they stand for (core/base/exception_errno.h).
 //
-// The calls that block are cancellation points, as their socket calls are:
-// pthread_cancel of a thread sleeping in one unwinds it (glibc's forced
-// unwind, which no catch below takes), running our destructors on the way.
-// Those are not noexcept, exactly as glibc declares accept, connect, recv,
-// send, read, write, poll, select and close without __THROW: noexcept
-// would turn a cancellation into std::terminate of the whole program.
-enum class Cancel : bool { kNo = false, kPoint = true };
+// The calls that block are cancellation points, as their socket calls are
+// (core/base/cancel.h): not noexcept, exactly as glibc declares accept,
+// connect, recv, send, read, write, poll, select and close without
+// __THROW: noexcept would turn a cancellation into std::terminate.
+using ss::Cancel;
 
 template <Cancel C = Cancel::kNo, typename Body>
 auto edge(Body&& body) noexcept(C == Cancel::kNo) -> decltype(body()) {
@@ -53,14 +50,8 @@ auto edge(Body&& body) noexcept(C == Cancel::kNo) -> decltype(body()) {
   T rc;
   try {
     rc = body();
-  } catch (abi::__forced_unwind&) {  // a cancellation goes on unwinding
-    if constexpr (C == Cancel::kPoint) {
-#ifdef SS_ASAN
-      ss::asan_forced_unwind();  // ASan does not see its unwind
-#endif
-      throw;
-    }
-    std::terminate();  // not a cancellation point: as the noexcept would
+  } catch (abi::__forced_unwind&) {
+    ss::forced_unwind_onward<C>();
   } catch (...) {
     rc = -ss::current_exception_errno();
   }

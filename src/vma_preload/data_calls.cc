@@ -43,22 +43,22 @@ std::shared_ptr<vp::SocketRecord> record(int fd) {
   return t.get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
 }
 
-ssize_t off_recv(vp::SocketRecord& s, msghdr* m, int flags) noexcept {
+ssize_t off_recv(vp::SocketRecord& s, msghdr* m, int flags) {
   return ss::interpose::edge_call([&] { return s.offload()->recvmsg(s, m, flags); });
 }
-ssize_t off_send(vp::SocketRecord& s, const msghdr* m, int flags) noexcept {
+ssize_t off_send(vp::SocketRecord& s, const msghdr* m, int flags) {
   return ss::interpose::edge_call([&] { return s.offload()->sendmsg(s, m, flags); });
 }
 // An offloaded TCP connection's (tcp_offload.h); the kernel socket's
 // once the connection was handed to it during the call.
-ssize_t tcp_recv(vp::TcpOffload& t, int fd, msghdr* m, int flags) noexcept {
+ssize_t tcp_recv(vp::TcpOffload& t, int fd, msghdr* m, int flags) {
   const msghdr as_given = *m;  // the call may have set its lengths
   const ssize_t r = ss::interpose::edge_call([&] { return t.recvmsg(fd, m, flags); });
   if (r >= 0 || !t.moved()) return r;
   *m = as_given;
   return real().recvmsg(fd, m, flags);
 }
-ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) noexcept {
+ssize_t tcp_send(vp::TcpOffload& t, int fd, const msghdr* m, int flags) {
   const ssize_t r = ss::interpose::edge_call([&] { return t.sendmsg(fd, m, flags); });
   return r < 0 && t.moved() ? real().sendmsg(fd, m, flags) : r;
 }

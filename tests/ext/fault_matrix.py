@@ -42,8 +42,10 @@ IP_A, IP_B, NET = "10.227.0.1", "10.227.0.2", "10.227.0.0/24"
 STREAM_ROWS = ["kill-recv", "kill-recv-c", "exit-unclosed", "kill-send", "kill-connect",
                "kill-accept", "kill-poll", "kill-epoll", "rst-unread", "peer-close", "fork-exit",
                "shut-wr", "stop-cont", "sig-recv", "sig-send", "sig-accept", "sig-connect",
-               "sig-poll", "emfile", "rlimit-as", "netns-gone", "unreachable"]
-DGRAM_ROWS = ["u-kill-recv", "u-refused", "u-sig-recv", "u-emfile", "u-rlimit-as"]
+               "sig-poll", "cancel-recv", "cancel-accept", "cancel-poll", "cancel-epoll",
+               "emfile", "rlimit-as", "netns-gone", "unreachable"]
+DGRAM_ROWS = ["u-kill-recv", "u-refused", "u-sig-recv", "u-cancel-recv", "u-emfile",
+              "u-rlimit-as"]
 ROW_TEXT = {
     "kill-recv": "peer SIGKILLed, this side in recv",
     "kill-recv-c": "peer (the server) SIGKILLed, this side (the client) in recv",
@@ -63,6 +65,10 @@ ROW_TEXT = {
     "sig-accept": "signal without SA_RESTART in accept",
     "sig-connect": "signal without SA_RESTART in connect (peer's backlog full)",
     "sig-poll": "signal without SA_RESTART in poll",
+    "cancel-recv": "a thread of this side cancelled (pthread_cancel) in recv, then a wait again",
+    "cancel-accept": "a thread of this side cancelled in accept, then an accept again",
+    "cancel-poll": "a thread of this side cancelled in poll, then a wait again",
+    "cancel-epoll": "a thread of this side cancelled in epoll_wait, then a wait again",
     "emfile": "out of descriptors mid-stream",
     "rlimit-as": "RLIMIT_AS 32 MB above the process's size mid-stream (4 MB echoed)",
     "netns-gone": "peer's namespace deleted (its link first), this side in poll",
@@ -70,15 +76,16 @@ ROW_TEXT = {
     "u-kill-recv": "UDP: peer SIGKILLed, this side in poll",
     "u-refused": "UDP: connected, sending to a port nobody holds (ICMP)",
     "u-sig-recv": "UDP: signal without SA_RESTART in recv",
+    "u-cancel-recv": "UDP: a thread of this side cancelled in recv",
     "u-emfile": "UDP: out of descriptors, echoing 200 datagrams",
     "u-rlimit-as": "UDP: RLIMIT_AS 32 MB above, echoing 200 datagrams",
 }
 PEER_LISTENS = {"kill-recv-c", "kill-connect", "sig-connect", "u-refused"}
-NO_PEER = {"sig-accept", "u-refused", "u-sig-recv"}
+NO_PEER = {"sig-accept", "u-refused", "u-sig-recv", "u-cancel-recv"}
 NEEDS_VETH = {"netns-gone", "unreachable"}
 NO_CONNECTION = {"sig-accept"}
 # Faults whose peer starts only once the victim printed this (default: ready).
-PEER_AFTER = {"u-emfile": "full", "u-rlimit-as": "full"}
+PEER_AFTER = {"u-emfile": "full", "u-rlimit-as": "full", "cancel-accept": "cancelled"}
 NO_RLIMIT_AS_UNDER = ("asan",)  # sanitizers reserve terabytes of address space
 
 
@@ -366,8 +373,8 @@ class Matrix:
                 peer.signal(signal.SIGKILL)
             return
         if row in ("emfile", "rlimit-as", "rst-unread", "shut-wr", "peer-close", "fork-exit",
-                   "u-refused", "u-emfile", "u-rlimit-as"):
-            return
+                   "u-refused", "u-emfile", "u-rlimit-as") or "cancel-" in row:
+            return  # the victim's own doing
         if not victim.wait_line("blocking", 15):
             return
         time.sleep(0.3)  # in the call by now
@@ -448,7 +455,7 @@ def cell(m, row, col, kernel):
     if col.topo == "rxe" and not VERBS_IP:
         return ("not run here", None, "needs an RDMA device: the Soft-RoCE guest runs this column "
                                       "(tests/rxe/check.sh)")
-    if row == "kill-epoll" and col.rsocket:
+    if row in ("kill-epoll", "cancel-epoll") and col.rsocket:
         return ("n/a", None, "no epoll in the rsocket API")
     if row in NEEDS_VETH and col.topo != "veth":
         return ("n/a", None, "a same-host transport: no link or route to remove")

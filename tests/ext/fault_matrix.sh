@@ -2,16 +2,17 @@
 # The fault matrix (docs/status.md, issue 31): faults (a peer killed,
 # stopped, closing with unread data, its namespace deleted, the route to it
 # removed; this process out of descriptors or address space; a signal in
-# each blocking call) against each way a program reaches a connection:
-# Linux's TCP and UDP (the reference), the rsocket API on shm and tcp
-# (streams and datagrams), librspreload.so (TCP; its UDP is the
-# kernel's), libvma.so's TCP and UDP. tests/ext/fault_prog.c is every
-# cell's program, built twice (socket calls; upstream's <rdma/rsocket.h>
-# calls); fault_matrix.py runs the cells in namespaces it makes and
-# removes, prints the matrix and fails on any FAIL cell. Needs root
+# each blocking call, a thread cancelled in one) against each way a
+# program reaches a connection: Linux's TCP and UDP (the reference), the
+# rsocket API on shm and tcp (streams and datagrams), librspreload.so
+# (TCP; its UDP is the kernel's), libvma.so's TCP and UDP.
+# tests/ext/fault_prog.c is every cell's program, built twice (socket
+# calls; upstream's <rdma/rsocket.h> calls); fault_matrix.py runs the
+# cells in namespaces it makes and removes, prints the matrix and fails
+# on any FAIL cell. Needs root
 # (exit 77 otherwise). FAULT_ROWS/FAULT_COLS (comma lists) run a part;
 # FAULT_VERBS_IP runs the verbs column (an RDMA device's address).
-# Its minutes: about 2.5 (some 145 cells of 0.3-3 s: each fault waits for
+# Its minutes: about 3 (some 175 cells of 0.3-3 s: each fault waits for
 # its call to block, polls time out after 1-2 s; the route case waits for
 # TCP's retransmission).
 #
@@ -31,9 +32,9 @@ unset LD_PRELOAD VMA_TRACELEVEL SLIPSTREAM_PROVIDER
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-fault.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
 chmod 755 "$T"
-"$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$here" "$here/fault_prog.c" -o "$T/plain" \
+"$CC" -std=gnu11 -O2 -pthread -Wall -Wextra -Werror -I"$here" "$here/fault_prog.c" -o "$T/plain" \
   >"$T/cc.log" 2>&1 &&
-  "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -DFAULT_RSOCKET -I"$here" "$here/fault_prog.c" \
+  "$CC" -std=gnu11 -O2 -pthread -Wall -Wextra -Werror -DFAULT_RSOCKET -I"$here" "$here/fault_prog.c" \
     -o "$T/rs" -lrdmacm >>"$T/cc.log" 2>&1 ||
   { cat "$T/cc.log"; echo "ERROR: $name: fault_prog.c did not build"; exit 99; }
 # A whole run records the kernel's answers for the guest's verbs column

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,6 +101,7 @@ static void on_signal(int sig)
 
 static struct sockaddr_storage at;
 static socklen_t at_len;
+static int at_type = SOCK_STREAM; /* SOCK_DGRAM for the u- faults */
 
 static int listener(int type, int backlog)
 {
@@ -227,6 +229,70 @@ static void little_memory(void)
 		fclose(f);
 	struct rlimit r = {(rlim_t)(kb + 32 * 1024) * 1024, (rlim_t)(kb + 32 * 1024) * 1024};
 	setrlimit(RLIMIT_AS, &r);
+}
+
+/* cancel-*: a thread of this program blocks in CALL on fd and is
+ * cancelled (pthread_cancel; the calls are cancellation points): it ends
+ * (join: "canceled"), and the process, the descriptor and its connection
+ * go on. */
+struct blocked {
+	const char *call;
+	int fd;
+};
+
+static void *block_in(void *arg)
+{
+	const struct blocked *b = arg;
+	struct pollfd p = {b->fd, POLLIN, 0};
+
+	if (!strcmp(b->call, "recv"))
+		S(recv)(b->fd, chunk, sizeof chunk, 0);
+	else if (!strcmp(b->call, "accept"))
+		S(accept)(b->fd, NULL, NULL);
+	else if (!strcmp(b->call, "poll"))
+		S(poll)(&p, 1, -1);
+#ifndef FAULT_RSOCKET
+	else if (!strcmp(b->call, "epoll")) {
+		int ep = epoll_create1(0);
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = b->fd}, got;
+
+		epoll_ctl(ep, EPOLL_CTL_ADD, b->fd, &ev);
+		epoll_wait(ep, &got, 1, -1);
+	}
+#endif
+	return NULL;
+}
+
+static void cancel_blocked(const char *call, int fd)
+{
+	struct blocked b = {call, fd};
+	struct timespec t = {0, 300 * 1000 * 1000};
+	pthread_t th;
+	void *res = NULL;
+
+	if (pthread_create(&th, NULL, block_in, &b)) {
+		perror("pthread_create");
+		exit(3);
+	}
+	say("blocking");
+	nanosleep(&t, NULL); /* in the call by now */
+	pthread_cancel(th);
+	pthread_join(th, &res);
+	note_text("join=%s", res == PTHREAD_CANCELED ? "canceled" : "returned");
+	struct pollfd p = {fd, POLLIN | POLLOUT, 0};
+	int r = S(poll)(&p, 1, 0);
+	note_poll("poll", r, p.revents);
+	if (!strcmp(call, "accept")) { /* the next accept waits for the peer */
+		say("cancelled");
+		int c = S(accept)(fd, NULL, NULL);
+		note("accept", c < 0 ? -1 : 0);
+	} else if (at_type == SOCK_STREAM) { /* the peer echoes: a wait again */
+		note("send_all", send_all(fd, 100));
+		note("recv_all", recv_all(fd, 100));
+	} else {
+		note("send", S(send)(fd, chunk, 100, 0));
+	}
+	note("close", S(close)(fd));
 }
 
 static void victim(const char *fault)
@@ -443,6 +509,18 @@ static void victim(const char *fault)
 			say("blocking");
 			note("recv", S(recv)(u, chunk, sizeof chunk, 0));
 		}
+	} else if (!strncmp(fault, "cancel-", 7)) {
+#ifdef FAULT_RSOCKET
+		if (!strcmp(fault, "cancel-epoll")) {
+			fprintf(stderr, "no epoll in the rsocket API\n");
+			exit(2);
+		}
+#endif
+		int l = listener(SOCK_STREAM, 4);
+
+		cancel_blocked(fault + 7, strcmp(fault, "cancel-accept") ? accepted(l) : l);
+	} else if (!strcmp(fault, "u-cancel-recv")) {
+		cancel_blocked("recv", listener(SOCK_DGRAM, 0));
 	} else if (!strcmp(fault, "u-refused")) {
 		int u = connected(SOCK_DGRAM);
 
@@ -502,7 +580,8 @@ static void peer(const char *fault)
 		nanosleep(&ms, NULL);
 		S(close)(c); /* unread data: a reset */
 		say("closed");
-	} else if (!strcmp(fault, "fork-exit")) {
+	} else if (!strcmp(fault, "fork-exit") || !strcmp(fault, "cancel-recv") ||
+		   !strcmp(fault, "cancel-poll") || !strcmp(fault, "cancel-epoll")) {
 		int c = connected(SOCK_STREAM);
 		ssize_t k;
 
@@ -608,6 +687,8 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	at_len = make_addr(argv[3], (unsigned short)atoi(argv[4]), &at);
+	if (!strncmp(argv[2], "u-", 2))
+		at_type = SOCK_DGRAM;
 	if (!strcmp(argv[1], "victim"))
 		victim(argv[2]);
 	else

@@ -25,6 +25,11 @@ namespace ss {
 // RLIMIT_NOFILE, and a sleep over ten thousand sockets polls a few.
 class SleepSet {
  public:
+  SleepSet() = default;
+  // A sleep cancelled (pthread_cancel unwinds through it) still disarms.
+  ~SleepSet() { disarm(); }
+  SleepSet(const SleepSet&) = delete;
+  SleepSet& operator=(const SleepSet&) = delete;
   void clear() {
     waits_.clear();
     slot_of_.clear();
