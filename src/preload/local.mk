@@ -9,6 +9,8 @@ librspreload_la_SOURCES = \
 	src/preload/stats.cc \
 	src/preload/dup_calls.h \
 	src/preload/dup_calls.cc \
+	src/preload/socket_setup.h \
+	src/preload/listen_calls.cc \
 	src/preload/sockets.cc \
 	src/preload/data_calls.cc \
 	src/preload/sigpipe.h \

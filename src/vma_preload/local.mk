@@ -28,6 +28,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/netdev_rings.h \
 	src/vma_preload/netdev_rings.cc \
 	src/vma_preload/poll_face.cc \
+	src/vma_preload/listen_calls.cc \
 	src/vma_preload/sockets.cc \
 	src/vma_preload/start.h \
 	src/vma_preload/stats_file.h \

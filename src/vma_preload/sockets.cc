@@ -1,9 +1,10 @@
-// The socket calls of libvma.so's bookkeeping: socket, bind and close (the
-// decision, the vmastat block, the offloaded path at bind), getsockopt and
-// setsockopt (the Extra API and the SO_VMA_* options; IPPROTO_IP/IPV6
-// options of a recorded socket through udp_multicast.h); getsockname,
-// getpeername, shutdown and SO_ERROR of an offloaded TCP connection. The
-// data calls are data_calls.cc. glibc has no _chk variant of these.
+// The socket calls of libvma.so's bookkeeping (listen_calls.cc listens
+// and accepts): socket, bind and close (the decision, the vmastat block,
+// the offloaded path at bind), getsockopt and setsockopt (the Extra API
+// and the SO_VMA_* options; IPPROTO_IP/IPV6 options of a recorded socket
+// through udp_multicast.h); getsockname, getpeername, shutdown and
+// SO_ERROR of an offloaded TCP connection. The data calls are
+// data_calls.cc. glibc has no _chk variant of these.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -72,27 +73,6 @@ int tcp_name(int fd, bool peer, sockaddr* out, socklen_t* len) {
 }
 
 }  // namespace
-
-// listen: the kernel's first (same-host peers), then the rings'.
-SS_PRELOAD_EXPORT int listen(int fd, int backlog) {
-  const int r = real().listen(fd, backlog);
-  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
-    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
-      ss::interpose::edge_quiet("listen", fd, [&] { s->listen_tcp(backlog); });
-  return r;
-}
-
-SS_PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
-  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
-    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
-      if (vp::TcpListen* l = s->listening())
-        return ss::interpose::edge_call([&] { return l->accept(fd, addr, len, flags); });
-  return real().accept4(fd, addr, len, flags);
-}
-
-SS_PRELOAD_EXPORT int accept(int fd, sockaddr* addr, socklen_t* len) {
-  return accept4(fd, addr, len, 0);
-}
 
 SS_PRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) {
   return tcp_name(fd, false, addr, len);
