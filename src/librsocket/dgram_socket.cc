@@ -471,14 +471,15 @@ ssize_t DgramSocket::recv(msghdr* msg, int flags) {
       spin_until = now + std::chrono::microseconds(settings::get(settings::Id::kPollingTime));
     if (now < spin_until) continue;
     int ms = -1;
-    WaitTarget t = wait_target(POLLIN, &ms);
+    PollableSleep sleep(*this, POLLIN, &ms);
+    const WaitTarget& t = sleep.target;
     if (t.fd < 0) {  // became readable meanwhile, or no wait set could be made
       if (t.tag) return -static_cast<ssize_t>(t.tag);
       continue;
     }
     pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};
     int rc = interruptible_poll(p, 2, ms);
-    after_wait(t, t.kick_fd >= 0 && (p[1].revents & POLLIN));
+    sleep.kicked = t.kick_fd >= 0 && (p[1].revents & POLLIN);
     if (rc < 0) return rc;
   }
 }

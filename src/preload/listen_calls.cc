@@ -15,6 +15,7 @@
 #include "core/base/deadline.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
+#include "core/base/pollable.h"
 #include "interpose/dup_share.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -99,11 +100,12 @@ bool abandoned(int c) { return ss_rspreload_failed(c) == 1; }
 int sleep_until_readable(Entry& e, Deadline until) {
   int ms = -1;
   OwnCalls in;
-  WaitTarget t = e.wait_target(POLLIN, &ms);
+  PollableSleep sleep(e, POLLIN, &ms);
+  const WaitTarget& t = sleep.target;
   if (t.fd == WaitTarget::kReady) return 0;
   pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};
   int rc = interruptible_poll(p, 2, sleep_ms_until(until, ms));
-  e.after_wait(t, t.kick_fd >= 0 && (p[1].revents & POLLIN));
+  sleep.kicked = t.kick_fd >= 0 && (p[1].revents & POLLIN);
   return rc < 0 ? rc : 0;
 }
 

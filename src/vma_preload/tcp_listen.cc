@@ -153,9 +153,11 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     return -1;
   }
   using clock = std::chrono::steady_clock;
-  const bool nb = nonblocking(fd, 0);
-  const int timeout = rcv_timeout_ms(fd);  // SO_RCVTIMEO bounds accept too
-  const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout);
+  // Read at the first miss: an accept that finds a connection makes no
+  // syscall for them.
+  std::optional<bool> nb;
+  int timeout = -1;
+  clock::time_point end;
   std::vector<pollfd> fds;
   for (;;) {
     progress();
@@ -165,8 +167,13 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       errno = -r;
       return -1;
     }
+    if (!nb) {
+      nb = nonblocking(fd, 0);
+      timeout = rcv_timeout_ms(fd);  // SO_RCVTIMEO bounds accept too
+      end = clock::now() + std::chrono::milliseconds(timeout);
+    }
     pollfd k{fd, POLLIN, 0};
-    if (real().poll(&k, 1, 0) == 1 || nb) return real().accept4(fd, addr, len, flags);
+    if (real().poll(&k, 1, 0) == 1 || *nb) return real().accept4(fd, addr, len, flags);
     // Asleep on the kernel listener, the rings and the legs' kick (this thread's eventfd).
     fds.assign(1, k);
     uint64_t due = UINT64_MAX, now = 0;

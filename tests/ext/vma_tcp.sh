@@ -37,8 +37,8 @@
 #      server SIGKILLed with a connection open (the peer is reset by A's
 #      kernel, a new server takes the port on the rings), Python's echo
 #      server for a Linux client's 1 MB, Python's http.server for Linux's
-#      curl (20 MB); a libvma.conf tcp_server rule keeps a listener on the
-#      kernel.
+#      curl (20 MB); SO_RCVTIMEO bounds an accept on the rings; a
+#      libvma.conf tcp_server rule keeps a listener on the kernel.
 #  (e) redis-server in A, redis-benchmark from B (8 clients, SET and GET);
 #      memcached in A, memcslap from B; socat in A sending 20 MB to socat
 #      in B.
@@ -341,6 +341,26 @@ wait "${pids[-1]}" || bad=1
 wait "${pids[-2]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
 has "$T/out" "^edges 1 0 1$" || bad=1
 check "EPOLLET on a listener of the rings: an edge per connection, none while one waits unaccepted ($(grep edges "$T/out"))" $bad
+
+# SO_RCVTIMEO on a listener of the rings bounds a blocking accept
+# (EAGAIN, as Linux's), read once the first look finds no connection.
+in_a 1 python3 -c '
+import socket, struct, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 300000))
+s.bind(("'"$IP4"'", 7021))
+s.listen(4)
+t = time.monotonic()
+try:
+    s.accept()
+    print("accepted")
+except BlockingIOError:
+    print("timed out", "ok" if 0.25 < time.monotonic() - t < 10 else "late")
+'
+bad=0
+has "$T/out" "^timed out ok$" || { echo "  $(cat "$T/out") $(tail -2 "$T/err")"; bad=1; }
+has "$T/err" "listen fd [0-9]+ \(tcp port 7021\): on [0-9]+ listener" || bad=1
+check "SO_RCVTIMEO on a listener of the rings: a blocking accept gives EAGAIN after it" $bad
 
 # A tcp_server rule for the port keeps the listener on A's kernel.
 printf 'use os tcp_server *:7003\n' >"$T/server.conf"

@@ -65,4 +65,24 @@ class Pollable {
   virtual ~Pollable() = default;
 };
 
+// One sleep on one object: armed at construction, after_wait (for a
+// target with fd >= 0) at destruction, however the sleep ends (a
+// cancellation's unwind too). The sleeper sets `kicked`.
+class PollableSleep {
+ public:
+  PollableSleep(Pollable& p, short events, int* sleep_ms)
+      : target(p.wait_target(events, sleep_ms)), p_(p) {}
+  ~PollableSleep() {
+    if (target.fd >= 0) p_.after_wait(target, kicked);
+  }
+  PollableSleep(const PollableSleep&) = delete;
+  PollableSleep& operator=(const PollableSleep&) = delete;
+
+  const WaitTarget target;
+  bool kicked = false;
+
+ private:
+  Pollable& p_;
+};
+
 }  // namespace ss
