@@ -1,11 +1,13 @@
 #include "interpose/exec_calls.h"
 
 #include <alloca.h>
+#include <spawn.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 #include "interpose/export.h"
@@ -54,6 +56,33 @@ int run_exec(char* const* envp, const Exec& exec) {
   return r;
 }
 
+// posix_spawn and posix_spawnp: as run_exec (the new image starts in a
+// child that runs no fork handler and calls libc's own exec), the hook
+// run here in the parent; the failure hook only when no child started.
+template <class Spawn>
+int run_spawn(char* const* envp, const Spawn& spawn) {
+  const BeforeExec hook = g_hook.load(std::memory_order_acquire);
+  const char* extra = hook ? hook(envp ? envp : environ) : nullptr;
+  char* const* env = envp;
+  if (extra)
+    env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
+  const int r = spawn(env);
+  if (void (*failed)() = g_failed.load(std::memory_order_acquire); r != 0 && failed) failed();
+  return r;
+}
+
+// system and popen: a shell started with the process's environment (the
+// hook's entry, if any, does not reach it).
+template <class Start, class T>
+T run_shell(const Start& start, T failure) {
+  if (const BeforeExec hook = g_hook.load(std::memory_order_acquire)) hook(environ);
+  const T r = start();
+  const int err = errno;
+  if (void (*failed)() = g_failed.load(std::memory_order_acquire); r == failure && failed) failed();
+  errno = err;
+  return r;
+}
+
 // execl's list: exec with the arguments up to the null as argv, and the
 // environment after the null (with_env: execle) or the process's.
 template <class Exec>
@@ -83,6 +112,8 @@ void set_exec_failed(void (*hook)()) { g_failed.store(hook, std::memory_order_re
 
 using ss::interpose::real;
 using ss::interpose::run_exec;
+using ss::interpose::run_shell;
+using ss::interpose::run_spawn;
 
 SS_PRELOAD_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   return run_exec(envp, [&](char* const* env) { return real().execve(path, argv, env); });
@@ -138,4 +169,29 @@ SS_PRELOAD_EXPORT int execlp(const char* file, const char* arg, ...) {
   });
   va_end(ap);
   return r;
+}
+
+SS_PRELOAD_EXPORT int posix_spawn(pid_t* pid, const char* path,
+                                  const posix_spawn_file_actions_t* fa,
+                                  const posix_spawnattr_t* attr, char* const argv[],
+                                  char* const envp[]) {
+  return run_spawn(
+      envp, [&](char* const* env) { return real().posix_spawn(pid, path, fa, attr, argv, env); });
+}
+
+SS_PRELOAD_EXPORT int posix_spawnp(pid_t* pid, const char* file,
+                                   const posix_spawn_file_actions_t* fa,
+                                   const posix_spawnattr_t* attr, char* const argv[],
+                                   char* const envp[]) {
+  return run_spawn(
+      envp, [&](char* const* env) { return real().posix_spawnp(pid, file, fa, attr, argv, env); });
+}
+
+SS_PRELOAD_EXPORT int system(const char* command) {
+  if (!command) return real().system(command);  // only asks whether a shell exists
+  return run_shell([&] { return real().system(command); }, -1);
+}
+
+SS_PRELOAD_EXPORT FILE* popen(const char* command, const char* type) {
+  return run_shell([&] { return real().popen(command, type); }, static_cast<FILE*>(nullptr));
 }

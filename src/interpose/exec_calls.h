@@ -6,8 +6,12 @@
 // execvp, execvpe, execl, execlp, execle, fexecve, execveat), each calling
 // the hook and then libc's execve, execvpe, fexecve or execveat: libc's
 // own exec calls reach execve inside libc, where no preload sees them.
-// Exported only by a preload whose exports name them (libvma.so exports
-// everything it defines; librspreload's map lists them or not).
+// posix_spawn, posix_spawnp, system and popen start a new image in a
+// child that runs no fork handler and execs inside libc: the hook runs
+// in the parent before them (its environment entry reaches a spawn's
+// child only). Exported only by a preload whose exports name them
+// (libvma.so exports everything it defines; librspreload's map lists
+// the exec family, not the spawns).
 #pragma once
 
 namespace ss::interpose {

@@ -86,6 +86,10 @@ void resolve_all() {
   SS_REAL(execvpe);
   SS_REAL(fexecve);
   SS_REAL(execveat);
+  SS_REAL(posix_spawn);
+  SS_REAL(posix_spawnp);
+  SS_REAL(system);
+  SS_REAL(popen);
   SS_REAL(prctl);
   SS_REAL(syscall);
 #undef SS_REAL

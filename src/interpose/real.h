@@ -8,6 +8,7 @@
 #pragma once
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -77,6 +78,12 @@ struct RealCalls {
   int (*execvpe)(const char*, char* const*, char* const*);
   int (*fexecve)(int, char* const*, char* const*);
   int (*execveat)(int, const char*, char* const*, char* const*, int);
+  int (*posix_spawn)(pid_t*, const char*, const posix_spawn_file_actions_t*,
+                     const posix_spawnattr_t*, char* const*, char* const*);
+  int (*posix_spawnp)(pid_t*, const char*, const posix_spawn_file_actions_t*,
+                      const posix_spawnattr_t*, char* const*, char* const*);
+  int (*system)(const char*);
+  FILE* (*popen)(const char*, const char*);
   int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
   long (*syscall)(long, long, long, long, long, long, long);
 };

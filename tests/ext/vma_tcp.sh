@@ -48,8 +48,9 @@
 #      accept-then-fork server's connection goes to A's kernel socket at
 #      the parent's close or the child's first call, and the child echoes
 #      a Linux client's 1 MB intact (IPv4 and IPv6; also when the child
-#      execs cat on it, as inetd); a client that connects and forks, or
-#      execs itself: the child's or new image's 2 MB echoed; a
+#      execs cat on it, as inetd); a client that connects and forks,
+#      execs itself, or starts a program by posix_spawn, system or popen:
+#      the child's or new image's 2 MB echoed; a
 #      pre-forking server whose parent thread sleeps in accept when a
 #      child's first accept takes the listener to the kernel. PostgreSQL
 #      (a backend forked per connection) serves pgbench from B.
@@ -500,7 +501,7 @@ done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).
 port=7015
-for how in connect reexec; do
+for how in connect reexec spawn system popen; do
   port=$((port + 1))
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_echo.py" "$IP4B" $port 1 >/dev/null 2>&1 &
   pids+=($!)
@@ -518,7 +519,9 @@ for how in connect reexec; do
   else
     has "$T/out" "^after exec ok" || bad=1
     has "$T/err" "fd [0-9]+: connection handed to the kernel \(exec\)" || bad=1
-    check "a client in A that connects on the rings and execs itself: handed to the kernel before the exec, the new image's 2 MB echoed intact" $bad
+    what="execs itself"
+    [ $how = reexec ] || what="starts a program by $how"
+    check "a client in A that connects on the rings and $what: handed to the kernel before the exec, the new image's 2 MB echoed intact" $bad
   fi
 done
 # A pre-forking server: a parent thread asleep in accept on the rings

@@ -15,12 +15,16 @@ ADDR PORT 1 connect: connects to an echo server at ADDR PORT, exchanges
 1000 bytes, forks, and closes its copy; the child sends 2 MB, half-closes
 and checks the echo ("child ok"). ADDR PORT 1 reexec: the same without
 the fork: the process execs itself with the connection ("after exec ok").
+ADDR PORT 1 spawn, system or popen: the new image is started by glibc's
+posix_spawn, system or popen (its child runs no fork handler and execs
+inside libc), the parent waits for it and closes its copy.
 
 ADDR PORT COUNT prefork: a server whose thread sleeps in accept while a
 fork child accepts on the same listener (the child's first accept takes
 the listener off the rings under the parent's sleeping accept); both
 echo until COUNT connections were served, then each is sent "stop" from
 here. Prints "prefork ok P C", the connections each served."""
+import ctypes
 import os
 import socket
 import sys
@@ -49,16 +53,30 @@ if who == "after-exec":  # the descriptor's number in place of COUNT
     print("after exec", "ok" if send_and_check(c, 2000000) else "failed", flush=True)
     sys.exit(0)
 
-if who in ("connect", "reexec"):
+if who in ("connect", "reexec", "spawn", "system", "popen"):
     c = socket.create_connection((addr, port), timeout=30)
     c.sendall(b"x" * 1000)
     got = b""
     while len(got) < 1000:
         got += c.recv(4096)
-    if who == "reexec":
+    argv = [sys.executable, __file__, addr, str(port), str(c.fileno()), "after-exec"]
+    if who != "connect":
         os.set_inheritable(c.fileno(), True)
-        os.execv(sys.executable, [sys.executable, __file__, addr, str(port), str(c.fileno()),
-                                  "after-exec"])
+    if who == "reexec":
+        os.execv(sys.executable, argv)
+    if who in ("spawn", "system", "popen"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if who == "spawn":  # glibc's posix_spawn (the os module's)
+            _, st = os.waitpid(os.posix_spawn(sys.executable, argv, os.environ), 0)
+            ok = st == 0
+        elif who == "system":
+            ok = libc.system(" ".join(argv).encode()) == 0
+        else:
+            libc.popen.restype = ctypes.c_void_p
+            f = libc.popen(" ".join(argv).encode(), b"w")
+            ok = bool(f) and libc.pclose(ctypes.c_void_p(f)) == 0
+        c.close()
+        sys.exit(not ok)
     pid = os.fork()
     if pid == 0:
         print("child", "ok" if send_and_check(c, 2000000) else "failed", flush=True)
