@@ -547,6 +547,15 @@ class Runner {
       conn_->quickack();
       return true;
     }
+    if (c == "hold") {  // the stack reads a batch of segments from here
+      conn_->hold_acks(true);
+      return true;
+    }
+    if (c == "release") {  // the batch's end
+      conn_->hold_acks(false);
+      conn_->release_ack(now_);
+      return true;
+    }
     if (c == "nodelay") {
       if (!number(2, &n)) return false;
       conn_->set_nodelay(n, now_);

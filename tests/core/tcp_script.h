@@ -30,6 +30,7 @@
 //
 // CALLs: connect, listen (the first inbound SYN opens the connection
 //   passively), send N, recv N [peek], shutdown, close, abort, quickack,
+//   hold and release (a batch the stack reads: Connection::hold_acks),
 //   nodelay 0|1, option NAME VALUE (setsockopt on the open connection:
 //   nodelay cork quickack keepalive keepcnt rcvbuf sndbuf as given,
 //   keepidle keepintvl user_timeout in ms); checks: state NAME (RFC 9293's: ESTABLISHED, ...),

@@ -242,6 +242,15 @@ class Connection {
   void set_option(Option o, int64_t value, uint64_t now_us);
   void set_nodelay(bool on, uint64_t now_us) { set_option(Option::kNodelay, on, now_us); }
   void quickack() { set_option(Option::kQuickack, 1, 0); }
+  // While the stack reads one batch of segments from the rings, the ACKs
+  // in-order data owes wait for the batch's end: one per connection per
+  // batch (a stretch ACK, as Linux's receiver sends for a GRO packet), so
+  // the sender's ACK processing does not run once per two segments.
+  // Duplicate ACKs, window updates and ACKs of a FIN or a hole filled go
+  // at once. release_ack sends the held one (with data, if any goes).
+  void hold_acks(bool hold) { hold_acks_ = hold; }
+  bool ack_held() const { return ack_held_; }
+  void release_ack(uint64_t now);
   // An ESTABLISHED connection's state for another TCP to carry it on
   // (handover.h): 0, or -EOPNOTSUPP in any other state or with an error
   // pending. The connection is left as it was.
@@ -371,6 +380,8 @@ class Connection {
   uint32_t quickacks_ = 0;
   bool delack_started_ = false;
   bool ack_now_ = false;
+  bool hold_acks_ = false;  // hold_acks(): in-order data's ACKs wait for release_ack
+  bool ack_held_ = false;   // one is owed at release_ack
   uint32_t dsack_left_ = 0, dsack_right_ = 0;  // a duplicate to report (D-SACK)
   SackReport sack_report_;
   RcvBufTuner rcv_tuner_;

@@ -411,7 +411,8 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
 
 // Delayed ACKs (RFC 9293 §3.8.6.3, RFC 5681 §4.2): every second full
 // segment at once, else within delack_us; the first segments of a
-// connection (and after TCP_QUICKACK) at once, as Linux.
+// connection (and after TCP_QUICKACK) at once, as Linux. "At once" is the
+// end of the batch being read while the stack holds ACKs (hold_acks).
 void Connection::data_arrived_in_order(uint32_t, uint64_t now) {
   rcv_tuner_.arrived(rcv_nxt_, rcv_adv_ - last_ack_sent_, now);  // the window last offered
   if (!delack_started_) {
@@ -420,16 +421,25 @@ void Connection::data_arrived_in_order(uint32_t, uint64_t now) {
     quickacks_ = std::max(quickacks_, quick ? quick : 2);
   }
   if (ack_now_) return;
-  if (cfg_.quickack) {
-    ack_now_ = true;
-  } else if (quickacks_ > 0) {
-    quickacks_--;
-    ack_now_ = true;
-  } else if (rcv_nxt_ - last_ack_sent_ >= 2 * rcv_mss_) {
-    ack_now_ = true;
-  } else if (!delack_timer_.armed()) {
-    arm(&delack_timer_, now + cfg_.delack_us);
+  const bool quick = cfg_.quickack || quickacks_ > 0;
+  if (!quick && rcv_nxt_ - last_ack_sent_ < 2 * rcv_mss_) {
+    if (!delack_timer_.armed() && !ack_held_) arm(&delack_timer_, now + cfg_.delack_us);
+    return;
   }
+  // A quick ACK counts once per ACK sent, not per segment of a held batch.
+  if (!cfg_.quickack && quickacks_ > 0 && !ack_held_) quickacks_--;
+  if (hold_acks_)
+    ack_held_ = true;
+  else
+    ack_now_ = true;
+}
+
+void Connection::release_ack(uint64_t now) {
+  if (!ack_held_) return;
+  ack_held_ = false;
+  if (state_ == State::kClosed || last_ack_sent_ == rcv_nxt_) return;
+  ack_now_ = true;
+  transmit(now);
 }
 
 void Connection::fin_received(uint64_t now) {

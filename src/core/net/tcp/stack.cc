@@ -625,6 +625,10 @@ void Stack::drain_inbox_locked() {
     if (segs.empty()) break;
     const uint64_t now = clock_();
     for (RxSegment& seg : segs) segment_locked(seg, now);
+    // The batch's held ACKs (Connection::hold_acks), of connections still open.
+    for (Connection* c : held_)
+      if (opens_.count(c)) c->release_ack(now);
+    held_.clear();
     segs.clear();  // the frames not kept go back now
   }
 }
@@ -678,6 +682,16 @@ bool Stack::moved_locked(const FourTuple& t, uint64_t now) {
   return false;
 }
 
+void Stack::input_held_locked(Connection* c, const Header& h, const Options& o, Buffer payload,
+                              uint64_t now) {
+  const bool held = c->ack_held();
+  c->hold_acks(true);
+  c->input(h, o, std::move(payload), now);
+  c->hold_acks(false);
+  if (!held && c->ack_held()) held_.push_back(c);
+  touch_locked(c);
+}
+
 void Stack::segment_locked(RxSegment& seg, uint64_t now) {
   ctr_.segments_in++;
   const auto* p = static_cast<const uint8_t*>(seg.frame.data());
@@ -713,13 +727,11 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
   Listener* listener = nullptr;
   switch (table_.route(t, h, o, &conn, &listener)) {
     case Table::Route::kConnection:
-      conn->input(h, o, std::move(payload), now);
-      touch_locked(conn);
+      input_held_locked(conn, h, o, std::move(payload), now);
       return;
     case Table::Route::kReuse:
       if (Open* op = open_of(conn); op && op->handle) {  // still the program's: not reused
-        conn->input(h, o, std::move(payload), now);
-        touch_locked(conn);
+        input_held_locked(conn, h, o, std::move(payload), now);
         return;
       }
       ctr_.time_wait_reused++;

@@ -220,6 +220,9 @@ class Stack final : public SegmentInput {
   void unlisten_locked(Socket* s);  // a listener's part of close and stop_listening, once
   void drain_inbox_locked();
   void segment_locked(RxSegment& seg, uint64_t now);
+  // A segment of an open connection, its in-order ACK held for the batch.
+  void input_held_locked(Connection* c, const Header& h, const Options& o, mem::Buffer payload,
+                         uint64_t now);
   // A segment of a connection handed over lately: dropped, not reset.
   bool moved_locked(const FourTuple& t, uint64_t now);
   void send_stateless_locked(const FourTuple& t, const Header& h, const Options& o);
@@ -260,7 +263,8 @@ class Stack final : public SegmentInput {
   std::vector<Connection*> maybe_done_;                 // closed, changed since the last sweep
   std::vector<Connection*> exit_waits_;                 // close_at_exit's, pruned by awaiting_peer
   std::map<prov::SteeredFlow, int> flow_refs_;
-  std::vector<Socket*> touched_;  // since the last wake
+  std::vector<Socket*> touched_;   // since the last wake
+  std::vector<Connection*> held_;  // holding an ACK for the batch being read
   // Connections handed over (hand_over) and until when their segments
   // left on the rings are dropped.
   std::vector<std::pair<FourTuple, uint64_t>> moved_;
