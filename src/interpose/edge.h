@@ -2,10 +2,9 @@
 // edge() is the same for its -errno internals): a preload's own work either
 // fails its call with -1/errno or, beside a libc call that already
 // succeeded, is given up with one warning, the socket left to the kernel
-// unrecorded. A cancellation (core/base/cancel.h) goes on through edge()
-// and edge_call(): the libc calls they stand in for that wait are
-// cancellation points; a call that waits and is none (sendfile) holds
-// cancellation off (NoCancelScope).
+// unrecorded. Inside each, cancellation acts only where the call sleeps
+// (core/base/cancel.h) and goes on through them: the libc calls they stand
+// in for that wait are cancellation points.
 #pragma once
 #include <cerrno>
 
@@ -19,6 +18,7 @@ namespace ss::interpose {
 // f's result (a count, or -1 and errno), or -1 with the errno of what f threw.
 template <class F>
 auto edge(F&& f) -> decltype(f()) {
+  const NoCancelScope no_cancel;
   try {
     return f();
   } catch (abi::__forced_unwind&) {
@@ -38,12 +38,16 @@ auto edge_call(F&& f) -> decltype(f()) {
   return edge(f);
 }
 
-// Bookkeeping after libc's call: errno kept, failures warned and dropped.
+// Bookkeeping after libc's call: errno kept, failures warned and dropped
+// (a cancellation in a sleep goes on: connect's wait, close's linger).
 template <class F>
-void edge_quiet(const char* what, int fd, F&& f) noexcept {
+void edge_quiet(const char* what, int fd, F&& f) {
   const int saved = errno;
+  const NoCancelScope no_cancel;
   try {
     f();
+  } catch (abi::__forced_unwind&) {
+    forced_unwind_onward<Cancel::kPoint>();
   } catch (...) {
     SS_WARN("%s fd %d: the preload could not record it (out of memory); the kernel serves it", what,
             fd);

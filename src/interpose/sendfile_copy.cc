@@ -23,7 +23,7 @@ int sendfile_refuse_source(int in_fd, const off_t* offset) {
 ssize_t sendfile_copy(int in_fd, off_t* offset, size_t count,
                       const std::function<ssize_t(const void*, size_t)>& send) {
   if (sendfile_refuse_source(in_fd, offset)) return -1;
-  const NoCancelScope no_cancel;  // sendfile(2) is no cancellation point
+  const NoCancelScope no_cancel(/*sleeps=*/false);  // sendfile(2) is no cancellation point
   char buf[64 * 1024];
   size_t total = 0;
   while (total < count) {

@@ -48,6 +48,7 @@ template <Cancel C = Cancel::kNo, typename Body>
 auto edge(Body&& body) noexcept(C == Cancel::kNo) -> decltype(body()) {
   using T = decltype(body());
   T rc;
+  const ss::NoCancelScope no_cancel(C == Cancel::kPoint);  // acts in the sleeps only
   try {
     rc = body();
   } catch (abi::__forced_unwind&) {

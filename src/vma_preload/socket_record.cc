@@ -133,12 +133,16 @@ WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
 void SocketRecord::after_wait(const WaitTarget& armed, bool kicked) {
   if (!armed.tag) return;
   interpose::BusyScope busy;
-  if (TcpOffload* t = tcp()) {
-    t->after_wait(armed, kicked);
+  // The part that armed the sleep, even when a hand-over to the kernel or
+  // a fork child's request took it off the rings since: its waiter places
+  // and ring sleep are left all the same. Each owner is set once, before
+  // tcp_ or listen_ showed it to wait_target, and lives with the record.
+  if (tcp_owner_) {
+    tcp_owner_->after_wait(armed, kicked);
     return;
   }
-  if (TcpListen* l = listening()) {
-    l->after_wait(armed);
+  if (listen_owner_) {
+    listen_owner_->after_wait(armed);
     return;
   }
   if (UdpOffload* o = offload()) o->after_wait(armed);

@@ -182,10 +182,14 @@ void UdpOffload::ring_fds(std::vector<pollfd>* fds) const {
 
 int UdpOffload::wait(int timeout_ms, bool restartable) {
   const WaitTarget t = wait_target(POLLIN, &timeout_ms);
-  if (t.fd < 0) return 0;                                       // a datagram is there
+  if (t.fd < 0) return 0;  // a datagram is there
+  struct Armed {           // left however the sleep ends (a cancellation too)
+    UdpOffload* u;
+    const WaitTarget& t;
+    ~Armed() { u->after_wait(t); }
+  } const armed{this, t};
   pollfd p[2] = {{t.fd, t.events, 0}, {t.kick_fd, POLLIN, 0}};  // -1: poll skips it
   const int r = interruptible_poll(p, 2, timeout_ms, restartable);
-  after_wait(t);
   return r == -EINTR ? -EINTR : 0;
 }
 

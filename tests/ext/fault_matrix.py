@@ -42,7 +42,8 @@ IP_A, IP_B, NET = "10.227.0.1", "10.227.0.2", "10.227.0.0/24"
 STREAM_ROWS = ["kill-recv", "kill-recv-c", "exit-unclosed", "kill-send", "kill-connect",
                "kill-accept", "kill-poll", "kill-epoll", "rst-unread", "peer-close", "fork-exit",
                "shut-wr", "stop-cont", "sig-recv", "sig-send", "sig-accept", "sig-connect",
-               "sig-poll", "cancel-recv", "cancel-accept", "cancel-poll", "cancel-epoll",
+               "sig-poll", "cancel-recv", "cancel-accept", "cancel-connect", "cancel-poll",
+               "cancel-epoll",
                "emfile", "rlimit-as", "netns-gone", "unreachable"]
 DGRAM_ROWS = ["u-kill-recv", "u-refused", "u-sig-recv", "u-cancel-recv", "u-emfile",
               "u-rlimit-as"]
@@ -67,6 +68,7 @@ ROW_TEXT = {
     "sig-poll": "signal without SA_RESTART in poll",
     "cancel-recv": "a thread of this side cancelled (pthread_cancel) in recv, then a wait again",
     "cancel-accept": "a thread of this side cancelled in accept, then an accept again",
+    "cancel-connect": "a thread of this side cancelled in connect (peer's backlog full)",
     "cancel-poll": "a thread of this side cancelled in poll, then a wait again",
     "cancel-epoll": "a thread of this side cancelled in epoll_wait, then a wait again",
     "emfile": "out of descriptors mid-stream",
@@ -80,7 +82,7 @@ ROW_TEXT = {
     "u-emfile": "UDP: out of descriptors, echoing 200 datagrams",
     "u-rlimit-as": "UDP: RLIMIT_AS 32 MB above, echoing 200 datagrams",
 }
-PEER_LISTENS = {"kill-recv-c", "kill-connect", "sig-connect", "u-refused"}
+PEER_LISTENS = {"kill-recv-c", "kill-connect", "sig-connect", "cancel-connect", "u-refused"}
 NO_PEER = {"sig-accept", "u-refused", "u-sig-recv", "u-cancel-recv"}
 NEEDS_VETH = {"netns-gone", "unreachable"}
 NO_CONNECTION = {"sig-accept"}

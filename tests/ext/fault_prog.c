@@ -247,6 +247,8 @@ static void *block_in(void *arg)
 
 	if (!strcmp(b->call, "recv"))
 		S(recv)(b->fd, chunk, sizeof chunk, 0);
+	else if (!strcmp(b->call, "connect"))
+		S(connect)(b->fd, (struct sockaddr *)&at, at_len);
 	else if (!strcmp(b->call, "accept"))
 		S(accept)(b->fd, NULL, NULL);
 	else if (!strcmp(b->call, "poll"))
@@ -286,6 +288,7 @@ static void cancel_blocked(const char *call, int fd)
 		say("cancelled");
 		int c = S(accept)(fd, NULL, NULL);
 		note("accept", c < 0 ? -1 : 0);
+	} else if (!strcmp(call, "connect")) { /* still connecting */
 	} else if (at_type == SOCK_STREAM) { /* the peer echoes: a wait again */
 		note("send_all", send_all(fd, 100));
 		note("recv_all", recv_all(fd, 100));
@@ -509,6 +512,15 @@ static void victim(const char *fault)
 			say("blocking");
 			note("recv", S(recv)(u, chunk, sizeof chunk, 0));
 		}
+	} else if (!strcmp(fault, "cancel-connect")) {
+		/* As sig-connect: the peer's full backlog holds the connect. */
+		int first = S(socket)(at.ss_family, SOCK_STREAM, 0);
+
+		S(fcntl)(first, F_SETFL, O_NONBLOCK);
+		S(connect)(first, (struct sockaddr *)&at, at_len);
+		struct pollfd p = {first, POLLOUT, 0};
+		S(poll)(&p, 1, 500);
+		cancel_blocked("connect", S(socket)(at.ss_family, SOCK_STREAM, 0));
 	} else if (!strncmp(fault, "cancel-", 7)) {
 #ifdef FAULT_RSOCKET
 		if (!strcmp(fault, "cancel-epoll")) {
@@ -569,7 +581,8 @@ static void peer(const char *fault)
 
 		send_all(c, 1000);
 		say("sent");
-	} else if (!strcmp(fault, "kill-connect") || !strcmp(fault, "sig-connect")) {
+	} else if (!strcmp(fault, "kill-connect") || !strcmp(fault, "sig-connect") ||
+		   !strcmp(fault, "cancel-connect")) {
 		listener(SOCK_STREAM, fault[0] == 'k' ? 1 : 0);
 	} else if (!strcmp(fault, "rst-unread")) {
 		int c = connected(SOCK_STREAM);

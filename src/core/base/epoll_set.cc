@@ -187,9 +187,19 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
     kick_.leave(::poll(&k, 1, 0) > 0 && (k.revents & POLLIN));
     joined = false;
   };
+  // Left however the wait ends: an interrupted sleep returns without a
+  // last look, a cancelled one unwinds.
+  struct LeaveAtEnd {
+    std::mutex& mu;
+    decltype(leave)& then;
+    ~LeaveAtEnd() {
+      std::lock_guard<std::mutex> g(mu);
+      then();
+    }
+  } const at_end{mu_, leave};
   // One waiter at a time looks at the members (their edge and one-shot
   // state); the lock is not held across the sleep.
-  int rc = look_spin_sleep(
+  return look_spin_sleep(
       timeout, timing,
       [&](bool repeat) {
         int n;
@@ -207,9 +217,6 @@ int EpollSet::wait(epoll_event* events, int maxevents, int timeout, const PollTi
         std::lock_guard<std::mutex> g(mu_);
         return arm(sleep, ms, &held, &joined);
       });
-  std::lock_guard<std::mutex> g(mu_);
-  leave();  // an interrupted sleep returns without a last look
-  return rc;
 }
 
 short EpollSet::readiness(short events) {

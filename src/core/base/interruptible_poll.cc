@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "core/base/cancel.h"
 #include "core/base/sandbox.h"
 
 namespace ss {
@@ -63,7 +64,11 @@ int poll_one_by_one(pollfd* fds, nfds_t nfds, int timeout_ms) {
 }  // namespace
 
 int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable) {
-  int n = ::poll(fds, nfds, timeout_ms);
+  int n;
+  {
+    const CancelPoint point;  // an edge's sleep: where a cancellation acts
+    n = ::poll(fds, nfds, timeout_ms);
+  }
   if (n >= 0) return n;
   if (errno == EINVAL && sandbox::locked_in()) return poll_one_by_one(fds, nfds, timeout_ms);
   if (errno != EINTR) return -errno;

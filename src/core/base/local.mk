@@ -15,6 +15,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/epoll_set.cc \
 	src/core/base/epoll_set.h \
 	src/core/base/errno_guard.h \
+	src/core/base/cancel.h \
+	src/core/base/cancel.cc \
 	src/core/base/exception_errno.h \
 	src/core/base/fd_passing.cc \
 	src/core/base/fd_passing.h \
