@@ -54,11 +54,11 @@ class NoCancelScope {
 
 // A sleep inside an edge: cancellation acts here when the outermost
 // NoCancelScope allows it and the program had it enabled. Outside any
-// edge it changes nothing.
+// edge it changes nothing. Core's own (interruptible_poll).
 class CancelPoint {
  public:
-  SS_API CancelPoint();
-  SS_API ~CancelPoint();
+  CancelPoint();
+  ~CancelPoint();
   CancelPoint(const CancelPoint&) = delete;
   CancelPoint& operator=(const CancelPoint&) = delete;
 
