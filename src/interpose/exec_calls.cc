@@ -39,11 +39,11 @@ char* const* with_entry(char** out, char* const* envp, const char* extra) {
 }
 
 // The hook, then `exec` with the environment it asked for, then the
-// failure hook when exec returned. The new environment is on the stack,
-// no allocation: execl and execle are async-signal-safe (POSIX), called
-// in a fork child of a threaded program.
-template <class Exec>
-int run_exec(char* const* envp, const Exec& exec) {
+// failure hook when `failed(result)` says no new image started. The new
+// environment is on the stack, no allocation: execl and execle are
+// async-signal-safe (POSIX), called in a fork child of a threaded program.
+template <class Exec, class Failed>
+int run_image(char* const* envp, const Exec& exec, const Failed& failed) {
   const BeforeExec hook = g_hook.load(std::memory_order_acquire);
   const char* extra = hook ? hook(envp) : nullptr;
   char* const* env = envp;
@@ -51,24 +51,23 @@ int run_exec(char* const* envp, const Exec& exec) {
     env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
   const int r = exec(env);
   const int err = errno;
-  if (void (*failed)() = g_failed.load(std::memory_order_acquire)) failed();
+  if (void (*undo)() = g_failed.load(std::memory_order_acquire); undo && failed(r)) undo();
   errno = err;
   return r;
 }
 
-// posix_spawn and posix_spawnp: as run_exec (the new image starts in a
-// child that runs no fork handler and calls libc's own exec), the hook
-// run here in the parent; the failure hook only when no child started.
+// An exec returns only when it failed.
+template <class Exec>
+int run_exec(char* const* envp, const Exec& exec) {
+  return run_image(envp, exec, [](int) { return true; });
+}
+
+// posix_spawn and posix_spawnp: the new image starts in a child that runs
+// no fork handler and calls libc's own exec, so the hook runs here in the
+// parent; they return an error number when no child started.
 template <class Spawn>
 int run_spawn(char* const* envp, const Spawn& spawn) {
-  const BeforeExec hook = g_hook.load(std::memory_order_acquire);
-  const char* extra = hook ? hook(envp ? envp : environ) : nullptr;
-  char* const* env = envp;
-  if (extra)
-    env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
-  const int r = spawn(env);
-  if (void (*failed)() = g_failed.load(std::memory_order_acquire); r != 0 && failed) failed();
-  return r;
+  return run_image(envp, spawn, [](int r) { return r != 0; });
 }
 
 // system and popen: a shell started with the process's environment (the
