@@ -52,7 +52,9 @@
 #      execs itself, or starts a program by posix_spawn, system or popen:
 #      the child's or new image's 2 MB echoed; a
 #      pre-forking server whose parent thread sleeps in accept when a
-#      child's first accept takes the listener to the kernel. PostgreSQL
+#      child's first accept takes the listener to the kernel, and one
+#      whose parent keeps a connection from before (it stays on the rings,
+#      new clients reach the kernel's listener). PostgreSQL
 #      (a backend forked per connection) serves pgbench from B.
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
@@ -541,6 +543,36 @@ wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
 has "$T/out" "^prefork ok" || bad=1
 has "$T/err" "listen fd [0-9]+: fork child [0-9]+ accepts on it" || bad=1
 check "a pre-forking server in A, a parent thread asleep in accept: the listener goes to the kernel under it, $(sed -n 's/^prefork ok //p' "$T/out") connections served" $bad
+
+# A server that keeps a connection it accepted and forks a child that
+# accepts: the child's first accept takes the listener to the kernel
+# while the kept connection still holds the port on the rings. New
+# clients reach A's kernel listener (not reset on the rings), and the
+# kept one, paused meanwhile, finishes on the rings.
+port=7022
+in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 3 held
+listening $port
+ok=$?
+bad=0
+[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+rm -f "$T/go"
+ip netns exec "$Z" timeout 40 python3 "$here/vma_tcp_client.py" "$IP4" $port 400000 "$T/go" >"$T/kept" 2>&1 &
+kept=$!
+pids+=($kept)
+for _ in $(seq 100); do
+  grep -q "^half sent" "$T/kept" && grep -qE "listen fd [0-9]+: fork child [0-9]+ accepts on it" "$T/err" && break
+  sleep 0.1
+done
+for _ in 1 2 3; do
+  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 100000 >"$T/cl" 2>&1 || bad=1
+  has "$T/cl" "^echoed 100000 ok" || { echo "  new client: $(tail -3 "$T/cl")"; bad=1; }
+done
+touch "$T/go"
+wait $kept || bad=1
+has "$T/kept" "^echoed 400000 ok" || { echo "  kept client: $(tail -3 "$T/kept")"; bad=1; }
+wait "${pids[-2]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+has "$T/out" "^held ok" || bad=1
+check "a server in A keeps a connection on the rings as its fork child's accept takes the listener: 3 new clients served by A's kernel, the kept one's 400 KB echoed" $bad
 
 # (g2) PostgreSQL in A (its postmaster accepts, forks a backend and
 # closes its copy): each connection accepted on the rings goes to the

@@ -1,12 +1,15 @@
 """vma_tcp.sh's client: connects to HOST PORT, sends N random bytes while a
 second thread reads the echo, half-closes, and checks that exactly the
 bytes sent came back. Prints the socket's names, what TCP_INFO says once
-all is sent, and "echoed N ok"."""
+all is sent, and "echoed N ok". With a 4th argument PATH: after the first
+half of the bytes, "half sent", and the rest once PATH exists (30 s at
+most)."""
 import os
 import socket
 import struct
 import sys
 import threading
+import time
 
 
 def start_reader(c, got):
@@ -30,7 +33,17 @@ if __name__ == "__main__":
     print("names", c.getsockname()[:2], c.getpeername()[:2], flush=True)
     got = bytearray()
     t = start_reader(c, got)
-    c.sendall(data)
+    if len(sys.argv) > 4:
+        c.sendall(data[:n // 2])
+        print("half sent", flush=True)
+        for _ in range(600):
+            if os.path.exists(sys.argv[4]):
+                break
+            time.sleep(0.05)
+        data_left = data[n // 2:]
+    else:
+        data_left = data
+    c.sendall(data_left)
     # TCP_INFO (glibc's struct tcp_info, 104 bytes): state, MSS, RTT, cwnd,
     # the options (1 timestamps, 2 SACK, 4 window scale).
     f = struct.unpack("8B24I", c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104))

@@ -23,7 +23,13 @@ ADDR PORT COUNT prefork: a server whose thread sleeps in accept while a
 fork child accepts on the same listener (the child's first accept takes
 the listener off the rings under the parent's sleeping accept); both
 echo until COUNT connections were served, then each is sent "stop" from
-here. Prints "prefork ok P C", the connections each served."""
+here. Prints "prefork ok P C", the connections each served.
+
+ADDR PORT COUNT held: the parent accepts a first connection and keeps it
+(a thread echoes it to its end), then forks a child that accepts and
+echoes COUNT more (its first accept takes the listener to the kernel
+while the parent's connection still holds the port on the rings). Prints
+"held ok" when the child served all and the first connection ended."""
 import ctypes
 import os
 import socket
@@ -134,6 +140,21 @@ if who == "prefork":
     ok = child_done and not t.is_alive()
     print("prefork", "ok" if ok else "failed", counts[0], counts[1], flush=True)
     os._exit(not ok)
+
+if who == "held":
+    print("ready", flush=True)
+    first, _ = s.accept()
+    t = threading.Thread(target=echo_until_eof, args=(first,))
+    t.start()
+    pid = os.fork()
+    if pid == 0:  # never a call on the first connection
+        for _ in range(count):
+            echo_until_eof(s.accept()[0])
+        os._exit(0)
+    _, st = os.waitpid(pid, 0)
+    t.join()
+    print("held", "ok" if st == 0 else "failed", flush=True)
+    sys.exit(st != 0)  # not _exit: the library's exit handler finishes the connection
 
 print("ready", flush=True)
 children = []

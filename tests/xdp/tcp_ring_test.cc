@@ -194,6 +194,8 @@ class TcpRing : public sstest::RingRig {
     std::thread echo([&] {  // Linux's end: echoes until our FIN, then closes
       const int c = accept(lfd, nullptr, nullptr);
       if (c < 0) return;
+      const timeval bound{30, 0};  // our FIN never came: the test fails, not hangs
+      setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
       char buf[65536];
       ssize_t n;
       while ((n = read(c, buf, sizeof buf)) > 0) {
@@ -234,6 +236,13 @@ class TcpRing : public sstest::RingRig {
     EXPECT_TRUE(back == out) << "echoed " << back.size() << " of " << out.size() << " bytes";
     EXPECT_EQ(tcp_->shutdown_write(s), 0);
     EXPECT_EQ(recv_all(s), "");  // Linux's FIN after ours
+    if (tcp_->state(s) != State::kTimeWait) {
+      const ss::net::tcp::Counters c = tcp_->connection_counters(s);
+      ADD_FAILURE() << "after our FIN: state " << static_cast<int>(tcp_->state(s)) << ", "
+                    << c.retrans_segs << " sent again, " << c.rto_expiries << " RTOs, rto "
+                    << tcp_->info(s).rto_us << " us";
+      pump_until([&] { return tcp_->state(s) == State::kTimeWait; });  // the FIN's last tries
+    }
     echo.join();
     EXPECT_EQ(echoed.load(), bytes);
     const ss::net::tcp::Counters c = tcp_->connection_counters(s);
@@ -752,6 +761,80 @@ TEST_F(TcpRing, AStoppedListenerLeavesTheRingsAndKeepsItsHandle) {
   EXPECT_EQ(err.load(), 0) << strerror(err);
   if (c) tcp_->close(c, /*abort=*/true);
   tcp_->close(again);
+}
+
+// A listener stopped while a connection it gave out lives (a fork child
+// took the port, the parent kept a connection): that connection stays on
+// the rings, data both ways, while a new client's SYN reaches a's kernel
+// listener on the port, which completes it; nothing is reset, and the
+// flow goes with the last kept connection. Fails (refused) if the port
+// kept bringing every frame to the rings.
+TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  const int kernel_l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);  // in a
+  int one = 1;
+  setsockopt(kernel_l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const sockaddr_in any = sstest::inet("0.0.0.0", kOurPort);
+  ASSERT_EQ(bind(kernel_l, reinterpret_cast<const sockaddr*>(&any), sizeof any), 0);
+  ASSERT_EQ(listen(kernel_l, 4), 0);
+  auto connected_from_b = [&] {
+    const int fd = ns_->socket_in_b(SOCK_STREAM);
+    const timeval bound{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    const sockaddr_in to = sstest::inet(NetnsPair::kIpA, kOurPort);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+      ADD_FAILURE() << "connect from b: " << strerror(errno);
+      close(fd);
+      return -1;
+    }
+    return fd;
+  };
+  std::atomic<int> first{-2};
+  std::thread t1([&] { first = connected_from_b(); });
+  Socket* kept = nullptr;
+  EXPECT_TRUE(pump_until([&] { return tcp_->accept(l, &kept, nullptr) == 0; }));
+  pump_until([&] { return first != -2; });
+  t1.join();
+  ASSERT_NE(kept, nullptr);
+  ASSERT_GE(first.load(), 0);
+  const uint64_t resets0 = tcp_->counters().no_socket;
+
+  tcp_->stop_listening(l);
+  EXPECT_EQ(tcp_->counters().keep_failed, 0u);
+  std::atomic<int> second{-2};
+  std::thread t2([&] { second = connected_from_b(); });
+  pollfd p{kernel_l, POLLIN, 0};
+  pump_until([&] { return poll(&p, 1, 0) == 1; });
+  const int served = accept4(kernel_l, nullptr, nullptr, SOCK_CLOEXEC);
+  pump_until([&] { return second != -2; });
+  t2.join();
+  ASSERT_GE(served, 0) << "a's kernel listener got no connection";
+  ASSERT_GE(second.load(), 0);
+  // The kernel's connection carries data, and so does the one kept.
+  const std::string a = pattern(5000, 3), b = pattern(7000, 4);
+  ASSERT_EQ(write(second, a.data(), a.size()), static_cast<ssize_t>(a.size()));
+  std::string got(a.size(), '\0');
+  EXPECT_EQ(recv(served, got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(a.size()));
+  EXPECT_EQ(got, a);
+  ASSERT_EQ(write(first, b.data(), b.size()), static_cast<ssize_t>(b.size()));
+  EXPECT_EQ(recv_all(kept, b.size()), b);
+  send_all(kept, a);
+  got.assign(a.size(), '\0');
+  EXPECT_EQ(recv(first, got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(a.size()));
+  EXPECT_EQ(got, a);
+  EXPECT_EQ(tcp_->counters().no_socket, resets0) << "our stack reset a frame of the port";
+  std::printf("kept connection on the rings, new one through a's kernel; %lu stray SYNs\n",
+              (unsigned long)tcp_->counters().stray_syns);
+  tcp_->close(kept, /*abort=*/true);
+  tcp_->close(l);
+  EXPECT_EQ(tcp_->connections(), 0u);
+  close(first);
+  close(second);
+  close(served);
+  close(kernel_l);
 }
 
 // The program's exit (close_at_exit): both connections it still holds

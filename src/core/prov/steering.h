@@ -24,7 +24,7 @@ struct SteeredFlow {
 
 // One TCP connection: its local (ip, port) is a steered flow's, its
 // remote the peer's. ip as SteeredFlow's; ports in host order.
-struct PassedConnection {
+struct FlowConnection {
   sa_family_t family = AF_UNSPEC;
   uint8_t local[16] = {}, remote[16] = {};
   uint16_t local_port = 0, remote_port = 0;
@@ -36,14 +36,21 @@ class FlowSteering {
   // 0 or -errno; -EAFNOSUPPORT for a family the provider cannot steer.
   virtual int add(const SteeredFlow& f) = 0;
   virtual int remove(const SteeredFlow& f) = 0;
+  // Whether the provider steers single connections of a flow (pass, keep,
+  // add_kept_only); those that cannot return -EOPNOTSUPP there.
+  virtual bool steers_connections() const { return false; }
   // A connection of a steered flow whose frames go to the kernel (the
   // rings handed it to a kernel socket) while it carries frames, until a
   // new SYN of its 4-tuple: first entered not yet passing (active false:
   // its frames still come to the rings), which is where it may fail, then
-  // passing. Providers that cannot: passes_connections() false, pass()
-  // -EOPNOTSUPP.
-  virtual bool passes_connections() const { return false; }
-  virtual int pass(const PassedConnection&, bool /*active*/) { return -EOPNOTSUPP; }
+  // passing.
+  virtual int pass(const FlowConnection&, bool /*active*/) { return -EOPNOTSUPP; }
+  // The flow, steered already, brings only the connections kept (keep),
+  // the rest go to the kernel: a listener gone while the connections it
+  // gave out stay. add() brings all of them again.
+  virtual int add_kept_only(const SteeredFlow&) { return -EOPNOTSUPP; }
+  // A connection of a kept-only flow kept on the rings, or no longer.
+  virtual int keep(const FlowConnection&, bool /*kept*/) { return -EOPNOTSUPP; }
 };
 
 }  // namespace ss::prov

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/base/kick.h"
+#include "core/base/log.h"
 #include "core/net/ethernet.h"
 #include "core/net/frame_build.h"
 #include "core/net/ipv4.h"
@@ -304,7 +305,63 @@ void Stack::unsteer_locked(const prov::SteeredFlow& f) {
   auto it = flow_refs_.find(f);
   if (it == flow_refs_.end() || --it->second > 0) return;
   flow_refs_.erase(it);
+  std::erase(kept_only_, f);
   cfg_.steering->remove(f);
+}
+
+namespace {
+prov::FlowConnection flow_connection(const FourTuple& t) {
+  prov::FlowConnection c;
+  c.family = t.local.family;
+  memcpy(c.local, t.local.bytes, t.local.size());
+  memcpy(c.remote, t.remote.bytes, t.remote.size());
+  c.local_port = t.local_port;
+  c.remote_port = t.remote_port;
+  return c;
+}
+}  // namespace
+
+void Stack::keep_only_open_locked(const prov::SteeredFlow& f) {
+  if (std::ranges::count(kept_only_, f)) return;
+  int err = cfg_.steering->steers_connections() ? 0 : -EOPNOTSUPP;
+  std::vector<Open*> kept;
+  // A walk over the connections, once per stopped listener.
+  for (auto it = opens_.begin(); err == 0 && it != opens_.end(); ++it) {
+    Open& o = it->second;
+    if (o.flow != f || o.kept) continue;
+    if ((err = cfg_.steering->keep(flow_connection(o.t), true)) == 0) {
+      o.kept = true;
+      kept.push_back(&o);
+    }
+  }
+  if (err == 0) err = cfg_.steering->add_kept_only(f);
+  if (err == 0) {
+    kept_only_.push_back(f);
+    return;
+  }
+  for (Open* o : kept) {
+    cfg_.steering->keep(flow_connection(o->t), false);
+    o->kept = false;
+  }
+  ctr_.keep_failed++;
+  SS_WARN(
+      "tcp: port %u: its listener left, but the steering keeps all its frames (%s): new "
+      "connections to it are reset until the ones it accepted end",
+      f.port, strerror(-err));
+}
+
+bool Stack::kept_only_locked(const FourTuple& t) const {
+  if (kept_only_.empty()) return false;
+  const prov::SteeredFlow f = steered_flow(kIpProtoTcp, t.local, t.local_port);
+  prov::SteeredFlow any = f;
+  memset(any.ip, 0, sizeof any.ip);
+  return std::ranges::count(kept_only_, f) || std::ranges::count(kept_only_, any);
+}
+
+void Stack::unsteer_open_locked(Open& o) {
+  if (o.kept) cfg_.steering->keep(flow_connection(o.t), false);
+  o.kept = false;
+  unsteer_locked(o.flow);
 }
 
 int Stack::listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out) {
@@ -314,7 +371,13 @@ int Stack::listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, So
   s->listener = std::make_unique<Listener>(cfg, host_.get(), &isn_);
   s->flow = steered_flow(kIpProtoTcp, ip, port);
   if (int err = table_.listen(ip, port, s->listener.get()); err < 0) return err;
-  if (int err = steer_locked(s->flow); err < 0) {
+  int err = steer_locked(s->flow);
+  if (err == 0 && std::ranges::count(kept_only_, s->flow)) {  // all its frames again
+    err = cfg_.steering->add(s->flow);
+    if (err == 0) std::erase(kept_only_, s->flow);
+    if (err < 0) unsteer_locked(s->flow);
+  }
+  if (err < 0) {
     table_.unlisten(ip, port);
     return err;
   }
@@ -361,10 +424,13 @@ int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, To
     unsteer_locked(flow);
     return err;
   }
+  // On a kept-only flow (a stopped listener's port) it is one more kept.
+  const bool kept =
+      std::ranges::count(kept_only_, flow) && cfg_.steering->keep(flow_connection(t), true) == 0;
   Connection* conn = c.get();
   s->conn = conn;
   s->t = t;
-  opens_.emplace(conn, Open{t, std::move(c), flow, s, {}});
+  opens_.emplace(conn, Open{t, std::move(c), flow, kept, s, {}});
   const uint64_t now = clock_();
   conn->connect(isn_.isn(t, now), now);
   check_due_locked();
@@ -384,7 +450,7 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
   auto s = std::make_unique<Socket>();
   s->conn = conn;
   s->t = t;
-  opens_.emplace(conn, Open{t, std::move(c), l->flow, s.get(), {}});
+  opens_.emplace(conn, Open{t, std::move(c), l->flow, false, s.get(), {}});
   if (peer) *peer = t;
   *out = s.get();
   sockets_.emplace(s.get(), std::move(s));
@@ -554,6 +620,7 @@ void Stack::unlisten_locked(Socket* s) {
   s->listener->abort_all(clock_());
   table_.unlisten(s->t.local, s->t.local_port);
   unsteer_locked(s->flow);
+  if (flow_refs_.count(s->flow)) keep_only_open_locked(s->flow);  // held by what it gave out
   std::erase(listeners_, s);
   if (s->touched) std::erase(touched_, s);
   s->touched = false;
@@ -645,15 +712,10 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   // holds it too) stays, and the steering must pass the connection alone.
   const auto refs = flow_refs_.find(it->second.flow);
   const bool own_flow = refs != flow_refs_.end() && refs->second == 1;
-  if (!own_flow && !cfg_.steering->passes_connections()) return -EOPNOTSUPP;
+  if (!own_flow && !cfg_.steering->steers_connections()) return -EOPNOTSUPP;
   Handover h;
   if (const int r = s->conn->handover(&h, now); r < 0) return r;
-  prov::PassedConnection pc;
-  pc.family = t.local.family;
-  memcpy(pc.local, t.local.bytes, t.local.size());
-  memcpy(pc.remote, t.remote.bytes, t.remote.size());
-  pc.local_port = t.local_port;
-  pc.remote_port = t.remote_port;
+  const prov::FlowConnection pc = flow_connection(t);
   // The steering's entry first (where it can fail), passing once the
   // kernel has the connection: a frame passed earlier would meet the
   // kernel's listener, which resets it.
@@ -664,7 +726,7 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   if (!own_flow && cfg_.steering->pass(pc, true) < 0) ctr_.pass_failed++;
   moved_.emplace_back(t, now + kMovedQuietUs);
   table_.remove(t);
-  unsteer_locked(it->second.flow);
+  unsteer_open_locked(it->second);
   opens_.erase(it);  // quietly: its timers cancelled, nothing sent
   s->conn = nullptr;
   s->moved = true;
@@ -742,6 +804,10 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
       listener->input(t, h, o, std::move(payload), now);
       return;
     case Table::Route::kNone: {
+      if ((h.flags & (kSyn | kAck)) == kSyn && kept_only_locked(t)) {
+        ctr_.stray_syns++;  // sent before its port went to the kernel: retried there
+        return;
+      }
       ctr_.no_socket++;
       Header rst;
       if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst))
@@ -783,7 +849,7 @@ void Stack::sweep_locked() {
 void Stack::free_locked(std::map<Connection*, Open>::iterator it) {
   Open& o = it->second;
   table_.remove(o.t);
-  unsteer_locked(o.flow);
+  unsteer_open_locked(o);
   std::function<void()> freed = std::move(o.on_freed);
   opens_.erase(it);
   if (freed) freed();

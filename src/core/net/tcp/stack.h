@@ -11,7 +11,10 @@
 //
 // Steering: a listener's (address, port) flow brings its handshakes and
 // its connections; an active open steers its own local address and port.
-// A flow is counted by its holders and removed with the last.
+// A flow is counted by its holders and removed with the last. A listener
+// that stops while connections it gave out live leaves their flow
+// bringing only them (FlowSteering::add_kept_only): the port's new
+// connections go to the kernel's listener.
 //
 // Handles: listen(), connect() and accept() give a Socket, valid until
 // close(); a closed connection finishes in the stack (FIN, TIME-WAIT) and
@@ -67,6 +70,10 @@ struct StackCounters {
                            // no route now: dropped
   uint64_t handed_over = 0, moved_drops = 0;  // connections handed over; their late segments
   uint64_t pass_failed = 0;                   // the steering's entry made, but not turned to pass
+  // A stopped listener's flow left whole (the steering could not keep
+  // only its connections): new connections to that port get RST.
+  uint64_t keep_failed = 0;
+  uint64_t stray_syns = 0;  // SYNs of a kept-only flow read before it was: dropped, not reset
 };
 
 class Socket;
@@ -218,6 +225,9 @@ class Stack final : public SegmentInput {
   int steer_locked(const prov::SteeredFlow& f);
   void unsteer_locked(const prov::SteeredFlow& f);
   void unlisten_locked(Socket* s);  // a listener's part of close and stop_listening, once
+  // Flow f's frames from now on for its open connections only.
+  void keep_only_open_locked(const prov::SteeredFlow& f);
+  bool kept_only_locked(const FourTuple& t) const;  // t's flow is kept-only
   void drain_inbox_locked();
   void segment_locked(RxSegment& seg, uint64_t now);
   // A segment of an open connection, its in-order ACK held for the batch.
@@ -243,11 +253,14 @@ class Stack final : public SegmentInput {
     FourTuple t;
     std::unique_ptr<Connection> conn;
     prov::SteeredFlow flow;          // the flow it holds
+    bool kept = false;               // in the steering's kept connections
     Socket* handle = nullptr;        // the program's, until close()
     std::function<void()> on_freed;  // close()'s
   };
   // Takes the entry out: its flow released, on_freed run.
   void free_locked(std::map<Connection*, Open>::iterator it);
+  // The entry's part of the steering (kept, flow) released.
+  void unsteer_open_locked(Open& o);
   Open* open_of(Connection* c);
 
   Config cfg_;
@@ -263,8 +276,9 @@ class Stack final : public SegmentInput {
   std::vector<Connection*> maybe_done_;                 // closed, changed since the last sweep
   std::vector<Connection*> exit_waits_;                 // close_at_exit's, pruned by awaiting_peer
   std::map<prov::SteeredFlow, int> flow_refs_;
-  std::vector<Socket*> touched_;   // since the last wake
-  std::vector<Connection*> held_;  // holding an ACK for the batch being read
+  std::vector<prov::SteeredFlow> kept_only_;  // of flow_refs_: add_kept_only's
+  std::vector<Socket*> touched_;              // since the last wake
+  std::vector<Connection*> held_;             // holding an ACK for the batch being read
   // Connections handed over (hand_over) and until when their segments
   // left on the rings are dropped.
   std::vector<std::pair<FourTuple, uint64_t>> moved_;

@@ -4,8 +4,9 @@
  * they arrived on;
  * everything else (ARP, ND, fragments, IPv6 extension headers, other
  * protocols and ports) goes to the kernel, and so do the TCP connections
- * of a steered port the rings handed to the kernel (kernel_conns). Counts
- * what it did per CPU. */
+ * of a steered port the rings handed to the kernel (kernel_conns) and,
+ * on a SS_FLOW_RING_CONNS flow, those not in ring_conns. Counts what it
+ * did per CPU. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -40,6 +41,14 @@ struct {
   __type(value, __u8);
 } kernel_conns SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, SS_MAX_FLOWS);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct ss_conn_key);
+  __type(value, __u8);
+} ring_conns SEC(".maps");
+
 /* Set once kernel_conns has an entry: until then a TCP frame costs no
  * second lookup. */
 volatile __u32 kernel_conns_used = 0;
@@ -64,9 +73,10 @@ static __always_inline int group_dst(const struct ss_flow_key *key) {
 
 /* The flow's frame to its socket, or to the kernel when not steered. A
  * group's frame is steered by the group's flow only (a join), never by a
- * wildcard bind: kernel sockets of this host may have joined it. */
+ * wildcard bind: kernel sockets of this host may have joined it. conn:
+ * a TCP frame's connection, else 0; passed: look it up in kernel_conns. */
 static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
-                                 const struct ss_conn_key *conn) {
+                                 const struct ss_conn_key *conn, int passed) {
   __u32 *action = bpf_map_lookup_elem(&flows, key);
   if (!action && !group_dst(key)) {
     __builtin_memset(key->ip, 0, sizeof key->ip);
@@ -74,10 +84,12 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
   }
   if (!action) return count(SS_CNT_PASSED, XDP_PASS);
   if (*action == SS_FLOW_DROP) return count(SS_CNT_DROPPED, XDP_DROP);
-  if (conn) {
+  if (conn && passed) {
     __u8 *pass = bpf_map_lookup_elem(&kernel_conns, conn);
     if (pass && *pass) return count(SS_CNT_PASSED, XDP_PASS);
   }
+  if (*action == SS_FLOW_RING_CONNS && (!conn || !bpf_map_lookup_elem(&ring_conns, conn)))
+    return count(SS_CNT_PASSED, XDP_PASS);
   int verdict = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
   return count(verdict == XDP_REDIRECT ? SS_CNT_REDIRECTED : SS_CNT_NO_SOCKET, verdict);
 }
@@ -121,17 +133,18 @@ int ss_steer(struct xdp_md *ctx) {
   }
   if ((void *)(l4 + 1) > end) return count(SS_CNT_PASSED, XDP_PASS);
   key.port = l4->dest;
-  if (key.proto != IPPROTO_TCP || !kernel_conns_used) return steer(ctx, &key, 0);
+  if (key.proto != IPPROTO_TCP) return steer(ctx, &key, 0, 0);
   conn.local_port = l4->dest;
   conn.remote_port = l4->source;
   conn.version = key.version;
   struct tcphdr *th = (void *)l4;
-  if ((void *)(th + 1) > end) return steer(ctx, &key, 0);
+  if ((void *)(th + 1) > end) return steer(ctx, &key, &conn, 0);
+  if (!kernel_conns_used) return steer(ctx, &key, &conn, 0);
   if (th->syn && !th->ack) {  /* a new connection of the 4-tuple: the rings' again */
     bpf_map_delete_elem(&kernel_conns, &conn);
-    return steer(ctx, &key, 0);
+    return steer(ctx, &key, &conn, 0);
   }
-  return steer(ctx, &key, &conn);
+  return steer(ctx, &key, &conn, 1);
 }
 
 char LICENSE[] SEC("license") = "GPL";

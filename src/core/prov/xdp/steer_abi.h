@@ -15,13 +15,15 @@ struct ss_flow_key {
   __u8 version; /* 4 or 6; the key is hashed as raw bytes, no padding */
 };
 
-/* A TCP connection whose frames go to the kernel although its local
- * address and port are steered: one the rings handed to a kernel socket
- * (a listener's flow still brings the rest of its connections). Local is
- * the frame's destination, remote its source; addresses as in
- * ss_flow_key, ports in network byte order. Its value: 1 passes, 0 not
- * yet (the entry made before the kernel took the connection). A SYN
- * without ACK removes it: a new connection of that 4-tuple. */
+/* One TCP connection of a steered flow, the key of two maps. In
+ * kernel_conns its frames go to the kernel although the flow is steered:
+ * one the rings handed to a kernel socket (a listener's flow still brings
+ * the rest of its connections); value 1 passes, 0 not yet (the entry made
+ * before the kernel took the connection); a SYN without ACK removes it (a
+ * new connection of that 4-tuple). In ring_conns it is one of the rings'
+ * connections that a SS_FLOW_RING_CONNS flow still brings. Local is the
+ * frame's destination, remote its source; addresses as in ss_flow_key,
+ * ports in network byte order. */
 struct ss_conn_key {
   __u8 local[16];
   __u8 remote[16];
@@ -35,6 +37,10 @@ struct ss_conn_key {
 enum ss_flow_action {
   SS_FLOW_REDIRECT = 1, /* to the XSK of the frame's rx queue (kernel if none) */
   SS_FLOW_DROP = 2,     /* dropped (tests inject loss with it) */
+  /* Only the frames of its connections in ring_conns, as REDIRECT; the
+   * rest (new connections) to the kernel: a listener that left the rings
+   * while connections it accepted stay there. */
+  SS_FLOW_RING_CONNS = 3,
 };
 
 /* Per-CPU counter slots. */

@@ -68,6 +68,19 @@ ss_flow_key key_of(const Flow& f) {
   return k;
 }
 
+// c as the maps' key: false for a bad version.
+bool conn_key(const Connection& c, ss_conn_key* k) {
+  if (c.version != 4 && c.version != 6) return false;
+  *k = ss_conn_key{};
+  const size_t n = c.version == 4 ? 4 : 16;
+  memcpy(k->local, c.local, n);
+  memcpy(k->remote, c.remote, n);
+  k->local_port = c.local_port;
+  k->remote_port = c.remote_port;
+  k->version = c.version;
+  return true;
+}
+
 // An XDP bpf_link (its descriptor) or -errno.
 int link_xdp(int prog, int ifindex, uint32_t flags) {
   LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = flags);
@@ -176,7 +189,7 @@ int Device::clear_socket(uint32_t queue) {
 int Device::add_flow(const Flow& f) {
   if (!valid(f)) return -EINVAL;
   const ss_flow_key k = key_of(f);
-  const __u32 action = f.drop ? SS_FLOW_DROP : SS_FLOW_REDIRECT;
+  const __u32 action = f.drop ? SS_FLOW_DROP : f.kept_only ? SS_FLOW_RING_CONNS : SS_FLOW_REDIRECT;
   if (bpf_map__update_elem(skel_->maps.flows, &k, sizeof k, &action, sizeof action, 0))
     return errno == E2BIG ? -ENOSPC : -errno;
   return 0;
@@ -190,18 +203,22 @@ int Device::remove_flow(const Flow& f) {
 }
 
 int Device::pass_connection(const Connection& c, bool active) {
-  if (c.version != 4 && c.version != 6) return -EINVAL;
-  ss_conn_key k{};
-  const size_t n = c.version == 4 ? 4 : 16;
-  memcpy(k.local, c.local, n);
-  memcpy(k.remote, c.remote, n);
-  k.local_port = c.local_port;
-  k.remote_port = c.remote_port;
-  k.version = c.version;
+  ss_conn_key k;
+  if (!conn_key(c, &k)) return -EINVAL;
   const __u8 pass = active ? 1 : 0;
   if (bpf_map__update_elem(skel_->maps.kernel_conns, &k, sizeof k, &pass, sizeof pass, 0))
     return -errno;
   skel_->bss->kernel_conns_used = 1;
+  return 0;
+}
+
+int Device::keep_connection(const Connection& c, bool kept) {
+  ss_conn_key k;
+  if (!conn_key(c, &k)) return -EINVAL;
+  const __u8 one = 1;
+  if (kept ? bpf_map__update_elem(skel_->maps.ring_conns, &k, sizeof k, &one, sizeof one, 0)
+           : bpf_map__delete_elem(skel_->maps.ring_conns, &k, sizeof k, 0))
+    return errno == E2BIG ? -ENOSPC : -errno;
   return 0;
 }
 

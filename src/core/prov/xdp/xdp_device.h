@@ -23,6 +23,9 @@ struct Flow {
   uint8_t ip6[16] = {};
   uint16_t port = 0;
   bool drop = false;  // drop its frames instead (loss injection in tests)
+  // Only its connections kept (Device::keep_connection), the rest to the
+  // kernel: a listener that left while connections it gave out stay.
+  bool kept_only = false;
 };
 
 // A TCP connection (steer_abi.h's ss_conn_key): addresses as Flow's ip or
@@ -68,6 +71,9 @@ class Device {
   // steered (active), or its entry made with frames still steered, while
   // it carries frames (the oldest idle one makes room).
   int pass_connection(const Connection& c, bool active);
+  // The connection's frames (kept) or no longer (-ENOENT if it was not)
+  // to the rings on a flow with kept_only.
+  int keep_connection(const Connection& c, bool kept);
   int counters(Counters* out) const;
   // The descriptors that keep the program attached (the link, the
   // program, its maps, which hold the XSKs), appended: a fork child that

@@ -34,16 +34,34 @@ int XdpSteering::remove(const SteeredFlow& f) {
   return dev_ ? dev_->remove_flow(x) : -ENODEV;
 }
 
-int XdpSteering::pass(const PassedConnection& c, bool active) {
+int XdpSteering::add_kept_only(const SteeredFlow& f) {
+  Flow x;
+  if (int err = flow(f, &x)) return err;
+  x.kept_only = true;
+  return dev_ ? dev_->add_flow(x) : -ENODEV;
+}
+
+int XdpSteering::connection(const FlowConnection& c, Connection* out) {
   if (c.family != AF_INET && c.family != AF_INET6) return -EAFNOSUPPORT;
-  Connection x;
-  x.version = c.family == AF_INET ? 4 : 6;
+  out->version = c.family == AF_INET ? 4 : 6;
   const size_t n = c.family == AF_INET ? 4 : 16;
-  memcpy(x.local, c.local, n);
-  memcpy(x.remote, c.remote, n);
-  x.local_port = htons(c.local_port);
-  x.remote_port = htons(c.remote_port);
+  memcpy(out->local, c.local, n);
+  memcpy(out->remote, c.remote, n);
+  out->local_port = htons(c.local_port);
+  out->remote_port = htons(c.remote_port);
+  return 0;
+}
+
+int XdpSteering::pass(const FlowConnection& c, bool active) {
+  Connection x;
+  if (int err = connection(c, &x)) return err;
   return dev_ ? dev_->pass_connection(x, active) : -ENODEV;
+}
+
+int XdpSteering::keep(const FlowConnection& c, bool kept) {
+  Connection x;
+  if (int err = connection(c, &x)) return err;
+  return dev_ ? dev_->keep_connection(x, kept) : -ENODEV;
 }
 
 }  // namespace ss::prov::xdp

@@ -14,12 +14,15 @@ class XdpSteering final : public FlowSteering {
   explicit XdpSteering(std::shared_ptr<Device> dev) : dev_(std::move(dev)) {}
   int add(const SteeredFlow& f) override;
   int remove(const SteeredFlow& f) override;
-  bool passes_connections() const override { return true; }
-  int pass(const PassedConnection& c, bool active) override;
+  bool steers_connections() const override { return true; }
+  int pass(const FlowConnection& c, bool active) override;
+  int add_kept_only(const SteeredFlow& f) override;
+  int keep(const FlowConnection& c, bool kept) override;
 
  private:
   // The program's flow: -EAFNOSUPPORT for another family.
   static int flow(const SteeredFlow& f, Flow* out);
+  static int connection(const FlowConnection& c, Connection* out);
   std::shared_ptr<Device> dev_;
 };
 
