@@ -82,12 +82,20 @@ class TcpRing : public sstest::RingRig {
     const uint64_t wait_us = due <= now ? 0 : std::min<uint64_t>(due - now, 10'000);
     wait_rings(static_cast<int>((wait_us + 999) / 1000));
   }
-  // Pumps until done() or kWait.
-  template <typename F>
-  bool pump_until(F done) {
-    const auto end = std::chrono::steady_clock::now() + kWait;
+  // Pumps until done(), or until kWait passed with progress() unchanged
+  // (a slow machine, a sanitizer, a loss run: moving is not stuck).
+  template <typename F, typename P = int (*)()>
+  bool pump_until(
+      F done, P progress = [] { return 0; }) {
+    auto end = std::chrono::steady_clock::now() + kWait;
+    auto last = progress();
     while (!done()) {
-      if (std::chrono::steady_clock::now() > end) return false;
+      const auto now = std::chrono::steady_clock::now();
+      if (const auto p = progress(); p != last) {
+        last = p;
+        end = now + kWait;
+      }
+      if (now > end) return false;
       pump();
     }
     return true;
@@ -127,36 +135,40 @@ class TcpRing : public sstest::RingRig {
   // Sends all of data on s, pumping while the window is shut.
   void send_all(Socket* s, const std::string& data) {
     size_t off = 0;
-    ASSERT_TRUE(pump_until([&] {
-      while (off < data.size()) {
-        const ssize_t n =
-            tcp_->send(s, {reinterpret_cast<const uint8_t*>(data.data()) + off, data.size() - off});
-        if (n == -EAGAIN) return false;
-        EXPECT_GT(n, 0) << strerror(static_cast<int>(-n));
-        if (n <= 0) return true;
-        off += static_cast<size_t>(n);
-      }
-      return true;
-    }));
+    ASSERT_TRUE(pump_until(
+        [&] {
+          while (off < data.size()) {
+            const ssize_t n = tcp_->send(
+                s, {reinterpret_cast<const uint8_t*>(data.data()) + off, data.size() - off});
+            if (n == -EAGAIN) return false;
+            EXPECT_GT(n, 0) << strerror(static_cast<int>(-n));
+            if (n <= 0) return true;
+            off += static_cast<size_t>(n);
+          }
+          return true;
+        },
+        [&] { return off; }));
     EXPECT_EQ(off, data.size());
   }
   // Reads until end of stream (or want bytes, when want is not npos).
   std::string recv_all(Socket* s, size_t want = std::string::npos) {
     std::string got;
     bool eof = false;
-    pump_until([&] {
-      uint8_t buf[16384];
-      for (;;) {
-        const ssize_t n = tcp_->recv(s, buf);
-        if (n == -EAGAIN) return got.size() >= want;
-        if (n <= 0) {
-          eof = true;
-          return true;
-        }
-        got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
-        if (got.size() >= want) return true;
-      }
-    });
+    pump_until(
+        [&] {
+          uint8_t buf[16384];
+          for (;;) {
+            const ssize_t n = tcp_->recv(s, buf);
+            if (n == -EAGAIN) return got.size() >= want;
+            if (n <= 0) {
+              eof = true;
+              return true;
+            }
+            got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+            if (got.size() >= want) return true;
+          }
+        },
+        [&] { return got.size(); });
     if (want == std::string::npos) {
       EXPECT_TRUE(eof) << "no end of stream";
     }
@@ -220,22 +232,24 @@ class TcpRing : public sstest::RingRig {
     std::string back;
     size_t off = 0;
     // Send and read at once: the echo's window closes otherwise.
-    EXPECT_TRUE(pump_until([&] {
-      while (off < out.size()) {
-        const ssize_t n =
-            tcp_->send(s, {reinterpret_cast<const uint8_t*>(out.data()) + off, out.size() - off});
-        if (n <= 0) break;
-        off += static_cast<size_t>(n);
-      }
-      uint8_t buf[16384];
-      ssize_t n;
-      while ((n = tcp_->recv(s, buf)) > 0)
-        back.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
-      return back.size() >= out.size();
-    }));
+    EXPECT_TRUE(pump_until(
+        [&] {
+          while (off < out.size()) {
+            const ssize_t n = tcp_->send(
+                s, {reinterpret_cast<const uint8_t*>(out.data()) + off, out.size() - off});
+            if (n <= 0) break;
+            off += static_cast<size_t>(n);
+          }
+          uint8_t buf[16384];
+          ssize_t n;
+          while ((n = tcp_->recv(s, buf)) > 0)
+            back.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+          return back.size() >= out.size();
+        },
+        [&] { return off + back.size(); }));
     EXPECT_TRUE(back == out) << "echoed " << back.size() << " of " << out.size() << " bytes";
     EXPECT_EQ(tcp_->shutdown_write(s), 0);
-    EXPECT_EQ(recv_all(s), "");  // Linux's FIN after ours
+    EXPECT_EQ(recv_all(s).size(), 0u) << "bytes past the echo";  // Linux's FIN after ours
     if (tcp_->state(s) != State::kTimeWait) {
       const ss::net::tcp::Counters c = tcp_->connection_counters(s);
       ADD_FAILURE() << "after our FIN: state " << static_cast<int>(tcp_->state(s)) << ", "
@@ -812,19 +826,21 @@ TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   pump_until([&] { return second != -2; });
   t2.join();
   ASSERT_GE(served, 0) << "a's kernel listener got no connection";
+  const timeval bound{10, 0};
+  setsockopt(served, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
   ASSERT_GE(second.load(), 0);
   // The kernel's connection carries data, and so does the one kept.
   const std::string a = pattern(5000, 3), b = pattern(7000, 4);
   ASSERT_EQ(write(second, a.data(), a.size()), static_cast<ssize_t>(a.size()));
   std::string got(a.size(), '\0');
   EXPECT_EQ(recv(served, got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(a.size()));
-  EXPECT_EQ(got, a);
+  EXPECT_TRUE(got == a) << "the kernel connection garbled its bytes";
   ASSERT_EQ(write(first, b.data(), b.size()), static_cast<ssize_t>(b.size()));
-  EXPECT_EQ(recv_all(kept, b.size()), b);
+  EXPECT_TRUE(recv_all(kept, b.size()) == b) << "the kept connection garbled its bytes";
   send_all(kept, a);
   got.assign(a.size(), '\0');
   EXPECT_EQ(recv(first, got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(a.size()));
-  EXPECT_EQ(got, a);
+  EXPECT_TRUE(got == a) << "the kept connection garbled its echo";
   EXPECT_EQ(tcp_->counters().no_socket, resets0) << "our stack reset a frame of the port";
   std::printf("kept connection on the rings, new one through a's kernel; %lu stray SYNs\n",
               (unsigned long)tcp_->counters().stray_syns);
