@@ -559,10 +559,13 @@ rm -f "$T/go"
 ip netns exec "$Z" timeout 40 python3 "$here/vma_tcp_client.py" "$IP4" $port 400000 "$T/go" >"$T/kept" 2>&1 &
 kept=$!
 pids+=($kept)
+ready=0
 for _ in $(seq 100); do
-  grep -q "^half sent" "$T/kept" && grep -qE "listen fd [0-9]+: fork child [0-9]+ accepts on it" "$T/err" && break
+  grep -q "^half sent" "$T/kept" && grep -qE "listen fd [0-9]+: fork child [0-9]+ accepts on it" "$T/err" &&
+    ready=1 && break
   sleep 0.1
 done
+[ $ready = 1 ] || { echo "  the child never took the listener: $(tail -3 "$T/err")"; bad=1; }
 for _ in 1 2 3; do
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 100000 >"$T/cl" 2>&1 || bad=1
   has "$T/cl" "^echoed 100000 ok" || { echo "  new client: $(tail -3 "$T/cl")"; bad=1; }
@@ -572,6 +575,8 @@ wait $kept || bad=1
 has "$T/kept" "^echoed 400000 ok" || { echo "  kept client: $(tail -3 "$T/kept")"; bad=1; }
 wait "${pids[-2]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
 has "$T/out" "^held ok" || bad=1
+# The kept connection stayed on the rings (none went to the kernel).
+! grep -q "connection handed to the kernel" "$T/err" || { echo "  a connection left the rings"; bad=1; }
 check "a server in A keeps a connection on the rings as its fork child's accept takes the listener: 3 new clients served by A's kernel, the kept one's 400 KB echoed" $bad
 
 # (g2) PostgreSQL in A (its postmaster accepts, forks a backend and

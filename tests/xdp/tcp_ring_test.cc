@@ -780,9 +780,10 @@ TEST_F(TcpRing, AStoppedListenerLeavesTheRingsAndKeepsItsHandle) {
 // A listener stopped while a connection it gave out lives (a fork child
 // took the port, the parent kept a connection): that connection stays on
 // the rings, data both ways, while a new client's SYN reaches a's kernel
-// listener on the port, which completes it; nothing is reset, and the
-// flow goes with the last kept connection. Fails (refused) if the port
-// kept bringing every frame to the rings.
+// listener on the port, which completes it; nothing is reset. A listener
+// of ours cannot take the port back meanwhile (the kernel's connections
+// would come to the rings); once the kept connection is gone it can.
+// Fails (refused) if the port kept bringing every frame to the rings.
 TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   Socket* l = nullptr;
   ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
@@ -814,7 +815,7 @@ TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   t1.join();
   ASSERT_NE(kept, nullptr);
   ASSERT_GE(first.load(), 0);
-  const uint64_t resets0 = tcp_->counters().no_socket;
+  const uint64_t resets0 = tcp_->counters().no_socket, strays0 = tcp_->counters().stray_syns;
 
   tcp_->stop_listening(l);
   EXPECT_EQ(tcp_->counters().keep_failed, 0u);
@@ -842,12 +843,49 @@ TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   EXPECT_EQ(recv(first, got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(a.size()));
   EXPECT_TRUE(got == a) << "the kept connection garbled its echo";
   EXPECT_EQ(tcp_->counters().no_socket, resets0) << "our stack reset a frame of the port";
-  std::printf("kept connection on the rings, new one through a's kernel; %lu stray SYNs\n",
-              (unsigned long)tcp_->counters().stray_syns);
-  tcp_->close(kept, /*abort=*/true);
+  EXPECT_EQ(tcp_->counters().stray_syns, strays0) << "a SYN after the switch reached the rings";
+  Socket* again = nullptr;
+  EXPECT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &again),
+            -EADDRINUSE);
+  // We close first: the kept connection waits in TIME-WAIT. A client
+  // from its very port then reaches a's kernel listener (our TIME-WAIT
+  // answers the SYN with an ACK, Linux's client resets it and retries).
+  sockaddr_in from{};
+  socklen_t from_len = sizeof from;
+  getsockname(first, reinterpret_cast<sockaddr*>(&from), &from_len);
+  tcp_->close(kept);
+  char eof;
+  EXPECT_TRUE(pump_until([&] { return read(first, &eof, 1) == 0; }));
+  close(first);
+  // b's end in LAST-ACK until ours acknowledged its FIN: ours in TIME-WAIT.
+  const std::string last_ack =
+      "ip netns exec " + ns_->name_b() +
+      " ss -Htan state last-ack '( sport = :" + std::to_string(ntohs(from.sin_port)) + " )'";
+  EXPECT_TRUE(pump_until([&] { return sstest::output(last_ack).empty(); }));
+  std::atomic<int> reused{-2};
+  std::thread t3([&] {
+    const int fd = ns_->socket_in_b(SOCK_STREAM);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    const timeval bound{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    const sockaddr_in to = sstest::inet(NetnsPair::kIpA, kOurPort);
+    reused = bind(fd, reinterpret_cast<const sockaddr*>(&from), sizeof from) == 0 &&
+                     connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0
+                 ? 0
+                 : errno;
+    close(fd);
+  });
+  EXPECT_TRUE(pump_until([&] { return reused != -2; }));
+  t3.join();
+  EXPECT_EQ(reused.load(), 0) << strerror(reused);
+  const int served2 = accept4(kernel_l, nullptr, nullptr, SOCK_CLOEXEC);
+  EXPECT_GE(served2, 0) << "a's kernel listener did not get the port's reuse";
+  if (served2 >= 0) close(served2);
   tcp_->close(l);
   EXPECT_EQ(tcp_->connections(), 0u);
-  close(first);
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &again), 0)
+      << "the port stayed kept-only";
+  tcp_->close(again);
   close(second);
   close(served);
   close(kernel_l);

@@ -238,12 +238,26 @@ int Stack::create(const Config& cfg, std::unique_ptr<Stack>* out) {
   return 0;
 }
 
+namespace {
+prov::FlowConnection flow_connection(const FourTuple& t) {
+  prov::FlowConnection c;
+  c.family = t.local.family;
+  memcpy(c.local, t.local.bytes, t.local.size());
+  memcpy(c.remote, t.remote.bytes, t.remote.size());
+  c.local_port = t.local_port;
+  c.remote_port = t.remote_port;
+  return c;
+}
+}  // namespace
+
 Stack::~Stack() {
   std::lock_guard lock(mu_);
   {
     std::lock_guard in(inbox_mu_);
     inbox_.clear();
   }
+  for (auto& [c, o] : opens_)
+    if (o.kept) cfg_.steering->keep(flow_connection(o.t), false);
   for (auto& [flow, refs] : flow_refs_) cfg_.steering->remove(flow);
   sockets_.clear();  // listeners, with their queued connections
   opens_.clear();
@@ -309,18 +323,6 @@ void Stack::unsteer_locked(const prov::SteeredFlow& f) {
   cfg_.steering->remove(f);
 }
 
-namespace {
-prov::FlowConnection flow_connection(const FourTuple& t) {
-  prov::FlowConnection c;
-  c.family = t.local.family;
-  memcpy(c.local, t.local.bytes, t.local.size());
-  memcpy(c.remote, t.remote.bytes, t.remote.size());
-  c.local_port = t.local_port;
-  c.remote_port = t.remote_port;
-  return c;
-}
-}  // namespace
-
 void Stack::keep_only_open_locked(const prov::SteeredFlow& f) {
   if (std::ranges::count(kept_only_, f)) return;
   int err = cfg_.steering->steers_connections() ? 0 : -EOPNOTSUPP;
@@ -352,10 +354,10 @@ void Stack::keep_only_open_locked(const prov::SteeredFlow& f) {
 
 bool Stack::kept_only_locked(const FourTuple& t) const {
   if (kept_only_.empty()) return false;
-  const prov::SteeredFlow f = steered_flow(kIpProtoTcp, t.local, t.local_port);
-  prov::SteeredFlow any = f;
-  memset(any.ip, 0, sizeof any.ip);
-  return std::ranges::count(kept_only_, f) || std::ranges::count(kept_only_, any);
+  // The steering program's order: the address's own flow, else the port's.
+  prov::SteeredFlow f = steered_flow(kIpProtoTcp, t.local, t.local_port);
+  if (!flow_refs_.count(f)) memset(f.ip, 0, sizeof f.ip);
+  return std::ranges::count(kept_only_, f) > 0;
 }
 
 void Stack::unsteer_open_locked(Open& o) {
@@ -371,12 +373,9 @@ int Stack::listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, So
   s->listener = std::make_unique<Listener>(cfg, host_.get(), &isn_);
   s->flow = steered_flow(kIpProtoTcp, ip, port);
   if (int err = table_.listen(ip, port, s->listener.get()); err < 0) return err;
-  int err = steer_locked(s->flow);
-  if (err == 0 && std::ranges::count(kept_only_, s->flow)) {  // all its frames again
-    err = cfg_.steering->add(s->flow);
-    if (err == 0) std::erase(kept_only_, s->flow);
-    if (err < 0) unsteer_locked(s->flow);
-  }
+  // A kept-only flow's new connections are the kernel's: steering all its
+  // frames again would take theirs.
+  const int err = std::ranges::count(kept_only_, s->flow) ? -EADDRINUSE : steer_locked(s->flow);
   if (err < 0) {
     table_.unlisten(ip, port);
     return err;
@@ -425,8 +424,11 @@ int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, To
     return err;
   }
   // On a kept-only flow (a stopped listener's port) it is one more kept.
-  const bool kept =
-      std::ranges::count(kept_only_, flow) && cfg_.steering->keep(flow_connection(t), true) == 0;
+  bool kept = false;
+  if (std::ranges::count(kept_only_, flow)) {
+    kept = cfg_.steering->keep(flow_connection(t), true) == 0;
+    ctr_.keep_failed += !kept;  // its frames then go to the kernel, which resets them
+  }
   Connection* conn = c.get();
   s->conn = conn;
   s->t = t;

@@ -71,7 +71,8 @@ struct StackCounters {
   uint64_t handed_over = 0, moved_drops = 0;  // connections handed over; their late segments
   uint64_t pass_failed = 0;                   // the steering's entry made, but not turned to pass
   // A stopped listener's flow left whole (the steering could not keep
-  // only its connections): new connections to that port get RST.
+  // only its connections: new connections to that port get RST), or a
+  // connection on a kept-only flow not kept (the kernel resets it).
   uint64_t keep_failed = 0;
   uint64_t stray_syns = 0;  // SYNs of a kept-only flow read before it was: dropped, not reset
 };
@@ -101,7 +102,8 @@ class Stack final : public SegmentInput {
   SS_API ~Stack() override;
 
   // Listens on ip:port (ip all zero: every address of its family):
-  // -EADDRINUSE, or the steering's -errno.
+  // -EADDRINUSE (also while a stopped listener's connections keep the
+  // port: its new connections are the kernel's), or the steering's -errno.
   SS_API int listen(const IpAddr& ip, uint16_t port, const ListenerConfig& cfg, Socket** out);
   // Opens t (local: a concrete address and port, the caller's to have
   // reserved) and sends the SYN: 0; 1 with *why when the rings cannot

@@ -74,9 +74,9 @@ static __always_inline int group_dst(const struct ss_flow_key *key) {
 /* The flow's frame to its socket, or to the kernel when not steered. A
  * group's frame is steered by the group's flow only (a join), never by a
  * wildcard bind: kernel sockets of this host may have joined it. conn:
- * a TCP frame's connection, else 0; passed: look it up in kernel_conns. */
+ * a TCP frame's connection, else 0; syn: it is a SYN without ACK. */
 static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
-                                 const struct ss_conn_key *conn, int passed) {
+                                 const struct ss_conn_key *conn, int syn) {
   __u32 *action = bpf_map_lookup_elem(&flows, key);
   if (!action && !group_dst(key)) {
     __builtin_memset(key->ip, 0, sizeof key->ip);
@@ -84,9 +84,15 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
   }
   if (!action) return count(SS_CNT_PASSED, XDP_PASS);
   if (*action == SS_FLOW_DROP) return count(SS_CNT_DROPPED, XDP_DROP);
-  if (conn && passed) {
-    __u8 *pass = bpf_map_lookup_elem(&kernel_conns, conn);
-    if (pass && *pass) return count(SS_CNT_PASSED, XDP_PASS);
+  if (conn && kernel_conns_used) {
+    if (!syn) {
+      __u8 *pass = bpf_map_lookup_elem(&kernel_conns, conn);
+      if (pass && *pass) return count(SS_CNT_PASSED, XDP_PASS);
+    } else if (*action != SS_FLOW_RING_CONNS) {
+      /* A new connection of the 4-tuple: the rings' again (on a
+       * RING_CONNS flow it is the kernel's, and so are its frames). */
+      bpf_map_delete_elem(&kernel_conns, conn);
+    }
   }
   if (*action == SS_FLOW_RING_CONNS && (!conn || !bpf_map_lookup_elem(&ring_conns, conn)))
     return count(SS_CNT_PASSED, XDP_PASS);
@@ -139,12 +145,7 @@ int ss_steer(struct xdp_md *ctx) {
   conn.version = key.version;
   struct tcphdr *th = (void *)l4;
   if ((void *)(th + 1) > end) return steer(ctx, &key, &conn, 0);
-  if (!kernel_conns_used) return steer(ctx, &key, &conn, 0);
-  if (th->syn && !th->ack) {  /* a new connection of the 4-tuple: the rings' again */
-    bpf_map_delete_elem(&kernel_conns, &conn);
-    return steer(ctx, &key, &conn, 0);
-  }
-  return steer(ctx, &key, &conn, 1);
+  return steer(ctx, &key, &conn, th->syn && !th->ack);
 }
 
 char LICENSE[] SEC("license") = "GPL";
