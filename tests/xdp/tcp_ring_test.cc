@@ -282,9 +282,11 @@ class TcpRing : public sstest::RingRig {
               0);
     ASSERT_EQ(
         sstest::run(nft + "'add chain inet loss out { type filter hook output priority 0; }'"), 0);
-    ASSERT_EQ(
-        sstest::run(nft + "'add rule inet loss in tcp dport " + std::to_string(port) + drop + "'"),
-        0);
+    // Our segments with data apart (its counter: dropped_data_to_b).
+    for (const char* len : {" meta length > 100", " meta length <= 100"})
+      ASSERT_EQ(sstest::run(nft + "'add rule inet loss in tcp dport " + std::to_string(port) + len +
+                            drop + "'"),
+                0);
     ASSERT_EQ(
         sstest::run(nft + "'add rule inet loss out tcp sport " + std::to_string(port) + drop + "'"),
         0);
@@ -297,6 +299,14 @@ class TcpRing : public sstest::RingRig {
     for (size_t at = 0; (at = out.find("packets ", at)) != std::string::npos; at += 8)
       n += std::stoull(out.substr(at + 8));
     return n;
+  }
+  // Those of ours that carried data: what we must send again.
+  uint64_t dropped_data_to_b() {
+    const std::string out =
+        sstest::output("ip netns exec " + ns_->name_b() + " nft list chain inet loss in");
+    const size_t rule = out.find("meta length > 100");
+    const size_t at = rule == std::string::npos ? rule : out.find("packets ", rule);
+    return at == std::string::npos ? 0 : std::stoull(out.substr(at + 8));
   }
 
   std::unique_ptr<ss::net::PacketTx> packets_;
@@ -436,8 +446,10 @@ TEST_F(TcpRing, LossBothWaysIsRepaired) {
   client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 512 << 10);
   const uint64_t dropped = dropped_in_b();
   EXPECT_GT(dropped, 0u) << "nft dropped nothing";
-  EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
-  EXPECT_GT(last_.sack_recoveries + last_.rto_expiries + last_.tlp_probes, 0u);
+  if (dropped_data_to_b() > 0) {  // random: 3% of ~400 segments, all but sure
+    EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
+    EXPECT_GT(last_.sack_recoveries + last_.rto_expiries + last_.tlp_probes, 0u);
+  }
   std::printf(
       "3%% loss each way (%lu dropped), 512 KiB each way: %lu segments in, %lu out, "
       "%lu sent again; "
@@ -505,13 +517,16 @@ TEST_F(TcpRingGso, LossBothWaysIsRepaired) {
   ASSERT_NO_FATAL_FAILURE(lose_in_b(kLinuxPort, 100));
   client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 1 << 20);
   std::printf(
-      "10%% loss each way (%lu dropped), 1 MiB each way: %lu segments in, %lu out, %lu sent "
-      "again; %lu SACK recoveries, %lu tail loss probes, %lu RTOs\n",
-      (unsigned long)dropped_in_b(), (unsigned long)last_.segs_in, (unsigned long)last_.segs_out,
+      "10%% loss each way (%lu dropped, %lu of our data), 1 MiB each way: %lu segments in, "
+      "%lu out, %lu sent again; %lu SACK recoveries, %lu tail loss probes, %lu RTOs\n",
+      (unsigned long)dropped_in_b(), (unsigned long)dropped_data_to_b(),
+      (unsigned long)last_.segs_in, (unsigned long)last_.segs_out,
       (unsigned long)last_.retrans_segs, (unsigned long)last_.sack_recoveries,
       (unsigned long)last_.tlp_probes, (unsigned long)last_.rto_expiries);
   EXPECT_GT(dropped_in_b(), 0u) << "nft dropped nothing";
-  EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
+  // Random: ~60 merged packets of ours at 10% (0.9^60: one run in 500
+  // loses none of them).
+  if (dropped_data_to_b() > 0) EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
   expect_merged();
 }
 
