@@ -526,7 +526,9 @@ TEST_F(TcpRingGso, LossBothWaysIsRepaired) {
   EXPECT_GT(dropped_in_b(), 0u) << "nft dropped nothing";
   // Random: ~60 merged packets of ours at 10% (0.9^60: one run in 500
   // loses none of them).
-  if (dropped_data_to_b() > 0) EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
+  if (dropped_data_to_b() > 0) {
+    EXPECT_GT(last_.retrans_segs, 0u) << "nothing sent again";
+  }
   expect_merged();
 }
 
