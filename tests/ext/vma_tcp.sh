@@ -310,15 +310,15 @@ stop_a_bg() {
   kill "${pids[-1]}" 2>/dev/null
   wait "${pids[-1]}" 2>/dev/null
 }
-listening() {  # listening PORT: A's server took port PORT on the rings (its log), or 5 s
+listening() {  # listening PORT: A's server took port PORT on the rings (its log), or 5 s and why not
   for _ in $(seq 50); do grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err" && return 0; sleep 0.1; done
-  grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err"
+  grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err" && return 0
+  echo "  no listener on the rings (port $1): $(tail -3 "$T/err")"
+  return 1
 }
 in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7001 1 options
-listening 7001
-ok=$?
 bad=0
-[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+listening 7001 || bad=1
 ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7001 1000000 >"$T/cl" 2>&1 || bad=1
 wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
 segs=$(($(kernel_tcp) - seg0))
@@ -332,10 +332,8 @@ check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the ri
 # connection's (Linux's edges; was level-triggered: 1 1 1).
 rm -f "$T/et.second"
 in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7020 2 edge "$T/et"
-listening 7020
-ok=$?
 bad=0
-[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+listening 7020 || bad=1
 ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7020 1000 >"$T/cl" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -e "$T/et.second" ] && break; sleep 0.1; done
@@ -394,7 +392,7 @@ touch "$T/mark.killed"
 wait "${pids[-1]}"
 has "$T/surv" "^after kill: send (ok|ECONNRESET|EPIPE), recv ECONNRESET$" || { echo "  $(cat "$T/surv")"; bad=1; }
 in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7006 1
-listening 7006 || { echo "  no listener on the rings again: $(tail -3 "$T/err")"; bad=1; }
+listening 7006 || bad=1
 ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7006 100000 >"$T/cl" 2>&1 || bad=1
 wait "${pids[-1]}"
 has "$T/cl" "^echoed 100000 ok" || bad=1
@@ -404,10 +402,8 @@ segs=$(($(kernel_tcp) - seg0))
 check "our server SIGKILLed: its peer's next segment reset by A's kernel, a new server on the port on the rings" $bad
 
 in_a_bg python3 -m http.server --directory "$T/www" --bind "$IP4" 8081
-listening 8081
-ok=$?
 bad=0
-[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+listening 8081 || bad=1
 rm -f "$T/got"
 ip netns exec "$Z" timeout 30 curl -sS -o "$T/got" "http://$IP4:8081/blob" || bad=1
 [ "$(sha256sum <"$T/got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
@@ -420,10 +416,8 @@ stop_a_bg
 # redis-benchmark from B: every request answered.
 if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
   in_a_bg redis-server --bind "$IP4" --port 6390 --save "" --appendonly no --protected-mode no
-  listening 6390
-  ok=$?
   bad=0
-  [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+  listening 6390 || bad=1
   ip netns exec "$Z" timeout 60 redis-benchmark -h "$IP4" -p 6390 -n 4000 -c 8 -t set,get -q \
     >"$T/rb" 2>&1 || bad=1
   tr '\r' '\n' <"$T/rb" | grep -E '^(SET|GET): [0-9.]+ requests per second' >"$T/rb.sum"
@@ -440,10 +434,8 @@ fi
 # every SET and GET answered through the rings.
 if command -v memcached >/dev/null && command -v memcslap >/dev/null; then
   in_a_bg memcached -u root -l "$IP4" -p 11311 -U 0 -t 2  # as root: its rings need it at listen
-  listening 11311
-  ok=$?
   bad=0
-  [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+  listening 11311 || bad=1
   for t in set get; do
     ip netns exec "$Z" timeout 60 memcslap --servers="$IP4:11311" --concurrency=4 \
       --execute-number=1000 --test=$t >"$T/ms.$t" 2>&1 || bad=1
@@ -487,10 +479,8 @@ for case in parent child exec parent:6; do
   [ "$case" = "$who" ] || addr=$IP6
   port=$((port + 1))
   in_a_bg python3 "$here/vma_tcp_forking.py" "$addr" $port 1 "$who"
-  listening $port
-  ok=$?
   bad=0
-  [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+  listening $port || bad=1
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$addr" $port 1000000 >"$T/cl" 2>&1 || bad=1
   wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
   has "$T/cl" "^echoed 1000000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
@@ -531,10 +521,8 @@ done
 # both serve Linux's clients after that, and neither crashes nor hangs.
 port=7018
 in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 4 prefork
-listening $port
-ok=$?
 bad=0
-[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+listening $port || bad=1
 for _ in 1 2 3 4; do
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 100000 >"$T/cl" 2>&1 || bad=1
   has "$T/cl" "^echoed 100000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
@@ -551,10 +539,8 @@ check "a pre-forking server in A, a parent thread asleep in accept: the listener
 # kept one, paused meanwhile, finishes on the rings.
 port=7022
 in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 3 held
-listening $port
-ok=$?
 bad=0
-[ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+listening $port || bad=1
 rm -f "$T/go"
 ip netns exec "$Z" timeout 40 python3 "$here/vma_tcp_client.py" "$IP4" $port 400000 "$T/go" >"$T/kept" 2>&1 &
 kept=$!
@@ -597,10 +583,8 @@ if [ -x "$pg_bin/postgres" ] && [ -x "$pg_bin/pgbench" ] && id postgres >/dev/nu
   in_a_bg setpriv --reuid=postgres --regid=postgres --init-groups --inh-caps=$caps \
     --ambient-caps=$caps "$pg_bin/postgres" -D "$PG/data" -p 5440 -k "$PG" \
     -c listen_addresses="$IP4" -c fsync=off -c dynamic_shared_memory_type=mmap
-  listening 5440
-  ok=$?
   bad=0
-  [ $ok = 0 ] || { echo "  no listener on the rings: $(tail -3 "$T/err")"; bad=1; }
+  listening 5440 || bad=1
   for _ in $(seq 100); do grep -q "ready to accept connections" "$T/err" && break; sleep 0.1; done
   pgbench=("$pg_bin/pgbench" -h "$IP4" -p 5440 -U postgres)
   ip netns exec "$Z" timeout 60 "${pgbench[@]}" -i -s 1 -q postgres >"$T/pgb" 2>&1 || bad=1
