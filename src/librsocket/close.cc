@@ -52,17 +52,17 @@ int Socket::shutdown(int how) {
   Lock lk(mu_);
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
   if (ep_) may_look();  // as send_from
-  if (state_ == kListening) {
+  if (phase() == kListening) {
     // Linux lets shutdown stop a listener; we simply report success.
     return 0;
   }
-  if (state_ == kConnecting && reply_pending_) {
+  if (phase() == kConnecting && has(kReplyPending)) {
     // As Linux with a connect in progress: the connect is abandoned and
     // fails with ECONNRESET (a blocked rconnect returns now); the transport
     // goes at rclose, as after a refused connect. (An accepted socket still
     // finishing its handshake is no connect of ours: not abandoned.)
     err_ = ECONNRESET;
-    state_ = kConnectError;
+    set_phase(kConnectError);
     kick_waiters();
     return 0;
   }
@@ -84,7 +84,7 @@ int Socket::shutdown(int how) {
     ctrl = (state_ & kWritable) ? 0xFFu : static_cast<uint32_t>(kCtrlDisconnect);
     state_ &= ~kReadable;
   }
-  if (how != SHUT_RD) shut_wr_ = true;
+  if (how != SHUT_RD) set(kShutWr);
   if (ctrl == 0xFF || (state_ & (kError | kDisconnected))) {
     linger = false;
   } else {
@@ -107,13 +107,13 @@ int Socket::shutdown(int how) {
   linger = linger && lingering() && !(state_ & kError);
   if (linger) {
     linger_deadline_ = clock::now() + linger_time();
-    in_linger_ = true;
+    set(kInLinger);
   } else if (!(state_ & (kReadable | kWritable))) {
     state_ = (state_ & ~kConnected) | kDisconnected;
     ep_->disconnect();
   }
   kick_waiters();  // blocked readers/writers see the new state
-  const bool release_now = --shutting_ == 0 && closed_ && !in_linger_;
+  const bool release_now = --shutting_ == 0 && has(kClosed) && !has(kInLinger);
   lk.unlock();
   if (linger) LingerService::instance().add(shared_from_this());
   if (release_now) release();  // an rclose came while we slept
@@ -127,11 +127,11 @@ bool Socket::linger_step() {
     if (ep_) process_cq(lk);
     const auto now = clock::now();
     if (lingering()) {
-      if (!peer_wrote_late_ && !(state_ & kError) && now < linger_deadline_) return false;
+      if (!has(kPeerWroteLate) && !(state_ & kError) && now < linger_deadline_) return false;
       // The peer did not close in time, or wrote to our closed end (where
       // TCP would answer with a reset): we are gone.
       SS_DEBUG("rsocket: fd %d: linger ends without the peer's close (%s)", fd_,
-               peer_wrote_late_ ? "it wrote to us" : "time");
+               has(kPeerWroteLate) ? "it wrote to us" : "time");
       // Not posted when the transport is gone anyway.
       if (!(state_ & kError) && ctrl_ready()) send_ctrl(kCtrlDisconnect);
       state_ = (state_ & ~kConnected) | kDisconnected;
@@ -142,8 +142,8 @@ bool Socket::linger_step() {
     if (!sends_drained() && !(state_ & kError) && now < linger_deadline_) return false;
     if (ep_) ep_->disconnect();
     kick_waiters();
-    in_linger_ = false;
-    release_now = closed_;
+    set(kInLinger, false);
+    release_now = has(kClosed);
   }
   if (release_now) release();
   return true;
@@ -154,7 +154,7 @@ void Socket::close() {
   bool copy;
   {
     std::lock_guard<FutexMutex> g(mu_);
-    copy = shared_elsewhere_ || endpoint_foreign();
+    copy = has(kSharedElsewhere) || endpoint_foreign();
   }
   if (copy) {
     drop_copy();
@@ -162,7 +162,7 @@ void Socket::close() {
   }
   {
     Lock lk(mu_);
-    if (state_ == kListening) {
+    if (phase() == kListening) {
       lk.unlock();
       ListenService::instance().remove(this);
       lk.lock();
@@ -186,8 +186,8 @@ void Socket::close() {
   {
     std::lock_guard<FutexMutex> g(mu_);
     kick_waiters();
-    if (in_linger_ || shutting_) {
-      closed_ = true;  // the linger, or the shutdown under way, releases it
+    if (has(kInLinger) || shutting_) {
+      set(kClosed);  // the linger, or the shutdown under way, releases it
       return;
     }
   }
@@ -209,7 +209,7 @@ void Socket::close_at_exit() {
     Lock g(mu_, std::try_to_lock);
     if (!g.owns_lock()) return;
     if (!(state_ & kConnected) || lingering() || endpoint_foreign()) return;
-    if (shared_elsewhere_ || share_.holders() > 1) {
+    if (has(kSharedElsewhere) || share_.holders() > 1) {
       // Shared with another process (fork): its holder goes on with it.
       // A process that moved it (holds the turn) leaves it as a kernel
       // socket's writer and reader would: what it sent leaves (its writes
@@ -252,7 +252,7 @@ bool Socket::defer_close() {
   std::lock_guard<FutexMutex> g(mu_);
   // A copy another process holds goes at once (close: drop_copy); so
   // does a connection no call is using.
-  if (shared_elsewhere_ || endpoint_foreign() || !(sending_ || receiving_)) return false;
+  if (has(kSharedElsewhere) || endpoint_foreign() || !(sending_ || receiving_)) return false;
   // The call ends as it would have (data, the peer's end, a signal, its
   // timeout) and closes then (api.cc, on_either), the program's number
   // held till it is. Listed under mu_: listed exactly while deferred.
@@ -274,7 +274,7 @@ void Socket::close_in_fork_child() {
   if (!close_deferred_.load(std::memory_order_relaxed)) return;
   fork_child();  // the blocked call's turn and lock are the parent thread's
   close_deferred_ = false;
-  in_linger_ = false;  // no linger thread here either
+  set(kInLinger, false);  // no linger thread here either
   if (ep_) {
     ep_->drop_in_fork_child(fd_);
     (void)ep_.release();  // never called nor destroyed here (its memory stays)
@@ -284,7 +284,7 @@ void Socket::close_in_fork_child() {
   // The preload's lock is free by now: its child handler, registered at
   // its load, ran before the fork registry's (registered at first use).
   if (auto closed = g_fork_closed.load(std::memory_order_acquire)) closed(fd_);
-  state_ = kDisconnected;
+  set_phase(kDisconnected);
   kick_waiters();
 }
 
@@ -300,8 +300,8 @@ void Socket::drop_copy() {
   kick_waiters();
   // An rshutdown under way (or lingering) ends the connection for every
   // holder, as a kernel shutdown(2) does: it releases when it is done.
-  if (in_linger_ || shutting_) {
-    closed_ = true;
+  if (has(kInLinger) || shutting_) {
+    set(kClosed);
     return;
   }
   if (endpoint_foreign()) (void)ep_.release();  // kept, never destroyed: not ours

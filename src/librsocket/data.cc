@@ -116,12 +116,13 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
   may_look();  // the latest state first (fork: another process may have left it)
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.sndtimeo_us);
-  if (state_ == kConnecting) {
+  if (phase() == kConnecting) {
     int rc = wait_for(
-        lk, nonblock, [this] { return state_ != kConnecting; }, until);
+        lk, nonblock, [this] { return phase() != kConnecting; }, until);
     if (rc) return rc;
   }
-  if (fell_back_) return -ENOTCONN;  // nothing moved: librspreload repeats it on the kernel socket
+  if (has(kFellBack))
+    return -ENOTCONN;  // nothing moved: librspreload repeats it on the kernel socket
   // A peer that stopped writing is likely closing: see its DISCONNECT now
   // (as TCP's reset), not only once the send window runs out.
   if (!(state_ & kReadable) && (state_ & kConnected)) process_cq(lk);
@@ -189,12 +190,12 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
   may_look();  // as send_from
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.rcvtimeo_us);
-  if (state_ == kConnecting) {
+  if (phase() == kConnecting) {
     int rc = wait_for(
-        lk, nonblock, [this] { return state_ != kConnecting; }, until);
+        lk, nonblock, [this] { return phase() != kConnecting; }, until);
     if (rc) return rc;
   }
-  if (fell_back_) return -ENOTCONN;  // as in send_from
+  if (has(kFellBack)) return -ENOTCONN;  // as in send_from
   if (!rbuf_) return data_error(false);
   size_t len = out.total();
   if (len == 0) return 0;

@@ -47,10 +47,10 @@ int transport_errno(const prov::Endpoint& ep) {
 void Socket::set_error(int err, const char* why) {
   // Connecting too: an accepted socket still finishing its handshake gets
   // no event once its transport is torn down.
-  if ((state_ & kConnected) || state_ == kConnecting) {
+  if ((state_ & kConnected) || phase() == kConnecting) {
     // Info, not warning: a peer that resets is no fault of this process.
     SS_INFO("rsocket: fd %d: connection failed: %s (%s)", fd_, why, strerror(err));
-    state_ = kError;
+    set_phase(kError);
     err_ = err;
   }
 }
@@ -60,8 +60,8 @@ int Socket::process_cq(Lock&) {
   // provider may already hold the peer's first messages (a buffer update
   // right behind the reply), and the set-up would overwrite what they
   // brought.
-  if (!ep_ || reply_pending_) return 0;
-  if (!may_look()) return stale_ ? -ECONNRESET : 0;
+  if (!ep_ || has(kReplyPending)) return 0;
+  if (!may_look()) return has(kStale) ? -ECONNRESET : 0;
   // Where the peer's next message will land: fetch it while we look for
   // its completion, so the two cross-core misses overlap instead of
   // following each other (the sender writes the data before the entry).
@@ -76,7 +76,7 @@ int Socket::process_cq(Lock&) {
     }
     // A race with a sibling: what this copy's endpoint read is not for
     // the state another process left.
-    if (n > 0 && !may_move_as_is()) return stale_ ? -ECONNRESET : 0;
+    if (n > 0 && !may_move_as_is()) return has(kStale) ? -ECONNRESET : 0;
     for (int i = 0; i < n; i++) handle_completion(wc[i]);
     total += n;
     if (n < kCqBatch) break;
@@ -101,7 +101,7 @@ int Socket::process_cq(Lock&) {
       const bool lost = why == EPIPE || why == ECONNRESET || ev == prov::CmEvent::kDisconnected;
       if (lost && why == ECONNRESET && peer_read_all()) {
         peer_shut_writing();
-        transport_ended_ = true;
+        set(kTransportEnded);
       } else if (lost)
         set_error(ECONNRESET, "the transport ended without a disconnect message, our data unread");
       else
@@ -127,7 +127,7 @@ void Socket::peer_shut_writing() {
 }
 
 void Socket::fail_connection(const char* why, bool peer_fault) {
-  peer_dropped_ = peer_dropped_ || peer_fault;
+  if (peer_fault) set(kPeerDropped);
   set_error(ECONNRESET, why);
   ep_->disconnect();
   kick_waiters();
@@ -190,7 +190,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       __builtin_prefetch(rbuf_ + rbuf_in_pos_);
       rbuf_in_pos_ = ring_wrap(rbuf_in_pos_ + data, opt_.rbuf_size);  // data <= half
       rbuf_queued_ += data;
-      if (lingering()) peer_wrote_late_ = true;
+      if (lingering()) set(kPeerWroteLate);
       if (data)
         rmsg_.push_back({data});
       else
@@ -219,9 +219,9 @@ void Socket::repost_recv() {
 
 void Socket::handle_completion(const prov::Completion& wc) {
   if (wc.op == prov::WcOp::kRecvImm) {
-    if (peer_dropped_) return;
+    if (has(kPeerDropped)) return;
     if (wc.status == 0) {
-      await_peer_first_ = false;
+      set(kAwaitPeerFirst, false);
       handle_recv(wc.imm, wc.byte_len);
       if (ep_ && (caps_ & prov::kCapRecvWr)) repost_recv();
     } else if (wc.status != ECONNRESET && (state_ & kConnected)) {
@@ -238,7 +238,7 @@ void Socket::handle_completion(const prov::Completion& wc) {
 bool Socket::may_look() {
   if (!share_.is_open()) return true;
   if (in_library_thread()) return share_.settled();
-  if (share_.current() || (!stale_ && take_over_locked())) return true;
+  if (share_.current() || (!has(kStale) && take_over_locked())) return true;
   went_stale();
   return false;
 }
@@ -246,7 +246,7 @@ bool Socket::may_look() {
 bool Socket::may_move() {
   if (!share_.is_open()) return true;
   if (in_library_thread()) return share_.take_settled();
-  if (share_.take_turn() || (!stale_ && take_over_locked() && share_.take_turn())) return true;
+  if (share_.take_turn() || (!has(kStale) && take_over_locked() && share_.take_turn())) return true;
   went_stale();
   return false;
 }
@@ -260,8 +260,8 @@ bool Socket::may_move_as_is() {
 }
 
 void Socket::went_stale() {
-  if (stale_) return;
-  stale_ = true;
+  if (has(kStale)) return;
+  set(kStale);
   SS_WARN_ONCE(
       "rsocket: fd %d: another process moved this connection on since this process's copy of it "
       "was made (fork): a copy cannot follow, the connection fails here (rsocket(7), Fork)",
@@ -273,7 +273,7 @@ void Socket::went_stale() {
 int Socket::post(const prov::SendWr& wr) {
   // The request was built from this copy's state: it goes only while that
   // is the current one (after a take-over it would not match the state).
-  if (!may_move_as_is()) return stale_ ? -ECONNRESET : -EAGAIN;
+  if (!may_move_as_is()) return has(kStale) ? -ECONNRESET : -EAGAIN;
   int rc = ep_->post_send(wr);
   if (rc != prov::kPostDone) return rc;
   handle_send_completion(wr.wr_id, 0);
@@ -312,7 +312,7 @@ void Socket::handle_send_completion(uint64_t wr_id, int status) {
 
 bool Socket::can_send() const {
   return sqe_avail_ > 0 && sbuf_bytes_avail_ >= kSndLowat && sseq_no_ != sseq_comp_ &&
-         target_[target_sge_].length != 0 && !await_peer_first_;
+         target_[target_sge_].length != 0 && !has(kAwaitPeerFirst);
 }
 
 void Socket::give_credits() {
@@ -412,7 +412,7 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
 int Socket::block_once(Lock& lk, Deadline until) {
   if (ep_->arm() != 0) return 0;  // something arrived meanwhile: look again
   int ms = sleep_ms_until(until, static_cast<int>(settings::get(settings::Id::kWakeUpInterval)));
-  if (state_ == kConnecting) ms = connect_sleep_ms(ms);
+  if (phase() == kConnecting) ms = connect_sleep_ms(ms);
   int rc = kick_.sleep(lk, {ep_->event_fd(), ep_->event_mask(), 0}, ms);
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();
@@ -422,7 +422,7 @@ int Socket::block_once(Lock& lk, Deadline until) {
 
 int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until) {
   if (state_ & (kError | kConnectError)) return 0;  // callers check state
-  if (!(state_ & kConnected) && state_ != kConnecting) return 0;
+  if (!(state_ & kConnected) && phase() != kConnecting) return 0;
   if (nonblock) return -EAGAIN;
   const auto now = std::chrono::steady_clock::now();
   if (now >= until) return -EAGAIN;  // SO_RCVTIMEO/SO_SNDTIMEO ran out, as the kernel's
@@ -452,14 +452,14 @@ int Socket::data_error(bool sending) {
   // Linux after a reset.
   if (state_ & kError) {
     // Left to its maker (fork): each call says why.
-    if (!ep_ && !exec_lost_) return -(err_ ? err_ : ECONNRESET);
+    if (!ep_ && !has(kExecLost)) return -(err_ ? err_ : ECONNRESET);
     return err_ ? -std::exchange(err_, 0) : (sending ? -EPIPE : 0);
   }
   if (sending) {
-    if (shut_wr_) return -EPIPE;
+    if (has(kShutWr)) return -EPIPE;
     if (state_ & kDisconnected) return -EPIPE;
   }
-  if (state_ == kConnecting) return -EAGAIN;
+  if (phase() == kConnecting) return -EAGAIN;
   return -ENOTCONN;
 }
 
@@ -470,35 +470,35 @@ namespace ss::rs {
 bool Socket::sends_refused() {
   // The peer is gone: Linux's first send after a dead peer's FIN meets a
   // reset, and the socket is then hung up. No send leaves here.
-  if (transport_ended_ && (state_ & kWritable)) peer_disconnected();
-  return !(state_ & kWritable) || shut_wr_;
+  if (has(kTransportEnded) && (state_ & kWritable)) peer_disconnected();
+  return !(state_ & kWritable) || has(kShutWr);
 }
 
 short Socket::readiness(short events) {
   Lock lk(mu_);
-  if (state_ == kListening && listen_shared_ && accept_queue_.empty()) {
+  if (phase() == kListening && listen_shared_ && accept_queue_.empty()) {
     lk.unlock();
     serve_requests(true);  // shared by fork: rpoll takes a request itself
     lk.lock();
   }
-  if (state_ != kListening && ep_) {
-    if (state_ == kConnecting) progress_connect(lk);
-    if (state_ != kConnecting && !(state_ & kConnectError)) process_cq(lk);
+  if (phase() != kListening && ep_) {
+    if (phase() == kConnecting) progress_connect(lk);
+    if (phase() != kConnecting && !(state_ & kConnectError)) process_cq(lk);
   }
   return ready_now(events);
 }
 
 short Socket::ready_now(short events) {
-  if (fell_back_) {  // the kernel socket's own connect (fall_back_to_kernel)
+  if (has(kFellBack)) {  // the kernel socket's own connect (fall_back_to_kernel)
     pollfd p{fd_, events, 0};
     return ::poll(&p, 1, 0) > 0 ? p.revents : 0;
   }
   short rev = 0;
-  if (state_ == kListening) {
+  if (phase() == kListening) {
     rev = accept_queue_.empty() && !accept_err_ ? 0 : POLLIN;  // raccept has an answer
     if (fork_err_) rev = POLLIN | POLLERR;                     // raccept says why
   } else if (ep_) {
-    if (state_ == kConnecting) return 0;
+    if (phase() == kConnecting) return 0;
     if (state_ & kConnectError) return (POLLIN | POLLOUT | POLLERR) & (events | POLLERR);
     if (rbuf_queued_ >= static_cast<uint32_t>(opt_.rcvlowat) || !(state_ & kReadable))
       rev |= POLLIN;
@@ -512,7 +512,7 @@ short Socket::ready_now(short events) {
     // Failed: reads and writes no longer block (they answer at once), and
     // POLLERR until a call or SO_ERROR took the error, as Linux's reset.
     if ((state_ & kError) && rmsg_.empty()) rev |= POLLOUT | POLLHUP | (err_ ? POLLERR : 0);
-  } else if (state_ == kError) {
+  } else if (phase() == kError) {
     rev = POLLIN | POLLOUT | POLLERR;  // left to its maker (fork): each call says why
   }
   return rev & (events | POLLERR | POLLHUP);
@@ -521,12 +521,12 @@ short Socket::ready_now(short events) {
 WaitTarget Socket::wait_target(short events, int* sleep_ms) {
   Lock lk(mu_);
   WaitTarget t;
-  if (state_ == kListening) {
+  if (phase() == kListening) {
     t.fd = listen_shared_ && listener_ ? listener_->fd() : accept_efd_;
     t.events = POLLIN;
     return t;
   }
-  if (fell_back_) {
+  if (has(kFellBack)) {
     t.fd = fd_;
     t.events = events;
     return t;
@@ -545,21 +545,21 @@ WaitTarget Socket::wait_target(short events, int* sleep_ms) {
   t.fd = ep_->event_fd();
   t.events = ep_->event_mask();
   if (joined) t.kick_fd = kick_.fd();
-  if (state_ == kConnecting) *sleep_ms = connect_sleep_ms(*sleep_ms);
+  if (phase() == kConnecting) *sleep_ms = connect_sleep_ms(*sleep_ms);
   return t;
 }
 
 bool Socket::change_count(uint64_t* count) {
   Lock lk(mu_);
-  if (state_ == kListening) return false;
-  if (fell_back_) {  // the kernel socket's own events (watch_kernel_events)
+  if (phase() == kListening) return false;
+  if (has(kFellBack)) {  // the kernel socket's own events (watch_kernel_events)
     if (kernel_events_ep_ < 0) return false;
     epoll_event ev;
     if (::epoll_wait(kernel_events_ep_, &ev, 1, 0) > 0) changes_++;
     *count = changes_;
     return true;
   }
-  if (ep_ && !(state_ & kConnectError) && state_ != kConnecting) process_cq(lk);
+  if (ep_ && !(state_ & kConnectError) && phase() != kConnecting) process_cq(lk);
   *count = changes_;
   return true;
 }
@@ -584,7 +584,7 @@ bool Socket::failed_unread(Lock& lk) {
 void Socket::after_wait(const WaitTarget& armed, bool kicked) {
   Lock lk(mu_);
   if (armed.kick_fd >= 0) kick_.leave(kicked);
-  if (ep_ && state_ != kListening) ep_->ack_events();
+  if (ep_ && phase() != kListening) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // a wake-up may be the transport ending
 }
 

@@ -97,7 +97,7 @@ int Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
       SS_DEBUG("rsocket: fd %d: cannot cross exec: %s (state %#x, sends %s, %s)", fd_,
                rc && rc != -EAGAIN ? strerror(-rc) : "never quiet", state_,
                sends_drained() ? "done" : "under way",
-               reply_pending_ || sending_ || receiving_ ? "a call under way" : "no call");
+               has(kReplyPending) || sending_ || receiving_ ? "a call under way" : "no call");
       return -EOPNOTSUPP;
     }
     pollfd p{ep_->event_fd(), ep_->event_mask(), 0};
@@ -249,9 +249,9 @@ void Socket::exec_lost(const sockaddr* name, socklen_t len) {
     memcpy(&exec_name_, name, len);
     exec_name_len_ = len;
   }
-  state_ = kError;
+  set_phase(kError);
   err_ = ECONNRESET;
-  exec_lost_ = true;
+  set(kExecLost);
   kick_waiters();
 }
 

@@ -29,10 +29,14 @@ constexpr size_t kHandoverRoom = 96 * 1024;
 // The engine's fields and the options a holder may have changed, the
 // same list for both directions (the message queue apart).
 void Socket::engine_fields(EngineState* st, bool save) {
-  field(save, state_, st->state);
+  // The phase and what the connection's peer or calls made of it; the
+  // other conditions are this process's own (its close, linger, fallback).
+  constexpr uint32_t kCarried = kPhaseMask | kShutWr | kPeerDropped;
+  if (save)
+    st->state = state_ & kCarried;
+  else
+    state_ = (state_ & ~kCarried) | (st->state & kCarried);
   field(save, err_, st->err);
-  field(save, shut_wr_, st->shut_wr);
-  field(save, peer_dropped_, st->peer_dropped);
   field(save, swap_sgl_, st->swap_sgl);
   field(save, opt_.nodelay, st->nodelay);
   field(save, opt_.keepalive, st->keepalive);
@@ -72,8 +76,8 @@ void Socket::want_handover() { share_.want_handover(kHandoverRoom); }
 bool Socket::quiet_locked() const {
   // Not while a call of this process still uses it (its close waits for
   // that call: defer_close), nor with work under way.
-  return ep_ && (state_ & kConnected) && !lingering() && !in_linger_ && !reply_pending_ &&
-         !fell_back_ && !sending_ && !receiving_ && iomaps_.empty() && peer_iomaps_.empty() &&
+  return ep_ && (state_ & kConnected) && !lingering() && !has(kInLinger) && !has(kReplyPending) &&
+         !has(kFellBack) && !sending_ && !receiving_ && iomaps_.empty() && peer_iomaps_.empty() &&
          sends_drained();
 }
 

@@ -18,7 +18,7 @@ void field(bool save, T& socket, T& state) {
 struct Socket::EngineState {
   uint32_t state;
   int err;
-  bool shut_wr, peer_dropped, swap_sgl, nodelay, keepalive, oobinline;
+  bool swap_sgl, nodelay, keepalive, oobinline;
   uint16_t sseq_no, sseq_comp, peer_credits, rseq_no, rseq_comp;
   uint32_t sqe_avail, ctrl_avail, sbuf_bytes_avail, sbuf_head;
   int target_sge, sgl_slot, remote_sge;

@@ -227,7 +227,7 @@ int Socket::getsockopt(int level, int name, void* val, socklen_t* len) {
         case SO_DOMAIN:
           return write_int(val, len, domain_);
         case SO_ACCEPTCONN:
-          return write_int(val, len, state_ == kListening);
+          return write_int(val, len, phase() == kListening);
         case SO_ERROR: {
           int e = err_;
           err_ = 0;
@@ -319,9 +319,9 @@ int Socket::fcntl(int cmd, long arg) {
 
 int Socket::queued_bytes(bool in) {
   Lock lk(mu_);
-  if (state_ == kListening) return -EINVAL;
+  if (phase() == kListening) return -EINVAL;
   if (!ep_ || !rbuf_) return 0;  // not connected yet: nothing either way
-  if (!(state_ & kConnectError) && state_ != kConnecting) process_cq(lk);
+  if (!(state_ & kConnectError) && phase() != kConnecting) process_cq(lk);
   return static_cast<int>(in ? rbuf_queued_ : opt_.sbuf_size - sbuf_bytes_avail_);
 }
 

@@ -37,7 +37,7 @@ const char* Socket::provider_name() {
 
 bool Socket::fell_back() {
   std::lock_guard<ss::FutexMutex> g(mu_);
-  return fell_back_;
+  return has(kFellBack);
 }
 
 SS_EXPORT int ss_rspreload_adopt(int fd, int domain) {

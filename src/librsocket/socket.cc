@@ -189,40 +189,40 @@ int Socket::save_conn_data(const uint8_t* pdata, size_t len) {
 
 int Socket::bind(const sockaddr* addr, socklen_t len) {
   std::lock_guard<FutexMutex> g(mu_);
-  if (state_ != kInit) return -EINVAL;
+  if (phase() != kInit) return -EINVAL;
   if (!addr || len < sizeof(sa_family_t)) return -EINVAL;
   if (addr->sa_family != domain_) return -EAFNOSUPPORT;
   if (::bind(fd_, addr, len) < 0) return -errno;
-  state_ = kBound;
+  set_phase(kBound);
   return 0;
 }
 
 int Socket::listen(int backlog) {
   {
     std::lock_guard<FutexMutex> g(mu_);
-    if (state_ == kListening) {
+    if (phase() == kListening) {
       backlog_ = accept_queue_limit(backlog);
       return 0;
     }
-    if (state_ != kInit && state_ != kBound) return -EINVAL;
+    if (phase() != kInit && phase() != kBound) return -EINVAL;
     int rc = prov::create_listener(fd_, &listener_, backlog, off_stream_);
     if (rc) {
       // It may have bound an ephemeral port first, as listen(2) would:
       // the socket is bound now, so rbind must say so.
-      if (state_ == kInit && prov::has_local_port(fd_)) state_ = kBound;
+      if (phase() == kInit && prov::has_local_port(fd_)) set_phase(kBound);
       return rc;
     }
     accept_efd_ = eventfd(0, EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC);
     if (accept_efd_ < 0) return -errno;
     backlog_ = accept_queue_limit(backlog);
-    state_ = kListening;
+    set_phase(kListening);
   }
   return ListenService::instance().add(shared_from_this());
 }
 
 int Socket::listener_fd() {
   std::lock_guard<FutexMutex> g(mu_);
-  return listener_ && !accept_starved_ && !accept_full_ ? listener_->fd() : -1;
+  return listener_ && !has(kAcceptStarved) && !has(kAcceptFull) ? listener_->fd() : -1;
 }
 
 void Socket::note_accept_error(int err) {
@@ -256,15 +256,15 @@ void Socket::serve_requests(bool inline_caller) {
       // As Linux's accept queue: backlog + 1 connections made and not
       // accepted; the next wait in the provider's backlog, their connects
       // unanswered, until raccept makes room.
-      accept_full_ = accept_queue_.size() >= backlog_;
-      if (accept_full_) return;
+      set(kAcceptFull, accept_queue_.size() >= backlog_);
+      if (has(kAcceptFull)) return;
       int rc = 0;
       if (starved_ep_)
         ep = std::move(starved_ep_);
       else
         rc = listener_->get_request(&ep);
-      accept_starved_ = rc == -EMFILE || rc == -ENFILE;
-      if (accept_starved_) note_accept_error(-rc);
+      set(kAcceptStarved, rc == -EMFILE || rc == -ENFILE);
+      if (has(kAcceptStarved)) note_accept_error(-rc);
       if (rc) return;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -274,7 +274,7 @@ void Socket::serve_requests(bool inline_caller) {
       if (err == EMFILE || err == ENFILE) {
         std::lock_guard<FutexMutex> g(mu_);
         starved_ep_ = std::move(ep);
-        accept_starved_ = true;
+        set(kAcceptStarved);
         note_accept_error(err);
         return;
       }
@@ -293,7 +293,7 @@ void Socket::serve_requests(bool inline_caller) {
     const uint8_t* pdata = s->ep_->peer_private_data(&plen);
     int rc = s->start_endpoint();
     const auto t1 = std::chrono::steady_clock::now();
-    s->await_peer_first_ = s->caps_ & prov::kCapActiveSpeaksFirst;
+    s->set(kAwaitPeerFirst, s->caps_ & prov::kCapActiveSpeaksFirst);
     if (!rc) rc = s->save_conn_data(pdata, plen);
     if (!rc) {
       ConnData cd;
@@ -322,7 +322,7 @@ void Socket::serve_requests(bool inline_caller) {
       }
       continue;
     }
-    s->state_ = kConnecting;
+    s->set_phase(kConnecting);
     std::lock_guard<FutexMutex> g(mu_);
     answering_fd_ = -1;  // the queue's now
     accept_queue_.push_back(std::move(s));
@@ -333,7 +333,11 @@ void Socket::serve_requests(bool inline_caller) {
   }
 }
 
-bool Socket::room_again() { return std::exchange(accept_full_, false) && !listen_shared_; }
+bool Socket::room_again() {
+  const bool was_full = has(kAcceptFull);
+  set(kAcceptFull, false);
+  return was_full && !listen_shared_;
+}
 
 bool Socket::take_queued(std::shared_ptr<Socket>* out) {
   if (accept_queue_.empty()) return false;
@@ -373,7 +377,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     bool shared, starved;
     {
       std::lock_guard<FutexMutex> g(mu_);
-      if (state_ != kListening) return -EINVAL;
+      if (phase() != kListening) return -EINVAL;
       if (fork_err_) {
         if (fork_err_ == EOPNOTSUPP && !fork_err_told_)
           SS_WARN(
@@ -393,7 +397,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
         break;
       }
       shared = listen_shared_;
-      starved = accept_starved_;
+      starved = has(kAcceptStarved);
     }
     // Shared by fork: this process takes and answers a request itself; a
     // half-read one stays parked in the listener for the next call. Out of
@@ -403,7 +407,7 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     int wait_fd;
     {
       std::lock_guard<FutexMutex> g(mu_);
-      if (state_ == kListening && take_queued(out)) {
+      if (phase() == kListening && take_queued(out)) {
         refill = room_again();
         break;
       }
@@ -424,9 +428,9 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
     // The reply is on its way; the provider may still be reading the
     // peer's announcements that follow its hello. Give it a moment (a
     // silent peer only leaves the socket connecting, it cannot block us).
-    for (int i = 0; i < 200 && s.state_ == kConnecting; i++) {
+    for (int i = 0; i < 200 && s.phase() == kConnecting; i++) {
       s.progress_connect(lk);
-      if (s.state_ != kConnecting) break;
+      if (s.phase() != kConnecting) break;
       pollfd p{s.ep_->event_fd(), POLLIN, 0};
       lk.unlock();
       ::poll(&p, 1, 5);
@@ -474,9 +478,9 @@ int Socket::start_endpoint() {
 int Socket::connect(const sockaddr* addr, socklen_t len) {
   Lock lk(mu_);
   if (!addr || len < sizeof(sa_family_t)) return -EINVAL;
-  if (state_ == kConnecting) return nonblock_ ? -EALREADY : wait_connected(lk, false);
+  if (phase() == kConnecting) return nonblock_ ? -EALREADY : wait_connected(lk, false);
   if (state_ & kConnected) return -EISCONN;
-  if (state_ == kListening) return -EINVAL;
+  if (phase() == kListening) return -EINVAL;
   if (state_ & (kConnectError | kDisconnected | kError)) return -EISCONN;
   if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) return -EAFNOSUPPORT;
   if (addr->sa_family != domain_) return -EAFNOSUPPORT;
@@ -496,9 +500,9 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
     // Resolution (verbs) goes on in the background; progress_connect
     // finishes the connect once the peer is found.
     rc = ep_->resolve_progress();
-    resolving_ = rc == -EAGAIN;
+    set(kResolving, rc == -EAGAIN);
     if (!rc) rc = begin_connect();
-    if (resolving_) rc = 0;
+    if (has(kResolving)) rc = 0;
   }
   if (rc) {
     free_buffers();
@@ -508,12 +512,12 @@ int Socket::connect(const sockaddr* addr, socklen_t len) {
   peer_len_ = len;
   connect_deadline_ = std::chrono::steady_clock::now() +
                       std::chrono::milliseconds(settings::get(Id::kConnectTimeout));
-  state_ = kConnecting;
-  reply_pending_ = true;
+  set_phase(kConnecting);
+  set(kReplyPending);
   rc = wait_connected(lk, nonblock_);
   // Still connecting when the caller goes: a later failure of an
   // off-stream connect falls back to kernel TCP (librspreload).
-  late_fallback_ = off_stream_ && state_ == kConnecting;
+  set(kLateFallback, off_stream_ && phase() == kConnecting);
   return rc;
 }
 
@@ -531,7 +535,7 @@ int Socket::begin_connect() {
 // A blocking wait ends at SO_SNDTIMEO with EINPROGRESS, as connect(2)'s.
 int Socket::wait_connected(Lock& lk, bool nonblock) {
   int rc = wait_for(
-      lk, nonblock, [this] { return state_ != kConnecting; }, deadline_after_us(opt_.sndtimeo_us));
+      lk, nonblock, [this] { return phase() != kConnecting; }, deadline_after_us(opt_.sndtimeo_us));
   if (rc == -EAGAIN) return -EINPROGRESS;
   if (rc) return rc;
   if (state_ & kConnected) return 0;
@@ -539,7 +543,7 @@ int Socket::wait_connected(Lock& lk, bool nonblock) {
   // librspreload repeats the call on the kernel socket, by the program's
   // own descriptor, which waits for the kernel's connect (SO_SNDTIMEO,
   // signals) or answers EALREADY or EISCONN as the kernel does.
-  if (fell_back_) return -ENOTCONN;
+  if (has(kFellBack)) return -ENOTCONN;
   int e = err_ ? err_ : ECONNREFUSED;
   err_ = 0;  // reported here rather than through SO_ERROR
   return -e;
@@ -553,9 +557,9 @@ int Socket::connect_sleep_ms(int ms) const {
 // Drives a pending connect one step; 0 while still connecting.
 int Socket::progress_connect(Lock& lk) {
   int rc = progress_connect_step(lk);
-  if (late_fallback_ && state_ != kConnecting) {
-    if (state_ == kConnectError) fall_back_to_kernel();
-    late_fallback_ = false;
+  if (has(kLateFallback) && phase() != kConnecting) {
+    if (phase() == kConnectError) fall_back_to_kernel();
+    set(kLateFallback, false);
   }
   return rc;
 }
@@ -573,7 +577,7 @@ void Socket::fall_back_to_kernel() {
   SS_DEBUG("rsocket: fd %d: no rsocket peer after all (%s): kernel TCP", fd_,
            strerror(rsocket_err));
   err_ = 0;
-  fell_back_ = true;
+  set(kFellBack);
   watch_kernel_events();
   // Only while the entry is still ours: an rclose racing this (it removes
   // the entry before it waits for mu_) must not find it back.
@@ -604,7 +608,7 @@ void Socket::watch_kernel_events() {
 }
 
 int Socket::progress_connect_step(Lock&) {
-  if (state_ != kConnecting) return 0;
+  if (phase() != kConnecting) return 0;
   if (connect_deadline_ != std::chrono::steady_clock::time_point{} &&
       std::chrono::steady_clock::now() >= connect_deadline_) {
     // The peer took the transport's connection but never answered (a
@@ -612,27 +616,27 @@ int Socket::progress_connect_step(Lock&) {
     SS_INFO("rsocket: fd %d: connect timed out", fd_);
     ep_->disconnect();
     err_ = ETIMEDOUT;
-    state_ = kConnectError;
-    resolving_ = reply_pending_ = false;
+    set_phase(kConnectError);
+    set(kResolving | kReplyPending, false);
     return 0;
   }
-  if (resolving_) {
+  if (has(kResolving)) {
     int rc = ep_->resolve_progress();
     if (rc == -EAGAIN) return 0;
-    resolving_ = false;
+    set(kResolving, false);
     if (!rc) rc = begin_connect();
     if (rc) {
       // Reported as a failed connect (rconnect's errno or SO_ERROR);
       // ENODEV: no RDMA device leads to the peer.
       err_ = -rc;
-      state_ = kConnectError;
-      reply_pending_ = false;
+      set_phase(kConnectError);
+      set(kReplyPending, false);
     }
     return 0;
   }
   prov::CmEvent ev;
   if (ep_->cm_progress(&ev) != 0) return 0;
-  reply_pending_ = false;  // whatever the outcome, completions may now be processed
+  set(kReplyPending, false);  // whatever the outcome, completions may now be processed
   switch (ev) {
     case prov::CmEvent::kEstablished: {
       size_t plen = 0;
@@ -643,7 +647,7 @@ int Socket::progress_connect_step(Lock&) {
         SS_WARN("rsocket: fd %d: malformed connection data from peer", fd_);
         ep_->disconnect();
         err_ = -rc == ENOTSUP ? ENOTSUP : ECONNREFUSED;
-        state_ = kConnectError;
+        set_phase(kConnectError);
         return 0;
       }
       finish_established();
@@ -657,12 +661,12 @@ int Socket::progress_connect_step(Lock&) {
       if (err_ == EPROTO || err_ == ECONNRESET || err_ == EPIPE) err_ = ECONNREFUSED;
       break;
   }
-  state_ = kConnectError;
+  set_phase(kConnectError);
   return 0;
 }
 
 void Socket::finish_established() {
-  state_ = kConnectRdwr;
+  set_phase(kConnectRdwr);
   // The connecting side's first message, which frees the accepting side
   // to send (kCapActiveSpeaksFirst): a credit update, due anyway.
   if ((caps_ & prov::kCapActiveSpeaksFirst) && ctrl_ready() && send_credits() == 0)
@@ -695,7 +699,7 @@ void Socket::leave_processes() {
       went_stale();
     }
   }
-  shared_elsewhere_ = !fork::leave(&share_);
+  set(kSharedElsewhere, !fork::leave(&share_));
 }
 
 bool Socket::leave_to_maker() {
@@ -705,9 +709,9 @@ bool Socket::leave_to_maker() {
   if (!g.owns_lock() || !ep_) return false;
   (void)ep_.release();  // the maker's objects: never used nor destroyed here
   free_buffers();       // our copies; their registrations are let go of, not undone
-  state_ = kError;
+  set_phase(kError);
   err_ = EOPNOTSUPP;
-  resolving_ = reply_pending_ = false;
+  set(kResolving | kReplyPending, false);
   kick_waiters();
   return true;
 }

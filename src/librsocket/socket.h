@@ -31,7 +31,9 @@
 
 namespace ss::rs {
 
-// State bits, as upstream numbers them (visible through TCP_INFO and logs).
+// The connection's state: upstream's phase and bits in the low half, as
+// upstream numbers them (visible through TCP_INFO and logs), and this
+// library's own conditions above them. Read and written under mu_.
 enum State : uint32_t {
   kInit = 0,
   kBound = 0x1,
@@ -45,6 +47,44 @@ enum State : uint32_t {
   kConnectError = 0x800,
   kDisconnected = 0x1000,
   kError = 0x2000,
+  kPhaseMask = 0xffff,
+  // Connecting: the provider is still finding the peer (verbs).
+  kResolving = 1u << 16,
+  // Connecting: the peer's reply is not yet taken (process_cq waits).
+  kReplyPending = 1u << 17,
+  // Accepting side under kCapActiveSpeaksFirst: nothing is sent until the
+  // peer's first message arrived.
+  kAwaitPeerFirst = 1u << 18,
+  kShutWr = 1u << 19,  // local SHUT_WR: writes give EPIPE
+  // The transport ended when the peer had read all we sent (a dead
+  // process's FIN): reads end; the next send hangs the socket up (EPIPE).
+  kTransportEnded = 1u << 20,
+  kInLinger = 1u << 21,  // the linger service holds this socket
+  // rclose came while a shutdown or a linger was under way: whichever ends
+  // last releases (not the rclose, which would free the endpoint under it).
+  kClosed = 1u << 22,
+  kPeerWroteLate = 1u << 23,  // data arrived while lingering: ends it (a TCP RST)
+  // fail_connection ran: whatever else the peer sent is not looked at (a
+  // peer flooding bad messages gets one warning, not one per message).
+  kPeerDropped = 1u << 24,
+  // Off-stream connect under way after rconnect answered EINPROGRESS (or
+  // EINTR): should it fail, the kernel socket, which nothing has touched,
+  // connects to the peer over TCP instead (kFellBack): the fd table then
+  // names this socket kRsocketFallback, its readiness is the kernel
+  // socket's, and librspreload makes the descriptor the kernel's at the
+  // program's next call on it.
+  kLateFallback = 1u << 25,
+  kFellBack = 1u << 26,
+  kStale = 1u << 27,            // another process moved the connection on (went_stale)
+  kExecLost = 1u << 28,         // exec_lost(): reset, then reads end and sends get EPIPE
+  kSharedElsewhere = 1u << 29,  // rclose found another holder
+  // Listener, out of descriptors (EMFILE/ENFILE) while taking a
+  // connection: the next raccept reports it, as accept(2) would. While
+  // starved, a connection waits in the kernel's backlog and the listen
+  // thread stops polling the listener (it would spin): its periodic pass
+  // and raccept retry instead.
+  kAcceptStarved = 1u << 30,
+  kAcceptFull = 1u << 31,  // listener: backlog_ connections queued, no more taken
 };
 
 // `pos` advanced by at most `size` past a position inside a ring of
@@ -100,7 +140,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   void set_off_stream() { off_stream_ = true; }
   const char* provider_name();  // the connection's provider, or nullptr
   int options_fd();             // ss_rspreload_options_fd (preload_hooks.h)
-  bool fell_back();             // librspreload's late fallback happened (fell_back_)
+  bool fell_back();             // librspreload's late fallback happened (kFellBack)
   // The connection failed with nothing left to read, its transport looked
   // at now (not only every few idle polls).
   bool failed_unread();
@@ -222,7 +262,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // connection is finished (and, after rclose, everything released).
   bool linger_step();
   // In a fork child, where no linger thread owns it (single-threaded there).
-  void forget_linger() { in_linger_ = false; }
+  void forget_linger() { set(kInLinger, false); }
 
   // Keepalive service.
   void send_keepalive();
@@ -247,7 +287,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   int start_endpoint();
   int progress_connect(Lock& lk);
   int progress_connect_step(Lock& lk);
-  // librspreload's late fallback: fell_back_ (below).
+  // librspreload's late fallback: kFellBack.
   void fall_back_to_kernel();
   int begin_connect();
   int wait_connected(Lock& lk, bool nonblock);
@@ -283,7 +323,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   void handle_recv(uint32_t imm, uint32_t len);
   void take_target_buffer(uint32_t len);
   bool can_send() const;
-  bool ctrl_ready() const { return ctrl_avail_ > 0 && !await_peer_first_; }
+  bool ctrl_ready() const { return ctrl_avail_ > 0 && !has(kAwaitPeerFirst); }
   void give_credits();
   int send_credits();
   int send_ctrl(uint32_t ctrl);
@@ -316,7 +356,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // false, decide: 1 to look again (after spinning or sleeping), else return.
   int wait_progress(Lock& lk) {
     if (!ep_) return -ENOTCONN;
-    if (state_ == kConnecting) progress_connect(lk);
+    if (phase() == kConnecting) progress_connect(lk);
     process_cq(lk);
     return 0;
   }
@@ -374,18 +414,14 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   };
 
   uint32_t state_ = kInit;
+  uint32_t phase() const { return state_ & kPhaseMask; }
+  void set_phase(uint32_t phase) { state_ = (state_ & ~kPhaseMask) | phase; }
+  bool has(uint32_t bits) const { return state_ & bits; }
+  void set(uint32_t bits, bool on = true) { state_ = on ? state_ | bits : state_ & ~bits; }
   int err_ = 0;              // SO_ERROR
   bool nonblock_ = false;    // O_NONBLOCK (F_SETFL)
   bool off_stream_ = false;  // set_off_stream()
-  // Off-stream connect under way after rconnect answered EINPROGRESS (or
-  // EINTR): should it fail, the kernel socket, which nothing has touched,
-  // connects to the peer over TCP instead (fell_back_): the fd table then
-  // names this socket kRsocketFallback, its readiness is the kernel
-  // socket's, and librspreload makes the descriptor the kernel's at the
-  // program's next call on it.
-  bool late_fallback_ = false;
-  bool fell_back_ = false;
-  // fell_back_: the kernel socket in an edge-triggered epoll of its own,
+  // kFellBack: the kernel socket in an edge-triggered epoll of its own,
   // whose events count as changes_ (edge-triggered epoll's change count
   // until librspreload hands the descriptor to the kernel); -1: not counted.
   int kernel_events_ep_ = -1;
@@ -396,23 +432,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // options_fd(): -2 not asked yet, -1 fd_ answers, else the TCP socket
   // made to answer for a connection whose descriptor is no TCP socket.
   int options_fd_ = -2;
-  bool shut_wr_ = false;  // local SHUT_WR: writes give EPIPE
-  // The transport ended when the peer had read all we sent (a dead
-  // process's FIN): reads end; the next send hangs the socket up (EPIPE).
-  bool transport_ended_ = false;
-  bool in_linger_ = false;  // the linger service holds this socket
-  int shutting_ = 0;        // threads inside shutdown(), which may sleep
-  // rclose came while a shutdown or a linger was under way: whichever ends
-  // last releases (not the rclose, which would free the endpoint under it).
-  bool closed_ = false;
+  int shutting_ = 0;  // threads inside shutdown(), which may sleep
   bool take_deferred_close_locked();
   // defer_close() said yes (written under mu_; read first without it by
   // every call's take_deferred_close).
   std::atomic<bool> close_deferred_{false};
-  bool peer_wrote_late_ = false;  // data arrived while lingering: ends it (a TCP RST)
-  // fail_connection ran: whatever else the peer sent is not looked at (a
-  // peer flooding bad messages gets one warning, not one per message).
-  bool peer_dropped_ = false;
   std::chrono::steady_clock::time_point linger_deadline_{};
   unsigned idle_cq_polls_ = 0;
   // Threads blocked on this socket (blocking calls, rpoll). Whoever makes
@@ -431,33 +455,20 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   sockaddr_storage peer_addr_{};
   socklen_t peer_len_ = 0;
 
-  bool resolving_ = false;  // the provider is still finding the peer (verbs)
   // Connecting side: when an unanswered connect fails with ETIMEDOUT
   // (connect_timeout); the epoch's zero on the accepting side (none).
   std::chrono::steady_clock::time_point connect_deadline_{};
-  // Connecting side: the peer's reply is not yet taken (process_cq waits).
-  bool reply_pending_ = false;
   std::unique_ptr<prov::Endpoint> ep_;
   uint32_t caps_ = 0;  // ep_->caps(), from start_endpoint() on
-  // Accepting side under kCapActiveSpeaksFirst: nothing is sent until the
-  // peer's first message arrived.
-  bool await_peer_first_ = false;
   std::unique_ptr<prov::Listener> listener_;
   std::deque<std::shared_ptr<Socket>> accept_queue_;
   int accept_efd_ = -1;  // counts queued connections and accept_err_ (readable when any)
   size_t backlog_ = 1;   // the accept queue's limit (accept_queue_limit)
-  // Out of descriptors (EMFILE/ENFILE) while taking a connection: the next
-  // raccept reports it, as accept(2) would. While starved, a connection
-  // waits in the kernel's backlog and the listen thread stops polling the
-  // listener (it would spin): its periodic pass and raccept retry instead.
-  int accept_err_ = 0;
-  bool accept_starved_ = false;
+  int accept_err_ = 0;   // kAcceptStarved's errno, for the next raccept
   // A request taken whose rsocket number could not be made (EMFILE): it
   // keeps its transport's descriptor, so the program's own calls still
   // meet the shortage, and is the next one tried.
   std::unique_ptr<prov::Endpoint> starved_ep_;
-  // backlog_ connections queued: no more taken from the listener.
-  bool accept_full_ = false;
   bool room_again();  // mu_ held: a full queue just gave one up (the listen thread must look)
   void note_accept_error(int err);  // mu_ held
   int take_accept_error();          // mu_ held; -errno, or 0 when none
@@ -492,7 +503,6 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // (a request, completions its endpoint read): the turn, or stale.
   bool may_move_as_is();
   void went_stale();
-  bool stale_ = false;
   // The hand-over of a fork-shared connection (handover.cc): room asked
   // for at join; the state left by the holder of the turn as it goes, and
   // taken up by a copy out of date (mu_ held for both).
@@ -522,12 +532,10 @@ class Socket final : public std::enable_shared_from_this<Socket>,
     uint64_t addr;
   };
   std::vector<WireName> wire_names_;
-  bool exec_lost_ = false;        // exec_lost(): reset, then reads end and sends get EPIPE
   sockaddr_storage exec_name_{};  // exec_lost(): getsockname's answer
   socklen_t exec_name_len_ = 0;
-  bool shared_elsewhere_ = false;  // rclose found another holder
-  pid_t made_in_ = 0;              // process that made the endpoint
-  bool tracked_ = false;           // fork::track()ed (mu_ not needed: join and leave)
+  pid_t made_in_ = 0;     // process that made the endpoint
+  bool tracked_ = false;  // fork::track()ed (mu_ not needed: join and leave)
 
   // Buffers (conn_buffer.h): rbuf and the target table are written by
   // the peer. The pointers and keys the data path reads are copied out.
