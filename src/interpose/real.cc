@@ -92,6 +92,7 @@ void resolve_all() {
   SS_REAL(popen);
   SS_REAL(prctl);
   SS_REAL(syscall);
+  SS_REAL(_exit);
 #undef SS_REAL
 }
 

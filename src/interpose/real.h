@@ -86,6 +86,7 @@ struct RealCalls {
   FILE* (*popen)(const char*, const char*);
   int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
   long (*syscall)(long, long, long, long, long, long, long);
+  void (*_exit)(int);
 };
 
 // libc's calls (never null: a name libc lacks aborts at the first call

@@ -11,7 +11,9 @@
 // before a fork goes to its kernel socket first (a child may hold it). A
 // fork child leaves the parent's connections alone, and an exit from a
 // signal handler that interrupted the preload's own locks does nothing.
-// Threads still running then get EPIPE from a send, never SIGPIPE.
+// Threads still running then get EPIPE from a send, never SIGPIPE. An
+// exit by `_exit` or `_Exit`, which run no destructor, does the same
+// first (only an exit_group system call of the program's own skips it).
 #include <poll.h>
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "core/base/log.h"
+#include "interpose/export.h"
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
 #include "vma_preload/socket_record.h"
@@ -45,11 +48,10 @@ size_t awaiting(const std::vector<NetdevRings*>& netdevs) {
 
 std::atomic<bool> g_exiting{false};
 
-__attribute__((destructor)) void finish_connections_at_exit() {
+void finish_connections_at_exit() {
   if (in_fork_child() || interpose::handler_over_busy()) return;
   const std::vector<NetdevRings*> netdevs = tcp_netdevs();
-  if (netdevs.empty()) return;
-  g_exiting.store(true, std::memory_order_relaxed);
+  if (netdevs.empty() || g_exiting.exchange(true, std::memory_order_relaxed)) return;
   for_each_record([](int, const std::shared_ptr<SocketRecord>& s) {
     s->before_exit();
     return true;
@@ -81,8 +83,18 @@ __attribute__((destructor)) void finish_connections_at_exit() {
   }
 }
 
+__attribute__((destructor)) void at_exit() { finish_connections_at_exit(); }
+
 }  // namespace
 
 bool tcp_exiting() { return g_exiting.load(std::memory_order_relaxed); }
 
 }  // namespace ss::vma::preload
+
+SS_PRELOAD_EXPORT void _exit(int status) {
+  ss::vma::preload::finish_connections_at_exit();
+  ss::interpose::real()._exit(status);
+  __builtin_unreachable();
+}
+
+SS_PRELOAD_EXPORT void _Exit(int status) { _exit(status); }

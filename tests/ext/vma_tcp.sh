@@ -190,24 +190,29 @@ has "$T/sink" "^got 4000000 eof$" || bad=1
 [ $bad = 0 ] || echo "  Linux's end: $(grep got "$T/sink" | tr '\n' ' ')"
 check "SO_LINGER {1, 0}: the peer gets a reset, the port is free at once; {1, 20}: all 4 MB acknowledged before the process left" $bad
 
-# (b4) A program's exit (vma_tcp_linger.py exit): a connection it left
-# open with 4 MB sent, and one it closed, end as on the kernel while
-# Linux's end closes each half a second after the end of stream (the
-# exit waits for those FINs: else they meet A's kernel, which resets).
-ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_linger.py" server "$IP4B" 7007 2 0.5 >"$T/sink" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do grep -q ready "$T/sink" && break; sleep 0.1; done
-bad=0
-e0=$(kernel_tcp)
-in_a 1 python3 "$here/vma_tcp_linger.py" client "$IP4B" 7007 exit || { echo "  exit: $(tail -2 "$T/err")"; bad=1; }
-has "$T/out" "^leaving$" && ours || bad=1
-wait "${pids[-1]}"
-segs=$(($(kernel_tcp) - e0))  # a late FIN and the kernel's RST: 2
-[ "$segs" -lt 2 ] || { echo "  A's kernel moved $segs TCP segments once Linux's end closed"; bad=1; }
-has "$T/sink" "^got 4000000 eof$" || bad=1
-has "$T/sink" "^got 1000 eof$" || bad=1
-[ $bad = 0 ] || echo "  Linux's end: $(grep got "$T/sink" | tr '\n' ' ')"
-check "exit with a connection open (4 MB sent) and one closed: both delivered and ended, the peers' late FINs answered on the rings" $bad
+# (b4) A program's exit (vma_tcp_linger.py exit, then _exit: no exit
+# handler or destructor runs): a connection it left open with 4 MB sent,
+# and one it closed, end as on the kernel while Linux's end closes each
+# half a second after the end of stream (the exit waits for those FINs:
+# else they meet A's kernel, which resets).
+for how in exit _exit; do
+  port=7007
+  [ $how = exit ] || port=7008
+  ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_linger.py" server "$IP4B" $port 2 0.5 >"$T/sink" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do grep -q ready "$T/sink" && break; sleep 0.1; done
+  bad=0
+  e0=$(kernel_tcp)
+  in_a 1 python3 "$here/vma_tcp_linger.py" client "$IP4B" $port $how || { echo "  $how: $(tail -2 "$T/err")"; bad=1; }
+  has "$T/out" "^leaving$" && ours || bad=1
+  wait "${pids[-1]}"
+  segs=$(($(kernel_tcp) - e0))  # a late FIN and the kernel's RST: 2
+  [ "$segs" -lt 2 ] || { echo "  A's kernel moved $segs TCP segments once Linux's end closed"; bad=1; }
+  has "$T/sink" "^got 4000000 eof$" || bad=1
+  has "$T/sink" "^got 1000 eof$" || bad=1
+  [ $bad = 0 ] || echo "  Linux's end: $(grep got "$T/sink" | tr '\n' ' ')"
+  check "$how with a connection open (4 MB sent) and one closed: both delivered and ended, the peers' late FINs answered on the rings" $bad
+done
 
 # (b5) faults (vma_tcp_faults.py): Linux's end killed while we are
 # blocked in send (a full window) or in recv; the answers of the call and

@@ -11,7 +11,9 @@
   client ADDR PORT exit: sends 4 MB on a connection it leaves open
     (detached: the process's exit closes it), then 1000 bytes on a second
     that it closes, and exits at once (Python's own exit, its atexit and
-    the libraries' destructors): both arrive whole, and end."""
+    the libraries' destructors): both arrive whole, and end.
+  client ADDR PORT _exit: the same, leaving by os._exit (libc's _exit: no
+    exit handler, no destructor runs)."""
 import os
 import socket
 import struct
@@ -54,7 +56,7 @@ if sys.argv[4] == "rst":
     s.bind(local)  # no TIME-WAIT holds it: EADDRINUSE raises
     s.close()
     print("ok rst", flush=True)
-elif sys.argv[4] == "exit":
+elif sys.argv[4] in ("exit", "_exit"):
     c.settimeout(None)
     c.sendall(b"z" * 4000000)
     c.detach()  # open until the process ends
@@ -62,6 +64,8 @@ elif sys.argv[4] == "exit":
     d.sendall(b"w" * 1000)
     d.close()
     print("leaving", flush=True)
+    if sys.argv[4] == "_exit":
+        os._exit(0)
     sys.exit(0)
 else:
     c.settimeout(None)
