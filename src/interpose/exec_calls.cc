@@ -9,9 +9,11 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "interpose/export.h"
 #include "interpose/real.h"
+#include "interpose/spawn_actions.h"
 
 namespace ss::interpose {
 namespace {
@@ -43,9 +45,12 @@ char* const* with_entry(char** out, char* const* envp, const char* extra) {
 // environment is on the stack, no allocation: execl and execle are
 // async-signal-safe (POSIX), called in a fork child of a threaded program.
 template <class Exec, class Failed>
-int run_image(char* const* envp, const Exec& exec, const Failed& failed) {
+int run_image(char* const* envp, const Exec& exec, const Failed& failed,
+              const std::vector<int>* passed = nullptr) {
   const BeforeExec hook = g_hook.load(std::memory_order_acquire);
-  const char* extra = hook ? hook(envp) : nullptr;
+  const char* extra = !hook               ? nullptr
+                      : passed == nullptr ? hook(envp, nullptr, 0)
+                                          : hook(envp, passed->data(), passed->size());
   char* const* env = envp;
   if (extra)
     env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
@@ -66,15 +71,17 @@ int run_exec(char* const* envp, const Exec& exec) {
 // no fork handler and calls libc's own exec, so the hook runs here in the
 // parent; they return an error number when no child started.
 template <class Spawn>
-int run_spawn(char* const* envp, const Spawn& spawn) {
-  return run_image(envp, spawn, [](int r) { return r != 0; });
+int run_spawn(char* const* envp, const posix_spawn_file_actions_t* fa, const Spawn& spawn) {
+  const std::vector<int> passed = spawn_dup2_sources(fa);
+  return run_image(
+      envp, spawn, [](int r) { return r != 0; }, &passed);
 }
 
 // system and popen: a shell started with the process's environment (the
 // hook's entry, if any, does not reach it).
 template <class Start, class T>
 T run_shell(const Start& start, T failure) {
-  if (const BeforeExec hook = g_hook.load(std::memory_order_acquire)) hook(environ);
+  if (const BeforeExec hook = g_hook.load(std::memory_order_acquire)) hook(environ, nullptr, 0);
   const T r = start();
   const int err = errno;
   if (void (*failed)() = g_failed.load(std::memory_order_acquire); r == failure && failed) failed();
@@ -174,16 +181,18 @@ SS_PRELOAD_EXPORT int posix_spawn(pid_t* pid, const char* path,
                                   const posix_spawn_file_actions_t* fa,
                                   const posix_spawnattr_t* attr, char* const argv[],
                                   char* const envp[]) {
-  return run_spawn(
-      envp, [&](char* const* env) { return real().posix_spawn(pid, path, fa, attr, argv, env); });
+  return run_spawn(envp, fa, [&](char* const* env) {
+    return real().posix_spawn(pid, path, fa, attr, argv, env);
+  });
 }
 
 SS_PRELOAD_EXPORT int posix_spawnp(pid_t* pid, const char* file,
                                    const posix_spawn_file_actions_t* fa,
                                    const posix_spawnattr_t* attr, char* const argv[],
                                    char* const envp[]) {
-  return run_spawn(
-      envp, [&](char* const* env) { return real().posix_spawnp(pid, file, fa, attr, argv, env); });
+  return run_spawn(envp, fa, [&](char* const* env) {
+    return real().posix_spawnp(pid, file, fa, attr, argv, env);
+  });
 }
 
 SS_PRELOAD_EXPORT int system(const char* command) {

@@ -13,14 +13,17 @@
 // (libvma.so exports everything it defines; librspreload's map lists
 // the exec family, not the spawns).
 #pragma once
+#include <cstddef>
 
 namespace ss::interpose {
 
 // The hook, run before each exec (in the calling thread; after a fork,
-// in the child) with the environment the new image gets. It may return
-// one more "NAME=value" entry for that environment (one of the same name
-// is left out), valid until the exec returns, or null.
-using BeforeExec = const char* (*)(char* const* envp);
+// in the child) with the environment the new image gets and the
+// descriptors it gets whatever their FD_CLOEXEC (`passed`, `n_passed`: a
+// spawn's dup2 sources, spawn_actions.h). It may return one more
+// "NAME=value" entry for that environment (one of the same name is left
+// out), valid until the exec returns, or null.
+using BeforeExec = const char* (*)(char* const* envp, const int* passed, size_t n_passed);
 void set_before_exec(BeforeExec hook);
 // Run when an exec failed and this image goes on: undoes what the hook
 // did. Null: none.

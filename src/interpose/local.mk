@@ -25,6 +25,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/sendfile_copy.cc \
 	src/interpose/exec_calls.h \
 	src/interpose/exec_calls.cc \
+	src/interpose/spawn_actions.h \
+	src/interpose/spawn_actions.cc \
 	src/interpose/sandbox_calls.cc \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE

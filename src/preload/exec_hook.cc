@@ -158,7 +158,7 @@ int state_memfd() {
   return high;
 }
 
-const char* carry_rsockets(char* const* envp) {
+const char* carry_rsockets(char* const* envp, const int*, size_t) {
   if (in_vfork_child() || sandbox::locked_in() || !preloaded_in(envp)) return nullptr;
   try {
     std::map<const void*, std::vector<int>> by_rsocket;

@@ -1,10 +1,13 @@
 // exec under libvma.so (interpose/exec_calls.h): the new image has only
 // kernel sockets, so a TCP connection on the rings whose descriptor
-// survives the exec (no FD_CLOEXEC) goes to its kernel socket first: in
-// a fork child by asking the parent (SocketRecord::tcp(), fork_share.h),
-// else here (hand_tcp_to_kernel). A failed exec leaves them there.
+// survives the exec (no FD_CLOEXEC, or a spawn's dup2 source) goes to
+// its kernel socket first: in a fork child by asking the parent
+// (SocketRecord::tcp(), fork_share.h), else here (hand_tcp_to_kernel).
+// A failed exec leaves them there.
 #include <fcntl.h>
 #include <netinet/in.h>
+
+#include <algorithm>
 
 #include "interpose/exec_calls.h"
 #include "interpose/real.h"
@@ -13,10 +16,12 @@
 namespace ss::vma::preload {
 namespace {
 
-const char* connections_to_kernel(char* const* /*envp*/) {
-  for_each_record([](int fd, const std::shared_ptr<SocketRecord>& s) {
+const char* connections_to_kernel(char* const* /*envp*/, const int* passed, size_t n_passed) {
+  for_each_record([=](int fd, const std::shared_ptr<SocketRecord>& s) {
     const int flags = s->protocol == IPPROTO_TCP ? interpose::real().fcntl(fd, F_GETFD) : -1;
-    if (flags < 0 || (flags & FD_CLOEXEC)) return true;
+    if (flags < 0) return true;
+    if ((flags & FD_CLOEXEC) && std::find(passed, passed + n_passed, fd) == passed + n_passed)
+      return true;
     if (in_fork_child())
       s->tcp();  // asks the parent, once
     else if (s->tcp())

@@ -498,7 +498,7 @@ done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).
 port=7015
-for how in connect reexec spawn system popen; do
+for how in connect reexec spawn spawn-dup2 system popen; do
   port=$((port + 1))
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_echo.py" "$IP4B" $port 1 >/dev/null 2>&1 &
   pids+=($!)
@@ -518,6 +518,7 @@ for how in connect reexec spawn system popen; do
     has "$T/err" "fd [0-9]+: connection handed to the kernel \(exec\)" || bad=1
     what="execs itself"
     [ $how = reexec ] || what="starts a program by $how"
+    [ $how = spawn-dup2 ] && what="passes it close-on-exec to posix_spawn's dup2 action"
     check "a client in A that connects on the rings and $what: handed to the kernel before the exec, the new image's 2 MB echoed intact" $bad
   fi
 done

@@ -17,7 +17,9 @@ and checks the echo ("child ok"). ADDR PORT 1 reexec: the same without
 the fork: the process execs itself with the connection ("after exec ok").
 ADDR PORT 1 spawn, system or popen: the new image is started by glibc's
 posix_spawn, system or popen (its child runs no fork handler and execs
-inside libc), the parent waits for it and closes its copy.
+inside libc), the parent waits for it and closes its copy. ADDR PORT 1
+spawn-dup2: posix_spawn with the connection left close-on-exec, passed
+by a dup2 file action (to descriptor 9).
 
 ADDR PORT COUNT prefork: a server whose thread sleeps in accept while a
 fork child accepts on the same listener (the child's first accept takes
@@ -59,22 +61,27 @@ if who == "after-exec":  # the descriptor's number in place of COUNT
     print("after exec", "ok" if send_and_check(c, 2000000) else "failed", flush=True)
     sys.exit(0)
 
-if who in ("connect", "reexec", "spawn", "system", "popen"):
+if who in ("connect", "reexec", "spawn", "spawn-dup2", "system", "popen"):
     c = socket.create_connection((addr, port), timeout=30)
     c.sendall(b"x" * 1000)
     got = b""
     while len(got) < 1000:
         got += c.recv(4096)
     argv = [sys.executable, __file__, addr, str(port), str(c.fileno()), "after-exec"]
-    if who != "connect":
+    if who not in ("connect", "spawn-dup2"):
         os.set_inheritable(c.fileno(), True)
     if who == "reexec":
         os.execv(sys.executable, argv)
-    if who in ("spawn", "system", "popen"):
+    if who in ("spawn", "spawn-dup2", "system", "popen"):
         libc = ctypes.CDLL(None, use_errno=True)
         if who == "spawn":  # glibc's posix_spawn (the os module's)
             _, st = os.waitpid(os.posix_spawn(sys.executable, argv, os.environ), 0)
             ok = st == 0
+        elif who == "spawn-dup2":
+            argv[4] = "9"
+            moves = [(os.POSIX_SPAWN_DUP2, c.fileno(), 9)]
+            pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=moves)
+            ok = os.waitpid(pid, 0)[1] == 0
         elif who == "system":
             ok = libc.system(" ".join(argv).encode()) == 0
         else:
