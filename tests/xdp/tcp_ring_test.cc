@@ -7,6 +7,7 @@
 // byte, orderly close, the flows gone with the last connection; 3% of
 // the segments each way dropped at random (nft in b) and repaired. Needs
 // root: without it the binary exits 77 (skipped) and says why.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -910,6 +911,65 @@ TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   tcp_->close(again);
   close(second);
   close(served);
+  close(kernel_l);
+}
+
+// A connection the rings passed to the kernel whose steering entry was
+// lost (the oldest idle ones make room for newer): its frames come to the
+// rings again, where a listener of ours holds the port. Its ACKs go back
+// to the kernel, dropped here: Linux's retransmission reaches a's kernel
+// socket, and the connection carries data both ways. The connection is
+// made on the kernel before our listener steers the port, then passed as
+// hand_over passes one; a lost entry is one no longer passing. Fails
+// (b's connection reset) if our listener answers those ACKs.
+TEST_F(TcpRing, APassedConnectionWhoseEntryIsLostGoesBackToTheKernel) {
+  resolve_neighbour(NetnsPair::kIpB);
+  const int kernel_l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // in a
+  int one = 1;
+  setsockopt(kernel_l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const sockaddr_in any = sstest::inet("0.0.0.0", kOurPort);
+  ASSERT_EQ(bind(kernel_l, reinterpret_cast<const sockaddr*>(&any), sizeof any), 0);
+  ASSERT_EQ(listen(kernel_l, 4), 0);
+  const int b = ns_->socket_in_b(SOCK_STREAM);
+  const timeval bound{10, 0};
+  setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+  const sockaddr_in to = sstest::inet(NetnsPair::kIpA, kOurPort);
+  ASSERT_EQ(connect(b, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0) << strerror(errno);
+  const int a = accept4(kernel_l, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(a, 0);
+  setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  sockaddr_in from{};
+  socklen_t from_len = sizeof from;
+  getsockname(b, reinterpret_cast<sockaddr*>(&from), &from_len);
+  ss::prov::FlowConnection pc;
+  pc.family = AF_INET;
+  inet_pton(AF_INET, NetnsPair::kIpA, pc.local);
+  inet_pton(AF_INET, NetnsPair::kIpB, pc.remote);
+  pc.local_port = kOurPort;
+  pc.remote_port = ntohs(from.sin_port);
+  ASSERT_EQ(steering_->pass(pc, true), 0);
+  ASSERT_EQ(steering_->pass(pc, false), 0);  // lost: its frames come to the rings
+
+  const std::string there = pattern(3000, 5), back = pattern(2000, 6);
+  ASSERT_EQ(write(b, there.data(), there.size()), static_cast<ssize_t>(there.size()));
+  std::string got(there.size(), '\0');
+  std::atomic<ssize_t> n{-2};
+  std::thread reader([&] { n = recv(a, got.data(), got.size(), MSG_WAITALL); });
+  EXPECT_TRUE(pump_until([&] { return n != -2; }));
+  reader.join();
+  EXPECT_EQ(n.load(), static_cast<ssize_t>(there.size())) << strerror(errno);
+  EXPECT_TRUE(got == there) << "a's kernel socket garbled b's bytes";
+  EXPECT_GE(tcp_->counters().stray_to_kernel, 1u) << "no ACK of b's reached the rings";
+  ASSERT_EQ(write(a, back.data(), back.size()), static_cast<ssize_t>(back.size()));
+  got.assign(back.size(), '\0');
+  EXPECT_EQ(recv(b, got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(back.size()))
+      << strerror(errno);
+  EXPECT_TRUE(got == back) << "b's socket garbled a's bytes";
+  tcp_->close(l);
+  close(a);
+  close(b);
   close(kernel_l);
 }
 

@@ -45,6 +45,10 @@ class FlowSteering {
   // its frames still come to the rings), which is where it may fail, then
   // passing.
   virtual int pass(const FlowConnection&, bool /*active*/) { return -EOPNOTSUPP; }
+  // Whether any connection was passed: a passed entry may then be lost
+  // (the oldest idle ones make room), so a segment of no connection may
+  // be the kernel's, to pass again rather than answer with a RST.
+  virtual bool passed_any() const { return false; }
   // The flow, steered already, brings only the connections kept (keep),
   // the rest go to the kernel: a listener gone while the connections it
   // gave out stay. add() brings all of them again.

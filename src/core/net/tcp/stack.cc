@@ -219,6 +219,7 @@ class Stack::Host final : public ListenerHost {
   void send_stateless(const FourTuple& t, const Header& h, const Options& o) override {
     st_->send_stateless_locked(t, h, o);
   }
+  bool to_kernel_instead(const FourTuple& t) override { return st_->to_kernel_instead_locked(t); }
 
  private:
   Stack* st_;
@@ -739,6 +740,18 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   return 0;
 }
 
+// A connection the rings passed to the kernel (hand_over) keeps its
+// steering entry only while newer ones leave room: once lost, its frames
+// come here again. So, on a device that passed any, an ACK of no
+// connection goes to the kernel and is dropped: the peer's retransmission
+// reaches the kernel's connection, or the kernel's RST if it has none.
+bool Stack::to_kernel_instead_locked(const FourTuple& t) {
+  if (!cfg_.steering->passed_any() || cfg_.steering->pass(flow_connection(t), true) < 0)
+    return false;
+  ctr_.stray_to_kernel++;
+  return true;
+}
+
 bool Stack::moved_locked(const FourTuple& t, uint64_t now) {
   std::erase_if(moved_, [now](const auto& m) { return m.second <= now; });
   for (const auto& m : moved_)
@@ -810,6 +823,7 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
         ctr_.stray_syns++;  // sent before its port went to the kernel: retried there
         return;
       }
+      if ((h.flags & (kAck | kRst | kSyn)) == kAck && to_kernel_instead_locked(t)) return;
       ctr_.no_socket++;
       Header rst;
       if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst))

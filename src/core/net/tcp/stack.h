@@ -74,7 +74,8 @@ struct StackCounters {
   // only its connections: new connections to that port get RST), or a
   // connection on a kept-only flow not kept (the kernel resets it).
   uint64_t keep_failed = 0;
-  uint64_t stray_syns = 0;  // SYNs of a kept-only flow read before it was: dropped, not reset
+  uint64_t stray_syns = 0;       // SYNs of a kept-only flow read before it was: dropped, not reset
+  uint64_t stray_to_kernel = 0;  // ACKs of no connection passed to the kernel (to_kernel_instead)
 };
 
 class Socket;
@@ -237,6 +238,7 @@ class Stack final : public SegmentInput {
                          uint64_t now);
   // A segment of a connection handed over lately: dropped, not reset.
   bool moved_locked(const FourTuple& t, uint64_t now);
+  bool to_kernel_instead_locked(const FourTuple& t);  // ListenerHost::to_kernel_instead
   void send_stateless_locked(const FourTuple& t, const Header& h, const Options& o);
   // Frees the closed connections that may be done since the last sweep
   // (maybe_done_: out of the table, flows released) and moves listeners'

@@ -212,6 +212,8 @@ int Device::pass_connection(const Connection& c, bool active) {
   return 0;
 }
 
+bool Device::passed_any() const { return skel_->bss->kernel_conns_used != 0; }
+
 int Device::keep_connection(const Connection& c, bool kept) {
   ss_conn_key k;
   if (!conn_key(c, &k)) return -EINVAL;

@@ -71,6 +71,7 @@ class Device {
   // steered (active), or its entry made with frames still steered, while
   // it carries frames (the oldest idle one makes room).
   int pass_connection(const Connection& c, bool active);
+  bool passed_any() const;  // pass_connection has made an entry
   // The connection's frames (kept) or no longer (-ENOENT if it was not)
   // to the rings on a flow with kept_only.
   int keep_connection(const Connection& c, bool kept);

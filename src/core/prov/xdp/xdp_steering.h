@@ -16,6 +16,7 @@ class XdpSteering final : public FlowSteering {
   int remove(const SteeredFlow& f) override;
   bool steers_connections() const override { return true; }
   int pass(const FlowConnection& c, bool active) override;
+  bool passed_any() const override { return dev_->passed_any(); }
   int add_kept_only(const SteeredFlow& f) override;
   int keep(const FlowConnection& c, bool kept) override;
 
