@@ -34,6 +34,7 @@ namespace {
 // 'R' on fd 3, then waits to be killed. Any failure reports 'F'.
 // RS_CONFORMANCE_IOMAP: exposes a riomap target (and accepts the parent's).
 // RS_CONFORMANCE_FLOOD: sends until killed, so data is in flight at death.
+// RS_CONFORMANCE_BURST=N: sends N messages of 1000 bytes before reporting.
 
 void run_peer_killed_child() {
   const char* prov = getenv("RS_CONFORMANCE_PROVIDER");
@@ -61,6 +62,12 @@ void run_peer_killed_child() {
     if (rclose(c) < 0) child_fail("rclose");
     if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
     exit(0);
+  }
+  if (const char* burst = getenv("RS_CONFORMANCE_BURST")) {
+    std::vector<char> msg(1000, 'b');
+    for (int i = atoi(burst); i > 0; i--)
+      if (rsend(c, msg.data(), msg.size(), 0) != static_cast<ssize_t>(msg.size()))
+        child_fail("burst");
   }
   if (write(kChildNotifyFd, "R", 1) != 1) _exit(3);
   if (getenv("RS_CONFORMANCE_FLOOD")) {
@@ -171,6 +178,41 @@ TEST_P(LifecycleTest, PeerKilledWhileBlockedInRrecvIsEndOfStream) {
     EXPECT_EQ(0, n) << "errno " << strerror(e);
   }
   expect_dead_connection(s);
+}
+
+// Killed after its last sends, having read all we sent: Linux's reader
+// gets every byte, then its end of stream. Reading them frees our
+// receive buffer, and the credit updates that says so meet the dead
+// peer's transport, whose reset must not turn the end into one. On verbs
+// a reset.
+TEST_P(LifecycleTest, PeerKilledAfterItsLastSendsIsTheirBytesThenEndOfStream) {
+  Listener l;
+  Reaper child;
+  RFd s;
+  constexpr int kMessages = 60;
+  ASSERT_NO_FATAL_FAILURE(accept_child(provider(), family(), &l, &child.pid, &s,
+                                       {"RS_CONFORMANCE_BURST=" + std::to_string(kMessages)}));
+  kill_and_reap(child.pid);
+  child.pid = -1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its transport's end arrived
+  size_t got = 0;
+  ssize_t n = -2;
+  int e = 0;
+  const bool in_time = run_with_timeout(
+      [&] {
+        char b[700];  // message by message in two reads, each freeing buffer
+        while ((n = rrecv(s, b, sizeof b, 0)) > 0) got += static_cast<size_t>(n);
+        e = errno;
+      },
+      20, [&] { rshutdown(s, SHUT_RDWR); });
+  ASSERT_TRUE(in_time) << "rrecv blocked on a connection whose peer is dead";
+  if (strcmp(provider(), "verbs") == 0) {
+    EXPECT_EQ(-1, n);
+    EXPECT_EQ(ECONNRESET, e) << strerror(e);
+  } else {
+    EXPECT_EQ(kMessages * 1000u, got);
+    EXPECT_EQ(0, n) << "errno " << strerror(e);
+  }
 }
 
 TEST_P(LifecycleTest, PeerKilledWithUnreadDataIsEconnreset) {
