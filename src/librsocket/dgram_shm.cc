@@ -20,6 +20,7 @@
 #include "core/base/config.h"
 #include "core/base/fd_passing.h"
 #include "core/base/log.h"
+#include "core/prov/sock_addr.h"
 
 namespace ss::rs {
 
@@ -201,12 +202,7 @@ void DgramShmSender::forget(Dest* d) {
 }
 
 void DgramShmSender::dial(const sockaddr* dst, socklen_t len, Dest* d) {
-  sockaddr_storage wild{};
-  memcpy(&wild, dst, len);
-  if (wild.ss_family == AF_INET)
-    reinterpret_cast<sockaddr_in*>(&wild)->sin_addr.s_addr = htonl(INADDR_ANY);
-  else
-    reinterpret_cast<sockaddr_in6*>(&wild)->sin6_addr = in6addr_any;
+  const sockaddr_storage wild = prov::wildcard_of(dst, len);
   // Another host's address is never a rendezvous of ours; an address
   // seldom becomes local, and a later local owner is found by the next
   // socket.

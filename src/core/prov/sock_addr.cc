@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +20,16 @@ void set_port(sockaddr_storage* a, uint16_t port) {
     reinterpret_cast<sockaddr_in*>(a)->sin_port = htons(port);
   else if (a->ss_family == AF_INET6)
     reinterpret_cast<sockaddr_in6*>(a)->sin6_port = htons(port);
+}
+
+sockaddr_storage wildcard_of(const sockaddr* a, socklen_t len) {
+  sockaddr_storage wild{};
+  memcpy(&wild, a, std::min<size_t>(len, sizeof wild));
+  if (wild.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&wild)->sin_addr.s_addr = htonl(INADDR_ANY);
+  else
+    reinterpret_cast<sockaddr_in6*>(&wild)->sin6_addr = in6addr_any;
+  return wild;
 }
 
 bool has_local_port(int sock) {

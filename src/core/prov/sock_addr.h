@@ -15,6 +15,9 @@ SS_API bool has_local_port(int sock);
 // setting it (other families untouched).
 SS_API uint16_t port_of(const sockaddr_storage& a);
 void set_port(sockaddr_storage* a, uint16_t port);
+// An AF_INET/AF_INET6 address `a` (len bytes) with its family's wildcard
+// in place of its address, its port kept.
+SS_API sockaddr_storage wildcard_of(const sockaddr* a, socklen_t len);
 // True when `dst` names an address of this host (in this network namespace).
 bool is_local_address(const sockaddr* dst, socklen_t len);
 // Makes the TCP socket `sock` unconnected again, whatever a provider did

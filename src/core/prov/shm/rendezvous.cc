@@ -11,6 +11,7 @@
 #include <initializer_list>
 
 #include "core/base/log.h"
+#include "core/prov/sock_addr.h"
 
 namespace ss::prov::shm {
 
@@ -81,12 +82,7 @@ bool peer_trusted(int ufd, bool listening) {
 // Only a rendezvous of our own user (or root) is taken. Tried in turn: the
 // exact address, its family's wildcard, a dual-stack listener.
 int dial_rendezvous(const sockaddr* dst, socklen_t len, int* out) {
-  sockaddr_storage wild{};
-  memcpy(&wild, dst, len);
-  if (wild.ss_family == AF_INET)
-    reinterpret_cast<sockaddr_in*>(&wild)->sin_addr.s_addr = htonl(INADDR_ANY);
-  else
-    reinterpret_cast<sockaddr_in6*>(&wild)->sin6_addr = in6addr_any;
+  const sockaddr_storage wild = wildcard_of(dst, len);
   unsigned port = 0;
   int rc = port_of(dst, len, &port);
   if (rc) return rc;
