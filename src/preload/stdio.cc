@@ -6,8 +6,12 @@
 // preload. Its fileno() is -1 (a cookie stream has no descriptor).
 // stdin, stdout and stderr on a connection carried across exec (inetd's
 // pattern: git daemon's upload-pack prints its answers) become such
-// streams too, keeping their numbers for fileno().
+// streams too, keeping their numbers for fileno(), and so do C++'s
+// standard streams, which libstdc++ made over glibc's own FILEs.
+#include <ext/stdio_sync_filebuf.h>
+
 #include <cstdio>
+#include <iostream>
 
 #include "core/base/log.h"
 #include "interpose/export.h"
@@ -38,6 +42,27 @@ FILE* cookie_stream(int fd, const char* mode) {
   return fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
 }
 
+// std::cin (0), std::cout (1), std::cerr and std::clog (2), narrow and
+// wide, over `f` as libstdc++'s own are over stdin, stdout and stderr
+// (synced with stdio). The buffers live as long as the streams.
+void cxx_streams_over(int fd, FILE* f) {
+  static std::ios_base::Init streams_made;  // cin, cout, ... exist from here on
+  using Narrow = __gnu_cxx::stdio_sync_filebuf<char>;
+  using Wide = __gnu_cxx::stdio_sync_filebuf<wchar_t>;
+  if (fd == 0) {
+    std::cin.rdbuf(new Narrow(f));
+    std::wcin.rdbuf(new Wide(f));
+  } else if (fd == 1) {
+    std::cout.rdbuf(new Narrow(f));
+    std::wcout.rdbuf(new Wide(f));
+  } else {
+    std::cerr.rdbuf(new Narrow(f));
+    std::clog.rdbuf(new Narrow(f));
+    std::wcerr.rdbuf(new Wide(f));
+    std::wclog.rdbuf(new Wide(f));
+  }
+}
+
 }  // namespace
 
 void standard_streams_over_connections() {
@@ -55,6 +80,7 @@ void standard_streams_over_connections() {
     f->_fileno = s.fd;  // fileno() as before; the cookie, not the number, moves the bytes
     setvbuf(f, nullptr, s.buffering, 0);
     *s.stream = f;
+    cxx_streams_over(s.fd, f);
     SS_DEBUG("librspreload: standard stream of fd %d over the connection", s.fd);
   }
 }

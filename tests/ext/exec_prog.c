@@ -131,6 +131,11 @@ static int serve(int port, const char* bytes, const char* how, const char* self)
       return echo(strtoul(bytes, NULL, 10));
     }
     if (strcmp(how, "noexec") == 0) return echo(strtoul(bytes, NULL, 10));
+    if (strcmp(how, "cxx") == 0) {  // a C++ image echoes by std::cin and std::cout
+      const char* cxx = getenv("EXEC_PROG_CXX");
+      execl(cxx ? cxx : "/nonexistent", "cxx-echo", bytes, (char*)NULL);
+      return perror("exec"), 2;
+    }
     execl(self, self, "echo", bytes, (char*)NULL);
     return perror("exec"), 2;
   }

@@ -63,7 +63,7 @@ EXTRA_DIST += tests/ext/doc_paths.py
 # Built and run by preload_sandbox.sh.
 EXTRA_DIST += tests/ext/sandbox_prog.c
 # Built and run by preload_exec.sh.
-EXTRA_DIST += tests/ext/exec_prog.c
+EXTRA_DIST += tests/ext/exec_prog.c tests/ext/exec_cxx_echo.cc
 # Built and run by preload_options.sh.
 EXTRA_DIST += tests/ext/options_prog.c
 # Built and run by fault_matrix.sh.

@@ -89,6 +89,29 @@ for prov in tcp shm; do
   check "$prov, a fork child's exec while the parent keeps its copy: the exec'd program echoes, the parent's copy then says ECONNRESET" $bad
 done
 
+# A C++ program on the connection carried as its stdin and stdout
+# (tests/ext/exec_cxx_echo.cc): std::cin and std::cout go through the
+# preload as stdin and stdout do, even when libstdc++ made them before the
+# preload's constructor ran (as libstdc++ 13 and later do at its own
+# load; here a C++ library preloaded after librspreload, initialised
+# before it, makes them).
+CXX=$(command -v c++ || command -v g++ || command -v clang++)
+if [ -n "$CXX" ]; then
+  echo '#include <iostream>' >"$T/streams.cc"
+  { "$CXX" -O2 -Wall -Werror "$here/exec_cxx_echo.cc" -o "$T/cxx" &&
+    "$CXX" -shared -fPIC "$T/streams.cc" -o "$T/libstreams.so"; } >"$T/cxx.log" 2>&1 ||
+    echo "  C++ build: $(head -3 "$T/cxx.log")"
+  for prov in tcp shm; do
+    bad=0
+    run "cxx-$prov" cxx EXEC_PROG_CXX="$T/cxx" LD_PRELOAD="$PRELOAD $T/libstreams.so" \
+      SLIPSTREAM_PROVIDER=$prov || bad=1
+    has "$T/cxx-$prov.srv" "^echoed $MB$" && has "$T/cxx-$prov.cl" "^echoed $MB intact$" || bad=1
+    check "$prov, a C++ program exec'd on the connection echoes 1 MB by std::cin and std::cout" $bad
+  done
+else
+  echo "SKIP: $name: no C++ compiler for exec_cxx_echo.cc"
+fi
+
 # git daemon's pattern: the exec'd program execs the next one at once,
 # which echoes; the peer still writes by what the first image told it.
 for prov in tcp shm; do
