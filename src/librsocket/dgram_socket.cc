@@ -24,6 +24,7 @@
 #include "include/rdma/rsocket.h"
 #include "core/base/interruptible_poll.h"
 #include "librsocket/settings.h"
+#include "librsocket/status_flags.h"
 
 namespace ss::rs {
 
@@ -713,17 +714,12 @@ int DgramSocket::getsockopt(int level, int name, void* val, socklen_t* len) {
 
 int DgramSocket::fcntl(int cmd, long arg) {
   switch (cmd) {
-    case F_GETFL:
-      return O_RDWR | (nonblock_ ? O_NONBLOCK : 0);
-    case F_SETFL:
-      nonblock_ = (arg & O_NONBLOCK) != 0;
-      return 0;
     case F_GETFD:
       return os_result(::fcntl(fd_, F_GETFD));
     case F_SETFD:
       return os_result(::fcntl(fd_, F_SETFD, static_cast<int>(arg) & FD_CLOEXEC));
   }
-  return -ENOTSUP;
+  return status_flags_fcntl(cmd, arg, &nonblock_);
 }
 
 void DgramSocket::fork_child() {

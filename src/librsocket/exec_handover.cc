@@ -28,19 +28,16 @@ struct Socket::ExecHeader {
   int domain;
   char provider[16];
   uint32_t sq_size, rq_size, inline_size, sbuf_size, rbuf_size, iomap_size;
-  bool nodelay, keepalive, reuseaddr, linger, oobinline, v6only, nonblock;
-  uint32_t keepidle;
-  int linger_s, rcvlowat, tos;
-  int64_t rcvtimeo_us, sndtimeo_us;
+  bool reuseaddr, linger, v6only, nonblock;
+  int linger_s;
   sockaddr_storage peer_addr;
   socklen_t peer_len;
-  uint32_t max_inline;
   uint32_t target_len;
   uint32_t wire_names;  // Socket::WireName entries that follow the header
 };
 
 namespace {
-constexpr char kStamp[24] = "slipstream-exec-v1";
+constexpr char kStamp[24] = "slipstream-exec-v2";
 // The names of rbuf and the target table the peer may still write by,
 // from the images before: rbuf's latest, and the target table's from the
 // connection's start.
@@ -105,7 +102,8 @@ int Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
   }
 }
 
-// The options and flags that cross, the same list both ways.
+// The options and flags that cross beside the engine's state (which
+// carries the rest: engine_fields), the same list both ways.
 void Socket::exec_fields(ExecHeader* h, bool save) {
   field(save, opt_.sq_size, h->sq_size);
   field(save, opt_.rq_size, h->rq_size);
@@ -113,22 +111,13 @@ void Socket::exec_fields(ExecHeader* h, bool save) {
   field(save, opt_.sbuf_size, h->sbuf_size);
   field(save, opt_.rbuf_size, h->rbuf_size);
   field(save, opt_.iomap_size, h->iomap_size);
-  field(save, opt_.nodelay, h->nodelay);
-  field(save, opt_.keepalive, h->keepalive);
   field(save, opt_.reuseaddr, h->reuseaddr);
   field(save, opt_.linger, h->linger);
-  field(save, opt_.oobinline, h->oobinline);
   field(save, opt_.v6only, h->v6only);
-  field(save, opt_.keepidle, h->keepidle);
   field(save, opt_.linger_s, h->linger_s);
-  field(save, opt_.rcvlowat, h->rcvlowat);
-  field(save, opt_.tos, h->tos);
-  field(save, opt_.rcvtimeo_us, h->rcvtimeo_us);
-  field(save, opt_.sndtimeo_us, h->sndtimeo_us);
   field(save, nonblock_, h->nonblock);
   field(save, peer_addr_, h->peer_addr);
   field(save, peer_len_, h->peer_len);
-  field(save, max_inline_, h->max_inline);
 }
 
 bool Socket::exec_state(std::vector<uint8_t>* out, std::vector<int>* keep) {

@@ -5,6 +5,7 @@ librsocket_la_SOURCES = \
 	src/librsocket/settings.h \
 	src/librsocket/settings.cc \
 	src/librsocket/socket.h \
+	src/librsocket/status_flags.h \
 	src/librsocket/socket.cc \
 	src/librsocket/signal_probe.h \
 	src/librsocket/signal_probe.cc \

@@ -13,6 +13,7 @@
 #include "include/rdma/rsocket.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/socket.h"
+#include "librsocket/status_flags.h"
 
 namespace ss::rs {
 
@@ -302,19 +303,12 @@ int Socket::get_route(void* val, socklen_t* len) const {
 int Socket::fcntl(int cmd, long arg) {
   if (cmd == F_GETFD) return fd_flags_.load(std::memory_order_relaxed);
   std::lock_guard<FutexMutex> g(mu_);
-  switch (cmd) {
-    case F_GETFL:
-      return O_RDWR | (nonblock_ ? O_NONBLOCK : 0);
-    case F_SETFL:
-      nonblock_ = (arg & O_NONBLOCK) != 0;
-      return 0;
-    case F_SETFD:
-      fd_flags_ = static_cast<int>(arg) & FD_CLOEXEC;
-      // The descriptor is a real fd: exec must see the flag.
-      if (::fcntl(fd_, F_SETFD, fd_flags_.load()) < 0) return -errno;
-      return 0;
+  if (cmd == F_SETFD) {
+    fd_flags_ = static_cast<int>(arg) & FD_CLOEXEC;
+    // The descriptor is a real fd: exec must see the flag.
+    return ::fcntl(fd_, F_SETFD, fd_flags_.load()) < 0 ? -errno : 0;
   }
-  return -ENOTSUP;
+  return status_flags_fcntl(cmd, arg, &nonblock_);
 }
 
 int Socket::queued_bytes(bool in) {
