@@ -34,10 +34,10 @@ std::vector<NetdevRings*> tcp_rings(SocketRecord& s) {
   if (interpose::real().getsockname(s.fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return out;
   const net::UdpAddr local = wire_addr(reinterpret_cast<sockaddr*>(&a), len);
   if (local.ip.empty() || local.port == 0) return out;  // not bound: none yet
-  g_making_rings = true;
+  t_making_rings = true;
   for (const std::string& dev : netdevs_for(local.ip, s.family == AF_INET6))
     if (NetdevRings* r = netdev_rings(dev); r && r->tcp) out.push_back(r);
-  g_making_rings = false;
+  t_making_rings = false;
   return out;
 }
 

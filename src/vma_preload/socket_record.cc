@@ -197,9 +197,9 @@ void SocketRecord::try_offload() {
   if (port == 0) return;  // not bound yet: the next call that binds it tries
   offload_tried_ = true;
   fork_share_open();  // before offload_ is set: a child that sees it can ask
-  g_making_rings = true;
+  t_making_rings = true;
   offload_owner_ = UdpOffload::attach(fd, family, a, &rx_extras);
-  g_making_rings = false;
+  t_making_rings = false;
   if (!offload_owner_) {
     offload_settled_.store(true, std::memory_order_release);
     SS_INFO("fd %d (udp port %u): kernel (no netdev of its address has rings)", fd, ntohs(port));
@@ -257,9 +257,9 @@ int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
       return 1;
     }
     std::unique_ptr<TcpOffload> o;
-    g_making_rings = true;
+    t_making_rings = true;
     const int rc = TcpOffload::open(fd, family, to, len, nonblocking(fd, 0), &o);
-    g_making_rings = false;
+    t_making_rings = false;
     // A tuple the stack still has (TIME-WAIT): the kernel on this port
     // would have its replies steered to the rings. Linux's answer.
     if (rc == -EADDRINUSE) return -EADDRNOTAVAIL;
@@ -295,9 +295,9 @@ void SocketRecord::listen_tcp(int backlog) {
       return;
     }
   fork_share_open();  // before listen_ is set: a fork child that sees it can ask
-  g_making_rings = true;
+  t_making_rings = true;
   listen_owner_ = TcpListen::open(fd, family, backlog);
-  g_making_rings = false;
+  t_making_rings = false;
   tcp_settled_.store(true, std::memory_order_release);
   if (!listen_owner_) {
     SS_INFO("listen fd %d: kernel (no netdev of its address has rings)", fd);
@@ -428,10 +428,10 @@ void SocketRecord::hand_back(const char* why) {
   stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
 }
 
-thread_local bool g_making_rings = false;
+thread_local bool t_making_rings = false;
 
 void track_socket(int fd, int domain, int type, int protocol) {
-  if (g_making_rings) return;
+  if (t_making_rings) return;
   const int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
   const int proto = rule_protocol(domain, base, protocol);
   if (!proto) return;

@@ -198,7 +198,7 @@ struct SocketRecord final : Pollable {
 
 // Set while the preload makes its rings: the sockets it opens then (an
 // ethtool query, netlink) are its own, never recorded.
-extern thread_local bool g_making_rings;
+extern thread_local bool t_making_rings;
 
 // Records a new UDP or TCP socket of AF_INET/AF_INET6 (any other socket is
 // left alone), logging the decision at debug.
