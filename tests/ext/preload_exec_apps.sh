@@ -112,12 +112,19 @@ for prov in shm tcp; do
 done
 
 # git daemon, then git ls-remote against it, both under ENV... (a
-# repository with one commit); the refs listed in $T/refs.
+# repository with one commit); the refs listed in $T/refs. Preloaded, the
+# client starts once the daemon's shm rendezvous listens too: a client
+# between the kernel's listen and the rsocket one gets kernel TCP.
 git_listing() {
   local gport=$((port + 1)) gpid ok=1
   env "$@" git daemon --reuseaddr --listen=127.0.0.1 --port=$gport --base-path="$T/git" \
     --export-all "$T/git" >"$T/git.log" 2>&1 &
   gpid=$!
+  for _ in $(seq 50); do
+    ss -Hltn "sport = :$gport" | grep -q . &&
+      { [ $# = 0 ] || ss -Hxl | grep -q "@slipstream/shm/127.0.0.1/$gport "; } && break
+    sleep 0.1
+  done
   for _ in $(seq 50); do
     env "$@" timeout 30 git ls-remote git://127.0.0.1:$gport/repo >"$T/refs" 2>"$T/ls.err" && {
       ok=0
