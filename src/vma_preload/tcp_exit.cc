@@ -9,12 +9,14 @@
 // none finishing, or five in all; those left are reset, so a late FIN of
 // the peer does not meet the kernel's RST instead. A connection opened
 // before a fork goes to its kernel socket first (a child may hold it). A
-// fork child leaves the parent's connections alone, and an exit from a
-// signal handler that interrupted the preload's own locks does nothing.
-// Threads still running then get EPIPE from a send, never SIGPIPE. An
-// exit by `_exit` or `_Exit`, which run no destructor, does the same
-// first (only an exit_group system call of the program's own skips it).
+// fork child, or a child of a raw clone (no fork handler ran: another
+// pid), leaves the parent's connections alone, and an exit from a signal
+// handler that interrupted the preload's own locks does nothing. Threads
+// still running then get EPIPE from a send, never SIGPIPE. An exit by
+// `_exit` or `_Exit`, which run no destructor, does the same first (only
+// an exit_group system call of the program's own skips it).
 #include <poll.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -49,7 +51,7 @@ size_t awaiting(const std::vector<NetdevRings*>& netdevs) {
 std::atomic<bool> g_exiting{false};
 
 void finish_connections_at_exit() {
-  if (in_fork_child() || interpose::handler_over_busy()) return;
+  if (in_fork_child() || interpose::handler_over_busy() || getpid() != tcp_serving_pid()) return;
   const std::vector<NetdevRings*> netdevs = tcp_netdevs();
   if (netdevs.empty() || g_exiting.exchange(true, std::memory_order_relaxed)) return;
   for_each_record([](int, const std::shared_ptr<SocketRecord>& s) {

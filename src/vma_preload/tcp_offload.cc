@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -123,12 +124,19 @@ std::vector<NetdevRings*> tcp_netdevs() {
   return g_netdevs;
 }
 
+namespace {
+std::atomic<pid_t> g_serving_pid{0};
+}  // namespace
+
+pid_t tcp_serving_pid() { return g_serving_pid.load(std::memory_order_relaxed); }
+
 void tcp_serve_netdev(NetdevRings* r) {
   bool added = false;
   {
     std::lock_guard lock(g_mu);
     if (std::find(g_netdevs.begin(), g_netdevs.end(), r) == g_netdevs.end()) {
       g_netdevs.push_back(r);
+      g_serving_pid.store(getpid(), std::memory_order_relaxed);
       added = true;
     }
   }

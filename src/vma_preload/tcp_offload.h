@@ -47,6 +47,9 @@ struct RxExtras;
 void tcp_serve_netdev(NetdevRings* r);
 // The netdevs tcp_serve_netdev was given.
 std::vector<NetdevRings*> tcp_netdevs();
+// The process whose rings serve TCP (tcp_serve_netdev's caller), 0 before
+// any: a child made without fork's handlers (a raw clone) is not it.
+pid_t tcp_serving_pid();
 // Whether the process's exit closed the connections (tcp_exit.cc).
 bool tcp_exiting();
 // Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier

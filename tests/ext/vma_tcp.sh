@@ -498,7 +498,7 @@ done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).
 port=7015
-for how in connect reexec spawn spawn-dup2 system popen; do
+for how in connect reexec spawn spawn-dup2 system popen clone-exit; do
   port=$((port + 1))
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_echo.py" "$IP4B" $port 1 >/dev/null 2>&1 &
   pids+=($!)
@@ -509,7 +509,11 @@ for how in connect reexec spawn spawn-dup2 system popen; do
   bad=0
   [ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
   has "$T/err" "DEBUG: connect fd [0-9]+: offloaded on ta" || bad=1
-  if [ $how = connect ]; then
+  if [ $how = clone-exit ]; then
+    has "$T/out" "^clone-exit ok" || bad=1
+    has "$T/err" "connection handed to the kernel" && { echo "  handed to the kernel"; bad=1; }
+    check "a client in A whose raw clone child leaves by _exit: the connection stays on the rings, 2 MB echoed intact" $bad
+  elif [ $how = connect ]; then
     has "$T/out" "^child ok" || bad=1
     has "$T/err" "fd [0-9]+: connection handed to the kernel \(closed here after a fork\)" || bad=1
     check "a client in A that connects on the rings and forks: handed to the kernel at the parent's close, the child's 2 MB echoed intact" $bad

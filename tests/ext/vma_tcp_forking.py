@@ -19,7 +19,9 @@ ADDR PORT 1 spawn, system or popen: the new image is started by glibc's
 posix_spawn, system or popen (its child runs no fork handler and execs
 inside libc), the parent waits for it and closes its copy. ADDR PORT 1
 spawn-dup2: posix_spawn with the connection left close-on-exec, passed
-by a dup2 file action (to descriptor 9).
+by a dup2 file action (to descriptor 9). ADDR PORT 1 clone-exit: a child
+made by a raw clone system call (no fork handler runs) leaves at once by
+_exit; the parent then sends 2 MB on the connection ("clone-exit ok").
 
 ADDR PORT COUNT prefork: a server whose thread sleeps in accept while a
 fork child accepts on the same listener (the child's first accept takes
@@ -61,13 +63,21 @@ if who == "after-exec":  # the descriptor's number in place of COUNT
     print("after exec", "ok" if send_and_check(c, 2000000) else "failed", flush=True)
     sys.exit(0)
 
-if who in ("connect", "reexec", "spawn", "spawn-dup2", "system", "popen"):
+if who in ("connect", "reexec", "spawn", "spawn-dup2", "system", "popen", "clone-exit"):
     c = socket.create_connection((addr, port), timeout=30)
     c.sendall(b"x" * 1000)
     got = b""
     while len(got) < 1000:
         got += c.recv(4096)
     argv = [sys.executable, __file__, addr, str(port), str(c.fileno()), "after-exec"]
+    if who == "clone-exit":  # clone(SIGCHLD): a copy of this process, as fork without its handlers
+        pid = ctypes.CDLL(None, use_errno=True).syscall(56, 17, 0, 0, 0, 0)
+        if pid == 0:
+            os._exit(0)
+        st = os.waitpid(pid, 0)[1] if pid > 0 else -1
+        ok = st == 0 and send_and_check(c, 2000000)
+        print("clone-exit", "ok" if ok else "failed (child status %d)" % st, flush=True)
+        sys.exit(not ok)
     if who not in ("connect", "spawn-dup2"):
         os.set_inheritable(c.fileno(), True)
     if who == "reexec":
