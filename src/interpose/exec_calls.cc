@@ -46,11 +46,9 @@ char* const* with_entry(char** out, char* const* envp, const char* extra) {
 // async-signal-safe (POSIX), called in a fork child of a threaded program.
 template <class Exec, class Failed>
 int run_image(char* const* envp, const Exec& exec, const Failed& failed,
-              const std::vector<int>* passed = nullptr) {
+              const int* passed = nullptr, size_t n_passed = 0) {
   const BeforeExec hook = g_hook.load(std::memory_order_acquire);
-  const char* extra = !hook               ? nullptr
-                      : passed == nullptr ? hook(envp, nullptr, 0)
-                                          : hook(envp, passed->data(), passed->size());
+  const char* extra = hook ? hook(envp, passed, n_passed) : nullptr;
   char* const* env = envp;
   if (extra)
     env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
@@ -74,7 +72,7 @@ template <class Spawn>
 int run_spawn(char* const* envp, const posix_spawn_file_actions_t* fa, const Spawn& spawn) {
   const std::vector<int> passed = spawn_dup2_sources(fa);
   return run_image(
-      envp, spawn, [](int r) { return r != 0; }, &passed);
+      envp, spawn, [](int r) { return r != 0; }, passed.data(), passed.size());
 }
 
 // system and popen: a shell started with the process's environment (the

@@ -29,9 +29,10 @@ void forget(const posix_spawn_file_actions_t* fa) {
 void note(const posix_spawn_file_actions_t* fa, int fd) {
   std::lock_guard<std::mutex> g(g_mu);
   if (!g_noted) g_noted = new std::vector<Noted>;
-  for (Noted& n : *g_noted)
-    if (n.fa == fa) return n.sources.push_back(fd);
-  g_noted->push_back({fa, {fd}});
+  auto it =
+      std::find_if(g_noted->begin(), g_noted->end(), [fa](const Noted& n) { return n.fa == fa; });
+  if (it == g_noted->end()) it = g_noted->insert(it, Noted{fa, {}});
+  it->sources.push_back(fd);
 }
 
 }  // namespace

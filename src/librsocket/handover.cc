@@ -76,9 +76,9 @@ void Socket::want_handover() { share_.want_handover(kHandoverRoom); }
 bool Socket::quiet_locked() const {
   // Not while a call of this process still uses it (its close waits for
   // that call: defer_close), nor with work under way.
-  return ep_ && (state_ & kConnected) && !lingering() && !has(kInLinger) && !has(kReplyPending) &&
-         !has(kFellBack) && !sending_ && !receiving_ && iomaps_.empty() && peer_iomaps_.empty() &&
-         sends_drained();
+  return ep_ && (state_ & kConnected) && !lingering() &&
+         !has(kInLinger | kReplyPending | kFellBack) && !sending_ && !receiving_ &&
+         iomaps_.empty() && peer_iomaps_.empty() && sends_drained();
 }
 
 void Socket::put_engine(std::vector<uint8_t>* out) {

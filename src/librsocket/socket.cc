@@ -222,7 +222,7 @@ int Socket::listen(int backlog) {
 
 int Socket::listener_fd() {
   std::lock_guard<FutexMutex> g(mu_);
-  return listener_ && !has(kAcceptStarved) && !has(kAcceptFull) ? listener_->fd() : -1;
+  return listener_ && !has(kAcceptStarved | kAcceptFull) ? listener_->fd() : -1;
 }
 
 void Socket::note_accept_error(int err) {

@@ -46,6 +46,7 @@ using net::tcp::State;
 // on through exit, past static destructors (as vma-netlink's view).
 std::mutex g_mu;
 std::vector<NetdevRings*>& g_netdevs = *new std::vector<NetdevRings*>;  // g_mu
+std::atomic<pid_t> g_serving_pid{0};                                    // tcp_serving_pid()
 
 // Whether a frame waits on one of r's rings.
 bool rings_readable(NetdevRings* r) {
@@ -123,10 +124,6 @@ std::vector<NetdevRings*> tcp_netdevs() {
   std::lock_guard lock(g_mu);
   return g_netdevs;
 }
-
-namespace {
-std::atomic<pid_t> g_serving_pid{0};
-}  // namespace
 
 pid_t tcp_serving_pid() { return g_serving_pid.load(std::memory_order_relaxed); }
 

@@ -50,7 +50,7 @@ void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem:
         cookie_ack(t, h, o, data, now)) {
       return;
     }
-    if ((h.flags & (kAck | kRst | kSyn)) == kAck && host_->to_kernel_instead(t)) return;
+    if (host_->to_kernel_instead(t, h)) return;
     Header rst;
     if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst) && (h.flags & kAck)) {
       ctr_.resets_sent++;

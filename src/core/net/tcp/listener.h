@@ -54,10 +54,10 @@ class ListenerHost {
   // Sends a segment of no connection to t's peer: a RST reset_reply()
   // made, or a SYN cookie's SYN-ACK with its options.
   virtual void send_stateless(const FourTuple& t, const Header& h, const Options& o) = 0;
-  // An ACK of no connection, before it is answered with a RST: true when
-  // its 4-tuple went to the kernel instead (Stack::to_kernel_instead_locked)
-  // and the segment is dropped.
-  virtual bool to_kernel_instead(const FourTuple&) { return false; }
+  // A segment of no connection, before it is answered with a RST: true
+  // when its 4-tuple went to the kernel instead (an ACK: see
+  // Stack::to_kernel_instead_locked) and the segment is dropped.
+  virtual bool to_kernel_instead(const FourTuple&, const Header&) { return false; }
 };
 
 // The RST answering a segment no connection takes (RFC 9293 §3.10.7.1):

@@ -219,7 +219,9 @@ class Stack::Host final : public ListenerHost {
   void send_stateless(const FourTuple& t, const Header& h, const Options& o) override {
     st_->send_stateless_locked(t, h, o);
   }
-  bool to_kernel_instead(const FourTuple& t) override { return st_->to_kernel_instead_locked(t); }
+  bool to_kernel_instead(const FourTuple& t, const Header& h) override {
+    return st_->to_kernel_instead_locked(t, h);
+  }
 
  private:
   Stack* st_;
@@ -745,8 +747,9 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
 // come here again. So, on a device that passed any, an ACK of no
 // connection goes to the kernel and is dropped: the peer's retransmission
 // reaches the kernel's connection, or the kernel's RST if it has none.
-bool Stack::to_kernel_instead_locked(const FourTuple& t) {
-  if (!cfg_.steering->passed_any() || cfg_.steering->pass(flow_connection(t), true) < 0)
+bool Stack::to_kernel_instead_locked(const FourTuple& t, const Header& h) {
+  if ((h.flags & (kAck | kRst | kSyn)) != kAck || !cfg_.steering->passed_any() ||
+      cfg_.steering->pass(flow_connection(t), true) < 0)
     return false;
   ctr_.stray_to_kernel++;
   return true;
@@ -823,7 +826,7 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
         ctr_.stray_syns++;  // sent before its port went to the kernel: retried there
         return;
       }
-      if ((h.flags & (kAck | kRst | kSyn)) == kAck && to_kernel_instead_locked(t)) return;
+      if (to_kernel_instead_locked(t, h)) return;
       ctr_.no_socket++;
       Header rst;
       if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst))

@@ -238,7 +238,7 @@ class Stack final : public SegmentInput {
                          uint64_t now);
   // A segment of a connection handed over lately: dropped, not reset.
   bool moved_locked(const FourTuple& t, uint64_t now);
-  bool to_kernel_instead_locked(const FourTuple& t);  // ListenerHost::to_kernel_instead
+  bool to_kernel_instead_locked(const FourTuple& t, const Header& h);  // ListenerHost's
   void send_stateless_locked(const FourTuple& t, const Header& h, const Options& o);
   // Frees the closed connections that may be done since the last sweep
   // (maybe_done_: out of the table, flows released) and moves listeners'
