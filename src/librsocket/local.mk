@@ -18,6 +18,7 @@ librsocket_la_SOURCES = \
 	src/librsocket/handover_state.h \
 	src/librsocket/handover.cc \
 	src/librsocket/exec_handover.cc \
+	src/librsocket/exec_listener.cc \
 	src/librsocket/engine.cc \
 	src/librsocket/data.cc \
 	src/librsocket/iomap.cc \

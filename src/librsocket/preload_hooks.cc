@@ -185,6 +185,73 @@ SS_EXPORT int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* 
   });
 }
 
+namespace {
+// Listeners whose queued connections an exec is carrying, by descriptor.
+std::map<int, std::vector<std::shared_ptr<Socket>>>& held =
+    *new std::map<int, std::vector<std::shared_ptr<Socket>>>;
+
+// A connection out of the fd table and of the process count, as if
+// never accepted (raccept puts it back in both).
+std::shared_ptr<Socket> unaccept(int fd) {
+  ss::rs::fork::TableGuard table;
+  auto s = FdTable::instance().remove<Socket>(fd, FdKind::kRsocket);
+  if (s) s->leave_processes();
+  return s;
+}
+}  // namespace
+
+SS_EXPORT int ss_rspreload_exec_hold(int listener, int* fds, int room) {
+  auto l = FdTable::instance().get<Socket>(listener, FdKind::kRsocket);
+  if (!l) return fail(EBADF);
+  std::vector<std::shared_ptr<Socket>>* out;
+  try {
+    out = &held[listener];
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM);
+  }
+  out->clear();
+  if (int rc = l->exec_hold(out)) {
+    held.erase(listener);
+    return fail(-rc);
+  }
+  int n = 0;
+  for (auto it = out->begin(); it != out->end();) {
+    auto& s = *it;
+    int rc = n < room ? 0 : -ENOSPC;
+    if (!rc) {
+      ss::rs::fork::TableGuard table;  // as raccept: in the table and counted, or neither
+      rc = FdTable::instance().insert(s->fd(), FdKind::kRsocket, s);
+      if (!rc) s->join_processes();
+    }
+    if (rc) {
+      s->close();
+      it = out->erase(it);
+      continue;
+    }
+    fds[n++] = s->fd();
+    ++it;
+  }
+  return n;
+}
+
+SS_EXPORT void ss_rspreload_exec_unhold(int listener) {
+  auto it = held.find(listener);
+  if (it == held.end()) return;
+  for (auto& s : it->second) unaccept(s->fd());
+  if (auto l = FdTable::instance().get<Socket>(listener, FdKind::kRsocket))
+    l->exec_unhold(&it->second);
+  held.erase(it);
+}
+
+SS_EXPORT int ss_rspreload_requeue(int listener, int fd) {
+  auto l = FdTable::instance().get<Socket>(listener, FdKind::kRsocket);
+  if (!l || FdTable::instance().kind(fd) != FdKind::kRsocket) return fail(EBADF);
+  auto s = unaccept(fd);
+  if (!s) return fail(EBADF);
+  l->requeue(std::move(s), false);
+  return 0;
+}
+
 SS_EXPORT int ss_rspreload_failed(int fd) {
   auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
   return s && s->failed_unread() ? 1 : 0;

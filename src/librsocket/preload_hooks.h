@@ -109,6 +109,17 @@ void ss_rspreload_exec_abandon(int fd);
 // (ECONNRESET once, then an end of stream and EPIPE). 0, or -1 and errno.
 int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len);
 int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name, unsigned len);
+// A listening rsocket `listener` left open across exec: its connections
+// queued for raccept leave the queue, each an rsocket at its own number
+// (in fds[], at most `room`; the rest stay queued and end at the exec),
+// to be carried as connections; none is answered after, until the image
+// goes or ss_rspreload_exec_unhold(listener) (the exec failed) queues
+// them again first. The count, or -1 and errno (EBUSY: serving stayed
+// busy 200 ms). In the new image, ss_rspreload_requeue(listener, fd)
+// queues carried connection `fd` for raccept on the listener made there.
+int ss_rspreload_exec_hold(int listener, int* fds, int room);
+void ss_rspreload_exec_unhold(int listener);
+int ss_rspreload_requeue(int listener, int fd);
 
 // The preload's settings (component "preload", listed by
 // slipstream-config): the value of row `id`.

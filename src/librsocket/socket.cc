@@ -423,35 +423,39 @@ int Socket::accept(std::shared_ptr<Socket>* out, sockaddr* addr, socklen_t* len,
   // thread answers it now, polling the listener again.
   if (refill) ListenService::instance().wake();
   Socket& s = **out;
+  if (int rc = s.settle_accepted()) {
+    s.close();
+    out->reset();
+    return rc;
+  }
   {
     Lock lk(s.mu_);
-    // The reply is on its way; the provider may still be reading the
-    // peer's announcements that follow its hello. Give it a moment (a
-    // silent peer only leaves the socket connecting, it cannot block us).
-    for (int i = 0; i < 200 && s.phase() == kConnecting; i++) {
-      s.progress_connect(lk);
-      if (s.phase() != kConnecting) break;
-      pollfd p{s.ep_->event_fd(), POLLIN, 0};
-      lk.unlock();
-      ::poll(&p, 1, 5);
-      lk.lock();
-    }
-    // Its set-up failed for want of a descriptor of this process's (shm
-    // passes the peer's memory as descriptors): lost, and the program
-    // hears EMFILE, as from accept(2) out of descriptors.
-    if (s.failed_unread(lk) && (s.err_ == EMFILE || s.err_ == ENFILE)) {
-      const int err = s.err_;
-      lk.unlock();
-      s.close();
-      out->reset();
-      return -err;
-    }
     s.nonblock_ = (flags & SOCK_NONBLOCK) != 0;
     s.fd_flags_ = (flags & SOCK_CLOEXEC) ? FD_CLOEXEC : 0;
   }
   if (addr && len) s.getpeername(addr, len);
   // SO_KEEPALIVE came from the listener (as Linux's accept): probe it too.
   if (s.opt_.keepalive) KeepaliveService::instance().add(*out, s.keepalive_interval());
+  return 0;
+}
+
+int Socket::settle_accepted() {
+  Lock lk(mu_);
+  // The reply is on its way; the provider may still be reading the
+  // peer's announcements that follow its hello. Give it a moment (a
+  // silent peer only leaves the socket connecting, it cannot block us).
+  for (int i = 0; i < 200 && phase() == kConnecting; i++) {
+    progress_connect(lk);
+    if (phase() != kConnecting) break;
+    pollfd p{ep_->event_fd(), POLLIN, 0};
+    lk.unlock();
+    ::poll(&p, 1, 5);
+    lk.lock();
+  }
+  // Its set-up failed for want of a descriptor of this process's (shm
+  // passes the peer's memory as descriptors): lost, and the program
+  // hears EMFILE, as from accept(2) out of descriptors.
+  if (failed_unread(lk) && (err_ == EMFILE || err_ == ENFILE)) return -err_;
   return 0;
 }
 

@@ -257,6 +257,16 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // a connection reset (exec_lost: ECONNRESET once, then as Linux's).
   int exec_restore(const uint8_t* in, size_t len);
   void exec_lost(const sockaddr* name, socklen_t len);
+  // A listener's part (exec_handover.cc): its queued connections, settled
+  // as raccept settles them, leave the queue for the caller to carry, and
+  // serve_mu_ stays locked so none is answered after (the peer's connect
+  // then waits in the provider's backlog, which the kernel listener
+  // keeps); -EBUSY when serving stayed busy for long. exec_unhold: the
+  // exec failed, they are queued again first. requeue: one queued behind
+  // those waiting (the new image's).
+  int exec_hold(std::vector<std::shared_ptr<Socket>>* out);
+  void exec_unhold(std::vector<std::shared_ptr<Socket>>* held);
+  void requeue(std::shared_ptr<Socket> s, bool front);
 
   // Linger service: one step of a graceful close (close.cc); true once the
   // connection is finished (and, after rclose, everything released).
@@ -309,6 +319,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // own to destroy (mu_ held).
   bool endpoint_foreign() const;
   bool take_queued(std::shared_ptr<Socket>* out);  // mu_ held
+  // raccept's wait for a queued connection's set-up: 0, or -EMFILE or
+  // -ENFILE when it failed for want of a descriptor (then to be closed).
+  int settle_accepted();
   bool sends_drained() const;
 
   // Protocol engine.

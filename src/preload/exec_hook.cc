@@ -6,6 +6,10 @@
 // the descriptors the state names are left open; the connection stays
 // locked, so nothing moves it after its state was taken. The new image's
 // librspreload builds the rsockets back from it before the program runs.
+// A listener crosses as the kernel listening socket it is, listening
+// over rsockets beside it again in the new image; the connections its
+// rsocket listener had answered but not handed to accept cross as
+// connections and are queued there again (librsocket's exec_hold).
 // A connection that cannot cross (not quiet, a provider that cannot
 // follow: rsocket(7), "Exec") is reset there instead, still a socket at
 // its numbers; one locked for long (an exec from a signal handler inside
@@ -43,11 +47,19 @@ namespace ss::preload {
 namespace {
 
 constexpr char kEnvName[] = "SLIPSTREAM_RSPRELOAD_EXEC";
-constexpr char kMagic[16] = "rspreload-exec1";
+constexpr char kMagic[16] = "rspreload-exec2";
+// The most connections a listener's queue carries (the rest end at exec).
+constexpr int kMaxQueued = 4096;
 
-// One rsocket in the memfd, followed by its numbers and its state.
+// What a record is: a connection at the program's numbers, a listener,
+// or a connection queued for accept on the listener before it.
+enum Kind : int { kConnection, kListener, kQueued };
+
+// One rsocket or listener in the memfd, followed by its numbers and, for
+// a connection, its state.
 struct Record {
-  int own;  // the descriptor it was made at (its transport)
+  int kind;
+  int own;  // the descriptor it was made at (its transport; a listener's: its first number)
   int domain;
   sockaddr_storage name;  // its local name (a reset one still answers it)
   socklen_t name_len;
@@ -56,13 +68,17 @@ struct Record {
   int nkeep;
   int numbers;  // the program's numbers that follow (int each)
   uint64_t state_len;
+  int backlog;  // kListener: the program's, and its O_NONBLOCK
+  int nonblock;
 };
 
 // What the hook did, undone when the exec fails.
 char g_env[64];
 int g_memfd = -1;
-std::vector<int> g_locked;  // numbers whose rsocket ss_rspreload_exec_save locked
-std::vector<int> g_opened;  // numbers whose FD_CLOEXEC the hook cleared
+std::vector<int> g_locked;    // numbers whose rsocket ss_rspreload_exec_save locked
+std::vector<int> g_opened;    // numbers whose FD_CLOEXEC the hook cleared
+std::vector<int> g_held;      // rsocket listeners whose queue ss_rspreload_exec_hold took
+std::vector<int> g_blocking;  // listeners whose O_NONBLOCK the hook cleared
 
 // Whether the new image loads this library: LD_PRELOAD in its
 // environment names this file.
@@ -76,12 +92,13 @@ bool preloaded_in(char* const* envp) {
   return false;
 }
 
-// Whether number `fd` of an rsocket closes at exec, as the program set it.
-bool closes_on_exec(int fd) {
+// Whether number `fd` of an rsocket (or of a kernel listener) closes at
+// exec, as the program set it.
+bool closes_on_exec(int fd, bool rsocket) {
   const int cloexec = interpose::dups::program_cloexec(fd);
   if (cloexec >= 0) return cloexec;
   OwnCalls in;
-  const int flags = rfcntl(fd, F_GETFD);
+  const int flags = rsocket ? rfcntl(fd, F_GETFD) : interpose::real().fcntl(fd, F_GETFD);
   return flags < 0 || (flags & FD_CLOEXEC);
 }
 
@@ -92,11 +109,16 @@ void keep_open(int fd) {
 void exec_failed() {
   for (int fd : g_opened) interpose::real().fcntl(fd, F_SETFD, FD_CLOEXEC);
   g_opened.clear();
+  for (int fd : g_blocking)
+    interpose::real().fcntl(fd, F_SETFL, interpose::real().fcntl(fd, F_GETFL) | O_NONBLOCK);
+  g_blocking.clear();
   {
     OwnCalls in;
     for (int fd : g_locked) ss_rspreload_exec_abandon(fd);
+    for (int fd : g_held) ss_rspreload_exec_unhold(fd);
   }
   g_locked.clear();
+  g_held.clear();
   if (g_memfd >= 0) interpose::real().close(g_memfd);
   g_memfd = -1;
 }
@@ -104,9 +126,10 @@ void exec_failed() {
 // One rsocket's record: its state taken (and the rsocket locked), or a
 // reset one; its numbers left open. False when it stays out of the new
 // image (locked for long): its numbers close at the exec.
-bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
+bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kConnection) {
   std::sort(numbers.begin(), numbers.end());
   Record r{};
+  r.kind = kind;
   r.own = numbers[0];
   r.numbers = static_cast<int>(numbers.size());
   const void* state = nullptr;
@@ -149,6 +172,41 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out) {
   return true;
 }
 
+// A listener's record, then those of the connections its queue held:
+// the count of records.
+uint32_t carry_listener(const Entry& e, std::vector<int>& numbers, std::vector<uint8_t>* out) {
+  std::sort(numbers.begin(), numbers.end());
+  Record r{};
+  r.kind = kListener;
+  r.own = numbers[0];
+  r.domain = e.domain;
+  r.carried = 1;
+  r.numbers = static_cast<int>(numbers.size());
+  r.backlog = e.backlog.load();
+  r.nonblock = e.nonblock.load();
+  put_pod(out, r);
+  for (int n : numbers) put_pod(out, n);
+  uint32_t records = 1;
+  std::vector<int> queued(kMaxQueued);
+  g_held.reserve(g_held.size() + 1);
+  int n;
+  {
+    OwnCalls in;
+    n = ss_rspreload_exec_hold(e.rs_fd, queued.data(), kMaxQueued);
+  }
+  if (n < 0) {
+    SS_WARN("librspreload: fd %d: the connections waiting for accept end at the exec (%s)", r.own,
+            strerror(errno));
+    return records;
+  }
+  g_held.push_back(e.rs_fd);
+  for (int i = 0; i < n; i++) {
+    std::vector<int> one{queued[static_cast<size_t>(i)]};
+    records += carry(one, out, kQueued) ? 1 : 0;
+  }
+  return records;
+}
+
 // The memfd at 3 or above: the new image takes 0 to 2 for the program's.
 int state_memfd() {
   const int fd = memfd_create("slipstream-exec", 0);
@@ -158,18 +216,47 @@ int state_memfd() {
   return high;
 }
 
+// Kernel listeners going to an image without the preload: the open
+// file's O_NONBLOCK is the program's again (the preload keeps it set).
+// A preloaded process sharing the file (fork) still never blocks in the
+// kernel's accept (accept_listener looks first).
+void listeners_as_the_program_left_them() {
+  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRspreloadTcp)) {
+    const auto* e = static_cast<const Entry*>(obj.get());
+    if (e->state.load() != Entry::State::kListener || e->nonblock || closes_on_exec(fd, false))
+      continue;
+    const int fl = interpose::real().fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK) && interpose::real().fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+      g_blocking.push_back(fd);
+  }
+}
+
 const char* carry_rsockets(char* const* envp, const int*, size_t) {
-  if (in_vfork_child() || sandbox::locked_in() || !preloaded_in(envp)) return nullptr;
+  if (in_vfork_child()) return nullptr;  // the parent's open files: left as they are
+  if (sandbox::locked_in() || !preloaded_in(envp)) {
+    try {
+      listeners_as_the_program_left_them();
+    } catch (const std::bad_alloc&) {
+    }
+    return nullptr;
+  }
   try {
     std::map<const void*, std::vector<int>> by_rsocket;
     for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
-      if (!closes_on_exec(fd)) by_rsocket[obj.get()].push_back(fd);
-    if (by_rsocket.empty()) return nullptr;
+      if (!closes_on_exec(fd, true)) by_rsocket[obj.get()].push_back(fd);
+    std::map<std::shared_ptr<void>, std::vector<int>> by_listener;
+    for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRspreloadTcp))
+      if (static_cast<Entry*>(obj.get())->state.load() == Entry::State::kListener &&
+          !closes_on_exec(fd, false))
+        by_listener[obj].push_back(fd);
+    if (by_rsocket.empty() && by_listener.empty()) return nullptr;
     std::vector<uint8_t> out;
     out.insert(out.end(), kMagic, kMagic + sizeof kMagic);
     uint32_t records = 0;
     put_pod(&out, records);
     for (auto& [obj, numbers] : by_rsocket) records += carry(numbers, &out) ? 1 : 0;
+    for (auto& [obj, numbers] : by_listener)
+      records += carry_listener(*static_cast<Entry*>(obj.get()), numbers, &out);
     if (!records) return nullptr;
     memcpy(out.data() + sizeof kMagic, &records, sizeof records);
     g_memfd = state_memfd();
@@ -197,6 +284,34 @@ bool read_state(int fd, std::vector<uint8_t>* in) {
   if (fstat(fd, &st) || st.st_size <= 0) return false;
   in->resize(static_cast<size_t>(st.st_size));
   return pread(fd, in->data(), in->size(), 0) == static_cast<ssize_t>(in->size());
+}
+
+// A listener built back: listening over rsockets beside the kernel
+// listener again, at every number it had. Its rsocket listener's number,
+// or -1.
+int rebuild_listener(const Record& r, const std::vector<int>& numbers) {
+  const int rs = listen_after_exec(r.own, r.domain, r.backlog, r.nonblock);
+  if (rs < 0)
+    SS_WARN("librspreload: fd %d: a kernel listener only after exec", r.own);
+  else if (const int rc = interpose::dups::regroup(r.own, numbers, FdKind::kRspreloadTcp))
+    SS_WARN("librspreload: fd %d: the listener's duplicates after exec: %s", r.own, strerror(-rc));
+  return rs;
+}
+
+// A connection queued for accept before the exec, built back, queued on
+// rsocket listener `rs` again (or ended, without one).
+void requeue(const Record& r, const uint8_t* state, int rs) {
+  OwnCalls in;
+  for (int i = 0; i < r.nkeep && i < 4; i++)
+    interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
+  interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);
+  if (!r.carried || ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len)) {
+    // The peer must see the end; the program never saw this one.
+    interpose::real().shutdown(r.own, SHUT_RDWR);
+    interpose::real().close(r.own);
+    return;
+  }
+  if (rs < 0 || ss_rspreload_requeue(rs, r.own)) rclose(r.own);
 }
 
 // One record built back: the rsocket at its own number, its numbers
@@ -245,14 +360,20 @@ __attribute__((constructor)) void carry_in() {
     SS_WARN("librspreload: %s names no state of rsockets: none carried across exec", kEnvName);
     return;
   }
+  int listener = -1;  // the rsocket listener of the last listener record
   for (uint32_t i = 0; i < records; i++) {
     Record rec{};
     if (!r.get(&rec) || rec.numbers <= 0 || rec.numbers > 4096) break;
     std::vector<int> numbers(static_cast<size_t>(rec.numbers));
     for (int& n : numbers) r.get(&n);
-    const uint8_t* state = rec.carried ? r.take(rec.state_len) : nullptr;
+    const uint8_t* state = rec.carried && rec.kind != kListener ? r.take(rec.state_len) : nullptr;
     if (!r.ok()) break;
-    rebuild(rec, numbers, state);
+    if (rec.kind == kListener)
+      listener = rebuild_listener(rec, numbers);
+    else if (rec.kind == kQueued)
+      requeue(rec, state, listener);
+    else
+      rebuild(rec, numbers, state);
   }
   standard_streams_over_connections();
 }

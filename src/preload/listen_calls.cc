@@ -68,6 +68,7 @@ int listen_fresh(int fd, int backlog) {
     return 0;
   }
   e->rs_fd = rs_fd;
+  e->backlog = backlog;
   e->state = Entry::State::kListener;
   return 0;
 }
@@ -145,7 +146,13 @@ int accept_listener(int fd, sockaddr* addr, socklen_t* len, int flags) {
       }
       if (errno != EAGAIN) return -1;
     }
-    int c = ss::interpose::real().accept4(e->kernel_fd(), addr, len, flags);
+    // Looked at first: a fork sibling's exec without the preload may have
+    // made the shared open file blocking (exec_hook.cc).
+    pollfd ready{e->kernel_fd(), POLLIN, 0};
+    int c = -1;
+    errno = EAGAIN;
+    if (ss::interpose::real().poll(&ready, 1, 0) == 1)
+      c = ss::interpose::real().accept4(e->kernel_fd(), addr, len, flags);
     if (c >= 0) {
       stats::count_kernel();
       return c;
@@ -190,6 +197,18 @@ void to_kernel_listener(int fd, bool restore_blocking) {
     ss::interpose::real().fcntl(fd, F_SETFL, e->nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
+int listen_after_exec(int fd, int domain, int backlog, bool nonblock) {
+  // The open file's O_NONBLOCK is the rsocket listener's of the image
+  // before (a duplicate's flag): the program's first, as listen found it.
+  const int fl = ss::interpose::real().fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    ss::interpose::real().fcntl(fd, F_SETFL, nonblock ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+  track_fresh(fd, domain);
+  if (entry(fd)) listen_fresh(fd, backlog);
+  auto e = entry(fd);
+  return e && e->state.load() == Entry::State::kListener ? e->rs_fd.load() : -1;
+}
+
 // Linux's SHUT_RD on a listener makes it an unconnected socket again:
 // its pending clients are reset, a blocked accept wakes with EINVAL (the
 // kernel socket's POLLHUP wakes ours) and later ones fail so. The rsocket
@@ -220,6 +239,7 @@ SS_PRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
     case Route::kListener: {  // a new backlog for both
       auto e = entry(fd);
       if (e) {
+        e->backlog = backlog;
         OwnCalls in;
         rlisten(e->rs_fd, backlog);
       }

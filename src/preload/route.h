@@ -54,6 +54,7 @@ struct Entry final : Pollable {
   // close can free meanwhile.
   std::atomic<int> rs_fd{-1};
   std::atomic<bool> nonblock{false};
+  std::atomic<int> backlog{0};  // kListener: the program's last listen (an exec listens again)
   // SO_SNDBUF/SO_RCVBUF the program set while the socket was fresh (0: not
   // set): the kernel socket took them, the rsocket made at connect or
   // listen takes them too (as upstream's preload copies a program's
@@ -152,6 +153,12 @@ int close_fd(int fd);
 // in progress may hold it); `restore_blocking`: the program's O_NONBLOCK
 // goes back on the kernel socket (whose open file fork children may share).
 void to_kernel_listener(int fd, bool restore_blocking);
+
+// In a new image after exec: kernel listener `fd`, which crossed open,
+// listens over rsockets beside it again, with the program's backlog and
+// O_NONBLOCK from the image before. The rsocket listener's number, or -1
+// (kernel TCP only).
+int listen_after_exec(int fd, int domain, int backlog, bool nonblock);
 
 // shutdown() of listener `fd`: SHUT_RD (or SHUT_RDWR) stops both
 // listeners, and the socket is fresh again (it may listen or connect).

@@ -41,3 +41,22 @@ preload_prog() {
   "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror "$here/$1" -o "$T/prog" >"$T/cc.log" 2>&1 ||
     { cat "$T/cc.log"; echo "ERROR: $name: $1 did not build"; exit 99; }
 }
+
+# Statistics of librspreload (SLIPSTREAM_PRELOAD_STATS=DIR, a file per
+# process). stats_of SRV DIR REGEX: the process whose pid ends a line of
+# file SRV (", pid N") has a line matching REGEX.
+stats_of() {
+  local pid f
+  pid=$(sed -n 's/.*, pid \([0-9]*\)$/\1/p' "$1")
+  f=$2/rspreload.$pid
+  [ -n "$pid" ] && grep -Eq -- "$3" "$f" 2>/dev/null ||
+    { echo "  stats of process ${pid:-?}: $(cat "$f" 2>/dev/null)"; return 1; }
+}
+# stats_all DIR REGEX MIN: no process counted a kernel TCP connection, and
+# at least MIN processes' lines match REGEX.
+stats_all() {
+  local n
+  n=$(cat "$1"/rspreload.* 2>/dev/null | grep -Ec -- "$2")
+  [ "$(cat "$1"/rspreload.* 2>/dev/null | grep -c 'kernel_tcp=[1-9]')" = 0 ] && [ "$n" -ge "$3" ] ||
+    { echo "  statistics: $(cat "$1"/rspreload.* 2>/dev/null)"; return 1; }
+}

@@ -25,6 +25,7 @@ ext_test_scripts = \
 	tests/ext/preload_netns_fallback.sh \
 	tests/ext/preload_sandbox.sh \
 	tests/ext/preload_exec.sh \
+	tests/ext/preload_exec_listen.sh \
 	tests/ext/preload_exec_apps.sh \
 	tests/ext/preload_options.sh \
 	tests/ext/vma_extra_header.sh \
@@ -64,6 +65,8 @@ EXTRA_DIST += tests/ext/doc_paths.py
 EXTRA_DIST += tests/ext/sandbox_prog.c
 # Built and run by preload_exec.sh.
 EXTRA_DIST += tests/ext/exec_prog.c tests/ext/exec_cxx_echo.cc
+# Built and run by preload_exec_listen.sh.
+EXTRA_DIST += tests/ext/exec_listen.c
 # Built and run by preload_options.sh.
 EXTRA_DIST += tests/ext/options_prog.c
 # Built and run by fault_matrix.sh.
@@ -90,7 +93,7 @@ EXTRA_DIST += tests/ext/vma_tcp_extra_prog.c
 # a busy 2-core machine (2-22 s); the scripts bound their programs too.
 TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	no_rdma.sh=60 demo.sh=360 preload.sh=360 preload_netns.sh=60 \
-	preload_exec.sh=120 preload_exec_apps.sh=180 \
+	preload_exec.sh=120 preload_exec_listen.sh=60 preload_exec_apps.sh=180 \
 	preload_netns_apps.sh=300 preload_netns_fallback.sh=300 udpong.sh=90 \
 	udpong_netns.sh=90 dgram_spin.sh=60 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \

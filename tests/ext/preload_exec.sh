@@ -46,13 +46,7 @@ run() {
 
 # exec_image_on TAG PROV: the exec'd program (its pid from its output)
 # counted one connection on rsockets over PROV, none on kernel TCP.
-exec_image_on() {
-  local pid f
-  pid=$(sed -n 's/.*, pid \([0-9]*\)$/\1/p' "$T/$1.srv")
-  f=$T/$1.st/rspreload.$pid
-  [ -n "$pid" ] && grep -q " rsockets=1 .*$2=1 .* kernel_tcp=0$" "$f" 2>/dev/null ||
-    { echo "  stats of the new program ($pid): $(cat "$f" 2>/dev/null)"; return 1; }
-}
+exec_image_on() { stats_of "$T/$1.srv" "$T/$1.st" " rsockets=1 .*$2=1 .* kernel_tcp=0$"; }
 
 bad=0
 run plain exec || bad=1
