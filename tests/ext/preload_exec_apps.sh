@@ -17,7 +17,10 @@
 # connection on rsockets. (git clone is not among them: its fetch hands
 # the connection to index-pack while it keeps using its own copy, two
 # processes moving one connection at once: rsocket(7), Fork.)
-# The same commands without the preload are the reference. About 20 s.
+# socat as inetd (TCP-LISTEN with fork, EXEC:cat,nofork): two clients in
+# turn, each cat echoing 5 MB on the connection it was handed across exec,
+# every cat counting it on rsockets.
+# The same commands without the preload are the reference. About 25 s.
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload_exec_apps.sh
@@ -111,20 +114,41 @@ for prov in shm tcp; do
   check "$prov, both ends preloaded: sshd with its defaults (re-exec, sandboxed child) serves ssh, scp 20 MB both ways and sftp, every connection on rsockets" $bad
 done
 
+# listening PORT ENV...: wait until 127.0.0.1:PORT listens; with ENV (the
+# preload), its shm rendezvous too: a client between the kernel's listen
+# and the rsocket one gets kernel TCP.
+listening() {
+  local p=$1
+  shift
+  for _ in $(seq 50); do
+    ss -Hltn "sport = :$p" | grep -q . &&
+      { [ $# = 0 ] || ss -Hxl | grep -q "@slipstream/shm/127.0.0.1/$p "; } && return
+    sleep 0.1
+  done
+}
+
+# both_ways RUN REGEX MIN WHAT: RUN without the preload, then with it on
+# shm, where at least MIN processes count their connections as REGEX says
+# and none on kernel TCP.
+both_ways() {
+  local bad=0
+  $1 || bad=1
+  check "without the preload: $4" $bad
+  bad=0
+  rm -rf "$T/st" && mkdir "$T/st"
+  $1 LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm SLIPSTREAM_PRELOAD_STATS="$T/st" || bad=1
+  stats_all "$T/st" "$2" "$3" || bad=1
+  check "shm, both ends preloaded, every connection on rsockets: $4" $bad
+}
+
 # git daemon, then git ls-remote against it, both under ENV... (a
-# repository with one commit); the refs listed in $T/refs. Preloaded, the
-# client starts once the daemon's shm rendezvous listens too: a client
-# between the kernel's listen and the rsocket one gets kernel TCP.
+# repository with one commit); the refs listed in $T/refs.
 git_listing() {
   local gport=$((port + 1)) gpid ok=1
   env "$@" git daemon --reuseaddr --listen=127.0.0.1 --port=$gport --base-path="$T/git" \
     --export-all "$T/git" >"$T/git.log" 2>&1 &
   gpid=$!
-  for _ in $(seq 50); do
-    ss -Hltn "sport = :$gport" | grep -q . &&
-      { [ $# = 0 ] || ss -Hxl | grep -q "@slipstream/shm/127.0.0.1/$gport "; } && break
-    sleep 0.1
-  done
+  listening $gport "$@"
   for _ in $(seq 50); do
     env "$@" timeout 30 git ls-remote git://127.0.0.1:$gport/repo >"$T/refs" 2>"$T/ls.err" && {
       ok=0
@@ -141,17 +165,33 @@ mkdir -p "$T/git" && git init -q "$T/git/repo" &&
   git -C "$T/git/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m one || exit 99
 head=$(git -C "$T/git/repo" rev-parse HEAD) || exit 99
 
-bad=0
-git_listing || bad=1
-check "without the preload: git ls-remote against git daemon lists the refs" $bad
+both_ways git_listing ' shm=[1-9].* kernel_tcp=0$' 4 \
+  "git daemon, its --serve image and upload-pack (two execs, answers through stdio) list the refs to git ls-remote"
 
-bad=0
-rm -rf "$T/st" && mkdir "$T/st"
-git_listing LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm SLIPSTREAM_PRELOAD_STATS="$T/st" || bad=1
-n=$(cat "$T/st"/rspreload.* 2>/dev/null | grep -c ' shm=[1-9].* kernel_tcp=0$')
-[ "$(cat "$T/st"/rspreload.* | grep -c 'kernel_tcp=[1-9]')" = 0 ] && [ "$n" -ge 4 ] ||
-  { echo "  statistics: $(cat "$T/st"/rspreload.*)"; bad=1; }
-check "shm, both ends preloaded: git daemon, its --serve image and upload-pack (two execs, answers through stdio) list the refs to git ls-remote, every connection on rsockets" $bad
+# socat as inetd: TCP-LISTEN with fork and EXEC:cat,nofork, each
+# connection's child execs cat on it (cat's stdin and stdout are the
+# connection itself); two clients in turn echo 5 MB each, under ENV...
+socat_inetd() {
+  local sport=$((port + 2)) spid i ok=0
+  env "$@" socat TCP-LISTEN:$sport,bind=127.0.0.1,reuseaddr,fork EXEC:cat,nofork \
+    >"$T/socat.log" 2>&1 &
+  spid=$!
+  listening $sport "$@"
+  for i in 1 2; do
+    env "$@" timeout 30 socat -t 10 - TCP:127.0.0.1:$sport <"$T/five" >"$T/five.$i" 2>>"$T/socat.log" &&
+      cmp -s "$T/five" "$T/five.$i" || { ok=1 && echo "  client $i: $(wc -c <"$T/five.$i") bytes back"; }
+  done
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  [ $ok = 0 ] || { sed 's/^/    /' "$T/socat.log" | tail -10; return 1; }
+}
+if command -v socat >/dev/null; then
+  head -c 5000000 /dev/urandom >"$T/five" || exit 99
+  both_ways socat_inetd 'comm=cat rsockets=1 shm=1 .* kernel_tcp=0$' 2 \
+    "socat as inetd (fork, EXEC:cat,nofork): each cat echoes 5 MB on the connection it was handed across exec"
+else
+  echo "SKIP: socat not found"
+fi
 
 echo "$name: $fails failed"
 [ "$fails" = 0 ]
