@@ -232,6 +232,32 @@ int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* targ
   return 0;
 }
 
+bool Socket::exec_aside() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  for (;;) {
+    {
+      std::lock_guard<FutexMutex> g(mu_);
+      if (!share_.is_open() || share_.holders() <= 1 || share_.holds_turn()) return false;
+      if (std::chrono::steady_clock::now() > until) {
+        share_.remove_holder();
+        return true;
+      }
+    }
+    ::usleep(1000);
+  }
+}
+
+void Socket::exec_unaside() {
+  std::lock_guard<FutexMutex> g(mu_);
+  share_.add_holder();
+}
+
+void Socket::exec_aside_lost(const sockaddr* name, socklen_t len) {
+  exec_lost(name, len);
+  std::lock_guard<FutexMutex> g(mu_);
+  set(kSharedElsewhere);
+}
+
 void Socket::exec_lost(const sockaddr* name, socklen_t len) {
   Lock lk(mu_);
   if (name && len <= sizeof exec_name_) {

@@ -177,12 +177,24 @@ SS_EXPORT int ss_rspreload_exec_restore(int fd, int domain, const void* state, u
   });
 }
 
-SS_EXPORT int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name,
-                                     unsigned len) {
+SS_EXPORT int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name, unsigned len,
+                                     int aside) {
   return rebuilt(fd, domain, [&](Socket& s) {
-    s.exec_lost(name, len);
+    if (aside)
+      s.exec_aside_lost(name, len);
+    else
+      s.exec_lost(name, len);
     return 0;
   });
+}
+
+SS_EXPORT int ss_rspreload_exec_aside(int fd) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  return s && s->exec_aside() ? 1 : 0;
+}
+
+SS_EXPORT void ss_rspreload_exec_unaside(int fd) {
+  if (auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket)) s->exec_unaside();
 }
 
 namespace {

@@ -103,12 +103,22 @@ void ss_rspreload_fork_closed(void (*closed)(int fd));
 long ss_rspreload_exec_save(int fd, const void** state, int* own, int* domain, int* keep,
                             int* nkeep);
 void ss_rspreload_exec_abandon(int fd);
+// In a fork child, before ss_rspreload_exec_save: 1 when rsocket fd's
+// connection stays with another process that holds it (this one never
+// moved it, the other did not let go within 100 ms): it does not cross,
+// and this process no longer counts as a holder until
+// ss_rspreload_exec_unaside(fd) (the exec failed). 0: it may cross.
+int ss_rspreload_exec_aside(int fd);
+void ss_rspreload_exec_unaside(int fd);
 // In the new image, before the program runs: the rsocket built back at
 // `fd` (the saved *own, left open by the exec) from such a state; or, for
 // a connection that could not cross, a reset one there named `name`
-// (ECONNRESET once, then an end of stream and EPIPE). 0, or -1 and errno.
+// (ECONNRESET once, then an end of stream and EPIPE), a copy whose close
+// leaves the transport alone when `aside` (another process goes on with
+// it). 0, or -1 and errno.
 int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len);
-int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name, unsigned len);
+int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name, unsigned len,
+                           int aside);
 // A listening rsocket `listener` left open across exec: its connections
 // queued for raccept leave the queue, each an rsocket at its own number
 // (in fds[], at most `room`; the rest stay queued and end at the exec),

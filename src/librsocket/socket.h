@@ -257,6 +257,15 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // a connection reset (exec_lost: ECONNRESET once, then as Linux's).
   int exec_restore(const uint8_t* in, size_t len);
   void exec_lost(const sockaddr* name, socklen_t len);
+  // A copy another process goes on with (fork) and this one never moved:
+  // true when it stays with that process (which did not let go within
+  // 100 ms), this process no longer counted as a holder; exec_unaside
+  // counts it again (the exec failed). The new image's number is then
+  // exec_lost's, and a copy (exec_aside_lost): its close leaves the
+  // transport to the other process.
+  bool exec_aside();
+  void exec_unaside();
+  void exec_aside_lost(const sockaddr* name, socklen_t len);
   // A listener's part (exec_handover.cc): its queued connections, settled
   // as raccept settles them, leave the queue for the caller to carry, and
   // serve_mu_ stays locked so none is answered after (the peer's connect

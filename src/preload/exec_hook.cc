@@ -70,6 +70,7 @@ struct Record {
   uint64_t state_len;
   int backlog;  // kListener: the program's, and its O_NONBLOCK
   int nonblock;
+  int aside;  // not carried: another process goes on with it (ss_rspreload_exec_aside)
 };
 
 // What the hook did, undone when the exec fails.
@@ -79,6 +80,7 @@ std::vector<int> g_locked;    // numbers whose rsocket ss_rspreload_exec_save lo
 std::vector<int> g_opened;    // numbers whose FD_CLOEXEC the hook cleared
 std::vector<int> g_held;      // rsocket listeners whose queue ss_rspreload_exec_hold took
 std::vector<int> g_blocking;  // listeners whose O_NONBLOCK the hook cleared
+std::vector<int> g_aside;     // connections left to another process (ss_rspreload_exec_aside)
 
 // Whether the new image loads this library: LD_PRELOAD in its
 // environment names this file.
@@ -116,16 +118,22 @@ void exec_failed() {
     OwnCalls in;
     for (int fd : g_locked) ss_rspreload_exec_abandon(fd);
     for (int fd : g_held) ss_rspreload_exec_unhold(fd);
+    for (int fd : g_aside) ss_rspreload_exec_unaside(fd);
   }
   g_locked.clear();
   g_held.clear();
+  g_aside.clear();
   if (g_memfd >= 0) interpose::real().close(g_memfd);
   g_memfd = -1;
 }
 
 // One rsocket's record: its state taken (and the rsocket locked), or a
 // reset one; its numbers left open. False when it stays out of the new
-// image (locked for long): its numbers close at the exec.
+// image (locked for long): its numbers close at the exec. A connection
+// handed on as stdin, stdout or stderr is the new program's (inetd,
+// sshd's re-exec, git daemon); any other that another process holds and
+// goes on with stays that process's (git's fetch forks index-pack, which
+// inherits the connection and never uses it).
 bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kConnection) {
   std::sort(numbers.begin(), numbers.end());
   Record r{};
@@ -135,10 +143,17 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kCo
   const void* state = nullptr;
   long len;
   g_locked.reserve(g_locked.size() + 1);  // no allocation once it is locked
+  g_aside.reserve(g_aside.size() + 1);
   {
     OwnCalls in;
+    r.aside = kind == kConnection && numbers[0] > 2 && ss_rspreload_exec_aside(numbers[0]) == 1;
     r.nkeep = 4;
-    len = ss_rspreload_exec_save(numbers[0], &state, &r.own, &r.domain, r.keep, &r.nkeep);
+    if (r.aside) {
+      g_aside.push_back(numbers[0]);
+      len = -1;
+    } else {
+      len = ss_rspreload_exec_save(numbers[0], &state, &r.own, &r.domain, r.keep, &r.nkeep);
+    }
   }
   if (len < 0 && errno == EBUSY) {
     SS_WARN("librspreload: fd %d: locked by a call under way: closed in the exec'd program",
@@ -159,8 +174,16 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kCo
     OwnCalls in;
     r.name_len = sizeof r.name;
     if (rgetsockname(numbers[0], reinterpret_cast<sockaddr*>(&r.name), &r.name_len)) r.name_len = 0;
-    SS_WARN("librspreload: fd %d: this connection cannot cross exec (%s): it is reset there",
-            numbers[0], strerror(err));
+    if (r.aside) {
+      r.domain = r.name.ss_family;
+      SS_DEBUG(
+          "librspreload: fd %d: left to the process that goes on with it: reset in the exec'd "
+          "program",
+          numbers[0]);
+    } else {
+      SS_WARN("librspreload: fd %d: this connection cannot cross exec (%s): it is reset there",
+              numbers[0], strerror(err));
+    }
   }
   for (int n : numbers)
     if (n != r.own) keep_open(n);
@@ -324,10 +347,11 @@ void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* st
             r.own, strerror(errno));
   if (!ok) {
     // The peer must see the end: nothing here will carry on its transport
-    // (an endpoint built and dropped closed its own descriptors).
-    interpose::real().shutdown(r.own, SHUT_RDWR);
+    // (an endpoint built and dropped closed its own descriptors). Unless
+    // another process goes on with it.
+    if (!r.aside) interpose::real().shutdown(r.own, SHUT_RDWR);
     if (ss_rspreload_exec_lost(r.own, r.domain, reinterpret_cast<const sockaddr*>(&r.name),
-                               r.name_len))
+                               r.name_len, r.aside))
       return;  // a plain socket, then
   }
   if (ok) stats::count_rsocket(ss_rspreload_provider(r.own));
