@@ -5,8 +5,9 @@
 # connection to the new image across exec, then forks a sandboxed child
 # for the key exchange and authentication: chroot, an unprivileged user,
 # a seccomp filter, RLIMIT_NOFILE and RLIMIT_FSIZE 0), key authentication
-# as root on 127.0.0.1; ssh, scp (20 MB each way) and sftp, each checked
-# with cmp. On shm (auto) and on tcp:
+# as root; ssh, scp (100 MB each way) and sftp, each checked with cmp. On
+# 127.0.0.1 over shm (auto) and over tcp, and across two namespaces (tcp
+# through the listener's side channel):
 #   every process that made or took a connection counts it on rsockets
 #   over that provider and none on kernel TCP (SLIPSTREAM_PRELOAD_STATS),
 #   and the re-executed sshd counts the one it was handed: the connection
@@ -19,7 +20,7 @@
 # socat as inetd (TCP-LISTEN with fork, EXEC:cat,nofork): two clients in
 # turn, each cat echoing 5 MB on the connection it was handed across exec,
 # every cat counting it on rsockets.
-# The same commands without the preload are the reference. About 25 s.
+# The same commands without the preload are the reference. About 35 s.
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
 name=preload_exec_apps.sh
@@ -33,15 +34,16 @@ unset LD_PRELOAD SLIPSTREAM_PROVIDER
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-sshd.XXXXXX") || exit 99
 chmod 755 "$T"
 pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$T"' EXIT
+NA=ss-xa-$$ NZ=ss-xz-$$
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; ip netns del $NA 2>/dev/null; ip netns del $NZ 2>/dev/null
+  rm -rf "$T"' EXIT
 mkdir -p /run/sshd && chmod 755 /run/sshd  # sshd's privilege separation directory
 ssh-keygen -q -t ed25519 -N '' -f "$T/host" && ssh-keygen -q -t ed25519 -N '' -f "$T/user" &&
   cp "$T/user.pub" "$T/authorized" || exit 99
-head -c 20000000 /dev/urandom >"$T/up" || exit 99
+head -c 100000000 /dev/urandom >"$T/up" || exit 99
 port=$((20000 + RANDOM % 9000))
 cat >"$T/sshd_config" <<CONF
 Port $port
-ListenAddress 127.0.0.1
 HostKey $T/host
 AuthorizedKeysFile $T/authorized
 PermitRootLogin prohibit-password
@@ -55,9 +57,14 @@ CONF
 opts=(-F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes
   -o LogLevel=ERROR -i "$T/user")
 
+# Where sshd listens, and the commands that run sshd and the clients
+# there (ip netns exec ...; none on one host).
+HOST=127.0.0.1 SRV_IN=() CLI_IN=()
+
 # start_sshd ENV...: sshd in the foreground of a background job, under ENV.
 start_sshd() {
-  env "$@" /usr/sbin/sshd -D -e -f "$T/sshd_config" >"$T/sshd.log" 2>&1 &
+  "${SRV_IN[@]}" env "$@" /usr/sbin/sshd -D -e -f "$T/sshd_config" -o ListenAddress=$HOST \
+    >"$T/sshd.log" 2>&1 &
   pid=$!
   for _ in $(seq 50); do grep -q "Server listening" "$T/sshd.log" && return 0; sleep 0.1; done
   echo "  sshd did not start:"; sed 's/^/    /' "$T/sshd.log"; return 1
@@ -68,14 +75,15 @@ stop_sshd() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=; }
 session() {
   local bad=0
   rm -f "$T/up.copy" "$T/down" "$T/sftp.copy"
-  [ "$(env "$@" timeout 30 ssh "${opts[@]}" -p $port root@127.0.0.1 'echo hello over ssh')" = \
+  local cl=("${CLI_IN[@]}" env "$@" timeout 120)
+  [ "$("${cl[@]}" ssh "${opts[@]}" -p $port root@$HOST 'echo hello over ssh')" = \
     "hello over ssh" ] || { echo "  ssh echo failed"; bad=1; }
-  env "$@" timeout 60 scp -q "${opts[@]}" -P $port "$T/up" root@127.0.0.1:"$T/up.copy" &&
+  "${cl[@]}" scp -q "${opts[@]}" -P $port "$T/up" root@$HOST:"$T/up.copy" &&
     cmp -s "$T/up" "$T/up.copy" || { echo "  scp up: not the same"; bad=1; }
-  env "$@" timeout 60 scp -q "${opts[@]}" -P $port root@127.0.0.1:"$T/up" "$T/down" &&
+  "${cl[@]}" scp -q "${opts[@]}" -P $port root@$HOST:"$T/up" "$T/down" &&
     cmp -s "$T/up" "$T/down" || { echo "  scp down: not the same"; bad=1; }
   printf 'get %s %s\n' "$T/up" "$T/sftp.copy" >"$T/batch"
-  env "$@" timeout 60 sftp -q "${opts[@]}" -P $port -b "$T/batch" root@127.0.0.1 >/dev/null &&
+  "${cl[@]}" sftp -q "${opts[@]}" -P $port -b "$T/batch" root@$HOST >/dev/null &&
     cmp -s "$T/up" "$T/sftp.copy" || { echo "  sftp get: not the same"; bad=1; }
   return $bad
 }
@@ -99,19 +107,32 @@ bad=0
 start_sshd || bad=1
 session || bad=1
 stop_sshd
-check "without the preload: ssh, scp 20 MB both ways and sftp against sshd" $bad
+check "without the preload: ssh, scp 100 MB both ways and sftp against sshd" $bad
 
-for prov in shm tcp; do
-  bad=0
+# preloaded_sshd PROV WHERE ENV...: sshd and the clients both preloaded
+# under ENV, every connection on rsockets over PROV.
+preloaded_sshd() {
+  local prov=$1 where=$2 bad=0
+  shift 2
   rm -rf "$T/st" && mkdir "$T/st"
-  env=(LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov SLIPSTREAM_PRELOAD_STATS="$T/st")
+  local env=(LD_PRELOAD="$PRELOAD" SLIPSTREAM_PRELOAD_STATS="$T/st" "$@")
   start_sshd "${env[@]}" || bad=1
   session "${env[@]}" || bad=1
   stop_sshd
-  on_rsockets $prov || bad=1
+  on_rsockets "$prov" || bad=1
   [ $bad = 0 ] || { echo "  sshd's log:"; tail -20 "$T/sshd.log" | sed 's/^/    /'; }
-  check "$prov, both ends preloaded: sshd with its defaults (re-exec, sandboxed child) serves ssh, scp 20 MB both ways and sftp, every connection on rsockets" $bad
-done
+  check "$prov$where, both ends preloaded: sshd with its defaults (re-exec, sandboxed child) serves ssh, scp 100 MB both ways and sftp, every connection on rsockets" $bad
+}
+for prov in shm tcp; do preloaded_sshd $prov "" SLIPSTREAM_PROVIDER=$prov; done
+
+# Across two namespaces joined by a veth pair: rsockets find each other
+# through the listener's side channel (tcp).
+if (. "$here/common.sh" && ext_name=$name && ext_netns_pair $NA $NZ 10.214.1.1/24 10.214.1.2/24); then
+  HOST=10.214.1.1 SRV_IN=(ip netns exec $NA) CLI_IN=(ip netns exec $NZ)
+  preloaded_sshd tcp ", across namespaces" SLIPSTREAM_SIDE_PROBE_TIMEOUT=1000
+  HOST=127.0.0.1 SRV_IN=() CLI_IN=()
+  ip netns del $NA && ip netns del $NZ
+fi
 
 # listening PORT ENV...: wait until 127.0.0.1:PORT listens; with ENV (the
 # preload), its shm rendezvous too: a client between the kernel's listen
