@@ -154,7 +154,7 @@ void Socket::close() {
   bool copy;
   {
     std::lock_guard<FutexMutex> g(mu_);
-    copy = has(kSharedElsewhere) || endpoint_foreign();
+    copy = has(kSharedElsewhere) || endpoint_foreign() || given_away_;
   }
   if (copy) {
     drop_copy();

@@ -258,6 +258,34 @@ void Socket::exec_aside_lost(const sockaddr* name, socklen_t len) {
   set(kSharedElsewhere);
 }
 
+void Socket::exec_give_away() {
+  KeepaliveService::instance().remove(this);  // its probes are the new program's
+  given_state_ = state_;
+  given_err_ = err_;
+  given_away_ = true;
+  set(kStale);
+  set_phase(kError);
+  err_ = ECONNRESET;
+  kick_waiters();
+  mu_.unlock();  // exec_save's
+}
+
+void Socket::exec_take_back() {
+  {
+    std::lock_guard<FutexMutex> g(mu_);
+    state_ = given_state_;
+    err_ = given_err_;
+    given_away_ = false;
+    kick_waiters();
+  }
+  if (opt_.keepalive) KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
+}
+
+int Socket::stream_fd() {
+  std::lock_guard<FutexMutex> g(mu_);
+  return ep_ ? ep_->stream_fd() : -1;
+}
+
 void Socket::exec_lost(const sockaddr* name, socklen_t len) {
   Lock lk(mu_);
   if (name && len <= sizeof exec_name_) {

@@ -142,6 +142,26 @@ SS_EXPORT long ss_rspreload_exec_save(int fd, const void** state, int* own, int*
   return static_cast<long>(c->state.size());
 }
 
+SS_EXPORT void ss_rspreload_exec_give_away(int fd) {
+  auto it = carried.find(fd);
+  if (it == carried.end()) return;
+  it->second.socket->exec_give_away();
+  carried.erase(it);
+}
+
+SS_EXPORT void ss_rspreload_exec_take_back(int fd) {
+  if (auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket)) s->exec_take_back();
+}
+
+SS_EXPORT int ss_rspreload_transports(int fd, int* out, int room) {
+  auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
+  if (!s) return fail(EBADF);
+  int n = 0;
+  for (int t : {s->fd(), s->stream_fd()})
+    if (t >= 0 && n < room && (n == 0 || out[0] != t)) out[n++] = t;
+  return n;
+}
+
 SS_EXPORT void ss_rspreload_exec_abandon(int fd) {
   auto it = carried.find(fd);
   if (it == carried.end()) return;

@@ -110,6 +110,15 @@ void ss_rspreload_exec_abandon(int fd);
 // ss_rspreload_exec_unaside(fd) (the exec failed). 0: it may cross.
 int ss_rspreload_exec_aside(int fd);
 void ss_rspreload_exec_unaside(int fd);
+// In a vfork child, after ss_rspreload_exec_save(fd): the connection goes
+// to the new program; the parent's copy (the same memory) fails from now
+// on with ECONNRESET, and its close leaves the transport alone; the
+// rsocket is unlocked. ss_rspreload_exec_take_back(fd): the exec failed.
+void ss_rspreload_exec_give_away(int fd);
+void ss_rspreload_exec_take_back(int fd);
+// The descriptors rsocket fd's connection runs on (its own, its stream):
+// how many were put in out[room].
+int ss_rspreload_transports(int fd, int* out, int room);
 // In the new image, before the program runs: the rsocket built back at
 // `fd` (the saved *own, left open by the exec) from such a state; or, for
 // a connection that could not cross, a reset one there named `name`

@@ -266,6 +266,14 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   bool exec_aside();
   void exec_unaside();
   void exec_aside_lost(const sockaddr* name, socklen_t len);
+  // A vfork child's exec, after exec_save: the connection goes to the new
+  // program, and this process's copy (the parent's, whose memory the child
+  // shares) stops as a stale fork copy does (ECONNRESET; its close leaves
+  // the transport alone); mu_ is let go, for the parent goes on.
+  // exec_take_back: the exec failed. stream_fd: the endpoint's stream.
+  void exec_give_away();
+  void exec_take_back();
+  int stream_fd();
   // A listener's part (exec_handover.cc): its queued connections, settled
   // as raccept settles them, leave the queue for the caller to carry, and
   // serve_mu_ stays locked so none is answered after (the peer's connect
@@ -555,6 +563,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   };
   std::vector<WireName> wire_names_;
   sockaddr_storage exec_name_{};  // exec_lost(): getsockname's answer
+  // exec_give_away(): a vfork child's new program has the connection (a
+  // close here is a copy's), and what exec_take_back restores.
+  bool given_away_ = false;
+  uint32_t given_state_ = 0;
+  int given_err_ = 0;
   socklen_t exec_name_len_ = 0;
   pid_t made_in_ = 0;     // process that made the endpoint
   bool tracked_ = false;  // fork::track()ed (mu_ not needed: join and leave)

@@ -117,7 +117,14 @@ using namespace ss::preload;
 // connection ends, the table forgets them) and the kernel closes the
 // rest, around the numbers librsocket holds (interpose/dup_share.h).
 SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
-  if (libc_only() || in_vfork_child()) return ss::interpose::real().close_range(first, last, flags);
+  if (libc_only()) return ss::interpose::real().close_range(first, last, flags);
+  if (in_vfork_child()) {
+    try {
+      return ss::interpose::dups::close_range_around(first, last, flags, rsocket_transports());
+    } catch (const std::bad_alloc&) {
+      return ss::interpose::real().close_range(first, last, flags);
+    }
+  }
   return ss::interpose::dups::close_range_with(
       first, last, flags, [](int fd) { return route(fd) != Route::kKernel; },
       [](int fd) { close_fd(fd); });

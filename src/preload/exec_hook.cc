@@ -81,6 +81,7 @@ std::vector<int> g_opened;    // numbers whose FD_CLOEXEC the hook cleared
 std::vector<int> g_held;      // rsocket listeners whose queue ss_rspreload_exec_hold took
 std::vector<int> g_blocking;  // listeners whose O_NONBLOCK the hook cleared
 std::vector<int> g_aside;     // connections left to another process (ss_rspreload_exec_aside)
+std::vector<int> g_given;     // a vfork child's: connections taken from the parent
 
 // Whether the new image loads this library: LD_PRELOAD in its
 // environment names this file.
@@ -119,10 +120,12 @@ void exec_failed() {
     for (int fd : g_locked) ss_rspreload_exec_abandon(fd);
     for (int fd : g_held) ss_rspreload_exec_unhold(fd);
     for (int fd : g_aside) ss_rspreload_exec_unaside(fd);
+    for (int fd : g_given) ss_rspreload_exec_take_back(fd);
   }
   g_locked.clear();
   g_held.clear();
   g_aside.clear();
+  g_given.clear();
   if (g_memfd >= 0) interpose::real().close(g_memfd);
   g_memfd = -1;
 }
@@ -133,12 +136,17 @@ void exec_failed() {
 // handed on as stdin, stdout or stderr is the new program's (inetd,
 // sshd's re-exec, git daemon); any other that another process holds and
 // goes on with stays that process's (git's fetch forks index-pack, which
-// inherits the connection and never uses it).
-bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kConnection) {
+// inherits the connection and never uses it). `at`: a number of the
+// rsocket in the table (in a vfork child the numbers handed on may be
+// copies the table does not know), numbers[0] by default; `vfork`: the
+// parent goes on with the connection unless it crosses.
+bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kConnection,
+           int at = -1, bool vfork = false) {
   std::sort(numbers.begin(), numbers.end());
+  if (at < 0) at = numbers[0];
   Record r{};
   r.kind = kind;
-  r.own = numbers[0];
+  r.own = at;
   r.numbers = static_cast<int>(numbers.size());
   const void* state = nullptr;
   long len;
@@ -146,22 +154,22 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kCo
   g_aside.reserve(g_aside.size() + 1);
   {
     OwnCalls in;
-    r.aside = kind == kConnection && numbers[0] > 2 && ss_rspreload_exec_aside(numbers[0]) == 1;
+    r.aside = !vfork && kind == kConnection && numbers[0] > 2 && ss_rspreload_exec_aside(at) == 1;
     r.nkeep = 4;
     if (r.aside) {
-      g_aside.push_back(numbers[0]);
+      g_aside.push_back(at);
       len = -1;
     } else {
-      len = ss_rspreload_exec_save(numbers[0], &state, &r.own, &r.domain, r.keep, &r.nkeep);
+      len = ss_rspreload_exec_save(at, &state, &r.own, &r.domain, r.keep, &r.nkeep);
     }
   }
   if (len < 0 && errno == EBUSY) {
-    SS_WARN("librspreload: fd %d: locked by a call under way: closed in the exec'd program",
-            numbers[0]);
+    SS_WARN("librspreload: fd %d: locked by a call under way: closed in the exec'd program", at);
     return false;
   }
+  r.aside |= len < 0 && vfork;  // the parent's transport: never shut down
   if (len >= 0) {
-    g_locked.push_back(numbers[0]);
+    g_locked.push_back(at);
     r.carried = 1;
     r.state_len = static_cast<uint64_t>(len);
     keep_open(r.own);
@@ -173,7 +181,7 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kCo
     r.own = numbers[0];
     OwnCalls in;
     r.name_len = sizeof r.name;
-    if (rgetsockname(numbers[0], reinterpret_cast<sockaddr*>(&r.name), &r.name_len)) r.name_len = 0;
+    if (rgetsockname(at, reinterpret_cast<sockaddr*>(&r.name), &r.name_len)) r.name_len = 0;
     if (r.aside) {
       r.domain = r.name.ss_family;
       SS_DEBUG(
@@ -254,32 +262,121 @@ void listeners_as_the_program_left_them() {
   }
 }
 
+// In a vfork child, whose descriptors may name other files than the
+// parent's at the same numbers (its dup2 and closes): the socket inode
+// of number `fd` in the parent's table (0: none), and whether `fd` here
+// is that socket.
+ino_t parents_socket(int fd) {
+  char path[64], link[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", static_cast<int>(getppid()), fd);
+  const ssize_t n = readlink(path, link, sizeof link - 1);
+  if (n <= 0) return 0;
+  link[n] = '\0';
+  unsigned long long ino = 0;
+  return sscanf(link, "socket:[%llu]", &ino) == 1 ? static_cast<ino_t>(ino) : 0;
+}
+bool is_socket(int fd, ino_t ino) {
+  struct stat st {};
+  return ino && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == ino;
+}
+
+// In a vfork child: the numbers that hand rsocket `numbers` (its numbers
+// in the table, whose flags the child cannot change: vfork_child_fcntl)
+// on to the new program: copies at 0 to 2 (subprocess's stdin=conn) and
+// numbers whose FD_CLOEXEC the child cleared by ioctl (pass_fds). None
+// when a descriptor the connection runs on is not the parent's here.
+std::vector<int> handed_by_vfork_child(const std::vector<int>& numbers) {
+  std::vector<int> handed;
+  const ino_t ino = parents_socket(numbers[0]);
+  for (int n = 0; n <= 2; n++)
+    if (is_socket(n, ino)) handed.push_back(n);
+  for (int n : numbers) {
+    const int fl = interpose::real().fcntl(n, F_GETFD);
+    if (n > 2 && fl >= 0 && !(fl & FD_CLOEXEC) && is_socket(n, ino)) handed.push_back(n);
+  }
+  int t[2];
+  int nt;
+  {
+    OwnCalls in;
+    nt = ss_rspreload_transports(numbers[0], t, 2);
+  }
+  for (int i = 0; i < nt; i++)
+    if (!is_socket(t[i], parents_socket(t[i]))) handed.clear();
+  return handed;
+}
+
+void close_handed_on_exec() {
+  std::map<const void*, std::vector<int>> by_rsocket;
+  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
+    by_rsocket[obj.get()].push_back(fd);
+  for (auto& [obj, numbers] : by_rsocket)
+    for (int n : handed_by_vfork_child(numbers)) interpose::real().fcntl(n, F_SETFD, FD_CLOEXEC);
+}
+
+// A vfork child's records: each connection it hands on goes to the new
+// program, taken from the parent (whose memory this is). The count.
+uint32_t carry_from_vfork_child(std::vector<uint8_t>* out) {
+  std::map<const void*, std::vector<int>> by_rsocket;
+  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
+    by_rsocket[obj.get()].push_back(fd);
+  uint32_t records = 0;
+  for (auto& [obj, numbers] : by_rsocket) {
+    std::vector<int> handed = handed_by_vfork_child(numbers);
+    const size_t locked = g_locked.size();
+    g_given.reserve(g_given.size() + 1);
+    if (handed.empty() || !carry(handed, out, kConnection, numbers[0], true)) continue;
+    records++;
+    if (g_locked.size() == locked) continue;  // not carried: reset there
+    OwnCalls in;
+    ss_rspreload_exec_give_away(g_locked.back());
+    g_given.push_back(g_locked.back());
+    g_locked.pop_back();
+  }
+  return records;
+}
+
 const char* carry_rsockets(char* const* envp, const int*, size_t) {
-  if (in_vfork_child()) return nullptr;  // the parent's open files: left as they are
+  // Left by a vfork child's exec (its image went, this one goes on).
+  g_locked.clear();
+  g_opened.clear();
+  g_held.clear();
+  g_blocking.clear();
+  g_aside.clear();
+  g_given.clear();
+  g_memfd = -1;
   if (sandbox::locked_in() || !preloaded_in(envp)) {
     try {
-      listeners_as_the_program_left_them();
+      // A vfork child's open files are the parent's: left as they are; the
+      // numbers it hands on close (EBADF, never a socket that is not the
+      // connection).
+      if (in_vfork_child())
+        close_handed_on_exec();
+      else
+        listeners_as_the_program_left_them();
     } catch (const std::bad_alloc&) {
     }
     return nullptr;
   }
   try {
-    std::map<const void*, std::vector<int>> by_rsocket;
-    for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
-      if (!closes_on_exec(fd, true)) by_rsocket[obj.get()].push_back(fd);
-    std::map<std::shared_ptr<void>, std::vector<int>> by_listener;
-    for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRspreloadTcp))
-      if (static_cast<Entry*>(obj.get())->state.load() == Entry::State::kListener &&
-          !closes_on_exec(fd, false))
-        by_listener[obj].push_back(fd);
-    if (by_rsocket.empty() && by_listener.empty()) return nullptr;
     std::vector<uint8_t> out;
     out.insert(out.end(), kMagic, kMagic + sizeof kMagic);
     uint32_t records = 0;
     put_pod(&out, records);
-    for (auto& [obj, numbers] : by_rsocket) records += carry(numbers, &out) ? 1 : 0;
-    for (auto& [obj, numbers] : by_listener)
-      records += carry_listener(*static_cast<Entry*>(obj.get()), numbers, &out);
+    if (in_vfork_child()) {
+      records = carry_from_vfork_child(&out);
+    } else {
+      std::map<const void*, std::vector<int>> by_rsocket;
+      for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
+        if (!closes_on_exec(fd, true)) by_rsocket[obj.get()].push_back(fd);
+      std::map<std::shared_ptr<void>, std::vector<int>> by_listener;
+      for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRspreloadTcp))
+        if (static_cast<Entry*>(obj.get())->state.load() == Entry::State::kListener &&
+            !closes_on_exec(fd, false))
+          by_listener[obj].push_back(fd);
+      for (auto& [obj, numbers] : by_rsocket) records += carry(numbers, &out) ? 1 : 0;
+      for (auto& [obj, numbers] : by_listener)
+        records += carry_listener(*static_cast<Entry*>(obj.get()), numbers, &out);
+    }
     if (!records) return nullptr;
     memcpy(out.data() + sizeof kMagic, &records, sizeof records);
     g_memfd = state_memfd();

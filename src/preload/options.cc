@@ -92,14 +92,12 @@ int fcntl_any(int fd, int cmd, long arg) {
   return ss::interpose::real().fcntl(fd, cmd, arg);
 }
 
-// In a vfork child (which shares our tables): libc's, except that an
-// rsocket's kernel descriptor stays close-on-exec, as set_fd_flags keeps
-// it, so the exec'd program gets EBADF for it.
+// In a vfork child (which shares our tables): libc's, on the child's own
+// descriptors. A copy of an rsocket's kernel descriptor is close-on-exec;
+// its FD_CLOEXEC cleared is a number handed on, which the exec carries
+// (exec_hook.cc) or closes.
 int vfork_child_fcntl(int fd, int cmd, long arg) {
-  if (route(fd) == Route::kRsocket) {
-    if (cmd == F_SETFD) arg |= FD_CLOEXEC;
-    if (cmd == F_DUPFD) cmd = F_DUPFD_CLOEXEC;
-  }
+  if (route(fd) == Route::kRsocket && cmd == F_DUPFD) cmd = F_DUPFD_CLOEXEC;
   return ss::interpose::real().fcntl(fd, cmd, arg);
 }
 
@@ -235,6 +233,10 @@ SS_PRELOAD_EXPORT int ioctl(int fd, unsigned long req, ...) noexcept {
   void* arg = va_arg(ap, void*);
   va_end(ap);
   Route r = route(fd);
+  if (r == Route::kRsocket && (req == FIOCLEX || req == FIONCLEX)) {  // fcntl's F_SETFD
+    if (in_vfork_child()) return vfork_child_fcntl(fd, F_SETFD, req == FIOCLEX ? FD_CLOEXEC : 0);
+    return fcntl_any(fd, F_SETFD, req == FIOCLEX ? FD_CLOEXEC : 0);
+  }
   if ((r == Route::kRsocket || r == Route::kListener) && req == FIONBIO) {
     if (!arg) {
       errno = EFAULT;

@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -53,6 +54,17 @@ __attribute__((constructor)) void record_pid_at_load() {
 bool in_vfork_child() {
   const pid_t pid = g_pid.load(std::memory_order_relaxed);
   return pid != 0 && getpid() != pid;
+}
+
+std::set<int> rsocket_transports() {
+  std::set<int> out;
+  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket)) {
+    int t[2];
+    OwnCalls in;
+    const int n = ss_rspreload_transports(fd, t, 2);
+    out.insert(t, t + std::max(n, 0));
+  }
+  return out;
 }
 
 namespace {
@@ -260,7 +272,13 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 }
 
 SS_PRELOAD_EXPORT int close(int fd) {
-  if (in_vfork_child()) return ss::interpose::real().close(fd);
+  if (in_vfork_child()) {
+    try {
+      if (rsocket_transports().count(fd)) return 0;  // closed at exec unless carried
+    } catch (const std::bad_alloc&) {
+    }
+    return ss::interpose::real().close(fd);
+  }
   if (libc_only()) return dups::close_released(fd);  // librsocket's own close
   if (route(fd) == Route::kKernel && dups::held(fd)) {
     errno = EBADF;  // closed already as the program sees it; librsocket closes it

@@ -17,7 +17,9 @@
 #     parent that echoes the rest from the state it left;
 #   shm with the peer stopped (it cannot answer): the new program's stdin
 #     is still a socket of the connection's family, whose first read says
-#     ECONNRESET.
+#     ECONNRESET;
+#   tcp and shm: a vfork child's exec (CPython's subprocess.Popen with
+#     stdin and stdout the connection): cat echoes 1 MB, counted there.
 # The same program without the preload is the reference. About 8 s.
 # Automake exit codes: 0 pass, 1 fail, 77 skip, 99 hard error.
 set -u
@@ -159,6 +161,38 @@ has "$T/stopped.cl" "^after the stop: Connection reset by peer$" &&
   has "$T/stopped.srv" "^echo: read: Connection reset by peer after 0$" &&
   has "$T/stopped.srv" "cannot cross exec" || bad=1
 check "shm, the peer stopped: the connection cannot cross; the new program finds it reset, still a socket of its family, and the peer, once continued, a reset" $bad
+
+# A vfork child's exec (CPython's subprocess: vfork, dup2 onto 0 and 1,
+# close_range of the rest, then execve along PATH, failing several times):
+# subprocess.Popen(["cat"], stdin=conn, stdout=conn), the parent closing
+# its copy; cat echoes 1 MB on the connection, counted on rsockets there.
+cat >"$T/popen.py" <<'PY'
+import socket, subprocess, sys
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(1)
+print("ready", flush=True)
+c, _ = l.accept()
+p = subprocess.Popen(["cat"], stdin=c, stdout=c)
+c.close()
+print("cat exit %d, pid %d" % (p.wait(), p.pid), flush=True)
+PY
+for prov in tcp shm; do
+  bad=0
+  port=$((port + 1))
+  mkdir -p "$T/popen-$prov.st"
+  env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov SLIPSTREAM_PRELOAD_STATS="$T/popen-$prov.st" \
+    timeout 30 python3 "$T/popen.py" $port >"$T/popen-$prov.srv" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 50); do grep -q ready "$T/popen-$prov.srv" && break; sleep 0.1; done
+  env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov timeout 30 "$T/prog" send $port $MB \
+    >"$T/popen-$prov.cl" 2>&1
+  wait "${pids[-1]}"
+  has "$T/popen-$prov.srv" "^cat exit 0, pid " && has "$T/popen-$prov.cl" "^echoed $MB intact$" &&
+    stats_of "$T/popen-$prov.srv" "$T/popen-$prov.st" "comm=cat rsockets=1 .*$prov=1 .* kernel_tcp=0$" ||
+    bad=1
+  check "$prov, a vfork child's exec (subprocess.Popen stdin=conn, stdout=conn): cat echoes 1 MB on the connection, counted on rsockets" $bad
+done
 
 echo "$name: $fails failed"
 [ "$fails" = 0 ]

@@ -84,6 +84,9 @@ class Endpoint {
   // the provider's transport has one; -1: none (the face makes its own), and
   // always for active endpoints, which keep the descriptor the application made.
   virtual int descriptor_fd() const { return -1; }
+  // The kernel stream the transport runs on (tcp, shm), -1: none. A vfork
+  // child keeps it open for an exec that carries the connection.
+  virtual int stream_fd() const { return -1; }
 
   // Closes the rsocket's descriptor `fd` (the kernel socket it was named
   // by), in whatever way keeps data already sent deliverable.

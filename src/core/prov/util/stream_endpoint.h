@@ -45,6 +45,7 @@ class StreamEndpoint : public Endpoint {
   short event_mask() const override;
   void ack_events() override;
   int descriptor_fd() const override { return active_ ? -1 : fd_; }
+  int stream_fd() const override { return fd_; }
   int set_async_progress(bool on) override;
   int local_name(sockaddr_storage* addr, socklen_t* len) const override;
   int peer_name(sockaddr_storage* addr, socklen_t* len) const override;
