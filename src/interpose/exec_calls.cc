@@ -20,6 +20,7 @@ namespace {
 
 std::atomic<BeforeExec> g_hook{nullptr};
 std::atomic<void (*)()> g_failed{nullptr};
+std::atomic<void (*)()> g_spawned{nullptr};
 
 size_t entries(char* const* envp) {
   size_t n = 0;
@@ -46,15 +47,16 @@ char* const* with_entry(char** out, char* const* envp, const char* extra) {
 // async-signal-safe (POSIX), called in a fork child of a threaded program.
 template <class Exec, class Failed>
 int run_image(char* const* envp, const Exec& exec, const Failed& failed,
-              const int* passed = nullptr, size_t n_passed = 0) {
+              const SpawnDup* dups = nullptr, size_t n_dups = 0, bool spawn = false) {
   const BeforeExec hook = g_hook.load(std::memory_order_acquire);
-  const char* extra = hook ? hook(envp, passed, n_passed) : nullptr;
+  const char* extra = hook ? hook(envp, dups, n_dups, spawn) : nullptr;
   char* const* env = envp;
   if (extra)
     env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
   const int r = exec(env);
   const int err = errno;
-  if (void (*undo)() = g_failed.load(std::memory_order_acquire); undo && failed(r)) undo();
+  void (*after)() = (failed(r) ? g_failed : g_spawned).load(std::memory_order_acquire);
+  if (after && (spawn || failed(r))) after();
   errno = err;
   return r;
 }
@@ -70,19 +72,21 @@ int run_exec(char* const* envp, const Exec& exec) {
 // parent; they return an error number when no child started.
 template <class Spawn>
 int run_spawn(char* const* envp, const posix_spawn_file_actions_t* fa, const Spawn& spawn) {
-  const std::vector<int> passed = spawn_dup2_sources(fa);
+  const std::vector<SpawnDup> dups = spawn_dup2_actions(fa);
   return run_image(
-      envp, spawn, [](int r) { return r != 0; }, passed.data(), passed.size());
+      envp, spawn, [](int r) { return r != 0; }, dups.data(), dups.size(), true);
 }
 
 // system and popen: a shell started with the process's environment (the
 // hook's entry, if any, does not reach it).
 template <class Start, class T>
 T run_shell(const Start& start, T failure) {
-  if (const BeforeExec hook = g_hook.load(std::memory_order_acquire)) hook(environ, nullptr, 0);
+  if (const BeforeExec hook = g_hook.load(std::memory_order_acquire))
+    hook(environ, nullptr, 0, true);
   const T r = start();
   const int err = errno;
-  if (void (*failed)() = g_failed.load(std::memory_order_acquire); r == failure && failed) failed();
+  if (void (*after)() = (r == failure ? g_failed : g_spawned).load(std::memory_order_acquire))
+    after();
   errno = err;
   return r;
 }
@@ -111,6 +115,7 @@ int exec_list(const char* arg0, va_list ap, bool with_env, const Exec& exec) {
 
 void set_before_exec(BeforeExec hook) { g_hook.store(hook, std::memory_order_release); }
 void set_exec_failed(void (*hook)()) { g_failed.store(hook, std::memory_order_release); }
+void set_spawned(void (*hook)()) { g_spawned.store(hook, std::memory_order_release); }
 
 }  // namespace ss::interpose
 

@@ -11,22 +11,29 @@
 // in the parent before them (its environment entry reaches a spawn's
 // child only). Exported only by a preload whose exports name them
 // (libvma.so exports everything it defines; librspreload's map lists
-// the exec family, not the spawns).
+// the exec family and the spawns, not system and popen).
 #pragma once
 #include <cstddef>
+
+#include "interpose/spawn_actions.h"
 
 namespace ss::interpose {
 
 // The hook, run before each exec (in the calling thread; after a fork,
-// in the child) with the environment the new image gets and the
-// descriptors it gets whatever their FD_CLOEXEC (`passed`, `n_passed`: a
-// spawn's dup2 sources, spawn_actions.h). It may return one more
-// "NAME=value" entry for that environment (one of the same name is left
-// out), valid until the exec returns, or null.
-using BeforeExec = const char* (*)(char* const* envp, const int* passed, size_t n_passed);
+// in the child) with the environment the new image gets, a spawn's dup2
+// actions (`dups`: the child gets their sources whatever their
+// FD_CLOEXEC) and whether this process goes on beside the new image (a
+// spawn, system, popen). It may return one more "NAME=value" entry for
+// that environment (one of the same name is left out), valid until the
+// exec returns, or null.
+using BeforeExec = const char* (*)(char* const* envp, const SpawnDup* dups, size_t n_dups,
+                                   bool spawn);
 void set_before_exec(BeforeExec hook);
 // Run when an exec failed and this image goes on: undoes what the hook
 // did. Null: none.
 void set_exec_failed(void (*hook)());
+// Run when a spawn started its child: what the hook set up for the
+// child's exec alone is undone here (this process goes on). Null: none.
+void set_spawned(void (*hook)());
 
 }  // namespace ss::interpose

@@ -11,8 +11,12 @@
 
 namespace ss::interpose {
 
-// The source descriptors of `fa`'s dup2 actions, in the order added
-// (none for a null `fa`).
-std::vector<int> spawn_dup2_sources(const posix_spawn_file_actions_t* fa);
+// One dup2 action: the child gets `from` at `to`.
+struct SpawnDup {
+  int from, to;
+};
+
+// `fa`'s dup2 actions, in the order added (none for a null `fa`).
+std::vector<SpawnDup> spawn_dup2_actions(const posix_spawn_file_actions_t* fa);
 
 }  // namespace ss::interpose

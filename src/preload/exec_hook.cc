@@ -137,11 +137,13 @@ void exec_failed() {
 // sshd's re-exec, git daemon); any other that another process holds and
 // goes on with stays that process's (git's fetch forks index-pack, which
 // inherits the connection and never uses it). `at`: a number of the
-// rsocket in the table (in a vfork child the numbers handed on may be
-// copies the table does not know), numbers[0] by default; `vfork`: the
-// parent goes on with the connection unless it crosses.
+// rsocket in the table (a vfork child's or a spawn's `numbers` may be
+// copies the table does not know), numbers[0] by default; `from`: who
+// execs.
+enum From { kThisImage, kVforkChild, kSpawn };
 bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kConnection,
-           int at = -1, bool vfork = false) {
+           int at = -1, From from = kThisImage) {
+  const bool vfork = from != kThisImage;  // this process goes on with what does not cross
   std::sort(numbers.begin(), numbers.end());
   if (at < 0) at = numbers[0];
   Record r{};
@@ -193,9 +195,10 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kCo
               numbers[0], strerror(err));
     }
   }
+  // A spawn's numbers are its child's (its dup2 actions make them).
   for (int n : numbers)
-    if (n != r.own) keep_open(n);
-  if (!r.carried) keep_open(r.own);
+    if (n != r.own && from != kSpawn) keep_open(n);
+  if (!r.carried && from != kSpawn) keep_open(r.own);
   put_pod(out, r);
   for (int n : numbers) put_pod(out, n);
   const auto* bytes = static_cast<const uint8_t*>(state);
@@ -262,6 +265,23 @@ void listeners_as_the_program_left_them() {
   }
 }
 
+// Rsocket `at`'s record for a new image beside which this process goes on
+// (a vfork child's, a spawn's), at `handed`: when it crosses, this
+// process's copy is given away (ss_rspreload_exec_give_away). 1, or 0
+// when it stays out.
+uint32_t give(std::vector<int>& handed, std::vector<uint8_t>* out, int at, From from) {
+  const size_t locked = g_locked.size();
+  g_given.reserve(g_given.size() + 1);
+  if (!carry(handed, out, kConnection, at, from)) return 0;
+  if (g_locked.size() > locked) {  // carried (else reset there)
+    OwnCalls in;
+    ss_rspreload_exec_give_away(g_locked.back());
+    g_given.push_back(g_locked.back());
+    g_locked.pop_back();
+  }
+  return 1;
+}
+
 // In a vfork child, whose descriptors may name other files than the
 // parent's at the same numbers (its dup2 and closes): the socket inode
 // of number `fd` in the parent's table (0: none), and whether `fd` here
@@ -322,20 +342,31 @@ uint32_t carry_from_vfork_child(std::vector<uint8_t>* out) {
   uint32_t records = 0;
   for (auto& [obj, numbers] : by_rsocket) {
     std::vector<int> handed = handed_by_vfork_child(numbers);
-    const size_t locked = g_locked.size();
-    g_given.reserve(g_given.size() + 1);
-    if (handed.empty() || !carry(handed, out, kConnection, numbers[0], true)) continue;
-    records++;
-    if (g_locked.size() == locked) continue;  // not carried: reset there
-    OwnCalls in;
-    ss_rspreload_exec_give_away(g_locked.back());
-    g_given.push_back(g_locked.back());
-    g_locked.pop_back();
+    if (!handed.empty()) records += give(handed, out, numbers[0], kVforkChild);
   }
   return records;
 }
 
-const char* carry_rsockets(char* const* envp, const int*, size_t) {
+// A spawn's records: each connection a dup2 action hands on goes to the
+// new program (its numbers the actions' targets), taken from this
+// process as from a vfork child's parent.
+uint32_t carry_for_spawn(const interpose::SpawnDup* dups, size_t n, std::vector<uint8_t>* out) {
+  std::map<const void*, std::vector<int>> by_rsocket;
+  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
+    by_rsocket[obj.get()].push_back(fd);
+  uint32_t records = 0;
+  for (auto& [obj, numbers] : by_rsocket) {
+    std::vector<int> handed;
+    for (size_t i = 0; i < n; i++)
+      if (std::find(numbers.begin(), numbers.end(), dups[i].from) != numbers.end())
+        handed.push_back(dups[i].to);
+    if (!handed.empty()) records += give(handed, out, numbers[0], kSpawn);
+  }
+  return records;
+}
+
+const char* carry_rsockets(char* const* envp, const interpose::SpawnDup* dups, size_t n_dups,
+                           bool spawn) {
   // Left by a vfork child's exec (its image went, this one goes on).
   g_locked.clear();
   g_opened.clear();
@@ -364,6 +395,8 @@ const char* carry_rsockets(char* const* envp, const int*, size_t) {
     put_pod(&out, records);
     if (in_vfork_child()) {
       records = carry_from_vfork_child(&out);
+    } else if (spawn) {
+      records = carry_for_spawn(dups, n_dups, &out);
     } else {
       std::map<const void*, std::vector<int>> by_rsocket;
       for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
@@ -388,8 +421,10 @@ const char* carry_rsockets(char* const* envp, const int*, size_t) {
     }
     if (done < out.size()) throw std::bad_alloc();
     // The pid too: exec keeps it, and a copy of the variable in another
-    // process names nothing there.
-    snprintf(g_env, sizeof g_env, "%s=%d:%d", kEnvName, g_memfd, static_cast<int>(getpid()));
+    // process names nothing there. A spawn's child has a pid of its own:
+    // its parent's, negated.
+    const int pid = static_cast<int>(getpid());
+    snprintf(g_env, sizeof g_env, "%s=%d:%d", kEnvName, g_memfd, spawn ? -pid : pid);
     return g_env;
   } catch (const std::bad_alloc&) {
     SS_WARN("librspreload: cannot carry rsockets across exec (out of memory or descriptors)");
@@ -460,15 +495,27 @@ void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* st
     interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
 }
 
+// A spawn started its child: the descriptors it needed open close on
+// exec again here; what it took stays the child's.
+void spawned() {
+  for (int fd : g_opened) interpose::real().fcntl(fd, F_SETFD, FD_CLOEXEC);
+  if (g_memfd >= 0) interpose::real().close(g_memfd);
+  g_memfd = -1;
+  g_opened.clear();
+  g_given.clear();
+}
+
 __attribute__((constructor)) void carry_in() {
   interpose::set_before_exec(carry_rsockets);
   interpose::set_exec_failed(exec_failed);
+  interpose::set_spawned(spawned);
   const char* v = getenv(kEnvName);
   if (!v) return;
   // Before any service thread the rsockets start (their fork handlers).
   interpose::dups::lock_around_fork();
   int fd = -1, pid = 0;
-  const bool ours = sscanf(v, "%d:%d", &fd, &pid) == 2 && fd > 2 && pid == getpid();
+  const bool ours = sscanf(v, "%d:%d", &fd, &pid) == 2 && fd > 2 &&
+                    (pid == getpid() || (pid < 0 && -pid == getppid()));
   unsetenv(kEnvName);
   if (!ours) return;  // left by another process's exec: names nothing here
   std::vector<uint8_t> in;

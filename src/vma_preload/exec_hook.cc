@@ -16,11 +16,14 @@
 namespace ss::vma::preload {
 namespace {
 
-const char* connections_to_kernel(char* const* /*envp*/, const int* passed, size_t n_passed) {
+const char* connections_to_kernel(char* const* /*envp*/, const interpose::SpawnDup* dups,
+                                  size_t n_dups, bool /*spawn*/) {
   for_each_record([=](int fd, const std::shared_ptr<SocketRecord>& s) {
     const int flags = s->protocol == IPPROTO_TCP ? interpose::real().fcntl(fd, F_GETFD) : -1;
     if (flags < 0) return true;
-    if ((flags & FD_CLOEXEC) && std::find(passed, passed + n_passed, fd) == passed + n_passed)
+    if ((flags & FD_CLOEXEC) &&
+        std::none_of(dups, dups + n_dups,
+                     [fd](const interpose::SpawnDup& d) { return d.from == fd; }))
       return true;
     if (in_fork_child())
       s->tcp();  // asks the parent, once

@@ -6,7 +6,9 @@
 //     program that does not exist and then echoes itself (HOW badexec), or
 //     echoes itself (HOW noexec); the parent closes its copy and waits for
 //     the child. HOW parentkeeps: as exec, but the parent keeps its copy,
-//     and once the child is gone echoes on it itself. With EXEC_PROG_HALF
+//     and once the child is gone echoes on it itself. HOW spawn: the child
+//     is started by posix_spawn, the connection dup2'd onto its stdin and
+//     stdout. With EXEC_PROG_HALF
 //     set, the exec'd echo stops after the first half. With EXEC_PROG_HALF_IN_CHILD set, the echo forks a child
 //     that echoes the first half and exits; the echo then does the rest
 //     (sshd's monitor and its child taking turns). With EXEC_PROG_EXEC_AGAIN
@@ -24,6 +26,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +113,20 @@ static int echo_bytes(size_t bytes, size_t* done_out) {
   return 0;
 }
 
+// HOW spawn: the child is this program's "echo", started by posix_spawn
+// with the connection dup2'd onto its stdin and stdout; then as exec.
+static pid_t spawn_echo(int c, const char* bytes, const char* self) {
+  extern char** environ;
+  posix_spawn_file_actions_t fa;
+  pid_t pid = -1;
+  char* argv[] = {(char*)self, "echo", (char*)bytes, NULL};
+  if (posix_spawn_file_actions_init(&fa) || posix_spawn_file_actions_adddup2(&fa, c, 0) ||
+      posix_spawn_file_actions_adddup2(&fa, c, 1) || posix_spawn(&pid, self, &fa, NULL, argv, environ))
+    pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
 static int serve(int port, const char* bytes, const char* how, const char* self) {
   int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -120,7 +137,8 @@ static int serve(int port, const char* bytes, const char* how, const char* self)
   fflush(stdout);
   int c = accept(l, NULL, NULL);
   if (c < 0) return perror("accept"), 2;
-  pid_t pid = fork();
+  pid_t pid = strcmp(how, "spawn") == 0 ? spawn_echo(c, bytes, self) : fork();
+  if (pid < 0) return perror("fork or spawn"), 2;
   if (pid == 0) {
     close(l);
     if (dup2(c, 0) < 0 || dup2(0, 1) < 0) return perror("dup2"), 2;

@@ -10,6 +10,7 @@
 #     socket (shm's first goes to its stream alone, both ends);
 #   an exec that fails leaves the connection working: the child echoes 1 MB
 #     itself;
+#   posix_spawn with dup2 actions onto stdin and stdout: the same;
 #   three execs in a row, the last program echoing (git daemon's);
 #   a fork child's exec while its parent keeps its copy: the exec'd
 #     program echoes half, the parent's copy then says ECONNRESET;
@@ -63,6 +64,13 @@ for prov in tcp shm; do
     has "$T/$prov.srv" "^child exit 0$" && has "$T/$prov.cl" "^echoed $MB intact$" || bad=1
   exec_image_on "$prov" "$prov" || bad=1
   check "$prov, both ends preloaded: the connection crosses exec (sshd's re-exec): the new program echoes 1 MB on it, counted on rsockets" $bad
+
+  bad=0
+  run "spawn-$prov" spawn LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
+  has "$T/spawn-$prov.srv" "^echoed $MB$" && has "$T/spawn-$prov.srv" "^child exit 0$" &&
+    has "$T/spawn-$prov.cl" "^echoed $MB intact$" || bad=1
+  exec_image_on "spawn-$prov" "$prov" || bad=1
+  check "$prov, posix_spawn with dup2 actions onto stdin and stdout: the spawned program echoes 1 MB on the connection, counted on rsockets" $bad
 
   bad=0
   run "badexec-$prov" badexec LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
