@@ -91,7 +91,9 @@ int Socket::process_cq(Lock&) {
     // else reset; so do we where the transport is a kernel stream (tcp,
     // shm: ECONNRESET, its end). A transport whose sends found the peer
     // gone (EPIPE: it never read them, e.g. it gave up its connect before
-    // our reply) is a reset, and so is verbs' disconnect without one: the
+    // our reply) is a reset, unless what it lost were only our credit
+    // updates to a peer that sent us data and read all ours (they met its
+    // transport's end); so is verbs' disconnect without one: the
     // fabric does not tell a process's death from a broken connection
     // (siw tears a connection down after a peer's access violation as it
     // does after the peer's exit). Queued data stays readable.
@@ -99,7 +101,7 @@ int Socket::process_cq(Lock&) {
         (ev == prov::CmEvent::kDisconnected || ev == prov::CmEvent::kError)) {
       const int why = ep_->cm_error();
       const bool lost = why == EPIPE || why == ECONNRESET || ev == prov::CmEvent::kDisconnected;
-      if (lost && why == ECONNRESET && peer_read_all()) {
+      if (lost && (why == ECONNRESET || (why == EPIPE && heard_data_)) && peer_read_all()) {
         peer_shut_writing();
         set(kTransportEnded);
       } else if (lost)
@@ -190,6 +192,7 @@ void Socket::handle_recv(uint32_t imm, uint32_t len) {
       __builtin_prefetch(rbuf_ + rbuf_in_pos_);
       rbuf_in_pos_ = ring_wrap(rbuf_in_pos_ + data, opt_.rbuf_size);  // data <= half
       rbuf_queued_ += data;
+      heard_data_ = true;
       if (lingering()) set(kPeerWroteLate);
       if (data)
         rmsg_.push_back({data});

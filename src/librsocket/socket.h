@@ -604,6 +604,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   uint32_t rbuf_bytes_avail_ = 0, rbuf_free_offset_ = 0, rbuf_offset_ = 0;
   uint32_t rbuf_in_pos_ = 0;  // where the peer's next message must land
   uint32_t rbuf_queued_ = 0;  // bytes received, not yet read
+  bool heard_data_ = false;   // a data message arrived (its credit updates may meet its end)
   struct Rmsg {
     uint32_t len;
   };

@@ -215,6 +215,45 @@ TEST_P(LifecycleTest, PeerKilledAfterItsLastSendsIsTheirBytesThenEndOfStream) {
   }
 }
 
+// The same with this side reading while the peer, flooding, dies: the
+// credit updates its reads send meet the dead peer's transport, which
+// resets them (Linux's reader, sending nothing, gets the end). Every
+// provider said ECONNRESET after about 128 KiB before.
+TEST_P(LifecycleTest, PeerKilledWhileItsLastBytesAreReadIsEndOfStream) {
+  Listener l;
+  Reaper child;
+  RFd s;
+  ASSERT_NO_FATAL_FAILURE(
+      accept_child(provider(), family(), &l, &child.pid, &s, {"RS_CONFORMANCE_FLOOD=1"}));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    kill_and_reap(child.pid);
+    child.pid = -1;
+  });
+  size_t got = 0;
+  ssize_t n = -2;
+  int e = 0;
+  const bool in_time = run_with_timeout(
+      [&] {
+        char b[300];  // slowly, each read freeing buffer
+        while ((n = rrecv(s, b, sizeof b, 0)) > 0) {
+          got += static_cast<size_t>(n);
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        e = errno;
+      },
+      20, [&] { rshutdown(s, SHUT_RDWR); });
+  killer.join();
+  ASSERT_TRUE(in_time) << "rrecv blocked on a connection whose peer is dead";
+  if (strcmp(provider(), "verbs") == 0) {
+    EXPECT_EQ(-1, n);
+    EXPECT_EQ(ECONNRESET, e) << strerror(e);
+  } else {
+    EXPECT_GT(got, 0u);
+    EXPECT_EQ(0, n) << "errno " << strerror(e) << " after " << got;
+  }
+}
+
 TEST_P(LifecycleTest, PeerKilledWithUnreadDataIsEconnreset) {
   Listener l;
   Reaper child;
