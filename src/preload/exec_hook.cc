@@ -139,8 +139,9 @@ void exec_failed() {
 // inherits the connection and never uses it). `at`: a number of the
 // rsocket in the table (a vfork child's or a spawn's `numbers` may be
 // copies the table does not know), numbers[0] by default; `from`: who
-// execs.
-enum From { kThisImage, kVforkChild, kSpawn };
+// execs (kSpawnInherited: a spawn's child inherits the numbers, which no
+// dup2 action hands on: this process goes on with the connection).
+enum From { kThisImage, kVforkChild, kSpawn, kSpawnInherited };
 bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kConnection,
            int at = -1, From from = kThisImage) {
   const bool vfork = from != kThisImage;  // this process goes on with what does not cross
@@ -156,10 +157,12 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kCo
   g_aside.reserve(g_aside.size() + 1);
   {
     OwnCalls in;
-    r.aside = !vfork && kind == kConnection && numbers[0] > 2 && ss_rspreload_exec_aside(at) == 1;
+    const bool elsewhere =
+        !vfork && kind == kConnection && numbers[0] > 2 && ss_rspreload_exec_aside(at) == 1;
+    if (elsewhere) g_aside.push_back(at);
+    r.aside = elsewhere || from == kSpawnInherited;
     r.nkeep = 4;
     if (r.aside) {
-      g_aside.push_back(at);
       len = -1;
     } else {
       len = ss_rspreload_exec_save(at, &state, &r.own, &r.domain, r.keep, &r.nkeep);
@@ -348,19 +351,30 @@ uint32_t carry_from_vfork_child(std::vector<uint8_t>* out) {
 }
 
 // A spawn's records: each connection a dup2 action hands on goes to the
-// new program (its numbers the actions' targets), taken from this
-// process as from a vfork child's parent.
+// new program (its numbers the actions' targets, and those it inherits),
+// taken from this process as from a vfork child's parent; one it only
+// inherits stays here, the new program's numbers a copy that says
+// ECONNRESET (never a closed number where the kernel's child has a socket).
 uint32_t carry_for_spawn(const interpose::SpawnDup* dups, size_t n, std::vector<uint8_t>* out) {
   std::map<const void*, std::vector<int>> by_rsocket;
   for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
     by_rsocket[obj.get()].push_back(fd);
   uint32_t records = 0;
   for (auto& [obj, numbers] : by_rsocket) {
-    std::vector<int> handed;
+    std::vector<int> handed, inherited;
     for (size_t i = 0; i < n; i++)
       if (std::find(numbers.begin(), numbers.end(), dups[i].from) != numbers.end())
         handed.push_back(dups[i].to);
-    if (!handed.empty()) records += give(handed, out, numbers[0], kSpawn);
+    for (int m : numbers)
+      if (!closes_on_exec(m, true) && std::find(handed.begin(), handed.end(), m) == handed.end())
+        inherited.push_back(m);
+    if (!handed.empty()) {
+      for (int m : inherited) keep_open(m);  // the child's numbers too, as the kernel's
+      handed.insert(handed.end(), inherited.begin(), inherited.end());
+      records += give(handed, out, numbers[0], kSpawn);
+    } else if (!inherited.empty()) {
+      records += carry(inherited, out, kConnection, numbers[0], kSpawnInherited) ? 1 : 0;
+    }
   }
   return records;
 }

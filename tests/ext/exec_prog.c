@@ -8,11 +8,12 @@
 //     the child. HOW parentkeeps: as exec, but the parent keeps its copy,
 //     and once the child is gone echoes on it itself. HOW spawn: the child
 //     is started by posix_spawn, the connection dup2'd onto its stdin and
-//     stdout. With EXEC_PROG_HALF
-//     set, the exec'd echo stops after the first half. With EXEC_PROG_HALF_IN_CHILD set, the echo forks a child
-//     that echoes the first half and exits; the echo then does the rest
-//     (sshd's monitor and its child taking turns). With EXEC_PROG_EXEC_AGAIN
-//     set to N, the echo first execs itself N times more (git daemon).
+//     stdout. HOW spawninherit: first a posix_spawn'd child that inherits
+//     the connection at its number only looks at it (exec_prog look FD). With EXEC_PROG_HALF
+//     set, the exec'd echo stops after the first half. With EXEC_PROG_HALF_IN_CHILD set, the echo
+//     forks a child that echoes the first half and exits; the echo then does the rest (sshd's
+//     monitor and its child taking turns). With EXEC_PROG_EXEC_AGAIN set to N, the echo first execs
+//     itself N times more (git daemon).
 //   exec_prog echo BYTES             (the new program) echo up to BYTES from
 //     stdin to stdout; says what its stdin is, how many bytes it echoed, and
 //     its pid.
@@ -121,10 +122,41 @@ static pid_t spawn_echo(int c, const char* bytes, const char* self) {
   pid_t pid = -1;
   char* argv[] = {(char*)self, "echo", (char*)bytes, NULL};
   if (posix_spawn_file_actions_init(&fa) || posix_spawn_file_actions_adddup2(&fa, c, 0) ||
-      posix_spawn_file_actions_adddup2(&fa, c, 1) || posix_spawn(&pid, self, &fa, NULL, argv, environ))
+      posix_spawn_file_actions_adddup2(&fa, c, 1) ||
+      posix_spawn(&pid, self, &fa, NULL, argv, environ))
     pid = -1;
   posix_spawn_file_actions_destroy(&fa);
   return pid;
+}
+
+// HOW spawninherit: the child, started by posix_spawn with no file
+// actions, inherits the connection at its number and only looks at it
+// ("look FD"); then as exec: the connection is still this process's.
+static int spawn_look(int c, const char* self) {
+  extern char** environ;
+  char fd[16];
+  snprintf(fd, sizeof fd, "%d", c);
+  char* argv[] = {(char*)self, "look", fd, NULL};
+  pid_t pid = -1;
+  int status = 0;
+  if (posix_spawn(&pid, self, NULL, NULL, argv, environ) || waitpid(pid, &status, 0) != pid)
+    return perror("spawn"), -1;
+  printf("looker exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  fflush(stdout);
+  return 0;
+}
+
+// exec_prog look FD: what FD is here.
+static int look(int fd) {
+  struct stat st;
+  struct sockaddr_storage name;
+  socklen_t len = sizeof name;
+  if (fstat(fd, &st) || !S_ISSOCK(st.st_mode) || getsockname(fd, (struct sockaddr*)&name, &len)) {
+    fprintf(stderr, "fd %d: not a socket of the connection (%s)\n", fd, strerror(errno));
+    return 1;
+  }
+  fprintf(stderr, "fd %d: a socket of family %d\n", fd, name.ss_family);
+  return 0;
 }
 
 static int serve(int port, const char* bytes, const char* how, const char* self) {
@@ -137,6 +169,7 @@ static int serve(int port, const char* bytes, const char* how, const char* self)
   fflush(stdout);
   int c = accept(l, NULL, NULL);
   if (c < 0) return perror("accept"), 2;
+  if (strcmp(how, "spawninherit") == 0 && spawn_look(c, self)) return 2;
   pid_t pid = strcmp(how, "spawn") == 0 ? spawn_echo(c, bytes, self) : fork();
   if (pid < 0) return perror("fork or spawn"), 2;
   if (pid == 0) {
@@ -243,8 +276,11 @@ static int hold(int port) {
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "hold") == 0) return hold(atoi(argv[2]));
   if (argc == 3 && strcmp(argv[1], "echo") == 0) return echo(strtoul(argv[2], NULL, 10));
-  if (argc == 5 && strcmp(argv[1], "serve") == 0) return serve(atoi(argv[2]), argv[3], argv[4], argv[0]);
-  if (argc == 4 && strcmp(argv[1], "send") == 0) return send_all(atoi(argv[2]), strtoul(argv[3], NULL, 10));
+  if (argc == 3 && strcmp(argv[1], "look") == 0) return look(atoi(argv[2]));
+  if (argc == 5 && strcmp(argv[1], "serve") == 0)
+    return serve(atoi(argv[2]), argv[3], argv[4], argv[0]);
+  if (argc == 4 && strcmp(argv[1], "send") == 0)
+    return send_all(atoi(argv[2]), strtoul(argv[3], NULL, 10));
   fprintf(stderr,
           "usage: exec_prog serve PORT BYTES exec|badexec|noexec|parentkeeps | echo BYTES | "
           "send PORT BYTES | "

@@ -10,7 +10,9 @@
 #     socket (shm's first goes to its stream alone, both ends);
 #   an exec that fails leaves the connection working: the child echoes 1 MB
 #     itself;
-#   posix_spawn with dup2 actions onto stdin and stdout: the same;
+#   posix_spawn with dup2 actions onto stdin and stdout: the same; a
+#     spawned child that only inherits it finds a socket of its family,
+#     and the spawner goes on with the connection;
 #   three execs in a row, the last program echoing (git daemon's);
 #   a fork child's exec while its parent keeps its copy: the exec'd
 #     program echoes half, the parent's copy then says ECONNRESET;
@@ -71,6 +73,13 @@ for prov in tcp shm; do
     has "$T/spawn-$prov.cl" "^echoed $MB intact$" || bad=1
   exec_image_on "spawn-$prov" "$prov" || bad=1
   check "$prov, posix_spawn with dup2 actions onto stdin and stdout: the spawned program echoes 1 MB on the connection, counted on rsockets" $bad
+
+  bad=0
+  run "inherit-$prov" spawninherit LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
+  has "$T/inherit-$prov.srv" "^fd [0-9]+: a socket of family 2$" &&
+    has "$T/inherit-$prov.srv" "^looker exit 0$" && has "$T/inherit-$prov.srv" "^echoed $MB$" &&
+    has "$T/inherit-$prov.cl" "^echoed $MB intact$" || bad=1
+  check "$prov, a posix_spawn child that only inherits the connection finds a socket of its family there; the spawner's goes on (its exec'd child echoes 1 MB)" $bad
 
   bad=0
   run "badexec-$prov" badexec LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
