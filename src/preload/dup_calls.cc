@@ -120,7 +120,7 @@ SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int fla
   if (libc_only()) return ss::interpose::real().close_range(first, last, flags);
   if (in_vfork_child()) {
     try {
-      return ss::interpose::dups::close_range_around(first, last, flags, rsocket_transports());
+      return ss::interpose::dups::close_range_around(first, last, flags, vfork_child_transports());
     } catch (const std::bad_alloc&) {
       return ss::interpose::real().close_range(first, last, flags);
     }

@@ -35,10 +35,11 @@ inline bool libc_only() { return interpose::in_own_call() || library_thread(); }
 // subprocess closes every descriptor that way before exec); an rsocket's
 // kernel descriptor and its copies stay close-on-exec there.
 bool in_vfork_child();
-// The descriptors every rsocket's connection runs on (their own and their
-// streams): a vfork child's closes leave them open (they are close-on-exec,
-// and an exec may carry the connection: exec_hook.cc).
-std::set<int> rsocket_transports();
+// In a vfork child: the descriptors every rsocket's connection runs on
+// (their own and their streams), which its closes leave open (they are
+// close-on-exec, and an exec may carry the connection: exec_hook.cc).
+// Read once per child (a close loop over every number stays cheap).
+const std::set<int>& vfork_child_transports();
 
 // What the preload holds for a TCP socket that is not an rsocket (yet):
 // fd table entries of kind kRspreloadTcp. A Pollable (listener_ready.cc), so

@@ -56,15 +56,24 @@ bool in_vfork_child() {
   return pid != 0 && getpid() != pid;
 }
 
-std::set<int> rsocket_transports() {
-  std::set<int> out;
+const std::set<int>& vfork_child_transports() {
+  // The parent's thread's storage, which the child runs on while that
+  // thread waits: this child's alone, by its pid.
+  struct Known {
+    pid_t pid = 0;
+    std::set<int> fds;
+  };
+  static thread_local Known known;
+  if (known.pid == getpid()) return known.fds;
+  known.fds.clear();
   for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket)) {
     int t[2];
     OwnCalls in;
     const int n = ss_rspreload_transports(fd, t, 2);
-    out.insert(t, t + std::max(n, 0));
+    known.fds.insert(t, t + std::max(n, 0));
   }
-  return out;
+  known.pid = getpid();
+  return known.fds;
 }
 
 namespace {
@@ -274,7 +283,7 @@ SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 SS_PRELOAD_EXPORT int close(int fd) {
   if (in_vfork_child()) {
     try {
-      if (rsocket_transports().count(fd)) return 0;  // closed at exec unless carried
+      if (vfork_child_transports().count(fd)) return 0;  // closed at exec unless carried
     } catch (const std::bad_alloc&) {
     }
     return ss::interpose::real().close(fd);
