@@ -41,7 +41,7 @@ check "the two-core ring is measured" $?
 # librspreload (scripts/demo.sh): both processes must have run their one
 # connection on rsockets, none on kernel TCP, and the row must have figures.
 stats=$(mktemp -d "${TMPDIR:-/tmp}/ss-demo-stats.XXXXXX") || exit 99
-trap 'rm -f "$out"; rm -rf "$stats"' EXIT
+trap 'rm -f "$out" "$out".TCP "$out".UDP; rm -rf "$stats"' EXIT
 LD_PRELOAD=$(cd "$b" && pwd)/.libs/librspreload.so SLIPSTREAM_PRELOAD_STATS=$stats \
   timeout 200 stdbuf -oL "$DEMO" --quick --timeout 60 --transports kernel >>"$out" 2>&1
 rc=$?
