@@ -232,8 +232,7 @@ int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* targ
   return 0;
 }
 
-bool Socket::exec_aside() {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+bool Socket::exec_aside(std::chrono::steady_clock::time_point until) {
   for (;;) {
     {
       std::lock_guard<FutexMutex> g(mu_);

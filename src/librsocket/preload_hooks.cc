@@ -208,9 +208,11 @@ SS_EXPORT int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* 
   });
 }
 
-SS_EXPORT int ss_rspreload_exec_aside(int fd) {
+SS_EXPORT int ss_rspreload_exec_aside(int fd, long long until_ms) {
   auto s = FdTable::instance().get<Socket>(fd, FdKind::kRsocket);
-  return s && s->exec_aside() ? 1 : 0;
+  // steady_clock is CLOCK_MONOTONIC.
+  const std::chrono::steady_clock::time_point until{std::chrono::milliseconds(until_ms)};
+  return s && s->exec_aside(until) ? 1 : 0;
 }
 
 SS_EXPORT void ss_rspreload_exec_unaside(int fd) {

@@ -105,10 +105,10 @@ long ss_rspreload_exec_save(int fd, const void** state, int* own, int* domain, i
 void ss_rspreload_exec_abandon(int fd);
 // In a fork child, before ss_rspreload_exec_save: 1 when rsocket fd's
 // connection stays with another process that holds it (this one never
-// moved it, the other did not let go within 100 ms): it does not cross,
-// and this process no longer counts as a holder until
+// moved it, the other did not let go by `until_ms`, on CLOCK_MONOTONIC):
+// it does not cross, and this process no longer counts as a holder until
 // ss_rspreload_exec_unaside(fd) (the exec failed). 0: it may cross.
-int ss_rspreload_exec_aside(int fd);
+int ss_rspreload_exec_aside(int fd, long long until_ms);
 void ss_rspreload_exec_unaside(int fd);
 // In a vfork child, after ss_rspreload_exec_save(fd): the connection goes
 // to the new program; the parent's copy (the same memory) fails from now

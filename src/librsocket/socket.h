@@ -258,12 +258,12 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   int exec_restore(const uint8_t* in, size_t len);
   void exec_lost(const sockaddr* name, socklen_t len);
   // A copy another process goes on with (fork) and this one never moved:
-  // true when it stays with that process (which did not let go within
-  // 100 ms), this process no longer counted as a holder; exec_unaside
+  // true when it stays with that process (which did not let go by
+  // `until`), this process no longer counted as a holder; exec_unaside
   // counts it again (the exec failed). The new image's number is then
   // exec_lost's, and a copy (exec_aside_lost): its close leaves the
   // transport to the other process.
-  bool exec_aside();
+  bool exec_aside(std::chrono::steady_clock::time_point until);
   void exec_unaside();
   void exec_aside_lost(const sockaddr* name, socklen_t len);
   // A vfork child's exec, after exec_save: the connection goes to the new

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -82,6 +83,10 @@ std::vector<int> g_held;      // rsocket listeners whose queue ss_rspreload_exec
 std::vector<int> g_blocking;  // listeners whose O_NONBLOCK the hook cleared
 std::vector<int> g_aside;     // connections left to another process (ss_rspreload_exec_aside)
 std::vector<int> g_given;     // a vfork child's: connections taken from the parent
+// How long, for all its connections together, an exec waits for another
+// holder to let go of one (ss_rspreload_exec_aside), on CLOCK_MONOTONIC.
+long long g_aside_until_ms = 0;
+constexpr long long kAsideWaitMs = 100;
 
 // Whether the new image loads this library: LD_PRELOAD in its
 // environment names this file.
@@ -157,8 +162,8 @@ bool carry(std::vector<int>& numbers, std::vector<uint8_t>* out, Kind kind = kCo
   g_aside.reserve(g_aside.size() + 1);
   {
     OwnCalls in;
-    const bool elsewhere =
-        !vfork && kind == kConnection && numbers[0] > 2 && ss_rspreload_exec_aside(at) == 1;
+    const bool elsewhere = !vfork && kind == kConnection && numbers[0] > 2 &&
+                           ss_rspreload_exec_aside(at, g_aside_until_ms) == 1;
     if (elsewhere) g_aside.push_back(at);
     r.aside = elsewhere || from == kSpawnInherited;
     r.nkeep = 4;
@@ -242,6 +247,18 @@ uint32_t carry_listener(const Entry& e, std::vector<int>& numbers, std::vector<u
     records += carry(one, out, kQueued) ? 1 : 0;
   }
   return records;
+}
+
+// The rsockets' numbers in the table, by rsocket, those `keep` says yes to.
+template <class Keep>
+std::map<const void*, std::vector<int>> rsockets_by_object(const Keep& keep) {
+  std::map<const void*, std::vector<int>> by_rsocket;
+  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
+    if (keep(fd)) by_rsocket[obj.get()].push_back(fd);
+  return by_rsocket;
+}
+std::map<const void*, std::vector<int>> rsockets_by_object() {
+  return rsockets_by_object([](int) { return true; });
 }
 
 // The memfd at 3 or above: the new image takes 0 to 2 for the program's.
@@ -329,21 +346,15 @@ std::vector<int> handed_by_vfork_child(const std::vector<int>& numbers) {
 }
 
 void close_handed_on_exec() {
-  std::map<const void*, std::vector<int>> by_rsocket;
-  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
-    by_rsocket[obj.get()].push_back(fd);
-  for (auto& [obj, numbers] : by_rsocket)
+  for (auto& [obj, numbers] : rsockets_by_object())
     for (int n : handed_by_vfork_child(numbers)) interpose::real().fcntl(n, F_SETFD, FD_CLOEXEC);
 }
 
 // A vfork child's records: each connection it hands on goes to the new
 // program, taken from the parent (whose memory this is). The count.
 uint32_t carry_from_vfork_child(std::vector<uint8_t>* out) {
-  std::map<const void*, std::vector<int>> by_rsocket;
-  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
-    by_rsocket[obj.get()].push_back(fd);
   uint32_t records = 0;
-  for (auto& [obj, numbers] : by_rsocket) {
+  for (auto& [obj, numbers] : rsockets_by_object()) {
     std::vector<int> handed = handed_by_vfork_child(numbers);
     if (!handed.empty()) records += give(handed, out, numbers[0], kVforkChild);
   }
@@ -356,11 +367,8 @@ uint32_t carry_from_vfork_child(std::vector<uint8_t>* out) {
 // inherits stays here, the new program's numbers a copy that says
 // ECONNRESET (never a closed number where the kernel's child has a socket).
 uint32_t carry_for_spawn(const interpose::SpawnDup* dups, size_t n, std::vector<uint8_t>* out) {
-  std::map<const void*, std::vector<int>> by_rsocket;
-  for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
-    by_rsocket[obj.get()].push_back(fd);
   uint32_t records = 0;
-  for (auto& [obj, numbers] : by_rsocket) {
+  for (auto& [obj, numbers] : rsockets_by_object()) {
     std::vector<int> handed, inherited;
     for (size_t i = 0; i < n; i++)
       if (std::find(numbers.begin(), numbers.end(), dups[i].from) != numbers.end())
@@ -412,9 +420,10 @@ const char* carry_rsockets(char* const* envp, const interpose::SpawnDup* dups, s
     } else if (spawn) {
       records = carry_for_spawn(dups, n_dups, &out);
     } else {
-      std::map<const void*, std::vector<int>> by_rsocket;
-      for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRsocket))
-        if (!closes_on_exec(fd, true)) by_rsocket[obj.get()].push_back(fd);
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      g_aside_until_ms = now.tv_sec * 1000LL + now.tv_nsec / 1000000 + kAsideWaitMs;
+      auto by_rsocket = rsockets_by_object([](int fd) { return !closes_on_exec(fd, true); });
       std::map<std::shared_ptr<void>, std::vector<int>> by_listener;
       for (auto& [fd, obj] : FdTable::instance().objects_of(FdKind::kRspreloadTcp))
         if (static_cast<Entry*>(obj.get())->state.load() == Entry::State::kListener &&
@@ -467,13 +476,19 @@ int rebuild_listener(const Record& r, const std::vector<int>& numbers) {
   return rs;
 }
 
+// A record's own descriptor and those it kept open, close-on-exec again
+// as every rsocket's kernel descriptor.
+void close_on_exec_again(const Record& r) {
+  interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);
+  for (int i = 0; i < r.nkeep && i < 4; i++)
+    interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
+}
+
 // A connection queued for accept before the exec, built back, queued on
 // rsocket listener `rs` again (or ended, without one).
 void requeue(const Record& r, const uint8_t* state, int rs) {
   OwnCalls in;
-  for (int i = 0; i < r.nkeep && i < 4; i++)
-    interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
-  interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);
+  close_on_exec_again(r);
   if (!r.carried || ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len)) {
     // The peer must see the end; the program never saw this one.
     interpose::real().shutdown(r.own, SHUT_RDWR);
@@ -503,10 +518,8 @@ void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* st
   if (ok) stats::count_rsocket(ss_rspreload_provider(r.own));
   if (const int rc = interpose::dups::regroup(r.own, numbers, FdKind::kRsocket))
     SS_WARN("librspreload: fd %d: its duplicates after exec: %s", r.own, strerror(-rc));
-  interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);
+  close_on_exec_again(r);
   for (int n : numbers) interpose::real().fcntl(n, F_SETFD, FD_CLOEXEC);
-  for (int i = 0; i < r.nkeep && i < 4; i++)
-    interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
 }
 
 // A spawn started its child: the descriptors it needed open close on
