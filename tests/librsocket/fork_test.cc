@@ -18,12 +18,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -608,22 +612,53 @@ TEST_P(ForkTest, ChildThreadsCloseWhileFirstCallCleansUp) {
   expect_nothing_left(before, "after the children exited");
 }
 
+// The processor time thread `tid` of this process took, in clock ticks
+// (utime + stime of its stat), or -1.
+long thread_cpu_ticks(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t comm_end = stat.rfind(')');
+  if (comm_end == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(comm_end + 2));  // from field 3, the state
+  std::string field;
+  long utime = -1, stime = -1;
+  for (int i = 3; i <= 15 && fields >> field; i++) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime < 0 || stime < 0 ? -1 : utime + stime;
+}
+
 // Thread `tid` of this process (once known) sleeps in poll(2): inside
 // its blocking call (rsockets sleep there). Looked at for up to 20 s.
-bool asleep_in_call(const std::atomic<pid_t>& tid) {
+// When it never slept there, `seen` says where it was found instead (a
+// system call's number, or "running") and the processor time it took
+// meanwhile: a thread that spins takes most of it.
+bool asleep_in_call(const std::atomic<pid_t>& tid, std::string* seen) {
+  std::map<std::string, int> found;
+  long ticks_before = -1, ticks = -1;
   for (int i = 0; i < 2000; i++) {
     if (pid_t t = tid.load()) {
       std::ifstream f("/proc/self/task/" + std::to_string(t) + "/syscall");
-      long nr = -1;
-      if (f >> nr && (nr == SYS_ppoll
+      std::string first;
+      f >> first;
+      const long nr =
+          first.empty() || !isdigit(static_cast<unsigned char>(first[0])) ? -1 : std::stol(first);
+      if (nr == SYS_ppoll
 #ifdef SYS_poll
-                      || nr == SYS_poll
+          || nr == SYS_poll
 #endif
-                      ))
+      )
         return true;
+      found[first]++;
+      ticks = thread_cpu_ticks(t);
+      if (ticks_before < 0) ticks_before = ticks;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  for (const auto& [where, times] : found) *seen += where + " x" + std::to_string(times) + ", ";
+  *seen += std::to_string(ticks - ticks_before) + " of " +
+           std::to_string(20 * sysconf(_SC_CLK_TCK)) + " clock ticks on a processor";
   return false;
 }
 
@@ -664,8 +699,9 @@ void close_deferred_across_fork(int family, bool accepted_end, bool verbs, bool 
       got = sending ? rsend(closing, data.data(), data.size(), 0) : rrecv(closing, &byte, 1, 0);
     });
     const char* call = sending ? "rsend" : "rrecv";
-    const bool asleep = asleep_in_call(tid);
-    EXPECT_TRUE(asleep) << "the thread never slept in " << call;
+    std::string seen;
+    const bool asleep = asleep_in_call(tid, &seen);
+    EXPECT_TRUE(asleep) << "the thread never slept in " << call << ": found as " << seen;
     EXPECT_EQ(0, rclose(closing)) << strerror(errno);
     const bool held = fcntl(closing, F_GETFD) != -1;
     EXPECT_TRUE(held) << "rclose did not wait for the " << call << " under way";
