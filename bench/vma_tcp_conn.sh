@@ -14,6 +14,12 @@
 # a port of its own: the connections of earlier ones wait in TIME-WAIT on
 # either side (wrk often closes before libvma.so's nginx does), and B
 # reuses its ports in TIME-WAIT (tcp_tw_reuse).
+# A third row (2 processors or more) pins nginx to CPU 0 and wrk to CPU 1
+# and steers each veth end's receive to its own side's processor (RPS):
+# over veth, a segment's receive otherwise runs inside its sender's call,
+# so B's TCP for what A sends lands on A's processor when A's TCP is ours
+# (the packet socket's send), and A's kernel TCP answers SYNs and ACKs
+# inside wrk's sends. Between two hosts each side pays its own receive.
 #
 #   cd build && sudo bash ../bench/vma_tcp_conn.sh      (root: namespaces, XDP)
 set -u
@@ -38,9 +44,11 @@ chmod -R a+rX "$T"
 
 # One measurement, "REQUESTS/S NOTE": nginx in A with WORKERS (0: one
 # process), on the kernel (ON 0) or offloaded (1).
-nginx_rate() {  # nginx_rate ON WORKERS
-  local on=$1 workers=$2 pre=() before v moved port
+# SPLIT 1: the third row's pinning (steer_receive set it up).
+nginx_rate() {  # nginx_rate ON WORKERS [SPLIT]
+  local on=$1 workers=$2 split=${3:-0} pre=() cli=() before v moved port
   [ "$on" = 1 ] && pre=(env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1)
+  [ "$split" = 1 ] && pre=(taskset -c 0 "${pre[@]}") cli=(taskset -c 1)
   port=$((8090 + $(wc -l <"$T/ports")))
   echo $port >>"$T/ports"
   rm -rf "$T/ngx"
@@ -50,7 +58,7 @@ nginx_rate() {  # nginx_rate ON WORKERS
   local srv=$!
   for _ in $(seq 50); do ip netns exec "$A" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.1; done
   before=$(kernel_tcp)
-  v=$(ip netns exec "$Z" timeout 60 wrk -t 1 -c "$CONNS" -d "${TIME}s" -H 'Connection: close' \
+  v=$(ip netns exec "$Z" "${cli[@]}" timeout 60 wrk -t 1 -c "$CONNS" -d "${TIME}s" -H 'Connection: close' \
     "http://$IPA:$port/f" 2>/dev/null | awk '/^Requests\/sec/ {printf "%.0f", $2}')
   moved=$(($(kernel_tcp) - before))
   kill "$srv" 2>/dev/null
@@ -59,22 +67,40 @@ nginx_rate() {  # nginx_rate ON WORKERS
   [ "$on" = 1 ] && [ "$moved" -ge 5 ] && note=NOT-OFFLOADED
   echo "${v:-0} $note"
 }
+# RPS masks: each end's receive on its own side's processor.
+steer_receive() {
+  ip netns exec "$A" sh -c 'echo 1 >/sys/class/net/va/queues/rx-0/rps_cpus' 2>/dev/null &&
+    ip netns exec "$Z" sh -c 'echo 2 >/sys/class/net/vb/queues/rx-0/rps_cpus' 2>/dev/null
+}
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 
 printf "TCP connections over veth (wrk in B, %s connections, Connection: close), %s rounds, medians\n" \
   "$CONNS" "$ROUNDS"
 printf "%-34s %12s %12s %8s\n" "server in A" "kernel" "libvma.so" "ratio"
-for workers in 0 2; do
+rows="0 2"
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+  rows="$rows split"
+else
+  echo "$name: the pinned row needs 2 processors and taskset: left out"
+fi
+for row in $rows; do
+  workers=$row split=0
+  [ "$row" = split ] && workers=0 split=1
+  if [ "$split" = 1 ] && ! steer_receive; then
+    echo "$name: RPS refused (rps_cpus): the pinned row left out"
+    continue
+  fi
   : >"$T/k" && : >"$T/o"
   notes=""
   for _ in $(seq "$ROUNDS"); do
-    read -r v n < <(nginx_rate 0 $workers) && echo "$v" >>"$T/k"
-    read -r v n < <(nginx_rate 1 $workers) && echo "$v" >>"$T/o"
+    read -r v n < <(nginx_rate 0 $workers $split) && echo "$v" >>"$T/k"
+    read -r v n < <(nginx_rate 1 $workers $split) && echo "$v" >>"$T/o"
     [ "$n" = ok ] || notes=NOT-OFFLOADED
   done
   k=$(median <"$T/k") o=$(median <"$T/o")
   ratio=$(awk -v a="$o" -v b="$k" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
   label="nginx, one process"
   [ "$workers" = 0 ] || label="nginx, master and $workers workers"
+  [ "$split" = 0 ] || label="one process, each side pinned"
   printf "%-34s %12s %12s %8s  %s\n" "$label" "$k" "$o" "$ratio" "conn/s $notes"
 done
