@@ -630,17 +630,23 @@ long thread_cpu_ticks(pid_t tid) {
 }
 
 // Thread `tid` of this process (once known) sleeps in poll(2): inside
-// its blocking call (rsockets sleep there). Looked at for up to 20 s.
+// its blocking call (rsockets sleep there). Looked at for up to 20 s,
+// or until `returned` says the call is over.
 // When it never slept there, `seen` says where it was found instead (a
-// system call's number, or "running") and the processor time it took
-// meanwhile: a thread that spins takes most of it.
-bool asleep_in_call(const std::atomic<pid_t>& tid, std::string* seen) {
+// system call's number, "running", or "gone") and the processor time it
+// took meanwhile: a thread that spins takes most of it.
+bool asleep_in_call(const std::atomic<pid_t>& tid, const std::function<bool()>& returned,
+                    std::string* seen) {
   std::map<std::string, int> found;
   long ticks_before = -1, ticks = -1;
   for (int i = 0; i < 2000; i++) {
+    if (returned()) {
+      *seen = "the call returned without sleeping";
+      return false;
+    }
     if (pid_t t = tid.load()) {
       std::ifstream f("/proc/self/task/" + std::to_string(t) + "/syscall");
-      std::string first;
+      std::string first = "gone";
       f >> first;
       const long nr =
           first.empty() || !isdigit(static_cast<unsigned char>(first[0])) ? -1 : std::stol(first);
@@ -689,10 +695,17 @@ void close_deferred_across_fork(int family, bool accepted_end, bool verbs, bool 
     char byte = 0;
     std::vector<uint8_t> data(65536, 'd');
     size_t queued = 0;  // sent before the blocked call, which sends data.size()
+    // Until the window stays shut: a credit the peer sent may still be on
+    // its way when a send first says EAGAIN.
     while (sending) {
       ssize_t n = rsend(closing, data.data(), data.size(), MSG_DONTWAIT);
-      if (n <= 0) break;
-      queued += static_cast<size_t>(n);
+      if (n > 0) {
+        queued += static_cast<size_t>(n);
+        continue;
+      }
+      pollfd out{closing, POLLOUT, 0};
+      if (n < 0 && errno == EAGAIN && rpoll(&out, 1, 200) == 1 && (out.revents & POLLOUT)) continue;
+      break;
     }
     std::thread blocked([&] {
       tid = static_cast<pid_t>(syscall(SYS_gettid));
@@ -700,7 +713,8 @@ void close_deferred_across_fork(int family, bool accepted_end, bool verbs, bool 
     });
     const char* call = sending ? "rsend" : "rrecv";
     std::string seen;
-    const bool asleep = asleep_in_call(tid, &seen);
+    const bool asleep = asleep_in_call(
+        tid, [&] { return got.load() != -2; }, &seen);
     EXPECT_TRUE(asleep) << "the thread never slept in " << call << ": found as " << seen;
     EXPECT_EQ(0, rclose(closing)) << strerror(errno);
     const bool held = fcntl(closing, F_GETFD) != -1;
