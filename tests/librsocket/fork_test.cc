@@ -648,8 +648,7 @@ bool asleep_in_call(const std::atomic<pid_t>& tid, const std::function<bool()>& 
       std::ifstream f("/proc/self/task/" + std::to_string(t) + "/syscall");
       std::string first = "gone";
       f >> first;
-      const long nr =
-          first.empty() || !isdigit(static_cast<unsigned char>(first[0])) ? -1 : std::stol(first);
+      const long nr = isdigit(static_cast<unsigned char>(first[0])) ? std::stol(first) : -1;
       if (nr == SYS_ppoll
 #ifdef SYS_poll
           || nr == SYS_poll
