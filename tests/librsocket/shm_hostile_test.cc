@@ -290,7 +290,7 @@ class ShmHostileBase : public ::testing::Test {
     s_.reset(raccept(l_.fd, nullptr, nullptr));
     ASSERT_GE(s_.get(), 0) << strerror(errno);
     char hello[5];
-    ASSERT_EQ(5u, recv_all(s_, hello, 5));
+    ASSERT_EQ(5u, recv_all(s_, hello, 5)) << cap_->text();
     ASSERT_EQ(0, memcmp(hello, "hello", 5));
   }
 

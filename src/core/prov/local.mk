@@ -28,4 +28,5 @@ core_unit_tests_SOURCES += \
 	tests/core/prov_endpoint_registrar_test.cc \
 	tests/core/prov_listener_set_test.cc \
 	tests/core/prov_registry_test.cc \
+	tests/core/prov_shm_stream_test.cc \
 	tests/core/prov_side_channel_test.cc

@@ -163,11 +163,12 @@ int ShmEndpoint::accept(const void* pdata, size_t len) {
   return rc;
 }
 
-ssize_t ShmEndpoint::rx_read(void* buf, size_t len) {
+ssize_t ShmEndpoint::rx_read(void* buf, size_t len, bool* cut) {
   iovec iov{buf, len};
   int fds[kFdsPerRead], got = 0;
   ssize_t n = recv_with_fds(fd_, &iov, 1, fds, kFdsPerRead, &got, MSG_DONTWAIT);
   rx_fds_.insert(rx_fds_.end(), fds, fds + got);
+  *cut = got > 0;
   // EMFILE: the kernel had no descriptor slot left for one, this process's
   // shortage, not a peer fault. Each descriptor is taken by the frame it
   // came with, as that frame is parsed: more in one read than any frame
@@ -621,18 +622,18 @@ int ShmEndpoint::cm_progress(CmEvent* ev) {
   // Established: the stream matters only for its end (and rare slow-path
   // frames); poll_cq and arm look at it without a syscall per call here.
   if (cm_ != Cm::kEstablished) progress_locked();
-  // Messages in the ring were sent before the stream ended: deliver them first.
-  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring(nullptr, 0);
   // Established for the engine only once the peer's ring is here (it
   // follows the hello/reply on the stream): no message posted afterwards
   // can be left waiting for a ring nobody will poll for.
   if (cm_ == Cm::kEstablished && !cm_reported_ && !tx_ring_.attached() && !detached_tx_) {
     progress_locked();
-    if (!tx_ring_.attached()) {
+    if (cm_ == Cm::kEstablished && !tx_ring_.attached()) {
       *ev = CmEvent::kNone;
       return -EAGAIN;
     }
   }
+  // Messages in the ring were sent before the stream ended: deliver them first.
+  if (cm_ == Cm::kFailed || cm_ == Cm::kClosed) drain_ring(nullptr, 0);
   return cm_report_locked(ev);
 }
 

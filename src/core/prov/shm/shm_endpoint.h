@@ -85,7 +85,7 @@ class ShmEndpoint final : public util::StreamEndpoint {
   // The rings' positions and what waits to enter them (shm_endpoint.cc).
   bool save_more(std::vector<uint8_t>* out) const override;
   bool load_more(const uint8_t* in, size_t len) override;
-  ssize_t rx_read(void* buf, size_t len) override;
+  ssize_t rx_read(void* buf, size_t len, bool* cut) override;
   bool shares_memory(int access) const override {
     return !detached_tx_ && (access & kAccessRemoteWrite);
   }

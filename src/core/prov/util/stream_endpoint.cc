@@ -61,7 +61,8 @@ int StreamEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t*) {
   return -EPROTO;
 }
 
-ssize_t StreamEndpoint::rx_read(void* buf, size_t len) {
+ssize_t StreamEndpoint::rx_read(void* buf, size_t len, bool* cut) {
+  *cut = false;
   iovec iov{buf, len};
   int got = 0;
   const ssize_t n = recv_with_fds(fd_, &iov, 1, nullptr, 0, &got, MSG_DONTWAIT);
@@ -162,6 +163,7 @@ void StreamEndpoint::fail(int err, Cm state) {
   SS_DEBUG("%s: fd %d: transport %s: %s", proto_.name, fd_,
            state == Cm::kClosed ? "closed" : "failed", strerror(err));
   error_ = err;
+  owes_established_ = cm_ == Cm::kEstablished && !cm_reported_;
   cm_ = state;
   cm_reported_ = false;
   // Everything still queued is flushed with an error, as a QP in error would.
@@ -184,6 +186,7 @@ void StreamEndpoint::disconnect() {
   if (cm_ == Cm::kEstablished) cm_reported_ = true;  // local choice: no event
   fail(ECONNRESET, Cm::kClosed);
   cm_reported_ = true;
+  owes_established_ = false;
 }
 
 int StreamEndpoint::cm_progress(CmEvent* ev) {
@@ -195,6 +198,10 @@ int StreamEndpoint::cm_progress(CmEvent* ev) {
 
 int StreamEndpoint::cm_report_locked(CmEvent* ev) {
   *ev = CmEvent::kNone;
+  if (std::exchange(owes_established_, false)) {
+    *ev = CmEvent::kEstablished;
+    return 0;
+  }
   if (cm_reported_) return -EAGAIN;
   // What arrived before the connection went away is delivered first.
   if (!cq_.empty() && (cm_ == Cm::kFailed || cm_ == Cm::kClosed)) return -EAGAIN;
@@ -433,13 +440,14 @@ void StreamEndpoint::progress_rx() {
     if (drained || (cm_ != Cm::kAwaitReply && cm_ != Cm::kEstablished)) return;
     if (rx_begin_ == rx_end_) rx_begin_ = rx_end_ = 0;
     ssize_t n;
+    bool cut_read = false;
     size_t want = rx_in_payload_ ? rx_hdr_.length - rx_done_ : 0;
     if (rx_in_payload_ && rx_dst_ && want >= kDirectRxMin) {
       // Large payload: read it straight into its target.
-      n = rx_read(rx_dst_ + rx_done_, want);
+      n = rx_read(rx_dst_ + rx_done_, want, &cut_read);
       if (n > 0) {
         rx_done_ += n;
-        drained = static_cast<size_t>(n) < want;
+        drained = static_cast<size_t>(n) < want && !cut_read;
         continue;
       }
     } else {
@@ -454,10 +462,10 @@ void StreamEndpoint::progress_rx() {
       // of being copied through here (a 64 KiB stream would stage it all).
       if (!rx_in_payload_ && rx_expect_large_)
         space = std::min(space, kFrameHeaderSize - (rx_end_ - rx_begin_));
-      n = rx_read(rx_buf_.get() + rx_end_, space);
+      n = rx_read(rx_buf_.get() + rx_end_, space, &cut_read);
       if (n > 0) {
         rx_end_ += n;
-        drained = static_cast<size_t>(n) < space;
+        drained = static_cast<size_t>(n) < space && !cut_read;
         continue;
       }
     }

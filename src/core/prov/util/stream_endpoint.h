@@ -130,7 +130,10 @@ class StreamEndpoint : public Endpoint {
   }
   // Hooks for providers built on the stream (shm).
   virtual int on_ctrl_frame(const FrameHeader& h, const uint8_t* payload);
-  virtual ssize_t rx_read(void* buf, size_t len);
+  // Reads what the stream has, without waiting. `*cut` says a short read
+  // may not mean an empty stream (a unix stream's read ends at a message
+  // carrying descriptors).
+  virtual ssize_t rx_read(void* buf, size_t len, bool* cut);
   virtual void on_established() {}
   void flush_sends();
   // One sendmsg of what is left of `p`; advances it. The sendmsg result.
@@ -150,6 +153,9 @@ class StreamEndpoint : public Endpoint {
   socklen_t dst_len_ = 0;
   Cm cm_ = Cm::kIdle;
   bool cm_reported_ = false;
+  // Failed while established and not yet reported so: the engine hears of
+  // the connection first, and what the peer sent before its end with it.
+  bool owes_established_ = false;
   int error_ = 0;
   uint8_t peer_pdata_[kMaxPrivateData] = {};
   size_t peer_pdata_len_ = 0;
