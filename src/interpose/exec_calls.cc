@@ -55,8 +55,9 @@ int run_image(char* const* envp, const Exec& exec, const Failed& failed,
     env = with_entry(static_cast<char**>(alloca((entries(envp) + 2) * sizeof(char*))), envp, extra);
   const int r = exec(env);
   const int err = errno;
-  void (*after)() = (failed(r) ? g_failed : g_spawned).load(std::memory_order_acquire);
-  if (after && (spawn || failed(r))) after();
+  const bool no_image = failed(r);
+  void (*after)() = (no_image ? g_failed : g_spawned).load(std::memory_order_acquire);
+  if (after && (spawn || no_image)) after();
   errno = err;
   return r;
 }
