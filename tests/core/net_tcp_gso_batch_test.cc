@@ -5,7 +5,8 @@
 // went in: the merge loses, reorders and changes nothing. Per packet: the
 // virtio-net header, the IP header (lengths over the whole, checksum, DF)
 // and the partial TCP checksum (the pseudo-header's sum over the whole).
-// What may not merge stands alone; a full batch says so.
+// What may not merge stands alone; a full batch says so; data is gathered
+// from the send queue where it is.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -37,10 +38,8 @@ struct Vnet {  // struct virtio_net_hdr, as the batch writes it
 // the headers the connection would write (timestamps on).
 class Segments {
  public:
-  explicit Segments(uint8_t version = 4) : q_(1 << 20) {
-    Bytes data(1 << 20);
-    for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 7 + i / 251);
-    q_.append(data);
+  explicit Segments(uint8_t version = 4, size_t queue_bytes = 1 << 20) : q_(queue_bytes) {
+    refill();
     f.ip_version = version;
     const uint8_t a[16] = {10, 0, 0, 1}, b[16] = {10, 0, 0, 2};
     const uint8_t a6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
@@ -86,24 +85,46 @@ class Segments {
     if (r != 0) sent.pop_back();
     return r;
   }
+  // The oldest n bytes acknowledged, as many new ones taken: the queue's
+  // ring starts n bytes further on.
+  void advance(size_t n) {
+    q_.consume(n);
+    refill();
+  }
   static constexpr uint32_t kIss = 0xfffff000;  // the sequence number wraps inside the burst
   FrameFields f;
   Bytes header;
   std::vector<Bytes> sent;
 
  private:
+  void refill() {
+    Bytes data(q_.space());
+    for (size_t i = 0; i < data.size(); i++, made_++)
+      data[i] = static_cast<uint8_t>(made_ * 7 + made_ / 251);
+    q_.append(data);
+  }
   SendBuffer q_;
+  size_t made_ = 0;
 };
 
 // One packet cut as Linux's GSO does; each segment's TCP bytes (checksum
 // checked against the pseudo-header, then zeroed) appended to out, each
 // frame's IP header checked.
-void cut(const iovec& pkt, uint8_t version, std::vector<Bytes>* out) {
-  ASSERT_GE(pkt.iov_len, sizeof(Vnet));
+Bytes gathered(const mmsghdr& m) {
+  Bytes b;
+  for (size_t i = 0; i < m.msg_hdr.msg_iovlen; i++) {
+    const auto* p = static_cast<const uint8_t*>(m.msg_hdr.msg_iov[i].iov_base);
+    b.insert(b.end(), p, p + m.msg_hdr.msg_iov[i].iov_len);
+  }
+  return b;
+}
+
+void cut(const mmsghdr& m, uint8_t version, std::vector<Bytes>* out) {
+  const Bytes pkt = gathered(m);
+  ASSERT_GE(pkt.size(), sizeof(Vnet));
   Vnet vh;
-  memcpy(&vh, pkt.iov_base, sizeof vh);
-  const auto* p = static_cast<const uint8_t*>(pkt.iov_base) + sizeof vh;
-  const Bytes frame(p, p + pkt.iov_len - sizeof vh);
+  memcpy(&vh, pkt.data(), sizeof vh);
+  const Bytes frame(pkt.begin() + sizeof vh, pkt.end());
   const size_t ip_hlen = version == 4 ? 20 : 40, l4 = kL3 + ip_hlen;
   ASSERT_EQ(get16(frame, 12), version == 4 ? 0x0800 : 0x86dd);
   ASSERT_EQ(vh.flags, 1);  // VIRTIO_NET_HDR_F_NEEDS_CSUM
@@ -158,7 +179,7 @@ void cut(const iovec& pkt, uint8_t version, std::vector<Bytes>* out) {
 
 std::vector<Bytes> cut_all(GsoBatch& batch, uint8_t version = 4) {
   std::vector<Bytes> out;
-  for (const iovec& p : batch.packets()) cut(p, version, &out);
+  for (const mmsghdr& p : batch.packets()) cut(p, version, &out);
   return out;
 }
 
@@ -204,10 +225,11 @@ TEST(GsoBatch, WhatGsoWouldChangeStandsAlone) {
 
 TEST(GsoBatch, AFullBatchSaysSoAndTakesMoreOnceCleared) {
   Segments c;
-  GsoBatch batch(4 * 1024, 2);
+  GsoBatch batch(2);
   ASSERT_EQ(c.add(batch, 0, kMss), 0);
-  ASSERT_EQ(c.add(batch, kMss, kMss), 0);
-  EXPECT_EQ(c.add(batch, 2 * kMss, kMss), -ENOBUFS) << "the area is full";
+  ASSERT_EQ(c.add(batch, kMss, kMss), 0);                 // joins
+  ASSERT_EQ(c.add(batch, 2 * kMss, kMss, kAck, 501), 0);  // another window: a packet of its own
+  EXPECT_EQ(c.add(batch, 3 * kMss, kMss, kAck, 502), -ENOBUFS) << "the packet table is full";
   EXPECT_EQ(cut_all(batch), c.sent);
   batch.clear();
   c.sent.clear();
@@ -217,13 +239,27 @@ TEST(GsoBatch, AFullBatchSaysSoAndTakesMoreOnceCleared) {
   EXPECT_EQ(cut_all(batch), c.sent);
 }
 
+// The data stays where the send queue holds it: a burst across the end of
+// its ring is one packet gathering both pieces, in order.
+TEST(GsoBatch, DataAcrossTheQueuesWrapIsGatheredInOrder) {
+  Segments c(4, 10 * kMss);
+  c.advance(7 * kMss + 100);  // the ring ends 4244 bytes into the burst
+  GsoBatch batch;
+  for (size_t i = 0; i < 6; i++) ASSERT_EQ(c.add(batch, i * kMss, kMss), 0);
+  const auto pk = batch.packets();
+  ASSERT_EQ(pk.size(), 1u);
+  EXPECT_EQ(pk[0].msg_hdr.msg_iovlen, 3u) << "the headers, then the data in two pieces";
+  EXPECT_EQ(cut_all(batch), c.sent);
+}
+
 TEST(GsoBatch, APacketStaysUnder64KiB) {
   Segments c;
   GsoBatch batch;
   for (size_t i = 0; i < 100; i++) ASSERT_EQ(c.add(batch, i * kMss, kMss), 0);
   const auto pk = batch.packets();
   ASSERT_EQ(pk.size(), 3u);
-  for (const iovec& p : pk) EXPECT_LE(p.iov_len, sizeof(Vnet) + 14 + 20 + 32 + GsoBatch::kMaxData);
+  for (const mmsghdr& p : pk)
+    EXPECT_LE(gathered(p).size(), sizeof(Vnet) + 14 + 20 + 32 + GsoBatch::kMaxData);
   EXPECT_EQ(cut_all(batch), c.sent);
 }
 

@@ -76,11 +76,20 @@ ssize_t build_ip_frame(std::span<uint8_t> buf, const FrameFields& f, uint8_t pro
   const size_t hlen = ip_frame_header_len(f.ip_version);
   if (!hlen) return -EINVAL;
   if (buf.size() < hlen || l4_len > buf.size() - hlen) return -ENOBUFS;
+  const ssize_t n = build_ip_headers(buf.first(hlen), f, proto, l4_len, mtu);
+  return n < 0 ? n : static_cast<ssize_t>(hlen + l4_len);
+}
+
+ssize_t build_ip_headers(std::span<uint8_t> head, const FrameFields& f, uint8_t proto,
+                         size_t l4_len, size_t mtu) {
+  const size_t hlen = ip_frame_header_len(f.ip_version);
+  if (!hlen) return -EINVAL;
+  if (head.size() < hlen) return -ENOBUFS;
   const size_t ip_len = hlen - kEthHeaderLen + l4_len;
   // IPv4's total length counts its header, IPv6's payload length does not.
   const size_t length_field = f.ip_version == 4 ? ip_len : l4_len;
   if (ip_len > mtu || length_field > kIpMaxLen) return -EMSGSIZE;
-  uint8_t* p = buf.data();
+  uint8_t* p = head.data();
   memcpy(p, f.dst_mac, kMacLen);
   memcpy(p + kMacLen, f.src_mac, kMacLen);
   store_be16(p + kEthTypeOffset, f.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
@@ -88,7 +97,7 @@ ssize_t build_ip_frame(std::span<uint8_t> buf, const FrameFields& f, uint8_t pro
     write_ipv4(p + kEthHeaderLen, f, proto, ip_len);
   else
     write_ipv6(p + kEthHeaderLen, f, proto, l4_len);
-  return static_cast<ssize_t>(hlen + l4_len);
+  return static_cast<ssize_t>(hlen);
 }
 
 ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload_len, size_t mtu) {

@@ -33,6 +33,10 @@ ssize_t build_frame(std::span<uint8_t> buf, const FrameFields& f, size_t payload
 // checksum included (f's ports are not used). Returns as build_frame.
 ssize_t build_ip_frame(std::span<uint8_t> buf, const FrameFields& f, uint8_t proto, size_t l4_len,
                        size_t mtu);
+// The same headers in `head` (at least ip_frame_header_len bytes) for
+// l4_len bytes kept elsewhere (gathered by iovecs): the headers' length.
+ssize_t build_ip_headers(std::span<uint8_t> head, const FrameFields& f, uint8_t proto,
+                         size_t l4_len, size_t mtu);
 
 // IP IDs as Linux 6.x numbers its UDP (seen on the wire): DF set on every
 // datagram it does not fragment, and the ID still counted up by one per

@@ -46,17 +46,11 @@ int PacketTx::open(int ifindex, std::unique_ptr<PacketTx>* out) {
 
 PacketTx::~PacketTx() { close(fd_); }
 
-size_t PacketTx::send(std::span<const iovec> packets) {
-  mmsghdr msgs[kPerCall];
+size_t PacketTx::send(std::span<mmsghdr> packets) {
   size_t next = 0, taken = 0;
   while (next < packets.size()) {
     const size_t n = std::min(kPerCall, packets.size() - next);
-    for (size_t i = 0; i < n; i++) {
-      msgs[i] = {};
-      msgs[i].msg_hdr.msg_iov = const_cast<iovec*>(&packets[next + i]);
-      msgs[i].msg_hdr.msg_iovlen = 1;
-    }
-    const int r = sendmmsg(fd_, msgs, static_cast<unsigned>(n), MSG_DONTWAIT);
+    const int r = sendmmsg(fd_, packets.data() + next, static_cast<unsigned>(n), MSG_DONTWAIT);
     if (r < 0 && errno == EINTR) continue;
     // Out of socket or device memory: the rest would fail one by one.
     if (r < 0 && (errno == EAGAIN || errno == ENOBUFS)) break;

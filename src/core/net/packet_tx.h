@@ -10,7 +10,7 @@
 // The kernel picks each packet's tx queue (by CPU where XPS is set), not
 // one bound queue as AF_XDP's.
 #pragma once
-#include <sys/uio.h>
+#include <sys/socket.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -31,11 +31,11 @@ class PacketTx {
   PacketTx(const PacketTx&) = delete;
   PacketTx& operator=(const PacketTx&) = delete;
 
-  // Sends each iovec as one packet (a virtio_net_hdr, then the frame),
-  // without blocking: how many the kernel took. A packet it refuses (no
-  // memory, a full device queue, the netdev down) is lost as on the wire:
-  // TCP sends it again.
-  size_t send(std::span<const iovec> packets);
+  // Sends each message as one packet (its iovecs gather a virtio_net_hdr,
+  // then the frame), without blocking: how many the kernel took. A packet
+  // it refuses (no memory, a full device queue, the netdev down) is lost
+  // as on the wire: TCP sends it again.
+  size_t send(std::span<mmsghdr> packets);
   int fd() const { return fd_; }
 
  private:

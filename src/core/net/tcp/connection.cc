@@ -353,6 +353,7 @@ void Connection::set_option(Option o, int64_t v, uint64_t now) {
       maybe_window_update(now);
       return;
     case Option::kSndBuf:
+      sink_->release_data();
       sndq_.resize(cfg_.snd_buf);  // out of memory: the buffer stays as it was
       return;
   }
@@ -399,6 +400,7 @@ void Connection::enter_time_wait(uint64_t now) {
   // Everything we sent is acknowledged: the send side's memory goes (a
   // busy server holds tens of thousands of connections here).
   if (sndq_.size() == 0) {
+    sink_->release_data();
     sndq_.release();
     log_ = SentLog();
   }

@@ -146,13 +146,14 @@ struct Counters {
 };
 
 // A segment's data: len bytes of the send queue from offset, copied out
-// once, to where the sink puts them.
+// once to where the sink puts them, or gathered from where they are.
 struct SegmentData {
   const SendBuffer* queue = nullptr;
   size_t offset = 0, len = 0;
   void copy_to(uint8_t* out) const {
     if (len) queue->copy_out(offset, len, out);
   }
+  size_t spans(iovec out[2]) const { return len ? queue->spans(offset, len, out) : 0; }
 };
 
 // Where segments go: the stack puts each behind its IP header, in a frame
@@ -167,6 +168,9 @@ class SegmentSink {
   virtual std::span<uint8_t> header_room(size_t header_len, size_t data_len) = 0;
   // Sends the segment whose header was written into the room, with data.
   virtual void send_segment(const SegmentData& data) = 0;
+  // The send queue is about to move or free bytes handed to send_segment:
+  // a sink that still refers to them sends them first.
+  virtual void release_data() {}
 };
 
 class Connection;

@@ -26,6 +26,9 @@ struct VnetHeader {
 static_assert(sizeof(VnetHeader) == 10);
 constexpr uint8_t kNeedsCsum = 1, kGsoTcpV4 = 1, kGsoTcpV6 = 4;
 constexpr size_t kVnetLen = sizeof(VnetHeader);
+// A packet's place in the area: its virtio-net header, Ethernet and IP
+// headers (IPv6's the longest) and TCP header with options.
+constexpr size_t kStride = kVnetLen + kEthHeaderLen + 40 + kMaxHeaderLen;
 
 size_t addr_len(const FrameFields& f) { return f.ip_version == 4 ? 4 : 16; }
 
@@ -38,11 +41,11 @@ bool same_path(const FrameFields& a, const FrameFields& b) {
 
 }  // namespace
 
-GsoBatch::GsoBatch(size_t area_bytes, size_t max_packets)
-    : area_(area_bytes), max_packets_(max_packets) {
+GsoBatch::GsoBatch(size_t max_packets) : area_(max_packets * kStride), max_packets_(max_packets) {
   // Nothing allocates after this: packets() runs where nothing may throw.
   packets_.reserve(max_packets);
-  iov_.reserve(max_packets);
+  parts_.reserve(max_packets * kParts);
+  msgs_.reserve(max_packets);
 }
 
 bool GsoBatch::joins(const Packet& p, const void* owner, const FrameFields& f,
@@ -62,6 +65,21 @@ bool GsoBatch::joins(const Packet& p, const void* owner, const FrameFields& f,
          !memcmp(t + kWindowOffset, header.data() + kWindowOffset, header.size() - kWindowOffset);
 }
 
+bool GsoBatch::gather(Packet& p, const SegmentData& data) {
+  iovec piece[2];
+  const size_t n = data.spans(piece);
+  // Consecutive bytes of one queue: the piece before grows, unless it is
+  // the headers.
+  iovec& last = parts_.back();
+  const bool grows =
+      n && p.parts > 1 && static_cast<uint8_t*>(last.iov_base) + last.iov_len == piece[0].iov_base;
+  if (p.parts + n - (grows ? 1 : 0) > kParts) return false;
+  size_t i = 0;
+  if (grows) last.iov_len += piece[i++].iov_len;
+  for (; i < n; i++, p.parts++) parts_.push_back(piece[i]);
+  return true;
+}
+
 int GsoBatch::add(const void* owner, const FrameFields& f, size_t mtu,
                   std::span<const uint8_t> header, const SegmentData& data) {
   const size_t hlen = ip_frame_header_len(f.ip_version);
@@ -70,10 +88,7 @@ int GsoBatch::add(const void* owner, const FrameFields& f, size_t mtu,
   if (hlen - kEthHeaderLen + header.size() + data.len > mtu) return -EMSGSIZE;
   if (!packets_.empty()) {
     Packet& p = packets_.back();
-    if (joins(p, owner, f, header, data.len)) {
-      if (area_.size() - used_ < data.len) return -ENOBUFS;
-      data.copy_to(area_.data() + used_);
-      used_ += data.len;
+    if (joins(p, owner, f, header, data.len) && gather(p, data)) {
       p.data += data.len;
       p.next_seq += static_cast<uint32_t>(data.len);
       p.segs++;
@@ -88,21 +103,22 @@ int GsoBatch::add(const void* owner, const FrameFields& f, size_t mtu,
     }
     p.open = false;
   }
-  const size_t need = kVnetLen + hlen + header.size() + data.len;
-  if (packets_.size() == max_packets_ || area_.size() - used_ < need) return -ENOBUFS;
+  if (packets_.size() == max_packets_) return -ENOBUFS;
   Packet p;
   p.owner = owner;
   p.f = f;
-  p.off = used_;
+  p.off = packets_.size() * kStride;
+  p.part = parts_.size();
+  p.parts = 1;
   p.tcp_hlen = header.size();
   p.data = p.seg_size = data.len;
   p.segs = 1;
   p.next_seq = load_be32(header.data() + kSeqOffset) + static_cast<uint32_t>(data.len);
   p.open = data.len > 0 && header[kFlagsOffset] == kAck;
-  uint8_t* tcp = area_.data() + used_ + kVnetLen + hlen;
-  memcpy(tcp, header.data(), header.size());
-  data.copy_to(tcp + header.size());
-  used_ += need;
+  uint8_t* vnet = area_.data() + p.off;
+  memcpy(vnet + kVnetLen + hlen, header.data(), header.size());
+  parts_.push_back({vnet, kVnetLen + hlen + header.size()});
+  gather(p, data);  // two pieces at most: they fit
   packets_.push_back(p);
   segments_++;
   return 0;
@@ -115,9 +131,8 @@ void GsoBatch::finish(size_t i) {
   const size_t l4 = p.tcp_hlen + p.data;
   // The IP header over the whole (GSO rewrites each segment's length, ID
   // and checksum), the pseudo-header's sum in the TCP checksum.
-  build_ip_frame({frame, hlen + l4}, p.f, kIpProtoTcp, l4, hlen - kEthHeaderLen + l4);
+  build_ip_headers({frame, hlen}, p.f, kIpProtoTcp, l4, hlen - kEthHeaderLen + l4);
   uint8_t* tcp = frame + hlen;
-  store_be16(tcp + kChecksumOffset, 0);
   const Checksum c = pseudo_header_sum(p.f.ip_version, kIpProtoTcp, p.f.src_ip, p.f.dst_ip,
                                        static_cast<uint32_t>(l4));
   store_be16(tcp + kChecksumOffset, c.sum());
@@ -131,21 +146,24 @@ void GsoBatch::finish(size_t i) {
     vh.hdr_len = static_cast<uint16_t>(hlen + p.tcp_hlen);
   }
   memcpy(area_.data() + p.off, &vh, kVnetLen);
-  iov_.push_back({area_.data() + p.off, kVnetLen + hlen + l4});
+  mmsghdr m{};
+  m.msg_hdr.msg_iov = &parts_[p.part];
+  m.msg_hdr.msg_iovlen = p.parts;
+  msgs_.push_back(m);
 }
 
-std::span<const iovec> GsoBatch::packets() {
+std::span<mmsghdr> GsoBatch::packets() {
   for (; finished_ < packets_.size(); finished_++) {
     packets_[finished_].open = false;
     finish(finished_);
   }
-  return iov_;
+  return msgs_;
 }
 
 void GsoBatch::clear() {
-  used_ = 0;
   packets_.clear();
-  iov_.clear();
+  parts_.clear();
+  msgs_.clear();
   finished_ = 0;
   segments_ = 0;
 }

@@ -12,8 +12,14 @@
 // netdev or the kernel to finish per segment. The IPv4 ID of a segment
 // that joins is the first's plus its place (GSO's numbering).
 //
+// The batch holds the headers; the data stays in the send queues, and the
+// packet socket's send gathers it from there (the copy into the packet is
+// the kernel's): the batch is sent before a queue moves or frees what it
+// refers to (SegmentSink::release_data).
+//
 // Not thread-safe: the TCP stack's lock guards it.
 #pragma once
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <cstddef>
@@ -30,7 +36,7 @@ class GsoBatch {
  public:
   // A packet's TCP data at most: its IP length stays within 64 KiB.
   static constexpr size_t kMaxData = 63 * 1024;
-  explicit GsoBatch(size_t area_bytes = 512 * 1024, size_t max_packets = 256);
+  explicit GsoBatch(size_t max_packets = 256);
 
   // Adds a segment (header: the TCP header and options, checksum zero)
   // behind f's Ethernet and IP headers: 0; -ENOBUFS when the batch is full
@@ -38,32 +44,41 @@ class GsoBatch {
   // header that is no TCP header's length (dropped).
   int add(const void* owner, const FrameFields& f, size_t mtu, std::span<const uint8_t> header,
           const SegmentData& data);
-  // The packets, finished, each a virtio_net_hdr and its frame.
-  std::span<const iovec> packets();
+  // The packets, finished: each a message whose iovecs gather its
+  // virtio_net_hdr and headers, then its data where the queues hold it.
+  std::span<mmsghdr> packets();
   bool empty() const { return packets_.empty(); }
   // Segments in the packets, each merged one counted.
   size_t segments() const { return segments_; }
   void clear();
 
  private:
+  // A packet's parts: its headers, then its data in at most this many
+  // pieces (a queue's ring wraps once within a packet).
+  static constexpr size_t kParts = 4;
   struct Packet {
     const void* owner = nullptr;
     FrameFields f;
-    size_t off = 0;  // in area_: the virtio-net header
+    size_t off = 0;   // in area_: the virtio-net header, then the headers
+    size_t part = 0;  // in parts_: the first of its parts (its headers)
+    size_t parts = 0;
     size_t tcp_hlen = 0, data = 0, seg_size = 0, segs = 0;
     uint32_t next_seq = 0;
     bool open = false;  // a next segment may join
   };
   bool joins(const Packet& p, const void* owner, const FrameFields& f,
              std::span<const uint8_t> header, size_t len) const;
+  // Appends data's pieces to p, the last packet: false (nothing changed)
+  // when they would be more than kParts.
+  bool gather(Packet& p, const SegmentData& data);
   void finish(size_t i);
 
-  std::vector<uint8_t> area_;
-  size_t used_ = 0;
+  std::vector<uint8_t> area_;  // each packet's headers, at a fixed stride
   const size_t max_packets_;
   std::vector<Packet> packets_;
-  std::vector<iovec> iov_;
-  size_t finished_ = 0;  // packets_[0, finished_) are in iov_
+  std::vector<iovec> parts_;
+  std::vector<mmsghdr> msgs_;
+  size_t finished_ = 0;  // packets_[0, finished_) are in msgs_
   size_t segments_ = 0;
 };
 

@@ -290,6 +290,7 @@ void Connection::grow_send_buffer() {
   if (snd_max_ - snd_una_ >= cwnd) return;
   sndq_full_ = false;
   const uint64_t want = std::max<uint64_t>(2 * cwnd, 2 * uint64_t{sndq_.capacity()});
+  sink_->release_data();
   sndq_.grow(static_cast<size_t>(std::min<uint64_t>(want, cfg_.snd_buf_max)));
 }
 

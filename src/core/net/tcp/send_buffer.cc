@@ -26,6 +26,16 @@ void SendBuffer::copy_out(size_t offset, size_t len, uint8_t* out) const {
   if (len > first) std::memcpy(out + first, ring_.get(), len - first);
 }
 
+size_t SendBuffer::spans(size_t offset, size_t len, iovec out[2]) const {
+  if (!len) return 0;
+  const size_t at = (head_ + offset) % cap_;
+  const size_t first = std::min(len, cap_ - at);
+  out[0] = {ring_.get() + at, first};
+  if (len == first) return 1;
+  out[1] = {ring_.get(), len - first};
+  return 2;
+}
+
 void SendBuffer::consume(size_t n) {
   n = std::min(n, size_);
   head_ = (head_ + n) % cap_;

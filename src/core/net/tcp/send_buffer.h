@@ -1,8 +1,11 @@
 // The bytes a connection has taken from the program and the peer has not
 // acknowledged yet: a ring of SO_SNDBUF bytes starting at snd_una. A
-// segment copies its data out of it once, into the frame it goes in;
-// retransmissions copy the same bytes again until they are acknowledged.
+// segment's data is copied out of it once, into the frame it goes in (or
+// by the packet socket's send, which gathers it from here); retransmissions
+// take the same bytes again until they are acknowledged.
 #pragma once
+#include <sys/uio.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +22,10 @@ class SendBuffer {
   // Copies len bytes from `offset` (from the oldest byte held) to out;
   // offset + len <= size().
   void copy_out(size_t offset, size_t len, uint8_t* out) const;
+  // The same bytes where they are held: one span, or two where the ring
+  // wraps (len 0: none). Good until the next consume, grow, resize or
+  // release.
+  size_t spans(size_t offset, size_t len, iovec out[2]) const;
   // The oldest n bytes (n <= size()) were acknowledged.
   void consume(size_t n);
   // Room for `capacity` bytes in all (more than now), what is held kept;

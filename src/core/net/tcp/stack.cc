@@ -71,7 +71,8 @@ class Socket {
 
 // The stack's way out: the netdev's FrameTx, or (packets set) a packet
 // socket that takes each burst's segments merged (gso_batch.h), sent at
-// the end of the call that made them or when the batch is full.
+// the end of the call that made them, when the batch is full, or before
+// a send queue it gathers from changes (SegmentSink::release_data).
 struct Stack::Outlet {
   FrameTx* frames;
   PacketTx* packets;
@@ -79,7 +80,7 @@ struct Stack::Outlet {
   std::optional<GsoBatch> batch;  // with packets
   void send_batch() {
     if (!batch || batch->empty()) return;
-    const std::span<const iovec> pk = batch->packets();
+    const std::span<mmsghdr> pk = batch->packets();
     const size_t took = packets->send(pk);
     ctr->gso_packets += took;
     ctr->gso_segments += batch->segments();
@@ -145,6 +146,8 @@ class PathSink : public SegmentSink {
     }
     frame_ = Buffer();
   }
+  // The batch gathers data from the send queues: out before they change.
+  void release_data() override { out_->send_batch(); }
 
  private:
   Stack::Outlet* out_;
@@ -870,6 +873,7 @@ void Stack::free_locked(std::map<Connection*, Open>::iterator it) {
   table_.remove(o.t);
   unsteer_open_locked(o);
   std::function<void()> freed = std::move(o.on_freed);
+  out_->send_batch();  // it may gather from the connection's send queue
   opens_.erase(it);
   if (freed) freed();
 }
