@@ -51,6 +51,14 @@ bool any_address(const uint8_t (&addr)[16], uint16_t port) {
   return port || memcmp(addr, zero, sizeof zero) != 0;
 }
 
+// Linux's TCP state numbers (netinet/tcp.h, TCP_ESTABLISHED = 1 ...) by name.
+const char* tcp_state_name(uint64_t state) {
+  static const char* const kNames[] = {"?",          "ESTABLISHED", "SYN_SENT",  "SYN_RECV",
+                                       "FIN_WAIT1",  "FIN_WAIT2",   "TIME_WAIT", "CLOSE",
+                                       "CLOSE_WAIT", "LAST_ACK",    "LISTEN",    "CLOSING"};
+  return state < std::size(kNames) ? kNames[state] : "?";
+}
+
 std::string poll_percent(uint64_t hit, uint64_t miss) {
   if (hit + miss == 0) return "-";
   char buf[16];
@@ -154,6 +162,21 @@ void print_socket_full(FILE* out, const SocketBlock& b) {
        c[kRxPollMiss], c[kRxPollHit], poll_percent(c[kRxPollHit], c[kRxPollMiss]).c_str());
   line(c[kRxMigrations] || c[kTxMigrations], "Ring migrations Rx: %" PRIu64 ", Tx: %" PRIu64 "\n",
        c[kRxMigrations], c[kTxMigrations]);
+  if (b.socket_type == SOCK_STREAM && c[kTcpState]) {  // our TCP's connection
+    line(true, "TCP state: %s\n", tcp_state_name(c[kTcpState]));
+    line(true, "TCP rtt: %" PRIu64 " / %" PRIu64 " / %" PRIu64 " [usec srtt/rttvar/rto]\n",
+         c[kTcpSrttUs], c[kTcpRttVarUs], c[kTcpRtoUs]);
+    line(true,
+         "TCP window: %" PRIu64 " / %" PRIu64 " / %" PRIu64
+         " [cwnd segments/send bytes/receive bytes]\n",
+         c[kTcpCwnd], c[kTcpSndWnd], c[kTcpRcvWnd]);
+    line(true,
+         "TCP loss: %" PRIu64 " / %" PRIu64 " / %" PRIu64 " / %" PRIu64
+         " [retransmits/RTO expiries/SACK recoveries/dup-ACK recoveries]\n",
+         c[kTxRetransmits], c[kTcpRtoExpiries], c[kTcpSackRecoveries], c[kTcpDupackRecoveries]);
+    line(true, "TCP out of order: %" PRIu64 ", zero window probes: %" PRIu64 "\n",
+         c[kTcpOutOfOrder], c[kTcpZeroWindowProbes]);
+  }
   if (!active) fprintf(out, "Rx and Tx were not active\n");
 }
 

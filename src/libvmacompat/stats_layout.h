@@ -19,8 +19,8 @@
 namespace ss::vma::stats {
 
 inline constexpr char kMagic[8] = {'S', 'S', 'V', 'M', 'A', 'S', 'T', '\0'};
-inline constexpr uint32_t kVersion = 1;
-inline constexpr char kProtocol[] = "slipstream-vmastat-1";
+inline constexpr uint32_t kVersion = 2;
+inline constexpr char kProtocol[] = "slipstream-vmastat-2";
 inline constexpr char kFilePrefix[] = "vmastat.";
 // libvma's defaults: VMA_STATS_SHMEM_DIR and VMA_STATS_FD_NUM (and its cap).
 inline constexpr char kDefaultDir[] = "/tmp/";
@@ -31,7 +31,8 @@ inline constexpr uint32_t kMaxFdBlocks = 1024;
 enum : uint32_t { kFree = 0, kClaimed = 1, kLive = 2, kClosing = 3 };
 
 // Counters of a socket block: libvma's socket_counters_t in its order, then
-// tx eagain/retransmits/dummy and the gauges socket_stats_t keeps beside it.
+// tx eagain/retransmits/dummy, our TCP connection's counters (libvma has
+// none), and the gauges socket_stats_t keeps beside them, then ours.
 enum SocketCounter : uint32_t {
   kRxPackets,
   kRxBytes,
@@ -61,6 +62,11 @@ enum SocketCounter : uint32_t {
   kTxEagain,
   kTxRetransmits,
   kTxDummy,
+  kTcpRtoExpiries,
+  kTcpOutOfOrder,        // segments that arrived ahead of a gap
+  kTcpSackRecoveries,    // recoveries entered by SACK or RACK
+  kTcpDupackRecoveries,  // recoveries entered by duplicate ACKs (no SACK)
+  kTcpZeroWindowProbes,
   // Gauges (set, not added); with kRxReadyPktMax and kRxReadyByteMax, never
   // shown per second.
   kRxReadyPktCount,
@@ -69,6 +75,13 @@ enum SocketCounter : uint32_t {
   kRxZcopyPktCount,
   kLastRxTid,
   kLastTxTid,
+  kTcpState,  // Linux's TCP_ESTABLISHED ... (netinet/tcp.h); 0: none published yet
+  kTcpSrttUs,
+  kTcpRttVarUs,
+  kTcpRtoUs,
+  kTcpCwnd,    // segments
+  kTcpSndWnd,  // bytes: the peer's window
+  kTcpRcvWnd,  // bytes: ours, as advertised
   kSocketCounters
 };
 

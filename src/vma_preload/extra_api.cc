@@ -33,6 +33,8 @@ void dump_one(log::Level level, int fd) {
   const Decision d = s->decision();
   if (UdpOffload* o = s->offload_quiet())
     log::write(level, "Is offloaded : true (%zu netdev(s))", o->legs());
+  else if (s->tcp_on_rings())
+    log::write(level, "Is offloaded : true (our TCP on the rings)");
   else
     log::write(level, "Is offloaded : false (kernel: %s)", d.why);
   log::write(level, "VMA decision : %s", transport_name(d.wanted));

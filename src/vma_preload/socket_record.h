@@ -114,6 +114,11 @@ struct SocketRecord final : Pollable {
                ? nullptr
                : offload_.load(std::memory_order_acquire);
   }
+  // Whether the connection is on the rings, as tcp() without a fork
+  // child's request: for calls that only report.
+  bool tcp_on_rings() const {
+    return !in_fork_child() && tcp_.load(std::memory_order_acquire) != nullptr;
+  }
   // Parent (fork_share.cc): a fork child `pid` receives on this socket
   // (lend), or that child is gone: the port's flows go to the kernel while
   // any such child lives. Whether the socket is offloaded (lend: so lent).

@@ -828,57 +828,69 @@ int TcpOffload::name(bool peer, sockaddr_storage* out) {
       out);
 }
 
+namespace {
+// Linux's number for a state (TCP_ESTABLISHED ...: TCP_INFO, vma_stats).
+uint8_t linux_state(State s) {
+  switch (s) {
+    case State::kEstablished:
+      return TCP_ESTABLISHED;
+    case State::kSynSent:
+      return TCP_SYN_SENT;
+    case State::kSynReceived:
+      return TCP_SYN_RECV;
+    case State::kFinWait1:
+      return TCP_FIN_WAIT1;
+    case State::kFinWait2:
+      return TCP_FIN_WAIT2;
+    case State::kTimeWait:
+      return TCP_TIME_WAIT;
+    case State::kCloseWait:
+      return TCP_CLOSE_WAIT;
+    case State::kLastAck:
+      return TCP_LAST_ACK;
+    case State::kClosing:
+      return TCP_CLOSING;
+    case State::kClosed:
+      return TCP_CLOSE;
+  }
+  return TCP_CLOSE;
+}
+}  // namespace
+
 void TcpOffload::publish() {
   if (!stats_ || !*stats_) return;
-  const net::tcp::Counters c = rings_->tcp->connection_counters(sock_);
+  net::tcp::Info i;
+  const net::tcp::Counters c = rings_->tcp->connection_counters(sock_, &i);
   std::lock_guard lock(published_mu_);
   net::tcp::Counters& p = published_;
-  stats_->add(stats::kRxPackets, c.segs_in - p.segs_in);
-  stats_->add(stats::kRxBytes, c.bytes_in - p.bytes_in);
-  stats_->add(stats::kTxPackets, c.segs_out - p.segs_out);
-  stats_->add(stats::kTxBytes, c.bytes_out - p.bytes_out);
-  stats_->add(stats::kTxRetransmits, c.retrans_segs - p.retrans_segs);
+  const stats::SocketStats& st = *stats_;
+  st.add(stats::kRxPackets, c.segs_in - p.segs_in);
+  st.add(stats::kRxBytes, c.bytes_in - p.bytes_in);
+  st.add(stats::kTxPackets, c.segs_out - p.segs_out);
+  st.add(stats::kTxBytes, c.bytes_out - p.bytes_out);
+  st.add(stats::kTxRetransmits, c.retrans_segs - p.retrans_segs);
+  st.add(stats::kTcpRtoExpiries, c.rto_expiries - p.rto_expiries);
+  st.add(stats::kTcpOutOfOrder, c.ooo_segs - p.ooo_segs);
+  st.add(stats::kTcpSackRecoveries, c.sack_recoveries - p.sack_recoveries);
+  st.add(stats::kTcpDupackRecoveries, c.dupack_recoveries - p.dupack_recoveries);
+  st.add(stats::kTcpZeroWindowProbes, c.zero_window_probes - p.zero_window_probes);
   p = c;
+  st.set(stats::kTcpState, linux_state(i.state));
+  st.set(stats::kTcpSrttUs, i.srtt_us);
+  st.set(stats::kTcpRttVarUs, i.rttvar_us);
+  st.set(stats::kTcpRtoUs, i.rto_us);
+  st.set(stats::kTcpCwnd, i.snd_cwnd);
+  st.set(stats::kTcpSndWnd, i.snd_wnd);
+  st.set(stats::kTcpRcvWnd, i.rcv_wnd);
 }
 
 int TcpOffload::take_error() { return rings_->tcp->take_error(sock_); }
 
 void TcpOffload::info(tcp_info* out) {
   *out = tcp_info{};
-  const net::tcp::Info i = rings_->tcp->info(sock_);
-  const net::tcp::Counters c = rings_->tcp->connection_counters(sock_);
-  switch (i.state) {  // Linux's numbers (TCP_ESTABLISHED ...)
-    case State::kEstablished:
-      out->tcpi_state = TCP_ESTABLISHED;
-      break;
-    case State::kSynSent:
-      out->tcpi_state = TCP_SYN_SENT;
-      break;
-    case State::kSynReceived:
-      out->tcpi_state = TCP_SYN_RECV;
-      break;
-    case State::kFinWait1:
-      out->tcpi_state = TCP_FIN_WAIT1;
-      break;
-    case State::kFinWait2:
-      out->tcpi_state = TCP_FIN_WAIT2;
-      break;
-    case State::kTimeWait:
-      out->tcpi_state = TCP_TIME_WAIT;
-      break;
-    case State::kCloseWait:
-      out->tcpi_state = TCP_CLOSE_WAIT;
-      break;
-    case State::kLastAck:
-      out->tcpi_state = TCP_LAST_ACK;
-      break;
-    case State::kClosing:
-      out->tcpi_state = TCP_CLOSING;
-      break;
-    case State::kClosed:
-      out->tcpi_state = TCP_CLOSE;
-      break;
-  }
+  net::tcp::Info i;
+  const net::tcp::Counters c = rings_->tcp->connection_counters(sock_, &i);
+  out->tcpi_state = linux_state(i.state);
   out->tcpi_ca_state = i.in_recovery ? TCP_CA_Recovery : TCP_CA_Open;
   out->tcpi_backoff = static_cast<uint8_t>(std::min<uint32_t>(i.backoffs, 255));
   out->tcpi_options =

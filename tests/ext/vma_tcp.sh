@@ -119,9 +119,14 @@ for fam in 4 6; do
   [ "$(sha256sum <"$T/got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
   ours || bad=1
   # Its statistics (VMA_STATS_FILE, written at the socket's close): the
-  # 19531 KB received, in segments, offloaded.
+  # 19531 KB received, in segments, offloaded; the connection's state, a
+  # measured RTT, its congestion window, its loss recovery.
   sf=$(find "$T" -maxdepth 1 -name 'sf.*' -size +0 | head -1)
-  { [ -n "$sf" ] && has "$sf" "^- TCP, Offloaded" && has "$sf" "^Rx Offload: 195[0-9][0-9] KB / [1-9][0-9]+ /"; } || bad=1
+  { [ -n "$sf" ] && has "$sf" "^- TCP, Offloaded" && has "$sf" "^Rx Offload: 195[0-9][0-9] KB / [1-9][0-9]+ /" &&
+    has "$sf" "^TCP state: (ESTABLISHED|CLOSE_WAIT|LAST_ACK|FIN_WAIT[12]|CLOSING|TIME_WAIT)$" &&
+    has "$sf" "^TCP rtt: [1-9][0-9]* / [0-9]+ / [1-9][0-9]* \\[usec" &&
+    has "$sf" "^TCP window: [1-9][0-9]* / [0-9]+ / [0-9]+ \\[" &&
+    has "$sf" "^TCP loss: [0-9]+ / [0-9]+ / [0-9]+ / [0-9]+ \\[retransmits"; } || bad=1
   check "curl over IPv$fam offloaded: 20 MB intact, A's kernel moved $segs TCP segments, its statistics say so" $bad
 done
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -306,7 +307,7 @@ TEST_F(StatsTest, GarbledHeadersAreRefused) {
   };
   const Case cases[] = {
       {offsetof(Header, magic), 0x4c4c4548, 4, "bad magic"},
-      {offsetof(Header, version), 2, 4, "layout version 2"},
+      {offsetof(Header, version), 99, 4, "layout version 99"},
       {offsetof(Header, block_size), 8, 4, "block size"},
       {offsetof(Header, fd_blocks), 5000, 4, "fd count 5000 above the maximum"},
       {offsetof(Header, fd_blocks), 1000, 4, "disagrees with 1000 fd blocks"},
@@ -393,6 +394,48 @@ TEST_F(StatsTest, PerSecondRatesOverTheInterval) {
   EXPECT_EQ(c[kTxBytes], 1000u);
   EXPECT_EQ(c[kRxReadyPktMax], 50u) << "maxima as they are";
   EXPECT_EQ(c[kRxReadyByteLimit], 65536u) << "gauges as they are";
+}
+
+// A TCP connection of ours: its state, RTT, windows and loss recovery
+// under the counters libvma shows (vma_stats -v 3, dump_fd_stats).
+TEST(StatsFormat, TcpConnectionLines) {
+  SocketBlock b{};
+  b.fd = 7;
+  b.socket_type = SOCK_STREAM;
+  b.offloaded = 1;
+  b.c[kTxPackets] = 10;
+  b.c[kTxRetransmits] = 4;
+  b.c[kTcpRtoExpiries] = 1;
+  b.c[kTcpSackRecoveries] = 2;
+  b.c[kTcpOutOfOrder] = 5;
+  b.c[kTcpState] = TCP_CLOSE_WAIT;
+  b.c[kTcpSrttUs] = 45;
+  b.c[kTcpRttVarUs] = 12;
+  b.c[kTcpRtoUs] = 200000;
+  b.c[kTcpCwnd] = 10;
+  b.c[kTcpSndWnd] = 65535;
+  b.c[kTcpRcvWnd] = 131072;
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* f = open_memstream(&text, &size);
+  ASSERT_NE(f, nullptr);
+  print_socket_full(f, b);
+  fclose(f);
+  const std::string out(text, size);
+  free(text);
+  for (const char* want :
+       {"TCP state: CLOSE_WAIT\n", "TCP rtt: 45 / 12 / 200000 [usec srtt/rttvar/rto]\n",
+        "TCP window: 10 / 65535 / 131072 [cwnd segments/send bytes/receive bytes]\n",
+        "TCP loss: 4 / 1 / 2 / 0 [retransmits/RTO expiries/SACK recoveries/dup-ACK recoveries]\n",
+        "TCP out of order: 5, zero window probes: 0\n"})
+    EXPECT_NE(out.find(want), std::string::npos) << want << " in:\n" << out;
+  b.c[kTcpState] = 0;  // a UDP socket's block, or none published: no TCP lines
+  f = open_memstream(&text, &size);
+  ASSERT_NE(f, nullptr);
+  print_socket_full(f, b);
+  fclose(f);
+  EXPECT_EQ(std::string(text, size).find("TCP "), std::string::npos);
+  free(text);
 }
 
 TEST(StatsFormat, FdLists) {

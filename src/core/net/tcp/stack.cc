@@ -663,8 +663,9 @@ State Stack::state(Socket* s) {
   return s->conn ? s->conn->state() : State::kClosed;
 }
 
-Counters Stack::connection_counters(Socket* s) {
+Counters Stack::connection_counters(Socket* s, Info* info) {
   std::lock_guard lock(mu_);
+  if (info) *info = s->conn ? s->conn->info() : Info{};
   return s->conn ? s->conn->counters() : Counters{};
 }
 

@@ -156,7 +156,8 @@ class Stack final : public SegmentInput {
   SS_API short events(Socket* s);
   SS_API int take_error(Socket* s);  // SO_ERROR
   SS_API State state(Socket* s);
-  SS_API Counters connection_counters(Socket* s);
+  // And with `info`, what TCP_INFO reports, from the same look.
+  SS_API Counters connection_counters(Socket* s, Info* info = nullptr);
   SS_API ListenerCounters listener_counters(Socket* s);
   // The handle's addresses: a connection's 4-tuple, a listener's local
   // address and port.
