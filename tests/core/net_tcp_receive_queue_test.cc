@@ -1,7 +1,8 @@
 // The receive queue: tiny in-order segments copied behind the last one
 // (their frames go back at once), out-of-order ones held once despite
-// overlaps and delivered in order; views taken out whole; a receive
-// callback's offers (kept, dropped, taken) and the reads they gate.
+// overlaps and delivered in order, as many as the caller allows; views
+// taken out whole; a receive callback's offers (kept, dropped, taken) and
+// the reads they gate.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -50,16 +51,42 @@ TEST(TcpReceiveQueue, OverlapsAreHeldOnceAndDeliveredInOrder) {
   auto pool = mem::make_pool(2048, 16, 1, 0, mem::Backing::kPrivate);
   ReceiveQueue q;
   bool refused = false;
-  EXPECT_EQ(q.hold(110, bytes(*pool, "KLMNOPQRST"), &refused), 10u);  // [110, 120)
-  EXPECT_EQ(q.hold(105, bytes(*pool, "FGHIJKLMNOPQRSTUVWXY"), &refused),
-            10u);                                             // [105, 125): 10 new
-  EXPECT_EQ(q.hold(112, bytes(*pool, "MNO"), &refused), 0u);  // all held already
+  EXPECT_EQ(q.hold(110, bytes(*pool, "KLMNOPQRST"), 8, &refused), 10u);  // [110, 120)
+  EXPECT_EQ(q.hold(105, bytes(*pool, "FGHIJKLMNOPQRSTUVWXY"), 8, &refused),
+            10u);                                                // [105, 125): 10 new
+  EXPECT_EQ(q.hold(112, bytes(*pool, "MNO"), 8, &refused), 0u);  // all held already
   EXPECT_FALSE(refused);
   EXPECT_EQ(q.held_bytes(), 20u);
   q.push(bytes(*pool, "ABCDE"));  // [100, 105) in order
   EXPECT_EQ(q.promote(105), 125u);
   EXPECT_EQ(q.held_bytes(), 0u);
   EXPECT_EQ(read_all(q), "ABCDEFGHIJKLMNOPQRSTUVWXY");
+}
+
+// A loss in a large window is followed by a window of segments: the
+// caller's bound (not a fixed one) decides, in any arrival order.
+TEST(TcpReceiveQueue, HeldUpToTheGivenCountInAnyOrder) {
+  constexpr int kSegs = 2000;
+  auto pool = mem::make_pool(2048, kSegs + 16, 1, 0, mem::Backing::kPrivate);
+  ReceiveQueue q;
+  std::vector<int> order(kSegs);
+  for (int i = 0; i < kSegs; i++) order[i] = (i * 7919) % kSegs;  // a permutation
+  std::string want = "A";
+  for (int i = 0; i < kSegs; i++) want += static_cast<char>('a' + i % 26);
+  bool refused = false;
+  for (int i : order) {
+    const std::string one(1, static_cast<char>('a' + i % 26));
+    ASSERT_EQ(q.hold(101 + i, bytes(*pool, one), kSegs, &refused), 1u) << i;
+  }
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(q.hold(101 + kSegs, bytes(*pool, "z"), kSegs, &refused), 0u);
+  EXPECT_TRUE(refused) << "one more than the bound";
+  refused = false;
+  EXPECT_EQ(q.hold(150, bytes(*pool, "x"), kSegs, &refused), 0u);
+  EXPECT_FALSE(refused) << "held already: nothing to refuse";
+  q.push(bytes(*pool, "A"));  // [100, 101) in order
+  EXPECT_EQ(q.promote(101), 101u + kSegs);
+  EXPECT_EQ(read_all(q), want);
 }
 
 TEST(TcpReceiveQueue, ViewsAreTakenWhole) {

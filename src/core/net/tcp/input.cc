@@ -388,7 +388,11 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
     } else {
       bool refused = false;
       if (sack_ok_) sack_report_.arrived(seq);
-      if (rxq_.hold(seq, std::move(data), &refused) == 0 && !refused) {
+      // Out of order, as many segments as the receive buffer holds full
+      // ones (a loss in a large window is followed by a window of them).
+      const size_t max_held = std::max<size_t>(ReceiveQueue::kMinHeldSegments,
+                                               cfg_.rcv_buf / std::max<uint32_t>(rcv_mss_, 536));
+      if (rxq_.hold(seq, std::move(data), max_held, &refused) == 0 && !refused) {
         ctr_.dup_segs++;
         dsack_left_ = seq;
         dsack_right_ = seq + len;

@@ -37,21 +37,22 @@ void ReceiveQueue::push(mem::Buffer data) {
   in_order_.push_back(std::move(data));
 }
 
-size_t ReceiveQueue::hold(uint32_t seq, mem::Buffer data, bool* refused) {
+size_t ReceiveQueue::hold(uint32_t seq, mem::Buffer data, size_t max_held, bool* refused) {
   const uint32_t end = seq + static_cast<uint32_t>(data.size());
   size_t added = 0;
   uint32_t cur = seq;
-  // The gaps of [seq, end) between the segments held already.
+  // The gaps of [seq, end) between the segments held already, from the
+  // first that ends after seq (held_ is sorted: a search, not a walk).
   std::vector<std::pair<uint32_t, uint32_t>> gaps;
-  for (const Held& h : held_) {
-    const uint32_t hend = h.seq + static_cast<uint32_t>(h.data.size());
-    if (seq_le(end, h.seq)) break;
-    if (seq_le(hend, cur)) continue;
-    if (seq_lt(cur, h.seq)) gaps.emplace_back(cur, h.seq);
-    cur = seq_max(cur, hend);
+  auto it = std::partition_point(held_.begin(), held_.end(), [seq](const Held& h) {
+    return seq_le(h.seq + static_cast<uint32_t>(h.data.size()), seq);
+  });
+  for (; it != held_.end() && seq_lt(it->seq, end); ++it) {
+    if (seq_lt(cur, it->seq)) gaps.emplace_back(cur, it->seq);
+    cur = seq_max(cur, it->seq + static_cast<uint32_t>(it->data.size()));
   }
   if (seq_lt(cur, end)) gaps.emplace_back(cur, end);
-  if (held_.size() + gaps.size() > kMaxHeldSegments) {
+  if (held_.size() + gaps.size() > max_held) {
     *refused = !gaps.empty();
     return 0;
   }
@@ -64,8 +65,8 @@ size_t ReceiveQueue::hold(uint32_t seq, mem::Buffer data, bool* refused) {
 }
 
 void ReceiveQueue::insert(uint32_t seq, mem::Buffer data) {
-  auto at =
-      std::find_if(held_.begin(), held_.end(), [seq](const Held& h) { return seq_lt(seq, h.seq); });
+  auto at = std::partition_point(held_.begin(), held_.end(),
+                                 [seq](const Held& h) { return seq_lt(h.seq, seq); });
   held_bytes_ += data.size();
   held_.insert(at, Held{seq, std::move(data)});
 }

@@ -13,8 +13,9 @@
 // sorted by sequence number (every one lies
 // within the window ahead of rcv_nxt, so modulo-2^32 comparison orders
 // them), without overlaps: of a segment that overlaps what is held, only
-// the new bytes are kept. Their number is bounded so that a peer sending
-// tiny segments cannot pin every frame of the ring.
+// the new bytes are kept. Their number is bounded by the caller (the
+// window's worth of full segments): a peer sending tiny segments pins no
+// more frames of the ring than one filling its window.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -29,15 +30,15 @@ namespace ss::net::tcp {
 
 class ReceiveQueue {
  public:
-  static constexpr size_t kMaxHeldSegments = 256;
-  static constexpr size_t kCoalesceBelow = 512;  // bytes: copied, not held
+  static constexpr size_t kCoalesceBelow = 512;    // bytes: copied, not held
+  static constexpr size_t kMinHeldSegments = 256;  // what any window may hold out of order
 
   // In-order data (the caller advanced rcv_nxt past it).
   void push(mem::Buffer data);
   // Data at `seq`, beyond rcv_nxt. Returns the bytes newly held; 0 when
-  // all of it was held already, or when there is no room for another
-  // segment (refused: *refused set).
-  size_t hold(uint32_t seq, mem::Buffer data, bool* refused);
+  // all of it was held already, or when max_held segments are held
+  // already (refused: *refused set).
+  size_t hold(uint32_t seq, mem::Buffer data, size_t max_held, bool* refused);
   // Moves what is held and now in order (at or before rcv_nxt) to the
   // in-order queue; returns the new rcv_nxt.
   uint32_t promote(uint32_t rcv_nxt);
@@ -88,7 +89,7 @@ class ReceiveQueue {
   bool stop_pending_ = false;  // stop_offering while a view was out
   bool stopped_ = false;       // offering ended once
   size_t offered_ = 0;         // the front bytes offered and kept
-  std::vector<Held> held_;     // ascending, disjoint
+  std::deque<Held> held_;      // ascending, disjoint
   size_t held_bytes_ = 0;
   SeqRanges ranges_;
 };
