@@ -257,10 +257,11 @@ class TcpRing : public sstest::RingRig {
     EXPECT_EQ(tcp_->shutdown_write(s), 0);
     EXPECT_EQ(recv_all(s).size(), 0u) << "bytes past the echo";  // Linux's FIN after ours
     if (tcp_->state(s) != State::kTimeWait) {
-      const ss::net::tcp::Counters c = tcp_->connection_counters(s);
+      ss::net::tcp::Info info;
+      const ss::net::tcp::Counters c = tcp_->connection_counters(s, &info);
       ADD_FAILURE() << "after our FIN: state " << static_cast<int>(tcp_->state(s)) << ", "
                     << c.retrans_segs << " sent again, " << c.rto_expiries << " RTOs, rto "
-                    << tcp_->info(s).rto_us << " us";
+                    << info.rto_us << " us";
       pump_until([&] { return tcp_->state(s) == State::kTimeWait; });  // the FIN's last tries
     }
     echo.join();

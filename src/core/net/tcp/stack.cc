@@ -543,11 +543,6 @@ void Stack::set_option(Socket* s, Option o, int64_t value) {
   check_due_locked();  // a keepalive or cork timer
 }
 
-Info Stack::info(Socket* s) {
-  std::lock_guard lock(mu_);
-  return s->conn ? s->conn->info() : Info{};
-}
-
 FourTuple Stack::tuple(Socket* s) {
   std::lock_guard lock(mu_);
   return s->t;

@@ -156,13 +156,13 @@ class Stack final : public SegmentInput {
   SS_API short events(Socket* s);
   SS_API int take_error(Socket* s);  // SO_ERROR
   SS_API State state(Socket* s);
-  // And with `info`, what TCP_INFO reports, from the same look.
+  // And with `info`, what TCP_INFO reports (a listener's: state kClosed),
+  // from the same look.
   SS_API Counters connection_counters(Socket* s, Info* info = nullptr);
   SS_API ListenerCounters listener_counters(Socket* s);
   // The handle's addresses: a connection's 4-tuple, a listener's local
   // address and port.
   SS_API FourTuple tuple(Socket* s);
-  SS_API Info info(Socket* s);  // TCP_INFO's source; a listener's: state kClosed
   // Connection::set_option; on a listener, Listener::set_option.
   SS_API void set_option(Socket* s, Option o, int64_t value);
   // Hands connection s to another TCP (the kernel's, TCP_REPAIR): install
