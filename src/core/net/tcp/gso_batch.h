@@ -53,9 +53,10 @@ class GsoBatch {
   void clear();
 
  private:
-  // A packet's parts: its headers, then its data in at most this many
-  // pieces (a queue's ring wraps once within a packet).
-  static constexpr size_t kParts = 4;
+  // A packet's parts: its headers, then its data in one piece, or two
+  // where the send queue's ring wraps (once at most: a packet's data is
+  // no more than the queue holds).
+  static constexpr size_t kParts = 3;
   struct Packet {
     const void* owner = nullptr;
     FrameFields f;

@@ -20,10 +20,11 @@ size_t SendBuffer::append(std::span<const uint8_t> data) {
 }
 
 void SendBuffer::copy_out(size_t offset, size_t len, uint8_t* out) const {
-  const size_t at = (head_ + offset) % cap_;
-  const size_t first = std::min(len, cap_ - at);
-  if (first) std::memcpy(out, ring_.get() + at, first);
-  if (len > first) std::memcpy(out + first, ring_.get(), len - first);
+  iovec piece[2];
+  for (size_t i = 0, n = spans(offset, len, piece); i < n; i++) {
+    std::memcpy(out, piece[i].iov_base, piece[i].iov_len);
+    out += piece[i].iov_len;
+  }
 }
 
 size_t SendBuffer::spans(size_t offset, size_t len, iovec out[2]) const {
