@@ -1,6 +1,5 @@
-// Listening and accepting under libvma.so: listen is the kernel's first
-// (same-host peers), then the rings' (TcpListen); accept takes from
-// either.
+// Listening and accepting under libvma.so: listen is the kernel's (same-
+// host peers) and the rings' (TcpListen); accept takes from either.
 #include <sys/socket.h>
 
 #include "core/base/fd_table.h"
@@ -14,11 +13,10 @@ using ss::interpose::real;
 namespace vp = ss::vma::preload;
 
 SS_PRELOAD_EXPORT int listen(int fd, int backlog) {
-  const int r = real().listen(fd, backlog);
-  if (r == 0 && ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+  if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
-      ss::interpose::edge_quiet("listen", fd, [&] { s->listen_tcp(backlog); });
-  return r;
+      return s->listen_tcp(backlog);
+  return real().listen(fd, backlog);
 }
 
 SS_PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {

@@ -9,6 +9,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/edge.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
@@ -16,6 +17,7 @@
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/start.h"
 #include "vma_preload/stats_file.h"
+#include "vma_preload/wire_addr.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -280,31 +282,62 @@ int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
   return opened->connect_result(fd, nonblocking(fd, 0), /*again=*/false);
 }
 
-void SocketRecord::listen_tcp(int backlog) {
+int SocketRecord::listen_tcp(int backlog) {
   interpose::BusyScope busy;
-  if (in_fork_child() || !tcp_wanted()) return;
+  if (in_fork_child() || !tcp_wanted()) return interpose::real().listen(fd, backlog);
   std::lock_guard<std::mutex> lock(offload_mu_);
-  if (tcp_settled_.load(std::memory_order_relaxed)) return;  // listening already, or connected
+  // listening already, or connected
+  if (tcp_settled_.load(std::memory_order_relaxed)) return interpose::real().listen(fd, backlog);
+  // The rings' listeners are made before the kernel's listen and shown
+  // after it: a client that comes once listen() returned finds both. (The
+  // other order let a fresh process's first clients reach the kernel's
+  // listener while the rings were set up.) An unbound socket has its port
+  // from the kernel's listen.
   sockaddr_storage local{};
   socklen_t llen = sizeof local;
-  if (interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0)
-    if (const Decision d = decide_tcp_listen(reinterpret_cast<sockaddr*>(&local), llen);
-        d.wanted == Transport::kOs) {
-      tcp_settled_.store(true, std::memory_order_release);
-      SS_DEBUG("listen fd %d: kernel (%s)", fd, d.why);
-      return;
-    }
-  fork_share_open();  // before listen_ is set: a fork child that sees it can ask
-  t_making_rings = true;
-  listen_owner_ = TcpListen::open(fd, family, backlog);
-  t_making_rings = false;
-  tcp_settled_.store(true, std::memory_order_release);
-  if (!listen_owner_) {
-    SS_INFO("listen fd %d: kernel (no netdev of its address has rings)", fd);
-    return;
+  const bool bound =
+      interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0 &&
+      wire_addr(reinterpret_cast<sockaddr*>(&local), llen).port != 0;
+  std::unique_ptr<TcpListen> made;
+  bool wanted = false;
+  if (bound) wanted = make_tcp_listener(backlog, &made);
+  if (interpose::real().listen(fd, backlog) < 0) {
+    const int err = errno;
+    made.reset();  // its listeners close, what they took reset
+    errno = err;
+    return -1;
   }
+  if (!bound) wanted = make_tcp_listener(backlog, &made);
+  tcp_settled_.store(true, std::memory_order_release);
+  if (!wanted) return 0;
+  if (!made) {
+    SS_INFO("listen fd %d: kernel (no netdev of its address has rings)", fd);
+    return 0;
+  }
+  listen_owner_ = std::move(made);
   listen_.store(listen_owner_.get(), std::memory_order_release);
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+  return 0;
+}
+
+bool SocketRecord::make_tcp_listener(int backlog, std::unique_ptr<TcpListen>* out) {
+  bool wanted = false;
+  interpose::edge_quiet("listen", fd, [&] {
+    sockaddr_storage local{};
+    socklen_t llen = sizeof local;
+    if (interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0)
+      if (const Decision d = decide_tcp_listen(reinterpret_cast<sockaddr*>(&local), llen);
+          d.wanted == Transport::kOs) {
+        SS_DEBUG("listen fd %d: kernel (%s)", fd, d.why);
+        return;
+      }
+    wanted = true;
+    fork_share_open();  // before listen_ is set: a fork child that sees it can ask
+    t_making_rings = true;
+    *out = TcpListen::open(fd, family, backlog);
+  });
+  t_making_rings = false;
+  return wanted;
 }
 
 void SocketRecord::before_last_close() {

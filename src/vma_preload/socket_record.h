@@ -89,10 +89,11 @@ struct SocketRecord final : Pollable {
   // try that failed: the caller connects the kernel socket); else
   // connect(2)'s answer, 0 or -errno.
   int connect_tcp(const sockaddr* to, socklen_t len);
-  // After the kernel socket's listen(): listeners on the rings for a TCP
-  // socket decided "vma" (TCP offload on), once. listening(): those, or
-  // null (accept is the kernel's).
-  void listen_tcp(int backlog);
+  // listen(2) of this socket: the kernel's, and listeners on the rings
+  // for a TCP socket decided "vma" (TCP offload on), once; -1 and errno
+  // when the kernel's fails. listening(): those, or null (accept is the
+  // kernel's).
+  int listen_tcp(int backlog);
   // In a fork child, a listener the parent had on the rings asks the
   // parent to give it to the kernel for good (as offload() does for UDP):
   // only the kernel's listener can be shared by processes.
@@ -176,6 +177,9 @@ struct SocketRecord final : Pollable {
     }
     return interpose::handler_over_busy() ? nullptr : part.load(std::memory_order_acquire);
   }
+  // Under offload_mu_: whether listening was decided "vma" (false:
+  // logged why not) and, if so, the listeners made (null: none could be).
+  bool make_tcp_listener(int backlog, std::unique_ptr<TcpListen>* out);
   std::mutex offload_mu_;
   bool offload_tried_ = false;                   // under offload_mu_
   std::unique_ptr<UdpOffload> offload_owner_;    // under offload_mu_

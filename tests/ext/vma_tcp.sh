@@ -337,6 +337,36 @@ has "$T/out" "^accepted nodelay 1 keepalive 1 keepidle 77 linger 1 3$" || bad=1
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the rings with the listener's options, A's kernel moved $segs segments" $bad
 
+# A client already knocking when the server starts: its first connect
+# that listen() let through is the rings' (the rings listen before the
+# kernel socket: the other order gave a fresh process's first clients
+# to the kernel while its rings were made). A's kernel refuses the
+# earlier SYNs; its passive opens must not grow.
+passive() { ip netns exec "$A" nstat -az TcpPassiveOpens | awk '$1 == "TcpPassiveOpens" {print $2}'; }
+p0=$(passive)
+ip netns exec "$Z" timeout 30 python3 -c '
+import socket, sys, time
+while True:
+    try:
+        c = socket.create_connection((sys.argv[1], 7021), timeout=5)
+        break
+    except ConnectionRefusedError:
+        time.sleep(0.002)
+c.sendall(b"x" * 1000)
+c.shutdown(socket.SHUT_WR)
+got = b"".join(iter(lambda: c.recv(65536), b""))
+print("echoed", len(got))' "$IP4" >"$T/cl" 2>&1 &
+pids+=($!)
+sleep 0.2
+in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7021 1
+bad=0
+wait "${pids[-2]}" || bad=1
+wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+has "$T/cl" "^echoed 1000$" || bad=1
+p1=$(passive)
+[ "$p1" = "$p0" ] || { echo "  A's kernel accepted $((p1 - p0)) connection(s)"; bad=1; }
+check "a client knocking before the server listens: its connection on the rings, none accepted by A's kernel" $bad
+
 # An edge-triggered epoll on a listener of the rings: the first
 # connection's event, no new one while it waits unaccepted, the second
 # connection's (Linux's edges; was level-triggered: 1 1 1).
