@@ -297,6 +297,7 @@ class Connection {
   void acked(uint32_t ack, const Options& o, uint64_t now, SentSegment* delivered);
   void process_data(const Header& h, mem::Buffer data, uint64_t now);
   void fin_received(uint64_t now);
+  void ack_out_of_order(uint64_t now);
   void data_arrived_in_order(uint32_t len, uint64_t now);
   // connection.cc
   void negotiate(const Options& peer, bool peer_syn_has_ack);
@@ -387,6 +388,10 @@ class Connection {
   bool hold_acks_ = false;  // hold_acks(): in-order data's ACKs wait for release_ack
   bool ack_held_ = false;   // one is owed at release_ack
   uint32_t dsack_left_ = 0, dsack_right_ = 0;  // a duplicate to report (D-SACK)
+  // SACK compression (ack_out_of_order): the rcv_nxt duplicate ACKs were
+  // counted at, how many went at once, and how many segments the next
+  // ACK answers.
+  uint32_t dup_acks_at_ = 0, dup_acks_sent_ = 0, compressed_acks_ = 0;
   SackReport sack_report_;
   RcvBufTuner rcv_tuner_;
 

@@ -15,6 +15,11 @@ namespace {
 // RFC 7323 §5.5: a ts_recent idle this long cannot be compared any more.
 constexpr uint64_t kPawsIdleUs = 24ull * 24 * 3600 * 1'000'000;
 constexpr uint32_t kMaxQuickAcks = 16;  // as Linux at the start of a connection
+// SACK compression's bounds, Linux's defaults (tcp_comp_sack_nr,
+// tcp_comp_sack_delay_ns), and the duplicate ACKs sent before it.
+constexpr uint32_t kCompressedAcks = 44;
+constexpr uint64_t kCompressUs = 1000;
+constexpr uint32_t kDupAcksAtOnce = 3;
 
 }  // namespace
 
@@ -399,7 +404,7 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
       }
       if (refused) ctr_.ooo_refused++;
       ctr_.ooo_segs++;
-      ack_now_ = true;  // a duplicate ACK with SACK blocks tells the sender
+      ack_out_of_order(now);
     }
   }
   if (fin) {
@@ -412,6 +417,31 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
     }
   }
   if (fin_held_ && fin_held_seq_ == rcv_nxt_ && !fin_in_) fin_received(now);
+}
+
+// A segment beyond a hole: a duplicate ACK with SACK blocks tells the
+// sender (RFC 5681 §4.2). As Linux's SACK compression: the first three at
+// an rcv_nxt go at once (they start the sender's fast retransmit), a
+// duplicate's D-SACK too; after them one ACK for kCompressedAcks such
+// segments or within 5% of the RTT (at most kCompressUs), with the blocks
+// of all that came. Under loss in a large window that halves the frames
+// a receiver sends.
+void Connection::ack_out_of_order(uint64_t now) {
+  if (dup_acks_at_ != rcv_nxt_) {
+    dup_acks_at_ = rcv_nxt_;
+    dup_acks_sent_ = 0;
+  }
+  uint64_t rtt = rcv_tuner_.rtt_us();
+  if (rtt_.has_sample() && (rtt == 0 || rtt_.srtt_us() < rtt)) rtt = rtt_.srtt_us();
+  const uint64_t delay = std::min(kCompressUs, rtt / 20);
+  if (!sack_ok_ || dsack_right_ != dsack_left_ || dup_acks_sent_ < kDupAcksAtOnce ||
+      ++compressed_acks_ >= kCompressedAcks || delay == 0) {
+    dup_acks_sent_++;
+    ack_now_ = true;
+    return;
+  }
+  if (!delack_timer_.armed() || delack_timer_.due_us > now + delay)
+    arm(&delack_timer_, now + delay);
 }
 
 // Delayed ACKs (RFC 9293 §3.8.6.3, RFC 5681 §4.2): every second full

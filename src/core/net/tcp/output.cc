@@ -189,6 +189,7 @@ bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_
     last_ack_sent_ = rcv_nxt_;
     ack_now_ = false;
     ack_held_ = false;
+    compressed_acks_ = 0;
     dsack_left_ = dsack_right_ = 0;
     timers_->cancel(&delack_timer_);
   }
