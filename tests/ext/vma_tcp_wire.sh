@@ -14,6 +14,10 @@
 # wire dropped and held back segments both ways as told, and our
 # statistics (VMA_STATS_FILE) count SACK recoveries where it dropped,
 # with retransmission timeouts under a tenth of them.
+# WIRE_REFERENCE=CC runs each case again with A on its kernel's TCP
+# (congestion control CC: reno is libvma.so's default, NewReno), printing
+# the seconds, retransmissions, timeouts and SACK recoveries A's kernel
+# counted, for comparison; nothing is asserted on them.
 # Its minutes: 25-45 s (the wire is a Python program; 5% loss slows a
 # loss-based sender).
 #
@@ -53,17 +57,18 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 
-# run_case LABEL OURS(client|server) ADDR PORT DROP REORDER
-run_case() {
-  local label=$1 ours=$2 addr=$3 port=$4 drop=$5 reorder=$6 theirs wire before bad=0
-  theirs=server
+# transfer OURS(client|server) ADDR PORT DROP REORDER PRELOAD: the two
+# ends through the wire, A with PRELOAD in its environment; bad=1 when an
+# end failed; A's kernel segments meanwhile in $segs.
+transfer() {
+  local ours=$1 addr=$2 port=$3 drop=$4 reorder=$5 preload=$6 theirs=server wire before
   [ "$ours" = server ] && theirs=client
   rm -f "$T"/sf.* "$T/a.out" "$T/b.out" "$T/wire"
   ip netns exec "$M" python3 "$here/lossy_wire.py" xa xb "$drop" "$reorder" "$port" >"$T/wire" 2>&1 &
   wire=$!
   for _ in $(seq 50); do grep -q ready "$T/wire" && break; sleep 0.1; done
   before=$(kernel_tcp)
-  local a_cmd=(ip netns exec "$A" env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1
+  local a_cmd=(ip netns exec "$A" env "$preload" SLIPSTREAM_VMA_TCP=1
     VMA_STATS_FILE="$T/sf.%d" timeout 300 python3 "$here/both_ways.py" "$ours" "$addr" "$port"
     "$MIB" "$port")
   local b_cmd=(ip netns exec "$Z" timeout 300 python3 "$here/both_ways.py" "$theirs" "$addr"
@@ -81,12 +86,18 @@ run_case() {
     "${a_cmd[@]}" >"$T/a.out" 2>&1 || bad=1
     wait $srv || bad=1
   fi
-  local segs=$(($(kernel_tcp) - before))
+  segs=$(($(kernel_tcp) - before))
   kill -TERM $wire
   wait $wire
-  echo "  A (ours, $ours): $(grep -E 'sent|Error|error' "$T/a.out" | tail -1)"
+  echo "  A ($ours): $(grep -E 'sent|Error|error' "$T/a.out" | tail -1)"
   echo "  B (Linux, $theirs): $(grep -E 'sent|Error|error' "$T/b.out" | tail -1)"
   sed 's/^/  wire: /' "$T/wire" | grep forwarded
+}
+
+# run_case LABEL OURS(client|server) ADDR PORT DROP REORDER
+run_case() {
+  local label=$1 ours=$2 addr=$3 port=$4 drop=$5 reorder=$6 bad=0 segs
+  transfer "$ours" "$addr" "$port" "$drop" "$reorder" LD_PRELOAD="$LIB"
   has "$T/a.out" " intact " && has "$T/b.out" " intact " || bad=1
   [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
   # Both ways, the wire did what it was told.
@@ -110,6 +121,15 @@ run_case() {
     fi
   fi
   check "$label: $MIB MiB each way at once, drop $drop and reorder $reorder each way: intact both ways, A's kernel moved $segs TCP segments" $bad
+  [ -n "${WIRE_REFERENCE:-}" ] || return 0
+  ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control="$WIRE_REFERENCE" ||
+    { echo "  reference: A's kernel refused $WIRE_REFERENCE"; return 0; }
+  ip netns exec "$A" nstat -n
+  echo "  reference, A on its kernel's TCP ($WIRE_REFERENCE):"
+  bad=0
+  transfer "$ours" "$addr" "$port" "$drop" "$reorder" SLIPSTREAM_NONE=1
+  ip netns exec "$A" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPSackRecovery |
+    awk 'NR > 1 { printf "%s %s  ", $1, $2 } END { print "" }' | sed 's/^/  A\x27s kernel: /'
 }
 
 cases=${WIRE_CASES:-v4-client v6-server v4-reorder}  # a subset, to look at one
