@@ -19,7 +19,8 @@
 # kernel), offloads off: goodput under loss, with A's kernel on reno
 # (what libvma.so's default, VMA_TCP_CC_ALGO=0, NewReno, is) and on its
 # namespace's default (BBR on Debian 12's kernel: not loss-based, random
-# loss does not shrink its window); and iperf3 both ways at MTU 9000
+# loss does not shrink its window), then iperf3 -c with CUBIC on both
+# sides (VMA_TCP_CC_ALGO=1); and iperf3 both ways at MTU 9000
 # (offloads on). A run under the preload whose A
 # kernel moved 5 TCP segments or more is marked NOT-OFFLOADED.
 #
@@ -47,7 +48,7 @@ in_a() {
   local on=$1 before
   shift
   local pre=()
-  [ "$on" = 1 ] && pre=(env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1)
+  [ "$on" = 1 ] && pre=(env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1 ${OURS_CC:+VMA_TCP_CC_ALGO=$OURS_CC})
   before=$(kernel_tcp)
   ip netns exec "$A" timeout 60 "${pre[@]}" "$@"
   local rc=$?
@@ -60,7 +61,9 @@ iperf() {  # iperf ON DIR
   ip netns exec "$Z" iperf3 -s -1 -B $IPB -p 5201 >/dev/null 2>&1 &
   local srv=$!
   for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
-  in_a "$on" iperf3 -c $IPB -p 5201 -t "$TIME" $dir -J >"$T/iperf.json" 2>/dev/null
+  local cc=()  # a kernel row's congestion control by socket option (root may set any)
+  [ "$on" = 0 ] && [ -n "${KERNEL_CC:-}" ] && cc=(-C "$KERNEL_CC")
+  in_a "$on" iperf3 -c $IPB -p 5201 -t "$TIME" $dir "${cc[@]}" -J >"$T/iperf.json" 2>/dev/null
   wait $srv 2>/dev/null
   v=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["end"]["sum_received"]["bits_per_second"]/1e9))' "$T/iperf.json" 2>/dev/null)
   echo "${v:-0} $(note "$on")"
@@ -129,3 +132,8 @@ for cc in reno $own_cc; do
   for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R"; do row "$LOSS% loss, kernel $cc" "$t"; done
   [ "$own_cc" = reno ] && break
 done
+# CUBIC on both sides: A's kernel by TCP_CONGESTION, ours VMA_TCP_CC_ALGO=1.
+ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=$own_cc
+KERNEL_CC=cubic OURS_CC=1
+for t in "iperf3 -c:iperf:"; do row "$LOSS% loss, both cubic" "$t"; done
+unset KERNEL_CC OURS_CC
