@@ -237,7 +237,7 @@ stage "dependencies and plain build (gcc, -Werror)" 300 plain_build || {
   echo "0 passed, 1 failed, 0 skipped"
   exit 1
 }
-stage "make check (gcc)" 720 plain_check
+stage "make check (gcc)" 900 plain_check
 san_ok=0
 stage "sanitizer build (clang, ASan/UBSan/fuzzer)" 540 san_build && san_ok=1
 stage "guest; beside it TSan build, ASan/UBSan, fuzz" 1250 guest_and_beside
