@@ -39,6 +39,10 @@
 #      them all, A's kernel counter does not). A second socket added to
 #      a kernel epoll set the preload does not know (a raw syscall's) is
 #      handed back to the kernel (the log line) and its datagram seen.
+#  (g) MTU 9000 on both ends: datagrams longer than a ring frame (1800,
+#      4000, 8000 bytes; AF_XDP would drop them) reach the offloaded socket
+#      through its kernel twin, A's kernel counting exactly those; 100-byte
+#      ones through the rings.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_netns.sh
 set -u
@@ -266,6 +270,37 @@ has "$T/block" "^Rx Offload: [0-9]+ KB / ${got:-x} /" || bad=1
 has "$T/block" "^Tx Offload: [0-9]+ KB / ${sent:-x} /" || bad=1
 [ "${got:-0}" -gt 0 ] && [ $((after - before)) -lt "${got:-0}" ] || { echo "  the kernel received them"; bad=1; }
 check "epoll over an offloaded socket, a pipe and an eventfd: level, EPOLLET, EPOLLONESHOT, nested; idle epoll and recv sleep; all through the rings" $bad
+
+# (g) Jumbo datagrams.
+ip -n "$A" link set va mtu 9000 && ip -n "$Z" link set vb mtu 9000 || skip "MTU 9000 refused"
+port=$((port + 1))
+before=$(kernel_udp_in 4)
+ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug timeout 30 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(5)
+print("ready", flush=True)
+got = []
+while len(got) < 6:
+    got.append(len(s.recv(65536)))
+print("received", *sorted(got))' "$IP4" $port >"$T/out" 2>"$T/err" &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
+ip netns exec "$Z" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for n in (100, 1800, 4000, 8000, 100, 100):
+    s.sendto(bytes(n), (sys.argv[1], int(sys.argv[2])))' "$IP4" $port
+bad=0
+wait "${pids[-1]}" || { echo "  receiver: $(tail -3 "$T/err")"; bad=1; }
+after=$(kernel_udp_in 4)
+echo "  $(cat "$T/out" | tail -1); kernel UDP in A: $before -> $after"
+has "$T/out" "^received 100 100 100 1800 4000 8000$" || bad=1
+has "$T/err" "DEBUG: fd [0-9]+ \(udp port $port\): offloaded on 1 netdev" || bad=1
+[ $((after - before)) = 3 ] || bad=1
+check "MTU 9000: datagrams longer than a ring frame through the kernel twin, the rest on the rings, all received" $bad
+ip -n "$A" link set va mtu 1500 && ip -n "$Z" link set vb mtu 1500
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

@@ -52,6 +52,10 @@ struct {
 /* Set once kernel_conns has an entry: until then a TCP frame costs no
  * second lookup. */
 volatile __u32 kernel_conns_used = 0;
+/* The longest frame an XSK frame holds (0: not set). AF_XDP drops a
+ * longer one (no XDP_USE_SG); a UDP datagram that long goes to the
+ * kernel instead, where the socket's kernel twin receives it. */
+volatile __u32 frame_room = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -96,6 +100,8 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
   }
   if (*action == SS_FLOW_RING_CONNS && (!conn || !bpf_map_lookup_elem(&ring_conns, conn)))
     return count(SS_CNT_PASSED, XDP_PASS);
+  if (!conn && frame_room && ctx->data_end - ctx->data > frame_room)
+    return count(SS_CNT_TOO_LONG, XDP_PASS);
   int verdict = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
   return count(verdict == XDP_REDIRECT ? SS_CNT_REDIRECTED : SS_CNT_NO_SOCKET, verdict);
 }

@@ -49,7 +49,8 @@ enum ss_counter {
   SS_CNT_PASSED = 1,     /* not steered: to the kernel */
   SS_CNT_DROPPED = 2,    /* a SS_FLOW_DROP flow */
   SS_CNT_NO_SOCKET = 3,  /* steered, but no XSK on that queue: to the kernel */
-  SS_CNT_MAX = 4,
+  SS_CNT_TOO_LONG = 4,   /* a UDP frame longer than an XSK frame: to the kernel */
+  SS_CNT_MAX = 5,
 };
 
 /* One per bound port and per active TCP open: tens of thousands of

@@ -181,6 +181,11 @@ int Device::set_socket(uint32_t queue, int xsk_fd) {
   return 0;
 }
 
+void Device::set_frame_room(uint32_t room) {
+  volatile __u32& r = skel_->bss->frame_room;
+  if (r == 0 || room < r) r = room;  // the least of the sockets'
+}
+
 int Device::clear_socket(uint32_t queue) {
   if (bpf_map__delete_elem(skel_->maps.xsks, &queue, sizeof queue, 0)) return -errno;
   return 0;
@@ -240,6 +245,7 @@ int Device::counters(Counters* out) const {
   out->passed = sums[SS_CNT_PASSED];
   out->dropped = sums[SS_CNT_DROPPED];
   out->no_socket = sums[SS_CNT_NO_SOCKET];
+  out->too_long = sums[SS_CNT_TOO_LONG];
   return 0;
 }
 

@@ -42,6 +42,7 @@ struct Counters {
   uint64_t passed = 0;      // not steered: to the kernel
   uint64_t dropped = 0;     // flows with drop set
   uint64_t no_socket = 0;   // steered, no XSK on that queue: to the kernel
+  uint64_t too_long = 0;    // UDP frames longer than an XSK frame: to the kernel
 };
 
 class Device {
@@ -61,6 +62,9 @@ class Device {
 
   // The XSK serving rx queue `queue` (its descriptor), or none.
   int set_socket(uint32_t queue, int xsk_fd);
+  // An XSK frame holds `room` bytes of a frame: longer UDP frames go to
+  // the kernel (the least room of all the sockets counts).
+  void set_frame_room(uint32_t room);
   int clear_socket(uint32_t queue);
 
   // 0 or -errno (-ENOSPC when the table is full, -EINVAL bad protocol

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -59,6 +60,10 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
     return err;
   }
   q->steered_ = true;
+  // Where the kernel writes a frame: past its headroom and ours.
+  const size_t room =
+      cfg.pool->frame_size() - std::max<size_t>(cfg.pool->headroom(), XDP_PACKET_HEADROOM);
+  q->dev_->set_frame_room(static_cast<uint32_t>(room));
   if (cfg.recycle_into_fill) {
     cfg.pool->set_recycler(q.get());
     q->recycling_ = true;
