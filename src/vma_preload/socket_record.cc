@@ -295,19 +295,23 @@ int SocketRecord::listen_tcp(int backlog) {
   // from the kernel's listen.
   sockaddr_storage local{};
   socklen_t llen = sizeof local;
-  const bool bound =
-      interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0 &&
-      wire_addr(reinterpret_cast<sockaddr*>(&local), llen).port != 0;
+  const auto name = [&] {
+    llen = sizeof local;
+    return interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0;
+  };
+  const bool bound = name() && wire_addr(reinterpret_cast<sockaddr*>(&local), llen).port != 0;
   std::unique_ptr<TcpListen> made;
   bool wanted = false;
-  if (bound) wanted = make_tcp_listener(backlog, &made);
+  if (bound) wanted = make_tcp_listener(backlog, reinterpret_cast<sockaddr*>(&local), llen, &made);
   if (interpose::real().listen(fd, backlog) < 0) {
     const int err = errno;
     made.reset();  // its listeners close, what they took reset
     errno = err;
     return -1;
   }
-  if (!bound) wanted = make_tcp_listener(backlog, &made);
+  if (!bound)
+    wanted = make_tcp_listener(backlog, name() ? reinterpret_cast<sockaddr*>(&local) : nullptr,
+                               llen, &made);
   tcp_settled_.store(true, std::memory_order_release);
   if (!wanted) return 0;
   if (!made) {
@@ -320,14 +324,12 @@ int SocketRecord::listen_tcp(int backlog) {
   return 0;
 }
 
-bool SocketRecord::make_tcp_listener(int backlog, std::unique_ptr<TcpListen>* out) {
+bool SocketRecord::make_tcp_listener(int backlog, const sockaddr* local, socklen_t llen,
+                                     std::unique_ptr<TcpListen>* out) {
   bool wanted = false;
   interpose::edge_quiet("listen", fd, [&] {
-    sockaddr_storage local{};
-    socklen_t llen = sizeof local;
-    if (interpose::real().getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0)
-      if (const Decision d = decide_tcp_listen(reinterpret_cast<sockaddr*>(&local), llen);
-          d.wanted == Transport::kOs) {
+    if (local)
+      if (const Decision d = decide_tcp_listen(local, llen); d.wanted == Transport::kOs) {
         SS_DEBUG("listen fd %d: kernel (%s)", fd, d.why);
         return;
       }

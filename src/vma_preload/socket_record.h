@@ -177,9 +177,11 @@ struct SocketRecord final : Pollable {
     }
     return interpose::handler_over_busy() ? nullptr : part.load(std::memory_order_acquire);
   }
-  // Under offload_mu_: whether listening was decided "vma" (false:
-  // logged why not) and, if so, the listeners made (null: none could be).
-  bool make_tcp_listener(int backlog, std::unique_ptr<TcpListen>* out);
+  // Under offload_mu_, for the socket's address `local` (null: not
+  // known): whether listening was decided "vma" (false: logged why not)
+  // and, if so, the listeners made (null: none could be).
+  bool make_tcp_listener(int backlog, const sockaddr* local, socklen_t llen,
+                         std::unique_ptr<TcpListen>* out);
   std::mutex offload_mu_;
   bool offload_tried_ = false;                   // under offload_mu_
   std::unique_ptr<UdpOffload> offload_owner_;    // under offload_mu_

@@ -342,7 +342,7 @@ check "Python echo server in A: a Linux client's 1 MB echoed, accepted on the ri
 # kernel socket: the other order gave a fresh process's first clients
 # to the kernel while its rings were made). A's kernel refuses the
 # earlier SYNs; its passive opens must not grow.
-passive() { ip netns exec "$A" nstat -az TcpPassiveOpens | awk '$1 == "TcpPassiveOpens" {print $2}'; }
+passive() { ip netns exec "$A" nstat -asz TcpPassiveOpens | awk '$1 == "TcpPassiveOpens" {print $2}'; }
 p0=$(passive)
 ip netns exec "$Z" timeout 30 python3 -c '
 import socket, sys, time

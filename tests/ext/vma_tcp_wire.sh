@@ -124,12 +124,18 @@ run_case() {
   [ -n "${WIRE_REFERENCE:-}" ] || return 0
   ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control="$WIRE_REFERENCE" ||
     { echo "  reference: A's kernel refused $WIRE_REFERENCE"; return 0; }
-  ip netns exec "$A" nstat -n
   echo "  reference, A on its kernel's TCP ($WIRE_REFERENCE):"
+  a_counts >"$T/before"
   bad=0
-  transfer "$ours" "$addr" "$port" "$drop" "$reorder" SLIPSTREAM_NONE=1
-  ip netns exec "$A" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPSackRecovery |
-    awk 'NR > 1 { printf "%s %s  ", $1, $2 } END { print "" }' | sed 's/^/  A\x27s kernel: /'
+  transfer "$ours" "$addr" "$port" "$drop" "$reorder" LD_PRELOAD=
+  a_counts | awk 'NR == FNR { b[$1] = $2; next } { printf "%s %d  ", $1, $2 - b[$1] }
+    END { print "" }' "$T/before" - | sed 's/^/  A\x27s kernel: /'
+}
+# A's kernel counters the reference reports, absolute (nstat -s: no
+# history file written).
+a_counts() {
+  ip netns exec "$A" nstat -asz TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPSackRecovery |
+    awk 'NR > 1 { print $1, $2 }'
 }
 
 cases=${WIRE_CASES:-v4-client v6-server v4-reorder}  # a subset, to look at one

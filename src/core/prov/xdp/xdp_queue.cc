@@ -53,6 +53,11 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
         q->ifname_, cfg.queue_id, strerror(-err));
     return err;
   }
+  // Where the kernel writes a frame: past its headroom and ours. Known to
+  // the program before a frame can reach the socket.
+  const size_t room =
+      cfg.pool->frame_size() - std::max<size_t>(cfg.pool->headroom(), XDP_PACKET_HEADROOM);
+  q->dev_->set_frame_room(static_cast<uint32_t>(room));
   err = q->dev_->set_socket(cfg.queue_id, xsk_socket__fd(q->xsk_));
   if (err) {
     SS_WARN("xdp: %s queue %u: cannot steer to the socket: %s", q->ifname_, cfg.queue_id,
@@ -60,10 +65,6 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
     return err;
   }
   q->steered_ = true;
-  // Where the kernel writes a frame: past its headroom and ours.
-  const size_t room =
-      cfg.pool->frame_size() - std::max<size_t>(cfg.pool->headroom(), XDP_PACKET_HEADROOM);
-  q->dev_->set_frame_room(static_cast<uint32_t>(room));
   if (cfg.recycle_into_fill) {
     cfg.pool->set_recycler(q.get());
     q->recycling_ = true;
