@@ -182,6 +182,22 @@ class TcpRing : public sstest::RingRig {
     EXPECT_EQ(out, "") << "a's kernel has a TCP socket on port " << port;
   }
 
+  // What a failed connection's end tells: its error, the resets each way,
+  // the frames the program gave a's kernel, and both kernels' resets.
+  std::string why_ended(Socket* s) {
+    uint8_t b;
+    const ssize_t r = tcp_->recv(s, {&b, 1}, true);  // peeks: -errno once failed
+    const ss::net::tcp::Counters c = tcp_->connection_counters(s);
+    ss::prov::xdp::Counters x;
+    ss::prov::xdp::counters(NetnsPair::kIfA, &x);
+    const std::string rsts = "nstat -asz TcpOutRsts TcpExtTCPAbortOnData | tr -s ' \\n' ' '";
+    return "state " + std::to_string(static_cast<int>(tcp_->state(s))) + ", recv " +
+           std::to_string(r) + ", RSTs in " + std::to_string(c.rst_in) + " out " +
+           std::to_string(c.rst_out) + "; frames to a's kernel " + std::to_string(x.passed) +
+           ", of them steered with no XSK " + std::to_string(x.no_socket) + "; a's kernel: " +
+           sstest::output(rsts) +
+           "; b's kernel: " + sstest::output("ip netns exec " + ns_->name_b() + " " + rsts);
+  }
   // Linux's listener in b on peer:kLinuxPort, or -1.
   int linux_listener(const char* peer) {
     const IpAddr ip = IpAddr::parse(peer);
@@ -204,17 +220,27 @@ class TcpRing : public sstest::RingRig {
     const int lfd = linux_listener(peer);
     ASSERT_GE(lfd, 0);
     std::atomic<size_t> echoed{0};
+    std::string echo_end;  // why Linux's end stopped, for a failure's message
     std::thread echo([&] {  // Linux's end: echoes until our FIN, then closes
       const int c = accept(lfd, nullptr, nullptr);
-      if (c < 0) return;
+      if (c < 0) {
+        echo_end = std::string("accept: ") + strerror(errno);
+        return;
+      }
       const timeval bound{30, 0};  // our FIN never came: the test fails, not hangs
       setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
       char buf[65536];
       ssize_t n;
       while ((n = read(c, buf, sizeof buf)) > 0) {
-        if (write(c, buf, static_cast<size_t>(n)) != n) break;
+        const ssize_t w = write(c, buf, static_cast<size_t>(n));
+        if (w != n) {
+          echo_end = "write " + std::to_string(w) + " of " + std::to_string(n) + ": " +
+                     strerror(errno);
+          break;
+        }
         echoed += static_cast<size_t>(n);
       }
+      if (n <= 0) echo_end = n == 0 ? "read: end of stream" : std::string("read: ") + strerror(errno);
       socklen_t len = sizeof linux_info_;
       getsockopt(c, IPPROTO_TCP, TCP_INFO, &linux_info_, &len);
       close(c);
@@ -253,7 +279,8 @@ class TcpRing : public sstest::RingRig {
           const ss::net::tcp::Counters c = tcp_->connection_counters(s);
           return off + back.size() + c.segs_out + c.segs_in;
         }));
-    EXPECT_TRUE(back == out) << "echoed " << back.size() << " of " << out.size() << " bytes";
+    EXPECT_TRUE(back == out) << "echoed " << back.size() << " of " << out.size() << " bytes; "
+                             << why_ended(s);
     EXPECT_EQ(tcp_->shutdown_write(s), 0);
     EXPECT_EQ(recv_all(s).size(), 0u) << "bytes past the echo";  // Linux's FIN after ours
     if (tcp_->state(s) != State::kTimeWait) {
@@ -265,7 +292,7 @@ class TcpRing : public sstest::RingRig {
       pump_until([&] { return tcp_->state(s) == State::kTimeWait; });  // the FIN's last tries
     }
     echo.join();
-    EXPECT_EQ(echoed.load(), bytes);
+    EXPECT_EQ(echoed.load(), bytes) << "Linux's end: " << echo_end;
     const ss::net::tcp::Counters c = tcp_->connection_counters(s);
     EXPECT_GE(redirected() - redirected0, c.segs_in)
         << "segments that did not come through the rings";
