@@ -143,7 +143,10 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   net::tcp::Stack::Config tc;
   tc.steering = r->steering.get();
   tc.tx = r->frames.get();
-  tc.rx_frame_max = r->depth.frame_size - XDP_PACKET_HEADROOM;  // where the kernel writes a frame
+  // Where the kernel writes a frame; a multi-buffer ring takes a segment
+  // over several (the MSS announced then follows the MTU alone).
+  if (!(cfg.rings.front().queue->caps() & prov::kRingCapRxChained))
+    tc.rx_frame_max = r->depth.frame_size - XDP_PACKET_HEADROOM;
   // A copying tx ring makes an skb of each frame anyway: a packet socket
   // with GSO makes one of each burst.
   const bool copies = !(cfg.rings.front().queue->caps() & prov::kRingCapZeroCopy);

@@ -89,11 +89,17 @@ NetnsPair::~NetnsPair() {
   run("ip netns del " + b_);
 }
 
-int NetnsPair::socket_in_b(int type, int family, int protocol) const {
+int NetnsPair::in_b(const std::function<int()>& f) const {
   if (setns(ns_b_, CLONE_NEWNET) != 0) return -1;
-  const int fd = socket(family, type | SOCK_CLOEXEC, protocol);
+  const int rc = f();
+  const int err = errno;
   setns(ns_a_, CLONE_NEWNET);
-  return fd;
+  errno = err;
+  return rc;
+}
+
+int NetnsPair::socket_in_b(int type, int family, int protocol) const {
+  return in_b([&] { return socket(family, type | SOCK_CLOEXEC, protocol); });
 }
 
 bool NetnsPair::mac_b(uint8_t out[6]) const { return read_mac(socket_in_b(SOCK_DGRAM), kIfB, out); }

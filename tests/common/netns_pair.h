@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace sstest {
@@ -34,6 +35,9 @@ class NetnsPair {
 
   // A socket made in namespace b (the thread stays in a), or -1.
   int socket_in_b(int type, int family = AF_INET, int protocol = 0) const;
+  // f() run with the thread in namespace b, then back in a; -1 (errno
+  // set) when it cannot enter b.
+  int in_b(const std::function<int()>& f) const;
   // xb's MAC address, read in b; xa's, read in a.
   bool mac_b(uint8_t out[6]) const;
   bool mac_a(uint8_t out[6]) const;

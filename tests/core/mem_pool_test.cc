@@ -217,6 +217,54 @@ TEST(BufferChainTest, SharedFramesCannotBeRelinked) {
   EXPECT_EQ(p->free_count(), 8u);
 }
 
+// A TCP segment over several frames trimmed as one: its front already
+// seen, its back beyond the window.
+TEST(BufferChainTest, PullAndTruncateAcrossFrames) {
+  auto p = make_pool(64, 8, 1);
+  ASSERT_TRUE(p);
+  auto chain = [&] {  // 10 + 20 + 30 bytes
+    Buffer a = p->get(), b = p->get(), c = p->get();
+    a.set_size(10);
+    b.set_size(20);
+    c.set_size(30);
+    EXPECT_EQ(a.append(std::move(b)), 0);
+    EXPECT_EQ(a.append(std::move(c)), 0);
+    return a;
+  };
+  Buffer a = chain();
+  void* second = a.next().frame();
+  EXPECT_EQ(a.chain_pull_head(61), -EINVAL);
+  ASSERT_EQ(a.chain_pull_head(15), 0);  // the first frame let go, 5 of the second
+  EXPECT_EQ(a.frame(), second);
+  EXPECT_EQ(a.size(), 15u);
+  EXPECT_EQ(a.chain_size(), 45u);
+  EXPECT_EQ(p->free_count(), 6u);
+  ASSERT_EQ(a.chain_truncate(20), 0);  // the third frame keeps 5
+  EXPECT_EQ(a.chain_size(), 20u);
+  EXPECT_EQ(a.next().size(), 5u);
+  ASSERT_EQ(a.chain_truncate(15), 0);  // exactly the head: the rest let go
+  EXPECT_FALSE(a.next());
+  EXPECT_EQ(p->free_count(), 7u);
+  EXPECT_EQ(a.chain_truncate(16), -EINVAL);
+  a.reset();
+
+  Buffer b = chain();
+  ASSERT_EQ(b.chain_pull_head(30), 0);  // two whole frames: the third's whole view
+  EXPECT_EQ(b.size(), 30u);
+  ASSERT_EQ(b.chain_pull_head(30), 0);  // all of it: an empty view, still held
+  EXPECT_EQ(b.chain_size(), 0u);
+  b.reset();
+
+  Buffer c = chain();
+  Buffer held = c.share();
+  EXPECT_EQ(c.chain_pull_head(10), -EBUSY);  // the head has another holder
+  EXPECT_EQ(c.chain_truncate(5), -EBUSY);
+  EXPECT_EQ(c.chain_size(), 60u);
+  held.reset();
+  c.reset();
+  EXPECT_EQ(p->free_count(), 8u);
+}
+
 TEST(BufferRawTest, GivenBackOnceThenRefused) {
   auto p = make_pool(2048, 8, 1, 64);
   ASSERT_TRUE(p);

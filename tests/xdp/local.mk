@@ -37,7 +37,16 @@ udp_ring_tests_LDFLAGS = $(RING_RIG_OBJECTS) $(AM_LDFLAGS)
 EXTRA_udp_ring_tests_DEPENDENCIES = $(RING_RIG_OBJECTS)
 udp_ring_tests_LDADD = $(RING_RIG_LIBS)
 tcp_ring_tests_SOURCES = $(RING_RIG_SOURCES) tests/xdp/tcp_ring_test.cc
-tcp_ring_tests_CPPFLAGS = $(libslipstream_xdp_la_CPPFLAGS)
+# Loss on the wire from b (tests/xdp/lose.bpf.c), compiled as the
+# steering program is.
+tcp_ring_tests_CPPFLAGS = $(libslipstream_xdp_la_CPPFLAGS) \
+	-DSS_LOSE_OBJ='"$(abs_top_builddir)/tests/xdp/lose.bpf.o"'
+EXTRA_DIST += tests/xdp/lose.bpf.c
+CLEANFILES += tests/xdp/lose.bpf.o
+$(tcp_ring_tests_OBJECTS): tests/xdp/lose.bpf.o
+tests/xdp/lose.bpf.o: $(top_srcdir)/tests/xdp/lose.bpf.c
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && \
+	$(BPF_CLANG) -O2 -g -target bpf $(BPF_CPPFLAGS) -Wall -Wextra $(WERROR_FLAGS) -c $< -o $@
 tcp_ring_tests_LDFLAGS = $(RING_RIG_OBJECTS) $(AM_LDFLAGS)
 EXTRA_tcp_ring_tests_DEPENDENCIES = $(RING_RIG_OBJECTS)
 tcp_ring_tests_LDADD = $(RING_RIG_LIBS)

@@ -8,6 +8,8 @@
 // the segments each way dropped at random (nft in b) and repaired. Needs
 // root: without it the binary exits 77 (skipped) and says why.
 #include <arpa/inet.h>
+#include <bpf/libbpf.h>
+#include <bpf/bpf.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -61,7 +63,8 @@ class TcpRing : public sstest::RingRig {
       EXPECT_EQ(
           ss::net::PacketTx::open(static_cast<int>(if_nametoindex(NetnsPair::kIfA)), &packets_), 0);
       c.packets = packets_.get();
-      c.rx_frame_max = 2048 - XDP_PACKET_HEADROOM;  // the rig's frames, as libvma.so's
+      if (!multi_buffer())  // the rig's frames bound the MSS, as libvma.so's
+        c.rx_frame_max = 2048 - XDP_PACKET_HEADROOM;
     }
     EXPECT_EQ(Stack::create(c, &tcp_), 0);
     return tcp_.get();
@@ -72,6 +75,8 @@ class TcpRing : public sstest::RingRig {
   }
   // Segments leave through a packet socket, merged for GSO (TcpRingGso).
   virtual bool gso() const { return false; }
+  // The rings take a packet over several frames (XDP_USE_SG).
+  bool multi_buffer() const { return queues_.front().queue->caps() & ss::prov::kRingCapRxChained; }
 
   // One turn of what a face's calls and service thread do: the rings
   // read (TCP segments go to the stack), the timers due fired, then a
@@ -194,8 +199,8 @@ class TcpRing : public sstest::RingRig {
     return "state " + std::to_string(static_cast<int>(tcp_->state(s))) + ", recv " +
            std::to_string(r) + ", RSTs in " + std::to_string(c.rst_in) + " out " +
            std::to_string(c.rst_out) + "; frames to a's kernel " + std::to_string(x.passed) +
-           ", of them steered with no XSK " + std::to_string(x.no_socket) + "; a's kernel: " +
-           sstest::output(rsts) +
+           ", of them steered with no XSK " + std::to_string(x.no_socket) +
+           "; a's kernel: " + sstest::output(rsts) +
            "; b's kernel: " + sstest::output("ip netns exec " + ns_->name_b() + " " + rsts);
   }
   // Linux's listener in b on peer:kLinuxPort, or -1.
@@ -220,7 +225,7 @@ class TcpRing : public sstest::RingRig {
     const int lfd = linux_listener(peer);
     ASSERT_GE(lfd, 0);
     std::atomic<size_t> echoed{0};
-    std::string echo_end;  // why Linux's end stopped, for a failure's message
+    std::string echo_end;   // why Linux's end stopped, for a failure's message
     std::thread echo([&] {  // Linux's end: echoes until our FIN, then closes
       const int c = accept(lfd, nullptr, nullptr);
       if (c < 0) {
@@ -234,13 +239,14 @@ class TcpRing : public sstest::RingRig {
       while ((n = read(c, buf, sizeof buf)) > 0) {
         const ssize_t w = write(c, buf, static_cast<size_t>(n));
         if (w != n) {
-          echo_end = "write " + std::to_string(w) + " of " + std::to_string(n) + ": " +
-                     strerror(errno);
+          echo_end =
+              "write " + std::to_string(w) + " of " + std::to_string(n) + ": " + strerror(errno);
           break;
         }
         echoed += static_cast<size_t>(n);
       }
-      if (n <= 0) echo_end = n == 0 ? "read: end of stream" : std::string("read: ") + strerror(errno);
+      if (n <= 0)
+        echo_end = n == 0 ? "read: end of stream" : std::string("read: ") + strerror(errno);
       socklen_t len = sizeof linux_info_;
       getsockopt(c, IPPROTO_TCP, TCP_INFO, &linux_info_, &len);
       close(c);
@@ -305,8 +311,9 @@ class TcpRing : public sstest::RingRig {
     close(lfd);
   }
 
-  // Drops per mille of the segments to and from port in b, at random
-  // (nft's numgen: tc's netem is not in this kernel).
+  // Drops per mille of the segments to port in b and of those b sends,
+  // at random: ours at b's input (nft's numgen: tc's netem is not in this
+  // kernel), b's on the wire after its TCP sent them (lose.bpf.c).
   void lose_in_b(uint16_t port, int per_mille) {
     const std::string nft = "ip netns exec " + ns_->name_b() + " nft ";
     const std::string drop =
@@ -314,16 +321,31 @@ class TcpRing : public sstest::RingRig {
     ASSERT_EQ(sstest::run(nft + "add table inet loss"), 0);
     ASSERT_EQ(sstest::run(nft + "'add chain inet loss in { type filter hook input priority 0; }'"),
               0);
-    ASSERT_EQ(
-        sstest::run(nft + "'add chain inet loss out { type filter hook output priority 0; }'"), 0);
     // Our segments with data apart (its counter: dropped_data_to_b).
     for (const char* len : {" meta length > 100", " meta length <= 100"})
       ASSERT_EQ(sstest::run(nft + "'add rule inet loss in tcp dport " + std::to_string(port) + len +
                             drop + "'"),
                 0);
-    ASSERT_EQ(
-        sstest::run(nft + "'add rule inet loss out tcp sport " + std::to_string(port) + drop + "'"),
-        0);
+    ASSERT_NO_FATAL_FAILURE(lose_from_b(static_cast<uint32_t>(per_mille)));
+  }
+  void lose_from_b(uint32_t per_mille) {
+    bpf_object* obj = bpf_object__open_file(SS_LOSE_OBJ, nullptr);
+    ASSERT_NE(obj, nullptr) << SS_LOSE_OBJ << ": " << strerror(errno);
+    lose_.reset(obj);
+    bpf_map* rodata = bpf_object__find_map_by_name(obj, ".rodata");
+    ASSERT_NE(rodata, nullptr);
+    ASSERT_EQ(bpf_map__set_initial_value(rodata, &per_mille, sizeof per_mille), 0);
+    ASSERT_EQ(bpf_object__load(obj), 0) << strerror(errno);
+    const int prog = bpf_program__fd(bpf_object__find_program_by_name(obj, "ss_lose"));
+    const int rc = ns_->in_b([&] {
+      LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = static_cast<int>(if_nametoindex(NetnsPair::kIfB)),
+                  .attach_point = BPF_TC_EGRESS);
+      const int err = bpf_tc_hook_create(&hook);
+      if (err && err != -EEXIST) return err;
+      LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog);
+      return bpf_tc_attach(&hook, &opts);  // gone with b's namespace
+    });
+    ASSERT_EQ(rc, 0) << "tc egress program on " << NetnsPair::kIfB << ": " << strerror(-rc);
   }
   // The segments those rules dropped.
   uint64_t dropped_in_b() {
@@ -332,6 +354,14 @@ class TcpRing : public sstest::RingRig {
     uint64_t n = 0;
     for (size_t at = 0; (at = out.find("packets ", at)) != std::string::npos; at += 8)
       n += std::stoull(out.substr(at + 8));
+    return n + dropped_from_b();
+  }
+  // b's frames lost on the wire (a GSO burst is one).
+  uint64_t dropped_from_b() {
+    bpf_map* bss = lose_ ? bpf_object__find_map_by_name(lose_.get(), ".bss") : nullptr;
+    const uint32_t zero = 0;
+    uint64_t n = 0;
+    if (bss) bpf_map_lookup_elem(bpf_map__fd(bss), &zero, &n);
     return n;
   }
   // Those of ours that carried data: what we must send again.
@@ -343,6 +373,10 @@ class TcpRing : public sstest::RingRig {
     return at == std::string::npos ? 0 : std::stoull(out.substr(at + 8));
   }
 
+  struct CloseObject {
+    void operator()(bpf_object* o) const { bpf_object__close(o); }
+  };
+  std::unique_ptr<bpf_object, CloseObject> lose_;  // lose_from_b's program
   std::unique_ptr<ss::net::PacketTx> packets_;
   std::unique_ptr<Stack> tcp_;
   ss::net::tcp::Counters last_;  // client_to_linux's connection at its end
@@ -524,9 +558,10 @@ TEST_F(TcpRingGso, OurClientTalksToLinuxOverIpv6) {
   expect_merged();
 }
 
-// At MTU 9000 the packet socket sends segments of the path's MTU while
-// the MSS we announce fits the rings' 2 KiB frames: Linux's end sees
-// segments larger than a frame arrive and sends none larger than one.
+// At MTU 9000 the packet socket sends segments of the path's MTU. Rings
+// bound with multi-buffer AF_XDP (Linux 6.6) take Linux's segments of the
+// MTU too, each over several frames; without it the MSS we announce fits
+// the rings' 2 KiB frames and Linux sends none larger than one.
 class TcpRingJumbo : public TcpRingGso {
  protected:
   void SetUp() override {
@@ -535,13 +570,37 @@ class TcpRingJumbo : public TcpRingGso {
   }
 };
 
-TEST_F(TcpRingJumbo, SegmentsOfTheMtuOutOfAFrameIn) {
+TEST_F(TcpRingJumbo, SegmentsOfTheMtuBothWays) {
   client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 4 << 20);
   expect_merged();
   std::printf("MTU 9000: Linux received segments of up to %u bytes, sends %u\n",
               linux_info_.tcpi_rcv_mss, linux_info_.tcpi_snd_mss);
   EXPECT_GT(linux_info_.tcpi_rcv_mss, 2048u) << "no segment larger than a frame";
-  EXPECT_LE(linux_info_.tcpi_snd_mss, 2048u - XDP_PACKET_HEADROOM - 14 - 20 - 20);
+  const uint64_t linked = stack_->rx_counters().tcp_linked;
+  std::printf("%s rings: %lu segments in over several frames\n",
+              multi_buffer() ? "multi-buffer" : "single-buffer", (unsigned long)linked);
+  if (multi_buffer()) {
+    EXPECT_GT(linux_info_.tcpi_snd_mss, 2048u) << "Linux sent no segment larger than a frame";
+    EXPECT_GT(linked, 0u);
+  } else {
+    EXPECT_LE(linux_info_.tcpi_snd_mss, 2048u - XDP_PACKET_HEADROOM - 14 - 20 - 20);
+    EXPECT_EQ(linked, 0u);
+  }
+}
+
+// Loss of segments of the MTU: held out of order and trimmed a frame at a
+// time where they span several.
+TEST_F(TcpRingJumbo, LossBothWaysIsRepaired) {
+  if (sstest::run("command -v nft >/dev/null") != 0) GTEST_SKIP() << "no nft (nftables)";
+  ASSERT_NO_FATAL_FAILURE(lose_in_b(kLinuxPort, 50));
+  client_to_linux(NetnsPair::kIpA, NetnsPair::kIpB, 4 << 20);
+  std::printf(
+      "MTU 9000, 5%% loss each way (%lu dropped): %lu segments in (%lu over several "
+      "frames), %lu out, %lu sent again, %lu out of order\n",
+      (unsigned long)dropped_in_b(), (unsigned long)last_.segs_in,
+      (unsigned long)stack_->rx_counters().tcp_linked, (unsigned long)last_.segs_out,
+      (unsigned long)last_.retrans_segs, (unsigned long)last_.ooo_segs);
+  EXPECT_GT(dropped_in_b(), 0u) << "nft dropped nothing";
 }
 
 // b's nft sees a merged packet whole (veth hands it over uncut): 5% of

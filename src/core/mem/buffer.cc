@@ -47,6 +47,37 @@ size_t Buffer::chain_size() const {
   return n;
 }
 
+int Buffer::chain_pull_head(size_t n) {
+  if (!d_ || n > chain_size()) return -EINVAL;
+  while (d_->next && n >= len_) {
+    Buffer rest;
+    if (const int err = unchain(&rest)) return err;
+    n -= len_;
+    *this = std::move(rest);
+  }
+  return pull_head(n);
+}
+
+int Buffer::chain_truncate(size_t n) {
+  if (!d_ || n > chain_size()) return -EINVAL;
+  // The frame the kept bytes end in, and its view's length in its handle
+  // or in the link to it.
+  detail::FrameDesc* end = d_;
+  uint32_t* end_len = &len_;
+  while (n > *end_len) {
+    n -= *end_len;
+    end_len = &end->next_len;
+    end = end->next;
+  }
+  if (end->next) {
+    if (end->refs.load(std::memory_order_acquire) != 1) return -EBUSY;
+    Buffer cut(end->next, end->next_off, end->next_len);  // adopts the link's reference
+    end->next = nullptr;
+  }
+  *end_len = static_cast<uint32_t>(n);
+  return 0;
+}
+
 void* Buffer::into_raw() {
   if (!d_) return nullptr;
   void* p = data();

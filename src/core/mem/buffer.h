@@ -108,13 +108,19 @@ class Buffer {
   // chain; tail's reference moves into the link. -EINVAL for an empty
   // handle, -EBUSY unless the last frame and tail each have a single holder
   // (so no chain is changed under another holder and no loop can form).
-  int append(Buffer&& tail);
+  SS_API int append(Buffer&& tail);
   // A new handle on the next frame of the packet (empty at the end).
   SS_API Buffer next() const;
   // Moves the rest of the chain out into *rest: -EBUSY if this frame is shared.
   int unchain(Buffer* rest);
   // Bytes in this view and every linked one.
   size_t chain_size() const;
+  // The chain less its first n bytes: leading frames emptied are let go
+  // (the next becomes this handle's). Its last n bytes kept: frames past
+  // them are let go. -EINVAL past the chain's end, -EBUSY when a frame to
+  // unlink has another holder.
+  int chain_pull_head(size_t n);
+  int chain_truncate(size_t n);
 
   // Lends this reference out as data(), for an application or a device that
   // knows only pointers; the handle becomes empty. Pool::from_raw takes the

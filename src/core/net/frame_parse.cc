@@ -59,7 +59,9 @@ R parse_l4(uint8_t proto, std::span<const uint8_t> ip, ParsedFrame* out) {
   return R::kAccepted;
 }
 
-R parse_ipv4(std::span<const uint8_t> l3, ParsedFrame* out, bool take_tcp) {
+// linked: bytes past l3's end in linked frames (the IP length covers them
+// exactly: no padding on a frame that long).
+R parse_ipv4(std::span<const uint8_t> l3, ParsedFrame* out, bool take_tcp, size_t linked) {
   if (l3.size() < kIpv4MinHeaderLen) return R::kTruncatedIp;
   const Ipv4View h{l3.data()};
   if (h.version() != 4) return R::kBadIpVersion;
@@ -71,32 +73,35 @@ R parse_ipv4(std::span<const uint8_t> l3, ParsedFrame* out, bool take_tcp) {
   if (c.sum() != 0xffff) return R::kBadIpChecksum;
   const size_t total = h.total_len();
   if (total < hlen) return R::kBadIpLength;
-  if (total > l3.size()) return R::kIpLengthPastFrame;  // shorter: Ethernet padding
+  if (total > l3.size() + linked) return R::kIpLengthPastFrame;  // shorter: Ethernet padding
+  if (linked && total != l3.size() + linked) return R::kBadIpLength;
   if (h.is_fragment()) return R::kIpv4Fragment;
   if (!wanted(h.protocol(), take_tcp)) return R::kNotUdp;
   take_ip(out->fields, 4, h.src(), h.dst(), h.ttl(), h.tos());
   out->fields.ip_id = h.id();
   out->fields.dont_fragment = h.frag() & kIpv4FlagDf;
-  return parse_l4(h.protocol(), l3.subspan(hlen, total - hlen), out);
+  return parse_l4(h.protocol(), l3.subspan(hlen, total - hlen - linked), out);
 }
 
-R parse_ipv6(std::span<const uint8_t> l3, ParsedFrame* out, bool take_tcp) {
+R parse_ipv6(std::span<const uint8_t> l3, ParsedFrame* out, bool take_tcp, size_t linked) {
   if (l3.size() < kIpv6HeaderLen) return R::kTruncatedIp;
   const Ipv6View h{l3.data()};
   if (h.version() != 6) return R::kBadIpVersion;
   const size_t len = h.payload_len();
-  if (len > l3.size() - kIpv6HeaderLen) return R::kIpLengthPastFrame;
+  if (len > l3.size() + linked - kIpv6HeaderLen) return R::kIpLengthPastFrame;
+  if (linked && len != l3.size() + linked - kIpv6HeaderLen) return R::kBadIpLength;
   if (h.next_header() == kIpv6NextFragment) return R::kIpv6Fragment;
   if (ipv6_is_extension_header(h.next_header())) return R::kIpv6ExtensionHeader;
   if (!wanted(h.next_header(), take_tcp)) return R::kNotUdp;
   take_ip(out->fields, 6, h.src(), h.dst(), h.hop_limit(), h.traffic_class());
   out->fields.flow_label = h.flow_label();
-  return parse_l4(h.next_header(), l3.subspan(kIpv6HeaderLen, len), out);
+  return parse_l4(h.next_header(), l3.subspan(kIpv6HeaderLen, len - linked), out);
 }
 
 }  // namespace
 
-FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out, bool take_tcp) {
+FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out, bool take_tcp,
+                        size_t linked) {
   *out = ParsedFrame{};
   if (frame.size() < kEthHeaderLen) return R::kTruncatedEthernet;
   const EthView e{frame.data()};
@@ -105,9 +110,9 @@ FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out, bool t
   const std::span<const uint8_t> l3 = frame.subspan(kEthHeaderLen);
   switch (e.type()) {
     case kEtherTypeIpv4:
-      return parse_ipv4(l3, out, take_tcp);
+      return parse_ipv4(l3, out, take_tcp, linked);
     case kEtherTypeIpv6:
-      return parse_ipv6(l3, out, take_tcp);
+      return parse_ipv6(l3, out, take_tcp, linked);
     case kEtherTypeVlan:
     case kEtherTypeQinQ:
       return R::kVlan;

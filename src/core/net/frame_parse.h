@@ -21,7 +21,11 @@ struct ParsedFrame {
 
 // kAccepted with *out filled, or why not (frame_verdict: to the kernel or
 // drop); *out is unspecified then. take_tcp: a TCP segment is accepted
-// too (else it is kNotUdp, for the kernel).
-FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out, bool take_tcp = false);
+// too (else it is kNotUdp, for the kernel). linked: bytes of the packet
+// in frames linked after this one (a multi-buffer ring's jumbo frame);
+// then the IP length must end exactly there, and payload is the part in
+// this frame.
+FrameReason parse_frame(std::span<const uint8_t> frame, ParsedFrame* out, bool take_tcp = false,
+                        size_t linked = 0);
 
 }  // namespace ss::net

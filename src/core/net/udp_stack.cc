@@ -323,14 +323,23 @@ UdpEndpoint* UdpStack::find_locked(const FrameFields& f) const {
 
 void UdpStack::deliver_locked(Buffer&& frame, Spill* out) {
   std::vector<Buffer>* drop = &out->drop;
-  if (frame.next()) {  // a provider with kRingCapChained: one frame's UDP only, for now
+  // A packet over linked frames (a multi-buffer ring's jumbo frame): TCP
+  // takes it; a UDP datagram must fit a frame (the steering program
+  // gives longer ones to the kernel).
+  const size_t linked = frame.chain_size() - frame.size();
+  if (linked && !cfg_.tcp) {
     rx_.chained++;
     drop->push_back(std::move(frame));
     return;
   }
   ParsedFrame p;
   const auto* data = static_cast<const uint8_t*>(frame.data());
-  const FrameReason why = parse_frame({data, frame.size()}, &p, cfg_.tcp != nullptr);
+  const FrameReason why = parse_frame({data, frame.size()}, &p, cfg_.tcp != nullptr, linked);
+  if (linked && why == FrameReason::kAccepted && p.protocol != kIpProtoTcp) {
+    rx_.chained++;
+    drop->push_back(std::move(frame));
+    return;
+  }
   rx_.frames.count(why);
   if (why != FrameReason::kAccepted) {
     if (frame_verdict(why) == FrameVerdict::kToKernel) rx_.to_kernel_lost++;
@@ -344,6 +353,7 @@ void UdpStack::deliver_locked(Buffer&& frame, Spill* out) {
       return;
     }
     rx_.tcp++;
+    if (linked) rx_.tcp_linked++;
     cfg_.tcp->enqueue(RxSegment{p.fields, std::move(frame)});
     out->tcp = true;
     return;

@@ -77,7 +77,8 @@ struct UdpRxCounters {
   uint64_t not_from_peer = 0;    // a connected endpoint's, from another source
   uint64_t queue_full = 0;       // the endpoint's receive queue was full
   uint64_t to_kernel_lost = 0;   // a "to the kernel" frame on the ring: not re-injectable
-  uint64_t chained = 0;          // spread over several frames: dropped (not from AF_XDP)
+  uint64_t chained = 0;          // a datagram over several frames: dropped
+  uint64_t tcp_linked = 0;       // TCP segments over several frames (jumbo)
   uint64_t tcp = 0;              // TCP segments handed to the TCP stack
   uint64_t source_filtered = 0;  // a group's frame no member's source filter admits
   uint64_t group_copies = 0;     // handles a group's frame gave beyond its first member

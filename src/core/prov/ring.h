@@ -33,6 +33,8 @@ enum RingCap : uint32_t {
   kRingCapHeadroom = 1u << 2,   // rx payload starts after the pool's headroom, so
                                 // headers can be pushed in front without a copy
   kRingCapNeedsKick = 1u << 3,  // queued tx leaves only after kick() (a syscall)
+  kRingCapRxChained = 1u << 4,  // a received packet may span chained frames (tx
+                                // not: kRingCapChained says both)
 };
 
 enum class Ring : uint8_t { kFill, kRx, kTx, kCompletion };

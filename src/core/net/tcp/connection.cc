@@ -120,7 +120,7 @@ void Connection::accept_cookie(const Header& ack, const Options& opts, mem::Buff
   snd_wl1_ = ack.seq;
   snd_wl2_ = ack.ack;
   establish(now);
-  if (data.size() || (ack.flags & kFin)) input(ack, opts, std::move(data), now);
+  if (data.chain_size() || (ack.flags & kFin)) input(ack, opts, std::move(data), now);
 }
 
 void Connection::negotiate(const Options& peer, bool) {

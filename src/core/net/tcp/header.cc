@@ -30,6 +30,15 @@ bool checksum_ok(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
   return c.sum() == 0xffff;
 }
 
+bool checksum_ok(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
+                 const mem::Buffer& segment) {
+  Checksum c = pseudo_header_sum(ip_version, kIpProtoTcp, src, dst,
+                                 static_cast<uint32_t>(segment.chain_size()));
+  c.add(segment.data(), segment.size());
+  for (mem::Buffer f = segment.next(); f; f = f.next()) c.add(f.data(), f.size());
+  return c.sum() == 0xffff;
+}
+
 void fill_checksum(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
                    std::span<uint8_t> segment) {
   store_be16(segment.data() + kChecksumOffset, 0);

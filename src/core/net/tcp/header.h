@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/mem/buffer.h"
 #include "core/net/byte_order.h"
 #include "core/net/ipv4.h"  // kIpProtoTcp
 
@@ -64,6 +65,9 @@ HeaderVerdict parse_header(std::span<const uint8_t> segment, Header* out,
 // one, fill_checksum() on one to send (its checksum field is overwritten).
 bool checksum_ok(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
                  std::span<const uint8_t> segment);
+// The same over a segment that may span linked frames (Buffer::next).
+bool checksum_ok(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
+                 const mem::Buffer& segment);
 void fill_checksum(uint8_t ip_version, const uint8_t* src, const uint8_t* dst,
                    std::span<uint8_t> segment);
 

@@ -92,7 +92,7 @@ bool Connection::acceptable(const Header& h, uint32_t seg_len) const {
 void Connection::input_synchronized(const Header& h, const Options& o, mem::Buffer data,
                                     uint64_t now) {
   const bool rst = h.flags & kRst, syn = h.flags & kSyn, fin = h.flags & kFin;
-  const uint32_t seg_len = static_cast<uint32_t>(data.size()) + syn + fin;
+  const uint32_t seg_len = static_cast<uint32_t>(data.chain_size()) + syn + fin;
 
   // PAWS (RFC 7323 §5.3): an older timestamp than the last in-order one
   // is a segment from an earlier wrap of the sequence space.
@@ -143,7 +143,7 @@ void Connection::input_synchronized(const Header& h, const Options& o, mem::Buff
     } else if (seg_len && seq_le(h.seq + seg_len, rcv_nxt_)) {  // all seen: D-SACK it
       ctr_.dup_segs++;
       dsack_left_ = h.seq;
-      dsack_right_ = h.seq + static_cast<uint32_t>(data.size());
+      dsack_right_ = h.seq + static_cast<uint32_t>(data.chain_size());
       ack_now_ = true;
     } else if (seg_len) {
       ack_now_ = true;
@@ -344,6 +344,8 @@ void Connection::acked(uint32_t ack, const Options& o, uint64_t now, SentSegment
 }
 
 // §3.10.7.4 seventh and eighth: the data and the FIN, trimmed to the window.
+// The data may span linked frames (a jumbo frame off a multi-buffer ring):
+// trimmed as one, queued a frame at a time.
 void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
   switch (state_) {
     case State::kEstablished:
@@ -355,36 +357,39 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
   }
   uint32_t seq = h.seq;
   bool fin = h.flags & kFin;
-  const uint32_t fin_seq = h.seq + static_cast<uint32_t>(data.size());
+  const uint32_t fin_seq = h.seq + static_cast<uint32_t>(data.chain_size());
   if (seq_lt(seq, rcv_nxt_)) {  // the front was seen already
     const uint32_t skip = rcv_nxt_ - seq;
-    if (skip >= data.size()) {
-      if (data.size()) {
+    if (skip >= data.chain_size()) {
+      if (data.chain_size()) {
         ctr_.dup_segs++;
         dsack_left_ = seq;
         dsack_right_ = fin_seq;
         ack_now_ = true;
       }
       data.reset();
-    } else {
-      data.pull_head(skip);
+    } else if (data.chain_pull_head(skip) != 0) {
+      return;  // a frame of it held elsewhere: cannot happen off a ring
     }
     seq = rcv_nxt_;
   }
   const uint32_t room = rcv_adv_ - seq;  // seq is in the window here
-  if (data.size() > room || (data.size() == room && room > 0)) {
-    data.set_size(room);
+  if (data.chain_size() > room || (data.chain_size() == room && room > 0)) {
+    if (data.chain_truncate(room) != 0) return;
     fin = false;  // beyond the window: the peer sends it again
   }
-  if (data.size() && closed_by_program_) {
+  if (data.chain_size() && closed_by_program_) {
     abort(now);  // nobody will read it: tell the peer (Linux's TCPAbortOnData)
     return;
   }
-  if (data.size()) {
-    const uint32_t len = static_cast<uint32_t>(data.size());
+  if (data.chain_size()) {
+    const uint32_t len = static_cast<uint32_t>(data.chain_size());
     rcv_mss_ = std::max(rcv_mss_, len);
     if (seq == rcv_nxt_) {
-      rxq_.push(std::move(data));
+      for (mem::Buffer rest; data; data = std::move(rest)) {
+        data.unchain(&rest);  // a single holder: cannot fail
+        rxq_.push(std::move(data));
+      }
       const uint32_t after = rcv_nxt_ + len;
       rcv_nxt_ = rxq_.promote(after);
       ctr_.bytes_in += len;
@@ -397,7 +402,16 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
       // ones (a loss in a large window is followed by a window of them).
       const size_t max_held = std::max<size_t>(ReceiveQueue::kMinHeldSegments,
                                                cfg_.rcv_buf / std::max<uint32_t>(rcv_mss_, 536));
-      if (rxq_.hold(seq, std::move(data), max_held, &refused) == 0 && !refused) {
+      size_t held = 0;
+      for (uint32_t at = seq; data && !refused;) {
+        mem::Buffer rest;
+        data.unchain(&rest);
+        const uint32_t n = static_cast<uint32_t>(data.size());
+        held += rxq_.hold(at, std::move(data), max_held, &refused);
+        at += n;
+        data = std::move(rest);
+      }
+      if (held == 0 && !refused) {
         ctr_.dup_segs++;
         dsack_left_ = seq;
         dsack_right_ = seq + len;

@@ -52,7 +52,7 @@ void Listener::input(const FourTuple& t, const Header& h, const Options& o, mem:
     }
     if (host_->to_kernel_instead(t, h)) return;
     Header rst;
-    if (reset_reply(h, static_cast<uint32_t>(data.size()), &rst) && (h.flags & kAck)) {
+    if (reset_reply(h, static_cast<uint32_t>(data.chain_size()), &rst) && (h.flags & kAck)) {
       ctr_.resets_sent++;
       host_->send_stateless(t, rst, Options{});
     }

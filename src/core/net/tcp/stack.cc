@@ -781,7 +781,7 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
     ctr_.bad_header++;
     return;
   }
-  if (!checksum_ok(seg.ip.ip_version, seg.ip.src_ip, seg.ip.dst_ip, segment)) {
+  if (!checksum_ok(seg.ip.ip_version, seg.ip.src_ip, seg.ip.dst_ip, seg.frame)) {
     ctr_.bad_checksum++;
     return;
   }
@@ -794,7 +794,8 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
   t.remote = IpAddr::raw(fam, seg.ip.src_ip, alen);
   t.local_port = h.dst_port;
   t.remote_port = h.src_port;
-  // The data stays in its frame: the view moves past the header.
+  // The data stays in its frames: the view moves past the header (which
+  // is all in the first).
   Buffer payload = std::move(seg.frame);
   payload.pull_head(segment.size() - data.size());
 

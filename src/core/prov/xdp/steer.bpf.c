@@ -52,9 +52,13 @@ struct {
 /* Set once kernel_conns has an entry: until then a TCP frame costs no
  * second lookup. */
 volatile __u32 kernel_conns_used = 0;
-/* The longest frame an XSK frame holds (0: not set). AF_XDP drops a
- * longer one (no XDP_USE_SG); a UDP datagram that long goes to the
- * kernel instead, where the socket's kernel twin receives it. */
+/* The longest frame an XSK frame holds (0: not set). A longer UDP
+ * datagram goes to the kernel, where the socket's kernel twin receives
+ * it: the UDP stack takes a datagram in one frame only. A longer TCP
+ * segment spans frames on a multi-buffer socket (XDP_USE_SG, Linux 6.6;
+ * the program is frags-aware, so veth keeps a jumbo MTU native); a socket
+ * without it drops one, and the MSS announced keeps peers from sending
+ * it. */
 volatile __u32 frame_room = 0;
 
 struct {
@@ -100,7 +104,7 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
   }
   if (*action == SS_FLOW_RING_CONNS && (!conn || !bpf_map_lookup_elem(&ring_conns, conn)))
     return count(SS_CNT_PASSED, XDP_PASS);
-  if (!conn && frame_room && ctx->data_end - ctx->data > frame_room)
+  if (!conn && frame_room && bpf_xdp_get_buff_len(ctx) > frame_room)
     return count(SS_CNT_TOO_LONG, XDP_PASS);
   int verdict = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
   return count(verdict == XDP_REDIRECT ? SS_CNT_REDIRECTED : SS_CNT_NO_SOCKET, verdict);
@@ -108,7 +112,7 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
 
 static __always_inline int l4_proto(__u8 p) { return p == IPPROTO_UDP || p == IPPROTO_TCP; }
 
-SEC("xdp")
+SEC("xdp.frags")
 int ss_steer(struct xdp_md *ctx) {
   void *data = (void *)(long)ctx->data;
   void *end = (void *)(long)ctx->data_end;

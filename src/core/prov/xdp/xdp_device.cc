@@ -134,9 +134,9 @@ int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
   }
   // A bpf_link: gone with the process, and EBUSY rather than replacing
   // another program. Flags 0 let the kernel take native mode when the
-  // driver has XDP; a driver that refuses it here (veth: the peer's MTU
-  // too large) gets generic mode instead. Not libxdp's dispatcher: it
-  // needs bpffs, and fails under lockdown.
+  // driver has XDP; a driver that refuses it here (veth: fewer rx queues
+  // than its peer has tx queues) gets generic mode instead. Not libxdp's
+  // dispatcher: it needs bpffs, and fails under lockdown.
   const int prog = bpf_program__fd(dev->skel_->progs.ss_steer);
   dev->link_fd_ = link_xdp(prog, ifindex, 0);
   if (dev->link_fd_ < 0 && !refusal(-dev->link_fd_))

@@ -10,11 +10,23 @@
 
 #include "core/base/log.h"
 
+// Linux 6.6's multi-buffer AF_XDP, past the headers of older systems.
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+
 namespace ss::prov::xdp {
 
 using mem::Buffer;
 
 namespace {
+
+// Linux bounds a packet at MAX_SKB_FRAGS + 1 buffers (17 + 1 by default,
+// 45 + 1 at most); a longer chain is a broken kernel's, dropped.
+constexpr uint32_t kMaxFramesPerPacket = 46;
 
 bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
 
@@ -44,8 +56,16 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
   err = cfg.pool->add_registrar(q.get());
   if (err < 0) return err;
   q->reg_index_ = err;
-  err = q->bind(true);
-  if (err == -EOPNOTSUPP || err == -EINVAL) err = q->bind(false);  // no zero-copy here
+  // Multi-buffer first (jumbo frames span frames; Linux 6.6), zero-copy
+  // first: each falls back where the kernel or the driver lacks it.
+  err = -EINVAL;
+  for (const bool multi_buffer : {true, false}) {
+    for (const bool zero_copy : {true, false}) {
+      err = q->bind(zero_copy, multi_buffer);
+      if (err != -EOPNOTSUPP && err != -EINVAL) break;
+    }
+    if (err != -EOPNOTSUPP && err != -EINVAL) break;
+  }
   if (err) {
     SS_WARN(
         "xdp: %s queue %u: cannot bind an AF_XDP socket: %s (its traffic "
@@ -53,6 +73,9 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
         q->ifname_, cfg.queue_id, strerror(-err));
     return err;
   }
+  SS_DEBUG("xdp: %s queue %u: bound, %s, %s", q->ifname_, cfg.queue_id,
+           q->zero_copy_ ? "zero-copy" : "copying",
+           q->multi_buffer_ ? "multi-buffer" : "one frame a packet");
   // Where the kernel writes a frame: past its headroom and ours. Known to
   // the program before a frame can reach the socket.
   const size_t room =
@@ -73,7 +96,7 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
   return 0;
 }
 
-int XdpQueue::bind(bool zero_copy) {
+int XdpQueue::bind(bool zero_copy, bool multi_buffer) {
   const size_t headroom = cfg_.pool->headroom();
   xsk_umem_config ucfg{};
   ucfg.fill_size = cfg_.fill_size;
@@ -95,7 +118,8 @@ int XdpQueue::bind(bool zero_copy) {
   scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;  // our program, our XSKMAP
   // No XDP_USE_NEED_WAKEUP: the kernel reads the fill ring without a kick,
   // so a frame recycled into it needs no system call.
-  scfg.bind_flags = zero_copy ? XDP_ZEROCOPY : XDP_COPY;
+  scfg.bind_flags = static_cast<uint16_t>((zero_copy ? XDP_ZEROCOPY : XDP_COPY) |
+                                          (multi_buffer ? XDP_USE_SG : 0));
   err = xsk_socket__create(&xsk_, ifname_, cfg_.queue_id, umem_, &rx_, &tx_, &scfg);
   if (err) {
     xsk_ = nullptr;
@@ -106,6 +130,7 @@ int XdpQueue::bind(bool zero_copy) {
   socklen_t len = sizeof opts;
   zero_copy_ = getsockopt(xsk_socket__fd(xsk_), SOL_XDP, XDP_OPTIONS, &opts, &len) == 0 &&
                (opts.flags & XDP_OPTIONS_ZEROCOPY);
+  multi_buffer_ = multi_buffer;
   return 0;
 }
 
@@ -127,6 +152,7 @@ XdpQueue::~XdpQueue() {
       if (b) frames.push_back(std::move(b));
     for (auto& b : in_tx_)
       if (b) frames.push_back(std::move(b));
+    if (partial_) frames.push_back(std::move(partial_));
   }
   frames.clear();  // released outside the lock
   if (reg_index_ >= 0) cfg_.pool->remove_registrar(this);
@@ -141,6 +167,7 @@ int XdpQueue::reg(void* addr, size_t len, mem::RegHandle* out) {
 uint32_t XdpQueue::caps() const {
   uint32_t caps = kRingCapHeadroom | kRingCapNeedsKick;
   if (zero_copy_) caps |= kRingCapZeroCopy;
+  if (multi_buffer_) caps |= kRingCapRxChained;
   return caps;
 }
 
@@ -189,21 +216,40 @@ int XdpQueue::rx(Buffer* out, int max) {
   int n = 0;
   for (uint32_t i = 0; i < got; i++) {
     const xdp_desc* d = xsk_ring_cons__rx_desc(&rx_, idx + i);
+    // A multi-buffer packet's descriptors, all but its last "continued",
+    // link into one chain; a packet may straddle two calls.
+    const bool continued = multi_buffer_ && (d->options & XDP_PKT_CONTD);
     Buffer& slot = in_fill_[index_of(d->addr)];
-    if (!slot) continue;  // a frame we never gave: cannot happen with a sane kernel
     const uint64_t in_frame = d->addr & ((uint64_t{1} << shift_) - 1);
-    if (slot.set_view(in_frame, d->len)) {
-      // A descriptor outside its frame: dropped, the frame straight back to
-      // the fill ring (parked, it would shrink the fill supply for good).
+    if (!slot || slot.set_view(in_frame, d->len) ||
+        (partial_ &&
+         (++partial_frames_ > kMaxFramesPerPacket || partial_.append(std::move(slot))))) {
+      // A descriptor outside its frame, or a frame we never gave (neither
+      // happens with a sane kernel): its packet is dropped, the frame
+      // straight back to the fill ring (parked, it would shrink the fill
+      // supply for good).
       stats_.rx_dropped_bad_desc++;
-      Buffer back = std::move(slot);
-      if (fill_locked(&back, 1) != 1) {
-        stats_.fill_full++;
-        refused.push_back(std::move(back));
+      partial_bad_ = true;
+      if (slot) {
+        Buffer back = std::move(slot);
+        if (fill_locked(&back, 1) != 1) {
+          stats_.fill_full++;
+          refused.push_back(std::move(back));
+        }
       }
-      continue;
+    } else if (!partial_) {
+      partial_ = std::move(slot);
+      partial_frames_ = 1;
     }
-    out[n++] = std::move(slot);
+    if (continued) continue;
+    if (partial_bad_) {
+      if (partial_) refused.push_back(std::move(partial_));  // released after the lock
+    } else {
+      out[n++] = std::move(partial_);
+    }
+    partial_.reset();
+    partial_frames_ = 0;
+    partial_bad_ = false;
   }
   xsk_ring_cons__release(&rx_, got);
   stats_.rx_packets += static_cast<uint64_t>(n);

@@ -46,7 +46,7 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
 
  private:
   explicit XdpQueue(const RingQueueConfig& cfg);
-  int bind(bool zero_copy);
+  int bind(bool zero_copy, bool multi_buffer);
   void unbind();
   uint32_t index_of(uint64_t addr) const { return static_cast<uint32_t>(addr >> shift_); }
   uint64_t frame_addr(const mem::Buffer& b) const {
@@ -62,6 +62,7 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   uint32_t shift_ = 0;
   int reg_index_ = -1;
   bool zero_copy_ = false, steered_ = false, recycling_ = false;
+  bool multi_buffer_ = false;  // bound with XDP_USE_SG: a packet may span descriptors
   std::shared_ptr<Device> dev_;
   xsk_umem* umem_ = nullptr;
   xsk_socket* xsk_ = nullptr;
@@ -74,6 +75,11 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   uint32_t tx_inflight_ = 0;
   std::atomic<uint32_t> fill_level_{0};  // frames in the fill and rx rings; written under mu_
   RingStats stats_;
+  // A packet whose descriptors so far all said "continued" (mu_ held);
+  // dropping it: one of them was bad.
+  mem::Buffer partial_;
+  uint32_t partial_frames_ = 0;
+  bool partial_bad_ = false;
 };
 
 }  // namespace ss::prov::xdp
