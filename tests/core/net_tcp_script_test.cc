@@ -55,6 +55,9 @@ TEST_P(TcpScript, Passes) {
   text << in.rdbuf();
   const std::string failed = ss::net::tcp::script::run(text.str());
   EXPECT_EQ(failed, "") << GetParam() << ".tcp";
+  // The same with the peer's data over linked frames of 333 bytes.
+  const std::string linked = ss::net::tcp::script::run(text.str(), 333);
+  EXPECT_EQ(linked, "") << GetParam() << ".tcp, data over linked frames";
 }
 
 INSTANTIATE_TEST_SUITE_P(Scripts, TcpScript, testing::ValuesIn(script_names()),

@@ -120,7 +120,7 @@ std::string options_text(const Options& o) {
 
 class Runner {
  public:
-  Runner() : sink_(&now_, &emitted_) {
+  explicit Runner(size_t frame_bytes) : sink_(&now_, &emitted_), frame_bytes_(frame_bytes) {
     cfg_.ts_offset = 100;
     mem::PoolOptions po;
     po.frame_size = 2048;
@@ -411,6 +411,7 @@ class Runner {
     Options o;
     parse_options(parsed.options, parsed.flags & kSyn, &o);
     frame.pull_head(total - data.size());
+    if (frame_bytes_ && !spread(frame)) return fail("no frame to spread the data over");
     if (!conn_) {
       if (!passive_ || !(s.flags & kSyn)) return fail("no connection to take this segment");
       open();
@@ -647,13 +648,30 @@ class Runner {
   std::deque<Emitted> emitted_;
   WireSink sink_;
   TimerQueue timers_;
+  // Moves frame's data past frame_bytes_ into frames linked after it.
+  bool spread(mem::Buffer& frame) {
+    const auto* p = static_cast<const uint8_t*>(frame.data());
+    const size_t n = frame.size();
+    for (size_t at = frame_bytes_; at < n; at += frame_bytes_) {
+      mem::Buffer next = pool_->get();
+      const size_t len = std::min(frame_bytes_, n - at);
+      if (!next || next.set_size(len) != 0) return false;
+      std::memcpy(next.data(), p + at, len);
+      if (frame.append(std::move(next)) != 0) return false;
+    }
+    return n <= frame_bytes_ || frame.set_size(frame_bytes_) == 0;
+  }
+
   std::unique_ptr<mem::Pool> pool_;
+  const size_t frame_bytes_;
   std::unique_ptr<Connection> conn_;
   std::string error_;
 };
 
 }  // namespace
 
-std::string run(const std::string& text) { return Runner().run(text); }
+std::string run(const std::string& text, size_t frame_bytes) {
+  return Runner(frame_bytes).run(text);
+}
 
 }  // namespace ss::net::tcp::script

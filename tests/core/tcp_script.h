@@ -39,11 +39,15 @@
 //   snd_wnd N (the peer's window, scaled), mss N (data per segment),
 //   cwnd N (the congestion window, in segments).
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace ss::net::tcp::script {
 
 // Runs a script; "" when it passed, else what failed, with its line.
-std::string run(const std::string& text);
+// frame_bytes > 0: the peer's data arrives spread over linked frames of
+// at most that many bytes each (as off a multi-buffer ring), which must
+// change nothing the script sees.
+std::string run(const std::string& text, size_t frame_bytes = 0);
 
 }  // namespace ss::net::tcp::script
