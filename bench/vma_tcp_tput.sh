@@ -14,9 +14,11 @@
 # veth's offloads as they come (B's kernel takes its frames coalesced by
 # GRO; A's rings receive frames of the MTU) and with TSO, GSO and GRO off
 # on both ends (both sides move the same frames); then
-# iperf3 both ways again with LOSS percent (default 1) of the segments
-# each way dropped at random in B (nftables numgen; netem is not in this
-# kernel), offloads off: goodput under loss, with A's kernel on reno
+# iperf3 -c again with LOSS percent (default 1) of A's segments dropped
+# at random at B's input (nftables numgen; netem is not in this kernel;
+# a drop in B's output would be reported to B's TCP, which sends again
+# at once: no loss on the wire), offloads off: goodput under loss, with
+# A's kernel on reno
 # (what libvma.so's default, VMA_TCP_CC_ALGO=0, NewReno, is) and on its
 # namespace's default (BBR on Debian 12's kernel: not loss-based, random
 # loss does not shrink its window), then iperf3 -c with CUBIC on both
@@ -117,19 +119,18 @@ offloads on
 ip -n "$A" link set va mtu 9000 && ip -n "$Z" link set vb mtu 9000 || skip "MTU 9000 refused"
 for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R"; do row "MTU 9000, offloads on" "$t"; done
 ip -n "$A" link set va mtu 1500 && ip -n "$Z" link set vb mtu 1500
-# Loss: B drops LOSS% of the iperf3 connection's segments each way.
+# Loss: B drops LOSS% of A's segments to iperf3 as they arrive.
 offloads off
 drop=$((LOSS * 10))  # of every 1000 segments
 ip netns exec "$Z" nft -f - <<EOF || skip "nft refused the loss rules"
 table inet ssloss {
   chain in { type filter hook input priority 0; tcp dport 5201 numgen random mod 1000 < $drop drop; }
-  chain out { type filter hook output priority 0; tcp sport 5201 numgen random mod 1000 < $drop drop; }
 }
 EOF
 own_cc=$(ip netns exec "$A" sysctl -n net.ipv4.tcp_congestion_control)
 for cc in reno $own_cc; do
   ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=$cc || continue
-  for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R"; do row "$LOSS% loss, kernel $cc" "$t"; done
+  row "$LOSS% loss, kernel $cc" "iperf3 -c:iperf:"
   [ "$own_cc" = reno ] && break
 done
 # CUBIC on both sides: A's kernel by TCP_CONGESTION, ours VMA_TCP_CC_ALGO=1.
