@@ -2,7 +2,8 @@
 // the program's calls and the clock's steps, all chosen by the input.
 // The first byte picks the options (window scale, timestamps, SACK,
 // Nagle) and whether we connect or answer a SYN; then records: a segment
-// (length byte, then the bytes as received: header, options, data), a
+// (length byte, then the bytes as received: header, options, data; its
+// data over linked frames when the record's top bit is set), a
 // clock step (timers fire), a recv, or a send/shutdown/close/abort.
 // Properties: no crash or sanitizer report; every segment we send parses
 // cleanly and carries at most one MSS of data; the window we announce
@@ -98,6 +99,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           Options o;
           parse_options(h.options, h.flags & kSyn, &o);
           frame.pull_head(len - payload.size());
+          if (op & 0x80) {  // the data over linked frames, as off a multi-buffer ring
+            const size_t piece = 1 + ((op >> 2) & 0x1f), n = frame.size();
+            const auto* d = static_cast<const uint8_t*>(frame.data());
+            for (size_t at = piece; at < n; at += piece) {
+              ss::mem::Buffer next = pool->get();
+              const size_t k = std::min(piece, n - at);
+              if (!next || next.set_size(k) != 0) break;
+              std::memcpy(next.data(), d + at, k);
+              if (frame.append(std::move(next)) != 0) abort();
+            }
+            if (n > piece) frame.set_size(piece);
+          }
           if (!opened) {
             if ((h.flags & (kSyn | kAck | kRst)) != kSyn) break;
             opened = true;
