@@ -56,11 +56,13 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
   err = cfg.pool->add_registrar(q.get());
   if (err < 0) return err;
   q->reg_index_ = err;
-  // Multi-buffer first (jumbo frames span frames; Linux 6.6), zero-copy
-  // first: each falls back where the kernel or the driver lacks it.
+  // Zero-copy first, then multi-buffer (jumbo frames span frames; Linux
+  // 6.6): a driver with zero-copy but without it keeps zero-copy, the MSS
+  // then bounded by a frame. Each falls back where the kernel or the
+  // driver lacks it.
   err = -EINVAL;
-  for (const bool multi_buffer : {true, false}) {
-    for (const bool zero_copy : {true, false}) {
+  for (const bool zero_copy : {true, false}) {
+    for (const bool multi_buffer : {true, false}) {
       err = q->bind(zero_copy, multi_buffer);
       if (err != -EOPNOTSUPP && err != -EINVAL) break;
     }
