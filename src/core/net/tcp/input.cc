@@ -345,7 +345,7 @@ void Connection::acked(uint32_t ack, const Options& o, uint64_t now, SentSegment
 
 // §3.10.7.4 seventh and eighth: the data and the FIN, trimmed to the window.
 // The data may span linked frames (a jumbo frame off a multi-buffer ring):
-// trimmed as one, queued a frame at a time.
+// trimmed as one.
 void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
   switch (state_) {
     case State::kEstablished:
@@ -386,10 +386,7 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
     const uint32_t len = static_cast<uint32_t>(data.chain_size());
     rcv_mss_ = std::max(rcv_mss_, len);
     if (seq == rcv_nxt_) {
-      for (mem::Buffer rest; data; data = std::move(rest)) {
-        data.unchain(&rest);  // a single holder: cannot fail
-        rxq_.push(std::move(data));
-      }
+      rxq_.push(std::move(data));
       const uint32_t after = rcv_nxt_ + len;
       rcv_nxt_ = rxq_.promote(after);
       ctr_.bytes_in += len;
@@ -402,16 +399,7 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
       // ones (a loss in a large window is followed by a window of them).
       const size_t max_held = std::max<size_t>(ReceiveQueue::kMinHeldSegments,
                                                cfg_.rcv_buf / std::max<uint32_t>(rcv_mss_, 536));
-      size_t held = 0;
-      for (uint32_t at = seq; data && !refused;) {
-        mem::Buffer rest;
-        data.unchain(&rest);
-        const uint32_t n = static_cast<uint32_t>(data.size());
-        held += rxq_.hold(at, std::move(data), max_held, &refused);
-        at += n;
-        data = std::move(rest);
-      }
-      if (held == 0 && !refused) {
+      if (rxq_.hold(seq, std::move(data), max_held, &refused) == 0 && !refused) {
         ctr_.dup_segs++;
         dsack_left_ = seq;
         dsack_right_ = seq + len;

@@ -21,6 +21,25 @@ mem::Buffer slice(const mem::Buffer& data, uint32_t seq, uint32_t from, uint32_t
 }  // namespace
 
 void ReceiveQueue::push(mem::Buffer data) {
+  for (mem::Buffer rest; data; data = std::move(rest)) {
+    data.unchain(&rest);  // a ring's frames have one holder: cannot fail
+    push_frame(std::move(data));
+  }
+}
+
+size_t ReceiveQueue::hold(uint32_t seq, mem::Buffer data, size_t max_held, bool* refused) {
+  size_t added = 0;
+  *refused = false;
+  for (mem::Buffer rest; data && !*refused; data = std::move(rest)) {
+    data.unchain(&rest);
+    const uint32_t n = static_cast<uint32_t>(data.size());
+    added += hold_frame(seq, std::move(data), max_held, refused);
+    seq += n;
+  }
+  return added;
+}
+
+void ReceiveQueue::push_frame(mem::Buffer data) {
   if (data.size() == 0) return;
   readable_ += data.size();
   // A small segment goes into the room after the last one's bytes, in a
@@ -37,7 +56,7 @@ void ReceiveQueue::push(mem::Buffer data) {
   in_order_.push_back(std::move(data));
 }
 
-size_t ReceiveQueue::hold(uint32_t seq, mem::Buffer data, size_t max_held, bool* refused) {
+size_t ReceiveQueue::hold_frame(uint32_t seq, mem::Buffer data, size_t max_held, bool* refused) {
   const uint32_t end = seq + static_cast<uint32_t>(data.size());
   size_t added = 0;
   uint32_t cur = seq;

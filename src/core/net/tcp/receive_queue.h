@@ -33,11 +33,13 @@ class ReceiveQueue {
   static constexpr size_t kCoalesceBelow = 512;    // bytes: copied, not held
   static constexpr size_t kMinHeldSegments = 256;  // what any window may hold out of order
 
-  // In-order data (the caller advanced rcv_nxt past it).
+  // In-order data (the caller advanced rcv_nxt past it). Data over linked
+  // frames (a multi-buffer ring's jumbo frame) is kept a frame at a time,
+  // here and in hold().
   void push(mem::Buffer data);
   // Data at `seq`, beyond rcv_nxt. Returns the bytes newly held; 0 when
   // all of it was held already, or when max_held segments are held
-  // already (refused: *refused set).
+  // already (*refused says so; the frames from there on are dropped).
   size_t hold(uint32_t seq, mem::Buffer data, size_t max_held, bool* refused);
   // Moves what is held and now in order (at or before rcv_nxt) to the
   // in-order queue; returns the new rcv_nxt.
@@ -71,6 +73,8 @@ class ReceiveQueue {
   const SeqRanges& held_ranges() const { return ranges_; }
 
  private:
+  void push_frame(mem::Buffer frame);
+  size_t hold_frame(uint32_t seq, mem::Buffer frame, size_t max_held, bool* refused);
   struct Held {
     uint32_t seq;
     mem::Buffer data;

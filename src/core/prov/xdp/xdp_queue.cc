@@ -60,12 +60,12 @@ int XdpQueue::create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out
   // 6.6): a driver with zero-copy but without it keeps zero-copy, the MSS
   // then bounded by a frame. Each falls back where the kernel or the
   // driver lacks it.
-  err = -EINVAL;
-  for (const bool zero_copy : {true, false}) {
-    for (const bool multi_buffer : {true, false}) {
-      err = q->bind(zero_copy, multi_buffer);
-      if (err != -EOPNOTSUPP && err != -EINVAL) break;
-    }
+  struct Mode {
+    bool zero_copy, multi_buffer;
+  };
+  for (const Mode m :
+       {Mode{true, true}, Mode{true, false}, Mode{false, true}, Mode{false, false}}) {
+    err = q->bind(m.zero_copy, m.multi_buffer);
     if (err != -EOPNOTSUPP && err != -EINVAL) break;
   }
   if (err) {
