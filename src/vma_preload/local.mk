@@ -43,6 +43,11 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_offload_wait.cc \
 	src/vma_preload/tcp_offload.h \
 	src/vma_preload/tcp_offload.cc \
+	src/vma_preload/tcp_offload_wait.cc \
+	src/vma_preload/tcp_options.h \
+	src/vma_preload/tcp_options.cc \
+	src/vma_preload/tcp_service.h \
+	src/vma_preload/tcp_service.cc \
 	src/vma_preload/tcp_exit.cc \
 	src/vma_preload/port_holds.h \
 	src/vma_preload/port_holds.cc \

@@ -36,55 +36,16 @@
 #include "core/net/tcp/stack.h"
 #include "libvmacompat/stats_publisher.h"
 #include "libvmacompat/xtreme_buffs.h"
+#include "vma_preload/tcp_options.h"
+#include "vma_preload/tcp_service.h"
 
 namespace ss::vma::preload {
 
 struct NetdevRings;
 struct RxExtras;
 
-// r's TCP stack has a connection or a listener: the vma-tcp thread reads
-// its rings and fires its timers from now on.
-void tcp_serve_netdev(NetdevRings* r);
-// The netdevs tcp_serve_netdev was given.
-std::vector<NetdevRings*> tcp_netdevs();
-// The process whose rings serve TCP (tcp_serve_netdev's caller), 0 before
-// any: a child made without fork's handlers (a raw clone) is not it.
-pid_t tcp_serving_pid();
 // Whether the process's exit closed the connections (tcp_exit.cc).
 bool tcp_exiting();
-// Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier
-// than its sleep was armed). Only signals: called under a stack's lock.
-void tcp_wake_service();
-// A sleep's bound from a stack's next timer: its milliseconds from now
-// (rounded up, 0 when due), -1 when none is armed (UINT64_MAX).
-inline int ms_until(uint64_t due_us, uint64_t now_us) {
-  if (due_us == UINT64_MAX) return -1;
-  return due_us <= now_us ? 0 : static_cast<int>((due_us - now_us + 999) / 1000);
-}
-// The shorter of two sleeps (-1: unbounded).
-inline int shorter_ms(int a, int b) { return a < 0 ? b : b < 0 ? a : (a < b ? a : b); }
-// What fd's options say of its connections: SO_RCVBUF and SO_SNDBUF (the
-// windows; SO_SNDBUF set by the program turns autotuning off), TCP_NODELAY,
-// TCP_CORK, SO_KEEPALIVE and its times, TCP_USER_TIMEOUT, and VMA_MSS.
-net::tcp::Config tcp_config_of(int fd);
-// A TCP option setsockopt sets on a connection (level, name and the
-// program's int) as the stack's Option and value; false for any other.
-// fd (>= 0): the kernel socket that took the value, for the options whose
-// value is what the kernel keeps (SO_RCVBUF, SO_SNDBUF).
-bool tcp_option_of(int fd, int level, int name, int v, net::tcp::Option* o, int64_t* value);
-// Those options an accepted connection's new socket takes from its
-// listener's, as Linux's do: the listener's that differ from a new
-// socket's (read once a process), SO_LINGER among them, and setting them.
-struct KeptOption {
-  int level, name;
-  socklen_t len;  // of an int, or of SO_LINGER's struct
-  union {
-    int i;
-    ::linger l;
-  } value;
-};
-std::vector<KeptOption> options_to_inherit(int listener);
-void set_kept_options(int fd, const std::vector<KeptOption>& options);
 
 class TcpOffload {
  public:
@@ -219,6 +180,8 @@ class TcpOffload {
   // good) before it sleeps.
   template <class Ready>
   int wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable);
+  // SO_LINGER's wait in close: until the FIN is acknowledged or ms passed.
+  void linger_wait(int ms);
 
   NetdevRings* const rings_;
   net::tcp::Socket* const sock_;
