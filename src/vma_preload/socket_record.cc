@@ -425,10 +425,11 @@ bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
     return false;
   }
   if (listen_owner_) {
-    // A TCP listener: the kernel's for good from now on (its queued
-    // handshakes reset); the connections it gave out stay on the rings.
-    // The object stays for a parent thread still in accept or asleep on it.
-    if (!lend || !listen_.exchange(nullptr, std::memory_order_acq_rel)) return false;
+    // A TCP listener: new clients are the kernel's from now on; the
+    // connections it gave out, and those it completed and the parent
+    // accepts next, stay on the rings (TcpListen::leave_rings).
+    if (!lend || listen_left_) return false;
+    listen_left_ = true;
     listen_owner_->leave_rings();
     SS_INFO("listen fd %d: fork child %d accepts on it: the kernel listens for both from now on",
             fd, pid);

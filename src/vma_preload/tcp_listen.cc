@@ -85,7 +85,7 @@ TcpListen::~TcpListen() {
 }
 
 void TcpListen::leave_rings() {
-  for (const Leg& l : legs_) l.rings->tcp->stop_listening(l.sock);
+  for (const Leg& l : legs_) l.rings->tcp->stop_listening(l.sock, /*keep_completed=*/true);
 }
 
 int TcpListen::auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len) {

@@ -38,10 +38,10 @@ class TcpListen {
   // socketXtreme's auto-accept (socketxtreme.cc): one connection of the
   // rings on a new descriptor (*nfd, blocking) and its peer: 0, or -EAGAIN.
   int auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len);
-  // The legs leave the rings (Stack::stop_listening: queued handshakes
+  // The legs leave the rings (Stack::stop_listening: handshakes under way
   // reset, SYNs to the kernel listener) while other threads may still be
-  // in calls here: the object lives on, serving them from the kernel
-  // listener, until its record goes.
+  // in calls here: the object lives on, giving out the connections its
+  // legs had completed, then the kernel listener's.
   void leave_rings();
   // The rings of its legs, each once (a dual listener's two legs share one).
   const std::vector<NetdevRings*>& rings() const { return netdevs_; }

@@ -92,7 +92,6 @@ ServiceThread& service() {
 
 }  // namespace
 
-
 void tcp_wake_service() { service().wake(); }
 
 std::vector<NetdevRings*> tcp_netdevs() {

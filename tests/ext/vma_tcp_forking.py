@@ -33,9 +33,15 @@ ADDR PORT COUNT held: the parent accepts a first connection and keeps it
 (a thread echoes it to its end), then forks a child that accepts and
 echoes COUNT more (its first accept takes the listener to the kernel
 while the parent's connection still holds the port on the rings). Prints
-"held ok" when the child served all and the first connection ended."""
+"held ok" when the child served all and the first connection ended.
+
+ADDR PORT 1 queued: a client's handshake completes on the rings while
+nobody accepts; then a fork child's first look (a select) takes the
+listener to the kernel, and only then does the parent accept: it gets
+that connection, still on the rings, and echoes it ("queued ok")."""
 import ctypes
 import os
+import select
 import socket
 import sys
 import threading
@@ -157,6 +163,20 @@ if who == "prefork":
     ok = child_done and not t.is_alive()
     print("prefork", "ok" if ok else "failed", counts[0], counts[1], flush=True)
     os._exit(not ok)
+
+if who == "queued":
+    print("ready", flush=True)
+    select.select([s], [], [], 30)  # a completed handshake waits
+    pid = os.fork()
+    if pid == 0:  # its first look at the listener asks for it (not accept's O_NONBLOCK)
+        select.select([s], [], [], 0.5)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    time.sleep(0.5)  # the parent's answer to the child's ask (fork_share.h) comes first
+    c, _ = s.accept()
+    echo_until_eof(c)
+    print("queued ok", flush=True)
+    sys.exit(0)
 
 if who == "held":
     print("ready", flush=True)

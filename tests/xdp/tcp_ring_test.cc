@@ -88,6 +88,19 @@ class TcpRing : public sstest::RingRig {
     const uint64_t wait_us = due <= now ? 0 : std::min<uint64_t>(due - now, 10'000);
     wait_rings(static_cast<int>((wait_us + 999) / 1000));
   }
+  // A connect from b to our port with 10 s send and receive timeouts:
+  // its descriptor, or -errno.
+  int connect_from_b() {
+    const int fd = ns_->socket_in_b(SOCK_STREAM);
+    const timeval bound{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    const sockaddr_in to = sstest::inet(NetnsPair::kIpA, kOurPort);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0) return fd;
+    const int err = errno;
+    close(fd);
+    return -err;
+  }
   // Pumps until done(), or until kWait passed with progress() unchanged
   // (a slow machine, a sanitizer, a loss run: moving is not stuck).
   template <typename F, typename P = int (*)()>
@@ -887,6 +900,49 @@ TEST_F(TcpRing, AStoppedListenerLeavesTheRingsAndKeepsItsHandle) {
   tcp_->close(again);
 }
 
+// A listener stopped with keep_completed (a fork child took the port
+// before the parent accepted what the rings had completed): those
+// connections stay open on the rings, accept gives them out (events
+// POLLIN until the last), data moves both ways; one still there when
+// the listener closes is reset, as Linux's close resets what it queued.
+// Fails (accept -EAGAIN, the clients reset) if the stop resets them.
+TEST_F(TcpRing, AStoppedListenerKeepsWhatItCompletedForAccept) {
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  int clients[2];
+  for (int& fd : clients) {
+    std::atomic<int> got{INT32_MIN};
+    std::thread t([&] { got = connect_from_b(); });
+    pump_until([&] { return got != INT32_MIN; });
+    t.join();
+    fd = got;
+    ASSERT_GE(fd, 0) << "connect from b: " << strerror(-fd);
+  }
+  EXPECT_TRUE(pump_until([&] { return tcp_->listener_counters(l).handshakes == 2; }));
+
+  tcp_->stop_listening(l, /*keep_completed=*/true);
+  EXPECT_EQ(tcp_->events(l), POLLIN);
+  Socket* kept = nullptr;
+  ASSERT_EQ(tcp_->accept(l, &kept, nullptr), 0) << "the completed connections were not kept";
+  EXPECT_EQ(tcp_->events(l), POLLIN) << "the second kept connection is not shown";
+  const std::string a = pattern(6000, 5);
+  ASSERT_EQ(write(clients[0], a.data(), a.size()), static_cast<ssize_t>(a.size()));
+  EXPECT_TRUE(recv_all(kept, a.size()) == a) << "the kept connection garbled its bytes";
+  send_all(kept, a);
+  std::string got(a.size(), '\0');
+  EXPECT_EQ(recv(clients[0], got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(a.size()));
+  EXPECT_TRUE(got == a) << "the kept connection garbled its echo";
+
+  tcp_->close(l);  // the second, never accepted: reset
+  char c;
+  EXPECT_EQ(recv(clients[1], &c, 1, 0), -1);
+  EXPECT_EQ(errno, ECONNRESET) << strerror(errno);
+  tcp_->close(kept, /*abort=*/true);
+  for (const int fd : clients) close(fd);
+  EXPECT_TRUE(pump_until([&] { return tcp_->connections() == 0; }));
+}
+
 // A listener stopped while a connection it gave out lives (a fork child
 // took the port, the parent kept a connection): that connection stays on
 // the rings, data both ways, while a new client's SYN reaches a's kernel
@@ -905,17 +961,9 @@ TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   ASSERT_EQ(bind(kernel_l, reinterpret_cast<const sockaddr*>(&any), sizeof any), 0);
   ASSERT_EQ(listen(kernel_l, 4), 0);
   auto connected_from_b = [&] {
-    const int fd = ns_->socket_in_b(SOCK_STREAM);
-    const timeval bound{10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
-    const sockaddr_in to = sstest::inet(NetnsPair::kIpA, kOurPort);
-    if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
-      ADD_FAILURE() << "connect from b: " << strerror(errno);
-      close(fd);
-      return -1;
-    }
-    return fd;
+    const int fd = connect_from_b();
+    if (fd < 0) ADD_FAILURE() << "connect from b: " << strerror(-fd);
+    return fd < 0 ? -1 : fd;
   };
   std::atomic<int> first{-2};
   std::thread t1([&] { first = connected_from_b(); });

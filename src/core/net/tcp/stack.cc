@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <deque>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -67,6 +68,8 @@ class Socket {
   bool moved = false;     // handed over (hand_over): conn is null
   bool stopped = false;   // a listener off the table and the steering (stop_listening)
   size_t last_queue = 0;  // a listener's accept queue at the last sweep
+  // A stopped listener's completed connections, open already, for accept.
+  std::deque<Socket*> completed;
 };
 
 // The stack's way out: the netdev's FrameTx, or (packets set) a packet
@@ -448,6 +451,19 @@ int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, To
 int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
   std::lock_guard lock(mu_);
   if (!l || !l->listener) return -EINVAL;
+  Socket* s = nullptr;
+  if (!l->completed.empty()) {
+    s = l->completed.front();
+    l->completed.pop_front();
+  } else if (const int err = accept_locked(l, &s); err < 0) {
+    return err;
+  }
+  if (peer) *peer = s->t;
+  *out = s;
+  return 0;
+}
+
+int Stack::accept_locked(Socket* l, Socket** out) {
   FourTuple t;
   std::unique_ptr<Connection> c = l->listener->accept(&t);
   l->last_queue = l->listener->accept_queue();  // a later arrival moves it again: a kick
@@ -459,7 +475,6 @@ int Stack::accept(Socket* l, Socket** out, FourTuple* peer) {
   s->conn = conn;
   s->t = t;
   opens_.emplace(conn, Open{t, std::move(c), l->flow, false, s.get(), {}});
-  if (peer) *peer = t;
   *out = s.get();
   sockets_.emplace(s.get(), std::move(s));
   return 0;
@@ -587,10 +602,20 @@ void Stack::wake_touched_locked() {
 
 void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
   const Sending lock(this);
+  close_locked(s, abort, std::move(on_freed));
+  sweep_locked();
+  wake_touched_locked();
+  check_due_locked();
+}
+
+void Stack::close_locked(Socket* s, bool abort, std::function<void()> on_freed) {
   auto it = sockets_.find(s);
   if (it == sockets_.end()) return;
   if (s->listener) {
     unlisten_locked(s);
+    // What it completed and nobody accepted is reset, as Linux's close does.
+    for (Socket* c : s->completed) close_locked(c, /*abort=*/true, {});
+    s->completed.clear();
   } else if (Open* o = open_of(s->conn)) {
     o->handle = nullptr;
     o->on_freed = std::move(on_freed);
@@ -603,14 +628,17 @@ void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
   if (s->touched) std::erase(touched_, s);
   s->waiters.wake();  // a sleeper in another thread looks again (and finds EBADF)
   sockets_.erase(it);
-  sweep_locked();
-  wake_touched_locked();
-  check_due_locked();
 }
 
-void Stack::stop_listening(Socket* s) {
+void Stack::stop_listening(Socket* s, bool keep_completed) {
   const Sending lock(this);
   if (!sockets_.count(s) || !s->listener) return;
+  if (keep_completed && !s->stopped) {
+    // Open now, while the port still brings their segments: the stopped
+    // port keeps steering what is open (keep_only_open_locked).
+    s->listener->settle();
+    for (Socket* c = nullptr; accept_locked(s, &c) == 0;) s->completed.push_back(c);
+  }
   unlisten_locked(s);
   s->waiters.wake();
   sweep_locked();
@@ -631,7 +659,7 @@ void Stack::unlisten_locked(Socket* s) {
 
 short Stack::events(Socket* s) {
   std::lock_guard lock(mu_);
-  if (s->listener) return s->listener->accept_queue() ? POLLIN : 0;
+  if (s->listener) return s->listener->accept_queue() || !s->completed.empty() ? POLLIN : 0;
   if (s->moved) return POLLIN | POLLOUT;
   if (!s->conn) return POLLHUP | POLLERR;  // a reconnect that found no memory
   const Connection& c = *s->conn;

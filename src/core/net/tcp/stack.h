@@ -147,10 +147,13 @@ class Stack final : public SegmentInput {
   // socket there).
   SS_API void close(Socket* s, bool abort = false, std::function<void()> on_freed = {});
   // Takes listener s off the rings while other threads may still be in
-  // calls on it: its handshakes and unaccepted connections reset, its
-  // port no longer steered or matched; the handle stays valid (accept
-  // -EAGAIN, events 0) until close().
-  SS_API void stop_listening(Socket* s);
+  // calls on it: its handshakes reset, its port no longer steered or
+  // matched; the handle stays valid until close(). Its completed
+  // connections are reset too, or with keep_completed stay on the rings
+  // for accept (its events POLLIN until the last is taken): a listener a
+  // fork child shares loses no client it had answered. Then accept
+  // -EAGAIN, events 0.
+  SS_API void stop_listening(Socket* s, bool keep_completed = false);
   // poll(2) events: POLLIN (data, end of stream, a connection to accept),
   // POLLOUT, POLLRDHUP, POLLHUP, POLLERR.
   SS_API short events(Socket* s);
@@ -229,6 +232,8 @@ class Stack final : public SegmentInput {
   int steer_locked(const prov::SteeredFlow& f);
   void unsteer_locked(const prov::SteeredFlow& f);
   void unlisten_locked(Socket* s);  // a listener's part of close and stop_listening, once
+  int accept_locked(Socket* l, Socket** out);
+  void close_locked(Socket* s, bool abort, std::function<void()> on_freed);
   // Flow f's frames from now on for its open connections only.
   void keep_only_open_locked(const prov::SteeredFlow& f);
   bool kept_only_locked(const FourTuple& t) const;  // t's flow is kept-only
