@@ -943,6 +943,29 @@ TEST_F(TcpRing, AStoppedListenerKeepsWhatItCompletedForAccept) {
   EXPECT_TRUE(pump_until([&] { return tcp_->connections() == 0; }));
 }
 
+// At exit (close_at_exit) a stopped listener's kept, unaccepted
+// connection is reset, as the kernel resets what a listener queued when
+// the process ends; it does not end with a FIN as an accepted one would.
+TEST_F(TcpRing, AtExitAStoppedListenersUnacceptedConnectionIsReset) {
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  std::atomic<int> got{INT32_MIN};
+  std::thread t([&] { got = connect_from_b(); });
+  pump_until([&] { return got != INT32_MIN; });
+  t.join();
+  const int fd = got;
+  ASSERT_GE(fd, 0) << "connect from b: " << strerror(-fd);
+  EXPECT_TRUE(pump_until([&] { return tcp_->listener_counters(l).handshakes == 1; }));
+  tcp_->stop_listening(l, /*keep_completed=*/true);
+  tcp_->close_at_exit();
+  char c;
+  EXPECT_EQ(recv(fd, &c, 1, 0), -1) << "the connection ended without a reset";
+  EXPECT_EQ(errno, ECONNRESET) << strerror(errno);
+  close(fd);
+  tcp_->close(l);
+}
+
 // A listener stopped while a connection it gave out lives (a fork child
 // took the port, the parent kept a connection): that connection stays on
 // the rings, data both ways, while a new client's SYN reaches a's kernel

@@ -941,6 +941,9 @@ bool awaits_peer(State s) {
 void Stack::close_at_exit() {
   const Sending lock(this);
   const uint64_t now = clock_();
+  // A stopped listener's unaccepted connections reset, as at its close.
+  for (auto& [s, sock] : sockets_)
+    for (Socket* c : s->completed) c->conn->abort(now);
   for (auto& [s, sock] : sockets_)
     if (s->conn) {
       s->conn->close(now);
