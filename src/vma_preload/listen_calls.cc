@@ -22,8 +22,11 @@ SS_PRELOAD_EXPORT int listen(int fd, int backlog) {
 SS_PRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
   if (ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
-      if (vp::TcpListen* l = s->listening())
-        return ss::interpose::edge_call([&] { return l->accept(fd, addr, len, flags); });
+      if (vp::TcpListen* l = s->listening()) {
+        const int r = ss::interpose::edge_call([&] { return l->accept(fd, addr, len, flags); });
+        s->after_accept();
+        return r;
+      }
   return real().accept4(fd, addr, len, flags);
 }
 

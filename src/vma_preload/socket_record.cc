@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/base/errno_guard.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "interpose/edge.h"
@@ -403,6 +404,14 @@ void SocketRecord::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
 }
 
+void SocketRecord::after_accept() {
+  if (!listen_.load(std::memory_order_relaxed)) return;
+  const ErrnoGuard keep;  // accept's
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  if (listen_left_ && listen_owner_ && !listen_owner_->holds_completed())
+    listen_.store(nullptr, std::memory_order_release);
+}
+
 void SocketRecord::start_in_fork_child() { fork_asked_.store(false, std::memory_order_relaxed); }
 
 void SocketRecord::ask_parent() const {
@@ -430,7 +439,8 @@ bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
     // accepts next, stay on the rings (TcpListen::leave_rings).
     if (!lend || listen_left_) return false;
     listen_left_ = true;
-    listen_owner_->leave_rings();
+    // Nothing kept: the kernel's listener serves every call from now on.
+    if (!listen_owner_->leave_rings()) listen_.store(nullptr, std::memory_order_release);
     SS_INFO("listen fd %d: fork child %d accepts on it: the kernel listens for both from now on",
             fd, pid);
     return true;

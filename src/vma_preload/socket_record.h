@@ -98,6 +98,10 @@ struct SocketRecord final : Pollable {
   // parent to give it to the kernel for good (as offload() does for UDP):
   // only the kernel's listener can be shared by processes.
   TcpListen* listening() const { return usable(listen_); }
+  // After an accept on listening(): once a listener that left the rings
+  // for a fork child gave out what it kept, the kernel's serves every call
+  // (edge-triggered epoll, accept beside socketXtreme), as with nothing kept.
+  void after_accept();
   // close(2) of its last descriptor, before the record goes: an offloaded
   // connection's FIN and SO_LINGER (TcpOffload::begin_close); or, after a fork since the
   // connection opened, its hand-over to the kernel socket, which a child

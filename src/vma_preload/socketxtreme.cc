@@ -173,7 +173,10 @@ void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned 
     const auto s = FdTable::instance().get<SocketRecord>(m.fd, FdKind::kVmaSocket);
     if (!s) continue;
     if (m.listener) {
-      if (TcpListen* l = s->listening(); l == m.who) accept_for(*s, *l, comps, n, got);
+      if (TcpListen* l = s->listening(); l == m.who) {
+        accept_for(*s, *l, comps, n, got);
+        s->after_accept();
+      }
     } else if (TcpOffload* t = s->tcp(); t == m.who) {
       if (report(*s, *t, &comps[*got])) ++*got;
     }

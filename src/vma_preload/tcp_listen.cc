@@ -84,8 +84,16 @@ TcpListen::~TcpListen() {
   if (wait_fd_ >= 0) real().close(wait_fd_);
 }
 
-void TcpListen::leave_rings() {
-  for (const Leg& l : legs_) l.rings->tcp->stop_listening(l.sock, /*keep_completed=*/true);
+bool TcpListen::leave_rings() {
+  const bool keep = handed_out_.load() || in_accept_.load() > 0 || auto_accepting_.load();
+  for (const Leg& l : legs_) l.rings->tcp->stop_listening(l.sock, keep);
+  return keep && holds_completed();
+}
+
+bool TcpListen::holds_completed() {
+  for (const Leg& l : legs_)
+    if (l.rings->tcp->events(l.sock) & POLLIN) return true;
+  return false;
 }
 
 int TcpListen::auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len) {
@@ -118,6 +126,7 @@ int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len)
     }
     next_leg_ = (next_leg_ + k + 1) % n;
     lock.unlock();
+    handed_out_.store(true, std::memory_order_relaxed);
     drop_stale(nfd);
     track_socket(nfd, family_, SOCK_STREAM | flags, IPPROTO_TCP);
     const auto rec = FdTable::instance().get<SocketRecord>(nfd, FdKind::kVmaSocket);
@@ -152,6 +161,11 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     errno = EINVAL;
     return -1;
   }
+  struct InAccept {
+    std::atomic<int>& n;
+    explicit InAccept(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
+    ~InAccept() { n.fetch_sub(1); }
+  } const in_accept(in_accept_);
   using clock = std::chrono::steady_clock;
   // Read at the first miss: an accept that finds a connection makes no
   // syscall for them.

@@ -40,9 +40,14 @@ class TcpListen {
   int auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len);
   // The legs leave the rings (Stack::stop_listening: handshakes under way
   // reset, SYNs to the kernel listener) while other threads may still be
-  // in calls here: the object lives on, giving out the connections its
-  // legs had completed, then the kernel listener's.
-  void leave_rings();
+  // in calls here: the object lives on for them. The connections its legs
+  // had completed stay for this process's accept where it accepts here
+  // (it did before, or a thread is in accept, or socketXtreme accepts for
+  // it), else they are reset (a prefork master that never accepts must
+  // not leave its clients waiting). True when some stayed.
+  bool leave_rings();
+  // Whether a leg holds a completed connection for accept.
+  bool holds_completed();
   // The rings of its legs, each once (a dual listener's two legs share one).
   const std::vector<NetdevRings*>& rings() const { return netdevs_; }
 
@@ -85,7 +90,9 @@ class TcpListen {
   std::vector<NetdevRings*> netdevs_;  // the legs' rings, each once
   bool xtreme_ = false;                // joined the socketXtreme members
   std::atomic<bool> auto_accepting_{false};
-  size_t next_leg_ = 0;  // mu_: the leg the next take starts at
+  std::atomic<int> in_accept_{0};        // threads inside accept()
+  std::atomic<bool> handed_out_{false};  // take() gave out a connection
+  size_t next_leg_ = 0;                  // mu_: the leg the next take starts at
   std::mutex mu_;
   // What accepted sockets take from the listener's kernel socket.
   std::optional<std::vector<KeptOption>> inherit_;  // mu_

@@ -35,10 +35,13 @@ echoes COUNT more (its first accept takes the listener to the kernel
 while the parent's connection still holds the port on the rings). Prints
 "held ok" when the child served all and the first connection ended.
 
-ADDR PORT 1 queued: a client's handshake completes on the rings while
-nobody accepts; then a fork child's first look (a select) takes the
-listener to the kernel, and only then does the parent accept: it gets
-that connection, still on the rings, and echoes it ("queued ok")."""
+ADDR PORT 1 queued: the parent accepts and echoes a first client; a
+second's handshake completes on the rings while nobody accepts; then a
+fork child's first look (a select) takes the listener to the kernel, and
+only then does the parent accept: it gets that connection, still on the
+rings, and echoes it ("queued ok"). ADDR PORT 1 master: the same without
+the first client, and the parent never accepts (a prefork master): the
+waiting client is reset, not left waiting ("master ok" after 3 s)."""
 import ctypes
 import os
 import select
@@ -164,14 +167,20 @@ if who == "prefork":
     print("prefork", "ok" if ok else "failed", counts[0], counts[1], flush=True)
     os._exit(not ok)
 
-if who == "queued":
+if who in ("queued", "master"):
     print("ready", flush=True)
+    if who == "queued":
+        echo_until_eof(s.accept()[0])
     select.select([s], [], [], 30)  # a completed handshake waits
     pid = os.fork()
     if pid == 0:  # its first look at the listener asks for it (not accept's O_NONBLOCK)
         select.select([s], [], [], 0.5)
         os._exit(0)
     os.waitpid(pid, 0)
+    if who == "master":
+        time.sleep(3)
+        print("master ok", flush=True)
+        sys.exit(0)
     time.sleep(0.5)  # the parent's answer to the child's ask (fork_share.h) comes first
     c, _ = s.accept()
     echo_until_eof(c)
