@@ -405,10 +405,12 @@ void SocketRecord::adopt_tcp(std::unique_ptr<TcpOffload> t) {
 }
 
 void SocketRecord::after_accept() {
-  if (!listen_.load(std::memory_order_relaxed)) return;
+  // Every accept passes here: no lock unless the listener left the rings.
+  if (!listen_left_.load(std::memory_order_relaxed) || !listen_.load(std::memory_order_relaxed))
+    return;
   const ErrnoGuard keep;  // accept's
   std::lock_guard<std::mutex> lock(offload_mu_);
-  if (listen_left_ && listen_owner_ && !listen_owner_->holds_completed())
+  if (listen_owner_ && !listen_owner_->holds_completed())
     listen_.store(nullptr, std::memory_order_release);
 }
 
@@ -437,8 +439,7 @@ bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
     // A TCP listener: new clients are the kernel's from now on; the
     // connections it gave out, and those it completed and the parent
     // accepts next, stay on the rings (TcpListen::leave_rings).
-    if (!lend || listen_left_) return false;
-    listen_left_ = true;
+    if (!lend || listen_left_.exchange(true)) return false;
     // Nothing kept: the kernel's listener serves every call from now on.
     if (!listen_owner_->leave_rings()) listen_.store(nullptr, std::memory_order_release);
     SS_INFO("listen fd %d: fork child %d accepts on it: the kernel listens for both from now on",

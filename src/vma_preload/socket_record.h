@@ -200,7 +200,7 @@ struct SocketRecord final : Pollable {
   void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
   std::atomic<bool> tcp_settled_{false};     // a connect or listen was tried
   std::unique_ptr<TcpListen> listen_owner_;  // under offload_mu_
-  bool listen_left_ = false;                 // offload_mu_: its legs left the rings
+  std::atomic<bool> listen_left_{false};     // its legs left the rings (set under offload_mu_)
   std::atomic<TcpListen*> listen_{nullptr};
   // Set once a try ended (offloaded or refused) or the socket was handed
   // back: with offload_ null, the kernel's for good (kernel_served, lock-free).

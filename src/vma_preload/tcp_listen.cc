@@ -14,6 +14,7 @@
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
 #include "core/base/proc_sys.h"
+#include "core/base/scoped_count.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
@@ -161,11 +162,7 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     errno = EINVAL;
     return -1;
   }
-  struct InAccept {
-    std::atomic<int>& n;
-    explicit InAccept(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
-    ~InAccept() { n.fetch_sub(1); }
-  } const in_accept(in_accept_);
+  const ScopedCount in_accept(in_accept_);
   using clock = std::chrono::steady_clock;
   // Read at the first miss: an accept that finds a connection makes no
   // syscall for them.

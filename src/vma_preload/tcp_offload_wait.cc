@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/interruptible_poll.h"
+#include "core/base/scoped_count.h"
 #include "core/base/spin_phase.h"
 #include "interpose/signal_count.h"
 #include "libvmacompat/settings.h"
@@ -39,11 +40,7 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
 
 template <class Ready>
 int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable) {
-  struct Waiting {
-    std::atomic<int>& n;
-    explicit Waiting(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
-    ~Waiting() { n.fetch_sub(1); }
-  } const waiting(waiting_);
+  const ScopedCount waiting(waiting_);
   using clock = std::chrono::steady_clock;
   const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout_ms);
   net::tcp::Stack& st = *rings_->tcp;

@@ -591,42 +591,41 @@ done
 # A pre-forking server: a parent thread asleep in accept on the rings
 # while a fork child's first accept takes the listener to the kernel;
 # both serve Linux's clients after that, and neither crashes nor hangs.
-port=7018
-in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 4 prefork
-bad=0
-listening $port || bad=1
-for _ in 1 2 3 4; do
+# lent_start PORT COUNT MODE: vma_tcp_forking.py's MODE server in A on
+# PORT, listening on the rings (bad=1 if not). lent_echo: one client from
+# B echoes 100 KB. lent_end MODE: the server said "MODE ok" and a fork
+# child took its listener to the kernel.
+lent_start() {
+  port=$1
+  in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" "$1" "$2" "$3"
+  bad=0
+  listening "$1" || bad=1
+}
+lent_echo() {
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 100000 >"$T/cl" 2>&1 || bad=1
   has "$T/cl" "^echoed 100000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
-done
-wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^prefork ok" || bad=1
-has "$T/err" "listen fd [0-9]+: fork child [0-9]+ accepts on it" || bad=1
+}
+lent_end() {
+  wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+  has "$T/out" "^$1 ok" || bad=1
+  has "$T/err" "listen fd [0-9]+: fork child [0-9]+ accepts on it" || bad=1
+}
+lent_start 7018 4 prefork
+for _ in 1 2 3 4; do lent_echo; done
+lent_end prefork
 check "a pre-forking server in A, a parent thread asleep in accept: the listener goes to the kernel under it, $(sed -n 's/^prefork ok //p' "$T/out") connections served" $bad
 # A connection the rings completed before a fork child took the
 # listener to the kernel stays for the parent's accept where the parent
 # accepts (not reset); a prefork master that never accepts resets it.
-port=7019
-in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 1 queued
-bad=0
-listening $port || bad=1
-for _ in 1 2; do
-  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 100000 >"$T/cl" 2>&1 || bad=1
-  has "$T/cl" "^echoed 100000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
-done
-wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^queued ok" || bad=1
-has "$T/err" "listen fd [0-9]+: fork child [0-9]+ accepts on it" || bad=1
+lent_start 7019 1 queued
+lent_echo
+lent_echo
+lent_end queued
 check "a server in A that accepts, whose rings completed a handshake before its fork child's first look took the listener to the kernel: the parent accepts it on the rings, 100 KB echoed" $bad
-port=7020
-in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" $port 1 master
-bad=0
-listening $port || bad=1
+lent_start 7020 1 master
 ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" $port 100000 >"$T/cl" 2>&1 && bad=1
 has "$T/cl" "ConnectionResetError|BrokenPipeError" || bad=1
-wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^master ok" || bad=1
-has "$T/err" "listen fd [0-9]+: fork child [0-9]+ accepts on it" || bad=1
+lent_end master
 check "a prefork master in A that never accepts: the client its rings answered before the fork child's first look is reset, not left waiting" $bad
 
 # A server that keeps a connection it accepted and forks a child that

@@ -101,6 +101,14 @@ class TcpRing : public sstest::RingRig {
     close(fd);
     return -err;
   }
+  // connect_from_b on a thread of its own while this one pumps the stack.
+  int connect_from_b_pumping() {
+    std::atomic<int> got{INT32_MIN};
+    std::thread t([&] { got = connect_from_b(); });
+    pump_until([&] { return got != INT32_MIN; });
+    t.join();
+    return got;
+  }
   // Pumps until done(), or until kWait passed with progress() unchanged
   // (a slow machine, a sanitizer, a loss run: moving is not stuck).
   template <typename F, typename P = int (*)()>
@@ -912,11 +920,7 @@ TEST_F(TcpRing, AStoppedListenerKeepsWhatItCompletedForAccept) {
   resolve_neighbour(NetnsPair::kIpB);
   int clients[2];
   for (int& fd : clients) {
-    std::atomic<int> got{INT32_MIN};
-    std::thread t([&] { got = connect_from_b(); });
-    pump_until([&] { return got != INT32_MIN; });
-    t.join();
-    fd = got;
+    fd = connect_from_b_pumping();
     ASSERT_GE(fd, 0) << "connect from b: " << strerror(-fd);
   }
   EXPECT_TRUE(pump_until([&] { return tcp_->listener_counters(l).handshakes == 2; }));
@@ -950,11 +954,7 @@ TEST_F(TcpRing, AtExitAStoppedListenersUnacceptedConnectionIsReset) {
   Socket* l = nullptr;
   ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
   resolve_neighbour(NetnsPair::kIpB);
-  std::atomic<int> got{INT32_MIN};
-  std::thread t([&] { got = connect_from_b(); });
-  pump_until([&] { return got != INT32_MIN; });
-  t.join();
-  const int fd = got;
+  const int fd = connect_from_b_pumping();
   ASSERT_GE(fd, 0) << "connect from b: " << strerror(-fd);
   EXPECT_TRUE(pump_until([&] { return tcp_->listener_counters(l).handshakes == 1; }));
   tcp_->stop_listening(l, /*keep_completed=*/true);

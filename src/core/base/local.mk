@@ -46,6 +46,7 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/process_share.h \
 	src/core/base/rule_lines.h \
 	src/core/base/sanitizer.h \
+	src/core/base/scoped_count.h \
 	src/core/base/service_thread.cc \
 	src/core/base/library_thread.h \
 	src/core/base/library_thread.cc \

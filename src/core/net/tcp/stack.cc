@@ -3,9 +3,9 @@
 #include <time.h>
 
 #include <algorithm>
-#include <deque>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <optional>
 
 #include "core/base/kick.h"
