@@ -15,7 +15,8 @@
                         connect, echo 8 bytes, close, again and again for
                         SECS seconds, at most RATE a second and 64 under way
                         at once; prints "churned N in S s, R/s, failed F
-                        (errnos), RSS +K KiB"; with LHOST LPORT it serves there too
+                        (errnos), RSS +K KiB", and when any failed, when the first
+                        and the last did (s from the start); with LHOST LPORT it serves there too
                         (a thread; "first"), "ready" once listening, and
                         goes on serving after its count until SIGTERM
 """
@@ -123,14 +124,32 @@ class Conn:
         return True
 
 
+class Failures(dict):
+    """Failed connections by errno, and when the first and last failed."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = self.last = None
+
+    def add(self, err, at):
+        self[err] = self.get(err, 0) + 1
+        self.first = at if self.first is None else self.first
+        self.last = at
+
+    def when(self):
+        if self.first is None:
+            return ""
+        return f", failures from {self.first:.1f} s to {self.last:.1f} s"
+
+
 def run(host, port, total, limit, in_flight, keep, rate=0):
     """Opens total connections, at most in_flight unfinished at once and
     rate (0: any) a second, until limit (a monotonic time) passes; keeps
     the finished ones open (keep) or closes them. Returns (finished,
-    failed errnos, kept)."""
+    failed errnos with the first and last failure's time, kept)."""
     sel = selectors.DefaultSelector()
     started = finished = 0
-    failed = {}
+    failed = Failures()
     kept = []
     busy = 0
     t0 = time.monotonic()
@@ -143,7 +162,7 @@ def run(host, port, total, limit, in_flight, keep, rate=0):
                 Conn(host, port, sel)
                 busy += 1
             except OSError as e:
-                failed[e.errno] = failed.get(e.errno, 0) + 1
+                failed.add(e.errno, now - t0)
         if busy == 0 and (started >= total or now >= limit):
             break
         for key, _ in sel.select(timeout=5 if not rate else 1 / rate):
@@ -160,12 +179,13 @@ def run(host, port, total, limit, in_flight, keep, rate=0):
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError as e:
-                failed[e.errno] = failed.get(e.errno, 0) + 1
+                failed.add(e.errno, time.monotonic() - t0)
                 sel.unregister(c.s)
                 c.s.close()
             busy -= 1
         if time.monotonic() > limit + 30:
-            failed[errno.ETIMEDOUT] = failed.get(errno.ETIMEDOUT, 0) + busy
+            for _ in range(busy):
+                failed.add(errno.ETIMEDOUT, time.monotonic() - t0)
             break
     return finished, failed, kept
 
@@ -202,7 +222,7 @@ def main():
         took = time.monotonic() - t0
         bad = sum(failed.values())
         print(f"churned {done} in {took:.1f} s, {done / took:.0f}/s, failed {bad} "
-              f"{sorted(failed.items())}, RSS +{rss_kib() - rss0} KiB", flush=True)
+              f"{sorted(failed.items())}, RSS +{rss_kib() - rss0} KiB{failed.when()}", flush=True)
         if len(sys.argv) > 7:
             signal.sigwait([signal.SIGTERM])
         return 0 if done and not bad else 1
