@@ -3,11 +3,15 @@
 // other's locks and every frame wakes both (a receiver moved half the
 // bytes); so the thread leaves the rings to the program while the
 // program has looked since the thread's last look (the thread looks again
-// a millisecond later), parks while one program thread has slept on them
+// a millisecond later, twice as late each time the program looked again,
+// up to kLookAgainMaxMs: a program spinning on its sockets sees the thread
+// seldom, whose wake-ups on its core were its round trips' slowest 1%),
+// parks while one program thread has slept on them
 // since then (its wake-up wakes the thread: once per such sleep, never
 // per frame; the thread looks every kParkedLookMs all the same), and reads
 // them once the program neither looks nor sleeps.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -21,6 +25,9 @@ class RingTurn {
     kProgramSleeps,  // a program thread sleeps on them: the thread parks
   };
   static constexpr int kLookAgainMs = 1;
+  // Below the delayed ACK's 40 ms: an ACK a program's look held back
+  // still arms a timer that wakes the thread on time.
+  static constexpr int kLookAgainMaxMs = 16;
 
   // A parked thread looks again this often: a sleeper that never left
   // (a thread cancelled or longjmp'd out of its wait) must not leave the
@@ -58,17 +65,31 @@ class RingTurn {
     parked_.store(true);  // before the loads: a leave_sleep after them sees it
     const bool asleep = sleepers_.load() > 0;
     const uint64_t looks = looks_.load();
-    if (asleep && looks == *seen) return Reader::kProgramSleeps;
+    if (asleep && looks == *seen) {
+      look_again_ms_ = kLookAgainMs;
+      return Reader::kProgramSleeps;
+    }
     parked_.store(false);
-    if (looks == *seen) return Reader::kService;
+    if (looks == *seen) {
+      look_again_ms_ = kLookAgainMs;
+      return Reader::kService;
+    }
     *seen = looks;
     return Reader::kProgramLooks;
+  }
+  // After kProgramLooks: when the thread looks again (the service thread's
+  // only: each call is one more look the program kept the rings).
+  int look_again_ms() {
+    const int ms = look_again_ms_;
+    look_again_ms_ = std::min(ms * 2, kLookAgainMaxMs);
+    return ms;
   }
 
  private:
   std::atomic<uint64_t> looks_{0};
   std::atomic<int> sleepers_{0};
   std::atomic<bool> parked_{false};
+  int look_again_ms_ = kLookAgainMs;  // the service thread's alone
 };
 
 }  // namespace ss::vma::preload

@@ -50,7 +50,7 @@ void serve(ServiceThread::Run& run) {
           ours.push_back(r);
           break;
         case RingTurn::Reader::kProgramLooks:
-          ms = shorter_ms(ms, RingTurn::kLookAgainMs);
+          ms = shorter_ms(ms, r->turn.look_again_ms());
           break;
         case RingTurn::Reader::kProgramSleeps:
           parked.push_back(i);
