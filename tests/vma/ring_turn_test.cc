@@ -1,10 +1,12 @@
 // RingTurn: the vma-tcp thread reads a netdev's rings only while the
 // program neither looks at them nor sleeps on them, and is woken by a
-// program sleep it parked for, once.
+// program sleep it parked for, once; while the program keeps looking the
+// thread looks again less and less often.
 #include "vma_preload/ring_turn.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace ss::vma::preload {
@@ -20,6 +22,26 @@ TEST(RingTurn, TheThreadReadsOnceTheProgramStopsLooking) {
   t.program_looked();
   EXPECT_EQ(t.reader(&seen), Reader::kProgramLooks);
   EXPECT_EQ(t.reader(&seen), Reader::kService);
+}
+
+TEST(RingTurn, AProgramThatKeepsLookingSeesTheThreadSeldom) {
+  RingTurn t;
+  uint64_t seen = UINT64_MAX;
+  int waits[6];
+  for (int& w : waits) {
+    t.program_looked();
+    ASSERT_EQ(t.reader(&seen), Reader::kProgramLooks);
+    w = t.look_again_ms();
+  }
+  EXPECT_EQ(waits[0], RingTurn::kLookAgainMs);
+  for (int i = 1; i < 6; i++)
+    EXPECT_EQ(waits[i], std::min(waits[i - 1] * 2, RingTurn::kLookAgainMaxMs));
+  EXPECT_EQ(waits[5], RingTurn::kLookAgainMaxMs);
+  // Once the program stopped looking, its next looks are seen soon again.
+  EXPECT_EQ(t.reader(&seen), Reader::kService);
+  t.program_looked();
+  ASSERT_EQ(t.reader(&seen), Reader::kProgramLooks);
+  EXPECT_EQ(t.look_again_ms(), RingTurn::kLookAgainMs);
 }
 
 TEST(RingTurn, ASleepTheThreadParkedForWakesItOnce) {
