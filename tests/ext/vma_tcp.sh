@@ -814,6 +814,8 @@ ready_in "$T/out" || echo "  A's server did not start"
 bad=0
 ip netns exec "$Z" timeout $((scale_s + 60)) python3 "$here/vma_tcp_scale.py" churn "$IP4" 7103 $scale_s 1000 >"$T/cl" 2>&1 || bad=1
 for _ in $(seq 300); do grep -q "^churned" "$T/out" && break; sleep 0.1; done
+# A serves until killed here: an end before it says why B was refused.
+kill -0 "${pids[-1]}" 2>/dev/null || { wait "${pids[-1]}"; echo "  A's program ended early (status $?): $(grep -v INFO "$T/err" | tail -3)"; bad=1; }
 stop_a_bg
 segs=$(($(kernel_tcp) - seg0))
 has "$T/out" "^churned [0-9]+ in .* failed 0 " || { echo "  A: $(grep -v INFO "$T/out" "$T/err" | tail -3)"; bad=1; }
