@@ -11,12 +11,15 @@
 #   kernel      both ends plain sockets
 #   busypoll    the same with the kernel's busy polling on
 #               (net.core.busy_read and busy_poll 50 us, global sysctls:
-#               set for this run only and put back)
+#               set for this run only and put back), and on each veth end
+#               our steering program with no flow (every frame to the
+#               kernel): veth has NAPI to poll only with an XDP program,
+#               without one the busy-polling receive sleeps
 #   client      the ping-pong client under LD_PRELOAD=libvma.so (offloaded
 #               in A), the server on the kernel in B
 #   both        both ends under the preload
 # Prints p50, p99, p99.9 and the average (us) per run and p50 as a ratio to
-# the kernel's. Whether a preloaded socket really used the rings is printed
+# the kernel's and to its busy polling's. Whether a preloaded socket really used the rings is printed
 # from the library's own lines (UDP: "<netdev>: UDP offloaded on N rx
 # queue(s)"; TCP: "connect fd N: offloaded", "listen fd N ... listener(s)
 # of the rings", at debug); a run without it is marked NOT OFFLOADED.
@@ -37,7 +40,16 @@ command -v sockperf >/dev/null || { echo "vma_sockperf.sh: sockperf not found (D
 A=ss-bva-$$ Z=ss-bvb-$$ IPA=10.217.0.1 IPB=10.217.0.2 PORT=11211
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-vmabench.XXXXXX")
 BR=$(sysctl -n net.core.busy_read 2>/dev/null) BP=$(sysctl -n net.core.busy_poll 2>/dev/null)
+XDP_PASS=$B/src/core/prov/xdp/steer.bpf.o
 busy() {  # busy on|off
+  if [ "$1" = on ]; then
+    ip -n "$A" link set dev va xdpdrv obj "$XDP_PASS" sec xdp.frags &&
+      ip -n "$Z" link set dev vb xdpdrv obj "$XDP_PASS" sec xdp.frags ||
+      echo "vma_sockperf.sh: no XDP program on veth: the busy-poll run sleeps" >&2
+  else
+    ip -n "$A" link set dev va xdp off 2>/dev/null
+    ip -n "$Z" link set dev vb xdp off 2>/dev/null
+  fi
   [ -n "$BR" ] && [ -n "$BP" ] || return 0
   if [ "$1" = on ]; then
     sysctl -qw net.core.busy_read=50 net.core.busy_poll=50
@@ -108,9 +120,9 @@ run() {
 }
 
 printf "sockperf %s %s, 64 B, %s s each, across veth (A -> B)\n" "$PROTO" "$MODE" "$TIME"
-printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "p50" "p99" "p99.9" "avg" "p50 vs" ""
-printf "%-34s %8s %8s %9s %8s %9s  %s\n" "" "(us)" "(us)" "(us)" "(us)" "kernel" ""
-k50=""
+printf "%-34s %8s %8s %9s %8s %9s %9s  %s\n" "" "p50" "p99" "p99.9" "avg" "p50 vs" "p50 vs" ""
+printf "%-34s %8s %8s %9s %8s %9s %9s  %s\n" "" "(us)" "(us)" "(us)" "(us)" "kernel" "busypoll" ""
+k50="" b50=""
 for cfg in "kernel:0:0:kernel sockets both ends" "busypoll:0:0:kernel, busy_read/busy_poll 50" \
   "client:0:1:client under libvma.so" \
   "both:1:1:both ends under libvma.so"; do
@@ -118,7 +130,9 @@ for cfg in "kernel:0:0:kernel sockets both ends" "busypoll:0:0:kernel, busy_read
   read -r p50 p99 p999 avg note < <(run "$name" "$sp" "$cp")
   [ "$p50" = none ] && { printf "%-34s %8s  (sockperf failed: %s)\n" "$label" "fail" "$(tail -1 "$T/$name.client")"; continue; }
   [ "$name" = kernel ] && k50=$p50
+  [ "$name" = busypoll ] && b50=$p50
   ratio=$(awk -v a="$p50" -v k="$k50" 'BEGIN { if (k > 0) printf "%.2fx", a / k; else print "-" }')
+  bratio=$(awk -v a="$p50" -v k="$b50" 'BEGIN { if (k > 0) printf "%.2fx", a / k; else print "-" }')
   [ "$sp$cp" = 00 ] && note=""
-  printf "%-34s %8s %8s %9s %8s %9s  %s\n" "$label" "$p50" "$p99" "$p999" "$avg" "$ratio" "$note"
+  printf "%-34s %8s %8s %9s %8s %9s %9s  %s\n" "$label" "$p50" "$p99" "$p999" "$avg" "$ratio" "$bratio" "$note"
 done
