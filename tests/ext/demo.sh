@@ -74,7 +74,7 @@ if [ "$(id -u)" = 0 ] && command -v sockperf >/dev/null; then
     grep -Eq "^kernel sockets both ends +$num +$num +$num" "$out.$proto"
     check "vma $proto row 'kernel sockets both ends' with figures" $?
     for row in "client under libvma.so" "both ends under libvma.so"; do
-      grep -Eq "^$row +$num +$num +$num +$num +$num""x +offload-ok" "$out.$proto"
+      grep -Eq "^$row +$num +$num +$num +$num +$num""x +$num""x +offload-ok" "$out.$proto"
       check "vma $proto row '$row' with figures, offloaded" $?
     done
   done
