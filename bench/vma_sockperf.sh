@@ -19,10 +19,11 @@
 #               in A), the server on the kernel in B
 #   both        both ends under the preload
 # Prints p50, p99, p99.9 and the average (us) per run and p50 as a ratio to
-# the kernel's and to its busy polling's. Whether a preloaded socket really used the rings is printed
-# from the library's own lines (UDP: "<netdev>: UDP offloaded on N rx
-# queue(s)"; TCP: "connect fd N: offloaded", "listen fd N ... listener(s)
-# of the rings", at debug); a run without it is marked NOT OFFLOADED.
+# the kernel's and to its busy polling's. Whether a preloaded socket
+# really used the rings is printed from the library's own lines (UDP:
+# "<netdev>: UDP offloaded on N rx queue(s)"; TCP: "connect fd N:
+# offloaded", "listen fd N ... listener(s) of the rings", at debug); a run
+# without it is marked NOT OFFLOADED.
 #
 #   cd build && sudo bash ../bench/vma_sockperf.sh      (root: namespaces, XDP)
 set -u

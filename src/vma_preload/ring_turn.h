@@ -65,17 +65,15 @@ class RingTurn {
     parked_.store(true);  // before the loads: a leave_sleep after them sees it
     const bool asleep = sleepers_.load() > 0;
     const uint64_t looks = looks_.load();
-    if (asleep && looks == *seen) {
-      look_again_ms_ = kLookAgainMs;
-      return Reader::kProgramSleeps;
+    if (looks != *seen) {
+      parked_.store(false);
+      *seen = looks;
+      return Reader::kProgramLooks;
     }
+    look_again_ms_ = kLookAgainMs;  // the program stopped looking
+    if (asleep) return Reader::kProgramSleeps;
     parked_.store(false);
-    if (looks == *seen) {
-      look_again_ms_ = kLookAgainMs;
-      return Reader::kService;
-    }
-    *seen = looks;
-    return Reader::kProgramLooks;
+    return Reader::kService;
   }
   // After kProgramLooks: when the thread looks again (the service thread's
   // only: each call is one more look the program kept the rings).

@@ -15,10 +15,11 @@
                         connect, echo 8 bytes, close, again and again for
                         SECS seconds, at most RATE a second and 64 under way
                         at once; prints "churned N in S s, R/s, failed F
-                        (errnos), RSS +K KiB", and when any failed, when the first
-                        and the last did (s from the start); with LHOST LPORT it serves there too
-                        (a thread; "first"), "ready" once listening, and
-                        goes on serving after its count until SIGTERM
+                        (errnos), RSS +K KiB" and, when any failed, when
+                        the first and the last did (s from the start);
+                        with LHOST LPORT it serves there too (a thread;
+                        "first"), "ready" once listening, and goes on
+                        serving after its count until SIGTERM
 """
 import errno
 import os
@@ -131,9 +132,10 @@ class Failures(dict):
         super().__init__()
         self.first = self.last = None
 
-    def add(self, err, at):
-        self[err] = self.get(err, 0) + 1
-        self.first = at if self.first is None else self.first
+    def add(self, err, at, count=1):
+        self[err] = self.get(err, 0) + count
+        if self.first is None:
+            self.first = at
         self.last = at
 
     def when(self):
@@ -184,8 +186,8 @@ def run(host, port, total, limit, in_flight, keep, rate=0):
                 c.s.close()
             busy -= 1
         if time.monotonic() > limit + 30:
-            for _ in range(busy):
-                failed.add(errno.ETIMEDOUT, time.monotonic() - t0)
+            if busy:
+                failed.add(errno.ETIMEDOUT, time.monotonic() - t0, busy)
             break
     return finished, failed, kept
 
