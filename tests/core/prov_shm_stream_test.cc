@@ -48,14 +48,40 @@ class ShmStreamPeer : public ::testing::Test {
   }
   // Our ring, which the endpoint waits for before it reports the
   // connection; `then` (whole frames) travels in the same message.
-  void send_ring(const std::vector<uint8_t>& then = {}) {
+  // `mapped` (optional): the ring as the endpoint writes it.
+  void send_ring(const std::vector<uint8_t>& then = {}, RingControl** mapped = nullptr) {
     const uint32_t entries = 64;
     const int ring = sealed_memfd(ring_bytes(entries));
     ASSERT_GE(ring, 0);
+    if (mapped) {
+      void* m = mmap(nullptr, ring_bytes(entries), PROT_READ | PROT_WRITE, MAP_SHARED, ring, 0);
+      ASSERT_NE(MAP_FAILED, m);
+      *mapped = static_cast<RingControl*>(m);
+    }
     std::vector<uint8_t> b = ctrl_frame(kCtrlRing, &entries, sizeof entries);
     b.insert(b.end(), then.begin(), then.end());
     send_bytes(b, ring);
     ::close(ring);
+  }
+  // The frames the endpoint has written so far (closing what they carry).
+  int frames_sent() {
+    std::vector<uint8_t> all;
+    for (;;) {
+      uint8_t b[4096];
+      iovec iov{b, sizeof b};
+      int got_fds[8], got = 0;
+      const ssize_t n = recv_with_fds(fds_[1], &iov, 1, got_fds, 8, &got, MSG_DONTWAIT);
+      for (int i = 0; i < got; i++) ::close(got_fds[i]);
+      if (n <= 0) break;
+      all.insert(all.end(), b, b + n);
+    }
+    int frames = 0;
+    for (size_t at = 0; at + util::kFrameHeaderSize <= all.size(); frames++) {
+      FrameHeader h{};
+      util::decode_frame(all.data() + at, &h);
+      at += util::kFrameHeaderSize + h.length;
+    }
+    return frames;
   }
   CmEvent next_event() {
     CmEvent ev = CmEvent::kNone;
@@ -122,6 +148,27 @@ TEST_F(ShmStreamPeer, MessagesBeforeTheEndComeOnAnAcceptedConnection) {
   EXPECT_EQ(0x55u, wc[0].imm);
   EXPECT_EQ(CmEvent::kError, next_event());
   EXPECT_EQ(ECONNRESET, ep_->cm_error());
+}
+
+// The memfds an endpoint passes (its ring, its regions) come before any
+// message it sends after them: a ring entry counts those frames, so the
+// peer takes the descriptors before the message, and a peer out of
+// descriptors fails at the connection's first message, never mid-stream.
+TEST_F(ShmStreamPeer, ARingEntryWaitsForTheMemoryPassedBeforeIt) {
+  RingControl* ring = nullptr;
+  ASSERT_NO_FATAL_FAILURE(send_ring({}, &ring));
+  ASSERT_EQ(CmEvent::kEstablished, next_event());
+  SendWr wr;
+  wr.op = Op::kWriteImm;
+  wr.imm = 0x77;
+  ASSERT_EQ(kPostDone, ep_->post_send(wr));
+  const int before = frames_sent();
+  ASSERT_GE(before, 2) << "the reply and the endpoint's ring";
+  const RingEntry& e = ring->entries[0];
+  ASSERT_EQ(1u, e.seq.load());
+  EXPECT_EQ(0x77u, e.imm);
+  EXPECT_EQ(static_cast<uint32_t>(before), e.stream_seq);
+  munmap(ring, ring_bytes(64));
 }
 
 }  // namespace

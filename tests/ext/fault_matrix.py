@@ -254,9 +254,9 @@ _SLOT_FREED = ("by the timing: the listen thread's try at the waiting connection
                "descriptor slot that the program's socket() then takes")
 # Differences not fixed yet (docs/status.md lists them): the cell says
 # "open" whatever its answer, unless the answer became the kernel's.
-_SHM_LATE_FDS = ("shm, by the timing: memory the peer passes (as descriptors) once none is "
-                 "left fails its connection: the accepted one's (recv: EMFILE), or the "
-                 "waiting one's, whose descriptor slot the program's socket() then takes")
+_SHM_LATE_FDS = ("shm, by the timing: a waiting connection the listen thread completes as the "
+                 "program runs out fails for want of a descriptor for its peer's memory; the "
+                 "program's socket() then takes its slot")
 KNOWN_OPEN = {
     ("emfile", "rs-tcp"): _SLOT_FREED,
     ("emfile", "pre-tcp"): _SLOT_FREED,

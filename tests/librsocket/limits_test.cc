@@ -139,7 +139,8 @@ void run_starved_reader() {
   if (s < 0) child_fail("raccept");
   // The parent's first byte, taken without sleeping (a sleep would make the
   // wake-up descriptor now): the connection is complete (on shm the peer's
-  // memory is mapped) before the descriptors run out.
+  // memory is mapped: a message comes after the memfds sent before it)
+  // before the descriptors run out.
   char b = 0;
   for (int i = 0; i < 10000 && rrecv(s, &b, 1, MSG_DONTWAIT) != 1; i++) usleep(1000);
   if (b != 'h') child_fail("the first byte");

@@ -119,17 +119,15 @@ void ShmEndpoint::announce_region(const Announce& a) {
   Sge sge{reinterpret_cast<uint64_t>(payload), sizeof payload, 0};
   FrameHeader h{FrameType::kCtrl, kCtrlRegion, sizeof payload, 0, 0, 0};
   queue_frame(h, &sge, 1, 0, false, true, fd);
+  last_slow_frame_ = static_cast<uint32_t>(tx_frames_);
 }
 
-// After our hello or reply: the ring, our names and regions.
+// After our hello or reply: our names, our regions, then the ring. The
+// peer reports the connection once the ring is here, so by then it holds
+// every memfd we passed: a peer short of descriptors fails at accept or
+// connect (EMFILE, as the kernel's), not at a later read.
 void ShmEndpoint::send_announcements() {
   announced_ = true;
-  uint32_t entries = rx_ring_entries_;
-  Sge sge{reinterpret_cast<uint64_t>(&entries), sizeof entries, 0};
-  int ring_fd = -1;
-  mem::take_backing(rx_ring_region_->addr(), rx_ring_region_->len(), &ring_fd, nullptr);
-  queue_frame({FrameType::kCtrl, kCtrlRing, sizeof entries, 0, 0, 0}, &sge, 1, 0, false, true,
-              ring_fd);
   if (active_) {
     // Our name and the name we dialled: the peer's rgetpeername/rgetsockname.
     uint8_t addr[2 + 2 * sizeof(sockaddr_in6)];
@@ -145,6 +143,13 @@ void ShmEndpoint::send_announcements() {
   }
   for (const Announce& a : to_announce_) announce_region(a);
   to_announce_.clear();
+  uint32_t entries = rx_ring_entries_;
+  Sge sge{reinterpret_cast<uint64_t>(&entries), sizeof entries, 0};
+  int ring_fd = -1;
+  mem::take_backing(rx_ring_region_->addr(), rx_ring_region_->len(), &ring_fd, nullptr);
+  queue_frame({FrameType::kCtrl, kCtrlRing, sizeof entries, 0, 0, 0}, &sge, 1, 0, false, true,
+              ring_fd);
+  last_slow_frame_ = static_cast<uint32_t>(tx_frames_);
 }
 
 int ShmEndpoint::connect(const void* pdata, size_t len) {

@@ -148,8 +148,9 @@ class ShmEndpoint final : public util::StreamEndpoint {
   std::deque<int> rx_fds_;  // received with SCM_RIGHTS, consumed in frame order
   unsigned idle_polls_ = 0;
   int sleepers_ = 0;  // threads between arm() and ack_events()
-  // Stream position of our latest slow-path write: a ring entry is placed
-  // only after the peer has read the stream that far.
+  // Stream position of our latest slow-path write or passed memfd: a ring
+  // entry is placed only after the peer has read the stream that far, so a
+  // receiver out of descriptors fails at the first message, not mid-stream.
   uint32_t last_slow_frame_ = 0;
   sockaddr_storage local_{}, peer_{};
   socklen_t local_len_ = 0, peer_len_ = 0;
