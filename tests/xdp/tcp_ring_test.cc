@@ -947,6 +947,62 @@ TEST_F(TcpRing, AStoppedListenerKeepsWhatItCompletedForAccept) {
   EXPECT_TRUE(pump_until([&] { return tcp_->connections() == 0; }));
 }
 
+// A poller of many handles (socketXtreme) learns which the stack changed:
+// a watched handle is listed at once, then at each change (a handshake
+// completed, data), once until taken; an unwatched or closed one never.
+TEST_F(TcpRing, WatchedHandlesAreListedWhenTheStackChangesThem) {
+  static const char kL = 'l', kC = 'c';
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  std::vector<const void*> ready;
+  tcp_->watch_ready(l, &kL);
+  tcp_->take_ready(&ready);
+  EXPECT_EQ(ready, std::vector<const void*>{&kL}) << "not listed when watched";
+  ready.clear();
+  tcp_->take_ready(&ready);
+  EXPECT_TRUE(ready.empty()) << "listed again without a change";
+
+  std::vector<const void*> seen;
+  auto taken = [&](const void* tag) {
+    tcp_->take_ready(&seen);
+    return std::count(seen.begin(), seen.end(), tag);
+  };
+  const int fd = connect_from_b_pumping();
+  ASSERT_GE(fd, 0) << "connect from b: " << strerror(-fd);
+  EXPECT_TRUE(pump_until([&] { return taken(&kL) > 0; })) << "a handshake did not list it";
+  Socket* c = nullptr;
+  ASSERT_EQ(tcp_->accept(l, &c, nullptr), 0);
+  tcp_->watch_ready(l, nullptr);
+  tcp_->watch_ready(c, &kC);
+  seen.clear();
+  EXPECT_EQ(taken(&kC), 1);
+
+  seen.clear();
+  ASSERT_EQ(write(fd, "x", 1), 1);
+  EXPECT_TRUE(pump_until([&] { return taken(&kC) > 0; })) << "data did not list it";
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), &kL), 0) << "an unwatched handle was listed";
+
+  // Sends that fill the buffer list it too: a watcher of edges sees
+  // POLLOUT fall, so its rise later is one.
+  seen.clear();
+  const std::string lots(1 << 16, 'z');
+  const std::span<const uint8_t> chunk{reinterpret_cast<const uint8_t*>(lots.data()), lots.size()};
+  ssize_t n = 1;
+  for (int i = 0; i < 1024 && n > 0; i++) n = tcp_->send(c, chunk);
+  ASSERT_EQ(n, -EAGAIN) << "the send buffer never filled";
+  EXPECT_EQ(taken(&kC), 1) << "a send that left it unwritable did not list it";
+
+  ASSERT_EQ(write(fd, "y", 1), 1);
+  EXPECT_TRUE(pump_until([&] { return (tcp_->events(c) & POLLIN) != 0; }));
+  tcp_->close(c, /*abort=*/true);  // listed, not taken: gone with the handle
+  seen.clear();
+  EXPECT_EQ(taken(&kC), 0) << "a closed handle was listed";
+  close(fd);
+  tcp_->close(l);
+  EXPECT_TRUE(pump_until([&] { return tcp_->connections() == 0; }));
+}
+
 // At exit (close_at_exit) a stopped listener's kept, unaccepted
 // connection is reset, as the kernel resets what a listener queued when
 // the process ends; it does not end with a FIN as an accepted one would.

@@ -64,10 +64,12 @@ class Socket {
   FourTuple t;
   Kick waiters;
   uint64_t changes = 0;
-  bool touched = false;   // in Stack::touched_
-  bool moved = false;     // handed over (hand_over): conn is null
-  bool stopped = false;   // a listener off the table and the steering (stop_listening)
-  size_t last_queue = 0;  // a listener's accept queue at the last sweep
+  bool touched = false;             // in Stack::touched_
+  const void* ready_tag = nullptr;  // watch_ready's
+  bool ready = false;               // in Stack::ready_
+  bool moved = false;               // handed over (hand_over): conn is null
+  bool stopped = false;             // a listener off the table and the steering (stop_listening)
+  size_t last_queue = 0;            // a listener's accept queue at the last sweep
   // A stopped listener's completed connections, open already, for accept.
   std::deque<Socket*> completed;
 };
@@ -416,6 +418,7 @@ int Stack::reconnect(Socket* s, const FourTuple* t, const tcp::Config& cfg, ToKe
     if (auto it = opens_.find(s->conn); it != opens_.end()) free_locked(it);
     s->conn = nullptr;
     s->changes++;
+    mark_ready_locked(s);  // its old events are gone
   }
   return t ? open_locked(s, *t, cfg, why) : 0;
 }
@@ -485,6 +488,8 @@ ssize_t Stack::send(Socket* s, std::span<const uint8_t> data, bool keep_error) {
   if (!s->conn) return -ENOTCONN;
   const ssize_t n = s->conn->send(data, clock_(), keep_error);
   s->changes++;
+  // A watcher reporting edges sees POLLOUT fall, or it would miss its rise.
+  if (!s->conn->writable()) mark_ready_locked(s);
   check_due_locked();
   return n;
 }
@@ -540,7 +545,8 @@ int Stack::shutdown_write(Socket* s) {
   if (!s->conn) return -ENOTCONN;
   const int r = s->conn->shutdown_write(clock_());
   s->changes++;
-  s->waiters.wake();   // another thread's poll sees POLLOUT go
+  s->waiters.wake();  // another thread's poll sees POLLOUT go
+  mark_ready_locked(s);
   check_due_locked();  // the FIN's retransmission
   return r;
 }
@@ -596,8 +602,36 @@ void Stack::wake_touched_locked() {
     s->touched = false;
     s->changes++;
     s->waiters.wake();
+    mark_ready_locked(s);
   }
   touched_.clear();
+}
+
+void Stack::mark_ready_locked(Socket* s) {
+  if (!s->ready_tag || s->ready) return;
+  s->ready = true;
+  ready_.push_back(s);
+}
+
+void Stack::watch_ready(Socket* s, const void* tag) {
+  std::lock_guard lock(mu_);
+  if (!sockets_.count(s)) return;
+  s->ready_tag = tag;
+  if (tag) {
+    mark_ready_locked(s);
+  } else if (s->ready) {
+    s->ready = false;
+    std::erase(ready_, s);
+  }
+}
+
+void Stack::take_ready(std::vector<const void*>* out) {
+  std::lock_guard lock(mu_);
+  for (Socket* s : ready_) {
+    s->ready = false;
+    out->push_back(s->ready_tag);
+  }
+  ready_.clear();
 }
 
 void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
@@ -626,6 +660,7 @@ void Stack::close_locked(Socket* s, bool abort, std::function<void()> on_freed) 
     maybe_done_.push_back(s->conn);
   }
   if (s->touched) std::erase(touched_, s);
+  if (s->ready) std::erase(ready_, s);
   s->waiters.wake();  // a sleeper in another thread looks again (and finds EBADF)
   sockets_.erase(it);
 }
@@ -924,6 +959,7 @@ void Stack::wake(Socket* s) {
   std::lock_guard lock(mu_);
   s->changes++;
   s->waiters.wake();
+  mark_ready_locked(s);
 }
 
 StackCounters Stack::counters() const {

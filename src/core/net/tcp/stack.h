@@ -204,6 +204,13 @@ class Stack final : public SegmentInput {
   // Wakes the handle's waiters and moves its change count (the face
   // changed what the handle reports: shutdown(SHUT_RD)).
   SS_API void wake(Socket* s);
+  // A poller of many handles (socketXtreme) asks which changed instead of
+  // looking at each: a watched handle joins the ready list at each change
+  // the stack makes (data, state, room, an accept queue), once until
+  // take_ready hands out its tag. watch_ready lists it at once (it may
+  // hold what came before); a null tag unwatches.
+  SS_API void watch_ready(Socket* s, const void* tag);
+  SS_API void take_ready(std::vector<const void*>* out);
   // The program's exit, which takes the stack with it where Linux's TCP
   // would go on closing: close_at_exit closes every connection a handle
   // still holds as close() would (the handles stay valid for threads
@@ -255,6 +262,7 @@ class Stack final : public SegmentInput {
   // closed connection's: listed for the sweep).
   void touch_locked(Connection* c);
   void wake_touched_locked();
+  void mark_ready_locked(Socket* s);
   // After a program's call: a timer earlier than the watched deadline
   // calls on_earlier_due.
   void check_due_locked();
@@ -288,6 +296,7 @@ class Stack final : public SegmentInput {
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<prov::SteeredFlow> kept_only_;  // of flow_refs_: add_kept_only's
   std::vector<Socket*> touched_;              // since the last wake
+  std::vector<Socket*> ready_;                // watched, changed since take_ready
   std::vector<Connection*> held_;             // holding an ACK for the batch being read
   // Connections handed over (hand_over) and until when their segments
   // left on the rings are dropped.
