@@ -11,8 +11,9 @@
  *                 (VMA_SOCKETXTREME=1): the connection auto-accepted, its
  *                 packets echoed from the frames and freed
  *       "ready" once listening; ends with the connection.
- *   ping ADDR PORT COUNT spin|block
- *       connects, sends COUNT messages one at a time after 1000 not
+ *   ping ADDR PORT COUNT spin|block [IDLE]
+ *       connects (then IDLE more connections, left idle, each completed
+ *       before the timing), sends COUNT messages one at a time after 1000 not
  *       counted, each echo checked, its receive spinning (spin:
  *       recv(MSG_DONTWAIT), SO_BUSY_POLL 50 us on a kernel socket, the
  *       kernel's fastest) or a blocking recv (block: under libvma.so the
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@
 
 #include "../tests/ext/test_addr.h"
 
-enum { kMsg = 64, kWarm = 1000 };
+enum { kMsg = 64, kWarm = 1000, kBacklog = 4096 };
 
 static int listener(const char *ip, const char *port)
 {
@@ -69,7 +71,7 @@ static int pong_xtreme(struct vma_api_t *api, int l)
 {
 	int ring = -1, done = 0;
 
-	if (api->get_socket_rings_fds(l, &ring, 1) != 1 || listen(l, 4) != 0) {
+	if (api->get_socket_rings_fds(l, &ring, 1) != 1 || listen(l, kBacklog) != 0) {
 		perror("ring");
 		return 1;
 	}
@@ -102,7 +104,7 @@ static int pong(const char *mode, const char *ip, const char *port)
 
 	if (!strcmp(mode, "xtreme"))
 		return api ? pong_xtreme(api, l) : 1;
-	if (listen(l, 4) != 0)
+	if (listen(l, kBacklog) != 0)
 		return 1;
 	printf("ready\n");
 	fflush(stdout);
@@ -155,7 +157,29 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int ping(const char *ip, const char *port, long count, int spin)
+/* n connections to `to` left idle (each completed first), or NULL. */
+static int *idle_connections(const struct sockaddr_storage *to, socklen_t len, int n)
+{
+	int *fds = calloc((size_t)n + 1, sizeof *fds);
+
+	for (int i = 0; fds && i < n; i++) {
+		struct pollfd p = {socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0), POLLOUT, 0};
+		int err = 0;
+		socklen_t el = sizeof err;
+
+		fds[i] = p.fd;
+		if (p.fd < 0 || (connect(p.fd, (const struct sockaddr *)to, len) != 0 &&
+				 errno != EINPROGRESS) ||
+		    poll(&p, 1, 10000) != 1 ||
+		    getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
+			fprintf(stderr, "idle connection %d: %s\n", i, strerror(err ? err : errno));
+			return NULL;
+		}
+	}
+	return fds;
+}
+
+static int ping(const char *ip, const char *port, long count, int spin, int idle)
 {
 	struct sockaddr_storage to;
 	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &to);
@@ -169,6 +193,10 @@ static int ping(const char *ip, const char *port, long count, int spin)
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &busy_us, sizeof busy_us);
+	int *idle_fds = idle_connections(&to, len, idle);
+
+	if (!idle_fds)
+		return 1;
 	for (long m = -kWarm; m < count; m++) {
 		struct timespec a, b;
 		size_t got = 0;
@@ -196,6 +224,8 @@ static int ping(const char *ip, const char *port, long count, int spin)
 			rtt[m] = (double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3;
 	}
 	close(fd);
+	for (int i = 0; i < idle; i++)
+		close(idle_fds[i]);
 	qsort(rtt, (size_t)count, sizeof *rtt, cmp);
 	printf("rtt_us p50 %.1f p99 %.1f\n", rtt[count / 2], rtt[count * 99 / 100]);
 	return 0;
@@ -205,8 +235,11 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "pong"))
 		return pong(argv[2], argv[3], argv[4]);
-	if (argc == 6 && !strcmp(argv[1], "ping"))
-		return ping(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "spin"));
-	fprintf(stderr, "usage: %s pong recv|zcopy|xtreme ADDR PORT | ping ADDR PORT COUNT spin|block\n", argv[0]);
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "ping"))
+		return ping(argv[2], argv[3], atol(argv[4]), !strcmp(argv[5], "spin"),
+			    argc == 7 ? atoi(argv[6]) : 0);
+	fprintf(stderr,
+		"usage: %s pong recv|zcopy|xtreme ADDR PORT | ping ADDR PORT COUNT spin|block [IDLE]\n",
+		argv[0]);
 	return 2;
 }

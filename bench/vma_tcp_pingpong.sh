@@ -15,7 +15,9 @@
 #            the library spins in): no kernel TCP on either end, as
 #            sockperf under libvma on both hosts
 # every server spinning (MSG_DONTWAIT or polling), the five in turn ROUNDS
-# times (default 3), the server on CPU 0 and the client on CPU 1. Prints
+# times (default 3), the server on CPU 0 and the client on CPU 1; with
+# IDLE=N the client first opens N more connections left idle (socketXtreme
+# reports them all on one ring). MODES picks some of the five. Prints
 # each run's p50 and p99 (microseconds), then each mode's median p50 and
 # p99 and their ratio to the kernel's. A preloaded run whose A kernel moved
 # 5 TCP segments or more (B's too, for both) is marked NOT-OFFLOADED.
@@ -23,7 +25,8 @@
 #   cd build && sudo bash ../bench/vma_tcp_pingpong.sh      (root: namespaces, XDP)
 set -u
 name=vma_tcp_pingpong.sh
-ROUNDS=${ROUNDS:-3} COUNT=${COUNT:-20000}
+ROUNDS=${ROUNDS:-3} COUNT=${COUNT:-20000} IDLE=${IDLE:-0}
+MODES=${MODES:-kernel recv zcopy xtreme both}
 A=ss-bpa-$$ Z=ss-bpb-$$ IPA=10.225.0.1 IPB=10.225.0.2
 # Root and tools checked, $T, $LIB, clean-up, vma_pair and kernel_tcp
 # (exit 77: skipped).
@@ -42,7 +45,7 @@ export VMA_STATS_SHMEM_DIR= VMA_CONFIG_FILE=/dev/null
 port=12000
 declare -A p50s p99s
 for round in $(seq "$ROUNDS"); do
-  for mode in kernel recv zcopy xtreme both; do
+  for mode in $MODES; do
     port=$((port + 1))
     env=() cenv=() srv=$mode crecv=spin
     case $mode in
@@ -55,7 +58,7 @@ for round in $(seq "$ROUNDS"); do
     ip netns exec "$A" env "${env[@]}" taskset -c 0 timeout 120 "$T/pp" pong "$srv" "$IPA" $port >"$T/srv" 2>"$T/srv.err" &
     spid=$!
     for _ in $(seq 100); do grep -q '^ready' "$T/srv" && break; sleep 0.1; done
-    out=$(ip netns exec "$Z" env "${cenv[@]}" taskset -c 1 timeout 120 "$T/pp" ping "$IPA" $port "$COUNT" $crecv 2>&1)
+    out=$(ip netns exec "$Z" env "${cenv[@]}" taskset -c 1 timeout 120 "$T/pp" ping "$IPA" $port "$COUNT" $crecv "$IDLE" 2>&1)
     wait $spid
     segs=$(($(kernel_tcp) - before)) segs_b=$(($(A=$Z kernel_tcp) - before_b))
     p50=$(sed -n 's/^rtt_us p50 \([0-9.]*\) .*/\1/p' <<<"$out")
@@ -70,7 +73,7 @@ for round in $(seq "$ROUNDS"); do
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 k50=$(median <<<"${p50s[kernel]:-}") k99=$(median <<<"${p99s[kernel]:-}")
-for mode in kernel recv zcopy xtreme both; do
+for mode in $MODES; do
   m50=$(median <<<"${p50s[$mode]:-}") m99=$(median <<<"${p99s[$mode]:-}")
   awk -v m="$mode" -v a="${m50:-0}" -v b="${m99:-0}" -v ka="${k50:-0}" -v kb="${k99:-0}" 'BEGIN {
     if (a == 0) { printf "%-7s no run\n", m; exit }

@@ -80,7 +80,7 @@ int XtremeBuffs::lend(net::Datagram& d, vma_buff_t** out, LentOwner* owner) {
   l->pub.len = static_cast<uint16_t>(b.size());
   l->refs.store(1, std::memory_order_relaxed);
   l->owner = owner;
-  if (owner) owner->ref();
+  if (owner) owner->lent();
   l->tag.store(tag_, std::memory_order_release);
   b.into_raw();  // the frame's reference is the program's now
   *out = &l->pub;
@@ -108,10 +108,7 @@ int XtremeBuffs::unref(vma_buff_t* b) {
   if (n > 1) return n - 1;
   // The last reference: untagged first, so a late pointer finds nothing.
   l->tag.store(0, std::memory_order_release);
-  if (LentOwner* o = l->owner) {
-    o->freed(l->pub.len);
-    o->unref();
-  }
+  if (LentOwner* o = l->owner) o->returned(l->pub.len);
   mem::Buffer back;
   for (size_t i = 0, np = npools_.load(std::memory_order_acquire); i < np; i++)
     if (pools_[i].load(std::memory_order_relaxed)->from_raw(b, &back) == 0) break;

@@ -36,13 +36,31 @@ class LentOwner {
   void unref() {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
-  void freed(size_t bytes) { freed_.fetch_add(bytes, std::memory_order_release); }
+  // A buffer lent for it (with a reference), and its last free: the bytes
+  // owed back, counted before the buffer is.
+  void lent() {
+    ref();
+    out_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void returned(size_t bytes) {
+    freed_.fetch_add(bytes, std::memory_order_release);
+    out_.fetch_sub(1, std::memory_order_release);
+    unref();
+  }
   size_t collect() { return freed_.exchange(0, std::memory_order_acq_rel); }
+  bool owed() const { return freed_.load(std::memory_order_acquire) != 0; }
+  // No buffer out and nothing owed: a poller may stop watching it.
+  bool quiet() const { return out_.load(std::memory_order_acquire) == 0 && !owed(); }
+  // The poller's mark that it watches this owner (true: marked now).
+  bool watch_once() { return !watched_.exchange(true, std::memory_order_acq_rel); }
+  void unwatch() { watched_.store(false, std::memory_order_release); }
 
  private:
   LentOwner() = default;
   std::atomic<size_t> freed_{0};
+  std::atomic<size_t> out_{0};
   std::atomic<int32_t> refs_{1};
+  std::atomic<bool> watched_{false};
 };
 
 class XtremeBuffs {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/mem/pool.h"
@@ -26,6 +27,10 @@
 #include "libvmacompat/ring_depth.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/ring_turn.h"
+
+namespace ss::vma {
+class LentOwner;
+}
 
 namespace ss::vma::preload {
 
@@ -67,15 +72,20 @@ struct NetdevRings {
   std::vector<XtremeMember> xtreme;  // xtreme_mu
   size_t xtreme_next = 0;            // xtreme_mu: the member the next poll starts at
   // socketXtreme on TCP: the listeners it accepts for and the connections
-  // whose data and events it reports (by descriptor; `who` tells a member
-  // from a later socket on the same number).
+  // whose data and events it reports, by their object `who` (its
+  // descriptor's socket must still be `who`: a later socket may have the
+  // number). A poll looks at the listeners, the connections the stack
+  // changed (Stack::take_ready) and those the last poll left with more.
   struct XtremeTcp {
     int fd;
-    const void* who;
     bool listener;
   };
-  std::vector<XtremeTcp> xtreme_tcp;  // xtreme_mu
-  size_t xtreme_tcp_next = 0;         // xtreme_mu
+  std::unordered_map<const void*, XtremeTcp> xtreme_tcp;  // xtreme_mu
+  std::vector<const void*> xtreme_tcp_listeners;          // xtreme_mu
+  std::vector<const void*> xtreme_tcp_again;              // xtreme_mu
+  // Connections with buffers lent out, each with a reference on its owner:
+  // looked at when the program frees bytes of theirs.
+  std::vector<std::pair<const void*, LentOwner*>> xtreme_tcp_lending;  // xtreme_mu
   std::atomic<size_t> xtreme_tcp_count{0};
   // The ring descriptor a TCP socket is given (get_socket_rings_fds): an
   // epoll set of the rings' wake-ups and an eventfd the vma-tcp thread

@@ -277,6 +277,7 @@ int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
     tcp_forks_ = forks_so_far();
     opened = tcp_owner_.get();
     tcp_.store(opened, std::memory_order_release);
+    opened->xtreme_watch();
     tcp_settled_.store(true, std::memory_order_release);
     stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
   }
@@ -400,6 +401,7 @@ void SocketRecord::adopt_tcp(std::unique_ptr<TcpOffload> t) {
   tcp_owner_->attach(&stats, fd, &rx_extras);
   tcp_forks_ = forks_so_far();
   tcp_.store(tcp_owner_.get(), std::memory_order_release);
+  tcp_owner_->xtreme_watch();
   tcp_settled_.store(true, std::memory_order_release);
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
 }

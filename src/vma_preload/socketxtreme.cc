@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <unordered_set>
 #include <vector>
 
 #include "core/base/fd_table.h"
@@ -16,6 +17,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/xtreme_buffs.h"
 #include "interpose/edge.h"
+#include "interpose/signal_count.h"
 #include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/rx_extras.h"
@@ -61,6 +63,12 @@ int result(int r) {
   if (r >= 0) return r;
   errno = -r;
   return -1;
+}
+
+// A lender the rings stop watching (its reference let go).
+void drop_lender(std::pair<const void*, LentOwner*>& l) {
+  l.second->unwatch();
+  l.second->unref();
 }
 
 // Counts `packets` datagrams of `bytes` received offloaded on fd's vmastat
@@ -120,11 +128,13 @@ void accept_for(SocketRecord& s, TcpListen& l, vma_completion_t* comps, unsigned
 
 // A connection's data and events as one completion, when it has either.
 // Its views are lent as a buffer chain; one no frame could be had for
-// waits for the next poll (TCP loses no byte).
-bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c) {
+// waits for the next poll (TCP loses no byte). *more: the connection may
+// hold more than one completion took.
+bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c, bool* more) {
   constexpr size_t kMostBufs = 64;
   std::vector<mem::Buffer> views;
-  const short edges = t.xtreme_edges();
+  // Before the take: an end seen now comes after every byte it finds.
+  short now = t.xtreme_events();
   t.xtreme_take(kMostBufs, &views);
   std::memset(c, 0, sizeof *c);
   vma_buff_t* last = nullptr;
@@ -142,8 +152,11 @@ bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c) {
     c->packet.num_bufs++;
     c->packet.total_len = static_cast<uint16_t>(c->packet.total_len + b->len);
   }
+  *more = i < views.size() || views.size() >= kMostBufs;
   t.xtreme_keep(std::vector<mem::Buffer>(std::make_move_iterator(views.begin() + i),
                                          std::make_move_iterator(views.end())));
+  if (*more) now &= ~(POLLRDHUP | POLLHUP);  // the end after the last byte
+  const short edges = t.xtreme_edges(now);
   if (!c->packet.num_bufs && !edges) return false;
   if (c->packet.num_bufs) {
     c->events = static_cast<uint64_t>(VMA_SOCKETXTREME_PACKET) | EPOLLIN;
@@ -157,30 +170,118 @@ bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c) {
   return true;
 }
 
-// The TCP members' completions, from *got on: looked up by descriptor
-// outside xtreme_mu (an accept records a socket, which joins; a record
-// let go leaves).
-void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned int* got) {
-  std::vector<NetdevRings::XtremeTcp> members;
-  size_t first;
+// `who`s in their first order, each once.
+void keep_first(std::vector<const void*>* v) {
+  if (v->size() < 2) return;
+  thread_local std::unordered_set<const void*> seen;
+  seen.clear();
+  std::erase_if(*v, [](const void* w) { return !seen.insert(w).second; });
+}
+
+// Stops watching lender i of r (under xtreme_mu) unless it lent again
+// meanwhile: false when it stays.
+bool drop_quiet_lender(NetdevRings* r, size_t i) {
+  auto& lenders = r->xtreme_tcp_lending;
+  LentOwner* o = lenders[i].second;
+  o->unwatch();
+  if (!o->quiet() && o->watch_once()) return false;  // another poll lent after the look
+  drop_lender(lenders[i]);
+  lenders[i] = lenders.back();
+  lenders.pop_back();
+  return true;
+}
+
+// The members to look at: the listeners (each poll accepts for every leg
+// of theirs), those the last poll left with more, those whose program
+// freed lent bytes (their window reopens at the look), and those the
+// stack changed; with their descriptors.
+void members_to_look(NetdevRings* r,
+                     std::vector<std::pair<const void*, NetdevRings::XtremeTcp>>* out) {
+  thread_local std::vector<const void*> look;
+  look.clear();
   {
     std::lock_guard<std::mutex> lock(r->xtreme_mu);
-    members = r->xtreme_tcp;
-    first = r->xtreme_tcp_next++;
+    look = r->xtreme_tcp_listeners;
+    look.insert(look.end(), r->xtreme_tcp_again.begin(), r->xtreme_tcp_again.end());
+    r->xtreme_tcp_again.clear();
+    auto& lenders = r->xtreme_tcp_lending;
+    for (size_t i = 0; i < lenders.size();) {
+      if (!r->xtreme_tcp.count(lenders[i].first)) {  // left: nobody collects
+        drop_lender(lenders[i]);
+        lenders[i] = lenders.back();
+        lenders.pop_back();
+        continue;
+      }
+      if (lenders[i].second->owed()) look.push_back(lenders[i].first);
+      if (!lenders[i].second->quiet() || !drop_quiet_lender(r, i)) i++;
+    }
   }
-  for (size_t k = 0; k < members.size() && *got < n; k++) {
-    const NetdevRings::XtremeTcp& m = members[(first + k) % members.size()];
+  r->tcp->take_ready(&look);
+  keep_first(&look);
+  std::lock_guard<std::mutex> lock(r->xtreme_mu);
+  for (const void* who : look)
+    if (auto it = r->xtreme_tcp.find(who); it != r->xtreme_tcp.end()) out->push_back(*it);
+}
+
+// Connection `who`, with buffers lent out (o), watched until they are all
+// back: its look when the program frees some.
+void watch_lender(NetdevRings* r, const void* who, LentOwner* o) {
+  if (o->quiet() || !o->watch_once()) return;
+  std::lock_guard<std::mutex> lock(r->xtreme_mu);
+  try {
+    r->xtreme_tcp_lending.push_back({who, o});
+  } catch (...) {
+    o->unwatch();
+    throw;
+  }
+  o->ref();
+}
+
+// The TCP members' completions, from *got on: looked up by descriptor
+// outside xtreme_mu (an accept records a socket, which joins; a record
+// let go leaves). A member left with more kicks the ring descriptor, so
+// a program that sleeps on it once a poll came short still comes back.
+void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned int* got) {
+  // A receive callback that polls (one thread per ring, libvma says):
+  // the outer poll reports; its lists are this thread's.
+  thread_local bool polling = false;
+  // A signal handler inside the offload sees no member (SocketRecord::tcp):
+  // the lists wait for the call it interrupted.
+  if (polling || interpose::handler_over_busy()) return;
+  polling = true;
+  const struct Done {
+    ~Done() { polling = false; }
+  } done;
+  thread_local std::vector<std::pair<const void*, NetdevRings::XtremeTcp>> members;
+  thread_local std::vector<const void*> again;
+  members.clear();
+  again.clear();
+  members_to_look(r, &members);
+  size_t k = 0;
+  for (; k < members.size() && *got < n; k++) {
+    const auto& [who, m] = members[k];
     const auto s = FdTable::instance().get<SocketRecord>(m.fd, FdKind::kVmaSocket);
     if (!s) continue;
     if (m.listener) {
-      if (TcpListen* l = s->listening(); l == m.who) {
+      if (TcpListen* l = s->listening(); l == who) {
         accept_for(*s, *l, comps, n, got);
         s->after_accept();
       }
-    } else if (TcpOffload* t = s->tcp(); t == m.who) {
-      if (report(*s, *t, &comps[*got])) ++*got;
+    } else if (TcpOffload* t = s->tcp(); t == who) {
+      bool more = false;
+      if (report(*s, *t, &comps[*got], &more)) ++*got;
+      if (more) again.push_back(who);
+      if (LentOwner* o = t->lent_owner_if_made()) watch_lender(r, who, o);
     }
   }
+  for (; k < members.size(); k++)
+    if (!members[k].second.listener) again.push_back(members[k].first);  // not reached
+  if (again.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(r->xtreme_mu);
+    r->xtreme_tcp_again.insert(r->xtreme_tcp_again.end(), again.begin(), again.end());
+  }
+  r->xtreme_kick();
 }
 
 int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int /*flags*/) {
@@ -279,14 +380,27 @@ void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep) {
 
 void xtreme_tcp_join(NetdevRings* rings, int fd, const void* who, bool listener) {
   std::lock_guard<std::mutex> lock(rings->xtreme_mu);
-  rings->xtreme_tcp.push_back({fd, who, listener});
+  if (!rings->xtreme_tcp.emplace(who, NetdevRings::XtremeTcp{fd, listener}).second) return;
+  if (listener) rings->xtreme_tcp_listeners.push_back(who);
   rings->xtreme_tcp_count.store(rings->xtreme_tcp.size(), std::memory_order_release);
+}
+
+void xtreme_tcp_watch(NetdevRings* rings, const void* who, net::tcp::Socket* sock) {
+  rings->tcp->watch_ready(sock, who);
+  rings->xtreme_kick();  // what came before: a program asleep on the ring learns of it
 }
 
 void xtreme_tcp_leave(NetdevRings* rings, const void* who) {
   std::lock_guard<std::mutex> lock(rings->xtreme_mu);
-  std::erase_if(rings->xtreme_tcp, [&](const auto& x) { return x.who == who; });
+  rings->xtreme_tcp.erase(who);
   rings->xtreme_tcp_count.store(rings->xtreme_tcp.size(), std::memory_order_release);
+  std::erase(rings->xtreme_tcp_listeners, who);
+  std::erase(rings->xtreme_tcp_again, who);
+  std::erase_if(rings->xtreme_tcp_lending, [who](auto& l) {
+    if (l.first != who) return false;
+    drop_lender(l);
+    return true;
+  });
 }
 
 void add_xtreme_entries(vma_api_t* given) {

@@ -23,7 +23,10 @@
 
 namespace ss::net {
 class UdpEndpoint;
+namespace tcp {
+class Socket;
 }
+}  // namespace ss::net
 
 namespace ss::vma::preload {
 
@@ -37,8 +40,12 @@ bool socketxtreme_mode();
 void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtras* extras);
 void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep);
 // A TCP listener's or connection's membership of rings (tcp_listen.cc,
-// tcp_offload.cc): its descriptor, and its object `who`.
+// tcp_offload.cc): its descriptor and its object `who`. A poll looks at
+// every listener; a connection from xtreme_tcp_watch on (called once its
+// socket record shows it: a poll before would not find it), at the
+// changes the stack lists for its handle `sock`.
 void xtreme_tcp_join(NetdevRings* rings, int fd, const void* who, bool listener);
+void xtreme_tcp_watch(NetdevRings* rings, const void* who, net::tcp::Socket* sock);
 void xtreme_tcp_leave(NetdevRings* rings, const void* who);
 
 // Puts the four entries into the table the preload builds.

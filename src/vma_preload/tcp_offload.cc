@@ -148,6 +148,10 @@ void TcpOffload::attach(const stats::SocketStats* s, int fd, RxExtras* extras) {
   }
 }
 
+void TcpOffload::xtreme_watch() {
+  if (xtreme_) xtreme_tcp_watch(rings_, this, sock_);
+}
+
 void TcpOffload::xtreme_take(size_t most, std::vector<mem::Buffer>* out) {
   if (LentOwner* o = lent_owner_.load(std::memory_order_acquire))
     if (const size_t freed = o->collect()) give_back(freed);
@@ -167,8 +171,11 @@ void TcpOffload::xtreme_keep(std::vector<mem::Buffer> views) {
   xtreme_kept_ = std::move(views);
 }
 
-short TcpOffload::xtreme_edges() {
-  const short now = rings_->tcp->events(sock_) & (POLLOUT | POLLRDHUP | POLLHUP | POLLERR);
+short TcpOffload::xtreme_events() {
+  return rings_->tcp->events(sock_) & (POLLOUT | POLLRDHUP | POLLHUP | POLLERR);
+}
+
+short TcpOffload::xtreme_edges(short now) {
   const short before = xtreme_seen_.exchange(now, std::memory_order_relaxed);
   return static_cast<short>(now & ~before);
 }

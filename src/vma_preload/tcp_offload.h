@@ -133,20 +133,25 @@ class TcpOffload {
   // one (segments in and out as packets, data bytes, retransmissions); its
   // descriptor and Extra API state (the receive callback, held packets).
   // Under VMA_SOCKETXTREME=1 the connection joins its rings'
-  // socketXtreme members (socketxtreme.h).
+  // socketXtreme members (socketxtreme.h); xtreme_watch once the record
+  // shows this connection.
   void attach(const stats::SocketStats* s, int fd, RxExtras* extras);
+  void xtreme_watch();
 
   // socketXtreme (socketxtreme.cc). xtreme_take: the bytes the program
   // freed of its lent buffers back to the window, then the views kept
   // back by the last poll and up to `most` more (never waiting);
   // xtreme_keep: views the poll could not lend, first at the next take.
-  // xtreme_edges: the rising edges of POLLOUT, POLLRDHUP, POLLHUP and
-  // POLLERR since the last call. lent_owner: what the buffers lent for
-  // this connection owe back (made at first use).
+  // xtreme_events: POLLOUT, POLLRDHUP, POLLHUP and POLLERR now;
+  // xtreme_edges: those of `now` that rose since the last call.
+  // lent_owner: what the buffers lent for this connection owe back (made
+  // at first use).
   void xtreme_take(size_t most, std::vector<mem::Buffer>* out);
   void xtreme_keep(std::vector<mem::Buffer> views);
-  short xtreme_edges();
+  short xtreme_events();
+  short xtreme_edges(short now);
   LentOwner* lent_owner();
+  LentOwner* lent_owner_if_made() const { return lent_owner_.load(std::memory_order_acquire); }
   NetdevRings* rings() const { return rings_; }
   net::tcp::FourTuple tuple() const;
 

@@ -15,6 +15,8 @@
 #         in turn: it sees every byte once in order, recv gets what it kept.
 #  xtreme: a socketXtreme server that never calls accept (VMA_SOCKETXTREME=1)
 #         echoes 8 Linux connections' 10 000 messages of 64 bytes each.
+#  xhold: a socketXtreme server holding its packet completions until the
+#         sender stalls, then freeing them: 4 MB whole.
 #  example: docs/examples/xtreme_echo.c, built here, echoes 4 x 1000.
 #  xconnect: a socketXtreme client's connection to Linux's echo server.
 # Its minutes: about 15 s.
@@ -71,6 +73,9 @@ one callback 7302 4000000 "register_recv_callback on a connection of the rings, 
 XENV=VMA_SOCKETXTREME=1 A_ARGS=8 PEER=echo PEER_ARGS="8 10000" \
   one xtreme 7303 0 "socketXtreme server without accept: 8 Linux connections' 10 000 echoed 64-byte messages each" \
   "^xtreme accepted 8 bytes 5120000 closed 8$"
+XENV=VMA_SOCKETXTREME=1 \
+  one xhold 7306 4000000 "socketXtreme holding its packet completions: the sender stalls on the window they shut (bytes held), then 4 MB whole once freed" \
+  "^stalled [1-9][0-9]+$" "^xhold 4000000$"
 EX=$T/xtreme_echo
 if "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$HDR_INC" "$here/../../docs/examples/xtreme_echo.c" \
   -o "$EX" >"$T/cc.log" 2>&1; then

@@ -22,6 +22,12 @@
  *       The first packet's first buffer is referenced, outlives its
  *       packet's free until its connection ends, and still holds its
  *       bytes then; "xtreme accepted A bytes B closed C".
+ *   xhold ADDR PORT
+ *       a socketXtreme server (VMA_SOCKETXTREME=1) of one connection that
+ *       holds every packet completion (its buffers lent) until no byte
+ *       came for a second while the stream goes on (the peer's window
+ *       shut by what is held), then frees them all at once and the rest
+ *       as it comes, every byte checked; "stalled HELD" and "xhold BYTES".
  *   serve ADDR PORT
  *       Linux's end: accepts one connection and echoes it to its end;
  *       "served BYTES".
@@ -496,6 +502,37 @@ static void free_kept(struct kept_buff *k)
 	k->done = 1;
 }
 
+/* One socketxtreme_poll of ring; with nothing, a sleep of at most 100 ms
+ * on its descriptor. The count, or -1 (a failure noted). */
+static int xtreme_poll_once(int ring, struct vma_completion_t *comps, int most)
+{
+	int n = api->socketxtreme_poll(ring, comps, most, 0);
+
+	if (n < 0)
+		expect(0, "socketxtreme_poll: errno %d", errno);
+	if (n == 0) {
+		struct pollfd p = {ring, POLLIN, 0};
+
+		poll(&p, 1, 100);
+	}
+	return n;
+}
+
+/* A packet's buffers checked against fd's stream at *pos (moved on). */
+static void check_chain(const struct vma_buff_t *b, long *pos, int fd)
+{
+	for (; b; b = b->next) {
+		const unsigned char *d = b->payload;
+
+		for (size_t k = 0; k < b->len; k++)
+			if (d[k] != (unsigned char)((*pos + (long)k) % 251)) {
+				expect(0, "fd %d: byte %ld differs", fd, *pos + (long)k);
+				break;
+			}
+		*pos += b->len;
+	}
+}
+
 static int xtreme(const char *ip, const char *port, int conns)
 {
 	struct kept_buff kept = {0};
@@ -522,18 +559,12 @@ static int xtreme(const char *ip, const char *port, int conns)
 	fflush(stdout);
 	while (closed < conns) {
 		struct vma_completion_t comps[16];
-		int n = api->socketxtreme_poll(ring, comps, 16, 0);
+		int n = xtreme_poll_once(ring, comps, 16);
 
-		if (n < 0) {
-			expect(0, "socketxtreme_poll: errno %d", errno);
+		if (n < 0)
 			break;
-		}
-		if (n == 0) {
-			struct pollfd p = {ring, POLLIN, 0};
-
-			poll(&p, 1, 100);  /* asleep on the ring descriptor */
+		if (n == 0)
 			continue;
-		}
 		for (int i = 0; i < n; i++) {
 			struct vma_completion_t *c = &comps[i];
 			int fd = (int)(c->user_data >= 1000 ? c->user_data - 1000 : c->user_data);
@@ -576,19 +607,11 @@ static int xtreme(const char *ip, const char *port, int conns)
 					expect(api->socketxtreme_ref_vma_buff(b) == 2,
 					       "socketxtreme_ref_vma_buff: errno %d", errno);
 				}
-				for (struct vma_buff_t *b = c->packet.buff_lst; b; b = b->next) {
-					const unsigned char *d = b->payload;
-
-					for (size_t k = 0; k < b->len; k++)
-						if (d[k] != (unsigned char)((pos[fd] + (long)k) % 251)) {
-							expect(0, "fd %d: byte %ld differs", fd, pos[fd] + (long)k);
-							break;
-						}
-					pos[fd] += b->len;
-					bytes += b->len;
+				check_chain(c->packet.buff_lst, &pos[fd], fd);
+				bytes += c->packet.total_len;
+				for (struct vma_buff_t *b = c->packet.buff_lst; b; b = b->next)
 					expect(send(fd, b->payload, b->len, 0) == (ssize_t)b->len,
 					       "the echo's send: errno %d", errno);
-				}
 				/* Freed twice: refused, unless a buffer of it holds
 				 * the program's extra reference (that free is the
 				 * reference's), so checked on a packet without. */
@@ -621,6 +644,84 @@ static int xtreme(const char *ip, const char *port, int conns)
 	return 0;
 }
 
+static double seconds(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int xhold(const char *ip, const char *port)
+{
+	enum { kMostHeld = 1 << 16 };
+	static struct vma_packet_desc_t held[kMostHeld];
+	struct sockaddr_storage at;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &at);
+	int one = 1, l = socket(at.ss_family, SOCK_STREAM, 0), ring = -1, nheld = 0;
+	int stalled = 0, done = 0;
+	long bytes = 0, held_bytes = 0;
+	double last = seconds();
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (l < 0 || bind(l, (struct sockaddr *)&at, len) != 0 ||
+	    api->get_socket_rings_fds(l, &ring, 1) != 1 || listen(l, 4) != 0) {
+		perror("listener");
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (!done && seconds() - last < 30) {
+		struct vma_completion_t comps[16];
+		int n = xtreme_poll_once(ring, comps, 16);
+
+		if (n < 0)
+			break;
+		if (n == 0) {
+			/* The ring's descriptor may be readable with nothing for
+			 * this connection: a stall is a second without a byte. */
+			if (!stalled && nheld && seconds() - last > 1) {
+				stalled = 1;
+				printf("stalled %ld\n", held_bytes);
+				fflush(stdout);
+				expect(api->socketxtreme_free_vma_packets(held, nheld) == 0,
+				       "socketxtreme_free_vma_packets: errno %d", errno);
+				nheld = 0;
+			}
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			struct vma_completion_t *c = &comps[i];
+
+			if (c->events & VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED)
+				continue;
+			if (c->events & VMA_SOCKETXTREME_PACKET) {
+				check_chain(c->packet.buff_lst, &bytes, (int)c->user_data);
+				last = seconds();
+				if (stalled || nheld == kMostHeld) {
+					expect(stalled, "%d packets held and no stall", nheld);
+					expect(api->socketxtreme_free_vma_packets(&c->packet, 1) == 0,
+					       "socketxtreme_free_vma_packets: errno %d", errno);
+				} else {
+					held[nheld++] = c->packet;
+					held_bytes += c->packet.total_len;
+				}
+			}
+			if (c->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+				close((int)c->user_data);
+				done = 1;
+			}
+		}
+	}
+	if (nheld)
+		api->socketxtreme_free_vma_packets(held, nheld);
+	expect(done, "the stream never ended (%ld bytes)", bytes);
+	expect(stalled, "the stream never stalled");
+	printf("xhold %ld\n", bytes);
+	close(l);
+	return 0;
+}
+
 static int serve(const char *ip, const char *port)
 {
 	int c = accept_one(ip, port);
@@ -649,12 +750,10 @@ static int xtreme_wait(int ring, struct vma_completion_t *comps, int most)
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
-		int n = api->socketxtreme_poll(ring, comps, most, 0);
-		struct pollfd p = {ring, POLLIN, 0};
+		int n = xtreme_poll_once(ring, comps, most);
 
 		if (n != 0)
 			return n;
-		poll(&p, 1, 100);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while (now.tv_sec - start.tv_sec < 30);
 	return 0;
@@ -746,7 +845,7 @@ int main(int argc, char **argv)
 		return fails != 0;
 	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: %s send ADDR PORT BYTES | zcopy|hold|callback ADDR PORT\n",
+		fprintf(stderr, "usage: %s send ADDR PORT BYTES | zcopy|hold|callback|xhold ADDR PORT\n",
 			argv[0]);
 		return 2;
 	}
@@ -761,6 +860,8 @@ int main(int argc, char **argv)
 		hold(argv[2], argv[3]);
 	else if (!strcmp(argv[1], "callback"))
 		callback(argv[2], argv[3]);
+	else if (!strcmp(argv[1], "xhold"))
+		xhold(argv[2], argv[3]);
 	else
 		return 2;
 	printf("PASS: %d failure(s)\n", fails);
