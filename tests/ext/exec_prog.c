@@ -20,6 +20,8 @@
 //   exec_prog send PORT BYTES        send BYTES and read them back at once
 //     (poll: both ways together), checking each byte.
 //   exec_prog hold PORT              connect, then stop itself (SIGSTOP).
+// The address is 127.0.0.1, or EXEC_PROG_ADDR (the Soft-RoCE guest's
+// tests/rxe/preload.sh: rxe0's).
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -159,10 +161,16 @@ static int look(int fd) {
   return 0;
 }
 
+static struct sockaddr_in at_port(int port) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  const char* ip = getenv("EXEC_PROG_ADDR");
+  inet_pton(AF_INET, ip ? ip : "127.0.0.1", &a.sin_addr);
+  return a;
+}
+
 static int serve(int port, const char* bytes, const char* how, const char* self) {
   int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  struct sockaddr_in a = at_port(port);
   setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(l, (struct sockaddr*)&a, sizeof a) || listen(l, 1)) return perror("listen"), 2;
   printf("ready\n");
@@ -207,8 +215,7 @@ static int serve(int port, const char* bytes, const char* how, const char* self)
 
 static int send_all(int port, size_t bytes) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  struct sockaddr_in a = at_port(port);
   if (connect(s, (struct sockaddr*)&a, sizeof a)) return perror("connect"), 2;
   fcntl(s, F_SETFL, O_NONBLOCK);
   size_t sent = 0, got = 0;
@@ -261,8 +268,7 @@ static int send_all(int port, size_t bytes) {
 // no call while the other end execs; once continued, say how it ended.
 static int hold(int port) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  struct sockaddr_in a = at_port(port);
   if (connect(s, (struct sockaddr*)&a, sizeof a)) return perror("connect"), 2;
   printf("connected\n");
   fflush(stdout);

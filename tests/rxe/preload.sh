@@ -18,6 +18,11 @@
 #     EINPROGRESS (a late fallback), the outcome must be the same;
 #   * siw0 (iWARP), when the guest has it: the same pairs, all on kernel
 #     TCP (below: why);
+#   * across exec (exec_case): tests/ext/exec_prog.c's server hands its
+#     verbs connection to a new program as its stdin and stdout (sshd's
+#     re-exec); verbs objects cannot follow, so the new program finds a
+#     socket of its family whose read says ECONNRESET, and the client's
+#     stream ends (a reset or an end), never a hang (rsocket(7), Exec);
 #   * the late fallback made certain (late_case): a preloaded server,
 #     stopped, takes the rsocket connect and never answers; the client's
 #     non-blocking connect times out after EINPROGRESS and carries on over
@@ -104,6 +109,43 @@ late_case() {
   report "$name"
 }
 
+# exec_case: the exec hand-over of a verbs connection, both ends ours.
+EXEC_PROG=$WORK/exec_prog
+exec_case() {
+  local name="verbs across exec: the new program finds its stdin a socket that says ECONNRESET, the client's stream ends"
+  want "$name" || return 0
+  new_case
+  WHY=
+  if ! gcc -O2 -o "$EXEC_PROG" "$(dirname "$0")/../ext/exec_prog.c" 2>"$CASE_DIR/cc.err"; then
+    WHY="exec_prog did not build: $(head -c 200 "$CASE_DIR/cc.err")"
+    report "$name"
+    return
+  fi
+  rdma_mark
+  EXTRA_ENV=(EXEC_PROG_ADDR="$RXE_IP")
+  start_server rspre "$EXEC_PROG" serve "$PORT" 1000000 exec
+  end_env rspre
+  EXTRA_ENV=()
+  timeout -k 5 "$CMD_T" env "${ENV[@]}" EXEC_PROG_ADDR="$RXE_IP" "$EXEC_PROG" send "$PORT" 1000000 \
+    >"$CASE_DIR/c.out" 2>"$CASE_DIR/c.err"
+  C_RC=$?
+  reap_server
+  [ "$C_RC" = 124 ] || [ "$C_RC" = 137 ] && WHY+="client hung; "
+  [ "$S_HUNG" = 0 ] || WHY+="server hung; "
+  grep -qE '^got [0-9]+ then ' "$CASE_DIR/c.out" ||
+    WHY+="client: $(head -c 120 "$CASE_DIR/c.out"); "
+  grep -q '^stdin: a socket of family 2, ' "$CASE_DIR/s.err" ||
+    WHY+="the new program's stdin: $(grep -m1 stdin "$CASE_DIR/s.err"); "
+  grep -q '^echo: read: Connection reset by peer after 0$' "$CASE_DIR/s.err" ||
+    WHY+="the new program's read: $(grep -m1 '^echo' "$CASE_DIR/s.err"); "
+  local v k
+  v=$(stats_sum verbs exec_prog) k=$(stats_sum kernel_tcp exec_prog)
+  [ "$v" -ge 2 ] && [ "$k" = 0 ] || WHY+="counted verbs=$v kernel_tcp=$k, want both ends on verbs; "
+  WHY=${WHY%; }
+  report "$name"
+  [ -n "$WHY" ] || echo "    client: $(cat "$CASE_DIR/c.out"); verbs=$v kernel_tcp=$k"
+}
+
 T_ALL=$SECONDS
 echo "== librspreload on $RXE_DEV ($RXE_IP): ours = $BUILD/.libs/librspreload.so, SLIPSTREAM_PROVIDER=$OURS_PROV"
 [ -f "$BUILD/.libs/librspreload.so" ] || fail "setup" "no librspreload.so: build first"
@@ -128,6 +170,9 @@ rs_case plain rspre kernel -T b -T v -S 65536 -C 20
 rs_case rspre plain kernel -T b -T v -S 65536 -C 20
 rs_case plain rspre kernel -T n -T v -S 65536 -C 20
 for how in poll select epoll asyncio blocking; do late_case $how; done
+
+section "across exec"
+exec_case
 
 # iWARP (siw0): rdma_cm's port space there is TCP's own, and its connect a
 # TCP connection to the port carrying MPA's bytes. Our client refuses an
