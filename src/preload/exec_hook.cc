@@ -14,8 +14,8 @@
 // follow: rsocket(7), "Exec") is reset there instead, still a socket at
 // its numbers; one locked for long (an exec from a signal handler inside
 // a call) stays out (its numbers close at the exec). Nothing is carried when the new image does not
-// load librspreload (LD_PRELOAD without it: the numbers close, EBADF), from a vfork child (the
-// parent's locks), or when locked in a sandbox. A failed exec leaves everything as it was.
+// load librspreload (LD_PRELOAD without it: the numbers close, EBADF) or when locked in a sandbox.
+// A failed exec leaves everything as it was.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -350,13 +350,31 @@ void close_handed_on_exec() {
     for (int n : handed_by_vfork_child(numbers)) interpose::real().fcntl(n, F_SETFD, FD_CLOEXEC);
 }
 
+// In a vfork child: the numbers of rsocket `numbers` it only inherits,
+// open here and not close-on-exec as the program set them (the child's
+// own fcntl reaches only its kernel descriptor, close-on-exec anyway).
+std::vector<int> inherited_by_vfork_child(const std::vector<int>& numbers) {
+  std::vector<int> inherited;
+  const ino_t ino = parents_socket(numbers[0]);
+  for (int n : numbers)
+    if (!closes_on_exec(n, true) && is_socket(n, ino)) inherited.push_back(n);
+  return inherited;
+}
+
 // A vfork child's records: each connection it hands on goes to the new
-// program, taken from the parent (whose memory this is). The count.
+// program, taken from the parent (whose memory this is); one it only
+// inherits stays the parent's, the new program's numbers a copy that says
+// ECONNRESET, as a spawn's (never a closed number where the kernel's
+// child has a socket). The count.
 uint32_t carry_from_vfork_child(std::vector<uint8_t>* out) {
   uint32_t records = 0;
   for (auto& [obj, numbers] : rsockets_by_object()) {
     std::vector<int> handed = handed_by_vfork_child(numbers);
-    if (!handed.empty()) records += give(handed, out, numbers[0], kVforkChild);
+    if (!handed.empty()) {
+      records += give(handed, out, numbers[0], kVforkChild);
+    } else if (std::vector<int> inherited = inherited_by_vfork_child(numbers); !inherited.empty()) {
+      records += carry(inherited, out, kConnection, numbers[0], kSpawnInherited) ? 1 : 0;
+    }
   }
   return records;
 }

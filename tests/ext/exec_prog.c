@@ -8,8 +8,9 @@
 //     the child. HOW parentkeeps: as exec, but the parent keeps its copy,
 //     and once the child is gone echoes on it itself. HOW spawn: the child
 //     is started by posix_spawn, the connection dup2'd onto its stdin and
-//     stdout. HOW spawninherit: first a posix_spawn'd child that inherits
-//     the connection at its number only looks at it (exec_prog look FD). With EXEC_PROG_HALF
+//     stdout. HOW spawninherit (vforkinherit): first a posix_spawn'd
+//     (vfork'd) child that inherits the connection at its number only
+//     looks at it (exec_prog look FD). With EXEC_PROG_HALF
 //     set, the exec'd echo stops after the first half. With EXEC_PROG_HALF_IN_CHILD set, the echo
 //     forks a child that echoes the first half and exits; the echo then does the rest (sshd's
 //     monitor and its child taking turns). With EXEC_PROG_EXEC_AGAIN set to N, the echo first execs
@@ -134,15 +135,24 @@ static pid_t spawn_echo(int c, const char* bytes, const char* self) {
 // HOW spawninherit: the child, started by posix_spawn with no file
 // actions, inherits the connection at its number and only looks at it
 // ("look FD"); then as exec: the connection is still this process's.
-static int spawn_look(int c, const char* self) {
+// HOW vforkinherit: the same child made by vfork() and execl.
+static int inherit_look(int c, const char* self, int by_vfork) {
   extern char** environ;
   char fd[16];
   snprintf(fd, sizeof fd, "%d", c);
   char* argv[] = {(char*)self, "look", fd, NULL};
   pid_t pid = -1;
   int status = 0;
-  if (posix_spawn(&pid, self, NULL, NULL, argv, environ) || waitpid(pid, &status, 0) != pid)
-    return perror("spawn"), -1;
+  if (by_vfork) {
+    pid = vfork();
+    if (pid == 0) {
+      execv(self, argv);
+      _exit(127);
+    }
+  } else if (posix_spawn(&pid, self, NULL, NULL, argv, environ)) {
+    pid = -1;
+  }
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return perror("spawn"), -1;
   printf("looker exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   fflush(stdout);
   return 0;
@@ -177,7 +187,9 @@ static int serve(int port, const char* bytes, const char* how, const char* self)
   fflush(stdout);
   int c = accept(l, NULL, NULL);
   if (c < 0) return perror("accept"), 2;
-  if (strcmp(how, "spawninherit") == 0 && spawn_look(c, self)) return 2;
+  if ((strcmp(how, "spawninherit") == 0 || strcmp(how, "vforkinherit") == 0) &&
+      inherit_look(c, self, how[0] == 'v'))
+    return 2;
   pid_t pid = strcmp(how, "spawn") == 0 ? spawn_echo(c, bytes, self) : fork();
   if (pid < 0) return perror("fork or spawn"), 2;
   if (pid == 0) {

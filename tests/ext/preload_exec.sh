@@ -11,7 +11,7 @@
 #   an exec that fails leaves the connection working: the child echoes 1 MB
 #     itself;
 #   posix_spawn with dup2 actions onto stdin and stdout: the same; a
-#     spawned child that only inherits it finds a socket of its family,
+#     spawned (or vfork'd) child that only inherits it finds a socket of its family,
 #     and the spawner goes on with the connection;
 #   three execs in a row, the last program echoing (git daemon's);
 #   a fork child's exec while its parent keeps its copy: the exec'd
@@ -74,12 +74,16 @@ for prov in tcp shm; do
   exec_image_on "spawn-$prov" "$prov" || bad=1
   check "$prov, posix_spawn with dup2 actions onto stdin and stdout: the spawned program echoes 1 MB on the connection, counted on rsockets" $bad
 
-  bad=0
-  run "inherit-$prov" spawninherit LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
-  has "$T/inherit-$prov.srv" "^fd [0-9]+: a socket of family 2$" &&
-    has "$T/inherit-$prov.srv" "^looker exit 0$" && has "$T/inherit-$prov.srv" "^echoed $MB$" &&
-    has "$T/inherit-$prov.cl" "^echoed $MB intact$" || bad=1
-  check "$prov, a posix_spawn child that only inherits the connection finds a socket of its family there; the spawner's goes on (its exec'd child echoes 1 MB)" $bad
+  for how in spawninherit vforkinherit; do
+    bad=0
+    run "$how-$prov" $how LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
+    has "$T/$how-$prov.srv" "^fd [0-9]+: a socket of family 2$" &&
+      has "$T/$how-$prov.srv" "^looker exit 0$" && has "$T/$how-$prov.srv" "^echoed $MB$" &&
+      has "$T/$how-$prov.cl" "^echoed $MB intact$" || bad=1
+    by="posix_spawn"
+    [ $how = vforkinherit ] && by=vfork
+    check "$prov, a $by child that only inherits the connection finds a socket of its family there; the parent's goes on (its exec'd child echoes 1 MB)" $bad
+  done
 
   bad=0
   run "badexec-$prov" badexec LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=$prov || bad=1
