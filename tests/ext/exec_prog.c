@@ -22,7 +22,8 @@
 //     (poll: both ways together), checking each byte.
 //   exec_prog hold PORT              connect, then stop itself (SIGSTOP).
 // The address is 127.0.0.1, or EXEC_PROG_ADDR (the Soft-RoCE guest's
-// tests/rxe/preload.sh: rxe0's).
+// tests/rxe/preload.sh: rxe0's). With EXEC_PROG_AFTER the server waits
+// after accept until that file exists.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -187,6 +188,10 @@ static int serve(int port, const char* bytes, const char* how, const char* self)
   fflush(stdout);
   int c = accept(l, NULL, NULL);
   if (c < 0) return perror("accept"), 2;
+  // EXEC_PROG_AFTER: a file whose making lets the hand-over begin (the
+  // script's sign that the peer has stopped), 20 s at most.
+  const char* after = getenv("EXEC_PROG_AFTER");
+  for (int i = 0; after && i < 2000 && access(after, F_OK) != 0; i++) usleep(10000);
   if ((strcmp(how, "spawninherit") == 0 || strcmp(how, "vforkinherit") == 0) &&
       inherit_look(c, self, how[0] == 'v'))
     return 2;

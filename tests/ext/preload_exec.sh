@@ -161,20 +161,24 @@ done
 # the connection reset, still a socket of its family.
 bad=0
 port=$((port + 1))
-env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm timeout 30 "$T/prog" serve $port 1 exec \
-  >"$T/stopped.srv" 2>&1 &
-pids+=($!)
+# The exec waits until the peer has stopped (EXEC_PROG_AFTER): a peer
+# still running could answer the hand-over.
+env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm EXEC_PROG_AFTER="$T/stopped.now" timeout 30 \
+  "$T/prog" serve $port 1 exec >"$T/stopped.srv" 2>&1 &
+spid=$!
+pids+=($spid)
 for _ in $(seq 50); do grep -q ready "$T/stopped.srv" && break; sleep 0.1; done
 env LD_PRELOAD="$PRELOAD" SLIPSTREAM_PROVIDER=shm timeout 30 "$T/prog" hold $port >"$T/stopped.cl" 2>&1 &
 cpid=$!
 pids+=($cpid)
-wait "${pids[-2]}" || bad=1
 # timeout's child, not timeout, and only once it stopped itself
-for _ in $(seq 100); do
+for _ in $(seq 200); do
   hold=$(pgrep -f "^$T/prog hold $port")
   [ -n "$hold" ] && [ "$(ps -o stat= -p "$hold" | cut -c1)" = T ] && break
   sleep 0.05
 done
+touch "$T/stopped.now"
+wait "$spid" || bad=1
 pkill -CONT -f "^$T/prog hold $port"
 wait "$cpid"
 has "$T/stopped.cl" "^after the stop: Connection reset by peer$" &&
