@@ -79,10 +79,12 @@ struct NetdevRings {
   struct XtremeTcp {
     int fd;
     bool listener;
+    uint64_t looked = 0;  // the poll that last took it (each looks at a member once)
   };
   std::unordered_map<const void*, XtremeTcp> xtreme_tcp;  // xtreme_mu
   std::vector<const void*> xtreme_tcp_listeners;          // xtreme_mu
   std::vector<const void*> xtreme_tcp_again;              // xtreme_mu
+  uint64_t xtreme_tcp_polls = 0;                          // xtreme_mu
   // Connections with buffers lent out, each with a reference on its owner:
   // looked at when the program frees bytes of theirs.
   std::vector<std::pair<const void*, LentOwner*>> xtreme_tcp_lending;  // xtreme_mu

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
-#include <unordered_set>
 #include <vector>
 
 #include "core/base/fd_table.h"
@@ -170,31 +169,21 @@ bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c, bool* more) {
   return true;
 }
 
-// `who`s in their first order, each once.
-void keep_first(std::vector<const void*>* v) {
-  if (v->size() < 2) return;
-  thread_local std::unordered_set<const void*> seen;
-  seen.clear();
-  std::erase_if(*v, [](const void* w) { return !seen.insert(w).second; });
-}
-
-// Stops watching lender i of r (under xtreme_mu) unless it lent again
-// meanwhile: false when it stays.
-bool drop_quiet_lender(NetdevRings* r, size_t i) {
-  auto& lenders = r->xtreme_tcp_lending;
-  LentOwner* o = lenders[i].second;
+// Whether lender l stays watched: still a member with buffers out or
+// bytes owed (unwatched, then watched again when another poll lent after
+// the look).
+bool lender_stays(NetdevRings* r, const std::pair<const void*, LentOwner*>& l) {
+  LentOwner* o = l.second;
+  if (!r->xtreme_tcp.count(l.first)) return false;  // left: nobody collects
+  if (!o->quiet()) return true;
   o->unwatch();
-  if (!o->quiet() && o->watch_once()) return false;  // another poll lent after the look
-  drop_lender(lenders[i]);
-  lenders[i] = lenders.back();
-  lenders.pop_back();
-  return true;
+  return !o->quiet() && o->watch_once();
 }
 
-// The members to look at: the listeners (each poll accepts for every leg
-// of theirs), those the last poll left with more, those whose program
-// freed lent bytes (their window reopens at the look), and those the
-// stack changed; with their descriptors.
+// The members to look at, each once: the listeners (each poll accepts for
+// every leg of theirs), those the last poll left with more, those whose
+// program freed lent bytes (their window reopens at the look), and those
+// the stack changed; with their descriptors.
 void members_to_look(NetdevRings* r,
                      std::vector<std::pair<const void*, NetdevRings::XtremeTcp>>* out) {
   thread_local std::vector<const void*> look;
@@ -204,23 +193,22 @@ void members_to_look(NetdevRings* r,
     look = r->xtreme_tcp_listeners;
     look.insert(look.end(), r->xtreme_tcp_again.begin(), r->xtreme_tcp_again.end());
     r->xtreme_tcp_again.clear();
-    auto& lenders = r->xtreme_tcp_lending;
-    for (size_t i = 0; i < lenders.size();) {
-      if (!r->xtreme_tcp.count(lenders[i].first)) {  // left: nobody collects
-        drop_lender(lenders[i]);
-        lenders[i] = lenders.back();
-        lenders.pop_back();
-        continue;
-      }
-      if (lenders[i].second->owed()) look.push_back(lenders[i].first);
-      if (!lenders[i].second->quiet() || !drop_quiet_lender(r, i)) i++;
-    }
+    std::erase_if(r->xtreme_tcp_lending, [&](auto& l) {
+      if (l.second->owed()) look.push_back(l.first);
+      if (lender_stays(r, l)) return false;
+      drop_lender(l);
+      return true;
+    });
   }
   r->tcp->take_ready(&look);
-  keep_first(&look);
   std::lock_guard<std::mutex> lock(r->xtreme_mu);
-  for (const void* who : look)
-    if (auto it = r->xtreme_tcp.find(who); it != r->xtreme_tcp.end()) out->push_back(*it);
+  const uint64_t poll = ++r->xtreme_tcp_polls;
+  for (const void* who : look) {
+    auto it = r->xtreme_tcp.find(who);
+    if (it == r->xtreme_tcp.end() || it->second.looked == poll) continue;
+    it->second.looked = poll;
+    out->push_back({who, it->second});
+  }
 }
 
 // Connection `who`, with buffers lent out (o), watched until they are all

@@ -489,7 +489,7 @@ ssize_t Stack::send(Socket* s, std::span<const uint8_t> data, bool keep_error) {
   const ssize_t n = s->conn->send(data, clock_(), keep_error);
   s->changes++;
   // A watcher reporting edges sees POLLOUT fall, or it would miss its rise.
-  if (!s->conn->writable()) mark_ready_locked(s);
+  if (s->ready_tag && !s->conn->writable()) mark_ready_locked(s);
   check_due_locked();
   return n;
 }
