@@ -59,7 +59,7 @@ class RingRig : public ::testing::Test {
       ss::mem::PoolOptions opt;
       opt.frame_size = 2048;
       opt.frames_per_chunk = kFrames;
-      opt.backing = ss::mem::Backing::kPrivate;
+      opt.backing = ss::mem::Backing::kShared;  // a fork child may join the queue
       ASSERT_EQ(ss::mem::Pool::create(opt, &s.pool), 0);
       ss::prov::RingQueueConfig rc;
       rc.pool = s.pool.get();

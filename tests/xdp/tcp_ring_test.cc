@@ -10,13 +10,16 @@
 #include <arpa/inet.h>
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <linux/bpf.h>  // XDP_PACKET_HEADROOM
 #include <net/if.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +32,8 @@
 
 #include "core/net/packet_tx.h"
 #include "core/net/tcp/stack.h"
+#include "core/prov/xdp/xdp_join.h"
+#include "core/prov/xdp/xdp_queue.h"
 #include "tests/xdp/ring_rig.h"
 
 namespace {
@@ -859,6 +864,192 @@ TEST_F(TcpRing, LinuxClientTalksToOurListener) {
   EXPECT_EQ(tcp_->listener_counters(l).handshakes, 1u);
   EXPECT_TRUE(pump_until([&] { return tcp_->connections() == 0; })) << "LAST-ACK never ended";
   expect_no_kernel_socket(kOurPort);
+  tcp_->close(l);
+}
+
+// What a fork child builds over its parent's queues to serve TCP: its
+// own frames, a JoinedQueue on each queue, a packet socket to send, its
+// own view of the kernel and its own stacks (tcp_ring_tests' rig, in the
+// child's slot).
+struct JoinedRig {
+  std::shared_ptr<ss::prov::xdp::Device> dev;
+  std::unique_ptr<ss::mem::Pool> pool;
+  std::vector<std::unique_ptr<ss::prov::RingQueue>> queues;
+  std::unique_ptr<ss::prov::xdp::XdpSteering> steering;
+  std::unique_ptr<ss::net::NetlinkView> view;
+  std::unique_ptr<ss::net::NetlinkTxResolver> resolver;
+  std::unique_ptr<ss::net::PacketTx> packets;
+  std::unique_ptr<ss::net::FrameTx> frames;
+  std::unique_ptr<Stack> tcp;
+  std::unique_ptr<ss::net::UdpStack> stack;
+
+  // 0, or the first step's -errno.
+  int build(const ss::prov::xdp::DeviceShare& ds,
+            const std::vector<ss::prov::xdp::QueueShare>& qs) {
+    namespace xdp = ss::prov::xdp;
+    if (int err = xdp::Device::join(NetnsPair::kIfA, ds, &dev)) return err;
+    ss::mem::PoolOptions opt;
+    opt.frame_size = 2048;
+    opt.frames_per_chunk = 2048;
+    opt.backing = ss::mem::Backing::kPrivate;
+    if (int err = ss::mem::Pool::create(opt, &pool)) return err;
+    ss::net::UdpStack::Config cfg;
+    for (const xdp::QueueShare& q : qs) {
+      queues.emplace_back();
+      if (int err =
+              xdp::JoinedQueue::create(NetnsPair::kIfA, q, dev, pool.get(), 512, &queues.back()))
+        return err;
+      cfg.rings.push_back({queues.back().get(), pool.get()});
+    }
+    steering = std::make_unique<xdp::XdpSteering>(dev);
+    cfg.ifindex = static_cast<int>(if_nametoindex(NetnsPair::kIfA));
+    if (int err = ss::net::NetlinkView::open({}, &view)) return err;
+    resolver = std::make_unique<ss::net::NetlinkTxResolver>(view.get(), cfg.ifindex);
+    if (int err = ss::net::PacketTx::open(cfg.ifindex, &packets)) return err;
+    frames = std::make_unique<ss::net::FrameTx>(queues.front().get(), pool.get());  // unused
+    Stack::Config c;
+    c.steering = steering.get();
+    c.tx = frames.get();
+    c.packets = packets.get();
+    c.resolver = resolver.get();
+    if (!(queues.front()->caps() & ss::prov::kRingCapRxChained))
+      c.rx_frame_max = 2048 - XDP_PACKET_HEADROOM;
+    if (int err = Stack::create(c, &tcp)) return err;
+    cfg.steering = steering.get();
+    cfg.initial_fill = 0;  // the parent's frames fill the rings
+    cfg.tcp = tcp.get();
+    return ss::net::UdpStack::create(cfg, &stack);
+  }
+  void pump() {
+    stack->poll_rx();
+    tcp->run_timers();
+    std::vector<pollfd> fds;
+    for (auto& q : queues) {
+      short ev = 0;
+      fds.push_back({q->poll_fd(ss::prov::Ring::kRx, &ev), ev, 0});
+    }
+    poll(fds.data(), fds.size(), 5);
+  }
+};
+
+// The child's side of the test below: listens on kOurPort in its own
+// stack, says its slot (or -errno) on `up`, echoes one connection to its
+// end and waits for it to close. Its exit status: 0 when all that went.
+int serve_in_child(const ss::prov::xdp::DeviceShare& ds,
+                   const std::vector<ss::prov::xdp::QueueShare>& qs, int up) {
+  JoinedRig rig;
+  int32_t said = rig.build(ds, qs);
+  Socket* l = nullptr;
+  if (said == 0) said = rig.tcp->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l);
+  if (said == 0) said = static_cast<int32_t>(rig.dev->slot());
+  if (write(up, &said, sizeof said) != sizeof said || said <= 0) return 1;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  Socket* c = nullptr;
+  FourTuple peer;
+  std::string got;
+  size_t sent = 0;
+  bool eof = false;
+  while (std::chrono::steady_clock::now() < end) {
+    rig.pump();
+    if (!c && rig.tcp->accept(l, &c, &peer) != 0) continue;
+    uint8_t buf[16384];
+    ssize_t n;
+    while ((n = rig.tcp->recv(c, buf)) > 0)
+      got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+    if (n == 0) eof = true;
+    while (sent < got.size()) {
+      const ssize_t m = rig.tcp->send(
+          c, {reinterpret_cast<const uint8_t*>(got.data()) + sent, got.size() - sent});
+      if (m <= 0) break;
+      sent += static_cast<size_t>(m);
+    }
+    if (eof && sent == got.size()) break;
+  }
+  if (!c || !eof) return 2;
+  rig.tcp->close(c);
+  while (rig.tcp->connections() > 0 && std::chrono::steady_clock::now() < end) rig.pump();
+  return rig.tcp->connections() == 0 ? 0 : 3;
+}
+
+// A fork child joins the parent's queues and listens on the parent's
+// port in its own stack; the parent gives the port's group to the
+// child's slot, after marking its own connections: a Linux client's
+// connection is the child's, echoed intact, and the parent's listener
+// sees no SYN of it.
+TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
+  namespace xdp = ss::prov::xdp;
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  const auto dev = xdp::Device::find(NetnsPair::kIfA);
+  ASSERT_TRUE(dev);
+  xdp::DeviceShare ds;
+  ASSERT_EQ(dev->share(&ds), 0);
+  std::vector<xdp::QueueShare> qs(queues_.size());
+  for (size_t q = 0; q < queues_.size(); q++) {
+    auto* xq = dynamic_cast<xdp::XdpQueue*>(queues_[q].queue.get());
+    ASSERT_TRUE(xq);
+    ASSERT_EQ(xq->share(&qs[q]), 0);
+  }
+  int up[2];
+  ASSERT_EQ(pipe2(up, O_CLOEXEC), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(up[0]);
+    _exit(serve_in_child(ds, qs, up[1]));
+  }
+  struct Reap {  // an assertion failing below leaves no child behind
+    pid_t pid;
+    ~Reap() {
+      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } reap{pid};
+  close(up[1]);
+  int32_t slot = 0;
+  ASSERT_EQ(read(up[0], &slot, sizeof slot), static_cast<ssize_t>(sizeof slot));
+  close(up[0]);
+  ASSERT_GT(slot, 0) << strerror(-slot);
+  ASSERT_EQ(tcp_->own_open(), 0);
+  xdp::Flow flow;
+  flow.proto = IPPROTO_TCP;
+  flow.port = htons(kOurPort);
+  const uint32_t slots[] = {static_cast<uint32_t>(slot)};
+  ASSERT_EQ(dev->set_group(flow, slots, 1), 0);
+
+  constexpr size_t kBytes = 300 << 10;
+  const std::string msg = pattern(kBytes, 11);
+  std::string echoed;
+  std::atomic<bool> client_done{false};
+  std::thread client([&] {
+    const int fd = connect_from_b();
+    if (fd >= 0) {
+      std::thread writer([&] {
+        size_t off = 0;
+        while (off < msg.size()) {
+          const ssize_t n = write(fd, msg.data() + off, msg.size() - off);
+          if (n <= 0) break;
+          off += static_cast<size_t>(n);
+        }
+        shutdown(fd, SHUT_WR);
+      });
+      char buf[65536];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) echoed.append(buf, static_cast<size_t>(n));
+      writer.join();
+      close(fd);
+    }
+    client_done = true;
+  });
+  EXPECT_TRUE(pump_until([&] { return client_done.load(); }));
+  client.join();
+  EXPECT_TRUE(echoed == msg) << "echoed " << echoed.size() << " of " << msg.size();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  reap.pid = 0;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_EQ(tcp_->listener_counters(l).syns, 0u) << "the child's SYN reached the parent";
+  EXPECT_EQ(dev->set_group(flow, nullptr, 0), 0);
   tcp_->close(l);
 }
 

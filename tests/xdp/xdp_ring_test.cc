@@ -7,8 +7,10 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,6 +28,8 @@
 #include "core/prov/registry.h"
 #include "core/prov/ring.h"
 #include "core/prov/xdp/xdp_device.h"
+#include "core/prov/xdp/xdp_join.h"
+#include "core/prov/xdp/xdp_queue.h"
 #include "tests/common/stderr_capture.h"
 #include "tests/common/netns_pair.h"
 
@@ -47,10 +51,21 @@ std::unique_ptr<Pool> make_pool() {
   opt.frame_size = 2048;
   opt.frames_per_chunk = kFrames;
   opt.max_chunks = 1;
-  opt.backing = ss::mem::Backing::kPrivate;
+  // Shared: a fork child maps it to join the queue (xdp_join.h).
+  opt.backing = ss::mem::Backing::kShared;
   std::unique_ptr<Pool> p;
   EXPECT_EQ(Pool::create(opt, &p), 0);
   return p;
+}
+
+// A joining child's own frames (its copies of what it receives).
+std::unique_ptr<Pool> make_pool_private() {
+  ss::mem::PoolOptions opt;
+  opt.frame_size = 2048;
+  opt.frames_per_chunk = kFrames;
+  opt.backing = ss::mem::Backing::kPrivate;
+  std::unique_ptr<Pool> p;
+  return Pool::create(opt, &p) == 0 ? std::move(p) : nullptr;
 }
 
 // One ring queue with its own pool (a pool has one recycler).
@@ -341,6 +356,165 @@ TEST_F(XdpRing, ASecondSocketOnATakenQueueIsRefused) {
   // One warning (shown at the default log level) naming the queue.
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
   EXPECT_NE(text.find("WARN: xdp: xa queue 0: "), std::string::npos) << text;
+}
+
+// The source port of a TCP SYN to kSteeredPort, else -1.
+int syn_source(const Buffer& b) {
+  ss::net::ParsedFrame f;
+  std::span<const uint8_t> frame(static_cast<const uint8_t*>(b.data()), b.size());
+  if (ss::net::parse_frame(frame, &f, true) != ss::net::FrameReason::kAccepted ||
+      f.protocol != ss::net::kIpProtoTcp || f.payload.size() < 20)
+    return -1;
+  const uint8_t* t = f.payload.data();
+  const bool syn = (t[13] & 0x12) == 0x02;
+  return syn && (t[2] << 8 | t[3]) == kSteeredPort ? (t[0] << 8 | t[1]) : -1;
+}
+
+// A non-blocking connect from b to a's kSteeredPort (its SYN on the
+// wire), from port `from` (0: any); the socket, its port in *port.
+int connect_from_b(NetnsPair& ns, uint16_t from, uint16_t* port) {
+  const int fd = ns.socket_in_b(SOCK_STREAM | SOCK_NONBLOCK);
+  sockaddr_in sa = sstest::inet("0.0.0.0", from);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) < 0) return -1;
+  socklen_t len = sizeof sa;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  *port = ntohs(sa.sin_port);
+  sa = sstest::inet(NetnsPair::kIpA, kSteeredPort);
+  connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  return fd;
+}
+
+// A fork child joins every queue (its own slot, its own frames); the
+// parent gives the port's group to that slot: SYNs reach the child, not
+// the parent, except a connection the parent owns; once the child exits
+// its sockets leave the map and the port's SYNs go to the kernel.
+TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
+  xdp::Flow flow;
+  flow.proto = IPPROTO_TCP;
+  flow.port = htons(kSteeredPort);
+  ASSERT_EQ(xdp::add_flow(NetnsPair::kIfA, flow), 0);
+  const auto dev = xdp::Device::find(NetnsPair::kIfA);
+  ASSERT_TRUE(dev);
+  xdp::DeviceShare ds;
+  ASSERT_EQ(dev->share(&ds), 0);
+  std::vector<xdp::QueueShare> qs(served_.size());
+  for (size_t q = 0; q < served_.size(); q++) {
+    auto* xq = dynamic_cast<xdp::XdpQueue*>(served_[q].queue.get());
+    ASSERT_TRUE(xq);
+    ASSERT_EQ(xq->share(&qs[q]), 0);
+  }
+  int down[2], up[2];
+  ASSERT_EQ(pipe2(down, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(up, O_CLOEXEC), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The child: its slot (or -errno) up, then each SYN's source port,
+    // until the parent closes `down`.
+    close(down[1]);
+    close(up[0]);
+    std::shared_ptr<xdp::Device> joined;
+    int32_t slot = xdp::Device::join(NetnsPair::kIfA, ds, &joined);
+    std::unique_ptr<Pool> own = make_pool_private();
+    std::vector<std::unique_ptr<RingQueue>> mine(qs.size());
+    for (size_t q = 0; slot == 0 && q < qs.size(); q++)
+      slot = xdp::JoinedQueue::create(NetnsPair::kIfA, qs[q], joined, own.get(), 1024, &mine[q]);
+    if (slot == 0) slot = static_cast<int32_t>(joined->slot());
+    if (write(up[1], &slot, sizeof slot) != sizeof slot || slot <= 0) _exit(1);
+    for (;;) {
+      std::vector<pollfd> fds{{down[0], POLLIN, 0}};
+      for (auto& q : mine) {
+        short ev = 0;
+        fds.push_back({q->poll_fd(ss::prov::Ring::kRx, &ev), ev, 0});
+      }
+      poll(fds.data(), fds.size(), 100);
+      if (fds[0].revents) break;
+      for (auto& q : mine) {
+        Buffer pkts[16];
+        const int n = q->rx(pkts, 16);
+        for (int i = 0; i < n; i++)
+          if (const int32_t port = syn_source(pkts[i]); port >= 0)
+            if (write(up[1], &port, sizeof port) != sizeof port) _exit(1);
+      }
+    }
+    mine.clear();
+    _exit(0);
+  }
+  // An assertion failing below leaves no child holding the rings.
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } reap{pid};
+  close(down[0]);
+  close(up[1]);
+  int32_t slot = 0;
+  ASSERT_EQ(read(up[0], &slot, sizeof slot), static_cast<ssize_t>(sizeof slot));
+  ASSERT_GT(slot, 0) << strerror(-slot);
+  const uint32_t slots[] = {static_cast<uint32_t>(slot)};
+  ASSERT_EQ(dev->set_group(flow, slots, 1), 0);
+
+  // To the child: the SYN of a connection of the group.
+  uint16_t pa = 0;
+  const int ca = connect_from_b(*ns_, 0, &pa);
+  ASSERT_GE(ca, 0);
+  ASSERT_TRUE(readable(up[0]));
+  int32_t got = -1;
+  ASSERT_EQ(read(up[0], &got, sizeof got), static_cast<ssize_t>(sizeof got));
+  EXPECT_EQ(got, pa);
+
+  // To the parent: a connection it owns, although its port's group is
+  // the child's.
+  constexpr uint16_t kOwnedPort = 47011;
+  xdp::Connection c;
+  inet_pton(AF_INET, NetnsPair::kIpA, c.local);
+  inet_pton(AF_INET, NetnsPair::kIpB, c.remote);
+  c.local_port = htons(kSteeredPort);
+  c.remote_port = htons(kOwnedPort);
+  ASSERT_EQ(dev->own_connection(c, 0), 0);
+  uint16_t pb = 0;
+  const int cb = connect_from_b(*ns_, kOwnedPort, &pb);
+  ASSERT_GE(cb, 0);
+  int parent_saw = -1;
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  while (parent_saw != kOwnedPort && std::chrono::steady_clock::now() < end) {
+    for (auto& s : served_) {
+      Buffer pkts[16];
+      const int n = s.queue->rx(pkts, 16);
+      for (int i = 0; i < n; i++)
+        if (const int p = syn_source(pkts[i]); p >= 0) {
+          EXPECT_EQ(p, kOwnedPort) << "only the owned connection's SYN reaches the parent";
+          parent_saw = p;
+        }
+    }
+    usleep(200);
+  }
+  EXPECT_EQ(parent_saw, kOwnedPort);
+
+  // The child leaves: its sockets go from the map, the port's SYNs to
+  // the kernel.
+  close(down[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  reap.pid = 0;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  while (read(up[0], &got, sizeof got) == sizeof got)
+    EXPECT_NE(got, kOwnedPort) << "the owned connection's SYN reached the child";
+  close(up[0]);
+  xdp::Counters before, after;
+  ASSERT_EQ(xdp::counters(NetnsPair::kIfA, &before), 0);
+  uint16_t pc = 0;
+  const int cc = connect_from_b(*ns_, 0, &pc);
+  ASSERT_GE(cc, 0);
+  const auto end2 = std::chrono::steady_clock::now() + kWait;
+  do {
+    usleep(1000);
+    ASSERT_EQ(xdp::counters(NetnsPair::kIfA, &after), 0);
+  } while (after.no_socket == before.no_socket && std::chrono::steady_clock::now() < end2);
+  EXPECT_GT(after.no_socket, before.no_socket);
+  ASSERT_EQ(dev->set_group(flow, nullptr, 0), 0);
+  for (const int fd : {ca, cb, cc}) close(fd);
 }
 
 TEST_F(XdpRing, DropFlowIsDroppedAndCounted) {

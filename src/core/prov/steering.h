@@ -55,6 +55,11 @@ class FlowSteering {
   virtual int add_kept_only(const SteeredFlow&) { return -EOPNOTSUPP; }
   // A connection of a kept-only flow kept on the rings, or no longer.
   virtual int keep(const FlowConnection&, bool /*kept*/) { return -EOPNOTSUPP; }
+  // A connection this process's rings serve (owned), or no longer: where
+  // several processes share a port (a fork child's rings beside its
+  // parent's), its frames then stay with this one whichever process the
+  // port's new connections go to. 0 where nothing else shares the rings.
+  virtual int own(const FlowConnection&, bool /*owned*/) { return 0; }
 };
 
 }  // namespace ss::prov

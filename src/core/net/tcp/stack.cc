@@ -371,6 +371,13 @@ bool Stack::kept_only_locked(const FourTuple& t) const {
   return std::ranges::count(kept_only_, f) > 0;
 }
 
+int Stack::own_open() {
+  std::lock_guard lock(mu_);
+  for (const auto& [conn, o] : opens_)
+    if (const int err = cfg_.steering->own(flow_connection(o.t), true); err < 0) return err;
+  return 0;
+}
+
 void Stack::unsteer_open_locked(Open& o) {
   if (o.kept) cfg_.steering->keep(flow_connection(o.t), false);
   o.kept = false;
@@ -435,6 +442,7 @@ int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, To
     unsteer_locked(flow);
     return err;
   }
+  if (cfg_.steering->own(flow_connection(t), true) < 0) ctr_.own_failed++;
   // On a kept-only flow (a stopped listener's port) it is one more kept.
   bool kept = false;
   if (std::ranges::count(kept_only_, flow)) {
@@ -473,6 +481,7 @@ int Stack::accept_locked(Socket* l, Socket** out) {
   if (!c) return -EAGAIN;
   if (int err = table_.add(t, c.get()); err < 0) return err;  // cannot be: the listener fed it
   steer_locked(l->flow);  // held already by the listener: only counted
+  if (cfg_.steering->own(flow_connection(t), true) < 0) ctr_.own_failed++;
   Connection* conn = c.get();
   auto s = std::make_unique<Socket>();
   s->conn = conn;
@@ -931,6 +940,7 @@ void Stack::sweep_locked() {
 void Stack::free_locked(std::map<Connection*, Open>::iterator it) {
   Open& o = it->second;
   table_.remove(o.t);
+  cfg_.steering->own(flow_connection(o.t), false);
   unsteer_open_locked(o);
   std::function<void()> freed = std::move(o.on_freed);
   out_->send_batch();  // it may gather from the connection's send queue

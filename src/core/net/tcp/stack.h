@@ -76,6 +76,9 @@ struct StackCounters {
   uint64_t keep_failed = 0;
   uint64_t stray_syns = 0;       // SYNs of a kept-only flow read before it was: dropped, not reset
   uint64_t stray_to_kernel = 0;  // ACKs of no connection passed to the kernel (to_kernel_instead)
+  // A connection the steering could not mark ours (FlowSteering::own): it
+  // follows its port's group, and a change of the group loses it.
+  uint64_t own_failed = 0;
 };
 
 class Socket;
@@ -120,6 +123,10 @@ class Stack final : public SegmentInput {
   // connection (calls: -ENOTCONN). -EISCONN while the old one lives,
   // -EINVAL for a listener.
   SS_API int reconnect(Socket* s, const FourTuple* t, const tcp::Config& cfg, ToKernel* why);
+  // Every open connection marked ours in the steering (FlowSteering::own),
+  // before other processes share the rings' ports; later ones are marked
+  // as they open. 0 or the first error.
+  SS_API int own_open();
   // The oldest completed handshake of listener l: 0 and *out (and *peer),
   // -EAGAIN when none, -EINVAL when l is not a listener.
   SS_API int accept(Socket* l, Socket** out, FourTuple* peer);

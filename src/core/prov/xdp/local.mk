@@ -16,6 +16,11 @@ libslipstream_xdp_la_SOURCES = \
 	src/core/prov/xdp/steer_abi.h \
 	src/core/prov/xdp/xdp_device.h \
 	src/core/prov/xdp/xdp_device.cc \
+	src/core/prov/xdp/xdp_family.h \
+	src/core/prov/xdp/xdp_family.cc \
+	src/core/prov/xdp/xdp_join.h \
+	src/core/prov/xdp/xdp_join.cc \
+	src/core/prov/xdp/xsk_kernel.h \
 	src/core/prov/xdp/xdp_queue.h \
 	src/core/prov/xdp/xdp_queue.cc \
 	src/core/prov/xdp/xdp_steering.h \

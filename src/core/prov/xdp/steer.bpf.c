@@ -1,7 +1,8 @@
 /* Slipstream's steering program: frames of offloaded flows ({IP version,
  * protocol, destination address, destination port}, or the same with
  * address 0, but not for a group) go to the AF_XDP socket of the queue
- * they arrived on;
+ * they arrived on, of the process whose slot the frame's TCP connection
+ * has (conn_owners, else its port's group; slot 0 otherwise);
  * everything else (ARP, ND, fragments, IPv6 extension headers, other
  * protocols and ports) goes to the kernel, and so do the TCP connections
  * of a steered port the rings handed to the kernel (kernel_conns) and,
@@ -21,10 +22,28 @@
 
 struct {
   __uint(type, BPF_MAP_TYPE_XSKMAP);
-  __uint(max_entries, SS_MAX_QUEUES);
+  __uint(max_entries, SS_MAX_QUEUES * SS_MAX_SLOTS);
   __type(key, __u32);
   __type(value, __u32);
 } xsks SEC(".maps");
+
+/* A connection's process, by slot: one that a fork child took. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, SS_MAX_FLOWS);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct ss_conn_key);
+  __type(value, __u32);
+} conn_owners SEC(".maps");
+
+/* A listening port's processes (ss_group), by its flow key. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct ss_flow_key);
+  __type(value, struct ss_group);
+} groups SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -52,6 +71,9 @@ struct {
 /* Set once kernel_conns has an entry: until then a TCP frame costs no
  * second lookup. */
 volatile __u32 kernel_conns_used = 0;
+/* Set once a fork child joined (conn_owners or groups may have entries):
+ * until then every frame goes to slot 0 with no lookup. */
+volatile __u32 slots_used = 0;
 /* The longest frame an XSK frame holds (0: not set). A longer UDP
  * datagram goes to the kernel, where the socket's kernel twin receives
  * it: the UDP stack takes a datagram in one frame only. A longer TCP
@@ -77,6 +99,33 @@ static __always_inline int count(__u32 slot, int action) {
 /* A group address (224.0.0.0/4, ff00::/8): only its own flow takes it. */
 static __always_inline int group_dst(const struct ss_flow_key *key) {
   return key->version == 4 ? (key->ip[0] & 0xf0) == 0xe0 : key->ip[0] == 0xff;
+}
+
+/* A connection's 4-tuple, mixed: the same for every frame of it. */
+static __always_inline __u32 conn_hash(const struct ss_conn_key *c) {
+  __u32 h = ((__u32)c->remote_port << 16 | c->local_port) * 0x9e3779b1u;
+  __u32 a;
+  __builtin_memcpy(&a, c->remote, 4);
+  h ^= a * 0x85ebca6bu;
+  __builtin_memcpy(&a, c->remote + 12, 4);
+  h ^= a * 0xc2b2ae35u;
+  return h ^ (h >> 15);
+}
+
+/* The slot whose socket takes a TCP frame of flow key (conn: its
+ * connection): its owner's, else its group's pick, else 0. */
+static __always_inline __u32 slot_of(const struct ss_flow_key *key,
+                                     const struct ss_conn_key *conn) {
+  if (!conn || !slots_used) return 0;
+  __u32 *owner = bpf_map_lookup_elem(&conn_owners, conn);
+  if (owner) return *owner;
+  struct ss_group *g = bpf_map_lookup_elem(&groups, key);
+  if (!g || !g->n || g->n > SS_MAX_SLOTS) return 0;
+  __u32 i = conn_hash(conn) % g->n;
+  /* Below SS_MAX_SLOTS already; the mask, which the compiler may not
+   * drop past the barrier, says so to the verifier. */
+  asm volatile("" : "+r"(i));
+  return g->slots[i & (SS_MAX_SLOTS - 1)];
 }
 
 /* The flow's frame to its socket, or to the kernel when not steered. A
@@ -106,7 +155,10 @@ static __always_inline int steer(struct xdp_md *ctx, struct ss_flow_key *key,
     return count(SS_CNT_PASSED, XDP_PASS);
   if (!conn && frame_room && bpf_xdp_get_buff_len(ctx) > frame_room)
     return count(SS_CNT_TOO_LONG, XDP_PASS);
-  int verdict = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+  const __u32 slot = slot_of(key, conn);
+  if (slot >= SS_MAX_SLOTS || ctx->rx_queue_index >= SS_MAX_QUEUES)
+    return count(SS_CNT_NO_SOCKET, XDP_PASS);
+  int verdict = bpf_redirect_map(&xsks, SS_XSK_INDEX(slot, ctx->rx_queue_index), XDP_PASS);
   return count(verdict == XDP_REDIRECT ? SS_CNT_REDIRECTED : SS_CNT_NO_SOCKET, verdict);
 }
 

@@ -53,11 +53,24 @@ enum ss_counter {
   SS_CNT_MAX = 5,
 };
 
+/* The processes of a family (a parent and the fork children that joined
+ * its queues) that take a steered TCP port's connections: a SYN goes to
+ * slots[hash of its 4-tuple % n], and so does every later frame of a
+ * connection without an entry in conn_owners. */
+#define SS_MAX_SLOTS 16
+struct ss_group {
+  __u32 n; /* 0: no group (slot 0 takes all) */
+  __u32 slots[SS_MAX_SLOTS];
+};
+
 /* One per bound port and per active TCP open: tens of thousands of
  * connections. */
 #define SS_MAX_FLOWS 65536
 /* Least recently used first out: a connection that long carried no frame. */
 #define SS_MAX_KERNEL_CONNS 16384
 #define SS_MAX_QUEUES 64
+/* The XSKMAP's key of a process's socket on an rx queue: slot 0 is the
+ * process that made the rings (UDP and ungrouped flows go there). */
+#define SS_XSK_INDEX(slot, queue) ((slot)*SS_MAX_QUEUES + (queue))
 
 #endif

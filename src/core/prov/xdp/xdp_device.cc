@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
 #include <linux/sockios.h>
@@ -21,6 +22,7 @@
 
 #include "core/base/log.h"
 #include "core/prov/xdp/steer.skel.h"
+#include "core/prov/xdp/xdp_family.h"
 #include "core/prov/xdp/steer_abi.h"
 
 namespace ss::prov::xdp {
@@ -95,6 +97,16 @@ bool valid(const Flow& f) {
   return (f.proto == IPPROTO_UDP || f.proto == IPPROTO_TCP) && (f.version == 4 || f.version == 6);
 }
 
+// Records dev as the process's Device on its netdev (open_mu held),
+// replacing any other (a fork child's copy of its parent's).
+void record_locked(ino_t netns, const std::shared_ptr<Device>& dev) {
+  auto& devs = open_devices();
+  for (auto it = devs.begin(); it != devs.end();)
+    it = it->dev.expired() || (it->netns == netns && it->ifindex == dev->ifindex()) ? devs.erase(it)
+                                                                                    : it + 1;
+  devs.push_back({netns, dev->ifindex(), dev});
+}
+
 }  // namespace
 
 std::shared_ptr<Device> Device::find(const char* ifname) {
@@ -150,19 +162,74 @@ int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
   if (bpf_xdp_query(ifindex, 0, &q) == 0) dev->native_ = q.attach_mode == XDP_ATTACHED_DRV;
   SS_DEBUG("xdp: %s: steering program attached (%s mode)", ifname,
            dev->native_ ? "native" : "generic");
-  for (auto it = devs.begin(); it != devs.end();) it = it->dev.expired() ? devs.erase(it) : it + 1;
-  devs.push_back({netns, ifindex, dev});
+  dev->xsks_fd_ = bpf_map__fd(dev->skel_->maps.xsks);
+  dev->owners_fd_ = bpf_map__fd(dev->skel_->maps.conn_owners);
+  dev->counters_fd_ = bpf_map__fd(dev->skel_->maps.counters);
+  dev->flows_fd_ = bpf_map__fd(dev->skel_->maps.flows);
+  // The family's page: without it no child can join (said once), the
+  // rings work as before.
+  if (const int err = family_create(&dev->family_fd_, &dev->family_); err < 0)
+    SS_WARN("xdp: %s: fork children cannot share the rings: %s", ifname, strerror(-err));
+  record_locked(netns, dev);
   *out = std::move(dev);
   return 0;
 }
 
+int Device::join(const char* ifname, const DeviceShare& share, std::shared_ptr<Device>* out) {
+  if (!ifname || !out) return -EINVAL;
+  const int ifindex = static_cast<int>(if_nametoindex(ifname));
+  if (!ifindex) return -ENODEV;
+  std::shared_ptr<Device> dev(new Device);
+  dev->ifindex_ = ifindex;
+  dev->own_fds_ = true;
+  int* fds[] = {&dev->xsks_fd_, &dev->owners_fd_, &dev->counters_fd_, &dev->flows_fd_};
+  const int from[] = {share.xsks, share.conn_owners, share.counters, share.flows};
+  for (size_t i = 0; i < 4; i++) {
+    *fds[i] = fcntl(from[i], F_DUPFD_CLOEXEC, 0);
+    if (*fds[i] < 0) return -errno;
+  }
+  if (const int err = family_map(share.family, &dev->family_); err < 0) return err;
+  const int slot = family_claim_slot(dev->family_, getpid());
+  if (slot < 0) return slot;
+  dev->slot_ = static_cast<uint32_t>(slot);
+  std::lock_guard lock(open_mu);
+  record_locked(current_netns(), dev);
+  *out = std::move(dev);
+  return 0;
+}
+
+int Device::share(DeviceShare* out) const {
+  if (!skel_ || family_fd_ < 0) return -EOPNOTSUPP;
+  skel_->bss->slots_used = 1;  // a child is about to own connections
+  out->family = family_fd_;
+  out->xsks = xsks_fd_;
+  out->conn_owners = owners_fd_;
+  out->counters = counters_fd_;
+  out->flows = flows_fd_;
+  return 0;
+}
+
+bool Device::family_active() const { return slot_ != 0 || (skel_ && skel_->bss->slots_used); }
+
 Device::~Device() {
   if (link_fd_ >= 0) close(link_fd_);  // detaches the program
   if (skel_) ss_steer__destroy(skel_);
+  if (own_fds_)
+    for (const int fd : {xsks_fd_, owners_fd_, counters_fd_, flows_fd_})
+      if (fd >= 0) close(fd);
+  if (family_) {
+    if (slot_) family_release_slot(family_, static_cast<int>(slot_), getpid());
+    family_unmap(family_);
+  }
+  if (family_fd_ >= 0) close(family_fd_);
 }
 
 void Device::fds(std::vector<int>* out) const {
   if (link_fd_ >= 0) out->push_back(link_fd_);
+  if (family_fd_ >= 0) out->push_back(family_fd_);
+  if (own_fds_)
+    for (const int fd : {xsks_fd_, owners_fd_, counters_fd_, flows_fd_})
+      if (fd >= 0) out->push_back(fd);
   if (!skel_) return;
   bpf_program* p;
   bpf_object__for_each_program(p, skel_->obj) {
@@ -174,26 +241,64 @@ void Device::fds(std::vector<int>* out) const {
   }
 }
 
-int Device::set_socket(uint32_t queue, int xsk_fd) {
-  if (queue >= SS_MAX_QUEUES) return -EINVAL;
-  if (bpf_map__update_elem(skel_->maps.xsks, &queue, sizeof queue, &xsk_fd, sizeof xsk_fd, 0))
-    return -errno;
+int Device::set_socket(uint32_t queue, int xsk_fd, uint32_t slot) {
+  if (queue >= SS_MAX_QUEUES || slot >= SS_MAX_SLOTS) return -EINVAL;
+  const __u32 key = SS_XSK_INDEX(slot, queue);
+  if (bpf_map_update_elem(xsks_fd_, &key, &xsk_fd, 0)) return -errno;
   return 0;
 }
 
 void Device::set_frame_room(uint32_t room) {
+  if (!skel_) return;  // joined: the owner's sockets set it
   volatile __u32& r = skel_->bss->frame_room;
   if (r == 0 || room < r) r = room;  // the least of the sockets'
 }
 
-int Device::clear_socket(uint32_t queue) {
-  if (bpf_map__delete_elem(skel_->maps.xsks, &queue, sizeof queue, 0)) return -errno;
+int Device::clear_socket(uint32_t queue, uint32_t slot) {
+  if (queue >= SS_MAX_QUEUES || slot >= SS_MAX_SLOTS) return -EINVAL;
+  const __u32 key = SS_XSK_INDEX(slot, queue);
+  if (bpf_map_delete_elem(xsks_fd_, &key)) return -errno;
+  return 0;
+}
+
+int Device::own_connection(const Connection& c, int slot) {
+  ss_conn_key k;
+  if (!conn_key(c, &k) || slot >= SS_MAX_SLOTS) return -EINVAL;
+  const __u32 v = static_cast<__u32>(slot);
+  if (slot < 0 ? bpf_map_delete_elem(owners_fd_, &k) : bpf_map_update_elem(owners_fd_, &k, &v, 0))
+    return errno == E2BIG ? -ENOSPC : -errno;
+  return 0;
+}
+
+int Device::set_group(const Flow& f, const uint32_t* slots, uint32_t n) {
+  if (!skel_) return -EOPNOTSUPP;
+  if (!valid(f) || f.proto != IPPROTO_TCP || n > SS_MAX_SLOTS || (n && !slots)) return -EINVAL;
+  const ss_flow_key k = key_of(f);
+  ss_group g{};
+  g.n = n;
+  for (uint32_t i = 0; i < n; i++) {
+    if (slots[i] >= SS_MAX_SLOTS) return -EINVAL;
+    g.slots[i] = slots[i];
+  }
+  if (!n) {
+    if (bpf_map__delete_elem(skel_->maps.groups, &k, sizeof k, 0) && errno != ENOENT) return -errno;
+    return 0;
+  }
+  if (bpf_map__update_elem(skel_->maps.groups, &k, sizeof k, &g, sizeof g, 0))
+    return errno == E2BIG ? -ENOSPC : -errno;
+  skel_->bss->slots_used = 1;
   return 0;
 }
 
 int Device::add_flow(const Flow& f) {
   if (!valid(f)) return -EINVAL;
   const ss_flow_key k = key_of(f);
+  if (!skel_) {
+    __u32 action = 0;
+    return bpf_map_lookup_elem(flows_fd_, &k, &action) == 0 && action == SS_FLOW_REDIRECT
+               ? 0
+               : -EOPNOTSUPP;
+  }
   const __u32 action = f.drop ? SS_FLOW_DROP : f.kept_only ? SS_FLOW_RING_CONNS : SS_FLOW_REDIRECT;
   if (bpf_map__update_elem(skel_->maps.flows, &k, sizeof k, &action, sizeof action, 0))
     return errno == E2BIG ? -ENOSPC : -errno;
@@ -202,12 +307,14 @@ int Device::add_flow(const Flow& f) {
 
 int Device::remove_flow(const Flow& f) {
   if (!valid(f)) return -EINVAL;
+  if (!skel_) return 0;  // the owner's flow
   const ss_flow_key k = key_of(f);
   if (bpf_map__delete_elem(skel_->maps.flows, &k, sizeof k, 0)) return -errno;
   return 0;
 }
 
 int Device::pass_connection(const Connection& c, bool active) {
+  if (!skel_) return -EOPNOTSUPP;
   ss_conn_key k;
   if (!conn_key(c, &k)) return -EINVAL;
   const __u8 pass = active ? 1 : 0;
@@ -217,9 +324,10 @@ int Device::pass_connection(const Connection& c, bool active) {
   return 0;
 }
 
-bool Device::passed_any() const { return skel_->bss->kernel_conns_used != 0; }
+bool Device::passed_any() const { return skel_ && skel_->bss->kernel_conns_used != 0; }
 
 int Device::keep_connection(const Connection& c, bool kept) {
+  if (!skel_) return -EOPNOTSUPP;
   ss_conn_key k;
   if (!conn_key(c, &k)) return -EINVAL;
   const __u8 one = 1;
@@ -236,9 +344,7 @@ int Device::counters(Counters* out) const {
   std::vector<__u64> per_cpu(static_cast<size_t>(ncpu));
   uint64_t sums[SS_CNT_MAX] = {};
   for (__u32 slot = 0; slot < SS_CNT_MAX; slot++) {
-    if (bpf_map__lookup_elem(skel_->maps.counters, &slot, sizeof slot, per_cpu.data(),
-                             per_cpu.size() * sizeof(__u64), 0))
-      return -errno;
+    if (bpf_map_lookup_elem(counters_fd_, &slot, per_cpu.data())) return -errno;
     for (__u64 v : per_cpu) sums[slot] += v;
   }
   out->redirected = sums[SS_CNT_REDIRECTED];

@@ -9,26 +9,15 @@
 #include <cstring>
 
 #include "core/base/log.h"
-
-// Linux 6.6's multi-buffer AF_XDP, past the headers of older systems.
-#ifndef XDP_USE_SG
-#define XDP_USE_SG (1 << 4)
-#endif
-#ifndef XDP_PKT_CONTD
-#define XDP_PKT_CONTD (1 << 0)
-#endif
+#include "core/mem/region.h"
+#include "core/prov/xdp/xdp_family.h"
+#include "core/prov/xdp/xsk_kernel.h"
 
 namespace ss::prov::xdp {
 
 using mem::Buffer;
 
 namespace {
-
-// Linux bounds a packet at MAX_SKB_FRAGS + 1 buffers (17 + 1 by default,
-// 45 + 1 at most); a longer chain is a broken kernel's, dropped.
-constexpr uint32_t kMaxFramesPerPacket = 46;
-
-bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
 
 bool valid(const RingQueueConfig& c) {
   if (!c.pool || !c.ifname || strlen(c.ifname) >= 16) return false;
@@ -166,6 +155,22 @@ int XdpQueue::reg(void* addr, size_t len, mem::RegHandle* out) {
   return 0;
 }
 
+int XdpQueue::share(QueueShare* out) const {
+  int fd = -1;
+  uint64_t off = 0;
+  if (!out || !dev_->family() ||
+      !mem::find_backing(cfg_.pool->chunk_base(0), cfg_.pool->chunk_bytes(), &fd, &off) || off)
+    return -EOPNOTSUPP;
+  out->queue_id = cfg_.queue_id;
+  out->xsk = xsk_socket__fd(xsk_);
+  out->umem = fd;
+  out->umem_len = cfg_.pool->chunk_bytes();
+  out->frame_size = static_cast<uint32_t>(cfg_.pool->frame_size());
+  out->fill_size = cfg_.fill_size;
+  out->multi_buffer = multi_buffer_;
+  return 0;
+}
+
 uint32_t XdpQueue::caps() const {
   uint32_t caps = kRingCapHeadroom | kRingCapNeedsKick;
   if (zero_copy_) caps |= kRingCapZeroCopy;
@@ -174,16 +179,26 @@ uint32_t XdpQueue::caps() const {
 }
 
 int XdpQueue::fill_locked(Buffer* frames, int n) {
+  FamilyPage* fam = dev_->family();
+  if (fam) {
+    family_lock_fill(fam, cfg_.queue_id);
+    // A joined child may have moved the producer since our last turn.
+    fill_.cached_prod = __atomic_load_n(fill_.producer, __ATOMIC_RELAXED);
+  }
   const uint32_t room = xsk_prod_nb_free(&fill_, static_cast<uint32_t>(n));
   const uint32_t take = room < static_cast<uint32_t>(n) ? room : static_cast<uint32_t>(n);
   uint32_t idx = 0;
-  if (!take || xsk_ring_prod__reserve(&fill_, take, &idx) != take) return 0;
+  if (!take || xsk_ring_prod__reserve(&fill_, take, &idx) != take) {
+    if (fam) family_unlock_fill(fam, cfg_.queue_id);
+    return 0;
+  }
   for (uint32_t i = 0; i < take; i++) {
     const uint64_t addr = frame_addr(frames[i]);
     in_fill_[index_of(addr)] = std::move(frames[i]);
     *xsk_ring_prod__fill_addr(&fill_, idx + i) = addr;
   }
   xsk_ring_prod__submit(&fill_, take);
+  if (fam) family_unlock_fill(fam, cfg_.queue_id);
   fill_level_.fetch_add(take, std::memory_order_relaxed);
   return static_cast<int>(take);
 }
@@ -340,12 +355,7 @@ RingStats XdpQueue::stats() const {
     std::lock_guard lock(mu_);
     s = stats_;
   }
-  xdp_statistics ks{};
-  socklen_t len = sizeof ks;
-  if (getsockopt(xsk_socket__fd(xsk_), SOL_XDP, XDP_STATISTICS, &ks, &len) == 0) {
-    s.rx_dropped_rx_full = ks.rx_ring_full;
-    s.rx_dropped_no_fill = ks.rx_fill_ring_empty_descs;
-  }
+  add_kernel_drops(xsk_socket__fd(xsk_), &s);
   return s;
 }
 

@@ -18,6 +18,7 @@
 #include "core/mem/registrar.h"
 #include "core/prov/ring.h"
 #include "core/prov/xdp/xdp_device.h"
+#include "core/prov/xdp/xdp_join.h"
 
 namespace ss::prov::xdp {
 
@@ -28,6 +29,10 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   // Device::open's errors; -EBUSY when another socket has the queue.
   static int create(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out);
   ~XdpQueue() override;
+  // What a fork child needs to join this queue (xdp_join.h), its
+  // descriptors valid while the queue lives: -EOPNOTSUPP for a UMEM that
+  // is not shared memory (Backing::kShared) or a Device without a family.
+  int share(QueueShare* out) const;
 
   uint32_t caps() const override;
   int fill(mem::Buffer* frames, int n) override;
@@ -54,7 +59,8 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   }
   // Frames on the tx ring the kernel has not taken yet.
   uint32_t tx_unsent();
-  // Puts frames into the fill ring; mu_ held.
+  // Puts frames into the fill ring; mu_ held. The family's lock is taken
+  // inside: fork children that joined put frames there too.
   int fill_locked(mem::Buffer* frames, int n);
 
   const RingQueueConfig cfg_;

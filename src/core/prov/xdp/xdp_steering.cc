@@ -64,4 +64,12 @@ int XdpSteering::keep(const FlowConnection& c, bool kept) {
   return dev_ ? dev_->keep_connection(x, kept) : -ENODEV;
 }
 
+int XdpSteering::own(const FlowConnection& c, bool owned) {
+  if (!dev_ || !dev_->family_active()) return 0;
+  Connection x;
+  if (int err = connection(c, &x)) return err;
+  const int err = dev_->own_connection(x, owned ? static_cast<int>(dev_->slot()) : -1);
+  return err == -ENOENT && !owned ? 0 : err;
+}
+
 }  // namespace ss::prov::xdp

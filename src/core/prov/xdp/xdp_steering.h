@@ -19,6 +19,7 @@ class XdpSteering final : public FlowSteering {
   bool passed_any() const override { return dev_->passed_any(); }
   int add_kept_only(const SteeredFlow& f) override;
   int keep(const FlowConnection& c, bool kept) override;
+  int own(const FlowConnection& c, bool owned) override;
 
  private:
   // The program's flow: -EAFNOSUPPORT for another family.

@@ -1,0 +1,37 @@
+// What XdpQueue and JoinedQueue both take from the kernel's AF_XDP
+// interface: Linux 6.6's multi-buffer flags past older headers, the bound
+// on a packet's frames, and the socket's own drop counters.
+#pragma once
+#include <linux/if_xdp.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+
+#include "core/prov/ring.h"
+
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+
+namespace ss::prov::xdp {
+
+// Linux bounds a packet at MAX_SKB_FRAGS + 1 buffers (17 + 1 by default,
+// 45 + 1 at most); a longer chain is a broken kernel's, dropped.
+constexpr uint32_t kMaxFramesPerPacket = 46;
+
+inline bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
+
+// The drops the kernel counted on socket fd, into s.
+inline void add_kernel_drops(int fd, RingStats* s) {
+  xdp_statistics ks{};
+  socklen_t len = sizeof ks;
+  if (getsockopt(fd, SOL_XDP, XDP_STATISTICS, &ks, &len) == 0) {
+    s->rx_dropped_rx_full = ks.rx_ring_full;
+    s->rx_dropped_no_fill = ks.rx_fill_ring_empty_descs;
+  }
+}
+
+}  // namespace ss::prov::xdp
