@@ -7,9 +7,8 @@
 # request) for WRK_TIME seconds (default 3); requests/s, A on the kernel
 # and then under the preload, ROUNDS times in turn (default 3), medians
 # and their ratio. Two rows: nginx as one process (master_process off),
-# and nginx's master forking 2 workers (their listener is the master's,
-# which goes back to the kernel when a worker looks at it: that row is
-# expected NOT-OFFLOADED). A run under the preload whose A kernel moved
+# and nginx's master forking 2 workers (each on rings of its own joined
+# to the master's, libvma(7)). A run under the preload whose A kernel moved
 # 5 TCP segments or more is marked NOT-OFFLOADED. Each measurement takes
 # a port of its own: the connections of earlier ones wait in TIME-WAIT on
 # either side (wrk often closes before libvma.so's nginx does), and B

@@ -365,6 +365,13 @@ constexpr Setting kRows[] = {
      .def = 1,
      .max = 1,
      .help = "where the rings copy, TCP segments leave by a packet socket, bursts merged for GSO"},
+    {.id = int(Id::kTcpForkJoin),
+     .name = "tcp_fork_join",
+     .env = {"SLIPSTREAM_VMA_TCP_FORK_JOIN"},
+     .def = 1,
+     .max = 1,
+     .help = "a fork child's inherited listener gets rings of its own beside its parent's (0: the "
+             "listener goes to the kernel)"},
 };
 static_assert(config::in_id_order(kRows));
 

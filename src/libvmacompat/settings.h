@@ -63,6 +63,7 @@ enum class Id : int {
   kTcpMinRto,               // SLIPSTREAM_VMA_TCP_MIN_RTO (ms): the RTO's floor
   kTcpSack,                 // SLIPSTREAM_VMA_TCP_SACK: SACK offered and taken
   kTcpGso,                  // SLIPSTREAM_VMA_TCP_GSO: copy-mode rings' TCP by packet socket, GSO
+  kTcpForkJoin,             // SLIPSTREAM_VMA_TCP_FORK_JOIN: a fork child's listener joins the rings
   kCount
 };
 

@@ -51,7 +51,8 @@ SS_PRELOAD_EXPORT int epoll_create(int size) {
 
 SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
   // A fork child waiting on an inherited offloaded socket will receive on
-  // it: the parent lends it the port first (fork_share.h).
+  // it: the parent lends it the port first (fork_share.h), or a listener
+  // joins the parent's rings (fork_join.h).
   if (vp::in_fork_child() && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))

@@ -35,6 +35,7 @@
 #include "vma_preload/socket_record.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/port_holds.h"
+#include "vma_preload/tcp_service.h"
 
 namespace ss::vma::preload {
 
@@ -58,6 +59,8 @@ void keep_inherited_records() {
 void in_child() {
   close_port_holds_in_fork_child();
   const bool had_rings = close_rings_in_fork_child();
+  tcp_service_fork_child();
+  records_fork_child();
   if (!had_rings && !in_fork_child()) return;
   g_fork_child.store(true, std::memory_order_relaxed);
   try {

@@ -13,11 +13,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
 #include "core/base/errno_guard.h"
 #include "core/base/log.h"
+#include "vma_preload/fork_join.h"
 #include "vma_preload/socket_record.h"
 
 namespace ss::vma::preload {
@@ -54,6 +56,10 @@ std::atomic<Page*> g_page{nullptr};  // MAP_SHARED: a fork child writes the pare
 // The owner's side (service thread): its socket, and what tells that
 // number is still that socket (the program may close it and reuse it).
 std::atomic<int> g_sock{-1};
+// The process that made the page: only it answers (a fork child that
+// joined the rings runs a service thread too, with a copy of g_sock).
+std::atomic<pid_t> g_owner_pid{0};
+bool owner_here() { return g_owner_pid.load(std::memory_order_relaxed) == ::getpid(); }
 ino_t g_sock_ino = 0;
 dev_t g_sock_dev = 0;
 // Per slot, the asker's start time (/proc/PID/stat): a reused pid is not it.
@@ -86,6 +92,20 @@ bool running(pid_t pid, unsigned long long* start) {
   if (!p) return false;
   *start = strtoull(p, nullptr, 10);
   return true;
+}
+
+// pid's parent (/proc/PID/stat's fourth field), or 0.
+pid_t parent_of(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return 0;
+  const auto n = static_cast<ssize_t>(::syscall(SYS_read, fd, buf, sizeof buf - 1));
+  ::syscall(SYS_close, fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');  // "pid (comm) S ppid ..."
+  return p && p[1] == ' ' && p[2] && p[3] == ' ' ? static_cast<pid_t>(atoi(p + 4)) : 0;
 }
 
 bool gone(pid_t pid, unsigned long long start) {
@@ -144,9 +164,11 @@ int fork_share_open() {
     page->name_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + len);
     const int s = raw_socket();
     struct stat st;
+    const int one = 1;  // who asks (fork_join.h's requests)
     if (s >= 0 &&
         ::syscall(SYS_bind, s, reinterpret_cast<const sockaddr*>(&page->name), page->name_len) ==
             0 &&
+        ::syscall(SYS_setsockopt, s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) == 0 &&
         ::syscall(SYS_fstat, s, &st) == 0) {
       g_sock_ino = st.st_ino;
       g_sock_dev = st.st_dev;
@@ -156,20 +178,50 @@ int fork_share_open() {
       SS_DEBUG("fork: no request socket (%s)", strerror(errno));
       if (s >= 0) ::syscall(SYS_close, s);
     }
+    g_owner_pid.store(::getpid(), std::memory_order_relaxed);
     g_page.store(page, std::memory_order_release);
   });
   return err;
 }
 
-int fork_share_fd() { return g_sock.load(std::memory_order_relaxed); }
+int fork_share_fd() { return owner_here() ? g_sock.load(std::memory_order_relaxed) : -1; }
+
+bool fork_share_owner(sockaddr_un* name, socklen_t* len) {
+  const Page* page = g_page.load(std::memory_order_acquire);
+  if (!page) return false;
+  *name = page->name;
+  *len = page->name_len;
+  return true;
+}
 
 void fork_share_serve() {
   Page* page = g_page.load(std::memory_order_acquire);
-  if (!page) return;
+  if (!page || !owner_here()) return;
   if (own_socket_intact()) {
-    char b[16];
-    while (::syscall(SYS_recvfrom, g_sock.load(std::memory_order_relaxed), b, sizeof b,
-                     MSG_DONTWAIT, nullptr, nullptr) > 0) {
+    // Wake-ups ("?") and fork_join.h's requests, answered here to our own
+    // children only: the socket's name is visible to every process of
+    // the network namespace, and the answer gives access to our rings.
+    alignas(8) char b[256];
+    sockaddr_un from{};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    iovec iov{b, sizeof b};
+    msghdr mh{};
+    const int sock = g_sock.load(std::memory_order_relaxed);
+    for (;;) {
+      mh.msg_name = &from;
+      mh.msg_namelen = sizeof from;
+      mh.msg_iov = &iov;
+      mh.msg_iovlen = 1;
+      mh.msg_control = control;
+      mh.msg_controllen = sizeof control;
+      const auto n = static_cast<ssize_t>(::syscall(SYS_recvmsg, sock, &mh, MSG_DONTWAIT));
+      if (n <= 0) break;
+      const cmsghdr* c = CMSG_FIRSTHDR(&mh);
+      ucred who{};
+      if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
+        memcpy(&who, CMSG_DATA(c), sizeof who);
+      if (who.pid > 0 && who.uid == ::geteuid() && parent_of(who.pid) == ::getpid())
+        fork_join_serve(sock, b, static_cast<size_t>(n), from, mh.msg_namelen);
     }
   }
   for (size_t i = 0; i < kSlots; i++) {

@@ -15,6 +15,9 @@
 // parent answers late; a parent that exited or exec'd holds no name, and
 // is not waited for).
 #pragma once
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <cstdint>
 
 namespace ss::vma::preload {
@@ -26,8 +29,12 @@ int fork_share_open();
 // program closed it: the requests are then found each second).
 int fork_share_fd();
 // Parent, on the service thread: answers the requests, and takes back the
-// flows whose askers have all exited.
+// flows whose askers have all exited. Nothing in a fork child (its
+// service thread serves the rings it joined, not its parent's askers).
 void fork_share_serve();
+// Child: the name of the parent's request socket (fork_join.h asks
+// there); false when the parent had no page.
+bool fork_share_owner(sockaddr_un* name, socklen_t* len);
 // Child: asks the parent to lend the flows of its socket record `id`
 // (SocketRecord::id), and waits for the answer (bounded).
 void fork_share_ask(uint64_t id);

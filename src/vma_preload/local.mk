@@ -17,6 +17,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/epoll_calls.cc \
 	src/vma_preload/extra_api.cc \
 	src/vma_preload/fork_child.cc \
+	src/vma_preload/fork_join.h \
+	src/vma_preload/fork_join.cc \
 	src/vma_preload/fork_share.h \
 	src/vma_preload/fork_share.cc \
 	src/vma_preload/inert_settings.h \

@@ -13,6 +13,7 @@
 
 #include "core/base/log.h"
 #include "core/base/service_thread.h"
+#include "core/mem/region.h"
 #include "core/net/netlink_view.h"
 #include "core/net/udp_route.h"
 #include "interpose/program_memory.h"
@@ -20,7 +21,9 @@
 #include "libvmacompat/ring_depth.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_layout.h"
+#include "vma_preload/fork_join.h"
 #include "vma_preload/fork_share.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/start.h"
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/wire_addr.h"
@@ -28,6 +31,8 @@
 #include <linux/bpf.h>  // XDP_PACKET_HEADROOM
 
 #include "core/prov/xdp/xdp_device.h"
+#include "core/prov/xdp/xdp_family.h"
+#include "core/prov/xdp/xdp_join.h"
 #include "core/prov/xdp/xdp_queue.h"
 #include "core/prov/xdp/xdp_steering.h"
 #endif
@@ -40,7 +45,10 @@ constexpr int64_t kMemAllocHugepages = 2;  // VMA_MEM_ALLOC_TYPE: 0 anonymous, 1
 std::mutex g_mu;
 // Null: refused, never asked again. Never destroyed: the service thread
 // publishes from it while exit runs the destructors.
-std::map<std::string, NetdevRings*>& g_rings = *new std::map<std::string, NetdevRings*>;
+std::map<std::string, NetdevRings*>* g_rings_p = new std::map<std::string, NetdevRings*>;
+std::map<std::string, NetdevRings*>& rings_map() { return *g_rings_p; }
+// In a fork child: the netdevs its parent had rings on (else null).
+std::set<std::string>* g_parent_netdevs = nullptr;
 
 // Every netdev's kernel_fds, for a fork child: appended under g_mu, read
 // without it (entries before the count are whole).
@@ -72,6 +80,7 @@ void follow_kernel(ServiceThread::Run& run) {
     if (run.poll(fds, 1000) > 0 && (fds[1].revents & POLLIN)) g_view->process_events();
     publish_ring_counters();
     fork_share_serve();
+    prune_groups();
   }
 }
 
@@ -95,6 +104,9 @@ int open_view_locked() {
 }
 
 #if SS_VMA_XDP
+int make_stacks(NetdevRings* r, std::shared_ptr<prov::xdp::Device> dev,
+                net::UdpStack::Config* cfgp);
+
 int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   auto r = std::make_unique<NetdevRings>();
   r->ifname = ifname;
@@ -110,12 +122,13 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     mem::PoolOptions opt;
     opt.frame_size = r->depth.frame_size;
     opt.frames_per_chunk = r->depth.frames;
-    opt.backing = mem::Backing::kPrivate;
+    // Shared (a memfd): a fork child that joins the queue maps it
+    // (fork_join.h). Pinned by the socket, it is not in a child otherwise:
+    // fork would copy it whole. As libvma's registered memory under
+    // ibv_fork_init.
+    opt.backing = mem::Backing::kShared;
     opt.hugepages = settings::get(settings::Id::kMemAllocType) == kMemAllocHugepages;
     opt.name = "vma-umem";
-    // Pinned by the socket: fork would copy it whole into every child,
-    // which never uses the rings (fork_child.cc). As libvma's registered
-    // memory under ibv_fork_init.
     opt.dont_fork = true;
     if (const int err = mem::Pool::create(opt, &s.pool); err < 0) return err;
     for (size_t c = 0; c < s.pool->chunk_count(); c++)  // lent to zero-copy readers
@@ -131,10 +144,69 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     if (const int err = prov::xdp::XdpQueue::create(rc, &s.queue); err < 0) return err;
     cfg.rings.push_back({s.queue.get(), s.pool.get()});
   }
-  r->steering = std::make_unique<prov::xdp::XdpSteering>(prov::xdp::Device::find(ifname.c_str()));
+  cfg.initial_fill = r->depth.fill;
+  if (const int err = make_stacks(r.get(), prov::xdp::Device::find(ifname.c_str()), &cfg); err < 0)
+    return err;
+  *out = std::move(r);
+  return 0;
+}
+
+// A fork child's rings on ifname, joined to its parent's queues: its own
+// frames (copies), a packet socket to send, the stacks as the owner's.
+int make_joined_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
+  auto r = std::make_unique<NetdevRings>();
+  r->ifname = ifname;
+  r->ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (r->ifindex == 0) return -ENODEV;
+  JoinShare share;
+  if (const int err = fork_join_ask(ifname, &share); err < 0) return err;
+  // What the Device and the queues keep is theirs (dup'd or mapped).
+  struct Close {
+    std::vector<int>& fds;
+    ~Close() {
+      for (const int fd : fds) interpose::real().close(fd);
+    }
+  } close_after{share.fds};
+  std::shared_ptr<prov::xdp::Device> dev;
+  if (const int err = prov::xdp::Device::join(ifname.c_str(), share.device, &dev); err < 0)
+    return err;
+  r->depth = ring_depth();
+  net::UdpStack::Config cfg;
+  r->queues.resize(share.queues.size());
+  for (size_t q = 0; q < share.queues.size(); q++) {
+    NetdevRings::Queue& s = r->queues[q];
+    mem::PoolOptions opt;
+    opt.frame_size = share.queues[q].frame_size;
+    opt.frames_per_chunk = r->depth.frames;
+    opt.backing = mem::Backing::kPrivate;
+    opt.name = "vma-joined";
+    if (const int err = mem::Pool::create(opt, &s.pool); err < 0) return err;
+    for (size_t c = 0; c < s.pool->chunk_count(); c++)  // lent to zero-copy readers
+      interpose::trust_region(s.pool->chunk_base(c), s.pool->chunk_bytes());
+    if (const int err = prov::xdp::JoinedQueue::create(ifname.c_str(), share.queues[q], dev,
+                                                       s.pool.get(), r->depth.rx, &s.queue);
+        err < 0)
+      return err;
+    cfg.rings.push_back({s.queue.get(), s.pool.get()});
+  }
+  cfg.initial_fill = 0;  // the owner's frames fill the shared fill rings
+  r->slot = dev->slot();
+  if (const int err = make_stacks(r.get(), dev, &cfg); err < 0) return err;
+  *out = std::move(r);
+  return 0;
+}
+
+// What a netdev's rings carry over its queues (cfg.rings made): the
+// steering, the view, the send paths and the stacks. A joined child's
+// queues send nothing: it needs the packet socket.
+int make_stacks(NetdevRings* r, std::shared_ptr<prov::xdp::Device> dev,
+                net::UdpStack::Config* cfgp) {
+  net::UdpStack::Config& cfg = *cfgp;
+  const std::string& ifname = r->ifname;
+  const bool joined = dev && dev->slot() != 0;
+  r->steering = std::make_unique<prov::xdp::XdpSteering>(std::move(dev));
   cfg.steering = r->steering.get();
   cfg.ifindex = r->ifindex;
-  cfg.initial_fill = r->depth.fill;
   if (const int err = open_view_locked(); err < 0) return err;
   // VMA_MTU: the rings carry nothing larger; the kernel fragments the rest.
   r->resolver = net::make_netlink_resolver(
@@ -150,10 +222,12 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   // A copying tx ring makes an skb of each frame anyway: a packet socket
   // with GSO makes one of each burst.
   const bool copies = !(cfg.rings.front().queue->caps() & prov::kRingCapZeroCopy);
-  if (copies && settings::get(settings::Id::kTcpGso)) {
-    if (const int err = net::PacketTx::open(r->ifindex, &r->packets); err < 0)
+  if (joined || (copies && settings::get(settings::Id::kTcpGso))) {
+    if (const int err = net::PacketTx::open(r->ifindex, &r->packets); err < 0) {
+      if (joined) return err;
       SS_INFO("%s: TCP segments go on the tx ring: no packet socket: %s", ifname.c_str(),
               strerror(-err));
+    }
     tc.packets = r->packets.get();
   }
   tc.resolver = r->resolver.get();
@@ -167,14 +241,21 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     if (const int fd = q.queue->poll_fd(prov::Ring::kRx, &ev); fd >= 0) r->kernel_fds.push_back(fd);
   }
   if (const auto dev = prov::xdp::Device::find(ifname.c_str())) dev->fds(&r->kernel_fds);
+  for (const NetdevRings::Queue& q :
+       r->queues) {  // the UMEM's memfd (a joining child gets its own)
+    int fd = -1;
+    uint64_t off = 0;
+    if (mem::find_backing(q.pool->chunk_base(0), q.pool->chunk_bytes(), &fd, &off))
+      r->kernel_fds.push_back(fd);
+  }
   if (r->packets) r->kernel_fds.push_back(r->packets->fd());
   if (stats::Publisher* p = socket_stats())
-    r->stats = p->open_group(stats::kRing, static_cast<int>(g_rings.size()), ifname.c_str());
-  *out = std::move(r);
+    r->stats = p->open_group(stats::kRing, static_cast<int>(rings_map().size()), ifname.c_str());
   return 0;
 }
 #else
 int make_rings(const std::string&, std::unique_ptr<NetdevRings>*) { return -EOPNOTSUPP; }
+int make_joined_rings(const std::string&, std::unique_ptr<NetdevRings>*) { return -EOPNOTSUPP; }
 #endif
 
 }  // namespace
@@ -283,7 +364,7 @@ int route_ifindex(const net::IpAddr& dst) {
 
 void publish_ring_counters() {
   std::lock_guard<std::mutex> lock(g_mu);
-  for (const auto& [name, r] : g_rings) {
+  for (const auto& [name, r] : rings_map()) {
     if (!r || !r->stats) continue;
     const net::UdpRxCounters rx = r->stack->rx_counters();
     const net::UdpTxCounters tx = r->tx->counters();
@@ -314,18 +395,48 @@ bool close_rings_in_fork_child() {
   const size_t n = g_n_kernel_fds.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; i++)
     interpose::real().close(g_kernel_fds[i].load(std::memory_order_relaxed));
+  // Those numbers may be the program's next: a grandchild closes only
+  // what this process adds.
+  g_n_kernel_fds.store(0, std::memory_order_relaxed);
+  // The parent's registry is not this process's: a parent thread may
+  // have held its lock, and its rings' descriptors are closed. The netdevs
+  // it had rings on are those a listener may join here (fork_join.h).
+  auto* had = new std::set<std::string>;
+  for (const auto& [name, r] : rings_map())
+    if (r) had->insert(name);
+  new (&g_mu) std::mutex;
+  g_parent_netdevs = had;
+  g_rings_p = new std::map<std::string, NetdevRings*>;
+  g_view = nullptr;  // the parent's socket stays the parent's: a view of our own
   return n > 0;
 }
 
 NetdevRings* netdev_rings(const std::string& ifname) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (auto it = g_rings.find(ifname); it != g_rings.end()) return it->second;
+  if (auto it = rings_map().find(ifname); it != rings_map().end()) return it->second;
   std::unique_ptr<NetdevRings> r;
-  const int err = make_rings(ifname, &r);
+  int err;
+  if (in_fork_child()) {
+    // Only a listener the parent had on the rings joins its queues; other
+    // sockets of a child are the kernel's (asked again, not remembered).
+    if (!t_joining || !g_parent_netdevs || !g_parent_netdevs->count(ifname)) return nullptr;
+    err = make_joined_rings(ifname, &r);
+    if (err < 0) {
+      SS_INFO("%s: fork child: cannot join the parent's rings (%s); the kernel serves it",
+              ifname.c_str(), std::strerror(-err));
+      rings_map()[ifname] = nullptr;
+      return nullptr;
+    }
+    SS_INFO("%s: fork child: joined the parent's %zu rx queue(s)", ifname.c_str(),
+            r->queues.size());
+    publish_kernel_fds(*r);
+    return rings_map()[ifname] = r.release();
+  }
+  err = make_rings(ifname, &r);
   if (err < 0) {
     SS_WARN("%s: no rings (%s); its UDP sockets are served by the kernel", ifname.c_str(),
             std::strerror(-err));
-    g_rings[ifname] = nullptr;
+    rings_map()[ifname] = nullptr;
     return nullptr;
   }
   const RingDepth& d = r->depth;
@@ -335,13 +446,115 @@ NetdevRings* netdev_rings(const std::string& ifname) {
       ifname.c_str(), r->queues.size(), d.fill, d.tx, d.frames, d.frame_size, d.bytes() >> 20,
       r->queues.front().pool->chunk_huge(0) ? "hugepages" : "normal pages");
   publish_kernel_fds(*r);
-  return g_rings[ifname] = r.release();
+  return rings_map()[ifname] = r.release();
 }
+
+thread_local bool t_joining = false;
+
+#if SS_VMA_XDP
+int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
+                std::vector<prov::xdp::QueueShare>* qs) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  const auto it = rings_map().find(ifname);
+  if (it == rings_map().end() || !it->second) return -ENOENT;
+  const NetdevRings& r = *it->second;
+  const auto dev = prov::xdp::Device::find(ifname.c_str());
+  if (!dev) return -ENOENT;
+  if (const int err = dev->share(ds); err < 0) return err;
+  for (const NetdevRings::Queue& q : r.queues) {
+    const auto* xq = dynamic_cast<const prov::xdp::XdpQueue*>(q.queue.get());
+    prov::xdp::QueueShare one;
+    if (!xq) return -EOPNOTSUPP;
+    if (const int err = xq->share(&one); err < 0) return err;
+    qs->push_back(one);
+  }
+  return 0;
+}
+
+namespace {
+
+// The group's slots whose process is still there (the family page says).
+void set_group(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port,
+               std::vector<uint32_t>& slots) {
+  const auto dev = prov::xdp::Device::find(r.ifname.c_str());
+  if (!dev) return;
+  prov::xdp::Flow f;
+  f.proto = IPPROTO_TCP;
+  f.version = port.first.family == AF_INET6 ? 6 : 4;
+  if (f.version == 4)
+    memcpy(&f.ip, port.first.bytes, 4);
+  else
+    memcpy(f.ip6, port.first.bytes, 16);
+  f.port = htons(port.second);
+  if (const int err = dev->set_group(f, slots.data(), static_cast<uint32_t>(slots.size())))
+    SS_WARN("%s: tcp port %u: the fork children's share of its connections not set: %s",
+            r.ifname.c_str(), port.second, strerror(-err));
+}
+
+}  // namespace
+
+int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot) {
+  NetdevRings* r;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    const auto it = rings_map().find(ifname);
+    if (it == rings_map().end() || !it->second) return -ENOENT;
+    r = it->second;
+  }
+  const bool leave = slot < 0;
+  if (leave) slot = -slot;
+  if (slot <= 0 || slot >= SS_MAX_SLOTS || (ip.family != AF_INET && ip.family != AF_INET6))
+    return -EINVAL;
+  if (leave) {
+    auto it = r->groups.find({ip, port});
+    if (it == r->groups.end()) return 0;
+    std::erase(it->second, static_cast<uint32_t>(slot));
+    set_group(*r, it->first, it->second);
+    if (it->second.empty()) r->groups.erase(it);
+    return 0;
+  }
+  // Our connections stay ours whatever the port's group says.
+  if (!r->owned_open) {
+    if (const int err = r->tcp->own_open(); err < 0) return err;
+    r->owned_open = true;
+  }
+  auto& slots = r->groups[{ip, port}];
+  if (std::find(slots.begin(), slots.end(), static_cast<uint32_t>(slot)) == slots.end())
+    slots.push_back(static_cast<uint32_t>(slot));
+  set_group(*r, {ip, port}, slots);
+  return 0;
+}
+
+void prune_groups() {
+  std::vector<NetdevRings*> rings;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (const auto& [name, r] : rings_map())
+      if (r && !r->groups.empty()) rings.push_back(r);
+  }
+  for (NetdevRings* r : rings) {
+    const auto dev = prov::xdp::Device::find(r->ifname.c_str());
+    if (!dev || !dev->family()) continue;
+    for (auto it = r->groups.begin(); it != r->groups.end();) {
+      auto& slots = it->second;
+      const size_t before = slots.size();
+      std::erase_if(slots, [&](uint32_t s) {
+        return !prov::xdp::family_slot_alive(dev->family(), static_cast<int>(s));
+      });
+      if (slots.size() != before) set_group(*r, it->first, slots);
+      it = slots.empty() ? r->groups.erase(it) : std::next(it);
+    }
+  }
+}
+#else
+void prune_groups() {}
+int rings_group_add(const std::string&, const net::IpAddr&, uint16_t, int) { return -EOPNOTSUPP; }
+#endif
 
 NetdevRings* netdev_rings_of_ring_fd(int fd) {
   if (fd < 0) return nullptr;
   std::lock_guard<std::mutex> lock(g_mu);
-  for (const auto& [name, r] : g_rings) {
+  for (const auto& [name, r] : rings_map()) {
     if (!r) continue;
     for (const NetdevRings::Queue& q : r->queues) {
       short ev = 0;

@@ -11,6 +11,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -27,6 +28,10 @@
 #include "libvmacompat/ring_depth.h"
 #include "libvmacompat/stats_publisher.h"
 #include "vma_preload/ring_turn.h"
+#if SS_VMA_XDP
+#include "core/prov/xdp/xdp_device.h"
+#include "core/prov/xdp/xdp_join.h"
+#endif
 
 namespace ss::vma {
 class LentOwner;
@@ -43,7 +48,8 @@ struct NetdevRings {
   };
   std::string ifname;
   int ifindex = 0;
-  RingDepth depth;  // every queue's rings and pool (VMA_RX_WRE, VMA_TX_WRE)
+  uint32_t slot = 0;  // 0: our own rings; else a fork child's slot on its parent's
+  RingDepth depth;    // every queue's rings and pool (VMA_RX_WRE, VMA_TX_WRE)
   std::vector<Queue> queues;
   std::unique_ptr<net::FrameTx> frames;    // the first queue's send path
   std::unique_ptr<net::PacketTx> packets;  // TCP's send path where the rings copy (or none)
@@ -111,6 +117,12 @@ struct NetdevRings {
   int xtreme_fd_ = -1;  // wait_mu
   std::atomic<int> xtreme_event_{-1};
   std::atomic<bool> xtreme_kicked_{false};  // the eventfd was written, not read yet
+
+  // The owner's, on its service thread (fork_join.h): the TCP ports whose
+  // new connections fork children take, by slot; our own connections
+  // marked ours once before the first.
+  std::map<std::pair<net::IpAddr, uint16_t>, std::vector<uint32_t>> groups;
+  bool owned_open = false;
 };
 
 // ifname's rings, made now if needed; null when the netdev cannot have
@@ -126,9 +138,26 @@ void publish_ring_counters();
 
 // In a fork child (fork_child.cc): every netdev's kernel_fds closed, from
 // a list published without a lock (the registry's lock may be held by a
-// thread the child does not have; the child never takes it). True when
-// the parent had rings.
+// thread the child does not have), and a registry of its own begun (a
+// listener may join the parent's rings: t_joining). True when the parent
+// had rings.
 bool close_rings_in_fork_child();
+
+// Set by a fork child's listener while it makes its listeners: then, and
+// only then, netdev_rings() in a fork child joins the parent's rings on a
+// netdev the parent had them on (fork_join.h).
+extern thread_local bool t_joining;
+
+#if SS_VMA_XDP
+// Owner: what a fork child needs to join ifname's rings. 0 or -errno.
+int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
+                std::vector<prov::xdp::QueueShare>* qs);
+#endif
+// Owner: fork child `slot` takes a share of the new connections to TCP
+// (ip, port) on ifname (a negative slot: -slot no longer). 0 or -errno.
+int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot);
+// Owner, each second: children gone leave their ports' groups.
+void prune_groups();
 
 // The netdev one of whose rings' wake-ups (poll_fds) is fd, else null.
 NetdevRings* netdev_rings_of_ring_fd(int fd);

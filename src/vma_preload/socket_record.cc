@@ -15,6 +15,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/fork_share.h"
+#include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/start.h"
 #include "vma_preload/stats_file.h"
@@ -144,6 +145,10 @@ void SocketRecord::after_wait(const WaitTarget& armed, bool kicked) {
     tcp_owner_->after_wait(armed, kicked);
     return;
   }
+  if (TcpListen* l = child_listen_.load(std::memory_order_acquire)) {
+    l->after_wait(armed);
+    return;
+  }
   if (listen_owner_) {
     listen_owner_->after_wait(armed);
     return;
@@ -169,9 +174,11 @@ bool SocketRecord::change_count(uint64_t* count) {
 bool SocketRecord::kernel_served() {
   if (in_fork_child()) {
     // A listener or connection the parent had on the rings: the kernel's
-    // from the child's first look (an epoll set, before any call), asked now.
-    if (protocol == IPPROTO_TCP) listening();
-    return true;
+    // from the child's first look (an epoll set, before any call), asked
+    // now, unless the listener joins the parent's rings; a connection one
+    // accepted here is the rings'.
+    if (inherited()) return !(protocol == IPPROTO_TCP && listening());
+    return !tcp();
   }
   if (offload() || tcp() || listening()) return false;
   if (protocol == IPPROTO_TCP)  // may be offloaded until its connect was tried
@@ -345,8 +352,15 @@ bool SocketRecord::make_tcp_listener(int backlog, const sockaddr* local, socklen
 }
 
 void SocketRecord::before_last_close() {
-  if (in_fork_child()) return;  // the connection is the parent's
-  interpose::BusyScope busy;    // the stack's locks
+  if (inherited()) {  // the connection is the parent's; a listener of ours leaves
+    if (TcpListen* l = child_listen_.load(std::memory_order_acquire)) {
+      interpose::BusyScope busy;
+      l->leave_groups();
+      l->leave_rings();
+    }
+    return;
+  }
+  interpose::BusyScope busy;  // the stack's locks
   TcpOffload* t = tcp();
   if (!t) return;
   {
@@ -358,7 +372,7 @@ void SocketRecord::before_last_close() {
 }
 
 void SocketRecord::before_exit() {
-  if (!tcp()) return;
+  if (inherited() || !tcp()) return;
   std::lock_guard<std::mutex> lock(offload_mu_);
   if (tcp_forks_ != forks_so_far()) hand_tcp_locked("the process exits after a fork");
 }
@@ -418,7 +432,54 @@ void SocketRecord::after_accept() {
 
 void SocketRecord::start_in_fork_child() { fork_asked_.store(false, std::memory_order_relaxed); }
 
+namespace {
+
+// The child's lock for joining (records_fork_child makes it anew).
+std::mutex* g_join_mu = new std::mutex;
+
+}  // namespace
+
+void records_fork_child() { g_join_mu = new std::mutex; }
+
+TcpListen* SocketRecord::child_listening() const {
+  if (interpose::handler_over_busy()) return nullptr;
+  if (TcpListen* l = child_listen_.load(std::memory_order_acquire)) return l;
+  if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();  // joins first
+  return child_listen_.load(std::memory_order_acquire);
+}
+
+void SocketRecord::join_in_child() {
+  interpose::BusyScope busy;  // the stacks' locks
+  std::lock_guard<std::mutex> lock(*g_join_mu);
+  if (child_join_tried_.exchange(true, std::memory_order_relaxed) ||
+      !settings::get(settings::Id::kTcpForkJoin))
+    return;
+  t_joining = true;
+  t_making_rings = true;
+  // The parent's backlog is not known here: the kernel's bound.
+  std::unique_ptr<TcpListen> l = TcpListen::open(fd, family, SOMAXCONN);
+  t_joining = false;
+  t_making_rings = false;
+  if (!l) return;
+  if (const int err = l->join_groups(); err < 0) {
+    SS_INFO("listen fd %d: fork child: no share of the parent's rings (%s); the kernel serves it",
+            fd, std::strerror(-err));
+    return;  // its listeners close: nothing reached them
+  }
+  SS_INFO("listen fd %d: fork child: on rings of its own beside its parent's", fd);
+  child_listen_owner_ = std::move(l);
+  child_listen_.store(child_listen_owner_.get(), std::memory_order_release);
+}
+
 void SocketRecord::ask_parent() const {
+  // A listener joins the parent's rings rather than ask for the kernel's.
+  if (listen_.load(std::memory_order_relaxed) && !interpose::handler_over_busy()) {
+    const_cast<SocketRecord*>(this)->join_in_child();
+    if (child_listen_.load(std::memory_order_acquire)) {
+      fork_asked_.store(true, std::memory_order_relaxed);  // nothing more to ask
+      return;
+    }
+  }
   // Offloaded in the parent when it forked: its copy of the pointer says so.
   if ((!offload_.load(std::memory_order_relaxed) && !listen_.load(std::memory_order_relaxed) &&
        !tcp_.load(std::memory_order_relaxed)) ||

@@ -6,6 +6,8 @@
 // connection (tcp()). Both are freed with the record when the program
 // closes the socket or its number is reused.
 #pragma once
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -27,7 +29,10 @@ namespace ss::vma::preload {
 // rings, the XDP program and every offloaded path are the parent's, so
 // the child's sockets, inherited or new, are served by their kernel
 // sockets, and the inherited records are never freed (their endpoints
-// and lent frames would touch the parent's steering and fill rings).
+// and lent frames would touch the parent's steering and fill rings). One
+// exception: an inherited listener joins the parent's rings with
+// listeners of the child's own (SocketRecord::listening), whose accepted
+// connections are the child's records, on its rings.
 extern std::atomic<bool> g_fork_child;
 inline bool in_fork_child() { return g_fork_child.load(std::memory_order_relaxed); }
 // The process's forks (fork_child.cc counts them in the parent).
@@ -74,7 +79,7 @@ struct SocketRecord final : Pollable {
   // on a connection the parent had on the rings asks the parent to hand
   // it to the kernel socket (hand_tcp_to_kernel).
   TcpOffload* tcp() const {
-    if (in_fork_child()) {
+    if (inherited()) {
       if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
       return nullptr;
     }
@@ -94,10 +99,12 @@ struct SocketRecord final : Pollable {
   // when the kernel's fails. listening(): those, or null (accept is the
   // kernel's).
   int listen_tcp(int backlog);
-  // In a fork child, a listener the parent had on the rings asks the
-  // parent to give it to the kernel for good (as offload() does for UDP):
-  // only the kernel's listener can be shared by processes.
-  TcpListen* listening() const { return usable(listen_); }
+  // In a fork child, a listener the parent had on the rings gets
+  // listeners of its own on the parent's queues (fork_join.h), which take
+  // a share of the port's new connections; where they cannot be made, it
+  // asks the parent to give the listener to the kernel for good (as
+  // offload() does for UDP), whose listener the processes then share.
+  TcpListen* listening() const { return inherited() ? child_listening() : usable(listen_); }
   // After an accept on listening(): once a listener that left the rings
   // for a fork child gave out what it kept, the kernel's serves every call
   // (edge-triggered epoll, accept beside socketXtreme), as with nothing kept.
@@ -115,15 +122,17 @@ struct SocketRecord final : Pollable {
   // As offload(), without a fork child's request: for calls that only
   // report (dump_fd_stats, the ring fds).
   UdpOffload* offload_quiet() const {
-    return in_fork_child() || interpose::handler_over_busy()
-               ? nullptr
-               : offload_.load(std::memory_order_acquire);
+    return inherited() || interpose::handler_over_busy() ? nullptr
+                                                         : offload_.load(std::memory_order_acquire);
   }
   // Whether the connection is on the rings, as tcp() without a fork
   // child's request: for calls that only report.
   bool tcp_on_rings() const {
-    return !in_fork_child() && tcp_.load(std::memory_order_acquire) != nullptr;
+    return !inherited() && tcp_.load(std::memory_order_acquire) != nullptr;
   }
+  // In a fork child: the record came with the fork (its offloaded parts
+  // are the parent's), rather than made here.
+  bool inherited() const { return in_fork_child() && born_pid_ != ::getpid(); }
   // Parent (fork_share.cc): a fork child `pid` receives on this socket
   // (lend), or that child is gone: the port's flows go to the kernel while
   // any such child lives. Whether the socket is offloaded (lend: so lent).
@@ -175,7 +184,7 @@ struct SocketRecord final : Pollable {
   // that interrupted this thread inside the offload (interpose::BusyScope).
   template <class T>
   T* usable(const std::atomic<T*>& part) const {
-    if (in_fork_child()) {
+    if (inherited()) {
       if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
       return nullptr;
     }
@@ -198,7 +207,15 @@ struct SocketRecord final : Pollable {
   uint64_t tcp_forks_ = 0;  // under offload_mu_: forks_so_far() at tcp_owner_
   bool hand_tcp_locked(const char* why);
   void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
-  std::atomic<bool> tcp_settled_{false};     // a connect or listen was tried
+  std::atomic<bool> tcp_settled_{false};  // a connect or listen was tried
+  const pid_t born_pid_ = ::getpid();
+  // In a fork child, an inherited listener's own listeners (listening()):
+  // made once, under a lock of the child's (join_mu()).
+  TcpListen* child_listening() const;
+  void join_in_child();
+  std::unique_ptr<TcpListen> child_listen_owner_;
+  std::atomic<TcpListen*> child_listen_{nullptr};
+  mutable std::atomic<bool> child_join_tried_{false};
   std::unique_ptr<TcpListen> listen_owner_;  // under offload_mu_
   std::atomic<bool> listen_left_{false};     // its legs left the rings (set under offload_mu_)
   std::atomic<TcpListen*> listen_{nullptr};
@@ -211,6 +228,10 @@ struct SocketRecord final : Pollable {
   // The look of readiness(): the rings, and the kernel socket if `kernel`.
   short look(short events, bool kernel);
 };
+
+// In a fork child's handler: the lock that makes an inherited listener's
+// own listeners (listening()) is the child's, whatever a parent thread held.
+void records_fork_child();
 
 // Set while the preload makes its rings: the sockets it opens then (an
 // ethtool query, netlink) are its own, never recorded.

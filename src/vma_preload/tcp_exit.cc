@@ -51,7 +51,7 @@ size_t awaiting(const std::vector<NetdevRings*>& netdevs) {
 std::atomic<bool> g_exiting{false};
 
 void finish_connections_at_exit() {
-  if (in_fork_child() || interpose::handler_over_busy() || getpid() != tcp_serving_pid()) return;
+  if (interpose::handler_over_busy() || getpid() != tcp_serving_pid()) return;
   const std::vector<NetdevRings*> netdevs = tcp_netdevs();
   if (netdevs.empty() || g_exiting.exchange(true, std::memory_order_relaxed)) return;
   for_each_record([](int, const std::shared_ptr<SocketRecord>& s) {

@@ -19,6 +19,7 @@
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
 #include "vma_preload/socket_record.h"
+#include "vma_preload/fork_join.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/socketxtreme.h"
@@ -62,7 +63,7 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
                 local.port, std::strerror(-err));
         continue;
       }
-      l->legs_.push_back({r, s});
+      l->legs_.push_back({r, s, ip, local.port});
       if (std::find(l->netdevs_.begin(), l->netdevs_.end(), r) == l->netdevs_.end())
         l->netdevs_.push_back(r);
       tcp_serve_netdev(r);
@@ -89,6 +90,25 @@ bool TcpListen::leave_rings() {
   const bool keep = handed_out_.load() || in_accept_.load() > 0 || auto_accepting_.load();
   for (const Leg& l : legs_) l.rings->tcp->stop_listening(l.sock, keep);
   return keep && holds_completed();
+}
+
+int TcpListen::join_groups() {
+  for (size_t i = 0; i < legs_.size(); i++) {
+    const Leg& g = legs_[i];
+    const int err = fork_join_group(g.rings->ifname, g.ip, g.port, static_cast<int>(g.rings->slot));
+    if (err < 0) {
+      for (size_t j = 0; j < i; j++)
+        fork_join_group(legs_[j].rings->ifname, legs_[j].ip, legs_[j].port,
+                        -static_cast<int>(legs_[j].rings->slot));
+      return err;
+    }
+  }
+  return 0;
+}
+
+void TcpListen::leave_groups() {
+  for (const Leg& g : legs_)
+    fork_join_group(g.rings->ifname, g.ip, g.port, -static_cast<int>(g.rings->slot));
 }
 
 bool TcpListen::holds_completed() {

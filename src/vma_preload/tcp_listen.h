@@ -46,6 +46,12 @@ class TcpListen {
   // it), else they are reset (a prefork master that never accepts must
   // not leave its clients waiting). True when some stayed.
   bool leave_rings();
+  // In a fork child whose legs are on rings joined to its parent's
+  // (fork_join.h): each leg's port gives this process's slot a share of
+  // its new connections (join_groups: 0 or the first -errno, the shares
+  // taken back then), or no longer (leave_groups, at close).
+  int join_groups();
+  void leave_groups();
   // Whether a leg holds a completed connection for accept.
   bool holds_completed();
   // The rings of its legs, each once (a dual listener's two legs share one).
@@ -70,6 +76,8 @@ class TcpListen {
   struct Leg {
     NetdevRings* rings;
     net::tcp::Socket* sock;
+    net::IpAddr ip;  // where it listens
+    uint16_t port;
   };
   explicit TcpListen(int family) : family_(family) {}
   // One connection from the rings for listener fd: 0 and *out (a new

@@ -19,8 +19,9 @@ namespace {
 // reads their rings and fires their timers. Never freed: the thread runs
 // on through exit, past static destructors (as vma-netlink's view).
 std::mutex g_mu;
-std::vector<NetdevRings*>& g_netdevs = *new std::vector<NetdevRings*>;  // g_mu
-std::atomic<pid_t> g_serving_pid{0};                                    // tcp_serving_pid()
+std::vector<NetdevRings*>* g_netdevs_p = new std::vector<NetdevRings*>;  // g_mu
+std::vector<NetdevRings*>& served() { return *g_netdevs_p; }
+std::atomic<pid_t> g_serving_pid{0};  // tcp_serving_pid()
 
 // Whether a frame waits on one of r's rings.
 bool rings_readable(NetdevRings* r) {
@@ -96,7 +97,7 @@ void tcp_wake_service() { service().wake(); }
 
 std::vector<NetdevRings*> tcp_netdevs() {
   std::lock_guard lock(g_mu);
-  return g_netdevs;
+  return served();
 }
 
 pid_t tcp_serving_pid() { return g_serving_pid.load(std::memory_order_relaxed); }
@@ -105,8 +106,8 @@ void tcp_serve_netdev(NetdevRings* r) {
   bool added = false;
   {
     std::lock_guard lock(g_mu);
-    if (std::find(g_netdevs.begin(), g_netdevs.end(), r) == g_netdevs.end()) {
-      g_netdevs.push_back(r);
+    if (std::find(served().begin(), served().end(), r) == served().end()) {
+      served().push_back(r);
       g_serving_pid.store(getpid(), std::memory_order_relaxed);
       added = true;
     }
@@ -117,6 +118,12 @@ void tcp_serve_netdev(NetdevRings* r) {
     SS_WARN("%s: no vma-tcp thread; TCP connections move only while the program calls",
             r->ifname.c_str());
   service().wake();  // a new timer
+}
+
+void tcp_service_fork_child() {
+  new (&g_mu) std::mutex;                       // a parent thread may have held it
+  g_netdevs_p = new std::vector<NetdevRings*>;  // the parent's rings are not ours
+  g_serving_pid.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace ss::vma::preload

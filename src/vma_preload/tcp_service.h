@@ -20,6 +20,9 @@ std::vector<NetdevRings*> tcp_netdevs();
 // The process whose rings serve TCP (tcp_serve_netdev's caller), 0 before
 // any: a child made without fork's handlers (a raw clone) is not it.
 pid_t tcp_serving_pid();
+// In a fork child's handler: no netdev served yet (the parent's rings
+// are not this process's; a listener joining them adds its own).
+void tcp_service_fork_child();
 // Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier
 // than its sleep was armed). Only signals: called under a stack's lock.
 void tcp_wake_service();

@@ -43,8 +43,10 @@
 #  (e) redis-server in A, redis-benchmark from B (8 clients, SET and GET);
 #      memcached in A, memcslap from B; socat in A sending 20 MB to socat
 #      in B.
-#  (f) nginx in A (a master forking workers): the listener goes back to
-#      the kernel when a worker first looks at it; curl from B served.
+#  (f) nginx in A (a master forking workers): each worker joins the
+#      master's rings with its own (8 downloads from B at once, none
+#      through A's kernel; again after a reload); with joining off the
+#      listener goes back to the kernel at a worker's first look.
 #  (g) forking programs in A (tests/ext/vma_tcp_forking.py): an
 #      accept-then-fork server's connection goes to A's kernel socket at
 #      the parent's close or the child's first call, and the child echoes
@@ -588,6 +590,10 @@ for how in connect reexec spawn spawn-dup2 system popen clone-exit; do
     check "a client in A that connects on the rings and $what: handed to the kernel before the exec, the new image's 2 MB echoed intact" $bad
   fi
 done
+# The listener given to the kernel at a fork child's first look
+# (SLIPSTREAM_VMA_TCP_FORK_JOIN=0, and where a child cannot join its
+# parent's rings), up to the PostgreSQL case.
+export SLIPSTREAM_VMA_TCP_FORK_JOIN=0
 # A pre-forking server: a parent thread asleep in accept on the rings
 # while a fork child's first accept takes the listener to the kernel;
 # both serve Linux's clients after that, and neither crashes nor hangs.
@@ -660,6 +666,7 @@ has "$T/out" "^held ok" || bad=1
 # The kept connection stayed on the rings (none went to the kernel).
 ! grep -q "connection handed to the kernel" "$T/err" || { echo "  a connection left the rings"; bad=1; }
 check "a server in A keeps a connection on the rings as its fork child's accept takes the listener: 3 new clients served by A's kernel, the kept one's 400 KB echoed" $bad
+unset SLIPSTREAM_VMA_TCP_FORK_JOIN
 
 # (g2) PostgreSQL in A (its postmaster accepts, forks a backend and
 # closes its copy): each connection accepted on the rings goes to the
@@ -694,24 +701,77 @@ else
   echo "SKIP: $name: PostgreSQL, pgbench, the postgres user or setpriv not found (the PostgreSQL case)"
 fi
 
-# (f) nginx (a master that forks its workers): only the kernel's listener
-# can be shared by processes, so the master's listener on the rings goes
-# back to the kernel when a worker first looks at it (its log says so);
-# every request is served, through A's kernel.
+# (f) nginx (a master that forks its workers): each worker's first look
+# at the master's listener gives it rings of its own on the master's
+# queues and a share of the port's new connections (its log says so); 8
+# downloads at once from B, each intact, A's kernel moving no TCP
+# segment: every connection on a worker's rings, none through the
+# kernel. With SLIPSTREAM_VMA_TCP_FORK_JOIN=0 the listener goes back to
+# the kernel at a worker's first look instead, and A's kernel serves.
 if command -v nginx >/dev/null; then
   . "$here/nginx_conf.sh"
   nginx_conf "$T/ngx" 8083 "$T/www" "$IP4"
-  in_a_bg nginx -e "$T/ngx/error.log" -c "$T/ngx/nginx.conf" -p "$T/ngx"
-  listening 8083
-  bad=0
-  rm -f "$T/got"
-  ip netns exec "$Z" timeout 30 curl -sS -o "$T/got" "http://$IP4:8083/blob" || bad=1
-  [ "$(sha256sum <"$T/got" 2>/dev/null)" = "$want" ] || { echo "  the file differs"; bad=1; }
-  # The master's line: on its stderr, or in its error log once nginx moved stderr there.
-  cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
-  has "$T/ngx.both" "listen fd [0-9]+: fork child [0-9]+ accepts on it: the kernel listens" || bad=1
-  stop_a_bg
-  check "nginx under libvma.so: its workers' listener back to the kernel, 20 MB served intact" $bad
+  for join in 1 0; do
+    rm -f "$T/ngx/error.log"
+    SLIPSTREAM_VMA_TCP_FORK_JOIN=$join in_a_bg nginx -e "$T/ngx/error.log" -c "$T/ngx/nginx.conf" -p "$T/ngx"
+    ngx=${pids[-1]}
+    bad=0
+    listening 8083 || bad=1
+    n=1
+    [ $join = 1 ] && n=8
+    # The workers' lines: on stderr, or in the error log once nginx moved stderr there.
+    for _ in $(seq 50); do
+      cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+      [ $join = 0 ] || [ "$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")" = 2 ] && break
+      sleep 0.1
+    done
+    seg1=$(kernel_tcp)
+    for i in $(seq $n); do
+      ip netns exec "$Z" timeout 30 curl -sS -o "$T/got.$i" "http://$IP4:8083/blob" &
+      pids+=($!)
+    done
+    for i in $(seq $n); do wait "${pids[-$i]}" || bad=1; done
+    segs=$(($(kernel_tcp) - seg1))
+    for i in $(seq $n); do
+      [ "$(sha256sum <"$T/got.$i" 2>/dev/null)" = "$want" ] || { echo "  download $i differs"; bad=1; }
+    done
+    cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+    if [ $join = 1 ]; then
+      joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
+      [ "$joined" = 2 ] || { echo "  $joined workers joined the rings, not 2"; bad=1; }
+      [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+      # A reload (SIGHUP): two new workers join, the old ones leave their
+      # shares as they close the listener; 4 more downloads.
+      kill -HUP "$(cat "$T/ngx/nginx.pid")"
+      for _ in $(seq 100); do
+        cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+        [ "$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")" = 4 ] && break
+        sleep 0.1
+      done
+      seg2=$(kernel_tcp)
+      for i in 1 2 3 4; do
+        ip netns exec "$Z" timeout 30 curl -sS -o "$T/got.r$i" "http://$IP4:8083/blob" &
+        pids+=($!)
+      done
+      for i in 1 2 3 4; do wait "${pids[-$i]}" || bad=1; done
+      segs2=$(($(kernel_tcp) - seg2))
+      for i in 1 2 3 4; do
+        [ "$(sha256sum <"$T/got.r$i" 2>/dev/null)" = "$want" ] || { echo "  download r$i differs"; bad=1; }
+      done
+      cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+      joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
+      [ "$joined" = 4 ] || { echo "  $joined workers joined in all, not 4"; bad=1; }
+      [ "$segs2" -lt 5 ] || { echo "  after the reload A's kernel moved $segs2 TCP segments"; bad=1; }
+      check "nginx under libvma.so: both workers on rings of their own, 8 downloads of 20 MB at once intact, A's kernel moved $segs TCP segments; after a reload the new workers joined, 4 more intact, $segs2 segments there" $bad
+    else
+      has "$T/ngx.both" "listen fd [0-9]+: fork child [0-9]+ accepts on it: the kernel listens" || bad=1
+      [ "$segs" -gt 1000 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+      check "nginx under libvma.so, SLIPSTREAM_VMA_TCP_FORK_JOIN=0: its workers' listener back to the kernel, 20 MB served intact through it" $bad
+    fi
+    kill "$ngx" 2>/dev/null
+    wait "$ngx" 2>/dev/null
+    rm -f "$T"/got.*
+  done
 else
   echo "SKIP: $name: nginx not found (the nginx case)"
 fi

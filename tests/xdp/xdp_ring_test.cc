@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -491,6 +492,39 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
     usleep(200);
   }
   EXPECT_EQ(parent_saw, kOwnedPort);
+
+  // A group of two: the port's SYNs spread over the parent and the child
+  // by their 4-tuples' hash (16 clients from fixed ports: the same spread
+  // every run), each SYN to one of them.
+  const uint32_t both[] = {0, static_cast<uint32_t>(slot)};
+  ASSERT_EQ(dev->set_group(flow, both, 2), 0);
+  constexpr uint16_t kFirst = 47200, kClients = 16;
+  std::vector<int> spread;
+  for (uint16_t p = kFirst; p < kFirst + kClients; p++) {
+    uint16_t port = 0;
+    spread.push_back(connect_from_b(*ns_, p, &port));
+    ASSERT_GE(spread.back(), 0);
+  }
+  std::set<int> at_parent, at_child;
+  const auto in_range = [&](int p) { return p >= kFirst && p < kFirst + kClients; };
+  const auto end3 = std::chrono::steady_clock::now() + kWait;
+  while (at_parent.size() + at_child.size() < kClients && std::chrono::steady_clock::now() < end3) {
+    for (auto& s : served_) {
+      Buffer pkts[16];
+      const int n = s.queue->rx(pkts, 16);
+      for (int i = 0; i < n; i++)
+        if (const int p = syn_source(pkts[i]); in_range(p)) at_parent.insert(p);
+    }
+    pollfd pf{up[0], POLLIN, 0};
+    while (poll(&pf, 1, 0) == 1 && read(up[0], &got, sizeof got) == sizeof got)
+      if (in_range(got)) at_child.insert(got);
+    usleep(200);
+  }
+  EXPECT_EQ(at_parent.size() + at_child.size(), kClients);
+  EXPECT_GT(at_parent.size(), 0u) << "no SYN of the group reached the parent";
+  EXPECT_GT(at_child.size(), 0u) << "no SYN of the group reached the child";
+  for (const int p : at_parent) EXPECT_EQ(at_child.count(p), 0u) << "port " << p << " reached both";
+  for (const int fd : spread) close(fd);
 
   // The child leaves: its sockets go from the map, the port's SYNs to
   // the kernel.

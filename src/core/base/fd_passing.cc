@@ -48,10 +48,17 @@ msghdr message_of(const iovec* iov, int iovcnt) {
 }  // namespace
 
 ssize_t send_with_fds(int sock, const iovec* iov, int iovcnt, const int* fds, int nfds, int flags) {
+  return send_with_fds_to(sock, nullptr, 0, iov, iovcnt, fds, nfds, flags);
+}
+
+ssize_t send_with_fds_to(int sock, const sockaddr* to, socklen_t to_len, const iovec* iov,
+                         int iovcnt, const int* fds, int nfds, int flags) {
   if (nfds < 0 || nfds > kMaxPassedFds) return -EINVAL;
   if (sandbox::locked_in())
-    return nfds ? -EOPNOTSUPP : locked_in_io(sock, iov, iovcnt, flags, true);
+    return nfds || to ? -EOPNOTSUPP : locked_in_io(sock, iov, iovcnt, flags, true);
   msghdr msg = message_of(iov, iovcnt);
+  msg.msg_name = const_cast<sockaddr*>(to);
+  msg.msg_namelen = to_len;
   ControlBuffer ctl;
   if (nfds) {
     const size_t len = static_cast<size_t>(nfds) * sizeof(int);

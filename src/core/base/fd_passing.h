@@ -5,6 +5,7 @@
 // one arrives close-on-exec, and a message that brought too many, or fewer
 // than it carried, leaves none behind in this process.
 #pragma once
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -24,6 +25,10 @@ inline constexpr int kMaxPassedFds = 16;
 // returned, not retried, like every other errno.
 SS_API ssize_t send_with_fds(int sock, const iovec* iov, int iovcnt, const int* fds, int nfds,
                              int flags);
+// The same to address `to` (a datagram socket's peer; null: the
+// connected one).
+SS_API ssize_t send_with_fds_to(int sock, const sockaddr* to, socklen_t to_len, const iovec* iov,
+                                int iovcnt, const int* fds, int nfds, int flags);
 
 // One recvmsg into `iov`, MSG_CMSG_CLOEXEC added to `flags`, taking up to
 // `max_fds` (0..kMaxPassedFds) descriptors into fds[0..*got_fds), the

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/base/api.h"
+
 namespace ss::mem {
 
 class Region {
@@ -22,8 +24,8 @@ class Region {
   // Receiving side: maps a peer's region fd MAP_SHARED with `prot`. Refuses
   // (-EINVAL) an fd shorter than len, and (-EPERM) one that is not sealed
   // against shrinking, since the sender could then truncate it under us.
-  static int map_peer(int fd, size_t len, int prot, void** out);
-  static int unmap_peer(void* addr, size_t len);
+  SS_API static int map_peer(int fd, size_t len, int prot, void** out);
+  SS_API static int unmap_peer(void* addr, size_t len);
 
   ~Region();
   Region(const Region&) = delete;
@@ -50,7 +52,7 @@ size_t huge_page_size();
 // stays owned by the Region: valid only while the caller keeps it alive.
 // Thread-safe and cheap (shared lock + binary search). False once the
 // Region's fd was taken or dropped.
-bool find_backing(const void* addr, size_t len, int* fd, uint64_t* offset);
+SS_API bool find_backing(const void* addr, size_t len, int* fd, uint64_t* offset);
 
 // A Region's memfd exists to be handed to a peer, and every open one counts
 // against the process's descriptor limit, while the mapping needs none. So

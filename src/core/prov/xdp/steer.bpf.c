@@ -101,15 +101,20 @@ static __always_inline int group_dst(const struct ss_flow_key *key) {
   return key->version == 4 ? (key->ip[0] & 0xf0) == 0xe0 : key->ip[0] == 0xff;
 }
 
-/* A connection's 4-tuple, mixed: the same for every frame of it. */
+/* A connection's 4-tuple, mixed (murmur3's finalizer: every input bit
+ * moves every output bit, so a remainder by a small n spreads by the
+ * peer's port alone): the same for every frame of it. */
 static __always_inline __u32 conn_hash(const struct ss_conn_key *c) {
-  __u32 h = ((__u32)c->remote_port << 16 | c->local_port) * 0x9e3779b1u;
-  __u32 a;
+  __u32 h = ((__u32)c->local_port << 16 | c->remote_port), a;
   __builtin_memcpy(&a, c->remote, 4);
-  h ^= a * 0x85ebca6bu;
+  h ^= a;
   __builtin_memcpy(&a, c->remote + 12, 4);
-  h ^= a * 0xc2b2ae35u;
-  return h ^ (h >> 15);
+  h ^= a * 0x9e3779b1u;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
 }
 
 /* The slot whose socket takes a TCP frame of flow key (conn: its

@@ -8,6 +8,7 @@
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -52,11 +53,17 @@ ino_t current_netns() {
   struct stat st {};
   return stat("/proc/thread-self/ns/net", &st) == 0 ? st.st_ino : 0;
 }
-std::mutex open_mu;
-std::vector<Open>& open_devices() {
-  static auto* v = new std::vector<Open>;  // never destroyed under a late caller
-  return *v;
-}
+std::mutex* open_mu = new std::mutex;
+std::vector<Open>* open_list = new std::vector<Open>;  // never destroyed under a late caller
+std::vector<Open>& open_devices() { return *open_list; }
+
+// A fork child's Devices are its own: the parent's (whose descriptors a
+// child closes, libvma.so's fork handler) are forgotten, and a parent
+// thread may have held the lock at the fork. Both leaked, as copies.
+[[maybe_unused]] const int g_atfork = pthread_atfork(nullptr, nullptr, [] {
+  open_mu = new std::mutex;
+  open_list = new std::vector<Open>;
+});
 
 ss_flow_key key_of(const Flow& f) {
   ss_flow_key k{};
@@ -113,7 +120,7 @@ std::shared_ptr<Device> Device::find(const char* ifname) {
   const int ifindex = ifname ? static_cast<int>(if_nametoindex(ifname)) : 0;
   if (!ifindex) return nullptr;
   const ino_t netns = current_netns();
-  std::lock_guard lock(open_mu);
+  std::lock_guard lock(*open_mu);
   for (auto& o : open_devices())
     if (o.netns == netns && o.ifindex == ifindex)
       if (auto d = o.dev.lock()) return d;
@@ -125,7 +132,7 @@ int Device::open(const char* ifname, std::shared_ptr<Device>* out) {
   const int ifindex = static_cast<int>(if_nametoindex(ifname));
   if (!ifindex) return -ENODEV;
   const ino_t netns = current_netns();
-  std::lock_guard lock(open_mu);
+  std::lock_guard lock(*open_mu);
   auto& devs = open_devices();
   for (auto& o : devs)
     if (o.netns == netns && o.ifindex == ifindex)
@@ -192,7 +199,7 @@ int Device::join(const char* ifname, const DeviceShare& share, std::shared_ptr<D
   const int slot = family_claim_slot(dev->family_, getpid());
   if (slot < 0) return slot;
   dev->slot_ = static_cast<uint32_t>(slot);
-  std::lock_guard lock(open_mu);
+  std::lock_guard lock(*open_mu);
   record_locked(current_netns(), dev);
   *out = std::move(dev);
   return 0;
@@ -294,6 +301,9 @@ int Device::add_flow(const Flow& f) {
   if (!valid(f)) return -EINVAL;
   const ss_flow_key k = key_of(f);
   if (!skel_) {
+    // A kept-only flow (a listener of ours leaving): the owner's stands,
+    // and our connections are ours by conn_owners.
+    if (f.kept_only) return 0;
     __u32 action = 0;
     return bpf_map_lookup_elem(flows_fd_, &k, &action) == 0 && action == SS_FLOW_REDIRECT
                ? 0
@@ -327,7 +337,7 @@ int Device::pass_connection(const Connection& c, bool active) {
 bool Device::passed_any() const { return skel_ && skel_->bss->kernel_conns_used != 0; }
 
 int Device::keep_connection(const Connection& c, bool kept) {
-  if (!skel_) return -EOPNOTSUPP;
+  if (!skel_) return 0;  // joined: conn_owners keeps our connections ours
   ss_conn_key k;
   if (!conn_key(c, &k)) return -EINVAL;
   const __u8 one = 1;

@@ -104,8 +104,8 @@ class Device {
 
   // 0 or -errno (-ENOSPC when the table is full, -EINVAL bad protocol
   // or version). Joined: the owner's table is not ours to change, so
-  // add_flow says whether the owner steers f (0, else -EOPNOTSUPP) and
-  // remove_flow does nothing.
+  // add_flow says whether the owner steers f (0, else -EOPNOTSUPP; a
+  // kept-only f: 0) and remove_flow does nothing.
   int add_flow(const Flow& f);
   int remove_flow(const Flow& f);  // -ENOENT when not steered
   // The connection's frames to the kernel although its local port is

@@ -66,6 +66,12 @@ int family_claim_slot(FamilyPage* p, pid_t pid) {
   return -ENOSPC;
 }
 
+bool family_slot_alive(const FamilyPage* p, int slot) {
+  if (slot < 0 || slot >= SS_MAX_SLOTS) return false;
+  const pid_t pid = p->slot_pid[slot].load(std::memory_order_acquire);
+  return pid != 0 && !gone(pid);
+}
+
 void family_release_slot(FamilyPage* p, int slot, pid_t pid) {
   if (slot <= 0 || slot >= SS_MAX_SLOTS) return;
   p->slot_pid[slot].compare_exchange_strong(pid, 0, std::memory_order_acq_rel);

@@ -34,6 +34,8 @@ void family_unmap(FamilyPage* p);
 // has exited is free again. -ENOSPC when every one is taken.
 int family_claim_slot(FamilyPage* p, pid_t pid);
 void family_release_slot(FamilyPage* p, int slot, pid_t pid);
+// Whether slot's process is there (taken, and not exited).
+bool family_slot_alive(const FamilyPage* p, int slot);
 
 // The queue's fill-ring lock, and its release. A holder that died
 // mid-turn left nothing half done: a turn publishes the producer index

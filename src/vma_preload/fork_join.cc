@@ -1,0 +1,211 @@
+#include "vma_preload/fork_join.h"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/errno_guard.h"
+#include "core/base/fd_passing.h"
+#include "core/base/log.h"
+#include "vma_preload/fork_share.h"
+#include "vma_preload/netdev_rings.h"
+
+namespace ss::vma::preload {
+namespace {
+
+constexpr int kAnswerMs = 1000;
+constexpr uint32_t kMagic = 0x4a4f494e;  // "JOIN": not fork_share's one-byte wake-up
+constexpr uint32_t kMaxQueues = 64;      // SS_MAX_QUEUES
+
+enum Kind : uint32_t { kJoin = 1, kGroup = 2 };
+
+struct Request {
+  uint32_t magic = kMagic;
+  uint32_t kind = 0;
+  uint64_t nonce = 0;
+  char ifname[16] = {};
+  int32_t slot = 0;
+  sa_family_t family = AF_UNSPEC;
+  uint8_t ip[16] = {};
+  uint16_t port = 0;  // host order
+};
+
+// The answer's first message; a join's queues follow, one message each.
+struct Answer {
+  uint32_t magic = kMagic;
+  uint64_t nonce = 0;
+  int32_t err = 0;
+  uint32_t queues = 0;
+};
+
+struct QueueAnswer {
+  uint32_t magic = kMagic;
+  uint64_t nonce = 0;
+  uint32_t queue_id = 0, frame_size = 0, fill_size = 0;
+  uint64_t umem_len = 0;
+  uint8_t multi_buffer = 0;
+};
+
+ssize_t send_to(int sock, const sockaddr_un& to, socklen_t to_len, const void* msg, size_t len,
+                const int* fds, int nfds) {
+  const iovec iov{const_cast<void*>(msg), len};
+  return send_with_fds_to(sock, reinterpret_cast<const sockaddr*>(&to), to_len, &iov, 1, fds, nfds,
+                          MSG_DONTWAIT);
+}
+
+// A socket of this child's with an address the owner can answer to
+// (autobound), and the request sent: the socket, or -errno.
+int ask(const Request& req) {
+  sockaddr_un owner{};
+  socklen_t owner_len = 0;
+  if (!fork_share_owner(&owner, &owner_len)) return -ENOENT;
+  const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -errno;
+  const sockaddr_un any{AF_UNIX, {}};
+  if (bind(s, reinterpret_cast<const sockaddr*>(&any), sizeof(sa_family_t)) < 0 ||
+      sendto(s, &req, sizeof req, MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&owner),
+             owner_len) != static_cast<ssize_t>(sizeof req)) {
+    const int err = errno == ECONNREFUSED ? -ENOENT : -errno;
+    close(s);
+    return err;
+  }
+  return s;
+}
+
+// The next answer message for `nonce` into msg (len bytes), up to
+// max_fds descriptors into fds: 0 or -errno.
+int receive(int s, uint64_t nonce, void* msg, size_t len, int* fds, int max_fds, int* got) {
+  for (;;) {
+    pollfd p{s, POLLIN, 0};
+    if (poll(&p, 1, kAnswerMs) != 1) return -ETIMEDOUT;
+    iovec iov{msg, len};
+    const ssize_t n = recv_with_fds(s, &iov, 1, fds, max_fds, got, MSG_DONTWAIT);
+    if (n < 0) return static_cast<int>(n);
+    uint32_t magic;
+    uint64_t seen;
+    memcpy(&magic, msg, sizeof magic);
+    memcpy(&seen, static_cast<char*>(msg) + offsetof(Answer, nonce), sizeof seen);
+    if (static_cast<size_t>(n) == len && magic == kMagic && seen == nonce) return 0;
+    for (int i = 0; i < *got; i++) close(fds[i]);  // a stale answer's
+  }
+}
+
+Request request(uint32_t kind, const std::string& ifname) {
+  Request r;
+  r.kind = kind;
+  r.nonce = (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(time(nullptr)) ^
+            reinterpret_cast<uintptr_t>(&r);
+  memcpy(r.ifname, ifname.data(), std::min(ifname.size(), sizeof r.ifname - 1));
+  return r;
+}
+
+}  // namespace
+
+#if SS_VMA_XDP
+int fork_join_ask(const std::string& ifname, JoinShare* out) {
+  ErrnoGuard keep;
+  const Request req = request(kJoin, ifname);
+  const int s = ask(req);
+  if (s < 0) return s;
+  Answer a;
+  int fds[kMaxPassedFds];
+  int got = 0;
+  int err = receive(s, req.nonce, &a, sizeof a, fds, 5, &got);
+  if (err == 0) {
+    out->fds.assign(fds, fds + got);
+    err = a.err;
+  }
+  if (err == 0 && (got != 5 || a.queues == 0 || a.queues > kMaxQueues)) err = -EPROTO;
+  if (err == 0) {
+    out->device = {fds[0], fds[1], fds[2], fds[3], fds[4]};
+    for (uint32_t q = 0; err == 0 && q < a.queues; q++) {
+      QueueAnswer qa;
+      got = 0;
+      err = receive(s, req.nonce, &qa, sizeof qa, fds, 2, &got);
+      out->fds.insert(out->fds.end(), fds, fds + got);
+      if (err == 0 && got != 2) err = -EPROTO;
+      if (err) break;
+      prov::xdp::QueueShare qs;
+      qs.queue_id = qa.queue_id;
+      qs.xsk = fds[0];
+      qs.umem = fds[1];
+      qs.umem_len = qa.umem_len;
+      qs.frame_size = qa.frame_size;
+      qs.fill_size = qa.fill_size;
+      qs.multi_buffer = qa.multi_buffer != 0;
+      out->queues.push_back(qs);
+    }
+  }
+  close(s);
+  if (err) {
+    for (const int fd : out->fds) close(fd);
+    out->fds.clear();
+  }
+  return err;
+}
+#endif
+
+int fork_join_group(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot) {
+  ErrnoGuard keep;
+  Request req = request(kGroup, ifname);
+  req.slot = slot;
+  req.family = ip.family;
+  memcpy(req.ip, ip.bytes, sizeof req.ip);
+  req.port = port;
+  const int s = ask(req);
+  if (s < 0) return s;
+  Answer a;
+  int got = 0;
+  const int err = receive(s, req.nonce, &a, sizeof a, nullptr, 0, &got);
+  close(s);
+  return err ? err : a.err;
+}
+
+bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& from,
+                     socklen_t from_len) {
+  Request req;
+  if (len != sizeof req) return false;
+  memcpy(&req, msg, sizeof req);
+  if (req.magic != kMagic) return false;
+  req.ifname[sizeof req.ifname - 1] = 0;
+  Answer a;
+  a.nonce = req.nonce;
+  if (req.kind == kGroup) {
+    net::IpAddr ip;
+    ip.family = req.family;
+    memcpy(ip.bytes, req.ip, sizeof ip.bytes);
+    a.err = rings_group_add(req.ifname, ip, req.port, req.slot);
+    send_to(sock, from, from_len, &a, sizeof a, nullptr, 0);
+    return true;
+  }
+  if (req.kind != kJoin) return true;  // ours, but unknown: no answer
+#if SS_VMA_XDP
+  prov::xdp::DeviceShare ds;
+  std::vector<prov::xdp::QueueShare> qs;
+  a.err = rings_share(req.ifname, &ds, &qs);
+  if (a.err == 0 && qs.size() > kMaxQueues) a.err = -E2BIG;
+  a.queues = a.err ? 0 : static_cast<uint32_t>(qs.size());
+  const int dev_fds[] = {ds.family, ds.xsks, ds.conn_owners, ds.counters, ds.flows};
+  if (send_to(sock, from, from_len, &a, sizeof a, dev_fds, a.err ? 0 : 5) < 0 || a.err) return true;
+  for (const prov::xdp::QueueShare& q : qs) {
+    QueueAnswer qa;
+    qa.nonce = req.nonce;
+    qa.queue_id = q.queue_id;
+    qa.frame_size = q.frame_size;
+    qa.fill_size = q.fill_size;
+    qa.umem_len = q.umem_len;
+    qa.multi_buffer = q.multi_buffer;
+    const int fds[] = {q.xsk, q.umem};
+    if (send_to(sock, from, from_len, &qa, sizeof qa, fds, 2) < 0) break;
+  }
+#else
+  a.err = -EOPNOTSUPP;
+  send_to(sock, from, from_len, &a, sizeof a, nullptr, 0);
+#endif
+  return true;
+}
+
+}  // namespace ss::vma::preload

@@ -1,0 +1,46 @@
+// A fork child's rings of its own beside its parent's (nginx's workers on
+// the master's listener): the child asks the rings' owner, through the
+// request socket fork_share.h names, for the descriptors that let it join
+// a netdev's queues (prov/xdp's Device::join and JoinedQueue), then, once
+// its own listener is on its rings, for its slot to take a share of the
+// listening port's new connections (Device::set_group). The owner answers
+// on its service thread (fork_share_serve); the child waits a second at
+// most. Both sides are the same library: the messages are its structs.
+#pragma once
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <string>
+#include <vector>
+
+#include "core/net/netlink_addr.h"
+#if SS_VMA_XDP
+#include "core/prov/xdp/xdp_device.h"
+#include "core/prov/xdp/xdp_join.h"
+#endif
+
+namespace ss::vma::preload {
+
+#if SS_VMA_XDP
+// What a child received to join a netdev: descriptors its own (close
+// them once joined: the Device and queues keep what they need).
+struct JoinShare {
+  prov::xdp::DeviceShare device;
+  std::vector<prov::xdp::QueueShare> queues;
+  std::vector<int> fds;  // every descriptor above, to close
+};
+
+// Child: the owner's share of ifname's rings. 0 or -errno (-ENOENT: no
+// owner answers, -ETIMEDOUT: no answer within a second).
+int fork_join_ask(const std::string& ifname, JoinShare* out);
+#endif
+// Child: slot `slot` takes its share of the new connections to TCP
+// (ip, port) on ifname from now on. 0 or -errno.
+int fork_join_group(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot);
+
+// Owner (fork_share_serve): a request datagram that came from `from`:
+// whether it was one of these (then answered).
+bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& from,
+                     socklen_t from_len);
+
+}  // namespace ss::vma::preload
