@@ -1,10 +1,12 @@
 #include "vma_preload/fork_join.h"
 
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "core/base/errno_guard.h"
@@ -41,12 +43,18 @@ struct Answer {
   uint32_t queues = 0;
 };
 
+// A join's queues, up to kQueuesPerMessage a message (two descriptors
+// each): a new network namespace queues 10 datagrams on a socket.
+constexpr uint32_t kQueuesPerMessage = kMaxPassedFds / 2;
 struct QueueAnswer {
   uint32_t magic = kMagic;
   uint64_t nonce = 0;
-  uint32_t queue_id = 0, frame_size = 0, fill_size = 0;
-  uint64_t umem_len = 0;
-  uint8_t multi_buffer = 0;
+  uint32_t count = 0;
+  struct One {
+    uint32_t queue_id, frame_size, fill_size;
+    uint8_t multi_buffer;
+    uint64_t umem_len;
+  } queues[kQueuesPerMessage] = {};
 };
 
 ssize_t send_to(int sock, const sockaddr_un& to, socklen_t to_len, const void* msg, size_t len,
@@ -57,7 +65,8 @@ ssize_t send_to(int sock, const sockaddr_un& to, socklen_t to_len, const void* m
 }
 
 // A socket of this child's with an address the owner can answer to
-// (autobound), and the request sent: the socket, or -errno.
+// (autobound), connected to the owner (so only the owner's datagrams
+// reach it), and the request sent: the socket, or -errno.
 int ask(const Request& req) {
   sockaddr_un owner{};
   socklen_t owner_len = 0;
@@ -66,8 +75,8 @@ int ask(const Request& req) {
   if (s < 0) return -errno;
   const sockaddr_un any{AF_UNIX, {}};
   if (bind(s, reinterpret_cast<const sockaddr*>(&any), sizeof(sa_family_t)) < 0 ||
-      sendto(s, &req, sizeof req, MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&owner),
-             owner_len) != static_cast<ssize_t>(sizeof req)) {
+      connect(s, reinterpret_cast<const sockaddr*>(&owner), owner_len) < 0 ||
+      send(s, &req, sizeof req, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof req)) {
     const int err = errno == ECONNREFUSED ? -ENOENT : -errno;
     close(s);
     return err;
@@ -75,12 +84,17 @@ int ask(const Request& req) {
   return s;
 }
 
+using Clock = std::chrono::steady_clock;
+
 // The next answer message for `nonce` into msg (len bytes), up to
-// max_fds descriptors into fds: 0 or -errno.
-int receive(int s, uint64_t nonce, void* msg, size_t len, int* fds, int max_fds, int* got) {
+// max_fds descriptors into fds, before `until`: 0 or -errno.
+int receive(int s, uint64_t nonce, Clock::time_point until, void* msg, size_t len, int* fds,
+            int max_fds, int* got) {
   for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
     pollfd p{s, POLLIN, 0};
-    if (poll(&p, 1, kAnswerMs) != 1) return -ETIMEDOUT;
+    if (left <= 0 || poll(&p, 1, static_cast<int>(left)) != 1) return -ETIMEDOUT;
     iovec iov{msg, len};
     const ssize_t n = recv_with_fds(s, &iov, 1, fds, max_fds, got, MSG_DONTWAIT);
     if (n < 0) return static_cast<int>(n);
@@ -96,8 +110,8 @@ int receive(int s, uint64_t nonce, void* msg, size_t len, int* fds, int max_fds,
 Request request(uint32_t kind, const std::string& ifname) {
   Request r;
   r.kind = kind;
-  r.nonce = (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(time(nullptr)) ^
-            reinterpret_cast<uintptr_t>(&r);
+  if (getrandom(&r.nonce, sizeof r.nonce, GRND_NONBLOCK) != sizeof r.nonce)
+    r.nonce = (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(time(nullptr));
   memcpy(r.ifname, ifname.data(), std::min(ifname.size(), sizeof r.ifname - 1));
   return r;
 }
@@ -110,32 +124,35 @@ int fork_join_ask(const std::string& ifname, JoinShare* out) {
   const Request req = request(kJoin, ifname);
   const int s = ask(req);
   if (s < 0) return s;
+  const Clock::time_point until = Clock::now() + std::chrono::milliseconds(kAnswerMs);
   Answer a;
   int fds[kMaxPassedFds];
   int got = 0;
-  int err = receive(s, req.nonce, &a, sizeof a, fds, 5, &got);
+  int err = receive(s, req.nonce, until, &a, sizeof a, fds, 5, &got);
   if (err == 0) {
     out->fds.assign(fds, fds + got);
     err = a.err;
   }
   if (err == 0 && (got != 5 || a.queues == 0 || a.queues > kMaxQueues)) err = -EPROTO;
-  if (err == 0) {
-    out->device = {fds[0], fds[1], fds[2], fds[3], fds[4]};
-    for (uint32_t q = 0; err == 0 && q < a.queues; q++) {
-      QueueAnswer qa;
-      got = 0;
-      err = receive(s, req.nonce, &qa, sizeof qa, fds, 2, &got);
-      out->fds.insert(out->fds.end(), fds, fds + got);
-      if (err == 0 && got != 2) err = -EPROTO;
-      if (err) break;
+  if (err == 0) out->device = {fds[0], fds[1], fds[2], fds[3], fds[4]};
+  while (err == 0 && out->queues.size() < a.queues) {
+    QueueAnswer qa;
+    got = 0;
+    err = receive(s, req.nonce, until, &qa, sizeof qa, fds, kMaxPassedFds, &got);
+    out->fds.insert(out->fds.end(), fds, fds + got);
+    if (err == 0 &&
+        (qa.count == 0 || qa.count > kQueuesPerMessage || got != static_cast<int>(2 * qa.count) ||
+         out->queues.size() + qa.count > a.queues))
+      err = -EPROTO;
+    for (uint32_t i = 0; err == 0 && i < qa.count; i++) {
       prov::xdp::QueueShare qs;
-      qs.queue_id = qa.queue_id;
-      qs.xsk = fds[0];
-      qs.umem = fds[1];
-      qs.umem_len = qa.umem_len;
-      qs.frame_size = qa.frame_size;
-      qs.fill_size = qa.fill_size;
-      qs.multi_buffer = qa.multi_buffer != 0;
+      qs.queue_id = qa.queues[i].queue_id;
+      qs.xsk = fds[2 * i];
+      qs.umem = fds[2 * i + 1];
+      qs.umem_len = qa.queues[i].umem_len;
+      qs.frame_size = qa.queues[i].frame_size;
+      qs.fill_size = qa.queues[i].fill_size;
+      qs.multi_buffer = qa.queues[i].multi_buffer != 0;
       out->queues.push_back(qs);
     }
   }
@@ -143,6 +160,7 @@ int fork_join_ask(const std::string& ifname, JoinShare* out) {
   if (err) {
     for (const int fd : out->fds) close(fd);
     out->fds.clear();
+    out->queues.clear();
   }
   return err;
 }
@@ -159,13 +177,14 @@ int fork_join_group(const std::string& ifname, const net::IpAddr& ip, uint16_t p
   if (s < 0) return s;
   Answer a;
   int got = 0;
-  const int err = receive(s, req.nonce, &a, sizeof a, nullptr, 0, &got);
+  const int err = receive(s, req.nonce, Clock::now() + std::chrono::milliseconds(kAnswerMs), &a,
+                          sizeof a, nullptr, 0, &got);
   close(s);
   return err ? err : a.err;
 }
 
 bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& from,
-                     socklen_t from_len) {
+                     socklen_t from_len, pid_t asker, bool ours) {
   Request req;
   if (len != sizeof req) return false;
   memcpy(&req, msg, sizeof req);
@@ -173,11 +192,16 @@ bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& f
   req.ifname[sizeof req.ifname - 1] = 0;
   Answer a;
   a.nonce = req.nonce;
+  if (!ours) {  // not a child of ours: told so at once, nothing given
+    a.err = -EPERM;
+    send_to(sock, from, from_len, &a, sizeof a, nullptr, 0);
+    return true;
+  }
   if (req.kind == kGroup) {
     net::IpAddr ip;
     ip.family = req.family;
     memcpy(ip.bytes, req.ip, sizeof ip.bytes);
-    a.err = rings_group_add(req.ifname, ip, req.port, req.slot);
+    a.err = rings_group_add(req.ifname, ip, req.port, req.slot, asker);
     send_to(sock, from, from_len, &a, sizeof a, nullptr, 0);
     return true;
   }
@@ -190,16 +214,22 @@ bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& f
   a.queues = a.err ? 0 : static_cast<uint32_t>(qs.size());
   const int dev_fds[] = {ds.family, ds.xsks, ds.conn_owners, ds.counters, ds.flows};
   if (send_to(sock, from, from_len, &a, sizeof a, dev_fds, a.err ? 0 : 5) < 0 || a.err) return true;
-  for (const prov::xdp::QueueShare& q : qs) {
+  for (size_t first = 0; first < qs.size(); first += kQueuesPerMessage) {
     QueueAnswer qa;
     qa.nonce = req.nonce;
-    qa.queue_id = q.queue_id;
-    qa.frame_size = q.frame_size;
-    qa.fill_size = q.fill_size;
-    qa.umem_len = q.umem_len;
-    qa.multi_buffer = q.multi_buffer;
-    const int fds[] = {q.xsk, q.umem};
-    if (send_to(sock, from, from_len, &qa, sizeof qa, fds, 2) < 0) break;
+    int fds[kMaxPassedFds];
+    for (size_t q = first; q < qs.size() && qa.count < kQueuesPerMessage; q++, qa.count++) {
+      QueueAnswer::One& one = qa.queues[qa.count];
+      one.queue_id = qs[q].queue_id;
+      one.frame_size = qs[q].frame_size;
+      one.fill_size = qs[q].fill_size;
+      one.multi_buffer = qs[q].multi_buffer;
+      one.umem_len = qs[q].umem_len;
+      fds[2 * qa.count] = qs[q].xsk;
+      fds[2 * qa.count + 1] = qs[q].umem;
+    }
+    if (send_to(sock, from, from_len, &qa, sizeof qa, fds, static_cast<int>(2 * qa.count)) < 0)
+      break;
   }
 #else
   a.err = -EOPNOTSUPP;

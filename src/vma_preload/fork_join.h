@@ -38,9 +38,10 @@ int fork_join_ask(const std::string& ifname, JoinShare* out);
 // (ip, port) on ifname from now on. 0 or -errno.
 int fork_join_group(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot);
 
-// Owner (fork_share_serve): a request datagram that came from `from`:
-// whether it was one of these (then answered).
+// Owner (fork_share_serve): a request datagram that came from `from`,
+// sent by process `asker` (ours: a child of ours, same user): whether it
+// was one of these (then answered; another process's with EPERM).
 bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& from,
-                     socklen_t from_len);
+                     socklen_t from_len, pid_t asker, bool ours);
 
 }  // namespace ss::vma::preload

@@ -220,8 +220,8 @@ void fork_share_serve() {
       ucred who{};
       if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
         memcpy(&who, CMSG_DATA(c), sizeof who);
-      if (who.pid > 0 && who.uid == ::geteuid() && parent_of(who.pid) == ::getpid())
-        fork_join_serve(sock, b, static_cast<size_t>(n), from, mh.msg_namelen);
+      const bool ours = who.pid > 0 && who.uid == ::getuid() && parent_of(who.pid) == ::getpid();
+      fork_join_serve(sock, b, static_cast<size_t>(n), from, mh.msg_namelen, who.pid, ours);
     }
   }
   for (size_t i = 0; i < kSlots; i++) {

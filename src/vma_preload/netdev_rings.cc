@@ -56,6 +56,19 @@ constexpr size_t kMaxKernelFds = 1024;
 std::atomic<int> g_kernel_fds[kMaxKernelFds];
 std::atomic<size_t> g_n_kernel_fds{0};
 
+// The netdevs with rings, for a fork child (read without g_mu, which a
+// parent thread may hold at the fork): appended under g_mu.
+constexpr size_t kMaxRingNames = 64;
+char g_ring_names[kMaxRingNames][IFNAMSIZ];
+std::atomic<size_t> g_n_ring_names{0};
+
+void publish_ring_name(const std::string& ifname) {
+  const size_t i = g_n_ring_names.load(std::memory_order_relaxed);
+  if (i == kMaxRingNames || ifname.size() >= IFNAMSIZ) return;  // a child there is the kernel's
+  memcpy(g_ring_names[i], ifname.c_str(), ifname.size() + 1);
+  g_n_ring_names.store(i + 1, std::memory_order_release);
+}
+
 void publish_kernel_fds(const NetdevRings& r) {
   for (const int fd : r.kernel_fds) {
     const size_t i = g_n_kernel_fds.load(std::memory_order_relaxed);
@@ -402,8 +415,10 @@ bool close_rings_in_fork_child() {
   // have held its lock, and its rings' descriptors are closed. The netdevs
   // it had rings on are those a listener may join here (fork_join.h).
   auto* had = new std::set<std::string>;
-  for (const auto& [name, r] : rings_map())
-    if (r) had->insert(name);
+  const size_t names = g_n_ring_names.load(std::memory_order_acquire);
+  for (size_t i = 0; i < names; i++) had->insert(g_ring_names[i]);
+  g_n_ring_names.store(0, std::memory_order_relaxed);  // ours are not a grandchild's to join
+  if (g_view) interpose::real().close(g_view->fd());   // the parent's: ours is made anew
   new (&g_mu) std::mutex;
   g_parent_netdevs = had;
   g_rings_p = new std::map<std::string, NetdevRings*>;
@@ -446,6 +461,7 @@ NetdevRings* netdev_rings(const std::string& ifname) {
       ifname.c_str(), r->queues.size(), d.fill, d.tx, d.frames, d.frame_size, d.bytes() >> 20,
       r->queues.front().pool->chunk_huge(0) ? "hugepages" : "normal pages");
   publish_kernel_fds(*r);
+  publish_ring_name(ifname);
   return rings_map()[ifname] = r.release();
 }
 
@@ -493,7 +509,8 @@ void set_group(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port,
 
 }  // namespace
 
-int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot) {
+int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot,
+                    pid_t asker) {
   NetdevRings* r;
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -505,6 +522,11 @@ int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t p
   if (leave) slot = -slot;
   if (slot <= 0 || slot >= SS_MAX_SLOTS || (ip.family != AF_INET && ip.family != AF_INET6))
     return -EINVAL;
+  // A child speaks for its own slot only.
+  const auto dev = prov::xdp::Device::find(r->ifname.c_str());
+  if (!dev || !dev->family() ||
+      dev->family()->slot_pid[slot].load(std::memory_order_acquire) != asker)
+    return -EPERM;
   if (leave) {
     auto it = r->groups.find({ip, port});
     if (it == r->groups.end()) return 0;
@@ -535,20 +557,28 @@ void prune_groups() {
   for (NetdevRings* r : rings) {
     const auto dev = prov::xdp::Device::find(r->ifname.c_str());
     if (!dev || !dev->family()) continue;
+    std::set<uint32_t> dead;
     for (auto it = r->groups.begin(); it != r->groups.end();) {
       auto& slots = it->second;
       const size_t before = slots.size();
       std::erase_if(slots, [&](uint32_t s) {
-        return !prov::xdp::family_slot_alive(dev->family(), static_cast<int>(s));
+        const bool gone = !prov::xdp::family_slot_alive(dev->family(), static_cast<int>(s));
+        if (gone) dead.insert(s);
+        return gone;
       });
       if (slots.size() != before) set_group(*r, it->first, slots);
       it = slots.empty() ? r->groups.erase(it) : std::next(it);
     }
+    // Its connections' entries go too: a child that takes the slot next
+    // would get their late segments.
+    for (const uint32_t s : dead) dev->disown_slot(s);
   }
 }
 #else
 void prune_groups() {}
-int rings_group_add(const std::string&, const net::IpAddr&, uint16_t, int) { return -EOPNOTSUPP; }
+int rings_group_add(const std::string&, const net::IpAddr&, uint16_t, int, pid_t) {
+  return -EOPNOTSUPP;
+}
 #endif
 
 NetdevRings* netdev_rings_of_ring_fd(int fd) {

@@ -154,8 +154,10 @@ int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
                 std::vector<prov::xdp::QueueShare>* qs);
 #endif
 // Owner: fork child `slot` takes a share of the new connections to TCP
-// (ip, port) on ifname (a negative slot: -slot no longer). 0 or -errno.
-int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot);
+// (ip, port) on ifname (a negative slot: -slot no longer), asked by
+// process `asker`, which must hold the slot (else -EPERM). 0 or -errno.
+int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot,
+                    pid_t asker);
 // Owner, each second: children gone leave their ports' groups.
 void prune_groups();
 

@@ -430,7 +430,14 @@ void SocketRecord::after_accept() {
     listen_.store(nullptr, std::memory_order_release);
 }
 
-void SocketRecord::start_in_fork_child() { fork_asked_.store(false, std::memory_order_relaxed); }
+void SocketRecord::start_in_fork_child() {
+  fork_asked_.store(false, std::memory_order_relaxed);
+  // A listener the process that forked us joined with is that one's (its
+  // stack's locks, its packet socket): kept, never used here.
+  (void)child_listen_owner_.release();
+  child_listen_.store(nullptr, std::memory_order_relaxed);
+  child_join_tried_.store(false, std::memory_order_relaxed);
+}
 
 namespace {
 

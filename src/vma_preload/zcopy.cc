@@ -152,7 +152,7 @@ int recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from, so
 int free_packets(int fd, vma_packet_t* pkts, size_t count) {
   const auto s = extra_api_socket(fd);
   if (!s) return -1;
-  if (in_fork_child()) {  // the frames are the parent's: none is this process's to free
+  if (s->inherited()) {  // the frames are the parent's: none is this process's to free
     errno = ENOENT;
     return -1;
   }

@@ -277,6 +277,19 @@ int Device::own_connection(const Connection& c, int slot) {
   return 0;
 }
 
+void Device::disown_slot(uint32_t slot) {
+  ss_conn_key k{}, next{};
+  const void* prev = nullptr;  // from the first key
+  std::vector<ss_conn_key> gone;
+  while (bpf_map_get_next_key(owners_fd_, prev, &next) == 0) {
+    __u32 v = 0;
+    if (bpf_map_lookup_elem(owners_fd_, &next, &v) == 0 && v == slot) gone.push_back(next);
+    k = next;
+    prev = &k;
+  }
+  for (const ss_conn_key& g : gone) bpf_map_delete_elem(owners_fd_, &g);
+}
+
 int Device::set_group(const Flow& f, const uint32_t* slots, uint32_t n) {
   if (!skel_) return -EOPNOTSUPP;
   if (!valid(f) || f.proto != IPPROTO_TCP || n > SS_MAX_SLOTS || (n && !slots)) return -EINVAL;

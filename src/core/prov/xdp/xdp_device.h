@@ -97,6 +97,8 @@ class Device {
   // The connection's frames to slot's sockets (or, with slot < 0, to its
   // port's group again). Owner and joined Devices alike.
   int own_connection(const Connection& c, int slot);
+  // Every connection of slot's forgotten (its process is gone).
+  void disown_slot(uint32_t slot);
   // The listening port's SYNs (and the frames of connections not owned)
   // spread over slots by their 4-tuple's hash; none: all to slot 0.
   // Owner only (-EOPNOTSUPP joined).

@@ -112,8 +112,7 @@ void JoinedQueue::refill_locked() {
   if (pending_.empty()) return;
   FamilyPage* fam = dev_->family();
   family_lock_fill(fam, share_.queue_id);
-  // Another process moved the producer since our last turn.
-  fill_.cached_prod = __atomic_load_n(fill_.producer, __ATOMIC_RELAXED);
+  resync_producer(&fill_);  // another process filled since our last turn
   const uint32_t n = static_cast<uint32_t>(pending_.size());
   const uint32_t take = xsk_prod_nb_free(&fill_, n) < n ? xsk_prod_nb_free(&fill_, n) : n;
   uint32_t idx = 0;

@@ -182,8 +182,7 @@ int XdpQueue::fill_locked(Buffer* frames, int n) {
   FamilyPage* fam = dev_->family();
   if (fam) {
     family_lock_fill(fam, cfg_.queue_id);
-    // A joined child may have moved the producer since our last turn.
-    fill_.cached_prod = __atomic_load_n(fill_.producer, __ATOMIC_RELAXED);
+    resync_producer(&fill_);  // a joined child may have filled since our last turn
   }
   const uint32_t room = xsk_prod_nb_free(&fill_, static_cast<uint32_t>(n));
   const uint32_t take = room < static_cast<uint32_t>(n) ? room : static_cast<uint32_t>(n);
@@ -213,6 +212,12 @@ int XdpQueue::fill(Buffer* frames, int n) {
   const int took = fill_locked(frames, n);
   stats_.fill_full += static_cast<uint64_t>(n - took);
   return took;
+}
+
+uint32_t XdpQueue::fill_level() const {
+  if (!dev_->family_active()) return fill_level_.load(std::memory_order_relaxed);
+  const auto load = [](const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); };
+  return (load(fill_.producer) - load(fill_.consumer)) + (load(rx_.producer) - load(rx_.consumer));
 }
 
 void XdpQueue::recycle(Buffer& frame) {

@@ -42,7 +42,9 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   int complete(mem::Buffer* out, int max) override;
   int poll_fd(Ring r, short* events) const override;
   RingStats stats() const override;
-  uint32_t fill_level() const override { return fill_level_.load(std::memory_order_relaxed); }
+  // Counted here; read off the rings once children share the fill ring
+  // (a child's exit loses what it had taken: the owner tops up anew).
+  uint32_t fill_level() const override;
 
   void recycle(mem::Buffer& frame) override;
   // The UMEM is the pool's one area: its chunk starts at UMEM offset 0.

@@ -5,6 +5,8 @@
 #include <linux/if_xdp.h>
 #include <sys/socket.h>
 
+#include <xdp/xsk.h>
+
 #include <cstdint>
 
 #include "core/prov/ring.h"
@@ -23,6 +25,14 @@ namespace ss::prov::xdp {
 constexpr uint32_t kMaxFramesPerPacket = 46;
 
 inline bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
+
+// A producer ring that other processes also fill (the family's lock
+// held): libxdp's cached indices are this process's, so both are read
+// again (cached_cons is the consumer plus the size, as libxdp keeps it).
+inline void resync_producer(xsk_ring_prod* r) {
+  r->cached_prod = __atomic_load_n(r->producer, __ATOMIC_RELAXED);
+  r->cached_cons = __atomic_load_n(r->consumer, __ATOMIC_ACQUIRE) + r->size;
+}
 
 // The drops the kernel counted on socket fd, into s.
 inline void add_kernel_drops(int fd, RingStats* s) {
