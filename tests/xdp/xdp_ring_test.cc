@@ -525,6 +525,7 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
   EXPECT_GT(at_child.size(), 0u) << "no SYN of the group reached the child";
   for (const int p : at_parent) EXPECT_EQ(at_child.count(p), 0u) << "port " << p << " reached both";
   for (const int fd : spread) close(fd);
+  ASSERT_EQ(dev->set_group(flow, slots, 1), 0);  // the child's alone again
 
   // The child leaves: its sockets go from the map, the port's SYNs to
   // the kernel.
