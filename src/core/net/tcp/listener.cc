@@ -134,8 +134,14 @@ bool Listener::cookie_ack(const FourTuple& t, const Header& h, const Options& o,
 }
 
 void Listener::abort_all(uint64_t now) {
-  for (Entry& e : syn_queue_) e.conn->abort(now);
-  for (Entry& e : accept_queue_) e.conn->abort(now);
+  for (Entry& e : syn_queue_) {
+    e.conn->abort(now);
+    host_->forget(e.t);
+  }
+  for (Entry& e : accept_queue_) {
+    e.conn->abort(now);
+    host_->forget(e.t);
+  }
   syn_queue_.clear();
   accept_queue_.clear();
 }
@@ -150,6 +156,7 @@ void Listener::settle() {
     }
     if (s == State::kClosed) {
       ctr_.failed_handshakes++;
+      host_->forget(e.t);
     } else {
       ctr_.handshakes++;
       accept_queue_.push_back(std::move(e));

@@ -58,6 +58,9 @@ class ListenerHost {
   // when its 4-tuple went to the kernel instead (an ACK: see
   // Stack::to_kernel_instead_locked) and the segment is dropped.
   virtual bool to_kernel_instead(const FourTuple&, const Header&) { return false; }
+  // A connection make_connection gave that the listener drops before any
+  // accept (a handshake that failed, the listener's close).
+  virtual void forget(const FourTuple&) {}
 };
 
 // The RST answering a segment no connection takes (RFC 9293 §3.10.7.1):

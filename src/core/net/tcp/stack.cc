@@ -218,12 +218,29 @@ class Stack::Sending {
 
 // What the listeners ask of the stack (its lock held: they run inside
 // its calls).
+namespace {
+prov::FlowConnection flow_connection(const FourTuple& t) {
+  prov::FlowConnection c;
+  c.family = t.local.family;
+  memcpy(c.local, t.local.bytes, t.local.size());
+  memcpy(c.remote, t.remote.bytes, t.remote.size());
+  c.local_port = t.local_port;
+  c.remote_port = t.remote_port;
+  return c;
+}
+}  // namespace
+
 class Stack::Host final : public ListenerHost {
  public:
   explicit Host(Stack* st) : st_(st) {}
+  // A passive connection is ours from its SYN: a group that changes
+  // before its accept must not take its handshake elsewhere.
   std::unique_ptr<Connection> make_connection(const FourTuple& t, const tcp::Config& cfg) override {
-    return st_->make_connection_locked(t, cfg);
+    std::unique_ptr<Connection> c = st_->make_connection_locked(t, cfg);
+    if (c && st_->cfg_.steering->own(flow_connection(t), true) < 0) st_->ctr_.own_failed++;
+    return c;
   }
+  void forget(const FourTuple& t) override { st_->cfg_.steering->own(flow_connection(t), false); }
   void send_stateless(const FourTuple& t, const Header& h, const Options& o) override {
     st_->send_stateless_locked(t, h, o);
   }
@@ -248,18 +265,6 @@ int Stack::create(const Config& cfg, std::unique_ptr<Stack>* out) {
   out->reset(new Stack(cfg));
   return 0;
 }
-
-namespace {
-prov::FlowConnection flow_connection(const FourTuple& t) {
-  prov::FlowConnection c;
-  c.family = t.local.family;
-  memcpy(c.local, t.local.bytes, t.local.size());
-  memcpy(c.remote, t.remote.bytes, t.remote.size());
-  c.local_port = t.local_port;
-  c.remote_port = t.remote_port;
-  return c;
-}
-}  // namespace
 
 Stack::~Stack() {
   std::lock_guard lock(mu_);
@@ -480,8 +485,7 @@ int Stack::accept_locked(Socket* l, Socket** out) {
   l->last_queue = l->listener->accept_queue();  // a later arrival moves it again: a kick
   if (!c) return -EAGAIN;
   if (int err = table_.add(t, c.get()); err < 0) return err;  // cannot be: the listener fed it
-  steer_locked(l->flow);  // held already by the listener: only counted
-  if (cfg_.steering->own(flow_connection(t), true) < 0) ctr_.own_failed++;
+  steer_locked(l->flow);  // held already by the listener: only counted (and owned: make_connection)
   Connection* conn = c.get();
   auto s = std::make_unique<Socket>();
   s->conn = conn;
