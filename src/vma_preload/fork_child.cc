@@ -40,6 +40,7 @@
 namespace ss::vma::preload {
 
 std::atomic<bool> g_fork_child{false};
+std::atomic<pid_t> g_pid{::getpid()};
 std::atomic<uint64_t> g_forks{0};
 
 namespace {
@@ -57,6 +58,7 @@ void keep_inherited_records() {
 }
 
 void in_child() {
+  g_pid.store(::getpid(), std::memory_order_relaxed);
   close_port_holds_in_fork_child();
   const bool had_rings = close_rings_in_fork_child();
   tcp_service_fork_child();

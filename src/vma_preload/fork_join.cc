@@ -14,13 +14,15 @@
 #include "core/base/log.h"
 #include "vma_preload/fork_share.h"
 #include "vma_preload/netdev_rings.h"
+#if SS_VMA_XDP
+#include "core/prov/xdp/steer_abi.h"
+#endif
 
 namespace ss::vma::preload {
 namespace {
 
 constexpr int kAnswerMs = 1000;
 constexpr uint32_t kMagic = 0x4a4f494e;  // "JOIN": not fork_share's one-byte wake-up
-constexpr uint32_t kMaxQueues = 64;      // SS_MAX_QUEUES
 
 enum Kind : uint32_t { kJoin = 1, kGroup = 2 };
 
@@ -35,7 +37,7 @@ struct Request {
   uint16_t port = 0;  // host order
 };
 
-// The answer's first message; a join's queues follow, one message each.
+// The answer's first message; a join's queues follow (QueueAnswer).
 struct Answer {
   uint32_t magic = kMagic;
   uint64_t nonce = 0;
@@ -43,19 +45,20 @@ struct Answer {
   uint32_t queues = 0;
 };
 
+#if SS_VMA_XDP
 // A join's queues, up to kQueuesPerMessage a message (two descriptors
-// each): a new network namespace queues 10 datagrams on a socket.
+// each: a new network namespace queues 10 datagrams on a socket), as the
+// owner's QueueShare (its descriptor numbers are the owner's: the
+// child's come with the message).
 constexpr uint32_t kQueuesPerMessage = kMaxPassedFds / 2;
+constexpr uint32_t kMaxQueues = SS_MAX_QUEUES;
 struct QueueAnswer {
   uint32_t magic = kMagic;
   uint64_t nonce = 0;
   uint32_t count = 0;
-  struct One {
-    uint32_t queue_id, frame_size, fill_size;
-    uint8_t multi_buffer;
-    uint64_t umem_len;
-  } queues[kQueuesPerMessage] = {};
+  prov::xdp::QueueShare queues[kQueuesPerMessage];
 };
+#endif
 
 ssize_t send_to(int sock, const sockaddr_un& to, socklen_t to_len, const void* msg, size_t len,
                 const int* fds, int nfds) {
@@ -145,14 +148,9 @@ int fork_join_ask(const std::string& ifname, JoinShare* out) {
          out->queues.size() + qa.count > a.queues))
       err = -EPROTO;
     for (uint32_t i = 0; err == 0 && i < qa.count; i++) {
-      prov::xdp::QueueShare qs;
-      qs.queue_id = qa.queues[i].queue_id;
+      prov::xdp::QueueShare qs = qa.queues[i];
       qs.xsk = fds[2 * i];
       qs.umem = fds[2 * i + 1];
-      qs.umem_len = qa.queues[i].umem_len;
-      qs.frame_size = qa.queues[i].frame_size;
-      qs.fill_size = qa.queues[i].fill_size;
-      qs.multi_buffer = qa.queues[i].multi_buffer != 0;
       out->queues.push_back(qs);
     }
   }
@@ -219,12 +217,7 @@ bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& f
     qa.nonce = req.nonce;
     int fds[kMaxPassedFds];
     for (size_t q = first; q < qs.size() && qa.count < kQueuesPerMessage; q++, qa.count++) {
-      QueueAnswer::One& one = qa.queues[qa.count];
-      one.queue_id = qs[q].queue_id;
-      one.frame_size = qs[q].frame_size;
-      one.fill_size = qs[q].fill_size;
-      one.multi_buffer = qs[q].multi_buffer;
-      one.umem_len = qs[q].umem_len;
+      qa.queues[qa.count] = qs[q];
       fds[2 * qa.count] = qs[q].xsk;
       fds[2 * qa.count + 1] = qs[q].umem;
     }

@@ -19,6 +19,7 @@
 
 #include "core/base/errno_guard.h"
 #include "core/base/log.h"
+#include "core/base/proc_stat.h"
 #include "vma_preload/fork_join.h"
 #include "vma_preload/socket_record.h"
 
@@ -72,40 +73,16 @@ int raw_socket() {
 
 // Whether pid runs (not a zombie), and its start time: false when gone.
 bool running(pid_t pid, unsigned long long* start) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
-  if (fd < 0) return false;
-  const auto n = static_cast<ssize_t>(::syscall(SYS_read, fd, buf, sizeof buf - 1));
-  ::syscall(SYS_close, fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
-  // "pid (comm) S ppid ...": the command may hold anything but the last ')'.
-  const char* p = strrchr(buf, ')');
-  if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X') return false;
-  // Field 22, the start time, is the 19th after the state (field 3).
-  p += 2;
-  for (int field = 3; field < 22 && p; field++) {
-    p = strchr(p, ' ');
-    if (p) p++;
-  }
-  if (!p) return false;
-  *start = strtoull(p, nullptr, 10);
+  ProcStat st;
+  if (!read_proc_stat(pid, &st) || st.state == 'Z' || st.state == 'X') return false;
+  *start = st.start_ticks;
   return true;
 }
 
-// pid's parent (/proc/PID/stat's fourth field), or 0.
-pid_t parent_of(pid_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
-  if (fd < 0) return 0;
-  const auto n = static_cast<ssize_t>(::syscall(SYS_read, fd, buf, sizeof buf - 1));
-  ::syscall(SYS_close, fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  const char* p = strrchr(buf, ')');  // "pid (comm) S ppid ..."
-  return p && p[1] == ' ' && p[2] && p[3] == ' ' ? static_cast<pid_t>(atoi(p + 4)) : 0;
+// Whether pid is a child of ours.
+bool our_child(pid_t pid) {
+  ProcStat st;
+  return read_proc_stat(pid, &st) && st.ppid == ::getpid();
 }
 
 bool gone(pid_t pid, unsigned long long start) {
@@ -220,7 +197,7 @@ void fork_share_serve() {
       ucred who{};
       if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
         memcpy(&who, CMSG_DATA(c), sizeof who);
-      const bool ours = who.pid > 0 && who.uid == ::getuid() && parent_of(who.pid) == ::getpid();
+      const bool ours = who.pid > 0 && who.uid == ::getuid() && our_child(who.pid);
       fork_join_serve(sock, b, static_cast<size_t>(n), from, mh.msg_namelen, who.pid, ours);
     }
   }

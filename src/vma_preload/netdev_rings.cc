@@ -15,6 +15,7 @@
 #include "core/base/service_thread.h"
 #include "core/mem/region.h"
 #include "core/net/netlink_view.h"
+#include "core/net/steered_flow.h"
 #include "core/net/udp_route.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
@@ -254,8 +255,8 @@ int make_stacks(NetdevRings* r, std::shared_ptr<prov::xdp::Device> dev,
     if (const int fd = q.queue->poll_fd(prov::Ring::kRx, &ev); fd >= 0) r->kernel_fds.push_back(fd);
   }
   if (const auto dev = prov::xdp::Device::find(ifname.c_str())) dev->fds(&r->kernel_fds);
-  for (const NetdevRings::Queue& q :
-       r->queues) {  // the UMEM's memfd (a joining child gets its own)
+  // Each UMEM's memfd (a joining child gets its own).
+  for (const NetdevRings::Queue& q : r->queues) {
     int fd = -1;
     uint64_t off = 0;
     if (mem::find_backing(q.pool->chunk_base(0), q.pool->chunk_bytes(), &fd, &off))
@@ -489,19 +490,14 @@ int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
 
 namespace {
 
-// The group's slots whose process is still there (the family page says).
+// The port's group on the steering program as `slots` says.
 void set_group(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port,
                std::vector<uint32_t>& slots) {
   const auto dev = prov::xdp::Device::find(r.ifname.c_str());
-  if (!dev) return;
   prov::xdp::Flow f;
-  f.proto = IPPROTO_TCP;
-  f.version = port.first.family == AF_INET6 ? 6 : 4;
-  if (f.version == 4)
-    memcpy(&f.ip, port.first.bytes, 4);
-  else
-    memcpy(f.ip6, port.first.bytes, 16);
-  f.port = htons(port.second);
+  if (!dev ||
+      prov::xdp::XdpSteering::flow(net::steered_flow(IPPROTO_TCP, port.first, port.second), &f) < 0)
+    return;
   if (const int err = dev->set_group(f, slots.data(), static_cast<uint32_t>(slots.size())))
     SS_WARN("%s: tcp port %u: the fork children's share of its connections not set: %s",
             r.ifname.c_str(), port.second, strerror(-err));

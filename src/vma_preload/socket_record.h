@@ -35,6 +35,9 @@ namespace ss::vma::preload {
 // connections are the child's records, on its rings.
 extern std::atomic<bool> g_fork_child;
 inline bool in_fork_child() { return g_fork_child.load(std::memory_order_relaxed); }
+// This process's pid, set again in each fork child's handler (glibc
+// caches none: getpid() is a system call).
+extern std::atomic<pid_t> g_pid;
 // The process's forks (fork_child.cc counts them in the parent).
 extern std::atomic<uint64_t> g_forks;
 inline uint64_t forks_so_far() { return g_forks.load(std::memory_order_relaxed); }
@@ -132,7 +135,9 @@ struct SocketRecord final : Pollable {
   }
   // In a fork child: the record came with the fork (its offloaded parts
   // are the parent's), rather than made here.
-  bool inherited() const { return in_fork_child() && born_pid_ != ::getpid(); }
+  bool inherited() const {
+    return in_fork_child() && born_pid_ != g_pid.load(std::memory_order_relaxed);
+  }
   // Parent (fork_share.cc): a fork child `pid` receives on this socket
   // (lend), or that child is gone: the port's flows go to the kernel while
   // any such child lives. Whether the socket is offloaded (lend: so lent).
@@ -208,9 +213,9 @@ struct SocketRecord final : Pollable {
   bool hand_tcp_locked(const char* why);
   void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
   std::atomic<bool> tcp_settled_{false};  // a connect or listen was tried
-  const pid_t born_pid_ = ::getpid();
+  const pid_t born_pid_ = g_pid.load(std::memory_order_relaxed);
   // In a fork child, an inherited listener's own listeners (listening()):
-  // made once, under a lock of the child's (join_mu()).
+  // made once, under a lock of the child's (records_fork_child()).
   TcpListen* child_listening() const;
   void join_in_child();
   std::unique_ptr<TcpListen> child_listen_owner_;

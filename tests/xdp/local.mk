@@ -6,6 +6,7 @@ if HAVE_XDP
 check_PROGRAMS += xdp_ring_tests
 TESTS += xdp_ring_tests
 xdp_ring_tests_SOURCES = \
+	tests/common/child_reaper.h \
 	tests/common/netns_pair.h \
 	tests/common/netns_pair.cc \
 	tests/xdp/xdp_ring_test.cc
@@ -25,7 +26,7 @@ endif
 # core/net/tcp's Stack against Linux's TCP in the other namespace. Root
 # only (exit 77 otherwise). Both link as xdp_ring_tests does.
 if HAVE_XDP
-RING_RIG_SOURCES = tests/common/netns_pair.h tests/common/netns_pair.cc tests/xdp/ring_rig.h
+RING_RIG_SOURCES = tests/common/child_reaper.h tests/common/netns_pair.h tests/common/netns_pair.cc tests/xdp/ring_rig.h
 RING_RIG_OBJECTS = $(libslipstream_core_la_OBJECTS) $(libslipstream_xdp_la_OBJECTS)
 RING_RIG_LIBS = $(libslipstream_core_la_LIBADD) $(libslipstream_xdp_la_LIBADD) -lgtest \
 	$(PTHREAD_LIBS)

@@ -34,6 +34,7 @@
 #include "core/net/tcp/stack.h"
 #include "core/prov/xdp/xdp_join.h"
 #include "core/prov/xdp/xdp_queue.h"
+#include "tests/common/child_reaper.h"
 #include "tests/xdp/ring_rig.h"
 
 namespace {
@@ -54,6 +55,28 @@ std::string pattern(size_t n, int seed) {
   std::string s(n, '\0');
   for (size_t i = 0; i < n; i++) s[i] = static_cast<char>((i * 131 + i / 4093 + seed) & 0xff);
   return s;
+}
+
+// A Linux client's half of an echo on its connected socket fd: msg
+// written on a thread of its own, then a half-close, while everything
+// echoed is read until the end of stream; fd closed. What came back.
+std::string echo_through(int fd, const std::string& msg) {
+  std::thread writer([&] {
+    size_t off = 0;
+    while (off < msg.size()) {
+      const ssize_t n = write(fd, msg.data() + off, msg.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    shutdown(fd, SHUT_WR);
+  });
+  std::string echoed;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) echoed.append(buf, static_cast<size_t>(n));
+  writer.join();
+  close(fd);
+  return echoed;
 }
 
 class TcpRing : public sstest::RingRig {
@@ -805,20 +828,7 @@ TEST_F(TcpRing, LinuxClientTalksToOurListener) {
       client_done = true;
       return;
     }
-    std::thread writer([&] {
-      size_t off = 0;
-      while (off < msg.size()) {
-        const ssize_t n = write(fd, msg.data() + off, msg.size() - off);
-        if (n <= 0) break;
-        off += static_cast<size_t>(n);
-      }
-      shutdown(fd, SHUT_WR);
-    });
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) echoed.append(buf, static_cast<size_t>(n));
-    writer.join();
-    close(fd);
+    echoed = echo_through(fd, msg);
     client_done = true;
   });
   Socket* c = nullptr;
@@ -999,12 +1009,7 @@ TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
     close(up[0]);
     _exit(serve_in_child(ds, qs, up[1]));
   }
-  struct Reap {  // an assertion failing below leaves no child behind
-    pid_t pid;
-    ~Reap() {
-      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-    }
-  } reap{pid};
+  sstest::ChildReaper reap{pid};
   close(up[1]);
   int32_t slot = 0;
   ASSERT_EQ(read(up[0], &slot, sizeof slot), static_cast<ssize_t>(sizeof slot));
@@ -1022,23 +1027,7 @@ TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
   std::string echoed;
   std::atomic<bool> client_done{false};
   std::thread client([&] {
-    const int fd = connect_from_b();
-    if (fd >= 0) {
-      std::thread writer([&] {
-        size_t off = 0;
-        while (off < msg.size()) {
-          const ssize_t n = write(fd, msg.data() + off, msg.size() - off);
-          if (n <= 0) break;
-          off += static_cast<size_t>(n);
-        }
-        shutdown(fd, SHUT_WR);
-      });
-      char buf[65536];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof buf)) > 0) echoed.append(buf, static_cast<size_t>(n));
-      writer.join();
-      close(fd);
-    }
+    if (const int fd = connect_from_b(); fd >= 0) echoed = echo_through(fd, msg);
     client_done = true;
   });
   EXPECT_TRUE(pump_until([&] { return client_done.load(); }));
@@ -1046,7 +1035,7 @@ TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
   EXPECT_TRUE(echoed == msg) << "echoed " << echoed.size() << " of " << msg.size();
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  reap.pid = 0;
+  reap.release();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   EXPECT_EQ(tcp_->listener_counters(l).syns, 0u) << "the child's SYN reached the parent";
   EXPECT_EQ(dev->set_group(flow, nullptr, 0), 0);

@@ -32,6 +32,7 @@
 #include "core/prov/xdp/xdp_join.h"
 #include "core/prov/xdp/xdp_queue.h"
 #include "tests/common/stderr_capture.h"
+#include "tests/common/child_reaper.h"
 #include "tests/common/netns_pair.h"
 
 namespace {
@@ -442,12 +443,7 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
     _exit(0);
   }
   // An assertion failing below leaves no child holding the rings.
-  struct Reap {
-    pid_t pid;
-    ~Reap() {
-      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-    }
-  } reap{pid};
+  sstest::ChildReaper reap{pid};
   close(down[0]);
   close(up[1]);
   int32_t slot = 0;
@@ -532,7 +528,7 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
   close(down[1]);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  reap.pid = 0;
+  reap.release();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   while (read(up[0], &got, sizeof got) == sizeof got)
     EXPECT_NE(got, kOwnedPort) << "the owned connection's SYN reached the child";

@@ -29,6 +29,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/interruptible_poll.cc \
 	src/core/base/interruptible_poll.h \
 	src/core/base/own_fd.h \
+	src/core/base/proc_stat.h \
+	src/core/base/proc_stat.cc \
 	src/core/base/proc_sys.h \
 	src/core/base/proc_sys.cc \
 	src/core/base/sandbox.cc \
@@ -62,6 +64,7 @@ core_unit_tests_SOURCES += \
 	tests/core/base_epoll_set_test.cc \
 	tests/core/base_fd_passing_test.cc \
 	tests/core/base_fd_spare_test.cc \
+	tests/core/base_proc_stat_test.cc \
 	tests/core/base_process_share_test.cc \
 	tests/core/base_sandbox_test.cc \
 	tests/core/base_exception_errno_test.cc \

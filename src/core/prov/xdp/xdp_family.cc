@@ -1,13 +1,12 @@
 #include "core/prov/xdp/xdp_family.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
+
+#include "core/base/proc_stat.h"
 
 namespace ss::prov::xdp {
 
@@ -28,16 +27,9 @@ int map_fd(int fd, FamilyPage** out) {
 // Exited: no such process, or a zombie (its parent has not reaped it).
 bool gone(pid_t pid) {
   if (pid <= 0) return false;
-  char path[40], buf[256];
-  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return kill(pid, 0) != 0 && errno == ESRCH;
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return true;
-  buf[n] = 0;
-  const char* p = strrchr(buf, ')');  // "pid (comm) S ..."
-  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+  ProcStat st;
+  if (!read_proc_stat(pid, &st)) return kill(pid, 0) != 0 && errno == ESRCH;
+  return st.state == 'Z' || st.state == 'X';
 }
 
 }  // namespace

@@ -21,9 +21,10 @@ class XdpSteering final : public FlowSteering {
   int keep(const FlowConnection& c, bool kept) override;
   int own(const FlowConnection& c, bool owned) override;
 
- private:
   // The program's flow: -EAFNOSUPPORT for another family.
   static int flow(const SteeredFlow& f, Flow* out);
+
+ private:
   static int connection(const FlowConnection& c, Connection* out);
   std::shared_ptr<Device> dev_;
 };
