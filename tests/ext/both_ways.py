@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """MiB each way at once on one TCP connection, every byte checked.
 
-    both_ways.py server ADDR PORT MIB SEED   (accepts one connection)
-    both_ways.py client ADDR PORT MIB SEED
+    both_ways.py server ADDR PORT MIB SEED [SECONDS]   (accepts one connection)
+    both_ways.py client ADDR PORT MIB SEED [SECONDS]
 
 Each side sends MIB MiB of seeded pseudo-random data (its own stream: the
 client's and the server's differ) from a second thread while it reads the
 other's, then shuts its sending down and reads to the end. It compares
 the SHA-256 of what it read with the one of what the other side sent,
 prints "sent N received N intact" (or "differs") with the seconds taken
-and TCP_INFO's total retransmissions, and exits 0 when intact.
+and TCP_INFO's total retransmissions, and exits 0 when intact. Past
+SECONDS (if given) it exits 2 as a program exits, atexit handlers run (a
+preload's statistics written): Python's own end on SIGINT skips them.
 """
 import hashlib
 import random
+import signal
 import socket
 import struct
 import sys
@@ -31,6 +34,12 @@ def stream(seed, role, mib):
 def main():
     role, addr, port, mib, seed = sys.argv[1:6]
     port, mib, seed = int(port), int(mib), int(seed)
+    if len(sys.argv) > 6:
+        def late(*_):
+            print("timed out after %s s" % sys.argv[6], flush=True)
+            sys.exit(2)
+        signal.signal(signal.SIGALRM, late)
+        signal.alarm(int(sys.argv[6]))
     fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
     if role == "server":
         lst = socket.socket(fam, socket.SOCK_STREAM)
@@ -52,7 +61,7 @@ def main():
             sent[0] += len(block)
         conn.shutdown(socket.SHUT_WR)
 
-    sender = threading.Thread(target=send)
+    sender = threading.Thread(target=send, daemon=True)  # an interrupt ends the program
     sender.start()
     got = hashlib.sha256()
     received = 0

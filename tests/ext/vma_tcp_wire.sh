@@ -19,14 +19,17 @@
 # the seconds, retransmissions, timeouts and SACK recoveries A's kernel
 # counted, for comparison; nothing is asserted on them.
 # Its minutes: 25-45 s (the wire is a Python program; 5% loss slows a
-# loss-based sender).
+# loss-based sender). An end that has not finished in WIRE_END_S s (90)
+# ends itself (A's statistics still written at its exit), and the
+# case prints B's kernel's last view of the connection (ss, sampled every
+# 2 s) and our connection's state: a stall shows where it stood.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp_wire.sh
 set -u
 name=vma_tcp_wire.sh
 A=ss-wa-$$ Z=ss-wb-$$ M=ss-wm-$$
 IP4=10.226.0.1 IP4B=10.226.0.2 IP6=fd00:226::1 IP6B=fd00:226::2
-MIB=${WIRE_MIB:-100}
+MIB=${WIRE_MIB:-100} END_S=${WIRE_END_S:-90}
 . "$(dirname "$0")/vma_pair.sh"
 trap 'ip netns del "$M" 2>/dev/null; cleanup' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,16 +66,22 @@ done
 transfer() {
   local ours=$1 addr=$2 port=$3 drop=$4 reorder=$5 preload=$6 theirs=server wire before
   [ "$ours" = server ] && theirs=client
-  rm -f "$T"/sf.* "$T/a.out" "$T/b.out" "$T/wire"
+  rm -f "$T"/sf.* "$T/a.out" "$T/b.out" "$T/wire" "$T/ss"
   ip netns exec "$M" python3 "$here/lossy_wire.py" xa xb "$drop" "$reorder" "$port" >"$T/wire" 2>&1 &
   wire=$!
   for _ in $(seq 50); do grep -q ready "$T/wire" && break; sleep 0.1; done
   before=$(kernel_tcp)
+  local end=(timeout -k 5 $((END_S + 15)) python3 "$here/both_ways.py")
   local a_cmd=(ip netns exec "$A" env "$preload" SLIPSTREAM_VMA_TCP=1
-    VMA_STATS_FILE="$T/sf.%d" timeout 300 python3 "$here/both_ways.py" "$ours" "$addr" "$port"
-    "$MIB" "$port")
-  local b_cmd=(ip netns exec "$Z" timeout 300 python3 "$here/both_ways.py" "$theirs" "$addr"
-    "$port" "$MIB" "$port")
+    VMA_STATS_FILE="$T/sf.%d" "${end[@]}" "$ours" "$addr" "$port" "$MIB" "$port" "$END_S")
+  local b_cmd=(ip netns exec "$Z" "${end[@]}" "$theirs" "$addr" "$port" "$MIB" "$port" "$END_S")
+  # B's kernel's view of the connection, for a stall.
+  while :; do
+    ip netns exec "$Z" ss -tni "( sport = :$port or dport = :$port )" >"$T/ss.new" 2>&1 &&
+      mv "$T/ss.new" "$T/ss"
+    sleep 2
+  done &
+  local sampler=$!
   if [ "$ours" = server ]; then
     "${a_cmd[@]}" >"$T/a.out" 2>&1 &
     local srv=$!
@@ -87,16 +96,16 @@ transfer() {
     wait $srv || bad=1
   fi
   segs=$(($(kernel_tcp) - before))
-  kill -TERM $wire
-  wait $wire
-  echo "  A ($ours): $(grep -E 'sent|Error|error' "$T/a.out" | tail -1)"
-  echo "  B (Linux, $theirs): $(grep -E 'sent|Error|error' "$T/b.out" | tail -1)"
+  kill -TERM $wire $sampler
+  wait $wire $sampler 2>/dev/null
+  echo "  A ($ours): $(grep -E 'sent|Error|error|timed out' "$T/a.out" | tail -1)"
+  echo "  B (Linux, $theirs): $(grep -E 'sent|Error|error|timed out' "$T/b.out" | tail -1)"
   sed 's/^/  wire: /' "$T/wire" | grep forwarded
 }
 
 # run_case LABEL OURS(client|server) ADDR PORT DROP REORDER
 run_case() {
-  local label=$1 ours=$2 addr=$3 port=$4 drop=$5 reorder=$6 bad=0 segs
+  local label=$1 ours=$2 addr=$3 port=$4 drop=$5 reorder=$6 bad=0 segs sf
   transfer "$ours" "$addr" "$port" "$drop" "$reorder" LD_PRELOAD="$LIB"
   has "$T/a.out" " intact " && has "$T/b.out" " intact " || bad=1
   [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
@@ -105,7 +114,6 @@ run_case() {
       if ((d > 0) != ($5 > 0) || (r > 0) != ($7 > 0)) bad = 1; n++ }
     END { exit (n == 2 && !bad) ? 0 : 1 }' "$T/wire" || { echo "  the wire did not do as told"; bad=1; }
   # Our connection's statistics: offloaded, and its loss recovery.
-  local sf
   sf=$(grep -l "^TCP loss:" "$T"/sf.* 2>/dev/null | head -1)
   if [ -z "$sf" ]; then
     echo "  no statistics with TCP lines"
@@ -119,6 +127,11 @@ run_case() {
       awk '/^TCP loss:/ { found = 1; if ($3 > 0 && $7 > 0 && 10 * $5 < $7) ok = 1 }
         END { exit ok ? 0 : 1 }' "$sf" || { echo "  not SACK's recoveries"; bad=1; }
     fi
+  fi
+  if [ "$bad" != 0 ]; then
+    echo "  B's kernel's last view (ss -tni):"
+    sed 's/^/    /' "$T/ss" 2>/dev/null
+    [ -n "$sf" ] && grep -E "^TCP (state|rtt|window)" "$sf" | sed 's/^/  ours: /'
   fi
   check "$label: $MIB MiB each way at once, drop $drop and reorder $reorder each way: intact both ways, A's kernel moved $segs TCP segments" $bad
   [ -n "${WIRE_REFERENCE:-}" ] || return 0
