@@ -1,5 +1,6 @@
 // read_proc_stat: this process's own fields against what the kernel says
-// through other calls, a zombie child's state, and a pid that is gone.
+// through other calls, a zombie child's state and exit flag, and a pid
+// that is gone.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@ TEST(ProcStat, OwnFieldsMatchTheKernels) {
   EXPECT_EQ(st.ppid, getppid());
   EXPECT_EQ(st.state, 'R');  // reading its own file
   EXPECT_GT(st.start_ticks, 0u);
+  EXPECT_EQ(st.flags & 0x4, 0u);  // not exiting
 }
 
 TEST(ProcStat, AnUnreapedChildIsAZombieAndAReapedOneIsGone) {
@@ -25,6 +27,7 @@ TEST(ProcStat, AnUnreapedChildIsAZombieAndAReapedOneIsGone) {
   ASSERT_TRUE(ss::read_proc_stat(pid, &st));
   EXPECT_EQ(st.state, 'Z');
   EXPECT_EQ(st.ppid, getpid());
+  EXPECT_NE(st.flags & 0x4, 0u);  // PF_EXITING: a zombie has exited
   ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
   EXPECT_FALSE(ss::read_proc_stat(pid, &st));
   EXPECT_FALSE(ss::read_proc_stat(0, &st));

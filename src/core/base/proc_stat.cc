@@ -31,6 +31,7 @@ bool read_proc_stat(pid_t pid, ProcStat* out) {
     if (!p) return false;
     p++;
     if (field + 1 == 4) out->ppid = static_cast<pid_t>(atoi(p));
+    if (field + 1 == 9) out->flags = static_cast<unsigned>(strtoul(p, nullptr, 10));
   }
   out->start_ticks = strtoull(p, nullptr, 10);
   return true;

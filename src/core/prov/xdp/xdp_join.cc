@@ -49,6 +49,7 @@ int JoinedQueue::create(const char* ifname, const QueueShare& share, std::shared
                  XDP_PGOFF_RX_RING);
   if (m == MAP_FAILED) return -errno;
   q->rx_map_ = m;
+  (void)madvise(m, q->rx_map_len_, MADV_DONTFORK);  // as keep_from_forks
   auto* base = static_cast<uint8_t*>(m);
   q->rx_.mask = rx_size - 1;
   q->rx_.size = rx_size;
@@ -64,6 +65,7 @@ int JoinedQueue::create(const char* ifname, const QueueShare& share, std::shared
            XDP_UMEM_PGOFF_FILL_RING);
   if (m == MAP_FAILED) return -errno;
   q->fill_map_ = m;
+  (void)madvise(m, q->fill_map_len_, MADV_DONTFORK);
   base = static_cast<uint8_t*>(m);
   q->fill_.mask = share.fill_size - 1;
   q->fill_.size = share.fill_size;

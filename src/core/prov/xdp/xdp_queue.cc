@@ -119,8 +119,17 @@ int XdpQueue::bind(bool zero_copy, bool multi_buffer) {
   }
   xdp_options opts{};
   socklen_t len = sizeof opts;
-  zero_copy_ = getsockopt(xsk_socket__fd(xsk_), SOL_XDP, XDP_OPTIONS, &opts, &len) == 0 &&
-               (opts.flags & XDP_OPTIONS_ZEROCOPY);
+  const int fd = xsk_socket__fd(xsk_);
+  zero_copy_ =
+      getsockopt(fd, SOL_XDP, XDP_OPTIONS, &opts, &len) == 0 && (opts.flags & XDP_OPTIONS_ZEROCOPY);
+  xdp_mmap_offsets off{};
+  len = sizeof off;
+  if (getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &len) == 0) {
+    keep_from_forks(rx_.producer, off.rx.producer, off.rx.desc, rx_.size, sizeof(xdp_desc));
+    keep_from_forks(tx_.producer, off.tx.producer, off.tx.desc, tx_.size, sizeof(xdp_desc));
+    keep_from_forks(fill_.producer, off.fr.producer, off.fr.desc, fill_.size, sizeof(uint64_t));
+    keep_from_forks(comp_.producer, off.cr.producer, off.cr.desc, comp_.size, sizeof(uint64_t));
+  }
   multi_buffer_ = multi_buffer;
   return 0;
 }

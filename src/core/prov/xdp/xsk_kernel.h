@@ -3,6 +3,7 @@
 // on a packet's frames, and the socket's own drop counters.
 #pragma once
 #include <linux/if_xdp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include <xdp/xsk.h>
@@ -32,6 +33,16 @@ inline bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
 inline void resync_producer(xsk_ring_prod* r) {
   r->cached_prod = __atomic_load_n(r->producer, __ATOMIC_RELAXED);
   r->cached_cons = __atomic_load_n(r->consumer, __ATOMIC_ACQUIRE) + r->size;
+}
+
+// A ring's mapping, from its producer index at `producer_off` in it, kept
+// out of fork children: a child's copy would hold the socket, and its
+// queue, after this process is gone (a daemon's child could not take the
+// queue over then).
+inline void keep_from_forks(const void* producer, uint64_t producer_off, uint64_t desc_off,
+                            uint32_t entries, size_t entry_bytes) {
+  const auto* base = static_cast<const uint8_t*>(producer) - producer_off;
+  (void)madvise(const_cast<uint8_t*>(base), desc_off + entries * entry_bytes, MADV_DONTFORK);
 }
 
 // The drops the kernel counted on socket fd, into s.
