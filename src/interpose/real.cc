@@ -93,6 +93,7 @@ void resolve_all() {
   SS_REAL(prctl);
   SS_REAL(syscall);
   SS_REAL(_exit);
+  SS_REAL(fork);
   SS_REAL(posix_spawn_file_actions_init);
   SS_REAL(posix_spawn_file_actions_destroy);
   SS_REAL(posix_spawn_file_actions_adddup2);

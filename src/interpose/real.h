@@ -87,6 +87,7 @@ struct RealCalls {
   int (*prctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
   long (*syscall)(long, long, long, long, long, long, long);
   void (*_exit)(int);
+  pid_t (*fork)();
   int (*posix_spawn_file_actions_init)(posix_spawn_file_actions_t*);
   int (*posix_spawn_file_actions_destroy)(posix_spawn_file_actions_t*);
   int (*posix_spawn_file_actions_adddup2)(posix_spawn_file_actions_t*, int, int);

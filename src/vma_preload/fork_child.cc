@@ -18,8 +18,9 @@
 // offload and multicast locks): those paths end first in a child. The
 // rings' memory is not in the child at all (MADV_DONTFORK, netdev_rings.cc):
 // pinned, fork would copy it whole. A child of a process without
-// rings is a process like any other. vfork is fork here, as libvma
-// makes it: a vfork child shares its parent's memory, so its calls under
+// rings is a process like any other. A daemon whose parent made the
+// rings and exited takes them over (take_over_before_fork). vfork is fork
+// here, as libvma makes it: a vfork child shares its parent's memory, so its calls under
 // the preload (a close of an offloaded socket before exec) would change
 // the parent's records.
 #include <pthread.h>
@@ -29,11 +30,14 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/errno_guard.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "interpose/export.h"
-#include "vma_preload/socket_record.h"
+#include "interpose/real.h"
+#include "vma_preload/fork_share.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/port_holds.h"
 #include "vma_preload/tcp_service.h"
 
@@ -59,6 +63,7 @@ void keep_inherited_records() {
 
 void in_child() {
   g_pid.store(::getpid(), std::memory_order_relaxed);
+  fork_share_fork_child();
   close_port_holds_in_fork_child();
   const bool had_rings = close_rings_in_fork_child();
   tcp_service_fork_child();
@@ -74,6 +79,24 @@ void in_child() {
   }
 }
 
+// A fork child whose parent owned the rings and is gone (a daemon's first
+// process exits after its fork) takes its inherited listeners onto rings
+// of its own before it forks in turn: its children (the daemon's workers)
+// then join it, as a parent that made the rings. Its first look at such
+// a listener does the same (SocketRecord::join_in_child). Before fork
+// itself, not in a prepare handler: other libraries' handlers (the pools'
+// registry) hold their locks from theirs on.
+void take_over_before_fork() {
+  if (!in_fork_child() || !fork_share_parent_gone()) return;
+  ErrnoGuard keep;
+  std::vector<std::shared_ptr<SocketRecord>> listeners;
+  for_each_record([&](int, const std::shared_ptr<SocketRecord>& s) {
+    if (s->inherited_listener()) listeners.push_back(s);
+    return true;
+  });
+  for (const auto& s : listeners) (void)s->listening();
+}
+
 // Registered after the fd table's (urcu's) handlers: the child's runs
 // after theirs, so its table lookups work.
 __attribute__((constructor)) void watch_fork() {
@@ -86,4 +109,8 @@ __attribute__((constructor)) void watch_fork() {
 
 }  // namespace ss::vma::preload
 
+SS_PRELOAD_EXPORT pid_t fork() {
+  ss::vma::preload::take_over_before_fork();
+  return ss::interpose::real().fork();
+}
 SS_PRELOAD_EXPORT pid_t vfork() { return fork(); }

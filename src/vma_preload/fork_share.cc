@@ -27,6 +27,7 @@ namespace ss::vma::preload {
 namespace {
 
 constexpr int kAnswerMs = 1000;
+constexpr int kExitWaitMs = 2000;  // a parent's exit, for fork_share_parent_gone
 constexpr size_t kSlots = 64;
 
 // A request's life: free -> claimed (a child writes it) -> asked -> lent
@@ -63,6 +64,8 @@ std::atomic<pid_t> g_owner_pid{0};
 bool owner_here() { return g_owner_pid.load(std::memory_order_relaxed) == ::getpid(); }
 ino_t g_sock_ino = 0;
 dev_t g_sock_dev = 0;
+// In a fork child: the process that forked it.
+pid_t g_fork_parent = 0;
 // Per slot, the asker's start time (/proc/PID/stat): a reused pid is not it.
 unsigned long long g_start[kSlots];
 
@@ -115,50 +118,84 @@ bool own_socket_intact() {
   return false;
 }
 
+// The page and the socket, named by this process: 0 or -errno.
+int open_page() {
+  void* p =
+      ::mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    const int err = -errno;
+    SS_WARN(
+        "fork: no request page (%s): a fork child's inherited offloaded sockets get only "
+        "same-host datagrams while this process holds them",
+        strerror(-err));
+    return err;
+  }
+  auto* page = new (p) Page{};
+  uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
+    nonce = reinterpret_cast<uintptr_t>(p) ^ static_cast<uint64_t>(time(nullptr));
+  page->name.sun_family = AF_UNIX;
+  const int len = snprintf(page->name.sun_path + 1, sizeof page->name.sun_path - 1,
+                           "slipstream-vma-fork/%d/%016llx", static_cast<int>(::getpid()),
+                           static_cast<unsigned long long>(nonce));
+  page->name_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + len);
+  const int s = raw_socket();
+  struct stat st;
+  const int one = 1;  // who asks (fork_join.h's requests)
+  if (s >= 0 &&
+      ::syscall(SYS_bind, s, reinterpret_cast<const sockaddr*>(&page->name), page->name_len) == 0 &&
+      ::syscall(SYS_setsockopt, s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) == 0 &&
+      ::syscall(SYS_fstat, s, &st) == 0) {
+    g_sock_ino = st.st_ino;
+    g_sock_dev = st.st_dev;
+    g_sock.store(s, std::memory_order_relaxed);
+  } else {
+    // The children's requests are then seen at the next second's look.
+    SS_DEBUG("fork: no request socket (%s)", strerror(errno));
+    if (s >= 0) ::syscall(SYS_close, s);
+  }
+  g_owner_pid.store(::getpid(), std::memory_order_relaxed);
+  g_page.store(page, std::memory_order_release);
+  return 0;
+}
+
 }  // namespace
 
 int fork_share_open() {
   static int err = 0;
-  std::call_once(g_once, [] {
-    void* p =
-        ::mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      err = -errno;
-      SS_WARN(
-          "fork: no request page (%s): a fork child's inherited offloaded sockets get only "
-          "same-host datagrams while this process holds them",
-          strerror(errno));
-      return;
-    }
-    auto* page = new (p) Page{};
-    uint64_t nonce = 0;
-    if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
-      nonce = reinterpret_cast<uintptr_t>(p) ^ static_cast<uint64_t>(time(nullptr));
-    page->name.sun_family = AF_UNIX;
-    const int len = snprintf(page->name.sun_path + 1, sizeof page->name.sun_path - 1,
-                             "slipstream-vma-fork/%d/%016llx", static_cast<int>(::getpid()),
-                             static_cast<unsigned long long>(nonce));
-    page->name_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + len);
-    const int s = raw_socket();
-    struct stat st;
-    const int one = 1;  // who asks (fork_join.h's requests)
-    if (s >= 0 &&
-        ::syscall(SYS_bind, s, reinterpret_cast<const sockaddr*>(&page->name), page->name_len) ==
-            0 &&
-        ::syscall(SYS_setsockopt, s, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) == 0 &&
-        ::syscall(SYS_fstat, s, &st) == 0) {
-      g_sock_ino = st.st_ino;
-      g_sock_dev = st.st_dev;
-      g_sock.store(s, std::memory_order_relaxed);
-    } else {
-      // The children's requests are then seen at the next second's look.
-      SS_DEBUG("fork: no request socket (%s)", strerror(errno));
-      if (s >= 0) ::syscall(SYS_close, s);
-    }
-    g_owner_pid.store(::getpid(), std::memory_order_relaxed);
-    g_page.store(page, std::memory_order_release);
-  });
+  std::call_once(g_once, [] { err = open_page(); });
   return err;
+}
+
+int fork_share_take_over() { return owner_here() ? 0 : open_page(); }
+
+void fork_share_fork_child() {
+  // The parent's socket: a copy here would keep its name bound after the
+  // parent is gone, and children would wait for answers nobody gives.
+  const int fd = g_sock.exchange(-1, std::memory_order_relaxed);
+  if (fd >= 0) ::syscall(SYS_close, fd);
+  g_fork_parent = static_cast<pid_t>(::syscall(SYS_getppid));
+}
+
+bool fork_share_parent_gone() {
+  const pid_t owner = g_owner_pid.load(std::memory_order_relaxed);
+  if (owner == 0 || g_fork_parent != owner || !g_page.load(std::memory_order_acquire)) return false;
+  // Gone: this process was handed to another parent, which the kernel
+  // does once the owner's descriptors (the rings' too) are closed. Awaited
+  // kExitWaitMs at most while the owner exits (its main thread's
+  // PF_EXITING), or while this process leads a session of its own: a
+  // daemon, whose parent exits right after the fork (daemon(3), nginx).
+  constexpr unsigned kPfExiting = 0x4;
+  const bool daemon = ::syscall(SYS_getsid, 0) == ::syscall(SYS_getpid);
+  const timespec step = {0, 5 * 1000 * 1000};
+  for (int waited = 0;; waited += 5) {
+    if (static_cast<pid_t>(::syscall(SYS_getppid)) != owner) return true;
+    ProcStat st;
+    if (waited >= kExitWaitMs ||
+        (!daemon && (!read_proc_stat(owner, &st) || !(st.flags & kPfExiting))))
+      return false;
+    ::nanosleep(&step, nullptr);
+  }
 }
 
 int fork_share_fd() { return owner_here() ? g_sock.load(std::memory_order_relaxed) : -1; }

@@ -25,6 +25,15 @@ namespace ss::vma::preload {
 // Parent: the page and the socket, made once. 0, or -errno (then no
 // child can ask: one warning).
 int fork_share_open();
+// A fork child that takes the rings over (fork_child.cc): a page and a
+// socket of its own, its children's owner from now on. 0 or -errno.
+int fork_share_take_over();
+// In a fork child's handler: closes its copy of the parent's socket.
+void fork_share_fork_child();
+// Child: whether its parent owned the page and is gone (its descriptors,
+// the rings' among them, closed), waiting a while for one that is exiting
+// or, in a daemon (a session leader), that will.
+bool fork_share_parent_gone();
 // Parent: the socket the service thread polls, or -1 (none yet, or the
 // program closed it: the requests are then found each second).
 int fork_share_fd();

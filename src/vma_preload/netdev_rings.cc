@@ -433,9 +433,13 @@ NetdevRings* netdev_rings(const std::string& ifname) {
   std::unique_ptr<NetdevRings> r;
   int err;
   if (in_fork_child()) {
-    // Only a listener the parent had on the rings joins its queues; other
-    // sockets of a child are the kernel's (asked again, not remembered).
-    if (!t_joining || !g_parent_netdevs || !g_parent_netdevs->count(ifname)) return nullptr;
+    // Only a listener the parent had on the rings joins its queues, or
+    // takes them over; other sockets of a child are the kernel's (asked
+    // again, not remembered).
+    if (!(t_joining || t_taking_over) || !g_parent_netdevs || !g_parent_netdevs->count(ifname))
+      return nullptr;
+  }
+  if (in_fork_child() && t_joining) {
     err = make_joined_rings(ifname, &r);
     if (err < 0) {
       SS_INFO("%s: fork child: cannot join the parent's rings (%s); the kernel serves it",
@@ -449,6 +453,12 @@ NetdevRings* netdev_rings(const std::string& ifname) {
     return rings_map()[ifname] = r.release();
   }
   err = make_rings(ifname, &r);
+  // Taking over: the kernel frees the gone parent's queues a moment after
+  // its exit (a work item).
+  for (int i = 0; i < 20 && err == -EBUSY && t_taking_over; i++) {
+    usleep(10'000);
+    err = make_rings(ifname, &r);
+  }
   if (err < 0) {
     SS_WARN("%s: no rings (%s); its UDP sockets are served by the kernel", ifname.c_str(),
             std::strerror(-err));
@@ -466,7 +476,7 @@ NetdevRings* netdev_rings(const std::string& ifname) {
   return rings_map()[ifname] = r.release();
 }
 
-thread_local bool t_joining = false;
+thread_local bool t_joining = false, t_taking_over = false;
 
 #if SS_VMA_XDP
 int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,

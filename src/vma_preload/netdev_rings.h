@@ -145,8 +145,10 @@ bool close_rings_in_fork_child();
 
 // Set by a fork child's listener while it makes its listeners: then, and
 // only then, netdev_rings() in a fork child joins the parent's rings on a
-// netdev the parent had them on (fork_join.h).
-extern thread_local bool t_joining;
+// netdev the parent had them on (fork_join.h), or with t_taking_over
+// makes rings of its own there, as their owner (the parent is gone:
+// fork_child.cc).
+extern thread_local bool t_joining, t_taking_over;
 
 #if SS_VMA_XDP
 // Owner: what a fork child needs to join ifname's rings. 0 or -errno.

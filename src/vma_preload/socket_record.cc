@@ -456,24 +456,33 @@ TcpListen* SocketRecord::child_listening() const {
 }
 
 void SocketRecord::join_in_child() {
+  ErrnoGuard keep;            // inside the program's call
   interpose::BusyScope busy;  // the stacks' locks
   std::lock_guard<std::mutex> lock(*g_join_mu);
   if (child_join_tried_.exchange(true, std::memory_order_relaxed) ||
       !settings::get(settings::Id::kTcpForkJoin))
     return;
-  t_joining = true;
+  // The parent that owned the rings is gone (a daemon's first process
+  // exits after its fork): this process owns rings from now on, and its
+  // own children join it (fork_child.cc).
+  const bool take_over = fork_share_parent_gone() && fork_share_take_over() == 0;
+  t_joining = !take_over;
+  t_taking_over = take_over;
   t_making_rings = true;
   // The parent's backlog is not known here: the kernel's bound.
   std::unique_ptr<TcpListen> l = TcpListen::open(fd, family, SOMAXCONN);
-  t_joining = false;
+  t_joining = t_taking_over = false;
   t_making_rings = false;
   if (!l) return;
-  if (const int err = l->join_groups(); err < 0) {
+  if (take_over) {
+    SS_INFO("listen fd %d: fork child: its parent gone, on rings this process owns", fd);
+  } else if (const int err = l->join_groups(); err < 0) {
     SS_INFO("listen fd %d: fork child: no share of the parent's rings (%s); the kernel serves it",
             fd, std::strerror(-err));
     return;  // its listeners close: nothing reached them
+  } else {
+    SS_INFO("listen fd %d: fork child: on rings of its own beside its parent's", fd);
   }
-  SS_INFO("listen fd %d: fork child: on rings of its own beside its parent's", fd);
   child_listen_owner_ = std::move(l);
   child_listen_.store(child_listen_owner_.get(), std::memory_order_release);
 }

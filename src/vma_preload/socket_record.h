@@ -133,6 +133,10 @@ struct SocketRecord final : Pollable {
   bool tcp_on_rings() const {
     return !inherited() && tcp_.load(std::memory_order_acquire) != nullptr;
   }
+  // In a fork child: a listener the parent had on the rings.
+  bool inherited_listener() const {
+    return inherited() && listen_.load(std::memory_order_relaxed) != nullptr;
+  }
   // In a fork child: the record came with the fork (its offloaded parts
   // are the parent's), rather than made here.
   bool inherited() const {

@@ -46,7 +46,9 @@
 #  (f) nginx in A (a master forking workers): each worker joins the
 #      master's rings with its own (8 downloads from B at once, none
 #      through A's kernel; again after a reload); with joining off the
-#      listener goes back to the kernel at a worker's first look.
+#      listener goes back to the kernel at a worker's first look; as a
+#      daemon the daemon takes the rings over from the process that
+#      started it (gone) and the workers join the daemon's.
 #  (g) forking programs in A (tests/ext/vma_tcp_forking.py): an
 #      accept-then-fork server's connection goes to A's kernel socket at
 #      the parent's close or the child's first call, and the child echoes
@@ -707,15 +709,28 @@ fi
 # downloads at once from B, each intact, A's kernel moving no TCP
 # segment: every connection on a worker's rings, none through the
 # kernel. With SLIPSTREAM_VMA_TCP_FORK_JOIN=0 the listener goes back to
-# the kernel at a worker's first look instead, and A's kernel serves.
+# the kernel at a worker's first look instead, and A's kernel serves. As
+# a daemon (`daemon on`, nginx's default), the rings' owner is the first
+# process, which exits: the daemon takes them over before it forks its
+# workers (its log says so), and they join it; 8 downloads as above.
 if command -v nginx >/dev/null; then
   . "$here/nginx_conf.sh"
   nginx_conf "$T/ngx" 8083 "$T/www" "$IP4"
-  for join in 1 0; do
-    rm -f "$T/ngx/error.log"
-    SLIPSTREAM_VMA_TCP_FORK_JOIN=$join in_a_bg nginx -e "$T/ngx/error.log" -c "$T/ngx/nginx.conf" -p "$T/ngx"
+  for mode in join nojoin daemon; do
+    join=1
+    [ $mode = nojoin ] && join=0
+    rm -f "$T/ngx/error.log" "$T/ngx/nginx.pid"
+    sed "s/^daemon off;/daemon $([ $mode = daemon ] && echo on || echo off);/" "$T/ngx/nginx.conf" \
+      >"$T/ngx/mode.conf"
+    SLIPSTREAM_VMA_TCP_FORK_JOIN=$join in_a_bg nginx -e "$T/ngx/error.log" -c "$T/ngx/mode.conf" -p "$T/ngx"
     ngx=${pids[-1]}
     bad=0
+    if [ $mode = daemon ]; then  # the first process exits once the daemon runs
+      wait "$ngx" || bad=1
+      for _ in $(seq 50); do [ -s "$T/ngx/nginx.pid" ] && break; sleep 0.1; done
+      ngx=$(cat "$T/ngx/nginx.pid" 2>/dev/null)
+      pids+=("$ngx")
+    fi
     listening 8083 || bad=1
     n=1
     [ $join = 1 ] && n=8
@@ -736,7 +751,14 @@ if command -v nginx >/dev/null; then
       [ "$(sha256sum <"$T/got.$i" 2>/dev/null)" = "$want" ] || { echo "  download $i differs"; bad=1; }
     done
     cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
-    if [ $join = 1 ]; then
+    if [ $mode = daemon ]; then
+      joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
+      [ "$joined" = 2 ] || { echo "  $joined workers joined the rings, not 2"; bad=1; }
+      has "$T/ngx.both" "listen fd [0-9]+: fork child: its parent gone, on rings this process owns" ||
+        bad=1
+      [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+      check "nginx as a daemon (its default) under libvma.so: the daemon took the rings over from the process that started it, both workers joined the daemon's, 8 downloads of 20 MB at once intact, A's kernel moved $segs TCP segments" $bad
+    elif [ $join = 1 ]; then
       joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
       [ "$joined" = 2 ] || { echo "  $joined workers joined the rings, not 2"; bad=1; }
       [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
@@ -770,6 +792,8 @@ if command -v nginx >/dev/null; then
     fi
     kill "$ngx" 2>/dev/null
     wait "$ngx" 2>/dev/null
+    # A daemon is no child of ours: its end is awaited by its pid.
+    for _ in $(seq 50); do kill -0 "$ngx" 2>/dev/null || break; sleep 0.1; done
     rm -f "$T"/got.*
   done
 else
