@@ -29,6 +29,7 @@ Slot g_slots[NSIG];
 [[gnu::tls_model("initial-exec")]] thread_local int t_last = 0;
 [[gnu::tls_model("initial-exec")]] thread_local int t_busy = 0;         // open BusyScopes
 [[gnu::tls_model("initial-exec")]] thread_local bool t_fenced = false;  // in a handler over one
+[[gnu::tls_model("initial-exec")]] thread_local int t_in_handler = 0;   // handlers running
 
 void trampoline(int sig, siginfo_t* info, void* uc) {
   t_ran++;
@@ -36,7 +37,9 @@ void trampoline(int sig, siginfo_t* info, void* uc) {
   const bool fenced = t_fenced;
   t_fenced = fenced || t_busy > 0;
   // A one-argument handler ignores the two more the ABI passes it.
+  t_in_handler++;
   if (const Handler h = g_slots[sig].handler.load(std::memory_order_acquire)) h(sig, info, uc);
+  t_in_handler--;
   t_fenced = fenced;
 }
 
@@ -77,6 +80,7 @@ BusyScope::~BusyScope() {
   t_busy--;
 }
 bool handler_over_busy() noexcept { return t_fenced; }
+bool in_handler() noexcept { return t_in_handler > 0; }
 
 bool spin_interrupted(uint64_t* seen, bool restartable) {
   if (t_ran == *seen) return false;

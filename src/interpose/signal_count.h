@@ -37,6 +37,9 @@ class BusyScope {
 
 // Whether this thread runs a handler that interrupted a BusyScope.
 bool handler_over_busy() noexcept;
+// Whether this thread runs a counted handler at all (it may have
+// interrupted malloc or any lock: only async-signal-safe work then).
+bool in_handler() noexcept;
 
 // sigaction(2) with a program's handler counted; `drop_restart`: install
 // it without SA_RESTART whatever the program asked (reported back as asked).

@@ -16,8 +16,8 @@
 // kernel's (the child makes no rings), and it takes none of the locks a
 // parent's thread may have held at fork (the rings' registry, a socket's
 // offload and multicast locks): those paths end first in a child. The
-// rings' memory is not in the child at all (MADV_DONTFORK, netdev_rings.cc):
-// pinned, fork would copy it whole. A child of a process without
+// rings' memory is not in the child at all (MADV_DONTFORK, netdev_rings.cc;
+// their mappings too, xsk_kernel.h): pinned, fork would copy it whole. A child of a process without
 // rings is a process like any other. A daemon whose parent made the
 // rings and exited takes them over (take_over_before_fork). vfork is fork
 // here, as libvma makes it: a vfork child shares its parent's memory, so its calls under
@@ -35,6 +35,7 @@
 #include "core/base/log.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
+#include "interpose/signal_count.h"
 #include "vma_preload/fork_share.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_record.h"
@@ -87,8 +88,11 @@ void in_child() {
 // itself, not in a prepare handler: other libraries' handlers (the pools'
 // registry) hold their locks from theirs on.
 void take_over_before_fork() {
-  if (!in_fork_child() || !fork_share_parent_gone()) return;
-  ErrnoGuard keep;
+  // Not from a signal handler (it may have interrupted malloc or a lock):
+  // the first look at the listener does it then.
+  if (!in_fork_child() || interpose::in_handler()) return;
+  const ErrnoGuard keep;
+  if (!fork_share_parent_gone()) return;
   std::vector<std::shared_ptr<SocketRecord>> listeners;
   for_each_record([&](int, const std::shared_ptr<SocketRecord>& s) {
     if (s->inherited_listener()) listeners.push_back(s);

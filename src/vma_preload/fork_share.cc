@@ -58,14 +58,17 @@ std::atomic<Page*> g_page{nullptr};  // MAP_SHARED: a fork child writes the pare
 // The owner's side (service thread): its socket, and what tells that
 // number is still that socket (the program may close it and reuse it).
 std::atomic<int> g_sock{-1};
-// The process that made the page: only it answers (a fork child that
-// joined the rings runs a service thread too, with a copy of g_sock).
+// The process that made the page, or took the rings over: only it
+// answers (a fork child that joined the rings runs a service thread too).
 std::atomic<pid_t> g_owner_pid{0};
 bool owner_here() { return g_owner_pid.load(std::memory_order_relaxed) == ::getpid(); }
 ino_t g_sock_ino = 0;
 dev_t g_sock_dev = 0;
-// In a fork child: the process that forked it.
+// In a fork child: the process that forked it, and that one's start time
+// if it made the page (0 otherwise); whether its exit was awaited once.
 pid_t g_fork_parent = 0;
+unsigned long long g_parent_start = 0;
+bool g_parent_waited = false;
 // Per slot, the asker's start time (/proc/PID/stat): a reused pid is not it.
 unsigned long long g_start[kSlots];
 
@@ -171,32 +174,54 @@ int fork_share_take_over() { return owner_here() ? 0 : open_page(); }
 
 void fork_share_fork_child() {
   // The parent's socket: a copy here would keep its name bound after the
-  // parent is gone, and children would wait for answers nobody gives.
+  // parent is gone, and children would wait for answers nobody gives. Its
+  // number only if it is still that socket (the program may have closed
+  // it and got the number back).
   const int fd = g_sock.exchange(-1, std::memory_order_relaxed);
-  if (fd >= 0) ::syscall(SYS_close, fd);
+  struct stat st;
+  if (fd >= 0 && ::syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == g_sock_ino &&
+      st.st_dev == g_sock_dev)
+    ::syscall(SYS_close, fd);
   g_fork_parent = static_cast<pid_t>(::syscall(SYS_getppid));
+  g_parent_waited = false;
+  ProcStat ps;
+  g_parent_start = g_fork_parent == g_owner_pid.load(std::memory_order_relaxed) &&
+                           read_proc_stat(g_fork_parent, &ps)
+                       ? ps.start_ticks
+                       : 0;
 }
 
 bool fork_share_parent_gone() {
   const pid_t owner = g_owner_pid.load(std::memory_order_relaxed);
-  if (owner == 0 || g_fork_parent != owner || !g_page.load(std::memory_order_acquire)) return false;
-  // Gone: this process was handed to another parent, which the kernel
-  // does once the owner's descriptors (the rings' too) are closed. Awaited
-  // kExitWaitMs at most while the owner exits (its main thread's
-  // PF_EXITING), or while this process leads a session of its own: a
-  // daemon, whose parent exits right after the fork (daemon(3), nginx).
+  if (owner == 0 || g_fork_parent != owner || g_parent_start == 0 ||
+      !g_page.load(std::memory_order_acquire))
+    return false;
+  // Gone once this process was handed to another parent (no thread of the
+  // owner runs) and the owner is a zombie, reaped, or its pid another's:
+  // its descriptors, the rings' among them, are closed then (a zombie
+  // leader alone is a main thread gone, its other threads running on).
+  // Awaited kExitWaitMs at most, once, while it exits (PF_EXITING, or this
+  // process handed over) or while this process leads a session of its
+  // own: a daemon, whose parent exits right after the fork (daemon(3),
+  // nginx).
   constexpr unsigned kPfExiting = 0x4;
   const bool daemon = ::syscall(SYS_getsid, 0) == ::syscall(SYS_getpid);
   const timespec step = {0, 5 * 1000 * 1000};
   for (int waited = 0;; waited += 5) {
-    if (static_cast<pid_t>(::syscall(SYS_getppid)) != owner) return true;
+    const bool handed = static_cast<pid_t>(::syscall(SYS_getppid)) != owner;
     ProcStat st;
-    if (waited >= kExitWaitMs ||
-        (!daemon && (!read_proc_stat(owner, &st) || !(st.flags & kPfExiting))))
-      return false;
+    const bool read = read_proc_stat(owner, &st);
+    if (handed && (!read || st.state == 'Z' || st.state == 'X' || st.start_ticks != g_parent_start))
+      return true;
+    const bool leaving = daemon || handed || (read && (st.flags & kPfExiting));
+    if (!leaving || g_parent_waited || waited >= kExitWaitMs) break;
     ::nanosleep(&step, nullptr);
   }
+  g_parent_waited = true;
+  return false;
 }
+
+bool fork_share_owner_here() { return owner_here(); }
 
 int fork_share_fd() { return owner_here() ? g_sock.load(std::memory_order_relaxed) : -1; }
 

@@ -31,9 +31,12 @@ int fork_share_take_over();
 // In a fork child's handler: closes its copy of the parent's socket.
 void fork_share_fork_child();
 // Child: whether its parent owned the page and is gone (its descriptors,
-// the rings' among them, closed), waiting a while for one that is exiting
-// or, in a daemon (a session leader), that will.
+// the rings' among them, closed), waiting a while, once, for one that is
+// exiting or, in a daemon (a session leader), that will.
 bool fork_share_parent_gone();
+// Whether this process answers its children: it made the page, or took
+// the rings over (fork_share_take_over).
+bool fork_share_owner_here();
 // Parent: the socket the service thread polls, or -1 (none yet, or the
 // program closed it: the requests are then found each second).
 int fork_share_fd();

@@ -422,16 +422,17 @@ void SocketRecord::adopt_tcp(std::unique_ptr<TcpOffload> t) {
 
 void SocketRecord::after_accept() {
   // Every accept passes here: no lock unless the listener left the rings.
-  if (!listen_left_.load(std::memory_order_relaxed) || !listen_.load(std::memory_order_relaxed))
-    return;
+  std::atomic<TcpListen*>& own = own_listen();
+  if (!listen_left_.load(std::memory_order_relaxed) || !own.load(std::memory_order_relaxed)) return;
   const ErrnoGuard keep;  // accept's
   std::lock_guard<std::mutex> lock(offload_mu_);
-  if (listen_owner_ && !listen_owner_->holds_completed())
-    listen_.store(nullptr, std::memory_order_release);
+  if (TcpListen* l = own.load(std::memory_order_acquire); l && !l->holds_completed())
+    own.store(nullptr, std::memory_order_release);
 }
 
 void SocketRecord::start_in_fork_child() {
   fork_asked_.store(false, std::memory_order_relaxed);
+  listen_left_.store(false, std::memory_order_relaxed);  // this process's listener's, none yet
   // A listener the process that forked us joined with is that one's (its
   // stack's locks, its packet socket): kept, never used here.
   (void)child_listen_owner_.release();
@@ -463,9 +464,10 @@ void SocketRecord::join_in_child() {
       !settings::get(settings::Id::kTcpForkJoin))
     return;
   // The parent that owned the rings is gone (a daemon's first process
-  // exits after its fork): this process owns rings from now on, and its
-  // own children join it (fork_child.cc).
-  const bool take_over = fork_share_parent_gone() && fork_share_take_over() == 0;
+  // exits after its fork), or this process took them over for another
+  // listener: it owns rings from now on, and its own children join it
+  // (fork_child.cc).
+  const bool take_over = fork_share_owner_here() || fork_share_parent_gone();
   t_joining = !take_over;
   t_taking_over = take_over;
   t_making_rings = true;
@@ -475,6 +477,7 @@ void SocketRecord::join_in_child() {
   t_making_rings = false;
   if (!l) return;
   if (take_over) {
+    if (fork_share_take_over() < 0) return;  // children could not ask: its listeners close
     SS_INFO("listen fd %d: fork child: its parent gone, on rings this process owns", fd);
   } else if (const int err = l->join_groups(); err < 0) {
     SS_INFO("listen fd %d: fork child: no share of the parent's rings (%s); the kernel serves it",
@@ -496,16 +499,21 @@ void SocketRecord::ask_parent() const {
       return;
     }
   }
-  // Offloaded in the parent when it forked: its copy of the pointer says so.
+  // Offloaded in the parent when it forked: its copy of the pointer says
+  // so. Nobody to ask once this process answers its own children (its
+  // parent is gone).
   if ((!offload_.load(std::memory_order_relaxed) && !listen_.load(std::memory_order_relaxed) &&
        !tcp_.load(std::memory_order_relaxed)) ||
-      fork_asked_.exchange(true))
+      fork_asked_.exchange(true) || fork_share_owner_here())
     return;
   fork_share_ask(id);
 }
 
 bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
   std::lock_guard<std::mutex> lock(offload_mu_);
+  // In a process that took its gone parent's rings over (fork_child.cc),
+  // its own listener is all it can lend: the rest is the parent's.
+  if (inherited()) return lend_listener_locked(lend, pid);
   if (tcp_owner_) {
     if (lend) {
       char why[48];
@@ -514,17 +522,7 @@ bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
     }
     return false;
   }
-  if (listen_owner_) {
-    // A TCP listener: new clients are the kernel's from now on; the
-    // connections it gave out, and those it completed and the parent
-    // accepts next, stay on the rings (TcpListen::leave_rings).
-    if (!lend || listen_left_.exchange(true)) return false;
-    // Nothing kept: the kernel's listener serves every call from now on.
-    if (!listen_owner_->leave_rings()) listen_.store(nullptr, std::memory_order_release);
-    SS_INFO("listen fd %d: fork child %d accepts on it: the kernel listens for both from now on",
-            fd, pid);
-    return true;
-  }
+  if (listen_owner_) return lend_listener_locked(lend, pid);
   if (!offload_owner_) return false;
   // The first child to ask lends the port; the last one gone takes it back.
   if (lend ? fork_sharers_++ > 0 : fork_sharers_ == 0 || --fork_sharers_ > 0) return true;
@@ -538,6 +536,20 @@ bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
         fd, pid);
   else
     SS_INFO("fd %d: fork child %d gone: its port and groups back on the rings", fd, pid);
+  return true;
+}
+
+bool SocketRecord::lend_listener_locked(bool lend, int pid) {
+  // A TCP listener: new clients are the kernel's from now on; the
+  // connections it gave out, and those it completed and the process
+  // accepts next, stay on the rings (TcpListen::leave_rings).
+  std::atomic<TcpListen*>& own = own_listen();
+  TcpListen* l = own.load(std::memory_order_acquire);
+  if (!l || !lend || listen_left_.exchange(true)) return false;
+  // Nothing kept: the kernel's listener serves every call from now on.
+  if (!l->leave_rings()) own.store(nullptr, std::memory_order_release);
+  SS_INFO("listen fd %d: fork child %d accepts on it: the kernel listens for both from now on", fd,
+          pid);
   return true;
 }
 

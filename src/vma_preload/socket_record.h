@@ -204,6 +204,12 @@ struct SocketRecord final : Pollable {
   // and, if so, the listeners made (null: none could be).
   bool make_tcp_listener(int backlog, const sockaddr* local, socklen_t llen,
                          std::unique_ptr<TcpListen>* out);
+  // This process's own listener, published: the one it made; in a fork
+  // child, the one it made on its parent's queues or on rings it took over.
+  std::atomic<TcpListen*>& own_listen() { return inherited() ? child_listen_ : listen_; }
+  // offload_mu_ held: a fork child takes the listener to the kernel for
+  // good (lend_to_fork_child); whether it left the rings.
+  bool lend_listener_locked(bool lend, int pid);
   std::mutex offload_mu_;
   bool offload_tried_ = false;                   // under offload_mu_
   std::unique_ptr<UdpOffload> offload_owner_;    // under offload_mu_

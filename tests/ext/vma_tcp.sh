@@ -722,6 +722,9 @@ if command -v nginx >/dev/null; then
     rm -f "$T/ngx/error.log" "$T/ngx/nginx.pid"
     sed "s/^daemon off;/daemon $([ $mode = daemon ] && echo on || echo off);/" "$T/ngx/nginx.conf" \
       >"$T/ngx/mode.conf"
+    # A daemon gets a second listener: each inherited one on its rings.
+    [ $mode = daemon ] && sed -i 's/^\(  server { listen [^:]*\):8083\(.*\)$/&\n\1:8084\2/' \
+      "$T/ngx/mode.conf"
     SLIPSTREAM_VMA_TCP_FORK_JOIN=$join in_a_bg nginx -e "$T/ngx/error.log" -c "$T/ngx/mode.conf" -p "$T/ngx"
     ngx=${pids[-1]}
     bad=0
@@ -732,12 +735,13 @@ if command -v nginx >/dev/null; then
       pids+=("$ngx")
     fi
     listening 8083 || bad=1
-    n=1
+    n=1 want_joins=2
     [ $join = 1 ] && n=8
+    [ $mode = daemon ] && want_joins=4
     # The workers' lines: on stderr, or in the error log once nginx moved stderr there.
     for _ in $(seq 50); do
       cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
-      [ $join = 0 ] || [ "$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")" = 2 ] && break
+      [ $join = 0 ] || [ "$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")" = "$want_joins" ] && break
       sleep 0.1
     done
     seg1=$(kernel_tcp)
@@ -752,12 +756,20 @@ if command -v nginx >/dev/null; then
     done
     cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
     if [ $mode = daemon ]; then
+      seg2=$(kernel_tcp)
+      ip netns exec "$Z" timeout 30 curl -sS -o "$T/got.p2" "http://$IP4:8084/blob" || bad=1
+      segs2=$(($(kernel_tcp) - seg2))
+      [ "$(sha256sum <"$T/got.p2" 2>/dev/null)" = "$want" ] || { echo "  port 8084's differs"; bad=1; }
+      cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+      # Each worker joins on both listeners; the daemon took both over.
       joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
-      [ "$joined" = 2 ] || { echo "  $joined workers joined the rings, not 2"; bad=1; }
-      has "$T/ngx.both" "listen fd [0-9]+: fork child: its parent gone, on rings this process owns" ||
-        bad=1
-      [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
-      check "nginx as a daemon (its default) under libvma.so: the daemon took the rings over from the process that started it, both workers joined the daemon's, 8 downloads of 20 MB at once intact, A's kernel moved $segs TCP segments" $bad
+      [ "$joined" = 4 ] || { echo "  $joined worker listeners joined the rings, not 4"; bad=1; }
+      taken=$(grep -cE "listen fd [0-9]+: fork child: its parent gone, on rings this process owns" \
+        "$T/ngx.both")
+      [ "$taken" = 2 ] || { echo "  the daemon took $taken listeners over, not 2"; bad=1; }
+      [ "$segs" -lt 5 ] && [ "$segs2" -lt 5 ] ||
+        { echo "  A's kernel moved $segs and $segs2 TCP segments"; bad=1; }
+      check "nginx as a daemon (its default) under libvma.so: the daemon took both listeners over from the process that started it, both workers joined the daemon's, 8 downloads of 20 MB at once and one from the second port intact, A's kernel moved $segs and $segs2 TCP segments" $bad
     elif [ $join = 1 ]; then
       joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
       [ "$joined" = 2 ] || { echo "  $joined workers joined the rings, not 2"; bad=1; }
