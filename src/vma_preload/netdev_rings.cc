@@ -6,7 +6,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -85,6 +87,9 @@ void publish_kernel_fds(const NetdevRings& r) {
   }
 }
 net::NetlinkView* g_view = nullptr;  // never freed: the service thread reads it
+// follow_kernel's, made with the first g_view (never freed; a fork child's
+// copy starts anew: ServiceThread).
+std::atomic<ServiceThread*> g_follow{nullptr};
 
 // Also refreshes the rings' vmastat blocks once a second, and answers fork
 // children sharing an offloaded socket (fork_share.h).
@@ -112,9 +117,10 @@ int open_view_locked() {
   if (g_view) return 0;
   std::unique_ptr<net::NetlinkView> v;
   if (const int err = net::NetlinkView::open({}, &v); err < 0) return err;
-  static ServiceThread* thread = new ServiceThread({"vma-netlink"}, follow_kernel);
+  if (!g_follow.load(std::memory_order_relaxed))
+    g_follow.store(new ServiceThread({"vma-netlink"}, follow_kernel), std::memory_order_release);
   g_view = v.release();
-  return thread->hold();
+  return g_follow.load(std::memory_order_relaxed)->hold();
 }
 
 #if SS_VMA_XDP
@@ -500,6 +506,37 @@ int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
 
 namespace {
 
+// Whether the owner accepts on the port itself (its slot 0 belongs in
+// the group then).
+bool owner_accepts(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  std::lock_guard<std::mutex> lock(r.accepting_mu);
+  const auto [first, last] = r.accepting.equal_range(port);
+  for (auto it = first; it != last; ++it) {
+    const AcceptActivity& a = *it->second;
+    if (a.waiting.load(std::memory_order_relaxed) > 0 ||
+        now - a.last_ms.load(std::memory_order_relaxed) < NetdevRings::kAcceptingMs)
+      return true;
+  }
+  return false;
+}
+
+// Slot 0 in or out of `slots` as the owner accepts on the port or not:
+// whether they changed.
+bool place_owner(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port,
+                 std::vector<uint32_t>& slots) {
+  const bool in = std::find(slots.begin(), slots.end(), 0u) != slots.end();
+  const bool want = owner_accepts(r, port);
+  if (in == want) return false;
+  if (want)
+    slots.insert(slots.begin(), 0u);
+  else
+    std::erase(slots, 0u);
+  return true;
+}
+
 // The port's group on the steering program as `slots` says.
 void set_group(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port,
                std::vector<uint32_t>& slots) {
@@ -537,6 +574,8 @@ int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t p
     auto it = r->groups.find({ip, port});
     if (it == r->groups.end()) return 0;
     std::erase(it->second, static_cast<uint32_t>(slot));
+    // The owner alone: no group (its slot takes the port's SYNs anyway).
+    if (it->second.size() == 1 && it->second.front() == 0) it->second.clear();
     set_group(*r, it->first, it->second);
     if (it->second.empty()) r->groups.erase(it);
     return 0;
@@ -549,8 +588,13 @@ int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t p
   auto& slots = r->groups[{ip, port}];
   if (std::find(slots.begin(), slots.end(), static_cast<uint32_t>(slot)) == slots.end())
     slots.push_back(static_cast<uint32_t>(slot));
+  place_owner(*r, {ip, port}, slots);
   set_group(*r, {ip, port}, slots);
   return 0;
+}
+
+void wake_rings_service() {
+  if (ServiceThread* t = g_follow.load(std::memory_order_acquire)) t->wake();
 }
 
 void prune_groups() {
@@ -568,11 +612,14 @@ void prune_groups() {
       auto& slots = it->second;
       const size_t before = slots.size();
       std::erase_if(slots, [&](uint32_t s) {
-        const bool gone = !prov::xdp::family_slot_alive(dev->family(), static_cast<int>(s));
+        const bool gone =
+            s != 0 && !prov::xdp::family_slot_alive(dev->family(), static_cast<int>(s));
         if (gone) dead.insert(s);
         return gone;
       });
-      if (slots.size() != before) set_group(*r, it->first, slots);
+      const bool owner_moved = place_owner(*r, it->first, slots);
+      if (slots.size() == 1 && slots.front() == 0) slots.clear();  // no child left
+      if (slots.size() != before || owner_moved) set_group(*r, it->first, slots);
       it = slots.empty() ? r->groups.erase(it) : std::next(it);
     }
     // Its connections' entries go too: a child that takes the slot next
@@ -581,6 +628,7 @@ void prune_groups() {
   }
 }
 #else
+void wake_rings_service() {}
 void prune_groups() {}
 int rings_group_add(const std::string&, const net::IpAddr&, uint16_t, int, pid_t) {
   return -EOPNOTSUPP;

@@ -41,6 +41,12 @@ namespace ss::vma::preload {
 
 struct RxExtras;
 
+// A listener's accepting, as NetdevRings::accepting reads it.
+struct AcceptActivity {
+  std::atomic<int64_t> last_ms{0};  // steady clock
+  std::atomic<int> waiting{0};      // threads in accept or asleep for POLLIN
+};
+
 struct NetdevRings {
   struct Queue {
     std::unique_ptr<mem::Pool> pool;
@@ -123,6 +129,16 @@ struct NetdevRings {
   // marked ours once before the first.
   std::map<std::pair<net::IpAddr, uint16_t>, std::vector<uint32_t>> groups;
   bool owned_open = false;
+  // The owner's listeners and when it last accepted on them (TcpListen):
+  // a port's group takes this process's slot (0) too while a thread of
+  // it waits there (in accept, or a poll for POLLIN) or it took a
+  // connection there in the last kAcceptingMs, as a parent accepting
+  // beside its children shares the kernel's accept queue (one that
+  // stopped gets no more).
+  static constexpr int64_t kAcceptingMs = 2000;
+  std::mutex accepting_mu;
+  std::multimap<std::pair<net::IpAddr, uint16_t>, std::shared_ptr<AcceptActivity>>
+      accepting;  // accepting_mu
 };
 
 // ifname's rings, made now if needed; null when the netdev cannot have
@@ -160,8 +176,12 @@ int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
 // process `asker`, which must hold the slot (else -EPERM). 0 or -errno.
 int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot,
                     pid_t asker);
-// Owner, each second: children gone leave their ports' groups.
+// Owner, each second: children gone leave their ports' groups; a port
+// this process accepts on (NetdevRings::accepting) has its slot in its
+// group, one it no longer accepts on not.
 void prune_groups();
+// Has the service thread look at the groups now (an owner's listener left).
+void wake_rings_service();
 
 // The netdev one of whose rings' wake-ups (poll_fds) is fd, else null.
 NetdevRings* netdev_rings_of_ring_fd(int fd);

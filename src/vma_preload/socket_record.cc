@@ -478,6 +478,7 @@ void SocketRecord::join_in_child() {
   if (!l) return;
   if (take_over) {
     if (fork_share_take_over() < 0) return;  // children could not ask: its listeners close
+    wake_rings_service();                    // to poll the new request socket from now on
     SS_INFO("listen fd %d: fork child: its parent gone, on rings this process owns", fd);
   } else if (const int err = l->join_groups(); err < 0) {
     SS_INFO("listen fd %d: fork child: no share of the parent's rings (%s); the kernel serves it",

@@ -80,13 +80,57 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
 }
 
 TcpListen::~TcpListen() {
+  unmark_accepting();
   if (xtreme_)
     for (NetdevRings* r : rings()) xtreme_tcp_leave(r, this);
   for (const Leg& l : legs_) l.rings->tcp->close(l.sock);
   if (wait_fd_ >= 0) real().close(wait_fd_);
 }
 
+void TcpListen::mark_accepting() {
+  if (active_.load(std::memory_order_acquire) || left_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (activity_ || left_.load(std::memory_order_relaxed)) return;
+  activity_ = std::make_shared<AcceptActivity>();
+  for (const Leg& l : legs_) {
+    if (l.rings->slot != 0) continue;  // a joined child's: its owner keeps the groups
+    std::lock_guard<std::mutex> rl(l.rings->accepting_mu);
+    l.rings->accepting.emplace(std::make_pair(l.ip, l.port), activity_);
+  }
+  active_.store(activity_.get(), std::memory_order_release);
+}
+
+void TcpListen::accepted_now() {
+  if (AcceptActivity* a = active_.load(std::memory_order_acquire))
+    a->last_ms.store(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count(),
+                     std::memory_order_relaxed);
+}
+
+void TcpListen::unmark_accepting() {
+  std::shared_ptr<AcceptActivity> a;  // kept: threads still in calls use it
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    a = activity_;
+  }
+  if (!a) return;
+  bool owned = false;
+  for (const Leg& l : legs_) {
+    if (l.rings->slot != 0) continue;
+    owned = true;
+    std::lock_guard<std::mutex> rl(l.rings->accepting_mu);
+    for (auto it = l.rings->accepting.begin(); it != l.rings->accepting.end();)
+      it = it->second == a ? l.rings->accepting.erase(it) : std::next(it);
+  }
+  // Its slot out of the port's group now, not at the next second's look:
+  // SYNs hashed to it would find no listener meanwhile.
+  if (owned) wake_rings_service();
+}
+
 bool TcpListen::leave_rings() {
+  left_.store(true);
+  unmark_accepting();
   const bool keep = handed_out_.load() || in_accept_.load() > 0 || auto_accepting_.load();
   for (const Leg& l : legs_) l.rings->tcp->stop_listening(l.sock, keep);
   return keep && holds_completed();
@@ -119,7 +163,10 @@ bool TcpListen::holds_completed() {
 
 int TcpListen::auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len) {
   auto_accepting_.store(true, std::memory_order_relaxed);
-  return take(fd, 0, nfd, reinterpret_cast<sockaddr*>(peer), len);
+  mark_accepting();
+  const int r = take(fd, 0, nfd, reinterpret_cast<sockaddr*>(peer), len);
+  if (r == 0) accepted_now();
+  return r;
 }
 
 void TcpListen::progress() {
@@ -183,6 +230,11 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     return -1;
   }
   const ScopedCount in_accept(in_accept_);
+  mark_accepting();
+  // A thread waiting here counts as accepting however long it waits.
+  AcceptActivity* act = active_.load(std::memory_order_acquire);
+  std::optional<ScopedCount> waiting;
+  if (act) waiting.emplace(act->waiting);
   using clock = std::chrono::steady_clock;
   // Read at the first miss: an accept that finds a connection makes no
   // syscall for them.
@@ -194,7 +246,10 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     progress();
     int nfd;
     if (const int r = take(fd, flags, &nfd, addr, len); r != -EAGAIN) {
-      if (r == 0) return nfd;
+      if (r == 0) {
+        accepted_now();
+        return nfd;
+      }
       errno = -r;
       return -1;
     }
@@ -296,6 +351,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
     t.fd = fd;
     return t;
   }
+  mark_accepting();  // before mu_: it takes it
   std::lock_guard lock(mu_);
   const int set = wait_set(fd);
   if (set < 0) {  // out of descriptors: looked at every 10 ms
@@ -325,6 +381,8 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
     return WaitTarget{};
   }
   enter_ring_sleep();  // the set holds the rings' descriptors
+  // A sleep for a connection counts as accepting (after_wait ends it).
+  if (AcceptActivity* a = active_.load(std::memory_order_acquire)) a->waiting++;
   if (unkicked && (*sleep_ms < 0 || *sleep_ms > 10)) *sleep_ms = 10;
   uint64_t due = UINT64_MAX, now = 0;
   for (const Leg& l : legs_) {
@@ -346,6 +404,8 @@ void TcpListen::after_wait(const WaitTarget& armed) {
   for (size_t i = 0; i < legs_.size(); i++)
     if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
   leave_ring_sleep();  // every tag comes from a sleep that entered it
+  // active_ is set before any sleep that counted, and stays.
+  if (AcceptActivity* a = active_.load(std::memory_order_acquire)) a->waiting--;
 }
 
 void TcpListen::enter_ring_sleep() {

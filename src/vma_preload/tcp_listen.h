@@ -21,6 +21,7 @@
 namespace ss::vma::preload {
 
 struct NetdevRings;
+struct AcceptActivity;
 
 class TcpListen {
  public:
@@ -92,6 +93,14 @@ class TcpListen {
   // descriptors wake); leave wakes vma-tcp when it parked for it.
   void enter_ring_sleep();
   void leave_ring_sleep();
+  // This process accepts here (an accept, a sleep for POLLIN): on its own
+  // rings, its legs' ports' NetdevRings::accepting entries say when, so
+  // the groups its fork children form give it a share too; the entries go
+  // when the legs leave the rings or close. accepted_now: a connection
+  // taken.
+  void mark_accepting();
+  void accepted_now();
+  void unmark_accepting();
 
   const int family_;
   std::vector<Leg> legs_;              // fixed once made
@@ -100,7 +109,12 @@ class TcpListen {
   std::atomic<bool> auto_accepting_{false};
   std::atomic<int> in_accept_{0};        // threads inside accept()
   std::atomic<bool> handed_out_{false};  // take() gave out a connection
-  size_t next_leg_ = 0;                  // mu_: the leg the next take starts at
+  // Its entries in its own rings' accepting lists (made at the first
+  // mark, under mu_; the lists let go of it when the legs leave).
+  std::shared_ptr<AcceptActivity> activity_;
+  std::atomic<AcceptActivity*> active_{nullptr};
+  std::atomic<bool> left_{false};  // leave_rings() done
+  size_t next_leg_ = 0;            // mu_: the leg the next take starts at
   std::mutex mu_;
   // What accepted sockets take from the listener's kernel socket.
   std::optional<std::vector<KeptOption>> inherit_;  // mu_

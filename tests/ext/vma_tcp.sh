@@ -55,8 +55,9 @@
 #      a Linux client's 1 MB intact (IPv4 and IPv6; also when the child
 #      execs cat on it, as inetd); a client that connects and forks,
 #      execs itself, or starts a program by posix_spawn, system or popen:
-#      the child's or new image's 2 MB echoed; a
-#      pre-forking server whose parent thread sleeps in accept when a
+#      the child's or new image's 2 MB echoed; a pre-forking server
+#      whose parent accepts too (both share the rings' clients); with
+#      joining off, a pre-forking server whose parent thread sleeps in accept when a
 #      child's first accept takes the listener to the kernel, and one
 #      whose parent keeps a connection from before (it stays on the rings,
 #      new clients reach the kernel's listener). PostgreSQL
@@ -592,6 +593,32 @@ for how in connect reexec spawn spawn-dup2 system popen clone-exit; do
     check "a client in A that connects on the rings and $what: handed to the kernel before the exec, the new image's 2 MB echoed intact" $bad
   fi
 done
+# A pre-forking server whose parent accepts too (a thread asleep in
+# accept when its fork child joins): the port's group holds both
+# processes, so 16 clients from B (each its own source port, hashed) are
+# served by both, on the rings; the odds that the hash gives one process
+# all 16 are 2 in 65536.
+in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" 7017 16 prefork
+bad=0
+listening 7017 || bad=1
+# Every client after the child joined (its line follows the owner's
+# answer): the group decides them all.
+for _ in $(seq 50); do
+  grep -Eq "listen fd [0-9]+: fork child: on rings of its own" "$T/err" && break
+  sleep 0.1
+done
+seg1=$(kernel_tcp)
+for i in $(seq 16); do
+  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7017 100000 >"$T/cl" 2>&1 || bad=1
+  has "$T/cl" "^echoed 100000 ok" || { echo "  client $i: $(tail -3 "$T/cl")"; bad=1; }
+  [ "$i" = 15 ] && segs=$(($(kernel_tcp) - seg1))  # the 16th ends in the server's own "stop"s
+done
+wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+read -r p c < <(sed -n 's/^prefork ok //p' "$T/out")
+[ "${p:-0}" -gt 0 ] && [ "${c:-0}" -gt 0 ] || { echo "  served: parent ${p:-?}, child ${c:-?}"; bad=1; }
+has "$T/err" "listen fd [0-9]+: fork child: on rings of its own" || bad=1
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+check "a pre-forking server in A whose parent accepts too: its fork child joined, both got a share of the rings' clients ($p and $c of 16), A's kernel moved $segs TCP segments over the first 15" $bad
 # The listener given to the kernel at a fork child's first look
 # (SLIPSTREAM_VMA_TCP_FORK_JOIN=0, and where a child cannot join its
 # parent's rings), up to the PostgreSQL case.
