@@ -260,6 +260,7 @@ _SHM_LATE_FDS = ("shm, by the timing: a waiting connection the listen thread com
 KNOWN_OPEN = {
     ("emfile", "rs-tcp"): _SLOT_FREED,
     ("emfile", "pre-tcp"): _SLOT_FREED,
+    ("emfile", "verbs"): _SLOT_FREED,
     ("emfile", "rs-shm"): _SHM_LATE_FDS,
     ("emfile", "pre-shm"): _SHM_LATE_FDS,
 }
