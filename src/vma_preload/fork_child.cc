@@ -92,12 +92,13 @@ void take_over_before_fork() {
   // the first look at the listener does it then.
   if (!in_fork_child() || interpose::in_handler()) return;
   const ErrnoGuard keep;
-  if (!fork_share_parent_gone()) return;
   std::vector<std::shared_ptr<SocketRecord>> listeners;
   for_each_record([&](int, const std::shared_ptr<SocketRecord>& s) {
     if (s->inherited_listener()) listeners.push_back(s);
     return true;
   });
+  // Only a process with such listeners looks at (and waits for) its parent.
+  if (listeners.empty() || !fork_share_parent_gone()) return;
   for (const auto& s : listeners) (void)s->listening();
 }
 
