@@ -17,12 +17,13 @@
 // parent's thread may have held at fork (the rings' registry, a socket's
 // offload and multicast locks): those paths end first in a child. The
 // rings' memory is not in the child at all (MADV_DONTFORK, netdev_rings.cc;
-// their mappings too, xsk_kernel.h): pinned, fork would copy it whole. A child of a process without
-// rings is a process like any other. A daemon whose parent made the
-// rings and exited takes them over (take_over_before_fork). vfork is fork
-// here, as libvma makes it: a vfork child shares its parent's memory, so its calls under
-// the preload (a close of an offloaded socket before exec) would change
-// the parent's records.
+// their mappings too, xsk_kernel.h): pinned, fork would copy it whole. A
+// child of a process without rings is a process like any other. A child
+// whose parent made the rings and exited takes them over
+// (take_over_before_fork). vfork is fork here, as libvma makes it: a
+// vfork child shares its parent's memory, so its calls under the preload
+// (a close of an offloaded socket before exec) would change the parent's
+// records.
 #include <pthread.h>
 #include <unistd.h>
 

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -509,9 +508,7 @@ namespace {
 // Whether the owner accepts on the port itself (its slot 0 belongs in
 // the group then).
 bool owner_accepts(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port) {
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = AcceptActivity::now_ms();
   std::lock_guard<std::mutex> lock(r.accepting_mu);
   const auto [first, last] = r.accepting.equal_range(port);
   for (auto it = first; it != last; ++it) {
@@ -550,6 +547,19 @@ void set_group(NetdevRings& r, const std::pair<net::IpAddr, uint16_t>& port,
             r.ifname.c_str(), port.second, strerror(-err));
 }
 
+// The port's group after its children changed (`changed`): the owner's
+// slot placed, no group for the owner alone (its slot takes the port's
+// SYNs anyway), the steering program told; the group dropped once empty.
+void regroup(NetdevRings& r,
+             std::map<std::pair<net::IpAddr, uint16_t>, std::vector<uint32_t>>::iterator it,
+             bool changed) {
+  auto& slots = it->second;
+  changed = place_owner(r, it->first, slots) || changed;
+  if (slots.size() == 1 && slots.front() == 0) slots.clear();
+  if (changed || slots.empty()) set_group(r, it->first, slots);
+  if (slots.empty()) r.groups.erase(it);
+}
+
 }  // namespace
 
 int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot,
@@ -574,10 +584,7 @@ int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t p
     auto it = r->groups.find({ip, port});
     if (it == r->groups.end()) return 0;
     std::erase(it->second, static_cast<uint32_t>(slot));
-    // The owner alone: no group (its slot takes the port's SYNs anyway).
-    if (it->second.size() == 1 && it->second.front() == 0) it->second.clear();
-    set_group(*r, it->first, it->second);
-    if (it->second.empty()) r->groups.erase(it);
+    regroup(*r, it, /*changed=*/true);
     return 0;
   }
   // Our connections stay ours whatever the port's group says.
@@ -585,11 +592,11 @@ int rings_group_add(const std::string& ifname, const net::IpAddr& ip, uint16_t p
     if (const int err = r->tcp->own_open(); err < 0) return err;
     r->owned_open = true;
   }
-  auto& slots = r->groups[{ip, port}];
-  if (std::find(slots.begin(), slots.end(), static_cast<uint32_t>(slot)) == slots.end())
-    slots.push_back(static_cast<uint32_t>(slot));
-  place_owner(*r, {ip, port}, slots);
-  set_group(*r, {ip, port}, slots);
+  const auto it = r->groups.try_emplace({ip, port}).first;
+  if (std::find(it->second.begin(), it->second.end(), static_cast<uint32_t>(slot)) ==
+      it->second.end())
+    it->second.push_back(static_cast<uint32_t>(slot));
+  regroup(*r, it, /*changed=*/true);
   return 0;
 }
 
@@ -617,10 +624,7 @@ void prune_groups() {
         if (gone) dead.insert(s);
         return gone;
       });
-      const bool owner_moved = place_owner(*r, it->first, slots);
-      if (slots.size() == 1 && slots.front() == 0) slots.clear();  // no child left
-      if (slots.size() != before || owner_moved) set_group(*r, it->first, slots);
-      it = slots.empty() ? r->groups.erase(it) : std::next(it);
+      regroup(*r, it++, slots.size() != before);
     }
     // Its connections' entries go too: a child that takes the slot next
     // would get their late segments.

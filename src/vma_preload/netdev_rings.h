@@ -11,6 +11,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,8 +44,13 @@ struct RxExtras;
 
 // A listener's accepting, as NetdevRings::accepting reads it.
 struct AcceptActivity {
-  std::atomic<int64_t> last_ms{0};  // steady clock
-  std::atomic<int> waiting{0};      // threads in accept or asleep for POLLIN
+  static int64_t now_ms() {  // last_ms's clock
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  std::atomic<int64_t> last_ms{0};
+  std::atomic<int> waiting{0};  // threads in accept or asleep for POLLIN
 };
 
 struct NetdevRings {

@@ -102,10 +102,7 @@ void TcpListen::mark_accepting() {
 
 void TcpListen::accepted_now() {
   if (AcceptActivity* a = active_.load(std::memory_order_acquire))
-    a->last_ms.store(std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::steady_clock::now().time_since_epoch())
-                         .count(),
-                     std::memory_order_relaxed);
+    a->last_ms.store(AcceptActivity::now_ms(), std::memory_order_relaxed);
 }
 
 void TcpListen::unmark_accepting() {

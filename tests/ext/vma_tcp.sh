@@ -57,16 +57,18 @@
 #      execs itself, or starts a program by posix_spawn, system or popen:
 #      the child's or new image's 2 MB echoed; a pre-forking server
 #      whose parent accepts too (both share the rings' clients); with
-#      joining off, a pre-forking server whose parent thread sleeps in accept when a
-#      child's first accept takes the listener to the kernel, and one
+#      joining off, a pre-forking server whose parent thread sleeps in
+#      accept when a child's first accept takes the listener to the
+#      kernel, and one
 #      whose parent keeps a connection from before (it stays on the rings,
 #      new clients reach the kernel's listener). PostgreSQL
 #      (a backend forked per connection) serves pgbench from B.
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
 #  (i) crafted segments from B (python3-scapy) against a server in A.
-# Its minutes: about 45 s of a run, and the 60 s of (h)'s cycles plus
-# about 15 s of its other cases, and 10 s of (i).
+# Its minutes: about 60 s of a run (nginx's three modes about 20 s of
+# them), and the 60 s of (h)'s cycles plus about 15 s of its other
+# cases, and 10 s of (i).
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
 set -u
