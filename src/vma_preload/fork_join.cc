@@ -46,11 +46,14 @@ struct Answer {
 };
 
 #if SS_VMA_XDP
-// A join's queues, up to kQueuesPerMessage a message (two descriptors
-// each: a new network namespace queues 10 datagrams on a socket), as the
-// owner's QueueShare (its descriptor numbers are the owner's: the
-// child's come with the message).
-constexpr uint32_t kQueuesPerMessage = kMaxPassedFds / 2;
+// A join's first message passes the device's descriptors and the packet
+// socket; its queues follow, up to kQueuesPerMessage a message (three
+// descriptors each: a new network namespace queues 10 datagrams on a
+// socket), as the owner's QueueShare (its descriptor numbers are the
+// owner's: the child's come with the message).
+constexpr int kDeviceFds = 6;
+constexpr uint32_t kQueueFds = 3;
+constexpr uint32_t kQueuesPerMessage = kMaxPassedFds / kQueueFds;
 constexpr uint32_t kMaxQueues = SS_MAX_QUEUES;
 struct QueueAnswer {
   uint32_t magic = kMagic;
@@ -131,35 +134,35 @@ int fork_join_ask(const std::string& ifname, JoinShare* out) {
   Answer a;
   int fds[kMaxPassedFds];
   int got = 0;
-  int err = receive(s, req.nonce, until, &a, sizeof a, fds, 5, &got);
+  int err = receive(s, req.nonce, until, &a, sizeof a, fds, kDeviceFds, &got);
   if (err == 0) {
     out->fds.assign(fds, fds + got);
     err = a.err;
   }
-  if (err == 0 && (got != 5 || a.queues == 0 || a.queues > kMaxQueues)) err = -EPROTO;
-  if (err == 0) out->device = {fds[0], fds[1], fds[2], fds[3], fds[4]};
+  if (err == 0 && (got != kDeviceFds || a.queues == 0 || a.queues > kMaxQueues)) err = -EPROTO;
+  if (err == 0) {
+    out->device = {fds[0], fds[1], fds[2], fds[3], fds[4]};
+    out->packet = fds[5];
+  }
   while (err == 0 && out->queues.size() < a.queues) {
     QueueAnswer qa;
     got = 0;
     err = receive(s, req.nonce, until, &qa, sizeof qa, fds, kMaxPassedFds, &got);
     out->fds.insert(out->fds.end(), fds, fds + got);
     if (err == 0 &&
-        (qa.count == 0 || qa.count > kQueuesPerMessage || got != static_cast<int>(2 * qa.count) ||
-         out->queues.size() + qa.count > a.queues))
+        (qa.count == 0 || qa.count > kQueuesPerMessage ||
+         got != static_cast<int>(kQueueFds * qa.count) || out->queues.size() + qa.count > a.queues))
       err = -EPROTO;
     for (uint32_t i = 0; err == 0 && i < qa.count; i++) {
       prov::xdp::QueueShare qs = qa.queues[i];
-      qs.xsk = fds[2 * i];
-      qs.umem = fds[2 * i + 1];
+      qs.xsk = fds[kQueueFds * i];
+      qs.umem = fds[kQueueFds * i + 1];
+      qs.own = fds[kQueueFds * i + 2];
       out->queues.push_back(qs);
     }
   }
   close(s);
-  if (err) {
-    for (const int fd : out->fds) close(fd);
-    out->fds.clear();
-    out->queues.clear();
-  }
+  if (err) out->queues.clear();  // what came is closed with *out
   return err;
 }
 #endif
@@ -205,24 +208,28 @@ bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& f
   }
   if (req.kind != kJoin) return true;  // ours, but unknown: no answer
 #if SS_VMA_XDP
-  prov::xdp::DeviceShare ds;
-  std::vector<prov::xdp::QueueShare> qs;
-  a.err = rings_share(req.ifname, &ds, &qs);
+  JoinShare js;
+  a.err = rings_share(req.ifname, &js);
+  const std::vector<prov::xdp::QueueShare>& qs = js.queues;
   if (a.err == 0 && qs.size() > kMaxQueues) a.err = -E2BIG;
   a.queues = a.err ? 0 : static_cast<uint32_t>(qs.size());
-  const int dev_fds[] = {ds.family, ds.xsks, ds.conn_owners, ds.counters, ds.flows};
-  if (send_to(sock, from, from_len, &a, sizeof a, dev_fds, a.err ? 0 : 5) < 0 || a.err) return true;
+  const prov::xdp::DeviceShare& ds = js.device;
+  const int dev_fds[kDeviceFds] = {ds.family,   ds.xsks,  ds.conn_owners,
+                                   ds.counters, ds.flows, js.packet};
+  if (send_to(sock, from, from_len, &a, sizeof a, dev_fds, a.err ? 0 : kDeviceFds) < 0 || a.err)
+    return true;
   for (size_t first = 0; first < qs.size(); first += kQueuesPerMessage) {
     QueueAnswer qa;
     qa.nonce = req.nonce;
     int fds[kMaxPassedFds];
     for (size_t q = first; q < qs.size() && qa.count < kQueuesPerMessage; q++, qa.count++) {
       qa.queues[qa.count] = qs[q];
-      fds[2 * qa.count] = qs[q].xsk;
-      fds[2 * qa.count + 1] = qs[q].umem;
+      fds[kQueueFds * qa.count] = qs[q].xsk;
+      fds[kQueueFds * qa.count + 1] = qs[q].umem;
+      fds[kQueueFds * qa.count + 2] = qs[q].own;
     }
-    if (send_to(sock, from, from_len, &qa, sizeof qa, fds, static_cast<int>(2 * qa.count)) < 0)
-      break;
+    const int nfds = static_cast<int>(kQueueFds * qa.count);
+    if (send_to(sock, from, from_len, &qa, sizeof qa, fds, nfds) < 0) break;
   }
 #else
   a.err = -EOPNOTSUPP;

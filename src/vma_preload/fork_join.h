@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/own_fd.h"
 #include "core/net/netlink_addr.h"
 #if SS_VMA_XDP
 #include "core/prov/xdp/xdp_device.h"
@@ -22,12 +23,20 @@
 namespace ss::vma::preload {
 
 #if SS_VMA_XDP
-// What a child received to join a netdev: descriptors its own (close
-// them once joined: the Device and queues keep what they need).
+// What a child needs to join a netdev (rings_share), with the
+// descriptors this process received or made for it: the child's Device
+// and queues keep what they need, the owner has sent them by its end.
 struct JoinShare {
+  JoinShare() = default;
+  JoinShare(const JoinShare&) = delete;
+  JoinShare& operator=(const JoinShare&) = delete;
+  ~JoinShare() {
+    for (const int fd : fds) own_close(fd);
+  }
   prov::xdp::DeviceShare device;
-  std::vector<prov::xdp::QueueShare> queues;
-  std::vector<int> fds;  // every descriptor above, to close
+  std::vector<prov::xdp::QueueShare> queues;  // each with the child's own socket
+  int packet = -1;                            // the child's PacketTx socket
+  std::vector<int> fds;                       // closed with it
 };
 
 // Child: the owner's share of ifname's rings. 0 or -errno (-ENOENT: no
@@ -39,8 +48,8 @@ int fork_join_ask(const std::string& ifname, JoinShare* out);
 int fork_join_group(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot);
 
 // Owner (fork_share_serve): a request datagram that came from `from`,
-// sent by process `asker` (ours: a child of ours, same user): whether it
-// was one of these (then answered; another process's with EPERM).
+// sent by process `asker` (ours: one fork_share_serve answers): whether
+// it was one of these (then answered; another process's with EPERM).
 bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& from,
                      socklen_t from_len, pid_t asker, bool ours);
 

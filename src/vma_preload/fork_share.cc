@@ -20,6 +20,7 @@
 #include "core/base/errno_guard.h"
 #include "core/base/log.h"
 #include "core/base/proc_stat.h"
+#include "libvmacompat/settings.h"
 #include "vma_preload/fork_join.h"
 #include "vma_preload/socket_record.h"
 
@@ -238,8 +239,9 @@ void fork_share_serve() {
   if (!page || !owner_here()) return;
   if (own_socket_intact()) {
     // Wake-ups ("?") and fork_join.h's requests, answered here to our own
-    // children only: the socket's name is visible to every process of
-    // the network namespace, and the answer gives access to our rings.
+    // children only (of our user too with SLIPSTREAM_VMA_TCP_FORK_JOIN=2):
+    // the socket's name is visible to every process of the network
+    // namespace, and the answer gives access to our rings.
     alignas(8) char b[256];
     sockaddr_un from{};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
@@ -259,7 +261,8 @@ void fork_share_serve() {
       ucred who{};
       if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS)
         memcpy(&who, CMSG_DATA(c), sizeof who);
-      const bool ours = who.pid > 0 && who.uid == ::getuid() && our_child(who.pid);
+      const bool ours = who.pid > 0 && our_child(who.pid) &&
+                        (settings::get(settings::Id::kTcpForkJoin) != 2 || who.uid == ::getuid());
       fork_join_serve(sock, b, static_cast<size_t>(n), from, mh.msg_namelen, who.pid, ours);
     }
   }

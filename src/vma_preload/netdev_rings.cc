@@ -1,5 +1,6 @@
 #include "vma_preload/netdev_rings.h"
 
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sys/epoll.h>
@@ -16,6 +17,7 @@
 #include "core/base/service_thread.h"
 #include "core/mem/region.h"
 #include "core/net/netlink_view.h"
+#include "core/net/packet_tx.h"
 #include "core/net/steered_flow.h"
 #include "core/net/udp_route.h"
 #include "interpose/program_memory.h"
@@ -171,7 +173,8 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
 }
 
 // A fork child's rings on ifname, joined to its parent's queues: its own
-// frames (copies), a packet socket to send, the stacks as the owner's.
+// frames (copies), the packet socket the owner made to send, the stacks
+// as the owner's.
 int make_joined_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
   auto r = std::make_unique<NetdevRings>();
   r->ifname = ifname;
@@ -179,16 +182,10 @@ int make_joined_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* o
   if (r->ifindex == 0) return -ENODEV;
   JoinShare share;
   if (const int err = fork_join_ask(ifname, &share); err < 0) return err;
-  // What the Device and the queues keep is theirs (dup'd or mapped).
-  struct Close {
-    std::vector<int>& fds;
-    ~Close() {
-      for (const int fd : fds) interpose::real().close(fd);
-    }
-  } close_after{share.fds};
   std::shared_ptr<prov::xdp::Device> dev;
   if (const int err = prov::xdp::Device::join(ifname.c_str(), share.device, &dev); err < 0)
     return err;
+  if (const int err = net::PacketTx::adopt(share.packet, &r->packets); err < 0) return err;
   r->depth = ring_depth();
   net::UdpStack::Config cfg;
   r->queues.resize(share.queues.size());
@@ -239,16 +236,16 @@ int make_stacks(NetdevRings* r, std::shared_ptr<prov::xdp::Device> dev,
   if (!(cfg.rings.front().queue->caps() & prov::kRingCapRxChained))
     tc.rx_frame_max = r->depth.frame_size - XDP_PACKET_HEADROOM;
   // A copying tx ring makes an skb of each frame anyway: a packet socket
-  // with GSO makes one of each burst.
+  // with GSO makes one of each burst. A joined child has the one its
+  // owner made.
   const bool copies = !(cfg.rings.front().queue->caps() & prov::kRingCapZeroCopy);
-  if (joined || (copies && settings::get(settings::Id::kTcpGso))) {
-    if (const int err = net::PacketTx::open(r->ifindex, &r->packets); err < 0) {
-      if (joined) return err;
+  if (joined && !r->packets) return -EINVAL;
+  if (!joined && copies && settings::get(settings::Id::kTcpGso)) {
+    if (const int err = net::PacketTx::open(r->ifindex, &r->packets); err < 0)
       SS_INFO("%s: TCP segments go on the tx ring: no packet socket: %s", ifname.c_str(),
               strerror(-err));
-    }
-    tc.packets = r->packets.get();
   }
+  tc.packets = r->packets.get();
   tc.resolver = r->resolver.get();
   tc.on_earlier_due = tcp_wake_service;
   if (const int err = net::tcp::Stack::create(tc, &r->tcp); err < 0) return err;
@@ -484,22 +481,27 @@ NetdevRings* netdev_rings(const std::string& ifname) {
 thread_local bool t_joining = false, t_taking_over = false;
 
 #if SS_VMA_XDP
-int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
-                std::vector<prov::xdp::QueueShare>* qs) {
+int rings_share(const std::string& ifname, JoinShare* out) {
   std::lock_guard<std::mutex> lock(g_mu);
   const auto it = rings_map().find(ifname);
   if (it == rings_map().end() || !it->second) return -ENOENT;
   const NetdevRings& r = *it->second;
   const auto dev = prov::xdp::Device::find(ifname.c_str());
   if (!dev) return -ENOENT;
-  if (const int err = dev->share(ds); err < 0) return err;
+  if (const int err = dev->share(&out->device); err < 0) return err;
   for (const NetdevRings::Queue& q : r.queues) {
     const auto* xq = dynamic_cast<const prov::xdp::XdpQueue*>(q.queue.get());
     prov::xdp::QueueShare one;
     if (!xq) return -EOPNOTSUPP;
     if (const int err = xq->share(&one); err < 0) return err;
-    qs->push_back(one);
+    if ((one.own = prov::xdp::JoinedQueue::open_socket()) < 0) return one.own;
+    out->fds.push_back(one.own);
+    out->queues.push_back(one);
   }
+  std::unique_ptr<net::PacketTx> tx;
+  if (const int err = net::PacketTx::open(r.ifindex, &tx); err < 0) return err;
+  if ((out->packet = fcntl(tx->fd(), F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
+  out->fds.push_back(out->packet);
   return 0;
 }
 

@@ -173,9 +173,11 @@ bool close_rings_in_fork_child();
 extern thread_local bool t_joining, t_taking_over;
 
 #if SS_VMA_XDP
-// Owner: what a fork child needs to join ifname's rings. 0 or -errno.
-int rings_share(const std::string& ifname, prov::xdp::DeviceShare* ds,
-                std::vector<prov::xdp::QueueShare>* qs);
+struct JoinShare;
+// Owner: what a fork child needs to join ifname's rings, with the sockets
+// it may not make itself (it may have changed its user) made for it and
+// listed in out->fds, for the caller to close once sent. 0 or -errno.
+int rings_share(const std::string& ifname, JoinShare* out);
 #endif
 // Owner: fork child `slot` takes a share of the new connections to TCP
 // (ip, port) on ifname (a negative slot: -slot no longer), asked by

@@ -48,7 +48,9 @@
 #      through A's kernel; again after a reload); with joining off the
 #      listener goes back to the kernel at a worker's first look; as a
 #      daemon the daemon takes the rings over from the process that
-#      started it (gone) and the workers join the daemon's.
+#      started it (gone) and the workers, run as nobody, join the
+#      daemon's; with SLIPSTREAM_VMA_TCP_FORK_JOIN=2 such workers are
+#      refused and the kernel serves.
 #  (g) forking programs in A (tests/ext/vma_tcp_forking.py): an
 #      accept-then-fork server's connection goes to A's kernel socket at
 #      the parent's close or the child's first call, and the child echoes
@@ -66,7 +68,7 @@
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
 #  (i) crafted segments from B (python3-scapy) against a server in A.
-# Its minutes: about 60 s of a run (nginx's three modes about 20 s of
+# Its minutes: about 65 s of a run (nginx's four modes about 25 s of
 # them), and the 60 s of (h)'s cycles plus about 15 s of its other
 # cases, and 10 s of (i).
 #
@@ -741,16 +743,23 @@ fi
 # the kernel at a worker's first look instead, and A's kernel serves. As
 # a daemon (`daemon on`, nginx's default), the rings' owner is the first
 # process, which exits: the daemon takes them over before it forks its
-# workers (its log says so), and they join it; 8 downloads as above.
+# workers (its log says so), and they join it; 8 downloads as above. The
+# daemon's workers run as nobody (nginx's `user` directive; Debian's
+# nginx.conf names www-data): the owner makes the sockets they may not.
+# With SLIPSTREAM_VMA_TCP_FORK_JOIN=2 the owner refuses such workers
+# (their logs say so) and A's kernel serves.
 if command -v nginx >/dev/null; then
   . "$here/nginx_conf.sh"
   nginx_conf "$T/ngx" 8083 "$T/www" "$IP4"
-  for mode in join nojoin daemon; do
+  for mode in join nojoin daemon sameuser; do
     join=1
     [ $mode = nojoin ] && join=0
+    [ $mode = sameuser ] && join=2
     rm -f "$T/ngx/error.log" "$T/ngx/nginx.pid"
-    sed "s/^daemon off;/daemon $([ $mode = daemon ] && echo on || echo off);/" "$T/ngx/nginx.conf" \
-      >"$T/ngx/mode.conf"
+    user=root
+    [ $mode = daemon ] || [ $mode = sameuser ] && user="nobody nogroup"
+    sed -e "s/^daemon off;/daemon $([ $mode = daemon ] && echo on || echo off);/" \
+      -e "s/^user root;/user $user;/" "$T/ngx/nginx.conf" >"$T/ngx/mode.conf"
     # A daemon gets a second listener: each inherited one on its rings.
     [ $mode = daemon ] && sed -i 's/^\(  server { listen [^:]*\):8083\(.*\)$/&\n\1:8084\2/' \
       "$T/ngx/mode.conf"
@@ -764,13 +773,14 @@ if command -v nginx >/dev/null; then
       pids+=("$ngx")
     fi
     listening 8083 || bad=1
-    n=1 want_joins=2
+    n=1 want_joins=2 joined_line="listen fd [0-9]+: fork child: on rings of its own"
     [ $join = 1 ] && n=8
     [ $mode = daemon ] && want_joins=4
+    [ $mode = sameuser ] && joined_line="fork child: cannot join the parent's rings \(Operation not permitted\)"
     # The workers' lines: on stderr, or in the error log once nginx moved stderr there.
     for _ in $(seq 50); do
       cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
-      [ $join = 0 ] || [ "$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")" = "$want_joins" ] && break
+      [ $join = 0 ] || [ "$(grep -cE "$joined_line" "$T/ngx.both")" = "$want_joins" ] && break
       sleep 0.1
     done
     seg1=$(kernel_tcp)
@@ -798,7 +808,7 @@ if command -v nginx >/dev/null; then
       [ "$taken" = 2 ] || { echo "  the daemon took $taken listeners over, not 2"; bad=1; }
       [ "$segs" -lt 5 ] && [ "$segs2" -lt 5 ] ||
         { echo "  A's kernel moved $segs and $segs2 TCP segments"; bad=1; }
-      check "nginx as a daemon (its default) under libvma.so: the daemon took both listeners over from the process that started it, both workers joined the daemon's, 8 downloads of 20 MB at once and one from the second port intact, A's kernel moved $segs and $segs2 TCP segments" $bad
+      check "nginx as a daemon (its default) with its workers as nobody under libvma.so: the daemon took both listeners over from the process that started it, both workers joined the daemon's, 8 downloads of 20 MB at once and one from the second port intact, A's kernel moved $segs and $segs2 TCP segments" $bad
     elif [ $join = 1 ]; then
       joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
       [ "$joined" = 2 ] || { echo "  $joined workers joined the rings, not 2"; bad=1; }
@@ -829,7 +839,13 @@ if command -v nginx >/dev/null; then
     else
       has "$T/ngx.both" "listen fd [0-9]+: fork child [0-9]+ accepts on it: the kernel listens" || bad=1
       [ "$segs" -gt 1000 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
-      check "nginx under libvma.so, SLIPSTREAM_VMA_TCP_FORK_JOIN=0: its workers' listener back to the kernel, 20 MB served intact through it" $bad
+      if [ $join = 0 ]; then
+        check "nginx under libvma.so, SLIPSTREAM_VMA_TCP_FORK_JOIN=0: its workers' listener back to the kernel, 20 MB served intact through it" $bad
+      else
+        refused=$(grep -cE "$joined_line" "$T/ngx.both")
+        [ "$refused" = 2 ] || { echo "  $refused workers refused, not 2"; bad=1; }
+        check "nginx under libvma.so, SLIPSTREAM_VMA_TCP_FORK_JOIN=2, workers as nobody: the owner refused both, their listener back to the kernel, 20 MB served intact through it" $bad
+      fi
     fi
     kill "$ngx" 2>/dev/null
     wait "$ngx" 2>/dev/null

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -878,9 +879,9 @@ TEST_F(TcpRing, LinuxClientTalksToOurListener) {
 }
 
 // What a fork child builds over its parent's queues to serve TCP: its
-// own frames, a JoinedQueue on each queue, a packet socket to send, its
-// own view of the kernel and its own stacks (tcp_ring_tests' rig, in the
-// child's slot).
+// own frames, a JoinedQueue on each queue, the packet socket its parent
+// made to send, its own view of the kernel and its own stacks
+// (tcp_ring_tests' rig, in the child's slot).
 struct JoinedRig {
   std::shared_ptr<ss::prov::xdp::Device> dev;
   std::unique_ptr<ss::mem::Pool> pool;
@@ -894,8 +895,8 @@ struct JoinedRig {
   std::unique_ptr<ss::net::UdpStack> stack;
 
   // 0, or the first step's -errno.
-  int build(const ss::prov::xdp::DeviceShare& ds,
-            const std::vector<ss::prov::xdp::QueueShare>& qs) {
+  int build(const ss::prov::xdp::DeviceShare& ds, const std::vector<ss::prov::xdp::QueueShare>& qs,
+            int packet_fd) {
     namespace xdp = ss::prov::xdp;
     if (int err = xdp::Device::join(NetnsPair::kIfA, ds, &dev)) return err;
     ss::mem::PoolOptions opt;
@@ -915,7 +916,7 @@ struct JoinedRig {
     cfg.ifindex = static_cast<int>(if_nametoindex(NetnsPair::kIfA));
     if (int err = ss::net::NetlinkView::open({}, &view)) return err;
     resolver = std::make_unique<ss::net::NetlinkTxResolver>(view.get(), cfg.ifindex);
-    if (int err = ss::net::PacketTx::open(cfg.ifindex, &packets)) return err;
+    if (int err = ss::net::PacketTx::adopt(packet_fd, &packets)) return err;
     frames = std::make_unique<ss::net::FrameTx>(queues.front().get(), pool.get());  // unused
     Stack::Config c;
     c.steering = steering.get();
@@ -942,13 +943,16 @@ struct JoinedRig {
   }
 };
 
-// The child's side of the test below: listens on kOurPort in its own
-// stack, says its slot (or -errno) on `up`, echoes one connection to its
-// end and waits for it to close. Its exit status: 0 when all that went.
+// The child's side of the test below: as nobody (as nginx's workers
+// change their user), listens on kOurPort in its own stack, says its slot
+// (or -errno) on `up`, echoes one connection to its end and waits for it
+// to close. Its exit status: 0 when all that went.
 int serve_in_child(const ss::prov::xdp::DeviceShare& ds,
-                   const std::vector<ss::prov::xdp::QueueShare>& qs, int up) {
+                   const std::vector<ss::prov::xdp::QueueShare>& qs, int packet_fd, int up) {
+  constexpr uid_t kNobody = 65534;
   JoinedRig rig;
-  int32_t said = rig.build(ds, qs);
+  int32_t said = setgroups(0, nullptr) || setgid(kNobody) || setuid(kNobody) ? -errno : 0;
+  if (said == 0) said = rig.build(ds, qs, packet_fd);
   Socket* l = nullptr;
   if (said == 0) said = rig.tcp->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l);
   if (said == 0) said = static_cast<int32_t>(rig.dev->slot());
@@ -981,11 +985,11 @@ int serve_in_child(const ss::prov::xdp::DeviceShare& ds,
   return rig.tcp->connections() == 0 ? 0 : 3;
 }
 
-// A fork child joins the parent's queues and listens on the parent's
-// port in its own stack; the parent gives the port's group to the
-// child's slot, after marking its own connections: a Linux client's
-// connection is the child's, echoed intact, and the parent's listener
-// sees no SYN of it.
+// A fork child joins the parent's queues, on sockets the parent made for
+// it, and listens on the parent's port in its own stack; the parent gives
+// the port's group to the child's slot, after marking its own
+// connections: a Linux client's connection is the child's, echoed
+// intact, and the parent's listener sees no SYN of it.
 TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
   namespace xdp = ss::prov::xdp;
   Socket* l = nullptr;
@@ -1000,17 +1004,24 @@ TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
     auto* xq = dynamic_cast<xdp::XdpQueue*>(queues_[q].queue.get());
     ASSERT_TRUE(xq);
     ASSERT_EQ(xq->share(&qs[q]), 0);
+    qs[q].own = xdp::JoinedQueue::open_socket();
+    ASSERT_GE(qs[q].own, 0) << strerror(-qs[q].own);
   }
+  std::unique_ptr<ss::net::PacketTx> packets;
+  ASSERT_EQ(ss::net::PacketTx::open(static_cast<int>(if_nametoindex(NetnsPair::kIfA)), &packets),
+            0);
   int up[2];
   ASSERT_EQ(pipe2(up, O_CLOEXEC), 0);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     close(up[0]);
-    _exit(serve_in_child(ds, qs, up[1]));
+    _exit(serve_in_child(ds, qs, packets->fd(), up[1]));
   }
   sstest::ChildReaper reap{pid};
   close(up[1]);
+  for (const xdp::QueueShare& q : qs) close(q.own);
+  packets.reset();
   int32_t slot = 0;
   ASSERT_EQ(read(up[0], &slot, sizeof slot), static_cast<ssize_t>(sizeof slot));
   close(up[0]);

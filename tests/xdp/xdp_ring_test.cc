@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -386,10 +387,12 @@ int connect_from_b(NetnsPair& ns, uint16_t from, uint16_t* port) {
   return fd;
 }
 
-// A fork child joins every queue (its own slot, its own frames); the
-// parent gives the port's group to that slot: SYNs reach the child, not
-// the parent, except a connection the parent owns; once the child exits
-// its sockets leave the map and the port's SYNs go to the kernel.
+// A fork child joins every queue (its own slot, its own frames) as
+// nobody (as nginx's workers change their user), on sockets the parent
+// made; the parent gives the port's group to that slot: SYNs reach the
+// child, not the parent, except a connection the parent owns; once the
+// child exits its sockets leave the map and the port's SYNs go to the
+// kernel.
 TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
   xdp::Flow flow;
   flow.proto = IPPROTO_TCP;
@@ -404,6 +407,8 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
     auto* xq = dynamic_cast<xdp::XdpQueue*>(served_[q].queue.get());
     ASSERT_TRUE(xq);
     ASSERT_EQ(xq->share(&qs[q]), 0);
+    qs[q].own = xdp::JoinedQueue::open_socket();
+    ASSERT_GE(qs[q].own, 0) << strerror(-qs[q].own);
   }
   int down[2], up[2];
   ASSERT_EQ(pipe2(down, O_CLOEXEC), 0);
@@ -415,8 +420,10 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
     // until the parent closes `down`.
     close(down[1]);
     close(up[0]);
+    constexpr uid_t kNobody = 65534;
+    int32_t slot = setgroups(0, nullptr) || setgid(kNobody) || setuid(kNobody) ? -errno : 0;
     std::shared_ptr<xdp::Device> joined;
-    int32_t slot = xdp::Device::join(NetnsPair::kIfA, ds, &joined);
+    if (slot == 0) slot = xdp::Device::join(NetnsPair::kIfA, ds, &joined);
     std::unique_ptr<Pool> own = make_pool_private();
     std::vector<std::unique_ptr<RingQueue>> mine(qs.size());
     for (size_t q = 0; slot == 0 && q < qs.size(); q++)
@@ -446,6 +453,7 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
   sstest::ChildReaper reap{pid};
   close(down[0]);
   close(up[1]);
+  for (const xdp::QueueShare& q : qs) close(q.own);
   int32_t slot = 0;
   ASSERT_EQ(read(up[0], &slot, sizeof slot), static_cast<ssize_t>(sizeof slot));
   ASSERT_GT(slot, 0) << strerror(-slot);

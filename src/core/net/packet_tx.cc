@@ -1,5 +1,6 @@
 #include "core/net/packet_tx.h"
 
+#include <fcntl.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <sys/socket.h>
@@ -41,6 +42,14 @@ int PacketTx::open(int ifindex, std::unique_ptr<PacketTx>* out) {
   sll.sll_ifindex = ifindex;
   if (bind(fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll) != 0) return -errno;
   *out = std::move(tx);
+  return 0;
+}
+
+int PacketTx::adopt(int fd, std::unique_ptr<PacketTx>* out) {
+  if (fd < 0 || !out) return -EINVAL;
+  const int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return -errno;
+  out->reset(new PacketTx(own));
   return 0;
 }
 

@@ -27,6 +27,9 @@ class PacketTx {
   // -errno (-EPERM without CAP_NET_RAW; -ENOPROTOOPT where the kernel
   // has no virtio-net headers on packet sockets).
   SS_API static int open(int ifindex, std::unique_ptr<PacketTx>* out);
+  // The socket of another process's open() (passed to this one, which may
+  // not make one): sends through a dup of fd. 0 or -errno.
+  SS_API static int adopt(int fd, std::unique_ptr<PacketTx>* out);
   SS_API ~PacketTx();
   PacketTx(const PacketTx&) = delete;
   PacketTx& operator=(const PacketTx&) = delete;

@@ -1,5 +1,6 @@
 #include "core/prov/xdp/xdp_join.h"
 
+#include <fcntl.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
 #include <poll.h>
@@ -25,8 +26,9 @@ using mem::Buffer;
 
 int JoinedQueue::create(const char* ifname, const QueueShare& share, std::shared_ptr<Device> dev,
                         mem::Pool* pool, uint32_t rx_size, std::unique_ptr<RingQueue>* out) {
-  if (!ifname || !dev || !pool || !out || !pow2(rx_size) || !pow2(share.fill_size) ||
-      pool->frame_size() != share.frame_size || !dev->family() || dev->slot() == 0)
+  if (!ifname || !dev || !pool || !out || share.own < 0 || !pow2(rx_size) ||
+      !pow2(share.fill_size) || pool->frame_size() != share.frame_size || !dev->family() ||
+      dev->slot() == 0)
     return -EINVAL;
   const unsigned ifindex = if_nametoindex(ifname);
   if (!ifindex) return -ENODEV;
@@ -35,8 +37,7 @@ int JoinedQueue::create(const char* ifname, const QueueShare& share, std::shared
   q->dev_ = std::move(dev);
   q->pool_ = pool;
   q->rx_size_ = rx_size;
-  q->fd_ = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
-  if (q->fd_ < 0) return -errno;
+  if ((q->fd_ = fcntl(share.own, F_DUPFD_CLOEXEC, 0)) < 0) return -errno;
   if (setsockopt(q->fd_, SOL_XDP, XDP_RX_RING, &rx_size, sizeof rx_size) < 0) return -errno;
   xdp_mmap_offsets own{}, owner{};
   socklen_t len = sizeof own;
@@ -90,6 +91,11 @@ int JoinedQueue::create(const char* ifname, const QueueShare& share, std::shared
   q->steered_ = true;
   *out = std::move(q);
   return 0;
+}
+
+int JoinedQueue::open_socket() {
+  const int fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+  return fd < 0 ? -errno : fd;
 }
 
 JoinedQueue::~JoinedQueue() {

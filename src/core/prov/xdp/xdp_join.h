@@ -26,6 +26,11 @@ struct QueueShare {
   uint32_t queue_id = 0;
   int xsk = -1;   // the owner's AF_XDP socket on the queue
   int umem = -1;  // the UMEM's memfd
+  // The joiner's own AF_XDP socket, unbound, made by the owner
+  // (open_socket): a child that changed its user may not make one
+  // (CAP_NET_RAW). Entering it in the XSKMAP through the map's passed
+  // descriptor needs no privilege (Linux 5.19 on).
+  int own = -1;
   size_t umem_len = 0;
   uint32_t frame_size = 0, fill_size = 0;
   bool multi_buffer = false;  // a packet may span frames
@@ -36,9 +41,11 @@ class JoinedQueue final : public RingQueue {
   // dev: the Device joined (its slot is the socket's); pool: the child's
   // own frames, of the owner's frame size, outliving the queue; rx_size a
   // power of two. -errno: the kernel's refusal of the bind, -EINVAL bad
-  // sizes.
+  // sizes or no share.own.
   static int create(const char* ifname, const QueueShare& share, std::shared_ptr<Device> dev,
                     mem::Pool* pool, uint32_t rx_size, std::unique_ptr<RingQueue>* out);
+  // An unbound AF_XDP socket for QueueShare::own: a descriptor or -errno.
+  static int open_socket();
   ~JoinedQueue() override;
 
   uint32_t caps() const override;
