@@ -108,7 +108,7 @@ void take_over_before_fork() {
 __attribute__((constructor)) void watch_fork() {
   FdTable::instance();
   pthread_atfork(
-      nullptr, [] { g_forks.fetch_add(1, std::memory_order_relaxed); }, in_child);
+      fork_share_prepare, [] { g_forks.fetch_add(1, std::memory_order_relaxed); }, in_child);
 }
 
 }  // namespace

@@ -48,9 +48,10 @@ struct Answer {
 #if SS_VMA_XDP
 // A join's first message passes the device's descriptors and the packet
 // socket; its queues follow, up to kQueuesPerMessage a message (three
-// descriptors each: a new network namespace queues 10 datagrams on a
-// socket), as the owner's QueueShare (its descriptor numbers are the
-// owner's: the child's come with the message).
+// descriptors each), as the owner's QueueShare (its descriptor numbers
+// are the owner's: the child's come with the message). Up to 14 messages
+// for 64 queues: the child's socket, connected to the owner's, takes
+// them past a datagram queue's limit (10 in a new network namespace).
 constexpr int kDeviceFds = 6;
 constexpr uint32_t kQueueFds = 3;
 constexpr uint32_t kQueuesPerMessage = kMaxPassedFds / kQueueFds;
@@ -110,6 +111,7 @@ int receive(int s, uint64_t nonce, Clock::time_point until, void* msg, size_t le
     memcpy(&seen, static_cast<char*>(msg) + offsetof(Answer, nonce), sizeof seen);
     if (static_cast<size_t>(n) == len && magic == kMagic && seen == nonce) return 0;
     for (int i = 0; i < *got; i++) close(fds[i]);  // a stale answer's
+    *got = 0;
   }
 }
 
@@ -148,7 +150,7 @@ int fork_join_ask(const std::string& ifname, JoinShare* out) {
     QueueAnswer qa;
     got = 0;
     err = receive(s, req.nonce, until, &qa, sizeof qa, fds, kMaxPassedFds, &got);
-    out->fds.insert(out->fds.end(), fds, fds + got);
+    if (err == 0) out->fds.insert(out->fds.end(), fds, fds + got);
     if (err == 0 &&
         (qa.count == 0 || qa.count > kQueuesPerMessage ||
          got != static_cast<int>(kQueueFds * qa.count) || out->queues.size() + qa.count > a.queues))

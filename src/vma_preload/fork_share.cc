@@ -60,8 +60,13 @@ std::atomic<Page*> g_page{nullptr};  // MAP_SHARED: a fork child writes the pare
 // number is still that socket (the program may close it and reuse it).
 std::atomic<int> g_sock{-1};
 // The process that made the page, or took the rings over: only it
-// answers (a fork child that joined the rings runs a service thread too).
+// answers (a fork child that joined the rings runs a service thread too);
+// its start time (/proc/PID/stat), for a child to tell it from a reused pid.
 std::atomic<pid_t> g_owner_pid{0};
+unsigned long long g_owner_start = 0;
+// The pid of the process forking, set in its prepare handler: the child's
+// parent, whose exit may come before the child's handler runs.
+std::atomic<pid_t> g_forking{0};
 bool owner_here() { return g_owner_pid.load(std::memory_order_relaxed) == ::getpid(); }
 ino_t g_sock_ino = 0;
 dev_t g_sock_dev = 0;
@@ -158,6 +163,8 @@ int open_page() {
     SS_DEBUG("fork: no request socket (%s)", strerror(errno));
     if (s >= 0) ::syscall(SYS_close, s);
   }
+  ProcStat own;
+  g_owner_start = read_proc_stat(::getpid(), &own) ? own.start_ticks : 0;
   g_owner_pid.store(::getpid(), std::memory_order_relaxed);
   g_page.store(page, std::memory_order_release);
   return 0;
@@ -183,13 +190,13 @@ void fork_share_fork_child() {
   if (fd >= 0 && ::syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == g_sock_ino &&
       st.st_dev == g_sock_dev)
     ::syscall(SYS_close, fd);
-  g_fork_parent = static_cast<pid_t>(::syscall(SYS_getppid));
+  g_fork_parent = g_forking.load(std::memory_order_relaxed);
   g_parent_waited = false;
-  ProcStat ps;
-  g_parent_start = g_fork_parent == g_owner_pid.load(std::memory_order_relaxed) &&
-                           read_proc_stat(g_fork_parent, &ps)
-                       ? ps.start_ticks
-                       : 0;
+  g_parent_start = g_fork_parent == g_owner_pid.load(std::memory_order_relaxed) ? g_owner_start : 0;
+}
+
+void fork_share_prepare() {
+  g_forking.store(static_cast<pid_t>(::syscall(SYS_getpid)), std::memory_order_relaxed);
 }
 
 bool fork_share_parent_gone() {
@@ -215,11 +222,12 @@ bool fork_share_parent_gone() {
     if (handed && (!read || st.state == 'Z' || st.state == 'X' || st.start_ticks != g_parent_start))
       return true;
     const bool leaving = daemon || handed || (read && (st.flags & kPfExiting));
-    if (!leaving || g_parent_waited || waited >= kExitWaitMs) break;
+    if (!leaving || g_parent_waited || waited >= kExitWaitMs) {
+      g_parent_waited = g_parent_waited || waited > 0;
+      return false;
+    }
     ::nanosleep(&step, nullptr);
   }
-  g_parent_waited = true;
-  return false;
 }
 
 bool fork_share_owner_here() { return owner_here(); }

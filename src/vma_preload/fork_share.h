@@ -28,6 +28,9 @@ int fork_share_open();
 // A fork child that takes the rings over (fork_child.cc): a page and a
 // socket of its own, its children's owner from now on. 0 or -errno.
 int fork_share_take_over();
+// In the fork prepare handler: this process's pid, for the child (this
+// process may exit before the child's handler asks for its parent).
+void fork_share_prepare();
 // In a fork child's handler: closes its copy of the parent's socket.
 void fork_share_fork_child();
 // Child: whether its parent owned the page and is gone (its descriptors,

@@ -431,7 +431,10 @@ bool close_rings_in_fork_child() {
 
 NetdevRings* netdev_rings(const std::string& ifname) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (auto it = rings_map().find(ifname); it != rings_map().end()) return it->second;
+  // A takeover tries again where a join failed (the owner was exiting:
+  // SocketRecord::join_in_child).
+  if (auto it = rings_map().find(ifname); it != rings_map().end() && (it->second || !t_taking_over))
+    return it->second;
   std::unique_ptr<NetdevRings> r;
   int err;
   if (in_fork_child()) {

@@ -467,14 +467,21 @@ void SocketRecord::join_in_child() {
   // exits after its fork), or this process took them over for another
   // listener: it owns rings from now on, and its own children join it
   // (fork_child.cc).
-  const bool take_over = fork_share_owner_here() || fork_share_parent_gone();
-  t_joining = !take_over;
-  t_taking_over = take_over;
-  t_making_rings = true;
-  // The parent's backlog is not known here: the kernel's bound.
-  std::unique_ptr<TcpListen> l = TcpListen::open(fd, family, SOMAXCONN);
-  t_joining = t_taking_over = false;
-  t_making_rings = false;
+  bool take_over = fork_share_owner_here() || fork_share_parent_gone();
+  auto open = [&] {
+    t_joining = !take_over;
+    t_taking_over = take_over;
+    t_making_rings = true;
+    // The parent's backlog is not known here: the kernel's bound.
+    std::unique_ptr<TcpListen> l = TcpListen::open(fd, family, SOMAXCONN);
+    t_joining = t_taking_over = false;
+    t_making_rings = false;
+    return l;
+  };
+  std::unique_ptr<TcpListen> l = open();
+  // No answer: the parent may have been exiting (a double fork's middle
+  // process, which took the rings over and leaves): this one takes over.
+  if (!l && !take_over && (take_over = fork_share_parent_gone())) l = open();
   if (!l) return;
   if (take_over) {
     if (fork_share_take_over() < 0) return;  // children could not ask: its listeners close

@@ -50,7 +50,8 @@
 #      daemon the daemon takes the rings over from the process that
 #      started it (gone) and the workers, run as nobody, join the
 #      daemon's; with SLIPSTREAM_VMA_TCP_FORK_JOIN=2 such workers are
-#      refused and the kernel serves.
+#      refused and the kernel serves. On a netdev of 12 rx queues, 20
+#      workers join all 12.
 #  (g) forking programs in A (tests/ext/vma_tcp_forking.py): an
 #      accept-then-fork server's connection goes to A's kernel socket at
 #      the parent's close or the child's first call, and the child echoes
@@ -58,7 +59,8 @@
 #      execs cat on it, as inetd); a client that connects and forks,
 #      execs itself, or starts a program by posix_spawn, system or popen:
 #      the child's or new image's 2 MB echoed; a pre-forking server
-#      whose parent accepts too (both share the rings' clients); with
+#      whose parent accepts too (both share the rings' clients); a daemon
+#      made by a double fork (each child takes the rings over); with
 #      joining off, a pre-forking server whose parent thread sleeps in
 #      accept when a child's first accept takes the listener to the
 #      kernel, and one
@@ -68,7 +70,7 @@
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
 #  (i) crafted segments from B (python3-scapy) against a server in A.
-# Its minutes: about 65 s of a run (nginx's four modes about 25 s of
+# Its minutes: about 70 s of a run (nginx's five cases about 30 s of
 # them), and the 60 s of (h)'s cycles plus about 15 s of its other
 # cases, and 10 s of (i).
 #
@@ -623,6 +625,36 @@ read -r p c < <(sed -n 's/^prefork ok //p' "$T/out")
 has "$T/err" "listen fd [0-9]+: fork child: on rings of its own" || bad=1
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "a pre-forking server in A whose parent accepts too: its fork child joined, both got a share of the rings' clients ($p and $c of 16), A's kernel moved $segs TCP segments over the first 15" $bad
+# A daemon made by a double fork: its middle process takes the rings
+# over from the first (gone) at its fork, and the grandchild from it
+# (gone too) at its first accept; 4 clients from B echoed, none through
+# A's kernel.
+in_a_bg python3 "$here/vma_tcp_forking.py" "$IP4" 7023 4 double-fork
+bad=0
+wait "${pids[-1]}" || bad=1  # the first process exits at once
+# Clients once both took the rings over (the daemon at its first accept).
+taken_line="listen fd [0-9]+: fork child: its parent gone, on rings this process owns"
+for _ in $(seq 50); do
+  [ "$(grep -cE "$taken_line" "$T/err")" = 2 ] && break
+  sleep 0.1
+done
+daemon=$(sed -n 's/^daemon //p' "$T/out")
+pids+=(${daemon:-})
+seg1=$(kernel_tcp)
+for i in 1 2 3 4; do
+  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7023 100000 >"$T/cl" 2>&1 || bad=1
+  has "$T/cl" "^echoed 100000 ok" || { echo "  client $i: $(tail -3 "$T/cl")"; bad=1; }
+done
+segs=$(($(kernel_tcp) - seg1))
+for _ in $(seq 50); do grep -q "^double-fork ok" "$T/out" && break; sleep 0.1; done
+has "$T/out" "^double-fork ok" || bad=1
+taken=$(grep -cE "$taken_line" "$T/err")
+[ "$taken" = 2 ] || { echo "  $taken takeovers, not 2"; bad=1; }
+[ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+check "a daemon in A made by a double fork: its middle process and then the daemon took the rings over, 4 clients echoed, A's kernel moved $segs TCP segments" $bad
+# No child of ours: its end is awaited by its pid, before the next case's rings.
+[ -n "$daemon" ] && kill "$daemon" 2>/dev/null
+for _ in $(seq 50); do [ -n "$daemon" ] && kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
 # The listener given to the kernel at a fork child's first look
 # (SLIPSTREAM_VMA_TCP_FORK_JOIN=0, and where a child cannot join its
 # parent's rings), up to the PostgreSQL case.
@@ -750,6 +782,33 @@ fi
 # (their logs say so) and A's kernel serves.
 if command -v nginx >/dev/null; then
   . "$here/nginx_conf.sh"
+  joined_line="listen fd [0-9]+: fork child: on rings of its own"
+  # ngx_lines DIR: the workers' lines into $T/ngx.both: on stderr, or in
+  # DIR's error log once nginx moved stderr there.
+  ngx_lines() { cat "$T/err" "$1/error.log" >"$T/ngx.both" 2>/dev/null; }
+  # ngx_await DIR PATTERN N: until N of those lines match PATTERN, 15 s
+  # at most.
+  ngx_await() {
+    for _ in $(seq 150); do
+      ngx_lines "$1"
+      [ "$(grep -cE "$2" "$T/ngx.both")" = "$3" ] && return 0
+      sleep 0.1
+    done
+    return 1
+  }
+  # downloads TAG N URL: N downloads of the blob at once from B, each
+  # intact (else bad=1).
+  downloads() {
+    local i
+    for i in $(seq "$2"); do
+      ip netns exec "$Z" timeout 30 curl -sS -o "$T/got.$1$i" "$3" &
+      pids+=($!)
+    done
+    for i in $(seq "$2"); do wait "${pids[-$i]}" || bad=1; done
+    for i in $(seq "$2"); do
+      [ "$(sha256sum <"$T/got.$1$i" 2>/dev/null)" = "$want" ] || { echo "  download $1$i differs"; bad=1; }
+    done
+  }
   nginx_conf "$T/ngx" 8083 "$T/www" "$IP4"
   for mode in join nojoin daemon sameuser; do
     join=1
@@ -773,35 +832,25 @@ if command -v nginx >/dev/null; then
       pids+=("$ngx")
     fi
     listening 8083 || bad=1
-    n=1 want_joins=2 joined_line="listen fd [0-9]+: fork child: on rings of its own"
+    n=1 want_joins=2 refused_line="fork child: cannot join the parent's rings \(Operation not permitted\)"
     [ $join = 1 ] && n=8
     [ $mode = daemon ] && want_joins=4
-    [ $mode = sameuser ] && joined_line="fork child: cannot join the parent's rings \(Operation not permitted\)"
-    # The workers' lines: on stderr, or in the error log once nginx moved stderr there.
-    for _ in $(seq 50); do
-      cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
-      [ $join = 0 ] || [ "$(grep -cE "$joined_line" "$T/ngx.both")" = "$want_joins" ] && break
-      sleep 0.1
-    done
+    case $join in
+      1) ngx_await "$T/ngx" "$joined_line" $want_joins ;;
+      2) ngx_await "$T/ngx" "$refused_line" 2 ;;
+    esac
     seg1=$(kernel_tcp)
-    for i in $(seq $n); do
-      ip netns exec "$Z" timeout 30 curl -sS -o "$T/got.$i" "http://$IP4:8083/blob" &
-      pids+=($!)
-    done
-    for i in $(seq $n); do wait "${pids[-$i]}" || bad=1; done
+    downloads "" $n "http://$IP4:8083/blob"
     segs=$(($(kernel_tcp) - seg1))
-    for i in $(seq $n); do
-      [ "$(sha256sum <"$T/got.$i" 2>/dev/null)" = "$want" ] || { echo "  download $i differs"; bad=1; }
-    done
-    cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+    ngx_lines "$T/ngx"
     if [ $mode = daemon ]; then
       seg2=$(kernel_tcp)
       ip netns exec "$Z" timeout 30 curl -sS -o "$T/got.p2" "http://$IP4:8084/blob" || bad=1
       segs2=$(($(kernel_tcp) - seg2))
       [ "$(sha256sum <"$T/got.p2" 2>/dev/null)" = "$want" ] || { echo "  port 8084's differs"; bad=1; }
-      cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
+      ngx_lines "$T/ngx"
       # Each worker joins on both listeners; the daemon took both over.
-      joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
+      joined=$(grep -cE "$joined_line" "$T/ngx.both")
       [ "$joined" = 4 ] || { echo "  $joined worker listeners joined the rings, not 4"; bad=1; }
       taken=$(grep -cE "listen fd [0-9]+: fork child: its parent gone, on rings this process owns" \
         "$T/ngx.both")
@@ -810,29 +859,18 @@ if command -v nginx >/dev/null; then
         { echo "  A's kernel moved $segs and $segs2 TCP segments"; bad=1; }
       check "nginx as a daemon (its default) with its workers as nobody under libvma.so: the daemon took both listeners over from the process that started it, both workers joined the daemon's, 8 downloads of 20 MB at once and one from the second port intact, A's kernel moved $segs and $segs2 TCP segments" $bad
     elif [ $join = 1 ]; then
-      joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
+      joined=$(grep -cE "$joined_line" "$T/ngx.both")
       [ "$joined" = 2 ] || { echo "  $joined workers joined the rings, not 2"; bad=1; }
       [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
       # A reload (SIGHUP): two new workers join, the old ones leave their
       # shares as they close the listener; 4 more downloads.
       kill -HUP "$(cat "$T/ngx/nginx.pid")"
-      for _ in $(seq 100); do
-        cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
-        [ "$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")" = 4 ] && break
-        sleep 0.1
-      done
+      ngx_await "$T/ngx" "$joined_line" 4
       seg2=$(kernel_tcp)
-      for i in 1 2 3 4; do
-        ip netns exec "$Z" timeout 30 curl -sS -o "$T/got.r$i" "http://$IP4:8083/blob" &
-        pids+=($!)
-      done
-      for i in 1 2 3 4; do wait "${pids[-$i]}" || bad=1; done
+      downloads r 4 "http://$IP4:8083/blob"
       segs2=$(($(kernel_tcp) - seg2))
-      for i in 1 2 3 4; do
-        [ "$(sha256sum <"$T/got.r$i" 2>/dev/null)" = "$want" ] || { echo "  download r$i differs"; bad=1; }
-      done
-      cat "$T/err" "$T/ngx/error.log" >"$T/ngx.both" 2>/dev/null
-      joined=$(grep -cE "listen fd [0-9]+: fork child: on rings of its own" "$T/ngx.both")
+      ngx_lines "$T/ngx"
+      joined=$(grep -cE "$joined_line" "$T/ngx.both")
       [ "$joined" = 4 ] || { echo "  $joined workers joined in all, not 4"; bad=1; }
       [ "$segs2" -lt 5 ] || { echo "  after the reload A's kernel moved $segs2 TCP segments"; bad=1; }
       check "nginx under libvma.so: both workers on rings of their own, 8 downloads of 20 MB at once intact, A's kernel moved $segs TCP segments; after a reload the new workers joined, 4 more intact, $segs2 segments there" $bad
@@ -842,7 +880,7 @@ if command -v nginx >/dev/null; then
       if [ $join = 0 ]; then
         check "nginx under libvma.so, SLIPSTREAM_VMA_TCP_FORK_JOIN=0: its workers' listener back to the kernel, 20 MB served intact through it" $bad
       else
-        refused=$(grep -cE "$joined_line" "$T/ngx.both")
+        refused=$(grep -cE "$refused_line" "$T/ngx.both")
         [ "$refused" = 2 ] || { echo "  $refused workers refused, not 2"; bad=1; }
         check "nginx under libvma.so, SLIPSTREAM_VMA_TCP_FORK_JOIN=2, workers as nobody: the owner refused both, their listener back to the kernel, 20 MB served intact through it" $bad
       fi
@@ -853,8 +891,40 @@ if command -v nginx >/dev/null; then
     for _ in $(seq 50); do kill -0 "$ngx" 2>/dev/null || break; sleep 0.1; done
     rm -f "$T"/got.*
   done
+
+  # (f2) Twelve rx queues: a second veth pair between A and Z, each end
+  # with 12 queues (B's kernel spreads its connections over its tx
+  # queues by hash; veth delivers each on the rx queue of that number).
+  # nginx with 20 workers (more than 15: the slots' old bound), as
+  # nobody, each joining all 12 queues (the owner's answer spans three
+  # messages); 8 downloads at once intact, A's kernel moving no TCP
+  # segment. Shallow rings (VMA_RX_WRE, VMA_TX_WRE): 252 UMEMs of 2 MiB.
+  bad=0
+  ip -n "$A" link add name tq numrxqueues 12 numtxqueues 12 type veth peer name tr netns "$Z" \
+    numrxqueues 12 numtxqueues 12 && ip -n "$A" addr add 10.216.1.1/24 dev tq &&
+    ip -n "$Z" addr add 10.216.1.2/24 dev tr && ip -n "$A" link set tq up && ip -n "$Z" link set tr up &&
+    ip netns exec "$Z" ethtool -K tr tx off >/dev/null || bad=1
+  for _ in $(seq 50); do ip -n "$Z" link show tr | grep -q LOWER_UP && break; sleep 0.1; done
+  nginx_conf "$T/ngq" 8085 "$T/www" 10.216.1.1 20
+  sed -i "s/^user root;/user nobody nogroup;/" "$T/ngq/nginx.conf"
+  VMA_RX_WRE=256 VMA_TX_WRE=256 in_a_bg nginx -e "$T/ngq/error.log" -c "$T/ngq/nginx.conf" -p "$T/ngq"
+  ngx=${pids[-1]}
+  listening 8085 || bad=1
+  ngx_await "$T/ngq" "$joined_line" 20
+  seg1=$(kernel_tcp)
+  downloads q 8 "http://10.216.1.1:8085/blob"
+  segs=$(($(kernel_tcp) - seg1))
+  ngx_lines "$T/ngq"
+  has "$T/ngx.both" "tq: UDP offloaded on 12 rx queue" || bad=1
+  joined=$(grep -cE "tq: fork child: joined the parent's 12 rx queue" "$T/ngx.both")
+  [ "$joined" = 20 ] || { echo "  $joined workers joined 12 queues, not 20"; bad=1; }
+  [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+  check "nginx on a netdev of 12 rx queues with 20 workers as nobody: each joined all 12, 8 downloads of 20 MB at once intact, A's kernel moved $segs TCP segments" $bad
+  kill "$ngx" 2>/dev/null
+  wait "$ngx" 2>/dev/null
+  rm -f "$T"/got.*
 else
-  echo "SKIP: $name: nginx not found (the nginx case)"
+  echo "SKIP: $name: nginx not found (the nginx cases)"
 fi
 
 # (i) crafted segments (tests/ext/vma_tcp_crafted.py, Debian's

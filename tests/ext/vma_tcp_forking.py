@@ -29,6 +29,12 @@ the listener off the rings under the parent's sleeping accept); both
 echo until COUNT connections were served, then each is sent "stop" from
 here. Prints "prefork ok P C", the connections each served.
 
+ADDR PORT COUNT double-fork: a daemon made by a double fork: the process
+listens, forks and exits; its child starts a session, forks and exits;
+the grandchild prints "daemon PID", waits 0.3 s (its parent's exit) and
+echoes COUNT connections (waiting 30 s at most for each), then prints
+"double-fork ok".
+
 ADDR PORT COUNT held: the parent accepts a first connection and keeps it
 (a thread echoes it to its end), then forks a child that accepts and
 echoes COUNT more (its first accept takes the listener to the kernel
@@ -186,6 +192,22 @@ if who in ("queued", "master"):
     echo_until_eof(c)
     print("queued ok", flush=True)
     sys.exit(0)
+
+if who == "double-fork":
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    print("daemon", os.getpid(), flush=True)
+    time.sleep(0.3)
+    s.settimeout(30)  # a daemon nobody waits for ends by itself
+    for _ in range(count):
+        c, _ = s.accept()
+        c.sendall(c.recv(4096))
+        echo_until_eof(c)
+    print("double-fork ok", flush=True)
+    os._exit(0)
 
 if who == "held":
     print("ready", flush=True)
