@@ -51,7 +51,8 @@
 #      started it (gone) and the workers, run as nobody, join the
 #      daemon's; with SLIPSTREAM_VMA_TCP_FORK_JOIN=2 such workers are
 #      refused and the kernel serves. On a netdev of 12 rx queues, 20
-#      workers join all 12.
+#      workers join all 12. Debian's own nginx.conf (www-data workers,
+#      IPv4 and IPv6 wildcard listeners) serves its default page.
 #  (g) forking programs in A (tests/ext/vma_tcp_forking.py): an
 #      accept-then-fork server's connection goes to A's kernel socket at
 #      the parent's close or the child's first call, and the child echoes
@@ -70,7 +71,7 @@
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
 #  (i) crafted segments from B (python3-scapy) against a server in A.
-# Its minutes: about 70 s of a run (nginx's five cases about 30 s of
+# Its minutes: about 75 s of a run (nginx's six cases about 35 s of
 # them), and the 60 s of (h)'s cycles plus about 15 s of its other
 # cases, and 10 s of (i).
 #
@@ -923,6 +924,55 @@ if command -v nginx >/dev/null; then
   kill "$ngx" 2>/dev/null
   wait "$ngx" 2>/dev/null
   rm -f "$T"/got.*
+  ip -n "$A" link del tq
+
+  # (f3) Debian's own nginx.conf, its pid and log paths moved under $T:
+  # a daemon, workers as www-data, one per CPU, IPv4 and IPv6 wildcard
+  # listeners on port 80 (sites-enabled/default), TCP_CORK (tcp_nopush),
+  # gzip. Its default page from B over IPv4 and IPv6, twice each, intact;
+  # the daemon took both listeners over, every worker joined on both, A's
+  # kernel moved no TCP segment.
+  page=/var/www/html/index.nginx-debian.html
+  if [ -r /etc/nginx/nginx.conf ] && [ -r "$page" ] && grep -q "^user www-data;" /etc/nginx/nginx.conf; then
+    mkdir -p "$T/ngs"
+    sed -e "s#^pid .*#pid $T/ngs/nginx.pid;#" -e "s#/var/log/nginx/#$T/ngs/#" /etc/nginx/nginx.conf \
+      >"$T/ngs/nginx.conf"
+    in_a_bg nginx -e "$T/ngs/error.log" -c "$T/ngs/nginx.conf"
+    bad=0
+    wait "${pids[-1]}" || bad=1  # the first process exits once the daemon runs
+    for _ in $(seq 50); do [ -s "$T/ngs/nginx.pid" ] && break; sleep 0.1; done
+    ngx=$(cat "$T/ngs/nginx.pid" 2>/dev/null)
+    pids+=(${ngx:-})
+    # worker_processes auto: one per CPU; at most 63 join (a family's
+    # slots). Until each joined on both listeners, 15 s at most.
+    for _ in $(seq 150); do
+      workers=$(ps --ppid "${ngx:-0}" -o pid= | wc -l)
+      [ "$workers" -gt 63 ] && workers=63
+      ngx_lines "$T/ngs"
+      [ "$workers" -gt 0 ] && [ "$(grep -cE "$joined_line" "$T/ngx.both")" = $((2 * workers)) ] && break
+      sleep 0.1
+    done
+    page_sum=$(sha256sum <"$page")
+    seg1=$(kernel_tcp)
+    for url in "http://$IP4/" "http://[$IP6]/" "http://$IP4/" "http://[$IP6]/"; do
+      [ "$(ip netns exec "$Z" timeout 30 curl -gsS "$url" | sha256sum)" = "$page_sum" ] ||
+        { echo "  $url: not the default page"; bad=1; }
+    done
+    segs=$(($(kernel_tcp) - seg1))
+    ngx_lines "$T/ngs"
+    taken=$(grep -cE "listen fd [0-9]+: fork child: its parent gone, on rings this process owns" \
+      "$T/ngx.both")
+    joined=$(grep -cE "$joined_line" "$T/ngx.both")
+    [ "$taken" = 2 ] || { echo "  the daemon took $taken listeners over, not 2"; bad=1; }
+    [ "$workers" -gt 0 ] && [ "$joined" = $((2 * workers)) ] ||
+      { echo "  $joined worker listeners joined, not $((2 * workers))"; bad=1; }
+    [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
+    check "nginx with Debian's own nginx.conf under libvma.so (daemon, $workers workers as www-data, IPv4 and IPv6 wildcards on port 80): the default page 4 times intact, the daemon took both listeners over, every worker joined on both, A's kernel moved $segs TCP segments" $bad
+    kill "$ngx" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$ngx" 2>/dev/null || break; sleep 0.1; done
+  else
+    echo "SKIP: $name: Debian's nginx.conf or default page not found (the stock nginx case)"
+  fi
 else
   echo "SKIP: $name: nginx not found (the nginx cases)"
 fi
