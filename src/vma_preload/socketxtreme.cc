@@ -100,6 +100,46 @@ bool complete(const NetdevRings::XtremeMember& x, net::Datagram&& d, vma_complet
   return true;
 }
 
+// A datagram a member with a receive callback took: who took it, to
+// where, what its socket held besides.
+struct ForCallback {
+  NetdevRings::XtremeMember x;
+  net::UdpAddr local;
+  uint32_t queued;
+  net::Datagram d;
+};
+
+// Each datagram through its socket's receive callback, as libvma's: DROP
+// frees it, HOLD keeps it for free_packets, RECV makes it a completion
+// (from comps[*got] on). A member closed since its take (its record gone
+// or another's) loses them. One record lookup a run of one member's.
+void pass_callbacks(std::vector<ForCallback>* taken, vma_completion_t* comps, unsigned int* got) {
+  std::shared_ptr<SocketRecord> s;
+  uint64_t packets = 0, bytes = 0;
+  auto count = [&] {
+    if (s && packets) {
+      s->stats.add(stats::kRxPackets, packets);
+      s->stats.add(stats::kRxBytes, bytes);
+    }
+    packets = bytes = 0;
+  };
+  for (ForCallback& t : *taken) {
+    if (!s || s->fd != t.x.fd) {
+      count();
+      s = FdTable::instance().get<SocketRecord>(t.x.fd, FdKind::kVmaSocket);
+    }
+    if (!s || &s->rx_extras != t.x.extras) continue;  // closed: the frame recycles
+    RxExtras& e = s->rx_extras;
+    if (e.callback.pass(t.x.fd, &t.d, t.local, t.queued, 0, &e.held) != VMA_PACKET_RECV) continue;
+    if (complete(t.x, std::move(t.d), &comps[*got])) {
+      packets++;
+      bytes += comps[(*got)++].packet.total_len;
+    }
+  }
+  count();
+  taken->clear();
+}
+
 // An IPv4 peer into a completion's src (libvma's is a sockaddr_in).
 void set_src(vma_completion_t* c, const net::IpAddr& ip, uint16_t port) {
   if (ip.family != AF_INET) return;
@@ -297,6 +337,10 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     uint64_t packets, bytes;
   };
   std::vector<Taken> taken;
+  // The datagrams of members with a receive callback, passed to it after
+  // the lock: the program's code may close a member, or poll again (so
+  // not a thread's list either).
+  std::vector<ForCallback> for_callback;
   {
     std::lock_guard<std::mutex> lock(r->xtreme_mu);
     const size_t m = r->xtreme.size();
@@ -305,20 +349,31 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
       return static_cast<int>(got);
     }
     const size_t first = r->xtreme_next % m;
-    for (size_t i = 0; i < m && got < n; i++) {
+    size_t room = n - got;  // completions this poll may still give
+    for (size_t i = 0; i < m && room > 0; i++) {
       const NetdevRings::XtremeMember& x = r->xtreme[(first + i) % m];
       net::Datagram d;
+      if (x.extras->callback.active()) {
+        while (room > 0 && x.ep->recv_zcopy(&d) == 1) {
+          for_callback.push_back(
+              {x, x.ep->local(), static_cast<uint32_t>(x.ep->queued()), std::move(d)});
+          room--;
+        }
+        continue;
+      }
       Taken t{x.fd, 0, 0};
-      while (got < n && x.ep->recv_zcopy(&d) == 1)
+      while (room > 0 && x.ep->recv_zcopy(&d) == 1)
         if (complete(x, std::move(d), &comps[got])) {
           t.packets++;
           t.bytes += comps[got++].packet.total_len;
+          room--;
         }
       if (t.packets) taken.push_back(t);
     }
     r->xtreme_next = first + 1;  // the next poll starts at the next socket
   }
   for (const Taken& t : taken) count_rx(t.fd, t.packets, t.bytes);
+  pass_callbacks(&for_callback, comps, &got);
   return static_cast<int>(got);
 }
 

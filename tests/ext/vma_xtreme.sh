@@ -7,7 +7,8 @@
 # until COUNT datagrams came to its two sockets (more than the rings'
 # frames, VMA_RX_WRE's 1024 in this mode: they recycle), each completion,
 # user_data, source and payload
-# checked, freed at once; ref/free counts,
+# checked, freed at once (again with a receive callback on the second
+# socket: only what it lets through comes as completions); ref/free counts,
 # double and bogus frees refused with EINVAL, EBADFD for a descriptor that
 # is not a ring's, never more completions than asked. The proof that the
 # rings carried them: A's kernel UDP counter does not move, the socket's
@@ -41,7 +42,8 @@ xtreme_run() {
   rm -f "$T/hold" && mkfifo "$T/hold"
   before=$(kernel_udp In 4)
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR="$T/stats" \
-    VMA_SOCKETXTREME=1 XTREME_HOLD=1 timeout 90 "$PROG" "$@" <"$T/hold" >"$T/out" 2>"$T/err" &
+    VMA_SOCKETXTREME=1 XTREME_HOLD=1 ${XTREME_CB:+XTREME_CB=1} timeout 90 "$PROG" "$@" <"$T/hold" \
+    >"$T/out" 2>"$T/err" &
   rpid=$!
   pids+=($rpid)
   exec 3>"$T/hold"
@@ -77,6 +79,14 @@ check "A's kernel received none of the $count datagrams ($before -> $after)" $?
 [ "$(grep -c "^- UDP, Offloaded" "$T/block")" = 2 ] &&
   [ "$(grep -Ec "^Rx Offload: [0-9]+ KB / $((count / 2)) /" "$T/block")" = 2 ]
 check "the sockets' vmastat blocks: offloaded, $((count / 2)) datagrams each received offloaded" $?
+
+# A receive callback on the second socket (register_recv_callback): it
+# sees each of that socket's datagrams, and only those it returns RECV
+# for come as completions; the HOLD ones wait for free_packets.
+port=$((port + 10))
+XTREME_CB=1 xtreme_run "$IP4 $port $count 2" recv $IP4 $port "$count" $IP4B
+[ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure" && [ "$after" = "$before" ]
+check "a receive callback on a member: DROP, RECV and HOLD over $((count / 2)) datagrams, completions for the RECV ones only, in order; HOLD ones freed by free_packets; A's kernel counter flat ($before -> $after)" $?
 
 # Multicast: two member sockets of the process share each frame; the
 # first lent is a copy, so neither's vma_buff_t lands in the other's.

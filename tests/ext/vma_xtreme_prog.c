@@ -22,7 +22,12 @@
  *       free_vma_packets: -1/EINVAL, then freed once. After each BATCH it
  *       acknowledges to the sender. Then recvfrom with MSG_DONTWAIT finds
  *       nothing (every datagram went to socketxtreme_poll only) and a
- *       poll with nothing sent returns 0 at once. With XTREME_HOLD set
+ *       poll with nothing sent returns 0 at once. With XTREME_CB set the
+ *       second socket has a receive callback, which sees each of its
+ *       datagrams once (payload, source, packet id) and returns DROP,
+ *       RECV or HOLD by (i / 2) % 3: only the RECV ones come as
+ *       completions, in order; the HOLD ones are freed by free_packets
+ *       at the end (a second free: -1/ENOENT). With XTREME_HOLD set
  *       it then prints "held PID" and waits for stdin to close (its
  *       vmastat block is read meanwhile).
  *       Prints "FAIL: ..." per failure and "PASS: N failure(s)".
@@ -46,6 +51,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <mellanox/vma_extra.h>
@@ -57,6 +63,15 @@
 	 VMA_EXTRA_API_SOCKETXTREME_REF_VMA_BUFF | VMA_EXTRA_API_SOCKETXTREME_FREE_VMA_BUFF)
 
 static int fails;
+
+/* XTREME_CB: what the second socket's receive callback saw. */
+#define CB_MAX 20000
+struct cb_state {
+	int fd;
+	uint32_t seen[3], bad, nheld;
+	void *held[CB_MAX];
+};
+static struct cb_state cb;
 
 static void expect(int ok, const char *what)
 {
@@ -247,13 +262,73 @@ static void free_packet(struct vma_api_t *api, struct vma_packet_desc_t *p, uint
 	}
 }
 
+/* The second socket's datagram i: DROP, RECV or HOLD by (i / 2) % 3. */
+static vma_recv_callback_retval_t on_packet(int fd, size_t sz_iov, struct iovec iov[],
+					    struct vma_info_t *info, void *context)
+{
+	struct cb_state *st = context;
+	uint32_t i = 0;
+	int tag;
+
+	if (sz_iov == 1 && iov[0].iov_len >= 4) {
+		memcpy(&i, iov[0].iov_base, 4);
+		i = ntohl(i);
+	}
+	if (fd != st->fd || sz_iov != 1 || info->struct_sz < sizeof *info || !info->packet_id ||
+	    !info->src || info->src->sin_family != AF_INET ||
+	    !datagram_is(iov[0].iov_base, iov[0].iov_len, i) || i % 2 != 1) {
+		st->bad++;
+		return VMA_PACKET_DROP;
+	}
+	tag = (int)(i / 2 % 3);
+	st->seen[tag]++;
+	if (tag == VMA_PACKET_HOLD && st->nheld < CB_MAX)
+		st->held[st->nheld++] = info->packet_id;
+	return (vma_recv_callback_retval_t)tag;
+}
+
+/* The second socket's next datagram after j that its callback lets
+ * through (RECV), or j + 2 without one. */
+static uint32_t next_of_second(uint32_t j)
+{
+	do
+		j += 2;
+	while (getenv("XTREME_CB") && j / 2 % 3 != VMA_PACKET_RECV);
+	return j;
+}
+
+/* The HOLD packets freed by free_packets, once each. */
+static void free_held(struct vma_api_t *api)
+{
+	struct vma_packet_t p;
+	uint32_t freed = 0;
+	char m[160];
+	int r;
+
+	for (uint32_t k = 0; k < cb.nheld; k++) {
+		memset(&p, 0, sizeof p);
+		p.packet_id = cb.held[k];
+		freed += api->free_packets(cb.fd, &p, 1) == 0;
+	}
+	snprintf(m, sizeof m, "free_packets of the %u HOLD packets (%u freed)", cb.nheld, freed);
+	expect(freed == cb.nheld, m);
+	if (cb.nheld) {
+		memset(&p, 0, sizeof p);
+		p.packet_id = cb.held[0];
+		r = api->free_packets(cb.fd, &p, 1);
+		expect_err(r, errno, ENOENT, "free_packets(a HOLD packet freed already)");
+	}
+}
+
 static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_ip)
 {
 	struct vma_api_t *api = api_or_exit();
 	struct sockaddr_in peer = addr_of(peer_ip, 0), from;
 	struct vma_completion_t comps[8];
 	int rings[MAX_RINGS], rings2[MAX_RINGS], nrings, s[2], r;
-	uint32_t got = 0, next[2] = {0, 1}; /* socket k gets datagrams k, k + 2, ... */
+	/* Socket k gets datagrams k, k + 2, ...; seen counts those the
+	 * callback kept from completions too; acked, those acknowledged. */
+	uint32_t got = 0, seen = 0, acked = 0, next[2] = {0, next_of_second((uint32_t)-1)};
 	uint8_t buf[2048];
 	char m[160];
 
@@ -268,10 +343,15 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 	expect(rings_of(api, s[1], rings2) == nrings && !memcmp(rings, rings2, sizeof(int) * (size_t)nrings),
 	       "both sockets have the netdev's rings");
 	refusals(api, s[0]);
+	if (getenv("XTREME_CB")) {
+		cb.fd = s[1];
+		expect(api->register_recv_callback(s[1], on_packet, &cb) == 0,
+		       "register_recv_callback on the second socket");
+	}
 	printf("ready\n");
 	fflush(stdout);
-	while (got < count && nrings > 0) {
-		for (int k = 0; k < nrings && got < count; k++) {
+	while (seen < count && nrings > 0) {
+		for (int k = 0; k < nrings && seen < count; k++) {
 			/* Ask for fewer than may wait: never more than n. */
 			const unsigned int n = 1 + got % 7;
 
@@ -295,16 +375,29 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 				if (got == 0)
 					from = comps[c].src; /* the sender, for acknowledgements */
 				free_packet(api, &comps[c].packet, next[w]);
-				next[w] += 2;
+				next[w] = w ? next_of_second(next[w]) : next[w] + 2;
 				got++;
-				if (got % BATCH == 0 || got == count)
-					sendto(s[0], "ack", 3, 0, (struct sockaddr *)&from, sizeof from);
 			}
+			seen = got + cb.seen[VMA_PACKET_DROP] + cb.seen[VMA_PACKET_HOLD] + cb.bad;
+			for (; got && (seen >= acked + BATCH || (seen == count && acked < count));
+			     acked = seen == count ? count : acked + BATCH)
+				sendto(s[0], "ack", 3, 0, (struct sockaddr *)&from, sizeof from);
 		}
 	}
 out:
-	snprintf(m, sizeof m, "all %u datagrams through socketxtreme_poll (got %u)", count, got);
-	expect(got == count, m);
+	snprintf(m, sizeof m, "all %u datagrams through socketxtreme_poll (%u completions)", count, got);
+	expect(seen == count, m);
+	if (getenv("XTREME_CB")) {
+		snprintf(m, sizeof m,
+			 "the callback saw each of the second socket's %u datagrams once: DROP %u, "
+			 "RECV %u, HOLD %u, %u malformed; %u completions",
+			 count / 2, cb.seen[0], cb.seen[1], cb.seen[2], cb.bad, got);
+		expect(cb.seen[0] + cb.seen[1] + cb.seen[2] == count / 2 && !cb.bad &&
+			       got == count / 2 + cb.seen[VMA_PACKET_RECV] && cb.seen[0] && cb.seen[1] &&
+			       cb.seen[2],
+		       m);
+		free_held(api);
+	}
 	for (int k = 0; k < 2; k++) {
 		r = (int)recvfrom(s[k], buf, sizeof buf, MSG_DONTWAIT, NULL, NULL);
 		expect_err(r, errno, EAGAIN, "recvfrom after the loop (every datagram was polled)");
