@@ -70,13 +70,15 @@ void drop_lender(std::pair<const void*, LentOwner*>& l) {
   l.second->unref();
 }
 
-// Counts `packets` datagrams of `bytes` received offloaded on fd's vmastat
-// block (its record looked up: the member keeps only the fd).
+// Counts `packets` datagrams of `bytes` received offloaded on s's vmastat
+// block; by fd, its record looked up (the member keeps only the fd).
+void count_rx(SocketRecord& s, uint64_t packets, uint64_t bytes) {
+  s.stats.add(stats::kRxPackets, packets);
+  s.stats.add(stats::kRxBytes, bytes);
+}
 void count_rx(int fd, uint64_t packets, uint64_t bytes) {
-  if (const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket)) {
-    s->stats.add(stats::kRxPackets, packets);
-    s->stats.add(stats::kRxBytes, bytes);
-  }
+  if (const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket))
+    count_rx(*s, packets, bytes);
 }
 
 // d as completion c of member x: its frame lent, one buffer. False when
@@ -117,10 +119,7 @@ void pass_callbacks(std::vector<ForCallback>* taken, vma_completion_t* comps, un
   std::shared_ptr<SocketRecord> s;
   uint64_t packets = 0, bytes = 0;
   auto count = [&] {
-    if (s && packets) {
-      s->stats.add(stats::kRxPackets, packets);
-      s->stats.add(stats::kRxBytes, bytes);
-    }
+    if (s && packets) count_rx(*s, packets, bytes);
     packets = bytes = 0;
   };
   for (ForCallback& t : *taken) {
@@ -199,8 +198,7 @@ bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c, bool* more) {
   if (!c->packet.num_bufs && !edges) return false;
   if (c->packet.num_bufs) {
     c->events = static_cast<uint64_t>(VMA_SOCKETXTREME_PACKET) | EPOLLIN;
-    s.stats.add(stats::kRxPackets, c->packet.num_bufs);
-    s.stats.add(stats::kRxBytes, c->packet.total_len);
+    count_rx(s, c->packet.num_bufs, c->packet.total_len);
   }
   c->events |= static_cast<uint64_t>(edges & (POLLOUT | POLLRDHUP | POLLHUP | POLLERR));
   c->user_data = s.rx_extras.user_data(s.fd);

@@ -359,6 +359,22 @@ stop_a_bg() {
   kill "${pids[-1]}" 2>/dev/null
   wait "${pids[-1]}" 2>/dev/null
 }
+# daemon_of FILE: once the last in_a_bg program, which starts a daemon,
+# exited (bad=1 if it failed), the daemon's pid from FILE (5 s at most),
+# in $daemon and $pids. stop_daemon: $daemon killed and its end awaited
+# by its pid (no child of ours), so its XDP program is gone before the
+# next one attaches.
+daemon_of() {
+  wait "${pids[-1]}" || bad=1
+  for _ in $(seq 50); do [ -s "$1" ] && break; sleep 0.1; done
+  daemon=$(cat "$1" 2>/dev/null)
+  pids+=(${daemon:-})
+}
+stop_daemon() {
+  [ -n "${daemon:-}" ] || return 0
+  kill "$daemon" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+}
 listening() {  # listening PORT: A's server took port PORT on the rings (its log), or 5 s and why not
   for _ in $(seq 50); do grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err" && return 0; sleep 0.1; done
   grep -q "listen fd [0-9]* (tcp port $1): on [0-9]* listener" "$T/err" && return 0
@@ -653,9 +669,7 @@ taken=$(grep -cE "$taken_line" "$T/err")
 [ "$taken" = 2 ] || { echo "  $taken takeovers, not 2"; bad=1; }
 [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
 check "a daemon in A made by a double fork: its middle process and then the daemon took the rings over, 4 clients echoed, A's kernel moved $segs TCP segments" $bad
-# No child of ours: its end is awaited by its pid, before the next case's rings.
-[ -n "$daemon" ] && kill "$daemon" 2>/dev/null
-for _ in $(seq 50); do [ -n "$daemon" ] && kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+stop_daemon
 # The listener given to the kernel at a fork child's first look
 # (SLIPSTREAM_VMA_TCP_FORK_JOIN=0, and where a child cannot join its
 # parent's rings), up to the PostgreSQL case.
@@ -825,13 +839,8 @@ if command -v nginx >/dev/null; then
       "$T/ngx/mode.conf"
     SLIPSTREAM_VMA_TCP_FORK_JOIN=$join in_a_bg nginx -e "$T/ngx/error.log" -c "$T/ngx/mode.conf" -p "$T/ngx"
     ngx=${pids[-1]}
-    bad=0
-    if [ $mode = daemon ]; then  # the first process exits once the daemon runs
-      wait "$ngx" || bad=1
-      for _ in $(seq 50); do [ -s "$T/ngx/nginx.pid" ] && break; sleep 0.1; done
-      ngx=$(cat "$T/ngx/nginx.pid" 2>/dev/null)
-      pids+=("$ngx")
-    fi
+    bad=0 daemon=
+    [ $mode = daemon ] && daemon_of "$T/ngx/nginx.pid"
     listening 8083 || bad=1
     n=1 want_joins=2 refused_line="fork child: cannot join the parent's rings \(Operation not permitted\)"
     [ $join = 1 ] && n=8
@@ -888,8 +897,7 @@ if command -v nginx >/dev/null; then
     fi
     kill "$ngx" 2>/dev/null
     wait "$ngx" 2>/dev/null
-    # A daemon is no child of ours: its end is awaited by its pid.
-    for _ in $(seq 50); do kill -0 "$ngx" 2>/dev/null || break; sleep 0.1; done
+    stop_daemon
     rm -f "$T"/got.*
   done
 
@@ -939,14 +947,11 @@ if command -v nginx >/dev/null; then
       >"$T/ngs/nginx.conf"
     in_a_bg nginx -e "$T/ngs/error.log" -c "$T/ngs/nginx.conf"
     bad=0
-    wait "${pids[-1]}" || bad=1  # the first process exits once the daemon runs
-    for _ in $(seq 50); do [ -s "$T/ngs/nginx.pid" ] && break; sleep 0.1; done
-    ngx=$(cat "$T/ngs/nginx.pid" 2>/dev/null)
-    pids+=(${ngx:-})
+    daemon_of "$T/ngs/nginx.pid"
     # worker_processes auto: one per CPU; at most 63 join (a family's
     # slots). Until each joined on both listeners, 15 s at most.
     for _ in $(seq 150); do
-      workers=$(ps --ppid "${ngx:-0}" -o pid= | wc -l)
+      workers=$(ps --ppid "${daemon:-0}" -o pid= | wc -l)
       [ "$workers" -gt 63 ] && workers=63
       ngx_lines "$T/ngs"
       [ "$workers" -gt 0 ] && [ "$(grep -cE "$joined_line" "$T/ngx.both")" = $((2 * workers)) ] && break
@@ -968,8 +973,7 @@ if command -v nginx >/dev/null; then
       { echo "  $joined worker listeners joined, not $((2 * workers))"; bad=1; }
     [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
     check "nginx with Debian's own nginx.conf under libvma.so (daemon, $workers workers as www-data, IPv4 and IPv6 wildcards on port 80): the default page 4 times intact, the daemon took both listeners over, every worker joined on both, A's kernel moved $segs TCP segments" $bad
-    kill "$ngx" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$ngx" 2>/dev/null || break; sleep 0.1; done
+    stop_daemon
   else
     echo "SKIP: $name: Debian's nginx.conf or default page not found (the stock nginx case)"
   fi
