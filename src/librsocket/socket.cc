@@ -27,6 +27,7 @@
 #include "core/prov/selection.h"
 #include "core/prov/sock_addr.h"
 #include "librsocket/fork.h"
+#include "core/base/fd_spare.h"
 #include "core/base/interruptible_poll.h"
 #include "librsocket/keepalive_service.h"
 #include "librsocket/listen_service.h"
@@ -276,6 +277,7 @@ void Socket::serve_requests(bool inline_caller) {
         starved_ep_ = std::move(ep);
         set(kAcceptStarved);
         note_accept_error(err);
+        reserve_again();  // what the probe gave is the program's now, or ours again
         return;
       }
       ep->reject();
@@ -317,12 +319,14 @@ void Socket::serve_requests(bool inline_caller) {
       answering_fd_ = -1;  // first: a child must never close a number reused meanwhile
       ::close(fd);
       if (rc == -EMFILE || rc == -ENFILE) {
+        reserve_free();  // what it made stays taken: the program is out
         std::lock_guard<FutexMutex> g(mu_);
         note_accept_error(-rc);
       }
       continue;
     }
     s->set_phase(kConnecting);
+    reserve_again();  // when the reserve made its room
     std::lock_guard<FutexMutex> g(mu_);
     answering_fd_ = -1;  // the queue's now
     accept_queue_.push_back(std::move(s));

@@ -1,6 +1,8 @@
 // descriptor_shortage: counts the free descriptor numbers below
 // RLIMIT_NOFILE, and makes no descriptor while it looks: another thread's
-// eventfd near the limit never fails because of the probe.
+// eventfd near the limit never fails because of the probe. The reserve:
+// what a failed step gave back stays taken from the program, and makes
+// room for the next step.
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -9,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -89,6 +93,58 @@ TEST_F(FdSpareTest, ProbeTakesNoDescriptorFromAnotherThread) {
   EXPECT_EQ(0, emfile) << "eventfd failed with EMFILE while another thread probed " << probes.load()
                        << " times";
   EXPECT_EQ(0, wrong_answers.load());
+}
+
+// A step made 3 descriptors and failed (the program took the rest):
+// its clean-up's numbers go to the reserve, so the program's own call
+// still fails; the next step's probe counts them and gets them back,
+// and a finished step's leftovers are taken again.
+TEST_F(FdSpareTest, AFailedStepsNumbersStayTakenUntilTheNextStep) {
+  leave_free(3);
+  reserve_free();
+  EXPECT_LT(eventfd(0, EFD_CLOEXEC), 0) << "a number the failed step gave back was free";
+  EXPECT_EQ(EMFILE, errno);
+  EXPECT_EQ(0, descriptor_shortage(3)) << "the reserve's numbers are the next step's room";
+  int made = eventfd(0, EFD_CLOEXEC);  // the step makes one of three, then finishes
+  ASSERT_GE(made, 0);
+  used_.push_back(made);
+  reserve_again();
+  EXPECT_LT(eventfd(0, EFD_CLOEXEC), 0) << "the step's leftover room went to the program";
+  EXPECT_EQ(-EMFILE, descriptor_shortage(3));
+  EXPECT_EQ(0, descriptor_shortage(2));  // the two kept, given back
+}
+
+// The program made room (more numbers free than the reserve takes): the
+// reserve holds none of them.
+TEST_F(FdSpareTest, NoReserveOnceTheProgramMadeRoom) {
+  leave_free(kReserveMost + 1);
+  reserve_free();
+  for (int i = 0; i <= kReserveMost; i++) {
+    int fd = eventfd(0, EFD_CLOEXEC);
+    ASSERT_GE(fd, 0) << "number " << i << " taken by the reserve";
+    used_.push_back(fd);
+  }
+}
+
+// A program that closes every descriptor (a daemon) and reuses a
+// reserve's number: giving the reserve back leaves its file open.
+TEST_F(FdSpareTest, AReusedReserveNumberStaysTheProgramsOwn) {
+  leave_free(2);
+  reserve_free();
+  int reused = -1;
+  for (int fd = 0; fd < 512 && reused < 0; fd++) {
+    char path[64], target[128] = {};
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (readlink(path, target, sizeof target - 1) <= 0 || !strstr(target, "slipstream-reserve"))
+      continue;
+    ::close(fd);  // one of the reserve's, closed by the program
+    reused = eventfd(0, EFD_CLOEXEC);
+    ASSERT_EQ(fd, reused);
+  }
+  ASSERT_GE(reused, 0) << "no number in the reserve";
+  used_.push_back(reused);
+  EXPECT_EQ(0, descriptor_shortage(2));  // gives the reserve back
+  EXPECT_GE(fcntl(reused, F_GETFD), 0) << "the program's reused number was closed";
 }
 
 }  // namespace

@@ -1,13 +1,20 @@
 #include "core/base/fd_spare.h"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <mutex>
+#include <utility>
+#include <vector>
 
+#include "core/base/own_fd.h"
 #include "core/base/sandbox.h"
 
 namespace ss {
@@ -26,26 +33,109 @@ int closed_in(int first, int count) {
   for (int i = 0; i < count; i++) closed += (p[i].revents & POLLNVAL) != 0;
   return closed;
 }
-}  // namespace
 
-int descriptor_shortage(int n) {
-  if (sandbox::locked_in()) return 0;  // getrlimit may be what the filter kills for
+// The reserve's numbers (duplicates of one memfd of its own, told apart
+// by its inode from a number the program closed and reused) and how many
+// it gave back for the last step. A try_lock: a fork child of a thread
+// that held it (or a second thread) sees no reserve rather than waiting.
+struct Reserve {
+  std::mutex mu;
+  std::vector<int> fds;
+  ino_t ino = 0;
+  int given = 0;
+};
+Reserve& reserve() {
+  static Reserve* r = new Reserve;  // outlives static destructors
+  return *r;
+}
+
+// Free numbers below the limit, counted up to `n` (from the top down:
+// descriptors are made lowest first, so far from the limit the first
+// batch finds them, and near it the whole table is looked at, what a
+// process that full holds anyway); -1 when unknown.
+int free_numbers(int n) {
   rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 0;  // no limit to compare: let the step try
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return -1;
   const long limit = static_cast<long>(std::min<rlim_t>(lim.rlim_cur, 1L << 30));
-  // From the top down: descriptors are made lowest first, so far from the
-  // limit the first batch finds the free numbers, and near it the whole
-  // table is looked at (what a process that full holds anyway).
   constexpr int kBatch = 256;
   int free_found = 0;
   for (long top = limit; top > 0 && free_found < n;) {
     const int count = static_cast<int>(std::min<long>(kBatch, top));
     top -= count;
     const int closed = closed_in(static_cast<int>(top), count);
-    if (closed < 0) return 0;  // unknown: let the step try
+    if (closed < 0) return -1;
     free_found += closed;
   }
-  return free_found >= n ? 0 : -EMFILE;
+  return free_found;
+}
+
+// Whether `fd` is still the reserve's (a number the program closed may
+// be one of its own files now).
+bool ours(const Reserve& r, int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && st.st_ino == r.ino;
+}
+
+// Takes the free numbers into the reserve, up to `most` in it; none
+// when more are free (the program made room: the reserve ends).
+void take(Reserve& r, size_t most) {
+  std::erase_if(r.fds, [&r](int fd) { return !ours(r, fd); });
+  const int free_now = free_numbers(static_cast<int>(most) + 1);
+  if (free_now < 0 || free_now > static_cast<int>(most)) return;
+  while (r.fds.size() < most) {
+    // The system calls: a preload's fcntl would enter the copy in its table.
+    int fd;
+    struct stat st {};
+    if (r.fds.empty()) {
+      fd = static_cast<int>(syscall(SYS_memfd_create, "slipstream-reserve", MFD_CLOEXEC));
+      if (fd >= 0 && fstat(fd, &st) != 0) {
+        own_close(fd);
+        fd = -1;
+      }
+      r.ino = st.st_ino;
+    } else {
+      fd = static_cast<int>(syscall(SYS_fcntl, r.fds.front(), F_DUPFD_CLOEXEC, 0));
+    }
+    if (fd < 0) return;
+    r.fds.push_back(fd);
+  }
+}
+
+// Gives the reserve's numbers back: those still its own.
+void give_back(Reserve& r) {
+  for (int fd : r.fds)
+    if (ours(r, fd)) own_close(fd);
+  r.fds.clear();
+}
+}  // namespace
+
+int descriptor_shortage(int n) {
+  if (sandbox::locked_in()) return 0;  // getrlimit may be what the filter kills for
+  const int free_now = free_numbers(n);
+  if (free_now < 0 || free_now >= n) return 0;  // unknown: let the step try
+  Reserve& r = reserve();
+  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
+  if (!g.owns_lock() || free_now + static_cast<int>(r.fds.size()) < n) return -EMFILE;
+  r.given = static_cast<int>(r.fds.size());
+  give_back(r);
+  return 0;
+}
+
+void reserve_free() {
+  if (sandbox::locked_in()) return;
+  Reserve& r = reserve();
+  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
+  if (!g.owns_lock()) return;
+  r.given = 0;
+  take(r, kReserveMost);
+}
+
+void reserve_again() {
+  if (sandbox::locked_in()) return;
+  Reserve& r = reserve();
+  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
+  if (!g.owns_lock() || r.given == 0) return;
+  take(r, static_cast<size_t>(std::exchange(r.given, 0)));
 }
 
 }  // namespace ss

@@ -4,16 +4,33 @@
 // leaves the work undone (a connection request queued, as in a kernel
 // backlog) instead of failing it half-way.
 #pragma once
+#include "core/base/api.h"
 
 namespace ss {
 
-// 0 when `n` descriptor numbers are free below RLIMIT_NOFILE; -EMFILE
-// when not. The probe makes no descriptor (a probe that did would take
-// the last free numbers from another thread's socket() or eventfd for a
-// moment: a passing EMFILE there). The system-wide limit (ENFILE) is not
-// seen, and another thread may take the numbers meanwhile: the step
-// itself must still handle the shortage. Once locked in (sandbox.h): 0,
-// no probe.
+// 0 when `n` descriptor numbers are free below RLIMIT_NOFILE, counting
+// the reserve's (below: given back for the step when they make up the
+// difference); -EMFILE when not. The probe makes no descriptor (a probe
+// that did would take the last free numbers from another thread's
+// socket() or eventfd for a moment: a passing EMFILE there). The
+// system-wide limit (ENFILE) is not seen, and another thread may take
+// the numbers meanwhile: the step itself must still handle the shortage.
+// Once locked in (sandbox.h): 0, no probe.
 int descriptor_shortage(int n = 1);
+
+// The reserve: numbers the library keeps taken (a memfd of its own and
+// duplicates, at most `kReserveMost`) while the process is out of
+// descriptors, so that its own failed or finished steps never hand the
+// program a number: out, the program stays out (its socket() EMFILE, as
+// beside a kernel backlog) until it closes some of its own.
+constexpr int kReserveMost = 8;
+// After a step that failed half-way for want of descriptors, its made
+// ones closed: takes the free numbers into the reserve.
+SS_API void reserve_free();
+// After a step the reserve gave room to: takes back as many free numbers
+// as it gave (fewer when fewer are free); nothing when it gave none, or
+// when more are free than that (the program made room: the reserve ends,
+// as it does at reserve_free).
+SS_API void reserve_again();
 
 }  // namespace ss

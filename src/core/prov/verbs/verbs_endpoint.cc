@@ -170,8 +170,10 @@ std::unique_ptr<Endpoint> VerbsEndpoint::make_passive(rdma_cm_id* id, const void
                                                       uint8_t peer_ird) {
   std::unique_ptr<VerbsEndpoint> ep(new (std::nothrow) VerbsEndpoint);
   if (!ep || ep->open_channel() != 0 || rdma_migrate_id(id, ep->ch_) != 0) {
-    SS_WARN("verbs: cannot take a connection request: %s", strerror(errno));
+    const int err = ep ? errno : ENOMEM;
+    SS_WARN("verbs: cannot take a connection request: %s", strerror(err));
     rdma_destroy_id(id);
+    errno = err;  // the listener tells a shortage apart
     return nullptr;
   }
   ep->id_ = id;

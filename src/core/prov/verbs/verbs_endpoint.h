@@ -33,7 +33,7 @@ class VerbsEndpoint final : public Endpoint {
                          size_t route_len, bool off_stream, std::unique_ptr<Endpoint>* out);
   // For a connection request taken from a listener: `id` (whose events are
   // all acknowledged) moves to a channel of its own. nullptr on failure
-  // (the id is destroyed, which rejects the peer). `peer_ird`: the
+  // (the id is destroyed, which rejects the peer; errno says why). `peer_ird`: the
   // request's initiator_depth, the reads the peer will answer.
   static std::unique_ptr<Endpoint> make_passive(rdma_cm_id* id, const void* pdata, size_t len,
                                                 uint8_t peer_ird);

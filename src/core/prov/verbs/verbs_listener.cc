@@ -95,6 +95,11 @@ int VerbsListener::get_request(std::unique_ptr<Endpoint>* ep) {
     rdma_ack_cm_event(e);
     *ep = VerbsEndpoint::make_passive(id, pdata, plen, ird);
     if (*ep) return 0;
+    if (errno == EMFILE || errno == ENFILE) {  // taken by the program meanwhile
+      const int err = errno;
+      reserve_free();  // what it made stays taken: the program is out
+      return -err;
+    }
   }
 }
 
