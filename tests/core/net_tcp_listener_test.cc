@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <memory>
 #include <vector>
@@ -304,6 +306,43 @@ TEST_F(TcpListener, AForgedOrExpiredCookieGetsAReset) {
   l->input(t, segment(t, kAck, 1001, sa.h.seq + 1), ao, {}, 100'000'000);  // the next slot
   EXPECT_EQ(l->counters().cookies_ok, 1u);
   EXPECT_EQ(l->accept_queue(), 1u);
+}
+
+// The ACK of a handshake whose SYN-ACK another listener of the process
+// sent (a port's group changed meanwhile), also in a fork child made
+// after that SYN-ACK: the cookie is good there too.
+TEST_F(TcpListener, AnotherListenerOfTheProcessOrAForkChildTakesTheCookie) {
+  make(8, 0, 1);
+  syn(1001, 0, full_syn_options());
+  const Sent sa = last_to(1001);
+  const FourTuple t = client(1001);
+  Options ao;
+  ao.has_ts = true;
+  ao.ts_val = 5001;
+  ao.ts_ecr = sa.o.ts_val;
+  const Header a = segment(t, kAck, 1001, sa.h.seq + 1);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // a new listener there, as a joining worker's
+    Host h;
+    ListenerConfig cfg;
+    cfg.syncookies = 1;
+    Listener other(cfg, &h, &isn);
+    other.input(t, a, ao, {}, 1000);
+    _exit(other.counters().cookies_ok == 1 && other.accept_queue() == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the fork child's listener refused it";
+  Host h;
+  ListenerConfig cfg;
+  cfg.syncookies = 1;
+  Listener other(cfg, &h, &isn);
+  other.input(t, a, ao, {}, 1000);
+  EXPECT_EQ(other.counters().cookies_ok, 1u);
+  EXPECT_EQ(other.accept_queue(), 1u);
+  EXPECT_EQ(other.counters().resets_sent, 0u);
 }
 
 TEST_F(TcpListener, WithoutTimestampsACookieOffersOnlyTheMss) {

@@ -16,7 +16,14 @@ constexpr uint32_t kTsBits = 6, kTsMask = (1u << kTsBits) - 1;
 constexpr uint32_t kNoWscale = 0xf;  // in the 4 window-scale bits
 constexpr uint32_t kTsFlag = 8;      // beside the MSS index: our SYN-ACK had timestamps
 
+const SecretHash& process_key() {
+  static const SecretHash* key = new SecretHash;  // outlives static destructors
+  return *key;
+}
+
 }  // namespace
+
+SynCookies::SynCookies() : hash_(process_key()) {}
 
 uint32_t SynCookies::hash24(const FourTuple& t, uint32_t peer_isn, uint32_t slot) const {
   return static_cast<uint32_t>(hash_(t, uint64_t{peer_isn} | (uint64_t{slot} << 32))) & kLow24;

@@ -6,7 +6,11 @@
 // in a short table, and whether our SYN-ACK had timestamps. A cookie is
 // good for two slots. With timestamps the peer's window scale and SACK
 // permission ride in our timestamp's low 6 bits (the echo brings them
-// back); without, the SYN-ACK offers neither, as Linux's.
+// back); without, the SYN-ACK offers neither, as Linux's. The key is the
+// process's, one for all its listeners (as Linux's one secret) and a fork
+// child's: a port's group may hand a handshake's ACK to another process
+// of the family than the one that sent the SYN-ACK (a worker joining or
+// leaving), and that one's listener checks the cookie.
 #pragma once
 #include <cstdint>
 
@@ -24,6 +28,7 @@ struct CookieState {
 
 class SynCookies {
  public:
+  SynCookies();  // makes the process's key, if none yet: before any fork
   // The ISN for our SYN-ACK to a SYN (peer_isn, its options) at now_us;
   // *ts_val (when the SYN had timestamps) is our timestamp carrying the
   // options, no later than `ts_now` so the peer's PAWS never sees time go
@@ -38,7 +43,7 @@ class SynCookies {
 
  private:
   uint32_t hash24(const FourTuple& t, uint32_t peer_isn, uint32_t slot) const;
-  SecretHash hash_;
+  const SecretHash& hash_;
 };
 
 }  // namespace ss::net::tcp
