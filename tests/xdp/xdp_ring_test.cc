@@ -30,6 +30,7 @@
 #include "core/prov/registry.h"
 #include "core/prov/ring.h"
 #include "core/prov/xdp/xdp_device.h"
+#include "core/prov/xdp/xdp_family.h"
 #include "core/prov/xdp/xdp_join.h"
 #include "core/prov/xdp/xdp_queue.h"
 #include "tests/common/stderr_capture.h"
@@ -387,6 +388,27 @@ int connect_from_b(NetnsPair& ns, uint16_t from, uint16_t* port) {
   return fd;
 }
 
+// A family takes a child per slot, 255 of them (nginx's worker_processes
+// auto on 255 CPUs); a slot whose process is gone is free again.
+TEST(XdpFamily, TakesAChildInEverySlotAndFreesTheGoneOnes) {
+  int fd = -1;
+  xdp::FamilyPage* page = nullptr;
+  ASSERT_EQ(xdp::family_create(&fd, &page), 0);
+  for (int want = 1; want < SS_MAX_SLOTS; want++)
+    ASSERT_EQ(xdp::family_claim_slot(page, getpid()), want);
+  EXPECT_EQ(xdp::family_claim_slot(page, getpid()), -ENOSPC);
+  pid_t gone = fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) _exit(0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  xdp::family_release_slot(page, 200, getpid());
+  EXPECT_EQ(xdp::family_claim_slot(page, gone), 200);
+  EXPECT_FALSE(xdp::family_slot_alive(page, 200));
+  EXPECT_EQ(xdp::family_claim_slot(page, getpid()), 200);  // its process exited
+  xdp::family_unmap(page);
+  close(fd);
+}
+
 // A fork child joins every queue (its own slot, its own frames) as
 // nobody (as nginx's workers change their user), on sockets the parent
 // made; the parent gives the port's group to that slot: SYNs reach the
@@ -532,6 +554,12 @@ TEST_F(XdpRing, AForkChildJoinsTheQueuesAndTakesItsSlotsSyns) {
   EXPECT_GT(at_child.size(), 0u) << "no SYN of the group reached the child";
   for (const int p : at_parent) EXPECT_EQ(at_child.count(p), 0u) << "port " << p << " reached both";
   for (const int fd : spread) close(fd);
+  // A family's every slot in one group (255 children and the parent),
+  // and no more.
+  std::vector<uint32_t> all(SS_MAX_SLOTS + 1);
+  for (uint32_t i = 0; i < all.size(); i++) all[i] = i % SS_MAX_SLOTS;
+  EXPECT_EQ(dev->set_group(flow, all.data(), SS_MAX_SLOTS), 0);
+  EXPECT_EQ(dev->set_group(flow, all.data(), SS_MAX_SLOTS + 1), -EINVAL);
   ASSERT_EQ(dev->set_group(flow, slots, 1), 0);  // the child's alone again
 
   // The child leaves: its sockets go from the map, the port's SYNs to

@@ -57,9 +57,9 @@ enum ss_counter {
  * its queues) that take a steered TCP port's connections: a SYN goes to
  * slots[hash of its 4-tuple % n], and so does every later frame of a
  * connection without an entry in conn_owners. */
-/* A power of two (the program masks a pick with it): 63 children, as
- * nginx's `worker_processes auto` makes on 63 CPUs. */
-#define SS_MAX_SLOTS 64
+/* A power of two (the program masks a pick with it): 255 children, as
+ * nginx's `worker_processes auto` makes on 255 CPUs. */
+#define SS_MAX_SLOTS 256
 struct ss_group {
   __u32 n; /* 0: no group (slot 0 takes all) */
   __u32 slots[SS_MAX_SLOTS];
