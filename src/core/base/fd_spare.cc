@@ -35,12 +35,13 @@ int closed_in(int first, int count) {
 }
 
 // The reserve's numbers (duplicates of one memfd of its own, told apart
-// by its inode from a number the program closed and reused) and how many
+// by its device and inode from a number the program closed and reused) and how many
 // it gave back for the last step. A try_lock: a fork child of a thread
 // that held it (or a second thread) sees no reserve rather than waiting.
 struct Reserve {
   std::mutex mu;
   std::vector<int> fds;
+  dev_t dev = 0;
   ino_t ino = 0;
   int given = 0;
 };
@@ -73,7 +74,7 @@ int free_numbers(int n) {
 // be one of its own files now).
 bool ours(const Reserve& r, int fd) {
   struct stat st {};
-  return fstat(fd, &st) == 0 && st.st_ino == r.ino;
+  return ::syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == r.ino && st.st_dev == r.dev;
 }
 
 // Takes the free numbers into the reserve, up to `most` in it; none
@@ -88,10 +89,11 @@ void take(Reserve& r, size_t most) {
     struct stat st {};
     if (r.fds.empty()) {
       fd = static_cast<int>(syscall(SYS_memfd_create, "slipstream-reserve", MFD_CLOEXEC));
-      if (fd >= 0 && fstat(fd, &st) != 0) {
+      if (fd >= 0 && ::syscall(SYS_fstat, fd, &st) != 0) {
         own_close(fd);
         fd = -1;
       }
+      r.dev = st.st_dev;
       r.ino = st.st_ino;
     } else {
       fd = static_cast<int>(syscall(SYS_fcntl, r.fds.front(), F_DUPFD_CLOEXEC, 0));
