@@ -249,6 +249,11 @@ int Socket::take_accept_error() {
 // raccept also runs it while the listener is out of descriptors.
 void Socket::serve_requests(bool inline_caller) {
   for (;;) {
+    // However the try ends, what the listener's probe gave from the
+    // reserve is taken back (fd_spare.h), outside our locks.
+    struct Settle {
+      ~Settle() { reserve_again(); }
+    } settle;
     std::lock_guard<std::mutex> serving(serve_mu_);
     std::unique_ptr<prov::Endpoint> ep;
     {
@@ -277,7 +282,6 @@ void Socket::serve_requests(bool inline_caller) {
         starved_ep_ = std::move(ep);
         set(kAcceptStarved);
         note_accept_error(err);
-        reserve_again();  // what the probe gave is the program's now, or ours again
         return;
       }
       ep->reject();
@@ -318,15 +322,14 @@ void Socket::serve_requests(bool inline_caller) {
       s->free_buffers();
       answering_fd_ = -1;  // first: a child must never close a number reused meanwhile
       ::close(fd);
+      reserve_free();  // what it made stays taken while the process is out
       if (rc == -EMFILE || rc == -ENFILE) {
-        reserve_free();  // what it made stays taken: the program is out
         std::lock_guard<FutexMutex> g(mu_);
         note_accept_error(-rc);
       }
       continue;
     }
     s->set_phase(kConnecting);
-    reserve_again();  // when the reserve made its room
     std::lock_guard<FutexMutex> g(mu_);
     answering_fd_ = -1;  // the queue's now
     accept_queue_.push_back(std::move(s));

@@ -255,7 +255,10 @@ DOCUMENTED.update({("emfile", c): _PRE_ACCEPTED for c in ("rs-tcp", "pre-tcp", "
                                                           "pre-shm", "verbs")})
 # Differences not fixed yet (docs/status.md lists them): the cell says
 # "open" whatever its answer, unless the answer became the kernel's.
-KNOWN_OPEN = {}
+_NUMBER_LEFT = ("by the timing, about 1 run in 60 under load: a number the listen thread "
+                "gave back as the program ran out is free for the program's socket()")
+KNOWN_OPEN = {("emfile", c): _NUMBER_LEFT for c in ("rs-shm", "rs-tcp", "pre-shm", "pre-tcp",
+                                                    "verbs")}
 
 
 def columns(build):

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <mutex>
-#include <utility>
 #include <vector>
 
 #include "core/base/own_fd.h"
@@ -77,12 +76,23 @@ bool ours(const Reserve& r, int fd) {
   return ::syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == r.ino && st.st_dev == r.dev;
 }
 
-// Takes the free numbers into the reserve, up to `most` in it; none
-// when more are free (the program made room: the reserve ends).
+// Gives the reserve's numbers back: those still its own.
+void give_back(Reserve& r) {
+  for (int fd : r.fds)
+    if (ours(r, fd)) own_close(fd);
+  r.fds.clear();
+}
+
+// Takes the free numbers into the reserve, up to `most` in it; when
+// more are free (the program made room) the reserve ends instead.
 void take(Reserve& r, size_t most) {
   std::erase_if(r.fds, [&r](int fd) { return !ours(r, fd); });
   const int free_now = free_numbers(static_cast<int>(most) + 1);
-  if (free_now < 0 || free_now > static_cast<int>(most)) return;
+  if (free_now < 0) return;
+  if (free_now > static_cast<int>(most)) {
+    give_back(r);
+    return;
+  }
   while (r.fds.size() < most) {
     // The system calls: a preload's fcntl would enter the copy in its table.
     int fd;
@@ -103,22 +113,23 @@ void take(Reserve& r, size_t most) {
   }
 }
 
-// Gives the reserve's numbers back: those still its own.
-void give_back(Reserve& r) {
-  for (int fd : r.fds)
-    if (ours(r, fd)) own_close(fd);
-  r.fds.clear();
-}
 }  // namespace
 
-int descriptor_shortage(int n) {
+int descriptor_shortage(int n, bool with_reserve) {
   if (sandbox::locked_in()) return 0;  // getrlimit may be what the filter kills for
-  const int free_now = free_numbers(n);
-  if (free_now < 0 || free_now >= n) return 0;  // unknown: let the step try
   Reserve& r = reserve();
-  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
-  if (!g.owns_lock() || free_now + static_cast<int>(r.fds.size()) < n) return -EMFILE;
-  r.given = static_cast<int>(r.fds.size());
+  std::unique_lock<std::mutex> g(r.mu, std::defer_lock);
+  if (with_reserve) g.try_lock();
+  const int held = g.owns_lock() ? static_cast<int>(r.fds.size()) : 0;
+  if (g.owns_lock()) r.given = 0;  // whatever it gave before is settled
+  const int free_now = free_numbers(held ? std::max(n, kReserveMost + 1) : n);
+  if (free_now < 0) return 0;  // unknown: let the step try
+  if (free_now >= n) {
+    if (held && free_now > kReserveMost) give_back(r);  // the program made room
+    return 0;
+  }
+  if (free_now + held < n) return -EMFILE;
+  r.given = held;
   give_back(r);
   return 0;
 }
@@ -137,7 +148,8 @@ void reserve_again() {
   Reserve& r = reserve();
   std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
   if (!g.owns_lock() || r.given == 0) return;
-  take(r, static_cast<size_t>(std::exchange(r.given, 0)));
+  r.given = 0;
+  take(r, kReserveMost);  // its room, and what a step that failed gave back
 }
 
 }  // namespace ss

@@ -8,15 +8,14 @@
 
 namespace ss {
 
-// 0 when `n` descriptor numbers are free below RLIMIT_NOFILE, counting
-// the reserve's (below: given back for the step when they make up the
-// difference); -EMFILE when not. The probe makes no descriptor (a probe
-// that did would take the last free numbers from another thread's
-// socket() or eventfd for a moment: a passing EMFILE there). The
-// system-wide limit (ENFILE) is not seen, and another thread may take
-// the numbers meanwhile: the step itself must still handle the shortage.
+// 0 when `n` descriptor numbers are free below RLIMIT_NOFILE (with
+// `with_reserve`, a listener's step: counting the reserve's, below, given
+// back for the step when they make up the difference); -EMFILE when not. The probe makes no
+// descriptor (a probe that did would take the last free numbers from another thread's socket() or
+// eventfd for a moment: a passing EMFILE there). The system-wide limit (ENFILE) is not seen, and
+// another thread may take the numbers meanwhile: the step itself must still handle the shortage.
 // Once locked in (sandbox.h): 0, no probe.
-int descriptor_shortage(int n = 1);
+int descriptor_shortage(int n = 1, bool with_reserve = false);
 
 // The reserve: numbers the library keeps taken (a memfd of its own and
 // duplicates, at most `kReserveMost`) while the process is out of
@@ -27,10 +26,12 @@ constexpr int kReserveMost = 8;
 // After a step that failed half-way for want of descriptors, its made
 // ones closed: takes the free numbers into the reserve.
 SS_API void reserve_free();
-// After a step the reserve gave room to: takes back as many free numbers
-// as it gave (fewer when fewer are free); nothing when it gave none, or
-// when more are free than that (the program made room: the reserve ends,
-// as it does at reserve_free).
+// After every step that asked with_reserve, however it ended: when the
+// probe gave the reserve, takes the free numbers back as reserve_free
+// does (the process was out: what the step left or gave back on failure
+// stays taken); nothing when it gave none. A probe or a take that finds
+// more free than the reserve holds at most ends it (the program made
+// room).
 SS_API void reserve_again();
 
 }  // namespace ss

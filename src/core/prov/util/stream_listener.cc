@@ -111,6 +111,9 @@ void StreamListener::drop(size_t i) {
   epoll_ctl(epfd_, EPOLL_CTL_DEL, pending_[i].fd, nullptr);
   ::close(pending_[i].fd);
   pending_.erase(pending_.begin() + i);
+  // Its number was taken from the program's table: a process out of
+  // descriptors stays out, as when a peer leaves a kernel backlog.
+  reserve_free();
 }
 
 int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
@@ -132,12 +135,13 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
     // waiting as in a kernel backlog, and the caller hears EMFILE, as
     // from accept(2). Half-way, its failure would free a slot that the
     // program's own socket() then takes.
-    if (int short_rc = descriptor_shortage(kDescriptorsPerRequest)) return short_rc;
+    if (int short_rc = descriptor_shortage(kDescriptorsPerRequest, true)) return short_rc;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
     *ep = source_.factory(p.fd, p.buf + kFrameHeaderSize, p.got - kFrameHeaderSize);
     if (!*ep) {
       ::close(p.fd);
       pending_.erase(pending_.begin() + i);
+      reserve_free();  // as drop
       continue;
     }
     pending_.erase(pending_.begin() + i);

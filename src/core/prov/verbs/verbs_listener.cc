@@ -73,7 +73,7 @@ int VerbsListener::get_request(std::unique_ptr<Endpoint>* ep) {
     // and the caller hears EMFILE, as from accept(2).
     pollfd p{ch_->fd, POLLIN, 0};
     if (::poll(&p, 1, 0) <= 0) return -EAGAIN;
-    if (int rc = descriptor_shortage(kDescriptorsPerRequest)) return rc;
+    if (int rc = descriptor_shortage(kDescriptorsPerRequest, true)) return rc;
     rdma_cm_event* e = nullptr;
     if (rdma_get_cm_event(ch_, &e) != 0) return errno == EINTR ? -EAGAIN : -errno;
     if (e->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
