@@ -113,6 +113,16 @@ void take(Reserve& r, size_t most) {
   }
 }
 
+// reserve_free, and reserve_again when the probe gave the reserve.
+void refill(bool only_if_given) {
+  if (sandbox::locked_in()) return;
+  Reserve& r = reserve();
+  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
+  if (!g.owns_lock() || (only_if_given && r.given == 0)) return;
+  r.given = 0;
+  take(r, kReserveMost);
+}
+
 }  // namespace
 
 int descriptor_shortage(int n, bool with_reserve) {
@@ -134,22 +144,8 @@ int descriptor_shortage(int n, bool with_reserve) {
   return 0;
 }
 
-void reserve_free() {
-  if (sandbox::locked_in()) return;
-  Reserve& r = reserve();
-  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
-  if (!g.owns_lock()) return;
-  r.given = 0;
-  take(r, kReserveMost);
-}
+void reserve_free() { refill(false); }
 
-void reserve_again() {
-  if (sandbox::locked_in()) return;
-  Reserve& r = reserve();
-  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
-  if (!g.owns_lock() || r.given == 0) return;
-  r.given = 0;
-  take(r, kReserveMost);  // its room, and what a step that failed gave back
-}
+void reserve_again() { refill(true); }
 
 }  // namespace ss

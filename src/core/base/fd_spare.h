@@ -10,11 +10,12 @@ namespace ss {
 
 // 0 when `n` descriptor numbers are free below RLIMIT_NOFILE (with
 // `with_reserve`, a listener's step: counting the reserve's, below, given
-// back for the step when they make up the difference); -EMFILE when not. The probe makes no
-// descriptor (a probe that did would take the last free numbers from another thread's socket() or
-// eventfd for a moment: a passing EMFILE there). The system-wide limit (ENFILE) is not seen, and
-// another thread may take the numbers meanwhile: the step itself must still handle the shortage.
-// Once locked in (sandbox.h): 0, no probe.
+// back for the step when they make up the difference); -EMFILE when not.
+// The probe makes no descriptor (a probe that did would take the last
+// free numbers from another thread's socket() or eventfd for a moment: a
+// passing EMFILE there). The system-wide limit (ENFILE) is not seen, and
+// another thread may take the numbers meanwhile: the step itself must
+// still handle the shortage. Once locked in (sandbox.h): 0, no probe.
 int descriptor_shortage(int n = 1, bool with_reserve = false);
 
 // The reserve: numbers the library keeps taken (a memfd of its own and
@@ -23,8 +24,9 @@ int descriptor_shortage(int n = 1, bool with_reserve = false);
 // program a number: out, the program stays out (its socket() EMFILE, as
 // beside a kernel backlog) until it closes some of its own.
 constexpr int kReserveMost = 8;
-// After a step that failed half-way for want of descriptors, its made
-// ones closed: takes the free numbers into the reserve.
+// After a listener's step failed (its descriptors closed) or it dropped a
+// waiting connection: takes the free numbers into the reserve while the
+// process is out (at most kReserveMost free).
 SS_API void reserve_free();
 // After every step that asked with_reserve, however it ended: when the
 // probe gave the reserve, takes the free numbers back as reserve_free

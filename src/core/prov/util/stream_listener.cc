@@ -133,8 +133,8 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
     // Answering it makes more descriptors (the rsocket's number, the
     // peer's memfds on shm): short of them it stays pending, its peer
     // waiting as in a kernel backlog, and the caller hears EMFILE, as
-    // from accept(2). Half-way, its failure would free a slot that the
-    // program's own socket() then takes.
+    // from accept(2). A failure half-way puts the numbers it freed in
+    // the reserve (fd_spare.h), and so does a drop.
     if (int short_rc = descriptor_shortage(kDescriptorsPerRequest, true)) return short_rc;
     epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
     *ep = source_.factory(p.fd, p.buf + kFrameHeaderSize, p.got - kFrameHeaderSize);
