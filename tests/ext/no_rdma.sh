@@ -32,10 +32,10 @@ for _ in $(seq 20); do
 done
 P=(env LD_PRELOAD="$LIB" SLIPSTREAM_LOG_LEVEL=info)
 
-timeout 60 "${P[@]}" rstream -b 127.0.0.1 -p $port -S 4096 -C 200 -T v >"$T/s.out" 2>"$T/s.err" &
+timeout 60 "${P[@]}" rstream -b 127.0.0.1 -p "$port" -S 4096 -C 200 -T v >"$T/s.out" 2>"$T/s.err" &
 spid=$!
 sleep 0.5
-timeout 60 "${P[@]}" rstream -s 127.0.0.1 -p $port -S 4096 -C 200 -T v >"$T/c.out" 2>"$T/c.err"
+timeout 60 "${P[@]}" rstream -s 127.0.0.1 -p "$port" -S 4096 -C 200 -T v >"$T/c.out" 2>"$T/c.err"
 crc=$?
 wait $spid
 src=$?
@@ -51,7 +51,7 @@ for side in s c; do
 done
 
 # verbs asked for explicitly: a clear error, no silent fallback.
-timeout 30 env LD_PRELOAD="$LIB" SLIPSTREAM_PROVIDER=verbs rstream -s 127.0.0.1 -p $port \
+timeout 30 env LD_PRELOAD="$LIB" SLIPSTREAM_PROVIDER=verbs rstream -s 127.0.0.1 -p "$port" \
   -S 64 -C 1 >"$T/v.out" 2>"$T/v.err"
 vrc=$?
 check "SLIPSTREAM_PROVIDER=verbs without RDMA: rstream fails (exit $vrc)" "$([ $vrc != 0 ] && [ $vrc != 124 ]; echo $?)"
