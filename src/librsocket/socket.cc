@@ -218,6 +218,7 @@ int Socket::listen(int backlog) {
     backlog_ = accept_queue_limit(backlog);
     set_phase(kListening);
   }
+  reserve_prepare();  // its steps' closes never hand a process that ran out a number
   return ListenService::instance().add(shared_from_this());
 }
 
@@ -321,7 +322,7 @@ void Socket::serve_requests(bool inline_caller) {
       s->ep_->reject();
       s->free_buffers();
       answering_fd_ = -1;  // first: a child must never close a number reused meanwhile
-      ::close(fd);
+      release_number(fd);
       reserve_free();  // what it made stays taken while the process is out
       if (rc == -EMFILE || rc == -ENFILE) {
         std::lock_guard<FutexMutex> g(mu_);

@@ -2,7 +2,8 @@
 // RLIMIT_NOFILE, and makes no descriptor while it looks: another thread's
 // eventfd near the limit never fails because of the probe. The reserve:
 // what a failed step gave back stays taken from the program, and makes
-// room for the next step.
+// room for the next step; a number released while none other is free
+// stays taken.
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -48,6 +49,24 @@ class FdSpareTest : public ::testing::Test {
       ::close(used_.back());
       used_.pop_back();
     }
+  }
+
+  // How many of `n` eventfds could be made (kept, closed at the end).
+  int made(int n) {
+    for (int i = 0; i < n; i++) {
+      int fd = eventfd(0, EFD_CLOEXEC);
+      if (fd < 0) return i;
+      used_.push_back(fd);
+    }
+    return n;
+  }
+  // The reserve's file made (here, or by an earlier test: it stays), and
+  // every number but `n` taken again.
+  void prepared_with_free(size_t n) {
+    leave_free(2);
+    reserve_prepare();
+    for (int fd; (fd = eventfd(0, EFD_CLOEXEC)) >= 0;) used_.push_back(fd);
+    leave_free(n);
   }
 
   rlimit old_{};
@@ -121,11 +140,7 @@ TEST_F(FdSpareTest, AFailedStepsNumbersStayTakenUntilTheNextStep) {
 TEST_F(FdSpareTest, NoReserveOnceTheProgramMadeRoom) {
   leave_free(kReserveMost + 1);
   reserve_free();
-  for (int i = 0; i <= kReserveMost; i++) {
-    int fd = eventfd(0, EFD_CLOEXEC);
-    ASSERT_GE(fd, 0) << "number " << i << " taken by the reserve";
-    used_.push_back(fd);
-  }
+  EXPECT_EQ(kReserveMost + 1, made(kReserveMost + 1)) << "numbers taken by the reserve";
 }
 
 // A program that closes every descriptor (a daemon) and reuses a
@@ -169,11 +184,32 @@ TEST_F(FdSpareTest, TheReserveEndsOnceTheProgramMadeRoom) {
   reserve_free();
   leave_free(kReserveMost + 1);
   ASSERT_EQ(0, descriptor_shortage(1, true));
-  for (int i = 0; i < kReserveMost + 4; i++) {
-    int fd = eventfd(0, EFD_CLOEXEC);
-    ASSERT_GE(fd, 0) << "number " << i << " still in the reserve";
-    used_.push_back(fd);
-  }
+  EXPECT_EQ(kReserveMost + 4, made(kReserveMost + 4)) << "numbers still in the reserve";
+}
+
+// A step's descriptor closed just after the program ran out (its last
+// socket() failed): the number stays taken, and the next probe with room
+// gives it back.
+TEST_F(FdSpareTest, ANumberReleasedWithNoOtherFreeStaysTaken) {
+  prepared_with_free(1);
+  const int step = eventfd(0, EFD_CLOEXEC);  // the step's, the last number
+  ASSERT_GE(step, 0);
+  release_number(step);
+  EXPECT_LT(eventfd(0, EFD_CLOEXEC), 0) << "the released number went to the program";
+  EXPECT_EQ(EMFILE, errno);
+  leave_free(kReserveMost + 1);
+  ASSERT_EQ(0, descriptor_shortage(1, true));  // room: the reserve ends
+  EXPECT_EQ(kReserveMost + 2, made(kReserveMost + 2)) << "numbers still kept";
+}
+
+// With another number free the program is not out: the number is
+// closed, free at once.
+TEST_F(FdSpareTest, ANumberReleasedBesideAFreeOneIsClosed) {
+  prepared_with_free(2);
+  const int step = eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(step, 0);
+  release_number(step);
+  EXPECT_EQ(2, made(2)) << "numbers kept though the program had room";
 }
 
 }  // namespace

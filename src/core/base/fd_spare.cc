@@ -40,6 +40,7 @@ int closed_in(int first, int count) {
 struct Reserve {
   std::mutex mu;
   std::vector<int> fds;
+  int seed = -1;  // reserve_prepare's, never given back
   dev_t dev = 0;
   ino_t ino = 0;
   int given = 0;
@@ -57,10 +58,13 @@ int free_numbers(int n) {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return -1;
   const long limit = static_cast<long>(std::min<rlim_t>(lim.rlim_cur, 1L << 30));
-  constexpr int kBatch = 256;
+  constexpr int kBatch = 256, kFirstBatch = 16;
   int free_found = 0;
   for (long top = limit; top > 0 && free_found < n;) {
-    const int count = static_cast<int>(std::min<long>(kBatch, top));
+    // A first small batch: the numbers near the limit are free in most
+    // processes, and release_number asks on every close.
+    const long batch = top == limit ? kFirstBatch : kBatch;
+    const int count = static_cast<int>(std::min<long>(batch, top));
     top -= count;
     const int closed = closed_in(static_cast<int>(top), count);
     if (closed < 0) return -1;
@@ -76,6 +80,28 @@ bool ours(const Reserve& r, int fd) {
   return ::syscall(SYS_fstat, fd, &st) == 0 && st.st_ino == r.ino && st.st_dev == r.dev;
 }
 
+// A memfd of the reserve's, its identity noted; -1 when none can be made.
+int make_file(Reserve& r) {
+  const int fd = static_cast<int>(syscall(SYS_memfd_create, "slipstream-reserve", MFD_CLOEXEC));
+  struct stat st {};
+  if (fd < 0) return -1;
+  if (::syscall(SYS_fstat, fd, &st) != 0) {
+    own_close(fd);
+    return -1;
+  }
+  r.dev = st.st_dev;
+  r.ino = st.st_ino;
+  return fd;
+}
+
+// A number of the reserve's file to duplicate, or -1 (none, or the
+// program closed the seed: it is made again at the next listener).
+int source(Reserve& r) {
+  std::erase_if(r.fds, [&r](int fd) { return !ours(r, fd); });
+  if (r.seed >= 0 && !ours(r, r.seed)) r.seed = -1;
+  return r.seed >= 0 ? r.seed : r.fds.empty() ? -1 : r.fds.front();
+}
+
 // Gives the reserve's numbers back: those still its own.
 void give_back(Reserve& r) {
   for (int fd : r.fds)
@@ -86,7 +112,6 @@ void give_back(Reserve& r) {
 // Takes the free numbers into the reserve, up to `most` in it; when
 // more are free (the program made room) the reserve ends instead.
 void take(Reserve& r, size_t most) {
-  std::erase_if(r.fds, [&r](int fd) { return !ours(r, fd); });
   const int free_now = free_numbers(static_cast<int>(most) + 1);
   if (free_now < 0) return;
   if (free_now > static_cast<int>(most)) {
@@ -94,20 +119,10 @@ void take(Reserve& r, size_t most) {
     return;
   }
   while (r.fds.size() < most) {
+    const int from = source(r);
     // The system calls: a preload's fcntl would enter the copy in its table.
-    int fd;
-    struct stat st {};
-    if (r.fds.empty()) {
-      fd = static_cast<int>(syscall(SYS_memfd_create, "slipstream-reserve", MFD_CLOEXEC));
-      if (fd >= 0 && ::syscall(SYS_fstat, fd, &st) != 0) {
-        own_close(fd);
-        fd = -1;
-      }
-      r.dev = st.st_dev;
-      r.ino = st.st_ino;
-    } else {
-      fd = static_cast<int>(syscall(SYS_fcntl, r.fds.front(), F_DUPFD_CLOEXEC, 0));
-    }
+    const int fd =
+        from >= 0 ? static_cast<int>(syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, 0)) : make_file(r);
     if (fd < 0) return;
     r.fds.push_back(fd);
   }
@@ -145,6 +160,33 @@ int descriptor_shortage(int n, bool with_reserve) {
 }
 
 void reserve_free() { refill(false); }
+
+void reserve_prepare() {
+  if (sandbox::locked_in()) return;
+  Reserve& r = reserve();
+  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
+  if (!g.owns_lock() || (r.seed >= 0 && ours(r, r.seed))) return;
+  r.seed = -1;
+  const int from = source(r);
+  r.seed =
+      from >= 0 ? static_cast<int>(syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, 0)) : make_file(r);
+}
+
+void release_number(int fd) {
+  if (fd < 0) return;
+  if (!sandbox::locked_in()) {
+    Reserve& r = reserve();
+    std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
+    if (g.owns_lock() && free_numbers(1) == 0) {
+      const int from = source(r);
+      if (from >= 0 && ::syscall(SYS_dup3, from, fd, O_CLOEXEC) == fd) {
+        r.fds.push_back(fd);
+        return;
+      }
+    }
+  }
+  ::close(fd);
+}
 
 void reserve_again() { refill(true); }
 

@@ -35,5 +35,15 @@ SS_API void reserve_free();
 // more free than the reserve holds at most ends it (the program made
 // room).
 SS_API void reserve_again();
+// A listener's start: the reserve's file, made while the process has
+// room and kept (one descriptor of the library's, close-on-exec), so that
+// release_number always has a file to put in a number's place.
+SS_API void reserve_prepare();
+// Closes a descriptor of the library's own (a step's memfd once mapped or
+// passed, a refused connection's socket). While no other number below
+// the limit is free (the program ran out meanwhile) the number stays
+// taken instead: the reserve's file is put over it by dup3, which leaves
+// no moment in which the program's socket() could get it.
+SS_API void release_number(int fd);
 
 }  // namespace ss

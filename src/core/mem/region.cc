@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <new>
 
+#include "core/base/fd_spare.h"
 #include "core/mem/region_registry.h"
 
 namespace ss::mem {
@@ -72,7 +73,7 @@ int Region::create(size_t len, const char* name, std::unique_ptr<Region>* out, b
   }
   if (err != 0) {
     if (addr != MAP_FAILED) munmap(addr, len);
-    close(fd);
+    release_number(fd);
     return err;
   }
   out->reset(r);

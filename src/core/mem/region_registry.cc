@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/fd_spare.h"
+
 namespace ss::mem::registry {
 namespace {
 
@@ -54,7 +56,7 @@ void remove(const void* addr) {
   std::unique_lock lock(r.mu);
   auto it = std::lower_bound(r.entries.begin(), r.entries.end(), a, by_start);
   if (it == r.entries.end() || it->start != a) return;
-  if (it->fd >= 0) close(it->fd);
+  if (it->fd >= 0) release_number(it->fd);
   r.entries.erase(it);
 }
 
@@ -95,7 +97,7 @@ void drop_fd(const void* addr, size_t len) {
   Registry& r = reg();
   std::unique_lock lock(r.mu);
   Entry* e = holding(r, reinterpret_cast<uintptr_t>(addr), len);
-  if (e && e->fd >= 0) close(std::exchange(e->fd, -1));
+  if (e && e->fd >= 0) release_number(std::exchange(e->fd, -1));
 }
 
 }  // namespace ss::mem::registry

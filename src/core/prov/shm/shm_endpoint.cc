@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/base/fd_passing.h"
+#include "core/base/fd_spare.h"
 #include "core/base/log.h"
 #include "core/base/pod_bytes.h"
 #include "core/base/sandbox.h"
@@ -235,7 +236,7 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
         tx_ring_map_ = nullptr;
         return unmappable("ring", rc, fd);
       }
-      ::close(fd);
+      release_number(fd);
       tx_ring_.attach(static_cast<RingControl*>(tx_ring_map_), entries);
       flush_imms();
       return 0;
@@ -265,7 +266,7 @@ int ShmEndpoint::on_ctrl_frame(const FrameHeader& h, const uint8_t* p) {
       r.map_len = offset + r.len;
       int rc = mem::Region::map_peer(fd, r.map_len, PROT_READ | PROT_WRITE, &r.map_base);
       if (rc) return unmappable("region", rc, fd);
-      ::close(fd);
+      release_number(fd);
       r.map = static_cast<uint8_t*>(r.map_base) + offset;
       peer_regions_.push_back(r);
       return 0;

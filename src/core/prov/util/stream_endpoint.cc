@@ -11,6 +11,7 @@
 #include <new>
 
 #include "core/base/fd_passing.h"
+#include "core/base/fd_spare.h"
 #include "core/base/library_thread.h"
 #include "core/base/own_fd.h"
 #include "core/base/sandbox.h"
@@ -91,7 +92,7 @@ int StreamEndpoint::setup(EndpointAttr* attr) {
 }
 
 void StreamEndpoint::PassedFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) release_number(fd_);  // a memfd the peer has now
   fd_ = -1;
 }
 

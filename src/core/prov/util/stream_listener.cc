@@ -109,7 +109,7 @@ int StreamListener::read_hello(Pending& p) {
 
 void StreamListener::drop(size_t i) {
   epoll_ctl(epfd_, EPOLL_CTL_DEL, pending_[i].fd, nullptr);
-  ::close(pending_[i].fd);
+  release_number(pending_[i].fd);
   pending_.erase(pending_.begin() + i);
   // Its number was taken from the program's table: a process out of
   // descriptors stays out, as when a peer leaves a kernel backlog.
@@ -139,7 +139,7 @@ int StreamListener::get_request(std::unique_ptr<Endpoint>* ep) {
     epoll_ctl(epfd_, EPOLL_CTL_DEL, p.fd, nullptr);
     *ep = source_.factory(p.fd, p.buf + kFrameHeaderSize, p.got - kFrameHeaderSize);
     if (!*ep) {
-      ::close(p.fd);
+      release_number(p.fd);
       pending_.erase(pending_.begin() + i);
       reserve_free();  // as drop
       continue;
