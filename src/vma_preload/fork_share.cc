@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kAnswerMs = 1000;
 constexpr int kExitWaitMs = 2000;  // a parent's exit, for fork_share_parent_gone
-constexpr size_t kSlots = 64;
+constexpr size_t kSlots = 256;     // lends at once in a process tree
 
 // A request's life: free -> claimed (a child writes it) -> asked -> lent
 // (the parent lent the flows; `pid` holds them) -> free (that process is

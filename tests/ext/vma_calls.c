@@ -608,6 +608,49 @@ static void forks(const char* ip, unsigned short port) {
   check(nothing_left(fd) && port_back_on_rings(fd),
         "that child gone, the parent's port is back on the rings");
 
+  /* More children asking at once than the parent used to have room for
+   * (64 lends): 70 ask, all but the last exit, and the last still has
+   * the port lent to the kernel socket: the reply to its ask reaches it. */
+  enum { kMany = 70 };
+  int asked[2], hold[2], go_last[2];
+  pid_t kids[kMany];
+  if (pipe(asked) < 0 || pipe(hold) < 0 || pipe(go_last) < 0) exit(2);
+  for (int k = 0; k < kMany; k++) {
+    if ((kids[k] = fork()) < 0) exit(2);
+    if (kids[k] == 0) {
+      char b[16], x;
+      close(hold[1]);
+      close(go_last[1]);
+      if (recv(fd, b, sizeof b, MSG_DONTWAIT) != -1 || errno != EAGAIN) _exit(1);
+      if (write(asked[1], "x", 1) != 1) _exit(2);
+      if (read(hold[0], &x, 1) != 0) _exit(2); /* all hold their copies until told */
+      if (k < kMany - 1) _exit(0);
+      if (read(go_last[0], &x, 1) != 1) _exit(2);
+      ask(fd, "burst 1 M");
+      _exit(recv_is(fd, "M", 0) ? 0 : 8);
+    }
+  }
+  char one;
+  for (int k = 0; k < kMany; k++)
+    if (read(asked[0], &one, 1) != 1) exit(2);
+  close(hold[1]);
+  int others = 0;
+  for (int k = 0; k < kMany - 1; k++) others |= child_status(kids[k]);
+  sleep(3); /* the parent's look each second finds the others gone */
+  if (write(go_last[1], "x", 1) != 1) exit(2);
+  st = child_status(kids[kMany - 1]);
+  check(others == 0 && st == 0,
+        "%d fork children asking for the inherited socket at once, all but the last gone: the "
+        "last receives the reply to its ask (status %d: 8 it came to the parent's rings)",
+        kMany, st);
+  close(asked[0]);
+  close(asked[1]);
+  close(hold[0]);
+  close(go_last[0]);
+  close(go_last[1]);
+  check(nothing_left(fd) && port_back_on_rings(fd),
+        "those children gone, the parent's port is back on the rings");
+
   /* The parent closes its copy: the child's inherited socket gets the port's datagrams. */
   int pp[2];
   if (pipe(pp) < 0) exit(2);
