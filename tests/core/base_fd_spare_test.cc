@@ -187,29 +187,53 @@ TEST_F(FdSpareTest, TheReserveEndsOnceTheProgramMadeRoom) {
   EXPECT_EQ(kReserveMost + 4, made(kReserveMost + 4)) << "numbers still in the reserve";
 }
 
-// A step's descriptor closed just after the program ran out (its last
-// socket() failed): the number stays taken, and the next probe with room
-// gives it back.
-TEST_F(FdSpareTest, ANumberReleasedWithNoOtherFreeStaysTaken) {
-  prepared_with_free(1);
-  const int step = eventfd(0, EFD_CLOEXEC);  // the step's, the last number
+// A step that began with room (its probe found more than it needs)
+// closes its descriptor just after the program took the rest: the number
+// stays taken, and the next probe with room gives it back.
+TEST_F(FdSpareTest, AStepsNumberReleasedWithNoOtherFreeStaysTaken) {
+  prepared_with_free(2);
+  ASSERT_EQ(0, descriptor_shortage(1, true));
+  const int step = eventfd(0, EFD_CLOEXEC);
   ASSERT_GE(step, 0);
+  ASSERT_EQ(1, made(1));  // the program takes the last number
   release_number(step);
   EXPECT_LT(eventfd(0, EFD_CLOEXEC), 0) << "the released number went to the program";
   EXPECT_EQ(EMFILE, errno);
+  reserve_again();
   leave_free(kReserveMost + 1);
   ASSERT_EQ(0, descriptor_shortage(1, true));  // room: the reserve ends
+  reserve_again();
   EXPECT_EQ(kReserveMost + 2, made(kReserveMost + 2)) << "numbers still kept";
+}
+
+// The step's own descriptor took the last number (it began with just
+// the room it needs), or the close is no step's: a close, the number the
+// program's again.
+TEST_F(FdSpareTest, ANumberTheProgramNeverTookIsClosed) {
+  prepared_with_free(1);
+  ASSERT_EQ(0, descriptor_shortage(1, true));
+  int step = eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(step, 0);
+  release_number(step);
+  reserve_again();
+  EXPECT_EQ(1, made(1)) << "a step that filled the table itself kept its number";
+  leave_free(1);
+  step = eventfd(0, EFD_CLOEXEC);  // outside a step: a connect's memfd
+  ASSERT_GE(step, 0);
+  release_number(step);
+  EXPECT_EQ(1, made(1)) << "a close outside a step kept its number";
 }
 
 // With another number free the program is not out: the number is
 // closed, free at once.
 TEST_F(FdSpareTest, ANumberReleasedBesideAFreeOneIsClosed) {
-  prepared_with_free(2);
+  prepared_with_free(3);
+  ASSERT_EQ(0, descriptor_shortage(1, true));
   const int step = eventfd(0, EFD_CLOEXEC);
   ASSERT_GE(step, 0);
   release_number(step);
-  EXPECT_EQ(2, made(2)) << "numbers kept though the program had room";
+  reserve_again();
+  EXPECT_EQ(3, made(3)) << "numbers kept though the program had room";
 }
 
 }  // namespace

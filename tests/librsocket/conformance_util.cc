@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "core/base/config.h"
+#include "core/base/fd_spare.h"
 #include "core/base/kick.h"
 #include "tests/librsocket/conformance.h"
 
@@ -825,6 +826,7 @@ Snapshot Snapshot::settled() {
     ss::Kick k;
     if (k.join() == 0) k.leave();
   }
+  ss::reserve_prepare();  // a listener's, kept for the process's life (fd_spare.h): made now too
   Snapshot s = take();
   int still = 0;
   for (int i = 0; i < 60 && still < 5; i++) {

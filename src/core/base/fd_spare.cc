@@ -128,6 +128,12 @@ void take(Reserve& r, size_t most) {
   }
 }
 
+// Set for a listener's step by its probe when the step began with more
+// room than it needs, until it settles (reserve_again): then no number
+// free at one of its closes means the program took some meanwhile, not
+// that the step's own descriptors fill the table.
+thread_local bool t_slack = false;
+
 // reserve_free, and reserve_again when the probe gave the reserve.
 void refill(bool only_if_given) {
   if (sandbox::locked_in()) return;
@@ -146,9 +152,11 @@ int descriptor_shortage(int n, bool with_reserve) {
   std::unique_lock<std::mutex> g(r.mu, std::defer_lock);
   if (with_reserve) g.try_lock();
   const int held = g.owns_lock() ? static_cast<int>(r.fds.size()) : 0;
-  if (g.owns_lock()) r.given = 0;  // whatever it gave before is settled
-  const int free_now = free_numbers(held ? std::max(n, kReserveMost + 1) : n);
+  if (g.owns_lock()) r.given = 0;             // whatever it gave before is settled
+  const int want = with_reserve ? n + 1 : n;  // one more tells the step's slack
+  const int free_now = free_numbers(held ? std::max(want, kReserveMost + 1) : want);
   if (free_now < 0) return 0;  // unknown: let the step try
+  if (with_reserve) t_slack = (free_now >= n ? free_now : free_now + held) > n;
   if (free_now >= n) {
     if (held && free_now > kReserveMost) give_back(r);  // the program made room
     return 0;
@@ -177,7 +185,7 @@ void release_number(int fd) {
   if (!sandbox::locked_in()) {
     Reserve& r = reserve();
     std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
-    if (g.owns_lock() && free_numbers(1) == 0) {
+    if (g.owns_lock() && t_slack && free_numbers(1) == 0) {
       const int from = source(r);
       if (from >= 0 && ::syscall(SYS_dup3, from, fd, O_CLOEXEC) == fd) {
         r.fds.push_back(fd);
@@ -188,6 +196,9 @@ void release_number(int fd) {
   ::close(fd);
 }
 
-void reserve_again() { refill(true); }
+void reserve_again() {
+  t_slack = false;
+  refill(true);
+}
 
 }  // namespace ss

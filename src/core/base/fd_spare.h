@@ -28,7 +28,8 @@ constexpr int kReserveMost = 8;
 // waiting connection: takes the free numbers into the reserve while the
 // process is out (at most kReserveMost free).
 SS_API void reserve_free();
-// After every step that asked with_reserve, however it ended: when the
+// After every step that asked with_reserve, however it ended (the step
+// ends there for release_number too): when the
 // probe gave the reserve, takes the free numbers back as reserve_free
 // does (the process was out: what the step left or gave back on failure
 // stays taken); nothing when it gave none. A probe or a take that finds
@@ -40,10 +41,12 @@ SS_API void reserve_again();
 // release_number always has a file to put in a number's place.
 SS_API void reserve_prepare();
 // Closes a descriptor of the library's own (a step's memfd once mapped or
-// passed, a refused connection's socket). While no other number below
-// the limit is free (the program ran out meanwhile) the number stays
-// taken instead: the reserve's file is put over it by dup3, which leaves
-// no moment in which the program's socket() could get it.
+// passed, a refused connection's socket). Inside a listener's step that
+// began with more room than it needs, while no other number below the
+// limit is free (the program ran out meanwhile), the number stays taken
+// instead: the reserve's file is put over it by dup3, which leaves no
+// moment in which the program's socket() could get it. Elsewhere, and
+// when the step's own descriptors were what filled the table, a close.
 SS_API void release_number(int fd);
 
 }  // namespace ss

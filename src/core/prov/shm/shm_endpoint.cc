@@ -42,7 +42,7 @@ ShmEndpoint::~ShmEndpoint() {
   set_async_progress(false);
   for (PeerRegion& r : peer_regions_) mem::Region::unmap_peer(r.map_base, r.map_len);
   if (tx_ring_map_) mem::Region::unmap_peer(tx_ring_map_, tx_ring_len_);
-  for (int fd : rx_fds_) ::close(fd);
+  for (int fd : rx_fds_) release_number(fd);
   if (active_) ::close(fd_);  // passive: the socket names the rsocket, which closes it
 }
 
@@ -194,7 +194,7 @@ ssize_t ShmEndpoint::rx_read(void* buf, size_t len, bool* cut) {
 }
 
 int ShmEndpoint::refuse_ctrl(const char* why, int fd) {
-  if (fd >= 0) ::close(fd);
+  release_number(fd);
   SS_WARN("shm: fd %d: %s from peer; connection failed", fd_, why);
   return -EPROTO;
 }
@@ -203,7 +203,7 @@ int ShmEndpoint::refuse_ctrl(const char* why, int fd) {
 // its own shortage, not the peer's fault: the connection fails with ENOMEM,
 // which rconnect (or the next call) reports, as a socket call out of memory.
 int ShmEndpoint::unmappable(const char* what, int rc, int fd) {
-  ::close(fd);
+  release_number(fd);
   if (rc == -ENOMEM) {
     SS_WARN("shm: fd %d: no memory to map the peer's %s; connection failed", fd_, what);
     return rc;
