@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "librsocket/settings.h"
+#include "core/base/fd_spare.h"
 #include "core/base/log.h"
 #include "core/base/own_fd.h"
 #include "librsocket/keepalive_service.h"
@@ -160,6 +161,7 @@ void Socket::close() {
     drop_copy();
     return;
   }
+  bool listened = false;
   {
     Lock lk(mu_);
     if (phase() == kListening) {
@@ -171,8 +173,10 @@ void Socket::close() {
       if (starved_ep_) starved_ep_->reject();
       starved_ep_.reset();
       listener_.reset();
+      listened = true;
     }
   }
+  if (listened) reserve_end();  // outside our lock (fd_spare.h)
   bool connected;
   {
     std::lock_guard<FutexMutex> g(mu_);

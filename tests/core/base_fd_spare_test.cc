@@ -224,6 +224,15 @@ TEST_F(FdSpareTest, ANumberTheProgramNeverTookIsClosed) {
   EXPECT_EQ(1, made(1)) << "a close outside a step kept its number";
 }
 
+// A listener's end gives the program back what the reserve kept.
+TEST_F(FdSpareTest, AListenersEndEndsTheReserve) {
+  prepared_with_free(3);
+  reserve_free();
+  EXPECT_LT(eventfd(0, EFD_CLOEXEC), 0) << "the reserve took nothing";
+  reserve_end();
+  EXPECT_EQ(3, made(3)) << "numbers still kept after the listener's end";
+}
+
 // With another number free the program is not out: the number is
 // closed, free at once.
 TEST_F(FdSpareTest, ANumberReleasedBesideAFreeOneIsClosed) {

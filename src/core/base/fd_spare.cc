@@ -180,6 +180,13 @@ void reserve_prepare() {
       from >= 0 ? static_cast<int>(syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, 0)) : make_file(r);
 }
 
+void reserve_end() {
+  if (sandbox::locked_in()) return;
+  Reserve& r = reserve();
+  std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
+  if (g.owns_lock()) give_back(r);
+}
+
 void release_number(int fd) {
   if (fd < 0) return;
   if (!sandbox::locked_in()) {

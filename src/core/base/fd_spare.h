@@ -40,6 +40,9 @@ SS_API void reserve_again();
 // room and kept (one descriptor of the library's, close-on-exec), so that
 // release_number always has a file to put in a number's place.
 SS_API void reserve_prepare();
+// A listener's end: the numbers the reserve keeps for listeners' steps
+// are the program's again (its file stays, for the next listener).
+SS_API void reserve_end();
 // Closes a descriptor of the library's own (a step's memfd once mapped or
 // passed, a refused connection's socket). Inside a listener's step that
 // began with more room than it needs, while no other number below the
