@@ -255,7 +255,7 @@ DOCUMENTED.update({("emfile", c): _PRE_ACCEPTED for c in ("rs-tcp", "pre-tcp", "
 # documented one. One "by the timing" may give the kernel's answer.
 _NUMBER_LEFT = ("by the timing: a descriptor the listen path closes in the microseconds "
                 "between its look for another free number and the close is free for the "
-                "program's socket() (none in 500 runs under load)")
+                "program's socket() (none in 600 runs under load)")
 _VERBS_NUMBER_LEFT = ("by the timing: rdma-core's objects close their descriptors when a "
                       "verbs step fails half-way, and the program's socket() may get one")
 KNOWN_OPEN = {("emfile", c): _NUMBER_LEFT for c in ("rs-shm", "rs-tcp", "pre-shm", "pre-tcp")}
