@@ -16,9 +16,8 @@
 // kernel's (the child makes no rings), and it takes none of the locks a
 // parent's thread may have held at fork (the rings' registry, a socket's
 // offload and multicast locks): those paths end first in a child. The
-// rings' frames are shared with the child, not copied (netdev_rings.cc): a
-// frame lent to the parent stays readable there; the rings themselves are
-// not in the child (MADV_DONTFORK, xsk_kernel.h). A
+// rings' memory is not in the child at all (MADV_DONTFORK, netdev_rings.cc;
+// their mappings too, xsk_kernel.h): pinned, fork would copy it whole. A
 // child of a process without rings is a process like any other. A child
 // whose parent made the rings and exited takes them over
 // (take_over_before_fork). vfork is fork here, as libvma makes it: a

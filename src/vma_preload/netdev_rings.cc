@@ -144,12 +144,13 @@ int make_rings(const std::string& ifname, std::unique_ptr<NetdevRings>* out) {
     opt.frame_size = r->depth.frame_size;
     opt.frames_per_chunk = r->depth.frames;
     // Shared (a memfd): a fork child that joins the queue maps it
-    // (fork_join.h), and any fork child has it as its parent does, not
-    // copied (a shared mapping's pages are not copied at fork, pinned or
-    // not): a frame lent to the parent stays readable in a child.
+    // (fork_join.h). Pinned by the socket, it is not in a child otherwise:
+    // fork would copy it whole. As libvma's registered memory under
+    // ibv_fork_init.
     opt.backing = mem::Backing::kShared;
     opt.hugepages = settings::get(settings::Id::kMemAllocType) == kMemAllocHugepages;
     opt.name = "vma-umem";
+    opt.dont_fork = true;
     if (const int err = mem::Pool::create(opt, &s.pool); err < 0) return err;
     for (size_t c = 0; c < s.pool->chunk_count(); c++)  // lent to zero-copy readers
       interpose::trust_region(s.pool->chunk_base(c), s.pool->chunk_bytes());

@@ -2,6 +2,7 @@
 // addressed by offset, headroom and per-handle views, chained frames, raw
 // payload pointers given back (and refused), the recycle hook, per-thread
 // caches under four threads, hugepages falling back to normal pages.
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -579,6 +580,34 @@ TEST(PoolThreadsTest, ForkChildGetsTheCachesOfThreadsItDidNotInherit) {
   }
   cv.notify_all();
   t.join();
+}
+
+// dont_fork: a fork child has no copy of the frames (msync finds no
+// mapping there), the parent's stay as they were.
+TEST(PoolTest, DontForkLeavesTheAreaOutOfAChild) {
+  for (bool dont_fork : {false, true}) {
+    PoolOptions o;
+    o.frames_per_chunk = 16;
+    o.backing = Backing::kPrivate;
+    o.dont_fork = dont_fork;
+    std::unique_ptr<Pool> p;
+    ASSERT_EQ(Pool::create(o, &p), 0);
+    Buffer b = p->get();
+    ASSERT_TRUE(b);
+    memset(b.data(), 0x5a, 64);
+    void* base = p->chunk_base(0);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const bool mapped = msync(base, 4096, MS_ASYNC) == 0;
+      _exit(mapped == !dont_fork ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << (dont_fork ? "the child got the area" : "the child lost an ordinary pool");
+    EXPECT_EQ(static_cast<const uint8_t*>(b.data())[63], 0x5a);
+  }
 }
 
 // HugePages_Free from /proc/meminfo (0 when absent).

@@ -1,6 +1,8 @@
 // Pool: creation, chunks and their registration.
 #include "core/mem/pool.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -108,6 +110,7 @@ int Pool::grow() {
   if (!c->frames) return -ENOMEM;
   int err = ChunkMemory::create(chunk_bytes(), opt_.backing, opt_.hugepages, opt_.name, &c->mem);
   if (err) return err;
+  if (opt_.dont_fork && madvise(c->mem->base(), c->mem->len(), MADV_DONTFORK) != 0) return -errno;
 
   for (size_t i = 0; i < kMaxRegistrars; i++) {
     if (!registrars_[i]) continue;

@@ -34,6 +34,10 @@ struct PoolOptions {
   Backing backing = Backing::kShared;
   bool hugepages = false;                // allowed (the caller's setting); used if available
   const char* name = "slipstream-pool";  // memfd name, shown in /proc/PID/maps
+  // MADV_DONTFORK on the chunks: a fork child gets no copy of them (memory
+  // a device pins is copied whole at fork otherwise; the child must not
+  // touch the frames).
+  bool dont_fork = false;
 };
 
 // Sees every frame whose last holder let go, as a fresh handle (view:
