@@ -62,7 +62,7 @@ int free_numbers(int n) {
   int free_found = 0;
   for (long top = limit; top > 0 && free_found < n;) {
     // A first small batch: the numbers near the limit are free in most
-    // processes, and release_number asks on every close.
+    // processes, and release_number asks at each close of a step.
     const long batch = top == limit ? kFirstBatch : kBatch;
     const int count = static_cast<int>(std::min<long>(batch, top));
     top -= count;
@@ -102,6 +102,14 @@ int source(Reserve& r) {
   return r.seed >= 0 ? r.seed : r.fds.empty() ? -1 : r.fds.front();
 }
 
+// One more number of the reserve's file: a duplicate, or the file itself
+// when there is none yet; -1 when out. The system calls: a preload's
+// fcntl would enter the copy in its table.
+int new_number(Reserve& r) {
+  const int from = source(r);
+  return from >= 0 ? static_cast<int>(syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, 0)) : make_file(r);
+}
+
 // Gives the reserve's numbers back: those still its own.
 void give_back(Reserve& r) {
   for (int fd : r.fds)
@@ -119,10 +127,7 @@ void take(Reserve& r, size_t most) {
     return;
   }
   while (r.fds.size() < most) {
-    const int from = source(r);
-    // The system calls: a preload's fcntl would enter the copy in its table.
-    const int fd =
-        from >= 0 ? static_cast<int>(syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, 0)) : make_file(r);
+    const int fd = new_number(r);
     if (fd < 0) return;
     r.fds.push_back(fd);
   }
@@ -175,9 +180,7 @@ void reserve_prepare() {
   std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
   if (!g.owns_lock() || (r.seed >= 0 && ours(r, r.seed))) return;
   r.seed = -1;
-  const int from = source(r);
-  r.seed =
-      from >= 0 ? static_cast<int>(syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, 0)) : make_file(r);
+  r.seed = new_number(r);
 }
 
 void reserve_end() {
@@ -189,10 +192,10 @@ void reserve_end() {
 
 void release_number(int fd) {
   if (fd < 0) return;
-  if (!sandbox::locked_in()) {
+  if (t_slack && !sandbox::locked_in()) {  // a step's close; any other is a close
     Reserve& r = reserve();
     std::unique_lock<std::mutex> g(r.mu, std::try_to_lock);
-    if (g.owns_lock() && t_slack && free_numbers(1) == 0) {
+    if (g.owns_lock() && free_numbers(1) == 0) {
       const int from = source(r);
       if (from >= 0 && ::syscall(SYS_dup3, from, fd, O_CLOEXEC) == fd) {
         r.fds.push_back(fd);
