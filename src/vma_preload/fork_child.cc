@@ -16,8 +16,10 @@
 // kernel's (the child makes no rings), and it takes none of the locks a
 // parent's thread may have held at fork (the rings' registry, a socket's
 // offload and multicast locks): those paths end first in a child. The
-// rings' memory is not in the child at all (MADV_DONTFORK, netdev_rings.cc;
-// their mappings too, xsk_kernel.h): pinned, fork would copy it whole. A
+// rings' memory is not in the child (MADV_DONTFORK, netdev_rings.cc; their
+// mappings too, xsk_kernel.h): pinned, fork would copy it whole. Only the
+// frames the program holds then follow, as the child's own copies
+// (ring_frames_before_fork). A
 // child of a process without rings is a process like any other. A child
 // whose parent made the rings and exited takes them over
 // (take_over_before_fork). vfork is fork here, as libvma makes it: a
@@ -64,6 +66,7 @@ void keep_inherited_records() {
 }
 
 void in_child() {
+  ring_frames_after_fork(true);  // first: the program may read them from here on
   g_pid.store(::getpid(), std::memory_order_relaxed);
   fork_share_fork_child();
   close_port_holds_in_fork_child();
@@ -108,7 +111,18 @@ void take_over_before_fork() {
 __attribute__((constructor)) void watch_fork() {
   FdTable::instance();
   pthread_atfork(
-      fork_share_prepare, [] { g_forks.fetch_add(1, std::memory_order_relaxed); }, in_child);
+      [] {
+        // In a signal handler (it may have interrupted a ring's lock or
+        // malloc) nothing is copied: a child forked there cannot read the
+        // frames.
+        ring_frames_before_fork(!interpose::in_handler());
+        fork_share_prepare();
+      },
+      [] {
+        ring_frames_after_fork(false);
+        g_forks.fetch_add(1, std::memory_order_relaxed);
+      },
+      in_child);
 }
 
 }  // namespace

@@ -12,9 +12,11 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "core/base/log.h"
 #include "core/base/service_thread.h"
+#include "core/mem/fork_frames.h"
 #include "core/mem/region.h"
 #include "core/net/netlink_view.h"
 #include "core/net/packet_tx.h"
@@ -22,6 +24,7 @@
 #include "core/net/udp_route.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
+#include "interpose/signal_count.h"
 #include "libvmacompat/ring_depth.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_layout.h"
@@ -60,18 +63,28 @@ constexpr size_t kMaxKernelFds = 1024;
 std::atomic<int> g_kernel_fds[kMaxKernelFds];
 std::atomic<size_t> g_n_kernel_fds{0};
 
-// The netdevs with rings, for a fork child (read without g_mu, which a
-// parent thread may hold at the fork): appended under g_mu.
+// The netdevs with rings of this process's own, for a fork child and the
+// fork handlers (read without g_mu, which a parent thread may hold at the
+// fork): appended under g_mu.
 constexpr size_t kMaxRingNames = 64;
 char g_ring_names[kMaxRingNames][IFNAMSIZ];
+const NetdevRings* g_owned[kMaxRingNames];
 std::atomic<size_t> g_n_ring_names{0};
 
-void publish_ring_name(const std::string& ifname) {
+void publish_owned(const NetdevRings& r) {
   const size_t i = g_n_ring_names.load(std::memory_order_relaxed);
-  if (i == kMaxRingNames || ifname.size() >= IFNAMSIZ) return;  // a child there is the kernel's
-  memcpy(g_ring_names[i], ifname.c_str(), ifname.size() + 1);
+  // A child there is the kernel's, and its held frames are not copied.
+  if (i == kMaxRingNames || r.ifname.size() >= IFNAMSIZ) return;
+  memcpy(g_ring_names[i], r.ifname.c_str(), r.ifname.size() + 1);
+  g_owned[i] = &r;
   g_n_ring_names.store(i + 1, std::memory_order_release);
 }
+
+// The forking thread's, between the handlers: g_fork_mu is held from
+// before the fork to after it, so another thread's fork waits. Never
+// destroyed: a fork may come during exit.
+std::mutex g_fork_mu;
+mem::ForkFrames& g_fork_frames = *new mem::ForkFrames;
 
 void publish_kernel_fds(const NetdevRings& r) {
   for (const int fd : r.kernel_fds) {
@@ -407,6 +420,32 @@ void publish_ring_counters() {
   }
 }
 
+void ring_frames_before_fork(bool copy) {
+  g_fork_mu.lock();
+  if (!copy) return;
+  interpose::BusyScope busy;  // the rings' locks (signal_count.h)
+  const size_t n = g_n_ring_names.load(std::memory_order_acquire);
+  std::vector<uint8_t> in_rings;
+  for (size_t i = 0; i < n; i++)
+    for (const NetdevRings::Queue& q : g_owned[i]->queues) {
+      q.queue->mark_ring_frames(&in_rings);
+      if (g_fork_frames.take(*q.pool, in_rings) < 0)
+        SS_WARN_ONCE(
+            "fork: no memory to copy the frames the program holds into the child; it "
+            "cannot read them there");
+    }
+}
+
+void ring_frames_after_fork(bool child) {
+  if (!child) {
+    g_fork_frames.drop();
+  } else if (const int err = g_fork_frames.place(); err < 0) {
+    SS_WARN("fork child: frames its parent held not placed (%s); reading them faults",
+            std::strerror(-err));
+  }
+  g_fork_mu.unlock();
+}
+
 bool close_rings_in_fork_child() {
   const size_t n = g_n_kernel_fds.load(std::memory_order_acquire);
   for (size_t i = 0; i < n; i++)
@@ -477,7 +516,7 @@ NetdevRings* netdev_rings(const std::string& ifname) {
       ifname.c_str(), r->queues.size(), d.fill, d.tx, d.frames, d.frame_size, d.bytes() >> 20,
       r->queues.front().pool->chunk_huge(0) ? "hugepages" : "normal pages");
   publish_kernel_fds(*r);
-  publish_ring_name(ifname);
+  publish_owned(*r);
   return rings_map()[ifname] = r.release();
 }
 

@@ -165,6 +165,14 @@ void publish_ring_counters();
 // had rings.
 bool close_rings_in_fork_child();
 
+// The frames the program holds in this process's own rings (not joined
+// ones: their pools fork as any memory does), copied into a fork child
+// at their addresses (mem::ForkFrames): taken before the fork (unless
+// !copy), placed in the child, freed in the parent. From the fork
+// handlers (fork_child.cc), which they keep one fork at a time.
+void ring_frames_before_fork(bool copy);
+void ring_frames_after_fork(bool child);
+
 // Set by a fork child's listener while it makes its listeners: then, and
 // only then, netdev_rings() in a fork child joins the parent's rings on a
 // netdev the parent had them on (fork_join.h), or with t_taking_over

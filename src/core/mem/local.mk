@@ -15,12 +15,15 @@ libslipstream_core_la_SOURCES += \
 	src/core/mem/thread_slots.cc \
 	src/core/mem/pool.h \
 	src/core/mem/pool.cc \
-	src/core/mem/pool_frames.cc
+	src/core/mem/pool_frames.cc \
+	src/core/mem/fork_frames.h \
+	src/core/mem/fork_frames.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/mem_region_test.cc \
 	tests/core/mem_pool_slab_test.cc \
 	tests/core/mem_pool_test.cc \
+	tests/core/mem_fork_frames_test.cc \
 	tests/core/mem_test_pool.h
 
 # The ring-provider interface (prov/ring.h) proven on the buffer model by a

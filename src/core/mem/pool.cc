@@ -150,6 +150,12 @@ void* Pool::chunk_base(size_t i) const {
 
 bool Pool::chunk_huge(size_t i) const { return i < chunk_count() && chunks_[i]->mem->huge(); }
 
+char* Pool::frame_data(uint32_t i) const { return desc(i)->data; }
+
+bool Pool::frame_held(uint32_t i) const {
+  return desc(i)->refs.load(std::memory_order_relaxed) != 0;
+}
+
 int Pool::add_registrar(Registrar* r) {
   if (!r) return -EINVAL;
   std::lock_guard lock(chunk_mu_);

@@ -35,8 +35,8 @@ struct PoolOptions {
   bool hugepages = false;                // allowed (the caller's setting); used if available
   const char* name = "slipstream-pool";  // memfd name, shown in /proc/PID/maps
   // MADV_DONTFORK on the chunks: a fork child gets no copy of them (memory
-  // a device pins is copied whole at fork otherwise; the child must not
-  // touch the frames).
+  // a device pins is copied whole at fork otherwise). The frames held at
+  // the fork can follow as copies (fork_frames.h).
   bool dont_fork = false;
 };
 
@@ -102,6 +102,10 @@ class Pool {
   SS_API void* chunk_base(size_t i) const;
   size_t chunk_bytes() const { return frames_per_chunk() << frame_shift_; }
   SS_API bool chunk_huge(size_t i) const;
+  // Frame i (i < frame_count()): its first byte, and whether anyone holds
+  // it now (a handle or a raw reference; a snapshot, others may change it).
+  char* frame_data(uint32_t i) const;
+  bool frame_held(uint32_t i) const;
   // Frames nobody holds: on the shared list or in a thread's cache (exact
   // once the pool is quiet).
   size_t free_count() const;

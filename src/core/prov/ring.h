@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/mem/buffer.h"
 #include "core/mem/pool.h"
@@ -95,6 +96,11 @@ class RingQueue {
   // received and not yet taken by rx(). Cheap and lock-free: a hint for
   // topping the fill ring up (a moment old under concurrent calls).
   virtual uint32_t fill_level() const = 0;
+  // Marks, by pool frame index, the frames the queue holds in its rings
+  // (the device's, or sent and not completed): no program sees them, so a
+  // fork child needs no copy (mem::ForkFrames). by_index is sized to the
+  // pool here; a provider that cannot tell marks none.
+  virtual void mark_ring_frames(std::vector<uint8_t>* by_index) const {}
 };
 
 using RingCreateFn = int (*)(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out);

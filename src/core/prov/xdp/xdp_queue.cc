@@ -141,6 +141,12 @@ void XdpQueue::unbind() {
   umem_ = nullptr;
 }
 
+void XdpQueue::mark_ring_frames(std::vector<uint8_t>* by_index) const {
+  std::lock_guard lock(mu_);
+  by_index->assign(in_fill_.size(), 0);
+  for (size_t i = 0; i < in_fill_.size(); i++) (*by_index)[i] = in_fill_[i] || in_tx_[i] ? 1 : 0;
+}
+
 XdpQueue::~XdpQueue() {
   if (recycling_) cfg_.pool->set_recycler(nullptr);
   if (steered_) dev_->clear_socket(cfg_.queue_id);

@@ -45,6 +45,7 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   // Counted here; read off the rings once children share the fill ring
   // (a child's exit loses what it had taken: the owner tops up anew).
   uint32_t fill_level() const override;
+  void mark_ring_frames(std::vector<uint8_t>* by_index) const override;
 
   void recycle(mem::Buffer& frame) override;
   // The UMEM is the pool's one area: its chunk starts at UMEM offset 0.
