@@ -49,8 +49,10 @@
  *   hold ADDR PORT
  *       the same, holding every packet until no byte came for a second
  *       while the stream goes on (the peer's window shut by what is held:
- *       its sender blocks), then freeing them all and reading on to the
- *       end; "stalled HELD" and "hold BYTES".
+ *       its sender blocks), forking there (the child reads every held
+ *       byte in its own copies: "forked HELD MS", MS the fork's time),
+ *       then freeing them all and reading on to the end; "stalled HELD"
+ *       and "hold BYTES".
  *   callback ADDR PORT
  *       accepts one connection, registers a receive callback on it that
  *       answers VMA_PACKET_DROP, VMA_PACKET_RECV and VMA_PACKET_HOLD in
@@ -73,6 +75,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -226,6 +229,52 @@ static int zcopy(const char *ip, const char *port)
 	return 0;
 }
 
+/* The bytes of `held` recvfrom_zcopy results (the stream from its
+ * start), each checked: their count, or -1 at the first wrong byte. */
+static long held_stream(unsigned char (*bufs)[4096], int held)
+{
+	long pos = 0;
+
+	for (int c = 0; c < held; c++) {
+		const struct vma_packets_t *p = (const struct vma_packets_t *)bufs[c];
+		const unsigned char *at = (const unsigned char *)p->pkts;
+
+		for (size_t i = 0; i < p->n_packet_num; i++) {
+			const struct vma_packet_t *pk = (const struct vma_packet_t *)at;
+
+			for (size_t v = 0; v < pk->sz_iov; v++) {
+				const unsigned char *b = pk->iov[v].iov_base;
+
+				for (size_t k = 0; k < pk->iov[v].iov_len; k++, pos++)
+					if (b[k] != (unsigned char)(pos % 251))
+						return -1;
+			}
+			at += sizeof *pk + pk->sz_iov * sizeof(struct iovec);
+		}
+	}
+	return pos;
+}
+
+/* A fork while `held` results' packets are lent: the child reads every
+ * byte in its own copies. Prints "forked BYTES MS". */
+static void fork_holding(unsigned char (*bufs)[4096], int held, long held_bytes)
+{
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	const pid_t child = fork();
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (child == 0)
+		_exit(held_stream(bufs, held) == held_bytes ? 0 : 3);
+	int status = -1;
+	waitpid(child, &status, 0);
+	expect(child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "a fork child reads the %ld bytes its parent holds (status 0x%x)", held_bytes, status);
+	printf("forked %ld %.2f\n", held_bytes,
+	       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	fflush(stdout);
+}
+
 static int hold(const char *ip, const char *port)
 {
 	/* Each call's records kept apart until they are freed. */
@@ -264,6 +313,7 @@ static int hold(const char *ip, const char *port)
 			stalled = 1;
 			printf("stalled %ld\n", held_bytes);
 			fflush(stdout);
+			fork_holding(bufs, held, held_bytes);
 			for (int i = 0; i < held; i++) {
 				struct vma_packets_t *p = (struct vma_packets_t *)bufs[i];
 
