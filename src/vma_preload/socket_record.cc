@@ -387,12 +387,12 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
-    // Past ESTABLISHED (a server closing after the client did, the common
-    // close after a fork): nothing to carry on, said at debug. Without
-    // CAP_NET_ADMIN every later try fails alike: said once.
+    // Our FIN sent (a shutdown before the fork): the kernel cannot carry
+    // it on, said at debug. Without CAP_NET_ADMIN every later try fails
+    // alike: said once.
     static std::atomic<bool> said_eperm{false};
     if (r == -EOPNOTSUPP)
-      SS_DEBUG("fd %d: the connection is past ESTABLISHED (%s): it stays on the rings", fd, why);
+      SS_DEBUG("fd %d: the connection is past CLOSE-WAIT (%s): it stays on the rings", fd, why);
     else if (r != -EPERM || !said_eperm.exchange(true))
       SS_WARN("fd %d: the kernel could not take the connection (%s): %s; it stays on the rings", fd,
               why, std::strerror(-r));

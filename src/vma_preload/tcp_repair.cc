@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -133,10 +134,33 @@ int fill(int fd, const net::tcp::Handover& h) {
   return tcp_opt(fd, TCP_REPAIR_WINDOW, &w, sizeof w);
 }
 
-}  // namespace
+// The peer's FIN, which came to the rings, given to the live connection
+// as a segment (repair mode carries none) on loopback through a raw
+// socket (CAP_NET_RAW): it then reads the end of stream and is in
+// CLOSE-WAIT, as the connection was. Its ACK reaches the peer as a
+// duplicate. 0, or -errno (the connection then carries on without it).
+int give_fin(int fd, int raw, int family, const net::tcp::FourTuple& t,
+             const net::tcp::Handover& h) {
+  const std::vector<uint8_t> pkt = net::tcp::peer_fin_packet(t, h);
+  if (pkt.empty()) return -EINVAL;
+  sockaddr_storage to{};
+  // A raw socket's "port" is its protocol or 0.
+  const socklen_t tlen = program_addr({t.local, 0}, family, &to);
+  if (real().sendto(raw, pkt.data(), pkt.size(), 0, reinterpret_cast<sockaddr*>(&to), tlen) < 0)
+    return -errno;
+  // Loopback delivers it inside the send or in the softirq right after.
+  for (int i = 0; i < 100; i++) {
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
+    if (ti.tcpi_state == TCP_CLOSE_WAIT) return 0;
+    usleep(1000);
+  }
+  return -ETIMEDOUT;
+}
 
-int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
-                       const net::tcp::Handover& h) {
+// repair_into_kernel's work; raw: give_fin's socket when h.fin.
+int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Handover& h, int raw) {
   if (int r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON); r < 0) return r;
   if (int r = prepare(fd, family, t, h); r < 0) {
     tcp_int(fd, TCP_REPAIR_QUEUE, TCP_NO_QUEUE);
@@ -157,7 +181,24 @@ int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
   }
   if ((r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF)) < 0) return r;
   send_unsent(fd, h.unsent);
+  if (h.fin && (r = give_fin(fd, raw, family, t, h)) < 0)
+    SS_WARN(
+        "fd %d: the kernel took the connection but not the peer's end of stream (%s): reads "
+        "wait for data that will not come",
+        fd, std::strerror(-r));
   return 0;
+}
+
+}  // namespace
+
+int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
+                       const net::tcp::Handover& h) {
+  // Made first: a connection whose FIN cannot follow stays on the rings.
+  const int raw = h.fin ? real().socket(family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW) : -1;
+  if (h.fin && raw < 0) return -errno;
+  const int r = repair(fd, family, t, h, raw);
+  if (raw >= 0) real().close(raw);
+  return r;
 }
 
 }  // namespace ss::vma::preload

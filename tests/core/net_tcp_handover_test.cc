@@ -2,9 +2,15 @@
 // connection on (handover.h), taken on the fake wire (tcp_wire.h).
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+
+#include <cstring>
 #include <vector>
 
+#include "core/net/checksum.h"
 #include "core/net/tcp/handover.h"
+#include "core/net/tcp/header.h"
+#include "core/net/tcp/options.h"
 #include "tests/core/tcp_wire.h"
 
 namespace ss::net::tcp {
@@ -55,6 +61,93 @@ TEST(TcpHandover, CarriesUnreadUnackedAndWindows) {
   // Past ESTABLISHED (a FIN sent), nothing to hand over.
   b.close(w.now());
   EXPECT_EQ(b.handover(&h, w.now()), -EOPNOTSUPP);
+}
+
+// local:80 and remote:40000, both IPv4 or both IPv6.
+FourTuple tuple_of(const char* local, const char* remote) {
+  FourTuple t;
+  IpAddr* ends[2] = {&t.local, &t.remote};
+  const char* names[2] = {local, remote};
+  for (int i = 0; i < 2; i++) {
+    ends[i]->family = strchr(names[i], ':') ? AF_INET6 : AF_INET;
+    inet_pton(ends[i]->family, names[i], ends[i]->bytes);
+  }
+  t.local_port = 80;
+  t.remote_port = 40000;
+  return t;
+}
+
+// The peer's FIN packet as Linux's receive path checks it: IP header
+// (IPv4's checksum), from t.remote to t.local, the TCP checksum, FIN and
+// ACK at h's numbers, the peer's window and timestamp.
+void expect_fin_packet(const FourTuple& t, const Handover& h) {
+  const std::vector<uint8_t> p = peer_fin_packet(t, h);
+  const bool v6 = t.local.family == AF_INET6;
+  const size_t ip = v6 ? 40 : 20;
+  ASSERT_GT(p.size(), ip + kHeaderLen);
+  EXPECT_EQ(p[0] >> 4, v6 ? 6 : 4);
+  EXPECT_EQ(p[v6 ? 6 : 9], kIpProtoTcp);
+  const uint8_t* src = p.data() + (v6 ? 8 : 12);
+  const uint8_t* dst = p.data() + (v6 ? 24 : 16);
+  EXPECT_EQ(memcmp(src, t.remote.bytes, t.remote.size()), 0);
+  EXPECT_EQ(memcmp(dst, t.local.bytes, t.local.size()), 0);
+  if (!v6) {
+    Checksum c;
+    c.add(p.data(), 20);
+    EXPECT_EQ(c.sum(), 0xffff) << "the IPv4 header's checksum";
+  }
+  const std::span<const uint8_t> seg(p.data() + ip, p.size() - ip);
+  EXPECT_TRUE(checksum_ok(v6 ? 6 : 4, src, dst, seg));
+  Header th;
+  std::span<const uint8_t> data;
+  ASSERT_EQ(parse_header(seg, &th, &data), HeaderVerdict::kOk);
+  EXPECT_EQ(th.flags, kFin | kAck);
+  EXPECT_EQ(th.seq, h.rcv_nxt);
+  EXPECT_EQ(th.ack, h.snd_una);
+  EXPECT_EQ(th.src_port, t.remote_port);
+  EXPECT_EQ(th.dst_port, t.local_port);
+  EXPECT_EQ(uint32_t{th.window} << h.snd_wscale, h.snd_wnd & ~((1u << h.snd_wscale) - 1));
+  EXPECT_TRUE(data.empty());
+  Options o;
+  ASSERT_EQ(parse_options(th.options, false, &o), OptionsVerdict::kOk);
+  EXPECT_EQ(o.has_ts, h.timestamps);
+  EXPECT_EQ(o.ts_val, h.ts_recent);
+}
+
+// Side 0 sends 100 bytes and closes; side 1, in CLOSE-WAIT with them
+// unread, hands over the connection up to the FIN's number, and the FIN
+// as a packet from its peer.
+TEST(TcpHandover, CloseWaitCarriesThePeersFinAsAPacket) {
+  wire::Wire w({}, {}, {});
+  Connection& a = w.end(0);
+  Connection& b = w.end(1);
+  a.connect(1000, 0);
+  std::vector<uint8_t> out(100, 0x42);
+  bool closed = false;
+  w.run(2'000'000, [&] {
+    if (a.state() == State::kEstablished && !closed) {
+      EXPECT_EQ(a.send(out, w.now()), 100);
+      a.close(w.now());
+      closed = true;
+    }
+    return b.state() != State::kCloseWait || a.state() != State::kFinWait2;
+  });
+  ASSERT_EQ(b.state(), State::kCloseWait);
+  Handover h;
+  ASSERT_EQ(b.handover(&h, w.now()), 0);
+  EXPECT_TRUE(h.fin);
+  EXPECT_EQ(h.rcv_nxt, 1001u + 100u);  // the FIN's own number
+  EXPECT_EQ(h.unread, out);
+  EXPECT_EQ(h.rcv_wup + h.rcv_wnd, h.rcv_nxt + 1 + b.rcv_wnd());  // the right edge advertised
+  EXPECT_TRUE(h.timestamps);
+  EXPECT_NE(h.ts_recent, 0u);
+  FourTuple t = tuple_of("10.0.0.1", "10.0.0.2");
+  expect_fin_packet(t, h);
+  t = tuple_of("fd00::1", "fd00::2");
+  expect_fin_packet(t, h);
+  // No FIN, no packet.
+  h.fin = false;
+  EXPECT_TRUE(peer_fin_packet(t, h).empty());
 }
 
 }  // namespace

@@ -8,8 +8,11 @@ forks a child that echoes the rest until the client half-closes. "parent":
 the parent closes its copy at once and the child waits 0.5 s before its
 first call; "child": the child starts at once and the parent keeps its
 copy 1 s; "exec": so does the parent, and the child runs cat(1) on the
-connection (its standard input and output, as inetd). Exits 0 when every
-child did.
+connection (its standard input and output, as inetd); "eof" and
+"eof-child": the parent reads to the client's half-close before it forks
+(the connection in CLOSE-WAIT), the child sends it all back, sees the end
+of stream again and closes, the parent closing first ("eof") or 1 s after
+("eof-child"). Exits 0 when every child did.
 
 ADDR PORT 1 connect: connects to an echo server at ADDR PORT, exchanges
 1000 bytes, forks, and closes its copy; the child sends 2 MB, half-closes
@@ -228,6 +231,21 @@ print("ready", flush=True)
 children = []
 for _ in range(count):
     c, _ = s.accept()
+    if who.startswith("eof"):
+        got = bytearray()
+        while d := c.recv(65536):
+            got.extend(d)
+        pid = os.fork()
+        if pid == 0:
+            if who == "eof":
+                time.sleep(0.5)
+            c.sendall(got)
+            os._exit(0 if c.recv(1) == b"" else 1)
+        children.append(pid)
+        if who != "eof":
+            time.sleep(1)
+        c.close()
+        continue
     c.sendall(c.recv(4096))
     pid = os.fork()
     if pid == 0:

@@ -4,22 +4,31 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
+#include "core/net/ethernet.h"
+#include "core/net/frame_build.h"
 #include "core/net/tcp/connection.h"
+#include "core/net/tcp/header.h"
+#include "core/net/tcp/options.h"
 
 namespace ss::net::tcp {
 
 int Connection::handover(Handover* h, uint64_t now) {
-  // Past ESTABLISHED a FIN was sent or taken, which Linux's repair mode
-  // cannot carry; before it there is nothing to carry on.
-  if (state_ != State::kEstablished || error_) return -EOPNOTSUPP;
+  // Once ours is sent, Linux's repair mode cannot carry the connection
+  // (no state of it sends a FIN of the past); before ESTABLISHED there is
+  // nothing to carry on.
+  if ((state_ != State::kEstablished && state_ != State::kCloseWait) || error_) return -EOPNOTSUPP;
+  // The peer's FIN is in rcv_nxt_: the other TCP takes it as a segment.
+  h->fin = state_ == State::kCloseWait;
+  h->ts_recent = ts_recent_;
   h->snd_una = snd_una_;
-  h->rcv_nxt = rcv_nxt_;
+  h->rcv_nxt = rcv_nxt_ - (h->fin ? 1 : 0);
   h->snd_wl1 = snd_wl1_;
   h->snd_wnd = snd_wnd_;
   h->max_snd_wnd = std::max(max_snd_wnd_, snd_wnd_);
-  h->rcv_wup = rcv_nxt_;
-  h->rcv_wnd = rcv_adv_ - rcv_nxt_;
+  h->rcv_wup = h->rcv_nxt;
+  h->rcv_wnd = rcv_adv_ - h->rcv_nxt;
   h->peer_mss = peer_mss_;
   h->window_scaling = ws_ok_;
   h->snd_wscale = snd_wscale_;
@@ -39,6 +48,35 @@ int Connection::handover(Handover* h, uint64_t now) {
   h->unread.resize(rxq_.readable());
   rxq_.copy_out(h->unread, /*peek=*/true, /*past_offer=*/true);
   return 0;
+}
+
+std::vector<uint8_t> peer_fin_packet(const FourTuple& t, const Handover& h) {
+  if (!h.fin) return {};
+  FrameFields f;
+  f.ip_version = t.remote.family == AF_INET6 ? 6 : 4;
+  memcpy(f.src_ip, t.remote.bytes, t.remote.size());
+  memcpy(f.dst_ip, t.local.bytes, t.local.size());
+  Options o;
+  o.has_ts = h.timestamps;
+  o.ts_val = h.ts_recent;
+  uint8_t opts[kMaxOptionsLen];
+  const size_t olen = write_options(o, opts);
+  Header th;
+  th.src_port = t.remote_port;
+  th.dst_port = t.local_port;
+  th.seq = h.rcv_nxt;
+  th.ack = h.snd_una;
+  th.flags = kFin | kAck;
+  th.window = static_cast<uint16_t>(
+      std::min<uint32_t>(h.snd_wnd >> (h.window_scaling ? h.snd_wscale : 0), 0xffff));
+  const size_t head = ip_frame_header_len(f.ip_version);
+  std::vector<uint8_t> frame(head + kHeaderLen + olen);
+  const std::span<uint8_t> seg(frame.data() + head, kHeaderLen + olen);
+  write_header(seg.data(), th, olen);
+  memcpy(seg.data() + kHeaderLen, opts, olen);
+  fill_checksum(f.ip_version, f.src_ip, f.dst_ip, seg);
+  if (build_ip_headers(frame, f, kIpProtoTcp, seg.size(), frame.size()) < 0) return {};
+  return {frame.begin() + kEthHeaderLen, frame.end()};
 }
 
 }  // namespace ss::net::tcp

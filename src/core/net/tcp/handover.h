@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/base/api.h"
+#include "core/net/tcp/isn.h"  // FourTuple
+
 namespace ss::net::tcp {
 
 struct Handover {
@@ -21,7 +24,19 @@ struct Handover {
   bool window_scaling = false, sack = false, timestamps = false;
   uint8_t snd_wscale = 0, rcv_wscale = 0;
   uint32_t ts_val = 0;  // past our last timestamp, even: the kernel's clock goes on from it
+  // The peer's FIN came (CLOSE-WAIT): rcv_nxt is its sequence number, and
+  // the other TCP takes it as a segment (peer_fin_packet). ts_recent: the
+  // peer's last timestamp.
+  bool fin = false;
+  uint32_t ts_recent = 0;
   std::vector<uint8_t> sent, unsent, unread;
 };
+
+// The peer's FIN as a packet from it, IP header first (no link header),
+// for a TCP that takes a FIN only as a segment (Linux's repair mode
+// carries none): from t.remote to t.local at h.rcv_nxt, acknowledging
+// h.snd_una, with the peer's window and last timestamp, checksummed.
+// Empty unless h.fin.
+SS_API std::vector<uint8_t> peer_fin_packet(const FourTuple& t, const Handover& h);
 
 }  // namespace ss::net::tcp
