@@ -134,27 +134,29 @@ int fill(int fd, const net::tcp::Handover& h) {
   return tcp_opt(fd, TCP_REPAIR_WINDOW, &w, sizeof w);
 }
 
-// The peer's FIN, which came to the rings, given to the live connection
-// as a segment (repair mode carries none) on loopback through a raw
-// socket (CAP_NET_RAW): it then reads the end of stream and is in
-// CLOSE-WAIT, as the connection was. Its ACK reaches the peer as a
-// duplicate. 0, or -errno (the connection then carries on without it).
-int give_fin(int fd, int raw, int family, const net::tcp::FourTuple& t,
-             const net::tcp::Handover& h) {
+// The peer's FIN, which came to the rings, given to the repaired socket
+// as a segment (repair mode sets no such state) on loopback through a raw
+// socket (CAP_NET_RAW), before repair mode ends, as CRIU does: it then
+// reads the end of stream and is in CLOSE-WAIT, as the connection was.
+// Its ACK reaches the peer as a duplicate. 0, or -errno.
+int give_fin(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Handover& h) {
   const std::vector<uint8_t> pkt = net::tcp::peer_fin_packet(t, h);
   if (pkt.empty()) return -EINVAL;
   sockaddr_storage to{};
-  // A raw socket's "port" is its protocol or 0.
-  const socklen_t tlen = program_addr({t.local, 0}, family, &to);
+  // The packet's own family (an AF_INET6 socket's IPv4 peer is IPv4 on
+  // the wire); a raw socket's "port" is its protocol or 0.
+  const socklen_t tlen = program_addr({t.local, 0}, t.local.family, &to);
   if (real().sendto(raw, pkt.data(), pkt.size(), 0, reinterpret_cast<sockaddr*>(&to), tlen) < 0)
     return -errno;
-  // Loopback delivers it inside the send or in the softirq right after.
-  for (int i = 0; i < 100; i++) {
+  // Loopback delivers it inside the send or in the softirq right after;
+  // the stack's lock is held meanwhile, so the wait is short.
+  for (int i = 0; i < 20; i++) {
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
     if (ti.tcpi_state == TCP_CLOSE_WAIT) return 0;
-    usleep(1000);
+    if (ti.tcpi_state != TCP_ESTABLISHED) return -ECONNRESET;
+    usleep(500);
   }
   return -ETIMEDOUT;
 }
@@ -172,6 +174,7 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
   const socklen_t plen = program_addr({t.remote, t.remote_port}, family, &peer);
   int r = real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0 ? -errno : 0;
   if (r == 0) r = fill(fd, h);
+  if (r == 0 && h.fin) r = give_fin(fd, raw, t, h);
   if (r < 0) {
     // Connected in repair mode: no queue selected, the socket stays so
     // (sends EINVAL, receives EPERM, a silent close) rather than go live
@@ -181,11 +184,6 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
   }
   if ((r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF)) < 0) return r;
   send_unsent(fd, h.unsent);
-  if (h.fin && (r = give_fin(fd, raw, family, t, h)) < 0)
-    SS_WARN(
-        "fd %d: the kernel took the connection but not the peer's end of stream (%s): reads "
-        "wait for data that will not come",
-        fd, std::strerror(-r));
   return 0;
 }
 
@@ -193,8 +191,8 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
 
 int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
                        const net::tcp::Handover& h) {
-  // Made first: a connection whose FIN cannot follow stays on the rings.
-  const int raw = h.fin ? real().socket(family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW) : -1;
+  // A connection whose FIN cannot follow stays on the rings.
+  const int raw = h.fin ? real().socket(t.local.family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW) : -1;
   if (h.fin && raw < 0) return -errno;
   const int r = repair(fd, family, t, h, raw);
   if (raw >= 0) real().close(raw);

@@ -571,13 +571,17 @@ fi
 # (TCP_REPAIR) at the parent's close or the child's first call, whichever
 # comes first (the log says which); 1 MB echoed intact either way. eof:
 # the parent reads to the client's half-close first (CLOSE-WAIT: the FIN
-# goes to A's kernel as a packet), the child sends the 1 MB back.
+# goes to A's kernel as a packet), the child sends the 1 MB back; also
+# on an IPv6 wildcard listener with an IPv4 client.
 port=7012
-for case in parent child exec parent:6 eof eof-child:6; do
-  who=${case%:6} addr=$IP4
-  [ "$case" = "$who" ] || addr=$IP6
+for case in parent child exec parent:6 eof eof-child:6 eof:any; do
+  who=${case%:*} addr=$IP4 srv=$IP4
+  case $case in
+    *:6) addr=$IP6 srv=$IP6 ;;
+    *:any) srv=:: ;; # an IPv6 wildcard's IPv4 client
+  esac
   port=$((port + 1))
-  in_a_bg python3 "$here/vma_tcp_forking.py" "$addr" $port 1 "$who"
+  in_a_bg python3 "$here/vma_tcp_forking.py" "$srv" $port 1 "$who"
   bad=0
   listening $port || bad=1
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$addr" $port 1000000 >"$T/cl" 2>&1 || bad=1
@@ -590,7 +594,7 @@ for case in parent child exec parent:6 eof eof-child:6; do
     *) why="fork child [0-9]+ uses it" ;;
   esac
   has "$T/err" "fd [0-9]+: connection handed to the kernel \($why\)" || bad=1
-  check "an accept-then-fork server in A ($who, $addr): the connection handed to the kernel, 1 MB echoed intact" $bad
+  check "an accept-then-fork server in A ($who, $addr to $srv): the connection handed to the kernel, 1 MB echoed intact" $bad
 done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).
@@ -754,6 +758,7 @@ has "$T/out" "^held ok" || bad=1
 # CLOSE-WAIT with the child's copy open, it goes to the kernel).
 ! grep "connection handed to the kernel" "$T/err" | grep -qv "(closed here after a fork)" ||
   { echo "  a connection left the rings"; bad=1; }
+! grep "could not take the connection" "$T/err" || bad=1
 check "a server in A keeps a connection on the rings as its fork child's accept takes the listener: 3 new clients served by A's kernel, the kept one's 400 KB echoed" $bad
 unset SLIPSTREAM_VMA_TCP_FORK_JOIN
 
