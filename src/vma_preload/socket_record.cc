@@ -387,8 +387,8 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
-    // Our FIN sent (a shutdown before the fork), an error pending, or no
-    // way to pass the flow: said at debug. Without the capabilities the
+    // TIME-WAIT, an error pending, or no way to pass the flow: said at
+    // debug. Without the capabilities the
     // next tries fail alike: said once.
     static std::atomic<bool> said_eperm{false};
     if (r == -EOPNOTSUPP)

@@ -161,6 +161,21 @@ int give_fin(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Hand
   return -ETIMEDOUT;
 }
 
+// Our FIN, which went (or waits behind the unsent bytes), put after the
+// bytes as sent, with the unsent ones before it as sent too (the kernel's
+// timer sends what the peer lacks): shutdown in repair mode with the send
+// queue selected marks a FIN sent, as CRIU does. The socket is in
+// FIN-WAIT-1 or LAST-ACK then. 0 or -errno.
+int give_own_fin(int fd, const net::tcp::Handover& h) {
+  int r;
+  if ((r = queue_all(fd, h.unsent)) < 0) return r;  // still the send queue
+  if (real().shutdown(fd, SHUT_WR) < 0) return -errno;
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
+  return ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ? 0 : -EPROTO;
+}
+
 // repair_into_kernel's work; raw: give_fin's socket when h.fin.
 int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Handover& h, int raw) {
   if (int r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON); r < 0) return r;
@@ -175,6 +190,7 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
   int r = real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0 ? -errno : 0;
   if (r == 0) r = fill(fd, h);
   if (r == 0 && h.fin) r = give_fin(fd, raw, t, h);
+  if (r == 0 && h.fin_sent) r = give_own_fin(fd, h);
   if (r < 0) {
     // Connected in repair mode: no queue selected, the socket stays so
     // (sends EINVAL, receives EPERM, a silent close) rather than go live
@@ -183,7 +199,7 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
     return r;
   }
   if ((r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF)) < 0) return r;
-  send_unsent(fd, h.unsent);
+  if (!h.fin_sent) send_unsent(fd, h.unsent);
   return 0;
 }
 

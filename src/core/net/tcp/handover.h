@@ -29,6 +29,10 @@ struct Handover {
   // peer's last timestamp.
   bool fin = false;
   uint32_t ts_recent = 0;
+  // Ours went, or waits behind `unsent` (FIN-WAIT, CLOSING, LAST-ACK):
+  // the other TCP sends its own after the bytes (snd_una stops before it,
+  // also once the peer acknowledged it).
+  bool fin_sent = false;
   std::vector<uint8_t> sent, unsent, unread;
 };
 
