@@ -396,7 +396,7 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
     else if (r != -EPERM || !said_eperm.exchange(true))
       SS_WARN("fd %d: the kernel could not take the connection (%s): %s%s; it stays on the rings",
               fd, why, std::strerror(-r),
-              r == -EPERM ? " (CAP_NET_ADMIN, and CAP_NET_RAW in CLOSE-WAIT)" : "");
+              r == -EPERM ? " (CAP_NET_ADMIN, and CAP_NET_RAW once the peer's FIN came)" : "");
     return false;
   }
   tcp_to_kernel_locked();

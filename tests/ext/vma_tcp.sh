@@ -610,6 +610,7 @@ for how in connect connect-shut reexec spawn spawn-dup2 system popen clone-exit;
   in_a 1 python3 "$here/vma_tcp_forking.py" "$IP4B" $port 1 $how
   ok=$?
   wait "${pids[-1]}"
+  srv=$?
   bad=0
   [ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
   has "$T/err" "DEBUG: connect fd [0-9]+: offloaded on ta" || bad=1
@@ -620,6 +621,9 @@ for how in connect connect-shut reexec spawn spawn-dup2 system popen clone-exit;
   elif [ $how = connect ] || [ $how = connect-shut ]; then
     has "$T/out" "^child ok" || bad=1
     has "$T/err" "fd [0-9]+: connection handed to the kernel \(closed here after a fork\)" || bad=1
+    # connect-shut: the echo server saw our end of stream (else its
+    # timeout kills it, and that close would end the child's read).
+    [ $srv = 0 ] || { echo "  the echo server: exit $srv"; bad=1; }
     if [ $how = connect ]; then
       check "a client in A that connects on the rings and forks: handed to the kernel at the parent's close, the child's 2 MB echoed intact" $bad
     else

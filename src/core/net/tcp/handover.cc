@@ -35,7 +35,9 @@ int Connection::handover(Handover* h, uint64_t now) {
   h->ts_recent = ts_recent_;
   // Ours, sent or acknowledged, is the other TCP's to send (again) after
   // the data: the numbers stop before it.
-  h->fin_sent = fin_queued_;
+  h->fin_sent = fin_queued_ && seq_gt(snd_max_, fin_seq_);
+  h->fin_queued = fin_queued_ && !h->fin_sent;
+  h->ours_first = state_ == State::kClosing;
   h->snd_una = fin_queued_ && seq_gt(snd_una_, fin_seq_) ? fin_seq_ : snd_una_;
   h->rcv_nxt = rcv_nxt_ - (h->fin ? 1 : 0);
   h->snd_wl1 = snd_wl1_;
