@@ -244,8 +244,12 @@ _VERBS_RESET = (["recv_all=1000 recv=-1 ECONNRESET", "accept=0 recv=-1 ECONNRESE
 _PRE_ACCEPTED = (["recv_all=1000 send_all=1000 socket=-1 EMFILE accept=%d"],
                  "a connection the listen thread completed before the process ran out of "
                  "descriptors already holds its own: raccept returns it")
+_VERBS_NEVER_ACCEPTED = (_NEVER_ACCEPTED[0] + ["connect=-1 ECONNREFUSED"],
+                         _NEVER_ACCEPTED[1] + "; on verbs a request rdma_cm had not yet handed "
+                         "to the listener when it died is refused")
 DOCUMENTED = {("kill-connect", c): _NEVER_ACCEPTED for c in ("rs-shm", "rs-tcp", "pre-shm",
-                                                             "pre-tcp", "verbs")}
+                                                             "pre-tcp")}
+DOCUMENTED[("kill-connect", "verbs")] = _VERBS_NEVER_ACCEPTED
 DOCUMENTED.update({(r, "verbs"): _VERBS_RESET
                    for r in ("kill-recv", "kill-recv-c", "kill-accept", "kill-poll")})
 DOCUMENTED.update({("emfile", c): _PRE_ACCEPTED for c in ("rs-tcp", "pre-tcp", "rs-shm",
