@@ -33,7 +33,6 @@ int ForkFrames::take(const Pool& pool, const std::vector<uint8_t>& skip) {
       memcpy(t.copy + k * t.frame_size, t.frames[k].at, t.frame_size);
   }
   const int got = static_cast<int>(t.frames.size());
-  frames_ += t.frames.size();
   taken_.push_back(std::move(t));
   return got;
 }
@@ -62,7 +61,6 @@ void ForkFrames::drop() {
   for (const Taken& t : taken_)
     if (t.copy) munmap(t.copy, t.len);
   taken_.clear();
-  frames_ = 0;
 }
 
 }  // namespace ss::mem

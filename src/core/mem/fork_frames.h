@@ -39,7 +39,11 @@ class ForkFrames {
   SS_API int place();
   // Frees the copy.
   SS_API void drop();
-  size_t frames() const { return frames_; }
+  size_t frames() const {
+    size_t n = 0;
+    for (const Taken& t : taken_) n += t.frames.size();
+    return n;
+  }
 
  private:
   struct Frame {
@@ -56,7 +60,6 @@ class ForkFrames {
     size_t len = 0;
   };
   std::vector<Taken> taken_;
-  size_t frames_ = 0;
 };
 
 }  // namespace ss::mem

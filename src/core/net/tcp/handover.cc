@@ -15,8 +15,8 @@
 namespace ss::net::tcp {
 
 int Connection::handover(Handover* h, uint64_t now) {
-  // Once ours is sent, Linux's repair mode cannot carry the connection
-  // (no state of it sends a FIN of the past); before ESTABLISHED there is
+  // Once ours is sent, not carried (repair mode could mark it sent by a
+  // shutdown, as CRIU does: not done here); before ESTABLISHED there is
   // nothing to carry on.
   if ((state_ != State::kEstablished && state_ != State::kCloseWait) || error_) return -EOPNOTSUPP;
   // The peer's FIN is in rcv_nxt_: the other TCP takes it as a segment.
