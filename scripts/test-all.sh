@@ -61,7 +61,7 @@ counts() {  # "pass fail skip error" from an automake test-suite.log
 # interop case failures.
 # Kept for the closing lines too (CI's excerpt is the output's end).
 digest() {
-  grep -n -A6 -E '^=== .*: exit [1-9]|\[  FAILED  \]|: Failure$|ERROR: (AddressSanitizer|LeakSanitizer)|WARNING: ThreadSanitizer|runtime error:|TIMEOUT after|^FAIL[: ]|^check-rxe: FAILED' "$1" |
+  grep -n -B4 -A6 -E '^=== .*: exit [1-9]|\[  FAILED  \]|: Failure$|ERROR: (AddressSanitizer|LeakSanitizer)|WARNING: ThreadSanitizer|runtime error:|TIMEOUT after|^FAIL[: ]|^check-rxe: FAILED' "$1" |
     head -150 | tee -a "$notes/failures"
 }
 

@@ -15,8 +15,9 @@
                         connect, echo 8 bytes, close, again and again for
                         SECS seconds, at most RATE a second and 64 under way
                         at once; prints "churned N in S s, R/s, failed F
-                        (errnos), RSS +K KiB" and, when any failed, when
-                        the first and the last did (s from the start);
+                        (errnos), RSS +K KiB", how many took over 200 ms
+                        and the slowest, and, when any failed, when the
+                        first and the last did (s from the start);
                         with LHOST LPORT it serves there too (a thread;
                         "first"), "ready" once listening, and goes on
                         serving after its count until SIGTERM
@@ -97,6 +98,7 @@ class Conn:
         self.s = socket.socket(family(host), socket.SOCK_STREAM)
         self.s.setblocking(False)
         self.got = b""
+        self.t0 = time.monotonic()
         err = self.s.connect_ex((host, port))
         if err not in (0, errno.EINPROGRESS):
             self.s.close()
@@ -131,6 +133,8 @@ class Failures(dict):
     def __init__(self):
         super().__init__()
         self.first = self.last = None
+        self.slow = 0  # finished connections that took over 200 ms
+        self.slowest = 0.0
 
     def add(self, err, at, count=1):
         self[err] = self.get(err, 0) + count
@@ -138,10 +142,15 @@ class Failures(dict):
             self.first = at
         self.last = at
 
-    def when(self):
+    def took(self, secs):
+        self.slow += secs > 0.2
+        self.slowest = max(self.slowest, secs)
+
+    def summary(self):
+        slow = f", {self.slow} over 200 ms, the slowest {self.slowest:.2f} s"
         if self.first is None:
-            return ""
-        return f", failures from {self.first:.1f} s to {self.last:.1f} s"
+            return slow
+        return f"{slow}, failures from {self.first:.1f} s to {self.last:.1f} s"
 
 
 def run(host, port, total, limit, in_flight, keep, rate=0):
@@ -173,6 +182,7 @@ def run(host, port, total, limit, in_flight, keep, rate=0):
                 if not c.step(sel):
                     continue
                 finished += 1
+                failed.took(time.monotonic() - c.t0)
                 sel.unregister(c.s)
                 if keep:
                     kept.append(c.s)
@@ -224,7 +234,7 @@ def main():
         took = time.monotonic() - t0
         bad = sum(failed.values())
         print(f"churned {done} in {took:.1f} s, {done / took:.0f}/s, failed {bad} "
-              f"{sorted(failed.items())}, RSS +{rss_kib() - rss0} KiB{failed.when()}", flush=True)
+              f"{sorted(failed.items())}, RSS +{rss_kib() - rss0} KiB{failed.summary()}", flush=True)
         if len(sys.argv) > 7:
             signal.sigwait([signal.SIGTERM])
         return 0 if done and not bad else 1
