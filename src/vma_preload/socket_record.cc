@@ -387,8 +387,8 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
-    // Our FIN sent (a shutdown before the fork), an error pending, or no
-    // way to pass the flow: said at debug. Without the capabilities the
+    // TIME-WAIT, an error pending, or no way to pass the flow: said at
+    // debug. Without the capabilities the
     // next tries fail alike: said once.
     static std::atomic<bool> said_eperm{false};
     if (r == -EOPNOTSUPP)
@@ -396,7 +396,7 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
     else if (r != -EPERM || !said_eperm.exchange(true))
       SS_WARN("fd %d: the kernel could not take the connection (%s): %s%s; it stays on the rings",
               fd, why, std::strerror(-r),
-              r == -EPERM ? " (CAP_NET_ADMIN, and CAP_NET_RAW in CLOSE-WAIT)" : "");
+              r == -EPERM ? " (CAP_NET_ADMIN, and CAP_NET_RAW once the peer's FIN came)" : "");
     return false;
   }
   tcp_to_kernel_locked();

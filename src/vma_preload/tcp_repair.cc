@@ -137,7 +137,8 @@ int fill(int fd, const net::tcp::Handover& h) {
 // The peer's FIN, which came to the rings, given to the repaired socket
 // as a segment (repair mode sets no such state) on loopback through a raw
 // socket (CAP_NET_RAW), before repair mode ends, as CRIU does: it then
-// reads the end of stream and is in CLOSE-WAIT, as the connection was.
+// reads the end of stream and is in CLOSE-WAIT (CLOSING after ours), as
+// the connection was.
 // Its ACK reaches the peer as a duplicate. 0, or -errno.
 int give_fin(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Handover& h) {
   const std::vector<uint8_t> pkt = net::tcp::peer_fin_packet(t, h);
@@ -154,11 +155,23 @@ int give_fin(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Hand
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
-    if (ti.tcpi_state == TCP_CLOSE_WAIT) return 0;
+    if (ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSING) return 0;
     if (ti.tcpi_state != TCP_ESTABLISHED) return -ECONNRESET;
     usleep(500);
   }
   return -ETIMEDOUT;
+}
+
+// Our FIN, which went, marked sent after the bytes: shutdown in repair
+// mode with the send queue selected does that without sending, as CRIU
+// does (the kernel's timer sends it again). The socket is in FIN-WAIT-1,
+// or LAST-ACK after the peer's. 0 or -errno.
+int give_own_fin(int fd) {
+  if (real().shutdown(fd, SHUT_WR) < 0) return -errno;
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
+  return ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ? 0 : -EPROTO;
 }
 
 // repair_into_kernel's work; raw: give_fin's socket when h.fin.
@@ -174,7 +187,10 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
   const socklen_t plen = program_addr({t.remote, t.remote_port}, family, &peer);
   int r = real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0 ? -errno : 0;
   if (r == 0) r = fill(fd, h);
+  // In the order they came: CLOSING, FIN-WAIT-1 then the peer's.
+  if (r == 0 && h.fin_sent && h.ours_first) r = give_own_fin(fd);
   if (r == 0 && h.fin) r = give_fin(fd, raw, t, h);
+  if (r == 0 && h.fin_sent && !h.ours_first) r = give_own_fin(fd);
   if (r < 0) {
     // Connected in repair mode: no queue selected, the socket stays so
     // (sends EINVAL, receives EPERM, a silent close) rather than go live
@@ -184,6 +200,10 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
   }
   if ((r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_OFF)) < 0) return r;
   send_unsent(fd, h.unsent);
+  // Ours not sent yet: it follows the bytes as the kernel's own.
+  if (h.fin_queued && real().shutdown(fd, SHUT_WR) < 0)
+    SS_WARN("fd %d: the kernel took the connection but not its shutdown: %s", fd,
+            std::strerror(errno));
   return 0;
 }
 

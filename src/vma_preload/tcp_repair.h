@@ -2,8 +2,9 @@
 // the program's kernel socket with Linux's TCP_REPAIR (CAP_NET_ADMIN), so
 // every process that shares the socket's file (a fork child) has the
 // connection, as from a kernel socket shared by fork. The peer sees a
-// window probe and nothing else (and, in CLOSE-WAIT, a duplicate ACK of
-// its FIN, which the kernel takes as a segment: CAP_NET_RAW).
+// window probe and nothing else (and, once its FIN came, a duplicate ACK
+// of it, which the kernel takes as a segment: CAP_NET_RAW; once ours
+// went, ours again after a retransmission timeout).
 #pragma once
 #include "core/net/tcp/handover.h"
 #include "core/net/tcp/isn.h"

@@ -58,8 +58,8 @@ TEST(TcpHandover, CarriesUnreadUnackedAndWindows) {
   // Taking it changes nothing: the data is still there to read.
   std::vector<uint8_t> got(4000);
   EXPECT_EQ(b.recv(got, false, w.now()), 3000);
-  // Past ESTABLISHED (a FIN sent), nothing to hand over.
-  b.close(w.now());
+  // Closed, nothing to hand over.
+  b.abort(w.now());
   EXPECT_EQ(b.handover(&h, w.now()), -EOPNOTSUPP);
 }
 
@@ -148,6 +148,51 @@ TEST(TcpHandover, CloseWaitCarriesThePeersFinAsAPacket) {
   // No FIN, no packet.
   h.fin = false;
   EXPECT_TRUE(peer_fin_packet(t, h).empty());
+}
+
+// Side 1 sends 3000 bytes, the last 1000 lost, and shuts its side: in
+// FIN-WAIT-1 it hands over the numbers up to its FIN, the lost bytes as
+// sent, and says the FIN went; once everything is acknowledged
+// (FIN-WAIT-2) the numbers still stop before the FIN. After side 0's
+// FIN (TIME-WAIT), nothing.
+TEST(TcpHandover, OwnFinStaysTheOtherTcpsToSend) {
+  wire::Faults f;
+  bool lose = false;
+  f.drop_rule = [&](int side, uint64_t) { return side == 1 && lose; };
+  wire::Wire w({}, {}, f);
+  Connection& a = w.end(0);
+  Connection& b = w.end(1);
+  a.connect(1000, 0);
+  w.run(2'000'000, [&] { return b.state() != State::kEstablished || a.info().unacked != 0; });
+  ASSERT_EQ(b.state(), State::kEstablished);
+  std::vector<uint8_t> out(3000);
+  for (size_t i = 0; i < out.size(); i++) out[i] = static_cast<uint8_t>(i * 5);
+  ASSERT_EQ(b.send({out.data(), 2000}, w.now()), 2000);
+  w.run(2'000'000, [&] { return b.info().unacked != 0; });
+  lose = true;
+  ASSERT_EQ(b.send({out.data() + 2000, 1000}, w.now()), 1000);
+  b.shutdown_write(w.now());
+  ASSERT_EQ(b.state(), State::kFinWait1);
+  Handover seen;  // a's: where b's bytes stand (the first 2000 came)
+  ASSERT_EQ(a.handover(&seen, w.now()), 0);
+  Handover h;
+  ASSERT_EQ(b.handover(&h, w.now()), 0);
+  EXPECT_TRUE(h.fin_sent);  // the FIN went (and was lost)
+  EXPECT_FALSE(h.fin || h.fin_queued || h.ours_first);
+  EXPECT_EQ(h.snd_una, seen.rcv_nxt);
+  EXPECT_EQ(h.sent, std::vector<uint8_t>(out.begin() + 2000, out.end()));
+  EXPECT_TRUE(h.unsent.empty());
+  lose = false;
+  w.run(4'000'000, [&] { return b.state() != State::kFinWait2; });
+  ASSERT_EQ(b.state(), State::kFinWait2);
+  ASSERT_EQ(b.handover(&h, w.now()), 0);
+  EXPECT_TRUE(h.fin_sent);
+  EXPECT_EQ(h.snd_una, seen.rcv_nxt + 1000);  // before the acknowledged FIN
+  EXPECT_TRUE(h.sent.empty() && h.unsent.empty());
+  a.shutdown_write(w.now());
+  w.run(2'000'000, [&] { return b.state() != State::kTimeWait; });
+  ASSERT_EQ(b.state(), State::kTimeWait);
+  EXPECT_EQ(b.handover(&h, w.now()), -EOPNOTSUPP);
 }
 
 }  // namespace

@@ -59,7 +59,8 @@
 #      a Linux client's 1 MB intact (IPv4 and IPv6; also when the child
 #      execs cat on it, as inetd, and when the parent read to the
 #      client's half-close before the fork: CLOSE-WAIT); a client that
-#      connects and forks, execs itself, or starts a program by
+#      connects and forks (also after shutting its side: FIN-WAIT),
+#      execs itself, or starts a program by
 #      posix_spawn, system or popen:
 #      the child's or new image's 2 MB echoed; a pre-forking server
 #      whose parent accepts too (both share the rings' clients); a daemon
@@ -599,14 +600,17 @@ done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).
 port=7015
-for how in connect reexec spawn spawn-dup2 system popen clone-exit; do
+for how in connect connect-shut reexec spawn spawn-dup2 system popen clone-exit; do
   port=$((port + 1))
-  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_echo.py" "$IP4B" $port 1 >/dev/null 2>&1 &
+  late=""
+  [ $how = connect-shut ] && late="late-close" # its FIN after the hand-over
+  ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_echo.py" "$IP4B" $port 1 $late >/dev/null 2>&1 &
   pids+=($!)
   for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.1; done
   in_a 1 python3 "$here/vma_tcp_forking.py" "$IP4B" $port 1 $how
   ok=$?
   wait "${pids[-1]}"
+  srv=$?
   bad=0
   [ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
   has "$T/err" "DEBUG: connect fd [0-9]+: offloaded on ta" || bad=1
@@ -614,10 +618,17 @@ for how in connect reexec spawn spawn-dup2 system popen clone-exit; do
     has "$T/out" "^clone-exit ok" || bad=1
     has "$T/err" "connection handed to the kernel" && { echo "  handed to the kernel"; bad=1; }
     check "a client in A whose raw clone child leaves by _exit: the connection stays on the rings, 2 MB echoed intact" $bad
-  elif [ $how = connect ]; then
+  elif [ $how = connect ] || [ $how = connect-shut ]; then
     has "$T/out" "^child ok" || bad=1
     has "$T/err" "fd [0-9]+: connection handed to the kernel \(closed here after a fork\)" || bad=1
-    check "a client in A that connects on the rings and forks: handed to the kernel at the parent's close, the child's 2 MB echoed intact" $bad
+    # connect-shut: the echo server saw our end of stream (else its
+    # timeout kills it, and that close would end the child's read).
+    [ $srv = 0 ] || { echo "  the echo server: exit $srv"; bad=1; }
+    if [ $how = connect ]; then
+      check "a client in A that connects on the rings and forks: handed to the kernel at the parent's close, the child's 2 MB echoed intact" $bad
+    else
+      check "a client in A that sends 100 KB and shuts its side down, then forks (FIN-WAIT): handed to the kernel at the parent's close, the child reads the echo to its end" $bad
+    fi
   else
     has "$T/out" "^after exec ok" || bad=1
     has "$T/err" "fd [0-9]+: connection handed to the kernel \(exec\)" || bad=1

@@ -8,19 +8,22 @@ listener in an edge-triggered epoll set; after the first connection's
 event a second wait, then MARK.second is made (the second client
 connects) and a third wait: prints "edges N N N", the events each wait
 gave (Linux: 1 0 1, the unaccepted first connection raising no new
-edge)."""
+edge). With "late-close": each connection closed 1 s after its end."""
 import socket
 import struct
 import sys
+import time
 
 
-def echo_until_eof(c):
-    """Echoes what c receives until the peer half-closes, then closes c."""
+def echo_until_eof(c, wait=0):
+    """Echoes what c receives until the peer half-closes, then closes c
+    (`wait` seconds later)."""
     while True:
         d = c.recv(65536)
         if not d:
             break
         c.sendall(d)
+    time.sleep(wait)
     c.close()
 
 
@@ -55,4 +58,4 @@ if __name__ == "__main__":
                 c.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)) +
                 struct.unpack("ii", c.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8))),
                 flush=True)
-        echo_until_eof(c)
+        echo_until_eof(c, 1 if len(sys.argv) > 4 and sys.argv[4] == "late-close" else 0)

@@ -16,7 +16,9 @@ of stream again and closes, the parent closing first ("eof") or 1 s after
 
 ADDR PORT 1 connect: connects to an echo server at ADDR PORT, exchanges
 1000 bytes, forks, and closes its copy; the child sends 2 MB, half-closes
-and checks the echo ("child ok"). ADDR PORT 1 reexec: the same without
+and checks the echo ("child ok"). ADDR PORT 1 connect-shut: after the
+1000 bytes it sends 100 KB and half-closes before the fork (the
+connection in FIN-WAIT); the child reads the echo to its end. ADDR PORT 1 reexec: the same without
 the fork: the process execs itself with the connection ("after exec ok").
 ADDR PORT 1 spawn, system or popen: the new image is started by glibc's
 posix_spawn, system or popen (its child runs no fork handler and execs
@@ -81,12 +83,26 @@ if who == "after-exec":  # the descriptor's number in place of COUNT
     print("after exec", "ok" if send_and_check(c, 2000000) else "failed", flush=True)
     sys.exit(0)
 
-if who in ("connect", "reexec", "spawn", "spawn-dup2", "system", "popen", "clone-exit"):
+if who in ("connect", "connect-shut", "reexec", "spawn", "spawn-dup2", "system", "popen",
+           "clone-exit"):
     c = socket.create_connection((addr, port), timeout=30)
     c.sendall(b"x" * 1000)
     got = b""
     while len(got) < 1000:
         got += c.recv(4096)
+    if who == "connect-shut":
+        data = os.urandom(100000)
+        c.sendall(data)
+        c.shutdown(socket.SHUT_WR)
+        pid = os.fork()
+        if pid == 0:
+            echo = bytearray()
+            while d := c.recv(65536):
+                echo.extend(d)
+            print("child", "ok" if echo == data else "failed (%d bytes)" % len(echo), flush=True)
+            os._exit(0)
+        c.close()
+        sys.exit(os.waitpid(pid, 0)[1] != 0)
     argv = [sys.executable, __file__, addr, str(port), str(c.fileno()), "after-exec"]
     if who == "clone-exit":  # clone(SIGCHLD): a copy of this process, as fork without its handlers
         pid = ctypes.CDLL(None, use_errno=True).syscall(56, 17, 0, 0, 0, 0)

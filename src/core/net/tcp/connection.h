@@ -255,9 +255,10 @@ class Connection {
   void hold_acks(bool hold) { hold_acks_ = hold; }
   bool ack_held() const { return ack_held_; }
   void release_ack(uint64_t now);
-  // An ESTABLISHED or CLOSE-WAIT connection's state for another TCP to
-  // carry it on (handover.h): 0, or -EOPNOTSUPP in any other state or
-  // with an error pending. The connection is left as it was.
+  // The state of a connection from ESTABLISHED to LAST-ACK (TIME-WAIT
+  // excluded) for another TCP to carry it on (handover.h): 0, or
+  // -EOPNOTSUPP in another state or with an error pending. The
+  // connection is left as it was.
   int handover(Handover* out, uint64_t now_us);
 
   State state() const { return state_; }

@@ -11,18 +11,34 @@
 #include "core/net/tcp/connection.h"
 #include "core/net/tcp/header.h"
 #include "core/net/tcp/options.h"
+#include "core/net/tcp/seq.h"
 
 namespace ss::net::tcp {
 
 int Connection::handover(Handover* h, uint64_t now) {
-  // Once ours is sent, not carried (repair mode could mark it sent by a
-  // shutdown, as CRIU does: not done here); before ESTABLISHED there is
-  // nothing to carry on.
-  if ((state_ != State::kEstablished && state_ != State::kCloseWait) || error_) return -EOPNOTSUPP;
+  // Before ESTABLISHED there is nothing to carry on; in TIME-WAIT (or
+  // after a close) nothing the program could use.
+  switch (state_) {
+    case State::kEstablished:
+    case State::kCloseWait:
+    case State::kFinWait1:
+    case State::kFinWait2:
+    case State::kClosing:
+    case State::kLastAck:
+      break;
+    default:
+      return -EOPNOTSUPP;
+  }
+  if (error_) return -EOPNOTSUPP;
   // The peer's FIN is in rcv_nxt_: the other TCP takes it as a segment.
-  h->fin = state_ == State::kCloseWait;
+  h->fin = state_ == State::kCloseWait || state_ == State::kClosing || state_ == State::kLastAck;
   h->ts_recent = ts_recent_;
-  h->snd_una = snd_una_;
+  // Ours, sent or acknowledged, is the other TCP's to send (again) after
+  // the data: the numbers stop before it.
+  h->fin_sent = fin_queued_ && seq_gt(snd_max_, fin_seq_);
+  h->fin_queued = fin_queued_ && !h->fin_sent;
+  h->ours_first = state_ == State::kClosing;
+  h->snd_una = fin_queued_ && seq_gt(snd_una_, fin_seq_) ? fin_seq_ : snd_una_;
   h->rcv_nxt = rcv_nxt_ - (h->fin ? 1 : 0);
   h->snd_wl1 = snd_wl1_;
   h->snd_wnd = snd_wnd_;
@@ -40,9 +56,11 @@ int Connection::handover(Handover* h, uint64_t now) {
   // Sent: everything up to the highest byte that went out (a retransmission
   // under way included); what is held out of order is left for the peer to
   // send again (it may, RFC 2018 §8).
-  const size_t sent = snd_max_ - snd_una_;
+  const uint32_t data_end = fin_queued_ ? fin_seq_ : snd_una_ + static_cast<uint32_t>(sndq_.size());
+  const uint32_t sent_end = seq_min(snd_max_, data_end);
+  const size_t sent = seq_gt(sent_end, h->snd_una) ? sent_end - h->snd_una : 0;
   h->sent.resize(sent);
-  h->unsent.resize(sndq_.size() - sent);
+  h->unsent.resize(data_end - h->snd_una - sent);
   if (sent) sndq_.copy_out(0, sent, h->sent.data());
   if (!h->unsent.empty()) sndq_.copy_out(sent, h->unsent.size(), h->unsent.data());
   h->unread.resize(rxq_.readable());

@@ -29,6 +29,12 @@ struct Handover {
   // peer's last timestamp.
   bool fin = false;
   uint32_t ts_recent = 0;
+  // Ours (FIN-WAIT, CLOSING, LAST-ACK): went (fin_sent; snd_una stops
+  // before it, also once the peer acknowledged it, and `unsent` is
+  // empty), or waits behind `unsent` (fin_queued). The other TCP sends
+  // its own after the bytes. ours_first: it went before the peer's came
+  // (CLOSING).
+  bool fin_sent = false, fin_queued = false, ours_first = false;
   std::vector<uint8_t> sent, unsent, unread;
 };
 
