@@ -290,9 +290,14 @@ void fork_share_serve() {
     if (st == kLent && !gone(pid, g_start[i])) continue;
     auto rec = record(s.id.load(std::memory_order_relaxed));
     bool lent = false;
-    if (st == kAsked && running(pid, &g_start[i]))
+    if (st == kAsked && running(pid, &g_start[i])) {
       lent = rec && rec->lend_to_fork_child(true, pid);
-    else if (st == kLent && rec)
+      SS_DEBUG("fork child %d asked for socket %llu: %s", pid,
+               static_cast<unsigned long long>(s.id.load(std::memory_order_relaxed)),
+               !rec   ? "closed here since"
+               : lent ? "lent"
+                      : "answered");
+    } else if (st == kLent && rec)
       rec->lend_to_fork_child(false, pid);
     if (!lent) s.pid.store(0, std::memory_order_relaxed);
     s.state.store(lent ? kLent : kFree, std::memory_order_release);
@@ -324,8 +329,12 @@ void fork_share_ask(uint64_t id) {
     // Not heard (out of descriptors, a full queue): the owner's look each
     // second finds the request.
     const timespec ms = {0, 1000 * 1000};
-    for (int i = 0; i < kAnswerMs && s.state.load(std::memory_order_acquire) == kAsked; i++)
+    int waited = 0;
+    for (; waited < kAnswerMs && s.state.load(std::memory_order_acquire) == kAsked; waited++)
       ::nanosleep(&ms, nullptr);
+    SS_DEBUG("fork child: socket %llu asked for (%s), %s after %d ms",
+             static_cast<unsigned long long>(id), heard ? "heard" : "to be found",
+             waited < kAnswerMs ? "answered" : "no answer", waited);
     return;
   }
   SS_WARN(

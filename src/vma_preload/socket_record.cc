@@ -267,6 +267,7 @@ int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
       return 1;
     }
     std::unique_ptr<TcpOffload> o;
+    fork_share_open();  // before tcp_ is set: a fork child that sees it asks for the connection
     t_making_rings = true;
     const int rc = TcpOffload::open(fd, family, to, len, nonblocking(fd, 0), &o);
     t_making_rings = false;

@@ -156,7 +156,8 @@ int give_fin(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Hand
     socklen_t len = sizeof ti;
     if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
     if (ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSING) return 0;
-    if (ti.tcpi_state != TCP_ESTABLISHED) return -ECONNRESET;
+    // Not yet taken: ESTABLISHED, or FIN-WAIT-1 after ours (CLOSING).
+    if (ti.tcpi_state != TCP_ESTABLISHED && ti.tcpi_state != TCP_FIN_WAIT1) return -ECONNRESET;
     usleep(500);
   }
   return -ETIMEDOUT;

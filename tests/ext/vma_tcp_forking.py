@@ -18,7 +18,8 @@ ADDR PORT 1 connect: connects to an echo server at ADDR PORT, exchanges
 1000 bytes, forks, and closes its copy; the child sends 2 MB, half-closes
 and checks the echo ("child ok"). ADDR PORT 1 connect-shut: after the
 1000 bytes it sends 100 KB and half-closes before the fork (the
-connection in FIN-WAIT); the child reads the echo to its end. ADDR PORT 1 reexec: the same without
+connection in FIN-WAIT); the child reads the echo to its end, the
+parent closing its copy once the child's first read returned. ADDR PORT 1 reexec: the same without
 the fork: the process execs itself with the connection ("after exec ok").
 ADDR PORT 1 spawn, system or popen: the new image is started by glibc's
 posix_spawn, system or popen (its child runs no fork handler and execs
@@ -94,13 +95,19 @@ if who in ("connect", "connect-shut", "reexec", "spawn", "spawn-dup2", "system",
         data = os.urandom(100000)
         c.sendall(data)
         c.shutdown(socket.SHUT_WR)
+        first_read, said = os.pipe()
         pid = os.fork()
-        if pid == 0:
+        if pid == 0:  # its first recv before the parent's close: it asks for the connection
             echo = bytearray()
             while d := c.recv(65536):
                 echo.extend(d)
+                if said >= 0:
+                    os.close(said)
+                    said = -1
             print("child", "ok" if echo == data else "failed (%d bytes)" % len(echo), flush=True)
             os._exit(0)
+        os.close(said)
+        os.read(first_read, 1)  # its end: the child's first read returned
         c.close()
         sys.exit(os.waitpid(pid, 0)[1] != 0)
     argv = [sys.executable, __file__, addr, str(port), str(c.fileno()), "after-exec"]
