@@ -388,7 +388,7 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
-    // TIME-WAIT, an error pending, or no way to pass the flow: said at
+    // Closed, an error pending, or no way to pass the flow: said at
     // debug. Without the capabilities the
     // next tries fail alike: said once.
     static std::atomic<bool> said_eperm{false};
@@ -397,7 +397,7 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
     else if (r != -EPERM || !said_eperm.exchange(true))
       SS_WARN("fd %d: the kernel could not take the connection (%s): %s%s; it stays on the rings",
               fd, why, std::strerror(-r),
-              r == -EPERM ? " (CAP_NET_ADMIN, and CAP_NET_RAW once the peer's FIN came)" : "");
+              r == -EPERM ? " (CAP_NET_ADMIN, and CAP_NET_RAW past a FIN)" : "");
     return false;
   }
   tcp_to_kernel_locked();

@@ -134,15 +134,19 @@ int fill(int fd, const net::tcp::Handover& h) {
   return tcp_opt(fd, TCP_REPAIR_WINDOW, &w, sizeof w);
 }
 
-// The peer's FIN, which came to the rings, given to the repaired socket
-// as a segment (repair mode sets no such state) on loopback through a raw
-// socket (CAP_NET_RAW), before repair mode ends, as CRIU does: it then
-// reads the end of stream and is in CLOSE-WAIT (CLOSING after ours), as
-// the connection was.
-// Its ACK reaches the peer as a duplicate. 0, or -errno.
-int give_fin(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Handover& h) {
-  const std::vector<uint8_t> pkt = net::tcp::peer_fin_packet(t, h);
+// The peer's FIN, or its ACK of ours, which came to the rings, given to
+// the repaired socket as a segment (repair mode sets no such state) on
+// loopback through a raw socket (CAP_NET_RAW), before repair mode ends,
+// as CRIU does: it then reads the end of stream and is in the state the
+// connection was in (TIME-WAIT: the kernel's own, the socket closed).
+// A FIN's ACK reaches the peer as a duplicate. 0, or -errno.
+int give_peer_close(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Handover& h) {
+  const std::vector<uint8_t> pkt = net::tcp::peer_close_packet(t, h);
   if (pkt.empty()) return -EINVAL;
+  const int want = !h.fin         ? TCP_FIN_WAIT2
+                   : h.fin_acked  ? TCP_CLOSE
+                   : h.ours_first ? TCP_CLOSING
+                                  : TCP_CLOSE_WAIT;
   sockaddr_storage to{};
   // The packet's own family (an AF_INET6 socket's IPv4 peer is IPv4 on
   // the wire); a raw socket's "port" is its protocol or 0.
@@ -155,8 +159,8 @@ int give_fin(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Hand
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
-    if (ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSING) return 0;
-    // Not yet taken: ESTABLISHED, or FIN-WAIT-1 after ours (CLOSING).
+    if (ti.tcpi_state == want) return 0;
+    // Not yet taken: ESTABLISHED, or FIN-WAIT-1 after ours.
     if (ti.tcpi_state != TCP_ESTABLISHED && ti.tcpi_state != TCP_FIN_WAIT1) return -ECONNRESET;
     usleep(500);
   }
@@ -175,7 +179,7 @@ int give_own_fin(int fd) {
   return ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ? 0 : -EPROTO;
 }
 
-// repair_into_kernel's work; raw: give_fin's socket when h.fin.
+// repair_into_kernel's work; raw: give_peer_close's socket.
 int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Handover& h, int raw) {
   if (int r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON); r < 0) return r;
   if (int r = prepare(fd, family, t, h); r < 0) {
@@ -188,9 +192,10 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
   const socklen_t plen = program_addr({t.remote, t.remote_port}, family, &peer);
   int r = real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0 ? -errno : 0;
   if (r == 0) r = fill(fd, h);
-  // In the order they came: CLOSING, FIN-WAIT-1 then the peer's.
+  // In the order they came: ours first (FIN-WAIT-1, then the peer's ACK
+  // or FIN), or the peer's (CLOSE-WAIT, then ours: LAST-ACK).
   if (r == 0 && h.fin_sent && h.ours_first) r = give_own_fin(fd);
-  if (r == 0 && h.fin) r = give_fin(fd, raw, t, h);
+  if (r == 0 && (h.fin || h.fin_acked)) r = give_peer_close(fd, raw, t, h);
   if (r == 0 && h.fin_sent && !h.ours_first) r = give_own_fin(fd);
   if (r < 0) {
     // Connected in repair mode: no queue selected, the socket stays so
@@ -212,9 +217,10 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
 
 int repair_into_kernel(int fd, int family, const net::tcp::FourTuple& t,
                        const net::tcp::Handover& h) {
-  // A connection whose FIN cannot follow stays on the rings.
-  const int raw = h.fin ? real().socket(t.local.family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW) : -1;
-  if (h.fin && raw < 0) return -errno;
+  // A connection whose FIN or ACK cannot follow stays on the rings.
+  const bool packet = h.fin || h.fin_acked;
+  const int raw = packet ? real().socket(t.local.family, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW) : -1;
+  if (packet && raw < 0) return -errno;
   const int r = repair(fd, family, t, h, raw);
   if (raw >= 0) real().close(raw);
   return r;

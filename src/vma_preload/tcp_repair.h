@@ -4,7 +4,8 @@
 // connection, as from a kernel socket shared by fork. The peer sees a
 // window probe and nothing else (and, once its FIN came, a duplicate ACK
 // of it, which the kernel takes as a segment: CAP_NET_RAW; once ours
-// went, ours again after a retransmission timeout).
+// went and is not acknowledged, ours again after a retransmission
+// timeout).
 #pragma once
 #include "core/net/tcp/handover.h"
 #include "core/net/tcp/isn.h"
@@ -14,7 +15,7 @@ namespace ss::vma::preload {
 // fd: the connection's TCP socket of `family`, not connected, bound to
 // t's local address and port or not bound. 0 once the kernel carries the
 // connection; else -errno (-EPERM: no CAP_NET_ADMIN, or no CAP_NET_RAW
-// for a FIN): a failure before the connect leaves the socket as it was,
+// past a FIN): a failure before the connect leaves the socket as it was,
 // one after it leaves the socket connected in repair mode with no queue:
 // silent and of no use (sends EINVAL, receives EPERM, its close sends
 // nothing).

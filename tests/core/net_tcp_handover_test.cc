@@ -77,11 +77,12 @@ FourTuple tuple_of(const char* local, const char* remote) {
   return t;
 }
 
-// The peer's FIN packet as Linux's receive path checks it: IP header
-// (IPv4's checksum), from t.remote to t.local, the TCP checksum, FIN and
-// ACK at h's numbers, the peer's window and timestamp.
-void expect_fin_packet(const FourTuple& t, const Handover& h) {
-  const std::vector<uint8_t> p = peer_fin_packet(t, h);
+// The peer's packet as Linux's receive path checks it: IP header (IPv4's
+// checksum), from t.remote to t.local, the TCP checksum, FIN (if h.fin)
+// and ACK at h's numbers (past our FIN once acknowledged), the peer's
+// window and timestamp.
+void expect_close_packet(const FourTuple& t, const Handover& h) {
+  const std::vector<uint8_t> p = peer_close_packet(t, h);
   const bool v6 = t.local.family == AF_INET6;
   const size_t ip = v6 ? 40 : 20;
   ASSERT_GT(p.size(), ip + kHeaderLen);
@@ -101,9 +102,9 @@ void expect_fin_packet(const FourTuple& t, const Handover& h) {
   Header th;
   std::span<const uint8_t> data;
   ASSERT_EQ(parse_header(seg, &th, &data), HeaderVerdict::kOk);
-  EXPECT_EQ(th.flags, kFin | kAck);
+  EXPECT_EQ(th.flags, h.fin ? kFin | kAck : kAck);
   EXPECT_EQ(th.seq, h.rcv_nxt);
-  EXPECT_EQ(th.ack, h.snd_una);
+  EXPECT_EQ(th.ack, h.snd_una + (h.fin_acked ? 1u : 0u));
   EXPECT_EQ(th.src_port, t.remote_port);
   EXPECT_EQ(th.dst_port, t.local_port);
   EXPECT_EQ(uint32_t{th.window} << h.snd_wscale, h.snd_wnd & ~((1u << h.snd_wscale) - 1));
@@ -142,19 +143,21 @@ TEST(TcpHandover, CloseWaitCarriesThePeersFinAsAPacket) {
   EXPECT_TRUE(h.timestamps);
   EXPECT_NE(h.ts_recent, 0u);
   FourTuple t = tuple_of("10.0.0.1", "10.0.0.2");
-  expect_fin_packet(t, h);
+  EXPECT_FALSE(h.fin_sent || h.fin_acked || h.ours_first);
+  expect_close_packet(t, h);
   t = tuple_of("fd00::1", "fd00::2");
-  expect_fin_packet(t, h);
+  expect_close_packet(t, h);
   // No FIN, no packet.
   h.fin = false;
-  EXPECT_TRUE(peer_fin_packet(t, h).empty());
+  EXPECT_TRUE(peer_close_packet(t, h).empty());
 }
 
 // Side 1 sends 3000 bytes, the last 1000 lost, and shuts its side: in
 // FIN-WAIT-1 it hands over the numbers up to its FIN, the lost bytes as
 // sent, and says the FIN went; once everything is acknowledged
-// (FIN-WAIT-2) the numbers still stop before the FIN. After side 0's
-// FIN (TIME-WAIT), nothing.
+// (FIN-WAIT-2) the numbers still stop before the FIN, and the peer's
+// packet acknowledges it. After side 0's FIN (TIME-WAIT) that packet
+// carries the FIN too.
 TEST(TcpHandover, OwnFinStaysTheOtherTcpsToSend) {
   wire::Faults f;
   bool lose = false;
@@ -162,6 +165,7 @@ TEST(TcpHandover, OwnFinStaysTheOtherTcpsToSend) {
   wire::Wire w({}, {}, f);
   Connection& a = w.end(0);
   Connection& b = w.end(1);
+  const FourTuple t = tuple_of("10.0.0.2", "10.0.0.1");
   a.connect(1000, 0);
   w.run(2'000'000, [&] { return b.state() != State::kEstablished || a.info().unacked != 0; });
   ASSERT_EQ(b.state(), State::kEstablished);
@@ -178,7 +182,8 @@ TEST(TcpHandover, OwnFinStaysTheOtherTcpsToSend) {
   Handover h;
   ASSERT_EQ(b.handover(&h, w.now()), 0);
   EXPECT_TRUE(h.fin_sent);  // the FIN went (and was lost)
-  EXPECT_FALSE(h.fin || h.fin_queued || h.ours_first);
+  EXPECT_FALSE(h.fin || h.fin_queued || h.fin_acked || h.ours_first);
+  EXPECT_TRUE(peer_close_packet(t, h).empty());  // nothing of the peer's past the data
   EXPECT_EQ(h.snd_una, seen.rcv_nxt);
   EXPECT_EQ(h.sent, std::vector<uint8_t>(out.begin() + 2000, out.end()));
   EXPECT_TRUE(h.unsent.empty());
@@ -186,13 +191,21 @@ TEST(TcpHandover, OwnFinStaysTheOtherTcpsToSend) {
   w.run(4'000'000, [&] { return b.state() != State::kFinWait2; });
   ASSERT_EQ(b.state(), State::kFinWait2);
   ASSERT_EQ(b.handover(&h, w.now()), 0);
-  EXPECT_TRUE(h.fin_sent);
+  EXPECT_TRUE(h.fin_sent && h.fin_acked && h.ours_first);
+  EXPECT_FALSE(h.fin);
   EXPECT_EQ(h.snd_una, seen.rcv_nxt + 1000);  // before the acknowledged FIN
   EXPECT_TRUE(h.sent.empty() && h.unsent.empty());
+  expect_close_packet(t, h);  // an ACK of our FIN
   a.shutdown_write(w.now());
   w.run(2'000'000, [&] { return b.state() != State::kTimeWait; });
   ASSERT_EQ(b.state(), State::kTimeWait);
-  EXPECT_EQ(b.handover(&h, w.now()), -EOPNOTSUPP);
+  Handover tw;
+  ASSERT_EQ(b.handover(&tw, w.now()), 0);
+  EXPECT_TRUE(tw.fin && tw.fin_sent && tw.fin_acked && tw.ours_first);
+  EXPECT_EQ(tw.snd_una, h.snd_una);
+  EXPECT_EQ(tw.rcv_nxt, h.rcv_nxt);  // a's FIN's own number
+  EXPECT_TRUE(tw.sent.empty() && tw.unsent.empty() && tw.unread.empty());
+  expect_close_packet(t, tw);  // a's FIN, acknowledging ours
 }
 
 }  // namespace

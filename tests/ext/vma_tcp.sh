@@ -59,7 +59,8 @@
 #      a Linux client's 1 MB intact (IPv4 and IPv6; also when the child
 #      execs cat on it, as inetd, and when the parent read to the
 #      client's half-close before the fork: CLOSE-WAIT); a client that
-#      connects and forks (also after shutting its side: FIN-WAIT),
+#      connects and forks (also after shutting its side: FIN-WAIT, and
+#      after the server's end too: TIME-WAIT),
 #      execs itself, or starts a program by
 #      posix_spawn, system or popen:
 #      the child's or new image's 2 MB echoed; a pre-forking server
@@ -600,7 +601,7 @@ done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).
 port=7015
-for how in connect connect-shut reexec spawn spawn-dup2 system popen clone-exit; do
+for how in connect connect-shut connect-tw reexec spawn spawn-dup2 system popen clone-exit; do
   port=$((port + 1))
   late=""
   [ $how = connect-shut ] && late="late-close" # its FIN after the hand-over
@@ -618,10 +619,12 @@ for how in connect connect-shut reexec spawn spawn-dup2 system popen clone-exit;
     has "$T/out" "^clone-exit ok" || bad=1
     has "$T/err" "connection handed to the kernel" && { echo "  handed to the kernel"; bad=1; }
     check "a client in A whose raw clone child leaves by _exit: the connection stays on the rings, 2 MB echoed intact" $bad
-  elif [ $how = connect ] || [ $how = connect-shut ]; then
+  elif [ $how = connect ] || [ $how = connect-shut ] || [ $how = connect-tw ]; then
     has "$T/out" "^child ok" || bad=1
+    # As Linux's socket once its connection went to TIME-WAIT.
+    [ $how != connect-tw ] || has "$T/out" "^child ok send EPIPE, getpeername ENOTCONN$" || bad=1
     # connect: the parent's close or the child's first call hands it over;
-    # connect-shut: the child's first read (the parent closes after it).
+    # the others: the child's first read (the parent closes after it).
     why="closed here after a fork|fork child [0-9]+ uses it"
     [ $how = connect ] || why="fork child [0-9]+ uses it"
     has "$T/err" "fd [0-9]+: connection handed to the kernel \(($why)\)" || bad=1
@@ -630,8 +633,10 @@ for how in connect connect-shut reexec spawn spawn-dup2 system popen clone-exit;
     [ $srv = 0 ] || { echo "  the echo server: exit $srv"; bad=1; }
     if [ $how = connect ]; then
       check "a client in A that connects on the rings and forks: handed to the kernel at the parent's close or the child's first call, the child's 2 MB echoed intact" $bad
-    else
+    elif [ $how = connect-shut ]; then
       check "a client in A that sends 100 KB and shuts its side down, then forks (FIN-WAIT): handed to the kernel at the child's first read, which gets the echo to its end" $bad
+    else
+      check "a client in A that reads the echo to the server's FIN, then forks (TIME-WAIT): handed to the kernel at the child's first read, which finds the end of stream; a send EPIPE, no peer name, as Linux's" $bad
     fi
   else
     has "$T/out" "^after exec ok" || bad=1

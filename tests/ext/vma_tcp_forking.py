@@ -19,7 +19,10 @@ ADDR PORT 1 connect: connects to an echo server at ADDR PORT, exchanges
 and checks the echo ("child ok"). ADDR PORT 1 connect-shut: after the
 1000 bytes it sends 100 KB and half-closes before the fork (the
 connection in FIN-WAIT); the child reads the echo to its end, the
-parent closing its copy once the child's first read returned. ADDR PORT 1 reexec: the same without
+parent closing its copy once the child's first read returned. ADDR PORT 1
+connect-tw: the parent reads the echo to the server's FIN before the fork
+(TIME-WAIT); the child's read finds the end of stream, and it prints
+what a send and getpeername say. ADDR PORT 1 reexec: the same without
 the fork: the process execs itself with the connection ("after exec ok").
 ADDR PORT 1 spawn, system or popen: the new image is started by glibc's
 posix_spawn, system or popen (its child runs no fork handler and execs
@@ -55,6 +58,7 @@ rings, and echoes it ("queued ok"). ADDR PORT 1 master: the same without
 the first client, and the parent never accepts (a prefork master): the
 waiting client is reset, not left waiting ("master ok" after 3 s)."""
 import ctypes
+import errno
 import os
 import select
 import socket
@@ -84,27 +88,43 @@ if who == "after-exec":  # the descriptor's number in place of COUNT
     print("after exec", "ok" if send_and_check(c, 2000000) else "failed", flush=True)
     sys.exit(0)
 
-if who in ("connect", "connect-shut", "reexec", "spawn", "spawn-dup2", "system", "popen",
+def after_end(c):
+    """What a connection past both ends answers (Linux: a send EPIPE, no
+    peer name)."""
+    said = []
+    for name, call in (("send", lambda: c.send(b"x")), ("getpeername", c.getpeername)):
+        try:
+            call()
+            said.append(name + " ok")
+        except OSError as e:
+            said.append(name + " " + errno.errorcode.get(e.errno, str(e.errno)))
+    return ", ".join(said)
+
+
+if who in ("connect", "connect-shut", "connect-tw", "reexec", "spawn", "spawn-dup2", "system", "popen",
            "clone-exit"):
     c = socket.create_connection((addr, port), timeout=30)
     c.sendall(b"x" * 1000)
     got = b""
     while len(got) < 1000:
         got += c.recv(4096)
-    if who == "connect-shut":
+    if who in ("connect-shut", "connect-tw"):
         data = os.urandom(100000)
         c.sendall(data)
         c.shutdown(socket.SHUT_WR)
+        echo = bytearray()
+        while who == "connect-tw" and (d := c.recv(65536)):  # to the server's FIN: TIME-WAIT
+            echo.extend(d)
         first_read, said = os.pipe()
         pid = os.fork()
         if pid == 0:  # its first recv before the parent's close: it asks for the connection
-            echo = bytearray()
             while d := c.recv(65536):
                 echo.extend(d)
                 if said >= 0:
                     os.close(said)
                     said = -1
-            print("child", "ok" if echo == data else "failed (%d bytes)" % len(echo), flush=True)
+            print("child", "ok" if echo == data else "failed (%d bytes)" % len(echo),
+                  after_end(c) if who == "connect-tw" else "", flush=True)
             os._exit(0)
         os.close(said)
         os.read(first_read, 1)  # its end: the child's first read returned

@@ -16,8 +16,9 @@
 namespace ss::net::tcp {
 
 int Connection::handover(Handover* h, uint64_t now) {
-  // Before ESTABLISHED there is nothing to carry on; in TIME-WAIT (or
-  // after a close) nothing the program could use.
+  // Before ESTABLISHED there is nothing to carry on; after a close or an
+  // error, nothing the program could use. TIME-WAIT goes: the program
+  // reads the end of stream from the other TCP as it would here.
   switch (state_) {
     case State::kEstablished:
     case State::kCloseWait:
@@ -25,19 +26,23 @@ int Connection::handover(Handover* h, uint64_t now) {
     case State::kFinWait2:
     case State::kClosing:
     case State::kLastAck:
+    case State::kTimeWait:
       break;
     default:
       return -EOPNOTSUPP;
   }
   if (error_) return -EOPNOTSUPP;
   // The peer's FIN is in rcv_nxt_: the other TCP takes it as a segment.
-  h->fin = state_ == State::kCloseWait || state_ == State::kClosing || state_ == State::kLastAck;
+  h->fin = state_ == State::kCloseWait || state_ == State::kClosing || state_ == State::kLastAck ||
+           state_ == State::kTimeWait;
   h->ts_recent = ts_recent_;
   // Ours, sent or acknowledged, is the other TCP's to send (again) after
-  // the data: the numbers stop before it.
+  // the data: the numbers stop before it. Its ACK, once come, goes to the
+  // other TCP as a segment too.
   h->fin_sent = fin_queued_ && seq_gt(snd_max_, fin_seq_);
   h->fin_queued = fin_queued_ && !h->fin_sent;
-  h->ours_first = state_ == State::kClosing;
+  h->fin_acked = fin_queued_ && seq_gt(snd_una_, fin_seq_);
+  h->ours_first = state_ == State::kClosing || h->fin_acked;
   h->snd_una = fin_queued_ && seq_gt(snd_una_, fin_seq_) ? fin_seq_ : snd_una_;
   h->rcv_nxt = rcv_nxt_ - (h->fin ? 1 : 0);
   h->snd_wl1 = snd_wl1_;
@@ -68,8 +73,8 @@ int Connection::handover(Handover* h, uint64_t now) {
   return 0;
 }
 
-std::vector<uint8_t> peer_fin_packet(const FourTuple& t, const Handover& h) {
-  if (!h.fin) return {};
+std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h) {
+  if (!h.fin && !h.fin_acked) return {};
   FrameFields f;
   f.ip_version = t.remote.family == AF_INET6 ? 6 : 4;
   memcpy(f.src_ip, t.remote.bytes, t.remote.size());
@@ -83,8 +88,8 @@ std::vector<uint8_t> peer_fin_packet(const FourTuple& t, const Handover& h) {
   th.src_port = t.remote_port;
   th.dst_port = t.local_port;
   th.seq = h.rcv_nxt;
-  th.ack = h.snd_una;
-  th.flags = kFin | kAck;
+  th.ack = h.snd_una + (h.fin_acked ? 1 : 0);
+  th.flags = h.fin ? kFin | kAck : kAck;
   th.window = static_cast<uint16_t>(
       std::min<uint32_t>(h.snd_wnd >> (h.window_scaling ? h.snd_wscale : 0), 0xffff));
   const size_t head = ip_frame_header_len(f.ip_version);

@@ -1,4 +1,4 @@
-// An established connection's state, as another TCP needs it to carry
+// A synchronized connection's state, as another TCP needs it to carry
 // the connection on without the peer noticing: the kernel's, through
 // Linux's TCP_REPAIR (the VMA face hands a connection a fork child shares
 // to its kernel socket). The bytes are copies: the connection keeps its
@@ -24,25 +24,28 @@ struct Handover {
   bool window_scaling = false, sack = false, timestamps = false;
   uint8_t snd_wscale = 0, rcv_wscale = 0;
   uint32_t ts_val = 0;  // past our last timestamp, even: the kernel's clock goes on from it
-  // The peer's FIN came (CLOSE-WAIT): rcv_nxt is its sequence number, and
-  // the other TCP takes it as a segment (peer_fin_packet). ts_recent: the
-  // peer's last timestamp.
+  // The peer's FIN came (CLOSE-WAIT, CLOSING, LAST-ACK, TIME-WAIT):
+  // rcv_nxt is its sequence number, and the other TCP takes it as a
+  // segment (peer_close_packet). ts_recent: the peer's last timestamp.
   bool fin = false;
   uint32_t ts_recent = 0;
-  // Ours (FIN-WAIT, CLOSING, LAST-ACK): went (fin_sent; snd_una stops
-  // before it, also once the peer acknowledged it, and `unsent` is
+  // Ours (FIN-WAIT, CLOSING, LAST-ACK, TIME-WAIT): went (fin_sent; snd_una
+  // stops before it, also once the peer acknowledged it, and `unsent` is
   // empty), or waits behind `unsent` (fin_queued). The other TCP sends
-  // its own after the bytes. ours_first: it went before the peer's came
-  // (CLOSING).
-  bool fin_sent = false, fin_queued = false, ours_first = false;
+  // its own after the bytes. fin_acked: the peer acknowledged it
+  // (FIN-WAIT-2, TIME-WAIT), and the other TCP takes that ACK as a
+  // segment too. ours_first: it went before the peer's came (CLOSING,
+  // and whenever it was acknowledged).
+  bool fin_sent = false, fin_queued = false, fin_acked = false, ours_first = false;
   std::vector<uint8_t> sent, unsent, unread;
 };
 
-// The peer's FIN as a packet from it, IP header first (no link header),
-// for a TCP that takes a FIN only as a segment (Linux's repair mode
-// carries none): from t.remote to t.local at h.rcv_nxt, acknowledging
-// h.snd_una, with the peer's window and last timestamp, checksummed.
-// Empty unless h.fin.
-SS_API std::vector<uint8_t> peer_fin_packet(const FourTuple& t, const Handover& h);
+// What the peer sent past the data, as a packet from it, IP header first
+// (no link header), for a TCP that takes a FIN or the ACK of its own only
+// as a segment (Linux's repair mode carries neither): from t.remote to
+// t.local at h.rcv_nxt, with FIN if h.fin, acknowledging h.snd_una (and
+// our FIN past it if h.fin_acked), with the peer's window and last
+// timestamp, checksummed. Empty unless h.fin or h.fin_acked.
+SS_API std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h);
 
 }  // namespace ss::net::tcp
