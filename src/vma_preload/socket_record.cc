@@ -367,6 +367,7 @@ void SocketRecord::before_last_close() {
   {
     std::lock_guard<std::mutex> lock(offload_mu_);
     if (tcp_forks_ != forks_so_far() && hand_tcp_locked("closed here after a fork")) return;
+    tcp_closed_ = true;
   }
   t->keep_port(fd);
   t->begin_close(fd);
@@ -525,7 +526,7 @@ bool SocketRecord::lend_to_fork_child(bool lend, int pid) {
   // its own listener is all it can lend: the rest is the parent's.
   if (inherited()) return lend_listener_locked(lend, pid);
   if (tcp_owner_) {
-    if (lend) {
+    if (lend && !tcp_closed_) {
       char why[48];
       snprintf(why, sizeof why, "fork child %d uses it", pid);
       hand_tcp_locked(why);

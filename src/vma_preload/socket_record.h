@@ -220,6 +220,9 @@ struct SocketRecord final : Pollable {
   std::unique_ptr<TcpOffload> tcp_owner_;  // under offload_mu_
   std::atomic<TcpOffload*> tcp_{nullptr};
   uint64_t tcp_forks_ = 0;  // under offload_mu_: forks_so_far() at tcp_owner_
+  // Under offload_mu_: the program closed it here (its number may be
+  // another socket's now): a fork child's late ask hands nothing over.
+  bool tcp_closed_ = false;
   bool hand_tcp_locked(const char* why);
   void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
   std::atomic<bool> tcp_settled_{false};  // a connect or listen was tried

@@ -137,31 +137,26 @@ int fill(int fd, const net::tcp::Handover& h) {
 // The peer's FIN, or its ACK of ours, which came to the rings, given to
 // the repaired socket as a segment (repair mode sets no such state) on
 // loopback through a raw socket (CAP_NET_RAW), before repair mode ends,
-// as CRIU does: it then reads the end of stream and is in the state the
-// connection was in (TIME-WAIT: the kernel's own, the socket closed).
-// A FIN's ACK reaches the peer as a duplicate. 0, or -errno.
-int give_peer_close(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Handover& h) {
-  const std::vector<uint8_t> pkt = net::tcp::peer_close_packet(t, h);
+// as CRIU does: the socket goes from state `from` to `to`, as the
+// connection did (a FIN's ACK waits as a delayed one). 0, or -errno.
+int give_peer(int fd, int raw, const net::tcp::FourTuple& t, const net::tcp::Handover& h,
+              net::tcp::PeerClose what, int from, int to) {
+  const std::vector<uint8_t> pkt = net::tcp::peer_close_packet(t, h, what);
   if (pkt.empty()) return -EINVAL;
-  const int want = !h.fin         ? TCP_FIN_WAIT2
-                   : h.fin_acked  ? TCP_CLOSE
-                   : h.ours_first ? TCP_CLOSING
-                                  : TCP_CLOSE_WAIT;
-  sockaddr_storage to{};
+  sockaddr_storage dst{};
   // The packet's own family (an AF_INET6 socket's IPv4 peer is IPv4 on
   // the wire); a raw socket's "port" is its protocol or 0.
-  const socklen_t tlen = program_addr({t.local, 0}, t.local.family, &to);
-  if (real().sendto(raw, pkt.data(), pkt.size(), 0, reinterpret_cast<sockaddr*>(&to), tlen) < 0)
+  const socklen_t dlen = program_addr({t.local, 0}, t.local.family, &dst);
+  if (real().sendto(raw, pkt.data(), pkt.size(), 0, reinterpret_cast<sockaddr*>(&dst), dlen) < 0)
     return -errno;
-  // Loopback delivers it inside the send or in the softirq right after;
-  // the stack's lock is held meanwhile, so the wait is short.
-  for (int i = 0; i < 20; i++) {
+  // Loopback delivers it inside the send or in the softirq right after
+  // (ksoftirqd's on a busy host); the stack's lock is held meanwhile.
+  for (int i = 0; i < 400; i++) {
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (real().getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0) return -errno;
-    if (ti.tcpi_state == want) return 0;
-    // Not yet taken: ESTABLISHED, or FIN-WAIT-1 after ours.
-    if (ti.tcpi_state != TCP_ESTABLISHED && ti.tcpi_state != TCP_FIN_WAIT1) return -ECONNRESET;
+    if (ti.tcpi_state == to) return 0;
+    if (ti.tcpi_state != from) return -ECONNRESET;
     usleep(500);
   }
   return -ETIMEDOUT;
@@ -179,7 +174,7 @@ int give_own_fin(int fd) {
   return ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ? 0 : -EPROTO;
 }
 
-// repair_into_kernel's work; raw: give_peer_close's socket.
+// repair_into_kernel's work; raw: give_peer's socket.
 int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Handover& h, int raw) {
   if (int r = tcp_int(fd, TCP_REPAIR, TCP_REPAIR_ON); r < 0) return r;
   if (int r = prepare(fd, family, t, h); r < 0) {
@@ -192,11 +187,18 @@ int repair(int fd, int family, const net::tcp::FourTuple& t, const net::tcp::Han
   const socklen_t plen = program_addr({t.remote, t.remote_port}, family, &peer);
   int r = real().connect(fd, reinterpret_cast<sockaddr*>(&peer), plen) < 0 ? -errno : 0;
   if (r == 0) r = fill(fd, h);
-  // In the order they came: ours first (FIN-WAIT-1, then the peer's ACK
-  // or FIN), or the peer's (CLOSE-WAIT, then ours: LAST-ACK).
-  if (r == 0 && h.fin_sent && h.ours_first) r = give_own_fin(fd);
-  if (r == 0 && (h.fin || h.fin_acked)) r = give_peer_close(fd, raw, t, h);
+  // CLOSING: ours, then the peer's FIN; else the peer's FIN (CLOSE-WAIT),
+  // ours (FIN-WAIT-1, LAST-ACK), then the peer's ACK of it (FIN-WAIT-2,
+  // or closed: TIME-WAIT's socket).
+  using net::tcp::PeerClose;
+  if (r == 0 && h.ours_first) r = give_own_fin(fd);
+  if (r == 0 && h.fin)
+    r = h.ours_first ? give_peer(fd, raw, t, h, PeerClose::kFin, TCP_FIN_WAIT1, TCP_CLOSING)
+                     : give_peer(fd, raw, t, h, PeerClose::kFin, TCP_ESTABLISHED, TCP_CLOSE_WAIT);
   if (r == 0 && h.fin_sent && !h.ours_first) r = give_own_fin(fd);
+  if (r == 0 && h.fin_acked)
+    r = h.fin ? give_peer(fd, raw, t, h, PeerClose::kAckOfOurs, TCP_LAST_ACK, TCP_CLOSE)
+              : give_peer(fd, raw, t, h, PeerClose::kAckOfOurs, TCP_FIN_WAIT1, TCP_FIN_WAIT2);
   if (r < 0) {
     // Connected in repair mode: no queue selected, the socket stays so
     // (sends EINVAL, receives EPERM, a silent close) rather than go live

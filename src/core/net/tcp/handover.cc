@@ -16,9 +16,13 @@
 namespace ss::net::tcp {
 
 int Connection::handover(Handover* h, uint64_t now) {
-  // Before ESTABLISHED there is nothing to carry on; after a close or an
-  // error, nothing the program could use. TIME-WAIT goes: the program
-  // reads the end of stream from the other TCP as it would here.
+  // Before ESTABLISHED there is nothing to carry on; after an error or
+  // an abort, nothing the program could use. TIME-WAIT goes, and so does
+  // its end (its timer, or a RST cut it short) while the program holds
+  // the connection: it reads the end of stream from the other TCP as it
+  // would here.
+  const bool ended =
+      state_ == State::kClosed && fin_in_ && fin_queued_ && seq_gt(snd_una_, fin_seq_);
   switch (state_) {
     case State::kEstablished:
     case State::kCloseWait:
@@ -28,13 +32,16 @@ int Connection::handover(Handover* h, uint64_t now) {
     case State::kLastAck:
     case State::kTimeWait:
       break;
+    case State::kClosed:
+      if (ended) break;
+      [[fallthrough]];
     default:
       return -EOPNOTSUPP;
   }
   if (error_) return -EOPNOTSUPP;
   // The peer's FIN is in rcv_nxt_: the other TCP takes it as a segment.
   h->fin = state_ == State::kCloseWait || state_ == State::kClosing || state_ == State::kLastAck ||
-           state_ == State::kTimeWait;
+           state_ == State::kTimeWait || ended;
   h->ts_recent = ts_recent_;
   // Ours, sent or acknowledged, is the other TCP's to send (again) after
   // the data: the numbers stop before it. Its ACK, once come, goes to the
@@ -42,7 +49,7 @@ int Connection::handover(Handover* h, uint64_t now) {
   h->fin_sent = fin_queued_ && seq_gt(snd_max_, fin_seq_);
   h->fin_queued = fin_queued_ && !h->fin_sent;
   h->fin_acked = fin_queued_ && seq_gt(snd_una_, fin_seq_);
-  h->ours_first = state_ == State::kClosing || h->fin_acked;
+  h->ours_first = state_ == State::kClosing && h->fin_sent;
   h->snd_una = fin_queued_ && seq_gt(snd_una_, fin_seq_) ? fin_seq_ : snd_una_;
   h->rcv_nxt = rcv_nxt_ - (h->fin ? 1 : 0);
   h->snd_wl1 = snd_wl1_;
@@ -73,8 +80,9 @@ int Connection::handover(Handover* h, uint64_t now) {
   return 0;
 }
 
-std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h) {
-  if (!h.fin && !h.fin_acked) return {};
+std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h, PeerClose what) {
+  const bool fin = what == PeerClose::kFin;
+  if (fin ? !h.fin : !h.fin_acked) return {};
   FrameFields f;
   f.ip_version = t.remote.family == AF_INET6 ? 6 : 4;
   memcpy(f.src_ip, t.remote.bytes, t.remote.size());
@@ -87,9 +95,9 @@ std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h) {
   Header th;
   th.src_port = t.remote_port;
   th.dst_port = t.local_port;
-  th.seq = h.rcv_nxt;
-  th.ack = h.snd_una + (h.fin_acked ? 1 : 0);
-  th.flags = h.fin ? kFin | kAck : kAck;
+  th.seq = h.rcv_nxt + (!fin && h.fin ? 1 : 0);
+  th.ack = h.snd_una + (fin ? 0 : 1);
+  th.flags = fin ? kFin | kAck : kAck;
   th.window = static_cast<uint16_t>(
       std::min<uint32_t>(h.snd_wnd >> (h.window_scaling ? h.snd_wscale : 0), 0xffff));
   const size_t head = ip_frame_header_len(f.ip_version);

@@ -34,18 +34,25 @@ struct Handover {
   // empty), or waits behind `unsent` (fin_queued). The other TCP sends
   // its own after the bytes. fin_acked: the peer acknowledged it
   // (FIN-WAIT-2, TIME-WAIT), and the other TCP takes that ACK as a
-  // segment too. ours_first: it went before the peer's came (CLOSING,
-  // and whenever it was acknowledged).
+  // segment too. ours_first: it went before the peer's came and is not
+  // acknowledged (CLOSING). The other TCP needs no other order: TIME-WAIT
+  // becomes the peer's FIN, ours, then the ACK of ours (LAST-ACK to
+  // closed, nothing sent), the socket as Linux's is after its TIME-WAIT.
   bool fin_sent = false, fin_queued = false, fin_acked = false, ours_first = false;
   std::vector<uint8_t> sent, unsent, unread;
 };
 
-// What the peer sent past the data, as a packet from it, IP header first
-// (no link header), for a TCP that takes a FIN or the ACK of its own only
-// as a segment (Linux's repair mode carries neither): from t.remote to
-// t.local at h.rcv_nxt, with FIN if h.fin, acknowledging h.snd_una (and
-// our FIN past it if h.fin_acked), with the peer's window and last
-// timestamp, checksummed. Empty unless h.fin or h.fin_acked.
-SS_API std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h);
+// What the peer sent past the data, for a TCP that takes a FIN or the ACK
+// of its own only as a segment (Linux's repair mode carries neither).
+enum class PeerClose {
+  kFin,        // its FIN at h.rcv_nxt, acknowledging h.snd_una (not our FIN)
+  kAckOfOurs,  // after its FIN if h.fin: an ACK of our FIN (h.snd_una + 1)
+};
+
+// That segment as a packet from t.remote to t.local, IP header first (no
+// link header), with the peer's window and last timestamp, checksummed.
+// Empty where h has no such segment (no h.fin, no h.fin_acked).
+SS_API std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h,
+                                              PeerClose what);
 
 }  // namespace ss::net::tcp

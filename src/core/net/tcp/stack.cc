@@ -792,22 +792,33 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   // holds it too) stays, and the steering must pass the connection alone.
   const auto refs = flow_refs_.find(it->second.flow);
   const bool own_flow = refs != flow_refs_.end() && refs->second == 1;
-  if (!own_flow && !cfg_.steering->steers_connections()) return -EOPNOTSUPP;
+  // TIME-WAIT, or its end, stays here (the other TCP's socket closes, as
+  // Linux's does once its connection is in TIME-WAIT): the flow keeps its
+  // steering until the connection is freed.
+  const bool time_wait = s->conn->state() == State::kTimeWait || s->conn->state() == State::kClosed;
+  if (!own_flow && !time_wait && !cfg_.steering->steers_connections()) return -EOPNOTSUPP;
   Handover h;
   if (const int r = s->conn->handover(&h, now); r < 0) return r;
-  const prov::FlowConnection pc = flow_connection(t);
-  // The steering's entry first (where it can fail), passing once the
-  // kernel has the connection: a frame passed earlier would meet the
-  // kernel's listener, which resets it.
-  if (!own_flow)
-    if (const int r = cfg_.steering->pass(pc, false); r < 0) return r;
-  out_->send_batch();  // what the drain answered leaves before the kernel's segments
-  if (const int r = install(h); r < 0) return r;
-  if (!own_flow && cfg_.steering->pass(pc, true) < 0) ctr_.pass_failed++;
-  moved_.emplace_back(t, now + kMovedQuietUs);
-  table_.remove(t);
-  unsteer_open_locked(it->second);
-  opens_.erase(it);  // quietly: its timers cancelled, nothing sent
+  if (time_wait) {
+    if (const int r = install(h); r < 0) return r;
+    it->second.handle = nullptr;  // the program's no more, as after a close
+    s->conn->close(now);
+    maybe_done_.push_back(s->conn);
+  } else {
+    const prov::FlowConnection pc = flow_connection(t);
+    // The steering's entry first (where it can fail), passing once the
+    // kernel has the connection: a frame passed earlier would meet the
+    // kernel's listener, which resets it.
+    if (!own_flow)
+      if (const int r = cfg_.steering->pass(pc, false); r < 0) return r;
+    out_->send_batch();  // what the drain answered leaves before the kernel's segments
+    if (const int r = install(h); r < 0) return r;
+    if (!own_flow && cfg_.steering->pass(pc, true) < 0) ctr_.pass_failed++;
+    moved_.emplace_back(t, now + kMovedQuietUs);
+    table_.remove(t);
+    unsteer_open_locked(it->second);
+    opens_.erase(it);  // quietly: its timers cancelled, nothing sent
+  }
   s->conn = nullptr;
   s->moved = true;
   s->changes++;

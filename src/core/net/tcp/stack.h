@@ -180,10 +180,12 @@ class Stack final : public SegmentInput {
   // returns 0 once the other TCP carries it, or -errno. Then the
   // connection leaves the stack without a FIN or RST, its flow is no
   // longer steered, and its segments still on the rings are dropped for a
-  // while (counted) rather than reset. The handle stays the program's
+  // while (counted) rather than reset; one in TIME-WAIT stays, the
+  // program's no more, as after its close. The handle stays the program's
   // until close(): its calls give -ENOTCONN and events() POLLIN|POLLOUT,
-  // so a sleeper looks again and finds it moved. -EOPNOTSUPP unless
-  // ESTABLISHED; on any error the connection goes on as before.
+  // so a sleeper looks again and finds it moved. -EOPNOTSUPP before
+  // ESTABLISHED or once closed (Connection::handover); on any error the
+  // connection goes on as before.
   SS_API int hand_over(Socket* s, const std::function<int(const Handover&)>& install);
 
   // A sleep waiting for the handle's events: another thread's input or
