@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "core/base/log.h"
@@ -81,9 +82,13 @@ void publish_owned(const NetdevRings& r) {
 }
 
 // The forking thread's, between the handlers: g_fork_mu is held from
-// before the fork to after it, so another thread's fork waits. Never
-// destroyed: a fork may come during exit.
+// before the fork to after it, so another thread's fork waits, and so
+// are the first g_fork_held owned rings' queues (RingQueue::hold_for_fork).
+// A fork from a signal handler takes neither (t_fork_held: this thread's
+// handlers took them). Never destroyed: a fork may come during exit.
 std::mutex g_fork_mu;
+size_t g_fork_held = 0;
+thread_local bool t_fork_held = false;
 mem::ForkFrames& g_fork_frames = *new mem::ForkFrames;
 
 void publish_kernel_fds(const NetdevRings& r) {
@@ -421,28 +426,51 @@ void publish_ring_counters() {
 }
 
 void ring_frames_before_fork(bool copy) {
-  g_fork_mu.lock();
   if (!copy) return;
+  g_fork_mu.lock();
+  t_fork_held = true;
   interpose::BusyScope busy;  // the rings' locks (signal_count.h)
-  const size_t n = g_n_ring_names.load(std::memory_order_acquire);
-  std::vector<uint8_t> in_rings;
-  for (size_t i = 0; i < n; i++)
-    for (const NetdevRings::Queue& q : g_owned[i]->queues) {
-      q.queue->mark_ring_frames(&in_rings);
-      if (g_fork_frames.take(*q.pool, in_rings) < 0)
-        SS_WARN_ONCE(
-            "fork: no memory to copy the frames the program holds into the child; it "
-            "cannot read them there");
-    }
+  g_fork_held = g_n_ring_names.load(std::memory_order_acquire);
+  for (size_t i = 0; i < g_fork_held; i++)
+    for (const NetdevRings::Queue& q : g_owned[i]->queues) q.queue->hold_for_fork();
+  bool short_of_memory = false;
+  try {
+    std::vector<uint8_t> in_rings;
+    for (size_t i = 0; i < g_fork_held; i++)
+      for (const NetdevRings::Queue& q : g_owned[i]->queues) {
+        q.queue->mark_ring_frames(&in_rings);
+        short_of_memory |= g_fork_frames.take(*q.pool, in_rings) < 0;
+      }
+  } catch (const std::bad_alloc&) {  // never out of a fork handler
+    short_of_memory = true;
+  }
+  if (short_of_memory)
+    SS_WARN_ONCE(
+        "fork: no memory to copy the frames the program holds into the child; it cannot read "
+        "them there");
 }
 
 void ring_frames_after_fork(bool child) {
+  if (!t_fork_held || interpose::in_handler()) return;  // the fork that took them
+  t_fork_held = false;
+  for (size_t i = 0; i < g_fork_held; i++)
+    for (const NetdevRings::Queue& q : g_owned[i]->queues) q.queue->release_after_fork();
+  int err = 0;
   if (!child) {
     g_fork_frames.drop();
-  } else if (const int err = g_fork_frames.place(); err < 0) {
-    SS_WARN("fork child: frames its parent held not placed (%s); reading them faults",
-            std::strerror(-err));
+  } else {
+    try {
+      err = g_fork_frames.place();
+    } catch (const std::bad_alloc&) {  // never out of a fork handler
+      err = -ENOMEM;
+      g_fork_frames.drop();
+    }
   }
+  if (err < 0)
+    SS_WARN(
+        "fork child: frames its parent held not placed (%s); reading them there fails or "
+        "reads other memory",
+        std::strerror(-err));
   g_fork_mu.unlock();
 }
 

@@ -167,9 +167,11 @@ bool close_rings_in_fork_child();
 
 // The frames the program holds in this process's own rings (not joined
 // ones: their pools fork as any memory does), copied into a fork child
-// at their addresses (mem::ForkFrames): taken before the fork (unless
-// !copy), placed in the child, freed in the parent. From the fork
-// handlers (fork_child.cc), which they keep one fork at a time.
+// at their addresses (mem::ForkFrames): taken before the fork, placed in
+// the child, freed in the parent, the rings held from before the take to
+// after the fork. From the fork handlers (fork_child.cc), which they keep
+// one fork at a time; a fork from a signal handler (!copy) takes and
+// holds nothing.
 void ring_frames_before_fork(bool copy);
 void ring_frames_after_fork(bool child);
 

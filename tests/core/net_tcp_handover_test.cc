@@ -217,8 +217,10 @@ TEST(TcpHandover, OwnFinStaysTheOtherTcpsToSend) {
   EXPECT_EQ(tw.snd_una, h.snd_una);
   EXPECT_EQ(tw.rcv_nxt, h.rcv_nxt);  // a's FIN's own number
   EXPECT_TRUE(tw.sent.empty() && tw.unsent.empty() && tw.unread.empty());
-  expect_close_packet(t, tw, PeerClose::kFin);
-  expect_close_packet(t, tw, PeerClose::kAckOfOurs);
+  for (const FourTuple& each : {t, tuple_of("fd00::2", "fd00::1")}) {
+    expect_close_packet(each, tw, PeerClose::kFin);
+    expect_close_packet(each, tw, PeerClose::kAckOfOurs);
+  }
   // Its end (the timer here; a RST does the same) while the program
   // holds it: handed over as TIME-WAIT was.
   w.run(300'000'000, [&] { return b.state() != State::kClosed; });

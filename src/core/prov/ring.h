@@ -99,8 +99,14 @@ class RingQueue {
   // Marks, by pool frame index, the frames the queue holds in its rings
   // (the device's, or sent and not completed): no program sees them, so a
   // fork child needs no copy (mem::ForkFrames). by_index is sized to the
-  // pool here; a provider that cannot tell marks none.
-  virtual void mark_ring_frames(std::vector<uint8_t>* by_index) const {}
+  // pool here; a provider that cannot tell marks none. Between
+  // hold_for_fork and release_after_fork: a fork's prepare handler holds
+  // the rings from before the mark to after the fork (in the parent and
+  // in the child, as pthread_atfork's locks go), so no frame leaves them
+  // for the program unmarked and uncopied.
+  virtual void mark_ring_frames(std::vector<uint8_t>* by_index) const { by_index->clear(); }
+  virtual void hold_for_fork() {}
+  virtual void release_after_fork() {}
 };
 
 using RingCreateFn = int (*)(const RingQueueConfig& cfg, std::unique_ptr<RingQueue>* out);

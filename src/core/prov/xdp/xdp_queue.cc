@@ -142,7 +142,7 @@ void XdpQueue::unbind() {
 }
 
 void XdpQueue::mark_ring_frames(std::vector<uint8_t>* by_index) const {
-  std::lock_guard lock(mu_);
+  // mu_ held (hold_for_fork).
   by_index->assign(in_fill_.size(), 0);
   for (size_t i = 0; i < in_fill_.size(); i++) (*by_index)[i] = in_fill_[i] || in_tx_[i] ? 1 : 0;
 }

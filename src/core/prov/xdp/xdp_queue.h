@@ -46,6 +46,8 @@ class XdpQueue final : public RingQueue, public mem::Recycler, public mem::Regis
   // (a child's exit loses what it had taken: the owner tops up anew).
   uint32_t fill_level() const override;
   void mark_ring_frames(std::vector<uint8_t>* by_index) const override;
+  void hold_for_fork() override { mu_.lock(); }
+  void release_after_fork() override { mu_.unlock(); }
 
   void recycle(mem::Buffer& frame) override;
   // The UMEM is the pool's one area: its chunk starts at UMEM offset 0.
