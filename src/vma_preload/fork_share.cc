@@ -288,12 +288,12 @@ void fork_share_serve() {
       continue;
     }
     if (st == kLent && !gone(pid, g_start[i])) continue;
-    auto rec = record(s.id.load(std::memory_order_relaxed));
+    const uint64_t id = s.id.load(std::memory_order_relaxed);
+    auto rec = record(id);
     bool lent = false;
     if (st == kAsked && running(pid, &g_start[i])) {
       lent = rec && rec->lend_to_fork_child(true, pid);
-      SS_DEBUG("fork child %d asked for socket %llu: %s", pid,
-               static_cast<unsigned long long>(s.id.load(std::memory_order_relaxed)),
+      SS_DEBUG("fork child %d asked for socket %llu: %s", pid, static_cast<unsigned long long>(id),
                !rec   ? "closed here since"
                : lent ? "lent"
                       : "answered");

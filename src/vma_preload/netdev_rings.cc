@@ -431,19 +431,18 @@ void ring_frames_before_fork(bool copy) {
   t_fork_held = true;
   interpose::BusyScope busy;  // the rings' locks (signal_count.h)
   g_fork_held = g_n_ring_names.load(std::memory_order_acquire);
-  for (size_t i = 0; i < g_fork_held; i++)
-    for (const NetdevRings::Queue& q : g_owned[i]->queues) q.queue->hold_for_fork();
   bool short_of_memory = false;
-  try {
-    std::vector<uint8_t> in_rings;
-    for (size_t i = 0; i < g_fork_held; i++)
-      for (const NetdevRings::Queue& q : g_owned[i]->queues) {
+  std::vector<uint8_t> in_rings;
+  for (size_t i = 0; i < g_fork_held; i++)
+    for (const NetdevRings::Queue& q : g_owned[i]->queues) {
+      q.queue->hold_for_fork();  // each one held: ring_frames_after_fork lets go of all
+      try {
         q.queue->mark_ring_frames(&in_rings);
         short_of_memory |= g_fork_frames.take(*q.pool, in_rings) < 0;
+      } catch (const std::bad_alloc&) {  // never out of a fork handler
+        short_of_memory = true;
       }
-  } catch (const std::bad_alloc&) {  // never out of a fork handler
-    short_of_memory = true;
-  }
+    }
   if (short_of_memory)
     SS_WARN_ONCE(
         "fork: no memory to copy the frames the program holds into the child; it cannot read "

@@ -390,8 +390,8 @@ bool SocketRecord::hand_tcp_locked(const char* why) {
   if (!t) return tcp_owner_ && tcp_owner_->moved();
   if (const int r = t->hand_to_kernel(fd); r < 0) {
     // Closed, an error pending, or no way to pass the flow: said at
-    // debug. Without the capabilities the
-    // next tries fail alike: said once.
+    // debug. Without the capabilities the next tries fail alike: said
+    // once.
     static std::atomic<bool> said_eperm{false};
     if (r == -EOPNOTSUPP)
       SS_DEBUG("fd %d: the connection cannot be handed over (%s): it stays on the rings", fd, why);

@@ -2,10 +2,11 @@
 // the program's kernel socket with Linux's TCP_REPAIR (CAP_NET_ADMIN), so
 // every process that shares the socket's file (a fork child) has the
 // connection, as from a kernel socket shared by fork. The peer sees a
-// window probe and nothing else (and, once its FIN came, which the
-// kernel takes as a segment (CAP_NET_RAW), a duplicate ACK of it, but in
-// TIME-WAIT, whose socket closes at once; once ours went and is not
-// acknowledged, ours again after a retransmission timeout).
+// window probe and nothing else. The peer's FIN, and its ACK of ours,
+// reach the kernel as segments on loopback (CAP_NET_RAW); the peer then
+// sees a duplicate ACK of its FIN (none in TIME-WAIT, whose socket
+// closes at once), and ours again after a retransmission timeout if it
+// was not acknowledged.
 #pragma once
 #include "core/net/tcp/handover.h"
 #include "core/net/tcp/isn.h"

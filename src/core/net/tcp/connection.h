@@ -255,8 +255,8 @@ class Connection {
   void hold_acks(bool hold) { hold_acks_ = hold; }
   bool ack_held() const { return ack_held_; }
   void release_ack(uint64_t now);
-  // The state of a connection from ESTABLISHED to LAST-ACK (TIME-WAIT
-  // excluded) for another TCP to carry it on (handover.h): 0, or
+  // The state of a connection from ESTABLISHED to TIME-WAIT (or closed
+  // after both FINs) for another TCP to carry it on (handover.h): 0, or
   // -EOPNOTSUPP in another state or with an error pending. The
   // connection is left as it was.
   int handover(Handover* out, uint64_t now_us);

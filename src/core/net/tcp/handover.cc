@@ -50,7 +50,7 @@ int Connection::handover(Handover* h, uint64_t now) {
   h->fin_queued = fin_queued_ && !h->fin_sent;
   h->fin_acked = fin_queued_ && seq_gt(snd_una_, fin_seq_);
   h->ours_first = state_ == State::kClosing && h->fin_sent;
-  h->snd_una = fin_queued_ && seq_gt(snd_una_, fin_seq_) ? fin_seq_ : snd_una_;
+  h->snd_una = h->fin_acked ? fin_seq_ : snd_una_;
   h->rcv_nxt = rcv_nxt_ - (h->fin ? 1 : 0);
   h->snd_wl1 = snd_wl1_;
   h->snd_wnd = snd_wnd_;

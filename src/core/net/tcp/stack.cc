@@ -795,11 +795,11 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   // TIME-WAIT, or its end, stays here (the other TCP's socket closes, as
   // Linux's does once its connection is in TIME-WAIT): the flow keeps its
   // steering until the connection is freed.
-  const bool time_wait = s->conn->state() == State::kTimeWait || s->conn->state() == State::kClosed;
-  if (!own_flow && !time_wait && !cfg_.steering->steers_connections()) return -EOPNOTSUPP;
+  const bool stays = s->conn->state() == State::kTimeWait || s->conn->state() == State::kClosed;
+  if (!own_flow && !stays && !cfg_.steering->steers_connections()) return -EOPNOTSUPP;
   Handover h;
   if (const int r = s->conn->handover(&h, now); r < 0) return r;
-  if (time_wait) {
+  if (stays) {
     if (const int r = install(h); r < 0) return r;
     it->second.handle = nullptr;  // the program's no more, as after a close
     s->conn->close(now);
