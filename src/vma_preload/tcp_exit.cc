@@ -5,8 +5,11 @@
 // handlers and static destructors, which may still close sockets), each
 // connection the program left open closes as close() would, and the exit
 // waits while the peers answer: until no closed connection waits for its
-// peer (our FIN unacknowledged, theirs not come), one second passes with
-// none finishing, or five in all; those left are reset, so a late FIN of
+// peer (our data or FIN unacknowledged, their FIN not come), or none has
+// moved (ended, or had data acknowledged) for a second or two of their
+// retransmission timeouts, whichever is longer (a peer still taking what
+// the program sent over a lossy path keeps the exit waiting; a dead one
+// ends it), or 30 s passed in all; those left are reset, so a late FIN of
 // the peer does not meet the kernel's RST instead. A connection opened
 // before a fork goes to its kernel socket first (a child may hold it). A
 // fork child, or a child of a raw clone (no fork handler ran: another
@@ -18,6 +21,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -35,17 +39,20 @@ namespace ss::vma::preload {
 namespace {
 
 using clock = std::chrono::steady_clock;
-constexpr auto kQuiet = std::chrono::seconds(1), kMost = std::chrono::seconds(5);
+constexpr auto kQuiet = std::chrono::seconds(1), kMost = std::chrono::seconds(30);
 constexpr int kLookMs = 2;  // between looks at the rings: their reply comes at once on a LAN
 
-size_t awaiting(const std::vector<NetdevRings*>& netdevs) {
-  size_t n = 0;
+net::tcp::Stack::ExitWait awaiting(const std::vector<NetdevRings*>& netdevs) {
+  net::tcp::Stack::ExitWait all;
   for (NetdevRings* r : netdevs) {
     r->program_look();
     r->frames->flush();
-    n += r->tcp->awaiting_peer();
+    const net::tcp::Stack::ExitWait w = r->tcp->awaiting_peer();
+    all.closing += w.closing;
+    all.moved |= w.moved;
+    all.longest_rto_us = std::max(all.longest_rto_us, w.longest_rto_us);
   }
-  return n;
+  return all;
 }
 
 std::atomic<bool> g_exiting{false};
@@ -63,17 +70,17 @@ void finish_connections_at_exit() {
   for (NetdevRings* r : netdevs) r->poll_fds(&fds);
   const clock::time_point start = clock::now();
   clock::time_point moved = start;
-  size_t last = SIZE_MAX;
-  for (;;) {
-    const size_t n = awaiting(netdevs);
-    if (n == 0) return;
+  size_t last = 0;
+  for (bool first = true;; first = false) {
+    const net::tcp::Stack::ExitWait w = awaiting(netdevs);
+    last = w.closing;
+    if (w.closing == 0) return;
+    if (first) SS_DEBUG("exit: %zu TCP connections closing, their peers awaited", w.closing);
     const clock::time_point now = clock::now();
-    if (n < last) {
-      if (last == SIZE_MAX) SS_DEBUG("exit: %zu TCP connections closing, their peers awaited", n);
-      last = n;
-      moved = now;
-    }
-    if (now - moved >= kQuiet || now - start >= kMost) break;
+    if (w.moved) moved = now;
+    const auto quiet =
+        std::max<clock::duration>(kQuiet, std::chrono::microseconds(2 * w.longest_rto_us));
+    if (now - moved >= quiet || now - start >= kMost) break;
     interpose::real().poll(fds.data(), fds.size(), kLookMs);
   }
   SS_INFO("exit: %zu TCP connections reset, their peers still closing after %lld ms", last,

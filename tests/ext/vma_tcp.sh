@@ -76,7 +76,7 @@
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
 #  (i) crafted segments from B (python3-scapy) against a server in A.
 # Its minutes: about 85 s of a run (nginx's seven cases about 45 s of
-# them), and the 60 s of (h)'s cycles plus about 15 s of its other
+# them, the exit's two about 10 s), and the 60 s of (h)'s cycles plus about 15 s of its other
 # cases, and 10 s of (i).
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp.sh
@@ -214,13 +214,15 @@ check "SO_LINGER {1, 0}: the peer gets a reset, the port is free at once; {1, 20
 
 # (b4) A program's exit (vma_tcp_linger.py exit, then _exit: no exit
 # handler or destructor runs): a connection it left open with 4 MB sent,
-# and one it closed, end as on the kernel while Linux's end closes each
-# half a second after the end of stream (the exit waits for those FINs:
-# else they meet A's kernel, which resets).
+# and one it closed, end as on the kernel while Linux's end reads at
+# 1 MB/s (up to 2 MB still go after the exit: about 2 s in which no
+# connection ends) and closes each half a second after the end of
+# stream (the exit waits for those FINs: else they meet A's kernel,
+# which resets).
 for how in exit _exit; do
   port=7007
   [ $how = exit ] || port=7008
-  ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_linger.py" server "$IP4B" $port 2 0.5 >"$T/sink" 2>&1 &
+  ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_linger.py" server "$IP4B" $port 2 0.5 1000000 >"$T/sink" 2>&1 &
   pids+=($!)
   for _ in $(seq 50); do grep -q ready "$T/sink" && break; sleep 0.1; done
   bad=0

@@ -188,6 +188,18 @@ class TcpRing : public sstest::RingRig {
     EXPECT_EQ(tcp_->connect(t, cfg, &s, &why), 0);
     return s;
   }
+  // Sends what s takes of data for a while, pumping: the bytes sent.
+  size_t send_for(Socket* s, const std::string& data, std::chrono::milliseconds how_long) {
+    size_t sent = 0;
+    const auto end = std::chrono::steady_clock::now() + how_long;
+    while (std::chrono::steady_clock::now() < end) {
+      const ssize_t n =
+          tcp_->send(s, {reinterpret_cast<const uint8_t*>(data.data()) + sent, data.size() - sent});
+      if (n > 0) sent += static_cast<size_t>(n);
+      pump();
+    }
+    return sent;
+  }
   // Sends all of data on s, pumping while the window is shut.
   void send_all(Socket* s, const std::string& data) {
     size_t off = 0;
@@ -253,13 +265,14 @@ class TcpRing : public sstest::RingRig {
            "; a's kernel: " + sstest::output(rsts) +
            "; b's kernel: " + sstest::output("ip netns exec " + ns_->name_b() + " " + rsts);
   }
-  // Linux's listener in b on peer:kLinuxPort, or -1.
-  int linux_listener(const char* peer) {
+  // Linux's listener in b on peer:kLinuxPort (SO_RCVBUF rcvbuf if set), or -1.
+  int linux_listener(const char* peer, int rcvbuf = 0) {
     const IpAddr ip = IpAddr::parse(peer);
     const int lfd = ns_->socket_in_b(SOCK_STREAM, ip.family);
     if (lfd < 0) return -1;
     int one = 1;
     setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (rcvbuf > 0) setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     sockaddr_storage ss;
     const socklen_t len = ip.to_sockaddr(kLinuxPort, 0, &ss);
     if (bind(lfd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || listen(lfd, 4) != 0) {
@@ -1436,17 +1449,101 @@ TEST_F(TcpRing, AtExitConnectionsCloseAndTheLateAreReset) {
            tcp_->state(s[1]) == State::kFinWait2;
   })) << "ended "
       << ended.load() << ", states " << int(tcp_->state(s[0])) << " " << int(tcp_->state(s[1]));
-  EXPECT_EQ(tcp_->awaiting_peer(), 1u);
+  EXPECT_EQ(tcp_->awaiting_peer().closing, 1u);
   EXPECT_EQ(got[0].load(), kBytes);
   EXPECT_EQ(got[1].load(), kBytes);
   tcp_->reset_awaiting_peer();
-  EXPECT_EQ(tcp_->awaiting_peer(), 0u);
+  EXPECT_EQ(tcp_->awaiting_peer().closing, 0u);
   EXPECT_EQ(tcp_->state(s[1]), State::kClosed);
   linux_end.join();
   EXPECT_TRUE(late_events & POLLERR) << "Linux's end saw no reset: revents " << late_events;
   expect_no_kernel_socket(kOurClientPort);
   expect_no_kernel_socket(kOurClientPort + 1);
   for (Socket* h : s) tcp_->close(h);
+  close(lfd);
+}
+
+// The exit's wait follows the peer's progress (awaiting_peer's moved):
+// Linux's end, with a small receive buffer, first reads nothing (our
+// data waits unacknowledged: nothing moves), then slowly: each window it
+// frees is acknowledged data, a move, long before the connection ends.
+TEST_F(TcpRing, AtExitTheWaitSeesThePeerTakeData) {
+  const int lfd = linux_listener(NetnsPair::kIpB, 16 << 10);  // a small window
+  ASSERT_GE(lfd, 0);
+  std::atomic<bool> read_now{false};
+  std::atomic<size_t> got{0};
+  std::thread linux_end([&] {
+    const int c = accept(lfd, nullptr, nullptr);
+    if (c < 0) return;
+    while (!read_now) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const timeval bound{10, 0};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(c, buf, sizeof buf)) > 0) {
+      got += static_cast<size_t>(n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    close(c);
+  });
+  Socket* s = connect_to_linux(NetnsPair::kIpA, NetnsPair::kIpB);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(pump_until([&] { return tcp_->state(s) != State::kSynSent; }));
+  ASSERT_EQ(tcp_->state(s), State::kEstablished);
+  // As much as the send buffer takes while Linux's window fills.
+  const size_t sent = send_for(s, pattern(1 << 20, 3), std::chrono::milliseconds(200));
+  ASSERT_GT(sent, 64u << 10);
+  tcp_->close_at_exit();
+  for (int i = 0; i < 5; i++) pump();
+  ss::net::tcp::Stack::ExitWait w = tcp_->awaiting_peer();
+  for (int i = 0; i < 5; i++) pump();
+  w = tcp_->awaiting_peer();
+  EXPECT_EQ(w.closing, 1u);
+  EXPECT_FALSE(w.moved) << "nothing was read, yet something moved";
+  EXPECT_GE(w.longest_rto_us, 200'000u);
+  read_now = true;
+  int moves = 0;
+  EXPECT_TRUE(pump_until([&] {
+    w = tcp_->awaiting_peer();
+    if (w.moved && w.closing > 0) moves++;
+    return w.closing == 0;
+  }));
+  EXPECT_GE(moves, 2) << "the data's acknowledgements were not seen as moves";
+  linux_end.join();
+  EXPECT_EQ(got.load(), sent);
+  tcp_->close(s);
+  close(lfd);
+}
+
+// The exit's wait given up on a connection in LAST-ACK (Linux's end shut
+// its writing, then took nothing of ours): Linux's end, which still
+// awaits our data and FIN, gets a RST, as from Linux giving up an orphan.
+TEST_F(TcpRing, AtExitGivingUpResetsAPeerStillWaiting) {
+  const int lfd = linux_listener(NetnsPair::kIpB, 16 << 10);  // a small window
+  ASSERT_GE(lfd, 0);
+  std::atomic<bool> shut{false};
+  short events = 0;
+  std::thread linux_end([&] {
+    const int c = accept(lfd, nullptr, nullptr);
+    if (c < 0) return;
+    shutdown(c, SHUT_WR);
+    shut = true;
+    pollfd p{c, 0, 0};  // POLLERR and POLLHUP come unasked: the reset
+    if (poll(&p, 1, 10'000) > 0) events = p.revents;
+    close(c);
+  });
+  Socket* s = connect_to_linux(NetnsPair::kIpA, NetnsPair::kIpB);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(pump_until([&] { return shut && tcp_->state(s) == State::kCloseWait; }));
+  send_for(s, pattern(256 << 10, 4), std::chrono::milliseconds(100));
+  tcp_->close_at_exit();
+  EXPECT_EQ(tcp_->state(s), State::kLastAck);
+  EXPECT_EQ(tcp_->awaiting_peer().closing, 1u);
+  tcp_->reset_awaiting_peer();
+  EXPECT_EQ(tcp_->state(s), State::kClosed);
+  linux_end.join();
+  EXPECT_TRUE(events & POLLERR) << "Linux's end saw no reset: revents " << events;
+  tcp_->close(s);
   close(lfd);
 }
 

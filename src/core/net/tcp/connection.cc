@@ -278,6 +278,17 @@ void Connection::abort(uint64_t now) {
   set_closed();
 }
 
+void Connection::give_up(uint64_t now) {
+  if (state_ == State::kLastAck || state_ == State::kClosing) {
+    closed_by_program_ = true;
+    send_reset(snd_nxt_, true, now);
+    rxq_.clear();
+    set_closed();
+    return;
+  }
+  abort(now);
+}
+
 void set_option(Config* c, Option o, int64_t v) {
   const uint64_t us = v > 0 ? static_cast<uint64_t>(v) : 0;
   switch (o) {

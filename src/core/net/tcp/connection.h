@@ -240,6 +240,10 @@ class Connection {
   // left unread, RFC 9293 §3.10.4 and Linux); abort(): RST now (SO_LINGER 0).
   void close(uint64_t now_us);
   void abort(uint64_t now_us);
+  // The wait for a closed connection's peer ended (the process leaves):
+  // abort(), with a RST in LAST-ACK and CLOSING too, where the peer
+  // still awaits our data or FIN (Linux resets an orphan it gives up).
+  void give_up(uint64_t now_us);
   // setsockopt on the open connection (Option's values), in effect at once:
   // TCP_NODELAY and clearing TCP_CORK push what they held back, a new
   // keepalive time re-arms the probe.
@@ -282,6 +286,7 @@ class Connection {
   uint32_t mss() const { return mss_; }
   uint32_t cwnd() const { return cc_->cwnd(); }
   uint32_t snd_wnd() const { return snd_wnd_; }
+  uint32_t snd_una() const { return snd_una_; }
   uint32_t rcv_wnd() const { return rcv_adv_ - rcv_nxt_; }
   uint32_t peer_mss() const { return peer_mss_; }
 

@@ -1012,24 +1012,32 @@ void Stack::close_at_exit() {
     }
   exit_waits_.clear();
   for (auto& [c, o] : opens_)
-    if (awaits_peer(c->state())) exit_waits_.push_back(c);
+    if (awaits_peer(c->state())) exit_waits_.emplace_back(c, c->snd_una());
   wake_touched_locked();
   check_due_locked();  // the FINs' retransmissions
 }
 
-size_t Stack::awaiting_peer() {
+Stack::ExitWait Stack::awaiting_peer() {
   std::lock_guard lock(mu_);
-  std::erase_if(exit_waits_,
-                [this](Connection* c) { return !opens_.contains(c) || !awaits_peer(c->state()); });
-  return exit_waits_.size();
+  ExitWait w;
+  w.moved = std::erase_if(exit_waits_, [this](const auto& cw) {
+              return !opens_.contains(cw.first) || !awaits_peer(cw.first->state());
+            }) > 0;
+  for (auto& [c, una] : exit_waits_) {
+    w.moved |= c->snd_una() != una;
+    una = c->snd_una();
+    w.longest_rto_us = std::max(w.longest_rto_us, c->rtt().rto_us());
+  }
+  w.closing = exit_waits_.size();
+  return w;
 }
 
 void Stack::reset_awaiting_peer() {
   const Sending lock(this);
   const uint64_t now = clock_();
-  for (Connection* c : exit_waits_)
+  for (auto& [c, una] : exit_waits_)
     if (opens_.contains(c) && awaits_peer(c->state())) {
-      c->abort(now);
+      c->give_up(now);
       maybe_done_.push_back(c);
     }
   exit_waits_.clear();

@@ -38,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/base/api.h"
@@ -224,10 +225,18 @@ class Stack final : public SegmentInput {
   // would go on closing: close_at_exit closes every connection a handle
   // still holds as close() would (the handles stay valid for threads
   // still running); awaiting_peer counts the closed connections whose peer
-  // has yet to acknowledge our FIN or send its own; reset_awaiting_peer
-  // resets those (the wait for them ended).
+  // has yet to acknowledge our FIN or send its own, and says whether they
+  // moved since its last call (one ended or had data acknowledged: the
+  // peer still takes what the program sent) and the longest of their
+  // retransmission timeouts; reset_awaiting_peer resets those (the wait
+  // for them ended).
+  struct ExitWait {
+    size_t closing = 0;
+    bool moved = false;
+    uint64_t longest_rto_us = 0;
+  };
   SS_API void close_at_exit();
-  SS_API size_t awaiting_peer();
+  SS_API ExitWait awaiting_peer();
   SS_API void reset_awaiting_peer();
   StackCounters counters() const;
   size_t connections() const;  // in the table, closing ones included
@@ -301,7 +310,8 @@ class Stack final : public SegmentInput {
   std::map<Socket*, std::unique_ptr<Socket>> sockets_;  // the program's handles
   std::vector<Socket*> listeners_;                      // those of sockets_ that listen
   std::vector<Connection*> maybe_done_;                 // closed, changed since the last sweep
-  std::vector<Connection*> exit_waits_;                 // close_at_exit's, pruned by awaiting_peer
+  // close_at_exit's, with snd_una at awaiting_peer's last look (pruned there).
+  std::vector<std::pair<Connection*, uint32_t>> exit_waits_;
   std::map<prov::SteeredFlow, int> flow_refs_;
   std::vector<prov::SteeredFlow> kept_only_;  // of flow_refs_: add_kept_only's
   std::vector<Socket*> touched_;              // since the last wake
