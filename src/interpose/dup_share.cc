@@ -132,9 +132,9 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
 }
 
 void forget(int fd, FdKind kind) {
+  std::shared_ptr<void> obj;  // freed after the lock: its destructor may take others'
   std::lock_guard<std::mutex> g(mu);
   FdTable& t = FdTable::instance();
-  std::shared_ptr<void> obj;
   if (t.remove_object(fd, kind, &obj) < 0) return;
   if (held_fds().erase(fd)) n_held = held_fds().size();
   auto it = groups().find(obj.get());

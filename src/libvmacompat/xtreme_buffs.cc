@@ -74,6 +74,26 @@ int XtremeBuffs::lend(net::Datagram& d, vma_buff_t** out, LentOwner* owner) {
   } else {
     b = std::move(d.buf);
   }
+  *out = lend_frame(std::move(b), owner);
+  return 0;
+}
+
+ssize_t XtremeBuffs::lend_read(mem::Pool* pool, size_t most,
+                               const std::function<ssize_t(void*, size_t)>& read, vma_buff_t** out,
+                               LentOwner* owner) {
+  if (!pool || !add_pool(pool)) return -ENOBUFS;
+  mem::Buffer b = pool->get();
+  if (!b || b.frame_size() <= kCopyAt) return -ENOBUFS;
+  const size_t room = std::min<size_t>({most, b.frame_size() - kCopyAt, UINT16_MAX});
+  if (room == 0 || b.set_view(kCopyAt, room) < 0) return -ENOBUFS;
+  const ssize_t n = read(b.data(), room);
+  if (n <= 0) return n;  // the frame goes back
+  b.set_view(kCopyAt, static_cast<size_t>(n));
+  *out = lend_frame(std::move(b), owner);
+  return n;
+}
+
+vma_buff_t* XtremeBuffs::lend_frame(mem::Buffer b, LentOwner* owner) {
   auto* l = new (b.frame()) Lent;
   l->pub.next = nullptr;
   l->pub.payload = b.data();
@@ -83,8 +103,7 @@ int XtremeBuffs::lend(net::Datagram& d, vma_buff_t** out, LentOwner* owner) {
   if (owner) owner->lent();
   l->tag.store(tag_, std::memory_order_release);
   b.into_raw();  // the frame's reference is the program's now
-  *out = &l->pub;
-  return 0;
+  return &l->pub;
 }
 
 int XtremeBuffs::ref(vma_buff_t* b) {

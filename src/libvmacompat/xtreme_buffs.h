@@ -14,10 +14,12 @@
 #pragma once
 #include "core/base/api.h"
 #include <mellanox/vma_extra.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 
 #include "core/mem/pool.h"
@@ -44,9 +46,22 @@ class LentOwner {
   }
   void returned(size_t bytes) {
     freed_.fetch_add(bytes, std::memory_order_release);
-    out_.fetch_sub(1, std::memory_order_release);
+    out_.fetch_sub(1, std::memory_order_seq_cst);
+    if (wake_ && wake_armed_.exchange(false, std::memory_order_seq_cst)) wake_(wake_arg_);
     unref();
   }
+  // The buffers lent for it and not yet freed.
+  size_t buffers_out() const { return out_.load(std::memory_order_seq_cst); }
+  // A poller that stopped reading for what the program holds: the next
+  // free (on the freeing thread, maybe a signal handler: fn must be
+  // async-signal-safe) calls fn(arg) once after arm_wake. Armed, then
+  // buffers_out() read again: either that read sees the free, or the free
+  // sees the arm. Set before any buffer is lent.
+  void set_wake(void (*fn)(void*), void* arg) {
+    wake_ = fn;
+    wake_arg_ = arg;
+  }
+  void arm_wake() { wake_armed_.store(true, std::memory_order_seq_cst); }
   size_t collect() { return freed_.exchange(0, std::memory_order_acq_rel); }
   bool owed() const { return freed_.load(std::memory_order_acquire) != 0; }
   // No buffer out and nothing owed: a poller may stop watching it.
@@ -61,6 +76,9 @@ class LentOwner {
   std::atomic<size_t> out_{0};
   std::atomic<int32_t> refs_{1};
   std::atomic<bool> watched_{false};
+  void (*wake_)(void*) = nullptr;
+  void* wake_arg_ = nullptr;
+  std::atomic<bool> wake_armed_{false};
 };
 
 class XtremeBuffs {
@@ -73,6 +91,13 @@ class XtremeBuffs {
   // bytes when the last reference goes. 0 (d's buffer moved out), or
   // -ENOBUFS (no frame for the copy; d is left as it was).
   SS_API int lend(net::Datagram& d, vma_buff_t** out, LentOwner* owner = nullptr);
+  // Lends what read(to, room) writes into a fresh frame of pool (room: at
+  // most `most` bytes, the frame's after the descriptor, 65535), as a
+  // one-buffer chain with count 1 (*out), for owner as lend: read's
+  // bytes, or its 0 or -errno (nothing lent then), or -ENOBUFS (no frame).
+  SS_API ssize_t lend_read(mem::Pool* pool, size_t most,
+                           const std::function<ssize_t(void*, size_t)>& read, vma_buff_t** out,
+                           LentOwner* owner = nullptr);
   // One more reference on b: the new count, or -EINVAL when b is not a
   // lent buffer (-EOVERFLOW at INT32_MAX).
   SS_API int ref(vma_buff_t* b);
@@ -91,6 +116,8 @@ class XtremeBuffs {
   struct Lent;
   static constexpr size_t kMaxPools = 64;
   Lent* find(const void* b) const;
+  // b (one reference, its view the payload) as a lent buffer.
+  vma_buff_t* lend_frame(mem::Buffer b, LentOwner* owner);
   // Registers p (a pool whose frames may be lent): false when full.
   bool add_pool(mem::Pool* p);
   const uint64_t tag_;

@@ -68,6 +68,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/ring_fds.cc \
 	src/vma_preload/socketxtreme.h \
 	src/vma_preload/socketxtreme.cc \
+	src/vma_preload/xtreme_kernel.h \
+	src/vma_preload/xtreme_kernel.cc \
 	src/vma_preload/extra_sockopts.h \
 	src/vma_preload/extra_sockopts.cc \
 	src/vma_preload/signal_calls.cc \

@@ -361,9 +361,11 @@ void NetdevRings::xtreme_kick() {
 void NetdevRings::xtreme_drain() {
   const int ev = xtreme_event_.load(std::memory_order_acquire);
   uint64_t n;
-  // A spinning poll pays no system call while nothing was kicked.
-  if (ev >= 0 && xtreme_kicked_.exchange(false, std::memory_order_acq_rel))
-    (void)!::read(ev, &n, sizeof n);
+  // A spinning poll pays no system call while nothing was kicked. A kick
+  // whose write has not landed yet stays marked: the next drain reads it.
+  if (ev >= 0 && xtreme_kicked_.exchange(false, std::memory_order_acq_rel) &&
+      ::read(ev, &n, sizeof n) < 0 && errno == EAGAIN)
+    xtreme_kicked_.store(true, std::memory_order_release);
 }
 
 std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {

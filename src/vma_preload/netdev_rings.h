@@ -41,6 +41,7 @@ class LentOwner;
 namespace ss::vma::preload {
 
 struct RxExtras;
+struct XtremeKernelSet;
 
 // A listener's accepting, as NetdevRings::accepting reads it.
 struct AcceptActivity {
@@ -107,6 +108,8 @@ struct NetdevRings {
   // looked at when the program frees bytes of theirs.
   std::vector<std::pair<const void*, LentOwner*>> xtreme_tcp_lending;  // xtreme_mu
   std::atomic<size_t> xtreme_tcp_count{0};
+  // Its members through the kernel (xtreme_kernel.h), made at the first.
+  std::atomic<XtremeKernelSet*> xtreme_kernel{nullptr};
   // The ring descriptor a TCP socket is given (get_socket_rings_fds): an
   // epoll set of the rings' wake-ups and an eventfd the vma-tcp thread
   // signals when it took frames off the rings while TCP members wait, so

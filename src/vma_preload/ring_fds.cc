@@ -27,6 +27,7 @@ namespace {
 // server asks right after bind, before listen).
 std::vector<NetdevRings*> tcp_rings(SocketRecord& s) {
   if (TcpListen* l = s.listening()) return l->rings();
+  if (XtremeKernelMember* k = s.xtreme_kernel()) return {k->rings()};
   if (TcpOffload* t = s.tcp()) return {t->rings()};
   std::vector<NetdevRings*> out;
   sockaddr_storage a{};

@@ -352,7 +352,19 @@ bool SocketRecord::make_tcp_listener(int backlog, const sockaddr* local, socklen
   return wanted;
 }
 
+bool SocketRecord::join_xtreme_kernel(NetdevRings* r, const sockaddr_storage& peer) {
+  tcp_settled_.store(true, std::memory_order_release);
+  xtreme_kernel_ = XtremeKernelMember::join(r, fd, /*listener=*/false, &peer);
+  if (!xtreme_kernel_) return false;
+  xtreme_key_.store(xtreme_kernel_->key(), std::memory_order_release);
+  return true;
+}
+
 void SocketRecord::before_last_close() {
+  // Memberships of the ring descriptor, while the number is still this socket's.
+  xtreme_key_.store(0, std::memory_order_release);
+  xtreme_kernel_.reset();
+  if (TcpListen* l = listen_.load(std::memory_order_acquire)) l->leave_xtreme_kernel();
   if (inherited()) {  // the connection is the parent's; a listener of ours leaves
     if (TcpListen* l = child_listen_.load(std::memory_order_acquire)) {
       interpose::BusyScope busy;

@@ -22,6 +22,7 @@
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/udp_multicast.h"
 #include "vma_preload/udp_offload.h"
+#include "vma_preload/xtreme_kernel.h"
 
 namespace ss::vma::preload {
 
@@ -122,6 +123,14 @@ struct SocketRecord final : Pollable {
   void before_exit();
   // A connection a listener of the rings accepted, for this new socket.
   void adopt_tcp(std::unique_ptr<TcpOffload> t);
+  // socketXtreme's connection accepted from an auto-accepting listener's
+  // kernel socket (xtreme_kernel.h), peer `peer`: the kernel's for good, a
+  // member of r's ring descriptor until its close. False when it cannot be.
+  bool join_xtreme_kernel(NetdevRings* r, const sockaddr_storage& peer);
+  XtremeKernelMember* xtreme_kernel() const { return xtreme_kernel_.get(); }
+  // Its membership's key, 0 once left: a poll on another thread checks it
+  // (the record may be closing there).
+  uint64_t xtreme_kernel_key() const { return xtreme_key_.load(std::memory_order_acquire); }
   // As offload(), without a fork child's request: for calls that only
   // report (dump_fd_stats, the ring fds).
   UdpOffload* offload_quiet() const {
@@ -225,7 +234,9 @@ struct SocketRecord final : Pollable {
   bool tcp_closed_ = false;
   bool hand_tcp_locked(const char* why);
   void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
-  std::atomic<bool> tcp_settled_{false};  // a connect or listen was tried
+  std::atomic<bool> tcp_settled_{false};               // a connect or listen was tried
+  std::unique_ptr<XtremeKernelMember> xtreme_kernel_;  // set before the program has the fd
+  std::atomic<uint64_t> xtreme_key_{0};
   const pid_t born_pid_ = g_pid.load(std::memory_order_relaxed);
   // In a fork child, an inherited listener's own listeners (listening()):
   // made once, under a lock of the child's (records_fork_child()).

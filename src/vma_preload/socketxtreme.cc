@@ -22,18 +22,12 @@
 #include "vma_preload/rx_extras.h"
 #include "vma_preload/tcp_listen.h"
 #include "vma_preload/tcp_offload.h"
+#include "vma_preload/xtreme_kernel.h"
 
 namespace ss::vma::preload {
 namespace {
 
 namespace vs = vma::settings;
-
-// The process's lent buffers (never freed: a program may free a buffer
-// while the process exits).
-XtremeBuffs& buffs() {
-  static XtremeBuffs* b = new XtremeBuffs;
-  return *b;
-}
 
 // Off: one warning per entry, then -1/EOPNOTSUPP, as libvma's stubs.
 template <const char* kName>
@@ -86,7 +80,7 @@ void count_rx(int fd, uint64_t packets, uint64_t bytes) {
 bool complete(const NetdevRings::XtremeMember& x, net::Datagram&& d, vma_completion_t* c) {
   const net::UdpAddr src = d.src;
   vma_buff_t* b = nullptr;
-  if (const int err = buffs().lend(d, &b); err < 0) {
+  if (const int err = xtreme_buffs().lend(d, &b); err < 0) {
     SS_DEBUG("socketxtreme_poll: fd %d: a datagram dropped (%s)", x.fd, std::strerror(-err));
     return false;
   }
@@ -169,11 +163,10 @@ void accept_for(SocketRecord& s, TcpListen& l, vma_completion_t* comps, unsigned
 // waits for the next poll (TCP loses no byte). *more: the connection may
 // hold more than one completion took.
 bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c, bool* more) {
-  constexpr size_t kMostBufs = 64;
   std::vector<mem::Buffer> views;
   // Before the take: an end seen now comes after every byte it finds.
   short now = t.xtreme_events();
-  t.xtreme_take(kMostBufs, &views);
+  t.xtreme_take(kXtremeMostBufs, &views);
   std::memset(c, 0, sizeof *c);
   vma_buff_t* last = nullptr;
   size_t i = 0;
@@ -181,7 +174,7 @@ bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c, bool* more) {
     if (c->packet.total_len + views[i].size() > UINT16_MAX) break;  // total_len's bound
     net::Datagram d{std::move(views[i]), {}};
     vma_buff_t* b = nullptr;
-    if (buffs().lend(d, &b, t.lent_owner()) < 0) {
+    if (xtreme_buffs().lend(d, &b, t.lent_owner()) < 0) {
       views[i] = std::move(d.buf);
       break;
     }
@@ -190,7 +183,7 @@ bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c, bool* more) {
     c->packet.num_bufs++;
     c->packet.total_len = static_cast<uint16_t>(c->packet.total_len + b->len);
   }
-  *more = i < views.size() || views.size() >= kMostBufs;
+  *more = i < views.size() || views.size() >= kXtremeMostBufs;
   t.xtreme_keep(std::vector<mem::Buffer>(std::make_move_iterator(views.begin() + i),
                                          std::make_move_iterator(views.end())));
   if (*more) now &= ~(POLLRDHUP | POLLHUP);  // the end after the last byte
@@ -323,11 +316,17 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     return -1;
   }
   unsigned int got = 0;
+  r->xtreme_drain();  // whoever kicked: the kernel's members too
+  // The rings' members and the kernel's go first in turn: neither starves
+  // the other when the completions run out.
+  thread_local unsigned int turn = 0;
+  const bool kernel_first = (++turn & 1) != 0;
+  if (kernel_first) xtreme_kernel_poll(r, comps, n, &got);
   if (r->xtreme_tcp_count.load(std::memory_order_acquire)) {
-    r->xtreme_drain();
     r->program_look();  // the TCP segments into the stack, its timers fired
     poll_tcp(r, comps, n, &got);
   }
+  if (!kernel_first) xtreme_kernel_poll(r, comps, n, &got);
   // Each member's take, counted after the lock: a socket's record may be
   // its last reference, and dropping it leaves xtreme_mu's list.
   struct Taken {
@@ -377,17 +376,17 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
 
 int free_vma_packets(vma_packet_desc_t* pkts, int num) {
   if (refused_off<kFreePackets>() || refused_in_child(ENOENT)) return -1;
-  return result(buffs().free_packets(pkts, num));
+  return result(xtreme_buffs().free_packets(pkts, num));
 }
 
 int ref_vma_buff(vma_buff_t* b) {
   if (refused_off<kRef>() || refused_in_child(ENOENT)) return -1;
-  return result(buffs().ref(b));
+  return result(xtreme_buffs().ref(b));
 }
 
 int free_vma_buff(vma_buff_t* b) {
   if (refused_off<kFree>() || refused_in_child(ENOENT)) return -1;
-  return result(buffs().unref(b));
+  return result(xtreme_buffs().unref(b));
 }
 
 // The entries as the table holds them: -1/errno, never an exception.
@@ -405,6 +404,11 @@ int entry_free_vma_buff(vma_buff_t* b) {
 }
 
 }  // namespace
+
+XtremeBuffs& xtreme_buffs() {
+  static XtremeBuffs* b = new XtremeBuffs;  // never freed: a program may free a buffer at exit
+  return *b;
+}
 
 bool socketxtreme_mode() { return vs::get(vs::Id::kSocketXtreme) != 0; }
 

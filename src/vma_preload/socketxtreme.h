@@ -28,13 +28,23 @@ class Socket;
 }
 }  // namespace ss::net
 
+namespace ss::vma {
+class XtremeBuffs;
+}
+
 namespace ss::vma::preload {
 
 struct NetdevRings;
 struct RxExtras;
 
+// The most buffers one TCP packet completion chains (its total_len, 16
+// bits, bounds its bytes).
+constexpr size_t kXtremeMostBufs = 64;
+
 // Whether VMA_SOCKETXTREME is on.
 bool socketxtreme_mode();
+// The process's lent buffers.
+XtremeBuffs& xtreme_buffs();
 // Membership of socket fd's endpoint ep on rings (udp_offload.cc); extras:
 // the socket's (its SO_VMA_USER_DATA), outliving the membership.
 void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtras* extras);

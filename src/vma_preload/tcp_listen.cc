@@ -72,7 +72,9 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
   if (l->legs_.empty()) return nullptr;
   if (family == AF_INET && socketxtreme_mode()) {  // as TcpOffload::attach
     l->xtreme_ = true;
+    l->forks_at_open_ = forks_so_far();
     for (NetdevRings* r : l->rings()) xtreme_tcp_join(r, fd, l.get(), /*listener=*/true);
+    l->xtreme_kernel_ = XtremeKernelMember::join(l->rings().front(), fd, /*listener=*/true);
   }
   SS_DEBUG("listen fd %d (tcp port %u): on %zu listener(s) of the rings", fd, local.port,
            l->legs_.size());
@@ -80,6 +82,7 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
 }
 
 TcpListen::~TcpListen() {
+  xtreme_kernel_.reset();
   unmark_accepting();
   if (xtreme_)
     for (NetdevRings* r : rings()) xtreme_tcp_leave(r, this);
@@ -213,12 +216,20 @@ int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len)
   return -EAGAIN;
 }
 
+bool TcpListen::take_kernel_accepts() {
+  auto_accepting_.store(true, std::memory_order_seq_cst);
+  return in_accept_.load(std::memory_order_seq_cst) == 0 && forks_so_far() == forks_at_open_;
+}
+
 int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
   if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
     errno = EINVAL;
     return -1;
   }
-  if (auto_accepting_.load(std::memory_order_relaxed)) {  // socketXtreme accepts for it
+  // Counted before the look: socketXtreme's kernel accepts see this
+  // thread, or it sees them (take_kernel_accepts).
+  const ScopedCount in_accept(in_accept_);
+  if (auto_accepting_.load(std::memory_order_seq_cst)) {  // socketXtreme accepts for it
     SS_WARN_ONCE(
         "accept fd %d: socketxtreme_poll accepts this listener's "
         "connections (EINVAL)",
@@ -226,7 +237,6 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     errno = EINVAL;
     return -1;
   }
-  const ScopedCount in_accept(in_accept_);
   mark_accepting();
   // A thread waiting here counts as accepting however long it waits.
   AcceptActivity* act = active_.load(std::memory_order_acquire);

@@ -8,11 +8,12 @@
  *       Linux's end: CONNS connections at once (a thread each), each
  *       sending MSGS messages of 64 bytes and reading each one's echo
  *       before the next, every byte checked; "echoed CONNS x MSGS".
- *   xtreme ADDR PORT CONNS
+ *   xtreme ADDR PORT CONNS [forever]
  *       a socketXtreme server (VMA_SOCKETXTREME=1) as the VMA guide's:
  *       the ring descriptor of its listener taken right after bind, then
  *       only socketxtreme_poll on it (sleeping in poll(2) on it when it
- *       has nothing): each connection comes as
+ *       has nothing: 100 ms at most, or with "forever" until it is
+ *       readable, so a lost wake-up hangs it): each connection comes as
  *       VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED (no accept(), which
  *       then fails with EINVAL), gets an SO_VMA_USER_DATA cookie that its
  *       packet completions carry, has its data checked and echoed with
@@ -27,7 +28,8 @@
  *       holds every packet completion (its buffers lent) until no byte
  *       came for a second while the stream goes on (the peer's window
  *       shut by what is held), then frees them all at once and the rest
- *       as it comes, every byte checked; "stalled HELD" and "xhold BYTES".
+ *       as it comes, every byte checked, sleeping on the ring right after
+ *       that free (which must wake it); "stalled HELD" and "xhold BYTES".
  *   serve ADDR PORT
  *       Linux's end: accepts one connection and echoes it to its end;
  *       "served BYTES".
@@ -552,8 +554,10 @@ static void free_kept(struct kept_buff *k)
 	k->done = 1;
 }
 
-/* One socketxtreme_poll of ring; with nothing, a sleep of at most 100 ms
- * on its descriptor. The count, or -1 (a failure noted). */
+static int sleep_ms = 100; /* xtreme_poll_once's; -1: until the ring is readable */
+
+/* One socketxtreme_poll of ring; with nothing, a sleep of at most
+ * sleep_ms on its descriptor. The count, or -1 (a failure noted). */
 static int xtreme_poll_once(int ring, struct vma_completion_t *comps, int most)
 {
 	int n = api->socketxtreme_poll(ring, comps, most, 0);
@@ -563,7 +567,7 @@ static int xtreme_poll_once(int ring, struct vma_completion_t *comps, int most)
 	if (n == 0) {
 		struct pollfd p = {ring, POLLIN, 0};
 
-		poll(&p, 1, 100);
+		poll(&p, 1, sleep_ms);
 	}
 	return n;
 }
@@ -737,6 +741,12 @@ static int xhold(const char *ip, const char *port)
 				expect(api->socketxtreme_free_vma_packets(held, nheld) == 0,
 				       "socketxtreme_free_vma_packets: errno %d", errno);
 				nheld = 0;
+				/* Asleep at once, no poll first: the free itself
+				 * must wake the ring (what was held stopped the
+				 * connection's reads). */
+				struct pollfd p = {ring, POLLIN, 0};
+
+				expect(poll(&p, 1, 10000) == 1, "no wake-up within 10 s of the free");
 			}
 			continue;
 		}
@@ -881,7 +891,10 @@ int main(int argc, char **argv)
 		return echo_clients(argv[2], argv[3], atoi(argv[4]), atol(argv[5]));
 	if (argc == 4 && !strcmp(argv[1], "serve"))
 		return serve(argv[2], argv[3]);
-	if (argc == 5 && (!strcmp(argv[1], "xtreme") || !strcmp(argv[1], "xconnect"))) {
+	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "forever"))) &&
+	    (!strcmp(argv[1], "xtreme") || !strcmp(argv[1], "xconnect"))) {
+		if (argc == 6)
+			sleep_ms = -1;
 		api = vma_get_api();
 		if (!api) {
 			printf("FAIL: no Extra API (not under libvma.so?)\n");

@@ -4,14 +4,16 @@
 // reaches 0; ref/unref return the new count; a made-up pointer, one
 // inside a frame but not at its start, a freed buffer and a packet list
 // naming a buffer twice are refused with nothing freed; a shared frame
-// (multicast) is copied.
+// (multicast) is copied; a read lends what it wrote into a fresh frame.
 #include "libvmacompat/xtreme_buffs.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "tests/core/mem_test_pool.h"
 
@@ -64,6 +66,29 @@ TEST_F(XtremeBuffsTest, AnOwnerLearnsTheBytesFreed) {
   owner->unref();
 }
 
+// An owner's wake: once armed, the next free calls it once (on the
+// freeing thread); unarmed, frees call nothing. buffers_out counts.
+TEST_F(XtremeBuffsTest, AnArmedOwnerWakesAtTheNextFree) {
+  LentOwner* owner = LentOwner::make();
+  int woken = 0;
+  owner->set_wake([](void* n) { ++*static_cast<int*>(n); }, &woken);
+  vma_buff_t* b[3] = {};
+  for (vma_buff_t*& x : b) {
+    net::Datagram d = datagram("abc");
+    ASSERT_EQ(buffs.lend(d, &x, owner), 0);
+  }
+  EXPECT_EQ(owner->buffers_out(), 3u);
+  EXPECT_EQ(buffs.unref(b[0]), 0);
+  EXPECT_EQ(woken, 0);  // not armed
+  owner->arm_wake();
+  EXPECT_EQ(buffs.unref(b[1]), 0);
+  EXPECT_EQ(woken, 1);
+  EXPECT_EQ(owner->buffers_out(), 1u);
+  EXPECT_EQ(buffs.unref(b[2]), 0);
+  EXPECT_EQ(woken, 1);  // once per arming
+  owner->unref();
+}
+
 TEST_F(XtremeBuffsTest, LentInPlaceAtTheFrameStart) {
   const size_t all = pool->free_count();
   net::Datagram d = datagram("hello");
@@ -86,6 +111,57 @@ TEST_F(XtremeBuffsTest, LentInPlaceAtTheFrameStart) {
   EXPECT_EQ(pool->free_count(), all);  // the frame is back
   EXPECT_EQ(buffs.unref(b), -EINVAL);  // freed already
   EXPECT_EQ(buffs.ref(b), -EINVAL);
+  EXPECT_EQ(pool->free_count(), all);
+}
+
+// lend_read (socketXtreme's kernel-path data): the reader writes into a
+// fresh frame, at most `most` bytes and the frame's room; what it wrote
+// is lent there; a reader's 0 or -errno lends nothing and the frame goes
+// back; an empty pool says -ENOBUFS without calling the reader.
+TEST_F(XtremeBuffsTest, ReadIntoAFreshFrameAndLent) {
+  const size_t all = pool->free_count();
+  size_t offered = 0;
+  vma_buff_t* b = nullptr;
+  auto write_hello = [&](void* to, size_t room) -> ssize_t {
+    offered = room;
+    const size_t n = std::min<size_t>(room, 5);
+    std::memcpy(to, "hello", n);
+    return static_cast<ssize_t>(n);
+  };
+  ASSERT_EQ(buffs.lend_read(pool.get(), 100000, write_hello, &b), 5);
+  EXPECT_LT(offered, 2048u);  // the frame's room after the descriptor
+  EXPECT_GT(offered, 1900u);
+  EXPECT_EQ(b->len, 5);
+  EXPECT_EQ(std::memcmp(b->payload, "hello", 5), 0);
+  EXPECT_EQ(pool->free_count(), all - 1);
+  vma_buff_t* second = nullptr;
+  ASSERT_EQ(buffs.lend_read(pool.get(), 3, write_hello, &second), 3);
+  EXPECT_EQ(offered, 3u);
+  EXPECT_EQ(std::memcmp(second->payload, "hel", 3), 0);
+  EXPECT_EQ(buffs.unref(second), 0);
+  vma_buff_t* none = nullptr;
+  EXPECT_EQ(buffs.lend_read(
+                pool.get(), 100, [](void*, size_t) -> ssize_t { return 0; }, &none),
+            0);
+  EXPECT_EQ(buffs.lend_read(
+                pool.get(), 100, [](void*, size_t) -> ssize_t { return -EAGAIN; }, &none),
+            -EAGAIN);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(pool->free_count(), all - 1);  // only the first is out
+  std::vector<mem::Buffer> taken;
+  while (mem::Buffer f = pool->get()) taken.push_back(std::move(f));
+  bool called = false;
+  EXPECT_EQ(buffs.lend_read(
+                pool.get(), 100,
+                [&](void*, size_t) -> ssize_t {
+                  called = true;
+                  return 1;
+                },
+                &none),
+            -ENOBUFS);
+  EXPECT_FALSE(called);
+  taken.clear();
+  EXPECT_EQ(buffs.unref(b), 0);
   EXPECT_EQ(pool->free_count(), all);
 }
 
