@@ -393,7 +393,9 @@ class WatchedRecycler : public Recycler {
 // set_recycler(nullptr) returns only once no release is inside the old
 // recycler (the XdpQueue destroys its own right after): never called after.
 TEST(PoolRecycleTest, ClearedRecyclerIsNeverCalledAfterSetReturns) {
-  constexpr int kRounds = 200, kThreads = 2;
+  // A yield may wait a whole time slice on a busy machine: few rounds
+  // and looks (the rounds' count decides how often a bad order is tried).
+  constexpr int kRounds = 50, kThreads = 2, kLooks = 20;
   auto p = make_pool(256, 64, 1, 32);
   ASSERT_TRUE(p);
   for (int round = 0; round < kRounds; round++) {
@@ -409,7 +411,7 @@ TEST(PoolRecycleTest, ClearedRecyclerIsNeverCalledAfterSetReturns) {
     p->set_recycler(nullptr);
     r->dead.store(true);  // destroyed, as far as the pool may know
     const int calls = r->calls.load();
-    for (int i = 0; i < 100 && r->calls.load() == calls; i++) std::this_thread::yield();
+    for (int i = 0; i < kLooks && r->calls.load() == calls; i++) std::this_thread::yield();
     stop.store(true);
     for (auto& th : threads) th.join();
     ASSERT_FALSE(r->called_after.load()) << "round " << round;

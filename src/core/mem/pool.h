@@ -88,8 +88,13 @@ class Pool {
   // release is inside the previous one (recycle never blocks: a short
   // wait), so the previous one may be destroyed then.
   void set_recycler(Recycler* r) {
+    std::lock_guard lock(recycler_mu_);
     recycler_.store(r, std::memory_order_seq_cst);
-    while (in_recycler_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    // Releases from now on count in the other half: only those that may
+    // have seen the previous recycler are waited for (a stream of new
+    // ones never starves the wait).
+    const unsigned old = recycler_phase_.fetch_xor(1, std::memory_order_seq_cst);
+    while (in_recycler_[old].load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   }
 
   size_t frame_size() const { return size_t{1} << frame_shift_; }
@@ -147,9 +152,12 @@ class Pool {
   Registrar* registrars_[kMaxRegistrars] = {};
 
   std::atomic<Recycler*> recycler_{nullptr};
-  // Releases between their load of recycler_ and the end of its recycle():
-  // raised before the load, so set_recycler() sees it or they see the new one.
-  std::atomic<int> in_recycler_{0};
+  // Releases between their load of recycler_ and the end of its recycle(),
+  // by the phase they read first: raised before the load, so set_recycler()
+  // sees it or they see the new one.
+  std::atomic<int> in_recycler_[2] = {0, 0};
+  std::atomic<unsigned> recycler_phase_{0};
+  std::mutex recycler_mu_;  // set_recycler's, one at a time
 
   // The shared free list: a Treiber stack of frame indices (+1) in the low
   // 32 bits, a change count in the high 32 against ABA.

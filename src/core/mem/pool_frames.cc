@@ -112,7 +112,8 @@ void Pool::release_frame(FrameDesc* d) {
     FrameDesc* next = d->next;
     d->next = nullptr;
     Pool* pool = d->chunk->pool;
-    pool->in_recycler_.fetch_add(1, std::memory_order_seq_cst);
+    const unsigned phase = pool->recycler_phase_.load(std::memory_order_seq_cst);
+    pool->in_recycler_[phase].fetch_add(1, std::memory_order_seq_cst);
     Recycler* r = pool->recycler_.load(std::memory_order_seq_cst);
     bool free_it = true;
     if (r) {
@@ -123,7 +124,7 @@ void Pool::release_frame(FrameDesc* d) {
       free_it = frame.d_ && frame.d_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
       frame.d_ = nullptr;
     }
-    pool->in_recycler_.fetch_sub(1, std::memory_order_release);
+    pool->in_recycler_[phase].fetch_sub(1, std::memory_order_release);
     if (free_it) pool->put_frame(d);
     d = next && next->refs.fetch_sub(1, std::memory_order_acq_rel) == 1 ? next : nullptr;
   }
