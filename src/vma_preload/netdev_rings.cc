@@ -361,11 +361,14 @@ void NetdevRings::xtreme_kick() {
 void NetdevRings::xtreme_drain() {
   const int ev = xtreme_event_.load(std::memory_order_acquire);
   uint64_t n;
-  // A spinning poll pays no system call while nothing was kicked. A kick
-  // whose write has not landed yet stays marked: the next drain reads it.
-  if (ev >= 0 && xtreme_kicked_.exchange(false, std::memory_order_acq_rel) &&
-      ::read(ev, &n, sizeof n) < 0 && errno == EAGAIN)
-    xtreme_kicked_.store(true, std::memory_order_release);
+  // A spinning poll pays no system call while nothing was kicked. The
+  // mark goes only with a read that took a write (one is owed while it is
+  // set): a write not landed yet is read by the next drain, and a kick
+  // that found the mark set meanwhile is served by the look that follows.
+  if (ev < 0 || !xtreme_kicked_.load(std::memory_order_acquire)) return;
+  const int saved = errno;
+  if (::read(ev, &n, sizeof n) == sizeof n) xtreme_kicked_.store(false, std::memory_order_release);
+  errno = saved;
 }
 
 std::set<std::string> netdevs_for(const net::IpAddr& ip, bool dual) {

@@ -330,6 +330,7 @@ int SocketRecord::listen_tcp(int backlog) {
   }
   listen_owner_ = std::move(made);
   listen_.store(listen_owner_.get(), std::memory_order_release);
+  listen_owner_->xtreme_kernel_published();
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
   return 0;
 }

@@ -72,9 +72,9 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
   if (l->legs_.empty()) return nullptr;
   if (family == AF_INET && socketxtreme_mode()) {  // as TcpOffload::attach
     l->xtreme_ = true;
-    l->forks_at_open_ = forks_so_far();
     for (NetdevRings* r : l->rings()) xtreme_tcp_join(r, fd, l.get(), /*listener=*/true);
     l->xtreme_kernel_ = XtremeKernelMember::join(l->rings().front(), fd, /*listener=*/true);
+    if (l->xtreme_kernel_) l->xtreme_key_.store(l->xtreme_kernel_->key());
   }
   SS_DEBUG("listen fd %d (tcp port %u): on %zu listener(s) of the rings", fd, local.port,
            l->legs_.size());
@@ -218,7 +218,11 @@ int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len)
 
 bool TcpListen::take_kernel_accepts() {
   auto_accepting_.store(true, std::memory_order_seq_cst);
-  return in_accept_.load(std::memory_order_seq_cst) == 0 && forks_so_far() == forks_at_open_;
+  return in_accept_.load(std::memory_order_seq_cst) == 0;
+}
+
+void TcpListen::xtreme_kernel_published() {
+  if (xtreme_kernel_) xtreme_kernel_->look_again();
 }
 
 int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {

@@ -42,12 +42,13 @@ class TcpListen {
   int auto_accept(int fd, int* nfd, sockaddr_storage* peer, socklen_t* len);
   // socketXtreme accepts from its kernel socket (xtreme_kernel.h): accept
   // is refused from then on, as after auto_accept. Whether it may: no
-  // thread is inside accept and no fork since open shares the kernel's
-  // queue (either could take the connection between its poll and its
-  // accept, which would then block).
+  // thread is inside accept (it takes what is queued itself).
   bool take_kernel_accepts();
   // Its kernel socket's membership key (0: none).
-  uint64_t xtreme_kernel_key() const { return xtreme_kernel_ ? xtreme_kernel_->key() : 0; }
+  uint64_t xtreme_kernel_key() const { return xtreme_key_.load(std::memory_order_acquire); }
+  // Its kernel socket's membership, once the listener is published: what
+  // queued before is looked at by the next poll.
+  void xtreme_kernel_published();
   // The legs leave the rings (Stack::stop_listening: handshakes under way
   // reset, SYNs to the kernel listener) while other threads may still be
   // in calls here: the object lives on for them. The connections its legs
@@ -63,7 +64,10 @@ class TcpListen {
   int join_groups();
   void leave_groups();
   // The socketXtreme membership of its kernel socket ends (its close).
-  void leave_xtreme_kernel() { xtreme_kernel_.reset(); }
+  void leave_xtreme_kernel() {
+    xtreme_key_.store(0, std::memory_order_release);
+    xtreme_kernel_.reset();
+  }
   // Whether a leg holds a completed connection for accept.
   bool holds_completed();
   // The rings of its legs, each once (a dual listener's two legs share one).
@@ -117,9 +121,9 @@ class TcpListen {
   std::vector<Leg> legs_;              // fixed once made
   std::vector<NetdevRings*> netdevs_;  // the legs' rings, each once
   bool xtreme_ = false;                // joined the socketXtreme members
-  uint64_t forks_at_open_ = 0;
   // Its kernel socket's membership (same-host peers): until its close.
   std::unique_ptr<XtremeKernelMember> xtreme_kernel_;
+  std::atomic<uint64_t> xtreme_key_{0};  // xtreme_kernel_'s (read by a poll on another thread)
   std::atomic<bool> auto_accepting_{false};
   std::atomic<int> in_accept_{0};        // threads inside accept()
   std::atomic<bool> handed_out_{false};  // take() gave out a connection

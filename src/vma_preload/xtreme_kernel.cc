@@ -1,5 +1,6 @@
 #include "vma_preload/xtreme_kernel.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -7,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -56,24 +56,12 @@ struct XtremeKernelSet {
   uint64_t turn = 0;  // where a poll starts among what it looks at
   std::atomic<size_t> count{0};
   std::atomic<bool> waiting{false};  // again or blocked hold some
-  std::atomic<int64_t> quiet_until_ns{0}, last_call_ns{0};
 };
 
 namespace {
 
-constexpr uint64_t kRoomKey = 0;  // out_ep's key in ep (members' keys start at 1)
-constexpr int64_t kQuietNs = 50'000;
-// Polls closer than this come from a program spinning (a sleep and its
-// wake-up take longer): only those skip a look within kQuietNs of one
-// that found nothing.
-constexpr int64_t kSpinNs = 5'000;
+constexpr uint64_t kRoomKey = 0;         // out_ep's key in ep (members' keys start at 1)
 constexpr size_t kLeastHeld = 64 << 10;  // a connection may hold this much at least
-
-int64_t mono_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 void wake_rings(void* r) { static_cast<NetdevRings*>(r)->xtreme_kick(); }
 
@@ -115,30 +103,43 @@ bool adopt(NetdevRings* r, int nfd, const sockaddr_storage& peer) {
   return s && s->join_xtreme_kernel(r, peer);
 }
 
+// What a member's look left: nothing, more (looked at by the next poll,
+// a program asleep woken for it), or a want of frames or descriptors
+// (looked at by the next poll only: a wake-up would spin until they come).
+enum class Left { kNothing, kMore, kWanting };
+
+// accept4 that cannot block: a blocking listener is non-blocking for the
+// call (a fork child accepting on the same socket meanwhile would see
+// EAGAIN, as for a connection another accept took).
+int accept_now(int fd, sockaddr_storage* peer) {
+  socklen_t len = sizeof *peer;
+  const int flags = real().fcntl(fd, F_GETFL);
+  const bool toggle = flags >= 0 && !(flags & O_NONBLOCK);
+  if (toggle) real().fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  const int nfd = real().accept4(fd, reinterpret_cast<sockaddr*>(peer), &len, 0);
+  const int err = errno;
+  if (toggle) real().fcntl(fd, F_SETFL, flags);
+  errno = err;
+  return nfd;
+}
+
 // Listener l's (descriptor fd) kernel connections accepted as completions
-// from *got on, when it accepts alone. Whether some may be left.
-bool accept_all(NetdevRings* r, TcpListen& l, int fd, vma_completion_t* comps, unsigned int n,
+// from *got on, unless a thread of the program is inside accept (it takes
+// them).
+Left accept_all(NetdevRings* r, TcpListen& l, int fd, vma_completion_t* comps, unsigned int n,
                 unsigned int* got) {
-  if (!l.take_kernel_accepts()) {
-    SS_WARN_ONCE(
-        "socketxtreme_poll: listen fd %d: another accept (a thread in accept, or a fork child) "
-        "shares its kernel socket: its peers wait there",
-        fd);
-    return false;
-  }
+  if (!l.take_kernel_accepts()) return Left::kNothing;
   while (*got < n) {
-    pollfd p{fd, POLLIN, 0};  // the listener may block: accept only what is queued
-    if (real().poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) return false;
     sockaddr_storage peer{};
-    socklen_t len = sizeof peer;
-    const int nfd = real().accept4(fd, reinterpret_cast<sockaddr*>(&peer), &len, 0);
+    const int nfd = accept_now(fd, &peer);
     if (nfd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Left::kNothing;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
       SS_WARN_ONCE(
           "socketxtreme_poll: listen fd %d: accepting a peer of the kernel's listener failed (%s); "
           "it waits there",
           fd, std::strerror(errno));
-      return true;  // tried at each poll, as a listener still readable would be
+      return Left::kWanting;
     }
     if (!adopt(r, nfd, peer)) {
       SS_WARN(
@@ -156,7 +157,7 @@ bool accept_all(NetdevRings* r, TcpListen& l, int fd, vma_completion_t* comps, u
     if (peer.ss_family == AF_INET) std::memcpy(&c->src, &peer, sizeof c->src);
     SS_DEBUG("socketxtreme_poll: listen fd %d: fd %d accepted from the kernel's listener", fd, nfd);
   }
-  return true;
+  return Left::kMore;
 }
 
 // recv(2) into a lent frame: the bytes, 0 at the end, or -errno.
@@ -169,10 +170,10 @@ ssize_t read_some(int fd, void* to, size_t room) {
 
 // Connection m's (key `key`) data, a chain of at most kXtremeMostBufs
 // frames and 65535 bytes within the frames it may hold, and its events'
-// rising edges as completion *c, when it has either; k->mu held. *more:
-// it may hold more than this one took (its ends wait until it is read).
+// rising edges as completion *c, when it has either; k->mu held. *left:
+// what it may hold beyond this one (its ends wait until that is read).
 bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::Member& m,
-            SocketRecord& s, vma_completion_t* c, bool* more) {
+            SocketRecord& s, vma_completion_t* c, Left* left) {
   std::memset(c, 0, sizeof *c);
   vma_buff_t* last = nullptr;
   size_t total = 0;
@@ -185,7 +186,7 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
       break;
     }
     if (c->packet.num_bufs == kXtremeMostBufs || total == UINT16_MAX) {
-      *more = true;
+      *left = Left::kMore;
       break;
     }
     vma_buff_t* b = nullptr;
@@ -200,7 +201,7 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
     } else if (got == 0) {
       m.eof = true;
     } else if (got == -ENOBUFS) {  // no frame now: the next poll
-      *more = true;
+      *left = Left::kWanting;
       break;
     } else if (got == -EAGAIN || got == -EWOULDBLOCK) {
       break;
@@ -211,7 +212,7 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
   short now = 0;
   if (m.eof) now |= POLLRDHUP;
   if (m.failed) now |= POLLERR | POLLHUP;
-  if (*more) now = 0;  // the end after the last byte
+  if (*left != Left::kNothing) now = 0;  // the end after the last byte
   short edges = static_cast<short>(now & ~m.seen);
   m.seen |= now;
   if (m.room_rose) edges |= POLLOUT;
@@ -231,9 +232,8 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
 
 // The keys a poll looks at into *look, k->mu held: those the last poll
 // left, the blocked ones their program freed frames of, and what the
-// epoll sets report (unless `spinning` within kQuietNs of a look that
-// found nothing). Whether some may be left in ep (a full read).
-bool keys_to_look(XtremeKernelSet* k, bool spinning, int64_t now, std::vector<uint64_t>* look) {
+// epoll sets report. Whether some may be left in them (a full read).
+bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
   look->swap(k->again);
   std::erase_if(k->blocked, [&](uint64_t key) {
     const auto it = k->members.find(key);
@@ -242,10 +242,9 @@ bool keys_to_look(XtremeKernelSet* k, bool spinning, int64_t now, std::vector<ui
     look->push_back(key);
     return true;
   });
-  if (look->empty() && spinning && now < k->quiet_until_ns.load(std::memory_order_relaxed))
-    return false;
   epoll_event ev[16];
   const int ready = real().epoll_wait(k->ep, ev, 16, 0);
+  bool full = ready == 16;
   for (int i = 0; i < ready; i++) {
     if (ev[i].data.u64 != kRoomKey) {
       look->push_back(ev[i].data.u64);
@@ -253,6 +252,7 @@ bool keys_to_look(XtremeKernelSet* k, bool spinning, int64_t now, std::vector<ui
     }
     epoll_event room[64];
     const int rose = real().epoll_wait(k->out_ep, room, 64, 0);
+    full = full || rose == 64;  // the rest: out_ep stays readable in ep
     for (int j = 0; j < rose; j++) {
       // An error or a hang-up wakes this set too: ep reports those.
       if (!(room[j].events & EPOLLOUT) || (room[j].events & (EPOLLERR | EPOLLHUP))) continue;
@@ -261,16 +261,15 @@ bool keys_to_look(XtremeKernelSet* k, bool spinning, int64_t now, std::vector<ui
       it->second.room_rose = true;
       look->push_back(room[j].data.u64);
     }
-    if (rose == 64) look->push_back(kRoomKey);  // more there: looked at again next time
   }
-  k->quiet_until_ns.store(look->empty() ? now + kQuietNs : 0, std::memory_order_relaxed);
-  return ready == 16;
+  return full;
 }
 
 }  // namespace
 
 std::unique_ptr<XtremeKernelMember> XtremeKernelMember::join(NetdevRings* r, int fd, bool listener,
                                                              const sockaddr_storage* peer) {
+  if (in_fork_child()) return nullptr;  // the epoll sets are the parent's
   XtremeKernelSet* k = set_of(r);
   if (!k) {
     SS_WARN(
@@ -294,17 +293,27 @@ std::unique_ptr<XtremeKernelMember> XtremeKernelMember::join(NetdevRings* r, int
   std::lock_guard<std::recursive_mutex> lock(k->mu);
   const uint64_t key = k->next_key++;
   // Edge-triggered, so a registration reports what is already there too.
-  if (add(k->ep, fd, EPOLLIN | EPOLLRDHUP | EPOLLET, key) < 0 ||
-      (!listener && add(k->out_ep, fd, EPOLLOUT | EPOLLET, key) < 0)) {
+  const bool in_ep = add(k->ep, fd, EPOLLIN | EPOLLRDHUP | EPOLLET, key) == 0;
+  if (!in_ep || (!listener && add(k->out_ep, fd, EPOLLOUT | EPOLLET, key) < 0)) {
     SS_WARN("socketXtreme: fd %d: its kernel socket joins no ring descriptor (%s)", fd,
             std::strerror(errno));
-    real().epoll_ctl(k->ep, EPOLL_CTL_DEL, fd, nullptr);
+    if (in_ep) real().epoll_ctl(k->ep, EPOLL_CTL_DEL, fd, nullptr);
     if (m.owner) m.owner->unref();
     return nullptr;
   }
   k->members.emplace(key, m);
   k->count.fetch_add(1, std::memory_order_relaxed);
   return std::unique_ptr<XtremeKernelMember>(new XtremeKernelMember(r, k, key, fd));
+}
+
+void XtremeKernelMember::look_again() {
+  {
+    interpose::BusyScope busy;
+    std::lock_guard<std::recursive_mutex> lock(set_->mu);
+    set_->again.push_back(key_);
+    set_->waiting.store(true, std::memory_order_relaxed);
+  }
+  r_->xtreme_kick();
 }
 
 XtremeKernelMember::~XtremeKernelMember() {
@@ -336,43 +345,40 @@ void xtreme_kernel_poll(NetdevRings* r, vma_completion_t* comps, unsigned int n,
   if (interpose::handler_over_busy()) return;  // the interrupted poll holds the lists
   interpose::BusyScope busy;
   std::lock_guard<std::recursive_mutex> lock(k->mu);
-  const int64_t now = mono_ns();
-  const bool spinning = now - k->last_call_ns.exchange(now, std::memory_order_relaxed) < kSpinNs;
   thread_local std::vector<uint64_t> look;
   look.clear();
-  bool kick = keys_to_look(k, spinning, now, &look);
+  bool kick = keys_to_look(k, &look);
   std::sort(look.begin(), look.end());
   look.erase(std::unique(look.begin(), look.end()), look.end());
   if (!look.empty())  // none starves when completions run out
     std::rotate(look.begin(), look.begin() + static_cast<ptrdiff_t>(k->turn++ % look.size()),
                 look.end());
+  auto leave = [&](uint64_t key, Left left) {
+    if (left == Left::kNothing) return;
+    k->again.push_back(key);
+    kick = kick || left == Left::kMore;
+  };
   for (const uint64_t key : look) {
     const auto it = k->members.find(key);
-    if (key == kRoomKey || *got >= n) {  // for the next poll, with a wake-up
-      if (key == kRoomKey || it != k->members.end()) k->again.push_back(key);
-      kick = true;
+    if (it == k->members.end()) continue;  // left: a stale event
+    if (*got >= n) {
+      leave(key, Left::kMore);
       continue;
     }
-    if (it == k->members.end()) continue;  // left: a stale event
     const int fd = it->second.fd;
     // Its record must still be the member's (the number not given out again).
     const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket);
     if (!s) continue;
     if (it->second.listener) {
       TcpListen* l = s->listening();
-      if (l && l->xtreme_kernel_key() == key && accept_all(r, *l, fd, comps, n, got)) {
-        k->again.push_back(key);  // accept_all may add members: `it` is stale now
-        kick = true;
-      }
+      if (l && l->xtreme_kernel_key() == key)
+        leave(key, accept_all(r, *l, fd, comps, n, got));  // may add members: `it` is stale
       continue;
     }
     if (s->xtreme_kernel_key() != key) continue;
-    bool more = false;
-    if (report(r, k, key, it->second, *s, &comps[*got], &more)) ++*got;
-    if (more) {
-      k->again.push_back(key);
-      kick = true;
-    }
+    Left left = Left::kNothing;
+    if (report(r, k, key, it->second, *s, &comps[*got], &left)) ++*got;
+    leave(key, left);
   }
   k->waiting.store(!k->again.empty() || !k->blocked.empty(), std::memory_order_relaxed);
   if (kick) r->xtreme_kick();  // a program asleep on the ring comes back for them

@@ -13,8 +13,9 @@
 // asleep on the ring. The members' descriptors are in epoll sets of their
 // own, edge-triggered (what a poll leaves is listed for the next, with a
 // wake-up), inside the ring descriptor's set: a program asleep on the
-// ring wakes for them. A program spinning on socketxtreme_poll looks
-// there at most every 50 us while the looks find nothing.
+// ring wakes for them. Each poll looks there (one epoll_wait): a look
+// skipped for speed would lose a wake-up to a program that sleeps on the
+// ring edge-triggered.
 #pragma once
 #include <mellanox/vma_extra.h>
 #include <sys/socket.h>
@@ -41,6 +42,9 @@ class XtremeKernelMember {
   XtremeKernelMember& operator=(const XtremeKernelMember&) = delete;
   NetdevRings* rings() const { return r_; }
   uint64_t key() const { return key_; }
+  // The next poll looks at it (an event before its socket was published
+  // found nobody), and a program asleep on the ring comes for it.
+  void look_again();
 
  private:
   XtremeKernelMember(NetdevRings* r, XtremeKernelSet* set, uint64_t key, int fd)

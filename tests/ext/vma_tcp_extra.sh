@@ -16,7 +16,7 @@
 #         in turn: it sees every byte once in order, recv gets what it kept.
 #  xtreme: a socketXtreme server that never calls accept (VMA_SOCKETXTREME=1)
 #         echoes 8 Linux connections' 10 000 messages of 64 bytes each.
-#  xlocal: the same server, 4 of its 8 clients on the same host (the
+#  xlocal: the same server, 80 of its 84 clients on the same host (the
 #         kernel's listener takes those: socketxtreme_poll serves them too);
 #         and xhold's server with a same-host sender.
 #  xhold: a socketXtreme server holding its packet completions until the
@@ -77,32 +77,36 @@ one callback 7302 4000000 "register_recv_callback on a connection of the rings, 
 XENV=VMA_SOCKETXTREME=1 A_ARGS=8 PEER=echo PEER_ARGS="8 10000" \
   one xtreme 7303 0 "socketXtreme server without accept: 8 Linux connections' 10 000 echoed 64-byte messages each" \
   "^xtreme accepted 8 bytes 5120000 closed 8$"
-# The same server with 4 clients in B (the rings) and 4 of the same host
-# (in A, on its kernel: they reach the kernel's listener), all at once:
-# socketxtreme_poll accepts and serves both kinds (the preload's log
-# names each one the kernel's listener gave). It sleeps on the ring
-# without a timeout: a lost wake-up hangs it.
+# The same server with 4 clients in B (the rings) and 80 of the same host
+# (in A, on its kernel: they reach the kernel's listener; two processes
+# of 40), all at once: socketxtreme_poll accepts and serves both kinds
+# (the preload's log names each one the kernel's listener gave). It
+# sleeps on the ring without a timeout: a lost wake-up hangs it.
 xlocal_case() {
   local bad=0 rc
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug VMA_SOCKETXTREME=1 \
-    timeout 60 "$PROG" xtreme "$IP4" 7307 8 forever >"$T/out" 2>"$T/err" &
+    timeout 60 "$PROG" xtreme "$IP4" 7307 84 forever >"$T/out" 2>"$T/err" &
   local a=$!
   for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
   ip netns exec "$Z" timeout 60 "$PROG" echo "$IP4" 7307 4 10000 >"$T/snd" 2>&1 &
   local z=$!
-  ip netns exec "$A" timeout 60 "$PROG" echo "$IP4" 7307 4 10000 >"$T/snd.local" 2>&1 || bad=1
+  ip netns exec "$A" timeout 60 "$PROG" echo "$IP4" 7307 40 1000 >"$T/snd.l1" 2>&1 &
+  local l1=$!
+  ip netns exec "$A" timeout 60 "$PROG" echo "$IP4" 7307 40 1000 >"$T/snd.l2" 2>&1 || bad=1
   wait $z || bad=1
+  wait $l1 || bad=1
   wait $a
   rc=$?
-  grep '^FAIL' "$T/out" "$T/snd" "$T/snd.local" | sed 's/^/  /'
+  grep '^FAIL' "$T/out" "$T/snd" "$T/snd.l1" "$T/snd.l2" | sed 's/^/  /'
   [ $rc = 0 ] || { bad=1; echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"; }
   has "$T/snd" "^echoed 4 x 10000$" || bad=1
-  has "$T/snd.local" "^echoed 4 x 10000$" || bad=1
-  has "$T/out" "^xtreme accepted 8 bytes 5120000 closed 8$" || bad=1
+  has "$T/snd.l1" "^echoed 40 x 1000$" || bad=1
+  has "$T/snd.l2" "^echoed 40 x 1000$" || bad=1
+  has "$T/out" "^xtreme accepted 84 bytes 7680000 closed 84$" || bad=1
   local kernel
   kernel=$(grep -c "accepted from the kernel's listener" "$T/err")
-  [ "$kernel" = 4 ] || { echo "  $kernel connections from the kernel's listener, not 4"; bad=1; }
-  check "socketXtreme server without accept: 4 clients from B on the rings and 4 of the same host through the kernel's listener, 10 000 echoed messages each" $bad
+  [ "$kernel" = 80 ] || { echo "  $kernel connections from the kernel's listener, not 80"; bad=1; }
+  check "socketXtreme server without accept: 4 clients from B on the rings (10 000 echoes each) and 80 of the same host through the kernel's listener (1000 each)" $bad
 }
 xlocal_case
 # A same-host sender to a socketXtreme server holding its completions:

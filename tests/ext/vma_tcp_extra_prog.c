@@ -630,6 +630,8 @@ static int xtreme(const char *ip, const char *port, int conns)
 				expect(c->listen_fd == l, "listen_fd %d, not %d", c->listen_fd, l);
 				expect(c->src.sin_family == AF_INET, "the peer's address");
 				expect(fd >= 0 && fd < kFds, "the new connection's fd %d", fd);
+				if (fd >= 0 && fd < kFds)
+					pos[fd] = 0; /* a number a closed one had */
 				expect(setsockopt(fd, SOL_SOCKET, SO_VMA_USER_DATA, &p, sizeof p) == 0,
 				       "SO_VMA_USER_DATA: errno %d", errno);
 				accepted++;
