@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -56,12 +57,25 @@ struct XtremeKernelSet {
   uint64_t turn = 0;  // where a poll starts among what it looks at
   std::atomic<size_t> count{0};
   std::atomic<bool> waiting{false};  // again or blocked hold some
+  size_t conns = 0;                  // members that are connections
+  int64_t last_call_ns = 0, quiet_until_ns = 0;
 };
 
 namespace {
 
-constexpr uint64_t kRoomKey = 0;         // out_ep's key in ep (members' keys start at 1)
+constexpr uint64_t kRoomKey = 0;  // out_ep's key in ep (members' keys start at 1)
+// With listeners alone as members, a program spinning on the ring (polls
+// closer than kSpinNs: a sleep and its wake-up take longer) looks at them
+// every kQuietNs while the looks find nothing, and pays no epoll_wait in
+// between; any other poll looks (a sleeper must not miss a wake-up).
+constexpr int64_t kQuietNs = 50'000, kSpinNs = 5'000;
 constexpr size_t kLeastHeld = 64 << 10;  // a connection may hold this much at least
+
+int64_t mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 void wake_rings(void* r) { static_cast<NetdevRings*>(r)->xtreme_kick(); }
 
@@ -232,7 +246,8 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
 
 // The keys a poll looks at into *look, k->mu held: those the last poll
 // left, the blocked ones their program freed frames of, and what the
-// epoll sets report. Whether some may be left in them (a full read).
+// epoll sets report (unless kQuietNs skips them). Whether some may be
+// left in them (a full read).
 bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
   look->swap(k->again);
   std::erase_if(k->blocked, [&](uint64_t key) {
@@ -242,6 +257,10 @@ bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
     look->push_back(key);
     return true;
   });
+  const int64_t now = mono_ns();
+  const bool spinning = now - k->last_call_ns < kSpinNs;
+  k->last_call_ns = now;
+  if (look->empty() && k->conns == 0 && spinning && now < k->quiet_until_ns) return false;
   epoll_event ev[16];
   const int ready = real().epoll_wait(k->ep, ev, 16, 0);
   bool full = ready == 16;
@@ -262,6 +281,7 @@ bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
       look->push_back(room[j].data.u64);
     }
   }
+  k->quiet_until_ns = look->empty() ? now + kQuietNs : 0;
   return full;
 }
 
@@ -303,6 +323,7 @@ std::unique_ptr<XtremeKernelMember> XtremeKernelMember::join(NetdevRings* r, int
   }
   k->members.emplace(key, m);
   k->count.fetch_add(1, std::memory_order_relaxed);
+  if (!listener) k->conns++;
   return std::unique_ptr<XtremeKernelMember>(new XtremeKernelMember(r, k, key, fd));
 }
 
@@ -324,6 +345,7 @@ XtremeKernelMember::~XtremeKernelMember() {
   interpose::BusyScope busy;  // a handler here must not take the lists
   std::lock_guard<std::recursive_mutex> lock(set_->mu);
   if (const auto it = set_->members.find(key_); it != set_->members.end()) {
+    if (!it->second.listener) set_->conns--;
     if (it->second.owner) it->second.owner->unref();  // buffers still out keep it
     set_->members.erase(it);
   }

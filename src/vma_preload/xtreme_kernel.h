@@ -13,9 +13,8 @@
 // asleep on the ring. The members' descriptors are in epoll sets of their
 // own, edge-triggered (what a poll leaves is listed for the next, with a
 // wake-up), inside the ring descriptor's set: a program asleep on the
-// ring wakes for them. Each poll looks there (one epoll_wait): a look
-// skipped for speed would lose a wake-up to a program that sleeps on the
-// ring edge-triggered.
+// ring wakes for them. A poll looks there (one epoll_wait), but for a
+// program spinning with no kernel connection yet (xtreme_kernel.cc).
 #pragma once
 #include <mellanox/vma_extra.h>
 #include <sys/socket.h>
