@@ -18,6 +18,8 @@
 // and reports each connection's in-order data as one packet completion
 // (a chain of lent buffers, their bytes out of the window until freed)
 // and its events' rising edges (EPOLLOUT, EPOLLRDHUP, EPOLLHUP, EPOLLERR).
+// A listener's peers that reach its kernel socket instead are polled on
+// the same ring descriptor (xtreme_kernel.h).
 #pragma once
 #include <mellanox/vma_extra.h>
 

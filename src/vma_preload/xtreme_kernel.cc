@@ -44,7 +44,7 @@ struct XtremeKernelSet {
   };
   // ep: the members' reads and ends, and out_ep (key kRoomKey); out_ep:
   // the connections' rises of room (EPOLLOUT alone: only the kernel's
-  // wake-ups for room trigger it). Both edge-triggered.
+  // wake-ups for room trigger it). Members are edge-triggered in both.
   int ep = -1, out_ep = -1;
   // The members, and each one's handling by a poll: a close on another
   // thread waits for it, before its number can be given out again.
@@ -305,7 +305,7 @@ std::unique_ptr<XtremeKernelMember> XtremeKernelMember::join(NetdevRings* r, int
     socklen_t len = sizeof rcvbuf;
     real().getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
     const size_t bytes = std::max<size_t>(static_cast<size_t>(std::max(rcvbuf, 0)), kLeastHeld);
-    m.most = bytes / r->queues.front().pool->frame_size();
+    m.most = std::max<size_t>(bytes / r->queues.front().pool->frame_size(), 1);
     m.owner = LentOwner::make();
     m.owner->set_wake(wake_rings, r);
   }
