@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <map>
+#include <memory>
 #include <utility>
 #include <mutex>
 #include <new>
@@ -50,6 +51,22 @@ Group* group_of(int fd) {
   return it == groups().end() ? nullptr : &it->second;
 }
 
+// fd's entry of `kind` out of the tables (mu held), its object for the
+// caller to free after the lock: a face's destructor takes its own locks,
+// which other threads hold while they dup or forget (a lock-order cycle).
+std::shared_ptr<void> take_entry(int fd, FdKind kind) {
+  std::shared_ptr<void> obj;
+  if (kind == FdKind::kNone || FdTable::instance().remove_object(fd, kind, &obj) < 0)
+    return nullptr;
+  if (held_fds().erase(fd)) n_held = held_fds().size();
+  auto it = groups().find(obj.get());
+  if (it == groups().end()) return obj;
+  it->second.numbers.erase(fd);
+  it->second.cloexec.erase(fd);
+  if (it->second.numbers.empty()) groups().erase(it);
+  return obj;
+}
+
 __attribute__((constructor)) void at_load() { lock_around_fork(); }
 
 }  // namespace
@@ -70,6 +87,7 @@ void lock_around_fork() {
 }
 
 int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_on_owner) {
+  std::shared_ptr<void> stale;  // freed after the lock (take_entry)
   std::lock_guard<std::mutex> g(mu);
   FdTable& t = FdTable::instance();
   auto obj = t.get_object(fd, kind);
@@ -84,6 +102,8 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_o
   const int nfd = exact ? real().dup3(fd, at, cloexec ? O_CLOEXEC : 0)
                         : real().fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, at);
   if (nfd < 0) return -1;
+  // A record still at nfd was closed behind the preload's back.
+  stale = take_entry(nfd, t.kind(nfd));
   // The same object, a Pollable too (poll and epoll on the duplicate).
   if (const int rc = t.insert(nfd, kind, obj, t.get_pollable(fd).get())) {
     real().close(nfd);
@@ -132,16 +152,9 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
 }
 
 void forget(int fd, FdKind kind) {
-  std::shared_ptr<void> obj;  // freed after the lock: its destructor may take others'
+  std::shared_ptr<void> obj;  // freed after the lock (take_entry)
   std::lock_guard<std::mutex> g(mu);
-  FdTable& t = FdTable::instance();
-  if (t.remove_object(fd, kind, &obj) < 0) return;
-  if (held_fds().erase(fd)) n_held = held_fds().size();
-  auto it = groups().find(obj.get());
-  if (it == groups().end()) return;
-  it->second.numbers.erase(fd);
-  it->second.cloexec.erase(fd);
-  if (it->second.numbers.empty()) groups().erase(it);
+  obj = take_entry(fd, kind);
 }
 
 int program_cloexec(int fd) {
@@ -158,6 +171,7 @@ void set_program_cloexec(int fd, bool on) {
 }
 
 int regroup(int owner, const std::vector<int>& numbers, FdKind kind) {
+  std::vector<std::shared_ptr<void>> stale;  // freed after the lock (take_entry)
   std::lock_guard<std::mutex> g(mu);
   FdTable& t = FdTable::instance();
   auto obj = t.get_object(owner, kind);
@@ -165,8 +179,10 @@ int regroup(int owner, const std::vector<int>& numbers, FdKind kind) {
   auto pollable = t.get_pollable(owner);
   Group grp{owner, true, {}, {}};
   for (int n : numbers) {
-    if (n != owner)
+    if (n != owner) {
+      stale.push_back(take_entry(n, t.kind(n)));
       if (const int rc = t.insert(n, kind, obj, pollable.get())) return rc;
+    }
     grp.numbers.insert(n);
     grp.cloexec[n] = false;  // each crossed the exec
   }
