@@ -270,7 +270,13 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       end = clock::now() + std::chrono::milliseconds(timeout);
     }
     pollfd k{fd, POLLIN, 0};
-    if (real().poll(&k, 1, 0) == 1 || *nb) return real().accept4(fd, addr, len, flags);
+    if (real().poll(&k, 1, 0) == 1 || *nb) {
+      const int nfd = real().accept4(fd, addr, len, flags);
+      // Blocking: another acceptor took it (a socketXtreme poll in another
+      // process, its O_NONBLOCK shared for that call): wait on.
+      if (nfd >= 0 || *nb || errno != EAGAIN) return nfd;
+      continue;
+    }
     // Asleep on the kernel listener, the rings and the legs' kick (this thread's eventfd).
     fds.assign(1, k);
     uint64_t due = UINT64_MAX, now = 0;
