@@ -33,6 +33,13 @@ namespace ss::vma {
 // lent for it; the last to let go deletes it.
 class LentOwner {
  public:
+  // A count several owners add to (a poller's cap over all of them), with
+  // its own arm: a free by any of them wakes once after Share::armed is
+  // set, as arm_wake does for one. It outlives every owner that has it.
+  struct Share {
+    std::atomic<size_t> out{0};
+    std::atomic<bool> armed{false};
+  };
   static LentOwner* make() { return new LentOwner; }
   void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void unref() {
@@ -43,11 +50,15 @@ class LentOwner {
   void lent() {
     ref();
     out_.fetch_add(1, std::memory_order_relaxed);
+    if (share_) share_->out.fetch_add(1, std::memory_order_relaxed);
   }
   void returned(size_t bytes) {
     freed_.fetch_add(bytes, std::memory_order_release);
     out_.fetch_sub(1, std::memory_order_seq_cst);
-    if (wake_ && wake_armed_.exchange(false, std::memory_order_seq_cst)) wake_(wake_arg_);
+    if (share_) share_->out.fetch_sub(1, std::memory_order_seq_cst);
+    const bool own = wake_armed_.exchange(false, std::memory_order_seq_cst);
+    const bool shared = share_ && share_->armed.exchange(false, std::memory_order_seq_cst);
+    if (wake_ && (own || shared)) wake_(wake_arg_);
     unref();
   }
   // The buffers lent for it and not yet freed.
@@ -62,6 +73,8 @@ class LentOwner {
     wake_arg_ = arg;
   }
   void arm_wake() { wake_armed_.store(true, std::memory_order_seq_cst); }
+  // Counted in *s too (set before any buffer is lent).
+  void set_share(Share* s) { share_ = s; }
   size_t collect() { return freed_.exchange(0, std::memory_order_acq_rel); }
   bool owed() const { return freed_.load(std::memory_order_acquire) != 0; }
   // No buffer out and nothing owed: a poller may stop watching it.
@@ -78,6 +91,7 @@ class LentOwner {
   std::atomic<bool> watched_{false};
   void (*wake_)(void*) = nullptr;
   void* wake_arg_ = nullptr;
+  Share* share_ = nullptr;
   std::atomic<bool> wake_armed_{false};
 };
 

@@ -42,6 +42,10 @@ struct XtremeKernelSet {
     LentOwner* owner = nullptr;
     size_t most = 0;
   };
+  // All members' lent frames: at most half the rings' pool, so the rings'
+  // own receive keeps frames however many connections hold theirs.
+  LentOwner::Share held;
+  size_t most_held = 1;
   // ep: the members' reads and ends, and out_ep (key kRoomKey); out_ep:
   // the connections' rises of room (EPOLLOUT alone: only the kernel's
   // wake-ups for room trigger it). Members are edge-triggered in both.
@@ -104,6 +108,8 @@ XtremeKernelSet* set_of(NetdevRings* r) {
   auto* k = new XtremeKernelSet;
   k->ep = ep;
   k->out_ep = out_ep;
+  const mem::Pool& pool = *r->queues.front().pool;
+  k->most_held = std::max<size_t>(pool.max_chunks() * pool.frames_per_chunk() / 2, 1);
   r->xtreme_kernel.store(k, std::memory_order_release);
   return k;
 }
@@ -174,6 +180,12 @@ Left accept_all(NetdevRings* r, TcpListen& l, int fd, vma_completion_t* comps, u
   return Left::kMore;
 }
 
+// Whether m may take no more frames now: it, or all members, hold their most.
+bool holds_its_most(const XtremeKernelSet* k, const XtremeKernelSet::Member& m) {
+  return m.owner->buffers_out() >= m.most ||
+         k->held.out.load(std::memory_order_seq_cst) >= k->most_held;
+}
+
 // recv(2) into a lent frame: the bytes, 0 at the end, or -errno.
 ssize_t read_some(int fd, void* to, size_t room) {
   ssize_t x;
@@ -192,9 +204,10 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
   vma_buff_t* last = nullptr;
   size_t total = 0;
   while (!m.eof && !m.failed) {
-    if (m.owner->buffers_out() >= m.most) {
-      m.owner->arm_wake();                            // its free wakes a poller asleep on the ring
-      if (m.owner->buffers_out() < m.most) continue;  // freed meanwhile
+    if (holds_its_most(k, m)) {
+      m.owner->arm_wake();  // its free wakes a poller asleep on the ring
+      k->held.armed.store(true, std::memory_order_seq_cst);  // or any member's
+      if (!holds_its_most(k, m)) continue;                   // freed meanwhile
       if (std::find(k->blocked.begin(), k->blocked.end(), key) == k->blocked.end())
         k->blocked.push_back(key);
       break;
@@ -253,7 +266,7 @@ bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
   std::erase_if(k->blocked, [&](uint64_t key) {
     const auto it = k->members.find(key);
     if (it == k->members.end()) return true;
-    if (it->second.owner->buffers_out() >= it->second.most) return false;
+    if (holds_its_most(k, it->second)) return false;
     look->push_back(key);
     return true;
   });
@@ -308,6 +321,7 @@ std::unique_ptr<XtremeKernelMember> XtremeKernelMember::join(NetdevRings* r, int
     m.most = std::max<size_t>(bytes / r->queues.front().pool->frame_size(), 1);
     m.owner = LentOwner::make();
     m.owner->set_wake(wake_rings, r);
+    m.owner->set_share(&k->held);
   }
   interpose::BusyScope busy;
   std::lock_guard<std::recursive_mutex> lock(k->mu);

@@ -89,6 +89,28 @@ TEST_F(XtremeBuffsTest, AnArmedOwnerWakesAtTheNextFree) {
   owner->unref();
 }
 
+TEST_F(XtremeBuffsTest, ASharedCountWakesAtAnyOwnersFree) {
+  LentOwner::Share share;
+  int woken = 0;
+  LentOwner* owners[2] = {LentOwner::make(), LentOwner::make()};
+  vma_buff_t* b[2] = {};
+  for (int i = 0; i < 2; i++) {
+    owners[i]->set_wake([](void* n) { ++*static_cast<int*>(n); }, &woken);
+    owners[i]->set_share(&share);
+    net::Datagram d = datagram("abc");
+    ASSERT_EQ(buffs.lend(d, &b[i], owners[i]), 0);
+  }
+  EXPECT_EQ(share.out.load(), 2u);
+  share.armed = true;  // a poller stopped at the shared cap, not at owner 1's own
+  EXPECT_EQ(buffs.unref(b[1]), 0);
+  EXPECT_EQ(woken, 1);
+  EXPECT_EQ(share.out.load(), 1u);
+  EXPECT_EQ(buffs.unref(b[0]), 0);
+  EXPECT_EQ(woken, 1);  // once per arming
+  EXPECT_EQ(share.out.load(), 0u);
+  for (LentOwner* o : owners) o->unref();
+}
+
 TEST_F(XtremeBuffsTest, LentInPlaceAtTheFrameStart) {
   const size_t all = pool->free_count();
   net::Datagram d = datagram("hello");
