@@ -21,6 +21,9 @@
 #         and xhold's server with a same-host sender.
 #  xhold: a socketXtreme server holding its packet completions until the
 #         sender stalls, then freeing them: 4 MB whole.
+#  xpush: a socketXtreme server sending 16 MB to a reader that waits
+#         first (in B, then on the same host): each EAGAIN ends at an
+#         EPOLLOUT completion.
 #  example: docs/examples/xtreme_echo.c, built here, echoes 4 x 1000.
 #  xconnect: a socketXtreme client's connection to Linux's echo server.
 # Its minutes: about 20 s.
@@ -55,7 +58,7 @@ run_case() {
   grep '^FAIL' "$T/out" "$T/snd" | sed 's/^/  /'
   [ $rc = 0 ] || echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"
   [ "$segs" -lt 5 ] || echo "  A's kernel moved $segs TCP segments"
-  [ $rc = 0 ] && [ "$segs" -lt 5 ] && has "$T/snd" "^(sent $3|echoed .*)$"
+  [ $rc = 0 ] && [ "$segs" -lt 5 ] && has "$T/snd" "^(sent $3|echoed .*|drained $3)$"
 }
 
 # one MODE PORT BYTES LABEL PATTERN...: run_case, then each PATTERN in the
@@ -109,31 +112,45 @@ xlocal_case() {
   check "socketXtreme server without accept: 4 clients from B on the rings (10 000 echoes each) and 80 of the same host through the kernel's listener (1000 each)" $bad
 }
 xlocal_case
-# A same-host sender to a socketXtreme server holding its completions:
-# reads from the kernel socket stop while the program holds a receive
-# buffer's worth (no byte for a second: "stalled"), so the kernel's
-# buffers fill and its window shuts on the sender as the rings' would.
-xlocal_hold_case() {
-  local bad=0 rc
+# same_host MODE PEER PORT BYTES LABEL PATTERN...: MODE's server in A
+# under the preload (xpush: sending BYTES), PEER's end of BYTES in A
+# too (the same host: the kernel's listener takes it), each PATTERN in
+# the server's output; the label ends with the lines it printed.
+same_host() {
+  local mode=$1 peer=$2 port=$3 bytes=$4 label=$5 bad=0 rc p extra=()
+  shift 5
+  [ "$mode" = xpush ] && extra=("$bytes")
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug VMA_SOCKETXTREME=1 \
-    timeout 60 "$PROG" xhold "$IP4" 7308 >"$T/out" 2>"$T/err" &
+    timeout 60 "$PROG" "$mode" "$IP4" "$port" "${extra[@]}" >"$T/out" 2>"$T/err" &
   local a=$!
   for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
-  ip netns exec "$A" timeout 60 "$PROG" send "$IP4" 7308 4000000 >"$T/snd" 2>&1 || bad=1
+  ip netns exec "$A" timeout 60 "$PROG" "$peer" "$IP4" "$port" "$bytes" >"$T/snd" 2>&1 || bad=1
   wait $a
   rc=$?
   grep '^FAIL' "$T/out" "$T/snd" | sed 's/^/  /'
   [ $rc = 0 ] || { bad=1; echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"; }
-  has "$T/snd" "^sent 4000000$" || bad=1
-  has "$T/out" "^stalled [1-9][0-9]+$" || bad=1
-  has "$T/out" "^xhold 4000000$" || bad=1
+  has "$T/snd" "^(sent|drained) $bytes$" || bad=1
+  for p in "$@"; do has "$T/out" "$p" || bad=1; done
   has "$T/err" "accepted from the kernel's listener" || bad=1
-  check "socketXtreme holding a same-host sender's completions (through the kernel's listener): reads stop at a receive buffer's worth held (bytes held), then 4 MB whole once freed: $(grep -E "^(stalled|xhold) " "$T/out" | tr '\n' ' ')" $bad
+  check "$label: $(grep -E "^(stalled|$mode) " "$T/out" | tr '\n' ' ')" $bad
 }
-xlocal_hold_case
+# A same-host sender to a socketXtreme server holding its completions:
+# reads from the kernel socket stop while the program holds a receive
+# buffer's worth (no byte for a second: "stalled"), so the kernel's
+# buffers fill and its window shuts on the sender as the rings' would.
+same_host xhold send 7308 4000000 "socketXtreme holding a same-host sender's completions (through the kernel's listener): reads stop at a receive buffer's worth held (bytes held), then 4 MB whole once freed" \
+  "^stalled [1-9][0-9]+$" "^xhold 4000000$"
 XENV=VMA_SOCKETXTREME=1 \
   one xhold 7306 4000000 "socketXtreme holding its packet completions: the sender stalls on the window they shut (bytes held), then 4 MB whole once freed" \
   "^stalled [1-9][0-9]+$" "^xhold 4000000$"
+# Sending until the buffers are full, asleep on the ring for EPOLLOUT:
+# a reader in B (the rings), then one on the same host (the kernel's
+# listener).
+XENV=VMA_SOCKETXTREME=1 A_ARGS=16000000 PEER=drain \
+  one xpush 7309 16000000 "socketXtreme sending to a reader that waits a second: its EAGAINs each end at the connection's EPOLLOUT completion (count), asleep on the ring between" \
+  "^xpush 16000000 waits [1-9][0-9]*$"
+same_host xpush drain 7310 16000000 "socketXtreme sending to a same-host reader (through the kernel's listener): EAGAINs each end at an EPOLLOUT completion, asleep on the ring between" \
+  "^xpush 16000000 waits [1-9][0-9]*$"
 EX=$T/xtreme_echo
 if "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$HDR_INC" "$here/../../docs/examples/xtreme_echo.c" \
   -o "$EX" >"$T/cc.log" 2>&1; then

@@ -30,6 +30,16 @@
  *       shut by what is held), then frees them all at once and the rest
  *       as it comes, every byte checked, sleeping on the ring right after
  *       that free (which must wake it); "stalled HELD" and "xhold BYTES".
+ *   xpush ADDR PORT BYTES
+ *       a socketXtreme server (VMA_SOCKETXTREME=1) of one connection,
+ *       made non-blocking, that sends BYTES: at each EAGAIN it sleeps on
+ *       the ring (no timeout: a lost EPOLLOUT hangs it) until the
+ *       connection's EPOLLOUT completion; then shuts its side and closes
+ *       at the peer's EPOLLRDHUP; "xpush BYTES waits W" (W: the EAGAINs).
+ *   drain ADDR PORT BYTES
+ *       Linux's end: connects, waits a second (the sender's buffers
+ *       fill), reads to the end of stream, every byte checked;
+ *       "drained BYTES".
  *   serve ADDR PORT
  *       Linux's end: accepts one connection and echoes it to its end;
  *       "served BYTES".
@@ -68,6 +78,7 @@
  * Prints "FAIL: ..." per failure, then "PASS: N failure(s)". */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -88,28 +99,43 @@
 
 static struct vma_api_t *api;
 
-static int send_stream(const char *ip, const char *port, long total)
+/* A connection to ip:port, or -1 (said). */
+static int connect_to(const char *ip, const char *port)
 {
 	struct sockaddr_storage to;
 	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &to);
 	int fd = socket(to.ss_family, SOCK_STREAM, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&to, len) != 0) {
+		perror("connect");
+		return -1;
+	}
+	return fd;
+}
+
+/* The stream's next bytes from pos on into buf (at most size, up to
+ * total): their count. */
+static size_t next_bytes(unsigned char *buf, size_t size, long pos, long total)
+{
+	size_t n = (long)size > total - pos ? (size_t)(total - pos) : size;
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (unsigned char)((pos + (long)i) % 251);
+	return n;
+}
+
+static int send_stream(const char *ip, const char *port, long total)
+{
+	int fd = connect_to(ip, port);
 	unsigned char buf[65536];
 	long sent = 0;
 	char c;
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&to, len) != 0) {
-		perror("connect");
+	if (fd < 0)
 		return 1;
-	}
 	while (sent < total) {
-		size_t n = sizeof buf;
-		ssize_t k;
+		ssize_t k = send(fd, buf, next_bytes(buf, sizeof buf, sent, total), 0);
 
-		if ((long)n > total - sent)
-			n = (size_t)(total - sent);
-		for (size_t i = 0; i < n; i++)
-			buf[i] = (unsigned char)((sent + (long)i) % 251);
-		k = send(fd, buf, n, 0);
 		if (k <= 0) {
 			perror("send");
 			return 1;
@@ -464,13 +490,11 @@ struct echo_conn {
 static void *echo_one(void *arg)
 {
 	struct echo_conn *e = arg;
-	struct sockaddr_storage to;
-	socklen_t len = make_addr(e->ip, (unsigned short)atoi(e->port), &to);
-	int fd = socket(to.ss_family, SOCK_STREAM, 0);
+	int fd = connect_to(e->ip, e->port);
 	unsigned char out[64], in[64];
 	long pos = 0;
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)&to, len) != 0)
+	if (fd < 0)
 		return NULL;
 	for (long m = 0; m < e->msgs; m++) {
 		size_t got = 0;
@@ -708,25 +732,37 @@ static double seconds(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* A listener on ip:port with its ring descriptor (*ring) taken between
+ * bind and listen, as the VMA guide's; "ready" said. -1 (said) when not. */
+static int xtreme_listener(const char *ip, const char *port, int *ring)
+{
+	struct sockaddr_storage at;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &at);
+	int one = 1, l = socket(at.ss_family, SOCK_STREAM, 0);
+
+	*ring = -1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (l < 0 || bind(l, (struct sockaddr *)&at, len) != 0 ||
+	    api->get_socket_rings_fds(l, ring, 1) != 1 || listen(l, 4) != 0) {
+		perror("listener");
+		return -1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	return l;
+}
+
 static int xhold(const char *ip, const char *port)
 {
 	enum { kMostHeld = 1 << 16 };
 	static struct vma_packet_desc_t held[kMostHeld];
-	struct sockaddr_storage at;
-	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &at);
-	int one = 1, l = socket(at.ss_family, SOCK_STREAM, 0), ring = -1, nheld = 0;
+	int ring, l = xtreme_listener(ip, port, &ring), nheld = 0;
 	int stalled = 0, done = 0;
 	long bytes = 0, held_bytes = 0;
 	double last = seconds();
 
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (l < 0 || bind(l, (struct sockaddr *)&at, len) != 0 ||
-	    api->get_socket_rings_fds(l, &ring, 1) != 1 || listen(l, 4) != 0) {
-		perror("listener");
+	if (l < 0)
 		return 1;
-	}
-	printf("ready\n");
-	fflush(stdout);
 	while (!done && seconds() - last < 30) {
 		struct vma_completion_t comps[16];
 		int n = xtreme_poll_once(ring, comps, 16);
@@ -782,6 +818,90 @@ static int xhold(const char *ip, const char *port)
 	printf("xhold %ld\n", bytes);
 	close(l);
 	return 0;
+}
+
+static int xpush(const char *ip, const char *port, long total)
+{
+	static unsigned char buf[65536];
+	int ring, l = xtreme_listener(ip, port, &ring), fd = -1, done = 0;
+	int want_out = 0, waits = 0;
+	long sent = 0;
+
+	if (l < 0)
+		return 1;
+	sleep_ms = -1;
+	while (!done) {
+		struct vma_completion_t comps[16];
+		int n;
+
+		if (fd >= 0 && !want_out && sent < total) {
+			ssize_t w = send(fd, buf, next_bytes(buf, sizeof buf, sent, total), MSG_NOSIGNAL);
+
+			if (w > 0) {
+				sent += w;
+				if (sent == total)
+					expect(shutdown(fd, SHUT_WR) == 0, "shutdown: errno %d", errno);
+				continue;
+			}
+			if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+				expect(0, "send: errno %d after %ld bytes", errno, sent);
+				break;
+			}
+			want_out = 1;
+			waits++;
+		}
+		n = xtreme_poll_once(ring, comps, 16);
+		if (n < 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			struct vma_completion_t *c = &comps[i];
+
+			if (c->events & VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED) {
+				expect(fd < 0, "a second connection");
+				fd = (int)c->user_data;
+				expect(fcntl(fd, F_SETFL, O_NONBLOCK) == 0, "O_NONBLOCK: errno %d", errno);
+				continue;
+			}
+			expect((int)c->user_data == fd, "a completion of fd %d", (int)c->user_data);
+			if (c->events & VMA_SOCKETXTREME_PACKET) {
+				expect(0, "%d bytes from a peer that sends nothing", c->packet.total_len);
+				api->socketxtreme_free_vma_packets(&c->packet, 1);
+			}
+			if (c->events & EPOLLOUT)
+				want_out = 0;
+			if (c->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+				expect(sent == total, "the peer's end after %ld bytes", sent);
+				done = 1;
+			}
+		}
+	}
+	expect(waits > 0, "no send met a full buffer");
+	printf("xpush %ld waits %d\n", sent, waits);
+	close(fd);
+	close(l);
+	return 0;
+}
+
+static int drain(const char *ip, const char *port, long total)
+{
+	static unsigned char buf[32768]; /* within a vma_buff_t's len */
+	int fd = connect_to(ip, port), err = 0;
+	long got = 0;
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		sleep(1);
+		while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
+			struct vma_buff_t b = {NULL, buf, (uint16_t)n};
+
+			check_chain(&b, &got, fd);
+		}
+		err = errno;
+		close(fd);
+	}
+	expect(n == 0 && got == total, "%ld of %ld bytes (errno %d)", got, total, n < 0 ? err : 0);
+	printf("drained %ld\n", got);
+	return fails != 0;
 }
 
 static int serve(const char *ip, const char *port)
@@ -887,30 +1007,21 @@ static void xconnect(const char *ip, const char *port, long msgs)
 
 int main(int argc, char **argv)
 {
-	if (argc == 5 && !strcmp(argv[1], "send"))
+	const char *m = argc > 1 ? argv[1] : "";
+	int x = (argc == 5 || (argc == 6 && !strcmp(argv[5], "forever"))) &&
+		(!strcmp(m, "xtreme") || !strcmp(m, "xconnect"));
+
+	if (argc == 5 && !strcmp(m, "send"))
 		return send_stream(argv[2], argv[3], atol(argv[4]));
-	if (argc == 6 && !strcmp(argv[1], "echo"))
+	if (argc == 6 && !strcmp(m, "echo"))
 		return echo_clients(argv[2], argv[3], atoi(argv[4]), atol(argv[5]));
-	if (argc == 4 && !strcmp(argv[1], "serve"))
+	if (argc == 4 && !strcmp(m, "serve"))
 		return serve(argv[2], argv[3]);
-	if ((argc == 5 || (argc == 6 && !strcmp(argv[5], "forever"))) &&
-	    (!strcmp(argv[1], "xtreme") || !strcmp(argv[1], "xconnect"))) {
-		if (argc == 6)
-			sleep_ms = -1;
-		api = vma_get_api();
-		if (!api) {
-			printf("FAIL: no Extra API (not under libvma.so?)\n");
-			return 1;
-		}
-		if (argv[1][1] == 't')
-			xtreme(argv[2], argv[3], atoi(argv[4]));
-		else
-			xconnect(argv[2], argv[3], atol(argv[4]));
-		printf("PASS: %d failure(s)\n", fails);
-		return fails != 0;
-	}
-	if (argc != 4) {
-		fprintf(stderr, "usage: %s send ADDR PORT BYTES | zcopy|hold|callback|xhold ADDR PORT\n",
+	if (argc == 5 && !strcmp(m, "drain"))
+		return drain(argv[2], argv[3], atol(argv[4]));
+	if (!x && !(argc == 5 && !strcmp(m, "xpush")) && argc != 4) {
+		fprintf(stderr,
+			"usage: %s send|drain|xpush ADDR PORT BYTES | zcopy|hold|callback|xhold ADDR PORT\n",
 			argv[0]);
 		return 2;
 	}
@@ -919,13 +1030,21 @@ int main(int argc, char **argv)
 		printf("FAIL: no Extra API (not under libvma.so?)\n");
 		return 1;
 	}
-	if (!strcmp(argv[1], "zcopy"))
+	if (argc == 6)
+		sleep_ms = -1;
+	if (x && m[1] == 't')
+		xtreme(argv[2], argv[3], atoi(argv[4]));
+	else if (x)
+		xconnect(argv[2], argv[3], atol(argv[4]));
+	else if (argc == 5)
+		xpush(argv[2], argv[3], atol(argv[4]));
+	else if (!strcmp(m, "zcopy"))
 		zcopy(argv[2], argv[3]);
-	else if (!strcmp(argv[1], "hold"))
+	else if (!strcmp(m, "hold"))
 		hold(argv[2], argv[3]);
-	else if (!strcmp(argv[1], "callback"))
+	else if (!strcmp(m, "callback"))
 		callback(argv[2], argv[3]);
-	else if (!strcmp(argv[1], "xhold"))
+	else if (!strcmp(m, "xhold"))
 		xhold(argv[2], argv[3]);
 	else
 		return 2;
