@@ -43,17 +43,26 @@ std::set<int>& held_fds() {  // kept open for a face
 }
 std::atomic<size_t> n_held{0};  // held_fds().size(), read without the lock
 
-// The group of the object `fd` names (mu held), or null.
-Group* group_of(int fd) {
+// mu held, with the objects looked up under it freed only after the
+// unlock (members go in reverse order): a face's destructor takes its own
+// locks, which other threads hold while they dup or forget (a lock-order
+// cycle), and a face's close may drop its table entry without mu, which
+// leaves a lookup here the last reference.
+struct Locked {
+  std::shared_ptr<void> obj, stale;
+  std::lock_guard<std::mutex> g{mu};
+};
+
+// The group of the object `fd` names (mu held; the object in *obj), or null.
+Group* group_of(int fd, std::shared_ptr<void>* obj) {
   FdTable& t = FdTable::instance();
-  auto obj = t.get_object(fd, t.kind(fd));
-  auto it = obj ? groups().find(obj.get()) : groups().end();
+  *obj = t.get_object(fd, t.kind(fd));
+  auto it = *obj ? groups().find(obj->get()) : groups().end();
   return it == groups().end() ? nullptr : &it->second;
 }
 
 // fd's entry of `kind` out of the tables (mu held), its object for the
-// caller to free after the lock: a face's destructor takes its own locks,
-// which other threads hold while they dup or forget (a lock-order cycle).
+// caller to free after the lock (Locked).
 std::shared_ptr<void> take_entry(int fd, FdKind kind) {
   std::shared_ptr<void> obj;
   if (kind == FdKind::kNone || FdTable::instance().remove_object(fd, kind, &obj) < 0)
@@ -87,10 +96,9 @@ void lock_around_fork() {
 }
 
 int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_on_owner) {
-  std::shared_ptr<void> stale;  // freed after the lock (take_entry)
-  std::lock_guard<std::mutex> g(mu);
+  Locked l;
   FdTable& t = FdTable::instance();
-  auto obj = t.get_object(fd, kind);
+  const auto& obj = l.obj = t.get_object(fd, kind);
   if (!obj) {
     errno = EBADF;
     return -1;
@@ -103,7 +111,7 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_o
                         : real().fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, at);
   if (nfd < 0) return -1;
   // A record still at nfd was closed behind the preload's back.
-  stale = take_entry(nfd, t.kind(nfd));
+  l.stale = take_entry(nfd, t.kind(nfd));
   // The same object, a Pollable too (poll and epoll on the duplicate).
   if (const int rc = t.insert(nfd, kind, obj, t.get_pollable(fd).get())) {
     real().close(nfd);
@@ -116,10 +124,10 @@ int dup_entry(int fd, FdKind kind, int at, bool exact, bool cloexec, bool acts_o
 }
 
 bool close_shared(int fd, FdKind kind, int* rc, int* own) {
-  std::lock_guard<std::mutex> g(mu);
+  Locked l;
   FdTable& t = FdTable::instance();
   *own = fd;
-  auto obj = t.get_object(fd, kind);
+  const auto& obj = l.obj = t.get_object(fd, kind);
   auto it = obj ? groups().find(obj.get()) : groups().end();
   if (it == groups().end()) return false;
   auto pollable = t.get_pollable(fd);
@@ -152,29 +160,28 @@ bool close_shared(int fd, FdKind kind, int* rc, int* own) {
 }
 
 void forget(int fd, FdKind kind) {
-  std::shared_ptr<void> obj;  // freed after the lock (take_entry)
-  std::lock_guard<std::mutex> g(mu);
-  obj = take_entry(fd, kind);
+  Locked l;
+  l.obj = take_entry(fd, kind);
 }
 
 int program_cloexec(int fd) {
-  std::lock_guard<std::mutex> g(mu);
-  Group* grp = group_of(fd);
+  Locked l;
+  Group* grp = group_of(fd, &l.obj);
   if (!grp) return -1;
   auto it = grp->cloexec.find(fd);
   return it == grp->cloexec.end() ? -1 : it->second;
 }
 
 void set_program_cloexec(int fd, bool on) {
-  std::lock_guard<std::mutex> g(mu);
-  if (Group* grp = group_of(fd); grp && grp->numbers.count(fd)) grp->cloexec[fd] = on;
+  Locked l;
+  if (Group* grp = group_of(fd, &l.obj); grp && grp->numbers.count(fd)) grp->cloexec[fd] = on;
 }
 
 int regroup(int owner, const std::vector<int>& numbers, FdKind kind) {
-  std::vector<std::shared_ptr<void>> stale;  // freed after the lock (take_entry)
-  std::lock_guard<std::mutex> g(mu);
+  std::vector<std::shared_ptr<void>> stale;  // freed after the lock (Locked)
+  Locked l;
   FdTable& t = FdTable::instance();
-  auto obj = t.get_object(owner, kind);
+  const auto& obj = l.obj = t.get_object(owner, kind);
   if (!obj) return -EBADF;
   auto pollable = t.get_pollable(owner);
   Group grp{owner, true, {}, {}};
@@ -196,16 +203,16 @@ int regroup(int owner, const std::vector<int>& numbers, FdKind kind) {
 }
 
 bool last_descriptor(int fd, FdKind kind) {
-  std::lock_guard<std::mutex> g(mu);
-  auto obj = FdTable::instance().get_object(fd, kind);
+  Locked l;
+  const auto& obj = l.obj = FdTable::instance().get_object(fd, kind);
   auto it = obj ? groups().find(obj.get()) : groups().end();
   return it == groups().end() || it->second.numbers.size() <= 1;
 }
 
 std::vector<int> dissolve(int fd) {
-  std::lock_guard<std::mutex> g(mu);
+  Locked l;
   FdTable& t = FdTable::instance();
-  auto obj = t.get_object(fd, t.kind(fd));
+  const auto& obj = l.obj = t.get_object(fd, t.kind(fd));
   auto it = obj ? groups().find(obj.get()) : groups().end();
   if (it == groups().end()) return {};
   const Group grp = std::move(it->second);
