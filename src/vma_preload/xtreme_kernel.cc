@@ -186,6 +186,17 @@ bool holds_its_most(const XtremeKernelSet* k, const XtremeKernelSet::Member& m) 
          k->held.out.load(std::memory_order_seq_cst) >= k->most_held;
 }
 
+// holds_its_most, with the next free of its frames or of any member's
+// armed to wake a poller asleep on the ring when it does (armed, then
+// looked again: the free sees the arm, or the look sees the free). Armed
+// at every look, as a free may have taken an arm for another member.
+bool stays_held(XtremeKernelSet* k, XtremeKernelSet::Member& m) {
+  if (!holds_its_most(k, m)) return false;
+  m.owner->arm_wake();
+  k->held.armed.store(true, std::memory_order_seq_cst);
+  return holds_its_most(k, m);
+}
+
 // recv(2) into a lent frame: the bytes, 0 at the end, or -errno.
 ssize_t read_some(int fd, void* to, size_t room) {
   ssize_t x;
@@ -204,10 +215,7 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
   vma_buff_t* last = nullptr;
   size_t total = 0;
   while (!m.eof && !m.failed) {
-    if (holds_its_most(k, m)) {
-      m.owner->arm_wake();  // its free wakes a poller asleep on the ring
-      k->held.armed.store(true, std::memory_order_seq_cst);  // or any member's
-      if (!holds_its_most(k, m)) continue;                   // freed meanwhile
+    if (stays_held(k, m)) {
       if (std::find(k->blocked.begin(), k->blocked.end(), key) == k->blocked.end())
         k->blocked.push_back(key);
       break;
@@ -266,7 +274,7 @@ bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
   std::erase_if(k->blocked, [&](uint64_t key) {
     const auto it = k->members.find(key);
     if (it == k->members.end()) return true;
-    if (holds_its_most(k, it->second)) return false;
+    if (stays_held(k, it->second)) return false;
     look->push_back(key);
     return true;
   });
