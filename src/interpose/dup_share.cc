@@ -230,6 +230,18 @@ std::vector<int> dissolve(int fd) {
   return others;
 }
 
+std::shared_ptr<void> held_object(int fd, FdKind kind) {
+  if (!n_held) return nullptr;
+  Locked l;
+  if (!held_fds().count(fd)) return nullptr;
+  for (const auto& [obj, grp] : groups())
+    if (grp.owner == fd && !grp.numbers.empty()) {
+      l.obj = FdTable::instance().get_object(*grp.numbers.begin(), kind);
+      return l.obj.get() == obj ? l.obj : nullptr;
+    }
+  return nullptr;
+}
+
 bool held(int fd) {
   if (!n_held) return false;
   std::lock_guard<std::mutex> g(mu);

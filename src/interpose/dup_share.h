@@ -11,6 +11,7 @@
 // something else. Shared by both preloads (one of them per process).
 #pragma once
 #include <functional>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -59,6 +60,11 @@ bool last_descriptor(int fd, FdKind kind);
 // closed, and its group ends. The other numbers, now plain duplicates of
 // fd's kernel descriptor.
 std::vector<int> dissolve(int fd);
+
+// The object of `kind` a held number `fd` stands for (the program closed
+// it while a duplicate lives on, and the face acts on it still): named
+// by one of its duplicates. Null when fd is not such a number.
+std::shared_ptr<void> held_object(int fd, FdKind kind);
 
 // Whether `fd` is a held number; hold() makes it one (before a face's
 // close that ends in close_released()).

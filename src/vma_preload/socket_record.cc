@@ -11,6 +11,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "interpose/edge.h"
+#include "interpose/dup_share.h"
 #include "interpose/real.h"
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
@@ -632,6 +633,12 @@ void socket_bound(int fd) {
   }
   s->set_decision(d);
   SS_DEBUG("bind fd %d: kernel (%s)", fd, d.why);
+}
+
+std::shared_ptr<SocketRecord> record_acting_at(int fd) {
+  if (auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket)) return s;
+  return std::static_pointer_cast<SocketRecord>(
+      interpose::dups::held_object(fd, FdKind::kVmaSocket));
 }
 
 void untrack_socket(int fd) {

@@ -276,6 +276,10 @@ void track_socket(int fd, int domain, int type, int protocol);
 void socket_bound(int fd);
 // Drops fd's record, if any (close()).
 void untrack_socket(int fd);
+// The record the face acts on at fd: fd's, or, when the program closed fd
+// while a duplicate lives on (the number held), the duplicate's. Null when
+// neither.
+std::shared_ptr<SocketRecord> record_acting_at(int fd);
 // A number the kernel gave out again (socket, socketpair, pipe, open,
 // creat: new_fds.cc) whose record is stale (closed behind the preload's
 // back): the record loses the number, closing nothing.

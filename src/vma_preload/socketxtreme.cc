@@ -279,7 +279,7 @@ void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned 
   size_t k = 0;
   for (; k < members.size() && *got < n; k++) {
     const auto& [who, m] = members[k];
-    const auto s = FdTable::instance().get<SocketRecord>(m.fd, FdKind::kVmaSocket);
+    const auto s = record_acting_at(m.fd);
     if (!s) continue;
     if (m.listener) {
       if (TcpListen* l = s->listening(); l == who) {
