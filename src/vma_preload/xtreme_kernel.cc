@@ -148,7 +148,9 @@ int accept_now(int fd, sockaddr_storage* peer) {
 // them).
 Left accept_all(NetdevRings* r, TcpListen& l, int fd, vma_completion_t* comps, unsigned int n,
                 unsigned int* got) {
-  if (!l.take_kernel_accepts()) return Left::kNothing;
+  // The edge is taken: looked at again by the next poll (that thread
+  // may be leaving with EINVAL, or time out).
+  if (!l.take_kernel_accepts()) return Left::kWanting;
   while (*got < n) {
     sockaddr_storage peer{};
     const int nfd = accept_now(fd, &peer);
@@ -411,7 +413,7 @@ void xtreme_kernel_poll(NetdevRings* r, vma_completion_t* comps, unsigned int n,
     }
     const int fd = it->second.fd;
     // Its record must still be the member's (the number not given out again).
-    const auto s = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket);
+    const auto s = record_acting_at(fd);
     if (!s) continue;
     if (it->second.listener) {
       TcpListen* l = s->listening();
