@@ -23,7 +23,7 @@
 #         sender stalls, then freeing them: 4 MB whole.
 #  xpush: a socketXtreme server sending 16 MB to a reader that waits
 #         first (in B, then on the same host): each EAGAIN ends at an
-#         EPOLLOUT completion.
+#         EPOLLOUT completion; again on a duplicate, the first number closed.
 #  example: docs/examples/xtreme_echo.c, built here, echoes 4 x 1000.
 #  xconnect: a socketXtreme client's connection to Linux's echo server.
 # Its minutes: about 20 s.
@@ -113,15 +113,15 @@ xlocal_case() {
 }
 xlocal_case
 # same_host MODE PEER PORT BYTES LABEL PATTERN...: MODE's server in A
-# under the preload (xpush: sending BYTES), PEER's end of BYTES in A
-# too (the same host: the kernel's listener takes it), each PATTERN in
-# the server's output; the label ends with the lines it printed.
+# under the preload (its further arguments in $A_ARGS), PEER's end of
+# BYTES in A too (the same host: the kernel's listener takes it), each
+# PATTERN in the server's output; the label ends with the lines it printed.
 same_host() {
-  local mode=$1 peer=$2 port=$3 bytes=$4 label=$5 bad=0 rc p extra=()
+  local mode=$1 peer=$2 port=$3 bytes=$4 label=$5 bad=0 rc p
   shift 5
-  [ "$mode" = xpush ] && extra=("$bytes")
+  # shellcheck disable=SC2086 # A_ARGS: words
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug VMA_SOCKETXTREME=1 \
-    timeout 60 "$PROG" "$mode" "$IP4" "$port" "${extra[@]}" >"$T/out" 2>"$T/err" &
+    timeout 60 "$PROG" "$mode" "$IP4" "$port" ${A_ARGS:-} >"$T/out" 2>"$T/err" &
   local a=$!
   for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
   ip netns exec "$A" timeout 60 "$PROG" "$peer" "$IP4" "$port" "$bytes" >"$T/snd" 2>&1 || bad=1
@@ -149,7 +149,15 @@ XENV=VMA_SOCKETXTREME=1 \
 XENV=VMA_SOCKETXTREME=1 A_ARGS=16000000 PEER=drain \
   one xpush 7309 16000000 "socketXtreme sending to a reader that waits a second: its EAGAINs each end at the connection's EPOLLOUT completion (count), asleep on the ring between" \
   "^xpush 16000000 waits [1-9][0-9]* idle [01]$"
-same_host xpush drain 7310 16000000 "socketXtreme sending to a same-host reader (through the kernel's listener): EAGAINs each end at an EPOLLOUT completion, asleep on the ring between" \
+A_ARGS=16000000 \
+  same_host xpush drain 7310 16000000 "socketXtreme sending to a same-host reader (through the kernel's listener): EAGAINs each end at an EPOLLOUT completion, asleep on the ring between" \
+  "^xpush 16000000 waits [1-9][0-9]* idle [01]$"
+# The same with the connection's first number closed, a duplicate left.
+XENV=VMA_SOCKETXTREME=1 A_ARGS="16000000 dup" PEER=drain \
+  one xpush 7311 16000000 "socketXtreme's EPOLLOUT completions on a duplicate of a connection of the rings, its first number closed" \
+  "^xpush 16000000 waits [1-9][0-9]* idle [01]$"
+A_ARGS="16000000 dup" \
+  same_host xpush drain 7312 16000000 "socketXtreme's EPOLLOUT completions on a duplicate of a same-host connection, its first number closed" \
   "^xpush 16000000 waits [1-9][0-9]* idle [01]$"
 EX=$T/xtreme_echo
 if "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$HDR_INC" "$here/../../docs/examples/xtreme_echo.c" \

@@ -30,14 +30,15 @@
  *       shut by what is held), then frees them all at once and the rest
  *       as it comes, every byte checked, sleeping on the ring right after
  *       that free (which must wake it); "stalled HELD" and "xhold BYTES".
- *   xpush ADDR PORT BYTES
+ *   xpush ADDR PORT BYTES [dup]
  *       a socketXtreme server (VMA_SOCKETXTREME=1) of one connection,
  *       made non-blocking, that sends BYTES: at each EAGAIN it sleeps on
  *       the ring (no timeout: a lost EPOLLOUT hangs it) until the
  *       connection's EPOLLOUT completion; then shuts its side and closes
  *       at the peer's EPOLLRDHUP; an EPOLLOUT followed by EAGAIN fails
  *       (but the first); "xpush BYTES waits W idle I" (W: the EAGAINs, I: the
- *       EPOLLOUTs without room).
+ *       EPOLLOUTs without room). With "dup" the connection is duplicated
+ *       and its first number closed (SO_VMA_USER_DATA names the other).
  *   drain ADDR PORT BYTES
  *       Linux's end: connects, waits a second (the sender's buffers
  *       fill), reads to the end of stream, every byte checked;
@@ -822,7 +823,7 @@ static int xhold(const char *ip, const char *port)
 	return 0;
 }
 
-static int xpush(const char *ip, const char *port, long total)
+static int xpush(const char *ip, const char *port, long total, int dup_it)
 {
 	static unsigned char buf[65536];
 	int ring, l = xtreme_listener(ip, port, &ring), fd = -1, done = 0;
@@ -865,6 +866,15 @@ static int xpush(const char *ip, const char *port, long total)
 				expect(fd < 0, "a second connection");
 				fd = (int)c->user_data;
 				expect(fcntl(fd, F_SETFL, O_NONBLOCK) == 0, "O_NONBLOCK: errno %d", errno);
+				if (dup_it) { /* the connection named by its duplicate alone */
+					int d = dup(fd);
+					void *p = (void *)(uintptr_t)d;
+
+					expect(d >= 0 && close(fd) == 0, "dup, close: errno %d", errno);
+					fd = d;
+					expect(setsockopt(fd, SOL_SOCKET, SO_VMA_USER_DATA, &p, sizeof p) == 0,
+					       "SO_VMA_USER_DATA: errno %d", errno);
+				}
 				continue;
 			}
 			expect((int)c->user_data == fd, "a completion of fd %d", (int)c->user_data);
@@ -1028,9 +1038,11 @@ int main(int argc, char **argv)
 		return serve(argv[2], argv[3]);
 	if (argc == 5 && !strcmp(m, "drain"))
 		return drain(argv[2], argv[3], atol(argv[4]));
-	if (!x && !(argc == 5 && !strcmp(m, "xpush")) && argc != 4) {
+	int push = !strcmp(m, "xpush") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "dup")));
+
+	if (!x && !push && argc != 4) {
 		fprintf(stderr,
-			"usage: %s send|drain|xpush ADDR PORT BYTES | zcopy|hold|callback|xhold ADDR PORT\n",
+			"usage: %s send|drain|xpush ADDR PORT BYTES [dup] | zcopy|hold|callback|xhold ADDR PORT\n",
 			argv[0]);
 		return 2;
 	}
@@ -1045,8 +1057,8 @@ int main(int argc, char **argv)
 		xtreme(argv[2], argv[3], atoi(argv[4]));
 	else if (x)
 		xconnect(argv[2], argv[3], atol(argv[4]));
-	else if (argc == 5)
-		xpush(argv[2], argv[3], atol(argv[4]));
+	else if (push)
+		xpush(argv[2], argv[3], atol(argv[4]), argc == 6);
 	else if (!strcmp(m, "zcopy"))
 		zcopy(argv[2], argv[3]);
 	else if (!strcmp(m, "hold"))
