@@ -430,6 +430,9 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       continue;
     }
     if (n == -EAGAIN) {  // the window is full: only now the flags and timeout (syscalls)
+      // The program saw no room: socketXtreme's next look with room
+      // reports EPOLLOUT rising, however soon the room came back.
+      xtreme_seen_.fetch_and(static_cast<short>(~POLLOUT), std::memory_order_relaxed);
       if (nonblocking(fd, flags)) break;
       const int timeout = rcv_timeout_ms(fd, SO_SNDTIMEO);
       const int w = wait_for(POLLOUT, timeout, timeout < 0);

@@ -143,7 +143,8 @@ class TcpOffload {
   // back by the last poll and up to `most` more (never waiting);
   // xtreme_keep: views the poll could not lend, first at the next take.
   // xtreme_events: POLLOUT, POLLRDHUP, POLLHUP and POLLERR now;
-  // xtreme_edges: those of `now` that rose since the last call.
+  // xtreme_edges: those of `now` that rose since the last call (POLLOUT
+  // also when a send found no room since).
   // lent_owner: what the buffers lent for this connection owe back (made
   // at first use).
   void xtreme_take(size_t most, std::vector<mem::Buffer>* out);
