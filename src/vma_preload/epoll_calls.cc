@@ -20,6 +20,7 @@
 #include "interpose/edge.h"
 #include "vma_preload/epoll_face.h"
 #include "vma_preload/mux.h"
+#include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_record.h"
 
 namespace vp = ss::vma::preload;
@@ -57,6 +58,8 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       s->offload();
+  if (ev && (ev->events & EPOLLET) && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD))
+    vp::note_edge_watch(fd);
   const auto ep = set_of(epfd);
   if (ep) return ip::ctl_epoll(*ep, op, fd, ev);
   // A kernel epoll set the preload does not know (a raw syscall's, one the

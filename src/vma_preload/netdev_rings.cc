@@ -51,6 +51,7 @@ namespace {
 constexpr int64_t kMemAllocHugepages = 2;  // VMA_MEM_ALLOC_TYPE: 0 anonymous, 1 contiguous
 
 std::mutex g_mu;
+std::atomic<bool> g_xtreme_fds{false};  // some netdev made its ring descriptor
 // Null: refused, never asked again. Never destroyed: the service thread
 // publishes from it while exit runs the destructors.
 std::map<std::string, NetdevRings*>* g_rings_p = new std::map<std::string, NetdevRings*>;
@@ -348,6 +349,7 @@ int NetdevRings::xtreme_fd() {
     return -1;
   }
   xtreme_event_.store(ev, std::memory_order_release);
+  g_xtreme_fds.store(true, std::memory_order_release);
   return xtreme_fd_ = ep;
 }
 
@@ -714,6 +716,12 @@ int rings_group_add(const std::string&, const net::IpAddr&, uint16_t, int, pid_t
   return -EOPNOTSUPP;
 }
 #endif
+
+void note_edge_watch(int fd) {
+  if (!g_xtreme_fds.load(std::memory_order_acquire)) return;  // no lock for most programs
+  if (NetdevRings* r = netdev_rings_of_ring_fd(fd))
+    r->xtreme_edge_watched.store(true, std::memory_order_relaxed);
+}
 
 NetdevRings* netdev_rings_of_ring_fd(int fd) {
   if (fd < 0) return nullptr;

@@ -132,6 +132,10 @@ struct NetdevRings {
   int xtreme_fd_ = -1;  // wait_mu
   std::atomic<int> xtreme_event_{-1};
   std::atomic<bool> xtreme_kicked_{false};  // the eventfd was written, not read yet
+  // The program watches the ring descriptor edge-triggered (EPOLLET): an
+  // edge it took may be all it gets for a peer, so every poll looks at the
+  // kernel's side (xtreme_kernel.cc).
+  std::atomic<bool> xtreme_edge_watched{false};
 
   // The owner's, on its service thread (fork_join.h): the TCP ports whose
   // new connections fork children take, by slot; our own connections
@@ -206,6 +210,9 @@ void wake_rings_service();
 
 // The netdev one of whose rings' wake-ups (poll_fds) is fd, else null.
 NetdevRings* netdev_rings_of_ring_fd(int fd);
+// epoll_ctl of fd with EPOLLET: when fd is a netdev's ring descriptor,
+// that netdev's xtreme_edge_watched.
+void note_edge_watch(int fd);
 
 // The netdevs a socket bound at `ip` can receive through: the one holding
 // the address, or, for a wildcard, every netdev (but loopback) with an

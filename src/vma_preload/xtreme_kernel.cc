@@ -71,7 +71,9 @@ constexpr uint64_t kRoomKey = 0;  // out_ep's key in ep (members' keys start at 
 // With listeners alone as members, a program spinning on the ring (polls
 // closer than kSpinNs: a sleep and its wake-up take longer) looks at them
 // every kQuietNs while the looks find nothing, and pays no epoll_wait in
-// between; any other poll looks (a sleeper must not miss a wake-up).
+// between; any other poll looks (a sleeper must not miss a wake-up), and
+// every poll of a program that watches the ring edge-triggered (the edge
+// it took for a peer may be its last).
 constexpr int64_t kQuietNs = 50'000, kSpinNs = 5'000;
 constexpr size_t kLeastHeld = 64 << 10;  // a connection may hold this much at least
 
@@ -271,7 +273,7 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
 // left, the blocked ones their program freed frames of, and what the
 // epoll sets report (unless kQuietNs skips them). Whether some may be
 // left in them (a full read).
-bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
+bool keys_to_look(NetdevRings* r, XtremeKernelSet* k, std::vector<uint64_t>* look) {
   look->swap(k->again);
   std::erase_if(k->blocked, [&](uint64_t key) {
     const auto it = k->members.find(key);
@@ -283,7 +285,9 @@ bool keys_to_look(XtremeKernelSet* k, std::vector<uint64_t>* look) {
   const int64_t now = mono_ns();
   const bool spinning = now - k->last_call_ns < kSpinNs;
   k->last_call_ns = now;
-  if (look->empty() && k->conns == 0 && spinning && now < k->quiet_until_ns) return false;
+  if (look->empty() && k->conns == 0 && spinning && now < k->quiet_until_ns &&
+      !r->xtreme_edge_watched.load(std::memory_order_relaxed))
+    return false;
   epoll_event ev[16];
   const int ready = real().epoll_wait(k->ep, ev, 16, 0);
   bool full = ready == 16;
@@ -393,7 +397,7 @@ void xtreme_kernel_poll(NetdevRings* r, vma_completion_t* comps, unsigned int n,
   std::lock_guard<std::recursive_mutex> lock(k->mu);
   thread_local std::vector<uint64_t> look;
   look.clear();
-  bool kick = keys_to_look(k, &look);
+  bool kick = keys_to_look(r, k, &look);
   std::sort(look.begin(), look.end());
   look.erase(std::unique(look.begin(), look.end()), look.end());
   if (!look.empty())  // none starves when completions run out
