@@ -24,6 +24,8 @@
 #  xpush: a socketXtreme server sending 16 MB to a reader that waits
 #         first (in B, then on the same host): each EAGAIN ends at an
 #         EPOLLOUT completion; again on a duplicate, the first number closed.
+#  xedge: a spinning server watching its ring edge-triggered sees a
+#         same-host peer at the poll after its edge.
 #  example: docs/examples/xtreme_echo.c, built here, echoes 4 x 1000.
 #  xconnect: a socketXtreme client's connection to Linux's echo server.
 # Its minutes: about 20 s.
@@ -56,7 +58,7 @@ run_case() {
   rc=$?
   segs=$(($(kernel_tcp) - before))
   grep '^FAIL' "$T/out" "$T/snd" | sed 's/^/  /'
-  [ $rc = 0 ] || echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"
+  [ $rc = 0 ] || echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2); its peer: $(tail -2 "$T/snd")"
   [ "$segs" -lt 5 ] || echo "  A's kernel moved $segs TCP segments"
   [ $rc = 0 ] && [ "$segs" -lt 5 ] && has "$T/snd" "^(sent $3|echoed .*|drained $3)$"
 }
@@ -159,6 +161,28 @@ XENV=VMA_SOCKETXTREME=1 A_ARGS="16000000 dup" PEER=drain \
 A_ARGS="16000000 dup" \
   same_host xpush drain 7312 16000000 "socketXtreme's EPOLLOUT completions on a duplicate of a same-host connection, its first number closed" \
   "^xpush 16000000 waits [1-9][0-9]* idle [01]$"
+# A program watching the ring edge-triggered, spinning: the edge of a
+# same-host peer it took must bring the peer at its next poll. 20 peers
+# one after the other, each arriving while the server spins alone.
+xedge_case() {
+  local bad=0 rc
+  ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug VMA_SOCKETXTREME=1 \
+    timeout 60 "$PROG" xedge "$IP4" 7313 20 >"$T/out" 2>"$T/err" &
+  local a=$!
+  for _ in $(seq 100); do grep -q '^ready' "$T/out" && break; sleep 0.1; done
+  : >"$T/snd"
+  for _ in $(seq 20); do
+    ip netns exec "$A" timeout 20 "$PROG" send "$IP4" 7313 1000 >>"$T/snd" 2>&1 || { bad=1; break; }
+  done
+  wait $a
+  rc=$?
+  grep '^FAIL' "$T/out" "$T/snd" | sed 's/^/  /'
+  [ $rc = 0 ] || { bad=1; echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"; }
+  [ "$(grep -c '^sent 1000$' "$T/snd")" = 20 ] || bad=1
+  has "$T/out" "^xedge ended 20 bytes 20000 edges [0-9]+$" || bad=1
+  check "socketXtreme watched edge-triggered by a spinning program: each of 20 same-host peers comes at the poll after its edge (edges taken): $(grep -E "^xedge " "$T/out")" $bad
+}
+xedge_case
 EX=$T/xtreme_echo
 if "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -I"$HDR_INC" "$here/../../docs/examples/xtreme_echo.c" \
   -o "$EX" >"$T/cc.log" 2>&1; then

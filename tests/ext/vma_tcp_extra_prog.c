@@ -33,15 +33,25 @@
  *   xpush ADDR PORT BYTES [dup]
  *       a socketXtreme server (VMA_SOCKETXTREME=1) of one connection,
  *       made non-blocking, that sends BYTES: at each EAGAIN it sleeps on
- *       the ring (no timeout: a lost EPOLLOUT hangs it) until the
- *       connection's EPOLLOUT completion; then shuts its side and closes
+ *       the ring (no timeout: a lost EPOLLOUT hangs it; 2 ms of other
+ *       work first) until the connection's EPOLLOUT completion; then shuts its side and closes
  *       at the peer's EPOLLRDHUP; an EPOLLOUT followed by EAGAIN fails
  *       (but the first); "xpush BYTES waits W idle I" (W: the EAGAINs, I: the
  *       EPOLLOUTs without room). With "dup" the connection is duplicated
  *       and its first number closed (SO_VMA_USER_DATA names the other).
+ *   xedge ADDR PORT CONNS
+ *       a socketXtreme server (VMA_SOCKETXTREME=1) of CONNS connections
+ *       one after the other, that watches its ring descriptor
+ *       edge-triggered (EPOLLET): it spins on socketxtreme_poll, looking
+ *       at the epoll set between polls (timeout 0); at an edge it polls
+ *       once more and, with nothing, sleeps on the set (10 s at most: a
+ *       completion waiting after such a sleep fails, and ends the run);
+ *       frees their data, closes each at its end; "xedge ended N bytes
+ *       B edges E".
  *   drain ADDR PORT BYTES
  *       Linux's end: connects, waits a second (the sender's buffers
- *       fill), reads to the end of stream, every byte checked;
+ *       fill), reads to the end of stream 32 KiB at a time, 100 us apart,
+ *       every byte checked;
  *       "drained BYTES" when whole.
  *   serve ADDR PORT
  *       Linux's end: accepts one connection and echoes it to its end;
@@ -853,6 +863,9 @@ static int xpush(const char *ip, const char *port, long total, int dup_it)
 			}
 			want_out = 1;
 			waits++;
+			/* Other work before the poll: the room may be back by
+			 * then, and the EPOLLOUT must still come. */
+			usleep(2000);
 			out_idle += out_seen; /* an EPOLLOUT that brought no room */
 			out_seen = 0;
 		}
@@ -900,6 +913,66 @@ static int xpush(const char *ip, const char *port, long total, int dup_it)
 	return 0;
 }
 
+static int xedge(const char *ip, const char *port, int conns)
+{
+	int ring, l = xtreme_listener(ip, port, &ring), ep = epoll_create1(0), done = 0;
+	int edges = 0, late = 0;
+	struct epoll_event e = {.events = EPOLLIN | EPOLLET};
+	static long pos[1024];
+	long bytes = 0;
+	double start = seconds();
+
+	if (l < 0 || ep < 0)
+		return 1;
+	e.data.fd = ring;
+	expect(epoll_ctl(ep, EPOLL_CTL_ADD, ring, &e) == 0, "epoll_ctl: errno %d", errno);
+	while (done < conns && !late && seconds() - start < 30) {
+		struct vma_completion_t comps[16];
+		int n = api->socketxtreme_poll(ring, comps, 16, 0);
+
+		if (n == 0 && epoll_wait(ep, &e, 1, 0) == 1) {
+			edges++;
+			n = api->socketxtreme_poll(ring, comps, 16, 0);
+			if (n == 0 && epoll_wait(ep, &e, 1, 10000) == 0) {
+				n = api->socketxtreme_poll(ring, comps, 16, 0);
+				late += n > 0; /* it waited through the sleep */
+			}
+		}
+		if (n < 0) {
+			expect(0, "socketxtreme_poll: errno %d", errno);
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct vma_completion_t *c = &comps[i];
+
+			int fd = (int)c->user_data;
+
+			if (fd < 0 || fd >= 1024) {
+				expect(0, "a completion of fd %d", fd);
+				continue;
+			}
+			if (c->events & VMA_SOCKETXTREME_NEW_CONNECTION_ACCEPTED) {
+				pos[fd] = 0;
+				continue;
+			}
+			if (c->events & VMA_SOCKETXTREME_PACKET) {
+				check_chain(c->packet.buff_lst, &pos[fd], fd);
+				bytes += c->packet.total_len;
+				api->socketxtreme_free_vma_packets(&c->packet, 1);
+			}
+			if (c->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+				close((int)c->user_data);
+				done++;
+			}
+		}
+	}
+	expect(!late, "completions waited through an edge-triggered sleep of 10 s");
+	printf("xedge ended %d bytes %ld edges %d\n", done, bytes, edges);
+	close(ep);
+	close(l);
+	return 0;
+}
+
 static int drain(const char *ip, const char *port, long total)
 {
 	static unsigned char buf[32768]; /* within a vma_buff_t's len */
@@ -913,6 +986,7 @@ static int drain(const char *ip, const char *port, long total)
 			struct vma_buff_t b = {NULL, buf, (uint16_t)n};
 
 			check_chain(&b, &got, fd);
+			usleep(100); /* the sender's buffer fills again and again */
 		}
 		err = errno;
 		close(fd);
@@ -1040,9 +1114,12 @@ int main(int argc, char **argv)
 		return drain(argv[2], argv[3], atol(argv[4]));
 	int push = !strcmp(m, "xpush") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "dup")));
 
-	if (!x && !push && argc != 4) {
+	int edge = !strcmp(m, "xedge") && argc == 5;
+
+	if (!x && !push && !edge && argc != 4) {
 		fprintf(stderr,
-			"usage: %s send|drain|xpush ADDR PORT BYTES [dup] | zcopy|hold|callback|xhold ADDR PORT\n",
+			"usage: %s send|drain|xpush ADDR PORT BYTES [dup] | xedge ADDR PORT CONNS | "
+			"zcopy|hold|callback|xhold ADDR PORT\n",
 			argv[0]);
 		return 2;
 	}
@@ -1067,6 +1144,8 @@ int main(int argc, char **argv)
 		callback(argv[2], argv[3]);
 	else if (!strcmp(m, "xhold"))
 		xhold(argv[2], argv[3]);
+	else if (edge)
+		xedge(argv[2], argv[3], atoi(argv[4]));
 	else
 		return 2;
 	printf("PASS: %d failure(s)\n", fails);
