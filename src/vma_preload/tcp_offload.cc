@@ -433,6 +433,9 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       // The program saw no room: socketXtreme's next look with room
       // reports EPOLLOUT rising, however soon the room came back.
       xtreme_seen_.fetch_and(static_cast<short>(~POLLOUT), std::memory_order_relaxed);
+      // A poll on another thread may have looked with the room back
+      // before that: it looks again.
+      if (st.events(sock_) & POLLOUT) st.wake(sock_);
       if (nonblocking(fd, flags)) break;
       const int timeout = rcv_timeout_ms(fd, SO_SNDTIMEO);
       const int w = wait_for(POLLOUT, timeout, timeout < 0);
