@@ -218,7 +218,10 @@ int TcpListen::take(int fd, int flags, int* out, sockaddr* addr, socklen_t* len)
 
 bool TcpListen::take_kernel_accepts() {
   auto_accepting_.store(true, std::memory_order_seq_cst);
-  return in_accept_.load(std::memory_order_seq_cst) == 0;
+  left_to_accept_.store(true, std::memory_order_seq_cst);
+  if (in_accept_.load(std::memory_order_seq_cst) != 0) return false;
+  left_to_accept_.store(false, std::memory_order_relaxed);
+  return true;
 }
 
 void TcpListen::xtreme_kernel_published() {
@@ -231,7 +234,18 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
     return -1;
   }
   // Counted before the look: socketXtreme's kernel accepts see this
-  // thread, or it sees them (take_kernel_accepts).
+  // thread, or it sees them (take_kernel_accepts). The last such thread
+  // to leave wakes a program asleep on the ring for what a poll left it
+  // (after the count falls: declared first).
+  struct Leaving {
+    TcpListen* l;
+    ~Leaving() {
+      if (l->left_to_accept_.load(std::memory_order_seq_cst) &&
+          l->in_accept_.load(std::memory_order_seq_cst) == 0 &&
+          l->left_to_accept_.exchange(false, std::memory_order_seq_cst))
+        l->netdevs_.front()->xtreme_kick();
+    }
+  } leaving{this};
   const ScopedCount in_accept(in_accept_);
   if (auto_accepting_.load(std::memory_order_seq_cst)) {  // socketXtreme accepts for it
     SS_WARN_ONCE(

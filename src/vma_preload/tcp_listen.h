@@ -125,8 +125,9 @@ class TcpListen {
   std::unique_ptr<XtremeKernelMember> xtreme_kernel_;
   std::atomic<uint64_t> xtreme_key_{0};  // xtreme_kernel_'s (read by a poll on another thread)
   std::atomic<bool> auto_accepting_{false};
-  std::atomic<int> in_accept_{0};        // threads inside accept()
-  std::atomic<bool> handed_out_{false};  // take() gave out a connection
+  std::atomic<int> in_accept_{0};            // threads inside accept()
+  std::atomic<bool> left_to_accept_{false};  // a socketXtreme poll left its peers to them
+  std::atomic<bool> handed_out_{false};      // take() gave out a connection
   // Its entries in its own rings' accepting lists (made at the first
   // mark, under mu_; the lists let go of it when the legs leave).
   std::shared_ptr<AcceptActivity> activity_;
