@@ -719,6 +719,7 @@ int rings_group_add(const std::string&, const net::IpAddr&, uint16_t, int, pid_t
 
 void note_edge_watch(int fd) {
   if (!g_xtreme_fds.load(std::memory_order_acquire)) return;  // no lock for most programs
+  if (interpose::in_handler()) return;  // it may have interrupted g_mu's holder
   if (NetdevRings* r = netdev_rings_of_ring_fd(fd))
     r->xtreme_edge_watched.store(true, std::memory_order_relaxed);
 }
