@@ -638,6 +638,11 @@ void Stack::watch_ready(Socket* s, const void* tag) {
   }
 }
 
+bool Stack::any_ready() const {
+  std::lock_guard lock(mu_);
+  return !ready_.empty();
+}
+
 void Stack::take_ready(std::vector<const void*>* out) {
   std::lock_guard lock(mu_);
   for (Socket* s : ready_) {

@@ -221,6 +221,8 @@ class Stack final : public SegmentInput {
   // hold what came before); a null tag unwatches.
   SS_API void watch_ready(Socket* s, const void* tag);
   SS_API void take_ready(std::vector<const void*>* out);
+  // Whether take_ready would hand out any.
+  SS_API bool any_ready() const;
   // The program's exit, which takes the stack with it where Linux's TCP
   // would go on closing: close_at_exit closes every connection a handle
   // still holds as close() would (the handles stay valid for threads
