@@ -295,10 +295,15 @@ int make_joined_rings(const std::string&, std::unique_ptr<NetdevRings>*) { retur
 
 }  // namespace
 
-void NetdevRings::program_look() {
+void NetdevRings::program_look(bool from_xtreme_poll) {
   turn.program_looked();
   stack->poll_rx();
   tcp->run_timers();
+  if (!from_xtreme_poll) xtreme_kick_if_ready();
+}
+
+void NetdevRings::xtreme_kick_if_ready() {
+  if (xtreme_tcp_count.load(std::memory_order_acquire) && tcp->any_ready()) xtreme_kick();
 }
 
 void NetdevRings::poll_fds(std::vector<pollfd>* fds) const {

@@ -120,8 +120,12 @@ struct NetdevRings {
   void xtreme_drain();  // socketxtreme_poll
 
   // A program's call looks at the rings (counted for RingTurn): the TCP
-  // segments they hold go to the stack, whose timers due fire.
-  void program_look();
+  // segments they hold go to the stack, whose timers due fire. But from
+  // socketxtreme_poll (which looks at what changed next), a program
+  // asleep on the ring descriptor is woken for the socketXtreme members
+  // that changed (xtreme_kick_if_ready).
+  void program_look(bool from_xtreme_poll = false);
+  void xtreme_kick_if_ready();
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
   // One descriptor for them all (an epoll set, made at first use, kept),

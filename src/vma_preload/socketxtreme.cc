@@ -285,6 +285,7 @@ void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned 
       if (TcpListen* l = s->listening(); l == who) {
         accept_for(*s, *l, comps, n, got);
         s->after_accept();
+        if (*got >= n) again.push_back(who);  // it may hold more: a sleeper comes back
       }
     } else if (TcpOffload* t = s->tcp(); t == who) {
       bool more = false;
@@ -293,8 +294,7 @@ void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned 
       if (LentOwner* o = t->lent_owner_if_made()) watch_lender(r, who, o);
     }
   }
-  for (; k < members.size(); k++)
-    if (!members[k].second.listener) again.push_back(members[k].first);  // not reached
+  for (; k < members.size(); k++) again.push_back(members[k].first);  // not reached
   if (again.empty()) return;
   {
     std::lock_guard<std::mutex> lock(r->xtreme_mu);
@@ -323,7 +323,8 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
   const bool kernel_first = (++turn & 1) != 0;
   if (kernel_first) xtreme_kernel_poll(r, comps, n, &got);
   if (r->xtreme_tcp_count.load(std::memory_order_acquire)) {
-    r->program_look();  // the TCP segments into the stack, its timers fired
+    r->program_look(
+        /*from_xtreme_poll=*/true);  // the TCP segments into the stack, its timers fired
     poll_tcp(r, comps, n, &got);
   }
   if (!kernel_first) xtreme_kernel_poll(r, comps, n, &got);

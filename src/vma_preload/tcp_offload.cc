@@ -120,6 +120,7 @@ int TcpOffload::reopen(int fd, const sockaddr* to, socklen_t len, bool nonblocki
   net::ToKernel why;
   const int rc = rings_->tcp->reconnect(sock_, here ? &t : nullptr, tcp_config_of(fd), &why);
   if (!here) return rc < 0 ? rc : 1;
+  xtreme_seen_.store(0, std::memory_order_relaxed);  // the new connection's edges rise anew
   if (rc == 0)
     SS_DEBUG("connect fd %d: offloaded again on %s, local port %u", fd, rings_->ifname.c_str(),
              t.local_port);
@@ -434,8 +435,11 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       // reports EPOLLOUT rising, however soon the room came back.
       xtreme_seen_.fetch_and(static_cast<short>(~POLLOUT), std::memory_order_relaxed);
       // A poll on another thread may have looked with the room back
-      // before that: it looks again.
-      if (st.events(sock_) & POLLOUT) st.wake(sock_);
+      // before that: it looks again, a sleeper woken for it.
+      if (st.events(sock_) & POLLOUT) {
+        st.wake(sock_);
+        rings_->xtreme_kick();
+      }
       if (nonblocking(fd, flags)) break;
       const int timeout = rcv_timeout_ms(fd, SO_SNDTIMEO);
       const int w = wait_for(POLLOUT, timeout, timeout < 0);

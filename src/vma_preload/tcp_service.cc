@@ -81,6 +81,7 @@ void serve(ServiceThread::Run& run) {
       if (netdevs[i]->turn.looks() == seen[i] && rings_readable(netdevs[i])) read_rings(netdevs[i]);
     for (NetdevRings* r : netdevs) {
       r->tcp->run_timers();
+      r->xtreme_kick_if_ready();  // what the timers changed (a connection given up)
       r->frames->flush();
     }
   }
