@@ -28,6 +28,8 @@
 #         same-host peer at the poll after its edge.
 #  example: docs/examples/xtreme_echo.c, built here, echoes 4 x 1000.
 #  xconnect: a socketXtreme client's connection to Linux's echo server.
+#  xdead: a socketXtreme client asleep on the ring learns that its timer
+#         gave the connection up (the link cut).
 # Its minutes: about 20 s.
 #
 # Run from the build directory: bash $srcdir/tests/ext/vma_tcp_extra.sh
@@ -214,6 +216,32 @@ xconnect_case() {
   check "socketXtreme client: a non-blocking connect's EPOLLOUT, 1000 echoes as packet completions, its EPOLLRDHUP" $bad
 }
 xconnect_case
+
+# A connection the stack gives up (TCP_USER_TIMEOUT) while the program
+# sleeps on the ring without a timeout: the link to B is cut after the
+# connect, and the timer's EPOLLERR/EPOLLHUP must wake it.
+xdead_case() {
+  local rc bad=0 a
+  ip netns exec "$Z" timeout 60 "$PROG" serve "$IP4B" 7314 >"$T/srv" 2>&1 &
+  local z=$!
+  for _ in $(seq 100); do grep -q '^ready' "$T/srv" && break; sleep 0.1; done
+  ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_TRACELEVEL=debug VMA_SOCKETXTREME=1 \
+    timeout 30 "$PROG" xdead "$IP4B" 7314 >"$T/out" 2>"$T/err" &
+  a=$!
+  for _ in $(seq 100); do grep -q '^up' "$T/out" && break; sleep 0.1; done
+  ip -n "$Z" link set xb down
+  wait $a
+  rc=$?
+  ip -n "$Z" link set xb up
+  kill $z 2>/dev/null
+  wait $z 2>/dev/null
+  grep '^FAIL' "$T/out" | sed 's/^/  /'
+  [ $rc = 0 ] || { bad=1; echo "  the program: exit $rc, $(grep -v INFO "$T/err" | tail -2)"; }
+  has "$T/out" "^xdead( EPOLLERR)?( EPOLLHUP)?$" || bad=1
+  grep -qE "^xdead .+" "$T/out" || bad=1
+  check "socketXtreme: a connection given up by its timer (TCP_USER_TIMEOUT, the link cut) wakes the program asleep on the ring: $(grep -E "^xdead" "$T/out")" $bad
+}
+xdead_case
 
 echo "$name: $fails failure(s)"
 [ $fails = 0 ]

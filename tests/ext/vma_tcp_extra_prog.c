@@ -62,6 +62,13 @@
  *       completion, then MSGS messages of 64 bytes each sent and their
  *       echoes taken as packet completions, every byte checked, then its
  *       EPOLLRDHUP once it shut its side; "xconnect MSGS".
+ *   xdead ADDR PORT
+ *       a socketXtreme client (VMA_SOCKETXTREME=1): a non-blocking
+ *       connect, its EPOLLOUT, TCP_USER_TIMEOUT of 1 s; "up", then after
+ *       a second (the script cuts the link meanwhile) 64 bytes sent and a
+ *       sleep on the ring without a timeout until the connection's
+ *       EPOLLERR or EPOLLHUP (the stack gives it up in a timer while the
+ *       program sleeps); "xdead EVENTS".
  *   zcopy ADDR PORT
  *       accepts one connection and reads it to its end with
  *       recvfrom_zcopy, each call's packets checked and freed at once:
@@ -93,6 +100,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -1098,6 +1106,43 @@ static void xconnect(const char *ip, const char *port, long msgs)
 	close(fd);
 }
 
+static void xdead(const char *ip, const char *port)
+{
+	struct sockaddr_storage to;
+	socklen_t len = make_addr(ip, (unsigned short)atoi(port), &to);
+	int fd = socket(to.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0), ring = -1, ms = 1000;
+	uint64_t seen = 0;
+	char msg[64] = {0};
+
+	if (fd < 0 || (connect(fd, (struct sockaddr *)&to, len) != 0 && errno != EINPROGRESS) ||
+	    api->get_socket_rings_fds(fd, &ring, 1) != 1) {
+		expect(0, "connect or its ring: errno %d", errno);
+		return;
+	}
+	sleep_ms = -1;
+	while (!(seen & EPOLLOUT)) {
+		struct vma_completion_t c;
+
+		if (xtreme_poll_once(ring, &c, 1) == 1)
+			seen |= c.events;
+	}
+	expect(setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) == 0,
+	       "TCP_USER_TIMEOUT: errno %d", errno);
+	printf("up\n");
+	fflush(stdout);
+	sleep(1);
+	expect(send(fd, msg, sizeof msg, 0) == (ssize_t)sizeof msg, "send: errno %d", errno);
+	seen = 0;
+	while (!(seen & (EPOLLERR | EPOLLHUP))) {
+		struct vma_completion_t c;
+
+		if (xtreme_poll_once(ring, &c, 1) == 1)
+			seen |= c.events;
+	}
+	printf("xdead%s%s\n", seen & EPOLLERR ? " EPOLLERR" : "", seen & EPOLLHUP ? " EPOLLHUP" : "");
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -1119,7 +1164,7 @@ int main(int argc, char **argv)
 	if (!x && !push && !edge && argc != 4) {
 		fprintf(stderr,
 			"usage: %s send|drain|xpush ADDR PORT BYTES [dup] | xedge ADDR PORT CONNS | "
-			"zcopy|hold|callback|xhold ADDR PORT\n",
+			"zcopy|hold|callback|xhold|xdead ADDR PORT\n",
 			argv[0]);
 		return 2;
 	}
@@ -1144,6 +1189,8 @@ int main(int argc, char **argv)
 		callback(argv[2], argv[3]);
 	else if (!strcmp(m, "xhold"))
 		xhold(argv[2], argv[3]);
+	else if (!strcmp(m, "xdead"))
+		xdead(argv[2], argv[3]);
 	else if (edge)
 		xedge(argv[2], argv[3], atoi(argv[4]));
 	else
