@@ -638,6 +638,11 @@ void Stack::watch_ready(Socket* s, const void* tag) {
   }
 }
 
+bool Stack::receive_window_shut(Socket* s) {
+  std::lock_guard lock(mu_);
+  return s->conn && s->conn->rcv_wnd() < s->conn->mss();
+}
+
 bool Stack::any_ready() const {
   std::lock_guard lock(mu_);
   return !ready_.empty();

@@ -223,6 +223,9 @@ class Stack final : public SegmentInput {
   SS_API void take_ready(std::vector<const void*>* out);
   // Whether take_ready would hand out any.
   SS_API bool any_ready() const;
+  // Whether the window s advertises is under a segment (the peer waits on
+  // what the program holds).
+  SS_API bool receive_window_shut(Socket* s);
   // The program's exit, which takes the stack with it where Linux's TCP
   // would go on closing: close_at_exit closes every connection a handle
   // still holds as close() would (the handles stay valid for threads
