@@ -186,6 +186,7 @@ bool report(SocketRecord& s, TcpOffload& t, vma_completion_t* c, bool* more) {
   *more = i < views.size() || views.size() >= kXtremeMostBufs;
   t.xtreme_keep(std::vector<mem::Buffer>(std::make_move_iterator(views.begin() + i),
                                          std::make_move_iterator(views.end())));
+  t.wake_at_free_if_shut();
   if (*more) now &= ~(POLLRDHUP | POLLHUP);  // the end after the last byte
   const short edges = t.xtreme_edges(now);
   if (!c->packet.num_bufs && !edges) return false;

@@ -187,9 +187,17 @@ LentOwner* TcpOffload::lent_owner() {
   LentOwner* o = lent_owner_.load(std::memory_order_acquire);
   if (o) return o;
   LentOwner* made = LentOwner::make();
+  made->set_wake([](void* r) { static_cast<NetdevRings*>(r)->xtreme_kick(); }, rings_);
   if (lent_owner_.compare_exchange_strong(o, made, std::memory_order_acq_rel)) return made;
   made->unref();  // another thread's came first
   return o;
+}
+
+void TcpOffload::wake_at_free_if_shut() {
+  LentOwner* o = lent_owner_if_made();
+  if (!o || !rings_->tcp->receive_window_shut(sock_)) return;
+  o->arm_wake();
+  if (o->owed()) rings_->xtreme_kick();
 }
 
 TcpOffload::~TcpOffload() {

@@ -152,6 +152,10 @@ class TcpOffload {
   short xtreme_events();
   short xtreme_edges(short now);
   LentOwner* lent_owner();
+  // While the peer waits on a window the program's held buffers shut,
+  // the next free wakes a program asleep on the ring (a poll gives the
+  // bytes back); one freed already kicks it now.
+  void wake_at_free_if_shut();
   LentOwner* lent_owner_if_made() const { return lent_owner_.load(std::memory_order_acquire); }
   NetdevRings* rings() const { return rings_; }
   net::tcp::FourTuple tuple() const;
