@@ -20,7 +20,8 @@
 #         kernel's listener takes those: socketxtreme_poll serves them too);
 #         and xhold's server with a same-host sender.
 #  xhold: a socketXtreme server holding its packet completions until the
-#         sender stalls, then freeing them: 4 MB whole.
+#         sender stalls, then freeing them: 4 MB whole; again with the
+#         sender's window probes dropped (nftables in B).
 #  xpush: a socketXtreme server sending 16 MB to a reader that waits
 #         first (in B, then on the same host): each EAGAIN ends at an
 #         EPOLLOUT completion; again on a duplicate, the first number closed.
@@ -147,6 +148,21 @@ same_host xhold send 7308 4000000 "socketXtreme holding a same-host sender's com
 XENV=VMA_SOCKETXTREME=1 \
   one xhold 7306 4000000 "socketXtreme holding its packet completions: the sender stalls on the window they shut (bytes held), then 4 MB whole once freed" \
   "^stalled [1-9][0-9]+$" "^xhold 4000000$"
+# Again with B's short segments (its window probes, whatever they carry)
+# dropped: only the program's free, which wakes it to give the bytes
+# back, reopens the window. (B's full segments, its last and its FIN pass.)
+ip netns exec "$Z" nft -f - <<'NFT'
+table ip ss_noprobe {
+  chain out {
+    type filter hook output priority 0;
+    tcp dport 7315 tcp flags & (fin | syn | rst) == 0 ip length < 100 drop
+  }
+}
+NFT
+XENV=VMA_SOCKETXTREME=1 \
+  one xhold 7315 4000000 "socketXtreme holding its packet completions, the sender's window probes dropped: the free wakes the ring and reopens the window" \
+  "^stalled [1-9][0-9]+$" "^xhold 4000000$"
+ip netns exec "$Z" nft delete table ip ss_noprobe
 # Sending until the buffers are full, asleep on the ring for EPOLLOUT:
 # a reader in B (the rings), then one on the same host (the kernel's
 # listener).
