@@ -120,10 +120,10 @@ struct NetdevRings {
   void xtreme_drain();  // socketxtreme_poll
 
   // A program's call looks at the rings (counted for RingTurn): the TCP
-  // segments they hold go to the stack, whose timers due fire. But from
-  // socketxtreme_poll (which looks at what changed next), a program
-  // asleep on the ring descriptor is woken for the socketXtreme members
-  // that changed (xtreme_kick_if_ready).
+  // segments they hold go to the stack, whose timers due fire. Then a
+  // program asleep on the ring descriptor is woken for the socketXtreme
+  // members that changed (xtreme_kick_if_ready), unless the look is
+  // socketxtreme_poll's own (it takes them next).
   void program_look(bool from_xtreme_poll = false);
   void xtreme_kick_if_ready();
   // The rings' wake-ups (readable when a frame arrived), appended to fds.

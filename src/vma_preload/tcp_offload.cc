@@ -195,9 +195,10 @@ LentOwner* TcpOffload::lent_owner() {
 
 void TcpOffload::wake_at_free_if_shut() {
   LentOwner* o = lent_owner_if_made();
-  if (!o || !rings_->tcp->receive_window_shut(sock_)) return;
+  if (!o || o->quiet() || !rings_->tcp->receive_window_shut(sock_))
+    return;  // quiet: no free to come
   o->arm_wake();
-  if (o->owed()) rings_->xtreme_kick();
+  if (o->owed_now()) rings_->xtreme_kick();  // freed before the arm
 }
 
 TcpOffload::~TcpOffload() {
