@@ -53,7 +53,7 @@ class LentOwner {
     if (share_) share_->out.fetch_add(1, std::memory_order_relaxed);
   }
   void returned(size_t bytes) {
-    freed_.fetch_add(bytes, std::memory_order_seq_cst);  // owed_now() pairs with it
+    freed_.fetch_add(bytes, std::memory_order_seq_cst);  // owed() after an arm_wake sees it
     out_.fetch_sub(1, std::memory_order_seq_cst);
     if (share_) share_->out.fetch_sub(1, std::memory_order_seq_cst);
     const bool own = wake_armed_.exchange(false, std::memory_order_seq_cst);
@@ -76,9 +76,8 @@ class LentOwner {
   // Counted in *s too (set before any buffer is lent).
   void set_share(Share* s) { share_ = s; }
   size_t collect() { return freed_.exchange(0, std::memory_order_acq_rel); }
-  bool owed() const { return freed_.load(std::memory_order_acquire) != 0; }
-  // owed() after arm_wake (seq_cst: it sees a free, or the free sees the arm).
-  bool owed_now() const { return freed_.load(std::memory_order_seq_cst) != 0; }
+  // seq_cst: after arm_wake it sees a free, or the free sees the arm.
+  bool owed() const { return freed_.load(std::memory_order_seq_cst) != 0; }
   // No buffer out and nothing owed: a poller may stop watching it.
   bool quiet() const { return out_.load(std::memory_order_acquire) == 0 && !owed(); }
   // The poller's mark that it watches this owner (true: marked now).

@@ -324,8 +324,8 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
   const bool kernel_first = (++turn & 1) != 0;
   if (kernel_first) xtreme_kernel_poll(r, comps, n, &got);
   if (r->xtreme_tcp_count.load(std::memory_order_acquire)) {
-    r->program_look(
-        /*from_xtreme_poll=*/true);  // the TCP segments into the stack, its timers fired
+    // The TCP segments into the stack, its timers fired.
+    r->program_look(/*from_xtreme_poll=*/true);
     poll_tcp(r, comps, n, &got);
   }
   if (!kernel_first) xtreme_kernel_poll(r, comps, n, &got);

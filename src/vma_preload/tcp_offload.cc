@@ -198,7 +198,7 @@ void TcpOffload::wake_at_free_if_shut() {
   if (!o || o->quiet() || !rings_->tcp->receive_window_shut(sock_))
     return;  // quiet: no free to come
   o->arm_wake();
-  if (o->owed_now()) rings_->xtreme_kick();  // freed before the arm
+  if (o->owed()) rings_->xtreme_kick();  // freed before the arm
 }
 
 TcpOffload::~TcpOffload() {
@@ -440,14 +440,16 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       continue;
     }
     if (n == -EAGAIN) {  // the window is full: only now the flags and timeout (syscalls)
-      // The program saw no room: socketXtreme's next look with room
-      // reports EPOLLOUT rising, however soon the room came back.
-      xtreme_seen_.fetch_and(static_cast<short>(~POLLOUT), std::memory_order_relaxed);
-      // A poll on another thread may have looked with the room back
-      // before that: it looks again, a sleeper woken for it.
-      if (st.events(sock_) & POLLOUT) {
-        st.wake(sock_);
-        rings_->xtreme_kick();
+      if (xtreme_) {
+        // The program saw no room: socketXtreme's next look with room
+        // reports EPOLLOUT rising, however soon the room came back.
+        xtreme_seen_.fetch_and(static_cast<short>(~POLLOUT), std::memory_order_relaxed);
+        // A poll on another thread may have looked with the room back
+        // before that: it looks again, a sleeper woken for it.
+        if (st.events(sock_) & POLLOUT) {
+          st.wake(sock_);
+          rings_->xtreme_kick();
+        }
       }
       if (nonblocking(fd, flags)) break;
       const int timeout = rcv_timeout_ms(fd, SO_SNDTIMEO);

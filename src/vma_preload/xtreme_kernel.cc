@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -60,28 +59,22 @@ struct XtremeKernelSet {
   uint64_t next_key = 1;
   uint64_t turn = 0;  // where a poll starts among what it looks at
   std::atomic<size_t> count{0};
-  std::atomic<bool> waiting{false};  // again or blocked hold some
-  size_t conns = 0;                  // members that are connections
-  int64_t last_call_ns = 0, quiet_until_ns = 0;
+  std::atomic<bool> waiting{false};               // again or blocked hold some
+  size_t conns = 0;                               // members that are connections
+  uint64_t last_call_us = 0, quiet_until_us = 0;  // the TCP stack's clock
 };
 
 namespace {
 
 constexpr uint64_t kRoomKey = 0;  // out_ep's key in ep (members' keys start at 1)
 // With listeners alone as members, a program spinning on the ring (polls
-// closer than kSpinNs: a sleep and its wake-up take longer) looks at them
-// every kQuietNs while the looks find nothing, and pays no epoll_wait in
+// closer than kSpinUs: a sleep and its wake-up take longer) looks at them
+// every kQuietUs while the looks find nothing, and pays no epoll_wait in
 // between; any other poll looks (a sleeper must not miss a wake-up), and
 // every poll of a program that watches the ring edge-triggered (the edge
 // it took for a peer may be its last).
-constexpr int64_t kQuietNs = 50'000, kSpinNs = 5'000;
+constexpr uint64_t kQuietUs = 50, kSpinUs = 5;
 constexpr size_t kLeastHeld = 64 << 10;  // a connection may hold this much at least
-
-int64_t mono_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 void wake_rings(void* r) { static_cast<NetdevRings*>(r)->xtreme_kick(); }
 
@@ -271,7 +264,7 @@ bool report(NetdevRings* r, XtremeKernelSet* k, uint64_t key, XtremeKernelSet::M
 
 // The keys a poll looks at into *look, k->mu held: those the last poll
 // left, the blocked ones their program freed frames of, and what the
-// epoll sets report (unless kQuietNs skips them). Whether some may be
+// epoll sets report (unless kQuietUs skips them). Whether some may be
 // left in them (a full read).
 bool keys_to_look(NetdevRings* r, XtremeKernelSet* k, std::vector<uint64_t>* look) {
   look->swap(k->again);
@@ -282,10 +275,10 @@ bool keys_to_look(NetdevRings* r, XtremeKernelSet* k, std::vector<uint64_t>* loo
     look->push_back(key);
     return true;
   });
-  const int64_t now = mono_ns();
-  const bool spinning = now - k->last_call_ns < kSpinNs;
-  k->last_call_ns = now;
-  if (look->empty() && k->conns == 0 && spinning && now < k->quiet_until_ns &&
+  const uint64_t now = r->tcp->now();
+  const bool spinning = now - k->last_call_us < kSpinUs;
+  k->last_call_us = now;
+  if (look->empty() && k->conns == 0 && spinning && now < k->quiet_until_us &&
       !r->xtreme_edge_watched.load(std::memory_order_relaxed))
     return false;
   epoll_event ev[16];
@@ -308,7 +301,7 @@ bool keys_to_look(NetdevRings* r, XtremeKernelSet* k, std::vector<uint64_t>* loo
       look->push_back(room[j].data.u64);
     }
   }
-  k->quiet_until_ns = look->empty() ? now + kQuietNs : 0;
+  k->quiet_until_us = look->empty() ? now + kQuietUs : 0;
   return full;
 }
 
