@@ -61,6 +61,15 @@ std::string pattern(size_t n, int seed) {
 // A Linux client's half of an echo on its connected socket fd: msg
 // written on a thread of its own, then a half-close, while everything
 // echoed is read until the end of stream; fd closed. What came back.
+// read(2) on Linux's end, again after a signal: a socket read with
+// SO_RCVTIMEO set is not restarted (signal(7)).
+ssize_t linux_read(int fd, void* buf, size_t len) {
+  ssize_t n;
+  do n = read(fd, buf, len);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
+
 std::string echo_through(int fd, const std::string& msg) {
   std::thread writer([&] {
     size_t off = 0;
@@ -74,7 +83,7 @@ std::string echo_through(int fd, const std::string& msg) {
   std::string echoed;
   char buf[65536];
   ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) echoed.append(buf, static_cast<size_t>(n));
+  while ((n = linux_read(fd, buf, sizeof buf)) > 0) echoed.append(buf, static_cast<size_t>(n));
   writer.join();
   close(fd);
   return echoed;
@@ -299,7 +308,7 @@ class TcpRing : public sstest::RingRig {
       setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
       char buf[65536];
       ssize_t n;
-      while ((n = read(c, buf, sizeof buf)) > 0) {
+      while ((n = linux_read(c, buf, sizeof buf)) > 0) {
         const ssize_t w = write(c, buf, static_cast<size_t>(n));
         if (w != n) {
           echo_end =
@@ -476,7 +485,7 @@ TEST_F(TcpRing, BulkFromLinuxLosesNothingHere) {
     }
     shutdown(c, SHUT_WR);
     char b;
-    while (read(c, &b, 1) > 0) {
+    while (linux_read(c, &b, 1) > 0) {
     }
     socklen_t len = sizeof info;
     getsockopt(c, IPPROTO_TCP, TCP_INFO, &info, &len);
@@ -536,7 +545,7 @@ TEST_F(TcpRing, ARemovedRouteHoldsTheSendsUntilItIsBack) {
     if (c < 0) return;
     char buf[65536];
     ssize_t n;
-    while ((n = read(c, buf, sizeof buf)) > 0) got += static_cast<size_t>(n);
+    while ((n = linux_read(c, buf, sizeof buf)) > 0) got += static_cast<size_t>(n);
     close(c);
   });
   Socket* s = connect_to_linux(NetnsPair::kIpA, NetnsPair::kIpB);
@@ -774,7 +783,7 @@ TEST_F(TcpRing, CraftedSegmentsAreAnsweredAndCounted) {
     const int c = accept(lfd, nullptr, nullptr);
     char buf[4096];
     ssize_t n;
-    while (c >= 0 && (n = read(c, buf, sizeof buf)) > 0)
+    while (c >= 0 && (n = linux_read(c, buf, sizeof buf)) > 0)
       if (write(c, buf, static_cast<size_t>(n)) != n) break;
     if (c >= 0) close(c);
   });
@@ -1416,7 +1425,7 @@ TEST_F(TcpRing, AtExitConnectionsCloseAndTheLateAreReset) {
       if (c[i] < 0) continue;
       const timeval bound{10, 0};
       setsockopt(c[i], SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
-      while ((n = read(c[i], buf, sizeof buf)) > 0) got[i] += static_cast<size_t>(n);
+      while ((n = linux_read(c[i], buf, sizeof buf)) > 0) got[i] += static_cast<size_t>(n);
       if (n == 0) ended++;
     }
     if (c[0] >= 0) close(c[0]);
@@ -1480,7 +1489,7 @@ TEST_F(TcpRing, AtExitTheWaitSeesThePeerTakeData) {
     setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
     char buf[4096];
     ssize_t n;
-    while ((n = read(c, buf, sizeof buf)) > 0) {
+    while ((n = linux_read(c, buf, sizeof buf)) > 0) {
       got += static_cast<size_t>(n);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
