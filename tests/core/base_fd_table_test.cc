@@ -11,6 +11,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -209,6 +211,64 @@ TEST(FdTableTest, LookupsFromASignalHandlerLeaveTheCacheRight) {
   EXPECT_EQ(wrong, 0) << "the main loop got another descriptor's object";
   EXPECT_EQ(g_signal_wrong.load(), 0) << "the handler got another descriptor's object";
   for (int fd : {3, 7, 11}) EXPECT_EQ(*t.get<int>(fd, FdKind::kRspreloadTcp), fd);
+}
+
+// A signal handler that removes an entry and puts one back, by insert
+// and by a reused number's replace, while its thread is inside a lookup:
+// it must not wait for the grace period of the lookup it interrupted
+// (that hung for good before). In a child, so a hang fails the test.
+volatile sig_atomic_t g_in_get = 0, g_over_get = 0;
+void remove_and_insert_eleven(int) {
+  g_over_get += g_in_get;
+  std::shared_ptr<void> o;
+  if (g_signal_table->remove_object(11, FdKind::kRspreloadTcp, &o) != 0 || !o ||
+      *static_cast<int*>(o.get()) != 11)
+    g_signal_wrong++;
+  for (int i = 0; i < 2; i++)  // the second over the first: its node retired too
+    if (g_signal_table->insert(11, FdKind::kRspreloadTcp, std::make_shared<int>(11)) != 0)
+      g_signal_wrong++;
+  g_signal_runs++;
+}
+
+TEST(FdTableTest, ASignalHandlerRemovesOverALookup) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    FdTable t;
+    g_signal_table = &t;
+    for (int fd : {3, 7, 11}) t.insert(fd, FdKind::kRspreloadTcp, std::make_shared<int>(fd));
+    struct sigaction sa {};
+    sa.sa_handler = remove_and_insert_eleven;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, nullptr);
+    // Ticks further apart than a handler's run (a grace period each), so
+    // the loop runs between them; on until 100 landed during a get.
+    itimerval every{{0, 500}, {0, 500}}, off{};
+    setitimer(ITIMER_REAL, &every, nullptr);
+    int wrong = 0;
+    for (int i = 0; i < 500000000 && g_over_get < 100; i++) {
+      const int fd = i % 2 ? 3 : 7;
+      g_in_get = 1;
+      const auto o = t.get<int>(fd, FdKind::kRspreloadTcp);
+      g_in_get = 0;
+      if (!o || *o != fd) wrong++;
+    }
+    setitimer(ITIMER_REAL, &off, nullptr);
+    const auto o = t.get<int>(11, FdKind::kRspreloadTcp);
+    t.remove_object(3, FdKind::kRspreloadTcp, nullptr);  // frees what the handlers left
+    _exit(wrong == 0 && g_signal_wrong == 0 && g_over_get >= 100 && o && *o == 11 ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 600 && (done = waitpid(child, &status, WNOHANG)) == 0; i++)
+    poll(nullptr, 0, 100);
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the child hung (a handler waited for the lookup it interrupted)";
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "a lookup or the handler got a wrong object, or few ticks came during a get";
 }
 
 TEST(FdTableTest, ConcurrentLookupsDuringRemove) {

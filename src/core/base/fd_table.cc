@@ -6,6 +6,9 @@
 #include <atomic>
 #include <cerrno>
 #include <new>
+#include <utility>
+
+#include "core/base/signals_held.h"
 
 // ThreadSanitizer cannot see RCU's ordering: a reader's last touch of a
 // node happens before the writer's free after the grace period. Say so.
@@ -80,6 +83,28 @@ uint64_t next_generation() { return g_generation.fetch_add(1, std::memory_order_
 // reads the table only (CacheTurn::mine false).
 [[gnu::tls_model("initial-exec")]] thread_local bool t_in_lookup = false;
 
+// RCU read sections this thread has open. A signal handler that removes
+// an entry over one must not wait for a grace period (it would wait for
+// the reader it interrupted): it retires the node to limbo_, which the
+// table's next remove that waits frees.
+[[gnu::tls_model("initial-exec")]] thread_local int t_reading = 0;
+
+class ReadSection {
+ public:
+  ReadSection() {
+    t_reading++;
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // counted before the read begins
+    urcu_bp_read_lock();
+  }
+  ~ReadSection() {
+    urcu_bp_read_unlock();
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // uncounted after it ends
+    t_reading--;
+  }
+  ReadSection(const ReadSection&) = delete;
+  ReadSection& operator=(const ReadSection&) = delete;
+};
+
 class CacheTurn {
  public:
   CacheTurn() : mine_(!t_in_lookup) {
@@ -125,6 +150,7 @@ FdTable::~FdTable() {
     for (auto& s : chunk->slots) delete s.load(std::memory_order_relaxed);
     delete chunk;
   }
+  for (Node* n = limbo_.load(std::memory_order_relaxed); n;) delete std::exchange(n, n->limbo_next);
 }
 
 FdTable& FdTable::instance() {
@@ -175,6 +201,7 @@ int FdTable::put(int fd, FdKind kind, std::shared_ptr<void> object, Pollable* po
   if (!node) return -ENOMEM;
   Node* old;
   {
+    const SignalsHeld held;  // a handler never waits for write_mu_ on its own thread
     std::lock_guard<std::mutex> lock(write_mu_);
     if (expect) {  // writers hold write_mu_, so the slot cannot change under this look
       std::atomic<Node*>* s = slot(fd);
@@ -196,11 +223,7 @@ int FdTable::put(int fd, FdKind kind, std::shared_ptr<void> object, Pollable* po
     old = slot(fd)->exchange(node, std::memory_order_acq_rel);
     gen_.store(next_generation(), std::memory_order_release);
   }
-  if (old) {  // a descriptor the kernel reused without a remove: drop the stale entry
-    urcu_bp_synchronize_rcu();
-    SS_RCU_GRACE_PASSED(old);
-    delete old;
-  }
+  if (old) retire(old, nullptr);  // a descriptor the kernel reused without a remove
   return 0;
 }
 
@@ -208,12 +231,11 @@ FdKind FdTable::kind(int fd) const {
   std::atomic<Node*>* s = slot(fd);
   if (!s) return FdKind::kNone;
   FdKind k = FdKind::kNone;
-  urcu_bp_read_lock();
+  const ReadSection read;
   if (Node* n = s->load(std::memory_order_acquire)) {
     k = n->kind;
     SS_RCU_READER_DONE(n);
   }
-  urcu_bp_read_unlock();
   return k;
 }
 
@@ -221,14 +243,13 @@ std::shared_ptr<void> FdTable::read_slot(int fd, FdKind* kind, Pollable** pollab
   std::atomic<Node*>* s = slot(fd);
   if (!s) return nullptr;
   std::shared_ptr<void> out;
-  urcu_bp_read_lock();
+  const ReadSection read;
   if (Node* n = s->load(std::memory_order_acquire)) {
     *kind = n->kind;
     *pollable = n->pollable;
     out = n->object;
     SS_RCU_READER_DONE(n);
   }
-  urcu_bp_read_unlock();
   return out;
 }
 
@@ -254,7 +275,7 @@ template <typename Use>
 auto FdTable::with_node(int fd, Use use) const -> decltype(use(nullptr)) {
   const CacheTurn turn;
   LastLookup* last = turn.mine() ? cached(fd) : nullptr;
-  urcu_bp_read_lock();
+  const ReadSection read;
   const uint64_t gen = gen_.load(std::memory_order_acquire);
   const Node* n = nullptr;
   if (last && last->fd == fd && last->gen == gen) {
@@ -265,7 +286,6 @@ auto FdTable::with_node(int fd, Use use) const -> decltype(use(nullptr)) {
   }
   auto out = use(n);
   if (n) SS_RCU_READER_DONE(const_cast<Node*>(n));
-  urcu_bp_read_unlock();
   return out;
 }
 
@@ -286,6 +306,7 @@ std::shared_ptr<Pollable> FdTable::get_pollable(int fd) const {
 int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {
   Node* n;
   {
+    const SignalsHeld held;
     std::lock_guard<std::mutex> lock(write_mu_);
     std::atomic<Node*>* s = slot(fd);
     n = s ? s->load(std::memory_order_relaxed) : nullptr;
@@ -293,12 +314,34 @@ int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {
     s->store(nullptr, std::memory_order_release);
     gen_.store(next_generation(), std::memory_order_release);
   }
+  retire(n, object);
+  return 0;
+}
+
+void FdTable::retire(Node* n, std::shared_ptr<void>* object) {
+  if (t_reading > 0) {
+    // A handler over this thread's read: other readers may still copy the
+    // object, so the caller gets a copy, and the node waits in limbo_.
+    if (object) *object = n->object;
+    n->limbo_next = limbo_.load(std::memory_order_relaxed);
+    while (!limbo_.compare_exchange_weak(n->limbo_next, n, std::memory_order_release,
+                                         std::memory_order_relaxed)) {
+    }
+    return;
+  }
+  // Retired before this grace period begins: free after it too.
+  Node* limbo = limbo_.exchange(nullptr, std::memory_order_acquire);
   // Lookups that loaded the node before it left are done with it after this.
   urcu_bp_synchronize_rcu();
   SS_RCU_GRACE_PASSED(n);
   if (object) *object = std::move(n->object);
   delete n;
-  return 0;
+  while (limbo) {
+    Node* next = limbo->limbo_next;
+    SS_RCU_GRACE_PASSED(limbo);
+    delete limbo;
+    limbo = next;
+  }
 }
 
 }  // namespace ss

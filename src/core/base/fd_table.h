@@ -99,7 +99,8 @@ class FdTable {
   struct Node {
     FdKind kind;
     std::shared_ptr<void> object;
-    Pollable* pollable;  // the object as a Pollable, or null
+    Pollable* pollable;          // the object as a Pollable, or null
+    Node* limbo_next = nullptr;  // retired by a signal handler (retire)
   };
   struct Expected {
     FdKind kind;
@@ -111,6 +112,9 @@ class FdTable {
   struct Chunk {
     std::atomic<Node*> slots[kChunkSize];
   };
+  // n, out of its slot, freed once no lookup can hold it; its object
+  // into *object first (when given).
+  void retire(Node* n, std::shared_ptr<void>* object);
   FdTable(const FdTable&) = delete;
   FdTable& operator=(const FdTable&) = delete;
   std::atomic<Node*>* slot(int fd) const;
@@ -128,6 +132,7 @@ class FdTable {
 
   std::mutex write_mu_;  // insert/remove
   std::atomic<uint64_t> gen_{0};
+  std::atomic<Node*> limbo_{nullptr};  // retired by signal handlers (retire)
   std::atomic<Chunk*> chunks_[kMaxFds / kChunkSize] = {};
 };
 
