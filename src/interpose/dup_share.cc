@@ -13,8 +13,10 @@
 #include <utility>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <vector>
 
+#include "core/base/signals_held.h"
 #include "interpose/real.h"
 
 namespace ss::interpose::dups {
@@ -43,12 +45,13 @@ std::set<int>& held_fds() {  // kept open for a face
 }
 std::atomic<size_t> n_held{0};  // held_fds().size(), read without the lock
 
-// mu held, with the objects looked up under it freed only after the
-// unlock (members go in reverse order): a face's destructor takes its own
-// locks, which other threads hold while they dup or forget (a lock-order
-// cycle), and a face's close may drop its table entry without mu, which
-// leaves a lookup here the last reference.
+// mu held, signals held off around it, with the objects looked up under
+// it freed only after the unlock (members go in reverse order): a face's
+// destructor takes its own locks, which other threads hold while they dup
+// or forget (a lock-order cycle), and a face's close may drop its table
+// entry without mu, which leaves a lookup here the last reference.
 struct Locked {
+  SignalsHeld signals;  // a handler never waits for mu on its own thread
   std::shared_ptr<void> obj, stale;
   std::lock_guard<std::mutex> g{mu};
 };
@@ -76,6 +79,9 @@ std::shared_ptr<void> take_entry(int fd, FdKind kind) {
   return obj;
 }
 
+// Taken by the forking thread around fork, signals held off as any holder's.
+thread_local std::optional<Locked> t_fork_lock;
+
 __attribute__((constructor)) void at_load() { lock_around_fork(); }
 
 }  // namespace
@@ -89,7 +95,8 @@ __attribute__((constructor)) void at_load() { lock_around_fork(); }
 void lock_around_fork() {
   static const bool once = [] {
     FdTable::instance();
-    pthread_atfork([] { mu.lock(); }, [] { mu.unlock(); }, [] { mu.unlock(); });
+    pthread_atfork([] { t_fork_lock.emplace(); }, [] { t_fork_lock.reset(); },
+                   [] { t_fork_lock.reset(); });
     return true;
   }();
   (void)once;
@@ -244,19 +251,19 @@ std::shared_ptr<void> held_object(int fd, FdKind kind) {
 
 bool held(int fd) {
   if (!n_held) return false;
-  std::lock_guard<std::mutex> g(mu);
+  Locked l;
   return held_fds().count(fd) != 0;
 }
 
 void hold(int fd) {
-  std::lock_guard<std::mutex> g(mu);
+  Locked l;
   held_fds().insert(fd);
   n_held = held_fds().size();
 }
 
 int close_released(int fd) {
   if (n_held) {
-    std::lock_guard<std::mutex> g(mu);
+    Locked l;
     if (held_fds().erase(fd)) {
       n_held = held_fds().size();
       return real().close(fd);  // gone even on EINTR
@@ -266,7 +273,7 @@ int close_released(int fd) {
 }
 
 void forget_held(int fd) {
-  std::lock_guard<std::mutex> g(mu);
+  Locked l;
   held_fds().erase(fd);
   n_held = held_fds().size();
 }
@@ -274,7 +281,7 @@ void forget_held(int fd) {
 int close_range_around(unsigned int first, unsigned int last, int flags, std::set<int> keep) {
   // Held throughout: a number a face frees meanwhile would otherwise be
   // skipped though the program may have it already.
-  std::lock_guard<std::mutex> g(mu);
+  Locked l;
   keep.insert(held_fds().begin(), held_fds().end());
   unsigned int from = first;
   for (int p : keep) {

@@ -36,6 +36,9 @@
  *   gets); with SA_RESTART and SO_RCVTIMEO set, EINTR (signal(7)).
  * muxintr ADDR PORT PEER PEERPORT: poll and epoll_wait (no timeout) on an
  *   idle socket, a SIGALRM handler with SA_RESTART meanwhile: EINTR.
+ * duphandler ADDR PORT PEER PEERPORT: a SIGALRM handler every 100 us dups
+ *   and closes a socket (PORT+1) while the main thread dups and closes
+ *   another (PORT): every call succeeds, nothing hangs, both receive after.
  * skipos ADDR PORT PEER PEERPORT N: 8 polls, then 8 epoll_waits (timeout 0)
  *   of a readable socket and a readable pipe: the socket is reported every
  *   time, the pipe N times of 8 (the kernel: 8; libvma's
@@ -859,6 +862,20 @@ static void unbound(const char* ip) {
   }
 }
 
+/* SIGALRM to h (SA_RESTART) every us microseconds; (NULL, 0) stops it. */
+static void tick_every(void (*h)(int), long us) {
+  if (h) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+  }
+  struct itimerval it = {{0, us}, {0, us}};
+  setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /* ---- handlerio ---- */
 /* A signal handler that sends and receives on an offloaded socket while
  * the main thread sends and receives on another of the same netdev (with
@@ -879,14 +896,7 @@ static void on_tick(int sig) {
 static void handler_io(const char* ip, unsigned short port) {
   int fd = bound_socket(ip, port);
   g_hfd = bound_socket(ip, (unsigned short)(port + 1));
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_tick;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGALRM, &sa, NULL);
-  struct itimerval it = {{0, 200}, {0, 200}}, off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_REAL, &it, NULL);
+  tick_every(on_tick, 200);
   int ok = 0, rounds = 0;
   /* At least kRounds, and on until the handler sent 100 times (a fast
    * run's 3000 can fit in fewer ticks), kMost at most. */
@@ -900,12 +910,50 @@ static void handler_io(const char* ip, unsigned short port) {
     while (n < 0 && errno == EINTR); /* SO_RCVTIMEO is set: EINTR, as the kernel */
     if (n > 0 && is_datagram(buf, (size_t)n, "M", 0)) ok++;
   }
-  setitimer(ITIMER_REAL, &off, NULL);
+  tick_every(NULL, 0);
   check(ok == rounds, "every datagram of the main thread while a handler did I/O (%d of %d)", ok,
         rounds);
   check(g_hsent >= 100, "the handler ran and sent (%d times)", (int)g_hsent);
   close(fd);
   close(g_hfd);
+}
+
+/* ---- duphandler ---- */
+/* A signal handler that duplicates and closes one offloaded socket while
+ * the main thread duplicates and closes another: a tick often lands while
+ * the main thread is inside the library's bookkeeping of duplicates.
+ * Nothing hangs, every call succeeds, and both sockets receive after. */
+static int g_dfd = -1;
+static volatile sig_atomic_t g_dran, g_dbad;
+static void on_dup_tick(int sig) {
+  (void)sig;
+  const int saved = errno;
+  const int n = dup(g_dfd);
+  if (n < 0 || close(n) != 0) g_dbad++;
+  g_dran++;
+  errno = saved;
+}
+
+static void dup_handler(const char* ip, unsigned short port) {
+  const int fd = bound_socket(ip, port);
+  g_dfd = bound_socket(ip, (unsigned short)(port + 1));
+  int bad = 0, rounds;
+  tick_every(on_dup_tick, 100);
+  for (rounds = 0; g_dran < 2000 && rounds < 5000000; rounds++) {
+    const int n = dup(fd);
+    bad += n < 0 || close(n) != 0;
+  }
+  tick_every(NULL, 0);
+  check(bad == 0 && g_dbad == 0,
+        "every dup and close succeeded (%d rounds, %d handler runs; failed: %d, in handlers %d)",
+        rounds, (int)g_dran, bad, (int)g_dbad);
+  check(g_dran >= 2000, "the handler ran (%d times)", (int)g_dran);
+  ask(fd, "burst 1 M");
+  check(recv_is(fd, "M", 0), "the main thread's socket receives after");
+  ask(g_dfd, "burst 1 H");
+  check(recv_is(g_dfd, "H", 0), "the handler's socket receives after");
+  close(fd);
+  close(g_dfd);
 }
 
 /* ---- efault ---- */
@@ -1130,6 +1178,8 @@ int main(int argc, char** argv) {
     unbound(argv[2]);
   else if (argc == 6 && !strcmp(argv[1], "handlerio"))
     handler_io(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "duphandler"))
+    dup_handler(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "efault"))
     efault(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "vfork"))
@@ -1144,7 +1194,7 @@ int main(int argc, char** argv) {
   } else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-group|fork-exit|exits|chk|efault|handlerio|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-group|fork-exit|exits|chk|efault|handlerio|duphandler|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

@@ -55,6 +55,10 @@
 #        one offloaded socket while the main thread asks for and receives
 #        3000 datagrams on another (preloaded with VMA_RX_POLL=-1: it
 #        spins inside the offload); every one arrives, nothing hangs.
+#  duphandler: a SIGALRM handler every 100 us dups and closes one
+#        offloaded socket while the main thread dups and closes another
+#        (a tick often lands inside the library's bookkeeping of
+#        duplicates): every call succeeds, nothing hangs.
 #  muxintr: poll and epoll_wait with no timeout and a SA_RESTART handler:
 #        EINTR (never restarted); preloaded with VMA_SELECT_POLL=-1, the
 #        handler runs in the busy phase.
@@ -178,6 +182,9 @@ for pre in 0 1; do
     PRE_ENV=VMA_RX_POLL=-1 run_case "a handler doing I/O while the receive spins, IPv4" 4 1 \
       3000 3000 2 1000000 handlerio $IP4 $((port += 2)) $IP4B $PEERPORT
   fi
+  # One ask and one datagram for each socket.
+  run_case "a handler duplicating and closing, IPv4" 4 $pre 2 2 0 2 duphandler $IP4 \
+    $((port += 2)) $IP4B $PEERPORT
   [ $pre = 0 ] && run_case "a handler doing I/O, IPv4" 4 0 3000 3000 - - handlerio $IP4 \
     $((port += 2)) $IP4B $PEERPORT
 done
