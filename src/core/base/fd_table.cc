@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "core/base/signals_held.h"
 
@@ -318,30 +319,51 @@ int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {
   return 0;
 }
 
+void FdTable::push_limbo(Node* n) {
+  n->limbo_next = limbo_.load(std::memory_order_relaxed);
+  while (!limbo_.compare_exchange_weak(n->limbo_next, n, std::memory_order_release,
+                                       std::memory_order_relaxed)) {
+  }
+}
+
 void FdTable::retire(Node* n, std::shared_ptr<void>* object) {
   if (t_reading > 0) {
     // A handler over this thread's read: other readers may still copy the
     // object, so the caller gets a copy, and the node waits in limbo_.
     if (object) *object = n->object;
-    n->limbo_next = limbo_.load(std::memory_order_relaxed);
-    while (!limbo_.compare_exchange_weak(n->limbo_next, n, std::memory_order_release,
-                                         std::memory_order_relaxed)) {
-    }
+    push_limbo(n);
     return;
   }
-  // Retired before this grace period begins: free after it too.
-  Node* limbo = limbo_.exchange(nullptr, std::memory_order_acquire);
+  // Retired before this grace period begins: free after it too. Their
+  // objects go with the caller's (it frees them where it may take locks),
+  // so only a caller that takes the object takes them.
+  Node* limbo = object ? limbo_.exchange(nullptr, std::memory_order_acquire) : nullptr;
+  std::shared_ptr<std::vector<std::shared_ptr<void>>> all;
+  if (limbo) {
+    size_t count = 1;
+    for (Node* l = limbo; l; l = l->limbo_next) count++;
+    try {
+      all = std::make_shared<std::vector<std::shared_ptr<void>>>();
+      all->reserve(count);
+    } catch (const std::bad_alloc&) {
+      // Left for the next remove that takes an object.
+      for (Node* l = limbo; l;) push_limbo(std::exchange(l, l->limbo_next));
+      limbo = nullptr;
+    }
+  }
   // Lookups that loaded the node before it left are done with it after this.
   urcu_bp_synchronize_rcu();
   SS_RCU_GRACE_PASSED(n);
   if (object) *object = std::move(n->object);
   delete n;
-  while (limbo) {
-    Node* next = limbo->limbo_next;
-    SS_RCU_GRACE_PASSED(limbo);
-    delete limbo;
-    limbo = next;
+  if (!limbo) return;
+  for (Node* l = limbo; l;) {
+    SS_RCU_GRACE_PASSED(l);
+    all->push_back(std::move(l->object));
+    delete std::exchange(l, l->limbo_next);
   }
+  all->push_back(*object);
+  *object = std::shared_ptr<void>(all, object->get());  // owns them all, names the caller's
 }
 
 }  // namespace ss

@@ -113,8 +113,9 @@ class FdTable {
     std::atomic<Node*> slots[kChunkSize];
   };
   // n, out of its slot, freed once no lookup can hold it; its object
-  // into *object first (when given).
+  // into *object first (when given), with those of nodes retired before.
   void retire(Node* n, std::shared_ptr<void>* object);
+  void push_limbo(Node* n);
   FdTable(const FdTable&) = delete;
   FdTable& operator=(const FdTable&) = delete;
   std::atomic<Node*>* slot(int fd) const;
