@@ -18,6 +18,7 @@
 
 #include "core/base/signals_held.h"
 #include "interpose/real.h"
+#include "interpose/signal_count.h"
 
 namespace ss::interpose::dups {
 
@@ -46,14 +47,23 @@ std::set<int>& held_fds() {  // kept open for a face
 std::atomic<size_t> n_held{0};  // held_fds().size(), read without the lock
 
 // mu held, signals held off around it, with the objects looked up under
-// it freed only after the unlock (members go in reverse order): a face's
-// destructor takes its own locks, which other threads hold while they dup
-// or forget (a lock-order cycle), and a face's close may drop its table
-// entry without mu, which leaves a lookup here the last reference.
+// it freed only after the unlock (and, in a handler over the library,
+// after the work it interrupted): a face's destructor takes its own
+// locks, which other threads hold while they dup or forget (a lock-order
+// cycle), and a face's close may drop its table entry without mu, which
+// leaves a lookup here the last reference.
 struct Locked {
+  Locked() = default;
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+  ~Locked() {
+    g.unlock();
+    release_after_busy(std::move(stale));
+    release_after_busy(std::move(obj));
+  }
   SignalsHeld signals;  // a handler never waits for mu on its own thread
   std::shared_ptr<void> obj, stale;
-  std::lock_guard<std::mutex> g{mu};
+  std::unique_lock<std::mutex> g{mu};
 };
 
 // The group of the object `fd` names (mu held; the object in *obj), or null.

@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <new>
+#include <utility>
 
 #include "interpose/real.h"
 
@@ -30,6 +32,32 @@ Slot g_slots[NSIG];
 [[gnu::tls_model("initial-exec")]] thread_local int t_busy = 0;         // open BusyScopes
 [[gnu::tls_model("initial-exec")]] thread_local bool t_fenced = false;  // in a handler over one
 [[gnu::tls_model("initial-exec")]] thread_local int t_in_handler = 0;   // handlers running
+
+// Objects a handler over a BusyScope let go of (release_after_busy),
+// dropped when the thread's outermost scope ends. Static TLS slots: a
+// handler must not allocate (it may have interrupted malloc).
+constexpr int kHeldSlots = 32;
+using Obj = std::shared_ptr<void>;
+struct HeldSlots {
+  alignas(Obj) unsigned char slot[kHeldSlots][sizeof(Obj)];
+  int used;
+};
+[[gnu::tls_model("initial-exec")]] thread_local HeldSlots t_held{};
+
+void release_held() {
+  // Newest first, as a BusyScope (the destructors take the library's
+  // locks): a handler that lists one meanwhile only adds on top.
+  t_busy++;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  while (t_held.used > 0) {
+    Obj o = std::move(*std::launder(reinterpret_cast<Obj*>(t_held.slot[t_held.used - 1])));
+    std::launder(reinterpret_cast<Obj*>(t_held.slot[t_held.used - 1]))->~Obj();
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // emptied before it is given up
+    t_held.used--;
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_busy--;
+}
 
 void trampoline(int sig, siginfo_t* info, void* uc) {
   t_ran++;
@@ -77,9 +105,22 @@ BusyScope::BusyScope() noexcept {
 }
 BusyScope::~BusyScope() {
   std::atomic_signal_fence(std::memory_order_seq_cst);  // closed after it ends
-  t_busy--;
+  if (--t_busy == 0 && t_held.used > 0 && !t_fenced) release_held();
 }
 bool handler_over_busy() noexcept { return t_fenced; }
+
+void release_after_busy(std::shared_ptr<void> object) {
+  if (!t_fenced || !object) return;  // dropped here
+  if (t_held.used == kHeldSlots) {
+    // Full: kept for good rather than dropped here.
+    alignas(Obj) static unsigned char sink[sizeof(Obj)];
+    new (sink) Obj(std::move(object));
+    return;
+  }
+  new (t_held.slot[t_held.used]) Obj(std::move(object));
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // whole before it is counted
+  t_held.used++;
+}
 bool in_handler() noexcept { return t_in_handler > 0; }
 
 bool spin_interrupted(uint64_t* seen, bool restartable) {

@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace ss::interpose {
 
@@ -37,6 +38,10 @@ class BusyScope {
 
 // Whether this thread runs a handler that interrupted a BusyScope.
 bool handler_over_busy() noexcept;
+// Drops `object` now; in a handler over a BusyScope, once this thread's
+// outermost BusyScope ends instead (the object's destructor may take the
+// locks the interrupted work holds).
+void release_after_busy(std::shared_ptr<void> object);
 // Whether this thread runs a counted handler at all (it may have
 // interrupted malloc or any lock: only async-signal-safe work then).
 bool in_handler() noexcept;
