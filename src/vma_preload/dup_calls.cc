@@ -18,6 +18,7 @@
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "interpose/edge.h"
+#include "interpose/signal_count.h"
 #include "vma_preload/socket_record.h"
 
 using ss::interpose::real;
@@ -66,10 +67,14 @@ int close_recorded(int fd) {
   interpose::edge_quiet("close", fd, [&] {
     shared = dups::close_shared(fd, FdKind::kVmaSocket, &rc, &own);
     if (shared) return;
-    if (const auto s = ss::FdTable::instance().get<SocketRecord>(own, ss::FdKind::kVmaSocket))
+    // In a handler over the library the stack's locks may be held under
+    // it: the FIN and the rest go with the record, once that work ends.
+    const bool over_busy = interpose::handler_over_busy();
+    if (const auto s = ss::FdTable::instance().get<SocketRecord>(own, ss::FdKind::kVmaSocket);
+        s && !over_busy)
       s->before_last_close();
     // Before the kernel frees the number, which another thread may then reuse.
-    untrack_socket(own);
+    interpose::release_after_busy(untrack_socket(own));
   });
   return shared ? rc : dups::close_released(own);
 }

@@ -70,6 +70,16 @@ SocketRecord::SocketRecord(int fd_, int family_, int type_, int protocol_, bool 
 }
 
 SocketRecord::~SocketRecord() {
+  {
+    // The paths take the rings' and stacks' locks as they go (in the
+    // members' reverse order): a handler then is served by the kernel.
+    interpose::BusyScope busy;
+    listen_owner_.reset();
+    child_listen_owner_.reset();
+    xtreme_kernel_.reset();
+    tcp_owner_.reset();
+    offload_owner_.reset();
+  }
   if (stats::Publisher* p = stats::process_stats()) p->close_socket(stats);
 }
 
@@ -191,9 +201,24 @@ bool SocketRecord::kernel_served() {
          !offload_.load(std::memory_order_acquire);
 }
 
+namespace {
+// A signal handler that interrupted this thread inside the library: the
+// rings' and stacks' locks may be held under it, so a socket it binds,
+// connects or listens with is the kernel's for good.
+bool kernel_in_handler(const char* what, int fd) {
+  if (!interpose::handler_over_busy()) return false;
+  SS_DEBUG("%s fd %d: kernel (in a signal handler that interrupted the library)", what, fd);
+  return true;
+}
+}  // namespace
+
 void SocketRecord::try_offload() {
   interpose::BusyScope busy;  // binds on the rings' stack, under offload_mu_
   if (protocol != IPPROTO_UDP || decision().wanted != Transport::kVma) return;
+  if (kernel_in_handler("bind", fd)) {
+    offload_settled_.store(true, std::memory_order_release);
+    return;
+  }
   if (in_fork_child()) {
     SS_DEBUG("fd %d: kernel (a fork child: the rings are its parent's)", fd);
     return;
@@ -249,6 +274,10 @@ int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
   };
   if (TcpOffload* t = tcp()) return again(t);
   if (!tcp_wanted()) return 1;
+  if (kernel_in_handler("connect", fd)) {
+    tcp_settled_.store(true, std::memory_order_release);
+    return 1;
+  }
   TcpOffload* opened;
   {
     std::unique_lock<std::mutex> lock(offload_mu_);
@@ -296,6 +325,10 @@ int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
 int SocketRecord::listen_tcp(int backlog) {
   interpose::BusyScope busy;
   if (in_fork_child() || !tcp_wanted()) return interpose::real().listen(fd, backlog);
+  if (kernel_in_handler("listen", fd)) {
+    tcp_settled_.store(true, std::memory_order_release);
+    return interpose::real().listen(fd, backlog);
+  }
   std::lock_guard<std::mutex> lock(offload_mu_);
   // listening already, or connected
   if (tcp_settled_.load(std::memory_order_relaxed)) return interpose::real().listen(fd, backlog);
@@ -641,13 +674,13 @@ std::shared_ptr<SocketRecord> record_acting_at(int fd) {
       interpose::dups::held_object(fd, FdKind::kVmaSocket));
 }
 
-void untrack_socket(int fd) {
+std::shared_ptr<SocketRecord> untrack_socket(int fd) {
   FdTable& t = FdTable::instance();
-  if (t.kind(fd) != FdKind::kVmaSocket) return;  // lock-free for every other close
+  if (t.kind(fd) != FdKind::kVmaSocket) return nullptr;  // lock-free for every other close
   // Here, not in the destructor: the table frees a record after a grace
   // period, which may come after exit.
   if (const auto s = t.get<SocketRecord>(fd, FdKind::kVmaSocket)) write_socket_stats(*s);
-  t.remove<SocketRecord>(fd, FdKind::kVmaSocket);
+  return t.remove<SocketRecord>(fd, FdKind::kVmaSocket);
 }
 
 int highest_tracked_fd() { return g_highest.load(std::memory_order_relaxed); }

@@ -275,7 +275,7 @@ void track_socket(int fd, int domain, int type, int protocol);
 // if it is still "vma".
 void socket_bound(int fd);
 // Drops fd's record, if any (close()).
-void untrack_socket(int fd);
+std::shared_ptr<SocketRecord> untrack_socket(int fd);
 // The record the face acts on at fd: fd's, or, when the program closed fd
 // while a duplicate lives on (the number held), the duplicate's. Null when
 // neither.

@@ -36,6 +36,10 @@
  *   gets); with SA_RESTART and SO_RCVTIMEO set, EINTR (signal(7)).
  * muxintr ADDR PORT PEER PEERPORT: poll and epoll_wait (no timeout) on an
  *   idle socket, a SIGALRM handler with SA_RESTART meanwhile: EINTR.
+ * handlerclose ADDR PORT PEER PEERPORT: a SIGALRM handler every 1 ms closes
+ *   one of 64 bound sockets (PORT+1...) and binds and closes a new one
+ *   while the main thread asks for and receives datagrams on PORT: every
+ *   call succeeds, nothing hangs, every datagram arrives.
  * duphandler ADDR PORT PEER PEERPORT: a SIGALRM handler every 100 us dups
  *   and closes a socket (PORT+1) while the main thread dups and closes
  *   another (PORT): every call succeeds, nothing hangs, both receive after.
@@ -876,6 +880,17 @@ static void tick_every(void (*h)(int), long us) {
   setitimer(ITIMER_REAL, &it, NULL);
 }
 
+/* One "M" datagram asked for and received whole on fd: 1, else 0. */
+static int ask_m(int fd) {
+  ask(fd, "burst 1 M");
+  char buf[2048];
+  ssize_t n;
+  do
+    n = recv(fd, buf, sizeof buf, 0);
+  while (n < 0 && errno == EINTR); /* SO_RCVTIMEO is set: EINTR, as the kernel */
+  return n > 0 && is_datagram(buf, (size_t)n, "M", 0);
+}
+
 /* ---- handlerio ---- */
 /* A signal handler that sends and receives on an offloaded socket while
  * the main thread sends and receives on another of the same netdev (with
@@ -901,15 +916,7 @@ static void handler_io(const char* ip, unsigned short port) {
   /* At least kRounds, and on until the handler sent 100 times (a fast
    * run's 3000 can fit in fewer ticks), kMost at most. */
   enum { kRounds = 3000, kMost = 100000 };
-  for (; rounds < kMost && (rounds < kRounds || g_hsent < 100); rounds++) {
-    ask(fd, "burst 1 M");
-    char buf[2048];
-    ssize_t n;
-    do
-      n = recv(fd, buf, sizeof buf, 0);
-    while (n < 0 && errno == EINTR); /* SO_RCVTIMEO is set: EINTR, as the kernel */
-    if (n > 0 && is_datagram(buf, (size_t)n, "M", 0)) ok++;
-  }
+  for (; rounds < kMost && (rounds < kRounds || g_hsent < 100); rounds++) ok += ask_m(fd);
   tick_every(NULL, 0);
   check(ok == rounds, "every datagram of the main thread while a handler did I/O (%d of %d)", ok,
         rounds);
@@ -954,6 +961,45 @@ static void dup_handler(const char* ip, unsigned short port) {
   check(recv_is(g_dfd, "H", 0), "the handler's socket receives after");
   close(fd);
   close(g_dfd);
+}
+
+/* ---- handlerclose ---- */
+/* A signal handler that closes an offloaded socket, and binds and closes
+ * a new one, at each tick while the main thread asks for and receives
+ * datagrams on the rings (inside the library much of the time): nothing
+ * hangs, every call succeeds, every datagram of the main thread arrives. */
+enum { kPool = 64 };
+static int g_open[kPool], g_fresh[kPool];
+static struct sockaddr_storage g_fresh_at[kPool];
+static socklen_t g_fresh_len;
+static volatile sig_atomic_t g_cran, g_cbad;
+static void on_close_tick(int sig) {
+  (void)sig;
+  const int saved = errno, i = g_cran;
+  if (i < kPool) {
+    g_cbad += close(g_open[i]) != 0;
+    g_cbad += bind(g_fresh[i], (struct sockaddr*)&g_fresh_at[i], g_fresh_len) != 0;
+    g_cbad += close(g_fresh[i]) != 0;
+    g_cran++;
+  }
+  errno = saved;
+}
+
+static void handler_close(const char* ip, unsigned short port) {
+  const int fd = bound_socket(ip, port);
+  for (int i = 0; i < kPool; i++) {
+    g_open[i] = bound_socket(ip, (unsigned short)(port + 1 + i));
+    g_fresh_len = make_addr(ip, (unsigned short)(port + 1 + kPool + i), &g_fresh_at[i]);
+    g_fresh[i] = socket(g_fresh_at[i].ss_family, SOCK_DGRAM, 0);
+  }
+  int ok = 0, rounds;
+  tick_every(on_close_tick, 1000);
+  for (rounds = 0; g_cran < kPool && rounds < 1000000; rounds++) ok += ask_m(fd);
+  tick_every(NULL, 0);
+  check(g_cran == kPool && g_cbad == 0, "the handler closed, bound and closed (%d of %d; failed %d)",
+        (int)g_cran, kPool, (int)g_cbad);
+  check(ok == rounds, "every datagram of the main thread (%d of %d)", ok, rounds);
+  close(fd);
 }
 
 /* ---- efault ---- */
@@ -1178,6 +1224,8 @@ int main(int argc, char** argv) {
     unbound(argv[2]);
   else if (argc == 6 && !strcmp(argv[1], "handlerio"))
     handler_io(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "handlerclose"))
+    handler_close(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "duphandler"))
     dup_handler(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "efault"))
@@ -1194,7 +1242,7 @@ int main(int argc, char** argv) {
   } else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-group|fork-exit|exits|chk|efault|handlerio|duphandler|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-group|fork-exit|exits|chk|efault|handlerio|handlerclose|duphandler|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

@@ -55,6 +55,11 @@
 #        one offloaded socket while the main thread asks for and receives
 #        3000 datagrams on another (preloaded with VMA_RX_POLL=-1: it
 #        spins inside the offload); every one arrives, nothing hangs.
+#  handlerclose: a SIGALRM handler closes an offloaded socket and binds
+#        and closes a new one every 1 ms while the main thread asks for
+#        and receives datagrams on the rings (preloaded with
+#        VMA_RX_POLL=-1: the ticks land inside the library's locks):
+#        nothing hangs, every call succeeds, every datagram arrives.
 #  duphandler: a SIGALRM handler every 100 us dups and closes one
 #        offloaded socket while the main thread dups and closes another
 #        (a tick often lands inside the library's bookkeeping of
@@ -182,6 +187,10 @@ for pre in 0 1; do
     PRE_ENV=VMA_RX_POLL=-1 run_case "a handler doing I/O while the receive spins, IPv4" 4 1 \
       3000 3000 2 1000000 handlerio $IP4 $((port += 2)) $IP4B $PEERPORT
   fi
+  # The main thread's asks and datagrams (preloaded: on the rings); the
+  # handler's new sockets are the kernel's but send nothing.
+  PRE_ENV=VMA_RX_POLL=-1 run_case "a handler closing and binding, IPv4" 4 $pre 10 10 2 2 \
+    handlerclose $IP4 $((port += 130)) $IP4B $PEERPORT
   # One ask and one datagram for each socket.
   run_case "a handler duplicating and closing, IPv4" 4 $pre 2 2 0 2 duphandler $IP4 \
     $((port += 2)) $IP4B $PEERPORT
