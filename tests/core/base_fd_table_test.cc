@@ -1,10 +1,12 @@
 // FdTable: entries per kind, a lookup of the wrong kind, the per-thread
 // lookup cache staying true to the table, and lock-free lookups while
 // entries are removed and reinserted.
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -15,8 +17,10 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <urcu/urcu-bp.h>
 
 #include "core/base/fd_table.h"
+#include "core/base/signal_depth.h"
 #include "core/base/sanitizer.h"
 
 namespace ss {
@@ -213,40 +217,69 @@ TEST(FdTableTest, LookupsFromASignalHandlerLeaveTheCacheRight) {
   for (int fd : {3, 7, 11}) EXPECT_EQ(*t.get<int>(fd, FdKind::kRspreloadTcp), fd);
 }
 
-// A signal handler that removes an entry and puts one back, by insert
-// and by a reused number's replace, while its thread is inside a lookup:
-// it must not wait for the grace period of the lookup it interrupted
-// (that hung for good before). In a child, so a hang fails the test.
-volatile sig_atomic_t g_in_get = 0, g_over_get = 0;
-void remove_and_insert_eleven(int) {
-  g_over_get += g_in_get;
+// body() in a fork child, which exits 0 when it returns true: the
+// child's wait status, or -1 when it still ran after a minute (killed).
+template <class Body>
+int in_child(Body body) {
+  const pid_t child = fork();
+  if (child == 0) _exit(body() ? 0 : 1);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 600 && child > 0 && (done = waitpid(child, &status, WNOHANG)) == 0; i++)
+    poll(nullptr, 0, 100);
+  if (child < 0 || done == 0) {
+    if (child > 0) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+    }
+    return -1;
+  }
+  return status;
+}
+
+// A signal handler that removes an entry while its thread is inside a
+// lookup: it must not wait for the grace period of the lookup it
+// interrupted (that hung for good before), and what it retired is freed
+// by the next remove that takes its object. The handler allocates
+// nothing (entries made before). In a child, so a hang fails the test.
+constexpr int kFirstOfPool = 100, kPool = 20000;
+std::atomic<int> g_in_get{0}, g_over_get{0}, g_next_gone{kFirstOfPool};
+std::atomic<int> g_made{0}, g_freed{0};
+std::shared_ptr<int> counted(int v) {
+  g_made++;
+  return std::shared_ptr<int>(new int(v), [](int* p) {
+    g_freed++;
+    delete p;
+  });
+}
+void remove_the_next(int) {
+  ++signal_handlers_running();  // as the preloads' trampoline counts it
+  g_over_get += g_in_get.load();
+  const int fd = g_next_gone++;
   std::shared_ptr<void> o;
-  if (g_signal_table->remove_object(11, FdKind::kRspreloadTcp, &o) != 0 || !o ||
-      *static_cast<int*>(o.get()) != 11)
+  if (fd < kFirstOfPool + kPool &&
+      (g_signal_table->remove_object(fd, FdKind::kRspreloadTcp, &o) != 0 || !o ||
+       *static_cast<int*>(o.get()) != fd))
     g_signal_wrong++;
-  for (int i = 0; i < 2; i++)  // the second over the first: its node retired too
-    if (g_signal_table->insert(11, FdKind::kRspreloadTcp, std::make_shared<int>(11)) != 0)
-      g_signal_wrong++;
-  g_signal_runs++;
+  --signal_handlers_running();
 }
 
 TEST(FdTableTest, ASignalHandlerRemovesOverALookup) {
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int status = in_child([] {
     FdTable t;
     g_signal_table = &t;
-    for (int fd : {3, 7, 11}) t.insert(fd, FdKind::kRspreloadTcp, std::make_shared<int>(fd));
+    for (int fd : {3, 7}) t.insert(fd, FdKind::kRspreloadTcp, counted(fd));
+    for (int fd = kFirstOfPool; fd < kFirstOfPool + kPool; fd++)
+      t.insert(fd, FdKind::kRspreloadTcp, counted(fd));
     struct sigaction sa {};
-    sa.sa_handler = remove_and_insert_eleven;
+    sa.sa_handler = remove_the_next;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, nullptr);
-    // Ticks further apart than a handler's run (a grace period each), so
-    // the loop runs between them; on until 100 landed during a get.
-    itimerval every{{0, 500}, {0, 500}}, off{};
+    // On until 100 ticks landed during a get.
+    itimerval every{{0, 200}, {0, 200}}, off{};
     setitimer(ITIMER_REAL, &every, nullptr);
     int wrong = 0;
-    for (int i = 0; i < 500000000 && g_over_get < 100; i++) {
+    for (int i = 0; i < 500000000 && g_over_get < 100 && g_next_gone < kFirstOfPool + kPool; i++) {
       const int fd = i % 2 ? 3 : 7;
       g_in_get = 1;
       const auto o = t.get<int>(fd, FdKind::kRspreloadTcp);
@@ -254,21 +287,63 @@ TEST(FdTableTest, ASignalHandlerRemovesOverALookup) {
       if (!o || *o != fd) wrong++;
     }
     setitimer(ITIMER_REAL, &off, nullptr);
-    const auto o = t.get<int>(11, FdKind::kRspreloadTcp);
-    t.remove_object(3, FdKind::kRspreloadTcp, nullptr);  // frees what the handlers left
-    _exit(wrong == 0 && g_signal_wrong == 0 && g_over_get >= 100 && o && *o == 11 ? 0 : 1);
-  }
-  int status = 0;
-  pid_t done = 0;
-  for (int i = 0; i < 600 && (done = waitpid(child, &status, WNOHANG)) == 0; i++)
-    poll(nullptr, 0, 100);
-  if (done == 0) {
-    kill(child, SIGKILL);
-    waitpid(child, &status, 0);
-    FAIL() << "the child hung (a handler waited for the lookup it interrupted)";
-  }
+    const int gone = std::min<int>(g_next_gone, kFirstOfPool + kPool) - kFirstOfPool;
+    const bool none_freed = g_freed == 0;                  // each in a handler's limbo
+    auto three = t.remove<int>(3, FdKind::kRspreloadTcp);  // takes what the handlers left
+    const bool three_right = three && *three == 3;
+    three.reset();
+    const bool all_freed = g_freed == gone + 1;
+    for (int fd = kFirstOfPool + gone; fd < kFirstOfPool + kPool; fd++)
+      t.remove_object(fd, FdKind::kRspreloadTcp, nullptr);
+    t.remove_object(7, FdKind::kRspreloadTcp, nullptr);
+    return wrong == 0 && g_signal_wrong == 0 && g_over_get >= 100 && none_freed && three_right &&
+           all_freed;
+  });
+  ASSERT_NE(status, -1) << "the child hung (a handler waited for the lookup it interrupted)";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "a lookup or the handler got a wrong object, or few ticks came during a get";
+      << "a lookup or the handler got a wrong object, a handler freed one or the next remove "
+         "did not take them all, or few ticks came during a get";
+}
+
+// Thread U removes an entry while it holds a lock that thread T's signal
+// handler wants, T's handler having interrupted a read: a grace period
+// waited for under the lock would wait for T's read, whose end waits for
+// the lock. Under RetireLater it is waited for after the unlock. In a
+// child, so a hang fails the test.
+std::mutex g_wanted;
+std::atomic<bool> g_handler_waits{false};
+void want_the_lock(int) {
+  g_handler_waits = true;
+  std::lock_guard<std::mutex> hold(g_wanted);
+}
+
+TEST(FdTableTest, ARemoveUnderALockAHandlerWantsWaitsAfterIt) {
+  const int status = in_child([] {
+    FdTable t;
+    t.insert(5, FdKind::kRspreloadTcp, std::make_shared<int>(5));
+    struct sigaction sa {};
+    sa.sa_handler = want_the_lock;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, nullptr);
+    std::unique_lock<std::mutex> held(g_wanted);
+    std::thread reader([&] {
+      (void)t.kind(5);  // registered with RCU
+      urcu_bp_read_lock();
+      raise(SIGUSR1);  // its handler waits for g_wanted inside the read
+      urcu_bp_read_unlock();
+    });
+    while (!g_handler_waits) poll(nullptr, 0, 1);
+    std::shared_ptr<void> o;
+    {
+      const FdTable::RetireLater later;
+      t.remove_object(5, FdKind::kRspreloadTcp, &o);
+      held.unlock();
+    }
+    reader.join();
+    return o && *static_cast<int*>(o.get()) == 5;
+  });
+  ASSERT_NE(status, -1) << "the child hung (a grace period waited for under the handler's lock)";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the remove lost its object";
 }
 
 TEST(FdTableTest, ConcurrentLookupsDuringRemove) {

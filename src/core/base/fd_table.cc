@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/signal_depth.h"
 #include "core/base/signals_held.h"
 
 // ThreadSanitizer cannot see RCU's ordering: a reader's last touch of a
@@ -84,27 +85,10 @@ uint64_t next_generation() { return g_generation.fetch_add(1, std::memory_order_
 // reads the table only (CacheTurn::mine false).
 [[gnu::tls_model("initial-exec")]] thread_local bool t_in_lookup = false;
 
-// RCU read sections this thread has open. A signal handler that removes
-// an entry over one must not wait for a grace period (it would wait for
-// the reader it interrupted): it retires the node to limbo_, which the
-// table's next remove that waits frees.
-[[gnu::tls_model("initial-exec")]] thread_local int t_reading = 0;
-
-class ReadSection {
- public:
-  ReadSection() {
-    t_reading++;
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // counted before the read begins
-    urcu_bp_read_lock();
-  }
-  ~ReadSection() {
-    urcu_bp_read_unlock();
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // uncounted after it ends
-    t_reading--;
-  }
-  ReadSection(const ReadSection&) = delete;
-  ReadSection& operator=(const ReadSection&) = delete;
-};
+// Nodes retired under RetireLater on this thread, freed when the
+// outermost ends (allocated there: never inside a signal handler).
+[[gnu::tls_model("initial-exec")]] thread_local int t_later_depth = 0;
+thread_local std::vector<void*>* t_later = nullptr;
 
 class CacheTurn {
  public:
@@ -232,11 +216,12 @@ FdKind FdTable::kind(int fd) const {
   std::atomic<Node*>* s = slot(fd);
   if (!s) return FdKind::kNone;
   FdKind k = FdKind::kNone;
-  const ReadSection read;
+  urcu_bp_read_lock();
   if (Node* n = s->load(std::memory_order_acquire)) {
     k = n->kind;
     SS_RCU_READER_DONE(n);
   }
+  urcu_bp_read_unlock();
   return k;
 }
 
@@ -244,13 +229,14 @@ std::shared_ptr<void> FdTable::read_slot(int fd, FdKind* kind, Pollable** pollab
   std::atomic<Node*>* s = slot(fd);
   if (!s) return nullptr;
   std::shared_ptr<void> out;
-  const ReadSection read;
+  urcu_bp_read_lock();
   if (Node* n = s->load(std::memory_order_acquire)) {
     *kind = n->kind;
     *pollable = n->pollable;
     out = n->object;
     SS_RCU_READER_DONE(n);
   }
+  urcu_bp_read_unlock();
   return out;
 }
 
@@ -276,7 +262,7 @@ template <typename Use>
 auto FdTable::with_node(int fd, Use use) const -> decltype(use(nullptr)) {
   const CacheTurn turn;
   LastLookup* last = turn.mine() ? cached(fd) : nullptr;
-  const ReadSection read;
+  urcu_bp_read_lock();
   const uint64_t gen = gen_.load(std::memory_order_acquire);
   const Node* n = nullptr;
   if (last && last->fd == fd && last->gen == gen) {
@@ -287,6 +273,7 @@ auto FdTable::with_node(int fd, Use use) const -> decltype(use(nullptr)) {
   }
   auto out = use(n);
   if (n) SS_RCU_READER_DONE(const_cast<Node*>(n));
+  urcu_bp_read_unlock();
   return out;
 }
 
@@ -319,6 +306,19 @@ int FdTable::remove_object(int fd, FdKind kind, std::shared_ptr<void>* object) {
   return 0;
 }
 
+FdTable::RetireLater::RetireLater() { t_later_depth++; }
+
+FdTable::RetireLater::~RetireLater() {
+  if (--t_later_depth > 0 || !t_later || t_later->empty()) return;
+  std::vector<void*> nodes;
+  nodes.swap(*t_later);
+  urcu_bp_synchronize_rcu();
+  for (void* p : nodes) {
+    SS_RCU_GRACE_PASSED(p);
+    delete static_cast<Node*>(p);
+  }
+}
+
 void FdTable::push_limbo(Node* n) {
   n->limbo_next = limbo_.load(std::memory_order_relaxed);
   while (!limbo_.compare_exchange_weak(n->limbo_next, n, std::memory_order_release,
@@ -327,12 +327,24 @@ void FdTable::push_limbo(Node* n) {
 }
 
 void FdTable::retire(Node* n, std::shared_ptr<void>* object) {
-  if (t_reading > 0) {
-    // A handler over this thread's read: other readers may still copy the
-    // object, so the caller gets a copy, and the node waits in limbo_.
+  // Other readers may still copy the object: a caller that frees the node
+  // later gets a copy.
+  if (signal_handlers_running() > 0 || urcu_bp_read_ongoing()) {
+    // A signal handler (over a read of this thread's, maybe) waits for no
+    // grace period, nor allocates: the node waits in limbo_.
     if (object) *object = n->object;
     push_limbo(n);
     return;
+  }
+  if (t_later_depth > 0) {
+    try {
+      if (!t_later) t_later = new std::vector<void*>;
+      t_later->push_back(n);
+      if (object) *object = n->object;
+      return;
+    } catch (const std::bad_alloc&) {
+      // Waited for here, then.
+    }
   }
   // Retired before this grace period begins: free after it too. Their
   // objects go with the caller's (it frees them where it may take locks),

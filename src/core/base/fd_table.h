@@ -90,6 +90,19 @@ class FdTable {
     return std::static_pointer_cast<T>(std::move(o));
   }
 
+  // While one lives on this thread, a remove or replace waits for no
+  // grace period: the caller gets a copy of the object, and the nodes are
+  // freed after one when the outermost ends. For a caller holding a lock
+  // a signal handler may want (on a thread inside a read, whose end that
+  // grace period would wait for).
+  class SS_API RetireLater {
+   public:
+    RetireLater();
+    ~RetireLater();
+    RetireLater(const RetireLater&) = delete;
+    RetireLater& operator=(const RetireLater&) = delete;
+  };
+
  private:
   // Two levels, allocated on first use and never freed while the table
   // lives: no reader ever sees a chunk go away.
@@ -113,7 +126,8 @@ class FdTable {
     std::atomic<Node*> slots[kChunkSize];
   };
   // n, out of its slot, freed once no lookup can hold it; its object
-  // into *object first (when given), with those of nodes retired before.
+  // into *object first (when given), with those of nodes retired in
+  // signal handlers before.
   void retire(Node* n, std::shared_ptr<void>* object);
   void push_limbo(Node* n);
   FdTable(const FdTable&) = delete;

@@ -53,6 +53,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/library_thread.h \
 	src/core/base/library_thread.cc \
 	src/core/base/service_thread.h \
+	src/core/base/signal_depth.cc \
+	src/core/base/signal_depth.h \
 	src/core/base/signals_held.h \
 	src/core/base/sleep_set.cc \
 	src/core/base/sleep_set.h \
