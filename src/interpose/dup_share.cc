@@ -62,6 +62,9 @@ struct Locked {
     release_after_busy(std::move(obj));
   }
   SignalsHeld signals;  // a handler never waits for mu on its own thread
+  // No grace period waited for under mu: another thread's handler may
+  // want mu over the read that period would wait for.
+  FdTable::RetireLater later;
   std::shared_ptr<void> obj, stale;
   std::unique_lock<std::mutex> g{mu};
 };

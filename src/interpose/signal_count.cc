@@ -12,6 +12,9 @@
 #include <new>
 #include <utility>
 
+#include "core/base/signal_depth.h"
+#include "core/base/signals_held.h"
+#include "interpose/own_calls.h"
 #include "interpose/real.h"
 
 namespace ss::interpose {
@@ -31,12 +34,11 @@ Slot g_slots[NSIG];
 [[gnu::tls_model("initial-exec")]] thread_local int t_last = 0;
 [[gnu::tls_model("initial-exec")]] thread_local int t_busy = 0;         // open BusyScopes
 [[gnu::tls_model("initial-exec")]] thread_local bool t_fenced = false;  // in a handler over one
-[[gnu::tls_model("initial-exec")]] thread_local int t_in_handler = 0;   // handlers running
 
 // Objects a handler over a BusyScope let go of (release_after_busy),
 // dropped when the thread's outermost scope ends. Static TLS slots: a
 // handler must not allocate (it may have interrupted malloc).
-constexpr int kHeldSlots = 32;
+constexpr int kHeldSlots = 64;
 using Obj = std::shared_ptr<void>;
 struct HeldSlots {
   alignas(Obj) unsigned char slot[kHeldSlots][sizeof(Obj)];
@@ -44,16 +46,21 @@ struct HeldSlots {
 };
 [[gnu::tls_model("initial-exec")]] thread_local HeldSlots t_held{};
 
+Obj& held_at(int i) { return *std::launder(reinterpret_cast<Obj*>(t_held.slot[i])); }
+
 void release_held() {
   // Newest first, as a BusyScope (the destructors take the library's
-  // locks): a handler that lists one meanwhile only adds on top.
+  // locks); each taken out with signals held off (a handler lists on top).
   t_busy++;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   while (t_held.used > 0) {
-    Obj o = std::move(*std::launder(reinterpret_cast<Obj*>(t_held.slot[t_held.used - 1])));
-    std::launder(reinterpret_cast<Obj*>(t_held.slot[t_held.used - 1]))->~Obj();
-    std::atomic_signal_fence(std::memory_order_seq_cst);  // emptied before it is given up
-    t_held.used--;
+    Obj o;
+    {
+      const SignalsHeld held;
+      o = std::move(held_at(t_held.used - 1));
+      held_at(t_held.used - 1).~Obj();
+      t_held.used--;
+    }
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_busy--;
@@ -64,10 +71,16 @@ void trampoline(int sig, siginfo_t* info, void* uc) {
   t_last = sig;
   const bool fenced = t_fenced;
   t_fenced = fenced || t_busy > 0;
+  // The handler's calls are the program's, even over the preload's own
+  // calls to libc (they would reach the kernel socket under an rsocket).
+  const int own = t_own_calls;
+  t_own_calls = 0;
   // A one-argument handler ignores the two more the ABI passes it.
-  t_in_handler++;
+  int& running = signal_handlers_running();
+  running++;
   if (const Handler h = g_slots[sig].handler.load(std::memory_order_acquire)) h(sig, info, uc);
-  t_in_handler--;
+  running--;
+  t_own_calls = own;
   t_fenced = fenced;
 }
 
@@ -105,23 +118,25 @@ BusyScope::BusyScope() noexcept {
 }
 BusyScope::~BusyScope() {
   std::atomic_signal_fence(std::memory_order_seq_cst);  // closed after it ends
-  if (--t_busy == 0 && t_held.used > 0 && !t_fenced) release_held();
+  t_busy--;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // a handler lists before or sees it closed
+  if (t_busy == 0 && t_held.used > 0 && !t_fenced) release_held();
 }
 bool handler_over_busy() noexcept { return t_fenced; }
 
 void release_after_busy(std::shared_ptr<void> object) {
-  if (!t_fenced || !object) return;  // dropped here
+  if (!t_fenced || object.use_count() == 0) return;  // dropped here (or nothing owned)
+  const SignalsHeld held;                            // a nested handler lists after this one
   if (t_held.used == kHeldSlots) {
     // Full: kept for good rather than dropped here.
-    alignas(Obj) static unsigned char sink[sizeof(Obj)];
+    alignas(Obj) static thread_local unsigned char sink[sizeof(Obj)];
     new (sink) Obj(std::move(object));
     return;
   }
   new (t_held.slot[t_held.used]) Obj(std::move(object));
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // whole before it is counted
   t_held.used++;
 }
-bool in_handler() noexcept { return t_in_handler > 0; }
+bool in_handler() noexcept { return signal_handlers_running() > 0; }
 
 bool spin_interrupted(uint64_t* seen, bool restartable) {
   if (t_ran == *seen) return false;
