@@ -43,6 +43,15 @@ std::shared_ptr<vp::SocketRecord> record(int fd) {
   return t.get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
 }
 
+// A signal handler's call on an offloaded connection its thread was
+// inside the library for: EAGAIN, never the kernel socket (not
+// connected: ENOTCONN, and SIGPIPE for a send, which kills the program).
+bool out_of_reach(const std::shared_ptr<vp::SocketRecord>& s) {
+  if (!s || !s->tcp_out_of_reach()) return false;
+  errno = EAGAIN;
+  return true;
+}
+
 ssize_t off_recv(vp::SocketRecord& s, msghdr* m, int flags) {
   return ss::interpose::edge_call([&] { return s.offload()->recvmsg(s, m, flags); });
 }
@@ -117,6 +126,7 @@ ssize_t recv_on(vp::SocketRecord& s, int fd, msghdr* m, int flags) {
 
 ssize_t recv_path(int fd, msghdr* m, int flags) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr) return tcp_recv(*t, fd, m, flags);
   if (!s || (!s->offload() && !awaits_offload(*s, fd, flags))) return real().recvmsg(fd, m, flags);
   return recv_on(*s, fd, m, flags);
@@ -147,6 +157,7 @@ bool dummy_path(vp::SocketRecord* s, int fd) {
 
 ssize_t send_path(int fd, const msghdr* m, int flags) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
     if (flags & VMA_SND_FLAGS_DUMMY) {  // UDP only, as libvma
       errno = EINVAL;
@@ -172,6 +183,7 @@ SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* m, int flags) { return recv_pa
 // (SocketRecord::late_error).
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   vp::TcpOffload* t = s ? s->tcp() : nullptr;
   if (!s || (!s->offload() && !t)) return real().recvmmsg(fd, v, vlen, flags, tmo);
   if (tmo && !ss::interpose::program_writable(tmo, sizeof *tmo)) {
@@ -193,6 +205,7 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr)
     return ss::interpose::sendmmsg_each(
@@ -210,6 +223,7 @@ SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags)
 SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from,
                                    socklen_t* fromlen) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
     iovec iov;
     msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
@@ -237,6 +251,7 @@ SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t len, int flags) {
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
     iovec iov;
     msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
@@ -250,6 +265,7 @@ SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t len) {
 
 SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int n) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr; t && n >= 0) {
     msghdr m = ss::iov_only(iov, n);
     return tcp_recv(*t, fd, &m, 0);
@@ -278,6 +294,7 @@ SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t len, int flags) {
 
 SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
     iovec iov;
     const msghdr m = ss::one_buffer(&iov, buf, len, nullptr, 0);
@@ -291,6 +308,7 @@ SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t len) {
 
 SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
   const auto s = record(fd);
+  if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr; t && n >= 0) {
     const msghdr m = ss::iov_only(iov, n);
     return tcp_send(*t, fd, &m, 0);
@@ -304,6 +322,7 @@ SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int n) {
 // send (interpose/sendfile_copy.h); to anything else, the kernel's.
 SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t count) noexcept {
   const auto s = record(out);
+  if (out_of_reach(s)) return -1;
   vp::TcpOffload* t = s ? s->tcp() : nullptr;
   if (!t) return real().sendfile(out, in_fd, offset, count);
   return ss::interpose::edge_call([&] {
@@ -321,6 +340,10 @@ SS_PRELOAD_EXPORT ssize_t sendfile64(int out, int in_fd, off_t* offset, size_t c
 
 SS_PRELOAD_EXPORT int connect(int fd, const sockaddr* to, socklen_t len) {
   const auto s = record(fd);
+  if (out_of_reach(s)) {
+    errno = EALREADY;  // connected or connecting on the rings
+    return -1;
+  }
   if (s && s->protocol == IPPROTO_TCP) {  // the rings' connection, or the kernel's
     int rc = 1;
     ss::interpose::edge_quiet("connect", fd, [&] { rc = s->connect_tcp(to, len); });

@@ -224,7 +224,9 @@ void SocketRecord::try_offload() {
     return;
   }
   std::lock_guard<std::mutex> lock(offload_mu_);
-  if (offload_tried_) return;
+  // Settled (a handler's bind): the kernel's for good, as a receiver
+  // asleep on the kernel socket already took it to be.
+  if (offload_tried_ || offload_settled_.load(std::memory_order_relaxed)) return;
   sockaddr_storage a{};
   socklen_t len = sizeof a;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0) return;

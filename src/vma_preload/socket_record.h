@@ -89,6 +89,11 @@ struct SocketRecord final : Pollable {
     }
     return interpose::handler_over_busy() ? nullptr : tcp_.load(std::memory_order_acquire);
   }
+  // Whether tcp() hides an offloaded connection from a signal handler
+  // over the library (its stack's locks may be held under it).
+  bool tcp_out_of_reach() const {
+    return interpose::handler_over_busy() && !inherited() && tcp_.load(std::memory_order_acquire);
+  }
   // Parent: the offloaded TCP connection goes to the kernel socket for
   // good (TcpOffload::hand_to_kernel), so each process sharing the
   // descriptor has it; `why` is logged. Whether it moved.

@@ -1,7 +1,7 @@
 /* The socket calls vma_calls.sh checks, run the same way plain (the
  * kernel's answers) and under LD_PRELOAD=libvma.so (the rings').
  * peer PORT: (kernel, the other namespace) a dual-stack UDP socket on
- *   PORT; "burst N TAG" makes it send N datagrams "TAG i ..." (lengths
+ *   PORT (and TCP there: each connection echoed to its end); "burst N TAG" makes it send N datagrams "TAG i ..." (lengths
  *   burst_len(i)) back to the asker, "group N TAG GROUP PORT" the same to
  *   IPv4 group GROUP, port PORT, "quit" ends it, anything else comes back
  *   as it is.
@@ -40,6 +40,11 @@
  *   one of 64 bound sockets (PORT+1...) and binds and closes a new one
  *   while the main thread asks for and receives datagrams on PORT: every
  *   call succeeds, nothing hangs, every datagram arrives.
+ * tcphandler ADDR PORT PEER PEERPORT: two TCP connections to the peer's
+ *   echo (PEERPORT): a SIGALRM handler every 200 us sends a byte on one
+ *   while the main thread echoes messages on the other; every handler send
+ *   succeeds or (preloaded) fails with EAGAIN, never SIGPIPE, and every
+ *   byte sent comes back.
  * duphandler ADDR PORT PEER PEERPORT: a SIGALRM handler every 100 us dups
  *   and closes a socket (PORT+1) while the main thread dups and closes
  *   another (PORT): every call succeeds, nothing hangs, both receive after.
@@ -62,6 +67,7 @@
 #include <pthread.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +124,31 @@ static int peer(unsigned short port) {
   int on = 1;
   setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof on);
   setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof on);
+  /* TCP on the same port: each connection echoed to its end, by a child
+   * of a child that goes with this process. */
+  const int l = socket(AF_INET6, SOCK_STREAM, 0);
+  setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (l < 0 || bind(l, (struct sockaddr*)&a, sizeof a) < 0 || listen(l, 16) < 0) {
+    perror("peer: tcp");
+    return 1;
+  }
+  if (fork() == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGCHLD, SIG_IGN);
+    for (;;) {
+      const int c = accept(l, NULL, NULL);
+      if (c >= 0 && fork() == 0) {
+        char b[4096];
+        ssize_t n;
+        while ((n = recv(c, b, sizeof b, 0)) > 0)
+          if (send(c, b, (size_t)n, MSG_NOSIGNAL) != n) break;
+        _exit(0);
+      }
+      if (c >= 0) close(c);
+    }
+  }
+  close(l);
   printf("ready\n");
   fflush(stdout);
   char buf[4096], out[2048], tag[64];
@@ -925,10 +956,76 @@ static void handler_io(const char* ip, unsigned short port) {
   close(g_hfd);
 }
 
+/* ---- tcphandler ---- */
+/* A signal handler that sends on one TCP connection while the main thread
+ * echoes 64-byte messages on another: the kernel sends each byte;
+ * preloaded, a byte whose connection the interrupted call keeps out of
+ * reach fails with EAGAIN. Never any other error, never SIGPIPE (which
+ * would kill the program), and every byte sent comes back. */
+static int g_tfd = -1;
+static volatile sig_atomic_t g_tok, g_tagain, g_tother;
+static void on_send_tick(int sig) {
+  (void)sig;
+  const int saved = errno;
+  if (send(g_tfd, "x", 1, 0) == 1)
+    g_tok++;
+  else if (errno == EAGAIN || errno == EWOULDBLOCK)
+    g_tagain++;
+  else
+    g_tother++;
+  errno = saved;
+}
+
+static int tcp_to_peer(void) {
+  const int c = socket(g_peer.ss_family, SOCK_STREAM, 0);
+  if (c < 0 || connect(c, (struct sockaddr*)&g_peer, g_peer_len) < 0) {
+    perror("tcphandler: connect");
+    exit(2);
+  }
+  return c;
+}
+
+/* n bytes into buf from c, whole: 1, else 0. */
+static int recv_whole(int c, char* buf, size_t n) {
+  for (size_t got = 0; got < n;) {
+    const ssize_t r = recv(c, buf + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 0;
+    got += (size_t)r;
+  }
+  return 1;
+}
+
+static void tcp_handler(void) {
+  const int c = tcp_to_peer();
+  g_tfd = tcp_to_peer();
+  int ok = 0, rounds;
+  char msg[64], back[64];
+  tick_every(on_send_tick, 200);
+  for (rounds = 0; g_tok + g_tagain + g_tother < 1000 && rounds < 1000000; rounds++) {
+    memset(msg, 'a' + rounds % 26, sizeof msg);
+    ok += send(c, msg, sizeof msg, 0) == (ssize_t)sizeof msg && recv_whole(c, back, sizeof back) &&
+          !memcmp(msg, back, sizeof msg);
+  }
+  tick_every(NULL, 0);
+  shutdown(g_tfd, SHUT_WR);
+  char echoed[2048];
+  ssize_t n, total = 0;
+  while ((n = recv(g_tfd, echoed, sizeof echoed, 0)) > 0 || (n < 0 && errno == EINTR))
+    total += n > 0 ? n : 0;
+  check(ok == rounds, "every message of the main thread echoed (%d of %d)", ok, rounds);
+  check(g_tother == 0 && g_tok + g_tagain >= 1000,
+        "the handler's sends: %d sent, %d EAGAIN, %d other errors", (int)g_tok, (int)g_tagain,
+        (int)g_tother);
+  check(total == g_tok, "every byte the handler sent came back (%zd of %d)", total, (int)g_tok);
+  close(c);
+  close(g_tfd);
+}
+
 /* ---- duphandler ---- */
 /* A signal handler that duplicates and closes one offloaded socket while
- * the main thread duplicates and closes another: a tick often lands while
- * the main thread is inside the library's bookkeeping of duplicates.
+ * the main thread duplicates and closes another: ticks land around the
+ * library's bookkeeping of duplicates, and inside its table lookups.
  * Nothing hangs, every call succeeds, and both sockets receive after. */
 static int g_dfd = -1;
 static volatile sig_atomic_t g_dran, g_dbad;
@@ -1224,6 +1321,8 @@ int main(int argc, char** argv) {
     unbound(argv[2]);
   else if (argc == 6 && !strcmp(argv[1], "handlerio"))
     handler_io(argv[2], (unsigned short)atoi(argv[3]));
+  else if (argc == 6 && !strcmp(argv[1], "tcphandler"))
+    tcp_handler();
   else if (argc == 6 && !strcmp(argv[1], "handlerclose"))
     handler_close(argv[2], (unsigned short)atoi(argv[3]));
   else if (argc == 6 && !strcmp(argv[1], "duphandler"))
@@ -1242,7 +1341,7 @@ int main(int argc, char** argv) {
   } else if (argc == 6 && !strcmp(argv[1], "fork-exit"))
     fork_exit(argv[2], (unsigned short)atoi(argv[3]));
   else {
-    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-group|fork-exit|exits|chk|efault|handlerio|handlerclose|duphandler|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
+    fprintf(stderr, "usage: %s peer PORT | mmsg|dup|fork|fork-group|fork-exit|exits|chk|efault|handlerio|handlerclose|tcphandler|duphandler|unbound|vfork|eintr|muxintr ADDR PORT PEER PEERPORT | skipos ... N\n", argv[0]);
     return 2;
   }
   printf("done: %d failure(s)\n", failures);

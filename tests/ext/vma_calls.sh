@@ -60,10 +60,14 @@
 #        and receives datagrams on the rings (preloaded with
 #        VMA_RX_POLL=-1: the ticks land inside the library's locks):
 #        nothing hangs, every call succeeds, every datagram arrives.
+#  tcphandler: a SIGALRM handler sends a byte on one TCP connection every
+#        200 us while the main thread echoes messages on another: each
+#        send succeeds or (preloaded, the connection out of the handler's
+#        reach) fails with EAGAIN, never SIGPIPE; every byte comes back.
 #  duphandler: a SIGALRM handler every 100 us dups and closes one
 #        offloaded socket while the main thread dups and closes another
-#        (a tick often lands inside the library's bookkeeping of
-#        duplicates): every call succeeds, nothing hangs.
+#        (ticks land around the library's bookkeeping of duplicates and
+#        inside its table lookups): every call succeeds, nothing hangs.
 #  muxintr: poll and epoll_wait with no timeout and a SA_RESTART handler:
 #        EINTR (never restarted); preloaded with VMA_SELECT_POLL=-1, the
 #        handler runs in the busy phase.
@@ -191,6 +195,16 @@ for pre in 0 1; do
   # handler's new sockets are the kernel's but send nothing.
   PRE_ENV=VMA_RX_POLL=-1 run_case "a handler closing and binding, IPv4" 4 $pre 10 10 2 2 \
     handlerclose $IP4 $((port += 130)) $IP4B $PEERPORT
+  # Two TCP connections to the peer's echo (preloaded: on the rings, A's
+  # kernel moving a few TCP segments at most).
+  tcp0=$(kernel_tcp)
+  run_case "a handler sending on a TCP connection, IPv4" 4 $pre 0 0 - - tcphandler $IP4 \
+    $((port += 1)) $IP4B $PEERPORT
+  if [ $pre = 1 ]; then
+    segs=$(($(kernel_tcp) - tcp0))
+    [ $segs -lt 20 ]
+    check "a handler sending on a TCP connection (preloaded): on the rings (A's kernel moved $segs TCP segments)" $?
+  fi
   # One ask and one datagram for each socket.
   run_case "a handler duplicating and closing, IPv4" 4 $pre 2 2 0 2 duphandler $IP4 \
     $((port += 2)) $IP4B $PEERPORT
