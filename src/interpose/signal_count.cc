@@ -34,6 +34,7 @@ Slot g_slots[NSIG];
 [[gnu::tls_model("initial-exec")]] thread_local int t_last = 0;
 [[gnu::tls_model("initial-exec")]] thread_local int t_busy = 0;         // open BusyScopes
 [[gnu::tls_model("initial-exec")]] thread_local bool t_fenced = false;  // in a handler over one
+[[gnu::tls_model("initial-exec")]] thread_local int t_own_fence = 0;  // own calls under the handler
 
 // Objects a handler over a BusyScope let go of (release_after_busy),
 // dropped when the thread's outermost scope ends. Static TLS slots: a
@@ -51,6 +52,8 @@ Obj& held_at(int i) { return *std::launder(reinterpret_cast<Obj*>(t_held.slot[i]
 void release_held() {
   // Newest first, as a BusyScope (the destructors take the library's
   // locks); each taken out with signals held off (a handler lists on top).
+  // The call that ends here has set errno already.
+  const int saved = errno;
   t_busy++;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   while (t_held.used > 0) {
@@ -64,6 +67,7 @@ void release_held() {
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_busy--;
+  errno = saved;
 }
 
 void trampoline(int sig, siginfo_t* info, void* uc) {
@@ -71,16 +75,15 @@ void trampoline(int sig, siginfo_t* info, void* uc) {
   t_last = sig;
   const bool fenced = t_fenced;
   t_fenced = fenced || t_busy > 0;
-  // The handler's calls are the program's, even over the preload's own
-  // calls to libc (they would reach the kernel socket under an rsocket).
-  const int own = t_own_calls;
-  t_own_calls = 0;
+  // The own-call depth the handler found: the interrupted call's.
+  const int own_fence = t_own_fence;
+  t_own_fence = t_own_calls;
   // A one-argument handler ignores the two more the ABI passes it.
   int& running = signal_handlers_running();
   running++;
   if (const Handler h = g_slots[sig].handler.load(std::memory_order_acquire)) h(sig, info, uc);
   running--;
-  t_own_calls = own;
+  t_own_fence = own_fence;
   t_fenced = fenced;
 }
 
@@ -137,6 +140,9 @@ void release_after_busy(std::shared_ptr<void> object) {
   t_held.used++;
 }
 bool in_handler() noexcept { return signal_handlers_running() > 0; }
+bool handler_over_own_call() noexcept {
+  return t_own_fence > 0 && t_own_calls == t_own_fence && signal_handlers_running() > 0;
+}
 
 bool spin_interrupted(uint64_t* seen, bool restartable) {
   if (t_ran == *seen) return false;

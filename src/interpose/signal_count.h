@@ -45,6 +45,10 @@ void release_after_busy(std::shared_ptr<void> object);
 // Whether this thread runs a counted handler at all (it may have
 // interrupted malloc or any lock: only async-signal-safe work then).
 bool in_handler() noexcept;
+// Whether this thread runs a counted handler that interrupted the
+// preload's own calls (own_calls.h: inside a library call, which may hold
+// a connection's lock) and has opened none of its own since.
+bool handler_over_own_call() noexcept;
 
 // sigaction(2) with a program's handler counted; `drop_restart`: install
 // it without SA_RESTART whatever the program asked (reported back as asked).

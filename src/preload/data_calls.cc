@@ -28,25 +28,25 @@ bool rs(int fd) { return route(fd) == Route::kRsocket; }
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return rread(fd, buf, n); },
       [&] { return ss::interpose::real().read(fd, buf, n); });
 }
 
 SS_PRELOAD_EXPORT ssize_t readv(int fd, const iovec* iov, int cnt) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return rreadv(fd, iov, cnt); },
       [&] { return ss::interpose::real().readv(fd, iov, cnt); });
 }
 
 SS_PRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return pipe_signal(rwrite(fd, buf, n), 0); },
       [&] { return ss::interpose::real().write(fd, buf, n); });
 }
 
 SS_PRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int cnt) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return pipe_signal(rwritev(fd, iov, cnt), 0); },
       [&] { return ss::interpose::real().writev(fd, iov, cnt); });
 }
@@ -77,7 +77,7 @@ ssize_t positioned(int fd, const iovec* iov, int cnt, off_t off, int flags, Call
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t preadv2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd,
       [&] {
         return positioned(fd, iov, cnt, off, flags,
@@ -87,7 +87,7 @@ SS_PRELOAD_EXPORT ssize_t preadv2(int fd, const iovec* iov, int cnt, off_t off, 
 }
 
 SS_PRELOAD_EXPORT ssize_t pwritev2(int fd, const iovec* iov, int cnt, off_t off, int flags) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd,
       [&] {
         return positioned(fd, iov, cnt, off, flags, [](int f, msghdr* m, int msg) {
@@ -106,26 +106,26 @@ SS_PRELOAD_EXPORT ssize_t pwritev64v2(int fd, const iovec* iov, int cnt, off_t o
 }
 
 SS_PRELOAD_EXPORT ssize_t recv(int fd, void* buf, size_t n, int flags) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return rrecv(fd, buf, n, flags); },
       [&] { return ss::interpose::real().recv(fd, buf, n, flags); });
 }
 
 SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, sockaddr* from,
                                    socklen_t* from_len) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return rrecvfrom(fd, buf, n, flags, from, from_len); },
       [&] { return ss::interpose::real().recvfrom(fd, buf, n, flags, from, from_len); });
 }
 
 SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return rrecvmsg(fd, msg, flags); },
       [&] { return ss::interpose::real().recvmsg(fd, msg, flags); });
 }
 
 SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return pipe_signal(rsend(fd, buf, n, flags), flags); },
       [&] { return ss::interpose::real().send(fd, buf, n, flags); });
 }
@@ -133,13 +133,13 @@ SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
 // A connected TCP socket ignores the address (Linux's tcp_sendmsg): so does this.
 SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to,
                                  socklen_t to_len) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return pipe_signal(rsend(fd, buf, n, flags), flags); },
       [&] { return ss::interpose::real().sendto(fd, buf, n, flags, to, to_len); });
 }
 
 SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  return on_rsocket(
+  return on_rsocket_data(
       fd, [&] { return pipe_signal(rsendmsg(fd, msg, flags), flags); },
       [&] { return ss::interpose::real().sendmsg(fd, msg, flags); });
 }
@@ -191,7 +191,7 @@ static ssize_t sendfile_rsocket(int out, int in_fd, off_t* offset, size_t count)
 }
 
 SS_PRELOAD_EXPORT ssize_t sendfile(int out, int in_fd, off_t* offset, size_t count) noexcept {
-  return on_rsocket(
+  return on_rsocket_data(
       out, [&] { return sendfile_rsocket(out, in_fd, offset, count); },
       [&] { return ss::interpose::real().sendfile(out, in_fd, offset, count); });
 }

@@ -13,6 +13,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/library_thread.h"
 #include "interpose/own_calls.h"
+#include "interpose/signal_count.h"
 #include "preload/late_fallback.h"
 
 namespace ss::preload {
@@ -137,6 +138,19 @@ auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
       finish_late_fallback(fd);
     }
   }
+}
+
+// on_rsocket for a send or receive. In a signal handler over a library
+// call of its thread it fails with EAGAIN on an rsocket: librsocket may be
+// held there (the connection's lock), and the kernel socket under it is
+// not the connection (SIGPIPE, ENOTCONN).
+template <class R, class K>
+auto on_rsocket_data(int fd, R r, K k) -> decltype(k()) {
+  if (interpose::handler_over_own_call() && FdTable::instance().kind(fd) == FdKind::kRsocket) {
+    errno = EAGAIN;
+    return -1;
+  }
+  return on_rsocket(fd, r, k);
 }
 
 // FD_CLOEXEC of rsocket `fd` as the program sets it (rfcntl F_GETFD

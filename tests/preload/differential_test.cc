@@ -15,6 +15,7 @@
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -373,6 +374,56 @@ TEST(Differential, PselectOverKernelDescriptorsOnly) {
   closefrom(3);
   execl("/bin/true", "true", static_cast<char*>(nullptr));
   _exit(127);
+}
+
+// A signal handler that sends on one connection while its thread echoes
+// messages on another (inside the library much of the time, preloaded):
+// each send succeeds, or, preloaded, fails with EAGAIN where the call it
+// interrupted keeps the library; never another error, never SIGPIPE (the
+// kernel socket under an rsocket is not the connection); every byte sent
+// arrives.
+std::atomic<int> g_handler_ok{0}, g_handler_again{0}, g_handler_other{0};
+int g_handler_fd = -1;
+void send_a_byte(int) {
+  const int saved = errno;
+  if (send(g_handler_fd, "x", 1, 0) == 1)
+    g_handler_ok++;
+  else if (errno == EAGAIN || errno == EWOULDBLOCK)
+    g_handler_again++;
+  else
+    g_handler_other++;
+  errno = saved;
+}
+
+TEST(Differential, AHandlerSendsBesideTheThreadsCalls) {
+  differential::Pair echo, side;
+  connect_pair(&echo);
+  connect_pair(&side);
+  g_handler_fd = side.c;
+  struct sigaction sa {
+  }, old{};
+  sa.sa_handler = send_a_byte;
+  sa.sa_flags = SA_RESTART;
+  ASSERT_EQ(sigaction(SIGALRM, &sa, &old), 0);
+  itimerval every{{0, 200}, {0, 200}}, off{};
+  ASSERT_EQ(setitimer(ITIMER_REAL, &every, nullptr), 0);
+  char msg[64], got[64];
+  int rounds = 0;
+  bool intact = true;
+  for (; g_handler_ok + g_handler_again + g_handler_other < 500 && rounds < 1000000; rounds++) {
+    memset(msg, 'a' + rounds % 26, sizeof msg);
+    intact = intact && send(echo.c, msg, sizeof msg, 0) == sizeof msg &&
+             differential::read_full(echo.s, got, sizeof got) == sizeof got &&
+             !memcmp(msg, got, sizeof msg);
+  }
+  setitimer(ITIMER_REAL, &off, nullptr);
+  sigaction(SIGALRM, &old, nullptr);
+  EXPECT_TRUE(intact) << "the thread's own messages";
+  EXPECT_EQ(g_handler_other.load(), 0) << "sent " << g_handler_ok << ", EAGAIN " << g_handler_again;
+  std::vector<char> sent(static_cast<size_t>(g_handler_ok.load()));
+  EXPECT_TRUE(sent.empty() || differential::read_full(side.s, sent.data(), sent.size()) ==
+                                  static_cast<ssize_t>(sent.size()));
+  EXPECT_TRUE(std::all_of(sent.begin(), sent.end(), [](char c) { return c == 'x'; }));
 }
 
 TEST(Differential, VforkChildClosingEverythingLeavesTheConnection) {
