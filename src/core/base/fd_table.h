@@ -94,7 +94,8 @@ class FdTable {
   // grace period: the caller gets a copy of the object, and the nodes are
   // freed after one when the outermost ends. For a caller holding a lock
   // a signal handler may want (on a thread inside a read, whose end that
-  // grace period would wait for).
+  // grace period would wait for). Its end is not signal-safe: held with
+  // the program's signals off (SignalsHeld) around it.
   class SS_API RetireLater {
    public:
     RetireLater();
