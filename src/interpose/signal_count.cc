@@ -43,6 +43,7 @@ constexpr int kHeldSlots = 64;
 using Obj = std::shared_ptr<void>;
 struct HeldSlots {
   alignas(Obj) unsigned char slot[kHeldSlots][sizeof(Obj)];
+  alignas(Obj) unsigned char sink[sizeof(Obj)];  // past the slots: never dropped
   int used;
 };
 [[gnu::tls_model("initial-exec")]] thread_local HeldSlots t_held{};
@@ -132,8 +133,7 @@ void release_after_busy(std::shared_ptr<void> object) {
   const SignalsHeld held;                            // a nested handler lists after this one
   if (t_held.used == kHeldSlots) {
     // Full: kept for good rather than dropped here.
-    alignas(Obj) static thread_local unsigned char sink[sizeof(Obj)];
-    new (sink) Obj(std::move(object));
+    new (t_held.sink) Obj(std::move(object));
     return;
   }
   new (t_held.slot[t_held.used]) Obj(std::move(object));
