@@ -279,7 +279,8 @@ void track_socket(int fd, int domain, int type, int protocol);
 // udp_receiver rules' decision (logged at debug), then the offloaded path
 // if it is still "vma".
 void socket_bound(int fd);
-// Drops fd's record, if any (close()).
+// Takes fd's record out of the table, if any (close()): the caller lets
+// it go (interpose::release_after_busy in a handler over the library).
 std::shared_ptr<SocketRecord> untrack_socket(int fd);
 // The record the face acts on at fd: fd's, or, when the program closed fd
 // while a duplicate lives on (the number held), the duplicate's. Null when
