@@ -12,6 +12,7 @@
 #include "core/base/log.h"
 #include "core/base/own_fd.h"
 #include "core/base/sandbox.h"
+#include "core/base/signal_depth.h"
 
 namespace ss {
 
@@ -27,9 +28,19 @@ struct KickSleeper {
 
 namespace {
 
+// A signal handler's sleeps have an eventfd per handler depth: the call
+// the handler interrupted may still wait on an object (a quiet sleep,
+// signal_depth.h), so the thread's eventfd is not drained when the
+// handler leaves its own last object, and a sleep on it would wake at
+// once for good. In place: a handler must not allocate.
+constexpr int kHandlerDepths = 3;  // deeper handlers share the last
+
 struct ThreadSleeper {
   KickSleeper* s = nullptr;
+  KickSleeper in_handler[kHandlerDepths];
   ~ThreadSleeper() {
+    for (KickSleeper& h : in_handler)
+      if (h.fd >= 0 && h.joins == 0) ::close(h.fd);
     if (!s || s->joins > 0) return;
     if (s->fd >= 0) ::close(s->fd);
     delete s;
@@ -39,24 +50,34 @@ struct ThreadSleeper {
 
 thread_local ThreadSleeper t_sleeper;
 
+// The sleeper of this thread at its handler depth (null: none made yet
+// outside handlers).
+KickSleeper* current_sleeper() {
+  const int depth = signal_handlers_running();
+  if (depth <= 0) return t_sleeper.s;
+  return &t_sleeper.in_handler[std::min(depth, kHandlerDepths) - 1];
+}
+
 // A fork child's one thread: its eventfd is shared with the parent's
 // same thread (a drain here would eat the parent's kicks); a new one is
 // made at its next join.
-void sleeper_in_fork_child() {
-  KickSleeper* s = t_sleeper.s;
-  if (!s) return;
+void reset_in_fork_child(KickSleeper* s) {
   if (s->fd >= 0) own_close(s->fd);  // in a fork handler: not through a preload
   s->fd = -1;
   s->joins = 0;
   s->seen = false;
   s->pending.store(false, std::memory_order_relaxed);
 }
+void sleeper_in_fork_child() {
+  if (t_sleeper.s) reset_in_fork_child(t_sleeper.s);
+  for (KickSleeper& h : t_sleeper.in_handler) reset_in_fork_child(&h);
+}
 
 KickSleeper* this_sleeper() {
   static std::once_flag registered;
   std::call_once(registered, [] { pthread_atfork(nullptr, nullptr, sleeper_in_fork_child); });
-  if (!t_sleeper.s) t_sleeper.s = new KickSleeper;
-  return t_sleeper.s;
+  if (KickSleeper* s = current_sleeper()) return s;
+  return t_sleeper.s = new KickSleeper;
 }
 
 }  // namespace
@@ -76,7 +97,7 @@ int Kick::join() {
 }
 
 void Kick::leave(bool kicked) {
-  KickSleeper* s = t_sleeper.s;
+  KickSleeper* s = current_sleeper();
   if (!s) return;
   auto it = std::find(waiters_.begin(), waiters_.end(), s);
   if (it == waiters_.end()) return;
@@ -95,7 +116,10 @@ void Kick::leave(bool kicked) {
   s->seen = false;
 }
 
-int Kick::fd() const { return t_sleeper.s ? t_sleeper.s->fd : -1; }
+int Kick::fd() const {
+  const KickSleeper* s = current_sleeper();
+  return s ? s->fd : -1;
+}
 
 void Kick::fork_child() { waiters_.clear(); }
 

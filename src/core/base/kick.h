@@ -18,6 +18,7 @@
 
 #include "core/base/api.h"
 #include "core/base/interruptible_poll.h"
+#include "core/base/signal_depth.h"
 
 namespace ss {
 
@@ -52,14 +53,19 @@ class Kick {
   // sleeps on the target alone, kUnkickedSleepMs at a time: another
   // thread's kick is missed that long, where failing would give an errno
   // no socket call gives. 0, or -errno from interruptible_poll (restartable).
+  // `quiet`: the caller holds nothing else of the library's (QuietSleep).
   template <class Lock>
-  int sleep(Lock& lk, pollfd target, int ms) {
+  int sleep(Lock& lk, pollfd target, int ms, bool quiet = false) {
     constexpr int kUnkickedSleepMs = 10;
     const bool joined = join() == 0;
     if (!joined) ms = ms > 0 ? std::min(ms, kUnkickedSleepMs) : kUnkickedSleepMs;
     pollfd p[2] = {target, {joined ? fd() : -1, POLLIN, 0}};
     lk.unlock();
-    int rc = interruptible_poll(p, 2, ms > 0 ? ms : -1);
+    int rc;
+    {
+      const QuietSleep q(quiet);
+      rc = interruptible_poll(p, 2, ms > 0 ? ms : -1);
+    }
     lk.lock();
     if (joined) leave(p[1].revents & POLLIN);
     return rc < 0 ? rc : 0;

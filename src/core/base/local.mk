@@ -69,6 +69,7 @@ core_unit_tests_SOURCES += \
 	tests/core/base_fd_spare_test.cc \
 	tests/core/base_proc_stat_test.cc \
 	tests/core/base_process_share_test.cc \
+	tests/core/base_quiet_sleep_test.cc \
 	tests/core/base_sandbox_test.cc \
 	tests/core/base_exception_errno_test.cc \
 	tests/core/base_fd_table_test.cc \
