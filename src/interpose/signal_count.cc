@@ -36,6 +36,33 @@ Slot g_slots[NSIG];
 [[gnu::tls_model("initial-exec")]] thread_local bool t_fenced = false;  // in a handler over one
 [[gnu::tls_model("initial-exec")]] thread_local int t_own_fence = 0;  // own calls under the handler
 
+// The quiet sleep this thread is in (core/base/signal_depth.h), with the
+// depths it began at: a handler that finds them unchanged interrupted the
+// sleep itself, not a deeper call made meanwhile (a poll wrapper's own).
+// Only a call made from outside the library marks it: one made inside
+// another (sendfile's copies, a receive callback's call under the
+// offload's locks or an epoll set's) sleeps under its caller's locks and
+// scopes.
+struct Quiet {
+  int own_calls, busy;
+  bool on;
+};
+[[gnu::tls_model("initial-exec")]] thread_local Quiet t_quiet{};
+
+void quiet_enter() {
+  if (t_own_calls + t_busy != 1) return;
+  t_quiet.own_calls = t_own_calls;
+  t_quiet.busy = t_busy;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_quiet.on = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+void quiet_leave() {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_quiet.on = false;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
+
 // Objects a handler over a BusyScope let go of (release_after_busy),
 // dropped when the thread's outermost scope ends. Static TLS slots: a
 // handler must not allocate (it may have interrupted malloc).
@@ -74,6 +101,13 @@ void release_held() {
 void trampoline(int sig, siginfo_t* info, void* uc) {
   t_ran++;
   t_last = sig;
+  // Over a quiet sleep the thread holds nothing of the library's: the
+  // handler runs as on a thread outside it, and the sleep's depths come
+  // back after it.
+  const Quiet quiet = t_quiet;
+  const int own_calls = t_own_calls, busy = t_busy;
+  if (quiet.on && quiet.own_calls == own_calls && quiet.busy == busy) t_own_calls = t_busy = 0;
+  t_quiet.on = false;  // the handler's own sleeps mark theirs
   const bool fenced = t_fenced;
   t_fenced = fenced || t_busy > 0;
   // The own-call depth the handler found: the interrupted call's.
@@ -86,6 +120,9 @@ void trampoline(int sig, siginfo_t* info, void* uc) {
   running--;
   t_own_fence = own_fence;
   t_fenced = fenced;
+  t_own_calls = own_calls;
+  t_busy = busy;
+  t_quiet = quiet;
 }
 
 bool wrapped(int sig) {
@@ -162,6 +199,7 @@ int counted_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
   const struct sigaction* give = act;
   const bool handler = act && is_handler(*act);
   if (handler) {
+    set_quiet_sleep_hooks(quiet_enter, quiet_leave);
     mine = *act;
     mine.sa_sigaction = trampoline;
     mine.sa_flags |= SA_SIGINFO;

@@ -28,6 +28,9 @@ bool spin_interrupted(uint64_t* seen, bool restartable);
 // that work runs (cheap: two thread-local counts). A handler that
 // interrupts it on this thread sees handler_over_busy() and the preload
 // serves that handler's calls by the kernel (no deadlock on its own lock).
+// A sleep inside it that holds none of those locks is marked quiet
+// (core/base/signal_depth.h): a handler over the mark alone runs as on a
+// thread outside the library (its own calls and scopes counted afresh).
 class BusyScope {
  public:
   BusyScope() noexcept;
