@@ -256,7 +256,8 @@ bool Socket::defer_close() {
   std::lock_guard<FutexMutex> g(mu_);
   // A copy another process holds goes at once (close: drop_copy); so
   // does a connection no call is using.
-  if (has(kSharedElsewhere) || endpoint_foreign() || !(sending_ || receiving_)) return false;
+  if (has(kSharedElsewhere) || endpoint_foreign() || !(sending_.busy || receiving_.busy))
+    return false;
   // The call ends as it would have (data, the peer's end, a signal, its
   // timeout) and closes then (api.cc, on_either), the program's number
   // held till it is. Listed under mu_: listed exactly while deferred.
@@ -267,7 +268,7 @@ bool Socket::defer_close() {
 
 bool Socket::take_deferred_close_locked() {
   std::lock_guard<FutexMutex> g(mu_);
-  if (!close_deferred_ || sending_ || receiving_) return false;
+  if (!close_deferred_ || sending_.busy || receiving_.busy) return false;
   close_deferred_ = false;
   fork::end_deferred_close(this);
   return true;

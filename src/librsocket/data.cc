@@ -113,12 +113,13 @@ template <typename Cursor>
 ssize_t Socket::send_from(Cursor& cur, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
+  if (turn.refused()) return -EAGAIN;
   may_look();  // the latest state first (fork: another process may have left it)
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.sndtimeo_us);
   if (phase() == kConnecting) {
     int rc = wait_for(
-        lk, nonblock, [this] { return phase() != kConnecting; }, until);
+        lk, nonblock, [this] { return phase() != kConnecting; }, until, /*quiet=*/true);
     if (rc) return rc;
   }
   if (has(kFellBack))
@@ -143,7 +144,8 @@ ssize_t Socket::send_from(Cursor& cur, int flags) {
   while (left) {
     if (!can_send()) {
       int rc = wait_for(
-          lk, nonblock, [this] { return can_send() || !(state_ & kWritable); }, until);
+          lk, nonblock, [this] { return can_send() || !(state_ & kWritable); }, until,
+          /*quiet=*/true);
       if (!(state_ & kWritable) || (state_ & kError)) {
         if (left == len) return data_error(true);
         break;
@@ -187,12 +189,13 @@ template <typename Cursor>
 ssize_t Socket::recv_into(Cursor& out, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &receiving_);
+  if (turn.refused()) return -EAGAIN;
   may_look();  // as send_from
   bool nonblock = is_nonblocking(flags);
   const Deadline until = deadline_after_us(opt_.rcvtimeo_us);
   if (phase() == kConnecting) {
     int rc = wait_for(
-        lk, nonblock, [this] { return phase() != kConnecting; }, until);
+        lk, nonblock, [this] { return phase() != kConnecting; }, until, /*quiet=*/true);
     if (rc) return rc;
   }
   if (has(kFellBack)) return -ENOTCONN;  // as in send_from
@@ -218,7 +221,8 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
         return 0;  // end of stream
       }
       int rc = wait_for(
-          lk, nonblock, [this] { return !rmsg_.empty() || !(state_ & kReadable); }, until);
+          lk, nonblock, [this] { return !rmsg_.empty() || !(state_ & kReadable); }, until,
+          /*quiet=*/true);
       if (rc == -EAGAIN || rc == -EINTR) {
         if (total) break;
         return rc;
@@ -229,7 +233,8 @@ ssize_t Socket::recv_into(Cursor& out, int flags) {
       // MSG_PEEK below the mark waits for it as a receive would.
       const uint32_t want = static_cast<uint32_t>(target);
       int rc = wait_for(
-          lk, nonblock, [&] { return rbuf_queued_ >= want || !(state_ & kReadable); }, until);
+          lk, nonblock, [&] { return rbuf_queued_ >= want || !(state_ & kReadable); }, until,
+          /*quiet=*/true);
       if (rc == -EAGAIN || rc == -EINTR) return rc;
     }
     if (peek) {

@@ -412,18 +412,18 @@ int Socket::post_data(uint32_t op, uint32_t imm, const void* src, uint32_t len, 
 // Sleeps until the endpoint or another thread of this socket signals
 // (bounded by wake_up_interval and `until`); -EINTR when a signal handler
 // ended it.
-int Socket::block_once(Lock& lk, Deadline until) {
+int Socket::block_once(Lock& lk, Deadline until, bool quiet) {
   if (ep_->arm() != 0) return 0;  // something arrived meanwhile: look again
   int ms = sleep_ms_until(until, static_cast<int>(settings::get(settings::Id::kWakeUpInterval)));
   if (phase() == kConnecting) ms = connect_sleep_ms(ms);
-  int rc = kick_.sleep(lk, {ep_->event_fd(), ep_->event_mask(), 0}, ms);
+  int rc = kick_.sleep(lk, {ep_->event_fd(), ep_->event_mask(), 0}, ms, quiet);
   // Always: a provider counts its sleepers and must hear that this one woke.
   if (ep_) ep_->ack_events();
   idle_cq_polls_ = kCmCheckEvery - 1;  // the next empty poll looks at the connection
   return rc;
 }
 
-int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until) {
+int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until, bool quiet) {
   if (state_ & (kError | kConnectError)) return 0;  // callers check state
   if (!(state_ & kConnected) && phase() != kConnecting) return 0;
   if (nonblock) return -EAGAIN;
@@ -432,16 +432,16 @@ int Socket::wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until) 
   // Busy-poll for polling_time before sleeping.
   if (spin->over(
           now, [] { return std::chrono::microseconds(settings::get(settings::Id::kPollingTime)); }))
-    if (int rc = block_once(lk, until)) return rc;
+    if (int rc = block_once(lk, until, quiet)) return rc;
   return 1;
 }
 
 void Socket::Turn::wait(Lock& lk) {
-  while (*busy_) {
+  while (d_->busy) {
     // The holder sleeps with mu_ released: wait as it does, and give way
     // when that cannot sleep (a connection gone), so the holder can finish.
-    s_.wait_for(lk, false, [this] { return !*busy_; });
-    if (*busy_) {
+    s_.wait_for(lk, false, [this] { return !d_->busy; });
+    if (d_->busy) {
       lk.unlock();
       sandbox::yield_cpu();
       lk.lock();

@@ -89,12 +89,13 @@ int Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
     }
     // Another thread's call, or riomap's mappings, cannot end while this
     // holds mu_: waiting for them would only cost the 2 s.
-    const bool held = sending_ || receiving_ || !iomaps_.empty() || !peer_iomaps_.empty();
+    const bool held = sending_.busy || receiving_.busy || !iomaps_.empty() || !peer_iomaps_.empty();
     if ((rc && rc != -EAGAIN) || !ep_ || held || std::chrono::steady_clock::now() > until) {
-      SS_DEBUG("rsocket: fd %d: cannot cross exec: %s (state %#x, sends %s, %s)", fd_,
-               rc && rc != -EAGAIN ? strerror(-rc) : "never quiet", state_,
-               sends_drained() ? "done" : "under way",
-               has(kReplyPending) || sending_ || receiving_ ? "a call under way" : "no call");
+      SS_DEBUG(
+          "rsocket: fd %d: cannot cross exec: %s (state %#x, sends %s, %s)", fd_,
+          rc && rc != -EAGAIN ? strerror(-rc) : "never quiet", state_,
+          sends_drained() ? "done" : "under way",
+          has(kReplyPending) || sending_.busy || receiving_.busy ? "a call under way" : "no call");
       return -EOPNOTSUPP;
     }
     pollfd p{ep_->event_fd(), ep_->event_mask(), 0};

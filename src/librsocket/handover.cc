@@ -77,7 +77,7 @@ bool Socket::quiet_locked() const {
   // Not while a call of this process still uses it (its close waits for
   // that call: defer_close), nor with work under way.
   return ep_ && (state_ & kConnected) && !lingering() &&
-         !has(kInLinger | kReplyPending | kFellBack) && !sending_ && !receiving_ &&
+         !has(kInLinger | kReplyPending | kFellBack) && !sending_.busy && !receiving_.busy &&
          iomaps_.empty() && peer_iomaps_.empty() && sends_drained();
 }
 

@@ -15,6 +15,7 @@ namespace ss::rs {
 off_t Socket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
+  if (turn.refused()) return -EAGAIN;
   if (!buf || !len || flags != 0) return -EINVAL;
   if (prot & ~(PROT_WRITE)) return -EINVAL;
   if (!(state_ & kConnected) || lingering() || !ep_) return -ENOTCONN;
@@ -52,6 +53,7 @@ off_t Socket::iomap(void* buf, size_t len, int prot, int flags, off_t offset) {
 int Socket::iounmap(void* buf, size_t len) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
+  if (turn.refused()) return -EAGAIN;
   auto it = std::find_if(iomaps_.begin(), iomaps_.end(),
                          [&](const Iomap& m) { return m.addr == buf && m.len == len; });
   if (it == iomaps_.end()) return -EINVAL;
@@ -69,7 +71,9 @@ int Socket::send_iomaps(Lock& lk, bool nonblock) {
   for (Iomap& m : iomaps_) {
     if (m.published) continue;
     if (!can_send()) {
-      int rc = wait_for(lk, nonblock, [this] { return can_send() || !(state_ & kWritable); });
+      int rc = wait_for(
+          lk, nonblock, [this] { return can_send() || !(state_ & kWritable); }, Deadline::max(),
+          /*quiet=*/true);
       if (rc) return rc;
       if (!(state_ & kWritable) || (state_ & kError)) return data_error(true);
     }
@@ -94,6 +98,7 @@ int Socket::send_iomaps(Lock& lk, bool nonblock) {
 ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) {
   Lock lk(mu_);
   Turn turn(*this, lk, &sending_);
+  if (turn.refused()) return -EAGAIN;
   may_look();  // as send_from
   bool nonblock = is_nonblocking(flags);
   if (sends_refused()) return data_error(true);
@@ -122,7 +127,9 @@ ssize_t Socket::iowrite(const void* buf, size_t count, off_t offset, int flags) 
       break;
     }
     if (!can_send()) {
-      int rc = wait_for(lk, nonblock, [this] { return can_send() || !(state_ & kWritable); });
+      int rc = wait_for(
+          lk, nonblock, [this] { return can_send() || !(state_ & kWritable); }, Deadline::max(),
+          /*quiet=*/true);
       if (!(state_ & kWritable) || (state_ & kError) || rc == -EAGAIN || rc == -EINTR) {
         if (left == count) return rc == -EAGAIN || rc == -EINTR ? rc : data_error(true);
         break;

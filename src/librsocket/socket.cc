@@ -732,7 +732,7 @@ void Socket::fork_child() {
   const pid_t me = getpid();
   if (std::exchange(forked_for_, me) == me) return;  // the listen service's second call
   mu_.reset_in_fork_child();
-  sending_ = receiving_ = false;
+  sending_ = receiving_ = Direction{};
   shutting_ = 0;
   kick_.fork_child();
   // A verbs endpoint is never called in a child (leave_to_maker).

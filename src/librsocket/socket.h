@@ -4,6 +4,7 @@
 #pragma once
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -365,8 +366,11 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // nonblocking, returns -EAGAIN. A template: the predicate is inlined on
   // the data path.
   // `until`: SO_RCVTIMEO/SO_SNDTIMEO's end, -EAGAIN once it passed.
+  // `quiet`: the caller holds nothing but mu_ and its own Turn (a send or
+  // receive), so its sleeps are quiet (core/base/signal_depth.h).
   template <typename Pred>
-  int wait_for(Lock& lk, bool nonblock, Pred&& pred, Deadline until = Deadline::max()) {
+  int wait_for(Lock& lk, bool nonblock, Pred&& pred, Deadline until = Deadline::max(),
+               bool quiet = false) {
     SpinPhase spin;
     uint64_t signals = nonblock ? 0 : signal_probe::seen();
     for (;;) {
@@ -379,7 +383,7 @@ class Socket final : public std::enable_shared_from_this<Socket>,
       // kernel's sleep would have been interrupted (signal(7): never
       // restarted with SO_RCVTIMEO/SO_SNDTIMEO set).
       if (!nonblock && signal_probe::interrupted(&signals, until == Deadline::max())) return -EINTR;
-      if (int rc = wait_idle(lk, nonblock, &spin, until); rc <= 0) return rc;
+      if (int rc = wait_idle(lk, nonblock, &spin, until, quiet); rc <= 0) return rc;
     }
   }
   // wait_for's steps: progress the connection and the CQ; then, with pred()
@@ -390,8 +394,8 @@ class Socket final : public std::enable_shared_from_this<Socket>,
     process_cq(lk);
     return 0;
   }
-  int wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until);
-  int block_once(Lock& lk, Deadline until);
+  int wait_idle(Lock& lk, bool nonblock, SpinPhase* spin, Deadline until, bool quiet);
+  int block_once(Lock& lk, Deadline until, bool quiet);
   // A sleep of at most `ms` (<= 0: none) cut to wake at the connect deadline.
   int connect_sleep_ms(int ms) const;
   void set_error(int err, const char* why);
@@ -421,26 +425,44 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   const int domain_;
   FutexMutex mu_;
   // One sender and one receiver at a time: a flag taken under mu_ and held
-  // across the sleeps that release it (cheaper than a mutex per direction).
-  bool sending_ = false, receiving_ = false;
+  // across the sleeps that release it (cheaper than a mutex per direction),
+  // with its holder's thread.
+  struct Direction {
+    bool busy = false;
+    pthread_t by{};  // the holder
+  };
+  Direction sending_, receiving_;
   class Turn {
    public:
     // Inline: the uncontended case is a flag test on every call.
-    Turn(Socket& s, Lock& lk, bool* busy) : s_(s), busy_(busy) {
-      if (*busy_) wait(lk);
-      *busy_ = true;
+    Turn(Socket& s, Lock& lk, Direction* d) : s_(s), d_(d) {
+      if (d_->busy) {
+        // Held by this thread: a signal handler over the holder's quiet
+        // sleep, which would wait for itself.
+        if (pthread_equal(d_->by, pthread_self())) {
+          refused_ = true;
+          return;
+        }
+        wait(lk);
+      }
+      d_->busy = true;
+      d_->by = pthread_self();
     }
     ~Turn() {
-      *busy_ = false;
+      if (refused_) return;
+      d_->busy = false;
       s_.kick_.wake();  // one may be waiting for its turn
     }
     Turn(const Turn&) = delete;
     Turn& operator=(const Turn&) = delete;
+    // The turn is this thread's already (its handler's call): EAGAIN.
+    bool refused() const { return refused_; }
 
    private:
     void wait(Lock& lk);
     Socket& s_;
-    bool* busy_;
+    Direction* d_;
+    bool refused_ = false;
   };
 
   uint32_t state_ = kInit;
