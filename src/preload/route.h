@@ -143,7 +143,8 @@ auto on_rsocket(int fd, R r, K k) -> decltype(k()) {
 // on_rsocket for a send or receive. In a signal handler over a library
 // call of its thread it fails with EAGAIN on an rsocket: librsocket may be
 // held there (the connection's lock), and the kernel socket under it is
-// not the connection (SIGPIPE, ENOTCONN).
+// not the connection (SIGPIPE, ENOTCONN). Over a send's or receive's sleep
+// (quiet: it holds no lock) the handler is outside every library call.
 template <class R, class K>
 auto on_rsocket_data(int fd, R r, K k) -> decltype(k()) {
   if (interpose::handler_over_own_call() && FdTable::instance().kind(fd) == FdKind::kRsocket) {

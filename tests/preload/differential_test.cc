@@ -426,6 +426,136 @@ TEST(Differential, AHandlerSendsBesideTheThreadsCalls) {
   EXPECT_TRUE(std::all_of(sent.begin(), sent.end(), [](char c) { return c == 'x'; }));
 }
 
+// A handler that sends on the connection its thread is blocked receiving
+// on (a heartbeat from SIGALRM), messages coming every 1-2 ms: the
+// kernel sends each byte; preloaded, a handler that lands in the
+// receive's sleep (it holds nothing of the library's there) sends too,
+// one that lands where the call holds the connection gets EAGAIN. Every
+// byte sent arrives, the messages come intact, and most handlers' sends
+// went through (the thread sleeps most of the time).
+TEST(Differential, AHandlerSendsOnTheConnectionItsThreadReceivesOn) {
+  Pair p;
+  connect_pair(&p);
+  g_handler_ok = g_handler_again = g_handler_other = 0;
+  g_handler_fd = p.c;
+  constexpr int kRounds = 400;
+  std::atomic<bool> done{false};
+  std::atomic<long> xs{0};
+  std::thread peer([&] {
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alrm, nullptr);  // the handler runs over the receiving thread
+    char msg[64], in[256];
+    const auto drain = [&] {
+      for (ssize_t n; (n = recv(p.s, in, sizeof in, MSG_DONTWAIT)) > 0;)
+        xs += std::count(in, in + n, 'x');
+    };
+    for (int i = 0; i < kRounds; i++) {
+      memset(msg, 'a' + i % 26, sizeof msg);
+      if (send(p.s, msg, sizeof msg, 0) != sizeof msg) break;
+      usleep(1000 + i % 7 * 150);
+      drain();
+    }
+    while (!done) {
+      drain();
+      usleep(1000);
+    }
+    drain();
+  });
+  struct sigaction sa {
+  }, old{};
+  sa.sa_handler = send_a_byte;
+  sa.sa_flags = SA_RESTART;
+  ASSERT_EQ(sigaction(SIGALRM, &sa, &old), 0);
+  itimerval every{{0, 300}, {0, 300}}, off{};
+  ASSERT_EQ(setitimer(ITIMER_REAL, &every, nullptr), 0);
+  bool intact = true;
+  for (int i = 0; i < kRounds && intact; i++) {
+    char got[64], want[64];
+    memset(want, 'a' + i % 26, sizeof want);
+    intact = read_full(p.c, got, sizeof got) == sizeof got && !memcmp(got, want, sizeof got);
+  }
+  setitimer(ITIMER_REAL, &off, nullptr);
+  sigaction(SIGALRM, &old, nullptr);
+  for (int i = 0; i < 5000 && xs < g_handler_ok; i++) usleep(1000);
+  done = true;
+  peer.join();
+  EXPECT_TRUE(intact) << "the peer's messages";
+  EXPECT_EQ(g_handler_other.load(), 0) << "sent " << g_handler_ok << ", EAGAIN " << g_handler_again;
+  EXPECT_GT(g_handler_ok.load(), g_handler_again.load()) << "sent and EAGAIN";
+  EXPECT_EQ(xs.load(), g_handler_ok.load()) << "the handlers' bytes that arrived";
+  std::printf("handlers' sends: %d sent, %d EAGAIN\n", g_handler_ok.load(), g_handler_again.load());
+}
+
+// A handler over a blocked receive sends on that connection (waking its
+// waiters, the interrupted receive among them) and then waits in a
+// blocking receive on another connection until a byte comes 100 ms later:
+// it sleeps there, as the kernel's does, rather than spinning on a
+// wake-up meant for the call it interrupted.
+std::atomic<int> g_io_send{0}, g_io_recv{0};
+std::atomic<long> g_io_cpu_ns{0}, g_io_wall_ns{0};
+std::atomic<bool> g_io_done{false};
+int g_io_fd = -1, g_io_other = -1;
+long ns_of(clockid_t c) {
+  timespec t{};
+  clock_gettime(c, &t);
+  return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+void send_then_wait(int) {
+  const int saved = errno;
+  g_io_send = static_cast<int>(send(g_io_fd, "h", 1, 0));
+  const long cpu = ns_of(CLOCK_THREAD_CPUTIME_ID), wall = ns_of(CLOCK_MONOTONIC);
+  char b = 0;
+  g_io_recv = static_cast<int>(recv(g_io_other, &b, 1, 0)) == 1 && b == 'q' ? 1 : -1;
+  g_io_cpu_ns = ns_of(CLOCK_THREAD_CPUTIME_ID) - cpu;
+  g_io_wall_ns = ns_of(CLOCK_MONOTONIC) - wall;
+  g_io_done = true;
+  errno = saved;
+}
+
+TEST(Differential, AHandlerOverABlockedReceiveSleepsInItsOwnWait) {
+  Pair p, q;
+  connect_pair(&p);
+  connect_pair(&q);
+  g_io_fd = p.c;
+  g_io_other = q.c;
+  g_io_done = false;
+  struct sigaction sa {
+  }, old{};
+  sa.sa_handler = send_then_wait;
+  sa.sa_flags = SA_RESTART;
+  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+  const pthread_t receiver = pthread_self();
+  std::thread helper([&] {
+    sigset_t usr2;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr2, nullptr);
+    usleep(50000);  // the receiver asleep in recv by now
+    pthread_kill(receiver, SIGUSR2);
+    char h = 0;
+    if (read_full(p.s, &h, 1) == 1 && h == 'h') {
+      usleep(100000);
+      send(q.s, "q", 1, 0);
+    }
+    for (int i = 0; i < 5000 && !g_io_done; i++) usleep(1000);
+    send(p.s, "m", 1, 0);  // the interrupted receive's byte
+  });
+  char m = 0;
+  const ssize_t r = recv(p.c, &m, 1, 0);
+  helper.join();
+  sigaction(SIGUSR2, &old, nullptr);
+  EXPECT_EQ(r, 1);
+  EXPECT_EQ(m, 'm');
+  EXPECT_EQ(g_io_send.load(), 1);
+  EXPECT_EQ(g_io_recv.load(), 1);
+  // A spinning wait burns about its whole wall time; a sleeping one little.
+  EXPECT_LT(g_io_cpu_ns.load(), g_io_wall_ns.load() / 2)
+      << "the handler's receive took " << g_io_cpu_ns / 1000 << " us of CPU in "
+      << g_io_wall_ns / 1000 << " us";
+}
+
 TEST(Differential, VforkChildClosingEverythingLeavesTheConnection) {
   Pair p;
   connect_pair(&p);
