@@ -271,7 +271,7 @@ int TcpOffload::connect_result(int fd, bool nonblocking, bool again, const socka
   if (s == State::kSynSent && nonblocking) return -EALREADY;
   if (s == State::kSynSent) {
     // SA_RESTART restarts it (signal(7)); else EINTR, and it goes on meanwhile.
-    if (const int w = wait_for(POLLOUT, -1, true); w < 0) return w;
+    if (const int w = wait_for(POLLOUT, -1, true, /*quiet=*/false); w < 0) return w;
     s = st.state(sock_);
   }
   // The call that sees the attempt end reports it: 0, or its error (once;
@@ -453,7 +453,7 @@ ssize_t TcpOffload::sendmsg(int fd, const msghdr* m, int flags) {
       }
       if (nonblocking(fd, flags)) break;
       const int timeout = rcv_timeout_ms(fd, SO_SNDTIMEO);
-      const int w = wait_for(POLLOUT, timeout, timeout < 0);
+      const int w = wait_for(POLLOUT, timeout, timeout < 0, /*quiet=*/true);
       if (w < 0) {
         if (sent) return static_cast<ssize_t>(sent);
         errno = -w;

@@ -184,12 +184,14 @@ class TcpOffload {
   int await_readable(int fd, int flags);
   // Until one of `events` (or an error or hang-up): 0; -EAGAIN when
   // timeout_ms (>= 0) passed, -EINTR for a handler the kernel would not
-  // restart the call after.
-  int wait_for(short events, int timeout_ms, bool restartable);
+  // restart the call after. `quiet`: the caller holds none of the
+  // library's locks (a send or receive), so its sleeps are quiet
+  // (core/base/signal_depth.h).
+  int wait_for(short events, int timeout_ms, bool restartable, bool quiet);
   // The same until ready() holds, spinning `polls` looks first (-1: for
   // good) before it sleeps.
   template <class Ready>
-  int wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable);
+  int wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable, bool quiet);
   // SO_LINGER's wait in close: until the FIN is acknowledged or ms passed.
   void linger_wait(int ms);
 

@@ -11,6 +11,7 @@
 
 #include "core/base/interruptible_poll.h"
 #include "core/base/scoped_count.h"
+#include "core/base/signal_depth.h"
 #include "core/base/spin_phase.h"
 #include "interpose/signal_count.h"
 #include "libvmacompat/settings.h"
@@ -25,7 +26,7 @@ using net::tcp::State;
 
 void TcpOffload::progress() { rings_->program_look(); }
 
-int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
+int TcpOffload::wait_for(short events, int timeout_ms, bool restartable, bool quiet) {
   net::tcp::Stack& st = *rings_->tcp;
   const auto ready = [&] {
     if (events & POLLIN) run_callback();
@@ -35,11 +36,12 @@ int TcpOffload::wait_for(short events, int timeout_ms, bool restartable) {
   // VMA_RX_POLL: a receive spins on the rings that many looks before it
   // sleeps (-1: for good), as libvma's.
   return wait_until(ready, (events & POLLIN) ? settings::get(settings::Id::kRxPoll) : 0, timeout_ms,
-                    restartable);
+                    restartable, quiet);
 }
 
 template <class Ready>
-int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable) {
+int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bool restartable,
+                           bool quiet) {
   const ScopedCount waiting(waiting_);
   using clock = std::chrono::steady_clock;
   const clock::time_point end = clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -81,6 +83,7 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
     int rc = 0;
     if (!timed_out) {
       const RingTurn::Sleep asleep(rings_->turn, tcp_wake_service);
+      const QuietSleep q(quiet);
       rc = interruptible_poll(fds.data(), fds.size(), ms, restartable);
     }
     if (joined.kick >= 0) joined.kicked = fds.back().revents & POLLIN;
@@ -98,7 +101,7 @@ int TcpOffload::await_readable(int fd, int flags) {
     return (rings_->tcp->events(sock_) & (POLLIN | POLLERR | POLLHUP)) ? 0 : -EAGAIN;
   }
   const int timeout = rcv_timeout_ms(fd);
-  const int w = wait_for(POLLIN, timeout, timeout < 0);
+  const int w = wait_for(POLLIN, timeout, timeout < 0, /*quiet=*/true);
   return w < 0 ? w : 0;
 }
 
@@ -155,7 +158,7 @@ void TcpOffload::linger_wait(int ms) {
     const State s = st.state(sock_);
     return s != State::kFinWait1 && s != State::kClosing && s != State::kLastAck;
   };
-  wait_until(fin_acked, 0, ms, /*restartable=*/true);
+  wait_until(fin_acked, 0, ms, /*restartable=*/true, /*quiet=*/false);
 }
 
 }  // namespace ss::vma::preload

@@ -64,6 +64,7 @@
 #        200 us while the main thread echoes messages on another: each
 #        send succeeds or (preloaded, the connection out of the handler's
 #        reach) fails with EAGAIN, never SIGPIPE; every byte comes back.
+#  tcpsame: the same on the connection the main thread echoes on.
 #  duphandler: a SIGALRM handler every 100 us dups and closes one
 #        offloaded socket while the main thread dups and closes another
 #        (ticks land around the library's bookkeeping of duplicates and
@@ -204,6 +205,17 @@ for pre in 0 1; do
     segs=$(($(kernel_tcp) - tcp0))
     [ $segs -lt 20 ]
     check "a handler sending on a TCP connection (preloaded): on the rings (A's kernel moved $segs TCP segments)" $?
+  fi
+  # The handler on the connection the main thread receives on; preloaded,
+  # the receive sleeps at once (VMA_RX_POLL=0), where the handler's sends
+  # go on the rings.
+  tcp0=$(kernel_tcp)
+  PRE_ENV=VMA_RX_POLL=0 run_case "a handler sending on the connection its thread receives on, IPv4" \
+    4 $pre 0 0 - - tcpsame $IP4 $((port += 1)) $IP4B $PEERPORT
+  if [ $pre = 1 ]; then
+    segs=$(($(kernel_tcp) - tcp0))
+    [ $segs -lt 20 ]
+    check "a handler sending on the connection its thread receives on (preloaded): on the rings (A's kernel moved $segs TCP segments)" $?
   fi
   # One ask and one datagram for each socket.
   run_case "a handler duplicating and closing, IPv4" 4 $pre 2 2 0 2 duphandler $IP4 \
