@@ -42,7 +42,7 @@ IP_A, IP_B, NET = "10.227.0.1", "10.227.0.2", "10.227.0.0/24"
 STREAM_ROWS = ["kill-recv", "kill-recv-c", "exit-unclosed", "kill-send", "kill-connect",
                "kill-accept", "kill-poll", "kill-epoll", "rst-unread", "peer-close", "fork-exit",
                "shut-wr", "stop-cont", "sig-recv", "sig-send", "sig-accept", "sig-connect",
-               "sig-poll", "cancel-recv", "cancel-accept", "cancel-connect", "cancel-poll",
+               "sig-poll", "sig-io", "cancel-recv", "cancel-accept", "cancel-connect", "cancel-poll",
                "cancel-epoll",
                "emfile", "rlimit-as", "netns-gone", "unreachable"]
 DGRAM_ROWS = ["u-kill-recv", "u-refused", "u-sig-recv", "u-cancel-recv", "u-emfile",
@@ -66,6 +66,8 @@ ROW_TEXT = {
     "sig-accept": "signal without SA_RESTART in accept",
     "sig-connect": "signal without SA_RESTART in connect (peer's backlog full)",
     "sig-poll": "signal without SA_RESTART in poll",
+    "sig-io": "a handler (SA_RESTART) over recv receives (MSG_DONTWAIT) and sends on the "
+              "connection; the peer echoes",
     "cancel-recv": "a thread of this side cancelled (pthread_cancel) in recv, then a wait again",
     "cancel-accept": "a thread of this side cancelled in accept, then an accept again",
     "cancel-connect": "a thread of this side cancelled in connect (peer's backlog full)",
@@ -331,6 +333,8 @@ class Matrix:
         penv = dict(col.peer_env)
         if col.proof and "LD_PRELOAD" in venv and "librspreload" in venv["LD_PRELOAD"]:
             venv["SLIPSTREAM_PRELOAD_STATS"] = cell_dir
+        if row == "sig-io" and "libvma" in venv.get("LD_PRELOAD", ""):
+            venv["VMA_RX_POLL"] = "0"  # asleep in recv by the signal, however slow the machine
         argv = lambda role: [prog, role, row, addr, str(self.port)]  # noqa: E731
         victim = peer = None
         try:
@@ -460,6 +464,8 @@ def cell(m, row, col, kernel):
                                       "(tests/rxe/check.sh)")
     if row in ("kill-epoll", "cancel-epoll") and col.rsocket:
         return ("n/a", None, "no epoll in the rsocket API")
+    if row == "sig-io" and col.rsocket:
+        return ("n/a", None, "the rsocket API is not async-signal-safe (rsocket(7))")
     if row in NEEDS_VETH and col.topo != "veth":
         return ("n/a", None, "a same-host transport: no link or route to remove")
     if row in ("rlimit-as", "u-rlimit-as") and m.asan:

@@ -99,6 +99,25 @@ static void on_signal(int sig)
 	(void)sig;
 }
 
+/* sig-io's handler (SA_RESTART), over this thread's blocked recv on
+ * io_fd: a receive that would block, then a send the peer echoes. */
+static int io_fd = -1;
+static volatile long io_recv, io_send;
+static volatile int io_recv_errno, io_send_errno;
+
+static void on_io_signal(int sig)
+{
+	int saved = errno;
+	char b = 'h';
+
+	(void)sig;
+	io_recv = S(recv)(io_fd, &b, 1, MSG_DONTWAIT);
+	io_recv_errno = errno;
+	io_send = S(send)(io_fd, &b, 1, 0);
+	io_send_errno = errno;
+	errno = saved;
+}
+
 static struct sockaddr_storage at;
 static socklen_t at_len;
 static int at_type = SOCK_STREAM; /* SOCK_DGRAM for the u- faults */
@@ -309,6 +328,24 @@ static void victim(const char *fault)
 			note("recv_all", recv_all(c, 1000));
 		say("blocking");
 		note("recv", S(recv)(c, chunk, sizeof chunk, 0));
+	} else if (!strcmp(fault, "sig-io")) {
+		struct sigaction sa = {0};
+		long r;
+
+		io_fd = accepted(listener(SOCK_STREAM, 4));
+		sa.sa_handler = on_io_signal;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGUSR1, &sa, NULL);
+		say("blocking");
+		r = S(recv)(io_fd, chunk, sizeof chunk, 0);
+		int e = errno;
+
+		errno = io_recv_errno;
+		note("handler_recv", io_recv);
+		errno = io_send_errno;
+		note("handler_send", io_send);
+		errno = e;
+		note("recv", r);
 	} else if (!strcmp(fault, "kill-send")) {
 		/* Blocking sends until one fails: the first may return what it
 		 * copied before the reset came. */
@@ -601,6 +638,13 @@ static void peer(const char *fault)
 		while ((k = S(recv)(c, chunk, sizeof chunk, 0)) > 0)
 			if (send_all(c, k) != k)
 				break;
+	} else if (!strcmp(fault, "sig-io")) {
+		/* The victim's handler's byte, echoed. */
+		int c = connected(SOCK_STREAM);
+		char b;
+
+		if (S(recv)(c, &b, 1, 0) == 1)
+			S(send)(c, &b, 1, 0);
 	} else if (!strcmp(fault, "peer-close")) {
 		int c = connected(SOCK_STREAM);
 
