@@ -22,14 +22,21 @@
 # (what libvma.so's default, VMA_TCP_CC_ALGO=0, NewReno, is) and on its
 # namespace's default (BBR on Debian 12's kernel: not loss-based, random
 # loss does not shrink its window), then iperf3 -c with CUBIC on both
-# sides (VMA_TCP_CC_ALGO=1); and iperf3 both ways at MTU 9000
-# (offloads on). A run under the preload whose A
+# sides (VMA_TCP_CC_ALGO=1); then the reno row with A on processor 0
+# and B on 1, each veth end's receive steered to its own side's
+# processor (RPS), as between two hosts (unpinned, B's receive runs
+# inside A's sends: our sending thread carries it, where A's kernel
+# sends from the softirq of B's ACK on B's processor); and iperf3 both
+# ways at MTU 9000 (offloads on). A run under the preload whose A
 # kernel moved 5 TCP segments or more is marked NOT-OFFLOADED.
+# PARTS picks rows (default "offloads jumbo loss pinned").
 #
 #   cd build && sudo bash ../bench/vma_tcp_tput.sh      (root: namespaces, XDP)
 set -u
 name=vma_tcp_tput.sh
 ROUNDS=${ROUNDS:-3} TIME=${IPERF_TIME:-3} LOSS=${LOSS:-1}
+PARTS=${PARTS:-offloads jumbo loss pinned}
+PIN_A=() PIN_B=()  # taskset prefixes of the pinned row
 A=ss-bta-$$ Z=ss-btb-$$ IPA=10.219.0.1 IPB=10.219.0.2
 # Root and tools checked, $T, $LIB, clean-up, vma_pair and kernel_tcp
 # (exit 77: skipped).
@@ -52,7 +59,7 @@ in_a() {
   local pre=()
   [ "$on" = 1 ] && pre=(env LD_PRELOAD="$LIB" SLIPSTREAM_VMA_TCP=1 ${OURS_CC:+VMA_TCP_CC_ALGO=$OURS_CC})
   before=$(kernel_tcp)
-  ip netns exec "$A" timeout 60 "${pre[@]}" "$@"
+  ip netns exec "$A" timeout 60 "${PIN_A[@]}" "${pre[@]}" "$@"
   local rc=$?
   moved=$(($(kernel_tcp) - before))
   return $rc
@@ -60,7 +67,7 @@ in_a() {
 # One measurement: "VALUE NOTE" (Gbit/s or requests/s).
 iperf() {  # iperf ON DIR
   local on=$1 dir=${2:-} v
-  ip netns exec "$Z" iperf3 -s -1 -B $IPB -p 5201 >/dev/null 2>&1 &
+  ip netns exec "$Z" "${PIN_B[@]}" iperf3 -s -1 -B $IPB -p 5201 >/dev/null 2>&1 &
   local srv=$!
   for _ in $(seq 50); do ip netns exec "$Z" ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
   local cc=()  # a kernel row's congestion control by socket option (root may set any)
@@ -108,17 +115,23 @@ offloads() {
   ip netns exec "$Z" ethtool -K vb tso $1 gso $1 gro $1 >/dev/null 2>&1
 }
 
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 printf "TCP across veth (A -> B), %s rounds, medians; libvma.so's TCP against the kernel's\n" "$ROUNDS"
 printf "%-22s %-10s %12s %12s %8s  %s\n" "veth offloads" "test" "kernel" "libvma.so" "ratio" ""
-for offl in on off; do
-  offloads $offl
-  for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R" "redis:redis:"; do row "TSO/GSO/GRO $offl" "$t"; done
-done
+if part offloads; then
+  for offl in on off; do
+    offloads $offl
+    for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R" "redis:redis:"; do row "TSO/GSO/GRO $offl" "$t"; done
+  done
+fi
 # Jumbo frames: both ends at MTU 9000, offloads on.
-offloads on
-ip -n "$A" link set va mtu 9000 && ip -n "$Z" link set vb mtu 9000 || skip "MTU 9000 refused"
-for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R"; do row "MTU 9000, offloads on" "$t"; done
-ip -n "$A" link set va mtu 1500 && ip -n "$Z" link set vb mtu 1500
+if part jumbo; then
+  offloads on
+  ip -n "$A" link set va mtu 9000 && ip -n "$Z" link set vb mtu 9000 || skip "MTU 9000 refused"
+  for t in "iperf3 -c:iperf:" "iperf3 -c -R:iperf:-R"; do row "MTU 9000, offloads on" "$t"; done
+  ip -n "$A" link set va mtu 1500 && ip -n "$Z" link set vb mtu 1500
+fi
+part loss || part pinned || exit 0
 # Loss: B drops LOSS% of A's segments to iperf3 as they arrive.
 offloads off
 drop=$((LOSS * 10))  # of every 1000 segments
@@ -128,17 +141,32 @@ table inet ssloss {
 }
 EOF
 own_cc=$(ip netns exec "$A" sysctl -n net.ipv4.tcp_congestion_control)
-for cc in reno $own_cc; do
-  ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=$cc || continue
-  row "$LOSS% loss, kernel $cc" "iperf3 -c:iperf:"
-  [ "$own_cc" = reno ] && break
-done
-# CUBIC on both sides: A's kernel by TCP_CONGESTION (a namespace may not
-# make it its default), ours VMA_TCP_CC_ALGO=1. The namespace's default
-# stays reno meanwhile: a socket made under BBR keeps BBR's pacing once
-# switched (seen: 0.42 against 4.7 Gbit/s under 1% loss).
-ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=reno
-KERNEL_CC=cubic OURS_CC=1
-for t in "iperf3 -c:iperf:"; do row "$LOSS% loss, both cubic" "$t"; done
-unset KERNEL_CC OURS_CC
-ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=$own_cc
+if part loss; then
+  for cc in reno $own_cc; do
+    ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=$cc || continue
+    row "$LOSS% loss, kernel $cc" "iperf3 -c:iperf:"
+    [ "$own_cc" = reno ] && break
+  done
+  # CUBIC on both sides: A's kernel by TCP_CONGESTION (a namespace may not
+  # make it its default), ours VMA_TCP_CC_ALGO=1. The namespace's default
+  # stays reno meanwhile: a socket made under BBR keeps BBR's pacing once
+  # switched (seen: 0.42 against 4.7 Gbit/s under 1% loss).
+  ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=reno
+  KERNEL_CC=cubic OURS_CC=1
+  row "$LOSS% loss, both cubic" "iperf3 -c:iperf:"
+  unset KERNEL_CC OURS_CC
+fi
+if part pinned; then
+  if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null; then
+    echo "$name: the pinned row needs 2 processors and taskset: left out"
+  elif ! ip netns exec "$A" sh -c 'echo 1 >/sys/class/net/va/queues/rx-0/rps_cpus' 2>/dev/null ||
+    ! ip netns exec "$Z" sh -c 'echo 2 >/sys/class/net/vb/queues/rx-0/rps_cpus' 2>/dev/null; then
+    echo "$name: RPS refused (rps_cpus): the pinned row left out"
+  else
+    ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control=reno
+    PIN_A=(taskset -c 0) PIN_B=(taskset -c 1)
+    row "$LOSS% loss, reno, pinned" "iperf3 -c:iperf:"
+    PIN_A=() PIN_B=()
+  fi
+fi
+ip netns exec "$A" sysctl -qw net.ipv4.tcp_congestion_control="$own_cc"
