@@ -103,6 +103,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -841,6 +842,40 @@ static int xhold(const char *ip, const char *port)
 	return 0;
 }
 
+/* xpush's state, told on stderr when `timeout` ends a hung run. */
+static volatile long push_state[5]; /* fd, sent, want_out, waits, polls */
+
+static void on_push_term(int sig)
+{
+	static const char *const names[] = {"fd", "sent", "want_out", "waits", "polls"};
+	char b[256];
+	size_t at = 0;
+
+	(void)sig;
+	for (int i = 0; i < 5; i++) {
+		char num[24];
+		int k = 0;
+		long v = push_state[i];
+		unsigned long u = v < 0 ? (unsigned long)-v : (unsigned long)v;
+
+		do
+			num[k++] = (char)('0' + u % 10);
+		while ((u /= 10) && k < 23);
+		if (v < 0)
+			num[k++] = '-';
+		b[at++] = ' ';
+		for (const char *c = names[i]; *c; c++)
+			b[at++] = *c;
+		b[at++] = ' ';
+		while (k)
+			b[at++] = num[--k];
+	}
+	b[at++] = '\n';
+	if (write(2, "xpush hung:", 11) < 0 || write(2, b, at) < 0)
+		_exit(124);
+	_exit(124);
+}
+
 static int xpush(const char *ip, const char *port, long total, int dup_it)
 {
 	static unsigned char buf[65536];
@@ -850,10 +885,14 @@ static int xpush(const char *ip, const char *port, long total, int dup_it)
 
 	if (l < 0)
 		return 1;
+	signal(SIGTERM, on_push_term);
 	sleep_ms = -1;
 	while (!done) {
 		struct vma_completion_t comps[16];
 		int n;
+
+		push_state[0] = fd, push_state[1] = sent, push_state[2] = want_out;
+		push_state[3] = waits, push_state[4]++;
 
 		if (fd >= 0 && !want_out && sent < total) {
 			ssize_t w = send(fd, buf, next_bytes(buf, sizeof buf, sent, total), MSG_NOSIGNAL);
