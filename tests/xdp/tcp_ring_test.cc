@@ -97,6 +97,7 @@ class TcpRing : public sstest::RingRig {
     c.steering = steering_.get();
     c.tx = frames_.get();
     c.resolver = resolver_.get();
+    c.on_first_ready = [this] { first_ready_++; };
     if (gso()) {
       EXPECT_EQ(
           ss::net::PacketTx::open(static_cast<int>(if_nametoindex(NetnsPair::kIfA)), &packets_), 0);
@@ -451,9 +452,10 @@ class TcpRing : public sstest::RingRig {
   std::unique_ptr<bpf_object, CloseObject> lose_;  // lose_from_b's program
   std::unique_ptr<ss::net::PacketTx> packets_;
   std::unique_ptr<Stack> tcp_;
-  ss::net::tcp::Counters last_;  // client_to_linux's connection at its end
-  tcp_info linux_info_{};        // and Linux's end of it
-  uint16_t mss_ = 1460;          // client_to_linux's bound (libvma.so's: none, 0xffff)
+  std::atomic<int> first_ready_{0};  // on_first_ready's calls
+  ss::net::tcp::Counters last_;      // client_to_linux's connection at its end
+  tcp_info linux_info_{};            // and Linux's end of it
+  uint16_t mss_ = 1460;              // client_to_linux's bound (libvma.so's: none, 0xffff)
 };
 
 TEST_F(TcpRing, OurClientTalksToLinuxOverIpv4) {
@@ -1166,15 +1168,21 @@ TEST_F(TcpRing, AStoppedListenerKeepsWhatItCompletedForAccept) {
 // A poller of many handles (socketXtreme) learns which the stack changed:
 // a watched handle is listed at once, then at each change (a handshake
 // completed, data), once until taken; an unwatched or closed one never.
+// A list that was empty calls on_first_ready (a poller asleep wakes),
+// whoever fed the stack.
 TEST_F(TcpRing, WatchedHandlesAreListedWhenTheStackChangesThem) {
   static const char kL = 'l', kC = 'c';
   Socket* l = nullptr;
   ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
   resolve_neighbour(NetnsPair::kIpB);
   std::vector<const void*> ready;
+  EXPECT_FALSE(tcp_->any_ready());
   tcp_->watch_ready(l, &kL);
+  EXPECT_TRUE(tcp_->any_ready());
+  EXPECT_EQ(first_ready_.load(), 1) << "an empty list took a handle without on_first_ready";
   tcp_->take_ready(&ready);
   EXPECT_EQ(ready, std::vector<const void*>{&kL}) << "not listed when watched";
+  EXPECT_FALSE(tcp_->any_ready());
   ready.clear();
   tcp_->take_ready(&ready);
   EXPECT_TRUE(ready.empty()) << "listed again without a change";
@@ -1186,6 +1194,8 @@ TEST_F(TcpRing, WatchedHandlesAreListedWhenTheStackChangesThem) {
   };
   const int fd = connect_from_b_pumping();
   ASSERT_GE(fd, 0) << "connect from b: " << strerror(-fd);
+  EXPECT_TRUE(pump_until([&] { return first_ready_.load() == 2; }))
+      << "a handshake did not call on_first_ready";
   EXPECT_TRUE(pump_until([&] { return taken(&kL) > 0; })) << "a handshake did not list it";
   Socket* c = nullptr;
   ASSERT_EQ(tcp_->accept(l, &c, nullptr), 0);

@@ -624,6 +624,9 @@ void Stack::mark_ready_locked(Socket* s) {
   if (!s->ready_tag || s->ready) return;
   s->ready = true;
   ready_.push_back(s);
+  if (ready_.size() > 1) return;
+  any_ready_.store(true, std::memory_order_release);
+  if (cfg_.on_first_ready) cfg_.on_first_ready();
 }
 
 void Stack::watch_ready(Socket* s, const void* tag) {
@@ -635,6 +638,7 @@ void Stack::watch_ready(Socket* s, const void* tag) {
   } else if (s->ready) {
     s->ready = false;
     std::erase(ready_, s);
+    any_ready_.store(!ready_.empty(), std::memory_order_release);
   }
 }
 
@@ -643,10 +647,7 @@ bool Stack::receive_window_shut(Socket* s) {
   return s->conn && s->conn->rcv_wnd() < s->conn->mss();
 }
 
-bool Stack::any_ready() const {
-  std::lock_guard lock(mu_);
-  return !ready_.empty();
-}
+bool Stack::any_ready() const { return any_ready_.load(std::memory_order_acquire); }
 
 void Stack::take_ready(std::vector<const void*>* out) {
   std::lock_guard lock(mu_);
@@ -655,6 +656,7 @@ void Stack::take_ready(std::vector<const void*>* out) {
     out->push_back(s->ready_tag);
   }
   ready_.clear();
+  any_ready_.store(false, std::memory_order_release);
 }
 
 void Stack::close(Socket* s, bool abort, std::function<void()> on_freed) {
@@ -683,7 +685,10 @@ void Stack::close_locked(Socket* s, bool abort, std::function<void()> on_freed) 
     maybe_done_.push_back(s->conn);
   }
   if (s->touched) std::erase(touched_, s);
-  if (s->ready) std::erase(ready_, s);
+  if (s->ready) {
+    std::erase(ready_, s);
+    any_ready_.store(!ready_.empty(), std::memory_order_release);
+  }
   s->waiters.wake();  // a sleeper in another thread looks again (and finds EBADF)
   sockets_.erase(it);
 }

@@ -32,6 +32,7 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -101,6 +102,10 @@ class Stack final : public SegmentInput {
     // armed a timer earlier than the deadline watch_due() was last told:
     // the face's service thread sleeps until that deadline.
     std::function<void()> on_earlier_due;
+    // Called (under the stack's lock: it must only signal) when a watched
+    // handle joins an empty ready list (watch_ready), on whichever thread
+    // fed the stack: a poller asleep elsewhere learns of it.
+    std::function<void()> on_first_ready;
   };
   // -EINVAL without steering, tx or resolver.
   SS_API static int create(const Config& cfg, std::unique_ptr<Stack>* out);
@@ -221,7 +226,7 @@ class Stack final : public SegmentInput {
   // hold what came before); a null tag unwatches.
   SS_API void watch_ready(Socket* s, const void* tag);
   SS_API void take_ready(std::vector<const void*>* out);
-  // Whether take_ready would hand out any.
+  // Whether take_ready would hand out any (no lock: a spinning poller asks).
   SS_API bool any_ready() const;
   // Whether the window s advertises is under a segment (the peer waits on
   // what the program holds).
@@ -321,6 +326,7 @@ class Stack final : public SegmentInput {
   std::vector<prov::SteeredFlow> kept_only_;  // of flow_refs_: add_kept_only's
   std::vector<Socket*> touched_;              // since the last wake
   std::vector<Socket*> ready_;                // watched, changed since take_ready
+  std::atomic<bool> any_ready_{false};        // !ready_.empty(), read without mu_
   std::vector<Connection*> held_;             // holding an ACK for the batch being read
   // Connections handed over (hand_over) and until when their segments
   // left on the rings are dropped.
