@@ -267,6 +267,7 @@ int make_stacks(NetdevRings* r, std::shared_ptr<prov::xdp::Device> dev,
   tc.packets = r->packets.get();
   tc.resolver = r->resolver.get();
   tc.on_earlier_due = tcp_wake_service;
+  tc.on_first_ready = [r] { r->xtreme_member_ready(); };
   if (const int err = net::tcp::Stack::create(tc, &r->tcp); err < 0) return err;
   cfg.tcp = r->tcp.get();
   if (const int err = net::UdpStack::create(cfg, &r->stack); err < 0) return err;
@@ -295,15 +296,27 @@ int make_joined_rings(const std::string&, std::unique_ptr<NetdevRings>*) { retur
 
 }  // namespace
 
-void NetdevRings::program_look(bool from_xtreme_poll) {
+void NetdevRings::program_look() {
   turn.program_looked();
   stack->poll_rx();
   tcp->run_timers();
-  if (!from_xtreme_poll) xtreme_kick_if_ready();
 }
 
-void NetdevRings::xtreme_kick_if_ready() {
-  if (xtreme_tcp_count.load(std::memory_order_acquire) && tcp->any_ready()) xtreme_kick();
+namespace {
+thread_local NetdevRings* t_xtreme_looking = nullptr;  // XtremeLook's
+}  // namespace
+
+void NetdevRings::xtreme_member_ready() {
+  if (t_xtreme_looking != this) xtreme_kick();
+}
+
+NetdevRings::XtremeLook::XtremeLook(NetdevRings* r) : r_(r), outer_(t_xtreme_looking) {
+  t_xtreme_looking = r;
+}
+
+NetdevRings::XtremeLook::~XtremeLook() {
+  t_xtreme_looking = outer_;
+  if (r_->tcp && r_->tcp->any_ready()) r_->xtreme_kick();
 }
 
 void NetdevRings::poll_fds(std::vector<pollfd>* fds) const {

@@ -118,14 +118,29 @@ struct NetdevRings {
   int xtreme_fd();
   void xtreme_kick();   // the vma-tcp thread, after a read
   void xtreme_drain();  // socketxtreme_poll
+  // The TCP stack's on_first_ready: a watched member changed (whichever
+  // thread fed the stack: the vma-tcp thread, a call on another socket,
+  // socketxtreme_poll's own reads), so a program asleep on the ring
+  // descriptor is woken; not while this thread polls these rings
+  // (XtremeLook: it takes them, and checks at the end).
+  void xtreme_member_ready();
+  // socketxtreme_poll's span on these rings: what becomes ready after its
+  // take kicks once, as it ends.
+  class XtremeLook {
+   public:
+    explicit XtremeLook(NetdevRings* r);
+    ~XtremeLook();
+    XtremeLook(const XtremeLook&) = delete;
+    XtremeLook& operator=(const XtremeLook&) = delete;
+
+   private:
+    NetdevRings* r_;
+    NetdevRings* outer_;
+  };
 
   // A program's call looks at the rings (counted for RingTurn): the TCP
-  // segments they hold go to the stack, whose timers due fire. Then a
-  // program asleep on the ring descriptor is woken for the socketXtreme
-  // members that changed (xtreme_kick_if_ready), unless the look is
-  // socketxtreme_poll's own (it takes them next).
-  void program_look(bool from_xtreme_poll = false);
-  void xtreme_kick_if_ready();
+  // segments they hold go to the stack, whose timers due fire.
+  void program_look();
   // The rings' wake-ups (readable when a frame arrived), appended to fds.
   void poll_fds(std::vector<pollfd>* fds) const;
   // One descriptor for them all (an epoll set, made at first use, kept),

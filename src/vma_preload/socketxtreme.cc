@@ -317,15 +317,17 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     return -1;
   }
   unsigned int got = 0;
+  const NetdevRings::XtremeLook look(r);
   r->xtreme_drain();  // whoever kicked: the kernel's members too
   // The rings' members and the kernel's go first in turn: neither starves
   // the other when the completions run out.
   thread_local unsigned int turn = 0;
   const bool kernel_first = (++turn & 1) != 0;
   if (kernel_first) xtreme_kernel_poll(r, comps, n, &got);
-  if (r->xtreme_tcp_count.load(std::memory_order_acquire)) {
+  const bool tcp = r->xtreme_tcp_count.load(std::memory_order_acquire) != 0;
+  if (tcp) {
     // The TCP segments into the stack, its timers fired.
-    r->program_look(/*from_xtreme_poll=*/true);
+    r->program_look();
     poll_tcp(r, comps, n, &got);
   }
   if (!kernel_first) xtreme_kernel_poll(r, comps, n, &got);
@@ -344,7 +346,8 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     std::lock_guard<std::mutex> lock(r->xtreme_mu);
     const size_t m = r->xtreme.size();
     if (m == 0) {
-      r->stack->poll_rx();  // the other sockets' datagrams still leave the rings
+      // The other sockets' datagrams still leave the rings (the TCP look read them).
+      if (!tcp) r->stack->poll_rx();
       return static_cast<int>(got);
     }
     const size_t first = r->xtreme_next % m;
@@ -433,8 +436,7 @@ void xtreme_tcp_join(NetdevRings* rings, int fd, const void* who, bool listener)
 }
 
 void xtreme_tcp_watch(NetdevRings* rings, const void* who, net::tcp::Socket* sock) {
-  rings->tcp->watch_ready(sock, who);
-  rings->xtreme_kick();  // what came before: a program asleep on the ring learns of it
+  rings->tcp->watch_ready(sock, who);  // listed: a program asleep on the ring learns of it
 }
 
 void xtreme_tcp_leave(NetdevRings* rings, const void* who) {

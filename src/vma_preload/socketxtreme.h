@@ -55,7 +55,8 @@ void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep);
 // tcp_offload.cc): its descriptor and its object `who`. A poll looks at
 // every listener; a connection from xtreme_tcp_watch on (called once its
 // socket record shows it: a poll before would not find it), at the
-// changes the stack lists for its handle `sock`.
+// changes the stack lists for its handle `sock`. Watched handles (a
+// listener's legs too) wake a program asleep on the ring as they change.
 void xtreme_tcp_join(NetdevRings* rings, int fd, const void* who, bool listener);
 void xtreme_tcp_watch(NetdevRings* rings, const void* who, net::tcp::Socket* sock);
 void xtreme_tcp_leave(NetdevRings* rings, const void* who);

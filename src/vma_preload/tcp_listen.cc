@@ -73,6 +73,7 @@ std::unique_ptr<TcpListen> TcpListen::open(int fd, int family, int backlog) {
   if (family == AF_INET && socketxtreme_mode()) {  // as TcpOffload::attach
     l->xtreme_ = true;
     for (NetdevRings* r : l->rings()) xtreme_tcp_join(r, fd, l.get(), /*listener=*/true);
+    for (const Leg& g : l->legs_) xtreme_tcp_watch(g.rings, l.get(), g.sock);
     l->xtreme_kernel_ = XtremeKernelMember::join(l->rings().front(), fd, /*listener=*/true);
     if (l->xtreme_kernel_) l->xtreme_key_.store(l->xtreme_kernel_->key());
   }

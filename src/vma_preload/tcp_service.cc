@@ -80,8 +80,7 @@ void serve(ServiceThread::Run& run) {
     for (const size_t i : parked)
       if (netdevs[i]->turn.looks() == seen[i] && rings_readable(netdevs[i])) read_rings(netdevs[i]);
     for (NetdevRings* r : netdevs) {
-      r->tcp->run_timers();
-      r->xtreme_kick_if_ready();  // what the timers changed (a connection given up)
+      r->tcp->run_timers();  // what they change kicks a socketXtreme sleeper (on_first_ready)
       r->frames->flush();
     }
   }
