@@ -82,10 +82,10 @@ uint64_t UdpEndpoint::arrivals() const {
   return arrivals_;
 }
 
-int UdpEndpoint::recv_zcopy(Datagram* out) {
+int UdpEndpoint::recv_zcopy(Datagram* out, bool poll_rings) {
   UdpStack::Spill spill(stack_->cfg_.tcp);  // after the lock
   std::lock_guard lock(stack_->mu_);
-  if (queue_.empty()) {
+  if (queue_.empty() && poll_rings) {
     const int n = stack_->poll_locked(64, &spill);
     if (n < 0) return n;
   }

@@ -127,10 +127,11 @@ class UdpEndpoint {
   // kernel).
   SS_API int lend_to_kernel(bool lend);
 
-  // Zero-copy receive: polls the rings, then moves the oldest datagram
-  // into *out. 1, or 0 when none waits. The caller releases out->buf when
-  // done (the frame then goes back to the fill ring).
-  SS_API int recv_zcopy(Datagram* out);
+  // Zero-copy receive: polls the rings when none is queued (poll_rings),
+  // then moves the oldest datagram into *out. 1, or 0 when none waits. The
+  // caller releases out->buf when done (the frame then goes back to the
+  // fill ring).
+  SS_API int recv_zcopy(Datagram* out, bool poll_rings = true);
   // Copying receive: at most len bytes into buf, *full_len the datagram's
   // size (larger: truncated, as MSG_TRUNC), *src its source. The copied
   // length, or -EAGAIN when none waits.
