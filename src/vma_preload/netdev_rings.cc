@@ -368,6 +368,9 @@ int NetdevRings::xtreme_fd() {
   }
   xtreme_event_.store(ev, std::memory_order_release);
   g_xtreme_fds.store(true, std::memory_order_release);
+  // Members that changed before it existed kicked nobody (on_first_ready
+  // calls once per empty list): a first sleep on it must not miss them.
+  if (tcp && tcp->any_ready()) xtreme_kick();
   return xtreme_fd_ = ep;
 }
 

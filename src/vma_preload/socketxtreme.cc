@@ -51,6 +51,9 @@ constexpr char kFreePackets[] = "socketxtreme_free_vma_packets";
 constexpr char kRef[] = "socketxtreme_ref_vma_buff";
 constexpr char kFree[] = "socketxtreme_free_vma_buff";
 
+// socketxtreme_poll's looks at UDP members whose callbacks took every slot.
+constexpr int kUdpPasses = 4;
+
 // -1/errno for a negative result.
 int result(int r) {
   if (r >= 0) return r;
@@ -304,6 +307,73 @@ void poll_tcp(NetdevRings* r, vma_completion_t* comps, unsigned int n, unsigned 
   r->xtreme_kick();
 }
 
+// The UDP members' completions, from *got on, the rings read first when
+// read_rings (up to the room left), never after: a member's own read
+// would queue what came meanwhile on members looked at already, leaving
+// the ring's descriptor unreadable over it. True when receive callbacks
+// took every slot and gave no completion back (more may wait).
+bool poll_udp(NetdevRings* r, bool read_rings, vma_completion_t* comps, unsigned int n,
+              unsigned int* got_out) {
+  unsigned int got = *got_out;
+  // Each member's take, counted after the lock: a socket's record may be
+  // its last reference, and dropping it leaves xtreme_mu's list.
+  struct Taken {
+    int fd;
+    uint64_t packets, bytes;
+  };
+  std::vector<Taken> taken;
+  // The datagrams of members with a receive callback, passed to it after
+  // the lock: the program's code may close a member, or poll again (so
+  // not a thread's list either).
+  std::vector<ForCallback> for_callback;
+  bool full = false;
+  {
+    std::lock_guard<std::mutex> lock(r->xtreme_mu);
+    const size_t m = r->xtreme.size();
+    // Without members, the other sockets' datagrams still leave the rings.
+    if (read_rings)
+      for (size_t read = 0, want = std::max<size_t>(n - got, 1); read < want;) {
+        const int k = r->stack->poll_rx(static_cast<int>(want - read));
+        if (k <= 0) break;
+        read += static_cast<size_t>(k);
+      }
+    if (m == 0) {
+      *got_out = got;
+      return false;
+    }
+    const size_t first = r->xtreme_next % m;
+    size_t room = n - got;  // completions this poll may still give
+    for (size_t i = 0; i < m && room > 0; i++) {
+      const NetdevRings::XtremeMember& x = r->xtreme[(first + i) % m];
+      net::Datagram d;
+      if (x.extras->callback.active()) {
+        while (room > 0 && x.ep->recv_zcopy(&d, /*poll_rings=*/false) == 1) {
+          for_callback.push_back(
+              {x, x.ep->local(), static_cast<uint32_t>(x.ep->queued()), std::move(d)});
+          room--;
+        }
+        continue;
+      }
+      Taken t{x.fd, 0, 0};
+      while (room > 0 && x.ep->recv_zcopy(&d, /*poll_rings=*/false) == 1)
+        if (complete(x, std::move(d), &comps[got])) {
+          t.packets++;
+          t.bytes += comps[got++].packet.total_len;
+          room--;
+        }
+      if (t.packets) taken.push_back(t);
+    }
+    r->xtreme_next = first + 1;  // the next poll starts at the next socket
+    full = room == 0;
+  }
+  for (const Taken& t : taken) count_rx(t.fd, t.packets, t.bytes);
+  const unsigned int before = got;
+  const bool called = !for_callback.empty();
+  pass_callbacks(&for_callback, comps, &got);
+  *got_out = got;
+  return full && called && got == before;
+}
+
 int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int /*flags*/) {
   if (refused_off<kPoll>() || refused_in_child(EBADFD)) return -1;
   NetdevRings* r = netdev_rings_of_ring_fd(ring_fd);
@@ -331,51 +401,12 @@ int socketxtreme_poll(int ring_fd, vma_completion_t* comps, unsigned int n, int 
     poll_tcp(r, comps, n, &got);
   }
   if (!kernel_first) xtreme_kernel_poll(r, comps, n, &got);
-  // Each member's take, counted after the lock: a socket's record may be
-  // its last reference, and dropping it leaves xtreme_mu's list.
-  struct Taken {
-    int fd;
-    uint64_t packets, bytes;
-  };
-  std::vector<Taken> taken;
-  // The datagrams of members with a receive callback, passed to it after
-  // the lock: the program's code may close a member, or poll again (so
-  // not a thread's list either).
-  std::vector<ForCallback> for_callback;
-  {
-    std::lock_guard<std::mutex> lock(r->xtreme_mu);
-    const size_t m = r->xtreme.size();
-    if (m == 0) {
-      // The other sockets' datagrams still leave the rings (the TCP look read them).
-      if (!tcp) r->stack->poll_rx();
-      return static_cast<int>(got);
-    }
-    const size_t first = r->xtreme_next % m;
-    size_t room = n - got;  // completions this poll may still give
-    for (size_t i = 0; i < m && room > 0; i++) {
-      const NetdevRings::XtremeMember& x = r->xtreme[(first + i) % m];
-      net::Datagram d;
-      if (x.extras->callback.active()) {
-        while (room > 0 && x.ep->recv_zcopy(&d) == 1) {
-          for_callback.push_back(
-              {x, x.ep->local(), static_cast<uint32_t>(x.ep->queued()), std::move(d)});
-          room--;
-        }
-        continue;
-      }
-      Taken t{x.fd, 0, 0};
-      while (room > 0 && x.ep->recv_zcopy(&d) == 1)
-        if (complete(x, std::move(d), &comps[got])) {
-          t.packets++;
-          t.bytes += comps[got++].packet.total_len;
-          room--;
-        }
-      if (t.packets) taken.push_back(t);
-    }
-    r->xtreme_next = first + 1;  // the next poll starts at the next socket
+  // The TCP look read the rings when it ran. Datagrams receive callbacks
+  // took leave no completion: while they take every slot, the members'
+  // queues (the ring's descriptor may no longer show them) are looked at
+  // again, a bounded number of times, the rings not read again.
+  for (int pass = 0; pass < kUdpPasses && poll_udp(r, !tcp && pass == 0, comps, n, &got); pass++) {
   }
-  for (const Taken& t : taken) count_rx(t.fd, t.packets, t.bytes);
-  pass_callbacks(&for_callback, comps, &got);
   return static_cast<int>(got);
 }
 

@@ -42,7 +42,8 @@ xtreme_run() {
   rm -f "$T/hold" && mkfifo "$T/hold"
   before=$(kernel_udp In 4)
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR="$T/stats" \
-    VMA_SOCKETXTREME=1 XTREME_HOLD=1 ${XTREME_CB:+XTREME_CB=1} timeout 90 "$PROG" "$@" <"$T/hold" \
+    VMA_SOCKETXTREME=1 XTREME_HOLD=1 ${XTREME_CB:+XTREME_CB=1} ${XTREME_SLEEP:+XTREME_SLEEP=1} \
+    timeout 90 "$PROG" "$@" <"$T/hold" \
     >"$T/out" 2>"$T/err" &
   rpid=$!
   pids+=($rpid)
@@ -87,6 +88,15 @@ port=$((port + 10))
 XTREME_CB=1 xtreme_run "$IP4 $port $count 2" recv $IP4 $port "$count" $IP4B
 [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure" && [ "$after" = "$before" ]
 check "a receive callback on a member: DROP, RECV and HOLD over $((count / 2)) datagrams, completions for the RECV ones only, in order; HOLD ones freed by free_packets; A's kernel counter flat ($before -> $after)" $?
+
+# The same, asleep in poll(2) on the ring fds whenever a round of polls
+# changed nothing: every datagram a poll took off the rings is reported
+# by that poll or the next, so no sleep outlasts the sender's wait.
+port=$((port + 2))
+XTREME_CB=1 XTREME_SLEEP=1 xtreme_run "$IP4 $port $count 2" recv $IP4 $port "$count" $IP4B
+slept=$(sed -n 's/^slept //p' "$T/out")
+[ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure" && [ "${slept:-0}" -gt 0 ]
+check "asleep on the ring fds between rounds that found nothing (${slept:-no} sleeps): none timed out, every datagram through" $?
 
 # Multicast: two member sockets of the process share each frame; the
 # first lent is a copy, so neither's vma_buff_t lands in the other's.

@@ -27,7 +27,12 @@
  *       datagrams once (payload, source, packet id) and returns DROP,
  *       RECV or HOLD by (i / 2) % 3: only the RECV ones come as
  *       completions, in order; the HOLD ones are freed by free_packets
- *       at the end (a second free: -1/ENOENT). With XTREME_HOLD set
+ *       at the end (a second free: -1/ENOENT). With XTREME_SLEEP set,
+ *       a round of polls that changed nothing sleeps in poll(2) on the
+ *       ring fds for up to 3 s; after the first datagram no such sleep
+ *       may time out (the sender waits for its acknowledgement: a
+ *       datagram a poll queued but did not report, the ring fd then
+ *       unreadable, would stall both); "slept S" is printed. With XTREME_HOLD set
  *       it then prints "held PID" and waits for stdin to close (its
  *       vmastat block is read meanwhile).
  *       Prints "FAIL: ..." per failure and "PASS: N failure(s)".
@@ -44,6 +49,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,9 +354,15 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 		expect(api->register_recv_callback(s[1], on_packet, &cb) == 0,
 		       "register_recv_callback on the second socket");
 	}
+	const int sleepy = getenv("XTREME_SLEEP") != NULL;
+	uint32_t slept = 0, timed_out = 0;
+
 	printf("ready\n");
 	fflush(stdout);
 	while (seen < count && nrings > 0) {
+		const uint32_t seen_before = seen;
+		int round = 0;
+
 		for (int k = 0; k < nrings && seen < count; k++) {
 			/* Ask for fewer than may wait: never more than n. */
 			const unsigned int n = 1 + got % 7;
@@ -366,6 +378,7 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 			if (r < (int)n)
 				expect(comps[r].events == 0xa5a5a5a5a5a5a5a5ull,
 				       "socketxtreme_poll wrote past its count");
+			round += r;
 			for (int c = 0; c < r; c++) {
 				/* user_data names the socket; each socket's datagrams in order. */
 				const int w = comps[c].user_data == ud[1];
@@ -383,8 +396,23 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 			     acked = seen == count ? count : acked + BATCH)
 				sendto(s[0], "ack", 3, 0, (struct sockaddr *)&from, sizeof from);
 		}
+		if (sleepy && round == 0 && seen == seen_before && seen < count) {
+			struct pollfd p[MAX_RINGS];
+
+			for (int k = 0; k < nrings; k++)
+				p[k] = (struct pollfd){rings[k], POLLIN, 0};
+			slept++;
+			if (poll(p, (nfds_t)nrings, 3000) == 0 && seen > 0)
+				timed_out++;
+		}
 	}
 out:
+	if (sleepy) {
+		printf("slept %u\n", slept);
+		snprintf(m, sizeof m, "%u of %u sleeps on the ring fds timed out with datagrams sent",
+			 timed_out, slept);
+		expect(timed_out == 0, m);
+	}
 	snprintf(m, sizeof m, "all %u datagrams through socketxtreme_poll (%u completions)", count, got);
 	expect(seen == count, m);
 	if (getenv("XTREME_CB")) {
