@@ -18,6 +18,7 @@ ext_test_scripts = \
 	tests/ext/layers.sh \
 	tests/ext/doc_paths.sh \
 	tests/ext/format.sh \
+	tests/ext/check_status.sh \
 	tests/ext/status_filters.sh \
 	tests/ext/preload.sh \
 	tests/ext/preload_netns.sh \
