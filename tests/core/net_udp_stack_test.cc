@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -117,6 +118,7 @@ class UdpStackTest : public ::testing::Test {
     cfg.initial_fill = initial_fill;
     cfg.queue_limit = queue_limit;
     cfg.tcp = tcp_in_;
+    cfg.on_watched_arrival = [this] { on_watched(); };
     ASSERT_EQ(UdpStack::create(cfg, &stack_), 0);
     frames_ = std::make_unique<ss::net::FrameTx>(cfg.rings.front().queue, cfg.rings.front().pool);
     tx_ = std::make_unique<UdpTx>(stack_.get(), &resolver_, frames_.get());
@@ -201,6 +203,7 @@ class UdpStackTest : public ::testing::Test {
   FakeSteering steer_;
   FakeResolver resolver_;
   ss::net::SegmentInput* tcp_in_ = nullptr;  // make()'s Config::tcp
+  std::function<void()> on_watched = [] {};  // make()'s Config::on_watched_arrival
   std::unique_ptr<UdpStack> stack_;
   std::unique_ptr<ss::net::FrameTx> frames_;
   std::unique_ptr<UdpTx> tx_;
@@ -465,6 +468,40 @@ TEST_F(UdpStackTest, QueuedDatagramsKickWaitersAndCount) {
   EXPECT_EQ(recv(*ep), "ours");
   EXPECT_EQ(recv(*ep), "again");
   EXPECT_EQ(recv(*other), "not ours");
+}
+
+// socketXtreme's members sleep on the rings' descriptor, not on their
+// endpoint: a poll that queued a datagram for a watched endpoint calls the
+// hook once, after its lock (the hook may look at the endpoint), and no
+// other poll does.
+TEST_F(UdpStackTest, WatchedArrivalsCallTheHookOncePerPoll) {
+  auto ep = bind("10.0.0.2", 9000);
+  auto other = bind("10.0.0.2", 9001);
+  std::vector<size_t> calls;  // ep's queue at each call
+  on_watched = [&] { calls.push_back(ep->queued()); };
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "before the watch");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_TRUE(calls.empty());
+  ep->watch(true);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9001, "another's");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_TRUE(calls.empty());
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "one");
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "two");
+  EXPECT_EQ(stack_->poll_rx(), 2);
+  EXPECT_EQ(calls, std::vector<size_t>{3});
+  // A receive that reads the rings for another endpoint is a poll too.
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "three");
+  EXPECT_EQ(recv(*other), "another's");  // queued: the rings not read
+  EXPECT_EQ(calls.size(), 1u);
+  EXPECT_EQ(recv(*other), "<" + std::to_string(EAGAIN) + ">");
+  EXPECT_EQ(calls, (std::vector<size_t>{3, 4}));
+  ep->watch(false);
+  inject("10.0.0.1", 5000, "10.0.0.2", 9000, "unwatched");
+  EXPECT_EQ(stack_->poll_rx(), 1);
+  EXPECT_EQ(calls.size(), 2u);
+  for (const char* want : {"before the watch", "one", "two", "three", "unwatched"})
+    EXPECT_EQ(recv(*ep), want);
 }
 
 TEST_F(UdpStackTest, FullQueueDropsAndCounts) {

@@ -77,13 +77,18 @@ void UdpEndpoint::leave_waiters(bool woken) {
   waiters_.leave(woken);
 }
 
+void UdpEndpoint::watch(bool on) {
+  std::lock_guard lock(stack_->mu_);
+  watched_ = on;
+}
+
 uint64_t UdpEndpoint::arrivals() const {
   std::lock_guard lock(stack_->mu_);
   return arrivals_;
 }
 
 int UdpEndpoint::recv_zcopy(Datagram* out, bool poll_rings) {
-  UdpStack::Spill spill(stack_->cfg_.tcp);  // after the lock
+  UdpStack::Spill spill(stack_->cfg_);  // after the lock
   std::lock_guard lock(stack_->mu_);
   if (queue_.empty() && poll_rings) {
     const int n = stack_->poll_locked(64, &spill);
@@ -364,7 +369,7 @@ void UdpStack::deliver_locked(Buffer&& frame, Spill* out) {
   const size_t at = frame.offset() + static_cast<size_t>(p.payload.data() - data);
   if (is_multicast(IpAddr::raw(fam, p.fields.dst_ip, ipl))) {
     deliver_group_locked(std::move(frame), at, p.payload.size(),
-                         key(fam, p.fields.dst_ip, p.fields.dst_port), src, drop);
+                         key(fam, p.fields.dst_ip, p.fields.dst_port), src, out);
     return;
   }
   UdpEndpoint* ep = find_locked(p.fields);
@@ -373,11 +378,11 @@ void UdpStack::deliver_locked(Buffer&& frame, Spill* out) {
     drop->push_back(std::move(frame));
     return;
   }
-  queue_locked(ep, std::move(frame), at, p.payload.size(), src, drop);
+  queue_locked(ep, std::move(frame), at, p.payload.size(), src, out);
 }
 
 void UdpStack::deliver_group_locked(Buffer&& frame, size_t at, size_t len, const Key& group,
-                                    const UdpAddr& src, std::vector<Buffer>* drop) {
+                                    const UdpAddr& src, Spill* out) {
   auto it = groups_.find(group);
   if (it == groups_.end()) {
     rx_.no_endpoint++;
@@ -386,18 +391,18 @@ void UdpStack::deliver_group_locked(Buffer&& frame, size_t at, size_t len, const
     for (const Member& m : it->second.members) {
       if (!m.filter.admits(src.ip)) continue;
       admitted++;
-      queue_locked(m.ep, frame.share(), at, len, src, drop);  // one frame, a handle each
+      queue_locked(m.ep, frame.share(), at, len, src, out);  // one frame, a handle each
     }
     if (admitted)
       rx_.group_copies += admitted - 1;
     else
       rx_.source_filtered++;
   }
-  drop->push_back(std::move(frame));
+  out->drop.push_back(std::move(frame));
 }
 
 void UdpStack::queue_locked(UdpEndpoint* ep, Buffer&& frame, size_t at, size_t len,
-                            const UdpAddr& src, std::vector<Buffer>* drop) {
+                            const UdpAddr& src, Spill* out) {
   if (!ep->peer_.ip.empty() && !(ep->peer_ == src)) {
     rx_.not_from_peer++;
   } else if (ep->queue_.size() >= cfg_.queue_limit) {
@@ -407,11 +412,12 @@ void UdpStack::queue_locked(UdpEndpoint* ep, Buffer&& frame, size_t at, size_t l
     ep->queue_.push_back(Datagram{std::move(frame), src});
     ep->arrivals_++;
     ep->waiters_.wake();
+    out->watched = out->watched || ep->watched_;
     rx_.delivered++;
     rx_.delivered_bytes += len;
     return;
   }
-  drop->push_back(std::move(frame));
+  out->drop.push_back(std::move(frame));
 }
 
 int UdpStack::poll_locked(int budget, Spill* out) {
@@ -463,24 +469,24 @@ void UdpStack::top_up_locked(const UdpRing& r, std::vector<Buffer>* drop) {
 }
 
 int UdpStack::poll_rx(int budget) {
-  Spill spill(cfg_.tcp);
+  Spill spill(cfg_);
   std::lock_guard lock(mu_);
   return poll_locked(budget, &spill);
 }
 
 UdpStack::Spill::~Spill() {
-  if (!to || !tcp) return;
   try {  // a destructor: nothing may leave it
-    to->drain();
+    if (cfg.tcp && tcp) cfg.tcp->drain();
   } catch (...) {
     SS_WARN(
         "TCP offload: out of memory draining received segments; some were dropped (their senders "
         "send them again)");
   }
+  if (watched && cfg.on_watched_arrival) cfg.on_watched_arrival();
 }
 
 void UdpStack::loop_back(std::span<const uint8_t> bytes) {
-  Spill spill(cfg_.tcp);  // after the lock
+  Spill spill(cfg_);  // after the lock
   Buffer b = cfg_.rings.front().pool->get();
   std::lock_guard lock(mu_);
   if (!b || b.set_size(bytes.size()) != 0) {

@@ -36,6 +36,7 @@
 #include "core/base/api.h"
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -147,6 +148,10 @@ class UdpEndpoint {
   // (`woken`: it saw the eventfd readable).
   SS_API int join_waiters();
   SS_API void leave_waiters(bool woken);
+  // Watched: each poll that queues a datagram here calls the stack's
+  // on_watched_arrival once its lock is released (socketXtreme members,
+  // whose program sleeps on the rings' descriptor, not on this endpoint).
+  SS_API void watch(bool on);
   // Datagrams queued here since bind: moves with every arrival (what an
   // edge-triggered epoll counts).
   SS_API uint64_t arrivals() const;
@@ -178,6 +183,7 @@ class UdpEndpoint {
   bool steered_v4_ = false, steered_v6_ = false;  // under the stack's mutex after bind
   bool lent_v4_ = false, lent_v6_ = false;        // under the stack's mutex: lend_to_kernel's
   bool lending_ = false;                          // under the stack's mutex: lent, groups too
+  bool watched_ = false;                          // under the stack's mutex
   UdpAddr peer_;                                  // under the stack's mutex
   UdpTxOptions tx_;                               // under the stack's mutex
   std::deque<Datagram> queue_;                    // under the stack's mutex
@@ -201,6 +207,9 @@ class UdpStack {
     int ifindex = 0;               // the netdev's (sends routed elsewhere go to the kernel)
     uint32_t initial_fill = 1024;  // frames put in each fill ring at create
     size_t queue_limit = 4096;     // datagrams an endpoint holds before dropping
+    // After a poll that queued a datagram on a watched endpoint, the lock
+    // released, on the polling thread.
+    std::function<void()> on_watched_arrival;
   };
   // Fills each fill ring. -EINVAL for a config without rings or steering.
   SS_API static int create(const Config& cfg, std::unique_ptr<UdpStack>* out);
@@ -248,13 +257,15 @@ class UdpStack {
     std::vector<Member> members;
     bool steered = false;
   };
-  // What a poll leaves for after the lock: frames to release, and TCP
-  // segments enqueued on cfg_.tcp (the destructor drains them).
+  // What a poll leaves for after the lock: frames to release, TCP
+  // segments enqueued on cfg.tcp (the destructor drains them), and a
+  // watched endpoint's arrival (the destructor calls the hook).
   struct Spill {
-    explicit Spill(SegmentInput* to) : to(to) {}
+    explicit Spill(const Config& cfg) : cfg(cfg) {}
     ~Spill();
-    SegmentInput* to;
+    const Config& cfg;
     bool tcp = false;
+    bool watched = false;
     std::vector<mem::Buffer> drop;
   };
   explicit UdpStack(const Config& cfg) : cfg_(cfg) {}
@@ -276,10 +287,10 @@ class UdpStack {
   void deliver_locked(mem::Buffer&& frame, Spill* out);
   // A group's frame to each member whose filter admits src.
   void deliver_group_locked(mem::Buffer&& frame, size_t at, size_t len, const Key& group,
-                            const UdpAddr& src, std::vector<mem::Buffer>* drop);
+                            const UdpAddr& src, Spill* out);
   // Queues frame (view [at, at+len)) on ep unless its peer or queue refuse.
   void queue_locked(UdpEndpoint* ep, mem::Buffer&& frame, size_t at, size_t len, const UdpAddr& src,
-                    std::vector<mem::Buffer>* drop);
+                    Spill* out);
   int poll_locked(int budget, Spill* out);
   // Spare pool frames into r's fill ring when the program holds most of
   // its frames (refused ones to *drop).
