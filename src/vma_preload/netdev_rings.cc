@@ -270,6 +270,7 @@ int make_stacks(NetdevRings* r, std::shared_ptr<prov::xdp::Device> dev,
   tc.on_first_ready = [r] { r->xtreme_member_ready(); };
   if (const int err = net::tcp::Stack::create(tc, &r->tcp); err < 0) return err;
   cfg.tcp = r->tcp.get();
+  cfg.on_watched_arrival = [r] { r->xtreme_member_ready(); };
   if (const int err = net::UdpStack::create(cfg, &r->stack); err < 0) return err;
   r->tx = std::make_unique<net::UdpTx>(r->stack.get(), r->resolver.get(), r->frames.get());
   for (const NetdevRings::Queue& q : r->queues) {
@@ -370,8 +371,18 @@ int NetdevRings::xtreme_fd() {
   g_xtreme_fds.store(true, std::memory_order_release);
   // Members that changed before it existed kicked nobody (on_first_ready
   // calls once per empty list): a first sleep on it must not miss them.
-  if (tcp && tcp->any_ready()) xtreme_kick();
+  bool waiting = tcp && tcp->any_ready();
+  if (!waiting) {
+    std::lock_guard<std::mutex> x(xtreme_mu);
+    waiting = xtreme_udp_waiting_locked();
+  }
+  if (waiting) xtreme_kick();
   return xtreme_fd_ = ep;
+}
+
+bool NetdevRings::xtreme_udp_waiting_locked() const {
+  return std::any_of(xtreme.begin(), xtreme.end(),
+                     [](const XtremeMember& x) { return x.ep->queued() != 0; });
 }
 
 void NetdevRings::xtreme_kick() {

@@ -90,6 +90,8 @@ struct NetdevRings {
   std::mutex xtreme_mu;
   std::vector<XtremeMember> xtreme;  // xtreme_mu
   size_t xtreme_next = 0;            // xtreme_mu: the member the next poll starts at
+  // Whether a member holds a datagram no poll reported yet (xtreme_mu).
+  bool xtreme_udp_waiting_locked() const;
   // socketXtreme on TCP: the listeners it accepts for and the connections
   // whose data and events it reports, by their object `who` (its
   // descriptor's socket must still be `who`: a later socket may have the
@@ -110,19 +112,19 @@ struct NetdevRings {
   std::atomic<size_t> xtreme_tcp_count{0};
   // Its members through the kernel (xtreme_kernel.h), made at the first.
   std::atomic<XtremeKernelSet*> xtreme_kernel{nullptr};
-  // The ring descriptor a TCP socket is given (get_socket_rings_fds): an
-  // epoll set of the rings' wake-ups and an eventfd the vma-tcp thread
-  // signals when it took frames off the rings while TCP members wait, so
-  // a program asleep on it learns of what the thread read (made at first
-  // use, kept; -1 when it cannot be made).
+  // The ring descriptor a socketXtreme member is given
+  // (get_socket_rings_fds): an epoll set of the rings' wake-ups and an
+  // eventfd signalled when a thread took frames off the rings for a
+  // member, so a program asleep on it learns of what another thread read
+  // (made at first use, kept; -1 when it cannot be made).
   int xtreme_fd();
-  void xtreme_kick();   // the vma-tcp thread, after a read
+  void xtreme_kick();
   void xtreme_drain();  // socketxtreme_poll
-  // The TCP stack's on_first_ready: a watched member changed (whichever
-  // thread fed the stack: the vma-tcp thread, a call on another socket,
-  // socketxtreme_poll's own reads), so a program asleep on the ring
-  // descriptor is woken; not while this thread polls these rings
-  // (XtremeLook: it takes them, and checks at the end).
+  // The stacks' on_first_ready (TCP) and on_watched_arrival (UDP): a
+  // member changed (whichever thread fed the stack: the vma-tcp thread, a
+  // call on another socket, socketxtreme_poll's own reads), so a program
+  // asleep on the ring descriptor is woken; not while this thread polls
+  // these rings (XtremeLook: it takes them, and checks at the end).
   void xtreme_member_ready();
   // socketxtreme_poll's span on these rings: what becomes ready after its
   // take kicks once, as it ends.

@@ -365,6 +365,9 @@ bool poll_udp(NetdevRings* r, bool read_rings, vma_completion_t* comps, unsigned
     }
     r->xtreme_next = first + 1;  // the next poll starts at the next socket
     full = room == 0;
+    // Left queued, the ring's descriptor may not show them: a program
+    // asleep on it is woken.
+    if (full && r->xtreme_udp_waiting_locked()) r->xtreme_kick();
   }
   for (const Taken& t : taken) count_rx(t.fd, t.packets, t.bytes);
   const unsigned int before = got;
@@ -451,10 +454,12 @@ bool socketxtreme_mode() { return vs::get(vs::Id::kSocketXtreme) != 0; }
 void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtras* extras) {
   std::lock_guard<std::mutex> lock(rings->xtreme_mu);
   rings->xtreme.push_back({fd, ep, extras});
+  ep->watch(true);  // another thread's read of its datagram wakes the ring fd
 }
 
 void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep) {
   std::lock_guard<std::mutex> lock(rings->xtreme_mu);
+  ep->watch(false);
   auto& v = rings->xtreme;
   v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& x) { return x.ep == ep; }), v.end());
 }

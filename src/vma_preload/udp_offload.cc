@@ -177,7 +177,14 @@ ssize_t UdpOffload::copy_head_locked(msghdr* m, int flags, net::Datagram* zcopy)
 }
 
 void UdpOffload::ring_fds(std::vector<pollfd>* fds) const {
-  for (const Leg& l : legs_) l.rings->poll_fds(fds);
+  for (const Leg& l : legs_) {
+    if (xtreme_)
+      if (const int x = l.rings->xtreme_fd(); x >= 0) {
+        fds->push_back({x, POLLIN, 0});
+        continue;
+      }
+    l.rings->poll_fds(fds);
+  }
 }
 
 int UdpOffload::wait(int timeout_ms, bool restartable) {

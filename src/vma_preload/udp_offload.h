@@ -52,7 +52,9 @@ class UdpOffload {
   // memberships and send options).
   void for_each_leg(const std::function<void(int ifindex, net::UdpEndpoint&)>& f);
   // The rings' wake-ups of every leg (readable while a frame waits on
-  // that ring, for this socket or another one on the netdev), appended.
+  // that ring, for this socket or another one on the netdev), appended;
+  // a socketXtreme member's: each leg's xtreme_fd() (also readable when
+  // another thread's read queued a datagram for a member).
   void ring_fds(std::vector<pollfd>* fds) const;
   // Whether a datagram waits on the rings (polls them once).
   bool ring_readable();

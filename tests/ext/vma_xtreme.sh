@@ -25,7 +25,7 @@ IP4=10.221.0.1 IP4B=10.221.0.2 GROUP=239.22.1.1
 . "$(dirname "$0")/vma_pair.sh"
 
 # The program, against the installed header only.
-header_prog vma_xtreme_prog.c
+header_prog vma_xtreme_prog.c -pthread
 
 vma_pair "$A" "$Z" xa xb "$IP4/24" "$IP4B/24"
 port=$((21000 + RANDOM % 8000))  # and port + 1
@@ -42,7 +42,7 @@ xtreme_run() {
   rm -f "$T/hold" && mkfifo "$T/hold"
   before=$(kernel_udp In 4)
   ip netns exec "$A" env LD_PRELOAD="$LIB" VMA_CONFIG_FILE=/dev/null VMA_STATS_SHMEM_DIR="$T/stats" \
-    VMA_SOCKETXTREME=1 XTREME_HOLD=1 ${XTREME_CB:+XTREME_CB=1} ${XTREME_SLEEP:+XTREME_SLEEP=1} \
+    VMA_SOCKETXTREME=1 XTREME_HOLD=1 ${XTREME_CB:+XTREME_CB=1} ${XTREME_SLEEP:+XTREME_SLEEP=1} ${XTREME_STEAL:+XTREME_STEAL=1} \
     timeout 90 "$PROG" "$@" <"$T/hold" \
     >"$T/out" 2>"$T/err" &
   rpid=$!
@@ -97,6 +97,15 @@ XTREME_CB=1 XTREME_SLEEP=1 xtreme_run "$IP4 $port $count 2" recv $IP4 $port "$co
 slept=$(sed -n 's/^slept //p' "$T/out")
 [ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure" && [ "${slept:-0}" -gt 0 ]
 check "asleep on the ring fds between rounds that found nothing (${slept:-no} sleeps): none timed out, every datagram through" $?
+
+# The same while another thread's receives on a third socket read the
+# rings: what they queue for the two wakes the sleeper all the same.
+port=$((port + 2))
+XTREME_SLEEP=1 XTREME_STEAL=1 xtreme_run "$IP4 $port $count 2" recv $IP4 $port "$count" $IP4B
+slept=$(sed -n 's/^slept //p' "$T/out")
+stole=$(sed -n 's/^stole \([0-9]*\) .*/\1/p' "$T/out")
+[ $src = 0 ] && [ $rrc = 0 ] && has "$T/out" "^PASS: 0 failure" && [ "${slept:-0}" -gt 0 ] && [ "${stole:-0}" -gt 0 ]
+check "asleep on the ring fds while another thread's receives read the rings (${stole:-no} reads, ${slept:-no} sleeps): none timed out, every datagram through" $?
 
 # Multicast: two member sockets of the process share each frame; the
 # first lent is a copy, so neither's vma_buff_t lands in the other's.

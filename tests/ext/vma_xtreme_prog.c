@@ -32,7 +32,12 @@
  *       ring fds for up to 3 s; after the first datagram no such sleep
  *       may time out (the sender waits for its acknowledgement: a
  *       datagram a poll queued but did not report, the ring fd then
- *       unreadable, would stall both); "slept S" is printed. With XTREME_HOLD set
+ *       unreadable, would stall both); "slept S" is printed. With
+ *       XTREME_STEAL set too, a second thread receives with MSG_DONTWAIT
+ *       on a third socket of the netdev (IP, any port) in a loop: each
+ *       such call reads the rings and queues the other sockets'
+ *       datagrams, which must still wake the sleeper; it must get
+ *       EAGAIN only ("stole R reads"). With XTREME_HOLD set
  *       it then prints "held PID" and waits for stdin to close (its
  *       vmastat block is read meanwhile).
  *       Prints "FAIL: ..." per failure and "PASS: N failure(s)".
@@ -50,6 +55,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +334,28 @@ static void free_held(struct vma_api_t *api)
 	}
 }
 
+/* XTREME_STEAL's thread: reads the rings through its own socket's
+ * receives until told to stop. */
+struct stealer {
+	int fd;
+	atomic_int stop;
+	unsigned long reads, others;
+};
+
+static void *steal(void *arg)
+{
+	struct stealer *st = arg;
+	uint8_t b[2048];
+
+	while (!atomic_load(&st->stop)) {
+		if (recv(st->fd, b, sizeof b, MSG_DONTWAIT) >= 0 || errno != EAGAIN)
+			st->others++;
+		st->reads++;
+		sched_yield();
+	}
+	return NULL;
+}
+
 static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_ip)
 {
 	struct vma_api_t *api = api_or_exit();
@@ -356,7 +386,13 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 	}
 	const int sleepy = getenv("XTREME_SLEEP") != NULL;
 	uint32_t slept = 0, timed_out = 0;
+	struct stealer st = {.fd = -1};
+	pthread_t stealer_thread;
 
+	if (getenv("XTREME_STEAL")) {
+		st.fd = bound_socket(ip, 0);
+		expect(pthread_create(&stealer_thread, NULL, steal, &st) == 0, "pthread_create");
+	}
 	printf("ready\n");
 	fflush(stdout);
 	while (seen < count && nrings > 0) {
@@ -407,6 +443,14 @@ static int mode_recv(const char *ip, int port, uint32_t count, const char *peer_
 		}
 	}
 out:
+	if (st.fd >= 0) {
+		atomic_store(&st.stop, 1);
+		pthread_join(stealer_thread, NULL);
+		printf("stole %lu reads\n", st.reads);
+		snprintf(m, sizeof m, "the stealing socket's %lu receives: %lu not EAGAIN", st.reads,
+			 st.others);
+		expect(st.others == 0, m);
+	}
 	if (sleepy) {
 		printf("slept %u\n", slept);
 		snprintf(m, sizeof m, "%u of %u sleeps on the ring fds timed out with datagrams sent",
