@@ -305,19 +305,35 @@ void NetdevRings::program_look() {
 
 namespace {
 thread_local NetdevRings* t_xtreme_looking = nullptr;  // XtremeLook's
+thread_local bool t_xtreme_held = false;               // a kick it held back
 }  // namespace
 
 void NetdevRings::xtreme_member_ready() {
-  if (t_xtreme_looking != this) xtreme_kick();
+  if (t_xtreme_looking != this)
+    xtreme_kick();
+  else
+    t_xtreme_held = true;
 }
 
-NetdevRings::XtremeLook::XtremeLook(NetdevRings* r) : r_(r), outer_(t_xtreme_looking) {
+NetdevRings::XtremeLook::XtremeLook(NetdevRings* r)
+    : r_(r), outer_(t_xtreme_looking), outer_held_(t_xtreme_held) {
   t_xtreme_looking = r;
+  t_xtreme_held = false;
 }
 
+// What the look's own reads (a receive callback's calls too) queued and
+// it did not report: a datagram left on a member when the completions ran
+// out, a member's arrival after its turn.
 NetdevRings::XtremeLook::~XtremeLook() {
+  const bool held = t_xtreme_held;
   t_xtreme_looking = outer_;
-  if (r_->tcp && r_->tcp->any_ready()) r_->xtreme_kick();
+  t_xtreme_held = outer_held_;
+  bool waiting = r_->tcp && r_->tcp->any_ready();
+  if (!waiting && held) {
+    std::lock_guard<std::mutex> lock(r_->xtreme_mu);
+    waiting = r_->xtreme_udp_waiting_locked();
+  }
+  if (waiting) r_->xtreme_kick();
 }
 
 void NetdevRings::poll_fds(std::vector<pollfd>* fds) const {

@@ -138,6 +138,7 @@ struct NetdevRings {
    private:
     NetdevRings* r_;
     NetdevRings* outer_;
+    bool outer_held_;  // the outer look's: a member's kick held back meanwhile
   };
 
   // A program's call looks at the rings (counted for RingTurn): the TCP

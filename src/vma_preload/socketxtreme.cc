@@ -365,10 +365,8 @@ bool poll_udp(NetdevRings* r, bool read_rings, vma_completion_t* comps, unsigned
     }
     r->xtreme_next = first + 1;  // the next poll starts at the next socket
     full = room == 0;
-    // Left queued, the ring's descriptor may not show them: a program
-    // asleep on it is woken.
-    if (full && r->xtreme_udp_waiting_locked()) r->xtreme_kick();
   }
+  if (full) r->xtreme_member_ready();  // what is left: XtremeLook kicks for it
   for (const Taken& t : taken) count_rx(t.fd, t.packets, t.bytes);
   const unsigned int before = got;
   const bool called = !for_callback.empty();
