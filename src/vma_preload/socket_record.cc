@@ -119,7 +119,10 @@ short SocketRecord::look(short events, bool kernel) {
 short SocketRecord::readiness(short events) { return look(events, true); }
 
 short SocketRecord::readiness_repeat(short events) {
-  if (events != POLLIN || !offload()) return look(events, true);
+  // An edge-triggered member's look (change_count just ran) sees the
+  // kernel socket too: a look without it would tell a datagram unread
+  // there gone, and the next full look a new edge.
+  if (events != POLLIN || !offload() || t_counted == this) return look(events, true);
   const int64_t ratio = settings::get(settings::Id::kSelectPollOsRatio);
   const uint64_t n = repeats_.fetch_add(1, std::memory_order_relaxed) + 1;
   return look(events, ratio > 0 && n % static_cast<uint64_t>(ratio) == 0);
@@ -172,7 +175,7 @@ bool SocketRecord::change_count(uint64_t* count) {
   if (TcpOffload* t = tcp()) {
     *count = t->changes();
   } else if (TcpListen* l = listening()) {
-    *count = l->arrivals();
+    *count = l->arrivals(fd);
   } else {
     UdpOffload* o = offload();
     if (!o) return false;

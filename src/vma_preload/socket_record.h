@@ -65,9 +65,8 @@ struct SocketRecord final : Pollable {
   short readiness_repeat(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool) override;
-  // Offloaded: the datagrams the rings brought, a connection's changes, a
-  // listener's arrivals (what the kernel socket receives meanwhile raises
-  // no new edge while POLLIN stands).
+  // Offloaded: the datagrams and a listener's connections, of the rings
+  // and of the kernel socket (KernelEdges), or a connection's changes.
   bool change_count(uint64_t* count) override;
   bool kernel_served() override;
   void set_decision(Decision d);

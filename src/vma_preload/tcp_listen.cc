@@ -350,10 +350,16 @@ short TcpListen::readiness(int fd, short events, bool poll_rings) {
   return static_cast<short>(ev & (events | POLLERR | POLLHUP));
 }
 
-uint64_t TcpListen::arrivals() {
-  progress();  // the rings read first: readiness() after the count reads none
-  uint64_t n = 0;
+uint64_t TcpListen::count_arrivals(int fd) {
+  uint64_t n = kernel_edges_.count(fd);
   for (const Leg& l : legs_) n += l.rings->tcp->listener_counters(l.sock).handshakes;
+  return n;
+}
+
+uint64_t TcpListen::arrivals(int fd) {
+  progress();  // the rings read first: readiness() after the count reads none
+  const uint64_t n = count_arrivals(fd);
+  last_arrivals_ = n;
   return n;
 }
 
@@ -379,13 +385,25 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   if (readiness(fd, events)) return WaitTarget{};  // kReady
   WaitTarget t;
   t.events = events;
-  if (!(events & POLLIN)) {  // nothing of the rings': the kernel socket says
+  // No bit at all: an edge-triggered member waiting for its next
+  // connection (of the rings, or the kernel listener's next arrival, not
+  // one waiting unaccepted).
+  const bool edge = !events;
+  if (!edge && !(events & POLLIN)) {  // nothing of the rings': the kernel socket says
     t.fd = fd;
     return t;
   }
   mark_accepting();  // before mu_: it takes it
   std::lock_guard lock(mu_);
-  const int set = wait_set(fd);
+  int set = -1;
+  if (edge) {
+    std::vector<pollfd> rings;
+    for (NetdevRings* r : netdevs_)
+      if (const int w = r->wait_fd(); w >= 0) rings.push_back({w, POLLIN, 0});
+    set = rings.size() == netdevs_.size() ? kernel_edges_.sleep_fd(fd, rings) : -1;
+  } else {
+    set = wait_set(fd);
+  }
   if (set < 0) {  // out of descriptors: looked at every 10 ms
     if (*sleep_ms < 0 || *sleep_ms > 10) *sleep_ms = 10;
     return WaitTarget{WaitTarget::kTimeOnly};
@@ -406,7 +424,10 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   }
   // Joined, then looked again: a handshake completed meanwhile kicked nobody.
   bool ready = false;
-  for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
+  if (edge)
+    ready = count_arrivals(fd) != last_arrivals_;
+  else
+    for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
   if (ready) {
     for (size_t i = 0; i < legs_.size(); i++)
       if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, false);

@@ -16,6 +16,7 @@
 
 #include "core/base/pollable.h"
 #include "core/net/tcp/stack.h"
+#include "vma_preload/kernel_edges.h"
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/xtreme_kernel.h"
 
@@ -77,9 +78,11 @@ class TcpListen {
   // the kernel listener; after arrivals(), with poll_rings false, as
   // TcpOffload::readiness.
   short readiness(int fd, short events, bool poll_rings = true);
-  // Connections that reached the rings' accept queues so far: an
-  // edge-triggered epoll's new edge (an accept is none, as Linux's).
-  uint64_t arrivals();
+  // Connections that reached the rings' accept queues and kernel listener
+  // fd so far: an edge-triggered epoll's new edge (an accept is none, as
+  // Linux's). A sleep for no event (an edge-triggered member, reported)
+  // ends at once when it moved since the last call.
+  uint64_t arrivals(int fd);
   WaitTarget wait_target(int fd, short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed);
   // setsockopt on the listener after listen: the connections it accepts
@@ -138,6 +141,11 @@ class TcpListen {
   // What accepted sockets take from the listener's kernel socket.
   std::optional<std::vector<KeptOption>> inherit_;  // mu_
   int wait_fd_ = -1;                                // mu_
+  // The kernel listener's arrivals and the sleep of an edge-triggered
+  // member (made at its first count), and what arrivals() last answered.
+  KernelEdges kernel_edges_;
+  std::atomic<uint64_t> last_arrivals_{0};
+  uint64_t count_arrivals(int fd);  // the rings' handshakes and the kernel's, rings not read
 };
 
 }  // namespace ss::vma::preload

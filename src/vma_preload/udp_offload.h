@@ -18,6 +18,7 @@
 
 #include "core/base/pollable.h"
 #include "core/net/udp_stack.h"
+#include "vma_preload/kernel_edges.h"
 #include "vma_preload/rx_extras.h"
 
 namespace ss::vma::preload {
@@ -78,7 +79,8 @@ class UdpOffload {
   // is cut when a piece of the set could not be made (out of descriptors).
   WaitTarget wait_target(short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed);
-  // Datagrams the rings brought the socket so far (polls them first).
+  // Datagrams the rings brought the socket so far (polls them first),
+  // and the kernel socket's arrivals (KernelEdges).
   // A sleep for no event (an edge-triggered member, reported) ends at
   // once when the count moved since the last call: a datagram another
   // thread queued before the sleeper joined its kicks.
@@ -107,7 +109,7 @@ class UdpOffload {
   int wait(int timeout_ms, bool restartable);
   // Queues what the rings hold on the endpoints (kicking their sleepers).
   void poll_rings();
-  uint64_t count_arrivals();  // the endpoints' counts, rings not polled
+  uint64_t count_arrivals();  // the endpoints' and the kernel socket's, rings not polled
 
   const int fd_, family_;
   RxExtras* const extras_;
@@ -126,6 +128,9 @@ class UdpOffload {
   int wait_fd_ = -1;                        // wait_mu_
   int pollout_sleepers_ = 0;                // wait_mu_: the kernel socket watched for POLLOUT too
   std::atomic<uint64_t> last_arrivals_{0};  // what arrivals() last answered
+  // The kernel socket's arrivals and the sleep of an edge-triggered
+  // member (made at its first count).
+  KernelEdges kernel_edges_;
 };
 
 }  // namespace ss::vma::preload

@@ -7,6 +7,9 @@
 // sleep) and a blocking receive all wake when a frame arrives, and sleep
 // for good otherwise.
 //
+// An edge-triggered epoll member waiting for its next datagram sleeps on
+// its KernelEdges set instead (kernel_edges.h).
+//
 // The kick covers what the rings cannot say: another thread's poll of a
 // ring (for a socket of its own) may queue our datagram and leave the ring
 // empty before our sleep looks at it. A sleeper joins its endpoints' kicks
@@ -61,7 +64,18 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   if (legs_.size() > kMaxKickedLegs || std::count(kicks.begin(), kicks.end(), -1) > 0)
     cut(sleep_ms);
   const bool pollout = events & POLLOUT;
-  {
+  if (!events) {
+    // An edge-triggered member waiting for its next datagram: the kernel
+    // socket's next arrival wakes it, not one it holds unread.
+    std::vector<pollfd> rings;
+    for (const Leg& l : legs_) l.rings->poll_fds(&rings);
+    t.fd = kernel_edges_.sleep_fd(fd_, rings);
+    t.events = POLLIN;
+    if (t.fd < 0) {
+      t.fd = WaitTarget::kTimeOnly;
+      cut(sleep_ms);
+    }
+  } else {
     std::lock_guard<std::mutex> lock(wait_mu_);
     if (wait_fd_ < 0) {
       const int ep = real().epoll_create1(EPOLL_CLOEXEC);
@@ -137,7 +151,7 @@ bool UdpOffload::queued() {
 }
 
 uint64_t UdpOffload::count_arrivals() {
-  uint64_t n = 0;
+  uint64_t n = kernel_edges_.count(fd_);
   for (Leg& l : legs_) n += l.ep->arrivals();
   return n;
 }

@@ -6,7 +6,9 @@
  *   what one epoll set reports: an idle wait that sleeps until the first
  *   datagram (flat and nested), level-triggered (reported again while
  *   unread), the pipe and the eventfd beside the socket, EPOLLET (once per
- *   datagram, not again while unread), EPOLLONESHOT (once, then only after
+ *   datagram, not again while unread; also for datagrams from this host,
+ *   which come through the kernel socket, the wait between them asleep),
+ *   EPOLLONESHOT (once, then only after
  *   EPOLL_CTL_MOD), a set nested in the set; then a blocking receive that
  *   sleeps until its datagram; a second socket in a kernel epoll set the
  *   preload does not know (raw syscall), handed back to the kernel. Every
@@ -187,6 +189,38 @@ static int server_main(const char* ip, int port, const char* peer_ip, int peer_p
   CHECK(reported(ep, 5000, 1, &n), "EPOLLET: the second datagram not reported");
   CHECK(read_one() && read_one(), "EPOLLET: two datagrams not there");
   CHECK(!read_one(), "EPOLLET: a third datagram");
+
+  /* EPOLLET on the kernel path: a datagram from this host comes through
+   * the socket's kernel twin (sent by raw syscalls: a socket the preload
+   * does not know). Each one is an edge, read or not, and the wait in
+   * between sleeps while the first stays unread. */
+  const int k = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0);
+  const char kd[] = "kernel";
+  CHECK(k >= 0 && syscall(SYS_sendto, k, kd, sizeof kd - 1, 0, &a, sizeof a) == sizeof kd - 1,
+        "EPOLLET, kernel path: sendto: %s", strerror(errno));
+  CHECK(reported(ep, 5000, 1, &n), "EPOLLET, kernel path: the first datagram not reported");
+  {
+    const double w0 = now_ms(CLOCK_MONOTONIC), c0 = now_ms(CLOCK_PROCESS_CPUTIME_ID);
+    CHECK(!reported(ep, 1000, 1, &n), "EPOLLET, kernel path: reported again without a new datagram");
+    const double wall = now_ms(CLOCK_MONOTONIC) - w0, cpu = now_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    printf("idle EPOLLET over an unread datagram: wall %.0f ms, cpu %.0f ms\n", wall, cpu);
+    CHECK(cpu < wall / 4, "EPOLLET, kernel path: cpu %.0f ms of %.0f ms: it did not sleep", cpu,
+          wall);
+  }
+  CHECK(syscall(SYS_sendto, k, kd, sizeof kd - 1, 0, &a, sizeof a) == sizeof kd - 1,
+        "EPOLLET, kernel path: second sendto: %s", strerror(errno));
+  CHECK(reported(ep, 5000, 1, &n), "EPOLLET, kernel path: the second datagram not reported");
+  for (int i = 0; i < 3; i++) {
+    char kb[16];
+    const ssize_t got = recv(sock, kb, sizeof kb, MSG_DONTWAIT);
+    if (i < 2)
+      CHECK(got == sizeof kd - 1 && memcmp(kb, kd, sizeof kd - 1) == 0,
+            "EPOLLET, kernel path: datagram %d: %zd bytes (%s)", i, got,
+            got < 0 ? strerror(errno) : "read");
+    else
+      CHECK(got < 0 && errno == EAGAIN, "EPOLLET, kernel path: a third datagram (%zd)", got);
+  }
+  close(k);
 
   /* EPOLLONESHOT: once, then only after EPOLL_CTL_MOD. */
   ev.events = EPOLLIN | EPOLLONESHOT;

@@ -428,21 +428,26 @@ p1=$(passive)
 [ "$p1" = "$p0" ] || { echo "  A's kernel accepted $((p1 - p0)) connection(s)"; bad=1; }
 check "a client knocking before the server listens: its connection on the rings, none accepted by A's kernel" $bad
 
-# An edge-triggered epoll on a listener of the rings: the first
-# connection's event, no new one while it waits unaccepted, the second
-# connection's (Linux's edges; was level-triggered: 1 1 1).
-rm -f "$T/et.second"
-in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7020 2 edge "$T/et"
-bad=0
-listening 7020 || bad=1
-ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7020 1000 >"$T/cl" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do [ -e "$T/et.second" ] && break; sleep 0.1; done
-ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7020 1000 >"$T/cl2" 2>&1 || bad=1
-wait "${pids[-1]}" || bad=1
-wait "${pids[-2]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^edges 1 0 1$" || bad=1
-check "EPOLLET on a listener of the rings: an edge per connection, none while one waits unaccepted ($(grep edges "$T/out"))" $bad
+# An edge-triggered epoll on a listener: the first connection's event, no
+# new one while it waits unaccepted, the second connection's (Linux's
+# edges; was level-triggered: 1 1 1), with the clients in B (the rings')
+# and on A's host (the kernel listener's).
+edge_listener() {  # edge_listener NETNS WHAT
+  rm -f "$T/et.second"
+  in_a_bg python3 "$here/vma_tcp_echo.py" "$IP4" 7020 2 edge "$T/et"
+  bad=0
+  listening 7020 || bad=1
+  ip netns exec "$1" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7020 1000 >"$T/cl" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do [ -e "$T/et.second" ] && break; sleep 0.1; done
+  ip netns exec "$1" timeout 30 python3 "$here/vma_tcp_client.py" "$IP4" 7020 1000 >"$T/cl2" 2>&1 || bad=1
+  wait "${pids[-1]}" || bad=1
+  wait "${pids[-2]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+  has "$T/out" "^edges 1 0 1$" || bad=1
+  check "EPOLLET on a listener, $2: an edge per connection, none while one waits unaccepted ($(grep edges "$T/out"))" $bad
+}
+edge_listener "$Z" "clients in B (the rings' connections)"
+edge_listener "$A" "clients on its host (the kernel listener's connections)"
 
 # SO_RCVTIMEO on a listener of the rings bounds a blocking accept
 # (EAGAIN, as Linux's), read once the first look finds no connection.
