@@ -132,9 +132,9 @@ WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
   interpose::BusyScope busy;
   if (TcpOffload* t = tcp()) return t->wait_target(events, sleep_ms);
   if (TcpListen* l = listening()) return l->wait_target(fd, events, sleep_ms);
-  // No bit at all: an edge-triggered epoll member waiting for its next
-  // datagram (it sleeps on the wait set too).
-  if (UdpOffload* o = offload(); o && ((events & POLLIN) || !events))
+  // POLLIN, or neither POLLIN nor POLLOUT: an edge-triggered epoll member
+  // waiting for its next datagram (it sleeps on the rings too).
+  if (UdpOffload* o = offload(); o && ((events & POLLIN) || !(events & POLLOUT)))
     return o->wait_target(events, sleep_ms);
   // Not offloaded yet but it may be: another thread's first send binds it
   // and puts its port on the rings, which a sleep on the kernel socket

@@ -453,6 +453,8 @@ void xtreme_join(NetdevRings* rings, int fd, net::UdpEndpoint* ep, const RxExtra
   std::lock_guard<std::mutex> lock(rings->xtreme_mu);
   rings->xtreme.push_back({fd, ep, extras});
   ep->watch(true);  // another thread's read of its datagram wakes the ring fd
+  // One queued between its bind and now woke nobody.
+  if (ep->queued()) rings->xtreme_kick();
 }
 
 void xtreme_leave(NetdevRings* rings, net::UdpEndpoint* ep) {

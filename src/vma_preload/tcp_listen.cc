@@ -385,10 +385,10 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   if (readiness(fd, events)) return WaitTarget{};  // kReady
   WaitTarget t;
   t.events = events;
-  // No bit at all: an edge-triggered member waiting for its next
+  // No POLLIN nor POLLOUT: an edge-triggered member waiting for its next
   // connection (of the rings, or the kernel listener's next arrival, not
-  // one waiting unaccepted).
-  const bool edge = !events;
+  // one waiting unaccepted; POLLRDHUP or POLLPRI may be left).
+  const bool edge = !(events & (POLLIN | POLLOUT));
   if (!edge && !(events & POLLIN)) {  // nothing of the rings': the kernel socket says
     t.fd = fd;
     return t;

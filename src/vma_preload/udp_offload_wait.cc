@@ -64,17 +64,20 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   if (legs_.size() > kMaxKickedLegs || std::count(kicks.begin(), kicks.end(), -1) > 0)
     cut(sleep_ms);
   const bool pollout = events & POLLOUT;
-  if (!events) {
-    // An edge-triggered member waiting for its next datagram: the kernel
-    // socket's next arrival wakes it, not one it holds unread.
+  // No POLLIN nor POLLOUT: an edge-triggered member waiting for its next
+  // datagram (POLLRDHUP or POLLPRI may be left): the kernel socket's next
+  // arrival wakes it, not one it holds unread. Without that set (out of
+  // descriptors), the wait set below.
+  const bool edge = !(events & (POLLIN | POLLOUT));
+  int edge_fd = -1;
+  if (edge) {
     std::vector<pollfd> rings;
     for (const Leg& l : legs_) l.rings->poll_fds(&rings);
-    t.fd = kernel_edges_.sleep_fd(fd_, rings);
+    edge_fd = kernel_edges_.sleep_fd(fd_, rings);
+  }
+  if (edge_fd >= 0) {
+    t.fd = edge_fd;
     t.events = POLLIN;
-    if (t.fd < 0) {
-      t.fd = WaitTarget::kTimeOnly;
-      cut(sleep_ms);
-    }
   } else {
     std::lock_guard<std::mutex> lock(wait_mu_);
     if (wait_fd_ < 0) {
@@ -114,7 +117,7 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   // sleep from starting), then the last look, now that a datagram queued
   // for us would kick.
   poll_rings();
-  if ((events & POLLIN) ? ring_readable() : !events && count_arrivals() != last_arrivals_) {
+  if ((events & POLLIN) ? ring_readable() : edge && count_arrivals() != last_arrivals_) {
     after_wait(t);
     return {};
   }
