@@ -17,6 +17,11 @@
 
 namespace ss::vma::preload {
 
+// A sleep asked for neither POLLIN nor POLLOUT (POLLRDHUP or POLLPRI may
+// be left): an edge-triggered epoll member, its bits reported, waiting
+// for its next arrival.
+inline bool edge_wait(short events) { return !(events & (POLLIN | POLLOUT)); }
+
 class KernelEdges {
  public:
   KernelEdges() = default;

@@ -385,10 +385,9 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   if (readiness(fd, events)) return WaitTarget{};  // kReady
   WaitTarget t;
   t.events = events;
-  // No POLLIN nor POLLOUT: an edge-triggered member waiting for its next
-  // connection (of the rings, or the kernel listener's next arrival, not
-  // one waiting unaccepted; POLLRDHUP or POLLPRI may be left).
-  const bool edge = !(events & (POLLIN | POLLOUT));
+  // An edge wait: the rings' next connection or the kernel listener's next
+  // arrival wakes it, not one waiting unaccepted.
+  const bool edge = edge_wait(events);
   if (!edge && !(events & POLLIN)) {  // nothing of the rings': the kernel socket says
     t.fd = fd;
     return t;

@@ -64,11 +64,9 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   if (legs_.size() > kMaxKickedLegs || std::count(kicks.begin(), kicks.end(), -1) > 0)
     cut(sleep_ms);
   const bool pollout = events & POLLOUT;
-  // No POLLIN nor POLLOUT: an edge-triggered member waiting for its next
-  // datagram (POLLRDHUP or POLLPRI may be left): the kernel socket's next
-  // arrival wakes it, not one it holds unread. Without that set (out of
-  // descriptors), the wait set below.
-  const bool edge = !(events & (POLLIN | POLLOUT));
+  // An edge wait: the kernel socket's next arrival wakes it, not one it
+  // holds unread. Without that set (out of descriptors), the wait set below.
+  const bool edge = edge_wait(events);
   int edge_fd = -1;
   if (edge) {
     std::vector<pollfd> rings;
