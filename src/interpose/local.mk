@@ -10,6 +10,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/mmsg.h \
 	src/interpose/fortify_receives.h \
 	src/interpose/edge.h \
+	src/interpose/arrival_edges.h \
+	src/interpose/arrival_edges.cc \
 	src/interpose/own_calls.h \
 	src/interpose/poll_calls.h \
 	src/interpose/poll_calls.cc \

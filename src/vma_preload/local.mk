@@ -23,8 +23,6 @@ libvma_la_SOURCES = \
 	src/vma_preload/fork_share.cc \
 	src/vma_preload/inert_settings.h \
 	src/vma_preload/inert_settings.cc \
-	src/vma_preload/kernel_edges.h \
-	src/vma_preload/kernel_edges.cc \
 	src/vma_preload/socket_record.h \
 	src/vma_preload/socket_record.cc \
 	src/vma_preload/mcast_options.h \

@@ -16,7 +16,7 @@
 #include "libvmacompat/settings.h"
 #include "libvmacompat/stats_process.h"
 #include "vma_preload/fork_share.h"
-#include "vma_preload/kernel_edges.h"
+#include "interpose/arrival_edges.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/start.h"
@@ -133,8 +133,8 @@ WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
   interpose::BusyScope busy;
   if (TcpOffload* t = tcp()) return t->wait_target(events, sleep_ms);
   if (TcpListen* l = listening()) return l->wait_target(fd, events, sleep_ms);
-  // POLLIN, or an edge wait (kernel_edges.h): the rings too.
-  if (UdpOffload* o = offload(); o && ((events & POLLIN) || edge_wait(events)))
+  // POLLIN, or an edge wait (interpose/arrival_edges.h): the rings too.
+  if (UdpOffload* o = offload(); o && ((events & POLLIN) || interpose::edge_wait(events)))
     return o->wait_target(events, sleep_ms);
   // Not offloaded yet but it may be: another thread's first send binds it
   // and puts its port on the rings, which a sleep on the kernel socket

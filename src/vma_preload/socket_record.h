@@ -66,7 +66,7 @@ struct SocketRecord final : Pollable {
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool) override;
   // Offloaded: the datagrams and a listener's connections, of the rings
-  // and of the kernel socket (KernelEdges), or a connection's changes.
+  // and of the kernel socket (ArrivalEdges), or a connection's changes.
   bool change_count(uint64_t* count) override;
   bool kernel_served() override;
   void set_decision(Decision d);

@@ -29,6 +29,7 @@
 namespace ss::vma::preload {
 namespace {
 
+using interpose::edge_wait;
 using interpose::real;
 
 }  // namespace
@@ -351,7 +352,8 @@ short TcpListen::readiness(int fd, short events, bool poll_rings) {
 }
 
 uint64_t TcpListen::count_arrivals(int fd) {
-  uint64_t n = kernel_edges_.count(fd);
+  uint64_t n = 0;
+  kernel_edges_.count({fd}, &n);  // unmoved without its set
   for (const Leg& l : legs_) n += l.rings->tcp->listener_counters(l.sock).handshakes;
   return n;
 }
@@ -399,7 +401,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
     std::vector<pollfd> rings;
     for (NetdevRings* r : netdevs_)
       if (const int w = r->wait_fd(); w >= 0) rings.push_back({w, POLLIN, 0});
-    set = rings.size() == netdevs_.size() ? kernel_edges_.sleep_fd(fd, rings) : -1;
+    set = rings.size() == netdevs_.size() ? kernel_edges_.sleep_fd({fd}, rings) : -1;
   } else {
     set = wait_set(fd);
   }

@@ -16,7 +16,7 @@
 
 #include "core/base/pollable.h"
 #include "core/net/tcp/stack.h"
-#include "vma_preload/kernel_edges.h"
+#include "interpose/arrival_edges.h"
 #include "vma_preload/tcp_offload.h"
 #include "vma_preload/xtreme_kernel.h"
 
@@ -143,7 +143,7 @@ class TcpListen {
   int wait_fd_ = -1;                                // mu_
   // The kernel listener's arrivals and the sleep of an edge-triggered
   // member (made at its first count), and what arrivals() last answered.
-  KernelEdges kernel_edges_;
+  interpose::ArrivalEdges kernel_edges_;
   std::atomic<uint64_t> last_arrivals_{0};
   uint64_t count_arrivals(int fd);  // the rings' handshakes and the kernel's, rings not read
 };

@@ -18,7 +18,7 @@
 
 #include "core/base/pollable.h"
 #include "core/net/udp_stack.h"
-#include "vma_preload/kernel_edges.h"
+#include "interpose/arrival_edges.h"
 #include "vma_preload/rx_extras.h"
 
 namespace ss::vma::preload {
@@ -80,7 +80,7 @@ class UdpOffload {
   WaitTarget wait_target(short events, int* sleep_ms);
   void after_wait(const WaitTarget& armed);
   // Datagrams the rings brought the socket so far (polls them first),
-  // and the kernel socket's arrivals (KernelEdges).
+  // and the kernel socket's arrivals (ArrivalEdges).
   // A sleep for no event (an edge-triggered member, reported) ends at
   // once when the count moved since the last call: a datagram another
   // thread queued before the sleeper joined its kicks.
@@ -130,7 +130,7 @@ class UdpOffload {
   std::atomic<uint64_t> last_arrivals_{0};  // what arrivals() last answered
   // The kernel socket's arrivals and the sleep of an edge-triggered
   // member (made at its first count).
-  KernelEdges kernel_edges_;
+  interpose::ArrivalEdges kernel_edges_;
 };
 
 }  // namespace ss::vma::preload

@@ -8,7 +8,7 @@
 // for good otherwise.
 //
 // An edge-triggered epoll member waiting for its next datagram sleeps on
-// its KernelEdges set instead (kernel_edges.h).
+// its ArrivalEdges set instead (interpose/arrival_edges.h).
 //
 // The kick covers what the rings cannot say: another thread's poll of a
 // ring (for a socket of its own) may queue our datagram and leave the ring
@@ -29,6 +29,7 @@
 namespace ss::vma::preload {
 namespace {
 
+using interpose::edge_wait;
 using interpose::real;
 
 // Out of descriptors for a piece of the wait set: sleeps this long at
@@ -71,7 +72,7 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   if (edge) {
     std::vector<pollfd> rings;
     for (const Leg& l : legs_) l.rings->poll_fds(&rings);
-    edge_fd = kernel_edges_.sleep_fd(fd_, rings);
+    edge_fd = kernel_edges_.sleep_fd({fd_}, rings);
   }
   if (edge_fd >= 0) {
     t.fd = edge_fd;
@@ -152,7 +153,8 @@ bool UdpOffload::queued() {
 }
 
 uint64_t UdpOffload::count_arrivals() {
-  uint64_t n = kernel_edges_.count(fd_);
+  uint64_t n = 0;
+  kernel_edges_.count({fd_}, &n);  // unmoved without its set
   for (Leg& l : legs_) n += l.ep->arrivals();
   return n;
 }

@@ -1,0 +1,54 @@
+// Arrivals for an edge-triggered epoll member, counted by the kernel.
+// Linux reports EPOLLET at every datagram or connection that arrives, read
+// or accepted or not; a preload's own counts see only its own queues, and
+// a sleep on a descriptor's level would wake at once while one arrival
+// stays unread. An epoll fd holding the sources edge-triggered (a kernel
+// socket; an eventfd written at each arrival) has one on its ready list
+// from an arrival until the next look: count() looks (no wait) and moves
+// by one when any was there; sleep_fd() is readable from the next arrival
+// on, or while a descriptor the owner added level-triggered is (its owner
+// empties those first).
+#pragma once
+#include <poll.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <mutex>
+#include <vector>
+
+namespace ss::interpose {
+
+// A sleep asked for neither POLLIN nor POLLOUT (POLLRDHUP or POLLPRI may
+// be left): an edge-triggered epoll member, its bits reported, waiting
+// for its next arrival.
+inline bool edge_wait(short events) { return !(events & (POLLIN | POLLOUT)); }
+
+class ArrivalEdges {
+ public:
+  ArrivalEdges() = default;
+  ~ArrivalEdges();
+  ArrivalEdges(const ArrivalEdges&) = delete;
+  ArrivalEdges& operator=(const ArrivalEdges&) = delete;
+
+  // Arrivals seen on `sources` so far (several between two looks count
+  // once, as they make one edge); a source not yet in the set joins it.
+  // false when the set cannot be made (out of descriptors, locked in by a
+  // seccomp filter: sandbox.h), `*n` then unmoved.
+  bool count(std::initializer_list<int> sources, uint64_t* n);
+  // The set to sleep on, `level` added once: -1 when it cannot be made.
+  int sleep_fd(std::initializer_list<int> sources, const std::vector<pollfd>& level);
+  // In a fork child: the set is the parent's (a shared epoll instance
+  // would hand one process's edges to the other); the next call makes one.
+  void fork_child();
+
+ private:
+  bool made_locked(std::initializer_list<int> sources);
+  std::mutex mu_;
+  int ep_ = -1;               // mu_
+  std::vector<int> sources_;  // mu_: in ep_ edge-triggered
+  bool level_added_ = false;  // mu_
+  bool failed_ = false;       // mu_: not tried again
+  uint64_t seen_ = 0;         // mu_
+};
+
+}  // namespace ss::interpose
