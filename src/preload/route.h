@@ -12,6 +12,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/library_thread.h"
+#include "interpose/arrival_edges.h"
 #include "interpose/own_calls.h"
 #include "interpose/signal_count.h"
 #include "preload/late_fallback.h"
@@ -84,6 +85,13 @@ struct Entry final : Pollable {
   short readiness(short events) override;
   WaitTarget wait_target(short events, int* sleep_ms) override;
   void after_wait(const WaitTarget& armed, bool kicked) override;
+  // kListener: the connections reaching either listener, for EPOLLET.
+  bool change_count(uint64_t* count) override;
+  void fork_child() override { edges.fork_child(); }
+
+  // kListener, edge-triggered in an epoll set: the kernel listener's and
+  // the rsocket listener's arrivals (listener_ready.cc).
+  interpose::ArrivalEdges edges;
 };
 
 // kEpoll: one of the preload's epoll sets (epoll_calls.cc), fd-table kind

@@ -290,6 +290,41 @@ sys.exit(0 if [os.waitpid(k, 0)[1] for k in kids] == [0, 0] else 1)
 PY
 echo_case "pre-forked workers accepting on an inherited listener" "$T/prefork_srv.py" 4
 
+# The same with each worker's own epoll set holding the listener
+# edge-triggered (as tokio, Go and libuv servers): every client an edge in
+# the worker that accepts it; a lost one leaves the worker asleep (exit 3).
+cat >"$T/prefork_et_srv.py" <<'PY'
+import os, select, socket, sys
+from echo_child import echo
+l = socket.socket()
+l.bind(("127.0.0.1", int(sys.argv[1])))
+l.listen(8)
+l.setblocking(False)
+kids = []
+for i in range(2):
+    pid = os.fork()
+    if pid == 0:
+        ep = select.epoll()
+        ep.register(l.fileno(), select.EPOLLIN | select.EPOLLET)
+        served = 0
+        while served < 2:
+            if not ep.poll(20):
+                os._exit(3)
+            while served < 2:
+                try:
+                    c = l.accept()[0]
+                except BlockingIOError:
+                    break
+                c.setblocking(True)
+                echo(c)
+                served += 1
+        os._exit(0)
+    kids.append(pid)
+l.close()
+sys.exit(0 if [os.waitpid(k, 0)[1] for k in kids] == [0, 0] else 1)
+PY
+echo_case "pre-forked workers, each with the listener edge-triggered" "$T/prefork_et_srv.py" 4
+
 # Fork after accept (a PostgreSQL-style backend per connection): the
 # child serves the connection, the parent closes its copy.
 cat >"$T/forkaccept_srv.py" <<'PY'

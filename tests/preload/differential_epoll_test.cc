@@ -528,6 +528,50 @@ TEST(DifferentialEpoll, ListenerInASet) {
   for (int fd : {s, c, l}) close(fd);
 }
 
+// Edge-triggered, a listener reports each connection once: one left
+// unaccepted is no new edge (a level report here would make an event loop
+// that hands accepts to another thread spin), the next client is.
+TEST(DifferentialEpoll, EdgeTriggeredListener) {
+  uint16_t port = 0;
+  int l = make_listener(SOCK_NONBLOCK, &port);
+  ASSERT_GE(l, 0);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, l, EPOLLIN | EPOLLET), 0);
+  epoll_event ev{};
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  sockaddr_in a = loopback(port);
+  int c[3];
+  for (int i = 0; i < 2; i++) {
+    c[i] = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(c[i], reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+    ASSERT_EQ(wait_one(ep.fd, kLongMs, &ev), 1) << "client " << i;
+    EXPECT_EQ(ev.data.fd, l);
+    EXPECT_EQ(ev.events, static_cast<uint32_t>(EPOLLIN));
+    EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0) << "client " << i << ": reported again";
+  }
+  EXPECT_EQ(wait_one(ep.fd, 100, &ev), 0);  // a sleep, not woken by the two waiting
+  int s[3];
+  for (int i = 0; i < 2; i++) ASSERT_GE(s[i] = accept(l, nullptr, nullptr), 0) << strerror(errno);
+  EXPECT_EQ(accept(l, nullptr, nullptr), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(wait_one(ep.fd, 0, &ev), 0);
+  // Asleep when the third arrives.
+  std::thread late([&] {
+    usleep(50000);
+    c[2] = socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_EQ(connect(c[2], reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  });
+  EXPECT_EQ(wait_one(ep.fd, kLongMs, &ev), 1);
+  late.join();
+  ASSERT_GE(s[2] = accept(l, nullptr, nullptr), 0) << strerror(errno);
+  for (int i = 0; i < 3; i++) {
+    differential::expect_link(c[i], s[i]);
+    close(c[i]);
+    close(s[i]);
+  }
+  close(l);
+}
+
 TEST(DifferentialEpoll, CloseLeavesTheSet) {
   Pair p;
   connect_pair(&p);
