@@ -161,11 +161,11 @@ void kernel_in_epoll_sets(const EpollFace& face, const Pollable* obj) {
   each_set(face, [obj](EpollSet& s) { s.to_kernel(obj); });
 }
 
-int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout) {
+int wait_mixed(EpollFd& ep, epoll_event* events, int max, Deadline until) {
   OwnCalls own;
   const PollTiming timing = ep.face.timing();
   for (;;) {
-    int n = ep.set->wait(events, max, timeout, timing);
+    int n = ep.set->wait(events, max, ms_left(until), timing);
     if (n < 0) return fail(n);
     int k = ep.drop_marker(events, n, true);
     if (k > 0 || n == 0) return k;

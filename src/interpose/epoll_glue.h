@@ -25,6 +25,8 @@
 #include <memory>
 #include <mutex>
 
+#include "core/base/call_mask.h"
+#include "core/base/deadline.h"
 #include "core/base/epoll_set.h"
 #include "core/base/mixed_poll.h"
 #include "interpose/own_calls.h"
@@ -90,13 +92,14 @@ void leave_epoll_sets(const EpollFace& face, const Pollable* obj);
 void kernel_in_epoll_sets(const EpollFace& face, const Pollable* obj);
 
 // A mixed wait (the EpollSet's spin and sleep): a count or -1/errno.
-int wait_mixed(EpollFd& ep, epoll_event* events, int max, int timeout);
+int wait_mixed(EpollFd& ep, epoll_event* events, int max, Deadline until);
 
 // epoll_wait, epoll_pwait, epoll_pwait2 on set `ep`: `kernel()` is the
 // program's own call (mask and all), made when the kernel alone answers.
 template <class KernelCall>
 int wait_epoll(EpollFd& ep, epoll_event* events, int max, int timeout, const sigset_t* mask,
                KernelCall kernel) {
+  const Deadline until = deadline_after_ms(timeout);
   if (max > 0 && events) {
     ep.kernel_waiters++;
     if (ep.set->kernel_only()) {
@@ -106,14 +109,13 @@ int wait_epoll(EpollFd& ep, epoll_event* events, int max, int timeout, const sig
       ep.leave_kernel_wait();
       errno = err;
       if (k != 0 || n <= 0) return k;
-      // Woken because a member joined: wait again, now on both (the
-      // timeout starts again).
+      // Woken because a member joined: wait out the rest on both.
     } else {
       ep.leave_kernel_wait();
     }
   }
-  MaskForCall m(mask);
-  return wait_mixed(ep, events, max, timeout);
+  CallMask m(mask);
+  return wait_mixed(ep, events, max, until);
 }
 
 }  // namespace ss::interpose

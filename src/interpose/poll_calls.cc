@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include "core/base/call_mask.h"
 #include "interpose/export.h"
 #include "interpose/own_calls.h"
 #include "interpose/real.h"
@@ -55,7 +56,7 @@ SS_PRELOAD_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* x, timeval*
 SS_PRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* t, const sigset_t* mask) {
   if (!face_waits(fds, n)) return real().ppoll(fds, n, t, mask);
   if (ss::interpose::bad_timespec(t)) return -1;
-  ss::interpose::MaskForCall m(mask);
+  ss::CallMask m(mask);
   ss::interpose::OwnCalls own;
   return kPollFace.poll(fds, n, ss::interpose::timespec_ms(t));
 }
@@ -64,7 +65,7 @@ SS_PRELOAD_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* x, const t
                               const sigset_t* mask) {
   if (!face_waits(nfds, r, w, x)) return real().pselect(nfds, r, w, x, t, mask);
   if (ss::interpose::bad_timespec(t)) return -1;
-  ss::interpose::MaskForCall m(mask);
+  ss::CallMask m(mask);
   ss::interpose::OwnCalls own;
   if (!t) return kPollFace.select(nfds, r, w, x, nullptr);
   // Rounded up to whole microseconds, carried into seconds (select

@@ -1,9 +1,6 @@
 // The arguments the waiting calls share (ppoll, pselect, epoll_pwait,
-// epoll_pwait2): a timespec timeout and a signal mask for the call.
+// epoll_pwait2): a timespec timeout (their signal mask: core/base/call_mask.h).
 #pragma once
-#include <pthread.h>
-#include <signal.h>
-
 #include <cerrno>
 #include <ctime>
 
@@ -24,27 +21,5 @@ inline bool bad_timespec(const timespec* t) {
   }
   return false;
 }
-
-// The signal mask for the call's duration. Unlike the kernel's, the swap
-// is not atomic with the wait: a signal the mask lets in just before the
-// wait starts does not cut it short.
-class MaskForCall {
- public:
-  explicit MaskForCall(const sigset_t* mask) : set_(mask != nullptr) {
-    if (set_) pthread_sigmask(SIG_SETMASK, mask, &old_);
-  }
-  ~MaskForCall() {
-    if (!set_) return;
-    const int saved = errno;
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    errno = saved;
-  }
-  MaskForCall(const MaskForCall&) = delete;
-  MaskForCall& operator=(const MaskForCall&) = delete;
-
- private:
-  bool set_;
-  sigset_t old_{};  // read only when set_ (initialised: no -Wmaybe-uninitialized)
-};
 
 }  // namespace ss::interpose

@@ -1,6 +1,8 @@
 // poll_mixed and select_mixed over fake Pollables (wait_helpers.h) and
 // kernel descriptors (a pipe, an eventfd).
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/base/call_mask.h"
 #include "core/base/fd_table.h"
 #include "core/base/mixed_poll.h"
 #include "tests/core/wait_helpers.h"
@@ -279,6 +282,40 @@ TEST_F(MixedPollTest, HandlerInTheBusyPhaseGivesEintr) {
   t.join();
   EXPECT_EQ(n, -EINTR);
   EXPECT_EQ(a->armed, 0);
+}
+
+// A call's signal mask (ppoll's: CallMask): a signal it lets in, pending
+// before the call, ends it; so does one sent once it has armed (caught in
+// the busy phase's count, or held to the sleep, whose ppoll lets it in).
+TEST_F(MixedPollTest, ACallsMaskLetsInItsSignals) {
+  testing::ScopedHandler h(false);
+  sigset_t block, before;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &before), 0);
+  sigset_t during = before;
+  sigdelset(&during, SIGUSR1);
+  PollTiming counted = kSleepAtOnce;
+  counted.handlers_ran = [] { return static_cast<uint64_t>(testing::ScopedHandler::handled); };
+  std::shared_ptr<FakePollable> a;
+  pollfd f{add(&a), POLLIN, 0};
+  pthread_kill(pthread_self(), SIGUSR1);
+  {
+    const CallMask m(&during);
+    EXPECT_EQ(poll(&f, 1, kLongMs, counted), -EINTR) << "pending before the call";
+  }
+  const pthread_t self = pthread_self();
+  std::thread t([&] {
+    while (a->armed == 0) std::this_thread::yield();
+    pthread_kill(self, SIGUSR1);
+  });
+  {
+    const CallMask m(&during);
+    EXPECT_EQ(poll(&f, 1, kLongMs, counted), -EINTR) << "sent once it armed";
+  }
+  t.join();
+  EXPECT_EQ(a->armed, a->disarmed);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 TEST_F(MixedPollTest, SignalGivesEintrEvenWithRestart) {

@@ -661,13 +661,27 @@ TEST(DifferentialEpoll, OneSetSeveralThreads) {
 
 // A thread asleep on a set of kernel descriptors when a connection joins
 // it wakes for the connection's first byte.
-TEST(DifferentialEpoll, ConnectionJoiningASetInUse) {
+// A connected pair, and a set of kernel descriptors only (a pipe's read
+// end) for the connection to join.
+struct KernelOnlySet {
+  KernelOnlySet() {
+    connect_pair(&p);
+    EXPECT_EQ(pipe(pipefd), 0);
+    EXPECT_EQ(add(ep.fd, pipefd[0], EPOLLIN), 0);
+  }
+  ~KernelOnlySet() {
+    close(pipefd[0]);
+    close(pipefd[1]);
+  }
   Pair p;
-  connect_pair(&p);
-  int pipefd[2];
-  ASSERT_EQ(pipe(pipefd), 0);
+  int pipefd[2] = {-1, -1};
   Epoll ep;
-  ASSERT_EQ(add(ep.fd, pipefd[0], EPOLLIN), 0);
+};
+
+TEST(DifferentialEpoll, ConnectionJoiningASetInUse) {
+  KernelOnlySet k;
+  Pair& p = k.p;
+  Epoll& ep = k.ep;
   std::atomic<int> got{-1};
   std::atomic<bool> started{false};
   std::thread waiter([&] {
@@ -681,8 +695,45 @@ TEST(DifferentialEpoll, ConnectionJoiningASetInUse) {
   ASSERT_EQ(send(p.c, "a", 1, 0), 1);
   waiter.join();
   EXPECT_EQ(got.load(), p.s);
-  close(pipefd[0]);
-  close(pipefd[1]);
+}
+
+// A connection joining a set a thread sleeps on ends nothing early nor
+// late: the wait keeps its timeout (1 s), so the byte sent 0.3 s after it
+// comes too late (a wait that started its timeout over at the join would
+// return it).
+TEST(DifferentialEpoll, AJoiningConnectionKeepsTheTimeout) {
+  KernelOnlySet k;
+  std::thread joiner([&] {
+    usleep(700000);
+    add(k.ep.fd, k.p.s, EPOLLIN);
+    usleep(600000);
+    send(k.p.c, "a", 1, 0);
+  });
+  epoll_event ev{};
+  EXPECT_EQ(wait_one(k.ep.fd, 1000, &ev), 0) << "the timeout started over at the join";
+  joiner.join();
+}
+
+// epoll_pwait and epoll_pwait2 over a connection: a signal pending before
+// the call and let in by its mask ends it at once, as the kernel swaps the
+// mask in with the wait.
+TEST(DifferentialEpoll, MaskedWaitsLetInAPendingSignal) {
+  Pair p;
+  connect_pair(&p);
+  Epoll ep;
+  ASSERT_EQ(add(ep.fd, p.s, EPOLLIN), 0);
+  epoll_event ev{};
+  {
+    differential::PendingSignal pending;
+    errno = 0;
+    EXPECT_EQ(epoll_pwait(ep.fd, &ev, 1, 5000, &pending.during), -1);
+    EXPECT_EQ(errno, EINTR);
+  }
+  differential::PendingSignal pending;
+  const timespec limit{5, 0};
+  errno = 0;
+  EXPECT_EQ(epoll_pwait2(ep.fd, &ev, 1, &limit, &pending.during), -1);
+  EXPECT_EQ(errno, EINTR);
 }
 
 // An idle wait sleeps: a second of it costs little CPU time (a spinning

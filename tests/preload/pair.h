@@ -1,9 +1,12 @@
 // What the differential suite's tests share: a listener on loopback, a
-// connected pair through it, a read of exactly n bytes.
+// connected pair through it, a read of exactly n bytes, a signal pending
+// for a wait's mask to let in.
 #pragma once
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -100,5 +103,36 @@ inline bool wait_until_in(pid_t tid, std::set<long> calls, int ms) {
   }
   return false;
 }
+
+// SIGUSR1 blocked and pending on this thread (a handler that does
+// nothing installed), for a wait whose mask, `during`, lets it in: the
+// kernel's ppoll, pselect and epoll_pwait swap the mask in with the wait
+// as one step, so the wait fails with EINTR at once.
+class PendingSignal {
+ public:
+  PendingSignal() {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {};
+    sigaction(SIGUSR1, &sa, &old_action_);
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &block, &before_);
+    during = before_;
+    sigdelset(&during, SIGUSR1);
+    pthread_kill(pthread_self(), SIGUSR1);
+  }
+  ~PendingSignal() {
+    pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+    sigaction(SIGUSR1, &old_action_, nullptr);
+  }
+  PendingSignal(const PendingSignal&) = delete;
+  PendingSignal& operator=(const PendingSignal&) = delete;
+  sigset_t during;
+
+ private:
+  struct sigaction old_action_ {};
+  sigset_t before_;
+};
 
 }  // namespace differential

@@ -18,6 +18,20 @@ inline Deadline deadline_after_us(int64_t us) {
   return std::chrono::steady_clock::now() + std::chrono::microseconds(us);
 }
 
+// A wait's timeout in ms (< 0: none) as its end, and what is left of it
+// (-1: none; 0 once passed), so a wait that goes round again does not
+// start its timeout over.
+inline Deadline deadline_after_ms(int timeout) {
+  if (timeout < 0) return Deadline::max();
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+}
+inline int ms_left(Deadline until) {
+  if (until == Deadline::max()) return -1;
+  auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
+}
+
 // A sleep of at most `ms` (<= 0: unbounded) cut to end at `until`: at
 // least 1 ms while `until` lies ahead (a 0 would spin), `ms` when never.
 inline int sleep_ms_until(Deadline until, int ms) {

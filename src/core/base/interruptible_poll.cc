@@ -63,11 +63,24 @@ int poll_one_by_one(pollfd* fds, nfds_t nfds, int timeout_ms) {
 }
 }  // namespace
 
-int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable) {
+int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable,
+                       const sigset_t* mask) {
   int n;
   {
     const CancelPoint point;  // an edge's sleep: where a cancellation acts
-    n = ::poll(fds, nfds, timeout_ms);
+    if (mask && !sandbox::locked_in()) {
+      const timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+      n = ::ppoll(fds, nfds, timeout_ms < 0 ? nullptr : &ts, mask);
+    } else if (mask) {  // the filter may kill ppoll: the mask swapped around poll
+      sigset_t old;
+      pthread_sigmask(SIG_SETMASK, mask, &old);
+      n = ::poll(fds, nfds, timeout_ms);
+      const int err = errno;
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      errno = err;
+    } else {
+      n = ::poll(fds, nfds, timeout_ms);
+    }
   }
   if (n >= 0) return n;
   if (errno == EINVAL && sandbox::locked_in()) return poll_one_by_one(fds, nfds, timeout_ms);

@@ -2,6 +2,7 @@
 // wake it, with the kernel's rules for a signal handler that runs meanwhile.
 #pragma once
 #include <poll.h>
+#include <signal.h>
 
 #include "core/base/api.h"
 
@@ -13,7 +14,9 @@ namespace ss {
 // SA_RESTART (signal(7)). So: -EINTR when the call should fail, and 0
 // (a wake-up that finds nothing, the caller looks again and sleeps again)
 // when the kernel would have restarted it. `restartable` false: always
-// -EINTR (poll and select, which the kernel never restarts).
-SS_API int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable = true);
+// -EINTR (poll and select, which the kernel never restarts). `mask`: the
+// sleep is ppoll(2)'s with that signal mask (CallMask).
+SS_API int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable = true,
+                              const sigset_t* mask = nullptr);
 
 }  // namespace ss

@@ -15,6 +15,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/base/epoll_set.cc \
 	src/core/base/epoll_set.h \
 	src/core/base/errno_guard.h \
+	src/core/base/call_mask.cc \
+	src/core/base/call_mask.h \
 	src/core/base/cancel.h \
 	src/core/base/cancel.cc \
 	src/core/base/exception_errno.h \

@@ -23,7 +23,9 @@ bool SleepSet::arm(Pollable* obj, short events, int* sleep_ms) {
   return true;
 }
 
-int SleepSet::sleep(int ms) { return interruptible_poll(waits_.data(), waits_.size(), ms, false); }
+int SleepSet::sleep(int ms, const sigset_t* mask) {
+  return interruptible_poll(waits_.data(), waits_.size(), ms, false, mask);
+}
 
 void SleepSet::disarm() {
   for (const Armed& a : armed_)

@@ -9,12 +9,15 @@
 #include <cerrno>
 #include <cstdint>
 #include <chrono>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "core/base/api.h"
+#include "core/base/call_mask.h"
 #include "core/base/mixed_poll.h"
 #include "core/base/pollable.h"
+#include "core/base/signals_held.h"
 #include "core/base/spin_phase.h"
 
 namespace ss {
@@ -39,9 +42,10 @@ class SleepSet {
   // Arms `obj` (kept alive by the caller until disarm()) for `events`;
   // false when it is ready now: no sleep then, but disarm() all the same.
   bool arm(Pollable* obj, short events, int* sleep_ms);
-  // interruptible_poll on everything added, never restarted (as poll(2)
-  // and epoll_wait(2)): its count, or -errno.
-  int sleep(int ms);
+  // interruptible_poll on everything added (with the call's signal mask,
+  // if any), never restarted (as poll(2) and epoll_wait(2)): its count, or
+  // -errno.
+  int sleep(int ms, const sigset_t* mask = nullptr);
   // Every armed Pollable hears that the sleep is over.
   void disarm();
 
@@ -68,7 +72,9 @@ class SleepSet {
 // readiness_repeat()), from a waiting call's first: nothing is reported
 // missing without a full look. The result of the last scan, 0 on
 // timeout, or -errno (-EINTR when a signal handler ran: in the sleep, or
-// in the busy phase as timing.handlers_ran tells).
+// in the busy phase as timing.handlers_ran tells). A call's signal mask
+// (CallMask) is in from the start; from the arming to the sleep every
+// signal is held, and the sleep's ppoll lets in the mask.
 template <class Scan, class Arm>
 int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& arm) {
   using clock = std::chrono::steady_clock;
@@ -78,13 +84,15 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   SleepSet sleep;
   bool full = timeout == 0;
   const uint64_t handlers = timing.handlers_ran ? timing.handlers_ran() : 0;
+  auto interrupted = [&] { return timing.handlers_ran && timing.handlers_ran() != handlers; };
+  const CallMaskIn mask;  // after the count: a signal it lets in is seen
   for (;;) {
     int n = scan(!full);
     if (n || timeout == 0) return n;
     auto now = clock::now();
     if (!forever && now >= deadline) return full ? 0 : scan(false);
     full = false;
-    if (timing.handlers_ran && timing.handlers_ran() != handlers) return -EINTR;
+    if (interrupted()) return -EINTR;
     if (!spin.over(now, [&] { return timing.spin; })) continue;
 
     int ms = timing.wake_interval_ms > 0 ? timing.wake_interval_ms : -1;
@@ -93,7 +101,12 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
       ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
     }
     sleep.clear();
-    int r = arm(&sleep, &ms) ? sleep.sleep(ms) : 0;
+    int r = 0;
+    if (arm(&sleep, &ms)) {
+      std::optional<SignalsHeld> held;  // a handler from here on runs in the sleep
+      if (mask.mask()) held.emplace();
+      r = mask.mask() && interrupted() ? -EINTR : sleep.sleep(ms, mask.mask());
+    }
     sleep.disarm();
     full = true;
     if (r < 0) return r;
