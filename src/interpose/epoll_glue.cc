@@ -9,6 +9,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "interpose/dup_share.h"
 #include "interpose/real.h"
 
 namespace ss::interpose {
@@ -135,7 +136,13 @@ int ctl_epoll(EpollFd& ep, int op, int fd, epoll_event* ev) {
   return 0;
 }
 
+int dup_epoll(int fd, int at, bool exact, bool cloexec) {
+  return dups::dup_entry(fd, FdKind::kKernel, at, exact, cloexec, /*acts_on_owner=*/false);
+}
+
 int close_epoll(const EpollFace& face, int fd) {
+  int rc, own;
+  if (dups::close_shared(fd, FdKind::kKernel, &rc, &own)) return rc;
   {
     OwnCalls own;  // the set's own descriptors close as libc's
     FdTable::instance().remove<EpollFd>(fd, FdKind::kKernel);

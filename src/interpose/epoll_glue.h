@@ -82,7 +82,13 @@ bool mixed_epoll(int fd);
 // epoll_ctl on a known set: 0 or -1/errno, as the kernel answers (a set
 // in itself EINVAL, EPOLLEXCLUSIVE on a member as the kernel's rules).
 int ctl_epoll(EpollFd& ep, int op, int fd, epoll_event* ev);
-// close() of epoll descriptor fd: the table forgets it, libc closes it.
+// dup, dup2, dup3 or F_DUPFD of epoll descriptor fd: the new number
+// names the same set, as the kernel's duplicate names the same epoll
+// instance (each number its own kernel descriptor: dup_share.h). The new
+// number or -1/errno.
+int dup_epoll(int fd, int at, bool exact, bool cloexec);
+// close() of epoll descriptor fd: the table forgets the number, libc
+// closes it; the set lives while another number names it.
 int close_epoll(const EpollFace& face, int fd);
 // `obj` (a member's object) was closed for the last time: it leaves
 // every set of the process (the kernel's rule).

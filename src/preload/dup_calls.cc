@@ -1,5 +1,6 @@
-// dup, dup2, dup3, close_range and closefrom over the preload's sockets,
-// and the rsocket face of the shared duplicates (dup_calls.h).
+// dup, dup2, dup3, close_range and closefrom over the preload's sockets
+// and epoll sets, and the rsocket face of the shared duplicates
+// (dup_calls.h).
 #include "preload/dup_calls.h"
 
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 
 #include "core/base/log.h"
 #include "interpose/dup_share.h"
+#include "interpose/epoll_glue.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
 #include "librsocket/preload_hooks.h"
@@ -103,6 +105,8 @@ int dup_onto(int fd, int fd2, int flags) {
     return dups::dup_rsocket(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
   if (r == Route::kListener)
     return dups::dup_listener(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
+  if (r == Route::kEpoll)
+    return ss::interpose::dup_epoll(fd, fd2, true, flags > 0 && (flags & O_CLOEXEC));
   if (r == Route::kFresh) give_to_kernel(fd);
   return flags < 0 ? ss::interpose::real().dup2(fd, fd2)
                    : ss::interpose::real().dup3(fd, fd2, flags);
@@ -142,6 +146,8 @@ SS_PRELOAD_EXPORT int dup(int fd) noexcept {
       return dups::dup_rsocket(fd, 0, false, false);
     case Route::kListener:
       return dups::dup_listener(fd, 0, false, false);
+    case Route::kEpoll:
+      return ss::interpose::dup_epoll(fd, 0, false, false);
     case Route::kFresh:
       give_to_kernel(fd);
       return ss::interpose::real().dup(fd);

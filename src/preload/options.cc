@@ -15,6 +15,7 @@
 #include "librsocket/rsocket_own.h"
 #include "librsocket/preload_hooks.h"
 #include "interpose/dup_share.h"
+#include "interpose/epoll_glue.h"
 #include "preload/dup_calls.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -85,6 +86,10 @@ int fcntl_any(int fd, int cmd, long arg) {
     }
     case Route::kFresh:
       if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) give_to_kernel(fd);
+      break;
+    case Route::kEpoll:
+      if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+        return ss::interpose::dup_epoll(fd, static_cast<int>(arg), false, cmd == F_DUPFD_CLOEXEC);
       break;
     default:
       break;

@@ -1,10 +1,10 @@
-// Duplicates of a recorded socket (libvma.so): dup, dup2, dup3, fcntl's
-// F_DUPFD and F_DUPFD_CLOEXEC, close, close_range and closefrom, on the
-// duplicates both preloads share (interpose/dup_share.h). Every number of
+// Duplicates of a recorded socket or of an epoll set (libvma.so): dup,
+// dup2, dup3, fcntl's F_DUPFD and F_DUPFD_CLOEXEC, close, close_range and
+// closefrom, on the duplicates both preloads share (interpose/dup_share.h). Every number of
 // one socket names its one record (its offloaded path, vmastat block and
 // decision) until the last is closed; the number the socket was made at
 // stays open (held) while a duplicate lives, since the record acts on it.
-// A dup2/dup3 onto a recorded socket closes that socket as close() does.
+// A dup2/dup3 onto a recorded socket or a set closes it as close() does.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -28,8 +28,14 @@ namespace dups = ss::interpose::dups;
 namespace {
 
 bool recorded(int fd) { return ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket; }
+bool our_set(int fd) { return ss::interpose::epoll_fd(fd) != nullptr; }
 
-int dup_recorded(int fd, int at, bool exact, bool cloexec) {
+// A duplicate of a recorded socket or of one of our epoll sets (the same
+// set at the new number).
+int dup_ours(int fd, int at, bool exact, bool cloexec) {
+  if (our_set(fd))
+    return ss::interpose::edge_call(
+        [&] { return ss::interpose::dup_epoll(fd, at, exact, cloexec); });
   const int nfd = ss::interpose::edge_call(
       [&] { return dups::dup_entry(fd, ss::FdKind::kVmaSocket, at, exact, cloexec); });
   if (nfd >= 0) vp::note_number(nfd);  // a fork child finds the record there too
@@ -38,7 +44,7 @@ int dup_recorded(int fd, int at, bool exact, bool cloexec) {
 
 // dup2 (flags < 0) or dup3 of fd onto fd2.
 int dup_onto(int fd, int fd2, int flags) {
-  const bool ours = recorded(fd), theirs = recorded(fd2);
+  const bool ours = recorded(fd) || our_set(fd), theirs = recorded(fd2) || our_set(fd2);
   if (fd == fd2 || (!ours && !theirs && !dups::held(fd2)))
     return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
   if (flags > 0 && (flags & ~O_CLOEXEC)) {
@@ -52,8 +58,8 @@ int dup_onto(int fd, int fd2, int flags) {
     return -1;
   }
   if (real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
-  if (theirs) vp::close_recorded(fd2);
-  if (ours) return dup_recorded(fd, fd2, true, flags > 0);
+  if (theirs) close(fd2);                        // as the program's close ends a socket or a set
+  if (ours) return dup_ours(fd, fd2, true, flags > 0);
   return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
 }
 
@@ -82,8 +88,8 @@ int close_recorded(int fd) {
 }  // namespace ss::vma::preload
 
 SS_PRELOAD_EXPORT int dup(int fd) {
-  if (!recorded(fd)) return real().dup(fd);
-  return dup_recorded(fd, 0, false, false);
+  if (!recorded(fd) && !our_set(fd)) return real().dup(fd);
+  return dup_ours(fd, 0, false, false);
 }
 
 SS_PRELOAD_EXPORT int dup2(int fd, int fd2) { return dup_onto(fd, fd2, -1); }
@@ -103,12 +109,12 @@ SS_PRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
   va_start(ap, cmd);
   const long arg = va_arg(ap, long);
   va_end(ap);
-  if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && recorded(fd)) {
+  if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && (recorded(fd) || our_set(fd))) {
     if (arg < 0 || arg > INT32_MAX) {
       errno = EINVAL;
       return -1;
     }
-    return dup_recorded(fd, static_cast<int>(arg), false, cmd == F_DUPFD_CLOEXEC);
+    return dup_ours(fd, static_cast<int>(arg), false, cmd == F_DUPFD_CLOEXEC);
   }
   return real().fcntl(fd, cmd, arg);
 }
@@ -121,11 +127,7 @@ SS_PRELOAD_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl"
 // the rest.
 SS_PRELOAD_EXPORT int close_range(unsigned int first, unsigned int last, int flags) {
   return dups::close_range_with(
-      first, last, flags,
-      [](int fd) {
-        return recorded(fd) || (ss::FdTable::instance().kind(fd) == ss::FdKind::kKernel &&
-                                ss::interpose::epoll_fd(fd));
-      },
+      first, last, flags, [](int fd) { return recorded(fd) || our_set(fd); },
       [](int fd) { close(fd); });
 }
 

@@ -8,13 +8,14 @@
  *   unread), the pipe and the eventfd beside the socket, EPOLLET (once per
  *   datagram, not again while unread; also for datagrams from this host,
  *   which come through the kernel socket, the wait between them asleep),
- *   EPOLLONESHOT (once, then only after
- *   EPOLL_CTL_MOD), a set nested in the set; then a blocking receive that
- *   sleeps until its datagram; a second socket in a kernel epoll set the
- *   preload does not know (raw syscall), handed back to the kernel. Every
- *   datagram of the first socket is read and checked. Prints "received N sent M" (the datagrams and commands), then
- *   waits for a line on stdin (its vmastat block stays readable). Exit 0 if
- *   every check passed; each failure is printed.
+ *   EPOLLONESHOT (once, then only after EPOLL_CTL_MOD), a set nested in
+ *   the set, the set's duplicate (the same set); then a blocking receive
+ *   that sleeps until its datagram; a second socket in a kernel epoll set
+ *   the preload does not know (raw syscall), handed back to the kernel.
+ *   Every datagram of the first socket is read and checked. Prints
+ *   "received N sent M" (the datagrams and commands), then waits for a
+ *   line on stdin (its vmastat block stays readable). Exit 0 if every
+ *   check passed; each failure is printed.
  * peer PORT: (kernel) serves the commands until "end". */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -247,6 +248,15 @@ static int server_main(const char* ip, int port, const char* peer_ip, int peer_p
   CHECK(reported(inner, 0, 1, &n), "nested: the inner set does not report the socket");
   CHECK(read_one(), "nested: no datagram to read");
   CHECK(!reported(ep, 0, 4, &n), "nested: the inner set reported after the read");
+
+  /* A duplicate of the set is the same set (closed, the set lives on). */
+  const int twin = dup(ep);
+  CHECK(twin >= 0, "dup of the set: %s", strerror(errno));
+  command(1, 0);
+  CHECK(reported(twin, 5000, 4, &n), "the set's duplicate does not report the inner set");
+  CHECK(close(twin) == 0, "close of the duplicate: %s", strerror(errno));
+  CHECK(reported(ep, 0, 4, &n), "the set lost its member with its duplicate");
+  CHECK(read_one(), "duplicate: no datagram to read");
 
   /* A blocking receive sleeps on the rings too. */
   command(1, 1500);

@@ -32,7 +32,8 @@
 #      same proof (epoll serves offloaded sockets).
 #  (f) tests/ext/vma_epoll.c in A under the preload, its peer in B on the
 #      kernel: one epoll set mixing the offloaded socket, a pipe and an
-#      eventfd (level, EPOLLET, EPOLLONESHOT, a nested set, ELOOP), idle
+#      eventfd (level, EPOLLET, EPOLLONESHOT, a nested set, ELOOP, the
+#      set's duplicate), idle
 #      waits (flat and nested epoll, a blocking receive) that sleep (CPU
 #      time under a quarter of the wall time) and wake on the first
 #      datagram; every datagram read through the rings (vmastat counts
@@ -269,7 +270,7 @@ has "$T/err" "INFO: va: fd [0-9]+ handed back to the kernel \(in an epoll set th
 has "$T/block" "^Rx Offload: [0-9]+ KB / ${got:-x} /" || bad=1
 has "$T/block" "^Tx Offload: [0-9]+ KB / ${sent:-x} /" || bad=1
 [ "${got:-0}" -gt 0 ] && [ $((after - before)) -lt "${got:-0}" ] || { echo "  the kernel received them"; bad=1; }
-check "epoll over an offloaded socket, a pipe and an eventfd: level, EPOLLET, EPOLLONESHOT, nested; idle epoll and recv sleep; all through the rings" $bad
+check "epoll over an offloaded socket, a pipe and an eventfd: level, EPOLLET, EPOLLONESHOT, nested, duplicated; idle epoll and recv sleep; all through the rings" $bad
 
 # (g) Jumbo datagrams.
 ip -n "$A" link set va mtu 9000 && ip -n "$Z" link set vb mtu 9000 || skip "MTU 9000 refused"

@@ -697,6 +697,56 @@ TEST(DifferentialEpoll, ConnectionJoiningASetInUse) {
   EXPECT_EQ(got.load(), p.s);
 }
 
+// A duplicate of an epoll descriptor (dup, dup3, F_DUPFD_CLOEXEC) names
+// the same set: a connection added through either is reported by both,
+// and the set outlives the number it was made at. A dup2 onto a set's
+// number leaves the other numbers' set as it was.
+TEST(DifferentialEpoll, DuplicatesNameTheSameSet) {
+  Pair p, q;
+  connect_pair(&p);
+  connect_pair(&q);
+  int ep = epoll_create1(0);
+  ASSERT_GE(ep, 0);
+  ASSERT_EQ(add(ep, p.s, EPOLLIN), 0);
+  const int d = dup(ep);
+  ASSERT_GE(d, 0) << strerror(errno);
+  ASSERT_EQ(add(d, q.s, EPOLLIN), 0);
+  ASSERT_EQ(add(ep, q.s, EPOLLIN), -1);
+  EXPECT_EQ(errno, EEXIST);
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  epoll_event ev{};
+  ASSERT_EQ(wait_one(d, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, p.s);
+  const int e = fcntl(ep, F_DUPFD_CLOEXEC, 100);
+  ASSERT_GE(e, 100) << strerror(errno);
+  EXPECT_EQ(fcntl(e, F_GETFD), FD_CLOEXEC);
+  EXPECT_EQ(fcntl(d, F_GETFD), 0);
+  int f = dup(0);  // a number for dup3 to take
+  ASSERT_GE(f, 0);
+  ASSERT_EQ(dup3(ep, f, O_CLOEXEC), f) << strerror(errno);
+  ASSERT_EQ(close(ep), 0);
+  char b;
+  ASSERT_EQ(recv(p.s, &b, 1, 0), 1);
+  ASSERT_EQ(send(q.c, "b", 1, 0), 1);
+  for (int n : {d, e, f}) {
+    ASSERT_EQ(wait_one(n, kLongMs, &ev), 1) << "number " << n;
+    EXPECT_EQ(ev.data.fd, q.s) << "number " << n;
+  }
+  pollfd pf{e, POLLIN, 0};
+  EXPECT_EQ(poll(&pf, 1, 0), 1);
+  EXPECT_EQ(pf.revents, POLLIN);
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  ASSERT_EQ(dup2(pipefd[0], f), f);  // f is a pipe now; d and e keep the set
+  EXPECT_EQ(epoll_wait(f, &ev, 1, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  ASSERT_EQ(recv(q.s, &b, 1, 0), 1);
+  ASSERT_EQ(send(p.c, "c", 1, 0), 1);
+  ASSERT_EQ(wait_one(e, kLongMs, &ev), 1);
+  EXPECT_EQ(ev.data.fd, p.s);
+  for (int n : {d, e, f, pipefd[0], pipefd[1]}) close(n);
+}
+
 // A connection joining a set a thread sleeps on ends nothing early nor
 // late: the wait keeps its timeout (1 s), so the byte sent 0.3 s after it
 // comes too late (a wait that started its timeout over at the join would
