@@ -286,7 +286,8 @@ TEST_F(MixedPollTest, HandlerInTheBusyPhaseGivesEintr) {
 
 // A call's signal mask (ppoll's: CallMask): a signal it lets in, pending
 // before the call, ends it; so does one sent once it has armed (caught in
-// the busy phase's count, or held to the sleep, whose ppoll lets it in).
+// the busy phase's count, or held to the sleep, whose ppoll lets it in);
+// and one pending when the wait counts no handlers.
 TEST_F(MixedPollTest, ACallsMaskLetsInItsSignals) {
   testing::ScopedHandler h(false);
   sigset_t block, before;
@@ -315,6 +316,12 @@ TEST_F(MixedPollTest, ACallsMaskLetsInItsSignals) {
   }
   t.join();
   EXPECT_EQ(a->armed, a->disarmed);
+  // Uncounted: the thread's mask stays; the sleep's ppoll lets it in.
+  pthread_kill(pthread_self(), SIGUSR1);
+  {
+    const CallMask m(&during);
+    EXPECT_EQ(poll(&f, 1, kLongMs), -EINTR) << "pending, handlers uncounted";
+  }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 

@@ -16,18 +16,28 @@ void set_mask(const sigset_t* mask, sigset_t* old) {
 }
 }  // namespace
 
-CallMask::CallMask(const sigset_t* mask) : outer_(t_call_mask) { t_call_mask = mask; }
+CallMask::CallMask(const sigset_t* mask) : outer_(t_call_mask) {
+  if (mask) copy_ = *mask;
+  t_call_mask = mask ? &copy_ : nullptr;
+}
 CallMask::~CallMask() { t_call_mask = outer_; }
 
-CallMaskIn::CallMaskIn() : mask_(t_call_mask) {
+CallMaskIn::CallMaskIn(bool swap) : mask_(t_call_mask), swapped_(mask_ && swap) {
   t_call_mask = nullptr;
-  if (mask_) set_mask(mask_, &old_);
+  if (swapped_) set_mask(mask_, &old_);
 }
 
 CallMaskIn::~CallMaskIn() {
-  if (!mask_) return;
-  set_mask(&old_, nullptr);
+  if (swapped_) set_mask(&old_, nullptr);
   t_call_mask = mask_;
+}
+
+bool pending_let_in(const sigset_t* mask) {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return false;
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sigismember(&pending, sig) == 1 && sigismember(mask, sig) == 0) return true;
+  return false;
 }
 
 }  // namespace ss

@@ -10,8 +10,9 @@
 
 namespace ss {
 
-// The wrapper's side: `mask` (null: none) is this thread's call mask for
-// the waits made in the scope (look_spin_sleep).
+// The wrapper's side: `mask` (null: none), copied as the kernel copies
+// it, is this thread's call mask for the waits made in the scope
+// (look_spin_sleep).
 class CallMask {
  public:
   SS_API explicit CallMask(const sigset_t* mask);
@@ -20,24 +21,31 @@ class CallMask {
   CallMask& operator=(const CallMask&) = delete;
 
  private:
+  sigset_t copy_{};
   const sigset_t* outer_;
 };
 
-// The wait's side, made after it counted the handlers that ran (a signal
-// let in at the swap is then one the wait sees): the thread's call mask in
-// until the scope ends, none for a wait inside it (a handler's).
+// The wait's side, made after it counted the handlers that ran: the
+// thread's call mask, none for a wait inside the scope (a handler's).
+// `swap`: the mask is in until the scope ends (the wait counts handlers,
+// so a signal let in at the swap or in the busy phase ends it); else the
+// thread's own mask stays and the sleep's ppoll alone lets the call's in.
 class CallMaskIn {
  public:
-  CallMaskIn();
+  explicit CallMaskIn(bool swap);
   ~CallMaskIn();
   CallMaskIn(const CallMaskIn&) = delete;
   CallMaskIn& operator=(const CallMaskIn&) = delete;
-  // For the sleep's ppoll, or null when the call has no mask.
   const sigset_t* mask() const { return mask_; }
+  bool swapped() const { return swapped_; }
 
  private:
   const sigset_t* mask_;
-  sigset_t old_{};  // read only when mask_
+  bool swapped_;
+  sigset_t old_{};  // read only when swapped_
 };
+
+// Whether a signal pending on this thread is one `mask` lets in.
+bool pending_let_in(const sigset_t* mask);
 
 }  // namespace ss

@@ -68,16 +68,9 @@ int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartabl
   int n;
   {
     const CancelPoint point;  // an edge's sleep: where a cancellation acts
-    if (mask && !sandbox::locked_in()) {
+    if (mask) {
       const timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
       n = ::ppoll(fds, nfds, timeout_ms < 0 ? nullptr : &ts, mask);
-    } else if (mask) {  // the filter may kill ppoll: the mask swapped around poll
-      sigset_t old;
-      pthread_sigmask(SIG_SETMASK, mask, &old);
-      n = ::poll(fds, nfds, timeout_ms);
-      const int err = errno;
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      errno = err;
     } else {
       n = ::poll(fds, nfds, timeout_ms);
     }

@@ -15,7 +15,8 @@ namespace ss {
 // (a wake-up that finds nothing, the caller looks again and sleeps again)
 // when the kernel would have restarted it. `restartable` false: always
 // -EINTR (poll and select, which the kernel never restarts). `mask`: the
-// sleep is ppoll(2)'s with that signal mask (CallMask).
+// sleep is ppoll(2)'s with that signal mask (CallMask; never when locked
+// in by a seccomp filter, which may kill ppoll: sandbox.h).
 SS_API int interruptible_poll(pollfd* fds, nfds_t nfds, int timeout_ms, bool restartable = true,
                               const sigset_t* mask = nullptr);
 

@@ -17,6 +17,7 @@
 #include "core/base/call_mask.h"
 #include "core/base/mixed_poll.h"
 #include "core/base/pollable.h"
+#include "core/base/sandbox.h"
 #include "core/base/signals_held.h"
 #include "core/base/spin_phase.h"
 
@@ -73,8 +74,11 @@ class SleepSet {
 // missing without a full look. The result of the last scan, 0 on
 // timeout, or -errno (-EINTR when a signal handler ran: in the sleep, or
 // in the busy phase as timing.handlers_ran tells). A call's signal mask
-// (CallMask) is in from the start; from the arming to the sleep every
-// signal is held, and the sleep's ppoll lets in the mask.
+// (CallMask) is in from the start when handlers are counted (or locked in
+// by a seccomp filter, where ppoll may be a call the filter kills); from
+// the arming to the sleep every signal is held, and the sleep's ppoll
+// lets in the mask. Uncounted, a signal the mask lets in that is pending
+// already ends the call at once, in that sleep.
 template <class Scan, class Arm>
 int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& arm) {
   using clock = std::chrono::steady_clock;
@@ -85,7 +89,10 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   bool full = timeout == 0;
   const uint64_t handlers = timing.handlers_ran ? timing.handlers_ran() : 0;
   auto interrupted = [&] { return timing.handlers_ran && timing.handlers_ran() != handlers; };
-  const CallMaskIn mask;  // after the count: a signal it lets in is seen
+  // After the count: a signal let in at the swap is seen.
+  const CallMaskIn mask(timing.handlers_ran || sandbox::locked_in());
+  const bool atomic = mask.mask() && !sandbox::locked_in();  // ppoll's swap
+  bool sleep_now = atomic && !mask.swapped() && pending_let_in(mask.mask());
   for (;;) {
     int n = scan(!full);
     if (n || timeout == 0) return n;
@@ -93,7 +100,8 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
     if (!forever && now >= deadline) return full ? 0 : scan(false);
     full = false;
     if (interrupted()) return -EINTR;
-    if (!spin.over(now, [&] { return timing.spin; })) continue;
+    if (!sleep_now && !spin.over(now, [&] { return timing.spin; })) continue;
+    sleep_now = false;
 
     int ms = timing.wake_interval_ms > 0 ? timing.wake_interval_ms : -1;
     if (!forever) {
@@ -104,8 +112,8 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
     int r = 0;
     if (arm(&sleep, &ms)) {
       std::optional<SignalsHeld> held;  // a handler from here on runs in the sleep
-      if (mask.mask()) held.emplace();
-      r = mask.mask() && interrupted() ? -EINTR : sleep.sleep(ms, mask.mask());
+      if (atomic) held.emplace();
+      r = mask.mask() && interrupted() ? -EINTR : sleep.sleep(ms, atomic ? mask.mask() : nullptr);
     }
     sleep.disarm();
     full = true;
