@@ -141,6 +141,9 @@ SS_PRELOAD_EXPORT void closefrom(int lowfd) noexcept {
 }
 
 SS_PRELOAD_EXPORT int dup(int fd) noexcept {
+  if (in_vfork_child())  // libc's, on the child's own numbers (as dup_onto)
+    return route(fd) == Route::kRsocket ? ss::interpose::real().fcntl(fd, F_DUPFD_CLOEXEC, 0)
+                                        : ss::interpose::real().dup(fd);
   switch (route(fd)) {
     case Route::kRsocket:
       return dups::dup_rsocket(fd, 0, false, false);

@@ -19,6 +19,7 @@
 #include "interpose/real.h"
 #include "interpose/edge.h"
 #include "interpose/signal_count.h"
+#include "vma_preload/epoll_face.h"
 #include "vma_preload/socket_record.h"
 
 using ss::interpose::real;
@@ -58,7 +59,10 @@ int dup_onto(int fd, int fd2, int flags) {
     return -1;
   }
   if (real().fcntl(fd, F_GETFD) < 0) return -1;  // EBADF before fd2 is touched
-  if (theirs) close(fd2);                        // as the program's close ends a socket or a set
+  if (recorded(fd2))                             // closed as the program's close ends it
+    vp::close_recorded(fd2);
+  else if (our_set(fd2))
+    ss::interpose::close_epoll(vp::kEpollFace, fd2);
   if (ours) return dup_ours(fd, fd2, true, flags > 0);
   return flags < 0 ? real().dup2(fd, fd2) : real().dup3(fd, fd2, flags);
 }
@@ -110,11 +114,12 @@ SS_PRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
   const long arg = va_arg(ap, long);
   va_end(ap);
   if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && (recorded(fd) || our_set(fd))) {
-    if (arg < 0 || arg > INT32_MAX) {
+    const int from = static_cast<int>(arg);  // the kernel reads an int
+    if (from < 0) {
       errno = EINVAL;
       return -1;
     }
-    return dup_ours(fd, static_cast<int>(arg), false, cmd == F_DUPFD_CLOEXEC);
+    return dup_ours(fd, from, false, cmd == F_DUPFD_CLOEXEC);
   }
   return real().fcntl(fd, cmd, arg);
 }

@@ -700,7 +700,8 @@ TEST(DifferentialEpoll, ConnectionJoiningASetInUse) {
 // A duplicate of an epoll descriptor (dup, dup3, F_DUPFD_CLOEXEC) names
 // the same set: a connection added through either is reported by both,
 // and the set outlives the number it was made at. A dup2 onto a set's
-// number leaves the other numbers' set as it was.
+// number leaves the other numbers' set as it was. F_DUPFD's lowest
+// number is an int, as the kernel reads it.
 TEST(DifferentialEpoll, DuplicatesNameTheSameSet) {
   Pair p, q;
   connect_pair(&p);
@@ -717,6 +718,13 @@ TEST(DifferentialEpoll, DuplicatesNameTheSameSet) {
   epoll_event ev{};
   ASSERT_EQ(wait_one(d, kLongMs, &ev), 1);
   EXPECT_EQ(ev.data.fd, p.s);
+  for (int n : {ep, p.s}) {  // the kernel reads the lowest number as an int
+    const int x = fcntl(n, F_DUPFD, (1L << 32) + 50);
+    EXPECT_GE(x, 50) << strerror(errno);
+    close(x);
+    EXPECT_EQ(fcntl(n, F_DUPFD, -1L), -1);
+    EXPECT_EQ(errno, EINVAL);
+  }
   const int e = fcntl(ep, F_DUPFD_CLOEXEC, 100);
   ASSERT_GE(e, 100) << strerror(errno);
   EXPECT_EQ(fcntl(e, F_GETFD), FD_CLOEXEC);
