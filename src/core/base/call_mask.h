@@ -1,8 +1,8 @@
 // The signal mask a waiting call asks for (ppoll, pselect, epoll_pwait,
-// epoll_pwait2), kept as the kernel keeps it: in for the whole call, and
-// swapped in with the sleep as one step, so a signal the mask lets in ends
-// the call whenever it comes (a program that unblocks SIGCHLD only inside
-// pselect must not sleep through one that came just before the sleep).
+// epoll_pwait2), kept as the kernel keeps it: swapped in with the sleep as
+// one step (and in from the wait's start where handlers are counted), so
+// a signal the mask lets in ends the call whenever it comes (a program that unblocks SIGCHLD only
+// inside pselect must not sleep through one that came just before the sleep).
 #pragma once
 #include <signal.h>
 

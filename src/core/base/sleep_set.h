@@ -15,6 +15,7 @@
 
 #include "core/base/api.h"
 #include "core/base/call_mask.h"
+#include "core/base/deadline.h"
 #include "core/base/mixed_poll.h"
 #include "core/base/pollable.h"
 #include "core/base/sandbox.h"
@@ -82,8 +83,8 @@ class SleepSet {
 template <class Scan, class Arm>
 int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& arm) {
   using clock = std::chrono::steady_clock;
-  const bool forever = timeout < 0;
-  const auto deadline = clock::now() + std::chrono::milliseconds(std::max(timeout, 0));
+  const Deadline deadline = deadline_after_ms(timeout);
+  const bool forever = deadline == Deadline::max();
   SpinPhase spin(timing.spin_limited);
   SleepSet sleep;
   bool full = timeout == 0;
@@ -105,8 +106,8 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
 
     int ms = timing.wake_interval_ms > 0 ? timing.wake_interval_ms : -1;
     if (!forever) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-      ms = ms < 0 ? static_cast<int>(left) : std::min<int>(ms, static_cast<int>(left));
+      const int left = ms_left(deadline);
+      ms = ms < 0 ? left : std::min(ms, left);
     }
     sleep.clear();
     int r = 0;
