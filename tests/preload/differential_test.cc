@@ -308,6 +308,36 @@ TEST(Differential, PpollAndPselectLetInAPendingSignal) {
   EXPECT_EQ(errno, EINTR);
 }
 
+// The same with timeout 0: poll(2) looks at signals before its timeout, so
+// a call that may not wait says EINTR too, and its handler runs.
+TEST(Differential, PpollAndPselectThatMayNotWaitLetInAPendingSignal) {
+  Pair p;
+  connect_pair(&p);
+  const timespec zero{0, 0};
+  {
+    PendingSignal pending;
+    pollfd pf{p.s, POLLIN, 0};
+    errno = 0;
+    EXPECT_EQ(ppoll(&pf, 1, &zero, &pending.during), -1);
+    EXPECT_EQ(errno, EINTR);
+    EXPECT_EQ(pending.handled(), 1);
+  }
+  PendingSignal pending;
+  fd_set r;
+  FD_ZERO(&r);
+  FD_SET(p.s, &r);
+  errno = 0;
+  EXPECT_EQ(pselect(p.s + 1, &r, nullptr, nullptr, &zero, &pending.during), -1);
+  EXPECT_EQ(errno, EINTR);
+  EXPECT_EQ(pending.handled(), 1);
+  // Ready beats the signal: the count.
+  ASSERT_EQ(send(p.c, "z", 1, 0), 1);
+  pollfd pf{p.s, POLLIN, 0};
+  ASSERT_EQ(poll(&pf, 1, 5000), 1);
+  PendingSignal again;
+  EXPECT_EQ(ppoll(&pf, 1, &zero, &again.during), 1);
+}
+
 // A count known only at run time over an array of known size: fortify
 // makes these __poll_chk and __ppoll_chk, which must reach the preload
 // (libc's own ppoll saw the connection's number as a bare socket and said

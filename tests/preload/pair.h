@@ -104,15 +104,16 @@ inline bool wait_until_in(pid_t tid, std::set<long> calls, int ms) {
   return false;
 }
 
-// SIGUSR1 blocked and pending on this thread (a handler that does
-// nothing installed), for a wait whose mask, `during`, lets it in: the
+// SIGUSR1 blocked and pending on this thread (a handler that counts its
+// runs installed), for a wait whose mask, `during`, lets it in: the
 // kernel's ppoll, pselect and epoll_pwait swap the mask in with the wait
 // as one step, so the wait fails with EINTR at once.
 class PendingSignal {
  public:
   PendingSignal() {
     struct sigaction sa {};
-    sa.sa_handler = [](int) {};
+    sa.sa_handler = [](int) { ran() = ran() + 1; };
+    ran() = 0;
     sigaction(SIGUSR1, &sa, &old_action_);
     sigset_t block;
     sigemptyset(&block);
@@ -129,8 +130,14 @@ class PendingSignal {
   PendingSignal(const PendingSignal&) = delete;
   PendingSignal& operator=(const PendingSignal&) = delete;
   sigset_t during;
+  // How many times the handler ran since construction.
+  static int handled() { return ran(); }
 
  private:
+  static volatile sig_atomic_t& ran() {
+    static volatile sig_atomic_t count = 0;
+    return count;
+  }
   struct sigaction old_action_ {};
   sigset_t before_;
 };

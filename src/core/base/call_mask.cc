@@ -1,8 +1,11 @@
 #include "core/base/call_mask.h"
 
+#include <poll.h>
 #include <pthread.h>
 
 #include <cerrno>
+
+#include "core/base/sandbox.h"
 
 namespace ss {
 
@@ -30,6 +33,15 @@ CallMaskIn::CallMaskIn(bool swap) : mask_(t_call_mask), swapped_(mask_ && swap) 
 CallMaskIn::~CallMaskIn() {
   if (swapped_) set_mask(&old_, nullptr);
   t_call_mask = mask_;
+}
+
+int let_in_pending_signal() {
+  if (!t_call_mask || sandbox::locked_in()) return 0;  // the filter may kill ppoll
+  const int saved = errno;
+  const timespec zero{0, 0};
+  const int r = ::ppoll(nullptr, 0, &zero, t_call_mask) < 0 && errno == EINTR ? -EINTR : 0;
+  errno = saved;
+  return r;
 }
 
 bool pending_let_in(const sigset_t* mask) {

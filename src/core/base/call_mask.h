@@ -48,4 +48,9 @@ class CallMaskIn {
 // Whether a signal pending on this thread is one `mask` lets in.
 bool pending_let_in(const sigset_t* mask);
 
+// For a poll or select that may not wait and found nothing: poll(2) looks
+// at signals before its timeout (epoll_wait does not), so a pending signal
+// the call's mask lets in runs its handler and the call says -EINTR; else 0.
+int let_in_pending_signal();
+
 }  // namespace ss

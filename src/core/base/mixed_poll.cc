@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/call_mask.h"
 #include "core/base/pollable.h"
 #include "core/base/sleep_set.h"
 
@@ -70,9 +71,15 @@ int poll_mixed(pollfd* fds, nfds_t nfds, int timeout, const PollTiming& timing,
                const FdTable& table) {
   if (nfds && !fds) return -EFAULT;
   MixedPoll mp(fds, nfds, timing, table);
-  return look_spin_sleep(
+  const uint64_t handlers = timing.handlers_ran ? timing.handlers_ran() : 0;
+  const int n = look_spin_sleep(
       timeout, timing, [&](bool repeat) { return mp.scan(repeat); },
       [&](SleepSet* sleep, int* ms) { return mp.arm(sleep, ms); });
+  if (n != 0 || timeout != 0) return n;
+  // poll(2) looks at signals before its timeout: one that ran (the call's
+  // mask swapped in) or is pending for the mask ends it.
+  if (timing.handlers_ran && timing.handlers_ran() != handlers) return -EINTR;
+  return let_in_pending_signal();
 }
 
 int select_mixed(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv,
