@@ -58,14 +58,18 @@ bool ArrivalEdges::count(std::initializer_list<int> sources, uint64_t* n) {
   for (int i = 0; i < got; i++)
     if (!(evs[i].data.u64 & kLevel)) {
       seen_++;
+      kick_.wake();
       break;
     }
   *n = seen_;
   return true;
 }
 
-int ArrivalEdges::sleep_fd(std::initializer_list<int> sources, const std::vector<pollfd>& level) {
+int ArrivalEdges::sleep_fd(std::initializer_list<int> sources, const std::vector<pollfd>& level,
+                           int* kick_fd, int* sleep_ms) {
+  constexpr int kUnkickedSleepMs = 10;
   std::lock_guard<std::mutex> lock(mu_);
+  *kick_fd = -1;
   if (!made_locked(sources)) return -1;
   if (!level_added_) {
     for (const pollfd& p : level) {
@@ -76,11 +80,21 @@ int ArrivalEdges::sleep_fd(std::initializer_list<int> sources, const std::vector
     }
     level_added_ = true;
   }
+  if (kick_.join() == 0)
+    *kick_fd = kick_.fd();
+  else
+    *sleep_ms = *sleep_ms < 0 ? kUnkickedSleepMs : std::min(*sleep_ms, kUnkickedSleepMs);
   return ep_;
+}
+
+void ArrivalEdges::leave(bool kicked) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kick_.leave(kicked);
 }
 
 void ArrivalEdges::fork_child() {
   new (&mu_) std::mutex;  // a parent thread may have held it
+  kick_.fork_child();
   if (ep_ >= 0) real().close(ep_);
   ep_ = -1;
   sources_.clear();

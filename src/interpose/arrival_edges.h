@@ -8,6 +8,10 @@
 // by one when any was there; sleep_fd() is readable from the next arrival
 // on, or while a descriptor the owner added level-triggered is (its owner
 // empties those first).
+//
+// One source in several epoll sets (each with its own look) shares the
+// count: a look that takes an arrival off the set kicks the sleepers, as
+// another set's thread may be arming its sleep on the set just emptied.
 #pragma once
 #include <poll.h>
 
@@ -15,6 +19,8 @@
 #include <initializer_list>
 #include <mutex>
 #include <vector>
+
+#include "core/base/kick.h"
 
 namespace ss::interpose {
 
@@ -36,7 +42,13 @@ class ArrivalEdges {
   // seccomp filter: sandbox.h), `*n` then unmoved.
   bool count(std::initializer_list<int> sources, uint64_t* n);
   // The set to sleep on, `level` added once: -1 when it cannot be made.
-  int sleep_fd(std::initializer_list<int> sources, const std::vector<pollfd>& level);
+  // Made, the calling thread joins the sleepers until leave(): `*kick_fd`
+  // is its eventfd (kick.h), -1 without one (its sleep then lasts at most
+  // kUnkickedSleepMs of `*sleep_ms`).
+  int sleep_fd(std::initializer_list<int> sources, const std::vector<pollfd>& level, int* kick_fd,
+               int* sleep_ms);
+  // After a sleep on sleep_fd(): `kicked`, its eventfd was readable.
+  void leave(bool kicked);
   // In a fork child: the set is the parent's (a shared epoll instance
   // would hand one process's edges to the other); the next call makes one.
   void fork_child();
@@ -49,6 +61,7 @@ class ArrivalEdges {
   bool level_added_ = false;  // mu_
   bool failed_ = false;       // mu_: not tried again
   uint64_t seen_ = 0;         // mu_
+  Kick kick_;                 // mu_: woken when seen_ moves
 };
 
 }  // namespace ss::interpose

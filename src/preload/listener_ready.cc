@@ -19,7 +19,7 @@ namespace ss::preload {
 namespace {
 
 // wait_target's marks: kick_fd is the kernel listener, not the rsocket's;
-// fd is the Entry's ArrivalEdges set.
+// fd is the Entry's ArrivalEdges set (kick_fd its kick).
 constexpr uintptr_t kKernelInKick = 1;
 constexpr uintptr_t kEdgeSet = 2;
 
@@ -61,8 +61,9 @@ short Entry::readiness(short events) {
 WaitTarget Entry::wait_target(short events, int* sleep_ms) {
   if (interpose::edge_wait(events))
     if (auto rs = rsocket_listener(*this)) {
-      const int set = edges.sleep_fd({kernel_fd(), arrival_fd(*rs)}, {});
-      if (set >= 0) return WaitTarget{set, POLLIN, -1, kEdgeSet};
+      int kick = -1;
+      const int set = edges.sleep_fd({kernel_fd(), arrival_fd(*rs)}, {}, &kick, sleep_ms);
+      if (set >= 0) return WaitTarget{set, POLLIN, kick, kEdgeSet};
       events |= POLLIN;  // without its set: level-triggered (change_count says so too)
     }
   const WaitTarget kernel{kernel_fd(), events, -1};
@@ -87,7 +88,8 @@ WaitTarget Entry::wait_target(short events, int* sleep_ms) {
 }
 
 void Entry::after_wait(const WaitTarget& armed, bool kicked) {
-  if (armed.fd == kernel_fd() || armed.tag == kEdgeSet) return;  // no rsocket target
+  if (armed.tag == kEdgeSet) return edges.leave(kicked);
+  if (armed.fd == kernel_fd()) return;  // no rsocket target
   WaitTarget t = armed;
   if (t.tag == kKernelInKick) {
     t.kick_fd = -1;

@@ -396,12 +396,13 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   }
   mark_accepting();  // before mu_: it takes it
   std::lock_guard lock(mu_);
-  int set = -1;
+  int set = -1, edge_kick = -1;
   if (edge) {
     std::vector<pollfd> rings;
     for (NetdevRings* r : netdevs_)
       if (const int w = r->wait_fd(); w >= 0) rings.push_back({w, POLLIN, 0});
-    set = rings.size() == netdevs_.size() ? kernel_edges_.sleep_fd({fd}, rings) : -1;
+    if (rings.size() == netdevs_.size())
+      set = kernel_edges_.sleep_fd({fd}, rings, &edge_kick, sleep_ms);
   } else {
     set = wait_set(fd);
   }
@@ -412,7 +413,10 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   // The legs this sleep joined, handed back to after_wait through the tag;
   // their kicks are this thread's one eventfd (kick.h), polled beside the
   // set, never in it: the set is every sleeping thread's.
-  auto joined = std::make_unique<std::vector<bool>>(legs_.size(), false);
+  auto joined = std::make_unique<Joined>();
+  joined->legs.assign(legs_.size(), false);
+  joined->edges = set >= 0 && edge;
+  if (edge_kick >= 0) t.kick_fd = edge_kick;
   bool unkicked = false;
   for (size_t i = 0; i < legs_.size(); i++) {
     const int kick = legs_[i].rings->tcp->join_waiters(legs_[i].sock);
@@ -420,7 +424,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
       unkicked = true;
       continue;
     }
-    (*joined)[i] = true;
+    joined->legs[i] = true;
     t.kick_fd = kick;
   }
   // Joined, then looked again: a handshake completed meanwhile kicked nobody.
@@ -430,8 +434,7 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   else
     for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
   if (ready) {
-    for (size_t i = 0; i < legs_.size(); i++)
-      if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, false);
+    leave(*joined, false);
     return WaitTarget{};
   }
   enter_ring_sleep();  // the set holds the rings' descriptors
@@ -452,14 +455,18 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
 
 void TcpListen::after_wait(const WaitTarget& armed) {
   if (!armed.tag) return;  // the kernel socket's target
-  std::unique_ptr<std::vector<bool>> joined(reinterpret_cast<std::vector<bool>*>(armed.tag));
+  std::unique_ptr<Joined> joined(reinterpret_cast<Joined*>(armed.tag));
   pollfd p{armed.kick_fd, POLLIN, 0};
-  const bool kicked = p.fd >= 0 && real().poll(&p, 1, 0) == 1;
-  for (size_t i = 0; i < legs_.size(); i++)
-    if ((*joined)[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
+  leave(*joined, p.fd >= 0 && real().poll(&p, 1, 0) == 1);
   leave_ring_sleep();  // every tag comes from a sleep that entered it
   // active_ is set before any sleep that counted, and stays.
   if (AcceptActivity* a = active_.load(std::memory_order_acquire)) a->waiting--;
+}
+
+void TcpListen::leave(const Joined& joined, bool kicked) {
+  for (size_t i = 0; i < legs_.size(); i++)
+    if (joined.legs[i]) legs_[i].rings->tcp->leave_waiters(legs_[i].sock, kicked);
+  if (joined.edges) kernel_edges_.leave(kicked);
 }
 
 void TcpListen::enter_ring_sleep() {

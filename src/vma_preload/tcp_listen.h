@@ -111,6 +111,13 @@ class TcpListen {
   // descriptors wake); leave wakes vma-tcp when it parked for it.
   void enter_ring_sleep();
   void leave_ring_sleep();
+  // What a sleep's wait_target joined (its tag): each leg's waiters, and
+  // the ArrivalEdges' sleepers for an edge wait; left after the sleep.
+  struct Joined {
+    std::vector<bool> legs;
+    bool edges = false;
+  };
+  void leave(const Joined& joined, bool kicked);
   // This process accepts here (an accept, a sleep for POLLIN): on its own
   // rings, its legs' ports' NetdevRings::accepting entries say when, so
   // the groups its fork children form give it a share too; the entries go

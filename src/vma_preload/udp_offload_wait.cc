@@ -36,10 +36,12 @@ using interpose::real;
 // most, so what the missing piece would have woken is seen that late.
 constexpr int kUnwatchedSleepMs = 10;
 // The tag of an armed target: this bit, kPollOut when it counts as a
-// POLLOUT sleeper, and one bit per leg whose kick it joined.
+// POLLOUT sleeper, kEdgeJoined when it joined the ArrivalEdges' sleepers,
+// and one bit per leg whose kick it joined.
 constexpr uintptr_t kArmed = uintptr_t{1} << (sizeof(uintptr_t) * 8 - 1);
 constexpr uintptr_t kPollOut = kArmed >> 1;
-constexpr size_t kMaxKickedLegs = sizeof(uintptr_t) * 8 - 2;
+constexpr uintptr_t kEdgeJoined = kArmed >> 2;
+constexpr size_t kMaxKickedLegs = sizeof(uintptr_t) * 8 - 3;
 
 void cut(int* sleep_ms) {
   *sleep_ms = *sleep_ms < 0 ? kUnwatchedSleepMs : std::min(*sleep_ms, kUnwatchedSleepMs);
@@ -68,11 +70,11 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   // An edge wait: the kernel socket's next arrival wakes it, not one it
   // holds unread. Without that set (out of descriptors), the wait set below.
   const bool edge = edge_wait(events);
-  int edge_fd = -1;
+  int edge_fd = -1, edge_kick = -1;
   if (edge) {
     std::vector<pollfd> rings;
     for (const Leg& l : legs_) l.rings->poll_fds(&rings);
-    edge_fd = kernel_edges_.sleep_fd({fd_}, rings);
+    edge_fd = kernel_edges_.sleep_fd({fd_}, rings, &edge_kick, sleep_ms);
   }
   if (edge_fd >= 0) {
     t.fd = edge_fd;
@@ -111,7 +113,9 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
   // set, never in it: the set is shared by every thread that sleeps here.
   for (const int k : kicks)
     if (k >= 0) t.kick_fd = k;
-  t.tag = kArmed | joined | (pollout && t.fd != fd_ ? kPollOut : 0);
+  if (edge_kick >= 0) t.kick_fd = edge_kick;
+  t.tag =
+      kArmed | joined | (pollout && t.fd != fd_ ? kPollOut : 0) | (edge_fd >= 0 ? kEdgeJoined : 0);
   // The rings emptied (a frame left there, ours or not, would keep the
   // sleep from starting), then the last look, now that a datagram queued
   // for us would kick.
@@ -138,6 +142,7 @@ void UdpOffload::after_wait(const WaitTarget& armed) {
   const bool kicked = k.fd >= 0 && real().poll(&k, 1, 0) == 1;
   for (size_t i = 0; i < legs_.size() && i < kMaxKickedLegs; i++)
     if (armed.tag & (uintptr_t{1} << i)) legs_[i].ep->leave_waiters(kicked);
+  if (armed.tag & kEdgeJoined) kernel_edges_.leave(kicked);
 }
 
 void UdpOffload::poll_rings() {

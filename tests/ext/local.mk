@@ -84,7 +84,7 @@ EXTRA_DIST += tests/ext/vma_xtreme_prog.c
 # Compiled by vma_calls.sh (and by vma_extras.sh for its peer).
 EXTRA_DIST += tests/ext/vma_calls.c
 # Run by vma_tcp.sh.
-EXTRA_DIST += tests/ext/vma_tcp_client.py tests/ext/vma_tcp_echo.py tests/ext/vma_tcp_forking.py tests/ext/vma_tcp_cases.py \
+EXTRA_DIST += tests/ext/vma_tcp_client.py tests/ext/vma_tcp_echo.py tests/ext/vma_edge_sets.py tests/ext/vma_tcp_forking.py tests/ext/vma_tcp_cases.py \
 	tests/ext/vma_tcp_linger.py tests/ext/vma_tcp_faults.py tests/ext/vma_tcp_scale.py \
 	tests/ext/vma_tcp_crafted.py
 # Compiled by vma_extras.sh against the installed header.

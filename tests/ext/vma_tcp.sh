@@ -448,6 +448,21 @@ edge_listener() {  # edge_listener NETNS WHAT
 }
 edge_listener "$Z" "clients in B (the rings' connections)"
 edge_listener "$A" "clients on its host (the kernel listener's connections)"
+# The listener edge-triggered in two sets, each waited on by its own
+# thread: each connection an edge in both (one thread's look took the
+# other's edge while it armed its sleep, which then waited for good).
+edge_sets() {  # edge_sets NETNS WHAT
+  in_a_bg python3 "$here/vma_edge_sets.py" server "$IP4" 7024 100
+  bad=0
+  listening 7024 || bad=1
+  ip netns exec "$1" timeout 60 python3 "$here/vma_edge_sets.py" client "$IP4" 7024 100 \
+    >"$T/cl" 2>&1 || { echo "  client: $(tail -2 "$T/cl")"; bad=1; }
+  wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
+  has "$T/out" "^edges 100 100 of 100$" || bad=1
+  check "EPOLLET on a listener in two sets, two threads, $2: an edge per connection in each ($(grep edges "$T/out"))" $bad
+}
+edge_sets "$Z" "clients in B"
+edge_sets "$A" "clients on its host"
 
 # SO_RCVTIMEO on a listener of the rings bounds a blocking accept
 # (EAGAIN, as Linux's), read once the first look finds no connection.

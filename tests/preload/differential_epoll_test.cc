@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -569,6 +570,50 @@ TEST(DifferentialEpoll, EdgeTriggeredListener) {
     close(c[i]);
     close(s[i]);
   }
+  close(l);
+}
+
+// One listener edge-triggered in two sets, each waited on by its own
+// thread: every connection is an edge in both, whichever thread looks
+// first (one's look must not take the other's edge while it arms its sleep).
+TEST(DifferentialEpoll, EdgeTriggeredListenerInTwoSets) {
+  uint16_t port = 0;
+  int l = make_listener(SOCK_NONBLOCK, &port);
+  ASSERT_GE(l, 0);
+  constexpr int kRounds = 200;
+  Epoll sets[2];
+  std::atomic<int> edges[2] = {0, 0};
+  std::atomic<bool> quiet_wait{false};  // a wait ran out: an edge was missed
+  std::thread waiters[2];
+  for (int i = 0; i < 2; i++) {
+    ASSERT_EQ(add(sets[i].fd, l, EPOLLIN | EPOLLET), 0);
+    waiters[i] = std::thread([&, i] {
+      for (int n = 0; n < kRounds; n++) {
+        epoll_event ev{};
+        if (wait_one(sets[i].fd, kLongMs, &ev) != 1) {
+          quiet_wait = true;
+          return;
+        }
+        edges[i]++;
+      }
+    });
+  }
+  const sockaddr_in a = loopback(port);
+  unsigned seed = 1;
+  for (int n = 0; n < kRounds && !quiet_wait; n++) {
+    usleep(rand_r(&seed) % 300);  // the arrival at any point of the waiters' loops
+    const int c = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(c, reinterpret_cast<const sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+    while (!quiet_wait && (edges[0] <= n || edges[1] <= n)) usleep(50);
+    const int s = accept(l, nullptr, nullptr);
+    EXPECT_GE(s, 0) << strerror(errno);
+    close(s);
+    close(c);
+  }
+  for (std::thread& t : waiters) t.join();
+  EXPECT_FALSE(quiet_wait) << "edges seen: " << edges[0] << " and " << edges[1];
+  EXPECT_EQ(edges[0], kRounds);
+  EXPECT_EQ(edges[1], kRounds);
   close(l);
 }
 

@@ -139,6 +139,11 @@ short EpollSet::due(Member& m, Pollable& obj, bool commit, bool repeat) {
   return fresh ? rev : 0;
 }
 
+bool EpollSet::moved(const Member& m, Pollable& obj) {
+  uint64_t now = 0;
+  return (m.events & EPOLLET) && m.reported && obj.change_count(&now) && now != m.seen;
+}
+
 int EpollSet::collect(epoll_event* events, int max, bool repeat) {
   int n = 0;
   const size_t count = members_.size();
@@ -170,7 +175,7 @@ bool EpollSet::arm(SleepSet* sleep, int* sleep_ms, std::vector<std::shared_ptr<P
     // (its wake-ups say when), not until it is ready, which it is.
     uint32_t want = m.events & kPollBits;
     if (m.events & EPOLLET) want &= ~static_cast<uint32_t>(static_cast<uint16_t>(m.reported));
-    if (!sleep->arm(obj.get(), static_cast<short>(want), sleep_ms)) return false;
+    if (!sleep->arm(obj.get(), static_cast<short>(want), sleep_ms) || moved(m, *obj)) return false;
   }
   return true;
 }
@@ -310,6 +315,11 @@ WaitTarget EpollSet::wait_target(short events, int* sleep_ms) {
     }
     if (t.fd < 0) continue;
     a->armed.push_back({obj, t});
+    if (moved(m, *obj)) {
+      leave_members(a.get());
+      unwatch(a.get());
+      return {};
+    }
     if (!watch(t.fd, t.events, a.get())) cut();
     if (t.kick_fd >= 0 && !watch(t.kick_fd, POLLIN, a.get())) cut();
   }

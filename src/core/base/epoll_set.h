@@ -103,6 +103,10 @@ class EpollSet final : public Pollable {
   // What wait() would report for `m` now; `commit`: as reported (its
   // edge state moves on); `repeat`: a look again while spinning.
   short due(Member& m, Pollable& obj, bool commit, bool repeat);
+  // Armed (its kicks joined), an edge-triggered member sleeping past its
+  // report whose count moved since: another set's look took an arrival
+  // of a shared source (which kicks the members armed after this look).
+  static bool moved(const Member& m, Pollable& obj);
   // Whether `set` is this one or nested in it (`depth` levels left).
   bool reaches(const EpollSet* set, int depth);
   // One nested sleep: the members armed and the fds it watches.
