@@ -200,7 +200,8 @@ int UdpOffload::wait(int timeout_ms, bool restartable) {
   return r == -EINTR ? -EINTR : 0;
 }
 
-ssize_t UdpOffload::recvmsg(SocketRecord& s, msghdr* m, int flags, net::Datagram* zcopy) {
+ssize_t UdpOffload::recvmsg(SocketRecord& s, msghdr* m, int flags, net::Datagram* zcopy,
+                            bool rings_only) {
   if (const int e = s.take_late_error()) {  // before any datagram, as the kernel's sk_err
     errno = e;
     return -1;
@@ -246,7 +247,14 @@ ssize_t UdpOffload::recvmsg(SocketRecord& s, msghdr* m, int flags, net::Datagram
     }
     const uint64_t look = looks_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (first || sleeping || (ratio > 0 && look % static_cast<uint64_t>(ratio) == 0)) {
-      const ssize_t r = real().recvmsg(fd_, m, flags | MSG_DONTWAIT);
+      // Rings only: a datagram waiting there is not copied (EIO, as libvma).
+      char c;
+      const ssize_t r = rings_only ? real().recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT)
+                                   : real().recvmsg(fd_, m, flags | MSG_DONTWAIT);
+      if (r >= 0 && rings_only) {
+        errno = EIO;
+        return -1;
+      }
       if (r >= 0) {
         if (!(flags & MSG_PEEK)) {
           s.stats.add(stats::kRxOsPackets);

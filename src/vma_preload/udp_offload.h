@@ -42,8 +42,11 @@ class UdpOffload {
   // recvmsg/sendmsg for the socket: the kernel's results and errnos.
   // zcopy (recvfrom_zcopy): a datagram from the rings is moved there
   // instead of copied (m gets its source only); one from the kernel
-  // socket is copied into m as usual, *zcopy left empty.
-  ssize_t recvmsg(SocketRecord& s, msghdr* m, int flags, net::Datagram* zcopy = nullptr);
+  // socket is copied into m as usual, *zcopy left empty, unless
+  // `rings_only` (MSG_VMA_ZCOPY_FORCE): then -1/EIO, the datagram left
+  // there, as libvma's.
+  ssize_t recvmsg(SocketRecord& s, msghdr* m, int flags, net::Datagram* zcopy = nullptr,
+                  bool rings_only = false);
   ssize_t sendmsg(SocketRecord& s, const msghdr* m, int flags);
   // After the kernel socket's connect(): its peer filters receive and is
   // the default destination (AF_UNSPEC: disconnected).

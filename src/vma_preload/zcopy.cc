@@ -136,7 +136,7 @@ int recvfrom_zcopy(int fd, void* buf, size_t len, int* flags, sockaddr* from, so
   iovec iov;
   msghdr m = one_buffer(&iov, buf, len, from, from && fromlen ? *fromlen : 0);
   net::Datagram d;
-  const ssize_t r = o->recvmsg(*s, &m, in, &d);
+  const ssize_t r = o->recvmsg(*s, &m, in, &d, (*flags & MSG_VMA_ZCOPY_FORCE) != 0);
   if (r < 0) return -1;
   if (from && fromlen) *fromlen = m.msg_namelen;
   if (d.buf) {

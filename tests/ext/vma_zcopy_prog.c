@@ -20,7 +20,8 @@
  *           datagram arrives, quiet again once it is read; EINVAL for a
  *           NULL or empty array; a socket not bound yet has none;
  *       (4) copy fallback: a datagram from this host (through the kernel
- *           socket) comes copied, MSG_VMA_ZCOPY clear; a socket the
+ *           socket) comes copied, MSG_VMA_ZCOPY clear (with
+ *           MSG_VMA_ZCOPY_FORCE: -1/EIO, the datagram left); a socket the
  *           preload leaves to the kernel (thread_offload(0)): copied, flag
  *           clear, register_recv_callback, free_packets and
  *           get_socket_rings_num -1/EINVAL.
@@ -384,9 +385,10 @@ static void rings_phase(struct vma_api_t *api, int fd, const struct sockaddr_sto
 }
 
 /* One datagram from a kernel-path sender to fd, read with recvfrom_zcopy:
- * copied, flag clear. */
+ * copied, flag clear. `force`: first asked with MSG_VMA_ZCOPY_FORCE,
+ * -1/EIO and the datagram left for the next call, as libvma. */
 static void copy_case(struct vma_api_t *api, int fd, const struct sockaddr_storage *to,
-		      const char *what)
+		      const char *what, int force)
 {
 	uint8_t out[1100], buf[1100];
 	int flags = MSG_VMA_ZCOPY, r;
@@ -397,6 +399,15 @@ static void copy_case(struct vma_api_t *api, int fd, const struct sockaddr_stora
 	char m[200];
 
 	sendto(s, out, n, 0, (const struct sockaddr *)to, alen(to));
+	if (force) {
+		flags = MSG_VMA_ZCOPY_FORCE;
+		errno = 0;
+		r = api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
+		snprintf(m, sizeof m, "%s: MSG_VMA_ZCOPY_FORCE gives -1/EIO (%d, %s)", what, r,
+			 strerror(errno));
+		expect(r == -1 && errno == EIO, m);
+		flags = MSG_VMA_ZCOPY;
+	}
 	r = api->recvfrom_zcopy(fd, buf, sizeof buf, &flags, NULL, NULL);
 	snprintf(m, sizeof m, "%s: recvfrom_zcopy copies it, MSG_VMA_ZCOPY clear (%d, flags 0x%x)",
 		 what, r, flags);
@@ -442,7 +453,7 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 	callback_phase(api, fd, &peer);
 	rings_phase(api, fd, &peer);
 
-	copy_case(api, fd, &a, "a datagram from this host (the kernel socket's)");
+	copy_case(api, fd, &a, "a datagram from this host (the kernel socket's)", 1);
 	/* A socket the preload leaves to the kernel. */
 	expect(api->thread_offload(0, pthread_self()) == 0, "thread_offload(0)");
 	const int k = socket(AF_INET, SOCK_DGRAM, 0);
@@ -450,7 +461,7 @@ static int mode_recv(const char *ip, int port, uint32_t count)
 	socklen_t llen = sizeof lo;
 	bind(k, (struct sockaddr *)&lo, alen(&lo));
 	getsockname(k, (struct sockaddr *)&lo, &llen);
-	copy_case(api, k, &lo, "a socket left to the kernel");
+	copy_case(api, k, &lo, "a socket left to the kernel", 0);
 	int r = api->register_recv_callback(k, on_packet, NULL);
 	expect_err(r, errno, EINVAL, "register_recv_callback(a kernel socket)");
 	r = free_one(api, k, &lo);
