@@ -51,8 +51,9 @@ uint32_t target_bytes(uint32_t iomap_size) {
 // The state, written once the connection is quiet and its endpoint
 // between frames. First what the endpoint must do with its peer (shm:
 // both ends leave each other's memory); the completions that come
-// meanwhile are taken in, for 2 s at most (a peer that makes no call for
-// that long, or a frame that never ends, keeps us waiting).
+// meanwhile are taken in, for 2 s at most (a peer stopped in a write, an
+// older peer that makes no call for that long, or a frame that never
+// ends, keeps us waiting).
 int Socket::exec_save(std::vector<uint8_t>* out, std::vector<int>* keep) {
   // Bounded: an exec from a signal handler whose thread holds mu_, or a
   // call that never lets go, must not hang the exec.

@@ -20,7 +20,8 @@
 //     its pid.
 //   exec_prog send PORT BYTES        send BYTES and read them back at once
 //     (poll: both ways together), checking each byte.
-//   exec_prog hold PORT              connect, then stop itself (SIGSTOP).
+//   exec_prog hold PORT              connect, stop itself (SIGSTOP); once
+//     continued, send a byte and read it back.
 // The address is 127.0.0.1, or EXEC_PROG_ADDR (the Soft-RoCE guest's
 // tests/rxe/preload.sh: rxe0's). With EXEC_PROG_AFTER the server waits
 // after accept until that file exists.
@@ -282,7 +283,8 @@ static int send_all(int port, size_t bytes) {
 }
 
 // Connect, then stop (SIGSTOP) before anything else: a peer that makes
-// no call while the other end execs; once continued, say how it ended.
+// no call while the other end execs; once continued, send a byte and say
+// what came back.
 static int hold(int port) {
   int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = at_port(port);
@@ -290,9 +292,11 @@ static int hold(int port) {
   printf("connected\n");
   fflush(stdout);
   raise(SIGSTOP);
-  char c;
-  ssize_t n = recv(s, &c, 1, 0);
-  printf("after the stop: %s\n", n == 0 ? "the end" : n < 0 ? strerror(errno) : "data");
+  char c = 'h';
+  ssize_t n = send(s, &c, 1, MSG_NOSIGNAL);
+  if (n == 1) n = recv(s, &c, 1, 0);
+  printf("after the stop: %s\n",
+         n == 0 ? "the end" : n < 0 ? strerror(errno) : c == 'h' ? "echoed" : "other data");
   return 0;
 }
 

@@ -21,8 +21,16 @@ static_assert(sizeof(RingEntry) == 16);
 struct RingControl {
   alignas(64) std::atomic<uint64_t> tail;      // consumer: entries consumed
   alignas(64) std::atomic<uint32_t> sleeping;  // consumer: about to block, wake me
-  alignas(64) RingEntry entries[];             // 2^n entries follow
+  // The exec gate, in the padding of `sleeping`'s line (an older producer
+  // leaves it zero): the consumer asks the producer to leave its memory,
+  // and once no write is under way none comes; the producer sees the ask
+  // at its next write, whenever it makes one (RingWriter::enter_write).
+  std::atomic<uint32_t> gated;      // producer: it honours `leave`
+  std::atomic<uint32_t> writing;    // producer: in a write into the consumer's memory
+  std::atomic<uint32_t> leave;      // consumer: write no more into my memory
+  alignas(64) RingEntry entries[];  // 2^n entries follow
 };
+static_assert(offsetof(RingControl, entries) == 128, "the layout both ends map");
 
 constexpr size_t ring_bytes(uint32_t entries) {
   return sizeof(RingControl) + static_cast<size_t>(entries) * sizeof(RingEntry);
@@ -59,6 +67,12 @@ class RingReader {
   }
   // The flag alone (the producer clears it with each wake-up it sends).
   void announce_sleep() { ctl_->sleeping.store(1, std::memory_order_seq_cst); }
+  // The exec gate: whether the producer honours it; the ask; whether a
+  // write is under way (the ask stored first, seq_cst both sides: once
+  // this says none, every later write of the producer sees the ask).
+  bool gated() const { return ctl_->gated.load(std::memory_order_acquire) != 0; }
+  void ask_leave() { ctl_->leave.store(1, std::memory_order_seq_cst); }
+  bool writing() const { return ctl_->writing.load(std::memory_order_seq_cst) != 0; }
   void woke() { ctl_->sleeping.store(0, std::memory_order_relaxed); }
   uint64_t position() const { return tail_; }
   // A fork sibling's position, handed over (stream_handover.cc).
@@ -77,7 +91,17 @@ class RingWriter {
     ctl_ = ctl;
     mask_ = entries - 1;
     size_ = entries;
+    ctl_->gated.store(1, std::memory_order_release);
   }
+  // Around each write into the consumer's memory (its regions, this
+  // ring): false when the consumer asked us to leave it.
+  bool enter_write() {
+    ctl_->writing.store(1, std::memory_order_seq_cst);
+    if (ctl_->leave.load(std::memory_order_seq_cst) == 0) return true;
+    exit_write();
+    return false;
+  }
+  void exit_write() { ctl_->writing.store(0, std::memory_order_release); }
   bool attached() const { return ctl_ != nullptr; }
   // False when full. *wake says the consumer sleeps and needs a kick.
   bool push(uint32_t imm, uint32_t len, uint32_t stream_seq, bool* wake) {

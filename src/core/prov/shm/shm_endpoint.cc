@@ -333,6 +333,7 @@ void ShmEndpoint::queue_imm_frame(uint32_t imm, uint32_t len) {
 }
 
 void ShmEndpoint::detach_tx() {
+  gate_out();  // a progress inside a gated write read the peer's detach
   // In stream order behind the frames they waited for.
   for (const PendingImm& p : pending_imms_) queue_imm_frame(p.imm, p.len);
   pending_imms_.clear();
@@ -382,6 +383,7 @@ void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
 }
 
 void ShmEndpoint::flush_imms() {
+  if (pending_imms_.empty() || !tx_ring_.attached() || !gate_in()) return;
   bool wake = false, any = false;
   while (!pending_imms_.empty() && tx_ring_.attached()) {
     const PendingImm& p = pending_imms_.front();
@@ -391,6 +393,7 @@ void ShmEndpoint::flush_imms() {
     any = true;
     pending_imms_.pop_front();
   }
+  gate_out();
   if (any && wake) kick_peer();
 }
 
@@ -410,6 +413,7 @@ int ShmEndpoint::post_send(const SendWr& wr) {
     dst = resolve_peer(wr.rkey, wr.remote_addr, len);
   }
   if (dst || len == 0) {
+    if (!gate_in()) return StreamEndpoint::post_send(wr);  // the peer asked: the stream
     // Fast path: the copy is the transfer (none for an empty message,
     // whose dst is null: memcpy must not see it).
     for (int i = 0; len && i < wr.num_sge; i++) {
@@ -417,6 +421,7 @@ int ShmEndpoint::post_send(const SendWr& wr) {
       dst += wr.sge[i].length;
     }
     if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, last_slow_frame_);
+    gate_out();
     return kPostDone;
   }
   // Slow path: the payload goes on the stream; the immediate follows in the
@@ -425,8 +430,28 @@ int ShmEndpoint::post_send(const SendWr& wr) {
   int rc = queue_frame(h, wr.sge, wr.num_sge, wr.wr_id, true, wr.inline_data);
   if (rc < 0) return rc;
   last_slow_frame_ = static_cast<uint32_t>(tx_frames_);
-  if (wr.op == Op::kWriteImm) push_imm(wr.imm, len, last_slow_frame_);
+  if (wr.op == Op::kWriteImm) {
+    const bool in = gate_in();  // refused: detached, the stream carries it
+    push_imm(wr.imm, len, last_slow_frame_);
+    if (in) gate_out();
+  }
   return rc;
+}
+
+bool ShmEndpoint::gate_in() {
+  if (detached_tx_) return false;
+  if (!tx_ring_.attached() || tx_ring_.enter_write()) return true;
+  // The peer asked (its exec): its memory is left, and kCtrlDetached marks
+  // the place in the stream, so the peer takes what its ring holds before
+  // the writes that follow on the stream (its kCtrlDetach, read later,
+  // gets the same answer again, which changes nothing).
+  detach_tx();
+  queue_frame({FrameType::kCtrl, kCtrlDetached, 0, 0, 0, 0}, nullptr, 0, 0, false, false);
+  return false;
+}
+
+void ShmEndpoint::gate_out() {
+  if (tx_ring_.attached()) tx_ring_.exit_write();
 }
 
 int ShmEndpoint::drain_ring(Completion* out, int max, bool may_progress) {
@@ -569,10 +594,19 @@ int ShmEndpoint::prepare_exec() {
     if (!detached_tx_) detach_tx();
     queue_frame({FrameType::kCtrl, kCtrlDetach, 0, 0, 0, 0}, nullptr, 0, 0, false, false);
     detach_asked_ = true;
+    if (rx_ring_.attached()) rx_ring_.ask_leave();
   }
   if (!sendq_.empty()) flush_sends();
   progress_locked();
   if (cm_ != Cm::kEstablished) return -ECONNRESET;
+  // A peer that honours the gate writes here no more once it is out of
+  // its write: what it published is taken (with the frames it waits
+  // for), and the ring left without its answer, which may never come
+  // from a peer that makes no call meanwhile.
+  if (!detached_rx_ && rx_ring_.attached() && rx_ring_.gated() && !rx_ring_.writing()) {
+    drain_ring(nullptr, 0, true);
+    if (!rx_ring_.attached() || !rx_ring_.peek()) detach_rx();
+  }
   return detached_rx_ && detached_tx_ ? 0 : -EAGAIN;
 }
 

@@ -75,7 +75,8 @@ class ShmEndpoint final : public util::StreamEndpoint {
   // (threads between arm() and ack_events()) no longer counted.
   void fork_child() override;
   void drop_in_fork_child(int fd) override;
-  // exec: both ends stop using each other's memory (kCtrlDetach), then the
+  // exec: both ends stop using each other's memory (kCtrlDetach; the
+  // peer's answer or, where it honours ring.h's gate, none), then the
   // stream's state, the names and the unix socket, which the exec keeps.
   int prepare_exec() override;
   bool save_for_exec(std::vector<uint8_t>* out, std::vector<int>* keep) const override;
@@ -129,6 +130,10 @@ class ShmEndpoint final : public util::StreamEndpoint {
   // This end stops using the peer's memory: waiting immediates go on the
   // stream (kCtrlImm), the peer's regions and ring are let go of.
   void detach_tx();
+  // Around a write into the peer's memory (ring.h's gate): gate_in is
+  // false once detached, and detaches when the peer asked to be left.
+  bool gate_in();
+  void gate_out();
   // The peer stopped using ours: what it pushed into our ring is taken
   // (into cq_, ahead of anything the stream brings after), and the ring
   // is no longer read.
