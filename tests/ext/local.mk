@@ -3,11 +3,7 @@
 # an automake test (0 pass, 1 fail, 77 skip, 99 hard error); it finds the
 # library in the build directory, which is the directory tests run from
 # (or $top_builddir when set).  common.sh holds their shared helpers.
-# The longest first (vma_tcp.sh, preload.sh): make check runs two at a
-# time, and a long script started last would run on alone at the end.
 ext_test_scripts = \
-	tests/ext/vma_tcp.sh \
-	tests/ext/preload.sh \
 	tests/ext/rstream.sh \
 	tests/ext/riostream.sh \
 	tests/ext/rcopy.sh \
@@ -24,6 +20,7 @@ ext_test_scripts = \
 	tests/ext/format.sh \
 	tests/ext/check_status.sh \
 	tests/ext/status_filters.sh \
+	tests/ext/preload.sh \
 	tests/ext/preload_netns.sh \
 	tests/ext/preload_netns_apps.sh \
 	tests/ext/preload_netns_fallback.sh \
@@ -42,6 +39,7 @@ ext_test_scripts = \
 	tests/ext/vma_calls.sh \
 	tests/ext/vma_extras.sh \
 	tests/ext/vma_sockperf.sh \
+	tests/ext/vma_tcp.sh \
 	tests/ext/vma_tcp_extra.sh \
 	tests/ext/vma_tcp_wire.sh \
 	tests/ext/fault_matrix.sh
