@@ -30,7 +30,11 @@ struct RingControl {
   std::atomic<uint32_t> leave;      // consumer: write no more into my memory
   alignas(64) RingEntry entries[];  // 2^n entries follow
 };
-static_assert(offsetof(RingControl, entries) == 128, "the layout both ends map");
+// The layout both ends map (docs/protocol.md): older peers' offsets.
+static_assert(offsetof(RingControl, sleeping) == 64 && offsetof(RingControl, gated) == 68 &&
+                  offsetof(RingControl, writing) == 72 && offsetof(RingControl, leave) == 76 &&
+                  offsetof(RingControl, entries) == 128,
+              "the ring's layout");
 
 constexpr size_t ring_bytes(uint32_t entries) {
   return sizeof(RingControl) + static_cast<size_t>(entries) * sizeof(RingEntry);
