@@ -286,26 +286,34 @@ TEST(Differential, PpollAndPselect) {
   EXPECT_EQ(errno, EINVAL);
 }
 
+// ppoll, then pselect, on `fd` with timeout `t`, each with a signal
+// pending that its mask lets in: -1/EINTR, the handler run once.
+void expect_pending_signal_ends_them(int fd, const timespec& t) {
+  {
+    PendingSignal pending;
+    pollfd pf{fd, POLLIN, 0};
+    errno = 0;
+    EXPECT_EQ(ppoll(&pf, 1, &t, &pending.during), -1);
+    EXPECT_EQ(errno, EINTR);
+    EXPECT_EQ(pending.handled(), 1);
+  }
+  PendingSignal pending;
+  fd_set r;
+  FD_ZERO(&r);
+  FD_SET(fd, &r);
+  errno = 0;
+  EXPECT_EQ(pselect(fd + 1, &r, nullptr, nullptr, &t, &pending.during), -1);
+  EXPECT_EQ(errno, EINTR);
+  EXPECT_EQ(pending.handled(), 1);
+}
+
 // With a connection in the set, as over kernel descriptors only: a signal
 // pending before the call and let in by its mask ends it at once.
 TEST(Differential, PpollAndPselectLetInAPendingSignal) {
   Pair p;
   connect_pair(&p);
-  const timespec limit{5, 0};  // no data comes: the signal ends it, else a timeout (0)
-  {
-    PendingSignal pending;
-    pollfd pf{p.s, POLLIN, 0};
-    errno = 0;
-    EXPECT_EQ(ppoll(&pf, 1, &limit, &pending.during), -1);
-    EXPECT_EQ(errno, EINTR);
-  }
-  PendingSignal pending;
-  fd_set r;
-  FD_ZERO(&r);
-  FD_SET(p.s, &r);
-  errno = 0;
-  EXPECT_EQ(pselect(p.s + 1, &r, nullptr, nullptr, &limit, &pending.during), -1);
-  EXPECT_EQ(errno, EINTR);
+  // No data comes: the signal ends them, else a timeout (0).
+  expect_pending_signal_ends_them(p.s, timespec{5, 0});
 }
 
 // The same with timeout 0: poll(2) looks at signals before its timeout, so
@@ -314,22 +322,7 @@ TEST(Differential, PpollAndPselectThatMayNotWaitLetInAPendingSignal) {
   Pair p;
   connect_pair(&p);
   const timespec zero{0, 0};
-  {
-    PendingSignal pending;
-    pollfd pf{p.s, POLLIN, 0};
-    errno = 0;
-    EXPECT_EQ(ppoll(&pf, 1, &zero, &pending.during), -1);
-    EXPECT_EQ(errno, EINTR);
-    EXPECT_EQ(pending.handled(), 1);
-  }
-  PendingSignal pending;
-  fd_set r;
-  FD_ZERO(&r);
-  FD_SET(p.s, &r);
-  errno = 0;
-  EXPECT_EQ(pselect(p.s + 1, &r, nullptr, nullptr, &zero, &pending.during), -1);
-  EXPECT_EQ(errno, EINTR);
-  EXPECT_EQ(pending.handled(), 1);
+  expect_pending_signal_ends_them(p.s, zero);
   // Ready beats the signal: the count.
   ASSERT_EQ(send(p.c, "z", 1, 0), 1);
   pollfd pf{p.s, POLLIN, 0};

@@ -385,7 +385,7 @@ void ShmEndpoint::push_imm(uint32_t imm, uint32_t len, uint32_t stream_seq) {
 void ShmEndpoint::flush_imms() {
   if (pending_imms_.empty() || !tx_ring_.attached() || !gate_in()) return;
   bool wake = false, any = false;
-  while (!pending_imms_.empty() && tx_ring_.attached()) {
+  while (!pending_imms_.empty()) {
     const PendingImm& p = pending_imms_.front();
     bool w = false;
     if (!tx_ring_.push(p.imm, p.len, p.stream_seq, &w)) break;
