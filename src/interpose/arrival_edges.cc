@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <new>
 
+#include "core/base/deadline.h"
 #include "core/base/log.h"
 #include "core/base/sandbox.h"
 #include "interpose/real.h"
@@ -67,7 +68,6 @@ bool ArrivalEdges::count(std::initializer_list<int> sources, uint64_t* n) {
 
 int ArrivalEdges::sleep_fd(std::initializer_list<int> sources, const std::vector<pollfd>& level,
                            int* kick_fd, int* sleep_ms) {
-  constexpr int kUnkickedSleepMs = 10;
   std::lock_guard<std::mutex> lock(mu_);
   *kick_fd = -1;
   if (!made_locked(sources)) return -1;
@@ -83,7 +83,7 @@ int ArrivalEdges::sleep_fd(std::initializer_list<int> sources, const std::vector
   if (kick_.join() == 0)
     *kick_fd = kick_.fd();
   else
-    *sleep_ms = *sleep_ms < 0 ? kUnkickedSleepMs : std::min(*sleep_ms, kUnkickedSleepMs);
+    cut_sleep_ms(sleep_ms);
   return ep_;
 }
 

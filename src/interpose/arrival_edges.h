@@ -44,7 +44,7 @@ class ArrivalEdges {
   // The set to sleep on, `level` added once: -1 when it cannot be made.
   // Made, the calling thread joins the sleepers until leave(): `*kick_fd`
   // is its eventfd (kick.h), -1 without one (its sleep then lasts at most
-  // kUnkickedSleepMs of `*sleep_ms`).
+  // deadline.h's kUnwokenSleepMs of `*sleep_ms`).
   int sleep_fd(std::initializer_list<int> sources, const std::vector<pollfd>& level, int* kick_fd,
                int* sleep_ms);
   // After a sleep on sleep_fd(): `kicked`, its eventfd was readable.

@@ -3,6 +3,7 @@
 // own: the descriptor is a real UDP socket).
 #include "librsocket/dgram_socket.h"
 
+#include "core/base/deadline.h"
 #include "librsocket/dgram_deliver.h"
 
 #include <arpa/inet.h>
@@ -589,7 +590,6 @@ int DgramSocket::wait_set() {
 // tag: an errno when no wait set could be made (fd kReady: the caller
 // looks again, and a blocking receive returns it).
 WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
-  constexpr int kUnkickedSleepMs = 10;  // out of descriptors for the kick: rclose seen that late
   WaitTarget t;
   std::lock_guard<std::mutex> g(recv_mu_);
   if (readiness_locked(want, true)) return t;
@@ -611,7 +611,7 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   if ((want & POLLIN) && no_set) {
     t.fd = fd_;
     t.events = POLLIN;
-    if (*sleep_ms < 0 || *sleep_ms > kUnkickedSleepMs) *sleep_ms = kUnkickedSleepMs;
+    cut_sleep_ms(sleep_ms);
   } else if (want & POLLIN) {
     t.fd = wait_fd_;
     t.events = POLLIN;
@@ -621,8 +621,8 @@ WaitTarget DgramSocket::wait_target(short want, int* sleep_ms) {
   }
   if (kick_.join() == 0)
     t.kick_fd = kick_.fd();
-  else if (*sleep_ms < 0 || *sleep_ms > kUnkickedSleepMs)
-    *sleep_ms = kUnkickedSleepMs;
+  else  // out of descriptors for the kick: rclose seen that late
+    cut_sleep_ms(sleep_ms);
   return t;
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "interpose/real.h"
+#include "core/base/deadline.h"
 #include "preload/route.h"
 
 namespace ss::preload {
@@ -81,9 +82,8 @@ WaitTarget Entry::wait_target(short events, int* sleep_ms) {
     t.tag = kKernelInKick;
     return t;
   }
-  // No place left for the kernel listener: it is looked at this often.
-  constexpr int kKernelLookMs = 10;
-  *sleep_ms = *sleep_ms < 0 ? kKernelLookMs : std::min(*sleep_ms, kKernelLookMs);
+  // No place left for the kernel listener: it is only looked at.
+  cut_sleep_ms(sleep_ms);
   return t;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/base/deadline.h"
 #include "core/base/errno_guard.h"
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
@@ -140,8 +141,7 @@ WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
   // and puts its port on the rings, which a sleep on the kernel socket
   // would never see. Looked at again every 20 ms meanwhile.
   constexpr int kSliceMs = 20;
-  if ((events & POLLIN) && (*sleep_ms < 0 || *sleep_ms > kSliceMs) && !kernel_served())
-    *sleep_ms = kSliceMs;
+  if ((events & POLLIN) && !kernel_served()) cut_sleep_ms(sleep_ms, kSliceMs);
   WaitTarget t;
   t.fd = fd;
   t.events = events;

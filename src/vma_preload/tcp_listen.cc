@@ -10,6 +10,7 @@
 #include <deque>
 #include <string>
 
+#include "core/base/deadline.h"
 #include "core/base/fd_table.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/log.h"
@@ -314,8 +315,8 @@ int TcpListen::accept(int fd, sockaddr* addr, socklen_t* len, int flags) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock::now());
       ms = static_cast<int>(std::max<int64_t>(left.count(), 0));
     }
-    ms = shorter_ms(ms, ms_until(due, now));
-    if (unkicked && (ms < 0 || ms > 10)) ms = 10;  // a kick missing: look often
+    ms = shorter_sleep_ms(ms, ms_until(due, now));
+    if (unkicked) cut_sleep_ms(&ms);  // a kick missing: look often
     // Joined, then looked again: a connection that came meanwhile kicks.
     bool ready = false;
     for (const Leg& l : legs_) ready = ready || (l.rings->tcp->events(l.sock) & POLLIN);
@@ -406,8 +407,8 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   } else {
     set = wait_set(fd);
   }
-  if (set < 0) {  // out of descriptors: looked at every 10 ms
-    if (*sleep_ms < 0 || *sleep_ms > 10) *sleep_ms = 10;
+  if (set < 0) {  // out of descriptors: only looked at
+    cut_sleep_ms(sleep_ms);
     return WaitTarget{WaitTarget::kTimeOnly};
   }
   // The legs this sleep joined, handed back to after_wait through the tag;
@@ -440,13 +441,13 @@ WaitTarget TcpListen::wait_target(int fd, short events, int* sleep_ms) {
   enter_ring_sleep();  // the set holds the rings' descriptors
   // A sleep for a connection counts as accepting (after_wait ends it).
   if (AcceptActivity* a = active_.load(std::memory_order_acquire)) a->waiting++;
-  if (unkicked && (*sleep_ms < 0 || *sleep_ms > 10)) *sleep_ms = 10;
+  if (unkicked) cut_sleep_ms(sleep_ms);
   uint64_t due = UINT64_MAX, now = 0;
   for (const Leg& l : legs_) {
     due = std::min(due, l.rings->tcp->next_due());
     now = l.rings->tcp->now();
   }
-  *sleep_ms = shorter_ms(*sleep_ms, ms_until(due, now));
+  *sleep_ms = shorter_sleep_ms(*sleep_ms, ms_until(due, now));
   t.fd = set;
   t.events = POLLIN;
   t.tag = reinterpret_cast<uintptr_t>(joined.release());

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/interruptible_poll.h"
+#include "core/base/deadline.h"
 #include "core/base/scoped_count.h"
 #include "core/base/signal_depth.h"
 #include "core/base/spin_phase.h"
@@ -76,9 +77,9 @@ int TcpOffload::wait_until(const Ready& ready, int64_t polls, int timeout_ms, bo
       ms = left.count() > 0 ? static_cast<int>(left.count()) : 0;
     }
     const uint64_t due = st.next_due(), now = st.now();
-    ms = shorter_ms(ms, ms_until(due, now));
+    ms = shorter_sleep_ms(ms, ms_until(due, now));
     // No kick (out of descriptors): look often.
-    if (joined.kick < 0 && (ms < 0 || ms > 10)) ms = 10;
+    if (joined.kick < 0) cut_sleep_ms(&ms);
     const bool timed_out = timeout_ms >= 0 && clock::now() >= end;
     int rc = 0;
     if (!timed_out) {
@@ -121,11 +122,11 @@ WaitTarget TcpOffload::wait_target(short events, int* sleep_ms) {
   net::tcp::Stack& st = *rings_->tcp;
   if (readiness(events)) return WaitTarget{};  // kReady
   const uint64_t due = st.next_due(), now = st.now();
-  *sleep_ms = shorter_ms(*sleep_ms, ms_until(due, now));
+  *sleep_ms = shorter_sleep_ms(*sleep_ms, ms_until(due, now));
   WaitTarget t;
   t.fd = rings_->wait_fd();
-  if (t.fd < 0) {  // no wait set (out of descriptors): looked at every 10 ms
-    if (*sleep_ms < 0 || *sleep_ms > 10) *sleep_ms = 10;
+  if (t.fd < 0) {  // no wait set (out of descriptors): only looked at
+    cut_sleep_ms(sleep_ms);
     return WaitTarget{WaitTarget::kTimeOnly};
   }
   t.events = POLLIN;

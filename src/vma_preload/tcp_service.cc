@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/deadline.h"
 #include "core/base/log.h"
 #include "core/base/service_thread.h"
 #include "vma_preload/netdev_rings.h"
@@ -51,18 +52,18 @@ void serve(ServiceThread::Run& run) {
           ours.push_back(r);
           break;
         case RingTurn::Reader::kProgramLooks:
-          ms = shorter_ms(ms, r->turn.look_again_ms());
+          ms = shorter_sleep_ms(ms, r->turn.look_again_ms());
           break;
         case RingTurn::Reader::kProgramSleeps:
           parked.push_back(i);
-          ms = shorter_ms(ms, RingTurn::kParkedLookMs);
+          ms = shorter_sleep_ms(ms, RingTurn::kParkedLookMs);
           break;
       }
       due = std::min(due, r->tcp->next_due());
       now = r->tcp->now();
-      if (r->frames->holding()) ms = shorter_ms(ms, 1);  // a full tx ring: try again soon
+      if (r->frames->holding()) ms = shorter_sleep_ms(ms, 1);  // a full tx ring: try again soon
     }
-    ms = shorter_ms(ms, ms_until(due, now));
+    ms = shorter_sleep_ms(ms, ms_until(due, now));
     // A program's call that arms a timer earlier than this sleep's end
     // wakes us (on_earlier_due); a later one waits for the next look.
     const uint64_t wake_at = ms < 0 ? due : std::min(due, now + uint64_t(ms) * 1000);

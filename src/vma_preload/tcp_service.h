@@ -32,7 +32,5 @@ inline int ms_until(uint64_t due_us, uint64_t now_us) {
   if (due_us == UINT64_MAX) return -1;
   return due_us <= now_us ? 0 : static_cast<int>((due_us - now_us + 999) / 1000);
 }
-// The shorter of two sleeps (-1: unbounded).
-inline int shorter_ms(int a, int b) { return a < 0 ? b : b < 0 ? a : (a < b ? a : b); }
 
 }  // namespace ss::vma::preload

@@ -22,6 +22,7 @@
 #include <algorithm>
 
 #include "core/base/log.h"
+#include "core/base/deadline.h"
 #include "interpose/real.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/udp_offload.h"
@@ -32,9 +33,6 @@ namespace {
 using interpose::edge_wait;
 using interpose::real;
 
-// Out of descriptors for a piece of the wait set: sleeps this long at
-// most, so what the missing piece would have woken is seen that late.
-constexpr int kUnwatchedSleepMs = 10;
 // The tag of an armed target: this bit, kPollOut when it counts as a
 // POLLOUT sleeper, kEdgeJoined when it joined the ArrivalEdges' sleepers,
 // and one bit per leg whose kick it joined.
@@ -42,10 +40,6 @@ constexpr uintptr_t kArmed = uintptr_t{1} << (sizeof(uintptr_t) * 8 - 1);
 constexpr uintptr_t kPollOut = kArmed >> 1;
 constexpr uintptr_t kEdgeJoined = kArmed >> 2;
 constexpr size_t kMaxKickedLegs = sizeof(uintptr_t) * 8 - 3;
-
-void cut(int* sleep_ms) {
-  *sleep_ms = *sleep_ms < 0 ? kUnwatchedSleepMs : std::min(*sleep_ms, kUnwatchedSleepMs);
-}
 
 bool add(int ep, int fd, uint32_t events) {
   epoll_event ev{};
@@ -65,7 +59,7 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
     if (kicks[i] >= 0) joined |= uintptr_t{1} << i;
   }
   if (legs_.size() > kMaxKickedLegs || std::count(kicks.begin(), kicks.end(), -1) > 0)
-    cut(sleep_ms);
+    cut_sleep_ms(sleep_ms);
   const bool pollout = events & POLLOUT;
   // An edge wait: the kernel socket's next arrival wakes it, not one it
   // holds unread. Without that set (out of descriptors), the wait set below.
@@ -87,7 +81,7 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
         std::vector<pollfd> rings;
         for (const Leg& l : legs_) l.rings->poll_fds(&rings);
         for (const pollfd& r : rings)
-          if (!add(ep, r.fd, static_cast<uint16_t>(r.events))) cut(sleep_ms);
+          if (!add(ep, r.fd, static_cast<uint16_t>(r.events))) cut_sleep_ms(sleep_ms);
         wait_fd_ = ep;
       } else if (ep >= 0) {
         real().close(ep);
@@ -106,7 +100,7 @@ WaitTarget UdpOffload::wait_target(short events, int* sleep_ms) {
       SS_DEBUG("fd %d: no wait set (out of descriptors): sleeps of 1 ms", fd_);
       t.fd = fd_;
       t.events = events;
-      *sleep_ms = *sleep_ms < 0 ? 1 : std::min(*sleep_ms, 1);
+      cut_sleep_ms(sleep_ms, 1);
     }
   }
   // The kicks are this thread's one eventfd (kick.h), polled beside the

@@ -42,4 +42,16 @@ inline int sleep_ms_until(Deadline until, int ms) {
   return ms > 0 ? std::min(ms, to_deadline) : to_deadline;
 }
 
+// The shorter of two sleeps in ms (< 0: unbounded).
+inline int shorter_sleep_ms(int a, int b) { return a < 0 ? b : b < 0 ? a : std::min(a, b); }
+
+// How long a sleep goes at most without the wake-up it lacks (out of
+// descriptors for a kick or a wait set, or a kernel object that is only
+// looked at): what that wake-up would have said is seen this late.
+constexpr int kUnwokenSleepMs = 10;
+// `*sleep_ms` (< 0: unbounded) cut to `most` ms.
+inline void cut_sleep_ms(int* sleep_ms, int most = kUnwokenSleepMs) {
+  *sleep_ms = shorter_sleep_ms(*sleep_ms, most);
+}
+
 }  // namespace ss

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "core/base/deadline.h"
 #include "core/base/log.h"
 #include "core/base/sleep_set.h"
 
@@ -280,11 +281,8 @@ void EpollSet::leave_members(Arming* a) {
 
 WaitTarget EpollSet::wait_target(short events, int* sleep_ms) {
   // Out of descriptors for the second epoll fd, or one that cannot watch
-  // a target: sleeps of this long at most, as a Kick without its eventfd.
-  constexpr int kUnwatchedSleepMs = 10;
-  auto cut = [&] {
-    *sleep_ms = *sleep_ms < 0 ? kUnwatchedSleepMs : std::min(*sleep_ms, kUnwatchedSleepMs);
-  };
+  // a target: sleeps cut as a Kick's without its eventfd.
+  auto cut = [&] { cut_sleep_ms(sleep_ms); };
   if (!(events & POLLIN)) return {WaitTarget::kTimeOnly};
   std::lock_guard<std::mutex> g(mu_);
   if (arm_fd_ < 0) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/api.h"
+#include "core/base/deadline.h"
 #include "core/base/interruptible_poll.h"
 #include "core/base/signal_depth.h"
 
@@ -50,15 +51,14 @@ class Kick {
   // One sleep of a blocking call on `target` (what the object's own events
   // wake) and this kick, the owner's lock `lk` released meanwhile, for at
   // most `ms` (<= 0: unbounded). Out of descriptors for the eventfd, it
-  // sleeps on the target alone, kUnkickedSleepMs at a time: another
+  // sleeps on the target alone, cut as deadline.h's cut_sleep_ms: another
   // thread's kick is missed that long, where failing would give an errno
   // no socket call gives. 0, or -errno from interruptible_poll (restartable).
   // `quiet`: the caller holds nothing else of the library's (QuietSleep).
   template <class Lock>
   int sleep(Lock& lk, pollfd target, int ms, bool quiet = false) {
-    constexpr int kUnkickedSleepMs = 10;
     const bool joined = join() == 0;
-    if (!joined) ms = ms > 0 ? std::min(ms, kUnkickedSleepMs) : kUnkickedSleepMs;
+    if (!joined) ms = shorter_sleep_ms(ms > 0 ? ms : -1, kUnwokenSleepMs);
     pollfd p[2] = {target, {joined ? fd() : -1, POLLIN, 0}};
     lk.unlock();
     int rc;

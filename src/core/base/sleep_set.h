@@ -105,10 +105,7 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
     sleep_now = false;
 
     int ms = timing.wake_interval_ms > 0 ? timing.wake_interval_ms : -1;
-    if (!forever) {
-      const int left = ms_left(deadline);
-      ms = ms < 0 ? left : std::min(ms, left);
-    }
+    if (!forever) ms = shorter_sleep_ms(ms, ms_left(deadline));
     sleep.clear();
     int r = 0;
     if (arm(&sleep, &ms)) {
