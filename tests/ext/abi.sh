@@ -21,10 +21,7 @@ done
 CC=$(command -v cc || command -v gcc) || { echo "SKIP: $name: no C compiler"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-abi.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 
 version=$(sed -n 's/^PACKAGE_VERSION = //p' "$B/Makefile")
 node=SLIPSTREAM_PRIVATE_$version

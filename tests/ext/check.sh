@@ -1,14 +1,17 @@
 # shellcheck shell=bash
 # The PASS/FAIL bookkeeping the one-process tests in tests/ext/ share
 # (sourced; not a test by itself): `check LABEL STATUS` prints the case and
-# counts a failure in $fails; `has FILE REGEX` is true when the file holds
+# its seconds (where a script's minutes go) and counts a failure in $fails; `has FILE REGEX` is true when the file holds
 # a matching line, and otherwise shows the file's last 40 lines;
 # `require_root WHY TOOL...` skips the test (exit 77, said) unless it runs
 # as root with every TOOL and a C compiler, then in $CC; `preload_prog
 # SRC` sets up a test of one C program under librspreload. $name: the test's.
 fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
+check_at=$SECONDS
+check() {  # check LABEL STATUS; [N s]: seconds since the previous check
+  local took="[$((SECONDS - check_at)) s]"
+  check_at=$SECONDS
+  if [ "$2" = 0 ]; then echo "PASS: $1 $took"; else echo "FAIL: $1 $took"; fails=$((fails + 1)); fi
 }
 require_root() {  # require_root WHY TOOL...
   [ "$(id -u)" = 0 ] || { echo "SKIP: $name: needs root for $1"; exit 77; }

@@ -13,10 +13,7 @@ DEMO=$(cd "$b" && pwd)/tools/slipstream-demo
 [ -x "$DEMO" ] || { echo "ERROR: $name: $DEMO not built"; exit 99; }
 out=$(mktemp "${TMPDIR:-/tmp}/ss-demo.XXXXXX") || exit 99
 trap 'rm -f "$out"' EXIT
-fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 # Line-buffered: a demo killed by the timeout still leaves what it printed.
 timeout 400 stdbuf -oL "$DEMO" --quick --timeout 60 >"$out" 2>&1
 rc=$?

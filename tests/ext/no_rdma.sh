@@ -19,10 +19,7 @@ if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
 fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-nordma.XXXXXX") || exit 99
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
-fails=0
-check() {  # check LABEL CONDITION-RESULT
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 # A port below the kernel's ephemeral range (other tests' connections
 # take those: one made rbind fail with EADDRINUSE) that nothing uses now.
 low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)

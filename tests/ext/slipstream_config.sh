@@ -13,10 +13,7 @@ TOOL=$(cd "$b" && pwd)/tools/slipstream-config
 [ -x "$TOOL" ] || { echo "ERROR: $name: $TOOL not built"; exit 99; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/ss-config.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check LABEL STATUS
-  if [ "$2" = 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"
 # The block of one setting: from "NAME = " to the blank line after it.
 block() { awk -v n="$2 = " 'index($0, n) == 1 {p = 1} p && /^$/ {exit} p' "$1"; }
 
