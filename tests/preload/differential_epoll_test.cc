@@ -840,9 +840,17 @@ TEST(DifferentialEpoll, MaskedWaitsLetInAPendingSignal) {
     EXPECT_EQ(errno, EINTR);
   }
   // Timeout 0: epoll_wait, unlike poll, looks at its timeout before
-  // signals, so nothing ready is 0.
+  // signals, so nothing ready is 0, the signal left pending.
+  {
+    differential::PendingSignal pending;
+    EXPECT_EQ(epoll_pwait(ep.fd, &ev, 1, 0, &pending.during), 0);
+    EXPECT_EQ(pending.handled(), 0);
+  }
+  // Ready beats the signal: the event, the signal left pending.
+  ASSERT_EQ(send(p.c, "z", 1, 0), 1);
   differential::PendingSignal pending;
-  EXPECT_EQ(epoll_pwait(ep.fd, &ev, 1, 0, &pending.during), 0);
+  EXPECT_EQ(epoll_pwait(ep.fd, &ev, 1, 5000, &pending.during), 1);
+  EXPECT_EQ(pending.handled(), 0);
 }
 
 // An idle wait sleeps: a second of it costs little CPU time (a spinning

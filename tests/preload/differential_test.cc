@@ -323,12 +323,23 @@ TEST(Differential, PpollAndPselectThatMayNotWaitLetInAPendingSignal) {
   connect_pair(&p);
   const timespec zero{0, 0};
   expect_pending_signal_ends_them(p.s, zero);
-  // Ready beats the signal: the count.
+  // Ready beats the signal: the count, the signal left pending (the
+  // kernel looks at signals only when nothing is ready), whether the call
+  // may wait or not.
   ASSERT_EQ(send(p.c, "z", 1, 0), 1);
   pollfd pf{p.s, POLLIN, 0};
   ASSERT_EQ(poll(&pf, 1, 5000), 1);
-  PendingSignal again;
-  EXPECT_EQ(ppoll(&pf, 1, &zero, &again.during), 1);
+  const timespec wait{5, 0};
+  for (const timespec* t : {&zero, &wait}) {
+    PendingSignal again;
+    EXPECT_EQ(ppoll(&pf, 1, t, &again.during), 1);
+    EXPECT_EQ(again.handled(), 0) << "ppoll ran the handler, timeout " << t->tv_sec << " s";
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(p.s, &r);
+    EXPECT_EQ(pselect(p.s + 1, &r, nullptr, nullptr, t, &again.during), 1);
+    EXPECT_EQ(again.handled(), 0) << "pselect ran the handler, timeout " << t->tv_sec << " s";
+  }
 }
 
 // A count known only at run time over an array of known size: fortify

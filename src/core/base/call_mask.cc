@@ -25,9 +25,14 @@ CallMask::CallMask(const sigset_t* mask) : outer_(t_call_mask) {
 }
 CallMask::~CallMask() { t_call_mask = outer_; }
 
-CallMaskIn::CallMaskIn(bool swap) : mask_(t_call_mask), swapped_(mask_ && swap) {
+CallMaskIn::CallMaskIn(bool swap) : mask_(t_call_mask), swaps_(mask_ && swap) {
   t_call_mask = nullptr;
-  if (swapped_) set_mask(mask_, &old_);
+}
+
+void CallMaskIn::swap_in() {
+  if (!swaps_ || swapped_) return;
+  set_mask(mask_, &old_);
+  swapped_ = true;
 }
 
 CallMaskIn::~CallMaskIn() {

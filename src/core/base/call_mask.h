@@ -27,21 +27,27 @@ class CallMask {
 
 // The wait's side, made after it counted the handlers that ran: the
 // thread's call mask, none for a wait inside the scope (a handler's).
-// `swap`: the mask is in until the scope ends (the wait counts handlers,
-// so a signal let in at the swap or in the busy phase ends it); else the
-// thread's own mask stays and the sleep's ppoll alone lets the call's in.
+// `swap`: the mask goes in at swap_in() and stays until the scope ends
+// (the wait counts handlers, so a signal let in at the swap or in the
+// busy phase ends it); else the thread's own mask stays and the sleep's
+// ppoll alone lets the call's in.
 class CallMaskIn {
  public:
   explicit CallMaskIn(bool swap);
   ~CallMaskIn();
   CallMaskIn(const CallMaskIn&) = delete;
   CallMaskIn& operator=(const CallMaskIn&) = delete;
+  // After the wait's first look found nothing: the kernel looks at
+  // signals only then, so a call that finds its descriptors ready at once
+  // leaves a signal its mask lets in pending. Once; nothing without swap.
+  void swap_in();
   const sigset_t* mask() const { return mask_; }
-  bool swapped() const { return swapped_; }
+  bool swaps() const { return swaps_; }
 
  private:
   const sigset_t* mask_;
-  bool swapped_;
+  bool swaps_;
+  bool swapped_ = false;
   sigset_t old_{};  // read only when swapped_
 };
 

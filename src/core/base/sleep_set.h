@@ -75,8 +75,9 @@ class SleepSet {
 // missing without a full look. The result of the last scan, 0 on
 // timeout, or -errno (-EINTR when a signal handler ran: in the sleep, or
 // in the busy phase as timing.handlers_ran tells). A call's signal mask
-// (CallMask) is in from the start when handlers are counted (or locked in
-// by a seccomp filter, where ppoll may be a call the filter kills); from
+// (CallMask) is in from the first look that found nothing when handlers
+// are counted (or locked in by a seccomp filter, where ppoll may be a
+// call the filter kills); from
 // the arming to the sleep every signal is held, and the sleep's ppoll
 // lets in the mask. Uncounted, a signal the mask lets in that is pending
 // already ends the call at once, in that sleep.
@@ -91,12 +92,17 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   const uint64_t handlers = timing.handlers_ran ? timing.handlers_ran() : 0;
   auto interrupted = [&] { return timing.handlers_ran && timing.handlers_ran() != handlers; };
   // After the count: a signal let in at the swap is seen.
-  const CallMaskIn mask(timing.handlers_ran || sandbox::locked_in());
+  CallMaskIn mask(timing.handlers_ran || sandbox::locked_in());
   const bool atomic = mask.mask() && !sandbox::locked_in();  // ppoll's swap
-  bool sleep_now = atomic && !mask.swapped() && pending_let_in(mask.mask());
+  bool sleep_now = atomic && !mask.swaps() && pending_let_in(mask.mask());
   for (;;) {
     int n = scan(!full);
-    if (n || timeout == 0) return n;
+    if (n) return n;
+    // Nothing ready: a signal the mask lets in ends the call from here. A
+    // call that may not wait leaves it to its caller (poll's
+    // let_in_pending_signal; epoll says 0), save where that cannot ppoll.
+    if (timeout != 0 || sandbox::locked_in()) mask.swap_in();
+    if (timeout == 0) return 0;
     auto now = clock::now();
     if (!forever && now >= deadline) return full ? 0 : scan(false);
     full = false;
