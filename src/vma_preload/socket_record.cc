@@ -137,19 +137,42 @@ WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
   // POLLIN, or an edge wait (interpose/arrival_edges.h): the rings too.
   if (UdpOffload* o = offload(); o && ((events & POLLIN) || interpose::edge_wait(events)))
     return o->wait_target(events, sleep_ms);
-  // Not offloaded yet but it may be: another thread's first send binds it
-  // and puts its port on the rings, which a sleep on the kernel socket
-  // would never see. Looked at again every 20 ms meanwhile.
-  constexpr int kSliceMs = 20;
-  if ((events & POLLIN) && !kernel_served()) cut_sleep_ms(sleep_ms, kSliceMs);
   WaitTarget t;
   t.fd = fd;
   t.events = events;
+  // Not offloaded yet but it may be: another thread's bind (a first send),
+  // connect or listen puts it on the rings, which a sleep on the kernel
+  // socket would never see; that thread kicks. Without the kick (out of
+  // descriptors), or once a part is there that this call may not use (a
+  // signal handler over the library), looked at again every 20 ms.
+  constexpr int kSliceMs = 20;
+  if ((events & POLLIN) && !kernel_served()) {
+    std::lock_guard<std::mutex> g(settle_mu_);
+    const bool placed = offload_.load(std::memory_order_acquire) ||
+                        tcp_.load(std::memory_order_acquire) ||
+                        listen_.load(std::memory_order_acquire);
+    if (!placed && settle_kick_.join() == 0) {
+      t.kick_fd = settle_kick_.fd();
+      t.tag = settle_tag();
+    } else {
+      cut_sleep_ms(sleep_ms, kSliceMs);
+    }
+  }
   return t;
+}
+
+void SocketRecord::settled_wake() {
+  std::lock_guard<std::mutex> g(settle_mu_);
+  settle_kick_.wake();
 }
 
 void SocketRecord::after_wait(const WaitTarget& armed, bool kicked) {
   if (!armed.tag) return;
+  if (armed.tag == settle_tag()) {  // first: a part placed since has its own tags
+    std::lock_guard<std::mutex> g(settle_mu_);
+    settle_kick_.leave(kicked);
+    return;
+  }
   interpose::BusyScope busy;
   // The part that armed the sleep, even when a hand-over to the kernel or
   // a fork child's request took it off the rings since: its waiter places
@@ -253,6 +276,7 @@ void SocketRecord::try_offload() {
     offload_.store(offload_owner_.get(), std::memory_order_release);
   }
   offload_settled_.store(true, std::memory_order_release);
+  settled_wake();
   SS_DEBUG("fd %d (udp port %u): offloaded on %zu netdev(s)%s", fd, ntohs(port),
            offload_owner_->legs(), stats ? "" : " (no vmastat block)");
 }
@@ -324,6 +348,7 @@ int SocketRecord::connect_tcp(const sockaddr* to, socklen_t len) {
     tcp_settled_.store(true, std::memory_order_release);
     stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
   }
+  settled_wake();
   return opened->connect_result(fd, nonblocking(fd, 0), /*again=*/false);
 }
 
@@ -371,6 +396,7 @@ int SocketRecord::listen_tcp(int backlog) {
   listen_.store(listen_owner_.get(), std::memory_order_release);
   listen_owner_->xtreme_kernel_published();
   stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+  settled_wake();
   return 0;
 }
 
@@ -486,6 +512,7 @@ void SocketRecord::after_accept() {
 }
 
 void SocketRecord::start_in_fork_child() {
+  settle_kick_.fork_child();  // the parent's sleepers (a stray kick to them is harmless)
   fork_asked_.store(false, std::memory_order_relaxed);
   listen_left_.store(false, std::memory_order_relaxed);  // this process's listener's, none yet
   // A listener the process that forked us joined with is that one's (its

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "core/base/fd_table.h"
+#include "core/base/kick.h"
 #include "core/base/pollable.h"
 #include "interpose/signal_count.h"
 #include "libvmacompat/ring_logic.h"
@@ -258,6 +259,14 @@ struct SocketRecord final : Pollable {
   std::atomic<Transport> wanted_;
   std::atomic<const char*> why_;      // a string literal
   std::atomic<uint64_t> repeats_{0};  // readiness_repeat looks, for the OS ratio
+  // Threads asleep on the kernel socket of a socket the rings may still
+  // take: the bind, connect or listen that puts it on them kicks, so they
+  // sleep without a bound meanwhile. Under settle_mu_ alone (a sleep's
+  // arming must not wait for a connect under offload_mu_).
+  std::mutex settle_mu_;
+  Kick settle_kick_;
+  uintptr_t settle_tag() const { return reinterpret_cast<uintptr_t>(&settle_kick_); }
+  void settled_wake();
   // The look of readiness(): the rings, and the kernel socket if `kernel`.
   short look(short events, bool kernel);
 };

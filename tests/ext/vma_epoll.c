@@ -10,7 +10,7 @@
  *   which come through the kernel socket, the wait between them asleep;
  *   in two sets waited on by two threads, an edge in each, from the
  *   kernel path and from the rings), a wait on a socket from before its
- *   bind woken by its first datagram on the rings,
+ *   bind asleep until the bind, then until its first datagram on the rings,
  *   EPOLLONESHOT (once, then only after EPOLL_CTL_MOD), a set nested in
  *   the set, the set's duplicate (the same set); then a blocking receive
  *   that sleeps until its datagram; a second socket in a kernel epoll set
@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -223,17 +224,25 @@ static void edges_in_two_sets(int k, const struct sockaddr_in* a) {
 struct set_wait {
   int ep;
   int got;
+  long sleeps; /* the waiting thread's voluntary context switches in the wait */
 };
+
+static long voluntary_switches(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_THREAD, &u) == 0 ? u.ru_nvcsw : -1;
+}
 
 static void* wait_in_set(void* arg) {
   struct set_wait* w = arg;
   struct epoll_event e;
+  const long before = voluntary_switches();
   w->got = epoll_wait(w->ep, &e, 1, 10000);
+  w->sleeps = voluntary_switches() - before;
   return NULL;
 }
 
 static void before_bind(const char* ip, int port) {
-  struct set_wait w = {epoll_create1(EPOLL_CLOEXEC), -1};
+  struct set_wait w = {epoll_create1(EPOLL_CLOEXEC), -1, -1};
   const int s = socket(AF_INET, SOCK_DGRAM, 0);
   struct epoll_event ev = {EPOLLIN, {.u64 = 10}};
   CHECK(w.ep >= 0 && s >= 0 && epoll_ctl(w.ep, EPOLL_CTL_ADD, s, &ev) == 0,
@@ -250,8 +259,12 @@ static void before_bind(const char* ip, int port) {
   char d[64];
   const ssize_t got = recv(s, d, sizeof d, MSG_DONTWAIT);
   others++;
-  printf("a wait from before bind: %d event(s), then %zd bytes\n", w.got, got);
+  printf("a wait from before bind: %d event(s), then %zd bytes, %ld sleeps\n", w.got, got,
+         w.sleeps);
   CHECK(w.got == 1 && got > 0, "before bind: the datagram did not wake the wait (%d)", w.got);
+  /* Asleep until the bind, then until the datagram: a few sleeps, not one
+   * per slice of a bounded sleep (20 per 400 ms at 20 ms). */
+  CHECK(w.sleeps >= 0 && w.sleeps <= 8, "before bind: the wait slept %ld times", w.sleeps);
   close(s);
   close(w.ep);
 }
