@@ -146,7 +146,9 @@ WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
   // descriptors), or once a part is there that this call may not use (a
   // signal handler over the library), looked at again every 20 ms.
   constexpr int kSliceMs = 20;
-  if ((events & POLLIN) && !kernel_served()) {
+  if (!(events & POLLIN) || kernel_served()) return t;
+  // A handler over the library: the interrupted frame may hold settle_mu_.
+  if (!interpose::handler_over_busy()) {
     std::lock_guard<std::mutex> g(settle_mu_);
     const bool placed = offload_.load(std::memory_order_acquire) ||
                         tcp_.load(std::memory_order_acquire) ||
@@ -154,10 +156,10 @@ WaitTarget SocketRecord::wait_target(short events, int* sleep_ms) {
     if (!placed && settle_kick_.join() == 0) {
       t.kick_fd = settle_kick_.fd();
       t.tag = settle_tag();
-    } else {
-      cut_sleep_ms(sleep_ms, kSliceMs);
+      return t;
     }
   }
+  cut_sleep_ms(sleep_ms, kSliceMs);
   return t;
 }
 
@@ -168,12 +170,12 @@ void SocketRecord::settled_wake() {
 
 void SocketRecord::after_wait(const WaitTarget& armed, bool kicked) {
   if (!armed.tag) return;
+  interpose::BusyScope busy;
   if (armed.tag == settle_tag()) {  // first: a part placed since has its own tags
     std::lock_guard<std::mutex> g(settle_mu_);
     settle_kick_.leave(kicked);
     return;
   }
-  interpose::BusyScope busy;
   // The part that armed the sleep, even when a hand-over to the kernel or
   // a fork child's request took it off the rings since: its waiter places
   // and ring sleep are left all the same. Each owner is set once, before

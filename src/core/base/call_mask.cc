@@ -27,16 +27,22 @@ CallMask::~CallMask() { t_call_mask = outer_; }
 
 CallMaskIn::CallMaskIn(bool swap) : mask_(t_call_mask), swaps_(mask_ && swap) {
   t_call_mask = nullptr;
+  // What the call's mask blocks is blocked from the start, as the kernel
+  // installs it at entry; what it lets in waits for swap_in().
+  if (!swaps_) return;
+  const int saved = errno;
+  pthread_sigmask(SIG_BLOCK, mask_, &old_);
+  errno = saved;
 }
 
 void CallMaskIn::swap_in() {
   if (!swaps_ || swapped_) return;
-  set_mask(mask_, &old_);
+  set_mask(mask_, nullptr);
   swapped_ = true;
 }
 
 CallMaskIn::~CallMaskIn() {
-  if (swapped_) set_mask(&old_, nullptr);
+  if (swaps_) set_mask(&old_, nullptr);
   t_call_mask = mask_;
 }
 

@@ -1,8 +1,9 @@
 // The signal mask a waiting call asks for (ppoll, pselect, epoll_pwait,
 // epoll_pwait2), kept as the kernel keeps it: swapped in with the sleep as
-// one step (and in from the wait's start where handlers are counted), so
-// a signal the mask lets in ends the call whenever it comes (a program that unblocks SIGCHLD only
-// inside pselect must not sleep through one that came just before the sleep).
+// one step (and in from the first look that found nothing where handlers
+// are counted), so a signal the mask lets in ends the call whenever it
+// comes (a program that unblocks SIGCHLD only inside pselect must not
+// sleep through one that came just before the sleep).
 #pragma once
 #include <signal.h>
 
@@ -27,10 +28,10 @@ class CallMask {
 
 // The wait's side, made after it counted the handlers that ran: the
 // thread's call mask, none for a wait inside the scope (a handler's).
-// `swap`: the mask goes in at swap_in() and stays until the scope ends
-// (the wait counts handlers, so a signal let in at the swap or in the
-// busy phase ends it); else the thread's own mask stays and the sleep's
-// ppoll alone lets the call's in.
+// `swap`: what the mask blocks is blocked from the start, the mask is in
+// from swap_in() and until the scope ends (the wait counts handlers, so a
+// signal let in at the swap or in the busy phase ends it); else the
+// thread's own mask stays and the sleep's ppoll alone lets the call's in.
 class CallMaskIn {
  public:
   explicit CallMaskIn(bool swap);
@@ -48,7 +49,7 @@ class CallMaskIn {
   const sigset_t* mask_;
   bool swaps_;
   bool swapped_ = false;
-  sigset_t old_{};  // read only when swapped_
+  sigset_t old_{};  // read only when swaps_
 };
 
 // Whether a signal pending on this thread is one `mask` lets in.

@@ -69,7 +69,8 @@ class SleepSet {
 // phase, `arm(&sleep, &ms)` fills the sleep set (false: something is ready
 // now; each object's arming looks fully) and the thread sleeps on it.
 // `repeat` is false (a full look) for the scan of a call that may not wait
-// (timeout 0), the first after each sleep, and the last before returning
+// (timeout 0), the first of one whose mask swaps in (CallMaskIn), the
+// first after each sleep, and the last before returning
 // 0 on timeout; every other scan is a repeat (Pollable's
 // readiness_repeat()), from a waiting call's first: nothing is reported
 // missing without a full look. The result of the last scan, 0 on
@@ -88,11 +89,13 @@ int look_spin_sleep(int timeout, const PollTiming& timing, Scan&& scan, Arm&& ar
   const bool forever = deadline == Deadline::max();
   SpinPhase spin(timing.spin_limited);
   SleepSet sleep;
-  bool full = timeout == 0;
   const uint64_t handlers = timing.handlers_ran ? timing.handlers_ran() : 0;
   auto interrupted = [&] { return timing.handlers_ran && timing.handlers_ran() != handlers; };
   // After the count: a signal let in at the swap is seen.
   CallMaskIn mask(timing.handlers_ran || sandbox::locked_in());
+  // A swap waits for a look that found nothing: a full one, as the
+  // kernel's first look sees every descriptor before it looks at signals.
+  bool full = timeout == 0 || mask.swaps();
   const bool atomic = mask.mask() && !sandbox::locked_in();  // ppoll's swap
   bool sleep_now = atomic && !mask.swaps() && pending_let_in(mask.mask());
   for (;;) {
