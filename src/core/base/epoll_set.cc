@@ -131,8 +131,12 @@ short EpollSet::due(Member& m, Pollable& obj, bool commit, bool repeat) {
   const auto want = static_cast<short>(m.events & kPollBits);
   short rev = repeat ? obj.readiness_repeat(want) : obj.readiness(want);
   if (!counted) return rev;  // level-triggered (EPOLLET without a count too)
-  short fresh = static_cast<short>(rev & ~m.reported);  // risen since reported
-  if (changes != m.seen) fresh = rev;                   // an event since: all of it
+  // Risen since reported; POLLIN only with the count: an arrival the
+  // kernel queued before its wake-up reached the count (a connection to a
+  // kernel listener) shows in readiness first, and the count's move that
+  // follows would be its second edge.
+  short fresh = static_cast<short>(rev & ~m.reported & ~POLLIN);
+  if (changes != m.seen) fresh = rev;  // an event since: all of it
   if (commit) {
     m.seen = changes;
     m.reported = rev;  // bits that went away may fire again

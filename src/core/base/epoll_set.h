@@ -85,6 +85,7 @@ class EpollSet final : public Pollable {
 
  private:
   explicit EpollSet(int epfd) : epfd_(epfd) {}
+  static constexpr uint64_t kNoCount = UINT64_MAX;
   struct Member {
     int fd;
     uint32_t events;  // as given: the poll bits, EPOLLET, EPOLLONESHOT
@@ -93,8 +94,8 @@ class EpollSet final : public Pollable {
     // Edge-triggered: the bits reported and not yet gone, and the
     // object's change count when they were.
     short reported = 0;
-    uint64_t seen = 0;
-    bool disabled = false;  // one-shot, reported: until EPOLL_CTL_MOD
+    uint64_t seen = kNoCount;  // none yet (added or modified): what is ready is an edge
+    bool disabled = false;     // one-shot, reported: until EPOLL_CTL_MOD
   };
   Member* find(int fd);
   // ctl's one attempt; kLookAgain when the descriptor changed under it.
