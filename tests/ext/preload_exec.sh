@@ -43,7 +43,10 @@ run() {
   env "$@" SLIPSTREAM_PRELOAD_STATS="$T/$tag.st" timeout 30 "$T/prog" serve $port $MB "$how" \
     >"$T/$tag.srv" 2>&1 &
   pids+=($!)
-  for _ in $(seq 50); do grep -q ready "$T/$tag.srv" && break; sleep 0.1; done
+  # Its "ready" waited for as long as it may live: a loaded machine can
+  # take seconds to start a preloaded program.
+  for _ in $(seq 300); do grep -q ready "$T/$tag.srv" && break; sleep 0.1; done
+  grep -q ready "$T/$tag.srv" || echo "  the server ($tag) never said ready: $(tail -3 "$T/$tag.srv")"
   env "$@" SLIPSTREAM_PRELOAD_STATS="$T/$tag.st" timeout 30 "$T/prog" send $port $MB \
     >"$T/$tag.cl" 2>&1
   wait "${pids[-1]}"
