@@ -12,9 +12,10 @@ namespace ss {
 namespace {
 thread_local const sigset_t* t_call_mask = nullptr;
 
-void set_mask(const sigset_t* mask, sigset_t* old) {
+// pthread_sigmask(how, ...), errno kept.
+void set_mask(const sigset_t* mask, sigset_t* old, int how = SIG_SETMASK) {
   const int saved = errno;
-  pthread_sigmask(SIG_SETMASK, mask, old);
+  pthread_sigmask(how, mask, old);
   errno = saved;
 }
 }  // namespace
@@ -29,10 +30,7 @@ CallMaskIn::CallMaskIn(bool swap) : mask_(t_call_mask), swaps_(mask_ && swap) {
   t_call_mask = nullptr;
   // What the call's mask blocks is blocked from the start, as the kernel
   // installs it at entry; what it lets in waits for swap_in().
-  if (!swaps_) return;
-  const int saved = errno;
-  pthread_sigmask(SIG_BLOCK, mask_, &old_);
-  errno = saved;
+  if (swaps_) set_mask(mask_, &old_, SIG_BLOCK);
 }
 
 void CallMaskIn::swap_in() {
