@@ -39,8 +39,15 @@ int plan_connect(int fd, int family, const sockaddr* to, socklen_t len, bool non
                  NetdevRings** out, net::tcp::FourTuple* t) {
   const net::UdpAddr peer = wire_addr(to, len);
   if (peer.ip.empty()) return 1;  // AF_UNSPEC and the like: the kernel's answer
-  if (family == AF_INET6 && peer.ip.family == AF_INET) return 1;  // IPv4-mapped: kernel
-  if (peer.ip.family != family) return 1;
+  // An IPv6 socket reaches an IPv4 peer by its IPv4-mapped address (Java's
+  // sockets all do) unless IPV6_V6ONLY: then the kernel's ENETUNREACH.
+  if (family == AF_INET6 && peer.ip.family == AF_INET) {
+    int v6only = 0;
+    socklen_t olen = sizeof v6only;
+    if (real().getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &olen) != 0 || v6only) return 1;
+  } else if (peer.ip.family != family) {
+    return 1;
+  }
   const int ifindex = route_ifindex(peer.ip);
   char ifname[IF_NAMESIZE];
   if (ifindex <= 0 || !if_indextoname(static_cast<unsigned>(ifindex), ifname)) return 1;
@@ -54,7 +61,11 @@ int plan_connect(int fd, int family, const sockaddr* to, socklen_t len, bool non
   socklen_t blen = sizeof bound;
   if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) < 0) return -errno;
   net::UdpAddr local = wire_addr(reinterpret_cast<sockaddr*>(&bound), blen);
-  if (!local.ip.empty() && !is_any(local.ip)) flow.src = local.ip;
+  if (!local.ip.empty() && !is_any(local.ip)) {
+    if (local.ip.family != peer.ip.family)
+      return 1;  // bound to an IPv6 address: the kernel's answer
+    flow.src = local.ip;
+  }
   net::TxPath path;
   net::ToKernel why;
   // A next hop the kernel is resolving (the lookup asked it) is waited
@@ -76,7 +87,7 @@ int plan_connect(int fd, int family, const sockaddr* to, socklen_t len, bool non
   // route's source address. Held by the kernel socket, unconnected.
   if (local.port == 0) {
     sockaddr_storage src{};
-    const socklen_t slen = path.src.to_sockaddr(0, 0, &src);
+    const socklen_t slen = program_addr({path.src, 0}, family, &src);
     if (real().bind(fd, reinterpret_cast<sockaddr*>(&src), slen) < 0) return -errno;
     blen = sizeof bound;
     if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) < 0) return -errno;
@@ -575,7 +586,8 @@ void TcpOffload::info(tcp_info* out) {
   out->tcpi_unacked = i.unacked;
   out->tcpi_sacked = i.sacked;
   out->tcpi_lost = i.lost;
-  out->tcpi_pmtu = i.advmss + (family_ == AF_INET6 ? 60 : 40);
+  const bool v6_wire = rings_->tcp->tuple(sock_).remote.family == AF_INET6;
+  out->tcpi_pmtu = i.advmss + (v6_wire ? 60 : 40);
   out->tcpi_rtt = i.srtt_us;
   out->tcpi_rttvar = i.rttvar_us;
   out->tcpi_snd_ssthresh = i.snd_ssthresh;

@@ -158,31 +158,38 @@ ok=$?
 check "a tcp_client rule (use os tcp_client *:8080:*:*) keeps curl on A's kernel: $segs segments there" $?
 
 # (b) the Python client against an echo server in B.
-ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7000 2 >"$T/echo" 2>&1 &
+ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7000 3 >"$T/echo" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do grep -q ready "$T/echo" && break; sleep 0.1; done
+# py_echo N HOST [ENV...]: vma_tcp_client.py from A under the preload
+# (with ENV) sends N bytes to the echo server at HOST, port 7000; sets
+# bad: its exit, the echo, the offload (ours).
+py_echo() {
+  local n=$1 host=$2 ok
+  shift 2
+  in_a 1 env "$@" python3 "$here/vma_tcp_client.py" "$host" 7000 "$n"
+  ok=$?
+  bad=0
+  [ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
+  has "$T/out" "^echoed $n ok" || bad=1
+  ours || bad=1
+}
 # B unresolved in A's kernel: the connect waits for its resolution.
 ip -n "$A" neigh flush dev ta
-in_a 1 python3 "$here/vma_tcp_client.py" "$IP4B" 7000 1000000
-ok=$?
-bad=0
-[ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^echoed 1000000 ok" || bad=1
+py_echo 1000000 "$IP4B"
 has "$T/out" "^names \('$IP4', [0-9]+\) \('$IP4B', 7000\)" || bad=1
 # libvma's default VMA_TCP_TIMESTAMP_OPTION (0): SACK and window scale only.
 has "$T/out" "^tcp_info state 1 snd_mss 14[0-9][0-9] rtt [1-9][0-9]* snd_cwnd [1-9][0-9]* options 6$" || bad=1
-ours || bad=1
 check "Python: 1 MB echoed while sent, half-close, names, TCP_INFO, offloaded (B's address unresolved at connect)" $bad
 # libvma's TCP settings: timestamps on, CUBIC, no Nagle, quick ACKs.
-in_a 1 env VMA_TCP_TIMESTAMP_OPTION=1 VMA_TCP_CC_ALGO=1 VMA_TCP_NODELAY=1 VMA_TCP_QUICKACK=1 \
-  python3 "$here/vma_tcp_client.py" "$IP4B" 7000 200000
-ok=$?
-bad=0
-[ $ok = 0 ] || { echo "  client: $(tail -3 "$T/err")"; bad=1; }
-has "$T/out" "^echoed 200000 ok" || bad=1
+py_echo 200000 "$IP4B" VMA_TCP_TIMESTAMP_OPTION=1 VMA_TCP_CC_ALGO=1 VMA_TCP_NODELAY=1 VMA_TCP_QUICKACK=1
 has "$T/out" " options 7$" || { echo "  $(grep tcp_info "$T/out")"; bad=1; }
-ours || bad=1
 check "VMA_TCP_TIMESTAMP_OPTION=1 (with CC_ALGO, NODELAY, QUICKACK set): timestamps agreed, echoed" $bad
+# An IPv6 socket to B's IPv4-mapped address, as Java's sockets connect.
+py_echo 300000 "::ffff:$IP4B"
+has "$T/out" "^names \('::ffff:$IP4', [0-9]+\) \('::ffff:$IP4B', 7000\)" || bad=1
+has "$T/out" "^tcp_info state 1 snd_mss 14[0-9][0-9] " || bad=1
+check "an IPv6 socket to B's IPv4-mapped address: offloaded, its names mapped, echoed" $bad
 
 # (b2) socket semantics of an offloaded connection (vma_tcp_cases.py).
 ip netns exec "$Z" timeout 60 python3 "$here/vma_tcp_echo.py" "$IP4B" 7002 7 >"$T/echo" 2>&1 &
@@ -192,9 +199,9 @@ in_a 1 python3 "$here/vma_tcp_cases.py" "$IP4B" 7002
 ok=$?
 bad=0
 [ $ok = 0 ] || { echo "  cases: $(tail -3 "$T/err")"; bad=1; }
-for c in shut_rd port_held dup sendfile connect_again connect_retry buffers; do has "$T/out" "^ok $c" || bad=1; done
+for c in shut_rd port_held dup sendfile connect_again connect_retry buffers v6only; do has "$T/out" "^ok $c" || bad=1; done
 ours || bad=1
-check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection; sendfile; connect after a non-blocking one; connect after a refused one; SO_SNDBUF set on the open connection ($(grep -o "^ok buffers.*" "$T/out"))" $bad
+check "shutdown(SHUT_RD) wakes a blocked reader; a closed connection's port stays taken through TIME-WAIT; a dup carries the connection; sendfile; connect after a non-blocking one; connect after a refused one; IPV6_V6ONLY and a mapped address ENETUNREACH; SO_SNDBUF set on the open connection ($(grep -o "^ok buffers.*" "$T/out"))" $bad
 
 # (b3) SO_LINGER (vma_tcp_linger.py): {1, 0} resets, {1, T} holds the
 # close until the peer has it all.

@@ -19,7 +19,9 @@ TCP does, or exits non-zero saying which did not:
     EINPROGRESS, ECONNREFUSED (Linux's answers);
   buffers: SO_SNDBUF and SO_RCVBUF set on the open connection read back
     doubled; SO_SNDBUF set small, one non-blocking send of 1 MB takes part
-    of it, set to 1 MB it takes it whole (the send buffer grew at once)."""
+    of it, set to 1 MB it takes it whole (the send buffer grew at once);
+  v6only: an IPv6 socket with IPV6_V6ONLY set cannot reach HOST by its
+    IPv4-mapped address (ENETUNREACH, Linux's answer)."""
 import errno
 import os
 import select
@@ -164,3 +166,14 @@ if kept != 8192 or rkept != 131072 or not 0 < small < len(blob) or large != len(
     sys.exit("buffers: kept %d/%d, sent %d then %d, echoed %d" % (kept, rkept, small, large, len(back)))
 c.close()
 print("ok buffers %d %d" % (small, large), flush=True)
+
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+try:
+    s.connect(("::ffff:" + host, port))
+    sys.exit("v6only: connected to ::ffff:%s" % host)
+except OSError as e:
+    if e.errno != errno.ENETUNREACH:
+        sys.exit("v6only: %s, want ENETUNREACH" % e)
+s.close()
+print("ok v6only", flush=True)
