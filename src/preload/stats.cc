@@ -40,13 +40,15 @@ void publish() {
     return;
   }
   snprintf(path, sizeof path, "%s/rspreload.%d", dir, static_cast<int>(getpid()));
+  // The counts read under the lock: a thread that counted later writes
+  // later, so the file never ends on an older line.
+  std::lock_guard<std::mutex> g(file_mu);
   const unsigned long s = shm, v = verbs, t = tcp;
   int n = snprintf(
       line, sizeof line,
       "pid=%d comm=%s rsockets=%lu shm=%lu verbs=%lu tcp=%lu abandoned=%lu kernel_tcp=%lu\n",
       static_cast<int>(getpid()), program_name.s, s + v + t, s, v, t, abandoned.load(),
       kernel.load());
-  std::lock_guard<std::mutex> g(file_mu);
   OwnCalls to_libc;  // the file's own calls are libc's
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd >= 0) {
