@@ -23,6 +23,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/signal_count.cc \
 	src/interpose/program_memory.h \
 	src/interpose/program_memory.cc \
+	src/interpose/passed_fds.h \
+	src/interpose/passed_fds.cc \
 	src/interpose/sendfile_copy.h \
 	src/interpose/sendfile_copy.cc \
 	src/interpose/exec_calls.h \

@@ -24,6 +24,7 @@
 #include "interpose/export.h"
 #include "interpose/fortify_receives.h"
 #include "interpose/mmsg.h"
+#include "interpose/passed_fds.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "interpose/sendfile_copy.h"
@@ -155,7 +156,14 @@ bool dummy_path(vp::SocketRecord* s, int fd) {
   return false;
 }
 
+// Each offloaded TCP connection a message passes (SCM_RIGHTS) goes to
+// its kernel socket first: the receiving process has only that.
+void ready_passed(int fd) {
+  if (const auto s = record(fd)) s->tcp_for_another_process("passed to another process");
+}
+
 ssize_t send_path(int fd, const msghdr* m, int flags) {
+  ss::interpose::for_each_passed_fd(m, ready_passed);
   const auto s = record(fd);
   if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
@@ -204,6 +212,7 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 }
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
+  ss::interpose::for_each_passed_fd(v, vlen, ready_passed);
   const auto s = record(fd);
   if (out_of_reach(s)) return -1;
   if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;

@@ -1,8 +1,7 @@
 // exec under libvma.so (interpose/exec_calls.h): the new image has only
 // kernel sockets, so a TCP connection on the rings whose descriptor
 // survives the exec (no FD_CLOEXEC, or a spawn's dup2 source) goes to
-// its kernel socket first: in a fork child by asking the parent
-// (SocketRecord::tcp(), fork_share.h), else here (hand_tcp_to_kernel).
+// its kernel socket first (SocketRecord::tcp_for_another_process).
 // A failed exec leaves them there.
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -25,10 +24,7 @@ const char* connections_to_kernel(char* const* /*envp*/, const interpose::SpawnD
         std::none_of(dups, dups + n_dups,
                      [fd](const interpose::SpawnDup& d) { return d.from == fd; }))
       return true;
-    if (in_fork_child())
-      s->tcp();  // asks the parent, once
-    else if (s->tcp())
-      s->hand_tcp_to_kernel("exec");
+    s->tcp_for_another_process("exec");
     return true;
   });
   return nullptr;

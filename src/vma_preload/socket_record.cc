@@ -465,6 +465,14 @@ bool SocketRecord::hand_tcp_to_kernel(const char* why) {
   return hand_tcp_locked(why);
 }
 
+void SocketRecord::tcp_for_another_process(const char* why) {
+  if (protocol != IPPROTO_TCP) return;
+  if (in_fork_child())
+    tcp();  // asks the parent, once
+  else if (tcp())
+    hand_tcp_to_kernel(why);
+}
+
 bool SocketRecord::hand_tcp_locked(const char* why) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();

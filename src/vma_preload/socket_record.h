@@ -98,6 +98,10 @@ struct SocketRecord final : Pollable {
   // good (TcpOffload::hand_to_kernel), so each process sharing the
   // descriptor has it; `why` is logged. Whether it moved.
   bool hand_tcp_to_kernel(const char* why);
+  // A descriptor of this socket leaves for another process (exec,
+  // SCM_RIGHTS), which has only the kernel socket: an offloaded TCP
+  // connection goes there, in a fork child by asking its parent.
+  void tcp_for_another_process(const char* why);
   // connect() of this socket: 1 when the rings do not take it (not TCP,
   // not decided "vma", TCP offload off, a peer the rings do not reach, a
   // try that failed: the caller connects the kernel socket); else
