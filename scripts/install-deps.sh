@@ -11,6 +11,7 @@ pkgs=(
   iperf3 redis-server redis-tools sockperf
   memcached libmemcached-tools nginx-light apache2-utils wrk postgresql
   openssh-server openssh-client
+  openjdk-17-jdk-headless nodejs
 )
 # Servers the tests start themselves, on ports of their own: none left
 # running or enabled by the install.

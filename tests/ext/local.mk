@@ -42,6 +42,7 @@ ext_test_scripts = \
 	tests/ext/vma_tcp.sh \
 	tests/ext/vma_tcp_extra.sh \
 	tests/ext/vma_tcp_wire.sh \
+	tests/ext/vma_runtimes.sh \
 	tests/ext/fault_matrix.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
@@ -91,6 +92,8 @@ EXTRA_DIST += tests/ext/vma_tcp_client.py tests/ext/vma_tcp_echo.py tests/ext/vm
 EXTRA_DIST += tests/ext/vma_extras_prog.c
 # Compiled by vma_tcp_extra.sh against the installed header.
 EXTRA_DIST += tests/ext/vma_tcp_extra_prog.c
+# Run by vma_runtimes.sh, preload.sh and preload_netns_apps.sh (preload_cases.sh).
+EXTRA_DIST += tests/ext/java_echo.java tests/ext/node_http.js
 # Run by vma_tcp_wire.sh.
 EXTRA_DIST += tests/ext/lossy_wire.py tests/ext/both_ways.py
 # Time limits (tests/local.mk), each about 5-10 times the script's run on
@@ -103,4 +106,4 @@ TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
 	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=480 \
-	vma_tcp_extra.sh=120 vma_tcp_wire.sh=240
+	vma_tcp_extra.sh=120 vma_tcp_wire.sh=240 vma_runtimes.sh=120

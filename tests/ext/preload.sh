@@ -16,6 +16,8 @@
 #     one end preloaded, both ways                        -> kernel TCP
 #   PostgreSQL (a backend forked per connection) + psql/pgbench, run as
 #     the postgres user (root only, else skipped)           -> shm
+#   Java's blocking and NIO servers and clients, Node.js's http server
+#     and client (each a counted skip without them)           -> shm; one end -> kernel TCP
 #   one end preloaded, both ways, both speaking orders    -> kernel TCP
 #   a unix socket under the preload                       -> untouched
 #   RS_SQ_SIZE/RS_RQ_SIZE/RS_INLINE set                   -> still shm
@@ -92,6 +94,12 @@ sockperf_case "sockperf TCP ping-pong, preloaded server, plain client" 1 0 ping-
 sockperf_case "sockperf TCP under-load, plain server, preloaded client" 0 1 under-load -
 
 pg_case "PostgreSQL + psql and pgbench, all as postgres, all preloaded" 1 1
+
+java_case "Java: a blocking server (a thread per connection) and its clients, both preloaded" 1 1 block
+java_case "Java: an NIO server (one Selector) and its clients, both preloaded" 1 1 nio
+java_case "Java: preloaded clients, plain NIO server" 0 1 nio
+node_case "Node.js: http server and client, both preloaded" 1 1
+node_case "Node.js: plain http client, preloaded server" 1 0
 pg_case "PostgreSQL preloaded, psql and pgbench plain" 1 0
 pg_case "PostgreSQL plain, psql and pgbench preloaded" 0 1
 

@@ -465,3 +465,65 @@ pg_case() {
   expect_end "$cli_pre" pgbench 6
   end
 }
+
+# runtime_ready PROGRAM...: the programs there, and JavaEcho
+# (java_echo.java) compiled into $T/java once; else a SKIP line for the
+# case (counted) and 1.
+runtime_ready() {
+  local p
+  for p in "$@"; do
+    command -v "$p" >/dev/null || { echo "SKIP: $case: $p not found (scripts/install-deps.sh)"; return 1; }
+  done
+  [ "$1" != java ] || [ -f "$T/java/JavaEcho.class" ] ||
+    javac -d "$T/java" "$(dirname "${BASH_SOURCE[0]}")/java_echo.java" ||
+    { fail "javac failed"; return 1; }
+}
+
+# java_case NAME SERVER_PRELOADED CLIENT_PRELOADED MODE [ADDRESS]: a
+# JavaEcho server (MODE block: a thread per connection; nio: a Selector)
+# echoes 4 clients' 2 MiB each; Java's sockets are IPv6 ones, an IPv4
+# address reached IPv4-mapped.
+java_case() {
+  local srv_pre=$2 cli_pre=$3 mode=$4 host=${5:-$HOST} spid
+  begin "$1"
+  if runtime_ready java javac; then
+    bg_env "$srv_pre" java -cp "$T/java" JavaEcho "$mode" "$host" $port >"$T/java.log" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    wait_listening $port || fail "server never listened: $(tail -3 "$T/java.log")"
+    run_env "$cli_pre" java -cp "$T/java" JavaEcho client "$host" $port 4 2 >"$T/out" 2>&1
+    grep -q "^clients 4 bad 0$" "$T/out" || fail "client: $(tail -3 "$T/out")"
+    expect_both java 4
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+  fi
+  end
+}
+
+# node_case NAME SERVER_PRELOADED CLIENT_PRELOADED [ADDRESS]: Node.js's
+# http module both ends (node_http.js): 20 GETs of $T/in over 4
+# kept-alive connections, each checked, then $T/in POSTed and its
+# SHA-256 answered.
+node_case() {
+  local srv_pre=$2 cli_pre=$3 host=${4:-$HOST} spid js
+  js=$(dirname "${BASH_SOURCE[0]}")/node_http.js
+  begin "$1"
+  if runtime_ready node; then
+    bg_env "$srv_pre" node "$js" server "$host" $port "$T/in" >"$T/node.log" 2>&1 &
+    spid=$!
+    pids+=("$spid")
+    wait_listening $port || fail "server never listened: $(tail -3 "$T/node.log")"
+    run_env "$cli_pre" node "$js" client "$host" $port "$T/in" 20 >"$T/out" 2>&1
+    grep -q "^gets 20 ok$" "$T/out" && grep -q "^post ok$" "$T/out" ||
+      fail "client: $(tail -3 "$T/out")"
+    if [ "$srv_pre$cli_pre" = 11 ]; then
+      expect_counts node some 0
+    else
+      expect_end "$srv_pre" node some
+      expect_end "$cli_pre" node some
+    fi
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+  fi
+  end
+}

@@ -14,7 +14,8 @@
 #   nginx (2 forked workers, epoll, sendfile) + curl (keep-alive, 100 MB)
 #   and wrk, sockperf TCP (ping-pong: one connection, epoll, poll,
 #   select; throughput; under-load), PostgreSQL + psql/pgbench (a backend
-#   forked per connection; as the postgres user).
+#   forked per connection; as the postgres user), Java's NIO server and
+#   clients, Node.js's http server and client.
 # The clients wait up to 1 s for the side channel's answer (see below).
 # Creates ss-3a-PID (10.213.3.1, fd00:213:3::1, servers) and ss-3z-PID
 # (.2, ::2, clients) and removes them on exit (preload_netns_setup.sh);
@@ -57,6 +58,9 @@ nginx_case "nginx (master, 2 workers, epoll, sendfile) + curl and wrk, all prelo
 sockperf_cases 1 1
 
 pg_case "PostgreSQL + psql and pgbench, all as postgres, all preloaded" 1 1
+
+java_case "Java: an NIO server (one Selector) and its clients, both preloaded" 1 1 nio
+node_case "Node.js: http server and client, both preloaded" 1 1
 
 [ "$fails" = 0 ] || { echo "$name: $fails case(s) failed"; exit 1; }
 echo "$name: all cases passed"
