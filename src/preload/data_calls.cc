@@ -153,7 +153,7 @@ SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, c
 }
 
 SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  if (!libc_only()) ss::interpose::for_each_passed_fd(msg, warn_passed);
+  if (!libc_only() && !rs(fd)) ss::interpose::for_each_passed_fd(msg, warn_passed);
   return on_rsocket_data(
       fd, [&] { return pipe_signal(rsendmsg(fd, msg, flags), flags); },
       [&] { return ss::interpose::real().sendmsg(fd, msg, flags); });
@@ -182,7 +182,7 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 }
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
-  if (!libc_only()) ss::interpose::for_each_passed_fd(v, vlen, warn_passed);
+  if (!libc_only() && !rs(fd)) ss::interpose::for_each_passed_fd(v, vlen, warn_passed);
   if (!rs(fd)) return ss::interpose::real().sendmmsg(fd, v, vlen, flags);
   unsigned int i = 0;
   for (; i < vlen; i++) {

@@ -163,8 +163,9 @@ void ready_passed(int fd) {
 }
 
 ssize_t send_path(int fd, const msghdr* m, int flags) {
-  ss::interpose::for_each_passed_fd(m, ready_passed);
   const auto s = record(fd);
+  if (!s)
+    ss::interpose::for_each_passed_fd(m, ready_passed);  // unix sockets carry them, never ours
   if (out_of_reach(s)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr) {
     if (flags & VMA_SND_FLAGS_DUMMY) {  // UDP only, as libvma
@@ -212,8 +213,8 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 }
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
-  ss::interpose::for_each_passed_fd(v, vlen, ready_passed);
   const auto s = record(fd);
+  if (!s) ss::interpose::for_each_passed_fd(v, vlen, ready_passed);
   if (out_of_reach(s)) return -1;
   if ((flags & VMA_SND_FLAGS_DUMMY) && !dummy_path(s.get(), fd)) return -1;
   if (vp::TcpOffload* t = s ? s->tcp() : nullptr)
