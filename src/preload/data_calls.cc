@@ -29,14 +29,14 @@ namespace {
 bool rs(int fd) { return route(fd) == Route::kRsocket; }
 
 // A connection or listener passed to another process (SCM_RIGHTS) stays
-// here: the receiver gets only the kernel socket under it (not missing:
-// said in the log, as docs/status.md lists it).
+// here: the receiver gets the descriptor of its transport, no connection
+// it can use. Said in the log (docs/status.md lists it as missing).
 void warn_passed(int fd) {
   const Route r = route(fd);
   if (r != Route::kRsocket && r != Route::kListener) return;
   SS_WARN(
       "librspreload: fd %d: an rsocket %s passed to another process (SCM_RIGHTS) does not "
-      "follow it: the receiver gets the kernel socket under it",
+      "follow it: the receiver gets no connection it can use",
       fd, r == Route::kRsocket ? "connection" : "listener");
 }
 }  // namespace
