@@ -32,6 +32,7 @@ libinterpose_la_SOURCES = \
 	src/interpose/spawn_actions.h \
 	src/interpose/spawn_actions.cc \
 	src/interpose/sandbox_calls.cc \
+	src/interpose/syscall_calls.cc \
 	src/interpose/real.cc
 libinterpose_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 libinterpose_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

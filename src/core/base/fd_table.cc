@@ -138,11 +138,18 @@ FdTable::~FdTable() {
   for (Node* n = limbo_.load(std::memory_order_relaxed); n;) delete std::exchange(n, n->limbo_next);
 }
 
+namespace {
+std::atomic<FdTable*> g_made{nullptr};
+}  // namespace
+
+FdTable* FdTable::if_made() { return g_made.load(std::memory_order_acquire); }
+
 FdTable& FdTable::instance() {
   // Leaked on purpose: descriptors may be used from atexit handlers and
   // static destructors of the application.
   static FdTable* table = [] {
     auto* t = new FdTable();
+    g_made.store(t, std::memory_order_release);
     // After urcu's handlers (the constructor's): in the child, ours runs
     // after urcu's and before those of the faces, which use the objects.
     pthread_atfork(nullptr, nullptr, [] { instance().fork_child(); });

@@ -41,8 +41,11 @@ enum class FdKind : uint8_t {
 class FdTable {
  public:
   SS_API static FdTable& instance();  // the process's table
-  FdTable();                          // (tests: a table of their own)
-  ~FdTable();                         // with no lookup or remove still running
+  // The table once instance() made it, else nullptr: for a caller that
+  // must not allocate (a raw close inside malloc's own start-up).
+  SS_API static FdTable* if_made();
+  FdTable();   // (tests: a table of their own)
+  ~FdTable();  // with no lookup or remove still running
 
   // Sets fd's entry, replacing any (a descriptor the kernel reused).
   // -ENOMEM when the descriptor is beyond what the table tracks.

@@ -1,0 +1,61 @@
+// libc's syscall(): a system call by its number, exported by both
+// preloads. Programs use it to pass libc by: libuv (Node.js) closes its
+// descriptors by syscall(SYS_close). A descriptor's lifecycle calls go to
+// the preload's own names, so that its tables follow the kernel's: a raw
+// close of a socket the preload serves would leave the number looking
+// like that socket to whatever the program opens next at it. Only numbers
+// the preload serves take that way: a malloc's start-up closes its files
+// by syscall (jemalloc's), where nothing may allocate. A seccomp
+// filter installed this way (libseccomp's) locks the process in
+// (core/base/sandbox.h).
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdarg>
+
+#include "core/base/fd_table.h"
+#include "core/base/sandbox.h"
+#include "interpose/export.h"
+#include "interpose/real.h"
+
+namespace {
+bool served(long fd) {
+  const ss::FdTable* t = ss::FdTable::if_made();
+  return t && fd >= 0 && fd <= INT32_MAX && t->kind(static_cast<int>(fd)) != ss::FdKind::kNone;
+}
+}  // namespace
+
+SS_PRELOAD_EXPORT long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  long a[6];
+  for (long& v : a) v = va_arg(ap, long);
+  va_end(ap);
+  const auto fd = [&](int i) { return static_cast<int>(a[i]); };
+  switch (number) {
+    case SYS_close:
+      if (served(a[0])) return close(fd(0));
+      break;
+    case SYS_close_range:
+      if (ss::FdTable::if_made())
+        return close_range(static_cast<unsigned>(a[0]), static_cast<unsigned>(a[1]), fd(2));
+      break;
+    case SYS_dup:
+      if (served(a[0])) return dup(fd(0));
+      break;
+    case SYS_dup2:
+      if (served(a[0]) || served(a[1])) return dup2(fd(0), fd(1));
+      break;
+    case SYS_dup3:
+      if (served(a[0]) || served(a[1])) return dup3(fd(0), fd(1), fd(2));
+      break;
+    default:
+      break;
+  }
+  const long rc = ss::interpose::real().syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  if (rc >= 0 && number == SYS_seccomp &&
+      (a[0] == SECCOMP_SET_MODE_FILTER || a[0] == SECCOMP_SET_MODE_STRICT))
+    ss::sandbox::enter();
+  return rc;
+}
