@@ -160,7 +160,7 @@ bool Socket::exec_state(std::vector<uint8_t>* out, std::vector<int>* keep) {
 
 void Socket::exec_abandon() { mu_.unlock(); }
 
-int Socket::exec_restore(const uint8_t* in, size_t len) {
+int Socket::exec_restore(const uint8_t* in, size_t len, const prov::Renumber& renumber) {
   PodReader r(in, len);
   ExecHeader h{};
   if (!r.get(&h) || memcmp(h.stamp, kStamp, sizeof kStamp) != 0 || h.domain != domain_ ||
@@ -178,12 +178,12 @@ int Socket::exec_restore(const uint8_t* in, size_t len) {
   const uint8_t* ep_state = r.rest(&ep_len);
   Lock lk(mu_);
   wire_names_ = std::move(names);
-  return exec_rebuild(h, rbuf, target, &st, lens, ep_state, ep_len);
+  return exec_rebuild(h, rbuf, target, &st, lens, ep_state, ep_len, renumber);
 }
 
 int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* target, EngineState* st,
-                         const std::vector<uint32_t>& lens, const uint8_t* ep_state,
-                         size_t ep_len) {
+                         const std::vector<uint32_t>& lens, const uint8_t* ep_state, size_t ep_len,
+                         const prov::Renumber& renumber) {
   uint32_t last_key = 0;
   for (const WireName& n : wire_names_) last_key = std::max(last_key, n.key);
   char provider[sizeof h.provider];
@@ -191,7 +191,7 @@ int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* targ
   provider[sizeof provider - 1] = '\0';
   const prov::Descriptor* d = prov::find_provider(provider, prov::Family::kConnection);
   if (!d || !d->connection->restore) return -EPROTO;
-  if (int rc = d->connection->restore(fd_, ep_state, ep_len, &ep_)) return rc;
+  if (int rc = d->connection->restore(fd_, ep_state, ep_len, renumber, &ep_)) return rc;
   exec_fields(&h, false);
   prov::EndpointAttr attr{opt_.sq_size, opt_.rq_size, opt_.inline_size};
   int rc = ep_->setup(&attr);
@@ -230,7 +230,7 @@ int Socket::exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* targ
   made_in_ = getpid();
   join_processes();
   if (opt_.keepalive) KeepaliveService::instance().add(shared_from_this(), keepalive_interval());
-  SS_DEBUG("rsocket: fd %d: carried across exec over %s", fd_, ep_->provider_name());
+  SS_DEBUG("rsocket: fd %d: built back over %s", fd_, ep_->provider_name());
   return 0;
 }
 

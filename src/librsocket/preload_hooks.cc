@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <new>
 #include <vector>
@@ -107,13 +108,27 @@ SS_EXPORT int ss_rspreload_fell_back(int fd) {
 }
 
 namespace {
-// The connections an exec is carrying, locked until the image goes or
-// the exec failed (ss_rspreload_exec_abandon).
+// The connections an exec, or a send passing them (SCM_RIGHTS), is
+// carrying, locked until the image goes or the send went (given away),
+// or the exec or send failed (ss_rspreload_exec_abandon). Sends on
+// several threads share the map: carried_mu guards it, never held
+// across a connection's own lock.
 struct Carried {
   std::shared_ptr<Socket> socket;
   std::vector<uint8_t> state;
 };
 std::map<int, Carried>& carried = *new std::map<int, Carried>;  // by descriptor
+std::mutex carried_mu;
+
+// The entry of fd taken out of the map (no socket: none).
+Carried take_carried(int fd) {
+  std::lock_guard<std::mutex> g(carried_mu);
+  auto it = carried.find(fd);
+  if (it == carried.end()) return {};
+  Carried c = std::move(it->second);
+  carried.erase(it);
+  return c;
+}
 }  // namespace
 
 SS_EXPORT long ss_rspreload_exec_save(int fd, const void** state, int* own, int* domain, int* keep,
@@ -122,31 +137,30 @@ SS_EXPORT long ss_rspreload_exec_save(int fd, const void** state, int* own, int*
   if (!s) return fail(EBADF);
   *own = s->fd();
   *domain = s->domain();
-  Carried* c;
-  try {
-    c = &carried[fd];
-  } catch (const std::bad_alloc&) {
-    return fail(ENOMEM);
-  }
-  c->socket = s;
+  Carried c{s, {}};
   std::vector<int> fds;
-  const int rc = s->exec_save(&c->state, &fds);
+  const int rc = s->exec_save(&c.state, &fds);
   if (rc || fds.size() > static_cast<size_t>(*nkeep)) {
     if (!rc) s->exec_abandon();
-    carried.erase(fd);
     return fail(rc ? -rc : EOPNOTSUPP);
+  }
+  const size_t len = c.state.size();
+  try {
+    std::lock_guard<std::mutex> g(carried_mu);
+    Carried& in = carried[fd];  // none there: the rsocket was not locked
+    in = std::move(c);
+    *state = in.state.data();  // a map entry and its vector's bytes stay put
+  } catch (const std::bad_alloc&) {
+    s->exec_abandon();
+    return fail(ENOMEM);
   }
   *nkeep = static_cast<int>(fds.size());
   std::copy(fds.begin(), fds.end(), keep);
-  *state = c->state.data();
-  return static_cast<long>(c->state.size());
+  return static_cast<long>(len);
 }
 
 SS_EXPORT void ss_rspreload_exec_give_away(int fd) {
-  auto it = carried.find(fd);
-  if (it == carried.end()) return;
-  it->second.socket->exec_give_away();
-  carried.erase(it);
+  if (Carried c = take_carried(fd); c.socket) c.socket->exec_give_away();
 }
 
 SS_EXPORT void ss_rspreload_exec_take_back(int fd) {
@@ -163,10 +177,7 @@ SS_EXPORT int ss_rspreload_transports(int fd, int* out, int room) {
 }
 
 SS_EXPORT void ss_rspreload_exec_abandon(int fd) {
-  auto it = carried.find(fd);
-  if (it == carried.end()) return;
-  it->second.socket->exec_abandon();
-  carried.erase(it);
+  if (Carried c = take_carried(fd); c.socket) c.socket->exec_abandon();
 }
 
 namespace {
@@ -191,9 +202,10 @@ int rebuilt(int fd, int domain, const Build& build) {
 }
 }  // namespace
 
-SS_EXPORT int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len) {
+SS_EXPORT int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len,
+                                        const int* from, const int* to, int n) {
   return rebuilt(fd, domain, [&](Socket& s) {
-    return s.exec_restore(static_cast<const uint8_t*>(state), len);
+    return s.exec_restore(static_cast<const uint8_t*>(state), len, ss::prov::Renumber{from, to, n});
   });
 }
 

@@ -124,8 +124,12 @@ int ss_rspreload_transports(int fd, int* out, int room);
 // a connection that could not cross, a reset one there named `name`
 // (ECONNRESET once, then an end of stream and EPIPE), a copy whose close
 // leaves the transport alone when `aside` (another process goes on with
-// it). 0, or -1 and errno.
-int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len);
+// it). 0, or -1 and errno. A connection another process passed
+// (SCM_RIGHTS) is built back the same way at the number it arrived at,
+// the n descriptors its state names at from[i] now at to[i] (n 0 for an
+// exec, which keeps every number).
+int ss_rspreload_exec_restore(int fd, int domain, const void* state, unsigned long len,
+                              const int* from, const int* to, int n);
 int ss_rspreload_exec_lost(int fd, int domain, const struct sockaddr* name, unsigned len,
                            int aside);
 // A listening rsocket `listener` left open across exec: its connections

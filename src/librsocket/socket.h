@@ -256,7 +256,9 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   // In the new image: the connection built back on its descriptor fd_
   // from exec_save's state (0 or -errno), or, when it could not cross,
   // a connection reset (exec_lost: ECONNRESET once, then as Linux's).
-  int exec_restore(const uint8_t* in, size_t len);
+  // A connection passed to another process is built back there the same
+  // way, its descriptors at their new numbers (`renumber`).
+  int exec_restore(const uint8_t* in, size_t len, const prov::Renumber& renumber = {});
   void exec_lost(const sockaddr* name, socklen_t len);
   // A copy another process goes on with (fork) and this one never moved:
   // true when it stays with that process (which did not let go by
@@ -575,7 +577,8 @@ class Socket final : public std::enable_shared_from_this<Socket>,
   struct ExecHeader;
   void exec_fields(ExecHeader* h, bool save);
   int exec_rebuild(ExecHeader& h, const uint8_t* rbuf, const uint8_t* target, EngineState* st,
-                   const std::vector<uint32_t>& lens, const uint8_t* ep_state, size_t ep_len);
+                   const std::vector<uint32_t>& lens, const uint8_t* ep_state, size_t ep_len,
+                   const prov::Renumber& renumber);
   // A name the peer may write rbuf (or the target table) by, from an
   // image of this process before an exec (exec_handover.cc).
   struct WireName {

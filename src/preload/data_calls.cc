@@ -18,6 +18,7 @@
 #include "interpose/passed_fds.h"
 #include "interpose/real.h"
 #include "interpose/sendfile_copy.h"
+#include "preload/pass_rights.h"
 #include "preload/route.h"
 #include "preload/sigpipe.h"
 
@@ -28,17 +29,6 @@ using namespace ss::preload;
 namespace {
 bool rs(int fd) { return route(fd) == Route::kRsocket; }
 
-// A connection or listener passed to another process (SCM_RIGHTS) stays
-// here: the receiver gets the descriptor of its transport, no connection
-// it can use. Said in the log (docs/status.md lists it as missing).
-void warn_passed(int fd) {
-  const Route r = route(fd);
-  if (r != Route::kRsocket && r != Route::kListener) return;
-  SS_WARN(
-      "librspreload: fd %d: an rsocket %s passed to another process (SCM_RIGHTS) does not "
-      "follow it: the receiver gets no connection it can use",
-      fd, r == Route::kRsocket ? "connection" : "listener");
-}
 }  // namespace
 
 SS_PRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
@@ -135,7 +125,11 @@ SS_PRELOAD_EXPORT ssize_t recvfrom(int fd, void* buf, size_t n, int flags, socka
 SS_PRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   return on_rsocket_data(
       fd, [&] { return rrecvmsg(fd, msg, flags); },
-      [&] { return ss::interpose::real().recvmsg(fd, msg, flags); });
+      [&] {
+        ssize_t got;
+        if (!libc_only() && recv_carried(fd, msg, flags, &got)) return got;
+        return ss::interpose::real().recvmsg(fd, msg, flags);
+      });
 }
 
 SS_PRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
@@ -153,7 +147,8 @@ SS_PRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, c
 }
 
 SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
-  if (!libc_only() && !rs(fd)) ss::interpose::for_each_passed_fd(msg, warn_passed);
+  ssize_t sent;
+  if (!libc_only() && !rs(fd) && send_carrying(fd, msg, flags, &sent)) return sent;
   return on_rsocket_data(
       fd, [&] { return pipe_signal(rsendmsg(fd, msg, flags), flags); },
       [&] { return ss::interpose::real().sendmsg(fd, msg, flags); });
@@ -182,7 +177,9 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
 }
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
-  if (!libc_only() && !rs(fd)) ss::interpose::for_each_passed_fd(v, vlen, warn_passed);
+  if (!libc_only() && !rs(fd))
+    ss::interpose::for_each_passed_fd(
+        v, vlen, [](int p) { passed_without_state(p, "sendmmsg carries no state"); });
   if (!rs(fd)) return ss::interpose::real().sendmmsg(fd, v, vlen, flags);
   unsigned int i = 0;
   for (; i < vlen; i++) {

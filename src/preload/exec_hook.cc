@@ -41,6 +41,7 @@
 #include "interpose/real.h"
 #include "librsocket/preload_hooks.h"
 #include "librsocket/rsocket_own.h"
+#include "preload/carried_record.h"
 #include "preload/route.h"
 #include "preload/stats.h"
 
@@ -51,28 +52,6 @@ constexpr char kEnvName[] = "SLIPSTREAM_RSPRELOAD_EXEC";
 constexpr char kMagic[16] = "rspreload-exec2";
 // The most connections a listener's queue carries (the rest end at exec).
 constexpr int kMaxQueued = 4096;
-
-// What a record is: a connection at the program's numbers, a listener,
-// or a connection queued for accept on the listener before it.
-enum Kind : int { kConnection, kListener, kQueued };
-
-// One rsocket or listener in the memfd, followed by its numbers and, for
-// a connection, its state.
-struct Record {
-  int kind;
-  int own;  // the descriptor it was made at (its transport; a listener's: its first number)
-  int domain;
-  sockaddr_storage name;  // its local name (a reset one still answers it)
-  socklen_t name_len;
-  int carried;  // 1: a state follows; 0: reset in the new image
-  int keep[4];  // descriptors of its transport, left open too
-  int nkeep;
-  int numbers;  // the program's numbers that follow (int each)
-  uint64_t state_len;
-  int backlog;  // kListener: the program's, and its O_NONBLOCK
-  int nonblock;
-  int aside;  // not carried: another process goes on with it (ss_rspreload_exec_aside)
-};
 
 // What the hook did, undone when the exec fails.
 char g_env[64];
@@ -494,50 +473,19 @@ int rebuild_listener(const Record& r, const std::vector<int>& numbers) {
   return rs;
 }
 
-// A record's own descriptor and those it kept open, close-on-exec again
-// as every rsocket's kernel descriptor.
-void close_on_exec_again(const Record& r) {
-  interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);
-  for (int i = 0; i < r.nkeep && i < 4; i++)
-    interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
-}
-
 // A connection queued for accept before the exec, built back, queued on
 // rsocket listener `rs` again (or ended, without one).
 void requeue(const Record& r, const uint8_t* state, int rs) {
   OwnCalls in;
   close_on_exec_again(r);
-  if (!r.carried || ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len)) {
+  if (!r.carried ||
+      ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len, nullptr, nullptr, 0)) {
     // The peer must see the end; the program never saw this one.
     interpose::real().shutdown(r.own, SHUT_RDWR);
     interpose::real().close(r.own);
     return;
   }
   if (rs < 0 || ss_rspreload_requeue(rs, r.own)) rclose(r.own);
-}
-
-// One record built back: the rsocket at its own number, its numbers
-// sharing it, close-on-exec again as every rsocket's kernel descriptor.
-void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state) {
-  OwnCalls in;
-  bool ok = r.carried && ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len) == 0;
-  if (r.carried && !ok)
-    SS_WARN("librspreload: fd %d: the connection could not be built back after exec (%s): reset",
-            r.own, strerror(errno));
-  if (!ok) {
-    // The peer must see the end: nothing here will carry on its transport
-    // (an endpoint built and dropped closed its own descriptors). Unless
-    // another process goes on with it.
-    if (!r.aside) interpose::real().shutdown(r.own, SHUT_RDWR);
-    if (ss_rspreload_exec_lost(r.own, r.domain, reinterpret_cast<const sockaddr*>(&r.name),
-                               r.name_len, r.aside))
-      return;  // a plain socket, then
-  }
-  if (ok) stats::count_rsocket(ss_rspreload_provider(r.own));
-  if (const int rc = interpose::dups::regroup(r.own, numbers, FdKind::kRsocket))
-    SS_WARN("librspreload: fd %d: its duplicates after exec: %s", r.own, strerror(-rc));
-  close_on_exec_again(r);
-  for (int n : numbers) interpose::real().fcntl(n, F_SETFD, FD_CLOEXEC);
 }
 
 // A spawn started its child: the descriptors it needed open close on
@@ -586,7 +534,7 @@ __attribute__((constructor)) void carry_in() {
     else if (rec.kind == kQueued)
       requeue(rec, state, listener);
     else
-      rebuild(rec, numbers, state);
+      rebuild(rec, numbers, state, "after exec");
   }
   standard_streams_over_connections();
 }

@@ -25,7 +25,11 @@ librspreload_la_SOURCES = \
 	src/preload/late_fallback.cc \
 	src/preload/signal_calls.cc \
 	src/preload/stdio.cc \
-	src/preload/exec_hook.cc
+	src/preload/exec_hook.cc \
+	src/preload/carried_record.h \
+	src/preload/carried_record.cc \
+	src/preload/pass_rights.h \
+	src/preload/pass_rights.cc
 # Its names are libc's: no fortify wrappers around the definitions.
 librspreload_la_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE
 librspreload_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden

@@ -100,6 +100,7 @@ java_case "Java: an NIO server (one Selector) and its clients, both preloaded" 1
 java_case "Java: preloaded clients, plain NIO server" 0 1 nio
 node_case "Node.js: http server and client, both preloaded" 1 1
 node_case "Node.js: plain http client, preloaded server" 1 0
+node_case "Node.js: cluster (the primary passes each connection to a worker) and client, both preloaded" 1 1 "$HOST" cluster
 pg_case "PostgreSQL preloaded, psql and pgbench plain" 1 0
 pg_case "PostgreSQL plain, psql and pgbench preloaded" 0 1
 

@@ -500,18 +500,23 @@ java_case() {
   end
 }
 
-# node_case NAME SERVER_PRELOADED CLIENT_PRELOADED [ADDRESS]: Node.js's
-# http module both ends (node_http.js): 20 GETs of $T/in over 4
+# node_case NAME SERVER_PRELOADED CLIENT_PRELOADED [ADDRESS [MODE]]:
+# Node.js's http module both ends (node_http.js): 20 GETs of $T/in over 4
 # kept-alive connections, each checked, then $T/in POSTed and its
-# SHA-256 answered.
+# SHA-256 answered. MODE cluster: the server is Node's cluster module,
+# whose primary accepts each connection and passes it to one of 2
+# workers (SCM_RIGHTS); both preloaded, each connection is counted on
+# rsockets by the client, the primary and the worker it went to (a
+# connection the worker got as a bare descriptor would hang the client).
 node_case() {
-  local srv_pre=$2 cli_pre=$3 host=${4:-$HOST} spid js
+  local srv_pre=$2 cli_pre=$3 host=${4:-$HOST} mode=${5:-server} spid js f n=0
   js=$(dirname "${BASH_SOURCE[0]}")/node_http.js
   begin "$1"
   if runtime_ready node; then
-    bg_env "$srv_pre" node "$js" server "$host" $port "$T/in" >"$T/node.log" 2>&1 &
+    bg_env "$srv_pre" node "$js" "$mode" "$host" $port "$T/in" >"$T/node.log" 2>&1 &
     spid=$!
     pids+=("$spid")
+    for f in $(seq 100); do grep -q "^ready$" "$T/node.log" && break; sleep 0.1; done
     wait_listening $port || fail "server never listened: $(tail -3 "$T/node.log")"
     run_env "$cli_pre" node "$js" client "$host" $port "$T/in" 20 >"$T/out" 2>&1
     grep -q "^gets 20 ok$" "$T/out" && grep -q "^post ok$" "$T/out" ||
@@ -521,6 +526,13 @@ node_case() {
     else
       expect_end "$srv_pre" node some
       expect_end "$cli_pre" node some
+    fi
+    if [ "$mode" = cluster ]; then
+      # The client, the primary and at least one worker.
+      for f in "$T"/st/rspreload.*; do
+        grep -q " rsockets=[1-9]" "$f" && n=$((n + 1))
+      done
+      [ "$n" -ge 3 ] || fail "$n processes counted rsockets, expected the client, the primary and a worker"
     fi
     kill "$spid" 2>/dev/null
     wait "$spid" 2>/dev/null

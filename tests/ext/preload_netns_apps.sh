@@ -61,6 +61,7 @@ pg_case "PostgreSQL + psql and pgbench, all as postgres, all preloaded" 1 1
 
 java_case "Java: an NIO server (one Selector) and its clients, both preloaded" 1 1 nio
 node_case "Node.js: http server and client, both preloaded" 1 1
+node_case "Node.js: cluster (the primary passes each connection to a worker) and client, both preloaded" 1 1 "$HOST" cluster
 
 [ "$fails" = 0 ] || { echo "$name: $fails case(s) failed"; exit 1; }
 echo "$name: all cases passed"

@@ -6,7 +6,8 @@ check_PROGRAMS += preload_differential_test
 preload_differential_test_SOURCES = tests/preload/pair.h tests/preload/differential_test.cc \
 	tests/preload/differential_timeout_test.cc tests/preload/differential_splice_test.cc \
 	tests/preload/differential_epoll_test.cc tests/preload/differential_ports_test.cc \
-	tests/preload/late_fallback_test.cc tests/preload/kernel_tcp_test.cc
+	tests/preload/late_fallback_test.cc tests/preload/kernel_tcp_test.cc \
+	tests/preload/differential_pass_test.cc
 preload_differential_test_CPPFLAGS = $(AM_CPPFLAGS) -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
 preload_differential_test_CXXFLAGS = $(AM_CXXFLAGS) -O2
 preload_differential_test_LDADD = $(GTEST_LIBS)

@@ -16,6 +16,20 @@
 
 namespace ss::prov {
 
+// The descriptor numbers a saved connection named, as the image that
+// builds it back has them: an exec keeps every number (no entries); a
+// connection passed to another process (SCM_RIGHTS) arrives at new ones.
+struct Renumber {
+  const int* from = nullptr;
+  const int* to = nullptr;
+  int n = 0;
+  int operator()(int fd) const {
+    for (int i = 0; i < n; i++)
+      if (from[i] == fd) return to[i];
+    return fd;
+  }
+};
+
 // One connection: a queue pair with its completion queue and its CM state.
 // The caller serialises calls on one Endpoint (the rsocket engine makes
 // them under its socket's lock); a provider locks only against threads of
@@ -244,9 +258,10 @@ struct ConnectionOps {
   // connection on that socket's stream, so an off-stream caller skips it.
   bool listens_always;
   // An established connection on descriptor `fd` (its transport, left
-  // open across exec) built back from what Endpoint::save_for_exec wrote
-  // in the image before; nullptr: this provider's cannot cross exec.
-  int (*restore)(int fd, const uint8_t* state, size_t len,
+  // open across exec or passed) built back from what
+  // Endpoint::save_for_exec wrote in the image before, the numbers it
+  // names renumbered; nullptr: this provider's cannot cross exec.
+  int (*restore)(int fd, const uint8_t* state, size_t len, const Renumber& renumber,
                  std::unique_ptr<Endpoint>* out) = nullptr;
 };
 

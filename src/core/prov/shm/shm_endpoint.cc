@@ -624,10 +624,12 @@ bool ShmEndpoint::save_for_exec(std::vector<uint8_t>* out, std::vector<int>* kee
   return save_handover(out);
 }
 
-std::unique_ptr<Endpoint> ShmEndpoint::make_restored(const uint8_t* state, size_t len) {
+std::unique_ptr<Endpoint> ShmEndpoint::make_restored(const uint8_t* state, size_t len,
+                                                     const Renumber& renumber) {
   PodReader r(state, len);
   ShmExec st{};
-  if (!r.get(&st) || st.ufd < 0 || st.local_len > sizeof st.local || st.peer_len > sizeof st.peer)
+  if (r.get(&st)) st.ufd = renumber(st.ufd);
+  if (!r.ok() || st.ufd < 0 || st.local_len > sizeof st.local || st.peer_len > sizeof st.peer)
     return nullptr;
   size_t rest_len = 0;
   const uint8_t* rest = r.rest(&rest_len);

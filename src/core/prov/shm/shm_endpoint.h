@@ -54,7 +54,8 @@ class ShmEndpoint final : public util::StreamEndpoint {
   // After exec (ConnectionOps::restore): the connection from what
   // save_for_exec wrote, on the stream alone; nullptr when the state is
   // not one.
-  static std::unique_ptr<Endpoint> make_restored(const uint8_t* state, size_t len);
+  static std::unique_ptr<Endpoint> make_restored(const uint8_t* state, size_t len,
+                                                 const Renumber& renumber);
   ~ShmEndpoint() override;
 
   uint32_t caps() const override;

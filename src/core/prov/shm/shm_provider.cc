@@ -67,8 +67,9 @@ int listen(ListenSite* site, bool, std::unique_ptr<Listener>* out) {
 
 // The stream's socket is in the state (the rsocket's descriptor is the
 // program's TCP socket on the connecting side).
-int restore(int, const uint8_t* state, size_t len, std::unique_ptr<Endpoint>* out) {
-  *out = ShmEndpoint::make_restored(state, len);
+int restore(int, const uint8_t* state, size_t len, const Renumber& renumber,
+            std::unique_ptr<Endpoint>* out) {
+  *out = ShmEndpoint::make_restored(state, len, renumber);
   return *out ? 0 : -EPROTO;
 }
 

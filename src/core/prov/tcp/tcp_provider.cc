@@ -49,7 +49,9 @@ int listen(ListenSite* site, bool, std::unique_ptr<Listener>* out) {
   return util::StreamListener::create(site->sock, kProto, &TcpEndpoint::make_passive, false, out);
 }
 
-int restore(int fd, const uint8_t* state, size_t len, std::unique_ptr<Endpoint>* out) {
+// The stream is `fd` itself: the state names no descriptor.
+int restore(int fd, const uint8_t* state, size_t len, const Renumber&,
+            std::unique_ptr<Endpoint>* out) {
   *out = TcpEndpoint::make_restored(fd, state, len);
   return *out ? 0 : -EPROTO;
 }

@@ -1,0 +1,48 @@
+#include "preload/carried_record.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/fd_table.h"
+#include "core/base/log.h"
+#include "interpose/dup_share.h"
+#include "interpose/real.h"
+#include "librsocket/preload_hooks.h"
+#include "preload/route.h"
+#include "preload/stats.h"
+
+namespace ss::preload {
+
+void close_on_exec_again(const Record& r) {
+  interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);
+  for (int i = 0; i < r.nkeep && i < 4; i++)
+    interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
+}
+
+void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state,
+             const char* where, const int* from, const int* to, int n) {
+  OwnCalls in;
+  bool ok =
+      r.carried && ss_rspreload_exec_restore(r.own, r.domain, state, r.state_len, from, to, n) == 0;
+  if (r.carried && !ok)
+    SS_WARN("librspreload: fd %d: the connection could not be built back %s (%s): reset", r.own,
+            where, strerror(errno));
+  if (!ok) {
+    // The peer must see the end: nothing here will carry on its transport
+    // (an endpoint built and dropped closed its own descriptors). Unless
+    // another process goes on with it.
+    if (!r.aside) interpose::real().shutdown(r.own, SHUT_RDWR);
+    if (ss_rspreload_exec_lost(r.own, r.domain, reinterpret_cast<const sockaddr*>(&r.name),
+                               r.name_len, r.aside))
+      return;  // a plain socket, then
+  }
+  if (ok) stats::count_rsocket(ss_rspreload_provider(r.own));
+  if (const int rc = interpose::dups::regroup(r.own, numbers, FdKind::kRsocket))
+    SS_WARN("librspreload: fd %d: its duplicates %s: %s", r.own, where, strerror(-rc));
+  close_on_exec_again(r);
+  for (int number : numbers) interpose::real().fcntl(number, F_SETFD, FD_CLOEXEC);
+}
+
+}  // namespace ss::preload

@@ -1,0 +1,124 @@
+// A connection passed to another process in a message (SCM_RIGHTS), as
+// Node.js's cluster primary passes each connection it accepted to a
+// worker: the receiver reads and writes on it, and gets exactly the
+// descriptors sent, truncated as the kernel truncates them when its
+// control bytes have no room. Under librspreload the connection is an
+// rsocket, built back in the receiver (differential.sh counts it there).
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "tests/preload/pair.h"
+
+namespace differential {
+namespace {
+
+// A one-byte message with control bytes for up to 4 descriptors.
+struct Message {
+  char byte = 'x';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))]{};
+  msghdr m{};
+  explicit Message(size_t control_len) {
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = control_len;
+  }
+};
+
+// fds[0..n) sent on unix socket u.
+void send_fds(int u, const int* fds, int n) {
+  Message msg(CMSG_SPACE(n * sizeof(int)));
+  cmsghdr* c = CMSG_FIRSTHDR(&msg.m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(n * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+  ASSERT_EQ(sendmsg(u, &msg.m, 0), 1) << strerror(errno);
+}
+
+// In the child: one message from u with room for `room` (1 to 4)
+// descriptors. Exit status: 0 when the n descriptors expected arrived
+// (n <= room, else room of them and MSG_CTRUNC), the one at `conn` (if
+// below n) echoing "ping" as "pong"; 10 + a step number otherwise.
+int receive_and_echo(int u, int room, int expected, int conn) {
+  Message msg(CMSG_LEN(room * sizeof(int)));  // CMSG_SPACE's padding would fit one more
+  msghdr& m = msg.m;
+  if (recvmsg(u, &m, 0) != 1) return 10;
+  const int got = expected < room ? expected : room;
+  if (!(m.msg_flags & MSG_CTRUNC) != (expected <= room)) return 11;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(got * sizeof(int))) return 13;
+  if (CMSG_NXTHDR(&m, c)) return 14;
+  int fds[4];
+  memcpy(fds, CMSG_DATA(c), got * sizeof(int));
+  if (conn >= got) return 0;
+  const int s = fds[conn];
+  timeval tv{10, 0};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char b[4];
+  if (read_full(s, b, 4) != 4 || memcmp(b, "ping", 4)) return 15;
+  if (send(s, "pong", 4, 0) != 4) return 16;
+  close(s);
+  return 0;
+}
+
+// An accepted connection (with, before or after it, a pipe) passed to a
+// forked child whose control bytes have room for `room` descriptors; the
+// child's status. The client then reads "pong" for its "ping" when the
+// connection arrived (`arrives`), else, once the child is gone, an end of
+// stream (its last holder dropped it, nothing unread).
+void pass_accepted(int room, bool pipe_first, bool arrives, int* status) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(&p));
+  int u[2], pipefd[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, u), 0);
+  ASSERT_EQ(pipe(pipefd), 0);
+  const int conn = pipe_first ? 1 : 0;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);
+    close(u[0]);
+    _exit(receive_and_echo(u[1], room, 2, conn));
+  }
+  close(u[1]);
+  const int fds[2] = {pipe_first ? pipefd[0] : p.s, pipe_first ? p.s : pipefd[0]};
+  send_fds(u[0], fds, 2);
+  // The sender's copy closes, as the cluster primary closes its handle.
+  close(p.s);
+  p.s = -1;
+  timeval tv{10, 0};
+  setsockopt(p.c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char b[4];
+  if (arrives) {
+    ASSERT_EQ(send(p.c, "ping", 4, 0), 4);
+    ASSERT_EQ(read_full(p.c, b, 4), 4) << strerror(errno);
+    EXPECT_EQ(memcmp(b, "pong", 4), 0);
+  }
+  ASSERT_EQ(waitpid(pid, status, 0), pid);
+  if (!arrives) {
+    EXPECT_EQ(recv(p.c, b, 4, 0), 0) << strerror(errno);
+  }
+  for (int fd : {u[0], pipefd[0], pipefd[1]}) close(fd);
+}
+
+TEST(DifferentialPass, AConnectionPassedToAnotherProcessCarriesOn) {
+  int status = -1;
+  ASSERT_NO_FATAL_FAILURE(pass_accepted(4, false, true, &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+TEST(DifferentialPass, TheDescriptorsThatFitArriveTheRestAreDropped) {
+  int status = -1;
+  // Room for one: the connection first arrives, the pipe is dropped.
+  ASSERT_NO_FATAL_FAILURE(pass_accepted(1, false, true, &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // The pipe first: the connection is dropped, and with its last holder
+  // gone the client reads an end of stream.
+  ASSERT_NO_FATAL_FAILURE(pass_accepted(1, true, false, &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace differential
