@@ -690,6 +690,43 @@ TEST(Differential, CloseRangeEndsTheConnection) {
   EXPECT_EQ(recv(p.s, b, sizeof b, 0), 0);  // the peer sees the end
 }
 
+// A close by syscall(SYS_close), as libuv (Node.js) closes: the
+// connection ends, and whatever the process opens next at the number is
+// that new socket.
+TEST(Differential, RawCloseEndsTheConnectionAndFreesTheNumber) {
+  Pair p;
+  connect_pair(&p);
+  const int number = p.c;
+  ASSERT_EQ(syscall(SYS_close, p.c), 0);
+  p.c = -1;
+  timeval tv{10, 0};
+  setsockopt(p.s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char b[4];
+  ASSERT_EQ(recv(p.s, b, sizeof b, 0), 0) << strerror(errno);  // the peer sees the end
+  close(p.s);
+  p.s = -1;
+  // Under the preload the number stays taken while the close lingers
+  // in the background (librspreload(7)); the kernel's answer says when
+  // it is free.
+  for (int i = 0; i < 500 && syscall(SYS_fcntl, number, F_GETFD) >= 0; i++) usleep(10000);
+  ASSERT_LT(syscall(SYS_fcntl, number, F_GETFD), 0) << "the number stayed taken";
+  // Sockets of the program's own until one lands on the number: that
+  // one is the new socket, nothing left of the connection.
+  std::vector<int> spare;
+  int u[2] = {-1, -1};
+  while (spare.size() < 64) {
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, u), 0);
+    if (u[0] == number || u[1] == number) break;
+    spare.insert(spare.end(), u, u + 2);
+  }
+  for (int fd : spare) close(fd);
+  ASSERT_TRUE(u[0] == number || u[1] == number);
+  ASSERT_NO_FATAL_FAILURE(expect_link(u[0], u[1]));
+  ASSERT_NO_FATAL_FAILURE(expect_link(u[1], u[0]));
+  close(u[0]);
+  close(u[1]);
+}
+
 // Bytes sent on `from` arrive at `to`, one round trip.
 TEST(Differential, DupSharesTheConnectionUntilTheLastClose) {
   Pair p;
