@@ -4,15 +4,19 @@
 // the preload's own names, so that its tables follow the kernel's: a raw
 // close of a socket the preload serves would leave the number looking
 // like that socket to whatever the program opens next at it. Only numbers
-// the preload serves take that way: a malloc's start-up closes its files
-// by syscall (jemalloc's), where nothing may allocate. A seccomp
+// the preload serves take that way, and only from the program: a malloc's
+// start-up closes its files by syscall (jemalloc's), where nothing may
+// allocate, and Slipstream's own libraries close by syscall where they
+// mean the kernel alone (core/base/own_fd.h: fork handlers). A seccomp
 // filter installed this way (libseccomp's) locks the process in
 // (core/base/sandbox.h).
+#include <dlfcn.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdarg>
+#include <cstring>
 
 #include "core/base/fd_table.h"
 #include "core/base/sandbox.h"
@@ -20,6 +24,21 @@
 #include "interpose/real.h"
 
 namespace {
+// Whether the call at return address `ret` comes from outside
+// Slipstream's libraries (this preload, libslipstream, librsocket).
+bool from_program(const void* ret) {
+  static const void* self = [] {
+    Dl_info i{};
+    return dladdr(reinterpret_cast<void*>(&from_program), &i) ? i.dli_fbase : nullptr;
+  }();
+  Dl_info i{};
+  if (!dladdr(ret, &i) || !i.dli_fname) return true;
+  if (i.dli_fbase == self) return false;
+  const char* name = strrchr(i.dli_fname, '/');
+  name = name ? name + 1 : i.dli_fname;
+  return strncmp(name, "libslipstream.", 14) != 0 && strncmp(name, "librsocket.", 11) != 0;
+}
+
 bool served(long fd) {
   const ss::FdTable* t = ss::FdTable::if_made();
   return t && fd >= 0 && fd <= INT32_MAX && t->kind(static_cast<int>(fd)) != ss::FdKind::kNone;
@@ -33,22 +52,26 @@ SS_PRELOAD_EXPORT long syscall(long number, ...) {
   for (long& v : a) v = va_arg(ap, long);
   va_end(ap);
   const auto fd = [&](int i) { return static_cast<int>(a[i]); };
+  const void* ret = __builtin_return_address(0);
+  const auto ours = [&](bool served_number) { return served_number && from_program(ret); };
   switch (number) {
     case SYS_close:
-      if (served(a[0])) return close(fd(0));
+      if (ours(served(a[0]))) return close(fd(0));
       break;
     case SYS_close_range:
-      if (ss::FdTable::if_made())
+      if (ours(ss::FdTable::if_made() != nullptr))
         return close_range(static_cast<unsigned>(a[0]), static_cast<unsigned>(a[1]), fd(2));
       break;
     case SYS_dup:
-      if (served(a[0])) return dup(fd(0));
+      if (ours(served(a[0]))) return dup(fd(0));
       break;
+#ifdef SYS_dup2
     case SYS_dup2:
-      if (served(a[0]) || served(a[1])) return dup2(fd(0), fd(1));
+      if (ours(served(a[0]) || served(a[1]))) return dup2(fd(0), fd(1));
       break;
+#endif
     case SYS_dup3:
-      if (served(a[0]) || served(a[1])) return dup3(fd(0), fd(1), fd(2));
+      if (ours(served(a[0]) || served(a[1]))) return dup3(fd(0), fd(1), fd(2));
       break;
     default:
       break;

@@ -260,7 +260,6 @@ void Socket::exec_aside_lost(const sockaddr* name, socklen_t len) {
 }
 
 void Socket::exec_give_away() {
-  KeepaliveService::instance().remove(this);  // its probes are the new program's
   given_state_ = state_;
   given_err_ = err_;
   given_away_ = true;
@@ -269,6 +268,9 @@ void Socket::exec_give_away() {
   err_ = ECONNRESET;
   kick_waiters();
   mu_.unlock();  // exec_save's
+  // Its probes are the new holder's. Outside mu_: the service's thread
+  // takes it (service_thread.h), and the last user's remove joins it.
+  KeepaliveService::instance().remove(this);
 }
 
 void Socket::exec_take_back() {

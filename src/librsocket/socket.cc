@@ -745,7 +745,7 @@ void Socket::fork_child() {
 
 void Socket::send_keepalive() {
   Lock lk(mu_);
-  if (!(state_ & kConnected) || !ep_ || !ctrl_ready()) return;
+  if (!(state_ & kConnected) || !ep_ || !ctrl_ready() || given_away_) return;
   // Held by several processes (after fork), it is not ours alone to speak
   // on: the last holder probes.
   if (share_.holders() > 1) return;

@@ -21,7 +21,7 @@ void close_on_exec_again(const Record& r) {
     interpose::real().fcntl(r.keep[i], F_SETFD, FD_CLOEXEC);
 }
 
-void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state,
+bool rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state,
              const char* where, const int* from, const int* to, int n) {
   OwnCalls in;
   bool ok =
@@ -36,13 +36,14 @@ void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* st
     if (!r.aside) interpose::real().shutdown(r.own, SHUT_RDWR);
     if (ss_rspreload_exec_lost(r.own, r.domain, reinterpret_cast<const sockaddr*>(&r.name),
                                r.name_len, r.aside))
-      return;  // a plain socket, then
+      return false;  // a plain socket, then
   }
   if (ok) stats::count_rsocket(ss_rspreload_provider(r.own));
   if (const int rc = interpose::dups::regroup(r.own, numbers, FdKind::kRsocket))
     SS_WARN("librspreload: fd %d: its duplicates %s: %s", r.own, where, strerror(-rc));
   close_on_exec_again(r);
   for (int number : numbers) interpose::real().fcntl(number, F_SETFD, FD_CLOEXEC);
+  return ok;
 }
 
 }  // namespace ss::preload

@@ -42,8 +42,8 @@ void close_on_exec_again(const Record& r);
 // whose state cannot be built back, a reset connection there. The n
 // descriptors the state names at from[i] are now at to[i] (a passed
 // connection's; an exec keeps every number: n 0). `where` ends the log
-// lines ("after exec").
-void rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state,
+// lines ("after exec"). True when the state was built back.
+bool rebuild(const Record& r, const std::vector<int>& numbers, const uint8_t* state,
              const char* where, const int* from = nullptr, const int* to = nullptr, int n = 0);
 
 }  // namespace ss::preload

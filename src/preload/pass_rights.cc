@@ -113,6 +113,7 @@ bool save(Carried* c, int first_extra, const char** why) {
   r.numbers = static_cast<int>(c->at.size());
   r.nkeep = kMaxKeep;
   r.name_len = sizeof r.name;
+  c->extras.reserve(kMaxKeep);  // no allocation that may fail once it is locked
   const void* state = nullptr;
   long len;
   {
@@ -205,10 +206,21 @@ std::vector<char> control_with(const msghdr& h, const std::vector<Carried>& carr
 void passed_without_state(int fd, const char* why) { warn_not_carried(fd, route(fd), why); }
 
 bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent) {
+  if (!msg || !interpose::program_readable(msg, sizeof *msg)) return false;
+  // The program's header and control bytes, read once: another thread of
+  // it may change them meanwhile.
+  msghdr h = *msg;
+  if (!h.msg_control || h.msg_controllen < sizeof(cmsghdr) ||
+      !interpose::program_readable(h.msg_control, h.msg_controllen))
+    return false;
   std::vector<int> passed;
   std::vector<Carried> carried;
+  std::vector<char> program_control;
   try {
-    interpose::for_each_passed_fd(msg, [&](int p) { passed.push_back(p); });
+    const auto* bytes = static_cast<const char*>(h.msg_control);
+    program_control.assign(bytes, bytes + h.msg_controllen);
+    h.msg_control = program_control.data();
+    interpose::for_each_passed_fd(&h, [&](int p) { passed.push_back(p); });
     if (passed.empty()) return false;
     const char* why = nullptr;
     for (size_t i = 0; i < passed.size(); i++) {
@@ -225,7 +237,7 @@ bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent) {
       }
       if (sandbox::locked_in())
         why = "locked in a sandbox";
-      else if (!well_formed(*msg))
+      else if (!well_formed(h))
         why = "its control bytes are not well formed";
       else if (!receiver_preloaded(fd))
         why = "the receiver does not load librspreload";
@@ -259,7 +271,6 @@ bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent) {
     }
     return false;
   }
-  msghdr h = *msg;
   std::vector<char> control;
   try {
     control = control_with(h, carried);
@@ -352,7 +363,9 @@ bool build_back(const std::vector<uint8_t>& in, int capsule_at, std::vector<int>
   if (!build) return true;
   rec.own = to[0];
   for (int i = 0; i < rec.nkeep; i++) rec.keep[i] = to[1 + i];
-  rebuild(rec, numbers, state, "passed to this process", from, to, 1 + rec.nkeep);
+  if (!rebuild(rec, numbers, state, "passed to this process", from, to, 1 + rec.nkeep))
+    for (int i = 0; i < rec.nkeep; i++)  // no endpoint took them
+      if (rec.keep[i] != rec.own) interpose::real().close(rec.keep[i]);
   return true;
 }
 
@@ -363,11 +376,13 @@ bool build_back(const std::vector<uint8_t>& in, int capsule_at, std::vector<int>
 size_t put_back(const msghdr& got, const std::vector<int>& fds, char* out, size_t room,
                 bool* truncated) {
   size_t used = 0;
+  bool rights_done = false;
   msghdr in = got;
   for (cmsghdr* c = CMSG_FIRSTHDR(&in); c; c = CMSG_NXTHDR(&in, c)) {
     const bool rights = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS;
     const size_t left = room - used;
     if (rights) {
+      rights_done = true;
       const size_t fit = left < sizeof(cmsghdr) ? 0 : (left - sizeof(cmsghdr)) / sizeof(int);
       const size_t n = std::min(fit, fds.size());
       for (size_t i = n; i < fds.size(); i++) ::close(fds[i]);
@@ -396,6 +411,9 @@ size_t put_back(const msghdr& got, const std::vector<int>& fds, char* out, size_
     reinterpret_cast<cmsghdr*>(out + used)->cmsg_len = len;
     used += std::min(CMSG_SPACE(c->cmsg_len - CMSG_LEN(0)), left);
   }
+  // Out of room before them: the kernel would have installed none.
+  if (!rights_done)
+    for (int fd : fds) ::close(fd);
   return used;
 }
 
