@@ -1,6 +1,8 @@
 #include "preload/carried_record.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -14,6 +16,23 @@
 #include "preload/stats.h"
 
 namespace ss::preload {
+
+bool write_bytes(int fd, const std::vector<uint8_t>& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = interpose::real().write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool read_bytes(int fd, std::vector<uint8_t>* in, size_t max) {
+  struct stat st {};
+  if (::fstat(fd, &st) || st.st_size <= 0 || static_cast<size_t>(st.st_size) > max) return false;
+  in->resize(static_cast<size_t>(st.st_size));
+  return pread(fd, in->data(), in->size(), 0) == static_cast<ssize_t>(in->size());
+}
 
 void close_on_exec_again(const Record& r) {
   interpose::real().fcntl(r.own, F_SETFD, FD_CLOEXEC);

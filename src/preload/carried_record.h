@@ -33,6 +33,11 @@ struct Record {
   int aside;  // not carried: another process goes on with it (ss_rspreload_exec_aside)
 };
 
+// The records' memfd written whole (false: short), and read whole (at
+// most `max` bytes; false: empty, longer, or short).
+bool write_bytes(int fd, const std::vector<uint8_t>& bytes);
+bool read_bytes(int fd, std::vector<uint8_t>* in, size_t max);
+
 // A record's own descriptor and those it kept open, close-on-exec again
 // as every rsocket's kernel descriptor.
 void close_on_exec_again(const Record& r);

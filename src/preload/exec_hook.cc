@@ -408,8 +408,7 @@ const char* carry_rsockets(char* const* envp, const interpose::SpawnDup* dups, s
     return nullptr;
   }
   try {
-    std::vector<uint8_t> out;
-    out.insert(out.end(), kMagic, kMagic + sizeof kMagic);
+    std::vector<uint8_t> out(kMagic, kMagic + sizeof kMagic);
     uint32_t records = 0;
     put_pod(&out, records);
     if (in_vfork_child()) {
@@ -433,13 +432,7 @@ const char* carry_rsockets(char* const* envp, const interpose::SpawnDup* dups, s
     if (!records) return nullptr;
     memcpy(out.data() + sizeof kMagic, &records, sizeof records);
     g_memfd = state_memfd();
-    size_t done = 0;
-    while (g_memfd >= 0 && done < out.size()) {
-      const ssize_t n = write(g_memfd, out.data() + done, out.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    if (done < out.size()) throw std::bad_alloc();
+    if (g_memfd < 0 || !write_bytes(g_memfd, out)) throw std::bad_alloc();
     // The pid too: exec keeps it, and a copy of the variable in another
     // process names nothing there. A spawn's child has a pid of its own:
     // its parent's, negated.
@@ -451,14 +444,6 @@ const char* carry_rsockets(char* const* envp, const interpose::SpawnDup* dups, s
     exec_failed();
     return nullptr;
   }
-}
-
-// The state the image before left: the memfd's bytes.
-bool read_state(int fd, std::vector<uint8_t>* in) {
-  struct stat st {};
-  if (fstat(fd, &st) || st.st_size <= 0) return false;
-  in->resize(static_cast<size_t>(st.st_size));
-  return pread(fd, in->data(), in->size(), 0) == static_cast<ssize_t>(in->size());
 }
 
 // A listener built back: listening over rsockets beside the kernel
@@ -512,7 +497,7 @@ __attribute__((constructor)) void carry_in() {
   unsetenv(kEnvName);
   if (!ours) return;  // left by another process's exec: names nothing here
   std::vector<uint8_t> in;
-  const bool read = read_state(fd, &in);
+  const bool read = read_bytes(fd, &in, SIZE_MAX);  // the image before's
   interpose::real().close(fd);
   PodReader r(in.data(), in.size());
   const uint8_t* magic = r.take(sizeof kMagic);

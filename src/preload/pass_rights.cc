@@ -89,13 +89,7 @@ bool receiver_preloaded(int fd) {
 int capsule_memfd(const std::vector<uint8_t>& bytes) {
   const int fd = memfd_create("slipstream-pass", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return -1;
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  if (done < bytes.size() ||
+  if (!write_bytes(fd, bytes) ||
       interpose::real().fcntl(fd, F_ADD_SEALS,
                               F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)) {
     interpose::real().close(fd);
@@ -315,16 +309,11 @@ namespace {
 bool read_capsule(int fd, std::vector<uint8_t>* in) {
   const int seals = interpose::real().fcntl(fd, F_GET_SEALS);
   if (seals < 0 || !(seals & F_SEAL_WRITE)) return false;
-  struct stat st {};
-  if (::fstat(fd, &st) || st.st_size < static_cast<off_t>(sizeof(Capsule)) ||
-      st.st_size > (64 << 20))
-    return false;
   char magic[sizeof kMagic];
   if (pread(fd, magic, sizeof magic, 0) != static_cast<ssize_t>(sizeof magic) ||
       memcmp(magic, kMagic, sizeof kMagic))
     return false;
-  in->resize(static_cast<size_t>(st.st_size));
-  return pread(fd, in->data(), in->size(), 0) == static_cast<ssize_t>(in->size());
+  return read_bytes(fd, in, 64 << 20) && in->size() >= sizeof(Capsule);
 }
 
 // The rsocket capsule `in` names, built back over the received array
