@@ -140,6 +140,18 @@ class TcpRing : public sstest::RingRig {
     close(fd);
     return -err;
   }
+  // Our listener on kOurPort and a's kernel listener beside it (as a
+  // fork child's would be), non-blocking; b resolved.
+  void listen_here_and_in_kernel(Socket** l, int* kernel_l) {
+    ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, l), 0);
+    resolve_neighbour(NetnsPair::kIpB);
+    *kernel_l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);  // in a
+    int one = 1;
+    setsockopt(*kernel_l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    const sockaddr_in any = sstest::inet("0.0.0.0", kOurPort);
+    ASSERT_EQ(bind(*kernel_l, reinterpret_cast<const sockaddr*>(&any), sizeof any), 0);
+    ASSERT_EQ(listen(*kernel_l, 4), 0);
+  }
   // connect_from_b on a thread of its own while this one pumps the stack.
   int connect_from_b_pumping() {
     std::atomic<int> got{INT32_MIN};
@@ -1263,14 +1275,8 @@ TEST_F(TcpRing, AtExitAStoppedListenersUnacceptedConnectionIsReset) {
 // Fails (refused) if the port kept bringing every frame to the rings.
 TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   Socket* l = nullptr;
-  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
-  resolve_neighbour(NetnsPair::kIpB);
-  const int kernel_l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);  // in a
-  int one = 1;
-  setsockopt(kernel_l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const sockaddr_in any = sstest::inet("0.0.0.0", kOurPort);
-  ASSERT_EQ(bind(kernel_l, reinterpret_cast<const sockaddr*>(&any), sizeof any), 0);
-  ASSERT_EQ(listen(kernel_l, 4), 0);
+  int kernel_l = -1;
+  ASSERT_NO_FATAL_FAILURE(listen_here_and_in_kernel(&l, &kernel_l));
   auto connected_from_b = [&] {
     const int fd = connect_from_b();
     if (fd < 0) ADD_FAILURE() << "connect from b: " << strerror(-fd);
@@ -1334,6 +1340,7 @@ TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   std::atomic<int> reused{-2};
   std::thread t3([&] {
     const int fd = ns_->socket_in_b(SOCK_STREAM);
+    const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     const timeval bound{10, 0};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
@@ -1358,6 +1365,41 @@ TEST_F(TcpRing, AStoppedListenersConnectionsStayWhileNewOnesReachTheKernel) {
   close(second);
   close(served);
   close(kernel_l);
+}
+
+// A SYN already on the rings when its listener leaves them (a fork
+// child's first accept, a close) is dropped and counted, not reset: the
+// client's retry reaches a's kernel listener, which serves it. Fails
+// (refused) if our stack answered it with a reset.
+TEST_F(TcpRing, ASynOnTheRingsWhenItsListenerLeavesIsServedByTheKernel) {
+  Socket* l = nullptr;
+  int kernel_l = -1;
+  ASSERT_NO_FATAL_FAILURE(listen_here_and_in_kernel(&l, &kernel_l));
+  const uint64_t resets0 = tcp_->counters().no_socket, strays0 = tcp_->counters().stray_syns;
+  std::atomic<int> client{-2};
+  std::thread t([&] { client = connect_from_b(); });
+  // The SYN on the rings, not read yet; then the listener leaves.
+  const auto end = std::chrono::steady_clock::now() + kWait;
+  std::vector<pollfd> rx;
+  for (auto& q : queues_) {
+    short ev = 0;
+    rx.push_back({q.queue->poll_fd(ss::prov::Ring::kRx, &ev), ev, 0});
+  }
+  while (poll(rx.data(), rx.size(), 10) == 0 && std::chrono::steady_clock::now() < end) {
+  }
+  tcp_->stop_listening(l);
+  pollfd p{kernel_l, POLLIN, 0};
+  EXPECT_TRUE(pump_until([&] { return poll(&p, 1, 0) == 1; })) << "a's kernel listener got no SYN";
+  const int served = accept4(kernel_l, nullptr, nullptr, SOCK_CLOEXEC);
+  pump_until([&] { return client != -2; });
+  t.join();
+  EXPECT_GE(served, 0) << "a's kernel listener got no connection";
+  EXPECT_GE(client.load(), 0) << "the client: " << strerror(-client.load());
+  EXPECT_EQ(tcp_->counters().no_socket, resets0) << "our stack reset the SYN";
+  EXPECT_EQ(tcp_->counters().stray_syns, strays0 + 1) << "the SYN never reached the rings";
+  for (const int fd : {served, client.load(), kernel_l})
+    if (fd >= 0) close(fd);
+  tcp_->close(l);
 }
 
 // A connection the rings passed to the kernel whose steering entry was

@@ -376,6 +376,16 @@ bool Stack::kept_only_locked(const FourTuple& t) const {
   return std::ranges::count(kept_only_, f) > 0;
 }
 
+bool Stack::left_lately_locked(const FourTuple& t, uint64_t now) {
+  if (left_.empty()) return false;
+  std::erase_if(left_, [now](const auto& l) { return l.second <= now; });
+  prov::SteeredFlow port = steered_flow(kIpProtoTcp, t.local, t.local_port);
+  const prov::SteeredFlow address = port;
+  memset(port.ip, 0, sizeof port.ip);
+  return std::ranges::any_of(left_,
+                             [&](const auto& l) { return l.first == address || l.first == port; });
+}
+
 int Stack::own_open() {
   std::lock_guard lock(mu_);
   for (const auto& [conn, o] : opens_)
@@ -714,7 +724,13 @@ void Stack::unlisten_locked(Socket* s) {
   s->listener->abort_all(clock_());
   table_.unlisten(s->t.local, s->t.local_port);
   unsteer_locked(s->flow);
-  if (flow_refs_.count(s->flow)) keep_only_open_locked(s->flow);  // held by what it gave out
+  if (flow_refs_.count(s->flow)) {
+    keep_only_open_locked(s->flow);  // held by what it gave out
+  } else {
+    const uint64_t now = clock_();
+    std::erase_if(left_, [now](const auto& l) { return l.second <= now; });
+    left_.emplace_back(s->flow, now + kMovedQuietUs);
+  }
   std::erase(listeners_, s);
   if (s->touched) std::erase(touched_, s);
   s->touched = false;
@@ -924,8 +940,11 @@ void Stack::segment_locked(RxSegment& seg, uint64_t now) {
       listener->input(t, h, o, std::move(payload), now);
       return;
     case Table::Route::kNone: {
-      if ((h.flags & (kSyn | kAck)) == kSyn && kept_only_locked(t)) {
-        ctr_.stray_syns++;  // sent before its port went to the kernel: retried there
+      // Sent before its port went to the kernel: the client's retry goes
+      // there. A reset would refuse a client the kernel's listener serves.
+      if ((h.flags & (kSyn | kAck)) == kSyn &&
+          (kept_only_locked(t) || left_lately_locked(t, now))) {
+        ctr_.stray_syns++;
         return;
       }
       if (to_kernel_instead_locked(t, h)) return;

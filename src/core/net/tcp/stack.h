@@ -76,7 +76,7 @@ struct StackCounters {
   // only its connections: new connections to that port get RST), or a
   // connection on a kept-only flow not kept (the kernel resets it).
   uint64_t keep_failed = 0;
-  uint64_t stray_syns = 0;       // SYNs of a kept-only flow read before it was: dropped, not reset
+  uint64_t stray_syns = 0;  // SYNs read after their port went to the kernel: dropped, not reset
   uint64_t stray_to_kernel = 0;  // ACKs of no connection passed to the kernel (to_kernel_instead)
   // A connection the steering could not mark ours (FlowSteering::own): it
   // follows its port's group, and a change of the group loses it.
@@ -272,6 +272,8 @@ class Stack final : public SegmentInput {
   // Flow f's frames from now on for its open connections only.
   void keep_only_open_locked(const prov::SteeredFlow& f);
   bool kept_only_locked(const FourTuple& t) const;  // t's flow is kept-only
+  bool left_lately_locked(const FourTuple& t,
+                          uint64_t now);  // t's listener left under kMovedQuietUs ago
   void drain_inbox_locked();
   void segment_locked(RxSegment& seg, uint64_t now);
   // A segment of an open connection, its in-order ACK held for the batch.
@@ -331,6 +333,9 @@ class Stack final : public SegmentInput {
   // Connections handed over (hand_over) and until when their segments
   // left on the rings are dropped.
   std::vector<std::pair<FourTuple, uint64_t>> moved_;
+  // Listeners' flows unsteered whole, and until when a SYN that was on
+  // the rings before is dropped (left_lately_locked).
+  std::vector<std::pair<prov::SteeredFlow, uint64_t>> left_;
   uint64_t watched_due_ = UINT64_MAX;
   std::mutex inbox_mu_;           // a leaf: taken under the reader's lock and under mu_
   std::vector<RxSegment> inbox_;  // inbox_mu_: enqueued, not drained yet
