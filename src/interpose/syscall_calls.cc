@@ -4,7 +4,8 @@
 // the preload's own names, so that its tables follow the kernel's: a raw
 // close of a socket the preload serves would leave the number looking
 // like that socket to whatever the program opens next at it. Only numbers
-// the preload serves take that way, and only from the program: a malloc's
+// the preload serves take that way (and epoll sets made that way, which
+// may come to hold them), and only from the program: a malloc's
 // start-up closes its files by syscall (jemalloc's), where nothing may
 // allocate, and Slipstream's own libraries close by syscall where they
 // mean the kernel alone (core/base/own_fd.h: fork handlers). A seccomp
@@ -12,6 +13,8 @@
 // (core/base/sandbox.h).
 #include <dlfcn.h>
 #include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -73,6 +76,38 @@ SS_PRELOAD_EXPORT long syscall(long number, ...) {
     case SYS_dup3:
       if (ours(served(a[0]) || served(a[1]))) return dup3(fd(0), fd(1), fd(2));
       break;
+      // A set the preload made can hold its sockets (a kernel set cannot).
+#ifdef SYS_epoll_create
+    case SYS_epoll_create:
+      if (ours(ss::FdTable::if_made() != nullptr)) return epoll_create(fd(0));
+      break;
+#endif
+    case SYS_epoll_create1:
+      if (ours(ss::FdTable::if_made() != nullptr)) return epoll_create1(fd(0));
+      break;
+    case SYS_epoll_ctl:
+      if (ours(served(a[0]) || served(a[2])))
+        return epoll_ctl(fd(0), fd(1), fd(2), reinterpret_cast<epoll_event*>(a[3]));
+      break;
+#ifdef SYS_epoll_wait
+    case SYS_epoll_wait:
+      if (ours(served(a[0])))
+        return epoll_wait(fd(0), reinterpret_cast<epoll_event*>(a[1]), fd(2), fd(3));
+      break;
+#endif
+    case SYS_epoll_pwait:  // the kernel's mask is _NSIG bits; libc's call passes that size
+      if (ours(served(a[0])) && (!a[4] || a[5] == _NSIG / 8))
+        return epoll_pwait(fd(0), reinterpret_cast<epoll_event*>(a[1]), fd(2), fd(3),
+                           reinterpret_cast<const sigset_t*>(a[4]));
+      break;
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+      if (ours(served(a[0])) && (!a[4] || a[5] == _NSIG / 8))
+        return epoll_pwait2(fd(0), reinterpret_cast<epoll_event*>(a[1]), fd(2),
+                            reinterpret_cast<const timespec*>(a[3]),
+                            reinterpret_cast<const sigset_t*>(a[4]));
+      break;
+#endif
     default:
       break;
   }

@@ -168,6 +168,44 @@ TEST(DifferentialEpoll, MixedWithPipeEventfdTimerfd) {
   for (int fd : {pipefd[0], pipefd[1], efd, tfd}) close(fd);
 }
 
+// A set made, filled and waited on by raw system calls (syscall(2), as
+// programs that pass libc by do): it sees a connection and a listener as
+// one made by libc's names does, and the listener stays an rsocket
+// listener (differential.sh: the process's connections all on rsockets).
+TEST(DifferentialEpoll, RawSystemCalls) {
+  Pair p;
+  connect_pair(&p);
+  const int ep = static_cast<int>(syscall(SYS_epoll_create1, EPOLL_CLOEXEC));
+  ASSERT_GE(ep, 0) << strerror(errno);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = p.s;
+  ASSERT_EQ(syscall(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, p.s, &ev), 0) << strerror(errno);
+  ev.data.fd = p.l;
+  ASSERT_EQ(syscall(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, p.l, &ev), 0) << strerror(errno);
+  epoll_event got{};
+  EXPECT_EQ(syscall(SYS_epoll_pwait, ep, &got, 1, 0, nullptr, _NSIG / 8), 0);
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  ASSERT_EQ(syscall(SYS_epoll_pwait, ep, &got, 1, kLongMs, nullptr, _NSIG / 8), 1);
+  EXPECT_EQ(got.data.fd, p.s);
+  char b;
+  ASSERT_EQ(recv(p.s, &b, 1, 0), 1);
+  // A second client: the listener readable, its connection accepted.
+  const int c2 = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(p.port);
+  ASSERT_EQ(connect(c2, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  ASSERT_EQ(syscall(SYS_epoll_pwait, ep, &got, 1, kLongMs, nullptr, _NSIG / 8), 1);
+  EXPECT_EQ(got.data.fd, p.l);
+  const int s2 = accept(p.l, nullptr, nullptr);
+  ASSERT_GE(s2, 0) << strerror(errno);
+  ASSERT_NO_FATAL_FAILURE(differential::expect_link(c2, s2));
+  ASSERT_EQ(syscall(SYS_epoll_ctl, ep, EPOLL_CTL_DEL, p.l, nullptr), 0);
+  ASSERT_EQ(syscall(SYS_epoll_ctl, ep, EPOLL_CTL_DEL, p.s, nullptr), 0);
+  EXPECT_EQ(syscall(SYS_epoll_ctl, ep, EPOLL_CTL_DEL, p.s, nullptr), -1);
+  EXPECT_EQ(errno, ENOENT);
+  for (int fd : {s2, c2, ep}) close(fd);
+}
+
 TEST(DifferentialEpoll, NestedSets) {
   Pair p;
   connect_pair(&p);
