@@ -62,11 +62,11 @@ SS_PRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) {
     vp::note_edge_watch(fd);
   const auto ep = set_of(epfd);
   if (ep) return ip::ctl_epoll(*ep, op, fd, ev);
-  // A kernel epoll set the preload does not know (a raw syscall's, one the
-  // fd table could not take, one inherited across exec) sees only the
-  // kernel socket: a socket with (or that may get) an offloaded path is
-  // handed back to the kernel for good, so no program sleeps through its
-  // rings.
+  // A kernel epoll set the preload does not know (made by the system call
+  // instruction, as Go's runtime makes them; one the fd table could not
+  // take; one inherited across exec) sees only the kernel socket: a
+  // socket with (or that may get) an offloaded path is handed back to the
+  // kernel for good, so no program sleeps through its rings.
   if (!ss::interpose::in_own_call() && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && fd >= 0 &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     ss::interpose::edge_quiet("epoll_ctl", fd, [&] {

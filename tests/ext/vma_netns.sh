@@ -39,7 +39,7 @@
 #      datagram, also one from before the socket's bind (a few sleeps,
 #      not one per slice); every datagram read through the rings (vmastat counts
 #      them all, A's kernel counter does not). A second socket added to
-#      a kernel epoll set the preload does not know (a raw syscall's) is
+#      a kernel epoll set the preload does not know (the syscall instruction's) is
 #      handed back to the kernel (the log line) and its datagram seen.
 #  (g) MTU 9000 on both ends: datagrams longer than a ring frame (1800,
 #      4000, 8000 bytes; AF_XDP would drop them) reach the offloaded socket
