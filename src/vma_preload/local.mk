@@ -25,6 +25,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/inert_settings.cc \
 	src/vma_preload/socket_record.h \
 	src/vma_preload/socket_record.cc \
+	src/vma_preload/socket_fork.cc \
 	src/vma_preload/mcast_options.h \
 	src/vma_preload/mcast_options.cc \
 	src/vma_preload/netdev_rings.h \
