@@ -48,7 +48,7 @@ dist_check_SCRIPTS += $(ext_test_scripts)
 TESTS += $(ext_test_scripts)
 EXTRA_DIST += tests/ext/common.sh tests/ext/check.sh tests/ext/vma_pair.sh
 # Included by the C programs below.
-EXTRA_DIST += tests/ext/test_addr.h tests/ext/test_expect.h
+EXTRA_DIST += tests/ext/test_addr.h tests/ext/test_expect.h tests/ext/unseen_syscall.h
 # Sourced by udpong.sh and udpong_netns.sh; run by udpong_netns.sh.
 EXTRA_DIST += tests/ext/udpong_cases.sh tests/ext/udp_tags.py
 # nginx's config, sourced by preload_cases.sh and bench/preload_apps.sh;

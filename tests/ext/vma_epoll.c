@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "unseen_syscall.h"
+
 static int fails;
 static int received, sent;
 static int others; /* the peer's datagrams to other sockets (its numbers are shared) */
@@ -142,26 +144,6 @@ static void idle_wait(int ep, uint64_t data, const char* what) {
   printf("idle %s: wall %.0f ms, cpu %.0f ms\n", what, wall, cpu);
   CHECK(got, "idle %s: the datagram was not reported (%d events)", what, n);
   CHECK(cpu < wall / 4, "idle %s: cpu %.0f ms of %.0f ms: it did not sleep", what, cpu, wall);
-}
-
-/* System call n with one argument by the instruction itself, as Go's
- * runtime makes them: libc's syscall() goes through the preload. */
-static long unseen_syscall1(long n, long arg) {
-#if defined(__x86_64__)
-  long ret;
-  __asm__ volatile("syscall" : "=a"(ret) : "a"(n), "D"(arg) : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-  register long x8 __asm__("x8") = n;
-  register long ret __asm__("x0") = arg;
-  __asm__ volatile("svc 0" : "+r"(ret) : "r"(x8) : "memory");
-#else
-#error "unseen_syscall1: no system call instruction for this architecture"
-#endif
-  if (ret < 0 && ret > -4096) {
-    errno = (int)-ret;
-    return -1;
-  }
-  return ret;
 }
 
 /* One datagram by raw socket `k` (one the preload does not know), counted. */

@@ -17,9 +17,10 @@
 #         rings is the socket's until reported: POLLERR, then the next recv
 #         or SO_ERROR, once (the kernel's order would report the error
 #         before the datagram, so this case runs preloaded only).
-#  stale: a socket on the rings closed by a raw syscall, its number back
-#         from pipe, open, socketpair and socket: the new descriptor's, and
-#         the port on the rings again (the stale record dropped).
+#  stale: a socket on the rings closed by the syscall instruction (no
+#         preload sees it), its number back from pipe, open, socketpair
+#         and socket: the new descriptor's, and the port on the rings
+#         again (the stale record dropped).
 #  sigint: a SIGINT handler with SA_RESTART, a receive pestered by SIGINT:
 #         restarted to its datagram; EINTR with VMA_HANDLE_SIGINTR=1.
 #
