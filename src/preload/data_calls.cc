@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 #include "interpose/export.h"
 #include "core/base/log.h"
 #include "interpose/fortify_receives.h"
-#include "interpose/passed_fds.h"
 #include "interpose/real.h"
 #include "interpose/sendfile_copy.h"
 #include "preload/pass_rights.h"
@@ -154,15 +154,40 @@ SS_PRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
       [&] { return ss::interpose::real().sendmsg(fd, msg, flags); });
 }
 
-// The batch calls on an rsocket: one recvmsg/sendmsg per message. After
-// the first message none waits (MSG_WAITFORONE's rule, which a stream
-// gives anyway); recvmmsg's timeout is not applied.
+// The batch calls on an rsocket, or on a unix socket that passes one:
+// one recvmsg/sendmsg per message, as the kernel's batch calls go. With
+// MSG_WAITFORONE none after the first waits (a stream gives that
+// anyway); recvmmsg's timeout is looked at after each message, as the
+// kernel looks at it (left with what remains).
 SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags, timespec* tmo) {
-  if (!rs(fd)) return ss::interpose::real().recvmmsg(fd, v, vlen, flags, tmo);
+  if (!rs(fd) && (libc_only() || !batch_may_carry(fd, v, vlen)))
+    return ss::interpose::real().recvmmsg(fd, v, vlen, flags, tmo);
+  const bool one = flags & MSG_WAITFORONE;
   flags &= ~MSG_WAITFORONE;
+  timespec end{};
+  if (tmo) {
+    if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1'000'000'000) {
+      errno = EINVAL;
+      return -1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += tmo->tv_sec + (end.tv_nsec + tmo->tv_nsec) / 1'000'000'000;
+    end.tv_nsec = (end.tv_nsec + tmo->tv_nsec) % 1'000'000'000;
+  }
+  // What remains of the timeout, written back; true once it is spent.
+  const auto spent = [&] {
+    if (!tmo) return false;
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long ns = (end.tv_sec - now.tv_sec) * 1'000'000'000LL + (end.tv_nsec - now.tv_nsec);
+    if (ns < 0) ns = 0;
+    tmo->tv_sec = ns / 1'000'000'000;
+    tmo->tv_nsec = ns % 1'000'000'000;
+    return ns == 0;
+  };
   unsigned int i = 0;
   for (; i < vlen; i++) {
-    ssize_t n = recvmsg(fd, &v[i].msg_hdr, i ? flags | MSG_DONTWAIT : flags);
+    ssize_t n = recvmsg(fd, &v[i].msg_hdr, i && (one || rs(fd)) ? flags | MSG_DONTWAIT : flags);
     if (n < 0) {
       if (!i) return -1;
       break;
@@ -172,15 +197,17 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
       i++;
       break;
     }
+    if (spent()) {
+      i++;
+      break;
+    }
   }
   return static_cast<int>(i);
 }
 
 SS_PRELOAD_EXPORT int sendmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags) {
-  if (!libc_only() && !rs(fd))
-    ss::interpose::for_each_passed_fd(
-        v, vlen, [](int p) { passed_without_state(p, "sendmmsg carries no state"); });
-  if (!rs(fd)) return ss::interpose::real().sendmmsg(fd, v, vlen, flags);
+  if (!rs(fd) && (libc_only() || !batch_passes_rsockets(v, vlen)))
+    return ss::interpose::real().sendmmsg(fd, v, vlen, flags);
   unsigned int i = 0;
   for (; i < vlen; i++) {
     ssize_t n = sendmsg(fd, &v[i].msg_hdr, flags);

@@ -62,6 +62,13 @@ void warn_not_carried(int fd, Route r, const char* why) {
       fd, r == Route::kRsocket ? "connection" : "listener", why);
 }
 
+bool unix_socket(int fd) {
+  int domain = 0;
+  socklen_t len = sizeof domain;
+  return !interpose::real().getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) &&
+         domain == AF_UNIX;
+}
+
 // Whether the process at the other end of unix socket fd has this
 // library loaded (a socketpair's names its maker: a fork's parent).
 bool receiver_preloaded(int fd) {
@@ -197,7 +204,20 @@ std::vector<char> control_with(const msghdr& h, const std::vector<Carried>& carr
 
 }  // namespace
 
-void passed_without_state(int fd, const char* why) { warn_not_carried(fd, route(fd), why); }
+bool batch_passes_rsockets(const mmsghdr* v, unsigned int vlen) {
+  if (!v || !interpose::program_readable(v, vlen * sizeof *v)) return false;
+  bool any = false;
+  interpose::for_each_passed_fd(v, vlen, [&](int p) { any = any || route(p) == Route::kRsocket; });
+  return any;
+}
+
+bool batch_may_carry(int fd, const mmsghdr* v, unsigned int vlen) {
+  if (!v || !interpose::program_readable(v, vlen * sizeof *v)) return false;
+  bool room = false;
+  for (unsigned int i = 0; i < vlen && !room; i++)
+    room = v[i].msg_hdr.msg_control && v[i].msg_hdr.msg_controllen >= CMSG_LEN(sizeof(int));
+  return room && unix_socket(fd);
+}
 
 bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent) {
   if (!msg || !interpose::program_readable(msg, sizeof *msg)) return false;
@@ -414,10 +434,7 @@ bool recv_carried(int fd, msghdr* msg, int flags, ssize_t* got) {
   if (!h.msg_control || h.msg_controllen < CMSG_LEN(sizeof(int)) ||
       !interpose::program_writable(h.msg_control, h.msg_controllen))
     return false;
-  int domain = 0;
-  socklen_t dlen = sizeof domain;
-  if (interpose::real().getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) || domain != AF_UNIX)
-    return false;
+  if (!unix_socket(fd)) return false;
   // Room for the capsules and their transports besides the program's.
   const size_t program_fds = h.msg_controllen / sizeof(int);
   const size_t extra = std::min<size_t>(program_fds * (1 + kMaxKeep), kMaxFds);

@@ -23,9 +23,10 @@ namespace ss::preload {
 // the kernel descriptor alone.
 bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent);
 
-// A warning naming rsocket connection or listener fd, passed as the
-// kernel descriptor alone (`why`); nothing for other descriptors.
-void passed_without_state(int fd, const char* why);
+// sendmmsg on a descriptor that is not an rsocket: whether a message of
+// the batch passes an rsocket (then each goes by sendmsg, as the kernel's
+// sendmmsg sends them one by one).
+bool batch_passes_rsockets(const mmsghdr* v, unsigned int vlen);
 
 // recvmsg on a descriptor that is not an rsocket: true when it was
 // received here (a unix socket and room for descriptors in the control
@@ -34,5 +35,10 @@ void passed_without_state(int fd, const char* why);
 // kernel's truncation of its control bytes (MSG_CTRUNC). False: the
 // caller receives it as it is.
 bool recv_carried(int fd, msghdr* msg, int flags, ssize_t* got);
+
+// recvmmsg on a descriptor that is not an rsocket: whether it is a unix
+// socket and a message of the batch has room for a descriptor (then each
+// is received by recvmsg, so that recv_carried sees it).
+bool batch_may_carry(int fd, const mmsghdr* v, unsigned int vlen);
 
 }  // namespace ss::preload

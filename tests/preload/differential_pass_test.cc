@@ -26,25 +26,49 @@ struct Message {
   }
 };
 
-// fds[0..n) sent on unix socket u.
-void send_fds(int u, const int* fds, int n) {
+// fds[0..n) sent on unix socket u, by sendmsg or (batch) by sendmmsg
+// after a message without descriptors.
+void send_fds(int u, const int* fds, int n, bool batch) {
   Message msg(CMSG_SPACE(n * sizeof(int)));
   cmsghdr* c = CMSG_FIRSTHDR(&msg.m);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(n * sizeof(int));
   memcpy(CMSG_DATA(c), fds, n * sizeof(int));
-  ASSERT_EQ(sendmsg(u, &msg.m, 0), 1) << strerror(errno);
+  if (!batch) {
+    ASSERT_EQ(sendmsg(u, &msg.m, 0), 1) << strerror(errno);
+    return;
+  }
+  Message plain(0);
+  plain.m.msg_control = nullptr;
+  mmsghdr v[2]{};
+  v[0].msg_hdr = plain.m;
+  v[1].msg_hdr = msg.m;
+  ASSERT_EQ(sendmmsg(u, v, 2, 0), 2) << strerror(errno);
+  EXPECT_EQ(v[0].msg_len + v[1].msg_len, 2u);
 }
 
 // In the child: one message from u with room for `room` (1 to 4)
 // descriptors. Exit status: 0 when the n descriptors expected arrived
 // (n <= room, else room of them and MSG_CTRUNC), the one at `conn` (if
 // below n) echoing "ping" as "pong"; 10 + a step number otherwise.
-int receive_and_echo(int u, int room, int expected, int conn) {
+// With `batch`, the message without descriptors before it and this one
+// come in one recvmmsg (a timeout bounds it, looked at after each).
+int receive_and_echo(int u, int room, int expected, int conn, bool batch) {
   Message msg(CMSG_LEN(room * sizeof(int)));  // CMSG_SPACE's padding would fit one more
   msghdr& m = msg.m;
-  if (recvmsg(u, &m, 0) != 1) return 10;
+  if (batch) {
+    Message first(CMSG_LEN(room * sizeof(int)));
+    mmsghdr v[2]{};
+    v[0].msg_hdr = first.m;
+    v[1].msg_hdr = m;
+    timespec tmo{10, 0};
+    if (recvmmsg(u, v, 2, 0, &tmo) != 2) return 17;
+    if (v[0].msg_len != 1 || v[0].msg_hdr.msg_controllen != 0 || v[1].msg_len != 1) return 18;
+    m = v[1].msg_hdr;
+  } else if (recvmsg(u, &m, 0) != 1) {
+    return 10;
+  }
   const int got = expected < room ? expected : room;
   if (!(m.msg_flags & MSG_CTRUNC) != (expected <= room)) return 11;
   cmsghdr* c = CMSG_FIRSTHDR(&m);
@@ -68,7 +92,7 @@ int receive_and_echo(int u, int room, int expected, int conn) {
 // child's status. The client then reads "pong" for its "ping" when the
 // connection arrived (`arrives`), else, once the child is gone, an end of
 // stream (its last holder dropped it, nothing unread).
-void pass_accepted(int room, bool pipe_first, bool arrives, int* status) {
+void pass_accepted(int room, bool pipe_first, bool arrives, int* status, bool batch = false) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(connect_pair(&p));
   int u[2], pipefd[2];
@@ -80,11 +104,11 @@ void pass_accepted(int room, bool pipe_first, bool arrives, int* status) {
   if (pid == 0) {
     alarm(20);
     close(u[0]);
-    _exit(receive_and_echo(u[1], room, 2, conn));
+    _exit(receive_and_echo(u[1], room, 2, conn, batch));
   }
   close(u[1]);
   const int fds[2] = {pipe_first ? pipefd[0] : p.s, pipe_first ? p.s : pipefd[0]};
-  send_fds(u[0], fds, 2);
+  send_fds(u[0], fds, 2, batch);
   // The sender's copy closes, as the cluster primary closes its handle.
   close(p.s);
   p.s = -1;
@@ -106,6 +130,13 @@ void pass_accepted(int room, bool pipe_first, bool arrives, int* status) {
 TEST(DifferentialPass, AConnectionPassedToAnotherProcessCarriesOn) {
   int status = -1;
   ASSERT_NO_FATAL_FAILURE(pass_accepted(4, false, true, &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// By the batch calls: sendmmsg in the parent, recvmmsg in the child.
+TEST(DifferentialPass, TheBatchCallsPassAConnectionToo) {
+  int status = -1;
+  ASSERT_NO_FATAL_FAILURE(pass_accepted(4, false, true, &status, /*batch=*/true));
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
