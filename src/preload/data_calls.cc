@@ -6,10 +6,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 
 #include "librsocket/rsocket_own.h"
@@ -18,6 +18,7 @@
 #include "interpose/fortify_receives.h"
 #include "interpose/real.h"
 #include "interpose/sendfile_copy.h"
+#include "interpose/wait_args.h"
 #include "preload/pass_rights.h"
 #include "preload/route.h"
 #include "preload/sigpipe.h"
@@ -164,25 +165,20 @@ SS_PRELOAD_EXPORT int recvmmsg(int fd, mmsghdr* v, unsigned int vlen, int flags,
     return ss::interpose::real().recvmmsg(fd, v, vlen, flags, tmo);
   const bool one = flags & MSG_WAITFORONE;
   flags &= ~MSG_WAITFORONE;
-  timespec end{};
-  if (tmo) {
-    if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1'000'000'000) {
-      errno = EINVAL;
-      return -1;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += tmo->tv_sec + (end.tv_nsec + tmo->tv_nsec) / 1'000'000'000;
-    end.tv_nsec = (end.tv_nsec + tmo->tv_nsec) % 1'000'000'000;
-  }
+  if (ss::interpose::bad_timespec(tmo)) return -1;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point end =
+      tmo ? Clock::now() + std::chrono::seconds(std::min<time_t>(tmo->tv_sec, 1L << 30)) +
+                std::chrono::nanoseconds(tmo->tv_nsec)
+          : Clock::time_point::max();
   // What remains of the timeout, written back; true once it is spent.
   const auto spent = [&] {
     if (!tmo) return false;
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long ns = (end.tv_sec - now.tv_sec) * 1'000'000'000LL + (end.tv_nsec - now.tv_nsec);
-    if (ns < 0) ns = 0;
-    tmo->tv_sec = ns / 1'000'000'000;
-    tmo->tv_nsec = ns % 1'000'000'000;
+    const long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::max(end - Clock::now(), Clock::duration::zero()))
+                             .count();
+    tmo->tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    tmo->tv_nsec = static_cast<long>(ns % 1'000'000'000);
     return ns == 0;
   };
   unsigned int i = 0;

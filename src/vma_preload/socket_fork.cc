@@ -2,6 +2,9 @@
 // listener joins the parent's rings, or asks for its kernel socket), and
 // what the parent lends a child that asks (fork_share.h carries the
 // asking).
+#include <sys/socket.h>
+
+#include <cstring>
 #include <mutex>
 
 #include "core/base/errno_guard.h"

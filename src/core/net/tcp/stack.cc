@@ -28,6 +28,12 @@ namespace {
 // new owner.
 constexpr uint64_t kMovedQuietUs = 2'000'000;
 
+// The entries of a list of (what, until when) whose time ended by `now`.
+template <typename T>
+void drop_ended(std::vector<std::pair<T, uint64_t>>* list, uint64_t now) {
+  std::erase_if(*list, [now](const auto& e) { return e.second <= now; });
+}
+
 uint64_t monotonic_us() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -378,7 +384,7 @@ bool Stack::kept_only_locked(const FourTuple& t) const {
 
 bool Stack::left_lately_locked(const FourTuple& t, uint64_t now) {
   if (left_.empty()) return false;
-  std::erase_if(left_, [now](const auto& l) { return l.second <= now; });
+  drop_ended(&left_, now);
   prov::SteeredFlow port = steered_flow(kIpProtoTcp, t.local, t.local_port);
   const prov::SteeredFlow address = port;
   memset(port.ip, 0, sizeof port.ip);
@@ -728,7 +734,7 @@ void Stack::unlisten_locked(Socket* s) {
     keep_only_open_locked(s->flow);  // held by what it gave out
   } else {
     const uint64_t now = clock_();
-    std::erase_if(left_, [now](const auto& l) { return l.second <= now; });
+    drop_ended(&left_, now);
     left_.emplace_back(s->flow, now + kMovedQuietUs);
   }
   std::erase(listeners_, s);
@@ -873,7 +879,7 @@ bool Stack::to_kernel_instead_locked(const FourTuple& t, const Header& h) {
 }
 
 bool Stack::moved_locked(const FourTuple& t, uint64_t now) {
-  std::erase_if(moved_, [now](const auto& m) { return m.second <= now; });
+  drop_ended(&moved_, now);
   for (const auto& m : moved_)
     if (m.first == t) return true;
   return false;

@@ -272,8 +272,8 @@ class Stack final : public SegmentInput {
   // Flow f's frames from now on for its open connections only.
   void keep_only_open_locked(const prov::SteeredFlow& f);
   bool kept_only_locked(const FourTuple& t) const;  // t's flow is kept-only
-  bool left_lately_locked(const FourTuple& t,
-                          uint64_t now);  // t's listener left under kMovedQuietUs ago
+  // Whether t's listener left the rings under kMovedQuietUs ago.
+  bool left_lately_locked(const FourTuple& t, uint64_t now);
   void drain_inbox_locked();
   void segment_locked(RxSegment& seg, uint64_t now);
   // A segment of an open connection, its in-order ACK held for the batch.
