@@ -103,6 +103,12 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
         opt_.linger_s = l.l_linger;
         return 0;
       }
+      // A name not kept here says so before its value is read (upstream's
+      // order): a value of another shape (SO_BINDTODEVICE's name) is not
+      // an int.
+      if (name != SO_REUSEADDR && name != SO_RCVBUF && name != SO_SNDBUF && name != SO_KEEPALIVE &&
+          name != SO_OOBINLINE && name != SO_RCVLOWAT)
+        return -ENOTSUP;
       if ((rc = read_int(val, len, &v))) return rc;
       switch (name) {
         case SO_REUSEADDR:
@@ -138,6 +144,10 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
       opt_.tos = v & 0xFF;
       return 0;
     case IPPROTO_TCP:
+      if (name == TCP_CONGESTION) return 0;  // a name (any length): accepted and ignored
+      if (name != TCP_NODELAY && name != TCP_KEEPIDLE && name != TCP_KEEPCNT &&
+          name != TCP_KEEPINTVL && name != TCP_MAXSEG)
+        return -ENOTSUP;
       if ((rc = read_int(val, len, &v))) return rc;
       switch (name) {
         case TCP_NODELAY:
@@ -152,7 +162,6 @@ int Socket::setsockopt_locked(int level, int name, const void* val, socklen_t le
         case TCP_MAXSEG:
           return 0;  // accepted and ignored, as upstream
       }
-      if (name == TCP_CONGESTION) return 0;
       return -ENOTSUP;
     case IPPROTO_IPV6:
       if (name != IPV6_V6ONLY) return -ENOTSUP;

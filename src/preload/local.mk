@@ -16,6 +16,8 @@ librspreload_la_SOURCES = \
 	src/preload/sigpipe.h \
 	src/preload/splice.cc \
 	src/preload/options.cc \
+	src/preload/connection_options.h \
+	src/preload/connection_options.cc \
 	src/preload/poll_face.cc \
 	src/preload/listener_ready.cc \
 	src/preload/epoll_face.h \

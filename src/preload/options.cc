@@ -16,6 +16,7 @@
 #include "librsocket/preload_hooks.h"
 #include "interpose/dup_share.h"
 #include "interpose/epoll_glue.h"
+#include "preload/connection_options.h"
 #include "preload/dup_calls.h"
 #include "interpose/export.h"
 #include "interpose/real.h"
@@ -108,81 +109,16 @@ int vfork_child_fcntl(int fd, int cmd, long arg) {
 
 }  // namespace
 
-namespace {
-
-// An rsocket's options as the kernel answers them on a connection. A
-// kernel TCP socket (ss_rspreload_options_fd: the descriptor itself, or
-// one beside shm's accepted unix stream) takes every option first, so the
-// kernel checks the value and keeps it, and answers every option the
-// rsocket does not keep
-// (SO_BINDTODEVICE, SO_PROTOCOL, TCP_USER_TIMEOUT, IP_TTL, ...); the
-// rsocket then acts on the ones it keeps. Not given to the kernel socket:
-// the options that would change how it carries frames (a receive low
-// mark, a cork, a linger, a filter, an upper layer): the rsocket's own
-// (SO_RCVLOWAT, SO_LINGER), or EOPNOTSUPP with the kernel's default read.
-bool transport_only(int level, int name) {
-  if (level == SOL_SOCKET)
-    return name == SO_LINGER || name == SO_RCVLOWAT || name == SO_ATTACH_FILTER ||
-           name == SO_ATTACH_BPF || name == SO_DETACH_FILTER || name == SO_LOCK_FILTER ||
-           name == SO_ZEROCOPY || name == SO_ATTACH_REUSEPORT_CBPF ||
-           name == SO_ATTACH_REUSEPORT_EBPF || name == SO_PEEK_OFF;
-  if (level == IPPROTO_TCP)
-    return name == TCP_CORK || name == TCP_ULP || name == TCP_REPAIR || name == TCP_REPAIR_QUEUE ||
-           name == TCP_REPAIR_OPTIONS || name == TCP_QUEUE_SEQ || name == TCP_ZEROCOPY_RECEIVE ||
-           name == TCP_INQ;
-  return false;
-}
-
-// The keepalive timers: the rsocket's probes use the idle time alone and
-// read the other two as 1 (upstream's); the kernel keeps all three.
-bool kernel_reads(int level, int name) {
-  return level == IPPROTO_TCP &&
-         (name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT);
-}
-
-int get_option(int fd, int level, int name, void* val, socklen_t* len) {
-  const auto& k = ss::interpose::real();
-  const int kfd = ss_rspreload_options_fd(fd);
-  if (kfd < 0) return -1;
-  if (kernel_reads(level, name)) return k.getsockopt(kfd, level, name, val, len);
-  if (level == IPPROTO_TCP && name == TCP_INFO) {
-    // The kernel's (the transport's counters on tcp, none on shm) with
-    // the connection's state.
-    if (k.getsockopt(kfd, level, name, val, len) < 0) return -1;
-    tcp_info mine{};
-    socklen_t n = sizeof mine;
-    if (*len >= 1 && rgetsockopt(fd, level, name, &mine, &n) == 0)
-      static_cast<uint8_t*>(val)[0] = mine.tcpi_state;
-    return 0;
-  }
-  const int rc = rgetsockopt(fd, level, name, val, len);
-  if (rc < 0 && (errno == ENOTSUP || errno == ENOPROTOOPT))
-    return k.getsockopt(kfd, level, name, val, len);
-  return rc;
-}
-
-int set_option(int fd, int level, int name, const void* val, socklen_t len) {
-  const bool own = transport_only(level, name);
-  const int kfd = own ? fd : ss_rspreload_options_fd(fd);
-  if (kfd < 0) return -1;
-  if (!own && ss::interpose::real().setsockopt(kfd, level, name, val, len) < 0) return -1;
-  const int rc = rsetsockopt(fd, level, name, val, len);
-  if (rc < 0 && !own && (errno == ENOTSUP || errno == ENOPROTOOPT)) return 0;  // the kernel's alone
-  return rc;
-}
-
-}  // namespace
-
 SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen_t* len) noexcept {
   return on_rsocket(
-      fd, [&] { return get_option(fd, level, name, val, len); },
+      fd, [&] { return connection_getsockopt(fd, level, name, val, len); },
       [&] { return ss::interpose::real().getsockopt(fd, level, name, val, len); });
 }
 
 SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val,
                                  socklen_t len) noexcept {
   return on_rsocket(
-      fd, [&] { return set_option(fd, level, name, val, len); },
+      fd, [&] { return connection_setsockopt(fd, level, name, val, len); },
       [&] {
         int rc = ss::interpose::real().setsockopt(fd, level, name, val, len);
         if (rc == 0 && level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF) &&

@@ -128,6 +128,61 @@ static void set_get(int fd, const struct set *s)
 	       grc ? 0 : back);
 }
 
+// Every option number of the TCP socket's levels: read before any set
+// (a set may drop the socket's cached route, which IPV6_MTU reads), then
+// where the read worked set back to what it said (a change of nothing).
+// Values differ by process and transport (cookies, credentials,
+// counters): only the answers print.
+static const struct {
+	int level, last;
+	const char *label;
+} sweep_levels[] = {{SOL_SOCKET, 80, "SOL_SOCKET"},
+		    {IPPROTO_TCP, 50, "IPPROTO_TCP"},
+		    {IPPROTO_IP, 80, "IPPROTO_IP"},
+		    {IPPROTO_IPV6, 90, "IPPROTO_IPV6"}};
+#define SWEEP_LEVELS (sizeof sweep_levels / sizeof sweep_levels[0])
+static struct {
+	int rc;
+	socklen_t len;
+	unsigned char v[512];
+} swept[SWEEP_LEVELS][91];
+
+static int sweeps(size_t l, int family)
+{
+	return !((sweep_levels[l].level == IPPROTO_IP && family == 6) ||
+		 (sweep_levels[l].level == IPPROTO_IPV6 && family == 4));
+}
+
+static void sweep_gets(int fd, int family)
+{
+	for (size_t l = 0; l < SWEEP_LEVELS; l++)
+		for (int name = 0; sweeps(l, family) && name <= sweep_levels[l].last; name++) {
+			typeof(swept[0][0]) *o = &swept[l][name];
+			memset(o->v, 0, sizeof o->v);
+			o->len = sizeof o->v;
+			errno = 0;
+			o->rc = getsockopt(fd, sweep_levels[l].level, name, o->v, &o->len);
+			printf("sweep get %s %d rc=%d errno=%d\n", sweep_levels[l].label, name,
+			       o->rc, o->rc ? errno : 0);
+		}
+}
+
+static void sweep_sets(int fd, int family)
+{
+	for (size_t l = 0; l < SWEEP_LEVELS; l++)
+		for (int name = 0; sweeps(l, family) && name <= sweep_levels[l].last; name++) {
+			typeof(swept[0][0]) *o = &swept[l][name];
+			// The MSS follows the transport: Linux refuses to set
+			// loopback's (above 32767) back.
+			if (o->rc || (sweep_levels[l].level == IPPROTO_TCP && name == TCP_MAXSEG))
+				continue;
+			errno = 0;
+			int rc = setsockopt(fd, sweep_levels[l].level, name, o->v, o->len);
+			printf("sweep set %s %d rc=%d errno=%d\n", sweep_levels[l].label, name, rc,
+			       rc ? errno : 0);
+		}
+}
+
 static void print_all(int fd, int family)
 {
 	for (size_t i = 0; i < sizeof gets / sizeof gets[0]; i++)
@@ -136,6 +191,7 @@ static void print_all(int fd, int family)
 	size_t n = family == 4 ? sizeof gets4 / sizeof gets4[0] : sizeof gets6 / sizeof gets6[0];
 	for (size_t i = 0; i < n; i++)
 		get(fd, &fam[i]);
+	sweep_gets(fd, family);
 	// Bad arguments: a length too short, an unknown level.
 	int v;
 	socklen_t len = 1;
@@ -152,6 +208,15 @@ static void print_all(int fd, int family)
 	n = family == 4 ? sizeof sets4 / sizeof sets4[0] : sizeof sets6 / sizeof sets6[0];
 	for (size_t i = 0; i < n; i++)
 		set_get(fd, &fs[i]);
+	// A name as short as "bbr" (an int's length is no rule here).
+	errno = 0;
+	rc = setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3);
+	char cc[16] = "";
+	len = sizeof cc;
+	int grc = getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &len);
+	printf("set TCP_CONGESTION bbr rc=%d errno=%d -> get rc=%d %.16s\n", rc, rc ? errno : 0, grc,
+	       cc);
+	sweep_sets(fd, family);
 	fflush(stdout);
 }
 
@@ -195,14 +260,23 @@ int main(int argc, char **argv)
 		if (c < 0)
 			return 5;
 		print_all(c, family);
-		char b;
-		while (read(c, &b, 1) > 0) {
+		// Done: the client closes only now (a socket the peer closed
+		// answers some options otherwise). Eight bytes: SO_RCVLOWAT is 7.
+		char b[8] = "done...";
+		if (write(c, b, sizeof b) != sizeof b)
+			return 7;
+		while (read(c, b, 1) > 0) {
 		}
 		close(c);
 	} else {
 		if (connect(s, (struct sockaddr *)&ss, sl))
 			return 6;
 		print_all(s, family);
+		char b[8];
+		size_t got = 0;
+		for (ssize_t n; got < sizeof b; got += (size_t)n)
+			if ((n = read(s, b + got, sizeof b - got)) <= 0)
+				return 7;
 	}
 	close(s);
 	return 0;

@@ -1,8 +1,10 @@
 #!/bin/bash
 # Socket options under librspreload as the kernel answers them (issue 33):
 # tests/ext/options_prog.c reads some 45 options on a connected socket,
-# sets 16 and reads them back, with bad arguments too, on both ends of a
-# connection; its output plain (Linux's TCP) is the reference, and the
+# sets 16 and reads them back, with bad arguments too, then reads every
+# option number of the socket's levels (SOL_SOCKET, TCP, IP or IPv6) and
+# sets each it read back to its value, on both ends of a connection; its
+# output plain (Linux's TCP) is the reference, and the
 # same program with both ends preloaded, on shm and on tcp, over IPv4 and
 # IPv6, must print the same lines (values that follow the transport print
 # as "varies") while each process counts its connection on rsockets.
@@ -37,7 +39,10 @@ for fam in 4 6; do
   run plain$fam $fam || bad=1
   n=$(grep -c "^get \|^set " "$T/plain$fam.cl")
   [ "$n" -gt 40 ] || { echo "  only $n options printed"; bad=1; }
-  check "plain IPv$fam: $n options read and set on each end (the reference)" $bad
+  swept=$(grep -c "^sweep get " "$T/plain$fam.cl")
+  kept=$(grep -c "^sweep get .* rc=0 " "$T/plain$fam.cl")
+  [ "$swept" -gt 200 ] && [ "$kept" -gt 60 ] || { echo "  swept $swept, $kept read"; bad=1; }
+  check "plain IPv$fam: $n options read and set, $swept option numbers swept ($kept read and set back) on each end (the reference)" $bad
   for prov in shm tcp; do
     tag=$prov$fam
     bad=0

@@ -456,6 +456,21 @@ TEST_P(OptionsTest, UnsupportedOptionsAreEnotsup) {
   }
 }
 
+// A name not kept says so whatever its value's shape (upstream's order);
+// TCP_CONGESTION takes a name of any length.
+TEST_P(OptionsTest, UnsupportedNamesAreEnotsupBeforeTheirValueIsRead) {
+  RFd c(rsocket(family(), SOCK_STREAM, 0));
+  ASSERT_GE(c.get(), 0);
+  EXPECT_EQ(-1, rsetsockopt(c, SOL_SOCKET, SO_BINDTODEVICE, "", 0));
+  EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+  EXPECT_EQ(-1, rsetsockopt(c, IPPROTO_TCP, TCP_CORK, "", 1));
+  EXPECT_EQ(ENOTSUP, errno) << errstr(errno);
+  EXPECT_EQ(0, rsetsockopt(c, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3)) << errstr(errno);
+  char one = 1;
+  EXPECT_EQ(-1, rsetsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, 1));  // kept: a short value
+  EXPECT_EQ(EINVAL, errno) << errstr(errno);
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, OptionsTest, ::testing::ValuesIn(all_params()), param_name);
 
 }  // namespace

@@ -1,0 +1,180 @@
+// A kernel TCP socket (ss_rspreload_options_fd: the descriptor itself, or
+// one beside shm's accepted unix stream) takes every option first, so the
+// kernel checks the value and keeps it, and answers every option the
+// rsocket does not keep (SO_BINDTODEVICE, SO_PROTOCOL, TCP_USER_TIMEOUT,
+// IP_TTL, ...); the rsocket then acts on the ones it keeps. That kernel
+// socket is not connected: what the kernel says from a connection's state
+// (its peer, its path, what it refuses once connected) is answered here.
+#include "preload/connection_options.h"
+
+#include <linux/filter.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/base/sandbox.h"
+#include "interpose/real.h"
+#include "librsocket/preload_hooks.h"
+#include "librsocket/rsocket_own.h"
+
+namespace ss::preload {
+namespace {
+
+// Not given to the kernel socket: the options that would change how it
+// carries frames (a receive low mark, a cork, a linger, a filter, an
+// upper layer): the rsocket's own (SO_RCVLOWAT, SO_LINGER), or
+// EOPNOTSUPP with the kernel's default read.
+bool transport_only(int level, int name) {
+  if (level == SOL_SOCKET)
+    return name == SO_LINGER || name == SO_RCVLOWAT || name == SO_ATTACH_FILTER ||
+           name == SO_ATTACH_BPF || name == SO_DETACH_FILTER || name == SO_LOCK_FILTER ||
+           name == SO_ZEROCOPY || name == SO_ATTACH_REUSEPORT_CBPF ||
+           name == SO_ATTACH_REUSEPORT_EBPF || name == SO_PEEK_OFF;
+  if (level == IPPROTO_TCP)
+    return name == TCP_CORK || name == TCP_ULP || name == TCP_REPAIR || name == TCP_REPAIR_QUEUE ||
+           name == TCP_REPAIR_OPTIONS || name == TCP_QUEUE_SEQ || name == TCP_INQ;
+  return false;
+}
+
+// Whether a value of len bytes has a shape Linux refuses (EINVAL) for a
+// transport-only option, before anything else: a filter program's header
+// of another size, an empty name, less than an int.
+bool malformed(int level, int name, socklen_t len) {
+  if (level == SOL_SOCKET && (name == SO_ATTACH_FILTER || name == SO_ATTACH_REUSEPORT_CBPF))
+    return len != sizeof(sock_fprog);
+  if (level == IPPROTO_TCP && name == TCP_ULP) return len < 1;
+  return len < sizeof(int);
+}
+
+// The keepalive timers: the rsocket's probes use the idle time alone and
+// read the other two as 1 (upstream's); the kernel keeps all three.
+bool kernel_reads(int level, int name) {
+  return level == IPPROTO_TCP &&
+         (name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT);
+}
+
+// Options Linux takes only before a connection (EINVAL after): the
+// fast-open ones, and an IPv6 socket's V6ONLY once bound.
+bool before_connection_only(int level, int name) {
+  return (level == IPPROTO_TCP && (name == TCP_FASTOPEN || name == TCP_FASTOPEN_CONNECT ||
+                                   name == TCP_FASTOPEN_NO_COOKIE)) ||
+         (level == IPPROTO_IPV6 && name == IPV6_V6ONLY);
+}
+
+int fail(int err) {
+  errno = err;
+  return -1;
+}
+
+int put_int(int v, void* val, socklen_t* len) {
+  if (*len > sizeof v) *len = sizeof v;
+  memcpy(val, &v, *len);
+  return 0;
+}
+
+// SO_PEERNAME: Linux's rule, the whole name or EINVAL for more room.
+int peer_name(int fd, void* val, socklen_t* len) {
+  sockaddr_storage ss{};
+  socklen_t n = sizeof ss;
+  if (rgetpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n)) return fail(ENOTCONN);
+  if (n < *len) return fail(EINVAL);
+  memcpy(val, &ss, *len);
+  return 0;
+}
+
+// IP_MTU, IPV6_MTU, IPV6_PATHMTU: the route's to the peer, read from a UDP socket
+// connected there (the kernel's answer for a connection's path). A
+// process locked in a sandbox makes no socket: ENOTCONN, as an
+// unconnected socket's.
+int path_mtu(int fd, int level, int name, void* val, socklen_t* len) {
+  sockaddr_storage ss{};
+  socklen_t n = sizeof ss;
+  if (rgetpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) || sandbox::locked_in())
+    return fail(ENOTCONN);
+  const auto& k = interpose::real();
+  const int u = k.socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (u < 0) return fail(ENOTCONN);
+  int rc = k.connect(u, reinterpret_cast<sockaddr*>(&ss), n);
+  if (!rc) rc = k.getsockopt(u, level, name, val, len);
+  const int err = errno;
+  k.close(u);
+  return rc ? fail(err == ENOTCONN ? ENOTCONN : err) : 0;
+}
+
+// An answer the connection's state gives (true, *rc set), where the
+// unconnected kernel socket would answer otherwise.
+bool state_answer(int fd, int level, int name, void* val, socklen_t* len, int* rc) {
+  if (level == SOL_SOCKET && name == SO_PEERNAME)
+    *rc = peer_name(fd, val, len);
+  else if ((level == IPPROTO_IP && name == IP_MTU) ||
+           (level == IPPROTO_IPV6 && (name == IPV6_MTU || name == IPV6_PATHMTU)))
+    *rc = path_mtu(fd, level, name, val, len);
+  else if (level == IPPROTO_IPV6 && name == IPV6_ADDRFORM) {
+    int domain = 0;
+    socklen_t n = sizeof domain;
+    *rc = rgetsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n);
+    if (!*rc) *rc = domain == AF_INET6 ? put_int(AF_INET6, val, len) : fail(ENOPROTOOPT);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Whether (val, len) is what the option reads already: a set that
+// changes nothing, which the kernel takes for every option it reads.
+bool unchanged(int fd, int level, int name, const void* val, socklen_t len) {
+  if (!val || len == 0 || len > 512) return false;
+  std::vector<char> now(len);
+  socklen_t n = len;
+  return connection_getsockopt(fd, level, name, now.data(), &n) == 0 && n == len &&
+         memcmp(now.data(), val, len) == 0;
+}
+
+}  // namespace
+
+int connection_getsockopt(int fd, int level, int name, void* val, socklen_t* len) {
+  const auto& k = interpose::real();
+  const int kfd = ss_rspreload_options_fd(fd);
+  if (kfd < 0) return -1;
+  if (!len) return fail(EFAULT);
+  if (kernel_reads(level, name)) return k.getsockopt(kfd, level, name, val, len);
+  int rc;
+  if (state_answer(fd, level, name, val, len, &rc)) return rc;
+  if (level == IPPROTO_TCP && name == TCP_INFO) {
+    // The kernel's (the transport's counters on tcp, none on shm) with
+    // the connection's state.
+    if (k.getsockopt(kfd, level, name, val, len) < 0) return -1;
+    tcp_info mine{};
+    socklen_t n = sizeof mine;
+    if (*len >= 1 && rgetsockopt(fd, level, name, &mine, &n) == 0)
+      static_cast<uint8_t*>(val)[0] = mine.tcpi_state;
+    return 0;
+  }
+  rc = rgetsockopt(fd, level, name, val, len);
+  if (rc < 0 && (errno == ENOTSUP || errno == ENOPROTOOPT))
+    return k.getsockopt(kfd, level, name, val, len);
+  return rc;
+}
+
+int connection_setsockopt(int fd, int level, int name, const void* val, socklen_t len) {
+  const bool own = transport_only(level, name);
+  const int kfd = own ? fd : ss_rspreload_options_fd(fd);
+  if (kfd < 0) return -1;
+  if (own && malformed(level, name, len)) return fail(EINVAL);
+  if (!own && interpose::real().setsockopt(kfd, level, name, val, len) < 0) return -1;
+  if (before_connection_only(level, name)) return fail(EINVAL);
+  const int rc = rsetsockopt(fd, level, name, val, len);
+  if (rc < 0 && (errno == ENOTSUP || errno == ENOPROTOOPT)) {
+    if (!own) return 0;  // the kernel's alone
+    const int err = errno;
+    if (unchanged(fd, level, name, val, len)) return 0;
+    errno = err;
+  }
+  return rc;
+}
+
+}  // namespace ss::preload
