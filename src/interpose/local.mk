@@ -25,6 +25,8 @@ libinterpose_la_SOURCES = \
 	src/interpose/program_memory.cc \
 	src/interpose/passed_fds.h \
 	src/interpose/passed_fds.cc \
+	src/interpose/connected_options.h \
+	src/interpose/connected_options.cc \
 	src/interpose/sendfile_copy.h \
 	src/interpose/sendfile_copy.cc \
 	src/interpose/exec_calls.h \

@@ -4,7 +4,7 @@
 // rsocket does not keep (SO_BINDTODEVICE, SO_PROTOCOL, TCP_USER_TIMEOUT,
 // IP_TTL, ...); the rsocket then acts on the ones it keeps. That kernel
 // socket is not connected: what the kernel says from a connection's state
-// (its peer, its path, what it refuses once connected) is answered here.
+// comes from the rsocket's (interpose/connected_options.h).
 #include "preload/connection_options.h"
 
 #include <linux/filter.h>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/base/sandbox.h"
+#include "interpose/connected_options.h"
 #include "interpose/real.h"
 #include "librsocket/preload_hooks.h"
 #include "librsocket/rsocket_own.h"
@@ -57,71 +57,9 @@ bool kernel_reads(int level, int name) {
          (name == TCP_KEEPIDLE || name == TCP_KEEPINTVL || name == TCP_KEEPCNT);
 }
 
-// Options Linux takes only before a connection (EINVAL after): the
-// fast-open ones, and an IPv6 socket's V6ONLY once bound.
-bool before_connection_only(int level, int name) {
-  return (level == IPPROTO_TCP && (name == TCP_FASTOPEN || name == TCP_FASTOPEN_CONNECT ||
-                                   name == TCP_FASTOPEN_NO_COOKIE)) ||
-         (level == IPPROTO_IPV6 && name == IPV6_V6ONLY);
-}
-
 int fail(int err) {
   errno = err;
   return -1;
-}
-
-int put_int(int v, void* val, socklen_t* len) {
-  if (*len > sizeof v) *len = sizeof v;
-  memcpy(val, &v, *len);
-  return 0;
-}
-
-// SO_PEERNAME: Linux's rule, the whole name or EINVAL for more room.
-int peer_name(int fd, void* val, socklen_t* len) {
-  sockaddr_storage ss{};
-  socklen_t n = sizeof ss;
-  if (rgetpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n)) return fail(ENOTCONN);
-  if (n < *len) return fail(EINVAL);
-  memcpy(val, &ss, *len);
-  return 0;
-}
-
-// IP_MTU, IPV6_MTU, IPV6_PATHMTU: the route's to the peer, read from a UDP socket
-// connected there (the kernel's answer for a connection's path). A
-// process locked in a sandbox makes no socket: ENOTCONN, as an
-// unconnected socket's.
-int path_mtu(int fd, int level, int name, void* val, socklen_t* len) {
-  sockaddr_storage ss{};
-  socklen_t n = sizeof ss;
-  if (rgetpeername(fd, reinterpret_cast<sockaddr*>(&ss), &n) || sandbox::locked_in())
-    return fail(ENOTCONN);
-  const auto& k = interpose::real();
-  const int u = k.socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (u < 0) return fail(ENOTCONN);
-  int rc = k.connect(u, reinterpret_cast<sockaddr*>(&ss), n);
-  if (!rc) rc = k.getsockopt(u, level, name, val, len);
-  const int err = errno;
-  k.close(u);
-  return rc ? fail(err == ENOTCONN ? ENOTCONN : err) : 0;
-}
-
-// An answer the connection's state gives (true, *rc set), where the
-// unconnected kernel socket would answer otherwise.
-bool state_answer(int fd, int level, int name, void* val, socklen_t* len, int* rc) {
-  if (level == SOL_SOCKET && name == SO_PEERNAME)
-    *rc = peer_name(fd, val, len);
-  else if ((level == IPPROTO_IP && name == IP_MTU) ||
-           (level == IPPROTO_IPV6 && (name == IPV6_MTU || name == IPV6_PATHMTU)))
-    *rc = path_mtu(fd, level, name, val, len);
-  else if (level == IPPROTO_IPV6 && name == IPV6_ADDRFORM) {
-    int domain = 0;
-    socklen_t n = sizeof domain;
-    *rc = rgetsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n);
-    if (!*rc) *rc = domain == AF_INET6 ? put_int(AF_INET6, val, len) : fail(ENOPROTOOPT);
-  } else {
-    return false;
-  }
-  return true;
 }
 
 // Whether (val, len) is what the option reads already: a set that
@@ -143,7 +81,16 @@ int connection_getsockopt(int fd, int level, int name, void* val, socklen_t* len
   if (!len) return fail(EFAULT);
   if (kernel_reads(level, name)) return k.getsockopt(kfd, level, name, val, len);
   int rc;
-  if (state_answer(fd, level, name, val, len, &rc)) return rc;
+  if (interpose::answered_by_connection(level, name)) {
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    if (rgetpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len)) peer_len = 0;
+    int domain = 0;
+    socklen_t n = sizeof domain;
+    rgetsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n);
+    interpose::connection_getsockopt(domain, peer, peer_len, level, name, val, len, &rc);
+    return rc;
+  }
   if (level == IPPROTO_TCP && name == TCP_INFO) {
     // The kernel's (the transport's counters on tcp, none on shm) with
     // the connection's state.
@@ -166,7 +113,7 @@ int connection_setsockopt(int fd, int level, int name, const void* val, socklen_
   if (kfd < 0) return -1;
   if (own && malformed(level, name, len)) return fail(EINVAL);
   if (!own && interpose::real().setsockopt(kfd, level, name, val, len) < 0) return -1;
-  if (before_connection_only(level, name)) return fail(EINVAL);
+  if (interpose::before_connection_only(level, name)) return fail(EINVAL);
   const int rc = rsetsockopt(fd, level, name, val, len);
   if (rc < 0 && (errno == ENOTSUP || errno == ENOPROTOOPT)) {
     if (!own) return 0;  // the kernel's alone

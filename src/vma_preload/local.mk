@@ -44,6 +44,7 @@ libvma_la_SOURCES = \
 	src/vma_preload/udp_offload.h \
 	src/vma_preload/udp_offload.cc \
 	src/vma_preload/udp_offload_wait.cc \
+	src/vma_preload/tcp_info_linux.h \
 	src/vma_preload/tcp_offload.h \
 	src/vma_preload/tcp_offload.cc \
 	src/vma_preload/tcp_offload_wait.cc \

@@ -189,6 +189,10 @@ struct SocketRecord final : Pollable {
   // The program set SO_SNDBUF or SO_RCVBUF: its connections' buffers of
   // that side stay that size (Linux stops growing them then).
   std::atomic<bool> sndbuf_set{false}, rcvbuf_set{false};
+  // The library bound the kernel socket to an IPv6 source address for an
+  // offloaded connect, which set its IPV6_V6ONLY (Linux's bind does); the
+  // program's socket, connected by Linux, would have kept it clear.
+  std::atomic<bool> v6only_by_bind{false};
   McastState mcast;      // memberships and send options (udp_multicast.h)
   RxExtras rx_extras;    // the Extra API's (zcopy.cc); before offload_owner_
   RingLogic ring_logic;  // SO_VMA_RING_ALLOC_LOGIC (extra_sockopts.h)

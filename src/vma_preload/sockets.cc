@@ -18,6 +18,7 @@
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "interpose/own_calls.h"
+#include "interpose/connected_options.h"
 #include "interpose/dup_share.h"
 #include "interpose/epoll_glue.h"
 #include "interpose/export.h"
@@ -26,6 +27,7 @@
 #include "interpose/edge.h"
 #include "vma_preload/extra_api.h"
 #include "vma_preload/socket_record.h"
+#include "vma_preload/tcp_info_linux.h"
 #include "vma_preload/epoll_face.h"
 #include "vma_preload/start.h"
 #include "vma_preload/wire_addr.h"
@@ -144,6 +146,32 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
   }
   if (level == SOL_SOCKET)
     if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
+  // The twin is not connected: what Linux answers from a connection's
+  // state comes from the offloaded one.
+  if (ss::interpose::answered_by_connection(level, name))
+    if (const auto s = tcp_record(fd))
+      return ss::interpose::edge_call([&] {
+        sockaddr_storage peer{};
+        const int n = s.t->name(true, &peer);
+        int domain = 0, rc;
+        socklen_t dlen = sizeof domain;
+        real().getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen);
+        ss::interpose::connection_getsockopt(domain, peer, n < 0 ? 0 : static_cast<socklen_t>(n),
+                                             level, name, val, len, &rc);
+        return rc;
+      });
+  if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY &&
+      ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
+    if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
+        s && s->v6only_by_bind.load(std::memory_order_relaxed)) {
+      const int rc = real().getsockopt(fd, level, name, val, len);  // the kernel's checks
+      if (rc == 0) {
+        const int clear = 0;
+        const socklen_t n = std::min<socklen_t>(*len, sizeof clear);
+        std::memcpy(val, &clear, n);
+      }
+      return rc;
+    }
   if (level == IPPROTO_TCP && name == TCP_INFO && val && len)
     if (const auto s = tcp_record(fd))
       return ss::interpose::edge_call([&] {
@@ -155,10 +183,17 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
           errno = EINVAL;
           return -1;
         }
-        tcp_info info;
+        // As long as the running kernel's struct (the twin says), zeros
+        // past what is known here.
+        unsigned char out[512] = {};
+        socklen_t kernel = sizeof out;
+        if (real().getsockopt(fd, level, name, out, &kernel) < 0) kernel = sizeof(vp::LinuxTcpInfo);
+        vp::LinuxTcpInfo info;
         s.t->info(&info);
-        const socklen_t n = std::min<socklen_t>(*len, sizeof info);
-        if (ss::interpose::copy_to_program(val, &info, n) < 0) {
+        std::memset(out, 0, sizeof out);
+        std::memcpy(out, &info, std::min<size_t>(sizeof info, kernel));
+        const socklen_t n = std::min(*len, kernel);
+        if (ss::interpose::copy_to_program(val, out, n) < 0) {
           errno = EFAULT;
           return -1;
         }
@@ -220,6 +255,11 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       }
       return r;
     }
+  if (ss::interpose::before_connection_only(level, name) && tcp_record(fd)) {
+    if (real().setsockopt(fd, level, name, val, len) < 0) return -1;  // the kernel checks the value
+    errno = EINVAL;
+    return -1;
+  }
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/base/fd_table.h"
 #include "core/base/log.h"
 #include "core/base/msghdr_of.h"
 #include "interpose/program_memory.h"
@@ -21,6 +22,7 @@
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/port_holds.h"
 #include "vma_preload/rx_extras.h"
+#include "vma_preload/socket_record.h"
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/socketxtreme.h"
 #include "vma_preload/tcp_repair.h"
@@ -88,7 +90,13 @@ int plan_connect(int fd, int family, const sockaddr* to, socklen_t len, bool non
   if (local.port == 0) {
     sockaddr_storage src{};
     const socklen_t slen = program_addr({path.src, 0}, family, &src);
+    int v6only = -1;
+    socklen_t olen = sizeof v6only;
+    if (family == AF_INET6) real().getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &olen);
     if (real().bind(fd, reinterpret_cast<sockaddr*>(&src), slen) < 0) return -errno;
+    if (v6only == 0)
+      if (const auto rec = FdTable::instance().get<SocketRecord>(fd, FdKind::kVmaSocket))
+        rec->v6only_by_bind.store(true, std::memory_order_relaxed);
     blen = sizeof bound;
     if (real().getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen) < 0) return -errno;
     local = wire_addr(reinterpret_cast<sockaddr*>(&bound), blen);
@@ -568,8 +576,9 @@ void TcpOffload::publish() {
 
 int TcpOffload::take_error() { return rings_->tcp->take_error(sock_); }
 
-void TcpOffload::info(tcp_info* out) {
-  *out = tcp_info{};
+void TcpOffload::info(LinuxTcpInfo* full) {
+  *full = LinuxTcpInfo{};
+  tcp_info* out = &full->base;
   net::tcp::Info i;
   const net::tcp::Counters c = rings_->tcp->connection_counters(sock_, &i);
   out->tcpi_state = linux_state(i.state);
@@ -596,6 +605,14 @@ void TcpOffload::info(tcp_info* out) {
   out->tcpi_reordering = 3;
   out->tcpi_rcv_space = i.rcv_wnd;
   out->tcpi_total_retrans = static_cast<uint32_t>(c.retrans_segs);
+  full->max_pacing_rate = ~uint64_t{0};  // no SO_MAX_PACING_RATE: unbounded
+  full->bytes_received = c.bytes_in;
+  full->segs_out = static_cast<uint32_t>(c.segs_out);
+  full->segs_in = static_cast<uint32_t>(c.segs_in);
+  full->dsack_dups = static_cast<uint32_t>(c.dsacks_in);
+  full->snd_wnd = i.snd_wnd;
+  full->rcv_wnd = i.rcv_wnd;
+  full->total_rto = static_cast<uint16_t>(std::min<uint64_t>(c.rto_expiries, 0xffff));
 }
 
 void TcpOffload::set_option(net::tcp::Option o, int64_t value) {

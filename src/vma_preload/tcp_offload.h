@@ -36,6 +36,7 @@
 #include "core/net/tcp/stack.h"
 #include "libvmacompat/stats_publisher.h"
 #include "libvmacompat/xtreme_buffs.h"
+#include "vma_preload/tcp_info_linux.h"
 #include "vma_preload/tcp_options.h"
 #include "vma_preload/tcp_service.h"
 
@@ -111,9 +112,10 @@ class TcpOffload {
   // -ENOTCONN for a peer not connected (yet, or any more).
   int name(bool peer, sockaddr_storage* out);
   int take_error();  // SO_ERROR
-  // TCP_INFO: glibc's struct tcp_info (the fields up to tcpi_total_retrans)
-  // from the connection's state.
-  void info(tcp_info* out);
+  // TCP_INFO from the connection's state: glibc's fields, and past them
+  // the segments and bytes received, the segments sent, the windows,
+  // D-SACKs and RTOs (the others 0).
+  void info(LinuxTcpInfo* out);
   void set_option(net::tcp::Option o, int64_t value);  // setsockopt (Connection::set_option)
   // Gives the connection to fd's kernel socket for good (tcp_repair.h): 0,
   // or -errno and it goes on here. Then moved(): calls under way end with

@@ -158,6 +158,21 @@ std::vector<KeptOption> options_to_inherit(int listener) {
       if (d.level == r.level && d.name == r.name && d.value.i == v) return;
     out.push_back(int_option(r, v));
   });
+  // Flags Linux's accepted socket copies from its listener (sock_copy),
+  // where the listener's differ from a new socket's.
+  static const int v6only_default = proc_sys_number("net/ipv6/bindv6only", 0, 0) != 0;
+  constexpr struct {
+    int level, name;
+  } kFlags[] = {
+      {SOL_SOCKET, SO_REUSEADDR}, {SOL_SOCKET, SO_REUSEPORT}, {IPPROTO_IPV6, IPV6_V6ONLY}};
+  for (const auto& f : kFlags) {
+    const int v = sock_int(listener, f.level, f.name);  // -1: not of its family
+    if (v >= 0 && v != (f.name == IPV6_V6ONLY ? v6only_default : 0)) {
+      KeptOption o{f.level, f.name, sizeof(int), {}};
+      o.value.i = v;
+      out.push_back(o);
+    }
+  }
   KeptOption l{SOL_SOCKET, SO_LINGER, sizeof(::linger), {}};
   socklen_t len = sizeof l.value.l;
   if (real().getsockopt(listener, SOL_SOCKET, SO_LINGER, &l.value.l, &len) == 0 &&

@@ -42,6 +42,7 @@ ext_test_scripts = \
 	tests/ext/vma_tcp.sh \
 	tests/ext/vma_tcp_extra.sh \
 	tests/ext/vma_tcp_wire.sh \
+	tests/ext/vma_options.sh \
 	tests/ext/vma_runtimes.sh \
 	tests/ext/fault_matrix.sh
 dist_check_SCRIPTS += $(ext_test_scripts)
@@ -70,7 +71,7 @@ EXTRA_DIST += tests/ext/sandbox_prog.c
 EXTRA_DIST += tests/ext/exec_prog.c tests/ext/exec_cxx_echo.cc
 # Built and run by preload_exec_listen.sh.
 EXTRA_DIST += tests/ext/exec_listen.c
-# Built and run by preload_options.sh.
+# Built and run by preload_options.sh and vma_options.sh.
 EXTRA_DIST += tests/ext/options_prog.c
 # Built and run by fault_matrix.sh.
 EXTRA_DIST += tests/ext/fault_prog.c tests/ext/fault_matrix.py
@@ -106,4 +107,4 @@ TEST_LIMITS += rstream.sh=180 riostream.sh=120 rcopy.sh=60 netns.sh=90 \
 	vma_extra_header.sh=300 vma_stats.sh=60 vma_preload.sh=120 \
 	vma_netns.sh=240 vma_mcast.sh=120 vma_zcopy.sh=120 vma_xtreme.sh=120 \
 	vma_calls.sh=120 vma_extras.sh=120 vma_sockperf.sh=120 vma_tcp.sh=480 \
-	vma_tcp_extra.sh=120 vma_tcp_wire.sh=240 vma_runtimes.sh=120
+	vma_tcp_extra.sh=120 vma_tcp_wire.sh=240 vma_runtimes.sh=120 vma_options.sh=120

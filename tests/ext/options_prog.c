@@ -7,10 +7,13 @@
 //   options_prog probe PORT FAMILY   connect, print the options on the
 //       connected socket, close
 //
-// FAMILY is 4 or 6 (127.0.0.1 or ::1). One line per option: "get LEVEL
+// FAMILY is 4 or 6: the address is ADDR, a last argument, or else
+// 127.0.0.1 or ::1. One line per option: "get LEVEL
 // NAME rc=R errno=E len=L value", and "set ... -> get ..." for the ones
 // set and read back. Values that follow the transport (buffer sizes, the
-// MSS, TCP_INFO's counters) print as "varies" with only their length.
+// MSS, TCP_INFO's counters) print as "varies" with only their length;
+// with OPTIONS_SEGMENTS set, TCP_INFO's state and whether it counted
+// segments received.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -78,10 +81,15 @@ static void get(int fd, const struct opt *o)
 	printf("get %s rc=%d errno=%d len=%u ", o->label, rc, err, rc ? 0 : len);
 	if (rc)
 		printf("-");
-	else if (o->varies)
+	else if (o->level == IPPROTO_TCP && o->name == TCP_INFO && getenv("OPTIONS_SEGMENTS")) {
+		// The connection's state, and past glibc's fields Linux's
+		// tcpi_segs_in (at 140): where segments are TCP's.
+		unsigned int segs_in = 0;
+		if (len >= 144)
+			memcpy(&segs_in, v + 140, sizeof segs_in);
+		printf("state %u segs_in %s", v[0], segs_in ? "counted" : "none");
+	} else if (o->varies)
 		printf("varies");
-	else if (o->level == IPPROTO_TCP && o->name == TCP_INFO)
-		printf("state %u", v[0]);
 	else
 		for (socklen_t i = 0; i < len && i < 32; i++)
 			printf("%02x", v[i]);
@@ -220,7 +228,7 @@ static void print_all(int fd, int family)
 	fflush(stdout);
 }
 
-static socklen_t addr_of(int family, int port, struct sockaddr_storage *ss)
+static socklen_t addr_of(int family, int port, const char *addr, struct sockaddr_storage *ss)
 {
 	memset(ss, 0, sizeof *ss);
 	if (family == 4) {
@@ -228,24 +236,30 @@ static socklen_t addr_of(int family, int port, struct sockaddr_storage *ss)
 		a->sin_family = AF_INET;
 		a->sin_port = htons((uint16_t)port);
 		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (addr && inet_pton(AF_INET, addr, &a->sin_addr) != 1)
+			return 0;
 		return sizeof *a;
 	}
 	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
 	a->sin6_family = AF_INET6;
 	a->sin6_port = htons((uint16_t)port);
 	a->sin6_addr = in6addr_loopback;
+	if (addr && inet_pton(AF_INET6, addr, &a->sin6_addr) != 1)
+		return 0;
 	return sizeof *a;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: options_prog serve|probe PORT 4|6\n");
+	struct sockaddr_storage ss;
+	socklen_t sl = argc == 4 || argc == 5 ? addr_of(atoi(argv[3]), atoi(argv[2]),
+							   argc == 5 ? argv[4] : NULL, &ss)
+					      : 0;
+	if (!sl) {
+		fprintf(stderr, "usage: options_prog serve|probe PORT 4|6 [ADDR]\n");
 		return 2;
 	}
-	int port = atoi(argv[2]), family = atoi(argv[3]);
-	struct sockaddr_storage ss;
-	socklen_t sl = addr_of(family, port, &ss);
+	int family = atoi(argv[3]);
 	int s = socket(family == 4 ? AF_INET : AF_INET6, SOCK_STREAM, 0);
 	if (s < 0)
 		return 3;
