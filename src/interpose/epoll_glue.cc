@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -63,6 +65,33 @@ int EpollFd::drop_marker(epoll_event* events, int n, bool always) const {
   return k;
 }
 
+namespace {
+
+// The program's epoll descriptor fd as `set` (which owns its own copy of
+// the kernel epoll descriptor) in the fd table: false, the set dropped,
+// when the table cannot take it.
+bool track_set(const EpollFace& face, int fd, std::unique_ptr<EpollSet> set) {
+  std::shared_ptr<EpollFd> ep(new (std::nothrow) EpollFd(face, std::move(set)));
+  if (ep) {
+    ep->fd = fd;
+    Pollable* p = ep->set.get();
+    std::lock_guard<std::mutex> g(sets_mu);
+    auto& sets = all_sets();
+    try {
+      std::erase_if(sets, [](const std::weak_ptr<EpollFd>& w) { return w.expired(); });
+      sets.push_back(ep);
+      if (FdTable::instance().insert(fd, FdKind::kKernel, ep, p) == 0) return true;
+      sets.pop_back();
+    } catch (const std::bad_alloc&) {
+    }
+  }
+  OwnCalls own;
+  ep.reset();
+  return false;
+}
+
+}  // namespace
+
 int create_epoll(const EpollFace& face, int flags) {
   if (flags & ~EPOLL_CLOEXEC) {
     errno = EINVAL;
@@ -82,25 +111,30 @@ int create_epoll(const EpollFace& face, int flags) {
     errno = err;
     return -1;
   }
-  std::shared_ptr<EpollFd> ep(new (std::nothrow) EpollFd(face, std::move(set)));
-  if (ep) {
-    ep->fd = fd;
-    Pollable* p = ep->set.get();
-    std::lock_guard<std::mutex> g(sets_mu);
-    auto& sets = all_sets();
-    try {
-      std::erase_if(sets, [](const std::weak_ptr<EpollFd>& w) { return w.expired(); });
-      sets.push_back(ep);
-      if (FdTable::instance().insert(fd, FdKind::kKernel, ep, p) == 0) return fd;
-      sets.pop_back();
-    } catch (const std::bad_alloc&) {
-    }
-  }
+  if (track_set(face, fd, std::move(set))) return fd;
   // The duplicate alone is a kernel epoll descriptor like any other.
   SS_WARN("%s: epoll fd %d: cannot track it: kernel descriptors only", face.name, fd);
-  OwnCalls own;
-  ep.reset();
   return fd;
+}
+
+bool adopt_epoll(const EpollFace& face, int fd) {
+  if (FdTable::instance().kind(fd) != FdKind::kNone) return false;
+  char path[40], link[32];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(path, link, sizeof link - 1);
+  if (n <= 0) return false;
+  link[n] = '\0';
+  if (strcmp(link, "anon_inode:[eventpoll]") != 0) return false;
+  const int own_fd = real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own_fd < 0) return false;
+  std::unique_ptr<EpollSet> set = EpollSet::adopt(own_fd);
+  if (!set) {
+    real().close(own_fd);
+    return false;
+  }
+  if (!track_set(face, fd, std::move(set))) return false;
+  SS_DEBUG("%s: epoll fd %d: a set made without the preload, tracked from now on", face.name, fd);
+  return true;
 }
 
 std::shared_ptr<EpollFd> epoll_fd(int fd) {

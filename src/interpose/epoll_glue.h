@@ -71,6 +71,11 @@ struct EpollFd {
 // epoll_create1 (flags checked): the program's descriptor or -1/errno. A
 // set the fd table cannot take stays a plain kernel epoll descriptor.
 int create_epoll(const EpollFace& face, int flags);
+// An epoll descriptor the program made without the preload (inherited
+// across exec, or made by the system call instruction) taken as the
+// preloads' set from now on, its kernel members kept: whether it was
+// (fd is an epoll instance the fd table does not know, and could take).
+bool adopt_epoll(const EpollFace& face, int fd);
 // fd's EpollFd when it is one of the preloads' epoll descriptors.
 std::shared_ptr<EpollFd> epoll_fd(int fd);
 // Whether fd would join a mixed set as a member (its fd-table object is

@@ -1,8 +1,8 @@
 // librspreload's epoll: the shared glue (interpose/epoll_glue.h) on
-// core's EpollSet, with the rsocket rules around it: a connection cannot
-// join a kernel epoll set the preload does not know (EPERM), a listener
-// added there becomes a kernel listener, and a socket neither connected nor
-// listening that joins a set stays the kernel's for good.
+// core's EpollSet, with the rsocket rules around it: a kernel epoll set
+// the preload does not know is taken as its own when a connection or a
+// listener joins it, and a socket neither connected nor listening that
+// joins a set stays the kernel's for good.
 #include <sys/epoll.h>
 
 #include <cerrno>
@@ -36,12 +36,17 @@ int fail(int rc) {
   return -1;
 }
 
-// An epoll descriptor the preload does not know (made by a raw syscall,
-// or when the fd table could not take it): the kernel's, as before the
-// preload had epoll. A listener becomes a kernel listener; a connection
-// cannot be watched there (EPERM).
+// An epoll descriptor the preload does not know (inherited across exec,
+// made by the system call instruction, or when the fd table could not
+// take it): taken as the preload's set when a connection or listener
+// joins it. Where it cannot be, the kernel's, as before the preload had
+// epoll: a listener becomes a kernel listener; a connection cannot be
+// watched there (EPERM).
 int ctl_on_kernel_set(int epfd, int op, int fd, epoll_event* ev) {
   const Route r = route(fd);
+  if (op != EPOLL_CTL_DEL && (r == Route::kListener || r == Route::kRsocket) &&
+      ss::interpose::adopt_epoll(kEpollFace, epfd))
+    return ::epoll_ctl(epfd, op, fd, ev);
   if (op != EPOLL_CTL_DEL && r == Route::kListener) {
     SS_INFO("librspreload: listener fd %d added to kernel epoll set %d: kernel TCP only", fd, epfd);
     to_kernel_listener(fd, true);

@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/ext/unseen_syscall.h"
 #include "tests/preload/pair.h"
 
 namespace {
@@ -204,6 +205,43 @@ TEST(DifferentialEpoll, RawSystemCalls) {
   EXPECT_EQ(syscall(SYS_epoll_ctl, ep, EPOLL_CTL_DEL, p.s, nullptr), -1);
   EXPECT_EQ(errno, ENOENT);
   for (int fd : {s2, c2, ep}) close(fd);
+}
+
+// A set no preload saw made (the system call instruction itself, as Go's
+// runtime makes one; an exec's inherited set is the same), then used by
+// libc's names: a connection and a listener join it and are seen there,
+// a pipe already in it too (differential.sh: the process's connections
+// all on rsockets, none a kernel listener).
+TEST(DifferentialEpoll, ASetMadeUnseenTakesConnections) {
+  Pair p;
+  connect_pair(&p);
+  const int ep = static_cast<int>(unseen_syscall1(SYS_epoll_create1, EPOLL_CLOEXEC));
+  ASSERT_GE(ep, 0) << strerror(errno);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  ASSERT_EQ(add(ep, pipe_fds[0], EPOLLIN), 0) << strerror(errno);
+  ASSERT_EQ(add(ep, p.s, EPOLLIN), 0) << strerror(errno);
+  ASSERT_EQ(add(ep, p.l, EPOLLIN), 0) << strerror(errno);
+  epoll_event got{};
+  EXPECT_EQ(epoll_wait(ep, &got, 1, 0), 0);
+  ASSERT_EQ(send(p.c, "a", 1, 0), 1);
+  ASSERT_EQ(epoll_wait(ep, &got, 1, kLongMs), 1);
+  EXPECT_EQ(got.data.fd, p.s);
+  char b;
+  ASSERT_EQ(recv(p.s, &b, 1, 0), 1);
+  ASSERT_EQ(write(pipe_fds[1], "x", 1), 1);
+  ASSERT_EQ(epoll_wait(ep, &got, 1, kLongMs), 1);
+  EXPECT_EQ(got.data.fd, pipe_fds[0]);
+  ASSERT_EQ(read(pipe_fds[0], &b, 1), 1);
+  const int c2 = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(p.port);
+  ASSERT_EQ(connect(c2, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  ASSERT_EQ(epoll_wait(ep, &got, 1, kLongMs), 1);
+  EXPECT_EQ(got.data.fd, p.l);
+  const int s2 = accept(p.l, nullptr, nullptr);
+  ASSERT_GE(s2, 0) << strerror(errno);
+  ASSERT_NO_FATAL_FAILURE(differential::expect_link(c2, s2));
+  for (int fd : {s2, c2, ep, pipe_fds[0], pipe_fds[1]}) close(fd);
 }
 
 TEST(DifferentialEpoll, NestedSets) {

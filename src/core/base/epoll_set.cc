@@ -28,6 +28,10 @@ int EpollSet::create(int flags, std::unique_ptr<EpollSet>* out) {
   return 0;
 }
 
+std::unique_ptr<EpollSet> EpollSet::adopt(int epfd) {
+  return std::unique_ptr<EpollSet>(new (std::nothrow) EpollSet(epfd));
+}
+
 EpollSet::~EpollSet() {
   ::close(epfd_);
   if (arm_fd_ >= 0) ::close(arm_fd_);

@@ -29,6 +29,9 @@ class EpollSet final : public Pollable {
  public:
   // epoll_create1(flags) for the kernel part: 0 or -errno.
   SS_API static int create(int flags, std::unique_ptr<EpollSet>* out);
+  // A set over epoll descriptor `epfd` made elsewhere (its kernel members
+  // stay), which the set owns from now on.
+  SS_API static std::unique_ptr<EpollSet> adopt(int epfd);
   SS_API ~EpollSet() override;
   EpollSet(const EpollSet&) = delete;
   EpollSet& operator=(const EpollSet&) = delete;
