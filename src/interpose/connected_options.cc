@@ -54,44 +54,43 @@ int path_mtu(const sockaddr_storage& peer, socklen_t peer_len, int level, int na
 
 }  // namespace
 
-bool answered_by_connection(int level, int name) {
+bool answered_by_connection(int domain, int level, int name) {
   return (level == SOL_SOCKET && name == SO_PEERNAME) || (level == IPPROTO_IP && name == IP_MTU) ||
-         (level == IPPROTO_IPV6 &&
-          (name == IPV6_MTU || name == IPV6_PATHMTU || name == IPV6_ADDRFORM));
+         (level == IPPROTO_IPV6 && (name == IPV6_MTU || name == IPV6_PATHMTU ||
+                                    (name == IPV6_ADDRFORM && domain == AF_INET6)));
 }
 
-bool connection_getsockopt(int domain, const sockaddr_storage& peer, socklen_t peer_len, int level,
-                           int name, void* val, socklen_t* len, int* rc) {
-  if (!answered_by_connection(level, name)) return false;
+int connection_getsockopt(int domain, const sockaddr_storage& peer, socklen_t peer_len, int level,
+                          int name, void* val, socklen_t* len) {
   socklen_t room;
-  if (!len || !program_readable(len, sizeof room)) {
-    *rc = fail(EFAULT);
-    return true;
-  }
+  if (!len || !program_readable(len, sizeof room)) return fail(EFAULT);
   memcpy(&room, len, sizeof room);
-  if (static_cast<int>(room) < 0) {
-    *rc = fail(EINVAL);
-    return true;
-  }
-  if (level == SOL_SOCKET) {
-    *rc = peer_name(peer, peer_len, room, val, len);
-  } else if (name != IPV6_ADDRFORM || level != IPPROTO_IPV6) {
-    *rc = path_mtu(peer, peer_len, level, name, room, val, len);
-  } else if (domain != AF_INET6) {
-    *rc = fail(ENOPROTOOPT);  // an IPv4 socket has no IPv6 level
-  } else if (!peer_len) {
-    *rc = fail(ENOTCONN);
-  } else {
-    const int family = AF_INET6;
-    *rc = answer(&family, std::min<socklen_t>(room, sizeof family), val, len);
-  }
-  return true;
+  if (static_cast<int>(room) < 0) return fail(EINVAL);
+  if (level == SOL_SOCKET) return peer_name(peer, peer_len, room, val, len);
+  if (level == IPPROTO_IP || name != IPV6_ADDRFORM)
+    return path_mtu(peer, peer_len, level, name, room, val, len);
+  if (domain != AF_INET6) return fail(EOPNOTSUPP);
+  if (!peer_len) return fail(ENOTCONN);
+  const int family = AF_INET6;
+  return answer(&family, std::min<socklen_t>(room, sizeof family), val, len);
 }
 
-bool before_connection_only(int level, int name) {
-  return (level == IPPROTO_TCP && (name == TCP_FASTOPEN || name == TCP_FASTOPEN_CONNECT ||
-                                   name == TCP_FASTOPEN_NO_COOKIE)) ||
-         (level == IPPROTO_IPV6 && name == IPV6_V6ONLY);
+bool refuse_on_connection(int kfd, int level, int name, const void* val, socklen_t len, int* rc) {
+  if (!(level == IPPROTO_TCP &&
+        (name == TCP_FASTOPEN || name == TCP_FASTOPEN_CONNECT || name == TCP_FASTOPEN_NO_COOKIE)) &&
+      !(level == IPPROTO_IPV6 && name == IPV6_V6ONLY))
+    return false;
+  const auto& k = real();
+  unsigned char old[64];
+  socklen_t old_len = sizeof old;
+  const bool had = k.getsockopt(kfd, level, name, old, &old_len) == 0;
+  if (k.setsockopt(kfd, level, name, val, len) < 0) {
+    *rc = -1;  // the kernel's errno for the value
+    return true;
+  }
+  if (had) k.setsockopt(kfd, level, name, old, old_len);
+  *rc = fail(EINVAL);
+  return true;
 }
 
 }  // namespace ss::interpose

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "interpose/connected_options.h"
+#include "interpose/program_memory.h"
 #include "interpose/real.h"
 #include "librsocket/preload_hooks.h"
 #include "librsocket/rsocket_own.h"
@@ -27,13 +28,14 @@ namespace {
 // Not given to the kernel socket: the options that would change how it
 // carries frames (a receive low mark, a cork, a linger, a filter, an
 // upper layer): the rsocket's own (SO_RCVLOWAT, SO_LINGER), or
-// EOPNOTSUPP with the kernel's default read.
+// EOPNOTSUPP with the kernel's default read; set to the value they read
+// (a change of nothing), taken.
 bool transport_only(int level, int name) {
   if (level == SOL_SOCKET)
     return name == SO_LINGER || name == SO_RCVLOWAT || name == SO_ATTACH_FILTER ||
-           name == SO_ATTACH_BPF || name == SO_DETACH_FILTER || name == SO_LOCK_FILTER ||
-           name == SO_ZEROCOPY || name == SO_ATTACH_REUSEPORT_CBPF ||
-           name == SO_ATTACH_REUSEPORT_EBPF || name == SO_PEEK_OFF;
+           name == SO_ATTACH_BPF || name == SO_LOCK_FILTER || name == SO_ZEROCOPY ||
+           name == SO_ATTACH_REUSEPORT_CBPF || name == SO_ATTACH_REUSEPORT_EBPF ||
+           name == SO_PEEK_OFF;
   if (level == IPPROTO_TCP)
     return name == TCP_CORK || name == TCP_ULP || name == TCP_REPAIR || name == TCP_REPAIR_QUEUE ||
            name == TCP_REPAIR_OPTIONS || name == TCP_QUEUE_SEQ || name == TCP_INQ;
@@ -62,10 +64,10 @@ int fail(int err) {
   return -1;
 }
 
-// Whether (val, len) is what the option reads already: a set that
-// changes nothing, which the kernel takes for every option it reads.
+// Whether the program's (val, len), readable, is what the option reads
+// already: a set that changes nothing.
 bool unchanged(int fd, int level, int name, const void* val, socklen_t len) {
-  if (!val || len == 0 || len > 512) return false;
+  if (len > 512) return false;
   std::vector<char> now(len);
   socklen_t n = len;
   return connection_getsockopt(fd, level, name, now.data(), &n) == 0 && n == len &&
@@ -80,16 +82,14 @@ int connection_getsockopt(int fd, int level, int name, void* val, socklen_t* len
   if (kfd < 0) return -1;
   if (!len) return fail(EFAULT);
   if (kernel_reads(level, name)) return k.getsockopt(kfd, level, name, val, len);
-  int rc;
-  if (interpose::answered_by_connection(level, name)) {
+  int domain = 0;
+  socklen_t n = sizeof domain;
+  rgetsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n);
+  if (interpose::answered_by_connection(domain, level, name)) {
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof peer;
     if (rgetpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len)) peer_len = 0;
-    int domain = 0;
-    socklen_t n = sizeof domain;
-    rgetsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n);
-    interpose::connection_getsockopt(domain, peer, peer_len, level, name, val, len, &rc);
-    return rc;
+    return interpose::connection_getsockopt(domain, peer, peer_len, level, name, val, len);
   }
   if (level == IPPROTO_TCP && name == TCP_INFO) {
     // The kernel's (the transport's counters on tcp, none on shm) with
@@ -101,7 +101,7 @@ int connection_getsockopt(int fd, int level, int name, void* val, socklen_t* len
       static_cast<uint8_t*>(val)[0] = mine.tcpi_state;
     return 0;
   }
-  rc = rgetsockopt(fd, level, name, val, len);
+  const int rc = rgetsockopt(fd, level, name, val, len);
   if (rc < 0 && (errno == ENOTSUP || errno == ENOPROTOOPT))
     return k.getsockopt(kfd, level, name, val, len);
   return rc;
@@ -112,13 +112,23 @@ int connection_setsockopt(int fd, int level, int name, const void* val, socklen_
   const int kfd = own ? fd : ss_rspreload_options_fd(fd);
   if (kfd < 0) return -1;
   if (own && malformed(level, name, len)) return fail(EINVAL);
+  if (own && !interpose::program_readable(val, len)) return fail(EFAULT);
+  int rc;
+  if (!own && interpose::refuse_on_connection(kfd, level, name, val, len, &rc)) return rc;
   if (!own && interpose::real().setsockopt(kfd, level, name, val, len) < 0) return -1;
-  if (interpose::before_connection_only(level, name)) return fail(EINVAL);
-  const int rc = rsetsockopt(fd, level, name, val, len);
+  rc = rsetsockopt(fd, level, name, val, len);
   if (rc < 0 && (errno == ENOTSUP || errno == ENOPROTOOPT)) {
     if (!own) return 0;  // the kernel's alone
     const int err = errno;
-    if (unchanged(fd, level, name, val, len)) return 0;
+    if (unchanged(fd, level, name, val, len)) {
+      // Repair mode off, as it is, is still a privileged set: the
+      // kernel's answer (EPERM without CAP_NET_ADMIN).
+      if (level == IPPROTO_TCP && name == TCP_REPAIR) {
+        const int ofd = ss_rspreload_options_fd(fd);
+        return ofd < 0 ? -1 : interpose::real().setsockopt(ofd, level, name, val, len);
+      }
+      return 0;
+    }
     errno = err;
   }
   return rc;

@@ -148,27 +148,24 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
     if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
   // The twin is not connected: what Linux answers from a connection's
   // state comes from the offloaded one.
-  if (ss::interpose::answered_by_connection(level, name))
-    if (const auto s = tcp_record(fd))
-      return ss::interpose::edge_call([&] {
-        sockaddr_storage peer{};
-        const int n = s.t->name(true, &peer);
-        int domain = 0, rc;
-        socklen_t dlen = sizeof domain;
-        real().getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen);
-        ss::interpose::connection_getsockopt(domain, peer, n < 0 ? 0 : static_cast<socklen_t>(n),
-                                             level, name, val, len, &rc);
-        return rc;
-      });
+  if (const auto s = tcp_record(fd);
+      s && ss::interpose::answered_by_connection(s.rec->family, level, name))
+    return ss::interpose::edge_call([&] {
+      sockaddr_storage peer{};
+      const int n = s.t->name(true, &peer);
+      return ss::interpose::connection_getsockopt(
+          s.rec->family, peer, n < 0 ? 0 : static_cast<socklen_t>(n), level, name, val, len);
+    });
   if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
         s && s->v6only_by_bind.load(std::memory_order_relaxed)) {
       const int rc = real().getsockopt(fd, level, name, val, len);  // the kernel's checks
-      if (rc == 0) {
-        const int clear = 0;
-        const socklen_t n = std::min<socklen_t>(*len, sizeof clear);
-        std::memcpy(val, &clear, n);
+      const int clear = 0;
+      if (rc == 0 && ss::interpose::copy_to_program(val, &clear,
+                                                    std::min<socklen_t>(*len, sizeof clear)) < 0) {
+        errno = EFAULT;
+        return -1;
       }
       return rc;
     }
@@ -255,17 +252,15 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       }
       return r;
     }
-  if (ss::interpose::before_connection_only(level, name) && tcp_record(fd)) {
-    if (real().setsockopt(fd, level, name, val, len) < 0) return -1;  // the kernel checks the value
-    errno = EINVAL;
-    return -1;
-  }
+  if (int r; tcp_record(fd) && ss::interpose::refuse_on_connection(fd, level, name, val, len, &r))
+    return r;
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       return vp::ip_setsockopt(*s, level, name, val, len);
-  // A listener's SO_LINGER: its connections take it (options_to_inherit).
-  if (level == SOL_SOCKET && name == SO_LINGER &&
+  // A listener's SO_LINGER and flags: its connections take them
+  // (options_to_inherit).
+  if (level == SOL_SOCKET && (name == SO_LINGER || name == SO_REUSEADDR || name == SO_REUSEPORT) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto rec = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
       if (vp::TcpListen* l = rec->listening()) {

@@ -606,6 +606,7 @@ void TcpOffload::info(LinuxTcpInfo* full) {
   out->tcpi_rcv_space = i.rcv_wnd;
   out->tcpi_total_retrans = static_cast<uint32_t>(c.retrans_segs);
   full->max_pacing_rate = ~uint64_t{0};  // no SO_MAX_PACING_RATE: unbounded
+  full->min_rtt = ~uint32_t{0};          // Linux's "no sample" (none kept here)
   full->bytes_received = c.bytes_in;
   full->segs_out = static_cast<uint32_t>(c.segs_out);
   full->segs_in = static_cast<uint32_t>(c.segs_in);

@@ -1,19 +1,22 @@
 // Socket options on a connected TCP socket, as a program sees them:
-// run plain and under librspreload by preload_options.sh, whose diff of
-// the two outputs is the test (issue 33: options as the kernel answers).
+// run plain and preloaded by preload_options.sh (librspreload) and
+// vma_options.sh (libvma.so), whose diffs of the outputs are the tests
+// (options as the kernel answers them).
 //
-//   options_prog serve PORT FAMILY   accept one connection and print the
-//       options on the accepted socket, then wait for the peer's end
-//   options_prog probe PORT FAMILY   connect, print the options on the
-//       connected socket, close
+//   options_prog serve PORT FAMILY [ADDR]   accept one connection, print
+//       the options on the accepted socket, send "done", then read until
+//       the peer's end
+//   options_prog probe PORT FAMILY [ADDR]   connect, print the options on
+//       the connected socket, wait for "done", close
 //
-// FAMILY is 4 or 6: the address is ADDR, a last argument, or else
-// 127.0.0.1 or ::1. One line per option: "get LEVEL
-// NAME rc=R errno=E len=L value", and "set ... -> get ..." for the ones
-// set and read back. Values that follow the transport (buffer sizes, the
-// MSS, TCP_INFO's counters) print as "varies" with only their length;
-// with OPTIONS_SEGMENTS set, TCP_INFO's state and whether it counted
-// segments received.
+// FAMILY is 4 or 6: the address is ADDR, or else 127.0.0.1 or ::1. One
+// line per option: "get LEVEL NAME rc=R errno=E len=L value", and
+// "set ... -> get ..." for the ones set and read back; then every option
+// number of the socket's levels read ("sweep get") and, where it could
+// be, set back to what it read ("sweep set"). Values that follow the
+// transport (buffer sizes, the MSS, TCP_INFO's counters) print as
+// "varies" with only their length; with OPTIONS_SEGMENTS set, TCP_INFO's
+// state and whether it counted segments received.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,12 +65,13 @@ static const struct opt gets[] = {
 };
 static const struct opt gets4[] = {
     O(IPPROTO_IP, IP_TOS, 0),	  O(IPPROTO_IP, IP_TTL, 0),	O(IPPROTO_IP, IP_MTU_DISCOVER, 0),
-    O(IPPROTO_IP, IP_RECVERR, 0), O(IPPROTO_IP, IP_OPTIONS, 0),
+    O(IPPROTO_IP, IP_RECVERR, 0), O(IPPROTO_IP, IP_OPTIONS, 0), O(IPPROTO_IP, IP_MTU, 0),
 };
 static const struct opt gets6[] = {
     O(IPPROTO_IPV6, IPV6_V6ONLY, 0),	   O(IPPROTO_IPV6, IPV6_TCLASS, 0),
     O(IPPROTO_IPV6, IPV6_UNICAST_HOPS, 0), O(IPPROTO_IPV6, IPV6_MTU_DISCOVER, 0),
-    O(IPPROTO_IPV6, IPV6_RECVERR, 0),
+    O(IPPROTO_IPV6, IPV6_RECVERR, 0),	   O(IPPROTO_IPV6, IPV6_MTU, 0),
+    O(IPPROTO_IPV6, IPV6_ADDRFORM, 0),
 };
 
 static void get(int fd, const struct opt *o)
@@ -170,8 +174,8 @@ static void sweep_gets(int fd, int family)
 			o->len = sizeof o->v;
 			errno = 0;
 			o->rc = getsockopt(fd, sweep_levels[l].level, name, o->v, &o->len);
-			printf("sweep get %s %d rc=%d errno=%d\n", sweep_levels[l].label, name,
-			       o->rc, o->rc ? errno : 0);
+			printf("sweep get %s %d rc=%d errno=%d len=%u\n", sweep_levels[l].label,
+			       name, o->rc, o->rc ? errno : 0, o->rc ? 0 : o->len);
 		}
 }
 
@@ -200,6 +204,21 @@ static void print_all(int fd, int family)
 	for (size_t i = 0; i < n; i++)
 		get(fd, &fam[i]);
 	sweep_gets(fd, family);
+	// SO_PEERNAME with room for the name alone: getpeername's name.
+	struct sockaddr_storage peer, named;
+	socklen_t plen = sizeof peer;
+	memset(&named, 0, sizeof named);
+	int prc = getpeername(fd, (struct sockaddr *)&peer, &plen);
+	socklen_t nlen = plen;
+	int nrc = getsockopt(fd, SOL_SOCKET, SO_PEERNAME, &named, &nlen);
+	printf("get SO_PEERNAME, room for the name: rc=%d len %s, %s getpeername's\n", nrc,
+	       nlen == plen ? "same" : "other",
+	       !prc && !nrc && !memcmp(&peer, &named, plen) ? "the name is" : "not");
+	// Another level's options: Linux's errno for the family.
+	socklen_t olen = sizeof(int);
+	int ov, orc = family == 4 ? getsockopt(fd, IPPROTO_IPV6, IPV6_ADDRFORM, &ov, &olen)
+				  : getsockopt(fd, IPPROTO_IP, IP_TTL, &ov, &olen);
+	printf("get the other family's option rc=%d errno=%d\n", orc, orc ? errno : 0);
 	// Bad arguments: a length too short, an unknown level.
 	int v;
 	socklen_t len = 1;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Socket options under librspreload as the kernel answers them (issue 33):
-# tests/ext/options_prog.c reads some 45 options on a connected socket,
-# sets 16 and reads them back, with bad arguments too, then reads every
+# tests/ext/options_prog.c reads some 50 options on a connected socket,
+# sets 17 and reads them back, with bad arguments too, then reads every
 # option number of the socket's levels (SOL_SOCKET, TCP, IP or IPv6) and
 # sets each it read back to its value, on both ends of a connection; its
 # output plain (Linux's TCP) is the reference, and the
@@ -58,6 +58,9 @@ for fam in 4 6; do
           grep -v "^$k" "$T/$tag.$side.open" >"$T/x" && mv "$T/x" "$T/$tag.$side.open" || : >"$T/$tag.$side.open"
         fi
       done
+      # Nothing missing either: as many lines as the reference.
+      [ "$(wc -l <"$T/plain$fam.$side")" = "$(wc -l <"$T/$tag.$side")" ] ||
+        echo "lines missing" >>"$T/$tag.$side.open"
       if [ -s "$T/$tag.$side.open" ]; then
         echo "  $side: plain | preloaded:"
         diff "$T/plain$fam.$side" "$T/$tag.$side" | grep '^[<>]' | sed 's/^/    /' | head -20
