@@ -54,12 +54,28 @@ ino_t inode(int fd) {
   return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
 }
 
-void warn_not_carried(int fd, Route r, const char* why) {
-  if (r != Route::kRsocket && r != Route::kListener) return;
+void warn_not_carried(int fd, const char* why) {
   SS_WARN(
-      "librspreload: fd %d: an rsocket %s passed to another process (SCM_RIGHTS) does not "
-      "follow it (%s): the receiver gets no connection it can use",
-      fd, r == Route::kRsocket ? "connection" : "listener", why);
+      "librspreload: fd %d: an rsocket connection passed to another process (SCM_RIGHTS) does "
+      "not follow it (%s): the receiver gets no connection it can use",
+      fd, why);
+}
+
+// A listener goes as the kernel listener it is, its open file (which the
+// receiver shares) as blocking as the program left it: the preload made
+// it non-blocking for itself, and a receiver's accept, with or without
+// the preload, is the kernel's. Its rsocket clients stay with this
+// process's rsocket listener while it has one.
+void pass_as_kernel_listener(int fd) {
+  const auto e = entry(fd);
+  if (!e) return;
+  const int fl = interpose::real().fcntl(fd, F_GETFL);
+  if (fl >= 0 && !e->nonblock.load() && (fl & O_NONBLOCK))
+    interpose::real().fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  SS_INFO(
+      "librspreload: fd %d: a listener passed to another process (SCM_RIGHTS) goes as its kernel "
+      "listener; its rsocket clients stay here",
+      fd);
 }
 
 bool unix_socket(int fd) {
@@ -207,7 +223,9 @@ std::vector<char> control_with(const msghdr& h, const std::vector<Carried>& carr
 bool batch_passes_rsockets(const mmsghdr* v, unsigned int vlen) {
   if (!v || !interpose::program_readable(v, vlen * sizeof *v)) return false;
   bool any = false;
-  interpose::for_each_passed_fd(v, vlen, [&](int p) { any = any || route(p) == Route::kRsocket; });
+  interpose::for_each_passed_fd(v, vlen, [&](int p) {
+    any = any || route(p) == Route::kRsocket || route(p) == Route::kListener;
+  });
   return any;
 }
 
@@ -240,7 +258,7 @@ bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent) {
     for (size_t i = 0; i < passed.size(); i++) {
       const int p = passed[i];
       const Route r = route(p);
-      if (r == Route::kListener) warn_not_carried(p, r, "a listener stays here");
+      if (r == Route::kListener) pass_as_kernel_listener(p);
       if (r != Route::kRsocket) continue;
       // Numbers of one rsocket go as one (the same open file).
       auto same = std::find_if(carried.begin(), carried.end(),
@@ -256,7 +274,7 @@ bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent) {
       else if (!receiver_preloaded(fd))
         why = "the receiver does not load librspreload";
       if (why) {
-        warn_not_carried(p, r, why);
+        warn_not_carried(p, why);
         continue;
       }
       carried.push_back(Carried{p, {static_cast<int>(i)}, -1, {}});
@@ -272,7 +290,7 @@ bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent) {
         ++it;
         continue;
       }
-      warn_not_carried(it->number, Route::kRsocket, why);
+      warn_not_carried(it->number, why);
       it = carried.erase(it);
     }
     if (carried.empty()) return false;

@@ -18,14 +18,15 @@ namespace ss::preload {
 // passes rsocket connections to a preloaded process and was sent here
 // with their states (*sent: the send's answer, -1 and errno included);
 // false when there is nothing to carry (the caller sends it as it is).
-// Listeners, and connections that cannot go (not quiet, a receiver
-// without librspreload, a sandbox), are named in a warning and passed as
-// the kernel descriptor alone.
+// Connections that cannot go (not quiet, a receiver without librspreload,
+// a sandbox) are named in a warning and passed as the kernel descriptor
+// alone; a listener goes as its kernel listener, its open file as
+// blocking as the program left it.
 bool send_carrying(int fd, const msghdr* msg, int flags, ssize_t* sent);
 
 // sendmmsg on a descriptor that is not an rsocket: whether a message of
-// the batch passes an rsocket (then each goes by sendmsg, as the kernel's
-// sendmmsg sends them one by one).
+// the batch passes an rsocket or a listener (then each goes by sendmsg,
+// as the kernel's sendmmsg sends them one by one).
 bool batch_passes_rsockets(const mmsghdr* v, unsigned int vlen);
 
 // recvmsg on a descriptor that is not an rsocket: true when it was

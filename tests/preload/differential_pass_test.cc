@@ -151,5 +151,58 @@ TEST(DifferentialPass, TheDescriptorsThatFitArriveTheRestAreDropped) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
+// A listening socket passed to another process, the sender's copy then
+// closed (a server handing its listener over, as HAProxy's reload does):
+// it arrives as blocking as the program left it, and the receiver's
+// blocking accept waits for a client of the kernel's (a socket
+// duplicated before it connects stays on kernel TCP) and serves it.
+TEST(DifferentialPass, AListenerPassedKeepsItsBlockingAccept) {
+  int u[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, u), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);
+    close(u[0]);
+    Message msg(CMSG_LEN(sizeof(int)));
+    if (recvmsg(u[1], &msg.m, 0) != 1) _exit(10);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg.m);
+    if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) _exit(11);
+    int l;
+    memcpy(&l, CMSG_DATA(c), sizeof l);
+    if (fcntl(l, F_GETFL) & O_NONBLOCK) _exit(12);
+    const int s = accept(l, nullptr, nullptr);
+    if (s < 0) _exit(13);
+    timeval tv{10, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[4];
+    if (read_full(s, b, 4) != 4 || memcmp(b, "ping", 4)) _exit(14);
+    if (send(s, "pong", 4, 0) != 4) _exit(15);
+    close(s);
+    _exit(0);
+  }
+  close(u[1]);
+  uint16_t port = 0;
+  const int l = make_listener(0, &port);
+  ASSERT_GE(l, 0) << strerror(errno);
+  ASSERT_NO_FATAL_FAILURE(send_fds(u[0], &l, 1, false));
+  close(l);
+  usleep(100 * 1000);  // the child asleep in accept, mostly
+  const int c = socket(AF_INET, SOCK_STREAM, 0);
+  const int d = dup(c);
+  sockaddr_in a = loopback(port);
+  ASSERT_EQ(connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  timeval tv{10, 0};
+  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ASSERT_EQ(send(c, "ping", 4, 0), 4);
+  char b[4];
+  ASSERT_EQ(read_full(c, b, 4), 4) << strerror(errno);
+  EXPECT_EQ(memcmp(b, "pong", 4), 0);
+  int status = -1;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  for (int fd : {c, d, u[0]}) close(fd);
+}
+
 }  // namespace
 }  // namespace differential
