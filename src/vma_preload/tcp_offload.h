@@ -113,8 +113,9 @@ class TcpOffload {
   int name(bool peer, sockaddr_storage* out);
   int take_error();  // SO_ERROR
   // TCP_INFO from the connection's state: glibc's fields, and past them
-  // the segments and bytes received, the segments sent, the windows,
-  // D-SACKs and RTOs (the others 0).
+  // the counts of segments and bytes each way, the least RTT, the
+  // windows, D-SACKs, out-of-order segments and RTOs (pacing, delivery
+  // rate, busy times and ECN: 0).
   void info(LinuxTcpInfo* out);
   void set_option(net::tcp::Option o, int64_t value);  // setsockopt (Connection::set_option)
   // Gives the connection to fd's kernel socket for good (tcp_repair.h): 0,

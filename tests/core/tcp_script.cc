@@ -600,6 +600,12 @@ class Runner {
       const Counters& k = conn_->counters();
       const std::map<std::string, uint64_t> m = {
           {"retrans_segs", k.retrans_segs},
+          {"data_segs_in", k.data_segs_in},
+          {"data_segs_out", k.data_segs_out},
+          {"bytes_in", k.bytes_in},
+          {"bytes_out", k.bytes_out},
+          {"bytes_retrans", k.bytes_retrans},
+          {"bytes_acked", k.bytes_acked},
           {"rto_expiries", k.rto_expiries},
           {"ooo_segs", k.ooo_segs},
           {"dup_segs", k.dup_segs},

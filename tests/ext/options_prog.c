@@ -16,7 +16,7 @@
 // be, set back to what it read ("sweep set"). Values that follow the
 // transport (buffer sizes, the MSS, TCP_INFO's counters) print as
 // "varies" with only their length; with OPTIONS_SEGMENTS set, TCP_INFO's
-// state and whether it counted segments received.
+// state and whether it counted segments received and sampled an RTT.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -87,11 +87,15 @@ static void get(int fd, const struct opt *o)
 		printf("-");
 	else if (o->level == IPPROTO_TCP && o->name == TCP_INFO && getenv("OPTIONS_SEGMENTS")) {
 		// The connection's state, and past glibc's fields Linux's
-		// tcpi_segs_in (at 140): where segments are TCP's.
-		unsigned int segs_in = 0;
-		if (len >= 144)
+		// tcpi_segs_in (at 140) and tcpi_min_rtt (at 148, ~0: no
+		// sample): where segments are TCP's.
+		unsigned int segs_in = 0, min_rtt = 0;
+		if (len >= 152) {
 			memcpy(&segs_in, v + 140, sizeof segs_in);
-		printf("state %u segs_in %s", v[0], segs_in ? "counted" : "none");
+			memcpy(&min_rtt, v + 148, sizeof min_rtt);
+		}
+		printf("state %u segs_in %s min_rtt %s", v[0], segs_in ? "counted" : "none",
+		       min_rtt && min_rtt != ~0u ? "sampled" : "none");
 	} else if (o->varies)
 		printf("varies");
 	else

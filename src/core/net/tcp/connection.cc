@@ -457,6 +457,7 @@ Info Connection::info() const {
   i.snd_wnd = snd_wnd_;
   i.rcv_wnd = rcv_adv_ - rcv_nxt_;
   i.backoffs = static_cast<uint32_t>(rtt_.backoffs());
+  i.min_rtt_us = static_cast<uint32_t>(std::min<uint64_t>(min_rtt_us_, UINT32_MAX));
   return i;
 }
 

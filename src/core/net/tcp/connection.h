@@ -124,13 +124,17 @@ struct Info {
   uint32_t snd_cwnd = 0, snd_ssthresh = 0;     // in segments
   uint32_t snd_wnd = 0, rcv_wnd = 0;           // bytes
   uint32_t backoffs = 0;
-  uint32_t snd_buf = 0;  // the send buffer's size now (it may have grown)
-  uint32_t rcv_buf = 0;  // the receive buffer's, the same
+  uint32_t min_rtt_us = UINT32_MAX;  // the least RTT sample; UINT32_MAX: none yet
+  uint32_t snd_buf = 0;              // the send buffer's size now (it may have grown)
+  uint32_t rcv_buf = 0;              // the receive buffer's, the same
 };
 
 struct Counters {
   uint64_t segs_in = 0, segs_out = 0;
-  uint64_t bytes_in = 0, bytes_out = 0;  // data, first transmissions only out
+  uint64_t data_segs_in = 0, data_segs_out = 0;  // those carrying data
+  // Data: delivered in order (rcv_nxt's moves), sent first (first
+  // transmissions only), sent again, and acknowledged (snd_una's moves).
+  uint64_t bytes_in = 0, bytes_out = 0, bytes_retrans = 0, bytes_acked = 0;
   uint64_t retrans_segs = 0, rto_expiries = 0;
   uint64_t ooo_segs = 0, dup_segs = 0, ooo_refused = 0;
   uint64_t paws_drops = 0, out_of_window = 0, challenge_acks = 0, ack_beyond_sent = 0;

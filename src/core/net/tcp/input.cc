@@ -25,6 +25,7 @@ constexpr uint32_t kDupAcksAtOnce = 3;
 
 void Connection::input(const Header& h, const Options& o, mem::Buffer data, uint64_t now) {
   ctr_.segs_in++;
+  if (data.chain_size()) ctr_.data_segs_in++;  // as Linux counts them: before any check
   switch (state_) {
     case State::kClosed:
       return;  // the stack answers segments of no connection
@@ -307,6 +308,7 @@ void Connection::acked(uint32_t ack, const Options& o, uint64_t now, SentSegment
   const uint32_t data_from = seq_max(snd_una_, iss_ + 1);
   const uint32_t data_acked = seq_gt(data_end, data_from) ? data_end - data_from : 0;
   sndq_.consume(data_acked);
+  ctr_.bytes_acked += data_acked;
 
   log_.ack(ack, delivered);
   uint64_t sample = 0;
@@ -389,7 +391,7 @@ void Connection::process_data(const Header& h, mem::Buffer data, uint64_t now) {
       rxq_.push(std::move(data));
       const uint32_t after = rcv_nxt_ + len;
       rcv_nxt_ = rxq_.promote(after);
-      ctr_.bytes_in += len;
+      ctr_.bytes_in += rcv_nxt_ - seq;         // with what it made in order from the held
       if (rcv_nxt_ != after) ack_now_ = true;  // a hole filled: tell at once
       data_arrived_in_order(len, now);
     } else {

@@ -194,9 +194,11 @@ bool Connection::send_segment(uint32_t seq, uint32_t len, uint8_t flags, uint64_
     timers_->cancel(&delack_timer_);
   }
   const uint32_t space = len + syn + ((flags & kFin) ? 1 : 0);
+  if (len) ctr_.data_segs_out++;
   if (space) {
     if (seq_lt(seq, snd_max_)) {
       ctr_.retrans_segs++;
+      ctr_.bytes_retrans += len;
     } else {
       ctr_.bytes_out += len;
     }
