@@ -54,10 +54,10 @@ int path_mtu(const sockaddr_storage& peer, socklen_t peer_len, int level, int na
 
 }  // namespace
 
-bool answered_by_connection(int domain, int level, int name) {
+bool answered_by_connection(int level, int name) {
   return (level == SOL_SOCKET && name == SO_PEERNAME) || (level == IPPROTO_IP && name == IP_MTU) ||
-         (level == IPPROTO_IPV6 && (name == IPV6_MTU || name == IPV6_PATHMTU ||
-                                    (name == IPV6_ADDRFORM && domain == AF_INET6)));
+         (level == IPPROTO_IPV6 &&
+          (name == IPV6_MTU || name == IPV6_PATHMTU || name == IPV6_ADDRFORM));
 }
 
 int connection_getsockopt(int domain, const sockaddr_storage& peer, socklen_t peer_len, int level,
@@ -75,22 +75,20 @@ int connection_getsockopt(int domain, const sockaddr_storage& peer, socklen_t pe
   return answer(&family, std::min<socklen_t>(room, sizeof family), val, len);
 }
 
-bool refuse_on_connection(int kfd, int level, int name, const void* val, socklen_t len, int* rc) {
-  if (!(level == IPPROTO_TCP &&
-        (name == TCP_FASTOPEN || name == TCP_FASTOPEN_CONNECT || name == TCP_FASTOPEN_NO_COOKIE)) &&
-      !(level == IPPROTO_IPV6 && name == IPV6_V6ONLY))
-    return false;
+bool refused_once_connected(int level, int name) {
+  return (level == IPPROTO_TCP && (name == TCP_FASTOPEN || name == TCP_FASTOPEN_CONNECT ||
+                                   name == TCP_FASTOPEN_NO_COOKIE)) ||
+         (level == IPPROTO_IPV6 && name == IPV6_V6ONLY);
+}
+
+int refuse_on_connection(int kfd, int level, int name, const void* val, socklen_t len) {
   const auto& k = real();
   unsigned char old[64];
   socklen_t old_len = sizeof old;
   const bool had = k.getsockopt(kfd, level, name, old, &old_len) == 0;
-  if (k.setsockopt(kfd, level, name, val, len) < 0) {
-    *rc = -1;  // the kernel's errno for the value
-    return true;
-  }
+  if (k.setsockopt(kfd, level, name, val, len) < 0) return -1;  // the kernel's errno for the value
   if (had) k.setsockopt(kfd, level, name, old, old_len);
-  *rc = fail(EINVAL);
-  return true;
+  return fail(EINVAL);
 }
 
 }  // namespace ss::interpose

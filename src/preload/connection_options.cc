@@ -82,10 +82,10 @@ int connection_getsockopt(int fd, int level, int name, void* val, socklen_t* len
   if (kfd < 0) return -1;
   if (!len) return fail(EFAULT);
   if (kernel_reads(level, name)) return k.getsockopt(kfd, level, name, val, len);
-  int domain = 0;
-  socklen_t n = sizeof domain;
-  rgetsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n);
-  if (interpose::answered_by_connection(domain, level, name)) {
+  if (interpose::answered_by_connection(level, name)) {
+    int domain = 0;
+    socklen_t n = sizeof domain;
+    rgetsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &n);
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof peer;
     if (rgetpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len)) peer_len = 0;
@@ -113,10 +113,10 @@ int connection_setsockopt(int fd, int level, int name, const void* val, socklen_
   if (kfd < 0) return -1;
   if (own && malformed(level, name, len)) return fail(EINVAL);
   if (own && !interpose::program_readable(val, len)) return fail(EFAULT);
-  int rc;
-  if (!own && interpose::refuse_on_connection(kfd, level, name, val, len, &rc)) return rc;
+  if (!own && interpose::refused_once_connected(level, name))
+    return interpose::refuse_on_connection(kfd, level, name, val, len);
   if (!own && interpose::real().setsockopt(kfd, level, name, val, len) < 0) return -1;
-  rc = rsetsockopt(fd, level, name, val, len);
+  const int rc = rsetsockopt(fd, level, name, val, len);
   if (rc < 0 && (errno == ENOTSUP || errno == ENOPROTOOPT)) {
     if (!own) return 0;  // the kernel's alone
     const int err = errno;

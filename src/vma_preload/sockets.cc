@@ -148,14 +148,14 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
     if (int r; vp::extra_getsockopt(fd, name, val, len, &r)) return r;
   // The twin is not connected: what Linux answers from a connection's
   // state comes from the offloaded one.
-  if (const auto s = tcp_record(fd);
-      s && ss::interpose::answered_by_connection(s.rec->family, level, name))
-    return ss::interpose::edge_call([&] {
-      sockaddr_storage peer{};
-      const int n = s.t->name(true, &peer);
-      return ss::interpose::connection_getsockopt(
-          s.rec->family, peer, n < 0 ? 0 : static_cast<socklen_t>(n), level, name, val, len);
-    });
+  if (ss::interpose::answered_by_connection(level, name))
+    if (const auto s = tcp_record(fd))
+      return ss::interpose::edge_call([&] {
+        sockaddr_storage peer{};
+        const int n = s.t->name(true, &peer);
+        return ss::interpose::connection_getsockopt(
+            s.rec->family, peer, n < 0 ? 0 : static_cast<socklen_t>(n), level, name, val, len);
+      });
   if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket);
@@ -180,11 +180,15 @@ SS_PRELOAD_EXPORT int getsockopt(int fd, int level, int name, void* val, socklen
           errno = EINVAL;
           return -1;
         }
-        // As long as the running kernel's struct (the twin says), zeros
-        // past what is known here.
+        // As long as the running kernel's struct (its size asked once of
+        // this twin), zeros past what is known here.
         unsigned char out[512] = {};
-        socklen_t kernel = sizeof out;
-        if (real().getsockopt(fd, level, name, out, &kernel) < 0) kernel = sizeof(vp::LinuxTcpInfo);
+        static const socklen_t kernel = [&] {
+          socklen_t n = sizeof out;
+          return real().getsockopt(fd, level, name, out, &n) < 0
+                     ? static_cast<socklen_t>(sizeof(vp::LinuxTcpInfo))
+                     : n;
+        }();
         vp::LinuxTcpInfo info;
         s.t->info(&info);
         std::memset(out, 0, sizeof out);
@@ -252,8 +256,8 @@ SS_PRELOAD_EXPORT int setsockopt(int fd, int level, int name, const void* val, s
       }
       return r;
     }
-  if (int r; tcp_record(fd) && ss::interpose::refuse_on_connection(fd, level, name, val, len, &r))
-    return r;
+  if (ss::interpose::refused_once_connected(level, name) && tcp_record(fd))
+    return ss::interpose::refuse_on_connection(fd, level, name, val, len);
   if ((level == IPPROTO_IP || level == IPPROTO_IPV6) &&
       ss::FdTable::instance().kind(fd) == ss::FdKind::kVmaSocket)
     if (const auto s = ss::FdTable::instance().get<vp::SocketRecord>(fd, ss::FdKind::kVmaSocket))
