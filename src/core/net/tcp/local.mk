@@ -43,7 +43,13 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/gso_batch.h \
 	src/core/net/tcp/gso_batch.cc \
 	src/core/net/tcp/stack.h \
-	src/core/net/tcp/stack.cc
+	src/core/net/tcp/stack_calls.cc \
+	src/core/net/tcp/stack_input.cc \
+	src/core/net/tcp/stack_parts.h \
+	src/core/net/tcp/stack_path.cc \
+	src/core/net/tcp/stack_steering.cc \
+	src/core/net/tcp/stack_ready.cc \
+	src/core/net/tcp/stack_exit.cc
 
 core_unit_tests_SOURCES += \
 	tests/core/net_tcp_header_test.cc \
