@@ -9,8 +9,10 @@
 
 #include "core/net/checksum.h"
 #include "core/net/tcp/handover.h"
+#include "core/net/tcp/handover_codec.h"
 #include "core/net/tcp/header.h"
 #include "core/net/tcp/options.h"
+#include "tests/core/tcp_room_sink.h"
 #include "tests/core/tcp_wire.h"
 
 namespace ss::net::tcp {
@@ -274,6 +276,201 @@ TEST(TcpHandover, ClosingSaysWhetherOursWent) {
     EXPECT_EQ(b.state(), State::kTimeWait);
     EXPECT_TRUE(h.fin_acked && !h.ours_first);
   }
+}
+
+uint8_t pattern(uint64_t k, int dir) {
+  return static_cast<uint8_t>(((k + dir * 12345u) * 2654435761u) >> 13);
+}
+
+// Both ends send (2 MB and 1 MB) under 1% loss and reordering, then
+// half-close; each is handed over mid-stream (data unread, sent and not
+// acknowledged) to a new connection that carries it on (restore): every
+// byte arrives once and in order both ways, both see the end of stream,
+// and the closes finish.
+TEST(TcpHandover, ACarriedOnConnectionLosesNothingBothWays) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE(seed);
+    wire::Faults f;
+    f.drop = 0.01;
+    f.reorder = 0.01;
+    f.seed = seed;
+    wire::Wire w({}, {}, f);
+    const uint64_t total[2] = {2 << 20, 1 << 20};
+    uint64_t sent[2] = {}, got[2] = {};  // got[i]: what side i received
+    bool intact = true, eof[2] = {}, shut[2] = {}, closed[2] = {}, handed[2] = {};
+    int err[2] = {-1, -1};
+    size_t readable_at_hand = 0, unacked_at_hand[2] = {};
+    std::vector<uint8_t> buf(65536);
+    w.end(0).connect(1000, 0);
+    w.run(600'000'000, [&] {
+      for (int i = 0; i < 2; i++) {
+        if (w.end(i).state() == State::kClosed && !closed[i]) continue;  // side 1 before the SYN
+        if (!handed[i] && got[i] >= total[1 - i] / 3 && sent[i] >= total[i] / 3) {
+          readable_at_hand += w.end(i).readable();
+          unacked_at_hand[i] = w.end(i).info().unacked;
+          err[i] = w.hand_over(i);
+          handed[i] = true;
+        }
+        Connection& c = w.end(i);
+        while (sent[i] < total[i] && c.writable()) {
+          const size_t n = std::min<uint64_t>(buf.size(), total[i] - sent[i]);
+          for (size_t k = 0; k < n; k++) buf[k] = pattern(sent[i] + k, i);
+          const ssize_t m = c.send({buf.data(), n}, w.now());
+          if (m <= 0) break;
+          sent[i] += static_cast<uint64_t>(m);
+        }
+        if (sent[i] == total[i] && !shut[i]) shut[i] = c.shutdown_write(w.now()) == 0;
+        // A few KB a turn: bytes are often left unread.
+        const ssize_t m = eof[i] ? 0 : c.recv({buf.data(), 8192}, false, w.now());
+        for (ssize_t k = 0; k < m; k++)
+          intact = intact && buf[k] == pattern(got[i] + static_cast<uint64_t>(k), 1 - i);
+        if (m > 0) got[i] += static_cast<uint64_t>(m);
+        if (m == 0 && !eof[i] && c.state() != State::kEstablished &&
+            c.state() != State::kFinWait1 && c.state() != State::kFinWait2)
+          eof[i] = true;
+        if (eof[i] && shut[i] && !closed[i]) {
+          c.close(w.now());
+          closed[i] = true;
+        }
+      }
+      return !(closed[0] && closed[1] &&
+               (w.end(0).state() == State::kTimeWait || w.end(0).state() == State::kClosed) &&
+               (w.end(1).state() == State::kTimeWait || w.end(1).state() == State::kClosed));
+    });
+    EXPECT_EQ(err[0], 0);
+    EXPECT_EQ(err[1], 0);
+    EXPECT_GT(readable_at_hand, 0u);                         // bytes to read were carried
+    EXPECT_GT(unacked_at_hand[0] + unacked_at_hand[1], 0u);  // and bytes in flight
+    EXPECT_EQ(got[1], total[0]);
+    EXPECT_EQ(got[0], total[1]);
+    EXPECT_TRUE(intact);
+    EXPECT_TRUE(eof[0] && eof[1]);
+    EXPECT_TRUE(closed[0] && closed[1]);
+    EXPECT_GT(w.dropped(), 0u);
+  }
+}
+
+// A closing connection carried on: side 0 sent 100 KB and its FIN
+// (FIN-WAIT-2 once acknowledged), side 1 read none of it (CLOSE-WAIT with
+// the bytes unread). Each handed over, the new ones are in those states;
+// side 1 reads the 100 KB and the end of stream, answers 10 KB and
+// closes; side 0 reads them, its end of stream, and waits in TIME-WAIT.
+TEST(TcpHandover, CarriedOnInCloseWaitAndFinWait2) {
+  wire::Wire w({}, {}, {});
+  std::vector<uint8_t> out(100000), back(10000), got;
+  for (size_t i = 0; i < out.size(); i++) out[i] = pattern(i, 0);
+  for (size_t i = 0; i < back.size(); i++) back[i] = pattern(i, 1);
+  w.end(0).connect(1000, 0);
+  size_t sent = 0;
+  w.run(10'000'000, [&] {
+    Connection& a = w.end(0);
+    if (a.state() == State::kEstablished && sent < out.size()) {
+      const ssize_t n = a.send({out.data() + sent, out.size() - sent}, w.now());
+      if (n > 0) sent += static_cast<size_t>(n);
+      if (sent == out.size()) a.close(w.now());
+    }
+    return !(w.end(0).state() == State::kFinWait2 && w.end(1).state() == State::kCloseWait);
+  });
+  ASSERT_EQ(w.end(0).state(), State::kFinWait2);
+  ASSERT_EQ(w.end(1).state(), State::kCloseWait);
+  ASSERT_EQ(w.hand_over(1), 0);
+  ASSERT_EQ(w.hand_over(0), 0);
+  EXPECT_EQ(w.end(1).state(), State::kCloseWait);
+  EXPECT_EQ(w.end(0).state(), State::kFinWait2);
+  std::vector<uint8_t> buf(200000), from_b;
+  bool b_eof = false, a_eof = false, b_closed = false;
+  w.run(20'000'000, [&] {
+    Connection& b = w.end(1);
+    for (ssize_t n; !b_eof && (n = b.recv(buf, false, w.now())) >= 0;) {
+      if (n == 0) {
+        b_eof = true;
+        break;
+      }
+      got.insert(got.end(), buf.begin(), buf.begin() + n);
+    }
+    if (b_eof && !b_closed) {
+      EXPECT_EQ(b.send(back, w.now()), static_cast<ssize_t>(back.size()));
+      b.close(w.now());
+      b_closed = true;
+    }
+    Connection& a = w.end(0);
+    for (ssize_t n; !a_eof && (n = a.recv(buf, false, w.now())) >= 0;) {
+      if (n == 0) {
+        a_eof = true;
+        break;
+      }
+      from_b.insert(from_b.end(), buf.begin(), buf.begin() + n);
+    }
+    return !(a_eof && w.end(1).state() == State::kClosed);
+  });
+  EXPECT_EQ(got, out);
+  EXPECT_EQ(from_b, back);
+  EXPECT_TRUE(a_eof && b_eof);
+  EXPECT_EQ(w.end(0).state(), State::kTimeWait);
+  EXPECT_EQ(w.end(1).state(), State::kClosed);
+  EXPECT_EQ(w.end(0).error(), 0);
+  EXPECT_EQ(w.end(1).error(), 0);
+}
+
+// What crosses a process boundary is checked: the codec takes back what
+// it made, and refuses bytes cut short, lengthened, of another magic, an
+// unknown family or a window scale above 14; restore refuses a
+// connection already used and a handover whose bytes do not match.
+TEST(TcpHandover, TheBytesBetweenProcessesAreChecked) {
+  FourTuple t;
+  t.local = IpAddr::parse("fd00::1");
+  t.remote = IpAddr::parse("fd00::2");
+  t.local_port = 80;
+  t.remote_port = 40000;
+  Handover h;
+  h.snd_una = 7;
+  h.rcv_nxt = 9;
+  h.rcv_wup = 9;
+  h.rcv_wnd = 1000;
+  h.snd_wnd = 1000;
+  h.peer_mss = 1400;
+  h.sent = {1, 2, 3};
+  h.unsent = {4};
+  h.unread = {5, 6};
+  const std::vector<uint8_t> good = encode_handover(t, h);
+  FourTuple t2;
+  Handover h2;
+  ASSERT_EQ(decode_handover(good, &t2, &h2), 0);
+  EXPECT_TRUE(t2 == t);
+  EXPECT_EQ(h2.sent, h.sent);
+  EXPECT_EQ(h2.unsent, h.unsent);
+  EXPECT_EQ(h2.unread, h.unread);
+  EXPECT_EQ(h2.rcv_wnd, 1000u);
+  std::vector<uint8_t> bad = good;
+  bad.pop_back();
+  EXPECT_EQ(decode_handover(bad, &t2, &h2), -EINVAL);
+  bad = good;
+  bad.push_back(0);
+  EXPECT_EQ(decode_handover(bad, &t2, &h2), -EINVAL);
+  EXPECT_EQ(decode_handover(std::span(good).first(10), &t2, &h2), -EINVAL);
+  bad = good;
+  bad[0] ^= 1;
+  EXPECT_EQ(decode_handover(bad, &t2, &h2), -EINVAL);
+  Handover wide = h;
+  wide.snd_wscale = 15;
+  EXPECT_EQ(decode_handover(encode_handover(t, wide), &t2, &h2), -EINVAL);
+  FourTuple nofam = t;
+  nofam.local.family = AF_UNSPEC;
+  EXPECT_EQ(decode_handover(encode_handover(nofam, h), &t2, &h2), -EINVAL);
+
+  RoomSink sink;
+  TimerQueue timers;
+  Connection c({}, 80, 40000, &sink, &timers);
+  EXPECT_EQ(c.restore(h, {}, 0), -EINVAL);  // its 2 unread bytes not given
+  EXPECT_EQ(c.state(), State::kClosed);
+  Connection used({}, 80, 40000, &sink, &timers);
+  used.connect(1, 0);
+  h.unread.clear();
+  EXPECT_EQ(used.restore(h, {}, 0), -EINVAL);
+  EXPECT_EQ(c.restore(h, {}, 0), 0);
+  EXPECT_EQ(c.state(), State::kEstablished);
+  EXPECT_EQ(c.snd_una(), 7u);
+  EXPECT_EQ(c.info().unacked, 1u);  // the 4 bytes went again in one segment
 }
 
 }  // namespace

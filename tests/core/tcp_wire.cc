@@ -1,7 +1,9 @@
 #include "tests/core/tcp_wire.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "core/net/tcp/handover_codec.h"
 #include "tests/core/tcp_room_sink.h"
 
 namespace ss::net::tcp::wire {
@@ -36,6 +38,33 @@ Wire::Wire(const Config& a, const Config& b, const Faults& f) : faults_(f), rng_
 }
 
 Connection& Wire::end(int side) { return *ends_[side]->conn; }
+
+int Wire::hand_over(int side, const Config& c) {
+  End& e = *ends_[side];
+  Handover h;
+  if (const int r = e.conn->handover(&h, now_); r < 0) return r;
+  FourTuple t;
+  t.local = IpAddr::parse(side ? "10.0.0.2" : "10.0.0.1");
+  t.remote = IpAddr::parse(side ? "10.0.0.1" : "10.0.0.2");
+  t.local_port = side ? 80 : 40000;
+  t.remote_port = side ? 40000 : 80;
+  FourTuple back;
+  Handover carried;
+  if (const int r = decode_handover(encode_handover(t, h), &back, &carried); r < 0) return r;
+  if (!(back == t)) return -EINVAL;
+  std::vector<mem::Buffer> unread;
+  for (size_t off = 0; off < carried.unread.size();) {
+    mem::Buffer b = pool_->get();
+    const size_t n = std::min(b.capacity(), carried.unread.size() - off);
+    if (!b || b.set_size(n) != 0) return -ENOBUFS;
+    std::memcpy(b.data(), carried.unread.data() + off, n);
+    unread.push_back(std::move(b));
+    off += n;
+  }
+  e.conn.reset();  // its timers cancelled, nothing sent
+  e.conn = std::make_unique<Connection>(c, t.local_port, t.remote_port, &e, &timers_);
+  return e.conn->restore(carried, std::move(unread), now_);
+}
 
 Wire::~Wire() {
   for (auto& e : ends_) e->conn.reset();

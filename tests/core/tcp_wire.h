@@ -38,6 +38,12 @@ class Wire {
   // each (the programs' turn); stops early when app returns false.
   void run(uint64_t until, const std::function<bool()>& app);
   uint64_t dropped() const { return dropped_; }
+  // Side `side`'s connection handed over (Connection::handover), the
+  // state through encode_handover and decode_handover as between
+  // processes, and carried on by a new connection of config c
+  // (Connection::restore) in its place; the old one goes without a
+  // segment. restore's answer, or the handover's or decoding's -errno.
+  int hand_over(int side, const Config& c = {});
 
  private:
   struct End;

@@ -13,11 +13,11 @@
 #include <memory>
 #include <vector>
 
-#include "core/mem/pool.h"
 #include "core/net/tcp/connection.h"
 #include "core/net/tcp/header.h"
 #include "core/net/tcp/options.h"
 #include "tests/core/tcp_room_sink.h"
+#include "tests/fuzz/fuzz_pool.h"
 
 namespace {
 
@@ -50,16 +50,7 @@ struct Input {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static std::unique_ptr<ss::mem::Pool> pool = [] {
-    ss::mem::PoolOptions po;
-    po.frame_size = 2048;
-    po.frames_per_chunk = 512;
-    po.max_chunks = 1;
-    po.backing = ss::mem::Backing::kPrivate;
-    std::unique_ptr<ss::mem::Pool> p;
-    ss::mem::Pool::create(po, &p);
-    return p;
-  }();
+  ss::mem::Pool* pool = fuzz_pool();
   Input in{data, size};
   uint8_t mode = 0;
   if (!in.take(&mode)) return 0;

@@ -9,7 +9,7 @@
 # crash, leak or sanitizer report.
 FUZZ_TARGETS = fuzz_config fuzz_tcp_stream fuzz_shm_stream fuzz_rsocket \
 	fuzz_preload_rules fuzz_dgram fuzz_net_frame fuzz_udp_stack fuzz_vma_stats \
-	fuzz_vma_conf fuzz_tcp_segment fuzz_tcp_connection
+	fuzz_vma_conf fuzz_tcp_segment fuzz_tcp_connection fuzz_tcp_handover
 EXTRA_PROGRAMS = $(FUZZ_TARGETS)
 # Like core_unit_tests: every object of core (and of librsocket), not an
 # archive's pick, so the providers' static registrations are all there.
@@ -58,10 +58,17 @@ fuzz_tcp_segment_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_tcp_segment_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_tcp_segment_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
 # One core/net/tcp connection fed hostile segments, calls and clock steps.
-fuzz_tcp_connection_SOURCES = tests/fuzz/fuzz_tcp_connection.cc tests/core/tcp_room_sink.h
+fuzz_tcp_connection_SOURCES = tests/fuzz/fuzz_tcp_connection.cc tests/core/tcp_room_sink.h \
+	tests/fuzz/fuzz_pool.h
 fuzz_tcp_connection_LDFLAGS = $(FUZZ_LINK_FLAGS)
 fuzz_tcp_connection_LDADD = $(FUZZ_LINK_LIBS)
 EXTRA_fuzz_tcp_connection_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
+# A connection's handover between processes, decoded and carried on.
+fuzz_tcp_handover_SOURCES = tests/fuzz/fuzz_tcp_handover.cc tests/core/tcp_room_sink.h \
+	tests/fuzz/fuzz_pool.h
+fuzz_tcp_handover_LDFLAGS = $(FUZZ_LINK_FLAGS)
+fuzz_tcp_handover_LDADD = $(FUZZ_LINK_LIBS)
+EXTRA_fuzz_tcp_handover_DEPENDENCIES = $(FUZZ_LINK_OBJECTS)
 # The vma_stats reader needs nothing of core: its own files only.
 fuzz_vma_stats_SOURCES = tests/fuzz/fuzz_vma_stats.cc \
 	src/libvmacompat/stats_proc.cc \

@@ -27,11 +27,13 @@
 #include <cstdio>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/net/packet_tx.h"
+#include "core/net/tcp/handover_codec.h"
 #include "core/net/tcp/stack.h"
 #include "core/prov/xdp/xdp_join.h"
 #include "core/prov/xdp/xdp_queue.h"
@@ -43,6 +45,7 @@ namespace {
 using ss::net::IpAddr;
 using ss::net::ToKernel;
 using ss::net::tcp::FourTuple;
+using ss::net::tcp::Handover;
 using ss::net::tcp::ListenerConfig;
 using ss::net::tcp::Socket;
 using ss::net::tcp::Stack;
@@ -114,6 +117,49 @@ class TcpRing : public sstest::RingRig {
   }
   // Segments leave through a packet socket, merged for GSO (TcpRingGso).
   virtual bool gso() const { return false; }
+  // A fork child on this process's queues in a slot of its own
+  // (xdp_join.h): the device's and each queue's share, an AF_XDP socket
+  // per queue and a packet socket made here (the child may not make
+  // them), then child(ds, qs, packet_fd, up) in the child, its result the
+  // exit status; the child says its slot (or -errno) on `up`. The child's
+  // pid in *reap, its slot in *slot; the device in *dev.
+  using JoinedChild =
+      std::function<int(const ss::prov::xdp::DeviceShare&,
+                        const std::vector<ss::prov::xdp::QueueShare>&, int packet_fd, int up)>;
+  void fork_joined(const JoinedChild& child, sstest::ChildReaper* reap, int32_t* slot,
+                   std::shared_ptr<ss::prov::xdp::Device>* dev) {
+    namespace xdp = ss::prov::xdp;
+    *dev = xdp::Device::find(NetnsPair::kIfA);
+    ASSERT_TRUE(*dev);
+    xdp::DeviceShare ds;
+    ASSERT_EQ((*dev)->share(&ds), 0);
+    std::vector<xdp::QueueShare> qs(queues_.size());
+    for (size_t q = 0; q < queues_.size(); q++) {
+      auto* xq = dynamic_cast<xdp::XdpQueue*>(queues_[q].queue.get());
+      ASSERT_TRUE(xq);
+      ASSERT_EQ(xq->share(&qs[q]), 0);
+      qs[q].own = xdp::JoinedQueue::open_socket();
+      ASSERT_GE(qs[q].own, 0) << strerror(-qs[q].own);
+    }
+    std::unique_ptr<ss::net::PacketTx> packets;
+    ASSERT_EQ(ss::net::PacketTx::open(static_cast<int>(if_nametoindex(NetnsPair::kIfA)), &packets),
+              0);
+    int up[2];
+    ASSERT_EQ(pipe2(up, O_CLOEXEC), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(up[0]);
+      _exit(child(ds, qs, packets->fd(), up[1]));
+    }
+    reap->pid = pid;
+    close(up[1]);
+    for (const xdp::QueueShare& q : qs) close(q.own);
+    packets.reset();
+    *slot = 0;
+    EXPECT_EQ(read(up[0], slot, sizeof *slot), static_cast<ssize_t>(sizeof *slot));
+    close(up[0]);
+  }
   // The rings take a packet over several frames (XDP_USE_SG).
   bool multi_buffer() const { return queues_.front().queue->caps() & ss::prov::kRingCapRxChained; }
 
@@ -985,25 +1031,11 @@ struct JoinedRig {
   }
 };
 
-// The child's side of the test below: as nobody (as nginx's workers
-// change their user), listens on kOurPort in its own stack, says its slot
-// (or -errno) on `up`, echoes one connection to its end and waits for it
-// to close. Its exit status: 0 when all that went.
-int serve_in_child(const ss::prov::xdp::DeviceShare& ds,
-                   const std::vector<ss::prov::xdp::QueueShare>& qs, int packet_fd, int up) {
-  constexpr uid_t kNobody = 65534;
-  JoinedRig rig;
-  int32_t said = setgroups(0, nullptr) || setgid(kNobody) || setuid(kNobody) ? -errno : 0;
-  // Unprivileged now: no AF_XDP socket of its own (else ECANCELED).
-  if (const int own = ss::prov::xdp::JoinedQueue::open_socket(); said == 0 && own != -EPERM)
-    said = own >= 0 ? (close(own), -ECANCELED) : own;
-  if (said == 0) said = rig.build(ds, qs, packet_fd);
-  Socket* l = nullptr;
-  if (said == 0) said = rig.tcp->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l);
-  if (said == 0) said = static_cast<int32_t>(rig.dev->slot());
-  if (write(up, &said, sizeof said) != sizeof said || said <= 0) return 1;
+// A fork child's echo in its own stack: of connection c, or of the
+// first one listener l accepts, to its end of stream; then the close, and
+// the wait for the stack to let it go. 0 when all that went in 20 s.
+int echo_in_child(JoinedRig& rig, Socket* l, Socket* c) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  Socket* c = nullptr;
   FourTuple peer;
   std::string got;
   size_t sent = 0;
@@ -1030,6 +1062,26 @@ int serve_in_child(const ss::prov::xdp::DeviceShare& ds,
   return rig.tcp->connections() == 0 ? 0 : 3;
 }
 
+// The child's side of the test below: as nobody (as nginx's workers
+// change their user), listens on kOurPort in its own stack, says its slot
+// (or -errno) on `up`, echoes one connection to its end and waits for it
+// to close. Its exit status: 0 when all that went.
+int serve_in_child(const ss::prov::xdp::DeviceShare& ds,
+                   const std::vector<ss::prov::xdp::QueueShare>& qs, int packet_fd, int up) {
+  constexpr uid_t kNobody = 65534;
+  JoinedRig rig;
+  int32_t said = setgroups(0, nullptr) || setgid(kNobody) || setuid(kNobody) ? -errno : 0;
+  // Unprivileged now: no AF_XDP socket of its own (else ECANCELED).
+  if (const int own = ss::prov::xdp::JoinedQueue::open_socket(); said == 0 && own != -EPERM)
+    said = own >= 0 ? (close(own), -ECANCELED) : own;
+  if (said == 0) said = rig.build(ds, qs, packet_fd);
+  Socket* l = nullptr;
+  if (said == 0) said = rig.tcp->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l);
+  if (said == 0) said = static_cast<int32_t>(rig.dev->slot());
+  if (write(up, &said, sizeof said) != sizeof said || said <= 0) return 1;
+  return echo_in_child(rig, l, nullptr);
+}
+
 // A fork child joins the parent's queues, on sockets the parent made for
 // it, and listens on the parent's port in its own stack; the parent gives
 // the port's group to the child's slot, after marking its own
@@ -1040,36 +1092,11 @@ TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
   Socket* l = nullptr;
   ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
   resolve_neighbour(NetnsPair::kIpB);
-  const auto dev = xdp::Device::find(NetnsPair::kIfA);
-  ASSERT_TRUE(dev);
-  xdp::DeviceShare ds;
-  ASSERT_EQ(dev->share(&ds), 0);
-  std::vector<xdp::QueueShare> qs(queues_.size());
-  for (size_t q = 0; q < queues_.size(); q++) {
-    auto* xq = dynamic_cast<xdp::XdpQueue*>(queues_[q].queue.get());
-    ASSERT_TRUE(xq);
-    ASSERT_EQ(xq->share(&qs[q]), 0);
-    qs[q].own = xdp::JoinedQueue::open_socket();
-    ASSERT_GE(qs[q].own, 0) << strerror(-qs[q].own);
-  }
-  std::unique_ptr<ss::net::PacketTx> packets;
-  ASSERT_EQ(ss::net::PacketTx::open(static_cast<int>(if_nametoindex(NetnsPair::kIfA)), &packets),
-            0);
-  int up[2];
-  ASSERT_EQ(pipe2(up, O_CLOEXEC), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(up[0]);
-    _exit(serve_in_child(ds, qs, packets->fd(), up[1]));
-  }
-  sstest::ChildReaper reap{pid};
-  close(up[1]);
-  for (const xdp::QueueShare& q : qs) close(q.own);
-  packets.reset();
+  sstest::ChildReaper reap{0};
   int32_t slot = 0;
-  ASSERT_EQ(read(up[0], &slot, sizeof slot), static_cast<ssize_t>(sizeof slot));
-  close(up[0]);
+  std::shared_ptr<xdp::Device> dev;
+  ASSERT_NO_FATAL_FAILURE(fork_joined(serve_in_child, &reap, &slot, &dev));
+  const pid_t pid = reap.pid;
   ASSERT_GT(slot, 0) << strerror(-slot) << " (ECANCELED: the child kept CAP_NET_RAW)";
   ASSERT_EQ(tcp_->own_open(), 0);
   xdp::Flow flow;
@@ -1095,6 +1122,129 @@ TEST_F(TcpRing, AForkChildsStackServesTheConnectionsOfItsSlot) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   EXPECT_EQ(tcp_->listener_counters(l).syns, 0u) << "the child's SYN reached the parent";
   EXPECT_EQ(dev->set_group(flow, nullptr, 0), 0);
+  tcp_->close(l);
+}
+
+// The child's side of the test below: joins the parent's queues, says
+// its slot on `up`, reads the connection the parent hands it on `down`
+// (its length, then encode_handover's bytes), adopts it in its own stack
+// and echoes everything from there to the end of stream. Its exit
+// status: 0 when all that went.
+int adopt_in_child(const ss::prov::xdp::DeviceShare& ds,
+                   const std::vector<ss::prov::xdp::QueueShare>& qs, int packet_fd, int up,
+                   int down) {
+  JoinedRig rig;
+  int32_t said = rig.build(ds, qs, packet_fd);
+  if (said == 0) said = static_cast<int32_t>(rig.dev->slot());
+  if (write(up, &said, sizeof said) != sizeof said || said <= 0) return 1;
+  uint64_t len = 0;
+  if (read(down, &len, sizeof len) != sizeof len || len > (64u << 20)) return 2;
+  std::vector<uint8_t> bytes(len);
+  for (size_t off = 0; off < len;) {
+    const ssize_t n = read(down, bytes.data() + off, len - off);
+    if (n <= 0) return 3;
+    off += static_cast<size_t>(n);
+  }
+  FourTuple t;
+  Handover h;
+  if (ss::net::tcp::decode_handover(bytes, &t, &h) != 0) return 4;
+  Socket* c = nullptr;
+  ss::net::ToKernel why;
+  if (const int r = rig.tcp->adopt(t, h, ss::net::tcp::Config{}, &c, &why); r != 0) {
+    std::fprintf(stderr, "child: adopt: %d %s\n", r, strerror(-r));
+    return 5;
+  }
+  return echo_in_child(rig, nullptr, c);
+}
+
+// A connection carried from one process's stack to another's (a fork
+// child's, on the parent's queues in a slot of its own), as an
+// accept-then-fork server's: the parent accepts Linux's client on the
+// rings and echoes the first 100 KB, then hands the connection over
+// mid-stream (bytes unread and in flight) to the child, which adopts it
+// and echoes the rest. Linux's client gets all 600 KB back intact, never
+// reset.
+TEST_F(TcpRing, AConnectionHandedToAForkChildsStackGoesOnThere) {
+  namespace xdp = ss::prov::xdp;
+  Socket* l = nullptr;
+  ASSERT_EQ(tcp_->listen(IpAddr::parse("0.0.0.0"), kOurPort, ListenerConfig{}, &l), 0);
+  resolve_neighbour(NetnsPair::kIpB);
+  int down[2];
+  ASSERT_EQ(pipe2(down, O_CLOEXEC), 0);
+  sstest::ChildReaper reap{0};
+  int32_t slot = 0;
+  std::shared_ptr<xdp::Device> dev;
+  ASSERT_NO_FATAL_FAILURE(fork_joined(
+      [&](const xdp::DeviceShare& ds, const std::vector<xdp::QueueShare>& qs, int packet_fd,
+          int up) {
+        close(down[1]);
+        return adopt_in_child(ds, qs, packet_fd, up, down[0]);
+      },
+      &reap, &slot, &dev));
+  const pid_t pid = reap.pid;
+  close(down[0]);
+  ASSERT_GT(slot, 0) << strerror(-slot);
+  ASSERT_EQ(tcp_->own_open(), 0);
+
+  constexpr size_t kBytes = 600 << 10, kHere = 100 << 10;
+  const std::string msg = pattern(kBytes, 17);
+  std::string echoed;
+  std::atomic<bool> client_done{false};
+  std::thread client([&] {
+    if (const int fd = connect_from_b(); fd >= 0) echoed = echo_through(fd, msg);
+    client_done = true;
+  });
+  Socket* c = nullptr;
+  FourTuple peer;
+  std::string got;
+  size_t sent = 0;
+  // Read and echo here until kHere bytes went back into the stack (the
+  // rest stays unread there).
+  EXPECT_TRUE(pump_until([&] {
+    if (!c && tcp_->accept(l, &c, &peer) != 0) return false;
+    uint8_t buf[4096];
+    if (got.size() < kHere)
+      if (const ssize_t n = tcp_->recv(c, {buf, std::min(sizeof buf, kHere - got.size())}); n > 0)
+        got.append(reinterpret_cast<char*>(buf), static_cast<size_t>(n));
+    while (sent < got.size()) {
+      const ssize_t m =
+          tcp_->send(c, {reinterpret_cast<const uint8_t*>(got.data()) + sent, got.size() - sent});
+      if (m <= 0) break;
+      sent += static_cast<size_t>(m);
+    }
+    return sent == kHere;
+  }));
+  ASSERT_EQ(sent, kHere);
+  const FourTuple t = tcp_->tuple(c);
+  size_t unread = 0, unacked = 0;
+  const int handed = tcp_->hand_over(
+      c,
+      [&](const Handover& h) {
+        unread = h.unread.size();
+        unacked = h.sent.size() + h.unsent.size();
+        const std::vector<uint8_t> bytes = ss::net::tcp::encode_handover(t, h);
+        const uint64_t len = bytes.size();
+        if (write(down[1], &len, sizeof len) != sizeof len) return -EIO;
+        for (size_t off = 0; off < bytes.size();) {
+          const ssize_t n = write(down[1], bytes.data() + off, bytes.size() - off);
+          if (n <= 0) return -EIO;
+          off += static_cast<size_t>(n);
+        }
+        return 0;
+      },
+      /*to_kernel=*/false);
+  close(down[1]);
+  EXPECT_EQ(handed, 0) << strerror(-handed);
+  EXPECT_EQ(tcp_->recv(c, {}), -ENOTCONN);  // the handle here holds it no more
+  EXPECT_TRUE(pump_until([&] { return client_done.load(); }));
+  client.join();
+  EXPECT_TRUE(echoed == msg) << "echoed " << echoed.size() << " of " << msg.size();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  reap.release();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  std::printf("handed over with %zu bytes unread and %zu sent or queued here\n", unread, unacked);
+  tcp_->close(c);
   tcp_->close(l);
 }
 

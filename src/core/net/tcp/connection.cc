@@ -130,7 +130,11 @@ void Connection::negotiate(const Options& peer, bool) {
   ts_ok_ = cfg_.timestamps && peer.has_ts;
   if (ts_ok_) ts_recent_ = peer.ts_val;
   sack_ok_ = cfg_.sack && peer.sack_permitted;
-  peer_mss_ = std::max(kMinPeerMss, peer.has_mss ? uint32_t{peer.mss} : cfg_.default_peer_mss);
+  set_peer_mss(peer.has_mss ? uint32_t{peer.mss} : cfg_.default_peer_mss);
+}
+
+void Connection::set_peer_mss(uint32_t announced) {
+  peer_mss_ = std::max(kMinPeerMss, announced);
   mss_ = std::min(peer_mss_, send_mss_cap()) - (ts_ok_ ? kTimestampsLen : 0);
   rcv_mss_ = std::min<uint32_t>(cfg_.mss, 536);
 }

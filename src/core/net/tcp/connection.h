@@ -268,6 +268,15 @@ class Connection {
   // -EOPNOTSUPP in another state or with an error pending. The
   // connection is left as it was.
   int handover(Handover* out, uint64_t now_us);
+  // Carries on, in this unopened connection, one another TCP handed over
+  // (handover.h): its numbers, windows and options; its sent and unsent
+  // bytes to send (the sent ones again); `unread` (frames holding
+  // h.unread's bytes, the caller's copies) readable first; the peer's FIN,
+  // ours and its ACK taken as the handover says. Timestamps go on from
+  // h.ts_val. The RTT and congestion state start afresh. 0; -EINVAL when h
+  // does not hold together or this connection was used; -ENOMEM when the
+  // send queue cannot hold its bytes.
+  int restore(const Handover& h, std::vector<mem::Buffer> unread, uint64_t now_us);
 
   State state() const { return state_; }
   bool readable() const;  // data, end of stream or an error to report
@@ -311,6 +320,7 @@ class Connection {
   void data_arrived_in_order(uint32_t len, uint64_t now);
   // connection.cc
   void negotiate(const Options& peer, bool peer_syn_has_ack);
+  void set_peer_mss(uint32_t announced);  // and what a segment carries from it
   void establish(uint64_t now);
   void queue_fin(uint64_t now);
   void enter_time_wait(uint64_t now);

@@ -1,5 +1,5 @@
 // Connection::handover: the state another TCP carries the connection on
-// with (handover.h).
+// with (handover.h); Connection::restore: carrying one on from it.
 #include "core/net/tcp/handover.h"
 
 #include <algorithm>
@@ -80,26 +80,85 @@ int Connection::handover(Handover* h, uint64_t now) {
   return 0;
 }
 
-std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h, PeerClose what) {
+namespace {
+
+// The segment of the peer's that a handover leaves to the other TCP
+// (PeerClose), without its ports: false where h has none.
+bool peer_close_segment(const Handover& h, PeerClose what, Header* th, Options* o) {
   const bool fin = what == PeerClose::kFin;
-  if (fin ? !h.fin : !h.fin_acked) return {};
+  if (fin ? !h.fin : !h.fin_acked) return false;
+  o->has_ts = h.timestamps;
+  o->ts_val = h.ts_recent;  // no echo: no RTT sample from it
+  th->seq = h.rcv_nxt + (!fin && h.fin ? 1 : 0);
+  th->ack = h.snd_una + (fin ? 0 : 1);
+  th->flags = fin ? kFin | kAck : kAck;
+  th->window = static_cast<uint16_t>(
+      std::min<uint32_t>(h.snd_wnd >> (h.window_scaling ? h.snd_wscale : 0), 0xffff));
+  return true;
+}
+
+}  // namespace
+
+int Connection::restore(const Handover& h, std::vector<mem::Buffer> unread, uint64_t now) {
+  size_t unread_bytes = 0;
+  for (const mem::Buffer& b : unread) unread_bytes += b.size();
+  const size_t out = h.sent.size() + h.unsent.size();
+  // RFC 7323 §2.3: a shift above 14 is none a peer could have agreed to.
+  if (state_ != State::kClosed || closed_by_program_ || snd_max_ != 0 || h.snd_wscale > 14 ||
+      h.rcv_wscale > 14 || unread_bytes != h.unread.size() || out > (1u << 30) ||
+      seq_lt(h.rcv_wup + h.rcv_wnd, h.rcv_nxt) || (h.fin_acked && out != 0))
+    return -EINVAL;
+  if (out > sndq_.capacity() && !sndq_.grow(out)) return -ENOMEM;
+  sndq_.append(h.sent);
+  sndq_.append(h.unsent);
+  // What went before goes again: the peer drops what it had (a D-SACK).
+  iss_ = h.snd_una - 1;
+  snd_una_ = snd_nxt_ = snd_max_ = snd_sml_ = h.snd_una;
+  snd_wnd_ = h.snd_wnd;
+  max_snd_wnd_ = std::max(h.max_snd_wnd, h.snd_wnd);
+  snd_wl1_ = h.snd_wl1;
+  snd_wl2_ = h.snd_una;
+  irs_ = h.rcv_nxt - 1;
+  rcv_nxt_ = last_ack_sent_ = h.rcv_nxt;
+  rcv_adv_ = h.rcv_wup + h.rcv_wnd;  // the right edge the peer knows: never back
+  ws_ok_ = h.window_scaling;
+  snd_wscale_ = ws_ok_ ? h.snd_wscale : 0;
+  rcv_wscale_ = wscale_offer_ = ws_ok_ ? h.rcv_wscale : 0;
+  // The options the connection has, whatever this end would offer.
+  ts_ok_ = h.timestamps;
+  ts_recent_ = h.ts_recent;
+  ts_recent_us_ = now;
+  cfg_.ts_offset = h.ts_val - static_cast<uint32_t>(now / 1000);
+  sack_ok_ = h.sack;
+  set_peer_mss(h.peer_mss);
+  for (mem::Buffer& b : unread)
+    if (b.size()) rxq_.push(std::move(b));
+  establish(now);
+  // The peer's FIN first, then ours, then its ACK of ours: CLOSE-WAIT,
+  // LAST-ACK, and their ends follow as from those segments.
+  Header th;
+  Options o;
+  if (peer_close_segment(h, PeerClose::kFin, &th, &o)) input(th, o, mem::Buffer(), now);
+  if (h.fin_sent || h.fin_queued) queue_fin(now);
+  transmit(now);
+  th = Header();
+  o = Options();
+  if (peer_close_segment(h, PeerClose::kAckOfOurs, &th, &o)) input(th, o, mem::Buffer(), now);
+  return 0;
+}
+
+std::vector<uint8_t> peer_close_packet(const FourTuple& t, const Handover& h, PeerClose what) {
+  Options o;
+  Header th;
+  if (!peer_close_segment(h, what, &th, &o)) return {};
   FrameFields f;
   f.ip_version = t.remote.family == AF_INET6 ? 6 : 4;
   memcpy(f.src_ip, t.remote.bytes, t.remote.size());
   memcpy(f.dst_ip, t.local.bytes, t.local.size());
-  Options o;
-  o.has_ts = h.timestamps;
-  o.ts_val = h.ts_recent;
   uint8_t opts[kMaxOptionsLen];
   const size_t olen = write_options(o, opts);
-  Header th;
   th.src_port = t.remote_port;
   th.dst_port = t.local_port;
-  th.seq = h.rcv_nxt + (!fin && h.fin ? 1 : 0);
-  th.ack = h.snd_una + (fin ? 0 : 1);
-  th.flags = fin ? kFin | kAck : kAck;
-  th.window = static_cast<uint16_t>(
-      std::min<uint32_t>(h.snd_wnd >> (h.window_scaling ? h.snd_wscale : 0), 0xffff));
   const size_t head = ip_frame_header_len(f.ip_version);
   std::vector<uint8_t> frame(head + kHeaderLen + olen);
   const std::span<uint8_t> seg(frame.data() + head, kHeaderLen + olen);

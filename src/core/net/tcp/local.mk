@@ -32,6 +32,8 @@ libslipstream_core_la_SOURCES += \
 	src/core/net/tcp/recovery.cc \
 	src/core/net/tcp/handover.h \
 	src/core/net/tcp/handover.cc \
+	src/core/net/tcp/handover_codec.h \
+	src/core/net/tcp/handover_codec.cc \
 	src/core/net/tcp/isn.h \
 	src/core/net/tcp/isn.cc \
 	src/core/net/tcp/listener.h \

@@ -191,8 +191,22 @@ class Stack final : public SegmentInput {
   // until close(): its calls give -ENOTCONN and events() POLLIN|POLLOUT,
   // so a sleeper looks again and finds it moved. -EOPNOTSUPP before
   // ESTABLISHED or once closed (Connection::handover); on any error the
-  // connection goes on as before.
-  SS_API int hand_over(Socket* s, const std::function<int(const Handover&)>& install);
+  // connection goes on as before. To another of our stacks (to_kernel
+  // false: a fork child's, which adopts it and steers its frames to its
+  // own slot) nothing is passed to the kernel; a connection whose port
+  // only it holds (an active open's) or in TIME-WAIT stays (-EOPNOTSUPP).
+  SS_API int hand_over(Socket* s, const std::function<int(const Handover&)>& install,
+                       bool to_kernel = true);
+  // Carries on here a connection another stack handed over (hand_over; to
+  // another process through encode_handover): Connection::restore on t,
+  // its unread bytes copied into frames of the rings, its port's flow
+  // steered and the connection marked ours (FlowSteering::own), so its
+  // frames come here from now on. 0 and *out; 1 with *why when the rings
+  // cannot carry the path (the caller keeps it elsewhere); -EADDRINUSE for
+  // a tuple open here; -ENOBUFS when the frames run out; the steering's or
+  // Connection::restore's -errno. Nothing stays of a failed one.
+  int adopt(const FourTuple& t, const Handover& h, const tcp::Config& cfg, Socket** out,
+            ToKernel* why);
 
   // A sleep waiting for the handle's events: another thread's input or
   // timers change them, and wake the handle's waiters. join_waiters: the
@@ -262,6 +276,11 @@ class Stack final : public SegmentInput {
   // The path to t's peer: 0, 1 (*why: not the rings'), or -errno.
   int resolve(const FourTuple& t, TxPath* path, ToKernel* why);
   std::unique_ptr<Connection> make_connection_locked(const FourTuple& t, const tcp::Config& cfg);
+  // A connection for t not open here, on its path: 0, 1 with *why, -errno.
+  int new_connection_locked(const FourTuple& t, const tcp::Config& cfg, ToKernel* why,
+                            std::unique_ptr<Connection>* out);
+  // c on handle s: in the table, its flow steered, marked ours; 0 or -errno.
+  int enter_locked(Socket* s, const FourTuple& t, std::unique_ptr<Connection> c);
   // Opens t on handle s (connect, reconnect): 0, 1 with *why, -errno.
   int open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, ToKernel* why);
   int steer_locked(const prov::SteeredFlow& f);

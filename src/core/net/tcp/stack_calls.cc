@@ -120,15 +120,24 @@ int Stack::reconnect(Socket* s, const FourTuple* t, const tcp::Config& cfg, ToKe
   return t ? open_locked(s, *t, cfg, why) : 0;
 }
 
-int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, ToKernel* why) {
+int Stack::new_connection_locked(const FourTuple& t, const tcp::Config& cfg, ToKernel* why,
+                                 std::unique_ptr<Connection>* out) {
   if (table_.find(t)) return -EADDRINUSE;
   TxPath path;
   if (const int r = resolve(t, &path, why); r != 0) return r;
-  std::unique_ptr<Connection> c = make_connection_locked(t, cfg);
-  if (!c) return -EHOSTUNREACH;
-  const prov::SteeredFlow flow = steered_flow(kIpProtoTcp, t.local, t.local_port);
-  if (int err = steer_locked(flow); err < 0) return err;
-  if (int err = table_.add(t, c.get()); err < 0) {
+  *out = make_connection_locked(t, cfg);
+  return *out ? 0 : -EHOSTUNREACH;
+}
+
+int Stack::enter_locked(Socket* s, const FourTuple& t, std::unique_ptr<Connection> c) {
+  prov::SteeredFlow flow = steered_flow(kIpProtoTcp, t.local, t.local_port);
+  int err = steer_locked(flow);
+  if (err == -EOPNOTSUPP) {  // a joined stack steers only what the owner does: its port's, here
+    memset(flow.ip, 0, sizeof flow.ip);
+    err = steer_locked(flow);
+  }
+  if (err < 0) return err;
+  if (err = table_.add(t, c.get()); err < 0) {
     unsteer_locked(flow);
     return err;
   }
@@ -143,8 +152,47 @@ int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, To
   s->conn = conn;
   s->t = t;
   opens_.emplace(conn, Open{t, std::move(c), flow, kept, s, {}});
+  return 0;
+}
+
+int Stack::open_locked(Socket* s, const FourTuple& t, const tcp::Config& cfg, ToKernel* why) {
+  std::unique_ptr<Connection> c;
+  if (const int r = new_connection_locked(t, cfg, why, &c); r != 0) return r;
+  Connection* conn = c.get();
+  if (const int r = enter_locked(s, t, std::move(c)); r < 0) return r;
   const uint64_t now = clock_();
   conn->connect(isn_.isn(t, now), now);
+  check_due_locked();
+  return 0;
+}
+
+int Stack::adopt(const FourTuple& t, const Handover& h, const tcp::Config& cfg, Socket** out,
+                 ToKernel* why) {
+  if (t.local.family != t.remote.family || all_zero(t.local)) return -EINVAL;
+  const Sending lock(this);
+  std::vector<Buffer> unread;
+  for (size_t off = 0; off < h.unread.size();) {
+    Buffer b = cfg_.tx->take();
+    const size_t n = std::min(b.capacity(), h.unread.size() - off);
+    if (!b || n == 0 || b.set_size(n) != 0) return -ENOBUFS;
+    memcpy(b.data(), h.unread.data() + off, n);
+    unread.push_back(std::move(b));
+    off += n;
+  }
+  std::unique_ptr<Connection> c;
+  if (const int r = new_connection_locked(t, cfg, why, &c); r != 0) return r;
+  Connection* conn = c.get();
+  auto s = std::make_unique<Socket>();
+  if (const int r = enter_locked(s.get(), t, std::move(c)); r < 0) return r;
+  std::erase_if(moved_, [&](const auto& m) { return m.first == t; });  // back where it left
+  // Its segments may go out now: the tuple and its steering are here.
+  if (const int r = conn->restore(h, std::move(unread), clock_()); r < 0) {
+    opens_.at(conn).handle = nullptr;
+    free_locked(opens_.find(conn));
+    return r;
+  }
+  *out = s.get();
+  sockets_.emplace(s.get(), std::move(s));
   check_due_locked();
   return 0;
 }

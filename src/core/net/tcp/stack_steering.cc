@@ -85,7 +85,8 @@ void Stack::unsteer_open_locked(Open& o) {
   unsteer_locked(o.flow);
 }
 
-int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& install) {
+int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& install,
+                     bool to_kernel) {
   const Sending lock(this);
   drain_inbox_locked();  // what reached the rings is in the state handed over
   auto it = s->conn ? opens_.find(s->conn) : opens_.end();
@@ -102,9 +103,20 @@ int Stack::hand_over(Socket* s, const std::function<int(const Handover&)>& insta
   // steering until the connection is freed.
   const bool stays = s->conn->state() == State::kTimeWait || s->conn->state() == State::kClosed;
   if (!own_flow && !stays && !cfg_.steering->steers_connections()) return -EOPNOTSUPP;
+  // Another stack steers the port only once it adopted: a flow this one
+  // gives up would meet the kernel meanwhile.
+  if (!to_kernel && (own_flow || stays)) return -EOPNOTSUPP;
   Handover h;
   if (const int r = s->conn->handover(&h, now); r < 0) return r;
-  if (stays) {
+  if (!to_kernel) {
+    out_->send_batch();
+    if (const int r = install(h); r < 0) return r;
+    // Until the adopter owns the tuple its frames still come here: dropped.
+    moved_.emplace_back(t, now + kMovedQuietUs);
+    table_.remove(t);
+    unsteer_open_locked(it->second);
+    opens_.erase(it);
+  } else if (stays) {
     if (const int r = install(h); r < 0) return r;
     it->second.handle = nullptr;  // the program's no more, as after a close
     s->conn->close(now);
