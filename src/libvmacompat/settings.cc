@@ -370,8 +370,9 @@ constexpr Setting kRows[] = {
      .env = {"SLIPSTREAM_VMA_TCP_FORK_JOIN"},
      .def = 1,
      .max = 2,
-     .help = "a fork child's inherited listener gets rings of its own beside its parent's (0: the "
-             "listener goes to the kernel; 2: only a child that kept its parent's user)"},
+     .help = "a fork child's inherited listener, or a connection its parent closed, gets rings "
+             "of its own beside its parent's (0: they go to the kernel; 2: only in a child that "
+             "kept its parent's user)"},
 };
 static_assert(config::in_id_order(kRows));
 

@@ -82,7 +82,7 @@ int close_recorded(int fd) {
     const bool over_busy = interpose::handler_over_busy();
     if (const auto s = ss::FdTable::instance().get<SocketRecord>(own, ss::FdKind::kVmaSocket);
         s && !over_busy)
-      s->before_last_close();
+      s->before_last_close(s);
     // Before the kernel frees the number, which another thread may then reuse.
     interpose::release_after_busy(untrack_socket(own));
   });

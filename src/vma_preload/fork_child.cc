@@ -43,6 +43,7 @@
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_record.h"
 #include "vma_preload/port_holds.h"
+#include "vma_preload/tcp_park.h"
 #include "vma_preload/tcp_service.h"
 
 namespace ss::vma::preload {
@@ -70,6 +71,7 @@ void in_child() {
   g_pid.store(::getpid(), std::memory_order_relaxed);
   fork_share_fork_child();
   close_port_holds_in_fork_child();
+  parked_fork_child();
   const bool had_rings = close_rings_in_fork_child();
   tcp_service_fork_child();
   records_fork_child();

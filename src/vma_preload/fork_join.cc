@@ -1,6 +1,7 @@
 #include "vma_preload/fork_join.h"
 
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "core/base/fd_passing.h"
 #include "core/base/log.h"
 #include "vma_preload/fork_share.h"
+#include "vma_preload/tcp_park.h"
 #include "vma_preload/netdev_rings.h"
 #if SS_VMA_XDP
 #include "core/prov/xdp/steer_abi.h"
@@ -24,7 +26,7 @@ namespace {
 constexpr int kAnswerMs = 1000;
 constexpr uint32_t kMagic = 0x4a4f494e;  // "JOIN": not fork_share's one-byte wake-up
 
-enum Kind : uint32_t { kJoin = 1, kGroup = 2 };
+enum Kind : uint32_t { kJoin = 1, kGroup = 2, kTake = 3 };
 
 struct Request {
   uint32_t magic = kMagic;
@@ -35,6 +37,7 @@ struct Request {
   sa_family_t family = AF_UNSPEC;
   uint8_t ip[16] = {};
   uint16_t port = 0;  // host order
+  uint64_t id = 0;    // kTake: the parent's record
 };
 
 // The answer's first message; a join's queues follow (QueueAnswer).
@@ -43,6 +46,14 @@ struct Answer {
   uint64_t nonce = 0;
   int32_t err = 0;
   uint32_t queues = 0;
+};
+
+// A take's answer: the connection's netdev and the size of its state,
+// which comes in a memfd passed with it.
+struct TakeAnswer {
+  Answer head;
+  char ifname[16] = {};
+  uint64_t size = 0;
 };
 
 #if SS_VMA_XDP
@@ -186,6 +197,29 @@ int fork_join_group(const std::string& ifname, const net::IpAddr& ip, uint16_t p
   return err ? err : a.err;
 }
 
+int fork_join_take(uint64_t id, std::string* ifname, std::vector<uint8_t>* bytes) {
+  ErrnoGuard keep;
+  Request req = request(kTake, "");
+  req.id = id;
+  const int s = ask(req);
+  if (s < 0) return s;
+  TakeAnswer a;
+  int fd = -1, got = 0;
+  int err = receive(s, req.nonce, Clock::now() + std::chrono::milliseconds(kAnswerMs), &a, sizeof a,
+                    &fd, 1, &got);
+  close(s);
+  if (err == 0) err = a.head.err;
+  if (err == 0 && (got != 1 || a.size > (256u << 20))) err = -EPROTO;
+  if (err == 0) {
+    bytes->resize(a.size);
+    a.ifname[sizeof a.ifname - 1] = 0;
+    *ifname = a.ifname;
+    if (pread(fd, bytes->data(), a.size, 0) != static_cast<ssize_t>(a.size)) err = -EPROTO;
+  }
+  if (got == 1) close(fd);
+  return err;
+}
+
 bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& from,
                      socklen_t from_len, pid_t asker, bool ours) {
   Request req;
@@ -206,6 +240,27 @@ bool fork_join_serve(int sock, const void* msg, size_t len, const sockaddr_un& f
     memcpy(ip.bytes, req.ip, sizeof ip.bytes);
     a.err = rings_group_add(req.ifname, ip, req.port, req.slot, asker);
     send_to(sock, from, from_len, &a, sizeof a, nullptr, 0);
+    return true;
+  }
+  if (req.kind == kTake) {
+    TakeAnswer ta;
+    ta.head = a;
+    std::string ifname;
+    std::vector<uint8_t> bytes;
+    ta.head.err = parked_give(req.id, &ifname, &bytes);
+    int fd = -1;
+    if (ta.head.err == 0 && (fd = memfd_create("ss-tcp-take", MFD_CLOEXEC)) < 0)
+      ta.head.err = -errno;
+    if (ta.head.err == 0 &&
+        write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size()))
+      ta.head.err = -EIO;
+    memcpy(ta.ifname, ifname.data(), std::min(ifname.size(), sizeof ta.ifname - 1));
+    ta.size = bytes.size();
+    if (send_to(sock, from, from_len, &ta, sizeof ta, &fd, ta.head.err == 0 ? 1 : 0) < 0 &&
+        ta.head.err == 0)
+      SS_WARN("fork child %d: the connection given could not be sent (%s): it is lost", asker,
+              std::strerror(errno));
+    if (fd >= 0) close(fd);
     return true;
   }
   if (req.kind != kJoin) return true;  // ours, but unknown: no answer

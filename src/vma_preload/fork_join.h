@@ -3,7 +3,8 @@
 // request socket fork_share.h names, for the descriptors that let it join
 // a netdev's queues (prov/xdp's Device::join and JoinedQueue), then, once
 // its own listener is on its rings, for its slot to take a share of the
-// listening port's new connections (Device::set_group). The owner answers
+// listening port's new connections (Device::set_group); or for a
+// connection its parent left it (fork_join_take). The owner answers
 // on its service thread (fork_share_serve); the child waits a second at
 // most. Both sides are the same library: the messages are its structs.
 #pragma once
@@ -46,6 +47,12 @@ int fork_join_ask(const std::string& ifname, JoinShare* out);
 // Child: slot `slot` takes its share of the new connections to TCP
 // (ip, port) on ifname from now on. 0 or -errno.
 int fork_join_group(const std::string& ifname, const net::IpAddr& ip, uint16_t port, int slot);
+
+// Child: the connection its parent closed after the fork and left for a
+// child (tcp_park.h), the parent's record `id`: its netdev in *ifname and
+// its state (encode_handover's bytes) in *bytes, the parent's no more.
+// 0 or -errno (-EBUSY: the parent still holds it; -ENOENT: not left).
+int fork_join_take(uint64_t id, std::string* ifname, std::vector<uint8_t>* bytes);
 
 // Owner (fork_share_serve): a request datagram that came from `from`,
 // sent by process `asker` (ours: one fork_share_serve answers): whether

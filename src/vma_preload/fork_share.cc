@@ -23,6 +23,7 @@
 #include "libvmacompat/settings.h"
 #include "vma_preload/fork_join.h"
 #include "vma_preload/socket_record.h"
+#include "vma_preload/tcp_park.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -292,6 +293,8 @@ void fork_share_serve() {
     auto rec = record(id);
     bool lent = false;
     if (st == kAsked && running(pid, &g_start[i])) {
+      // Closed here and left for a child that did not take it: the kernel's now.
+      if (!rec) parked_to_kernel(id);
       lent = rec && rec->lend_to_fork_child(true, pid);
       SS_DEBUG("fork child %d asked for socket %llu: %s", pid, static_cast<unsigned long long>(id),
                !rec   ? "closed here since"

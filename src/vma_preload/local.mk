@@ -47,6 +47,8 @@ libvma_la_SOURCES = \
 	src/vma_preload/tcp_info_linux.h \
 	src/vma_preload/tcp_offload.h \
 	src/vma_preload/tcp_offload.cc \
+	src/vma_preload/tcp_park.h \
+	src/vma_preload/tcp_park.cc \
 	src/vma_preload/tcp_offload_wait.cc \
 	src/vma_preload/tcp_options.h \
 	src/vma_preload/tcp_options.cc \

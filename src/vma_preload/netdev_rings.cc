@@ -1,4 +1,5 @@
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/tcp_park.h"
 
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -120,6 +121,7 @@ void follow_kernel(ServiceThread::Run& run) {
     publish_ring_counters();
     fork_share_serve();
     prune_groups();
+    parked_expire(/*all=*/false);
   }
 }
 

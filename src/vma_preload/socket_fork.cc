@@ -14,17 +14,28 @@
 #include "vma_preload/fork_share.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/socket_record.h"
+#include "vma_preload/tcp_repair.h"
+#include "vma_preload/tcp_service.h"
+#include "core/net/tcp/handover_codec.h"
+#include "vma_preload/fork_join.h"
 
 namespace ss::vma::preload {
 
 void SocketRecord::start_in_fork_child() {
   settle_kick_.fork_child();  // the parent's sleepers (a stray kick to them is harmless)
   fork_asked_.store(false, std::memory_order_relaxed);
+  fork_answered_.store(false, std::memory_order_relaxed);
+  // A parent thread may have held these at the fork: the child's anew.
+  new (&ask_mu_) std::mutex;
+  new (&child_tcp_mu_) std::mutex;
   listen_left_.store(false, std::memory_order_relaxed);  // this process's listener's, none yet
   // A listener the process that forked us joined with is that one's (its
   // stack's locks, its packet socket): kept, never used here.
   (void)child_listen_owner_.release();
   child_listen_.store(nullptr, std::memory_order_relaxed);
+  // So is a connection it took from its own parent (its rings).
+  (void)child_tcp_owner_.release();
+  child_tcp_.store(nullptr, std::memory_order_relaxed);
   child_join_tried_.store(false, std::memory_order_relaxed);
 }
 
@@ -86,7 +97,18 @@ void SocketRecord::join_in_child() {
   child_listen_.store(child_listen_owner_.get(), std::memory_order_release);
 }
 
-void SocketRecord::ask_parent() const {
+void SocketRecord::ask_parent(bool may_take) const {
+  // A handler that interrupted the asking thread (inside the library)
+  // does not wait for it: the kernel socket serves it.
+  if (interpose::handler_over_busy()) return;
+  interpose::BusyScope busy;
+  std::lock_guard<std::mutex> lock(ask_mu_);
+  if (fork_answered_.load(std::memory_order_relaxed)) return;
+  ask_parent_locked(may_take);
+  fork_answered_.store(true, std::memory_order_release);
+}
+
+void SocketRecord::ask_parent_locked(bool may_take) const {
   // A listener joins the parent's rings rather than ask for the kernel's.
   if (listen_.load(std::memory_order_relaxed) && !interpose::handler_over_busy()) {
     const_cast<SocketRecord*>(this)->join_in_child();
@@ -102,7 +124,84 @@ void SocketRecord::ask_parent() const {
        !tcp_.load(std::memory_order_relaxed)) ||
       fork_asked_.exchange(true) || fork_share_owner_here())
     return;
+  // A connection the parent closed and left for a child comes onto rings
+  // of this one's own; any other goes to the kernel socket.
+  if (may_take && tcp_.load(std::memory_order_relaxed) &&
+      tcp_.load(std::memory_order_relaxed)->accepted() && !interpose::handler_over_busy() &&
+      settings::get(settings::Id::kTcpForkJoin) &&
+      const_cast<SocketRecord*>(this)->take_from_parent())
+    return;
   fork_share_ask(id);
+}
+
+bool SocketRecord::take_from_parent() {
+  ErrnoGuard keep;            // inside the program's call
+  interpose::BusyScope busy;  // the stacks' locks
+  // The rings first (the parent's netdev, read from its copy of the
+  // connection): the parent drops the connection's segments from the
+  // take until this process owns them, so that wait is short.
+  std::lock_guard<std::mutex> join(*g_join_mu);
+  const std::string parent_ifname = tcp_.load(std::memory_order_relaxed)->rings()->ifname;
+  t_joining = true;
+  t_making_rings = true;
+  NetdevRings* r = netdev_rings(parent_ifname);
+  t_joining = false;
+  t_making_rings = false;
+  if (!r) return false;  // the kernel's, as before (netdev_rings said why)
+  std::string ifname;
+  std::vector<uint8_t> bytes;
+  if (const int err = fork_join_take(id, &ifname, &bytes); err < 0) {
+    SS_DEBUG("fd %d: fork child: the parent left no connection to take (%s)", fd,
+             std::strerror(-err));
+    return false;
+  }
+  // Ours from here: on rings of this process's, or else its kernel socket.
+  net::tcp::FourTuple t;
+  net::tcp::Handover h;
+  int err = net::tcp::decode_handover(bytes, &t, &h);
+  const bool decoded = err == 0;
+  if (err == 0 && ifname != parent_ifname) err = -EPROTO;
+  std::unique_ptr<TcpOffload> taken;
+  if (err == 0) err = TcpOffload::take(r, fd, family, t, h, &taken);
+  if (err == 0) {
+    std::lock_guard<std::mutex> lock(child_tcp_mu_);
+    child_tcp_owner_ = std::move(taken);
+    child_tcp_owner_->attach(&stats, fd, &rx_extras);
+    child_tcp_forks_ = forks_so_far();
+    child_tcp_.store(child_tcp_owner_.get(), std::memory_order_release);
+    stats.set_flags(/*offloaded=*/true, created_blocking, /*mc_loop=*/true);
+    SS_INFO("fd %d: fork child: the connection its parent left, on rings of its own", fd);
+    return true;
+  }
+  const int in_kernel = decoded ? repair_into_kernel(fd, family, t, h) : err;
+  if (in_kernel == 0)
+    SS_INFO("fd %d: fork child: the connection its parent left handed to the kernel (%s)", fd,
+            std::strerror(-err));
+  else
+    SS_WARN("fd %d: fork child: the connection its parent left is lost (%s, then %s)", fd,
+            std::strerror(-err), std::strerror(-in_kernel));
+  return true;  // asked: the kernel socket serves it (or fails as a dead one)
+}
+
+void SocketRecord::close_child_tcp() {
+  std::unique_ptr<TcpOffload> t;
+  {
+    std::lock_guard<std::mutex> lock(child_tcp_mu_);
+    if (!child_tcp_owner_) return;
+    interpose::BusyScope busy;
+    child_tcp_.store(nullptr, std::memory_order_release);
+    // Forked again since: a child of ours may hold it (as the parent's rule).
+    if (child_tcp_forks_ != forks_so_far() && child_tcp_owner_->hand_to_kernel(fd) == 0) {
+      SS_INFO("fd %d: connection handed to the kernel (closed here after a fork)", fd);
+    } else {
+      child_tcp_owner_->keep_port(fd);
+      child_tcp_owner_->begin_close(fd);
+    }
+    t = std::move(child_tcp_owner_);
+  }
+  // The record stays (inherited): the connection goes once no call is in
+  // it (tcp_service.h).
+  tcp_retire(std::move(t));
 }
 
 bool SocketRecord::lend_to_fork_child(bool lend, int pid) {

@@ -22,6 +22,7 @@
 #include "vma_preload/socket_flags.h"
 #include "vma_preload/start.h"
 #include "vma_preload/stats_file.h"
+#include "vma_preload/tcp_park.h"
 #include "vma_preload/wire_addr.h"
 
 namespace ss::vma::preload {
@@ -179,8 +180,15 @@ void SocketRecord::after_wait(const WaitTarget& armed, bool kicked) {
   // The part that armed the sleep, even when a hand-over to the kernel or
   // a fork child's request took it off the rings since: its waiter places
   // and ring sleep are left all the same. Each owner is set once, before
-  // tcp_ or listen_ showed it to wait_target, and lives with the record.
-  if (tcp_owner_) {
+  // tcp_ or listen_ showed it to wait_target, and lives with the record;
+  // in a fork child, the connection its parent left it, while it is open.
+  if (inherited()) {
+    std::lock_guard<std::mutex> lock(child_tcp_mu_);
+    if (child_tcp_owner_) {
+      child_tcp_owner_->after_wait(armed, kicked);
+      return;
+    }
+  } else if (tcp_owner_) {
     tcp_owner_->after_wait(armed, kicked);
     return;
   }
@@ -216,7 +224,7 @@ bool SocketRecord::kernel_served() {
     // from the child's first look (an epoll set, before any call), asked
     // now, unless the listener joins the parent's rings; a connection one
     // accepted here is the rings'.
-    if (inherited()) return !(protocol == IPPROTO_TCP && listening());
+    if (inherited()) return !(protocol == IPPROTO_TCP && (listening() || tcp()));
     return !tcp();
   }
   if (offload() || tcp() || listening()) return false;
@@ -428,7 +436,7 @@ bool SocketRecord::join_xtreme_kernel(NetdevRings* r, const sockaddr_storage& pe
   return true;
 }
 
-void SocketRecord::before_last_close() {
+void SocketRecord::before_last_close(const std::shared_ptr<SocketRecord>& self) {
   // Memberships of the ring descriptor, while the number is still this socket's.
   xtreme_key_.store(0, std::memory_order_release);
   xtreme_kernel_.reset();
@@ -439,6 +447,7 @@ void SocketRecord::before_last_close() {
       l->leave_groups();
       l->leave_rings();
     }
+    close_child_tcp();
     return;
   }
   interpose::BusyScope busy;  // the stack's locks
@@ -446,11 +455,36 @@ void SocketRecord::before_last_close() {
   if (!t) return;
   {
     std::lock_guard<std::mutex> lock(offload_mu_);
-    if (tcp_forks_ != forks_so_far() && hand_tcp_locked("closed here after a fork")) return;
+    if (tcp_forks_ != forks_so_far()) {
+      // A fork child may take it onto rings of its own (tcp_park.h).
+      if (t->accepted() && settings::get(settings::Id::kTcpForkJoin) && park_tcp(self, fd)) {
+        tcp_closed_ = true;
+        return;
+      }
+      if (hand_tcp_locked("closed here after a fork")) return;
+    }
     tcp_closed_ = true;
   }
   t->keep_port(fd);
   t->begin_close(fd);
+}
+
+void SocketRecord::hand_parked_to_kernel(int kernel_fd, const char* why) {
+  interpose::BusyScope busy;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  hand_tcp_locked(why, kernel_fd);
+}
+
+int SocketRecord::give_tcp_to_stack(std::string* ifname, std::vector<uint8_t>* bytes) {
+  interpose::BusyScope busy;
+  std::lock_guard<std::mutex> lock(offload_mu_);
+  TcpOffload* t = tcp_.load(std::memory_order_relaxed);
+  if (!t) return -ENOENT;
+  if (const int r = t->hand_to_stack(bytes); r < 0) return r;
+  *ifname = t->rings()->ifname;
+  tcp_to_kernel_locked();  // the program closed it here: nothing calls
+  SS_INFO("fd %d: connection given to a fork child's rings", fd);
+  return 0;
 }
 
 void SocketRecord::before_exit() {
@@ -467,16 +501,27 @@ bool SocketRecord::hand_tcp_to_kernel(const char* why) {
 
 void SocketRecord::tcp_for_another_process(const char* why) {
   if (protocol != IPPROTO_TCP) return;
-  if (in_fork_child())
-    tcp();  // asks the parent, once
-  else if (tcp())
+  if (inherited()) {
+    if (!fork_answered_.load(std::memory_order_acquire)) ask_parent(/*may_take=*/false);
+    interpose::BusyScope busy;
+    std::lock_guard<std::mutex> lock(child_tcp_mu_);
+    if (TcpOffload* t = child_tcp_.load(std::memory_order_relaxed);
+        t && t->hand_to_kernel(fd) == 0) {
+      child_tcp_.store(nullptr, std::memory_order_release);
+      stats.set_flags(/*offloaded=*/false, created_blocking, /*mc_loop=*/true);
+      SS_INFO("fd %d: connection handed to the kernel (%s)", fd, why);
+    }
+  } else if (in_fork_child()) {
+    tcp();
+  } else if (tcp()) {
     hand_tcp_to_kernel(why);
+  }
 }
 
-bool SocketRecord::hand_tcp_locked(const char* why) {
+bool SocketRecord::hand_tcp_locked(const char* why, int kernel_fd) {
   TcpOffload* t = tcp_.load(std::memory_order_relaxed);
   if (!t) return tcp_owner_ && tcp_owner_->moved();
-  if (const int r = t->hand_to_kernel(fd); r < 0) {
+  if (const int r = t->hand_to_kernel(kernel_fd < 0 ? fd : kernel_fd); r < 0) {
     // Closed, an error pending, or no way to pass the flow: said at
     // debug. Without the capabilities the next tries fail alike: said
     // once.

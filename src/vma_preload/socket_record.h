@@ -11,6 +11,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "core/base/fd_table.h"
 #include "core/base/kick.h"
@@ -84,15 +86,15 @@ struct SocketRecord final : Pollable {
   // it to the kernel socket (hand_tcp_to_kernel).
   TcpOffload* tcp() const {
     if (inherited()) {
-      if (!fork_asked_.load(std::memory_order_relaxed)) ask_parent();
-      return nullptr;
+      if (!fork_answered_.load(std::memory_order_acquire)) ask_parent();
+      return interpose::handler_over_busy() ? nullptr : child_tcp_.load(std::memory_order_acquire);
     }
     return interpose::handler_over_busy() ? nullptr : tcp_.load(std::memory_order_acquire);
   }
   // Whether tcp() hides an offloaded connection from a signal handler
   // over the library (its stack's locks may be held under it).
   bool tcp_out_of_reach() const {
-    return interpose::handler_over_busy() && !inherited() && tcp_.load(std::memory_order_acquire);
+    return interpose::handler_over_busy() && own_tcp().load(std::memory_order_acquire);
   }
   // Parent: the offloaded TCP connection goes to the kernel socket for
   // good (TcpOffload::hand_to_kernel), so each process sharing the
@@ -126,7 +128,12 @@ struct SocketRecord final : Pollable {
   // connection's FIN and SO_LINGER (TcpOffload::begin_close); or, after a fork since the
   // connection opened, its hand-over to the kernel socket, which a child
   // may still hold (Linux's close then leaves the connection to it).
-  void before_last_close();
+  void before_last_close(const std::shared_ptr<SocketRecord>& self);
+  // Parent, a connection parked at its close (tcp_park.h): to the kernel
+  // socket kernel_fd (the program's descriptor is closed), or to a fork
+  // child's stack, its netdev and state (encode_handover) out: 0 or -errno.
+  void hand_parked_to_kernel(int kernel_fd, const char* why);
+  int give_tcp_to_stack(std::string* ifname, std::vector<uint8_t>* bytes);
   // The process's exit (tcp_exit.cc): a connection opened before a fork
   // goes to its kernel socket, which a child may hold, as at its close.
   void before_exit();
@@ -148,9 +155,7 @@ struct SocketRecord final : Pollable {
   }
   // Whether the connection is on the rings, as tcp() without a fork
   // child's request: for calls that only report.
-  bool tcp_on_rings() const {
-    return !inherited() && tcp_.load(std::memory_order_acquire) != nullptr;
-  }
+  bool tcp_on_rings() const { return own_tcp().load(std::memory_order_acquire) != nullptr; }
   // In a fork child: a listener the parent had on the rings.
   bool inherited_listener() const {
     return inherited() && listen_.load(std::memory_order_relaxed) != nullptr;
@@ -237,7 +242,14 @@ struct SocketRecord final : Pollable {
   std::unique_ptr<UdpOffload> offload_owner_;    // under offload_mu_
   int fork_sharers_ = 0;                         // under offload_mu_: fork children lent the port
   mutable std::atomic<bool> fork_asked_{false};  // in a fork child: asked its parent
-  void ask_parent() const;
+  // ... and the answer came: another thread's call waits for it (ask_mu_),
+  // rather than find the kernel socket before the connection is there.
+  mutable std::atomic<bool> fork_answered_{false};
+  mutable std::mutex ask_mu_;
+  // may_take: a connection the parent left may come onto this process's
+  // rings (not when it leaves for another image: exec).
+  void ask_parent(bool may_take = true) const;
+  void ask_parent_locked(bool may_take) const;
   std::atomic<UdpOffload*> offload_{nullptr};
   std::unique_ptr<TcpOffload> tcp_owner_;  // under offload_mu_
   std::atomic<TcpOffload*> tcp_{nullptr};
@@ -245,7 +257,7 @@ struct SocketRecord final : Pollable {
   // Under offload_mu_: the program closed it here (its number may be
   // another socket's now): a fork child's late ask hands nothing over.
   bool tcp_closed_ = false;
-  bool hand_tcp_locked(const char* why);
+  bool hand_tcp_locked(const char* why, int kernel_fd = -1);
   void tcp_to_kernel_locked();  // the kernel socket serves the connection's calls from now on
   std::atomic<bool> tcp_settled_{false};               // a connect or listen was tried
   std::unique_ptr<XtremeKernelMember> xtreme_kernel_;  // set before the program has the fd
@@ -257,6 +269,18 @@ struct SocketRecord final : Pollable {
   void join_in_child();
   std::unique_ptr<TcpListen> child_listen_owner_;
   std::atomic<TcpListen*> child_listen_{nullptr};
+  // In a fork child, a connection the parent left it (tcp_park.h), on
+  // rings of the child's own; kept with the record, as the inherited
+  // parts are. child_tcp_forks_: forks_so_far() when it came.
+  bool take_from_parent();
+  void close_child_tcp();  // before_last_close's, for that connection
+  std::mutex child_tcp_mu_;
+  std::unique_ptr<TcpOffload> child_tcp_owner_;  // child_tcp_mu_
+  std::atomic<TcpOffload*> child_tcp_{nullptr};
+  uint64_t child_tcp_forks_ = 0;  // child_tcp_mu_
+  // This process's connection: the one it opened or accepted; in a fork
+  // child, the one its parent left it.
+  const std::atomic<TcpOffload*>& own_tcp() const { return inherited() ? child_tcp_ : tcp_; }
   mutable std::atomic<bool> child_join_tried_{false};
   std::unique_ptr<TcpListen> listen_owner_;  // under offload_mu_
   std::atomic<bool> listen_left_{false};     // its legs left the rings (set under offload_mu_)

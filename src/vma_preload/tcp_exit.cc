@@ -32,6 +32,7 @@
 #include "interpose/real.h"
 #include "interpose/signal_count.h"
 #include "vma_preload/socket_record.h"
+#include "vma_preload/tcp_park.h"
 #include "vma_preload/netdev_rings.h"
 #include "vma_preload/tcp_offload.h"
 
@@ -61,6 +62,7 @@ void finish_connections_at_exit() {
   if (interpose::handler_over_busy() || getpid() != tcp_serving_pid()) return;
   const std::vector<NetdevRings*> netdevs = tcp_netdevs();
   if (netdevs.empty() || g_exiting.exchange(true, std::memory_order_relaxed)) return;
+  parked_expire(/*all=*/true);  // closed here after a fork, untaken: the kernel's
   for_each_record([](int, const std::shared_ptr<SocketRecord>& s) {
     s->before_exit();
     return true;

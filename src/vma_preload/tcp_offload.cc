@@ -16,6 +16,7 @@
 
 #include "core/base/fd_table.h"
 #include "core/base/log.h"
+#include "core/net/tcp/handover_codec.h"
 #include "core/base/msghdr_of.h"
 #include "interpose/program_memory.h"
 #include "interpose/real.h"
@@ -246,6 +247,33 @@ int TcpOffload::hand_to_kernel(int fd) {
   });
   if (r < 0) return r;
   publish();
+  return 0;
+}
+
+int TcpOffload::hand_to_stack(std::vector<uint8_t>* out) {
+  net::tcp::Stack& st = *rings_->tcp;
+  const net::tcp::FourTuple t = st.tuple(sock_);
+  const int r = st.hand_over(
+      sock_,
+      [&](const net::tcp::Handover& h) {
+        *out = net::tcp::encode_handover(t, h);
+        moved_.store(true, std::memory_order_release);  // under the stack's lock, as hand_to_kernel
+        return 0;
+      },
+      /*to_kernel=*/false);
+  if (r < 0) return r;
+  publish();
+  return 0;
+}
+
+int TcpOffload::take(NetdevRings* r, int fd, int family, const net::tcp::FourTuple& t,
+                     const net::tcp::Handover& h, std::unique_ptr<TcpOffload>* out) {
+  net::tcp::Socket* s = nullptr;
+  net::ToKernel why;
+  const int rc = r->tcp->adopt(t, h, tcp_config_of(fd), &s, &why);
+  if (rc != 0) return rc > 0 ? -EHOSTUNREACH : rc;
+  out->reset(new TcpOffload(r, s, family, /*active=*/false));
+  tcp_serve_netdev(r);
   return 0;
 }
 

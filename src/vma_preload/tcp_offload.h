@@ -17,10 +17,12 @@
 // kick and its next timer.
 //
 // A fork child cannot use the parent's rings: an inherited connection is
-// handed to the kernel socket the program's descriptor names (tcp_repair.h),
-// at the child's first use or the parent's close, whichever comes first;
-// where the kernel cannot take it, the child's calls fail as on a dead
-// connection (ENOTCONN, EPIPE).
+// handed to the kernel socket the program's descriptor names (tcp_repair.h)
+// at the child's first use while the parent holds it; one the parent
+// closed first waits for the child to take it onto rings of its own
+// (tcp_park.h), and goes to the kernel socket if none does. Where the
+// kernel cannot take it, the child's calls fail as on a dead connection
+// (ENOTCONN, EPIPE).
 #pragma once
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -122,7 +124,20 @@ class TcpOffload {
   // or -errno and it goes on here. Then moved(): calls under way end with
   // -1 (ENOTCONN) and their callers make them again on the kernel socket.
   int hand_to_kernel(int fd);
+  // Gives the connection to another process's stack (a fork child's):
+  // its state as encode_handover's bytes in *out (Stack::hand_over to a
+  // stack). 0, or -errno and it goes on here; then moved().
+  int hand_to_stack(std::vector<uint8_t>* out);
   bool moved() const { return moved_.load(std::memory_order_acquire); }
+  bool in_calls() const { return waiting_.load(std::memory_order_acquire) > 0; }  // asleep in one
+  // A listener's (its port the listener's too): another process's stack
+  // may carry it on (hand_to_stack); a connect's may not.
+  bool accepted() const { return !active_; }
+  // A connection another process handed over (hand_to_stack, t and h its
+  // decoded bytes), carried on by r's stack for fd: 0 and *out, or -errno
+  // (nothing stays here).
+  static int take(NetdevRings* r, int fd, int family, const net::tcp::FourTuple& t,
+                  const net::tcp::Handover& h, std::unique_ptr<TcpOffload>* out);
 
   // SocketRecord's Pollable (poll, select, epoll). readiness(events,
   // false) right after changes() takes nothing new off the rings, which

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "core/base/log.h"
 #include "core/base/service_thread.h"
 #include "vma_preload/netdev_rings.h"
+#include "vma_preload/tcp_offload.h"
 
 namespace ss::vma::preload {
 namespace {
@@ -23,6 +25,24 @@ std::mutex g_mu;
 std::vector<NetdevRings*>* g_netdevs_p = new std::vector<NetdevRings*>;  // g_mu
 std::vector<NetdevRings*>& served() { return *g_netdevs_p; }
 std::atomic<pid_t> g_serving_pid{0};  // tcp_serving_pid()
+
+// tcp_retire's connections, with when they came; freed on the thread.
+std::mutex g_retired_mu;
+using Retired = std::pair<std::unique_ptr<TcpOffload>, std::chrono::steady_clock::time_point>;
+std::vector<Retired>* g_retired_p = new std::vector<Retired>;  // g_retired_mu
+
+void free_retired() {
+  std::vector<std::unique_ptr<TcpOffload>> gone;
+  {
+    std::lock_guard lock(g_retired_mu);
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(*g_retired_p, [&](Retired& e) {
+      if (now - e.second < std::chrono::seconds(1) || e.first->in_calls()) return false;
+      gone.push_back(std::move(e.first));
+      return true;
+    });
+  }
+}
 
 // Whether a frame waits on one of r's rings.
 bool rings_readable(NetdevRings* r) {
@@ -84,6 +104,7 @@ void serve(ServiceThread::Run& run) {
       r->tcp->run_timers();  // what they change kicks a socketXtreme sleeper (on_first_ready)
       r->frames->flush();
     }
+    free_retired();
   }
 }
 
@@ -95,6 +116,12 @@ ServiceThread& service() {
 }  // namespace
 
 void tcp_wake_service() { service().wake(); }
+
+void tcp_retire(std::unique_ptr<TcpOffload> t) {
+  if (!t) return;
+  std::lock_guard lock(g_retired_mu);
+  g_retired_p->emplace_back(std::move(t), std::chrono::steady_clock::now());
+}
 
 std::vector<NetdevRings*> tcp_netdevs() {
   std::lock_guard lock(g_mu);

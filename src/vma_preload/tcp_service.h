@@ -6,11 +6,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace ss::vma::preload {
 
 struct NetdevRings;
+class TcpOffload;
 
 // r's TCP stack has a connection or a listener: the vma-tcp thread reads
 // its rings and fires its timers from now on.
@@ -23,6 +25,10 @@ pid_t tcp_serving_pid();
 // In a fork child's handler: no netdev served yet (the parent's rings
 // are not this process's; a listener joining them adds its own).
 void tcp_service_fork_child();
+// A connection closed while calls may still be in it, whose record
+// stays (a fork child's, SocketRecord::close_child_tcp): freed by the
+// vma-tcp thread once none waits in it and a second passed.
+void tcp_retire(std::unique_ptr<TcpOffload> t);
 // Wakes the vma-tcp thread (a stack's on_earlier_due: a timer earlier
 // than its sleep was armed). Only signals: called under a stack's lock.
 void tcp_wake_service();

@@ -71,11 +71,12 @@
 #      kernel, and one
 #      whose parent keeps a connection from before (it stays on the rings,
 #      new clients reach the kernel's listener). PostgreSQL
-#      (a backend forked per connection) serves pgbench from B.
+#      (a backend forked per connection) serves pgbench from B; Debian's
+#      sshd serves ssh and scp from B.
 #  (h) scale: 10 000 connections at once each way, and connect-echo-close
 #      cycles at 1000/s each way for 60 s (TIME-WAIT piling up in A).
 #  (i) crafted segments from B (python3-scapy) against a server in A.
-# Its minutes: about 85 s of a run (nginx's seven cases about 45 s of
+# Its minutes: about 100 s of a run (nginx's seven cases about 45 s of
 # them, the exit's two about 10 s), and the 60 s of (h)'s cycles plus about 15 s of its other
 # cases, and 10 s of (i).
 #
@@ -598,14 +599,17 @@ else
 fi
 
 # (g) accept-then-fork servers: the parent echoes the first bytes on the
-# rings, a child the rest; the connection goes to A's kernel socket
-# (TCP_REPAIR) at the parent's close or the child's first call, whichever
-# comes first (the log says which); 1 MB echoed intact either way. eof:
-# the parent reads to the client's half-close first (CLOSE-WAIT: the FIN
-# goes to A's kernel as a packet), the child sends the 1 MB back; also
-# on an IPv6 wildcard listener with an IPv4 client.
+# rings, a child the rest. A parent that closes its copy first (parent,
+# eof) leaves the connection for the child, whose first call takes it
+# onto rings of its own (tcp_park.h): A's kernel moves nothing. A child
+# that calls while the parent holds it (child, eof-child), execs (exec:
+# cat) or calls only after the parent's 2 s (late) or its exit (gone),
+# gets it in A's kernel socket (TCP_REPAIR); the log says which. 1 MB echoed intact either way. eof: the parent reads to the
+# client's half-close first (CLOSE-WAIT: the FIN goes along), the child
+# sends the 1 MB back; also on an IPv6 wildcard listener with an IPv4
+# client.
 port=7012
-for case in parent child exec parent:6 eof eof-child:6 eof:any; do
+for case in parent child exec parent:6 eof eof-child:6 eof:any late gone; do
   who=${case%:*} addr=$IP4 srv=$IP4
   case $case in
     *:6) addr=$IP6 srv=$IP6 ;;
@@ -618,14 +622,24 @@ for case in parent child exec parent:6 eof eof-child:6 eof:any; do
   ip netns exec "$Z" timeout 30 python3 "$here/vma_tcp_client.py" "$addr" $port 1000000 >"$T/cl" 2>&1 || bad=1
   wait "${pids[-1]}" || { echo "  server: $(tail -3 "$T/err")"; bad=1; }
   has "$T/cl" "^echoed 1000000 ok" || { echo "  client: $(tail -3 "$T/cl")"; bad=1; }
-  has "$T/out" "^children ok" || bad=1
+  [ $who = gone ] && done_line="^gone ok" || done_line="^children ok"
+  has "$T/out" "$done_line" || bad=1
+  segs=$(($(kernel_tcp) - seg0))
   # exec: the child's exec asks, before cat's image has the descriptor.
   case $who in
-    parent | eof) why="closed here after a fork" ;;
-    *) why="fork child [0-9]+ uses it" ;;
+    parent | eof)
+      how="taken onto the child's rings, A's kernel moved $segs segments"
+      has "$T/err" "fd [0-9]+: fork child: the connection its parent left, on rings of its own" &&
+        has "$T/err" "fd [0-9]+: connection given to a fork child's rings" || bad=1
+      [ "$segs" -lt 5 ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; } ;;
+    late | gone)  # the parent's 2 s passed first, or it exited
+      how="handed to the kernel once no child took it"
+      has "$T/err" "fd [0-9]+: connection handed to the kernel \(closed here after a fork; no fork child took it\)" || bad=1 ;;
+    *)
+      how="handed to the kernel"
+      has "$T/err" "fd [0-9]+: connection handed to the kernel \(fork child [0-9]+ uses it\)" || bad=1 ;;
   esac
-  has "$T/err" "fd [0-9]+: connection handed to the kernel \($why\)" || bad=1
-  check "an accept-then-fork server in A ($who, $addr to $srv): the connection handed to the kernel, 1 MB echoed intact" $bad
+  check "an accept-then-fork server in A ($who, $addr to $srv): the connection $how, 1 MB echoed intact" $bad
 done
 # A client that connects, then forks and closes its copy (its child's
 # 2 MB), or execs itself with the connection (the new image's 2 MB).
@@ -835,9 +849,10 @@ check "a server in A keeps a connection on the rings as its fork child's accept 
 unset SLIPSTREAM_VMA_TCP_FORK_JOIN
 
 # (g2) PostgreSQL in A (its postmaster accepts, forks a backend and
-# closes its copy): each connection accepted on the rings goes to the
-# kernel at that close or at the backend's first call; pgbench from B,
-# 4 clients, every transaction done. PostgreSQL refuses root: it runs as
+# closes its copy): each connection accepted on the rings is taken by
+# its backend onto rings of the backend's own (or, where the backend
+# called first, goes to the kernel); pgbench from B, 4 clients, every
+# transaction done, A's kernel moving next to nothing. PostgreSQL refuses root: it runs as
 # the postgres user with the capabilities the rings need (as libvma's
 # users give it), its directory under $T.
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
@@ -856,15 +871,63 @@ if [ -x "$pg_bin/postgres" ] && [ -x "$pg_bin/pgbench" ] && id postgres >/dev/nu
   listening 5440 || bad=1
   for _ in $(seq 100); do grep -q "ready to accept connections" "$T/err" && break; sleep 0.1; done
   pgbench=("$pg_bin/pgbench" -h "$IP4" -p 5440 -U postgres)
+  seg1=$(kernel_tcp)
   ip netns exec "$Z" timeout 60 "${pgbench[@]}" -i -s 1 -q postgres >"$T/pgb" 2>&1 || bad=1
   ip netns exec "$Z" timeout 60 "${pgbench[@]}" -c 4 -t 200 postgres >>"$T/pgb" 2>&1 || bad=1
+  segs=$(($(kernel_tcp) - seg1))
   has "$T/pgb" "^number of transactions actually processed: 800/800$" || bad=1
-  moved=$(grep -cE "connection handed to the kernel \((closed here after a fork|fork child [0-9]+ uses it)\)" "$T/err")
-  [ "$moved" -ge 5 ] || { echo "  $moved connections handed to the kernel, not 5 or more"; bad=1; }
+  taken=$(grep -c "fork child: the connection its parent left, on rings of its own" "$T/err")
+  moved=$(grep -cE "connection handed to the kernel \((closed here after a fork|fork child [0-9]+ uses it)" "$T/err")
+  [ "$taken" -ge 5 ] || { echo "  $taken connections taken by their backends, not 5 or more"; bad=1; }
+  # 800 transactions through A's kernel move thousands of segments.
+  [ "$segs" -lt $((20 * moved + 20)) ] || { echo "  A's kernel moved $segs TCP segments"; bad=1; }
   stop_a_bg
-  check "PostgreSQL in A: pgbench's 800 transactions from B, $moved connections accepted on the rings and handed to the backends through the kernel" $bad
+  check "PostgreSQL in A: pgbench's 800 transactions from B, $taken connections taken by their backends onto rings of their own ($moved to the kernel), A's kernel moved $segs segments" $bad
 else
   echo "SKIP: $name: PostgreSQL, pgbench, the postgres user or setpriv not found (the PostgreSQL case)"
+fi
+
+# (g3) Debian's sshd in A with its defaults: each connection accepted on
+# the rings is handed to the kernel at the fork, before the re-executed
+# sshd and its sandboxed child take it (the kernel carries it, as for
+# PostgreSQL); ssh and scp of 20 MB each way from B, intact.
+if [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null && command -v scp >/dev/null &&
+  command -v ssh-keygen >/dev/null; then
+  S=$T/sshd
+  mkdir -m 755 "$S" && mkdir -p /run/sshd && chmod 755 /run/sshd || exit 99
+  ssh-keygen -q -t ed25519 -N '' -f "$S/host" && ssh-keygen -q -t ed25519 -N '' -f "$S/user" &&
+    cp "$S/user.pub" "$S/authorized" && head -c 20000000 /dev/urandom >"$S/up" || exit 99
+  cat >"$S/sshd_config" <<CONF || exit 99
+Port 2232
+ListenAddress $IP4
+HostKey $S/host
+AuthorizedKeysFile $S/authorized
+PermitRootLogin prohibit-password
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PidFile $S/sshd.pid
+Subsystem sftp /usr/lib/openssh/sftp-server
+CONF
+  ssh_opts=(-F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+    -o BatchMode=yes -o LogLevel=ERROR -i "$S/user")
+  in_a_bg /usr/sbin/sshd -D -e -f "$S/sshd_config"
+  bad=0
+  listening 2232 || bad=1
+  [ "$(ip netns exec "$Z" timeout 30 ssh "${ssh_opts[@]}" -p 2232 root@$IP4 'echo hello over ssh')" = \
+    "hello over ssh" ] || { echo "  ssh echo failed"; bad=1; }
+  ip netns exec "$Z" timeout 60 scp -q "${ssh_opts[@]}" -P 2232 "$S/up" root@$IP4:"$S/got.up" &&
+    cmp -s "$S/up" "$S/got.up" || { echo "  scp to A failed or differs"; bad=1; }
+  ip netns exec "$Z" timeout 60 scp -q "${ssh_opts[@]}" -P 2232 root@$IP4:"$S/up" "$S/got.down" &&
+    cmp -s "$S/up" "$S/got.down" || { echo "  scp from A failed or differs"; bad=1; }
+  moved=$(grep -cE "connection handed to the kernel \((closed here after a fork|fork child [0-9]+ uses it)" "$T/err")
+  [ "$moved" -ge 3 ] || { echo "  $moved connections handed to the kernel, not 3"; bad=1; }
+  stop_a_bg
+  [ $bad = 0 ] || tail -5 "$T/err" | sed 's/^/    /'
+  check "sshd in A (re-exec, sandboxed child): ssh and scp of 20 MB each way from B intact, $moved connections accepted on the rings and handed to the kernel at the fork" $bad
+else
+  echo "SKIP: $name: sshd, ssh, scp or ssh-keygen not found (the sshd case)"
 fi
 
 # (f) nginx (a master that forks its workers): each worker's first look

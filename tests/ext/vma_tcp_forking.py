@@ -6,7 +6,8 @@ ADDR PORT COUNT WHO, WHO "parent" or "child": an accept-then-fork server
 connections the parent reads and echoes the first bytes itself, then
 forks a child that echoes the rest until the client half-closes. "parent":
 the parent closes its copy at once and the child waits 0.5 s before its
-first call; "child": the child starts at once and the parent keeps its
+first call ("late": 3.5 s; "gone": the parent exits at once, as soon as it
+closed its copy); "child": the child starts at once and the parent keeps its
 copy 1 s; "exec": so does the parent, and the child runs cat(1) on the
 connection (its standard input and output, as inetd); "eof" and
 "eof-child": the parent reads to the client's half-close before it forks
@@ -297,12 +298,16 @@ for _ in range(count):
             os.dup2(c.fileno(), 0)
             os.dup2(c.fileno(), 1)
             os.execvp("cat", ["cat"])
-        if who == "parent":
-            time.sleep(0.5)
+        if who in ("parent", "late", "gone"):
+            time.sleep(3.5 if who == "late" else 0.5)
         echo_until_eof(c)
         os._exit(0)
     children.append(pid)
-    if who != "parent":
+    if who == "gone":  # the child's connection outlives this process
+        c.close()
+        print("gone ok", flush=True)
+        sys.exit(0)
+    if who not in ("parent", "late"):
         time.sleep(1)
     c.close()
 bad = 0

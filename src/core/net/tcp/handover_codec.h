@@ -8,13 +8,14 @@
 #include <span>
 #include <vector>
 
+#include "core/base/api.h"
 #include "core/net/tcp/handover.h"
 
 namespace ss::net::tcp {
 
-std::vector<uint8_t> encode_handover(const FourTuple& t, const Handover& h);
+SS_API std::vector<uint8_t> encode_handover(const FourTuple& t, const Handover& h);
 // 0, or -EINVAL for bytes encode_handover did not make: short or long, a
 // length past the end, an unknown family, a window scale above 14.
-int decode_handover(std::span<const uint8_t> bytes, FourTuple* t, Handover* h);
+SS_API int decode_handover(std::span<const uint8_t> bytes, FourTuple* t, Handover* h);
 
 }  // namespace ss::net::tcp

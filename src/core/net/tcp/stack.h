@@ -205,8 +205,8 @@ class Stack final : public SegmentInput {
   // cannot carry the path (the caller keeps it elsewhere); -EADDRINUSE for
   // a tuple open here; -ENOBUFS when the frames run out; the steering's or
   // Connection::restore's -errno. Nothing stays of a failed one.
-  int adopt(const FourTuple& t, const Handover& h, const tcp::Config& cfg, Socket** out,
-            ToKernel* why);
+  SS_API int adopt(const FourTuple& t, const Handover& h, const tcp::Config& cfg, Socket** out,
+                   ToKernel* why);
 
   // A sleep waiting for the handle's events: another thread's input or
   // timers change them, and wake the handle's waiters. join_waiters: the
