@@ -47,9 +47,10 @@ void to_kernel(const F& pick, const char* why) {
 }  // namespace
 
 bool park_tcp(std::shared_ptr<SocketRecord> rec, int fd) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_parked->size() >= kMaxParked) return false;
   const int dup = interpose::real().fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return false;
-  std::lock_guard<std::mutex> lock(g_mu);
   g_parked->push_back({std::move(rec), dup, Clock::now() + std::chrono::milliseconds(kParkMs)});
   SS_DEBUG("fd %d: closed after a fork: the connection waits %d ms for a fork child to take it", fd,
            kParkMs);

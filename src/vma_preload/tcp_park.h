@@ -9,6 +9,7 @@
 // then that duplicate closes, and the kernel's connection lives while a
 // child holds the socket.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,9 +20,14 @@ namespace ss::vma::preload {
 struct SocketRecord;
 
 constexpr int kParkMs = 2000;
+// Each parked connection holds a descriptor of the program's table: a
+// server closing connections faster than this many every 2 s gives the
+// rest to the kernel at once, as before.
+constexpr size_t kMaxParked = 64;
 
 // close(2) of rec's last descriptor fd after a fork: the connection
-// parked (fd duplicated first). False when it cannot be (no duplicate).
+// parked (fd duplicated first). False when it cannot be (kMaxParked
+// parked already, no duplicate).
 bool park_tcp(std::shared_ptr<SocketRecord> rec, int fd);
 // The owner's service thread, each second: the parked connections whose
 // time ran out (all of them at exit) go to their kernel sockets.
