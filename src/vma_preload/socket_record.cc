@@ -183,10 +183,12 @@ void SocketRecord::after_wait(const WaitTarget& armed, bool kicked) {
   // tcp_ or listen_ showed it to wait_target, and lives with the record;
   // in a fork child, the connection its parent left it, while it is open.
   if (inherited()) {
-    std::lock_guard<std::mutex> lock(child_tcp_mu_);
-    if (child_tcp_owner_) {
-      child_tcp_owner_->after_wait(armed, kicked);
-      return;
+    if (child_tcp_.load(std::memory_order_acquire)) {  // no lock for the child's other sockets
+      std::lock_guard<std::mutex> lock(child_tcp_mu_);
+      if (child_tcp_owner_) {
+        child_tcp_owner_->after_wait(armed, kicked);
+        return;
+      }
     }
   } else if (tcp_owner_) {
     tcp_owner_->after_wait(armed, kicked);

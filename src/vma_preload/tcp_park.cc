@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <iterator>
 #include <mutex>
 
 #include "core/base/log.h"
@@ -32,11 +33,10 @@ void to_kernel(const F& pick, const char* why) {
   std::vector<Parked> due;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    std::erase_if(*g_parked, [&](Parked& p) {
-      if (!pick(p)) return false;
-      due.push_back(std::move(p));
-      return true;
-    });
+    const auto picked = std::partition(g_parked->begin(), g_parked->end(),
+                                       [&](const Parked& p) { return !pick(p); });
+    std::move(picked, g_parked->end(), std::back_inserter(due));
+    g_parked->erase(picked, g_parked->end());
   }
   for (Parked& p : due) {
     p.rec->hand_parked_to_kernel(p.kernel_fd, why);

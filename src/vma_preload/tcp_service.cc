@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <mutex>
 #include <vector>
 
@@ -31,17 +32,19 @@ std::mutex g_retired_mu;
 using Retired = std::pair<std::unique_ptr<TcpOffload>, std::chrono::steady_clock::time_point>;
 std::vector<Retired>* g_retired_p = new std::vector<Retired>;  // g_retired_mu
 
+std::atomic<size_t> g_retired_n{0};  // g_retired_p's size: the thread's loop looks without the lock
+
 void free_retired() {
-  std::vector<std::unique_ptr<TcpOffload>> gone;
-  {
-    std::lock_guard lock(g_retired_mu);
-    const auto now = std::chrono::steady_clock::now();
-    std::erase_if(*g_retired_p, [&](Retired& e) {
-      if (now - e.second < std::chrono::seconds(1) || e.first->in_calls()) return false;
-      gone.push_back(std::move(e.first));
-      return true;
-    });
-  }
+  if (g_retired_n.load(std::memory_order_relaxed) == 0) return;
+  std::vector<Retired> gone;  // freed after the lock
+  std::lock_guard lock(g_retired_mu);
+  const auto now = std::chrono::steady_clock::now();
+  const auto due = std::partition(g_retired_p->begin(), g_retired_p->end(), [&](const Retired& e) {
+    return now - e.second < std::chrono::seconds(1) || e.first->in_calls();
+  });
+  std::move(due, g_retired_p->end(), std::back_inserter(gone));
+  g_retired_p->erase(due, g_retired_p->end());
+  g_retired_n.store(g_retired_p->size(), std::memory_order_relaxed);
 }
 
 // Whether a frame waits on one of r's rings.
@@ -121,6 +124,7 @@ void tcp_retire(std::unique_ptr<TcpOffload> t) {
   if (!t) return;
   std::lock_guard lock(g_retired_mu);
   g_retired_p->emplace_back(std::move(t), std::chrono::steady_clock::now());
+  g_retired_n.store(g_retired_p->size(), std::memory_order_relaxed);
 }
 
 std::vector<NetdevRings*> tcp_netdevs() {
